@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// watchFlags are the flags of every command that watches this machine.
+type watchFlags struct {
+	interval time.Duration
+	duration time.Duration
+	headless bool
+	json     bool
+	pid      int
+	allDisks bool
+	procRoot string
+	sysRoot  string
+}
+
+func (w *watchFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.DurationVar(&w.interval, "interval", time.Second, "time between samples")
+	fl.DurationVar(&w.duration, "duration", 0, "stop after this long (0: run until Ctrl-C)")
+	fl.BoolVar(&w.headless, "headless", false, "print one line per interval instead of the dashboard (the default when stdout is not a terminal)")
+	fl.BoolVar(&w.json, "json", false, "with --headless: print one JSON object per line (schema: docs/json.md)")
+	fl.IntVar(&w.pid, "pid", 0, "watch this process and its descendants (e.g. the training process and its DataLoader workers)")
+	fl.BoolVar(&w.allDisks, "all-disks", false, "also show partitions and virtual block devices (loop, ram, dm-)")
+	fl.StringVar(&w.procRoot, "proc-root", "/proc", "where procfs is mounted (a host's /proc seen from a container)")
+	fl.StringVar(&w.sysRoot, "sys-root", "/sys", "where sysfs is mounted")
+}
+
+// validate checks flag values that pflag's types do not.
+func (w *watchFlags) validate(cmd *cobra.Command) error {
+	switch {
+	case w.interval < 50*time.Millisecond || w.interval > time.Hour:
+		return usageErrorf(cmd, "--interval %v: must be between 50ms and 1h", w.interval)
+	case w.duration < 0:
+		return usageErrorf(cmd, "--duration %v: must not be negative", w.duration)
+	case w.pid < 0:
+		return usageErrorf(cmd, "--pid %d: must be a process ID", w.pid)
+	}
+	if w.pid != 0 && !probes.ProcessExists(w.procRoot, w.pid) {
+		return fmt.Errorf("--pid %d: no such process", w.pid)
+	}
+	return nil
+}
+
+func usageErrorf(cmd *cobra.Command, format string, args ...any) error {
+	return &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf(format, args...)}
+}
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	var w watchFlags
+	root := &cobra.Command{
+		Use:   "gpuwatch",
+		Short: "Why is my GPU idle? A live view of GPU, CPU, disks, memory and the data loader",
+		Long: `gpuwatch watches this machine live — per-core CPU, memory and swap, disks,
+network, pressure stall information and processes — to tell why a training
+job's accelerator is not busy.
+
+With --headless (or when stdout is not a terminal) it prints one line per
+interval; with --json one JSON object per line.`,
+		Example: `  gpuwatch --headless
+  gpuwatch --headless --json --duration 30s > run.jsonl
+  gpuwatch --pid $(pgrep -f train.py) --headless`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := w.validate(cmd); err != nil {
+				return err
+			}
+			return watch(cmd.Context(), &w, stdout, stderr)
+		},
+	}
+	w.register(root)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &usageError{cmd: cmd.CommandPath(), err: err}
+	})
+	root.AddCommand(newVersionCmd(stdout))
+	wrapArgs(root)
+	return root
+}
+
+// wrapArgs makes argument validation failures usage errors (exit 2).
+func wrapArgs(cmd *cobra.Command) {
+	for _, c := range append(cmd.Commands(), cmd) {
+		if c.Args == nil {
+			continue
+		}
+		check := c.Args
+		c.Args = func(cc *cobra.Command, args []string) error {
+			if err := check(cc, args); err != nil {
+				return &usageError{cmd: cc.CommandPath(), err: err}
+			}
+			return nil
+		}
+	}
+}
+
+// watch samples this machine until ctx ends or --duration passes.
+func watch(ctx context.Context, w *watchFlags, stdout, stderr io.Writer) error {
+	if w.json && !w.headless {
+		w.headless = true
+	}
+	if !w.headless {
+		if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			fmt.Fprintln(stderr, "gpuwatch: the dashboard is not built yet; printing headless lines")
+		}
+	}
+	roots := probes.Roots{Proc: w.procRoot, Sys: w.sysRoot}
+	ps := probes.SystemProbes(roots, probes.ProcOptions{PID: w.pid}, probes.DiskOptions{All: w.allDisks})
+	s := probes.NewSampler(ps, probes.SamplerOptions{Interval: w.interval})
+	defer s.Close()
+	if w.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, w.duration)
+		defer cancel()
+	}
+	frames := make(chan *sample.Frame, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- s.Run(ctx, frames) }()
+	emit := func(f *sample.Frame) error { return report.WriteLine(stdout, f) }
+	if w.json {
+		jw := report.NewJSONWriter(stdout)
+		emit = jw.WriteFrame
+	}
+	for {
+		select {
+		case f := <-frames:
+			if err := emit(f); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+		case err := <-errc:
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return nil // Ctrl-C, SIGTERM or --duration: a clean stop
+			}
+			return err
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package probes
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// parseNetDevLine parses one interface line of /proc/net/dev:
+// "  eth0: rxbytes rxpackets … (8 rx columns) txbytes …".
+func parseNetDevLine(line []byte, scratch [][]byte) (name []byte, rx, tx uint64, ok bool, err error) {
+	i := bytes.IndexByte(line, ':')
+	if i < 0 {
+		return nil, 0, 0, false, nil // a header line
+	}
+	name = bytes.TrimSpace(line[:i])
+	f := fields(line[i+1:], scratch)
+	if len(f) < 9 || len(name) == 0 {
+		return nil, 0, 0, false, fmt.Errorf("short net/dev line %q", line)
+	}
+	var okRx, okTx bool
+	rx, okRx = parseUint(f[0])
+	tx, okTx = parseUint(f[8])
+	if !okRx || !okTx {
+		return nil, 0, 0, false, fmt.Errorf("bad number in net/dev line %q", line)
+	}
+	return name, rx, tx, true, nil
+}
+
+type netEntry struct {
+	name   string
+	rx, tx uint64
+	seen   uint64
+}
+
+// Net is the probe for per-interface network throughput.
+type Net struct {
+	path     string
+	r        fileReader
+	scratch  [][]byte
+	ifs      map[string]*netEntry
+	round    uint64
+	prevTime time.Time
+	// IncludeLoopback keeps "lo", left out by default.
+	IncludeLoopback bool
+}
+
+// NewNet returns the network probe reading procRoot/net/dev.
+func NewNet(procRoot string) *Net {
+	return &Net{path: filepath.Join(procRoot, "net", "dev"), scratch: make([][]byte, 0, 17), ifs: make(map[string]*netEntry)}
+}
+
+// Name implements Probe.
+func (p *Net) Name() string { return "net" }
+
+// Collect implements Probe.
+func (p *Net) Collect(_ context.Context, f *sample.Frame) error {
+	b, err := p.r.read(p.path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Unavailable("no %s", p.path)
+		}
+		return err
+	}
+	p.round++
+	sec := f.Time.Sub(p.prevTime).Seconds()
+	p.prevTime = f.Time
+	out := make([]sample.NetIf, 0, len(p.ifs))
+	for len(b) > 0 {
+		var line []byte
+		line, b = nextLine(b)
+		name, rx, tx, ok, err := parseNetDevLine(line, p.scratch)
+		if err != nil {
+			return fmt.Errorf("parse %s: %w", p.path, err)
+		}
+		if !ok || (!p.IncludeLoopback && string(name) == "lo") {
+			continue
+		}
+		e, known := p.ifs[string(name)]
+		if !known {
+			n := string(name)
+			p.ifs[n] = &netEntry{name: n, rx: rx, tx: tx, seen: p.round}
+			continue
+		}
+		rxRate, okRx := rate(e.rx, rx, sec)
+		txRate, okTx := rate(e.tx, tx, sec)
+		e.rx, e.tx, e.seen = rx, tx, p.round
+		if okRx && okTx {
+			out = append(out, sample.NetIf{Name: e.name, RxBytesPerSec: rxRate, TxBytesPerSec: txRate})
+		}
+	}
+	for n, e := range p.ifs {
+		if e.seen != p.round {
+			delete(p.ifs, n)
+		}
+	}
+	f.Net = out
+	return nil
+}

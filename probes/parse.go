@@ -1,0 +1,64 @@
+package probes
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// The helpers below parse kernel text without allocating: fields are
+// sub-slices of the buffer that was read.
+
+// nextLine splits b at the first newline.
+func nextLine(b []byte) (line, rest []byte) {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return b[:i], b[i+1:]
+	}
+	return b, nil
+}
+
+// fields appends the space- or tab-separated fields of line to dst[:0].
+func fields(line []byte, dst [][]byte) [][]byte {
+	dst = dst[:0]
+	start := -1
+	for i, c := range line {
+		if c == ' ' || c == '\t' {
+			if start >= 0 {
+				dst = append(dst, line[start:i])
+				start = -1
+			}
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		dst = append(dst, line[start:])
+	}
+	return dst
+}
+
+// parseUint parses a decimal unsigned integer; false on anything else.
+func parseUint(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if n > (1<<64-1-d)/10 {
+			return 0, false // overflow
+		}
+		n = n*10 + d
+	}
+	return n, true
+}
+
+// parseFloat parses a decimal number such as "0.52".
+func parseFloat(b []byte) (float64, bool) {
+	v, err := strconv.ParseFloat(string(b), 64)
+	return v, err == nil
+}

@@ -1,0 +1,85 @@
+// Package probes reads the machine: one file per source (cpu, mem, disk, net,
+// psi, proc, gpu …), each a Probe that fills only its own part of a
+// sample.Frame, and the Sampler that runs them every interval. It imports
+// only sample from this module.
+//
+// Probes read real /proc and /sys through roots injected at construction, so
+// tests point them at fixture trees under testdata/. Reading is separated
+// from parsing: the parsers are pure functions over bytes, tested and fuzzed
+// on their own.
+package probes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// Probe is one source of data. Collect fills only the probe's own part of f.
+// A source that is not there returns an error that wraps ErrUnavailable; the
+// Sampler then retries it rarely and keeps the reason in the Frame. Collect is
+// never called concurrently with itself.
+type Probe interface {
+	Name() string
+	Collect(ctx context.Context, f *sample.Frame) error
+}
+
+// ErrUnavailable marks a source that is not present on this machine (no
+// PSI in the kernel, no GPU driver). Match it with errors.Is.
+var ErrUnavailable = errors.New("unavailable")
+
+// unavailableError is an ErrUnavailable whose message is only the reason, so
+// views can show it as is ("no /proc/pressure: kernel without PSI").
+type unavailableError struct{ reason string }
+
+func (e *unavailableError) Error() string        { return e.reason }
+func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// Unavailable returns an error that wraps ErrUnavailable with a reason.
+func Unavailable(format string, args ...any) error {
+	return &unavailableError{reason: fmt.Sprintf(format, args...)}
+}
+
+// Roots are where the kernel's filesystems are mounted. Containers that watch
+// the host mount them elsewhere (as node_exporter's --path.procfs does).
+type Roots struct {
+	Proc string // default "/proc"
+	Sys  string // default "/sys"
+}
+
+func (r Roots) withDefaults() Roots {
+	if r.Proc == "" {
+		r.Proc = "/proc"
+	}
+	if r.Sys == "" {
+		r.Sys = "/sys"
+	}
+	return r
+}
+
+// SystemProbes returns the host probes in display order: CPU, memory, disks,
+// network, PSI and processes.
+func SystemProbes(r Roots, opt ProcOptions, disk DiskOptions) []Probe {
+	r = r.withDefaults()
+	return []Probe{
+		NewCPU(r.Proc),
+		NewMem(r.Proc),
+		NewDisk(r, disk),
+		NewNet(r.Proc),
+		NewPSI(r.Proc),
+		NewProc(r.Proc, opt),
+	}
+}
+
+// rate is a per-second rate from two counter readings, or false when the
+// counter went backwards (a reset or wrap) or no time passed.
+func rate(prev, cur uint64, seconds float64) (float64, bool) {
+	if cur < prev || seconds <= 0 {
+		return 0, false
+	}
+	return float64(cur-prev) / seconds, true
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,409 @@
+package probes
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// userHZ is the unit of the utime/stime columns of /proc/PID/stat: 1/100 s
+// on every Linux architecture (proc(5); the procfs Go library hard-codes it
+// too).
+const userHZ = 100
+
+// pidStat is what the process probe takes from /proc/PID/stat (or
+// /proc/PID/task/TID/stat); proc(5) numbers the columns from 1.
+type pidStat struct {
+	comm      []byte
+	state     byte
+	ppid      int
+	ticks     uint64 // utime + stime (columns 14, 15), USER_HZ ticks
+	threads   int    // column 20
+	starttime uint64 // column 22: tells a reused PID from the old process
+	rssPages  uint64 // column 24
+}
+
+// parsePidStat parses a /proc/PID/stat line. The command name is between the
+// first '(' and the last ')', and may itself hold spaces and parentheses.
+func parsePidStat(b []byte, scratch [][]byte) (pidStat, error) {
+	var s pidStat
+	open := bytes.IndexByte(b, '(')
+	end := bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return s, fmt.Errorf("no command name in stat %q", b)
+	}
+	s.comm = b[open+1 : end]
+	f := fields(bytes.TrimSpace(b[end+1:]), scratch)
+	if len(f) < 22 || len(f[0]) != 1 {
+		return s, fmt.Errorf("short stat %q", b)
+	}
+	s.state = f[0][0]
+	nums := [...]struct {
+		col int
+		dst *uint64
+	}{{14, nil}, {15, nil}, {22, &s.starttime}, {24, &s.rssPages}}
+	var utime, stime uint64
+	nums[0].dst, nums[1].dst = &utime, &stime
+	for _, n := range nums {
+		v, ok := parseUint(f[n.col-3])
+		if !ok {
+			return s, fmt.Errorf("bad column %d in stat %q", n.col, b)
+		}
+		*n.dst = v
+	}
+	ppid, ok1 := parseUint(f[4-3])
+	threads, ok2 := parseUint(f[20-3])
+	if !ok1 || !ok2 {
+		return s, fmt.Errorf("bad ppid or threads in stat %q", b)
+	}
+	s.ppid, s.threads, s.ticks = int(ppid), int(threads), utime+stime
+	return s, nil
+}
+
+// pidIO is what the process probe takes from /proc/PID/io, in bytes.
+type pidIO struct{ rchar, wchar, readBytes uint64 }
+
+func parsePidIO(b []byte, scratch [][]byte) (pidIO, error) {
+	var io pidIO
+	n := 0
+	for len(b) > 0 {
+		var line []byte
+		line, b = nextLine(b)
+		f := fields(line, scratch)
+		if len(f) != 2 {
+			continue
+		}
+		var dst *uint64
+		switch string(f[0]) {
+		case "rchar:":
+			dst = &io.rchar
+		case "wchar:":
+			dst = &io.wchar
+		case "read_bytes:":
+			dst = &io.readBytes
+		default:
+			continue
+		}
+		v, ok := parseUint(f[1])
+		if !ok {
+			return io, fmt.Errorf("bad number in io line %q", line)
+		}
+		*dst = v
+		n++
+	}
+	if n < 3 {
+		return io, errors.New("incomplete io file")
+	}
+	return io, nil
+}
+
+// ProcOptions choose which processes the process probe reports.
+type ProcOptions struct {
+	// PID focuses on one process and its descendants (DataLoader workers
+	// are child processes). 0 reports the busiest processes instead.
+	PID int
+	// Top is how many processes to report without a focus (default 8).
+	Top int
+	// Threads is how many of the busiest threads to report (default 8).
+	Threads int
+}
+
+type procEntry struct {
+	pid, ppid int
+	name      string // interned; re-made only when the command changes
+	state     byte
+	ticks     uint64
+	start     uint64
+	threads   int
+	rssPages  uint64
+	at        time.Time // when ticks was read
+	cpuPct    float64
+	haveCPU   bool
+	seen      uint64
+	io        pidIO
+	ioAt      time.Time
+	haveIO    bool
+	inFocus   bool
+}
+
+type threadEntry struct {
+	tid, pid int
+	name     string
+	ticks    uint64
+	start    uint64
+	at       time.Time
+	cpuPct   float64
+	haveCPU  bool
+	seen     uint64
+}
+
+// Proc is the probe for processes and their busiest threads.
+type Proc struct {
+	root     string
+	opt      ProcOptions
+	r        fileReader
+	scratch  [][]byte
+	path     []byte
+	procs    map[int]*procEntry
+	threads  map[int]*threadEntry
+	round    uint64
+	pids     []int
+	selected []*procEntry
+	tsel     []*threadEntry
+	pageSize uint64
+}
+
+// NewProc returns the process probe reading procRoot.
+func NewProc(procRoot string, opt ProcOptions) *Proc {
+	if opt.Top <= 0 {
+		opt.Top = 8
+	}
+	if opt.Threads <= 0 {
+		opt.Threads = 8
+	}
+	return &Proc{
+		root: procRoot, opt: opt,
+		scratch:  make([][]byte, 0, 64),
+		procs:    make(map[int]*procEntry),
+		threads:  make(map[int]*threadEntry),
+		pageSize: uint64(os.Getpagesize()),
+	}
+}
+
+// Name implements Probe.
+func (p *Proc) Name() string { return "proc" }
+
+// pidPath builds root/pid/suffix into a reused buffer. The string it returns
+// aliases that buffer and is valid until the next call.
+func (p *Proc) pidPath(pid int, mid string, tid int, suffix string) string {
+	b := append(p.path[:0], p.root...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(pid), 10)
+	if mid != "" {
+		b = append(b, mid...)
+		b = strconv.AppendInt(b, int64(tid), 10)
+	}
+	b = append(b, suffix...)
+	p.path = b
+	return unsafeString(b)
+}
+
+// Collect implements Probe.
+func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
+	p.round++
+	p.pids = p.pids[:0]
+	err := p.r.readDirNames(p.root, func(name []byte) {
+		if pid, ok := parseUint(name); ok {
+			p.pids = append(p.pids, int(pid))
+		}
+	})
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Unavailable("no %s: is procfs mounted?", p.root)
+		}
+		return err
+	}
+	for _, pid := range p.pids {
+		b, err := p.r.read(p.pidPath(pid, "", 0, "/stat"))
+		if err != nil {
+			continue // exited between listing and reading
+		}
+		st, err := parsePidStat(b, p.scratch)
+		if err != nil {
+			continue
+		}
+		e := p.procs[pid]
+		if e == nil || e.start != st.starttime {
+			e = &procEntry{pid: pid, start: st.starttime}
+			p.procs[pid] = e
+		} else {
+			e.haveCPU = false
+			if sec := f.Time.Sub(e.at).Seconds(); sec > 0 && st.ticks >= e.ticks {
+				e.cpuPct = 100 * float64(st.ticks-e.ticks) / userHZ / sec
+				e.haveCPU = true
+			}
+		}
+		if e.name != string(st.comm) {
+			e.name = string(st.comm)
+		}
+		e.ppid, e.state, e.ticks, e.threads, e.rssPages = st.ppid, st.state, st.ticks, st.threads, st.rssPages
+		e.at, e.seen = f.Time, p.round
+	}
+	for pid, e := range p.procs {
+		if e.seen != p.round {
+			delete(p.procs, pid)
+		}
+	}
+
+	out := &sample.Procs{FocusPID: p.opt.PID}
+	p.selected = p.selected[:0]
+	if p.opt.PID != 0 {
+		if _, ok := p.procs[p.opt.PID]; !ok {
+			return fmt.Errorf("process %d has exited", p.opt.PID)
+		}
+		for _, e := range p.procs {
+			if p.descends(e) {
+				p.selected = append(p.selected, e)
+			}
+		}
+	} else {
+		for _, e := range p.procs {
+			if e.haveCPU {
+				p.selected = append(p.selected, e)
+			}
+		}
+	}
+	slices.SortFunc(p.selected, func(a, b *procEntry) int {
+		if c := cmp.Compare(b.cpuPct, a.cpuPct); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.pid, b.pid)
+	})
+	if p.opt.PID == 0 && len(p.selected) > p.opt.Top {
+		p.selected = p.selected[:p.opt.Top]
+	}
+	out.List = make([]sample.Proc, 0, len(p.selected))
+	for _, e := range p.selected {
+		sp := sample.Proc{
+			PID: e.pid, PPID: e.ppid, Name: e.name, State: stateString(e.state),
+			Threads: e.threads, RSSBytes: e.rssPages * p.pageSize,
+		}
+		if e.haveCPU {
+			sp.CPUPct = e.cpuPct
+		}
+		p.readIO(e, &sp, f.Time)
+		out.List = append(out.List, sp)
+	}
+	// Threads: of the whole focused tree, or of the three busiest processes.
+	p.tsel = p.tsel[:0]
+	for i, e := range p.selected {
+		if p.opt.PID == 0 && i >= 3 {
+			break
+		}
+		p.readThreads(e, f.Time)
+	}
+	for tid, t := range p.threads {
+		if t.seen != p.round {
+			delete(p.threads, tid)
+		} else if t.haveCPU {
+			p.tsel = append(p.tsel, t)
+		}
+	}
+	slices.SortFunc(p.tsel, func(a, b *threadEntry) int {
+		if c := cmp.Compare(b.cpuPct, a.cpuPct); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.tid, b.tid)
+	})
+	if len(p.tsel) > p.opt.Threads {
+		p.tsel = p.tsel[:p.opt.Threads]
+	}
+	out.Threads = make([]sample.Thread, 0, len(p.tsel))
+	for _, t := range p.tsel {
+		out.Threads = append(out.Threads, sample.Thread{TID: t.tid, PID: t.pid, Name: t.name, CPUPct: t.cpuPct})
+	}
+	f.Procs = out
+	return nil
+}
+
+// descends reports whether e is the focused process or one of its
+// descendants, walking the parent chain (bounded against cycles from PID
+// reuse).
+func (p *Proc) descends(e *procEntry) bool {
+	for i := 0; e != nil && i < 64; i++ {
+		if e.pid == p.opt.PID {
+			return true
+		}
+		if e.ppid == 0 || e.ppid == e.pid {
+			return false
+		}
+		e = p.procs[e.ppid]
+	}
+	return false
+}
+
+func (p *Proc) readIO(e *procEntry, sp *sample.Proc, now time.Time) {
+	b, err := p.r.read(p.pidPath(e.pid, "", 0, "/io"))
+	if err != nil {
+		e.haveIO = false // not ours to read, or gone
+		return
+	}
+	io, err := parsePidIO(b, p.scratch)
+	if err != nil {
+		e.haveIO = false
+		return
+	}
+	if e.haveIO {
+		sec := now.Sub(e.ioAt).Seconds()
+		if r, ok := rate(e.io.rchar, io.rchar, sec); ok {
+			sp.ReadBytesPerSec = ptr(r)
+		}
+		if r, ok := rate(e.io.wchar, io.wchar, sec); ok {
+			sp.WriteBytesPerSec = ptr(r)
+		}
+		if r, ok := rate(e.io.readBytes, io.readBytes, sec); ok {
+			sp.DiskReadBytesPerSec = ptr(r)
+		}
+	}
+	e.io, e.ioAt, e.haveIO = io, now, true
+}
+
+func (p *Proc) readThreads(e *procEntry, now time.Time) {
+	dir := p.pidPath(e.pid, "", 0, "/task")
+	// readDirNames reuses p.r's buffer, so collect TIDs first.
+	start := len(p.pids)
+	_ = p.r.readDirNames(dir, func(name []byte) {
+		if tid, ok := parseUint(name); ok {
+			p.pids = append(p.pids, int(tid))
+		}
+	})
+	for _, tid := range p.pids[start:] {
+		b, err := p.r.read(p.pidPath(e.pid, "/task/", tid, "/stat"))
+		if err != nil {
+			continue
+		}
+		st, err := parsePidStat(b, p.scratch)
+		if err != nil {
+			continue
+		}
+		t := p.threads[tid]
+		if t == nil || t.start != st.starttime {
+			t = &threadEntry{tid: tid, pid: e.pid, start: st.starttime}
+			p.threads[tid] = t
+		} else {
+			t.haveCPU = false
+			if sec := now.Sub(t.at).Seconds(); sec > 0 && st.ticks >= t.ticks {
+				t.cpuPct = 100 * float64(st.ticks-t.ticks) / userHZ / sec
+				t.haveCPU = true
+			}
+		}
+		if t.name != string(st.comm) {
+			t.name = string(st.comm)
+		}
+		t.ticks, t.at, t.seen = st.ticks, now, p.round
+	}
+	p.pids = p.pids[:start]
+}
+
+// stateString returns the one-letter process state (R, S, D, Z …) without
+// allocating: one-byte strings come from a static table.
+func stateString(c byte) string { return string([]byte{c}) }
+
+// ProcessExists reports whether pid is a live process under procRoot.
+func ProcessExists(procRoot string, pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(procRoot, strconv.Itoa(pid)))
+	return err == nil
+}

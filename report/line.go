@@ -1,0 +1,96 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// WriteLine writes f as one human-readable line for --headless:
+//
+//	20:21:03 cpu 51% max cpu1 99% 1/2≥90% iow 0% load 1.02 run 2 | mem 2.1GiB used 21.0GiB avail swap 0B | vda r 0B/s w 12KiB/s 1% | eth0 rx 1.2KiB/s tx 300B/s | psi cpu 0.1 io 0.0 mem 0.0 | top yes(812) 99%
+//
+// Parts a probe could not fill are left out; the reasons end the line.
+func WriteLine(w io.Writer, f *sample.Frame) error {
+	var b strings.Builder
+	b.WriteString(f.Time.Format("15:04:05"))
+	if c := f.CPU; c != nil {
+		fmt.Fprintf(&b, " cpu %.0f%%", c.BusyPct)
+		if len(c.Cores) > 0 {
+			top, hot := c.Cores[0], 0
+			for _, k := range c.Cores {
+				if k.BusyPct > top.BusyPct {
+					top = k
+				}
+				if k.BusyPct >= 90 {
+					hot++
+				}
+			}
+			fmt.Fprintf(&b, " max cpu%d %.0f%% %d/%d≥90%%", top.ID, top.BusyPct, hot, len(c.Cores))
+		}
+		fmt.Fprintf(&b, " iow %.0f%% load %.2f run %d", c.IowaitPct, c.Load1, c.ProcsRunning)
+	}
+	if m := f.Mem; m != nil {
+		fmt.Fprintf(&b, " | mem %s used %s avail swap %s", sample.FormatBytes(float64(m.UsedBytes)),
+			sample.FormatBytes(float64(m.AvailableBytes)), sample.FormatBytes(float64(m.SwapUsedBytes)))
+		if m.SwapInPagesPerSec != nil && m.SwapOutPagesPerSec != nil && *m.SwapInPagesPerSec+*m.SwapOutPagesPerSec > 0 {
+			fmt.Fprintf(&b, " si/so %.0f/%.0f pg/s", *m.SwapInPagesPerSec, *m.SwapOutPagesPerSec)
+		}
+	}
+	for _, d := range f.Disks {
+		fmt.Fprintf(&b, " | %s r %s/s w %s/s %.0f%%", d.Name, sample.FormatBytes(d.ReadBytesPerSec),
+			sample.FormatBytes(d.WriteBytesPerSec), d.BusyPct)
+		if d.AwaitMs != nil {
+			fmt.Fprintf(&b, " %.1fms", *d.AwaitMs)
+		}
+	}
+	for _, n := range f.Net {
+		fmt.Fprintf(&b, " | %s rx %s/s tx %s/s", n.Name, sample.FormatBytes(n.RxBytesPerSec), sample.FormatBytes(n.TxBytesPerSec))
+	}
+	if p := f.PSI; p != nil {
+		b.WriteString(" | psi")
+		for _, r := range []struct {
+			name string
+			p    *sample.Pressure
+		}{{"cpu", p.CPU}, {"io", p.IO}, {"mem", p.Memory}} {
+			if r.p == nil {
+				continue
+			}
+			v := r.p.SomeAvg10
+			if r.p.SomePct != nil {
+				v = *r.p.SomePct
+			}
+			fmt.Fprintf(&b, " %s %.1f", r.name, v)
+		}
+	}
+	if p := f.Procs; p != nil && len(p.List) > 0 {
+		if p.FocusPID != 0 {
+			fmt.Fprintf(&b, " | pid %d tree %d procs", p.FocusPID, len(p.List))
+		} else {
+			b.WriteString(" | top")
+		}
+		for _, pr := range p.List[:min(3, len(p.List))] {
+			fmt.Fprintf(&b, " %s(%d) %.0f%%", pr.Name, pr.PID, pr.CPUPct)
+		}
+		if len(p.Threads) > 0 {
+			t := p.Threads[0]
+			fmt.Fprintf(&b, " hottest thread %s(%d) %.0f%%", t.Name, t.TID, t.CPUPct)
+		}
+	}
+	if len(f.Unavailable) > 0 {
+		keys := make([]string, 0, len(f.Unavailable))
+		for k := range f.Unavailable {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, " | %s: %s", k, f.Unavailable[k])
+		}
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,183 @@
+// Package sample owns the one data type that flows through gpuwatch: a Frame,
+// a timestamped snapshot of everything the probes saw, and History, a fixed
+// size ring buffer of Frames. It imports nothing from the module.
+//
+// Conventions: every field carries its unit in its name, and missing data is
+// nil (or an absent part), never zero. A rate is nil on the first reading of a
+// counter, because a rate needs two readings.
+package sample
+
+import "time"
+
+// Frame is one snapshot of the machine. Parts a probe could not fill are nil;
+// Unavailable says why, keyed by source name ("cpu", "gpu", …).
+type Frame struct {
+	Time        time.Time         `json:"time"`
+	IntervalSec float64           `json:"interval_sec,omitempty"`
+	CPU         *CPU              `json:"cpu,omitempty"`
+	Mem         *Mem              `json:"mem,omitempty"`
+	Disks       []Disk            `json:"disks"`
+	Net         []NetIf           `json:"net"`
+	PSI         *PSI              `json:"psi,omitempty"`
+	Procs       *Procs            `json:"procs,omitempty"`
+	GPUs        []GPU             `json:"gpus"`
+	Unavailable map[string]string `json:"unavailable"`
+}
+
+// CPU is host CPU use over the last interval, from /proc/stat and /proc/loadavg.
+// Percentages are of the whole machine (0–100), except per core.
+type CPU struct {
+	Cores                 []Core  `json:"cores"`
+	BusyPct               float64 `json:"busy_pct"`
+	UserPct               float64 `json:"user_pct"`
+	SystemPct             float64 `json:"system_pct"`
+	IowaitPct             float64 `json:"iowait_pct"`
+	StealPct              float64 `json:"steal_pct"`
+	IRQPct                float64 `json:"irq_pct"`
+	Load1                 float64 `json:"load1"`
+	Load5                 float64 `json:"load5"`
+	Load15                float64 `json:"load15"`
+	ProcsRunning          int     `json:"procs_running"`
+	ProcsBlocked          int     `json:"procs_blocked"`
+	ContextSwitchesPerSec float64 `json:"context_switches_per_sec"`
+}
+
+// Core is one logical CPU over the last interval. BusyPct is everything but
+// idle and iowait, 0–100.
+type Core struct {
+	ID        int     `json:"id"`
+	BusyPct   float64 `json:"busy_pct"`
+	UserPct   float64 `json:"user_pct"`
+	SystemPct float64 `json:"system_pct"`
+	IowaitPct float64 `json:"iowait_pct"`
+}
+
+// Mem is host memory, from /proc/meminfo and /proc/vmstat. The rates are nil
+// until two readings exist.
+type Mem struct {
+	TotalBytes         uint64   `json:"total_bytes"`
+	UsedBytes          uint64   `json:"used_bytes"`
+	AvailableBytes     uint64   `json:"available_bytes"`
+	CachedBytes        uint64   `json:"cached_bytes"`
+	SwapTotalBytes     uint64   `json:"swap_total_bytes"`
+	SwapUsedBytes      uint64   `json:"swap_used_bytes"`
+	SwapInPagesPerSec  *float64 `json:"swap_in_pages_per_sec,omitempty"`
+	SwapOutPagesPerSec *float64 `json:"swap_out_pages_per_sec,omitempty"`
+	MajorFaultsPerSec  *float64 `json:"major_faults_per_sec,omitempty"`
+}
+
+// Disk is one whole block device over the last interval, from /proc/diskstats.
+// AwaitMs is nil when the device completed no request in the interval.
+type Disk struct {
+	Name             string   `json:"name"`
+	ReadBytesPerSec  float64  `json:"read_bytes_per_sec"`
+	WriteBytesPerSec float64  `json:"write_bytes_per_sec"`
+	ReadIOPS         float64  `json:"read_iops"`
+	WriteIOPS        float64  `json:"write_iops"`
+	BusyPct          float64  `json:"busy_pct"`
+	AwaitMs          *float64 `json:"await_ms,omitempty"`
+	InFlight         uint64   `json:"in_flight"`
+}
+
+// NetIf is one network interface over the last interval, from /proc/net/dev.
+type NetIf struct {
+	Name          string  `json:"name"`
+	RxBytesPerSec float64 `json:"rx_bytes_per_sec"`
+	TxBytesPerSec float64 `json:"tx_bytes_per_sec"`
+}
+
+// PSI is pressure stall information from /proc/pressure. A resource the kernel
+// does not report is nil.
+type PSI struct {
+	CPU    *Pressure `json:"cpu,omitempty"`
+	IO     *Pressure `json:"io,omitempty"`
+	Memory *Pressure `json:"memory,omitempty"`
+}
+
+// Pressure is one PSI resource. The Avg10 fields are the kernel's 10 s
+// averages (0–100); the Pct fields are computed from the total stall counter
+// over the last interval, which reacts faster. Full is nil where the kernel
+// has no "full" line (cpu before Linux 5.13); Pct fields are nil on the first
+// reading.
+type Pressure struct {
+	SomeAvg10 float64  `json:"some_avg10"`
+	FullAvg10 *float64 `json:"full_avg10,omitempty"`
+	SomePct   *float64 `json:"some_pct,omitempty"`
+	FullPct   *float64 `json:"full_pct,omitempty"`
+}
+
+// Procs is the process view: the focused process and its descendants when a
+// PID is focused (FocusPID != 0), else the busiest processes on the host.
+type Procs struct {
+	FocusPID int      `json:"focus_pid,omitempty"`
+	List     []Proc   `json:"list"`
+	Threads  []Thread `json:"threads"`
+}
+
+// Proc is one process over the last interval. CPUPct is percent of one core
+// (a process with 4 busy threads reads 400). The I/O rates are nil when
+// /proc/PID/io is not readable (another user's process) or on the first
+// reading.
+type Proc struct {
+	PID                 int      `json:"pid"`
+	PPID                int      `json:"ppid"`
+	Name                string   `json:"name"`
+	State               string   `json:"state"`
+	CPUPct              float64  `json:"cpu_pct"`
+	Threads             int      `json:"threads"`
+	RSSBytes            uint64   `json:"rss_bytes"`
+	ReadBytesPerSec     *float64 `json:"read_bytes_per_sec,omitempty"`
+	WriteBytesPerSec    *float64 `json:"write_bytes_per_sec,omitempty"`
+	DiskReadBytesPerSec *float64 `json:"disk_read_bytes_per_sec,omitempty"`
+}
+
+// Thread is one thread of a watched process over the last interval; CPUPct is
+// percent of one core (0–100). A thread near 100 is a pegged core.
+type Thread struct {
+	TID    int     `json:"tid"`
+	PID    int     `json:"pid"`
+	Name   string  `json:"name"`
+	CPUPct float64 `json:"cpu_pct"`
+}
+
+// GPU is one accelerator. Filled by the GPU probes (a later part of the
+// project); the type is here so the JSON contract has its place.
+type GPU struct {
+	Index   int     `json:"index"`
+	Name    string  `json:"name"`
+	Vendor  string  `json:"vendor"`
+	UtilPct float64 `json:"util_pct"`
+}
+
+// Merge copies every part that from has into f, and from's unavailable
+// reasons. It is how the Sampler assembles one Frame from probes that each
+// filled a scratch Frame.
+func (f *Frame) Merge(from *Frame) {
+	if from.CPU != nil {
+		f.CPU = from.CPU
+	}
+	if from.Mem != nil {
+		f.Mem = from.Mem
+	}
+	if from.Disks != nil {
+		f.Disks = from.Disks
+	}
+	if from.Net != nil {
+		f.Net = from.Net
+	}
+	if from.PSI != nil {
+		f.PSI = from.PSI
+	}
+	if from.Procs != nil {
+		f.Procs = from.Procs
+	}
+	if from.GPUs != nil {
+		f.GPUs = from.GPUs
+	}
+	for k, v := range from.Unavailable {
+		if f.Unavailable == nil {
+			f.Unavailable = make(map[string]string)
+		}
+		f.Unavailable[k] = v
+	}
+}

@@ -1,0 +1,109 @@
+package sample
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestHistoryKeepsNewestInOrder(t *testing.T) {
+	tests := []struct {
+		name     string
+		capacity int
+		add      int
+		want     []int // IntervalSec of the held frames, oldest first
+	}{
+		{"empty", 3, 0, nil},
+		{"partly filled", 3, 2, []int{0, 1}},
+		{"exactly full", 3, 3, []int{0, 1, 2}},
+		{"wrapped twice drops oldest", 3, 7, []int{4, 5, 6}},
+		{"capacity below one is one", 0, 4, []int{3}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := NewHistory(tc.capacity)
+			for i := 0; i < tc.add; i++ {
+				h.Add(&Frame{IntervalSec: float64(i)})
+			}
+			var got []int
+			for _, f := range h.Last(nil, h.Len()) {
+				got = append(got, int(f.IntervalSec))
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("held %v, want %v", got, tc.want)
+			}
+			if h.Len() > h.Cap() {
+				t.Fatalf("Len %d > Cap %d", h.Len(), h.Cap())
+			}
+			if tc.add > 0 && int(h.Latest().IntervalSec) != tc.add-1 {
+				t.Fatalf("Latest = %v, want %d", h.Latest().IntervalSec, tc.add-1)
+			}
+		})
+	}
+}
+
+func TestHistoryLastTakesAtMostK(t *testing.T) {
+	h := NewHistory(10)
+	for i := 0; i < 10; i++ {
+		h.Add(&Frame{IntervalSec: float64(i)})
+	}
+	got := h.Last(nil, 3)
+	if len(got) != 3 || got[0].IntervalSec != 7 || got[2].IntervalSec != 9 {
+		t.Fatalf("Last(3) = %v", got)
+	}
+	if h.Latest() != got[2] {
+		t.Fatal("Latest is not the last of Last")
+	}
+}
+
+func TestHistoryMemoryIsBounded(t *testing.T) {
+	h := NewHistory(4)
+	for i := 0; i < 10000; i++ {
+		h.Add(&Frame{})
+	}
+	if len(h.buf) != 4 || h.Len() != 4 {
+		t.Fatalf("buffer grew to %d", len(h.buf))
+	}
+}
+
+// TestMergeCoversEveryPart fails when a part is added to Frame without
+// teaching Merge about it: it fills every pointer, slice and map field by
+// reflection and checks that Merge carries each one over.
+func TestMergeCoversEveryPart(t *testing.T) {
+	var from Frame
+	v := reflect.ValueOf(&from).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+		case reflect.Map:
+			f.Set(reflect.MakeMap(f.Type()))
+			f.SetMapIndex(reflect.ValueOf("k"), reflect.ValueOf("v"))
+		}
+	}
+	var into Frame
+	into.Merge(&from)
+	iv := reflect.ValueOf(into)
+	for i := 0; i < iv.NumField(); i++ {
+		f := iv.Field(i)
+		switch f.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map:
+			if f.IsNil() || f.Kind() != reflect.Pointer && f.Len() == 0 {
+				t.Errorf("Merge drops %s", iv.Type().Field(i).Name)
+			}
+		}
+	}
+}
+
+func TestMergeKeepsPartsTheSourceLacks(t *testing.T) {
+	into := Frame{CPU: &CPU{BusyPct: 5}, Unavailable: map[string]string{"gpu": "no driver"}}
+	into.Merge(&Frame{Mem: &Mem{TotalBytes: 1}, Unavailable: map[string]string{"psi": "missing"}})
+	if into.CPU == nil || into.CPU.BusyPct != 5 || into.Mem == nil {
+		t.Fatalf("parts lost: %+v", into)
+	}
+	if len(into.Unavailable) != 2 {
+		t.Fatalf("unavailable = %v", into.Unavailable)
+	}
+}
