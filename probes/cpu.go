@@ -30,13 +30,19 @@ type procStat struct {
 }
 
 // parseProcStat parses /proc/stat into st, reusing its slices.
-func parseProcStat(b []byte, st *procStat, scratch [][]byte) error {
+func parseProcStat(b []byte, st *procStat, scratch *fieldBuf) error {
 	st.ids, st.cores = st.ids[:0], st.cores[:0]
 	sawAll := false
 	for len(b) > 0 {
 		var line []byte
 		line, b = nextLine(b)
-		f := fields(line, scratch)
+		// Split only the lines used: "intr" alone holds a counter per
+		// interrupt, thousands on a large machine.
+		if !bytes.HasPrefix(line, []byte("cpu")) && !bytes.HasPrefix(line, []byte("ctxt")) &&
+			!bytes.HasPrefix(line, []byte("procs_")) {
+			continue
+		}
+		f := scratch.split(line)
 		if len(f) < 2 {
 			continue
 		}
@@ -126,9 +132,9 @@ func shares(d cpuTimes) cpuShares {
 }
 
 // parseLoadavg parses /proc/loadavg: "0.52 0.58 0.59 2/1234 56789".
-func parseLoadavg(b []byte, scratch [][]byte) (l1, l5, l15 float64, err error) {
+func parseLoadavg(b []byte, scratch *fieldBuf) (l1, l5, l15 float64, err error) {
 	line, _ := nextLine(b)
-	f := fields(line, scratch)
+	f := scratch.split(line)
 	if len(f) < 3 {
 		return 0, 0, 0, fmt.Errorf("bad loadavg %q", line)
 	}
@@ -146,7 +152,7 @@ func parseLoadavg(b []byte, scratch [][]byte) (l1, l5, l15 float64, err error) {
 type CPU struct {
 	statPath, loadPath string
 	r                  fileReader
-	scratch            [][]byte
+	scratch            *fieldBuf
 	prev, cur          procStat
 	prevTime           time.Time
 	havePrev           bool
@@ -157,7 +163,7 @@ func NewCPU(procRoot string) *CPU {
 	return &CPU{
 		statPath: filepath.Join(procRoot, "stat"),
 		loadPath: filepath.Join(procRoot, "loadavg"),
-		scratch:  make([][]byte, 0, 16),
+		scratch:  new(fieldBuf),
 	}
 }
 

@@ -27,8 +27,8 @@ type diskCounters struct {
 
 // parseDiskstatsLine parses one line of /proc/diskstats. Kernels since 4.18
 // add discard columns and 5.5 flush columns; only the first 14 are needed.
-func parseDiskstatsLine(line []byte, scratch [][]byte) (name []byte, c diskCounters, err error) {
-	f := fields(line, scratch)
+func parseDiskstatsLine(line []byte, scratch *fieldBuf) (name []byte, c diskCounters, err error) {
+	f := scratch.split(line)
 	if len(f) < 14 {
 		return nil, c, fmt.Errorf("short diskstats line %q", line)
 	}
@@ -95,7 +95,7 @@ type Disk struct {
 	statsPath, sysBlock string
 	opt                 DiskOptions
 	r                   fileReader
-	scratch             [][]byte
+	scratch             *fieldBuf
 	devs                map[string]*diskEntry
 	round               uint64
 	prevTime            time.Time
@@ -111,7 +111,7 @@ func NewDisk(r Roots, opt DiskOptions) *Disk {
 		statsPath: filepath.Join(r.Proc, "diskstats"),
 		sysBlock:  filepath.Join(r.Sys, "block"),
 		opt:       opt,
-		scratch:   make([][]byte, 0, 24),
+		scratch:   new(fieldBuf),
 		devs:      make(map[string]*diskEntry),
 	}
 	_, err := os.Stat(p.sysBlock)

@@ -18,12 +18,12 @@ type meminfo struct {
 	haveAvailable                                       bool
 }
 
-func parseMeminfo(b []byte, scratch [][]byte) (meminfo, error) {
+func parseMeminfo(b []byte, scratch *fieldBuf) (meminfo, error) {
 	var m meminfo
 	for len(b) > 0 {
 		var line []byte
 		line, b = nextLine(b)
-		f := fields(line, scratch)
+		f := scratch.split(line)
 		if len(f) < 2 {
 			continue
 		}
@@ -67,12 +67,12 @@ func parseMeminfo(b []byte, scratch [][]byte) (meminfo, error) {
 // vmstat holds the /proc/vmstat counters the memory probe turns into rates.
 type vmstat struct{ pswpin, pswpout, pgmajfault uint64 }
 
-func parseVmstat(b []byte, scratch [][]byte) vmstat {
+func parseVmstat(b []byte, scratch *fieldBuf) vmstat {
 	var v vmstat
 	for len(b) > 0 {
 		var line []byte
 		line, b = nextLine(b)
-		f := fields(line, scratch)
+		f := scratch.split(line)
 		if len(f) != 2 {
 			continue
 		}
@@ -92,7 +92,7 @@ func parseVmstat(b []byte, scratch [][]byte) vmstat {
 type Mem struct {
 	meminfoPath, vmstatPath string
 	r                       fileReader
-	scratch                 [][]byte
+	scratch                 *fieldBuf
 	prev                    vmstat
 	prevTime                time.Time
 	havePrev                bool
@@ -103,7 +103,7 @@ func NewMem(procRoot string) *Mem {
 	return &Mem{
 		meminfoPath: filepath.Join(procRoot, "meminfo"),
 		vmstatPath:  filepath.Join(procRoot, "vmstat"),
-		scratch:     make([][]byte, 0, 8),
+		scratch:     new(fieldBuf),
 	}
 }
 

@@ -14,13 +14,13 @@ import (
 
 // parseNetDevLine parses one interface line of /proc/net/dev:
 // "  eth0: rxbytes rxpackets … (8 rx columns) txbytes …".
-func parseNetDevLine(line []byte, scratch [][]byte) (name []byte, rx, tx uint64, ok bool, err error) {
+func parseNetDevLine(line []byte, scratch *fieldBuf) (name []byte, rx, tx uint64, ok bool, err error) {
 	i := bytes.IndexByte(line, ':')
 	if i < 0 {
 		return nil, 0, 0, false, nil // a header line
 	}
 	name = bytes.TrimSpace(line[:i])
-	f := fields(line[i+1:], scratch)
+	f := scratch.split(line[i+1:])
 	if len(f) < 9 || len(name) == 0 {
 		return nil, 0, 0, false, fmt.Errorf("short net/dev line %q", line)
 	}
@@ -43,7 +43,7 @@ type netEntry struct {
 type Net struct {
 	path     string
 	r        fileReader
-	scratch  [][]byte
+	scratch  *fieldBuf
 	ifs      map[string]*netEntry
 	round    uint64
 	prevTime time.Time
@@ -53,7 +53,7 @@ type Net struct {
 
 // NewNet returns the network probe reading procRoot/net/dev.
 func NewNet(procRoot string) *Net {
-	return &Net{path: filepath.Join(procRoot, "net", "dev"), scratch: make([][]byte, 0, 17), ifs: make(map[string]*netEntry)}
+	return &Net{path: filepath.Join(procRoot, "net", "dev"), scratch: new(fieldBuf), ifs: make(map[string]*netEntry)}
 }
 
 // Name implements Probe.

@@ -16,6 +16,20 @@ func nextLine(b []byte) (line, rest []byte) {
 	return b, nil
 }
 
+// fieldBuf keeps the slice that fields are split into, so it grows once to
+// the widest line seen and is reused after. A nil *fieldBuf works, allocating.
+type fieldBuf struct{ f [][]byte }
+
+// split returns the space- or tab-separated fields of line, valid until the
+// next call.
+func (b *fieldBuf) split(line []byte) [][]byte {
+	if b == nil {
+		return fields(line, nil)
+	}
+	b.f = fields(line, b.f)
+	return b.f
+}
+
 // fields appends the space- or tab-separated fields of line to dst[:0].
 func fields(line []byte, dst [][]byte) [][]byte {
 	dst = dst[:0]

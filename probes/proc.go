@@ -35,7 +35,7 @@ type pidStat struct {
 
 // parsePidStat parses a /proc/PID/stat line. The command name is between the
 // first '(' and the last ')', and may itself hold spaces and parentheses.
-func parsePidStat(b []byte, scratch [][]byte) (pidStat, error) {
+func parsePidStat(b []byte, scratch *fieldBuf) (pidStat, error) {
 	var s pidStat
 	open := bytes.IndexByte(b, '(')
 	end := bytes.LastIndexByte(b, ')')
@@ -43,7 +43,7 @@ func parsePidStat(b []byte, scratch [][]byte) (pidStat, error) {
 		return s, fmt.Errorf("no command name in stat %q", b)
 	}
 	s.comm = b[open+1 : end]
-	f := fields(bytes.TrimSpace(b[end+1:]), scratch)
+	f := scratch.split(bytes.TrimSpace(b[end+1:]))
 	if len(f) < 22 || len(f[0]) != 1 {
 		return s, fmt.Errorf("short stat %q", b)
 	}
@@ -73,13 +73,13 @@ func parsePidStat(b []byte, scratch [][]byte) (pidStat, error) {
 // pidIO is what the process probe takes from /proc/PID/io, in bytes.
 type pidIO struct{ rchar, wchar, readBytes uint64 }
 
-func parsePidIO(b []byte, scratch [][]byte) (pidIO, error) {
+func parsePidIO(b []byte, scratch *fieldBuf) (pidIO, error) {
 	var io pidIO
 	n := 0
 	for len(b) > 0 {
 		var line []byte
 		line, b = nextLine(b)
-		f := fields(line, scratch)
+		f := scratch.split(line)
 		if len(f) != 2 {
 			continue
 		}
@@ -152,7 +152,7 @@ type Proc struct {
 	root     string
 	opt      ProcOptions
 	r        fileReader
-	scratch  [][]byte
+	scratch  *fieldBuf
 	path     []byte
 	procs    map[int]*procEntry
 	threads  map[int]*threadEntry
@@ -173,7 +173,7 @@ func NewProc(procRoot string, opt ProcOptions) *Proc {
 	}
 	return &Proc{
 		root: procRoot, opt: opt,
-		scratch:  make([][]byte, 0, 64),
+		scratch:  new(fieldBuf),
 		procs:    make(map[int]*procEntry),
 		threads:  make(map[int]*threadEntry),
 		pageSize: uint64(os.Getpagesize()),

@@ -23,12 +23,12 @@ type psiLine struct {
 
 // parsePressure parses a /proc/pressure/{cpu,io,memory} file. full is false
 // where the kernel prints no "full" line (cpu before Linux 5.13).
-func parsePressure(b []byte, scratch [][]byte) (some, full psiLine, haveFull bool, err error) {
+func parsePressure(b []byte, scratch *fieldBuf) (some, full psiLine, haveFull bool, err error) {
 	haveSome := false
 	for len(b) > 0 {
 		var line []byte
 		line, b = nextLine(b)
-		f := fields(line, scratch)
+		f := scratch.split(line)
 		if len(f) < 5 {
 			continue
 		}
@@ -71,14 +71,14 @@ type psiPrev struct {
 type PSI struct {
 	paths    [3]string
 	r        fileReader
-	scratch  [][]byte
+	scratch  *fieldBuf
 	prev     [3]psiPrev
 	prevTime time.Time
 }
 
 // NewPSI returns the PSI probe reading procRoot/pressure/*.
 func NewPSI(procRoot string) *PSI {
-	p := &PSI{scratch: make([][]byte, 0, 8)}
+	p := &PSI{scratch: new(fieldBuf)}
 	for i, n := range [...]string{"cpu", "io", "memory"} {
 		p.paths[i] = filepath.Join(procRoot, "pressure", n)
 	}

@@ -1,0 +1,30 @@
+package probes
+
+import "testing"
+
+func TestNetRatesSkipLoopback(t *testing.T) {
+	s := newSnapshots(t, "normal")
+	p := NewNet(s.roots().Proc)
+	s.mustCollect(p, "t0")
+	n := s.mustCollect(p, "t1").Net
+	if len(n) != 1 || n[0].Name != "eth0" {
+		t.Fatalf("net = %+v, want eth0 only", n)
+	}
+	near(t, "rx", n[0].RxBytesPerSec, 1000000)
+	near(t, "tx", n[0].TxBytesPerSec, 250000)
+}
+
+func TestNetCounterResetSkipsOneInterval(t *testing.T) {
+	s := newSnapshots(t, "backwards")
+	p := NewNet(s.roots().Proc)
+	s.mustCollect(p, "t0")
+	if n := s.mustCollect(p, "t1").Net; len(n) != 0 {
+		t.Fatalf("reset counters gave %+v", n)
+	}
+	n := s.mustCollect(p, "t2").Net
+	if len(n) != 1 {
+		t.Fatalf("net = %+v", n)
+	}
+	near(t, "rx after reset", n[0].RxBytesPerSec, 100000)
+	near(t, "tx after reset", n[0].TxBytesPerSec, 50000)
+}

@@ -1,0 +1,191 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// fakeProbe fills Mem.TotalBytes with its call count, or does what its
+// hooks say.
+type fakeProbe struct {
+	name  string
+	calls atomic.Int64
+	err   error
+	block chan struct{} // when set, Collect waits on it
+	panic bool
+}
+
+func (p *fakeProbe) Name() string { return p.name }
+
+func (p *fakeProbe) Collect(ctx context.Context, f *sample.Frame) error {
+	n := p.calls.Add(1)
+	if p.block != nil {
+		<-p.block
+	}
+	if p.panic {
+		panic("boom")
+	}
+	if p.err != nil {
+		return p.err
+	}
+	f.Mem = &sample.Mem{TotalBytes: uint64(n)}
+	return nil
+}
+
+// cpuFake fills the CPU part so two fakes don't write the same part.
+type cpuFake struct{ fakeProbe }
+
+func (p *cpuFake) Collect(ctx context.Context, f *sample.Frame) error {
+	p.calls.Add(1)
+	f.CPU = &sample.CPU{BusyPct: 42}
+	return nil
+}
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func TestSamplerStuckProbeDoesNotHoldTheTick(t *testing.T) {
+	stuck := &fakeProbe{name: "mem", block: make(chan struct{})}
+	ok := &cpuFake{fakeProbe{name: "cpu"}}
+	c := &clock{t: t0}
+	s := NewSampler([]Probe{stuck, ok}, SamplerOptions{Interval: time.Second, Timeout: 20 * time.Millisecond, Now: c.now})
+	defer s.Close()
+
+	f := s.Tick(context.Background())
+	if f.CPU == nil || f.CPU.BusyPct != 42 {
+		t.Fatalf("the healthy probe's part is missing: %+v", f)
+	}
+	if !strings.Contains(f.Unavailable["mem"], "did not answer") {
+		t.Fatalf("unavailable = %v, want the stuck probe named", f.Unavailable)
+	}
+	// Still stuck: not called again, still reported.
+	c.t = c.t.Add(time.Second)
+	f = s.Tick(context.Background())
+	if stuck.calls.Load() != 1 || f.Unavailable["mem"] == "" {
+		t.Fatalf("calls = %d, unavailable = %v", stuck.calls.Load(), f.Unavailable)
+	}
+	// Released: the late result is dropped, the next call is fresh.
+	close(stuck.block)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.t = c.t.Add(time.Second)
+		f = s.Tick(context.Background())
+		if f.Mem != nil || time.Now().After(deadline) {
+			break
+		}
+		runtime.Gosched()
+	}
+	if f.Mem == nil || f.Unavailable["mem"] != "" {
+		t.Fatalf("probe did not recover: %+v", f)
+	}
+	if f.Mem.TotalBytes < 2 {
+		t.Fatalf("published the stale late result (call %d)", f.Mem.TotalBytes)
+	}
+}
+
+func TestSamplerUnavailableIsRetriedRarely(t *testing.T) {
+	p := &fakeProbe{name: "gpu", err: Unavailable("libnvidia-ml.so.1 not found")}
+	c := &clock{t: t0}
+	s := NewSampler([]Probe{p}, SamplerOptions{Interval: time.Second, RetryAfter: 30 * time.Second, Now: c.now})
+	defer s.Close()
+	for i := 0; i < 30; i++ {
+		f := s.Tick(context.Background())
+		if f.Unavailable["gpu"] != "libnvidia-ml.so.1 not found" {
+			t.Fatalf("tick %d: unavailable = %v", i, f.Unavailable)
+		}
+		c.t = c.t.Add(time.Second)
+	}
+	if n := p.calls.Load(); n != 1 {
+		t.Fatalf("tried %d times in 30 s, want once", n)
+	}
+	s.Tick(context.Background())
+	if n := p.calls.Load(); n != 2 {
+		t.Fatalf("not retried after RetryAfter (calls = %d)", n)
+	}
+}
+
+func TestSamplerFailingAndPanickingProbesAreReportedAndRetried(t *testing.T) {
+	failing := &fakeProbe{name: "mem", err: errors.New("read /proc/meminfo: EIO")}
+	panicky := &cpuFake{fakeProbe{name: "cpu"}}
+	bad := &fakeProbe{name: "disk", panic: true}
+	c := &clock{t: t0}
+	s := NewSampler([]Probe{failing, panicky, bad}, SamplerOptions{Now: c.now})
+	defer s.Close()
+	for i := 0; i < 3; i++ {
+		f := s.Tick(context.Background())
+		if f.Unavailable["mem"] != "read /proc/meminfo: EIO" {
+			t.Fatalf("unavailable = %v", f.Unavailable)
+		}
+		if !strings.Contains(f.Unavailable["disk"], "panicked") {
+			t.Fatalf("panic not reported: %v", f.Unavailable)
+		}
+		if f.CPU == nil {
+			t.Fatal("a failing probe stopped the others")
+		}
+		c.t = c.t.Add(time.Second)
+	}
+	if failing.calls.Load() != 3 || bad.calls.Load() != 3 {
+		t.Fatalf("plain errors are retried every tick: calls %d, %d", failing.calls.Load(), bad.calls.Load())
+	}
+}
+
+func TestSamplerIntervalFromClock(t *testing.T) {
+	c := &clock{t: t0}
+	s := NewSampler(nil, SamplerOptions{Now: c.now})
+	defer s.Close()
+	if f := s.Tick(context.Background()); f.IntervalSec != 0 || !f.Time.Equal(t0) {
+		t.Fatalf("first frame = %+v", f)
+	}
+	c.t = c.t.Add(1500 * time.Millisecond)
+	if f := s.Tick(context.Background()); f.IntervalSec != 1.5 {
+		t.Fatalf("interval = %v, want 1.5", f.IntervalSec)
+	}
+}
+
+func TestSamplerRunStopsOnCancel(t *testing.T) {
+	s := NewSampler([]Probe{&cpuFake{fakeProbe{name: "cpu"}}}, SamplerOptions{Interval: 50 * time.Millisecond})
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan *sample.Frame)
+	done := make(chan error)
+	go func() { done <- s.Run(ctx, out) }()
+	f := <-out
+	if f.CPU == nil {
+		t.Fatal("frame without the probe's part")
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run returned %v", err)
+	}
+}
+
+// TestSystemProbesOnThisMachine runs the real probes on the real /proc: the
+// per-core list must match the kernel's CPU count and memory must add up.
+func TestSystemProbesOnThisMachine(t *testing.T) {
+	s := NewSampler(SystemProbes(Roots{}, ProcOptions{}, DiskOptions{}), SamplerOptions{})
+	defer s.Close()
+	s.Tick(context.Background())
+	f := s.Tick(context.Background())
+	for _, src := range []string{"cpu", "mem", "disk", "net", "proc"} {
+		if r := f.Unavailable[src]; r != "" {
+			t.Errorf("%s unavailable on this machine: %s", src, r)
+		}
+	}
+	if f.CPU == nil || len(f.CPU.Cores) != runtime.NumCPU() {
+		t.Fatalf("cpu = %+v, want %d cores", f.CPU, runtime.NumCPU())
+	}
+	if f.Mem == nil || f.Mem.TotalBytes == 0 || f.Mem.AvailableBytes > f.Mem.TotalBytes {
+		t.Fatalf("mem = %+v", f.Mem)
+	}
+	if f.Procs == nil || len(f.Procs.List) == 0 {
+		t.Fatalf("procs = %+v", f.Procs)
+	}
+}
