@@ -1,0 +1,79 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+func testFrame() *sample.Frame {
+	await := 2.0
+	some := 20.0
+	return &sample.Frame{
+		Time: time.Date(2026, 11, 21, 9, 30, 5, 250_000_000, time.UTC),
+		CPU: &sample.CPU{BusyPct: 52.5, IowaitPct: 5, Load1: 1.5, ProcsRunning: 2,
+			Cores: []sample.Core{{ID: 0, BusyPct: 95}, {ID: 1, BusyPct: 10}}},
+		Mem:   &sample.Mem{UsedBytes: 8 << 30, AvailableBytes: 8 << 30},
+		Disks: []sample.Disk{{Name: "vda", ReadBytesPerSec: 1 << 20, BusyPct: 25, AwaitMs: &await}},
+		PSI:   &sample.PSI{CPU: &sample.Pressure{SomeAvg10: 1.5, SomePct: &some}},
+		Procs: &sample.Procs{FocusPID: 100, List: []sample.Proc{{PID: 100, Name: "python", CPUPct: 95}},
+			Threads: []sample.Thread{{TID: 100, PID: 100, Name: "python", CPUPct: 90}}},
+		Unavailable: map[string]string{"gpu": "libnvidia-ml.so.1 not found"},
+	}
+}
+
+func TestWriteLine(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteLine(&b, testFrame()); err != nil {
+		t.Fatal(err)
+	}
+	want := "09:30:05 cpu 52% max cpu0 95% 1/2≥90% iow 5% load 1.50 run 2 | mem 8.0GiB used 8.0GiB avail swap 0B" +
+		" | vda r 1.0MiB/s w 0B/s 25% 2.0ms | psi cpu 20.0 | pid 100 tree 1 procs python(100) 95%" +
+		" hottest thread python(100) 90% | gpu: libnvidia-ml.so.1 not found\n"
+	if b.String() != want {
+		t.Fatalf("line\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+func TestWriteFrameJSONAlwaysHasArraysAndObject(t *testing.T) {
+	var b bytes.Buffer
+	if err := NewJSONWriter(&b).WriteFrame(&sample.Frame{Time: time.Unix(0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	for _, want := range []string{`"type":"frame"`, `"disks":[]`, `"net":[]`, `"gpus":[]`, `"unavailable":{}`} {
+		if !strings.Contains(s, want) {
+			t.Fatalf("%s lacks %s", s, want)
+		}
+	}
+	if strings.Count(s, "\n") != 1 {
+		t.Fatalf("not one line: %q", s)
+	}
+}
+
+func TestWriteFrameRoundTrips(t *testing.T) {
+	var b bytes.Buffer
+	in := testFrame()
+	if err := NewJSONWriter(&b).WriteFrame(in); err != nil {
+		t.Fatal(err)
+	}
+	var out sample.Frame
+	if err := json.Unmarshal(b.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !out.Time.Equal(in.Time) || out.CPU.Cores[0].BusyPct != 95 || *out.Disks[0].AwaitMs != 2 || out.Unavailable["gpu"] == "" {
+		t.Fatalf("round trip lost data: %+v", out)
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	for in, want := range map[float64]string{0: "0B", 1023: "1023B", 1024: "1.0KiB", 1536: "1.5KiB", 20 << 20: "20MiB", 3 << 40: "3.0TiB", -2048: "-2.0KiB"} {
+		if got := sample.FormatBytes(in); got != want {
+			t.Errorf("FormatBytes(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
