@@ -123,6 +123,7 @@ func watch(ctx context.Context, w *watchFlags, stdout, stderr io.Writer) error {
 	}
 	roots := probes.Roots{Proc: w.procRoot, Sys: w.sysRoot}
 	ps := probes.SystemProbes(roots, probes.ProcOptions{PID: w.pid}, probes.DiskOptions{All: w.allDisks})
+	ps = append(ps, probes.NewGPU(probes.DefaultGPUSources(w.sysRoot)...))
 	s := probes.NewSampler(ps, probes.SamplerOptions{Interval: w.interval})
 	defer s.Close()
 	if w.duration > 0 {

@@ -6,6 +6,8 @@ import (
 	"runtime"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gpuwatch/gpuwatch/probes"
 )
 
 func newVersionCmd(stdout io.Writer) *cobra.Command {
@@ -14,7 +16,12 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 		Short: "Print the version, commit and build",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintf(stdout, "gpuwatch %s (commit %s, %s, %s/%s)\n", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			nvml := "NVML support compiled in"
+			if !probes.NVMLCompiled {
+				nvml = "no NVML support (built without cgo)"
+			}
+			_, err := fmt.Fprintf(stdout, "gpuwatch %s (commit %s, %s, %s/%s, %s)\n",
+				version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH, nvml)
 			return err
 		},
 	}

@@ -33,6 +33,9 @@ func WriteLine(w io.Writer, f *sample.Frame) error {
 		}
 		fmt.Fprintf(&b, " iow %.0f%% load %.2f run %d", c.IowaitPct, c.Load1, c.ProcsRunning)
 	}
+	for _, g := range f.GPUs {
+		writeGPU(&b, &g)
+	}
 	if m := f.Mem; m != nil {
 		fmt.Fprintf(&b, " | mem %s used %s avail swap %s", sample.FormatBytes(float64(m.UsedBytes)),
 			sample.FormatBytes(float64(m.AvailableBytes)), sample.FormatBytes(float64(m.SwapUsedBytes)))
@@ -93,4 +96,31 @@ func WriteLine(w io.Writer, f *sample.Frame) error {
 	b.WriteByte('\n')
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeGPU writes " | gpu0 util 50% p5-p95 0-100 mem 12/40GiB 250W 61C".
+func writeGPU(b *strings.Builder, g *sample.GPU) {
+	fmt.Fprintf(b, " | gpu%d", g.Index)
+	if g.Lost {
+		b.WriteString(" LOST")
+		return
+	}
+	if g.UtilPct != nil {
+		fmt.Fprintf(b, " util %.0f%%", *g.UtilPct)
+	}
+	if s := g.UtilSamples; s != nil {
+		fmt.Fprintf(b, " p5-p95 %.0f-%.0f", s.P5, s.P95)
+	}
+	if g.MemUsedBytes != nil && g.MemTotalBytes != nil {
+		fmt.Fprintf(b, " mem %s/%s", sample.FormatBytes(float64(*g.MemUsedBytes)), sample.FormatBytes(float64(*g.MemTotalBytes)))
+	}
+	if g.PowerWatts != nil {
+		fmt.Fprintf(b, " %.0fW", *g.PowerWatts)
+	}
+	if g.TempC != nil {
+		fmt.Fprintf(b, " %.0fC", *g.TempC)
+	}
+	if g.PCIeRxBytesPerSec != nil && g.PCIeTxBytesPerSec != nil {
+		fmt.Fprintf(b, " pcie rx %s/s tx %s/s", sample.FormatBytes(*g.PCIeRxBytesPerSec), sample.FormatBytes(*g.PCIeTxBytesPerSec))
+	}
 }

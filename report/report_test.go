@@ -26,6 +26,19 @@ func testFrame() *sample.Frame {
 	}
 }
 
+func gpuFrame() *sample.Frame {
+	f := testFrame()
+	used, total, w, c := uint64(12<<30), uint64(40<<30), 250.0, 61.0
+	util := 50.0
+	f.GPUs = []sample.GPU{
+		{Index: 0, Vendor: "nvidia", UtilPct: &util, UtilSamples: &sample.UtilSamples{N: 6, P5: 0, P95: 100, Mean: 50},
+			MemUsedBytes: &used, MemTotalBytes: &total, PowerWatts: &w, TempC: &c},
+		{Index: 1, Vendor: "nvidia", Lost: true},
+	}
+	f.Unavailable = nil
+	return f
+}
+
 func TestWriteLine(t *testing.T) {
 	var b bytes.Buffer
 	if err := WriteLine(&b, testFrame()); err != nil {
@@ -75,5 +88,16 @@ func TestFormatBytes(t *testing.T) {
 		if got := sample.FormatBytes(in); got != want {
 			t.Errorf("FormatBytes(%v) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestWriteLineGPUs(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteLine(&b, gpuFrame()); err != nil {
+		t.Fatal(err)
+	}
+	want := " | gpu0 util 50% p5-p95 0-100 mem 12GiB/40GiB 250W 61C | gpu1 LOST | mem "
+	if !strings.Contains(b.String(), want) {
+		t.Fatalf("line %q lacks %q", b.String(), want)
 	}
 }

@@ -140,13 +140,61 @@ type Thread struct {
 	CPUPct float64 `json:"cpu_pct"`
 }
 
-// GPU is one accelerator. Filled by the GPU probes (a later part of the
-// project); the type is here so the JSON contract has its place.
+// GPU is one accelerator as its driver reports it (NVML for NVIDIA, sysfs
+// for AMD). A field the device does not support is nil, and Unavailable says
+// why (field name → reason), so a view can show "not supported" instead of a
+// made-up zero.
 type GPU struct {
-	Index   int     `json:"index"`
-	Name    string  `json:"name"`
-	Vendor  string  `json:"vendor"`
-	UtilPct float64 `json:"util_pct"`
+	Index  int    `json:"index"`
+	Name   string `json:"name"`
+	Vendor string `json:"vendor"` // "nvidia" or "amd"
+	UUID   string `json:"uuid,omitempty"`
+	BusID  string `json:"bus_id,omitempty"`
+	// UtilPct is the driver's utilization: for NVML the share of the last
+	// sample period (1/6 s to 1 s by model) in which a kernel ran.
+	UtilPct     *float64     `json:"util_pct"`
+	MemUtilPct  *float64     `json:"mem_util_pct"`
+	UtilSamples *UtilSamples `json:"util_samples,omitempty"`
+	// Memory in bytes.
+	MemUsedBytes    *uint64  `json:"mem_used_bytes"`
+	MemTotalBytes   *uint64  `json:"mem_total_bytes"`
+	PowerWatts      *float64 `json:"power_watts"`
+	PowerLimitWatts *float64 `json:"power_limit_watts"`
+	TempC           *float64 `json:"temp_c"`
+	SMClockMHz      *float64 `json:"sm_clock_mhz"`
+	SMClockMaxMHz   *float64 `json:"sm_clock_max_mhz"`
+	// ClockEvents are the reasons the clocks are held down now, in words
+	// ("idle", "power cap", "thermal slowdown" …); nil when unknown.
+	ClockEvents []string `json:"clock_events"`
+	// PCIe throughput, bytes per second, from a 20 ms window read at most
+	// once a second.
+	PCIeRxBytesPerSec *float64     `json:"pcie_rx_bytes_per_sec"`
+	PCIeTxBytesPerSec *float64     `json:"pcie_tx_bytes_per_sec"`
+	Processes         []GPUProcess `json:"processes"`
+	// Lost is true when the driver reports the GPU fell off the bus.
+	Lost        bool              `json:"lost,omitempty"`
+	Unavailable map[string]string `json:"unavailable,omitempty"`
+}
+
+// UtilSamples reduces the driver's utilization samples taken since the
+// previous frame (NVML keeps a buffer of them, finer than one poll). A
+// sawtooth — busy, idle, busy — within one second shows as a low P5 and a
+// high P95 even when the mean looks fine.
+type UtilSamples struct {
+	N    int     `json:"n"`
+	Min  float64 `json:"min"`
+	Mean float64 `json:"mean"`
+	Max  float64 `json:"max"`
+	P5   float64 `json:"p5"`
+	P95  float64 `json:"p95"`
+}
+
+// GPUProcess is one compute process on a GPU. SMUtilPct is nil where the
+// driver does not report per-process utilization.
+type GPUProcess struct {
+	PID          int      `json:"pid"`
+	UsedMemBytes *uint64  `json:"used_mem_bytes"`
+	SMUtilPct    *float64 `json:"sm_util_pct,omitempty"`
 }
 
 // Merge copies every part that from has into f, and from's unavailable

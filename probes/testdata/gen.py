@@ -170,6 +170,29 @@ def disappearing():
         w(root + "/sys/block/sda/dev", "8:0\n")
         w(root + "/sys/block/sdb/dev", "8:16\n")
 
-for d in ("normal", "no-pressure", "cores256", "nvme-saturated", "backwards", "disappearing"):
+def amd():
+    """Three DRM cards: card0 an AMD MI210 at 87 % busy, 12 GiB of 64 GiB
+    VRAM, 250.5 W of a 300 W cap (hwmon in µW), 65.5 °C (m°C), with a display
+    connector card0-DP-1 that is not a card; card1 an Intel iGPU (skipped);
+    card2 an AMD board whose driver reports no busy percent and no hwmon."""
+    root = os.path.join(HERE, "amd", "sys", "class", "drm")
+    dev = root + "/card0/device"
+    w(dev + "/vendor", "0x1002\n")
+    w(dev + "/product_name", "AMD Instinct MI210\n")
+    w(dev + "/uevent", "DRIVER=amdgpu\nPCI_SLOT_NAME=0000:c1:00.0\n")
+    w(dev + "/gpu_busy_percent", "87\n")
+    w(dev + "/mem_busy_percent", "40\n")
+    w(dev + "/mem_info_vram_used", "%d\n" % (12 << 30))
+    w(dev + "/mem_info_vram_total", "%d\n" % (64 << 30))
+    w(dev + "/hwmon/hwmon4/power1_average", "250500000\n")
+    w(dev + "/hwmon/hwmon4/power1_cap", "300000000\n")
+    w(dev + "/hwmon/hwmon4/temp1_input", "65500\n")
+    w(root + "/card0-DP-1/status", "disconnected\n")
+    w(root + "/card1/device/vendor", "0x8086\n")
+    w(root + "/card2/device/vendor", "0x1002\n")
+    w(root + "/card2/device/mem_info_vram_used", "0\n")
+    w(root + "/card2/device/mem_info_vram_total", "%d\n" % (8 << 30))
+
+for d in ("amd", "normal", "no-pressure", "cores256", "nvme-saturated", "backwards", "disappearing"):
     shutil.rmtree(os.path.join(HERE, d), ignore_errors=True)
-normal(); cores256(); nvme(); backwards(); disappearing()
+amd(); normal(); cores256(); nvme(); backwards(); disappearing()

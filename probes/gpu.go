@@ -1,0 +1,139 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// GPUSource is one vendor's way of reading its GPUs (NVML, AMD sysfs). It
+// returns an error wrapping ErrUnavailable when the vendor has no GPU or no
+// driver here.
+type GPUSource interface {
+	Vendor() string
+	GPUs(ctx context.Context) ([]sample.GPU, error)
+}
+
+// GPU is the probe for accelerators: it asks every vendor source and lists
+// their GPUs together. It is unavailable only when every source is, and then
+// says why for each ("nvidia: libnvidia-ml.so.1 not found; amd: no AMD GPU").
+type GPU struct {
+	sources []GPUSource
+}
+
+// NewGPU returns the GPU probe over the given sources.
+func NewGPU(sources ...GPUSource) *GPU { return &GPU{sources: sources} }
+
+// DefaultGPUSources are NVIDIA through NVML (when built with cgo) and AMD
+// through sysfs under sysRoot.
+func DefaultGPUSources(sysRoot string) []GPUSource {
+	return []GPUSource{NewNVML(nil), NewAMD(sysRoot)}
+}
+
+// Name implements Probe.
+func (p *GPU) Name() string { return "gpu" }
+
+// Collect implements Probe.
+func (p *GPU) Collect(ctx context.Context, f *sample.Frame) error {
+	var all []sample.GPU
+	var reasons []string
+	var failure error
+	for _, s := range p.sources {
+		gs, err := s.GPUs(ctx)
+		all = append(all, gs...)
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrUnavailable):
+			reasons = append(reasons, s.Vendor()+": "+err.Error())
+		default:
+			failure = errors.Join(failure, err)
+		}
+	}
+	if len(all) == 0 && failure == nil {
+		return Unavailable("%s", strings.Join(reasons, "; "))
+	}
+	if all == nil {
+		all = []sample.GPU{}
+	}
+	f.GPUs = all
+	return failure
+}
+
+// Close closes the sources that hold resources (NVML's library handle and
+// its PCIe goroutine).
+func (p *GPU) Close() error {
+	var err error
+	for _, s := range p.sources {
+		if c, ok := s.(io.Closer); ok {
+			err = errors.Join(err, c.Close())
+		}
+	}
+	return err
+}
+
+// reduceSamples turns utilization samples (0–100) into min, mean, max and
+// nearest-rank p5/p95. vals is sorted in place. nil for no samples.
+func reduceSamples(vals []float64) *sample.UtilSamples {
+	if len(vals) == 0 {
+		return nil
+	}
+	slices.Sort(vals)
+	sum := 0.0
+	for _, v := range vals {
+		sum += v
+	}
+	rank := func(p float64) float64 {
+		// nearest rank: the smallest value with at least p of the samples
+		// at or below it.
+		i := int(p*float64(len(vals))+0.999999) - 1
+		return vals[min(max(i, 0), len(vals)-1)]
+	}
+	return &sample.UtilSamples{
+		N: len(vals), Min: vals[0], Max: vals[len(vals)-1],
+		Mean: sum / float64(len(vals)), P5: rank(0.05), P95: rank(0.95),
+	}
+}
+
+// clockEventWords names the bits of NVML's clocks event (formerly
+// "throttle") reasons, nvmlClocksEventReason* in nvml.h.
+var clockEventWords = []struct {
+	bit  uint64
+	word string
+}{
+	{0x1, "idle"},
+	{0x2, "application clocks setting"},
+	{0x4, "power cap"},
+	{0x8, "hardware slowdown"},
+	{0x10, "sync boost"},
+	{0x20, "software thermal slowdown"},
+	{0x40, "hardware thermal slowdown"},
+	{0x80, "power brake"},
+	{0x100, "display clock setting"},
+	{0x200, "board limit"},
+	{0x400, "reliability"},
+}
+
+// decodeClockEvents turns an NVML clocks event bit mask into words; an
+// unknown bit is named by its value. No reason at all is an empty, non-nil
+// list ("clocks are not held down"), unlike nil ("unknown").
+func decodeClockEvents(mask uint64) []string {
+	out := []string{}
+	for _, e := range clockEventWords {
+		if mask&e.bit != 0 {
+			out = append(out, e.word)
+			mask &^= e.bit
+		}
+	}
+	for b := uint64(1); mask != 0 && b != 0; b <<= 1 {
+		if mask&b != 0 {
+			out = append(out, "reason 0x"+strconv.FormatUint(b, 16))
+			mask &^= b
+		}
+	}
+	return out
+}

@@ -1,0 +1,366 @@
+//go:build linux && cgo
+
+package probes
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// NVMLCompiled says whether this build can read NVIDIA GPUs (it needs cgo
+// on Linux to load libnvidia-ml).
+const NVMLCompiled = true
+
+// NVML reads NVIDIA GPUs through the driver's management library. Init runs
+// on the first read (and again on the Sampler's rare retries while the
+// driver is missing), Shutdown on Close. nvml.Return values never leave this
+// file: they become sample fields, reasons or ErrUnavailable.
+type NVML struct {
+	lib nvml.Interface
+	// PCIeEvery is how often the PCIe counters are read (default 1 s).
+	// Each read blocks about 20 ms per counter, so it runs on its own
+	// goroutine and GPUs only copies the latest values.
+	PCIeEvery time.Duration
+
+	ready    bool
+	devs     []*nvmlDevice
+	vals     []float64
+	stopPCIe context.CancelFunc
+	pcieDone chan struct{}
+
+	mu   sync.Mutex // guards the pcie fields of devs
+	once sync.Once  // Close
+}
+
+type nvmlDevice struct {
+	h                 nvml.Device
+	index             int
+	name, uuid, busID string
+	memTotal          *uint64
+	maxSM             *float64
+	lastSampleTs      uint64 // µs timestamp of the newest utilization sample read
+	lastProcTs        uint64 // likewise for per-process utilization
+	lost              bool
+
+	pcieRx, pcieTx *float64 // under NVML.mu
+	pcieReason     string   // under NVML.mu
+}
+
+// NewNVML returns the NVIDIA source on lib; nil means the system's
+// libnvidia-ml.so.1, loaded on first use.
+func NewNVML(lib nvml.Interface) *NVML {
+	if lib == nil {
+		lib = nvml.New()
+	}
+	return &NVML{lib: lib, PCIeEvery: time.Second}
+}
+
+// Vendor implements GPUSource.
+func (p *NVML) Vendor() string { return "nvidia" }
+
+// reason turns an NVML error into words for a view.
+func reason(ret nvml.Return) string {
+	switch ret {
+	case nvml.ERROR_NOT_SUPPORTED:
+		return "not supported by this device"
+	case nvml.ERROR_NO_PERMISSION:
+		return "no permission"
+	case nvml.ERROR_GPU_IS_LOST:
+		return "GPU is lost (fell off the bus): the driver must be reloaded"
+	}
+	return ret.Error()
+}
+
+func (p *NVML) init() error {
+	switch ret := p.lib.Init(); ret {
+	case nvml.SUCCESS:
+	case nvml.ERROR_LIBRARY_NOT_FOUND:
+		return Unavailable("libnvidia-ml.so.1 not found (no NVIDIA driver on this machine)")
+	case nvml.ERROR_DRIVER_NOT_LOADED:
+		return Unavailable("NVIDIA driver not loaded")
+	case nvml.ERROR_NO_PERMISSION:
+		return Unavailable("no permission to open the NVIDIA driver")
+	default:
+		return Unavailable("NVML init: %s", ret.Error())
+	}
+	n, ret := p.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS || n == 0 {
+		p.lib.Shutdown()
+		if ret != nvml.SUCCESS {
+			return Unavailable("NVML device count: %s", ret.Error())
+		}
+		return Unavailable("the NVIDIA driver sees no GPU")
+	}
+	p.devs = p.devs[:0]
+	for i := 0; i < n; i++ {
+		h, ret := p.lib.DeviceGetHandleByIndex(i)
+		d := &nvmlDevice{h: h, index: i}
+		if ret != nvml.SUCCESS {
+			d.lost, d.name = true, "unknown"
+			p.devs = append(p.devs, d)
+			continue
+		}
+		d.name, _ = h.GetName()
+		d.uuid, _ = h.GetUUID()
+		if pci, ret := h.GetPciInfo(); ret == nvml.SUCCESS {
+			d.busID = int8String(pci.BusId[:])
+		}
+		if m, ret := h.GetMemoryInfo(); ret == nvml.SUCCESS {
+			d.memTotal = ptr(m.Total)
+		}
+		if c, ret := h.GetMaxClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
+			d.maxSM = ptr(float64(c))
+		}
+		p.devs = append(p.devs, d)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.stopPCIe, p.pcieDone = cancel, make(chan struct{})
+	go p.pcieLoop(ctx)
+	p.ready = true
+	return nil
+}
+
+func int8String(b []int8) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
+}
+
+func (p *NVML) pcieLoop(ctx context.Context) {
+	defer close(p.pcieDone)
+	t := time.NewTicker(p.PCIeEvery)
+	defer t.Stop()
+	for {
+		p.pollPCIe()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// pollPCIe reads every GPU's PCIe counters once. NVML reports KB/s over a
+// 20 ms window (nvmlDeviceGetPcieThroughput); KB is 1024 bytes here.
+func (p *NVML) pollPCIe() {
+	for _, d := range p.devs {
+		rx, retRx := d.h.GetPcieThroughput(nvml.PCIE_UTIL_RX_BYTES)
+		tx, retTx := d.h.GetPcieThroughput(nvml.PCIE_UTIL_TX_BYTES)
+		p.mu.Lock()
+		d.pcieRx, d.pcieTx, d.pcieReason = nil, nil, ""
+		if retRx == nvml.SUCCESS && retTx == nvml.SUCCESS {
+			d.pcieRx, d.pcieTx = ptr(float64(rx)*1024), ptr(float64(tx)*1024)
+		} else if retRx != nvml.SUCCESS {
+			d.pcieReason = reason(retRx)
+		} else {
+			d.pcieReason = reason(retTx)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// sampleValue decodes one nvmlValue_t union as the driver wrote it (host
+// byte order).
+func sampleValue(vt nvml.ValueType, b [8]byte) float64 {
+	switch vt {
+	case nvml.VALUE_TYPE_DOUBLE:
+		return math.Float64frombits(binary.NativeEndian.Uint64(b[:]))
+	case nvml.VALUE_TYPE_UNSIGNED_LONG, nvml.VALUE_TYPE_UNSIGNED_LONG_LONG:
+		return float64(binary.NativeEndian.Uint64(b[:]))
+	case nvml.VALUE_TYPE_SIGNED_LONG_LONG:
+		return float64(int64(binary.NativeEndian.Uint64(b[:])))
+	case nvml.VALUE_TYPE_SIGNED_INT:
+		return float64(int32(binary.NativeEndian.Uint32(b[:])))
+	case nvml.VALUE_TYPE_UNSIGNED_SHORT:
+		return float64(binary.NativeEndian.Uint16(b[:]))
+	default: // VALUE_TYPE_UNSIGNED_INT, what GPU utilization uses
+		return float64(binary.NativeEndian.Uint32(b[:]))
+	}
+}
+
+// GPUs implements GPUSource.
+func (p *NVML) GPUs(context.Context) ([]sample.GPU, error) {
+	if !p.ready {
+		if err := p.init(); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]sample.GPU, 0, len(p.devs))
+	for _, d := range p.devs {
+		out = append(out, p.read(d))
+	}
+	return out, nil
+}
+
+// read takes one GPU's readings. A field that fails is nil with its reason;
+// a lost GPU is marked and not asked again.
+func (p *NVML) read(d *nvmlDevice) sample.GPU {
+	g := sample.GPU{
+		Index: d.index, Name: d.name, Vendor: "nvidia", UUID: d.uuid, BusID: d.busID,
+		MemTotalBytes: d.memTotal, SMClockMaxMHz: d.maxSM, Processes: []sample.GPUProcess{},
+	}
+	fail := func(field string, ret nvml.Return) {
+		if ret == nvml.ERROR_GPU_IS_LOST {
+			d.lost = true
+		}
+		if g.Unavailable == nil {
+			g.Unavailable = make(map[string]string)
+		}
+		g.Unavailable[field] = reason(ret)
+	}
+	if d.lost {
+		g.Lost = true
+		fail("device", nvml.ERROR_GPU_IS_LOST)
+		return g
+	}
+	if u, ret := d.h.GetUtilizationRates(); ret == nvml.SUCCESS {
+		g.UtilPct, g.MemUtilPct = ptr(float64(u.Gpu)), ptr(float64(u.Memory))
+	} else {
+		fail("util_pct", ret)
+	}
+	if d.lost {
+		g.Lost = true
+		return g
+	}
+	// The driver's sample buffer holds utilization readings finer than
+	// one poll: everything newer than the last one read.
+	switch vt, ss, ret := d.h.GetSamples(nvml.GPU_UTILIZATION_SAMPLES, d.lastSampleTs); ret {
+	case nvml.SUCCESS:
+		vals := p.vals[:0]
+		newest := d.lastSampleTs
+		for _, s := range ss {
+			if s.TimeStamp <= d.lastSampleTs {
+				continue
+			}
+			vals = append(vals, sampleValue(vt, s.SampleValue))
+			newest = max(newest, s.TimeStamp)
+		}
+		d.lastSampleTs = newest
+		g.UtilSamples = reduceSamples(vals)
+		p.vals = vals
+	case nvml.ERROR_NOT_FOUND: // no sample since the last read
+	default:
+		fail("util_samples", ret)
+	}
+	if m, ret := d.h.GetMemoryInfo(); ret == nvml.SUCCESS {
+		g.MemUsedBytes, g.MemTotalBytes = ptr(m.Used), ptr(m.Total)
+	} else {
+		fail("mem_used_bytes", ret)
+	}
+	if mw, ret := d.h.GetPowerUsage(); ret == nvml.SUCCESS {
+		g.PowerWatts = ptr(float64(mw) / 1000)
+	} else {
+		fail("power_watts", ret)
+	}
+	if mw, ret := d.h.GetEnforcedPowerLimit(); ret == nvml.SUCCESS {
+		g.PowerLimitWatts = ptr(float64(mw) / 1000)
+	} else {
+		fail("power_limit_watts", ret)
+	}
+	if c, ret := d.h.GetTemperature(nvml.TEMPERATURE_GPU); ret == nvml.SUCCESS {
+		g.TempC = ptr(float64(c))
+	} else {
+		fail("temp_c", ret)
+	}
+	if c, ret := d.h.GetClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
+		g.SMClockMHz = ptr(float64(c))
+	} else {
+		fail("sm_clock_mhz", ret)
+	}
+	if r, ret := d.h.GetCurrentClocksEventReasons(); ret == nvml.SUCCESS {
+		g.ClockEvents = decodeClockEvents(r)
+	} else {
+		fail("clock_events", ret)
+	}
+	p.mu.Lock()
+	g.PCIeRxBytesPerSec, g.PCIeTxBytesPerSec = d.pcieRx, d.pcieTx
+	pcieReason := d.pcieReason
+	p.mu.Unlock()
+	if pcieReason != "" {
+		if g.Unavailable == nil {
+			g.Unavailable = make(map[string]string)
+		}
+		g.Unavailable["pcie"] = pcieReason
+	}
+	p.readProcesses(d, &g, fail)
+	if d.lost {
+		g.Lost = true
+	}
+	return g
+}
+
+func (p *NVML) readProcesses(d *nvmlDevice, g *sample.GPU, fail func(string, nvml.Return)) {
+	procs, ret := d.h.GetComputeRunningProcesses()
+	if ret != nvml.SUCCESS {
+		fail("processes", ret)
+		return
+	}
+	if len(procs) == 0 {
+		return
+	}
+	// Per-process SM utilization: the mean of the samples since the last
+	// read. Not every device supports it (consumer boards, MIG).
+	type acc struct {
+		sum float64
+		n   int
+	}
+	var sm map[uint32]acc
+	switch us, ret := d.h.GetProcessUtilization(d.lastProcTs); ret {
+	case nvml.SUCCESS:
+		sm = make(map[uint32]acc, len(us))
+		for _, u := range us {
+			if u.TimeStamp <= d.lastProcTs {
+				continue
+			}
+			a := sm[u.Pid]
+			a.sum, a.n = a.sum+float64(u.SmUtil), a.n+1
+			sm[u.Pid] = a
+			d.lastProcTs = max(d.lastProcTs, u.TimeStamp)
+		}
+	case nvml.ERROR_NOT_FOUND:
+		sm = map[uint32]acc{}
+	default:
+		fail("processes.sm_util_pct", ret)
+	}
+	for _, pr := range procs {
+		gp := sample.GPUProcess{PID: int(pr.Pid)}
+		// NVML reports unknown memory (no permission, Windows WDDM) as
+		// NVML_VALUE_NOT_AVAILABLE, all ones.
+		if pr.UsedGpuMemory != math.MaxUint64 {
+			gp.UsedMemBytes = ptr(pr.UsedGpuMemory)
+		}
+		if sm != nil {
+			if a, ok := sm[pr.Pid]; ok && a.n > 0 {
+				gp.SMUtilPct = ptr(a.sum / float64(a.n))
+			} else {
+				gp.SMUtilPct = ptr(0.0)
+			}
+		}
+		g.Processes = append(g.Processes, gp)
+	}
+}
+
+// Close stops the PCIe goroutine and shuts NVML down.
+func (p *NVML) Close() error {
+	p.once.Do(func() {
+		if p.ready {
+			p.stopPCIe()
+			<-p.pcieDone
+			p.lib.Shutdown()
+			p.ready = false
+		}
+	})
+	return nil
+}

@@ -1,0 +1,331 @@
+//go:build linux && cgo
+
+package probes
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+)
+
+// gpuTrace is what one mock GPU reports.
+type gpuTrace struct {
+	util    uint32
+	samples []uint32 // utilization samples, 1/6 s apart, appended per read
+}
+
+// mockServer returns go-nvml's 8-GPU DGX A100 mock with every call the
+// probe makes answered: GPU i reports traces[i] (keyed by index, never by
+// the mock's random UUID).
+func mockServer(t *testing.T, traces []gpuTrace) *server.Server {
+	t.Helper()
+	s := dgxa100.New()
+	for i, h := range s.Devices {
+		d := h.(*server.Device)
+		tr := traces[i%len(traces)]
+		var ts uint64 = 1_000_000
+		d.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
+			return nvml.Utilization{Gpu: tr.util, Memory: tr.util / 2}, nvml.SUCCESS
+		}
+		d.GetSamplesFunc = func(typ nvml.SamplingType, last uint64) (nvml.ValueType, []nvml.Sample, nvml.Return) {
+			if typ != nvml.GPU_UTILIZATION_SAMPLES {
+				return 0, nil, nvml.ERROR_INVALID_ARGUMENT
+			}
+			// A new batch per read, plus an old sample the driver keeps
+			// in its buffer: only those newer than last count.
+			out := []nvml.Sample{mkSample(last, 77)}
+			for _, v := range tr.samples {
+				ts += 166_667
+				out = append(out, mkSample(ts, v))
+			}
+			if len(tr.samples) == 0 {
+				return nvml.VALUE_TYPE_UNSIGNED_INT, nil, nvml.ERROR_NOT_FOUND
+			}
+			return nvml.VALUE_TYPE_UNSIGNED_INT, out, nvml.SUCCESS
+		}
+		d.GetPowerUsageFunc = func() (uint32, nvml.Return) { return 250_000, nvml.SUCCESS }
+		d.GetEnforcedPowerLimitFunc = func() (uint32, nvml.Return) { return 400_000, nvml.SUCCESS }
+		d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return 61, nvml.SUCCESS }
+		d.GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 1410, nvml.SUCCESS }
+		d.GetMaxClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 1410, nvml.SUCCESS }
+		d.GetCurrentClocksEventReasonsFunc = func() (uint64, nvml.Return) { return 0x4 | 0x40, nvml.SUCCESS }
+		d.GetPcieThroughputFunc = func(c nvml.PcieUtilCounter) (uint32, nvml.Return) {
+			if c == nvml.PCIE_UTIL_RX_BYTES {
+				return 1000, nvml.SUCCESS
+			}
+			return 500, nvml.SUCCESS
+		}
+		d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+			return []nvml.ProcessInfo{{Pid: uint32(4000 + i), UsedGpuMemory: 2 << 30}}, nvml.SUCCESS
+		}
+		d.GetProcessUtilizationFunc = func(last uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+			return []nvml.ProcessUtilizationSample{
+				{Pid: uint32(4000 + i), TimeStamp: last + 1, SmUtil: 60},
+				{Pid: uint32(4000 + i), TimeStamp: last + 2, SmUtil: 80},
+			}, nvml.SUCCESS
+		}
+	}
+	return s
+}
+
+func mkSample(ts uint64, v uint32) nvml.Sample {
+	s := nvml.Sample{TimeStamp: ts}
+	binary.NativeEndian.PutUint32(s.SampleValue[:], v)
+	return s
+}
+
+func device(s *server.Server, i int) *server.Device { return s.Devices[i].(*server.Device) }
+
+func sawtooth(n int) []uint32 {
+	out := make([]uint32, n)
+	for i := range out {
+		if i%2 == 0 {
+			out[i] = 100
+		}
+	}
+	return out
+}
+
+func TestNVMLEightGPUsSawtoothAndSteady(t *testing.T) {
+	steady := make([]uint32, 6)
+	for i := range steady {
+		steady[i] = 80
+	}
+	srv := mockServer(t, []gpuTrace{{util: 50, samples: sawtooth(6)}, {util: 80, samples: steady}})
+	p := NewNVML(srv)
+	defer p.Close()
+	gs, err := p.GPUs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gs) != 8 {
+		t.Fatalf("%d GPUs, want 8", len(gs))
+	}
+	for i, g := range gs {
+		if g.Index != i || g.Vendor != "nvidia" || !strings.Contains(g.Name, "A100") || g.UUID == "" {
+			t.Fatalf("gpu %d identity = %+v", i, g)
+		}
+		if g.Unavailable != nil {
+			t.Fatalf("gpu %d: unexpected missing fields %v", i, g.Unavailable)
+		}
+		s := g.UtilSamples
+		if s == nil || s.N != 6 {
+			t.Fatalf("gpu %d samples = %+v, want the 6 new ones (not the old one)", i, s)
+		}
+		if i%2 == 0 { // sawtooth: the mean hides it, p5/p95 show it
+			near(t, "sawtooth mean", s.Mean, 50)
+			near(t, "sawtooth p5", s.P5, 0)
+			near(t, "sawtooth p95", s.P95, 100)
+			nearPtr(t, "sawtooth util", g.UtilPct, 50)
+		} else {
+			near(t, "steady p5", s.P5, 80)
+			near(t, "steady p95", s.P95, 80)
+		}
+		nearPtr(t, "power", g.PowerWatts, 250)
+		nearPtr(t, "power limit", g.PowerLimitWatts, 400)
+		nearPtr(t, "temp", g.TempC, 61)
+		nearPtr(t, "sm clock", g.SMClockMHz, 1410)
+		if *g.MemTotalBytes != 40<<30 && *g.MemTotalBytes == 0 {
+			t.Fatalf("mem total = %d", *g.MemTotalBytes)
+		}
+		if strings.Join(g.ClockEvents, ",") != "power cap,hardware thermal slowdown" {
+			t.Fatalf("clock events = %v", g.ClockEvents)
+		}
+		if len(g.Processes) != 1 || g.Processes[0].PID != 4000+i || *g.Processes[0].UsedMemBytes != 2<<30 {
+			t.Fatalf("processes = %+v", g.Processes)
+		}
+		nearPtr(t, "process SM util (mean of 60 and 80)", g.Processes[0].SMUtilPct, 70)
+	}
+	// The second read sees only the samples added since the first.
+	gs, _ = p.GPUs(context.Background())
+	if gs[0].UtilSamples.N != 6 {
+		t.Fatalf("second read has %d samples, want 6", gs[0].UtilSamples.N)
+	}
+}
+
+func TestNVMLNotSupportedFieldLeavesOthers(t *testing.T) {
+	srv := mockServer(t, []gpuTrace{{util: 30, samples: []uint32{30}}})
+	d := device(srv, 2)
+	d.GetPowerUsageFunc = func() (uint32, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
+	d.GetProcessUtilizationFunc = func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+		return nil, nvml.ERROR_NOT_SUPPORTED
+	}
+	d.GetSamplesFunc = func(nvml.SamplingType, uint64) (nvml.ValueType, []nvml.Sample, nvml.Return) {
+		return 0, nil, nvml.ERROR_NOT_SUPPORTED
+	}
+	p := NewNVML(srv)
+	defer p.Close()
+	gs, err := p.GPUs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gs[2]
+	if g.PowerWatts != nil || g.Unavailable["power_watts"] != "not supported by this device" {
+		t.Fatalf("power = %v, reasons = %v", g.PowerWatts, g.Unavailable)
+	}
+	if g.UtilSamples != nil || g.Unavailable["util_samples"] == "" {
+		t.Fatalf("samples = %+v, reasons = %v", g.UtilSamples, g.Unavailable)
+	}
+	if g.Processes[0].SMUtilPct != nil || g.Processes[0].UsedMemBytes == nil {
+		t.Fatalf("process = %+v", g.Processes[0])
+	}
+	if g.UtilPct == nil || g.TempC == nil || g.MemUsedBytes == nil || g.PowerLimitWatts == nil {
+		t.Fatalf("other fields lost: %+v", g)
+	}
+	if gs[1].Unavailable != nil {
+		t.Fatalf("another GPU affected: %v", gs[1].Unavailable)
+	}
+}
+
+func TestNVMLGPULostMidRun(t *testing.T) {
+	srv := mockServer(t, []gpuTrace{{util: 90, samples: []uint32{90}}})
+	var lost atomic.Bool
+	var calls atomic.Int64
+	d := device(srv, 3)
+	d.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
+		calls.Add(1)
+		if lost.Load() {
+			return nvml.Utilization{}, nvml.ERROR_GPU_IS_LOST
+		}
+		return nvml.Utilization{Gpu: 90}, nvml.SUCCESS
+	}
+	p := NewNVML(srv)
+	defer p.Close()
+	if gs, _ := p.GPUs(context.Background()); gs[3].Lost {
+		t.Fatal("lost before it was")
+	}
+	lost.Store(true)
+	for i := 0; i < 3; i++ {
+		gs, err := p.GPUs(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(gs) != 8 || !gs[3].Lost || gs[3].UtilPct != nil || !strings.Contains(gs[3].Unavailable["device"]+gs[3].Unavailable["util_pct"], "lost") {
+			t.Fatalf("read %d: gpu 3 = %+v", i, gs[3])
+		}
+		if gs[2].Lost || gs[2].UtilPct == nil {
+			t.Fatalf("gpu 2 affected: %+v", gs[2])
+		}
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("lost GPU asked %d times, want 2 (once fine, once lost, then left alone)", calls.Load())
+	}
+}
+
+func TestNVMLInitFailuresAreUnavailable(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(s *server.Server)
+		want  string
+	}{
+		{"library not found", func(s *server.Server) {
+			s.InitFunc = func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }
+		}, "libnvidia-ml.so.1 not found"},
+		{"driver not loaded", func(s *server.Server) {
+			s.InitFunc = func() nvml.Return { return nvml.ERROR_DRIVER_NOT_LOADED }
+		}, "NVIDIA driver not loaded"},
+		{"no devices", func(s *server.Server) {
+			s.DeviceGetCountFunc = func() (int, nvml.Return) { return 0, nvml.SUCCESS }
+		}, "sees no GPU"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := mockServer(t, []gpuTrace{{}})
+			tc.setup(srv)
+			p := NewNVML(srv)
+			defer p.Close()
+			_, err := p.GPUs(context.Background())
+			if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want unavailable saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestNVMLRealLibraryOnThisMachine: where no NVIDIA driver is installed (CI,
+// this project's machines) the real library path says so and nothing breaks.
+func TestNVMLRealLibraryOnThisMachine(t *testing.T) {
+	p := NewNVML(nil)
+	defer p.Close()
+	gs, err := p.GPUs(context.Background())
+	if err == nil {
+		t.Skipf("an NVIDIA driver is present here: %d GPUs", len(gs))
+	}
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "libnvidia-ml.so.1 not found") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestNVMLPCIeReadOffTheTick(t *testing.T) {
+	srv := mockServer(t, []gpuTrace{{util: 10, samples: []uint32{10}}})
+	release := make(chan struct{})
+	for i := range srv.Devices {
+		device(srv, i).GetPcieThroughputFunc = func(c nvml.PcieUtilCounter) (uint32, nvml.Return) {
+			<-release // a PCIe read blocks (20 ms on real hardware)
+			return 2048, nvml.SUCCESS
+		}
+	}
+	p := NewNVML(srv)
+	p.PCIeEvery = time.Hour
+	// While the PCIe goroutine is blocked, reads still return, without PCIe.
+	gs, err := p.GPUs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gs[0].PCIeRxBytesPerSec != nil || gs[0].UtilPct == nil {
+		t.Fatalf("gpu 0 = %+v", gs[0])
+	}
+	close(release)
+	p.stopPCIe()
+	<-p.pcieDone // the first poll has finished
+	gs, _ = p.GPUs(context.Background())
+	nearPtr(t, "pcie rx (2048 KB/s)", gs[0].PCIeRxBytesPerSec, 2048*1024)
+	nearPtr(t, "pcie tx", gs[7].PCIeTxBytesPerSec, 2048*1024)
+	p.lib.Shutdown()
+}
+
+func TestGPUProbeCombinesVendors(t *testing.T) {
+	srv := mockServer(t, []gpuTrace{{util: 10, samples: []uint32{10}}})
+	nv := NewNVML(srv)
+	defer nv.Close()
+	p := NewGPU(nv, NewAMD(t.TempDir()))
+	f := frameAt(t0)
+	if err := p.Collect(context.Background(), f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.GPUs) != 8 {
+		t.Fatalf("%d GPUs", len(f.GPUs))
+	}
+	srv.InitFunc = func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }
+	none := NewGPU(NewNVML(srv), NewAMD(t.TempDir()))
+	err := none.Collect(context.Background(), frameAt(t0))
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "nvidia: libnvidia-ml.so.1 not found") || !strings.Contains(err.Error(), "amd: no ") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// BenchmarkNVMLTick8GPUs is one read of 8 mock GPUs (the PCIe goroutine
+// excluded). Target: ≤ 200 µs.
+func BenchmarkNVMLTick8GPUs(b *testing.B) {
+	srv := mockServer(&testing.T{}, []gpuTrace{{util: 50, samples: sawtooth(6)}})
+	p := NewNVML(srv)
+	p.PCIeEvery = time.Hour
+	defer p.Close()
+	ctx := context.Background()
+	p.GPUs(ctx)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := p.GPUs(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
