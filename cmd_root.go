@@ -90,7 +90,7 @@ interval; with --json one JSON object per line.`,
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{cmd: cmd.CommandPath(), err: err}
 	})
-	root.AddCommand(newVersionCmd(stdout))
+	root.AddCommand(newVersionCmd(stdout), newDemoCmd(stdout, stderr), newLoaderCmd(stdout, stderr), newSweepCmd(stdout, stderr))
 	wrapArgs(root)
 	return root
 }
@@ -113,6 +113,20 @@ func wrapArgs(cmd *cobra.Command) {
 
 // watch samples this machine until ctx ends or --duration passes.
 func watch(ctx context.Context, w *watchFlags, stdout, stderr io.Writer) error {
+	return runSession(ctx, w, session{}, stdout, stderr)
+}
+
+// session is what a command adds to the plain watch: probes (the loader)
+// and extra JSON lines (scenario switches) to interleave with frames.
+type session struct {
+	probes []probes.Probe
+	focus  int // a PID to focus on when --pid is not given
+	notes  <-chan any
+}
+
+// runSession samples until ctx ends or --duration passes, printing frames
+// (and s.notes, as JSON lines or readable lines) as they come.
+func runSession(ctx context.Context, w *watchFlags, s session, stdout, stderr io.Writer) error {
 	if w.json && !w.headless {
 		w.headless = true
 	}
@@ -121,11 +135,16 @@ func watch(ctx context.Context, w *watchFlags, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stderr, "gpuwatch: the dashboard is not built yet; printing headless lines")
 		}
 	}
+	pid := w.pid
+	if pid == 0 {
+		pid = s.focus
+	}
 	roots := probes.Roots{Proc: w.procRoot, Sys: w.sysRoot}
-	ps := probes.SystemProbes(roots, probes.ProcOptions{PID: w.pid}, probes.DiskOptions{All: w.allDisks})
+	ps := probes.SystemProbes(roots, probes.ProcOptions{PID: pid}, probes.DiskOptions{All: w.allDisks})
 	ps = append(ps, probes.NewGPU(probes.DefaultGPUSources(w.sysRoot)...))
-	s := probes.NewSampler(ps, probes.SamplerOptions{Interval: w.interval})
-	defer s.Close()
+	ps = append(ps, s.probes...)
+	sampler := probes.NewSampler(ps, probes.SamplerOptions{Interval: w.interval})
+	defer sampler.Close()
 	if w.duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, w.duration)
@@ -133,14 +152,24 @@ func watch(ctx context.Context, w *watchFlags, stdout, stderr io.Writer) error {
 	}
 	frames := make(chan *sample.Frame, 1)
 	errc := make(chan error, 1)
-	go func() { errc <- s.Run(ctx, frames) }()
+	go func() { errc <- sampler.Run(ctx, frames) }()
 	emit := func(f *sample.Frame) error { return report.WriteLine(stdout, f) }
+	note := func(n any) error { return report.WriteNoteLine(stdout, n) }
 	if w.json {
 		jw := report.NewJSONWriter(stdout)
-		emit = jw.WriteFrame
+		emit, note = jw.WriteFrame, jw.WriteNote
 	}
+	notes := s.notes
 	for {
 		select {
+		case n, ok := <-notes:
+			if !ok {
+				notes = nil // closed: never selected again
+				continue
+			}
+			if err := note(n); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
 		case f := <-frames:
 			if err := emit(f); err != nil {
 				return fmt.Errorf("write output: %w", err)

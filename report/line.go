@@ -36,6 +36,21 @@ func WriteLine(w io.Writer, f *sample.Frame) error {
 	for _, g := range f.GPUs {
 		writeGPU(&b, &g)
 	}
+	if a := f.Accel; a != nil {
+		fmt.Fprintf(&b, " | accel(virtual) %.0f%%", a.BusyPct)
+	}
+	if l := f.Loader; l != nil {
+		fmt.Fprintf(&b, " | loader %.0f samples/s %s/s", l.SamplesPerSec, sample.FormatBytes(l.BytesPerSec))
+		if l.WaitShare != nil {
+			fmt.Fprintf(&b, " wait %.0f%%", 100**l.WaitShare)
+		}
+		if l.WaitP95Ms != nil {
+			fmt.Fprintf(&b, " p95 %.1fms", *l.WaitP95Ms)
+		}
+		if l.QueueDepth != nil {
+			fmt.Fprintf(&b, " queue %.0f", *l.QueueDepth)
+		}
+	}
 	if m := f.Mem; m != nil {
 		fmt.Fprintf(&b, " | mem %s used %s avail swap %s", sample.FormatBytes(float64(m.UsedBytes)),
 			sample.FormatBytes(float64(m.AvailableBytes)), sample.FormatBytes(float64(m.SwapUsedBytes)))

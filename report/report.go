@@ -5,7 +5,11 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -46,4 +50,45 @@ func (w *JSONWriter) WriteFrame(f *sample.Frame) error {
 		c.Unavailable = map[string]string{}
 	}
 	return w.enc.Encode(frameLine{Type: "frame", Frame: &c})
+}
+
+// Scenario is the "type":"scenario" line: the embedded loader switched to
+// a preset (or a custom configuration), with the knobs in force.
+type Scenario struct {
+	Time  time.Time         `json:"time"`
+	Name  string            `json:"name"`
+	Knobs map[string]string `json:"knobs"`
+}
+
+// WriteNote writes a non-frame line (a Scenario …) with its "type".
+func (w *JSONWriter) WriteNote(n any) error {
+	switch v := n.(type) {
+	case Scenario:
+		return w.enc.Encode(struct {
+			Type string `json:"type"`
+			Scenario
+		}{"scenario", v})
+	}
+	return fmt.Errorf("report: unknown line %T", n)
+}
+
+// WriteNoteLine writes a non-frame line for --headless.
+func WriteNoteLine(w io.Writer, n any) error {
+	switch v := n.(type) {
+	case Scenario:
+		keys := make([]string, 0, len(v.Knobs))
+		for k := range v.Knobs {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s scenario %s:", v.Time.Format("15:04:05"), v.Name)
+		for _, k := range keys {
+			fmt.Fprintf(&b, " %s=%s", k, v.Knobs[k])
+		}
+		b.WriteByte('\n')
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	return fmt.Errorf("report: unknown line %T", n)
 }

@@ -21,6 +21,8 @@ type Frame struct {
 	PSI         *PSI              `json:"psi,omitempty"`
 	Procs       *Procs            `json:"procs,omitempty"`
 	GPUs        []GPU             `json:"gpus"`
+	Loader      *Loader           `json:"loader,omitempty"`
+	Accel       *VirtualAccel     `json:"virtual_accel,omitempty"`
 	Unavailable map[string]string `json:"unavailable"`
 }
 
@@ -197,6 +199,56 @@ type GPUProcess struct {
 	SMUtilPct    *float64 `json:"sm_util_pct,omitempty"`
 }
 
+// Loader is the data loader over the last interval: the embedded test
+// loader, or one gpuwatch attached to. Figures that need a completed batch
+// in the interval are nil when there was none.
+type Loader struct {
+	// Source names the loader: "embedded" or the URL attached to.
+	Source  string `json:"source"`
+	Batches uint64 `json:"batches"` // cumulative
+	// Rates over the interval.
+	BatchesPerSec float64 `json:"batches_per_sec"`
+	SamplesPerSec float64 `json:"samples_per_sec"`
+	BytesPerSec   float64 `json:"bytes_per_sec"`
+	// WaitShare is wait / (wait + step) over the batches of the interval,
+	// 0–1: the share of the training loop's time spent waiting for input.
+	WaitShare  *float64 `json:"wait_share"`
+	WaitMeanMs *float64 `json:"wait_mean_ms"`
+	WaitP50Ms  *float64 `json:"wait_p50_ms"`
+	WaitP95Ms  *float64 `json:"wait_p95_ms"`
+	WaitP99Ms  *float64 `json:"wait_p99_ms"`
+	StepMeanMs *float64 `json:"step_mean_ms"`
+	// QueueDepth is how many batches were ready when the training loop
+	// last asked for one.
+	QueueDepth *float64 `json:"queue_depth"`
+	Workers    *int     `json:"workers"`
+	Prefetch   *int     `json:"prefetch"`
+	// ReadSecPerSec and DecodeSecPerSec are seconds spent reading and
+	// decoding per wall second, summed over workers (2 = two workers busy
+	// all the time).
+	ReadSecPerSec   *float64          `json:"read_sec_per_sec"`
+	DecodeSecPerSec *float64          `json:"decode_sec_per_sec"`
+	Knobs           map[string]string `json:"knobs,omitempty"`
+	// Timeline is wait and step of the interval's batches, oldest first
+	// (at most 64): the "train row".
+	Timeline []BatchTiming `json:"timeline,omitempty"`
+}
+
+// BatchTiming is one batch as the training loop saw it.
+type BatchTiming struct {
+	WaitMs float64 `json:"wait_ms"`
+	StepMs float64 `json:"step_ms"`
+}
+
+// VirtualAccel is the accelerator as seen from a loader's step timing, on
+// machines without a GPU signal: the share of wall time the training loop
+// spent in steps. It is not a GPU and is never listed among GPUs.
+type VirtualAccel struct {
+	BusyPct float64 `json:"busy_pct"`
+	// Basis says where the number comes from, for views.
+	Basis string `json:"basis"`
+}
+
 // Merge copies every part that from has into f, and from's unavailable
 // reasons. It is how the Sampler assembles one Frame from probes that each
 // filled a scratch Frame.
@@ -221,6 +273,12 @@ func (f *Frame) Merge(from *Frame) {
 	}
 	if from.GPUs != nil {
 		f.GPUs = from.GPUs
+	}
+	if from.Loader != nil {
+		f.Loader = from.Loader
+	}
+	if from.Accel != nil {
+		f.Accel = from.Accel
 	}
 	for k, v := range from.Unavailable {
 		if f.Unavailable == nil {

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuwatch/gpuwatch/loader"
+	"github.com/gpuwatch/gpuwatch/probes"
+)
+
+func newLoaderCmd(stdout, stderr io.Writer) *cobra.Command {
+	var k knobFlags
+	var listen string
+	var progressEvery time.Duration
+	cmd := &cobra.Command{
+		Use:   "loader",
+		Short: "Run the embedded test loader alone, serving the loader protocol (/metrics, /debug/pprof/)",
+		Long: `loader runs the embedded test loader in this process and serves the loader
+protocol on --listen: /metrics in Prometheus text and /debug/pprof/. Attach
+to it from another gpuwatch, or scrape it. It prints a progress line every
+few seconds.`,
+		Example: `  gpuwatch loader --scenario io-bound
+  gpuwatch loader --listen 127.0.0.1:0 --workers 4 --epochs 3`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := k.config(cmd, k.scenario)
+			if err != nil {
+				return err
+			}
+			if progressEvery <= 0 {
+				return usageErrorf(cmd, "--progress-every must be positive")
+			}
+			return runLoader(cmd.Context(), c, listen, k.events, progressEvery, stdout, stderr)
+		},
+	}
+	k.register(cmd, false)
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:6060", "address of the debug server (loopback unless you say otherwise)")
+	cmd.Flags().DurationVar(&progressEvery, "progress-every", 5*time.Second, "time between progress lines")
+	return cmd
+}
+
+func runLoader(ctx context.Context, c loader.Config, listen, eventsPath string, every time.Duration, stdout, stderr io.Writer) error {
+	ds, err := openDataset(c, func(s string) { fmt.Fprintln(stderr, "gpuwatch:", s) })
+	if err != nil {
+		return err
+	}
+	var events *loader.Events
+	if eventsPath != "" {
+		f, err := os.Create(eventsPath)
+		if err != nil {
+			return fmt.Errorf("--events: %w", err)
+		}
+		defer f.Close()
+		events = loader.NewEvents(f)
+		defer events.Close()
+	}
+	l := loader.New(c, ds, events)
+	ln, stop, err := loader.Serve(listen, loader.Handler(l))
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", listen, err)
+	}
+	defer stop()
+	if !loader.IsLoopback(listen) {
+		fmt.Fprintf(stderr, "gpuwatch: warning: serving on %s, reachable from other machines (profiles show function names)\n", ln.Addr())
+	}
+	name := c.ScenarioName
+	if name == "" {
+		name = "custom"
+	}
+	fmt.Fprintf(stdout, "gpuwatch loader (%s, %d workers) serving http://%s/metrics and /debug/pprof/ (pid %d)\n",
+		name, c.Workers, ln.Addr(), os.Getpid())
+	runErr := make(chan error, 1)
+	go func() { runErr <- l.Run(ctx) }()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	p := probes.NewLoader(&embeddedSource{l: l})
+	f := frameAt(time.Now())
+	_ = p.Collect(ctx, f)
+	for {
+		select {
+		case err := <-runErr:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+			fmt.Fprintf(stdout, "done: %d batches\n", l.Snapshot().Batches)
+			return nil
+		case <-tick.C:
+			f := frameAt(time.Now())
+			if err := p.Collect(ctx, f); err == nil {
+				fmt.Fprintln(stdout, progressLine(f, l.Snapshot().Epoch))
+			}
+		}
+	}
+}

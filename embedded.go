@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"sync"
+
+	"github.com/gpuwatch/gpuwatch/loader"
+	"github.com/gpuwatch/gpuwatch/probes"
+)
+
+// embeddedSource adapts the in-process loader to probes.LoaderSource. The
+// demo tour swaps the loader behind it; the probe sees the counters start
+// over, which it treats as a restart.
+type embeddedSource struct {
+	mu sync.Mutex
+	l  *loader.Loader
+}
+
+func (e *embeddedSource) set(l *loader.Loader) {
+	e.mu.Lock()
+	e.l = l
+	e.mu.Unlock()
+}
+
+func (e *embeddedSource) Source() string { return "embedded" }
+
+func (e *embeddedSource) LoaderCounters(context.Context) (probes.LoaderCounters, error) {
+	e.mu.Lock()
+	l := e.l
+	e.mu.Unlock()
+	if l == nil {
+		return probes.LoaderCounters{}, probes.Unavailable("the embedded loader is starting")
+	}
+	return countersFromSnapshot(l.Snapshot(), l.Config()), nil
+}
+
+func countersFromSnapshot(s loader.Snapshot, c loader.Config) probes.LoaderCounters {
+	rs, ds := s.ReadSeconds, s.DecodeSeconds
+	qd := float64(s.QueueDepth)
+	w, p := c.Workers, c.Prefetch
+	out := probes.LoaderCounters{
+		Batches: s.Batches, Samples: s.Samples, BytesRead: s.BytesRead,
+		ReadSeconds: &rs, DecodeSeconds: &ds, Buckets: loader.Buckets,
+		Wait:       probes.Hist{Counts: s.Wait.Counts, Sum: s.Wait.Sum, Count: s.Wait.Count},
+		Step:       probes.Hist{Counts: s.Step.Counts, Sum: s.Step.Sum, Count: s.Step.Count},
+		QueueDepth: &qd, Workers: &w, Prefetch: &p, Knobs: c.Knobs(),
+		Recent: make([]probes.LoaderBatch, len(s.Recent)),
+	}
+	for i, b := range s.Recent {
+		out.Recent[i] = probes.LoaderBatch{Seq: b.Seq, Wait: b.Wait, Step: b.Step}
+	}
+	return out
+}

@@ -1,0 +1,296 @@
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// shardSize is the size of each dataset file. Samples are fixed-size
+// records laid end to end across shards, so the same files serve every
+// sample size.
+const shardSize = 64 << 20
+
+// directAlign is the alignment O_DIRECT needs for offsets, lengths and
+// buffer addresses on Linux block devices with 4 KiB logical sectors (and
+// is enough for 512-byte ones).
+const directAlign = 4096
+
+// Dataset is a folder of shard files of random bytes.
+type Dataset struct {
+	Dir  string
+	Size int64
+	// Generated says whether this run wrote the files (false: reused).
+	Generated bool
+	shards    []string
+	mem       []byte // the whole dataset, with --cache
+}
+
+// DefaultDatasetDir is where datasets live unless --dataset says otherwise:
+// the user's cache folder, one subfolder per size.
+func DefaultDatasetDir(size int64) string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "gpuwatch", "dataset-"+FormatSize(size))
+}
+
+// DatasetReady says whether dir already holds a complete dataset of size
+// bytes (so opening it writes nothing).
+func DatasetReady(dir string, size int64) bool {
+	for off, i := int64(0), 0; off < size; off, i = off+shardSize, i+1 {
+		st, err := os.Stat(filepath.Join(dir, fmt.Sprintf("shard-%05d.bin", i)))
+		if err != nil || st.Size() != min(shardSize, size-off) {
+			return false
+		}
+	}
+	return true
+}
+
+// OpenDataset opens the dataset in dir, generating its shards first where
+// they are missing or of the wrong size. It refuses a dataset that does not
+// fit the free space of dir's filesystem.
+func OpenDataset(dir string, size int64, seed int64) (*Dataset, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("dataset folder: %w", err)
+	}
+	d := &Dataset{Dir: dir, Size: size}
+	var missing int64
+	for off, i := int64(0), 0; off < size; off, i = off+shardSize, i+1 {
+		n := min(shardSize, size-off)
+		p := filepath.Join(dir, fmt.Sprintf("shard-%05d.bin", i))
+		d.shards = append(d.shards, p)
+		if st, err := os.Stat(p); err != nil || st.Size() != n {
+			missing += n
+		}
+	}
+	if missing == 0 {
+		return d, nil
+	}
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err == nil {
+		if free := int64(fs.Bavail) * fs.Bsize; free < missing+64<<20 {
+			return nil, fmt.Errorf("dataset of %s does not fit: %s free in %s", FormatSize(size), FormatSize(free), dir)
+		}
+	}
+	rng := rand.NewChaCha8(seedBytes(seed))
+	buf := make([]byte, 1<<20)
+	for i, p := range d.shards {
+		n := min(shardSize, size-int64(i)*shardSize)
+		if st, err := os.Stat(p); err == nil && st.Size() == n {
+			continue
+		}
+		if err := writeShard(p, n, rng, buf); err != nil {
+			return nil, err
+		}
+	}
+	d.Generated = true
+	return d, nil
+}
+
+func seedBytes(seed int64) [32]byte {
+	var b [32]byte
+	for i := 0; i < 8; i++ {
+		b[i] = byte(seed >> (8 * i))
+	}
+	return b
+}
+
+// writeShard writes n random bytes to a temporary file and renames it into
+// place, so a shard is complete or absent.
+func writeShard(path string, n int64, rng *rand.ChaCha8, buf []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("dataset: %w", err)
+	}
+	for left := n; left > 0; {
+		b := buf[:min(int64(len(buf)), left)]
+		_, _ = rng.Read(b)
+		if _, err := f.Write(b); err != nil {
+			f.Close()
+			os.Remove(tmp)
+			return fmt.Errorf("dataset: %w", err)
+		}
+		left -= int64(len(b))
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("dataset: %w", err)
+	}
+	return os.Rename(tmp, path)
+}
+
+// LoadIntoMemory reads the whole dataset into RAM (--cache): every later
+// read is a copy from memory.
+func (d *Dataset) LoadIntoMemory() error {
+	mem := make([]byte, d.Size)
+	for i, p := range d.shards {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		_, err = io.ReadFull(f, mem[int64(i)*shardSize:min(int64(i+1)*shardSize, d.Size)])
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("cache %s: %w", p, err)
+		}
+	}
+	d.mem = mem
+	return nil
+}
+
+// CheckDirectIO opens a shard with O_DIRECT and reads one block: a
+// filesystem that refuses it (tmpfs, some network filesystems) gives an
+// error that says so.
+func (d *Dataset) CheckDirectIO() error {
+	r, err := d.newReader(true, nil)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	if err := r.readAt(make([]byte, 512), 0); err != nil {
+		return fmt.Errorf("O_DIRECT read in %s failed (%w): the filesystem does not support --direct-io", d.Dir, err)
+	}
+	return nil
+}
+
+// throttle emulates a network link shared by all readers: a fixed latency
+// per read and a bandwidth cap. It sleeps on purpose: it stands for time
+// spent waiting on a remote store.
+type throttle struct {
+	mu        sync.Mutex
+	bandwidth float64 // bytes/s, 0 = unlimited
+	latency   time.Duration
+	next      time.Time
+}
+
+func (t *throttle) wait(n int) {
+	if t == nil {
+		return
+	}
+	if t.latency > 0 {
+		time.Sleep(t.latency)
+	}
+	if t.bandwidth <= 0 {
+		return
+	}
+	t.mu.Lock()
+	now := time.Now()
+	start := t.next
+	if start.Before(now) {
+		start = now
+	}
+	t.next = start.Add(time.Duration(float64(n) / t.bandwidth * float64(time.Second)))
+	until := t.next
+	t.mu.Unlock()
+	time.Sleep(time.Until(until))
+}
+
+// reader reads samples for one worker: its own file handles and an aligned
+// bounce buffer for O_DIRECT.
+type reader struct {
+	d      *Dataset
+	direct bool
+	files  []*os.File
+	bounce []byte
+	thr    *throttle
+}
+
+func (d *Dataset) newReader(direct bool, thr *throttle) (*reader, error) {
+	r := &reader{d: d, direct: direct, thr: thr, files: make([]*os.File, len(d.shards))}
+	if direct {
+		r.bounce = alignedBuffer(256 << 10)
+	}
+	return r, nil
+}
+
+func alignedBuffer(n int) []byte {
+	b := make([]byte, n+directAlign)
+	off := int(uintptr(unsafe.Pointer(&b[0])) & (directAlign - 1))
+	if off != 0 {
+		off = directAlign - off
+	}
+	return b[off : off+n]
+}
+
+func (r *reader) file(i int) (*os.File, error) {
+	if f := r.files[i]; f != nil {
+		return f, nil
+	}
+	flags := os.O_RDONLY
+	if r.direct {
+		flags |= syscall.O_DIRECT
+	}
+	f, err := os.OpenFile(r.d.shards[i], flags, 0)
+	if err != nil {
+		return nil, err
+	}
+	r.files[i] = f
+	return f, nil
+}
+
+// readAt fills dst with the dataset's bytes at off, across shard
+// boundaries, with pread (one syscall per shard touched, more for a large
+// O_DIRECT read).
+func (r *reader) readAt(dst []byte, off int64) error {
+	r.thr.wait(len(dst))
+	if r.d.mem != nil {
+		copy(dst, r.d.mem[off:])
+		return nil
+	}
+	for len(dst) > 0 {
+		i := int(off / shardSize)
+		in := off - int64(i)*shardSize
+		n := min(int64(len(dst)), shardSize-in)
+		f, err := r.file(i)
+		if err != nil {
+			return err
+		}
+		if r.direct {
+			err = r.readDirect(f, dst[:n], in)
+		} else {
+			_, err = f.ReadAt(dst[:n], in)
+		}
+		if err != nil {
+			return err
+		}
+		dst, off = dst[n:], off+n
+	}
+	return nil
+}
+
+// readDirect reads the aligned window around [off, off+len(dst)) into the
+// bounce buffer and copies the wanted bytes out.
+func (r *reader) readDirect(f *os.File, dst []byte, off int64) error {
+	for len(dst) > 0 {
+		start := off &^ (directAlign - 1)
+		end := min((off+int64(len(dst))+directAlign-1)&^(directAlign-1), start+int64(len(r.bounce)))
+		n, err := f.ReadAt(r.bounce[:end-start], start)
+		if err != nil && !(errors.Is(err, io.EOF) && int64(n) >= off-start) {
+			return err
+		}
+		c := copy(dst, r.bounce[off-start:n])
+		if c == 0 {
+			return io.ErrUnexpectedEOF
+		}
+		dst, off = dst[c:], off+int64(c)
+	}
+	return nil
+}
+
+func (r *reader) close() {
+	for _, f := range r.files {
+		if f != nil {
+			f.Close()
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package loader
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"strconv"
+	"time"
+)
+
+// WriteMetrics writes s in the Prometheus text exposition format (0.0.4),
+// with the metric names of the loader protocol (DESIGN.md §6).
+func WriteMetrics(w io.Writer, s Snapshot, cfg Config, pid int) error {
+	bw := bufio.NewWriter(w)
+	hist := func(name, help string, h Histogram) {
+		fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name)
+		for i, b := range Buckets {
+			fmt.Fprintf(bw, "%s_bucket{le=\"%s\"} %d\n", name, strconv.FormatFloat(b, 'g', -1, 64), h.Counts[i])
+		}
+		fmt.Fprintf(bw, "%s_bucket{le=\"+Inf\"} %d\n%s_sum %s\n%s_count %d\n",
+			name, h.Count, name, strconv.FormatFloat(h.Sum, 'g', -1, 64), name, h.Count)
+	}
+	one := func(name, typ, help string, v float64) {
+		fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", name, help, name, typ, name, strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	hist("gpuwatch_loader_wait_seconds", "Time the training loop blocked waiting for the next batch.", s.Wait)
+	hist("gpuwatch_loader_step_seconds", "Time between receiving a batch and asking for the next (the training step).", s.Step)
+	one("gpuwatch_loader_batches_total", "counter", "Batches handed to the training loop.", float64(s.Batches))
+	one("gpuwatch_loader_samples_total", "counter", "Samples handed to the training loop.", float64(s.Samples))
+	one("gpuwatch_loader_bytes_read_total", "counter", "Bytes read from the dataset.", float64(s.BytesRead))
+	one("gpuwatch_loader_read_seconds_total", "counter", "Time spent reading samples, summed over workers.", s.ReadSeconds)
+	one("gpuwatch_loader_decode_seconds_total", "counter", "Time spent decoding samples, summed over workers.", s.DecodeSeconds)
+	one("gpuwatch_loader_queue_depth", "gauge", "Batches ready and waiting when the training loop last asked.", float64(s.QueueDepth))
+	one("gpuwatch_loader_workers", "gauge", "Loader workers (num_workers).", float64(cfg.Workers))
+	one("gpuwatch_loader_prefetch", "gauge", "Batches prefetched per worker (prefetch_factor).", float64(cfg.Prefetch))
+	fmt.Fprintf(bw, "# HELP gpuwatch_loader_info The loader's process and kind.\n# TYPE gpuwatch_loader_info gauge\ngpuwatch_loader_info{pid=\"%d\",kind=\"go\"} 1\n", pid)
+	return bw.Flush()
+}
+
+// Handler serves the loader protocol for l: /metrics and /debug/pprof/.
+func Handler(l *Loader) http.Handler {
+	mux := http.NewServeMux()
+	pid := os.Getpid()
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		_ = WriteMetrics(w, l.Snapshot(), l.Config(), pid)
+	})
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "gpuwatch loader: /metrics (Prometheus text), /debug/pprof/ (Go pprof)")
+	})
+	return mux
+}
+
+// IsLoopback says whether a listen address only accepts local
+// connections ("127.0.0.1:6060", "[::1]:0", "localhost:6060").
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Serve starts the debug server on addr and returns its listener (for the
+// bound port) and a stop function.
+func Serve(addr string, h http.Handler) (net.Listener, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return ln, func() { _ = srv.Close() }, nil
+}

@@ -1,0 +1,144 @@
+package loader
+
+import (
+	"sync"
+	"time"
+)
+
+// Buckets are the histogram upper bounds, in seconds, for wait and step
+// times: 0.25 ms to 10 s, dense where input stalls live.
+var Buckets = []float64{0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// Histogram is a cumulative histogram in Prometheus's shape: Counts[i] is
+// the number of observations ≤ Buckets[i]; Count includes those above.
+type Histogram struct {
+	Counts []uint64
+	Sum    float64 // seconds
+	Count  uint64
+}
+
+func newHistogram() Histogram { return Histogram{Counts: make([]uint64, len(Buckets))} }
+
+func (h *Histogram) observe(sec float64) {
+	for i, b := range Buckets {
+		if sec <= b {
+			h.Counts[i]++
+		}
+	}
+	h.Sum += sec
+	h.Count++
+}
+
+func (h Histogram) clone() Histogram {
+	h.Counts = append([]uint64(nil), h.Counts...)
+	return h
+}
+
+// Batch is what the training loop saw of one batch.
+type Batch struct {
+	Seq        uint64        // 1, 2, 3 … over the whole run
+	Epoch      int           // from 1
+	Index      int           // within the epoch, from 0
+	Worker     int           // who loaded it; -1 for the training loop itself
+	Wait       time.Duration // the training loop blocked for it
+	Step       time.Duration // from receiving it to asking for the next
+	Fetch      time.Duration // the worker's time on it (read + decode + overhead)
+	Read       time.Duration
+	Decode     time.Duration
+	Bytes      int64
+	Samples    int
+	QueueDepth int // batches ready and waiting when the training loop asked
+	Time       time.Time
+}
+
+// recentCap bounds the batches kept for timelines: memory must not grow
+// with run time.
+const recentCap = 512
+
+// Stats accumulates what the loader did. Safe for concurrent use.
+type Stats struct {
+	mu         sync.Mutex
+	start      time.Time
+	batches    uint64
+	samples    uint64
+	bytesRead  uint64
+	readSec    float64
+	decodeSec  float64
+	wait, step Histogram
+	queueDepth int
+	epoch      int
+	firstBatch []time.Duration // per epoch: time from epoch start to its first batch
+	recent     []Batch         // ring
+	next       int
+}
+
+func newStats() *Stats {
+	return &Stats{start: time.Now(), wait: newHistogram(), step: newHistogram(), recent: make([]Batch, 0, recentCap)}
+}
+
+func (s *Stats) record(b Batch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batches++
+	b.Seq = s.batches
+	s.samples += uint64(b.Samples)
+	s.bytesRead += uint64(b.Bytes)
+	s.readSec += b.Read.Seconds()
+	s.decodeSec += b.Decode.Seconds()
+	s.wait.observe(b.Wait.Seconds())
+	s.step.observe(b.Step.Seconds())
+	s.queueDepth = b.QueueDepth
+	if len(s.recent) < recentCap {
+		s.recent = append(s.recent, b)
+	} else {
+		s.recent[s.next] = b
+		s.next = (s.next + 1) % recentCap
+	}
+}
+
+func (s *Stats) startEpoch(n int) {
+	s.mu.Lock()
+	s.epoch = n
+	s.mu.Unlock()
+}
+
+func (s *Stats) firstBatchOfEpoch(d time.Duration) {
+	s.mu.Lock()
+	s.firstBatch = append(s.firstBatch, d)
+	s.mu.Unlock()
+}
+
+// Snapshot is a copy of the loader's counters at one moment.
+type Snapshot struct {
+	Start         time.Time
+	Batches       uint64
+	Samples       uint64
+	BytesRead     uint64
+	ReadSeconds   float64 // summed over workers: can exceed wall time
+	DecodeSeconds float64
+	Wait, Step    Histogram
+	QueueDepth    int
+	Epoch         int
+	// FirstBatch is, per epoch, the time from the epoch's start to its
+	// first batch: the start-up stall, and for later epochs the
+	// epoch-boundary stall.
+	FirstBatch []time.Duration
+	// Recent are the latest batches (at most 512), oldest first.
+	Recent []Batch
+}
+
+// Snapshot copies the counters.
+func (s *Stats) Snapshot() Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := Snapshot{
+		Start: s.start, Batches: s.batches, Samples: s.samples, BytesRead: s.bytesRead,
+		ReadSeconds: s.readSec, DecodeSeconds: s.decodeSec,
+		Wait: s.wait.clone(), Step: s.step.clone(), QueueDepth: s.queueDepth, Epoch: s.epoch,
+		FirstBatch: append([]time.Duration(nil), s.firstBatch...),
+		Recent:     make([]Batch, 0, len(s.recent)),
+	}
+	out.Recent = append(out.Recent, s.recent[s.next:]...)
+	out.Recent = append(out.Recent, s.recent[:s.next]...)
+	return out
+}

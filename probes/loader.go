@@ -1,0 +1,191 @@
+package probes
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// LoaderCounters is a loader's cumulative state at one moment, whatever the
+// loader: the embedded one in this process, or one attached to over its
+// metrics endpoint. Fields a loader does not know are nil or empty.
+type LoaderCounters struct {
+	Batches, Samples, BytesRead uint64
+	// ReadSeconds and DecodeSeconds are summed over workers; nil if the
+	// loader does not report them.
+	ReadSeconds, DecodeSeconds *float64
+	// Wait and Step are cumulative histograms over Buckets (seconds).
+	Buckets    []float64
+	Wait, Step Hist
+	QueueDepth *float64
+	Workers    *int
+	Prefetch   *int
+	Knobs      map[string]string
+	// Recent are the newest batches, oldest first, when the loader keeps
+	// them (the embedded one does): percentiles are then exact.
+	Recent []LoaderBatch
+}
+
+// Hist is a cumulative histogram: Counts[i] observations ≤ Buckets[i];
+// Count includes those above the last bucket.
+type Hist struct {
+	Counts []uint64
+	Sum    float64 // seconds
+	Count  uint64
+}
+
+// LoaderBatch is one batch's timing; Seq counts batches from 1.
+type LoaderBatch struct {
+	Seq        uint64
+	Wait, Step time.Duration
+}
+
+// LoaderSource gives a loader's counters. An error wrapping ErrUnavailable
+// means there is no loader to read.
+type LoaderSource interface {
+	Source() string
+	LoaderCounters(ctx context.Context) (LoaderCounters, error)
+}
+
+// Loader is the probe for a data loader: it turns counter deltas into the
+// interval's rates, wait share and percentiles, and the virtual
+// accelerator.
+type Loader struct {
+	src      LoaderSource
+	prev     LoaderCounters
+	prevTime time.Time
+	havePrev bool
+	waits    []float64
+}
+
+// NewLoader returns the loader probe over src.
+func NewLoader(src LoaderSource) *Loader { return &Loader{src: src} }
+
+// Name implements Probe.
+func (p *Loader) Name() string { return "loader" }
+
+// Collect implements Probe.
+func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
+	cur, err := p.src.LoaderCounters(ctx)
+	if err != nil {
+		p.havePrev = false
+		return err
+	}
+	out := &sample.Loader{
+		Source: p.src.Source(), Batches: cur.Batches, QueueDepth: cur.QueueDepth,
+		Workers: cur.Workers, Prefetch: cur.Prefetch, Knobs: cur.Knobs,
+	}
+	prev, prevTime, havePrev := p.prev, p.prevTime, p.havePrev
+	p.prev, p.prevTime, p.havePrev = cur, f.Time, true
+	f.Loader = out
+	// A loader that restarted has smaller counters: a new baseline, never
+	// a negative rate.
+	if !havePrev || cur.Batches < prev.Batches || cur.Wait.Count < prev.Wait.Count ||
+		cur.Step.Count < prev.Step.Count || cur.Samples < prev.Samples || cur.BytesRead < prev.BytesRead {
+		return nil
+	}
+	sec := f.Time.Sub(prevTime).Seconds()
+	if sec <= 0 {
+		return nil
+	}
+	out.BatchesPerSec = float64(cur.Batches-prev.Batches) / sec
+	out.SamplesPerSec = float64(cur.Samples-prev.Samples) / sec
+	out.BytesPerSec = float64(cur.BytesRead-prev.BytesRead) / sec
+	if cur.ReadSeconds != nil && prev.ReadSeconds != nil && *cur.ReadSeconds >= *prev.ReadSeconds {
+		out.ReadSecPerSec = ptr((*cur.ReadSeconds - *prev.ReadSeconds) / sec)
+	}
+	if cur.DecodeSeconds != nil && prev.DecodeSeconds != nil && *cur.DecodeSeconds >= *prev.DecodeSeconds {
+		out.DecodeSecPerSec = ptr((*cur.DecodeSeconds - *prev.DecodeSeconds) / sec)
+	}
+	dWait, dStep := max(0, cur.Wait.Sum-prev.Wait.Sum), max(0, cur.Step.Sum-prev.Step.Sum)
+	if n := cur.Wait.Count - prev.Wait.Count; n > 0 {
+		out.WaitMeanMs = ptr(1000 * dWait / float64(n))
+		if dWait+dStep > 0 {
+			out.WaitShare = ptr(dWait / (dWait + dStep))
+		}
+		p.waitPercentiles(out, prev, cur)
+	}
+	if n := cur.Step.Count - prev.Step.Count; n > 0 {
+		out.StepMeanMs = ptr(1000 * dStep / float64(n))
+	}
+	// The virtual accelerator: the share of wall time spent in steps.
+	f.Accel = &sample.VirtualAccel{BusyPct: min(100, 100*dStep/sec), Basis: "loader step time / wall time"}
+	return nil
+}
+
+// waitPercentiles fills p50/p95/p99 of the interval's waits: exact from
+// the batch list when it covers the whole interval, else interpolated from
+// the histogram buckets as Prometheus's histogram_quantile does.
+func (p *Loader) waitPercentiles(out *sample.Loader, prev, cur LoaderCounters) {
+	lastSeq := uint64(0)
+	if n := len(prev.Recent); n > 0 {
+		lastSeq = prev.Recent[n-1].Seq
+	}
+	covered := len(cur.Recent) > 0 && lastSeq == prev.Batches && cur.Recent[0].Seq <= lastSeq+1
+	if covered {
+		p.waits = p.waits[:0]
+		for _, b := range cur.Recent {
+			if b.Seq > lastSeq {
+				p.waits = append(p.waits, 1000*b.Wait.Seconds())
+				if len(out.Timeline) < 64 {
+					out.Timeline = append(out.Timeline, sample.BatchTiming{WaitMs: 1000 * b.Wait.Seconds(), StepMs: 1000 * b.Step.Seconds()})
+				}
+			}
+		}
+		if len(p.waits) > 0 {
+			slices.Sort(p.waits)
+			q := func(x float64) *float64 { return ptr(nearestRank(p.waits, x)) }
+			out.WaitP50Ms, out.WaitP95Ms, out.WaitP99Ms = q(0.50), q(0.95), q(0.99)
+			return
+		}
+	}
+	if len(cur.Buckets) == 0 || len(cur.Wait.Counts) != len(cur.Buckets) || len(prev.Wait.Counts) != len(cur.Buckets) {
+		return
+	}
+	d := make([]uint64, len(cur.Buckets))
+	for i := range d {
+		if cur.Wait.Counts[i] < prev.Wait.Counts[i] {
+			return
+		}
+		d[i] = cur.Wait.Counts[i] - prev.Wait.Counts[i]
+	}
+	total := cur.Wait.Count - prev.Wait.Count
+	q := func(x float64) *float64 {
+		v, ok := BucketQuantile(x, cur.Buckets, d, total)
+		if !ok {
+			return nil
+		}
+		return ptr(1000 * v)
+	}
+	out.WaitP50Ms, out.WaitP95Ms, out.WaitP99Ms = q(0.50), q(0.95), q(0.99)
+}
+
+func nearestRank(sorted []float64, q float64) float64 {
+	i := int(q*float64(len(sorted))+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// BucketQuantile estimates quantile q (0–1) from cumulative bucket counts
+// (counts[i] observations ≤ upper[i]) and the total count, interpolating
+// linearly inside the bucket, as Prometheus's histogram_quantile does. A
+// quantile above the last finite bucket is that bucket's bound.
+func BucketQuantile(q float64, upper []float64, counts []uint64, total uint64) (float64, bool) {
+	if total == 0 || len(upper) == 0 || len(counts) != len(upper) {
+		return 0, false
+	}
+	rank := q * float64(total)
+	lowerBound, lowerCount := 0.0, 0.0
+	for i, u := range upper {
+		c := float64(counts[i])
+		if c >= rank {
+			if c == lowerCount {
+				return u, true
+			}
+			return lowerBound + (u-lowerBound)*(rank-lowerCount)/(c-lowerCount), true
+		}
+		lowerBound, lowerCount = u, c
+	}
+	return upper[len(upper)-1], true
+}
