@@ -443,4 +443,4 @@ func (it *multi) close() {
 }
 
 func seconds(d time.Duration) *float64 { s := d.Seconds(); return &s }
-func intp(i int) *int                 { return &i }
+func intp(i int) *int                  { return &i }
