@@ -6,19 +6,55 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"math"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 
+	"github.com/google/pprof/profile"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"golang.org/x/sys/unix"
 )
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds gpuwatch once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gpuwatch-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "gpuwatch")
+		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
 
 // TestPerCoreAgreesWithMpstat pins a busy loop to the last CPU, then runs
 // the real binary (gpuwatch --headless --json) and sysstat's mpstat side by
@@ -29,10 +65,7 @@ func TestPerCoreAgreesWithMpstat(t *testing.T) {
 	if _, err := exec.LookPath("mpstat"); err != nil {
 		t.Skip("mpstat (Debian sysstat) not installed")
 	}
-	bin := filepath.Join(t.TempDir(), "gpuwatch")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 	hot := runtime.NumCPU() - 1
 	var stop atomic.Bool
 	defer stop.Store(true)
@@ -137,10 +170,7 @@ func TestPerCoreAgreesWithMpstat(t *testing.T) {
 // TestSignalsStopCleanly sends SIGTERM and SIGINT to the running binary: it
 // must stop at once with exit status 0 and a complete last line.
 func TestSignalsStopCleanly(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "gpuwatch")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
 		cmd := exec.Command(bin, "--headless", "--json", "--interval", "100ms")
 		stdout, err := cmd.StdoutPipe()
@@ -164,5 +194,164 @@ func TestSignalsStopCleanly(t *testing.T) {
 		if len(rest) > 0 && rest[len(rest)-1] != '\n' {
 			t.Fatalf("%v: output ends mid-line: %q", sig, rest)
 		}
+	}
+}
+
+// startLoader starts `gpuwatch loader` on a free loopback port and returns
+// the command and its base URL.
+func startLoader(t *testing.T, args ...string) (*exec.Cmd, string, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(binary(t), append([]string{"loader", "--listen", "127.0.0.1:0", "--progress-every", "1s"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	r := bufio.NewReader(stdout)
+	first, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("no first line: %v", err)
+	}
+	i := strings.Index(first, "http://")
+	if i < 0 {
+		t.Fatalf("first line %q names no URL", first)
+	}
+	url := strings.Fields(first[i:])[0]
+	return cmd, strings.TrimSuffix(url, "/metrics"), r
+}
+
+// TestLoaderServesTheProtocol runs `gpuwatch loader` as its own process and
+// reads it as an attaching gpuwatch would: /metrics parses as Prometheus
+// text with the protocol's names, /debug/pprof/profile is a real CPU
+// profile, progress lines come, and SIGTERM stops it with status 0.
+func TestLoaderServesTheProtocol(t *testing.T) {
+	dir := t.TempDir()
+	cmd, base, out := startLoader(t, "--dataset", dir, "--dataset-size", "16MiB", "--workers", "2",
+		"--decode-cost", "500us", "--step-time", "5ms")
+	var fams map[string]*dto.MetricFamily
+	for {
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err = p.TextToMetricFamilies(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fams["gpuwatch_loader_batches_total"].GetMetric()[0].GetCounter().GetValue() >= 10 {
+			break
+		}
+	}
+	info := fams["gpuwatch_loader_info"].GetMetric()[0]
+	pid := ""
+	for _, l := range info.GetLabel() {
+		if l.GetName() == "pid" {
+			pid = l.GetValue()
+		}
+	}
+	if pid != strconv.Itoa(cmd.Process.Pid) {
+		t.Fatalf("info pid %q, process %d", pid, cmd.Process.Pid)
+	}
+	resp, err := http.Get(base + "/debug/pprof/profile?seconds=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := profile.Parse(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("profile: %v", err)
+	}
+	if len(prof.Sample) == 0 {
+		t.Fatal("empty CPU profile from a busy loader")
+	}
+	line, err := out.ReadString('\n')
+	if err != nil || !strings.Contains(line, "samples/s") {
+		t.Fatalf("progress line %q, %v", line, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.ReadAll(out)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+}
+
+func TestLoaderWarnsOnNonLoopbackListen(t *testing.T) {
+	cmd := exec.Command(binary(t), "loader", "--listen", "0.0.0.0:0", "--dataset", t.TempDir(),
+		"--dataset-size", "4MiB", "--sample-size", "4KiB", "--epochs", "1", "--batches", "3", "--step-time", "1ms")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(string(out), "warning: serving on") || !strings.Contains(string(out), "done: 3 batches") {
+		t.Fatalf("output:\n%s", out)
+	}
+}
+
+func TestLoaderPortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	out, err := exec.Command(binary(t), "loader", "--listen", ln.Addr().String(), "--dataset", t.TempDir(),
+		"--dataset-size", "4MiB").CombinedOutput()
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "address already in use") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// TestDemoTourSwitchesEveryScenario runs the tour with 2 s per scenario:
+// a scenario line per switch, in order, and loader data in the frames.
+func TestDemoTourSwitchesEveryScenario(t *testing.T) {
+	cmd := exec.Command(binary(t), "demo", "--headless", "--json", "--tour-every", "2s", "--duration", "13s", "--interval", "500ms")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	loaderFrames := 0
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Type   string          `json:"type"`
+			Name   string          `json:"name"`
+			Loader json.RawMessage `json:"loader"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		if line.Type == "scenario" {
+			names = append(names, line.Name)
+		} else if len(line.Loader) > 0 {
+			loaderFrames++
+		}
+	}
+	want := "healthy starved single-core cpu-bound io-bound remote-storage"
+	if got := strings.Join(names, " "); !strings.HasPrefix(got, want) {
+		t.Fatalf("scenario lines %q, want %q first", got, want)
+	}
+	if loaderFrames < 15 {
+		t.Fatalf("%d frames with loader data", loaderFrames)
 	}
 }

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -112,5 +115,168 @@ func TestHeadlessLineIsReadable(t *testing.T) {
 		if !strings.Contains(first, want) {
 			t.Fatalf("line %q lacks %q", first, want)
 		}
+	}
+}
+
+func TestLoaderKnobErrors(t *testing.T) {
+	tests := []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"demo", "--workers", "0", "--prefetch", "2"}, 2, "--prefetch needs --workers > 0"},
+		{[]string{"demo", "--scenario", "nope"}, 2, `unknown scenario "nope"`},
+		{[]string{"loader", "--sample-size", "4parsecs"}, 2, `unknown unit "parsecs"`},
+		{[]string{"sweep", "--access", "zigzag"}, 2, `--access "zigzag"`},
+		{[]string{"sweep", "--workers", "1,x"}, 2, "comma-separated"},
+		{[]string{"demo", "--batch-size", "0"}, 2, "--batch-size must be at least 1"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := run(tc.args, &out, &errb); code != tc.code || !strings.Contains(errb.String(), tc.stderr) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errb.String(), tc.code, tc.stderr)
+			}
+		})
+	}
+}
+
+// TestDirectIORefusedByTheFilesystem mounts a ramfs (which has no direct
+// I/O; tmpfs has it since Linux 6.6) and asks for --direct-io there.
+func TestDirectIORefusedByTheFilesystem(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("none", dir, "ramfs", 0, ""); err != nil {
+		t.Skipf("cannot mount a ramfs here (%v)", err)
+	}
+	defer syscall.Unmount(dir, syscall.MNT_DETACH)
+	var out, errb bytes.Buffer
+	code := run([]string{"demo", "--direct-io", "--dataset", dir, "--dataset-size", "1MiB", "--sample-size", "4KiB", "--headless", "--duration", "5s"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "does not support --direct-io") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	if out.Len() != 0 {
+		t.Fatalf("it ran anyway: %q", out.String())
+	}
+}
+
+// TestDatasetThatDoesNotFitIsRefused mounts a 2 MiB tmpfs and asks for a
+// 16 MiB dataset there.
+func TestDatasetThatDoesNotFitIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("none", dir, "tmpfs", 0, "size=2m"); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v)", err)
+	}
+	defer syscall.Unmount(dir, syscall.MNT_DETACH)
+	var out, errb bytes.Buffer
+	code := run([]string{"loader", "--dataset", dir, "--dataset-size", "16MiB", "--listen", "127.0.0.1:0"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "does not fit") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("left files behind: %v", ents)
+	}
+}
+
+func TestSweepTableAndJSON(t *testing.T) {
+	outFile := filepath.Join(t.TempDir(), "sweep.json")
+	var out, errb bytes.Buffer
+	code := run([]string{"sweep", "--workers", "0,1,2", "--prefetch", "1,2", "--dataset", t.TempDir(),
+		"--dataset-size", "4MiB", "--sample-size", "4KiB", "--batch-size", "8", "--step-time", "1ms",
+		"--decode-cost", "200us", "--worker-start", "5ms", "--epochs", "2", "--batches", "5", "--out", outFile}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	table := out.String()
+	for _, col := range []string{"samples/s", "MB/s", "wait mean", "p50", "p99", "accel busy", "first batch", "epoch stall"} {
+		if !strings.Contains(table, col) {
+			t.Fatalf("table lacks %q:\n%s", col, table)
+		}
+	}
+	var res struct {
+		Results []struct {
+			Workers, Prefetch int
+			Batches           uint64
+			Best              bool
+			EpochStallMs      float64 `json:"epoch_boundary_stall_ms"`
+		}
+	}
+	b, err := os.ReadFile(outFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Results) != 5 { // 0 workers once, then 1 and 2 workers × prefetch 1, 2
+		t.Fatalf("%d results, want 5:\n%s", len(res.Results), table)
+	}
+	best := 0
+	for _, r := range res.Results {
+		if r.Batches != 10 {
+			t.Errorf("%+v: want 2 epochs × 5 batches", r)
+		}
+		if r.EpochStallMs <= 0 {
+			t.Errorf("%+v: no epoch-boundary stall measured", r)
+		}
+		if r.Best {
+			best++
+		}
+	}
+	if best != 1 || strings.Count(table, "*") != 2 { // the row mark and the legend
+		t.Fatalf("best marked %d times:\n%s", best, table)
+	}
+}
+
+func TestDemoCustomConfigWithEventsAndJSON(t *testing.T) {
+	dir := t.TempDir()
+	events := filepath.Join(dir, "events.jsonl")
+	var out, errb bytes.Buffer
+	code := run([]string{"demo", "--headless", "--json", "--interval", "200ms", "--duration", "10s",
+		"--dataset", dir, "--dataset-size", "4MiB", "--sample-size", "4KiB", "--workers", "2",
+		"--step-time", "5ms", "--epochs", "3", "--batches", "20", "--events", events}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var scenarios, withLoader int
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Type   string
+			Name   string
+			Loader *struct {
+				WaitShare     *float64 `json:"wait_share"`
+				Batches       uint64   `json:"batches"`
+				SamplesPerSec float64  `json:"samples_per_sec"`
+				QueueDepth    *float64 `json:"queue_depth"`
+			}
+			Accel *struct {
+				BusyPct float64 `json:"busy_pct"`
+			} `json:"virtual_accel"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		switch line.Type {
+		case "scenario":
+			scenarios++
+			if line.Name != "custom" {
+				t.Fatalf("scenario %q, want custom", line.Name)
+			}
+		case "frame":
+			if line.Loader != nil && line.Loader.Batches > 0 && line.Loader.WaitShare != nil && line.Loader.QueueDepth != nil && line.Accel != nil {
+				withLoader++
+			}
+		}
+	}
+	if scenarios != 1 || withLoader == 0 {
+		t.Fatalf("%d scenario lines, %d frames with loader data:\n%s", scenarios, withLoader, out.String())
+	}
+	b, err := os.ReadFile(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"name":"get-batch end"`); n != 60 {
+		t.Fatalf("%d get-batch end events, want 3 epochs × 20", n)
 	}
 }

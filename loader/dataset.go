@@ -76,7 +76,9 @@ func OpenDataset(dir string, size int64, seed int64) (*Dataset, error) {
 		return d, nil
 	}
 	var fs syscall.Statfs_t
-	if err := syscall.Statfs(dir, &fs); err == nil {
+	// A filesystem with no size (ramfs, some FUSE) reports zero blocks:
+	// nothing to check against.
+	if err := syscall.Statfs(dir, &fs); err == nil && fs.Blocks > 0 {
 		if free := int64(fs.Bavail) * fs.Bsize; free < missing+64<<20 {
 			return nil, fmt.Errorf("dataset of %s does not fit: %s free in %s", FormatSize(size), FormatSize(free), dir)
 		}
@@ -107,7 +109,9 @@ func seedBytes(seed int64) [32]byte {
 // writeShard writes n random bytes to a temporary file and renames it into
 // place, so a shard is complete or absent.
 func writeShard(path string, n int64, rng *rand.ChaCha8, buf []byte) error {
-	tmp := path + ".tmp"
+	// A name of its own per process: two gpuwatch runs may generate the
+	// same dataset at once; each rename is atomic and the bytes are equal.
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
 	f, err := os.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("dataset: %w", err)
