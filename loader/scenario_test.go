@@ -75,6 +75,9 @@ func TestScenariosProduceTheirBottleneck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs each scenario for seconds")
 	}
+	if raceEnabled {
+		t.Skip("measures bottlenecks: the race detector's slowdown makes every run CPU-bound (CI runs this without -race)")
+	}
 	cpus := float64(runtime.NumCPU())
 	for _, name := range Scenarios {
 		t.Run(name, func(t *testing.T) {
