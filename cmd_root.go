@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/report"
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -26,6 +27,10 @@ type watchFlags struct {
 	allDisks bool
 	procRoot string
 	sysRoot  string
+
+	thresholdsFile string
+	thresholdSets  []string
+	thresholds     diagnose.Thresholds
 }
 
 func (w *watchFlags) register(cmd *cobra.Command) {
@@ -38,6 +43,8 @@ func (w *watchFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&w.allDisks, "all-disks", false, "also show partitions and virtual block devices (loop, ram, dm-)")
 	fl.StringVar(&w.procRoot, "proc-root", "/proc", "where procfs is mounted (a host's /proc seen from a container)")
 	fl.StringVar(&w.sysRoot, "sys-root", "/sys", "where sysfs is mounted")
+	fl.StringVar(&w.thresholdsFile, "thresholds", "", "JSON file overriding diagnosis thresholds (names: docs/diagnosis.md)")
+	fl.StringArrayVar(&w.thresholdSets, "threshold", nil, "override one diagnosis threshold, name=value (repeatable), e.g. wait_share_starved=0.3")
 }
 
 // validate checks flag values that pflag's types do not.
@@ -49,6 +56,17 @@ func (w *watchFlags) validate(cmd *cobra.Command) error {
 		return usageErrorf(cmd, "--duration %v: must not be negative", w.duration)
 	case w.pid < 0:
 		return usageErrorf(cmd, "--pid %d: must be a process ID", w.pid)
+	}
+	w.thresholds = diagnose.DefaultThresholds()
+	if w.thresholdsFile != "" {
+		if err := diagnose.LoadThresholds(w.thresholdsFile, &w.thresholds); err != nil {
+			return usageErrorf(cmd, "--thresholds: %v", err)
+		}
+	}
+	for _, kv := range w.thresholdSets {
+		if err := w.thresholds.Set(kv); err != nil {
+			return usageErrorf(cmd, "--threshold: %v", err)
+		}
 	}
 	if w.pid != 0 && !probes.ProcessExists(w.procRoot, w.pid) {
 		return fmt.Errorf("--pid %d: no such process", w.pid)
@@ -153,7 +171,8 @@ func runSession(ctx context.Context, w *watchFlags, s session, stdout, stderr io
 	frames := make(chan *sample.Frame, 1)
 	errc := make(chan error, 1)
 	go func() { errc <- sampler.Run(ctx, frames) }()
-	emit := func(f *sample.Frame) error { return report.WriteLine(stdout, f) }
+	diag := diagnose.NewDiagnoser(w.thresholds)
+	emit := func(f *sample.Frame, v *diagnose.Verdict) error { return report.WriteLine(stdout, f, v) }
 	note := func(n any) error { return report.WriteNoteLine(stdout, n) }
 	if w.json {
 		jw := report.NewJSONWriter(stdout)
@@ -171,7 +190,8 @@ func runSession(ctx context.Context, w *watchFlags, s session, stdout, stderr io
 				return fmt.Errorf("write output: %w", err)
 			}
 		case f := <-frames:
-			if err := emit(f); err != nil {
+			v := diag.Observe(f)
+			if err := emit(f, &v); err != nil {
 				return fmt.Errorf("write output: %w", err)
 			}
 		case err := <-errc:

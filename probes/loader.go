@@ -80,11 +80,17 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	prev, prevTime, havePrev := p.prev, p.prevTime, p.havePrev
 	p.prev, p.prevTime, p.havePrev = cur, f.Time, true
 	f.Loader = out
-	// A loader that restarted has smaller counters: a new baseline, never
-	// a negative rate.
-	if !havePrev || cur.Batches < prev.Batches || cur.Wait.Count < prev.Wait.Count ||
-		cur.Step.Count < prev.Step.Count || cur.Samples < prev.Samples || cur.BytesRead < prev.BytesRead {
+	if !havePrev {
 		return nil
+	}
+	// A loader that restarted has smaller counters. Like Prometheus's
+	// rate(), count everything since the restart as this interval's
+	// increase: never a negative rate, and no blind interval.
+	if cur.Batches < prev.Batches || cur.Wait.Count < prev.Wait.Count ||
+		cur.Step.Count < prev.Step.Count || cur.Samples < prev.Samples || cur.BytesRead < prev.BytesRead ||
+		lessFloat(cur.ReadSeconds, prev.ReadSeconds) || lessFloat(cur.DecodeSeconds, prev.DecodeSeconds) {
+		prev = LoaderCounters{Buckets: cur.Buckets, ReadSeconds: zeroIf(cur.ReadSeconds), DecodeSeconds: zeroIf(cur.DecodeSeconds),
+			Wait: Hist{Counts: make([]uint64, len(cur.Wait.Counts))}, Step: Hist{Counts: make([]uint64, len(cur.Step.Counts))}}
 	}
 	sec := f.Time.Sub(prevTime).Seconds()
 	if sec <= 0 {
@@ -160,6 +166,15 @@ func (p *Loader) waitPercentiles(out *sample.Loader, prev, cur LoaderCounters) {
 		return ptr(1000 * v)
 	}
 	out.WaitP50Ms, out.WaitP95Ms, out.WaitP99Ms = q(0.50), q(0.95), q(0.99)
+}
+
+func lessFloat(a, b *float64) bool { return a != nil && b != nil && *a < *b }
+
+func zeroIf(p *float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	return ptr(0.0)
 }
 
 func nearestRank(sorted []float64, q float64) float64 {

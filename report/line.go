@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -14,9 +15,22 @@ import (
 //	20:21:03 cpu 51% max cpu1 99% 1/2≥90% iow 0% load 1.02 run 2 | mem 2.1GiB used 21.0GiB avail swap 0B | vda r 0B/s w 12KiB/s 1% | eth0 rx 1.2KiB/s tx 300B/s | psi cpu 0.1 io 0.0 mem 0.0 | top yes(812) 99%
 //
 // Parts a probe could not fill are left out; the reasons end the line.
-func WriteLine(w io.Writer, f *sample.Frame) error {
+// With a verdict, the line starts with it: kind, confidence, since when and
+// the strongest evidence.
+func WriteLine(w io.Writer, f *sample.Frame, v *diagnose.Verdict) error {
 	var b strings.Builder
 	b.WriteString(f.Time.Format("15:04:05"))
+	if v != nil {
+		fmt.Fprintf(&b, " [%s %.0f%%", v.Kind, 100*v.Confidence)
+		if !v.Since.IsZero() {
+			fmt.Fprintf(&b, " since %s", v.Since.Format("15:04:05"))
+		}
+		b.WriteString("]")
+		if len(v.Evidence) > 0 {
+			fmt.Fprintf(&b, " %s", v.Evidence[0].Text)
+		}
+		b.WriteString(" |")
+	}
 	if c := f.CPU; c != nil {
 		fmt.Fprintf(&b, " cpu %.0f%%", c.BusyPct)
 		if len(c.Cores) > 0 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -30,12 +31,13 @@ func NewJSONWriter(w io.Writer) *JSONWriter {
 type frameLine struct {
 	Type string `json:"type"`
 	*sample.Frame
+	Verdict *diagnose.Verdict `json:"verdict,omitempty"`
 }
 
-// WriteFrame writes f as a "type":"frame" line. The disks, net, gpus and
-// unavailable members are always present (empty, not null), so consumers
-// can index them without checks.
-func (w *JSONWriter) WriteFrame(f *sample.Frame) error {
+// WriteFrame writes f as a "type":"frame" line, with the verdict shown for
+// it (nil: none). The disks, net, gpus and unavailable members are always
+// present (empty, not null), so consumers can index them without checks.
+func (w *JSONWriter) WriteFrame(f *sample.Frame, v *diagnose.Verdict) error {
 	c := *f
 	if c.Disks == nil {
 		c.Disks = []sample.Disk{}
@@ -49,7 +51,7 @@ func (w *JSONWriter) WriteFrame(f *sample.Frame) error {
 	if c.Unavailable == nil {
 		c.Unavailable = map[string]string{}
 	}
-	return w.enc.Encode(frameLine{Type: "frame", Frame: &c})
+	return w.enc.Encode(frameLine{Type: "frame", Frame: &c, Verdict: v})
 }
 
 // Scenario is the "type":"scenario" line: the embedded loader switched to

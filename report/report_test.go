@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -41,7 +42,7 @@ func gpuFrame() *sample.Frame {
 
 func TestWriteLine(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteLine(&b, testFrame()); err != nil {
+	if err := WriteLine(&b, testFrame(), nil); err != nil {
 		t.Fatal(err)
 	}
 	want := "09:30:05 cpu 52% max cpu0 95% 1/2≥90% iow 5% load 1.50 run 2 | mem 8.0GiB used 8.0GiB avail swap 0B" +
@@ -54,7 +55,7 @@ func TestWriteLine(t *testing.T) {
 
 func TestWriteFrameJSONAlwaysHasArraysAndObject(t *testing.T) {
 	var b bytes.Buffer
-	if err := NewJSONWriter(&b).WriteFrame(&sample.Frame{Time: time.Unix(0, 0)}); err != nil {
+	if err := NewJSONWriter(&b).WriteFrame(&sample.Frame{Time: time.Unix(0, 0)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	s := b.String()
@@ -71,7 +72,7 @@ func TestWriteFrameJSONAlwaysHasArraysAndObject(t *testing.T) {
 func TestWriteFrameRoundTrips(t *testing.T) {
 	var b bytes.Buffer
 	in := testFrame()
-	if err := NewJSONWriter(&b).WriteFrame(in); err != nil {
+	if err := NewJSONWriter(&b).WriteFrame(in, nil); err != nil {
 		t.Fatal(err)
 	}
 	var out sample.Frame
@@ -93,11 +94,47 @@ func TestFormatBytes(t *testing.T) {
 
 func TestWriteLineGPUs(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteLine(&b, gpuFrame()); err != nil {
+	if err := WriteLine(&b, gpuFrame(), nil); err != nil {
 		t.Fatal(err)
 	}
 	want := " | gpu0 util 50% p5-p95 0-100 mem 12GiB/40GiB 250W 61C | gpu1 LOST | mem "
 	if !strings.Contains(b.String(), want) {
 		t.Fatalf("line %q lacks %q", b.String(), want)
+	}
+}
+
+func TestWriteLineLeadsWithTheVerdict(t *testing.T) {
+	var b bytes.Buffer
+	v := &diagnose.Verdict{Kind: diagnose.SingleCoreMaxed, Confidence: 0.91,
+		Since:    time.Date(2026, 11, 21, 9, 29, 58, 0, time.UTC),
+		Evidence: []diagnose.Evidence{{Text: "thread python (tid 100) runs at 98 % of a core (≥ 90 %)"}}}
+	if err := WriteLine(&b, testFrame(), v); err != nil {
+		t.Fatal(err)
+	}
+	want := "09:30:05 [single_core_maxed 91% since 09:29:58] thread python (tid 100) runs at 98 % of a core (≥ 90 %) | cpu 52%"
+	if !strings.HasPrefix(b.String(), want) {
+		t.Fatalf("line %q\nwant prefix %q", b.String(), want)
+	}
+}
+
+func TestWriteFrameCarriesTheVerdict(t *testing.T) {
+	var b bytes.Buffer
+	v := &diagnose.Verdict{Kind: diagnose.IOBound, Severity: diagnose.Warning, Confidence: 0.8,
+		Advice: []string{"read sequentially"}}
+	if err := NewJSONWriter(&b).WriteFrame(testFrame(), v); err != nil {
+		t.Fatal(err)
+	}
+	var line struct {
+		Verdict struct {
+			Kind     string   `json:"kind"`
+			Severity string   `json:"severity"`
+			Advice   []string `json:"advice"`
+		} `json:"verdict"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line.Verdict.Kind != "io_bound" || line.Verdict.Severity != "warning" || line.Verdict.Advice[0] != "read sequentially" {
+		t.Fatalf("verdict = %+v", line.Verdict)
 	}
 }

@@ -1,0 +1,80 @@
+package diagnose
+
+import (
+	"fmt"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// advise writes DESIGN.md §4's advice for the kind, filled with this
+// machine's numbers.
+func advise(d decision, w *window, th Thresholds) []string {
+	cores := w.cores
+	keep := min(2, max(cores-1, 0)) // cores kept for the training process
+	suggest := max(1, cores-keep)
+	workers := "num_workers"
+	if w.workers >= 0 {
+		workers = fmt.Sprintf("num_workers from %d", w.workers)
+	}
+	var a []string
+	switch d.kind {
+	case GPUStarved:
+		a = append(a, fmt.Sprintf("raise %s to %d (%d cores, keep %d for the training process); workers that wait on reads or the network can outnumber cores", workers, suggest, cores, keep))
+		if w.prefetch > 0 {
+			a = append(a, fmt.Sprintf("raise prefetch_factor from %d to %d so more batches are ready ahead of each step", w.prefetch, 2*w.prefetch))
+		} else {
+			a = append(a, "raise prefetch_factor so more batches are ready ahead of each step")
+		}
+		a = append(a, "set persistent_workers=True so workers are not restarted (and the pipeline refilled) every epoch")
+		if w.gpuUtil.ok {
+			a = append(a, "set pin_memory=True so host-to-GPU copies use page-locked memory")
+		}
+	case SingleCoreMaxed:
+		a = append(a, fmt.Sprintf("loading runs on one thread of the training process (num_workers=0): set num_workers to %d (%d cores, keep %d for the training process)", suggest, cores, keep))
+		a = append(a, "batch the preprocessing: read one file per batch, not one per sample")
+		a = append(a, "read only the columns (fields) the model uses")
+	case CPUSaturated:
+		a = append(a, fmt.Sprintf("preprocessing needs more than the %d cores here: do it once and cache the result (on disk, or in RAM as ready tensors)", cores))
+		a = append(a, "move augmentations to the GPU (torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI)")
+		a = append(a, "fit scalers and tokenizers on a sample, not on every batch")
+		if w.workers > cores && cores > 0 {
+			a = append(a, fmt.Sprintf("%d workers on %d cores already oversubscribe the CPU: more workers will not help", w.workers, cores))
+		}
+	case IOBound:
+		if d.remote {
+			a = append(a, fmt.Sprintf("the data comes from a slow or throttled store (%s/s): copy it to local NVMe or cache it in RAM (%s available)",
+				sample.FormatBytes(w.bytesPerSec.v), sample.FormatBytes(w.memAvail)))
+			a = append(a, "read larger objects (shards of many samples) so each request carries more data")
+		} else {
+			a = append(a, "random reads are the usual culprit: read sequentially, or in contiguous runs of samples")
+			a = append(a, "use larger chunks (shards near one sample per read or more) and a columnar format, reading only the columns used")
+			if w.memAvail > 0 {
+				a = append(a, fmt.Sprintf("cache the hot data in RAM (%s available) or on local NVMe", sample.FormatBytes(w.memAvail)))
+			}
+		}
+	case MemoryPressure:
+		if w.workers >= 0 {
+			a = append(a, fmt.Sprintf("lower num_workers (now %d) or prefetch_factor (now %d): each worker holds its own batches in memory", w.workers, max(w.prefetch, 0)))
+		} else {
+			a = append(a, "lower num_workers or prefetch_factor: each worker holds its own batches in memory")
+		}
+		a = append(a, "keep samples in smaller dtypes (uint8 images, float16/bfloat16 features)")
+	case Healthy:
+		a = append(a, "the accelerator is the limit: try mixed precision (bf16/fp16)")
+		if w.gpuMemTot > 0 && w.gpuMemUsed < 0.7*w.gpuMemTot {
+			a = append(a, fmt.Sprintf("a larger batch fits: %s of %s GPU memory in use", sample.FormatBytes(w.gpuMemUsed), sample.FormatBytes(w.gpuMemTot)))
+		}
+		if d.moderate {
+			a = append(a, fmt.Sprintf("the loop still waits %.0f %% of the time: one or two more workers would remove it", 100*w.waitShare.v))
+		}
+		if acc, real := w.accel(); real && acc.v < th.GPULowPct {
+			a = append(a, fmt.Sprintf("the GPU is %.0f %% busy: a larger batch or fewer host syncs (.item(), .cpu()) keep it busier", acc.v))
+		}
+	case Idle:
+		a = append(a, "nothing runs on the accelerator or the loader")
+	}
+	if d.hostOnly {
+		a = append(a, "no accelerator signal: run where the GPU is, or attach to the loader (gpuwatch attach URL), to see whether the accelerator waits")
+	}
+	return a
+}

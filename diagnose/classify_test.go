@@ -1,0 +1,207 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+var t0 = time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+
+func f64(v float64) *float64 { return &v }
+func iptr(v int) *int        { return &v }
+
+// host is a 16-core machine: busy % per core, iowait, run queue.
+func host(f *sample.Frame, busy, iowait float64, running int) {
+	f.CPU = &sample.CPU{BusyPct: busy, IowaitPct: iowait, ProcsRunning: running}
+	for i := 0; i < 16; i++ {
+		f.CPU.Cores = append(f.CPU.Cores, sample.Core{ID: i, BusyPct: busy})
+	}
+	f.Mem = &sample.Mem{TotalBytes: 64 << 30, AvailableBytes: 40 << 30, SwapInPagesPerSec: f64(0), SwapOutPagesPerSec: f64(0), MajorFaultsPerSec: f64(0)}
+	f.Disks = []sample.Disk{{Name: "nvme0n1", BusyPct: 5}}
+	f.PSI = &sample.PSI{CPU: &sample.Pressure{SomePct: f64(1)}, IO: &sample.Pressure{SomePct: f64(0)}, Memory: &sample.Pressure{SomePct: f64(0)}}
+	f.Unavailable = map[string]string{}
+}
+
+// loader adds a loader part with a wait share and read/decode seconds.
+func loader(f *sample.Frame, waitShare float64, workers int, read, decode float64) {
+	f.Loader = &sample.Loader{Source: "embedded", BatchesPerSec: 10, WaitShare: f64(waitShare),
+		Workers: iptr(workers), Prefetch: iptr(2), ReadSecPerSec: f64(read), DecodeSecPerSec: f64(decode)}
+	f.Accel = &sample.VirtualAccel{BusyPct: 100 * (1 - waitShare), Basis: "test"}
+}
+
+// gpus adds n GPUs at util %, with the interval's sample p5/p95.
+func gpus(f *sample.Frame, n int, util, p5, p95 float64) {
+	used, total := uint64(20<<30), uint64(80<<30)
+	for i := 0; i < n; i++ {
+		f.GPUs = append(f.GPUs, sample.GPU{Index: i, Vendor: "nvidia", UtilPct: f64(util),
+			UtilSamples: &sample.UtilSamples{N: 6, P5: p5, P95: p95, Mean: util}, MemUsedBytes: &used, MemTotalBytes: &total})
+	}
+}
+
+func thread(f *sample.Frame, pct float64) {
+	f.Procs = &sample.Procs{FocusPID: 100, List: []sample.Proc{{PID: 100, Name: "python", CPUPct: pct}},
+		Threads: []sample.Thread{{TID: 100, PID: 100, Name: "python", CPUPct: pct}}}
+}
+
+// frames makes n frames one second apart, each shaped by fn.
+func frames(n int, fn func(i int, f *sample.Frame)) []sample.Frame {
+	out := make([]sample.Frame, n)
+	for i := range out {
+		out[i].Time = t0.Add(time.Duration(i) * time.Second)
+		out[i].IntervalSec = 1
+		fn(i, &out[i])
+	}
+	return out
+}
+
+func TestClassifyHandMadeWindows(t *testing.T) {
+	th := DefaultThresholds()
+	tests := []struct {
+		name     string
+		frames   []sample.Frame
+		want     Kind
+		evidence string // the strongest evidence mentions this
+	}{
+		{"one frame is warming up", frames(1, func(_ int, f *sample.Frame) { host(f, 10, 0, 1); gpus(f, 8, 95, 90, 99) }), WarmingUp, ""},
+		{"8 GPUs busy and steady", frames(3, func(_ int, f *sample.Frame) { host(f, 20, 0, 2); gpus(f, 8, 97, 92, 99) }), Healthy, "GPU is 97 % busy"},
+		{"GPU sawtooth inside each second", frames(3, func(_ int, f *sample.Frame) { host(f, 20, 0, 2); gpus(f, 8, 50, 0, 100) }), GPUStarved, "bursty"},
+		{"wait share exactly at 20 % is starved", frames(3, func(_ int, f *sample.Frame) { host(f, 20, 0, 2); loader(f, 0.20, 14, 0.1, 2) }), GPUStarved, "waits 20 %"},
+		{"wait share just under 20 % is healthy, moderately", frames(3, func(_ int, f *sample.Frame) { host(f, 20, 0, 2); loader(f, 0.199, 14, 0.1, 2) }), Healthy, ""},
+		{"CPU at 90 % with waiting loop", frames(3, func(_ int, f *sample.Frame) { host(f, 90, 0, 20); loader(f, 0.5, 16, 0.1, 14) }), CPUSaturated, "cores are 90 % busy"},
+		{"CPU at 89 % and no other sign is starved", frames(3, func(_ int, f *sample.Frame) { host(f, 89, 0, 10); loader(f, 0.5, 16, 0.1, 14) }), GPUStarved, ""},
+		{"one thread pegged, workers=0", frames(3, func(_ int, f *sample.Frame) {
+			host(f, 8, 0, 1)
+			thread(f, 99)
+			loader(f, 0.8, 0, 0.1, 0.9)
+		}), SingleCoreMaxed, "thread python (tid 100) runs at 99 %"},
+		{"disk saturated", frames(3, func(_ int, f *sample.Frame) {
+			host(f, 20, 55, 2)
+			f.Disks[0].BusyPct = 99
+			f.PSI.IO.SomePct = f64(90)
+			loader(f, 0.6, 32, 20, 0)
+		}), IOBound, "nvme0n1 is 99 % busy"},
+		{"remote store: many workers reading, disks idle", frames(3, func(_ int, f *sample.Frame) { host(f, 3, 0, 1); loader(f, 0.6, 64, 60, 0.5) }), IOBound, "reading"},
+		{"one worker waiting on latency is starved, not io", frames(3, func(_ int, f *sample.Frame) { host(f, 3, 0, 1); loader(f, 0.7, 1, 0.95, 0.01) }), GPUStarved, "waits 70 %"},
+		{"swapping", frames(3, func(_ int, f *sample.Frame) {
+			host(f, 30, 5, 2)
+			f.Mem.SwapInPagesPerSec, f.Mem.SwapOutPagesPerSec = f64(400), f64(900)
+			f.PSI.Memory.SomePct = f64(35)
+			loader(f, 0.4, 8, 1, 2)
+		}), MemoryPressure, "swaps 1300 pages/s"},
+		{"GPU idle, no loader", frames(3, func(_ int, f *sample.Frame) { host(f, 2, 0, 1); gpus(f, 2, 0, 0, 0) }), Idle, ""},
+		{"GPU low while every core is busy (SageMaker CPU rule)", frames(3, func(_ int, f *sample.Frame) { host(f, 97, 0, 40); gpus(f, 8, 8, 0, 20) }), CPUSaturated, ""},
+		{"no GPU, no loader, busy host: host-only finding", frames(3, func(_ int, f *sample.Frame) {
+			host(f, 95, 0, 30)
+			f.Unavailable["gpu"] = "nvidia: libnvidia-ml.so.1 not found"
+		}), CPUSaturated, ""},
+		{"no GPU, no loader, quiet host: never starved", frames(3, func(_ int, f *sample.Frame) {
+			host(f, 10, 0, 1)
+			f.Unavailable["gpu"] = "nvidia: libnvidia-ml.so.1 not found"
+		}), Idle, ""},
+		{"median ignores one odd frame", frames(3, func(i int, f *sample.Frame) {
+			host(f, 20, 0, 2)
+			share := 0.01
+			if i == 1 {
+				share = 0.9
+			}
+			loader(f, share, 8, 0.1, 1)
+		}), Healthy, ""},
+		{"all GPUs lost: falls back to the loader", frames(3, func(_ int, f *sample.Frame) {
+			host(f, 20, 0, 2)
+			f.GPUs = []sample.GPU{{Index: 0, Lost: true}, {Index: 1, Lost: true}}
+			loader(f, 0.02, 8, 0.1, 1)
+		}), Healthy, "virtual"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Classify(tc.frames, th)
+			if v.Kind != tc.want {
+				t.Fatalf("kind %s, want %s; evidence %+v", v.Kind, tc.want, v.Evidence)
+			}
+			if tc.evidence != "" && (len(v.Evidence) == 0 || !strings.Contains(v.Evidence[0].Text, tc.evidence)) {
+				t.Fatalf("first evidence %+v, want it to say %q", v.Evidence, tc.evidence)
+			}
+			if v.Confidence < 0 || v.Confidence > 1 {
+				t.Fatalf("confidence %v", v.Confidence)
+			}
+			if v.Kind.Problem() && len(v.Advice) == 0 {
+				t.Fatal("a problem without advice")
+			}
+			if v.Kind.Problem() != (v.Severity != Info) {
+				t.Fatalf("severity %s for %s", v.Severity, v.Kind)
+			}
+		})
+	}
+}
+
+func TestNoAcceleratorSignalNeverClaimsStarvation(t *testing.T) {
+	th := DefaultThresholds()
+	for _, busy := range []float64{0, 30, 60, 89, 95} {
+		v := Classify(frames(5, func(_ int, f *sample.Frame) {
+			host(f, busy, 0, 1)
+			thread(f, 50)
+			f.Unavailable["gpu"] = "nvidia: libnvidia-ml.so.1 not found; amd: no AMD GPU"
+		}), th)
+		if v.Kind == GPUStarved || v.Kind == Healthy {
+			t.Fatalf("busy %v: %s without any accelerator signal", busy, v.Kind)
+		}
+		if !strings.Contains(strings.Join(v.Missing, ";"), "libnvidia-ml.so.1 not found") || !strings.Contains(strings.Join(v.Advice, ";"), "no accelerator signal") {
+			t.Fatalf("busy %v: does not say what is missing: %+v", busy, v)
+		}
+		if v.Confidence > 0.5 {
+			t.Fatalf("host-only verdict with confidence %v", v.Confidence)
+		}
+	}
+}
+
+func TestAdviceCarriesThisMachinesNumbers(t *testing.T) {
+	v := Classify(frames(3, func(_ int, f *sample.Frame) {
+		host(f, 8, 0, 1)
+		thread(f, 99)
+		loader(f, 0.8, 0, 0.1, 0.9)
+	}), DefaultThresholds())
+	if !strings.Contains(v.Advice[0], "set num_workers to 14 (16 cores, keep 2 for the training process)") {
+		t.Fatalf("advice %q", v.Advice[0])
+	}
+	v = Classify(frames(3, func(_ int, f *sample.Frame) { host(f, 20, 0, 2); loader(f, 0.5, 2, 0.5, 1) }), DefaultThresholds())
+	if v.Kind != GPUStarved || !strings.Contains(v.Advice[0], "raise num_workers from 2 to 14") || !strings.Contains(v.Advice[1], "prefetch_factor from 2 to 4") {
+		t.Fatalf("%s: %q", v.Kind, v.Advice)
+	}
+}
+
+func TestThresholdOverrides(t *testing.T) {
+	th := DefaultThresholds()
+	if err := th.Set("wait_share_starved=0.5"); err != nil {
+		t.Fatal(err)
+	}
+	if err := th.Set("enter_hold=4s"); err != nil || time.Duration(th.EnterHold) != 4*time.Second {
+		t.Fatalf("enter_hold: %v %v", err, th.EnterHold)
+	}
+	w := frames(3, func(_ int, f *sample.Frame) { host(f, 20, 0, 2); loader(f, 0.3, 14, 0.1, 2) })
+	if v := Classify(w, th); v.Kind != Healthy {
+		t.Fatalf("with wait_share_starved 0.5, a 30 %% wait is %s", v.Kind)
+	}
+	for _, bad := range []string{"nope=1", "wait_share_starved", "wait_share_starved=x", "wait_share_starved=2", "min_frames=0"} {
+		th := DefaultThresholds()
+		if err := th.Set(bad); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+func TestKindTextRoundTrip(t *testing.T) {
+	for _, k := range Kinds {
+		b, _ := k.MarshalText()
+		var back Kind
+		if err := back.UnmarshalText(b); err != nil || back != k {
+			t.Fatalf("%s: %v %v", k, back, err)
+		}
+	}
+	var k Kind
+	if k.UnmarshalText([]byte("slow")) == nil {
+		t.Fatal("accepted an unknown kind")
+	}
+}

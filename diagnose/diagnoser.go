@@ -1,0 +1,67 @@
+package diagnose
+
+import (
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// Diagnoser classifies each new frame's window and applies hysteresis: a
+// new kind is shown only once it has been the classification for
+// EnterHold (LeaveHold when a problem clears to healthy or idle), so one
+// odd frame or flapping input never flips the verdict. Time comes from the
+// frames, never from a clock. Not safe for concurrent use.
+type Diagnoser struct {
+	th        Thresholds
+	ring      []sample.Frame
+	n         int // frames held (≤ len(ring))
+	window    []sample.Frame
+	shown     Verdict
+	since     time.Time
+	cand      Kind
+	candSince time.Time
+	haveCand  bool
+}
+
+// NewDiagnoser returns a Diagnoser with thresholds th.
+func NewDiagnoser(th Thresholds) *Diagnoser {
+	return &Diagnoser{th: th, ring: make([]sample.Frame, 0, max(th.WindowFrames, 1))}
+}
+
+// Thresholds returns the thresholds in use.
+func (d *Diagnoser) Thresholds() Thresholds { return d.th }
+
+// Observe adds a frame and returns the verdict to show.
+func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
+	if len(d.ring) < cap(d.ring) {
+		d.ring = append(d.ring, *f)
+	} else {
+		copy(d.ring, d.ring[1:])
+		d.ring[len(d.ring)-1] = *f
+	}
+	v := Classify(d.ring, d.th)
+	switch {
+	case d.shown.Kind == WarmingUp:
+		// The first real verdict needs no hold: the window is full.
+		d.shown, d.since, d.haveCand = v, f.Time, false
+		if v.Kind == WarmingUp && len(d.ring) > 0 {
+			d.since = d.ring[0].Time
+		}
+	case v.Kind == d.shown.Kind:
+		d.shown, d.haveCand = v, false
+	default:
+		if !d.haveCand || d.cand != v.Kind {
+			d.cand, d.candSince, d.haveCand = v.Kind, f.Time, true
+		}
+		hold := time.Duration(d.th.EnterHold)
+		if d.shown.Kind.Problem() && !v.Kind.Problem() {
+			hold = time.Duration(d.th.LeaveHold)
+		}
+		if f.Time.Sub(d.candSince) >= hold {
+			d.shown, d.since, d.haveCand = v, d.candSince, false
+		}
+	}
+	out := d.shown
+	out.Since = d.since
+	return out
+}

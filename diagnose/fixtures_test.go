@@ -1,0 +1,159 @@
+package diagnose
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// expected maps the embedded loader's scenarios to the verdict each must
+// produce.
+var expected = map[string]Kind{
+	"healthy":        Healthy,
+	"starved":        GPUStarved,
+	"single-core":    SingleCoreMaxed,
+	"cpu-bound":      CPUSaturated,
+	"io-bound":       IOBound,
+	"remote-storage": IOBound,
+}
+
+// recLine is a line of a recording: a frame or a scenario switch.
+type recLine struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
+	sample.Frame
+}
+
+func readRecording(t *testing.T, path string) []recLine {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []recLine
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 4<<20)
+	for sc.Scan() {
+		var l recLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// segment is one scenario's stretch of a recording, replayed.
+type segment struct {
+	name     string
+	start    time.Time // the scenario switch (or the first frame)
+	times    []time.Time
+	verdicts []Verdict
+}
+
+// replay feeds a recording through one Diagnoser, as the live session
+// does, and splits the verdicts by scenario.
+func replay(lines []recLine, th Thresholds) []segment {
+	d := NewDiagnoser(th)
+	var segs []segment
+	for i := range lines {
+		l := &lines[i]
+		switch l.Type {
+		case "scenario":
+			segs = append(segs, segment{name: l.Name, start: l.Time})
+		case "frame":
+			if len(segs) == 0 {
+				segs = append(segs, segment{start: l.Time})
+			}
+			s := &segs[len(segs)-1]
+			s.times = append(s.times, l.Time)
+			s.verdicts = append(s.verdicts, d.Observe(&l.Frame))
+		}
+	}
+	return segs
+}
+
+// stableFrom is the index from which every verdict of the segment is want,
+// or -1.
+func (s *segment) stableFrom(want Kind) int {
+	i := len(s.verdicts)
+	for i > 0 && s.verdicts[i-1].Kind == want {
+		i--
+	}
+	if i == len(s.verdicts) {
+		return -1
+	}
+	return i
+}
+
+// TestRecordedRunsEndOnTheirVerdict replays real 60 s runs of every demo
+// scenario, recorded on a 2-core VM, and a full tour: each must reach its
+// expected verdict within 5 s of the switch and then never flip.
+func TestRecordedRunsEndOnTheirVerdict(t *testing.T) {
+	th := DefaultThresholds()
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+	if len(files) < 7 {
+		t.Errorf("found %d recordings, want the 6 scenarios and the tour", len(files))
+	}
+	confusion := map[string]map[Kind]int{}
+	for _, path := range files {
+		segs := replay(readRecording(t, path), th)
+		for i, s := range segs {
+			if i == len(segs)-1 && len(segs) > 1 && len(s.verdicts) < 10 {
+				t.Logf("%s: the last %d frames (%s) were cut off by the end of the recording", filepath.Base(path), len(s.verdicts), s.name)
+				continue
+			}
+			want, ok := expected[s.name]
+			if !ok {
+				t.Fatalf("%s: scenario %q has no expected verdict", path, s.name)
+			}
+			label := fmt.Sprintf("%-14s %s", s.name, filepath.Base(path))
+			row := map[Kind]int{}
+			for _, v := range s.verdicts {
+				row[v.Kind]++
+			}
+			confusion[label] = row
+			from := s.stableFrom(want)
+			if from < 0 {
+				t.Errorf("%s: ends on %s, want %s", label, s.verdicts[len(s.verdicts)-1].Kind, want)
+				continue
+			}
+			latency := s.times[from].Sub(s.start)
+			t.Logf("%s: %s after %v, %d frames, stable to the end", label, want, latency.Round(time.Millisecond), len(s.verdicts)-from)
+			if latency > 5*time.Second {
+				t.Errorf("%s: %s only after %v (want ≤ 5 s)", label, want, latency)
+			}
+			// Changes before the stable stretch are the onset (warming up,
+			// the loader filling its queue); after it there are none.
+			changes := 0
+			for i := 1; i < from; i++ {
+				if s.verdicts[i].Kind != s.verdicts[i-1].Kind {
+					changes++
+				}
+			}
+			if changes > 2 {
+				t.Errorf("%s: %d verdict changes before settling", label, changes)
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "verdicts shown per frame (rows: recording; warming_up included):\n%-40s", "")
+	for _, k := range Kinds {
+		fmt.Fprintf(&b, " %8.8s", k)
+	}
+	for label, row := range confusion {
+		fmt.Fprintf(&b, "\n%-40s", label)
+		for _, k := range Kinds {
+			fmt.Fprintf(&b, " %8d", row[k])
+		}
+	}
+	t.Log(b.String())
+}

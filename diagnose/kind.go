@@ -1,0 +1,151 @@
+// Package diagnose turns a window of Frames into a Verdict: which situation
+// the machine is in (the accelerator busy, starved by input, one core
+// pegged, every core busy, storage, memory), the evidence for it in numbers
+// anyone can check, and what to change. Classify is pure — no clock, no
+// I/O — so it is tested on recorded runs; Diagnoser adds hysteresis.
+// It imports only sample from this module.
+package diagnose
+
+import (
+	"fmt"
+	"time"
+)
+
+// Kind is a verdict's situation. The String values are stable identifiers
+// used in JSON, Prometheus labels, reports and tests (DESIGN.md §3).
+type Kind int
+
+// The kinds.
+const (
+	WarmingUp       Kind = iota // not enough data yet
+	Healthy                     // the accelerator is the busy part
+	GPUStarved                  // the accelerator waits on input; no host resource is saturated
+	SingleCoreMaxed             // one thread pegged while the rest idle, the accelerator waiting
+	CPUSaturated                // every core busy, the accelerator waiting
+	IOBound                     // storage (local, remote or throttled) is the limit
+	MemoryPressure              // the host swaps or stalls on memory
+	Idle                        // nothing runs on the accelerator or the loader
+)
+
+var kindNames = [...]string{"warming_up", "healthy", "gpu_starved", "single_core_maxed", "cpu_saturated", "io_bound", "memory_pressure", "idle"}
+
+// Kinds lists every kind, in declaration order.
+var Kinds = []Kind{WarmingUp, Healthy, GPUStarved, SingleCoreMaxed, CPUSaturated, IOBound, MemoryPressure, Idle}
+
+// String returns the stable identifier ("gpu_starved").
+func (k Kind) String() string {
+	if k < 0 || int(k) >= len(kindNames) {
+		return fmt.Sprintf("kind(%d)", int(k))
+	}
+	return kindNames[k]
+}
+
+// Title is the kind in words for a banner.
+func (k Kind) Title() string {
+	switch k {
+	case WarmingUp:
+		return "Warming up"
+	case Healthy:
+		return "Healthy: the accelerator is the busy part"
+	case GPUStarved:
+		return "Accelerator starved by the input pipeline"
+	case SingleCoreMaxed:
+		return "One core maxed: loading runs on a single thread"
+	case CPUSaturated:
+		return "All cores saturated by preprocessing"
+	case IOBound:
+		return "I/O-bound: storage is the limit"
+	case MemoryPressure:
+		return "Memory pressure: the host is swapping or stalling"
+	case Idle:
+		return "Idle: nothing is running"
+	}
+	return k.String()
+}
+
+// Problem says whether the kind is something to fix.
+func (k Kind) Problem() bool {
+	switch k {
+	case GPUStarved, SingleCoreMaxed, CPUSaturated, IOBound, MemoryPressure:
+		return true
+	}
+	return false
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (k *Kind) UnmarshalText(b []byte) error {
+	for i, n := range kindNames {
+		if n == string(b) {
+			*k = Kind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown verdict kind %q", b)
+}
+
+// Severity says how urgent a verdict is.
+type Severity int
+
+// The severities.
+const (
+	Info     Severity = iota // nothing to fix
+	Warning                  // worth fixing: time is being lost
+	Critical                 // most of the time is lost
+)
+
+func (s Severity) String() string {
+	switch s {
+	case Warning:
+		return "warning"
+	case Critical:
+		return "critical"
+	}
+	return "info"
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *Severity) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "info":
+		*s = Info
+	case "warning":
+		*s = Warning
+	case "critical":
+		*s = Critical
+	default:
+		return fmt.Errorf("unknown severity %q", b)
+	}
+	return nil
+}
+
+// Evidence is one fact from the window: a metric, its value, the
+// threshold it was held against, and the fact in words.
+type Evidence struct {
+	Metric    string  `json:"metric"`
+	Value     float64 `json:"value"`
+	Op        string  `json:"op"` // ">=", "<" …
+	Threshold float64 `json:"threshold"`
+	Unit      string  `json:"unit,omitempty"`
+	Text      string  `json:"text"`
+	// strength orders evidence: how far past its threshold, relatively.
+	strength float64
+}
+
+// Verdict is what Classify concludes from a window.
+type Verdict struct {
+	Kind       Kind       `json:"kind"`
+	Severity   Severity   `json:"severity"`
+	Confidence float64    `json:"confidence"` // 0–1
+	Since      time.Time  `json:"since"`      // set by the Diagnoser; the window's first frame from Classify
+	Evidence   []Evidence `json:"evidence"`
+	Advice     []string   `json:"advice"`
+	// Missing says which signals were absent, so a view can say what the
+	// verdict could not see ("no GPU: libnvidia-ml.so.1 not found").
+	Missing []string `json:"missing,omitempty"`
+}

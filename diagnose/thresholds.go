@@ -1,0 +1,180 @@
+package diagnose
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Thresholds are every number the diagnosis compares against, with the
+// source of each default. Override them with a JSON file (the json names
+// below; any subset) or --threshold name=value.
+type Thresholds struct {
+	// MinFrames below which the verdict is warming_up: never diagnose
+	// from one frame.
+	MinFrames int `json:"min_frames"`
+	// WindowFrames is how many of the newest frames the Diagnoser
+	// classifies. Levels are medians over the window, so one odd frame
+	// does not move them; 3 frames flip after 2 new ones.
+	WindowFrames int `json:"window_frames"`
+
+	// WaitShareStarved: the training loop waits at least this share of its
+	// time for input. TensorFlow's input-pipeline analyzer calls ≥ 20 %
+	// "highly input-bound".
+	WaitShareStarved float64 `json:"wait_share_starved"`
+	// WaitShareModerate: ≥ 5 % is "moderately input-bound" (TensorFlow),
+	// and the PyTorch profiler advises more workers past 5 %.
+	WaitShareModerate float64 `json:"wait_share_moderate"`
+	// BurstyP95 and BurstyP5: GPU utilization p95 ≥ 70 with p5 < 10 is
+	// bursty starvation (SageMaker Debugger's LowGPUUtilization rule).
+	BurstyP95 float64 `json:"bursty_p95"`
+	BurstyP5  float64 `json:"bursty_p5"`
+	// AccelBusyPct: accelerator utilization at or above this is "the
+	// accelerator is the busy part". MLPerf Storage passes a system at
+	// ≥ 90 % accelerator utilization.
+	AccelBusyPct float64 `json:"accel_busy_pct"`
+	// GPULowPct: below this the PyTorch profiler suggests a larger batch.
+	GPULowPct float64 `json:"gpu_low_pct"`
+	// IdlePct: accelerator below this with no loader batches is idle.
+	IdlePct float64 `json:"idle_pct"`
+
+	// CPUSaturatedPct: whole-machine CPU busy at or above this is
+	// saturated (SageMaker Debugger's CPUBottleneck rule: cpu_threshold 90).
+	CPUSaturatedPct float64 `json:"cpu_saturated_pct"`
+	// SingleThreadPct: one thread at or above this share of a core is
+	// pegged (same 90 %, per thread: a busy thread migrates between cores,
+	// so per-core numbers understate it).
+	SingleThreadPct float64 `json:"single_thread_pct"`
+	// PSICPUSomePct: CPU pressure (some) at or above this counts toward
+	// saturation: tasks waited for a CPU that much of the time.
+	PSICPUSomePct float64 `json:"psi_cpu_some_pct"`
+
+	// DiskBusyPct: a device busy (iostat %util) at or above this is
+	// saturated for single-queue devices; NVMe can do more, so it is one
+	// signal among several.
+	DiskBusyPct float64 `json:"disk_busy_pct"`
+	// IowaitPct: SageMaker Debugger's IOBottleneck rule uses 50 % iowait.
+	IowaitPct float64 `json:"iowait_pct"`
+	// PSIIOSomePct: some task stalled on I/O at least this share of time.
+	PSIIOSomePct float64 `json:"psi_io_some_pct"`
+	// ReadDominance: loader read time at least this many times its decode
+	// time says the loader is reading, not computing.
+	ReadDominance float64 `json:"read_dominance"`
+	// WorkersPerCoreLow: fewer workers than this share of cores is too few
+	// to blame storage or the CPU (SageMaker flags < 70 % of cores).
+	WorkersPerCoreLow float64 `json:"workers_per_core_low"`
+
+	// SwapPagesPerSec: swap-in plus swap-out pages per second at or above
+	// this is swapping (sustained si/so in vmstat).
+	SwapPagesPerSec float64 `json:"swap_pages_per_sec"`
+	// MajorFaultsPerSec: major page faults per second at or above this.
+	MajorFaultsPerSec float64 `json:"major_faults_per_sec"`
+	// PSIMemSomePct: memory pressure (some) at or above this.
+	PSIMemSomePct float64 `json:"psi_mem_some_pct"`
+
+	// EnterHold: a new kind must be the classification this long before
+	// it is shown; LeaveHold: a problem must be clear this long before the
+	// verdict returns to healthy or idle. The 3-frame median adds two
+	// frames to each, so at 1 s sampling a problem needs ~3 s of evidence
+	// to enter and ~5 s of clear data to leave, is shown within ~4 s of
+	// its onset, and one odd frame or flapping input never flips it.
+	EnterHold Duration `json:"enter_hold"`
+	LeaveHold Duration `json:"leave_hold"`
+}
+
+// DefaultThresholds returns the documented defaults.
+func DefaultThresholds() Thresholds {
+	return Thresholds{
+		MinFrames: 3, WindowFrames: 3,
+		WaitShareStarved: 0.20, WaitShareModerate: 0.05,
+		BurstyP95: 70, BurstyP5: 10, AccelBusyPct: 90, GPULowPct: 50, IdlePct: 5,
+		CPUSaturatedPct: 90, SingleThreadPct: 90, PSICPUSomePct: 50,
+		DiskBusyPct: 90, IowaitPct: 50, PSIIOSomePct: 30, ReadDominance: 4, WorkersPerCoreLow: 0.7,
+		SwapPagesPerSec: 100, MajorFaultsPerSec: 1000, PSIMemSomePct: 10,
+		EnterHold: Duration(time.Second), LeaveHold: Duration(3 * time.Second),
+	}
+}
+
+// Duration is a time.Duration that reads and writes as "2s" in JSON.
+type Duration time.Duration
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// LoadThresholds reads a JSON file of overrides onto th.
+func LoadThresholds(path string, th *Thresholds) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(th); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return th.Validate()
+}
+
+// Set applies one "name=value" override (the json name).
+func (th *Thresholds) Set(kv string) error {
+	name, val, ok := strings.Cut(kv, "=")
+	if !ok {
+		return fmt.Errorf("threshold %q: want name=value", kv)
+	}
+	v := reflect.ValueOf(th).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if strings.Split(v.Type().Field(i).Tag.Get("json"), ",")[0] != name {
+			continue
+		}
+		f := v.Field(i)
+		switch f.Interface().(type) {
+		case Duration:
+			d, err := time.ParseDuration(val)
+			if err != nil {
+				return fmt.Errorf("threshold %s: %w", name, err)
+			}
+			f.Set(reflect.ValueOf(Duration(d)))
+		case int:
+			n, err := strconv.Atoi(val)
+			if err != nil {
+				return fmt.Errorf("threshold %s: %q is not a whole number", name, val)
+			}
+			f.SetInt(int64(n))
+		case float64:
+			x, err := strconv.ParseFloat(val, 64)
+			if err != nil {
+				return fmt.Errorf("threshold %s: %q is not a number", name, val)
+			}
+			f.SetFloat(x)
+		}
+		return th.Validate()
+	}
+	return fmt.Errorf("unknown threshold %q", name)
+}
+
+// Validate refuses thresholds that cannot work.
+func (th Thresholds) Validate() error {
+	switch {
+	case th.MinFrames < 1 || th.WindowFrames < th.MinFrames:
+		return fmt.Errorf("thresholds: need 1 ≤ min_frames ≤ window_frames")
+	case th.WaitShareModerate < 0 || th.WaitShareStarved <= th.WaitShareModerate || th.WaitShareStarved > 1:
+		return fmt.Errorf("thresholds: need 0 ≤ wait_share_moderate < wait_share_starved ≤ 1")
+	case th.EnterHold < 0 || th.LeaveHold < 0:
+		return fmt.Errorf("thresholds: holds must not be negative")
+	}
+	return nil
+}

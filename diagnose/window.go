@@ -1,0 +1,235 @@
+package diagnose
+
+import (
+	"slices"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// level is a metric's median over the frames of a window that had it.
+// ok is false when no frame had it: a missing signal, never zero.
+type level struct {
+	v  float64
+	n  int // frames that had it
+	ok bool
+}
+
+// levels collects one metric's values over a window and takes the median.
+type levels struct{ vals []float64 }
+
+func (l *levels) add(v float64) { l.vals = append(l.vals, v) }
+
+func (l *levels) median() level {
+	n := len(l.vals)
+	if n == 0 {
+		return level{}
+	}
+	slices.Sort(l.vals)
+	m := l.vals[n/2]
+	if n%2 == 0 {
+		m = (l.vals[n/2-1] + l.vals[n/2]) / 2
+	}
+	return level{v: m, n: n, ok: true}
+}
+
+// window is what Classify reads off the frames: medians of every signal,
+// and the latest facts (names, counts) for evidence and advice.
+type window struct {
+	frames int
+	cores  int
+
+	gpuUtil, gpuP5, gpuP95 level // mean over the GPUs of each frame
+	gpus, gpusLost         int
+	gpuMemUsed, gpuMemTot  float64
+	virtualBusy            level
+
+	haveLoader         bool
+	waitShare          level
+	batchesPerSec      level
+	readSec, decodeSec level // per wall second, summed over workers
+	bytesPerSec        level
+	workers, prefetch  int // -1 unknown
+
+	cpuBusy, hottestCore, hottestThread level
+	runQueue, iowait                    level
+	threadName                          string
+	threadTID                           int
+	diskBusy                            level // the busiest device per frame
+	diskName                            string
+	psiCPU, psiIO, psiMem               level
+	swapPages, majFaults                level
+	memAvail                            float64
+
+	focusPID, treeProcs int
+	unavailable         map[string]string
+}
+
+// read computes the window's signals. It allocates a few small slices; a
+// 60-frame window of a 256-core, 8-GPU machine takes well under 100 µs.
+func read(frames []sample.Frame) window {
+	w := window{frames: len(frames), workers: -1, prefetch: -1}
+	var gu, g5, g95, vb, ws, bps, rs, ds, byps, cb, hc, ht, rq, iw, db, pc, pi, pm, sw, mf levels
+	// One backing array for every metric's values: a window costs one
+	// allocation here, not one per metric per growth.
+	all := []*levels{&gu, &g5, &g95, &vb, &ws, &bps, &rs, &ds, &byps, &cb, &hc, &ht, &rq, &iw, &db, &pc, &pi, &pm, &sw, &mf}
+	backing := make([]float64, len(all)*len(frames))
+	for i, l := range all {
+		l.vals = backing[i*len(frames) : i*len(frames) : (i+1)*len(frames)]
+	}
+	for i := range frames {
+		f := &frames[i]
+		if c := f.CPU; c != nil {
+			w.cores = max(w.cores, len(c.Cores))
+			cb.add(c.BusyPct)
+			iw.add(c.IowaitPct)
+			rq.add(float64(c.ProcsRunning))
+			hot := 0.0
+			for j := range c.Cores { // by index: a Core is 40 bytes
+				if b := c.Cores[j].BusyPct; b > hot {
+					hot = b
+				}
+			}
+			if len(c.Cores) > 0 {
+				hc.add(hot)
+			}
+		}
+		if p := f.Procs; p != nil && len(p.Threads) > 0 {
+			t := p.Threads[0] // sorted busiest first
+			ht.add(t.CPUPct)
+			w.threadName, w.threadTID = t.Name, t.TID
+		}
+		if p := f.Procs; p != nil {
+			w.focusPID, w.treeProcs = p.FocusPID, len(p.List)
+		}
+		var sum, s5, s95 float64
+		var n, n5, live int
+		for _, g := range f.GPUs {
+			if g.Lost {
+				continue
+			}
+			live++
+			if g.UtilPct != nil {
+				sum += *g.UtilPct
+				n++
+			}
+			if s := g.UtilSamples; s != nil {
+				s5 += s.P5
+				s95 += s.P95
+				n5++
+			}
+			if g.MemUsedBytes != nil && g.MemTotalBytes != nil && i == len(frames)-1 {
+				w.gpuMemUsed += float64(*g.MemUsedBytes)
+				w.gpuMemTot += float64(*g.MemTotalBytes)
+			}
+		}
+		if i == len(frames)-1 {
+			w.gpus, w.gpusLost = live, len(f.GPUs)-live
+		}
+		if n > 0 {
+			gu.add(sum / float64(n))
+		}
+		if n5 > 0 {
+			g5.add(s5 / float64(n5))
+			g95.add(s95 / float64(n5))
+		}
+		if a := f.Accel; a != nil {
+			vb.add(a.BusyPct)
+		}
+		if l := f.Loader; l != nil {
+			w.haveLoader = true
+			bps.add(l.BatchesPerSec)
+			byps.add(l.BytesPerSec)
+			if l.WaitShare != nil {
+				ws.add(*l.WaitShare)
+			}
+			if l.ReadSecPerSec != nil {
+				rs.add(*l.ReadSecPerSec)
+			}
+			if l.DecodeSecPerSec != nil {
+				ds.add(*l.DecodeSecPerSec)
+			}
+			if l.Workers != nil {
+				w.workers = *l.Workers
+			}
+			if l.Prefetch != nil {
+				w.prefetch = *l.Prefetch
+			}
+		}
+		busiest := -1.0
+		for _, d := range f.Disks {
+			if d.BusyPct > busiest {
+				busiest, w.diskName = d.BusyPct, d.Name
+			}
+		}
+		if busiest >= 0 {
+			db.add(busiest)
+		}
+		if p := f.PSI; p != nil {
+			addPressure(&pc, p.CPU)
+			addPressure(&pi, p.IO)
+			addPressure(&pm, p.Memory)
+		}
+		if m := f.Mem; m != nil {
+			if m.SwapInPagesPerSec != nil && m.SwapOutPagesPerSec != nil {
+				sw.add(*m.SwapInPagesPerSec + *m.SwapOutPagesPerSec)
+			}
+			if m.MajorFaultsPerSec != nil {
+				mf.add(*m.MajorFaultsPerSec)
+			}
+			w.memAvail = float64(m.AvailableBytes)
+		}
+		if i == len(frames)-1 {
+			w.unavailable = f.Unavailable
+		}
+	}
+	w.gpuUtil, w.gpuP5, w.gpuP95, w.virtualBusy = gu.median(), g5.median(), g95.median(), vb.median()
+	w.waitShare, w.batchesPerSec, w.readSec, w.decodeSec, w.bytesPerSec = ws.median(), bps.median(), rs.median(), ds.median(), byps.median()
+	w.cpuBusy, w.hottestCore, w.hottestThread, w.runQueue, w.iowait = cb.median(), hc.median(), ht.median(), rq.median(), iw.median()
+	w.diskBusy, w.psiCPU, w.psiIO, w.psiMem = db.median(), pc.median(), pi.median(), pm.median()
+	w.swapPages, w.majFaults = sw.median(), mf.median()
+	return w
+}
+
+func addPressure(l *levels, p *sample.Pressure) {
+	if p == nil {
+		return
+	}
+	if p.SomePct != nil {
+		l.add(*p.SomePct)
+	} else {
+		l.add(p.SomeAvg10)
+	}
+}
+
+// accel is the accelerator signal the window has: a real GPU's utilization
+// first, else the virtual accelerator of a watched loader.
+func (w *window) accel() (busy level, real bool) {
+	if w.gpuUtil.ok {
+		return w.gpuUtil, true
+	}
+	return w.virtualBusy, false
+}
+
+// missing lists what the window could not see, for the verdict.
+func (w *window) missing() []string {
+	var out []string
+	if !w.gpuUtil.ok {
+		if r := w.unavailable["gpu"]; r != "" {
+			out = append(out, "gpu: "+r)
+		} else if w.gpusLost > 0 {
+			out = append(out, "gpu: lost")
+		} else {
+			out = append(out, "gpu: no utilization reported")
+		}
+	}
+	if !w.haveLoader {
+		out = append(out, "loader: none watched (wait times unknown; `gpuwatch attach URL` or `demo`)")
+	}
+	for _, k := range []string{"cpu", "psi", "disk", "mem", "proc"} {
+		if r := w.unavailable[k]; r != "" {
+			out = append(out, k+": "+r)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
