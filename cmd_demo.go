@@ -95,6 +95,13 @@ func runDemo(ctx context.Context, w *watchFlags, cfgs []loader.Config, eventsPat
 	loaderErr := make(chan error, 1)
 	go func() {
 		defer close(notes)
+		defer func() {
+			// A loader bug must not leave the terminal in raw mode: report
+			// it as an error, and the session stops cleanly.
+			if r := recover(); r != nil {
+				loaderErr <- fmt.Errorf("loader panicked: %v", r)
+			}
+		}()
 		for i := 0; ; i = (i + 1) % len(cfgs) {
 			c := cfgs[i]
 			l := loader.New(c, datasets[i], events)
@@ -129,7 +136,14 @@ func runDemo(ctx context.Context, w *watchFlags, cfgs []loader.Config, eventsPat
 			}
 		}
 	}()
-	sess := session{probes: []probes.Probe{probes.NewLoader(src)}, focus: os.Getpid(), notes: notes}
+	title := "demo: tour of every scenario"
+	if len(cfgs) == 1 {
+		title = "demo: " + cfgs[0].ScenarioName
+		if cfgs[0].ScenarioName == "" {
+			title = "demo: custom loader"
+		}
+	}
+	sess := session{probes: []probes.Probe{probes.NewLoader(src)}, focus: os.Getpid(), notes: notes, title: title}
 	done := make(chan error, 1)
 	go func() { done <- runSession(ctx, w, sess, stdout, stderr) }()
 	select {

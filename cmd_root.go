@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -103,6 +104,30 @@ interval; with --json one JSON object per line.`,
 		},
 	}
 	w.register(root)
+	var cpuProfile string
+	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of gpuwatch itself to this file (for developers)")
+	_ = root.PersistentFlags().MarkHidden("cpuprofile")
+	var stopProfile func()
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if cpuProfile == "" {
+			return nil
+		}
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+		return nil
+	}
+	root.PersistentPostRun = func(*cobra.Command, []string) {
+		if stopProfile != nil {
+			stopProfile()
+		}
+	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
@@ -138,8 +163,9 @@ func watch(ctx context.Context, w *watchFlags, stdout, stderr io.Writer) error {
 // and extra JSON lines (scenario switches) to interleave with frames.
 type session struct {
 	probes []probes.Probe
-	focus  int // a PID to focus on when --pid is not given
+	focus  int    // a PID to focus on when --pid is not given
 	notes  <-chan any
+	title  string // what the dashboard says it watches
 }
 
 // runSession samples until ctx ends or --duration passes, printing frames
@@ -148,9 +174,10 @@ func runSession(ctx context.Context, w *watchFlags, s session, stdout, stderr io
 	if w.json && !w.headless {
 		w.headless = true
 	}
+	dashboard := false
 	if !w.headless {
 		if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			fmt.Fprintln(stderr, "gpuwatch: the dashboard is not built yet; printing headless lines")
+			dashboard = true
 		}
 	}
 	pid := w.pid
@@ -170,8 +197,11 @@ func runSession(ctx context.Context, w *watchFlags, s session, stdout, stderr io
 	}
 	frames := make(chan *sample.Frame, 1)
 	errc := make(chan error, 1)
-	go func() { errc <- sampler.Run(ctx, frames) }()
 	diag := diagnose.NewDiagnoser(w.thresholds)
+	if dashboard {
+		return runDashboard(ctx, w, s, sampler, diag, stdout, stderr)
+	}
+	go func() { errc <- sampler.Run(ctx, frames) }()
 	emit := func(f *sample.Frame, v *diagnose.Verdict) error { return report.WriteLine(stdout, f, v) }
 	note := func(n any) error { return report.WriteNoteLine(stdout, n) }
 	if w.json {

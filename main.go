@@ -27,7 +27,8 @@ func main() {
 // run executes the command line and returns the exit status: 0 on success
 // (and on Ctrl-C or SIGTERM), 2 on a usage error, 1 on any other failure.
 func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP: the ssh session dropped; stop cleanly like on Ctrl-C.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	root := newRootCmd(stdout, stderr)
 	root.SetArgs(args)

@@ -39,6 +39,7 @@ type decision struct {
 	hostOnly bool // no accelerator signal at all
 	remote   bool // io_bound from the loader's reads, with no busy disk
 	moderate bool // healthy, but the loop waits a little
+	busy     bool // healthy, and the accelerator at or above AccelBusyPct
 }
 
 func evidence(metric string, value float64, op string, threshold float64, unit, text string) Evidence {
@@ -216,8 +217,14 @@ func decide(w *window, th Thresholds) decision {
 		op, text := ">=", fmt.Sprintf("%s is %.0f %% busy", accelName, accel.v)
 		if accel.v < th.AccelBusyPct {
 			op = "<"
+		} else {
+			d.busy = true
 		}
 		d.evidence = append(d.evidence, evidence("accel.busy_pct", accel.v, op, th.AccelBusyPct, "%", text))
+	}
+	if w.gpuP5.ok && w.gpuP5.v >= th.BurstyP5 {
+		d.evidence = append(d.evidence, evidence("gpu.util_p5", w.gpuP5.v, ">=", th.BurstyP5, "%",
+			fmt.Sprintf("GPU utilization is steady within each second: p5 %.0f %%, p95 %.0f %%", w.gpuP5.v, w.gpuP95.v)))
 	}
 	if w.waitShare.ok {
 		e := evidence("loader.wait_share", w.waitShare.v, "<", th.WaitShareStarved, "ratio",
@@ -239,8 +246,8 @@ func confidence(d decision, w *window, th Thresholds) float64 {
 	switch {
 	case d.hostOnly:
 		c *= 0.5
-	case d.kind == Healthy && !w.waitShare.ok:
-		c *= 0.7 // no loader: input waits are unseen
+	case d.kind == Healthy && !w.waitShare.ok && !d.busy:
+		c *= 0.7 // no loader and a GPU not clearly busy: input waits are unseen
 	}
 	c *= min(1, float64(w.frames)/float64(max(th.WindowFrames, 1)))
 	return min(0.95, max(0.05, c))

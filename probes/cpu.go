@@ -216,3 +216,6 @@ func (p *CPU) Collect(_ context.Context, f *sample.Frame) error {
 	f.CPU = out
 	return nil
 }
+
+// Lane implements Laned: a /proc reader, it shares the procfs worker.
+func (p *CPU) Lane() string { return "procfs" }

@@ -197,3 +197,6 @@ func (p *Disk) Collect(_ context.Context, f *sample.Frame) error {
 	f.Disks = out
 	return nil
 }
+
+// Lane implements Laned: a /proc reader, it shares the procfs worker.
+func (p *Disk) Lane() string { return "procfs" }

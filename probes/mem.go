@@ -155,3 +155,6 @@ func (p *Mem) Collect(_ context.Context, f *sample.Frame) error {
 	f.Mem = out
 	return nil
 }
+
+// Lane implements Laned: a /proc reader, it shares the procfs worker.
+func (p *Mem) Lane() string { return "procfs" }

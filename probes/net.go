@@ -103,3 +103,6 @@ func (p *Net) Collect(_ context.Context, f *sample.Frame) error {
 	f.Net = out
 	return nil
 }
+
+// Lane implements Laned: a /proc reader, it shares the procfs worker.
+func (p *Net) Lane() string { return "procfs" }

@@ -407,3 +407,6 @@ func ProcessExists(procRoot string, pid int) bool {
 	_, err := os.Stat(filepath.Join(procRoot, strconv.Itoa(pid)))
 	return err == nil
 }
+
+// Lane implements Laned: a /proc reader, it shares the procfs worker.
+func (p *Proc) Lane() string { return "procfs" }

@@ -134,3 +134,6 @@ func (p *PSI) Collect(_ context.Context, f *sample.Frame) error {
 	f.PSI = out
 	return nil
 }
+
+// Lane implements Laned: a /proc reader, it shares the procfs worker.
+func (p *PSI) Lane() string { return "procfs" }

@@ -26,27 +26,45 @@ type SamplerOptions struct {
 }
 
 // Sampler runs probes and assembles their parts into one Frame per tick.
-// Each probe has a goroutine of its own, so a probe stuck in a syscall or a
-// driver call delays nothing: the tick waits at most Timeout, then publishes
-// what the others found.
+// Probes run on worker goroutines, one per lane (see Laned), so a probe
+// stuck in a syscall or a driver call delays nothing: the tick waits at
+// most Timeout, then publishes what the other lanes found.
 type Sampler struct {
-	opt     SamplerOptions
-	workers []*worker
-	last    time.Time
-	timer   *time.Timer
+	opt      SamplerOptions
+	lanes    []*lane
+	last     time.Time
+	timer    *time.Timer
+	interval chan time.Duration // SetInterval → Run
 }
 
-type worker struct {
+// Laned is implemented by probes that may share a worker goroutine with
+// others of the same lane, run one after another. The /proc probes share
+// the "procfs" lane: they only read files the kernel generates, which do
+// not block, and one wake-up a tick instead of six matters on a VM, where
+// every futex wake is an exit to the hypervisor. A probe without a lane
+// (the GPU driver, a loader over HTTP) gets a worker of its own.
+type Laned interface{ Lane() string }
+
+// lane is a worker goroutine and the probes it runs.
+type lane struct {
+	name    string
+	probes  []*slot
+	req     chan context.Context
+	done    chan struct{}
+	busy    bool // a call outlived its timeout and has not returned
+}
+
+// slot is one probe's state within its lane.
+type slot struct {
 	probe     Probe
-	req       chan context.Context
-	done      chan error
-	scratch   sample.Frame // written by the probe while a call is under way
-	busy      bool         // a call outlived its timeout and has not returned
-	restUntil time.Time    // unavailable: not tried again before this
-	reason    string       // why the source is unavailable or failing
+	scratch   sample.Frame // written by the probe while its lane runs
+	err       error
+	skip      bool      // resting: not called this tick
+	restUntil time.Time // unavailable: not tried again before this
+	reason    string    // why the source is unavailable or failing
 }
 
-// NewSampler starts one goroutine per probe. Close stops them.
+// NewSampler starts one goroutine per lane. Close stops them.
 func NewSampler(ps []Probe, opt SamplerOptions) *Sampler {
 	if opt.Interval <= 0 {
 		opt.Interval = time.Second
@@ -60,38 +78,78 @@ func NewSampler(ps []Probe, opt SamplerOptions) *Sampler {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	s := &Sampler{opt: opt, timer: time.NewTimer(time.Hour)}
+	s := &Sampler{opt: opt, timer: time.NewTimer(time.Hour), interval: make(chan time.Duration, 1)}
 	s.timer.Stop()
+	byName := map[string]*lane{}
 	for _, p := range ps {
-		w := &worker{probe: p, req: make(chan context.Context), done: make(chan error, 1)}
-		go w.loop()
-		s.workers = append(s.workers, w)
+		name := ""
+		if l, ok := p.(Laned); ok {
+			name = l.Lane()
+		}
+		ln := byName[name]
+		if ln == nil || name == "" {
+			ln = &lane{name: name, req: make(chan context.Context), done: make(chan struct{}, 1)}
+			s.lanes = append(s.lanes, ln)
+			if name != "" {
+				byName[name] = ln
+			}
+		}
+		ln.probes = append(ln.probes, &slot{probe: p})
+	}
+	for _, ln := range s.lanes {
+		go ln.loop()
 	}
 	return s
 }
 
-func (w *worker) loop() {
-	for ctx := range w.req {
-		w.done <- w.collect(ctx)
+func (ln *lane) loop() {
+	for ctx := range ln.req {
+		for _, sl := range ln.probes {
+			if !sl.skip {
+				sl.err = sl.collect(ctx)
+			}
+		}
+		ln.done <- struct{}{}
 	}
-	if c, ok := w.probe.(io.Closer); ok {
-		_ = c.Close()
+	for _, sl := range ln.probes {
+		if c, ok := sl.probe.(io.Closer); ok {
+			_ = c.Close()
+		}
 	}
 }
 
 // collect calls the probe and turns a panic into an error: a probe bug must
 // not take the dashboard (and the user's terminal) down with it.
-func (w *worker) collect(ctx context.Context) (err error) {
+func (sl *slot) collect(ctx context.Context) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("probe %s panicked: %v", w.probe.Name(), r)
+			err = fmt.Errorf("probe %s panicked: %v", sl.probe.Name(), r)
 		}
 	}()
-	return w.probe.Collect(ctx, &w.scratch)
+	return sl.probe.Collect(ctx, &sl.scratch)
 }
 
 // Interval is the time between frames.
 func (s *Sampler) Interval() time.Duration { return s.opt.Interval }
+
+// SetInterval changes the time between frames of a running Run, from any
+// goroutine; the newest request wins. The per-probe timeout keeps its value.
+func (s *Sampler) SetInterval(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	for {
+		select {
+		case s.interval <- d:
+			return
+		default:
+			select { // replace a request Run has not taken yet
+			case <-s.interval:
+			default:
+			}
+		}
+	}
+}
 
 // Tick runs every probe once and returns the assembled Frame. It never
 // fails: what a probe could not give is in Frame.Unavailable.
@@ -104,64 +162,80 @@ func (s *Sampler) Tick(ctx context.Context) *sample.Frame {
 	s.last = now
 	cctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	defer cancel()
-	for _, w := range s.workers {
-		if w.busy {
+	var sent []*lane
+	for _, ln := range s.lanes {
+		if ln.busy {
 			select {
-			case <-w.done: // the late call returned; its data is stale
-				w.busy = false
+			case <-ln.done: // the late call returned; its data is stale
+				ln.busy = false
 			default:
-				f.Unavailable[w.probe.Name()] = w.reason
+				for _, sl := range ln.probes {
+					f.Unavailable[sl.probe.Name()] = sl.reason
+				}
 				continue
 			}
 		}
-		if now.Before(w.restUntil) {
-			f.Unavailable[w.probe.Name()] = w.reason
+		ran := false
+		for _, sl := range ln.probes {
+			sl.skip = now.Before(sl.restUntil)
+			if sl.skip {
+				f.Unavailable[sl.probe.Name()] = sl.reason
+				continue
+			}
+			sl.scratch, sl.err, ran = sample.Frame{Time: now}, nil, true
+		}
+		if !ran {
 			continue
 		}
-		w.scratch = sample.Frame{Time: now}
-		w.req <- cctx
-		w.busy = true
+		ln.req <- cctx
+		ln.busy = true
+		sent = append(sent, ln)
 	}
 	s.timer.Reset(s.opt.Timeout)
 	expired := false
-	for _, w := range s.workers {
-		if !w.busy || f.Unavailable[w.probe.Name()] != "" {
-			continue
-		}
-		var err error
+	for _, ln := range sent {
 		if !expired {
 			select {
-			case err = <-w.done:
-				w.busy = false
+			case <-ln.done:
+				ln.busy = false
 			case <-s.timer.C:
 				expired = true
 			}
 		}
-		if expired {
-			// Collect the ones that made it anyway, without waiting.
+		if expired && ln.busy {
+			// Collect the lanes that made it anyway, without waiting.
 			select {
-			case err = <-w.done:
-				w.busy = false
+			case <-ln.done:
+				ln.busy = false
 			default:
-				w.reason = fmt.Sprintf("%s probe did not answer within %v", w.probe.Name(), s.opt.Timeout)
-				f.Unavailable[w.probe.Name()] = w.reason
+				for _, sl := range ln.probes {
+					if !sl.skip {
+						sl.reason = fmt.Sprintf("%s probe did not answer within %v", sl.probe.Name(), s.opt.Timeout)
+					}
+					f.Unavailable[sl.probe.Name()] = sl.reason
+				}
 				continue
 			}
 		}
-		switch {
-		case err == nil:
-			w.reason = ""
-			f.Merge(&w.scratch)
-		case errors.Is(err, ErrUnavailable):
-			w.reason = err.Error()
-			w.restUntil = now.Add(s.opt.RetryAfter)
-			f.Unavailable[w.probe.Name()] = w.reason
-		default:
-			// A failing read is reported but retried next tick; whatever
-			// the probe did fill is kept.
-			w.reason = err.Error()
-			f.Merge(&w.scratch)
-			f.Unavailable[w.probe.Name()] = w.reason
+		for _, sl := range ln.probes {
+			if sl.skip {
+				continue
+			}
+			switch err := sl.err; {
+			case err == nil:
+				sl.reason = ""
+				f.Merge(&sl.scratch)
+			case errors.Is(err, ErrUnavailable):
+				sl.reason = err.Error()
+				sl.restUntil = now.Add(s.opt.RetryAfter)
+				f.Unavailable[sl.probe.Name()] = sl.reason
+			default:
+				// A failing read is reported but retried next tick;
+				// whatever the probe did fill is kept.
+				sl.reason = err.Error()
+				f.Merge(&sl.scratch)
+				f.Unavailable[sl.probe.Name()] = sl.reason
+			}
 		}
 	}
 	s.timer.Stop() // since Go 1.23 no stale tick can remain in C
@@ -179,6 +253,9 @@ func (s *Sampler) Run(ctx context.Context, out chan<- *sample.Frame) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case d := <-s.interval:
+			t.Reset(d)
+			continue
 		case <-t.C:
 		}
 		f := s.Tick(ctx)
@@ -193,8 +270,8 @@ func (s *Sampler) Run(ctx context.Context, out chan<- *sample.Frame) error {
 // Close stops the probe goroutines and closes probes that are io.Closers.
 // A probe stuck in a call is closed when that call returns.
 func (s *Sampler) Close() {
-	for _, w := range s.workers {
-		close(w.req)
+	for _, ln := range s.lanes {
+		close(ln.req)
 	}
-	s.workers = nil
+	s.lanes = nil
 }

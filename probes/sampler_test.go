@@ -189,3 +189,41 @@ func TestSystemProbesOnThisMachine(t *testing.T) {
 		t.Fatalf("procs = %+v", f.Procs)
 	}
 }
+
+// lanedFake is a fakeProbe in a named lane.
+type lanedFake struct {
+	*fakeProbe
+	lane string
+}
+
+func (p lanedFake) Lane() string { return p.lane }
+
+func TestSamplerLanesShareAWorkerAndItsFate(t *testing.T) {
+	stuck := &fakeProbe{name: "mem", block: make(chan struct{})}
+	sibling := &cpuFake{fakeProbe{name: "cpu"}}
+	other := &fakeProbe{name: "gpu", err: errors.New("driver busy")}
+	c := &clock{t: t0}
+	s := NewSampler([]Probe{lanedFake{stuck, "procfs"}, lanedCPU{sibling, "procfs"}, other},
+		SamplerOptions{Interval: time.Second, Timeout: 20 * time.Millisecond, Now: c.now})
+	defer s.Close()
+	if len(s.lanes) != 2 {
+		t.Fatalf("%d lanes, want procfs and one of its own for gpu", len(s.lanes))
+	}
+	f := s.Tick(context.Background())
+	// The stuck probe holds its lane: its sibling could not run either.
+	if f.Unavailable["mem"] == "" || f.Unavailable["cpu"] == "" || f.CPU != nil {
+		t.Fatalf("unavailable = %v, cpu = %v", f.Unavailable, f.CPU)
+	}
+	// Another lane is not held up.
+	if f.Unavailable["gpu"] != "driver busy" {
+		t.Fatalf("gpu = %q", f.Unavailable["gpu"])
+	}
+	close(stuck.block)
+}
+
+type lanedCPU struct {
+	*cpuFake
+	lane string
+}
+
+func (p lanedCPU) Lane() string { return p.lane }

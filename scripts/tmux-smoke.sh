@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Smoke test of the dashboard in a real terminal: `gpuwatch demo --scenario
+# single-core` in a detached 120×40 tmux pane must show the verdict and the
+# panels; q, SIGTERM and SIGHUP must each stop it with status 0 and leave the
+# terminal usable (echo and canonical mode back on).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v tmux >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; }
+bin=$(mktemp -d)/gpuwatch
+go build -o "$bin" .
+sock=gpuwatch-smoke-$$
+t() { tmux -L "$sock" "$@"; }
+trap 't kill-server 2>/dev/null || true' EXIT
+
+# wait_for PATTERN SECONDS: poll the pane until PATTERN shows (bounded).
+wait_for() {
+	local end=$((SECONDS + $2))
+	while ((SECONDS < end)); do
+		if t capture-pane -p -t smoke | grep -q -- "$1"; then return 0; fi
+		sleep 0.5
+	done
+	echo "not on screen after $2 s: $1"; t capture-pane -p -t smoke; return 1
+}
+
+t new-session -d -s smoke -x 120 -y 40 bash --norc
+t send-keys -t smoke "export PS1='$ '; $bin demo --scenario single-core; echo EXIT=\$?; stty -a | tr ' ' '\n' | grep -E '^-?(echo|icanon)$'" Enter
+wait_for "SINGLE_CORE_MAXED" 40
+for title in "─ GPU" "─ CPU" "─ Loader" "─ Processes" "─ Memory & pressure" "─ Disks" "q quit"; do
+	wait_for "$title" 5
+done
+wait_for "runs at 9[0-9] % of a core" 10
+t capture-pane -p -t smoke | head -6
+t send-keys -t smoke q
+wait_for "EXIT=0" 10
+wait_for "^echo$" 5
+wait_for "^icanon$" 5
+echo "q: exit 0, terminal restored"
+
+# Colour follows the terminal: NO_COLOR drops it (capture-pane -e keeps the
+# escape sequences the program drew).
+t send-keys -t smoke "clear; NO_COLOR=1 $bin demo --scenario healthy; echo EXIT=\$?" Enter
+wait_for "HEALTHY\|WARMING_UP" 30
+# A colour is SGR 30–37, 90–97 or 38;…; 39 and 49 reset to the defaults.
+colour=$'\e\\[([0-9]+;)*(3[0-7]|9[0-7]|38)[;m]'
+if t capture-pane -e -p -t smoke | grep -Eq "$colour"; then
+	echo "NO_COLOR=1, yet colours on screen"; t capture-pane -e -p -t smoke | head -3 | cat -v; exit 1
+fi
+t send-keys -t smoke q
+wait_for "EXIT=0" 10
+t send-keys -t smoke "clear; $bin demo --scenario healthy; echo EXIT=\$?" Enter
+wait_for "HEALTHY\|WARMING_UP" 30
+t capture-pane -e -p -t smoke | grep -Eq "$colour" || { echo "no colours in a colour terminal"; exit 1; }
+t send-keys -t smoke q
+wait_for "EXIT=0" 10
+echo "NO_COLOR: no colour; colour terminal: colour"
+
+for sig in TERM HUP; do
+	t send-keys -t smoke "clear; $bin demo --scenario healthy; echo EXIT=\$?; stty -a | tr ' ' '\n' | grep -E '^-?(echo|icanon)$'" Enter
+	wait_for "HEALTHY\|WARMING_UP" 30
+	pkill -"$sig" -f "$bin demo --scenario healthy"
+	wait_for "EXIT=0" 10
+	wait_for "^echo$" 5
+	echo "SIG$sig: exit 0, terminal restored"
+done
+echo "tmux smoke test passed"

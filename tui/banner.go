@@ -1,0 +1,58 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+)
+
+// banner is the verdict first: the kind in words and colour, since when,
+// the confidence, the two strongest pieces of evidence and the first
+// advice line. Four lines.
+func (m *Model) banner(w int) []string {
+	v := m.shown.Verdict
+	st := m.styles.Kind[v.Kind]
+	now := m.shown.frameTime()
+	meta := fmt.Sprintf("  confidence %.0f%%", 100*v.Confidence)
+	if !v.Since.IsZero() {
+		meta = fmt.Sprintf("  since %s (%s)", v.Since.Format("15:04:05"), ago(now, v.Since)) + meta
+	}
+	if v.Severity != diagnose.Info {
+		meta += "  " + m.styles.Bad.Render(v.Severity.String())
+	}
+	kind := st.Render("● " + strings.ToUpper(v.Kind.String()))
+	words := "  " + st.Render(v.Kind.Title())
+	title := ""
+	if m.opt.Title != "" {
+		title = m.styles.Dim.Render("  · " + m.opt.Title)
+	}
+	// What matters first: the kind, since when and how sure. The kind in
+	// words and what is watched go when the line is too narrow.
+	head := kind + words + m.styles.Dim.Render(meta) + title
+	if visible(head) > w {
+		head = kind + words + m.styles.Dim.Render(meta)
+	}
+	if visible(head) > w {
+		head = kind + m.styles.Dim.Render(meta)
+	}
+	lines := []string{head}
+	for i := 0; i < 2; i++ {
+		if i < len(v.Evidence) {
+			lines = append(lines, "  ▸ "+v.Evidence[i].Text)
+		} else if i == 0 && len(v.Missing) > 0 && v.Kind == diagnose.WarmingUp {
+			lines = append(lines, m.styles.Dim.Render("  collecting a few seconds of samples…"))
+		} else {
+			lines = append(lines, "")
+		}
+	}
+	switch {
+	case len(v.Advice) > 0:
+		lines = append(lines, m.styles.Good.Render("  ⇒ ")+v.Advice[0]+m.styles.Dim.Render("   (d: all evidence and advice)"))
+	case len(v.Missing) > 0:
+		lines = append(lines, m.styles.Dim.Render("  not seen: "+strings.Join(v.Missing, "; ")))
+	default:
+		lines = append(lines, "")
+	}
+	return block(lines, w, 4)
+}

@@ -1,0 +1,124 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+)
+
+// cpuPanel: a per-core heat view that stays readable from 2 to 256 cores —
+// a labelled bar per core while they fit, else one shaded cell per core in
+// rows of up to 64 (several cores per cell when even that does not fit) —
+// and a summary line: shares, load, run queue, context switches.
+type cpuPanel struct{}
+
+const coreCell = 18 // "cpu12 ▕████▌   ▏ 93%" + a space
+
+func (cpuPanel) want(m *Model, w int) (int, int) {
+	c := m.shown.Frame.CPU
+	if c == nil {
+		return 2, 2
+	}
+	rows, _, _ := coreRows(len(c.Cores), w, 1<<30)
+	if len(c.Cores) <= 16 {
+		rows += len(c.Cores) // a history line per core, when there is room
+	}
+	return 3, 2 + rows
+}
+
+// coreRows decides the layout of n cores in width w with at most maxRows:
+// bars (one per core) or a grid with cells of `group` cores.
+func coreRows(n, w, maxRows int) (rows int, bars bool, group int) {
+	if per := max(1, w/coreCell); n <= 16 {
+		if r := (n + per - 1) / per; r <= maxRows {
+			return r, true, 1
+		}
+	}
+	rowLen := gridRowLen(w)
+	for group = 1; ; group *= 2 {
+		cells := (n + group - 1) / group
+		rows = (cells + rowLen - 1) / rowLen
+		if rows <= maxRows || cells <= rowLen {
+			return rows, false, group
+		}
+	}
+}
+
+func gridRowLen(w int) int { return max(8, min(64, (w-6)/8*8)) }
+
+func (cpuPanel) draw(m *Model, w, h int) []string {
+	c := m.shown.Frame.CPU
+	if c == nil {
+		return block([]string{m.styles.Dim.Render("cpu: " + orNone(m.shown.Frame.Unavailable["cpu"]))}, w, h)
+	}
+	summary := fmt.Sprintf("%s busy · usr %.0f sys %.0f iow %.0f steal %.0f irq %.0f · load %.2f %.2f %.2f · run %d/%d cores · %s cs/s",
+		pct(c.BusyPct), c.UserPct, c.SystemPct, c.IowaitPct, c.StealPct, c.IRQPct, c.Load1, c.Load5, c.Load15,
+		c.ProcsRunning, len(c.Cores), shortNum(c.ContextSwitchesPerSec))
+	lines := []string{summary}
+	rows, bars, group := coreRows(len(c.Cores), w, max(1, h-1))
+	if bars {
+		per := max(1, w/coreCell)
+		for r := 0; r < rows; r++ {
+			var b strings.Builder
+			for i := r * per; i < min(len(c.Cores), (r+1)*per); i++ {
+				k := c.Cores[i]
+				fmt.Fprintf(&b, "cpu%-2d %s%s ", k.ID, m.bar(k.BusyPct, 8), pct(k.BusyPct))
+			}
+			lines = append(lines, b.String())
+		}
+		// With room to spare, each core's history: a pegged thread hopping
+		// between cores shows as the peak moving from line to line.
+		if len(lines)+len(c.Cores) <= h {
+			for _, k := range c.Cores {
+				vals := make([]float64, 0, len(m.hframes))
+				for _, hf := range m.hframes[max(0, len(m.hframes)-w):] {
+					if hf.CPU != nil {
+						for _, hk := range hf.CPU.Cores {
+							if hk.ID == k.ID {
+								vals = append(vals, hk.BusyPct)
+								break
+							}
+						}
+					}
+				}
+				head := fmt.Sprintf("cpu%-2d ", k.ID)
+				lines = append(lines, head+m.spark(vals, nil, w-len(head)-5)+pct(k.BusyPct))
+			}
+		}
+		return block(lines, w, h)
+	}
+	rowLen := gridRowLen(w)
+	cells := (len(c.Cores) + group - 1) / group
+	for r := 0; r < rows && len(lines) < h; r++ {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%4d ", r*rowLen*group)
+		for cell := r * rowLen; cell < min(cells, (r+1)*rowLen); cell++ {
+			hot := 0.0
+			for i := cell * group; i < min(len(c.Cores), (cell+1)*group); i++ {
+				hot = max(hot, c.Cores[i].BusyPct)
+			}
+			b.WriteString(m.styles.heat[min(10, int(hot/10+0.5))])
+		}
+		lines = append(lines, b.String())
+	}
+	if group > 1 && len(lines) < h {
+		lines = append(lines, m.styles.Dim.Render(fmt.Sprintf("     %d cores per cell (the busiest shown)", group)))
+	}
+	return block(lines, w, h)
+}
+
+func shortNum(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no data yet"
+	}
+	return s
+}

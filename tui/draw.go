@@ -1,0 +1,131 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// fit truncates or pads s (which may hold ANSI styles) to exactly w cells.
+// Widths are wcwidth's: every glyph the dashboard draws is one code point,
+// so grapheme segmentation (3× slower) would give the same answer.
+func fit(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	n := ansi.StringWidthWc(s)
+	if n > w {
+		return ansi.TruncateWc(s, w, "…")
+	}
+	return s + strings.Repeat(" ", w-n)
+}
+
+// blank is a line of w spaces.
+func blank(w int) string { return strings.Repeat(" ", max(w, 0)) }
+
+// stack appends lines that are already w cells wide, then blank lines up to
+// h: no measuring.
+func stack(lines []string, w, h int) []string {
+	if len(lines) > h {
+		return lines[:h]
+	}
+	for len(lines) < h {
+		lines = append(lines, blank(w))
+	}
+	return lines
+}
+
+// block pads lines to h lines of exactly w cells.
+func block(lines []string, w, h int) []string {
+	out := make([]string, h)
+	for i := range out {
+		if i < len(lines) {
+			out[i] = fit(lines[i], w)
+		} else {
+			out[i] = strings.Repeat(" ", max(w, 0))
+		}
+	}
+	return out
+}
+
+// bar draws pct (0–100) in width cells with eighth-cell precision.
+func (m *Model) bar(pct float64, width int) string {
+	if width <= 0 {
+		return ""
+	}
+	pct = min(100, max(0, pct))
+	eighths := int(pct / 100 * float64(width*8))
+	full, part := eighths/8, eighths%8
+	var b strings.Builder
+	b.WriteString(strings.Repeat("█", full))
+	if full < width && part > 0 {
+		b.WriteString(string([]rune("▏▎▍▌▋▊▉")[part-1]))
+		full++
+	}
+	filled := b.String()
+	style := m.styles.barGreen
+	switch {
+	case pct >= 90:
+		style = m.styles.barRed
+	case pct >= 70:
+		style = m.styles.barYellow
+	}
+	return style.Render(filled) + strings.Repeat(" ", width-full)
+}
+
+// spark draws values (0–100) as a sparkline of the newest width values;
+// bursty[i] marks values drawn in the warning colour.
+func (m *Model) spark(values []float64, bursty []bool, width int) string {
+	if width <= 0 {
+		return ""
+	}
+	start := max(0, len(values)-width)
+	var b strings.Builder
+	for i := start; i < len(values); i++ {
+		lvl := int(values[i]/100*8 + 0.5)
+		lvl = min(8, max(0, lvl))
+		if bursty != nil && bursty[i] {
+			b.WriteString(m.styles.sparkBursty[lvl])
+		} else {
+			b.WriteString(m.styles.spark[lvl])
+		}
+	}
+	return strings.Repeat(" ", width-(len(values)-start)) + b.String()
+}
+
+// rule is a panel's title line: "─ CPU ─────────".
+func (m *Model) rule(title string, w int, focused bool) string {
+	t := " " + title + " "
+	left := "─"
+	rest := max(0, w-ansi.StringWidthWc(t)-1)
+	if focused {
+		return left + m.styles.TitleFocus.Render(t) + m.styles.Dim.Render(strings.Repeat("─", rest))
+	}
+	return m.styles.Dim.Render(left) + m.styles.Title.Render(t) + m.styles.Dim.Render(strings.Repeat("─", rest))
+}
+
+// size is a short byte size: "1.2G", "300K", "0B".
+func size(v float64) string {
+	return strings.Replace(sample.FormatBytes(v), "iB", "", 1)
+}
+
+func pct(v float64) string { return fmt.Sprintf("%3.0f%%", v) }
+
+// ago says how long before now t was, in frame time.
+func ago(now, t time.Time) string {
+	if t.IsZero() || now.Before(t) {
+		return ""
+	}
+	d := now.Sub(t).Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}

@@ -1,0 +1,260 @@
+package tui
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest/v2"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// snapshot is the model's state and screen right after it handled a
+// message.
+type snapshot struct {
+	frames int
+	screen string
+	paused bool
+}
+
+// spy wraps the model and reports a snapshot after every message, so flows
+// wait on what the model did, not on how the renderer diffed the screen.
+type spy struct {
+	*Model
+	snaps chan snapshot
+}
+
+func (s spy) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	_, cmd := s.Model.Update(msg)
+	s.snaps <- snapshot{frames: s.Model.hist.Len(), screen: ansi.Strip(s.Model.Render()), paused: s.Model.paused}
+	return s, cmd
+}
+
+type flowT struct {
+	t     *testing.T
+	tm    *teatest.TestModel
+	ch    chan Update
+	snaps chan snapshot
+	last  snapshot
+	m     *Model
+}
+
+// flow starts the dashboard in teatest at 100×30 with an ASCII colour
+// profile, fed through its channel like the live session.
+func flow(t *testing.T, opt Options) *flowT {
+	t.Helper()
+	ch := make(chan Update)
+	opt.Updates, opt.Interval = ch, time.Second
+	m := New(opt)
+	snaps := make(chan snapshot, 1024)
+	tm := teatest.NewTestModel(t, spy{m, snaps}, teatest.WithInitialTermSize(100, 30),
+		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))
+	return &flowT{t: t, tm: tm, ch: ch, snaps: snaps, m: m}
+}
+
+// until reads snapshots until one satisfies ok; five seconds without one
+// fails the test.
+func (f *flowT) until(what string, ok func(snapshot) bool) {
+	f.t.Helper()
+	if ok(f.last) {
+		return
+	}
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case s := <-f.snaps:
+			f.last = s
+			if ok(s) {
+				return
+			}
+		case <-deadline:
+			f.t.Fatalf("never saw %s; last screen:\n%s", what, f.last.screen)
+		}
+	}
+}
+
+func (f *flowT) sees(text string) {
+	f.t.Helper()
+	f.until(text, func(s snapshot) bool { return strings.Contains(s.screen, text) })
+}
+
+// frame sends a frame and waits until the model has taken it.
+func (f *flowT) frame(i int, kind diagnose.Kind, evidence string) {
+	f.t.Helper()
+	n := f.last.frames
+	fr := &sample.Frame{Time: t0.Add(time.Duration(i) * time.Second), Unavailable: map[string]string{"gpu": "none"},
+		CPU: &sample.CPU{BusyPct: 20, Cores: []sample.Core{{ID: 0, BusyPct: 20}, {ID: 1, BusyPct: 20}}}}
+	f.ch <- Update{Frame: fr, Verdict: diagnose.Verdict{Kind: kind, Since: fr.Time, Confidence: 0.9, Evidence: []diagnose.Evidence{{Text: evidence}}}}
+	f.until("the frame taken", func(s snapshot) bool { return s.frames > n })
+}
+
+func (f *flowT) press(k string) {
+	switch k {
+	case "space":
+		f.tm.Send(tea.KeyPressMsg{Code: tea.KeySpace, Text: " "})
+	case "tab":
+		f.tm.Send(tea.KeyPressMsg{Code: tea.KeyTab})
+	case "enter":
+		f.tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
+	case "esc":
+		f.tm.Send(tea.KeyPressMsg{Code: tea.KeyEscape})
+	default:
+		f.tm.Type(k)
+	}
+}
+
+func (f *flowT) quit() {
+	f.press("q")
+	f.tm.WaitFinished(f.t, teatest.WithFinalTimeout(5*time.Second))
+}
+
+func TestFlowHelpDetailsFocusZoom(t *testing.T) {
+	f := flow(t, Options{})
+	f.frame(0, diagnose.GPUStarved, "the training loop waits 71 %")
+	f.sees("GPU_STARVED")
+	f.press("?")
+	f.sees("gpuwatch keys")
+	f.press("?")
+	f.sees("waits 71 %")
+	f.press("d")
+	f.sees("What to change")
+	f.press("esc")
+	f.sees("─ GPU ")
+	f.press("tab")
+	f.press("enter")
+	f.sees("CPU (enter: back)")
+	f.until("the zoom on CPU alone", func(s snapshot) bool { return !strings.Contains(s.screen, "─ Loader") })
+	f.press("enter")
+	f.sees("─ Loader")
+	f.press("e")
+	f.sees("not available yet")
+	f.quit()
+}
+
+func TestFlowPauseFreezesTheView(t *testing.T) {
+	f := flow(t, Options{})
+	f.frame(0, diagnose.Healthy, "alpha evidence")
+	f.press("space")
+	f.until("paused", func(s snapshot) bool { return s.paused })
+	f.sees("PAUSED")
+	f.frame(1, diagnose.CPUSaturated, "bravo evidence")
+	f.frame(2, diagnose.CPUSaturated, "charlie evidence")
+	if !strings.Contains(f.last.screen, "alpha evidence") || strings.Contains(f.last.screen, "CPU_SATURATED") {
+		t.Fatalf("the view moved while paused:\n%s", f.last.screen)
+	}
+	if f.last.frames != 3 {
+		t.Fatalf("sampling stopped while paused: %d frames kept", f.last.frames)
+	}
+	f.press("space")
+	f.sees("charlie evidence")
+	f.quit()
+}
+
+func TestFlowResizeTinyAndBack(t *testing.T) {
+	f := flow(t, Options{})
+	f.frame(0, diagnose.IOBound, "nvme0n1 is 99 % busy")
+	f.sees("IO_BOUND")
+	f.tm.Send(tea.WindowSizeMsg{Width: 30, Height: 8})
+	f.sees("terminal too small: 30×8")
+	f.tm.Send(tea.WindowSizeMsg{Width: 120, Height: 40})
+	f.sees("nvme0n1 is 99 % busy")
+	f.quit()
+}
+
+func TestFlowIntervalKeys(t *testing.T) {
+	var got []time.Duration
+	f := flow(t, Options{SetInterval: func(d time.Duration) { got = append(got, d) }})
+	f.frame(0, diagnose.Healthy, "x")
+	f.press("+")
+	f.sees("interval 500ms")
+	f.press("-")
+	f.press("-")
+	f.sees("interval 2s")
+	f.quit()
+	if len(got) != 3 || got[0] != 500*time.Millisecond || got[2] != 2*time.Second {
+		t.Fatalf("intervals asked for: %v", got)
+	}
+}
+
+func TestFlowMouseWheelScrollsTheFocusedPanel(t *testing.T) {
+	f := flow(t, Options{})
+	f.frame(0, diagnose.Healthy, "x")
+	for i := 0; i < 3; i++ {
+		f.press("tab") // GPU → CPU → Loader → Processes
+	}
+	f.tm.Send(tea.MouseWheelMsg{Button: tea.MouseWheelDown})
+	f.quit()
+	if f.m.scroll[pProcs] != 3 {
+		t.Fatalf("scroll = %v", f.m.scroll)
+	}
+}
+
+func TestQuitRestoresTheTerminal(t *testing.T) {
+	f := flow(t, Options{})
+	f.frame(0, diagnose.Healthy, "x")
+	teatest.WaitFor(t, f.tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("\x1b[?1049h")) },
+		teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
+	f.press("q")
+	out, err := io.ReadAll(f.tm.FinalOutput(t, teatest.WithFinalTimeout(5*time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The alternate screen is left and the cursor shown again.
+	if s := string(out); !strings.Contains(s, "\x1b[?1049l") || !strings.Contains(s, "\x1b[?25h") {
+		t.Fatalf("terminal not restored; output ends %q", s[max(0, len(s)-200):])
+	}
+}
+
+// TestColourProfiles: the view is drawn in full colour and the program
+// downsamples to the terminal's profile — none (NO_COLOR, ASCII), 16, 256
+// or 24-bit. Which profile a real terminal gets from its environment is
+// checked in a real terminal by scripts/tmux-smoke.sh.
+func TestColourProfiles(t *testing.T) {
+	for _, tc := range []struct {
+		profile       colorprofile.Profile
+		colour, rgb24 bool
+	}{
+		{colorprofile.Ascii, false, false},
+		{colorprofile.ANSI, true, false},
+		{colorprofile.ANSI256, true, false},
+		{colorprofile.TrueColor, true, true},
+	} {
+		ch := make(chan Update, 1)
+		snaps := make(chan snapshot, 64)
+		tm := teatest.NewTestModel(t, spy{New(Options{Updates: ch}), snaps}, teatest.WithInitialTermSize(100, 30),
+			teatest.WithProgramOptions(tea.WithColorProfile(tc.profile)))
+		ch <- frameOf(0, diagnose.CPUSaturated, "all 2 cores are 99 % busy")
+		for s := range snaps {
+			if s.frames > 0 {
+				break
+			}
+		}
+		tm.Send(tea.KeyPressMsg{Code: 'q', Text: "q"})
+		b, err := io.ReadAll(tm.FinalOutput(t, teatest.WithFinalTimeout(5*time.Second)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := string(b)
+		if !strings.Contains(out, "CPU_SATURATED") {
+			t.Fatalf("%v: the frame was not drawn", tc.profile)
+		}
+		rgb := strings.Contains(out, "[38;2;")
+		colour := rgb || strings.Contains(out, "[38;5;") || strings.Contains(out, "[91m") || strings.Contains(out, "[31m") || strings.Contains(out, ";91m") || strings.Contains(out, ";31m")
+		if colour != tc.colour || rgb != tc.rgb24 {
+			t.Errorf("%v: colour %v (want %v), 24-bit %v (want %v)", tc.profile, colour, tc.colour, rgb, tc.rgb24)
+		}
+	}
+}
+
+func frameOf(i int, kind diagnose.Kind, text string) Update {
+	f := &sample.Frame{Time: t0.Add(time.Duration(i) * time.Second), Unavailable: map[string]string{"gpu": "none"},
+		CPU: &sample.CPU{BusyPct: 99, Cores: []sample.Core{{ID: 0, BusyPct: 99}, {ID: 1, BusyPct: 99}}}}
+	return Update{Frame: f, Verdict: diagnose.Verdict{Kind: kind, Since: f.Time, Confidence: 0.9, Evidence: []diagnose.Evidence{{Text: text}}}}
+}

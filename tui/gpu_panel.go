@@ -1,0 +1,125 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// gpuPanel: per GPU a utilization bar, a sparkline whose bursty seconds
+// (p95 − p5 ≥ 60 within the second: the sawtooth of a waiting GPU) are
+// drawn in the warning colour, and memory, power, temperature, PCIe. With
+// no GPU, the virtual accelerator of a watched loader, clearly labelled.
+type gpuPanel struct{}
+
+func (gpuPanel) want(m *Model, w int) (int, int) {
+	f := m.shown.Frame
+	switch {
+	case len(f.GPUs) > 0:
+		return 2, 1 + len(f.GPUs)
+	case f.Accel != nil:
+		return 2, 3
+	}
+	return 2, 3
+}
+
+func (gpuPanel) draw(m *Model, w, h int) []string {
+	f := m.shown.Frame
+	hist := m.hframes
+	var lines []string
+	if len(f.GPUs) == 0 {
+		if a := f.Accel; a != nil {
+			vals := make([]float64, 0, len(hist))
+			for _, hf := range hist {
+				if hf.Accel != nil {
+					vals = append(vals, hf.Accel.BusyPct)
+				}
+			}
+			head := fmt.Sprintf("virtual accelerator %s %s ", m.bar(a.BusyPct, 10), pct(a.BusyPct))
+			lines = append(lines, head+m.spark(vals, nil, w-visible(head)-1))
+			lines = append(lines, m.styles.Dim.Render("  = loader step time / wall time; not a GPU. No GPU: "+f.Unavailable["gpu"]))
+			return block(lines, w, h)
+		}
+		reason := f.Unavailable["gpu"]
+		if reason == "" {
+			reason = "none found"
+		}
+		lines = append(lines, m.styles.Warn.Render("no GPU: ")+reason)
+		lines = append(lines, m.styles.Dim.Render("no loader watched either: `gpuwatch demo`, or attach to a loader, to see the accelerator from its step time"))
+		return block(lines, w, h)
+	}
+	rows := h
+	start := min(m.scroll[pGPU], max(0, len(f.GPUs)-rows))
+	for i := start; i < len(f.GPUs) && len(lines) < rows; i++ {
+		lines = append(lines, m.gpuLine(&f.GPUs[i], hist, w))
+	}
+	return block(lines, w, h)
+}
+
+func (m *Model) gpuLine(g *sample.GPU, hist []*sample.Frame, w int) string {
+	name := strings.TrimPrefix(strings.TrimPrefix(g.Name, "NVIDIA "), "AMD ")
+	if f := strings.Fields(name); len(f) > 2 {
+		name = f[0] + " " + f[1] // "H100 80GB HBM3" → "H100 80GB"
+	}
+	if len(name) > 10 {
+		name = name[:10]
+	}
+	head := fmt.Sprintf("%d %-10s ", g.Index, name)
+	if g.Lost {
+		return head + m.styles.Bad.Render("LOST: "+g.Unavailable["device"])
+	}
+	util := -1.0
+	if g.UtilPct != nil {
+		util = *g.UtilPct
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	if util >= 0 {
+		b.WriteString(m.bar(util, 8) + " " + pct(util) + " ")
+	} else {
+		b.WriteString(m.styles.Dim.Render("util n/a     ") + " ")
+	}
+	var tail strings.Builder
+	if s := g.UtilSamples; s != nil {
+		fmt.Fprintf(&tail, " p5-95 %3.0f-%-3.0f", s.P5, s.P95)
+	}
+	if g.MemUsedBytes != nil && g.MemTotalBytes != nil {
+		fmt.Fprintf(&tail, " %s/%s", size(float64(*g.MemUsedBytes)), size(float64(*g.MemTotalBytes)))
+	}
+	if g.PowerWatts != nil {
+		fmt.Fprintf(&tail, " %3.0fW", *g.PowerWatts)
+	}
+	if g.TempC != nil {
+		fmt.Fprintf(&tail, " %2.0f°C", *g.TempC)
+	}
+	if g.PCIeRxBytesPerSec != nil && g.PCIeTxBytesPerSec != nil {
+		fmt.Fprintf(&tail, " pcie ↓%s ↑%s", size(*g.PCIeRxBytesPerSec), size(*g.PCIeTxBytesPerSec))
+	}
+	if len(g.ClockEvents) > 0 && g.ClockEvents[0] != "idle" {
+		fmt.Fprintf(&tail, " [%s]", strings.Join(g.ClockEvents, ","))
+	}
+	// The sparkline comes before the tail: the sawtooth is the point. It
+	// takes what the tail leaves, and at least 12 cells when the line has
+	// them; the tail is cut instead.
+	sparkW := w - visible(b.String()) - visible(tail.String()) - 1
+	if rest := w - visible(b.String()) - 1; sparkW < 12 {
+		sparkW = min(12, rest)
+	}
+	if sparkW >= 6 {
+		vals := make([]float64, 0, len(hist))
+		bursty := make([]bool, 0, len(hist))
+		for _, hf := range hist[max(0, len(hist)-sparkW):] {
+			for j := range hf.GPUs {
+				if hf.GPUs[j].Index == g.Index && hf.GPUs[j].UtilPct != nil {
+					vals = append(vals, *hf.GPUs[j].UtilPct)
+					s := hf.GPUs[j].UtilSamples
+					bursty = append(bursty, s != nil && s.P95-s.P5 >= 60)
+				}
+			}
+		}
+		b.WriteString(m.spark(vals, bursty, sparkW))
+	}
+	b.WriteString(tail.String())
+	return b.String()
+}

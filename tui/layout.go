@@ -1,0 +1,130 @@
+package tui
+
+import "strings"
+
+// panelID names a panel; the order is the focus order.
+type panelID int
+
+const (
+	pGPU panelID = iota
+	pCPU
+	pLoader
+	pProcs
+	pMem
+	pDisks
+	pNet
+	pProfile
+	numPanels
+)
+
+var panelTitles = [numPanels]string{"GPU", "CPU", "Loader", "Processes", "Memory & pressure", "Disks", "Network", "Profile"}
+
+// panel draws itself into exactly w×h cells; want says the fewest lines
+// it needs and how many it could use (title included).
+type panel interface {
+	want(m *Model, w int) (least, most int)
+	draw(m *Model, w, h int) []string
+}
+
+var panels = [numPanels]panel{gpuPanel{}, cpuPanel{}, loaderPanel{}, procPanel{}, memPanel{}, diskPanel{}, netPanel{}, profilePanel{}}
+
+// columns lays panels out by width: one column up to 119 cells, two up to
+// 199, three from 200.
+func columns(w int) [][]panelID {
+	switch {
+	case w >= 200:
+		return [][]panelID{{pGPU, pCPU, pMem}, {pLoader, pDisks, pNet}, {pProcs, pProfile}}
+	case w >= 120:
+		return [][]panelID{{pGPU, pCPU, pMem, pNet}, {pLoader, pProcs, pDisks, pProfile}}
+	}
+	return [][]panelID{{pGPU, pCPU, pLoader, pProcs, pMem, pDisks, pNet, pProfile}}
+}
+
+// body draws the panels into w×h.
+func (m *Model) body(w, h int) []string {
+	if h <= 0 {
+		return nil
+	}
+	if m.zoom {
+		return m.drawPanel(m.focus, w, h)
+	}
+	cols := columns(w)
+	gap := 1
+	cw := (w - gap*(len(cols)-1)) / len(cols)
+	rendered := make([][]string, len(cols))
+	for i, col := range cols {
+		width := cw
+		if i == len(cols)-1 {
+			width = w - (cw+gap)*(len(cols)-1)
+		}
+		rendered[i] = m.column(col, width, h)
+	}
+	out := make([]string, h)
+	for y := 0; y < h; y++ {
+		var b strings.Builder
+		for i := range rendered {
+			if i > 0 {
+				b.WriteString(strings.Repeat(" ", gap))
+			}
+			b.WriteString(rendered[i][y])
+		}
+		out[y] = b.String()
+	}
+	return out
+}
+
+// column stacks panels into w×h: every panel gets its least height in
+// order while they fit (the last ones are left out when they do not), then
+// spare lines go to each panel up to what it could use, in order.
+func (m *Model) column(ids []panelID, w, h int) []string {
+	heights := make([]int, len(ids))
+	most := make([]int, len(ids))
+	used := 0
+	for i, id := range ids {
+		l, mo := panels[id].want(m, w)
+		if used+l > h {
+			break
+		}
+		heights[i], most[i] = l, mo
+		used += l
+	}
+	for i := range ids {
+		if heights[i] == 0 {
+			continue
+		}
+		add := min(h-used, most[i]-heights[i])
+		if add > 0 {
+			heights[i] += add
+			used += add
+		}
+	}
+	// Whatever is left goes to the last panel shown, so the column fills.
+	for i := len(ids) - 1; i >= 0 && used < h; i-- {
+		if heights[i] > 0 {
+			heights[i] += h - used
+			used = h
+		}
+	}
+	out := make([]string, 0, h)
+	for i, id := range ids {
+		if heights[i] > 0 {
+			out = append(out, m.drawPanel(id, w, heights[i])...)
+		}
+	}
+	return stack(out, w, h)
+}
+
+// drawPanel draws a panel with its title rule.
+func (m *Model) drawPanel(id panelID, w, h int) []string {
+	title := panelTitles[id]
+	if m.zoom && id == m.focus {
+		title += " (enter: back)"
+	}
+	// draw returns h-1 lines of exactly w cells (it pads with block): the
+	// title rule is fitted here, nothing is measured twice.
+	lines := []string{fit(m.rule(title, w, id == m.focus), w)}
+	if h > 1 {
+		lines = append(lines, panels[id].draw(m, w, h-1)...)
+	}
+	return stack(lines, w, h)
+}

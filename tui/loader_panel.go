@@ -1,0 +1,108 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+)
+
+// loaderPanel is the "train row": a timeline strip of the latest batches,
+// each drawn as its wait (░, red) then its step (█, green) in proportion to
+// time — the timeline plots of DataLoader benchmarks — then wait p50/p95/
+// p99, queue depth, throughput and the knobs.
+type loaderPanel struct{}
+
+func (loaderPanel) want(m *Model, w int) (int, int) {
+	if m.shown.Frame.Loader == nil {
+		return 2, 3
+	}
+	return 3, 5
+}
+
+func (loaderPanel) draw(m *Model, w, h int) []string {
+	l := m.shown.Frame.Loader
+	if l == nil {
+		msg := "no loader watched: `gpuwatch demo` runs the embedded one; attaching to yours comes with `gpuwatch attach`"
+		if r := m.shown.Frame.Unavailable["loader"]; r != "" {
+			msg = "loader: " + r
+		}
+		return block([]string{m.styles.Dim.Render(msg)}, w, h)
+	}
+	var lines []string
+	lines = append(lines, m.trainRow(w-2))
+	stats := "wait"
+	if l.WaitShare != nil {
+		share := fmt.Sprintf(" %.0f%%", 100**l.WaitShare)
+		if *l.WaitShare >= 0.2 {
+			share = m.styles.Bad.Render(share)
+		}
+		stats += share
+	}
+	if l.WaitP50Ms != nil && l.WaitP95Ms != nil && l.WaitP99Ms != nil {
+		stats += fmt.Sprintf(" · p50 %s p95 %s p99 %s", ms(*l.WaitP50Ms), ms(*l.WaitP95Ms), ms(*l.WaitP99Ms))
+	}
+	if l.StepMeanMs != nil {
+		stats += " · step " + ms(*l.StepMeanMs)
+	}
+	if l.QueueDepth != nil {
+		stats += fmt.Sprintf(" · queue %.0f", *l.QueueDepth)
+	}
+	stats += fmt.Sprintf(" · %.0f samples/s %s/s", l.SamplesPerSec, size(l.BytesPerSec))
+	lines = append(lines, stats)
+	if l.ReadSecPerSec != nil && l.DecodeSecPerSec != nil {
+		lines = append(lines, fmt.Sprintf("reading %.2f s/s · decoding %.2f s/s (summed over workers)", *l.ReadSecPerSec, *l.DecodeSecPerSec))
+	}
+	if len(l.Knobs) > 0 {
+		k := l.Knobs
+		lines = append(lines, m.styles.Dim.Render(fmt.Sprintf("workers %s prefetch %s batch %s × %s persistent %s pin %s access %s decode %s step %s",
+			k["workers"], k["prefetch"], k["batch_size"], k["sample_size"], k["persistent"], k["pin"], k["access"], k["decode_cost"], k["step_time"])))
+	} else if l.Workers != nil {
+		lines = append(lines, m.styles.Dim.Render(fmt.Sprintf("workers %d", *l.Workers)))
+	}
+	return block(lines, w, h)
+}
+
+// trainRow draws the newest batches that fit in w cells, oldest left.
+func (m *Model) trainRow(w int) string {
+	if w <= 0 {
+		return ""
+	}
+	bs := m.batches
+	if len(bs) == 0 {
+		return m.styles.Dim.Render("no batch yet")
+	}
+	// Take batches from the newest back until about w cells' worth, with
+	// the scale set so the slowest batch still gets at least two cells.
+	total := 0.0
+	start := len(bs)
+	for start > 0 && len(bs)-start < w/2 {
+		start--
+		total += bs[start].WaitMs + bs[start].StepMs
+	}
+	if total <= 0 {
+		return m.styles.Dim.Render("no batch yet")
+	}
+	perCell := total / float64(w)
+	var b strings.Builder
+	cells := 0
+	for _, bt := range bs[start:] {
+		wc := int(bt.WaitMs/perCell + 0.5)
+		sc := max(1, int(bt.StepMs/perCell+0.5))
+		if cells+wc+sc > w {
+			break
+		}
+		b.WriteString(strings.Repeat(m.styles.wait, wc))
+		b.WriteString(strings.Repeat(m.styles.step, sc))
+		cells += wc + sc
+	}
+	return "▕" + b.String() + strings.Repeat(" ", w-cells) + "▏"
+}
+
+func ms(v float64) string {
+	switch {
+	case v >= 1000:
+		return fmt.Sprintf("%.1fs", v/1000)
+	case v >= 10:
+		return fmt.Sprintf("%.0fms", v)
+	}
+	return fmt.Sprintf("%.1fms", v)
+}

@@ -1,0 +1,347 @@
+// Package tui is gpuwatch's dashboard: the verdict first, then the evidence
+// at a glance, one panel per source. It imports sample and diagnose from
+// this module — never probes — so it builds and tests without cgo.
+//
+// Frames arrive through a command that blocks on a channel and is re-armed
+// in Update (waitForFrame), so Update never blocks and no probe loop ever
+// sends into the program.
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// Update is what the dashboard draws: a frame and the verdict for it.
+type Update struct {
+	Frame   *sample.Frame
+	Verdict diagnose.Verdict
+	// Note is a line for the status bar ("scenario single-core").
+	Note string
+}
+
+// Options configure the dashboard.
+type Options struct {
+	// Updates delivers frames; when it is closed the dashboard keeps the
+	// last view and says the source ended.
+	Updates <-chan Update
+	// Title names what is watched ("this machine", "demo: tour").
+	Title    string
+	Interval time.Duration
+	// SetInterval changes the sampling interval (+/-); nil disables it.
+	SetInterval func(time.Duration)
+	// History is how many frames sparklines keep (default 300).
+	History int
+	// Export and Record are the e and r keys; nil says "not available".
+	Export func() (string, error)
+	Record func() (string, error)
+}
+
+// Minimum terminal size; below it the dashboard says so.
+const minWidth, minHeight = 60, 16
+
+// Model is the dashboard's state.
+type Model struct {
+	opt      Options
+	keys     KeyMap
+	styles   Styles
+	w, h     int
+	hist     *sample.History
+	latest   Update
+	shown    Update
+	frozen   []*sample.Frame // history as it was when paused
+	batches  []sample.BatchTiming
+	paused   bool
+	help     bool
+	details  bool
+	focus    panelID
+	zoom     bool
+	scroll   [numPanels]int
+	status   string
+	statusAt time.Time // frame time the status was set
+	interval time.Duration
+	ended    bool
+	hframes  []*sample.Frame // the history drawn this render
+}
+
+// New returns the dashboard model.
+func New(opt Options) *Model {
+	if opt.History <= 0 {
+		opt.History = 300
+	}
+	if opt.Interval <= 0 {
+		opt.Interval = time.Second
+	}
+	return &Model{opt: opt, keys: DefaultKeyMap(), styles: DefaultStyles(),
+		hist: sample.NewHistory(opt.History), interval: opt.Interval}
+}
+
+type frameMsg Update
+type endedMsg struct{}
+
+// waitForFrame blocks on the updates channel; Update re-arms it.
+func waitForFrame(ch <-chan Update) tea.Cmd {
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		u, ok := <-ch
+		if !ok {
+			return endedMsg{}
+		}
+		return frameMsg(u)
+	}
+}
+
+// Init implements tea.Model.
+func (m *Model) Init() tea.Cmd { return waitForFrame(m.opt.Updates) }
+
+// Observe adds an update as if it had arrived on the channel (tests,
+// golden views).
+func (m *Model) Observe(u Update) {
+	if u.Frame == nil {
+		return
+	}
+	m.hist.Add(u.Frame)
+	if l := u.Frame.Loader; l != nil {
+		m.batches = append(m.batches, l.Timeline...)
+		if n := len(m.batches); n > 512 {
+			m.batches = append(m.batches[:0], m.batches[n-512:]...)
+		}
+	}
+	if u.Note != "" {
+		m.setStatus(u.Note, u.Frame.Time)
+	}
+	m.latest = u
+	if !m.paused {
+		m.shown = u
+	}
+}
+
+func (m *Model) setStatus(s string, at time.Time) { m.status, m.statusAt = s, at }
+
+// Update implements tea.Model.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.w, m.h = msg.Width, msg.Height
+	case frameMsg:
+		m.Observe(Update(msg))
+		return m, waitForFrame(m.opt.Updates)
+	case endedMsg:
+		m.ended = true
+		m.setStatus("the source ended: the view shows its last frame", m.latest.frameTime())
+	case tea.MouseWheelMsg:
+		switch msg.Mouse().Button {
+		case tea.MouseWheelUp:
+			m.scrollBy(-3)
+		case tea.MouseWheelDown:
+			m.scrollBy(3)
+		}
+	case tea.KeyPressMsg:
+		return m, m.key(msg)
+	}
+	return m, nil
+}
+
+func (u Update) frameTime() time.Time {
+	if u.Frame == nil {
+		return time.Time{}
+	}
+	return u.Frame.Time
+}
+
+func (m *Model) scrollBy(n int) { m.scroll[m.focus] = max(0, m.scroll[m.focus]+n) }
+
+// key handles a key press; overlays take esc and their own key first.
+func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Quit):
+		return tea.Quit
+	case key.Matches(msg, k.Help):
+		m.help = !m.help
+		m.details = false
+	case key.Matches(msg, k.Details):
+		m.details = !m.details
+		m.help = false
+	case key.Matches(msg, k.Back):
+		switch {
+		case m.help:
+			m.help = false
+		case m.details:
+			m.details = false
+		default:
+			m.zoom = false
+		}
+	case key.Matches(msg, k.Pause):
+		m.paused = !m.paused
+		if m.paused {
+			m.frozen = m.hist.Last(nil, m.hist.Len())
+		} else {
+			m.frozen, m.shown = nil, m.latest
+		}
+	case key.Matches(msg, k.Faster), key.Matches(msg, k.Slower):
+		if m.opt.SetInterval == nil {
+			m.setStatus("the interval cannot change here", m.latest.frameTime())
+			break
+		}
+		next := m.interval * 2
+		if key.Matches(msg, k.Faster) {
+			next = m.interval / 2
+		}
+		next = min(10*time.Second, max(250*time.Millisecond, next))
+		m.interval = next
+		m.opt.SetInterval(next)
+		m.setStatus("interval "+next.String(), m.latest.frameTime())
+	case key.Matches(msg, k.Next):
+		m.focus = (m.focus + 1) % numPanels
+	case key.Matches(msg, k.Prev):
+		m.focus = (m.focus + numPanels - 1) % numPanels
+	case key.Matches(msg, k.Up):
+		m.scrollBy(-1)
+	case key.Matches(msg, k.Down):
+		m.scrollBy(1)
+	case key.Matches(msg, k.Zoom):
+		m.zoom = !m.zoom
+	case key.Matches(msg, k.Export):
+		m.runAction(m.opt.Export, "export: reports come with the record-and-report feature; not available yet")
+	case key.Matches(msg, k.Record):
+		m.runAction(m.opt.Record, "record: recording comes with the record-and-report feature; not available yet")
+	}
+	return nil
+}
+
+func (m *Model) runAction(fn func() (string, error), unavailable string) {
+	at := m.latest.frameTime()
+	if fn == nil {
+		m.setStatus(unavailable, at)
+		return
+	}
+	s, err := fn()
+	if err != nil {
+		m.setStatus("error: "+err.Error(), at)
+		return
+	}
+	m.setStatus(s, at)
+}
+
+// View implements tea.Model.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.Render())
+	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
+	v.WindowTitle = "gpuwatch: " + m.shown.Verdict.Kind.String()
+	return v
+}
+
+// Render draws the whole screen for the current size.
+func (m *Model) Render() string {
+	w, h := m.w, m.h
+	if w == 0 || h == 0 {
+		return "gpuwatch: starting…"
+	}
+	if w < minWidth || h < minHeight {
+		msg := fmt.Sprintf("terminal too small: %d×%d, gpuwatch needs %d×%d", w, h, minWidth, minHeight)
+		return strings.Join(block([]string{msg, "resize the window, or run gpuwatch --headless"}, w, min(h, 2)), "\n")
+	}
+	if m.help {
+		return strings.Join(block(m.helpLines(), w, h), "\n")
+	}
+	if m.details {
+		return strings.Join(block(m.detailLines(w), w, h), "\n")
+	}
+	if m.shown.Frame == nil {
+		return strings.Join(block([]string{"gpuwatch: waiting for the first frame…"}, w, h), "\n")
+	}
+	m.hframes = m.history()
+	top := m.banner(w)
+	foot := m.footer(w)
+	body := m.body(w, h-len(top)-1)
+	// Every part is already exactly w wide: join, do not measure again.
+	lines := make([]string, 0, h)
+	lines = append(lines, top...)
+	lines = append(lines, body...)
+	lines = append(lines, foot)
+	return strings.Join(stack(lines, w, h), "\n")
+}
+
+// history returns the frames the panels draw: frozen while paused. It
+// reuses one slice, so a render allocates nothing for it.
+func (m *Model) history() []*sample.Frame {
+	if m.paused {
+		return m.frozen
+	}
+	return m.hist.Last(m.hframes[:0], m.hist.Len())
+}
+
+// visible is the width of s in cells, ANSI styles not counted.
+func visible(s string) int { return ansi.StringWidthWc(s) }
+
+func (m *Model) footer(w int) string {
+	parts := []string{"q quit", "? help", "d details", "space pause", "tab focus", "enter zoom", "+/- " + m.interval.String()}
+	s := m.styles.Dim.Render(strings.Join(parts, " · "))
+	if m.paused {
+		s = m.styles.Warn.Render("PAUSED ") + s
+	}
+	if m.status != "" && m.latest.frameTime().Sub(m.statusAt) < 5*time.Second {
+		s = m.styles.Label.Render(m.status) + "  " + s
+	}
+	return fit(s, w)
+}
+
+func (m *Model) helpLines() []string {
+	out := []string{m.styles.Label.Render("gpuwatch keys") + m.styles.Dim.Render("  (? or esc closes)"), ""}
+	for _, b := range m.keys.all() {
+		h := b.Help()
+		out = append(out, fmt.Sprintf("  %-12s %s", h.Key, h.Desc))
+	}
+	out = append(out, "", "The mouse wheel scrolls the focused panel.",
+		"Colours follow the terminal (16, 256, true colour); NO_COLOR turns them off.")
+	return out
+}
+
+func (m *Model) detailLines(w int) []string {
+	v := m.shown.Verdict
+	st := m.styles.Kind[v.Kind]
+	out := []string{
+		st.Render(strings.ToUpper(v.Kind.String())) + "  " + v.Kind.Title() + m.styles.Dim.Render("  (d or esc closes)"),
+		fmt.Sprintf("severity %s · confidence %.0f%% · since %s", v.Severity, 100*v.Confidence, v.Since.Format("15:04:05")),
+		"", m.styles.Label.Render("Evidence"),
+	}
+	for _, e := range v.Evidence {
+		out = append(out, wrap("  • "+e.Text+m.styles.Dim.Render(fmt.Sprintf("  [%s %s %.3g %s %.3g]", e.Metric, "=", e.Value, e.Op, e.Threshold)), w, "    ")...)
+	}
+	if len(v.Evidence) == 0 {
+		out = append(out, "  (none)")
+	}
+	out = append(out, "", m.styles.Label.Render("What to change"))
+	for _, a := range v.Advice {
+		out = append(out, wrap("  → "+a, w, "    ")...)
+	}
+	if len(v.Missing) > 0 {
+		out = append(out, "", m.styles.Label.Render("Not seen"))
+		for _, s := range v.Missing {
+			out = append(out, wrap("  - "+s, w, "    ")...)
+		}
+	}
+	return out
+}
+
+// wrap breaks s into lines of w cells at spaces (ANSI-aware), indenting
+// continuation lines.
+func wrap(s string, w int, indent string) []string {
+	lines := strings.Split(ansi.Wrap(s, w, " "), "\n")
+	for i := 1; i < len(lines); i++ {
+		lines[i] = fit(indent+strings.TrimLeft(lines[i], " "), w)
+	}
+	return lines
+}

@@ -1,0 +1,118 @@
+package tui
+
+import (
+	"fmt"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// memPanel: memory, swap activity and pressure stall information.
+type memPanel struct{}
+
+func (memPanel) want(m *Model, w int) (int, int) { return 3, 3 }
+
+func (memPanel) draw(m *Model, w, h int) []string {
+	f := m.shown.Frame
+	var lines []string
+	if mem := f.Mem; mem != nil {
+		used := 0.0
+		if mem.TotalBytes > 0 {
+			used = 100 * float64(mem.UsedBytes) / float64(mem.TotalBytes)
+		}
+		line := fmt.Sprintf("mem %s %s used · %s avail of %s · cache %s · swap %s",
+			m.bar(used, 10), size(float64(mem.UsedBytes)), size(float64(mem.AvailableBytes)), size(float64(mem.TotalBytes)),
+			size(float64(mem.CachedBytes)), size(float64(mem.SwapUsedBytes)))
+		if mem.SwapInPagesPerSec != nil && mem.SwapOutPagesPerSec != nil {
+			line += fmt.Sprintf(" si %.0f so %.0f pg/s", *mem.SwapInPagesPerSec, *mem.SwapOutPagesPerSec)
+		}
+		if mem.MajorFaultsPerSec != nil {
+			line += fmt.Sprintf(" · majflt %.0f/s", *mem.MajorFaultsPerSec)
+		}
+		lines = append(lines, line)
+	} else {
+		lines = append(lines, m.styles.Dim.Render("mem: "+orNone(f.Unavailable["mem"])))
+	}
+	if p := f.PSI; p != nil {
+		line := "pressure (some, % of time)"
+		for _, r := range []struct {
+			name string
+			p    *sample.Pressure
+		}{{"cpu", p.CPU}, {"io", p.IO}, {"mem", p.Memory}} {
+			if r.p == nil {
+				line += fmt.Sprintf(" · %s n/a", r.name)
+				continue
+			}
+			v := r.p.SomeAvg10
+			if r.p.SomePct != nil {
+				v = *r.p.SomePct
+			}
+			s := fmt.Sprintf(" · %s %.1f", r.name, v)
+			if v >= 30 {
+				s = m.styles.Bad.Render(s)
+			}
+			line += s
+		}
+		lines = append(lines, line)
+	} else {
+		lines = append(lines, m.styles.Dim.Render("pressure: "+orNone(f.Unavailable["psi"])))
+	}
+	return block(lines, w, h)
+}
+
+// diskPanel: per whole device throughput, busy % and await.
+type diskPanel struct{}
+
+func (diskPanel) want(m *Model, w int) (int, int) { return 2, 1 + max(1, len(m.shown.Frame.Disks)) }
+
+func (diskPanel) draw(m *Model, w, h int) []string {
+	f := m.shown.Frame
+	if len(f.Disks) == 0 {
+		msg := "no whole block device"
+		if r := f.Unavailable["disk"]; r != "" {
+			msg = "disks: " + r
+		}
+		return block([]string{m.styles.Dim.Render(msg)}, w, h)
+	}
+	off := min(m.scroll[pDisks], max(0, len(f.Disks)-h))
+	var lines []string
+	for _, d := range f.Disks[off:] {
+		line := fmt.Sprintf("%-9s r %7s/s w %7s/s %s%s", d.Name, size(d.ReadBytesPerSec), size(d.WriteBytesPerSec), m.bar(d.BusyPct, 8), pct(d.BusyPct))
+		if d.AwaitMs != nil {
+			line += " " + ms(*d.AwaitMs)
+		}
+		line += fmt.Sprintf(" q%d · %.0f/%.0f iops", d.InFlight, d.ReadIOPS, d.WriteIOPS)
+		lines = append(lines, line)
+	}
+	return block(lines, w, h)
+}
+
+// netPanel: per interface receive and transmit rates.
+type netPanel struct{}
+
+func (netPanel) want(m *Model, w int) (int, int) { return 2, 1 + max(1, len(m.shown.Frame.Net)) }
+
+func (netPanel) draw(m *Model, w, h int) []string {
+	f := m.shown.Frame
+	if len(f.Net) == 0 {
+		msg := "no interface but loopback"
+		if r := f.Unavailable["net"]; r != "" {
+			msg = "network: " + r
+		}
+		return block([]string{m.styles.Dim.Render(msg)}, w, h)
+	}
+	var lines []string
+	for _, n := range f.Net {
+		lines = append(lines, fmt.Sprintf("%-10s rx %8s/s  tx %8s/s", n.Name, size(n.RxBytesPerSec), size(n.TxBytesPerSec)))
+	}
+	return block(lines, w, h)
+}
+
+// profilePanel is the place for the loader's CPU profile summary, which
+// comes with attaching to a loader's pprof endpoint.
+type profilePanel struct{}
+
+func (profilePanel) want(m *Model, w int) (int, int) { return 2, 2 }
+
+func (profilePanel) draw(m *Model, w, h int) []string {
+	return block([]string{m.styles.Dim.Render("no profile: attaching to a loader's /debug/pprof/ (gpuwatch attach) will show where its CPU goes")}, w, h)
+}

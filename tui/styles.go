@@ -1,0 +1,116 @@
+package tui
+
+import (
+	"image/color"
+	"strings"
+
+	"charm.land/lipgloss/v2"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+)
+
+// Styles are the dashboard's colours and text styles. Views render in
+// full colour; Bubble Tea downsamples to what the terminal supports (16,
+// 256 or true colour) and drops colour under NO_COLOR.
+//
+// Each style is a paint: lipgloss renders it once, and painting is then
+// two string concatenations — no width measuring per fragment, which made
+// lipgloss's Render a fifth of the dashboard's CPU.
+type Styles struct {
+	Title, TitleFocus, Dim, Warn, Bad, Good, Label paint
+	Kind                                          map[diagnose.Kind]paint
+	// heat holds a core cell pre-rendered per tenth of load: the 256-core
+	// grid is a concatenation, not 256 render calls.
+	heat [11]string
+	// spark holds the eight bar heights, pre-rendered in two colours:
+	// steady and bursty (p95 − p5 ≥ 60).
+	spark, sparkBursty [9]string
+	barGreen, barYellow, barRed paint
+	wait, step                  string // train-row cells
+}
+
+// paint is a style as the escape sequences around its text.
+type paint struct{ pre, post string }
+
+func paintOf(st lipgloss.Style) paint {
+	r := st.Render("X")
+	i := strings.Index(r, "X")
+	return paint{pre: r[:i], post: r[i+1:]}
+}
+
+// Render paints text.
+func (p paint) Render(text string) string {
+	if text == "" {
+		return ""
+	}
+	return p.pre + text + p.post
+}
+
+var (
+	green  = lipgloss.Color("#5fd75f")
+	yellow = lipgloss.Color("#ffd75f")
+	orange = lipgloss.Color("#ff8700")
+	red    = lipgloss.Color("#ff5f5f")
+	blue   = lipgloss.Color("#5fafff")
+	purple = lipgloss.Color("#d787ff")
+	grey   = lipgloss.Color("#8a8a8a")
+)
+
+// DefaultStyles returns the dashboard's styles.
+func DefaultStyles() Styles {
+	fg := func(c color.Color) paint { return paintOf(lipgloss.NewStyle().Foreground(c)) }
+	s := Styles{
+		Title:      paintOf(lipgloss.NewStyle().Bold(true).Foreground(blue)),
+		TitleFocus: paintOf(lipgloss.NewStyle().Bold(true).Reverse(true)),
+		Dim:        fg(grey),
+		Warn:       fg(yellow),
+		Bad:        fg(red),
+		Good:       fg(green),
+		Label:      paintOf(lipgloss.NewStyle().Bold(true)),
+		barGreen:   fg(green),
+		barYellow:  fg(yellow),
+		barRed:     fg(red),
+	}
+	kind := func(c color.Color) paint { return paintOf(lipgloss.NewStyle().Bold(true).Foreground(c)) }
+	s.Kind = map[diagnose.Kind]paint{
+		diagnose.WarmingUp: kind(grey), diagnose.Idle: kind(grey), diagnose.Healthy: kind(green),
+		diagnose.GPUStarved: kind(orange), diagnose.SingleCoreMaxed: kind(purple), diagnose.CPUSaturated: kind(red),
+		diagnose.IOBound: kind(blue), diagnose.MemoryPressure: kind(red),
+	}
+	// Shade characters carry the level without colour (NO_COLOR, ASCII).
+	shades := []rune(" ░░▒▒▓▓███")
+	for i := range s.heat {
+		c := heatColor(i)
+		ch := "█"
+		if i < len(shades) {
+			ch = string(shades[i])
+		}
+		if i == 0 {
+			ch = "·"
+		}
+		s.heat[i] = lipgloss.NewStyle().Foreground(c).Render(ch)
+	}
+	bars := []rune(" ▁▂▃▄▅▆▇█")
+	for i, r := range bars {
+		s.spark[i] = lipgloss.NewStyle().Foreground(green).Render(string(r))
+		s.sparkBursty[i] = lipgloss.NewStyle().Foreground(orange).Render(string(r))
+	}
+	s.wait = lipgloss.NewStyle().Foreground(red).Render("░")
+	s.step = lipgloss.NewStyle().Foreground(green).Render("█")
+	return s
+}
+
+// heatColor goes green → yellow → red over tenths of load.
+func heatColor(tenth int) color.Color {
+	switch {
+	case tenth <= 0:
+		return grey
+	case tenth <= 4:
+		return green
+	case tenth <= 7:
+		return yellow
+	case tenth <= 8:
+		return orange
+	}
+	return red
+}

@@ -1,0 +1,208 @@
+package tui
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// updateGolden reads -update, the flag teatest's golden package defines
+// (defining it twice would panic).
+func updateGolden() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+var t0 = time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+
+func f64(v float64) *float64 { return &v }
+func u64(v uint64) *uint64   { return &v }
+func iptr(v int) *int        { return &v }
+
+// synthetic builds n frames of a machine, one second apart, shaped by fn,
+// and feeds them through a real Diagnoser into a model.
+func synthetic(n int, fn func(i int, f *sample.Frame)) *Model {
+	m := New(Options{Title: "test box", Interval: time.Second})
+	d := diagnose.NewDiagnoser(diagnose.DefaultThresholds())
+	for i := 0; i < n; i++ {
+		f := &sample.Frame{Time: t0.Add(time.Duration(i) * time.Second), IntervalSec: 1, Unavailable: map[string]string{}}
+		fn(i, f)
+		m.Observe(Update{Frame: f, Verdict: d.Observe(f)})
+	}
+	return m
+}
+
+func hostParts(f *sample.Frame, cores int, busy func(c int) float64, disks int) {
+	f.CPU = &sample.CPU{Load1: 12.5, Load5: 11, Load15: 9, ProcsRunning: 9, ContextSwitchesPerSec: 48200}
+	total := 0.0
+	for c := 0; c < cores; c++ {
+		b := busy(c)
+		total += b
+		f.CPU.Cores = append(f.CPU.Cores, sample.Core{ID: c, BusyPct: b, UserPct: b * 0.9, SystemPct: b * 0.1})
+	}
+	f.CPU.BusyPct = total / float64(cores)
+	f.CPU.UserPct, f.CPU.SystemPct = f.CPU.BusyPct*0.9, f.CPU.BusyPct*0.1
+	f.Mem = &sample.Mem{TotalBytes: 512 << 30, UsedBytes: 96 << 30, AvailableBytes: 410 << 30, CachedBytes: 300 << 30,
+		SwapInPagesPerSec: f64(0), SwapOutPagesPerSec: f64(0), MajorFaultsPerSec: f64(2)}
+	for d := 0; d < disks; d++ {
+		f.Disks = append(f.Disks, sample.Disk{Name: fmt.Sprintf("nvme%dn1", d), ReadBytesPerSec: float64(d) * 1e7, BusyPct: float64(d * 5), AwaitMs: f64(0.2), ReadIOPS: float64(d) * 100})
+	}
+	f.Net = []sample.NetIf{{Name: "eth0", RxBytesPerSec: 1.2e6, TxBytesPerSec: 3e5}, {Name: "ib0", RxBytesPerSec: 9e9, TxBytesPerSec: 8.5e9}}
+	f.PSI = &sample.PSI{CPU: &sample.Pressure{SomePct: f64(2)}, IO: &sample.Pressure{SomePct: f64(0.5)}, Memory: &sample.Pressure{SomePct: f64(0)}}
+	f.Procs = &sample.Procs{FocusPID: 4100, List: []sample.Proc{
+		{PID: 4100, PPID: 1, Name: "python", State: "R", CPUPct: 180, Threads: 42, RSSBytes: 24 << 30, ReadBytesPerSec: f64(2e8)},
+		{PID: 4133, PPID: 4100, Name: "pt_data_worker", State: "S", CPUPct: 75, Threads: 3, RSSBytes: 3 << 30, ReadBytesPerSec: f64(4e7)},
+	}, Threads: []sample.Thread{{TID: 4100, PID: 4100, Name: "python", CPUPct: 64}, {TID: 4133, PID: 4133, Name: "pt_data_worker", CPUPct: 41}}}
+}
+
+func gpuParts(f *sample.Frame, n int, util func(g int) (u, p5, p95 float64)) {
+	for g := 0; g < n; g++ {
+		u, p5, p95 := util(g)
+		f.GPUs = append(f.GPUs, sample.GPU{Index: g, Name: "NVIDIA H100 80GB HBM3", Vendor: "nvidia", UtilPct: f64(u),
+			UtilSamples: &sample.UtilSamples{N: 6, P5: p5, P95: p95, Mean: u}, MemUsedBytes: u64(61 << 30), MemTotalBytes: u64(80 << 30),
+			PowerWatts: f64(612), PowerLimitWatts: f64(700), TempC: f64(67), PCIeRxBytesPerSec: f64(2.1e9), PCIeTxBytesPerSec: f64(3e8),
+			ClockEvents: []string{}, Processes: []sample.GPUProcess{{PID: 4100, UsedMemBytes: u64(60 << 30)}}})
+	}
+}
+
+// recorded replays the start of a real recording (gpuwatch demo
+// --scenario X --headless --json on a 2-core VM, untrimmed).
+func recorded(t testing.TB, name string, frames int) *Model {
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m := New(Options{Title: "demo: " + strings.TrimSuffix(name, ".jsonl"), Interval: time.Second})
+	d := diagnose.NewDiagnoser(diagnose.DefaultThresholds())
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 4<<20)
+	for sc.Scan() && frames > 0 {
+		var line struct {
+			Type string `json:"type"`
+			sample.Frame
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		if line.Type != "frame" {
+			continue
+		}
+		fr := line.Frame
+		m.Observe(Update{Frame: &fr, Verdict: d.Observe(&fr)})
+		frames--
+	}
+	return m
+}
+
+func machines(t testing.TB) map[string]*Model {
+	return map[string]*Model{
+		"healthy-8gpu": synthetic(20, func(i int, f *sample.Frame) {
+			hostParts(f, 64, func(c int) float64 { return float64(10 + (c*7+i)%30) }, 4)
+			gpuParts(f, 8, func(g int) (float64, float64, float64) { return float64(94 + (g+i)%5), 88, 100 })
+		}),
+		"single-core-2core": recorded(t, "single-core.jsonl", 30),
+		"io-bound":          recorded(t, "io-bound.jsonl", 30),
+		"no-gpu": synthetic(10, func(i int, f *sample.Frame) {
+			hostParts(f, 4, func(c int) float64 { return float64(5 + c) }, 1)
+			f.Unavailable["gpu"] = "nvidia: libnvidia-ml.so.1 not found (no NVIDIA driver on this machine); amd: no AMD GPU"
+			f.Procs.FocusPID = 0
+		}),
+		"256-core": synthetic(20, func(i int, f *sample.Frame) {
+			hostParts(f, 256, func(c int) float64 { return float64(90 + (c+i)%10) }, 16)
+			gpuParts(f, 8, func(g int) (float64, float64, float64) { return 35, 0, 100 })
+			f.Loader = &sample.Loader{Source: "embedded", Batches: 1200, BatchesPerSec: 12, SamplesPerSec: 3072, BytesPerSec: 2e8,
+				WaitShare: f64(0.62), WaitMeanMs: f64(48), WaitP50Ms: f64(40), WaitP95Ms: f64(120), WaitP99Ms: f64(180), StepMeanMs: f64(30),
+				QueueDepth: f64(0), Workers: iptr(240), Prefetch: iptr(2), ReadSecPerSec: f64(3), DecodeSecPerSec: f64(230),
+				Timeline: []sample.BatchTiming{{WaitMs: 48, StepMs: 30}, {WaitMs: 52, StepMs: 30}, {WaitMs: 44, StepMs: 31}}}
+		}),
+	}
+}
+
+// TestGoldenViews renders each machine at 80×24, 120×40 and 250×70 and
+// compares the text (styles stripped) with testdata/NAME-WxH.golden.
+// Run with -update to rewrite them after an intended change.
+func TestGoldenViews(t *testing.T) {
+	for name, m := range machines(t) {
+		for _, size := range [][2]int{{80, 24}, {120, 40}, {250, 70}} {
+			t.Run(fmt.Sprintf("%s-%dx%d", name, size[0], size[1]), func(t *testing.T) {
+				m.w, m.h = size[0], size[1]
+				out := m.Render()
+				lines := strings.Split(out, "\n")
+				if len(lines) != size[1] {
+					t.Fatalf("%d lines, want %d", len(lines), size[1])
+				}
+				for i, l := range lines {
+					if w := ansi.StringWidth(l); w != size[0] {
+						t.Fatalf("line %d is %d cells wide, want %d: %q", i, w, size[0], ansi.Strip(l))
+					}
+				}
+				got := ansi.Strip(out) + "\n"
+				path := filepath.Join("testdata", fmt.Sprintf("%s-%dx%d.golden", name, size[0], size[1]))
+				if updateGolden() {
+					if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				want, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatalf("%v (run go test ./tui -update)", err)
+				}
+				if got != string(want) {
+					t.Fatalf("view differs from %s (go test ./tui -run Golden -update rewrites it):\n%s", path, got)
+				}
+			})
+		}
+	}
+}
+
+func TestTooSmallSaysSo(t *testing.T) {
+	m := machines(t)["no-gpu"]
+	for _, size := range [][2]int{{2, 2}, {59, 30}, {100, 15}} {
+		m.w, m.h = size[0], size[1]
+		out := ansi.Strip(m.Render())
+		if size[0] >= 40 && !strings.Contains(out, "terminal too small") {
+			t.Fatalf("%v: %q", size, out)
+		}
+		if len(strings.Split(out, "\n")) > size[1] {
+			t.Fatalf("%v: more lines than the terminal has", size)
+		}
+	}
+}
+
+func TestVerdictColoursDifferByKind(t *testing.T) {
+	s := DefaultStyles()
+	if s.Kind[diagnose.Healthy].Render("x") == s.Kind[diagnose.CPUSaturated].Render("x") {
+		t.Fatal("healthy and cpu_saturated look the same")
+	}
+}
+
+// BenchmarkView256Cores8GPUs16Disks renders the busiest machine at
+// 250×70 with 300 frames of history. Target ≤ 5 ms.
+func BenchmarkView256Cores8GPUs16Disks(b *testing.B) {
+	m := synthetic(300, func(i int, f *sample.Frame) {
+		hostParts(f, 256, func(c int) float64 { return float64((c + i) % 100) }, 16)
+		gpuParts(f, 8, func(g int) (float64, float64, float64) { return float64((g*13 + i) % 100), 0, 100 })
+	})
+	for _, size := range [][2]int{{120, 40}, {250, 70}} {
+		b.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(b *testing.B) {
+			m.w, m.h = size[0], size[1]
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				_ = m.View()
+			}
+		})
+	}
+}
