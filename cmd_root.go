@@ -163,7 +163,7 @@ func watch(ctx context.Context, w *watchFlags, stdout, stderr io.Writer) error {
 // and extra JSON lines (scenario switches) to interleave with frames.
 type session struct {
 	probes []probes.Probe
-	focus  int    // a PID to focus on when --pid is not given
+	focus  int // a PID to focus on when --pid is not given
 	notes  <-chan any
 	title  string // what the dashboard says it watches
 }

@@ -47,11 +47,11 @@ type Laned interface{ Lane() string }
 
 // lane is a worker goroutine and the probes it runs.
 type lane struct {
-	name    string
-	probes  []*slot
-	req     chan context.Context
-	done    chan struct{}
-	busy    bool // a call outlived its timeout and has not returned
+	name   string
+	probes []*slot
+	req    chan context.Context
+	done   chan struct{}
+	busy   bool // a call outlived its timeout and has not returned
 }
 
 // slot is one probe's state within its lane.

@@ -18,13 +18,13 @@ import (
 // lipgloss's Render a fifth of the dashboard's CPU.
 type Styles struct {
 	Title, TitleFocus, Dim, Warn, Bad, Good, Label paint
-	Kind                                          map[diagnose.Kind]paint
+	Kind                                           map[diagnose.Kind]paint
 	// heat holds a core cell pre-rendered per tenth of load: the 256-core
 	// grid is a concatenation, not 256 render calls.
 	heat [11]string
 	// spark holds the eight bar heights, pre-rendered in two colours:
 	// steady and bursty (p95 − p5 ≥ 60).
-	spark, sparkBursty [9]string
+	spark, sparkBursty          [9]string
 	barGreen, barYellow, barRed paint
 	wait, step                  string // train-row cells
 }
