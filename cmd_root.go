@@ -133,7 +133,7 @@ interval; with --json one JSON object per line.`,
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{cmd: cmd.CommandPath(), err: err}
 	})
-	root.AddCommand(newVersionCmd(stdout), newDemoCmd(stdout, stderr), newLoaderCmd(stdout, stderr), newSweepCmd(stdout, stderr))
+	root.AddCommand(newVersionCmd(stdout), newDemoCmd(stdout, stderr), newLoaderCmd(stdout, stderr), newSweepCmd(stdout, stderr), newAttachCmd(stdout, stderr))
 	wrapArgs(root)
 	return root
 }

@@ -24,6 +24,9 @@ func Classify(frames []sample.Frame, th Thresholds) Verdict {
 		return v
 	}
 	d := decide(&w, th)
+	if e, ok := profileEvidence(d.kind, &w); ok {
+		d.evidence = append(d.evidence, e)
+	}
 	slices.SortStableFunc(d.evidence[min(1, len(d.evidence)):], func(a, b Evidence) int { return cmp.Compare(b.strength, a.strength) })
 	v.Kind, v.Evidence = d.kind, d.evidence
 	v.Advice = advise(d, &w, th)
@@ -262,4 +265,26 @@ func severity(d decision, w *window) Severity {
 		return Critical
 	}
 	return Warning
+}
+
+// profileEvidence adds what the loader's CPU profile says, when one was
+// taken: the category that matches the verdict ("71 % of the loader's CPU
+// is in read syscalls" for io_bound), else the largest.
+func profileEvidence(k Kind, w *window) (Evidence, bool) {
+	if w.profile == nil || !k.Problem() {
+		return Evidence{}, false
+	}
+	want := map[Kind]string{IOBound: "reading", CPUSaturated: "decoding", SingleCoreMaxed: "decoding", GPUStarved: "waiting"}[k]
+	best := w.profile.Categories[0]
+	for _, c := range w.profile.Categories {
+		if c.Name == want && c.Share >= 0.3 || c.Share > best.Share && best.Name != want {
+			best = c
+		}
+	}
+	words := map[string]string{
+		"reading": "in read syscalls (files, network)", "decoding": "decoding and computing",
+		"waiting": "waiting (channels, locks, sleep)", "gc": "in the garbage collector and runtime", "other": "elsewhere",
+	}[best.Name]
+	return evidence("profile."+best.Name+"_share", best.Share, ">=", 0, "ratio",
+		fmt.Sprintf("the loader's CPU profile: %.0f %% of its CPU is %s", 100*best.Share, words)), true
 }

@@ -62,6 +62,7 @@ type window struct {
 
 	focusPID, treeProcs int
 	unavailable         map[string]string
+	profile             *sample.Profile // the newest profile summary, if attached
 }
 
 // read computes the window's signals. It allocates a few small slices; a
@@ -180,6 +181,9 @@ func read(frames []sample.Frame) window {
 		}
 		if i == len(frames)-1 {
 			w.unavailable = f.Unavailable
+		}
+		if f.Profile != nil && len(f.Profile.Categories) > 0 {
+			w.profile = f.Profile
 		}
 	}
 	w.gpuUtil, w.gpuP5, w.gpuP95, w.virtualBusy = gu.median(), g5.median(), g95.median(), vb.median()

@@ -72,8 +72,11 @@ func waitShare(s Snapshot) float64 {
 // TestScenariosProduceTheirBottleneck runs each preset for 3 s, for real,
 // and checks its signature in the loader's numbers and the kernel's.
 func TestScenariosProduceTheirBottleneck(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs each scenario for seconds")
+	// It measures the machine (cores busy, disk reads), so it must have
+	// the machine to itself: not beside other packages' tests, which
+	// `go test ./...` runs in parallel. CI runs it alone with this set.
+	if os.Getenv("GPUWATCH_BOTTLENECK_TESTS") == "" {
+		t.Skip("measures real bottlenecks and needs the machine to itself: GPUWATCH_BOTTLENECK_TESTS=1 go test -run Scenarios ./loader/")
 	}
 	if raceEnabled {
 		t.Skip("measures bottlenecks: the race detector's slowdown makes every run CPU-bound (CI runs this without -race)")

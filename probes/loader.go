@@ -66,16 +66,31 @@ func NewLoader(src LoaderSource) *Loader { return &Loader{src: src} }
 // Name implements Probe.
 func (p *Loader) Name() string { return "loader" }
 
+// Lane implements Laned: an attached loader and its profile share a worker.
+func (p *Loader) Lane() string {
+	if _, attached := p.src.(*Attach); attached {
+		return "attach"
+	}
+	return "" // the embedded loader is read in memory: a lane of its own is free
+}
+
 // Collect implements Probe.
 func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	cur, err := p.src.LoaderCounters(ctx)
 	if err != nil {
 		p.havePrev = false
+		if since, ok := DisconnectedSince(err); ok {
+			// The view and JSON say so, not only the reason list.
+			f.Loader = &sample.Loader{Source: p.src.Source(), Connected: ptr(false), DisconnectedSince: &since}
+		}
 		return err
 	}
 	out := &sample.Loader{
 		Source: p.src.Source(), Batches: cur.Batches, QueueDepth: cur.QueueDepth,
 		Workers: cur.Workers, Prefetch: cur.Prefetch, Knobs: cur.Knobs,
+	}
+	if _, attached := p.src.(*Attach); attached {
+		out.Connected = ptr(true)
 	}
 	prev, prevTime, havePrev := p.prev, p.prevTime, p.havePrev
 	p.prev, p.prevTime, p.havePrev = cur, f.Time, true

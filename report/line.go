@@ -53,7 +53,12 @@ func WriteLine(w io.Writer, f *sample.Frame, v *diagnose.Verdict) error {
 	if a := f.Accel; a != nil {
 		fmt.Fprintf(&b, " | accel(virtual) %.0f%%", a.BusyPct)
 	}
-	if l := f.Loader; l != nil {
+	if l := f.Loader; l != nil && l.Connected != nil && !*l.Connected {
+		b.WriteString(" | loader disconnected")
+		if l.DisconnectedSince != nil {
+			fmt.Fprintf(&b, " since %s", l.DisconnectedSince.Format("15:04:05"))
+		}
+	} else if l != nil {
 		fmt.Fprintf(&b, " | loader %.0f samples/s %s/s", l.SamplesPerSec, sample.FormatBytes(l.BytesPerSec))
 		if l.WaitShare != nil {
 			fmt.Fprintf(&b, " wait %.0f%%", 100**l.WaitShare)
@@ -110,6 +115,14 @@ func WriteLine(w io.Writer, f *sample.Frame, v *diagnose.Verdict) error {
 		if len(p.Threads) > 0 {
 			t := p.Threads[0]
 			fmt.Fprintf(&b, " hottest thread %s(%d) %.0f%%", t.Name, t.TID, t.CPUPct)
+		}
+	}
+	if p := f.Profile; p != nil && len(p.Categories) > 0 {
+		b.WriteString(" | profile")
+		for _, c := range p.Categories {
+			if c.Share >= 0.05 {
+				fmt.Fprintf(&b, " %s %.0f%%", c.Name, 100*c.Share)
+			}
 		}
 	}
 	if len(f.Unavailable) > 0 {

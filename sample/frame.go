@@ -23,6 +23,7 @@ type Frame struct {
 	GPUs        []GPU             `json:"gpus"`
 	Loader      *Loader           `json:"loader,omitempty"`
 	Accel       *VirtualAccel     `json:"virtual_accel,omitempty"`
+	Profile     *Profile          `json:"profile,omitempty"`
 	Unavailable map[string]string `json:"unavailable"`
 }
 
@@ -203,9 +204,17 @@ type GPUProcess struct {
 // loader, or one gpuwatch attached to. Figures that need a completed batch
 // in the interval are nil when there was none.
 type Loader struct {
-	// Source names the loader: "embedded" or the URL attached to.
-	Source  string `json:"source"`
-	Batches uint64 `json:"batches"` // cumulative
+	// Source names the loader: "embedded" or the URL attached to (never
+	// with credentials).
+	Source string `json:"source"`
+	// Connected is set for an attached loader: false while it cannot be
+	// reached, since DisconnectedSince.
+	Connected         *bool      `json:"connected,omitempty"`
+	DisconnectedSince *time.Time `json:"disconnected_since,omitempty"`
+	// NoMetrics: the endpoint serves profiles but no loader metrics (a
+	// plain Go program with net/http/pprof).
+	NoMetrics bool   `json:"no_metrics,omitempty"`
+	Batches   uint64 `json:"batches"` // cumulative
 	// Rates over the interval.
 	BatchesPerSec float64 `json:"batches_per_sec"`
 	SamplesPerSec float64 `json:"samples_per_sec"`
@@ -249,6 +258,36 @@ type VirtualAccel struct {
 	Basis string `json:"basis"`
 }
 
+// Profile summarizes a CPU profile of the loader's process: where its CPU
+// time goes, by category and by function. Shares are 0–1 of the profile's
+// total CPU time.
+type Profile struct {
+	TakenAt     time.Time         `json:"taken_at"`
+	DurationSec float64           `json:"duration_sec"`
+	CPUSec      float64           `json:"cpu_sec"` // CPU time sampled
+	Categories  []ProfileCategory `json:"categories"`
+	Top         []ProfileFunc     `json:"top"`
+	// Error says why the latest profile was skipped; the summary above is
+	// then the previous good one (or empty).
+	Error string `json:"error,omitempty"`
+}
+
+// ProfileCategory is a share of the profile's CPU: reading (file and
+// network syscalls), decoding (compute), waiting (channels, locks,
+// scheduler, sleep), gc (garbage collector and runtime) or other.
+type ProfileCategory struct {
+	Name  string  `json:"name"`
+	Share float64 `json:"share"`
+}
+
+// ProfileFunc is one function: Flat is the share of samples where it was
+// running, Cum where it was on the stack (counted once per sample).
+type ProfileFunc struct {
+	Name string  `json:"name"`
+	Flat float64 `json:"flat"`
+	Cum  float64 `json:"cum"`
+}
+
 // Merge copies every part that from has into f, and from's unavailable
 // reasons. It is how the Sampler assembles one Frame from probes that each
 // filled a scratch Frame.
@@ -279,6 +318,9 @@ func (f *Frame) Merge(from *Frame) {
 	}
 	if from.Accel != nil {
 		f.Accel = from.Accel
+	}
+	if from.Profile != nil {
+		f.Profile = from.Profile
 	}
 	for k, v := range from.Unavailable {
 		if f.Unavailable == nil {

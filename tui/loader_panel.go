@@ -28,6 +28,14 @@ func (loaderPanel) draw(m *Model, w, h int) []string {
 		return block([]string{m.styles.Dim.Render(msg)}, w, h)
 	}
 	var lines []string
+	if l.Connected != nil && !*l.Connected {
+		since := ""
+		if l.DisconnectedSince != nil {
+			since = " since " + l.DisconnectedSince.Format("15:04:05")
+		}
+		lines = append(lines, m.styles.Bad.Render("disconnected"+since+": retrying ")+m.styles.Dim.Render(l.Source))
+		return block(lines, w, h)
+	}
 	lines = append(lines, m.trainRow(w-2))
 	stats := "wait"
 	if l.WaitShare != nil {

@@ -111,8 +111,36 @@ func (netPanel) draw(m *Model, w, h int) []string {
 // comes with attaching to a loader's pprof endpoint.
 type profilePanel struct{}
 
-func (profilePanel) want(m *Model, w int) (int, int) { return 2, 2 }
+func (profilePanel) want(m *Model, w int) (int, int) {
+	if p := m.shown.Frame.Profile; p != nil {
+		return 3, 3 + len(p.Top)
+	}
+	return 2, 2
+}
 
 func (profilePanel) draw(m *Model, w, h int) []string {
-	return block([]string{m.styles.Dim.Render("no profile: attaching to a loader's /debug/pprof/ (gpuwatch attach) will show where its CPU goes")}, w, h)
+	p := m.shown.Frame.Profile
+	if p == nil {
+		msg := "no profile: `gpuwatch attach URL` takes the loader's CPU profile from URL/debug/pprof/profile"
+		if l := m.shown.Frame.Loader; l != nil && l.Source != "embedded" {
+			msg = "taking the first CPU profile of the loader…"
+		}
+		return block([]string{m.styles.Dim.Render(msg)}, w, h)
+	}
+	var lines []string
+	if len(p.Categories) > 0 {
+		line := fmt.Sprintf("%.1f s CPU in %.0f s, taken %s:", p.CPUSec, p.DurationSec, p.TakenAt.Format("15:04:05"))
+		for _, c := range p.Categories {
+			line += fmt.Sprintf(" %s %.0f%%", c.Name, 100*c.Share)
+		}
+		lines = append(lines, line)
+		lines = append(lines, m.styles.Label.Render(fmt.Sprintf("%6s %6s  %s", "FLAT", "CUM", "FUNCTION")))
+		for _, f := range p.Top {
+			lines = append(lines, fmt.Sprintf("%5.1f%% %5.1f%%  %s", 100*f.Flat, 100*f.Cum, f.Name))
+		}
+	}
+	if p.Error != "" {
+		lines = append([]string{m.styles.Warn.Render(p.Error)}, lines...)
+	}
+	return block(lines, w, h)
 }

@@ -119,6 +119,20 @@ func machines(t testing.TB) map[string]*Model {
 			f.Unavailable["gpu"] = "nvidia: libnvidia-ml.so.1 not found (no NVIDIA driver on this machine); amd: no AMD GPU"
 			f.Procs.FocusPID = 0
 		}),
+		"attached-profile": synthetic(12, func(i int, f *sample.Frame) {
+			hostParts(f, 16, func(c int) float64 { return float64(20 + c) }, 2)
+			f.Disks[1].BusyPct = 99
+			f.Unavailable["gpu"] = "nvidia: libnvidia-ml.so.1 not found (no NVIDIA driver on this machine); amd: no AMD GPU"
+			yes := true
+			f.Loader = &sample.Loader{Source: "http://127.0.0.1:6060", Connected: &yes, Batches: 900, BatchesPerSec: 170, SamplesPerSec: 10880,
+				BytesPerSec: 1.4e9, WaitShare: f64(0.58), WaitMeanMs: f64(4.1), WaitP50Ms: f64(3.5), WaitP95Ms: f64(9), WaitP99Ms: f64(12),
+				StepMeanMs: f64(2.4), QueueDepth: f64(1), Workers: iptr(16), Prefetch: iptr(1), ReadSecPerSec: f64(15.2), DecodeSecPerSec: f64(0)}
+			f.Accel = &sample.VirtualAccel{BusyPct: 42, Basis: "loader step time / wall time"}
+			f.Profile = &sample.Profile{TakenAt: t0.Add(5 * time.Second), DurationSec: 5, CPUSec: 4.9,
+				Categories: []sample.ProfileCategory{{Name: "reading", Share: 0.959}, {Name: "decoding", Share: 0}, {Name: "waiting", Share: 0.031}, {Name: "gc", Share: 0}, {Name: "other", Share: 0.01}},
+				Top: []sample.ProfileFunc{{Name: "runtime.memmove", Flat: 0.602, Cum: 0.602}, {Name: "internal/runtime/syscall/linux.Syscall6", Flat: 0.337, Cum: 0.337},
+					{Name: "runtime.exitsyscall", Flat: 0.02, Cum: 0.02}, {Name: "github.com/gpuwatch/gpuwatch/loader.(*Loader).fetch", Flat: 0, Cum: 0.969}}}
+		}),
 		"256-core": synthetic(20, func(i int, f *sample.Frame) {
 			hostParts(f, 256, func(c int) float64 { return float64(90 + (c+i)%10) }, 16)
 			gpuParts(f, 8, func(g int) (float64, float64, float64) { return 35, 0, 100 })

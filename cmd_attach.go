@@ -1,0 +1,63 @@
+package main
+
+import (
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuwatch/gpuwatch/probes"
+)
+
+func newAttachCmd(stdout, stderr io.Writer) *cobra.Command {
+	var w watchFlags
+	var every, length time.Duration
+	cmd := &cobra.Command{
+		Use:   "attach URL",
+		Short: "Watch this machine and a running loader: its metrics and its CPU profile",
+		Long: `attach connects to a loader's debug server — the embedded loader
+(gpuwatch loader), the Python hook, or any program serving the loader protocol
+— and folds its wait times into the frames and the diagnosis. Every
+--profile-every it takes a --profile-seconds CPU profile from
+URL/debug/pprof/profile and shows where the loader's CPU goes.
+
+A Go program that only imports net/http/pprof works too: profiles, no wait
+times. When the loader reports its PID and that process is on this host,
+the process view focuses on it (as --pid does).`,
+		Example: `  gpuwatch attach http://127.0.0.1:6060
+  gpuwatch attach http://127.0.0.1:6061 --profile-every 30s --headless --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := w.validate(cmd); err != nil {
+				return err
+			}
+			if length < time.Second || every <= length {
+				return usageErrorf(cmd, "want --profile-seconds ≥ 1s and --profile-every longer than it (have %v and %v)", length, every)
+			}
+			a, err := probes.NewAttach(args[0])
+			if err != nil {
+				return usageErrorf(cmd, "%v", err)
+			}
+			ctx := cmd.Context()
+			if err := a.Check(ctx); err != nil {
+				return err
+			}
+			focus := 0
+			if pid := a.PID(); w.pid == 0 && pid > 0 && probes.ProcessExists(w.procRoot, pid) {
+				focus = pid
+			}
+			prof := probes.NewProfiler(a, every, length)
+			prof.Start()
+			defer prof.Close()
+			title := "attached to " + a.Source()
+			if a.NoMetrics() {
+				title += " (profiles only: no loader metrics)"
+			}
+			return runSession(ctx, &w, session{probes: []probes.Probe{probes.NewLoader(a), prof}, focus: focus, title: title}, stdout, stderr)
+		},
+	}
+	w.register(cmd)
+	cmd.Flags().DurationVar(&every, "profile-every", 15*time.Second, "time between CPU profiles of the loader")
+	cmd.Flags().DurationVar(&length, "profile-seconds", 5*time.Second, "length of each CPU profile")
+	return cmd
+}

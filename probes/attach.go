@@ -1,0 +1,379 @@
+package probes
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Attach reads a loader's debug server (the loader protocol, DESIGN.md §6):
+// /metrics every interval and, on its own goroutine (see Profiler),
+// /debug/pprof/profile. It only sends GETs, never follows a redirect to
+// another host, and never shows the URL's credentials.
+type Attach struct {
+	base   *url.URL // with credentials, for requests
+	shown  string   // without them, for people
+	client *http.Client
+	// Timeout bounds one /metrics read (default 3 s).
+	Timeout time.Duration
+
+	mu        sync.Mutex
+	connected bool      // the last read succeeded
+	downSince time.Time // first failed read after a success
+	nextTry   time.Time
+	backoff   time.Duration
+	noMetrics bool // a pprof-only endpoint
+	pid       int  // from gpuwatch_loader_info
+	kind      string
+	now       func() time.Time
+}
+
+// ErrDisconnected marks a loader that answered before and does not now.
+var ErrDisconnected = errors.New("disconnected")
+
+// NewAttach checks the URL's form: http or https, a host, no query.
+func NewAttach(raw string) (*Attach, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("%q is not a loader URL: want http://HOST:PORT (the base; /metrics and /debug/pprof/ are found under it)", redact(raw))
+	}
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/metrics"), "/")
+	u.RawQuery, u.Fragment = "", ""
+	shown := *u
+	shown.User = nil
+	a := &Attach{base: u, shown: shown.String(), now: time.Now, Timeout: 3 * time.Second}
+	a.client = &http.Client{
+		Timeout: 5 * time.Second,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if req.URL.Host != via[0].URL.Host {
+				return fmt.Errorf("refusing a redirect to another host (%s)", req.URL.Host)
+			}
+			if len(via) >= 3 {
+				return errors.New("too many redirects")
+			}
+			return nil
+		},
+	}
+	return a, nil
+}
+
+// redact removes credentials from a URL that did not parse well enough to
+// do it properly.
+func redact(raw string) string {
+	if i := strings.Index(raw, "@"); i >= 0 {
+		if j := strings.Index(raw, "://"); j >= 0 && j < i {
+			return raw[:j+3] + "…@" + raw[i+1:]
+		}
+	}
+	return raw
+}
+
+// Source implements LoaderSource: the URL without credentials.
+func (a *Attach) Source() string { return a.shown }
+
+// PID is the loader's process ID from gpuwatch_loader_info, 0 if unknown.
+func (a *Attach) PID() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pid
+}
+
+// NoMetrics says the endpoint serves profiles but no loader metrics.
+func (a *Attach) NoMetrics() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.noMetrics
+}
+
+func (a *Attach) get(ctx context.Context, path string, timeout time.Duration) (*http.Response, error) {
+	u := *a.base
+	u.Path += path
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		u.Path, u.RawQuery = a.base.Path+path[:i], path[i+1:]
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := a.client.Do(req)
+	if err != nil {
+		cancel()
+		return nil, a.explain(err, timeout)
+	}
+	resp.Body = cancelOnClose{resp.Body, cancel}
+	return resp, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error { err := c.ReadCloser.Close(); c.cancel(); return err }
+
+// explain turns a transport error into words, without the URL (whose
+// credentials net/http would print).
+func (a *Attach) explain(err error, timeout time.Duration) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	var certErr *tls.CertificateVerificationError
+	var recErr tls.RecordHeaderError
+	switch {
+	case errors.As(err, &dnsErr):
+		return fmt.Errorf("no such host %q", dnsErr.Name)
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, http.ErrHandlerTimeout) || isTimeout(err):
+		return fmt.Errorf("no answer within %v", timeout)
+	case errors.As(err, &certErr):
+		return fmt.Errorf("TLS: %v", certErr.Err)
+	case errors.As(err, &recErr) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return errors.New("TLS handshake failed: the server does not speak TLS (try http://)")
+	case errors.As(err, &opErr) && strings.Contains(opErr.Err.Error(), "refused"):
+		return errors.New("connection refused (is the loader running and listening there?)")
+	}
+	return err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Check makes the first connection, as `attach` does before anything else:
+// /metrics must answer with Prometheus text, or — for a plain Go program
+// with net/http/pprof — /debug/pprof/ must answer (profiles only). The
+// error names the URL and what answered.
+func (a *Attach) Check(ctx context.Context) error {
+	_, err := a.read(ctx)
+	if err == nil {
+		return nil
+	}
+	var he *httpStatusError
+	if errors.As(err, &he) && he.code == http.StatusNotFound {
+		resp, perr := a.get(ctx, "/debug/pprof/", a.Timeout)
+		if perr == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				a.mu.Lock()
+				a.noMetrics, a.connected = true, true
+				a.mu.Unlock()
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("cannot attach to %s: %w", a.shown, err)
+}
+
+type httpStatusError struct {
+	path   string
+	code   int
+	status string
+}
+
+func (e *httpStatusError) Error() string { return fmt.Sprintf("%s answered %s", e.path, e.status) }
+
+// read fetches and converts /metrics.
+func (a *Attach) read(ctx context.Context) (LoaderCounters, error) {
+	resp, err := a.get(ctx, "/metrics", a.Timeout)
+	if err != nil {
+		return LoaderCounters{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return LoaderCounters{}, &httpStatusError{path: "/metrics", code: resp.StatusCode, status: resp.Status}
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/html" {
+		return LoaderCounters{}, errors.New("/metrics answered an HTML page, not Prometheus metrics")
+	}
+	body, err := readCapped(resp.Body, 16<<20)
+	if err != nil {
+		return LoaderCounters{}, fmt.Errorf("/metrics: %w", err)
+	}
+	c, info, err := CountersFromMetrics(body)
+	if err != nil {
+		return LoaderCounters{}, fmt.Errorf("/metrics: %w", err)
+	}
+	a.mu.Lock()
+	if pid, err := strconv.Atoi(info["pid"]); err == nil {
+		a.pid = pid
+	}
+	a.kind = info["kind"]
+	a.mu.Unlock()
+	return c, nil
+}
+
+// LoaderCounters implements LoaderSource. After a first success, a loader
+// that stops answering is ErrDisconnected (with since when), retried with
+// backoff (1 s doubling to 30 s) until it answers again.
+func (a *Attach) LoaderCounters(ctx context.Context) (LoaderCounters, error) {
+	a.mu.Lock()
+	now := a.now()
+	if a.noMetrics {
+		a.mu.Unlock()
+		return LoaderCounters{}, errNoMetrics
+	}
+	if !a.connected && !a.downSince.IsZero() && now.Before(a.nextTry) {
+		since := a.downSince
+		a.mu.Unlock()
+		return LoaderCounters{}, &disconnectedError{since: since, reason: "waiting to retry"}
+	}
+	a.mu.Unlock()
+	c, err := a.read(ctx)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err == nil {
+		a.connected, a.downSince, a.backoff = true, time.Time{}, 0
+		return c, nil
+	}
+	if a.downSince.IsZero() {
+		a.downSince = now
+	}
+	a.connected = false
+	a.backoff = min(30*time.Second, max(time.Second, 2*a.backoff))
+	a.nextTry = now.Add(a.backoff)
+	return LoaderCounters{}, &disconnectedError{since: a.downSince, reason: err.Error()}
+}
+
+var errNoMetrics = Unavailable("the endpoint serves profiles but no loader metrics (gpuwatch_loader_*): wait times unknown")
+
+// disconnectedError is ErrDisconnected with since when and why.
+type disconnectedError struct {
+	since  time.Time
+	reason string
+}
+
+func (e *disconnectedError) Error() string {
+	return fmt.Sprintf("disconnected since %s: %s", e.since.Format("15:04:05"), e.reason)
+}
+func (e *disconnectedError) Is(target error) bool { return target == ErrDisconnected }
+
+// DisconnectedSince returns when a disconnection began, if err is one.
+func DisconnectedSince(err error) (time.Time, bool) {
+	var d *disconnectedError
+	if errors.As(err, &d) {
+		return d.since, true
+	}
+	return time.Time{}, false
+}
+
+// CountersFromMetrics converts a loader's /metrics text (the loader
+// protocol's metric names) into counters, and returns the labels of
+// gpuwatch_loader_info. A text with none of the loader's metrics is an
+// error: it is not a loader.
+func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(string(text)))
+	if err != nil {
+		return LoaderCounters{}, nil, fmt.Errorf("not Prometheus text: %w", err)
+	}
+	var c LoaderCounters
+	found := 0
+	scalar := func(name string) (float64, bool) {
+		f := fams[name]
+		if f == nil || len(f.Metric) == 0 {
+			return 0, false
+		}
+		found++
+		m := f.Metric[0]
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Untyped != nil:
+			return m.Untyped.GetValue(), true
+		}
+		return 0, false
+	}
+	count := func(name string) uint64 {
+		v, ok := scalar(name)
+		if !ok || v < 0 || v != v || v > 1<<62 {
+			return 0
+		}
+		return uint64(v)
+	}
+	c.Batches = count("gpuwatch_loader_batches_total")
+	c.Samples = count("gpuwatch_loader_samples_total")
+	c.BytesRead = count("gpuwatch_loader_bytes_read_total")
+	if v, ok := scalar("gpuwatch_loader_read_seconds_total"); ok {
+		c.ReadSeconds = &v
+	}
+	if v, ok := scalar("gpuwatch_loader_decode_seconds_total"); ok {
+		c.DecodeSeconds = &v
+	}
+	if v, ok := scalar("gpuwatch_loader_queue_depth"); ok {
+		c.QueueDepth = &v
+	}
+	if v, ok := scalar("gpuwatch_loader_workers"); ok {
+		n := int(v)
+		c.Workers = &n
+	}
+	if v, ok := scalar("gpuwatch_loader_prefetch"); ok {
+		n := int(v)
+		c.Prefetch = &n
+	}
+	wb, wh, okW := histogram(fams["gpuwatch_loader_wait_seconds"])
+	sb, sh, okS := histogram(fams["gpuwatch_loader_step_seconds"])
+	if okW {
+		found++
+		c.Buckets, c.Wait = wb, wh
+	}
+	if okS {
+		found++
+		c.Step = sh
+		if !okW {
+			c.Buckets = sb
+		}
+	}
+	info := map[string]string{}
+	if f := fams["gpuwatch_loader_info"]; f != nil && len(f.Metric) > 0 {
+		found++
+		for _, l := range f.Metric[0].Label {
+			info[l.GetName()] = l.GetValue()
+		}
+	}
+	if found == 0 {
+		return c, nil, errors.New("no gpuwatch_loader_* metrics: this is not a loader's metrics endpoint")
+	}
+	return c, info, nil
+}
+
+// histogram converts a Prometheus histogram into bounds and cumulative
+// counts, leaving out the +Inf bucket (Count holds it).
+func histogram(f *dto.MetricFamily) ([]float64, Hist, bool) {
+	if f == nil || len(f.Metric) == 0 || f.Metric[0].Histogram == nil {
+		return nil, Hist{}, false
+	}
+	h := f.Metric[0].Histogram
+	var bounds []float64
+	out := Hist{Sum: h.GetSampleSum(), Count: h.GetSampleCount()}
+	for _, b := range h.Bucket {
+		ub := b.GetUpperBound()
+		if ub != ub || ub > 1e300 { // NaN, +Inf
+			continue
+		}
+		bounds = append(bounds, ub)
+		out.Counts = append(out.Counts, b.GetCumulativeCount())
+	}
+	return bounds, out, true
+}

@@ -1,0 +1,238 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func metricsText(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "attach", "loader-metrics.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestCountersFromARealLoader converts /metrics as `gpuwatch loader`
+// served it (captured into testdata).
+func TestCountersFromARealLoader(t *testing.T) {
+	c, info, err := CountersFromMetrics(metricsText(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Batches == 0 || c.Samples != 64*c.Batches || c.BytesRead != c.Samples*128<<10 {
+		t.Fatalf("counters %+v", c)
+	}
+	if c.Wait.Count != c.Batches || c.Step.Count != c.Batches || len(c.Buckets) != 15 || len(c.Wait.Counts) != 15 {
+		t.Fatalf("histograms: buckets %v wait %+v", c.Buckets, c.Wait)
+	}
+	if c.ReadSeconds == nil || *c.ReadSeconds <= 0 || c.Workers == nil || *c.Workers != 16 || c.QueueDepth == nil {
+		t.Fatalf("gauges: %+v", c)
+	}
+	if info["kind"] != "go" || info["pid"] == "" {
+		t.Fatalf("info %v", info)
+	}
+}
+
+func TestCountersFromMetricsRejectsWhatIsNotALoader(t *testing.T) {
+	for name, text := range map[string]string{
+		"html":             "<html><body>hello</body></html>",
+		"other metrics":    "# TYPE http_requests_total counter\nhttp_requests_total 5\n",
+		"garbage":          "gpuwatch_loader_batches_total{ 1 2",
+		"empty":            "",
+		"negative counter": "", // covered below
+	} {
+		if name == "negative counter" {
+			continue
+		}
+		if _, _, err := CountersFromMetrics([]byte(text)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	c, _, err := CountersFromMetrics([]byte("gpuwatch_loader_batches_total -5\n"))
+	if err != nil || c.Batches != 0 {
+		t.Errorf("negative counter: %+v %v", c, err)
+	}
+}
+
+// loaderServer serves the captured metrics and a tiny pprof index, and
+// records every request's method.
+type loaderServer struct {
+	*httptest.Server
+	mu      sync.Mutex
+	methods []string
+	down    bool
+}
+
+func newLoaderServer(t *testing.T, text []byte) *loaderServer {
+	s := &loaderServer{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.methods = append(s.methods, r.Method)
+		down := s.down
+		s.mu.Unlock()
+		if down {
+			http.Error(w, "restarting", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		w.Write(text)
+	})
+	mux.HandleFunc("/debug/pprof/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "profiles") })
+	s.Server = httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestAttachFirstConnection(t *testing.T) {
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<html>login</html>")
+	}))
+	defer html.Close()
+	nothing := httptest.NewServer(http.NotFoundHandler())
+	defer nothing.Close()
+	stuck := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-stuck:
+		case <-r.Context().Done():
+		}
+	}))
+	defer func() { close(stuck); slow.Close() }()
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	tlsURL := strings.Replace(newLoaderServer(t, metricsText(t)).URL, "http://", "https://", 1)
+	selfSigned := httptest.NewTLSServer(http.NotFoundHandler())
+	defer selfSigned.Close()
+
+	tests := []struct {
+		name, url, want string
+	}{
+		{"refused", closed, "connection refused"},
+		{"no such host", "http://gpuwatch-no-such-host.invalid:6060", "no such host"},
+		{"timeout", slow.URL, "no answer within 100ms"},
+		{"html", html.URL, "HTML page"},
+		{"404 everywhere", nothing.URL, "/metrics answered 404 Not Found"},
+		{"tls to a plain server", tlsURL, "TLS handshake failed"},
+		{"untrusted certificate", selfSigned.URL, "TLS: x509: certificate signed by unknown authority"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := NewAttach(tc.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Timeout = 100 * time.Millisecond
+			err = a.Check(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "cannot attach to "+a.Source()) {
+				t.Fatalf("err = %v, want it to name the URL and say %q", err, tc.want)
+			}
+			if strings.Count(err.Error(), "\n") > 0 {
+				t.Fatalf("not one line: %q", err)
+			}
+		})
+	}
+}
+
+func TestAttachProfileOnlyEndpoint(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "pprof index") })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	a, _ := NewAttach(srv.URL)
+	if err := a.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !a.NoMetrics() {
+		t.Fatal("a pprof-only endpoint is not marked as such")
+	}
+	if _, err := a.LoaderCounters(context.Background()); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no loader metrics") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestAttachNeverShowsCredentialsNorFollowsRedirectsAway(t *testing.T) {
+	other := newLoaderServer(t, metricsText(t))
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/metrics", http.StatusFound)
+	}))
+	defer redirect.Close()
+	u := strings.Replace(redirect.URL, "http://", "http://alice:s3cret@", 1)
+	a, err := NewAttach(u + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Check(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "refusing a redirect to another host") {
+		t.Fatalf("err = %v", err)
+	}
+	for _, s := range []string{a.Source(), err.Error()} {
+		if strings.Contains(s, "s3cret") || strings.Contains(s, "alice") {
+			t.Fatalf("credentials shown: %q", s)
+		}
+	}
+	if len(other.methods) != 0 {
+		t.Fatal("the other host was contacted")
+	}
+	if _, err := NewAttach("ftp://bob:pw@example.com"); err == nil || strings.Contains(err.Error(), "pw") {
+		t.Fatalf("bad scheme: %v", err)
+	}
+}
+
+func TestAttachDisconnectBackoffAndReconnect(t *testing.T) {
+	srv := newLoaderServer(t, metricsText(t))
+	a, _ := NewAttach(srv.URL)
+	now := t0
+	a.now = func() time.Time { return now }
+	p := NewLoader(a)
+	ctx := context.Background()
+	f := frameAt(now)
+	if err := p.Collect(ctx, f); err != nil || f.Loader == nil || f.Loader.Connected == nil || !*f.Loader.Connected {
+		t.Fatalf("connected frame: %+v %v", f.Loader, err)
+	}
+	srv.mu.Lock()
+	srv.down = true
+	srv.mu.Unlock()
+	now = now.Add(time.Second)
+	f = frameAt(now)
+	err := p.Collect(ctx, f)
+	if !errors.Is(err, ErrDisconnected) || f.Loader == nil || *f.Loader.Connected || !f.Loader.DisconnectedSince.Equal(now) {
+		t.Fatalf("after the loader went away: %+v %v", f.Loader, err)
+	}
+	// Within the backoff, no request is made.
+	srv.mu.Lock()
+	n := len(srv.methods)
+	srv.mu.Unlock()
+	now = now.Add(500 * time.Millisecond)
+	_ = p.Collect(ctx, frameAt(now))
+	srv.mu.Lock()
+	if len(srv.methods) != n {
+		t.Fatal("retried before the backoff ran out")
+	}
+	srv.down = false
+	srv.mu.Unlock()
+	now = now.Add(2 * time.Second)
+	f = frameAt(now)
+	if err := p.Collect(ctx, f); err != nil || !*f.Loader.Connected {
+		t.Fatalf("did not reconnect: %+v %v", f.Loader, err)
+	}
+	for _, m := range srv.methods {
+		if m != http.MethodGet {
+			t.Fatalf("sent a %s", m)
+		}
+	}
+}

@@ -1,0 +1,299 @@
+package probes
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// categoryRules sort a CPU sample into what the loader was doing, looking
+// at its stack from the innermost frame out: the first frame that matches
+// any rule decides, so a read syscall under a decode loop counts as
+// reading. The garbage collector's own goroutines are runtime wherever they
+// are. Prefixes match the function name as pprof prints it; Python
+// functions from the hook read as "module.function (file)".
+var categoryRules = []struct {
+	category string
+	prefixes []string
+}{
+	{"reading", []string{
+		"syscall.read", "syscall.pread", "syscall.Read", "syscall.Pread", "internal/poll.(*FD).Read",
+		"internal/poll.(*FD).Pread", "os.(*File).Read", "os.(*File).ReadAt", "net.(*conn).Read",
+		"internal/poll.(*FD).ReadFrom", "io.ReadFull", "io.ReadAtLeast", "bufio.(*Reader).Read",
+		"read ", "readinto ", "pread ", "recv ", "recv_into ", "_io.", "os.read", "socket.", "ssl.",
+		"github.com/gpuwatch/gpuwatch/loader.(*reader).", // the embedded loader's reads (copies included)
+	}},
+	{"waiting", []string{
+		"runtime.chanrecv", "runtime.chansend", "runtime.selectgo", "runtime.gopark", "runtime.semacquire",
+		"runtime.notesleep", "runtime.futex", "runtime.usleep", "runtime.netpoll", "runtime.epollwait",
+		"sync.(*Mutex).Lock", "sync.(*RWMutex)", "sync.(*WaitGroup).Wait", "sync.(*Cond).Wait", "time.Sleep",
+		"runtime.timeSleep", "runtime.mPark", "runtime.stopm", "runtime.findRunnable", "runtime.schedule",
+		"threading.", "queue.", "time.sleep", "select.", "selectors.",
+	}},
+	{"gc", []string{
+		"runtime.gcBgMarkWorker", "runtime.gcDrain", "runtime.scanobject", "runtime.markroot", "runtime.mallocgc",
+		"runtime.gcAssist", "runtime.bgsweep", "runtime.bgscavenge", "runtime.memclrNoHeapPointers",
+		"runtime.(*mheap)", "runtime.sweepone", "runtime.gcStart", "gc.collect",
+	}},
+	{"decoding", []string{
+		"hash/", "compress/", "image/", "encoding/", "crypto/", "math/", "strconv.", "unicode/", "sort.", "slices.",
+		"github.com/gpuwatch/gpuwatch/loader.decode", "numpy", "torch", "PIL", "cv2", "json.", "pickle.",
+		"zlib.", "gzip.", "lz4", "zstd",
+	}},
+}
+
+// Categories in display order.
+var profileCategories = []string{"reading", "decoding", "waiting", "gc", "other"}
+
+func categorize(stack []string) string {
+	for _, fn := range stack { // innermost first
+		if strings.HasPrefix(fn, "runtime.gcBgMarkWorker") {
+			return "gc"
+		}
+	}
+	for _, fn := range stack {
+		for _, r := range categoryRules {
+			for _, p := range r.prefixes {
+				if strings.HasPrefix(fn, p) {
+					return r.category
+				}
+			}
+		}
+	}
+	return "other"
+}
+
+// MaxProfileBytes caps a fetched profile (64 MiB): a bigger one is skipped.
+const MaxProfileBytes = 64 << 20
+
+// SummarizeProfile parses a pprof profile (gzipped or not) and summarizes
+// its CPU time: shares per category, and the top functions by flat and
+// cumulative share, cum counted once per function per sample as pprof does.
+func SummarizeProfile(data []byte, top int) (*sample.Profile, error) {
+	if len(data) == 0 {
+		return nil, errors.New("empty profile")
+	}
+	p, err := profile.Parse(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("not a pprof profile: %w", err)
+	}
+	return summarize(p, top)
+}
+
+func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
+	vi := valueIndex(p)
+	if vi < 0 {
+		return nil, errors.New("profile has no CPU or sample value")
+	}
+	unit := p.SampleType[vi].Unit
+	out := &sample.Profile{DurationSec: float64(p.DurationNanos) / 1e9}
+	if p.TimeNanos != 0 {
+		out.TakenAt = time.Unix(0, p.TimeNanos)
+	}
+	// Everything about a function — its category, whether it is the GC's
+	// worker — is decided once per function, not once per frame of every
+	// sample: a 5 MB profile has ~100 k samples but a few thousand
+	// functions. Samples then walk integer indices only.
+	names := make([]string, 0, len(p.Function)+1)
+	byFunc := make(map[*profile.Function]int, len(p.Function))
+	for _, f := range p.Function {
+		byFunc[f] = len(names)
+		names = append(names, f.Name)
+	}
+	// Locations by ID in a slice when IDs are dense (they are in profiles
+	// Go and the pprof encoder write), else a map: a frame costs an index,
+	// not a map lookup.
+	maxID := uint64(0)
+	for _, loc := range p.Location {
+		maxID = max(maxID, loc.ID)
+	}
+	var byID [][]int
+	if maxID <= uint64(4*len(p.Location)+16) {
+		byID = make([][]int, maxID+1)
+	}
+	locFuncs := make(map[*profile.Location][]int)
+	funcOf := func(loc *profile.Location) []int {
+		if byID != nil && loc.ID <= maxID {
+			if fs := byID[loc.ID]; fs != nil {
+				return fs
+			}
+		} else if fs, ok := locFuncs[loc]; ok {
+			return fs
+		}
+		var fs []int // innermost first: inlined calls come first in Line
+		for _, ln := range loc.Line {
+			if ln.Function == nil {
+				continue
+			}
+			i, ok := byFunc[ln.Function]
+			if !ok { // a function missing from the table: still count it
+				i = len(names)
+				byFunc[ln.Function] = i
+				names = append(names, ln.Function.Name)
+			}
+			fs = append(fs, i)
+		}
+		if len(fs) == 0 {
+			fs = append(fs, len(names))
+			names = append(names, fmt.Sprintf("0x%x", loc.Address))
+		}
+		if byID != nil && loc.ID <= maxID && loc.ID != 0 {
+			byID[loc.ID] = fs
+		} else {
+			locFuncs[loc] = fs
+		}
+		return fs
+	}
+	for _, loc := range p.Location {
+		funcOf(loc)
+	}
+	cat := make([]int8, len(names)) // index into profileCategories, -1 none
+	gcWorker := make([]bool, len(names))
+	for i, n := range names {
+		cat[i] = ruleCategory(n)
+		gcWorker[i] = strings.HasPrefix(n, "runtime.gcBgMarkWorker")
+	}
+	grow := func() { // functions first met in samples (malformed tables)
+		for len(cat) < len(names) {
+			cat = append(cat, ruleCategory(names[len(cat)]))
+			gcWorker = append(gcWorker, strings.HasPrefix(names[len(gcWorker)], "runtime.gcBgMarkWorker"))
+		}
+	}
+	flat := make([]int64, len(names))
+	cum := make([]int64, len(names))
+	stamp := make([]int, len(names)) // sample number that last counted cum
+	var cats [5]int64
+	var total int64
+	for si, s := range p.Sample {
+		if vi >= len(s.Value) || s.Value[vi] <= 0 {
+			continue
+		}
+		v := s.Value[vi]
+		total += v
+		first, c, gc := -1, int8(-1), false
+		for _, loc := range s.Location {
+			fs := funcOf(loc)
+			if len(names) > len(cat) {
+				grow()
+				flat = append(flat, make([]int64, len(names)-len(flat))...)
+				cum = append(cum, make([]int64, len(names)-len(cum))...)
+				stamp = append(stamp, make([]int, len(names)-len(stamp))...)
+			}
+			for _, fi := range fs {
+				if first < 0 {
+					first = fi
+				}
+				if stamp[fi] != si+1 { // cum: once per function per sample
+					stamp[fi] = si + 1
+					cum[fi] += v
+				}
+				if c < 0 {
+					c = cat[fi]
+				}
+				gc = gc || gcWorker[fi]
+			}
+		}
+		if first >= 0 {
+			flat[first] += v
+		}
+		switch {
+		case gc:
+			cats[3] += v
+		case c >= 0:
+			cats[c] += v
+		default:
+			cats[4] += v
+		}
+	}
+	if total == 0 {
+		return nil, errors.New("profile has no samples")
+	}
+	switch unit {
+	case "nanoseconds":
+		out.CPUSec = float64(total) / 1e9
+	case "microseconds":
+		out.CPUSec = float64(total) / 1e6
+	case "milliseconds":
+		out.CPUSec = float64(total) / 1e3
+	case "seconds":
+		out.CPUSec = float64(total)
+	}
+	for i, c := range profileCategories {
+		out.Categories = append(out.Categories, sample.ProfileCategory{Name: c, Share: float64(cats[i]) / float64(total)})
+	}
+	// Merge functions of the same name (a profile may list one twice).
+	type agg struct{ flat, cum int64 }
+	byName := make(map[string]*agg, len(names))
+	for i, n := range names {
+		if i >= len(cum) || cum[i] == 0 {
+			continue
+		}
+		a := byName[n]
+		if a == nil {
+			a = &agg{}
+			byName[n] = a
+		}
+		a.flat += flat[i]
+		a.cum = max(a.cum, cum[i])
+	}
+	fns := make([]sample.ProfileFunc, 0, len(byName))
+	for n, a := range byName {
+		fns = append(fns, sample.ProfileFunc{Name: n, Flat: float64(a.flat) / float64(total), Cum: float64(a.cum) / float64(total)})
+	}
+	slices.SortFunc(fns, func(a, b sample.ProfileFunc) int {
+		if c := cmp.Compare(b.Flat, a.Flat); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.Cum, a.Cum); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	out.Top = fns[:min(top, len(fns))]
+	return out, nil
+}
+
+// ruleCategory is the category of the first rule matching a function, as
+// an index into profileCategories, or -1.
+func ruleCategory(fn string) int8 {
+	for _, r := range categoryRules {
+		for _, p := range r.prefixes {
+			if strings.HasPrefix(fn, p) {
+				return int8(slices.Index(profileCategories, r.category))
+			}
+		}
+	}
+	return -1
+}
+
+// valueIndex picks the sample value that is CPU time: the "cpu" type of a
+// Go profile, else the last one (pprof's default).
+func valueIndex(p *profile.Profile) int {
+	for i, st := range p.SampleType {
+		if st.Type == "cpu" {
+			return i
+		}
+	}
+	return len(p.SampleType) - 1
+}
+
+// readCapped reads at most limit bytes, failing past it.
+func readCapped(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("profile larger than %d MiB", limit>>20)
+	}
+	return b, nil
+}

@@ -1,0 +1,123 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// Profiler fetches a CPU profile from an attached loader every Every, each
+// Seconds long, on its own goroutine, and keeps the latest summary; its
+// Collect only copies that summary into the frame. A profile that fails
+// (truncated, not gzip, not protobuf, over MaxProfileBytes) is skipped with
+// its reason, and the previous summary stays.
+type Profiler struct {
+	a       *Attach
+	every   time.Duration
+	seconds int
+	now     func() time.Time
+
+	mu      sync.Mutex
+	latest  *sample.Profile
+	lastErr string
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// NewProfiler returns a Profiler for a; Start starts it.
+func NewProfiler(a *Attach, every, length time.Duration) *Profiler {
+	return &Profiler{a: a, every: every, seconds: max(1, int(length.Seconds())), now: time.Now}
+}
+
+// Start fetches the first profile now and then every Every, until Close.
+func (p *Profiler) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel, p.done = cancel, make(chan struct{})
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(p.every)
+		defer t.Stop()
+		for {
+			p.fetch(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+func (p *Profiler) fetch(ctx context.Context) {
+	s, err := p.take(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.lastErr = "profile skipped: " + err.Error()
+		return
+	}
+	p.latest, p.lastErr = s, ""
+}
+
+func (p *Profiler) take(ctx context.Context) (*sample.Profile, error) {
+	resp, err := p.a.get(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", p.seconds), time.Duration(p.seconds+10)*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/debug/pprof/profile answered %s", resp.Status)
+	}
+	data, err := readCapped(resp.Body, MaxProfileBytes)
+	if err != nil {
+		return nil, err
+	}
+	s, err := SummarizeProfile(data, 10)
+	if err != nil {
+		return nil, err
+	}
+	if s.TakenAt.IsZero() {
+		s.TakenAt = p.now()
+	}
+	return s, nil
+}
+
+// Name implements Probe.
+func (p *Profiler) Name() string { return "profile" }
+
+// Lane implements Laned: it shares the attached loader's worker.
+func (p *Profiler) Lane() string { return "attach" }
+
+// Collect implements Probe: the latest summary, and why the newest profile
+// was skipped if it was.
+func (p *Profiler) Collect(_ context.Context, f *sample.Frame) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.latest == nil && p.lastErr == "" {
+		return nil // the first profile is still being taken
+	}
+	out := &sample.Profile{}
+	if p.latest != nil {
+		c := *p.latest
+		out = &c
+	}
+	out.Error = p.lastErr
+	f.Profile = out
+	return nil
+}
+
+// Close stops the goroutine.
+func (p *Profiler) Close() error {
+	if p.cancel != nil {
+		p.cancel()
+		<-p.done
+	}
+	return nil
+}
