@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,6 +60,33 @@ the process view focuses on it (as --pid does).`,
 	}
 	w.register(cmd)
 	cmd.Flags().DurationVar(&every, "profile-every", 15*time.Second, "time between CPU profiles of the loader")
-	cmd.Flags().DurationVar(&length, "profile-seconds", 5*time.Second, "length of each CPU profile")
+	length = 5 * time.Second
+	cmd.Flags().Var(secondsFlag{&length}, "profile-seconds", "length of each CPU profile, in seconds (5) or as a duration (5s)")
 	return cmd
 }
+
+// secondsFlag is a duration given as whole seconds ("5", as pprof's
+// ?seconds=) or with a unit ("5s", "1m").
+type secondsFlag struct{ d *time.Duration }
+
+func (f secondsFlag) String() string {
+	if f.d == nil {
+		return "5"
+	}
+	return strconv.Itoa(int(f.d.Seconds()))
+}
+
+func (f secondsFlag) Set(v string) error {
+	if n, err := strconv.Atoi(v); err == nil {
+		*f.d = time.Duration(n) * time.Second
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q: want seconds (5) or a duration (5s)", v)
+	}
+	*f.d = d
+	return nil
+}
+
+func (f secondsFlag) Type() string { return "seconds" }

@@ -12,6 +12,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 	dto "github.com/prometheus/client_model/go"
@@ -353,5 +355,214 @@ func TestDemoTourSwitchesEveryScenario(t *testing.T) {
 	}
 	if loaderFrames < 15 {
 		t.Fatalf("%d frames with loader data", loaderFrames)
+	}
+}
+
+// attachLine is what the attach tests read from frames.
+type attachLine struct {
+	Type   string `json:"type"`
+	Loader *struct {
+		Connected         *bool      `json:"connected"`
+		DisconnectedSince *time.Time `json:"disconnected_since"`
+		Batches           uint64     `json:"batches"`
+		WaitShare         *float64   `json:"wait_share"`
+	} `json:"loader"`
+	Profile *struct {
+		Categories []struct {
+			Name  string  `json:"name"`
+			Share float64 `json:"share"`
+		} `json:"categories"`
+		Error string `json:"error"`
+	} `json:"profile"`
+	Procs *struct {
+		FocusPID int `json:"focus_pid"`
+	} `json:"procs"`
+	Verdict *struct {
+		Kind     string `json:"kind"`
+		Evidence []struct {
+			Text string `json:"text"`
+		} `json:"evidence"`
+	} `json:"verdict"`
+	Unavailable map[string]string `json:"unavailable"`
+}
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// lines streams a process's JSON lines.
+func lines(t *testing.T, r io.Reader) <-chan attachLine {
+	ch := make(chan attachLine, 256)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 4<<20)
+		for sc.Scan() {
+			var l attachLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Errorf("bad JSON line: %v", err)
+				return
+			}
+			ch <- l
+		}
+	}()
+	return ch
+}
+
+// await reads lines until ok, failing after limit.
+func await(t *testing.T, ch <-chan attachLine, what string, limit time.Duration, ok func(attachLine) bool) attachLine {
+	t.Helper()
+	deadline := time.After(limit)
+	for {
+		select {
+		case l, open := <-ch:
+			if !open {
+				t.Fatalf("attach ended before %s", what)
+			}
+			if l.Type == "frame" && ok(l) {
+				return l
+			}
+		case <-deadline:
+			t.Fatalf("no frame with %s within %v", what, limit)
+		}
+	}
+}
+
+// TestAttachToARealLoader runs `gpuwatch loader --scenario io-bound` as its
+// own process, attaches headless, and checks loader data, a profile whose
+// largest category is reading, the io_bound verdict and the focus on the
+// loader's PID; then kills the loader, sees the disconnection, restarts it
+// on the same port and sees the reconnection.
+func TestAttachToARealLoader(t *testing.T) {
+	addr := freePort(t)
+	// startLoader returns once the loader says it serves (its first line).
+	startLoader := func() *exec.Cmd {
+		cmd := exec.Command(binary(t), "loader", "--scenario", "io-bound", "--listen", addr)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		r := bufio.NewReader(out)
+		if first, err := r.ReadString('\n'); err != nil || !strings.Contains(first, "serving") {
+			t.Fatalf("loader start: %q %v", first, err)
+		}
+		go io.Copy(io.Discard, r)
+		return cmd
+	}
+	ldr := startLoader()
+	url := "http://" + addr
+	att := exec.Command(binary(t), "attach", url, "--headless", "--json", "--profile-every", "4s", "--profile-seconds", "2", "--duration", "90s")
+	out, err := att.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	att.Stderr = os.Stderr
+	if err := att.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = att.Process.Kill(); _ = att.Wait() })
+	ch := lines(t, out)
+
+	// The first profile, taken at once, also covers the loader's start-up
+	// (each worker's start-up work is hashing: "decoding"); the next ones
+	// are steady state.
+	largest := func(l attachLine) string {
+		best := l.Profile.Categories[0]
+		for _, c := range l.Profile.Categories {
+			if c.Share > best.Share {
+				best = c
+			}
+		}
+		return best.Name
+	}
+	l := await(t, ch, "loader data, a profile led by reading and the io_bound verdict", 40*time.Second, func(l attachLine) bool {
+		return l.Loader != nil && l.Loader.Connected != nil && *l.Loader.Connected && l.Loader.Batches > 0 && l.Loader.WaitShare != nil &&
+			l.Profile != nil && len(l.Profile.Categories) > 0 && largest(l) == "reading" && l.Verdict != nil && l.Verdict.Kind == "io_bound"
+	})
+	if l.Procs == nil || l.Procs.FocusPID != ldr.Process.Pid {
+		t.Fatalf("process focus %+v, loader pid %d", l.Procs, ldr.Process.Pid)
+	}
+	profileEvidence := false
+	for _, e := range l.Verdict.Evidence {
+		profileEvidence = profileEvidence || strings.Contains(e.Text, "CPU profile")
+	}
+	if !profileEvidence {
+		t.Fatalf("the verdict does not cite the profile: %+v", l.Verdict.Evidence)
+	}
+
+	_ = ldr.Process.Kill()
+	_ = ldr.Wait()
+	await(t, ch, "the disconnection", 10*time.Second, func(l attachLine) bool {
+		return l.Loader != nil && l.Loader.Connected != nil && !*l.Loader.Connected && l.Loader.DisconnectedSince != nil
+	})
+	startLoader()
+	await(t, ch, "the reconnection", 40*time.Second, func(l attachLine) bool {
+		return l.Loader != nil && l.Loader.Connected != nil && *l.Loader.Connected && l.Loader.Batches > 0
+	})
+	if err := att.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for range ch {
+	}
+	if err := att.Wait(); err != nil {
+		t.Fatalf("attach after SIGTERM: %v", err)
+	}
+}
+
+// TestAttachToAPlainGoPprofServer: a Go program with net/http/pprof and no
+// loader metrics gives profiles, and the frames say the metrics are missing.
+func TestAttachToAPlainGoPprofServer(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	srv := &http.Server{Handler: mux}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	var stop atomic.Bool
+	defer stop.Store(true)
+	go func() { // something for the profile to see
+		x := 0
+		for !stop.Load() {
+			x++
+		}
+	}()
+	att := exec.Command(binary(t), "attach", "http://"+ln.Addr().String(), "--headless", "--json",
+		"--profile-every", "3s", "--profile-seconds", "1", "--duration", "20s")
+	out, err := att.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := att.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = att.Process.Kill(); _ = att.Wait() })
+	await(t, lines(t, out), "a profile and the missing metrics said", 15*time.Second, func(l attachLine) bool {
+		return l.Profile != nil && len(l.Profile.Categories) > 0 && strings.Contains(l.Unavailable["loader"], "no loader metrics")
+	})
+}
+
+func TestAttachRefusesADeadURL(t *testing.T) {
+	addr := freePort(t)
+	out, err := exec.Command(binary(t), "attach", "http://user:hunter2@"+addr).CombinedOutput()
+	if code := exitCode(err); code != 1 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	s := string(out)
+	if !strings.Contains(s, "cannot attach to http://"+addr+": connection refused") || strings.Contains(s, "hunter2") || strings.Count(s, "\n") != 1 {
+		t.Fatalf("output %q", s)
 	}
 }
