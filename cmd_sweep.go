@@ -72,7 +72,7 @@ samples/s) is marked. --out writes the results as JSON.`,
 					return usageErrorf(cmd, "%v", err)
 				}
 			}
-			return runSweep(cmd.Context(), base, grid, out, stdout, stderr)
+			return runSweep(cmd.Context(), base, grid, out, k.events, stdout, stderr)
 		},
 	}
 	k.register(cmd, true)
@@ -124,16 +124,28 @@ type sweepResult struct {
 	WallSeconds   float64 `json:"wall_seconds"`
 }
 
-func runSweep(ctx context.Context, base loader.Config, grid []loader.Config, out string, stdout, stderr io.Writer) error {
+func runSweep(ctx context.Context, base loader.Config, grid []loader.Config, out, eventsPath string, stdout, stderr io.Writer) error {
 	ds, err := openDataset(base, func(s string) { fmt.Fprintln(stderr, "gpuwatch:", s) })
 	if err != nil {
 		return err
+	}
+	// One events file for the whole sweep: each configuration's run is a
+	// "run start" … "run end" block, in grid order.
+	var events *loader.Events
+	if eventsPath != "" {
+		f, err := os.Create(eventsPath)
+		if err != nil {
+			return fmt.Errorf("--events: %w", err)
+		}
+		defer f.Close()
+		events = loader.NewEvents(f)
+		defer events.Close()
 	}
 	bar := newProgress(stderr, len(grid))
 	results := make([]sweepResult, 0, len(grid))
 	for i, c := range grid {
 		bar.show(i, fmt.Sprintf("workers=%d prefetch=%d persistent=%v", c.Workers, c.Prefetch, c.Persistent))
-		l := loader.New(c, ds, nil)
+		l := loader.New(c, ds, events)
 		start := time.Now()
 		if err := l.Run(ctx); err != nil {
 			bar.done()

@@ -179,10 +179,12 @@ func TestDatasetThatDoesNotFitIsRefused(t *testing.T) {
 
 func TestSweepTableAndJSON(t *testing.T) {
 	outFile := filepath.Join(t.TempDir(), "sweep.json")
+	eventsFile := filepath.Join(t.TempDir(), "events.jsonl")
 	var out, errb bytes.Buffer
 	code := run([]string{"sweep", "--workers", "0,1,2", "--prefetch", "1,2", "--dataset", t.TempDir(),
 		"--dataset-size", "4MiB", "--sample-size", "4KiB", "--batch-size", "8", "--step-time", "1ms",
-		"--decode-cost", "200us", "--worker-start", "5ms", "--epochs", "2", "--batches", "5", "--out", outFile}, &out, &errb)
+		"--decode-cost", "200us", "--worker-start", "5ms", "--epochs", "2", "--batches", "5", "--out", outFile,
+		"--events", eventsFile}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -224,6 +226,13 @@ func TestSweepTableAndJSON(t *testing.T) {
 	}
 	if best != 1 || strings.Count(table, "*") != 2 { // the row mark and the legend
 		t.Fatalf("best marked %d times:\n%s", best, table)
+	}
+	ev, err := os.ReadFile(eventsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(ev), `"name":"run start"`); n != 5 {
+		t.Fatalf("%d runs in the events file, want one per configuration (5)", n)
 	}
 }
 
