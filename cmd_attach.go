@@ -36,26 +36,7 @@ the process view focuses on it (as --pid does).`,
 			if length < time.Second || every <= length {
 				return usageErrorf(cmd, "want --profile-seconds ≥ 1s and --profile-every longer than it (have %v and %v)", length, every)
 			}
-			a, err := probes.NewAttach(args[0])
-			if err != nil {
-				return usageErrorf(cmd, "%v", err)
-			}
-			ctx := cmd.Context()
-			if err := a.Check(ctx); err != nil {
-				return err
-			}
-			focus := 0
-			if pid := a.PID(); w.pid == 0 && pid > 0 && probes.ProcessExists(w.procRoot, pid) {
-				focus = pid
-			}
-			prof := probes.NewProfiler(a, every, length)
-			prof.Start()
-			defer prof.Close()
-			title := "attached to " + a.Source()
-			if a.NoMetrics() {
-				title += " (profiles only: no loader metrics)"
-			}
-			return runSession(ctx, &w, session{probes: []probes.Probe{probes.NewLoader(a), prof}, focus: focus, title: title}, stdout, stderr)
+			return runAttach(cmd, &w, args[0], every, length, stdout, stderr)
 		},
 	}
 	w.register(cmd)
@@ -90,3 +71,28 @@ func (f secondsFlag) Set(v string) error {
 }
 
 func (f secondsFlag) Type() string { return "seconds" }
+
+// runAttach connects to the loader at raw and runs the session with its
+// metrics and profiles (attach, and record --attach).
+func runAttach(cmd *cobra.Command, w *watchFlags, raw string, every, length time.Duration, stdout, stderr io.Writer) error {
+	a, err := probes.NewAttach(raw)
+	if err != nil {
+		return usageErrorf(cmd, "%v", err)
+	}
+	ctx := cmd.Context()
+	if err := a.Check(ctx); err != nil {
+		return err
+	}
+	focus := 0
+	if pid := a.PID(); w.pid == 0 && pid > 0 && probes.ProcessExists(w.procRoot, pid) {
+		focus = pid
+	}
+	prof := probes.NewProfiler(a, every, length)
+	prof.Start()
+	defer prof.Close()
+	title := "attached to " + a.Source()
+	if a.NoMetrics() {
+		title += " (profiles only: no loader metrics)"
+	}
+	return runSession(ctx, w, session{probes: []probes.Probe{probes.NewLoader(a), prof}, focus: focus, title: title}, stdout, stderr)
+}

@@ -25,7 +25,7 @@ import (
 // command. Nothing else writes to the terminal meanwhile: logs go to a file.
 // On quit, a signal (SIGINT, SIGTERM, SIGHUP) or a panic in any of our
 // goroutines, the program stops and the terminal is restored.
-func runDashboard(ctx context.Context, w *watchFlags, s session, sampler *probes.Sampler, diag *diagnose.Diagnoser, stdout, stderr io.Writer) error {
+func runDashboard(ctx context.Context, w *watchFlags, s session, sampler *probes.Sampler, diag *diagnose.Diagnoser, rec *recording, stdout, stderr io.Writer) error {
 	logFile := openLog()
 	if logFile != nil {
 		defer logFile.Close()
@@ -37,7 +37,7 @@ func runDashboard(ctx context.Context, w *watchFlags, s session, sampler *probes
 	if title == "" {
 		title = "this machine"
 	}
-	model := tui.New(tui.Options{Updates: updates, Title: title, Interval: w.interval, SetInterval: sampler.SetInterval})
+	model := tui.New(tui.Options{Updates: updates, Title: title, Interval: w.interval, SetInterval: sampler.SetInterval, Record: rec.toggle})
 	// 10 frames a second: keys still redraw within 100 ms, and bubbletea
 	// parses the view on every flush tick before it finds nothing changed —
 	// at its default 60 fps that idle parsing was two thirds of our CPU.
@@ -76,8 +76,16 @@ func runDashboard(ctx context.Context, w *watchFlags, s session, sampler *probes
 				if sc, isScenario := n.(report.Scenario); isScenario {
 					note = "scenario " + sc.Name
 				}
+				if err := rec.note(n); err != nil {
+					log.Print(err)
+				}
 			case f := <-frames:
 				v := diag.Observe(f)
+				if err := rec.frame(f, &v); err != nil {
+					log.Print(err)
+					note = "recording stopped: " + err.Error()
+					_, _, _ = rec.stop()
+				}
 				select {
 				case updates <- tui.Update{Frame: f, Verdict: v, Note: note}:
 					note = ""

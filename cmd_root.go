@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"runtime/pprof"
 	"time"
@@ -32,6 +33,9 @@ type watchFlags struct {
 	thresholdsFile string
 	thresholdSets  []string
 	thresholds     diagnose.Thresholds
+
+	record        string
+	recordMaxSize int64
 }
 
 func (w *watchFlags) register(cmd *cobra.Command) {
@@ -46,6 +50,9 @@ func (w *watchFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&w.sysRoot, "sys-root", "/sys", "where sysfs is mounted")
 	fl.StringVar(&w.thresholdsFile, "thresholds", "", "JSON file overriding diagnosis thresholds (names: docs/diagnosis.md)")
 	fl.StringArrayVar(&w.thresholdSets, "threshold", nil, "override one diagnosis threshold, name=value (repeatable), e.g. wait_share_starved=0.3")
+	fl.StringVar(&w.record, "record", "", "record frames, verdicts and events to this file (JSON lines; replay with gpuwatch replay)")
+	w.recordMaxSize = 512 << 20
+	fl.Var(sizeFlag{&w.recordMaxSize}, "record-max-size", "rotate the recording to FILE.1 past this size")
 }
 
 // validate checks flag values that pflag's types do not.
@@ -133,7 +140,8 @@ interval; with --json one JSON object per line.`,
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{cmd: cmd.CommandPath(), err: err}
 	})
-	root.AddCommand(newVersionCmd(stdout), newDemoCmd(stdout, stderr), newLoaderCmd(stdout, stderr), newSweepCmd(stdout, stderr), newAttachCmd(stdout, stderr))
+	root.AddCommand(newVersionCmd(stdout), newDemoCmd(stdout, stderr), newLoaderCmd(stdout, stderr), newSweepCmd(stdout, stderr), newAttachCmd(stdout, stderr),
+		newRecordCmd(stdout, stderr), newReplayCmd(stdout, stderr))
 	wrapArgs(root)
 	return root
 }
@@ -184,6 +192,22 @@ func runSession(ctx context.Context, w *watchFlags, s session, stdout, stderr io
 	if pid == 0 {
 		pid = s.focus
 	}
+	rec := &recording{maxBytes: w.recordMaxSize, notify: func(s string) { log.Print(s) }}
+	if w.record != "" {
+		if _, err := os.Stat(w.record); err == nil {
+			return fmt.Errorf("--record %s: the file exists; record to a new file", w.record)
+		}
+		rec.start(w.record)
+	}
+	defer func() {
+		if path, n, err := rec.stop(); path != "" {
+			if err != nil {
+				fmt.Fprintf(stderr, "gpuwatch: recording %s: %v\n", path, err)
+			} else if !dashboard {
+				fmt.Fprintf(stderr, "gpuwatch: recorded %d frames to %s\n", n, path)
+			}
+		}
+	}()
 	roots := probes.Roots{Proc: w.procRoot, Sys: w.sysRoot}
 	ps := probes.SystemProbes(roots, probes.ProcOptions{PID: pid}, probes.DiskOptions{All: w.allDisks})
 	ps = append(ps, probes.NewGPU(probes.DefaultGPUSources(w.sysRoot)...))
@@ -199,7 +223,10 @@ func runSession(ctx context.Context, w *watchFlags, s session, stdout, stderr io
 	errc := make(chan error, 1)
 	diag := diagnose.NewDiagnoser(w.thresholds)
 	if dashboard {
-		return runDashboard(ctx, w, s, sampler, diag, stdout, stderr)
+		return runDashboard(ctx, w, s, sampler, diag, rec, stdout, stderr)
+	}
+	if !dashboard {
+		rec.notify = func(s string) { fmt.Fprintln(stderr, "gpuwatch:", s) }
 	}
 	go func() { errc <- sampler.Run(ctx, frames) }()
 	emit := func(f *sample.Frame, v *diagnose.Verdict) error { return report.WriteLine(stdout, f, v) }
@@ -219,10 +246,16 @@ func runSession(ctx context.Context, w *watchFlags, s session, stdout, stderr io
 			if err := note(n); err != nil {
 				return fmt.Errorf("write output: %w", err)
 			}
+			if err := rec.note(n); err != nil {
+				return err
+			}
 		case f := <-frames:
 			v := diag.Observe(f)
 			if err := emit(f, &v); err != nil {
 				return fmt.Errorf("write output: %w", err)
+			}
+			if err := rec.frame(f, &v); err != nil {
+				return err
 			}
 		case err := <-errc:
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

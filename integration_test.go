@@ -30,6 +30,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"golang.org/x/sys/unix"
+
+	"github.com/gpuwatch/gpuwatch/report"
 )
 
 var (
@@ -564,5 +566,111 @@ func TestAttachRefusesADeadURL(t *testing.T) {
 	s := string(out)
 	if !strings.Contains(s, "cannot attach to http://"+addr+": connection refused") || strings.Contains(s, "hunter2") || strings.Count(s, "\n") != 1 {
 		t.Fatalf("output %q", s)
+	}
+}
+
+// verdictKinds reads the verdict kind of every frame line.
+func verdictKinds(t *testing.T, b []byte) []string {
+	t.Helper()
+	var kinds []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 4<<20)
+	for sc.Scan() {
+		var l struct {
+			Type    string `json:"type"`
+			Verdict *struct {
+				Kind string `json:"kind"`
+			} `json:"verdict"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Type == "frame" && l.Verdict != nil {
+			kinds = append(kinds, l.Verdict.Kind)
+		}
+	}
+	return kinds
+}
+
+// TestRecordReplayRoundTrip records a demo scenario headless, replays the
+// file headless, and compares the verdict of every frame.
+func TestRecordReplayRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.jsonl")
+	live, err := exec.Command(binary(t), "demo", "--scenario", "single-core", "--headless", "--json", "--duration", "8s", "--record", path).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := exec.Command(binary(t), "replay", path, "--headless", "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := verdictKinds(t, live), verdictKinds(t, replayed)
+	if len(a) < 6 || strings.Join(a, " ") != strings.Join(b, " ") {
+		t.Fatalf("live verdicts %v\nreplayed %v", a, b)
+	}
+	if a[len(a)-1] != "single_core_maxed" {
+		t.Fatalf("live run ended on %s", a[len(a)-1])
+	}
+}
+
+// TestRecordingSurvivesKill9 kills a recording process with SIGKILL: the
+// file must parse up to its last line, with at most ~1 s of frames lost.
+func TestRecordingSurvivesKill9(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.jsonl")
+	cmd := exec.Command(binary(t), "--headless", "--json", "--interval", "200ms", "--record", path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(nil, 4<<20)
+	var printed int
+	var lastPrinted time.Time
+	for sc.Scan() && printed < 10 {
+		var l struct {
+			Time time.Time `json:"time"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatal(err)
+		}
+		printed++
+		lastPrinted = l.Time
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec, err := report.ReadRecording(f)
+	if err != nil {
+		t.Fatalf("the killed recording does not read: %v", err)
+	}
+	if len(rec.Frames) < printed-1 {
+		t.Fatalf("%d frames in the file, %d were printed before the kill", len(rec.Frames), printed)
+	}
+	if lost := lastPrinted.Sub(rec.Frames[len(rec.Frames)-1].Frame.Time); lost > time.Second {
+		t.Fatalf("lost %v of frames", lost)
+	}
+}
+
+func TestReplayRefusesWhatIsNotARecording(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"csv.txt":     "time,cpu\n1,2\n",
+		"newer.jsonl": `{"type":"header","format":"gpuwatch-recording","version":9}` + "\n",
+	} {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(text), 0o644)
+		out, err := exec.Command(binary(t), "replay", p, "--headless").CombinedOutput()
+		if exitCode(err) != 1 || strings.Count(string(out), "\n") != 1 {
+			t.Fatalf("%s: exit %d, %q", name, exitCode(err), out)
+		}
 	}
 }

@@ -213,9 +213,9 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Zoom):
 		m.zoom = !m.zoom
 	case key.Matches(msg, k.Export):
-		m.runAction(m.opt.Export, "export: reports come with the record-and-report feature; not available yet")
+		m.runAction(m.opt.Export, "export: reports are not available yet (record with r, or --record)")
 	case key.Matches(msg, k.Record):
-		m.runAction(m.opt.Record, "record: recording comes with the record-and-report feature; not available yet")
+		m.runAction(m.opt.Record, "record: not available here")
 	}
 	return nil
 }

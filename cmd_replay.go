@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/tui"
+)
+
+func newRecordCmd(stdout, stderr io.Writer) *cobra.Command {
+	var w watchFlags
+	var out, attach string
+	cmd := &cobra.Command{
+		Use:   "record -o FILE [--duration D] [--pid PID | --attach URL]",
+		Short: "Record headless for batch jobs (SLURM, cron): frames, verdicts and events to a file",
+		Example: `  gpuwatch record --duration 10m -o run.jsonl --pid "$SLURM_TASK_PID"
+  gpuwatch record -o run.jsonl --attach http://127.0.0.1:6060`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return usageErrorf(cmd, "-o FILE is required")
+			}
+			if attach != "" && w.pid != 0 {
+				return usageErrorf(cmd, "--pid and --attach: choose one (attach focuses on the loader's PID itself)")
+			}
+			w.record, w.headless = out, true
+			if err := w.validate(cmd); err != nil {
+				return err
+			}
+			if attach != "" {
+				return runAttach(cmd, &w, attach, 15*time.Second, 5*time.Second, io.Discard, stderr)
+			}
+			return runSession(cmd.Context(), &w, session{}, io.Discard, stderr)
+		},
+	}
+	w.register(cmd)
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the recording file to write (refuses an existing one)")
+	cmd.Flags().StringVar(&attach, "attach", "", "also attach to this loader URL (as gpuwatch attach)")
+	_ = cmd.Flags().MarkHidden("headless")
+	_ = cmd.Flags().MarkHidden("record")
+	return cmd
+}
+
+func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
+	var headless, asJSON bool
+	var speed float64
+	cmd := &cobra.Command{
+		Use:   "replay FILE",
+		Short: "Play a recording back, in the dashboard or as lines; verdicts are recomputed from the recorded frames",
+		Example: `  gpuwatch replay run.jsonl
+  gpuwatch replay run.jsonl --speed 8
+  gpuwatch replay run.jsonl --headless --json > verdicts.jsonl`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if speed <= 0 || speed > 64 {
+				return usageErrorf(cmd, "--speed %v: want more than 0 and at most 64", speed)
+			}
+			f, err := os.Open(args[0])
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			rec, err := report.ReadRecording(f)
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			for _, w := range rec.Warnings {
+				fmt.Fprintf(stderr, "gpuwatch: %s: %s\n", args[0], w)
+			}
+			if len(rec.Frames) == 0 {
+				return fmt.Errorf("%s: no frame recorded", args[0])
+			}
+			if headless || asJSON || !isTerminal(stdout) {
+				return replayLines(rec, asJSON, stdout)
+			}
+			return replayDashboard(cmd.Context(), rec, args[0], speed, stdout)
+		},
+	}
+	cmd.Flags().BoolVar(&headless, "headless", false, "print one line per frame, as fast as they are read (default when stdout is not a terminal)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "with --headless: JSON lines, verdicts recomputed")
+	cmd.Flags().Float64Var(&speed, "speed", 1, "playback speed in the dashboard (0.5 to 64)")
+	return cmd
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// replayLines recomputes each frame's verdict with a fresh Diagnoser and
+// prints the frames with their scenario lines in time order.
+func replayLines(rec *report.Recording, asJSON bool, stdout io.Writer) error {
+	d := diagnose.NewDiagnoser(diagnose.DefaultThresholds())
+	jw := report.NewJSONWriter(stdout)
+	notes := rec.Scenarios
+	for i := range rec.Frames {
+		f := &rec.Frames[i].Frame
+		for len(notes) > 0 && !notes[0].Time.After(f.Time) {
+			var err error
+			if asJSON {
+				err = jw.WriteNote(notes[0])
+			} else {
+				err = report.WriteNoteLine(stdout, notes[0])
+			}
+			if err != nil {
+				return err
+			}
+			notes = notes[1:]
+		}
+		v := d.Observe(f)
+		var err error
+		if asJSON {
+			err = jw.WriteFrame(f, &v)
+		} else {
+			err = report.WriteLine(stdout, f, &v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replayDashboard plays the recording at its recorded pace × speed. The
+// wait between frames is the playback clock, not a workaround.
+func replayDashboard(ctx context.Context, rec *report.Recording, name string, speed float64, stdout io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	updates := make(chan tui.Update)
+	model := tui.New(tui.Options{Updates: updates, Title: fmt.Sprintf("replay of %s (×%g)", name, speed), Interval: time.Second})
+	p := tea.NewProgram(model, tea.WithContext(ctx), tea.WithOutput(stdout), tea.WithFPS(10))
+	go func() {
+		defer close(updates)
+		d := diagnose.NewDiagnoser(diagnose.DefaultThresholds())
+		for i := range rec.Frames {
+			f := &rec.Frames[i].Frame
+			if i > 0 {
+				gap := f.Time.Sub(rec.Frames[i-1].Frame.Time)
+				t := time.NewTimer(time.Duration(float64(min(gap, 10*time.Second)) / speed))
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					return
+				}
+			}
+			select {
+			case updates <- tui.Update{Frame: f, Verdict: d.Observe(f)}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	_, err := p.Run()
+	if err == nil || errors.Is(err, tea.ErrProgramKilled) || errors.Is(err, tea.ErrInterrupted) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
