@@ -68,16 +68,11 @@ custom configuration (defaults for the rest).`,
 // runDemo runs each configuration in turn (round and round for the tour)
 // while the session watches the machine and the loader.
 func runDemo(ctx context.Context, w *watchFlags, cfgs []loader.Config, eventsPath string, every time.Duration, stdout, stderr io.Writer) error {
-	var events *loader.Events
-	if eventsPath != "" {
-		f, err := os.Create(eventsPath)
-		if err != nil {
-			return fmt.Errorf("--events: %w", err)
-		}
-		defer f.Close()
-		events = loader.NewEvents(f)
-		defer events.Close()
+	events, closeEvents, err := openEvents(eventsPath)
+	if err != nil {
+		return err
 	}
+	defer closeEvents()
 	// Open every dataset before watching, so generation is not mistaken
 	// for the loader's work.
 	datasets := make([]*loader.Dataset, len(cfgs))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -180,3 +181,17 @@ func parseIntList(s string) ([]int, error) {
 }
 
 type pflagFlag = pflag.Flag
+
+// openEvents starts the --events writer on path; "" gives a nil writer
+// (events discarded). The returned close flushes it and closes the file.
+func openEvents(path string) (*loader.Events, func(), error) {
+	if path == "" {
+		return nil, func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--events: %w", err)
+	}
+	ev := loader.NewEvents(f)
+	return ev, func() { _ = ev.Close(); _ = f.Close() }, nil
+}

@@ -50,16 +50,11 @@ func runLoader(ctx context.Context, c loader.Config, listen, eventsPath string, 
 	if err != nil {
 		return err
 	}
-	var events *loader.Events
-	if eventsPath != "" {
-		f, err := os.Create(eventsPath)
-		if err != nil {
-			return fmt.Errorf("--events: %w", err)
-		}
-		defer f.Close()
-		events = loader.NewEvents(f)
-		defer events.Close()
+	events, closeEvents, err := openEvents(eventsPath)
+	if err != nil {
+		return err
 	}
+	defer closeEvents()
 	l := loader.New(c, ds, events)
 	ln, stop, err := loader.Serve(listen, loader.Handler(l))
 	if err != nil {

@@ -131,16 +131,11 @@ func runSweep(ctx context.Context, base loader.Config, grid []loader.Config, out
 	}
 	// One events file for the whole sweep: each configuration's run is a
 	// "run start" … "run end" block, in grid order.
-	var events *loader.Events
-	if eventsPath != "" {
-		f, err := os.Create(eventsPath)
-		if err != nil {
-			return fmt.Errorf("--events: %w", err)
-		}
-		defer f.Close()
-		events = loader.NewEvents(f)
-		defer events.Close()
+	events, closeEvents, err := openEvents(eventsPath)
+	if err != nil {
+		return err
 	}
+	defer closeEvents()
 	bar := newProgress(stderr, len(grid))
 	results := make([]sweepResult, 0, len(grid))
 	for i, c := range grid {

@@ -52,7 +52,7 @@ func TestExitCodes(t *testing.T) {
 // member the JSON contract promises (README, docs/json.md).
 func TestHeadlessJSONContract(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := run([]string{"--headless", "--json", "--interval", "100ms", "--duration", "450ms"}, &out, &errb)
+	code := run([]string{"--headless", "--json", "--interval", "100ms", "--duration", "1500ms"}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -101,7 +101,7 @@ func TestHeadlessJSONContract(t *testing.T) {
 		}
 	}
 	if n < 3 {
-		t.Fatalf("%d frames in 450 ms at 100 ms, want at least 3", n)
+		t.Fatalf("%d frames in 1.5 s at 100 ms, want at least 3", n)
 	}
 }
 
@@ -242,7 +242,7 @@ func TestDemoCustomConfigWithEventsAndJSON(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run([]string{"demo", "--headless", "--json", "--interval", "200ms", "--duration", "10s",
 		"--dataset", dir, "--dataset-size", "4MiB", "--sample-size", "4KiB", "--workers", "2",
-		"--step-time", "5ms", "--epochs", "3", "--batches", "20", "--events", events}, &out, &errb)
+		"--step-time", "25ms", "--epochs", "3", "--batches", "20", "--events", events}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -172,11 +171,8 @@ func (p *CPU) Name() string { return "cpu" }
 
 // Collect implements Probe. The first call only takes the baseline reading.
 func (p *CPU) Collect(_ context.Context, f *sample.Frame) error {
-	b, err := p.r.read(p.statPath)
+	b, err := readRequired(&p.r, p.statPath)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return Unavailable("no %s: is procfs mounted?", p.statPath)
-		}
 		return err
 	}
 	if err := parseProcStat(b, &p.cur, p.scratch); err != nil {

@@ -3,9 +3,7 @@ package probes
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -148,11 +146,8 @@ func (p *Disk) isWhole(name string) bool {
 
 // Collect implements Probe.
 func (p *Disk) Collect(_ context.Context, f *sample.Frame) error {
-	b, err := p.r.read(p.statsPath)
+	b, err := readRequired(&p.r, p.statsPath)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return Unavailable("no %s: is procfs mounted?", p.statsPath)
-		}
 		return err
 	}
 	p.round++

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -113,11 +112,8 @@ func (p *Mem) Name() string { return "mem" }
 // Collect implements Probe. Used memory is total minus available, as free(1)
 // counts it since procps-ng 3.3.10.
 func (p *Mem) Collect(_ context.Context, f *sample.Frame) error {
-	b, err := p.r.read(p.meminfoPath)
+	b, err := readRequired(&p.r, p.meminfoPath)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return Unavailable("no %s: is procfs mounted?", p.meminfoPath)
-		}
 		return err
 	}
 	m, err := parseMeminfo(b, p.scratch)

@@ -3,9 +3,7 @@ package probes
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -61,11 +59,8 @@ func (p *Net) Name() string { return "net" }
 
 // Collect implements Probe.
 func (p *Net) Collect(_ context.Context, f *sample.Frame) error {
-	b, err := p.r.read(p.path)
+	b, err := readRequired(&p.r, p.path)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return Unavailable("no %s", p.path)
-		}
 		return err
 	}
 	p.round++

@@ -2,8 +2,21 @@ package probes
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"strconv"
 )
+
+// readRequired reads a kernel file a probe cannot work without: a missing
+// one makes the source unavailable ("no /proc/stat: is procfs mounted?"),
+// any other failure is an error to retry.
+func readRequired(r *fileReader, path string) ([]byte, error) {
+	b, err := r.read(path)
+	if err != nil && errors.Is(err, fs.ErrNotExist) {
+		return nil, Unavailable("no %s: is procfs mounted?", path)
+	}
+	return b, err
+}
 
 // The helpers below parse kernel text without allocating: fields are
 // sub-slices of the buffer that was read.
