@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
+	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -131,39 +133,129 @@ func replayLines(rec *report.Recording, asJSON bool, stdout io.Writer) error {
 	return nil
 }
 
-// replayDashboard plays the recording at its recorded pace × speed. The
-// wait between frames is the playback clock, not a workaround.
+// replayDashboard plays the recording in the dashboard, with the replay
+// keys: pause, seek, speed.
 func replayDashboard(ctx context.Context, rec *report.Recording, name string, speed float64, stdout io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	updates := make(chan tui.Update)
-	model := tui.New(tui.Options{Updates: updates, Title: fmt.Sprintf("replay of %s (×%g)", name, speed), Interval: time.Second})
+	pl := &player{frames: rec.Frames, speed: speed, cmds: make(chan playerCmd, 16)}
+	model := tui.New(tui.Options{Updates: updates, Title: "replay of " + name, Interval: time.Second, Replay: &tui.Replay{
+		Pause: func(p bool) { pl.send(playerCmd{pause: &p}) },
+		Seek:  func(by time.Duration) { pl.send(playerCmd{seek: by}) },
+		Speed: pl.scale,
+	}})
 	p := tea.NewProgram(model, tea.WithContext(ctx), tea.WithOutput(stdout), tea.WithFPS(10))
-	go func() {
-		defer close(updates)
-		d := diagnose.NewDiagnoser(diagnose.DefaultThresholds())
-		for i := range rec.Frames {
-			f := &rec.Frames[i].Frame
-			if i > 0 {
-				gap := f.Time.Sub(rec.Frames[i-1].Frame.Time)
-				t := time.NewTimer(time.Duration(float64(min(gap, 10*time.Second)) / speed))
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					t.Stop()
-					return
-				}
-			}
-			select {
-			case updates <- tui.Update{Frame: f, Verdict: d.Observe(f)}:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	go pl.run(ctx, updates)
 	_, err := p.Run()
 	if err == nil || errors.Is(err, tea.ErrProgramKilled) || errors.Is(err, tea.ErrInterrupted) || errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err
+}
+
+// player plays recorded frames at their recorded pace × speed. Its waits
+// between frames are the playback clock.
+type player struct {
+	frames []report.Recorded
+	cmds   chan playerCmd
+	mu     sync.Mutex
+	speed  float64
+}
+
+type playerCmd struct {
+	pause *bool
+	seek  time.Duration
+	wake  bool // the speed changed: recompute the wait
+}
+
+func (pl *player) send(c playerCmd) {
+	select {
+	case pl.cmds <- c:
+	default: // keys faster than playback can take them: drop
+	}
+}
+
+// scale multiplies the speed (kept within ×0.5 … ×16) and returns it.
+func (pl *player) scale(f float64) float64 {
+	pl.mu.Lock()
+	pl.speed = min(16, max(0.5, pl.speed*f))
+	s := pl.speed
+	pl.mu.Unlock()
+	pl.send(playerCmd{wake: true})
+	return s
+}
+
+func (pl *player) currentSpeed() float64 {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.speed
+}
+
+// run sends frame idx, waits the recorded gap, and so on; a seek rebuilds
+// the diagnoser from up to 60 frames before the target and resends them,
+// the first marked Reset, so sparklines and verdicts are right there.
+func (pl *player) run(ctx context.Context, updates chan<- tui.Update) {
+	defer close(updates)
+	frames := pl.frames
+	d := diagnose.NewDiagnoser(diagnose.DefaultThresholds())
+	send := func(i int, reset bool) bool {
+		f := &frames[i].Frame
+		select {
+		case updates <- tui.Update{Frame: f, Verdict: d.Observe(f), Reset: reset}:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	seekTo := func(i int) bool {
+		d = diagnose.NewDiagnoser(diagnose.DefaultThresholds())
+		for j := max(0, i-60); j <= i; j++ {
+			if !send(j, j == max(0, i-60)) {
+				return false
+			}
+		}
+		return true
+	}
+	paused := false
+	idx := 0
+	if !send(0, false) {
+		return
+	}
+	for {
+		var wait <-chan time.Time
+		var t *time.Timer
+		if !paused && idx+1 < len(frames) { // at the end, only commands (seek back)
+			gap := min(frames[idx+1].Frame.Time.Sub(frames[idx].Frame.Time), 10*time.Second)
+			t = time.NewTimer(time.Duration(float64(gap) / pl.currentSpeed()))
+			wait = t.C
+		}
+		select {
+		case <-ctx.Done():
+			if t != nil {
+				t.Stop()
+			}
+			return
+		case <-wait:
+			idx++
+			if !send(idx, false) {
+				return
+			}
+		case c := <-pl.cmds:
+			if t != nil {
+				t.Stop()
+			}
+			switch {
+			case c.pause != nil:
+				paused = *c.pause
+			case c.seek != 0:
+				target := frames[idx].Frame.Time.Add(c.seek)
+				i := sort.Search(len(frames), func(k int) bool { return !frames[k].Frame.Time.Before(target) })
+				idx = min(max(i, 0), len(frames)-1)
+				if !seekTo(idx) {
+					return
+				}
+			}
+		}
+	}
 }

@@ -258,3 +258,36 @@ func frameOf(i int, kind diagnose.Kind, text string) Update {
 		CPU: &sample.CPU{BusyPct: 99, Cores: []sample.Core{{ID: 0, BusyPct: 99}, {ID: 1, BusyPct: 99}}}}
 	return Update{Frame: f, Verdict: diagnose.Verdict{Kind: kind, Since: f.Time, Confidence: 0.9, Evidence: []diagnose.Evidence{{Text: text}}}}
 }
+
+func TestFlowReplayKeysDriveThePlayer(t *testing.T) {
+	var paused []bool
+	var seeks []time.Duration
+	var speeds []float64
+	speed := 1.0
+	f := flow(t, Options{Replay: &Replay{
+		Pause: func(p bool) { paused = append(paused, p) },
+		Seek:  func(by time.Duration) { seeks = append(seeks, by) },
+		Speed: func(x float64) float64 { speed *= x; speeds = append(speeds, speed); return speed },
+	}})
+	f.frame(0, diagnose.Healthy, "x")
+	f.sees("seek 10s")
+	f.press("space")
+	f.tm.Send(tea.KeyPressMsg{Code: tea.KeyLeft})
+	f.sees("seek -10s")
+	f.tm.Send(tea.KeyPressMsg{Code: tea.KeyRight})
+	f.press("]")
+	f.sees("speed ×2")
+	f.press("[")
+	f.press("[")
+	f.sees("speed ×0.5")
+	f.press("tab") // focus still moves
+	f.press("?")
+	f.sees("In a replay")
+	f.quit()
+	if len(paused) != 1 || !paused[0] || len(seeks) != 2 || seeks[0] != -10*time.Second || seeks[1] != 10*time.Second || len(speeds) != 3 {
+		t.Fatalf("paused %v seeks %v speeds %v", paused, seeks, speeds)
+	}
+	if f.m.focus != pCPU {
+		t.Fatalf("tab did not move focus: %v", f.m.focus)
+	}
+}

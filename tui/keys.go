@@ -27,6 +27,13 @@ func DefaultKeyMap() KeyMap {
 	}
 }
 
+// replayHelp are the keys that change meaning in a replay.
+var replayHelp = [][2]string{
+	{"space", "pause or resume playback"},
+	{"←/→", "seek 10 s back or forward"},
+	{"[ / ]", "half or double the speed (×0.5 … ×16)"},
+}
+
 // all lists the bindings in help order.
 func (k KeyMap) all() []key.Binding {
 	return []key.Binding{k.Quit, k.Help, k.Details, k.Pause, k.Faster, k.Slower, k.Next, k.Prev, k.Up, k.Down, k.Zoom, k.Back, k.Export, k.Record}

@@ -26,6 +26,17 @@ type Update struct {
 	Verdict diagnose.Verdict
 	// Note is a line for the status bar ("scenario single-core").
 	Note string
+	// Reset clears the history first (a replay seeked).
+	Reset bool
+}
+
+// Replay controls a playing recording: with it, space pauses playback,
+// ←/→ seek 10 s and [/] halve or double the speed (tab still moves focus).
+type Replay struct {
+	Pause func(paused bool)
+	Seek  func(by time.Duration)
+	// Speed multiplies the speed by factor and returns the new speed.
+	Speed func(factor float64) float64
 }
 
 // Options configure the dashboard.
@@ -43,6 +54,8 @@ type Options struct {
 	// Export and Record are the e and r keys; nil says "not available".
 	Export func() (string, error)
 	Record func() (string, error)
+	// Replay, when set, makes the keys control a playing recording.
+	Replay *Replay
 }
 
 // Minimum terminal size; below it the dashboard says so.
@@ -110,6 +123,10 @@ func (m *Model) Observe(u Update) {
 	if u.Frame == nil {
 		return
 	}
+	if u.Reset {
+		m.hist = sample.NewHistory(m.opt.History)
+		m.batches = m.batches[:0]
+	}
 	m.hist.Add(u.Frame)
 	if l := u.Frame.Loader; l != nil {
 		m.batches = append(m.batches, l.Timeline...)
@@ -164,6 +181,31 @@ func (m *Model) scrollBy(n int) { m.scroll[m.focus] = max(0, m.scroll[m.focus]+n
 // key handles a key press; overlays take esc and their own key first.
 func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
+	if r := m.opt.Replay; r != nil && !m.help && !m.details {
+		at := m.latest.frameTime()
+		switch msg.String() {
+		case "space":
+			m.paused = !m.paused
+			r.Pause(m.paused)
+			m.shown = m.latest // playback stops: nothing new to freeze against
+			return nil
+		case "left", "right":
+			by := 10 * time.Second
+			if msg.String() == "left" {
+				by = -by
+			}
+			r.Seek(by)
+			m.setStatus(fmt.Sprintf("seek %+ds", int(by.Seconds())), at)
+			return nil
+		case "[", "]":
+			f := 2.0
+			if msg.String() == "[" {
+				f = 0.5
+			}
+			m.setStatus(fmt.Sprintf("speed ×%g", r.Speed(f)), at)
+			return nil
+		}
+	}
 	switch {
 	case key.Matches(msg, k.Quit):
 		return tea.Quit
@@ -288,6 +330,9 @@ func visible(s string) int { return ansi.StringWidthWc(s) }
 
 func (m *Model) footer(w int) string {
 	parts := []string{"q quit", "? help", "d details", "space pause", "tab focus", "enter zoom", "+/- " + m.interval.String()}
+	if m.opt.Replay != nil {
+		parts = []string{"q quit", "? help", "d details", "space pause", "←/→ seek 10s", "[/] speed", "tab focus", "enter zoom"}
+	}
 	s := m.styles.Dim.Render(strings.Join(parts, " · "))
 	if m.paused {
 		s = m.styles.Warn.Render("PAUSED ") + s
@@ -303,6 +348,12 @@ func (m *Model) helpLines() []string {
 	for _, b := range m.keys.all() {
 		h := b.Help()
 		out = append(out, fmt.Sprintf("  %-12s %s", h.Key, h.Desc))
+	}
+	if m.opt.Replay != nil {
+		out = append(out, "", m.styles.Label.Render("In a replay"))
+		for _, h := range replayHelp {
+			out = append(out, fmt.Sprintf("  %-12s %s", h[0], h[1]))
+		}
 	}
 	out = append(out, "", "The mouse wheel scrolls the focused panel.",
 		"Colours follow the terminal (16, 256, true colour); NO_COLOR turns them off.")

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/tui"
+)
+
+func recordedFrames(n int) []report.Recorded {
+	t0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	out := make([]report.Recorded, n)
+	for i := range out {
+		out[i].Frame = sample.Frame{Time: t0.Add(time.Duration(i) * 100 * time.Millisecond),
+			CPU: &sample.CPU{BusyPct: 10, Cores: []sample.Core{{ID: 0, BusyPct: 10}}}, Unavailable: map[string]string{}}
+	}
+	return out
+}
+
+func next(t *testing.T, ch <-chan tui.Update) tui.Update {
+	t.Helper()
+	select {
+	case u := <-ch:
+		return u
+	case <-time.After(5 * time.Second):
+		t.Fatal("the player sent nothing for 5 s")
+	}
+	return tui.Update{}
+}
+
+// TestPlayerSeeksAndKeepsOrder plays 400 frames 100 ms apart at ×16: in
+// order, then a seek back 10 s resends from up to 60 frames before the
+// target, the first marked Reset, and goes on from there.
+func TestPlayerSeeksAndKeepsOrder(t *testing.T) {
+	frames := recordedFrames(400)
+	pl := &player{frames: frames, speed: 16, cmds: make(chan playerCmd, 16)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := make(chan tui.Update)
+	go pl.run(ctx, ch)
+	var last time.Time
+	for i := 0; i < 250; i++ { // 24.9 s in
+		u := next(t, ch)
+		if i > 0 && !u.Frame.Time.After(last) {
+			t.Fatalf("frame %d out of order", i)
+		}
+		last = u.Frame.Time
+	}
+	pl.send(playerCmd{seek: -10 * time.Second}) // to ~14.9 s, frame ~149
+	var u tui.Update
+	for u = next(t, ch); !u.Reset; u = next(t, ch) {
+	}
+	target := last.Add(-10 * time.Second)
+	if got, want := u.Frame.Time, target.Add(-6*time.Second); got.Sub(want) > 300*time.Millisecond || want.Sub(got) > 300*time.Millisecond {
+		t.Fatalf("after the seek, playback restarts at %v, want ~%v (60 frames before the target)", got, want)
+	}
+	if s := pl.scale(4); s != 16 {
+		t.Fatalf("speed %v, want capped at 16", s)
+	}
+	if s := pl.scale(1.0 / 64); s != 0.5 {
+		t.Fatalf("speed %v, want floored at 0.5", s)
+	}
+}
