@@ -37,7 +37,9 @@ func runDashboard(ctx context.Context, w *watchFlags, s session, sampler *probes
 	if title == "" {
 		title = "this machine"
 	}
-	model := tui.New(tui.Options{Updates: updates, Title: title, Interval: w.interval, SetInterval: sampler.SetInterval, Record: rec.toggle})
+	kept := &sessionFrames{}
+	model := tui.New(tui.Options{Updates: updates, Title: title, Interval: w.interval, SetInterval: sampler.SetInterval,
+		Record: rec.toggle, Export: kept.export})
 	// 10 frames a second: keys still redraw within 100 ms, and bubbletea
 	// parses the view on every flush tick before it finds nothing changed —
 	// at its default 60 fps that idle parsing was two thirds of our CPU.
@@ -79,8 +81,10 @@ func runDashboard(ctx context.Context, w *watchFlags, s session, sampler *probes
 				if err := rec.note(n); err != nil {
 					log.Print(err)
 				}
+				kept.note(n)
 			case f := <-frames:
 				v := diag.Observe(f)
+				kept.add(f)
 				if err := rec.frame(f, &v); err != nil {
 					log.Print(err)
 					note = "recording stopped: " + err.Error()

@@ -21,11 +21,11 @@ import (
 
 func newRecordCmd(stdout, stderr io.Writer) *cobra.Command {
 	var w watchFlags
-	var out, attach string
+	var out, attach, reportOut string
 	cmd := &cobra.Command{
 		Use:   "record -o FILE [--duration D] [--pid PID | --attach URL]",
 		Short: "Record headless for batch jobs (SLURM, cron): frames, verdicts and events to a file",
-		Example: `  gpuwatch record --duration 10m -o run.jsonl --pid "$SLURM_TASK_PID"
+		Example: `  gpuwatch record --duration 10m -o run.jsonl --report run.html --pid "$SLURM_TASK_PID"
   gpuwatch record -o run.jsonl --attach http://127.0.0.1:6060`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -39,15 +39,23 @@ func newRecordCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err := w.validate(cmd); err != nil {
 				return err
 			}
+			var err error
 			if attach != "" {
-				return runAttach(cmd, &w, attach, 15*time.Second, 5*time.Second, io.Discard, stderr)
+				err = runAttach(cmd, &w, attach, 15*time.Second, 5*time.Second, io.Discard, stderr)
+			} else {
+				err = runSession(cmd.Context(), &w, session{}, io.Discard, stderr)
 			}
-			return runSession(cmd.Context(), &w, session{}, io.Discard, stderr)
+			if err != nil || reportOut == "" {
+				return err
+			}
+			// The recording is closed: write its report, as `report` would.
+			return writeReport(out, reportOut, false, stderr, stderr)
 		},
 	}
 	w.register(cmd)
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the recording file to write (refuses an existing one)")
 	cmd.Flags().StringVar(&attach, "attach", "", "also attach to this loader URL (as gpuwatch attach)")
+	cmd.Flags().StringVar(&reportOut, "report", "", "at exit, also write the report (.html, .md or .json)")
 	_ = cmd.Flags().MarkHidden("headless")
 	_ = cmd.Flags().MarkHidden("record")
 	return cmd

@@ -674,3 +674,71 @@ func TestReplayRefusesWhatIsNotARecording(t *testing.T) {
 		}
 	}
 }
+
+// TestReportRendersInChromium writes the HTML report of a recorded tour
+// and renders it in Debian's headless Chromium: the DOM must hold every
+// chart, a screenshot must come out, and the browser must log no error.
+func TestReportRendersInChromium(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium not installed (CI installs Debian's)")
+	}
+	dir := t.TempDir()
+	html := filepath.Join(dir, "tour.html")
+	if out, err := exec.Command(binary(t), "report", filepath.Join("report", "testdata", "tour.jsonl"), "-o", html).CombinedOutput(); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + filepath.Join(dir, "profile"), "--enable-logging=stderr", "--v=0"}
+	var stderr bytes.Buffer
+	cmd := exec.Command(browser, append(args, "--dump-dom", "file://"+html)...)
+	cmd.Stderr = &stderr
+	dom, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	for _, id := range []string{"chart-verdicts", "chart-accel", "chart-cores", "chart-disk", "chart-psi", "chart-train", "chart-wait-hist"} {
+		if !bytes.Contains(dom, []byte(`id="`+id+`"`)) {
+			t.Errorf("rendered DOM lacks %s", id)
+		}
+	}
+	if !bytes.Contains(dom, []byte("single_core_maxed")) || bytes.Count(dom, []byte("<svg")) < 7 {
+		t.Fatalf("rendered DOM lacks verdicts or charts")
+	}
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(line, "CONSOLE") || strings.Contains(line, "Uncaught") {
+			t.Errorf("page error: %s", line)
+		}
+	}
+	png := filepath.Join(dir, "tour.png")
+	shot := exec.Command(browser, append(args, "--window-size=1000,2600", "--screenshot="+png, "file://"+html)...)
+	if out, err := shot.CombinedOutput(); err != nil {
+		t.Fatalf("screenshot: %v\n%s", err, out)
+	}
+	if st, err := os.Stat(png); err != nil || st.Size() < 20<<10 {
+		t.Fatalf("screenshot %v, %v", st, err)
+	}
+}
+
+// TestRecordWritesItsReportAtExit: record --duration with --report leaves
+// both the recording and the report.
+func TestRecordWritesItsReportAtExit(t *testing.T) {
+	dir := t.TempDir()
+	run, md := filepath.Join(dir, "run.jsonl"), filepath.Join(dir, "run.md")
+	out, err := exec.Command(binary(t), "record", "--duration", "3s", "--interval", "500ms", "-o", run, "--report", md).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	b, err := os.ReadFile(md)
+	if err != nil || !strings.Contains(string(b), "# gpuwatch report") || !strings.Contains(string(b), "| verdict | time | share |") {
+		t.Fatalf("report: %v\n%s", err, b)
+	}
+	if _, err := os.Stat(run); err != nil {
+		t.Fatal(err)
+	}
+	again, err := exec.Command(binary(t), "report", run, "-o", md).CombinedOutput()
+	if exitCode(err) != 1 || !strings.Contains(string(again), "--force") {
+		t.Fatalf("replaced a report without --force: %s", again)
+	}
+}

@@ -129,6 +129,14 @@ func decide(w *window, th Thresholds) decision {
 		single = append(single, evidence("cpu.cores.busy_pct", w.hottestCore.v, ">=", th.SingleThreadPct, "%",
 			fmt.Sprintf("one core is %.0f %% busy while the machine is %.0f %% busy", w.hottestCore.v, w.cpuBusy.v)))
 	}
+	if len(single) == 0 && !cpuSat && w.workers == 0 && w.hottestThread.ok && w.hottestThread.v >= th.SingleThreadPct-20 {
+		// The loader says num_workers=0: loading runs in the training loop
+		// itself — DESIGN.md's signature — even when contention holds its
+		// thread a little under the 90 % mark.
+		single = append(single, evidence("loader.workers", 0, "<=", 0, "",
+			fmt.Sprintf("the loader has no workers (num_workers=0): loading runs in the training loop, whose thread %s (tid %d) is at %.0f %% of a core",
+				w.threadName, w.threadTID, w.hottestThread.v)))
+	}
 	if len(single) > 0 && w.cpuBusy.ok {
 		single = append(single, evidence("cpu.busy_pct", w.cpuBusy.v, "<", th.CPUSaturatedPct, "%",
 			fmt.Sprintf("the other cores are mostly idle: the machine is %.0f %% busy", w.cpuBusy.v)))

@@ -77,6 +77,16 @@ func TestClassifyHandMadeWindows(t *testing.T) {
 			thread(f, 99)
 			loader(f, 0.8, 0, 0.1, 0.9)
 		}), SingleCoreMaxed, "thread python (tid 100) runs at 99 %"},
+		{"num_workers=0 under contention: thread at 80 %", frames(3, func(_ int, f *sample.Frame) {
+			host(f, 60, 0, 3)
+			thread(f, 80)
+			loader(f, 0.85, 0, 0.1, 0.7)
+		}), SingleCoreMaxed, "no workers (num_workers=0)"},
+		{"one worker and a busy thread is not the num_workers=0 case", frames(3, func(_ int, f *sample.Frame) {
+			host(f, 60, 0, 3)
+			thread(f, 80)
+			loader(f, 0.85, 1, 0.1, 0.7)
+		}), GPUStarved, ""},
 		{"disk saturated", frames(3, func(_ int, f *sample.Frame) {
 			host(f, 20, 55, 2)
 			f.Disks[0].BusyPct = 99

@@ -162,3 +162,29 @@ func FuzzReadRecording(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkRecorderFrame is the cost of recording one frame of the real
+// demo recording (encode, write, flush to a file): the whole cost of
+// --record per interval.
+func BenchmarkRecorderFrame(b *testing.B) {
+	f, _ := os.Open(filepath.Join("testdata", "tour.jsonl"))
+	rec, err := ReadRecording(f)
+	f.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := NewRecorder(filepath.Join(b.TempDir(), "bench.jsonl"), header(), 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	v := &diagnose.Verdict{Kind: diagnose.IOBound, Evidence: []diagnose.Evidence{{Text: "nvme0n1 is 98 % busy"}}, Advice: []string{"read sequentially"}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		fr := rec.Frames[i%len(rec.Frames)].Frame
+		if err := r.Frame(&fr, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -134,7 +134,7 @@ func TestFlowHelpDetailsFocusZoom(t *testing.T) {
 	f.press("enter")
 	f.sees("─ Loader")
 	f.press("e")
-	f.sees("not available yet")
+	f.sees("export: not available here")
 	f.quit()
 }
 

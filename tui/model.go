@@ -255,7 +255,7 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Zoom):
 		m.zoom = !m.zoom
 	case key.Matches(msg, k.Export):
-		m.runAction(m.opt.Export, "export: reports are not available yet (record with r, or --record)")
+		m.runAction(m.opt.Export, "export: not available here")
 	case key.Matches(msg, k.Record):
 		m.runAction(m.opt.Record, "record: not available here")
 	}

@@ -1,0 +1,7 @@
+package report
+
+import "flag"
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func updateFlag() bool { return *update }

@@ -1,0 +1,154 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+)
+
+var generated = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// tour is a real recording (testdata/tour.jsonl): `gpuwatch demo
+// --tour-every 6s --duration 38s --record` on the 2-core VM, every scenario.
+func tour(t testing.TB) *Summary {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "tour.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec, err := ReadRecording(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Build(rec, "testdata/tour.jsonl", diagnose.DefaultThresholds(), generated)
+}
+
+func TestReportOfARealTour(t *testing.T) {
+	s := tour(t)
+	seen := map[string]bool{}
+	for _, v := range s.Verdicts {
+		seen[v.Kind] = true
+	}
+	for _, k := range []string{"healthy", "gpu_starved", "single_core_maxed", "cpu_saturated", "io_bound"} {
+		if !seen[k] {
+			t.Errorf("the tour's report lacks %s: %+v", k, s.Verdicts)
+		}
+	}
+	sum := 0.0
+	for _, v := range s.Verdicts {
+		sum += v.Share
+	}
+	if sum < 0.999 || sum > 1.001 || len(s.Timeline) < 5 || len(s.Findings) < 5 || s.Loader == nil || len(s.Recording.Scenarios) < 6 {
+		t.Fatalf("summary: shares %v, %d segments, %d findings, loader %v, scenarios %v", sum, len(s.Timeline), len(s.Findings), s.Loader, s.Recording.Scenarios)
+	}
+	for _, f := range s.Findings {
+		if len(f.Evidence) == 0 || (f.Kind != "healthy" && f.Kind != "idle" && len(f.Advice) == 0) {
+			t.Errorf("finding %s without evidence or advice", f.Kind)
+		}
+	}
+}
+
+// TestGoldenMarkdownAndJSON compares the reports of the fixed recording
+// with testdata/tour.{md,json} (-update rewrites them).
+func TestGoldenMarkdownAndJSON(t *testing.T) {
+	s := tour(t)
+	var md, js bytes.Buffer
+	if err := WriteMarkdown(&md, s, "tour.html"); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&js, s); err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][]byte{"tour.md": md.Bytes(), "tour.json": js.Bytes()} {
+		path := filepath.Join("testdata", name)
+		if updateFlag() {
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (go test ./report -update)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the golden file (go test ./report -run Golden -update rewrites it)", name)
+		}
+	}
+}
+
+func TestHTMLIsSelfContained(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteHTML(&b, tour(t)); err != nil {
+		t.Fatal(err)
+	}
+	h := b.String()
+	for _, id := range []string{"chart-verdicts", "chart-accel", "chart-cores", "chart-disk", "chart-psi", "chart-train", "chart-wait-hist"} {
+		if !strings.Contains(h, `id="`+id+`"`) {
+			t.Errorf("no %s", id)
+		}
+	}
+	for _, bad := range []string{"<script", "http://", "https://", "src="} {
+		if strings.Contains(h, bad) {
+			t.Errorf("the report is not self-contained: it has %q", bad)
+		}
+	}
+}
+
+func TestWriteFileIsAtomicAndKeepsExistingFiles(t *testing.T) {
+	dir := t.TempDir()
+	s := tour(t)
+	path := filepath.Join(dir, "r.html")
+	if err := WriteFile(path, s, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(path, s, false); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("replaced a report: %v", err)
+	}
+	if err := WriteFile(path, s, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(filepath.Join(dir, "r.pdf"), s, false); err == nil {
+		t.Fatal("accepted .pdf")
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Fatalf("left temporary files: %v", ents)
+	}
+}
+
+// BenchmarkReportOneHour builds and writes the HTML report of a one-hour
+// recording at 1 s (the tour's frames repeated). Targets: ≤ 2 s, HTML
+// ≤ 3 MB.
+func BenchmarkReportOneHour(b *testing.B) {
+	f, _ := os.Open(filepath.Join("testdata", "tour.jsonl"))
+	rec, err := ReadRecording(f)
+	f.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	base := rec.Frames
+	start := base[0].Frame.Time
+	rec.Frames = nil
+	for i := 0; i < 3600; i++ {
+		fr := base[i%len(base)]
+		fr.Frame.Time = start.Add(time.Duration(i) * time.Second)
+		rec.Frames = append(rec.Frames, fr)
+	}
+	var size int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var out bytes.Buffer
+		s := Build(rec, "hour.jsonl", diagnose.DefaultThresholds(), generated)
+		if err := WriteHTML(&out, s); err != nil {
+			b.Fatal(err)
+		}
+		size = out.Len()
+	}
+	b.ReportMetric(float64(size)/(1<<20), "MiB-html")
+}

@@ -1,0 +1,428 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// WriteJSON writes the report as indented JSON (schema: docs/report.md).
+func WriteJSON(w io.Writer, s *Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(s)
+}
+
+func pctStr(v float64) string { return fmt.Sprintf("%.0f %%", 100*v) }
+
+func dur(sec float64) string {
+	d := time.Duration(sec * float64(time.Second)).Round(time.Second)
+	if d < time.Minute {
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	}
+	return d.String()
+}
+
+// WriteMarkdown writes the report as Markdown tables; htmlName, when set,
+// is linked as the report with charts.
+func WriteMarkdown(w io.Writer, s *Summary, htmlName string) error {
+	var b strings.Builder
+	r := s.Recording
+	fmt.Fprintf(&b, "# gpuwatch report: %s\n\n", orDash(s.Dominant))
+	if htmlName != "" {
+		fmt.Fprintf(&b, "Charts: [%s](%s)\n\n", htmlName, htmlName)
+	}
+	fmt.Fprintf(&b, "%s on **%s** (%d cores", r.Start.UTC().Format("2006-01-02 15:04:05 UTC"), orDash(r.Host), r.Cores)
+	if len(r.GPUs) > 0 {
+		fmt.Fprintf(&b, ", %d GPU: %s", len(r.GPUs), strings.Join(r.GPUs, ", "))
+	} else {
+		b.WriteString(", no GPU")
+	}
+	fmt.Fprintf(&b, "), %s, %d frames, gpuwatch %s.\n\n", dur(r.DurationSec), r.Frames, r.GpuwatchVersion)
+	for _, wmsg := range r.Warnings {
+		fmt.Fprintf(&b, "> warning: %s\n\n", wmsg)
+	}
+	b.WriteString("## Verdicts\n\n| verdict | time | share |\n|---|---:|---:|\n")
+	for _, v := range s.Verdicts {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", v.Kind, dur(v.Seconds), pctStr(v.Share))
+	}
+	b.WriteString("\n## Timeline\n\n| from | to | verdict |\n|---|---|---|\n")
+	for _, seg := range s.Timeline {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", seg.Start.UTC().Format("15:04:05"), seg.End.UTC().Format("15:04:05"), seg.Kind)
+	}
+	b.WriteString("\n## Findings\n")
+	for _, f := range s.Findings {
+		fmt.Fprintf(&b, "\n### %s — %s\n\n%s, confidence %.0f %%.\n\n", f.Kind, f.Title, f.Severity, 100*f.Confidence)
+		for _, e := range f.Evidence {
+			fmt.Fprintf(&b, "- %s\n", e)
+		}
+		if len(f.Advice) > 0 {
+			b.WriteString("\nWhat to change:\n\n")
+			for _, a := range f.Advice {
+				fmt.Fprintf(&b, "1. %s\n", a)
+			}
+		}
+		if len(f.Missing) > 0 {
+			fmt.Fprintf(&b, "\nNot seen: %s.\n", strings.Join(f.Missing, "; "))
+		}
+	}
+	if l := s.Loader; l != nil {
+		fmt.Fprintf(&b, "\n## Loader\n\n%s: %d batches, mean wait share %s, mean %.0f samples/s.\n",
+			l.Source, l.Batches, pctStr(l.MeanWaitShare), l.MeanSamplesPerSec)
+		if len(l.Knobs) > 0 {
+			b.WriteString("\n| knob | value |\n|---|---|\n")
+			for _, k := range sortedKeys(l.Knobs) {
+				fmt.Fprintf(&b, "| %s | %s |\n", k, l.Knobs[k])
+			}
+		}
+	}
+	if p := s.Profile; p != nil {
+		b.WriteString("\n## Loader CPU profile\n\n| category | share |\n|---|---:|\n")
+		for _, c := range p.Categories {
+			fmt.Fprintf(&b, "| %s | %s |\n", c.Name, pctStr(c.Share))
+		}
+		b.WriteString("\n| function | flat | cum |\n|---|---:|---:|\n")
+		for _, f := range p.Top {
+			fmt.Fprintf(&b, "| `%s` | %.1f %% | %.1f %% |\n", f.Name, 100*f.Flat, 100*f.Cum)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// kindColour is each verdict's colour in the HTML report.
+var kindColour = map[string]string{
+	"healthy": "#2e9e44", "gpu_starved": "#e67e00", "single_core_maxed": "#9b4dca", "cpu_saturated": "#d62f2f",
+	"io_bound": "#2f7fd6", "memory_pressure": "#b0004c", "idle": "#888", "warming_up": "#bbb",
+}
+
+// WriteHTML writes the report as one self-contained HTML file: inline CSS
+// and SVG, no script, no network.
+func WriteHTML(w io.Writer, s *Summary) error {
+	var b strings.Builder
+	esc := html.EscapeString
+	r := s.Recording
+	b.WriteString(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">`)
+	fmt.Fprintf(&b, "<title>gpuwatch report: %s</title>", esc(orDash(s.Dominant)))
+	b.WriteString(`<style>body{font:15px/1.45 system-ui,sans-serif;max-width:980px;margin:auto;padding:12px;color:#222}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}table{border-collapse:collapse;margin:.5em 0}
+td,th{padding:2px 10px;border-bottom:1px solid #eee;text-align:left}td.n{text-align:right}.k{font-weight:600}
+svg{width:100%;height:auto;background:#fafafa;border:1px solid #eee}.legend span{margin-right:14px}
+code{font-size:.9em}@media print{body{max-width:none}h2{break-after:avoid}svg{break-inside:avoid}}</style></head><body>`)
+	fmt.Fprintf(&b, `<h1>gpuwatch report: <span class="k" style="color:%s">%s</span></h1>`, kindColour[s.Dominant], esc(orDash(s.Dominant)))
+	gpus := "no GPU"
+	if len(r.GPUs) > 0 {
+		gpus = fmt.Sprintf("%d GPU: %s", len(r.GPUs), esc(strings.Join(r.GPUs, ", ")))
+	}
+	fmt.Fprintf(&b, "<p>%s on <b>%s</b> (%d cores, %s, %s RAM) — %s, %d frames, gpuwatch %s.<br><code>%s</code></p>",
+		r.Start.UTC().Format("2006-01-02 15:04:05 UTC"), esc(orDash(r.Host)), r.Cores, gpus, sample.FormatBytes(float64(r.MemTotalBytes)),
+		dur(r.DurationSec), r.Frames, esc(r.GpuwatchVersion), esc(strings.Join(r.Command, " ")))
+	for _, wmsg := range r.Warnings {
+		fmt.Fprintf(&b, "<p><b>warning:</b> %s</p>", esc(wmsg))
+	}
+	b.WriteString(`<h2>Verdicts</h2>`)
+	b.WriteString(timelineSVG(s))
+	b.WriteString(`<table><tr><th>verdict</th><th>time</th><th>share</th></tr>`)
+	for _, v := range s.Verdicts {
+		fmt.Fprintf(&b, `<tr><td class="k" style="color:%s">%s</td><td class="n">%s</td><td class="n">%s</td></tr>`, kindColour[v.Kind], v.Kind, dur(v.Seconds), pctStr(v.Share))
+	}
+	b.WriteString(`</table><h2>Findings</h2>`)
+	for _, f := range s.Findings {
+		fmt.Fprintf(&b, `<h3 style="color:%s">%s — %s</h3><p>%s, confidence %.0f %%.</p><ul>`, kindColour[f.Kind], f.Kind, esc(f.Title), f.Severity, 100*f.Confidence)
+		for _, e := range f.Evidence {
+			fmt.Fprintf(&b, "<li>%s</li>", esc(e))
+		}
+		b.WriteString("</ul>")
+		if len(f.Advice) > 0 {
+			b.WriteString("<p>What to change:</p><ol>")
+			for _, a := range f.Advice {
+				fmt.Fprintf(&b, "<li>%s</li>", esc(a))
+			}
+			b.WriteString("</ol>")
+		}
+	}
+	ser := s.Series
+	accelTitle := "Accelerator (virtual: loader step time / wall time)"
+	if ser.AccelReal {
+		accelTitle = "GPU utilization, mean over GPUs, with the p5–p95 band of each second"
+	}
+	b.WriteString("<h2>" + accelTitle + "</h2>")
+	b.WriteString(lineChart("chart-accel", ser.T, []line{{ser.Accel, "#2e9e44", "busy %"}}, &band{ser.AccelP5, ser.AccelP95}, 100, "%"))
+	b.WriteString(`<h2>CPU per core over time</h2>`)
+	b.WriteString(heatmap("chart-cores", ser))
+	b.WriteString(`<h2>Disks</h2>`)
+	b.WriteString(lineChart("chart-disk", ser.T, []line{{ser.DiskRead, "#2f7fd6", "read B/s"}, {ser.DiskWrite, "#e67e00", "write B/s"}}, nil, 0, "B/s"))
+	b.WriteString(lineChart("chart-disk-busy", ser.T, []line{{ser.DiskBusy, "#d62f2f", "busiest device %"}}, nil, 100, "%"))
+	b.WriteString(`<h2>Pressure stall (some, % of time)</h2>`)
+	b.WriteString(lineChart("chart-psi", ser.T, []line{{ser.PSICPU, "#d62f2f", "cpu"}, {ser.PSIIO, "#2f7fd6", "io"}, {ser.PSIMem, "#9b4dca", "memory"}}, nil, 0, "%"))
+	if l := s.Loader; l != nil {
+		fmt.Fprintf(&b, `<h2>Loader: wait vs step per batch</h2><p>%s — %d batches, mean wait share %s, %.0f samples/s.</p>`,
+			esc(l.Source), l.Batches, pctStr(l.MeanWaitShare), l.MeanSamplesPerSec)
+		b.WriteString(lineChart("chart-train", ser.T, []line{{ser.WaitMs, "#d62f2f", "wait ms"}, {ser.StepMs, "#2e9e44", "step ms"}}, nil, 0, "ms"))
+		b.WriteString(histogram("chart-wait-hist", l.WaitHistMs))
+		if len(l.Knobs) > 0 {
+			b.WriteString("<table><tr><th>knob</th><th>value</th></tr>")
+			for _, k := range sortedKeys(l.Knobs) {
+				fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td></tr>", esc(k), esc(l.Knobs[k]))
+			}
+			b.WriteString("</table>")
+		}
+	}
+	if p := s.Profile; p != nil {
+		b.WriteString(`<h2>Loader CPU profile</h2><table id="profile"><tr><th>category</th><th>share</th></tr>`)
+		for _, c := range p.Categories {
+			fmt.Fprintf(&b, `<tr><td>%s</td><td class="n">%s</td></tr>`, c.Name, pctStr(c.Share))
+		}
+		b.WriteString(`</table><table><tr><th>function</th><th>flat</th><th>cum</th></tr>`)
+		for _, f := range p.Top {
+			fmt.Fprintf(&b, `<tr><td><code>%s</code></td><td class="n">%.1f %%</td><td class="n">%.1f %%</td></tr>`, esc(f.Name), 100*f.Flat, 100*f.Cum)
+		}
+		b.WriteString("</table>")
+	}
+	fmt.Fprintf(&b, "<p style=\"color:#888\">Generated %s by gpuwatch.</p></body></html>\n", s.Generated.UTC().Format(time.RFC3339))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+const chartW, chartH, padL, padB = 900.0, 180.0, 56.0, 22.0
+
+type line struct {
+	v     []*float64
+	color string
+	name  string
+}
+
+type band struct{ lo, hi []*float64 }
+
+// lineChart draws lines over time; maxY 0 scales to the data.
+func lineChart(id string, t []float64, lines []line, bd *band, maxY float64, unit string) string {
+	if maxY == 0 {
+		for _, l := range lines {
+			for _, v := range l.v {
+				if v != nil {
+					maxY = max(maxY, *v)
+				}
+			}
+		}
+		if maxY == 0 {
+			maxY = 1
+		}
+	}
+	tMax := 1.0
+	if len(t) > 0 {
+		tMax = t[len(t)-1] + t[0]
+	}
+	x := func(ti float64) float64 { return padL + ti/tMax*(chartW-padL-8) }
+	y := func(v float64) float64 { return chartH - padB - min(v, maxY)/maxY*(chartH-padB-8) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg id="%s" viewBox="0 0 %.0f %.0f" role="img">`, id, chartW, chartH)
+	fmt.Fprintf(&b, `<text x="4" y="14" font-size="11">%s %s</text><text x="4" y="%.0f" font-size="11">0</text>`, axis(maxY), unit, chartH-padB)
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" font-size="11" text-anchor="end">%s</text>`, chartW-8, chartH-6, dur(tMax))
+	if bd != nil {
+		var pts []string
+		for i := range t {
+			if i < len(bd.hi) && bd.hi[i] != nil {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(t[i]), y(*bd.hi[i])))
+			}
+		}
+		for i := len(t) - 1; i >= 0; i-- {
+			if i < len(bd.lo) && bd.lo[i] != nil {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(t[i]), y(*bd.lo[i])))
+			}
+		}
+		if len(pts) > 2 {
+			fmt.Fprintf(&b, `<polygon class="band" points="%s" fill="#2e9e44" fill-opacity="0.18"/>`, strings.Join(pts, " "))
+		}
+	}
+	for _, l := range lines {
+		var pts []string
+		for i := range t {
+			if i < len(l.v) && l.v[i] != nil {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(t[i]), y(*l.v[i])))
+			}
+		}
+		if len(pts) > 0 {
+			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.5"/>`, strings.Join(pts, " "), l.color)
+		}
+	}
+	b.WriteString(`</svg><div class="legend">`)
+	for _, l := range lines {
+		fmt.Fprintf(&b, `<span style="color:%s">━ %s</span>`, l.color, l.name)
+	}
+	if bd != nil && hasData(bd.lo) {
+		b.WriteString(`<span style="color:#2e9e44">▒ p5–p95</span>`)
+	}
+	b.WriteString("</div>")
+	return b.String()
+}
+
+func axis(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.1fG", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// heatmap draws per-core (or per core group) busy % over time.
+func heatmap(id string, s Series) string {
+	rows := len(s.Cores)
+	if rows == 0 || len(s.T) == 0 {
+		return "<p>no CPU data</p>"
+	}
+	cell := (chartW - padL - 8) / float64(len(s.T))
+	rowH := math.Max(3, math.Min(14, 220/float64(rows)))
+	h := rowH*float64(rows) + 16
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg id="%s" viewBox="0 0 %.0f %.0f" role="img">`, id, chartW, h)
+	label := "core"
+	if s.CoreGroup > 1 {
+		label = fmt.Sprintf("%d cores/row", s.CoreGroup)
+	}
+	fmt.Fprintf(&b, `<text x="4" y="12" font-size="10">%s</text>`, label)
+	for r, vals := range s.Cores {
+		for i, v := range vals {
+			if v == nil {
+				continue
+			}
+			a := math.Min(1, math.Max(0, *v/100))
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.2f" height="%.1f" fill="#d62f2f" fill-opacity="%.2f"/>`,
+				padL+float64(i)*cell, 14+float64(r)*rowH, cell+0.05, rowH, 0.05+0.95*a)
+		}
+	}
+	b.WriteString(`</svg><div class="legend"><span>darker = busier (0–100 %)</span></div>`)
+	return b.String()
+}
+
+// timelineSVG is the verdicts over time as coloured bands.
+func timelineSVG(s *Summary) string {
+	if len(s.Timeline) == 0 {
+		return ""
+	}
+	start, total := s.Recording.Start, math.Max(s.Recording.DurationSec, 1)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg id="chart-verdicts" viewBox="0 0 %.0f 40" role="img">`, chartW)
+	for _, seg := range s.Timeline {
+		x0 := padL + seg.Start.Sub(start).Seconds()/total*(chartW-padL-8)
+		wd := math.Max(0.5, seg.Seconds/total*(chartW-padL-8))
+		fmt.Fprintf(&b, `<rect x="%.1f" y="6" width="%.1f" height="22" fill="%s"><title>%s %s</title></rect>`, x0, wd, kindColour[seg.Kind], seg.Kind, dur(seg.Seconds))
+	}
+	b.WriteString(`<text x="4" y="22" font-size="11">verdict</text></svg><div class="legend">`)
+	seen := map[string]bool{}
+	for _, seg := range s.Timeline {
+		if !seen[seg.Kind] {
+			seen[seg.Kind] = true
+			fmt.Fprintf(&b, `<span style="color:%s">■ %s</span>`, kindColour[seg.Kind], seg.Kind)
+		}
+	}
+	b.WriteString("</div>")
+	return b.String()
+}
+
+func histogram(id string, bins []HistBin) string {
+	most := 0
+	for _, bn := range bins {
+		most = max(most, bn.Count)
+	}
+	if most == 0 {
+		return ""
+	}
+	bw := (chartW - padL - 8) / float64(len(bins))
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg id="%s" viewBox="0 0 %.0f %.0f" role="img"><text x="4" y="14" font-size="11">batches</text>`, id, chartW, chartH)
+	for i, bn := range bins {
+		hgt := float64(bn.Count) / float64(most) * (chartH - padB - 20)
+		x := padL + float64(i)*bw
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#d62f2f"/>`, x+2, chartH-padB-hgt, bw-4, hgt)
+		lbl := fmt.Sprintf("≤%gms", bn.UpperMs)
+		if bn.UpperMs < 0 {
+			lbl = "more"
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" font-size="10" text-anchor="middle">%s</text>`, x+bw/2, chartH-6, lbl)
+	}
+	b.WriteString(`</svg><div class="legend"><span>wait per batch: how many batches waited up to each bound</span></div>`)
+	return b.String()
+}
+
+// WriteFile writes a report to path, the format from its extension
+// (.html, .md, .json), through a temporary file renamed into place, so it
+// is complete or absent. It refuses to replace a file unless force.
+func WriteFile(path string, s *Summary, force bool) error {
+	ext := strings.ToLower(filepath.Ext(path))
+	if ext != ".html" && ext != ".md" && ext != ".json" {
+		return fmt.Errorf("%s: the format comes from the extension: .html, .md or .json", path)
+	}
+	if !force {
+		if _, err := os.Stat(path); err == nil {
+			return fmt.Errorf("%s exists (--force replaces it)", path)
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".gpuwatch-report-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename this is a no-op
+	switch ext {
+	case ".html":
+		err = WriteHTML(tmp, s)
+	case ".md":
+		htmlName := ""
+		if h := strings.TrimSuffix(path, filepath.Ext(path)) + ".html"; fileExists(h) {
+			htmlName = filepath.Base(h)
+		}
+		err = WriteMarkdown(tmp, s, htmlName)
+	case ".json":
+		err = WriteJSON(tmp, s)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func hasData(v []*float64) bool {
+	for _, x := range v {
+		if x != nil {
+			return true
+		}
+	}
+	return false
+}
