@@ -225,9 +225,7 @@ func runSession(ctx context.Context, w *watchFlags, s session, stdout, stderr io
 	if dashboard {
 		return runDashboard(ctx, w, s, sampler, diag, rec, stdout, stderr)
 	}
-	if !dashboard {
-		rec.notify = func(s string) { fmt.Fprintln(stderr, "gpuwatch:", s) }
-	}
+	rec.notify = func(s string) { fmt.Fprintln(stderr, "gpuwatch:", s) }
 	go func() { errc <- sampler.Run(ctx, frames) }()
 	emit := func(f *sample.Frame, v *diagnose.Verdict) error { return report.WriteLine(stdout, f, v) }
 	note := func(n any) error { return report.WriteNoteLine(stdout, n) }

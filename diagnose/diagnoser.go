@@ -14,8 +14,6 @@ import (
 type Diagnoser struct {
 	th        Thresholds
 	ring      []sample.Frame
-	n         int // frames held (≤ len(ring))
-	window    []sample.Frame
 	shown     Verdict
 	since     time.Time
 	cand      Kind

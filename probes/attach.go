@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -38,7 +39,6 @@ type Attach struct {
 	backoff   time.Duration
 	noMetrics bool // a pprof-only endpoint
 	pid       int  // from gpuwatch_loader_info
-	kind      string
 	now       func() time.Time
 }
 
@@ -217,7 +217,6 @@ func (a *Attach) read(ctx context.Context) (LoaderCounters, error) {
 	if pid, err := strconv.Atoi(info["pid"]); err == nil {
 		a.pid = pid
 	}
-	a.kind = info["kind"]
 	a.mu.Unlock()
 	return c, nil
 }
@@ -295,15 +294,20 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 		}
 		found++
 		m := f.Metric[0]
+		var v float64
 		switch {
 		case m.Counter != nil:
-			return m.Counter.GetValue(), true
+			v = m.Counter.GetValue()
 		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
+			v = m.Gauge.GetValue()
 		case m.Untyped != nil:
-			return m.Untyped.GetValue(), true
+			v = m.Untyped.GetValue()
+		default:
+			return 0, false
 		}
-		return 0, false
+		// NaN and ±Inf are valid Prometheus text but no count of anything:
+		// treated as absent, they cannot poison a rate or a share.
+		return v, !math.IsNaN(v) && !math.IsInf(v, 0)
 	}
 	count := func(name string) uint64 {
 		v, ok := scalar(name)
@@ -365,6 +369,9 @@ func histogram(f *dto.MetricFamily) ([]float64, Hist, bool) {
 		return nil, Hist{}, false
 	}
 	h := f.Metric[0].Histogram
+	if sum := h.GetSampleSum(); math.IsNaN(sum) || math.IsInf(sum, 0) || sum < 0 {
+		return nil, Hist{}, false // a broken histogram is no histogram
+	}
 	var bounds []float64
 	out := Hist{Sum: h.GetSampleSum(), Count: h.GetSampleCount()}
 	for _, b := range h.Bucket {

@@ -133,7 +133,6 @@ type procEntry struct {
 	io        pidIO
 	ioAt      time.Time
 	haveIO    bool
-	inFocus   bool
 }
 
 type threadEntry struct {

@@ -54,24 +54,6 @@ var categoryRules = []struct {
 // Categories in display order.
 var profileCategories = []string{"reading", "decoding", "waiting", "gc", "other"}
 
-func categorize(stack []string) string {
-	for _, fn := range stack { // innermost first
-		if strings.HasPrefix(fn, "runtime.gcBgMarkWorker") {
-			return "gc"
-		}
-	}
-	for _, fn := range stack {
-		for _, r := range categoryRules {
-			for _, p := range r.prefixes {
-				if strings.HasPrefix(fn, p) {
-					return r.category
-				}
-			}
-		}
-	}
-	return "other"
-}
-
 // MaxProfileBytes caps a fetched profile (64 MiB): a bigger one is skipped.
 const MaxProfileBytes = 64 << 20
 

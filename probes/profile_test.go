@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -180,12 +181,26 @@ func FuzzCountersFromMetrics(f *testing.F) {
 	real, _ := os.ReadFile(filepath.Join("testdata", "attach", "loader-metrics.txt"))
 	f.Add(real)
 	f.Add([]byte("gpuwatch_loader_batches_total 1\n"))
+	// Whatever a loader's endpoint serves, counters it yields must go
+	// through the loader probe without a panic, a wait share outside 0–1
+	// or a NaN percentile.
 	f.Fuzz(func(t *testing.T, text []byte) {
 		c, _, err := CountersFromMetrics(text)
-		if err == nil && len(c.Wait.Counts) != 0 && len(c.Wait.Counts) != len(c.Buckets) {
-			// Wait and step may have different bucket sets in a foreign
-			// exposition; the loader probe checks lengths before use.
-			_ = c
+		if err != nil {
+			return
+		}
+		src := &fakeLoader{c: LoaderCounters{Buckets: c.Buckets}}
+		p := NewLoader(src)
+		collectLoader(t, p, t0)
+		src.c = c
+		l := collectLoader(t, p, t0.Add(time.Second)).Loader
+		if l.WaitShare != nil && (*l.WaitShare < 0 || *l.WaitShare > 1) {
+			t.Fatalf("wait share %v", *l.WaitShare)
+		}
+		for _, q := range []*float64{l.WaitP50Ms, l.WaitP95Ms, l.WaitP99Ms, l.WaitMeanMs} {
+			if q != nil && *q != *q {
+				t.Fatal("NaN wait figure")
+			}
 		}
 	})
 }

@@ -129,9 +129,6 @@ func (sl *slot) collect(ctx context.Context) (err error) {
 	return sl.probe.Collect(ctx, &sl.scratch)
 }
 
-// Interval is the time between frames.
-func (s *Sampler) Interval() time.Duration { return s.opt.Interval }
-
 // SetInterval changes the time between frames of a running Run, from any
 // goroutine; the newest request wins. The per-probe timeout keeps its value.
 func (s *Sampler) SetInterval(d time.Duration) {

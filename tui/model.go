@@ -81,7 +81,6 @@ type Model struct {
 	status   string
 	statusAt time.Time // frame time the status was set
 	interval time.Duration
-	ended    bool
 	hframes  []*sample.Frame // the history drawn this render
 }
 
@@ -154,7 +153,6 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.Observe(Update(msg))
 		return m, waitForFrame(m.opt.Updates)
 	case endedMsg:
-		m.ended = true
 		m.setStatus("the source ended: the view shows its last frame", m.latest.frameTime())
 	case tea.MouseWheelMsg:
 		switch msg.Mouse().Button {
