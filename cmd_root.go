@@ -141,7 +141,7 @@ interval; with --json one JSON object per line.`,
 		return &usageError{cmd: cmd.CommandPath(), err: err}
 	})
 	root.AddCommand(newVersionCmd(stdout), newDemoCmd(stdout, stderr), newLoaderCmd(stdout, stderr), newSweepCmd(stdout, stderr), newAttachCmd(stdout, stderr),
-		newRecordCmd(stdout, stderr), newReplayCmd(stdout, stderr), newReportCmd(stdout, stderr))
+		newRecordCmd(stdout, stderr), newReplayCmd(stdout, stderr), newReportCmd(stdout, stderr), newServeCmd(stdout, stderr))
 	wrapArgs(root)
 	return root
 }
@@ -174,6 +174,8 @@ type session struct {
 	focus  int // a PID to focus on when --pid is not given
 	notes  <-chan any
 	title  string // what the dashboard says it watches
+	// onFrame sees every frame and its verdict (the exporter).
+	onFrame func(*sample.Frame, diagnose.Verdict)
 }
 
 // runSession samples until ctx ends or --duration passes, printing frames
@@ -249,6 +251,9 @@ func runSession(ctx context.Context, w *watchFlags, s session, stdout, stderr io
 			}
 		case f := <-frames:
 			v := diag.Observe(f)
+			if s.onFrame != nil {
+				s.onFrame(f, v)
+			}
 			if err := emit(f, &v); err != nil {
 				return fmt.Errorf("write output: %w", err)
 			}

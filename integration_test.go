@@ -742,3 +742,87 @@ func TestRecordWritesItsReportAtExit(t *testing.T) {
 		t.Fatalf("replaced a report without --force: %s", again)
 	}
 }
+
+// TestExporterScrapedByARealPrometheus: `gpuwatch serve` passes promtool's
+// metrics check, Debian's Prometheus scrapes it on loopback and answers a
+// query for the verdict series, and the documented alert rules load.
+func TestExporterScrapedByARealPrometheus(t *testing.T) {
+	promBin, err1 := exec.LookPath("prometheus")
+	promtool, err2 := exec.LookPath("promtool")
+	if err1 != nil || err2 != nil {
+		t.Skip("prometheus/promtool not installed (CI installs Debian's)")
+	}
+	addr := freePort(t)
+	srv := exec.Command(binary(t), "serve", "--listen", addr, "--interval", "500ms")
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	if first, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.Contains(first, addr) {
+		t.Fatalf("serve: %q %v", first, err)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	check := exec.Command(promtool, "check", "metrics")
+	check.Stdin = bytes.NewReader(body)
+	if msg, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s", err, msg)
+	}
+	if msg, err := exec.Command(promtool, "check", "rules", filepath.Join("docs", "prometheus-alerts.yml")).CombinedOutput(); err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, msg)
+	}
+
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: gpuwatch\n    static_configs:\n      - targets: [\""+addr+"\"]\n"), 0o644)
+	promAddr := freePort(t)
+	prom := exec.Command(promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+promAddr)
+	var promLog bytes.Buffer
+	prom.Stdout, prom.Stderr = &promLog, &promLog
+	if err := prom.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = prom.Process.Kill(); _ = prom.Wait() })
+	// Wait (bounded) for Prometheus to scrape and answer: an external
+	// process's progress, polled.
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case <-deadline:
+			t.Fatalf("Prometheus never answered with the verdict; its log:\n%s", promLog.String())
+		case <-tick.C:
+		}
+		r, err := http.Get("http://" + promAddr + "/api/v1/query?query=gpuwatch_verdict%3D%3D1")
+		if err != nil {
+			continue
+		}
+		var q struct {
+			Status string `json:"status"`
+			Data   struct {
+				Result []struct {
+					Metric map[string]string `json:"metric"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		err = json.NewDecoder(r.Body).Decode(&q)
+		r.Body.Close()
+		if err != nil || q.Status != "success" || len(q.Data.Result) == 0 {
+			continue
+		}
+		if len(q.Data.Result) != 1 || q.Data.Result[0].Metric["kind"] == "" || q.Data.Result[0].Metric["job"] != "gpuwatch" {
+			t.Fatalf("want one verdict series with kind and job labels: %+v", q.Data.Result)
+		}
+		return
+	}
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/loader"
+	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
+	var w watchFlags
+	var listen, attach string
+	cmd := &cobra.Command{
+		Use:   "serve [--listen 127.0.0.1:9400] [--attach URL] [--pid PID]",
+		Short: "Expose this machine's frames and verdict as Prometheus metrics (one exporter per node)",
+		Long: `serve samples this machine (and a loader with --attach) like gpuwatch does,
+and serves the latest frame and verdict at /metrics in Prometheus text:
+gpuwatch_verdict{kind="…"} (1 for the verdict shown now), its confidence,
+per-core, per-disk, per-GPU, pressure and loader metrics. A Prometheus server
+scraping every node is the way past one machine (docs/prometheus.md).`,
+		Example: `  gpuwatch serve
+  gpuwatch serve --listen 0.0.0.0:9400 --attach http://127.0.0.1:6060`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w.headless = true
+			if err := w.validate(cmd); err != nil {
+				return err
+			}
+			exp := &report.Exporter{}
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(exp)
+			mux := http.NewServeMux()
+			mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			mux.HandleFunc("GET /{$}", func(rw http.ResponseWriter, _ *http.Request) {
+				fmt.Fprintln(rw, "gpuwatch exporter: /metrics")
+			})
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("--listen %s: %w", listen, err)
+			}
+			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+			go func() { _ = srv.Serve(ln) }()
+			defer srv.Close()
+			if !loader.IsLoopback(listen) {
+				fmt.Fprintf(stderr, "gpuwatch: warning: serving metrics on %s, reachable from other machines\n", ln.Addr())
+			}
+			fmt.Fprintf(stdout, "gpuwatch exporter on http://%s/metrics\n", ln.Addr())
+			onFrame := func(f *sample.Frame, v diagnose.Verdict) { exp.Set(f, v) }
+			if attach != "" {
+				a, err := probes.NewAttach(attach)
+				if err != nil {
+					return usageErrorf(cmd, "%v", err)
+				}
+				if err := a.Check(cmd.Context()); err != nil {
+					return err
+				}
+				prof := probes.NewProfiler(a, 15*time.Second, 5*time.Second)
+				prof.Start()
+				defer prof.Close()
+				return runSession(cmd.Context(), &w, session{probes: []probes.Probe{probes.NewLoader(a), prof}, onFrame: onFrame}, io.Discard, stderr)
+			}
+			return runSession(cmd.Context(), &w, session{onFrame: onFrame}, io.Discard, stderr)
+		},
+	}
+	w.register(cmd)
+	_ = cmd.Flags().MarkHidden("headless")
+	_ = cmd.Flags().MarkHidden("json")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9400", "address to serve /metrics on (loopback unless you say otherwise)")
+	cmd.Flags().StringVar(&attach, "attach", "", "also attach to this loader URL (as gpuwatch attach)")
+	return cmd
+}

@@ -1,0 +1,166 @@
+package report
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// Exporter exposes the latest frame and verdict as Prometheus metrics, with
+// conventional names and base units (_bytes, _seconds, _ratio). A node
+// runs one; a Prometheus server aggregates the fleet. Safe for concurrent
+// use: Set from the session, Collect from scrapes.
+type Exporter struct {
+	mu sync.Mutex
+	f  *sample.Frame
+	v  diagnose.Verdict
+}
+
+// Set replaces the frame and verdict the next scrape sees.
+func (e *Exporter) Set(f *sample.Frame, v diagnose.Verdict) {
+	e.mu.Lock()
+	e.f, e.v = f, v
+	e.mu.Unlock()
+}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("gpuwatch_"+name, help, labels, nil)
+}
+
+var (
+	dVerdict    = desc("verdict", "1 for the verdict shown now, 0 for the others.", "kind")
+	dConfidence = desc("verdict_confidence_ratio", "Confidence of the verdict shown now, 0–1.")
+	dSince      = desc("verdict_since_timestamp_seconds", "When the verdict shown now started, Unix time.")
+	dFrameTime  = desc("frame_timestamp_seconds", "When the latest frame was taken, Unix time.")
+	dCPUBusy    = desc("cpu_busy_ratio", "Share of the machine's CPU time busy (not idle, not iowait), 0–1.")
+	dCPUIowait  = desc("cpu_iowait_ratio", "Share of CPU time idle waiting on I/O, 0–1.")
+	dCoreBusy   = desc("cpu_core_busy_ratio", "Share of one logical CPU's time busy, 0–1.", "core")
+	dRunQueue   = desc("cpu_procs_running", "Runnable tasks.")
+	dMemAvail   = desc("memory_available_bytes", "Memory available for new work.")
+	dMemUsed    = desc("memory_used_bytes", "Memory used (total − available).")
+	dSwapIn     = desc("swap_in_pages_per_second", "Pages swapped in per second over the last interval.")
+	dSwapOut    = desc("swap_out_pages_per_second", "Pages swapped out per second over the last interval.")
+	dDiskRead   = desc("disk_read_bytes_per_second", "Bytes read per second over the last interval.", "device")
+	dDiskWrite  = desc("disk_write_bytes_per_second", "Bytes written per second over the last interval.", "device")
+	dDiskBusy   = desc("disk_busy_ratio", "Share of the interval with a request in flight (iostat %util), 0–1.", "device")
+	dPressure   = desc("pressure_some_ratio", "Share of the last interval some task stalled on the resource (PSI), 0–1.", "resource")
+	dGPUUtil    = desc("gpu_utilization_ratio", "GPU utilization as the driver reports it, 0–1.", "gpu", "name")
+	dGPUP5      = desc("gpu_utilization_p5_ratio", "5th percentile of the driver's utilization samples in the last interval, 0–1.", "gpu", "name")
+	dGPUP95     = desc("gpu_utilization_p95_ratio", "95th percentile of the driver's utilization samples in the last interval, 0–1.", "gpu", "name")
+	dGPUMem     = desc("gpu_memory_used_bytes", "GPU memory used.", "gpu", "name")
+	dGPUPower   = desc("gpu_power_watts", "GPU power draw.", "gpu", "name")
+	dGPUTemp    = desc("gpu_temperature_celsius", "GPU temperature.", "gpu", "name")
+	dAccel      = desc("virtual_accelerator_busy_ratio", "The watched loader's step time / wall time, 0–1 (no GPU signal).")
+	dWaitShare  = desc("loader_wait_ratio", "Share of the training loop's time waiting for the next batch, 0–1.")
+	dSamples    = desc("loader_samples_per_second", "Samples the loader handed out per second.")
+	dQueue      = desc("loader_queue_depth", "Batches ready when the training loop last asked.")
+	dWaitP95    = desc("loader_wait_p95_seconds", "95th percentile of the time waited per batch in the last interval.")
+)
+
+var allDescs = []*prometheus.Desc{dVerdict, dConfidence, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
+	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
+	dGPUMem, dGPUPower, dGPUTemp, dAccel, dWaitShare, dSamples, dQueue, dWaitP95}
+
+// Describe implements prometheus.Collector.
+func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range allDescs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector. Before the first frame it
+// exposes nothing; a value the frame lacks is left out, never zero.
+func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+	e.mu.Lock()
+	f, v := e.f, e.v
+	e.mu.Unlock()
+	if f == nil {
+		return
+	}
+	g := func(d *prometheus.Desc, val float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, labels...)
+	}
+	for _, k := range diagnose.Kinds {
+		val := 0.0
+		if k == v.Kind {
+			val = 1
+		}
+		g(dVerdict, val, k.String())
+	}
+	g(dConfidence, v.Confidence)
+	if !v.Since.IsZero() {
+		g(dSince, float64(v.Since.UnixNano())/1e9)
+	}
+	g(dFrameTime, float64(f.Time.UnixNano())/1e9)
+	if c := f.CPU; c != nil {
+		g(dCPUBusy, c.BusyPct/100)
+		g(dCPUIowait, c.IowaitPct/100)
+		g(dRunQueue, float64(c.ProcsRunning))
+		for _, k := range c.Cores {
+			g(dCoreBusy, k.BusyPct/100, strconv.Itoa(k.ID))
+		}
+	}
+	if m := f.Mem; m != nil {
+		g(dMemAvail, float64(m.AvailableBytes))
+		g(dMemUsed, float64(m.UsedBytes))
+		if m.SwapInPagesPerSec != nil {
+			g(dSwapIn, *m.SwapInPagesPerSec)
+		}
+		if m.SwapOutPagesPerSec != nil {
+			g(dSwapOut, *m.SwapOutPagesPerSec)
+		}
+	}
+	for _, d := range f.Disks {
+		g(dDiskRead, d.ReadBytesPerSec, d.Name)
+		g(dDiskWrite, d.WriteBytesPerSec, d.Name)
+		g(dDiskBusy, d.BusyPct/100, d.Name)
+	}
+	if p := f.PSI; p != nil {
+		for _, r := range []struct {
+			name string
+			p    *sample.Pressure
+		}{{"cpu", p.CPU}, {"io", p.IO}, {"memory", p.Memory}} {
+			if r.p != nil && r.p.SomePct != nil {
+				g(dPressure, *r.p.SomePct/100, r.name)
+			}
+		}
+	}
+	for _, gp := range f.GPUs {
+		id := strconv.Itoa(gp.Index)
+		if gp.UtilPct != nil {
+			g(dGPUUtil, *gp.UtilPct/100, id, gp.Name)
+		}
+		if s := gp.UtilSamples; s != nil {
+			g(dGPUP5, s.P5/100, id, gp.Name)
+			g(dGPUP95, s.P95/100, id, gp.Name)
+		}
+		if gp.MemUsedBytes != nil {
+			g(dGPUMem, float64(*gp.MemUsedBytes), id, gp.Name)
+		}
+		if gp.PowerWatts != nil {
+			g(dGPUPower, *gp.PowerWatts, id, gp.Name)
+		}
+		if gp.TempC != nil {
+			g(dGPUTemp, *gp.TempC, id, gp.Name)
+		}
+	}
+	if a := f.Accel; a != nil {
+		g(dAccel, a.BusyPct/100)
+	}
+	if l := f.Loader; l != nil {
+		if l.WaitShare != nil {
+			g(dWaitShare, *l.WaitShare)
+		}
+		g(dSamples, l.SamplesPerSec)
+		if l.QueueDepth != nil {
+			g(dQueue, *l.QueueDepth)
+		}
+		if l.WaitP95Ms != nil {
+			g(dWaitP95, *l.WaitP95Ms/1000)
+		}
+	}
+}

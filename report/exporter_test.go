@@ -1,0 +1,54 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+)
+
+func TestExporterExposesTheVerdictAndOnlyWhatWasRead(t *testing.T) {
+	e := &Exporter{}
+	if n := testutil.CollectAndCount(e); n != 0 {
+		t.Fatalf("%d metrics before the first frame", n)
+	}
+	f := testFrame() // CPU, memory, one disk, PSI cpu only, no GPU, no loader
+	e.Set(f, diagnose.Verdict{Kind: diagnose.IOBound, Confidence: 0.8, Since: f.Time})
+	want := `
+# HELP gpuwatch_verdict 1 for the verdict shown now, 0 for the others.
+# TYPE gpuwatch_verdict gauge
+gpuwatch_verdict{kind="cpu_saturated"} 0
+gpuwatch_verdict{kind="gpu_starved"} 0
+gpuwatch_verdict{kind="healthy"} 0
+gpuwatch_verdict{kind="idle"} 0
+gpuwatch_verdict{kind="io_bound"} 1
+gpuwatch_verdict{kind="memory_pressure"} 0
+gpuwatch_verdict{kind="single_core_maxed"} 0
+gpuwatch_verdict{kind="warming_up"} 0
+# HELP gpuwatch_cpu_core_busy_ratio Share of one logical CPU's time busy, 0–1.
+# TYPE gpuwatch_cpu_core_busy_ratio gauge
+gpuwatch_cpu_core_busy_ratio{core="0"} 0.95
+gpuwatch_cpu_core_busy_ratio{core="1"} 0.1
+# HELP gpuwatch_pressure_some_ratio Share of the last interval some task stalled on the resource (PSI), 0–1.
+# TYPE gpuwatch_pressure_some_ratio gauge
+gpuwatch_pressure_some_ratio{resource="cpu"} 0.2
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuwatch_verdict", "gpuwatch_cpu_core_busy_ratio", "gpuwatch_pressure_some_ratio"); err != nil {
+		t.Fatal(err)
+	}
+	for _, absent := range []string{"gpuwatch_gpu_utilization_ratio", "gpuwatch_loader_wait_ratio", "gpuwatch_virtual_accelerator_busy_ratio", "gpuwatch_swap_in_pages_per_second"} {
+		if n := testutil.CollectAndCount(e, absent); n != 0 {
+			t.Errorf("%s exposed without data", absent)
+		}
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(e); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Fatalf("pedantic registry: %v", err)
+	}
+}
