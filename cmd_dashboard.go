@@ -43,7 +43,12 @@ func runDashboard(ctx context.Context, w *watchFlags, s session, sampler *probes
 	// 10 frames a second: keys still redraw within 100 ms, and bubbletea
 	// parses the view on every flush tick before it finds nothing changed —
 	// at its default 60 fps that idle parsing was two thirds of our CPU.
-	p := tea.NewProgram(model, tea.WithContext(ctx), tea.WithOutput(stdout), tea.WithFPS(10))
+	//
+	// Signals are ours alone (main's context: SIGINT, SIGTERM, SIGHUP):
+	// bubbletea v2.0.10's own handler can block forever sending a quit
+	// message to an event loop that our cancelled context already ended,
+	// hanging shutdown when SIGTERM comes early.
+	p := tea.NewProgram(model, tea.WithContext(ctx), tea.WithOutput(stdout), tea.WithFPS(10), tea.WithoutSignalHandler())
 
 	var (
 		panicMu  sync.Mutex

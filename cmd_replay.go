@@ -153,7 +153,7 @@ func replayDashboard(ctx context.Context, rec *report.Recording, name string, sp
 		Seek:  func(by time.Duration) { pl.send(playerCmd{seek: by}) },
 		Speed: pl.scale,
 	}})
-	p := tea.NewProgram(model, tea.WithContext(ctx), tea.WithOutput(stdout), tea.WithFPS(10))
+	p := tea.NewProgram(model, tea.WithContext(ctx), tea.WithOutput(stdout), tea.WithFPS(10), tea.WithoutSignalHandler()) // see runDashboard
 	go pl.run(ctx, updates)
 	_, err := p.Run()
 	if err == nil || errors.Is(err, tea.ErrProgramKilled) || errors.Is(err, tea.ErrInterrupted) || errors.Is(err, context.Canceled) {

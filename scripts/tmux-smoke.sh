@@ -62,4 +62,13 @@ for sig in TERM HUP; do
 	wait_for "^echo$" 5
 	echo "SIG$sig: exit 0, terminal restored"
 done
+# A signal during start-up must stop it too (it once hung there).
+for attempt in 1 2 3 4; do
+	t send-keys -t smoke "clear; $bin demo --scenario healthy; echo EXIT=\$?-$attempt" Enter
+	for _ in $(seq 40); do pgrep -f "$bin demo --scenario healthy" >/dev/null && break; sleep 0.05; done
+	sleep "0.$((3 + attempt))"
+	pkill -TERM -f "$bin demo --scenario healthy"
+	wait_for "EXIT=0-$attempt" 10
+done
+echo "SIGTERM during start-up (4 timings): exit 0"
 echo "tmux smoke test passed"
