@@ -201,11 +201,11 @@ func TestSignalsStopCleanly(t *testing.T) {
 	}
 }
 
-// startLoader starts `gpuwatch loader` on a free loopback port and returns
-// the command and its base URL.
-func startLoader(t *testing.T, args ...string) (*exec.Cmd, string, *bufio.Reader) {
+// startBinary starts gpuwatch with args, killed at the test's end, and
+// returns once it printed its first line (commands that serve say where).
+func startBinary(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, string) {
 	t.Helper()
-	cmd := exec.Command(binary(t), append([]string{"loader", "--listen", "127.0.0.1:0", "--progress-every", "1s"}, args...)...)
+	cmd := exec.Command(binary(t), args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -218,8 +218,16 @@ func startLoader(t *testing.T, args ...string) (*exec.Cmd, string, *bufio.Reader
 	r := bufio.NewReader(stdout)
 	first, err := r.ReadString('\n')
 	if err != nil {
-		t.Fatalf("no first line: %v", err)
+		t.Fatalf("%v: no first line: %v", args, err)
 	}
+	return cmd, r, first
+}
+
+// startLoader starts `gpuwatch loader` on a free loopback port and returns
+// the command and its base URL.
+func startLoader(t *testing.T, args ...string) (*exec.Cmd, string, *bufio.Reader) {
+	t.Helper()
+	cmd, r, first := startBinary(t, append([]string{"loader", "--listen", "127.0.0.1:0", "--progress-every", "1s"}, args...)...)
 	i := strings.Index(first, "http://")
 	if i < 0 {
 		t.Fatalf("first line %q names no URL", first)
@@ -444,19 +452,9 @@ func TestAttachToARealLoader(t *testing.T) {
 	addr := freePort(t)
 	// startLoader returns once the loader says it serves (its first line).
 	startLoader := func() *exec.Cmd {
-		cmd := exec.Command(binary(t), "loader", "--scenario", "io-bound", "--listen", addr)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		r := bufio.NewReader(out)
-		if first, err := r.ReadString('\n'); err != nil || !strings.Contains(first, "serving") {
-			t.Fatalf("loader start: %q %v", first, err)
+		cmd, r, first := startBinary(t, "loader", "--scenario", "io-bound", "--listen", addr)
+		if !strings.Contains(first, "serving") {
+			t.Fatalf("loader start: %q", first)
 		}
 		go io.Copy(io.Discard, r)
 		return cmd
@@ -753,17 +751,8 @@ func TestExporterScrapedByARealPrometheus(t *testing.T) {
 		t.Skip("prometheus/promtool not installed (CI installs Debian's)")
 	}
 	addr := freePort(t)
-	srv := exec.Command(binary(t), "serve", "--listen", addr, "--interval", "500ms")
-	out, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
-	if first, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.Contains(first, addr) {
-		t.Fatalf("serve: %q %v", first, err)
+	if _, _, first := startBinary(t, "serve", "--listen", addr, "--interval", "500ms"); !strings.Contains(first, addr) {
+		t.Fatalf("serve: %q", first)
 	}
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
