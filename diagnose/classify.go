@@ -134,7 +134,7 @@ func decide(w *window, th Thresholds) decision {
 		// itself — DESIGN.md's signature — even when contention holds its
 		// thread a little under the 90 % mark.
 		single = append(single, evidence("loader.workers", 0, "<=", 0, "",
-			fmt.Sprintf("the loader has no workers (num_workers=0): loading runs in the training loop, whose thread %s (tid %d) is at %.0f %% of a core",
+			fmt.Sprintf("thread %s (tid %d) runs at %.0f %% of a core, and the loader has no workers (num_workers=0): it loads in the training loop",
 				w.threadName, w.threadTID, w.hottestThread.v)))
 	}
 	if len(single) > 0 && w.cpuBusy.ok {
