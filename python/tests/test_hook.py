@@ -1,0 +1,470 @@
+"""Unit tests of gpuwatch_hook: python3 -m unittest discover -s python/tests"""
+
+import gzip
+import os
+import socket
+import sys
+import threading
+import unittest
+import urllib.error
+import urllib.request
+import warnings
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import gpuwatch_hook as hook  # noqa: E402
+
+try:
+    import torch
+    from torch.utils.data import DataLoader
+except ImportError:  # the torch tests skip; CI runs them with Debian's python3-torch
+    torch = None
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def parse_metrics(text):
+    """Prometheus text into {name{labels}: value}, checking each line's
+    shape as it goes."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            if line.startswith("# TYPE"):
+                assert line.split()[3] in ("counter", "gauge", "histogram"), line
+            continue
+        key, value = line.rsplit(" ", 1)
+        out[key] = float(value)
+    return out
+
+
+def read_varint(b, i):
+    shift = v = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return v, i
+
+
+def decode(b):
+    """A protobuf message into {field: [values]} (varints as ints,
+    length-delimited as bytes)."""
+    out = {}
+    i = 0
+    while i < len(b):
+        key, i = read_varint(b, i)
+        field, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = read_varint(b, i)
+        elif wt == 2:
+            n, i = read_varint(b, i)
+            v, i = bytes(b[i : i + n]), i + n
+        else:
+            raise AssertionError("wire type %d" % wt)
+        out.setdefault(field, []).append(v)
+    return out
+
+
+def packed(b):
+    vals, i = [], 0
+    while i < len(b):
+        v, i = read_varint(b, i)
+        vals.append(v)
+    return vals
+
+
+class Profile:
+    """The parts of a decoded pprof profile the tests look at."""
+
+    def __init__(self, data):
+        p = decode(gzip.decompress(data))
+        self.strings = [s.decode() for s in p.get(6, [])]
+        self.types = [(self.strings[decode(t)[1][0]], self.strings[decode(t)[2][0]]) for t in p.get(1, [])]
+        fns = {}
+        for f in p.get(5, []):
+            d = decode(f)
+            fns[d[1][0]] = self.strings[d[2][0]]
+        locs = {}
+        for loc in p.get(4, []):
+            d = decode(loc)
+            locs[d[1][0]] = fns[decode(d[4][0])[1][0]]
+        self.samples = []  # (function names leaf first, values, labels)
+        for s in p.get(2, []):
+            d = decode(s)
+            labels = {}
+            for lab in d.get(3, []):
+                ld = decode(lab)
+                labels[self.strings[ld[1][0]]] = self.strings[ld[2][0]]
+            self.samples.append(([locs[x] for x in packed(d[1][0])], packed(d[2][0]), labels))
+        self.duration = p.get(10, [0])[0]
+        self.mappings = [decode(m) for m in p.get(3, [])]
+
+    def cpu_by_leaf(self):
+        i = [t for t, _ in self.types].index("cpu")
+        out = {}
+        for stack, values, _ in self.samples:
+            out[stack[0]] = out.get(stack[0], 0) + values[i]
+        return out
+
+
+class T:
+    """A tensor, as far as the hook looks at one."""
+
+    def __init__(self, *shape):
+        self.shape = shape
+
+    def __eq__(self, other):
+        return isinstance(other, T) and self.shape == other.shape
+
+
+class Batches:
+    """An iterable whose batches take `wait` seconds of the fake clock."""
+
+    def __init__(self, clock, waits, size=4):
+        self.clock, self.waits, self.size = clock, waits, size
+        self.dataset = "the dataset"
+
+    def __iter__(self):
+        for w in self.waits:
+            self.clock.t += w
+            yield (T(self.size, 3), T(self.size))
+
+    def __len__(self):
+        return len(self.waits)
+
+
+class HookTest(unittest.TestCase):
+    def setUp(self):
+        self.clock = FakeClock()
+        self._orig_clock = hook._clock
+        hook._clock = self.clock
+
+    def tearDown(self):
+        hook._clock = self._orig_clock
+
+    def watch(self, loader, **kw):
+        kw.setdefault("port", 0)
+        kw.setdefault("quiet", True)
+        return hook.watch(loader, **kw)
+
+    def metrics(self, w):
+        with urllib.request.urlopen(w.url + "/metrics", timeout=5) as r:
+            self.assertEqual(r.headers["Content-Type"], "text/plain; version=0.0.4; charset=utf-8")
+            return parse_metrics(r.read().decode())
+
+    def test_wait_and_step_per_batch(self):
+        w = self.watch(Batches(self.clock, [0.004, 0.2, 0.0001]))
+        for _ in w:
+            self.clock.t += 0.03  # the step
+        m = self.metrics(w)
+        self.assertEqual(m["gpuwatch_loader_batches_total"], 3)
+        self.assertEqual(m["gpuwatch_loader_samples_total"], 12)
+        self.assertAlmostEqual(m["gpuwatch_loader_wait_seconds_sum"], 0.2041, places=9)
+        self.assertEqual(m["gpuwatch_loader_wait_seconds_count"], 3)
+        # Cumulative buckets, le meaning ≤: 0.0001 ≤ 0.00025, 0.004 ≤ 0.005, 0.2 ≤ 0.25.
+        self.assertEqual(m['gpuwatch_loader_wait_seconds_bucket{le="0.00025"}'], 1)
+        self.assertEqual(m['gpuwatch_loader_wait_seconds_bucket{le="0.0025"}'], 1)
+        self.assertEqual(m['gpuwatch_loader_wait_seconds_bucket{le="0.005"}'], 2)
+        self.assertEqual(m['gpuwatch_loader_wait_seconds_bucket{le="0.1"}'], 2)
+        self.assertEqual(m['gpuwatch_loader_wait_seconds_bucket{le="0.25"}'], 3)
+        self.assertEqual(m['gpuwatch_loader_wait_seconds_bucket{le="+Inf"}'], 3)
+        # Each batch's step ends when the loop asks again, the last one's
+        # at the StopIteration.
+        self.assertEqual(m["gpuwatch_loader_step_seconds_count"], 3)
+        self.assertAlmostEqual(m["gpuwatch_loader_step_seconds_sum"], 0.09, places=9)
+        self.assertEqual(m['gpuwatch_loader_info{pid="%d",kind="python"}' % os.getpid()], 1)
+        # What a plain iterable cannot say is absent, not zero.
+        for name in ("gpuwatch_loader_workers", "gpuwatch_loader_prefetch", "gpuwatch_loader_queue_depth"):
+            self.assertNotIn(name, m)
+        self.assertEqual(m["gpuwatch_hook_errors_total"], 0)
+
+    def test_every_epoch_is_timed_and_between_epochs_is_no_step(self):
+        w = self.watch(Batches(self.clock, [0.001, 0.001]))
+        for _ in range(2):
+            for _ in w:
+                self.clock.t += 0.01
+            self.clock.t += 5  # validation, checkpointing: not a step
+        m = self.metrics(w)
+        self.assertEqual(m["gpuwatch_loader_batches_total"], 4)
+        self.assertAlmostEqual(m["gpuwatch_loader_step_seconds_sum"], 0.04, places=9)
+
+    def test_the_loader_is_still_the_loader(self):
+        src = Batches(self.clock, [0.001] * 5)
+        w = self.watch(src)
+        self.assertEqual(len(w), 5)
+        self.assertEqual(w.dataset, "the dataset")
+        self.assertIs(w.loader, src)
+        batches = list(w)
+        self.assertEqual(batches, list(Batches(FakeClock(), [0] * 5)))
+
+    def test_an_iterator_is_watched_once_through(self):
+        it = iter(Batches(self.clock, [0.002] * 3))
+        w = self.watch(it)
+        self.assertIs(iter(w), w)
+        self.assertEqual(len(list(w)), 3)
+        self.assertEqual(self.metrics(w)["gpuwatch_loader_batches_total"], 3)
+
+    def test_the_loaders_own_errors_reach_the_loop(self):
+        class Broken:
+            def __iter__(self):
+                yield 1
+                raise ValueError("corrupt sample 7")
+
+        w = self.watch(Broken())
+        with self.assertRaisesRegex(ValueError, "corrupt sample 7"):
+            for _ in w:
+                pass
+
+    def test_the_hooks_own_errors_never_reach_the_loop(self):
+        class Weird:
+            """A batch whose size raises from an odd place."""
+
+            @property
+            def shape(self):
+                raise RuntimeError("not this")
+
+        w = self.watch([Weird(), Weird()])
+        orig = hook._Stats.record_step
+        hook._Stats.record_step = lambda self, step: 1 / 0
+        try:
+            got = list(w)
+        finally:
+            hook._Stats.record_step = orig
+        self.assertEqual(len(got), 2)
+        m = self.metrics(w)
+        self.assertEqual(m["gpuwatch_hook_errors_total"], 2)  # the two steps
+        # The batches whose size raised were still timed, their samples unknown.
+        self.assertEqual(m["gpuwatch_loader_wait_seconds_count"], 2)
+        self.assertNotIn("gpuwatch_loader_samples_total", m)
+
+    def test_batch_sizes(self):
+        cases = [
+            (T(32, 3, 224, 224), 32),
+            ((T(8, 2), T(8)), 8),
+            ({"x": T(5, 1), "y": T(5)}, 5),
+            ([[1, 2, 3]], None),  # a list of lists: its first element's first element is no batch
+            (T(), None),
+            ("text", None),
+            ([], None),
+        ]
+        for batch, want in cases:
+            self.assertEqual(hook._batch_len(batch), want, batch)
+
+    def test_binds_loopback_by_default(self):
+        w = self.watch([1, 2])
+        self.assertTrue(w.url.startswith("http://127.0.0.1:"), w.url)
+
+    def test_a_port_in_use_is_a_warning(self):
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                w = hook.watch([1, 2, 3], port=port, quiet=True)
+                self.assertEqual(list(w), [1, 2, 3])
+        finally:
+            taken.close()
+        self.assertIsNone(w.url)
+        self.assertEqual(len(caught), 1)
+        self.assertIn("port %d on 127.0.0.1 is in use" % port, str(caught[0].message))
+        self.assertIn("port=0", str(caught[0].message))
+
+    def test_watches_on_one_port_share_its_server(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        a = self.watch(Batches(self.clock, [0.001] * 2), port=port)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no "port in use"
+            b = self.watch(Batches(self.clock, [0.001] * 3), port=port)
+        self.assertEqual(a.url, b.url)
+        list(a)
+        list(b)
+        self.assertEqual(self.metrics(a)["gpuwatch_loader_batches_total"], 5)
+
+    def test_default_port_follows_local_rank(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        old_default, old_env = hook.DEFAULT_PORT, os.environ.get("LOCAL_RANK")
+        hook.DEFAULT_PORT, os.environ["LOCAL_RANK"] = base, "1"
+        try:
+            w = hook.watch([1], quiet=True)
+        finally:
+            hook.DEFAULT_PORT = old_default
+            if old_env is None:
+                del os.environ["LOCAL_RANK"]
+            else:
+                os.environ["LOCAL_RANK"] = old_env
+        if w.url is None:
+            self.skipTest("port %d taken meanwhile" % (base + 1))
+        self.assertTrue(w.url.endswith(":%d" % (base + 1)), w.url)
+
+    def test_other_paths(self):
+        w = self.watch([1])
+        with urllib.request.urlopen(w.url + "/", timeout=5) as r:
+            self.assertIn(b"/metrics", r.read())
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(w.url + "/nope", timeout=5)
+        self.assertEqual(e.exception.code, 404)
+        for bad in ("abc", "0", "-1", "601", "nan"):
+            with self.assertRaises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(w.url + "/debug/pprof/profile?seconds=" + bad, timeout=5)
+            self.assertEqual(e.exception.code, 400, bad)
+
+
+def spin(stop):
+    x = 0
+    while not stop.is_set():
+        for i in range(10000):
+            x += i * i
+    return x
+
+
+def nap(stop):
+    while not stop.is_set():
+        stop.wait(0.01)
+
+
+class ProfileTest(unittest.TestCase):
+    def test_cpu_goes_where_the_cpu_went(self):
+        stop = threading.Event()
+        busy = threading.Thread(target=spin, args=(stop,), name="busy")
+        idle = threading.Thread(target=nap, args=(stop,), name="idle")
+        busy.start()
+        idle.start()
+        try:
+            p = Profile(hook.take_profile(1.0))
+        finally:
+            stop.set()
+            busy.join()
+            idle.join()
+        self.assertEqual(p.strings[0], "")
+        self.assertEqual(p.types, [("samples", "count"), ("cpu", "nanoseconds")])
+        self.assertGreaterEqual(p.duration, 1e9)
+        self.assertEqual(len(p.mappings), 1)
+        by_leaf = p.cpu_by_leaf()
+        total = sum(by_leaf.values())
+        # The spinning thread ran for about the whole second, on its own core
+        # or sharing one: at least a quarter of a core, and all of it in spin.
+        self.assertGreater(total, 0.25e9)
+        self.assertGreater(by_leaf.get("test_hook.spin", 0), 0.9 * total, by_leaf)
+        by_thread = {}
+        for _, values, labels in p.samples:
+            by_thread[labels["thread"]] = by_thread.get(labels["thread"], 0) + values[1]
+        self.assertGreater(by_thread["busy"], 0.9 * total, by_thread)
+        # Waking 100 times a second costs little CPU, and shows as little.
+        self.assertLess(by_thread.get("idle", 0), 0.05 * total, by_thread)
+        stacks = [s for s, _, labels in p.samples if labels["thread"] == "busy"]
+        # Qualified names need Python 3.11's co_qualname; before, the class is unknown.
+        self.assertIn("threading.Thread.run" if sys.version_info >= (3, 11) else "threading.run", stacks[0])
+
+    def test_the_switch_interval_is_put_back(self):
+        before = sys.getswitchinterval()
+        hook.take_profile(0.05)
+        self.assertEqual(sys.getswitchinterval(), before)
+
+    def test_over_http_one_at_a_time(self):
+        w = hook.watch([1], port=0, quiet=True)
+        results = {}
+
+        def get(name, seconds):
+            try:
+                with urllib.request.urlopen(w.url + "/debug/pprof/profile?seconds=%s" % seconds, timeout=10) as r:
+                    results[name] = (r.status, r.headers["Content-Type"], r.read())
+            except urllib.error.HTTPError as e:
+                results[name] = (e.code, None, e.read())
+
+        first = threading.Thread(target=get, args=("first", 1))
+        first.start()
+        # The second asks while the first is surely running: its server
+        # thread holds the profiling lock until its second is up.
+        while not w._server.profiling.locked():
+            pass
+        get("second", 1)
+        first.join()
+        self.assertEqual(results["first"][0], 200)
+        self.assertEqual(results["first"][1], "application/octet-stream")
+        Profile(results["first"][2])  # decodes
+        self.assertEqual(results["second"][0], 409)
+
+
+class EncoderTest(unittest.TestCase):
+    def test_varints(self):
+        for v, want in [(0, b"\x00"), (1, b"\x01"), (300, b"\xac\x02"), (-1, b"\xff" * 9 + b"\x01")]:
+            b = bytearray()
+            hook._uvarint(b, v)
+            self.assertEqual(bytes(b), want, v)
+
+    def test_shared_functions_and_locations(self):
+        f = ("m.f", "f", "m.py", 1, 3)
+        g = ("m.g", "g", "m.py", 10, 12)
+        data = hook.encode_profile(
+            [([f, g], [1, 10], {}), ([f, g], [2, 20], {"thread": "t"}), ([g], [3, 30], {})],
+            sample_types=[("samples", "count"), ("cpu", "nanoseconds")],
+            period_type=("cpu", "nanoseconds"),
+            period=10_000_000,
+        )
+        raw = decode(gzip.decompress(data))
+        self.assertEqual(len(raw[5]), 2)  # functions f and g, once each
+        self.assertEqual(len(raw[4]), 2)  # locations f:3 and g:12
+        p = Profile(data)
+        self.assertEqual([s for s, _, _ in p.samples], [["m.f", "m.g"], ["m.f", "m.g"], ["m.g"]])
+        self.assertEqual(p.samples[1][2], {"thread": "t"})
+        self.assertEqual(p.strings.count("m.py"), 1)
+
+    def test_not_utf8_names_do_not_break_it(self):
+        data = hook.encode_profile([([("bad\udcff", "x", "f.py", 1, 1)], [1], {})], sample_types=[("samples", "count")])
+        self.assertIn("bad", Profile(data).samples[0][0][0])
+
+
+@unittest.skipIf(torch is None, "no torch (CI installs Debian's python3-torch)")
+class TorchTest(unittest.TestCase):
+    def dataset(self):
+        return torch.utils.data.TensorDataset(torch.arange(64, dtype=torch.float32).reshape(32, 2))
+
+    def test_a_dataloader_with_workers(self):
+        w = hook.watch(DataLoader(self.dataset(), batch_size=4, num_workers=2, prefetch_factor=3), port=0, quiet=True)
+        n = 0
+        for (x,) in w:
+            n += x.shape[0]
+            if n == 8:  # mid-epoch: the workers are up
+                m = self.metrics(w)
+        self.assertEqual(n, 32)
+        self.assertEqual(m["gpuwatch_loader_workers"], 2)
+        self.assertEqual(m["gpuwatch_loader_prefetch"], 3)
+        self.assertIn("gpuwatch_loader_queue_depth", m)
+        pids = [k for k in m if k.startswith("gpuwatch_loader_worker_info")]
+        self.assertEqual(len(pids), 2)
+        self.assertEqual(self.metrics(w)["gpuwatch_loader_samples_total"], 32)
+
+    def test_a_dataloader_without_workers(self):
+        w = hook.watch(DataLoader(self.dataset(), batch_size=8), port=0, quiet=True)
+        self.assertEqual(sum(x.shape[0] for (x,) in w), 32)
+        m = self.metrics(w)
+        self.assertEqual(m["gpuwatch_loader_workers"], 0)
+        self.assertNotIn("gpuwatch_loader_prefetch", m)  # no workers, nothing prefetched
+        self.assertNotIn("gpuwatch_loader_queue_depth", m)
+        self.assertEqual(m["gpuwatch_loader_batches_total"], 4)
+
+    def test_wrapping_starts_no_workers(self):
+        dl = DataLoader(self.dataset(), batch_size=4, num_workers=2, persistent_workers=True)
+        hook.watch(dl, port=0, quiet=True)
+        self.assertIsNone(dl._iterator)
+
+    def metrics(self, w):
+        with urllib.request.urlopen(w.url + "/metrics", timeout=5) as r:
+            return parse_metrics(r.read().decode())
+
+
+if __name__ == "__main__":
+    unittest.main()
