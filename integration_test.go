@@ -376,12 +376,17 @@ type attachLine struct {
 		DisconnectedSince *time.Time `json:"disconnected_since"`
 		Batches           uint64     `json:"batches"`
 		WaitShare         *float64   `json:"wait_share"`
+		Workers           *int       `json:"workers"`
 	} `json:"loader"`
 	Profile *struct {
 		Categories []struct {
 			Name  string  `json:"name"`
 			Share float64 `json:"share"`
 		} `json:"categories"`
+		Top []struct {
+			Name string  `json:"name"`
+			Flat float64 `json:"flat"`
+		} `json:"top"`
 		Error string `json:"error"`
 	} `json:"profile"`
 	Procs *struct {

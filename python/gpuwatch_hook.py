@@ -506,6 +506,7 @@ class _Sampler:
         self.last: dict = {}  # ident -> cpu ns at the last tick
         self.ran_at: dict = {}  # ident -> the key of the stack it last ran at
         self.names: dict = {}  # ident -> (name, native id)
+        self.modules: dict = {}  # code -> its module's __name__
         self.rng = random.Random()
         self.start_wall_ns = time.time_ns()
         self.duration_ns = 0
@@ -560,7 +561,10 @@ class _Sampler:
                 continue  # ended during the window
             stack = []
             while frame is not None and len(stack) < 128:
-                stack.append((frame.f_code, frame.f_lineno))
+                code = frame.f_code
+                if code not in self.modules:
+                    self.modules[code] = frame.f_globals.get("__name__")
+                stack.append((code, frame.f_lineno))
                 frame = frame.f_back
             key = (self.names.get(ident, ("thread %d" % ident,))[0], tuple(stack))
             if not self.cpu_clock:
@@ -584,7 +588,8 @@ class _Sampler:
     def profile(self) -> bytes:
         samples = []
         for (thread, stack), (n, ns) in self.agg.items():
-            samples.append(([_frame(code, line) for code, line in stack], [n, ns], {"thread": thread}))
+            frames = [_frame(code, line, self.modules.get(code)) for code, line in stack]
+            samples.append((frames, [n, ns], {"thread": thread}))
         comments = ["gpuwatch_hook %s, Python %s, pid %d" % (__version__, sys.version.split()[0], os.getpid())]
         if not self.cpu_clock:
             comments.append("wall-clock samples: no per-thread CPU clock on %s" % sys.platform)
@@ -599,12 +604,13 @@ class _Sampler:
         )
 
 
-def _frame(code, line):
+def _frame(code, line, module=None):
     """(function name, system name, file, first line, line) of one frame.
     The name is module-qualified as pprof users expect of Go:
     "torch.utils.data.dataloader._BaseDataLoaderIter.__next__"."""
     qual = getattr(code, "co_qualname", code.co_name)  # 3.11+
-    module = _module_of(code.co_filename)
+    if not isinstance(module, str):
+        module = _module_of(code.co_filename)
     name = "%s.%s" % (module, qual) if module else qual
     return (name, code.co_name, code.co_filename, code.co_firstlineno, line or 0)
 

@@ -1,0 +1,173 @@
+//go:build integration
+
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/gpuwatch/gpuwatch/probes"
+)
+
+// python is the interpreter for the hook's tests: $GPUWATCH_PYTHON, else
+// Debian's /usr/bin/python3 (the one python3-torch installs into).
+func python(t *testing.T, needTorch bool) string {
+	t.Helper()
+	py := os.Getenv("GPUWATCH_PYTHON")
+	if py == "" {
+		py = "/usr/bin/python3"
+	}
+	check := "import sys; assert sys.version_info >= (3, 9)"
+	if needTorch {
+		check += "; import torch"
+	}
+	if out, err := exec.Command(py, "-c", check).CombinedOutput(); err != nil {
+		msg := py + " cannot run the hook's tests (wants Python ≥ 3.9" + map[bool]string{true: " with torch: apt-get install python3-torch", false: ""}[needTorch] + "): " + strings.TrimSpace(string(out))
+		if os.Getenv("GPUWATCH_REQUIRE_PYTHON") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return py
+}
+
+// TestPythonHookProfileIsRealPprof takes a profile with the hook's pure-
+// Python encoder from a process whose one busy thread runs a known
+// function, and reads it with google/pprof's parser, with gpuwatch's
+// summary and with `go tool pprof`.
+func TestPythonHookProfileIsRealPprof(t *testing.T) {
+	py := python(t, false)
+	out := filepath.Join(t.TempDir(), "py.pprof")
+	script := `
+import sys, threading
+sys.path.insert(0, "python")
+import gpuwatch_hook
+
+def crunch(stop):
+    x = 0
+    while not stop.is_set():
+        for i in range(10000):
+            x = (x * 31 + i) & 0xFFFFFFFF
+
+stop = threading.Event()
+t = threading.Thread(target=crunch, args=(stop,), name="crunch")
+t.start()
+data = gpuwatch_hook.take_profile(2.0)
+stop.set()
+t.join()
+open(sys.argv[1], "wb").write(data)
+`
+	if b, err := exec.Command(py, "-c", script, out).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.ParseData(data)
+	if err != nil {
+		t.Fatalf("google/pprof cannot parse it: %v", err)
+	}
+	if err := p.CheckValid(); err != nil {
+		t.Fatalf("not a valid profile: %v", err)
+	}
+	if p.SampleType[1].Type != "cpu" || p.SampleType[1].Unit != "nanoseconds" || p.DurationNanos < 2e9 {
+		t.Fatalf("sample types %v, duration %d", p.SampleType, p.DurationNanos)
+	}
+	sum, err := probes.SummarizeProfile(data, 5)
+	if err != nil {
+		t.Fatalf("gpuwatch cannot summarize it: %v", err)
+	}
+	if len(sum.Top) == 0 || sum.Top[0].Name != "__main__.crunch" || sum.Top[0].Flat < 0.9 {
+		t.Fatalf("top functions %+v: want __main__.crunch with ≥ 90 %% flat", sum.Top)
+	}
+	// At least half a core for the two seconds: the thread spun the whole time.
+	if sum.CPUSec < 1 {
+		t.Fatalf("%.2f s of CPU in 2 s of a spinning thread", sum.CPUSec)
+	}
+	top, err := exec.Command("go", "tool", "pprof", "-top", out).CombinedOutput()
+	if err != nil || !regexp.MustCompile(`(?m)^\s+\S+s\s+(9\d\.\d+|100)%.*__main__\.crunch$`).Match(top) {
+		t.Fatalf("go tool pprof -top: %v\n%s", err, top)
+	}
+}
+
+// TestPythonHookOnARealDataLoader runs a real PyTorch training loop on the
+// CPU (python/examples/train_cpu.py) with the hook, attaches gpuwatch
+// headless, and checks the verdict: single_core_maxed when num_workers=0
+// and __getitem__ is heavy, healthy when samples are light and the step
+// is the heavy part.
+func TestPythonHookOnARealDataLoader(t *testing.T) {
+	py := python(t, true)
+	cases := []struct {
+		name    string
+		args    []string
+		verdict string
+		workers int
+		check   func(t *testing.T, l attachLine)
+	}{
+		{"num_workers=0 with a heavy __getitem__", []string{"--workers", "0", "--getitem-work", "20000", "--hidden", "64"}, "single_core_maxed", 0,
+			func(t *testing.T, l attachLine) {
+				// The profile of the Python process names the culprit.
+				found := false
+				for _, f := range l.Profile.Top {
+					found = found || strings.HasSuffix(f.Name, "Synthetic.__getitem__")
+				}
+				if !found {
+					t.Errorf("profile top %+v: want Synthetic.__getitem__", l.Profile.Top)
+				}
+			}},
+		{"light samples, a heavier step", []string{"--workers", "2", "--getitem-work", "0", "--hidden", "1024"}, "healthy", 2, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			train := exec.Command(py, append([]string{"python/examples/train_cpu.py", "--port", "0", "--seconds", "120"}, c.args...)...)
+			stderr, err := train.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := train.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = train.Process.Kill(); _ = train.Wait() })
+			r := bufio.NewReader(stderr)
+			first, err := r.ReadString('\n')
+			m := regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)`).FindStringSubmatch(first)
+			if err != nil || m == nil {
+				t.Fatalf("the hook's first line %q (%v)", first, err)
+			}
+			go func() { _, _ = r.WriteTo(os.Stderr) }()
+
+			att := exec.Command(binary(t), "attach", m[1], "--headless", "--json", "--profile-every", "6s", "--profile-seconds", "3", "--duration", "90s")
+			out, err := att.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			att.Stderr = os.Stderr
+			if err := att.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = att.Process.Kill(); _ = att.Wait() })
+			l := await(t, lines(t, out), "the "+c.verdict+" verdict and a profile", 75*time.Second, func(l attachLine) bool {
+				return l.Verdict != nil && l.Verdict.Kind == c.verdict && l.Profile != nil && len(l.Profile.Top) > 0
+			})
+			if l.Procs == nil || l.Procs.FocusPID != train.Process.Pid {
+				t.Fatalf("process focus %+v, training process %d", l.Procs, train.Process.Pid)
+			}
+			if l.Loader == nil || l.Loader.Workers == nil || *l.Loader.Workers != c.workers || l.Loader.Batches == 0 {
+				t.Fatalf("loader %+v: want %d workers and batches", l.Loader, c.workers)
+			}
+			if c.check != nil {
+				c.check(t, l)
+			}
+			t.Logf("%s after %d batches: %s", c.verdict, l.Loader.Batches, l.Verdict.Evidence[0].Text)
+		})
+	}
+}
