@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 	"unsafe"
 )
@@ -75,11 +74,8 @@ func OpenDataset(dir string, size int64, seed int64) (*Dataset, error) {
 	if missing == 0 {
 		return d, nil
 	}
-	var fs syscall.Statfs_t
-	// A filesystem with no size (ramfs, some FUSE) reports zero blocks:
-	// nothing to check against.
-	if err := syscall.Statfs(dir, &fs); err == nil && fs.Blocks > 0 {
-		if free := int64(fs.Bavail) * fs.Bsize; free < missing+64<<20 {
+	if free, ok := freeBytes(dir); ok {
+		if free < missing+64<<20 {
 			return nil, fmt.Errorf("dataset of %s does not fit: %s free in %s", FormatSize(size), FormatSize(free), dir)
 		}
 	}
@@ -156,6 +152,9 @@ func (d *Dataset) LoadIntoMemory() error {
 // filesystem that refuses it (tmpfs, some network filesystems) gives an
 // error that says so.
 func (d *Dataset) CheckDirectIO() error {
+	if errNoDirectIO != nil {
+		return fmt.Errorf("--direct-io: %w", errNoDirectIO)
+	}
 	r, err := d.newReader(true, nil)
 	if err != nil {
 		return err
@@ -232,7 +231,7 @@ func (r *reader) file(i int) (*os.File, error) {
 	}
 	flags := os.O_RDONLY
 	if r.direct {
-		flags |= syscall.O_DIRECT
+		flags |= oDirect
 	}
 	f, err := os.OpenFile(r.d.shards[i], flags, 0)
 	if err != nil {

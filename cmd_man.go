@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/cobra/doc"
+)
+
+// newManCmd writes the man pages, one per command, generated from the
+// command tree (the release archives and packages ship them).
+func newManCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:    "man DIR",
+		Short:  "Write man pages for every command to DIR (gpuwatch.1, gpuwatch-attach.1, …)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			root := cmd.Root()
+			root.DisableAutoGenTag = true // no "generated on <today>": the same tree gives the same pages
+			hdr := &doc.GenManHeader{
+				Title:   "GPUWATCH",
+				Section: "1",
+				Source:  "gpuwatch " + version,
+				Manual:  "gpuwatch manual",
+				Date:    sourceDate(),
+			}
+			if err := doc.GenManTree(root, hdr, dir); err != nil {
+				return err
+			}
+			_, err := fmt.Fprintf(stdout, "wrote man pages to %s\n", dir)
+			return err
+		},
+	}
+}
+
+// sourceDate is $SOURCE_DATE_EPOCH (reproducible builds; goreleaser sets
+// it from the commit), else now.
+func sourceDate() *time.Time {
+	t := time.Now()
+	if s, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64); err == nil {
+		t = time.Unix(s, 0).UTC()
+	}
+	return &t
+}
