@@ -16,5 +16,5 @@ func freeBytes(dir string) (int64, bool) {
 	if err := syscall.Statfs(dir, &fs); err != nil || fs.Blocks == 0 {
 		return 0, false
 	}
-	return int64(fs.Bavail) * fs.Bsize, true
+	return int64(fs.Bavail) * int64(fs.Bsize), true // field types differ per arch
 }
