@@ -390,7 +390,6 @@ class _Server(http.server.ThreadingHTTPServer):
         h, p = self.server_address[:2]
         self.url = "http://%s:%d" % ("[%s]" % h if ":" in h else h, p)
 
-
     def handle_error(self, request, client_address) -> None:
         pass  # a request that failed is the client's problem, not the training log's
 
