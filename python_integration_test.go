@@ -144,6 +144,7 @@ func TestPythonHookOnARealDataLoader(t *testing.T) {
 				t.Fatalf("the hook's first line %q (%v)", first, err)
 			}
 			go func() { _, _ = r.WriteTo(os.Stderr) }()
+			promtoolCheck(t, m[1]+"/metrics")
 
 			att := exec.Command(binary(t), "attach", m[1], "--headless", "--json", "--profile-every", "6s", "--profile-seconds", "3", "--duration", "90s")
 			out, err := att.StdoutPipe()
