@@ -205,16 +205,7 @@ func TestSignalsStopCleanly(t *testing.T) {
 // returns once it printed its first line (commands that serve say where).
 func startBinary(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, string) {
 	t.Helper()
-	cmd := exec.Command(binary(t), args...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	cmd, stdout := start(t, args...)
 	r := bufio.NewReader(stdout)
 	first, err := r.ReadString('\n')
 	if err != nil {
@@ -410,6 +401,31 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// start starts gpuwatch with args, killed at the test's end, and returns
+// its stdout (its stderr is the test's).
+func start(t *testing.T, args ...string) (*exec.Cmd, io.Reader) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, stdout
+}
+
+// startJSON starts gpuwatch with args (a --json command) and streams its
+// lines.
+func startJSON(t *testing.T, args ...string) (*exec.Cmd, <-chan attachLine) {
+	t.Helper()
+	cmd, stdout := start(t, args...)
+	return cmd, lines(t, stdout)
+}
+
 // lines streams a process's JSON lines.
 func lines(t *testing.T, r io.Reader) <-chan attachLine {
 	ch := make(chan attachLine, 256)
@@ -466,17 +482,7 @@ func TestAttachToARealLoader(t *testing.T) {
 	}
 	ldr := startLoader()
 	url := "http://" + addr
-	att := exec.Command(binary(t), "attach", url, "--headless", "--json", "--profile-every", "4s", "--profile-seconds", "2", "--duration", "90s")
-	out, err := att.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	att.Stderr = os.Stderr
-	if err := att.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = att.Process.Kill(); _ = att.Wait() })
-	ch := lines(t, out)
+	att, ch := startJSON(t, "attach", url, "--headless", "--json", "--profile-every", "4s", "--profile-seconds", "2", "--duration", "90s")
 
 	// The first profile, taken at once, also covers the loader's start-up
 	// (each worker's start-up work is hashing: "decoding"); the next ones
@@ -545,17 +551,9 @@ func TestAttachToAPlainGoPprofServer(t *testing.T) {
 			x++
 		}
 	}()
-	att := exec.Command(binary(t), "attach", "http://"+ln.Addr().String(), "--headless", "--json",
+	_, ch := startJSON(t, "attach", "http://"+ln.Addr().String(), "--headless", "--json",
 		"--profile-every", "3s", "--profile-seconds", "1", "--duration", "20s")
-	out, err := att.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := att.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = att.Process.Kill(); _ = att.Wait() })
-	await(t, lines(t, out), "a profile and the missing metrics said", 15*time.Second, func(l attachLine) bool {
+	await(t, ch, "a profile and the missing metrics said", 15*time.Second, func(l attachLine) bool {
 		return l.Profile != nil && len(l.Profile.Categories) > 0 && strings.Contains(l.Unavailable["loader"], "no loader metrics")
 	})
 }

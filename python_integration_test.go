@@ -146,17 +146,8 @@ func TestPythonHookOnARealDataLoader(t *testing.T) {
 			go func() { _, _ = r.WriteTo(os.Stderr) }()
 			promtoolCheck(t, m[1]+"/metrics")
 
-			att := exec.Command(binary(t), "attach", m[1], "--headless", "--json", "--profile-every", "6s", "--profile-seconds", "3", "--duration", "90s")
-			out, err := att.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			att.Stderr = os.Stderr
-			if err := att.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = att.Process.Kill(); _ = att.Wait() })
-			l := await(t, lines(t, out), "the "+c.verdict+" verdict and a profile", 75*time.Second, func(l attachLine) bool {
+			_, ch := startJSON(t, "attach", m[1], "--headless", "--json", "--profile-every", "6s", "--profile-seconds", "3", "--duration", "90s")
+			l := await(t, ch, "the "+c.verdict+" verdict and a profile", 75*time.Second, func(l attachLine) bool {
 				return l.Verdict != nil && l.Verdict.Kind == c.verdict && l.Profile != nil && len(l.Profile.Top) > 0
 			})
 			if l.Procs == nil || l.Procs.FocusPID != train.Process.Pid {
