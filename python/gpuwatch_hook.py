@@ -468,11 +468,12 @@ def take_profile(seconds: float, hz: int = 100, exclude=()) -> bytes:
     Each tick charges every thread the CPU time its own clock shows since
     the last tick, at the stack where the thread is running. Whether it is
     running is seen, not guessed: the sampler reads the clocks, lets go of
-    the GIL for half a millisecond, and reads them again. A thread whose
-    clock moved meanwhile is running, and its stack now is where its time
-    goes; one whose clock stood still is blocked (a sleep, a queue, a
-    socket), and the time it used since the last tick is charged to the
-    stack it last ran at. Idle threads cost nothing and show nothing.
+    the GIL for half a millisecond, reads the stacks and clocks, lets go
+    again, and reads the clocks once more. A thread whose clock moved in
+    both windows is running where it was seen, and its time goes there; one
+    whose clock stood still in either is blocked there (a sleep, a queue, a
+    socket), or nearly, and the time it used since the last tick is charged
+    to the stack it last ran at. Idle threads cost nothing and show nothing.
     Threads without Python frames (torch's intra-op pool, say) are not seen.
 
     The GIL decides when the sampler gets to look: a thread running Python
@@ -551,9 +552,10 @@ class _Sampler:
             self.names = {t.ident: (t.name, getattr(t, "native_id", None)) for t in threading.enumerate()}
         if self.cpu_clock:
             before = self.clocks(idents)
-            time.sleep(0.0005)  # the window: threads that can run, run
+            time.sleep(0.0005)  # window one: threads that can run, run
         frames = sys._current_frames()
-        after = self.clocks(idents) if self.cpu_clock else {}
+        at = self.clocks(idents) if self.cpu_clock else {}
+        keys = {}
         for ident in idents:
             frame = frames.get(ident)
             if frame is None:
@@ -565,19 +567,29 @@ class _Sampler:
                     self.modules[code] = frame.f_globals.get("__name__")
                 stack.append((code, frame.f_lineno))
                 frame = frame.f_back
-            key = (self.names.get(ident, ("thread %d" % ident,))[0], tuple(stack))
-            if not self.cpu_clock:
+            keys[ident] = (self.names.get(ident, ("thread %d" % ident,))[0], tuple(stack))
+        frames = frame = None  # no frame outlives its tick
+        if not self.cpu_clock:
+            for key in keys.values():
                 self.charge(key, self.period_ns)
-                continue
-            now_ns = after.get(ident)
+            return
+        time.sleep(0.0005)  # window two
+        after = self.clocks(idents)
+        for ident, key in keys.items():
+            now_ns = at.get(ident)
             if now_ns is None:
                 continue
             prev = self.last.get(ident)
             self.last[ident] = now_ns
-            # Running: its clock moved by a tenth of the window or more. A
-            # thread that just let go of the GIL to block still moves a few
-            # microseconds on its way into the kernel.
-            running = now_ns - before.get(ident, now_ns) >= 50_000
+            # Running where it was seen: its clock moved by a tenth of a
+            # window or more both before and after the look. (A thread that
+            # just let go of the GIL to block still moves a few microseconds
+            # on its way into the kernel; one that ran up to its blocking
+            # call moved before but not after, and one woken just after the
+            # look moved after but not before.)
+            running = (
+                now_ns - before.get(ident, now_ns) >= 50_000 and after.get(ident, now_ns) - now_ns >= 50_000
+            )
             if running:
                 self.ran_at[ident] = key
             if prev is None or now_ns <= prev:

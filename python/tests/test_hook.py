@@ -5,6 +5,7 @@ import os
 import socket
 import sys
 import threading
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -330,6 +331,19 @@ def spin(stop):
     return x
 
 
+def work():
+    x = 0
+    for i in range(60000):  # about 5 ms of Python on a 2020s core
+        x += i * i
+    return x
+
+
+def work_then_nap(stop):
+    while not stop.is_set():
+        work()
+        time.sleep(0.001)
+
+
 def nap(stop):
     while not stop.is_set():
         stop.wait(0.01)
@@ -357,7 +371,7 @@ class ProfileTest(unittest.TestCase):
         # The spinning thread ran for about the whole second, on its own core
         # or sharing one: at least a quarter of a core, and all of it in spin.
         self.assertGreater(total, 0.25e9)
-        self.assertGreater(by_leaf.get("test_hook.spin", 0), 0.9 * total, by_leaf)
+        self.assertGreater(sum(v for k, v in by_leaf.items() if k.endswith(".spin")), 0.9 * total, by_leaf)
         by_thread = {}
         for _, values, labels in p.samples:
             by_thread[labels["thread"]] = by_thread.get(labels["thread"], 0) + values[1]
@@ -367,6 +381,24 @@ class ProfileTest(unittest.TestCase):
         stacks = [s for s, _, labels in p.samples if labels["thread"] == "busy"]
         # Qualified names need Python 3.11's co_qualname; before, the class is unknown.
         self.assertIn("threading.Thread.run" if sys.version_info >= (3, 11) else "threading.run", stacks[0])
+
+    def test_cpu_before_a_blocking_call_is_not_charged_to_it(self):
+        # Compute, then sleep: the GIL reaches the sampler mostly at the
+        # sleep. Charged where the thread is found, most of the CPU would
+        # land on the sleeping line (half or more of it did before the
+        # running check); charged where the thread ran, it lands in work().
+        stop = threading.Event()
+        t = threading.Thread(target=work_then_nap, args=(stop,), name="worker")
+        t.start()
+        try:
+            p = Profile(hook.take_profile(2.0))
+        finally:
+            stop.set()
+            t.join()
+        by_leaf = p.cpu_by_leaf()
+        total = sum(by_leaf.values())
+        work = sum(v for k, v in by_leaf.items() if k.endswith(".work"))
+        self.assertGreater(work, 0.7 * total, by_leaf)
 
     def test_the_switch_interval_is_put_back(self):
         before = sys.getswitchinterval()
