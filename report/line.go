@@ -59,7 +59,7 @@ func WriteLine(w io.Writer, f *sample.Frame, v *diagnose.Verdict) error {
 			fmt.Fprintf(&b, " since %s", l.DisconnectedSince.Format("15:04:05"))
 		}
 	} else if l != nil {
-		fmt.Fprintf(&b, " | loader %.0f samples/s %s/s", l.SamplesPerSec, sample.FormatBytes(l.BytesPerSec))
+		fmt.Fprintf(&b, " | loader %s %s/s", l.Throughput(), sample.FormatBytes(l.BytesPerSec))
 		if l.WaitShare != nil {
 			fmt.Fprintf(&b, " wait %.0f%%", 100**l.WaitShare)
 		}

@@ -7,7 +7,10 @@
 // counter, because a rate needs two readings.
 package sample
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Frame is one snapshot of the machine. Parts a probe could not fill are nil;
 // Unavailable says why, keyed by source name ("cpu", "gpu", …).
@@ -328,4 +331,14 @@ func (f *Frame) Merge(from *Frame) {
 		}
 		f.Unavailable[k] = v
 	}
+}
+
+// Throughput is the loader's rate in words: samples per second, or
+// batches per second when the loader does not count samples (the Python
+// hook, when it cannot read a batch's size).
+func (l *Loader) Throughput() string {
+	if l.SamplesPerSec == 0 && l.BatchesPerSec > 0 {
+		return fmt.Sprintf("%.1f batches/s", l.BatchesPerSec)
+	}
+	return fmt.Sprintf("%.0f samples/s", l.SamplesPerSec)
 }

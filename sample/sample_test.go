@@ -107,3 +107,18 @@ func TestMergeKeepsPartsTheSourceLacks(t *testing.T) {
 		t.Fatalf("unavailable = %v", into.Unavailable)
 	}
 }
+
+func TestThroughputSaysBatchesWhenSamplesAreUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		l    Loader
+		want string
+	}{
+		{Loader{BatchesPerSec: 10, SamplesPerSec: 320}, "320 samples/s"},
+		{Loader{BatchesPerSec: 12.5}, "12.5 batches/s"}, // the hook could not read batch sizes
+		{Loader{}, "0 samples/s"},                       // stopped
+	} {
+		if got := tc.l.Throughput(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.l, got, tc.want)
+		}
+	}
+}

@@ -54,7 +54,7 @@ func (loaderPanel) draw(m *Model, w, h int) []string {
 	if l.QueueDepth != nil {
 		stats += fmt.Sprintf(" · queue %.0f", *l.QueueDepth)
 	}
-	stats += fmt.Sprintf(" · %.0f samples/s %s/s", l.SamplesPerSec, size(l.BytesPerSec))
+	stats += fmt.Sprintf(" · %s %s/s", l.Throughput(), size(l.BytesPerSec))
 	lines = append(lines, stats)
 	if l.ReadSecPerSec != nil && l.DecodeSecPerSec != nil {
 		lines = append(lines, fmt.Sprintf("reading %.2f s/s · decoding %.2f s/s (summed over workers)", *l.ReadSecPerSec, *l.DecodeSecPerSec))
