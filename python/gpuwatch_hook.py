@@ -324,6 +324,27 @@ class _WatchedIterator(_Timed):
 # port — a validation loader beside the training one — shares it.
 _servers: dict = {}
 _servers_lock = threading.Lock()
+_listening: list = []  # every server started here, shared or not
+
+
+def _after_fork_in_child() -> None:
+    """A DataLoader worker is a fork of the training process: it must not
+    hold the training process's listening sockets (they would keep the
+    port taken after the training process ends), and it has no server
+    thread."""
+    global _servers_lock
+    _servers_lock = threading.Lock()
+    for srv in _listening:
+        try:
+            srv.socket.close()
+        except OSError:
+            pass
+    _listening.clear()
+    _servers.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def watch(loader, port=None, host: str = "127.0.0.1", quiet: bool = False):
@@ -349,7 +370,7 @@ def watch(loader, port=None, host: str = "127.0.0.1", quiet: bool = False):
 
 def _serve(host: str, port: int, quiet: bool):
     with _servers_lock:
-        key = (host, port, os.getpid())
+        key = (host, port)
         if key in _servers:
             srv = _servers[key]
             return srv.stats, srv
@@ -367,6 +388,7 @@ def _serve(host: str, port: int, quiet: bool):
             return stats, None
         if port != 0:  # port 0 is a new port each time: nothing to share
             _servers[key] = srv
+        _listening.append(srv)
         t = threading.Thread(target=srv.serve_forever, name="gpuwatch_hook server", daemon=True)
         t.start()
         srv.thread_ident = t.ident

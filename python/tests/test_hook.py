@@ -310,6 +310,21 @@ class HookTest(unittest.TestCase):
             self.skipTest("port %d taken meanwhile" % (base + 1))
         self.assertTrue(w.url.endswith(":%d" % (base + 1)), w.url)
 
+    @unittest.skipUnless(hasattr(os, "fork"), "no fork here")
+    def test_a_forked_worker_does_not_hold_the_port(self):
+        w = self.watch([1, 2])
+        fd = w._server.socket.fileno()
+        pid = os.fork()
+        if pid == 0:  # the child: a DataLoader worker, say
+            try:
+                os.fstat(fd)
+                os._exit(1)  # still open
+            except OSError:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status >> 8, 0)
+        self.assertEqual(self.metrics(w)["gpuwatch_loader_batches_total"], 0)  # the parent still serves
+
     def test_other_paths(self):
         w = self.watch([1])
         with urllib.request.urlopen(w.url + "/", timeout=5) as r:
