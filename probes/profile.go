@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -84,12 +85,23 @@ func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 	// Everything about a function — its category, whether it is the GC's
 	// worker — is decided once per function, not once per frame of every
 	// sample: a 5 MB profile has ~100 k samples but a few thousand
-	// functions. Samples then walk integer indices only.
+	// functions. Samples then walk integer indices only, one per name: a
+	// profile may list a function twice (under two IDs), and pprof shows
+	// it once.
 	names := make([]string, 0, len(p.Function)+1)
+	index := make(map[string]int, len(p.Function))
+	indexOf := func(name string) int {
+		i, ok := index[name]
+		if !ok {
+			i = len(names)
+			index[name] = i
+			names = append(names, name)
+		}
+		return i
+	}
 	byFunc := make(map[*profile.Function]int, len(p.Function))
 	for _, f := range p.Function {
-		byFunc[f] = len(names)
-		names = append(names, f.Name)
+		byFunc[f] = indexOf(f.Name)
 	}
 	// Locations by ID in a slice when IDs are dense (they are in profiles
 	// Go and the pprof encoder write), else a map: a frame costs an index,
@@ -118,15 +130,13 @@ func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 			}
 			i, ok := byFunc[ln.Function]
 			if !ok { // a function missing from the table: still count it
-				i = len(names)
+				i = indexOf(ln.Function.Name)
 				byFunc[ln.Function] = i
-				names = append(names, ln.Function.Name)
 			}
 			fs = append(fs, i)
 		}
 		if len(fs) == 0 {
-			fs = append(fs, len(names))
-			names = append(names, fmt.Sprintf("0x%x", loc.Address))
+			fs = append(fs, indexOf(fmt.Sprintf("0x%x", loc.Address)))
 		}
 		if byID != nil && loc.ID <= maxID && loc.ID != 0 {
 			byID[loc.ID] = fs
@@ -160,6 +170,11 @@ func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 			continue
 		}
 		v := s.Value[vi]
+		if v > math.MaxInt64-total {
+			// Every flat, cum and category sum is at most the total: checked
+			// here, none of them can wrap to a negative share.
+			return nil, errors.New("the profile's sample values add up past 2⁶³: no CPU profile is that long")
+		}
 		total += v
 		first, c, gc := -1, int8(-1), false
 		for _, loc := range s.Location {
@@ -212,24 +227,11 @@ func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 	for i, c := range profileCategories {
 		out.Categories = append(out.Categories, sample.ProfileCategory{Name: c, Share: float64(cats[i]) / float64(total)})
 	}
-	// Merge functions of the same name (a profile may list one twice).
-	type agg struct{ flat, cum int64 }
-	byName := make(map[string]*agg, len(names))
+	var fns []sample.ProfileFunc
 	for i, n := range names {
-		if i >= len(cum) || cum[i] == 0 {
-			continue
+		if i < len(cum) && cum[i] > 0 {
+			fns = append(fns, sample.ProfileFunc{Name: n, Flat: float64(flat[i]) / float64(total), Cum: float64(cum[i]) / float64(total)})
 		}
-		a := byName[n]
-		if a == nil {
-			a = &agg{}
-			byName[n] = a
-		}
-		a.flat += flat[i]
-		a.cum = max(a.cum, cum[i])
-	}
-	fns := make([]sample.ProfileFunc, 0, len(byName))
-	for n, a := range byName {
-		fns = append(fns, sample.ProfileFunc{Name: n, Flat: float64(a.flat) / float64(total), Cum: float64(a.cum) / float64(total)})
 	}
 	slices.SortFunc(fns, func(a, b sample.ProfileFunc) int {
 		if c := cmp.Compare(b.Flat, a.Flat); c != 0 {

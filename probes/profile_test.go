@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -155,6 +156,45 @@ func TestBadProfilesAreRefusedWithAReason(t *testing.T) {
 	}
 }
 
+// TestSummaryRefusesValuesThatOverflow: sample values that add up past
+// int64 gave negative CPU and shares (found by FuzzSummarizeProfile).
+func TestSummaryRefusesValuesThatOverflow(t *testing.T) {
+	p := synthetic(map[string]int64{"main.a": 1, "main.b": 1})
+	for _, s := range p.Sample {
+		s.Value[1] = math.MaxInt64/2 + 10
+	}
+	if s, err := SummarizeProfile(encode(t, p), 5); err == nil || !strings.Contains(err.Error(), "add up past") {
+		t.Fatalf("summary %+v, error %v", s, err)
+	}
+}
+
+// TestSummaryOneFunctionListedTwice: two function entries of one name
+// are one function, its cum counted once per sample (it was the larger
+// of the two entries' cums, below their summed flat).
+func TestSummaryOneFunctionListedTwice(t *testing.T) {
+	f1 := &profile.Function{ID: 1, Name: "main.work"}
+	f2 := &profile.Function{ID: 2, Name: "main.work"}
+	l1 := &profile.Location{ID: 1, Line: []profile.Line{{Function: f1}}}
+	l2 := &profile.Location{ID: 2, Line: []profile.Line{{Function: f2}}}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}},
+		Function:   []*profile.Function{f1, f2},
+		Location:   []*profile.Location{l1, l2},
+		Sample: []*profile.Sample{
+			{Location: []*profile.Location{l1}, Value: []int64{3}},
+			{Location: []*profile.Location{l2}, Value: []int64{1}},
+			{Location: []*profile.Location{l1, l2}, Value: []int64{4}}, // recursion across the two entries
+		},
+	}
+	s, err := SummarizeProfile(encode(t, p), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Top) != 1 || s.Top[0].Name != "main.work" || s.Top[0].Flat != 1 || s.Top[0].Cum != 1 {
+		t.Fatalf("top %+v: want main.work once, flat and cum 100 %%", s.Top)
+	}
+}
+
 func FuzzSummarizeProfile(f *testing.F) {
 	real, _ := os.ReadFile(filepath.Join("testdata", "attach", "loader-io-bound.pb.gz"))
 	f.Add(real)
@@ -173,6 +213,14 @@ func FuzzSummarizeProfile(f *testing.F) {
 		}
 		if sum < 0.999 || sum > 1.001 {
 			t.Fatalf("categories add up to %v", sum)
+		}
+		if s.CPUSec < 0 {
+			t.Fatalf("%v s of CPU", s.CPUSec)
+		}
+		for _, fn := range s.Top {
+			if fn.Flat < 0 || fn.Flat > fn.Cum+1e-9 || fn.Cum > 1+1e-9 {
+				t.Fatalf("%s: flat %v cum %v", fn.Name, fn.Flat, fn.Cum)
+			}
 		}
 	})
 }
