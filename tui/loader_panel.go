@@ -76,7 +76,7 @@ func (m *Model) trainRow(w int) string {
 	}
 	bs := m.batches
 	if len(bs) == 0 {
-		return m.styles.Dim.Render("no batch yet")
+		return m.meanBatchRow(w)
 	}
 	// Take batches from the newest back until about w cells' worth, with
 	// the scale set so the slowest batch still gets at least two cells.
@@ -103,6 +103,25 @@ func (m *Model) trainRow(w int) string {
 		cells += wc + sc
 	}
 	return "▕" + b.String() + strings.Repeat(" ", w-cells) + "▏"
+}
+
+// meanBatchRow stands in for the train row when the loader reports
+// totals, not each batch (an attached loader, the Python hook): the
+// interval's mean batch, its wait then its step in proportion, labelled
+// as a mean.
+func (m *Model) meanBatchRow(w int) string {
+	l := m.shown.Frame.Loader
+	if l == nil || l.WaitMeanMs == nil || l.StepMeanMs == nil || *l.WaitMeanMs+*l.StepMeanMs <= 0 {
+		return m.styles.Dim.Render("no batch yet")
+	}
+	label := "mean batch "
+	if w < 3*len(label) {
+		label = ""
+	}
+	cells := w - len(label)
+	wc := int(float64(cells)**l.WaitMeanMs/(*l.WaitMeanMs+*l.StepMeanMs) + 0.5)
+	wc = min(wc, cells-1) // a step always shows
+	return m.styles.Dim.Render(label) + "▕" + strings.Repeat(m.styles.wait, wc) + strings.Repeat(m.styles.step, cells-wc) + "▏"
 }
 
 func ms(v float64) string {
