@@ -64,7 +64,11 @@ func (loaderPanel) draw(m *Model, w, h int) []string {
 		lines = append(lines, m.styles.Dim.Render(fmt.Sprintf("workers %s prefetch %s batch %s × %s persistent %s pin %s access %s decode %s step %s",
 			k["workers"], k["prefetch"], k["batch_size"], k["sample_size"], k["persistent"], k["pin"], k["access"], k["decode_cost"], k["step_time"])))
 	} else if l.Workers != nil {
-		lines = append(lines, m.styles.Dim.Render(fmt.Sprintf("workers %d", *l.Workers)))
+		knobs := fmt.Sprintf("workers %d", *l.Workers)
+		if l.Prefetch != nil {
+			knobs += fmt.Sprintf(" prefetch %d", *l.Prefetch)
+		}
+		lines = append(lines, m.styles.Dim.Render(knobs))
 	}
 	return block(lines, w, h)
 }
