@@ -23,8 +23,8 @@ watch() times every batch: how long the training loop blocked in next()
 
 The hook costs the training loop two clock reads and a few counter updates
 per batch; nothing else runs until someone scrapes. It never raises into the
-training loop: a port in use, or anything that goes wrong while timing, is a
-warning and the loop goes on. Only the standard library is used (Python 3.9
+training loop: a port in use is a warning, anything that goes wrong while
+timing is counted (gpuwatch_hook_errors_total), and the loop goes on. Only the standard library is used (Python 3.9
 or newer); this one file is the whole hook, so copying it next to a training
 script works as well as `pip install ./python`.
 """
