@@ -31,7 +31,8 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 
 // buildVersion is the version and commit the release build set with
 // -ldflags; without them (go install, go build), what the Go toolchain
-// recorded: the module version and the VCS revision.
+// recorded: the module version (a tag, or since Go 1.24 a pseudo-version
+// between tags) and the VCS revision.
 func buildVersion() (string, string) {
 	v, c := version, commit
 	info, ok := debug.ReadBuildInfo()

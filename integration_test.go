@@ -833,3 +833,25 @@ func promtoolCheck(t *testing.T, url string) {
 		t.Fatalf("promtool check metrics %s: %v\n%s", url, err, msg)
 	}
 }
+
+// TestVersionFromBuildInfo: a build without the release's -ldflags (go
+// build, go install) still names its commit, from Go's VCS stamp.
+func TestVersionFromBuildInfo(t *testing.T) {
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skip("not a git checkout")
+	}
+	bin := filepath.Join(t.TempDir(), "gpuwatch")
+	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Go stamps a module version too: the tag, or a pseudo-version
+	// (v0.0.0-TIME-COMMIT) between tags.
+	if s := string(out); !strings.HasPrefix(s, "gpuwatch v") || !strings.Contains(s, "(commit "+string(head[:12])) {
+		t.Fatalf("version says %q, want a module version and commit %s", s, head[:12])
+	}
+}
