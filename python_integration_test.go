@@ -30,7 +30,11 @@ func python(t *testing.T, needTorch bool) string {
 		check += "; import torch"
 	}
 	if out, err := exec.Command(py, "-c", check).CombinedOutput(); err != nil {
-		msg := py + " cannot run the hook's tests (wants Python ≥ 3.9" + map[bool]string{true: " with torch: apt-get install python3-torch", false: ""}[needTorch] + "): " + strings.TrimSpace(string(out))
+		want := "Python ≥ 3.9"
+		if needTorch {
+			want += " with torch: apt-get install python3-torch"
+		}
+		msg := py + " cannot run the hook's tests (wants " + want + "): " + strings.TrimSpace(string(out))
 		if os.Getenv("GPUWATCH_REQUIRE_PYTHON") != "" {
 			t.Fatal(msg)
 		}

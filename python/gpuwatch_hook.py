@@ -192,7 +192,7 @@ class _Stats:
             hist("# TYPE gpuwatch_loader_worker_info gauge\n")
             for i, pid in enumerate(pids):
                 hist('gpuwatch_loader_worker_info{worker="%d",pid="%d"} 1\n' % (i, pid))
-        one("gpuwatch_hook_errors_total", "counter", "Batches the hook failed to time (the loop went on).", errors)
+        one("gpuwatch_hook_errors_total", "counter", "Waits or steps the hook failed to record (the loop went on).", errors)
         hist("# HELP gpuwatch_loader_info The loader's process and kind.\n# TYPE gpuwatch_loader_info gauge\n")
         hist('gpuwatch_loader_info{pid="%d",kind="python"} 1\n' % os.getpid())
         return "".join(out).encode()
@@ -227,7 +227,8 @@ def _queue_depth(it):
     info = getattr(it, "_task_info", None)
     if q is None or not isinstance(info, dict):
         return None
-    return q.qsize() + sum(1 for v in list(info.values()) if len(v) == 2)
+    # Called on the training loop's thread, the only one that changes it.
+    return q.qsize() + sum(1 for v in info.values() if len(v) == 2)
 
 
 class _Timed:
@@ -640,32 +641,13 @@ class _Sampler:
 def _frame(code, line, module=None):
     """(function name, system name, file, first line, line) of one frame.
     The name is module-qualified as pprof users expect of Go:
-    "torch.utils.data.dataloader._BaseDataLoaderIter.__next__"."""
+    "torch.utils.data.dataloader._BaseDataLoaderIter.__next__". module is
+    the frame's __name__; without one, the file's name stands in."""
     qual = getattr(code, "co_qualname", code.co_name)  # 3.11+
-    if not isinstance(module, str):
-        module = _module_of(code.co_filename)
+    if not isinstance(module, str) or not module:
+        module = os.path.splitext(os.path.basename(code.co_filename))[0]
     name = "%s.%s" % (module, qual) if module else qual
     return (name, code.co_name, code.co_filename, code.co_firstlineno, line or 0)
-
-
-_modules: dict = {}
-
-
-def _module_of(filename: str) -> str:
-    """The dotted module name of a source file, from sys.modules (cached);
-    the script run as a program is __main__."""
-    m = _modules.get(filename)
-    if m is None:
-        m = ""
-        for name, mod in list(sys.modules.items()):
-            if getattr(mod, "__file__", None) == filename:
-                m = name
-                break
-        if not m:
-            base = os.path.basename(filename)
-            m = base[:-3] if base.endswith(".py") else base
-        _modules[filename] = m
-    return m
 
 
 # --- pprof's protobuf (github.com/google/pprof/proto/profile.proto) ----------
@@ -706,9 +688,8 @@ def encode_profile(
     time_nanos: int = 0,
     duration_nanos: int = 0,
     comments=(),
-    gzipped: bool = True,
 ) -> bytes:
-    """Encodes a profile in pprof's format. samples: (stack, values,
+    """Encodes a profile in pprof's format, gzipped. samples: (stack, values,
     labels), the stack leaf first as (name, system name, file, first line,
     line), values one per sample type, labels a dict of strings.
     sample_types: (type, unit) pairs."""
@@ -793,4 +774,4 @@ def encode_profile(
     _int(out, 12, period)
     if comment_ids:
         _packed(out, 13, comment_ids)
-    return gzip.compress(bytes(out)) if gzipped else bytes(out)
+    return gzip.compress(bytes(out))

@@ -364,19 +364,24 @@ def nap(stop):
         stop.wait(0.01)
 
 
+def profile_while(seconds, **targets):
+    """Takes a profile of `seconds` while threads named as the keywords
+    run their target(stop) functions."""
+    stop = threading.Event()
+    threads = [threading.Thread(target=f, args=(stop,), name=name) for name, f in targets.items()]
+    for t in threads:
+        t.start()
+    try:
+        return Profile(hook.take_profile(seconds))
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+
+
 class ProfileTest(unittest.TestCase):
     def test_cpu_goes_where_the_cpu_went(self):
-        stop = threading.Event()
-        busy = threading.Thread(target=spin, args=(stop,), name="busy")
-        idle = threading.Thread(target=nap, args=(stop,), name="idle")
-        busy.start()
-        idle.start()
-        try:
-            p = Profile(hook.take_profile(1.0))
-        finally:
-            stop.set()
-            busy.join()
-            idle.join()
+        p = profile_while(1.0, busy=spin, idle=nap)
         self.assertEqual(p.strings[0], "")
         self.assertEqual(p.types, [("samples", "count"), ("cpu", "nanoseconds")])
         self.assertGreaterEqual(p.duration, 1e9)
@@ -402,14 +407,7 @@ class ProfileTest(unittest.TestCase):
         # sleep. Charged where the thread is found, most of the CPU would
         # land on the sleeping line (half or more of it did before the
         # running check); charged where the thread ran, it lands in work().
-        stop = threading.Event()
-        t = threading.Thread(target=work_then_nap, args=(stop,), name="worker")
-        t.start()
-        try:
-            p = Profile(hook.take_profile(2.0))
-        finally:
-            stop.set()
-            t.join()
+        p = profile_while(2.0, worker=work_then_nap)
         by_leaf = p.cpu_by_leaf()
         total = sum(by_leaf.values())
         work = sum(v for k, v in by_leaf.items() if k.endswith(".work"))
