@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/gpuwatch/gpuwatch/loader"
@@ -16,6 +17,8 @@ type embeddedSource struct {
 	l  *loader.Loader
 }
 
+var errLoaderStarting = errors.New("the embedded loader is starting")
+
 func (e *embeddedSource) set(l *loader.Loader) {
 	e.mu.Lock()
 	e.l = l
@@ -29,7 +32,9 @@ func (e *embeddedSource) LoaderCounters(context.Context) (probes.LoaderCounters,
 	l := e.l
 	e.mu.Unlock()
 	if l == nil {
-		return probes.LoaderCounters{}, probes.Unavailable("the embedded loader is starting")
+		// Transient, not absent: an ErrUnavailable would rest the probe
+		// for 30 s when the first tick comes before the loader is set.
+		return probes.LoaderCounters{}, errLoaderStarting
 	}
 	return countersFromSnapshot(l.Snapshot(), l.Config()), nil
 }

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/loader"
+	"github.com/gpuwatch/gpuwatch/probes"
+)
+
+// TestEmbeddedLoaderStartingIsRetriedNextTick: a first tick that comes
+// before the demo sets its loader must not rest the loader probe for the
+// sampler's 30 s retry (CI saw a demo whose frames said "starting"
+// throughout): the next tick reads the loader.
+func TestEmbeddedLoaderStartingIsRetriedNextTick(t *testing.T) {
+	c := loader.Default()
+	c.Dataset, c.DatasetSize = t.TempDir(), 4<<20
+	ds, err := loader.OpenDataset(c.Dataset, c.DatasetSize, c.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &embeddedSource{}
+	s := probes.NewSampler([]probes.Probe{probes.NewLoader(src)}, probes.SamplerOptions{})
+	defer s.Close()
+	ctx := context.Background()
+	if f := s.Tick(ctx); f.Unavailable["loader"] != "the embedded loader is starting" {
+		t.Fatalf("first tick: unavailable %v", f.Unavailable)
+	}
+	src.set(loader.New(c, ds, nil))
+	if f := s.Tick(ctx); f.Unavailable["loader"] != "" || f.Loader == nil {
+		t.Fatalf("second tick: loader %+v, unavailable %v", f.Loader, f.Unavailable)
+	}
+}
