@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 
 	"github.com/gpuwatch/gpuwatch/loader"
@@ -36,7 +37,13 @@ func (e *embeddedSource) LoaderCounters(context.Context) (probes.LoaderCounters,
 		// for 30 s when the first tick comes before the loader is set.
 		return probes.LoaderCounters{}, errLoaderStarting
 	}
-	return countersFromSnapshot(l.Snapshot(), l.Config()), nil
+	c := countersFromSnapshot(l.Snapshot(), l.Config())
+	pid := os.Getpid()
+	c.PID = &pid
+	if tid := l.LoopTID(); tid != 0 {
+		c.LoopTID = &tid
+	}
+	return c, nil
 }
 
 func countersFromSnapshot(s loader.Snapshot, c loader.Config) probes.LoaderCounters {

@@ -368,6 +368,7 @@ type attachLine struct {
 		Batches           uint64     `json:"batches"`
 		WaitShare         *float64   `json:"wait_share"`
 		Workers           *int       `json:"workers"`
+		LoopTID           *int       `json:"loop_tid"`
 	} `json:"loader"`
 	Profile *struct {
 		Categories []struct {
@@ -388,6 +389,10 @@ type attachLine struct {
 		Evidence []struct {
 			Text string `json:"text"`
 		} `json:"evidence"`
+		Secondary []struct {
+			Kind string `json:"kind"`
+			Text string `json:"text"`
+		} `json:"secondary"`
 	} `json:"verdict"`
 	Unavailable map[string]string `json:"unavailable"`
 }

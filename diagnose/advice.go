@@ -30,10 +30,23 @@ func advise(d decision, w *window, th Thresholds) []string {
 			a = append(a, "set pin_memory=True so host-to-GPU copies use page-locked memory")
 		}
 	case SingleCoreMaxed:
-		a = append(a, fmt.Sprintf("loading runs on one thread of the training process (num_workers=0): set num_workers to %d (%d cores, keep %d for the training process)", suggest, cores, keep))
+		switch {
+		case d.loopHot:
+			a = append(a, fmt.Sprintf("the %d workers are not the limit: the busiest thread does the training loop's per-batch work (the step, and taking each batch from the workers); more workers will not help, larger batches amortize the per-batch cost", w.workers))
+			return a
+		case w.workers > 0:
+			a = append(a, fmt.Sprintf("one thread is pegged although the loader has %d workers: find what serializes the work (a lock, the GIL, decoding in the training process); the CPU profile names the function", w.workers))
+		default:
+			a = append(a, fmt.Sprintf("loading runs on one thread of the training process (num_workers=0): set num_workers to %d (%d cores, keep %d for the training process)", suggest, cores, keep))
+		}
 		a = append(a, "batch the preprocessing: read one file per batch, not one per sample")
 		a = append(a, "read only the columns (fields) the model uses")
 	case CPUSaturated:
+		if d.crowded {
+			n := max(1, cores-max(w.workers, 0))
+			a = append(a, fmt.Sprintf("leave cores for the workers: torch.set_num_threads(%d), and OPENBLAS_NUM_THREADS=%d OMP_NUM_THREADS=%d in the training process's environment (read when torch starts)", n, n, n))
+			break
+		}
 		a = append(a, fmt.Sprintf("preprocessing needs more than the %d cores here: do it once and cache the result (on disk, or in RAM as ready tensors)", cores))
 		a = append(a, "move augmentations to the GPU (torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI)")
 		a = append(a, "fit scalers and tokenizers on a sample, not on every batch")

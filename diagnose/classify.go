@@ -28,7 +28,7 @@ func Classify(frames []sample.Frame, th Thresholds) Verdict {
 		d.evidence = append(d.evidence, e)
 	}
 	slices.SortStableFunc(d.evidence[min(1, len(d.evidence)):], func(a, b Evidence) int { return cmp.Compare(b.strength, a.strength) })
-	v.Kind, v.Evidence = d.kind, d.evidence
+	v.Kind, v.Evidence, v.Secondary = d.kind, d.evidence, d.secondary
 	v.Advice = advise(d, &w, th)
 	v.Confidence = confidence(d, &w, th)
 	v.Severity = severity(d, &w)
@@ -37,12 +37,15 @@ func Classify(frames []sample.Frame, th Thresholds) Verdict {
 
 // decision is a kind with the evidence for it; primary is the first.
 type decision struct {
-	kind     Kind
-	evidence []Evidence
-	hostOnly bool // no accelerator signal at all
-	remote   bool // io_bound from the loader's reads, with no busy disk
-	moderate bool // healthy, but the loop waits a little
-	busy     bool // healthy, and the accelerator at or above AccelBusyPct
+	kind      Kind
+	evidence  []Evidence
+	hostOnly  bool // no accelerator signal at all
+	crowded   bool // cpu_saturated: the training process's compute threads take the CPUs
+	loopHot   bool // single_core_maxed: the loop's own thread, with idle workers
+	secondary []Finding
+	remote    bool // io_bound from the loader's reads, with no busy disk
+	moderate  bool // healthy, but the loop waits a little
+	busy      bool // healthy, and the accelerator at or above AccelBusyPct
 }
 
 func evidence(metric string, value float64, op string, threshold float64, unit, text string) Evidence {
@@ -163,6 +166,23 @@ func decide(w *window, th Thresholds) decision {
 		return d
 	}
 	if waiting {
+		// The num_workers=0 trap comes first: whatever else fills the
+		// other cores, the loop loading inline is what to fix. Then the
+		// training process's compute threads crowding out its workers.
+		// Then, with idle workers, a pegged loop thread.
+		if d, ok := loopBound(w, th, wait, cpuSat, cpu); ok && w.workers == 0 {
+			return d
+		}
+		if e, ok := crowdedOut(w, th); ok && cpuSat {
+			d := join(CPUSaturated, e, cpu, wait)
+			d.crowded = true
+			return d
+		}
+		if d, ok := loopBound(w, th, wait, cpuSat, cpu); ok {
+			return d
+		}
+	}
+	if waiting {
 		switch {
 		case cpuSat:
 			return join(CPUSaturated, cpu, wait)
@@ -247,6 +267,76 @@ func decide(w *window, th Thresholds) decision {
 		d.evidence = append(d.evidence, e)
 	}
 	return d
+}
+
+// loopBound is the num_workers=0 signature seen per thread: the loop
+// waits, and the loop's own thread is the busiest thread, because the
+// loader has no workers, or because its workers idle (under half a core
+// each) while the loop's per-batch work (the step, taking each batch from
+// the workers) pegs its thread. Other busy cores become a secondary
+// finding.
+func loopBound(w *window, th Thresholds, wait []Evidence, cpuSat bool, cpu []Evidence) (decision, bool) {
+	r := &w.roles
+	if w.workers < 0 || !r.loopHottest.ok || r.loopHottest.v < 0.5 || r.loopPct.v < th.SingleThreadPct-20 {
+		return decision{}, false
+	}
+	idleWorkers := w.workers > 0 && r.workersPct.ok && r.workersPct.v < 50*float64(w.workers)
+	if w.workers > 0 && !idleWorkers {
+		return decision{}, false
+	}
+	name := r.loopName
+	if name == "" {
+		name = "?"
+	}
+	d := decision{kind: SingleCoreMaxed, loopHot: idleWorkers}
+	text := fmt.Sprintf("thread %s (tid %d), the training loop, runs at %.0f %% of a core loading every batch itself: the loader has no workers (num_workers=0)",
+		name, r.loopTID, r.loopPct.v)
+	if idleWorkers {
+		text = fmt.Sprintf("thread %s (tid %d), the training loop, runs at %.0f %% of a core while its %d workers use %.1f cores together: the loop's own per-batch work is the limit",
+			name, r.loopTID, r.loopPct.v, w.workers, r.workersPct.v/100)
+	}
+	d.evidence = append(d.evidence, evidence("loader.loop_thread_cpu_pct", r.loopPct.v, ">=", th.SingleThreadPct-20, "%", text))
+	d.evidence = append(d.evidence, wait...)
+	other := "the other cores are"
+	if w.cores == 2 {
+		other = "the other core is"
+	}
+	switch {
+	case r.haveCompute && r.compute.CPUPct >= 50:
+		f := Finding{Kind: CPUSaturated, Text: other + " busy too: " + r.describeCompute(th)}
+		if !cpuSat {
+			f.Kind = Healthy // busy, not saturated: a note, not a second problem
+			f.Text = other + " partly busy: " + r.describeCompute(th)
+		}
+		d.secondary = append(d.secondary, f)
+	case cpuSat && len(cpu) > 0:
+		d.secondary = append(d.secondary, Finding{Kind: CPUSaturated, Text: cpu[0].Text})
+	}
+	return d, true
+}
+
+// crowdedOut is evidence that the training process's own compute threads
+// take most of the CPUs while its workers starve: the process (its loop
+// and its BLAS/OpenMP pools) uses at least ComputeCrowdShare of the cores,
+// its non-loop threads at least half a core, and the workers less than
+// those threads. The fix is fewer compute threads, not more cores.
+func crowdedOut(w *window, th Thresholds) ([]Evidence, bool) {
+	r := &w.roles
+	if w.workers <= 0 || w.cores == 0 || !r.computePct.ok || !r.workersPct.ok || !r.loopPct.ok {
+		return nil, false
+	}
+	process := r.loopPct.v + r.computePct.v
+	limit := th.ComputeCrowdShare * 100 * float64(w.cores)
+	if process < limit || r.computePct.v < 50 || r.workersPct.v >= r.computePct.v {
+		return nil, false
+	}
+	es := []Evidence{evidence("procs.training_process_cpu_pct", process, ">=", limit, "%",
+		fmt.Sprintf("compute threads of the training process use %.1f of %d cores (the loop's thread %.1f, its other threads %.1f); the %d workers get %.1f",
+			process/100, w.cores, r.loopPct.v/100, r.computePct.v/100, w.workers, r.workersPct.v/100))}
+	if r.haveCompute {
+		es = append(es, evidence("procs.threads.cpu_pct", r.compute.CPUPct, ">=", 50, "%", r.describeCompute(th)))
+	}
+	return es, true
 }
 
 func confidence(d decision, w *window, th Thresholds) float64 {

@@ -137,6 +137,13 @@ type Evidence struct {
 	strength float64
 }
 
+// Finding is a secondary finding: a kind that also shows in the window,
+// and the fact that shows it.
+type Finding struct {
+	Kind Kind   `json:"kind"`
+	Text string `json:"text"`
+}
+
 // Verdict is what Classify concludes from a window.
 type Verdict struct {
 	Kind       Kind       `json:"kind"`
@@ -145,6 +152,10 @@ type Verdict struct {
 	Since      time.Time  `json:"since"`      // set by the Diagnoser; the window's first frame from Classify
 	Evidence   []Evidence `json:"evidence"`
 	Advice     []string   `json:"advice"`
+	// Secondary are further findings beside the kind: another resource
+	// that is also busy, with one line of evidence each ("the other core
+	// is busy with thread X of the training process").
+	Secondary []Finding `json:"secondary,omitempty"`
 	// Missing says which signals were absent, so a view can say what the
 	// verdict could not see ("no GPU: libnvidia-ml.so.1 not found").
 	Missing []string `json:"missing,omitempty"`

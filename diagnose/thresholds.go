@@ -49,6 +49,16 @@ type Thresholds struct {
 	// pegged (same 90 %, per thread: a busy thread migrates between cores,
 	// so per-core numbers understate it).
 	SingleThreadPct float64 `json:"single_thread_pct"`
+	// ComputeCrowdShare: the training process's own non-loop threads
+	// (OpenBLAS, OpenMP, MKL, torch intra-op pools) using at least this
+	// share of the CPUs while the workers starve crowd the workers out.
+	// Half: the workers then have at most the other half. (Our own
+	// measurement on a 2-core box: Debian's OpenBLAS pool took 1.6 cores.)
+	ComputeCrowdShare float64 `json:"compute_crowd_share"`
+	// SpinSystemShare: a busy thread whose CPU is at least this share
+	// system time spins in the kernel (sched_yield, futex polling) rather
+	// than computing, as idle OpenBLAS and OpenMP pool threads do.
+	SpinSystemShare float64 `json:"spin_system_share"`
 	// PSICPUSomePct: CPU pressure (some) at or above this counts toward
 	// saturation: tasks waited for a CPU that much of the time.
 	PSICPUSomePct float64 `json:"psi_cpu_some_pct"`
@@ -92,7 +102,7 @@ func DefaultThresholds() Thresholds {
 		MinFrames: 3, WindowFrames: 3,
 		WaitShareStarved: 0.20, WaitShareModerate: 0.05,
 		BurstyP95: 70, BurstyP5: 10, AccelBusyPct: 90, GPULowPct: 50, IdlePct: 5,
-		CPUSaturatedPct: 90, SingleThreadPct: 90, PSICPUSomePct: 50,
+		CPUSaturatedPct: 90, SingleThreadPct: 90, PSICPUSomePct: 50, ComputeCrowdShare: 0.5, SpinSystemShare: 0.5,
 		DiskBusyPct: 90, IowaitPct: 50, PSIIOSomePct: 30, ReadDominance: 4, WorkersPerCoreLow: 0.7,
 		SwapPagesPerSec: 100, MajorFaultsPerSec: 1000, PSIMemSomePct: 10,
 		EnterHold: Duration(time.Second), LeaveHold: Duration(3 * time.Second),

@@ -60,6 +60,8 @@ type window struct {
 	swapPages, majFaults                level
 	memAvail                            float64
 
+	roles roles // the training process's CPU by thread role
+
 	focusPID, treeProcs int
 	unavailable         map[string]string
 	profile             *sample.Profile // the newest profile summary, if attached
@@ -69,10 +71,10 @@ type window struct {
 // 60-frame window of a 256-core, 8-GPU machine takes well under 100 µs.
 func read(frames []sample.Frame) window {
 	w := window{frames: len(frames), workers: -1, prefetch: -1}
-	var gu, g5, g95, vb, ws, bps, rs, ds, byps, cb, hc, ht, rq, iw, db, pc, pi, pm, sw, mf levels
+	var gu, g5, g95, vb, ws, bps, rs, ds, byps, cb, hc, ht, rq, iw, db, pc, pi, pm, sw, mf, rl, rh, rc, rw levels
 	// One backing array for every metric's values: a window costs one
 	// allocation here, not one per metric per growth.
-	all := []*levels{&gu, &g5, &g95, &vb, &ws, &bps, &rs, &ds, &byps, &cb, &hc, &ht, &rq, &iw, &db, &pc, &pi, &pm, &sw, &mf}
+	all := []*levels{&gu, &g5, &g95, &vb, &ws, &bps, &rs, &ds, &byps, &cb, &hc, &ht, &rq, &iw, &db, &pc, &pi, &pm, &sw, &mf, &rl, &rh, &rc, &rw}
 	backing := make([]float64, len(all)*len(frames))
 	for i, l := range all {
 		l.vals = backing[i*len(frames) : i*len(frames) : (i+1)*len(frames)]
@@ -101,6 +103,18 @@ func read(frames []sample.Frame) window {
 		}
 		if p := f.Procs; p != nil {
 			w.focusPID, w.treeProcs = p.FocusPID, len(p.List)
+		}
+		if r, ok := readRoles(f); ok {
+			rl.add(r.loop.CPUPct)
+			rh.add(b2f(r.loopHottest))
+			w.roles.loopName, w.roles.loopTID = r.loop.Name, r.loop.TID
+			if r.haveCompute {
+				rc.add(r.computePct)
+			}
+			if r.haveWorker {
+				rw.add(r.workersPct)
+			}
+			w.roles.compute, w.roles.haveCompute = r.compute, r.haveTop
 		}
 		var sum, s5, s95 float64
 		var n, n5, live int
@@ -191,7 +205,15 @@ func read(frames []sample.Frame) window {
 	w.cpuBusy, w.hottestCore, w.hottestThread, w.runQueue, w.iowait = cb.median(), hc.median(), ht.median(), rq.median(), iw.median()
 	w.diskBusy, w.psiCPU, w.psiIO, w.psiMem = db.median(), pc.median(), pi.median(), pm.median()
 	w.swapPages, w.majFaults = sw.median(), mf.median()
+	w.roles.loopPct, w.roles.loopHottest, w.roles.computePct, w.roles.workersPct = rl.median(), rh.median(), rc.median(), rw.median()
 	return w
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func addPressure(l *levels, p *sample.Pressure) {

@@ -21,6 +21,7 @@ type Loader struct {
 	bufs   sync.Pool // batch buffers of BatchSize × SampleSize bytes
 
 	workerStarts atomic.Int64 // how many workers have started (tests, sweep)
+	loopTID      atomic.Int64 // the inline loop's OS thread (Workers 0), else 0
 	maxOutstand  atomic.Int64 // the most batches ever dispatched and not yet taken
 	sink         atomic.Uint32
 
@@ -44,6 +45,11 @@ func (l *Loader) Config() Config { return l.cfg }
 
 // Snapshot copies the Loader's counters; safe while Run runs.
 func (l *Loader) Snapshot() Snapshot { return l.stats.Snapshot() }
+
+// LoopTID is the OS thread that runs the training loop while it loads
+// inline (Workers 0), 0 otherwise: with workers the loop is a goroutine
+// on no fixed thread.
+func (l *Loader) LoopTID() int { return int(l.loopTID.Load()) }
 
 // WorkerStarts is how many workers have started so far.
 func (l *Loader) WorkerStarts() int { return int(l.workerStarts.Load()) }
@@ -78,6 +84,8 @@ func (l *Loader) Run(ctx context.Context) error {
 		// one OS thread — the pegged core users see.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
+		l.loopTID.Store(int64(gettid()))
+		defer l.loopTID.Store(0)
 	}
 	var persistent *pool
 	defer func() {

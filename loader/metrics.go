@@ -14,7 +14,11 @@ import (
 
 // WriteMetrics writes s in the Prometheus text exposition format (0.0.4),
 // with the metric names of the loader protocol (DESIGN.md §6).
-func WriteMetrics(w io.Writer, s Snapshot, cfg Config, pid int) error {
+//
+// gpuwatch_loader_info carries the process ID, and the training loop's thread
+// ID (tid) while it loads inline, so a watcher can tell the loop's thread
+// from the process's other threads.
+func WriteMetrics(w io.Writer, s Snapshot, cfg Config, pid, loopTID int) error {
 	bw := bufio.NewWriter(w)
 	hist := func(name, help string, h Histogram) {
 		fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name)
@@ -37,7 +41,11 @@ func WriteMetrics(w io.Writer, s Snapshot, cfg Config, pid int) error {
 	one("gpuwatch_loader_queue_depth", "gauge", "Batches ready and waiting when the training loop last asked.", float64(s.QueueDepth))
 	one("gpuwatch_loader_workers", "gauge", "Loader workers (num_workers).", float64(cfg.Workers))
 	one("gpuwatch_loader_prefetch", "gauge", "Batches prefetched per worker (prefetch_factor).", float64(cfg.Prefetch))
-	fmt.Fprintf(bw, "# HELP gpuwatch_loader_info The loader's process and kind.\n# TYPE gpuwatch_loader_info gauge\ngpuwatch_loader_info{pid=\"%d\",kind=\"go\"} 1\n", pid)
+	tid := ""
+	if loopTID > 0 {
+		tid = fmt.Sprintf(",tid=\"%d\"", loopTID)
+	}
+	fmt.Fprintf(bw, "# HELP gpuwatch_loader_info The loader's process and kind.\n# TYPE gpuwatch_loader_info gauge\ngpuwatch_loader_info{pid=\"%d\",kind=\"go\"%s} 1\n", pid, tid)
 	return bw.Flush()
 }
 
@@ -47,7 +55,7 @@ func Handler(l *Loader) http.Handler {
 	pid := os.Getpid()
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		_ = WriteMetrics(w, l.Snapshot(), l.Config(), pid)
+		_ = WriteMetrics(w, l.Snapshot(), l.Config(), pid, l.LoopTID())
 	})
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)

@@ -355,11 +355,35 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 		for _, l := range f.Metric[0].Label {
 			info[l.GetName()] = l.GetValue()
 		}
+		c.PID, c.LoopTID = positiveID(info["pid"]), positiveID(info["tid"])
+	}
+	if f := fams["gpuwatch_loader_worker_info"]; f != nil {
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				// Bounded: a hostile endpoint cannot grow a frame without end.
+				if pid := positiveID(l.GetValue()); l.GetName() == "pid" && pid != nil && len(c.WorkerPIDs) < maxWorkerPIDs {
+					c.WorkerPIDs = append(c.WorkerPIDs, *pid)
+				}
+			}
+		}
 	}
 	if found == 0 {
 		return c, nil, errors.New("no gpuwatch_loader_* metrics: this is not a loader's metrics endpoint")
 	}
 	return c, info, nil
+}
+
+// maxWorkerPIDs bounds the worker PIDs taken from one /metrics answer.
+const maxWorkerPIDs = 1024
+
+// positiveID parses a process or thread ID label: nil unless it is a
+// decimal number in the range Linux gives PIDs (1 to 2^22).
+func positiveID(s string) *int {
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 || n > 1<<22 {
+		return nil
+	}
+	return &n
 }
 
 // histogram converts a Prometheus histogram into bounds and cumulative

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +43,38 @@ func TestCountersFromARealLoader(t *testing.T) {
 	}
 	if info["kind"] != "go" || info["pid"] == "" {
 		t.Fatalf("info %v", info)
+	}
+}
+
+// TestCountersFromMetricsNamesTheJobsRoles reads the training process,
+// the loop's thread and the worker PIDs as the Python hook serves them,
+// and refuses IDs that no process can have.
+func TestCountersFromMetricsNamesTheJobsRoles(t *testing.T) {
+	text := `gpuwatch_loader_batches_total 3
+gpuwatch_loader_info{pid="4100",kind="python",tid="4100"} 1
+gpuwatch_loader_worker_info{worker="0",pid="4121"} 1
+gpuwatch_loader_worker_info{worker="1",pid="4122"} 1
+gpuwatch_loader_worker_info{worker="2",pid="-3"} 1
+gpuwatch_loader_worker_info{worker="3",pid="99999999999"} 1
+`
+	c, _, err := CountersFromMetrics([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PID == nil || *c.PID != 4100 || c.LoopTID == nil || *c.LoopTID != 4100 || !slices.Equal(c.WorkerPIDs, []int{4121, 4122}) {
+		t.Fatalf("pid %v tid %v workers %v", c.PID, c.LoopTID, c.WorkerPIDs)
+	}
+	c, _, err = CountersFromMetrics([]byte("gpuwatch_loader_info{pid=\"x\",kind=\"go\",tid=\"0\"} 1\n"))
+	if err != nil || c.PID != nil || c.LoopTID != nil {
+		t.Fatalf("bad IDs gave pid %v tid %v (%v)", c.PID, c.LoopTID, err)
+	}
+	var many strings.Builder
+	many.WriteString("gpuwatch_loader_batches_total 1\n")
+	for i := range 5000 {
+		fmt.Fprintf(&many, "gpuwatch_loader_worker_info{worker=\"%d\",pid=\"%d\"} 1\n", i, i+1)
+	}
+	if c, _, _ := CountersFromMetrics([]byte(many.String())); len(c.WorkerPIDs) != maxWorkerPIDs {
+		t.Fatalf("%d worker PIDs kept from 5000, want the cap %d", len(c.WorkerPIDs), maxWorkerPIDs)
 	}
 }
 

@@ -23,6 +23,11 @@ type LoaderCounters struct {
 	Workers    *int
 	Prefetch   *int
 	Knobs      map[string]string
+	// PID is the training process, LoopTID the thread that runs its
+	// training loop, WorkerPIDs its worker processes: nil or empty when the
+	// loader does not say.
+	PID, LoopTID *int
+	WorkerPIDs   []int
 	// Recent are the newest batches, oldest first, when the loader keeps
 	// them (the embedded one does): percentiles are then exact.
 	Recent []LoaderBatch
@@ -88,6 +93,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	out := &sample.Loader{
 		Source: p.src.Source(), Batches: cur.Batches, QueueDepth: cur.QueueDepth,
 		Workers: cur.Workers, Prefetch: cur.Prefetch, Knobs: cur.Knobs,
+		PID: cur.PID, LoopTID: cur.LoopTID, WorkerPIDs: cur.WorkerPIDs,
 	}
 	if _, attached := p.src.(*Attach); attached {
 		out.Connected = ptr(true)

@@ -28,6 +28,7 @@ type pidStat struct {
 	state     byte
 	ppid      int
 	ticks     uint64 // utime + stime (columns 14, 15), USER_HZ ticks
+	sticks    uint64 // stime alone (column 15): time in the kernel
 	threads   int    // column 20
 	starttime uint64 // column 22: tells a reused PID from the old process
 	rssPages  uint64 // column 24
@@ -66,7 +67,7 @@ func parsePidStat(b []byte, scratch *fieldBuf) (pidStat, error) {
 	if !ok1 || !ok2 {
 		return s, fmt.Errorf("bad ppid or threads in stat %q", b)
 	}
-	s.ppid, s.threads, s.ticks = int(ppid), int(threads), utime+stime
+	s.ppid, s.threads, s.ticks, s.sticks = int(ppid), int(threads), utime+stime, stime
 	return s, nil
 }
 
@@ -139,9 +140,11 @@ type threadEntry struct {
 	tid, pid int
 	name     string
 	ticks    uint64
+	sticks   uint64
 	start    uint64
 	at       time.Time
 	cpuPct   float64
+	sysPct   float64
 	haveCPU  bool
 	seen     uint64
 }
@@ -309,7 +312,7 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 	}
 	out.Threads = make([]sample.Thread, 0, len(p.tsel))
 	for _, t := range p.tsel {
-		out.Threads = append(out.Threads, sample.Thread{TID: t.tid, PID: t.pid, Name: t.name, CPUPct: t.cpuPct})
+		out.Threads = append(out.Threads, sample.Thread{TID: t.tid, PID: t.pid, Name: t.name, CPUPct: t.cpuPct, SystemPct: t.sysPct})
 	}
 	f.Procs = out
 	return nil
@@ -381,15 +384,16 @@ func (p *Proc) readThreads(e *procEntry, now time.Time) {
 			p.threads[tid] = t
 		} else {
 			t.haveCPU = false
-			if sec := now.Sub(t.at).Seconds(); sec > 0 && st.ticks >= t.ticks {
+			if sec := now.Sub(t.at).Seconds(); sec > 0 && st.ticks >= t.ticks && st.sticks >= t.sticks {
 				t.cpuPct = 100 * float64(st.ticks-t.ticks) / userHZ / sec
+				t.sysPct = 100 * float64(st.sticks-t.sticks) / userHZ / sec
 				t.haveCPU = true
 			}
 		}
 		if t.name != string(st.comm) {
 			t.name = string(st.comm)
 		}
-		t.ticks, t.at, t.seen = st.ticks, now, p.round
+		t.ticks, t.sticks, t.at, t.seen = st.ticks, st.sticks, now, p.round
 	}
 	p.pids = p.pids[:start]
 }

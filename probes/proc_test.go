@@ -70,7 +70,7 @@ func TestParsePidStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(st.comm) != "a) (b) c" || st.state != 'R' || st.ppid != 1 || st.ticks != 300 || st.threads != 4 || st.starttime != 99 || st.rssPages != 10 {
+	if string(st.comm) != "a) (b) c" || st.state != 'R' || st.ppid != 1 || st.ticks != 300 || st.sticks != 50 || st.threads != 4 || st.starttime != 99 || st.rssPages != 10 {
 		t.Fatalf("parsed %+v", st)
 	}
 	for _, bad := range []string{"", "7 a R", "7 (x) R 1 2", "7 (x) RR 1 7 7 0 -1 0 0 0 0 0 250 50 0 0 20 0 4 0 99 0 10"} {

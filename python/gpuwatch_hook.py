@@ -112,6 +112,7 @@ class _Stats:
         self.workers = None
         self.prefetch = None
         self.worker_pids = ()
+        self.loop_tid = None  # the OS thread that iterates: the training loop
         self.errors = 0
 
     def record(self, wait: float, batch, depth) -> None:
@@ -146,12 +147,14 @@ class _Stats:
             pids = tuple(p.pid for p in procs if isinstance(getattr(p, "pid", None), int))
         with self.lock:
             self.workers, self.prefetch, self.worker_pids = workers, prefetch, pids
+            self.loop_tid = _native_tid()
 
     def render(self) -> bytes:
         with self.lock:
             wait, step = _copy(self.wait), _copy(self.step)
             batches, samples, sized = self.batches, self.samples, self.sized
             depth, workers, prefetch, pids = self.queue_depth, self.workers, self.prefetch, self.worker_pids
+            tid = self.loop_tid
             errors = self.errors
         out = []
         hist = out.append
@@ -194,8 +197,20 @@ class _Stats:
                 hist('gpuwatch_loader_worker_info{worker="%d",pid="%d"} 1\n' % (i, pid))
         one("gpuwatch_hook_errors_total", "counter", "Waits or steps the hook failed to record (the loop went on).", errors)
         hist("# HELP gpuwatch_loader_info The loader's process and kind.\n# TYPE gpuwatch_loader_info gauge\n")
-        hist('gpuwatch_loader_info{pid="%d",kind="python"} 1\n' % os.getpid())
+        # tid: the training loop's OS thread, so gpuwatch can tell it from the
+        # process's compute threads (OpenBLAS, OpenMP, torch intra-op).
+        tid_label = ',tid="%d"' % tid if tid else ""
+        hist('gpuwatch_loader_info{pid="%d",kind="python"%s} 1\n' % (os.getpid(), tid_label))
         return "".join(out).encode()
+
+
+def _native_tid():
+    """The calling thread's OS thread ID (as /proc/PID/task lists it), or
+    None where Python cannot tell."""
+    try:
+        return threading.get_native_id()
+    except (AttributeError, OSError):
+        return None
 
 
 def _copy(h: _Histogram) -> _Histogram:
@@ -318,6 +333,7 @@ class _WatchedIterator(_Timed):
     def __init__(self, it, stats: _Stats, server) -> None:
         super().__init__(it, stats)
         self._server = server
+        stats.loop_tid = _native_tid()  # watch() is called where the loop runs
         self.url = server.url if server else None
 
 

@@ -70,8 +70,10 @@ type Finding struct {
 	Severity   string   `json:"severity"`
 	Confidence float64  `json:"confidence"`
 	Evidence   []string `json:"evidence"`
-	Advice     []string `json:"advice"`
-	Missing    []string `json:"missing,omitempty"`
+	// Secondary are the verdict's secondary findings, "kind: text".
+	Secondary []string `json:"secondary,omitempty"`
+	Advice    []string `json:"advice"`
+	Missing   []string `json:"missing,omitempty"`
 }
 
 // LoaderInfo summarizes the loader over the run.
@@ -208,6 +210,9 @@ func Build(rec *Recording, file string, th diagnose.Thresholds, now time.Time) *
 			Advice: v.Advice, Missing: v.Missing, Evidence: []string{}}
 		for _, e := range v.Evidence {
 			fd.Evidence = append(fd.Evidence, e.Text)
+		}
+		for _, f := range v.Secondary {
+			fd.Secondary = append(fd.Secondary, f.Kind.String()+": "+f.Text)
 		}
 		if fd.Advice == nil {
 			fd.Advice = []string{}

@@ -66,6 +66,12 @@ func WriteMarkdown(w io.Writer, s *Summary, htmlName string) error {
 		for _, e := range f.Evidence {
 			fmt.Fprintf(&b, "- %s\n", e)
 		}
+		if len(f.Secondary) > 0 {
+			b.WriteString("\nAlso seen:\n\n")
+			for _, e := range f.Secondary {
+				fmt.Fprintf(&b, "- %s\n", e)
+			}
+		}
 		if len(f.Advice) > 0 {
 			b.WriteString("\nWhat to change:\n\n")
 			for _, a := range f.Advice {
@@ -159,6 +165,13 @@ code{font-size:.9em}@media print{body{max-width:none}h2{break-after:avoid}svg{br
 			fmt.Fprintf(&b, "<li>%s</li>", esc(e))
 		}
 		b.WriteString("</ul>")
+		if len(f.Secondary) > 0 {
+			b.WriteString("<p>Also seen:</p><ul>")
+			for _, e := range f.Secondary {
+				fmt.Fprintf(&b, "<li>%s</li>", esc(e))
+			}
+			b.WriteString("</ul>")
+		}
 		if len(f.Advice) > 0 {
 			b.WriteString("<p>What to change:</p><ol>")
 			for _, a := range f.Advice {

@@ -139,11 +139,15 @@ type Proc struct {
 
 // Thread is one thread of a watched process over the last interval; CPUPct is
 // percent of one core (0–100). A thread near 100 is a pegged core.
+// SystemPct is the part of CPUPct spent in the kernel: a thread that is
+// mostly system time spins (sched_yield, futex polling), as idle OpenBLAS
+// and OpenMP pool threads do.
 type Thread struct {
-	TID    int     `json:"tid"`
-	PID    int     `json:"pid"`
-	Name   string  `json:"name"`
-	CPUPct float64 `json:"cpu_pct"`
+	TID       int     `json:"tid"`
+	PID       int     `json:"pid"`
+	Name      string  `json:"name"`
+	CPUPct    float64 `json:"cpu_pct"`
+	SystemPct float64 `json:"system_pct"`
 }
 
 // GPU is one accelerator as its driver reports it (NVML for NVIDIA, sysfs
@@ -235,6 +239,13 @@ type Loader struct {
 	QueueDepth *float64 `json:"queue_depth"`
 	Workers    *int     `json:"workers"`
 	Prefetch   *int     `json:"prefetch"`
+	// PID is the training process's, as the loader reports it; LoopTID the
+	// thread that runs the training loop (nil when the loader does not
+	// say); WorkerPIDs its worker processes (empty when it has none or does
+	// not say). They let diagnosis split the job's CPU by role.
+	PID        *int  `json:"pid,omitempty"`
+	LoopTID    *int  `json:"loop_tid,omitempty"`
+	WorkerPIDs []int `json:"worker_pids,omitempty"`
 	// ReadSecPerSec and DecodeSecPerSec are seconds spent reading and
 	// decoding per wall second, summed over workers (2 = two workers busy
 	// all the time).

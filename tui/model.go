@@ -372,6 +372,12 @@ func (m *Model) detailLines(w int) []string {
 	if len(v.Evidence) == 0 {
 		out = append(out, "  (none)")
 	}
+	if len(v.Secondary) > 0 {
+		out = append(out, "", m.styles.Label.Render("Also seen"))
+		for _, f := range v.Secondary {
+			out = append(out, wrap("  + "+f.Kind.String()+": "+f.Text, w, "    ")...)
+		}
+	}
 	out = append(out, "", m.styles.Label.Render("What to change"))
 	for _, a := range v.Advice {
 		out = append(out, wrap("  → "+a, w, "    ")...)

@@ -14,6 +14,12 @@ and in another terminal:
 
 --getitem-work is Python loop iterations per sample (about 70 ns each on a
 2020s x86 core): the stand-in for decoding and augmenting in Python.
+
+--threads N caps the training process's own compute threads: it calls
+torch.set_num_threads(N) and sets OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and
+MKL_NUM_THREADS before torch loads (the BLAS reads them once, at load, and
+ignores torch.set_num_threads). On a small box those pools otherwise take
+the cores the DataLoader workers need.
 """
 
 import argparse
@@ -21,8 +27,22 @@ import os
 import sys
 import time
 
-import torch
-from torch.utils.data import DataLoader, Dataset
+
+def _threads_from_argv() -> int:
+    """--threads, read before torch is imported: the BLAS libraries size
+    their thread pools from the environment when they are loaded."""
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--threads", type=int, default=0)
+    return ap.parse_known_args()[0].threads
+
+
+_THREADS = _threads_from_argv()
+if _THREADS > 0:
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(_THREADS)
+
+import torch  # noqa: E402  (after the thread settings above)
+from torch.utils.data import DataLoader, Dataset  # noqa: E402
 
 try:
     import gpuwatch_hook
@@ -65,7 +85,15 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=4096)
     ap.add_argument("--seconds", type=float, default=0, help="stop after this long (0: run until interrupted)")
     ap.add_argument("--port", type=int, default=None, help="the hook's port (default 6061 + LOCAL_RANK; 0: any free)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="the training process's compute threads: torch.set_num_threads and the BLAS/OpenMP pools (0: their defaults)",
+    )
     args = ap.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
 
     data = Synthetic(args.samples, args.getitem_work)
     loader = DataLoader(

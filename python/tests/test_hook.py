@@ -180,11 +180,28 @@ class HookTest(unittest.TestCase):
         # at the StopIteration.
         self.assertEqual(m["gpuwatch_loader_step_seconds_count"], 3)
         self.assertAlmostEqual(m["gpuwatch_loader_step_seconds_sum"], 0.09, places=9)
-        self.assertEqual(m['gpuwatch_loader_info{pid="%d",kind="python"}' % os.getpid()], 1)
+        # tid: the thread that iterated, the training loop's.
+        self.assertEqual(m['gpuwatch_loader_info{pid="%d",kind="python",tid="%d"}' % (os.getpid(), threading.get_native_id())], 1)
         # What a plain iterable cannot say is absent, not zero.
         for name in ("gpuwatch_loader_workers", "gpuwatch_loader_prefetch", "gpuwatch_loader_queue_depth"):
             self.assertNotIn(name, m)
         self.assertEqual(m["gpuwatch_hook_errors_total"], 0)
+
+    def test_the_loop_thread_is_the_one_that_iterates(self):
+        w = self.watch(Batches(self.clock, [0.001] * 2))
+        tids = []
+
+        def loop():
+            tids.append(threading.get_native_id())
+            for _ in w:
+                pass
+
+        t = threading.Thread(target=loop)
+        t.start()
+        t.join()
+        m = self.metrics(w)
+        self.assertIn('gpuwatch_loader_info{pid="%d",kind="python",tid="%d"}' % (os.getpid(), tids[0]), m)
+        self.assertNotEqual(tids[0], threading.get_native_id())
 
     def test_every_epoch_is_timed_and_between_epochs_is_no_step(self):
         w = self.watch(Batches(self.clock, [0.001, 0.001]))

@@ -1,0 +1,73 @@
+package diagnose
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPyTorchLoopsRecordedOnTwoCores replays real PyTorch training loops
+// (python/examples/train_cpu.py under the hook, watched by `gpuwatch
+// attach`) recorded on a 2-core VM, under Debian's two BLAS builds: the
+// reference BLAS (single-threaded) and OpenBLAS's pthread build, whose
+// pool takes a core of its own and spins after each call. Each recording's
+// settled verdict is the one a user of that machine should read:
+//
+//   - num_workers=0 with a heavy __getitem__ is single_core_maxed whatever
+//     fills the other core (with OpenBLAS its pool is named as a secondary
+//     finding), and with one compute thread too;
+//   - a heavy step with light samples and 2 workers is healthy;
+//   - a lighter step with OpenBLAS's pool beside the loop crowds the two
+//     workers out: cpu_saturated, citing the training process's threads,
+//     and the advice caps them rather than asking for cores;
+//   - the same with one compute thread leaves the loop's own thread pegged
+//     while the workers idle: single_core_maxed, and no advice to add
+//     workers.
+//
+// record.sh beside the recordings makes them again.
+func TestPyTorchLoopsRecordedOnTwoCores(t *testing.T) {
+	cases := []struct {
+		file     string
+		want     Kind
+		evidence string // in the first evidence line
+		advice   string // in the first advice line
+	}{
+		{"openblas-workers0", SingleCoreMaxed, "the training loop, runs at", "num_workers=0"},
+		{"openblas-workers0-threads1", SingleCoreMaxed, "the training loop, runs at", "num_workers=0"},
+		{"refblas-workers0", SingleCoreMaxed, "the training loop, runs at", "num_workers=0"},
+		{"openblas-heavy-step", Healthy, "busy", "mixed precision"},
+		{"refblas-heavy-step", Healthy, "busy", "mixed precision"},
+		{"openblas-crowded", CPUSaturated, "compute threads of the training process use", "torch.set_num_threads(1)"},
+		{"refblas-crowded", Healthy, "busy", "mixed precision"},
+		{"openblas-loop-thread", SingleCoreMaxed, "runs at", "more workers will not help"},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			segs := replay(readRecording(t, filepath.Join("testdata", "pytorch", c.file+".jsonl")), DefaultThresholds())
+			if len(segs) != 1 || len(segs[0].verdicts) < 10 {
+				t.Fatalf("want one run of ≥ 10 frames, have %d segments", len(segs))
+			}
+			s := segs[0]
+			from := s.stableFrom(c.want)
+			last := s.verdicts[len(s.verdicts)-1]
+			if from < 0 || from > 6 {
+				t.Fatalf("settles on %s from frame %d, want %s within 6 frames; last evidence %q", last.Kind, from, c.want, texts(last.Evidence))
+			}
+			if len(last.Evidence) == 0 || !strings.Contains(last.Evidence[0].Text, c.evidence) {
+				t.Errorf("first evidence %q, want it to say %q", texts(last.Evidence), c.evidence)
+			}
+			if len(last.Advice) == 0 || !strings.Contains(last.Advice[0], c.advice) {
+				t.Errorf("first advice %q, want it to say %q", last.Advice, c.advice)
+			}
+			t.Logf("%s from frame %d: %s; secondary %v; advice %q", c.want, from, last.Evidence[0].Text, last.Secondary, last.Advice[0])
+		})
+	}
+}
+
+func texts(es []Evidence) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Text
+	}
+	return out
+}
