@@ -9,6 +9,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/session"
+)
+
+// The profile cadence of attach, and of record and serve with --attach.
+const (
+	defaultProfileEvery  = 15 * time.Second
+	defaultProfileLength = 5 * time.Second
 )
 
 func newAttachCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -36,12 +43,18 @@ the process view focuses on it (as --pid does).`,
 			if length < time.Second || every <= length {
 				return usageErrorf(cmd, "want --profile-seconds ≥ 1s and --profile-every longer than it (have %v and %v)", length, every)
 			}
-			return runAttach(cmd, &w, args[0], every, length, stdout, stderr)
+			o := w.options(stdout, stderr)
+			stop, err := attachTo(cmd, &o, w.procRoot, args[0], every, length)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			return session.Run(cmd.Context(), o)
 		},
 	}
 	w.register(cmd)
-	cmd.Flags().DurationVar(&every, "profile-every", 15*time.Second, "time between CPU profiles of the loader")
-	length = 5 * time.Second
+	cmd.Flags().DurationVar(&every, "profile-every", defaultProfileEvery, "time between CPU profiles of the loader")
+	length = defaultProfileLength
 	cmd.Flags().Var(secondsFlag{&length}, "profile-seconds", "length of each CPU profile, in seconds (5) or as a duration (5s)")
 	return cmd
 }
@@ -72,27 +85,26 @@ func (f secondsFlag) Set(v string) error {
 
 func (f secondsFlag) Type() string { return "seconds" }
 
-// runAttach connects to the loader at raw and runs the session with its
-// metrics and profiles (attach, and record --attach).
-func runAttach(cmd *cobra.Command, w *watchFlags, raw string, every, length time.Duration, stdout, stderr io.Writer) error {
+// attachTo connects to the loader at raw and adds its metrics and its
+// profiles to o (attach, record --attach, serve --attach). The returned
+// stop ends the profiler.
+func attachTo(cmd *cobra.Command, o *session.Options, procRoot, raw string, every, length time.Duration) (stop func(), err error) {
 	a, err := probes.NewAttach(raw)
 	if err != nil {
-		return usageErrorf(cmd, "%v", err)
+		return nil, usageErrorf(cmd, "%v", err)
 	}
-	ctx := cmd.Context()
-	if err := a.Check(ctx); err != nil {
-		return err
+	if err := a.Check(cmd.Context()); err != nil {
+		return nil, err
 	}
-	focus := 0
-	if pid := a.PID(); w.pid == 0 && pid > 0 && probes.ProcessExists(w.procRoot, pid) {
-		focus = pid
+	if pid := a.PID(); o.PID == 0 && pid > 0 && probes.ProcessExists(procRoot, pid) {
+		o.Focus = pid
 	}
 	prof := probes.NewProfiler(a, every, length)
 	prof.Start()
-	defer prof.Close()
-	title := "attached to " + a.Source()
+	o.Probes = append(o.Probes, probes.NewLoader(a), prof)
+	o.Title = "attached to " + a.Source()
 	if a.NoMetrics() {
-		title += " (profiles only: no loader metrics)"
+		o.Title += " (profiles only: no loader metrics)"
 	}
-	return runSession(ctx, w, session{probes: []probes.Probe{probes.NewLoader(a), prof}, focus: focus, title: title}, stdout, stderr)
+	return func() { _ = prof.Close() }, nil
 }

@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpuwatch/gpuwatch/loader"
-	"github.com/gpuwatch/gpuwatch/probes"
-	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/session"
 )
 
 func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -65,16 +62,14 @@ custom configuration (defaults for the rest).`,
 	return cmd
 }
 
-// runDemo runs each configuration in turn (round and round for the tour)
-// while the session watches the machine and the loader.
+// runDemo opens every configuration's dataset before watching, so
+// generation is not mistaken for the loader's work, then runs the demo.
 func runDemo(ctx context.Context, w *watchFlags, cfgs []loader.Config, eventsPath string, every time.Duration, stdout, stderr io.Writer) error {
 	events, closeEvents, err := openEvents(eventsPath)
 	if err != nil {
 		return err
 	}
 	defer closeEvents()
-	// Open every dataset before watching, so generation is not mistaken
-	// for the loader's work.
 	datasets := make([]*loader.Dataset, len(cfgs))
 	for i, c := range cfgs {
 		ds, err := openDataset(c, func(s string) { fmt.Fprintln(stderr, "gpuwatch:", s) })
@@ -83,76 +78,5 @@ func runDemo(ctx context.Context, w *watchFlags, cfgs []loader.Config, eventsPat
 		}
 		datasets[i] = ds
 	}
-	src := &embeddedSource{}
-	notes := make(chan any, 1)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	loaderErr := make(chan error, 1)
-	go func() {
-		defer close(notes)
-		defer func() {
-			// A loader bug must not leave the terminal in raw mode: report
-			// it as an error, and the session stops cleanly.
-			if r := recover(); r != nil {
-				loaderErr <- fmt.Errorf("loader panicked: %v", r)
-			}
-		}()
-		for i := 0; ; i = (i + 1) % len(cfgs) {
-			c := cfgs[i]
-			l := loader.New(c, datasets[i], events)
-			src.set(l)
-			name := c.ScenarioName
-			if name == "" {
-				name = "custom"
-			}
-			select {
-			case notes <- report.Scenario{Time: time.Now(), Name: name, Knobs: c.Knobs()}:
-			case <-ctx.Done():
-				loaderErr <- nil
-				return
-			}
-			runCtx, stop := context.WithCancel(ctx)
-			if len(cfgs) > 1 {
-				runCtx, stop = context.WithTimeout(ctx, every)
-			}
-			err := l.Run(runCtx)
-			stop()
-			if ctx.Err() != nil {
-				loaderErr <- nil
-				return
-			}
-			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				loaderErr <- fmt.Errorf("loader: %w", err)
-				return
-			}
-			if len(cfgs) == 1 {
-				loaderErr <- nil // the configuration's epochs are done
-				return
-			}
-		}
-	}()
-	title := "demo: tour of every scenario"
-	if len(cfgs) == 1 {
-		title = "demo: " + cfgs[0].ScenarioName
-		if cfgs[0].ScenarioName == "" {
-			title = "demo: custom loader"
-		}
-	}
-	sess := session{probes: []probes.Probe{probes.NewLoader(src)}, focus: os.Getpid(), notes: notes, title: title}
-	done := make(chan error, 1)
-	go func() { done <- runSession(ctx, w, sess, stdout, stderr) }()
-	select {
-	case err := <-done:
-		cancel()
-		return err
-	case err := <-loaderErr:
-		if err != nil {
-			cancel()
-			<-done
-			return err
-		}
-		// A configuration with --epochs finished: stop watching too.
-		cancel()
-		return <-done
-	}
+	return session.Demo(ctx, w.options(stdout, stderr), cfgs, datasets, events, every)
 }

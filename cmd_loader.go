@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuwatch/gpuwatch/loader"
-	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/session"
 )
 
 func newLoaderCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -70,26 +69,5 @@ func runLoader(ctx context.Context, c loader.Config, listen, eventsPath string, 
 	}
 	fmt.Fprintf(stdout, "gpuwatch loader (%s, %d workers) serving http://%s/metrics and /debug/pprof/ (pid %d)\n",
 		name, c.Workers, ln.Addr(), os.Getpid())
-	runErr := make(chan error, 1)
-	go func() { runErr <- l.Run(ctx) }()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	p := probes.NewLoader(&embeddedSource{l: l})
-	f := frameAt(time.Now())
-	_ = p.Collect(ctx, f)
-	for {
-		select {
-		case err := <-runErr:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				return err
-			}
-			fmt.Fprintf(stdout, "done: %d batches\n", l.Snapshot().Batches)
-			return nil
-		case <-tick.C:
-			f := frameAt(time.Now())
-			if err := p.Collect(ctx, f); err == nil {
-				fmt.Fprintln(stdout, progressLine(f, l.Snapshot().Epoch))
-			}
-		}
-	}
+	return session.LoaderProgress(ctx, l, every, stdout)
 }

@@ -1,22 +1,17 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"log"
 	"os"
 	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/probes"
-	"github.com/gpuwatch/gpuwatch/report"
-	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session"
 )
 
 // watchFlags are the flags of every command that watches this machine.
@@ -107,7 +102,7 @@ interval; with --json one JSON object per line.`,
 			if err := w.validate(cmd); err != nil {
 				return err
 			}
-			return watch(cmd.Context(), &w, stdout, stderr)
+			return session.Run(cmd.Context(), w.options(stdout, stderr))
 		},
 	}
 	w.register(root)
@@ -162,109 +157,12 @@ func wrapArgs(cmd *cobra.Command) {
 	}
 }
 
-// watch samples this machine until ctx ends or --duration passes.
-func watch(ctx context.Context, w *watchFlags, stdout, stderr io.Writer) error {
-	return runSession(ctx, w, session{}, stdout, stderr)
-}
-
-// session is what a command adds to the plain watch: probes (the loader)
-// and extra JSON lines (scenario switches) to interleave with frames.
-type session struct {
-	probes []probes.Probe
-	focus  int // a PID to focus on when --pid is not given
-	notes  <-chan any
-	title  string // what the dashboard says it watches
-	// onFrame sees every frame and its verdict (the exporter).
-	onFrame func(*sample.Frame, diagnose.Verdict)
-}
-
-// runSession samples until ctx ends or --duration passes, printing frames
-// (and s.notes, as JSON lines or readable lines) as they come.
-func runSession(ctx context.Context, w *watchFlags, s session, stdout, stderr io.Writer) error {
-	if w.json && !w.headless {
-		w.headless = true
-	}
-	dashboard := false
-	if !w.headless {
-		if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			dashboard = true
-		}
-	}
-	pid := w.pid
-	if pid == 0 {
-		pid = s.focus
-	}
-	rec := &recording{maxBytes: w.recordMaxSize, notify: func(s string) { log.Print(s) }}
-	if w.record != "" {
-		if _, err := os.Stat(w.record); err == nil {
-			return fmt.Errorf("--record %s: the file exists; record to a new file", w.record)
-		}
-		rec.start(w.record)
-	}
-	defer func() {
-		if path, n, err := rec.stop(); path != "" {
-			if err != nil {
-				fmt.Fprintf(stderr, "gpuwatch: recording %s: %v\n", path, err)
-			} else if !dashboard {
-				fmt.Fprintf(stderr, "gpuwatch: recorded %d frames to %s\n", n, path)
-			}
-		}
-	}()
-	roots := probes.Roots{Proc: w.procRoot, Sys: w.sysRoot}
-	ps := probes.SystemProbes(roots, probes.ProcOptions{PID: pid}, probes.DiskOptions{All: w.allDisks})
-	ps = append(ps, probes.NewGPU(probes.DefaultGPUSources(w.sysRoot)...))
-	ps = append(ps, s.probes...)
-	sampler := probes.NewSampler(ps, probes.SamplerOptions{Interval: w.interval})
-	defer sampler.Close()
-	if w.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, w.duration)
-		defer cancel()
-	}
-	frames := make(chan *sample.Frame, 1)
-	errc := make(chan error, 1)
-	diag := diagnose.NewDiagnoser(w.thresholds)
-	if dashboard {
-		return runDashboard(ctx, w, s, sampler, diag, rec, stdout, stderr)
-	}
-	rec.notify = func(s string) { fmt.Fprintln(stderr, "gpuwatch:", s) }
-	go func() { errc <- sampler.Run(ctx, frames) }()
-	emit := func(f *sample.Frame, v *diagnose.Verdict) error { return report.WriteLine(stdout, f, v) }
-	note := func(n any) error { return report.WriteNoteLine(stdout, n) }
-	if w.json {
-		jw := report.NewJSONWriter(stdout)
-		emit, note = jw.WriteFrame, jw.WriteNote
-	}
-	notes := s.notes
-	for {
-		select {
-		case n, ok := <-notes:
-			if !ok {
-				notes = nil // closed: never selected again
-				continue
-			}
-			if err := note(n); err != nil {
-				return fmt.Errorf("write output: %w", err)
-			}
-			if err := rec.note(n); err != nil {
-				return err
-			}
-		case f := <-frames:
-			v := diag.Observe(f)
-			if s.onFrame != nil {
-				s.onFrame(f, v)
-			}
-			if err := emit(f, &v); err != nil {
-				return fmt.Errorf("write output: %w", err)
-			}
-			if err := rec.frame(f, &v); err != nil {
-				return err
-			}
-		case err := <-errc:
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return nil // Ctrl-C, SIGTERM or --duration: a clean stop
-			}
-			return err
-		}
+// options are the session's options for these flags.
+func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
+	return session.Options{
+		Interval: w.interval, Duration: w.duration, PID: w.pid,
+		Roots: probes.Roots{Proc: w.procRoot, Sys: w.sysRoot}, AllDisks: w.allDisks,
+		Thresholds: w.thresholds, Record: w.record, RecordMaxSize: w.recordMaxSize,
+		Headless: w.headless, JSON: w.json, Version: version, Stdout: stdout, Stderr: stderr,
 	}
 }

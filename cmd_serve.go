@@ -11,11 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/loader"
-	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/report"
-	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session"
 )
 
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -56,21 +54,16 @@ scraping every node is the way past one machine (docs/prometheus.md).`,
 				fmt.Fprintf(stderr, "gpuwatch: warning: serving metrics on %s, reachable from other machines\n", ln.Addr())
 			}
 			fmt.Fprintf(stdout, "gpuwatch exporter on http://%s/metrics\n", ln.Addr())
-			onFrame := func(f *sample.Frame, v diagnose.Verdict) { exp.Set(f, v) }
+			o := w.options(io.Discard, stderr)
+			o.OnFrame = exp.Set
 			if attach != "" {
-				a, err := probes.NewAttach(attach)
+				stop, err := attachTo(cmd, &o, w.procRoot, attach, defaultProfileEvery, defaultProfileLength)
 				if err != nil {
-					return usageErrorf(cmd, "%v", err)
-				}
-				if err := a.Check(cmd.Context()); err != nil {
 					return err
 				}
-				prof := probes.NewProfiler(a, 15*time.Second, 5*time.Second)
-				prof.Start()
-				defer prof.Close()
-				return runSession(cmd.Context(), &w, session{probes: []probes.Probe{probes.NewLoader(a), prof}, onFrame: onFrame}, io.Discard, stderr)
+				defer stop()
 			}
-			return runSession(cmd.Context(), &w, session{onFrame: onFrame}, io.Discard, stderr)
+			return session.Run(cmd.Context(), o)
 		},
 	}
 	w.register(cmd)

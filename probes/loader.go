@@ -163,7 +163,7 @@ func (p *Loader) waitPercentiles(out *sample.Loader, prev, cur LoaderCounters) {
 		}
 		if len(p.waits) > 0 {
 			slices.Sort(p.waits)
-			q := func(x float64) *float64 { return ptr(nearestRank(p.waits, x)) }
+			q := func(x float64) *float64 { return ptr(sample.NearestRank(p.waits, x)) }
 			out.WaitP50Ms, out.WaitP95Ms, out.WaitP99Ms = q(0.50), q(0.95), q(0.99)
 			return
 		}
@@ -196,11 +196,6 @@ func zeroIf(p *float64) *float64 {
 		return nil
 	}
 	return ptr(0.0)
-}
-
-func nearestRank(sorted []float64, q float64) float64 {
-	i := int(q*float64(len(sorted))+0.999999) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
 // BucketQuantile estimates quantile q (0–1) from cumulative bucket counts

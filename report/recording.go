@@ -115,9 +115,6 @@ func (r *Recorder) open(flags int) error {
 	return r.w.Flush()
 }
 
-// Path is the file being written.
-func (r *Recorder) Path() string { return r.path }
-
 // Frame writes a frame and the verdict shown for it (a verdict line first
 // when the kind changed).
 func (r *Recorder) Frame(f *sample.Frame, v *diagnose.Verdict) error {
@@ -139,21 +136,11 @@ func (r *Recorder) Frame(f *sample.Frame, v *diagnose.Verdict) error {
 }
 
 // Note writes a scenario switch or an event.
-func (r *Recorder) Note(n any) error {
+func (r *Recorder) Note(n Note) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	switch v := n.(type) {
-	case Event:
-		if err := r.line(struct {
-			Type string `json:"type"`
-			Event
-		}{"event", v}); err != nil {
-			return err
-		}
-	default:
-		if err := r.jw.WriteNote(n); err != nil {
-			return err
-		}
+	if err := r.jw.WriteNote(n); err != nil {
+		return err
 	}
 	return r.flush()
 }

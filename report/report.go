@@ -62,21 +62,37 @@ type Scenario struct {
 	Knobs map[string]string `json:"knobs"`
 }
 
-// WriteNote writes a non-frame line (a Scenario …) with its "type".
-func (w *JSONWriter) WriteNote(n any) error {
+// Note is a line of a session that is not a frame: a Scenario switch or an
+// Event. The set is closed (the unexported method): a writer handles every
+// kind, checked at compile time, not at run time.
+type Note interface{ note() }
+
+func (Scenario) note() {}
+func (Event) note()    {}
+
+// WriteNote writes a non-frame line with its "type".
+func (w *JSONWriter) WriteNote(n Note) error {
 	switch v := n.(type) {
 	case Scenario:
 		return w.enc.Encode(struct {
 			Type string `json:"type"`
 			Scenario
 		}{"scenario", v})
+	case Event:
+		return w.enc.Encode(struct {
+			Type string `json:"type"`
+			Event
+		}{"event", v})
 	}
 	return fmt.Errorf("report: unknown line %T", n)
 }
 
 // WriteNoteLine writes a non-frame line for --headless.
-func WriteNoteLine(w io.Writer, n any) error {
+func WriteNoteLine(w io.Writer, n Note) error {
 	switch v := n.(type) {
+	case Event:
+		_, err := fmt.Fprintf(w, "%s %s %s\n", v.Time.Format("15:04:05"), v.Name, v.Detail)
+		return err
 	case Scenario:
 		keys := make([]string, 0, len(v.Knobs))
 		for k := range v.Knobs {

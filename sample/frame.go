@@ -353,3 +353,11 @@ func (l *Loader) Throughput() string {
 	}
 	return fmt.Sprintf("%.0f samples/s", l.SamplesPerSec)
 }
+
+// NearestRank is quantile q (0–1) of sorted values by the nearest-rank
+// method: the smallest value with at least q of the values at or below it.
+// sorted must not be empty.
+func NearestRank(sorted []float64, q float64) float64 {
+	i := int(q*float64(len(sorted))+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}

@@ -40,7 +40,7 @@ func (s spy) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 type flowT struct {
 	t     *testing.T
 	tm    *teatest.TestModel
-	ch    chan Update
+	ch    chan Feed
 	snaps chan snapshot
 	last  snapshot
 	m     *Model
@@ -50,7 +50,7 @@ type flowT struct {
 // profile, fed through its channel like the live session.
 func flow(t *testing.T, opt Options) *flowT {
 	t.Helper()
-	ch := make(chan Update)
+	ch := make(chan Feed)
 	opt.Updates, opt.Interval = ch, time.Second
 	m := New(opt)
 	snaps := make(chan snapshot, 1024)
@@ -91,7 +91,7 @@ func (f *flowT) frame(i int, kind diagnose.Kind, evidence string) {
 	n := f.last.frames
 	fr := &sample.Frame{Time: t0.Add(time.Duration(i) * time.Second), Unavailable: map[string]string{"gpu": "none"},
 		CPU: &sample.CPU{BusyPct: 20, Cores: []sample.Core{{ID: 0, BusyPct: 20}, {ID: 1, BusyPct: 20}}}}
-	f.ch <- Update{Frame: fr, Verdict: diagnose.Verdict{Kind: kind, Since: fr.Time, Confidence: 0.9, Evidence: []diagnose.Evidence{{Text: evidence}}}}
+	f.ch <- Feed{Frame: fr, Verdict: diagnose.Verdict{Kind: kind, Since: fr.Time, Confidence: 0.9, Evidence: []diagnose.Evidence{{Text: evidence}}}}
 	f.until("the frame taken", func(s snapshot) bool { return s.frames > n })
 }
 
@@ -226,7 +226,7 @@ func TestColourProfiles(t *testing.T) {
 		{colorprofile.ANSI256, true, false},
 		{colorprofile.TrueColor, true, true},
 	} {
-		ch := make(chan Update, 1)
+		ch := make(chan Feed, 1)
 		snaps := make(chan snapshot, 64)
 		tm := teatest.NewTestModel(t, spy{New(Options{Updates: ch}), snaps}, teatest.WithInitialTermSize(100, 30),
 			teatest.WithProgramOptions(tea.WithColorProfile(tc.profile)))
@@ -253,10 +253,10 @@ func TestColourProfiles(t *testing.T) {
 	}
 }
 
-func frameOf(i int, kind diagnose.Kind, text string) Update {
+func frameOf(i int, kind diagnose.Kind, text string) Feed {
 	f := &sample.Frame{Time: t0.Add(time.Duration(i) * time.Second), Unavailable: map[string]string{"gpu": "none"},
 		CPU: &sample.CPU{BusyPct: 99, Cores: []sample.Core{{ID: 0, BusyPct: 99}, {ID: 1, BusyPct: 99}}}}
-	return Update{Frame: f, Verdict: diagnose.Verdict{Kind: kind, Since: f.Time, Confidence: 0.9, Evidence: []diagnose.Evidence{{Text: text}}}}
+	return Feed{Frame: f, Verdict: diagnose.Verdict{Kind: kind, Since: f.Time, Confidence: 0.9, Evidence: []diagnose.Evidence{{Text: text}}}}
 }
 
 func TestFlowReplayKeysDriveThePlayer(t *testing.T) {

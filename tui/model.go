@@ -20,8 +20,8 @@ import (
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
-// Update is what the dashboard draws: a frame and the verdict for it.
-type Update struct {
+// Feed is what the dashboard draws: a frame and the verdict for it.
+type Feed struct {
 	Frame   *sample.Frame
 	Verdict diagnose.Verdict
 	// Note is a line for the status bar ("scenario single-core").
@@ -43,7 +43,7 @@ type Replay struct {
 type Options struct {
 	// Updates delivers frames; when it is closed the dashboard keeps the
 	// last view and says the source ended.
-	Updates <-chan Update
+	Updates <-chan Feed
 	// Title names what is watched ("this machine", "demo: tour").
 	Title    string
 	Interval time.Duration
@@ -68,8 +68,8 @@ type Model struct {
 	styles   Styles
 	w, h     int
 	hist     *sample.History
-	latest   Update
-	shown    Update
+	latest   Feed
+	shown    Feed
 	frozen   []*sample.Frame // history as it was when paused
 	batches  []sample.BatchTiming
 	paused   bool
@@ -96,11 +96,11 @@ func New(opt Options) *Model {
 		hist: sample.NewHistory(opt.History), interval: opt.Interval}
 }
 
-type frameMsg Update
+type frameMsg Feed
 type endedMsg struct{}
 
 // waitForFrame blocks on the updates channel; Update re-arms it.
-func waitForFrame(ch <-chan Update) tea.Cmd {
+func waitForFrame(ch <-chan Feed) tea.Cmd {
 	if ch == nil {
 		return nil
 	}
@@ -118,7 +118,7 @@ func (m *Model) Init() tea.Cmd { return waitForFrame(m.opt.Updates) }
 
 // Observe adds an update as if it had arrived on the channel (tests,
 // golden views).
-func (m *Model) Observe(u Update) {
+func (m *Model) Observe(u Feed) {
 	if u.Frame == nil {
 		return
 	}
@@ -150,7 +150,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.w, m.h = msg.Width, msg.Height
 	case frameMsg:
-		m.Observe(Update(msg))
+		m.Observe(Feed(msg))
 		return m, waitForFrame(m.opt.Updates)
 	case endedMsg:
 		m.setStatus("the source ended: the view shows its last frame", m.latest.frameTime())
@@ -167,7 +167,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-func (u Update) frameTime() time.Time {
+func (u Feed) frameTime() time.Time {
 	if u.Frame == nil {
 		return time.Time{}
 	}

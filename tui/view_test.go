@@ -38,7 +38,7 @@ func synthetic(n int, fn func(i int, f *sample.Frame)) *Model {
 	for i := 0; i < n; i++ {
 		f := &sample.Frame{Time: t0.Add(time.Duration(i) * time.Second), IntervalSec: 1, Unavailable: map[string]string{}}
 		fn(i, f)
-		m.Observe(Update{Frame: f, Verdict: d.Observe(f)})
+		m.Observe(Feed{Frame: f, Verdict: d.Observe(f)})
 	}
 	return m
 }
@@ -100,7 +100,7 @@ func recorded(t testing.TB, name string, frames int) *Model {
 			continue
 		}
 		fr := line.Frame
-		m.Observe(Update{Frame: &fr, Verdict: d.Observe(&fr)})
+		m.Observe(Feed{Frame: &fr, Verdict: d.Observe(&fr)})
 		frames--
 	}
 	return m

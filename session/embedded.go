@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"context"
@@ -10,25 +10,28 @@ import (
 	"github.com/gpuwatch/gpuwatch/probes"
 )
 
-// embeddedSource adapts the in-process loader to probes.LoaderSource. The
+// EmbeddedSource adapts the in-process loader to probes.LoaderSource. The
 // demo tour swaps the loader behind it; the probe sees the counters start
 // over, which it treats as a restart.
-type embeddedSource struct {
+type EmbeddedSource struct {
 	mu sync.Mutex
 	l  *loader.Loader
 }
 
 var errLoaderStarting = errors.New("the embedded loader is starting")
 
-func (e *embeddedSource) set(l *loader.Loader) {
+// Set points the source at l (nil: none yet).
+func (e *EmbeddedSource) Set(l *loader.Loader) {
 	e.mu.Lock()
 	e.l = l
 	e.mu.Unlock()
 }
 
-func (e *embeddedSource) Source() string { return "embedded" }
+// Source implements probes.LoaderSource.
+func (e *EmbeddedSource) Source() string { return "embedded" }
 
-func (e *embeddedSource) LoaderCounters(context.Context) (probes.LoaderCounters, error) {
+// LoaderCounters implements probes.LoaderSource.
+func (e *EmbeddedSource) LoaderCounters(context.Context) (probes.LoaderCounters, error) {
 	e.mu.Lock()
 	l := e.l
 	e.mu.Unlock()
@@ -37,7 +40,7 @@ func (e *embeddedSource) LoaderCounters(context.Context) (probes.LoaderCounters,
 		// for 30 s when the first tick comes before the loader is set.
 		return probes.LoaderCounters{}, errLoaderStarting
 	}
-	c := countersFromSnapshot(l.Snapshot(), l.Config())
+	c := CountersFromSnapshot(l.Snapshot(), l.Config())
 	pid := os.Getpid()
 	c.PID = &pid
 	if tid := l.LoopTID(); tid != 0 {
@@ -46,7 +49,9 @@ func (e *embeddedSource) LoaderCounters(context.Context) (probes.LoaderCounters,
 	return c, nil
 }
 
-func countersFromSnapshot(s loader.Snapshot, c loader.Config) probes.LoaderCounters {
+// CountersFromSnapshot converts the embedded loader's counters (the sweep
+// uses it too).
+func CountersFromSnapshot(s loader.Snapshot, c loader.Config) probes.LoaderCounters {
 	rs, ds := s.ReadSeconds, s.DecodeSeconds
 	qd := float64(s.QueueDepth)
 	w, p := c.Workers, c.Prefetch

@@ -1,10 +1,11 @@
-package main
+package session
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/report"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/tui"
@@ -20,7 +21,7 @@ func recordedFrames(n int) []report.Recorded {
 	return out
 }
 
-func next(t *testing.T, ch <-chan tui.Update) tui.Update {
+func next(t *testing.T, ch <-chan tui.Feed) tui.Feed {
 	t.Helper()
 	select {
 	case u := <-ch:
@@ -28,7 +29,7 @@ func next(t *testing.T, ch <-chan tui.Update) tui.Update {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the player sent nothing for 5 s")
 	}
-	return tui.Update{}
+	return tui.Feed{}
 }
 
 // TestPlayerSeeksAndKeepsOrder plays 400 frames 100 ms apart at ×16: in
@@ -36,10 +37,10 @@ func next(t *testing.T, ch <-chan tui.Update) tui.Update {
 // target, the first marked Reset, and goes on from there.
 func TestPlayerSeeksAndKeepsOrder(t *testing.T) {
 	frames := recordedFrames(400)
-	pl := &player{frames: frames, speed: 16, cmds: make(chan playerCmd, 16)}
+	pl := &player{frames: frames, speed: 16, thresholds: diagnose.DefaultThresholds(), cmds: make(chan playerCmd, 16)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := make(chan tui.Update)
+	ch := make(chan tui.Feed)
 	go pl.run(ctx, ch)
 	var last time.Time
 	for i := 0; i < 250; i++ { // 24.9 s in
@@ -50,17 +51,18 @@ func TestPlayerSeeksAndKeepsOrder(t *testing.T) {
 		last = u.Frame.Time
 	}
 	pl.send(playerCmd{seek: -10 * time.Second}) // to ~14.9 s, frame ~149
-	var u tui.Update
+	var u tui.Feed
 	for u = next(t, ch); !u.Reset; u = next(t, ch) {
 	}
 	target := last.Add(-10 * time.Second)
 	if got, want := u.Frame.Time, target.Add(-6*time.Second); got.Sub(want) > 300*time.Millisecond || want.Sub(got) > 300*time.Millisecond {
 		t.Fatalf("after the seek, playback restarts at %v, want ~%v (60 frames before the target)", got, want)
 	}
-	if s := pl.scale(4); s != 16 {
-		t.Fatalf("speed %v, want capped at 16", s)
+	// The keys and --speed share one range.
+	if s := pl.scale(8); s != MaxSpeed {
+		t.Fatalf("speed %v, want capped at %v", s, MaxSpeed)
 	}
-	if s := pl.scale(1.0 / 64); s != 0.5 {
-		t.Fatalf("speed %v, want floored at 0.5", s)
+	if s := pl.scale(1.0 / 1024); s != MinSpeed {
+		t.Fatalf("speed %v, want floored at %v", s, MinSpeed)
 	}
 }

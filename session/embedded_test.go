@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"context"
@@ -19,14 +19,14 @@ func TestEmbeddedLoaderStartingIsRetriedNextTick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := &embeddedSource{}
+	src := &EmbeddedSource{}
 	s := probes.NewSampler([]probes.Probe{probes.NewLoader(src)}, probes.SamplerOptions{})
 	defer s.Close()
 	ctx := context.Background()
 	if f := s.Tick(ctx); f.Unavailable["loader"] != "the embedded loader is starting" {
 		t.Fatalf("first tick: unavailable %v", f.Unavailable)
 	}
-	src.set(loader.New(c, ds, nil))
+	src.Set(loader.New(c, ds, nil))
 	if f := s.Tick(ctx); f.Unavailable["loader"] != "" || f.Loader == nil {
 		t.Fatalf("second tick: loader %+v, unavailable %v", f.Loader, f.Unavailable)
 	}

@@ -1,0 +1,151 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/tui"
+)
+
+// runDashboard runs the session's loop with the dashboard as one of its
+// observers: frames reach the model over a channel the model drains with a
+// command. Nothing else writes to the terminal meanwhile: logs go to a
+// file. On quit, a signal or a panic in the loop, the program stops and
+// the terminal is restored.
+func runDashboard(ctx context.Context, o Options, sampler *probes.Sampler, rec *recording) error {
+	logFile := openLog()
+	if logFile != nil {
+		defer logFile.Close()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	title := o.Title
+	if title == "" {
+		title = "this machine"
+	}
+	d := &dashboard{updates: make(chan tui.Feed, 1)}
+	rec.notify = d.tell
+	kept := &keptFrames{version: o.Version, thresholds: o.Thresholds}
+	model := tui.New(tui.Options{Updates: d.updates, Title: title, Interval: o.Interval, SetInterval: sampler.SetInterval,
+		Record: rec.toggle, Export: kept.export})
+	obs := []Observer{rec, kept}
+	if o.OnFrame != nil {
+		obs = append(obs, frameFunc(o.OnFrame))
+	}
+	obs = append(obs, d) // last: it waits for the model
+	log.Printf("dashboard started: %s", title)
+	err := RunProgram(ctx, model, o.Stdout, func(ctx context.Context, kill func()) error {
+		defer kill() // the loop ended (the duration, an error): so does the view
+		d.ctx = ctx
+		return loop(ctx, sampler, diagnose.NewDiagnoser(o.Thresholds), o.Notes, obs)
+	})
+	log.Printf("dashboard stopped: %v", err)
+	return err
+}
+
+// dashboard is the observer that feeds the model.
+type dashboard struct {
+	ctx     context.Context
+	updates chan tui.Feed
+	mu      sync.Mutex
+	note    string // for the next frame's status bar
+}
+
+func (d *dashboard) tell(s string) {
+	log.Print(s)
+	d.mu.Lock()
+	d.note = s
+	d.mu.Unlock()
+}
+
+func (d *dashboard) Frame(f *sample.Frame, v diagnose.Verdict) error {
+	d.mu.Lock()
+	note := d.note
+	d.note = ""
+	d.mu.Unlock()
+	select {
+	case d.updates <- tui.Feed{Frame: f, Verdict: v, Note: note}:
+	case <-d.ctx.Done():
+	}
+	return nil
+}
+
+func (d *dashboard) Note(n report.Note) error {
+	if sc, ok := n.(report.Scenario); ok {
+		d.mu.Lock()
+		d.note = "scenario " + sc.Name
+		d.mu.Unlock()
+	}
+	return nil
+}
+
+// RunProgram runs a bubbletea program on out while work runs beside it,
+// and returns when both are done. work gets a context that ends with the
+// program, and a kill function that stops the program. A quit key, a signal (main's context) or the end of work stops
+// it cleanly (nil); a panic in work restores the terminal first and comes
+// back as an error with its stack.
+//
+// 10 frames a second: keys still redraw within 100 ms, and bubbletea parses
+// the view on every flush tick before it finds nothing changed — at its
+// default 60 fps that idle parsing was two thirds of our CPU. Signals are
+// ours alone: bubbletea v2.0.10's own handler can block forever sending a
+// quit message to an event loop that our cancelled context already ended.
+func RunProgram(ctx context.Context, m tea.Model, out io.Writer, work func(ctx context.Context, kill func()) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithOutput(out), tea.WithFPS(10), tea.WithoutSignalHandler())
+	workErr := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				workErr <- fmt.Errorf("internal error (the terminal was restored): %v\n%s", r, debug.Stack())
+				p.Kill() // restores the terminal
+			}
+		}()
+		workErr <- work(ctx, p.Kill)
+	}()
+	_, err := p.Run()
+	cancel()
+	werr := <-workErr
+	switch {
+	case werr != nil:
+		return werr
+	case err == nil || errors.Is(err, tea.ErrProgramKilled) || errors.Is(err, tea.ErrInterrupted) || errors.Is(err, context.Canceled):
+		return nil
+	}
+	return err
+}
+
+// openLog points the log package at a file under the user's cache folder,
+// so nothing but the view reaches the terminal. It returns nil (logs
+// discarded) when the folder is not writable.
+func openLog() *os.File {
+	log.SetOutput(io.Discard)
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return nil
+	}
+	dir = filepath.Join(dir, "gpuwatch")
+	if os.MkdirAll(dir, 0o755) != nil {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "gpuwatch.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil
+	}
+	log.SetOutput(f)
+	return f
+}

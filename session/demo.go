@@ -1,0 +1,97 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/loader"
+	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/report"
+)
+
+// Demo runs each of the embedded loader's configurations in turn (round
+// and round, every `every`, when there are several) over its open dataset,
+// while a session with o watches this machine and the loader. A single
+// configuration with a set number of epochs ends the session when done.
+func Demo(ctx context.Context, o Options, cfgs []loader.Config, datasets []*loader.Dataset, events *loader.Events, every time.Duration) error {
+	src := &EmbeddedSource{}
+	notes := make(chan report.Note, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	loaderErr := make(chan error, 1)
+	go func() {
+		defer close(notes)
+		defer func() {
+			// A loader bug must not leave the terminal in raw mode: report
+			// it as an error, and the session stops cleanly.
+			if r := recover(); r != nil {
+				loaderErr <- fmt.Errorf("loader panicked: %v", r)
+			}
+		}()
+		loaderErr <- tour(ctx, src, notes, cfgs, datasets, events, every)
+	}()
+	o.Probes = append(o.Probes, probes.NewLoader(src))
+	o.Focus, o.Notes = os.Getpid(), notes
+	if o.Title == "" {
+		o.Title = DemoTitle(cfgs)
+	}
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, o) }()
+	select {
+	case err := <-done:
+		return err
+	case err := <-loaderErr:
+		cancel() // a loader error, or a configuration's epochs done: stop watching too
+		if werr := <-done; err == nil {
+			return werr
+		}
+		return err
+	}
+}
+
+// tour runs the configurations, telling notes of each switch. It returns
+// nil when ctx ends or a single configuration finishes its epochs.
+func tour(ctx context.Context, src *EmbeddedSource, notes chan<- report.Note, cfgs []loader.Config, datasets []*loader.Dataset, events *loader.Events, every time.Duration) error {
+	for i := 0; ; i = (i + 1) % len(cfgs) {
+		c := cfgs[i]
+		l := loader.New(c, datasets[i], events)
+		src.Set(l)
+		name := c.ScenarioName
+		if name == "" {
+			name = "custom"
+		}
+		select {
+		case notes <- report.Scenario{Time: time.Now(), Name: name, Knobs: c.Knobs()}:
+		case <-ctx.Done():
+			return nil
+		}
+		runCtx, stop := context.WithCancel(ctx)
+		if len(cfgs) > 1 {
+			runCtx, stop = context.WithTimeout(ctx, every)
+		}
+		err := l.Run(runCtx)
+		stop()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && !errors.Is(err, context.DeadlineExceeded):
+			return fmt.Errorf("loader: %w", err)
+		case len(cfgs) == 1:
+			return nil // the configuration's epochs are done
+		}
+	}
+}
+
+// DemoTitle is what the dashboard says it watches for these configurations.
+func DemoTitle(cfgs []loader.Config) string {
+	switch {
+	case len(cfgs) > 1:
+		return "demo: tour of every scenario"
+	case cfgs[0].ScenarioName == "":
+		return "demo: custom loader"
+	}
+	return "demo: " + cfgs[0].ScenarioName
+}

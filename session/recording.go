@@ -1,0 +1,174 @@
+package session
+
+import (
+	"fmt"
+	"log"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// recording is a session's optional recording, an observer: started by
+// --record or the dashboard's r key. The file is created at the first
+// frame, so its header can name the GPUs. A write error stops the
+// recording, not the session: it is told through notify and kept for
+// stop, which returns it.
+type recording struct {
+	mu       sync.Mutex
+	path     string // "" when not recording
+	maxBytes int64
+	version  string
+	rec      *report.Recorder
+	frames   int
+	err      error // why the recording stopped early
+	notify   func(string)
+	pending  []report.Note // notes before the first frame
+	loaderUp *bool         // the last loader connection state seen
+}
+
+func newRecording(o Options) *recording {
+	return &recording{maxBytes: o.RecordMaxSize, version: o.Version, notify: func(s string) { log.Print(s) }}
+}
+
+func (r *recording) start(path string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.path, r.frames, r.rec, r.err = path, 0, nil, nil
+}
+
+// stop closes the file and returns its path, frame count and the error
+// that stopped it early, if any.
+func (r *recording) stop() (string, int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closeLocked()
+}
+
+func (r *recording) closeLocked() (string, int, error) {
+	path, n, err := r.path, r.frames, r.err
+	if r.rec != nil {
+		if cerr := r.rec.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("%s: %w", path, cerr)
+		}
+	}
+	r.path, r.rec, r.err = "", nil, nil
+	return path, n, err
+}
+
+func (r *recording) active() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.path != ""
+}
+
+// Frame implements Observer.
+func (r *recording) Frame(f *sample.Frame, v diagnose.Verdict) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.path == "" {
+		return nil
+	}
+	if err := r.frameLocked(f, &v); err != nil {
+		r.failLocked(err)
+	}
+	return nil
+}
+
+func (r *recording) frameLocked(f *sample.Frame, v *diagnose.Verdict) error {
+	if r.rec == nil {
+		rec, err := report.NewRecorder(r.path, Header(f, r.version), r.maxBytes)
+		if err != nil {
+			return err
+		}
+		rec.Notify = r.notify
+		r.rec = rec
+		for _, n := range r.pending {
+			if err := rec.Note(n); err != nil {
+				return err
+			}
+		}
+		r.pending = nil
+	}
+	if l := f.Loader; l != nil && l.Connected != nil && (r.loaderUp == nil || *r.loaderUp != *l.Connected) {
+		if r.loaderUp != nil {
+			name, detail := "reconnected", l.Source
+			if !*l.Connected {
+				name, detail = "disconnected", l.Source+": "+f.Unavailable["loader"]
+			}
+			if err := r.rec.Note(report.Event{Time: f.Time, Name: name, Detail: detail}); err != nil {
+				return err
+			}
+		}
+		up := *l.Connected
+		r.loaderUp = &up
+	}
+	r.frames++
+	return r.rec.Frame(f, v)
+}
+
+// failLocked stops the recording after a write error and says so; stop
+// returns the error.
+func (r *recording) failLocked(err error) {
+	if r.rec != nil {
+		_ = r.rec.Close()
+	}
+	r.err = fmt.Errorf("%s: %w", r.path, err)
+	r.rec, r.path = nil, ""
+	r.notify("recording stopped: " + r.err.Error())
+}
+
+// Note implements Observer.
+func (r *recording) Note(n report.Note) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.path == "" {
+		return nil
+	}
+	if r.rec == nil {
+		r.pending = append(r.pending, n)
+		return nil
+	}
+	if err := r.rec.Note(n); err != nil {
+		r.failLocked(err)
+	}
+	return nil
+}
+
+// toggle is the dashboard's r key: start a recording in the current
+// folder, or stop the one running.
+func (r *recording) toggle() (string, error) {
+	if r.active() {
+		path, n, err := r.stop()
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("recording stopped: %s (%d frames)", path, n), nil
+	}
+	path := "gpuwatch-" + time.Now().Format("20060102-150405") + ".jsonl"
+	if _, err := os.Stat(path); err == nil {
+		return "", fmt.Errorf("%s exists", path)
+	}
+	r.start(path)
+	log.Printf("recording to %s", path)
+	return "recording to " + path + " (r stops)", nil
+}
+
+// Header is a recording's (and a live report's) header for a session
+// whose first frame is f: this host, its cores, f's GPUs, this build and
+// its command line, with credentials taken out of URLs.
+func Header(f *sample.Frame, version string) report.Header {
+	host, _ := os.Hostname()
+	gpus := []string{}
+	for _, g := range f.GPUs {
+		gpus = append(gpus, g.Name)
+	}
+	return report.Header{
+		Time: f.Time, Host: host, Cores: runtime.NumCPU(), GPUs: gpus,
+		GpuwatchVersion: version, Command: report.RedactArgs(os.Args), IntervalSec: f.IntervalSec,
+	}
+}

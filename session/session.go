@@ -1,0 +1,208 @@
+// Package session owns gpuwatch's one frame loop: the Sampler's frames go
+// through the Diagnoser to every observer — the headless writer, the
+// recorder, the dashboard, the exporter, the kept frames for a live report
+// — together with the session's notes (scenario switches, events). Commands
+// configure a session (Options) and run it; nothing else loops over frames.
+// It also holds the replay player and the embedded loader's adapter.
+//
+// It may import sample, probes, diagnose, report, tui and loader; nothing
+// imports it but the command line. docs/architecture.md draws the map.
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// Options configure a session: what to watch, how often, for how long,
+// and where its frames go.
+type Options struct {
+	Interval time.Duration // between frames
+	Duration time.Duration // 0: until ctx ends
+	// PID focuses the process view on a process tree (--pid); Focus is the
+	// command's own choice when PID is 0 (the attached loader's process).
+	PID, Focus int
+	Roots      probes.Roots
+	AllDisks   bool
+	Thresholds diagnose.Thresholds
+	// Probes are the command's own sources beside the system's (a loader,
+	// a profiler).
+	Probes []probes.Probe
+	// Notes are the command's non-frame lines (scenario switches), in
+	// time order with the frames; closing it is fine.
+	Notes <-chan report.Note
+	// Title names what the dashboard watches ("demo: tour").
+	Title string
+	// Record writes frames, verdicts and notes to this file (rotated past
+	// RecordMaxSize). RecordRequired makes a failed recording fail the
+	// session (the record command) instead of only stopping the recording.
+	Record         string
+	RecordMaxSize  int64
+	RecordRequired bool
+	// Headless prints lines (JSON lines with JSON) instead of the
+	// dashboard; it is implied when Stdout is not a terminal.
+	Headless, JSON bool
+	// OnFrame sees every frame and its verdict (the exporter).
+	OnFrame func(*sample.Frame, diagnose.Verdict)
+	// Version names the build in recordings and reports.
+	Version        string
+	Stdout, Stderr io.Writer
+}
+
+// Observer is told every frame with its verdict, and every note. An error
+// stops the session.
+type Observer interface {
+	Frame(f *sample.Frame, v diagnose.Verdict) error
+	Note(n report.Note) error
+}
+
+// Run samples until ctx ends or o.Duration passes, in the dashboard when
+// stdout is a terminal and o.Headless is not set, else as lines. A clean
+// stop (Ctrl-C, SIGTERM, the duration) returns nil.
+func Run(ctx context.Context, o Options) error {
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	dashboard := !o.Headless && !o.JSON && IsTerminal(o.Stdout)
+	rec := newRecording(o)
+	if o.Record != "" {
+		if _, err := os.Stat(o.Record); err == nil {
+			return fmt.Errorf("--record %s: the file exists; record to a new file", o.Record)
+		}
+		rec.start(o.Record)
+	}
+	pid := o.PID
+	if pid == 0 {
+		pid = o.Focus
+	}
+	ps := probes.SystemProbes(o.Roots, probes.ProcOptions{PID: pid}, probes.DiskOptions{All: o.AllDisks})
+	ps = append(ps, probes.NewGPU(probes.DefaultGPUSources(o.Roots.Sys)...))
+	ps = append(ps, o.Probes...)
+	sampler := probes.NewSampler(ps, probes.SamplerOptions{Interval: o.Interval})
+	defer sampler.Close()
+	if o.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Duration)
+		defer cancel()
+	}
+	var err error
+	if dashboard {
+		err = runDashboard(ctx, o, sampler, rec)
+	} else {
+		rec.notify = func(s string) { fmt.Fprintln(o.Stderr, "gpuwatch:", s) }
+		obs := []Observer{newHeadless(o.Stdout, o.JSON), rec}
+		if o.OnFrame != nil {
+			obs = append(obs, frameFunc(o.OnFrame))
+		}
+		err = loop(ctx, sampler, diagnose.NewDiagnoser(o.Thresholds), o.Notes, obs)
+	}
+	path, n, recErr := rec.stop()
+	switch {
+	case err != nil:
+		return err
+	case recErr != nil && o.RecordRequired:
+		return fmt.Errorf("recording %w", recErr)
+	case recErr != nil:
+		fmt.Fprintf(o.Stderr, "gpuwatch: recording %v\n", recErr)
+	case path != "" && !dashboard:
+		fmt.Fprintf(o.Stderr, "gpuwatch: recorded %d frames to %s\n", n, path)
+	}
+	return nil
+}
+
+// loop is the session's one frame loop: each frame through the diagnoser
+// to every observer, each note to every observer, until the sampler stops.
+func loop(ctx context.Context, sampler *probes.Sampler, diag *diagnose.Diagnoser, notes <-chan report.Note, obs []Observer) error {
+	frames := make(chan *sample.Frame, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- sampler.Run(ctx, frames) }()
+	for {
+		select {
+		case n, ok := <-notes:
+			if !ok {
+				notes = nil // closed: never selected again
+				continue
+			}
+			for _, o := range obs {
+				if err := o.Note(n); err != nil {
+					return err
+				}
+			}
+		case f := <-frames:
+			v := diag.Observe(f)
+			for _, o := range obs {
+				if err := o.Frame(f, v); err != nil {
+					return err
+				}
+			}
+		case err := <-errc:
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return nil // Ctrl-C, SIGTERM or the duration: a clean stop
+			}
+			return err
+		}
+	}
+}
+
+// headless writes a line (or a JSON line) per frame and per note.
+type headless struct {
+	w  io.Writer
+	jw *report.JSONWriter
+}
+
+func newHeadless(w io.Writer, asJSON bool) *headless {
+	h := &headless{w: w}
+	if asJSON {
+		h.jw = report.NewJSONWriter(w)
+	}
+	return h
+}
+
+func (h *headless) Frame(f *sample.Frame, v diagnose.Verdict) error {
+	var err error
+	if h.jw != nil {
+		err = h.jw.WriteFrame(f, &v)
+	} else {
+		err = report.WriteLine(h.w, f, &v)
+	}
+	if err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}
+
+func (h *headless) Note(n report.Note) error {
+	var err error
+	if h.jw != nil {
+		err = h.jw.WriteNote(n)
+	} else {
+		err = report.WriteNoteLine(h.w, n)
+	}
+	if err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}
+
+// frameFunc is an observer of frames only (the exporter).
+type frameFunc func(*sample.Frame, diagnose.Verdict)
+
+func (fn frameFunc) Frame(f *sample.Frame, v diagnose.Verdict) error { fn(f, v); return nil }
+func (frameFunc) Note(report.Note) error                             { return nil }
+
+// IsTerminal says whether w is a terminal (the dashboard's condition).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
