@@ -1,7 +1,7 @@
 // Command gpuwatch watches a training box live — GPU, per-core CPU, disks,
 // memory pressure and the data loader — and says why the accelerator is not
 // busy. This package holds the command line and the wiring; everything else
-// lives in the packages beside it (see DESIGN.md).
+// lives in the packages beside it (docs/architecture.md).
 package main
 
 import (
@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/gpuwatch/gpuwatch/report"
 )
 
 // Set by the release build with -ldflags "-X main.version=… -X main.commit=…".
@@ -36,7 +38,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "gpuwatch: %v\n", err)
+	fmt.Fprintf(stderr, "gpuwatch: %s\n", report.Printable(err.Error()))
 	var ue *usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", ue.cmd)

@@ -31,7 +31,7 @@ func Classify(frames []sample.Frame, th Thresholds) Verdict {
 	v.Kind, v.Evidence, v.Secondary = d.kind, d.evidence, d.secondary
 	v.Advice = advise(d, &w, th)
 	v.Confidence = confidence(d, &w, th)
-	v.Severity = severity(d, &w)
+	v.Severity = severity(d, &w, th)
 	return v
 }
 
@@ -60,8 +60,133 @@ func evidence(metric string, value float64, op string, threshold float64, unit, 
 	return Evidence{Metric: metric, Value: value, Op: op, Threshold: threshold, Unit: unit, Text: text, strength: s}
 }
 
+// facts is the evidence per resource, gathered once from a window: each
+// list is empty when that resource shows nothing past its threshold.
+type facts struct {
+	w  *window
+	th Thresholds
+
+	mem, wait, cpu, io, single, reads []Evidence
+
+	accel      level // the accelerator's busy %: a real GPU, else the virtual one
+	real       bool  // accel is a real GPU
+	cpuSat     bool  // the CPUs are saturated (busy, or PSI with a run queue)
+	fewWorkers bool  // fewer workers than WorkersPerCoreLow of the cores
+}
+
+func gather(w *window, th Thresholds) *facts {
+	f := &facts{w: w, th: th}
+	f.accel, f.real = w.accel()
+	f.mem = memoryEvidence(w, th)
+	f.wait = waitEvidence(w, th)
+	f.cpu, f.cpuSat = cpuEvidence(w, th)
+	f.io = ioEvidence(w, th)
+	f.single = singleThreadEvidence(w, th, f.cpuSat)
+	f.reads = readEvidence(w, th)
+	f.fewWorkers = w.workers >= 0 && w.cores > 0 && float64(w.workers) < th.WorkersPerCoreLow*float64(w.cores)
+	if len(f.wait) == 0 && f.real && f.accel.v < th.GPULowPct && (f.cpuSat || len(f.io) > 0 || len(f.single) > 0) {
+		// SageMaker's CPU and I/O bottleneck rules: a low GPU while a host
+		// resource is saturated is a GPU waiting on that resource.
+		f.wait = append(f.wait, evidence("gpu.util_pct", f.accel.v, "<", th.GPULowPct, "%",
+			fmt.Sprintf("the GPU is only %.0f %% busy (< %.0f %%)", f.accel.v, th.GPULowPct)))
+	}
+	return f
+}
+
+// decide picks the kind: memory pressure first (swapping slows everything
+// else down), then, when the accelerator waits, the first waiting rule that
+// holds; without any accelerator signal, what the host shows; else idle or
+// healthy.
 func decide(w *window, th Thresholds) decision {
-	// Memory pressure first: swapping slows everything else down.
+	f := gather(w, th)
+	switch {
+	case len(f.mem) > 0:
+		return memoryDecision(f)
+	case len(f.wait) > 0:
+		for _, r := range waitingRules {
+			if d, ok := r.decide(f); ok {
+				return d
+			}
+		}
+	case !f.accel.ok && !w.waitShare.ok:
+		return hostOnlyDecision(f)
+	}
+	if d, ok := idleDecision(f); ok {
+		return d
+	}
+	return healthyDecision(f)
+}
+
+// waitingRule is one row of the decision table for an accelerator that
+// waits: the first rule that holds names the kind.
+type waitingRule struct {
+	name   string
+	decide func(f *facts) (decision, bool)
+}
+
+// waitingRules, in order. The thread rules come first: they look inside the
+// job, where the host-wide rules only see totals.
+var waitingRules = []waitingRule{
+	{"num_workers=0: the loop's own thread loads every batch", func(f *facts) (decision, bool) {
+		d, ok := loopBound(f.w, f.th, f.wait, f.cpuSat, f.cpu)
+		return d, ok && f.w.workers == 0
+	}},
+	{"the training process's compute threads crowd out its workers", func(f *facts) (decision, bool) {
+		e, ok := crowdedOut(f.w, f.th)
+		if !ok || !f.cpuSat {
+			return decision{}, false
+		}
+		d := join(CPUSaturated, e, f.cpu, f.wait)
+		d.crowded = true
+		return d, true
+	}},
+	{"the loop's thread is pegged while its workers idle", func(f *facts) (decision, bool) {
+		return loopBound(f.w, f.th, f.wait, f.cpuSat, f.cpu)
+	}},
+	{"every core is busy", func(f *facts) (decision, bool) {
+		return join(CPUSaturated, f.cpu, f.wait), f.cpuSat
+	}},
+	{"storage is busy", func(f *facts) (decision, bool) {
+		return join(IOBound, f.io, f.wait, f.reads), len(f.io) > 0
+	}},
+	{"one thread is pegged", func(f *facts) (decision, bool) {
+		return join(SingleCoreMaxed, f.single, f.wait), len(f.single) > 0
+	}},
+	{"enough workers read, and no local disk is busy: a remote store", func(f *facts) (decision, bool) {
+		if len(f.reads) == 0 || f.fewWorkers {
+			return decision{}, false
+		}
+		w, th := f.w, f.th
+		d := join(IOBound, f.reads, f.wait)
+		d.evidence = append(d.evidence, evidence("loader.workers", float64(w.workers), ">=", th.WorkersPerCoreLow*float64(w.cores), "",
+			fmt.Sprintf("%d workers are reading, yet no disk here is busy: the store (network, object storage or a throttle) is the limit", w.workers)))
+		d.remote = true
+		return d, true
+	}},
+	{"nothing on the host is saturated: starved", func(f *facts) (decision, bool) {
+		w, th := f.w, f.th
+		d := join(GPUStarved, f.wait)
+		if f.fewWorkers {
+			d.evidence = append(d.evidence, evidence("loader.workers", float64(w.workers), "<", th.WorkersPerCoreLow*float64(w.cores), "",
+				fmt.Sprintf("only %d loader workers for %d cores", w.workers, w.cores)))
+		}
+		if w.cpuBusy.ok {
+			d.evidence = append(d.evidence, evidence("cpu.busy_pct", w.cpuBusy.v, "<", th.CPUSaturatedPct, "%",
+				fmt.Sprintf("no host resource is saturated: CPU %.0f %% busy", w.cpuBusy.v)))
+		}
+		return d, true
+	}},
+}
+
+func join(k Kind, first []Evidence, rest ...[]Evidence) decision {
+	d := decision{kind: k, evidence: append([]Evidence(nil), first...)}
+	for _, r := range rest {
+		d.evidence = append(d.evidence, r...)
+	}
+	return d
+}
+
+func memoryEvidence(w *window, th Thresholds) []Evidence {
 	var mem []Evidence
 	if w.swapPages.ok && w.swapPages.v >= th.SwapPagesPerSec {
 		mem = append(mem, evidence("mem.swap_pages_per_sec", w.swapPages.v, ">=", th.SwapPagesPerSec, "pages/s",
@@ -71,21 +196,21 @@ func decide(w *window, th Thresholds) decision {
 		mem = append(mem, evidence("psi.memory.some_pct", w.psiMem.v, ">=", th.PSIMemSomePct, "%",
 			fmt.Sprintf("tasks stalled on memory %.0f %% of the time (PSI, ≥ %.0f %%)", w.psiMem.v, th.PSIMemSomePct)))
 	}
-	if len(mem) > 0 {
-		if w.majFaults.ok && w.majFaults.v >= th.MajorFaultsPerSec {
-			mem = append(mem, evidence("mem.major_faults_per_sec", w.majFaults.v, ">=", th.MajorFaultsPerSec, "/s",
-				fmt.Sprintf("%.0f major page faults/s (≥ %.0f)", w.majFaults.v, th.MajorFaultsPerSec)))
-		}
-		return decision{kind: MemoryPressure, evidence: mem}
-	}
+	return mem
+}
 
-	accel, real := w.accel()
-	accelName := "the GPU"
-	if !real {
-		accelName = "the accelerator (virtual: loader step time / wall time)"
+func memoryDecision(f *facts) decision {
+	w, th := f.w, f.th
+	mem := f.mem
+	if w.majFaults.ok && w.majFaults.v >= th.MajorFaultsPerSec {
+		mem = append(mem, evidence("mem.major_faults_per_sec", w.majFaults.v, ">=", th.MajorFaultsPerSec, "/s",
+			fmt.Sprintf("%.0f major page faults/s (≥ %.0f)", w.majFaults.v, th.MajorFaultsPerSec)))
 	}
+	return decision{kind: MemoryPressure, evidence: mem}
+}
 
-	// Is the accelerator waiting for input?
+// waitEvidence: is the accelerator waiting for input?
+func waitEvidence(w *window, th Thresholds) []Evidence {
 	var wait []Evidence
 	if w.waitShare.ok && w.waitShare.v >= th.WaitShareStarved {
 		wait = append(wait, evidence("loader.wait_share", w.waitShare.v, ">=", th.WaitShareStarved, "ratio",
@@ -95,12 +220,12 @@ func decide(w *window, th Thresholds) decision {
 		wait = append(wait, evidence("gpu.util_p5", w.gpuP5.v, "<", th.BurstyP5, "%",
 			fmt.Sprintf("GPU utilization is bursty: p95 %.0f %%, p5 %.0f %% within each second (busy, then waiting)", w.gpuP95.v, w.gpuP5.v)))
 	}
-	lowGPU := real && accel.v < th.GPULowPct
+	return wait
+}
 
-	// Host resources.
-	var cpu, io, single, reads []Evidence
-	cpuSat := w.cpuBusy.ok && w.cpuBusy.v >= th.CPUSaturatedPct
-	if cpuSat {
+func cpuEvidence(w *window, th Thresholds) (cpu []Evidence, saturated bool) {
+	saturated = w.cpuBusy.ok && w.cpuBusy.v >= th.CPUSaturatedPct
+	if saturated {
 		cpu = append(cpu, evidence("cpu.busy_pct", w.cpuBusy.v, ">=", th.CPUSaturatedPct, "%",
 			fmt.Sprintf("all %d cores are %.0f %% busy (≥ %.0f %%)", w.cores, w.cpuBusy.v, th.CPUSaturatedPct)))
 	}
@@ -111,8 +236,13 @@ func decide(w *window, th Thresholds) decision {
 	if w.psiCPU.ok && w.psiCPU.v >= th.PSICPUSomePct {
 		cpu = append(cpu, evidence("psi.cpu.some_pct", w.psiCPU.v, ">=", th.PSICPUSomePct, "%",
 			fmt.Sprintf("tasks waited for a CPU %.0f %% of the time (PSI)", w.psiCPU.v)))
-		cpuSat = cpuSat || (w.runQueue.ok && w.runQueue.v > float64(w.cores))
+		saturated = saturated || (w.runQueue.ok && w.runQueue.v > float64(w.cores))
 	}
+	return cpu, saturated
+}
+
+func ioEvidence(w *window, th Thresholds) []Evidence {
+	var io []Evidence
 	if w.diskBusy.ok && w.diskBusy.v >= th.DiskBusyPct {
 		io = append(io, evidence("disk.busy_pct", w.diskBusy.v, ">=", th.DiskBusyPct, "%",
 			fmt.Sprintf("%s is %.0f %% busy (≥ %.0f %%)", w.diskName, w.diskBusy.v, th.DiskBusyPct)))
@@ -125,17 +255,26 @@ func decide(w *window, th Thresholds) decision {
 		io = append(io, evidence("cpu.iowait_pct", w.iowait.v, ">=", th.IowaitPct, "%",
 			fmt.Sprintf("CPUs idle waiting on I/O %.0f %% of the time (≥ %.0f %%)", w.iowait.v, th.IowaitPct)))
 	}
-	if !cpuSat && w.hottestThread.ok && w.hottestThread.v >= th.SingleThreadPct {
+	return io
+}
+
+// singleThreadEvidence: one thread (or, without thread data, one core)
+// pegged while the machine is not saturated.
+func singleThreadEvidence(w *window, th Thresholds, cpuSat bool) []Evidence {
+	var single []Evidence
+	switch {
+	case cpuSat:
+		return nil
+	case w.hottestThread.ok && w.hottestThread.v >= th.SingleThreadPct:
 		single = append(single, evidence("procs.threads.cpu_pct", w.hottestThread.v, ">=", th.SingleThreadPct, "%",
 			fmt.Sprintf("thread %s (tid %d) runs at %.0f %% of a core (≥ %.0f %%)", w.threadName, w.threadTID, w.hottestThread.v, th.SingleThreadPct)))
-	} else if !cpuSat && !w.hottestThread.ok && w.cores > 1 && w.hottestCore.ok && w.hottestCore.v >= th.SingleThreadPct {
+	case !w.hottestThread.ok && w.cores > 1 && w.hottestCore.ok && w.hottestCore.v >= th.SingleThreadPct:
 		single = append(single, evidence("cpu.cores.busy_pct", w.hottestCore.v, ">=", th.SingleThreadPct, "%",
 			fmt.Sprintf("one core is %.0f %% busy while the machine is %.0f %% busy", w.hottestCore.v, w.cpuBusy.v)))
-	}
-	if len(single) == 0 && !cpuSat && w.workers == 0 && w.hottestThread.ok && w.hottestThread.v >= th.SingleThreadPct-20 {
+	case w.workers == 0 && w.hottestThread.ok && w.hottestThread.v >= th.SingleThreadPct-20:
 		// The loader says num_workers=0: loading runs in the training loop
-		// itself — DESIGN.md's signature — even when contention holds its
-		// thread a little under the 90 % mark.
+		// itself — the signature in docs/diagnosis.md — even when contention
+		// holds its thread a little under the 90 % mark.
 		single = append(single, evidence("loader.workers", 0, "<=", 0, "",
 			fmt.Sprintf("thread %s (tid %d) runs at %.0f %% of a core, and the loader has no workers (num_workers=0): it loads in the training loop",
 				w.threadName, w.threadTID, w.hottestThread.v)))
@@ -144,108 +283,71 @@ func decide(w *window, th Thresholds) decision {
 		single = append(single, evidence("cpu.busy_pct", w.cpuBusy.v, "<", th.CPUSaturatedPct, "%",
 			fmt.Sprintf("the other cores are mostly idle: the machine is %.0f %% busy", w.cpuBusy.v)))
 	}
-	fewWorkers := w.workers >= 0 && w.cores > 0 && float64(w.workers) < th.WorkersPerCoreLow*float64(w.cores)
-	if w.readSec.ok && w.decodeSec.ok && w.readSec.v >= 0.5 && w.readSec.v >= th.ReadDominance*w.decodeSec.v {
-		reads = append(reads, evidence("loader.read_sec_per_sec", w.readSec.v, ">=", th.ReadDominance*w.decodeSec.v, "s/s",
-			fmt.Sprintf("the loader spends %.1f s per second reading and %.1f s decoding (reads ≥ %.0f× decode)", w.readSec.v, w.decodeSec.v, th.ReadDominance)))
-	}
+	return single
+}
 
-	waiting := len(wait) > 0
-	if !waiting && lowGPU && (cpuSat || len(io) > 0 || len(single) > 0) {
-		// SageMaker's CPU and I/O bottleneck rules: a low GPU while a host
-		// resource is saturated is a GPU waiting on that resource.
-		wait = append(wait, evidence("gpu.util_pct", accel.v, "<", th.GPULowPct, "%",
-			fmt.Sprintf("the GPU is only %.0f %% busy (< %.0f %%)", accel.v, th.GPULowPct)))
-		waiting = true
+// readEvidence: the loader spends its time reading, not decoding.
+func readEvidence(w *window, th Thresholds) []Evidence {
+	if !w.readSec.ok || !w.decodeSec.ok || w.readSec.v < 0.5 || w.readSec.v < th.ReadDominance*w.decodeSec.v {
+		return nil
 	}
-	join := func(k Kind, first []Evidence, rest ...[]Evidence) decision {
-		d := decision{kind: k, evidence: append([]Evidence(nil), first...)}
-		for _, r := range rest {
-			d.evidence = append(d.evidence, r...)
-		}
-		return d
-	}
-	if waiting {
-		// The num_workers=0 trap comes first: whatever else fills the
-		// other cores, the loop loading inline is what to fix. Then the
-		// training process's compute threads crowding out its workers.
-		// Then, with idle workers, a pegged loop thread.
-		if d, ok := loopBound(w, th, wait, cpuSat, cpu); ok && w.workers == 0 {
-			return d
-		}
-		if e, ok := crowdedOut(w, th); ok && cpuSat {
-			d := join(CPUSaturated, e, cpu, wait)
-			d.crowded = true
-			return d
-		}
-		if d, ok := loopBound(w, th, wait, cpuSat, cpu); ok {
-			return d
-		}
-	}
-	if waiting {
-		switch {
-		case cpuSat:
-			return join(CPUSaturated, cpu, wait)
-		case len(io) > 0:
-			return join(IOBound, io, wait, reads)
-		case len(single) > 0:
-			return join(SingleCoreMaxed, single, wait)
-		case len(reads) > 0 && !fewWorkers:
-			d := join(IOBound, reads, wait)
-			d.evidence = append(d.evidence, evidence("loader.workers", float64(w.workers), ">=", th.WorkersPerCoreLow*float64(w.cores), "",
-				fmt.Sprintf("%d workers are reading, yet no disk here is busy: the store (network, object storage or a throttle) is the limit", w.workers)))
-			d.remote = true
-			return d
-		}
-		d := join(GPUStarved, wait)
-		if fewWorkers {
-			d.evidence = append(d.evidence, evidence("loader.workers", float64(w.workers), "<", th.WorkersPerCoreLow*float64(w.cores), "",
-				fmt.Sprintf("only %d loader workers for %d cores", w.workers, w.cores)))
-		}
-		if w.cpuBusy.ok {
-			d.evidence = append(d.evidence, evidence("cpu.busy_pct", w.cpuBusy.v, "<", th.CPUSaturatedPct, "%",
-				fmt.Sprintf("no host resource is saturated: CPU %.0f %% busy", w.cpuBusy.v)))
-		}
-		return d
-	}
+	return []Evidence{evidence("loader.read_sec_per_sec", w.readSec.v, ">=", th.ReadDominance*w.decodeSec.v, "s/s",
+		fmt.Sprintf("the loader spends %.1f s per second reading and %.1f s decoding (reads ≥ %.0f× decode)", w.readSec.v, w.decodeSec.v, th.ReadDominance))}
+}
 
-	if !accel.ok && !w.waitShare.ok {
-		// No accelerator signal: say what the host shows, never "starved".
-		var d decision
-		switch {
-		case cpuSat:
-			d = join(CPUSaturated, cpu)
-		case len(io) > 0:
-			d = join(IOBound, io)
-		case len(single) > 0:
-			d = join(SingleCoreMaxed, single)
-		default:
-			d = decision{kind: Idle}
-			if w.cpuBusy.ok {
-				d.evidence = append(d.evidence, evidence("cpu.busy_pct", w.cpuBusy.v, "<", th.CPUSaturatedPct, "%",
-					fmt.Sprintf("no accelerator signal; the host is %.0f %% busy with nothing saturated", w.cpuBusy.v)))
-			}
+// hostOnlyDecision: no accelerator signal. Say what the host shows, never
+// "starved".
+func hostOnlyDecision(f *facts) decision {
+	var d decision
+	switch {
+	case f.cpuSat:
+		d = join(CPUSaturated, f.cpu)
+	case len(f.io) > 0:
+		d = join(IOBound, f.io)
+	case len(f.single) > 0:
+		d = join(SingleCoreMaxed, f.single)
+	default:
+		d = decision{kind: Idle}
+		if w := f.w; w.cpuBusy.ok {
+			d.evidence = append(d.evidence, evidence("cpu.busy_pct", w.cpuBusy.v, "<", f.th.CPUSaturatedPct, "%",
+				fmt.Sprintf("no accelerator signal; the host is %.0f %% busy with nothing saturated", w.cpuBusy.v)))
 		}
-		d.hostOnly = true
-		return d
 	}
+	d.hostOnly = true
+	return d
+}
 
+func (f *facts) accelName() string {
+	if f.real {
+		return "the GPU"
+	}
+	return "the accelerator (virtual: loader step time / wall time)"
+}
+
+// idleDecision: the accelerator does nothing, or the loader hands out no
+// batches.
+func idleDecision(f *facts) (decision, bool) {
+	w, th, accel := f.w, f.th, f.accel
 	loaderStopped := w.haveLoader && w.batchesPerSec.ok && w.batchesPerSec.v == 0
-	if (accel.ok && accel.v < th.IdlePct && (!w.haveLoader || loaderStopped)) || (loaderStopped && !real) {
-		d := decision{kind: Idle}
-		if accel.ok {
-			d.evidence = append(d.evidence, evidence("accel.busy_pct", accel.v, "<", th.IdlePct, "%",
-				fmt.Sprintf("%s is %.0f %% busy", accelName, accel.v)))
-		}
-		if loaderStopped {
-			d.evidence = append(d.evidence, evidence("loader.batches_per_sec", 0, "<=", 0, "/s", "the loader hands out no batches"))
-		}
-		return d
+	if !(accel.ok && accel.v < th.IdlePct && (!w.haveLoader || loaderStopped)) && !(loaderStopped && !f.real) {
+		return decision{}, false
 	}
+	d := decision{kind: Idle}
+	if accel.ok {
+		d.evidence = append(d.evidence, evidence("accel.busy_pct", accel.v, "<", th.IdlePct, "%",
+			fmt.Sprintf("%s is %.0f %% busy", f.accelName(), accel.v)))
+	}
+	if loaderStopped {
+		d.evidence = append(d.evidence, evidence("loader.batches_per_sec", 0, "<=", 0, "/s", "the loader hands out no batches"))
+	}
+	return d, true
+}
 
+func healthyDecision(f *facts) decision {
+	w, th, accel := f.w, f.th, f.accel
 	d := decision{kind: Healthy}
 	if accel.ok {
-		op, text := ">=", fmt.Sprintf("%s is %.0f %% busy", accelName, accel.v)
+		op, text := ">=", fmt.Sprintf("%s is %.0f %% busy", f.accelName(), accel.v)
 		if accel.v < th.AccelBusyPct {
 			op = "<"
 		} else {
@@ -354,12 +456,13 @@ func confidence(d decision, w *window, th Thresholds) float64 {
 	return min(0.95, max(0.05, c))
 }
 
-func severity(d decision, w *window) Severity {
+func severity(d decision, w *window, th Thresholds) Severity {
 	if !d.kind.Problem() {
 		return Info
 	}
 	accel, _ := w.accel()
-	if (w.waitShare.ok && w.waitShare.v >= 0.5) || (accel.ok && accel.v < 25) || d.kind == MemoryPressure && w.swapPages.v >= 1000 {
+	if (w.waitShare.ok && w.waitShare.v >= th.CriticalWaitShare) || (accel.ok && accel.v < th.CriticalAccelPct) ||
+		d.kind == MemoryPressure && w.swapPages.v >= th.CriticalSwapPagesPerSec {
 		return Critical
 	}
 	return Warning

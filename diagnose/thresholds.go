@@ -86,6 +86,16 @@ type Thresholds struct {
 	// PSIMemSomePct: memory pressure (some) at or above this.
 	PSIMemSomePct float64 `json:"psi_mem_some_pct"`
 
+	// CriticalWaitShare, CriticalAccelPct, CriticalSwapPagesPerSec: a
+	// problem is critical, not a warning, when the loop waits at least
+	// half its time (most of the time is lost), the accelerator is below a
+	// quarter busy (the PyTorch profiler's low-utilization advice starts at
+	// half; a quarter is half of that), or the host swaps ten times the
+	// swapping threshold.
+	CriticalWaitShare       float64 `json:"critical_wait_share"`
+	CriticalAccelPct        float64 `json:"critical_accel_pct"`
+	CriticalSwapPagesPerSec float64 `json:"critical_swap_pages_per_sec"`
+
 	// EnterHold: a new kind must be the classification this long before
 	// it is shown; LeaveHold: a problem must be clear this long before the
 	// verdict returns to healthy or idle. The 3-frame median adds two
@@ -105,6 +115,7 @@ func DefaultThresholds() Thresholds {
 		CPUSaturatedPct: 90, SingleThreadPct: 90, PSICPUSomePct: 50, ComputeCrowdShare: 0.5, SpinSystemShare: 0.5,
 		DiskBusyPct: 90, IowaitPct: 50, PSIIOSomePct: 30, ReadDominance: 4, WorkersPerCoreLow: 0.7,
 		SwapPagesPerSec: 100, MajorFaultsPerSec: 1000, PSIMemSomePct: 10,
+		CriticalWaitShare: 0.5, CriticalAccelPct: 25, CriticalSwapPagesPerSec: 1000,
 		EnterHold: Duration(time.Second), LeaveHold: Duration(3 * time.Second),
 	}
 }

@@ -83,18 +83,7 @@ func read(frames []sample.Frame) window {
 		f := &frames[i]
 		if c := f.CPU; c != nil {
 			w.cores = max(w.cores, len(c.Cores))
-			cb.add(c.BusyPct)
-			iw.add(c.IowaitPct)
-			rq.add(float64(c.ProcsRunning))
-			hot := 0.0
-			for j := range c.Cores { // by index: a Core is 40 bytes
-				if b := c.Cores[j].BusyPct; b > hot {
-					hot = b
-				}
-			}
-			if len(c.Cores) > 0 {
-				hc.add(hot)
-			}
+			addCPU(c, &cb, &iw, &rq, &hc)
 		}
 		if p := f.Procs; p != nil && len(p.Threads) > 0 {
 			t := p.Threads[0] // sorted busiest first
@@ -104,48 +93,16 @@ func read(frames []sample.Frame) window {
 		if p := f.Procs; p != nil {
 			w.focusPID, w.treeProcs = p.FocusPID, len(p.List)
 		}
-		if r, ok := readRoles(f); ok {
-			rl.add(r.loop.CPUPct)
-			rh.add(b2f(r.loopHottest))
-			w.roles.loopName, w.roles.loopTID = r.loop.Name, r.loop.TID
-			if r.haveCompute {
-				rc.add(r.computePct)
-			}
-			if r.haveWorker {
-				rw.add(r.workersPct)
-			}
-			w.roles.compute, w.roles.haveCompute = r.compute, r.haveTop
+		w.roles.add(f, &rl, &rh, &rc, &rw)
+		if u, ok := f.GPUUtil(); ok {
+			gu.add(u)
 		}
-		var sum, s5, s95 float64
-		var n, n5, live int
-		for _, g := range f.GPUs {
-			if g.Lost {
-				continue
-			}
-			live++
-			if g.UtilPct != nil {
-				sum += *g.UtilPct
-				n++
-			}
-			if s := g.UtilSamples; s != nil {
-				s5 += s.P5
-				s95 += s.P95
-				n5++
-			}
-			if g.MemUsedBytes != nil && g.MemTotalBytes != nil && i == len(frames)-1 {
-				w.gpuMemUsed += float64(*g.MemUsedBytes)
-				w.gpuMemTot += float64(*g.MemTotalBytes)
-			}
+		if p5, p95, ok := f.GPUBand(); ok {
+			g5.add(p5)
+			g95.add(p95)
 		}
 		if i == len(frames)-1 {
-			w.gpus, w.gpusLost = live, len(f.GPUs)-live
-		}
-		if n > 0 {
-			gu.add(sum / float64(n))
-		}
-		if n5 > 0 {
-			g5.add(s5 / float64(n5))
-			g95.add(s95 / float64(n5))
+			w.readGPUs(f)
 		}
 		if a := f.Accel; a != nil {
 			vb.add(a.BusyPct)
@@ -170,14 +127,9 @@ func read(frames []sample.Frame) window {
 				w.prefetch = *l.Prefetch
 			}
 		}
-		busiest := -1.0
-		for _, d := range f.Disks {
-			if d.BusyPct > busiest {
-				busiest, w.diskName = d.BusyPct, d.Name
-			}
-		}
-		if busiest >= 0 {
-			db.add(busiest)
+		if d, ok := f.BusiestDisk(); ok {
+			db.add(d.BusyPct)
+			w.diskName = d.Name
 		}
 		if p := f.PSI; p != nil {
 			addPressure(&pc, p.CPU)
@@ -209,6 +161,40 @@ func read(frames []sample.Frame) window {
 	return w
 }
 
+// addCPU adds a frame's busy, iowait, run queue and hottest core.
+func addCPU(c *sample.CPU, busy, iowait, runQueue, hottest *levels) {
+	busy.add(c.BusyPct)
+	iowait.add(c.IowaitPct)
+	runQueue.add(float64(c.ProcsRunning))
+	hot := 0.0
+	for j := range c.Cores { // by index: a Core is 40 bytes
+		if b := c.Cores[j].BusyPct; b > hot {
+			hot = b
+		}
+	}
+	if len(c.Cores) > 0 {
+		hottest.add(hot)
+	}
+}
+
+// add adds a frame's split of the training process's CPU, when it has one.
+func (r *roles) add(f *sample.Frame, loop, hottest, compute, workers *levels) {
+	rr, ok := readRoles(f)
+	if !ok {
+		return
+	}
+	loop.add(rr.loop.CPUPct)
+	hottest.add(b2f(rr.loopHottest))
+	r.loopName, r.loopTID = rr.loop.Name, rr.loop.TID
+	if rr.haveCompute {
+		compute.add(rr.computePct)
+	}
+	if rr.haveWorker {
+		workers.add(rr.workersPct)
+	}
+	r.compute, r.haveCompute = rr.compute, rr.haveTop
+}
+
 func b2f(b bool) float64 {
 	if b {
 		return 1
@@ -217,14 +203,25 @@ func b2f(b bool) float64 {
 }
 
 func addPressure(l *levels, p *sample.Pressure) {
-	if p == nil {
-		return
+	if v, ok := p.Some(); ok {
+		l.add(v)
 	}
-	if p.SomePct != nil {
-		l.add(*p.SomePct)
-	} else {
-		l.add(p.SomeAvg10)
+}
+
+// readGPUs takes the GPU count and memory from the window's last frame.
+func (w *window) readGPUs(f *sample.Frame) {
+	live := 0
+	for _, g := range f.GPUs {
+		if g.Lost {
+			continue
+		}
+		live++
+		if g.MemUsedBytes != nil && g.MemTotalBytes != nil {
+			w.gpuMemUsed += float64(*g.MemUsedBytes)
+			w.gpuMemTot += float64(*g.MemTotalBytes)
+		}
 	}
+	w.gpus, w.gpusLost = live, len(f.GPUs)-live
 }
 
 // accel is the accelerator signal the window has: a real GPU's utilization

@@ -215,38 +215,7 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 		}
 		return err
 	}
-	for _, pid := range p.pids {
-		b, err := p.r.read(p.pidPath(pid, "", 0, "/stat"))
-		if err != nil {
-			continue // exited between listing and reading
-		}
-		st, err := parsePidStat(b, p.scratch)
-		if err != nil {
-			continue
-		}
-		e := p.procs[pid]
-		if e == nil || e.start != st.starttime {
-			e = &procEntry{pid: pid, start: st.starttime}
-			p.procs[pid] = e
-		} else {
-			e.haveCPU = false
-			if sec := f.Time.Sub(e.at).Seconds(); sec > 0 && st.ticks >= e.ticks {
-				e.cpuPct = 100 * float64(st.ticks-e.ticks) / userHZ / sec
-				e.haveCPU = true
-			}
-		}
-		if e.name != string(st.comm) {
-			e.name = string(st.comm)
-		}
-		e.ppid, e.state, e.ticks, e.threads, e.rssPages = st.ppid, st.state, st.ticks, st.threads, st.rssPages
-		e.at, e.seen = f.Time, p.round
-	}
-	for pid, e := range p.procs {
-		if e.seen != p.round {
-			delete(p.procs, pid)
-		}
-	}
-
+	p.scan(f.Time)
 	out := &sample.Procs{FocusPID: p.opt.PID}
 	p.selected = p.selected[:0]
 	if p.opt.PID != 0 {
@@ -316,6 +285,43 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 	}
 	f.Procs = out
 	return nil
+}
+
+// scan reads every listed process's stat, computing CPU % against the
+// previous reading, and forgets processes that are gone.
+func (p *Proc) scan(now time.Time) {
+	for _, pid := range p.pids {
+		b, err := p.r.read(p.pidPath(pid, "", 0, "/stat"))
+		if err != nil {
+			continue // exited between listing and reading
+		}
+		st, err := parsePidStat(b, p.scratch)
+		if err != nil {
+			continue
+		}
+		e := p.procs[pid]
+		if e == nil || e.start != st.starttime {
+			e = &procEntry{pid: pid, start: st.starttime}
+			p.procs[pid] = e
+		} else {
+			e.haveCPU = false
+			if sec := now.Sub(e.at).Seconds(); sec > 0 && st.ticks >= e.ticks {
+				e.cpuPct = 100 * float64(st.ticks-e.ticks) / userHZ / sec
+				e.haveCPU = true
+			}
+		}
+		if e.name != string(st.comm) {
+			e.name = string(st.comm)
+		}
+		e.ppid, e.state, e.ticks, e.threads, e.rssPages = st.ppid, st.state, st.ticks, st.threads, st.rssPages
+		e.at, e.seen = now, p.round
+	}
+	for pid, e := range p.procs {
+		if e.seen != p.round {
+			delete(p.procs, pid)
+		}
+	}
+
 }
 
 // descends reports whether e is the focused process or one of its

@@ -85,69 +85,9 @@ func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 	// Everything about a function — its category, whether it is the GC's
 	// worker — is decided once per function, not once per frame of every
 	// sample: a 5 MB profile has ~100 k samples but a few thousand
-	// functions. Samples then walk integer indices only, one per name: a
-	// profile may list a function twice (under two IDs), and pprof shows
-	// it once.
-	names := make([]string, 0, len(p.Function)+1)
-	index := make(map[string]int, len(p.Function))
-	indexOf := func(name string) int {
-		i, ok := index[name]
-		if !ok {
-			i = len(names)
-			index[name] = i
-			names = append(names, name)
-		}
-		return i
-	}
-	byFunc := make(map[*profile.Function]int, len(p.Function))
-	for _, f := range p.Function {
-		byFunc[f] = indexOf(f.Name)
-	}
-	// Locations by ID in a slice when IDs are dense (they are in profiles
-	// Go and the pprof encoder write), else a map: a frame costs an index,
-	// not a map lookup.
-	maxID := uint64(0)
-	for _, loc := range p.Location {
-		maxID = max(maxID, loc.ID)
-	}
-	var byID [][]int
-	if maxID <= uint64(4*len(p.Location)+16) {
-		byID = make([][]int, maxID+1)
-	}
-	locFuncs := make(map[*profile.Location][]int)
-	funcOf := func(loc *profile.Location) []int {
-		if byID != nil && loc.ID <= maxID {
-			if fs := byID[loc.ID]; fs != nil {
-				return fs
-			}
-		} else if fs, ok := locFuncs[loc]; ok {
-			return fs
-		}
-		var fs []int // innermost first: inlined calls come first in Line
-		for _, ln := range loc.Line {
-			if ln.Function == nil {
-				continue
-			}
-			i, ok := byFunc[ln.Function]
-			if !ok { // a function missing from the table: still count it
-				i = indexOf(ln.Function.Name)
-				byFunc[ln.Function] = i
-			}
-			fs = append(fs, i)
-		}
-		if len(fs) == 0 {
-			fs = append(fs, indexOf(fmt.Sprintf("0x%x", loc.Address)))
-		}
-		if byID != nil && loc.ID <= maxID && loc.ID != 0 {
-			byID[loc.ID] = fs
-		} else {
-			locFuncs[loc] = fs
-		}
-		return fs
-	}
-	for _, loc := range p.Location {
-		funcOf(loc)
-	}
+	// functions.
+	t := newFuncTable(p)
+	names := t.names
 	cat := make([]int8, len(names)) // index into profileCategories, -1 none
 	gcWorker := make([]bool, len(names))
 	for i, n := range names {
@@ -178,7 +118,8 @@ func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 		total += v
 		first, c, gc := -1, int8(-1), false
 		for _, loc := range s.Location {
-			fs := funcOf(loc)
+			fs := t.funcsOf(loc)
+			names = t.names
 			if len(names) > len(cat) {
 				grow()
 				flat = append(flat, make([]int64, len(names)-len(flat))...)
@@ -214,6 +155,12 @@ func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 	if total == 0 {
 		return nil, errors.New("profile has no samples")
 	}
+	finish(out, unit, total, cats, names, flat, cum, top)
+	return out, nil
+}
+
+// finish fills out's CPU seconds, category shares and top functions.
+func finish(out *sample.Profile, unit string, total int64, cats [5]int64, names []string, flat, cum []int64, top int) {
 	switch unit {
 	case "nanoseconds":
 		out.CPUSec = float64(total) / 1e9
@@ -243,7 +190,87 @@ func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 		return cmp.Compare(a.Name, b.Name)
 	})
 	out.Top = fns[:min(top, len(fns))]
-	return out, nil
+}
+
+// funcTable numbers a profile's functions, one number per name (a profile
+// may list a function twice, under two IDs, and pprof shows it once), and
+// caches each location's functions, innermost first.
+type funcTable struct {
+	names  []string
+	index  map[string]int
+	byFunc map[*profile.Function]int
+	// Locations by ID in a slice when IDs are dense (they are in profiles
+	// Go and the pprof encoder write), else a map: a frame costs an index,
+	// not a map lookup.
+	maxID    uint64
+	byID     [][]int
+	locFuncs map[*profile.Location][]int
+}
+
+func newFuncTable(p *profile.Profile) *funcTable {
+	t := &funcTable{
+		names:    make([]string, 0, len(p.Function)+1),
+		index:    make(map[string]int, len(p.Function)),
+		byFunc:   make(map[*profile.Function]int, len(p.Function)),
+		locFuncs: make(map[*profile.Location][]int),
+	}
+	for _, f := range p.Function {
+		t.byFunc[f] = t.indexOf(f.Name)
+	}
+	for _, loc := range p.Location {
+		t.maxID = max(t.maxID, loc.ID)
+	}
+	if t.maxID <= uint64(4*len(p.Location)+16) {
+		t.byID = make([][]int, t.maxID+1)
+	}
+	for _, loc := range p.Location {
+		t.funcsOf(loc)
+	}
+	return t
+}
+
+func (t *funcTable) indexOf(name string) int {
+	i, ok := t.index[name]
+	if !ok {
+		i = len(t.names)
+		t.index[name] = i
+		t.names = append(t.names, name)
+	}
+	return i
+}
+
+// funcsOf is loc's functions, innermost first (inlined calls come first in
+// Line); an address stands in for a location without any.
+func (t *funcTable) funcsOf(loc *profile.Location) []int {
+	dense := t.byID != nil && loc.ID <= t.maxID
+	if dense {
+		if fs := t.byID[loc.ID]; fs != nil {
+			return fs
+		}
+	} else if fs, ok := t.locFuncs[loc]; ok {
+		return fs
+	}
+	var fs []int
+	for _, ln := range loc.Line {
+		if ln.Function == nil {
+			continue
+		}
+		i, ok := t.byFunc[ln.Function]
+		if !ok { // a function missing from the table: still count it
+			i = t.indexOf(ln.Function.Name)
+			t.byFunc[ln.Function] = i
+		}
+		fs = append(fs, i)
+	}
+	if len(fs) == 0 {
+		fs = append(fs, t.indexOf(fmt.Sprintf("0x%x", loc.Address)))
+	}
+	if dense && loc.ID != 0 {
+		t.byID[loc.ID] = fs
+	} else {
+		t.locFuncs[loc] = fs
+	}
+	return fs
 }
 
 // ruleCategory is the category of the first rule matching a function, as

@@ -47,7 +47,7 @@ var (
 	dDiskRead   = desc("disk_read_bytes_per_second", "Bytes read per second over the last interval.", "device")
 	dDiskWrite  = desc("disk_write_bytes_per_second", "Bytes written per second over the last interval.", "device")
 	dDiskBusy   = desc("disk_busy_ratio", "Share of the interval with a request in flight (iostat %util), 0–1.", "device")
-	dPressure   = desc("pressure_some_ratio", "Share of the last interval some task stalled on the resource (PSI), 0–1.", "resource")
+	dPressure   = desc("pressure_some_ratio", "Share of the last interval some task stalled on the resource (PSI; the kernel's 10 s average on the first reading), 0–1.", "resource")
 	dGPUUtil    = desc("gpu_utilization_ratio", "GPU utilization as the driver reports it, 0–1.", "gpu", "name")
 	dGPUP5      = desc("gpu_utilization_p5_ratio", "5th percentile of the driver's utilization samples in the last interval, 0–1.", "gpu", "name")
 	dGPUP95     = desc("gpu_utilization_p95_ratio", "95th percentile of the driver's utilization samples in the last interval, 0–1.", "gpu", "name")
@@ -124,8 +124,8 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 			name string
 			p    *sample.Pressure
 		}{{"cpu", p.CPU}, {"io", p.IO}, {"memory", p.Memory}} {
-			if r.p != nil && r.p.SomePct != nil {
-				g(dPressure, *r.p.SomePct/100, r.name)
+			if v, ok := r.p.Some(); ok {
+				g(dPressure, v/100, r.name)
 			}
 		}
 	}

@@ -32,7 +32,7 @@ gpuwatch_verdict{kind="warming_up"} 0
 # TYPE gpuwatch_cpu_core_busy_ratio gauge
 gpuwatch_cpu_core_busy_ratio{core="0"} 0.95
 gpuwatch_cpu_core_busy_ratio{core="1"} 0.1
-# HELP gpuwatch_pressure_some_ratio Share of the last interval some task stalled on the resource (PSI), 0–1.
+# HELP gpuwatch_pressure_some_ratio Share of the last interval some task stalled on the resource (PSI; the kernel's 10 s average on the first reading), 0–1.
 # TYPE gpuwatch_pressure_some_ratio gauge
 gpuwatch_pressure_some_ratio{resource="cpu"} 0.2
 `

@@ -19,20 +19,30 @@ import (
 // the strongest evidence.
 func WriteLine(w io.Writer, f *sample.Frame, v *diagnose.Verdict) error {
 	var b strings.Builder
+	writeVerdictAndCPU(&b, f, v)
+	writeSources(&b, f)
+	writeProcsAndMore(&b, f)
+	// Names come from outside (processes, threads, disks, loaders): no
+	// control character of theirs reaches the terminal.
+	_, err := io.WriteString(w, Printable(b.String())+"\n")
+	return err
+}
+
+func writeVerdictAndCPU(b *strings.Builder, f *sample.Frame, v *diagnose.Verdict) {
 	b.WriteString(f.Time.Format("15:04:05"))
 	if v != nil {
-		fmt.Fprintf(&b, " [%s %.0f%%", v.Kind, 100*v.Confidence)
+		fmt.Fprintf(b, " [%s %.0f%%", v.Kind, 100*v.Confidence)
 		if !v.Since.IsZero() {
-			fmt.Fprintf(&b, " since %s", v.Since.Format("15:04:05"))
+			fmt.Fprintf(b, " since %s", v.Since.Format("15:04:05"))
 		}
 		b.WriteString("]")
 		if len(v.Evidence) > 0 {
-			fmt.Fprintf(&b, " %s", v.Evidence[0].Text)
+			fmt.Fprintf(b, " %s", v.Evidence[0].Text)
 		}
 		b.WriteString(" |")
 	}
 	if c := f.CPU; c != nil {
-		fmt.Fprintf(&b, " cpu %.0f%%", c.BusyPct)
+		fmt.Fprintf(b, " cpu %.0f%%", c.BusyPct)
 		if len(c.Cores) > 0 {
 			top, hot := c.Cores[0], 0
 			for _, k := range c.Cores {
@@ -43,49 +53,52 @@ func WriteLine(w io.Writer, f *sample.Frame, v *diagnose.Verdict) error {
 					hot++
 				}
 			}
-			fmt.Fprintf(&b, " max cpu%d %.0f%% %d/%d≥90%%", top.ID, top.BusyPct, hot, len(c.Cores))
+			fmt.Fprintf(b, " max cpu%d %.0f%% %d/%d≥90%%", top.ID, top.BusyPct, hot, len(c.Cores))
 		}
-		fmt.Fprintf(&b, " iow %.0f%% load %.2f run %d", c.IowaitPct, c.Load1, c.ProcsRunning)
+		fmt.Fprintf(b, " iow %.0f%% load %.2f run %d", c.IowaitPct, c.Load1, c.ProcsRunning)
 	}
+}
+
+func writeSources(b *strings.Builder, f *sample.Frame) {
 	for _, g := range f.GPUs {
-		writeGPU(&b, &g)
+		writeGPU(b, &g)
 	}
 	if a := f.Accel; a != nil {
-		fmt.Fprintf(&b, " | accel(virtual) %.0f%%", a.BusyPct)
+		fmt.Fprintf(b, " | accel(virtual) %.0f%%", a.BusyPct)
 	}
 	if l := f.Loader; l != nil && l.Connected != nil && !*l.Connected {
 		b.WriteString(" | loader disconnected")
 		if l.DisconnectedSince != nil {
-			fmt.Fprintf(&b, " since %s", l.DisconnectedSince.Format("15:04:05"))
+			fmt.Fprintf(b, " since %s", l.DisconnectedSince.Format("15:04:05"))
 		}
 	} else if l != nil {
-		fmt.Fprintf(&b, " | loader %s %s/s", l.Throughput(), sample.FormatBytes(l.BytesPerSec))
+		fmt.Fprintf(b, " | loader %s %s/s", l.Throughput(), sample.FormatBytes(l.BytesPerSec))
 		if l.WaitShare != nil {
-			fmt.Fprintf(&b, " wait %.0f%%", 100**l.WaitShare)
+			fmt.Fprintf(b, " wait %.0f%%", 100**l.WaitShare)
 		}
 		if l.WaitP95Ms != nil {
-			fmt.Fprintf(&b, " p95 %.1fms", *l.WaitP95Ms)
+			fmt.Fprintf(b, " p95 %.1fms", *l.WaitP95Ms)
 		}
 		if l.QueueDepth != nil {
-			fmt.Fprintf(&b, " queue %.0f", *l.QueueDepth)
+			fmt.Fprintf(b, " queue %.0f", *l.QueueDepth)
 		}
 	}
 	if m := f.Mem; m != nil {
-		fmt.Fprintf(&b, " | mem %s used %s avail swap %s", sample.FormatBytes(float64(m.UsedBytes)),
+		fmt.Fprintf(b, " | mem %s used %s avail swap %s", sample.FormatBytes(float64(m.UsedBytes)),
 			sample.FormatBytes(float64(m.AvailableBytes)), sample.FormatBytes(float64(m.SwapUsedBytes)))
 		if m.SwapInPagesPerSec != nil && m.SwapOutPagesPerSec != nil && *m.SwapInPagesPerSec+*m.SwapOutPagesPerSec > 0 {
-			fmt.Fprintf(&b, " si/so %.0f/%.0f pg/s", *m.SwapInPagesPerSec, *m.SwapOutPagesPerSec)
+			fmt.Fprintf(b, " si/so %.0f/%.0f pg/s", *m.SwapInPagesPerSec, *m.SwapOutPagesPerSec)
 		}
 	}
 	for _, d := range f.Disks {
-		fmt.Fprintf(&b, " | %s r %s/s w %s/s %.0f%%", d.Name, sample.FormatBytes(d.ReadBytesPerSec),
+		fmt.Fprintf(b, " | %s r %s/s w %s/s %.0f%%", d.Name, sample.FormatBytes(d.ReadBytesPerSec),
 			sample.FormatBytes(d.WriteBytesPerSec), d.BusyPct)
 		if d.AwaitMs != nil {
-			fmt.Fprintf(&b, " %.1fms", *d.AwaitMs)
+			fmt.Fprintf(b, " %.1fms", *d.AwaitMs)
 		}
 	}
 	for _, n := range f.Net {
-		fmt.Fprintf(&b, " | %s rx %s/s tx %s/s", n.Name, sample.FormatBytes(n.RxBytesPerSec), sample.FormatBytes(n.TxBytesPerSec))
+		fmt.Fprintf(b, " | %s rx %s/s tx %s/s", n.Name, sample.FormatBytes(n.RxBytesPerSec), sample.FormatBytes(n.TxBytesPerSec))
 	}
 	if p := f.PSI; p != nil {
 		b.WriteString(" | psi")
@@ -93,35 +106,33 @@ func WriteLine(w io.Writer, f *sample.Frame, v *diagnose.Verdict) error {
 			name string
 			p    *sample.Pressure
 		}{{"cpu", p.CPU}, {"io", p.IO}, {"mem", p.Memory}} {
-			if r.p == nil {
-				continue
+			if v, ok := r.p.Some(); ok {
+				fmt.Fprintf(b, " %s %.1f", r.name, v)
 			}
-			v := r.p.SomeAvg10
-			if r.p.SomePct != nil {
-				v = *r.p.SomePct
-			}
-			fmt.Fprintf(&b, " %s %.1f", r.name, v)
 		}
 	}
+}
+
+func writeProcsAndMore(b *strings.Builder, f *sample.Frame) {
 	if p := f.Procs; p != nil && len(p.List) > 0 {
 		if p.FocusPID != 0 {
-			fmt.Fprintf(&b, " | pid %d tree %d procs", p.FocusPID, len(p.List))
+			fmt.Fprintf(b, " | pid %d tree %d procs", p.FocusPID, len(p.List))
 		} else {
 			b.WriteString(" | top")
 		}
 		for _, pr := range p.List[:min(3, len(p.List))] {
-			fmt.Fprintf(&b, " %s(%d) %.0f%%", pr.Name, pr.PID, pr.CPUPct)
+			fmt.Fprintf(b, " %s(%d) %.0f%%", pr.Name, pr.PID, pr.CPUPct)
 		}
 		if len(p.Threads) > 0 {
 			t := p.Threads[0]
-			fmt.Fprintf(&b, " hottest thread %s(%d) %.0f%%", t.Name, t.TID, t.CPUPct)
+			fmt.Fprintf(b, " hottest thread %s(%d) %.0f%%", t.Name, t.TID, t.CPUPct)
 		}
 	}
 	if p := f.Profile; p != nil && len(p.Categories) > 0 {
 		b.WriteString(" | profile")
 		for _, c := range p.Categories {
 			if c.Share >= 0.05 {
-				fmt.Fprintf(&b, " %s %.0f%%", c.Name, 100*c.Share)
+				fmt.Fprintf(b, " %s %.0f%%", c.Name, 100*c.Share)
 			}
 		}
 	}
@@ -132,12 +143,9 @@ func WriteLine(w io.Writer, f *sample.Frame, v *diagnose.Verdict) error {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			fmt.Fprintf(&b, " | %s: %s", k, f.Unavailable[k])
+			fmt.Fprintf(b, " | %s: %s", k, f.Unavailable[k])
 		}
 	}
-	b.WriteByte('\n')
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // writeGPU writes " | gpu0 util 50% p5-p95 0-100 mem 12/40GiB 250W 61C".
@@ -166,3 +174,27 @@ func writeGPU(b *strings.Builder, g *sample.GPU) {
 		fmt.Fprintf(b, " pcie rx %s/s tx %s/s", sample.FormatBytes(*g.PCIeRxBytesPerSec), sample.FormatBytes(*g.PCIeTxBytesPerSec))
 	}
 }
+
+// Printable replaces every control character in s — C0, DEL and C1, ESC
+// above all — with U+FFFD, so a process named "\x1b]0;PWN\x07" cannot
+// retitle or clear the terminal it is printed to.
+func Printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if isControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }

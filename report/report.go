@@ -91,7 +91,7 @@ func (w *JSONWriter) WriteNote(n Note) error {
 func WriteNoteLine(w io.Writer, n Note) error {
 	switch v := n.(type) {
 	case Event:
-		_, err := fmt.Fprintf(w, "%s %s %s\n", v.Time.Format("15:04:05"), v.Name, v.Detail)
+		_, err := fmt.Fprintf(w, "%s %s %s\n", v.Time.Format("15:04:05"), Printable(v.Name), Printable(v.Detail))
 		return err
 	case Scenario:
 		keys := make([]string, 0, len(v.Knobs))
@@ -104,8 +104,7 @@ func WriteNoteLine(w io.Writer, n Note) error {
 		for _, k := range keys {
 			fmt.Fprintf(&b, " %s=%s", k, v.Knobs[k])
 		}
-		b.WriteByte('\n')
-		_, err := io.WriteString(w, b.String())
+		_, err := io.WriteString(w, Printable(b.String())+"\n")
 		return err
 	}
 	return fmt.Errorf("report: unknown line %T", n)

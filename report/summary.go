@@ -120,19 +120,26 @@ const (
 	MaxCoreRows = 32
 )
 
+// recordingInfo is what a report says of the recording itself. The
+// command line is redacted again: a recording from an older build, or one
+// written by hand, may hold a URL's credentials.
+func recordingInfo(rec *Recording, file string) RecordingInfo {
+	h := rec.Header
+	ri := RecordingInfo{File: file, Host: h.Host, Cores: h.Cores, GPUs: h.GPUs, GpuwatchVersion: h.GpuwatchVersion,
+		Command: RedactArgs(h.Command), Frames: len(rec.Frames), Events: rec.Events, Warnings: rec.Warnings}
+	if ri.GPUs == nil {
+		ri.GPUs = []string{}
+	}
+	for _, sc := range rec.Scenarios {
+		ri.Scenarios = append(ri.Scenarios, sc.Name)
+	}
+	return ri
+}
+
 // Build makes the report of a recording: verdicts recomputed from the
 // frames with th (as replay does), evidence and advice, and chart series.
 func Build(rec *Recording, file string, th diagnose.Thresholds, now time.Time) *Summary {
-	s := &Summary{ReportVersion: ReportVersion, Generated: now}
-	h := rec.Header
-	s.Recording = RecordingInfo{File: file, Host: h.Host, Cores: h.Cores, GPUs: h.GPUs, GpuwatchVersion: h.GpuwatchVersion,
-		Command: h.Command, Frames: len(rec.Frames), Events: rec.Events, Warnings: rec.Warnings}
-	if s.Recording.GPUs == nil {
-		s.Recording.GPUs = []string{}
-	}
-	for _, sc := range rec.Scenarios {
-		s.Recording.Scenarios = append(s.Recording.Scenarios, sc.Name)
-	}
+	s := &Summary{ReportVersion: ReportVersion, Generated: now, Recording: recordingInfo(rec, file)}
 	if len(rec.Frames) == 0 {
 		return s
 	}
@@ -326,25 +333,12 @@ func series(rec *Recording, start time.Time) Series {
 		f := &frames[i].Frame
 		t := f.Time
 		if s.AccelReal {
-			var u, l5, l95 float64
-			var k, k5 int
-			for _, g := range f.GPUs {
-				if g.UtilPct != nil && !g.Lost {
-					u += *g.UtilPct
-					k++
-				}
-				if g.UtilSamples != nil {
-					l5 += g.UtilSamples.P5
-					l95 += g.UtilSamples.P95
-					k5++
-				}
+			if u, ok := f.GPUUtil(); ok {
+				accel.add(t, u)
 			}
-			if k > 0 {
-				accel.add(t, u/float64(k))
-			}
-			if k5 > 0 {
-				p5.add(t, l5/float64(k5))
-				p95.add(t, l95/float64(k5))
+			if l5, l95, ok := f.GPUBand(); ok {
+				p5.add(t, l5)
+				p95.add(t, l95)
 			}
 		} else if f.Accel != nil {
 			accel.add(t, f.Accel.BusyPct)
@@ -359,24 +353,23 @@ func series(rec *Recording, start time.Time) Series {
 				coreB[r].add(t, hot)
 			}
 		}
-		var r, w, b float64
+		var r, w float64
 		for _, dk := range f.Disks {
 			r += dk.ReadBytesPerSec
 			w += dk.WriteBytesPerSec
-			b = max(b, dk.BusyPct)
 		}
-		if len(f.Disks) > 0 {
+		if d, ok := f.BusiestDisk(); ok {
 			rd.add(t, r)
 			wr.add(t, w)
-			busy.add(t, b)
+			busy.add(t, d.BusyPct)
 		}
 		if p := f.PSI; p != nil {
 			for _, x := range []struct {
 				b *bucketer
 				p *sample.Pressure
 			}{{pc, p.CPU}, {pi, p.IO}, {pm, p.Memory}} {
-				if x.p != nil && x.p.SomePct != nil {
-					x.b.add(t, *x.p.SomePct)
+				if v, ok := x.p.Some(); ok {
+					x.b.add(t, v)
 				}
 			}
 		}
