@@ -6,7 +6,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
-// advise writes DESIGN.md §4's advice for the kind, filled with this
+// advise writes the advice for the kind (docs/diagnosis.md), filled with this
 // machine's numbers.
 func advise(d decision, w *window, th Thresholds) []string {
 	cores := w.cores

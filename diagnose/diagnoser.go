@@ -26,9 +26,6 @@ func NewDiagnoser(th Thresholds) *Diagnoser {
 	return &Diagnoser{th: th, ring: make([]sample.Frame, 0, max(th.WindowFrames, 1))}
 }
 
-// Thresholds returns the thresholds in use.
-func (d *Diagnoser) Thresholds() Thresholds { return d.th }
-
 // Observe adds a frame and returns the verdict to show.
 func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 	if len(d.ring) < cap(d.ring) {

@@ -12,7 +12,7 @@ import (
 )
 
 // Kind is a verdict's situation. The String values are stable identifiers
-// used in JSON, Prometheus labels, reports and tests (DESIGN.md §3).
+// used in JSON, Prometheus labels, reports and tests (docs/diagnosis.md).
 type Kind int
 
 // The kinds.

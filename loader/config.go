@@ -4,12 +4,12 @@
 // gpuwatch can demo and test itself on any machine. Only the accelerator
 // step is simulated (a sleep), as public DataLoader benchmark scripts do.
 //
-// It copies the mechanics that cause what users see (DESIGN.md §5): one
+// It copies the mechanics that cause what users see (docs/architecture.md §5): one
 // index queue per worker, round-robin dispatch, a whole batch per task, at
 // most prefetch × workers batches outstanding, refilled when the training
 // loop takes a batch, in-order delivery, an epoch-boundary drain, a start-up
 // cost per worker, and workers=0 meaning the training loop loads inline on
-// one locked OS thread. It also serves the loader protocol (DESIGN.md §6).
+// one locked OS thread. It also serves the loader protocol (docs/architecture.md §6).
 //
 // It imports nothing from this module; probes adapts it through an
 // interface of its own.
@@ -150,16 +150,6 @@ func (c Config) Knobs() map[string]string {
 
 // Scenarios are the presets, in tour order.
 var Scenarios = []string{"healthy", "starved", "single-core", "cpu-bound", "io-bound", "remote-storage"}
-
-// ScenarioHelp says in a line what each preset shows.
-var ScenarioHelp = map[string]string{
-	"healthy":        "the accelerator step is the slow part: loading keeps up",
-	"starved":        "one worker waits on per-read latency: too few workers, CPU idle",
-	"single-core":    "workers=0 with heavy decode: the training loop loads inline on one pegged core",
-	"cpu-bound":      "every core decodes and the pipeline still cannot keep up",
-	"io-bound":       "random small reads that bypass the page cache: the disk is the limit",
-	"remote-storage": "reads throttled to a slow network link: bandwidth is the limit",
-}
 
 // Scenario returns the preset name, scaled to this machine: cores from
 // runtime.NumCPU, dataset sizes within memAvail bytes.

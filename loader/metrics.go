@@ -13,7 +13,7 @@ import (
 )
 
 // WriteMetrics writes s in the Prometheus text exposition format (0.0.4),
-// with the metric names of the loader protocol (DESIGN.md §6).
+// with the metric names of the loader protocol (docs/architecture.md §6).
 //
 // gpuwatch_loader_info carries the process ID, and the training loop's thread
 // ID (tid) while it loads inline, so a watcher can tell the loop's thread

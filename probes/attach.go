@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// Attach reads a loader's debug server (the loader protocol, DESIGN.md §6):
+// Attach reads a loader's debug server (the loader protocol, docs/architecture.md §6):
 // /metrics every interval and, on its own goroutine (see Profiler),
 // /debug/pprof/profile. It only sends GETs, never follows a redirect to
 // another host, and never shows the URL's credentials.

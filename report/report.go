@@ -1,6 +1,8 @@
 // Package report writes what gpuwatch saw: the headless line and JSON-lines
-// output, and (later) recordings and diagnosis reports. It imports sample
-// and diagnose from this module, never probes.
+// output, recordings (and reads them back), diagnosis reports (HTML,
+// Markdown, JSON) and the Prometheus exporter; it also redacts and escapes
+// strings from outside for each output. It imports sample and diagnose from
+// this module, never probes (docs/architecture.md).
 package report
 
 import (

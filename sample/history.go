@@ -2,7 +2,8 @@ package sample
 
 // History is a ring buffer of the most recent Frames, of fixed capacity, so
 // memory does not grow with run time. It is not safe for concurrent use; the
-// one goroutine that owns it (the dashboard, the diagnoser) adds and reads.
+// one goroutine that owns it (the dashboard's model) adds and reads. The
+// Diagnoser keeps its own window.
 type History struct {
 	buf   []*Frame
 	start int // index of the oldest frame
