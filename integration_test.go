@@ -556,9 +556,9 @@ func TestAttachToAPlainGoPprofServer(t *testing.T) {
 			x++
 		}
 	}()
-	_, ch := startJSON(t, "attach", "http://"+ln.Addr().String(), "--headless", "--json",
-		"--profile-every", "3s", "--profile-seconds", "1", "--duration", "20s")
-	await(t, ch, "a profile and the missing metrics said", 15*time.Second, func(l attachLine) bool {
+	// The default profile length (5 s): the first one comes at start.
+	_, ch := startJSON(t, "attach", "http://"+ln.Addr().String(), "--headless", "--json", "--duration", "25s")
+	await(t, ch, "a profile and the missing metrics said", 20*time.Second, func(l attachLine) bool {
 		return l.Profile != nil && len(l.Profile.Categories) > 0 && strings.Contains(l.Unavailable["loader"], "no loader metrics")
 	})
 }

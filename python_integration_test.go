@@ -178,7 +178,8 @@ func TestPythonHookOnARealDataLoader(t *testing.T) {
 			go func() { _, _ = r.WriteTo(os.Stderr) }()
 			promtoolCheck(t, m[1]+"/metrics")
 
-			_, ch := startJSON(t, "attach", m[1], "--headless", "--json", "--profile-every", "6s", "--profile-seconds", "3", "--duration", "90s")
+			// Default profile settings: the first profile (5 s) comes at start.
+			_, ch := startJSON(t, "attach", m[1], "--headless", "--json", "--duration", "90s")
 			var seen []string
 			t.Cleanup(func() {
 				if t.Failed() && len(seen) > 0 {

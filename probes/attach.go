@@ -56,8 +56,11 @@ func NewAttach(raw string) (*Attach, error) {
 	shown := *u
 	shown.User = nil
 	a := &Attach{base: u, shown: shown.String(), now: time.Now, Timeout: 3 * time.Second}
+	// No client-wide Timeout: it would also bound reading the body, and a
+	// profile's body takes its whole length to come. Each request has its
+	// own deadline instead (get's timeout: Timeout for /metrics, the
+	// profile's length plus slack for a profile).
 	a.client = &http.Client{
-		Timeout: 5 * time.Second,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if req.URL.Host != via[0].URL.Host {
 				return fmt.Errorf("refusing a redirect to another host (%s)", req.URL.Host)
@@ -205,9 +208,9 @@ func (a *Attach) read(ctx context.Context) (LoaderCounters, error) {
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/html" {
 		return LoaderCounters{}, errors.New("/metrics answered an HTML page, not Prometheus metrics")
 	}
-	body, err := readCapped(resp.Body, 16<<20)
+	body, err := readCapped(resp.Body, maxMetricsBytes, "answer")
 	if err != nil {
-		return LoaderCounters{}, fmt.Errorf("/metrics: %w", err)
+		return LoaderCounters{}, fmt.Errorf("/metrics: %w", a.explain(err, a.Timeout))
 	}
 	c, info, err := CountersFromMetrics(body)
 	if err != nil {
@@ -372,6 +375,9 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 	}
 	return c, info, nil
 }
+
+// maxMetricsBytes bounds one /metrics answer: a loader's is a few KiB.
+const maxMetricsBytes = 16 << 20
 
 // maxWorkerPIDs bounds the worker PIDs taken from one /metrics answer.
 const maxWorkerPIDs = 1024

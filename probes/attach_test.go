@@ -1,6 +1,8 @@
 package probes
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -12,8 +14,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 func metricsText(t *testing.T) []byte {
@@ -269,5 +274,76 @@ func TestAttachDisconnectBackoffAndReconnect(t *testing.T) {
 		if m != http.MethodGet {
 			t.Fatalf("sent a %s", m)
 		}
+	}
+}
+
+// TestProfilerRetriesWhileAnotherProfileRuns: Go answers a second CPU
+// profile of the same process with 500 "cpu profiling already in use";
+// the profiler comes back after a jittered wait instead of reporting a
+// failure until the next turn.
+func TestProfilerRetriesWhileAnotherProfileRuns(t *testing.T) {
+	good, err := os.ReadFile(filepath.Join("testdata", "attach", "loader-io-bound.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metrics":
+			fmt.Fprintln(w, "gpuwatch_loader_batches_total 1")
+		case "/debug/pprof/profile":
+			if calls.Add(1) <= 2 {
+				http.Error(w, "Could not enable CPU profiling: cpu profiling already in use", http.StatusInternalServerError)
+				return
+			}
+			w.Write(good)
+		}
+	}))
+	defer srv.Close()
+	a, err := NewAttach(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewProfiler(a, time.Hour, time.Second) // one turn: only retries can bring a profile
+	p.Start()
+	defer p.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		f := &sample.Frame{}
+		_ = p.Collect(context.Background(), f)
+		if f.Profile != nil && len(f.Profile.Top) > 0 {
+			if calls.Load() != 3 {
+				t.Fatalf("%d requests, want 2 refused and 1 answered", calls.Load())
+			}
+			return
+		}
+		if f.Profile != nil && f.Profile.Error != "" {
+			t.Fatalf("reported %q instead of retrying", f.Profile.Error)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("no profile within 10 s")
+}
+
+// TestSummarizeProfileRefusesBombs: a gzip bomb stops at the 64 MiB
+// uncompressed limit, and a second gzip layer (which pprof's parser would
+// inflate without one) is refused.
+func TestSummarizeProfileRefusesBombs(t *testing.T) {
+	var bomb bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestCompression)
+	zero := make([]byte, 1<<20)
+	for range 100 {
+		zw.Write(zero)
+	}
+	zw.Close()
+	if _, err := SummarizeProfile(bomb.Bytes(), 5); err == nil || !strings.Contains(err.Error(), "uncompressed larger than 64 MiB") {
+		t.Fatalf("a %d KB bomb of 100 MiB: %v", bomb.Len()>>10, err)
+	}
+	var twice bytes.Buffer
+	zw = gzip.NewWriter(&twice)
+	zw.Write(bomb.Bytes()[:1<<10])
+	zw.Close()
+	if _, err := SummarizeProfile(twice.Bytes(), 5); err == nil || !strings.Contains(err.Error(), "gzipped twice") {
+		t.Fatalf("gzip in gzip: %v", err)
 	}
 }

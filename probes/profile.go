@@ -3,6 +3,7 @@ package probes
 import (
 	"bytes"
 	"cmp"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -65,7 +66,11 @@ func SummarizeProfile(data []byte, top int) (*sample.Profile, error) {
 	if len(data) == 0 {
 		return nil, errors.New("empty profile")
 	}
-	p, err := profile.Parse(bytes.NewReader(data))
+	raw, err := inflate(data)
+	if err != nil {
+		return nil, err
+	}
+	p, err := profile.ParseData(raw)
 	if err != nil {
 		return nil, fmt.Errorf("not a pprof profile: %w", err)
 	}
@@ -298,13 +303,35 @@ func valueIndex(p *profile.Profile) int {
 }
 
 // readCapped reads at most limit bytes, failing past it.
-func readCapped(r io.Reader, limit int64) ([]byte, error) {
+func readCapped(r io.Reader, limit int64, what string) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("profile larger than %d MiB", limit>>20)
+		return nil, fmt.Errorf("%s larger than %d MiB", what, limit>>20)
 	}
 	return b, nil
+}
+
+// inflate returns data decompressed when it is gzipped (pprof's format),
+// through a limit of MaxProfileBytes: a 100 KB gzip bomb that would
+// inflate to gigabytes is refused after 64 MiB, not parsed whole.
+func inflate(data []byte) ([]byte, error) {
+	if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+		return data, nil
+	}
+	gz, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("not a pprof profile: %w", err)
+	}
+	raw, err := readCapped(gz, MaxProfileBytes, "profile uncompressed")
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) >= 2 && raw[0] == 0x1f && raw[1] == 0x8b {
+		// pprof's parser would inflate this second layer without a limit.
+		return nil, errors.New("not a pprof profile: gzipped twice")
+	}
+	return raw, nil
 }

@@ -1,8 +1,11 @@
 package probes
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
@@ -52,8 +55,25 @@ func (p *Profiler) Start() {
 	}()
 }
 
+// busyRetries is how often a profile refused because another one is
+// being taken is retried before the turn is skipped.
+const busyRetries = 4
+
 func (p *Profiler) fetch(ctx context.Context) {
 	s, err := p.take(ctx)
+	for try := 0; errors.Is(err, errProfilingBusy) && try < busyRetries; try++ {
+		// Another watcher (a dashboard beside serve) is profiling the same
+		// Go process, which allows one CPU profile at a time: come back at
+		// a random point within the next profile's length, so two watchers
+		// on the same cadence fall out of step instead of colliding again.
+		wait := time.Duration(p.seconds)*time.Second/2 + rand.N(time.Duration(p.seconds)*time.Second)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		s, err = p.take(ctx)
+	}
 	if ctx.Err() != nil {
 		return
 	}
@@ -67,17 +87,22 @@ func (p *Profiler) fetch(ctx context.Context) {
 }
 
 func (p *Profiler) take(ctx context.Context) (*sample.Profile, error) {
-	resp, err := p.a.get(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", p.seconds), time.Duration(p.seconds+10)*time.Second)
+	limit := time.Duration(p.seconds+10) * time.Second
+	resp, err := p.a.get(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", p.seconds), limit)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		msg, _ := readCapped(resp.Body, 4<<10, "error")
+		if resp.StatusCode == http.StatusInternalServerError && bytes.Contains(msg, []byte("already in use")) {
+			return nil, errProfilingBusy
+		}
 		return nil, fmt.Errorf("/debug/pprof/profile answered %s", resp.Status)
 	}
-	data, err := readCapped(resp.Body, MaxProfileBytes)
+	data, err := readCapped(resp.Body, MaxProfileBytes, "profile")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("/debug/pprof/profile: %w", p.a.explain(err, limit))
 	}
 	s, err := SummarizeProfile(data, 10)
 	if err != nil {
@@ -88,6 +113,10 @@ func (p *Profiler) take(ctx context.Context) (*sample.Profile, error) {
 	}
 	return s, nil
 }
+
+// errProfilingBusy is Go's answer while another CPU profile of the same
+// process runs (500 "cpu profiling already in use").
+var errProfilingBusy = errors.New("another CPU profile of the loader is being taken")
 
 // Name implements Probe.
 func (p *Profiler) Name() string { return "profile" }
