@@ -120,6 +120,23 @@ const (
 	MaxCoreRows = 32
 )
 
+// knownCategories is p with only the profile categories gpuwatch writes:
+// a recording is outside input, and a category name is shown as a label.
+func knownCategories(p *sample.Profile) *sample.Profile {
+	c := *p
+	c.Categories = nil
+	for _, k := range p.Categories {
+		if slices.Contains(ProfileCategories, k.Name) {
+			c.Categories = append(c.Categories, k)
+		}
+	}
+	return &c
+}
+
+// ProfileCategories are the categories of a profile summary, as the
+// profile probe names them.
+var ProfileCategories = []string{"reading", "decoding", "waiting", "gc", "other"}
+
 // recordingInfo is what a report says of the recording itself. The
 // command line is redacted again: a recording from an older build, or one
 // written by hand, may hold a URL's credentials.
@@ -174,7 +191,7 @@ func Build(rec *Recording, file string, th diagnose.Thresholds, now time.Time) *
 			s.Timeline = append(s.Timeline, Segment{Kind: v.Kind.String(), Start: f.Time, End: f.Time.Add(time.Duration(dt * float64(time.Second)))})
 		}
 		if f.Profile != nil && len(f.Profile.Categories) > 0 {
-			s.Profile = f.Profile
+			s.Profile = knownCategories(f.Profile)
 		}
 	}
 	for i := range s.Timeline {

@@ -42,15 +42,15 @@ func WriteMarkdown(w io.Writer, s *Summary, htmlName string) error {
 	if htmlName != "" {
 		fmt.Fprintf(&b, "Charts: [%s](%s)\n\n", htmlName, htmlName)
 	}
-	fmt.Fprintf(&b, "%s on **%s** (%d cores", r.Start.UTC().Format("2006-01-02 15:04:05 UTC"), orDash(r.Host), r.Cores)
+	fmt.Fprintf(&b, "%s on **%s** (%d cores", r.Start.UTC().Format("2006-01-02 15:04:05 UTC"), md(orDash(r.Host)), r.Cores)
 	if len(r.GPUs) > 0 {
-		fmt.Fprintf(&b, ", %d GPU: %s", len(r.GPUs), strings.Join(r.GPUs, ", "))
+		fmt.Fprintf(&b, ", %d GPU: %s", len(r.GPUs), md(strings.Join(r.GPUs, ", ")))
 	} else {
 		b.WriteString(", no GPU")
 	}
-	fmt.Fprintf(&b, "), %s, %d frames, gpuwatch %s.\n\n", dur(r.DurationSec), r.Frames, r.GpuwatchVersion)
+	fmt.Fprintf(&b, "), %s, %d frames, gpuwatch %s.\n\n", dur(r.DurationSec), r.Frames, md(r.GpuwatchVersion))
 	for _, wmsg := range r.Warnings {
-		fmt.Fprintf(&b, "> warning: %s\n\n", wmsg)
+		fmt.Fprintf(&b, "> warning: %s\n\n", md(wmsg))
 	}
 	b.WriteString("## Verdicts\n\n| verdict | time | share |\n|---|---:|---:|\n")
 	for _, v := range s.Verdicts {
@@ -64,46 +64,72 @@ func WriteMarkdown(w io.Writer, s *Summary, htmlName string) error {
 	for _, f := range s.Findings {
 		fmt.Fprintf(&b, "\n### %s — %s\n\n%s, confidence %.0f %%.\n\n", f.Kind, f.Title, f.Severity, 100*f.Confidence)
 		for _, e := range f.Evidence {
-			fmt.Fprintf(&b, "- %s\n", e)
+			fmt.Fprintf(&b, "- %s\n", md(e))
 		}
 		if len(f.Secondary) > 0 {
 			b.WriteString("\nAlso seen:\n\n")
 			for _, e := range f.Secondary {
-				fmt.Fprintf(&b, "- %s\n", e)
+				fmt.Fprintf(&b, "- %s\n", md(e))
 			}
 		}
 		if len(f.Advice) > 0 {
 			b.WriteString("\nWhat to change:\n\n")
 			for _, a := range f.Advice {
-				fmt.Fprintf(&b, "1. %s\n", a)
+				fmt.Fprintf(&b, "1. %s\n", md(a))
 			}
 		}
 		if len(f.Missing) > 0 {
-			fmt.Fprintf(&b, "\nNot seen: %s.\n", strings.Join(f.Missing, "; "))
+			fmt.Fprintf(&b, "\nNot seen: %s.\n", md(strings.Join(f.Missing, "; ")))
 		}
 	}
 	if l := s.Loader; l != nil {
 		fmt.Fprintf(&b, "\n## Loader\n\n%s: %d batches, mean wait share %s, mean %.0f samples/s.\n",
-			l.Source, l.Batches, pctStr(l.MeanWaitShare), l.MeanSamplesPerSec)
+			md(l.Source), l.Batches, pctStr(l.MeanWaitShare), l.MeanSamplesPerSec)
 		if len(l.Knobs) > 0 {
 			b.WriteString("\n| knob | value |\n|---|---|\n")
 			for _, k := range sortedKeys(l.Knobs) {
-				fmt.Fprintf(&b, "| %s | %s |\n", k, l.Knobs[k])
+				fmt.Fprintf(&b, "| %s | %s |\n", md(k), md(l.Knobs[k]))
 			}
 		}
 	}
 	if p := s.Profile; p != nil {
 		b.WriteString("\n## Loader CPU profile\n\n| category | share |\n|---|---:|\n")
 		for _, c := range p.Categories {
-			fmt.Fprintf(&b, "| %s | %s |\n", c.Name, pctStr(c.Share))
+			fmt.Fprintf(&b, "| %s | %s |\n", md(c.Name), pctStr(c.Share))
 		}
 		b.WriteString("\n| function | flat | cum |\n|---|---:|---:|\n")
 		for _, f := range p.Top {
-			fmt.Fprintf(&b, "| `%s` | %.1f %% | %.1f %% |\n", f.Name, 100*f.Flat, 100*f.Cum)
+			fmt.Fprintf(&b, "| %s | %.1f %% | %.1f %% |\n", md(f.Name), 100*f.Flat, 100*f.Cum)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// md escapes a string from a recording for Markdown: no HTML (< > & as
+// entities), no emphasis, code, link or table syntax (a backslash before
+// each such character), no line break. It renders as the text it was.
+func md(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch r {
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '&':
+			b.WriteString("&amp;")
+		case '\n', '\r':
+			b.WriteByte(' ')
+		case '\\', '`', '*', '_', '[', ']', '|', '~', '#', '!':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 func orDash(s string) string {
@@ -210,7 +236,7 @@ code{font-size:.9em}@media print{body{max-width:none}h2{break-after:avoid}svg{br
 	if p := s.Profile; p != nil {
 		b.WriteString(`<h2>Loader CPU profile</h2><table id="profile"><tr><th>category</th><th>share</th></tr>`)
 		for _, c := range p.Categories {
-			fmt.Fprintf(&b, `<tr><td>%s</td><td class="n">%s</td></tr>`, c.Name, pctStr(c.Share))
+			fmt.Fprintf(&b, `<tr><td>%s</td><td class="n">%s</td></tr>`, esc(c.Name), pctStr(c.Share))
 		}
 		b.WriteString(`</table><table><tr><th>function</th><th>flat</th><th>cum</th></tr>`)
 		for _, f := range p.Top {

@@ -1,0 +1,146 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// hostile is the tour recording with s in every string that comes from
+// outside: host, GPUs, command, process, thread, disk and interface names,
+// the loader's source and knobs, profile function and category names,
+// scenario names and event details.
+func hostile(t testing.TB, s string) *Summary {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "tour.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec, err := ReadRecording(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Header.Host, rec.Header.GPUs, rec.Header.Command, rec.Header.GpuwatchVersion = s, []string{s}, []string{s}, s
+	for i := range rec.Scenarios {
+		rec.Scenarios[i].Name = s
+	}
+	rec.Events = append(rec.Events, Event{Time: rec.Frames[0].Frame.Time, Name: s, Detail: s})
+	for i := range rec.Frames {
+		fr := &rec.Frames[i].Frame
+		if p := fr.Procs; p != nil {
+			for j := range p.List {
+				p.List[j].Name = s
+			}
+			for j := range p.Threads {
+				p.Threads[j].Name = s
+			}
+		}
+		for j := range fr.Disks {
+			fr.Disks[j].Name = s
+		}
+		for j := range fr.Net {
+			fr.Net[j].Name = s
+		}
+		fr.GPUs = append(fr.GPUs[:0:0], sample.GPU{Name: s, UUID: s})
+		if l := fr.Loader; l != nil {
+			l.Source = s
+			l.Knobs = map[string]string{s: s}
+		}
+		fr.Profile = &sample.Profile{Categories: []sample.ProfileCategory{{Name: s, Share: 0.5}, {Name: "reading", Share: 0.5}},
+			Top: []sample.ProfileFunc{{Name: s, Flat: 0.5, Cum: 0.5}}}
+	}
+	return Build(rec, "x", diagnose.DefaultThresholds(), generated)
+}
+
+var tagRE = regexp.MustCompile(`<(/?[a-zA-Z][a-zA-Z0-9]*)`)
+
+// markup is what a writer's output means as structure: the HTML tags in
+// order, or for Markdown its lines' count and the characters that build
+// links, code, tables and HTML.
+func htmlTags(b []byte) string { return strings.Join(tagRE.FindAllString(string(b), -1), " ") }
+
+func mdStructure(b []byte) string {
+	s := string(b)
+	unescaped := func(c byte) int {
+		n := 0
+		for i := 0; i < len(s); i++ {
+			if s[i] == '\\' {
+				i++
+				continue
+			}
+			if s[i] == c {
+				n++
+			}
+		}
+		return n
+	}
+	return strings.Join([]string{
+		"lines", strconv.Itoa(strings.Count(s, "\n")), "<", strconv.Itoa(unescaped('<')), "`", strconv.Itoa(unescaped('`')),
+		"|", strconv.Itoa(unescaped('|')), "[", strconv.Itoa(unescaped('[')), "*", strconv.Itoa(unescaped('*')),
+	}, " ")
+}
+
+// checkNoForeignMarkup writes both formats for s and for a plain "x": the
+// structure must be the same, so s added no tag, link, code or table cell.
+func checkNoForeignMarkup(t *testing.T, s string) {
+	plain, evil := hostile(t, "x"), hostile(t, s)
+	var ph, eh, pm, em bytes.Buffer
+	if err := WriteHTML(&ph, plain); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&eh, evil); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(&pm, plain, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(&em, evil, ""); err != nil {
+		t.Fatal(err)
+	}
+	if p, e := htmlTags(ph.Bytes()), htmlTags(eh.Bytes()); p != e {
+		t.Fatalf("%q changed the HTML's tags", s)
+	}
+	if p, e := mdStructure(pm.Bytes()), mdStructure(em.Bytes()); p != e {
+		t.Fatalf("%q changed the Markdown's structure: %s, want %s", s, e, p)
+	}
+}
+
+func TestReportsEscapeEveryStringFromARecording(t *testing.T) {
+	for _, s := range []string{
+		"<script>alert(1)</script>", `"><img src=x onerror=alert(1)>`, "</td><td>", "reading<script>",
+		"a|b|c", "[click](javascript:alert(1))", "`code` **bold** _em_", "line\nbreak\r\n# heading", "&lt;already&gt;", "\\<b>",
+	} {
+		t.Run(s, func(t *testing.T) { checkNoForeignMarkup(t, s) })
+	}
+	// The category check: an unknown category is not shown at all.
+	var b bytes.Buffer
+	if err := WriteHTML(&b, hostile(t, "reading<script>")); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), `reading&lt;script&gt;</td><td class="n">`) {
+		t.Error("an unknown profile category reached the report")
+	}
+}
+
+// FuzzReportWritersEmitNoForeignMarkup: no string in a recording makes
+// the HTML or Markdown writer emit a tag, link, code span or table cell it
+// did not emit for plain text.
+func FuzzReportWritersEmitNoForeignMarkup(f *testing.F) {
+	for _, s := range []string{"<b>", "a|b", "[x](y)", "`", "\n", "&amp;", "\\"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > 200 {
+			return
+		}
+		checkNoForeignMarkup(t, s)
+	})
+}
