@@ -2,9 +2,11 @@ package main
 
 import (
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuwatch/gpuwatch/report"
 	"github.com/gpuwatch/gpuwatch/session"
 )
 
@@ -24,6 +26,15 @@ func newRecordCmd(stdout, stderr io.Writer) *cobra.Command {
 			if attach != "" && w.pid != 0 {
 				return usageErrorf(cmd, "--pid and --attach: choose one (attach focuses on the loader's PID itself)")
 			}
+			if reportOut != "" {
+				// Checked now, not after the recording: record has no --force.
+				if err := report.CheckOutput(reportOut, true); err != nil {
+					return usageErrorf(cmd, "--report %v", err)
+				}
+				if _, err := os.Stat(reportOut); err == nil {
+					return usageErrorf(cmd, "--report %s exists: write the report to a new file", reportOut)
+				}
+			}
 			w.record, w.headless = out, true
 			if err := w.validate(cmd); err != nil {
 				return err
@@ -41,7 +52,7 @@ func newRecordCmd(stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			// The recording is closed: write its report, as `report` would.
-			return writeReport(out, reportOut, false, stderr, stderr)
+			return writeReport(cmd, out, reportOut, false, &thresholdFlags{}, stderr, stderr)
 		},
 	}
 	w.register(cmd)

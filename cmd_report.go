@@ -15,6 +15,7 @@ import (
 func newReportCmd(stdout, stderr io.Writer) *cobra.Command {
 	var out string
 	var force bool
+	var th thresholdFlags
 	cmd := &cobra.Command{
 		Use:   "report FILE -o OUT",
 		Short: "Write a diagnosis report of a recording: HTML (charts), Markdown or JSON, by OUT's extension",
@@ -26,35 +27,60 @@ func newReportCmd(stdout, stderr io.Writer) *cobra.Command {
 			if out == "" {
 				return usageErrorf(cmd, "-o OUT is required (.html, .md or .json)")
 			}
-			return writeReport(args[0], out, force, stdout, stderr)
+			return writeReport(cmd, args[0], out, force, &th, stdout, stderr)
 		},
 	}
+	th.register(cmd)
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the report to write: .html, .md or .json")
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing report")
 	return cmd
 }
 
-// writeReport reads a recording and writes its report.
-func writeReport(in, out string, force bool, stdout, stderr io.Writer) error {
-	f, err := os.Open(in)
+// writeReport reads a recording and writes its report, diagnosed with the
+// recording's thresholds and th's overrides.
+func writeReport(cmd *cobra.Command, in, out string, force bool, th *thresholdFlags, stdout, stderr io.Writer) error {
+	rec, err := openRecording(in, stderr)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	rec, err := report.ReadRecording(f)
+	thresholds, err := th.apply(cmd, recordedThresholds(rec))
 	if err != nil {
-		return fmt.Errorf("%s: %w", in, err)
+		return err
 	}
-	for _, w := range rec.Warnings {
-		fmt.Fprintf(stderr, "gpuwatch: %s: %s\n", in, w)
-	}
-	if len(rec.Frames) == 0 {
-		return fmt.Errorf("%s: no frame recorded", in)
-	}
-	s := report.Build(rec, in, diagnose.DefaultThresholds(), time.Now())
+	s := report.Build(rec, in, thresholds, time.Now())
 	if err := report.WriteFile(out, s, force); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s over %s\n", out, s.Dominant, s.Recording.Start.Format("15:04:05")+"–"+s.Recording.End.Format("15:04:05"))
 	return nil
+}
+
+// openRecording reads a recording, printing its warnings; one without a
+// frame is an error.
+func openRecording(path string, stderr io.Writer) (*report.Recording, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rec, err := report.ReadRecording(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, w := range rec.Warnings {
+		fmt.Fprintf(stderr, "gpuwatch: %s: %s\n", path, w)
+	}
+	if len(rec.Frames) == 0 {
+		return nil, fmt.Errorf("%s: no frame recorded", path)
+	}
+	return rec, nil
+}
+
+// recordedThresholds are the thresholds a recording was diagnosed with,
+// else (an older recording, or invalid ones) the defaults.
+func recordedThresholds(rec *report.Recording) diagnose.Thresholds {
+	if th := rec.Header.Thresholds; th != nil && th.Validate() == nil {
+		return *th
+	}
+	return diagnose.DefaultThresholds()
 }

@@ -25,9 +25,8 @@ type watchFlags struct {
 	procRoot string
 	sysRoot  string
 
-	thresholdsFile string
-	thresholdSets  []string
-	thresholds     diagnose.Thresholds
+	th         thresholdFlags
+	thresholds diagnose.Thresholds
 
 	record        string
 	recordMaxSize int64
@@ -43,8 +42,7 @@ func (w *watchFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&w.allDisks, "all-disks", false, "also show partitions and virtual block devices (loop, ram, dm-)")
 	fl.StringVar(&w.procRoot, "proc-root", "/proc", "where procfs is mounted (a host's /proc seen from a container)")
 	fl.StringVar(&w.sysRoot, "sys-root", "/sys", "where sysfs is mounted")
-	fl.StringVar(&w.thresholdsFile, "thresholds", "", "JSON file overriding diagnosis thresholds (names: docs/diagnosis.md)")
-	fl.StringArrayVar(&w.thresholdSets, "threshold", nil, "override one diagnosis threshold, name=value (repeatable), e.g. wait_share_starved=0.3")
+	w.th.register(cmd)
 	fl.StringVar(&w.record, "record", "", "record frames, verdicts and events to this file (JSON lines; replay with gpuwatch replay)")
 	w.recordMaxSize = 512 << 20
 	fl.Var(sizeFlag{&w.recordMaxSize}, "record-max-size", "rotate the recording to FILE.1 past this size")
@@ -60,21 +58,42 @@ func (w *watchFlags) validate(cmd *cobra.Command) error {
 	case w.pid < 0:
 		return usageErrorf(cmd, "--pid %d: must be a process ID", w.pid)
 	}
-	w.thresholds = diagnose.DefaultThresholds()
-	if w.thresholdsFile != "" {
-		if err := diagnose.LoadThresholds(w.thresholdsFile, &w.thresholds); err != nil {
-			return usageErrorf(cmd, "--thresholds: %v", err)
-		}
+	th, err := w.th.apply(cmd, diagnose.DefaultThresholds())
+	if err != nil {
+		return err
 	}
-	for _, kv := range w.thresholdSets {
-		if err := w.thresholds.Set(kv); err != nil {
-			return usageErrorf(cmd, "--threshold: %v", err)
-		}
-	}
+	w.thresholds = th
 	if w.pid != 0 && !probes.ProcessExists(w.procRoot, w.pid) {
 		return fmt.Errorf("--pid %d: no such process", w.pid)
 	}
 	return nil
+}
+
+// thresholdFlags are --thresholds FILE and --threshold name=value, for
+// every command that diagnoses (watching, replay, report).
+type thresholdFlags struct {
+	file string
+	sets []string
+}
+
+func (t *thresholdFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&t.file, "thresholds", "", "JSON file overriding diagnosis thresholds (names: docs/diagnosis.md)")
+	cmd.Flags().StringArrayVar(&t.sets, "threshold", nil, "override one diagnosis threshold, name=value (repeatable), e.g. wait_share_starved=0.3")
+}
+
+// apply puts the file's and then each --threshold's overrides on base.
+func (t *thresholdFlags) apply(cmd *cobra.Command, base diagnose.Thresholds) (diagnose.Thresholds, error) {
+	if t.file != "" {
+		if err := diagnose.LoadThresholds(t.file, &base); err != nil {
+			return base, usageErrorf(cmd, "--thresholds: %v", err)
+		}
+	}
+	for _, kv := range t.sets {
+		if err := base.Set(kv); err != nil {
+			return base, usageErrorf(cmd, "--threshold: %v", err)
+		}
+	}
+	return base, nil
 }
 
 func usageErrorf(cmd *cobra.Command, format string, args ...any) error {

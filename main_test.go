@@ -13,6 +13,19 @@ import (
 )
 
 func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, append([]byte(`{"min_frames": 3`), bytes.Repeat([]byte(" "), 2<<20)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	window := filepath.Join(dir, "window.json")
+	if err := os.WriteFile(window, []byte(`{"window_frames": 100000000000}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		args   []string
@@ -25,6 +38,14 @@ func TestExitCodes(t *testing.T) {
 		{"negative duration", []string{"--duration", "-1s"}, 2, "must not be negative"},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{"pid that does not exist", []string{"--pid", "999999999"}, 1, "--pid 999999999: no such process"},
+		{"thresholds from /dev/zero", []string{"--thresholds", "/dev/zero"}, 2, "/dev/zero is not a regular file"},
+		{"thresholds from a FIFO with no writer", []string{"--thresholds", fifo}, 2, "is not a regular file"},
+		{"a thresholds file past 1 MiB", []string{"--thresholds", big}, 2, "is larger than 1024 KiB"},
+		{"a window of 1e11 frames", []string{"--thresholds", window}, 2, "window_frames at most 3600"},
+		{"a NaN threshold", []string{"--threshold", "disk_busy_pct=NaN"}, 2, "disk_busy_pct must be a finite number"},
+		{"an infinite threshold", []string{"--threshold", "swap_pages_per_sec=+Inf"}, 2, "must be a finite number"},
+		{"a negative threshold", []string{"--threshold", "iowait_pct=-5"}, 2, "iowait_pct must not be negative"},
+		{"a percentage past 100", []string{"--threshold", "cpu_saturated_pct=150"}, 2, "at most 100"},
 		{"version", []string{"version"}, 0, ""},
 		{"help", []string{"--help"}, 0, ""},
 	}

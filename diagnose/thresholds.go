@@ -3,10 +3,13 @@ package diagnose
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"reflect"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -136,9 +139,14 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// LoadThresholds reads a JSON file of overrides onto th.
+// MaxThresholdsBytes bounds a thresholds file: the whole set is ~1 KiB.
+const MaxThresholdsBytes = 1 << 20
+
+// LoadThresholds reads a JSON file of overrides onto th. Only a regular
+// file is read (a FIFO or /dev/zero is refused before any read), at most
+// MaxThresholdsBytes, within 5 s.
 func LoadThresholds(path string, th *Thresholds) error {
-	b, err := os.ReadFile(path)
+	b, err := readSmallFile(path, MaxThresholdsBytes, 5*time.Second)
 	if err != nil {
 		return err
 	}
@@ -148,6 +156,44 @@ func LoadThresholds(path string, th *Thresholds) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return th.Validate()
+}
+
+// readSmallFile reads a regular file of at most limit bytes within timeout.
+// It opens without blocking (a FIFO with no writer would block open) and
+// refuses what is not a regular file.
+func readSmallFile(path string, limit int64, timeout time.Duration) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, limit+1))
+		done <- result{b, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err == nil && int64(len(r.b)) > limit {
+			return nil, fmt.Errorf("%s is larger than %d KiB", path, limit>>10)
+		}
+		return r.b, r.err
+	case <-time.After(timeout):
+		return nil, fmt.Errorf("%s: no data within %v", path, timeout)
+	}
 }
 
 // Set applies one "name=value" override (the json name).
@@ -187,9 +233,39 @@ func (th *Thresholds) Set(kv string) error {
 	return fmt.Errorf("unknown threshold %q", name)
 }
 
-// Validate refuses thresholds that cannot work.
+// MaxWindowFrames caps the window: an hour of frames at 1 s.
+const MaxWindowFrames = 3600
+
+// Validate refuses thresholds that cannot work: non-finite or negative
+// numbers, percentages past 100, shares past 1, a window past
+// MaxWindowFrames.
 func (th Thresholds) Validate() error {
+	v := reflect.ValueOf(th)
+	for i := 0; i < v.NumField(); i++ {
+		name := strings.Split(v.Type().Field(i).Tag.Get("json"), ",")[0]
+		var x float64
+		switch f := v.Field(i).Interface().(type) {
+		case float64:
+			x = f
+		case int:
+			x = float64(f)
+		case Duration:
+			x = float64(f)
+		}
+		switch {
+		case math.IsNaN(x) || math.IsInf(x, 0):
+			return fmt.Errorf("thresholds: %s must be a finite number", name)
+		case x < 0:
+			return fmt.Errorf("thresholds: %s must not be negative", name)
+		case strings.HasSuffix(name, "_pct") && x > 100:
+			return fmt.Errorf("thresholds: %s is a percentage: at most 100", name)
+		case strings.HasSuffix(name, "_share") && x > 1:
+			return fmt.Errorf("thresholds: %s is a share: at most 1", name)
+		}
+	}
 	switch {
+	case th.WindowFrames > MaxWindowFrames:
+		return fmt.Errorf("thresholds: window_frames at most %d", MaxWindowFrames)
 	case th.MinFrames < 1 || th.WindowFrames < th.MinFrames:
 		return fmt.Errorf("thresholds: need 1 ≤ min_frames ≤ window_frames")
 	case th.WaitShareModerate < 0 || th.WaitShareStarved <= th.WaitShareModerate || th.WaitShareStarved > 1:

@@ -57,11 +57,16 @@ func Handler(l *Loader) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		_ = WriteMetrics(w, l.Snapshot(), l.Config(), pid, l.LoopTID())
 	})
+	// What the loader protocol needs (profile), what `go tool pprof` asks
+	// for beside it (symbol), and the index with Go's named profiles (heap,
+	// goroutine). Not cmdline: a command line can hold credentials. Not
+	// trace: an execution trace is heavy to take and says more than a
+	// watcher needs.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/cmdline", http.NotFound)
+	mux.HandleFunc("GET /debug/pprof/trace", http.NotFound)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "gpuwatch loader: /metrics (Prometheus text), /debug/pprof/ (Go pprof)")
 	})

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -143,4 +144,29 @@ func FuzzReportWritersEmitNoForeignMarkup(f *testing.F) {
 		}
 		checkNoForeignMarkup(t, s)
 	})
+}
+
+// TestHugeRatesGiveAFiniteReport: rates near the float64 limit in a
+// recording (hostile, or a broken counter) would add up to +Inf; the JSON
+// report refuses +Inf and the HTML would print "+InfGiB/s".
+func TestHugeRatesGiveAFiniteReport(t *testing.T) {
+	half := 0.5
+	rec := &Recording{Header: Header{Host: "h"}}
+	for i := range 6 {
+		f := sample.Frame{Time: generated.Add(time.Duration(i) * time.Second),
+			Disks:  []sample.Disk{{Name: "vda", ReadBytesPerSec: 1.7e308, WriteBytesPerSec: 1.7e308, BusyPct: 1.7e308}, {Name: "vdb", ReadBytesPerSec: 1.7e308}},
+			Loader: &sample.Loader{Source: "x", SamplesPerSec: 1.7e308, BytesPerSec: 1.7e308, WaitShare: &half}}
+		rec.Frames = append(rec.Frames, Recorded{Frame: f})
+	}
+	s := Build(rec, "x", diagnose.DefaultThresholds(), generated)
+	var j, h bytes.Buffer
+	if err := WriteJSON(&j, s); err != nil {
+		t.Fatalf("JSON report: %v", err)
+	}
+	if err := WriteHTML(&h, s); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(h.String(), "Inf") || strings.Contains(h.String(), "NaN") {
+		t.Error("the HTML report shows Inf or NaN")
+	}
 }

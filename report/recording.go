@@ -33,6 +33,10 @@ type Header struct {
 	GpuwatchVersion string    `json:"gpuwatch_version"`
 	Command         []string  `json:"command"`
 	IntervalSec     float64   `json:"interval_sec"`
+	// Thresholds are the ones the session diagnosed with (nil in
+	// recordings made before they were stored): replay and report use
+	// them, so a report agrees with what was shown live.
+	Thresholds *diagnose.Thresholds `json:"thresholds,omitempty"`
 	// Part counts files of one recording: 1, then 2… after each rotation.
 	Part int `json:"part"`
 }
@@ -80,6 +84,11 @@ type Recorder struct {
 func NewRecorder(path string, h Header, maxBytes int64) (*Recorder, error) {
 	h.Type, h.Format, h.Version, h.Part = "header", RecordingFormat, RecordingVersion, 1
 	r := &Recorder{path: path, header: h, maxBytes: maxBytes}
+	if maxBytes > 0 && fileExists(path+".1") {
+		// Rotation keeps one previous part there: it must be this
+		// recording's, not a file that was there before.
+		return nil, fmt.Errorf("%s.1 exists, and rotating %s would replace it: record to a new name", path, path)
+	}
 	if err := r.open(os.O_CREATE | os.O_EXCL | os.O_WRONLY); err != nil {
 		return nil, err
 	}
@@ -209,13 +218,44 @@ type Recording struct {
 // ErrNotRecording is returned for a file that is not a gpuwatch recording.
 var ErrNotRecording = errors.New("not a gpuwatch recording")
 
+// MaxLineBytes bounds one line of a recording: a frame of a 256-core,
+// 8-GPU machine is under 100 KiB. A longer line is skipped, never loaded
+// whole.
+const MaxLineBytes = 16 << 20
+
+// readLine reads one line (with its '\n', if any) of at most limit bytes.
+// A longer line is read through to its end without keeping it, and long
+// is true.
+func readLine(br *bufio.Reader, limit int) (line []byte, long bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !long {
+			if len(line)+len(chunk) > limit {
+				long, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return line, long, err
+		}
+	}
+}
+
 // ReadRecording reads a recording up to its last good line. A file of
 // another format, or of a newer version, is refused with an error.
 func ReadRecording(r io.Reader) (*Recording, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	rec := &Recording{}
 	for lineNo := 1; ; lineNo++ {
-		line, err := br.ReadBytes('\n')
+		line, long, err := readLine(br, MaxLineBytes)
+		if long {
+			if lineNo == 1 {
+				return nil, fmt.Errorf("%w: the first line is longer than %d MiB", ErrNotRecording, MaxLineBytes>>20)
+			}
+			rec.Warnings = append(rec.Warnings, fmt.Sprintf("line %d is longer than %d MiB: skipped", lineNo, MaxLineBytes>>20))
+			continue
+		}
 		if len(line) == 0 && err != nil {
 			if err != io.EOF {
 				return rec, err

@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -270,10 +271,11 @@ func loaderInfo(rec *Recording) *LoaderInfo {
 			li.Knobs = l.Knobs
 		}
 		li.Batches = max(li.Batches, l.Batches)
-		if l.WaitShare != nil {
-			shareSum += *l.WaitShare
-			rateSum += l.SamplesPerSec
+		if l.WaitShare != nil && finite(*l.WaitShare) && finite(l.SamplesPerSec) {
+			// Running means: huge rates cannot add up to +Inf.
 			n++
+			shareSum += (*l.WaitShare - shareSum) / float64(n)
+			rateSum += (l.SamplesPerSec - rateSum) / float64(n)
 		}
 		for _, b := range l.Timeline {
 			j, _ := slices.BinarySearch(bounds, b.WaitMs)
@@ -283,9 +285,7 @@ func loaderInfo(rec *Recording) *LoaderInfo {
 	if li == nil {
 		return nil
 	}
-	if n > 0 {
-		li.MeanWaitShare, li.MeanSamplesPerSec = shareSum/float64(n), rateSum/float64(n)
-	}
+	li.MeanWaitShare, li.MeanSamplesPerSec = shareSum, rateSum
 	li.WaitHistMs = bins
 	return li
 }
@@ -307,17 +307,26 @@ func (b *bucketer) index(t time.Time) int {
 	return min(b.n-1, max(0, int(t.Sub(b.start).Seconds()/b.width)))
 }
 
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// add puts v into t's bucket. Sums are kept as running means, so values
+// near the float64 limit (a hostile or broken recording) cannot add up to
+// +Inf; a non-finite v is left out. A chart and the JSON report then hold
+// finite numbers only.
 func (b *bucketer) add(t time.Time, v float64) {
+	if !finite(v) {
+		return
+	}
 	i := b.index(t)
-	b.sums[i] += v
 	b.counts[i]++
+	b.sums[i] += (v - b.sums[i]) / float64(b.counts[i])
 }
 
 func (b *bucketer) values() []*float64 {
 	out := make([]*float64, b.n)
 	for i := range out {
 		if b.counts[i] > 0 {
-			v := b.sums[i] / float64(b.counts[i])
+			v := b.sums[i]
 			out[i] = &v
 		}
 	}

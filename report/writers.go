@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -417,15 +418,10 @@ func histogram(id string, bins []HistBin) string {
 // (.html, .md, .json), through a temporary file renamed into place, so it
 // is complete or absent. It refuses to replace a file unless force.
 func WriteFile(path string, s *Summary, force bool) error {
+	if err := CheckOutput(path, force); err != nil {
+		return err
+	}
 	ext := strings.ToLower(filepath.Ext(path))
-	if ext != ".html" && ext != ".md" && ext != ".json" {
-		return fmt.Errorf("%s: the format comes from the extension: .html, .md or .json", path)
-	}
-	if !force {
-		if _, err := os.Stat(path); err == nil {
-			return fmt.Errorf("%s exists (--force replaces it)", path)
-		}
-	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".gpuwatch-report-*")
 	if err != nil {
 		return err
@@ -449,10 +445,42 @@ func WriteFile(path string, s *Summary, force bool) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	// A file's usual mode under the user's umask (CreateTemp made it 0600).
+	if err := os.Chmod(tmp.Name(), 0o666&^umask()); err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// CheckOutput says whether a report can be written to path: its extension
+// names a format, and unless force, no file is there yet. Commands call it
+// before their work, not after.
+func CheckOutput(path string, force bool) error {
+	ext := strings.ToLower(filepath.Ext(path))
+	if ext != ".html" && ext != ".md" && ext != ".json" {
+		return fmt.Errorf("%s: the format comes from the extension: .html, .md or .json", path)
+	}
+	if !force && fileExists(path) {
+		return fmt.Errorf("%s exists (--force replaces it)", path)
+	}
+	return nil
+}
+
+// umask is the process's file mode creation mask, from /proc/self/status
+// (Linux 4.7 and later: reading it does not change it, as umask(2) would
+// for a moment); 022 where it cannot be read.
+func umask() os.FileMode {
+	b, err := os.ReadFile("/proc/self/status")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+				if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+					return os.FileMode(m)
+				}
+			}
+		}
+	}
+	return 0o022
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

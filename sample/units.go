@@ -1,11 +1,17 @@
 package sample
 
-import "strconv"
+import (
+	"math"
+	"strconv"
+)
 
 // FormatBytes renders n bytes with binary prefixes: "512B", "1.5KiB",
 // "20.3GiB". Three significant digits are enough for a dashboard.
 func FormatBytes(n float64) string {
 	const unit = 1024
+	if math.IsNaN(n) || math.IsInf(n, 0) {
+		return "?"
+	}
 	if n < 0 {
 		return "-" + FormatBytes(-n)
 	}

@@ -37,7 +37,7 @@ func runDashboard(ctx context.Context, o Options, sampler *probes.Sampler, rec *
 		title = "this machine"
 	}
 	d := &dashboard{updates: make(chan tui.Feed, 1)}
-	rec.notify = d.tell
+	rec.notify, rec.onFail = d.tell, d.tell
 	kept := &keptFrames{version: o.Version, thresholds: o.Thresholds}
 	model := tui.New(tui.Options{Updates: d.updates, Title: title, Interval: o.Interval, SetInterval: sampler.SetInterval,
 		Record: rec.toggle, Export: kept.export})

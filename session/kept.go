@@ -53,7 +53,7 @@ func (s *keptFrames) export() (string, error) {
 	if len(rec.Frames) == 0 {
 		return "", fmt.Errorf("no frame yet")
 	}
-	rec.Header = Header(&rec.Frames[0].Frame, s.version)
+	rec.Header = Header(&rec.Frames[0].Frame, s.version, s.thresholds)
 	path := "gpuwatch-report-" + time.Now().Format("20060102-150405") + ".html"
 	if err := report.WriteFile(path, report.Build(rec, "(live session)", s.thresholds, time.Now()), false); err != nil {
 		return "", err

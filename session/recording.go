@@ -23,16 +23,18 @@ type recording struct {
 	path     string // "" when not recording
 	maxBytes int64
 	version  string
+	th       diagnose.Thresholds
 	rec      *report.Recorder
 	frames   int
 	err      error // why the recording stopped early
-	notify   func(string)
+	notify   func(string) // rotations
+	onFail   func(string) // a write error stopped the recording; nil: told at the end
 	pending  []report.Note // notes before the first frame
 	loaderUp *bool         // the last loader connection state seen
 }
 
 func newRecording(o Options) *recording {
-	return &recording{maxBytes: o.RecordMaxSize, version: o.Version, notify: func(s string) { log.Print(s) }}
+	return &recording{maxBytes: o.RecordMaxSize, version: o.Version, th: o.Thresholds, notify: func(s string) { log.Print(s) }}
 }
 
 func (r *recording) start(path string) {
@@ -81,7 +83,7 @@ func (r *recording) Frame(f *sample.Frame, v diagnose.Verdict) error {
 
 func (r *recording) frameLocked(f *sample.Frame, v *diagnose.Verdict) error {
 	if r.rec == nil {
-		rec, err := report.NewRecorder(r.path, Header(f, r.version), r.maxBytes)
+		rec, err := report.NewRecorder(r.path, Header(f, r.version, r.th), r.maxBytes)
 		if err != nil {
 			return err
 		}
@@ -119,7 +121,9 @@ func (r *recording) failLocked(err error) {
 	}
 	r.err = fmt.Errorf("%s: %w", r.path, err)
 	r.rec, r.path = nil, ""
-	r.notify("recording stopped: " + r.err.Error())
+	if r.onFail != nil {
+		r.onFail("recording stopped: " + r.err.Error())
+	}
 }
 
 // Note implements Observer.
@@ -159,9 +163,9 @@ func (r *recording) toggle() (string, error) {
 }
 
 // Header is a recording's (and a live report's) header for a session
-// whose first frame is f: this host, its cores, f's GPUs, this build and
-// its command line, with credentials taken out of URLs.
-func Header(f *sample.Frame, version string) report.Header {
+// whose first frame is f: this host, its cores, f's GPUs, this build, its
+// command line with credentials taken out of URLs, and the thresholds.
+func Header(f *sample.Frame, version string, th diagnose.Thresholds) report.Header {
 	host, _ := os.Hostname()
 	gpus := []string{}
 	for _, g := range f.GPUs {
@@ -169,6 +173,6 @@ func Header(f *sample.Frame, version string) report.Header {
 	}
 	return report.Header{
 		Time: f.Time, Host: host, Cores: runtime.NumCPU(), GPUs: gpus,
-		GpuwatchVersion: version, Command: report.RedactArgs(os.Args), IntervalSec: f.IntervalSec,
+		GpuwatchVersion: version, Command: report.RedactArgs(os.Args), IntervalSec: f.IntervalSec, Thresholds: &th,
 	}
 }

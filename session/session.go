@@ -77,8 +77,10 @@ func Run(ctx context.Context, o Options) error {
 	dashboard := !o.Headless && !o.JSON && IsTerminal(o.Stdout)
 	rec := newRecording(o)
 	if o.Record != "" {
-		if _, err := os.Stat(o.Record); err == nil {
-			return fmt.Errorf("--record %s: the file exists; record to a new file", o.Record)
+		for _, p := range []string{o.Record, o.Record + ".1"} {
+			if _, err := os.Stat(p); err == nil {
+				return fmt.Errorf("--record %s: %s exists; record to a new file", o.Record, p)
+			}
 		}
 		rec.start(o.Record)
 	}
@@ -101,6 +103,9 @@ func Run(ctx context.Context, o Options) error {
 		err = runDashboard(ctx, o, sampler, rec)
 	} else {
 		rec.notify = func(s string) { fmt.Fprintln(o.Stderr, "gpuwatch:", s) }
+		if !o.RecordRequired { // else the session's error says it
+			rec.onFail = rec.notify
+		}
 		obs := []Observer{newHeadless(o.Stdout, o.JSON), rec}
 		if o.OnFrame != nil {
 			obs = append(obs, frameFunc(o.OnFrame))
@@ -115,6 +120,10 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("recording %w", recErr)
 	case recErr != nil:
 		fmt.Fprintf(o.Stderr, "gpuwatch: recording %v\n", recErr)
+	case path != "" && n == 0 && o.RecordRequired:
+		return fmt.Errorf("no frame came before the end (the first comes after --interval %v): %s not written", o.Interval, path)
+	case path != "" && n == 0:
+		fmt.Fprintf(o.Stderr, "gpuwatch: no frame came before the end: %s not written\n", path)
 	case path != "" && !dashboard:
 		fmt.Fprintf(o.Stderr, "gpuwatch: recorded %d frames to %s\n", n, path)
 	}
