@@ -26,9 +26,9 @@ type recording struct {
 	th       diagnose.Thresholds
 	rec      *report.Recorder
 	frames   int
-	err      error // why the recording stopped early
-	notify   func(string) // rotations
-	onFail   func(string) // a write error stopped the recording; nil: told at the end
+	err      error         // why the recording stopped early
+	notify   func(string)  // rotations
+	onFail   func(string)  // a write error stopped the recording; nil: told at the end
 	pending  []report.Note // notes before the first frame
 	loaderUp *bool         // the last loader connection state seen
 }
