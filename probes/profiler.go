@@ -95,7 +95,7 @@ func (p *Profiler) take(ctx context.Context) (*sample.Profile, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := readCapped(resp.Body, 4<<10, "error")
-		if resp.StatusCode == http.StatusInternalServerError && bytes.Contains(msg, []byte("already in use")) {
+		if resp.StatusCode == http.StatusConflict || resp.StatusCode == http.StatusInternalServerError && bytes.Contains(msg, []byte("already in use")) {
 			return nil, errProfilingBusy
 		}
 		return nil, fmt.Errorf("/debug/pprof/profile answered %s", resp.Status)
@@ -114,8 +114,9 @@ func (p *Profiler) take(ctx context.Context) (*sample.Profile, error) {
 	return s, nil
 }
 
-// errProfilingBusy is Go's answer while another CPU profile of the same
-// process runs (500 "cpu profiling already in use").
+// errProfilingBusy is the answer while another CPU profile of the same
+// process runs: Go's 500 "cpu profiling already in use", the Python
+// hook's 409.
 var errProfilingBusy = errors.New("another CPU profile of the loader is being taken")
 
 // Name implements Probe.

@@ -416,14 +416,26 @@ def _serve(host: str, port: int, quiet: bool):
         return stats, srv
 
 
+#: At most this many connections are served at once; more are closed at
+#: once. A scrape and a profile need two; a flood must not grow threads.
+MAX_CONNECTIONS = 16
+
+#: The longest profile served, in seconds (gpuwatch asks for 5).
+MAX_PROFILE_SECONDS = 60
+
+
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    # A deep accept queue: a burst of connections is accepted (and the
+    # ones past MAX_CONNECTIONS closed) at once, not after SYN retries.
+    request_queue_size = 256
 
     def __init__(self, addr, stats: _Stats) -> None:
         if ":" in addr[0]:
             self.address_family = socket.AF_INET6
         super().__init__(addr, _Handler)
         self.stats = stats
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.profiling = threading.Lock()
         self.thread_ident = None
         h, p = self.server_address[:2]
@@ -432,10 +444,30 @@ class _Server(http.server.ThreadingHTTPServer):
     def handle_error(self, request, client_address) -> None:
         pass  # a request that failed is the client's problem, not the training log's
 
+    def process_request(self, request, client_address) -> None:
+        # One thread per connection, but never more than MAX_CONNECTIONS.
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
     server_version = "gpuwatch_hook/" + __version__
+    #: Seconds a connection may sit without sending its request (or
+    #: reading the answer): an idle or half-open one is closed then.
+    timeout = 10
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         u = urllib.parse.urlsplit(self.path)
@@ -457,8 +489,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             seconds = float(raw)
         except ValueError:
             seconds = -1.0
-        if not 0 < seconds <= 600:
-            self._send(400, "text/plain; charset=utf-8", b"seconds: want a number of seconds in (0, 600]\n")
+        if not 0 < seconds <= MAX_PROFILE_SECONDS:
+            msg = "seconds: want a number of seconds in (0, %d]\n" % MAX_PROFILE_SECONDS
+            self._send(400, "text/plain; charset=utf-8", msg.encode())
             return
         if not self.server.profiling.acquire(blocking=False):
             self._send(409, "text/plain; charset=utf-8", b"a profile is already being taken; try again when it ends\n")

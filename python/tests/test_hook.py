@@ -349,11 +349,37 @@ class HookTest(unittest.TestCase):
         with self.assertRaises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(w.url + "/nope", timeout=5)
         self.assertEqual(e.exception.code, 404)
-        for bad in ("abc", "0", "-1", "601", "nan"):
+        for bad in ("abc", "0", "-1", "61", "601", "nan", "inf"):
             with self.assertRaises(urllib.error.HTTPError) as e:
                 urllib.request.urlopen(w.url + "/debug/pprof/profile?seconds=" + bad, timeout=5)
             self.assertEqual(e.exception.code, 400, bad)
 
+    def test_idle_connections_are_bounded_and_time_out(self):
+        """150 connections that never send a request: those past
+        MAX_CONNECTIONS are closed at once, at most MAX_CONNECTIONS threads
+        serve the rest (each with a socket timeout), and scrapes go on."""
+        self.assertTrue(0 < hook._Handler.timeout <= 30)
+        w = self.watch([1])
+        host, port = w.url[len("http://"):].rsplit(":", 1)
+        before = threading.active_count()
+        socks = [socket.create_connection((host, int(port)), timeout=5) for _ in range(150)]
+        try:
+            closed, deadline = 0, time.monotonic() + 3
+            for s in socks:
+                s.settimeout(max(0.01, deadline - time.monotonic()))
+                try:
+                    if s.recv(1) == b"":
+                        closed += 1
+                except socket.timeout:
+                    pass  # held by a handler, waiting for its request
+                except OSError:
+                    closed += 1
+            self.assertGreaterEqual(closed, 150 - hook.MAX_CONNECTIONS)
+            self.assertLessEqual(threading.active_count() - before, hook.MAX_CONNECTIONS)
+        finally:
+            for s in socks:
+                s.close()
+        self.assertEqual(self.metrics(w)["gpuwatch_loader_batches_total"], 0)
 
 def spin(stop):
     x = 0
