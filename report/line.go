@@ -175,26 +175,6 @@ func writeGPU(b *strings.Builder, g *sample.GPU) {
 	}
 }
 
-// Printable replaces every control character in s — C0, DEL and C1, ESC
-// above all — with U+FFFD, so a process named "\x1b]0;PWN\x07" cannot
-// retitle or clear the terminal it is printed to.
-func Printable(s string) string {
-	clean := true
-	for _, r := range s {
-		if isControl(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if isControl(r) {
-			return '\uFFFD'
-		}
-		return r
-	}, s)
-}
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+// Printable is sample.Printable: no control character of a name from
+// outside reaches a terminal.
+func Printable(s string) string { return sample.Printable(s) }

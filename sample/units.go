@@ -3,6 +3,7 @@ package sample
 import (
 	"math"
 	"strconv"
+	"strings"
 )
 
 // FormatBytes renders n bytes with binary prefixes: "512B", "1.5KiB",
@@ -30,3 +31,29 @@ func FormatBytes(n float64) string {
 	}
 	return strconv.FormatFloat(n, 'f', prec, 64) + suffixes[i]
 }
+
+// Printable replaces every control character in s — C0, DEL and C1, ESC
+// above all — with U+FFFD, so a process named "\x1b]0;PWN\x07" cannot
+// retitle or clear the terminal it is printed to. Every name from outside
+// (processes, threads, disks, loaders, evidence that quotes them) goes
+// through it on its way to a terminal.
+func Printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if isControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }

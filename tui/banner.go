@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // banner is the verdict first: the kind in words and colour, since when,
@@ -39,7 +40,7 @@ func (m *Model) banner(w int) []string {
 	lines := []string{head}
 	for i := 0; i < 2; i++ {
 		if i < len(v.Evidence) {
-			lines = append(lines, "  ▸ "+v.Evidence[i].Text)
+			lines = append(lines, "  ▸ "+sample.Printable(v.Evidence[i].Text))
 		} else if i == 0 && len(v.Missing) > 0 && v.Kind == diagnose.WarmingUp {
 			lines = append(lines, m.styles.Dim.Render("  collecting a few seconds of samples…"))
 		} else {

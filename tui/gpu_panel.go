@@ -58,7 +58,7 @@ func (gpuPanel) draw(m *Model, w, h int) []string {
 }
 
 func (m *Model) gpuLine(g *sample.GPU, hist []*sample.Frame, w int) string {
-	name := strings.TrimPrefix(strings.TrimPrefix(g.Name, "NVIDIA "), "AMD ")
+	name := sample.Printable(strings.TrimPrefix(strings.TrimPrefix(g.Name, "NVIDIA "), "AMD "))
 	if f := strings.Fields(name); len(f) > 2 {
 		name = f[0] + " " + f[1] // "H100 80GB HBM3" → "H100 80GB"
 	}

@@ -3,6 +3,8 @@ package tui
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // loaderPanel is the "train row": a timeline strip of the latest batches,
@@ -33,7 +35,7 @@ func (loaderPanel) draw(m *Model, w, h int) []string {
 		if l.DisconnectedSince != nil {
 			since = " since " + l.DisconnectedSince.Format("15:04:05")
 		}
-		lines = append(lines, m.styles.Bad.Render("disconnected"+since+": retrying ")+m.styles.Dim.Render(l.Source))
+		lines = append(lines, m.styles.Bad.Render("disconnected"+since+": retrying ")+m.styles.Dim.Render(sample.Printable(l.Source)))
 		return block(lines, w, h)
 	}
 	lines = append(lines, m.trainRow(w-2))

@@ -367,7 +367,7 @@ func (m *Model) detailLines(w int) []string {
 		"", m.styles.Label.Render("Evidence"),
 	}
 	for _, e := range v.Evidence {
-		out = append(out, wrap("  • "+e.Text+m.styles.Dim.Render(fmt.Sprintf("  [%s %s %.3g %s %.3g]", e.Metric, "=", e.Value, e.Op, e.Threshold)), w, "    ")...)
+		out = append(out, wrap("  • "+sample.Printable(e.Text)+m.styles.Dim.Render(fmt.Sprintf("  [%s %s %.3g %s %.3g]", e.Metric, "=", e.Value, e.Op, e.Threshold)), w, "    ")...)
 	}
 	if len(v.Evidence) == 0 {
 		out = append(out, "  (none)")
@@ -375,7 +375,7 @@ func (m *Model) detailLines(w int) []string {
 	if len(v.Secondary) > 0 {
 		out = append(out, "", m.styles.Label.Render("Also seen"))
 		for _, f := range v.Secondary {
-			out = append(out, wrap("  + "+f.Kind.String()+": "+f.Text, w, "    ")...)
+			out = append(out, wrap("  + "+f.Kind.String()+": "+sample.Printable(f.Text), w, "    ")...)
 		}
 	}
 	out = append(out, "", m.styles.Label.Render("What to change"))

@@ -35,7 +35,7 @@ func (procPanel) draw(m *Model, w, h int) []string {
 	if len(p.Threads) > 0 {
 		rows = append(rows, m.styles.Label.Render(fmt.Sprintf("%7s %5s %4s %7s %9s  %s", "TID", "CPU%", "", "", "", "THREAD")))
 		for _, t := range p.Threads {
-			line := fmt.Sprintf("%7d %5.0f %4s %7s %9s  %s (pid %d)", t.TID, t.CPUPct, "", "", "", t.Name, t.PID)
+			line := fmt.Sprintf("%7d %5.0f %4s %7s %9s  %s (pid %d)", t.TID, t.CPUPct, "", "", "", sample.Printable(t.Name), t.PID)
 			if t.CPUPct >= 90 {
 				line = m.styles.Bad.Render(line)
 			}
@@ -53,5 +53,5 @@ func procRow(pr *sample.Proc) string {
 	if pr.ReadBytesPerSec != nil {
 		read = size(*pr.ReadBytesPerSec)
 	}
-	return fmt.Sprintf("%7d %5.0f %4d %7s %9s  %s", pr.PID, pr.CPUPct, pr.Threads, size(float64(pr.RSSBytes)), read, pr.Name)
+	return fmt.Sprintf("%7d %5.0f %4d %7s %9s  %s", pr.PID, pr.CPUPct, pr.Threads, size(float64(pr.RSSBytes)), read, sample.Printable(pr.Name))
 }

@@ -76,7 +76,7 @@ func (diskPanel) draw(m *Model, w, h int) []string {
 	off := min(m.scroll[pDisks], max(0, len(f.Disks)-h))
 	var lines []string
 	for _, d := range f.Disks[off:] {
-		line := fmt.Sprintf("%-9s r %7s/s w %7s/s %s%s", d.Name, size(d.ReadBytesPerSec), size(d.WriteBytesPerSec), m.bar(d.BusyPct, 8), pct(d.BusyPct))
+		line := fmt.Sprintf("%-9s r %7s/s w %7s/s %s%s", sample.Printable(d.Name), size(d.ReadBytesPerSec), size(d.WriteBytesPerSec), m.bar(d.BusyPct, 8), pct(d.BusyPct))
 		if d.AwaitMs != nil {
 			line += " " + ms(*d.AwaitMs)
 		}
@@ -102,7 +102,7 @@ func (netPanel) draw(m *Model, w, h int) []string {
 	}
 	var lines []string
 	for _, n := range f.Net {
-		lines = append(lines, fmt.Sprintf("%-10s rx %8s/s  tx %8s/s", n.Name, size(n.RxBytesPerSec), size(n.TxBytesPerSec)))
+		lines = append(lines, fmt.Sprintf("%-10s rx %8s/s  tx %8s/s", sample.Printable(n.Name), size(n.RxBytesPerSec), size(n.TxBytesPerSec)))
 	}
 	return block(lines, w, h)
 }
@@ -131,12 +131,12 @@ func (profilePanel) draw(m *Model, w, h int) []string {
 	if len(p.Categories) > 0 {
 		line := fmt.Sprintf("%.1f s CPU in %.0f s, taken %s:", p.CPUSec, p.DurationSec, p.TakenAt.Format("15:04:05"))
 		for _, c := range p.Categories {
-			line += fmt.Sprintf(" %s %.0f%%", c.Name, 100*c.Share)
+			line += fmt.Sprintf(" %s %.0f%%", sample.Printable(c.Name), 100*c.Share)
 		}
 		lines = append(lines, line)
 		lines = append(lines, m.styles.Label.Render(fmt.Sprintf("%6s %6s  %s", "FLAT", "CUM", "FUNCTION")))
 		for _, f := range p.Top {
-			lines = append(lines, fmt.Sprintf("%5.1f%% %5.1f%%  %s", 100*f.Flat, 100*f.Cum, f.Name))
+			lines = append(lines, fmt.Sprintf("%5.1f%% %5.1f%%  %s", 100*f.Flat, 100*f.Cum, sample.Printable(f.Name)))
 		}
 	}
 	if p.Error != "" {

@@ -220,3 +220,30 @@ func BenchmarkView256Cores8GPUs16Disks(b *testing.B) {
 		})
 	}
 }
+
+// TestNamesFromOutsideCarryNoTerminalEscapes: a process, thread, disk,
+// interface, GPU, loader and profile function named with escape sequences
+// (retitle, clear screen) reach the screen with their control characters
+// replaced; the dashboard's own styling is the only escape left.
+func TestNamesFromOutsideCarryNoTerminalEscapes(t *testing.T) {
+	const evil = "\x1b]0;PWN\x07\x1b[2J"
+	m := synthetic(6, func(i int, f *sample.Frame) {
+		hostParts(f, 4, func(int) float64 { return 50 }, 1)
+		f.Disks[0].Name = evil
+		f.Net = []sample.NetIf{{Name: evil}}
+		f.Procs = &sample.Procs{FocusPID: 1, List: []sample.Proc{{PID: 1, Name: evil, CPUPct: 99}}, Threads: []sample.Thread{{TID: 1, PID: 1, Name: evil, CPUPct: 99}}}
+		f.GPUs = []sample.GPU{{Name: evil, UtilPct: f64(10)}}
+		f.Loader = &sample.Loader{Source: evil, Connected: new(bool)}
+		f.Profile = &sample.Profile{Categories: []sample.ProfileCategory{{Name: "reading", Share: 1}}, Top: []sample.ProfileFunc{{Name: evil, Flat: 1, Cum: 1}}}
+	})
+	for _, size := range [][2]int{{120, 40}, {200, 60}} {
+		m.w, m.h = size[0], size[1]
+		out := m.Render()
+		if strings.Contains(out, "\x1b]") || strings.Contains(out, "\x07") || strings.Contains(out, "\x1b[2J") {
+			t.Fatalf("%dx%d: a name's escape sequence reached the screen", size[0], size[1])
+		}
+		if !strings.Contains(ansi.Strip(out), "]0;PWN") {
+			t.Fatalf("%dx%d: the names' printable part is not shown", size[0], size[1])
+		}
+	}
+}
