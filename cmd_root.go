@@ -22,6 +22,8 @@ type watchFlags struct {
 	json     bool
 	pid      int
 	allDisks bool
+	allNet   bool
+	once     bool
 	procRoot string
 	sysRoot  string
 
@@ -34,12 +36,14 @@ type watchFlags struct {
 
 func (w *watchFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.DurationVar(&w.interval, "interval", time.Second, "time between samples")
-	fl.DurationVar(&w.duration, "duration", 0, "stop after this long (0: run until Ctrl-C)")
+	fl.DurationVarP(&w.interval, "interval", "n", time.Second, "time between samples")
+	fl.DurationVarP(&w.duration, "duration", "d", 0, "stop after this long (0: run until Ctrl-C; with --once, the cap instead of 60s)")
 	fl.BoolVar(&w.headless, "headless", false, "print one line per interval instead of the dashboard (the default when stdout is not a terminal)")
 	fl.BoolVar(&w.json, "json", false, "with --headless: print one JSON object per line (schema: docs/json.md)")
-	fl.IntVar(&w.pid, "pid", 0, "watch this process and its descendants (e.g. the training process and its DataLoader workers)")
+	fl.IntVarP(&w.pid, "pid", "p", 0, "watch this process and its descendants (e.g. the training process and its DataLoader workers)")
 	fl.BoolVar(&w.allDisks, "all-disks", false, "also show partitions and virtual block devices (loop, ram, dm-)")
+	fl.BoolVar(&w.allNet, "all-net", false, "also show virtual network interfaces (lo, ifb*, veth*)")
+	fl.BoolVar(&w.once, "once", false, "sample until the verdict settles (at most 60s, or --duration), print one summary and exit: 0 healthy or idle, 3 a bottleneck")
 	fl.StringVar(&w.procRoot, "proc-root", "/proc", "where procfs is mounted (a host's /proc seen from a container)")
 	fl.StringVar(&w.sysRoot, "sys-root", "/sys", "where sysfs is mounted")
 	w.th.register(cmd)
@@ -180,7 +184,7 @@ func wrapArgs(cmd *cobra.Command) {
 func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
 	return session.Options{
 		Interval: w.interval, Duration: w.duration, PID: w.pid,
-		Roots: probes.Roots{Proc: w.procRoot, Sys: w.sysRoot}, AllDisks: w.allDisks,
+		Roots: probes.Roots{Proc: w.procRoot, Sys: w.sysRoot}, AllDisks: w.allDisks, AllNet: w.allNet, Once: w.once,
 		Thresholds: w.thresholds, Record: w.record, RecordMaxSize: w.recordMaxSize,
 		Headless: w.headless, JSON: w.json, Version: version, Stdout: stdout, Stderr: stderr,
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/session"
 )
 
 // Set by the release build with -ldflags "-X main.version=… -X main.commit=…".
@@ -27,7 +28,8 @@ func main() {
 }
 
 // run executes the command line and returns the exit status: 0 on success
-// (and on Ctrl-C or SIGTERM), 2 on a usage error, 1 on any other failure.
+// (and on Ctrl-C or SIGTERM), 2 on a usage error, 3 when --once found a
+// bottleneck, 1 on any other failure.
 func run(args []string, stdout, stderr io.Writer) int {
 	// SIGHUP: the ssh session dropped; stop cleanly like on Ctrl-C.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -35,8 +37,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	if err == nil {
+	switch {
+	case err == nil:
 		return 0
+	case errors.Is(err, session.ErrBottleneck):
+		return 3 // --once found a bottleneck: its summary is printed
 	}
 	fmt.Fprintf(stderr, "gpuwatch: %s\n", report.Printable(err.Error()))
 	var ue *usageError

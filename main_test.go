@@ -315,3 +315,38 @@ func TestDemoCustomConfigWithEventsAndJSON(t *testing.T) {
 		t.Fatalf("%d get-batch end events, want 3 epochs × 20", n)
 	}
 }
+
+// TestOnceExitsOnTheSettledVerdict: --once samples until the verdict has
+// held, prints one summary (--json: one object) and exits 3 for a
+// bottleneck (num_workers=0 with heavy decode) and 0 for a healthy loader.
+func TestOnceExitsOnTheSettledVerdict(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		knob []string
+		kind string
+		code int
+	}{
+		{"inline loading is a bottleneck", []string{"--workers", "0", "--decode-cost", "2ms", "--step-time", "5ms"}, "single_core_maxed", 3},
+		{"a slow step is healthy", []string{"--workers", "2", "--decode-cost", "50us", "--step-time", "40ms"}, "healthy", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var out, errb bytes.Buffer
+			args := append([]string{"demo", "--once", "--json", "--interval", "250ms", "--duration", "40s",
+				"--dataset", dir, "--dataset-size", "8MiB", "--sample-size", "16KiB"}, c.knob...)
+			code := run(args, &out, &errb)
+			var s struct {
+				Type    string
+				Settled bool
+				Frames  int
+				Verdict struct{ Kind string }
+			}
+			if err := json.Unmarshal(out.Bytes(), &s); err != nil || strings.Count(out.String(), "\n") != 1 {
+				t.Fatalf("want one JSON object, got %q (%v); stderr %s", out.String(), err, errb.String())
+			}
+			if code != c.code || s.Type != "summary" || !s.Settled || s.Verdict.Kind != c.kind {
+				t.Fatalf("exit %d, summary %+v: want exit %d on a settled %s (stderr %s)", code, s, c.code, c.kind, errb.String())
+			}
+		})
+	}
+}

@@ -9,7 +9,7 @@ import (
 // BenchmarkSamplerTickSystem is one Sampler tick of every system probe on
 // this machine's real /proc and /sys. Target: ≤ 1 ms and ≤ 200 allocations.
 func BenchmarkSamplerTickSystem(b *testing.B) {
-	s := NewSampler(SystemProbes(Roots{}, ProcOptions{}, DiskOptions{}), SamplerOptions{Timeout: time.Second})
+	s := NewSampler(SystemProbes(Roots{}, ProcOptions{}, DiskOptions{}, NetOptions{}), SamplerOptions{Timeout: time.Second})
 	defer s.Close()
 	ctx := context.Background()
 	s.Tick(ctx)
@@ -22,7 +22,7 @@ func BenchmarkSamplerTickSystem(b *testing.B) {
 
 // BenchmarkProbeCollect measures each system probe alone on the real /proc.
 func BenchmarkProbeCollect(b *testing.B) {
-	for _, p := range SystemProbes(Roots{}, ProcOptions{}, DiskOptions{}) {
+	for _, p := range SystemProbes(Roots{}, ProcOptions{}, DiskOptions{}, NetOptions{}) {
 		b.Run(p.Name(), func(b *testing.B) {
 			ctx := context.Background()
 			tick := time.Now()

@@ -45,13 +45,26 @@ type Net struct {
 	ifs      map[string]*netEntry
 	round    uint64
 	prevTime time.Time
-	// IncludeLoopback keeps "lo", left out by default.
-	IncludeLoopback bool
+	opt      NetOptions
+}
+
+// NetOptions choose which interfaces are shown.
+type NetOptions struct {
+	// All includes the virtual interfaces left out by default: loopback
+	// (lo), traffic shapers (ifb*) and container veth pairs (veth*), whose
+	// traffic is counted again on a real interface or is no machine's I/O.
+	All bool
+}
+
+// virtualNet says whether an interface is one of the virtual kinds left
+// out by default.
+func virtualNet(name []byte) bool {
+	return string(name) == "lo" || bytes.HasPrefix(name, []byte("ifb")) || bytes.HasPrefix(name, []byte("veth"))
 }
 
 // NewNet returns the network probe reading procRoot/net/dev.
-func NewNet(procRoot string) *Net {
-	return &Net{path: filepath.Join(procRoot, "net", "dev"), scratch: new(fieldBuf), ifs: make(map[string]*netEntry)}
+func NewNet(procRoot string, opt NetOptions) *Net {
+	return &Net{path: filepath.Join(procRoot, "net", "dev"), scratch: new(fieldBuf), ifs: make(map[string]*netEntry), opt: opt}
 }
 
 // Name implements Probe.
@@ -74,7 +87,7 @@ func (p *Net) Collect(_ context.Context, f *sample.Frame) error {
 		if err != nil {
 			return fmt.Errorf("parse %s: %w", p.path, err)
 		}
-		if !ok || (!p.IncludeLoopback && string(name) == "lo") {
+		if !ok || (!p.opt.All && virtualNet(name)) {
 			continue
 		}
 		e, known := p.ifs[string(name)]

@@ -1,10 +1,13 @@
 package probes
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestNetRatesSkipLoopback(t *testing.T) {
 	s := newSnapshots(t, "normal")
-	p := NewNet(s.roots().Proc)
+	p := NewNet(s.roots().Proc, NetOptions{})
 	s.mustCollect(p, "t0")
 	n := s.mustCollect(p, "t1").Net
 	if len(n) != 1 || n[0].Name != "eth0" {
@@ -16,7 +19,7 @@ func TestNetRatesSkipLoopback(t *testing.T) {
 
 func TestNetCounterResetSkipsOneInterval(t *testing.T) {
 	s := newSnapshots(t, "backwards")
-	p := NewNet(s.roots().Proc)
+	p := NewNet(s.roots().Proc, NetOptions{})
 	s.mustCollect(p, "t0")
 	if n := s.mustCollect(p, "t1").Net; len(n) != 0 {
 		t.Fatalf("reset counters gave %+v", n)
@@ -27,4 +30,23 @@ func TestNetCounterResetSkipsOneInterval(t *testing.T) {
 	}
 	near(t, "rx after reset", n[0].RxBytesPerSec, 100000)
 	near(t, "tx after reset", n[0].TxBytesPerSec, 50000)
+}
+
+func TestNetHidesVirtualInterfacesUnlessAskedFor(t *testing.T) {
+	for _, c := range []struct {
+		all  bool
+		want []string
+	}{{false, []string{"eth0"}}, {true, []string{"eth0", "ifb0", "lo", "veth3f2a"}}} {
+		s := newSnapshots(t, "virtual-net")
+		p := NewNet(s.roots().Proc, NetOptions{All: c.all})
+		s.mustCollect(p, "t0")
+		var got []string
+		for _, n := range s.mustCollect(p, "t1").Net {
+			got = append(got, n.Name)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("all=%v: interfaces %v, want %v", c.all, got, c.want)
+		}
+	}
 }

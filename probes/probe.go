@@ -61,13 +61,13 @@ func (r Roots) withDefaults() Roots {
 
 // SystemProbes returns the host probes in display order: CPU, memory, disks,
 // network, PSI and processes.
-func SystemProbes(r Roots, opt ProcOptions, disk DiskOptions) []Probe {
+func SystemProbes(r Roots, opt ProcOptions, disk DiskOptions, net NetOptions) []Probe {
 	r = r.withDefaults()
 	return []Probe{
 		NewCPU(r.Proc),
 		NewMem(r.Proc),
 		NewDisk(r, disk),
-		NewNet(r.Proc),
+		NewNet(r.Proc, net),
 		NewPSI(r.Proc),
 		NewProc(r.Proc, opt),
 	}

@@ -170,7 +170,7 @@ func TestSamplerRunStopsOnCancel(t *testing.T) {
 // TestSystemProbesOnThisMachine runs the real probes on the real /proc: the
 // per-core list must match the kernel's CPU count and memory must add up.
 func TestSystemProbesOnThisMachine(t *testing.T) {
-	s := NewSampler(SystemProbes(Roots{}, ProcOptions{}, DiskOptions{}), SamplerOptions{})
+	s := NewSampler(SystemProbes(Roots{}, ProcOptions{}, DiskOptions{}, NetOptions{}), SamplerOptions{})
 	defer s.Close()
 	s.Tick(context.Background())
 	f := s.Tick(context.Background())

@@ -35,6 +35,7 @@ type Options struct {
 	PID, Focus int
 	Roots      probes.Roots
 	AllDisks   bool
+	AllNet     bool
 	Thresholds diagnose.Thresholds
 	// Probes are the command's own sources beside the system's (a loader,
 	// a profiler).
@@ -53,6 +54,10 @@ type Options struct {
 	// Headless prints lines (JSON lines with JSON) instead of the
 	// dashboard; it is implied when Stdout is not a terminal.
 	Headless, JSON bool
+	// Once samples until the verdict settles (at most OnceCap, or
+	// Duration), prints one summary and returns ErrBottleneck when the
+	// verdict is a problem.
+	Once bool
 	// OnFrame sees every frame and its verdict (the exporter).
 	OnFrame func(*sample.Frame, diagnose.Verdict)
 	// Version names the build in recordings and reports.
@@ -74,7 +79,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
-	dashboard := !o.Headless && !o.JSON && IsTerminal(o.Stdout)
+	dashboard := !o.Headless && !o.JSON && !o.Once && IsTerminal(o.Stdout)
 	rec := newRecording(o)
 	if o.Record != "" {
 		for _, p := range []string{o.Record, o.Record + ".1"} {
@@ -88,17 +93,28 @@ func Run(ctx context.Context, o Options) error {
 	if pid == 0 {
 		pid = o.Focus
 	}
-	ps := probes.SystemProbes(o.Roots, probes.ProcOptions{PID: pid}, probes.DiskOptions{All: o.AllDisks})
+	ps := probes.SystemProbes(o.Roots, probes.ProcOptions{PID: pid}, probes.DiskOptions{All: o.AllDisks}, probes.NetOptions{All: o.AllNet})
 	ps = append(ps, probes.NewGPU(probes.DefaultGPUSources(o.Roots.Sys)...))
 	ps = append(ps, o.Probes...)
 	sampler := probes.NewSampler(ps, probes.SamplerOptions{Interval: o.Interval})
 	defer sampler.Close()
-	if o.Duration > 0 {
+	limit := o.Duration
+	if o.Once && limit == 0 {
+		limit = OnceCap
+	}
+	if limit > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.Duration)
+		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
 	var err error
+	var once *settle
+	if o.Once {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		once = &settle{stop: cancel}
+	}
 	if dashboard {
 		err = runDashboard(ctx, o, sampler, rec)
 	} else {
@@ -106,15 +122,23 @@ func Run(ctx context.Context, o Options) error {
 		if !o.RecordRequired { // else the session's error says it
 			rec.onFail = rec.notify
 		}
-		obs := []Observer{newHeadless(o.Stdout, o.JSON), rec}
+		obs := []Observer{rec}
+		if once != nil {
+			obs = append(obs, once)
+		} else {
+			obs = append(obs, newHeadless(o.Stdout, o.JSON))
+		}
 		if o.OnFrame != nil {
 			obs = append(obs, frameFunc(o.OnFrame))
 		}
 		err = loop(ctx, sampler, diagnose.NewDiagnoser(o.Thresholds), o.Notes, obs)
 	}
 	path, n, recErr := rec.stop()
+	if err == nil && once != nil {
+		err = once.summary(o.Stdout, o.JSON)
+	}
 	switch {
-	case err != nil:
+	case err != nil && !errors.Is(err, ErrBottleneck):
 		return err
 	case recErr != nil && o.RecordRequired:
 		return fmt.Errorf("recording %w", recErr)
@@ -127,7 +151,7 @@ func Run(ctx context.Context, o Options) error {
 	case path != "" && !dashboard:
 		fmt.Fprintf(o.Stderr, "gpuwatch: recorded %d frames to %s\n", n, path)
 	}
-	return nil
+	return err
 }
 
 // loop is the session's one frame loop: each frame through the diagnoser
