@@ -12,6 +12,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/tui"
 )
 
 // watchFlags are the flags of every command that watches this machine.
@@ -55,7 +56,7 @@ func (w *watchFlags) register(cmd *cobra.Command) {
 // validate checks flag values that pflag's types do not.
 func (w *watchFlags) validate(cmd *cobra.Command) error {
 	switch {
-	case w.interval < 50*time.Millisecond || w.interval > time.Hour:
+	case w.interval < tui.MinInterval || w.interval > tui.MaxInterval:
 		return usageErrorf(cmd, "--interval %v: must be between 50ms and 1h", w.interval)
 	case w.duration < 0:
 		return usageErrorf(cmd, "--duration %v: must not be negative", w.duration)

@@ -51,7 +51,10 @@ type flowT struct {
 func flow(t *testing.T, opt Options) *flowT {
 	t.Helper()
 	ch := make(chan Feed)
-	opt.Updates, opt.Interval = ch, time.Second
+	opt.Updates = ch
+	if opt.Interval == 0 {
+		opt.Interval = time.Second
+	}
 	m := New(opt)
 	snaps := make(chan snapshot, 1024)
 	tm := teatest.NewTestModel(t, spy{m, snaps}, teatest.WithInitialTermSize(100, 30),
@@ -289,5 +292,35 @@ func TestFlowReplayKeysDriveThePlayer(t *testing.T) {
 	}
 	if f.m.focus != pCPU {
 		t.Fatalf("tab did not move focus: %v", f.m.focus)
+	}
+}
+
+// TestFlowIntervalKeysKeepToTheFlagsRange: from an interval outside the
+// old 250ms–10s key range, + and - move the right way and stop at
+// --interval's own bounds (50ms, 1h).
+func TestFlowIntervalKeysKeepToTheFlagsRange(t *testing.T) {
+	var got []time.Duration
+	f := flow(t, Options{Interval: 20 * time.Second, SetInterval: func(d time.Duration) { got = append(got, d) }})
+	f.frame(0, diagnose.Healthy, "x")
+	f.press("-")
+	f.sees("interval 40s")
+	f.press("=")
+	f.press("=")
+	f.sees("interval 10s")
+	f.quit()
+	if len(got) != 3 || got[0] != 40*time.Second || got[1] != 20*time.Second {
+		t.Fatalf("intervals asked for: %v", got)
+	}
+	m := New(Options{Interval: 60 * time.Millisecond, SetInterval: func(time.Duration) {}})
+	for range 3 {
+		m.Update(tea.KeyPressMsg{Code: '+', Text: "+"})
+	}
+	if m.interval != MinInterval {
+		t.Errorf("after + at 60ms: %v, want the floor %v", m.interval, MinInterval)
+	}
+	m = New(Options{Interval: 40 * time.Minute, SetInterval: func(time.Duration) {}})
+	m.Update(tea.KeyPressMsg{Code: '-', Text: "-"})
+	if m.interval != MaxInterval {
+		t.Errorf("after - at 40m: %v, want the ceiling %v", m.interval, MaxInterval)
 	}
 }

@@ -13,12 +13,12 @@ func DefaultKeyMap() KeyMap {
 		Quit:    key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 		Help:    key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Pause:   key.NewBinding(key.WithKeys("space"), key.WithHelp("space", "pause the view (sampling goes on)")),
-		Faster:  key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "sample more often")),
-		Slower:  key.NewBinding(key.WithKeys("-"), key.WithHelp("-", "sample less often")),
-		Next:    key.NewBinding(key.WithKeys("tab", "right", "l"), key.WithHelp("tab/→", "focus the next panel")),
-		Prev:    key.NewBinding(key.WithKeys("shift+tab", "left", "h"), key.WithHelp("shift+tab/←", "focus the previous panel")),
-		Up:      key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑", "scroll the focused panel up")),
-		Down:    key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓", "scroll the focused panel down")),
+		Faster:  key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+/=", "sample twice as often (down to 50ms)")),
+		Slower:  key.NewBinding(key.WithKeys("-"), key.WithHelp("-", "sample half as often (up to 1h)")),
+		Next:    key.NewBinding(key.WithKeys("tab", "right", "l"), key.WithHelp("tab/→/l", "focus the next panel")),
+		Prev:    key.NewBinding(key.WithKeys("shift+tab", "left", "h"), key.WithHelp("shift+tab/←/h", "focus the previous panel")),
+		Up:      key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "scroll the focused panel up")),
+		Down:    key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "scroll the focused panel down")),
 		Zoom:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "zoom the focused panel")),
 		Back:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
 		Details: key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "diagnosis details: all evidence and advice")),
@@ -31,7 +31,7 @@ func DefaultKeyMap() KeyMap {
 var replayHelp = [][2]string{
 	{"space", "pause or resume playback"},
 	{"←/→", "seek 10 s back or forward"},
-	{"[ / ]", "half or double the speed (×0.5 … ×16)"},
+	{"[ / ]", "half or double the speed (×0.5 … ×64)"},
 }
 
 // all lists the bindings in help order.

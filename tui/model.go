@@ -58,6 +58,13 @@ type Options struct {
 	Replay *Replay
 }
 
+// MinInterval and MaxInterval bound the sampling interval, for --interval
+// and the +/- keys alike.
+const (
+	MinInterval = 50 * time.Millisecond
+	MaxInterval = time.Hour
+)
+
 // Minimum terminal size; below it the dashboard says so.
 const minWidth, minHeight = 60, 16
 
@@ -238,7 +245,7 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		if key.Matches(msg, k.Faster) {
 			next = m.interval / 2
 		}
-		next = min(10*time.Second, max(250*time.Millisecond, next))
+		next = min(MaxInterval, max(MinInterval, next)) // --interval's range: never the wrong way
 		m.interval = next
 		m.opt.SetInterval(next)
 		m.setStatus("interval "+next.String(), m.latest.frameTime())
