@@ -115,7 +115,8 @@ type ProcOptions struct {
 	PID int
 	// Top is how many processes to report without a focus (default 8).
 	Top int
-	// Threads is how many of the busiest threads to report (default 8).
+	// Threads is how many of the busiest threads to report (default 16:
+	// enough to fill a tall processes panel).
 	Threads int
 }
 
@@ -171,7 +172,7 @@ func NewProc(procRoot string, opt ProcOptions) *Proc {
 		opt.Top = 8
 	}
 	if opt.Threads <= 0 {
-		opt.Threads = 8
+		opt.Threads = 16
 	}
 	return &Proc{
 		root: procRoot, opt: opt,

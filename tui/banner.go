@@ -10,8 +10,10 @@ import (
 
 // banner is the verdict first: the kind in words and colour, since when,
 // the confidence, the two strongest pieces of evidence and the first
-// advice line. Four lines.
-func (m *Model) banner(w int) []string {
+// advice line. Four lines; on a terminal of at least 120×36 the evidence
+// and advice wrap to a second line each instead of ending in "…".
+func (m *Model) banner(w, h int) []string {
+	roomy := w >= 120 && h >= 36
 	v := m.shown.Verdict
 	st := m.styles.Kind[v.Kind]
 	now := m.shown.frameTime()
@@ -38,9 +40,17 @@ func (m *Model) banner(w int) []string {
 		head = kind + m.styles.Dim.Render(meta)
 	}
 	lines := []string{head}
+	add := func(s string) {
+		if !roomy {
+			lines = append(lines, s)
+			return
+		}
+		wrapped := wrap(s, w, "    ")
+		lines = append(lines, wrapped[:min(2, len(wrapped))]...)
+	}
 	for i := 0; i < 2; i++ {
 		if i < len(v.Evidence) {
-			lines = append(lines, "  ▸ "+sample.Printable(v.Evidence[i].Text))
+			add("  ▸ " + sample.Printable(v.Evidence[i].Text))
 		} else if i == 0 && len(v.Missing) > 0 && v.Kind == diagnose.WarmingUp {
 			lines = append(lines, m.styles.Dim.Render("  collecting a few seconds of samples…"))
 		} else {
@@ -49,11 +59,14 @@ func (m *Model) banner(w int) []string {
 	}
 	switch {
 	case len(v.Advice) > 0:
-		lines = append(lines, m.styles.Good.Render("  ⇒ ")+v.Advice[0]+m.styles.Dim.Render("   (d: all evidence and advice)"))
+		add(m.styles.Good.Render("  ⇒ ") + sample.Printable(v.Advice[0]) + m.styles.Dim.Render("   (d: all evidence and advice)"))
 	case len(v.Missing) > 0:
 		lines = append(lines, m.styles.Dim.Render("  not seen: "+strings.Join(v.Missing, "; ")))
 	default:
 		lines = append(lines, "")
+	}
+	if roomy {
+		return block(lines, w, len(lines))
 	}
 	return block(lines, w, 4)
 }

@@ -20,7 +20,8 @@ func (cpuPanel) want(m *Model, w int) (int, int) {
 	}
 	rows, _, _ := coreRows(len(c.Cores), w, 1<<30)
 	if len(c.Cores) <= 16 {
-		rows += len(c.Cores) // a history line per core, when there is room
+		// A history per core when there is room, up to 4 rows tall.
+		rows += len(c.Cores) * maxHistoryRows
 	}
 	return 3, 2 + rows
 }
@@ -65,9 +66,10 @@ func (cpuPanel) draw(m *Model, w, h int) []string {
 			}
 			lines = append(lines, b.String())
 		}
-		// With room to spare, each core's history: a pegged thread hopping
-		// between cores shows as the peak moving from line to line.
-		if len(lines)+len(c.Cores) <= h {
+		// With room to spare, each core's history, taller with more room:
+		// a pegged thread hopping between cores shows as the peak moving
+		// from core to core.
+		if tall := min(maxHistoryRows, (h-len(lines))/max(1, len(c.Cores))); tall >= 1 {
 			for _, k := range c.Cores {
 				vals := make([]float64, 0, len(m.hframes))
 				for _, hf := range m.hframes[max(0, len(m.hframes)-w):] {
@@ -81,7 +83,14 @@ func (cpuPanel) draw(m *Model, w, h int) []string {
 					}
 				}
 				head := fmt.Sprintf("cpu%-2d ", k.ID)
-				lines = append(lines, head+m.spark(vals, nil, w-len(head)-5)+pct(k.BusyPct))
+				rows := m.tallSpark(vals, w-len(head)-5, tall)
+				for i, r := range rows {
+					if i == len(rows)-1 {
+						lines = append(lines, head+r+pct(k.BusyPct))
+					} else {
+						lines = append(lines, strings.Repeat(" ", len(head))+r)
+					}
+				}
 			}
 		}
 		return block(lines, w, h)
@@ -104,6 +113,35 @@ func (cpuPanel) draw(m *Model, w, h int) []string {
 		lines = append(lines, m.styles.Dim.Render(fmt.Sprintf("     %d cores per cell (the busiest shown)", group)))
 	}
 	return block(lines, w, h)
+}
+
+// maxHistoryRows is the tallest a core's history grows.
+const maxHistoryRows = 4
+
+// tallSpark draws values (0–100) as a sparkline rows cells tall, top row
+// first: each row holds eight of the rows×8 levels.
+func (m *Model) tallSpark(values []float64, width, rows int) []string {
+	if rows <= 1 {
+		return []string{m.spark(values, nil, width)}
+	}
+	out := make([]string, rows)
+	start := max(0, len(values)-width)
+	pad := strings.Repeat(" ", max(0, width-(len(values)-start)))
+	for r := 0; r < rows; r++ {
+		var b strings.Builder
+		b.WriteString(pad)
+		below := float64((rows - 1 - r) * 8) // levels in the rows under this one
+		for _, v := range values[start:] {
+			lvl := int(min(8, max(0, v/100*float64(rows*8)+0.5-below)))
+			if lvl == 0 && r < rows-1 {
+				b.WriteByte(' ')
+				continue
+			}
+			b.WriteString(m.styles.spark[lvl])
+		}
+		out[r] = b.String()
+	}
+	return out
 }
 
 func shortNum(v float64) string {

@@ -13,21 +13,27 @@ import (
 // p99, queue depth, throughput and the knobs.
 type loaderPanel struct{}
 
-func (loaderPanel) want(m *Model, w int) (int, int) {
+func (p loaderPanel) want(m *Model, w int) (int, int) {
 	if m.shown.Frame.Loader == nil {
 		return 2, 3
 	}
-	return 3, 5
+	// Its lines wrap instead of ending in "…" when there is room.
+	return 3, 1 + len(p.lines(m, w))
 }
 
-func (loaderPanel) draw(m *Model, w, h int) []string {
+func (p loaderPanel) draw(m *Model, w, h int) []string {
+	return block(p.lines(m, w), w, h)
+}
+
+// lines are the panel's lines at width w, each wrapped to fit.
+func (loaderPanel) lines(m *Model, w int) []string {
 	l := m.shown.Frame.Loader
 	if l == nil {
 		msg := "no loader watched: `gpuwatch demo` runs the embedded one; attaching to yours comes with `gpuwatch attach`"
 		if r := m.shown.Frame.Unavailable["loader"]; r != "" {
 			msg = "loader: " + r
 		}
-		return block([]string{m.styles.Dim.Render(msg)}, w, h)
+		return []string{m.styles.Dim.Render(msg)}
 	}
 	var lines []string
 	if l.Connected != nil && !*l.Connected {
@@ -35,8 +41,7 @@ func (loaderPanel) draw(m *Model, w, h int) []string {
 		if l.DisconnectedSince != nil {
 			since = " since " + l.DisconnectedSince.Format("15:04:05")
 		}
-		lines = append(lines, m.styles.Bad.Render("disconnected"+since+": retrying ")+m.styles.Dim.Render(sample.Printable(l.Source)))
-		return block(lines, w, h)
+		return wrap(m.styles.Bad.Render("disconnected"+since+": retrying ")+m.styles.Dim.Render(sample.Printable(l.Source)), w, "  ")
 	}
 	lines = append(lines, m.trainRow(w-2))
 	stats := "wait"
@@ -57,14 +62,14 @@ func (loaderPanel) draw(m *Model, w, h int) []string {
 		stats += fmt.Sprintf(" · queue %.0f", *l.QueueDepth)
 	}
 	stats += fmt.Sprintf(" · %s %s/s", l.Throughput(), size(l.BytesPerSec))
-	lines = append(lines, stats)
+	lines = append(lines, wrap(stats, w, "  ")...)
 	if l.ReadSecPerSec != nil && l.DecodeSecPerSec != nil {
-		lines = append(lines, fmt.Sprintf("reading %.2f s/s · decoding %.2f s/s (summed over workers)", *l.ReadSecPerSec, *l.DecodeSecPerSec))
+		lines = append(lines, wrap(fmt.Sprintf("reading %.2f s/s · decoding %.2f s/s (summed over workers)", *l.ReadSecPerSec, *l.DecodeSecPerSec), w, "  ")...)
 	}
 	if len(l.Knobs) > 0 {
 		k := l.Knobs
-		lines = append(lines, m.styles.Dim.Render(fmt.Sprintf("workers %s prefetch %s batch %s × %s persistent %s pin %s access %s decode %s step %s",
-			k["workers"], k["prefetch"], k["batch_size"], k["sample_size"], k["persistent"], k["pin"], k["access"], k["decode_cost"], k["step_time"])))
+		lines = append(lines, wrap(m.styles.Dim.Render(sample.Printable(fmt.Sprintf("workers %s prefetch %s batch %s × %s persistent %s pin %s access %s decode %s step %s",
+			k["workers"], k["prefetch"], k["batch_size"], k["sample_size"], k["persistent"], k["pin"], k["access"], k["decode_cost"], k["step_time"]))), w, "  ")...)
 	} else if l.Workers != nil {
 		knobs := fmt.Sprintf("workers %d", *l.Workers)
 		if l.Prefetch != nil {
@@ -72,7 +77,7 @@ func (loaderPanel) draw(m *Model, w, h int) []string {
 		}
 		lines = append(lines, m.styles.Dim.Render(knobs))
 	}
-	return block(lines, w, h)
+	return lines
 }
 
 // trainRow draws the newest batches that fit in w cells, oldest left.

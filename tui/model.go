@@ -310,7 +310,7 @@ func (m *Model) Render() string {
 		return strings.Join(block([]string{"gpuwatch: waiting for the first frame…"}, w, h), "\n")
 	}
 	m.hframes = m.history()
-	top := m.banner(w)
+	top := m.banner(w, h)
 	foot := m.footer(w)
 	body := m.body(w, h-len(top)-1)
 	// Every part is already exactly w wide: join, do not measure again.
