@@ -13,8 +13,8 @@ type cpuPanel struct{}
 
 const coreCell = 18 // "cpu12 ▕████▌   ▏ 93%" + a space
 
-func (cpuPanel) want(m *Model, w int) (int, int) {
-	c := m.shown.Frame.CPU
+func (cpuPanel) want(pv *view, w int) (int, int) {
+	c := pv.frame.CPU
 	if c == nil {
 		return 2, 2
 	}
@@ -46,10 +46,10 @@ func coreRows(n, w, maxRows int) (rows int, bars bool, group int) {
 
 func gridRowLen(w int) int { return max(8, min(64, (w-6)/8*8)) }
 
-func (cpuPanel) draw(m *Model, w, h int) []string {
-	c := m.shown.Frame.CPU
+func (cpuPanel) draw(pv *view, w, h int) []string {
+	c := pv.frame.CPU
 	if c == nil {
-		return block([]string{m.styles.Dim.Render("cpu: " + orNone(m.shown.Frame.Unavailable["cpu"]))}, w, h)
+		return block([]string{pv.st.Dim.Render("cpu: " + orNone(pv.frame.Unavailable["cpu"]))}, w, h)
 	}
 	summary := fmt.Sprintf("%s busy · usr %.0f sys %.0f iow %.0f steal %.0f irq %.0f · load %.2f %.2f %.2f · run %d/%d cores · %s cs/s",
 		pct(c.BusyPct), c.UserPct, c.SystemPct, c.IowaitPct, c.StealPct, c.IRQPct, c.Load1, c.Load5, c.Load15,
@@ -62,7 +62,7 @@ func (cpuPanel) draw(m *Model, w, h int) []string {
 			var b strings.Builder
 			for i := r * per; i < min(len(c.Cores), (r+1)*per); i++ {
 				k := c.Cores[i]
-				fmt.Fprintf(&b, "cpu%-2d %s%s ", k.ID, m.bar(k.BusyPct, 8), pct(k.BusyPct))
+				fmt.Fprintf(&b, "cpu%-2d %s%s ", k.ID, pv.bar(k.BusyPct, 8), pct(k.BusyPct))
 			}
 			lines = append(lines, b.String())
 		}
@@ -71,8 +71,8 @@ func (cpuPanel) draw(m *Model, w, h int) []string {
 		// from core to core.
 		if tall := min(maxHistoryRows, (h-len(lines))/max(1, len(c.Cores))); tall >= 1 {
 			for _, k := range c.Cores {
-				vals := make([]float64, 0, len(m.hframes))
-				for _, hf := range m.hframes[max(0, len(m.hframes)-w):] {
+				vals := make([]float64, 0, len(pv.hist))
+				for _, hf := range pv.hist[max(0, len(pv.hist)-w):] {
 					if hf.CPU != nil {
 						for _, hk := range hf.CPU.Cores {
 							if hk.ID == k.ID {
@@ -83,7 +83,7 @@ func (cpuPanel) draw(m *Model, w, h int) []string {
 					}
 				}
 				head := fmt.Sprintf("cpu%-2d ", k.ID)
-				rows := m.tallSpark(vals, w-len(head)-5, tall)
+				rows := pv.tallSpark(vals, w-len(head)-5, tall)
 				for i, r := range rows {
 					if i == len(rows)-1 {
 						lines = append(lines, head+r+pct(k.BusyPct))
@@ -105,12 +105,12 @@ func (cpuPanel) draw(m *Model, w, h int) []string {
 			for i := cell * group; i < min(len(c.Cores), (cell+1)*group); i++ {
 				hot = max(hot, c.Cores[i].BusyPct)
 			}
-			b.WriteString(m.styles.heat[min(10, int(hot/10+0.5))])
+			b.WriteString(pv.st.heat[min(10, int(hot/10+0.5))])
 		}
 		lines = append(lines, b.String())
 	}
 	if group > 1 && len(lines) < h {
-		lines = append(lines, m.styles.Dim.Render(fmt.Sprintf("     %d cores per cell (the busiest shown)", group)))
+		lines = append(lines, pv.st.Dim.Render(fmt.Sprintf("     %d cores per cell (the busiest shown)", group)))
 	}
 	return block(lines, w, h)
 }
@@ -120,9 +120,9 @@ const maxHistoryRows = 4
 
 // tallSpark draws values (0–100) as a sparkline rows cells tall, top row
 // first: each row holds eight of the rows×8 levels.
-func (m *Model) tallSpark(values []float64, width, rows int) []string {
+func (pv *view) tallSpark(values []float64, width, rows int) []string {
 	if rows <= 1 {
-		return []string{m.spark(values, nil, width)}
+		return []string{pv.spark(values, nil, width)}
 	}
 	out := make([]string, rows)
 	start := max(0, len(values)-width)
@@ -137,7 +137,7 @@ func (m *Model) tallSpark(values []float64, width, rows int) []string {
 				b.WriteByte(' ')
 				continue
 			}
-			b.WriteString(m.styles.spark[lvl])
+			b.WriteString(pv.st.spark[lvl])
 		}
 		out[r] = b.String()
 	}

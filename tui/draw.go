@@ -53,7 +53,7 @@ func block(lines []string, w, h int) []string {
 }
 
 // bar draws pct (0–100) in width cells with eighth-cell precision.
-func (m *Model) bar(pct float64, width int) string {
+func (pv *view) bar(pct float64, width int) string {
 	if width <= 0 {
 		return ""
 	}
@@ -67,19 +67,19 @@ func (m *Model) bar(pct float64, width int) string {
 		full++
 	}
 	filled := b.String()
-	style := m.styles.barGreen
+	style := pv.st.barGreen
 	switch {
 	case pct >= 90:
-		style = m.styles.barRed
+		style = pv.st.barRed
 	case pct >= 70:
-		style = m.styles.barYellow
+		style = pv.st.barYellow
 	}
 	return style.Render(filled) + strings.Repeat(" ", width-full)
 }
 
 // spark draws values (0–100) as a sparkline of the newest width values;
 // bursty[i] marks values drawn in the warning colour.
-func (m *Model) spark(values []float64, bursty []bool, width int) string {
+func (pv *view) spark(values []float64, bursty []bool, width int) string {
 	if width <= 0 {
 		return ""
 	}
@@ -89,9 +89,9 @@ func (m *Model) spark(values []float64, bursty []bool, width int) string {
 		lvl := int(values[i]/100*8 + 0.5)
 		lvl = min(8, max(0, lvl))
 		if bursty != nil && bursty[i] {
-			b.WriteString(m.styles.sparkBursty[lvl])
+			b.WriteString(pv.st.sparkBursty[lvl])
 		} else {
-			b.WriteString(m.styles.spark[lvl])
+			b.WriteString(pv.st.spark[lvl])
 		}
 	}
 	return strings.Repeat(" ", width-(len(values)-start)) + b.String()

@@ -13,8 +13,8 @@ import (
 // no GPU, the virtual accelerator of a watched loader, clearly labelled.
 type gpuPanel struct{}
 
-func (gpuPanel) want(m *Model, w int) (int, int) {
-	f := m.shown.Frame
+func (gpuPanel) want(pv *view, w int) (int, int) {
+	f := pv.frame
 	switch {
 	case len(f.GPUs) > 0:
 		return 2, 1 + len(f.GPUs)
@@ -24,9 +24,9 @@ func (gpuPanel) want(m *Model, w int) (int, int) {
 	return 2, 3
 }
 
-func (gpuPanel) draw(m *Model, w, h int) []string {
-	f := m.shown.Frame
-	hist := m.hframes
+func (gpuPanel) draw(pv *view, w, h int) []string {
+	f := pv.frame
+	hist := pv.hist
 	var lines []string
 	if len(f.GPUs) == 0 {
 		if a := f.Accel; a != nil {
@@ -36,28 +36,28 @@ func (gpuPanel) draw(m *Model, w, h int) []string {
 					vals = append(vals, hf.Accel.BusyPct)
 				}
 			}
-			head := fmt.Sprintf("virtual accelerator %s %s ", m.bar(a.BusyPct, 10), pct(a.BusyPct))
-			lines = append(lines, head+m.spark(vals, nil, w-visible(head)-1))
-			lines = append(lines, m.styles.Dim.Render("  = loader step time / wall time; not a GPU. No GPU: "+f.Unavailable["gpu"]))
+			head := fmt.Sprintf("virtual accelerator %s %s ", pv.bar(a.BusyPct, 10), pct(a.BusyPct))
+			lines = append(lines, head+pv.spark(vals, nil, w-visible(head)-1))
+			lines = append(lines, pv.st.Dim.Render("  = loader step time / wall time; not a GPU. No GPU: "+f.Unavailable["gpu"]))
 			return block(lines, w, h)
 		}
 		reason := f.Unavailable["gpu"]
 		if reason == "" {
 			reason = "none found"
 		}
-		lines = append(lines, m.styles.Warn.Render("no GPU: ")+reason)
-		lines = append(lines, m.styles.Dim.Render("no loader watched either: `gpuwatch demo`, or attach to a loader, to see the accelerator from its step time"))
+		lines = append(lines, pv.st.Warn.Render("no GPU: ")+reason)
+		lines = append(lines, pv.st.Dim.Render("no loader watched either: `gpuwatch demo`, or attach to a loader, to see the accelerator from its step time"))
 		return block(lines, w, h)
 	}
 	rows := h
-	start := min(m.scroll[pGPU], max(0, len(f.GPUs)-rows))
+	start := min(pv.scroll, max(0, len(f.GPUs)-rows))
 	for i := start; i < len(f.GPUs) && len(lines) < rows; i++ {
-		lines = append(lines, m.gpuLine(&f.GPUs[i], hist, w))
+		lines = append(lines, pv.gpuLine(&f.GPUs[i], hist, w))
 	}
 	return block(lines, w, h)
 }
 
-func (m *Model) gpuLine(g *sample.GPU, hist []*sample.Frame, w int) string {
+func (pv *view) gpuLine(g *sample.GPU, hist []*sample.Frame, w int) string {
 	name := sample.Printable(strings.TrimPrefix(strings.TrimPrefix(g.Name, "NVIDIA "), "AMD "))
 	if f := strings.Fields(name); len(f) > 2 {
 		name = f[0] + " " + f[1] // "H100 80GB HBM3" → "H100 80GB"
@@ -67,7 +67,7 @@ func (m *Model) gpuLine(g *sample.GPU, hist []*sample.Frame, w int) string {
 	}
 	head := fmt.Sprintf("%d %-10s ", g.Index, name)
 	if g.Lost {
-		return head + m.styles.Bad.Render("LOST: "+g.Unavailable["device"])
+		return head + pv.st.Bad.Render("LOST: "+g.Unavailable["device"])
 	}
 	util := -1.0
 	if g.UtilPct != nil {
@@ -76,9 +76,9 @@ func (m *Model) gpuLine(g *sample.GPU, hist []*sample.Frame, w int) string {
 	var b strings.Builder
 	b.WriteString(head)
 	if util >= 0 {
-		b.WriteString(m.bar(util, 8) + " " + pct(util) + " ")
+		b.WriteString(pv.bar(util, 8) + " " + pct(util) + " ")
 	} else {
-		b.WriteString(m.styles.Dim.Render("util n/a     ") + " ")
+		b.WriteString(pv.st.Dim.Render("util n/a     ") + " ")
 	}
 	var tail strings.Builder
 	if s := g.UtilSamples; s != nil {
@@ -118,7 +118,7 @@ func (m *Model) gpuLine(g *sample.GPU, hist []*sample.Frame, w int) string {
 				}
 			}
 		}
-		b.WriteString(m.spark(vals, bursty, sparkW))
+		b.WriteString(pv.spark(vals, bursty, sparkW))
 	}
 	b.WriteString(tail.String())
 	return b.String()

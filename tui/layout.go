@@ -1,6 +1,10 @@
 package tui
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
 
 // panelID names a panel; the order is the focus order.
 type panelID int
@@ -22,8 +26,24 @@ var panelTitles = [numPanels]string{"GPU", "CPU", "Loader", "Processes", "Memory
 // panel draws itself into exactly w×h cells; want says the fewest lines
 // it needs and how many it could use (title included).
 type panel interface {
-	want(m *Model, w int) (least, most int)
-	draw(m *Model, w, h int) []string
+	want(pv *view, w int) (least, most int)
+	draw(pv *view, w, h int) []string
+}
+
+// view is all a panel sees: the frame shown, the history behind it (frozen
+// while paused), the newest batches, the styles and its own scroll offset — never the Model,
+// its keys or the other panels.
+type view struct {
+	frame   *sample.Frame
+	hist    []*sample.Frame
+	batches []sample.BatchTiming // the newest batches, for the train row
+	st      *Styles
+	scroll  int
+}
+
+// view is panel id's narrow view of the model.
+func (m *Model) view(id panelID) *view {
+	return &view{frame: m.shown.Frame, hist: m.hframes, batches: m.batches, st: &m.styles, scroll: m.scroll[id]}
 }
 
 var panels = [numPanels]panel{gpuPanel{}, cpuPanel{}, loaderPanel{}, procPanel{}, memPanel{}, diskPanel{}, netPanel{}, profilePanel{}}
@@ -81,7 +101,7 @@ func (m *Model) column(ids []panelID, w, h int) []string {
 	most := make([]int, len(ids))
 	used := 0
 	for i, id := range ids {
-		l, mo := panels[id].want(m, w)
+		l, mo := panels[id].want(m.view(id), w)
 		if used+l > h {
 			break
 		}
@@ -124,7 +144,7 @@ func (m *Model) drawPanel(id panelID, w, h int) []string {
 	// title rule is fitted here, nothing is measured twice.
 	lines := []string{fit(m.rule(title, w, id == m.focus), w)}
 	if h > 1 {
-		lines = append(lines, panels[id].draw(m, w, h-1)...)
+		lines = append(lines, panels[id].draw(m.view(id), w, h-1)...)
 	}
 	return stack(lines, w, h)
 }

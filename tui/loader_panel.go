@@ -13,27 +13,27 @@ import (
 // p99, queue depth, throughput and the knobs.
 type loaderPanel struct{}
 
-func (p loaderPanel) want(m *Model, w int) (int, int) {
-	if m.shown.Frame.Loader == nil {
+func (p loaderPanel) want(pv *view, w int) (int, int) {
+	if pv.frame.Loader == nil {
 		return 2, 3
 	}
 	// Its lines wrap instead of ending in "…" when there is room.
-	return 3, 1 + len(p.lines(m, w))
+	return 3, 1 + len(p.lines(pv, w))
 }
 
-func (p loaderPanel) draw(m *Model, w, h int) []string {
-	return block(p.lines(m, w), w, h)
+func (p loaderPanel) draw(pv *view, w, h int) []string {
+	return block(p.lines(pv, w), w, h)
 }
 
 // lines are the panel's lines at width w, each wrapped to fit.
-func (loaderPanel) lines(m *Model, w int) []string {
-	l := m.shown.Frame.Loader
+func (loaderPanel) lines(pv *view, w int) []string {
+	l := pv.frame.Loader
 	if l == nil {
 		msg := "no loader watched: `gpuwatch demo` runs the embedded one; attaching to yours comes with `gpuwatch attach`"
-		if r := m.shown.Frame.Unavailable["loader"]; r != "" {
+		if r := pv.frame.Unavailable["loader"]; r != "" {
 			msg = "loader: " + r
 		}
-		return []string{m.styles.Dim.Render(msg)}
+		return []string{pv.st.Dim.Render(msg)}
 	}
 	var lines []string
 	if l.Connected != nil && !*l.Connected {
@@ -41,14 +41,14 @@ func (loaderPanel) lines(m *Model, w int) []string {
 		if l.DisconnectedSince != nil {
 			since = " since " + l.DisconnectedSince.Format("15:04:05")
 		}
-		return wrap(m.styles.Bad.Render("disconnected"+since+": retrying ")+m.styles.Dim.Render(sample.Printable(l.Source)), w, "  ")
+		return wrap(pv.st.Bad.Render("disconnected"+since+": retrying ")+pv.st.Dim.Render(sample.Printable(l.Source)), w, "  ")
 	}
-	lines = append(lines, m.trainRow(w-2))
+	lines = append(lines, pv.trainRow(w-2))
 	stats := "wait"
 	if l.WaitShare != nil {
 		share := fmt.Sprintf(" %.0f%%", 100**l.WaitShare)
 		if *l.WaitShare >= 0.2 {
-			share = m.styles.Bad.Render(share)
+			share = pv.st.Bad.Render(share)
 		}
 		stats += share
 	}
@@ -68,26 +68,26 @@ func (loaderPanel) lines(m *Model, w int) []string {
 	}
 	if len(l.Knobs) > 0 {
 		k := l.Knobs
-		lines = append(lines, wrap(m.styles.Dim.Render(sample.Printable(fmt.Sprintf("workers %s prefetch %s batch %s × %s persistent %s pin %s access %s decode %s step %s",
+		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable(fmt.Sprintf("workers %s prefetch %s batch %s × %s persistent %s pin %s access %s decode %s step %s",
 			k["workers"], k["prefetch"], k["batch_size"], k["sample_size"], k["persistent"], k["pin"], k["access"], k["decode_cost"], k["step_time"]))), w, "  ")...)
 	} else if l.Workers != nil {
 		knobs := fmt.Sprintf("workers %d", *l.Workers)
 		if l.Prefetch != nil {
 			knobs += fmt.Sprintf(" prefetch %d", *l.Prefetch)
 		}
-		lines = append(lines, m.styles.Dim.Render(knobs))
+		lines = append(lines, pv.st.Dim.Render(knobs))
 	}
 	return lines
 }
 
 // trainRow draws the newest batches that fit in w cells, oldest left.
-func (m *Model) trainRow(w int) string {
+func (pv *view) trainRow(w int) string {
 	if w <= 0 {
 		return ""
 	}
-	bs := m.batches
+	bs := pv.batches
 	if len(bs) == 0 {
-		return m.meanBatchRow(w)
+		return pv.meanBatchRow(w)
 	}
 	// Take batches from the newest back until about w cells' worth, with
 	// the scale set so the slowest batch still gets at least two cells.
@@ -98,7 +98,7 @@ func (m *Model) trainRow(w int) string {
 		total += bs[start].WaitMs + bs[start].StepMs
 	}
 	if total <= 0 {
-		return m.styles.Dim.Render("no batch yet")
+		return pv.st.Dim.Render("no batch yet")
 	}
 	perCell := total / float64(w)
 	var b strings.Builder
@@ -109,8 +109,8 @@ func (m *Model) trainRow(w int) string {
 		if cells+wc+sc > w {
 			break
 		}
-		b.WriteString(strings.Repeat(m.styles.wait, wc))
-		b.WriteString(strings.Repeat(m.styles.step, sc))
+		b.WriteString(strings.Repeat(pv.st.wait, wc))
+		b.WriteString(strings.Repeat(pv.st.step, sc))
 		cells += wc + sc
 	}
 	return "▕" + b.String() + strings.Repeat(" ", w-cells) + "▏"
@@ -120,10 +120,10 @@ func (m *Model) trainRow(w int) string {
 // totals, not each batch (an attached loader, the Python hook): the
 // interval's mean batch, its wait then its step in proportion, labelled
 // as a mean.
-func (m *Model) meanBatchRow(w int) string {
-	l := m.shown.Frame.Loader
+func (pv *view) meanBatchRow(w int) string {
+	l := pv.frame.Loader
 	if l == nil || l.WaitMeanMs == nil || l.StepMeanMs == nil || *l.WaitMeanMs+*l.StepMeanMs <= 0 {
-		return m.styles.Dim.Render("no batch yet")
+		return pv.st.Dim.Render("no batch yet")
 	}
 	label := "mean batch "
 	if w < 3*len(label) {
@@ -132,7 +132,7 @@ func (m *Model) meanBatchRow(w int) string {
 	cells := w - len(label)
 	wc := int(float64(cells)**l.WaitMeanMs/(*l.WaitMeanMs+*l.StepMeanMs) + 0.5)
 	wc = min(wc, cells-1) // a step always shows
-	return m.styles.Dim.Render(label) + "▕" + strings.Repeat(m.styles.wait, wc) + strings.Repeat(m.styles.step, cells-wc) + "▏"
+	return pv.st.Dim.Render(label) + "▕" + strings.Repeat(pv.st.wait, wc) + strings.Repeat(pv.st.step, cells-wc) + "▏"
 }
 
 func ms(v float64) string {

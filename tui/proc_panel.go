@@ -11,39 +11,39 @@ import (
 // near 100 % is a pegged core.
 type procPanel struct{}
 
-func (procPanel) want(m *Model, w int) (int, int) {
-	p := m.shown.Frame.Procs
+func (procPanel) want(pv *view, w int) (int, int) {
+	p := pv.frame.Procs
 	if p == nil {
 		return 2, 2
 	}
 	return 3, 3 + len(p.List) + len(p.Threads)
 }
 
-func (procPanel) draw(m *Model, w, h int) []string {
-	p := m.shown.Frame.Procs
+func (procPanel) draw(pv *view, w, h int) []string {
+	p := pv.frame.Procs
 	if p == nil {
-		return block([]string{m.styles.Dim.Render("processes: " + orNone(m.shown.Frame.Unavailable["proc"]))}, w, h)
+		return block([]string{pv.st.Dim.Render("processes: " + orNone(pv.frame.Unavailable["proc"]))}, w, h)
 	}
 	head := "busiest processes"
 	if p.FocusPID != 0 {
 		head = fmt.Sprintf("pid %d and its %d descendants", p.FocusPID, max(0, len(p.List)-1))
 	}
-	rows := []string{m.styles.Label.Render(fmt.Sprintf("%7s %5s %4s %7s %9s  %s", "PID", "CPU%", "THR", "RSS", "READ/s", "NAME")) + m.styles.Dim.Render("  "+head)}
+	rows := []string{pv.st.Label.Render(fmt.Sprintf("%7s %5s %4s %7s %9s  %s", "PID", "CPU%", "THR", "RSS", "READ/s", "NAME")) + pv.st.Dim.Render("  "+head)}
 	for _, pr := range p.List {
 		rows = append(rows, procRow(&pr))
 	}
 	if len(p.Threads) > 0 {
-		rows = append(rows, m.styles.Label.Render(fmt.Sprintf("%7s %5s %4s %7s %9s  %s", "TID", "CPU%", "", "", "", "THREAD")))
+		rows = append(rows, pv.st.Label.Render(fmt.Sprintf("%7s %5s %4s %7s %9s  %s", "TID", "CPU%", "", "", "", "THREAD")))
 		for _, t := range p.Threads {
 			line := fmt.Sprintf("%7d %5.0f %4s %7s %9s  %s (pid %d)", t.TID, t.CPUPct, "", "", "", sample.Printable(t.Name), t.PID)
 			if t.CPUPct >= 90 {
-				line = m.styles.Bad.Render(line)
+				line = pv.st.Bad.Render(line)
 			}
 			rows = append(rows, line)
 		}
 	}
 	// The header stays; the rest scrolls.
-	off := min(m.scroll[pProcs], max(0, len(rows)-h))
+	off := min(pv.scroll, max(0, len(rows)-h))
 	out := append([]string{rows[0]}, rows[1+off:]...)
 	return block(out, w, h)
 }

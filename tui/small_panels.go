@@ -9,10 +9,10 @@ import (
 // memPanel: memory, swap activity and pressure stall information.
 type memPanel struct{}
 
-func (memPanel) want(m *Model, w int) (int, int) { return 3, 3 }
+func (memPanel) want(pv *view, w int) (int, int) { return 3, 3 }
 
-func (memPanel) draw(m *Model, w, h int) []string {
-	f := m.shown.Frame
+func (memPanel) draw(pv *view, w, h int) []string {
+	f := pv.frame
 	var lines []string
 	if mem := f.Mem; mem != nil {
 		used := 0.0
@@ -20,7 +20,7 @@ func (memPanel) draw(m *Model, w, h int) []string {
 			used = 100 * float64(mem.UsedBytes) / float64(mem.TotalBytes)
 		}
 		line := fmt.Sprintf("mem %s %s used · %s avail of %s · cache %s · swap %s",
-			m.bar(used, 10), size(float64(mem.UsedBytes)), size(float64(mem.AvailableBytes)), size(float64(mem.TotalBytes)),
+			pv.bar(used, 10), size(float64(mem.UsedBytes)), size(float64(mem.AvailableBytes)), size(float64(mem.TotalBytes)),
 			size(float64(mem.CachedBytes)), size(float64(mem.SwapUsedBytes)))
 		if mem.SwapInPagesPerSec != nil && mem.SwapOutPagesPerSec != nil {
 			line += fmt.Sprintf(" si %.0f so %.0f pg/s", *mem.SwapInPagesPerSec, *mem.SwapOutPagesPerSec)
@@ -30,7 +30,7 @@ func (memPanel) draw(m *Model, w, h int) []string {
 		}
 		lines = append(lines, line)
 	} else {
-		lines = append(lines, m.styles.Dim.Render("mem: "+orNone(f.Unavailable["mem"])))
+		lines = append(lines, pv.st.Dim.Render("mem: "+orNone(f.Unavailable["mem"])))
 	}
 	if p := f.PSI; p != nil {
 		line := "pressure (some, % of time)"
@@ -48,13 +48,13 @@ func (memPanel) draw(m *Model, w, h int) []string {
 			}
 			s := fmt.Sprintf(" · %s %.1f", r.name, v)
 			if v >= 30 {
-				s = m.styles.Bad.Render(s)
+				s = pv.st.Bad.Render(s)
 			}
 			line += s
 		}
 		lines = append(lines, line)
 	} else {
-		lines = append(lines, m.styles.Dim.Render("pressure: "+orNone(f.Unavailable["psi"])))
+		lines = append(lines, pv.st.Dim.Render("pressure: "+orNone(f.Unavailable["psi"])))
 	}
 	return block(lines, w, h)
 }
@@ -62,21 +62,21 @@ func (memPanel) draw(m *Model, w, h int) []string {
 // diskPanel: per whole device throughput, busy % and await.
 type diskPanel struct{}
 
-func (diskPanel) want(m *Model, w int) (int, int) { return 2, 1 + max(1, len(m.shown.Frame.Disks)) }
+func (diskPanel) want(pv *view, w int) (int, int) { return 2, 1 + max(1, len(pv.frame.Disks)) }
 
-func (diskPanel) draw(m *Model, w, h int) []string {
-	f := m.shown.Frame
+func (diskPanel) draw(pv *view, w, h int) []string {
+	f := pv.frame
 	if len(f.Disks) == 0 {
 		msg := "no whole block device"
 		if r := f.Unavailable["disk"]; r != "" {
 			msg = "disks: " + r
 		}
-		return block([]string{m.styles.Dim.Render(msg)}, w, h)
+		return block([]string{pv.st.Dim.Render(msg)}, w, h)
 	}
-	off := min(m.scroll[pDisks], max(0, len(f.Disks)-h))
+	off := min(pv.scroll, max(0, len(f.Disks)-h))
 	var lines []string
 	for _, d := range f.Disks[off:] {
-		line := fmt.Sprintf("%-9s r %7s/s w %7s/s %s%s", sample.Printable(d.Name), size(d.ReadBytesPerSec), size(d.WriteBytesPerSec), m.bar(d.BusyPct, 8), pct(d.BusyPct))
+		line := fmt.Sprintf("%-9s r %7s/s w %7s/s %s%s", sample.Printable(d.Name), size(d.ReadBytesPerSec), size(d.WriteBytesPerSec), pv.bar(d.BusyPct, 8), pct(d.BusyPct))
 		if d.AwaitMs != nil {
 			line += " " + ms(*d.AwaitMs)
 		}
@@ -89,16 +89,16 @@ func (diskPanel) draw(m *Model, w, h int) []string {
 // netPanel: per interface receive and transmit rates.
 type netPanel struct{}
 
-func (netPanel) want(m *Model, w int) (int, int) { return 2, 1 + max(1, len(m.shown.Frame.Net)) }
+func (netPanel) want(pv *view, w int) (int, int) { return 2, 1 + max(1, len(pv.frame.Net)) }
 
-func (netPanel) draw(m *Model, w, h int) []string {
-	f := m.shown.Frame
+func (netPanel) draw(pv *view, w, h int) []string {
+	f := pv.frame
 	if len(f.Net) == 0 {
 		msg := "no interface but loopback"
 		if r := f.Unavailable["net"]; r != "" {
 			msg = "network: " + r
 		}
-		return block([]string{m.styles.Dim.Render(msg)}, w, h)
+		return block([]string{pv.st.Dim.Render(msg)}, w, h)
 	}
 	var lines []string
 	for _, n := range f.Net {
@@ -111,21 +111,21 @@ func (netPanel) draw(m *Model, w, h int) []string {
 // comes with attaching to a loader's pprof endpoint.
 type profilePanel struct{}
 
-func (profilePanel) want(m *Model, w int) (int, int) {
-	if p := m.shown.Frame.Profile; p != nil {
+func (profilePanel) want(pv *view, w int) (int, int) {
+	if p := pv.frame.Profile; p != nil {
 		return 3, 3 + len(p.Top)
 	}
 	return 2, 2
 }
 
-func (profilePanel) draw(m *Model, w, h int) []string {
-	p := m.shown.Frame.Profile
+func (profilePanel) draw(pv *view, w, h int) []string {
+	p := pv.frame.Profile
 	if p == nil {
 		msg := "no profile: `gpuwatch attach URL` takes the loader's CPU profile from URL/debug/pprof/profile"
-		if l := m.shown.Frame.Loader; l != nil && l.Source != "embedded" {
+		if l := pv.frame.Loader; l != nil && l.Source != "embedded" {
 			msg = "taking the first CPU profile of the loader…"
 		}
-		return block([]string{m.styles.Dim.Render(msg)}, w, h)
+		return block([]string{pv.st.Dim.Render(msg)}, w, h)
 	}
 	var lines []string
 	if len(p.Categories) > 0 {
@@ -134,13 +134,13 @@ func (profilePanel) draw(m *Model, w, h int) []string {
 			line += fmt.Sprintf(" %s %.0f%%", sample.Printable(c.Name), 100*c.Share)
 		}
 		lines = append(lines, line)
-		lines = append(lines, m.styles.Label.Render(fmt.Sprintf("%6s %6s  %s", "FLAT", "CUM", "FUNCTION")))
+		lines = append(lines, pv.st.Label.Render(fmt.Sprintf("%6s %6s  %s", "FLAT", "CUM", "FUNCTION")))
 		for _, f := range p.Top {
 			lines = append(lines, fmt.Sprintf("%5.1f%% %5.1f%%  %s", 100*f.Flat, 100*f.Cum, sample.Printable(f.Name)))
 		}
 	}
 	if p.Error != "" {
-		lines = append([]string{m.styles.Warn.Render(p.Error)}, lines...)
+		lines = append([]string{pv.st.Warn.Render(p.Error)}, lines...)
 	}
 	return block(lines, w, h)
 }
