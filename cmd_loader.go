@@ -63,11 +63,7 @@ func runLoader(ctx context.Context, c loader.Config, listen, eventsPath string, 
 	if !loader.IsLoopback(listen) {
 		fmt.Fprintf(stderr, "gpuwatch: warning: serving on %s, reachable from other machines (profiles show function names)\n", ln.Addr())
 	}
-	name := c.ScenarioName
-	if name == "" {
-		name = "custom"
-	}
 	fmt.Fprintf(stdout, "gpuwatch loader (%s, %d workers) serving http://%s/metrics and /debug/pprof/ (pid %d)\n",
-		name, c.Workers, ln.Addr(), os.Getpid())
+		c.Name(), c.Workers, ln.Addr(), os.Getpid())
 	return session.LoaderProgress(ctx, l, every, stdout)
 }

@@ -151,6 +151,14 @@ func (c Config) Knobs() map[string]string {
 // Scenarios are the presets, in tour order.
 var Scenarios = []string{"healthy", "starved", "single-core", "cpu-bound", "io-bound", "remote-storage"}
 
+// Name is the preset the configuration came from, or "custom".
+func (c Config) Name() string {
+	if c.ScenarioName == "" {
+		return "custom"
+	}
+	return c.ScenarioName
+}
+
 // Scenario returns the preset name, scaled to this machine: cores from
 // runtime.NumCPU, dataset sizes within memAvail bytes.
 func Scenario(name string, memAvail int64) (Config, error) {

@@ -59,12 +59,8 @@ func tour(ctx context.Context, src *EmbeddedSource, notes chan<- report.Note, cf
 		c := cfgs[i]
 		l := loader.New(c, datasets[i], events)
 		src.Set(l)
-		name := c.ScenarioName
-		if name == "" {
-			name = "custom"
-		}
 		select {
-		case notes <- report.Scenario{Time: time.Now(), Name: name, Knobs: c.Knobs()}:
+		case notes <- report.Scenario{Time: time.Now(), Name: c.Name(), Knobs: c.Knobs()}:
 		case <-ctx.Done():
 			return nil
 		}
@@ -87,11 +83,8 @@ func tour(ctx context.Context, src *EmbeddedSource, notes chan<- report.Note, cf
 
 // DemoTitle is what the dashboard says it watches for these configurations.
 func DemoTitle(cfgs []loader.Config) string {
-	switch {
-	case len(cfgs) > 1:
+	if len(cfgs) > 1 {
 		return "demo: tour of every scenario"
-	case cfgs[0].ScenarioName == "":
-		return "demo: custom loader"
 	}
-	return "demo: " + cfgs[0].ScenarioName
+	return "demo: " + cfgs[0].Name()
 }
