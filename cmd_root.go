@@ -44,7 +44,7 @@ func (w *watchFlags) register(cmd *cobra.Command) {
 	fl.IntVarP(&w.pid, "pid", "p", 0, "watch this process and its descendants (e.g. the training process and its DataLoader workers)")
 	fl.BoolVar(&w.allDisks, "all-disks", false, "also show partitions and virtual block devices (loop, ram, dm-)")
 	fl.BoolVar(&w.allNet, "all-net", false, "also show virtual network interfaces (lo, ifb*, veth*)")
-	fl.BoolVar(&w.once, "once", false, "sample until the verdict settles (at most 60s, or --duration), print one summary and exit: 0 healthy or idle, 3 a bottleneck")
+	fl.BoolVar(&w.once, "once", false, "sample until the verdict has held 5 frames and 5 s (at most 60s, or --duration), print one summary and exit: 0 healthy or idle, 3 a bottleneck")
 	fl.StringVar(&w.procRoot, "proc-root", "/proc", "where procfs is mounted (a host's /proc seen from a container)")
 	fl.StringVar(&w.sysRoot, "sys-root", "/sys", "where sysfs is mounted")
 	w.th.register(cmd)

@@ -17,9 +17,14 @@ import (
 // duration is given.
 const OnceCap = 60 * time.Second
 
-// SettleFrames is how many frames in a row the shown verdict must keep
-// its kind, past warming up, to count as settled.
-const SettleFrames = 5
+// SettleFrames and SettleTime: the shown verdict must keep its kind, past
+// warming up, this many frames in a row and this long, to count as
+// settled — long enough for a loader's start-up (workers starting, the
+// first batches) to pass.
+const (
+	SettleFrames = 5
+	SettleTime   = 5 * time.Second
+)
 
 // ErrBottleneck is what a --once session returns when its verdict is a
 // problem to fix (exit status 3): a Slurm epilogue or a CI step can act on
@@ -34,6 +39,7 @@ type settle struct {
 	last    *sample.Frame
 	verdict diagnose.Verdict
 	streak  int
+	since   time.Time // the streak's first frame
 	frames  int
 	settled bool
 }
@@ -47,10 +53,10 @@ func (s *settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	if v.Kind != diagnose.WarmingUp && v.Kind == s.verdict.Kind {
 		s.streak++
 	} else {
-		s.streak = 1
+		s.streak, s.since = 1, f.Time
 	}
 	s.verdict, s.last = v, f
-	if v.Kind != diagnose.WarmingUp && s.streak >= SettleFrames && !s.settled {
+	if v.Kind != diagnose.WarmingUp && s.streak >= SettleFrames && f.Time.Sub(s.since) >= SettleTime && !s.settled {
 		s.settled = true
 		s.stop()
 	}
