@@ -159,7 +159,7 @@ interval; with --json one JSON object per line.`,
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{cmd: cmd.CommandPath(), err: err}
 	})
-	root.AddCommand(newVersionCmd(stdout), newDemoCmd(stdout, stderr), newLoaderCmd(stdout, stderr), newSweepCmd(stdout, stderr), newAttachCmd(stdout, stderr),
+	root.AddCommand(newVersionCmd(stdout), newDemoCmd(stdout, stderr), newLoaderCmd(stdout, stderr), newSweepCmd(stdout, stderr), newTuneCmd(stdout, stderr), newAttachCmd(stdout, stderr),
 		newRecordCmd(stdout, stderr), newReplayCmd(stdout, stderr), newReportCmd(stdout, stderr), newServeCmd(stdout, stderr), newManCmd(stdout))
 	wrapArgs(root)
 	return root

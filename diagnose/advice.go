@@ -7,27 +7,24 @@ import (
 )
 
 // advise writes the advice for the kind (docs/diagnosis.md), filled with this
-// machine's numbers.
-func advise(d decision, w *window, th Thresholds) []string {
+// machine's numbers. With a pipeline model (m), the computed changes and
+// their prediction come first, and the catalogue's knob lines make way for
+// them; a knob already set is never advised.
+func advise(d decision, w *window, th Thresholds, m *modelAdvice) []string {
 	cores := w.cores
 	keep := min(2, max(cores-1, 0)) // cores kept for the training process
 	suggest := max(1, cores-keep)
-	workers := "num_workers"
-	if w.workers >= 0 {
-		workers = fmt.Sprintf("num_workers from %d", w.workers)
-	}
 	var a []string
+	if m != nil && len(m.changes) > 0 {
+		a = append(a, changeLine(m.changes, m.predicted, m.pipeline.Measured))
+	} else if m != nil && d.kind.Problem() {
+		a = append(a, noKnobHelps(m.pipeline, m.limit))
+	}
+	modeled := m != nil // the knob lines below are the model's to give
 	switch d.kind {
 	case GPUStarved:
-		a = append(a, fmt.Sprintf("raise %s to %d (%d cores, keep %d for the training process); workers that wait on reads or the network can outnumber cores", workers, suggest, cores, keep))
-		if w.prefetch > 0 {
-			a = append(a, fmt.Sprintf("raise prefetch_factor from %d to %d so more batches are ready ahead of each step", w.prefetch, 2*w.prefetch))
-		} else {
-			a = append(a, "raise prefetch_factor so more batches are ready ahead of each step")
-		}
-		a = append(a, "set persistent_workers=True so workers are not restarted (and the pipeline refilled) every epoch")
-		if w.gpuUtil.ok {
-			a = append(a, "set pin_memory=True so host-to-GPU copies use page-locked memory")
+		if !modeled {
+			a = append(a, catalogKnobs(w, suggest, cores, keep)...)
 		}
 	case SingleCoreMaxed:
 		switch {
@@ -36,7 +33,7 @@ func advise(d decision, w *window, th Thresholds) []string {
 			return a
 		case w.workers > 0:
 			a = append(a, fmt.Sprintf("one thread is pegged although the loader has %d workers: find what serializes the work (a lock, the GIL, decoding in the training process); the CPU profile names the function", w.workers))
-		default:
+		case !modeled:
 			a = append(a, fmt.Sprintf("loading runs on one thread of the training process (num_workers=0): set num_workers to %d (%d cores, keep %d for the training process)", suggest, cores, keep))
 		}
 		a = append(a, "batch the preprocessing: read one file per batch, not one per sample")
@@ -77,7 +74,7 @@ func advise(d decision, w *window, th Thresholds) []string {
 		if w.gpuMemTot > 0 && w.gpuMemUsed < 0.7*w.gpuMemTot {
 			a = append(a, fmt.Sprintf("a larger batch fits: %s of %s GPU memory in use", sample.FormatBytes(w.gpuMemUsed), sample.FormatBytes(w.gpuMemTot)))
 		}
-		if d.moderate {
+		if d.moderate && !modeled {
 			a = append(a, fmt.Sprintf("the loop still waits %.0f %% of the time: one or two more workers would remove it", 100*w.waitShare.v))
 		}
 		if acc, real := w.accel(); real && acc.v < th.GPULowPct {
@@ -90,4 +87,36 @@ func advise(d decision, w *window, th Thresholds) []string {
 		a = append(a, "no accelerator signal: run where the GPU is, or attach to the loader (gpuwatch attach URL), to see whether the accelerator waits")
 	}
 	return a
+}
+
+// catalogKnobs is the starved catalogue's knob advice when there is no
+// model to compute it: never a value already set, never "from N to N".
+func catalogKnobs(w *window, suggest, cores, keep int) []string {
+	var a []string
+	switch {
+	case w.workers < 0:
+		a = append(a, fmt.Sprintf("raise num_workers to %d (%d cores, keep %d for the training process); workers that wait on reads or the network can outnumber cores", suggest, cores, keep))
+	case w.workers < suggest:
+		a = append(a, fmt.Sprintf("raise num_workers from %d to %d (%d cores, keep %d for the training process); workers that wait on reads or the network can outnumber cores", w.workers, suggest, cores, keep))
+	default:
+		a = append(a, fmt.Sprintf("num_workers is %d on %d cores: more help only where workers wait on reads or the network", w.workers, cores))
+	}
+	if w.prefetch > 0 {
+		a = append(a, fmt.Sprintf("raise prefetch_factor from %d to %d so more batches are ready ahead of each step", w.prefetch, 2*w.prefetch))
+	}
+	if w.knobs["persistent"] != "true" {
+		a = append(a, "set persistent_workers=True so workers are not restarted (and the pipeline refilled) every epoch")
+	}
+	if w.gpuUtil.ok && w.knobs["pin"] != "true" {
+		a = append(a, "set pin_memory=True so host-to-GPU copies use page-locked memory")
+	}
+	return a
+}
+
+// modelAdvice is the pipeline model's answer for a window.
+type modelAdvice struct {
+	pipeline  *Pipeline
+	changes   []Change
+	predicted Prediction
+	limit     Limit
 }

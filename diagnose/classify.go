@@ -29,7 +29,17 @@ func Classify(frames []sample.Frame, th Thresholds) Verdict {
 	}
 	slices.SortStableFunc(d.evidence[min(1, len(d.evidence)):], func(a, b Evidence) int { return cmp.Compare(b.strength, a.strength) })
 	v.Kind, v.Evidence, v.Secondary = d.kind, d.evidence, d.secondary
-	v.Advice = advise(d, &w, th)
+	var m *modelAdvice
+	if d.kind.Problem() || d.kind == Healthy {
+		if p, ok := pipeline(&w); ok {
+			m = &modelAdvice{pipeline: p}
+			m.changes, m.predicted, m.limit = plan(p, w.cores)
+			if len(m.changes) > 0 {
+				v.Changes, v.Predicted = m.changes, &m.predicted
+			}
+		}
+	}
+	v.Advice = advise(d, &w, th, m)
 	v.Confidence = confidence(d, &w, th)
 	v.Severity = severity(d, &w, th)
 	return v

@@ -152,6 +152,12 @@ type Verdict struct {
 	Since      time.Time  `json:"since"`      // set by the Diagnoser; the window's first frame from Classify
 	Evidence   []Evidence `json:"evidence"`
 	Advice     []string   `json:"advice"`
+	// Changes are the loader settings to change, computed by the pipeline
+	// model (docs/diagnosis.md), smallest first; Predicted is what applying
+	// all of them gives. Both absent when the model has no change to offer
+	// or no loader to model.
+	Changes   []Change    `json:"changes,omitempty"`
+	Predicted *Prediction `json:"predicted,omitempty"`
 	// Secondary are further findings beside the kind: another resource
 	// that is also busy, with one line of evidence each ("the other core
 	// is busy with thread X of the training process").

@@ -46,6 +46,12 @@ type window struct {
 	haveLoader         bool
 	waitShare          level
 	batchesPerSec      level
+	samplesPerSec      level
+	stepMs             level // the mean step
+	loaderCPU          level // the loader's CPU, % of a core: its workers, else its process
+	knobs              map[string]string
+	epochStallMs       float64
+	batchesPerEpoch    int
 	readSec, decodeSec level // per wall second, summed over workers
 	bytesPerSec        level
 	workers, prefetch  int // -1 unknown
@@ -71,10 +77,10 @@ type window struct {
 // 60-frame window of a 256-core, 8-GPU machine takes well under 100 µs.
 func read(frames []sample.Frame) window {
 	w := window{frames: len(frames), workers: -1, prefetch: -1}
-	var gu, g5, g95, vb, ws, bps, rs, ds, byps, cb, hc, ht, rq, iw, db, pc, pi, pm, sw, mf, rl, rh, rc, rw levels
+	var gu, g5, g95, vb, ws, bps, rs, ds, byps, cb, hc, ht, rq, iw, db, pc, pi, pm, sw, mf, rl, rh, rc, rw, sps, stp, lc levels
 	// One backing array for every metric's values: a window costs one
 	// allocation here, not one per metric per growth.
-	all := []*levels{&gu, &g5, &g95, &vb, &ws, &bps, &rs, &ds, &byps, &cb, &hc, &ht, &rq, &iw, &db, &pc, &pi, &pm, &sw, &mf, &rl, &rh, &rc, &rw}
+	all := []*levels{&gu, &g5, &g95, &vb, &ws, &bps, &rs, &ds, &byps, &cb, &hc, &ht, &rq, &iw, &db, &pc, &pi, &pm, &sw, &mf, &rl, &rh, &rc, &rw, &sps, &stp, &lc}
 	backing := make([]float64, len(all)*len(frames))
 	for i, l := range all {
 		l.vals = backing[i*len(frames) : i*len(frames) : (i+1)*len(frames)]
@@ -110,6 +116,22 @@ func read(frames []sample.Frame) window {
 		if l := f.Loader; l != nil {
 			w.haveLoader = true
 			bps.add(l.BatchesPerSec)
+			sps.add(l.SamplesPerSec)
+			if l.StepMeanMs != nil {
+				stp.add(*l.StepMeanMs)
+			}
+			if v, ok := loaderCPU(f); ok {
+				lc.add(v)
+			}
+			if l.Knobs != nil {
+				w.knobs = l.Knobs
+			}
+			if l.EpochStallMs != nil {
+				w.epochStallMs = *l.EpochStallMs
+			}
+			if l.BatchesPerEpoch != nil {
+				w.batchesPerEpoch = *l.BatchesPerEpoch
+			}
 			byps.add(l.BytesPerSec)
 			if l.WaitShare != nil {
 				ws.add(*l.WaitShare)
@@ -154,11 +176,38 @@ func read(frames []sample.Frame) window {
 	}
 	w.gpuUtil, w.gpuP5, w.gpuP95, w.virtualBusy = gu.median(), g5.median(), g95.median(), vb.median()
 	w.waitShare, w.batchesPerSec, w.readSec, w.decodeSec, w.bytesPerSec = ws.median(), bps.median(), rs.median(), ds.median(), byps.median()
+	w.samplesPerSec, w.stepMs, w.loaderCPU = sps.median(), stp.median(), lc.median()
 	w.cpuBusy, w.hottestCore, w.hottestThread, w.runQueue, w.iowait = cb.median(), hc.median(), ht.median(), rq.median(), iw.median()
 	w.diskBusy, w.psiCPU, w.psiIO, w.psiMem = db.median(), pc.median(), pi.median(), pm.median()
 	w.swapPages, w.majFaults = sw.median(), mf.median()
 	w.roles.loopPct, w.roles.loopHottest, w.roles.computePct, w.roles.workersPct = rl.median(), rh.median(), rc.median(), rw.median()
 	return w
+}
+
+// loaderCPU is the loader's CPU in a frame, % of a core: its worker
+// processes' when it names them, else its process's (the embedded loader's
+// workers are goroutines of it), else the watched tree's.
+func loaderCPU(f *sample.Frame) (float64, bool) {
+	l, p := f.Loader, f.Procs
+	if l == nil || p == nil || len(p.List) == 0 {
+		return 0, false
+	}
+	sum, found := 0.0, false
+	for _, pr := range p.List {
+		switch {
+		case len(l.WorkerPIDs) > 0:
+			if slices.Contains(l.WorkerPIDs, pr.PID) {
+				sum, found = sum+pr.CPUPct, true
+			}
+		case l.PID != nil:
+			if pr.PID == *l.PID {
+				sum, found = sum+pr.CPUPct, true
+			}
+		case p.FocusPID != 0:
+			sum, found = sum+pr.CPUPct, true
+		}
+	}
+	return sum, found
 }
 
 // addCPU adds a frame's busy, iowait, run queue and hottest core.

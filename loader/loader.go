@@ -3,6 +3,7 @@ package loader
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -77,6 +78,8 @@ func (l *Loader) Run(ctx context.Context) error {
 		if err := l.ds.LoadIntoMemory(); err != nil {
 			return err
 		}
+		// The one read of the whole dataset crosses the emulated link too.
+		l.thr.wait(int(min(l.ds.Size, math.MaxInt32)))
 	}
 	l.events.emit(Event{Name: "setup end", Duration: seconds(time.Since(setup))})
 	if cfg.Workers == 0 {

@@ -28,6 +28,10 @@ type LoaderCounters struct {
 	// loader does not say.
 	PID, LoopTID *int
 	WorkerPIDs   []int
+	// EpochStall is the mean time to an epoch's first batch, epochs after
+	// the first; BatchesPerEpoch the epoch's length. Nil when unknown.
+	EpochStall      *time.Duration
+	BatchesPerEpoch *int
 	// Recent are the newest batches, oldest first, when the loader keeps
 	// them (the embedded one does): percentiles are then exact.
 	Recent []LoaderBatch
@@ -93,7 +97,10 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	out := &sample.Loader{
 		Source: p.src.Source(), Batches: cur.Batches, QueueDepth: cur.QueueDepth,
 		Workers: cur.Workers, Prefetch: cur.Prefetch, Knobs: cur.Knobs,
-		PID: cur.PID, LoopTID: cur.LoopTID, WorkerPIDs: cur.WorkerPIDs,
+		PID: cur.PID, LoopTID: cur.LoopTID, WorkerPIDs: cur.WorkerPIDs, BatchesPerEpoch: cur.BatchesPerEpoch,
+	}
+	if cur.EpochStall != nil {
+		out.EpochStallMs = ptr(float64(cur.EpochStall.Microseconds()) / 1000)
 	}
 	if _, attached := p.src.(*Attach); attached {
 		out.Connected = ptr(true)

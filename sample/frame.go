@@ -243,9 +243,15 @@ type Loader struct {
 	// thread that runs the training loop (nil when the loader does not
 	// say); WorkerPIDs its worker processes (empty when it has none or does
 	// not say). They let diagnosis split the job's CPU by role.
-	PID        *int  `json:"pid,omitempty"`
-	LoopTID    *int  `json:"loop_tid,omitempty"`
-	WorkerPIDs []int `json:"worker_pids,omitempty"`
+	// EpochStallMs is the mean time from an epoch's start to its first
+	// batch, epochs after the first (workers restarting when they are not
+	// persistent, the pipeline refilling); BatchesPerEpoch the epoch's
+	// length. Nil when the loader does not say (attached loaders).
+	EpochStallMs    *float64 `json:"epoch_stall_ms,omitempty"`
+	BatchesPerEpoch *int     `json:"batches_per_epoch,omitempty"`
+	PID             *int     `json:"pid,omitempty"`
+	LoopTID         *int     `json:"loop_tid,omitempty"`
+	WorkerPIDs      []int    `json:"worker_pids,omitempty"`
 	// ReadSecPerSec and DecodeSecPerSec are seconds spent reading and
 	// decoding per wall second, summed over workers (2 = two workers busy
 	// all the time).

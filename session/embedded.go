@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
@@ -65,6 +66,16 @@ func CountersFromSnapshot(s loader.Snapshot, c loader.Config) probes.LoaderCount
 	}
 	for i, b := range s.Recent {
 		out.Recent[i] = probes.LoaderBatch{Seq: b.Seq, Wait: b.Wait, Step: b.Step}
+	}
+	bpe := c.BatchesPerEpoch()
+	out.BatchesPerEpoch = &bpe
+	if len(s.FirstBatch) > 1 {
+		var sum time.Duration
+		for _, d := range s.FirstBatch[1:] {
+			sum += d
+		}
+		stall := sum / time.Duration(len(s.FirstBatch)-1)
+		out.EpochStall = &stall
 	}
 	return out
 }

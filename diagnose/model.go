@@ -1,0 +1,213 @@
+package diagnose
+
+import (
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Pipeline is the model of a loader pipeline, measured from a window: what
+// one batch costs each part, and what the job has. docs/diagnosis.md
+// ("The pipeline model") works an example through.
+type Pipeline struct {
+	BatchSize float64 // samples per batch
+	StepSec   float64 // the training step, per batch
+	// IOSec is one worker's time per batch waiting on storage or the
+	// network (no CPU), and CPUSec its CPU work per batch — both as if the
+	// worker had a CPU to itself.
+	IOSec, CPUSec float64
+	// CPUs the workers can use: the job's less what its training loop
+	// takes.
+	CPUs float64
+	// BandwidthBytesPerSec is the storage limit seen: a link's (the
+	// loader's read_bandwidth) or a saturated disk's rate; 0 when none is.
+	BandwidthBytesPerSec float64
+	BytesPerBatch        float64
+	// EpochStallSec is the time to an epoch's first batch (workers
+	// restarting when not persistent); BatchesPerEpoch the epoch's length.
+	EpochStallSec   float64
+	BatchesPerEpoch float64
+	// The configuration measured.
+	Knobs Knobs
+	// CacheFits: the dataset (DatasetBytes, 0 when unknown) fits in RAM
+	// with room to spare.
+	CacheFits    bool
+	DatasetBytes float64
+	// Measured is what the window saw.
+	Measured Prediction
+}
+
+// Knobs are the loader settings the model can change.
+type Knobs struct {
+	Workers, Prefetch        int
+	Persistent, Pin, Cache   bool
+	knownPersistent, knownPC bool // persistent, pin and cache are known
+}
+
+// Prediction is a pipeline's throughput and the share of the training
+// loop's time spent waiting for input.
+type Prediction struct {
+	SamplesPerSec float64 `json:"samples_per_sec"`
+	WaitShare     float64 `json:"wait_share"`
+}
+
+// Limit names what caps a configuration's throughput.
+type Limit int
+
+// The limits.
+const (
+	LimitStep      Limit = iota // the training step: the accelerator is the busy part
+	LimitInline                 // loading inline, one batch after another (no workers)
+	LimitWorkers                // too few workers for the time each batch takes
+	LimitCPU                    // the CPUs the workers can use
+	LimitBandwidth              // the storage link or disk
+)
+
+func (l Limit) String() string {
+	return [...]string{"the step", "loading inline", "the workers", "the CPUs", "storage bandwidth"}[l]
+}
+
+// Predict is the model: throughput is the smallest of the step rate,
+// workers ÷ batch time, CPUs ÷ CPU work per batch and bandwidth ÷ bytes
+// per batch (with no workers, loading and stepping add up instead);
+// workers that restart every epoch add their start-up to each epoch.
+// Prefetch absorbs jitter but raises none of these limits.
+func (p *Pipeline) Predict(k Knobs) (Prediction, Limit) {
+	if p.BatchSize <= 0 || p.StepSec <= 0 {
+		return Prediction{}, LimitStep
+	}
+	io := p.IOSec
+	if k.Cache && !p.Knobs.Cache {
+		io = 0 // read from RAM: no storage wait
+	}
+	var rate float64 // batches per second
+	limit := LimitStep
+	if k.Workers == 0 {
+		rate, limit = 1/(p.StepSec+io+p.CPUSec), LimitInline
+	} else {
+		rate = 1 / p.StepSec
+		if c := float64(k.Workers) / (io + p.CPUSec); io+p.CPUSec > 0 && c < rate {
+			rate, limit = c, LimitWorkers
+		}
+		if c := p.CPUs / p.CPUSec; p.CPUSec > 0 && c < rate {
+			rate, limit = c, LimitCPU
+		}
+		if c := p.BandwidthBytesPerSec / p.BytesPerBatch; p.BandwidthBytesPerSec > 0 && p.BytesPerBatch > 0 && !k.Cache && c < rate {
+			rate, limit = c, LimitBandwidth
+		}
+		if !k.Persistent && p.BatchesPerEpoch > 0 && p.EpochStallSec > 0 {
+			// Each epoch pays its start-up again: N batches take N/rate + stall.
+			rate = p.BatchesPerEpoch / (p.BatchesPerEpoch/rate + p.EpochStallSec)
+		}
+	}
+	wait := max(0, 1-rate*p.StepSec)
+	return Prediction{SamplesPerSec: rate * p.BatchSize, WaitShare: wait}, limit
+}
+
+// pipeline measures the model's inputs from a window; ok is false when
+// the window lacks what the model needs (a loader with batches, its step
+// time and read/decode split).
+func pipeline(w *window) (*Pipeline, bool) {
+	if !w.batchesPerSec.ok || w.batchesPerSec.v <= 0 || !w.stepMs.ok || w.stepMs.v <= 0 || !w.readSec.ok || !w.decodeSec.ok || w.workers < 0 {
+		return nil, false
+	}
+	bps := w.batchesPerSec.v
+	p := &Pipeline{StepSec: w.stepMs.v / 1000, BatchesPerEpoch: float64(w.batchesPerEpoch), EpochStallSec: w.epochStallMs / 1000}
+	if w.samplesPerSec.ok && w.samplesPerSec.v > 0 {
+		p.BatchSize = w.samplesPerSec.v / bps
+	} else {
+		p.BatchSize = 1 // batches, where the loader does not count samples
+	}
+	p.BytesPerBatch = w.bytesPerSec.v / bps
+	p.Knobs = knobsOf(w)
+	// Per batch, summed over workers: wall time reading and decoding.
+	rd, dc := w.readSec.v/bps, w.decodeSec.v/bps
+	// Wall time beyond CPU is waiting: on storage, or — when more workers
+	// are busy than there are CPUs — for a CPU. Take the CPU queueing out.
+	busy := (rd + dc) * bps // workers busy on average
+	queue := 1.0
+	if cores := float64(w.cores); cores > 0 && busy > cores {
+		queue = busy / cores
+	}
+	// CPU per batch: the loader's measured CPU when it covers the workers
+	// (it counts the CPU of reading too), else the decode time less its
+	// queueing.
+	cpu := dc / queue
+	if w.loaderCPU.ok {
+		if lc := w.loaderCPU.v / 100 / bps; lc >= 0.5*cpu {
+			cpu = min(rd+dc, lc)
+		}
+	}
+	p.CPUSec = cpu
+	p.IOSec = max(0, rd+dc-cpu*queue)
+	if p.Knobs.Workers == 0 {
+		p.IOSec = max(0, rd+dc-cpu)
+	}
+	// The workers' CPUs: the job's, less its training loop's own (its
+	// step; loading inline, its thread's CPU is mostly the loading) and
+	// less what other processes take.
+	loop := 0.0
+	if w.roles.loopPct.ok {
+		loop = w.roles.loopPct.v / 100
+		if p.Knobs.Workers == 0 {
+			loop = max(0, loop-cpu*bps)
+		}
+	}
+	others := 0.0
+	if w.cpuBusy.ok {
+		others = max(0, w.cpuBusy.v/100*float64(w.cores)-cpu*bps-loop)
+	}
+	p.CPUs = float64(w.cores) - loop - others
+	p.CPUs = max(0.5, p.CPUs)
+	if bw, ok := knobBytes(w.knobs["read_bandwidth"]); ok && bw > 0 {
+		p.BandwidthBytesPerSec = bw
+	}
+	if w.diskBusy.ok && w.diskBusy.v >= 90 && w.bytesPerSec.v > 0 && !p.Knobs.Cache {
+		// A saturated disk serves no more than it does now.
+		if p.BandwidthBytesPerSec == 0 || w.bytesPerSec.v < p.BandwidthBytesPerSec {
+			p.BandwidthBytesPerSec = w.bytesPerSec.v
+		}
+	}
+	if size, ok := knobBytes(w.knobs["dataset_size"]); ok {
+		p.DatasetBytes = size
+		p.CacheFits = w.memAvail > 0 && size < w.memAvail/2
+	}
+	p.Measured = Prediction{SamplesPerSec: bps * p.BatchSize}
+	if w.waitShare.ok {
+		p.Measured.WaitShare = w.waitShare.v
+	}
+	return p, true
+}
+
+func knobsOf(w *window) Knobs {
+	k := Knobs{Workers: max(w.workers, 0), Prefetch: max(w.prefetch, 0)}
+	if v, err := strconv.ParseBool(w.knobs["persistent"]); err == nil {
+		k.Persistent, k.knownPersistent = v, true
+	}
+	pin, err1 := strconv.ParseBool(w.knobs["pin"])
+	cache, err2 := strconv.ParseBool(w.knobs["cache"])
+	if err1 == nil && err2 == nil {
+		k.Pin, k.Cache, k.knownPC = pin, cache, true
+	}
+	return k
+}
+
+// knobBytes reads a size as the embedded loader's knobs write it
+// ("256MiB", "22.9MiB/s", "0B/s").
+func knobBytes(s string) (float64, bool) {
+	s = strings.TrimSuffix(strings.TrimSpace(s), "/s")
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	for _, u := range units {
+		if v, ok := strings.CutSuffix(s, u.suffix); ok {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+				return 0, false
+			}
+			return x * u.mult, true
+		}
+	}
+	return 0, false
+}

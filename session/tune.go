@@ -1,0 +1,208 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/loader"
+	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// TuneStep is one run of `gpuwatch tune`: the configuration, what the
+// previous step's model predicted for it, what was measured, and the
+// verdict with the changes it computed.
+type TuneStep struct {
+	Step      int                  `json:"step"`
+	Knobs     map[string]string    `json:"knobs"`
+	Predicted *diagnose.Prediction `json:"predicted,omitempty"` // nil for the first
+	Measured  diagnose.Prediction  `json:"measured"`
+	Verdict   diagnose.Kind        `json:"verdict"`
+	Evidence  string               `json:"evidence,omitempty"`
+	Changes   []diagnose.Change    `json:"changes,omitempty"`
+	Next      *diagnose.Prediction `json:"next,omitempty"` // the model's prediction for the changes
+	Settled   bool                 `json:"settled"`
+	Seconds   float64              `json:"seconds"`
+}
+
+// TuneOptions configure Tune.
+type TuneOptions struct {
+	Interval time.Duration // between frames
+	MaxRun   time.Duration // the longest one configuration runs before its verdict is taken
+	MaxSteps int
+	Roots    probes.Roots
+	Th       diagnose.Thresholds
+	Events   *loader.Events
+}
+
+// MinGain is the least measured gain for tune to go on.
+const MinGain = 1.05
+
+// Tune runs the embedded loader with cfg, takes the settled verdict,
+// applies its changes, and runs again, until the verdict is healthy, has
+// no change to offer, or a step gains under 5 %. Each step goes to out as
+// it ends.
+func Tune(ctx context.Context, o TuneOptions, cfg loader.Config, ds *loader.Dataset, out func(TuneStep) error) error {
+	var prevPred *diagnose.Prediction
+	prev := 0.0
+	for step := 1; step <= o.MaxSteps; step++ {
+		s, err := measure(ctx, o, cfg, ds)
+		if err != nil {
+			return err
+		}
+		s.Step, s.Predicted, s.Knobs = step, prevPred, cfg.Knobs()
+		if err := out(s); err != nil {
+			return err
+		}
+		switch {
+		case step > 1 && s.Measured.SamplesPerSec < MinGain*prev:
+			return nil // the last change gained under 5 %
+		case s.Verdict == diagnose.Healthy && len(s.Changes) == 0, len(s.Changes) == 0:
+			return nil
+		}
+		next, err := Apply(cfg, s.Changes)
+		if err != nil {
+			return err
+		}
+		cfg, prev, prevPred = next, s.Measured.SamplesPerSec, s.Next
+	}
+	return nil
+}
+
+// Apply sets each change's flag on cfg.
+func Apply(cfg loader.Config, cs []diagnose.Change) (loader.Config, error) {
+	for _, c := range cs {
+		switch c.Flag {
+		case "--workers", "--prefetch":
+			n, err := strconv.Atoi(c.To)
+			if err != nil {
+				return cfg, fmt.Errorf("change %s: %q", c.Flag, c.To)
+			}
+			if c.Flag == "--workers" {
+				cfg.Workers = n
+			} else {
+				cfg.Prefetch = n
+			}
+		case "--persistent", "--cache", "--pin":
+			b, err := strconv.ParseBool(c.To)
+			if err != nil {
+				return cfg, fmt.Errorf("change %s: %q", c.Flag, c.To)
+			}
+			switch c.Flag {
+			case "--persistent":
+				cfg.Persistent = b
+			case "--cache":
+				cfg.Cache = b
+			default:
+				cfg.Pin = b
+			}
+		default:
+			return cfg, fmt.Errorf("change %s: not a knob tune can set", c.Flag)
+		}
+	}
+	if cfg.Workers > 0 && cfg.Prefetch == 0 {
+		cfg.Prefetch = 2
+	}
+	if cfg.Workers == 0 {
+		cfg.Prefetch, cfg.Persistent = 0, false
+	}
+	return cfg, cfg.Validate(true)
+}
+
+// measure runs cfg until its verdict settles (or MaxRun) and reads the
+// settled stretch: samples/s and wait share averaged over it.
+func measure(ctx context.Context, o TuneOptions, cfg loader.Config, ds *loader.Dataset) (TuneStep, error) {
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	src := &EmbeddedSource{}
+	l := loader.New(cfg, ds, o.Events)
+	src.Set(l)
+	runErr := make(chan error, 1)
+	go func() { runErr <- l.Run(runCtx) }()
+	// Set-up (loading a cached dataset, once) is not the pipeline's
+	// steady state: the measurement starts at the first batch.
+	if err := firstBatch(runCtx, l, runErr); err != nil {
+		return TuneStep{}, err
+	}
+	ctx, cancel := context.WithTimeout(runCtx, o.MaxRun)
+	defer cancel()
+	ps := probes.SystemProbes(o.Roots, probes.ProcOptions{PID: os.Getpid()}, probes.DiskOptions{}, probes.NetOptions{})
+	ps = append(ps, probes.NewGPU(probes.DefaultGPUSources(o.Roots.Sys)...), probes.NewLoader(src))
+	sampler := probes.NewSampler(ps, probes.SamplerOptions{Interval: o.Interval})
+	defer sampler.Close()
+	st := &settle{stop: cancel}
+	rec := &tail{}
+	err := loop(ctx, sampler, diagnose.NewDiagnoser(o.Th), nil, []Observer{st, rec})
+	stopRun()
+	if lerr := <-runErr; lerr != nil && !errors.Is(lerr, context.Canceled) {
+		return TuneStep{}, fmt.Errorf("loader: %w", lerr)
+	}
+	if err != nil {
+		return TuneStep{}, err
+	}
+	if st.frames == 0 {
+		return TuneStep{}, errors.New("no frame came")
+	}
+	v := st.verdict
+	s := TuneStep{Verdict: v.Kind, Changes: v.Changes, Next: v.Predicted, Settled: st.settled, Seconds: st.last.Time.Sub(st.first).Seconds(),
+		Measured: rec.mean(SettleFrames)}
+	if len(v.Evidence) > 0 {
+		s.Evidence = v.Evidence[0].Text
+	}
+	return s, nil
+}
+
+// firstBatch waits until l has handed out a batch (its set-up is done).
+func firstBatch(ctx context.Context, l *loader.Loader, runErr <-chan error) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for l.Snapshot().Batches == 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-runErr:
+			return fmt.Errorf("loader ended before its first batch: %v", err)
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// tail keeps the loader's newest readings.
+type tail struct{ ls []sample.Loader }
+
+func (t *tail) Frame(f *sample.Frame, _ diagnose.Verdict) error {
+	if f.Loader != nil {
+		t.ls = append(t.ls, *f.Loader)
+	}
+	return nil
+}
+
+func (*tail) Note(report.Note) error { return nil }
+
+// mean is the samples/s and wait share over the newest n readings.
+func (t *tail) mean(n int) diagnose.Prediction {
+	ls := t.ls[max(0, len(t.ls)-n):]
+	var p diagnose.Prediction
+	k := 0
+	for _, l := range ls {
+		p.SamplesPerSec += l.SamplesPerSec
+		if l.WaitShare != nil {
+			p.WaitShare += *l.WaitShare
+			k++
+		}
+	}
+	if len(ls) > 0 {
+		p.SamplesPerSec /= float64(len(ls))
+	}
+	if k > 0 {
+		p.WaitShare /= float64(k)
+	}
+	return p
+}
