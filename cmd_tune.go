@@ -82,7 +82,7 @@ func tuneLine(s session.TuneStep) string {
 	}
 	fmt.Fprintf(&b, "  verdict %s: %s\n", s.Verdict, s.Evidence)
 	for _, c := range s.Changes {
-		fmt.Fprintf(&b, "  change %s %s → %s (%s %s): %s\n", c.Knob, c.From, c.To, c.Flag, c.To, c.Why)
+		fmt.Fprintf(&b, "  change %s %s → %s (%s=%s): %s\n", c.Knob, c.From, c.To, c.Flag, c.To, c.Why)
 	}
 	if s.Next != nil {
 		fmt.Fprintf(&b, "  the model predicts %.0f samples/s, wait %.0f %%\n", s.Next.SamplesPerSec, 100*s.Next.WaitShare)

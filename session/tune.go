@@ -99,6 +99,9 @@ func Apply(cfg loader.Config, cs []diagnose.Change) (loader.Config, error) {
 				cfg.Persistent = b
 			case "--cache":
 				cfg.Cache = b
+				if b {
+					cfg.DirectIO = false // in RAM: nothing bypasses the page cache
+				}
 			default:
 				cfg.Pin = b
 			}

@@ -1,0 +1,95 @@
+//go:build integration
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/session"
+)
+
+// TestAdviceAppliedDeliversWhatItPredicts runs the real embedded loader on
+// eight configurations, each limited by something else, takes the settled
+// verdict's changes, applies them (gpuwatch tune), and measures again.
+// Where the loop waited at least half its time and a knob can fix it, the
+// changes must gain 1.5× and land within ±30 % of their prediction. Where
+// no knob can, no more workers may be advised. It prints the table.
+func TestAdviceAppliedDeliversWhatItPredicts(t *testing.T) {
+	dir := t.TempDir()
+	data := func(name, size string) []string {
+		return []string{"--dataset", filepath.Join(dir, name), "--dataset-size", size, "--sample-size", "16KiB", "--batch-size", "32"}
+	}
+	cases := []struct {
+		name  string
+		knobs []string
+		fix   bool // a knob can fix it
+	}{
+		{"inline loading (num_workers=0)", append(data("a", "32MiB"), "--workers", "0", "--decode-cost", "1ms", "--step-time", "5ms"), true},
+		{"too few workers for read latency", append(data("a", "32MiB"), "--workers", "1", "--read-latency", "3ms", "--decode-cost", "20us", "--step-time", "20ms", "--persistent"), true},
+		{"too few workers for the CPU work", append(data("a", "32MiB"), "--workers", "1", "--decode-cost", "600us", "--step-time", "10ms", "--persistent"), true},
+		{"worker start-up every epoch", append(data("a", "32MiB"), "--workers", "2", "--worker-start", "300ms", "--batches", "16", "--decode-cost", "200us", "--step-time", "20ms"), true},
+		{"a bandwidth-capped link", append(data("a", "32MiB"), "--workers", "4", "--read-bandwidth", "6MB/s", "--decode-cost", "20us", "--step-time", "10ms", "--persistent"), true},
+		{"CPU-bound on the job's CPUs", append(data("a", "32MiB"), "--workers", "2", "--decode-cost", "2ms", "--step-time", "5ms", "--persistent"), false},
+		{"a saturated disk read at random", []string{"--scenario", "io-bound"}, true},
+		{"healthy: the step is the limit", append(data("a", "32MiB"), "--workers", "2", "--decode-cost", "50us", "--step-time", "60ms", "--persistent"), false},
+	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-36s %10s %6s %-40s %10s %10s %6s %6s\n", "configuration", "before/s", "wait", "changes", "predicted", "after/s", "gain", "error")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"tune", "--json", "--steps", "2", "--max-run", "20s"}, c.knobs...)
+			cmd := exec.Command(binary(t), args...)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			var steps []session.TuneStep
+			sc := bufio.NewScanner(strings.NewReader(string(out)))
+			for sc.Scan() {
+				var s session.TuneStep
+				if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+					t.Fatal(err)
+				}
+				steps = append(steps, s)
+			}
+			if len(steps) == 0 {
+				t.Fatal("no step")
+			}
+			first := steps[0]
+			changes := ""
+			for _, ch := range first.Changes {
+				changes += fmt.Sprintf("%s=%s ", ch.Flag, ch.To)
+				if !c.fix && ch.Flag == "--workers" && ch.To > ch.From {
+					t.Errorf("more workers advised where no knob can help: %+v (%s)", ch, first.Evidence)
+				}
+			}
+			row := fmt.Sprintf("%-36s %10.0f %5.0f%% %-40s", c.name, first.Measured.SamplesPerSec, 100*first.Measured.WaitShare, changes)
+			if len(steps) < 2 {
+				fmt.Fprintf(&table, "%s %10s %10s\n", row, "-", "-")
+				if c.fix && first.Measured.WaitShare >= 0.5 {
+					t.Errorf("waits %.0f %% and a knob can fix it, yet no change was advised (%s: %s)", 100*first.Measured.WaitShare, first.Verdict, first.Evidence)
+				}
+				return
+			}
+			second := steps[1]
+			gain := second.Measured.SamplesPerSec / first.Measured.SamplesPerSec
+			errPct := 100 * (second.Measured.SamplesPerSec/second.Predicted.SamplesPerSec - 1)
+			fmt.Fprintf(&table, "%s %10.0f %10.0f %5.2f× %+5.0f%%\n", row, second.Predicted.SamplesPerSec, second.Measured.SamplesPerSec, gain, errPct)
+			if c.fix && first.Measured.WaitShare >= 0.5 {
+				if gain < 1.5 {
+					t.Errorf("gain %.2f× after %s, want ≥ 1.5×", gain, changes)
+				}
+				if errPct < -30 || errPct > 30 {
+					t.Errorf("measured %.0f samples/s, predicted %.0f: %+.0f %%, want within ±30 %%", second.Measured.SamplesPerSec, second.Predicted.SamplesPerSec, errPct)
+				}
+			}
+		})
+	}
+	t.Logf("advice applied, predicted vs measured:\n%s", table.String())
+}
