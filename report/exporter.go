@@ -34,6 +34,9 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 var (
 	dVerdict    = desc("verdict", "1 for the verdict shown now, 0 for the others.", "kind")
 	dConfidence = desc("verdict_confidence_ratio", "Confidence of the verdict shown now, 0–1.")
+	dChange     = desc("advice_change", "1 for each loader setting the verdict's pipeline model advises changing.", "knob", "from", "to")
+	dPredSample = desc("advice_predicted_samples_per_second", "Samples per second the model predicts once the advised changes are applied.")
+	dPredWait   = desc("advice_predicted_wait_share_ratio", "Wait share the model predicts once the advised changes are applied, 0–1.")
 	dSince      = desc("verdict_since_timestamp_seconds", "When the verdict shown now started, Unix time.")
 	dFrameTime  = desc("frame_timestamp_seconds", "When the latest frame was taken, Unix time.")
 	dCPUBusy    = desc("cpu_busy_ratio", "Share of the machine's CPU time busy (not idle, not iowait), 0–1.")
@@ -61,7 +64,7 @@ var (
 	dWaitP95    = desc("loader_wait_p95_seconds", "95th percentile of the time waited per batch in the last interval.")
 )
 
-var allDescs = []*prometheus.Desc{dVerdict, dConfidence, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
+var allDescs = []*prometheus.Desc{dVerdict, dConfidence, dChange, dPredSample, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
 	dGPUMem, dGPUPower, dGPUTemp, dAccel, dWaitShare, dSamples, dQueue, dWaitP95}
 
@@ -92,6 +95,13 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		g(dVerdict, val, k.String())
 	}
 	g(dConfidence, v.Confidence)
+	for _, c := range v.Changes {
+		g(dChange, 1, c.Knob, c.From, c.To)
+	}
+	if p := v.Predicted; p != nil {
+		g(dPredSample, p.SamplesPerSec)
+		g(dPredWait, p.WaitShare)
+	}
 	if !v.Since.IsZero() {
 		g(dSince, float64(v.Since.UnixNano())/1e9)
 	}

@@ -73,8 +73,12 @@ type Finding struct {
 	Evidence   []string `json:"evidence"`
 	// Secondary are the verdict's secondary findings, "kind: text".
 	Secondary []string `json:"secondary,omitempty"`
-	Advice    []string `json:"advice"`
-	Missing   []string `json:"missing,omitempty"`
+	// Changes and Predicted are the pipeline model's advice (see
+	// diagnose.Verdict).
+	Changes   []diagnose.Change    `json:"changes,omitempty"`
+	Predicted *diagnose.Prediction `json:"predicted,omitempty"`
+	Advice    []string             `json:"advice"`
+	Missing   []string             `json:"missing,omitempty"`
 }
 
 // LoaderInfo summarizes the loader over the run.
@@ -239,6 +243,7 @@ func Build(rec *Recording, file string, th diagnose.Thresholds, now time.Time) *
 		for _, f := range v.Secondary {
 			fd.Secondary = append(fd.Secondary, f.Kind.String()+": "+f.Text)
 		}
+		fd.Changes, fd.Predicted = v.Changes, v.Predicted
 		if fd.Advice == nil {
 			fd.Advice = []string{}
 		}

@@ -73,6 +73,12 @@ func WriteMarkdown(w io.Writer, s *Summary, htmlName string) error {
 				fmt.Fprintf(&b, "- %s\n", md(e))
 			}
 		}
+		if len(f.Changes) > 0 {
+			b.WriteString("\n| knob | flag | from | to | why |\n|---|---|---|---|---|\n")
+			for _, c := range f.Changes {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", md(c.Knob), md(c.Flag), md(c.From), md(c.To), md(c.Why))
+			}
+		}
 		if len(f.Advice) > 0 {
 			b.WriteString("\nWhat to change:\n\n")
 			for _, a := range f.Advice {
@@ -198,6 +204,13 @@ code{font-size:.9em}@media print{body{max-width:none}h2{break-after:avoid}svg{br
 				fmt.Fprintf(&b, "<li>%s</li>", esc(e))
 			}
 			b.WriteString("</ul>")
+		}
+		if len(f.Changes) > 0 {
+			b.WriteString("<table><tr><th>knob</th><th>flag</th><th>from</th><th>to</th><th>why</th></tr>")
+			for _, c := range f.Changes {
+				fmt.Fprintf(&b, "<tr><td>%s</td><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td></tr>", esc(c.Knob), esc(c.Flag), esc(c.From), esc(c.To), esc(c.Why))
+			}
+			b.WriteString("</table>")
 		}
 		if len(f.Advice) > 0 {
 			b.WriteString("<p>What to change:</p><ol>")
