@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // Pipeline is the model of a loader pipeline, measured from a window: what
@@ -102,6 +104,17 @@ func (p *Pipeline) Predict(k Knobs) (Prediction, Limit) {
 	}
 	wait := max(0, 1-rate*p.StepSec)
 	return Prediction{SamplesPerSec: rate * p.BatchSize, WaitShare: wait}, limit
+}
+
+// Model measures the pipeline model from a window of frames (oldest
+// first), as Classify does; ok is false when the frames lack what the
+// model needs.
+func Model(frames []sample.Frame) (*Pipeline, bool) {
+	if len(frames) == 0 {
+		return nil, false
+	}
+	w := read(frames)
+	return pipeline(&w)
 }
 
 // pipeline measures the model's inputs from a window; ok is false when

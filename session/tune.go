@@ -29,6 +29,8 @@ type TuneStep struct {
 	Next      *diagnose.Prediction `json:"next,omitempty"` // the model's prediction for the changes
 	Settled   bool                 `json:"settled"`
 	Seconds   float64              `json:"seconds"`
+	// Window is the frames the verdict was taken on (not in JSON).
+	Window []sample.Frame `json:"-"`
 }
 
 // TuneOptions configure Tune.
@@ -154,7 +156,7 @@ func measure(ctx context.Context, o TuneOptions, cfg loader.Config, ds *loader.D
 	}
 	v := st.verdict
 	s := TuneStep{Verdict: v.Kind, Changes: v.Changes, Next: v.Predicted, Settled: st.settled, Seconds: st.last.Time.Sub(st.first).Seconds(),
-		Measured: rec.mean(SettleFrames)}
+		Measured: rec.mean(SettleFrames), Window: rec.frames[max(0, len(rec.frames)-3):]}
 	if len(v.Evidence) > 0 {
 		s.Evidence = v.Evidence[0].Text
 	}
@@ -177,12 +179,19 @@ func firstBatch(ctx context.Context, l *loader.Loader, runErr <-chan error) erro
 	return nil
 }
 
-// tail keeps the loader's newest readings.
-type tail struct{ ls []sample.Loader }
+// tail keeps the loader's newest readings, and the newest frames.
+type tail struct {
+	ls     []sample.Loader
+	frames []sample.Frame
+}
 
 func (t *tail) Frame(f *sample.Frame, _ diagnose.Verdict) error {
 	if f.Loader != nil {
 		t.ls = append(t.ls, *f.Loader)
+	}
+	t.frames = append(t.frames, *f)
+	if len(t.frames) > 16 {
+		t.frames = append(t.frames[:0], t.frames[len(t.frames)-8:]...)
 	}
 	return nil
 }
