@@ -16,7 +16,9 @@ func newRecordCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "record -o FILE [--duration D] [--pid PID | --attach URL]",
 		Short: "Record headless for batch jobs (SLURM, cron): frames, verdicts and events to a file",
-		Example: `  gpuwatch record --duration 10m -o run.jsonl --report run.html --pid "$SLURM_TASK_PID"
+		Example: `  # in a Slurm batch script: srun's tasks are children of slurmstepd, not
+  # of this shell, so name the job (its cgroup) rather than a PID
+  gpuwatch record --duration 10m -o run.jsonl --report run.html --slurm-job "$SLURM_JOB_ID" &
   gpuwatch record -o run.jsonl --attach http://127.0.0.1:6060`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

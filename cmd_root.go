@@ -25,6 +25,8 @@ type watchFlags struct {
 	allDisks bool
 	allNet   bool
 	once     bool
+	cgroup   string
+	slurmJob string
 	procRoot string
 	sysRoot  string
 
@@ -43,6 +45,8 @@ func (w *watchFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&w.json, "json", false, "with --headless: print one JSON object per line (schema: docs/json.md)")
 	fl.IntVarP(&w.pid, "pid", "p", 0, "watch this process and its descendants (e.g. the training process and its DataLoader workers)")
 	fl.BoolVar(&w.allDisks, "all-disks", false, "also show partitions and virtual block devices (loop, ram, dm-)")
+	fl.StringVar(&w.cgroup, "cgroup", "", "judge the job in this cgroup (a path under /sys/fs/cgroup, e.g. /slurm/uid_1000/job_42) instead of --pid's")
+	fl.StringVar(&w.slurmJob, "slurm-job", "", "judge this Slurm job: its cgroup is found under /sys/fs/cgroup")
 	fl.BoolVar(&w.allNet, "all-net", false, "also show virtual network interfaces (lo, ifb*, veth*)")
 	fl.BoolVar(&w.once, "once", false, "sample until the verdict has held 5 frames and 5 s (at most 60s, or --duration), print one summary and exit: 0 healthy or idle, 3 a bottleneck")
 	fl.StringVar(&w.procRoot, "proc-root", "/proc", "where procfs is mounted (a host's /proc seen from a container)")
@@ -70,6 +74,16 @@ func (w *watchFlags) validate(cmd *cobra.Command) error {
 	w.thresholds = th
 	if w.pid != 0 && !probes.ProcessExists(w.procRoot, w.pid) {
 		return fmt.Errorf("--pid %d: no such process", w.pid)
+	}
+	if w.slurmJob != "" {
+		if w.cgroup != "" {
+			return usageErrorf(cmd, "--cgroup and --slurm-job: choose one")
+		}
+		path, err := probes.SlurmJobCgroup(w.sysRoot, w.slurmJob)
+		if err != nil {
+			return fmt.Errorf("--slurm-job %s: %w", w.slurmJob, err)
+		}
+		w.cgroup = path
 	}
 	return nil
 }
@@ -183,10 +197,15 @@ func wrapArgs(cmd *cobra.Command) {
 
 // options are the session's options for these flags.
 func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
-	return session.Options{
+	o := session.Options{
 		Interval: w.interval, Duration: w.duration, PID: w.pid,
 		Roots: probes.Roots{Proc: w.procRoot, Sys: w.sysRoot}, AllDisks: w.allDisks, AllNet: w.allNet, Once: w.once,
 		Thresholds: w.thresholds, Record: w.record, RecordMaxSize: w.recordMaxSize,
 		Headless: w.headless, JSON: w.json, Version: version, Stdout: stdout, Stderr: stderr,
+		Cgroup: w.cgroup,
 	}
+	if w.slurmJob != "" {
+		o.CgroupSource = "slurm job " + w.slurmJob
+	}
+	return o
 }

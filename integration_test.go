@@ -389,11 +389,16 @@ type attachLine struct {
 		Evidence []struct {
 			Text string `json:"text"`
 		} `json:"evidence"`
+		Advice    []string `json:"advice"`
 		Secondary []struct {
 			Kind string `json:"kind"`
 			Text string `json:"text"`
 		} `json:"secondary"`
 	} `json:"verdict"`
+	Job *struct {
+		CgroupVersion    int     `json:"cgroup_version"`
+		CPUCapacityCores float64 `json:"cpu_capacity_cores"`
+	} `json:"job"`
 	Unavailable map[string]string `json:"unavailable"`
 }
 

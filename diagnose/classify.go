@@ -198,9 +198,30 @@ func join(k Kind, first []Evidence, rest ...[]Evidence) decision {
 
 func memoryEvidence(w *window, th Thresholds) []Evidence {
 	var mem []Evidence
+	if j := w.job; j != nil && j.MemLimitBytes != nil && j.MemUsedBytes != nil && *j.MemLimitBytes > 0 {
+		// The job's own limit: the host can have memory to spare while the
+		// job reclaims, swaps or is OOM-killed at its cgroup's limit.
+		full := float64(*j.MemUsedBytes) / float64(*j.MemLimitBytes)
+		if full >= th.JobMemFullShare && (w.jobMaxEvents > 0 || w.jobOOMKills > 0 || w.jobSwapGrowth > 0) {
+			text := fmt.Sprintf("the job's memory cgroup holds %s of its %s limit (%.0f %%)", fmtBytes(float64(*j.MemUsedBytes)), fmtBytes(float64(*j.MemLimitBytes)), 100*full)
+			if w.jobMaxEvents > 0 {
+				text += fmt.Sprintf("; at the limit %d times", w.jobMaxEvents)
+			}
+			if w.jobOOMKills > 0 {
+				text += fmt.Sprintf("; %d OOM kill(s)", w.jobOOMKills)
+			}
+			if w.jobSwapGrowth > 0 {
+				text += fmt.Sprintf("; swapped out %s more", fmtBytes(w.jobSwapGrowth))
+			}
+			mem = append(mem, evidence("job.mem_used_share", full, ">=", th.JobMemFullShare, "ratio", text))
+		}
+	}
 	if w.swapPages.ok && w.swapPages.v >= th.SwapPagesPerSec {
-		mem = append(mem, evidence("mem.swap_pages_per_sec", w.swapPages.v, ">=", th.SwapPagesPerSec, "pages/s",
-			fmt.Sprintf("the host swaps %.0f pages/s (≥ %.0f)", w.swapPages.v, th.SwapPagesPerSec)))
+		text := fmt.Sprintf("the host swaps %.0f pages/s (≥ %.0f)", w.swapPages.v, th.SwapPagesPerSec)
+		if len(mem) > 0 {
+			text += fmt.Sprintf(", %s available to the host", fmtBytes(w.memAvail))
+		}
+		mem = append(mem, evidence("mem.swap_pages_per_sec", w.swapPages.v, ">=", th.SwapPagesPerSec, "pages/s", text))
 	}
 	if w.psiMem.ok && w.psiMem.v >= th.PSIMemSomePct {
 		mem = append(mem, evidence("psi.memory.some_pct", w.psiMem.v, ">=", th.PSIMemSomePct, "%",
@@ -234,6 +255,9 @@ func waitEvidence(w *window, th Thresholds) []Evidence {
 }
 
 func cpuEvidence(w *window, th Thresholds) (cpu []Evidence, saturated bool) {
+	if w.confined() {
+		return jobCPUEvidence(w, th)
+	}
 	saturated = w.cpuBusy.ok && w.cpuBusy.v >= th.CPUSaturatedPct
 	if saturated {
 		cpu = append(cpu, evidence("cpu.busy_pct", w.cpuBusy.v, ">=", th.CPUSaturatedPct, "%",
@@ -247,6 +271,34 @@ func cpuEvidence(w *window, th Thresholds) (cpu []Evidence, saturated bool) {
 		cpu = append(cpu, evidence("psi.cpu.some_pct", w.psiCPU.v, ">=", th.PSICPUSomePct, "%",
 			fmt.Sprintf("tasks waited for a CPU %.0f %% of the time (PSI)", w.psiCPU.v)))
 		saturated = saturated || (w.runQueue.ok && w.runQueue.v > float64(w.cores))
+	}
+	return cpu, saturated
+}
+
+// jobCPUEvidence judges saturation on the job's terms: its CPU use against
+// the capacity its cgroup gives it (quota, cpuset), and throttling.
+func jobCPUEvidence(w *window, th Thresholds) (cpu []Evidence, saturated bool) {
+	j := w.job
+	capacity := j.CPUCapacityCores
+	limit := fmt.Sprintf("cpuset %s", j.CPUSet)
+	if q := j.CPUQuotaCores; q != nil && *q <= capacity+1e-9 {
+		limit = fmt.Sprintf("quota %.0f ms per %.0f ms", *j.CPUQuotaUs/1000, *j.CPUPeriodUs/1000)
+	}
+	if w.jobUsed.ok && w.jobUsed.v >= th.CPUSaturatedPct/100*capacity {
+		saturated = true
+		text := fmt.Sprintf("the job may use %.2g CPU (%s) and used %.2g", capacity, limit, w.jobUsed.v)
+		if w.jobThrottle.ok && w.jobThrottle.v > 0 {
+			text += fmt.Sprintf("; throttled %.0f %% of periods", 100*w.jobThrottle.v)
+		}
+		cpu = append(cpu, evidence("job.cpu_used_cores", w.jobUsed.v, ">=", th.CPUSaturatedPct/100*capacity, "cores", text))
+	} else if w.jobThrottle.ok && w.jobThrottle.v >= th.ThrottledShare {
+		saturated = true
+		cpu = append(cpu, evidence("job.throttled_periods_share", w.jobThrottle.v, ">=", th.ThrottledShare, "ratio",
+			fmt.Sprintf("the job is throttled in %.0f %% of periods (%s)", 100*w.jobThrottle.v, limit)))
+	}
+	if saturated && w.cpuBusy.ok && w.cpuBusy.v < th.CPUSaturatedPct {
+		cpu = append(cpu, evidence("cpu.busy_pct", w.cpuBusy.v, "<", th.CPUSaturatedPct, "%",
+			fmt.Sprintf("the host is %.0f %% busy: the job's limit, not the machine, is full", w.cpuBusy.v)))
 	}
 	return cpu, saturated
 }
@@ -499,3 +551,5 @@ func profileEvidence(k Kind, w *window) (Evidence, bool) {
 	return evidence("profile."+best.Name+"_share", best.Share, ">=", 0, "ratio",
 		fmt.Sprintf("the loader's CPU profile: %.0f %% of its CPU is %s", 100*best.Share, words)), true
 }
+
+func fmtBytes(b float64) string { return sample.FormatBytes(b) }

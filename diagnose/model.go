@@ -171,6 +171,10 @@ func pipeline(w *window) (*Pipeline, bool) {
 		others = max(0, w.cpuBusy.v/100*float64(w.cores)-cpu*bps-loop)
 	}
 	p.CPUs = float64(w.cores) - loop - others
+	if w.confined() {
+		// The job's cgroup is the limit: other processes are outside it.
+		p.CPUs = w.job.CPUCapacityCores - loop
+	}
 	p.CPUs = max(0.5, p.CPUs)
 	if bw, ok := knobBytes(w.knobs["read_bandwidth"]); ok && bw > 0 {
 		p.BandwidthBytesPerSec = bw

@@ -62,6 +62,14 @@ type Thresholds struct {
 	// system time spins in the kernel (sched_yield, futex polling) rather
 	// than computing, as idle OpenBLAS and OpenMP pool threads do.
 	SpinSystemShare float64 `json:"spin_system_share"`
+	// ThrottledShare: a job throttled in at least this share of its CPU
+	// quota's periods is held at its limit (the kernel's cpu.stat
+	// nr_throttled / nr_periods); a fifth is well past occasional bursts.
+	ThrottledShare float64 `json:"throttled_share"`
+	// JobMemFullShare: a job whose memory cgroup holds at least this
+	// share of its limit, and meanwhile hits the limit, swaps or is OOM
+	// killed, is under memory pressure of its own.
+	JobMemFullShare float64 `json:"job_mem_full_share"`
 	// PSICPUSomePct: CPU pressure (some) at or above this counts toward
 	// saturation: tasks waited for a CPU that much of the time.
 	PSICPUSomePct float64 `json:"psi_cpu_some_pct"`
@@ -116,6 +124,7 @@ func DefaultThresholds() Thresholds {
 		WaitShareStarved: 0.20, WaitShareModerate: 0.05,
 		BurstyP95: 70, BurstyP5: 10, AccelBusyPct: 90, GPULowPct: 50, IdlePct: 5,
 		CPUSaturatedPct: 90, SingleThreadPct: 90, PSICPUSomePct: 50, ComputeCrowdShare: 0.5, SpinSystemShare: 0.5,
+		ThrottledShare: 0.2, JobMemFullShare: 0.9,
 		DiskBusyPct: 90, IowaitPct: 50, PSIIOSomePct: 30, ReadDominance: 4, WorkersPerCoreLow: 0.7,
 		SwapPagesPerSec: 100, MajorFaultsPerSec: 1000, PSIMemSomePct: 10,
 		CriticalWaitShare: 0.5, CriticalAccelPct: 25, CriticalSwapPagesPerSec: 1000,

@@ -68,6 +68,12 @@ type window struct {
 
 	roles roles // the training process's CPU by thread role
 
+	job                  *sample.Job // the newest reading of the job's cgroup
+	jobUsed, jobThrottle level       // cores used; share of periods throttled
+	jobMaxEvents         uint64      // memory.events max (v1: failcnt) over the window
+	jobOOMKills          uint64      // oom_kill over the window
+	jobSwapGrowth        float64     // bytes of swap the job gained over the window
+
 	focusPID, treeProcs int
 	unavailable         map[string]string
 	profile             *sample.Profile // the newest profile summary, if attached
@@ -77,10 +83,10 @@ type window struct {
 // 60-frame window of a 256-core, 8-GPU machine takes well under 100 µs.
 func read(frames []sample.Frame) window {
 	w := window{frames: len(frames), workers: -1, prefetch: -1}
-	var gu, g5, g95, vb, ws, bps, rs, ds, byps, cb, hc, ht, rq, iw, db, pc, pi, pm, sw, mf, rl, rh, rc, rw, sps, stp, lc levels
+	var gu, g5, g95, vb, ws, bps, rs, ds, byps, cb, hc, ht, rq, iw, db, pc, pi, pm, sw, mf, rl, rh, rc, rw, sps, stp, lc, ju, jt levels
 	// One backing array for every metric's values: a window costs one
 	// allocation here, not one per metric per growth.
-	all := []*levels{&gu, &g5, &g95, &vb, &ws, &bps, &rs, &ds, &byps, &cb, &hc, &ht, &rq, &iw, &db, &pc, &pi, &pm, &sw, &mf, &rl, &rh, &rc, &rw, &sps, &stp, &lc}
+	all := []*levels{&gu, &g5, &g95, &vb, &ws, &bps, &rs, &ds, &byps, &cb, &hc, &ht, &rq, &iw, &db, &pc, &pi, &pm, &sw, &mf, &rl, &rh, &rc, &rw, &sps, &stp, &lc, &ju, &jt}
 	backing := make([]float64, len(all)*len(frames))
 	for i, l := range all {
 		l.vals = backing[i*len(frames) : i*len(frames) : (i+1)*len(frames)]
@@ -100,6 +106,7 @@ func read(frames []sample.Frame) window {
 			w.focusPID, w.treeProcs = p.FocusPID, len(p.List)
 		}
 		w.roles.add(f, &rl, &rh, &rc, &rw)
+		w.addJob(f.Job, &ju, &jt)
 		if u, ok := f.GPUUtil(); ok {
 			gu.add(u)
 		}
@@ -177,11 +184,46 @@ func read(frames []sample.Frame) window {
 	w.gpuUtil, w.gpuP5, w.gpuP95, w.virtualBusy = gu.median(), g5.median(), g95.median(), vb.median()
 	w.waitShare, w.batchesPerSec, w.readSec, w.decodeSec, w.bytesPerSec = ws.median(), bps.median(), rs.median(), ds.median(), byps.median()
 	w.samplesPerSec, w.stepMs, w.loaderCPU = sps.median(), stp.median(), lc.median()
+	w.jobUsed, w.jobThrottle = ju.median(), jt.median()
 	w.cpuBusy, w.hottestCore, w.hottestThread, w.runQueue, w.iowait = cb.median(), hc.median(), ht.median(), rq.median(), iw.median()
 	w.diskBusy, w.psiCPU, w.psiIO, w.psiMem = db.median(), pc.median(), pi.median(), pm.median()
 	w.swapPages, w.majFaults = sw.median(), mf.median()
 	w.roles.loopPct, w.roles.loopHottest, w.roles.computePct, w.roles.workersPct = rl.median(), rh.median(), rc.median(), rw.median()
 	return w
+}
+
+// addJob adds a frame's job reading; events and swap are counted from the
+// window's first reading to its last.
+func (w *window) addJob(j *sample.Job, used, throttled *levels) {
+	if j == nil {
+		return
+	}
+	if j.CPUUsedCores != nil {
+		used.add(*j.CPUUsedCores)
+	}
+	if j.ThrottledPeriodsShare != nil {
+		throttled.add(*j.ThrottledPeriodsShare)
+	}
+	if first := w.job; first != nil && first.Cgroup == j.Cgroup {
+		if a, b := first.MemEvents, j.MemEvents; a != nil && b != nil {
+			if b.Max >= a.Max {
+				w.jobMaxEvents = b.Max - a.Max + w.jobMaxEvents
+			}
+			if b.OOMKill >= a.OOMKill {
+				w.jobOOMKills = b.OOMKill - a.OOMKill + w.jobOOMKills
+			}
+		}
+		if first.SwapUsedBytes != nil && j.SwapUsedBytes != nil {
+			w.jobSwapGrowth += float64(*j.SwapUsedBytes) - float64(*first.SwapUsedBytes)
+		}
+	}
+	w.job = j
+}
+
+// confined says whether the job may use fewer CPUs than the host has:
+// then CPU saturation is judged on the job's terms.
+func (w *window) confined() bool {
+	return w.job != nil && w.job.CPUCapacityCores > 0 && w.job.CPUCapacityCores < float64(w.cores)-0.01
 }
 
 // loaderCPU is the loader's CPU in a frame, % of a core: its worker

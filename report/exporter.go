@@ -32,7 +32,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 }
 
 var (
-	dVerdict    = desc("verdict", "1 for the verdict shown now, 0 for the others.", "kind")
+	dVerdict    = desc("verdict", "1 for the verdict shown now, 0 for the others; the job's identity where it is known (slurm_job, not job: Prometheus owns that label).", "kind", "slurm_job", "slurm_step", "rank", "pod", "namespace")
 	dConfidence = desc("verdict_confidence_ratio", "Confidence of the verdict shown now, 0–1.")
 	dChange     = desc("advice_change", "1 for each loader setting the verdict's pipeline model advises changing.", "knob", "from", "to")
 	dPredSample = desc("advice_predicted_samples_per_second", "Samples per second the model predicts once the advised changes are applied.")
@@ -87,12 +87,20 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	g := func(d *prometheus.Desc, val float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, labels...)
 	}
+	var id sample.JobIdentity
+	if f.Job != nil && f.Job.Identity != nil {
+		id = *f.Job.Identity
+	}
+	rank := id.Rank
+	if rank == "" {
+		rank = id.SlurmRank
+	}
 	for _, k := range diagnose.Kinds {
 		val := 0.0
 		if k == v.Kind {
 			val = 1
 		}
-		g(dVerdict, val, k.String())
+		g(dVerdict, val, k.String(), id.SlurmJob, id.SlurmStep, rank, id.Pod, id.Namespace)
 	}
 	g(dConfidence, v.Confidence)
 	for _, c := range v.Changes {

@@ -18,16 +18,16 @@ func TestExporterExposesTheVerdictAndOnlyWhatWasRead(t *testing.T) {
 	f := testFrame() // CPU, memory, one disk, PSI cpu only, no GPU, no loader
 	e.Set(f, diagnose.Verdict{Kind: diagnose.IOBound, Confidence: 0.8, Since: f.Time})
 	want := `
-# HELP gpuwatch_verdict 1 for the verdict shown now, 0 for the others.
+# HELP gpuwatch_verdict 1 for the verdict shown now, 0 for the others; the job's identity where it is known (slurm_job, not job: Prometheus owns that label).
 # TYPE gpuwatch_verdict gauge
-gpuwatch_verdict{kind="cpu_saturated"} 0
-gpuwatch_verdict{kind="gpu_starved"} 0
-gpuwatch_verdict{kind="healthy"} 0
-gpuwatch_verdict{kind="idle"} 0
-gpuwatch_verdict{kind="io_bound"} 1
-gpuwatch_verdict{kind="memory_pressure"} 0
-gpuwatch_verdict{kind="single_core_maxed"} 0
-gpuwatch_verdict{kind="warming_up"} 0
+gpuwatch_verdict{kind="cpu_saturated",namespace="",pod="",rank="",slurm_job="",slurm_step=""} 0
+gpuwatch_verdict{kind="gpu_starved",namespace="",pod="",rank="",slurm_job="",slurm_step=""} 0
+gpuwatch_verdict{kind="healthy",namespace="",pod="",rank="",slurm_job="",slurm_step=""} 0
+gpuwatch_verdict{kind="idle",namespace="",pod="",rank="",slurm_job="",slurm_step=""} 0
+gpuwatch_verdict{kind="io_bound",namespace="",pod="",rank="",slurm_job="",slurm_step=""} 1
+gpuwatch_verdict{kind="memory_pressure",namespace="",pod="",rank="",slurm_job="",slurm_step=""} 0
+gpuwatch_verdict{kind="single_core_maxed",namespace="",pod="",rank="",slurm_job="",slurm_step=""} 0
+gpuwatch_verdict{kind="warming_up",namespace="",pod="",rank="",slurm_job="",slurm_step=""} 0
 # HELP gpuwatch_cpu_core_busy_ratio Share of one logical CPU's time busy, 0–1.
 # TYPE gpuwatch_cpu_core_busy_ratio gauge
 gpuwatch_cpu_core_busy_ratio{core="0"} 0.95

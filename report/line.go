@@ -114,6 +114,9 @@ func writeSources(b *strings.Builder, f *sample.Frame) {
 }
 
 func writeProcsAndMore(b *strings.Builder, f *sample.Frame) {
+	if j := f.Job; j != nil {
+		b.WriteString(" | job " + j.Summary())
+	}
 	if p := f.Procs; p != nil && len(p.List) > 0 {
 		if p.FocusPID != 0 {
 			fmt.Fprintf(b, " | pid %d tree %d procs", p.FocusPID, len(p.List))

@@ -47,6 +47,9 @@ type RecordingInfo struct {
 	Scenarios       []string  `json:"scenarios,omitempty"`
 	Events          []Event   `json:"events,omitempty"`
 	Warnings        []string  `json:"warnings,omitempty"`
+	// Job is the watched job in a line (who, its cgroup, its limits and
+	// use, at the end of the recording); empty when none was watched.
+	Job string `json:"job,omitempty"`
 }
 
 // VerdictTime is how long a verdict was shown.
@@ -181,6 +184,9 @@ func Build(rec *Recording, file string, th diagnose.Thresholds, now time.Time) *
 		}
 		if m := f.Mem; m != nil {
 			s.Recording.MemTotalBytes = m.TotalBytes
+		}
+		if f.Job != nil {
+			s.Recording.Job = f.Job.Summary()
 		}
 		// A frame stands for the time until the next one.
 		dt := 0.0

@@ -50,6 +50,9 @@ func WriteMarkdown(w io.Writer, s *Summary, htmlName string) error {
 		b.WriteString(", no GPU")
 	}
 	fmt.Fprintf(&b, "), %s, %d frames, gpuwatch %s.\n\n", dur(r.DurationSec), r.Frames, md(r.GpuwatchVersion))
+	if r.Job != "" {
+		fmt.Fprintf(&b, "Job: %s.\n\n", md(r.Job))
+	}
 	for _, wmsg := range r.Warnings {
 		fmt.Fprintf(&b, "> warning: %s\n\n", md(wmsg))
 	}
@@ -182,6 +185,9 @@ code{font-size:.9em}@media print{body{max-width:none}h2{break-after:avoid}svg{br
 	fmt.Fprintf(&b, "<p>%s on <b>%s</b> (%d cores, %s, %s RAM) — %s, %d frames, gpuwatch %s.<br><code>%s</code></p>",
 		r.Start.UTC().Format("2006-01-02 15:04:05 UTC"), esc(orDash(r.Host)), r.Cores, gpus, sample.FormatBytes(float64(r.MemTotalBytes)),
 		dur(r.DurationSec), r.Frames, esc(r.GpuwatchVersion), esc(strings.Join(r.Command, " ")))
+	if r.Job != "" {
+		fmt.Fprintf(&b, "<p>Job: %s.</p>", esc(r.Job))
+	}
 	for _, wmsg := range r.Warnings {
 		fmt.Fprintf(&b, "<p><b>warning:</b> %s</p>", esc(wmsg))
 	}

@@ -1,5 +1,10 @@
 package sample
 
+import (
+	"fmt"
+	"strings"
+)
+
 // These accessors are the one place where a frame's figures are reduced to
 // the levels that diagnosis, reports, the exporter and headless lines
 // show: a chart and the verdict it explains read the same number.
@@ -62,4 +67,64 @@ func (p *Pressure) Some() (pct float64, ok bool) {
 		return *p.SomePct, true
 	}
 	return p.SomeAvg10, true
+}
+
+// Summary is the job in one line for views and reports: who it is, what
+// its cgroup lets it use and what it used — "slurm job 42 step 0 rank 1 ·
+// cgroup v1 /slurm/… · 0.49 of 0.5 CPU (quota), throttled 96 % · memory
+// 511MiB of 512MiB". Names are outside input: Printable is applied.
+func (j *Job) Summary() string {
+	if j == nil {
+		return ""
+	}
+	var parts []string
+	if id := j.Identity; id != nil {
+		var who []string
+		if id.SlurmJob != "" {
+			who = append(who, "slurm job "+id.SlurmJob)
+			if id.SlurmStep != "" {
+				who = append(who, "step "+id.SlurmStep)
+			}
+		}
+		if id.Pod != "" || id.PodUID != "" {
+			pod := id.Pod
+			if pod == "" {
+				pod = id.PodUID
+			}
+			if id.Namespace != "" {
+				pod = id.Namespace + "/" + pod
+			}
+			who = append(who, "pod "+pod)
+		}
+		if id.Rank != "" {
+			r := "rank " + id.Rank
+			if id.WorldSize != "" {
+				r += " of " + id.WorldSize
+			}
+			who = append(who, r)
+		} else if id.SlurmRank != "" {
+			who = append(who, "rank "+id.SlurmRank)
+		}
+		if len(who) > 0 {
+			parts = append(parts, strings.Join(who, " "))
+		}
+	}
+	parts = append(parts, fmt.Sprintf("cgroup v%d %s", j.CgroupVersion, j.Cgroup))
+	cpu := fmt.Sprintf("may use %.2g CPU", j.CPUCapacityCores)
+	if j.CPUUsedCores != nil {
+		cpu = fmt.Sprintf("%.2g of %.2g CPU", *j.CPUUsedCores, j.CPUCapacityCores)
+	}
+	if j.CPUQuotaCores != nil && *j.CPUQuotaCores <= j.CPUCapacityCores {
+		cpu += " (quota)"
+	} else if j.CPUSet != "" {
+		cpu += " (cpuset " + j.CPUSet + ")"
+	}
+	if t := j.ThrottledPeriodsShare; t != nil && *t > 0 {
+		cpu += fmt.Sprintf(", throttled %.0f %%", 100**t)
+	}
+	parts = append(parts, cpu)
+	if j.MemLimitBytes != nil && j.MemUsedBytes != nil {
+		parts = append(parts, fmt.Sprintf("memory %s of %s", FormatBytes(float64(*j.MemUsedBytes)), FormatBytes(float64(*j.MemLimitBytes))))
+	}
+	return Printable(strings.Join(parts, " · "))
 }

@@ -27,7 +27,75 @@ type Frame struct {
 	Loader      *Loader           `json:"loader,omitempty"`
 	Accel       *VirtualAccel     `json:"virtual_accel,omitempty"`
 	Profile     *Profile          `json:"profile,omitempty"`
+	Job         *Job              `json:"job,omitempty"`
 	Unavailable map[string]string `json:"unavailable"`
+}
+
+// Job is the watched job as its cgroup confines it: what it may use (CPU
+// quota, cpuset, memory limit), what it used, and who it is. Nil where no
+// job is watched (no --pid, --cgroup or attached loader). A limit that is
+// not set is nil.
+type Job struct {
+	// Cgroup is the job's cgroup path (for v1, the cpu controller's);
+	// CgroupVersion 1 or 2; Source how it was found ("pid 4100",
+	// "--cgroup", "slurm job 42").
+	Cgroup        string `json:"cgroup"`
+	CgroupVersion int    `json:"cgroup_version"`
+	Source        string `json:"source"`
+	// CPU: the quota in cores (cpu.max / cfs_quota_us ÷ period) with its
+	// two numbers in µs, the cpuset, the CPUs the job may run on (cpuset ∩
+	// the processes' affinity), and the capacity: the smaller of the quota
+	// and those CPUs.
+	CPUQuotaCores    *float64 `json:"cpu_quota_cores,omitempty"`
+	CPUQuotaUs       *float64 `json:"cpu_quota_us,omitempty"`
+	CPUPeriodUs      *float64 `json:"cpu_period_us,omitempty"`
+	CPUSet           string   `json:"cpuset,omitempty"`
+	AllowedCPUs      int      `json:"allowed_cpus"`
+	CPUCapacityCores float64  `json:"cpu_capacity_cores"`
+	// Over the last interval: the job's CPU use in cores, the share of
+	// enforcement periods in which it was throttled (0–1), and the time
+	// it was held back, seconds per second. Nil on the first reading.
+	CPUUsedCores          *float64 `json:"cpu_used_cores,omitempty"`
+	ThrottledPeriodsShare *float64 `json:"throttled_periods_share,omitempty"`
+	ThrottledSecPerSec    *float64 `json:"throttled_sec_per_sec,omitempty"`
+	// Memory, bytes: the hard limit (memory.max / limit_in_bytes), the
+	// v2 throttling limit (memory.high), use and swap use.
+	MemLimitBytes *uint64    `json:"mem_limit_bytes,omitempty"`
+	MemHighBytes  *uint64    `json:"mem_high_bytes,omitempty"`
+	MemUsedBytes  *uint64    `json:"mem_used_bytes,omitempty"`
+	SwapUsedBytes *uint64    `json:"swap_used_bytes,omitempty"`
+	MemEvents     *MemEvents `json:"mem_events,omitempty"`
+	// PSI is the cgroup's own pressure (v2 only).
+	PSI *PSI `json:"psi,omitempty"`
+	// IOMax is io.max's lines (v2), as the kernel prints them.
+	IOMax    []string     `json:"io_max,omitempty"`
+	Identity *JobIdentity `json:"identity,omitempty"`
+}
+
+// MemEvents are the memory cgroup's event counters, cumulative: high
+// (throttled at memory.high), max (at the limit: reclaim or failure), oom
+// and oom_kill. v1 has max (failcnt) and oom_kill only.
+type MemEvents struct {
+	High    uint64 `json:"high"`
+	Max     uint64 `json:"max"`
+	OOM     uint64 `json:"oom"`
+	OOMKill uint64 `json:"oom_kill"`
+}
+
+// JobIdentity is who the job is, from its environment and cgroup path;
+// empty fields are unknown.
+type JobIdentity struct {
+	SlurmJob  string `json:"slurm_job,omitempty"`
+	SlurmStep string `json:"slurm_step,omitempty"`
+	SlurmTask string `json:"slurm_task,omitempty"`
+	SlurmRank string `json:"slurm_rank,omitempty"`
+	Pod       string `json:"pod,omitempty"`
+	PodUID    string `json:"pod_uid,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Container string `json:"container,omitempty"`
+	Rank      string `json:"rank,omitempty"`
+	LocalRank string `json:"local_rank,omitempty"`
+	WorldSize string `json:"world_size,omitempty"`
 }
 
 // CPU is host CPU use over the last interval, from /proc/stat and /proc/loadavg.
@@ -341,6 +409,9 @@ func (f *Frame) Merge(from *Frame) {
 	}
 	if from.Profile != nil {
 		f.Profile = from.Profile
+	}
+	if from.Job != nil {
+		f.Job = from.Job
 	}
 	for k, v := range from.Unavailable {
 		if f.Unavailable == nil {

@@ -43,6 +43,9 @@ type Options struct {
 	// Notes are the command's non-frame lines (scenario switches), in
 	// time order with the frames; closing it is fine.
 	Notes <-chan report.Note
+	// Cgroup names the job's cgroup (--cgroup, --slurm-job) when it is not
+	// the focused process's; CgroupSource says how it was found.
+	Cgroup, CgroupSource string
 	// Title names what the dashboard watches ("demo: tour").
 	Title string
 	// Record writes frames, verdicts and notes to this file (rotated past
@@ -95,6 +98,10 @@ func Run(ctx context.Context, o Options) error {
 	}
 	ps := probes.SystemProbes(o.Roots, probes.ProcOptions{PID: pid}, probes.DiskOptions{All: o.AllDisks}, probes.NetOptions{All: o.AllNet})
 	ps = append(ps, probes.NewGPU(probes.DefaultGPUSources(o.Roots.Sys)...))
+	if pid != 0 || o.Cgroup != "" {
+		// The job, not the host: its cgroup's limits and use.
+		ps = append(ps, probes.NewCgroup(o.Roots, probes.JobOptions{PID: pid, Cgroup: o.Cgroup, Source: o.CgroupSource}))
+	}
 	ps = append(ps, o.Probes...)
 	sampler := probes.NewSampler(ps, probes.SamplerOptions{Interval: o.Interval})
 	defer sampler.Close()

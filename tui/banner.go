@@ -30,6 +30,10 @@ func (m *Model) banner(w, h int) []string {
 	if m.opt.Title != "" {
 		title = m.styles.Dim.Render("  · " + m.opt.Title)
 	}
+	if j := m.shown.Frame.Job; j != nil && j.Identity != nil {
+		// Who the job is, in the header; its limits are in the d view.
+		title += m.styles.Dim.Render("  · " + strings.SplitN(j.Summary(), " · ", 2)[0])
+	}
 	// What matters first: the kind, since when and how sure. The kind in
 	// words and what is watched go when the line is too narrow.
 	head := kind + words + m.styles.Dim.Render(meta) + title

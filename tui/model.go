@@ -379,6 +379,10 @@ func (m *Model) detailLines(w int) []string {
 	if len(v.Evidence) == 0 {
 		out = append(out, "  (none)")
 	}
+	if j := m.shown.Frame.Job; j != nil {
+		out = append(out, "", m.styles.Label.Render("The job"))
+		out = append(out, wrap("  "+j.Summary(), w, "    ")...)
+	}
 	if len(v.Secondary) > 0 {
 		out = append(out, "", m.styles.Label.Render("Also seen"))
 		for _, f := range v.Secondary {

@@ -1,0 +1,112 @@
+package probes
+
+import (
+	"testing"
+)
+
+func TestCgroupV2PodWithQuotaAndAMemoryLimit(t *testing.T) {
+	s := newSnapshots(t, "cgroup-v2")
+	p := NewCgroup(s.roots(), JobOptions{PID: 4100})
+	s.mustCollect(p, "t0")
+	j := s.mustCollect(p, "t1").Job
+	if j == nil || j.CgroupVersion != 2 || j.Source != "pid 4100" {
+		t.Fatalf("job %+v", j)
+	}
+	if j.CPUQuotaCores == nil || *j.CPUQuotaCores != 0.5 || *j.CPUQuotaUs != 50000 || *j.CPUPeriodUs != 100000 {
+		t.Fatalf("quota %v", j.CPUQuotaCores)
+	}
+	if j.CPUSet != "0-3" || j.AllowedCPUs != 4 || j.CPUCapacityCores != 0.5 {
+		t.Errorf("cpuset %q allowed %d capacity %v: want 0-3, 4, 0.5 (the quota is smaller)", j.CPUSet, j.AllowedCPUs, j.CPUCapacityCores)
+	}
+	nearPtr(t, "used cores", j.CPUUsedCores, 0.49)
+	nearPtr(t, "throttled periods", j.ThrottledPeriodsShare, 1)
+	nearPtr(t, "throttled s/s", j.ThrottledSecPerSec, 0.45)
+	if j.MemLimitBytes == nil || *j.MemLimitBytes != 512<<20 || j.MemHighBytes != nil || *j.MemUsedBytes != 536000000 || *j.SwapUsedBytes != 100<<20 {
+		t.Errorf("memory limit %v high %v used %v swap %v", j.MemLimitBytes, j.MemHighBytes, j.MemUsedBytes, j.SwapUsedBytes)
+	}
+	if e := j.MemEvents; e == nil || e.Max != 52 || e.OOMKill != 1 {
+		t.Errorf("events %+v", j.MemEvents)
+	}
+	if j.PSI == nil || j.PSI.Memory == nil || j.PSI.Memory.SomeAvg10 != 42 || j.PSI.CPU.SomeAvg10 != 80 {
+		t.Errorf("psi %+v", j.PSI)
+	}
+	if len(j.IOMax) != 1 || j.IOMax[0] != "8:0 rbps=10485760 wbps=max riops=max wiops=max" {
+		t.Errorf("io.max %q", j.IOMax)
+	}
+	id := j.Identity
+	if id == nil || id.Rank != "3" || id.LocalRank != "1" || id.WorldSize != "8" || id.Pod != "trainer-0" || id.Namespace != "ml" ||
+		id.PodUID != "1b2c3d4e-aaaa-bbbb-cccc-0123456789ab" || id.Container != "4f4f4f4f4f4f" {
+		t.Errorf("identity %+v", id)
+	}
+}
+
+func TestCgroupV1SlurmTaskWithACpuset(t *testing.T) {
+	s := newSnapshots(t, "cgroup-v1")
+	p := NewCgroup(s.roots(), JobOptions{PID: 4200})
+	s.mustCollect(p, "t0")
+	j := s.mustCollect(p, "t1").Job
+	if j == nil || j.CgroupVersion != 1 || j.Cgroup != "/slurm/uid_1000/job_42/step_0/task_1" {
+		t.Fatalf("job %+v", j)
+	}
+	if j.CPUQuotaCores != nil || j.CPUSet != "2-3" || j.AllowedCPUs != 2 || j.CPUCapacityCores != 2 {
+		t.Errorf("quota %v cpuset %q allowed %d capacity %v", j.CPUQuotaCores, j.CPUSet, j.AllowedCPUs, j.CPUCapacityCores)
+	}
+	nearPtr(t, "used cores", j.CPUUsedCores, 1.9)
+	if j.ThrottledPeriodsShare != nil {
+		t.Errorf("no periods, yet a throttled share %v", *j.ThrottledPeriodsShare)
+	}
+	if j.MemLimitBytes != nil || j.MemUsedBytes == nil || *j.MemUsedBytes != 1<<30 {
+		t.Errorf("v1's 'no limit' must read as none: limit %v used %v", j.MemLimitBytes, j.MemUsedBytes)
+	}
+	if id := j.Identity; id == nil || id.SlurmJob != "42" || id.SlurmStep != "0" || id.SlurmTask != "1" || id.SlurmRank != "1" {
+		t.Errorf("identity %+v", j.Identity)
+	}
+	// The same job named by its cgroup, as --cgroup does.
+	s = newSnapshots(t, "cgroup-v1")
+	p = NewCgroup(s.roots(), JobOptions{Cgroup: "/slurm/uid_1000/job_42/step_0/task_1"})
+	if j := s.mustCollect(p, "t0").Job; j == nil || j.AllowedCPUs != 2 || j.Source != "--cgroup /slurm/uid_1000/job_42/step_0/task_1" {
+		t.Fatalf("by path: %+v", j)
+	}
+}
+
+func TestCgroupParsers(t *testing.T) {
+	if n, err := parseCPUList([]byte("0-3,8,10-11\n")); err != nil || n != 7 {
+		t.Errorf("cpu list: %d %v", n, err)
+	}
+	for _, bad := range []string{"3-1", "a", "0-99999999", "1,-"} {
+		if _, err := parseCPUList([]byte(bad)); err == nil {
+			t.Errorf("accepted cpu list %q", bad)
+		}
+	}
+	if _, _, limited, err := parseCPUMax([]byte("max 100000\n")); err != nil || limited {
+		t.Errorf("max: %v %v", limited, err)
+	}
+	if q, per, limited, err := parseCPUMax([]byte("150000 100000")); err != nil || !limited || q/per != 1.5 {
+		t.Errorf("1.5 cores: %v %v %v %v", q, per, limited, err)
+	}
+	for _, bad := range []string{"", "50000", "x 100000", "50000 0"} {
+		if _, _, _, err := parseCPUMax([]byte(bad)); err == nil {
+			t.Errorf("accepted cpu.max %q", bad)
+		}
+	}
+	if _, err := parseProcCgroup([]byte("garbage")); err == nil {
+		t.Error("accepted a cgroup line without fields")
+	}
+}
+
+func FuzzParseProcCgroup(f *testing.F) {
+	f.Add([]byte("0::/user.slice\n"))
+	f.Add([]byte("4:cpu,cpuacct:/slurm/uid_0/job_1\n0::/\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		paths, err := parseProcCgroup(b)
+		if err == nil {
+			for _, p := range paths {
+				if len(p) == 0 || p[0] != '/' {
+					t.Fatalf("path %q", p)
+				}
+			}
+		}
+		_, _ = parseCPUList(b)
+		_, _, _, _ = parseCPUMax(b)
+	})
+}
