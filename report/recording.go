@@ -247,10 +247,11 @@ func readLine(br *bufio.Reader, limit int) (line []byte, long bool, err error) {
 func ReadRecording(r io.Reader) (*Recording, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	rec := &Recording{}
+	header := false // the first line that is not blank must be the header
 	for lineNo := 1; ; lineNo++ {
 		line, long, err := readLine(br, MaxLineBytes)
 		if long {
-			if lineNo == 1 {
+			if !header {
 				return nil, fmt.Errorf("%w: the first line is longer than %d MiB", ErrNotRecording, MaxLineBytes>>20)
 			}
 			rec.Warnings = append(rec.Warnings, fmt.Sprintf("line %d is longer than %d MiB: skipped", lineNo, MaxLineBytes>>20))
@@ -271,7 +272,7 @@ func ReadRecording(r io.Reader) (*Recording, error) {
 			Type string `json:"type"`
 		}
 		if jerr := json.Unmarshal(line, &head); jerr != nil {
-			if lineNo == 1 {
+			if !header {
 				return nil, fmt.Errorf("%w: the first line is not JSON", ErrNotRecording)
 			}
 			what := "corrupt"
@@ -281,7 +282,8 @@ func ReadRecording(r io.Reader) (*Recording, error) {
 			rec.Warnings = append(rec.Warnings, fmt.Sprintf("line %d is %s: read up to line %d", lineNo, what, lineNo-1))
 			break
 		}
-		if lineNo == 1 {
+		if !header {
+			header = true
 			if head.Type != "header" {
 				return nil, fmt.Errorf("%w: no header line", ErrNotRecording)
 			}
