@@ -50,7 +50,11 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice) []string {
 			a = append(a, fmt.Sprintf("leave cores for the workers: torch.set_num_threads(%d), and OPENBLAS_NUM_THREADS=%d OMP_NUM_THREADS=%d in the training process's environment (read when torch starts)", n, n, n))
 			break
 		}
-		a = append(a, fmt.Sprintf("preprocessing needs more than the %d cores here: do it once and cache the result (on disk, or in RAM as ready tensors)", cores))
+		here := fmt.Sprintf("the %d cores here", cores)
+		if w.confined() {
+			here = fmt.Sprintf("the %.2g CPUs the job has", w.job.CPUCapacityCores)
+		}
+		a = append(a, fmt.Sprintf("preprocessing needs more than %s: do it once and cache the result (on disk, or in RAM as ready tensors)", here))
 		a = append(a, "move augmentations to the GPU (torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI)")
 		a = append(a, "fit scalers and tokenizers on a sample, not on every batch")
 		if w.workers > cores && cores > 0 {
