@@ -1,7 +1,11 @@
 package probes
 
 import (
+	"context"
 	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 func TestCgroupV2PodWithQuotaAndAMemoryLimit(t *testing.T) {
@@ -109,4 +113,30 @@ func FuzzParseProcCgroup(f *testing.F) {
 		_, _ = parseCPUList(b)
 		_, _, _, _ = parseCPUMax(b)
 	})
+}
+
+// BenchmarkCgroupTick is what reading the job's cgroup adds to a tick: a
+// v2 pod (cpu, memory, events, PSI, io.max) and a v1 Slurm task, from the
+// fixture trees (page-cached, as cgroupfs is in memory).
+func BenchmarkCgroupTick(b *testing.B) {
+	for _, c := range []struct {
+		tree string
+		pid  int
+	}{{"cgroup-v2", 4100}, {"cgroup-v1", 4200}} {
+		b.Run(c.tree, func(b *testing.B) {
+			p := NewCgroup(Roots{Proc: "testdata/" + c.tree + "/t1/proc", Sys: "testdata/" + c.tree + "/t1/sys"}, JobOptions{PID: c.pid})
+			f := &sample.Frame{Time: time.Now()}
+			if err := p.Collect(context.Background(), f); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				f.Time = f.Time.Add(time.Second)
+				if err := p.Collect(context.Background(), f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
