@@ -28,6 +28,9 @@ func Classify(frames []sample.Frame, th Thresholds) Verdict {
 		d.evidence = append(d.evidence, e)
 	}
 	slices.SortStableFunc(d.evidence[min(1, len(d.evidence)):], func(a, b Evidence) int { return cmp.Compare(b.strength, a.strength) })
+	if f, ok := takenByOthers(&w, th); ok && d.kind != Healthy && d.kind != Idle {
+		d.secondary = append(d.secondary, f)
+	}
 	v.Kind, v.Evidence, v.Secondary = d.kind, d.evidence, d.secondary
 	var m *modelAdvice
 	if d.kind.Problem() || d.kind == Healthy {
@@ -431,6 +434,18 @@ func healthyDecision(f *facts) decision {
 		d.evidence = append(d.evidence, e)
 	}
 	return d
+}
+
+// takenByOthers is the finding that other processes take the job's CPUs:
+// its key thread waits for a CPU (run-queue delay) while processes outside
+// the watched tree use cores. The fix is placement, not the job.
+func takenByOthers(w *window, th Thresholds) (Finding, bool) {
+	if !w.runDelay.ok || w.runDelay.v < th.RunDelayMsPerSec || !w.othersCores.ok || w.othersCores.v < th.OthersCores {
+		return Finding{}, false
+	}
+	t := w.delayedThread
+	return Finding{Kind: CPUSaturated, Text: fmt.Sprintf("CPU taken by others: thread %s (tid %d) waited %.0f ms/s for a CPU while processes outside the job used %.1f cores — give the job its own CPUs (a cpuset, taskset) or move the others",
+		t.Name, t.TID, w.runDelay.v, w.othersCores.v)}, true
 }
 
 // loopBound is the num_workers=0 signature seen per thread: the loop

@@ -62,6 +62,13 @@ type Thresholds struct {
 	// system time spins in the kernel (sched_yield, futex polling) rather
 	// than computing, as idle OpenBLAS and OpenMP pool threads do.
 	SpinSystemShare float64 `json:"spin_system_share"`
+	// RunDelayMsPerSec and OthersCores: the job's key thread waiting at
+	// least this long per second for a CPU (schedstat run delay) while
+	// processes outside the job use at least this many cores is CPU taken
+	// by others. A fifth of the time lost; half a core is more than
+	// background noise.
+	RunDelayMsPerSec float64 `json:"run_delay_ms_per_sec"`
+	OthersCores      float64 `json:"others_cores"`
 	// ThrottledShare: a job throttled in at least this share of its CPU
 	// quota's periods is held at its limit (the kernel's cpu.stat
 	// nr_throttled / nr_periods); a fifth is well past occasional bursts.
@@ -124,7 +131,7 @@ func DefaultThresholds() Thresholds {
 		WaitShareStarved: 0.20, WaitShareModerate: 0.05,
 		BurstyP95: 70, BurstyP5: 10, AccelBusyPct: 90, GPULowPct: 50, IdlePct: 5,
 		CPUSaturatedPct: 90, SingleThreadPct: 90, PSICPUSomePct: 50, ComputeCrowdShare: 0.5, SpinSystemShare: 0.5,
-		ThrottledShare: 0.2, JobMemFullShare: 0.9,
+		ThrottledShare: 0.2, JobMemFullShare: 0.9, RunDelayMsPerSec: 200, OthersCores: 0.5,
 		DiskBusyPct: 90, IowaitPct: 50, PSIIOSomePct: 30, ReadDominance: 4, WorkersPerCoreLow: 0.7,
 		SwapPagesPerSec: 100, MajorFaultsPerSec: 1000, PSIMemSomePct: 10,
 		CriticalWaitShare: 0.5, CriticalAccelPct: 25, CriticalSwapPagesPerSec: 1000,

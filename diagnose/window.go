@@ -68,6 +68,10 @@ type window struct {
 
 	roles roles // the training process's CPU by thread role
 
+	runDelay      level // ms per second the job's key thread waited for a CPU
+	delayedThread sample.Thread
+	othersCores   level // cores used by processes outside the watched tree
+
 	job                  *sample.Job // the newest reading of the job's cgroup
 	jobUsed, jobThrottle level       // cores used; share of periods throttled
 	jobMaxEvents         uint64      // memory.events max (v1: failcnt) over the window
@@ -83,10 +87,10 @@ type window struct {
 // 60-frame window of a 256-core, 8-GPU machine takes well under 100 µs.
 func read(frames []sample.Frame) window {
 	w := window{frames: len(frames), workers: -1, prefetch: -1}
-	var gu, g5, g95, vb, ws, bps, rs, ds, byps, cb, hc, ht, rq, iw, db, pc, pi, pm, sw, mf, rl, rh, rc, rw, sps, stp, lc, ju, jt levels
+	var gu, g5, g95, vb, ws, bps, rs, ds, byps, cb, hc, ht, rq, iw, db, pc, pi, pm, sw, mf, rl, rh, rc, rw, sps, stp, lc, ju, jt, rd, oc levels
 	// One backing array for every metric's values: a window costs one
 	// allocation here, not one per metric per growth.
-	all := []*levels{&gu, &g5, &g95, &vb, &ws, &bps, &rs, &ds, &byps, &cb, &hc, &ht, &rq, &iw, &db, &pc, &pi, &pm, &sw, &mf, &rl, &rh, &rc, &rw, &sps, &stp, &lc, &ju, &jt}
+	all := []*levels{&gu, &g5, &g95, &vb, &ws, &bps, &rs, &ds, &byps, &cb, &hc, &ht, &rq, &iw, &db, &pc, &pi, &pm, &sw, &mf, &rl, &rh, &rc, &rw, &sps, &stp, &lc, &ju, &jt, &rd, &oc}
 	backing := make([]float64, len(all)*len(frames))
 	for i, l := range all {
 		l.vals = backing[i*len(frames) : i*len(frames) : (i+1)*len(frames)]
@@ -107,6 +111,7 @@ func read(frames []sample.Frame) window {
 		}
 		w.roles.add(f, &rl, &rh, &rc, &rw)
 		w.addJob(f.Job, &ju, &jt)
+		w.addContention(f, &rd, &oc)
 		if u, ok := f.GPUUtil(); ok {
 			gu.add(u)
 		}
@@ -185,6 +190,7 @@ func read(frames []sample.Frame) window {
 	w.waitShare, w.batchesPerSec, w.readSec, w.decodeSec, w.bytesPerSec = ws.median(), bps.median(), rs.median(), ds.median(), byps.median()
 	w.samplesPerSec, w.stepMs, w.loaderCPU = sps.median(), stp.median(), lc.median()
 	w.jobUsed, w.jobThrottle = ju.median(), jt.median()
+	w.runDelay, w.othersCores = rd.median(), oc.median()
 	w.cpuBusy, w.hottestCore, w.hottestThread, w.runQueue, w.iowait = cb.median(), hc.median(), ht.median(), rq.median(), iw.median()
 	w.diskBusy, w.psiCPU, w.psiIO, w.psiMem = db.median(), pc.median(), pi.median(), pm.median()
 	w.swapPages, w.majFaults = sw.median(), mf.median()
@@ -218,6 +224,35 @@ func (w *window) addJob(j *sample.Job, used, throttled *levels) {
 		}
 	}
 	w.job = j
+}
+
+// addContention adds a frame's CPU contention: how long the job's key
+// thread (the training loop's, else its busiest) waited for a CPU, and the
+// CPU that processes outside the watched tree used.
+func (w *window) addContention(f *sample.Frame, delay, others *levels) {
+	p := f.Procs
+	if p == nil || p.FocusPID == 0 || len(p.Threads) == 0 {
+		return
+	}
+	t := p.Threads[0]
+	if _, tid := loopThread(f.Loader); tid != 0 {
+		for _, th := range p.Threads {
+			if th.TID == tid {
+				t = th
+			}
+		}
+	}
+	if t.RunDelayMsPerSec != nil {
+		delay.add(*t.RunDelayMsPerSec)
+		w.delayedThread = t
+	}
+	if c := f.CPU; c != nil && len(c.Cores) > 0 {
+		tree := 0.0
+		for _, pr := range p.List {
+			tree += pr.CPUPct
+		}
+		others.add(max(0, c.BusyPct/100*float64(len(c.Cores))-tree/100))
+	}
 }
 
 // confined says whether the job may use fewer CPUs than the host has:

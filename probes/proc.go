@@ -148,6 +148,11 @@ type threadEntry struct {
 	sysPct   float64
 	haveCPU  bool
 	seen     uint64
+	// Run-queue delay (schedstat's second field, ns), for focused trees.
+	waitNs   uint64
+	waitRate float64 // ms waited for a CPU per second
+	haveWait bool
+	readWait bool // waitNs holds a reading
 }
 
 // Proc is the probe for processes and their busiest threads.
@@ -282,7 +287,11 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 	}
 	out.Threads = make([]sample.Thread, 0, len(p.tsel))
 	for _, t := range p.tsel {
-		out.Threads = append(out.Threads, sample.Thread{TID: t.tid, PID: t.pid, Name: t.name, CPUPct: t.cpuPct, SystemPct: t.sysPct})
+		th := sample.Thread{TID: t.tid, PID: t.pid, Name: t.name, CPUPct: t.cpuPct, SystemPct: t.sysPct}
+		if t.haveWait {
+			th.RunDelayMsPerSec = ptr(t.waitRate)
+		}
+		out.Threads = append(out.Threads, th)
 	}
 	f.Procs = out
 	return nil
@@ -400,9 +409,39 @@ func (p *Proc) readThreads(e *procEntry, now time.Time) {
 		if t.name != string(st.comm) {
 			t.name = string(st.comm)
 		}
+		if p.opt.PID != 0 {
+			p.readRunDelay(e.pid, tid, t, now)
+		}
 		t.ticks, t.sticks, t.at, t.seen = st.ticks, st.sticks, now, p.round
 	}
 	p.pids = p.pids[:start]
+}
+
+// readRunDelay reads a focused thread's time spent runnable but waiting
+// for a CPU (/proc/PID/task/TID/schedstat's second field, ns;
+// Documentation/scheduler/sched-stats.rst): a thread that waits while
+// others run is losing its CPU to them.
+func (p *Proc) readRunDelay(pid, tid int, t *threadEntry, now time.Time) {
+	b, err := p.r.read(p.pidPath(pid, "/task/", tid, "/schedstat"))
+	if err != nil {
+		t.haveWait, t.readWait = false, false
+		return
+	}
+	f := p.scratch.split(b)
+	if len(f) < 2 {
+		return
+	}
+	w, ok := parseUint(f[1])
+	if !ok {
+		return
+	}
+	t.haveWait = false
+	if t.readWait && w >= t.waitNs {
+		if sec := now.Sub(t.at).Seconds(); sec > 0 {
+			t.waitRate, t.haveWait = float64(w-t.waitNs)/1e6/sec, true
+		}
+	}
+	t.waitNs, t.readWait = w, true
 }
 
 // stateString returns the one-letter process state (R, S, D, Z …) without

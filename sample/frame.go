@@ -216,6 +216,10 @@ type Thread struct {
 	Name      string  `json:"name"`
 	CPUPct    float64 `json:"cpu_pct"`
 	SystemPct float64 `json:"system_pct"`
+	// RunDelayMsPerSec is how long the thread was runnable but waiting
+	// for a CPU, ms per second (schedstat); nil unless a process tree is
+	// focused, and on the first reading.
+	RunDelayMsPerSec *float64 `json:"run_delay_ms_per_sec,omitempty"`
 }
 
 // GPU is one accelerator as its driver reports it (NVML for NVIDIA, sysfs

@@ -1,0 +1,54 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// TestCPUTakenByOthersIsAFindingOfItsOwn: the training loop's thread waits
+// 400 ms/s for a CPU while processes outside the job use 1.6 of the 2
+// cores. That is placement, not the job: a finding of its own beside the
+// verdict, with the numbers. Without the wait, or without others using
+// the cores, there is no such finding.
+func TestCPUTakenByOthersIsAFindingOfItsOwn(t *testing.T) {
+	frames := func(delay, treeCPU float64) []sample.Frame {
+		var out []sample.Frame
+		t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+		for i := range 5 {
+			pid, tid, workers, share := 100, 100, 0, 0.6
+			f := sample.Frame{Time: t0.Add(time.Duration(i) * time.Second),
+				CPU:    &sample.CPU{BusyPct: 100, Cores: []sample.Core{{ID: 0, BusyPct: 100}, {ID: 1, BusyPct: 100}}},
+				Loader: &sample.Loader{PID: &pid, LoopTID: &tid, Workers: &workers, WaitShare: &share, BatchesPerSec: 5},
+				Procs: &sample.Procs{FocusPID: 100, List: []sample.Proc{{PID: 100, CPUPct: treeCPU}},
+					Threads: []sample.Thread{{TID: 100, PID: 100, Name: "python3", CPUPct: treeCPU, RunDelayMsPerSec: &delay}}},
+			}
+			out = append(out, f)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name           string
+		delay, treeCPU float64
+		want           bool
+	}{
+		{"waits while others use the cores", 400, 40, true},
+		{"does not wait", 20, 40, false},
+		{"waits, but the job itself fills the cores", 400, 200, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := Classify(frames(c.delay, c.treeCPU), DefaultThresholds())
+			found := false
+			for _, f := range v.Secondary {
+				if strings.HasPrefix(f.Text, "CPU taken by others: thread python3 (tid 100) waited 400 ms/s for a CPU while processes outside the job used 1.6 cores") {
+					found = true
+				}
+			}
+			if found != c.want {
+				t.Fatalf("%s: secondary %+v, want the finding: %v", v.Kind, v.Secondary, c.want)
+			}
+		})
+	}
+}
