@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -326,7 +327,9 @@ func TestOnceExitsOnTheSettledVerdict(t *testing.T) {
 		kind string
 		code int
 	}{
-		{"inline loading is a bottleneck", []string{"--workers", "0", "--sample-size", "16KiB", "--decode-cost", "2ms", "--step-time", "5ms"}, "single_core_maxed", 3},
+		// Any bottleneck exits 3: inline loading reads single_core_maxed on
+		// a quiet machine, cpu_saturated when -race ./... fills the CPUs.
+		{"inline loading is a bottleneck", []string{"--workers", "0", "--sample-size", "16KiB", "--decode-cost", "2ms", "--step-time", "5ms"}, "single_core_maxed|cpu_saturated", 3},
 		// Loading a batch costs ~1 ms of CPU against a 100 ms step: healthy
 		// even when the other test binaries of -race ./... fill the CPUs.
 		{"a slow step is healthy", []string{"--workers", "2", "--decode-cost", "20us", "--sample-size", "4KiB", "--step-time", "100ms"}, "healthy", 0},
@@ -346,7 +349,7 @@ func TestOnceExitsOnTheSettledVerdict(t *testing.T) {
 			if err := json.Unmarshal(out.Bytes(), &s); err != nil || strings.Count(out.String(), "\n") != 1 {
 				t.Fatalf("want one JSON object, got %q (%v); stderr %s", out.String(), err, errb.String())
 			}
-			if code != c.code || s.Type != "summary" || !s.Settled || s.Verdict.Kind != c.kind {
+			if code != c.code || s.Type != "summary" || !s.Settled || !slices.Contains(strings.Split(c.kind, "|"), s.Verdict.Kind) {
 				t.Fatalf("exit %d, summary %+v: want exit %d on a settled %s (stderr %s)", code, s, c.code, c.kind, errb.String())
 			}
 		})
