@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -85,26 +86,12 @@ func (f secondsFlag) Set(v string) error {
 
 func (f secondsFlag) Type() string { return "seconds" }
 
-// attachTo connects to the loader at raw and adds its metrics and its
-// profiles to o (attach, record --attach, serve --attach). The returned
-// stop ends the profiler.
-func attachTo(cmd *cobra.Command, o *session.Options, procRoot, raw string, every, length time.Duration) (stop func(), err error) {
-	a, err := probes.NewAttach(raw)
-	if err != nil {
+// attachTo attaches o to the loader at raw (attach, record --attach,
+// serve --attach); a URL that is not one is a usage error.
+func attachTo(cmd *cobra.Command, o *session.Options, procRoot, raw string, every, length time.Duration) (func(), error) {
+	stop, err := session.Attach(cmd.Context(), o, procRoot, raw, every, length)
+	if errors.Is(err, probes.ErrBadURL) {
 		return nil, usageErrorf(cmd, "%v", err)
 	}
-	if err := a.Check(cmd.Context()); err != nil {
-		return nil, err
-	}
-	if pid := a.PID(); o.PID == 0 && pid > 0 && probes.ProcessExists(procRoot, pid) {
-		o.Focus = pid
-	}
-	prof := probes.NewProfiler(a, every, length)
-	prof.Start()
-	o.Probes = append(o.Probes, probes.NewLoader(a), prof)
-	o.Title = "attached to " + a.Source()
-	if a.NoMetrics() {
-		o.Title += " (profiles only: no loader metrics)"
-	}
-	return func() { _ = prof.Close() }, nil
+	return stop, err
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
@@ -62,21 +61,12 @@ custom configuration (defaults for the rest).`,
 	return cmd
 }
 
-// runDemo opens every configuration's dataset before watching, so
-// generation is not mistaken for the loader's work, then runs the demo.
+// runDemo opens every configuration's dataset, then runs the demo.
 func runDemo(ctx context.Context, w *watchFlags, cfgs []loader.Config, eventsPath string, every time.Duration, stdout, stderr io.Writer) error {
-	events, closeEvents, err := openEvents(eventsPath)
+	l, err := session.OpenLoaders(cfgs, eventsPath, stderr)
 	if err != nil {
 		return err
 	}
-	defer closeEvents()
-	datasets := make([]*loader.Dataset, len(cfgs))
-	for i, c := range cfgs {
-		ds, err := openDataset(c, func(s string) { fmt.Fprintln(stderr, "gpuwatch:", s) })
-		if err != nil {
-			return err
-		}
-		datasets[i] = ds
-	}
-	return session.Demo(ctx, w.options(stdout, stderr), cfgs, datasets, events, every)
+	defer l.Close()
+	return session.Demo(ctx, w.options(stdout, stderr), cfgs, l.Datasets, l.Events, every)
 }

@@ -2,15 +2,14 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
-	"github.com/shirou/gopsutil/v4/mem"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/gpuwatch/gpuwatch/loader"
+	"github.com/gpuwatch/gpuwatch/session"
 )
 
 // sizeFlag is a pflag.Value for byte sizes with units ("4KiB", "20MB/s").
@@ -118,7 +117,7 @@ func (k *knobFlags) config(cmd *cobra.Command, scenario string) (loader.Config, 
 	c := loader.Default()
 	if scenario != "" {
 		var err error
-		if c, err = loader.Scenario(scenario, memAvailable()); err != nil {
+		if c, err = loader.Scenario(scenario, session.MemAvailable()); err != nil {
 			return c, usageErrorf(cmd, "--scenario: %v", err)
 		}
 	}
@@ -141,33 +140,6 @@ func (k *knobFlags) config(cmd *cobra.Command, scenario string) (loader.Config, 
 	return c, nil
 }
 
-// memAvailable is the host's available memory in bytes, to scale presets;
-// 0 if unknown. gopsutil reads it once: this is not a hot path.
-func memAvailable() int64 {
-	if v, err := mem.VirtualMemory(); err == nil {
-		return int64(v.Available)
-	}
-	return 0
-}
-
-// openDataset opens (generating once) the dataset of c, saying so on
-// progress when it writes files, and checks O_DIRECT when asked for.
-func openDataset(c loader.Config, progress func(string)) (*loader.Dataset, error) {
-	if progress != nil && !loader.DatasetReady(c.Dataset, c.DatasetSize) {
-		progress(fmt.Sprintf("generating a %s dataset in %s (once; reused after)", loader.FormatSize(c.DatasetSize), c.Dataset))
-	}
-	ds, err := loader.OpenDataset(c.Dataset, c.DatasetSize, c.Seed)
-	if err != nil {
-		return nil, err
-	}
-	if c.DirectIO {
-		if err := ds.CheckDirectIO(); err != nil {
-			return nil, err
-		}
-	}
-	return ds, nil
-}
-
 func parseIntList(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
@@ -181,17 +153,3 @@ func parseIntList(s string) ([]int, error) {
 }
 
 type pflagFlag = pflag.Flag
-
-// openEvents starts the --events writer on path; "" gives a nil writer
-// (events discarded). The returned close flushes it and closes the file.
-func openEvents(path string) (*loader.Events, func(), error) {
-	if path == "" {
-		return nil, func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--events: %w", err)
-	}
-	ev := loader.NewEvents(f)
-	return ev, func() { _ = ev.Close(); _ = f.Close() }, nil
-}

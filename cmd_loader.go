@@ -45,16 +45,12 @@ few seconds.`,
 }
 
 func runLoader(ctx context.Context, c loader.Config, listen, eventsPath string, every time.Duration, stdout, stderr io.Writer) error {
-	ds, err := openDataset(c, func(s string) { fmt.Fprintln(stderr, "gpuwatch:", s) })
+	files, err := session.OpenLoaders([]loader.Config{c}, eventsPath, stderr)
 	if err != nil {
 		return err
 	}
-	events, closeEvents, err := openEvents(eventsPath)
-	if err != nil {
-		return err
-	}
-	defer closeEvents()
-	l := loader.New(c, ds, events)
+	defer files.Close()
+	l := loader.New(c, files.Datasets[0], files.Events)
 	ln, stop, err := loader.Serve(listen, loader.Handler(l))
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", listen, err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -58,7 +57,7 @@ samples/s) is marked. --out writes the results as JSON.`,
 			if base.Epochs == 0 {
 				return usageErrorf(cmd, "--epochs must be at least 1 for a sweep")
 			}
-			grid := sweepGrid(base, ws, ps, pers)
+			grid := session.SweepGrid(base, ws, ps, pers)
 			for _, c := range grid {
 				if err := c.Validate(c.Workers > 0); err != nil {
 					return usageErrorf(cmd, "%v", err)
@@ -75,37 +74,12 @@ samples/s) is marked. --out writes the results as JSON.`,
 	return cmd
 }
 
-// sweepGrid lists the configurations: 0 workers once (no prefetch, no
-// persistence), every other count with each prefetch and persistence.
-func sweepGrid(base loader.Config, ws, ps []int, pers []bool) []loader.Config {
-	var grid []loader.Config
-	for _, w := range ws {
-		if w == 0 {
-			c := base
-			c.Workers, c.Prefetch, c.Persistent = 0, 0, false
-			grid = append(grid, c)
-			continue
-		}
-		for _, p := range ps {
-			for _, per := range pers {
-				c := base
-				c.Workers, c.Prefetch, c.Persistent = w, p, per
-				grid = append(grid, c)
-			}
-		}
-	}
-	return grid
-}
-
 func runSweepCmd(ctx context.Context, base loader.Config, grid []loader.Config, out, eventsPath string, stdout, stderr io.Writer) error {
-	ds, err := openDataset(base, func(s string) { fmt.Fprintln(stderr, "gpuwatch:", s) })
+	// One dataset and one events log for the whole sweep.
+	l, err := session.OpenLoaders([]loader.Config{base}, eventsPath, stderr)
 	if err != nil {
 		return err
 	}
-	events, closeEvents, err := openEvents(eventsPath)
-	if err != nil {
-		return err
-	}
-	defer closeEvents()
-	return session.Sweep(ctx, base, grid, ds, events, out, stdout, stderr)
+	defer l.Close()
+	return session.Sweep(ctx, base, grid, l.Datasets[0], l.Events, out, stdout, stderr)
 }

@@ -2,14 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/session"
 )
@@ -39,23 +38,19 @@ wait share: a model-guided version of sweep's grid.`,
 			if interval < 100*time.Millisecond || maxRun < 5*interval || steps < 1 {
 				return usageErrorf(cmd, "want --interval ≥ 100ms, --max-run ≥ 5 intervals and --steps ≥ 1")
 			}
-			ds, err := openDataset(c, func(s string) { fmt.Fprintln(stderr, "gpuwatch:", s) })
+			l, err := session.OpenLoaders([]loader.Config{c}, k.events, stderr)
 			if err != nil {
 				return err
 			}
-			events, closeEvents, err := openEvents(k.events)
-			if err != nil {
-				return err
-			}
-			defer closeEvents()
+			defer l.Close()
 			o := session.TuneOptions{Interval: interval, MaxRun: maxRun, MaxSteps: steps, Th: diagnose.DefaultThresholds(),
-				Roots: probes.Roots{Proc: "/proc", Sys: "/sys"}, Events: events}
+				Roots: probes.Roots{Proc: "/proc", Sys: "/sys"}, Events: l.Events}
 			enc := json.NewEncoder(stdout)
-			return session.Tune(cmd.Context(), o, c, ds, func(s session.TuneStep) error {
+			return session.Tune(cmd.Context(), o, c, l.Datasets[0], func(s session.TuneStep) error {
 				if asJSON {
 					return enc.Encode(s)
 				}
-				_, err := io.WriteString(stdout, tuneLine(s))
+				_, err := io.WriteString(stdout, s.String())
 				return err
 			})
 		},
@@ -66,26 +61,4 @@ wait share: a model-guided version of sweep's grid.`,
 	cmd.Flags().DurationVar(&maxRun, "max-run", 30*time.Second, "the longest one configuration runs waiting for its verdict to settle")
 	cmd.Flags().IntVar(&steps, "steps", 5, "the most configurations tried")
 	return cmd
-}
-
-// tuneLine is a step in words.
-func tuneLine(s session.TuneStep) string {
-	var b strings.Builder
-	k := s.Knobs
-	fmt.Fprintf(&b, "step %d: workers %s prefetch %s persistent %s cache %s\n", s.Step, k["workers"], k["prefetch"], k["persistent"], k["cache"])
-	if s.Predicted != nil {
-		fmt.Fprintf(&b, "  predicted %.0f samples/s, wait %.0f %%; measured %.0f samples/s, wait %.0f %% (%+.0f %%)\n",
-			s.Predicted.SamplesPerSec, 100*s.Predicted.WaitShare, s.Measured.SamplesPerSec, 100*s.Measured.WaitShare,
-			100*(s.Measured.SamplesPerSec/s.Predicted.SamplesPerSec-1))
-	} else {
-		fmt.Fprintf(&b, "  measured %.0f samples/s, wait %.0f %%\n", s.Measured.SamplesPerSec, 100*s.Measured.WaitShare)
-	}
-	fmt.Fprintf(&b, "  verdict %s: %s\n", s.Verdict, s.Evidence)
-	for _, c := range s.Changes {
-		fmt.Fprintf(&b, "  change %s %s → %s (%s=%s): %s\n", c.Knob, c.From, c.To, c.Flag, c.To, c.Why)
-	}
-	if s.Next != nil {
-		fmt.Fprintf(&b, "  the model predicts %.0f samples/s, wait %.0f %%\n", s.Next.SamplesPerSec, 100*s.Next.WaitShare)
-	}
-	return b.String()
 }

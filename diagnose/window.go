@@ -126,40 +126,7 @@ func read(frames []sample.Frame) window {
 			vb.add(a.BusyPct)
 		}
 		if l := f.Loader; l != nil {
-			w.haveLoader = true
-			bps.add(l.BatchesPerSec)
-			sps.add(l.SamplesPerSec)
-			if l.StepMeanMs != nil {
-				stp.add(*l.StepMeanMs)
-			}
-			if v, ok := loaderCPU(f); ok {
-				lc.add(v)
-			}
-			if l.Knobs != nil {
-				w.knobs = l.Knobs
-			}
-			if l.EpochStallMs != nil {
-				w.epochStallMs = *l.EpochStallMs
-			}
-			if l.BatchesPerEpoch != nil {
-				w.batchesPerEpoch = *l.BatchesPerEpoch
-			}
-			byps.add(l.BytesPerSec)
-			if l.WaitShare != nil {
-				ws.add(*l.WaitShare)
-			}
-			if l.ReadSecPerSec != nil {
-				rs.add(*l.ReadSecPerSec)
-			}
-			if l.DecodeSecPerSec != nil {
-				ds.add(*l.DecodeSecPerSec)
-			}
-			if l.Workers != nil {
-				w.workers = *l.Workers
-			}
-			if l.Prefetch != nil {
-				w.prefetch = *l.Prefetch
-			}
+			w.addLoader(f, l, loaderLevels{&bps, &sps, &stp, &lc, &byps, &ws, &rs, &ds})
 		}
 		if d, ok := f.BusiestDisk(); ok {
 			db.add(d.BusyPct)
@@ -285,6 +252,47 @@ func loaderCPU(f *sample.Frame) (float64, bool) {
 		}
 	}
 	return sum, found
+}
+
+// loaderLevels are the loader's metrics collected over a window.
+type loaderLevels struct{ bps, sps, stp, lc, byps, ws, rs, ds *levels }
+
+// addLoader adds a frame's loader readings, and keeps its latest facts.
+func (w *window) addLoader(f *sample.Frame, l *sample.Loader, lv loaderLevels) {
+	w.haveLoader = true
+	lv.bps.add(l.BatchesPerSec)
+	lv.sps.add(l.SamplesPerSec)
+	if l.StepMeanMs != nil {
+		lv.stp.add(*l.StepMeanMs)
+	}
+	if v, ok := loaderCPU(f); ok {
+		lv.lc.add(v)
+	}
+	if l.Knobs != nil {
+		w.knobs = l.Knobs
+	}
+	if l.EpochStallMs != nil {
+		w.epochStallMs = *l.EpochStallMs
+	}
+	if l.BatchesPerEpoch != nil {
+		w.batchesPerEpoch = *l.BatchesPerEpoch
+	}
+	lv.byps.add(l.BytesPerSec)
+	if l.WaitShare != nil {
+		lv.ws.add(*l.WaitShare)
+	}
+	if l.ReadSecPerSec != nil {
+		lv.rs.add(*l.ReadSecPerSec)
+	}
+	if l.DecodeSecPerSec != nil {
+		lv.ds.add(*l.DecodeSecPerSec)
+	}
+	if l.Workers != nil {
+		w.workers = *l.Workers
+	}
+	if l.Prefetch != nil {
+		w.prefetch = *l.Prefetch
+	}
 }
 
 // addCPU adds a frame's busy, iowait, run queue and hottest core.

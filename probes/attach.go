@@ -42,6 +42,9 @@ type Attach struct {
 	now       func() time.Time
 }
 
+// ErrBadURL marks a URL that is not a loader's base URL.
+var ErrBadURL = errors.New("want http://HOST:PORT (the base; /metrics and /debug/pprof/ are found under it)")
+
 // ErrDisconnected marks a loader that answered before and does not now.
 var ErrDisconnected = errors.New("disconnected")
 
@@ -49,7 +52,7 @@ var ErrDisconnected = errors.New("disconnected")
 func NewAttach(raw string) (*Attach, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("%q is not a loader URL: want http://HOST:PORT (the base; /metrics and /debug/pprof/ are found under it)", redact(raw))
+		return nil, fmt.Errorf("%q is not a loader URL: %w", redact(raw), ErrBadURL)
 	}
 	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/metrics"), "/")
 	u.RawQuery, u.Fragment = "", ""

@@ -68,6 +68,29 @@ var allDescs = []*prometheus.Desc{dVerdict, dConfidence, dChange, dPredSample, d
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
 	dGPUMem, dGPUPower, dGPUTemp, dAccel, dWaitShare, dSamples, dQueue, dWaitP95}
 
+// collectGPUs emits each GPU's series (g as in Collect).
+func collectGPUs(gpus []sample.GPU, g func(d *prometheus.Desc, val float64, labels ...string)) {
+	for _, gp := range gpus {
+		id := strconv.Itoa(gp.Index)
+		if gp.UtilPct != nil {
+			g(dGPUUtil, *gp.UtilPct/100, id, gp.Name)
+		}
+		if s := gp.UtilSamples; s != nil {
+			g(dGPUP5, s.P5/100, id, gp.Name)
+			g(dGPUP95, s.P95/100, id, gp.Name)
+		}
+		if gp.MemUsedBytes != nil {
+			g(dGPUMem, float64(*gp.MemUsedBytes), id, gp.Name)
+		}
+		if gp.PowerWatts != nil {
+			g(dGPUPower, *gp.PowerWatts, id, gp.Name)
+		}
+		if gp.TempC != nil {
+			g(dGPUTemp, *gp.TempC, id, gp.Name)
+		}
+	}
+}
+
 // Describe implements prometheus.Collector.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range allDescs {
@@ -147,25 +170,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	for _, gp := range f.GPUs {
-		id := strconv.Itoa(gp.Index)
-		if gp.UtilPct != nil {
-			g(dGPUUtil, *gp.UtilPct/100, id, gp.Name)
-		}
-		if s := gp.UtilSamples; s != nil {
-			g(dGPUP5, s.P5/100, id, gp.Name)
-			g(dGPUP95, s.P95/100, id, gp.Name)
-		}
-		if gp.MemUsedBytes != nil {
-			g(dGPUMem, float64(*gp.MemUsedBytes), id, gp.Name)
-		}
-		if gp.PowerWatts != nil {
-			g(dGPUPower, *gp.PowerWatts, id, gp.Name)
-		}
-		if gp.TempC != nil {
-			g(dGPUTemp, *gp.TempC, id, gp.Name)
-		}
-	}
+	collectGPUs(f.GPUs, g)
 	if a := f.Accel; a != nil {
 		g(dAccel, a.BusyPct/100)
 	}

@@ -116,6 +116,25 @@ func WriteMarkdown(w io.Writer, s *Summary, htmlName string) error {
 	return err
 }
 
+// htmlRecording is the report's paragraph on the recording: where, when,
+// what it ran, the job, and the reader's warnings.
+func htmlRecording(b *strings.Builder, r RecordingInfo) {
+	esc := html.EscapeString
+	gpus := "no GPU"
+	if len(r.GPUs) > 0 {
+		gpus = fmt.Sprintf("%d GPU: %s", len(r.GPUs), esc(strings.Join(r.GPUs, ", ")))
+	}
+	fmt.Fprintf(b, "<p>%s on <b>%s</b> (%d cores, %s, %s RAM) — %s, %d frames, gpuwatch %s.<br><code>%s</code></p>",
+		r.Start.UTC().Format("2006-01-02 15:04:05 UTC"), esc(orDash(r.Host)), r.Cores, gpus, sample.FormatBytes(float64(r.MemTotalBytes)),
+		dur(r.DurationSec), r.Frames, esc(r.GpuwatchVersion), esc(strings.Join(r.Command, " ")))
+	if r.Job != "" {
+		fmt.Fprintf(b, "<p>Job: %s.</p>", esc(r.Job))
+	}
+	for _, wmsg := range r.Warnings {
+		fmt.Fprintf(b, "<p><b>warning:</b> %s</p>", esc(wmsg))
+	}
+}
+
 // md escapes a string from a recording for Markdown: no HTML (< > & as
 // entities), no emphasis, code, link or table syntax (a backslash before
 // each such character), no line break. It renders as the text it was.
@@ -178,19 +197,7 @@ td,th{padding:2px 10px;border-bottom:1px solid #eee;text-align:left}td.n{text-al
 svg{width:100%;height:auto;background:#fafafa;border:1px solid #eee}.legend span{margin-right:14px}
 code{font-size:.9em}@media print{body{max-width:none}h2{break-after:avoid}svg{break-inside:avoid}}</style></head><body>`)
 	fmt.Fprintf(&b, `<h1>gpuwatch report: <span class="k" style="color:%s">%s</span></h1>`, kindColour[s.Dominant], esc(orDash(s.Dominant)))
-	gpus := "no GPU"
-	if len(r.GPUs) > 0 {
-		gpus = fmt.Sprintf("%d GPU: %s", len(r.GPUs), esc(strings.Join(r.GPUs, ", ")))
-	}
-	fmt.Fprintf(&b, "<p>%s on <b>%s</b> (%d cores, %s, %s RAM) — %s, %d frames, gpuwatch %s.<br><code>%s</code></p>",
-		r.Start.UTC().Format("2006-01-02 15:04:05 UTC"), esc(orDash(r.Host)), r.Cores, gpus, sample.FormatBytes(float64(r.MemTotalBytes)),
-		dur(r.DurationSec), r.Frames, esc(r.GpuwatchVersion), esc(strings.Join(r.Command, " ")))
-	if r.Job != "" {
-		fmt.Fprintf(&b, "<p>Job: %s.</p>", esc(r.Job))
-	}
-	for _, wmsg := range r.Warnings {
-		fmt.Fprintf(&b, "<p><b>warning:</b> %s</p>", esc(wmsg))
-	}
+	htmlRecording(&b, r)
 	b.WriteString(`<h2>Verdicts</h2>`)
 	b.WriteString(timelineSVG(s))
 	b.WriteString(`<table><tr><th>verdict</th><th>time</th><th>share</th></tr>`)

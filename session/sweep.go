@@ -161,3 +161,25 @@ func (p *progress) done() {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
 }
+
+// SweepGrid lists the configurations: 0 workers once (no prefetch, no
+// persistence), every other count with each prefetch and persistence.
+func SweepGrid(base loader.Config, ws, ps []int, pers []bool) []loader.Config {
+	var grid []loader.Config
+	for _, w := range ws {
+		if w == 0 {
+			c := base
+			c.Workers, c.Prefetch, c.Persistent = 0, 0, false
+			grid = append(grid, c)
+			continue
+		}
+		for _, p := range ps {
+			for _, per := range pers {
+				c := base
+				c.Workers, c.Prefetch, c.Persistent = w, p, per
+				grid = append(grid, c)
+			}
+		}
+	}
+	return grid
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
@@ -217,4 +218,26 @@ func (t *tail) mean(n int) diagnose.Prediction {
 		p.WaitShare /= float64(k)
 	}
 	return p
+}
+
+// String is the step in words, as tune prints it.
+func (s TuneStep) String() string {
+	var b strings.Builder
+	k := s.Knobs
+	fmt.Fprintf(&b, "step %d: workers %s prefetch %s persistent %s cache %s\n", s.Step, k["workers"], k["prefetch"], k["persistent"], k["cache"])
+	if s.Predicted != nil {
+		fmt.Fprintf(&b, "  predicted %.0f samples/s, wait %.0f %%; measured %.0f samples/s, wait %.0f %% (%+.0f %%)\n",
+			s.Predicted.SamplesPerSec, 100*s.Predicted.WaitShare, s.Measured.SamplesPerSec, 100*s.Measured.WaitShare,
+			100*(s.Measured.SamplesPerSec/s.Predicted.SamplesPerSec-1))
+	} else {
+		fmt.Fprintf(&b, "  measured %.0f samples/s, wait %.0f %%\n", s.Measured.SamplesPerSec, 100*s.Measured.WaitShare)
+	}
+	fmt.Fprintf(&b, "  verdict %s: %s\n", s.Verdict, s.Evidence)
+	for _, c := range s.Changes {
+		fmt.Fprintf(&b, "  change %s %s → %s (%s=%s): %s\n", c.Knob, c.From, c.To, c.Flag, c.To, c.Why)
+	}
+	if s.Next != nil {
+		fmt.Fprintf(&b, "  the model predicts %.0f samples/s, wait %.0f %%\n", s.Next.SamplesPerSec, 100*s.Next.WaitShare)
+	}
+	return b.String()
 }
