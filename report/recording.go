@@ -37,6 +37,9 @@ type Header struct {
 	// recordings made before they were stored): replay and report use
 	// them, so a report agrees with what was shown live.
 	Thresholds *diagnose.Thresholds `json:"thresholds,omitempty"`
+	// Job is who the watched job is, when the first frame knew (frames
+	// carry its limits and use).
+	Job *sample.JobIdentity `json:"job,omitempty"`
 	// Part counts files of one recording: 1, then 2… after each rotation.
 	Part int `json:"part"`
 }

@@ -171,8 +171,12 @@ func Header(f *sample.Frame, version string, th diagnose.Thresholds) report.Head
 	for _, g := range f.GPUs {
 		gpus = append(gpus, g.Name)
 	}
-	return report.Header{
+	h := report.Header{
 		Time: f.Time, Host: host, Cores: runtime.NumCPU(), GPUs: gpus,
 		GpuwatchVersion: version, Command: report.RedactArgs(os.Args), IntervalSec: f.IntervalSec, Thresholds: &th,
 	}
+	if f.Job != nil {
+		h.Job = f.Job.Identity
+	}
+	return h
 }
