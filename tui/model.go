@@ -390,6 +390,9 @@ func (m *Model) detailLines(w int) []string {
 		}
 	}
 	out = append(out, "", m.styles.Label.Render("What to change"))
+	for _, c := range v.Changes {
+		out = append(out, wrap(fmt.Sprintf("  • %s %s → %s (%s=%s): %s", c.Knob, c.From, c.To, c.Flag, c.To, sample.Printable(c.Why)), w, "    ")...)
+	}
 	for _, a := range v.Advice {
 		out = append(out, wrap("  → "+a, w, "    ")...)
 	}
