@@ -2,8 +2,6 @@ package report
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,15 +18,7 @@ import (
 // scenario names and event details.
 func hostile(t testing.TB, s string) *Summary {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "tour.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rec, err := ReadRecording(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := tourRecording(t)
 	rec.Header.Host, rec.Header.GPUs, rec.Header.Command, rec.Header.GpuwatchVersion = s, []string{s}, []string{s}, s
 	for i := range rec.Scenarios {
 		rec.Scenarios[i].Name = s

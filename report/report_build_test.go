@@ -13,9 +13,9 @@ import (
 
 var generated = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-// tour is a real recording (testdata/tour.jsonl): `gpuwatch demo
+// tourRecording is a real recording (testdata/tour.jsonl): `gpuwatch demo
 // --tour-every 6s --duration 38s --record` on the 2-core VM, every scenario.
-func tour(t testing.TB) *Summary {
+func tourRecording(t testing.TB) *Recording {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", "tour.jsonl"))
 	if err != nil {
@@ -26,7 +26,12 @@ func tour(t testing.TB) *Summary {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Build(rec, "testdata/tour.jsonl", diagnose.DefaultThresholds(), generated)
+	return rec
+}
+
+// tour is the report of the real tour recording.
+func tour(t testing.TB) *Summary {
+	return Build(tourRecording(t), "testdata/tour.jsonl", diagnose.DefaultThresholds(), generated)
 }
 
 func TestReportOfARealTour(t *testing.T) {
