@@ -355,3 +355,68 @@ func TestOnceExitsOnTheSettledVerdict(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordRefusesWhatItWouldLoseOrCouldNotWrite: the small ones of the
+// hardening review. record checks --report's path before recording (it has
+// no --force), refuses a FILE.1 that rotation would replace, and says so
+// when no frame came (no file is written) instead of "recorded 0 frames".
+func TestRecordRefusesWhatItWouldLoseOrCouldNotWrite(t *testing.T) {
+	dir := t.TempDir()
+	taken := filepath.Join(dir, "taken.html")
+	if err := os.WriteFile(taken, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rotated := filepath.Join(dir, "old.jsonl")
+	if err := os.WriteFile(rotated+".1", []byte("a previous part"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"--report names an existing file", []string{"record", "-o", filepath.Join(dir, "a.jsonl"), "--report", taken, "--duration", "30s"}, 2,
+			"--report " + taken + " exists: write the report to a new file"},
+		{"--report has no format", []string{"record", "-o", filepath.Join(dir, "b.jsonl"), "--report", filepath.Join(dir, "r.txt"), "--duration", "30s"}, 2,
+			"the format comes from the extension"},
+		{"rotation would replace FILE.1", []string{"record", "-o", rotated, "--duration", "30s"}, 1, rotated + ".1 exists; record to a new file"},
+		{"no frame before the end", []string{"record", "-o", filepath.Join(dir, "c.jsonl"), "--duration", "200ms"}, 1, "no frame came before the end"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			var out, errb bytes.Buffer
+			if code := run(c.args, &out, &errb); code != c.code || !strings.Contains(errb.String(), c.stderr) {
+				t.Fatalf("exit %d, stderr %q: want %d and %q", code, errb.String(), c.code, c.stderr)
+			}
+			if !strings.Contains(c.name, "frame") && time.Since(start) > 10*time.Second {
+				t.Errorf("refused only after %v: the check belongs before recording", time.Since(start))
+			}
+		})
+	}
+	if b, err := os.ReadFile(rotated + ".1"); err != nil || string(b) != "a previous part" {
+		t.Errorf("the previous FILE.1 was touched: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "c.jsonl")); err == nil {
+		t.Error("a recording with no frame left a file")
+	}
+}
+
+// TestReportsFollowTheUmask: under umask 077 a report is the user's alone
+// (it was 0644 whatever the umask).
+func TestReportsFollowTheUmask(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	out := filepath.Join(t.TempDir(), "r.md")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"report", filepath.Join("report", "testdata", "tour.jsonl"), "-o", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v under umask 077, want 0600", st.Mode().Perm())
+	}
+}
