@@ -121,14 +121,12 @@ func Model(frames []sample.Frame) (*Pipeline, bool) {
 // the window lacks what the model needs (a loader with batches, its step
 // time and read/decode split).
 func pipeline(w *window) (*Pipeline, bool) {
-	if !w.batchesPerSec.ok || w.batchesPerSec.v <= 0 || !w.stepMs.ok || w.stepMs.v <= 0 || w.workers < 0 {
+	// The read/decode split comes from the embedded loader and attached
+	// Go loaders; a loader without it (the Python hook) is not modelled.
+	if !w.batchesPerSec.ok || w.batchesPerSec.v <= 0 || !w.stepMs.ok || w.stepMs.v <= 0 || w.workers < 0 || !w.readSec.ok || !w.decodeSec.ok {
 		return nil, false
 	}
 	bps := w.batchesPerSec.v
-	rdSec, dcSec, ok := readDecode(w, bps)
-	if !ok {
-		return nil, false
-	}
 	p := &Pipeline{StepSec: w.stepMs.v / 1000, BatchesPerEpoch: float64(w.batchesPerEpoch), EpochStallSec: w.epochStallMs / 1000}
 	if w.samplesPerSec.ok && w.samplesPerSec.v > 0 {
 		p.BatchSize = w.samplesPerSec.v / bps
@@ -138,7 +136,7 @@ func pipeline(w *window) (*Pipeline, bool) {
 	p.BytesPerBatch = w.bytesPerSec.v / bps
 	p.Knobs = knobsOf(w)
 	// Per batch, summed over workers: wall time reading and decoding.
-	rd, dc := rdSec/bps, dcSec/bps
+	rd, dc := w.readSec.v/bps, w.decodeSec.v/bps
 	// Wall time beyond CPU is waiting: on storage, or — when more workers
 	// are busy than there are CPUs — for a CPU. Take the CPU queueing out.
 	busy := (rd + dc) * bps // workers busy on average
@@ -198,14 +196,6 @@ func pipeline(w *window) (*Pipeline, bool) {
 		p.Measured.WaitShare = w.waitShare.v
 	}
 	return p, true
-}
-
-// readDecode is the loader's reading and decoding time per wall second,
-// summed over workers, as the embedded loader and attached Go loaders
-// report it. A loader that does not split them (the Python hook) is not
-// modelled: ok is false.
-func readDecode(w *window, _ float64) (read, decode float64, ok bool) {
-	return w.readSec.v, w.decodeSec.v, w.readSec.ok && w.decodeSec.ok
 }
 
 func knobsOf(w *window) Knobs {

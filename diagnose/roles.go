@@ -89,8 +89,8 @@ func readRoles(f *sample.Frame) (r roleReading, ok bool) {
 	return r, true
 }
 
-// describe names a thread for evidence: its name and TID, and whether it
-// spins (mostly system time).
+// describeCompute names the busiest compute thread for evidence: its name
+// and TID, and whether it spins (mostly system time).
 func (r *roles) describeCompute(th Thresholds) string {
 	t := r.compute
 	s := fmt.Sprintf("thread %s (tid %d) of the training process runs at %.0f %% of a core", t.Name, t.TID, t.CPUPct)

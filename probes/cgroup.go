@@ -142,6 +142,7 @@ type Cgroup struct {
 	identity  *sample.JobIdentity
 	identPID  int
 	identDone bool
+	v2        map[string]bool            // isV2's answer per path: a cgroup's version does not change
 	affinity  func(pid int) (int, error) // CPUs the process may run on; nil: not known
 	hostCores int
 }
@@ -240,11 +241,17 @@ func (p *Cgroup) paths() (cgroupPaths, string, error) {
 // isV2 says whether path is a cgroup of a v2 hierarchy with controllers
 // (the unified mount at /sys/fs/cgroup).
 func (p *Cgroup) isV2(path string) bool {
-	_, err := p.r.read(filepath.Join(p.roots.Sys, "fs/cgroup", path, "cgroup.controllers"))
-	if err != nil {
-		return false
+	if v, ok := p.v2[path]; ok {
+		return v
 	}
-	_, err = p.r.read(filepath.Join(p.roots.Sys, "fs/cgroup", path, "cpu.stat"))
+	_, err := p.r.read(filepath.Join(p.roots.Sys, "fs/cgroup", path, "cgroup.controllers"))
+	if err == nil {
+		_, err = p.r.read(filepath.Join(p.roots.Sys, "fs/cgroup", path, "cpu.stat"))
+	}
+	if p.v2 == nil || len(p.v2) > 64 {
+		p.v2 = map[string]bool{}
+	}
+	p.v2[path] = err == nil
 	return err == nil
 }
 
