@@ -3,20 +3,23 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// v1Cgroup makes a cgroup named name in the v1 controllers ctls (cpu,
-// cpuacct, cpuset …), runs set on each directory, moves pid in, and
-// removes it all at the test's end. It skips where v1 cgroups are not
-// writable (not root, or a v2-only host).
-func v1Cgroup(t *testing.T, name string, pid int, set map[string]map[string]string) {
+// v1Cgroup makes a cgroup named name in the v1 controllers of set (cpu,
+// cpuacct, cpuset, memory …) with set's files written, and removes it at
+// the test's end, its processes moved out first. It returns the
+// cgroup.procs files, for a process to enter. It skips where v1 cgroups
+// are not writable (not root, or a v2-only host).
+func v1Cgroup(t *testing.T, name string, set map[string]map[string]string) (procs []string) {
 	t.Helper()
 	for ctl, files := range set {
 		dir := filepath.Join("/sys/fs/cgroup", ctl, name)
@@ -27,56 +30,138 @@ func v1Cgroup(t *testing.T, name string, pid int, set map[string]map[string]stri
 			t.Skipf("cgroup v1 %s not writable here: %v", ctl, err)
 		}
 		t.Cleanup(func() {
-			// Move the process out first: a cgroup with tasks cannot go.
-			_ = os.WriteFile(filepath.Join("/sys/fs/cgroup", ctl, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+			// A cgroup with tasks cannot go: move them to the root first.
+			b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+			for _, pid := range strings.Fields(string(b)) {
+				_ = os.WriteFile(filepath.Join("/sys/fs/cgroup", ctl, "cgroup.procs"), []byte(pid), 0)
+			}
 			_ = os.Remove(dir)
 		})
-		for _, k := range []string{"cpuset.mems", "cpuset.cpus", "cpu.cfs_period_us", "cpu.cfs_quota_us"} {
+		for _, k := range []string{"cpuset.mems", "cpuset.cpus", "cpu.cfs_period_us", "cpu.cfs_quota_us", "memory.limit_in_bytes"} {
 			if v, ok := files[k]; ok {
 				if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0); err != nil {
 					t.Fatalf("%s/%s: %v", dir, k, err)
 				}
 			}
 		}
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-			t.Fatalf("move %d into %s: %v", pid, dir, err)
+		procs = append(procs, filepath.Join(dir, "cgroup.procs"))
+	}
+	return procs
+}
+
+// startIn starts gpuwatch with args inside the cgroups whose
+// cgroup.procs files are procs: a shell enters them and execs gpuwatch, so
+// its first byte of memory and first tick of CPU are already the cgroup's.
+func startIn(t *testing.T, procs []string, args ...string) (*exec.Cmd, io.Reader) {
+	t.Helper()
+	sh := exec.Command("sh", append([]string{"-c", `for f in $PROCS; do echo $$ > "$f" || exit 1; done; exec "$0" "$@"`, binary(t)}, args...)...)
+	sh.Env = append(os.Environ(), "PROCS="+strings.Join(procs, " "))
+	return startCmd(t, sh)
+}
+
+// startLoaderIn starts `gpuwatch loader` inside the cgroups of procs and
+// returns its base URL.
+func startLoaderIn(t *testing.T, procs []string, args ...string) string {
+	t.Helper()
+	_, out := startIn(t, procs, append([]string{"loader", "--listen", "127.0.0.1:0", "--progress-every", "1s"}, args...)...)
+	first, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("loader in %v: no first line: %v", procs, err)
+	}
+	return loaderURL(t, first)
+}
+
+// withSwap makes sure the machine has swap for the test: a 1 GiB swap
+// file under /var/tmp when it has none, switched off and removed at the
+// test's end.
+func withSwap(t *testing.T) {
+	t.Helper()
+	if b, err := os.ReadFile("/proc/swaps"); err == nil && strings.Count(string(b), "\n") > 1 {
+		return // the header and at least one swap area
+	}
+	skip := t.Skipf
+	if os.Getenv("GPUWATCH_REQUIRE_CGROUPS") != "" {
+		skip = t.Fatalf
+	}
+	f := filepath.Join("/var/tmp", fmt.Sprintf("gpuwatch-test-%d.swap", os.Getpid()))
+	for _, c := range [][]string{{"fallocate", "-l", "1G", f}, {"chmod", "600", f}, {"mkswap", "-q", f}, {"swapon", f}} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			_ = os.Remove(f)
+			skip("no swap to test with: %s: %v %s", c[0], err, out)
 		}
 	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("swapoff", f).CombinedOutput(); err != nil {
+			t.Errorf("swapoff %s: %v %s", f, err, out)
+		}
+		_ = os.Remove(f)
+	})
 }
 
 // TestJobLimitsJudgeTheVerdict runs `gpuwatch loader` (two workers of
 // CPU-heavy decoding) in a real v1 cgroup — half a core of CPU quota, or
 // a cpuset of one core — attaches, and requires the job-level verdict with
 // the limit cited: cpu_saturated on the job's capacity, not the host's
-// two cores.
+// two cores; memory_pressure on the cgroup's limit, not the host's free
+// memory.
 func TestJobLimitsJudgeTheVerdict(t *testing.T) {
+	cpuHeavy := []string{"--workers", "2", "--decode-cost", "1ms", "--step-time", "5ms", "--persistent"}
 	cases := []struct {
-		name, evidence string
-		set            map[string]map[string]string
-		capacity       float64
+		name, kind, evidence string
+		loader               []string
+		set                  map[string]map[string]string
+		capacity             float64 // 0: not checked
 	}{
-		{"half a core of quota", "the job may use 0.5 CPU (quota 50 ms per 100 ms)",
+		{"half a core of quota", "cpu_saturated", "the job may use 0.5 CPU (quota 50 ms per 100 ms)", cpuHeavy,
 			map[string]map[string]string{"cpu": {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "50000"}, "cpuacct": {}}, 0.5},
-		{"a cpuset of one core", "the job may use 1 CPU (cpuset 1)",
+		{"a cpuset of one core", "cpu_saturated", "the job may use 1 CPU (cpuset 1)", cpuHeavy,
 			map[string]map[string]string{"cpuset": {"cpuset.mems": "0", "cpuset.cpus": "1"}, "cpu": {}, "cpuacct": {}}, 1},
+		// A dataset cached in RAM twice the size of the job's memory
+		// limit: it swaps at the limit while the host has GiBs free.
+		{"a memory limit that swaps", "memory_pressure", "the job's memory cgroup holds 256MiB of its 256MiB limit",
+			[]string{"--cache", "--dataset-size", "512MiB", "--workers", "2", "--decode-cost", "50us", "--step-time", "5ms", "--persistent"},
+			map[string]map[string]string{"memory": {"memory.limit_in_bytes": "268435456"}}, 0},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cmd, url, _ := startLoader(t, "--workers", "2", "--decode-cost", "1ms", "--step-time", "5ms", "--persistent")
-			v1Cgroup(t, fmt.Sprintf("gpuwatch-test-%d-%d", os.Getpid(), i), cmd.Process.Pid, c.set)
-			_, ch := startJSON(t, "attach", url, "--headless", "--json", "--duration", "60s")
-			var seen []string
-			l := await(t, ch, "cpu_saturated citing the job's limit", 45*time.Second, func(l attachLine) bool {
+			if c.set["memory"] != nil {
+				withSwap(t)
+			}
+			procs := v1Cgroup(t, fmt.Sprintf("gpuwatch-test-%d-%d", os.Getpid(), i), c.set)
+			url := startLoaderIn(t, procs, c.loader...)
+			_, ch := startJSON(t, "attach", url, "--headless", "--json", "--duration", "90s")
+			l := await(t, ch, c.kind+" citing the job's limit", 75*time.Second, func(l attachLine) bool {
 				if l.Verdict == nil || len(l.Verdict.Evidence) == 0 {
 					return false
 				}
-				seen = append(seen, l.Verdict.Kind+": "+l.Verdict.Evidence[0].Text)
-				return l.Verdict.Kind == "cpu_saturated" && strings.HasPrefix(l.Verdict.Evidence[0].Text, c.evidence)
+				return l.Verdict.Kind == c.kind && strings.HasPrefix(l.Verdict.Evidence[0].Text, c.evidence)
 			})
-			if l.Job == nil || l.Job.CPUCapacityCores != c.capacity || l.Job.CgroupVersion != 1 {
+			if l.Job == nil || l.Job.CgroupVersion != 1 || (c.capacity > 0 && l.Job.CPUCapacityCores != c.capacity) {
 				t.Fatalf("job %+v, want capacity %v under cgroup v1", l.Job, c.capacity)
 			}
 			t.Logf("%s: %s; advice %q", l.Verdict.Kind, l.Verdict.Evidence[0].Text, l.Verdict.Advice)
 		})
 	}
+}
+
+// TestConfinedGpuwatchJudgesItsOwnLimits runs plain `gpuwatch --json`,
+// no job named, inside a cgroup with half a core of quota, as in a
+// container: its frames' job is its own cgroup, marked self, with the
+// quota.
+func TestConfinedGpuwatchJudgesItsOwnLimits(t *testing.T) {
+	procs := v1Cgroup(t, fmt.Sprintf("gpuwatch-test-%d-self", os.Getpid()),
+		map[string]map[string]string{"cpu": {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "50000"}, "cpuacct": {}})
+	_, out := startIn(t, procs, "--json", "--duration", "20s")
+	var got attachLine
+	for l := range lines(t, out) {
+		if l.Type == "frame" && l.Job != nil && l.Job.CPUUsedCores != nil {
+			got = l
+			break
+		}
+	}
+	j := got.Job
+	if j == nil || !j.Self || j.CPUCapacityCores != 0.5 || j.Source != "gpuwatch's own cgroup" {
+		t.Fatalf("job %+v: want gpuwatch's own cgroup, self, 0.5 CPU", j)
+	}
+	t.Logf("job: %s, %s, capacity %v", j.Source, j.Cgroup, j.CPUCapacityCores)
 }

@@ -219,12 +219,17 @@ func startBinary(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, string
 func startLoader(t *testing.T, args ...string) (*exec.Cmd, string, *bufio.Reader) {
 	t.Helper()
 	cmd, r, first := startBinary(t, append([]string{"loader", "--listen", "127.0.0.1:0", "--progress-every", "1s"}, args...)...)
+	return cmd, loaderURL(t, first), r
+}
+
+// loaderURL is the base URL in `gpuwatch loader`'s first line.
+func loaderURL(t *testing.T, first string) string {
+	t.Helper()
 	i := strings.Index(first, "http://")
 	if i < 0 {
 		t.Fatalf("first line %q names no URL", first)
 	}
-	url := strings.Fields(first[i:])[0]
-	return cmd, strings.TrimSuffix(url, "/metrics"), r
+	return strings.TrimSuffix(strings.Fields(first[i:])[0], "/metrics")
 }
 
 // TestLoaderServesTheProtocol runs `gpuwatch loader` as its own process and
@@ -396,8 +401,12 @@ type attachLine struct {
 		} `json:"secondary"`
 	} `json:"verdict"`
 	Job *struct {
-		CgroupVersion    int     `json:"cgroup_version"`
-		CPUCapacityCores float64 `json:"cpu_capacity_cores"`
+		CgroupVersion    int      `json:"cgroup_version"`
+		Cgroup           string   `json:"cgroup"`
+		Source           string   `json:"source"`
+		Self             bool     `json:"self"`
+		CPUCapacityCores float64  `json:"cpu_capacity_cores"`
+		CPUUsedCores     *float64 `json:"cpu_used_cores"`
 	} `json:"job"`
 	Unavailable map[string]string `json:"unavailable"`
 }
@@ -415,7 +424,12 @@ func freePort(t *testing.T) string {
 // its stdout (its stderr is the test's).
 func start(t *testing.T, args ...string) (*exec.Cmd, io.Reader) {
 	t.Helper()
-	cmd := exec.Command(binary(t), args...)
+	return startCmd(t, exec.Command(binary(t), args...))
+}
+
+// startCmd starts cmd, its stderr the test's, and kills it at the end.
+func startCmd(t *testing.T, cmd *exec.Cmd) (*exec.Cmd, io.Reader) {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

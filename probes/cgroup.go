@@ -145,6 +145,7 @@ type Cgroup struct {
 	v2        map[string]bool            // isV2's answer per path: a cgroup's version does not change
 	affinity  func(pid int) (int, error) // CPUs the process may run on; nil: not known
 	hostCores int
+	self      bool // the job is gpuwatch's own cgroup (OwnCgroup)
 }
 
 type cgroupCounters struct {
@@ -169,7 +170,7 @@ func (p *Cgroup) Collect(_ context.Context, f *sample.Frame) error {
 	if err != nil {
 		return err
 	}
-	j := &sample.Job{Source: source}
+	j := &sample.Job{Source: source, Self: p.self}
 	var cur cgroupCounters
 	if v2, ok := paths[""]; ok && p.isV2(v2) && paths["cpu"] == "" && paths["memory"] == "" {
 		j.CgroupVersion, j.Cgroup = 2, v2
@@ -199,6 +200,27 @@ func (p *Cgroup) Collect(_ context.Context, f *sample.Frame) error {
 	j.Identity = p.identityOf(j.Cgroup)
 	f.Job = j
 	return nil
+}
+
+// OwnCgroup returns the probe for the cgroup of process pid — gpuwatch
+// itself — when that cgroup confines it: a CPU quota, a cpuset of fewer
+// CPUs than the host has, or a memory limit (a container, a Slurm step).
+// Inside one, the visible processes share those limits, so they are the
+// job's terms; the frames' job says so (Self). It is nil when pid runs
+// unconfined or its cgroup cannot be read.
+func OwnCgroup(r Roots, pid int) *Cgroup {
+	p := NewCgroup(r, JobOptions{PID: pid, Source: "gpuwatch's own cgroup"})
+	f := &sample.Frame{Time: time.Now()}
+	if err := p.Collect(context.Background(), f); err != nil {
+		return nil
+	}
+	j := f.Job
+	cpus, err := parseCPUList([]byte(j.CPUSet))
+	if j.CPUQuotaCores == nil && j.MemLimitBytes == nil && j.MemHighBytes == nil && (err != nil || cpus == 0 || cpus >= p.hostCores) {
+		return nil
+	}
+	p.self = true
+	return p
 }
 
 // paths finds the job's cgroups: the named one in every controller, or
@@ -235,7 +257,11 @@ func (p *Cgroup) paths() (cgroupPaths, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return paths, "pid " + strconv.Itoa(p.opt.PID), nil
+	src := p.opt.Source
+	if src == "" {
+		src = "pid " + strconv.Itoa(p.opt.PID)
+	}
+	return paths, src, nil
 }
 
 // isV2 says whether path is a cgroup of a v2 hierarchy with controllers

@@ -2,6 +2,9 @@ package probes
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,5 +141,60 @@ func BenchmarkCgroupTick(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestOwnCgroupOnlyWhenConfined builds a v2 tree for a process at the
+// hierarchy's root of a two-core host: unconfined, it is not a job; with a
+// quota, a one-core cpuset or a memory limit its cgroup becomes the job,
+// marked as gpuwatch's own.
+func TestOwnCgroupOnlyWhenConfined(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, s string) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("proc/77/cgroup", "0::/ctr\n")
+	write("proc/stat", "cpu  1 2 3 4\ncpu0 1 2 3 4\ncpu1 1 2 3 4\n")
+	cg := "sys/fs/cgroup/ctr/"
+	write(cg+"cgroup.controllers", "cpu cpuset memory\n")
+	write(cg+"cpu.stat", "usage_usec 100\n")
+	unconfined := func() {
+		write(cg+"cpu.max", "max 100000\n")
+		write(cg+"cpuset.cpus.effective", "0-1\n")
+		write(cg+"memory.max", "max\n")
+	}
+	r := Roots{Proc: filepath.Join(root, "proc"), Sys: filepath.Join(root, "sys")}
+	unconfined()
+	if p := OwnCgroup(r, 77); p != nil {
+		t.Fatalf("an unconfined process got a job: %+v", p)
+	}
+	if p := OwnCgroup(r, 78); p != nil {
+		t.Fatal("a process that is not there got a job")
+	}
+	for _, c := range []struct{ name, file, value string }{
+		{"a quota", "cpu.max", "50000 100000\n"},
+		{"a cpuset of one of the two cores", "cpuset.cpus.effective", "1\n"},
+		{"a memory limit", "memory.max", "1073741824\n"},
+	} {
+		unconfined()
+		write(cg+c.file, c.value)
+		p := OwnCgroup(r, 77)
+		if p == nil {
+			t.Fatalf("%s: not seen as confined", c.name)
+		}
+		f := &sample.Frame{Time: time.Now()}
+		if err := p.Collect(context.Background(), f); err != nil {
+			t.Fatal(err)
+		}
+		if j := f.Job; j == nil || !j.Self || j.Cgroup != "/ctr" || !strings.Contains(j.Summary(), "gpuwatch's own cgroup v2 /ctr (it runs confined") {
+			t.Errorf("%s: job %+v, summary %q", c.name, f.Job, f.Job.Summary())
+		}
 	}
 }

@@ -109,7 +109,11 @@ func (j *Job) Summary() string {
 			parts = append(parts, strings.Join(who, " "))
 		}
 	}
-	parts = append(parts, fmt.Sprintf("cgroup v%d %s", j.CgroupVersion, j.Cgroup))
+	cg := fmt.Sprintf("cgroup v%d %s", j.CgroupVersion, j.Cgroup)
+	if j.Self {
+		cg = "gpuwatch's own " + cg + " (it runs confined: these limits are the job's)"
+	}
+	parts = append(parts, cg)
 	cpu := fmt.Sprintf("may use %.2g CPU", j.CPUCapacityCores)
 	if j.CPUUsedCores != nil {
 		cpu = fmt.Sprintf("%.2g of %.2g CPU", *j.CPUUsedCores, j.CPUCapacityCores)

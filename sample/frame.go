@@ -42,6 +42,10 @@ type Job struct {
 	Cgroup        string `json:"cgroup"`
 	CgroupVersion int    `json:"cgroup_version"`
 	Source        string `json:"source"`
+	// Self: no job was named and gpuwatch runs confined itself (a
+	// container's or a step's limits), so the job is its own cgroup: the
+	// limits judged are the ones everything it can see runs under.
+	Self bool `json:"self,omitempty"`
 	// CPU: the quota in cores (cpu.max / cfs_quota_us ÷ period) with its
 	// two numbers in µs, the cpuset, the CPUs the job may run on (cpuset ∩
 	// the processes' affinity), and the capacity: the smaller of the quota

@@ -101,6 +101,13 @@ func Run(ctx context.Context, o Options) error {
 	if pid != 0 || o.Cgroup != "" {
 		// The job, not the host: its cgroup's limits and use.
 		ps = append(ps, probes.NewCgroup(o.Roots, probes.JobOptions{PID: pid, Cgroup: o.Cgroup, Source: o.CgroupSource}))
+	} else if o.Roots.Proc == "" || o.Roots.Proc == "/proc" {
+		// No job named, and gpuwatch looks at its own host: when it runs
+		// confined (a container), its own limits are the ones that bind.
+		// --proc-root/--sys-root of the host keep the host's view.
+		if own := probes.OwnCgroup(o.Roots, os.Getpid()); own != nil {
+			ps = append(ps, own)
+		}
 	}
 	ps = append(ps, o.Probes...)
 	sampler := probes.NewSampler(ps, probes.SamplerOptions{Interval: o.Interval})
