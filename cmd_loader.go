@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuwatch/gpuwatch/loader"
+	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/session"
 )
 
@@ -58,6 +59,15 @@ func runLoader(ctx context.Context, c loader.Config, listen, eventsPath string, 
 	defer stop()
 	if !loader.IsLoopback(listen) {
 		fmt.Fprintf(stderr, "gpuwatch: warning: serving on %s, reachable from other machines (profiles show function names)\n", ln.Addr())
+	}
+	// Announce it, so that plain gpuwatch and attach --discover find it.
+	rank, local, world := loader.Rank()
+	remove, err := probes.Announce(probes.DiscoveryDir(), probes.Announcement{
+		PID: os.Getpid(), URL: "http://" + ln.Addr().String(), Kind: "embedded", Rank: rank, LocalRank: local, WorldSize: world})
+	if err != nil {
+		fmt.Fprintf(stderr, "gpuwatch: warning: not announced for discovery (attach to the URL instead): %v\n", err)
+	} else {
+		defer remove()
 	}
 	fmt.Fprintf(stdout, "gpuwatch loader (%s, %d workers) serving http://%s/metrics and /debug/pprof/ (pid %d)\n",
 		c.Name(), c.Workers, ln.Addr(), os.Getpid())

@@ -12,7 +12,8 @@ import (
 
 func newRecordCmd(stdout, stderr io.Writer) *cobra.Command {
 	var w watchFlags
-	var out, attach, reportOut string
+	var out, reportOut string
+	var attach attachFlags
 	cmd := &cobra.Command{
 		Use:   "record -o FILE [--duration D] [--pid PID | --attach URL]",
 		Short: "Record headless for batch jobs (SLURM, cron): frames, verdicts and events to a file",
@@ -25,7 +26,7 @@ func newRecordCmd(stdout, stderr io.Writer) *cobra.Command {
 			if out == "" {
 				return usageErrorf(cmd, "-o FILE is required")
 			}
-			if attach != "" && w.pid != 0 {
+			if (len(attach.urls) > 0 || attach.discover) && w.pid != 0 {
 				return usageErrorf(cmd, "--pid and --attach: choose one (attach focuses on the loader's PID itself)")
 			}
 			if reportOut != "" {
@@ -43,13 +44,11 @@ func newRecordCmd(stdout, stderr io.Writer) *cobra.Command {
 			}
 			o := w.options(io.Discard, stderr)
 			o.RecordRequired = true
-			if attach != "" {
-				stop, err := attachTo(cmd, &o, w.procRoot, attach, defaultProfileEvery, defaultProfileLength)
-				if err != nil {
-					return err
-				}
-				defer stop()
+			stop, err := attachTo(cmd, &o, w.procRoot, attach.to())
+			if err != nil {
+				return err
 			}
+			defer stop()
 			if err := session.Run(cmd.Context(), o); err != nil || reportOut == "" {
 				return err
 			}
@@ -59,7 +58,7 @@ func newRecordCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	w.register(cmd)
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the recording file to write (refuses an existing one)")
-	cmd.Flags().StringVar(&attach, "attach", "", "also attach to this loader URL (as gpuwatch attach)")
+	attach.register(cmd)
 	cmd.Flags().StringVar(&reportOut, "report", "", "at exit, also write the report (.html, .md or .json)")
 	_ = cmd.Flags().MarkHidden("headless")
 	_ = cmd.Flags().MarkHidden("record")

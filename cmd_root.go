@@ -121,12 +121,18 @@ func usageErrorf(cmd *cobra.Command, format string, args ...any) error {
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	var w watchFlags
+	discover := true
 	root := &cobra.Command{
 		Use:   "gpuwatch",
 		Short: "Why is my GPU idle? A live view of GPU, CPU, disks, memory and the data loader",
 		Long: `gpuwatch watches this machine live — per-core CPU, memory and swap, disks,
 network, pressure stall information and processes — to tell why a training
 job's accelerator is not busy.
+
+It attaches to every data loader announced on this machine — training
+processes running the Python hook, gpuwatch loader — as they come up, so
+the training job's wait times are there with no URL typed (--discover=false
+to watch the host only).
 
 With --headless (or when stdout is not a terminal) it prints one line per
 interval; with --json one JSON object per line.`,
@@ -140,10 +146,17 @@ interval; with --json one JSON object per line.`,
 			if err := w.validate(cmd); err != nil {
 				return err
 			}
-			return session.Run(cmd.Context(), w.options(stdout, stderr))
+			o := w.options(stdout, stderr)
+			stop, err := attachTo(cmd, &o, w.procRoot, session.AttachTo{Discover: discover})
+			if err != nil {
+				return err
+			}
+			defer stop()
+			return session.Run(cmd.Context(), o)
 		},
 	}
 	w.register(root)
+	root.Flags().BoolVar(&discover, "discover", true, "attach to every loader announced on this machine (the Python hook, gpuwatch loader), as they come up")
 	var cpuProfile string
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of gpuwatch itself to this file (for developers)")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")

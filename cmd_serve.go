@@ -18,7 +18,8 @@ import (
 
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 	var w watchFlags
-	var listen, attach string
+	var listen string
+	var attach attachFlags
 	cmd := &cobra.Command{
 		Use:   "serve [--listen 127.0.0.1:9400] [--attach URL] [--pid PID]",
 		Short: "Expose this machine's frames and verdict as Prometheus metrics (one exporter per node)",
@@ -28,7 +29,8 @@ gpuwatch_verdict{kind="…"} (1 for the verdict shown now), its confidence,
 per-core, per-disk, per-GPU, pressure and loader metrics. A Prometheus server
 scraping every node is the way past one machine (docs/prometheus.md).`,
 		Example: `  gpuwatch serve
-  gpuwatch serve --listen 0.0.0.0:9400 --attach http://127.0.0.1:6060`,
+  gpuwatch serve --listen 0.0.0.0:9400 --attach http://127.0.0.1:6060
+  gpuwatch serve --listen 0.0.0.0:9400 --discover      # every rank on the node`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w.headless = true
@@ -56,13 +58,11 @@ scraping every node is the way past one machine (docs/prometheus.md).`,
 			fmt.Fprintf(stdout, "gpuwatch exporter on http://%s/metrics\n", ln.Addr())
 			o := w.options(io.Discard, stderr)
 			o.OnFrame = exp.Set
-			if attach != "" {
-				stop, err := attachTo(cmd, &o, w.procRoot, attach, defaultProfileEvery, defaultProfileLength)
-				if err != nil {
-					return err
-				}
-				defer stop()
+			stop, err := attachTo(cmd, &o, w.procRoot, attach.to())
+			if err != nil {
+				return err
 			}
+			defer stop()
 			return session.Run(cmd.Context(), o)
 		},
 	}
@@ -70,6 +70,6 @@ scraping every node is the way past one machine (docs/prometheus.md).`,
 	_ = cmd.Flags().MarkHidden("headless")
 	_ = cmd.Flags().MarkHidden("json")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9400", "address to serve /metrics on (loopback unless you say otherwise)")
-	cmd.Flags().StringVar(&attach, "attach", "", "also attach to this loader URL (as gpuwatch attach)")
+	attach.register(cmd)
 	return cmd
 }

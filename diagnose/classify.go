@@ -31,6 +31,11 @@ func Classify(frames []sample.Frame, th Thresholds) Verdict {
 	if f, ok := takenByOthers(&w, th); ok && d.kind != Healthy && d.kind != Idle {
 		d.secondary = append(d.secondary, f)
 	}
+	if e, straggler, ok := rankEvidence(frames, th); ok && d.kind.Problem() {
+		// Several ranks: first, which one holds the job back.
+		d.evidence = append([]Evidence{e}, d.evidence...)
+		v.Straggler = straggler
+	}
 	v.Kind, v.Evidence, v.Secondary = d.kind, d.evidence, d.secondary
 	var m *modelAdvice
 	if d.kind.Problem() || d.kind == Healthy {

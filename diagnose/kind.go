@@ -162,6 +162,10 @@ type Verdict struct {
 	// that is also busy, with one line of evidence each ("the other core
 	// is busy with thread X of the training process").
 	Secondary []Finding `json:"secondary,omitempty"`
+	// Straggler is the rank that holds a job of several ranks back (its
+	// first evidence says how); nil with one rank, or when every rank
+	// waits alike.
+	Straggler *int `json:"straggler_rank,omitempty"`
 	// Missing says which signals were absent, so a view can say what the
 	// verdict could not see ("no GPU: libnvidia-ml.so.1 not found").
 	Missing []string `json:"missing,omitempty"`

@@ -380,7 +380,7 @@ func (w *window) missing() []string {
 		}
 	}
 	if !w.haveLoader {
-		out = append(out, "loader: none watched (wait times unknown; `gpuwatch attach URL` or `demo`)")
+		out = append(out, "loader: none watched (wait times unknown; `gpuwatch attach URL`, the Python hook, or `demo`)")
 	}
 	for _, k := range []string{"cpu", "psi", "disk", "mem", "proc"} {
 		if r := w.unavailable[k]; r != "" {

@@ -9,6 +9,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -45,8 +46,47 @@ func WriteMetrics(w io.Writer, s Snapshot, cfg Config, pid, loopTID int) error {
 	if loopTID > 0 {
 		tid = fmt.Sprintf(",tid=\"%d\"", loopTID)
 	}
+	for _, l := range rankLabels() {
+		tid += fmt.Sprintf(",%s=\"%d\"", l.name, l.v)
+	}
 	fmt.Fprintf(bw, "# HELP gpuwatch_loader_info The loader's process and kind.\n# TYPE gpuwatch_loader_info gauge\ngpuwatch_loader_info{pid=\"%d\",kind=\"go\"%s} 1\n", pid, tid)
 	return bw.Flush()
+}
+
+type rankLabel struct {
+	name string
+	v    int
+}
+
+// rankLabels are the process's place in a distributed job, from the
+// environment torch.distributed's launchers set (RANK, LOCAL_RANK,
+// WORLD_SIZE), as gpuwatch_loader_info labels; a variable that is not a
+// small non-negative number is left out.
+var rankLabels = sync.OnceValue(func() []rankLabel {
+	var out []rankLabel
+	for _, k := range []struct{ env, name string }{{"RANK", "rank"}, {"LOCAL_RANK", "local_rank"}, {"WORLD_SIZE", "world_size"}} {
+		if n, err := strconv.Atoi(os.Getenv(k.env)); err == nil && n >= 0 && n < 1<<20 {
+			out = append(out, rankLabel{k.name, n})
+		}
+	}
+	return out
+})
+
+// Rank returns RANK, LOCAL_RANK and WORLD_SIZE of this process where the
+// environment sets them (nil where not).
+func Rank() (rank, local, world *int) {
+	for _, l := range rankLabels() {
+		v := l.v
+		switch l.name {
+		case "rank":
+			rank = &v
+		case "local_rank":
+			local = &v
+		case "world_size":
+			world = &v
+		}
+	}
+	return rank, local, world
 }
 
 // Handler serves the loader protocol for l: /metrics and /debug/pprof/.

@@ -362,6 +362,10 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 			info[l.GetName()] = l.GetValue()
 		}
 		c.PID, c.LoopTID = positiveID(info["pid"]), positiveID(info["tid"])
+		c.Rank, c.LocalRank, c.WorldSize = rankID(info["rank"]), rankID(info["local_rank"]), rankID(info["world_size"])
+		if c.WorldSize != nil && *c.WorldSize == 0 {
+			c.WorldSize = nil
+		}
 	}
 	if f := fams["gpuwatch_loader_worker_info"]; f != nil {
 		for _, m := range f.Metric {
@@ -390,6 +394,20 @@ const maxWorkerPIDs = 1024
 func positiveID(s string) *int {
 	n, err := strconv.Atoi(s)
 	if err != nil || n <= 0 || n > 1<<22 {
+		return nil
+	}
+	return &n
+}
+
+// maxRank bounds a rank label: jobs have thousands of ranks, not more
+// than a million.
+const maxRank = 1 << 20
+
+// rankID parses a rank label (RANK, LOCAL_RANK, WORLD_SIZE): nil unless
+// a decimal number from 0 to maxRank.
+func rankID(s string) *int {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > maxRank {
 		return nil
 	}
 	return &n

@@ -28,6 +28,9 @@ type LoaderCounters struct {
 	// loader does not say.
 	PID, LoopTID *int
 	WorkerPIDs   []int
+	// Rank, LocalRank and WorldSize of a distributed job's rank, when the
+	// loader says (the hook's RANK, LOCAL_RANK, WORLD_SIZE).
+	Rank, LocalRank, WorldSize *int
 	// EpochStall is the mean time to an epoch's first batch, epochs after
 	// the first; BatchesPerEpoch the epoch's length. Nil when unknown.
 	EpochStall      *time.Duration
@@ -98,6 +101,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 		Source: p.src.Source(), Batches: cur.Batches, QueueDepth: cur.QueueDepth,
 		Workers: cur.Workers, Prefetch: cur.Prefetch, Knobs: cur.Knobs,
 		PID: cur.PID, LoopTID: cur.LoopTID, WorkerPIDs: cur.WorkerPIDs, BatchesPerEpoch: cur.BatchesPerEpoch,
+		Rank: cur.Rank, LocalRank: cur.LocalRank, WorldSize: cur.WorldSize,
 	}
 	if cur.EpochStall != nil {
 		out.EpochStallMs = ptr(float64(cur.EpochStall.Microseconds()) / 1000)

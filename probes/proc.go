@@ -118,6 +118,9 @@ type ProcOptions struct {
 	// Threads is how many of the busiest threads to report (default 16:
 	// enough to fill a tall processes panel).
 	Threads int
+	// FocusOf, when set, names the focus anew each tick (0: keep PID): of
+	// several ranks, the one that paces the job.
+	FocusOf func() int
 }
 
 type procEntry struct {
@@ -208,6 +211,11 @@ func (p *Proc) pidPath(pid int, mid string, tid int, suffix string) string {
 
 // Collect implements Probe.
 func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
+	if p.opt.FocusOf != nil {
+		if pid := p.opt.FocusOf(); pid != 0 {
+			p.opt.PID = pid
+		}
+	}
 	p.round++
 	p.pids = p.pids[:0]
 	err := p.r.readDirNames(p.root, func(name []byte) {

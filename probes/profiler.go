@@ -19,7 +19,7 @@ import (
 // (truncated, not gzip, not protobuf, over MaxProfileBytes) is skipped with
 // its reason, and the previous summary stays.
 type Profiler struct {
-	a       *Attach
+	pick    func() *Attach // the loader to profile now
 	every   time.Duration
 	seconds int
 	now     func() time.Time
@@ -33,7 +33,14 @@ type Profiler struct {
 
 // NewProfiler returns a Profiler for a; Start starts it.
 func NewProfiler(a *Attach, every, length time.Duration) *Profiler {
-	return &Profiler{a: a, every: every, seconds: max(1, int(length.Seconds())), now: time.Now}
+	return NewProfilerOf(func() *Attach { return a }, every, length)
+}
+
+// NewProfilerOf returns a Profiler that profiles, each turn, the loader
+// pick names then: of several ranks, the one that paces the job (see
+// Ranks.Pacing), not every rank every turn.
+func NewProfilerOf(pick func() *Attach, every, length time.Duration) *Profiler {
+	return &Profiler{pick: pick, every: every, seconds: max(1, int(length.Seconds())), now: time.Now}
 }
 
 // Start fetches the first profile now and then every Every, until Close.
@@ -74,7 +81,7 @@ func (p *Profiler) fetch(ctx context.Context) {
 		}
 		s, err = p.take(ctx)
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || errors.Is(err, errNothingToProfile) {
 		return
 	}
 	p.mu.Lock()
@@ -88,7 +95,11 @@ func (p *Profiler) fetch(ctx context.Context) {
 
 func (p *Profiler) take(ctx context.Context) (*sample.Profile, error) {
 	limit := time.Duration(p.seconds+10) * time.Second
-	resp, err := p.a.get(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", p.seconds), limit)
+	a := p.pick()
+	if a == nil {
+		return nil, errNothingToProfile
+	}
+	resp, err := a.get(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", p.seconds), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +113,7 @@ func (p *Profiler) take(ctx context.Context) (*sample.Profile, error) {
 	}
 	data, err := readCapped(resp.Body, MaxProfileBytes, "profile")
 	if err != nil {
-		return nil, fmt.Errorf("/debug/pprof/profile: %w", p.a.explain(err, limit))
+		return nil, fmt.Errorf("/debug/pprof/profile: %w", a.explain(err, limit))
 	}
 	s, err := SummarizeProfile(data, 10)
 	if err != nil {
@@ -111,8 +122,13 @@ func (p *Profiler) take(ctx context.Context) (*sample.Profile, error) {
 	if s.TakenAt.IsZero() {
 		s.TakenAt = p.now()
 	}
+	s.Source = a.Source()
 	return s, nil
 }
+
+// errNothingToProfile: no loader is known yet (discovery has found none);
+// the turn passes without a word.
+var errNothingToProfile = errors.New("no loader to profile yet")
 
 // errProfilingBusy is the answer while another CPU profile of the same
 // process runs: Go's 500 "cpu profiling already in use", the Python

@@ -15,20 +15,53 @@ import (
 // Frame is one snapshot of the machine. Parts a probe could not fill are nil;
 // Unavailable says why, keyed by source name ("cpu", "gpu", …).
 type Frame struct {
-	Time        time.Time         `json:"time"`
-	IntervalSec float64           `json:"interval_sec,omitempty"`
-	CPU         *CPU              `json:"cpu,omitempty"`
-	Mem         *Mem              `json:"mem,omitempty"`
-	Disks       []Disk            `json:"disks"`
-	Net         []NetIf           `json:"net"`
-	PSI         *PSI              `json:"psi,omitempty"`
-	Procs       *Procs            `json:"procs,omitempty"`
-	GPUs        []GPU             `json:"gpus"`
-	Loader      *Loader           `json:"loader,omitempty"`
-	Accel       *VirtualAccel     `json:"virtual_accel,omitempty"`
-	Profile     *Profile          `json:"profile,omitempty"`
-	Job         *Job              `json:"job,omitempty"`
+	Time        time.Time     `json:"time"`
+	IntervalSec float64       `json:"interval_sec,omitempty"`
+	CPU         *CPU          `json:"cpu,omitempty"`
+	Mem         *Mem          `json:"mem,omitempty"`
+	Disks       []Disk        `json:"disks"`
+	Net         []NetIf       `json:"net"`
+	PSI         *PSI          `json:"psi,omitempty"`
+	Procs       *Procs        `json:"procs,omitempty"`
+	GPUs        []GPU         `json:"gpus"`
+	Loader      *Loader       `json:"loader,omitempty"`
+	Accel       *VirtualAccel `json:"virtual_accel,omitempty"`
+	Profile     *Profile      `json:"profile,omitempty"`
+	Job         *Job          `json:"job,omitempty"`
+	// Ranks are the loaders of a distributed job, one per rank (several
+	// attach URLs, or discovery), in rank order; nil with one loader.
+	// Loader then summarizes the job by the rank that sets its pace: the
+	// one that waits most for input (Ranks[i].Pacing).
+	Ranks       []Rank            `json:"ranks,omitempty"`
 	Unavailable map[string]string `json:"unavailable"`
+}
+
+// Rank is one rank's loader over the interval, as its hook reports it.
+type Rank struct {
+	// Rank is the hook's RANK (or LOCAL_RANK); without one, the position of
+	// its URL among those given. LocalRank and WorldSize when reported.
+	Rank      int  `json:"rank"`
+	LocalRank *int `json:"local_rank,omitempty"`
+	WorldSize *int `json:"world_size,omitempty"`
+	// URL without credentials; PID the training process (0 if unknown).
+	URL               string     `json:"url"`
+	PID               int        `json:"pid,omitempty"`
+	Connected         bool       `json:"connected"`
+	DisconnectedSince *time.Time `json:"disconnected_since,omitempty"`
+	// WaitShare as Loader's: the share of the rank's loop time spent
+	// waiting for its next batch; StepSec its mean step (which, in a
+	// synchronous job, includes waiting for the other ranks in the
+	// all-reduce). Nil before two readings or without batches.
+	WaitShare     *float64 `json:"wait_share"`
+	StepSec       *float64 `json:"step_sec"`
+	BatchesPerSec float64  `json:"batches_per_sec"`
+	SamplesPerSec float64  `json:"samples_per_sec"`
+	Workers       *int     `json:"workers,omitempty"`
+	// Pacing marks the rank Loader summarizes: the most input-bound.
+	Pacing bool `json:"pacing,omitempty"`
+	// Loader is the rank's whole loader reading, for the dashboard's
+	// per-rank details; not recorded (Rank's fields are).
+	Loader *Loader `json:"-"`
 }
 
 // Job is the watched job as its cgroup confines it: what it may use (CPU
@@ -327,7 +360,12 @@ type Loader struct {
 	BatchesPerEpoch *int     `json:"batches_per_epoch,omitempty"`
 	PID             *int     `json:"pid,omitempty"`
 	LoopTID         *int     `json:"loop_tid,omitempty"`
-	WorkerPIDs      []int    `json:"worker_pids,omitempty"`
+	// Rank, LocalRank and WorldSize as the hook reports them (RANK,
+	// LOCAL_RANK, WORLD_SIZE of its process); nil when it does not.
+	Rank       *int  `json:"rank,omitempty"`
+	LocalRank  *int  `json:"local_rank,omitempty"`
+	WorldSize  *int  `json:"world_size,omitempty"`
+	WorkerPIDs []int `json:"worker_pids,omitempty"`
 	// ReadSecPerSec and DecodeSecPerSec are seconds spent reading and
 	// decoding per wall second, summed over workers (2 = two workers busy
 	// all the time).
@@ -363,6 +401,9 @@ type Profile struct {
 	CPUSec      float64           `json:"cpu_sec"` // CPU time sampled
 	Categories  []ProfileCategory `json:"categories"`
 	Top         []ProfileFunc     `json:"top"`
+	// Source is the URL the profile came from (several ranks: the
+	// pacing rank's).
+	Source string `json:"source,omitempty"`
 	// Error says why the latest profile was skipped; the summary above is
 	// then the previous good one (or empty).
 	Error string `json:"error,omitempty"`
@@ -420,6 +461,9 @@ func (f *Frame) Merge(from *Frame) {
 	}
 	if from.Job != nil {
 		f.Job = from.Job
+	}
+	if from.Ranks != nil {
+		f.Ranks = from.Ranks
 	}
 	for k, v := range from.Unavailable {
 		if f.Unavailable == nil {

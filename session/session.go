@@ -33,6 +33,9 @@ type Options struct {
 	// PID focuses the process view on a process tree (--pid); Focus is the
 	// command's own choice when PID is 0 (the attached loader's process).
 	PID, Focus int
+	// FocusOf, when set, moves the focus each tick (the pacing rank's
+	// process, 0: keep it).
+	FocusOf    func() int
 	Roots      probes.Roots
 	AllDisks   bool
 	AllNet     bool
@@ -40,6 +43,9 @@ type Options struct {
 	// Probes are the command's own sources beside the system's (a loader,
 	// a profiler).
 	Probes []probes.Probe
+	// Ranks is the attached loaders' probe (Attach sets it), for the
+	// dashboard's focus on one rank.
+	Ranks *probes.Ranks
 	// Notes are the command's non-frame lines (scenario switches), in
 	// time order with the frames; closing it is fine.
 	Notes <-chan report.Note
@@ -96,7 +102,7 @@ func Run(ctx context.Context, o Options) error {
 	if pid == 0 {
 		pid = o.Focus
 	}
-	ps := probes.SystemProbes(o.Roots, probes.ProcOptions{PID: pid}, probes.DiskOptions{All: o.AllDisks}, probes.NetOptions{All: o.AllNet})
+	ps := probes.SystemProbes(o.Roots, probes.ProcOptions{PID: pid, FocusOf: o.FocusOf}, probes.DiskOptions{All: o.AllDisks}, probes.NetOptions{All: o.AllNet})
 	ps = append(ps, probes.NewGPU(probes.DefaultGPUSources(o.Roots.Sys)...))
 	if pid != 0 || o.Cgroup != "" {
 		// The job, not the host: its cgroup's limits and use.

@@ -1,0 +1,163 @@
+package diagnose
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// rankMean is one rank's wait share and step over a window.
+type rankMean struct {
+	rank         int
+	pid          int
+	workers      *int
+	wait, step   float64
+	nWait, nStep int
+}
+
+// rankMeans averages each rank's wait share and step over the frames,
+// in rank order; ranks with no wait reading are left out.
+func rankMeans(frames []sample.Frame) []rankMean {
+	byRank := map[int]*rankMean{}
+	for i := range frames {
+		for _, r := range frames[i].Ranks {
+			if !r.Connected || r.WaitShare == nil {
+				continue
+			}
+			m := byRank[r.Rank]
+			if m == nil {
+				m = &rankMean{rank: r.Rank}
+				byRank[r.Rank] = m
+			}
+			m.pid, m.workers = r.PID, r.Workers
+			m.wait += *r.WaitShare
+			m.nWait++
+			if r.StepSec != nil {
+				m.step += *r.StepSec
+				m.nStep++
+			}
+		}
+	}
+	out := make([]rankMean, 0, len(byRank))
+	for _, m := range byRank {
+		m.wait /= float64(m.nWait)
+		if m.nStep > 0 {
+			m.step /= float64(m.nStep)
+		}
+		out = append(out, *m)
+	}
+	slices.SortFunc(out, func(a, b rankMean) int { return a.rank - b.rank })
+	return out
+}
+
+// rankEvidence is the first evidence of a job of several ranks: the rank
+// that holds the others back — it waits for its own input while the
+// others wait for it in the all-reduce, their steps longer by that wait —
+// or, when every rank waits for input alike, that. It is false with fewer
+// than two ranks reporting, or when no rank waits past WaitShareStarved.
+func rankEvidence(frames []sample.Frame, th Thresholds) (Evidence, *int, bool) {
+	ranks := rankMeans(frames)
+	if len(ranks) < 2 {
+		return Evidence{}, nil, false
+	}
+	s := 0
+	for i, r := range ranks {
+		if r.wait > ranks[s].wait {
+			s = i
+		}
+	}
+	st := ranks[s]
+	if st.wait < th.WaitShareStarved {
+		return Evidence{}, nil, false
+	}
+	var others []rankMean
+	lo, hi := st.wait, st.wait
+	for i, r := range ranks {
+		if i != s {
+			others = append(others, r)
+		}
+		lo, hi = min(lo, r.wait), max(hi, r.wait)
+	}
+	if lo >= th.WaitShareStarved {
+		return evidence("ranks.min_wait_share", lo, ">=", th.WaitShareStarved, "ratio",
+			fmt.Sprintf("all %d ranks wait for input alike (%.0f–%.0f %% of their time): no one rank holds the job back; the input pipeline is slow on every rank", len(ranks), 100*lo, 100*hi)), nil, true
+	}
+	text := fmt.Sprintf("rank %d waits %.0f %% of its time for its next batch", st.rank, 100*st.wait)
+	if st.workers != nil {
+		text += fmt.Sprintf(" (num_workers=%d)", *st.workers)
+	}
+	if gpu, ok := gpuOf(frames, st.pid); ok {
+		text += fmt.Sprintf(", on GPU %d", gpu)
+	}
+	var nums []int
+	stepSum, n, waitMax := 0.0, 0, 0.0
+	for _, r := range others {
+		nums = append(nums, r.rank)
+		waitMax = max(waitMax, r.wait)
+		if r.nStep > 0 {
+			stepSum += r.step
+			n++
+		}
+	}
+	verb, their := "wait", "their steps are"
+	if len(nums) == 1 {
+		verb, their = "waits", "its steps are"
+	}
+	if n > 0 && st.nStep > 0 && st.step > 0 && stepSum/float64(n) >= 1.3*st.step {
+		text += fmt.Sprintf("; %s %s in the all-reduce: %s %.1f× rank %d's", rankList(nums), verb, their, stepSum/float64(n)/st.step, st.rank)
+	} else {
+		text += fmt.Sprintf("; %s %s at most %.0f %% for input", rankList(nums), verb, 100*waitMax)
+	}
+	rank := st.rank
+	return evidence("ranks.straggler_wait_share", st.wait, ">=", th.WaitShareStarved, "ratio", text), &rank, true
+}
+
+// gpuOf is the GPU on whose process list pid appears, in the newest
+// frame that has one.
+func gpuOf(frames []sample.Frame, pid int) (int, bool) {
+	if pid == 0 {
+		return 0, false
+	}
+	for i := len(frames) - 1; i >= 0; i-- {
+		for _, g := range frames[i].GPUs {
+			for _, p := range g.Processes {
+				if p.PID == pid {
+					return g.Index, true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+// rankList names ranks in words, runs as ranges: "rank 1", "ranks 0–2
+// and 4–7", "ranks 0, 2 and 5".
+func rankList(nums []int) string {
+	slices.Sort(nums)
+	var parts []string
+	for i := 0; i < len(nums); {
+		j := i
+		for j+1 < len(nums) && nums[j+1] == nums[j]+1 {
+			j++
+		}
+		switch {
+		case j == i:
+			parts = append(parts, strconv.Itoa(nums[i]))
+		case j == i+1:
+			parts = append(parts, strconv.Itoa(nums[i]), strconv.Itoa(nums[j]))
+		default:
+			parts = append(parts, fmt.Sprintf("%d–%d", nums[i], nums[j]))
+		}
+		i = j + 1
+	}
+	if len(nums) == 1 {
+		return "rank " + parts[0]
+	}
+	if len(parts) == 1 {
+		return "ranks " + parts[0]
+	}
+	return "ranks " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}

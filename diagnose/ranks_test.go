@@ -1,0 +1,81 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// rankFrames is n frames of a job whose ranks wait waits[i] of their time
+// with steps steps[i] seconds; the loader summary is the most waiting
+// rank's, as the Ranks probe makes it.
+func rankFrames(n int, waits, steps []float64, workers int) []sample.Frame {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	frames := make([]sample.Frame, n)
+	for i := range frames {
+		f := &frames[i]
+		f.Time, f.IntervalSec = t0.Add(time.Duration(i)*time.Second), 1
+		f.CPU = &sample.CPU{BusyPct: 40, Cores: []sample.Core{{BusyPct: 40}, {BusyPct: 40}}}
+		pace := 0
+		for r := range waits {
+			f.Ranks = append(f.Ranks, sample.Rank{Rank: r, URL: "http://127.0.0.1:" + string(rune('0'+r)), PID: 100 + r, Connected: true,
+				WaitShare: ptr(waits[r]), StepSec: ptr(steps[r]), BatchesPerSec: 10, Workers: ptr(workers)})
+			if waits[r] > waits[pace] {
+				pace = r
+			}
+		}
+		f.Loader = &sample.Loader{Source: "rank", WaitShare: ptr(waits[pace]), StepMeanMs: ptr(1000 * steps[pace]), Workers: ptr(workers), BatchesPerSec: 10}
+		f.Accel = &sample.VirtualAccel{BusyPct: 100 * (1 - waits[pace])}
+		f.GPUs = []sample.GPU{{Index: 0, Processes: []sample.GPUProcess{{PID: 100}}}, {Index: 1, Processes: []sample.GPUProcess{{PID: 101}}}}
+	}
+	return frames
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestStragglerRankIsTheFirstEvidence(t *testing.T) {
+	th := DefaultThresholds()
+	// Rank 1 waits 55 % for its input; rank 0 waits 1 % but sits in the
+	// all-reduce: its steps are 2.2× rank 1's.
+	v := Classify(rankFrames(10, []float64{0.01, 0.55}, []float64{0.044, 0.020}, 0), th)
+	if !v.Kind.Problem() || len(v.Evidence) == 0 {
+		t.Fatalf("verdict %s %+v", v.Kind, v.Evidence)
+	}
+	want := "rank 1 waits 55 % of its time for its next batch (num_workers=0), on GPU 1; rank 0 waits in the all-reduce: its steps are 2.2× rank 1's"
+	if got := v.Evidence[0].Text; got != want {
+		t.Errorf("first evidence\n got %q\nwant %q", got, want)
+	}
+	if v.Straggler == nil || *v.Straggler != 1 {
+		t.Errorf("straggler %v, want rank 1", v.Straggler)
+	}
+
+	// Every rank input-bound alike: no straggler, and it says so.
+	v = Classify(rankFrames(10, []float64{0.5, 0.55, 0.52}, []float64{0.02, 0.02, 0.02}, 2), th)
+	if v.Straggler != nil || !strings.HasPrefix(v.Evidence[0].Text, "all 3 ranks wait for input alike (50–55 %") {
+		t.Errorf("alike: straggler %v, first evidence %q", v.Straggler, v.Evidence[0].Text)
+	}
+
+	// No rank waits: no rank evidence.
+	v = Classify(rankFrames(10, []float64{0.01, 0.02}, []float64{0.02, 0.02}, 2), th)
+	if v.Straggler != nil || (len(v.Evidence) > 0 && strings.Contains(v.Evidence[0].Text, "rank")) {
+		t.Errorf("healthy ranks: %s, straggler %v, evidence %+v", v.Kind, v.Straggler, v.Evidence)
+	}
+}
+
+func TestRankList(t *testing.T) {
+	for _, c := range []struct {
+		in   []int
+		want string
+	}{
+		{[]int{3}, "rank 3"},
+		{[]int{0, 1}, "ranks 0 and 1"},
+		{[]int{0, 1, 2, 4, 5, 6, 7}, "ranks 0–2 and 4–7"},
+		{[]int{5, 0, 2}, "ranks 0, 2 and 5"},
+	} {
+		if got := rankList(c.in); got != c.want {
+			t.Errorf("rankList(%v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,283 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// fakeRank serves the loader protocol's /metrics for one rank whose
+// counters the test moves: waitSec and stepSec so far over batches.
+type fakeRank struct {
+	mu               sync.Mutex
+	rank             int // -1: no rank label
+	batches          uint64
+	waitSec, stepSec float64
+	srv              *http.Server
+	addr             string
+}
+
+func (r *fakeRank) advance(batches uint64, wait, step float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.batches += batches
+	r.waitSec += wait
+	r.stepSec += step
+}
+
+func (r *fakeRank) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hist := func(name string, sum float64) {
+		fmt.Fprintf(w, "# TYPE %s histogram\n%s_bucket{le=\"+Inf\"} %d\n%s_sum %g\n%s_count %d\n", name, name, r.batches, name, sum, name, r.batches)
+	}
+	hist("gpuwatch_loader_wait_seconds", r.waitSec)
+	hist("gpuwatch_loader_step_seconds", r.stepSec)
+	fmt.Fprintf(w, "# TYPE gpuwatch_loader_batches_total counter\ngpuwatch_loader_batches_total %d\n", r.batches)
+	fmt.Fprintf(w, "# TYPE gpuwatch_loader_workers gauge\ngpuwatch_loader_workers 2\n")
+	label := ""
+	if r.rank >= 0 {
+		label = fmt.Sprintf(",rank=\"%d\",world_size=\"3\"", r.rank)
+	}
+	fmt.Fprintf(w, "# TYPE gpuwatch_loader_info gauge\ngpuwatch_loader_info{pid=\"%d\",kind=\"test\"%s} 1\n", 1000+max(r.rank, 0), label)
+}
+
+// serve starts (or restarts) the rank's server at addr ("127.0.0.1:0":
+// a free port), its counters from zero.
+func (r *fakeRank) serve(t *testing.T, addr string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.addr, r.srv = ln.Addr().String(), &http.Server{Handler: r}
+	r.batches, r.waitSec, r.stepSec = 0, 0, 0
+	srv := r.srv
+	r.mu.Unlock()
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+}
+
+func (r *fakeRank) stop() { _ = r.srv.Close() }
+
+func (r *fakeRank) url() string { return "http://" + r.addr }
+
+// freeAddr is a loopback address nobody listens on (yet).
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestRanksDisconnectRestartAndLate: two ranks answer, a third comes up
+// late; the waiting rank paces the job; a rank that goes away is shown
+// disconnected while the others go on, and is read again from its
+// restart.
+func TestRanksDisconnectRestartAndLate(t *testing.T) {
+	r0, r1, late := &fakeRank{rank: 0}, &fakeRank{rank: 1}, &fakeRank{rank: -1}
+	r0.serve(t, "127.0.0.1:0")
+	r1.serve(t, "127.0.0.1:0")
+	lateAddr := freeAddr(t)
+	now := t0
+	var attached []*Attach
+	for _, u := range []string{r1.url(), r0.url(), "http://" + lateAddr} {
+		a, err := NewAttach(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.now = func() time.Time { return now }
+		attached = append(attached, a)
+	}
+	p := NewRanks(attached, nil, time.Second)
+	ctx := context.Background()
+	collect := func() (*sample.Frame, error) {
+		f := frameAt(now)
+		err := p.Collect(ctx, f)
+		now = now.Add(time.Second)
+		return f, err
+	}
+	if _, err := collect(); err != nil {
+		t.Fatalf("first reading: %v", err)
+	}
+	r0.advance(50, 0.01, 0.99) // waits 1 %
+	r1.advance(25, 0.5, 0.5)   // waits 50 %
+	f, err := collect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Ranks) != 3 {
+		t.Fatalf("ranks %+v", f.Ranks)
+	}
+	// In rank order: 0 and 1 from their labels, the late one by position (2).
+	r := f.Ranks
+	if r[0].Rank != 0 || r[1].Rank != 1 || r[2].Rank != 2 || r[2].Connected || !r[0].Connected || *r[1].WorldSize != 3 {
+		t.Fatalf("ranks %+v", r)
+	}
+	if !r[1].Pacing || r[0].Pacing || *r[1].WaitShare != 0.5 || f.Loader == nil || *f.Loader.WaitShare != 0.5 || r[1].PID != 1001 {
+		t.Errorf("rank 1 must pace the job: %+v, loader %+v", r, f.Loader)
+	}
+	if p.Pacing() != attached[0] || p.PacingPID() != 1001 {
+		t.Errorf("pacing attach %v pid %d", p.Pacing(), p.PacingPID())
+	}
+
+	// Rank 1 goes away: the others go on, the pace moves to rank 0.
+	r1.stop()
+	r0.advance(50, 0.02, 0.98)
+	f, err = collect()
+	if err != nil {
+		t.Fatalf("one rank down must not fail the tick: %v", err)
+	}
+	if f.Ranks[1].Connected || f.Ranks[1].DisconnectedSince == nil || !f.Ranks[0].Pacing {
+		t.Fatalf("after rank 1 went away: %+v", f.Ranks)
+	}
+
+	// Rank 1 restarts at its address with new counters; the late rank
+	// comes up. After the backoff both are read, rank 1 from its restart.
+	r1.serve(t, r1.addr)
+	late.serve(t, lateAddr)
+	now = now.Add(3 * time.Second)
+	_, _ = collect()
+	r0.advance(50, 0.02, 0.98)
+	r1.advance(10, 0.3, 0.1)
+	late.advance(10, 0.1, 0.9)
+	f, err = collect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.Ranks {
+		if !r.Connected || r.WaitShare == nil {
+			t.Fatalf("after restart and late start: %+v", f.Ranks)
+		}
+	}
+	if w := *f.Ranks[1].WaitShare; math.Abs(w-0.75) > 1e-9 || !f.Ranks[1].Pacing {
+		t.Errorf("restarted rank 1 waits %v (want 0.75, counted from its restart) pacing %v", w, f.Ranks[1].Pacing)
+	}
+
+	// Every rank gone: the tick says so.
+	r0.stop()
+	r1.stop()
+	late.stop()
+	if _, err := collect(); err == nil {
+		t.Error("no rank answering, yet no error")
+	}
+}
+
+// TestRanksOneLoaderIsTheLoaderProbe: one URL and no discovery read as
+// attach always did: the loader, no ranks.
+func TestRanksOneLoaderIsTheLoaderProbe(t *testing.T) {
+	r0 := &fakeRank{rank: -1}
+	r0.serve(t, "127.0.0.1:0")
+	a, _ := NewAttach(r0.url())
+	p := NewRanks([]*Attach{a}, nil, time.Second)
+	_ = p.Collect(context.Background(), frameAt(t0))
+	r0.advance(10, 0.1, 0.9)
+	f := frameAt(t0.Add(time.Second))
+	if err := p.Collect(context.Background(), f); err != nil || f.Ranks != nil || f.Loader == nil || *f.Loader.WaitShare != 0.1 {
+		t.Fatalf("one loader: ranks %+v loader %+v err %v", f.Ranks, f.Loader, err)
+	}
+}
+
+// TestDiscovery: announcements in a private folder are found in rank
+// order; a stale one (its process gone) is removed; a folder others may
+// write is refused; hostile files are skipped; a loader announced later
+// is picked up by the next scan, and one whose announcement went and that
+// no longer answers is dropped.
+func TestDiscovery(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gpuwatch")
+	r0, r1 := &fakeRank{rank: 0}, &fakeRank{rank: 1}
+	r0.serve(t, "127.0.0.1:0")
+	r1.serve(t, "127.0.0.1:0")
+	one, two := 1, 2
+	self := os.Getpid()
+	remove1, err := Announce(dir, Announcement{PID: self, Rank: &one, WorldSize: &two, URL: r1.url(), Kind: "python"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A process that has gone: PID 2^22 is above Linux's pid_max.
+	if _, err := Announce(dir, Announcement{PID: 1 << 22, URL: "http://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"junk.json":    "{not json",
+		"ftp.json":     `{"pid":1,"url":"ftp://127.0.0.1:1"}`,
+		"nopid.json":   `{"url":"http://127.0.0.1:2"}`,
+		"huge.json":    `{"pid":1,"url":"http://127.0.0.1:3","kind":"` + string(make([]byte, 8<<10)) + `"}`,
+		"negrank.json": `{"pid":1,"rank":-4,"url":"http://127.0.0.1:4"}`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "link.json")); err != nil {
+		t.Fatal(err)
+	}
+	procRoot := "/proc"
+	found, err := Discover(dir, procRoot)
+	if err != nil || len(found) != 1 || found[0].URL != r1.url() || *found[0].Rank != 1 || found[0].Kind != "python" {
+		t.Fatalf("found %+v %v", found, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(1<<22)+"-1.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the stale announcement is still there: %v", err)
+	}
+
+	p := NewRanks(nil, func() ([]Announcement, error) { return Discover(dir, procRoot) }, time.Second)
+	now := t0
+	collect := func() *sample.Frame {
+		f := frameAt(now)
+		_ = p.Collect(context.Background(), f)
+		now = now.Add(time.Second)
+		return f
+	}
+	if f := collect(); len(f.Ranks) != 1 || f.Ranks[0].Rank != 1 {
+		t.Fatalf("first scan: %+v", f.Ranks)
+	}
+	zero := 0
+	if _, err := Announce(dir, Announcement{PID: self, Rank: &zero, URL: r0.url()}); err != nil {
+		t.Fatal(err)
+	}
+	if f := collect(); len(f.Ranks) != 2 || f.Ranks[0].Rank != 0 || f.Ranks[1].Rank != 1 {
+		t.Fatalf("after rank 0 announced: %+v", f.Ranks)
+	}
+	remove1()
+	r1.stop()
+	collect() // rank 1 fails to answer
+	if f := collect(); len(f.Ranks) != 1 || f.Ranks[0].Rank != 0 {
+		t.Fatalf("rank 1 gone and unannounced must be dropped: %+v", f.Ranks)
+	}
+
+	// A folder that others may write is not trusted.
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Discover(dir, procRoot); err == nil {
+		t.Error("read announcements from a world-writable folder")
+	}
+}
+
+func TestExpandURLs(t *testing.T) {
+	got, err := ExpandURLs([]string{"http://127.0.0.1:6061-6063", "http://u:secret@10.0.0.2:6061"})
+	want := []string{"http://127.0.0.1:6061", "http://127.0.0.1:6062", "http://127.0.0.1:6063", "http://u:secret@10.0.0.2:6061"}
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v %v", got, err)
+	}
+	for _, bad := range []string{"http://h:6068-6061", "http://h:0-3", "http://h:1-70000", "http://h:1000-2000", "ftp://h:1", "h:6061"} {
+		if _, err := ExpandURLs([]string{bad}); !errors.Is(err, ErrBadURL) {
+			t.Errorf("%q: %v, want ErrBadURL", bad, err)
+		}
+	}
+}
