@@ -399,7 +399,17 @@ type attachLine struct {
 			Kind string `json:"kind"`
 			Text string `json:"text"`
 		} `json:"secondary"`
+		Straggler *int `json:"straggler_rank"`
 	} `json:"verdict"`
+	Ranks []struct {
+		Rank      int      `json:"rank"`
+		URL       string   `json:"url"`
+		PID       int      `json:"pid"`
+		Connected bool     `json:"connected"`
+		WaitShare *float64 `json:"wait_share"`
+		StepSec   *float64 `json:"step_sec"`
+		Pacing    bool     `json:"pacing"`
+	} `json:"ranks"`
 	Job *struct {
 		CgroupVersion    int      `json:"cgroup_version"`
 		Cgroup           string   `json:"cgroup"`

@@ -4,12 +4,15 @@ package main
 
 import (
 	"bufio"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,4 +211,92 @@ func TestPythonHookOnARealDataLoader(t *testing.T) {
 			t.Logf("%s after %d batches: %s; secondary %+v", c.verdict, l.Loader.Batches, l.Verdict.Evidence[0].Text, l.Verdict.Secondary)
 		})
 	}
+}
+
+// TestDistributedStragglerRank runs a real two-rank torch.distributed job
+// (gloo on the CPU, ranks launched directly with RANK, WORLD_SIZE,
+// MASTER_ADDR and MASTER_PORT) with the hook on each rank; rank 1 loads
+// its batches in the training process with a heavy __getitem__. One
+// gpuwatch attached to both ranks must name rank 1 as the straggler, with
+// rank 0 waiting in the all-reduce; and plain gpuwatch must find both
+// ranks by discovery, with no URL given.
+func TestDistributedStragglerRank(t *testing.T) {
+	py := python(t, true)
+	runtime := t.TempDir() // the ranks announce themselves here
+	env := append(os.Environ(), "XDG_RUNTIME_DIR="+runtime)
+	master := freePort(t)
+	_, masterPort, _ := net.SplitHostPort(master)
+	var urls []string
+	var quiet atomic.Bool // the ranks' last words, as the test kills them, are noise
+	for r := range 2 {
+		_, port, _ := net.SplitHostPort(freePort(t))
+		rank := exec.Command(py, "python/examples/train_ddp.py", "--slow-rank", "1", "--getitem-work", "20000", "--seconds", "170", "--port", port)
+		rank.Env = append(env, "RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r), "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+masterPort)
+		stderr, err := rank.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rank.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rank.Process.Kill(); _ = rank.Wait() })
+		rd := bufio.NewReader(stderr)
+		go func() {
+			// The hook's line comes once the process group is up (both ranks).
+			for {
+				line, err := rd.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if !strings.Contains(line, "gpuwatch_hook: serving") && !quiet.Load() {
+					fmt.Fprintf(os.Stderr, "rank %d: %s", r, line)
+				}
+			}
+		}()
+		urls = append(urls, "http://127.0.0.1:"+port)
+	}
+	t.Cleanup(func() { quiet.Store(true) }) // runs before the kills above
+	straggler := func(l attachLine) bool {
+		v := l.Verdict
+		return v != nil && v.Straggler != nil && *v.Straggler == 1 && len(v.Evidence) > 0 &&
+			strings.HasPrefix(v.Evidence[0].Text, "rank 1 waits") && strings.Contains(v.Evidence[0].Text, "rank 0 waits in the all-reduce") &&
+			len(l.Ranks) == 2 && l.Ranks[0].Connected && l.Ranks[1].Connected && l.Ranks[1].Pacing
+	}
+	var seen []string
+	watch := func(l attachLine) bool {
+		if l.Verdict != nil && len(l.Verdict.Evidence) > 0 {
+			seen = append(seen, l.Verdict.Kind+": "+l.Verdict.Evidence[0].Text)
+		}
+		return straggler(l)
+	}
+	t.Cleanup(func() {
+		if t.Failed() && len(seen) > 0 {
+			t.Logf("verdicts seen (last 6): %q", seen[max(0, len(seen)-6):])
+		}
+	})
+
+	// Attached to both ranks by URL (the ranks may still be starting).
+	cmd := exec.Command(binary(t), "attach", urls[0], urls[1], "--headless", "--json", "--duration", "100s")
+	cmd.Env = env
+	_, out := startCmd(t, cmd)
+	l := await(t, lines(t, out), "rank 1 named the straggler", 90*time.Second, watch)
+	t.Logf("attach: %s: %s", l.Verdict.Kind, l.Verdict.Evidence[0].Text)
+	if w0, w1 := *l.Ranks[0].WaitShare, *l.Ranks[1].WaitShare; w1 < 2*w0 {
+		t.Errorf("rank waits %.2f and %.2f: the straggler must wait far more", w0, w1)
+	}
+	if l.Procs == nil || l.Procs.FocusPID != l.Ranks[1].PID {
+		t.Errorf("the process view must follow the straggler (pid %d): %+v", l.Ranks[1].PID, l.Procs)
+	}
+
+	// Discovered: plain gpuwatch, no URL.
+	seen = nil
+	cmd = exec.Command(binary(t), "--headless", "--json", "--duration", "60s")
+	cmd.Env = env
+	_, out = startCmd(t, cmd)
+	l = await(t, lines(t, out), "both ranks discovered and rank 1 named", 50*time.Second, watch)
+	found := map[string]bool{l.Ranks[0].URL: true, l.Ranks[1].URL: true}
+	if !found[urls[0]] || !found[urls[1]] {
+		t.Errorf("discovered %+v, want %v", l.Ranks, urls)
+	}
+	t.Logf("discovered: %s: %s", l.Verdict.Kind, l.Verdict.Evidence[0].Text)
 }

@@ -26,6 +26,9 @@ type JobOptions struct {
 	PID    int    // the job's process
 	Cgroup string // a cgroup path under the hierarchy root ("/slurm/uid_0/job_42"); wins over PID
 	Source string // how it was found, for people ("--cgroup", "slurm job 42")
+	// PIDOf, when set, names the job's process anew each tick (of several
+	// ranks, the pacing one; 0: keep PID).
+	PIDOf func() int
 }
 
 // cgroupPaths maps a v1 controller ("cpu", "memory" …) or "" (v2) to the
@@ -166,6 +169,14 @@ func (p *Cgroup) Lane() string { return "procfs" }
 
 // Collect implements Probe.
 func (p *Cgroup) Collect(_ context.Context, f *sample.Frame) error {
+	if p.opt.PIDOf != nil {
+		if pid := p.opt.PIDOf(); pid != 0 && pid != p.opt.PID {
+			p.opt.PID, p.havePrev = pid, false // another process: rates start over
+		}
+		if p.opt.PID == 0 && p.opt.Cgroup == "" {
+			return nil // no loader found yet
+		}
+	}
 	paths, source, err := p.paths()
 	if err != nil {
 		return err

@@ -5,9 +5,11 @@
     for batch in loader:
         ...
 
-then, on the same machine:
+then, on the same machine, plain `gpuwatch` finds it (the hook announces
+itself, see below), or:
 
-    gpuwatch attach http://127.0.0.1:6061
+    gpuwatch attach http://127.0.0.1:6061          # one rank
+    gpuwatch attach http://127.0.0.1:6061-6068     # every rank of a node
 
 watch() times every batch: how long the training loop blocked in next()
 (wait) and how long it worked on the batch before asking for the next one
@@ -21,6 +23,12 @@ watch() times every batch: how long the training loop blocked in next()
   threads for N seconds, sampled at 100 Hz, as a pprof profile (gzipped
   protobuf) that gpuwatch and `go tool pprof` read.
 
+Each serving process writes a small announcement (pid, RANK, LOCAL_RANK,
+WORLD_SIZE, URL) under $XDG_RUNTIME_DIR/gpuwatch/ (or a private
+/tmp/gpuwatch-UID/ without one) and removes it at exit, so gpuwatch attaches
+to every rank on the machine with no URL typed. The ranks are also labels of
+gpuwatch_loader_info.
+
 The hook costs the training loop two clock reads and a few counter updates
 per batch; nothing else runs until someone scrapes. It never raises into the
 training loop: a port in use is a warning, anything that goes wrong while
@@ -31,10 +39,12 @@ script works as well as `pip install ./python`.
 
 from __future__ import annotations
 
+import atexit
 import bisect
 import errno
 import gzip
 import http.server
+import json
 import os
 import random
 import socket
@@ -200,8 +210,72 @@ class _Stats:
         # tid: the training loop's OS thread, so gpuwatch can tell it from the
         # process's compute threads (OpenBLAS, OpenMP, torch intra-op).
         tid_label = ',tid="%d"' % tid if tid else ""
+        for name, v in _rank_env().items():
+            tid_label += ',%s="%d"' % (name, v)
         hist('gpuwatch_loader_info{pid="%d",kind="python"%s} 1\n' % (os.getpid(), tid_label))
         return "".join(out).encode()
+
+
+def _rank_env() -> dict:
+    """RANK, LOCAL_RANK and WORLD_SIZE of this process (torch.distributed's
+    launchers set them), those that are small non-negative numbers."""
+    out = {}
+    for env, name in (("RANK", "rank"), ("LOCAL_RANK", "local_rank"), ("WORLD_SIZE", "world_size")):
+        try:
+            v = int(os.environ.get(env, ""))
+        except ValueError:
+            continue
+        if 0 <= v < 1 << 20:
+            out[name] = v
+    return out
+
+
+def discovery_dir() -> str:
+    """Where serving processes announce themselves: $XDG_RUNTIME_DIR/gpuwatch,
+    or /tmp/gpuwatch-UID where there is no runtime folder (gpuwatch reads
+    the same place)."""
+    d = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(d):
+        return os.path.join(d, "gpuwatch")
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), "gpuwatch-%d" % os.geteuid())
+
+
+def _announce(url: str):
+    """Writes this process's announcement; returns its path, or None when it
+    could not (a warning: attaching by URL still works). The folder must be
+    this user's and writable by no one else, as gpuwatch requires."""
+    d = discovery_dir()
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        st = os.lstat(d)
+        import stat
+
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            raise OSError("%s is not a private folder of this user" % d)
+        entry = {"pid": os.getpid(), "url": url, "kind": "python"}
+        entry.update(_rank_env())
+        path = os.path.join(d, "%d-%s.json" % (os.getpid(), url.rsplit(":", 1)[-1]))
+        tmp = path + ".tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(entry, f)
+        os.replace(tmp, path)
+    except OSError as e:
+        _warn("not announced for discovery (attach to %s instead): %s" % (url, e))
+        return None
+    owner = os.getpid()
+
+    def remove() -> None:
+        if os.getpid() == owner:  # never from a forked worker
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    atexit.register(remove)
+    return path
 
 
 def _native_tid():
@@ -409,6 +483,7 @@ def _serve(host: str, port: int, quiet: bool):
         t = threading.Thread(target=srv.serve_forever, name="gpuwatch_hook server", daemon=True)
         t.start()
         srv.thread_ident = t.ident
+        srv.announcement = _announce(srv.url)
         if not quiet:
             sys.stderr.write("gpuwatch_hook: serving %s — watch it with: gpuwatch attach %s\n" % (srv.url, srv.url))
         if host not in ("127.0.0.1", "localhost", "::1"):

@@ -106,13 +106,16 @@ func Run(ctx context.Context, o Options) error {
 	ps = append(ps, probes.NewGPU(probes.DefaultGPUSources(o.Roots.Sys)...))
 	if pid != 0 || o.Cgroup != "" {
 		// The job, not the host: its cgroup's limits and use.
-		ps = append(ps, probes.NewCgroup(o.Roots, probes.JobOptions{PID: pid, Cgroup: o.Cgroup, Source: o.CgroupSource}))
+		ps = append(ps, probes.NewCgroup(o.Roots, probes.JobOptions{PID: pid, Cgroup: o.Cgroup, Source: o.CgroupSource, PIDOf: o.FocusOf}))
 	} else if o.Roots.Proc == "" || o.Roots.Proc == "/proc" {
 		// No job named, and gpuwatch looks at its own host: when it runs
 		// confined (a container), its own limits are the ones that bind.
 		// --proc-root/--sys-root of the host keep the host's view.
 		if own := probes.OwnCgroup(o.Roots, os.Getpid()); own != nil {
 			ps = append(ps, own)
+		} else if o.FocusOf != nil {
+			// Loaders may be discovered later: the job is then theirs.
+			ps = append(ps, probes.NewCgroup(o.Roots, probes.JobOptions{PIDOf: o.FocusOf}))
 		}
 	}
 	ps = append(ps, o.Probes...)

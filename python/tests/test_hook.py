@@ -14,6 +14,13 @@ import warnings
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import gpuwatch_hook as hook  # noqa: E402
 
+# The tests' servers announce themselves in a folder of their own, not in
+# the user's runtime folder where a gpuwatch may be looking.
+import tempfile  # noqa: E402
+
+_runtime = tempfile.mkdtemp(prefix="gpuwatch-hook-test-")
+os.environ["XDG_RUNTIME_DIR"] = _runtime
+
 try:
     import torch
     from torch.utils.data import DataLoader
@@ -326,6 +333,28 @@ class HookTest(unittest.TestCase):
         if w.url is None:
             self.skipTest("port %d taken meanwhile" % (base + 1))
         self.assertTrue(w.url.endswith(":%d" % (base + 1)), w.url)
+
+    def test_announces_its_rank_and_removes_it_at_exit(self):
+        import json
+        import subprocess
+
+        env = dict(os.environ, RANK="3", LOCAL_RANK="1", WORLD_SIZE="8")
+        code = (
+            "import sys, os, json; sys.path.insert(0, %r); import gpuwatch_hook as h; "
+            "w = h.watch([1], port=0, quiet=True); d = h.discovery_dir(); "
+            "mine = [x for x in os.listdir(d) if x.startswith('%%d-' %% os.getpid())][0]; "
+            "print(json.dumps({'url': w.url, 'file': mine, 'dir': d, "
+            "'entry': json.load(open(os.path.join(d, mine))), "
+            "'metrics': w._server.stats.render().decode()}))"
+        ) % os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+        out = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, check=True, text=True).stdout)
+        entry = out["entry"]
+        self.assertEqual(entry["url"], out["url"])
+        self.assertEqual((entry["rank"], entry["local_rank"], entry["world_size"], entry["kind"]), (3, 1, 8, "python"))
+        self.assertEqual(os.stat(out["dir"]).st_mode & 0o777, 0o700)
+        self.assertIn('rank="3",local_rank="1",world_size="8"', out["metrics"])
+        # Gone once the process exited.
+        self.assertFalse(os.path.exists(os.path.join(out["dir"], out["file"])))
 
     @unittest.skipUnless(hasattr(os, "fork"), "no fork here")
     def test_a_forked_worker_does_not_hold_the_port(self):
