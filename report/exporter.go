@@ -62,11 +62,16 @@ var (
 	dSamples    = desc("loader_samples_per_second", "Samples the loader handed out per second.")
 	dQueue      = desc("loader_queue_depth", "Batches ready when the training loop last asked.")
 	dWaitP95    = desc("loader_wait_p95_seconds", "95th percentile of the time waited per batch in the last interval.")
+	dRankUp     = desc("rank_up", "1 while the rank's loader answers, 0 while it does not (several ranks attached).", "rank")
+	dRankWait   = desc("rank_wait_ratio", "Share of the rank's training-loop time waiting for its next batch, 0–1.", "rank")
+	dRankStep   = desc("rank_step_seconds", "The rank's mean step (in a synchronous job it includes waiting for the other ranks in the all-reduce).", "rank")
+	dRankSample = desc("rank_samples_per_second", "Samples the rank's loader handed out per second.", "rank")
+	dStraggler  = desc("rank_straggler", "1 for the rank the verdict names as holding the job back, 0 for the others.", "rank")
 )
 
 var allDescs = []*prometheus.Desc{dVerdict, dConfidence, dChange, dPredSample, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
-	dGPUMem, dGPUPower, dGPUTemp, dAccel, dWaitShare, dSamples, dQueue, dWaitP95}
+	dGPUMem, dGPUPower, dGPUTemp, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler}
 
 // collectGPUs emits each GPU's series (g as in Collect).
 func collectGPUs(gpus []sample.GPU, g func(d *prometheus.Desc, val float64, labels ...string)) {
@@ -185,5 +190,32 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		if l.WaitP95Ms != nil {
 			g(dWaitP95, *l.WaitP95Ms/1000)
 		}
+	}
+	collectRanks(f.Ranks, v.Straggler, g)
+}
+
+// collectRanks emits each rank's series (bounded: probes.MaxRanks).
+func collectRanks(ranks []sample.Rank, straggler *int, g func(d *prometheus.Desc, val float64, labels ...string)) {
+	for _, r := range ranks {
+		label := strconv.Itoa(r.Rank)
+		up, strag := 0.0, 0.0
+		if r.Connected {
+			up = 1
+		}
+		if straggler != nil && *straggler == r.Rank {
+			strag = 1
+		}
+		g(dRankUp, up, label)
+		g(dStraggler, strag, label)
+		if !r.Connected {
+			continue
+		}
+		if r.WaitShare != nil {
+			g(dRankWait, *r.WaitShare, label)
+		}
+		if r.StepSec != nil {
+			g(dRankStep, *r.StepSec, label)
+		}
+		g(dRankSample, r.SamplesPerSec, label)
 	}
 }

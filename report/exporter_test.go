@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 func TestExporterExposesTheVerdictAndOnlyWhatWasRead(t *testing.T) {
@@ -43,6 +44,49 @@ gpuwatch_pressure_some_ratio{resource="cpu"} 0.2
 		if n := testutil.CollectAndCount(e, absent); n != 0 {
 			t.Errorf("%s exposed without data", absent)
 		}
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(e); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Fatalf("pedantic registry: %v", err)
+	}
+}
+
+func TestExporterPerRankSeries(t *testing.T) {
+	e := &Exporter{}
+	f := testFrame()
+	w0, w1, s0, s1 := 0.01, 0.55, 0.044, 0.02
+	f.Ranks = []sample.Rank{
+		{Rank: 0, URL: "http://127.0.0.1:6061", Connected: true, WaitShare: &w0, StepSec: &s0, SamplesPerSec: 300},
+		{Rank: 1, URL: "http://127.0.0.1:6062", Connected: true, WaitShare: &w1, StepSec: &s1, SamplesPerSec: 300, Pacing: true},
+		{Rank: 2, URL: "http://127.0.0.1:6063"},
+	}
+	one := 1
+	e.Set(f, diagnose.Verdict{Kind: diagnose.SingleCoreMaxed, Straggler: &one})
+	want := `
+# HELP gpuwatch_rank_straggler 1 for the rank the verdict names as holding the job back, 0 for the others.
+# TYPE gpuwatch_rank_straggler gauge
+gpuwatch_rank_straggler{rank="0"} 0
+gpuwatch_rank_straggler{rank="1"} 1
+gpuwatch_rank_straggler{rank="2"} 0
+# HELP gpuwatch_rank_up 1 while the rank's loader answers, 0 while it does not (several ranks attached).
+# TYPE gpuwatch_rank_up gauge
+gpuwatch_rank_up{rank="0"} 1
+gpuwatch_rank_up{rank="1"} 1
+gpuwatch_rank_up{rank="2"} 0
+# HELP gpuwatch_rank_wait_ratio Share of the rank's training-loop time waiting for its next batch, 0–1.
+# TYPE gpuwatch_rank_wait_ratio gauge
+gpuwatch_rank_wait_ratio{rank="0"} 0.01
+gpuwatch_rank_wait_ratio{rank="1"} 0.55
+# HELP gpuwatch_rank_step_seconds The rank's mean step (in a synchronous job it includes waiting for the other ranks in the all-reduce).
+# TYPE gpuwatch_rank_step_seconds gauge
+gpuwatch_rank_step_seconds{rank="0"} 0.044
+gpuwatch_rank_step_seconds{rank="1"} 0.02
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuwatch_rank_straggler", "gpuwatch_rank_up", "gpuwatch_rank_wait_ratio", "gpuwatch_rank_step_seconds"); err != nil {
+		t.Fatal(err)
 	}
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(e); err != nil {

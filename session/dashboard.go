@@ -39,8 +39,12 @@ func runDashboard(ctx context.Context, o Options, sampler *probes.Sampler, rec *
 	d := &dashboard{updates: make(chan tui.Feed, 1)}
 	rec.notify, rec.onFail = d.tell, d.tell
 	kept := &keptFrames{version: o.Version, thresholds: o.Thresholds}
-	model := tui.New(tui.Options{Updates: d.updates, Title: title, Interval: o.Interval, SetInterval: sampler.SetInterval,
-		Record: rec.toggle, Export: kept.export})
+	opt := tui.Options{Updates: d.updates, Title: title, Interval: o.Interval, SetInterval: sampler.SetInterval,
+		Record: rec.toggle, Export: kept.export}
+	if o.Ranks != nil {
+		opt.FocusRank = o.Ranks.Focus
+	}
+	model := tui.New(opt)
 	obs := []Observer{rec, kept}
 	if o.OnFrame != nil {
 		obs = append(obs, frameFunc(o.OnFrame))

@@ -324,3 +324,41 @@ func TestFlowIntervalKeysKeepToTheFlagsRange(t *testing.T) {
 		t.Errorf("after - at 40m: %v, want the ceiling %v", m.interval, MaxInterval)
 	}
 }
+
+// TestFlowRanksPanelFocusesARank: a job of two ranks shows a row each with
+// the straggler marked; ↓ and enter on the loader panel detail rank 1 and
+// hand its URL to FocusRank (its profile is taken); esc hands it back.
+func TestFlowRanksPanelFocusesARank(t *testing.T) {
+	focused := make(chan string, 4)
+	f := flow(t, Options{FocusRank: func(url string) { focused <- url }})
+	fr := &sample.Frame{Time: t0, Unavailable: map[string]string{"gpu": "none"},
+		CPU: &sample.CPU{BusyPct: 99, Cores: []sample.Core{{ID: 0, BusyPct: 99}, {ID: 1, BusyPct: 99}}}}
+	w0, w1, s0, s1 := 0.01, 0.55, 0.044, 0.020
+	l1 := &sample.Loader{Source: "http://127.0.0.1:6062", WaitShare: &w1, StepMeanMs: f64(20), BatchesPerSec: 24, Workers: iptr(0)}
+	fr.Ranks = []sample.Rank{
+		{Rank: 0, URL: "http://127.0.0.1:6061", PID: 100, Connected: true, WaitShare: &w0, StepSec: &s0, SamplesPerSec: 768, Workers: iptr(2),
+			Loader: &sample.Loader{Source: "http://127.0.0.1:6061", WaitShare: &w0}},
+		{Rank: 1, URL: "http://127.0.0.1:6062", PID: 101, Connected: true, WaitShare: &w1, StepSec: &s1, SamplesPerSec: 768, Workers: iptr(0), Pacing: true, Loader: l1},
+	}
+	fr.Loader = l1
+	one := 1
+	f.ch <- Feed{Frame: fr, Verdict: diagnose.Verdict{Kind: diagnose.SingleCoreMaxed, Since: t0, Straggler: &one,
+		Evidence: []diagnose.Evidence{{Text: "rank 1 waits 55 % of its time for its next batch"}}}}
+	f.sees("rank 1   ")
+	f.sees("◀ straggler")
+	f.sees("pacing: http://127.0.0.1:6062")
+	f.press("tab")
+	f.press("tab") // the loader panel
+	f.press("j")   // row 1
+	f.press("enter")
+	f.sees("rank 1 · http://127.0.0.1:6062 · pid 101")
+	if got := <-focused; got != "http://127.0.0.1:6062" {
+		t.Errorf("FocusRank(%q), want rank 1's URL", got)
+	}
+	f.press("esc")
+	f.sees("pacing: ")
+	if got := <-focused; got != "" {
+		t.Errorf("after esc FocusRank(%q), want \"\"", got)
+	}
+	f.quit()
+}

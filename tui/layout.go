@@ -39,11 +39,16 @@ type view struct {
 	batches []sample.BatchTiming // the newest batches, for the train row
 	st      *Styles
 	scroll  int
+	// straggler is the rank the verdict names; zoomed says the panel fills
+	// the screen (the loader panel then details the selected rank).
+	straggler *int
+	zoomed    bool
 }
 
 // view is panel id's narrow view of the model.
 func (m *Model) view(id panelID) *view {
-	return &view{frame: m.shown.Frame, hist: m.hframes, batches: m.batches, st: &m.styles, scroll: m.scroll[id]}
+	return &view{frame: m.shown.Frame, hist: m.hframes, batches: m.batches, st: &m.styles, scroll: m.scroll[id],
+		straggler: m.shown.Verdict.Straggler, zoomed: m.zoom && m.focus == id}
 }
 
 var panels = [numPanels]panel{gpuPanel{}, cpuPanel{}, loaderPanel{}, procPanel{}, memPanel{}, diskPanel{}, netPanel{}, profilePanel{}}

@@ -17,8 +17,13 @@ func (p loaderPanel) want(pv *view, w int) (int, int) {
 	if pv.frame.Loader == nil {
 		return 2, 3
 	}
-	// Its lines wrap instead of ending in "…" when there is room.
-	return 3, 1 + len(p.lines(pv, w))
+	// Its lines wrap instead of ending in "…" when there is room; with
+	// several ranks, every rank's row (up to 8) and the train row show.
+	least := 3
+	if n := len(pv.frame.Ranks); n > 0 {
+		least = 3 + min(n, 8)
+	}
+	return least, 1 + len(p.lines(pv, w))
 }
 
 func (p loaderPanel) draw(pv *view, w, h int) []string {
@@ -36,12 +41,21 @@ func (loaderPanel) lines(pv *view, w int) []string {
 		return []string{pv.st.Dim.Render(msg)}
 	}
 	var lines []string
+	if len(pv.frame.Ranks) > 0 {
+		// A job of several ranks: one row each; below, the pacing rank's
+		// reading (zoomed: the selected rank's).
+		lines = append(lines, pv.rankRows(w)...)
+		if pv.zoomed {
+			return append(lines, pv.rankDetails(w)...)
+		}
+		lines = append(lines, pv.st.Dim.Render(fit("pacing: "+sample.Printable(l.Source)+" (↑/↓ choose a rank, enter: its details and profile)", w)))
+	}
 	if l.Connected != nil && !*l.Connected {
 		since := ""
 		if l.DisconnectedSince != nil {
 			since = " since " + l.DisconnectedSince.Format("15:04:05")
 		}
-		return wrap(pv.st.Bad.Render("disconnected"+since+": retrying ")+pv.st.Dim.Render(sample.Printable(l.Source)), w, "  ")
+		return append(lines, wrap(pv.st.Bad.Render("disconnected"+since+": retrying ")+pv.st.Dim.Render(sample.Printable(l.Source)), w, "  ")...)
 	}
 	lines = append(lines, pv.trainRow(w-2))
 	stats := "wait"

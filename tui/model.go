@@ -56,6 +56,9 @@ type Options struct {
 	Record func() (string, error)
 	// Replay, when set, makes the keys control a playing recording.
 	Replay *Replay
+	// FocusRank, when set, is told the URL of the rank whose details the
+	// zoomed loader panel shows ("" when it closes): its profile is taken.
+	FocusRank func(url string)
 }
 
 // MinInterval and MaxInterval bound the sampling interval, for --interval
@@ -228,6 +231,7 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 			m.details = false
 		default:
 			m.zoom = false
+			m.focusRank()
 		}
 	case key.Matches(msg, k.Pause):
 		m.paused = !m.paused
@@ -259,12 +263,25 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		m.scrollBy(1)
 	case key.Matches(msg, k.Zoom):
 		m.zoom = !m.zoom
+		m.focusRank()
 	case key.Matches(msg, k.Export):
 		m.runAction(m.opt.Export, "export: not available here")
 	case key.Matches(msg, k.Record):
 		m.runAction(m.opt.Record, "record: not available here")
 	}
 	return nil
+}
+
+// focusRank tells FocusRank which rank the zoomed loader panel details.
+func (m *Model) focusRank() {
+	if m.opt.FocusRank == nil || m.focus != pLoader || m.shown.Frame == nil {
+		return
+	}
+	url := ""
+	if pv := m.view(pLoader); m.zoom && pv.selectedRank() >= 0 {
+		url = m.shown.Frame.Ranks[pv.selectedRank()].URL
+	}
+	m.opt.FocusRank(url)
 }
 
 func (m *Model) runAction(fn func() (string, error), unavailable string) {

@@ -1,0 +1,97 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// rankRows are the loader panel's rows for a job of several ranks, one per
+// rank: the selection mark, the rank, its wait as a bar, step, samples/s,
+// workers, and its state; the straggler the verdict names is marked.
+// selected is the row ↑/↓ chose (the panel's scroll), clamped.
+func (pv *view) rankRows(w int) []string {
+	ranks := pv.frame.Ranks
+	sel := pv.selectedRank()
+	out := make([]string, 0, len(ranks))
+	barW := max(4, min(20, w-48))
+	for i, r := range ranks {
+		mark := "  "
+		if i == sel {
+			mark = "› "
+		}
+		line := fmt.Sprintf("%srank %-3d ", mark, r.Rank)
+		switch {
+		case !r.Connected:
+			since := ""
+			if r.DisconnectedSince != nil {
+				since = " since " + r.DisconnectedSince.Format("15:04:05")
+			}
+			line += pv.st.Bad.Render("not answering"+since) + " " + pv.st.Dim.Render(sample.Printable(r.URL))
+		case r.WaitShare == nil:
+			line += pv.st.Dim.Render("no batch yet ") + pv.st.Dim.Render(sample.Printable(r.URL))
+		default:
+			filled := int(float64(barW)**r.WaitShare + 0.5)
+			line += "▕" + strings.Repeat(pv.st.wait, filled) + strings.Repeat(" ", barW-filled) + "▏"
+			line += fmt.Sprintf(" wait %3.0f%%", 100**r.WaitShare)
+			if r.StepSec != nil {
+				line += " step " + ms(1000**r.StepSec)
+			}
+			line += fmt.Sprintf(" %.0f/s", r.SamplesPerSec)
+			if r.Workers != nil {
+				line += fmt.Sprintf(" w%d", *r.Workers)
+			}
+		}
+		if s := pv.straggler; s != nil && *s == r.Rank {
+			line = pv.st.Bad.Render(line + "  ◀ straggler")
+		}
+		out = append(out, fit(line, w))
+	}
+	return out
+}
+
+// selectedRank is the index of the rank row chosen with ↑/↓.
+func (pv *view) selectedRank() int {
+	if len(pv.frame.Ranks) == 0 {
+		return -1
+	}
+	return min(pv.scroll, len(pv.frame.Ranks)-1)
+}
+
+// rankDetails are the zoomed loader panel's lines for the selected rank:
+// its own loader reading (the panel otherwise shows the pacing rank's).
+func (pv *view) rankDetails(w int) []string {
+	i := pv.selectedRank()
+	if i < 0 {
+		return nil
+	}
+	r := pv.frame.Ranks[i]
+	head := fmt.Sprintf("rank %d · %s", r.Rank, sample.Printable(r.URL))
+	if r.PID > 0 {
+		head += fmt.Sprintf(" · pid %d", r.PID)
+	}
+	if r.WorldSize != nil {
+		head += fmt.Sprintf(" · world size %d", *r.WorldSize)
+	}
+	lines := wrap(head+" (its profile is taken while zoomed)", w, "  ")
+	l := r.Loader
+	if l == nil {
+		return lines
+	}
+	stats := "wait"
+	if l.WaitShare != nil {
+		stats += fmt.Sprintf(" %.0f%%", 100**l.WaitShare)
+	}
+	if l.WaitP50Ms != nil && l.WaitP95Ms != nil && l.WaitP99Ms != nil {
+		stats += fmt.Sprintf(" · p50 %s p95 %s p99 %s", ms(*l.WaitP50Ms), ms(*l.WaitP95Ms), ms(*l.WaitP99Ms))
+	}
+	if l.StepMeanMs != nil {
+		stats += " · step " + ms(*l.StepMeanMs)
+	}
+	if l.QueueDepth != nil {
+		stats += fmt.Sprintf(" · queue %.0f", *l.QueueDepth)
+	}
+	stats += " · " + l.Throughput()
+	return append(lines, wrap(stats, w, "  ")...)
+}
