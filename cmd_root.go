@@ -187,7 +187,7 @@ interval; with --json one JSON object per line.`,
 		return &usageError{cmd: cmd.CommandPath(), err: err}
 	})
 	root.AddCommand(newVersionCmd(stdout), newDemoCmd(stdout, stderr), newLoaderCmd(stdout, stderr), newSweepCmd(stdout, stderr), newTuneCmd(stdout, stderr), newAttachCmd(stdout, stderr),
-		newRecordCmd(stdout, stderr), newReplayCmd(stdout, stderr), newReportCmd(stdout, stderr), newServeCmd(stdout, stderr), newManCmd(stdout))
+		newRecordCmd(stdout, stderr), newReplayCmd(stdout, stderr), newReportCmd(stdout, stderr), newServeCmd(stdout, stderr), newFleetCmd(stdout, stderr), newManCmd(stdout))
 	wrapArgs(root)
 	return root
 }

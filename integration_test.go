@@ -796,18 +796,7 @@ func TestExporterScrapedByARealPrometheus(t *testing.T) {
 		t.Fatalf("promtool check rules: %v\n%s", err, msg)
 	}
 
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "prometheus.yml")
-	os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: gpuwatch\n    static_configs:\n      - targets: [\""+addr+"\"]\n"), 0o644)
-	promAddr := freePort(t)
-	prom := exec.Command(promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+promAddr)
-	var promLog bytes.Buffer
-	prom.Stdout, prom.Stderr = &promLog, &promLog
-	if err := prom.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = prom.Process.Kill(); _ = prom.Wait() })
+	promAddr, promLog := startPrometheus(t, promBin, addr)
 	// Wait (bounded) for Prometheus to scrape and answer: an external
 	// process's progress, polled.
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -816,7 +805,7 @@ func TestExporterScrapedByARealPrometheus(t *testing.T) {
 	for {
 		select {
 		case <-deadline:
-			t.Fatalf("Prometheus never answered with the verdict; its log:\n%s", promLog.String())
+			t.Fatalf("Prometheus never answered with the verdict; its log:\n%s", promLog)
 		case <-tick.C:
 		}
 		r, err := http.Get("http://" + promAddr + "/api/v1/query?query=gpuwatch_verdict%3D%3D1")
@@ -841,6 +830,32 @@ func TestExporterScrapedByARealPrometheus(t *testing.T) {
 		}
 		return
 	}
+}
+
+// startPrometheus runs Debian's Prometheus on a free loopback port,
+// scraping targets every second into a temporary folder, until the test
+// ends; it returns its address and its log.
+func startPrometheus(t *testing.T, promBin string, targets ...string) (string, *bytes.Buffer) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	quoted := make([]string, len(targets))
+	for i, tg := range targets {
+		quoted[i] = strconv.Quote(tg)
+	}
+	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: gpuwatch\n    static_configs:\n      - targets: ["+strings.Join(quoted, ", ")+"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	promAddr := freePort(t)
+	prom := exec.Command(promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+promAddr)
+	var promLog bytes.Buffer
+	prom.Stdout, prom.Stderr = &promLog, &promLog
+	if err := prom.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = prom.Process.Kill(); _ = prom.Wait() })
+	return promAddr, &promLog
 }
 
 // promtoolCheck lints a /metrics page with Prometheus's promtool, where

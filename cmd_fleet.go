@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuwatch/gpuwatch/fleet"
+	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/tui"
+)
+
+func newFleetCmd(stdout, stderr io.Writer) *cobra.Command {
+	var job string
+	var every time.Duration
+	var headless, asJSON, once bool
+	cmd := &cobra.Command{
+		Use:   "fleet PROMETHEUS_URL [--job J]",
+		Short: "Every node's verdict and ranks from Prometheus, worst first (gpuwatch serve on each node)",
+		Long: `fleet reads the gpuwatch series that a Prometheus server scrapes from
+gpuwatch serve on every node (instant queries of its HTTP API) and shows one
+row per node and per rank, worst first: the rank that waits most across the
+fleet (the straggler), then nodes and ranks with a bottleneck verdict. See
+docs/prometheus.md for the scrape config and the rules.`,
+		Example: `  gpuwatch fleet http://prometheus:9090
+  gpuwatch fleet http://prometheus:9090 --job gpuwatch --once --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if every < time.Second {
+				return usageErrorf(cmd, "--interval %v: at least 1s (each refresh is several queries)", every)
+			}
+			c, err := fleet.NewClient(args[0], job)
+			if err != nil {
+				return usageErrorf(cmd, "%v", err)
+			}
+			ctx := cmd.Context()
+			if headless || asJSON || once || !session.IsTerminal(stdout) {
+				return fleetLines(ctx, c, every, asJSON, once, stdout)
+			}
+			updates := make(chan tui.FleetUpdate)
+			return session.RunProgram(ctx, tui.NewFleet(args[0], updates), stdout, func(ctx context.Context, _ func()) error {
+				for {
+					s, err := c.Snapshot(ctx)
+					select {
+					case updates <- tui.FleetUpdate{Snapshot: s, Err: err}:
+					case <-ctx.Done():
+						return nil
+					}
+					select {
+					case <-time.After(every):
+					case <-ctx.Done():
+						return nil
+					}
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&job, "job", "", "only this Prometheus job's series (its scrape job name)")
+	cmd.Flags().DurationVarP(&every, "interval", "n", 5*time.Second, "time between refreshes")
+	cmd.Flags().BoolVar(&headless, "headless", false, "print the rows each refresh instead of the dashboard")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print each refresh as one JSON object")
+	cmd.Flags().BoolVar(&once, "once", false, "print one refresh and exit")
+	return cmd
+}
+
+// fleetLines prints each refresh: the rows as text, or one JSON object.
+func fleetLines(ctx context.Context, c *fleet.Client, every time.Duration, asJSON, once bool, out io.Writer) error {
+	enc := json.NewEncoder(out)
+	for {
+		s, err := c.Snapshot(ctx)
+		switch {
+		case err != nil && once:
+			return err
+		case err != nil:
+			fmt.Fprintf(out, "%s %v\n", time.Now().Format("15:04:05"), err)
+		case asJSON:
+			if err := enc.Encode(s); err != nil {
+				return err
+			}
+		default:
+			fmt.Fprintf(out, "%s %d rows, worst first\n", s.Time.Format("15:04:05"), len(s.Rows))
+			for _, r := range s.Rows {
+				fmt.Fprintln(out, "  "+r.Line())
+			}
+		}
+		if once {
+			return nil
+		}
+		select {
+		case <-time.After(every):
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
