@@ -27,9 +27,28 @@ type Summary struct {
 	// frame where it was surest.
 	Findings []Finding       `json:"findings"`
 	Loader   *LoaderInfo     `json:"loader,omitempty"`
-	Profile  *sample.Profile `json:"profile,omitempty"`
-	Series   Series          `json:"series"`
+	// Ranks are a distributed job's ranks over the recording, in rank
+	// order (at most MaxRanks); absent with one loader.
+	Ranks   []RankInfo      `json:"ranks,omitempty"`
+	Profile *sample.Profile `json:"profile,omitempty"`
+	Series  Series          `json:"series"`
 }
+
+// RankInfo is one rank over the recording: its mean wait share, step and
+// samples/s over the frames it answered, and how often the verdict named
+// it the straggler.
+type RankInfo struct {
+	Rank              int     `json:"rank"`
+	URL               string  `json:"url"`
+	Frames            int     `json:"frames"` // frames it answered in
+	MeanWaitShare     float64 `json:"mean_wait_share"`
+	MeanStepSec       float64 `json:"mean_step_sec"`
+	MeanSamplesPerSec float64 `json:"mean_samples_per_sec"`
+	StragglerFrames   int     `json:"straggler_frames"`
+}
+
+// MaxRanks bounds the ranks a report shows and charts.
+const MaxRanks = 64
 
 // RecordingInfo is the machine and the run.
 type RecordingInfo struct {
@@ -120,6 +139,9 @@ type Series struct {
 	PSIMem    []*float64   `json:"psi_mem_pct"`
 	WaitMs    []*float64   `json:"loader_wait_ms"`
 	StepMs    []*float64   `json:"loader_step_ms"`
+	// RankWait and RankStepMs are per rank (Summary.Ranks' order) × points.
+	RankWait   [][]*float64 `json:"rank_wait_pct,omitempty"`
+	RankStepMs [][]*float64 `json:"rank_step_ms,omitempty"`
 }
 
 // MaxPoints bounds chart series; MaxCoreRows bounds the heatmap's rows.
@@ -257,7 +279,91 @@ func Build(rec *Recording, file string, th diagnose.Thresholds, now time.Time) *
 	}
 	s.Loader = loaderInfo(rec)
 	s.Series = series(rec, first)
+	s.Ranks = rankInfo(rec, verdicts)
+	s.Series.RankWait, s.Series.RankStepMs = rankSeries(rec, first, s.Ranks)
 	return s
+}
+
+// rankInfo sums each rank's readings over the recording.
+func rankInfo(rec *Recording, verdicts []diagnose.Verdict) []RankInfo {
+	byRank := map[int]*RankInfo{}
+	for i := range rec.Frames {
+		for _, r := range rec.Frames[i].Frame.Ranks {
+			ri := byRank[r.Rank]
+			if ri == nil {
+				if len(byRank) == MaxRanks {
+					continue
+				}
+				ri = &RankInfo{Rank: r.Rank, URL: sample.Printable(r.URL)}
+				byRank[r.Rank] = ri
+			}
+			if s := verdicts[i].Straggler; s != nil && *s == r.Rank {
+				ri.StragglerFrames++
+			}
+			if !r.Connected || r.WaitShare == nil || !finite(*r.WaitShare) || !finite(r.SamplesPerSec) {
+				continue
+			}
+			ri.Frames++
+			ri.MeanWaitShare += *r.WaitShare
+			ri.MeanSamplesPerSec += r.SamplesPerSec
+			if r.StepSec != nil && finite(*r.StepSec) {
+				ri.MeanStepSec += *r.StepSec
+			}
+		}
+	}
+	out := make([]RankInfo, 0, len(byRank))
+	for _, ri := range byRank {
+		if ri.Frames > 0 {
+			n := float64(ri.Frames)
+			ri.MeanWaitShare, ri.MeanStepSec, ri.MeanSamplesPerSec = ri.MeanWaitShare/n, ri.MeanStepSec/n, ri.MeanSamplesPerSec/n
+		}
+		for _, v := range []*float64{&ri.MeanWaitShare, &ri.MeanStepSec, &ri.MeanSamplesPerSec} {
+			if !finite(*v) {
+				*v = 0 // sums of hostile huge values: no +Inf in a report
+			}
+		}
+		out = append(out, *ri)
+	}
+	slices.SortFunc(out, func(a, b RankInfo) int { return a.Rank - b.Rank })
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// rankSeries are each rank's wait % and step over time, in ranks' order.
+func rankSeries(rec *Recording, start time.Time, ranks []RankInfo) (wait, step [][]*float64) {
+	if len(ranks) == 0 {
+		return nil, nil
+	}
+	frames := rec.Frames
+	dur := frames[len(frames)-1].Frame.Time.Sub(start).Seconds()
+	n := min(MaxPoints, len(frames))
+	index := map[int]int{}
+	wb, sb := make([]*bucketer, len(ranks)), make([]*bucketer, len(ranks))
+	for i, r := range ranks {
+		index[r.Rank] = i
+		wb[i], sb[i] = newBucketer(start, dur+1e-9, n), newBucketer(start, dur+1e-9, n)
+	}
+	for i := range frames {
+		f := &frames[i].Frame
+		for _, r := range f.Ranks {
+			j, ok := index[r.Rank]
+			if !ok || !r.Connected {
+				continue
+			}
+			if r.WaitShare != nil {
+				wb[j].add(f.Time, 100**r.WaitShare)
+			}
+			if r.StepSec != nil {
+				sb[j].add(f.Time, 1000**r.StepSec)
+			}
+		}
+	}
+	for j := range ranks {
+		wait, step = append(wait, wb[j].values()), append(step, sb[j].values())
+	}
+	return wait, step
 }
 
 func loaderInfo(rec *Recording) *LoaderInfo {

@@ -102,6 +102,12 @@ func WriteMarkdown(w io.Writer, s *Summary, htmlName string) error {
 			}
 		}
 	}
+	if len(s.Ranks) > 0 {
+		b.WriteString("\n## Ranks\n\n| rank | loader | mean wait | mean step | samples/s | named the straggler |\n|---:|---|---:|---:|---:|---:|\n")
+		for _, r := range s.Ranks {
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %.0f | %d frames |\n", r.Rank, md(r.URL), pctStr(r.MeanWaitShare), dur(r.MeanStepSec), r.MeanSamplesPerSec, r.StragglerFrames)
+		}
+	}
 	if p := s.Profile; p != nil {
 		b.WriteString("\n## Loader CPU profile\n\n| category | share |\n|---|---:|\n")
 		for _, c := range p.Categories {
@@ -260,6 +266,7 @@ code{font-size:.9em}@media print{body{max-width:none}h2{break-after:avoid}svg{br
 			b.WriteString("</table>")
 		}
 	}
+	htmlRanks(&b, s)
 	if p := s.Profile; p != nil {
 		b.WriteString(`<h2>Loader CPU profile</h2><table id="profile"><tr><th>category</th><th>share</th></tr>`)
 		for _, c := range p.Categories {
@@ -274,6 +281,34 @@ code{font-size:.9em}@media print{body{max-width:none}h2{break-after:avoid}svg{br
 	fmt.Fprintf(&b, "<p style=\"color:#888\">Generated %s by gpuwatch.</p></body></html>\n", s.Generated.UTC().Format(time.RFC3339))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// rankColours tell ranks apart on the per-rank charts (cycled).
+var rankColours = []string{"#2f7fd6", "#d62f2f", "#2e9e44", "#e67e00", "#9b4dca", "#17a2b8", "#8c564b", "#e377c2"}
+
+// htmlRanks is the per-rank section: a table and the wait and step charts,
+// one line per rank.
+func htmlRanks(b *strings.Builder, s *Summary) {
+	if len(s.Ranks) == 0 {
+		return
+	}
+	esc := html.EscapeString
+	b.WriteString(`<h2>Ranks: wait and step per rank</h2><table id="ranks"><tr><th>rank</th><th>loader</th><th>mean wait</th><th>mean step</th><th>samples/s</th><th>named the straggler</th></tr>`)
+	var waits, steps []line
+	for i, r := range s.Ranks {
+		fmt.Fprintf(b, `<tr><td class="n">%d</td><td>%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%.0f</td><td class="n">%d frames</td></tr>`,
+			r.Rank, esc(r.URL), pctStr(r.MeanWaitShare), dur(r.MeanStepSec), r.MeanSamplesPerSec, r.StragglerFrames)
+		c := rankColours[i%len(rankColours)]
+		name := fmt.Sprintf("rank %d", r.Rank)
+		if i < len(s.Series.RankWait) {
+			waits = append(waits, line{s.Series.RankWait[i], c, name})
+			steps = append(steps, line{s.Series.RankStepMs[i], c, name})
+		}
+	}
+	b.WriteString("</table><p>Wait for the next batch, % of each rank's time:</p>")
+	b.WriteString(lineChart("chart-rank-wait", s.Series.T, waits, nil, 100, "%"))
+	b.WriteString("<p>Mean step, ms (in a synchronous job it includes the all-reduce, where fast ranks wait for the slow one):</p>")
+	b.WriteString(lineChart("chart-rank-step", s.Series.T, steps, nil, 0, "ms"))
 }
 
 const chartW, chartH, padL, padB = 900.0, 180.0, 56.0, 22.0
