@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -118,22 +119,31 @@ func (c *Client) query(ctx context.Context, q string) ([]series, error) {
 	if len(body) > maxAnswer {
 		return nil, fmt.Errorf("Prometheus's answer to %s is over %d MiB", q, maxAnswer>>20)
 	}
+	out, err := decodeAnswer(body)
+	if err != nil {
+		return nil, fmt.Errorf("Prometheus at %s (%s): %w", redact(c.base.String()), resp.Status, err)
+	}
+	return out, nil
+}
+
+// decodeAnswer reads an instant query's answer: an instant vector, at most
+// maxSeries of it, with printable labels and finite values.
+func decodeAnswer(body []byte) ([]series, error) {
 	var ans struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
 		Data   struct {
-			ResultType string `json:"resultType"`
-			Result     []struct {
+			Result []struct {
 				Metric map[string]string `json:"metric"`
 				Value  [2]any            `json:"value"`
 			} `json:"result"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &ans); err != nil {
-		return nil, fmt.Errorf("Prometheus at %s answered %s, not its API's JSON", redact(c.base.String()), resp.Status)
+		return nil, errors.New("not its API's JSON")
 	}
 	if ans.Status != "success" {
-		return nil, fmt.Errorf("Prometheus: %s", sample.Printable(ans.Error))
+		return nil, fmt.Errorf("query failed: %s", sample.Printable(ans.Error))
 	}
 	out := make([]series, 0, min(len(ans.Data.Result), maxSeries))
 	for _, r := range ans.Data.Result[:min(len(ans.Data.Result), maxSeries)] {
@@ -142,7 +152,7 @@ func (c *Client) query(ctx context.Context, q string) ([]series, error) {
 			continue
 		}
 		v, err := strconv.ParseFloat(s, 64)
-		if err != nil {
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			continue
 		}
 		labels := make(map[string]string, len(r.Metric))

@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -11,14 +12,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // Attach reads a loader's debug server (the loader protocol, docs/architecture.md §6):
@@ -286,38 +284,26 @@ func DisconnectedSince(err error) (time.Time, bool) {
 // gpuwatch_loader_info. A text with none of the loader's metrics is an
 // error: it is not a loader.
 func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(string(text)))
+	page, err := parseExposition(text, "gpuwatch_loader_")
 	if err != nil {
 		return LoaderCounters{}, nil, fmt.Errorf("not Prometheus text: %w", err)
 	}
 	var c LoaderCounters
 	found := 0
 	scalar := func(name string) (float64, bool) {
-		f := fams[name]
-		if f == nil || len(f.Metric) == 0 {
+		ss := page[name]
+		if len(ss) == 0 {
 			return 0, false
 		}
 		found++
-		m := f.Metric[0]
-		var v float64
-		switch {
-		case m.Counter != nil:
-			v = m.Counter.GetValue()
-		case m.Gauge != nil:
-			v = m.Gauge.GetValue()
-		case m.Untyped != nil:
-			v = m.Untyped.GetValue()
-		default:
-			return 0, false
-		}
 		// NaN and ±Inf are valid Prometheus text but no count of anything:
 		// treated as absent, they cannot poison a rate or a share.
+		v := ss[0].value
 		return v, !math.IsNaN(v) && !math.IsInf(v, 0)
 	}
 	count := func(name string) uint64 {
 		v, ok := scalar(name)
-		if !ok || v < 0 || v != v || v > 1<<62 {
+		if !ok || v < 0 || v > 1<<62 {
 			return 0
 		}
 		return uint64(v)
@@ -342,8 +328,8 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 		n := int(v)
 		c.Prefetch = &n
 	}
-	wb, wh, okW := histogram(fams["gpuwatch_loader_wait_seconds"])
-	sb, sh, okS := histogram(fams["gpuwatch_loader_step_seconds"])
+	wb, wh, okW := histogram(page, "gpuwatch_loader_wait_seconds")
+	sb, sh, okS := histogram(page, "gpuwatch_loader_step_seconds")
 	if okW {
 		found++
 		c.Buckets, c.Wait = wb, wh
@@ -356,10 +342,10 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 		}
 	}
 	info := map[string]string{}
-	if f := fams["gpuwatch_loader_info"]; f != nil && len(f.Metric) > 0 {
+	if ss := page["gpuwatch_loader_info"]; len(ss) > 0 {
 		found++
-		for _, l := range f.Metric[0].Label {
-			info[l.GetName()] = l.GetValue()
+		for _, l := range ss[0].labels {
+			info[l.name] = l.value
 		}
 		c.PID, c.LoopTID = positiveID(info["pid"]), positiveID(info["tid"])
 		c.Rank, c.LocalRank, c.WorldSize = rankID(info["rank"]), rankID(info["local_rank"]), rankID(info["world_size"])
@@ -367,14 +353,10 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 			c.WorldSize = nil
 		}
 	}
-	if f := fams["gpuwatch_loader_worker_info"]; f != nil {
-		for _, m := range f.Metric {
-			for _, l := range m.Label {
-				// Bounded: a hostile endpoint cannot grow a frame without end.
-				if pid := positiveID(l.GetValue()); l.GetName() == "pid" && pid != nil && len(c.WorkerPIDs) < maxWorkerPIDs {
-					c.WorkerPIDs = append(c.WorkerPIDs, *pid)
-				}
-			}
+	for _, m := range page["gpuwatch_loader_worker_info"] {
+		// Bounded: a hostile endpoint cannot grow a frame without end.
+		if v, _ := m.label("pid"); positiveID(v) != nil && len(c.WorkerPIDs) < maxWorkerPIDs {
+			c.WorkerPIDs = append(c.WorkerPIDs, *positiveID(v))
 		}
 	}
 	if found == 0 {
@@ -413,25 +395,47 @@ func rankID(s string) *int {
 	return &n
 }
 
-// histogram converts a Prometheus histogram into bounds and cumulative
-// counts, leaving out the +Inf bucket (Count holds it).
-func histogram(f *dto.MetricFamily) ([]float64, Hist, bool) {
-	if f == nil || len(f.Metric) == 0 || f.Metric[0].Histogram == nil {
+// histogram reads the histogram name from its _bucket (by le, leaving
+// out +Inf: Count holds it), _sum and _count samples (one missing reads
+// as 0, as expfmt reads it). A histogram without any, or with a sum or
+// count that is no count, is none.
+func histogram(page map[string][]expSample, name string) ([]float64, Hist, bool) {
+	sums, counts, buckets := page[name+"_sum"], page[name+"_count"], page[name+"_bucket"]
+	if len(sums) == 0 && len(counts) == 0 && len(buckets) == 0 {
 		return nil, Hist{}, false
 	}
-	h := f.Metric[0].Histogram
-	if sum := h.GetSampleSum(); math.IsNaN(sum) || math.IsInf(sum, 0) || sum < 0 {
+	sum, count := 0.0, 0.0
+	if len(sums) > 0 {
+		sum = sums[0].value
+	}
+	if len(counts) > 0 {
+		count = counts[0].value
+	}
+	if math.IsNaN(sum) || math.IsInf(sum, 0) || sum < 0 || !(count >= 0 && count <= 1<<62) {
 		return nil, Hist{}, false // a broken histogram is no histogram
 	}
-	var bounds []float64
-	out := Hist{Sum: h.GetSampleSum(), Count: h.GetSampleCount()}
-	for _, b := range h.Bucket {
-		ub := b.GetUpperBound()
-		if ub != ub || ub > 1e300 { // NaN, +Inf
+	type bucket struct {
+		le float64
+		n  uint64
+	}
+	var bs []bucket
+	for _, b := range buckets {
+		v, ok := b.label("le")
+		if !ok {
 			continue
 		}
-		bounds = append(bounds, ub)
-		out.Counts = append(out.Counts, b.GetCumulativeCount())
+		le, err := parseValue(v)
+		if err != nil || le != le || le > 1e300 || !(b.value >= 0 && b.value <= 1<<62) { // NaN, +Inf
+			continue
+		}
+		bs = append(bs, bucket{le, uint64(b.value)})
+	}
+	slices.SortStableFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
+	out := Hist{Sum: sum, Count: uint64(count)}
+	bounds := make([]float64, 0, len(bs))
+	for _, b := range bs {
+		bounds = append(bounds, b.le)
+		out.Counts = append(out.Counts, b.n)
 	}
 	return bounds, out, true
 }

@@ -44,7 +44,11 @@ func ExpandURLs(raw []string) ([]string, error) {
 			return nil, fmt.Errorf("%q: more than %d loaders: %w", redact(r), MaxRanks, ErrBadURL)
 		}
 		for port := lo; port <= hi; port++ {
-			out = append(out, m[1]+strconv.Itoa(port)+m[4])
+			u := m[1] + strconv.Itoa(port) + m[4]
+			if _, err := NewAttach(u); err != nil {
+				return nil, err
+			}
+			out = append(out, u)
 		}
 	}
 	if len(out) > MaxRanks {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -280,4 +281,58 @@ func TestExpandURLs(t *testing.T) {
 			t.Errorf("%q: %v, want ErrBadURL", bad, err)
 		}
 	}
+}
+
+// FuzzAnnouncement: whatever a discovery file holds, reading it never
+// panics, and what it yields is a checked loader URL, a real PID range and
+// ranks in range.
+func FuzzAnnouncement(f *testing.F) {
+	f.Add([]byte(`{"pid":4242,"rank":1,"local_rank":1,"world_size":8,"url":"http://127.0.0.1:6062","kind":"python"}`))
+	f.Add([]byte(`{"pid":1,"url":"http://u:p@[::1]:1/x","kind":"\u001b[2J"}`))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		path := filepath.Join(dir, "a.json")
+		if err := os.WriteFile(path, body, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a, err := readAnnouncement(path)
+		if err != nil {
+			return
+		}
+		if a.PID <= 0 || a.PID > 1<<22 {
+			t.Fatalf("pid %d", a.PID)
+		}
+		if _, err := NewAttach(a.URL); err != nil {
+			t.Fatalf("url %q: %v", a.URL, err)
+		}
+		for _, r := range []*int{a.Rank, a.LocalRank, a.WorldSize} {
+			if r != nil && (*r < 0 || *r > maxRank) {
+				t.Fatalf("rank %d", *r)
+			}
+		}
+		if strings.ContainsFunc(a.Kind, func(r rune) bool { return r < 'a' && r != '-' && r != '_' && (r < '0' || r > '9') }) {
+			t.Fatalf("kind %q", a.Kind)
+		}
+	})
+}
+
+// FuzzExpandURLs: any argument expands to at most MaxRanks checked URLs,
+// or is refused.
+func FuzzExpandURLs(f *testing.F) {
+	f.Add("http://127.0.0.1:6061-6068")
+	f.Add("https://h:1-65535/x")
+	f.Fuzz(func(t *testing.T, raw string) {
+		urls, err := ExpandURLs([]string{raw})
+		if err != nil {
+			return
+		}
+		if len(urls) > MaxRanks {
+			t.Fatalf("%d URLs", len(urls))
+		}
+		for _, u := range urls {
+			if _, err := NewAttach(u); err != nil {
+				t.Fatalf("%q: %v", u, err)
+			}
+		}
+	})
 }
