@@ -25,8 +25,8 @@ type Summary struct {
 	Timeline []Segment     `json:"timeline"`
 	// Findings are, per verdict seen, its evidence and advice from the
 	// frame where it was surest.
-	Findings []Finding       `json:"findings"`
-	Loader   *LoaderInfo     `json:"loader,omitempty"`
+	Findings []Finding   `json:"findings"`
+	Loader   *LoaderInfo `json:"loader,omitempty"`
 	// Ranks are a distributed job's ranks over the recording, in rank
 	// order (at most MaxRanks); absent with one loader.
 	Ranks   []RankInfo      `json:"ranks,omitempty"`
