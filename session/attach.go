@@ -2,9 +2,9 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,10 +111,12 @@ func checkAny(ctx context.Context, attached []*probes.Attach, strict bool) error
 	if len(attached) == 1 {
 		return errs[0]
 	}
+	msgs := make([]string, 0, len(errs))
 	for _, err := range errs {
 		if err == nil {
 			return nil
 		}
+		msgs = append(msgs, err.Error())
 	}
-	return fmt.Errorf("none of the %d loaders answers: %w", len(attached), errors.Join(errs...))
+	return fmt.Errorf("none of the %d loaders answers: %s", len(attached), strings.Join(msgs, "; "))
 }

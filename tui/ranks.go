@@ -15,7 +15,7 @@ func (pv *view) rankRows(w int) []string {
 	ranks := pv.frame.Ranks
 	sel := pv.selectedRank()
 	out := make([]string, 0, len(ranks))
-	barW := max(4, min(20, w-48))
+	barW := max(4, min(20, w-58)) // the rest of the row is about 58 cells
 	for i, r := range ranks {
 		mark := "  "
 		if i == sel {
