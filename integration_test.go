@@ -50,6 +50,16 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "gpuwatch")
+		// The binaries these tests start announce their loaders, and plain
+		// gpuwatch attaches to what is announced: a folder of the tests'
+		// own keeps them from the machine's real loaders, and those from
+		// the tests.
+		runtime := filepath.Join(dir, "runtime")
+		if err := os.Mkdir(runtime, 0o700); err != nil {
+			buildErr = err
+			return
+		}
+		os.Setenv("XDG_RUNTIME_DIR", runtime)
 		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("build: %v\n%s", err, out)
 		}
