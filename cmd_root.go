@@ -29,6 +29,7 @@ type watchFlags struct {
 	slurmJob string
 	procRoot string
 	sysRoot  string
+	gpus     string
 
 	th         thresholdFlags
 	thresholds diagnose.Thresholds
@@ -47,6 +48,7 @@ func (w *watchFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&w.allDisks, "all-disks", false, "also show partitions and virtual block devices (loop, ram, dm-)")
 	fl.StringVar(&w.cgroup, "cgroup", "", "judge the job in this cgroup (a path under /sys/fs/cgroup, e.g. /slurm/uid_1000/job_42) instead of --pid's")
 	fl.StringVar(&w.slurmJob, "slurm-job", "", "judge this Slurm job: its cgroup is found under /sys/fs/cgroup")
+	fl.StringVar(&w.gpus, "gpus", "", "the job's GPUs, by index or UUID (0,1 or GPU-8f3…): only they are judged (default: the job's CUDA_VISIBLE_DEVICES, else the GPUs NVML lists its processes on)")
 	fl.BoolVar(&w.allNet, "all-net", false, "also show virtual network interfaces (lo, ifb*, veth*)")
 	fl.BoolVar(&w.once, "once", false, "sample until the verdict has held 5 frames and 5 s (at most 60s, or --duration), print one summary and exit: 0 healthy or idle, 3 a bottleneck")
 	fl.StringVar(&w.procRoot, "proc-root", "/proc", "where procfs is mounted (a host's /proc seen from a container)")
@@ -72,6 +74,11 @@ func (w *watchFlags) validate(cmd *cobra.Command) error {
 		return err
 	}
 	w.thresholds = th
+	if w.gpus != "" {
+		if _, err := probes.ParseGPUList(w.gpus); err != nil {
+			return usageErrorf(cmd, "--gpus: %v", err)
+		}
+	}
 	if w.pid != 0 && !probes.ProcessExists(w.procRoot, w.pid) {
 		return fmt.Errorf("--pid %d: no such process", w.pid)
 	}
@@ -216,6 +223,9 @@ func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
 		Thresholds: w.thresholds, Record: w.record, RecordMaxSize: w.recordMaxSize,
 		Headless: w.headless, JSON: w.json, Version: version, Stdout: stdout, Stderr: stderr,
 		Cgroup: w.cgroup,
+	}
+	if w.gpus != "" {
+		o.GPUs, _ = probes.ParseGPUList(w.gpus)
 	}
 	if w.slurmJob != "" {
 		o.CgroupSource = "slurm job " + w.slurmJob

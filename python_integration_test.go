@@ -228,6 +228,7 @@ func TestDistributedStragglerRank(t *testing.T) {
 	_, masterPort, _ := net.SplitHostPort(master)
 	var urls []string
 	var quiet atomic.Bool // the ranks' last words, as the test kills them, are noise
+	serving := make(chan int, 2)
 	for r := range 2 {
 		_, port, _ := net.SplitHostPort(freePort(t))
 		rank := exec.Command(py, "python/examples/train_ddp.py", "--slow-rank", "1", "--getitem-work", "20000", "--seconds", "170", "--port", port)
@@ -248,7 +249,10 @@ func TestDistributedStragglerRank(t *testing.T) {
 				if err != nil {
 					return
 				}
-				if !strings.Contains(line, "gpuwatch_hook: serving") && !quiet.Load() {
+				switch {
+				case strings.Contains(line, "gpuwatch_hook: serving"):
+					serving <- r
+				case !quiet.Load():
 					fmt.Fprintf(os.Stderr, "rank %d: %s", r, line)
 				}
 			}
@@ -256,6 +260,16 @@ func TestDistributedStragglerRank(t *testing.T) {
 		urls = append(urls, "http://127.0.0.1:"+port)
 	}
 	t.Cleanup(func() { quiet.Store(true) }) // runs before the kills above
+	// Importing torch and forming the process group take a while on a
+	// fresh machine: attach once both hooks serve.
+	deadline := time.After(120 * time.Second)
+	for range 2 {
+		select {
+		case <-serving:
+		case <-deadline:
+			t.Fatal("the ranks' hooks did not start serving within 120 s")
+		}
+	}
 	straggler := func(l attachLine) bool {
 		v := l.Verdict
 		return v != nil && v.Straggler != nil && *v.Straggler == 1 && len(v.Evidence) > 0 &&

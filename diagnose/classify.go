@@ -31,6 +31,13 @@ func Classify(frames []sample.Frame, th Thresholds) Verdict {
 	if f, ok := takenByOthers(&w, th); ok && d.kind != Healthy && d.kind != Idle {
 		d.secondary = append(d.secondary, f)
 	}
+	if e, ok := laggingGPU(frames, th); ok {
+		if d.kind.Problem() {
+			d.evidence = append(d.evidence, e)
+		} else {
+			d.secondary = append(d.secondary, Finding{Kind: GPUStarved, Text: e.Text})
+		}
+	}
 	if e, straggler, ok := rankEvidence(frames, th); ok && d.kind.Problem() {
 		// Several ranks: first, which one holds the job back.
 		d.evidence = append([]Evidence{e}, d.evidence...)

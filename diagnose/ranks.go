@@ -161,3 +161,55 @@ func rankList(nums []int) string {
 	}
 	return "ranks " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
+
+// laggingGPU finds, among the judged GPUs (the job's where known), one
+// that is far less busy than the others over the window: the GPU whose
+// rank waits, or that waits on the others. False with fewer than two
+// GPUs, or when none lags by 30 points and sits under GPULowPct.
+func laggingGPU(frames []sample.Frame, th Thresholds) (Evidence, bool) {
+	type acc struct {
+		sum float64
+		n   int
+	}
+	byIndex := map[int]*acc{}
+	var order []int
+	for i := range frames {
+		f := &frames[i]
+		for j := range f.GPUs {
+			g := &f.GPUs[j]
+			if !f.JudgedGPU(j) || g.UtilPct == nil {
+				continue
+			}
+			a := byIndex[g.Index]
+			if a == nil {
+				a = &acc{}
+				byIndex[g.Index] = a
+				order = append(order, g.Index)
+			}
+			a.sum += *g.UtilPct
+			a.n++
+		}
+	}
+	if len(order) < 2 {
+		return Evidence{}, false
+	}
+	low, lowV, rest := -1, 0.0, 0.0
+	for _, idx := range order {
+		v := byIndex[idx].sum / float64(byIndex[idx].n)
+		if low < 0 || v < lowV {
+			low, lowV = idx, v
+		}
+	}
+	for _, idx := range order {
+		if idx != low {
+			rest += byIndex[idx].sum / float64(byIndex[idx].n)
+		}
+	}
+	rest /= float64(len(order) - 1)
+	if lowV >= th.GPULowPct || rest-lowV < 30 {
+		return Evidence{}, false
+	}
+	return evidence("gpu.lagging_util_pct", lowV, "<", th.GPULowPct, "%",
+		fmt.Sprintf("GPU %d is %.0f %% busy while the job's other %d GPUs average %.0f %%: it lags (its rank waits for input, or it waits for the others)",
+			low, lowV, len(order)-1, rest)), true
+}

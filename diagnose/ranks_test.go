@@ -79,3 +79,36 @@ func TestRankList(t *testing.T) {
 		}
 	}
 }
+
+// TestLaggingGPUIsNamed: of the job's four GPUs one is 12 % busy while the
+// others are 88 %: the evidence names it. The idle GPUs outside the job
+// (not judged) are left out.
+func TestLaggingGPUIsNamed(t *testing.T) {
+	frames := rankFrames(10, []float64{0.01, 0.02}, []float64{0.02, 0.02}, 2)
+	for i := range frames {
+		f := &frames[i]
+		f.JobGPUs = "--gpus 0-3"
+		f.GPUs = nil
+		for g := range 6 {
+			u := 88.0
+			switch {
+			case g == 2:
+				u = 12
+			case g >= 4:
+				u = 0 // another job's, or idle: not judged
+			}
+			f.GPUs = append(f.GPUs, sample.GPU{Index: g, UtilPct: ptr(u), Job: g < 4})
+		}
+	}
+	e, ok := laggingGPU(frames, DefaultThresholds())
+	if !ok || e.Text != "GPU 2 is 12 % busy while the job's other 3 GPUs average 88 %: it lags (its rank waits for input, or it waits for the others)" {
+		t.Fatalf("%v %q", ok, e.Text)
+	}
+	// All alike: nothing lags.
+	for i := range frames {
+		*frames[i].GPUs[2].UtilPct = 85
+	}
+	if _, ok := laggingGPU(frames, DefaultThresholds()); ok {
+		t.Error("a lagging GPU among alike ones")
+	}
+}

@@ -40,6 +40,7 @@ type window struct {
 
 	gpuUtil, gpuP5, gpuP95 level // mean over the GPUs of each frame
 	gpus, gpusLost         int
+	noUtilWhy              string // a live GPU's reason for no utilization (MIG)
 	gpuMemUsed, gpuMemTot  float64
 	virtualBusy            level
 
@@ -350,6 +351,9 @@ func (w *window) readGPUs(f *sample.Frame) {
 			continue
 		}
 		live++
+		if r := g.Unavailable["util_pct"]; r != "" && g.UtilPct == nil {
+			w.noUtilWhy = r
+		}
 		if g.MemUsedBytes != nil && g.MemTotalBytes != nil {
 			w.gpuMemUsed += float64(*g.MemUsedBytes)
 			w.gpuMemTot += float64(*g.MemTotalBytes)
@@ -375,6 +379,8 @@ func (w *window) missing() []string {
 			out = append(out, "gpu: "+r)
 		} else if w.gpusLost > 0 {
 			out = append(out, "gpu: lost")
+		} else if w.noUtilWhy != "" {
+			out = append(out, "gpu: utilization "+w.noUtilWhy)
 		} else {
 			out = append(out, "gpu: no utilization reported")
 		}

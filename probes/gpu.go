@@ -24,6 +24,9 @@ type GPUSource interface {
 // says why for each ("nvidia: libnvidia-ml.so.1 not found; amd: no AMD GPU").
 type GPU struct {
 	sources []GPUSource
+	// Select names the job's GPUs (nil: every GPU counts).
+	Select *GPUSelect
+	r      fileReader
 }
 
 // NewGPU returns the GPU probe over the given sources.
@@ -60,6 +63,7 @@ func (p *GPU) Collect(ctx context.Context, f *sample.Frame) error {
 	if all == nil {
 		all = []sample.GPU{}
 	}
+	f.JobGPUs = p.Select.mark(all, &p.r)
 	f.GPUs = all
 	return failure
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -225,8 +226,16 @@ func (p *NVML) read(d *nvmlDevice) sample.GPU {
 		fail("device", nvml.ERROR_GPU_IS_LOST)
 		return g
 	}
+	g.MIG = p.readMIG(d)
 	if u, ret := d.h.GetUtilizationRates(); ret == nvml.SUCCESS {
 		g.UtilPct, g.MemUtilPct = ptr(float64(u.Gpu)), ptr(float64(u.Memory))
+	} else if ret == nvml.ERROR_NOT_SUPPORTED && g.MIG != nil {
+		// The driver does not say how busy a partitioned GPU is, nor each
+		// MIG instance: that takes GPM (Hopper and later) or DCGM.
+		if g.Unavailable == nil {
+			g.Unavailable = make(map[string]string)
+		}
+		g.Unavailable["util_pct"] = MIGNoUtil
 	} else {
 		fail("util_pct", ret)
 	}
@@ -299,6 +308,62 @@ func (p *NVML) read(d *nvmlDevice) sample.GPU {
 		g.Lost = true
 	}
 	return g
+}
+
+// MIGNoUtil is why a MIG-partitioned GPU has no utilization.
+const MIGNoUtil = "not available on MIG: NVML reports no utilization for a partitioned GPU or its instances (GPM on Hopper and later, or DCGM's profiling fields, give it)"
+
+// maxMIG bounds the MIG devices read per GPU (7 on an A100 or H100).
+const maxMIG = 16
+
+// readMIG lists the MIG devices of a GPU in MIG mode; nil when it is not
+// partitioned (or cannot say).
+func (p *NVML) readMIG(d *nvmlDevice) []sample.MIGDevice {
+	if cur, _, ret := d.h.GetMigMode(); ret != nvml.SUCCESS || cur != nvml.DEVICE_MIG_ENABLE {
+		return nil
+	}
+	n, ret := d.h.GetMaxMigDeviceCount()
+	if ret != nvml.SUCCESS {
+		return []sample.MIGDevice{}
+	}
+	out := []sample.MIGDevice{}
+	for i := 0; i < min(n, maxMIG); i++ {
+		h, ret := d.h.GetMigDeviceHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			continue // NOT_FOUND: no instance in this slot
+		}
+		m := sample.MIGDevice{Processes: []sample.GPUProcess{}}
+		m.UUID, _ = h.GetUUID()
+		if name, ret := h.GetName(); ret == nvml.SUCCESS {
+			m.Profile = migProfile(name)
+		}
+		if id, ret := h.GetGpuInstanceId(); ret == nvml.SUCCESS {
+			m.GPUInstanceID = ptr(id)
+		}
+		if mem, ret := h.GetMemoryInfo(); ret == nvml.SUCCESS {
+			m.MemUsedBytes, m.MemTotalBytes = ptr(mem.Used), ptr(mem.Total)
+		}
+		if procs, ret := h.GetComputeRunningProcesses(); ret == nvml.SUCCESS {
+			for _, pr := range procs {
+				gp := sample.GPUProcess{PID: int(pr.Pid)}
+				if pr.UsedGpuMemory != math.MaxUint64 {
+					gp.UsedMemBytes = ptr(pr.UsedGpuMemory)
+				}
+				m.Processes = append(m.Processes, gp)
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// migProfile is the profile in a MIG device's name ("NVIDIA A100-SXM4-40GB
+// MIG 1g.5gb" → "1g.5gb"); the name itself when it has none.
+func migProfile(name string) string {
+	if i := strings.LastIndex(name, "MIG "); i >= 0 {
+		return name[i+4:]
+	}
+	return name
 }
 
 func (p *NVML) readProcesses(d *nvmlDevice, g *sample.GPU, fail func(string, nvml.Return)) {

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -57,6 +59,7 @@ var (
 	dGPUMem     = desc("gpu_memory_used_bytes", "GPU memory used.", "gpu", "name")
 	dGPUPower   = desc("gpu_power_watts", "GPU power draw.", "gpu", "name")
 	dGPUTemp    = desc("gpu_temperature_celsius", "GPU temperature.", "gpu", "name")
+	dGPUProcMem = desc("gpu_process_memory_used_bytes", "GPU memory a process holds (the largest 64 processes).", "gpu", "pid")
 	dAccel      = desc("virtual_accelerator_busy_ratio", "The watched loader's step time / wall time, 0–1 (no GPU signal).")
 	dWaitShare  = desc("loader_wait_ratio", "Share of the training loop's time waiting for the next batch, 0–1.")
 	dSamples    = desc("loader_samples_per_second", "Samples the loader handed out per second.")
@@ -71,7 +74,7 @@ var (
 
 var allDescs = []*prometheus.Desc{dVerdict, dConfidence, dChange, dPredSample, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
-	dGPUMem, dGPUPower, dGPUTemp, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler}
+	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler}
 
 // collectGPUs emits each GPU's series (g as in Collect).
 func collectGPUs(gpus []sample.GPU, g func(d *prometheus.Desc, val float64, labels ...string)) {
@@ -93,6 +96,33 @@ func collectGPUs(gpus []sample.GPU, g func(d *prometheus.Desc, val float64, labe
 		if gp.TempC != nil {
 			g(dGPUTemp, *gp.TempC, id, gp.Name)
 		}
+	}
+	collectGPUProcesses(gpus, g)
+}
+
+// MaxGPUProcessSeries bounds the per-process GPU memory series: the
+// processes holding the most memory, so a box of short-lived processes
+// cannot grow Prometheus's series without end.
+const MaxGPUProcessSeries = 64
+
+// collectGPUProcesses emits each GPU process's memory (pid, gpu), the
+// largest MaxGPUProcessSeries.
+func collectGPUProcesses(gpus []sample.GPU, g func(d *prometheus.Desc, val float64, labels ...string)) {
+	type proc struct {
+		gpu, pid string
+		mem      float64
+	}
+	var ps []proc
+	for _, gp := range gpus {
+		for _, p := range gp.Processes {
+			if p.UsedMemBytes != nil {
+				ps = append(ps, proc{strconv.Itoa(gp.Index), strconv.Itoa(p.PID), float64(*p.UsedMemBytes)})
+			}
+		}
+	}
+	slices.SortStableFunc(ps, func(a, b proc) int { return cmp.Compare(b.mem, a.mem) })
+	for _, p := range ps[:min(len(ps), MaxGPUProcessSeries)] {
+		g(dGPUProcMem, p.mem, p.gpu, p.pid)
 	}
 }
 

@@ -96,3 +96,44 @@ gpuwatch_rank_step_seconds{rank="1"} 0.02
 		t.Fatalf("pedantic registry: %v", err)
 	}
 }
+
+// TestExporterGPUProcessMemoryIsBounded: per-process GPU memory with pid
+// and gpu labels, the largest MaxGPUProcessSeries only.
+func TestExporterGPUProcessMemoryIsBounded(t *testing.T) {
+	e := &Exporter{}
+	f := testFrame()
+	for g := range 2 {
+		gpu := sample.GPU{Index: g, Name: "A100"}
+		for p := range 50 {
+			mem := uint64((g*50 + p + 1) << 20)
+			gpu.Processes = append(gpu.Processes, sample.GPUProcess{PID: 1000 + g*50 + p, UsedMemBytes: &mem})
+		}
+		f.GPUs = append(f.GPUs, gpu)
+	}
+	e.Set(f, diagnose.Verdict{Kind: diagnose.Healthy})
+	if n := testutil.CollectAndCount(e, "gpuwatch_gpu_process_memory_used_bytes"); n != MaxGPUProcessSeries {
+		t.Fatalf("%d series, want %d", n, MaxGPUProcessSeries)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(e); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "gpuwatch_gpu_process_memory_used_bytes" {
+			continue
+		}
+		for _, m := range mf.Metric {
+			// 100 processes of 1…100 MiB: the largest 64 are 37 MiB and up.
+			if m.GetGauge().GetValue() < float64(100-MaxGPUProcessSeries+1)*(1<<20) {
+				t.Errorf("a small process kept: %v", m)
+			}
+			if len(m.Label) != 2 || m.Label[0].GetName() != "gpu" || m.Label[1].GetName() != "pid" {
+				t.Errorf("labels %v", m.Label)
+			}
+		}
+	}
+}

@@ -9,13 +9,21 @@ import (
 // the levels that diagnosis, reports, the exporter and headless lines
 // show: a chart and the verdict it explains read the same number.
 
-// GPUUtil is the mean utilization (0–100) over the frame's GPUs that are
-// not lost and report one; ok is false when none does.
+// JudgedGPU says whether GPU i counts for the verdict: the job's GPUs
+// where the frame names them, else every GPU that is not lost.
+func (f *Frame) JudgedGPU(i int) bool {
+	g := &f.GPUs[i]
+	return !g.Lost && (f.JobGPUs == "" || g.Job)
+}
+
+// GPUUtil is the mean utilization (0–100) over the frame's judged GPUs
+// (JudgedGPU: the job's where known) that report one; ok is false when
+// none does.
 func (f *Frame) GPUUtil() (pct float64, ok bool) {
 	var sum float64
 	n := 0
 	for i := range f.GPUs {
-		if g := &f.GPUs[i]; !g.Lost && g.UtilPct != nil {
+		if g := &f.GPUs[i]; f.JudgedGPU(i) && g.UtilPct != nil {
 			sum += *g.UtilPct
 			n++
 		}
@@ -32,7 +40,7 @@ func (f *Frame) GPUUtil() (pct float64, ok bool) {
 func (f *Frame) GPUBand() (p5, p95 float64, ok bool) {
 	n := 0
 	for i := range f.GPUs {
-		if g := &f.GPUs[i]; !g.Lost && g.UtilSamples != nil {
+		if g := &f.GPUs[i]; f.JudgedGPU(i) && g.UtilSamples != nil {
 			p5 += g.UtilSamples.P5
 			p95 += g.UtilSamples.P95
 			n++

@@ -15,19 +15,23 @@ import (
 // Frame is one snapshot of the machine. Parts a probe could not fill are nil;
 // Unavailable says why, keyed by source name ("cpu", "gpu", …).
 type Frame struct {
-	Time        time.Time     `json:"time"`
-	IntervalSec float64       `json:"interval_sec,omitempty"`
-	CPU         *CPU          `json:"cpu,omitempty"`
-	Mem         *Mem          `json:"mem,omitempty"`
-	Disks       []Disk        `json:"disks"`
-	Net         []NetIf       `json:"net"`
-	PSI         *PSI          `json:"psi,omitempty"`
-	Procs       *Procs        `json:"procs,omitempty"`
-	GPUs        []GPU         `json:"gpus"`
-	Loader      *Loader       `json:"loader,omitempty"`
-	Accel       *VirtualAccel `json:"virtual_accel,omitempty"`
-	Profile     *Profile      `json:"profile,omitempty"`
-	Job         *Job          `json:"job,omitempty"`
+	Time        time.Time `json:"time"`
+	IntervalSec float64   `json:"interval_sec,omitempty"`
+	CPU         *CPU      `json:"cpu,omitempty"`
+	Mem         *Mem      `json:"mem,omitempty"`
+	Disks       []Disk    `json:"disks"`
+	Net         []NetIf   `json:"net"`
+	PSI         *PSI      `json:"psi,omitempty"`
+	Procs       *Procs    `json:"procs,omitempty"`
+	GPUs        []GPU     `json:"gpus"`
+	// JobGPUs says how the job's GPUs (GPUs[i].Job) were found ("--gpus
+	// 0,1", "CUDA_VISIBLE_DEVICES of pid 4100", "NVML lists pid 4100's
+	// processes there"); empty when every GPU counts.
+	JobGPUs string        `json:"job_gpus,omitempty"`
+	Loader  *Loader       `json:"loader,omitempty"`
+	Accel   *VirtualAccel `json:"virtual_accel,omitempty"`
+	Profile *Profile      `json:"profile,omitempty"`
+	Job     *Job          `json:"job,omitempty"`
 	// Ranks are the loaders of a distributed job, one per rank (several
 	// attach URLs, or discovery), in rank order; nil with one loader.
 	// Loader then summarizes the job by the rank that sets its pace: the
@@ -290,9 +294,26 @@ type GPU struct {
 	PCIeRxBytesPerSec *float64     `json:"pcie_rx_bytes_per_sec"`
 	PCIeTxBytesPerSec *float64     `json:"pcie_tx_bytes_per_sec"`
 	Processes         []GPUProcess `json:"processes"`
+	// MIG lists the GPU's MIG devices when it is partitioned (NVML then
+	// reports no utilization for the parent GPU: Unavailable says so).
+	MIG []MIGDevice `json:"mig,omitempty"`
+	// Job marks the job's GPUs (Frame.JobGPUs says how they were found):
+	// where any GPU is marked, only the marked ones are judged.
+	Job bool `json:"job,omitempty"`
 	// Lost is true when the driver reports the GPU fell off the bus.
 	Lost        bool              `json:"lost,omitempty"`
 	Unavailable map[string]string `json:"unavailable,omitempty"`
+}
+
+// MIGDevice is one MIG instance of a partitioned GPU: its profile (from
+// its name, "1g.10gb"), memory and processes.
+type MIGDevice struct {
+	UUID          string       `json:"uuid"`
+	Profile       string       `json:"profile"`
+	GPUInstanceID *int         `json:"gpu_instance_id,omitempty"`
+	MemUsedBytes  *uint64      `json:"mem_used_bytes"`
+	MemTotalBytes *uint64      `json:"mem_total_bytes"`
+	Processes     []GPUProcess `json:"processes"`
 }
 
 // UtilSamples reduces the driver's utilization samples taken since the
@@ -448,7 +469,7 @@ func (f *Frame) Merge(from *Frame) {
 		f.Procs = from.Procs
 	}
 	if from.GPUs != nil {
-		f.GPUs = from.GPUs
+		f.GPUs, f.JobGPUs = from.GPUs, from.JobGPUs
 	}
 	if from.Loader != nil {
 		f.Loader = from.Loader

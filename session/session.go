@@ -35,8 +35,11 @@ type Options struct {
 	PID, Focus int
 	// FocusOf, when set, moves the focus each tick (the pacing rank's
 	// process, 0: keep it).
-	FocusOf    func() int
-	Roots      probes.Roots
+	FocusOf func() int
+	Roots   probes.Roots
+	// GPUs are the job's GPUs (--gpus: indices or UUIDs); empty: its
+	// CUDA_VISIBLE_DEVICES, else where NVML lists its processes.
+	GPUs       []string
 	AllDisks   bool
 	AllNet     bool
 	Thresholds diagnose.Thresholds
@@ -103,7 +106,16 @@ func Run(ctx context.Context, o Options) error {
 		pid = o.Focus
 	}
 	ps := probes.SystemProbes(o.Roots, probes.ProcOptions{PID: pid, FocusOf: o.FocusOf}, probes.DiskOptions{All: o.AllDisks}, probes.NetOptions{All: o.AllNet})
-	ps = append(ps, probes.NewGPU(probes.DefaultGPUSources(o.Roots.Sys)...))
+	gpu := probes.NewGPU(probes.DefaultGPUSources(o.Roots.Sys)...)
+	gpu.Select = &probes.GPUSelect{List: o.GPUs, Proc: o.Roots.Proc, PIDOf: func() int {
+		if o.FocusOf != nil {
+			if p := o.FocusOf(); p != 0 {
+				return p
+			}
+		}
+		return pid
+	}}
+	ps = append(ps, gpu)
 	if pid != 0 || o.Cgroup != "" {
 		// The job, not the host: its cgroup's limits and use.
 		ps = append(ps, probes.NewCgroup(o.Roots, probes.JobOptions{PID: pid, Cgroup: o.Cgroup, Source: o.CgroupSource, PIDOf: o.FocusOf}))

@@ -16,6 +16,14 @@ type gpuPanel struct{}
 func (gpuPanel) want(pv *view, w int) (int, int) {
 	f := pv.frame
 	switch {
+	case len(f.GPUs) > 0 && f.JobGPUs != "":
+		n := 0
+		for i := range f.GPUs {
+			if f.GPUs[i].Job {
+				n++
+			}
+		}
+		return 2 + min(n, 4), 2 + n // the job's GPUs, then one line for the others
 	case len(f.GPUs) > 0:
 		return 2, 1 + len(f.GPUs)
 	case f.Accel != nil:
@@ -49,12 +57,45 @@ func (gpuPanel) draw(pv *view, w, h int) []string {
 		lines = append(lines, pv.st.Dim.Render("no loader watched either: `gpuwatch demo`, or attach to a loader, to see the accelerator from its step time"))
 		return block(lines, w, h)
 	}
+	if f.JobGPUs != "" {
+		return block(pv.jobGPULines(w, h), w, h)
+	}
 	rows := h
 	start := min(pv.scroll, max(0, len(f.GPUs)-rows))
 	for i := start; i < len(f.GPUs) && len(lines) < rows; i++ {
 		lines = append(lines, pv.gpuLine(&f.GPUs[i], hist, w))
 	}
 	return block(lines, w, h)
+}
+
+// jobGPULines are the job's GPUs, marked ▸, and the others folded into a
+// line: they are not judged.
+func (pv *view) jobGPULines(w, h int) []string {
+	f := pv.frame
+	var lines []string
+	others, sum, n := 0, 0.0, 0
+	for i := range f.GPUs {
+		g := &f.GPUs[i]
+		if g.Job {
+			if len(lines) < h-1 {
+				lines = append(lines, "▸"+pv.gpuLine(g, pv.hist, w-1))
+			}
+			continue
+		}
+		others++
+		if g.UtilPct != nil {
+			sum, n = sum+*g.UtilPct, n+1
+		}
+	}
+	fold := fmt.Sprintf("  the job's GPUs: %s", sample.Printable(f.JobGPUs))
+	if others > 0 {
+		fold = fmt.Sprintf("  %d other GPU(s) folded", others)
+		if n > 0 {
+			fold += fmt.Sprintf(", mean %.0f %%", sum/float64(n))
+		}
+		fold += " · the job's: " + sample.Printable(f.JobGPUs)
+	}
+	return append(lines, pv.st.Dim.Render(fit(fold, w)))
 }
 
 func (pv *view) gpuLine(g *sample.GPU, hist []*sample.Frame, w int) string {

@@ -4,7 +4,7 @@ import "charm.land/bubbles/v2/key"
 
 // KeyMap is every key the dashboard answers, with its help text.
 type KeyMap struct {
-	Quit, Help, Pause, Faster, Slower, Next, Prev, Up, Down, Zoom, Back, Details, Export, Record key.Binding
+	Quit, Help, Pause, Faster, Slower, Next, Prev, Up, Down, Zoom, Back, Details, Export, Record, Sort key.Binding
 }
 
 // DefaultKeyMap returns the dashboard's keys.
@@ -24,6 +24,7 @@ func DefaultKeyMap() KeyMap {
 		Details: key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "diagnosis details: all evidence and advice")),
 		Export:  key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export a report")),
 		Record:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "start/stop recording")),
+		Sort:    key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort GPU processes by memory or SM %")),
 	}
 }
 
@@ -36,5 +37,5 @@ var replayHelp = [][2]string{
 
 // all lists the bindings in help order.
 func (k KeyMap) all() []key.Binding {
-	return []key.Binding{k.Quit, k.Help, k.Details, k.Pause, k.Faster, k.Slower, k.Next, k.Prev, k.Up, k.Down, k.Zoom, k.Back, k.Export, k.Record}
+	return []key.Binding{k.Quit, k.Help, k.Details, k.Pause, k.Faster, k.Slower, k.Next, k.Prev, k.Up, k.Down, k.Zoom, k.Back, k.Export, k.Record, k.Sort}
 }

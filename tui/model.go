@@ -87,6 +87,7 @@ type Model struct {
 	details  bool
 	focus    panelID
 	zoom     bool
+	sortBySM bool
 	scroll   [numPanels]int
 	status   string
 	statusAt time.Time // frame time the status was set
@@ -264,6 +265,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Zoom):
 		m.zoom = !m.zoom
 		m.focusRank()
+	case key.Matches(msg, k.Sort):
+		m.sortBySM = !m.sortBySM
 	case key.Matches(msg, k.Export):
 		m.runAction(m.opt.Export, "export: not available here")
 	case key.Matches(msg, k.Record):

@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -16,7 +18,72 @@ func (procPanel) want(pv *view, w int) (int, int) {
 	if p == nil {
 		return 2, 2
 	}
-	return 3, 3 + len(p.List) + len(p.Threads)
+	return 3, 3 + len(p.List) + len(p.Threads) + gpuProcRows(pv.frame)
+}
+
+// gpuProcRows is how many lines the GPU processes take: a header and one
+// per process (none without GPU processes).
+func gpuProcRows(f *sample.Frame) int {
+	n := 0
+	for i := range f.GPUs {
+		n += len(f.GPUs[i].Processes)
+	}
+	if n == 0 {
+		return 0
+	}
+	return 1 + n
+}
+
+// gpuProcLines lists every GPU process: PID, GPU, GPU memory, SM % and
+// the command where the process view knows it; by memory, or by SM %
+// (the s key).
+func (pv *view) gpuProcLines() []string {
+	f := pv.frame
+	type row struct {
+		pid, gpu int
+		mem, sm  float64
+		haveSM   bool
+	}
+	var rows []row
+	for i := range f.GPUs {
+		for _, p := range f.GPUs[i].Processes {
+			r := row{pid: p.PID, gpu: f.GPUs[i].Index, mem: -1}
+			if p.UsedMemBytes != nil {
+				r.mem = float64(*p.UsedMemBytes)
+			}
+			if p.SMUtilPct != nil {
+				r.sm, r.haveSM = *p.SMUtilPct, true
+			}
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	by := "GPU memory"
+	slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(b.mem, a.mem) })
+	if pv.sortBySM {
+		by = "SM %"
+		slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(b.sm, a.sm) })
+	}
+	names := map[int]string{}
+	if p := f.Procs; p != nil {
+		for _, pr := range p.List {
+			names[pr.PID] = pr.Name
+		}
+	}
+	out := []string{pv.st.Label.Render(fmt.Sprintf("%7s %5s %8s %4s  %s", "PID", "GPU", "GPU-MEM", "SM%", "GPU PROCESS")) + pv.st.Dim.Render("  by "+by+" (s: sort)")}
+	for _, r := range rows {
+		mem, sm := "-", "-"
+		if r.mem >= 0 {
+			mem = size(r.mem)
+		}
+		if r.haveSM {
+			sm = fmt.Sprintf("%.0f", r.sm)
+		}
+		out = append(out, fmt.Sprintf("%7d %5d %8s %4s  %s", r.pid, r.gpu, mem, sm, sample.Printable(names[r.pid])))
+	}
+	return out
 }
 
 func (procPanel) draw(pv *view, w, h int) []string {
@@ -42,6 +109,7 @@ func (procPanel) draw(pv *view, w, h int) []string {
 			rows = append(rows, line)
 		}
 	}
+	rows = append(rows, pv.gpuProcLines()...)
 	// The header stays; the rest scrolls.
 	off := min(pv.scroll, max(0, len(rows)-h))
 	out := append([]string{rows[0]}, rows[1+off:]...)

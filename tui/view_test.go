@@ -247,3 +247,33 @@ func TestNamesFromOutsideCarryNoTerminalEscapes(t *testing.T) {
 		}
 	}
 }
+
+// TestJobGPUsMarkedAndOthersFolded: a job on GPUs 2 and 5 of eight; the
+// panel marks those two and folds the six others into one line, and the
+// verdict judges the job's pair (busy), not the idle mean.
+func TestJobGPUsMarkedAndOthersFolded(t *testing.T) {
+	m := synthetic(12, func(i int, f *sample.Frame) {
+		hostParts(f, 8, func(int) float64 { return 20 }, 1)
+		gpuParts(f, 8, func(g int) (float64, float64, float64) {
+			if g == 2 || g == 5 {
+				return 95, 90, 100
+			}
+			return 0, 0, 0
+		})
+		f.JobGPUs = "CUDA_VISIBLE_DEVICES of pid 4100"
+		f.GPUs[2].Job, f.GPUs[5].Job = true, true
+	})
+	m.w, m.h = 120, 40
+	screen := ansi.Strip(m.Render())
+	for _, want := range []string{"▸2 H100", "▸5 H100", "6 other GPU(s) folded, mean 0 %"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("screen lacks %q:\n%s", want, screen)
+		}
+	}
+	if strings.Contains(screen, "▸0 H100") || strings.Contains(screen, "\n0 H100") {
+		t.Error("a GPU outside the job is shown unfolded")
+	}
+	if k := m.shown.Verdict.Kind; k == diagnose.Idle {
+		t.Errorf("verdict %s: the job's GPUs are busy", k)
+	}
+}
