@@ -92,6 +92,10 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice) []string {
 		}
 	case Idle:
 		a = append(a, "nothing runs on the accelerator or the loader")
+	case GPUUnderused:
+		a = append(a, "give each kernel more work: a larger batch (or gradient accumulation to keep the step's size)")
+		a = append(a, "launch fewer kernels: CUDA graphs or torch.compile (mode=\"reduce-overhead\") fuse them and drop the launch gaps")
+		a = append(a, "sync with the host less: every .item(), .cpu() or print of a tensor in the loop stalls the GPU until it drains")
 	}
 	if d.hostOnly {
 		a = append(a, "no accelerator signal: run where the GPU is, or attach to the loader (gpuwatch attach URL), to see whether the accelerator waits")

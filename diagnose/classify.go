@@ -139,6 +139,9 @@ func decide(w *window, th Thresholds) decision {
 	if d, ok := idleDecision(f); ok {
 		return d
 	}
+	if d, ok := underusedDecision(f); ok {
+		return d
+	}
 	return healthyDecision(f)
 }
 
@@ -418,6 +421,17 @@ func idleDecision(f *facts) (decision, bool) {
 		d.evidence = append(d.evidence, evidence("loader.batches_per_sec", 0, "<=", 0, "/s", "the loader hands out no batches"))
 	}
 	return d, true
+}
+
+// underusedDecision: no input wait, the GPU reads busy, but GPM says its
+// SMs mostly idle — utilization only says a kernel was running.
+func underusedDecision(f *facts) (decision, bool) {
+	w, th, accel := f.w, f.th, f.accel
+	if !f.real || !accel.ok || accel.v < th.AccelBusyPct || !w.smActivity.ok || w.smActivity.v >= th.SMActivityLowPct {
+		return decision{}, false
+	}
+	return decision{kind: GPUUnderused, evidence: []Evidence{evidence("gpu.sm_activity_pct", w.smActivity.v, "<", th.SMActivityLowPct, "%",
+		fmt.Sprintf("utilization %.0f %% but SM activity %.0f %% (GPM): a kernel is always running, yet the SMs are mostly idle — small or launch-bound kernels, or waits on host syncs", accel.v, w.smActivity.v))}}, true
 }
 
 func healthyDecision(f *facts) decision {

@@ -25,12 +25,13 @@ const (
 	IOBound                     // storage (local, remote or throttled) is the limit
 	MemoryPressure              // the host swaps or stalls on memory
 	Idle                        // nothing runs on the accelerator or the loader
+	GPUUnderused                // the GPU reads busy, but its SMs mostly idle (GPM)
 )
 
-var kindNames = [...]string{"warming_up", "healthy", "gpu_starved", "single_core_maxed", "cpu_saturated", "io_bound", "memory_pressure", "idle"}
+var kindNames = [...]string{"warming_up", "healthy", "gpu_starved", "single_core_maxed", "cpu_saturated", "io_bound", "memory_pressure", "idle", "gpu_underused"}
 
 // Kinds lists every kind, in declaration order.
-var Kinds = []Kind{WarmingUp, Healthy, GPUStarved, SingleCoreMaxed, CPUSaturated, IOBound, MemoryPressure, Idle}
+var Kinds = []Kind{WarmingUp, Healthy, GPUStarved, SingleCoreMaxed, CPUSaturated, IOBound, MemoryPressure, Idle, GPUUnderused}
 
 // String returns the stable identifier ("gpu_starved").
 func (k Kind) String() string {
@@ -59,6 +60,8 @@ func (k Kind) Title() string {
 		return "Memory pressure: the host is swapping or stalling"
 	case Idle:
 		return "Idle: nothing is running"
+	case GPUUnderused:
+		return "GPU underused: busy by utilization, its SMs mostly idle"
 	}
 	return k.String()
 }
@@ -66,7 +69,7 @@ func (k Kind) Title() string {
 // Problem says whether the kind is something to fix.
 func (k Kind) Problem() bool {
 	switch k {
-	case GPUStarved, SingleCoreMaxed, CPUSaturated, IOBound, MemoryPressure:
+	case GPUStarved, SingleCoreMaxed, CPUSaturated, IOBound, MemoryPressure, GPUUnderused:
 		return true
 	}
 	return false

@@ -112,3 +112,28 @@ func TestLaggingGPUIsNamed(t *testing.T) {
 		t.Error("a lagging GPU among alike ones")
 	}
 }
+
+// TestGPUUnderused: the GPU reads 100 % busy, nobody waits for input, but
+// GPM says its SMs are 12 % active: gpu_underused, with the advice for
+// small and launch-bound kernels. With SM activity 80 % it is healthy.
+func TestGPUUnderused(t *testing.T) {
+	frames := rankFrames(10, []float64{0.01, 0.02}, []float64{0.02, 0.02}, 2)
+	for i := range frames {
+		f := &frames[i]
+		f.Ranks, f.Accel = nil, nil
+		f.GPUs = []sample.GPU{{Index: 0, UtilPct: ptr(100.0), GPM: &sample.GPM{SMActivityPct: ptr(12.0)}}}
+	}
+	v := Classify(frames, DefaultThresholds())
+	if v.Kind != GPUUnderused || len(v.Evidence) == 0 || !strings.HasPrefix(v.Evidence[0].Text, "utilization 100 % but SM activity 12 %") {
+		t.Fatalf("%s %+v", v.Kind, v.Evidence)
+	}
+	if len(v.Advice) == 0 || !strings.Contains(strings.Join(v.Advice, " "), "CUDA graphs") {
+		t.Errorf("advice %q", v.Advice)
+	}
+	for i := range frames {
+		*frames[i].GPUs[0].GPM.SMActivityPct = 80
+	}
+	if v := Classify(frames, DefaultThresholds()); v.Kind != Healthy {
+		t.Errorf("SM activity 80 %%: %s", v.Kind)
+	}
+}

@@ -42,6 +42,12 @@ type Thresholds struct {
 	AccelBusyPct float64 `json:"accel_busy_pct"`
 	// GPULowPct: below this the PyTorch profiler suggests a larger batch.
 	GPULowPct float64 `json:"gpu_low_pct"`
+	// SMActivityLowPct: a GPU at or above AccelBusyPct utilization whose
+	// SM activity (GPM) is below this runs small or launch-bound kernels,
+	// or waits on host syncs: "a kernel ran" is not "the GPU was used".
+	// DCGM's guidance reads SM activity under 50 % as poor use; 30 % is
+	// far from doubt.
+	SMActivityLowPct float64 `json:"sm_activity_low_pct"`
 	// IdlePct: accelerator below this with no loader batches is idle.
 	IdlePct float64 `json:"idle_pct"`
 
@@ -129,7 +135,7 @@ func DefaultThresholds() Thresholds {
 	return Thresholds{
 		MinFrames: 3, WindowFrames: 3,
 		WaitShareStarved: 0.20, WaitShareModerate: 0.05,
-		BurstyP95: 70, BurstyP5: 10, AccelBusyPct: 90, GPULowPct: 50, IdlePct: 5,
+		BurstyP95: 70, BurstyP5: 10, AccelBusyPct: 90, GPULowPct: 50, SMActivityLowPct: 30, IdlePct: 5,
 		CPUSaturatedPct: 90, SingleThreadPct: 90, PSICPUSomePct: 50, ComputeCrowdShare: 0.5, SpinSystemShare: 0.5,
 		ThrottledShare: 0.2, JobMemFullShare: 0.9, RunDelayMsPerSec: 200, OthersCores: 0.5,
 		DiskBusyPct: 90, IowaitPct: 50, PSIIOSomePct: 30, ReadDominance: 4, WorkersPerCoreLow: 0.7,

@@ -295,7 +295,7 @@ func markFleetStraggler(rows []Row) {
 }
 
 // problem kinds are the verdicts that name a bottleneck.
-var problem = map[string]bool{"gpu_starved": true, "single_core_maxed": true, "cpu_saturated": true, "io_bound": true, "memory_pressure": true}
+var problem = map[string]bool{"gpu_starved": true, "single_core_maxed": true, "cpu_saturated": true, "io_bound": true, "memory_pressure": true, "gpu_underused": true}
 
 // Order sorts rows worst first: the fleet's straggler, then nodes and
 // ranks with a problem verdict, the most waiting first; then by node and

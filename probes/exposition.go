@@ -3,7 +3,6 @@ package probes
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -191,18 +190,11 @@ func quoted(s string) (string, string, error) {
 	return "", "", errors.New("a value without its closing quote")
 }
 
-// parseValue is a sample value: a float, NaN, +Inf or -Inf, as the format
-// writes them (no hex, no underscores).
+// parseValue is a sample value as the format (and expfmt) reads it: Go's
+// float syntax, NaN and Inf in any case, but no hex exponents or
+// underscores.
 func parseValue(s string) (float64, error) {
-	switch s {
-	case "NaN":
-		return math.NaN(), nil
-	case "+Inf":
-		return math.Inf(1), nil
-	case "-Inf":
-		return math.Inf(-1), nil
-	}
-	if strings.ContainsAny(s, "xXpP_nN") {
+	if strings.ContainsAny(s, "pP_") {
 		return 0, fmt.Errorf("%q is not a sample value", s)
 	}
 	v, err := strconv.ParseFloat(s, 64)

@@ -52,6 +52,17 @@ type nvmlDevice struct {
 
 	pcieRx, pcieTx *float64 // under NVML.mu
 	pcieReason     string   // under NVML.mu
+
+	// GPM (Hopper and later): two samples, the previous and the newest;
+	// the metrics are over the interval between them.
+	gpm           bool // the device supports GPM
+	gpmWhy        string
+	gpmPrev, gpm2 nvml.GpmSample
+	gpmHavePrev   bool
+	gpmSaid       bool // the missing GPM was said (once)
+	// gpmGet is the metrics request, reused: it holds room for 477
+	// metrics (~40 KiB), too much to allocate per GPU per tick.
+	gpmGet *nvml.GpmMetricsGetType
 }
 
 // NewNVML returns the NVIDIA source on lib; nil means the system's
@@ -119,6 +130,7 @@ func (p *NVML) init() error {
 		if c, ret := h.GetMaxClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
 			d.maxSM = ptr(float64(c))
 		}
+		p.initGPM(d)
 		p.devs = append(p.devs, d)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -304,10 +316,78 @@ func (p *NVML) read(d *nvmlDevice) sample.GPU {
 		g.Unavailable["pcie"] = pcieReason
 	}
 	p.readProcesses(d, &g, fail)
+	p.readGPM(d, &g)
 	if d.lost {
 		g.Lost = true
 	}
 	return g
+}
+
+// gpmMetrics are the GPM metrics read per interval, in GPMReading's order.
+var gpmMetrics = [...]nvml.GpmMetricId{nvml.GPM_METRIC_SM_UTIL, nvml.GPM_METRIC_SM_OCCUPANCY, nvml.GPM_METRIC_ANY_TENSOR_UTIL, nvml.GPM_METRIC_DRAM_BW_UTIL}
+
+// initGPM finds whether the device has GPM and allocates its two samples.
+func (p *NVML) initGPM(d *nvmlDevice) {
+	sup, ret := p.lib.GpmQueryDeviceSupport(d.h)
+	switch {
+	case ret != nvml.SUCCESS:
+		d.gpmWhy = "GPM: " + reason(ret)
+		return
+	case sup.IsSupportedDevice == 0:
+		d.gpmWhy = "GPM not supported by this GPU (Hopper and later have it)"
+		return
+	}
+	a, ret1 := p.lib.GpmSampleAlloc()
+	b, ret2 := p.lib.GpmSampleAlloc()
+	if ret1 != nvml.SUCCESS || ret2 != nvml.SUCCESS {
+		d.gpmWhy = "GPM: cannot allocate samples"
+		return
+	}
+	d.gpm, d.gpmPrev, d.gpm2 = true, a, b
+	d.gpmGet = &nvml.GpmMetricsGetType{}
+}
+
+// readGPM takes a GPM sample and, from the second on, the SM activity, SM
+// occupancy, tensor activity and DRAM bandwidth use over the interval.
+func (p *NVML) readGPM(d *nvmlDevice, g *sample.GPU) {
+	if !d.gpm {
+		// Said once, on the first reading: most GPUs have no GPM, and a
+		// reason in every frame would be noise.
+		if !d.gpmSaid {
+			d.gpmSaid = true
+			if g.Unavailable == nil {
+				g.Unavailable = make(map[string]string)
+			}
+			g.Unavailable["gpm"] = d.gpmWhy
+		}
+		return
+	}
+	if ret := p.lib.GpmSampleGet(d.h, d.gpm2); ret != nvml.SUCCESS {
+		d.gpmHavePrev = false
+		if g.Unavailable == nil {
+			g.Unavailable = make(map[string]string)
+		}
+		g.Unavailable["gpm"] = "GPM sample: " + reason(ret)
+		return
+	}
+	if d.gpmHavePrev {
+		m := d.gpmGet
+		m.Version, m.NumMetrics, m.Sample1, m.Sample2 = nvml.GPM_METRICS_GET_VERSION, uint32(len(gpmMetrics)), d.gpmPrev, d.gpm2
+		for i, id := range gpmMetrics {
+			m.Metrics[i] = nvml.GpmMetric{MetricId: uint32(id)}
+		}
+		if ret := p.lib.GpmMetricsGet(m); ret == nvml.SUCCESS {
+			v := func(i int) *float64 {
+				x := m.Metrics[i].Value
+				if m.Metrics[i].NvmlReturn != uint32(nvml.SUCCESS) || x != x || x < 0 || x > 100 {
+					return nil
+				}
+				return ptr(x)
+			}
+			g.GPM = &sample.GPM{SMActivityPct: v(0), SMOccupancyPct: v(1), TensorActivityPct: v(2), DRAMBWUtilPct: v(3)}
+		}
+	}
+	d.gpmPrev, d.gpm2, d.gpmHavePrev = d.gpm2, d.gpmPrev, true
 }
 
 // MIGNoUtil is why a MIG-partitioned GPU has no utilization.
@@ -423,6 +503,12 @@ func (p *NVML) Close() error {
 		if p.ready {
 			p.stopPCIe()
 			<-p.pcieDone
+			for _, d := range p.devs {
+				if d.gpm {
+					d.gpmPrev.Free()
+					d.gpm2.Free()
+				}
+			}
 			p.lib.Shutdown()
 			p.ready = false
 		}

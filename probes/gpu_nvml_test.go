@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 )
@@ -28,6 +29,10 @@ type gpuTrace struct {
 func mockServer(t *testing.T, traces []gpuTrace) *server.Server {
 	t.Helper()
 	s := dgxa100.New()
+	// An A100 has no GPM; withGPM gives the mock Hopper's.
+	s.GpmQueryDeviceSupportFunc = func(nvml.Device) (nvml.GpmSupport, nvml.Return) {
+		return nvml.GpmSupport{IsSupportedDevice: 0}, nvml.SUCCESS
+	}
 	for i, h := range s.Devices {
 		d := h.(*server.Device)
 		tr := traces[i%len(traces)]
@@ -113,8 +118,8 @@ func TestNVMLEightGPUsSawtoothAndSteady(t *testing.T) {
 		if g.Index != i || g.Vendor != "nvidia" || !strings.Contains(g.Name, "A100") || g.UUID == "" {
 			t.Fatalf("gpu %d identity = %+v", i, g)
 		}
-		if g.Unavailable != nil {
-			t.Fatalf("gpu %d: unexpected missing fields %v", i, g.Unavailable)
+		if len(g.Unavailable) != 1 || g.Unavailable["gpm"] == "" {
+			t.Fatalf("gpu %d: missing fields %v, want only GPM's (an A100 has none; said on the first reading)", i, g.Unavailable)
 		}
 		s := g.UtilSamples
 		if s == nil || s.N != 6 {
@@ -180,8 +185,12 @@ func TestNVMLNotSupportedFieldLeavesOthers(t *testing.T) {
 	if g.UtilPct == nil || g.TempC == nil || g.MemUsedBytes == nil || g.PowerLimitWatts == nil {
 		t.Fatalf("other fields lost: %+v", g)
 	}
-	if gs[1].Unavailable != nil {
-		t.Fatalf("another GPU affected: %v", gs[1].Unavailable)
+	if u := gs[1].Unavailable; len(u) != 1 || u["gpm"] == "" {
+		t.Fatalf("another GPU affected: %v (only the A100's missing GPM is said)", u)
+	}
+	// Said once: the second reading of a GPU without GPM is quiet.
+	if gs, _ = p.GPUs(context.Background()); gs[1].Unavailable != nil {
+		t.Fatalf("second reading: %v", gs[1].Unavailable)
 	}
 }
 
@@ -312,10 +321,80 @@ func TestGPUProbeCombinesVendors(t *testing.T) {
 	}
 }
 
+// withGPM gives the mock GPM, as a Hopper GPU has it: each device's SM
+// activity is sm(index), occupancy half of it, tensor activity and DRAM
+// bandwidth fixed.
+func withGPM(s *server.Server, sm func(gpu int) float64) {
+	s.GpmQueryDeviceSupportFunc = func(nvml.Device) (nvml.GpmSupport, nvml.Return) {
+		return nvml.GpmSupport{IsSupportedDevice: 1}, nvml.SUCCESS
+	}
+	type gpmSample struct {
+		*mock.GpmSample
+		dev nvml.Device
+	}
+	s.GpmSampleAllocFunc = func() (nvml.GpmSample, nvml.Return) {
+		g := &gpmSample{GpmSample: &mock.GpmSample{FreeFunc: func() nvml.Return { return nvml.SUCCESS }}}
+		return g, nvml.SUCCESS
+	}
+	s.GpmSampleGetFunc = func(d nvml.Device, gs nvml.GpmSample) nvml.Return {
+		gs.(*gpmSample).dev = d
+		return nvml.SUCCESS
+	}
+	s.GpmMetricsGetFunc = func(m *nvml.GpmMetricsGetType) nvml.Return {
+		d := m.Sample2.(*gpmSample).dev
+		idx := 0
+		for i, h := range s.Devices {
+			if h == d {
+				idx = i
+			}
+		}
+		for i := 0; i < int(m.NumMetrics); i++ {
+			switch nvml.GpmMetricId(m.Metrics[i].MetricId) {
+			case nvml.GPM_METRIC_SM_UTIL:
+				m.Metrics[i].Value = sm(idx)
+			case nvml.GPM_METRIC_SM_OCCUPANCY:
+				m.Metrics[i].Value = sm(idx) / 2
+			case nvml.GPM_METRIC_ANY_TENSOR_UTIL:
+				m.Metrics[i].Value = 3
+			case nvml.GPM_METRIC_DRAM_BW_UTIL:
+				m.Metrics[i].Value = 7
+			}
+		}
+		return nvml.SUCCESS
+	}
+}
+
+// TestNVMLGPM: with GPM, the second read has each GPU's SM activity,
+// occupancy, tensor activity and DRAM bandwidth over the interval; without
+// it (an A100), the GPU says why.
+func TestNVMLGPM(t *testing.T) {
+	srv := mockServer(t, []gpuTrace{{util: 100, samples: []uint32{100}}})
+	nv := NewNVML(srv)
+	gs, _ := nv.GPUs(context.Background())
+	if gs[0].GPM != nil || !strings.Contains(gs[0].Unavailable["gpm"], "GPM not supported by this GPU") {
+		t.Fatalf("A100: gpm %+v, why %q", gs[0].GPM, gs[0].Unavailable["gpm"])
+	}
+	nv.Close()
+
+	srv = mockServer(t, []gpuTrace{{util: 100, samples: []uint32{100}}})
+	withGPM(srv, func(g int) float64 { return float64(10 + g) })
+	nv = NewNVML(srv)
+	defer nv.Close()
+	if gs, _ = nv.GPUs(context.Background()); gs[3].GPM != nil {
+		t.Fatal("GPM metrics from a single sample")
+	}
+	gs, _ = nv.GPUs(context.Background())
+	m := gs[3].GPM
+	if m == nil || *m.SMActivityPct != 13 || *m.SMOccupancyPct != 6.5 || *m.TensorActivityPct != 3 || *m.DRAMBWUtilPct != 7 || gs[3].Unavailable["gpm"] != "" {
+		t.Fatalf("GPU 3 GPM %+v (%v)", m, gs[3].Unavailable)
+	}
+}
+
 // BenchmarkNVMLTick8GPUs is one read of 8 mock GPUs (the PCIe goroutine
-// excluded). Target: ≤ 200 µs.
+// excluded), with GPM as on Hopper. Target: ≤ 200 µs.
 func BenchmarkNVMLTick8GPUs(b *testing.B) {
 	srv := mockServer(&testing.T{}, []gpuTrace{{util: 50, samples: sawtooth(6)}})
+	withGPM(srv, func(int) float64 { return 40 })
 	p := NewNVML(srv)
 	p.PCIeEvery = time.Hour
 	defer p.Close()

@@ -23,6 +23,7 @@ func TestExporterExposesTheVerdictAndOnlyWhatWasRead(t *testing.T) {
 # TYPE gpuwatch_verdict gauge
 gpuwatch_verdict{kind="cpu_saturated",namespace="",pod="",rank="",slurm_job="",slurm_step=""} 0
 gpuwatch_verdict{kind="gpu_starved",namespace="",pod="",rank="",slurm_job="",slurm_step=""} 0
+gpuwatch_verdict{kind="gpu_underused",namespace="",pod="",rank="",slurm_job="",slurm_step=""} 0
 gpuwatch_verdict{kind="healthy",namespace="",pod="",rank="",slurm_job="",slurm_step=""} 0
 gpuwatch_verdict{kind="idle",namespace="",pod="",rank="",slurm_job="",slurm_step=""} 0
 gpuwatch_verdict{kind="io_bound",namespace="",pod="",rank="",slurm_job="",slurm_step=""} 1

@@ -186,7 +186,7 @@ func sortedKeys(m map[string]string) []string {
 // kindColour is each verdict's colour in the HTML report.
 var kindColour = map[string]string{
 	"healthy": "#2e9e44", "gpu_starved": "#e67e00", "single_core_maxed": "#9b4dca", "cpu_saturated": "#d62f2f",
-	"io_bound": "#2f7fd6", "memory_pressure": "#b0004c", "idle": "#888", "warming_up": "#bbb",
+	"io_bound": "#2f7fd6", "memory_pressure": "#b0004c", "gpu_underused": "#c98a00", "idle": "#888", "warming_up": "#bbb",
 }
 
 // WriteHTML writes the report as one self-contained HTML file: inline CSS

@@ -34,6 +34,23 @@ func (f *Frame) GPUUtil() (pct float64, ok bool) {
 	return sum / float64(n), true
 }
 
+// GPUSMActivity is the mean GPM SM activity (0–100) over the judged GPUs
+// that report it; ok is false when none does (no GPM: before Hopper).
+func (f *Frame) GPUSMActivity() (pct float64, ok bool) {
+	var sum float64
+	n := 0
+	for i := range f.GPUs {
+		if g := &f.GPUs[i]; f.JudgedGPU(i) && g.GPM != nil && g.GPM.SMActivityPct != nil {
+			sum += *g.GPM.SMActivityPct
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return sum / float64(n), true
+}
+
 // GPUBand is the mean, over the GPUs that are not lost and have driver
 // samples, of each one's p5 and p95 within the interval: a sawtooth shows
 // as a low p5 under a high p95. ok is false when no GPU has samples.

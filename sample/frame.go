@@ -294,6 +294,9 @@ type GPU struct {
 	PCIeRxBytesPerSec *float64     `json:"pcie_rx_bytes_per_sec"`
 	PCIeTxBytesPerSec *float64     `json:"pcie_tx_bytes_per_sec"`
 	Processes         []GPUProcess `json:"processes"`
+	// GPM is what the GPU's SMs did over the interval (Hopper and later):
+	// utilization says a kernel ran, GPM how much of the GPU it used.
+	GPM *GPM `json:"gpm,omitempty"`
 	// MIG lists the GPU's MIG devices when it is partitioned (NVML then
 	// reports no utilization for the parent GPU: Unavailable says so).
 	MIG []MIGDevice `json:"mig,omitempty"`
@@ -303,6 +306,17 @@ type GPU struct {
 	// Lost is true when the driver reports the GPU fell off the bus.
 	Lost        bool              `json:"lost,omitempty"`
 	Unavailable map[string]string `json:"unavailable,omitempty"`
+}
+
+// GPM is a GPU's performance-monitoring readings over the interval, in
+// percent: SM activity (the share of time SMs had a warp resident), SM
+// occupancy (warps resident of the maximum), tensor-core activity and DRAM
+// bandwidth use. Nil fields the GPU did not give.
+type GPM struct {
+	SMActivityPct     *float64 `json:"sm_activity_pct"`
+	SMOccupancyPct    *float64 `json:"sm_occupancy_pct"`
+	TensorActivityPct *float64 `json:"tensor_activity_pct"`
+	DRAMBWUtilPct     *float64 `json:"dram_bw_util_pct"`
 }
 
 // MIGDevice is one MIG instance of a partitioned GPU: its profile (from

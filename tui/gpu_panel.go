@@ -125,6 +125,13 @@ func (pv *view) gpuLine(g *sample.GPU, hist []*sample.Frame, w int) string {
 	if s := g.UtilSamples; s != nil {
 		fmt.Fprintf(&tail, " p5-95 %3.0f-%-3.0f", s.P5, s.P95)
 	}
+	if m := g.GPM; m != nil && m.SMActivityPct != nil {
+		// Utilization says a kernel ran; SM activity how much of the GPU.
+		fmt.Fprintf(&tail, " SM %.0f%%", *m.SMActivityPct)
+	}
+	if len(g.MIG) > 0 {
+		fmt.Fprintf(&tail, " MIG×%d", len(g.MIG))
+	}
 	if g.MemUsedBytes != nil && g.MemTotalBytes != nil {
 		fmt.Fprintf(&tail, " %s/%s", size(float64(*g.MemUsedBytes)), size(float64(*g.MemTotalBytes)))
 	}

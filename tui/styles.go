@@ -75,7 +75,7 @@ func DefaultStyles() Styles {
 	s.Kind = map[diagnose.Kind]paint{
 		diagnose.WarmingUp: kind(grey), diagnose.Idle: kind(grey), diagnose.Healthy: kind(green),
 		diagnose.GPUStarved: kind(orange), diagnose.SingleCoreMaxed: kind(purple), diagnose.CPUSaturated: kind(red),
-		diagnose.IOBound: kind(blue), diagnose.MemoryPressure: kind(red),
+		diagnose.IOBound: kind(blue), diagnose.MemoryPressure: kind(red), diagnose.GPUUnderused: kind(yellow),
 	}
 	// Shade characters carry the level without colour (NO_COLOR, ASCII).
 	shades := []rune(" ░░▒▒▓▓███")
