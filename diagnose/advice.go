@@ -97,6 +97,9 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice) []string {
 		a = append(a, "launch fewer kernels: CUDA graphs or torch.compile (mode=\"reduce-overhead\") fuse them and drop the launch gaps")
 		a = append(a, "sync with the host less: every .item(), .cpu() or print of a tensor in the loop stalls the GPU until it drains")
 	}
+	if d.transfer {
+		a = append(a, "the copies to the GPU fill its PCIe link: pin_memory=True with .to(device, non_blocking=True), send smaller dtypes (uint8 images, not float32), or decode on the GPU (NVIDIA DALI, torchvision.io.decode_jpeg on cuda)")
+	}
 	if d.hostOnly {
 		a = append(a, "no accelerator signal: run where the GPU is, or attach to the loader (gpuwatch attach URL), to see whether the accelerator waits")
 	}

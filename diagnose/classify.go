@@ -31,6 +31,12 @@ func Classify(frames []sample.Frame, th Thresholds) Verdict {
 	if f, ok := takenByOthers(&w, th); ok && d.kind != Healthy && d.kind != Idle {
 		d.secondary = append(d.secondary, f)
 	}
+	if w.pcieRx.ok && w.pcieRx.v >= th.PCIeLinkShare && d.kind.Problem() && d.kind != MemoryPressure && d.kind != GPUUnderused {
+		// Copies fill the link: the batches reach the GPU no faster.
+		d.transfer = true
+		d.evidence = append(d.evidence, evidence("gpu.pcie_rx_link_share", w.pcieRx.v, ">=", th.PCIeLinkShare, "ratio",
+			fmt.Sprintf("host-to-device copies run at %.0f %% of GPU %d's %s link: the input is transfer-bound", 100*w.pcieRx.v, w.pcieGPU, w.pcieLink)))
+	}
 	if e, ok := laggingGPU(frames, th); ok {
 		if d.kind.Problem() {
 			d.evidence = append(d.evidence, e)
@@ -71,6 +77,7 @@ type decision struct {
 	remote    bool // io_bound from the loader's reads, with no busy disk
 	moderate  bool // healthy, but the loop waits a little
 	busy      bool // healthy, and the accelerator at or above AccelBusyPct
+	transfer  bool // host-to-device copies fill the PCIe link
 }
 
 func evidence(metric string, value float64, op string, threshold float64, unit, text string) Evidence {

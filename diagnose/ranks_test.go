@@ -137,3 +137,32 @@ func TestGPUUnderused(t *testing.T) {
 		t.Errorf("SM activity 80 %%: %s", v.Kind)
 	}
 }
+
+// TestTransferBound: the loop waits half its time and the GPU receives
+// 27 GB/s on a 31.5 GB/s PCIe 4.0 x16 link: the evidence says the input is
+// transfer-bound and the advice names pinned memory and GPU-side decode.
+// At 3 GB/s it does not.
+func TestTransferBound(t *testing.T) {
+	frames := rankFrames(10, []float64{0.5}, []float64{0.02}, 4)
+	for i := range frames {
+		f := &frames[i]
+		f.Ranks, f.Accel = nil, nil
+		f.GPUs = []sample.GPU{{Index: 0, UtilPct: ptr(45.0), PCIeRxBytesPerSec: ptr(27e9), PCIeLink: "PCIe 4.0 x16", PCIeLinkBytesPerSec: ptr(16 * 1969e6)}}
+	}
+	v := Classify(frames, DefaultThresholds())
+	found := false
+	for _, e := range v.Evidence {
+		found = found || strings.HasPrefix(e.Text, "host-to-device copies run at 86 % of GPU 0's PCIe 4.0 x16 link")
+	}
+	if !v.Kind.Problem() || !found || !strings.Contains(strings.Join(v.Advice, " "), "pin_memory=True") {
+		t.Fatalf("%s %+v %q", v.Kind, v.Evidence, v.Advice)
+	}
+	for i := range frames {
+		*frames[i].GPUs[0].PCIeRxBytesPerSec = 3e9
+	}
+	for _, e := range Classify(frames, DefaultThresholds()).Evidence {
+		if strings.Contains(e.Text, "host-to-device") {
+			t.Errorf("3 GB/s of 31.5 called transfer-bound: %q", e.Text)
+		}
+	}
+}

@@ -48,6 +48,10 @@ type Thresholds struct {
 	// DCGM's guidance reads SM activity under 50 % as poor use; 30 % is
 	// far from doubt.
 	SMActivityLowPct float64 `json:"sm_activity_low_pct"`
+	// PCIeLinkShare: host-to-device copies at or above this share of the
+	// GPU's PCIe link make an input-bound job transfer-bound; past 80 %
+	// a link has no headroom left for bursts.
+	PCIeLinkShare float64 `json:"pcie_link_share"`
 	// IdlePct: accelerator below this with no loader batches is idle.
 	IdlePct float64 `json:"idle_pct"`
 
@@ -135,7 +139,7 @@ func DefaultThresholds() Thresholds {
 	return Thresholds{
 		MinFrames: 3, WindowFrames: 3,
 		WaitShareStarved: 0.20, WaitShareModerate: 0.05,
-		BurstyP95: 70, BurstyP5: 10, AccelBusyPct: 90, GPULowPct: 50, SMActivityLowPct: 30, IdlePct: 5,
+		BurstyP95: 70, BurstyP5: 10, AccelBusyPct: 90, GPULowPct: 50, SMActivityLowPct: 30, PCIeLinkShare: 0.8, IdlePct: 5,
 		CPUSaturatedPct: 90, SingleThreadPct: 90, PSICPUSomePct: 50, ComputeCrowdShare: 0.5, SpinSystemShare: 0.5,
 		ThrottledShare: 0.2, JobMemFullShare: 0.9, RunDelayMsPerSec: 200, OthersCores: 0.5,
 		DiskBusyPct: 90, IowaitPct: 50, PSIIOSomePct: 30, ReadDominance: 4, WorkersPerCoreLow: 0.7,

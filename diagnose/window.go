@@ -40,7 +40,10 @@ type window struct {
 
 	gpuUtil, gpuP5, gpuP95 level // mean over the GPUs of each frame
 	gpus, gpusLost         int
-	smActivity             level  // GPM SM activity of the judged GPUs, median
+	smActivity             level // GPM SM activity of the judged GPUs, median
+	pcieRx                 level // the busiest judged GPU's PCIe RX share of its link, median
+	pcieGPU                int
+	pcieLink               string
 	noUtilWhy              string // a live GPU's reason for no utilization (MIG)
 	gpuMemUsed, gpuMemTot  float64
 	virtualBusy            level
@@ -89,7 +92,7 @@ type window struct {
 // 60-frame window of a 256-core, 8-GPU machine takes well under 100 µs.
 func read(frames []sample.Frame) window {
 	w := window{frames: len(frames), workers: -1, prefetch: -1}
-	var sma levels
+	var sma, prx levels
 	var gu, g5, g95, vb, ws, bps, rs, ds, byps, cb, hc, ht, rq, iw, db, pc, pi, pm, sw, mf, rl, rh, rc, rw, sps, stp, lc, ju, jt, rd, oc levels
 	// One backing array for every metric's values: a window costs one
 	// allocation here, not one per metric per growth.
@@ -120,6 +123,10 @@ func read(frames []sample.Frame) window {
 		}
 		if a, ok := f.GPUSMActivity(); ok {
 			sma.add(a)
+		}
+		if s, g, link, ok := f.PCIeRxShare(); ok {
+			prx.add(s)
+			w.pcieGPU, w.pcieLink = g, link
 		}
 		if p5, p95, ok := f.GPUBand(); ok {
 			g5.add(p5)
@@ -160,7 +167,7 @@ func read(frames []sample.Frame) window {
 		}
 	}
 	w.gpuUtil, w.gpuP5, w.gpuP95, w.virtualBusy = gu.median(), g5.median(), g95.median(), vb.median()
-	w.smActivity = sma.median()
+	w.smActivity, w.pcieRx = sma.median(), prx.median()
 	w.waitShare, w.batchesPerSec, w.readSec, w.decodeSec, w.bytesPerSec = ws.median(), bps.median(), rs.median(), ds.median(), byps.median()
 	w.samplesPerSec, w.stepMs, w.loaderCPU = sps.median(), stp.median(), lc.median()
 	w.jobUsed, w.jobThrottle = ju.median(), jt.median()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os/user"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ type GPU struct {
 	// Select names the job's GPUs (nil: every GPU counts).
 	Select *GPUSelect
 	r      fileReader
+	users  map[string]string // UID → user name
 }
 
 // NewGPU returns the GPU probe over the given sources.
@@ -64,8 +66,57 @@ func (p *GPU) Collect(ctx context.Context, f *sample.Frame) error {
 		all = []sample.GPU{}
 	}
 	f.JobGPUs = p.Select.mark(all, &p.r)
+	p.describe(all)
 	f.GPUs = all
 	return failure
+}
+
+// describe fills each GPU process's user and command from procfs.
+func (p *GPU) describe(gpus []sample.GPU) {
+	proc := "/proc"
+	if p.Select != nil && p.Select.Proc != "" {
+		proc = p.Select.Proc
+	}
+	if p.users == nil || len(p.users) > 1024 {
+		p.users = map[string]string{}
+	}
+	for i := range gpus {
+		ps := gpus[i].Processes
+		for j := range ps {
+			dir := proc + "/" + strconv.Itoa(ps[j].PID)
+			if b, err := p.r.read(dir + "/comm"); err == nil {
+				ps[j].Command = sample.Printable(strings.TrimSpace(string(b)))
+			}
+			if b, err := p.r.read(dir + "/status"); err == nil {
+				ps[j].User = p.userOf(b)
+			}
+		}
+	}
+}
+
+// userOf is the user name of a /proc/PID/status's real UID (the number
+// where the name is unknown), cached.
+func (p *GPU) userOf(status []byte) string {
+	for len(status) > 0 {
+		var line []byte
+		line, status = nextLine(status)
+		if rest, ok := strings.CutPrefix(string(line), "Uid:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				return ""
+			}
+			if name, ok := p.users[f[0]]; ok {
+				return name
+			}
+			name := f[0]
+			if u, err := user.LookupId(f[0]); err == nil {
+				name = sample.Printable(u.Username)
+			}
+			p.users[f[0]] = name
+			return name
+		}
+	}
+	return ""
 }
 
 // Close closes the sources that hold resources (NVML's library handle and

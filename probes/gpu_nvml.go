@@ -5,6 +5,7 @@ package probes
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -60,6 +61,14 @@ type nvmlDevice struct {
 	gpmPrev, gpm2 nvml.GpmSample
 	gpmHavePrev   bool
 	gpmSaid       bool // the missing GPM was said (once)
+	pcieLink      string
+	pcieLinkBs    *float64
+	// NVLink data counters (KiB, cumulative) at the previous reading.
+	nvl       [2]nvml.FieldValue
+	nvlPrev   [2]uint64
+	nvlPrevTs int64
+	nvlHave   bool
+	noNVLink  bool
 	// gpmGet is the metrics request, reused: it holds room for 477
 	// metrics (~40 KiB), too much to allocate per GPU per tick.
 	gpmGet *nvml.GpmMetricsGetType
@@ -131,6 +140,7 @@ func (p *NVML) init() error {
 			d.maxSM = ptr(float64(c))
 		}
 		p.initGPM(d)
+		d.pcieLink, d.pcieLinkBs = pcieLink(h)
 		p.devs = append(p.devs, d)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -317,10 +327,55 @@ func (p *NVML) read(d *nvmlDevice) sample.GPU {
 	}
 	p.readProcesses(d, &g, fail)
 	p.readGPM(d, &g)
+	g.PCIeLink, g.PCIeLinkBytesPerSec = d.pcieLink, d.pcieLinkBs
+	readNVLink(d, &g)
 	if d.lost {
 		g.Lost = true
 	}
 	return g
+}
+
+// pcieLaneBytesPerSec is one lane's bandwidth each way by PCIe generation
+// (after encoding: 8b/10b to gen 2, 128b/130b from gen 3).
+var pcieLaneBytesPerSec = map[int]float64{1: 250e6, 2: 500e6, 3: 984.6e6, 4: 1969e6, 5: 3938e6, 6: 7877e6}
+
+// pcieLink is the GPU's link, as the board and slot allow it at most (the
+// current generation drops at idle to save power).
+func pcieLink(h nvml.Device) (string, *float64) {
+	gen, ret1 := h.GetMaxPcieLinkGeneration()
+	width, ret2 := h.GetMaxPcieLinkWidth()
+	lane, ok := pcieLaneBytesPerSec[gen]
+	if ret1 != nvml.SUCCESS || ret2 != nvml.SUCCESS || !ok || width <= 0 || width > 32 {
+		return "", nil
+	}
+	return fmt.Sprintf("PCIe %d.0 x%d", gen, width), ptr(lane * float64(width))
+}
+
+// readNVLink reads the NVLink data counters (summed over links, KiB) and
+// turns them into bytes per second since the previous reading. A GPU
+// without NVLink (NOT_SUPPORTED) is not asked again.
+func readNVLink(d *nvmlDevice, g *sample.GPU) {
+	if d.noNVLink {
+		return
+	}
+	d.nvl[0] = nvml.FieldValue{FieldId: nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ScopeId: math.MaxUint32}
+	d.nvl[1] = nvml.FieldValue{FieldId: nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ScopeId: math.MaxUint32}
+	if ret := d.h.GetFieldValues(d.nvl[:]); ret != nvml.SUCCESS || d.nvl[0].NvmlReturn != uint32(nvml.SUCCESS) || d.nvl[1].NvmlReturn != uint32(nvml.SUCCESS) {
+		if ret == nvml.ERROR_NOT_SUPPORTED || d.nvl[0].NvmlReturn == uint32(nvml.ERROR_NOT_SUPPORTED) {
+			d.noNVLink = true
+		}
+		d.nvlHave = false
+		return
+	}
+	rx := uint64(sampleValue(nvml.ValueType(d.nvl[0].ValueType), d.nvl[0].Value))
+	tx := uint64(sampleValue(nvml.ValueType(d.nvl[1].ValueType), d.nvl[1].Value))
+	ts := d.nvl[0].Timestamp // µs
+	if d.nvlHave && ts > d.nvlPrevTs && rx >= d.nvlPrev[0] && tx >= d.nvlPrev[1] {
+		sec := float64(ts-d.nvlPrevTs) / 1e6
+		g.NVLinkRxBytesPerSec = ptr(float64(rx-d.nvlPrev[0]) * 1024 / sec)
+		g.NVLinkTxBytesPerSec = ptr(float64(tx-d.nvlPrev[1]) * 1024 / sec)
+	}
+	d.nvlPrev, d.nvlPrevTs, d.nvlHave = [2]uint64{rx, tx}, ts, true
 }
 
 // gpmMetrics are the GPM metrics read per interval, in GPMReading's order.

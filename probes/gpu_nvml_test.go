@@ -71,6 +71,25 @@ func mockServer(t *testing.T, traces []gpuTrace) *server.Server {
 		d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
 			return []nvml.ProcessInfo{{Pid: uint32(4000 + i), UsedGpuMemory: 2 << 30}}, nvml.SUCCESS
 		}
+		d.GetMaxPcieLinkGenerationFunc = func() (int, nvml.Return) { return 4, nvml.SUCCESS }
+		d.GetMaxPcieLinkWidthFunc = func() (int, nvml.Return) { return 16, nvml.SUCCESS }
+		// NVLink data counters (KiB): 1 GiB received and 0.5 GiB sent per
+		// second of the counters' own clock.
+		var nvlTs int64 = 5_000_000
+		var nvlRx, nvlTx uint64
+		d.GetFieldValuesFunc = func(vs []nvml.FieldValue) nvml.Return {
+			nvlTs += 1_000_000
+			nvlRx, nvlTx = nvlRx+1<<20, nvlTx+1<<19
+			for k := range vs {
+				v := nvlRx
+				if vs[k].FieldId == nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX {
+					v = nvlTx
+				}
+				vs[k].Timestamp, vs[k].ValueType, vs[k].NvmlReturn = nvlTs, uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG), uint32(nvml.SUCCESS)
+				binary.NativeEndian.PutUint64(vs[k].Value[:], v)
+			}
+			return nvml.SUCCESS
+		}
 		d.GetProcessUtilizationFunc = func(last uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
 			return []nvml.ProcessUtilizationSample{
 				{Pid: uint32(4000 + i), TimeStamp: last + 1, SmUtil: 60},
@@ -387,6 +406,30 @@ func TestNVMLGPM(t *testing.T) {
 	m := gs[3].GPM
 	if m == nil || *m.SMActivityPct != 13 || *m.SMOccupancyPct != 6.5 || *m.TensorActivityPct != 3 || *m.DRAMBWUtilPct != 7 || gs[3].Unavailable["gpm"] != "" {
 		t.Fatalf("GPU 3 GPM %+v (%v)", m, gs[3].Unavailable)
+	}
+}
+
+// TestNVMLTransfers: each GPU's PCIe link and its bandwidth, and NVLink's
+// data throughput from the driver's cumulative counters (from the second
+// reading on).
+func TestNVMLTransfers(t *testing.T) {
+	srv := mockServer(t, []gpuTrace{{util: 50, samples: []uint32{50}}})
+	nv := NewNVML(srv)
+	defer nv.Close()
+	gs, _ := nv.GPUs(context.Background())
+	if g := gs[0]; g.PCIeLink != "PCIe 4.0 x16" || g.PCIeLinkBytesPerSec == nil || *g.PCIeLinkBytesPerSec != 16*1969e6 || g.NVLinkRxBytesPerSec != nil {
+		t.Fatalf("first reading: link %q %v, nvlink %v", g.PCIeLink, g.PCIeLinkBytesPerSec, g.NVLinkRxBytesPerSec)
+	}
+	gs, _ = nv.GPUs(context.Background())
+	nearPtr(t, "NVLink rx", gs[0].NVLinkRxBytesPerSec, 1<<30)
+	nearPtr(t, "NVLink tx", gs[0].NVLinkTxBytesPerSec, 1<<29)
+	// A GPU without NVLink is not asked again.
+	calls := 0
+	device(srv, 1).GetFieldValuesFunc = func([]nvml.FieldValue) nvml.Return { calls++; return nvml.ERROR_NOT_SUPPORTED }
+	nv.GPUs(context.Background())
+	nv.GPUs(context.Background())
+	if calls != 1 {
+		t.Errorf("NVLink asked %d times of a GPU without it", calls)
 	}
 }
 

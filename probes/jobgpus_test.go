@@ -44,6 +44,8 @@ func TestJobGPUsOnEightMockGPUs(t *testing.T) {
 	}
 	stat(4002, 77)
 	stat(4005, 4002)
+	os.WriteFile(filepath.Join(proc, "4002", "comm"), []byte("python3\n"), 0o644)
+	os.WriteFile(filepath.Join(proc, "4002", "status"), []byte("Name:\tpython3\nUid:\t0\t0\t0\t0\n"), 0o644)
 	env := func(v string) {
 		body := "HOME=/root\x00"
 		if v != "" {
@@ -86,6 +88,9 @@ func TestJobGPUsOnEightMockGPUs(t *testing.T) {
 			}
 			if u, ok := f.GPUUtil(); !ok || u != 90 {
 				t.Errorf("judged utilization %v, want the job's 90 (not the 8-GPU mean)", u)
+			}
+			if p := f.GPUs[2].Processes[0]; p.Command != "python3" || p.User != "root" {
+				t.Errorf("GPU 2's process %+v: want python3, root (from /proc)", p)
 			}
 		})
 	}

@@ -34,6 +34,22 @@ func (f *Frame) GPUUtil() (pct float64, ok bool) {
 	return sum / float64(n), true
 }
 
+// PCIeRxShare is the largest share of its PCIe link's bandwidth that a
+// judged GPU received (host-to-device) in the interval, and that GPU's
+// index and link; ok is false when no GPU reports both.
+func (f *Frame) PCIeRxShare() (share float64, gpu int, link string, ok bool) {
+	for i := range f.GPUs {
+		g := &f.GPUs[i]
+		if !f.JudgedGPU(i) || g.PCIeRxBytesPerSec == nil || g.PCIeLinkBytesPerSec == nil || *g.PCIeLinkBytesPerSec <= 0 {
+			continue
+		}
+		if s := *g.PCIeRxBytesPerSec / *g.PCIeLinkBytesPerSec; !ok || s > share {
+			share, gpu, link, ok = s, g.Index, g.PCIeLink, true
+		}
+	}
+	return share, gpu, link, ok
+}
+
 // GPUSMActivity is the mean GPM SM activity (0–100) over the judged GPUs
 // that report it; ok is false when none does (no GPM: before Hopper).
 func (f *Frame) GPUSMActivity() (pct float64, ok bool) {

@@ -291,9 +291,17 @@ type GPU struct {
 	ClockEvents []string `json:"clock_events"`
 	// PCIe throughput, bytes per second, from a 20 ms window read at most
 	// once a second.
-	PCIeRxBytesPerSec *float64     `json:"pcie_rx_bytes_per_sec"`
-	PCIeTxBytesPerSec *float64     `json:"pcie_tx_bytes_per_sec"`
-	Processes         []GPUProcess `json:"processes"`
+	PCIeRxBytesPerSec *float64 `json:"pcie_rx_bytes_per_sec"`
+	PCIeTxBytesPerSec *float64 `json:"pcie_tx_bytes_per_sec"`
+	// PCIeLink is the GPU's link ("PCIe 4.0 x16") and PCIeLinkBytesPerSec
+	// its bandwidth each way: RX near it is a transfer-bound input.
+	PCIeLink            string   `json:"pcie_link,omitempty"`
+	PCIeLinkBytesPerSec *float64 `json:"pcie_link_bytes_per_sec,omitempty"`
+	// NVLink data throughput over the interval, summed over links, bytes
+	// per second; nil without NVLink.
+	NVLinkRxBytesPerSec *float64     `json:"nvlink_rx_bytes_per_sec,omitempty"`
+	NVLinkTxBytesPerSec *float64     `json:"nvlink_tx_bytes_per_sec,omitempty"`
+	Processes           []GPUProcess `json:"processes"`
 	// GPM is what the GPU's SMs did over the interval (Hopper and later):
 	// utilization says a kernel ran, GPM how much of the GPU it used.
 	GPM *GPM `json:"gpm,omitempty"`
@@ -346,7 +354,11 @@ type UtilSamples struct {
 // GPUProcess is one compute process on a GPU. SMUtilPct is nil where the
 // driver does not report per-process utilization.
 type GPUProcess struct {
-	PID          int      `json:"pid"`
+	PID int `json:"pid"`
+	// User and Command are the process's owner and command name, from
+	// /proc (empty where it cannot be read: another PID namespace).
+	User         string   `json:"user,omitempty"`
+	Command      string   `json:"command,omitempty"`
 	UsedMemBytes *uint64  `json:"used_mem_bytes"`
 	SMUtilPct    *float64 `json:"sm_util_pct,omitempty"`
 }

@@ -345,7 +345,8 @@ func TestFlowRanksPanelFocusesARank(t *testing.T) {
 	f.ch <- Feed{Frame: fr, Verdict: diagnose.Verdict{Kind: diagnose.SingleCoreMaxed, Since: t0, Straggler: &one,
 		Evidence: []diagnose.Evidence{{Text: "rank 1 waits 55 % of its time for its next batch"}}}}
 	f.sees("rank 1   ")
-	f.sees("◀ straggler")
+	f.sees("straggler: single_core_maxed ◀")
+	f.sees("waits in all-reduce") // rank 0: its step is 2.2× rank 1's
 	f.sees("pacing: http://127.0.0.1:6062")
 	f.press("tab")
 	f.press("tab") // the loader panel

@@ -43,13 +43,14 @@ type view struct {
 	// the screen (the loader panel then details the selected rank).
 	straggler *int
 	zoomed    bool
-	sortBySM  bool // GPU processes by SM % instead of memory (the s key)
+	sortBySM  bool   // GPU processes by SM % instead of memory (the s key)
+	kind      string // the verdict's kind, for the straggler's row
 }
 
 // view is panel id's narrow view of the model.
 func (m *Model) view(id panelID) *view {
 	return &view{frame: m.shown.Frame, hist: m.hframes, batches: m.batches, st: &m.styles, scroll: m.scroll[id],
-		straggler: m.shown.Verdict.Straggler, zoomed: m.zoom && m.focus == id, sortBySM: m.sortBySM}
+		straggler: m.shown.Verdict.Straggler, zoomed: m.zoom && m.focus == id, sortBySM: m.sortBySM, kind: m.shown.Verdict.Kind.String()}
 }
 
 var panels = [numPanels]panel{gpuPanel{}, cpuPanel{}, loaderPanel{}, procPanel{}, memPanel{}, diskPanel{}, netPanel{}, profilePanel{}}

@@ -40,14 +40,15 @@ func gpuProcRows(f *sample.Frame) int {
 func (pv *view) gpuProcLines() []string {
 	f := pv.frame
 	type row struct {
-		pid, gpu int
-		mem, sm  float64
-		haveSM   bool
+		pid, gpu      int
+		mem, sm       float64
+		haveSM        bool
+		user, command string
 	}
 	var rows []row
 	for i := range f.GPUs {
 		for _, p := range f.GPUs[i].Processes {
-			r := row{pid: p.PID, gpu: f.GPUs[i].Index, mem: -1}
+			r := row{pid: p.PID, gpu: f.GPUs[i].Index, mem: -1, user: p.User, command: p.Command}
 			if p.UsedMemBytes != nil {
 				r.mem = float64(*p.UsedMemBytes)
 			}
@@ -72,7 +73,7 @@ func (pv *view) gpuProcLines() []string {
 			names[pr.PID] = pr.Name
 		}
 	}
-	out := []string{pv.st.Label.Render(fmt.Sprintf("%7s %5s %8s %4s  %s", "PID", "GPU", "GPU-MEM", "SM%", "GPU PROCESS")) + pv.st.Dim.Render("  by "+by+" (s: sort)")}
+	out := []string{pv.st.Label.Render(fmt.Sprintf("%7s %5s %8s %4s  %-8s %s", "PID", "GPU", "GPU-MEM", "SM%", "USER", "GPU PROCESS")) + pv.st.Dim.Render("  by "+by+" (s: sort)")}
 	for _, r := range rows {
 		mem, sm := "-", "-"
 		if r.mem >= 0 {
@@ -81,7 +82,11 @@ func (pv *view) gpuProcLines() []string {
 		if r.haveSM {
 			sm = fmt.Sprintf("%.0f", r.sm)
 		}
-		out = append(out, fmt.Sprintf("%7d %5d %8s %4s  %s", r.pid, r.gpu, mem, sm, sample.Printable(names[r.pid])))
+		name := r.command
+		if name == "" {
+			name = names[r.pid]
+		}
+		out = append(out, fmt.Sprintf("%7d %5d %8s %4s  %-8.8s %s", r.pid, r.gpu, mem, sm, sample.Printable(r.user), sample.Printable(name)))
 	}
 	return out
 }

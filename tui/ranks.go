@@ -42,13 +42,36 @@ func (pv *view) rankRows(w int) []string {
 			if r.Workers != nil {
 				line += fmt.Sprintf(" w%d", *r.Workers)
 			}
+			line += "  " + pv.rankRole(r)
 		}
 		if s := pv.straggler; s != nil && *s == r.Rank {
-			line = pv.st.Bad.Render(line + "  ◀ straggler")
+			line = pv.st.Bad.Render(line + " ◀")
 		}
 		out = append(out, fit(line, w))
 	}
 	return out
+}
+
+// rankRole is what the rank is doing, in a word or two: the straggler
+// (with the verdict's kind), input-bound itself, waiting for the others in
+// the all-reduce (its step well past the straggler's), or fine.
+func (pv *view) rankRole(r sample.Rank) string {
+	if s := pv.straggler; s != nil && *s == r.Rank {
+		return "straggler: " + pv.kind
+	}
+	var pace *sample.Rank
+	for i := range pv.frame.Ranks {
+		if p := &pv.frame.Ranks[i]; pv.straggler != nil && p.Rank == *pv.straggler {
+			pace = p
+		}
+	}
+	switch {
+	case r.WaitShare != nil && *r.WaitShare >= 0.2:
+		return "input-bound"
+	case pace != nil && pace.StepSec != nil && r.StepSec != nil && *r.StepSec >= 1.3**pace.StepSec:
+		return "waits in all-reduce"
+	}
+	return "ok"
 }
 
 // selectedRank is the index of the rank row chosen with ↑/↓.
