@@ -405,6 +405,9 @@ func hostOnlyDecision(f *facts) decision {
 }
 
 func (f *facts) accelName() string {
+	if f.real && !f.w.gpuUtil.ok {
+		return "the GPU's MIG instances (SM activity, GPM)"
+	}
 	if f.real {
 		return "the GPU"
 	}
@@ -434,7 +437,7 @@ func idleDecision(f *facts) (decision, bool) {
 // SMs mostly idle — utilization only says a kernel was running.
 func underusedDecision(f *facts) (decision, bool) {
 	w, th, accel := f.w, f.th, f.accel
-	if !f.real || !accel.ok || accel.v < th.AccelBusyPct || !w.smActivity.ok || w.smActivity.v >= th.SMActivityLowPct {
+	if !f.real || !w.gpuUtil.ok || !accel.ok || accel.v < th.AccelBusyPct || !w.smActivity.ok || w.smActivity.v >= th.SMActivityLowPct {
 		return decision{}, false
 	}
 	return decision{kind: GPUUnderused, evidence: []Evidence{evidence("gpu.sm_activity_pct", w.smActivity.v, "<", th.SMActivityLowPct, "%",

@@ -166,3 +166,24 @@ func TestTransferBound(t *testing.T) {
 		}
 	}
 }
+
+// TestMIGWithGPMIsAnAcceleratorSignal: on a MIG-only GPU (no utilization)
+// whose instances' SM activity is 35 % while the loop waits half its
+// time, the verdict is input-bound, not "no accelerator signal", and the
+// missing line says what stands in.
+func TestMIGWithGPMIsAnAcceleratorSignal(t *testing.T) {
+	frames := rankFrames(10, []float64{0.5}, []float64{0.02}, 1)
+	for i := range frames {
+		f := &frames[i]
+		f.Ranks, f.Accel = nil, nil
+		f.GPUs = []sample.GPU{{Index: 0, Unavailable: map[string]string{"util_pct": "not available on MIG: …"},
+			GPM: &sample.GPM{SMActivityPct: ptr(35.0)}, MIG: []sample.MIGDevice{{UUID: "MIG-a"}}}}
+	}
+	v := Classify(frames, DefaultThresholds())
+	if !v.Kind.Problem() {
+		t.Fatalf("%s %+v", v.Kind, v.Evidence)
+	}
+	if !strings.Contains(strings.Join(v.Missing, "; "), "the instances' SM activity (GPM) stands in") {
+		t.Errorf("missing %q", v.Missing)
+	}
+}

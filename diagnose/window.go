@@ -381,6 +381,10 @@ func (w *window) accel() (busy level, real bool) {
 	if w.gpuUtil.ok {
 		return w.gpuUtil, true
 	}
+	if w.smActivity.ok {
+		// MIG: no utilization, but GPM's SM activity of the instances.
+		return w.smActivity, true
+	}
 	return w.virtualBusy, false
 }
 
@@ -392,6 +396,8 @@ func (w *window) missing() []string {
 			out = append(out, "gpu: "+r)
 		} else if w.gpusLost > 0 {
 			out = append(out, "gpu: lost")
+		} else if w.noUtilWhy != "" && w.smActivity.ok {
+			out = append(out, "gpu: utilization not available on MIG; the instances' SM activity (GPM) stands in")
 		} else if w.noUtilWhy != "" {
 			out = append(out, "gpu: utilization "+w.noUtilWhy)
 		} else {

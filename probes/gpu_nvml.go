@@ -69,6 +69,7 @@ type nvmlDevice struct {
 	nvlPrevTs int64
 	nvlHave   bool
 	noNVLink  bool
+	migGPM    map[int]*gpmPair // per MIG GPU instance ID
 	// gpmGet is the metrics request, reused: it holds room for 477
 	// metrics (~40 KiB), too much to allocate per GPU per tick.
 	gpmGet *nvml.GpmMetricsGetType
@@ -417,17 +418,42 @@ func (p *NVML) readGPM(d *nvmlDevice, g *sample.GPU) {
 		}
 		return
 	}
-	if ret := p.lib.GpmSampleGet(d.h, d.gpm2); ret != nvml.SUCCESS {
-		d.gpmHavePrev = false
+	if len(g.MIG) > 0 {
+		p.readMIGGPM(d, g)
+		return
+	}
+	pair := &gpmPair{prev: d.gpmPrev, cur: d.gpm2, have: d.gpmHavePrev, get: d.gpmGet}
+	m, ret := p.gpmInterval(pair, func(s nvml.GpmSample) nvml.Return { return p.lib.GpmSampleGet(d.h, s) })
+	d.gpmPrev, d.gpm2, d.gpmHavePrev = pair.prev, pair.cur, pair.have
+	if ret != nvml.SUCCESS {
 		if g.Unavailable == nil {
 			g.Unavailable = make(map[string]string)
 		}
 		g.Unavailable["gpm"] = "GPM sample: " + reason(ret)
 		return
 	}
-	if d.gpmHavePrev {
-		m := d.gpmGet
-		m.Version, m.NumMetrics, m.Sample1, m.Sample2 = nvml.GPM_METRICS_GET_VERSION, uint32(len(gpmMetrics)), d.gpmPrev, d.gpm2
+	g.GPM = m
+}
+
+// gpmPair is one GPM source's two samples (the previous and the newest)
+// and its reused metrics request.
+type gpmPair struct {
+	prev, cur nvml.GpmSample
+	have      bool
+	get       *nvml.GpmMetricsGetType
+}
+
+// gpmInterval takes a sample with take and, from the second on, the
+// metrics between it and the previous one; it swaps the samples.
+func (p *NVML) gpmInterval(pair *gpmPair, take func(nvml.GpmSample) nvml.Return) (*sample.GPM, nvml.Return) {
+	if ret := take(pair.cur); ret != nvml.SUCCESS {
+		pair.have = false
+		return nil, ret
+	}
+	var out *sample.GPM
+	if pair.have {
+		m := pair.get
+		m.Version, m.NumMetrics, m.Sample1, m.Sample2 = nvml.GPM_METRICS_GET_VERSION, uint32(len(gpmMetrics)), pair.prev, pair.cur
 		for i, id := range gpmMetrics {
 			m.Metrics[i] = nvml.GpmMetric{MetricId: uint32(id)}
 		}
@@ -439,10 +465,54 @@ func (p *NVML) readGPM(d *nvmlDevice, g *sample.GPU) {
 				}
 				return ptr(x)
 			}
-			g.GPM = &sample.GPM{SMActivityPct: v(0), SMOccupancyPct: v(1), TensorActivityPct: v(2), DRAMBWUtilPct: v(3)}
+			out = &sample.GPM{SMActivityPct: v(0), SMOccupancyPct: v(1), TensorActivityPct: v(2), DRAMBWUtilPct: v(3)}
 		}
 	}
-	d.gpmPrev, d.gpm2, d.gpmHavePrev = d.gpm2, d.gpmPrev, true
+	pair.prev, pair.cur, pair.have = pair.cur, pair.prev, true
+	return out, nvml.SUCCESS
+}
+
+// readMIGGPM samples GPM per MIG instance (by GPU instance ID): each
+// instance gets its own readings, and the GPU the mean of its instances'
+// SM activity — on MIG, the accelerator signal utilization cannot give.
+func (p *NVML) readMIGGPM(d *nvmlDevice, g *sample.GPU) {
+	if d.migGPM == nil {
+		d.migGPM = map[int]*gpmPair{}
+	}
+	var sum float64
+	n := 0
+	for i := range g.MIG {
+		mi := &g.MIG[i]
+		if mi.GPUInstanceID == nil {
+			continue
+		}
+		id := *mi.GPUInstanceID
+		pair := d.migGPM[id]
+		if pair == nil {
+			if len(d.migGPM) >= maxMIG {
+				continue
+			}
+			a, ret1 := p.lib.GpmSampleAlloc()
+			b, ret2 := p.lib.GpmSampleAlloc()
+			if ret1 != nvml.SUCCESS || ret2 != nvml.SUCCESS {
+				continue
+			}
+			pair = &gpmPair{prev: a, cur: b, get: &nvml.GpmMetricsGetType{}}
+			d.migGPM[id] = pair
+		}
+		m, ret := p.gpmInterval(pair, func(s nvml.GpmSample) nvml.Return { return p.lib.GpmMigSampleGet(d.h, id, s) })
+		if ret != nvml.SUCCESS || m == nil {
+			continue
+		}
+		mi.GPM = m
+		if m.SMActivityPct != nil {
+			sum += *m.SMActivityPct
+			n++
+		}
+	}
+	if n > 0 {
+		g.GPM = &sample.GPM{SMActivityPct: ptr(sum / float64(n))}
+	}
 }
 
 // MIGNoUtil is why a MIG-partitioned GPU has no utilization.
@@ -562,6 +632,10 @@ func (p *NVML) Close() error {
 				if d.gpm {
 					d.gpmPrev.Free()
 					d.gpm2.Free()
+				}
+				for _, pair := range d.migGPM {
+					pair.prev.Free()
+					pair.cur.Free()
 				}
 			}
 			p.lib.Shutdown()

@@ -347,32 +347,37 @@ func withGPM(s *server.Server, sm func(gpu int) float64) {
 	s.GpmQueryDeviceSupportFunc = func(nvml.Device) (nvml.GpmSupport, nvml.Return) {
 		return nvml.GpmSupport{IsSupportedDevice: 1}, nvml.SUCCESS
 	}
-	type gpmSample struct {
-		*mock.GpmSample
-		dev nvml.Device
-	}
 	s.GpmSampleAllocFunc = func() (nvml.GpmSample, nvml.Return) {
-		g := &gpmSample{GpmSample: &mock.GpmSample{FreeFunc: func() nvml.Return { return nvml.SUCCESS }}}
+		g := &mockGPMSample{GpmSample: &mock.GpmSample{FreeFunc: func() nvml.Return { return nvml.SUCCESS }}}
 		return g, nvml.SUCCESS
 	}
 	s.GpmSampleGetFunc = func(d nvml.Device, gs nvml.GpmSample) nvml.Return {
-		gs.(*gpmSample).dev = d
+		gs.(*mockGPMSample).dev, gs.(*mockGPMSample).gi = d, -1
+		return nvml.SUCCESS
+	}
+	// A MIG instance's SM activity is its GPU's plus its instance ID.
+	s.GpmMigSampleGetFunc = func(d nvml.Device, gi int, gs nvml.GpmSample) nvml.Return {
+		gs.(*mockGPMSample).dev, gs.(*mockGPMSample).gi = d, gi
 		return nvml.SUCCESS
 	}
 	s.GpmMetricsGetFunc = func(m *nvml.GpmMetricsGetType) nvml.Return {
-		d := m.Sample2.(*gpmSample).dev
+		smp := m.Sample2.(*mockGPMSample)
 		idx := 0
 		for i, h := range s.Devices {
-			if h == d {
+			if h == smp.dev {
 				idx = i
 			}
+		}
+		act := sm(idx)
+		if smp.gi >= 0 {
+			act += float64(smp.gi)
 		}
 		for i := 0; i < int(m.NumMetrics); i++ {
 			switch nvml.GpmMetricId(m.Metrics[i].MetricId) {
 			case nvml.GPM_METRIC_SM_UTIL:
-				m.Metrics[i].Value = sm(idx)
+				m.Metrics[i].Value = act
 			case nvml.GPM_METRIC_SM_OCCUPANCY:
-				m.Metrics[i].Value = sm(idx) / 2
+				m.Metrics[i].Value = act / 2
 			case nvml.GPM_METRIC_ANY_TENSOR_UTIL:
 				m.Metrics[i].Value = 3
 			case nvml.GPM_METRIC_DRAM_BW_UTIL:
@@ -381,6 +386,14 @@ func withGPM(s *server.Server, sm func(gpu int) float64) {
 		}
 		return nvml.SUCCESS
 	}
+}
+
+// mockGPMSample remembers what it sampled: a GPU, and a MIG instance
+// (gi ≥ 0).
+type mockGPMSample struct {
+	*mock.GpmSample
+	dev nvml.Device
+	gi  int
 }
 
 // TestNVMLGPM: with GPM, the second read has each GPU's SM activity,

@@ -163,10 +163,25 @@ func TestNVMLMIGDevices(t *testing.T) {
 	if gs[1].MIG != nil || gs[1].UtilPct == nil {
 		t.Errorf("GPU 1 is not partitioned: %+v", gs[1])
 	}
-	// With only the MIG GPU judged, the verdict's missing line says why.
+	// With only the MIG GPU judged there is no utilization.
 	f := &sample.Frame{GPUs: gs, JobGPUs: "--gpus 0"}
 	f.GPUs[0].Job = true
 	if _, ok := f.GPUUtil(); ok {
 		t.Error("a utilization for a MIG GPU")
+	}
+
+	// With GPM (an H100), each instance has its own SM activity, and the
+	// GPU the mean: a real accelerator signal on MIG.
+	withGPM(srv, func(int) float64 { return 40 })
+	nv2 := NewNVML(srv)
+	defer nv2.Close()
+	nv2.GPUs(context.Background())
+	gs, _ = nv2.GPUs(context.Background())
+	g = gs[0]
+	if g.MIG[0].GPM == nil || *g.MIG[0].GPM.SMActivityPct != 47 || *g.MIG[1].GPM.SMActivityPct != 42 {
+		t.Fatalf("per-instance GPM %+v %+v", g.MIG[0].GPM, g.MIG[1].GPM)
+	}
+	if g.GPM == nil || *g.GPM.SMActivityPct != 44.5 {
+		t.Fatalf("the GPU's GPM %+v: want the instances' mean, 44.5", g.GPM)
 	}
 }

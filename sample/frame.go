@@ -336,6 +336,8 @@ type MIGDevice struct {
 	MemUsedBytes  *uint64      `json:"mem_used_bytes"`
 	MemTotalBytes *uint64      `json:"mem_total_bytes"`
 	Processes     []GPUProcess `json:"processes"`
+	// GPM is the instance's own readings, where the GPU has GPM.
+	GPM *GPM `json:"gpm,omitempty"`
 }
 
 // UtilSamples reduces the driver's utilization samples taken since the
