@@ -37,13 +37,14 @@ const maxKeptSamples = 8192
 // expfmt's full parser, which builds every family of the page (the Go
 // runtime's own included) and was most of an attached tick's CPU. A line
 // that is not of that form is an error: the page is not metrics.
-func parseExposition(text []byte, prefix string) (map[string][]expSample, error) {
+func parseExposition(page []byte, prefix string) (map[string][]expSample, error) {
 	out := map[string][]expSample{}
 	kept := 0
+	text := string(page) // one copy; lines, names and values are slices of it
 	for n := 1; len(text) > 0; n++ {
-		var line []byte
-		i := slices.Index(text, '\n')
-		if i < 0 && strings.TrimLeft(string(text), " \t") == "" {
+		var line string
+		i := strings.IndexByte(text, '\n')
+		if i < 0 && strings.TrimLeft(text, " \t") == "" {
 			break // trailing blanks
 		}
 		if i < 0 {
@@ -52,7 +53,7 @@ func parseExposition(text []byte, prefix string) (map[string][]expSample, error)
 			return nil, fmt.Errorf("line %d: the page ends mid-line (truncated?)", n)
 		}
 		line, text = text[:i], text[i+1:]
-		s := strings.TrimLeft(string(line), " \t")
+		s := strings.TrimLeft(line, " \t")
 		if s == "" || s[0] == '#' {
 			continue
 		}
