@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,11 +18,14 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 var (
 	calibrateOnce sync.Once
-	bytesPerNs    float64
+	rateBits      atomic.Uint64 // bytes per ns, as float64 bits
 )
 
-// hashRate measures how many bytes per nanosecond one core hashes: the
-// best of a few runs over 1 MiB, so a busy moment does not skew it.
+// hashRate is how many bytes per nanosecond one core hashes: at first the
+// best of a few runs over 1 MiB, then raised whenever a decode runs
+// faster. A start measured while the process (or the machine) was busy
+// — CI saw 5.7× too low a rate, and a 2 ms decode took 0.35 ms — would
+// otherwise shrink every decode for the whole run.
 func hashRate() float64 {
 	calibrateOnce.Do(func() {
 		buf := make([]byte, 1<<20)
@@ -31,9 +35,25 @@ func hashRate() float64 {
 			crc32.Update(0, castagnoli, buf)
 			best = min(best, time.Since(t))
 		}
-		bytesPerNs = float64(len(buf)) / float64(max(best, 1))
+		rateBits.Store(math.Float64bits(float64(len(buf)) / float64(max(best, 1))))
 	})
-	return bytesPerNs
+	return math.Float64frombits(rateBits.Load())
+}
+
+// observeRate raises the hash rate to what a decode of n bytes in d
+// achieved, if that is faster (runs under 20 µs are left out: timer
+// noise).
+func observeRate(n int64, d time.Duration) {
+	if d < 20*time.Microsecond {
+		return
+	}
+	r := float64(n) / float64(d)
+	for {
+		old := rateBits.Load()
+		if r <= math.Float64frombits(old) || rateBits.CompareAndSwap(old, math.Float64bits(r)) {
+			return
+		}
+	}
 }
 
 // scratch is hashed in place of a sample that is too small to repeat
@@ -52,11 +72,13 @@ func decode(data []byte, cost time.Duration, mul float64) uint32 {
 		src = scratch
 	}
 	var crc uint32
+	start, total := time.Now(), target
 	for target > 0 {
 		n := min(int64(len(src)), target)
 		crc = crc32.Update(crc, castagnoli, src[:n])
 		target -= n
 	}
+	observeRate(total, time.Since(start))
 	return crc
 }
 

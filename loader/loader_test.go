@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -375,5 +376,21 @@ func TestRunStopsOnCancel(t *testing.T) {
 	cancel()
 	if err := <-done; err != context.Canceled {
 		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+}
+
+// TestDecodeRateRecoversFromASlowStart: a hash rate measured while the
+// machine was busy (here: set 100× too low) is raised by the first decodes
+// that run faster, so a 2 ms decode is not cut to a fraction for the run.
+func TestDecodeRateRecoversFromASlowStart(t *testing.T) {
+	real := hashRate()
+	rateBits.Store(math.Float64bits(real / 100))
+	defer rateBits.Store(math.Float64bits(real))
+	data := make([]byte, 64<<10)
+	for range 3 {
+		decode(data, 2*time.Millisecond, 1)
+	}
+	if got := hashRate(); got < real/4 {
+		t.Fatalf("rate %.3g bytes/ns after three decodes, calibrated %.3g: not recovered", got, real)
 	}
 }
