@@ -29,7 +29,13 @@ type GPU struct {
 	Select *GPUSelect
 	r      fileReader
 	users  map[string]string // UID → user name
+	descs  map[int]procDesc  // GPU processes' user and command, by PID
+	seen   map[int]procDesc  // this tick's, swapped with descs
 }
+
+// procDesc is a GPU process's owner and command, read once while NVML
+// keeps listing its PID (a PID cannot be reused while it is listed).
+type procDesc struct{ user, command string }
 
 // NewGPU returns the GPU probe over the given sources.
 func NewGPU(sources ...GPUSource) *GPU { return &GPU{sources: sources} }
@@ -80,18 +86,30 @@ func (p *GPU) describe(gpus []sample.GPU) {
 	if p.users == nil || len(p.users) > 1024 {
 		p.users = map[string]string{}
 	}
+	if p.seen == nil {
+		p.seen = map[int]procDesc{}
+	}
+	clear(p.seen)
 	for i := range gpus {
 		ps := gpus[i].Processes
 		for j := range ps {
-			dir := proc + "/" + strconv.Itoa(ps[j].PID)
-			if b, err := p.r.read(dir + "/comm"); err == nil {
-				ps[j].Command = sample.Printable(strings.TrimSpace(string(b)))
+			d, ok := p.descs[ps[j].PID]
+			if !ok {
+				dir := proc + "/" + strconv.Itoa(ps[j].PID)
+				if b, err := p.r.read(dir + "/comm"); err == nil {
+					d.command = sample.Printable(strings.TrimSpace(string(b)))
+				}
+				if b, err := p.r.read(dir + "/status"); err == nil {
+					d.user = p.userOf(b)
+				}
 			}
-			if b, err := p.r.read(dir + "/status"); err == nil {
-				ps[j].User = p.userOf(b)
-			}
+			p.seen[ps[j].PID] = d
+			ps[j].User, ps[j].Command = d.user, d.command
 		}
 	}
+	// Only the PIDs listed this tick stay: a process gone from NVML's
+	// list is forgotten, so its PID's next owner is read afresh.
+	p.descs, p.seen = p.seen, p.descs
 }
 
 // userOf is the user name of a /proc/PID/status's real UID (the number

@@ -146,20 +146,11 @@ func descendsFrom(r *fileReader, proc string, pid, root int) bool {
 		if err != nil {
 			return false
 		}
-		// "pid (comm) state ppid …": comm may hold spaces and parens.
-		j := bytes.LastIndexByte(b, ')')
-		if j < 0 {
+		st, err := parsePidStat(b, nil)
+		if err != nil || st.ppid == pid {
 			return false
 		}
-		f := bytes.Fields(b[j+1:])
-		if len(f) < 2 {
-			return false
-		}
-		ppid, err := strconv.Atoi(string(f[1]))
-		if err != nil || ppid == pid {
-			return false
-		}
-		pid = ppid
+		pid = st.ppid
 	}
 	return pid == root
 }

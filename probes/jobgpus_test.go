@@ -36,7 +36,7 @@ func TestJobGPUsOnEightMockGPUs(t *testing.T) {
 	stat := func(pid, ppid int) {
 		dir := filepath.Join(proc, fmt.Sprint(pid))
 		os.MkdirAll(dir, 0o755)
-		os.WriteFile(filepath.Join(dir, "stat"), []byte(fmt.Sprintf("%d (python3 (x)) S %d 1 1 0", pid, ppid)), 0o644)
+		os.WriteFile(filepath.Join(dir, "stat"), []byte(fmt.Sprintf("%d (python3 (x)) S %d 1 1 0 -1 0 0 0 0 0 5 1 0 0 20 0 4 0 100 1000 50", pid, ppid)), 0o644)
 	}
 	stat(77, 1)
 	for i := range 8 {

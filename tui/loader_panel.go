@@ -58,6 +58,27 @@ func (loaderPanel) lines(pv *view, w int) []string {
 		return append(lines, wrap(pv.st.Bad.Render("disconnected"+since+": retrying ")+pv.st.Dim.Render(sample.Printable(l.Source)), w, "  ")...)
 	}
 	lines = append(lines, pv.trainRow(w-2))
+	lines = append(lines, wrap(pv.loaderStats(l), w, "  ")...)
+	if l.ReadSecPerSec != nil && l.DecodeSecPerSec != nil {
+		lines = append(lines, wrap(fmt.Sprintf("reading %.2f s/s · decoding %.2f s/s (summed over workers)", *l.ReadSecPerSec, *l.DecodeSecPerSec), w, "  ")...)
+	}
+	if len(l.Knobs) > 0 {
+		k := l.Knobs
+		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable(fmt.Sprintf("workers %s prefetch %s batch %s × %s persistent %s pin %s access %s decode %s step %s",
+			k["workers"], k["prefetch"], k["batch_size"], k["sample_size"], k["persistent"], k["pin"], k["access"], k["decode_cost"], k["step_time"]))), w, "  ")...)
+	} else if l.Workers != nil {
+		knobs := fmt.Sprintf("workers %d", *l.Workers)
+		if l.Prefetch != nil {
+			knobs += fmt.Sprintf(" prefetch %d", *l.Prefetch)
+		}
+		lines = append(lines, pv.st.Dim.Render(knobs))
+	}
+	return lines
+}
+
+// loaderStats is a loader's interval in a line: wait share (red when
+// input-bound), wait percentiles, step, queue and throughput.
+func (pv *view) loaderStats(l *sample.Loader) string {
 	stats := "wait"
 	if l.WaitShare != nil {
 		share := fmt.Sprintf(" %.0f%%", 100**l.WaitShare)
@@ -75,23 +96,7 @@ func (loaderPanel) lines(pv *view, w int) []string {
 	if l.QueueDepth != nil {
 		stats += fmt.Sprintf(" · queue %.0f", *l.QueueDepth)
 	}
-	stats += fmt.Sprintf(" · %s %s/s", l.Throughput(), size(l.BytesPerSec))
-	lines = append(lines, wrap(stats, w, "  ")...)
-	if l.ReadSecPerSec != nil && l.DecodeSecPerSec != nil {
-		lines = append(lines, wrap(fmt.Sprintf("reading %.2f s/s · decoding %.2f s/s (summed over workers)", *l.ReadSecPerSec, *l.DecodeSecPerSec), w, "  ")...)
-	}
-	if len(l.Knobs) > 0 {
-		k := l.Knobs
-		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable(fmt.Sprintf("workers %s prefetch %s batch %s × %s persistent %s pin %s access %s decode %s step %s",
-			k["workers"], k["prefetch"], k["batch_size"], k["sample_size"], k["persistent"], k["pin"], k["access"], k["decode_cost"], k["step_time"]))), w, "  ")...)
-	} else if l.Workers != nil {
-		knobs := fmt.Sprintf("workers %d", *l.Workers)
-		if l.Prefetch != nil {
-			knobs += fmt.Sprintf(" prefetch %d", *l.Prefetch)
-		}
-		lines = append(lines, pv.st.Dim.Render(knobs))
-	}
-	return lines
+	return stats + fmt.Sprintf(" · %s %s/s", l.Throughput(), size(l.BytesPerSec))
 }
 
 // trainRow draws the newest batches that fit in w cells, oldest left.

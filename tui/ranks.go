@@ -98,23 +98,8 @@ func (pv *view) rankDetails(w int) []string {
 		head += fmt.Sprintf(" · world size %d", *r.WorldSize)
 	}
 	lines := wrap(head+" (its profile is taken while zoomed)", w, "  ")
-	l := r.Loader
-	if l == nil {
+	if r.Loader == nil {
 		return lines
 	}
-	stats := "wait"
-	if l.WaitShare != nil {
-		stats += fmt.Sprintf(" %.0f%%", 100**l.WaitShare)
-	}
-	if l.WaitP50Ms != nil && l.WaitP95Ms != nil && l.WaitP99Ms != nil {
-		stats += fmt.Sprintf(" · p50 %s p95 %s p99 %s", ms(*l.WaitP50Ms), ms(*l.WaitP95Ms), ms(*l.WaitP99Ms))
-	}
-	if l.StepMeanMs != nil {
-		stats += " · step " + ms(*l.StepMeanMs)
-	}
-	if l.QueueDepth != nil {
-		stats += fmt.Sprintf(" · queue %.0f", *l.QueueDepth)
-	}
-	stats += " · " + l.Throughput()
-	return append(lines, wrap(stats, w, "  ")...)
+	return append(lines, wrap(pv.loaderStats(r.Loader), w, "  ")...)
 }
