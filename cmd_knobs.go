@@ -40,6 +40,7 @@ type knobFlags struct {
 	scenario string
 	cfg      loader.Config
 	access   string
+	read     string
 	events   string
 }
 
@@ -61,6 +62,8 @@ var knobCopy = map[string]func(dst, src *loader.Config){
 	"read-bandwidth": func(d, s *loader.Config) { d.ReadBandwidth = s.ReadBandwidth },
 	"read-latency":   func(d, s *loader.Config) { d.ReadLatency = s.ReadLatency },
 	"cache":          func(d, s *loader.Config) { d.Cache = s.Cache },
+	"read":           func(d, s *loader.Config) { d.Read = s.Read },
+	"page-cache":     func(d, s *loader.Config) { d.PageCache = s.PageCache },
 	"epochs":         func(d, s *loader.Config) { d.Epochs = s.Epochs },
 	"batches":        func(d, s *loader.Config) { d.Batches = s.Batches },
 	"seed":           func(d, s *loader.Config) { d.Seed = s.Seed },
@@ -92,6 +95,8 @@ func (k *knobFlags) register(cmd *cobra.Command, sweep bool) {
 	fl.Var(sizeFlag{&k.cfg.ReadBandwidth}, "read-bandwidth", "emulate a storage link of this bandwidth, shared by all readers (20MB/s; 0: unlimited)")
 	fl.DurationVar(&k.cfg.ReadLatency, "read-latency", d.ReadLatency, "emulate this latency per read (network or object storage)")
 	fl.BoolVar(&k.cfg.Cache, "cache", d.Cache, "load the dataset into RAM first")
+	fl.StringVar(&k.read, "read", string(d.Read), "how samples are read: pread (a read syscall each) or mmap (shards memory-mapped; uncached pages are major faults)")
+	fl.Var(sizeFlag{&k.cfg.PageCache}, "page-cache", "keep at most this much of the dataset in the page cache, evicting the rest, and start cold (emulates a dataset larger than RAM; 0: no limit)")
 	fl.IntVar(&k.cfg.Epochs, "epochs", d.Epochs, "stop after N epochs (0: run until stopped)")
 	fl.IntVar(&k.cfg.Batches, "batches", d.Batches, "batches per epoch (0: the whole dataset)")
 	fl.Int64Var(&k.cfg.Seed, "seed", d.Seed, "seed for sample order and jitter")
@@ -114,6 +119,7 @@ func (k *knobFlags) anyKnob(cmd *cobra.Command) bool {
 // with the given flags on top, validated.
 func (k *knobFlags) config(cmd *cobra.Command, scenario string) (loader.Config, error) {
 	k.cfg.Access = loader.Access(k.access)
+	k.cfg.Read = loader.ReadMode(k.read)
 	c := loader.Default()
 	if scenario != "" {
 		var err error

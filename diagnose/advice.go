@@ -65,6 +65,8 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice) []string {
 			a = append(a, fmt.Sprintf("the data comes from a slow or throttled store (%s/s): copy it to local NVMe or cache it in RAM (%s available)",
 				sample.FormatBytes(w.bytesPerSec.v), sample.FormatBytes(w.memAvail)))
 			a = append(a, "read larger objects (shards of many samples) so each request carries more data")
+		} else if d.mmap {
+			a = append(a, mmapAdvice(w)...)
 		} else {
 			a = append(a, "random reads are the usual culprit: read sequentially, or in contiguous runs of samples")
 			a = append(a, "use larger chunks (shards near one sample per read or more) and a columnar format, reading only the columns used")

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -126,8 +127,8 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 	}
 	if c.k.Cache != cur.Cache {
 		why := "the dataset fits in RAM: read it once, and storage is out of the way"
-		if p.BandwidthBytesPerSec > 0 && p.DatasetBytes > 0 {
-			why += fmt.Sprintf(" (the one read of %s takes ~%.1f s at %s/s)", formatRate(p.DatasetBytes), p.DatasetBytes/p.BandwidthBytesPerSec, formatRate(p.BandwidthBytesPerSec))
+		if bw := cmp.Or(p.ColdReadBytesPerSec, p.BandwidthBytesPerSec); bw > 0 && p.DatasetBytes > 0 {
+			why += fmt.Sprintf(" (the one read of %s takes ~%.1f s at %s/s)", formatRate(p.DatasetBytes), p.DatasetBytes/bw, formatRate(bw))
 		}
 		out = append(out, Change{Knob: "cache", Flag: "--cache", From: "false", To: "true", Why: why})
 	}

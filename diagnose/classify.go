@@ -60,6 +60,9 @@ func Classify(frames []sample.Frame, th Thresholds) Verdict {
 			}
 		}
 	}
+	if d.mmap {
+		v.Changes = append(v.Changes, mmapChanges(&w, v.Changes)...)
+	}
 	v.Advice = advise(d, &w, th, m)
 	v.Confidence = confidence(d, &w, th)
 	v.Severity = severity(d, &w, th)
@@ -78,6 +81,7 @@ type decision struct {
 	moderate  bool // healthy, but the loop waits a little
 	busy      bool // healthy, and the accelerator at or above AccelBusyPct
 	transfer  bool // host-to-device copies fill the PCIe link
+	mmap      bool // io_bound: a mapped dataset's pages fault in from the disk
 }
 
 func evidence(metric string, value float64, op string, threshold float64, unit, text string) Evidence {
@@ -177,6 +181,15 @@ var waitingRules = []waitingRule{
 	}},
 	{"the loop's thread is pegged while its workers idle", func(f *facts) (decision, bool) {
 		return loopBound(f.w, f.th, f.wait, f.cpuSat, f.cpu)
+	}},
+	{"a mapped dataset's pages fault in from the disk", func(f *facts) (decision, bool) {
+		e, ok := mmapEvidence(f.w, f.th, f.io)
+		if !ok {
+			return decision{}, false
+		}
+		d := join(IOBound, e, f.io, f.wait, f.reads)
+		d.mmap = true
+		return d, true
 	}},
 	{"every core is busy", func(f *facts) (decision, bool) {
 		return join(CPUSaturated, f.cpu, f.wait), f.cpuSat

@@ -25,6 +25,12 @@ type Pipeline struct {
 	// loader's read_bandwidth) or a saturated disk's rate; 0 when none is.
 	BandwidthBytesPerSec float64
 	BytesPerBatch        float64
+	// FaultCPUSec is the part of CPUSec spent faulting a mapped dataset's
+	// pages in, which holding the dataset in RAM removes; ColdReadBytesPerSec
+	// the rate the disk reads at now, for the one read of the dataset that
+	// caching costs (0: BandwidthBytesPerSec).
+	FaultCPUSec         float64
+	ColdReadBytesPerSec float64
 	// EpochStallSec is the time to an epoch's first batch (workers
 	// restarting when not persistent); BatchesPerEpoch the epoch's length.
 	EpochStallSec   float64
@@ -78,20 +84,21 @@ func (p *Pipeline) Predict(k Knobs) (Prediction, Limit) {
 	if p.BatchSize <= 0 || p.StepSec <= 0 {
 		return Prediction{}, LimitStep
 	}
-	io := p.IOSec
+	io, cpu := p.IOSec, p.CPUSec
 	if k.Cache && !p.Knobs.Cache {
 		io = 0 // read from RAM: no storage wait
+		cpu = max(0, cpu-p.FaultCPUSec)
 	}
 	var rate float64 // batches per second
 	limit := LimitStep
 	if k.Workers == 0 {
-		rate, limit = 1/(p.StepSec+io+p.CPUSec), LimitInline
+		rate, limit = 1/(p.StepSec+io+cpu), LimitInline
 	} else {
 		rate = 1 / p.StepSec
-		if c := float64(k.Workers) / (io + p.CPUSec); io+p.CPUSec > 0 && c < rate {
+		if c := float64(k.Workers) / (io + cpu); io+cpu > 0 && c < rate {
 			rate, limit = c, LimitWorkers
 		}
-		if c := p.CPUs / p.CPUSec; p.CPUSec > 0 && c < rate {
+		if c := p.CPUs / cpu; cpu > 0 && c < rate {
 			rate, limit = c, LimitCPU
 		}
 		if c := p.BandwidthBytesPerSec / p.BytesPerBatch; p.BandwidthBytesPerSec > 0 && p.BytesPerBatch > 0 && !k.Cache && c < rate {
@@ -154,6 +161,14 @@ func pipeline(w *window) (*Pipeline, bool) {
 		}
 	}
 	p.CPUSec = cpu
+	if pg := w.paging; pg.majFaults.ok && pg.majFaults.v >= DefaultThresholds().MmapFaultsPerSec {
+		// Faulting pages in is kernel CPU on top of the decode; from RAM
+		// only the decode stays.
+		p.FaultCPUSec = max(0, cpu-dc/queue)
+		if pg.diskRead.ok && pg.diskRead.v > w.bytesPerSec.v {
+			p.ColdReadBytesPerSec = pg.diskRead.v
+		}
+	}
 	p.IOSec = max(0, rd+dc-cpu*queue)
 	if p.Knobs.Workers == 0 {
 		p.IOSec = max(0, rd+dc-cpu)

@@ -114,6 +114,20 @@ type Thresholds struct {
 	// PSIMemSomePct: memory pressure (some) at or above this.
 	PSIMemSomePct float64 `json:"psi_mem_some_pct"`
 
+	// MmapFaultsPerSec: the watched processes' major page faults per
+	// second at or above this, while the loop waits and the disk is busy
+	// or the page cache churns, are a memory-mapped dataset read through
+	// the page cache. Each is a read the faulting thread waits for: 50/s
+	// at a disk's ~1 ms is 5 % of a worker's time, and one fault's
+	// read-around can fetch megabytes; the case this rule was written for
+	// ran thousands a second.
+	MmapFaultsPerSec float64 `json:"mmap_faults_per_sec"`
+	// FileRefaultsPerSec: file pages read back soon after the kernel
+	// reclaimed them (/proc/vmstat workingset_refault_file) at or above
+	// this per second say the page cache is too small for what is read
+	// through it: 1,000 pages/s is 4 MB/s read twice.
+	FileRefaultsPerSec float64 `json:"file_refaults_per_sec"`
+
 	// CriticalWaitShare, CriticalAccelPct, CriticalSwapPagesPerSec: a
 	// problem is critical, not a warning, when the loop waits at least
 	// half its time (most of the time is lost), the accelerator is below a
@@ -144,6 +158,7 @@ func DefaultThresholds() Thresholds {
 		ThrottledShare: 0.2, JobMemFullShare: 0.9, RunDelayMsPerSec: 200, OthersCores: 0.5,
 		DiskBusyPct: 90, IowaitPct: 50, PSIIOSomePct: 30, ReadDominance: 4, WorkersPerCoreLow: 0.7,
 		SwapPagesPerSec: 100, MajorFaultsPerSec: 1000, PSIMemSomePct: 10,
+		MmapFaultsPerSec: 50, FileRefaultsPerSec: 1000,
 		CriticalWaitShare: 0.5, CriticalAccelPct: 25, CriticalSwapPagesPerSec: 1000,
 		EnterHold: Duration(time.Second), LeaveHold: Duration(3 * time.Second),
 	}

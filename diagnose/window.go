@@ -71,7 +71,8 @@ type window struct {
 	swapPages, majFaults                level
 	memAvail                            float64
 
-	roles roles // the training process's CPU by thread role
+	roles  roles  // the training process's CPU by thread role
+	paging paging // faults on mapped files
 
 	runDelay      level // ms per second the job's key thread waited for a CPU
 	delayedThread sample.Thread
@@ -97,6 +98,8 @@ func read(frames []sample.Frame) window {
 	// One backing array for every metric's values: a window costs one
 	// allocation here, not one per metric per growth.
 	all := []*levels{&gu, &g5, &g95, &vb, &ws, &bps, &rs, &ds, &byps, &cb, &hc, &ht, &rq, &iw, &db, &pc, &pi, &pm, &sw, &mf, &rl, &rh, &rc, &rw, &sps, &stp, &lc, &ju, &jt, &rd, &oc}
+	var pl pagingLevels
+	all = append(all, &pl.maj, &pl.disk, &pl.calls, &pl.refaults)
 	backing := make([]float64, len(all)*len(frames))
 	for i, l := range all {
 		l.vals = backing[i*len(frames) : i*len(frames) : (i+1)*len(frames)]
@@ -116,6 +119,7 @@ func read(frames []sample.Frame) window {
 			w.focusPID, w.treeProcs = p.FocusPID, len(p.List)
 		}
 		w.roles.add(f, &rl, &rh, &rc, &rw)
+		w.paging.add(f, &pl)
 		w.addJob(f.Job, &ju, &jt)
 		w.addContention(f, &rd, &oc)
 		if u, ok := f.GPUUtil(); ok {
@@ -175,6 +179,7 @@ func read(frames []sample.Frame) window {
 	w.cpuBusy, w.hottestCore, w.hottestThread, w.runQueue, w.iowait = cb.median(), hc.median(), ht.median(), rq.median(), iw.median()
 	w.diskBusy, w.psiCPU, w.psiIO, w.psiMem = db.median(), pc.median(), pi.median(), pm.median()
 	w.swapPages, w.majFaults = sw.median(), mf.median()
+	w.paging.finish(&pl)
 	w.roles.loopPct, w.roles.loopHottest, w.roles.computePct, w.roles.workersPct = rl.median(), rh.median(), rc.median(), rw.median()
 	return w
 }

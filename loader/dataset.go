@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -30,6 +32,14 @@ type Dataset struct {
 	Generated bool
 	shards    []string
 	mem       []byte // the whole dataset, with --cache
+
+	// maps are the shards' mappings (Map), for --read mmap and for
+	// counting the dataset's cached pages.
+	maps    [][]byte
+	pageMu  sync.Mutex // guards vec and cursor
+	vec     []byte     // mincore scratch
+	cursor  int        // the next shard TrimPageCache evicts
+	evicted atomic.Int64
 }
 
 // DefaultDatasetDir is where datasets live unless --dataset says otherwise:
@@ -148,6 +158,97 @@ func (d *Dataset) LoadIntoMemory() error {
 	return nil
 }
 
+// Map maps every shard (once; later calls do nothing). Reads with
+// --read mmap copy out of the mappings, and Resident counts their cached
+// pages.
+func (d *Dataset) Map() error {
+	if d.maps != nil {
+		return nil
+	}
+	maps := make([][]byte, 0, len(d.shards))
+	for _, p := range d.shards {
+		m, err := mapShard(p)
+		if err != nil {
+			for _, m := range maps {
+				unmapShard(m)
+			}
+			return err
+		}
+		maps = append(maps, m)
+	}
+	d.maps = maps
+	return nil
+}
+
+// Close unmaps the shards. Nothing may read the dataset after it.
+func (d *Dataset) Close() {
+	d.pageMu.Lock()
+	defer d.pageMu.Unlock()
+	for _, m := range d.maps {
+		unmapShard(m)
+	}
+	d.maps = nil
+}
+
+// Resident is how many of the dataset's bytes are in the page cache now,
+// from mincore(2) on its mappings; ok is false when it is not mapped.
+// 1 GiB of shards is 262,144 pages: one call reads 256 KiB of flags.
+func (d *Dataset) Resident() (bytes int64, ok bool) {
+	d.pageMu.Lock()
+	defer d.pageMu.Unlock()
+	if d.maps == nil {
+		return 0, false
+	}
+	for _, m := range d.maps {
+		n, vec, err := residentPages(m, d.vec)
+		d.vec = vec
+		if err != nil {
+			return 0, false
+		}
+		bytes += int64(n) * int64(pageSize)
+	}
+	return min(bytes, d.Size), true
+}
+
+// DropPages evicts all of the dataset's pages from the page cache (the
+// dataset must be mapped).
+func (d *Dataset) DropPages() error {
+	for i, p := range d.shards {
+		if err := dropShard(p, d.maps[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TrimPageCache keeps the dataset's cached bytes near limit, as a page
+// cache too small for it would: when more is cached, whole shards are
+// evicted, round-robin, until at most half the limit stays. Eviction by
+// request leaves no trace in the kernel's reclaim counters (pgsteal,
+// workingset refaults); only the faults and the disk show it.
+func (d *Dataset) TrimPageCache(limit int64) error {
+	res, ok := d.Resident()
+	if !ok || res <= limit {
+		return nil
+	}
+	d.pageMu.Lock()
+	defer d.pageMu.Unlock()
+	if d.maps == nil {
+		return nil
+	}
+	per := res / int64(len(d.shards)) // a shard's share, on average
+	for i := 0; i < len(d.shards) && res > limit/2; i++ {
+		s := d.cursor
+		d.cursor = (d.cursor + 1) % len(d.shards)
+		if err := dropShard(d.shards[s], d.maps[s]); err != nil {
+			return err
+		}
+		d.evicted.Add(1)
+		res -= per
+	}
+	return nil
+}
+
 // CheckDirectIO opens a shard with O_DIRECT and reads one block: a
 // filesystem that refuses it (tmpfs, some network filesystems) gives an
 // error that says so.
@@ -203,9 +304,15 @@ func (t *throttle) wait(n int) {
 type reader struct {
 	d      *Dataset
 	direct bool
+	mapped bool // copy out of the dataset's mappings
 	files  []*os.File
 	bounce []byte
 	thr    *throttle
+}
+
+// newMappedReader reads through the dataset's mappings (Map first).
+func (d *Dataset) newMappedReader(thr *throttle) *reader {
+	return &reader{d: d, mapped: true, thr: thr}
 }
 
 func (d *Dataset) newReader(direct bool, thr *throttle) (*reader, error) {
@@ -250,6 +357,9 @@ func (r *reader) readAt(dst []byte, off int64) error {
 		return nil
 	}
 	r.thr.wait(len(dst))
+	if r.mapped {
+		return r.copyMapped(dst, off)
+	}
 	for len(dst) > 0 {
 		i := int(off / shardSize)
 		in := off - int64(i)*shardSize
@@ -267,6 +377,29 @@ func (r *reader) readAt(dst []byte, off int64) error {
 			return err
 		}
 		dst, off = dst[n:], off+n
+	}
+	return nil
+}
+
+// copyMapped copies dst's bytes out of the shards' mappings: each page not
+// in the page cache is a major fault, served by a read the kernel issues
+// while this thread waits. A shard shortened under the mapping raises
+// SIGBUS on touch; it comes back as an error, not a crash.
+func (r *reader) copyMapped(dst []byte, off int64) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the mapped dataset faulted at byte %d (a shard changed under it?): %v", off, p)
+		}
+	}()
+	for len(dst) > 0 {
+		i := int(off / shardSize)
+		in := off - int64(i)*shardSize
+		if i >= len(r.d.maps) || in >= int64(len(r.d.maps[i])) {
+			return io.ErrUnexpectedEOF
+		}
+		n := copy(dst, r.d.maps[i][in:])
+		dst, off = dst[n:], off+int64(n)
 	}
 	return nil
 }
@@ -291,6 +424,9 @@ func (r *reader) readDirect(f *os.File, dst []byte, off int64) error {
 }
 
 func (r *reader) close() {
+	if r == nil {
+		return
+	}
 	for _, f := range r.files {
 		if f != nil {
 			f.Close()

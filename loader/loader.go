@@ -23,6 +23,7 @@ type Loader struct {
 
 	workerStarts atomic.Int64 // how many workers have started (tests, sweep)
 	loopTID      atomic.Int64 // the inline loop's OS thread (Workers 0), else 0
+	unmap        bool         // Run mapped the dataset, and unmaps it when it ends
 	maxOutstand  atomic.Int64 // the most batches ever dispatched and not yet taken
 	sink         atomic.Uint32
 
@@ -52,6 +53,11 @@ func (l *Loader) Snapshot() Snapshot { return l.stats.Snapshot() }
 // on no fixed thread.
 func (l *Loader) LoopTID() int { return int(l.loopTID.Load()) }
 
+// PageCache is how many of the dataset's bytes are in the page cache now
+// (mincore on the loader's own mappings); ok is false unless the dataset
+// is mapped (--read mmap or --page-cache).
+func (l *Loader) PageCache() (cached int64, ok bool) { return l.ds.Resident() }
+
 // WorkerStarts is how many workers have started so far.
 func (l *Loader) WorkerStarts() int { return int(l.workerStarts.Load()) }
 
@@ -74,6 +80,16 @@ func (l *Loader) Run(ctx context.Context) error {
 	l.events.emit(Event{Name: "run start"})
 	l.events.emit(Event{Name: "setup start"})
 	setup := time.Now()
+	if err := l.preparePages(); err != nil {
+		return err
+	}
+	if l.unmap {
+		defer l.ds.Close() // after the workers stop (deferred below, run first)
+	}
+	if cfg.PageCache > 0 && !cfg.Cache {
+		stop := l.trimLoop(cfg.PageCache)
+		defer stop()
+	}
 	if cfg.Cache && l.ds.mem == nil {
 		if err := l.ds.LoadIntoMemory(); err != nil {
 			return err
@@ -201,6 +217,61 @@ func (l *Loader) plan(epoch int) [][]int {
 	return out
 }
 
+// preparePages maps the dataset for --read mmap (and for counting its
+// cached pages under --page-cache), and with a page-cache limit starts
+// from a cold cache: the first epoch reads the disk, as a dataset larger
+// than RAM would.
+func (l *Loader) preparePages() error {
+	cfg := l.cfg
+	if cfg.Read != Mmap && cfg.PageCache == 0 {
+		return nil
+	}
+	if l.ds.maps == nil {
+		if err := l.ds.Map(); err != nil {
+			return err
+		}
+		l.unmap = true
+	}
+	if cfg.PageCache > 0 {
+		return l.ds.DropPages()
+	}
+	return nil
+}
+
+// trimLoop keeps the dataset's cached share under limit every 100 ms
+// until the returned stop is called. 100 ms: at 1 GB/s of faults the
+// cache overshoots by at most 100 MB between checks, and one check of
+// 1 GiB of pages costs ~0.1 ms.
+func (l *Loader) trimLoop(limit int64) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = l.ds.TrimPageCache(limit) // best effort: a failed trim leaves a warmer cache
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// newReader is a worker's reader: through the mappings with --read mmap,
+// else its own file handles.
+func (l *Loader) newReader() *reader {
+	if l.cfg.Read == Mmap && l.ds.maps != nil {
+		return l.ds.newMappedReader(l.thr)
+	}
+	rd, _ := l.ds.newReader(l.cfg.DirectIO, l.thr)
+	return rd
+}
+
 // fetch loads one batch into buf: a pread per sample, then the decode
 // work. It runs on a worker, or on the training loop with workers=0.
 func (l *Loader) fetch(rd *reader, rng *rand.Rand, samples []int, worker, index int) result {
@@ -250,7 +321,7 @@ type inline struct {
 }
 
 func (l *Loader) newInline(epoch int, batches [][]int) *inline {
-	rd, _ := l.ds.newReader(l.cfg.DirectIO, l.thr)
+	rd := l.newReader()
 	return &inline{l: l, epoch: epoch, batches: batches, rd: rd,
 		rng: rand.New(rand.NewPCG(uint64(l.cfg.Seed), uint64(1000+epoch)))}
 }
@@ -318,7 +389,7 @@ func (p *pool) worker(ctx context.Context, id int, out chan<- result) {
 	l := p.l
 	l.workerStarts.Add(1)
 	burn(l.cfg.WorkerStart) // a worker process's start-up: imports, dataset __init__
-	rd, _ := l.ds.newReader(l.cfg.DirectIO, l.thr)
+	rd := l.newReader()
 	defer rd.close()
 	rng := rand.New(rand.NewPCG(uint64(l.cfg.Seed), uint64(1_000_000+id)))
 	for {

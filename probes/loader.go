@@ -35,6 +35,10 @@ type LoaderCounters struct {
 	// the first; BatchesPerEpoch the epoch's length. Nil when unknown.
 	EpochStall      *time.Duration
 	BatchesPerEpoch *int
+	// DatasetBytes and DatasetCachedBytes: the dataset's size and how
+	// much of it is in the page cache, where the loader can tell cheaply
+	// (the embedded one, from mincore on its own mappings).
+	DatasetBytes, DatasetCachedBytes *int64
 	// Recent are the newest batches, oldest first, when the loader keeps
 	// them (the embedded one does): percentiles are then exact.
 	Recent []LoaderBatch
@@ -102,6 +106,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 		Workers: cur.Workers, Prefetch: cur.Prefetch, Knobs: cur.Knobs,
 		PID: cur.PID, LoopTID: cur.LoopTID, WorkerPIDs: cur.WorkerPIDs, BatchesPerEpoch: cur.BatchesPerEpoch,
 		Rank: cur.Rank, LocalRank: cur.LocalRank, WorldSize: cur.WorldSize,
+		DatasetBytes: cur.DatasetBytes, DatasetCachedBytes: cur.DatasetCachedBytes,
 	}
 	if cur.EpochStall != nil {
 		out.EpochStallMs = ptr(float64(cur.EpochStall.Microseconds()) / 1000)

@@ -64,7 +64,14 @@ func parseMeminfo(b []byte, scratch *fieldBuf) (meminfo, error) {
 }
 
 // vmstat holds the /proc/vmstat counters the memory probe turns into rates.
-type vmstat struct{ pswpin, pswpout, pgmajfault uint64 }
+type vmstat struct {
+	pswpin, pswpout, pgmajfault uint64
+	// pgstealFile and refaultFile: file pages reclaimed, and reclaimed
+	// pages read back (workingset_refault_file; workingset_refault before
+	// Linux 5.9). haveSteal and haveRefault say the kernel has them.
+	pgstealFile, refaultFile uint64
+	haveSteal, haveRefault   bool
+}
 
 func parseVmstat(b []byte, scratch *fieldBuf) vmstat {
 	var v vmstat
@@ -82,6 +89,10 @@ func parseVmstat(b []byte, scratch *fieldBuf) vmstat {
 			v.pswpout, _ = parseUint(f[1])
 		case "pgmajfault":
 			v.pgmajfault, _ = parseUint(f[1])
+		case "pgsteal_file":
+			v.pgstealFile, v.haveSteal = parseUint(f[1])
+		case "workingset_refault_file", "workingset_refault":
+			v.refaultFile, v.haveRefault = parseUint(f[1])
 		}
 	}
 	return v
@@ -144,6 +155,12 @@ func (p *Mem) Collect(_ context.Context, f *sample.Frame) error {
 			}
 			if r, ok := rate(p.prev.pgmajfault, cur.pgmajfault, sec); ok {
 				out.MajorFaultsPerSec = ptr(r)
+			}
+			if r, ok := rate(p.prev.pgstealFile, cur.pgstealFile, sec); ok && cur.haveSteal && p.prev.haveSteal {
+				out.FileStealPagesPerSec = ptr(r)
+			}
+			if r, ok := rate(p.prev.refaultFile, cur.refaultFile, sec); ok && cur.haveRefault && p.prev.haveRefault {
+				out.FileRefaultsPerSec = ptr(r)
 			}
 		}
 		p.prev, p.prevTime, p.havePrev = cur, f.Time, true

@@ -32,6 +32,8 @@ type pidStat struct {
 	threads   int    // column 20
 	starttime uint64 // column 22: tells a reused PID from the old process
 	rssPages  uint64 // column 24
+	minflt    uint64 // column 10: faults served from memory
+	majflt    uint64 // column 12: faults that read the disk
 }
 
 // parsePidStat parses a /proc/PID/stat line. The command name is between the
@@ -52,7 +54,7 @@ func parsePidStat(b []byte, scratch *fieldBuf) (pidStat, error) {
 	nums := [...]struct {
 		col int
 		dst *uint64
-	}{{14, nil}, {15, nil}, {22, &s.starttime}, {24, &s.rssPages}}
+	}{{14, nil}, {15, nil}, {22, &s.starttime}, {24, &s.rssPages}, {10, &s.minflt}, {12, &s.majflt}}
 	var utime, stime uint64
 	nums[0].dst, nums[1].dst = &utime, &stime
 	for _, n := range nums {
@@ -138,6 +140,37 @@ type procEntry struct {
 	io        pidIO
 	ioAt      time.Time
 	haveIO    bool
+	faults    faultRates
+	mapped    mappedFiles
+	mappedAt  time.Time
+}
+
+// faultRates turns a process's or thread's cumulative fault counts into
+// rates between two readings.
+type faultRates struct {
+	minflt, majflt uint64
+	at             time.Time
+	read           bool // minflt and majflt hold a reading
+	minRate        float64
+	majRate        float64
+	ok             bool // the rates are set
+}
+
+func (r *faultRates) update(minflt, majflt uint64, now time.Time) {
+	r.ok = false
+	if sec := now.Sub(r.at).Seconds(); r.read && sec > 0 && minflt >= r.minflt && majflt >= r.majflt {
+		r.minRate, r.majRate = float64(minflt-r.minflt)/sec, float64(majflt-r.majflt)/sec
+		r.ok = true
+	}
+	r.minflt, r.majflt, r.at, r.read = minflt, majflt, now, true
+}
+
+// get returns the rates as the frame holds them: nil before two readings.
+func (r *faultRates) get() (maj, min *float64) {
+	if !r.ok {
+		return nil, nil
+	}
+	return ptr(r.majRate), ptr(r.minRate)
 }
 
 type threadEntry struct {
@@ -156,6 +189,7 @@ type threadEntry struct {
 	waitRate float64 // ms waited for a CPU per second
 	haveWait bool
 	readWait bool // waitNs holds a reading
+	faults   faultRates
 }
 
 // Proc is the probe for processes and their busiest threads.
@@ -266,7 +300,11 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 		if e.haveCPU {
 			sp.CPUPct = e.cpuPct
 		}
+		sp.MajorFaultsPerSec, sp.MinorFaultsPerSec = e.faults.get()
 		p.readIO(e, &sp, f.Time)
+		if p.opt.PID != 0 {
+			p.readMaps(e, &sp, f.Time)
+		}
 		out.List = append(out.List, sp)
 	}
 	// Threads: of the whole focused tree, or of the three busiest processes.
@@ -299,6 +337,7 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 		if t.haveWait {
 			th.RunDelayMsPerSec = ptr(t.waitRate)
 		}
+		th.MajorFaultsPerSec, th.MinorFaultsPerSec = t.faults.get()
 		out.Threads = append(out.Threads, th)
 	}
 	f.Procs = out
@@ -332,6 +371,7 @@ func (p *Proc) scan(now time.Time) {
 			e.name = string(st.comm)
 		}
 		e.ppid, e.state, e.ticks, e.threads, e.rssPages = st.ppid, st.state, st.ticks, st.threads, st.rssPages
+		e.faults.update(st.minflt, st.majflt, now)
 		e.at, e.seen = now, p.round
 	}
 	for pid, e := range p.procs {
@@ -420,6 +460,7 @@ func (p *Proc) readThreads(e *procEntry, now time.Time) {
 		if p.opt.PID != 0 {
 			p.readRunDelay(e.pid, tid, t, now)
 		}
+		t.faults.update(st.minflt, st.majflt, now)
 		t.ticks, t.sticks, t.at, t.seen = st.ticks, st.sticks, now, p.round
 	}
 	p.pids = p.pids[:start]

@@ -179,6 +179,12 @@ type Mem struct {
 	SwapInPagesPerSec  *float64 `json:"swap_in_pages_per_sec,omitempty"`
 	SwapOutPagesPerSec *float64 `json:"swap_out_pages_per_sec,omitempty"`
 	MajorFaultsPerSec  *float64 `json:"major_faults_per_sec,omitempty"`
+	// FileStealPagesPerSec are file pages reclaimed (/proc/vmstat
+	// pgsteal_file), FileRefaultsPerSec the reclaimed ones read back soon
+	// after (workingset_refault_file): a page cache too small for what is
+	// read through it churns.
+	FileStealPagesPerSec *float64 `json:"file_steal_pages_per_sec,omitempty"`
+	FileRefaultsPerSec   *float64 `json:"file_refaults_per_sec,omitempty"`
 }
 
 // Disk is one whole block device over the last interval, from /proc/diskstats.
@@ -244,6 +250,18 @@ type Proc struct {
 	ReadBytesPerSec     *float64 `json:"read_bytes_per_sec,omitempty"`
 	WriteBytesPerSec    *float64 `json:"write_bytes_per_sec,omitempty"`
 	DiskReadBytesPerSec *float64 `json:"disk_read_bytes_per_sec,omitempty"`
+	// MajorFaultsPerSec are page faults that waited for the disk (a
+	// mapped file's page not in the page cache, or swap);
+	// MinorFaultsPerSec those served from memory. Nil on the first
+	// reading.
+	MajorFaultsPerSec *float64 `json:"major_faults_per_sec,omitempty"`
+	MinorFaultsPerSec *float64 `json:"minor_faults_per_sec,omitempty"`
+	// MappedFileBytes is the size of the regular files the process maps
+	// for reading (not its program and libraries), from /proc/PID/maps;
+	// MappedFile the largest of them. Read only while the process takes
+	// major faults, at most every few seconds.
+	MappedFileBytes uint64 `json:"mapped_file_bytes,omitempty"`
+	MappedFile      string `json:"mapped_file,omitempty"`
 }
 
 // Thread is one thread of a watched process over the last interval; CPUPct is
@@ -261,6 +279,11 @@ type Thread struct {
 	// for a CPU, ms per second (schedstat); nil unless a process tree is
 	// focused, and on the first reading.
 	RunDelayMsPerSec *float64 `json:"run_delay_ms_per_sec,omitempty"`
+	// MajorFaultsPerSec and MinorFaultsPerSec are the thread's own (a
+	// worker thread waiting on a mapped dataset's pages); nil on the
+	// first reading.
+	MajorFaultsPerSec *float64 `json:"major_faults_per_sec,omitempty"`
+	MinorFaultsPerSec *float64 `json:"minor_faults_per_sec,omitempty"`
 }
 
 // GPU is one accelerator as its driver reports it (NVML for NVIDIA, sysfs
@@ -421,6 +444,11 @@ type Loader struct {
 	ReadSecPerSec   *float64          `json:"read_sec_per_sec"`
 	DecodeSecPerSec *float64          `json:"decode_sec_per_sec"`
 	Knobs           map[string]string `json:"knobs,omitempty"`
+	// DatasetBytes is the dataset's size and DatasetCachedBytes how much
+	// of it the page cache holds (mincore on the loader's own mappings):
+	// nil unless the embedded loader maps its dataset.
+	DatasetBytes       *int64 `json:"dataset_bytes,omitempty"`
+	DatasetCachedBytes *int64 `json:"dataset_cached_bytes,omitempty"`
 	// Timeline is wait and step of the interval's batches, oldest first
 	// (at most 64): the "train row".
 	Timeline []BatchTiming `json:"timeline,omitempty"`

@@ -47,6 +47,10 @@ func (e *EmbeddedSource) LoaderCounters(context.Context) (probes.LoaderCounters,
 	if tid := l.LoopTID(); tid != 0 {
 		c.LoopTID = &tid
 	}
+	if cached, ok := l.PageCache(); ok {
+		size := l.Config().DatasetSize
+		c.DatasetBytes, c.DatasetCachedBytes = &size, &cached
+	}
 	return c, nil
 }
 

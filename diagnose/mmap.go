@@ -1,0 +1,182 @@
+package diagnose
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// paging is what a window shows of the watched processes reading files
+// through the page cache by faulting (a memory-mapped dataset): the
+// signature docs/diagnosis.md ("A memory-mapped dataset") describes.
+type paging struct {
+	majFaults level // the watched tree's major faults per second
+	diskRead  level // bytes/s the tree's faults and reads took from the disk
+	readCalls level // bytes/s its read calls returned (rchar)
+	refaults  level // host file refaults per second
+	// by says who faults most: "the training process" or "its N
+	// loader workers".
+	by string
+	// The newest facts: what the tree maps, the dataset's size and how
+	// much of it is cached (the embedded loader), as known.
+	mappedBytes   uint64
+	mappedFile    string
+	datasetBytes  float64
+	datasetCached float64
+	cachedKnown   bool
+}
+
+// pagingLevels are the paging metrics collected over a window.
+type pagingLevels struct{ maj, disk, calls, refaults levels }
+
+// add adds a frame's fault and read rates of the focused tree.
+func (pg *paging) add(f *sample.Frame, lv *pagingLevels) {
+	if m := f.Mem; m != nil && m.FileRefaultsPerSec != nil {
+		lv.refaults.add(*m.FileRefaultsPerSec)
+	}
+	if l := f.Loader; l != nil && l.DatasetBytes != nil && l.DatasetCachedBytes != nil {
+		pg.datasetBytes, pg.datasetCached, pg.cachedKnown = float64(*l.DatasetBytes), float64(*l.DatasetCachedBytes), true
+	}
+	p := f.Procs
+	if p == nil || p.FocusPID == 0 || len(p.List) == 0 {
+		return
+	}
+	var maj, disk, calls, workerMaj float64
+	haveMaj, workers := false, 0
+	for _, pr := range p.List {
+		if pr.MajorFaultsPerSec != nil {
+			maj += *pr.MajorFaultsPerSec
+			haveMaj = true
+			if l := f.Loader; l != nil && slices.Contains(l.WorkerPIDs, pr.PID) {
+				workerMaj += *pr.MajorFaultsPerSec
+				workers++
+			}
+		}
+		if pr.DiskReadBytesPerSec != nil {
+			disk += *pr.DiskReadBytesPerSec
+		}
+		if pr.ReadBytesPerSec != nil {
+			calls += *pr.ReadBytesPerSec
+		}
+		if pr.MappedFileBytes > pg.mappedBytes || (pr.MappedFileBytes > 0 && pg.mappedFile == "") {
+			pg.mappedBytes, pg.mappedFile = pr.MappedFileBytes, pr.MappedFile
+		}
+	}
+	if !haveMaj {
+		return
+	}
+	lv.maj.add(maj)
+	lv.disk.add(disk)
+	lv.calls.add(calls)
+	pg.by = "the training process"
+	if workers > 0 && workerMaj >= maj/2 {
+		pg.by = fmt.Sprintf("its %d loader workers", workers)
+	}
+}
+
+func (pg *paging) finish(lv *pagingLevels) {
+	pg.majFaults, pg.diskRead, pg.readCalls, pg.refaults = lv.maj.median(), lv.disk.median(), lv.calls.median(), lv.refaults.median()
+}
+
+// datasetSize is the dataset's size as best known: the loader's own
+// word, else what the faulting processes map.
+func (w *window) datasetSize() float64 {
+	switch {
+	case w.paging.datasetBytes > 0:
+		return w.paging.datasetBytes
+	case w.knobs["dataset_size"] != "":
+		if b, ok := knobBytes(w.knobs["dataset_size"]); ok {
+			return b
+		}
+	}
+	return float64(w.paging.mappedBytes)
+}
+
+// mmapEvidence: the watched processes fault a mapped file's pages in from
+// the disk while the loop waits, and the disk is busy (io) or the page
+// cache churns. ok is false when that does not hold.
+func mmapEvidence(w *window, th Thresholds, io []Evidence) ([]Evidence, bool) {
+	pg := &w.paging
+	churn := pg.refaults.ok && pg.refaults.v >= th.FileRefaultsPerSec
+	if !pg.majFaults.ok || pg.majFaults.v < th.MmapFaultsPerSec || (len(io) == 0 && !churn) {
+		return nil, false
+	}
+	what := "memory-mapped files"
+	switch {
+	case w.knobs["read"] == "mmap":
+		what = "its memory-mapped dataset"
+	case pg.mappedFile != "":
+		what = fmt.Sprintf("memory-mapped files (%s mapped; the largest %s)", fmtBytes(float64(pg.mappedBytes)), pg.mappedFile)
+	}
+	how := "random reads through the page cache"
+	if a := w.knobs["access"]; a == "seq" || a == "subseq" {
+		how = "reads through the page cache, a fault at a time"
+	}
+	out := []Evidence{evidence("procs.major_faults_per_sec", pg.majFaults.v, ">=", th.MmapFaultsPerSec, "/s",
+		fmt.Sprintf("%s takes %s major page faults/s on %s: %s", pg.by, groupThousands(pg.majFaults.v), what, how))}
+	if pg.diskRead.ok && w.bytesPerSec.ok && w.bytesPerSec.v > 0 && pg.diskRead.v >= 4*w.bytesPerSec.v {
+		text := fmt.Sprintf("the disk reads %s/s for the %s/s of samples the loader delivers (%.0f×): each fault's read-around fetches far more than the sample",
+			fmtBytes(pg.diskRead.v), fmtBytes(w.bytesPerSec.v), pg.diskRead.v/w.bytesPerSec.v)
+		if pg.readCalls.ok && pg.readCalls.v < pg.diskRead.v/10 {
+			text += "; read calls bring almost none of it"
+		}
+		out = append(out, evidence("procs.disk_read_bytes_per_sec", pg.diskRead.v, ">=", 4*w.bytesPerSec.v, "B/s", text))
+	}
+	if pg.cachedKnown && pg.datasetBytes > 0 {
+		share := pg.datasetCached / pg.datasetBytes
+		out = append(out, evidence("loader.dataset_cached_share", share, "<", 1, "ratio",
+			fmt.Sprintf("%.0f %% of the %s dataset is in the page cache", 100*share, fmtBytes(pg.datasetBytes))))
+	}
+	if churn {
+		out = append(out, evidence("mem.file_refaults_per_sec", pg.refaults.v, ">=", th.FileRefaultsPerSec, "/s",
+			fmt.Sprintf("the page cache reads back %s evicted file pages/s (workingset refaults): it is too small for the data read through it", groupThousands(pg.refaults.v))))
+	}
+	return out, true
+}
+
+// mmapAdvice is what to do about a mapped dataset read at random, in the
+// order that helps most: hold it in RAM when it fits, else read runs the
+// read-ahead serves, else larger records.
+func mmapAdvice(w *window) []string {
+	var a []string
+	size := w.datasetSize()
+	switch {
+	case size > 0 && w.memAvail > 0 && size < w.memAvail/2:
+		a = append(a, fmt.Sprintf("load the dataset into RAM once, as ready tensors (the dataset is %s; %s available): no sample waits on the disk again",
+			fmtBytes(size), fmtBytes(w.memAvail)))
+	case size > 0 && w.memAvail > 0:
+		a = append(a, fmt.Sprintf("the dataset (%s) does not fit in RAM with room to spare (%s available): keep it on disk and read it in runs", fmtBytes(size), fmtBytes(w.memAvail)))
+	default:
+		a = append(a, fmt.Sprintf("load the dataset into RAM once, as ready tensors, if it fits (%s available)", fmtBytes(w.memAvail)))
+	}
+	a = append(a, "otherwise read contiguous runs: shuffle blocks of consecutive samples, not single samples (a sampler that yields runs of indices), so the kernel's read-ahead serves each run with a few large reads")
+	a = append(a, "otherwise store larger records (many samples per record, a row group per read), so each page the disk reads carries whole samples")
+	return a
+}
+
+// mmapChanges are the embedded loader's settings that apply the advice
+// (the model's own changes, such as --cache, come first).
+func mmapChanges(w *window, have []Change) []Change {
+	var out []Change
+	if w.knobs["access"] == "random" {
+		out = append(out, Change{Knob: "sampler", Flag: "--access", From: "random", To: "subseq",
+			Why: "contiguous runs of samples are served by the kernel's read-ahead; random single samples are a major fault each"})
+	}
+	cached := slices.ContainsFunc(have, func(c Change) bool { return c.Flag == "--cache" })
+	size := w.datasetSize()
+	if !cached && w.knobs["cache"] == "false" && size > 0 && w.memAvail > 0 && size < w.memAvail/2 {
+		out = append(out, Change{Knob: "cache", Flag: "--cache", From: "false", To: "true",
+			Why: fmt.Sprintf("the dataset (%s) fits in RAM (%s available): read it once, and no sample faults again", fmtBytes(size), fmtBytes(w.memAvail))})
+	}
+	return out
+}
+
+// groupThousands writes a rate as "4,800".
+func groupThousands(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
