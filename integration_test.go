@@ -340,7 +340,7 @@ func exitCode(err error) int {
 // TestDemoTourSwitchesEveryScenario runs the tour with 2 s per scenario:
 // a scenario line per switch, in order, and loader data in the frames.
 func TestDemoTourSwitchesEveryScenario(t *testing.T) {
-	cmd := exec.Command(binary(t), "demo", "--headless", "--json", "--tour-every", "2s", "--duration", "13s", "--interval", "500ms")
+	cmd := exec.Command(binary(t), "demo", "--headless", "--json", "--tour-every", "2s", "--duration", "15s", "--interval", "500ms")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -365,7 +365,7 @@ func TestDemoTourSwitchesEveryScenario(t *testing.T) {
 			loaderFrames++
 		}
 	}
-	want := "healthy starved single-core cpu-bound io-bound remote-storage"
+	want := "healthy starved single-core cpu-bound io-bound mmap-random remote-storage"
 	if got := strings.Join(names, " "); !strings.HasPrefix(got, want) {
 		t.Fatalf("scenario lines %q, want %q first", got, want)
 	}

@@ -241,6 +241,11 @@ func TestReadersAgreeOnEveryByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	cached, _ := mem.newReader(false, nil)
+	if err := ds.Map(); err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	mapped := ds.newMappedReader(nil)
 	for _, tc := range []struct{ off, n int64 }{{0, 1000}, {7 * 1000, 1000}, {4095, 2}, {c.DatasetSize - 333, 333}, {12345, 70000}} {
 		a, b, m := make([]byte, tc.n), make([]byte, tc.n), make([]byte, tc.n)
 		if err := buffered.readAt(a, tc.off); err != nil {
@@ -252,7 +257,11 @@ func TestReadersAgreeOnEveryByte(t *testing.T) {
 		if err := cached.readAt(m, tc.off); err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(a, b) || !bytes.Equal(a, m) {
+		mm := make([]byte, tc.n)
+		if err := mapped.readAt(mm, tc.off); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) || !bytes.Equal(a, m) || !bytes.Equal(a, mm) {
 			t.Fatalf("readers disagree at offset %d", tc.off)
 		}
 	}

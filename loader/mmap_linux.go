@@ -57,6 +57,7 @@ func residentPages(m []byte, vec []byte) (int, []byte, error) {
 // (madvise MADV_DONTNEED; the kernel never drops a mapped page on
 // request), then the page cache drops the clean ones
 // (posix_fadvise POSIX_FADV_DONTNEED). The next touch reads the disk.
+// On tmpfs nothing drops: there the pages are the file.
 func dropShard(path string, m []byte) error {
 	if m != nil {
 		if err := unix.Madvise(m, unix.MADV_DONTNEED); err != nil {
@@ -68,6 +69,11 @@ func dropShard(path string, m []byte) error {
 		return err
 	}
 	defer f.Close()
+	// Dirty pages (a shard just generated) are not dropped, only queued
+	// for writeback: write them first. On a clean file this is cheap.
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		return fmt.Errorf("fdatasync %s: %w", path, err)
+	}
 	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 		return fmt.Errorf("fadvise %s: %w", path, err)
 	}

@@ -149,6 +149,13 @@ func TestScenariosProduceTheirBottleneck(t *testing.T) {
 					t.Errorf("want a waiting loop (%.0f%%), read ≫ decode (%.2fs vs %.2fs), reads from the disk (%s of %s)",
 						100*share, s.ReadSeconds, s.DecodeSeconds, FormatSize(disk), FormatSize(int64(s.BytesRead)))
 				}
+			case "mmap-random":
+				// Faults, not read calls: the disk reads more than the
+				// samples hold (read-around), and the loop waits.
+				if share < 0.3 || s.ReadSeconds < 10*s.DecodeSeconds || float64(disk) < float64(s.BytesRead) {
+					t.Errorf("want a waiting loop (%.0f%%), read ≫ decode (%.2fs vs %.2fs), the disk reading more than the samples (%s for %s)",
+						100*share, s.ReadSeconds, s.DecodeSeconds, FormatSize(disk), FormatSize(int64(s.BytesRead)))
+				}
 			case "remote-storage":
 				rate := float64(s.BytesRead) / wall
 				if share < 0.3 || rate > 1.1*float64(c.ReadBandwidth) || cores > 0.5 {

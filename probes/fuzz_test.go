@@ -1,7 +1,9 @@
 package probes
 
 import (
+	"bytes"
 	"testing"
+	"unicode/utf8"
 )
 
 // The fuzzers feed the parsers of kernel text arbitrary bytes: they must
@@ -59,6 +61,23 @@ func FuzzParsePidStat(f *testing.F) {
 	f.Add([]byte("100 (python (main)) R 1 100 100 0 -1 4194304 1000 0 0 0 1095 100 0 0 20 0 3 0 5000 1000000000 256000 0 0"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = parsePidStat(b, nil)
+	})
+}
+
+// FuzzParseMaps: any maps file gives a bounded, printable answer.
+func FuzzParseMaps(f *testing.F) {
+	f.Add([]byte("7f0000000000-7f0040000000 r--s 00000000 fd:00 200 /data/x.arrow\n"))
+	f.Add([]byte("ffffffffffffffff-0 r--s ffffffffffffffff fd:00 1 /a\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m := parseMaps(bytes.NewReader(b))
+		if utf8.RuneCountInString(m.largest) > mapsPathMax+1 || m.largestBytes > m.total {
+			t.Fatalf("parsed %+v", m)
+		}
+		for _, r := range m.largest {
+			if r < 0x20 || r == 0x7f {
+				t.Fatalf("control character in %q", m.largest)
+			}
+		}
 	})
 }
 

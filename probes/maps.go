@@ -58,7 +58,7 @@ func parseMaps(r io.Reader) mappedFiles {
 		start, err1 := strconv.ParseUint(string(lo), 16, 64)
 		end, err2 := strconv.ParseUint(string(hi), 16, 64)
 		off, err3 := strconv.ParseUint(string(f[2]), 16, 64)
-		if err1 != nil || err2 != nil || err3 != nil || end <= start || off > 1<<62 {
+		if err1 != nil || err2 != nil || err3 != nil || end <= start || off > 1<<48 || end-start > 1<<48 {
 			continue
 		}
 		key := string(f[3]) + " " + string(f[4])
@@ -78,7 +78,7 @@ func parseMaps(r io.Reader) mappedFiles {
 		if e.code || systemPath(e.path) {
 			continue
 		}
-		m.total += e.extent
+		m.total += e.extent // each ≤ 2^49, at most 2^16 files per 4 MiB: no overflow
 		if e.extent > m.largestBytes || (e.extent == m.largestBytes && e.path < m.largest) {
 			m.largest, m.largestBytes = e.path, e.extent
 		}
