@@ -78,7 +78,7 @@ func parseMaps(r io.Reader) mappedFiles {
 		if e.code || systemPath(e.path) {
 			continue
 		}
-		m.total += e.extent // each ≤ 2^49, at most 2^16 files per 4 MiB: no overflow
+		m.total = min(m.total+e.extent, 1<<62) // each ≤ 2^49, and ~2^17 lines fit in 4 MiB: no overflow, capped anyway
 		if e.extent > m.largestBytes || (e.extent == m.largestBytes && e.path < m.largest) {
 			m.largest, m.largestBytes = e.path, e.extent
 		}
