@@ -22,7 +22,12 @@ var expected = map[string]Kind{
 	"cpu-bound":      CPUSaturated,
 	"io-bound":       IOBound,
 	"remote-storage": IOBound,
+	"mmap-random":    IOBound,
 }
+
+// expectedIn overrides expected for a recording of a preset with a knob
+// changed: mmap-random with --access subseq is the fix.
+var expectedIn = map[string]Kind{"mmap-subseq.jsonl": Healthy}
 
 // recLine is a line of a recording: a frame or a scenario switch.
 type recLine struct {
@@ -100,8 +105,8 @@ func (s *segment) stableFrom(want Kind) int {
 func TestRecordedRunsEndOnTheirVerdict(t *testing.T) {
 	th := DefaultThresholds()
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
-	if len(files) < 7 {
-		t.Errorf("found %d recordings, want the 6 scenarios and the tour", len(files))
+	if len(files) < 9 {
+		t.Errorf("found %d recordings, want the 7 scenarios, mmap-random with subseq and the tour", len(files))
 	}
 	confusion := map[string]map[Kind]int{}
 	for _, path := range files {
@@ -112,6 +117,9 @@ func TestRecordedRunsEndOnTheirVerdict(t *testing.T) {
 				continue
 			}
 			want, ok := expected[s.name]
+			if k, over := expectedIn[filepath.Base(path)]; over {
+				want, ok = k, true
+			}
 			if !ok {
 				t.Fatalf("%s: scenario %q has no expected verdict", path, s.name)
 			}
@@ -156,4 +164,45 @@ func TestRecordedRunsEndOnTheirVerdict(t *testing.T) {
 		}
 	}
 	t.Log(b.String())
+}
+
+// TestMmapRandomAndSubseqDiffer replays the recorded mmap-random run and
+// the same run with --access subseq: the first is io_bound through page
+// faults on the mapped dataset, with the change to subseq among its
+// changes; the second is healthy and delivers at least twice the samples.
+func TestMmapRandomAndSubseqDiffer(t *testing.T) {
+	th := DefaultThresholds()
+	rate := func(lines []recLine) float64 {
+		sum, n := 0.0, 0
+		for _, l := range lines[len(lines)/2:] {
+			if l.Loader != nil {
+				sum, n = sum+l.Loader.SamplesPerSec, n+1
+			}
+		}
+		return sum / float64(max(n, 1))
+	}
+	random := readRecording(t, filepath.Join("testdata", "mmap-random.jsonl"))
+	subseq := readRecording(t, filepath.Join("testdata", "mmap-subseq.jsonl"))
+	segs := replay(random, th)
+	v := segs[len(segs)-1].verdicts[len(segs[len(segs)-1].verdicts)-1]
+	if v.Kind != IOBound || !strings.Contains(v.Evidence[0].Text, "major page faults/s on its memory-mapped dataset") {
+		t.Fatalf("mmap-random: %s, %+v", v.Kind, v.Evidence)
+	}
+	access := false
+	for _, c := range v.Changes {
+		access = access || c.Flag == "--access" && c.To == "subseq"
+	}
+	if !access || !strings.Contains(strings.Join(v.Advice, "\n"), "contiguous runs") {
+		t.Fatalf("mmap-random: changes %+v, advice %q", v.Changes, v.Advice)
+	}
+	segs = replay(subseq, th)
+	w := segs[len(segs)-1].verdicts[len(segs[len(segs)-1].verdicts)-1]
+	if w.Kind != Healthy {
+		t.Fatalf("mmap-random with subseq: %s, %+v", w.Kind, w.Evidence)
+	}
+	r, s := rate(random), rate(subseq)
+	t.Logf("mmap-random: %.0f samples/s, %s; with subseq: %.0f samples/s (%.1f×), %s", r, v.Evidence[0].Text, s, s/r, w.Kind)
+	if s < 2*r {
+		t.Fatalf("subseq %.0f samples/s, random %.0f: want at least 2×", s, r)
+	}
 }

@@ -21,11 +21,13 @@ for line in sys.stdin:
         o.pop("verdict", None)
         if "procs" in o:
             p = o["procs"]
-            p["list"] = [{k: x[k] for k in ("pid", "ppid", "name", "cpu_pct", "threads") if k in x} for x in p.get("list", [])[:2]]
+            p["list"] = [{k: x[k] for k in ("pid", "ppid", "name", "cpu_pct", "threads", "major_faults_per_sec", "read_bytes_per_sec", "disk_read_bytes_per_sec", "mapped_file_bytes", "mapped_file") if k in x} for x in p.get("list", [])[:2]]
             p["threads"] = p.get("threads", [])[:2]
         if "loader" in o:
             o["loader"].pop("timeline", None)
-            o["loader"].pop("knobs", None)
+            k = o["loader"].pop("knobs", None) or {}
+            if k.get("read") == "mmap":  # the mmap rule reads these
+                o["loader"]["knobs"] = {x: k[x] for x in ("read", "access", "cache", "dataset_size") if x in k}
         if "cpu" in o:
             c = o["cpu"]
             c["cores"] = [{"id": k["id"], "busy_pct": k["busy_pct"]} for k in c.get("cores", [])]
