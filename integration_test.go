@@ -381,6 +381,7 @@ type attachLine struct {
 		Connected         *bool      `json:"connected"`
 		DisconnectedSince *time.Time `json:"disconnected_since"`
 		Batches           uint64     `json:"batches"`
+		SamplesPerSec     float64    `json:"samples_per_sec"`
 		WaitShare         *float64   `json:"wait_share"`
 		Workers           *int       `json:"workers"`
 		LoopTID           *int       `json:"loop_tid"`
@@ -402,7 +403,8 @@ type attachLine struct {
 	Verdict *struct {
 		Kind     string `json:"kind"`
 		Evidence []struct {
-			Text string `json:"text"`
+			Metric string `json:"metric"`
+			Text   string `json:"text"`
 		} `json:"evidence"`
 		Advice    []string `json:"advice"`
 		Secondary []struct {

@@ -137,6 +137,9 @@ func decide(w *window, th Thresholds) decision {
 	f := gather(w, th)
 	switch {
 	case len(f.mem) > 0:
+		if d, ok := cacheChurnDecision(f); ok {
+			return d
+		}
 		return memoryDecision(f)
 	case len(f.wait) > 0:
 		for _, r := range waitingRules {
@@ -240,7 +243,12 @@ func memoryEvidence(w *window, th Thresholds) []Evidence {
 		// The job's own limit: the host can have memory to spare while the
 		// job reclaims, swaps or is OOM-killed at its cgroup's limit.
 		full := float64(*j.MemUsedBytes) / float64(*j.MemLimitBytes)
-		if full >= th.JobMemFullShare && (w.jobMaxEvents > 0 || w.jobOOMKills > 0 || w.jobSwapGrowth > 0) {
+		// A cgroup mostly full of page cache is how Linux uses memory: the
+		// cache is reclaimed first, and hitting the limit then is routine
+		// (a dataset streamed through a container). Only an OOM kill or
+		// swap makes that pressure.
+		cache := j.MemFileBytes != nil && float64(*j.MemFileBytes) >= 0.5*float64(*j.MemUsedBytes) && w.jobOOMKills == 0 && w.jobSwapGrowth <= 0
+		if full >= th.JobMemFullShare && !cache && (w.jobMaxEvents > 0 || w.jobOOMKills > 0 || w.jobSwapGrowth > 0) {
 			text := fmt.Sprintf("the job's memory cgroup holds %s of its %s limit (%.0f %%)", fmtBytes(float64(*j.MemUsedBytes)), fmtBytes(float64(*j.MemLimitBytes)), 100*full)
 			if w.jobMaxEvents > 0 {
 				text += fmt.Sprintf("; at the limit %d times", w.jobMaxEvents)

@@ -15,8 +15,8 @@ type paging struct {
 	diskRead  level // bytes/s the tree's faults and reads took from the disk
 	readCalls level // bytes/s its read calls returned (rchar)
 	refaults  level // host file refaults per second
-	// by says who faults most: "the training process" or "its N
-	// loader workers".
+	// by says who faults most: "the training process takes" or "its N
+	// loader workers take".
 	by string
 	// The newest facts: what the tree maps, the dataset's size and how
 	// much of it is cached (the embedded loader), as known.
@@ -69,9 +69,9 @@ func (pg *paging) add(f *sample.Frame, lv *pagingLevels) {
 	lv.maj.add(maj)
 	lv.disk.add(disk)
 	lv.calls.add(calls)
-	pg.by = "the training process"
+	pg.by = "the training process takes"
 	if workers > 0 && workerMaj >= maj/2 {
-		pg.by = fmt.Sprintf("its %d loader workers", workers)
+		pg.by = fmt.Sprintf("its %d loader workers take", workers)
 	}
 }
 
@@ -114,7 +114,7 @@ func mmapEvidence(w *window, th Thresholds, io []Evidence) ([]Evidence, bool) {
 		how = "reads through the page cache, a fault at a time"
 	}
 	out := []Evidence{evidence("procs.major_faults_per_sec", pg.majFaults.v, ">=", th.MmapFaultsPerSec, "/s",
-		fmt.Sprintf("%s takes %s major page faults/s on %s: %s", pg.by, groupThousands(pg.majFaults.v), what, how))}
+		fmt.Sprintf("%s %s major page faults/s on %s: %s", pg.by, groupThousands(pg.majFaults.v), what, how))}
 	if pg.diskRead.ok && w.bytesPerSec.ok && w.bytesPerSec.v > 0 && pg.diskRead.v >= 4*w.bytesPerSec.v {
 		text := fmt.Sprintf("the disk reads %s/s for the %s/s of samples the loader delivers (%.0f×): each fault's read-around fetches far more than the sample",
 			fmtBytes(pg.diskRead.v), fmtBytes(w.bytesPerSec.v), pg.diskRead.v/w.bytesPerSec.v)
@@ -140,15 +140,22 @@ func mmapEvidence(w *window, th Thresholds, io []Evidence) ([]Evidence, bool) {
 // read-ahead serves, else larger records.
 func mmapAdvice(w *window) []string {
 	var a []string
-	size := w.datasetSize()
+	size, room := w.datasetSize(), w.roomForData()
+	where := "available"
+	if room < w.memAvail {
+		where = "free under the job's memory limit"
+	}
 	switch {
-	case size > 0 && w.memAvail > 0 && size < w.memAvail/2:
-		a = append(a, fmt.Sprintf("load the dataset into RAM once, as ready tensors (the dataset is %s; %s available): no sample waits on the disk again",
-			fmtBytes(size), fmtBytes(w.memAvail)))
-	case size > 0 && w.memAvail > 0:
-		a = append(a, fmt.Sprintf("the dataset (%s) does not fit in RAM with room to spare (%s available): keep it on disk and read it in runs", fmtBytes(size), fmtBytes(w.memAvail)))
+	case size > 0 && room > 0 && size < room/2:
+		a = append(a, fmt.Sprintf("load the dataset into RAM once, as ready tensors (the dataset is %s; %s %s): no sample waits on the disk again",
+			fmtBytes(size), fmtBytes(room), where))
+	case size > 0:
+		a = append(a, fmt.Sprintf("the dataset (%s) does not fit in RAM with room to spare (%s %s): keep it on disk and read it in runs", fmtBytes(size), fmtBytes(room), where))
 	default:
-		a = append(a, fmt.Sprintf("load the dataset into RAM once, as ready tensors, if it fits (%s available)", fmtBytes(w.memAvail)))
+		a = append(a, fmt.Sprintf("load the dataset into RAM once, as ready tensors, if it fits (%s %s)", fmtBytes(room), where))
+	}
+	if room < w.memAvail && size > 0 {
+		a = append(a, fmt.Sprintf("or ask for a memory limit well above the dataset (%s), so its pages stay cached (Slurm --mem, the pod's memory limit)", fmtBytes(size)))
 	}
 	a = append(a, "otherwise read contiguous runs: shuffle blocks of consecutive samples, not single samples (a sampler that yields runs of indices), so the kernel's read-ahead serves each run with a few large reads")
 	a = append(a, "otherwise store larger records (many samples per record, a row group per read), so each page the disk reads carries whole samples")
@@ -165,9 +172,9 @@ func mmapChanges(w *window, have []Change) []Change {
 	}
 	cached := slices.ContainsFunc(have, func(c Change) bool { return c.Flag == "--cache" })
 	size := w.datasetSize()
-	if !cached && w.knobs["cache"] == "false" && size > 0 && w.memAvail > 0 && size < w.memAvail/2 {
+	if room := w.roomForData(); !cached && w.knobs["cache"] == "false" && size > 0 && size < room/2 {
 		out = append(out, Change{Knob: "cache", Flag: "--cache", From: "false", To: "true",
-			Why: fmt.Sprintf("the dataset (%s) fits in RAM (%s available): read it once, and no sample faults again", fmtBytes(size), fmtBytes(w.memAvail))})
+			Why: fmt.Sprintf("the dataset (%s) fits in RAM (%s for it): read it once, and no sample faults again", fmtBytes(size), fmtBytes(room))})
 	}
 	return out
 }
@@ -179,4 +186,50 @@ func groupThousands(v float64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// cacheChurnDecision: memory looks pressed, but what fills it is the page
+// cache of a mapped dataset read at random, with nothing swapped or
+// killed: a container whose memory limit leaves too little cache for the
+// data churns it (refaults), and the kernel counts those stalls as memory
+// pressure. The bottleneck is the reads; the memory findings follow from
+// them and become a secondary finding.
+func cacheChurnDecision(f *facts) (decision, bool) {
+	w, th := f.w, f.th
+	if len(f.wait) == 0 || w.jobOOMKills > 0 || (w.swapPages.ok && w.swapPages.v >= th.SwapPagesPerSec) || w.jobSwapGrowth > 0 {
+		return decision{}, false
+	}
+	if j := w.job; j != nil && j.MemUsedBytes != nil && j.MemLimitBytes != nil {
+		if j.MemFileBytes == nil || float64(*j.MemFileBytes) < 0.5*float64(*j.MemUsedBytes) {
+			return decision{}, false // the job's own memory, not cache, fills its limit
+		}
+	}
+	e, ok := mmapEvidence(w, th, f.io)
+	if !ok {
+		return decision{}, false
+	}
+	d := join(IOBound, e, f.io, f.wait, f.reads)
+	d.mmap = true
+	text := "the kernel reports memory pressure, but it is the page cache churning: nothing is swapped"
+	if j := w.job; j != nil && j.MemLimitBytes != nil && j.MemFileBytes != nil {
+		text = fmt.Sprintf("the job's memory limit (%s) is full, %s of it page cache the mapped data cannot stay in: nothing is swapped",
+			fmtBytes(float64(*j.MemLimitBytes)), fmtBytes(float64(*j.MemFileBytes)))
+	}
+	d.secondary = append(d.secondary, Finding{Kind: MemoryPressure, Text: text})
+	return d, true
+}
+
+// roomForData is the memory a dataset loaded into RAM could have: the
+// host's available memory, or, in a job with a memory limit, the limit
+// less what the job holds besides page cache.
+func (w *window) roomForData() float64 {
+	room := w.memAvail
+	if j := w.job; j != nil && j.MemLimitBytes != nil && j.MemUsedBytes != nil {
+		own := float64(*j.MemUsedBytes)
+		if j.MemFileBytes != nil {
+			own -= float64(*j.MemFileBytes)
+		}
+		room = min(room, max(0, float64(*j.MemLimitBytes)-own))
+	}
+	return room
 }

@@ -321,6 +321,9 @@ func (p *Cgroup) readV2(j *sample.Job, dir string) (cgroupCounters, error) {
 	j.MemHighBytes = limitBytes(read("memory.high"))
 	j.MemUsedBytes = limitBytes(read("memory.current"))
 	j.SwapUsedBytes = limitBytes(read("memory.swap.current"))
+	if kv := parseKeyValues(read("memory.stat"), "file"); len(kv) > 0 {
+		j.MemFileBytes = ptr(kv["file"])
+	}
 	if b := read("memory.events"); b != nil {
 		ev := parseKeyValues(b, "high", "max", "oom", "oom_kill")
 		j.MemEvents = &sample.MemEvents{High: ev["high"], Max: ev["max"], OOM: ev["oom"], OOMKill: ev["oom_kill"]}
@@ -402,9 +405,12 @@ func (p *Cgroup) readV1(j *sample.Job, paths cgroupPaths) (cgroupCounters, error
 	}
 	j.MemUsedBytes = limitBytes(read("memory", "memory.usage_in_bytes"))
 	if b := read("memory", "memory.stat"); b != nil {
-		if kv := parseKeyValues(b, "swap"); len(kv) > 0 {
-			sw := kv["swap"]
+		kv := parseKeyValues(b, "swap", "cache")
+		if sw, ok := kv["swap"]; ok {
 			j.SwapUsedBytes = &sw
+		}
+		if c, ok := kv["cache"]; ok {
+			j.MemFileBytes = &c
 		}
 	}
 	fail, okF := parseInt(read("memory", "memory.failcnt"))

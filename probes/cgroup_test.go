@@ -31,6 +31,9 @@ func TestCgroupV2PodWithQuotaAndAMemoryLimit(t *testing.T) {
 	if j.MemLimitBytes == nil || *j.MemLimitBytes != 512<<20 || j.MemHighBytes != nil || *j.MemUsedBytes != 536000000 || *j.SwapUsedBytes != 100<<20 {
 		t.Errorf("memory limit %v high %v used %v swap %v", j.MemLimitBytes, j.MemHighBytes, j.MemUsedBytes, j.SwapUsedBytes)
 	}
+	if j.MemFileBytes == nil || *j.MemFileBytes != 400000000 {
+		t.Errorf("page cache %v: want memory.stat's file, 400000000", j.MemFileBytes)
+	}
 	if e := j.MemEvents; e == nil || e.Max != 52 || e.OOMKill != 1 {
 		t.Errorf("events %+v", j.MemEvents)
 	}

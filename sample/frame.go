@@ -101,9 +101,12 @@ type Job struct {
 	ThrottledSecPerSec    *float64 `json:"throttled_sec_per_sec,omitempty"`
 	// Memory, bytes: the hard limit (memory.max / limit_in_bytes), the
 	// v2 throttling limit (memory.high), use and swap use.
-	MemLimitBytes *uint64    `json:"mem_limit_bytes,omitempty"`
-	MemHighBytes  *uint64    `json:"mem_high_bytes,omitempty"`
-	MemUsedBytes  *uint64    `json:"mem_used_bytes,omitempty"`
+	MemLimitBytes *uint64 `json:"mem_limit_bytes,omitempty"`
+	MemHighBytes  *uint64 `json:"mem_high_bytes,omitempty"`
+	MemUsedBytes  *uint64 `json:"mem_used_bytes,omitempty"`
+	// MemFileBytes is the page cache charged to the job (memory.stat
+	// file; v1 cache): part of MemUsedBytes the kernel reclaims first.
+	MemFileBytes  *uint64    `json:"mem_file_bytes,omitempty"`
 	SwapUsedBytes *uint64    `json:"swap_used_bytes,omitempty"`
 	MemEvents     *MemEvents `json:"mem_events,omitempty"`
 	// PSI is the cgroup's own pressure (v2 only).

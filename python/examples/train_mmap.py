@@ -76,7 +76,7 @@ def make_data(path: str, size: int, record: int) -> None:
         left = size - size % record
         while left > 0:
             n = min(left, 64 << 20)
-            f.write(rng.integers(0, 256, n, dtype=np.uint8).tobytes())
+            f.write(rng.bytes(n))
             left -= n
     os.replace(tmp, path)
 
