@@ -60,17 +60,17 @@ type Config struct {
 	StepTime   time.Duration // the simulated accelerator step (a sleep)
 	Access     Access
 
-	Dataset       string // folder of shard files; generated once, reused after
-	DatasetSize   int64  // bytes
-	DirectIO      bool   // O_DIRECT: bypass the page cache
-	Read          ReadMode
+	Dataset     string // folder of shard files; generated once, reused after
+	DatasetSize int64  // bytes
+	DirectIO    bool   // O_DIRECT: bypass the page cache
+	Read        ReadMode
 	// PageCache is the most of the dataset the page cache may keep (0: no
 	// limit): above it, the loader evicts the dataset's pages. It stands
 	// for a dataset larger than RAM (or a container's memory limit) on a
 	// machine that could cache it all. Set, it also drops the dataset's
 	// pages before the run.
-	PageCache int64
-	ReadBandwidth int64  // bytes/s shared by all readers; 0 = unlimited (emulates a network link)
+	PageCache     int64
+	ReadBandwidth int64 // bytes/s shared by all readers; 0 = unlimited (emulates a network link)
 	ReadLatency   time.Duration
 	Cache         bool // load the dataset into RAM first
 

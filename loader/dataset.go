@@ -258,7 +258,7 @@ func (d *Dataset) TrimPageCache(limit int64) error {
 		return nil
 	}
 	defer func() { d.residentAt = time.Time{} }() // counted before the eviction
-	per := res / int64(len(d.shards)) // a shard's share, on average
+	per := res / int64(len(d.shards))             // a shard's share, on average
 	for i := 0; i < len(d.shards) && res > limit/2; i++ {
 		s := d.cursor
 		d.cursor = (d.cursor + 1) % len(d.shards)
