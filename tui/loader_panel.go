@@ -60,12 +60,20 @@ func (loaderPanel) lines(pv *view, w int) []string {
 	lines = append(lines, pv.trainRow(w-2))
 	lines = append(lines, wrap(pv.loaderStats(l), w, "  ")...)
 	if l.ReadSecPerSec != nil && l.DecodeSecPerSec != nil {
-		lines = append(lines, wrap(fmt.Sprintf("reading %.2f s/s · decoding %.2f s/s (summed over workers)", *l.ReadSecPerSec, *l.DecodeSecPerSec), w, "  ")...)
+		line := fmt.Sprintf("reading %.2f s/s · decoding %.2f s/s (summed over workers)", *l.ReadSecPerSec, *l.DecodeSecPerSec)
+		if l.DatasetBytes != nil && l.DatasetCachedBytes != nil && *l.DatasetBytes > 0 {
+			line += fmt.Sprintf(" · %.0f %% of the %s dataset in the page cache", 100*float64(*l.DatasetCachedBytes)/float64(*l.DatasetBytes), size(float64(*l.DatasetBytes)))
+		}
+		lines = append(lines, wrap(line, w, "  ")...)
 	}
 	if len(l.Knobs) > 0 {
 		k := l.Knobs
-		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable(fmt.Sprintf("workers %s prefetch %s batch %s × %s persistent %s pin %s access %s decode %s step %s",
-			k["workers"], k["prefetch"], k["batch_size"], k["sample_size"], k["persistent"], k["pin"], k["access"], k["decode_cost"], k["step_time"]))), w, "  ")...)
+		read := ""
+		if r := k["read"]; r != "" && r != "pread" {
+			read = " read " + r
+		}
+		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable(fmt.Sprintf("workers %s prefetch %s batch %s × %s persistent %s pin %s access %s%s decode %s step %s",
+			k["workers"], k["prefetch"], k["batch_size"], k["sample_size"], k["persistent"], k["pin"], k["access"], read, k["decode_cost"], k["step_time"]))), w, "  ")...)
 	} else if l.Workers != nil {
 		knobs := fmt.Sprintf("workers %d", *l.Workers)
 		if l.Prefetch != nil {

@@ -100,14 +100,14 @@ func (procPanel) draw(pv *view, w, h int) []string {
 	if p.FocusPID != 0 {
 		head = fmt.Sprintf("pid %d and its %d descendants", p.FocusPID, max(0, len(p.List)-1))
 	}
-	rows := []string{pv.st.Label.Render(fmt.Sprintf("%7s %5s %4s %7s %9s  %s", "PID", "CPU%", "THR", "RSS", "READ/s", "NAME")) + pv.st.Dim.Render("  "+head)}
+	rows := []string{pv.st.Label.Render(fmt.Sprintf("%7s %5s %4s %7s %9s %6s  %s", "PID", "CPU%", "THR", "RSS", "READ/s", "MAJF/s", "NAME")) + pv.st.Dim.Render("  "+head)}
 	for _, pr := range p.List {
 		rows = append(rows, procRow(&pr))
 	}
 	if len(p.Threads) > 0 {
-		rows = append(rows, pv.st.Label.Render(fmt.Sprintf("%7s %5s %4s %7s %9s  %s", "TID", "CPU%", "", "", "", "THREAD")))
+		rows = append(rows, pv.st.Label.Render(fmt.Sprintf("%7s %5s %4s %7s %9s %6s  %s", "TID", "CPU%", "", "", "", "", "THREAD")))
 		for _, t := range p.Threads {
-			line := fmt.Sprintf("%7d %5.0f %4s %7s %9s  %s (pid %d)", t.TID, t.CPUPct, "", "", "", sample.Printable(t.Name), t.PID)
+			line := fmt.Sprintf("%7d %5.0f %4s %7s %9s %6s  %s (pid %d)", t.TID, t.CPUPct, "", "", "", faults(t.MajorFaultsPerSec), sample.Printable(t.Name), t.PID)
 			if t.CPUPct >= 90 {
 				line = pv.st.Bad.Render(line)
 			}
@@ -126,5 +126,17 @@ func procRow(pr *sample.Proc) string {
 	if pr.ReadBytesPerSec != nil {
 		read = size(*pr.ReadBytesPerSec)
 	}
-	return fmt.Sprintf("%7d %5.0f %4d %7s %9s  %s", pr.PID, pr.CPUPct, pr.Threads, size(float64(pr.RSSBytes)), read, sample.Printable(pr.Name))
+	return fmt.Sprintf("%7d %5.0f %4d %7s %9s %6s  %s", pr.PID, pr.CPUPct, pr.Threads, size(float64(pr.RSSBytes)), read, faults(pr.MajorFaultsPerSec), sample.Printable(pr.Name))
+}
+
+// faults is a major-fault rate for a column: "-" before two readings, ""
+// for none (a quiet column), else the rate.
+func faults(r *float64) string {
+	switch {
+	case r == nil:
+		return "-"
+	case *r < 0.5:
+		return ""
+	}
+	return fmt.Sprintf("%.0f", *r)
 }

@@ -28,6 +28,9 @@ func (memPanel) draw(pv *view, w, h int) []string {
 		if mem.MajorFaultsPerSec != nil {
 			line += fmt.Sprintf(" · majflt %.0f/s", *mem.MajorFaultsPerSec)
 		}
+		if mem.FileRefaultsPerSec != nil && *mem.FileRefaultsPerSec >= 1 {
+			line += fmt.Sprintf(" · refault %.0f/s", *mem.FileRefaultsPerSec)
+		}
 		lines = append(lines, line)
 	} else {
 		lines = append(lines, pv.st.Dim.Render("mem: "+orNone(f.Unavailable["mem"])))
