@@ -108,6 +108,12 @@ func Apply(cfg loader.Config, cs []diagnose.Change) (loader.Config, error) {
 			default:
 				cfg.Pin = b
 			}
+		case "--access":
+			a := loader.Access(c.To)
+			if a != loader.Sequential && a != loader.Random && a != loader.Subseq {
+				return cfg, fmt.Errorf("change %s: %q", c.Flag, c.To)
+			}
+			cfg.Access = a
 		default:
 			return cfg, fmt.Errorf("change %s: not a knob tune can set", c.Flag)
 		}
