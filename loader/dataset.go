@@ -184,7 +184,9 @@ func (d *Dataset) Map() error {
 		}
 		maps = append(maps, m)
 	}
+	d.pageMu.Lock()
 	d.maps = maps
+	d.pageMu.Unlock()
 	return nil
 }
 

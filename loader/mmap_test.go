@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -115,10 +116,9 @@ func TestMmapRunStartsColdUnderAPageCacheLimit(t *testing.T) {
 	ds.mem = nil
 	l := New(c, ds, nil)
 	var cachedAtStart int64 = -1
+	var first sync.Once
 	l.fetchHook = func(_, index int) {
-		if cachedAtStart < 0 {
-			cachedAtStart, _ = l.PageCache()
-		}
+		first.Do(func() { cachedAtStart, _ = l.PageCache() })
 	}
 	if err := l.Run(context.Background()); err != nil {
 		t.Fatal(err)
