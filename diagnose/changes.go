@@ -169,6 +169,10 @@ func noKnobHelps(p *Pipeline, limit Limit) string {
 		return fmt.Sprintf("more workers cannot help: the %.1f CPUs the workers have are the limit (%.0f ms of CPU per batch, at most %.0f batches/s)",
 			p.CPUs, 1000*p.CPUSec, p.CPUs/p.CPUSec)
 	case LimitBandwidth:
+		if p.ColdReadBytesPerSec > p.BandwidthBytesPerSec {
+			return fmt.Sprintf("more workers cannot help: the disk reads %s/s and the samples get %s/s of it, %.0f batches/s of %s", formatRate(p.ColdReadBytesPerSec),
+				formatRate(p.BandwidthBytesPerSec), p.BandwidthBytesPerSec/p.BytesPerBatch, formatRate(p.BytesPerBatch))
+		}
 		return fmt.Sprintf("more workers cannot help: storage gives %s/s, %.0f batches/s of %s", formatRate(p.BandwidthBytesPerSec),
 			p.BandwidthBytesPerSec/p.BytesPerBatch, formatRate(p.BytesPerBatch))
 	case LimitStep:

@@ -24,7 +24,7 @@ func Classify(frames []sample.Frame, th Thresholds) Verdict {
 		return v
 	}
 	d := decide(&w, th)
-	if e, ok := profileEvidence(d.kind, &w); ok {
+	if e, ok := profileEvidence(d.kind, &w, d.mmap); ok {
 		d.evidence = append(d.evidence, e)
 	}
 	slices.SortStableFunc(d.evidence[min(1, len(d.evidence)):], func(a, b Evidence) int { return cmp.Compare(b.strength, a.strength) })
@@ -605,7 +605,7 @@ func severity(d decision, w *window, th Thresholds) Severity {
 // profileEvidence adds what the loader's CPU profile says, when one was
 // taken: the category that matches the verdict ("71 % of the loader's CPU
 // is in read syscalls" for io_bound), else the largest.
-func profileEvidence(k Kind, w *window) (Evidence, bool) {
+func profileEvidence(k Kind, w *window, mmap bool) (Evidence, bool) {
 	if w.profile == nil || !k.Problem() {
 		return Evidence{}, false
 	}
@@ -620,6 +620,9 @@ func profileEvidence(k Kind, w *window) (Evidence, bool) {
 		"reading": "in read syscalls (files, network)", "decoding": "decoding and computing",
 		"waiting": "waiting (channels, locks, sleep)", "gc": "in the garbage collector and runtime", "other": "elsewhere",
 	}[best.Name]
+	if mmap && best.Name == "reading" {
+		words = "reading: copying out of the mapped dataset, its page faults included"
+	}
 	return evidence("profile."+best.Name+"_share", best.Share, ">=", 0, "ratio",
 		fmt.Sprintf("the loader's CPU profile: %.0f %% of its CPU is %s", 100*best.Share, words)), true
 }
