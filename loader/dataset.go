@@ -36,7 +36,7 @@ type Dataset struct {
 	// maps are the shards' mappings (Map), for --read mmap and for
 	// counting the dataset's cached pages.
 	maps    [][]byte
-	pageMu  sync.Mutex // guards vec and cursor
+	pageMu  sync.Mutex // guards maps' publication, vec, cursor and the count below
 	vec     []byte     // mincore scratch
 	cursor  int        // the next shard TrimPageCache evicts
 	evicted atomic.Int64
@@ -235,6 +235,9 @@ func (d *Dataset) countResident() (bytes int64, ok bool) {
 func (d *Dataset) DropPages() error {
 	d.pageMu.Lock()
 	defer d.pageMu.Unlock()
+	if d.maps == nil {
+		return errors.New("drop pages: the dataset is not mapped")
+	}
 	d.residentAt = time.Time{}
 	for i, p := range d.shards {
 		if err := dropShard(p, d.maps[i]); err != nil {

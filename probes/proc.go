@@ -165,12 +165,16 @@ func (r *faultRates) update(minflt, majflt uint64, now time.Time) {
 	r.minflt, r.majflt, r.at, r.read = minflt, majflt, now, true
 }
 
-// get returns the rates as the frame holds them: nil before two readings.
-func (r *faultRates) get() (maj, min *float64) {
-	if !r.ok {
+// get returns the rates as the frame holds them, stored in slab (one
+// allocation a tick for every process and thread, not two each): nil
+// before two readings.
+func (r *faultRates) get(slab *[]float64) (maj, min *float64) {
+	if !r.ok || len(*slab)+2 > cap(*slab) {
 		return nil, nil
 	}
-	return ptr(r.majRate), ptr(r.minRate)
+	i := len(*slab)
+	*slab = append(*slab, r.majRate, r.minRate)
+	return &(*slab)[i], &(*slab)[i+1]
 }
 
 type threadEntry struct {
@@ -292,6 +296,7 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 		p.selected = p.selected[:p.opt.Top]
 	}
 	out.List = make([]sample.Proc, 0, len(p.selected))
+	slab := make([]float64, 0, 2*len(p.selected))
 	for _, e := range p.selected {
 		sp := sample.Proc{
 			PID: e.pid, PPID: e.ppid, Name: e.name, State: stateString(e.state),
@@ -300,7 +305,7 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 		if e.haveCPU {
 			sp.CPUPct = e.cpuPct
 		}
-		sp.MajorFaultsPerSec, sp.MinorFaultsPerSec = e.faults.get()
+		sp.MajorFaultsPerSec, sp.MinorFaultsPerSec = e.faults.get(&slab)
 		p.readIO(e, &sp, f.Time)
 		if p.opt.PID != 0 {
 			p.readMaps(e, &sp, f.Time)
@@ -332,12 +337,13 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 		p.tsel = p.tsel[:p.opt.Threads]
 	}
 	out.Threads = make([]sample.Thread, 0, len(p.tsel))
+	slab = make([]float64, 0, 2*len(p.tsel))
 	for _, t := range p.tsel {
 		th := sample.Thread{TID: t.tid, PID: t.pid, Name: t.name, CPUPct: t.cpuPct, SystemPct: t.sysPct}
 		if t.haveWait {
 			th.RunDelayMsPerSec = ptr(t.waitRate)
 		}
-		th.MajorFaultsPerSec, th.MinorFaultsPerSec = t.faults.get()
+		th.MajorFaultsPerSec, th.MinorFaultsPerSec = t.faults.get(&slab)
 		out.Threads = append(out.Threads, th)
 	}
 	f.Procs = out
