@@ -1,0 +1,107 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// mapped is a Python DataLoader whose 2 workers fault a mapped dataset in:
+// faults/s split over the workers, the disk reading 400 MiB/s for the
+// 8 MiB/s the loader delivers, none of it by read calls.
+func mapped(f *sample.Frame, faults float64) {
+	loader(f, 0.9, 2, 1.8, 0.02)
+	f.Loader.BytesPerSec = 8 << 20
+	f.Loader.WorkerPIDs = []int{101, 102}
+	f.Loader.PID = iptr(100)
+	half, disk := faults/2, float64(200<<20)
+	f.Procs = &sample.Procs{FocusPID: 100, List: []sample.Proc{
+		{PID: 100, Name: "python", CPUPct: 10, MajorFaultsPerSec: f64(0), ReadBytesPerSec: f64(0), DiskReadBytesPerSec: f64(0)},
+		{PID: 101, PPID: 100, Name: "pt_data_worker", CPUPct: 20, MajorFaultsPerSec: &half, ReadBytesPerSec: f64(1000), DiskReadBytesPerSec: &disk,
+			MappedFileBytes: 3 << 30, MappedFile: "/data/train.arrow"},
+		{PID: 102, PPID: 100, Name: "pt_data_worker", CPUPct: 20, MajorFaultsPerSec: &half, ReadBytesPerSec: f64(1000), DiskReadBytesPerSec: &disk},
+	}}
+	f.Disks[0].BusyPct = 97
+}
+
+func TestMmapMechanism(t *testing.T) {
+	th := DefaultThresholds()
+	v := Classify(frames(5, func(_ int, f *sample.Frame) {
+		host(f, 30, 40, 2)
+		mapped(f, 4800)
+	}), th)
+	if v.Kind != IOBound || v.Evidence[0].Metric != "procs.major_faults_per_sec" ||
+		v.Evidence[0].Text != "its 2 loader workers take 4,800 major page faults/s on memory-mapped files (3.0GiB mapped; the largest /data/train.arrow): random reads through the page cache" {
+		t.Fatalf("%s: %+v", v.Kind, v.Evidence)
+	}
+	all := strings.Join(v.Advice, "\n")
+	for _, want := range []string{"load the dataset into RAM once, as ready tensors (the dataset is 3.0GiB; 40GiB available)", "contiguous runs", "larger records"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("advice %q lacks %q", v.Advice, want)
+		}
+	}
+	var amplified bool
+	for _, e := range v.Evidence {
+		amplified = amplified || strings.Contains(e.Text, "for the 8.0MiB/s of samples the loader delivers (50×)")
+	}
+	if !amplified {
+		t.Errorf("no read-around evidence in %+v", v.Evidence)
+	}
+
+	// Few faults: a disk read at random by read calls is io_bound, but
+	// not through a mapping.
+	v = Classify(frames(5, func(_ int, f *sample.Frame) {
+		host(f, 30, 40, 2)
+		mapped(f, 20)
+	}), th)
+	if v.Kind != IOBound || v.Evidence[0].Metric == "procs.major_faults_per_sec" {
+		t.Fatalf("20 faults/s: %s led by %s", v.Kind, v.Evidence[0].Metric)
+	}
+
+	// Faults, but the disk idle and the cache not churning: not this.
+	v = Classify(frames(5, func(_ int, f *sample.Frame) {
+		host(f, 30, 0, 2)
+		mapped(f, 4800)
+		f.Disks[0].BusyPct = 10
+	}), th)
+	for _, e := range v.Evidence {
+		if e.Metric == "procs.major_faults_per_sec" {
+			t.Fatalf("idle disk, no churn: %s led by %+v", v.Kind, v.Evidence)
+		}
+	}
+}
+
+// TestCacheChurnInAJobIsNotMemoryPressure: a job at its memory limit,
+// mostly page cache, whose mapped dataset churns it, is io_bound with the
+// memory finding secondary; the same job full of its own memory is
+// memory_pressure.
+func TestCacheChurnInAJobIsNotMemoryPressure(t *testing.T) {
+	th := DefaultThresholds()
+	job := func(file uint64, maxEvents uint64) *sample.Job {
+		limit, used := uint64(1<<30), uint64(1<<30)
+		return &sample.Job{Cgroup: "/c", MemLimitBytes: &limit, MemUsedBytes: &used, MemFileBytes: &file,
+			MemEvents: &sample.MemEvents{Max: maxEvents}}
+	}
+	win := func(file uint64) Verdict {
+		return Classify(frames(5, func(i int, f *sample.Frame) {
+			host(f, 30, 40, 2)
+			mapped(f, 300)
+			f.Mem.FileRefaultsPerSec = f64(300000)
+			f.PSI.Memory.SomePct = f64(15)
+			f.Job = job(file, uint64(1000*i))
+		}), th)
+	}
+	v := win(900 << 20)
+	if v.Kind != IOBound || v.Evidence[0].Metric != "procs.major_faults_per_sec" || len(v.Secondary) != 1 || v.Secondary[0].Kind != MemoryPressure ||
+		!strings.Contains(v.Secondary[0].Text, "900MiB of it page cache") {
+		t.Fatalf("cache churn: %s %+v secondary %+v", v.Kind, v.Evidence, v.Secondary)
+	}
+	all := strings.Join(v.Advice, "\n")
+	if !strings.Contains(all, "free under the job's memory limit") || !strings.Contains(all, "ask for a memory limit well above the dataset (3.0GiB)") {
+		t.Errorf("advice %q: want the room under the limit and a larger limit", v.Advice)
+	}
+	if v := win(100 << 20); v.Kind != MemoryPressure {
+		t.Fatalf("a job full of its own memory: %s %+v", v.Kind, v.Evidence)
+	}
+}
