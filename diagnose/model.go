@@ -204,7 +204,7 @@ func pipeline(w *window) (*Pipeline, bool) {
 	}
 	if size, ok := knobBytes(w.knobs["dataset_size"]); ok {
 		p.DatasetBytes = size
-		p.CacheFits = w.memAvail > 0 && size < w.memAvail/2
+		p.CacheFits = size < w.roomForData()/2 // under a job's memory limit, the room it leaves
 	}
 	p.Measured = Prediction{SamplesPerSec: bps * p.BatchSize}
 	if w.waitShare.ok {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -35,11 +34,10 @@ type Dataset struct {
 
 	// maps are the shards' mappings (Map), for --read mmap and for
 	// counting the dataset's cached pages.
-	maps    [][]byte
-	pageMu  sync.Mutex // guards maps' publication, vec, cursor and the count below
-	vec     []byte     // mincore scratch
-	cursor  int        // the next shard TrimPageCache evicts
-	evicted atomic.Int64
+	maps   [][]byte
+	pageMu sync.Mutex // guards maps' publication, vec, cursor and the count below
+	vec    []byte     // mincore scratch
+	cursor int        // the next shard TrimPageCache evicts
 	// The newest count of cached bytes, and when it was taken: readers
 	// within residentFresh share it.
 	resident   int64
@@ -270,7 +268,6 @@ func (d *Dataset) TrimPageCache(limit int64) error {
 		if err := dropShard(d.shards[s], d.maps[s]); err != nil {
 			return err
 		}
-		d.evicted.Add(1)
 		res -= per
 	}
 	return nil

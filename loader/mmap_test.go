@@ -82,9 +82,6 @@ func TestPageCacheLimit(t *testing.T) {
 	if res, _ := ds.Resident(); res > limit {
 		t.Fatalf("after TrimPageCache(%d) %d bytes are cached", limit, res)
 	}
-	if ds.evicted.Load() == 0 {
-		t.Fatal("nothing was evicted")
-	}
 }
 
 // TestTruncatedShardIsAnError: a shard cut short under the mapping raises
