@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -317,40 +318,72 @@ func TestDemoCustomConfigWithEventsAndJSON(t *testing.T) {
 	}
 }
 
-// TestOnceExitsOnTheSettledVerdict: --once samples until the verdict has
-// held, prints one summary (--json: one object) and exits 3 for a
-// bottleneck (num_workers=0 with heavy decode) and 0 for a healthy loader.
-func TestOnceExitsOnTheSettledVerdict(t *testing.T) {
+// onceDemo runs `demo --once --json` with knobs over a small dataset and
+// returns the exit status and the one summary it printed.
+func onceDemo(t *testing.T, knobs ...string) (int, diagnose.Kind) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	args := append([]string{"demo", "--once", "--json", "--interval", "250ms", "--duration", "40s",
+		"--dataset", t.TempDir(), "--dataset-size", "8MiB"}, knobs...)
+	code := run(args, &out, &errb)
+	var s struct {
+		Type    string
+		Settled bool
+		Verdict struct{ Kind diagnose.Kind }
+	}
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil || strings.Count(out.String(), "\n") != 1 || s.Type != "summary" {
+		t.Fatalf("want one JSON summary, got %q (%v); stderr %s", out.String(), err, errb.String())
+	}
+	if !s.Settled {
+		t.Fatalf("exit %d: the verdict did not settle in 40 s: %s (stderr %s)", code, out.String(), errb.String())
+	}
+	return code, s.Verdict.Kind
+}
+
+// TestOnceExitStatusFollowsTheSummary: --once samples until the verdict has
+// held, prints one summary (--json: one object), and exits 3 when that
+// verdict is a bottleneck, 0 when it is not. Which verdict a live run
+// reaches depends on the machine's load (-race ./... fills the CPUs); the
+// exit status must follow it whatever it is. TestOnceVerdicts, gated like
+// the scenario signatures, checks the verdicts themselves.
+func TestOnceExitStatusFollowsTheSummary(t *testing.T) {
+	for _, knobs := range [][]string{
+		{"--workers", "0", "--sample-size", "16KiB", "--decode-cost", "2ms", "--step-time", "5ms"},
+		{"--workers", "2", "--decode-cost", "20us", "--sample-size", "4KiB", "--step-time", "100ms"},
+	} {
+		t.Run(strings.Join(knobs, " "), func(t *testing.T) {
+			code, kind := onceDemo(t, knobs...)
+			want := 0
+			if kind.Problem() {
+				want = 3
+			}
+			if code != want {
+				t.Fatalf("exit %d for a settled %s: want %d", code, kind, want)
+			}
+		})
+	}
+}
+
+// TestOnceVerdicts: inline loading with heavy samples settles on
+// single_core_maxed (exit 3); a slow step with cheap loading on healthy
+// (exit 0). It measures real bottlenecks, so it needs the machine to itself
+// and no race detector: CI runs it alone, as the scenario signatures.
+func TestOnceVerdicts(t *testing.T) {
+	if os.Getenv("GPUWATCH_BOTTLENECK_TESTS") == "" || raceEnabled {
+		t.Skip("measures real bottlenecks: GPUWATCH_BOTTLENECK_TESTS=1 go test -run OnceVerdicts . (without -race)")
+	}
 	for _, c := range []struct {
-		name string
-		knob []string
-		kind string
-		code int
+		name  string
+		knobs []string
+		kind  diagnose.Kind
+		code  int
 	}{
-		// Any bottleneck exits 3: inline loading reads single_core_maxed on
-		// a quiet machine, cpu_saturated when -race ./... fills the CPUs.
-		{"inline loading is a bottleneck", []string{"--workers", "0", "--sample-size", "16KiB", "--decode-cost", "2ms", "--step-time", "5ms"}, "single_core_maxed|cpu_saturated", 3},
-		// Loading a batch costs ~1 ms of CPU against a 100 ms step: healthy
-		// even when the other test binaries of -race ./... fill the CPUs.
-		{"a slow step is healthy", []string{"--workers", "2", "--decode-cost", "20us", "--sample-size", "4KiB", "--step-time", "100ms"}, "healthy", 0},
+		{"inline loading pegs the loop's thread", []string{"--workers", "0", "--sample-size", "16KiB", "--decode-cost", "2ms", "--step-time", "5ms"}, diagnose.SingleCoreMaxed, 3},
+		{"a slow step is healthy", []string{"--workers", "2", "--decode-cost", "20us", "--sample-size", "4KiB", "--step-time", "100ms"}, diagnose.Healthy, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			var out, errb bytes.Buffer
-			args := append([]string{"demo", "--once", "--json", "--interval", "250ms", "--duration", "40s",
-				"--dataset", dir, "--dataset-size", "8MiB"}, c.knob...)
-			code := run(args, &out, &errb)
-			var s struct {
-				Type    string
-				Settled bool
-				Frames  int
-				Verdict struct{ Kind string }
-			}
-			if err := json.Unmarshal(out.Bytes(), &s); err != nil || strings.Count(out.String(), "\n") != 1 {
-				t.Fatalf("want one JSON object, got %q (%v); stderr %s", out.String(), err, errb.String())
-			}
-			if code != c.code || s.Type != "summary" || !s.Settled || !slices.Contains(strings.Split(c.kind, "|"), s.Verdict.Kind) {
-				t.Fatalf("exit %d, summary %+v: want exit %d on a settled %s (stderr %s)", code, s, c.code, c.kind, errb.String())
+			if code, kind := onceDemo(t, c.knobs...); code != c.code || kind != c.kind {
+				t.Fatalf("exit %d on a settled %s: want %d on %s", code, kind, c.code, c.kind)
 			}
 		})
 	}
@@ -384,13 +417,13 @@ func TestRecordRefusesWhatItWouldLoseOrCouldNotWrite(t *testing.T) {
 		{"no frame before the end", []string{"record", "-o", filepath.Join(dir, "c.jsonl"), "--duration", "200ms"}, 1, "no frame came before the end"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			start := time.Now()
 			var out, errb bytes.Buffer
 			if code := run(c.args, &out, &errb); code != c.code || !strings.Contains(errb.String(), c.stderr) {
 				t.Fatalf("exit %d, stderr %q: want %d and %q", code, errb.String(), c.code, c.stderr)
 			}
-			if !strings.Contains(c.name, "frame") && time.Since(start) > 10*time.Second {
-				t.Errorf("refused only after %v: the check belongs before recording", time.Since(start))
+			// Refused before recording: the recording was never begun.
+			if _, err := os.Stat(c.args[2]); err == nil {
+				t.Errorf("%s was written: the check belongs before recording", c.args[2])
 			}
 		})
 	}

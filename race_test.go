@@ -1,0 +1,7 @@
+//go:build race
+
+package main
+
+// raceEnabled: the race detector slows every run several-fold; tests that
+// measure a bottleneck skip under it.
+const raceEnabled = true

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Short fuzz runs of every parser of outside input, as CI runs them:
+# `bash scripts/fuzz.sh [SCALE]` (SCALE multiplies every budget; 1 in CI).
+#
+# Each target's budget is a count of executions (-fuzztime Nx), sized so
+# that it takes about 5 s on the project's 2-core VM (the counts measured
+# there in 5 s). A count has no wall-clock deadline: a duration -fuzztime
+# races Go's fuzzing coordinator at its deadline (golang/go#75804, fixed in
+# Go 1.27) and can fail a target that found nothing. So a failure here is
+# a failing input: Go writes it under the package's testdata/fuzz/ and this
+# script names the file and prints it. There is no retry.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scale=${1:-1}
+
+# package:target executions
+targets=(
+	probes:FuzzParseProcStat:50000
+	probes:FuzzParseDiskstatsLine:50000
+	probes:FuzzParseNetDevLine:40000
+	probes:FuzzParsePressure:35000
+	probes:FuzzParsePidStat:45000
+	probes:FuzzParseMaps:25000
+	probes:FuzzParseMeminfo:40000
+	probes:FuzzParseProcCgroup:20000
+	probes:FuzzCountersFromMetrics:2500
+	probes:FuzzAnnouncement:15000
+	probes:FuzzExpandURLs:30000
+	probes:FuzzSummarizeProfile:12000
+	fleet:FuzzDecodeAnswer:70000
+	diagnose:FuzzThresholdSet:200000
+	diagnose:FuzzClassifyRecordedFrames:200000
+	report:FuzzReadRecording:15000
+	report:FuzzReportWritersEmitNoForeignMarkup:120
+)
+
+start=$SECONDS
+for t in "${targets[@]}"; do
+	IFS=: read -r pkg name count <<<"$t"
+	n=$(awk -v c="$count" -v s="$scale" 'BEGIN { n = int(c * s); print (n < 1 ? 1 : n) }')
+	t0=$SECONDS
+	if out=$(go test -run '^$' -fuzz "^${name}\$" -fuzztime "${n}x" "./$pkg/" 2>&1); then
+		echo "$pkg:$name ok ($n executions, $((SECONDS - t0)) s)"
+		continue
+	fi
+	echo "$out" | tail -40
+	if input=$(grep -o "testdata/fuzz/$name/[0-9a-f]*" <<<"$out" | head -1) && [ -n "$input" ]; then
+		echo "$pkg:$name FAILED on the input $pkg/$input:"
+		cat "$pkg/$input"
+		echo "(replay it: go test -run '$name/$(basename "$input")' ./$pkg/)"
+	else
+		echo "$pkg:$name FAILED with no failing input written: the fuzzing engine itself failed (see above)"
+	fi
+	exit 1
+done
+echo "fuzzing: ${#targets[@]} targets in $((SECONDS - start)) s"
