@@ -1,6 +1,6 @@
 //go:build race
 
-package main
+package cli
 
 // raceEnabled: the race detector slows every run several-fold; tests that
 // measure a bottleneck skip under it.

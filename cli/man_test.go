@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ func TestManPagesFromTheCommandTree(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "1700000000") // 2023-11-14
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
-	if code := run([]string{"man", dir}, &out, &errb); code != 0 {
+	if code := Run([]string{"man", dir}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	root := newRootCmd(&out, &errb)
@@ -51,7 +51,7 @@ func TestManPagesFromTheCommandTree(t *testing.T) {
 func TestCompletionScripts(t *testing.T) {
 	for shell, want := range map[string]string{"bash": "__start_gpuwatch", "zsh": "#compdef gpuwatch", "fish": "complete -c gpuwatch"} {
 		var out, errb bytes.Buffer
-		if code := run([]string{"completion", shell}, &out, &errb); code != 0 {
+		if code := Run([]string{"completion", shell}, &out, &errb); code != 0 {
 			t.Fatalf("%s: exit %d: %s", shell, code, errb.String())
 		}
 		if !strings.Contains(out.String(), want) {

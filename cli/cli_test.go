@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -54,7 +54,7 @@ func TestExitCodes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := run(tc.args, &out, &errb)
+			code := Run(tc.args, &out, &errb)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d (stderr %q)", code, tc.code, errb.String())
 			}
@@ -75,7 +75,7 @@ func TestExitCodes(t *testing.T) {
 // member the JSON contract promises (README, docs/json.md).
 func TestHeadlessJSONContract(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := run([]string{"--headless", "--json", "--interval", "100ms", "--duration", "1500ms"}, &out, &errb)
+	code := Run([]string{"--headless", "--json", "--interval", "100ms", "--duration", "1500ms"}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -130,7 +130,7 @@ func TestHeadlessJSONContract(t *testing.T) {
 
 func TestHeadlessLineIsReadable(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run([]string{"--headless", "--interval", "100ms", "--duration", "250ms"}, &out, &errb); code != 0 {
+	if code := Run([]string{"--headless", "--interval", "100ms", "--duration", "250ms"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	first, _, _ := strings.Cut(out.String(), "\n")
@@ -157,7 +157,7 @@ func TestLoaderKnobErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errb bytes.Buffer
-			if code := run(tc.args, &out, &errb); code != tc.code || !strings.Contains(errb.String(), tc.stderr) {
+			if code := Run(tc.args, &out, &errb); code != tc.code || !strings.Contains(errb.String(), tc.stderr) {
 				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errb.String(), tc.code, tc.stderr)
 			}
 		})
@@ -173,7 +173,7 @@ func TestDirectIORefusedByTheFilesystem(t *testing.T) {
 	}
 	defer syscall.Unmount(dir, syscall.MNT_DETACH)
 	var out, errb bytes.Buffer
-	code := run([]string{"demo", "--direct-io", "--dataset", dir, "--dataset-size", "1MiB", "--sample-size", "4KiB", "--headless", "--duration", "5s"}, &out, &errb)
+	code := Run([]string{"demo", "--direct-io", "--dataset", dir, "--dataset-size", "1MiB", "--sample-size", "4KiB", "--headless", "--duration", "5s"}, &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "does not support --direct-io") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
@@ -191,7 +191,7 @@ func TestDatasetThatDoesNotFitIsRefused(t *testing.T) {
 	}
 	defer syscall.Unmount(dir, syscall.MNT_DETACH)
 	var out, errb bytes.Buffer
-	code := run([]string{"loader", "--dataset", dir, "--dataset-size", "16MiB", "--listen", "127.0.0.1:0"}, &out, &errb)
+	code := Run([]string{"loader", "--dataset", dir, "--dataset-size", "16MiB", "--listen", "127.0.0.1:0"}, &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "does not fit") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
@@ -204,7 +204,7 @@ func TestSweepTableAndJSON(t *testing.T) {
 	outFile := filepath.Join(t.TempDir(), "sweep.json")
 	eventsFile := filepath.Join(t.TempDir(), "events.jsonl")
 	var out, errb bytes.Buffer
-	code := run([]string{"sweep", "--workers", "0,1,2", "--prefetch", "1,2", "--dataset", t.TempDir(),
+	code := Run([]string{"sweep", "--workers", "0,1,2", "--prefetch", "1,2", "--dataset", t.TempDir(),
 		"--dataset-size", "4MiB", "--sample-size", "4KiB", "--batch-size", "8", "--step-time", "1ms",
 		"--decode-cost", "200us", "--worker-start", "5ms", "--epochs", "2", "--batches", "5", "--out", outFile,
 		"--events", eventsFile}, &out, &errb)
@@ -263,7 +263,7 @@ func TestDemoCustomConfigWithEventsAndJSON(t *testing.T) {
 	dir := t.TempDir()
 	events := filepath.Join(dir, "events.jsonl")
 	var out, errb bytes.Buffer
-	code := run([]string{"demo", "--headless", "--json", "--interval", "200ms", "--duration", "10s",
+	code := Run([]string{"demo", "--headless", "--json", "--interval", "200ms", "--duration", "10s",
 		"--dataset", dir, "--dataset-size", "4MiB", "--sample-size", "4KiB", "--workers", "2",
 		"--step-time", "50ms", "--epochs", "3", "--batches", "20", "--events", events}, &out, &errb)
 	if code != 0 {
@@ -325,7 +325,7 @@ func onceDemo(t *testing.T, knobs ...string) (int, diagnose.Kind) {
 	var out, errb bytes.Buffer
 	args := append([]string{"demo", "--once", "--json", "--interval", "250ms", "--duration", "40s",
 		"--dataset", t.TempDir(), "--dataset-size", "8MiB"}, knobs...)
-	code := run(args, &out, &errb)
+	code := Run(args, &out, &errb)
 	var s struct {
 		Type    string
 		Settled bool
@@ -418,7 +418,7 @@ func TestRecordRefusesWhatItWouldLoseOrCouldNotWrite(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			if code := run(c.args, &out, &errb); code != c.code || !strings.Contains(errb.String(), c.stderr) {
+			if code := Run(c.args, &out, &errb); code != c.code || !strings.Contains(errb.String(), c.stderr) {
 				t.Fatalf("exit %d, stderr %q: want %d and %q", code, errb.String(), c.code, c.stderr)
 			}
 			// Refused before recording: the recording was never begun.
@@ -442,7 +442,7 @@ func TestReportsFollowTheUmask(t *testing.T) {
 	defer syscall.Umask(old)
 	out := filepath.Join(t.TempDir(), "r.md")
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"report", filepath.Join("report", "testdata", "tour.jsonl"), "-o", out}, &stdout, &stderr); code != 0 {
+	if code := Run([]string{"report", filepath.Join("..", "report", "testdata", "tour.jsonl"), "-o", out}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	st, err := os.Stat(out)
