@@ -55,7 +55,7 @@ custom configuration (defaults for the rest).`,
 			return runDemo(cmd.Context(), &w, cfgs, k.events, tourEvery, stdout, stderr)
 		},
 	}
-	w.register(cmd)
+	w.register(cmd, offerOnce|offerOutput|offerRecord)
 	k.register(cmd, false)
 	cmd.Flags().DurationVar(&tourEvery, "tour-every", 45*time.Second, "with the tour: time per scenario")
 	return cmd
@@ -68,5 +68,7 @@ func runDemo(ctx context.Context, w *watchFlags, cfgs []loader.Config, eventsPat
 		return err
 	}
 	defer l.Close()
-	return session.Demo(ctx, w.options(stdout, stderr), cfgs, l.Datasets, l.Events, every)
+	o := w.options(stdout, stderr)
+	o.Loop = false // the loader is the embedded one, in this process
+	return session.Demo(ctx, o, cfgs, l.Datasets, l.Events, every)
 }

@@ -7,27 +7,35 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuwatch/gpuwatch/report"
-	"github.com/gpuwatch/gpuwatch/session"
 )
 
 func newRecordCmd(stdout, stderr io.Writer) *cobra.Command {
 	var w watchFlags
 	var out, reportOut string
-	var attach attachFlags
 	cmd := &cobra.Command{
 		Use:   "record -o FILE [--duration D] [--pid PID | --attach URL]",
-		Short: "Record headless for batch jobs (SLURM, cron): frames, verdicts and events to a file",
-		Example: `  # in a Slurm batch script: srun's tasks are children of slurmstepd, not
+		Short: "Record headless for batch jobs (Slurm, cron): frames, verdicts and events to a file",
+		Long: `record watches this machine as gpuwatch does — the same sources, every
+announced loader with its CPU profiles, the busiest training process when
+none is announced — without a view, and writes every frame, verdict change
+and event to FILE as JSON lines, until --duration passes or it is stopped
+(Ctrl-C, SIGTERM). replay plays a recording back; report turns it into
+HTML, Markdown or JSON. --report writes that report at the end.
+
+It refuses an existing FILE, and past --record-max-size it rotates to
+FILE.1 (one previous part kept).`,
+		Example: `  gpuwatch record --duration 10m -o run.jsonl --report run.html
+  # in a Slurm batch script: srun's tasks are children of slurmstepd, not
   # of this shell, so name the job (its cgroup) rather than a PID
-  gpuwatch record --duration 10m -o run.jsonl --report run.html --slurm-job "$SLURM_JOB_ID" &
+  gpuwatch record --duration 10m -o run.jsonl --slurm-job "$SLURM_JOB_ID" &
   gpuwatch record -o run.jsonl --attach http://127.0.0.1:6060`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				return usageErrorf(cmd, "-o FILE is required")
 			}
-			if (len(attach.urls) > 0 || attach.discover) && w.pid != 0 {
-				return usageErrorf(cmd, "--pid and --attach: choose one (attach focuses on the loader's PID itself)")
+			if _, err := os.Stat(out); err == nil {
+				return usageErrorf(cmd, "-o %s exists: record to a new file", out)
 			}
 			if reportOut != "" {
 				// Checked now, not after the recording: record has no --force.
@@ -44,23 +52,17 @@ func newRecordCmd(stdout, stderr io.Writer) *cobra.Command {
 			}
 			o := w.options(io.Discard, stderr)
 			o.RecordRequired = true
-			stop, err := attachTo(cmd, &o, w.procRoot, attach.to())
-			if err != nil {
-				return err
-			}
-			defer stop()
-			if err := session.Run(cmd.Context(), o); err != nil || reportOut == "" {
+			if err := watch(cmd, o); err != nil || reportOut == "" {
 				return err
 			}
 			// The recording is closed: write its report, as `report` would.
 			return writeReport(cmd, out, reportOut, false, &thresholdFlags{}, stderr, stderr)
 		},
 	}
-	w.register(cmd)
+	w.register(cmd, offerPID|offerLoaders)
+	w.recordMaxSize = 512 << 20
+	cmd.Flags().Var(sizeFlag{&w.recordMaxSize}, "record-max-size", "rotate the recording to FILE.1 past this size")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the recording file to write (refuses an existing one)")
-	attach.register(cmd)
 	cmd.Flags().StringVar(&reportOut, "report", "", "at exit, also write the report (.html, .md or .json)")
-	_ = cmd.Flags().MarkHidden("headless")
-	_ = cmd.Flags().MarkHidden("record")
 	return cmd
 }

@@ -13,24 +13,22 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/report"
-	"github.com/gpuwatch/gpuwatch/session"
 )
 
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 	var w watchFlags
 	var listen string
-	var attach attachFlags
 	cmd := &cobra.Command{
 		Use:   "serve [--listen 127.0.0.1:9400] [--attach URL] [--pid PID]",
 		Short: "Expose this machine's frames and verdict as Prometheus metrics (one exporter per node)",
-		Long: `serve samples this machine (and a loader with --attach) like gpuwatch does,
+		Long: `serve samples this machine (and every announced loader) like gpuwatch does,
 and serves the latest frame and verdict at /metrics in Prometheus text:
 gpuwatch_verdict{kind="…"} (1 for the verdict shown now), its confidence,
 per-core, per-disk, per-GPU, pressure and loader metrics. A Prometheus server
 scraping every node is the way past one machine (docs/prometheus.md).`,
 		Example: `  gpuwatch serve
   gpuwatch serve --listen 0.0.0.0:9400 --attach http://127.0.0.1:6060
-  gpuwatch serve --listen 0.0.0.0:9400 --discover      # every rank on the node`,
+  gpuwatch serve --listen 0.0.0.0:9400 --discover=false  # the host only`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w.headless = true
@@ -58,18 +56,10 @@ scraping every node is the way past one machine (docs/prometheus.md).`,
 			fmt.Fprintf(stdout, "gpuwatch exporter on http://%s/metrics\n", ln.Addr())
 			o := w.options(io.Discard, stderr)
 			o.OnFrame = exp.Set
-			stop, err := attachTo(cmd, &o, w.procRoot, attach.to())
-			if err != nil {
-				return err
-			}
-			defer stop()
-			return session.Run(cmd.Context(), o)
+			return watch(cmd, o)
 		},
 	}
-	w.register(cmd)
-	_ = cmd.Flags().MarkHidden("headless")
-	_ = cmd.Flags().MarkHidden("json")
+	w.register(cmd, offerPID|offerLoaders|offerRecord)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9400", "address to serve /metrics on (loopback unless you say otherwise)")
-	attach.register(cmd)
 	return cmd
 }

@@ -14,19 +14,23 @@ import (
 func newVersionCmd(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version, commit and build",
+		Short: "Print the version, commit and build (also gpuwatch --version, -V)",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			nvml := "NVML support compiled in"
-			if !probes.NVMLCompiled {
-				nvml = "no NVML support (built without cgo)"
-			}
-			v, c := buildVersion()
-			_, err := fmt.Fprintf(stdout, "gpuwatch %s (commit %s, %s, %s/%s, %s)\n",
-				v, c, runtime.Version(), runtime.GOOS, runtime.GOARCH, nvml)
-			return err
-		},
+		RunE:  func(*cobra.Command, []string) error { return printVersion(stdout) },
 	}
+}
+
+// printVersion prints the one version line: version, commit, Go, platform
+// and whether NVML support is compiled in.
+func printVersion(stdout io.Writer) error {
+	nvml := "NVML support compiled in"
+	if !probes.NVMLCompiled {
+		nvml = "no NVML support (built without cgo)"
+	}
+	v, c := buildVersion()
+	_, err := fmt.Fprintf(stdout, "gpuwatch %s (commit %s, %s, %s/%s, %s)\n",
+		v, c, runtime.Version(), runtime.GOOS, runtime.GOARCH, nvml)
+	return err
 }
 
 // buildVersion is the version and commit the release build set with

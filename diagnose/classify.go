@@ -17,7 +17,7 @@ func Classify(frames []sample.Frame, th Thresholds) Verdict {
 	if len(frames) == 0 {
 		return Verdict{Kind: WarmingUp}
 	}
-	w := read(frames)
+	w := read(frames, th)
 	v := Verdict{Since: frames[0].Time, Missing: w.missing()}
 	if len(frames) < th.MinFrames {
 		v.Kind = WarmingUp
@@ -173,6 +173,9 @@ var waitingRules = []waitingRule{
 		d, ok := loopBound(f.w, f.th, f.wait, f.cpuSat, f.cpu)
 		return d, ok && f.w.workers == 0
 	}},
+	{"num_workers=0: the loop loads each batch itself, on the CPU", func(f *facts) (decision, bool) {
+		return inlineLoading(f.w, f.th, f.wait, f.cpuSat, f.cpu)
+	}},
 	{"the training process's compute threads crowd out its workers", func(f *facts) (decision, bool) {
 		e, ok := crowdedOut(f.w, f.th)
 		if !ok || !f.cpuSat {
@@ -304,19 +307,35 @@ func cpuEvidence(w *window, th Thresholds) (cpu []Evidence, saturated bool) {
 	if w.confined() {
 		return jobCPUEvidence(w, th)
 	}
-	saturated = w.cpuBusy.ok && w.cpuBusy.v >= th.CPUSaturatedPct
-	if saturated {
+	// Compute threads that spin (an idle BLAS pool in sched_yield) make a
+	// core read busy, but yield it to any thread with work: they are not
+	// demand. Saturation is judged without them.
+	busy, spin := w.cpuBusy.v, 0.0
+	if w.spinPct.ok && w.cores > 0 {
+		spin = w.spinPct.v / float64(w.cores)
+		busy = max(0, busy-spin)
+	}
+	saturated = w.cpuBusy.ok && busy >= th.CPUSaturatedPct
+	switch {
+	case saturated:
 		cpu = append(cpu, evidence("cpu.busy_pct", w.cpuBusy.v, ">=", th.CPUSaturatedPct, "%",
 			fmt.Sprintf("all %d cores are %.0f %% busy (≥ %.0f %%)", w.cores, w.cpuBusy.v, th.CPUSaturatedPct)))
+	case w.cpuBusy.ok && w.cpuBusy.v >= th.CPUSaturatedPct && spin > 0:
+		cpu = append(cpu, evidence("cpu.busy_pct", busy, "<", th.CPUSaturatedPct, "%",
+			fmt.Sprintf("the cores read %.0f %% busy, but %.0f points of it are compute threads spinning idle (they yield to work): %.0f %% is work", w.cpuBusy.v, spin, busy)))
 	}
-	if w.runQueue.ok && w.cores > 0 && w.runQueue.v > float64(w.cores) {
+	runnable := w.runQueue.v
+	if w.spinThreads.ok {
+		runnable = max(0, runnable-w.spinThreads.v)
+	}
+	if w.runQueue.ok && w.cores > 0 && runnable > float64(w.cores) {
 		cpu = append(cpu, evidence("cpu.procs_running", w.runQueue.v, ">", float64(w.cores), "",
 			fmt.Sprintf("%.0f runnable tasks for %d cores", w.runQueue.v, w.cores)))
 	}
 	if w.psiCPU.ok && w.psiCPU.v >= th.PSICPUSomePct {
 		cpu = append(cpu, evidence("psi.cpu.some_pct", w.psiCPU.v, ">=", th.PSICPUSomePct, "%",
 			fmt.Sprintf("tasks waited for a CPU %.0f %% of the time (PSI)", w.psiCPU.v)))
-		saturated = saturated || (w.runQueue.ok && w.runQueue.v > float64(w.cores))
+		saturated = saturated || (w.runQueue.ok && runnable > float64(w.cores))
 	}
 	return cpu, saturated
 }
@@ -432,7 +451,11 @@ func (f *facts) accelName() string {
 	if f.real {
 		return "the GPU"
 	}
-	return "the accelerator (virtual: loader step time / wall time)"
+	basis := f.w.accelBasis
+	if basis == "" {
+		basis = "loader step time / wall time"
+	}
+	return "the accelerator (virtual: " + basis + ")"
 }
 
 // idleDecision: the accelerator does nothing, or the loader hands out no
@@ -533,6 +556,40 @@ func loopBound(w *window, th Thresholds, wait []Evidence, cpuSat bool, cpu []Evi
 	}
 	d.evidence = append(d.evidence, evidence("loader.loop_thread_cpu_pct", r.loopPct.v, ">=", th.SingleThreadPct-20, "%", text))
 	d.evidence = append(d.evidence, wait...)
+	d.secondary = append(d.secondary, computeFinding(w, th, cpuSat, cpu)...)
+	return d, true
+}
+
+// inlineLoading is the num_workers=0 trap seen from the loop's wait: the
+// loader has no workers, the loop waits for its batches (it loads them
+// itself: that is its wait), and its own thread's CPU covers at least
+// InlineLoadCPUShare of that time, so the loading is CPU work on one
+// thread, whatever else the step does on the other cores. Loading inline
+// that waits on storage is left to the I/O rules.
+func inlineLoading(w *window, th Thresholds, wait []Evidence, cpuSat bool, cpu []Evidence) (decision, bool) {
+	r := &w.roles
+	if w.workers != 0 || !w.waitShare.ok || w.waitShare.v < th.WaitShareStarved || !r.loopPct.ok ||
+		r.loopPct.v < th.InlineLoadCPUShare*100*w.waitShare.v {
+		return decision{}, false
+	}
+	name := r.loopName
+	if name == "" {
+		name = "?"
+	}
+	d := decision{kind: SingleCoreMaxed}
+	d.evidence = append(d.evidence, evidence("loader.loop_thread_cpu_pct", r.loopPct.v, ">=", th.InlineLoadCPUShare*100*w.waitShare.v, "%",
+		fmt.Sprintf("the training loop loads every batch itself (num_workers=0): %.0f %% of its time goes to loading, on its own thread %s (tid %d, %.0f %% of a core)",
+			100*w.waitShare.v, name, r.loopTID, r.loopPct.v)))
+	d.evidence = append(d.evidence, wait[min(1, len(wait)):]...)
+	d.secondary = append(d.secondary, computeFinding(w, th, cpuSat, cpu)...)
+	return d, true
+}
+
+// computeFinding is what else the training process's threads do, for a
+// verdict about its loop: its compute pools busy (or spinning) on the
+// other cores.
+func computeFinding(w *window, th Thresholds, cpuSat bool, cpu []Evidence) []Finding {
+	r := &w.roles
 	other := "the other cores are"
 	if w.cores == 2 {
 		other = "the other core is"
@@ -544,11 +601,11 @@ func loopBound(w *window, th Thresholds, wait []Evidence, cpuSat bool, cpu []Evi
 			f.Kind = Healthy // busy, not saturated: a note, not a second problem
 			f.Text = other + " partly busy: " + r.describeCompute(th)
 		}
-		d.secondary = append(d.secondary, f)
+		return []Finding{f}
 	case cpuSat && len(cpu) > 0:
-		d.secondary = append(d.secondary, Finding{Kind: CPUSaturated, Text: cpu[0].Text})
+		return []Finding{{Kind: CPUSaturated, Text: cpu[0].Text}}
 	}
-	return d, true
+	return nil
 }
 
 // crowdedOut is evidence that the training process's own compute threads

@@ -120,7 +120,7 @@ func Model(frames []sample.Frame) (*Pipeline, bool) {
 	if len(frames) == 0 {
 		return nil, false
 	}
-	w := read(frames)
+	w := read(frames, DefaultThresholds())
 	return pipeline(&w)
 }
 

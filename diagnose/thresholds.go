@@ -72,6 +72,13 @@ type Thresholds struct {
 	// system time spins in the kernel (sched_yield, futex polling) rather
 	// than computing, as idle OpenBLAS and OpenMP pool threads do.
 	SpinSystemShare float64 `json:"spin_system_share"`
+	// InlineLoadCPUShare: with no workers, a loop that waits (loads its
+	// batches itself) while its own thread's CPU covers at least this share
+	// of that time is loading on the CPU, on one thread: the num_workers=0
+	// trap, even when its thread is not pegged (the step, a sleep or the
+	// GPU, takes the rest). Half: the rest of the loading time may be
+	// reads; below it, storage is the question.
+	InlineLoadCPUShare float64 `json:"inline_load_cpu_share"`
 	// RunDelayMsPerSec and OthersCores: the job's key thread waiting at
 	// least this long per second for a CPU (schedstat run delay) while
 	// processes outside the job use at least this many cores is CPU taken
@@ -154,7 +161,7 @@ func DefaultThresholds() Thresholds {
 		MinFrames: 3, WindowFrames: 3,
 		WaitShareStarved: 0.20, WaitShareModerate: 0.05,
 		BurstyP95: 70, BurstyP5: 10, AccelBusyPct: 90, GPULowPct: 50, SMActivityLowPct: 30, PCIeLinkShare: 0.8, IdlePct: 5,
-		CPUSaturatedPct: 90, SingleThreadPct: 90, PSICPUSomePct: 50, ComputeCrowdShare: 0.5, SpinSystemShare: 0.5,
+		CPUSaturatedPct: 90, SingleThreadPct: 90, PSICPUSomePct: 50, ComputeCrowdShare: 0.5, SpinSystemShare: 0.5, InlineLoadCPUShare: 0.5,
 		ThrottledShare: 0.2, JobMemFullShare: 0.9, RunDelayMsPerSec: 200, OthersCores: 0.5,
 		DiskBusyPct: 90, IowaitPct: 50, PSIIOSomePct: 30, ReadDominance: 4, WorkersPerCoreLow: 0.7,
 		SwapPagesPerSec: 100, MajorFaultsPerSec: 1000, PSIMemSomePct: 10,
@@ -315,4 +322,17 @@ func (th Thresholds) Validate() error {
 		return fmt.Errorf("thresholds: holds must not be negative")
 	}
 	return nil
+}
+
+// ThresholdNames lists every threshold's name (its JSON name), the names
+// --threshold and --thresholds take.
+func ThresholdNames() []string {
+	t := reflect.TypeOf(Thresholds{})
+	out := make([]string, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		if n := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]; n != "" && n != "-" {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -47,8 +47,10 @@ type window struct {
 	noUtilWhy              string // a live GPU's reason for no utilization (MIG)
 	gpuMemUsed, gpuMemTot  float64
 	virtualBusy            level
+	accelBasis             string // how the virtual accelerator is measured
 
 	haveLoader         bool
+	sampled            *sample.SampledLoop // the newest, when the wait was sampled
 	waitShare          level
 	batchesPerSec      level
 	samplesPerSec      level
@@ -73,6 +75,12 @@ type window struct {
 
 	roles  roles  // the training process's CPU by thread role
 	paging paging // faults on mapped files
+	// spinPct is the CPU (% of one core) of the training process's compute
+	// threads that spin (an idle BLAS pool in sched_yield): busy, but no
+	// work, and they yield to any thread that has some. spinThreads is
+	// how many there are.
+	spinPct, spinThreads level
+	th                   Thresholds // what spinning is
 
 	runDelay      level // ms per second the job's key thread waited for a CPU
 	delayedThread sample.Thread
@@ -91,13 +99,13 @@ type window struct {
 
 // read computes the window's signals. It allocates a few small slices; a
 // 60-frame window of a 256-core, 8-GPU machine takes well under 100 µs.
-func read(frames []sample.Frame) window {
-	w := window{frames: len(frames), workers: -1, prefetch: -1}
+func read(frames []sample.Frame, th Thresholds) window {
+	w := window{frames: len(frames), workers: -1, prefetch: -1, th: th}
 	var sma, prx levels
-	var gu, g5, g95, vb, ws, bps, rs, ds, byps, cb, hc, ht, rq, iw, db, pc, pi, pm, sw, mf, rl, rh, rc, rw, sps, stp, lc, ju, jt, rd, oc levels
+	var gu, g5, g95, vb, ws, bps, rs, ds, byps, cb, hc, ht, rq, iw, db, pc, pi, pm, sw, mf, rl, rh, rc, rw, sps, stp, lc, ju, jt, rd, oc, sc, sn levels
 	// One backing array for every metric's values: a window costs one
 	// allocation here, not one per metric per growth.
-	all := []*levels{&gu, &g5, &g95, &vb, &ws, &bps, &rs, &ds, &byps, &cb, &hc, &ht, &rq, &iw, &db, &pc, &pi, &pm, &sw, &mf, &rl, &rh, &rc, &rw, &sps, &stp, &lc, &ju, &jt, &rd, &oc}
+	all := []*levels{&gu, &g5, &g95, &vb, &ws, &bps, &rs, &ds, &byps, &cb, &hc, &ht, &rq, &iw, &db, &pc, &pi, &pm, &sw, &mf, &rl, &rh, &rc, &rw, &sps, &stp, &lc, &ju, &jt, &rd, &oc, &sc, &sn}
 	var pl pagingLevels
 	all = append(all, &pl.maj, &pl.disk, &pl.calls, &pl.refaults)
 	backing := make([]float64, len(all)*len(frames))
@@ -110,10 +118,13 @@ func read(frames []sample.Frame) window {
 			w.cores = max(w.cores, len(c.Cores))
 			addCPU(c, &cb, &iw, &rq, &hc)
 		}
-		if p := f.Procs; p != nil && len(p.Threads) > 0 {
-			t := p.Threads[0] // sorted busiest first
+		if t, ok := pegCandidate(f); ok {
 			ht.add(t.CPUPct)
 			w.threadName, w.threadTID = t.Name, t.TID
+		}
+		if c, n, ok := spinningCompute(f, &w.th); ok {
+			sc.add(c)
+			sn.add(n)
 		}
 		if p := f.Procs; p != nil {
 			w.focusPID, w.treeProcs = p.FocusPID, len(p.List)
@@ -141,6 +152,7 @@ func read(frames []sample.Frame) window {
 		}
 		if a := f.Accel; a != nil {
 			vb.add(a.BusyPct)
+			w.accelBasis = a.Basis
 		}
 		if l := f.Loader; l != nil {
 			w.addLoader(f, l, loaderLevels{&bps, &sps, &stp, &lc, &byps, &ws, &rs, &ds})
@@ -176,6 +188,7 @@ func read(frames []sample.Frame) window {
 	w.samplesPerSec, w.stepMs, w.loaderCPU = sps.median(), stp.median(), lc.median()
 	w.jobUsed, w.jobThrottle = ju.median(), jt.median()
 	w.runDelay, w.othersCores = rd.median(), oc.median()
+	w.spinPct, w.spinThreads = sc.median(), sn.median()
 	w.cpuBusy, w.hottestCore, w.hottestThread, w.runQueue, w.iowait = cb.median(), hc.median(), ht.median(), rq.median(), iw.median()
 	w.diskBusy, w.psiCPU, w.psiIO, w.psiMem = db.median(), pc.median(), pi.median(), pm.median()
 	w.swapPages, w.majFaults = sw.median(), mf.median()
@@ -279,8 +292,15 @@ type loaderLevels struct{ bps, sps, stp, lc, byps, ws, rs, ds *levels }
 // addLoader adds a frame's loader readings, and keeps its latest facts.
 func (w *window) addLoader(f *sample.Frame, l *sample.Loader, lv loaderLevels) {
 	w.haveLoader = true
-	lv.bps.add(l.BatchesPerSec)
-	lv.sps.add(l.SamplesPerSec)
+	if l.Sampled != nil {
+		// Nobody instrumented the loop: its wait share was sampled, its
+		// rates are unknown (not zero).
+		w.sampled = l.Sampled
+	} else {
+		lv.bps.add(l.BatchesPerSec)
+		lv.sps.add(l.SamplesPerSec)
+		lv.byps.add(l.BytesPerSec)
+	}
 	if l.StepMeanMs != nil {
 		lv.stp.add(*l.StepMeanMs)
 	}
@@ -296,7 +316,6 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, lv loaderLevels) {
 	if l.BatchesPerEpoch != nil {
 		w.batchesPerEpoch = *l.BatchesPerEpoch
 	}
-	lv.byps.add(l.BytesPerSec)
 	if l.WaitShare != nil {
 		lv.ws.add(*l.WaitShare)
 	}
@@ -312,6 +331,47 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, lv loaderLevels) {
 	if l.Prefetch != nil {
 		w.prefetch = *l.Prefetch
 	}
+}
+
+// pegCandidate is the thread the one-thread rules judge: the busiest
+// thread, or — when the loader names its loop's thread — the loop's own.
+// A worker's thread at 100 % is loading, as it should (fewer workers than
+// needed is another rule), and the training process's other threads are
+// compute pools (OpenBLAS, OpenMP, torch intra-op): neither is the loop
+// pegged. ok is false without a thread list.
+func pegCandidate(f *sample.Frame) (sample.Thread, bool) {
+	p := f.Procs
+	if p == nil || len(p.Threads) == 0 {
+		return sample.Thread{}, false
+	}
+	pid, tid := loopThread(f.Loader)
+	if tid == 0 {
+		return p.Threads[0], true // sorted busiest first
+	}
+	for _, t := range p.Threads {
+		if t.TID == tid {
+			return t, true
+		}
+	}
+	return sample.Thread{TID: tid, PID: pid}, true // not among the busiest: not pegged
+}
+
+// spinningCompute is the CPU (% of one core) and the number of the
+// training process's compute threads that spin, when the loader names its
+// loop's thread (else the threads' roles are unknown).
+func spinningCompute(f *sample.Frame, th *Thresholds) (pct, n float64, ok bool) {
+	p := f.Procs
+	pid, tid := loopThread(f.Loader)
+	if tid == 0 || p == nil {
+		return 0, 0, false
+	}
+	for _, t := range p.Threads {
+		if t.PID == pid && t.TID != tid && spinning(t, *th) {
+			pct += t.CPUPct
+			n++
+		}
+	}
+	return pct, n, true
 }
 
 // addCPU adds a frame's busy, iowait, run queue and hottest core.

@@ -304,8 +304,8 @@ func TestProfilerRetriesWhileAnotherProfileRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := NewProfiler(a, time.Hour, time.Second) // one turn: only retries can bring a profile
-	p.Start()
+	p := NewProfilerOf(func() *Attach { return a }, time.Hour, time.Second) // one turn: only retries can bring a profile
+	p.Start(context.Background())
 	defer p.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {

@@ -210,6 +210,8 @@ type Proc struct {
 	selected []*procEntry
 	tsel     []*threadEntry
 	pageSize uint64
+	focus    int // this tick's focused process (0: the busiest on the host)
+	moved    int // where FocusOf last moved the focus (0: nowhere)
 }
 
 // NewProc returns the process probe reading procRoot.
@@ -251,8 +253,12 @@ func (p *Proc) pidPath(pid int, mid string, tid int, suffix string) string {
 func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 	if p.opt.FocusOf != nil {
 		if pid := p.opt.FocusOf(); pid != 0 {
-			p.opt.PID = pid
+			p.moved = pid // kept while FocusOf knows none (a rank reconnecting)
 		}
+	}
+	focus := p.opt.PID
+	if p.moved != 0 {
+		focus = p.moved
 	}
 	p.round++
 	p.pids = p.pids[:0]
@@ -268,11 +274,15 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 		return err
 	}
 	p.scan(f.Time)
-	out := &sample.Procs{FocusPID: p.opt.PID}
+	if _, ok := p.procs[p.moved]; p.moved != 0 && !ok {
+		p.moved, focus = 0, p.opt.PID // the process it moved to is gone
+	}
+	p.focus = focus
+	out := &sample.Procs{FocusPID: focus}
 	p.selected = p.selected[:0]
-	if p.opt.PID != 0 {
-		if _, ok := p.procs[p.opt.PID]; !ok {
-			return fmt.Errorf("process %d has exited", p.opt.PID)
+	if focus != 0 {
+		if _, ok := p.procs[focus]; !ok {
+			return fmt.Errorf("process %d has exited", focus)
 		}
 		for _, e := range p.procs {
 			if p.descends(e) {
@@ -292,7 +302,7 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 		}
 		return cmp.Compare(a.pid, b.pid)
 	})
-	if p.opt.PID == 0 && len(p.selected) > p.opt.Top {
+	if focus == 0 && len(p.selected) > p.opt.Top {
 		p.selected = p.selected[:p.opt.Top]
 	}
 	out.List = make([]sample.Proc, 0, len(p.selected))
@@ -307,7 +317,7 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 		}
 		sp.MajorFaultsPerSec, sp.MinorFaultsPerSec = e.faults.get(&slab)
 		p.readIO(e, &sp, f.Time)
-		if p.opt.PID != 0 {
+		if focus != 0 {
 			p.readMaps(e, &sp, f.Time)
 		}
 		out.List = append(out.List, sp)
@@ -315,7 +325,7 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 	// Threads: of the whole focused tree, or of the three busiest processes.
 	p.tsel = p.tsel[:0]
 	for i, e := range p.selected {
-		if p.opt.PID == 0 && i >= 3 {
+		if focus == 0 && i >= 3 {
 			break
 		}
 		p.readThreads(e, f.Time)
@@ -393,7 +403,7 @@ func (p *Proc) scan(now time.Time) {
 // reuse).
 func (p *Proc) descends(e *procEntry) bool {
 	for i := 0; e != nil && i < 64; i++ {
-		if e.pid == p.opt.PID {
+		if e.pid == p.focus {
 			return true
 		}
 		if e.ppid == 0 || e.ppid == e.pid {
@@ -463,7 +473,7 @@ func (p *Proc) readThreads(e *procEntry, now time.Time) {
 		if t.name != string(st.comm) {
 			t.name = string(st.comm)
 		}
-		if p.opt.PID != 0 {
+		if p.focus != 0 {
 			p.readRunDelay(e.pid, tid, t, now)
 		}
 		t.faults.update(st.minflt, st.majflt, now)

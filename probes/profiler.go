@@ -13,8 +13,8 @@ import (
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
-// Profiler fetches a CPU profile from an attached loader every Every, each
-// Seconds long, on its own goroutine, and keeps the latest summary; its
+// Profiler fetches a CPU profile from an attached loader every `every`,
+// each `seconds` long, on its own goroutine, and keeps the latest summary; its
 // Collect only copies that summary into the frame. A profile that fails
 // (truncated, not gzip, not protobuf, over MaxProfileBytes) is skipped with
 // its reason, and the previous summary stays.
@@ -31,11 +31,6 @@ type Profiler struct {
 	done    chan struct{}
 }
 
-// NewProfiler returns a Profiler for a; Start starts it.
-func NewProfiler(a *Attach, every, length time.Duration) *Profiler {
-	return NewProfilerOf(func() *Attach { return a }, every, length)
-}
-
 // NewProfilerOf returns a Profiler that profiles, each turn, the loader
 // pick names then: of several ranks, the one that paces the job (see
 // Ranks.Pacing), not every rank every turn.
@@ -43,9 +38,10 @@ func NewProfilerOf(pick func() *Attach, every, length time.Duration) *Profiler {
 	return &Profiler{pick: pick, every: every, seconds: max(1, int(length.Seconds())), now: time.Now}
 }
 
-// Start fetches the first profile now and then every Every, until Close.
-func (p *Profiler) Start() {
-	ctx, cancel := context.WithCancel(context.Background())
+// Start fetches the first profile now and then every Every, until ctx
+// ends or Close.
+func (p *Profiler) Start(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
 	p.cancel, p.done = cancel, make(chan struct{})
 	go func() {
 		defer close(p.done)

@@ -305,3 +305,33 @@ func (a *Attach) connectedNow() bool {
 	defer a.mu.Unlock()
 	return a.connected
 }
+
+// Covers says whether a loader watched now, answering, reports process
+// pid: its wait is then measured, not sampled.
+func (r *Ranks) Covers(pid int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range r.targets {
+		p := t.a.PID()
+		if p == 0 && t.ann != nil {
+			p = t.ann.PID
+		}
+		if p == pid && t.a.connectedNow() {
+			return true
+		}
+	}
+	return false
+}
+
+// Connected counts the loaders that answer now.
+func (r *Ranks) Connected() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, t := range r.targets {
+		if t.a.connectedNow() {
+			n++
+		}
+	}
+	return n
+}

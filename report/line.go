@@ -30,6 +30,13 @@ func WriteLine(w io.Writer, f *sample.Frame, v *diagnose.Verdict) error {
 
 func writeVerdictAndCPU(b *strings.Builder, f *sample.Frame, v *diagnose.Verdict) {
 	b.WriteString(f.Time.Format("15:04:05"))
+	if t := f.Target; t != nil && t.ExitedAt != nil {
+		fmt.Fprintf(b, " [pid %d exited at %s", t.PID, t.ExitedAt.Format("15:04:05"))
+		if t.Exit != "" {
+			b.WriteString(": " + t.Exit)
+		}
+		b.WriteString("]")
+	}
 	if v != nil {
 		fmt.Fprintf(b, " [%s %.0f%%", v.Kind, 100*v.Confidence)
 		if !v.Since.IsZero() {
@@ -70,6 +77,14 @@ func writeSources(b *strings.Builder, f *sample.Frame) {
 		b.WriteString(" | loader disconnected")
 		if l.DisconnectedSince != nil {
 			fmt.Fprintf(b, " since %s", l.DisconnectedSince.Format("15:04:05"))
+		}
+	} else if l != nil && l.Sampled != nil {
+		b.WriteString(" | loop sampled")
+		if l.WaitShare != nil {
+			fmt.Fprintf(b, " wait %.0f%%", 100**l.WaitShare)
+		}
+		if l.Workers != nil {
+			fmt.Fprintf(b, " workers %d", *l.Workers)
 		}
 	} else if l != nil {
 		fmt.Fprintf(b, " | loader %s %s/s", l.Throughput(), sample.FormatBytes(l.BytesPerSec))
@@ -114,6 +129,16 @@ func writeSources(b *strings.Builder, f *sample.Frame) {
 }
 
 func writeProcsAndMore(b *strings.Builder, f *sample.Frame) {
+	if t := f.Target; t != nil {
+		fmt.Fprintf(b, " | watching pid %d", t.PID)
+		if t.Command != "" {
+			fmt.Fprintf(b, " (%s)", t.Command)
+		}
+		fmt.Fprintf(b, ": %s", t.Why)
+		if t.Loader != "" {
+			b.WriteString("; loader: " + t.Loader)
+		}
+	}
 	if j := f.Job; j != nil {
 		b.WriteString(" | job " + j.Summary())
 	}

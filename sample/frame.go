@@ -36,8 +36,31 @@ type Frame struct {
 	// attach URLs, or discovery), in rank order; nil with one loader.
 	// Loader then summarizes the job by the rank that sets its pace: the
 	// one that waits most for input (Ranks[i].Pacing).
-	Ranks       []Rank            `json:"ranks,omitempty"`
+	Ranks []Rank `json:"ranks,omitempty"`
+	// Target is what the session watches: the job's process, why it was
+	// chosen, how its loader is seen, and whether it still runs. Nil when
+	// gpuwatch watches the host alone.
+	Target      *Target           `json:"target,omitempty"`
 	Unavailable map[string]string `json:"unavailable"`
+}
+
+// Target is the job a session watches.
+type Target struct {
+	// PID is the job's process (the root of its tree); Command its
+	// command line, printable and bounded.
+	PID     int    `json:"pid"`
+	Command string `json:"command,omitempty"`
+	// Why it is watched: "gpuwatch run", "--pid", "it maps libtorch".
+	Why string `json:"why"`
+	// Loader says how the job's loader is seen: "the hook (gpuwatch run),
+	// 2 ranks", "sampled from pid 4100's main thread", "nothing
+	// instrumented: …".
+	Loader string `json:"loader,omitempty"`
+	// ExitedAt is when the job's process was seen gone, and Exit how it
+	// ended where gpuwatch knows it ("exited with status 0", "killed by
+	// SIGINT"): only for a command gpuwatch run started.
+	ExitedAt *time.Time `json:"exited_at,omitempty"`
+	Exit     string     `json:"exit,omitempty"`
 }
 
 // Rank is one rank's loader over the interval, as its hook reports it.
@@ -455,6 +478,30 @@ type Loader struct {
 	// Timeline is wait and step of the interval's batches, oldest first
 	// (at most 64): the "train row".
 	Timeline []BatchTiming `json:"timeline,omitempty"`
+	// Sampled is set when nobody instrumented the loader: WaitShare then
+	// comes from sampling what the training process's main thread is doing
+	// (probes/loop.go), and the rates above (batches, samples, bytes) are
+	// unknown, not zero.
+	Sampled *SampledLoop `json:"sampled,omitempty"`
+}
+
+// SampledLoop says how an uninstrumented loop's wait was sampled.
+type SampledLoop struct {
+	// Samples taken over the interval, at Hz.
+	Samples int     `json:"samples"`
+	Hz      float64 `json:"hz"`
+	// Inline: the process has no worker processes, so the loop loads each
+	// batch itself: its running time (and its waits on disks and sockets)
+	// counts as loading, its other waits (a sleep, the GPU) as the step.
+	Inline bool `json:"inline,omitempty"`
+	// Read says what each sample reads ("state, wchan, syscall"); Missing
+	// what it could not read or tell, and how to see more.
+	Read    string `json:"read"`
+	Missing string `json:"missing,omitempty"`
+	// Command and Why name the process sampled and how it was chosen
+	// ("it maps libtorch").
+	Command string `json:"command,omitempty"`
+	Why     string `json:"why,omitempty"`
 }
 
 // BatchTiming is one batch as the training loop saw it.
@@ -544,6 +591,9 @@ func (f *Frame) Merge(from *Frame) {
 	}
 	if from.Ranks != nil {
 		f.Ranks = from.Ranks
+	}
+	if from.Target != nil {
+		f.Target = from.Target
 	}
 	for k, v := range from.Unavailable {
 		if f.Unavailable == nil {

@@ -17,21 +17,59 @@ import (
 type AttachTo struct {
 	URLs     []string
 	Discover bool
+	// Within, when set, keeps only the announcements of processes it
+	// accepts (gpuwatch run: its job's tree).
+	Within func(pid int) bool
 	// Every and Length are the profile cadence: a Length-long CPU profile
-	// of the pacing rank every Every.
+	// of the pacing rank every Every (defaults: 15 s and 5 s).
 	Every, Length time.Duration
 }
 
-// DiscoverEvery is how often discovery looks for loaders that came up.
-const DiscoverEvery = 2 * time.Second
+// Profile cadence defaults: a 5 s profile of the pacing rank every 15 s.
+const (
+	defaultProfileEvery  = 15 * time.Second
+	defaultProfileLength = 5 * time.Second
+)
 
-// Attach connects to the loaders to names and adds their metrics and the
-// pacing rank's profiles to o; the pacing loader's process, when it is on
-// this host, becomes the focus. One URL must answer now; of several, one
-// must (the others may come up later); discovery alone waits for loaders
-// to appear. The returned stop ends the profiler. A URL that is not a
-// loader's wraps probes.ErrBadURL.
-func Attach(ctx context.Context, o *Options, procRoot string, to AttachTo) (stop func(), err error) {
+// discoverEvery is how often discovery looks for loaders that came up.
+const discoverEvery = 2 * time.Second
+
+// Attached is what Attach connected to: the ranks' probe, the pacing
+// rank's profiler (started by the session, under its context), and how
+// to name it.
+type Attached struct {
+	Ranks    *probes.Ranks
+	Profiler *probes.Profiler
+	// Title names what is attached ("" for discovery alone: the loaders
+	// appear in their panel as they come up).
+	Title    string
+	procRoot string
+	first    int // the first given loader's process on this host, 0 if none
+}
+
+// PacingPID is the pacing rank's process when it is on this host (the
+// first given loader's before any reading), else 0.
+func (a *Attached) PacingPID() int {
+	if a == nil {
+		return 0
+	}
+	if pid := a.Ranks.PacingPID(); pid > 0 && probes.ProcessExists(a.procRoot, pid) {
+		return pid
+	}
+	return a.first
+}
+
+// Attach connects to the loaders to names: one URL must answer now; of
+// several, one must (the others may come up later); discovery alone
+// waits for loaders to appear. Nothing named is (nil, nil). A URL that is
+// not a loader's wraps probes.ErrBadURL.
+func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error) {
+	if len(to.URLs) == 0 && !to.Discover {
+		return nil, nil
+	}
+	if to.Every == 0 {
+		to.Every, to.Length = defaultProfileEvery, defaultProfileLength
+	}
 	urls, err := probes.ExpandURLs(to.URLs)
 	if err != nil {
 		return nil, err
@@ -48,44 +86,42 @@ func Attach(ctx context.Context, o *Options, procRoot string, to AttachTo) (stop
 	var discover func() ([]probes.Announcement, error)
 	if to.Discover {
 		dir := probes.DiscoveryDir()
-		discover = func() ([]probes.Announcement, error) { return probes.Discover(dir, procRoot) }
-	}
-	ranks := probes.NewRanks(attached, discover, DiscoverEvery)
-	onHost := func(pid int) int {
-		if pid > 0 && probes.ProcessExists(procRoot, pid) {
-			return pid
-		}
-		return 0
-	}
-	if o.PID == 0 {
-		for _, a := range attached {
-			if pid := onHost(a.PID()); pid != 0 {
-				o.Focus = pid
-				break
+		discover = func() ([]probes.Announcement, error) {
+			found, err := probes.Discover(dir, procRoot)
+			if to.Within == nil || err != nil {
+				return found, err
 			}
+			kept := found[:0]
+			for _, a := range found {
+				if to.Within(a.PID) {
+					kept = append(kept, a)
+				}
+			}
+			return kept, nil
 		}
-		o.FocusOf = func() int { return onHost(ranks.PacingPID()) }
 	}
-	prof := probes.NewProfilerOf(ranks.Pacing, to.Every, to.Length)
-	prof.Start()
-	o.Probes = append(o.Probes, ranks, prof)
-	o.Ranks = ranks
+	ranks := probes.NewRanks(attached, discover, discoverEvery)
+	a := &Attached{Ranks: ranks, Profiler: probes.NewProfilerOf(ranks.Pacing, to.Every, to.Length), procRoot: procRoot}
+	for _, at := range attached {
+		if pid := at.PID(); pid > 0 && probes.ProcessExists(procRoot, pid) {
+			a.first = pid
+			break
+		}
+	}
 	switch {
 	case len(attached) == 1 && !to.Discover:
-		o.Title = "attached to " + attached[0].Source()
+		a.Title = "attached to " + attached[0].Source()
 		if attached[0].NoMetrics() {
-			o.Title += " (profiles only: no loader metrics)"
+			a.Title += " (profiles only: no loader metrics)"
 		}
 	case len(attached) == 0:
-		// Discovery alone (plain gpuwatch): the title stays the host's;
-		// the loaders appear in their panel as they come up.
 	default:
-		o.Title = "attached to " + strconv.Itoa(len(attached)) + " loaders"
+		a.Title = "attached to " + strconv.Itoa(len(attached)) + " loaders"
 		if to.Discover {
-			o.Title += " and those announced in " + probes.DiscoveryDir()
+			a.Title += " and those announced in " + probes.DiscoveryDir()
 		}
 	}
-	return func() { _ = prof.Close() }, nil
+	return a, nil
 }
 
 // checkAny checks the loaders at once. With one, its failure is the

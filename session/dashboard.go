@@ -25,24 +25,36 @@ import (
 // command. Nothing else writes to the terminal meanwhile: logs go to a
 // file. On quit, a signal or a panic in the loop, the program stops and
 // the terminal is restored.
-func runDashboard(ctx context.Context, o Options, sampler *probes.Sampler, rec *recording) error {
+func runDashboard(ctx context.Context, o Options, set *probeSet, sampler *probes.Sampler, rec *recording, notes <-chan report.Note) error {
 	logFile := openLog()
 	if logFile != nil {
 		defer logFile.Close()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	title := o.Title
+	title := set.title
 	if title == "" {
 		title = "this machine"
 	}
-	d := &dashboard{updates: make(chan tui.Feed, 1)}
+	d := &dashboard{updates: make(chan tui.Feed, 1), job: o.Job}
 	rec.notify, rec.onFail = d.tell, d.tell
 	kept := &keptFrames{version: o.Version, thresholds: o.Thresholds}
 	opt := tui.Options{Updates: d.updates, Title: title, Interval: o.Interval, SetInterval: sampler.SetInterval,
 		Record: rec.toggle, Export: kept.export}
-	if o.Ranks != nil {
-		opt.FocusRank = o.Ranks.Focus
+	if set.attached != nil {
+		opt.FocusRank = set.attached.Ranks.Focus
+	}
+	if j := o.Job; j != nil {
+		// The job is gpuwatch's child: a quit key interrupts it, as
+		// Ctrl-C would without gpuwatch; the view stays until it ends.
+		opt.Quit = func() (bool, string) {
+			select {
+			case <-j.Done():
+				return true, ""
+			default:
+				return false, j.Interrupt()
+			}
+		}
 	}
 	model := tui.New(opt)
 	obs := []Observer{rec, kept}
@@ -54,9 +66,13 @@ func runDashboard(ctx context.Context, o Options, sampler *probes.Sampler, rec *
 	err := RunProgram(ctx, model, o.Stdout, func(ctx context.Context, kill func()) error {
 		defer kill() // the loop ended (the duration, an error): so does the view
 		d.ctx = ctx
-		return loop(ctx, sampler, diagnose.NewDiagnoser(o.Thresholds), o.Notes, obs)
+		return loop(ctx, sampler, diagnose.NewDiagnoser(o.Thresholds), notes, obs)
 	})
-	log.Printf("dashboard stopped: %v", err)
+	if err != nil {
+		log.Printf("dashboard stopped: %v", err)
+	} else {
+		log.Print("dashboard stopped")
+	}
 	return err
 }
 
@@ -64,6 +80,7 @@ func runDashboard(ctx context.Context, o Options, sampler *probes.Sampler, rec *
 type dashboard struct {
 	ctx     context.Context
 	updates chan tui.Feed
+	job     *Job // gpuwatch run's command, nil otherwise
 	mu      sync.Mutex
 	note    string // for the next frame's status bar
 }
@@ -80,18 +97,31 @@ func (d *dashboard) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	note := d.note
 	d.note = ""
 	d.mu.Unlock()
+	feed := tui.Feed{Frame: f, Verdict: v, Note: note}
+	if j := d.job; j != nil {
+		feed.Job = &tui.JobView{Command: j.Command(), PID: j.PID(), Log: j.LogPath(), Tail: j.Tail(8)}
+		select {
+		case <-j.Done():
+			how, at := j.Exit()
+			feed.Job.Exited = fmt.Sprintf("%s at %s — q quits", how, at.Format("15:04:05"))
+		default:
+		}
+	}
 	select {
-	case d.updates <- tui.Feed{Frame: f, Verdict: v, Note: note}:
+	case d.updates <- feed:
 	case <-d.ctx.Done():
 	}
 	return nil
 }
 
 func (d *dashboard) Note(n report.Note) error {
-	if sc, ok := n.(report.Scenario); ok {
-		d.mu.Lock()
-		d.note = "scenario " + sc.Name
-		d.mu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch n := n.(type) {
+	case report.Scenario:
+		d.note = "scenario " + n.Name
+	case report.Event:
+		d.note = n.Name + ": " + sample.Printable(n.Detail)
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ func Demo(ctx context.Context, o Options, cfgs []loader.Config, datasets []*load
 		loaderErr <- tour(ctx, src, notes, cfgs, datasets, events, every)
 	}()
 	o.Probes = append(o.Probes, probes.NewLoader(src))
-	o.Focus, o.Notes = os.Getpid(), notes
+	o.Own, o.Notes = os.Getpid(), notes
 	if o.Title == "" {
 		o.Title = DemoTitle(cfgs)
 	}

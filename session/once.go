@@ -31,6 +31,11 @@ const (
 // it.
 var ErrBottleneck = errors.New("a bottleneck was found")
 
+// ErrUnsettled is what a --once session returns when no verdict held long
+// enough to count (exit status 4): a gate must not pass on a guess. It
+// wraps the reason, which the summary also prints.
+var ErrUnsettled = errors.New("no verdict settled")
+
 // settle is the --once observer: it watches the verdicts and stops the
 // session once one has held SettleFrames frames.
 type settle struct {
@@ -42,6 +47,8 @@ type settle struct {
 	since   time.Time // the streak's first frame
 	frames  int
 	settled bool
+	changes int // times the verdict's kind changed, past warming up
+	need    int // frames the diagnosis needs before it says anything
 }
 
 // Frame implements Observer.
@@ -53,6 +60,9 @@ func (s *settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	if v.Kind != diagnose.WarmingUp && v.Kind == s.verdict.Kind {
 		s.streak++
 	} else {
+		if v.Kind != diagnose.WarmingUp && s.verdict.Kind != diagnose.WarmingUp && s.frames > 1 {
+			s.changes++
+		}
 		s.streak, s.since = 1, f.Time
 	}
 	s.verdict, s.last = v, f
@@ -68,12 +78,14 @@ func (s *settle) Note(report.Note) error { return nil }
 
 // onceSummary is --once --json's one object.
 type onceSummary struct {
-	Type    string           `json:"type"` // "summary"
-	Time    time.Time        `json:"time"`
-	Frames  int              `json:"frames"`
-	Seconds float64          `json:"seconds"`
-	Settled bool             `json:"settled"` // false: the cap came first
-	Verdict diagnose.Verdict `json:"verdict"`
+	Type    string    `json:"type"` // "summary"
+	Time    time.Time `json:"time"`
+	Frames  int       `json:"frames"`
+	Seconds float64   `json:"seconds"`
+	Settled bool      `json:"settled"` // false: the cap came first
+	// Unsettled says why no verdict settled ("" when one did).
+	Unsettled string           `json:"unsettled,omitempty"`
+	Verdict   diagnose.Verdict `json:"verdict"`
 }
 
 // summary prints the verdict the session ended on, and returns
@@ -86,12 +98,16 @@ func (s *settle) summary(w io.Writer, asJSON bool) error {
 	secs := s.last.Time.Sub(s.first).Seconds()
 	var err error
 	if asJSON {
-		err = json.NewEncoder(w).Encode(onceSummary{Type: "summary", Time: s.last.Time, Frames: s.frames, Seconds: secs, Settled: s.settled, Verdict: v})
+		sum := onceSummary{Type: "summary", Time: s.last.Time, Frames: s.frames, Seconds: secs, Settled: s.settled, Verdict: v}
+		if !s.settled {
+			sum.Unsettled = s.why()
+		}
+		err = json.NewEncoder(w).Encode(sum)
 	} else {
 		var b strings.Builder
 		state := "settled"
 		if !s.settled {
-			state = "not settled: the last verdict"
+			state = "NOT SETTLED: " + s.why() + "; the last verdict"
 		}
 		fmt.Fprintf(&b, "%s (%s, %.0f %% confident; %s after %d frames, %.0f s)\n", v.Kind, v.Severity, 100*v.Confidence, state, s.frames, secs)
 		p := sample.Printable // names from outside reach a terminal
@@ -112,8 +128,30 @@ func (s *settle) summary(w io.Writer, asJSON bool) error {
 	if err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
-	if v.Kind.Problem() {
+	switch {
+	case !s.settled:
+		return fmt.Errorf("%w: %s", ErrUnsettled, s.why())
+	case v.Kind.Problem():
 		return ErrBottleneck
 	}
 	return nil
+}
+
+// why says why no verdict settled.
+func (s *settle) why() string {
+	switch {
+	case s.verdict.Kind == diagnose.WarmingUp:
+		return fmt.Sprintf("still warming up: %d frames came, the diagnosis needs %d (a longer --duration, or a shorter --interval)", s.frames, s.need)
+	case s.changes > 0:
+		return fmt.Sprintf("the verdict changed %s before it could hold %d frames and %v", plural(s.changes, "time"), SettleFrames, SettleTime)
+	}
+	return fmt.Sprintf("it held %s, not %d frames and %v (a longer --duration)", plural(s.streak, "frame"), SettleFrames, SettleTime)
+}
+
+// plural is "1 frame", "2 frames".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -26,29 +26,32 @@ import (
 )
 
 // Options configure a session: what to watch, how often, for how long,
-// and where its frames go.
+// and where its frames go. Run reads them and changes nothing in them.
 type Options struct {
 	Interval time.Duration // between frames
 	Duration time.Duration // 0: until ctx ends
-	// PID focuses the process view on a process tree (--pid); Focus is the
-	// command's own choice when PID is 0 (the attached loader's process).
-	PID, Focus int
-	// FocusOf, when set, moves the focus each tick (the pacing rank's
-	// process, 0: keep it).
-	FocusOf func() int
-	Roots   probes.Roots
+	// PID focuses the process view on a process tree (--pid, run's job);
+	// Own is the command's own process, the job when PID is 0 and no
+	// loader or training process is found (the demo's embedded loader).
+	PID, Own int
+	Roots    probes.Roots
 	// GPUs are the job's GPUs (--gpus: indices or UUIDs); empty: its
 	// CUDA_VISIBLE_DEVICES, else where NVML lists its processes.
 	GPUs       []string
 	AllDisks   bool
 	AllNet     bool
 	Thresholds diagnose.Thresholds
-	// Probes are the command's own sources beside the system's (a loader,
-	// a profiler).
+	// Attach names the loaders to attach to (URLs, discovery).
+	Attach AttachTo
+	// Loop samples the wait of a training loop nobody instrumented: the
+	// training process in PID's tree, else the host's busiest.
+	Loop bool
+	// Job is the command gpuwatch run started: the view follows its tree
+	// and says when it exits; the headless session ends with it.
+	Job *Job
+	// Probes are the command's own sources beside the system's (the
+	// embedded loader).
 	Probes []probes.Probe
-	// Ranks is the attached loaders' probe (Attach sets it), for the
-	// dashboard's focus on one rank.
-	Ranks *probes.Ranks
 	// Notes are the command's non-frame lines (scenario switches), in
 	// time order with the frames; closing it is fine.
 	Notes <-chan report.Note
@@ -96,42 +99,18 @@ func Run(ctx context.Context, o Options) error {
 	if o.Record != "" {
 		for _, p := range []string{o.Record, o.Record + ".1"} {
 			if _, err := os.Stat(p); err == nil {
-				return fmt.Errorf("--record %s: %s exists; record to a new file", o.Record, p)
+				return fmt.Errorf("recording to %s: %s exists; record to a new file", o.Record, p)
 			}
 		}
 		rec.start(o.Record)
 	}
-	pid := o.PID
-	if pid == 0 {
-		pid = o.Focus
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	set, err := newProbeSet(ctx, o)
+	if err != nil {
+		return err
 	}
-	ps := probes.SystemProbes(o.Roots, probes.ProcOptions{PID: pid, FocusOf: o.FocusOf}, probes.DiskOptions{All: o.AllDisks}, probes.NetOptions{All: o.AllNet})
-	gpu := probes.NewGPU(probes.DefaultGPUSources(o.Roots.Sys)...)
-	gpu.Select = &probes.GPUSelect{List: o.GPUs, Proc: o.Roots.Proc, PIDOf: func() int {
-		if o.FocusOf != nil {
-			if p := o.FocusOf(); p != 0 {
-				return p
-			}
-		}
-		return pid
-	}}
-	ps = append(ps, gpu)
-	if pid != 0 || o.Cgroup != "" {
-		// The job, not the host: its cgroup's limits and use.
-		ps = append(ps, probes.NewCgroup(o.Roots, probes.JobOptions{PID: pid, Cgroup: o.Cgroup, Source: o.CgroupSource, PIDOf: o.FocusOf}))
-	} else if o.Roots.Proc == "" || o.Roots.Proc == "/proc" {
-		// No job named, and gpuwatch looks at its own host: when it runs
-		// confined (a container), its own limits are the ones that bind.
-		// --proc-root/--sys-root of the host keep the host's view.
-		if own := probes.OwnCgroup(o.Roots, os.Getpid()); own != nil {
-			ps = append(ps, own)
-		} else if o.FocusOf != nil {
-			// Loaders may be discovered later: the job is then theirs.
-			ps = append(ps, probes.NewCgroup(o.Roots, probes.JobOptions{PIDOf: o.FocusOf}))
-		}
-	}
-	ps = append(ps, o.Probes...)
-	sampler := probes.NewSampler(ps, probes.SamplerOptions{Interval: o.Interval})
+	sampler := probes.NewSampler(set.probes, probes.SamplerOptions{Interval: o.Interval})
 	defer sampler.Close()
 	limit := o.Duration
 	if o.Once && limit == 0 {
@@ -142,16 +121,16 @@ func Run(ctx context.Context, o Options) error {
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
-	var err error
 	var once *settle
 	if o.Once {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		once = &settle{stop: cancel}
+		once = &settle{stop: cancel, need: o.Thresholds.MinFrames}
+	}
+	notes := o.Notes
+	if o.Job != nil {
+		notes = jobNotes(ctx, o.Job, o.Notes, !dashboard, cancel)
 	}
 	if dashboard {
-		err = runDashboard(ctx, o, sampler, rec)
+		err = runDashboard(ctx, o, set, sampler, rec, notes)
 	} else {
 		rec.notify = func(s string) { fmt.Fprintln(o.Stderr, "gpuwatch:", s) }
 		if !o.RecordRequired { // else the session's error says it
@@ -166,14 +145,20 @@ func Run(ctx context.Context, o Options) error {
 		if o.OnFrame != nil {
 			obs = append(obs, frameFunc(o.OnFrame))
 		}
-		err = loop(ctx, sampler, diagnose.NewDiagnoser(o.Thresholds), o.Notes, obs)
+		err = loop(ctx, sampler, diagnose.NewDiagnoser(o.Thresholds), notes, obs)
 	}
+	return finish(o, rec, once, dashboard, err)
+}
+
+// finish closes the recording and says what became of it, and prints
+// --once's summary.
+func finish(o Options, rec *recording, once *settle, dashboard bool, err error) error {
 	path, n, recErr := rec.stop()
 	if err == nil && once != nil {
 		err = once.summary(o.Stdout, o.JSON)
 	}
 	switch {
-	case err != nil && !errors.Is(err, ErrBottleneck):
+	case err != nil && !errors.Is(err, ErrBottleneck) && !errors.Is(err, ErrUnsettled):
 		return err
 	case recErr != nil && o.RecordRequired:
 		return fmt.Errorf("recording %w", recErr)

@@ -30,6 +30,21 @@ func (m *Model) banner(w, h int) []string {
 	if m.opt.Title != "" {
 		title = m.styles.Dim.Render("  · " + m.opt.Title)
 	}
+	if t := m.shown.Frame.Target; t != nil {
+		tgt := fmt.Sprintf("  · pid %d", t.PID)
+		if t.Command != "" {
+			tgt += " " + sample.Printable(t.Command)
+		}
+		if t.ExitedAt != nil {
+			ended := "exited"
+			if t.Exit != "" {
+				ended = t.Exit
+			}
+			title += m.styles.Warn.Render(fmt.Sprintf("%s %s at %s", tgt, ended, t.ExitedAt.Format("15:04:05")))
+		} else {
+			title += m.styles.Dim.Render(tgt + ": " + sample.Printable(t.Why))
+		}
+	}
 	if j := m.shown.Frame.Job; j != nil && j.Identity != nil {
 		// Who the job is, in the header; its limits are in the d view.
 		title += m.styles.Dim.Render("  · " + strings.SplitN(j.Summary(), " · ", 2)[0])

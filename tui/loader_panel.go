@@ -57,6 +57,9 @@ func (loaderPanel) lines(pv *view, w int) []string {
 		}
 		return append(lines, wrap(pv.st.Bad.Render("disconnected"+since+": retrying ")+pv.st.Dim.Render(sample.Printable(l.Source)), w, "  ")...)
 	}
+	if sl := l.Sampled; sl != nil {
+		return append(lines, sampledLines(pv, l, sl, w)...)
+	}
 	lines = append(lines, pv.trainRow(w-2))
 	lines = append(lines, wrap(pv.loaderStats(l), w, "  ")...)
 	if l.ReadSecPerSec != nil && l.DecodeSecPerSec != nil {
@@ -170,4 +173,36 @@ func ms(v float64) string {
 		return fmt.Sprintf("%.0fms", v)
 	}
 	return fmt.Sprintf("%.1fms", v)
+}
+
+// sampledLines are the loader panel of a loop nobody instrumented: its wait
+// share as sampled, its workers, what each sample read and what it could
+// not.
+func sampledLines(pv *view, l *sample.Loader, sl *sample.SampledLoop, w int) []string {
+	wait := "wait not split"
+	if l.WaitShare != nil {
+		wait = fmt.Sprintf("waits %.0f %% for its batches", 100**l.WaitShare)
+	}
+	workers := "?"
+	if l.Workers != nil {
+		workers = fmt.Sprint(*l.Workers)
+	}
+	head := fmt.Sprintf("%s %s · %s workers · sampled at %.0f Hz (%d samples)", pv.bar(100*deref(l.WaitShare), 10), wait, workers, sl.Hz, sl.Samples)
+	lines := wrap(head, w, "  ")
+	src := fmt.Sprintf("%s: %s", sample.Printable(l.Source), sample.Printable(sl.Command))
+	if sl.Why != "" {
+		src += " (" + sample.Printable(sl.Why) + ")"
+	}
+	lines = append(lines, wrap(pv.st.Dim.Render(src+"; reads "+sl.Read), w, "  ")...)
+	if sl.Missing != "" {
+		lines = append(lines, wrap(pv.st.Dim.Render("not seen: "+sample.Printable(sl.Missing)), w, "  ")...)
+	}
+	return lines
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

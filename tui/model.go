@@ -28,6 +28,20 @@ type Feed struct {
 	Note string
 	// Reset clears the history first (a replay seeked).
 	Reset bool
+	// Job is the command gpuwatch run started, nil otherwise: the view
+	// says where its output goes and shows its last lines.
+	Job *JobView
+}
+
+// JobView is gpuwatch run's command as the dashboard shows it.
+type JobView struct {
+	Command string
+	PID     int
+	// Log is where its output goes; Tail its last lines, printable.
+	Log  string
+	Tail []string
+	// Exited says how and when it ended ("" while it runs).
+	Exited string
 }
 
 // Replay controls a playing recording: with it, space pauses playback,
@@ -59,6 +73,10 @@ type Options struct {
 	// FocusRank, when set, is told the URL of the rank whose details the
 	// zoomed loader panel shows ("" when it closes): its profile is taken.
 	FocusRank func(url string)
+	// Quit, when set, is asked on a quit key: quit says whether to leave
+	// now; otherwise status goes to the status bar (gpuwatch run: the key
+	// interrupted the job, and the view stays until it ends).
+	Quit func() (quit bool, status string)
 }
 
 // MinInterval and MaxInterval bound the sampling interval, for --interval
@@ -91,6 +109,7 @@ type Model struct {
 	scroll   [numPanels]int
 	status   string
 	statusAt time.Time // frame time the status was set
+	sticky   string    // a status that stays until the next one (a job being interrupted)
 	interval time.Duration
 	hframes  []*sample.Frame // the history drawn this render
 }
@@ -217,6 +236,13 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(msg, k.Quit):
+		if m.opt.Quit != nil {
+			if quit, status := m.opt.Quit(); !quit {
+				m.setStatus(status, m.latest.frameTime())
+				m.sticky = status
+				return nil
+			}
+		}
 		return tea.Quit
 	case key.Matches(msg, k.Help):
 		m.help = !m.help
@@ -331,6 +357,7 @@ func (m *Model) Render() string {
 	}
 	m.hframes = m.history()
 	top := m.banner(w, h)
+	top = append(top, m.jobBand(w, h)...)
 	foot := m.footer(w)
 	body := m.body(w, h-len(top)-1)
 	// Every part is already exactly w wide: join, do not measure again.
@@ -362,8 +389,11 @@ func (m *Model) footer(w int) string {
 	if m.paused {
 		s = m.styles.Warn.Render("PAUSED ") + s
 	}
-	if m.status != "" && m.latest.frameTime().Sub(m.statusAt) < 5*time.Second {
+	switch {
+	case m.status != "" && m.latest.frameTime().Sub(m.statusAt) < 5*time.Second:
 		s = m.styles.Label.Render(m.status) + "  " + s
+	case m.sticky != "":
+		s = m.styles.Label.Render(m.sticky) + "  " + s
 	}
 	return fit(s, w)
 }

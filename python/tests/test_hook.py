@@ -151,11 +151,11 @@ class Batches:
 class HookTest(unittest.TestCase):
     def setUp(self):
         self.clock = FakeClock()
-        self._orig_clock = hook._clock
-        hook._clock = self.clock
+        self._orig_clock = hook._timing.clock
+        hook._timing.clock = self.clock
 
     def tearDown(self):
-        hook._clock = self._orig_clock
+        hook._timing.clock = self._orig_clock
 
     def watch(self, loader, **kw):
         kw.setdefault("port", 0)
@@ -256,12 +256,12 @@ class HookTest(unittest.TestCase):
                 raise RuntimeError("not this")
 
         w = self.watch([Weird(), Weird()])
-        orig = hook._Stats.record_step
-        hook._Stats.record_step = lambda self, step: 1 / 0
+        orig = hook._timing.Stats.record_step
+        hook._timing.Stats.record_step = lambda self, step: 1 / 0
         try:
             got = list(w)
         finally:
-            hook._Stats.record_step = orig
+            hook._timing.Stats.record_step = orig
         self.assertEqual(len(got), 2)
         m = self.metrics(w)
         self.assertEqual(m["gpuwatch_hook_errors_total"], 2)  # the two steps
@@ -280,7 +280,7 @@ class HookTest(unittest.TestCase):
             ([], None),
         ]
         for batch, want in cases:
-            self.assertEqual(hook._batch_len(batch), want, batch)
+            self.assertEqual(hook._timing.batch_len(batch), want, batch)
 
     def test_binds_loopback_by_default(self):
         w = self.watch([1, 2])
@@ -387,7 +387,7 @@ class HookTest(unittest.TestCase):
         """150 connections that never send a request: those past
         MAX_CONNECTIONS are closed at once, at most MAX_CONNECTIONS threads
         serve the rest (each with a socket timeout), and scrapes go on."""
-        self.assertTrue(0 < hook._Handler.timeout <= 30)
+        self.assertTrue(0 < hook._server.Handler.timeout <= 30)
         w = self.watch([1])
         host, port = w.url[len("http://"):].rsplit(":", 1)
         before = threading.active_count()
@@ -436,7 +436,7 @@ def nap(stop):
         stop.wait(0.01)
 
 
-def profile_while(seconds, **targets):
+def profile_while(seconds, fine_switch=False, **targets):
     """Takes a profile of `seconds` while threads named as the keywords
     run their target(stop) functions."""
     stop = threading.Event()
@@ -444,7 +444,7 @@ def profile_while(seconds, **targets):
     for t in threads:
         t.start()
     try:
-        return Profile(hook.take_profile(seconds))
+        return Profile(hook.take_profile(seconds, fine_switch=fine_switch))
     finally:
         stop.set()
         for t in threads:
@@ -479,7 +479,7 @@ class ProfileTest(unittest.TestCase):
         # sleep. Charged where the thread is found, most of the CPU would
         # land on the sleeping line (half or more of it did before the
         # running check); charged where the thread ran, it lands in work().
-        p = profile_while(2.0, worker=work_then_nap)
+        p = profile_while(2.0, fine_switch=True, worker=work_then_nap)
         by_leaf = p.cpu_by_leaf()
         total = sum(by_leaf.values())
         work = sum(v for k, v in by_leaf.items() if k.endswith(".work"))
@@ -487,7 +487,27 @@ class ProfileTest(unittest.TestCase):
 
     def test_the_switch_interval_is_put_back(self):
         before = sys.getswitchinterval()
-        hook.take_profile(0.05)
+        seen = []
+        stop = threading.Event()
+
+        def look(stop):
+            while not stop.is_set():
+                seen.append(sys.getswitchinterval())
+                time.sleep(0.005)
+
+        t = threading.Thread(target=look, args=(stop,))
+        t.start()
+        try:
+            hook.take_profile(0.1)  # by default the interval is not touched
+            coarse = set(seen)
+            seen.clear()
+            hook.take_profile(0.1, fine_switch=True)
+            fine = set(seen)
+        finally:
+            stop.set()
+            t.join()
+        self.assertEqual(coarse, {before})
+        self.assertTrue(fine and max(fine) < 0.00021, fine)
         self.assertEqual(sys.getswitchinterval(), before)
 
     def test_over_http_one_at_a_time(self):
@@ -519,7 +539,7 @@ class EncoderTest(unittest.TestCase):
     def test_varints(self):
         for v, want in [(0, b"\x00"), (1, b"\x01"), (300, b"\xac\x02"), (-1, b"\xff" * 9 + b"\x01")]:
             b = bytearray()
-            hook._uvarint(b, v)
+            hook._pprof._uvarint(b, v)
             self.assertEqual(bytes(b), want, v)
 
     def test_shared_functions_and_locations(self):

@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/python"
+	"github.com/gpuwatch/gpuwatch/session"
+)
+
+func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
+	var w watchFlags
+	var jobLog string
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- CMD [ARGS…]",
+		Short: "Run a training command with every PyTorch DataLoader timed (no code change), and watch it",
+		Long: `run starts CMD with every torch.utils.data.DataLoader of every Python
+process under it timed, as the hook's watch() does, and watches it: the
+training loop's wait for each batch, its step, the DataLoader's knobs and
+CPU profiles of the training process, every rank of a distributed job
+(torchrun, or a shell starting ranks with RANK/WORLD_SIZE), and the
+machine. It needs no change to the script, no pip install and no checkout:
+the hook ships inside gpuwatch and is written to a private folder that is
+put first on the command's PYTHONPATH (a sitecustomize that loads the one
+it shadows, and patches torch only once torch.utils.data is imported).
+
+The job stays the job's: its environment (but PYTHONPATH and
+GPUWATCH_RUN_DIR), its exit status (run exits with it; 128+N when killed
+by signal N), and its signals — Ctrl-C reaches it as it would without
+gpuwatch, and SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to gpuwatch are
+passed to its process group. gpuwatch's lines never mix into its output:
+
+  in a terminal  the dashboard owns the screen; the job runs on a terminal
+                 of its own, its output goes to --job-log (default
+                 ./gpuwatch-run-TIME.log) and its last lines show under the
+                 verdict. q or Ctrl-C interrupts the job (SIGINT, then
+                 SIGTERM, then SIGKILL on the next presses); the view stays
+                 until it ends.
+  --headless,    gpuwatch's lines (or JSON) are stdout; the job keeps the
+  --json         terminal's stdin and writes its stdout and stderr to
+                 gpuwatch's stderr (or to --job-log), so
+                 gpuwatch run --json -- python train.py > gpuwatch.jsonl
+                 keeps them apart. The session ends when the job does.
+
+With --duration or --once, gpuwatch stops watching when the time is up or
+the verdict has settled, and interrupts the job as Ctrl-C would (SIGINT,
+then SIGTERM after 10 s); --once then exits with its own status (0, 3, 4).
+A command that is not Python, or a Python job without a DataLoader, is
+watched as a process tree, and the view says nothing was instrumented.`,
+		Example: `  gpuwatch run -- python train.py --epochs 3
+  gpuwatch run --headless -- torchrun --nproc-per-node 8 train.py
+  gpuwatch run --json --duration 2m -- python -m mypkg.train > gpuwatch.jsonl
+  gpuwatch run --once -- python train.py       # a CI gate on the input pipeline`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("give the command to run after --: gpuwatch run -- python train.py")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := w.validate(cmd); err != nil {
+				return err
+			}
+			return runJob(cmd, &w, args, jobLog, stdout, stderr)
+		},
+	}
+	// Flags after CMD are CMD's: gpuwatch run python train.py --lr 3 works
+	// without "--" too.
+	cmd.Flags().SetInterspersed(false)
+	w.register(cmd, offerOnce|offerOutput|offerRecord)
+	w.discover = true
+	w.profileEvery, w.profileLength = 15*time.Second, 5*time.Second
+	cmd.Flags().DurationVar(&w.profileEvery, "profile-every", 15*time.Second, "time between CPU profiles of the training process (of the pacing rank, with several)")
+	cmd.Flags().Var(secondsFlag{&w.profileLength}, "profile-seconds", "length of each CPU profile, in seconds (5) or as a duration (5s)")
+	cmd.Flags().StringVar(&jobLog, "job-log", "", "where the job's stdout and stderr go (default: gpuwatch's stderr headless, ./gpuwatch-run-TIME.log with the dashboard)")
+	return cmd
+}
+
+// interruptGrace is how long the job has after SIGINT before SIGTERM, and
+// after SIGTERM before SIGKILL, when gpuwatch stops watching first.
+const interruptGrace = 10 * time.Second
+
+// runJob writes the hook, starts the job with it, watches it, and returns
+// the job's exit status as an exitError.
+func runJob(cmd *cobra.Command, w *watchFlags, argv []string, jobLog string, stdout, stderr io.Writer) error {
+	dashboard := !w.headless && !w.once && session.IsTerminal(stdout)
+	dir, err := os.MkdirTemp(runtimeDir(), "gpuwatch-run-")
+	if err != nil {
+		return fmt.Errorf("a folder for the hook: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := python.Write(dir); err != nil {
+		return err
+	}
+	jo := session.JobOptions{Argv: argv, Env: jobEnv(os.Environ(), dir), RunDir: dir}
+	switch {
+	case dashboard:
+		jo.Log = jobLog
+		if jo.Log == "" {
+			jo.Log = "gpuwatch-run-" + time.Now().Format("20060102-150405") + ".log"
+		}
+	case jobLog != "":
+		f, err := os.OpenFile(jobLog, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return usageErrorf(cmd, "--job-log: %v", err)
+		}
+		defer f.Close()
+		jo.Stdin, jo.Stdout, jo.Stderr = os.Stdin, f, f
+	default:
+		// gpuwatch's lines are stdout; the job's output is stderr.
+		errFile, ok := stderr.(*os.File)
+		if !ok {
+			errFile = os.Stderr
+		}
+		jo.Stdin, jo.Stdout, jo.Stderr, jo.Foreground = os.Stdin, errFile, errFile, true
+	}
+	// Signals are the job's: from here on gpuwatch passes them on and keeps
+	// watching until the job ends (the root's context would stop at once).
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	job, err := session.StartJob(jo)
+	if err != nil {
+		return &exitError{code: 127, msg: err.Error()}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for s := range sigs {
+			_ = job.Signal(s.(syscall.Signal))
+		}
+	}()
+	o := w.options(stdout, stderr)
+	o.PID, o.Job, o.Title = job.PID(), job, "run: "+job.Command()
+	o.Attach = session.AttachTo{Discover: true, Every: w.profileEvery, Length: w.profileLength,
+		Within: func(pid int) bool { return probes.Descends(w.procRoot, pid, job.PID()) }}
+	err = session.Run(ctx, o)
+	stopJob(job)
+	if dashboard && jo.Log != "" {
+		fmt.Fprintf(stderr, "gpuwatch: the job's output is in %s\n", jo.Log)
+		for _, l := range job.Tail(10) {
+			fmt.Fprintf(stderr, "  │ %s\n", l)
+		}
+	}
+	switch {
+	case w.once && (err == nil || errors.Is(err, session.ErrBottleneck) || errors.Is(err, session.ErrUnsettled)):
+		return err // --once gates on its verdict: its own status
+	case err != nil:
+		return err
+	}
+	how, _ := job.Exit()
+	code := job.ExitCode()
+	if code != 0 && !dashboard {
+		return &exitError{code: code}
+	}
+	if code != 0 {
+		return &exitError{code: code, msg: fmt.Sprintf("the job (pid %d) %s", job.PID(), how)}
+	}
+	return nil
+}
+
+// stopJob ends a job gpuwatch stopped watching before it ended: SIGINT to
+// its process group, as Ctrl-C would, then SIGTERM and SIGKILL if it
+// lingers; it returns once the job has exited.
+func stopJob(j *session.Job) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
+		select {
+		case <-j.Done():
+			return
+		default:
+		}
+		_ = j.Signal(sig)
+		select {
+		case <-j.Done():
+			return
+		case <-time.After(interruptGrace):
+		}
+	}
+	<-j.Done()
+}
+
+// jobEnv is the job's environment: gpuwatch's own, with the hook's folder
+// first on PYTHONPATH and GPUWATCH_RUN_DIR naming it.
+func jobEnv(env []string, dir string) []string {
+	out := make([]string, 0, len(env)+2)
+	pythonPath := dir
+	for _, kv := range env {
+		switch {
+		case strings.HasPrefix(kv, "PYTHONPATH="):
+			if old := strings.TrimPrefix(kv, "PYTHONPATH="); old != "" {
+				pythonPath += string(os.PathListSeparator) + old
+			}
+		case strings.HasPrefix(kv, "GPUWATCH_RUN_DIR="):
+		default:
+			out = append(out, kv)
+		}
+	}
+	return append(out, "PYTHONPATH="+pythonPath, "GPUWATCH_RUN_DIR="+dir)
+}
+
+// runtimeDir is where run's private folder goes: the user's runtime folder,
+// else the system's temporary one (os.MkdirTemp makes it 0700).
+func runtimeDir() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return os.TempDir()
+}

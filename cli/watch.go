@@ -1,0 +1,327 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/tui"
+)
+
+// watchFlags are the flags of every command that watches this machine
+// (gpuwatch, attach, record, serve, demo, run), declared once here with
+// one set of defaults: discovery of announced loaders on, and CPU profiles
+// of every loader however it was found. A command offers the ones that
+// apply to it (record has no --once, demo no --pid); `--help` lists them
+// under their own heading, apart from the command's own flags.
+type watchFlags struct {
+	interval time.Duration
+	duration time.Duration
+	headless bool
+	json     bool
+	pid      int
+	allDisks bool
+	allNet   bool
+	once     bool
+	cgroup   string
+	slurmJob string
+	procRoot string
+	sysRoot  string
+	gpus     string
+
+	th         thresholdFlags
+	thresholds diagnose.Thresholds
+
+	record        string
+	recordMaxSize int64
+
+	discover      bool
+	attach        []string
+	profileEvery  time.Duration
+	profileLength time.Duration
+}
+
+// offer says which of the watch flags a command takes.
+type offer uint
+
+const (
+	offerOnce     offer = 1 << iota // --once (and its exit statuses)
+	offerOutput                     // --headless, --json
+	offerPID                        // --pid, --cgroup, --slurm-job
+	offerLoaders                    // --discover, --attach, --profile-every, --profile-seconds
+	offerRecord                     // --record, --record-max-size
+	offerAll      = offerOnce | offerOutput | offerPID | offerLoaders | offerRecord
+	watchGroupKey = "gpuwatch_group"
+)
+
+// register adds the watch flags that offer names to cmd, each marked for
+// the help's "Watch flags" heading.
+func (w *watchFlags) register(cmd *cobra.Command, o offer) {
+	fl := pflag.NewFlagSet("watch", pflag.ContinueOnError)
+	fl.DurationVarP(&w.interval, "interval", "n", time.Second, "time between samples (50ms–1h)")
+	fl.DurationVarP(&w.duration, "duration", "d", 0, "stop after this long (0: run until Ctrl-C; with --once, the cap instead of 60s)")
+	if o&offerOutput != 0 {
+		fl.BoolVar(&w.headless, "headless", false, "print one line per interval instead of the dashboard (the default when stdout is not a terminal)")
+		fl.BoolVar(&w.json, "json", false, "print one JSON object per line (implies --headless; schema: docs/json.md)")
+	}
+	if o&offerOnce != 0 {
+		fl.BoolVar(&w.once, "once", false, "sample until the verdict has held 5 frames and 5 s (at most 60s, or --duration), print one summary and exit: 0 healthy or idle, 3 a bottleneck, 4 nothing settled")
+	}
+	if o&offerPID != 0 {
+		fl.Var(&pidFlag{&w.pid}, "pid", "watch this process and its descendants (the training process and its DataLoader workers); several PIDs (1,2 or repeated) watch the root of their tree")
+		fl.Lookup("pid").Shorthand = "p"
+		fl.StringVar(&w.cgroup, "cgroup", "", "judge the job in this cgroup (a path under /sys/fs/cgroup, e.g. /slurm/uid_1000/job_42) instead of --pid's")
+		fl.StringVar(&w.slurmJob, "slurm-job", "", "judge this Slurm job: its cgroup is found under /sys/fs/cgroup")
+	}
+	fl.StringVar(&w.gpus, "gpus", "", "the job's GPUs, by index or UUID (0,1 or GPU-8f3…): only they are judged (default: the job's CUDA_VISIBLE_DEVICES, else the GPUs NVML lists its processes on)")
+	fl.BoolVar(&w.allDisks, "all-disks", false, "also show partitions and virtual block devices (loop, ram, dm-)")
+	fl.BoolVar(&w.allNet, "all-net", false, "also show virtual network interfaces (lo, ifb*, veth*)")
+	fl.StringVar(&w.procRoot, "proc-root", "/proc", "where procfs is mounted (a host's /proc seen from a container)")
+	fl.StringVar(&w.sysRoot, "sys-root", "/sys", "where sysfs is mounted")
+	if o&offerLoaders != 0 {
+		fl.BoolVar(&w.discover, "discover", true, "attach to every loader announced on this machine (the Python hook, gpuwatch loader) as they come up; =false watches the host only")
+		fl.StringArrayVar(&w.attach, "attach", nil, "also attach to this loader URL (repeatable; a port range such as http://127.0.0.1:6061-6068 is every rank)")
+		fl.DurationVar(&w.profileEvery, "profile-every", 15*time.Second, "time between CPU profiles of the loader (of the pacing rank, with several)")
+		w.profileLength = 5 * time.Second
+		fl.Var(secondsFlag{&w.profileLength}, "profile-seconds", "length of each CPU profile, in seconds (5) or as a duration (5s)")
+	}
+	if o&offerRecord != 0 {
+		fl.StringVar(&w.record, "record", "", "also record frames, verdicts and events to this file (JSON lines; replay with gpuwatch replay)")
+		w.recordMaxSize = 512 << 20
+		fl.Var(sizeFlag{&w.recordMaxSize}, "record-max-size", "rotate the recording to FILE.1 past this size")
+	}
+	w.th.registerOn(fl)
+	fl.VisitAll(func(f *pflag.Flag) {
+		if f.Annotations == nil {
+			f.Annotations = map[string][]string{}
+		}
+		f.Annotations[watchGroupKey] = []string{"watch"}
+	})
+	cmd.Flags().AddFlagSet(fl)
+}
+
+// validate checks flag values that pflag's types do not.
+func (w *watchFlags) validate(cmd *cobra.Command) error {
+	if w.json {
+		w.headless = true
+	}
+	switch {
+	case w.interval < tui.MinInterval || w.interval > tui.MaxInterval:
+		return usageErrorf(cmd, "--interval %v: must be between 50ms and 1h", w.interval)
+	case w.duration < 0:
+		return usageErrorf(cmd, "--duration %v: must not be negative", w.duration)
+	case w.profileEvery != 0 && (w.profileLength < time.Second || w.profileEvery <= w.profileLength):
+		return usageErrorf(cmd, "want --profile-seconds ≥ 1s and --profile-every longer than it (have %v and %v)", w.profileLength, w.profileEvery)
+	}
+	th, err := w.th.apply(cmd, diagnose.DefaultThresholds())
+	if err != nil {
+		return err
+	}
+	w.thresholds = th
+	if w.gpus != "" {
+		if _, err := probes.ParseGPUList(w.gpus); err != nil {
+			return usageErrorf(cmd, "--gpus: %v", err)
+		}
+	}
+	if w.pid != 0 && !probes.ProcessExists(w.procRoot, w.pid) {
+		return fmt.Errorf("--pid %d: no such process", w.pid)
+	}
+	if w.slurmJob != "" {
+		if w.cgroup != "" {
+			return usageErrorf(cmd, "--cgroup and --slurm-job: choose one")
+		}
+		path, err := probes.SlurmJobCgroup(w.sysRoot, w.slurmJob)
+		if err != nil {
+			return fmt.Errorf("--slurm-job %s: %w", w.slurmJob, err)
+		}
+		w.cgroup = path
+	}
+	return nil
+}
+
+// options are the session's options for these flags.
+func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
+	o := session.Options{
+		Interval: w.interval, Duration: w.duration, PID: w.pid,
+		Roots: probes.Roots{Proc: w.procRoot, Sys: w.sysRoot}, AllDisks: w.allDisks, AllNet: w.allNet, Once: w.once,
+		Thresholds: w.thresholds, Record: w.record, RecordMaxSize: w.recordMaxSize,
+		Headless: w.headless, JSON: w.json, Version: version, Stdout: stdout, Stderr: stderr,
+		Cgroup: w.cgroup, Loop: true,
+		Attach: session.AttachTo{URLs: w.attach, Discover: w.discover, Every: w.profileEvery, Length: w.profileLength},
+	}
+	if w.gpus != "" {
+		o.GPUs, _ = probes.ParseGPUList(w.gpus)
+	}
+	if w.slurmJob != "" {
+		o.CgroupSource = "slurm job " + w.slurmJob
+	}
+	return o
+}
+
+// watch runs a session: a URL that is not a loader's is a usage error, a
+// settled bottleneck and an unsettled --once have their exit statuses.
+func watch(cmd *cobra.Command, o session.Options) error {
+	err := session.Run(cmd.Context(), o)
+	if errors.Is(err, probes.ErrBadURL) {
+		return usageErrorf(cmd, "%v", err)
+	}
+	return err
+}
+
+// pidFlag is --pid: one process, or several (1,2 or repeated: DataLoader
+// workers are forks with the training process's command line, so
+// `pgrep -f train.py` prints several), whose tree's root is watched. An
+// empty value says so, rather than what Go's number parser thinks.
+type pidFlag struct{ pid *int }
+
+func (p *pidFlag) String() string {
+	if p.pid == nil || *p.pid == 0 {
+		return ""
+	}
+	return strconv.Itoa(*p.pid)
+}
+
+func (p *pidFlag) Set(v string) error {
+	pids, err := parsePIDs(v)
+	if err != nil {
+		return err
+	}
+	if *p.pid != 0 {
+		pids = append(pids, *p.pid)
+	}
+	*p.pid = probes.TreeRoot("/proc", pids)
+	return nil
+}
+
+func (p *pidFlag) Type() string { return "pid" }
+
+// parsePIDs reads "4100", "4100,4101" or "4100\n4101" (pgrep's output).
+func parsePIDs(v string) ([]int, error) {
+	fields := strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' })
+	if len(fields) == 0 {
+		return nil, errors.New("empty: give a process ID (did $(pgrep …) match nothing?)")
+	}
+	out := make([]int, 0, len(fields))
+	for _, f := range fields {
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 || n > math.MaxInt32 {
+			return nil, fmt.Errorf("%q is not a process ID", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// thresholdFlags are --thresholds FILE and --threshold name=value, for
+// every command that diagnoses (watching, replay, report).
+type thresholdFlags struct {
+	file string
+	sets []string
+}
+
+func (t *thresholdFlags) register(cmd *cobra.Command) { t.registerOn(cmd.Flags()) }
+
+func (t *thresholdFlags) registerOn(fl *pflag.FlagSet) {
+	fl.StringVar(&t.file, "thresholds", "", "JSON file overriding diagnosis thresholds (names: docs/diagnosis.md)")
+	fl.StringArrayVar(&t.sets, "threshold", nil, "override one diagnosis threshold, name=value (repeatable), e.g. wait_share_starved=0.3")
+}
+
+// apply puts the file's and then each --threshold's overrides on base.
+func (t *thresholdFlags) apply(cmd *cobra.Command, base diagnose.Thresholds) (diagnose.Thresholds, error) {
+	if t.file != "" {
+		if err := diagnose.LoadThresholds(t.file, &base); err != nil {
+			return base, usageErrorf(cmd, "--thresholds: %v", err)
+		}
+	}
+	for _, kv := range t.sets {
+		if err := base.Set(kv); err != nil {
+			return base, usageErrorf(cmd, "--threshold: %v (names: %s)", err, strings.Join(diagnose.ThresholdNames(), ", "))
+		}
+	}
+	return base, nil
+}
+
+func usageErrorf(cmd *cobra.Command, format string, args ...any) error {
+	return &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf(format, args...)}
+}
+
+// secondsFlag is a duration given as whole seconds ("5", as pprof's
+// ?seconds=) or with a unit ("5s", "1m").
+type secondsFlag struct{ d *time.Duration }
+
+func (f secondsFlag) String() string {
+	if f.d == nil {
+		return "5"
+	}
+	return strconv.Itoa(int(f.d.Seconds()))
+}
+
+func (f secondsFlag) Set(v string) error {
+	if n, err := strconv.Atoi(v); err == nil {
+		*f.d = time.Duration(n) * time.Second
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q: want seconds (5) or a duration (5s)", v)
+	}
+	*f.d = d
+	return nil
+}
+
+func (f secondsFlag) Type() string { return "seconds" }
+
+// usageTemplate is cobra's, with the watch flags under their own heading
+// after the command's own.
+const usageTemplate = `Usage:{{if .Runnable}}
+  {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
+  {{.CommandPath}} [command]{{end}}{{if gt (len .Aliases) 0}}
+
+Aliases:
+  {{.NameAndAliases}}{{end}}{{if .HasExample}}
+
+Examples:
+{{.Example}}{{end}}{{if .HasAvailableSubCommands}}
+
+Available Commands:{{range .Commands}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{if ownFlags .}}
+
+Flags:
+{{ownFlags . | trimTrailingWhitespaces}}{{end}}{{if watchFlags .}}
+
+Watch flags (the same in every command that watches):
+{{watchFlags . | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableInheritedFlags}}
+
+Global Flags:
+{{.InheritedFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableSubCommands}}
+
+Use "{{.CommandPath}} [command] --help" for more information about a command.{{end}}
+`
+
+// flagGroup is the usage of cmd's local flags in (watch) or out of the
+// watch group.
+func flagGroup(cmd *cobra.Command, watch bool) string {
+	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
+	cmd.LocalFlags().VisitAll(func(f *pflag.Flag) {
+		_, in := f.Annotations[watchGroupKey]
+		if in == watch && !f.Hidden {
+			fs.AddFlag(f)
+		}
+	})
+	return fs.FlagUsages()
+}
+
+func init() {
+	cobra.AddTemplateFunc("ownFlags", func(c *cobra.Command) string { return flagGroup(c, false) })
+	cobra.AddTemplateFunc("watchFlags", func(c *cobra.Command) string { return flagGroup(c, true) })
+}

@@ -1,0 +1,171 @@
+"""gpuwatch_hook: let gpuwatch see inside a Python training loop.
+
+    import gpuwatch_hook
+    loader = gpuwatch_hook.watch(loader)      # a DataLoader, or any iterable
+    for batch in loader:
+        ...
+
+or, with no change to the script at all:
+
+    gpuwatch run -- python train.py           # every DataLoader is watched
+
+then, on the same machine, plain `gpuwatch` finds it (the hook announces
+itself), or `gpuwatch attach http://127.0.0.1:6061`.
+
+watch() times every batch: how long the training loop blocked in next()
+(wait) and how long it worked on the batch before asking for the next one
+(step). A daemon thread serves gpuwatch's loader protocol on 127.0.0.1:
+
+* /metrics: Prometheus text with the gpuwatch_loader_* names of gpuwatch's
+  embedded loader, gpuwatch_loader_info{pid,kind="python",tid,rank…}, and
+  for a torch DataLoader its num_workers, prefetch_factor,
+  persistent_workers, pin_memory, batches per epoch, the time to each
+  epoch's first batch, the batches ready in its queue and its worker PIDs;
+* /debug/pprof/profile?seconds=N: the CPU time of the process's Python
+  threads for N seconds, sampled at 100 Hz, as a pprof profile.
+
+Each serving process writes a small announcement (pid, RANK, LOCAL_RANK,
+WORLD_SIZE, URL) under $XDG_RUNTIME_DIR/gpuwatch/ (or a private
+/tmp/gpuwatch-UID/) and removes it when it closes or exits.
+
+The hook costs the training loop two clock reads and a few counter updates
+per batch; nothing else runs until someone scrapes. It never raises into the
+training loop: a port in use is a warning, anything that goes wrong while
+timing is counted (gpuwatch_hook_errors_total), and the loop goes on. Only
+the standard library is used (Python 3.9 or newer). Importing it changes
+nothing in the process: the server, its thread and its fork handler start
+with the first watch().
+
+The modules: _timing (wait, step, the metrics page), _server (the HTTP
+server and the announcement), _profiler (the CPU profile), _pprof (the
+profile's encoding), _torch (what is read from torch, private attributes
+checked in one place), _auto (gpuwatch run's instrumentation).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+from . import _server, _timing
+from ._pprof import encode_profile
+from ._profiler import take_profile
+from ._server import MAX_CONNECTIONS, MAX_PROFILE_SECONDS, REQUEST_SECONDS, discovery_dir
+from ._version import __version__
+
+__all__ = [
+    "watch",
+    "Watched",
+    "take_profile",
+    "encode_profile",
+    "discovery_dir",
+    "DEFAULT_PORT",
+    "MAX_CONNECTIONS",
+    "MAX_PROFILE_SECONDS",
+    "REQUEST_SECONDS",
+    "__version__",
+]
+
+#: The port watch() serves on when none is given: 6061 plus the process's
+#: LOCAL_RANK (torchrun sets it), so each rank on a node has its own.
+DEFAULT_PORT = 6061
+
+
+class Watched:
+    """A watched iterable: iterating it iterates the wrapped loader, timed.
+    Everything else (len(), .dataset, .sampler.set_epoch, …) is the
+    loader's own. close() (or leaving a `with` block) stops serving when no
+    other watch shares the server, and removes the announcement."""
+
+    def __init__(self, loader: Any, stats: _timing.Stats, server: Optional[_server.Server], timed: bool = True) -> None:
+        self.loader = loader
+        self._stats = stats
+        self._server = server
+        self._timed = timed
+        #: The URL gpuwatch attaches to, or None when nothing is served.
+        self.url = server.url if server else None
+
+    def __iter__(self) -> Any:
+        if not self._timed:  # gpuwatch run already times every DataLoader
+            return iter(self.loader)
+        started = _timing.clock()
+        it = iter(self.loader)
+        try:
+            self._stats.epoch(self.loader, it)
+        except Exception:
+            self._stats.error()
+        return _timing.Timed(it, self._stats, started)
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "loader":  # not yet set: never recurse
+            raise AttributeError(name)
+        return getattr(self.loader, name)
+
+    def close(self) -> None:
+        """Stops serving (when no other watch shares the server)."""
+        srv, self._server = self._server, None
+        if srv is not None and self._timed:
+            _server.release(srv)
+
+    def __enter__(self) -> "Watched":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return "gpuwatch_hook.Watched(%r, url=%r)" % (self.loader, self.url)
+
+
+class WatchedIterator(_timing.Timed):
+    """A watched iterator (a generator, an iter(loader)): one pass."""
+
+    __slots__ = ("url", "_server")
+
+    def __init__(self, it: Any, stats: _timing.Stats, server: Optional[_server.Server]) -> None:
+        super().__init__(it, stats)
+        self._server = server
+        stats.set_loop_tid()  # watch() is called where the loop runs
+        self.url = server.url if server else None
+
+    def close(self) -> None:
+        srv, self._server = self._server, None
+        _server.release(srv)
+
+    def __enter__(self) -> "WatchedIterator":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def watch(loader: Any, port: Optional[int] = None, host: str = "127.0.0.1", quiet: bool = False) -> Any:
+    """Wraps loader (a torch DataLoader, or any iterable or iterator) so
+    that gpuwatch can watch it, and serves the loader protocol on
+    http://host:port. port defaults to 6061 + $LOCAL_RANK; 0 picks a free
+    one (see the returned object's .url). Binding another host than
+    127.0.0.1 exposes the process's metrics and profiles to the network.
+
+    Under `gpuwatch run`, every DataLoader is already timed: a DataLoader
+    is then returned watched by that (its .url is run's server), not twice.
+
+    Never raises for the server: a port in use is a warning, and batches
+    are still timed."""
+    from . import _auto
+
+    if _auto.active() and _auto.times(loader):
+        stats, srv = _auto.server()
+        return Watched(loader, stats, srv, timed=False)
+    if port is None:
+        try:
+            port = DEFAULT_PORT + int(os.environ.get("LOCAL_RANK", "0"))
+        except ValueError:
+            port = DEFAULT_PORT
+    stats, server = _server.serve(host, int(port), None, quiet)
+    if hasattr(type(loader), "__next__"):  # an iterator: one pass, timed as it goes
+        # (never iter() a DataLoader here: that would start its workers)
+        return WatchedIterator(loader, stats, server)
+    return Watched(loader, stats, server)

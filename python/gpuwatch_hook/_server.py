@@ -1,0 +1,354 @@
+"""The loader protocol's server (docs/architecture.md §6): /metrics and
+/debug/pprof/profile on a daemon thread, and the announcement that lets
+gpuwatch discover it. Every limit a client could push on is bounded here:
+connections at once, each request's total time, a profile's length."""
+
+from __future__ import annotations
+
+import atexit
+import errno
+import http.server
+import json
+import os
+import socket
+import stat
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import warnings
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import _profiler
+from ._timing import Stats, rank_env
+from ._version import __version__
+
+#: At most this many connections are served at once; more are closed at
+#: once. A scrape and a profile need two; a flood must not grow threads.
+MAX_CONNECTIONS = 16
+
+#: The longest profile served, in seconds (gpuwatch asks for 5).
+MAX_PROFILE_SECONDS = 60
+
+#: A request's total time: reading it, and writing the answer (a profile
+#: adds its own length). A client that sends or reads slowly is cut off
+#: then, whatever its pace: one slow client cannot hold a serving thread.
+REQUEST_SECONDS = 10
+
+
+def warn(msg: str) -> None:
+    """A warning for the user. Under gpuwatch run it goes to run's folder
+    (run shows it), never into the job's own output."""
+    run = os.environ.get("GPUWATCH_RUN_DIR", "")
+    if os.path.isabs(run):
+        try:
+            with open(os.path.join(run, "hook-%d.log" % os.getpid()), "a") as f:
+                f.write(msg.replace("\n", " ")[:1000] + "\n")
+        except OSError:
+            pass
+        return
+    warnings.warn("gpuwatch_hook: " + msg, RuntimeWarning, stacklevel=4)
+
+
+def discovery_dir() -> str:
+    """Where serving processes announce themselves: $XDG_RUNTIME_DIR/gpuwatch,
+    or /tmp/gpuwatch-UID where there is no runtime folder (gpuwatch reads
+    the same place)."""
+    d = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(d):
+        return os.path.join(d, "gpuwatch")
+    return os.path.join(tempfile.gettempdir(), "gpuwatch-%d" % os.geteuid())
+
+
+def announce(url: str) -> Optional[str]:
+    """Writes this process's announcement; returns its path, or None when it
+    could not (a warning: attaching by URL still works). The folder must be
+    this user's and writable by no one else, as gpuwatch requires."""
+    d = discovery_dir()
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        st = os.lstat(d)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            raise OSError("%s is not a private folder of this user" % d)
+        entry: Dict[str, Any] = {"pid": os.getpid(), "url": url, "kind": "python"}
+        entry.update(rank_env())
+        path = os.path.join(d, "%d-%s.json" % (os.getpid(), url.rsplit(":", 1)[-1]))
+        tmp = path + ".tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(entry, f)
+        os.replace(tmp, path)
+    except OSError as e:
+        warn("not announced for discovery (attach to %s instead): %s" % (url, e))
+        return None
+    return path
+
+
+def _unlink(path: Optional[str], owner: int) -> None:
+    if path and os.getpid() == owner:  # never from a forked worker
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+class Server(http.server.ThreadingHTTPServer):
+    """One process's server. close() stops it and removes its announcement."""
+
+    daemon_threads = True
+    # A deep accept queue: a burst of connections is accepted (and the
+    # ones past MAX_CONNECTIONS closed) at once, not after SYN retries.
+    request_queue_size = 256
+
+    def __init__(self, addr: Tuple[str, int], stats: Stats) -> None:
+        if ":" in addr[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(addr, Handler)
+        self.stats = stats
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.profiling = threading.Lock()
+        self.thread_ident: Optional[int] = None
+        self.announcement: Optional[str] = None
+        self.owner = os.getpid()
+        self.users = 0  # watch() handles that share it
+        self.closed = False
+        h, p = self.server_address[:2]
+        self.url = "http://%s:%d" % ("[%s]" % h if ":" in h else h, p)
+        # Each open connection's deadline, kept by one reaper thread that
+        # sleeps until the earliest (idle, it waits for a connection).
+        self._deadlines: Dict["Handler", float] = {}
+        self._cv = threading.Condition()
+        self._reaper: Optional[threading.Thread] = None
+
+    def start_reaper(self) -> None:
+        self._reaper = threading.Thread(target=self._reap, name="gpuwatch_hook deadlines", daemon=True)
+        self._reaper.start()
+
+    def deadline(self, h: "Handler", seconds: float) -> None:
+        """Cuts h's connection off seconds from now, unless it ends first."""
+        with self._cv:
+            self._deadlines[h] = time.monotonic() + seconds
+            self._cv.notify()
+
+    def done(self, h: "Handler") -> None:
+        with self._cv:
+            self._deadlines.pop(h, None)
+
+    def _reap(self) -> None:
+        with self._cv:
+            while not self.closed:
+                if not self._deadlines:
+                    self._cv.wait()
+                    continue
+                h, d = min(self._deadlines.items(), key=lambda kv: kv[1])
+                now = time.monotonic()
+                if d > now:
+                    self._cv.wait(d - now)
+                    continue
+                del self._deadlines[h]
+                h.cut()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a request that failed is the client's problem, not the training log's
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        # One thread per connection, but never more than MAX_CONNECTIONS.
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+    def close(self) -> None:
+        """Stops serving, closes the socket and removes the announcement."""
+        if self.closed:
+            return
+        self.closed = True
+        with self._cv:
+            self._cv.notify()
+        if os.getpid() == self.owner:
+            if self.thread_ident is not None:
+                self.shutdown()
+            self.server_close()
+            _unlink(self.announcement, self.owner)
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    server: Server
+    server_version = "gpuwatch_hook/" + __version__
+    #: Seconds one read or write may wait (the total is REQUEST_SECONDS).
+    timeout = REQUEST_SECONDS
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.deadline(self, REQUEST_SECONDS)
+
+    def cut(self) -> None:
+        """Ends the connection: a blocked read or write fails, the thread
+        ends."""
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def finish(self) -> None:
+        self.server.done(self)
+        try:
+            super().finish()
+        except OSError:
+            pass
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        u = urllib.parse.urlsplit(self.path)
+        try:
+            if u.path == "/metrics":
+                self._send(200, "text/plain; version=0.0.4; charset=utf-8", self.server.stats.render())
+            elif u.path == "/debug/pprof/profile":
+                self._profile(urllib.parse.parse_qs(u.query))
+            elif u.path == "/":
+                self._send(
+                    200,
+                    "text/plain; charset=utf-8",
+                    b"gpuwatch_hook: /metrics (Prometheus text), /debug/pprof/profile?seconds=N (pprof)\n",
+                )
+            else:
+                self._send(404, "text/plain; charset=utf-8", b"404 not found\n")
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass  # the client went away, or was cut off
+
+    def _profile(self, query: Dict[str, List[str]]) -> None:
+        raw = query.get("seconds", ["30"])[-1]
+        try:
+            seconds = float(raw)
+        except ValueError:
+            seconds = -1.0
+        if not 0 < seconds <= MAX_PROFILE_SECONDS:
+            msg = "seconds: want a number of seconds in (0, %d]\n" % MAX_PROFILE_SECONDS
+            self._send(400, "text/plain; charset=utf-8", msg.encode())
+            return
+        fine = query.get("fine_switch", ["0"])[-1] == "1" or os.environ.get("GPUWATCH_HOOK_FINE_SWITCH") == "1"
+        if not self.server.profiling.acquire(blocking=False):
+            self._send(409, "text/plain; charset=utf-8", b"a profile is already being taken; try again when it ends\n")
+            return
+        self.server.deadline(self, seconds + REQUEST_SECONDS)
+        try:
+            data = _profiler.take_profile(seconds, exclude=(threading.get_ident(), self.server.thread_ident), fine_switch=fine)
+        finally:
+            self.server.profiling.release()
+        self._send(200, "application/octet-stream", data, {"Content-Disposition": 'attachment; filename="profile"'})
+
+    def _send(self, code: int, ctype: str, body: bytes, headers: Optional[Dict[str, str]] = None) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's name)
+        pass  # the training script's stderr is not ours to fill
+
+
+# One server per (host, port) in this process: a second watch() on the same
+# port — a validation loader beside the training one — shares it.
+_servers: Dict[Tuple[str, int], Server] = {}
+_lock = threading.Lock()
+_listening: List[Server] = []  # every server started here, shared or not
+_fork_handler = False
+_exit_handler = False
+
+
+def _after_fork_in_child() -> None:
+    """A DataLoader worker is a fork of the training process: it must not
+    hold the training process's listening sockets (they would keep the
+    port taken after the training process ends), and it has no server
+    thread."""
+    global _lock
+    _lock = threading.Lock()
+    for srv in _listening:
+        srv.closed = True
+        try:
+            srv.socket.close()
+        except OSError:
+            pass
+    _listening.clear()
+    _servers.clear()
+
+
+def _close_all() -> None:
+    for srv in list(_listening):
+        srv.close()
+
+
+def serve(host: str, port: int, stats_for_new: Optional[Stats], quiet: bool) -> Tuple[Stats, Optional[Server]]:
+    """The server on (host, port), started on first use; its Stats (shared
+    by every watch on the port). A port that cannot be bound is a warning
+    and (fresh Stats, None): batches are still timed."""
+    global _fork_handler, _exit_handler
+    with _lock:
+        key = (host, port)
+        if key in _servers and not _servers[key].closed:
+            srv = _servers[key]
+            srv.users += 1
+            return srv.stats, srv
+        stats = stats_for_new or Stats()
+        try:
+            srv = Server((host, port), stats)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                warn(
+                    "port %d on %s is in use (another training process, or another program): not serving "
+                    "metrics; batches are still timed. Pass watch(..., port=0) for a free port." % (port, host)
+                )
+            else:
+                warn("cannot serve on %s:%d (%s): not serving metrics; batches are still timed" % (host, port, e))
+            return stats, None
+        if not _fork_handler and hasattr(os, "register_at_fork"):
+            # Registered with the first server, not at import: importing the
+            # hook changes nothing in the process.
+            os.register_at_fork(after_in_child=_after_fork_in_child)
+            _fork_handler = True
+        if not _exit_handler:
+            atexit.register(_close_all)
+            _exit_handler = True
+        if port != 0:  # port 0 is a new port each time: nothing to share
+            _servers[key] = srv
+        srv.users = 1
+        _listening.append(srv)
+        t = threading.Thread(target=srv.serve_forever, name="gpuwatch_hook server", daemon=True)
+        t.start()
+        srv.start_reaper()
+        srv.thread_ident = t.ident
+        srv.announcement = announce(srv.url)
+        if not quiet:
+            sys.stderr.write("gpuwatch_hook: serving %s — watch it with: gpuwatch attach %s\n" % (srv.url, srv.url))
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            warn("serving on %s: anyone who can reach it can read this process's metrics and profiles" % host)
+        return stats, srv
+
+
+def release(srv: Optional[Server]) -> None:
+    """One watch() is done with srv: the last one closes it."""
+    if srv is None:
+        return
+    with _lock:
+        srv.users -= 1
+        if srv.users > 0:
+            return
+        for k, v in list(_servers.items()):
+            if v is srv:
+                del _servers[k]
+        if srv in _listening:
+            _listening.remove(srv)
+    srv.close()

@@ -1,0 +1,281 @@
+"""Timing the training loop: each batch's wait (how long next() blocked)
+and step (how long the loop worked on the batch before asking again), the
+DataLoader's knobs, and the metrics page that gpuwatch reads."""
+
+from __future__ import annotations
+
+import bisect
+import os
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import _torch
+
+#: Histogram bounds in seconds: the embedded loader's (loader/stats.go).
+BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+# The clock for wait and step; tests replace it.
+clock = time.perf_counter
+
+
+class Histogram:
+    __slots__ = ("counts", "count", "sum")
+
+    def __init__(self) -> None:
+        self.counts = [0] * len(BUCKETS)  # per bucket, not cumulative
+        self.count = 0
+        self.sum = 0.0
+
+    def observe(self, v: float) -> None:
+        i = bisect.bisect_left(BUCKETS, v)  # first bound ≥ v: Prometheus's le
+        if i < len(BUCKETS):
+            self.counts[i] += 1
+        self.count += 1
+        self.sum += v
+
+    def copy(self) -> "Histogram":
+        c = Histogram()
+        c.counts, c.count, c.sum = list(self.counts), self.count, self.sum
+        return c
+
+
+def batch_len(batch: Any, depth: int = 0) -> Optional[int]:
+    """The number of samples in a batch as a DataLoader collates it — a
+    tensor or array's first dimension, or that of the first element of a
+    tuple, list or dict — or None when it cannot tell."""
+    shape = getattr(batch, "shape", None)
+    if shape is not None:
+        try:
+            return int(shape[0]) if len(shape) > 0 else None
+        except (TypeError, ValueError, IndexError):
+            return None
+    if depth >= 4:
+        return None
+    if isinstance(batch, (tuple, list)) and batch:
+        return batch_len(batch[0], depth + 1)
+    if isinstance(batch, dict) and batch:
+        return batch_len(next(iter(batch.values())), depth + 1)
+    return None
+
+
+def native_tid() -> Optional[int]:
+    """The calling thread's OS thread ID (as /proc/PID/task lists it), or
+    None where Python cannot tell."""
+    try:
+        return threading.get_native_id()
+    except (AttributeError, OSError):
+        return None
+
+
+class Stats:
+    """What the hook has measured. The training thread writes it and the
+    server's threads read it; every field is read and written under lock."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.wait = Histogram()
+        self.step = Histogram()
+        self.batches = 0
+        self.samples = 0
+        self.sized = False  # some batch's size was known
+        self.queue_depth: Optional[int] = None
+        self.workers: Optional[int] = None
+        self.prefetch: Optional[int] = None
+        self.persistent: Optional[bool] = None
+        self.pin_memory: Optional[bool] = None
+        self.batches_per_epoch: Optional[int] = None
+        self.worker_pids: Tuple[int, ...] = ()
+        self.loop_tid: Optional[int] = None  # the OS thread that iterates: the training loop
+        self.epochs = 0  # epochs started
+        self.stall_sum = 0.0  # epochs after the first: start to first batch, seconds
+        self.stalls = 0
+        self.errors = 0
+
+    def record(self, wait: float, batch: Any, depth: Optional[int]) -> None:
+        try:
+            n = batch_len(batch)
+        except Exception:  # a batch type with odd attributes: size unknown
+            n = None
+        with self.lock:
+            self.wait.observe(wait)
+            self.batches += 1
+            if n is not None:
+                self.samples += n
+                self.sized = True
+            self.queue_depth = depth
+
+    def record_step(self, step: float) -> None:
+        with self.lock:
+            self.step.observe(step)
+
+    def record_stall(self, seconds: float) -> None:
+        """An epoch's time from its start (iter()) to its first batch."""
+        with self.lock:
+            if self.epochs > 1:  # the first epoch's start-up is the job's start
+                self.stall_sum += seconds
+                self.stalls += 1
+
+    def error(self) -> None:
+        with self.lock:
+            self.errors += 1
+
+    def set_loop_tid(self) -> None:
+        tid = native_tid()
+        with self.lock:
+            self.loop_tid = tid
+
+    def epoch(self, loader: Any, it: Any) -> None:
+        """Reads a DataLoader's knobs when an epoch starts (its iterator
+        holds the workers)."""
+        k = _torch.knobs(loader, it)
+        tid = native_tid()
+        with self.lock:
+            self.workers, self.prefetch = k.workers, k.prefetch
+            self.persistent, self.pin_memory = k.persistent, k.pin_memory
+            self.batches_per_epoch, self.worker_pids = k.batches_per_epoch, k.worker_pids
+            self.loop_tid = tid
+            self.epochs += 1
+
+    def render(self) -> bytes:
+        with self.lock:
+            wait, step = self.wait.copy(), self.step.copy()
+            batches, samples, sized = self.batches, self.samples, self.sized
+            depth, workers, prefetch, pids = self.queue_depth, self.workers, self.prefetch, self.worker_pids
+            persistent, pin, per_epoch = self.persistent, self.pin_memory, self.batches_per_epoch
+            epochs, stall_sum, stalls = self.epochs, self.stall_sum, self.stalls
+            tid, errors = self.loop_tid, self.errors
+        out: List[str] = []
+        put = out.append
+
+        def histogram(name: str, help_: str, h: Histogram) -> None:
+            put("# HELP %s %s\n# TYPE %s histogram\n" % (name, help_, name))
+            cum = 0
+            for b, c in zip(BUCKETS, h.counts):
+                cum += c
+                put('%s_bucket{le="%s"} %d\n' % (name, fmt(b), cum))
+            put('%s_bucket{le="+Inf"} %d\n%s_sum %s\n%s_count %d\n' % (name, h.count, name, fmt(h.sum), name, h.count))
+
+        def one(name: str, typ: str, help_: str, v: Any) -> None:
+            put("# HELP %s %s\n# TYPE %s %s\n%s %s\n" % (name, help_, name, typ, name, fmt(v)))
+
+        histogram("gpuwatch_loader_wait_seconds", "Time the training loop blocked waiting for the next batch.", wait)
+        histogram("gpuwatch_loader_step_seconds", "Time between receiving a batch and asking for the next (the training step).", step)
+        one("gpuwatch_loader_batches_total", "counter", "Batches handed to the training loop.", batches)
+        if sized:
+            one("gpuwatch_loader_samples_total", "counter", "Samples handed to the training loop.", samples)
+        if depth is not None:
+            one("gpuwatch_loader_queue_depth", "gauge", "Batches ready and waiting when the training loop last asked.", depth)
+        if workers is not None:
+            one("gpuwatch_loader_workers", "gauge", "Loader workers (num_workers).", workers)
+        if prefetch is not None:
+            one("gpuwatch_loader_prefetch", "gauge", "Batches prefetched per worker (prefetch_factor).", prefetch)
+        if persistent is not None:
+            one("gpuwatch_loader_persistent_workers", "gauge", "1 when the workers are kept across epochs (persistent_workers).", int(persistent))
+        if pin is not None:
+            one("gpuwatch_loader_pin_memory", "gauge", "1 when batches are copied into page-locked memory (pin_memory).", int(pin))
+        if per_epoch is not None:
+            one("gpuwatch_loader_batches_per_epoch", "gauge", "Batches in an epoch (len of the DataLoader).", per_epoch)
+        if epochs:
+            one("gpuwatch_loader_epochs_total", "counter", "Epochs started (iterations over the DataLoader).", epochs)
+            one(
+                "gpuwatch_loader_epoch_stall_seconds_total",
+                "counter",
+                "Time from each epoch's start to its first batch, summed over the epochs after the first.",
+                stall_sum,
+            )
+            one("gpuwatch_loader_epoch_stalls_total", "counter", "Epochs after the first whose first batch came.", stalls)
+        if pids:
+            put("# HELP gpuwatch_loader_worker_info The loader's worker processes.\n")
+            put("# TYPE gpuwatch_loader_worker_info gauge\n")
+            for i, pid in enumerate(pids):
+                put('gpuwatch_loader_worker_info{worker="%d",pid="%d"} 1\n' % (i, pid))
+        one("gpuwatch_hook_errors_total", "counter", "Waits or steps the hook failed to record (the loop went on).", errors)
+        put("# HELP gpuwatch_loader_info The loader's process and kind.\n# TYPE gpuwatch_loader_info gauge\n")
+        # tid: the training loop's OS thread, so gpuwatch can tell it from the
+        # process's compute threads (OpenBLAS, OpenMP, torch intra-op).
+        labels = ',tid="%d"' % tid if tid else ""
+        for name, v in rank_env().items():
+            labels += ',%s="%d"' % (name, v)
+        put('gpuwatch_loader_info{pid="%d",kind="python"%s} 1\n' % (os.getpid(), labels))
+        return "".join(out).encode()
+
+
+def rank_env() -> Dict[str, int]:
+    """RANK, LOCAL_RANK and WORLD_SIZE of this process (torch.distributed's
+    launchers set them), those that are small non-negative numbers."""
+    out = {}
+    for env, name in (("RANK", "rank"), ("LOCAL_RANK", "local_rank"), ("WORLD_SIZE", "world_size")):
+        try:
+            v = int(os.environ.get(env, ""))
+        except ValueError:
+            continue
+        if 0 <= v < 1 << 20:
+            out[name] = v
+    return out
+
+
+def fmt(v: Any) -> str:
+    """A number as Go's strconv.FormatFloat(v, 'g', -1, 64) writes it for
+    the values here: integers without a point."""
+    if isinstance(v, int):
+        return str(v)
+    v = float(v)
+    if v != v:
+        return "NaN"
+    if v in (float("inf"), float("-inf")):
+        return "+Inf" if v > 0 else "-Inf"
+    if v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return repr(v)
+
+
+class Timed:
+    """The iterator the training loop sees: times each next() and hands the
+    batch through unchanged."""
+
+    __slots__ = ("_it", "_stats", "_handed", "_depth_ok", "_started")
+
+    def __init__(self, it: Any, stats: Stats, started: Optional[float] = None) -> None:
+        self._it = it
+        self._stats = stats
+        self._handed: Optional[float] = None  # when the last batch was handed out
+        self._depth_ok = True
+        self._started = started  # the epoch's start, until its first batch
+
+    def __iter__(self) -> "Timed":
+        return self
+
+    def __next__(self) -> Any:
+        t0 = clock()
+        stats = self._stats
+        if self._handed is not None:
+            try:
+                stats.record_step(t0 - self._handed)
+            except Exception:  # never into the training loop
+                stats.error()
+            self._handed = None
+        depth = None
+        if self._depth_ok:
+            try:
+                depth = _torch.queue_depth(self._it)
+            except Exception:
+                depth = None
+            self._depth_ok = depth is not None
+        batch = next(self._it)  # the loader's own exceptions, StopIteration included, are the loop's
+        t1 = clock()
+        try:
+            stats.record(t1 - t0, batch, depth)
+            if self._started is not None:
+                stats.record_stall(t1 - self._started)
+                self._started = None
+        except Exception:
+            stats.error()
+        self._handed = t1
+        return batch
+
+    def __len__(self) -> int:
+        return len(self._it)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._it, name)

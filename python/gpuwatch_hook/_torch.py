@@ -1,0 +1,90 @@
+"""What the hook reads from torch: a DataLoader's knobs, and — through
+private attributes, checked here in one place — its iterator's worker
+processes and ready batches. torch is never imported by this module: it
+looks at the objects it is given, and at torch only once the program has
+imported it.
+
+PRIVATE lists every private attribute read; tests/test_torch_attrs.py fails
+loudly when a torch version drops one. Where one is missing at run time the
+figure it gives is left out (never a wrong one), and nothing raises."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NamedTuple, Optional, Tuple
+
+#: The private attributes of torch.utils.data.dataloader that the hook reads,
+#: as (class name, attribute, what it gives).
+PRIVATE = (
+    ("_MultiProcessingDataLoaderIter", "_workers", "the worker processes (their PIDs)"),
+    ("_MultiProcessingDataLoaderIter", "_data_queue", "batches the workers finished, not yet taken"),
+    ("_MultiProcessingDataLoaderIter", "_task_info", "batches that arrived out of order and wait to be taken"),
+    ("_BaseDataLoaderIter", "_next_data", "what __next__ calls: the hook times __next__ around it"),
+)
+
+
+class Knobs(NamedTuple):
+    workers: Optional[int]
+    prefetch: Optional[int]
+    persistent: Optional[bool]
+    pin_memory: Optional[bool]
+    batches_per_epoch: Optional[int]
+    worker_pids: Tuple[int, ...]
+
+
+def _int(v: Any) -> Optional[int]:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _bool(v: Any) -> Optional[bool]:
+    return v if isinstance(v, bool) else None
+
+
+def knobs(loader: Any, it: Any) -> Knobs:
+    """A DataLoader's knobs (public attributes), and its iterator's worker
+    PIDs; None for what an object does not have (any iterable may be
+    watched)."""
+    workers = _int(getattr(loader, "num_workers", None))
+    # torch has prefetch_factor only with workers (before 2.0 it held the
+    # default 2 regardless).
+    prefetch = _int(getattr(loader, "prefetch_factor", None)) if workers else None
+    persistent = _bool(getattr(loader, "persistent_workers", None))
+    pin = _bool(getattr(loader, "pin_memory", None))
+    per_epoch = None
+    if workers is not None:  # a DataLoader: len() is its batches, when the dataset is sized
+        try:
+            per_epoch = len(loader)
+        except Exception:  # an IterableDataset without __len__
+            per_epoch = None
+        per_epoch = per_epoch if isinstance(per_epoch, int) and per_epoch >= 0 else None
+    return Knobs(workers, prefetch, persistent, pin, per_epoch, worker_pids(it))
+
+
+def worker_pids(it: Any) -> Tuple[int, ...]:
+    procs = getattr(it, "_workers", None)
+    if not isinstance(procs, list):
+        return ()
+    return tuple(p.pid for p in procs if _int(getattr(p, "pid", None)) is not None)
+
+
+def queue_depth(it: Any) -> Optional[int]:
+    """Batches a torch DataLoader iterator has ready: those in its data
+    queue and those that arrived out of order and wait in its reorder
+    buffer. None when it is no such iterator."""
+    q = getattr(it, "_data_queue", None)
+    info = getattr(it, "_task_info", None)
+    if q is None or not isinstance(info, dict):
+        return None
+    # Called on the training loop's thread, the only one that changes it.
+    return q.qsize() + sum(1 for v in info.values() if isinstance(v, tuple) and len(v) == 2)
+
+
+def in_worker() -> bool:
+    """Whether this process is a DataLoader worker (torch sets its worker
+    info there); False when torch is not imported."""
+    data = sys.modules.get("torch.utils.data")
+    get = getattr(data, "get_worker_info", None)
+    try:
+        return get is not None and get() is not None
+    except Exception:
+        return False

@@ -1,0 +1,243 @@
+"""The hook as a package: nothing happens at import, a watch closes, each
+request has a total deadline, the torch attributes it reads exist, and
+gpuwatch run's sitecustomize times an unmodified script's DataLoaders.
+
+    python3 -m unittest discover -s python/tests"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import unittest
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON_DIR = os.path.join(HERE, "..")
+sys.path.insert(0, PYTHON_DIR)
+import gpuwatch_hook as hook  # noqa: E402
+from gpuwatch_hook import _server, _torch  # noqa: E402
+
+_runtime = tempfile.mkdtemp(prefix="gpuwatch-hook-test-")
+os.environ["XDG_RUNTIME_DIR"] = _runtime
+
+try:
+    import torch
+    from torch.utils.data import DataLoader
+except ImportError:
+    torch = None
+
+
+def metrics(url):
+    with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
+        out = {}
+        for line in r.read().decode().splitlines():
+            if line and not line.startswith("#"):
+                k, v = line.rsplit(" ", 1)
+                out[k] = float(v)
+        return out
+
+
+class PackageTest(unittest.TestCase):
+    def test_importing_changes_nothing(self):
+        code = "import threading, gpuwatch_hook, gpuwatch_hook._server as s; print(threading.active_count(), s._fork_handler, len(s._listening))"
+        out = subprocess.run([sys.executable, "-c", code], cwd=PYTHON_DIR, capture_output=True, text=True, check=True).stdout.split()
+        self.assertEqual(out, ["1", "False", "0"])
+
+    def test_one_version(self):
+        self.assertRegex(hook.__version__, r"^\d+\.\d+\.\d+$")
+        with open(os.path.join(PYTHON_DIR, "pyproject.toml")) as f:
+            text = f.read()
+        self.assertIn('dynamic = ["version"]', text)
+        self.assertNotIn(hook.__version__, text)
+        self.assertTrue(os.path.exists(os.path.join(PYTHON_DIR, "gpuwatch_hook", "py.typed")))
+
+    def test_close_stops_serving_and_removes_the_announcement(self):
+        d = hook.discovery_dir()
+        with hook.watch([1, 2], port=0, quiet=True) as w:
+            url = w.url
+            self.assertEqual(metrics(url)["gpuwatch_loader_batches_total"], 0)
+            mine = [f for f in os.listdir(d) if f.startswith("%d-" % os.getpid())]
+            self.assertTrue(mine)
+        with self.assertRaises(OSError):
+            metrics(url)
+        self.assertFalse([f for f in os.listdir(d) if f.endswith(url.rsplit(":", 1)[1] + ".json")])
+
+    def test_a_shared_port_closes_with_its_last_watch(self):
+        port = _free_port()
+        a = hook.watch([1], port=port, quiet=True)
+        b = hook.watch([2], port=port, quiet=True)
+        self.assertEqual(a.url, b.url)
+        a.close()
+        metrics(b.url)  # still served for b
+        b.close()
+        with self.assertRaises(OSError):
+            metrics(b.url)
+
+    def test_a_request_has_a_total_deadline(self):
+        """A client that sends a byte every 0.2 s never lets a read time
+        out; the total deadline still ends it, and 16 of them hold the
+        server for no longer than that."""
+        old = _server.REQUEST_SECONDS
+        _server.REQUEST_SECONDS = 1
+        try:
+            with hook.watch([1], port=0, quiet=True) as w:
+                host, port = w.url[len("http://") :].rsplit(":", 1)
+                stop = threading.Event()
+                cut = []
+
+                def slowloris():
+                    s = socket.create_connection((host, int(port)), timeout=5)
+                    start = time.monotonic()
+                    try:
+                        s.sendall(b"GET /metrics HTTP/1.1\r\n")
+                        while not stop.is_set() and time.monotonic() - start < 8:
+                            s.sendall(b"X")
+                            time.sleep(0.2)
+                        cut.append(time.monotonic() - start)
+                    except OSError:
+                        cut.append(time.monotonic() - start)
+                    finally:
+                        s.close()
+
+                threads = [threading.Thread(target=slowloris) for _ in range(hook.MAX_CONNECTIONS)]
+                for t in threads:
+                    t.start()
+                time.sleep(0.3)
+                deadline = time.monotonic() + 5
+                served = False
+                while time.monotonic() < deadline and not served:
+                    try:
+                        metrics(w.url)
+                        served = True
+                    except OSError:
+                        time.sleep(0.1)
+                stop.set()
+                for t in threads:
+                    t.join()
+                self.assertTrue(served, "no scrape answered while slow clients held every slot")
+                self.assertEqual(len(cut), hook.MAX_CONNECTIONS)
+                self.assertLess(max(cut), 6, cut)  # cut off, not let go on for 8 s
+        finally:
+            _server.REQUEST_SECONDS = old
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+@unittest.skipIf(torch is None, "needs torch (CI has Debian's python3-torch)")
+class TorchAttributesTest(unittest.TestCase):
+    def test_every_private_attribute_the_hook_reads_exists(self):
+        """Fails loudly when a torch version drops an attribute the hook
+        reads (gpuwatch_hook/_torch.py PRIVATE): the figure it gives would
+        silently go missing."""
+        from torch.utils.data import dataloader as dl
+
+        loader = DataLoader(list(range(16)), batch_size=4, num_workers=1)
+        it = iter(loader)
+        try:
+            next(it)
+            for cls_name, attr, what in _torch.PRIVATE:
+                cls = getattr(dl, cls_name, None)
+                self.assertIsNotNone(cls, "torch %s has no %s" % (torch.__version__, cls_name))
+                self.assertIsInstance(it, cls)
+                self.assertTrue(hasattr(it, attr), "torch %s: %s.%s is gone (%s)" % (torch.__version__, cls_name, attr, what))
+            self.assertNotIn("__next__", type(it).__dict__, "the iterator defines its own __next__: the patch would miss it")
+            self.assertEqual(_torch.worker_pids(it), tuple(w.pid for w in it._workers))
+            self.assertIsNotNone(_torch.queue_depth(it))
+        finally:
+            del it
+
+
+RUN_SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys, time
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+    class DS(Dataset):
+        def __len__(self): return 64
+        def __getitem__(self, i): return torch.zeros(4)
+    loader = DataLoader(DS(), batch_size=8, num_workers=int(sys.argv[1]), persistent_workers=int(sys.argv[1]) > 0)
+    for epoch in range(2):
+        for b in loader:
+            time.sleep(0.002)
+    import gpuwatch_hook._auto as a
+    stats, srv = a.server()
+    print(json.dumps({"url": srv.url, "pid": os.getpid()}), flush=True)
+    sys.stdin.readline()  # held open until the test has read the metrics
+    """
+)
+
+
+@unittest.skipIf(torch is None, "needs torch (CI has Debian's python3-torch)")
+class RunInstrumentationTest(unittest.TestCase):
+    """gpuwatch run's sitecustomize, as gpuwatch writes it: the run folder
+    holds sitecustomize.py and the package."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="gpuwatch-run-test-")
+        shutil.copy(os.path.join(PYTHON_DIR, "run", "sitecustomize.py"), self.dir)
+        shutil.copytree(os.path.join(PYTHON_DIR, "gpuwatch_hook"), os.path.join(self.dir, "gpuwatch_hook"))
+        self.user = tempfile.mkdtemp(prefix="gpuwatch-user-site-")
+        with open(os.path.join(self.user, "sitecustomize.py"), "w") as f:
+            f.write("import os\nos.environ['CHAINED'] = 'yes'\n")
+        self.env = dict(os.environ)
+        self.env["PYTHONPATH"] = self.dir + os.pathsep + self.user
+        self.env["GPUWATCH_RUN_DIR"] = self.dir
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(self.user, ignore_errors=True)
+
+    def test_an_unmodified_script_is_timed(self):
+        for workers in (0, 2):
+            p = subprocess.Popen([sys.executable, "-c", RUN_SCRIPT, str(workers)], env=self.env, stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                info = json.loads(p.stdout.readline())
+                m = metrics(info["url"])
+                self.assertEqual(m["gpuwatch_loader_batches_total"], 16, m)
+                self.assertEqual(m["gpuwatch_loader_samples_total"], 128)
+                self.assertEqual(m["gpuwatch_loader_workers"], workers)
+                self.assertEqual(m["gpuwatch_loader_epochs_total"], 2)
+                self.assertEqual(m["gpuwatch_loader_epoch_stalls_total"], 1)
+                self.assertEqual(m["gpuwatch_loader_batches_per_epoch"], 8)
+                self.assertEqual(m["gpuwatch_loader_persistent_workers"], 1 if workers else 0)
+                self.assertEqual(m["gpuwatch_loader_pin_memory"], 0)
+                self.assertEqual(m["gpuwatch_loader_step_seconds_count"], 16)  # each batch's step; none across the epoch boundary
+                # Announced once, by the training process only (never by a worker).
+                d = os.path.join(_runtime, "gpuwatch")
+                anns = []
+                for name in os.listdir(d):
+                    if name.endswith(".json"):
+                        with open(os.path.join(d, name)) as f:
+                            anns.append(json.load(f))
+                mine = [a for a in anns if a["url"] == info["url"]]
+                self.assertEqual([a["pid"] for a in mine], [info["pid"]])
+                self.assertTrue(os.path.exists(os.path.join(self.dir, "py-%d" % info["pid"])))
+            finally:
+                _, err = p.communicate("\n", timeout=30)
+            self.assertEqual(p.returncode, 0, err)
+            self.assertEqual(err, "", "the hook wrote into the job's stderr")
+
+    def test_the_shadowed_sitecustomize_runs_and_other_programs_are_untouched(self):
+        out = subprocess.run(
+            [sys.executable, "-c", "import os, sys; print(os.environ.get('CHAINED'), 'torch' in sys.modules, "
+             "any(type(f).__name__ == '_Finder' for f in sys.meta_path))"],
+            env=self.env, capture_output=True, text=True, check=True)
+        self.assertEqual(out.stdout.split(), ["yes", "False", "True"])
+        self.assertEqual(out.stderr, "")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,302 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// Job is a command that `gpuwatch run` started and watches. It runs in a
+// process group of its own, so that a signal reaches the whole job —
+// launcher, ranks and DataLoader workers — as a terminal's would. Its exit
+// status is run's.
+type Job struct {
+	cmd     *exec.Cmd
+	argv    []string
+	done    chan struct{}
+	state   *os.ProcessState
+	waitErr error
+	ended   time.Time
+	tail    *lineTail     // the job's output when it goes to a log
+	copied  chan struct{} // closed when the terminal's output is all read
+	logPath string
+	runDir  string // where the hook marks the processes that loaded it
+	restore func() // gives the terminal back after the job had its foreground
+
+	mu    sync.Mutex
+	sent  int // interrupts sent from the dashboard
+	stops []string
+}
+
+// JobOptions say how to start a job.
+type JobOptions struct {
+	Argv []string
+	Env  []string
+	// Stdin, Stdout and Stderr are the job's own; ignored with Log.
+	Stdin          *os.File
+	Stdout, Stderr *os.File
+	// Log, when set, takes the job's output (the dashboard owns the
+	// terminal): the job runs on a pseudo-terminal of its own, what it
+	// writes goes to Log, and the last lines are kept for the view.
+	Log string
+	// RunDir is gpuwatch run's private folder: the hook marks there the
+	// processes that loaded it, and logs its warnings.
+	RunDir string
+	// Foreground hands the terminal on Stdin to the job's process group
+	// while it runs, when gpuwatch has it: Ctrl-C and Ctrl-Z then reach
+	// the job exactly as without gpuwatch, and it may read the terminal.
+	Foreground bool
+}
+
+// StartJob starts the command. The error of a command that cannot start
+// (not found, not executable) names it.
+func StartJob(o JobOptions) (*Job, error) {
+	if len(o.Argv) == 0 {
+		return nil, errors.New("no command")
+	}
+	path, err := exec.LookPath(o.Argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sample.Printable(o.Argv[0]), unwrapExec(err))
+	}
+	cmd := exec.Command(path, o.Argv[1:]...)
+	cmd.Args[0] = o.Argv[0]
+	cmd.Env = o.Env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	j := &Job{cmd: cmd, argv: o.Argv, done: make(chan struct{}), runDir: o.RunDir}
+	var logFile, master, tty *os.File
+	if o.Log != "" {
+		logFile, err = os.OpenFile(o.Log, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("the job's output: %w", err)
+		}
+		j.tail, j.logPath = &lineTail{max: 200}, o.Log
+		w := io.MultiWriter(logFile, j.tail)
+		// A terminal of its own, as the job would have in the user's
+		// shell; pipes where there is no pseudo-terminal.
+		if master, tty, err = openPTY(120, 40); err == nil {
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+			j.copied = make(chan struct{})
+			go func() {
+				defer close(j.copied)
+				_, _ = io.Copy(w, master) // until every holder of the terminal closed it (EIO)
+			}()
+		} else {
+			cmd.Stdout, cmd.Stderr = w, w
+		}
+	} else {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
+		if o.Foreground && o.Stdin != nil {
+			if fd := int(o.Stdin.Fd()); term.IsTerminal(fd) {
+				if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && pg == syscall.Getpgrp() {
+					// Ctty is the terminal's descriptor in the child: its stdin.
+					cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
+					j.restore = takeBackTerminal(fd)
+				}
+			}
+		}
+	}
+	err = cmd.Start()
+	if tty != nil {
+		tty.Close() // the job holds it now
+	}
+	if err != nil {
+		if master != nil {
+			master.Close()
+		}
+		if logFile != nil {
+			logFile.Close()
+			os.Remove(o.Log)
+		}
+		if j.restore != nil {
+			j.restore()
+		}
+		return nil, fmt.Errorf("%s: %w", sample.Printable(o.Argv[0]), unwrapExec(err))
+	}
+	go func() {
+		j.waitErr = cmd.Wait()
+		j.state, j.ended = cmd.ProcessState, time.Now()
+		if master != nil {
+			// What the job wrote last is still in the terminal: read it,
+			// but not for ever (a daemon it started may hold the terminal).
+			select {
+			case <-j.copied:
+			case <-time.After(2 * time.Second):
+			}
+			master.Close()
+		}
+		if logFile != nil {
+			logFile.Close()
+		}
+		if j.restore != nil {
+			j.restore()
+		}
+		close(j.done)
+	}()
+	return j, nil
+}
+
+func unwrapExec(err error) error {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err
+	}
+	return err
+}
+
+// takeBackTerminal prepares for the job to have the terminal's foreground
+// and returns what gives it back to gpuwatch's process group. While the
+// job has it gpuwatch is a background group: SIGTTOU is ignored so that
+// its own lines (stdout) and the hand-back are not stopped.
+func takeBackTerminal(fd int) func() {
+	signal.Ignore(syscall.SIGTTOU)
+	ours := syscall.Getpgrp()
+	return func() {
+		_ = unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, ours)
+		signal.Reset(syscall.SIGTTOU)
+	}
+}
+
+// PID is the job's process ID (the root of its process tree).
+func (j *Job) PID() int { return j.cmd.Process.Pid }
+
+// Command is the job's command line, printable and at most 200 bytes.
+func (j *Job) Command() string {
+	s := sample.Printable(strings.Join(j.argv, " "))
+	if len(s) > 200 {
+		s = s[:197] + "…"
+	}
+	return s
+}
+
+// Done is closed when the job has exited.
+func (j *Job) Done() <-chan struct{} { return j.done }
+
+// ExitCode is the job's exit status as a shell reports it: its code, or
+// 128 + the signal that killed it. Only after Done.
+func (j *Job) ExitCode() int {
+	if j.state == nil {
+		return 1 // never waited: it could not be run
+	}
+	if ws, ok := j.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return j.state.ExitCode()
+}
+
+// Exit describes how the job ended ("exited with status 0", "killed by
+// SIGINT"), and when. Only after Done.
+func (j *Job) Exit() (string, time.Time) {
+	if j.state == nil {
+		return "could not be waited for: " + fmt.Sprint(j.waitErr), j.ended
+	}
+	if ws, ok := j.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "killed by " + unix.SignalName(ws.Signal()), j.ended
+	}
+	return fmt.Sprintf("exited with status %d", j.state.ExitCode()), j.ended
+}
+
+// Signal sends sig to the job's process group: every process of the job
+// that has not moved to a group of its own.
+func (j *Job) Signal(sig syscall.Signal) error {
+	select {
+	case <-j.done:
+		return nil
+	default:
+	}
+	return syscall.Kill(-j.PID(), sig)
+}
+
+// Interrupt is a quit key in the dashboard: SIGINT to the job (what Ctrl-C
+// would send without gpuwatch), then SIGTERM, then SIGKILL on the next
+// presses. It says what it sent.
+func (j *Job) Interrupt() string {
+	j.mu.Lock()
+	seq := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL}
+	sig := seq[min(j.sent, len(seq)-1)]
+	j.sent++
+	j.mu.Unlock()
+	_ = j.Signal(sig)
+	next := "q again sends SIGTERM"
+	switch sig {
+	case syscall.SIGTERM:
+		next = "q again sends SIGKILL"
+	case syscall.SIGKILL:
+		next = "waiting for it to end"
+	}
+	return fmt.Sprintf("sent %s to pid %d's process group; %s", unix.SignalName(sig), j.PID(), next)
+}
+
+// LogPath is where the job's output goes ("" when it keeps gpuwatch's
+// stdout and stderr).
+func (j *Job) LogPath() string { return j.logPath }
+
+// Tail is the last n lines the job wrote, printable (only with a log).
+func (j *Job) Tail(n int) []string {
+	if j.tail == nil {
+		return nil
+	}
+	return j.tail.last(n)
+}
+
+// lineTail keeps the last max lines written to it.
+type lineTail struct {
+	mu      sync.Mutex
+	max     int
+	lines   []string
+	partial []byte
+}
+
+func (t *lineTail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(t.partial) < 4096 {
+				t.partial = append(t.partial, p[:min(len(p), 4096-len(t.partial))]...)
+			}
+			break
+		}
+		line := append(t.partial, p[:i]...)
+		t.partial = t.partial[:0]
+		p = p[i+1:]
+		// A progress bar rewrites its line with \r: keep what shows last.
+		if k := bytes.LastIndexByte(bytes.TrimRight(line, "\r"), '\r'); k >= 0 {
+			line = line[k+1:]
+		}
+		if len(t.lines) == t.max {
+			copy(t.lines, t.lines[1:])
+			t.lines = t.lines[:t.max-1]
+		}
+		t.lines = append(t.lines, sample.Printable(string(bytes.TrimRight(line, "\r"))))
+	}
+	return n, nil
+}
+
+func (t *lineTail) last(n int) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := append([]string(nil), t.lines[max(0, len(t.lines)-n):]...)
+	if len(t.partial) > 0 && len(out) < n+1 {
+		out = append(out, sample.Printable(string(t.partial)))
+		if len(out) > n {
+			out = out[1:]
+		}
+	}
+	return out
+}

@@ -1,0 +1,47 @@
+package session
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gpuwatch/gpuwatch/report"
+)
+
+// jobNotes passes the command's notes on and adds the job's exit as an
+// event note. With end (headless), the session ends once that note is
+// written: the note channel is unbuffered, so the loop has taken the
+// note — and told every observer — before the session is cancelled.
+func jobNotes(ctx context.Context, j *Job, in <-chan report.Note, end bool, cancel context.CancelFunc) <-chan report.Note {
+	out := make(chan report.Note)
+	go func() {
+		defer close(out)
+		done := j.Done()
+		for in != nil || done != nil {
+			var n report.Note
+			select {
+			case <-ctx.Done():
+				return
+			case m, ok := <-in:
+				if !ok {
+					in = nil
+					continue
+				}
+				n = m
+			case <-done:
+				done = nil
+				how, at := j.Exit()
+				n = report.Event{Time: at, Name: "exited", Detail: fmt.Sprintf("pid %d (%s) %s", j.PID(), j.Command(), how)}
+			}
+			select {
+			case out <- n:
+			case <-ctx.Done():
+				return
+			}
+			if done == nil && end {
+				cancel()
+				return
+			}
+		}
+	}()
+	return out
+}

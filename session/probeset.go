@@ -1,0 +1,101 @@
+package session
+
+import (
+	"context"
+	"os"
+
+	"github.com/gpuwatch/gpuwatch/probes"
+)
+
+// probeSet is a session's sources, built once from its Options by
+// newProbeSet: the system probes, the GPU, the job's cgroup, the attached
+// loaders and their profiler, the loop sampler, what is watched (target),
+// and the command's own. Run and tune build theirs with it; nothing else
+// assembles probes.
+type probeSet struct {
+	probes   []probes.Probe
+	attached *Attached    // nil without loaders
+	loop     *probes.Loop // nil unless Options.Loop
+	title    string
+}
+
+// newProbeSet builds the sources for o. The profiler starts under ctx.
+func newProbeSet(ctx context.Context, o Options) (*probeSet, error) {
+	att, err := Attach(ctx, o.Roots.Proc, o.Attach)
+	if err != nil {
+		return nil, err
+	}
+	s := &probeSet{attached: att, title: o.Title}
+	if s.title == "" && att != nil {
+		s.title = att.Title
+	}
+	if o.Loop {
+		lo := probes.LoopOptions{Proc: o.Roots.Proc, Root: func() int { return o.PID }}
+		if att != nil {
+			lo.Covered = att.Ranks.Covers
+		}
+		s.loop = probes.NewLoop(lo)
+	}
+	pid := o.PID
+	focus := s.focus(o)
+	if pid == 0 {
+		pid = o.Own
+	}
+	ps := probes.SystemProbes(o.Roots, probes.ProcOptions{PID: pid, FocusOf: focus}, probes.DiskOptions{All: o.AllDisks}, probes.NetOptions{All: o.AllNet})
+	gpu := probes.NewGPU(probes.DefaultGPUSources(o.Roots.Sys)...)
+	gpu.Select = &probes.GPUSelect{List: o.GPUs, Proc: o.Roots.Proc, PIDOf: func() int {
+		if focus != nil {
+			if p := focus(); p != 0 {
+				return p
+			}
+		}
+		return pid
+	}}
+	ps = append(ps, gpu)
+	switch {
+	case o.PID != 0 || o.Cgroup != "":
+		// The job, not the host: its cgroup's limits and use.
+		ps = append(ps, probes.NewCgroup(o.Roots, probes.JobOptions{PID: pid, Cgroup: o.Cgroup, Source: o.CgroupSource, PIDOf: focus}))
+	case o.Roots.Proc == "" || o.Roots.Proc == "/proc":
+		// No job named, and gpuwatch looks at its own host: when it runs
+		// confined (a container), its own limits are the ones that bind.
+		// --proc-root/--sys-root of the host keep the host's view.
+		if own := probes.OwnCgroup(o.Roots, os.Getpid()); own != nil {
+			ps = append(ps, own)
+		} else if focus != nil {
+			// Loaders or a training process may be found later: the job is
+			// then theirs.
+			ps = append(ps, probes.NewCgroup(o.Roots, probes.JobOptions{PID: o.Own, PIDOf: focus}))
+		}
+	}
+	if s.loop != nil {
+		ps = append(ps, s.loop) // before the ranks: a loader they read wins the frame
+	}
+	if att != nil {
+		att.Profiler.Start(ctx)
+		ps = append(ps, att.Ranks, att.Profiler)
+	}
+	ps = append(ps, newTarget(o, s))
+	s.probes = append(ps, o.Probes...)
+	return s, nil
+}
+
+// focus is the process tree the view follows when no PID is given: the
+// pacing rank's process, else the training process the loop samples;
+// nil when nothing can move it.
+func (s *probeSet) focus(o Options) func() int {
+	if o.PID != 0 || (s.attached == nil && s.loop == nil) {
+		return nil
+	}
+	return func() int {
+		if pid := s.attached.PacingPID(); pid != 0 {
+			return pid
+		}
+		if s.loop != nil {
+			if t, ok := s.loop.Target(); ok {
+				return t.PID
+			}
+		}
+		return 0
+	}
+}

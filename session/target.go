@@ -1,0 +1,197 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// target is the probe that fills Frame.Target: what the session watches,
+// why, how its loader is seen, and whether it still runs. It reads the
+// other sources' state (the job, the ranks, the loop sampler), never
+// their frames.
+type target struct {
+	o      Options
+	set    *probeSet
+	gone   *time.Time // when --pid's process was first seen gone
+	cmd    string     // --pid's command line, read once
+	hookAt time.Time  // when the run folder was last read
+	hook   []int      // processes that loaded the hook (gpuwatch run)
+	logs   string     // the hook's own warnings (gpuwatch run), newest
+}
+
+func newTarget(o Options, s *probeSet) *target { return &target{o: o, set: s} }
+
+// Name implements probes.Probe.
+func (t *target) Name() string { return "target" }
+
+// Collect implements probes.Probe.
+func (t *target) Collect(_ context.Context, f *sample.Frame) error {
+	var out *sample.Target
+	switch {
+	case t.o.Job != nil:
+		j := t.o.Job
+		out = &sample.Target{PID: j.PID(), Command: j.Command(), Why: "gpuwatch run"}
+		select {
+		case <-j.Done():
+			how, at := j.Exit()
+			out.ExitedAt, out.Exit = &at, how
+		default:
+		}
+	case t.o.PID != 0:
+		out = &sample.Target{PID: t.o.PID, Command: t.command(t.o.PID), Why: "--pid"}
+		if t.gone == nil && !probes.ProcessExists(t.o.Roots.Proc, t.o.PID) {
+			now := f.Time
+			t.gone = &now
+		}
+		out.ExitedAt = t.gone
+	case t.set.loop != nil:
+		if tp, ok := t.set.loop.Target(); ok {
+			out = &sample.Target{PID: tp.PID, Command: tp.Command, Why: tp.Why}
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	out.Loader = t.loader(out, f.Time)
+	f.Target = out
+	return nil
+}
+
+// loader says how the job's loader is seen.
+func (t *target) loader(out *sample.Target, now time.Time) string {
+	if a := t.set.attached; a != nil {
+		if n := a.Ranks.Connected(); n > 0 {
+			what := "the hook or a loader's own server"
+			if t.o.Job != nil {
+				what = "the hook (gpuwatch run)"
+			}
+			if n > 1 {
+				return fmt.Sprintf("%s: %d ranks", what, n)
+			}
+			return what
+		}
+	}
+	var s string
+	if t.set.loop != nil {
+		if tp, ok := t.set.loop.Target(); ok {
+			s = fmt.Sprintf("sampled from pid %d's main thread (nobody instrumented it)", tp.PID)
+		}
+	}
+	if t.o.Job == nil {
+		if s == "" {
+			return "nothing instrumented, no training process (torch or CUDA) found: watched as a process tree"
+		}
+		return s
+	}
+	if now.Sub(t.hookAt) >= 2*time.Second {
+		t.hookAt = now
+		t.hook, t.logs = t.o.Job.hookState()
+	}
+	var why string
+	switch {
+	case out.ExitedAt != nil:
+		why = "the job has exited"
+	case len(t.hook) > 0:
+		why = fmt.Sprintf("the hook is loaded (pid %s); no DataLoader has iterated yet", joinPIDs(t.hook))
+	default:
+		why = "nothing instrumented: no Python process loaded the hook (a program that is not Python, or python -I or -S): watched as a process tree"
+	}
+	if t.logs != "" {
+		why += "; the hook says: " + t.logs
+	}
+	if s != "" {
+		return s + "; " + why
+	}
+	return why
+}
+
+func joinPIDs(pids []int) string {
+	s := make([]string, 0, min(len(pids), 4))
+	for _, p := range pids[:min(len(pids), 4)] {
+		s = append(s, strconv.Itoa(p))
+	}
+	if len(pids) > 4 {
+		s = append(s, "…")
+	}
+	return strings.Join(s, ", ")
+}
+
+// command reads a process's command line once: printable, at most 120
+// bytes.
+func (t *target) command(pid int) string {
+	if t.cmd != "" {
+		return t.cmd
+	}
+	b, err := os.ReadFile(filepath.Join(t.o.Roots.Proc, strconv.Itoa(pid), "cmdline"))
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	b = bytes.ReplaceAll(bytes.TrimRight(b[:min(len(b), 4096)], "\x00"), []byte{0}, []byte{' '})
+	s := sample.Printable(string(b))
+	if len(s) > 120 {
+		s = s[:117] + "…"
+	}
+	t.cmd = s
+	return s
+}
+
+// hookState reads the run folder: the processes that loaded the hook and
+// are still alive, and the newest line the hook logged there (its
+// warnings go there, never into the job's output).
+func (j *Job) hookState() (pids []int, log string) {
+	if j.runDir == "" {
+		return nil, ""
+	}
+	entries, err := os.ReadDir(j.runDir)
+	if err != nil {
+		return nil, ""
+	}
+	var newest time.Time
+	for _, e := range entries {
+		name := e.Name()
+		if p, ok := strings.CutPrefix(name, "py-"); ok {
+			if pid, err := strconv.Atoi(p); err == nil && probes.ProcessExists("/proc", pid) {
+				pids = append(pids, pid)
+			}
+		}
+		if strings.HasPrefix(name, "hook-") && strings.HasSuffix(name, ".log") && e.Type().IsRegular() {
+			if info, err := e.Info(); err == nil && info.ModTime().After(newest) {
+				if b, err := readTail(filepath.Join(j.runDir, name), 1024); err == nil {
+					newest, log = info.ModTime(), b
+				}
+			}
+		}
+	}
+	slices.Sort(pids)
+	return pids, log
+}
+
+// readTail is the last line of a small file, printable.
+func readTail(path string, limit int64) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	off := max(0, st.Size()-limit)
+	b := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return "", err
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return sample.Printable(lines[len(lines)-1]), nil
+}
