@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A job nobody instrumented is read from /proc alone (docs/architecture.md,
@@ -41,6 +42,7 @@ type procInfo struct {
 	cmdline   string // NULs as spaces, at most cmdlineMax bytes
 	maps      string // "libtorch", "libcudart", "libcuda", "/dev/nvidia" or ""
 	ticks     uint64
+	readAt    time.Time // when exe, cmdline and maps were last read
 }
 
 const cmdlineMax = 4096
@@ -181,11 +183,12 @@ type TrainingFinder struct {
 	known map[int]*procInfo
 	pids  []int
 	uid   int
+	now   func() time.Time
 }
 
 // NewTrainingFinder reads procRoot.
 func NewTrainingFinder(procRoot string) *TrainingFinder {
-	return &TrainingFinder{root: procRoot, known: map[int]*procInfo{}, uid: os.Geteuid()}
+	return &TrainingFinder{root: procRoot, known: map[int]*procInfo{}, uid: os.Geteuid(), now: time.Now}
 }
 
 // Find scans /proc and returns the training processes, busiest first:
@@ -232,19 +235,27 @@ func (t *TrainingFinder) Find(root int) []TrainingProcess {
 			}
 		}
 	}
+	now := t.now()
 	for _, p := range procs {
-		t.describe(p)
+		t.describe(p, now)
 	}
 	return classifyTraining(procs)
 }
 
-// describe reads what a process is, once: its program, command line and
-// whether it maps torch or CUDA. Another user's process it may not read
-// stays blank (and is never a candidate).
-func (t *TrainingFinder) describe(p *procInfo) {
-	if p.exe != "" || p.cmdline == "\x00" {
+// recheck is how often a process that maps neither torch nor CUDA is read
+// again: a script imports torch a second or two after it starts (and a
+// shell may exec into python), so a first look proves nothing.
+const recheck = 5 * time.Second
+
+// describe reads what a process is: its program, command line and whether
+// it maps torch or CUDA. Once it does, that is kept; until then it is read
+// again every `recheck`. Another user's process it may not read stays
+// blank (and is never a candidate).
+func (t *TrainingFinder) describe(p *procInfo, now time.Time) {
+	if p.maps != "" || p.cmdline == "\x00" || now.Sub(p.readAt) < recheck {
 		return
 	}
+	p.readAt = now
 	dir := t.root + "/" + strconv.Itoa(p.pid)
 	exe, err := os.Readlink(dir + "/exe")
 	if err != nil {

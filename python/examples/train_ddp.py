@@ -45,6 +45,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=4096)
     ap.add_argument("--seconds", type=float, default=0, help="stop after this long (0: until interrupted)")
     ap.add_argument("--port", type=int, default=None, help="the hook's port (default 6061 + LOCAL_RANK; 0: any free)")
+    ap.add_argument("--no-hook", action="store_true", help="leave the DataLoader as it is (gpuwatch run times it)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
@@ -59,7 +60,8 @@ def main() -> None:
         num_workers=workers,
         persistent_workers=workers > 0,
     )
-    loader = gpuwatch_hook.watch(loader, port=args.port)
+    if not args.no_hook:
+        loader = gpuwatch_hook.watch(loader, port=args.port)
     h = args.hidden
     model = DistributedDataParallel(
         torch.nn.Sequential(torch.nn.Linear(Synthetic.FEATURES, h), torch.nn.ReLU(), torch.nn.Linear(h, 10))
