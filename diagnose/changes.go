@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // Change is one loader setting to change: the DataLoader knob, the flag of
@@ -26,7 +28,9 @@ type Change struct {
 func workerCounts(cur, cores int) []int {
 	top := min(4096, max(2*cur, cur+4, 4*cores))
 	var out []int
-	for w := 0; w <= top; {
+	// Loading inline again is never advised to a loader that has workers:
+	// it would trade the workers' parallelism for one thread.
+	for w := min(cur, 1); w <= top; {
 		out = append(out, w)
 		if w < 64 {
 			w++
@@ -114,16 +118,17 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 	c := cands[pick]
 	var out []Change
 	if c.k.Workers != cur.Workers {
-		out = append(out, Change{Knob: "num_workers", Flag: "--workers", From: strconv.Itoa(cur.Workers), To: strconv.Itoa(c.k.Workers),
+		out = append(out, Change{Knob: "num_workers", Flag: p.flag("num_workers"), From: strconv.Itoa(cur.Workers), To: strconv.Itoa(c.k.Workers),
 			Why: workersWhy(p, cur.Workers, c.k.Workers, c.limit)})
-		if cur.Workers == 0 && c.k.Workers > 0 && cur.Prefetch == 0 {
-			out = append(out, Change{Knob: "prefetch_factor", Flag: "--prefetch", From: "0", To: "2",
+		if cur.Workers == 0 && c.k.Workers > 0 && cur.Prefetch == 0 && p.Kind != "python" {
+			// (PyTorch sets prefetch_factor 2 itself once there are workers.)
+			out = append(out, Change{Knob: "prefetch_factor", Flag: p.flag("prefetch_factor"), From: "0", To: "2",
 				Why: "with workers, each keeps 2 batches ready (PyTorch's default)"})
 		}
 	}
 	if c.k.Persistent != cur.Persistent && c.k.Workers > 0 && cur.Workers > 0 {
-		out = append(out, Change{Knob: "persistent_workers", Flag: "--persistent", From: "false", To: "true",
-			Why: fmt.Sprintf("workers restart every epoch: %.0f ms before each epoch's first batch", 1000*p.EpochStallSec)})
+		out = append(out, Change{Knob: "persistent_workers", Flag: p.flag("persistent_workers"), From: "false", To: "true",
+			Why: fmt.Sprintf("workers restart every epoch: %s before each epoch's first batch", sample.FormatDuration(p.EpochStallSec))})
 	}
 	if c.k.Cache != cur.Cache {
 		why := "the dataset fits in RAM: read it once, and storage is out of the way"
@@ -133,6 +138,17 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 		out = append(out, Change{Knob: "cache", Flag: "--cache", From: "false", To: "true", Why: why})
 	}
 	return out, c.pred, c.limit
+}
+
+// flag is how a knob is set on this pipeline's loader: a PyTorch
+// DataLoader's keyword (num_workers), or the flag of gpuwatch's own loader
+// (--workers).
+func (p *Pipeline) flag(knob string) string {
+	if p.Kind == "python" {
+		return knob
+	}
+	return map[string]string{"num_workers": "--workers", "prefetch_factor": "--prefetch", "persistent_workers": "--persistent",
+		"pin_memory": "--pin", "cache": "--cache"}[knob]
 }
 
 // bools is the values to try for a boolean knob: its own, and the other
@@ -146,14 +162,22 @@ func bools(cur, canChange bool) []bool {
 
 func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 	batch := p.IOSec + p.CPUSec
-	s := fmt.Sprintf("a batch takes a worker %.0f ms (%.0f ms waiting on storage, %.0f ms of CPU) and the step %.0f ms",
-		1000*batch, 1000*p.IOSec, 1000*p.CPUSec, 1000*p.StepSec)
+	d := sample.FormatDuration
+	if p.Relative {
+		// Times are in steps: say them so.
+		d = func(x float64) string { return fmt.Sprintf("%.2g steps", x) }
+	}
+	s := fmt.Sprintf("a batch takes a worker %s (%s waiting on storage, %s of CPU) and the step %s",
+		d(batch), d(p.IOSec), d(p.CPUSec), d(p.StepSec))
 	if from == 0 {
-		s = fmt.Sprintf("the training loop loads each batch itself (%.0f ms) between steps of %.0f ms", 1000*batch, 1000*p.StepSec)
+		s = fmt.Sprintf("the training loop loads each batch itself (%s) between steps of %s", d(batch), d(p.StepSec))
 	}
 	switch limit {
 	case LimitCPU:
-		s += fmt.Sprintf("; past %d workers the %.1f CPUs are the limit", to, p.CPUs)
+		s += fmt.Sprintf("; past %d workers the %.1f CPUs they can get are the limit", to, p.CPUs)
+		if p.SpinCPUs >= 0.1 {
+			s += fmt.Sprintf(" (a spinning compute pool keeps %.1f)", p.SpinCPUs)
+		}
 	case LimitBandwidth:
 		s += fmt.Sprintf("; past %d workers storage (%s/s) is the limit", to, formatRate(p.BandwidthBytesPerSec))
 	case LimitStep:
@@ -166,8 +190,15 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 func noKnobHelps(p *Pipeline, limit Limit) string {
 	switch limit {
 	case LimitCPU:
-		return fmt.Sprintf("more workers cannot help: the %.1f CPUs the workers have are the limit (%.0f ms of CPU per batch, at most %.0f batches/s)",
-			p.CPUs, 1000*p.CPUSec, p.CPUs/p.CPUSec)
+		s := fmt.Sprintf("more workers cannot help: the %.1f CPUs the workers have are the limit (%s of CPU per batch, at most %.0f batches/s)",
+			p.CPUs, sample.FormatDuration(p.CPUSec), p.CPUs/p.CPUSec)
+		if p.Relative {
+			s = fmt.Sprintf("more workers cannot help: the %.1f CPUs the workers have are the limit", p.CPUs)
+		}
+		if p.SpinCPUs >= 0.1 {
+			s += fmt.Sprintf("; the training process's compute pool spins idle beside them and keeps %.1f CPUs from them (OpenBLAS): OPENBLAS_NUM_THREADS=1 (or OMP_NUM_THREADS=1) in its environment gives that back", p.SpinCPUs)
+		}
+		return s
 	case LimitBandwidth:
 		if p.ColdReadBytesPerSec > p.BandwidthBytesPerSec {
 			return fmt.Sprintf("more workers cannot help: the disk reads %s/s and the samples get %s/s of it, %.0f batches/s of %s", formatRate(p.ColdReadBytesPerSec),
@@ -177,6 +208,9 @@ func noKnobHelps(p *Pipeline, limit Limit) string {
 			p.BandwidthBytesPerSec/p.BytesPerBatch, formatRate(p.BytesPerBatch))
 	case LimitStep:
 		return "the loader keeps up with the step: no loader knob raises throughput"
+	case LimitLoop:
+		return fmt.Sprintf("no loader knob raises throughput: the workers keep batches ready, and the loop's own time per batch is the limit (its step %s, and %s taking each batch: unpickling it, the pin-memory handoff, the GIL)",
+			sample.FormatDuration(p.StepSec), sample.FormatDuration(p.OverheadSec))
 	}
 	return fmt.Sprintf("no loader knob the model knows raises throughput (limited by %s)", limit)
 }
@@ -194,7 +228,8 @@ func formatRate(b float64) string {
 }
 
 // changeLine is the advice line for a set of changes:
-// "num_workers 1 → 4: ≈ 250 samples/s (now 66), wait 84 % → 10 %".
+// "num_workers 1 → 4: ≈ 250 samples/s (now 66), wait 84 % → 10 %", or for
+// a sampled loop, whose rates are unknown, "≈ 2.4× the throughput now".
 func changeLine(cs []Change, pred, now Prediction) string {
 	s := ""
 	for i, c := range cs {
@@ -202,6 +237,9 @@ func changeLine(cs []Change, pred, now Prediction) string {
 			s += ", "
 		}
 		s += c.Knob + " " + c.From + " → " + c.To
+	}
+	if pred.SamplesPerSec == 0 && pred.Gain > 0 {
+		return fmt.Sprintf("%s: ≈ %.1f× the throughput now, wait %.0f %% → %.0f %%", s, pred.Gain, 100*now.WaitShare, 100*pred.WaitShare)
 	}
 	return fmt.Sprintf("%s: ≈ %.0f samples/s (now %.0f), wait %.0f %% → %.0f %%",
 		s, pred.SamplesPerSec, now.SamplesPerSec, 100*now.WaitShare, 100*pred.WaitShare)

@@ -37,6 +37,21 @@ type Pipeline struct {
 	BatchesPerEpoch float64
 	// The configuration measured.
 	Knobs Knobs
+	// Kind is the loader's ("python", "go", "embedded"): it names the
+	// knobs in changes (num_workers=4 for PyTorch, --workers=4 for
+	// gpuwatch's own loader).
+	Kind string
+	// Relative: the loop's rates are unknown (a sampled loop), so times are
+	// in units of its step and predictions are gains and wait shares, not
+	// samples/s.
+	Relative bool
+	// SpinCPUs is what the training process's spinning compute threads
+	// (an idle OpenBLAS pool) keep from the workers, in CPUs.
+	SpinCPUs float64
+	// OverheadSec is the loop's wait per batch that is not the workers'
+	// doing: batches were ready when it asked (taking them — unpickling,
+	// the pin-memory handoff — is the wait). No loader knob removes it.
+	OverheadSec float64
 	// CacheFits: the dataset (DatasetBytes, 0 when unknown) fits in RAM
 	// with room to spare.
 	CacheFits    bool
@@ -53,10 +68,13 @@ type Knobs struct {
 }
 
 // Prediction is a pipeline's throughput and the share of the training
-// loop's time spent waiting for input.
+// loop's time spent waiting for input. Gain is the throughput over the
+// measured one; a relative prediction (a sampled loop, its rates unknown)
+// has Gain and WaitShare only.
 type Prediction struct {
-	SamplesPerSec float64 `json:"samples_per_sec"`
+	SamplesPerSec float64 `json:"samples_per_sec,omitempty"`
 	WaitShare     float64 `json:"wait_share"`
+	Gain          float64 `json:"gain,omitempty"`
 }
 
 // Limit names what caps a configuration's throughput.
@@ -69,10 +87,11 @@ const (
 	LimitWorkers                // too few workers for the time each batch takes
 	LimitCPU                    // the CPUs the workers can use
 	LimitBandwidth              // the storage link or disk
+	LimitLoop                   // the loop's own time per batch: its step, and taking each batch
 )
 
 func (l Limit) String() string {
-	return [...]string{"the step", "loading inline", "the workers", "the CPUs", "storage bandwidth"}[l]
+	return [...]string{"the step", "loading inline", "the workers", "the CPUs", "storage bandwidth", "the loop's own time per batch"}[l]
 }
 
 // Predict is the model: throughput is the smallest of the step rate,
@@ -94,7 +113,10 @@ func (p *Pipeline) Predict(k Knobs) (Prediction, Limit) {
 	if k.Workers == 0 {
 		rate, limit = 1/(p.StepSec+io+cpu), LimitInline
 	} else {
-		rate = 1 / p.StepSec
+		rate = 1 / (p.StepSec + p.OverheadSec)
+		if p.OverheadSec > 0 {
+			limit = LimitLoop
+		}
 		if c := float64(k.Workers) / (io + cpu); io+cpu > 0 && c < rate {
 			rate, limit = c, LimitWorkers
 		}
@@ -110,7 +132,25 @@ func (p *Pipeline) Predict(k Knobs) (Prediction, Limit) {
 		}
 	}
 	wait := max(0, 1-rate*p.StepSec)
-	return Prediction{SamplesPerSec: rate * p.BatchSize, WaitShare: wait}, limit
+	out := Prediction{SamplesPerSec: rate * p.BatchSize, WaitShare: wait}
+	if p.Relative {
+		out.SamplesPerSec = 0
+	}
+	if m := p.measuredRate(); m > 0 {
+		out.Gain = rate / m
+	}
+	return out, limit
+}
+
+// measuredRate is the batches per unit of time the window saw.
+func (p *Pipeline) measuredRate() float64 {
+	if p.Relative {
+		return 1 - p.Measured.WaitShare
+	}
+	if p.BatchSize > 0 {
+		return p.Measured.SamplesPerSec / p.BatchSize
+	}
+	return 0
 }
 
 // Model measures the pipeline model from a window of frames (oldest
@@ -125,16 +165,22 @@ func Model(frames []sample.Frame) (*Pipeline, bool) {
 }
 
 // pipeline measures the model's inputs from a window; ok is false when
-// the window lacks what the model needs (a loader with batches, its step
-// time and read/decode split).
+// the window lacks what the model needs. Three sources give them: a
+// loader that splits its time into reading and decoding (gpuwatch's own,
+// Go loaders), a loader that times only the loop (PyTorch through the
+// hook or gpuwatch run: waitPipeline), and a loop nobody instrumented
+// (relative figures: sampledPipeline).
 func pipeline(w *window) (*Pipeline, bool) {
-	// The read/decode split comes from the embedded loader and attached
-	// Go loaders; a loader without it (the Python hook) is not modelled.
-	if !w.batchesPerSec.ok || w.batchesPerSec.v <= 0 || !w.stepMs.ok || w.stepMs.v <= 0 || w.workers < 0 || !w.readSec.ok || !w.decodeSec.ok {
+	switch {
+	case w.sampled != nil:
+		return sampledPipeline(w)
+	case w.workers < 0 || !w.batchesPerSec.ok || w.batchesPerSec.v <= 0 || !w.stepMs.ok || w.stepMs.v <= 0:
 		return nil, false
+	case !w.readSec.ok || !w.decodeSec.ok:
+		return waitPipeline(w)
 	}
 	bps := w.batchesPerSec.v
-	p := &Pipeline{StepSec: w.stepMs.v / 1000, BatchesPerEpoch: float64(w.batchesPerEpoch), EpochStallSec: w.epochStallMs / 1000}
+	p := &Pipeline{StepSec: w.stepMs.v / 1000, BatchesPerEpoch: float64(w.batchesPerEpoch), EpochStallSec: w.epochStallMs / 1000, Kind: w.loaderKind}
 	if w.samplesPerSec.ok && w.samplesPerSec.v > 0 {
 		p.BatchSize = w.samplesPerSec.v / bps
 	} else {
@@ -206,11 +252,114 @@ func pipeline(w *window) (*Pipeline, bool) {
 		p.DatasetBytes = size
 		p.CacheFits = size < w.roomForData()/2 // under a job's memory limit, the room it leaves
 	}
-	p.Measured = Prediction{SamplesPerSec: bps * p.BatchSize}
+	p.Measured = Prediction{SamplesPerSec: bps * p.BatchSize, Gain: 1}
 	if w.waitShare.ok {
 		p.Measured.WaitShare = w.waitShare.v
 	}
 	return p, true
+}
+
+// waitPipeline is the model of a loader that times only its loop (the
+// hook, gpuwatch run): no read/decode split. While the loop waits, the
+// workers are saturated, so one worker's wall time per batch is W ÷ rate
+// (the epochs' start-up taken out when workers restart); its CPU per batch
+// is the worker processes' CPU from /proc ÷ rate, and the rest is waiting
+// on storage or the network. Loading inline, the loop's wait per batch is
+// the loading, its thread's CPU the CPU part. docs/diagnosis.md says what
+// this assumes and where it cannot see.
+func waitPipeline(w *window) (*Pipeline, bool) {
+	if !w.waitShare.ok {
+		return nil, false
+	}
+	bps := w.batchesPerSec.v
+	p := &Pipeline{StepSec: w.stepMs.v / 1000, BatchesPerEpoch: float64(w.batchesPerEpoch), EpochStallSec: w.epochStallMs / 1000,
+		Knobs: knobsOf(w), Kind: w.loaderKind, BatchSize: 1}
+	if p.Kind == "" {
+		p.Kind = "python" // a loader that times only its loop: the hook's (recordings before loaders said their kind)
+	}
+	if w.samplesPerSec.ok && w.samplesPerSec.v > 0 {
+		p.BatchSize = w.samplesPerSec.v / bps
+	}
+	if !p.Knobs.Persistent && p.BatchesPerEpoch > 0 && p.EpochStallSec > 0 && p.Knobs.Workers > 0 {
+		// The measured rate pays each epoch's start-up: the steady rate
+		// between start-ups is what the workers deliver.
+		if t := p.BatchesPerEpoch/bps - p.EpochStallSec; t > 0 {
+			bps = p.BatchesPerEpoch / t
+		}
+	}
+	fill(p, w, bps, 1/w.batchesPerSec.v)
+	p.Measured = Prediction{SamplesPerSec: w.batchesPerSec.v * p.BatchSize, WaitShare: w.waitShare.v, Gain: 1}
+	return p, true
+}
+
+// sampledPipeline is the model of a loop nobody instrumented: its wait
+// share was sampled, its rates are unknown. Times are in units of its step
+// (the step is 1, a batch takes 1/(1−wait)), so the model's rates are per
+// step and its predictions are gains and wait shares.
+func sampledPipeline(w *window) (*Pipeline, bool) {
+	if !w.waitShare.ok || w.waitShare.v >= 0.99 || w.workers < 0 {
+		return nil, false
+	}
+	bps := 1 - w.waitShare.v // batches per step-time
+	p := &Pipeline{StepSec: 1, Knobs: knobsOf(w), Kind: "python", BatchSize: 1, Relative: true}
+	fill(p, w, bps, 1/bps)
+	p.Measured = Prediction{WaitShare: w.waitShare.v, Gain: 1}
+	return p, true
+}
+
+// fill sets a wait-based pipeline's per-batch times and CPUs, at bps
+// batches per unit of time (a second, or a step), period the loop's time
+// per batch as measured.
+func fill(p *Pipeline, w *window, bps, period float64) {
+	r := &w.roles
+	spin := 0.0
+	if w.spinPct.ok {
+		spin = w.spinPct.v / 100 * w.th.SpinTakesShare
+	}
+	loopAll := 0.0
+	if r.loopPct.ok {
+		loopAll = r.loopPct.v / 100
+	}
+	loop := loopAll
+	if n := p.Knobs.Workers; n > 0 {
+		wall := float64(n) / bps
+		cpu := wall // without the workers' CPU, all of it may be CPU: the cautious reading
+		if w.loaderCPU.ok && w.loaderCPU.v > 0 {
+			cpu = min(wall, w.loaderCPU.v/100/bps)
+		}
+		p.CPUSec, p.IOSec = cpu, wall-cpu
+		if w.queueDepth.ok && w.queueDepth.v >= 1 {
+			// Batches were ready when the loop asked: the workers keep up,
+			// and the wait is the loop taking each batch.
+			p.IOSec = 0
+			p.OverheadSec = w.waitShare.v * period
+		}
+	} else {
+		load := w.waitShare.v * period
+		cpu := load
+		if r.loopPct.ok {
+			cpu = min(load, loop*period)
+		}
+		p.CPUSec, p.IOSec = cpu, load-cpu
+		loop = max(0, loop-cpu*bps) // the loop's own thread, less its loading
+	}
+	// The workers' CPUs: the job's, less the loop's thread, less what the
+	// spinning pool keeps, less what other processes (and the training
+	// process's working compute threads) take.
+	workers := 0.0
+	if w.loaderCPU.ok && p.Knobs.Workers > 0 {
+		workers = w.loaderCPU.v / 100
+	}
+	others := 0.0
+	if w.cpuBusy.ok {
+		others = max(0, w.cpuBusy.v/100*float64(w.cores)-workers-loopAll-w.spinPct.v/100)
+	}
+	p.SpinCPUs = spin
+	p.CPUs = float64(w.cores) - loop - others - spin
+	if w.confined() {
+		p.CPUs = w.job.CPUCapacityCores - loop - spin
+	}
+	p.CPUs = max(0.5, p.CPUs)
 }
 
 func knobsOf(w *window) Knobs {

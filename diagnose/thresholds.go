@@ -79,6 +79,14 @@ type Thresholds struct {
 	// GPU, takes the rest). Half: the rest of the loading time may be
 	// reads; below it, storage is the question.
 	InlineLoadCPUShare float64 `json:"inline_load_cpu_share"`
+	// SpinTakesShare: the share of the CPU a spinning compute thread shows
+	// that it keeps from a worker sharing its core (the pipeline model's
+	// CPUs for the workers). On the 2-core VM, 2 workers of 16 ms of CPU
+	// per batch delivered 566 samples/s beside OpenBLAS's spinning pool
+	// thread and 772 with OPENBLAS_NUM_THREADS=1: the spinner kept about
+	// 0.4 of its core (python/examples/dataloader_bench.py --workers 2
+	// --cost 0.002 --step 0.005 --matmul 200).
+	SpinTakesShare float64 `json:"spin_takes_share"`
 	// RunDelayMsPerSec and OthersCores: the job's key thread waiting at
 	// least this long per second for a CPU (schedstat run delay) while
 	// processes outside the job use at least this many cores is CPU taken
@@ -161,7 +169,7 @@ func DefaultThresholds() Thresholds {
 		MinFrames: 3, WindowFrames: 3,
 		WaitShareStarved: 0.20, WaitShareModerate: 0.05,
 		BurstyP95: 70, BurstyP5: 10, AccelBusyPct: 90, GPULowPct: 50, SMActivityLowPct: 30, PCIeLinkShare: 0.8, IdlePct: 5,
-		CPUSaturatedPct: 90, SingleThreadPct: 90, PSICPUSomePct: 50, ComputeCrowdShare: 0.5, SpinSystemShare: 0.5, InlineLoadCPUShare: 0.5,
+		CPUSaturatedPct: 90, SingleThreadPct: 90, PSICPUSomePct: 50, ComputeCrowdShare: 0.5, SpinSystemShare: 0.5, InlineLoadCPUShare: 0.5, SpinTakesShare: 0.5,
 		ThrottledShare: 0.2, JobMemFullShare: 0.9, RunDelayMsPerSec: 200, OthersCores: 0.5,
 		DiskBusyPct: 90, IowaitPct: 50, PSIIOSomePct: 30, ReadDominance: 4, WorkersPerCoreLow: 0.7,
 		SwapPagesPerSec: 100, MajorFaultsPerSec: 1000, PSIMemSomePct: 10,

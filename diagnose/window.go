@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -50,8 +51,10 @@ type window struct {
 	accelBasis             string // how the virtual accelerator is measured
 
 	haveLoader         bool
+	loaderKind         string              // "python", "go", "embedded", "" (the newest)
 	sampled            *sample.SampledLoop // the newest, when the wait was sampled
 	waitShare          level
+	queueDepth         level // batches ready when the loop asked
 	batchesPerSec      level
 	samplesPerSec      level
 	stepMs             level // the mean step
@@ -107,7 +110,8 @@ func read(frames []sample.Frame, th Thresholds) window {
 	// allocation here, not one per metric per growth.
 	all := []*levels{&gu, &g5, &g95, &vb, &ws, &bps, &rs, &ds, &byps, &cb, &hc, &ht, &rq, &iw, &db, &pc, &pi, &pm, &sw, &mf, &rl, &rh, &rc, &rw, &sps, &stp, &lc, &ju, &jt, &rd, &oc, &sc, &sn}
 	var pl pagingLevels
-	all = append(all, &pl.maj, &pl.disk, &pl.calls, &pl.refaults)
+	var qd levels
+	all = append(all, &pl.maj, &pl.disk, &pl.calls, &pl.refaults, &qd)
 	backing := make([]float64, len(all)*len(frames))
 	for i, l := range all {
 		l.vals = backing[i*len(frames) : i*len(frames) : (i+1)*len(frames)]
@@ -155,7 +159,7 @@ func read(frames []sample.Frame, th Thresholds) window {
 			w.accelBasis = a.Basis
 		}
 		if l := f.Loader; l != nil {
-			w.addLoader(f, l, loaderLevels{&bps, &sps, &stp, &lc, &byps, &ws, &rs, &ds})
+			w.addLoader(f, l, loaderLevels{&bps, &sps, &stp, &lc, &byps, &ws, &rs, &ds, &qd})
 		}
 		if d, ok := f.BusiestDisk(); ok {
 			db.add(d.BusyPct)
@@ -186,6 +190,7 @@ func read(frames []sample.Frame, th Thresholds) window {
 	w.smActivity, w.pcieRx = sma.median(), prx.median()
 	w.waitShare, w.batchesPerSec, w.readSec, w.decodeSec, w.bytesPerSec = ws.median(), bps.median(), rs.median(), ds.median(), byps.median()
 	w.samplesPerSec, w.stepMs, w.loaderCPU = sps.median(), stp.median(), lc.median()
+	w.queueDepth = qd.median()
 	w.jobUsed, w.jobThrottle = ju.median(), jt.median()
 	w.runDelay, w.othersCores = rd.median(), oc.median()
 	w.spinPct, w.spinThreads = sc.median(), sn.median()
@@ -287,11 +292,12 @@ func loaderCPU(f *sample.Frame) (float64, bool) {
 }
 
 // loaderLevels are the loader's metrics collected over a window.
-type loaderLevels struct{ bps, sps, stp, lc, byps, ws, rs, ds *levels }
+type loaderLevels struct{ bps, sps, stp, lc, byps, ws, rs, ds, qd *levels }
 
 // addLoader adds a frame's loader readings, and keeps its latest facts.
 func (w *window) addLoader(f *sample.Frame, l *sample.Loader, lv loaderLevels) {
 	w.haveLoader = true
+	w.loaderKind = l.Kind
 	if l.Sampled != nil {
 		// Nobody instrumented the loop: its wait share was sampled, its
 		// rates are unknown (not zero).
@@ -318,6 +324,9 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, lv loaderLevels) {
 	}
 	if l.WaitShare != nil {
 		lv.ws.add(*l.WaitShare)
+	}
+	if l.QueueDepth != nil {
+		lv.qd.add(*l.QueueDepth)
 	}
 	if l.ReadSecPerSec != nil {
 		lv.rs.add(*l.ReadSecPerSec)
@@ -472,10 +481,14 @@ func (w *window) missing() []string {
 	if !w.haveLoader {
 		out = append(out, "loader: none watched (wait times unknown; `gpuwatch attach URL`, the Python hook, or `demo`)")
 	}
-	for _, k := range []string{"cpu", "psi", "disk", "mem", "proc"} {
-		if r := w.unavailable[k]; r != "" {
+	for k, r := range w.unavailable {
+		switch {
+		case k == "cpu", k == "psi", k == "disk", k == "mem", k == "proc", strings.HasPrefix(k, "loader."):
 			out = append(out, k+": "+r)
 		}
+	}
+	if s := w.sampled; s != nil && s.Missing != "" {
+		out = append(out, "loader: sampled from the training process's main thread; "+s.Missing)
 	}
 	slices.Sort(out)
 	return out

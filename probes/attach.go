@@ -300,43 +300,78 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 	}
 	var c LoaderCounters
 	found := 0
-	scalar := func(name string) (float64, bool) {
+	// raw is a sample's value as sent; ok is false when the metric is
+	// absent.
+	raw := func(name string) (float64, bool) {
 		ss := page[name]
 		if len(ss) == 0 {
 			return 0, false
 		}
 		found++
-		// NaN and ±Inf are valid Prometheus text but no count of anything:
-		// treated as absent, they cannot poison a rate or a share.
-		v := ss[0].value
-		return v, !math.IsNaN(v) && !math.IsInf(v, 0)
+		return ss[0].value, true
+	}
+	// gauge is a value within [lo, hi]. NaN, ±Inf (valid Prometheus text,
+	// no count of anything) and values outside the range are dropped, and
+	// the frame says why: a loader's answer is outside input, and one
+	// absurd number must not become an absurd verdict or advice.
+	gauge := func(name string, lo, hi float64) (float64, bool) {
+		v, ok := raw(name)
+		switch {
+		case !ok:
+			return 0, false
+		case math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi:
+			c.Dropped = append(c.Dropped, fmt.Sprintf("%s %s: outside %g–%g, dropped", name, strconv.FormatFloat(v, 'g', 6, 64), lo, hi))
+			return 0, false
+		}
+		return v, true
 	}
 	count := func(name string) uint64 {
-		v, ok := scalar(name)
-		if !ok || v < 0 || v > 1<<62 {
+		v, ok := gauge(name, 0, 1<<62)
+		if !ok {
 			return 0
 		}
 		return uint64(v)
 	}
+	integer := func(name string, hi int) *int {
+		v, ok := gauge(name, 0, float64(hi))
+		if !ok {
+			return nil
+		}
+		n := int(v)
+		return &n
+	}
+	seconds := func(name string) *float64 {
+		if v, ok := gauge(name, 0, maxLoaderSeconds); ok {
+			return &v
+		}
+		return nil
+	}
 	c.Batches = count("gpuwatch_loader_batches_total")
 	c.Samples = count("gpuwatch_loader_samples_total")
 	c.BytesRead = count("gpuwatch_loader_bytes_read_total")
-	if v, ok := scalar("gpuwatch_loader_read_seconds_total"); ok {
-		c.ReadSeconds = &v
-	}
-	if v, ok := scalar("gpuwatch_loader_decode_seconds_total"); ok {
-		c.DecodeSeconds = &v
-	}
-	if v, ok := scalar("gpuwatch_loader_queue_depth"); ok {
+	c.ReadSeconds = seconds("gpuwatch_loader_read_seconds_total")
+	c.DecodeSeconds = seconds("gpuwatch_loader_decode_seconds_total")
+	if v, ok := gauge("gpuwatch_loader_queue_depth", 0, maxQueueDepth); ok {
 		c.QueueDepth = &v
 	}
-	if v, ok := scalar("gpuwatch_loader_workers"); ok {
-		n := int(v)
-		c.Workers = &n
+	c.Workers = integer("gpuwatch_loader_workers", maxWorkers)
+	c.Prefetch = integer("gpuwatch_loader_prefetch", maxPrefetch)
+	c.BatchesPerEpoch = integer("gpuwatch_loader_batches_per_epoch", 1<<40)
+	// The DataLoader's booleans (the hook): persistent_workers, pin_memory.
+	for _, k := range []struct{ metric, knob string }{{"gpuwatch_loader_persistent_workers", "persistent"}, {"gpuwatch_loader_pin_memory", "pin"}} {
+		if v, ok := gauge(k.metric, 0, 1); ok {
+			if c.Knobs == nil {
+				c.Knobs = map[string]string{}
+			}
+			c.Knobs[k.knob] = strconv.FormatBool(v >= 0.5)
+		}
 	}
-	if v, ok := scalar("gpuwatch_loader_prefetch"); ok {
-		n := int(v)
-		c.Prefetch = &n
+	// The time to each epoch's first batch, epochs after the first.
+	if stalls, ok := gauge("gpuwatch_loader_epoch_stalls_total", 0, 1<<40); ok && stalls > 0 {
+		if sum := seconds("gpuwatch_loader_epoch_stall_seconds_total"); sum != nil {
+			d := time.Duration(*sum / stalls * float64(time.Second))
+			c.EpochStall = &d
+		}
 	}
 	wb, wh, okW := histogram(page, "gpuwatch_loader_wait_seconds")
 	sb, sh, okS := histogram(page, "gpuwatch_loader_step_seconds")
@@ -357,6 +392,10 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 		for _, l := range ss[0].labels {
 			info[l.name] = l.value
 		}
+		switch info["kind"] {
+		case "python", "go":
+			c.Kind = info["kind"]
+		}
 		c.PID, c.LoopTID = positiveID(info["pid"]), positiveID(info["tid"])
 		c.Rank, c.LocalRank, c.WorldSize = rankID(info["rank"]), rankID(info["local_rank"]), rankID(info["world_size"])
 		if c.WorldSize != nil && *c.WorldSize == 0 {
@@ -374,6 +413,16 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 	}
 	return c, info, nil
 }
+
+// The ranges of the loader protocol's gauges: a value outside is dropped
+// (and the frame says so). PyTorch sets no limit on num_workers; 4096 is
+// far past any machine's cores, and so is a queue of a million batches.
+const (
+	maxWorkers       = 4096
+	maxPrefetch      = 1 << 16
+	maxQueueDepth    = 1 << 20
+	maxLoaderSeconds = 1 << 40 // cumulative seconds: 35,000 years
+)
 
 // maxMetricsBytes bounds one /metrics answer: a loader's is a few KiB.
 const maxMetricsBytes = 16 << 20

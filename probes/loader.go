@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -42,6 +43,12 @@ type LoaderCounters struct {
 	// Recent are the newest batches, oldest first, when the loader keeps
 	// them (the embedded one does): percentiles are then exact.
 	Recent []LoaderBatch
+	// Kind is what speaks for the loader: "python" (the hook, gpuwatch
+	// run), "go" (a Go loader, gpuwatch loader), "embedded", or "".
+	Kind string
+	// Dropped says which of the loader's figures were out of range, and
+	// so left out.
+	Dropped []string
 }
 
 // Hist is a cumulative histogram: Counts[i] observations ≤ Buckets[i];
@@ -113,6 +120,14 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	}
 	if _, attached := p.src.(*Attach); attached {
 		out.Connected = ptr(true)
+	}
+	out.Kind = cur.Kind
+	for _, d := range cur.Dropped {
+		if f.Unavailable == nil {
+			f.Unavailable = map[string]string{}
+		}
+		name, why, _ := strings.Cut(d, " ")
+		f.Unavailable["loader."+strings.TrimPrefix(name, "gpuwatch_loader_")] = why
 	}
 	prev, prevTime, havePrev := p.prev, p.prevTime, p.havePrev
 	p.prev, p.prevTime, p.havePrev = cur, f.Time, true

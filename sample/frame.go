@@ -421,6 +421,11 @@ type Loader struct {
 	// Source names the loader: "embedded" or the URL attached to (never
 	// with credentials).
 	Source string `json:"source"`
+	// Kind is what speaks for it: "python" (the hook, gpuwatch run: its
+	// knobs are PyTorch's), "go" (a Go loader: gpuwatch loader), "embedded"
+	// (gpuwatch demo), or "" when it does not say; a sampled loop has
+	// Sampled instead.
+	Kind string `json:"kind,omitempty"`
 	// Connected is set for an attached loader: false while it cannot be
 	// reached, since DisconnectedSince.
 	Connected         *bool      `json:"connected,omitempty"`

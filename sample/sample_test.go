@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"math"
 	"reflect"
 	"testing"
 )
@@ -119,6 +120,21 @@ func TestThroughputSaysBatchesWhenSamplesAreUnknown(t *testing.T) {
 	} {
 		if got := tc.l.Throughput(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.l, got, tc.want)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for _, c := range []struct {
+		sec  float64
+		want string
+	}{
+		{0, "0s"}, {0.00035, "350µs"}, {0.0009996, "1.0ms"}, {0.000999, "999µs"}, {0.001, "1.0ms"}, {0.0041, "4.1ms"}, {0.041, "41ms"}, {0.9994, "999ms"},
+		{0.9996, "1.0s"}, {1.234, "1.2s"}, {9.96, "10s"}, {42.4, "42s"}, {59.6, "1m00s"}, {190, "3m10s"}, {3599.4, "59m59s"},
+		{3599.6, "1h00m"}, {7500, "2h05m"}, {-0.041, "-41ms"}, {math.NaN(), "?"}, {math.Inf(1), "?"},
+	} {
+		if got := FormatDuration(c.sec); got != c.want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", c.sec, got, c.want)
 		}
 	}
 }

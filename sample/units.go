@@ -57,3 +57,40 @@ func Printable(s string) string {
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+
+// FormatDuration renders seconds with the unit that fits its size, to
+// two or three significant digits: "350µs", "41ms", "1.2s", "3m10s",
+// "2h05m". Every duration a report, a line or the view prints goes
+// through it (a 41 ms step once read "0s").
+func FormatDuration(sec float64) string {
+	switch {
+	case math.IsNaN(sec) || math.IsInf(sec, 0):
+		return "?"
+	case sec < 0:
+		return "-" + FormatDuration(-sec)
+	case sec == 0:
+		return "0s"
+	case sec < 0.9995e-3:
+		return strconv.FormatFloat(sec*1e6, 'f', 0, 64) + "µs"
+	case sec < 9.95e-3:
+		return strconv.FormatFloat(sec*1e3, 'f', 1, 64) + "ms"
+	case sec < 0.9995:
+		return strconv.FormatFloat(sec*1e3, 'f', 0, 64) + "ms"
+	case sec < 9.95:
+		return strconv.FormatFloat(sec, 'f', 1, 64) + "s"
+	case sec < 59.5:
+		return strconv.FormatFloat(sec, 'f', 0, 64) + "s"
+	case sec < 3600-0.5:
+		s := int(math.Round(sec))
+		return strconv.Itoa(s/60) + "m" + pad2(s%60) + "s"
+	}
+	m := int(math.Round(sec / 60))
+	return strconv.Itoa(m/60) + "h" + pad2(m%60) + "m"
+}
+
+func pad2(n int) string {
+	if n < 10 {
+		return "0" + strconv.Itoa(n)
+	}
+	return strconv.Itoa(n)
+}

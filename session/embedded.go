@@ -42,6 +42,7 @@ func (e *EmbeddedSource) LoaderCounters(context.Context) (probes.LoaderCounters,
 		return probes.LoaderCounters{}, errLoaderStarting
 	}
 	c := CountersFromSnapshot(l.Snapshot(), l.Config())
+	c.Kind = "embedded"
 	pid := os.Getpid()
 	c.PID = &pid
 	if tid := l.LoopTID(); tid != 0 {
