@@ -43,7 +43,7 @@ func TestAdviceAppliedDeliversWhatItPredicts(t *testing.T) {
 	fmt.Fprintf(&table, "%-36s %10s %6s %-40s %10s %10s %6s %6s\n", "configuration", "before/s", "wait", "changes", "predicted", "after/s", "gain", "error")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			args := append([]string{"tune", "--json", "--steps", "2", "--max-run", "20s"}, c.knobs...)
+			args := append([]string{"tune", "--json", "--runs", "2", "--run-for", "20s"}, c.knobs...)
 			cmd := exec.Command(binary(t), args...)
 			out, err := cmd.Output()
 			if err != nil {
@@ -56,7 +56,9 @@ func TestAdviceAppliedDeliversWhatItPredicts(t *testing.T) {
 				if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
 					t.Fatal(err)
 				}
-				steps = append(steps, s)
+				if s.Type == "step" { // the last line is the result
+					steps = append(steps, s)
+				}
 			}
 			if len(steps) == 0 {
 				t.Fatal("no step")

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/gpuwatch/gpuwatch/report"
@@ -56,11 +57,11 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return ExitBottleneck // --once found a bottleneck: its summary is printed
 	case errors.As(err, &ex):
 		if ex.msg != "" {
-			fmt.Fprintf(stderr, "gpuwatch: %s\n", report.Printable(ex.msg))
+			printError(stderr, ex.msg)
 		}
 		return ex.code
 	}
-	fmt.Fprintf(stderr, "gpuwatch: %s\n", report.Printable(err.Error()))
+	printError(stderr, err.Error())
 	var ue *usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", ue.cmd)
@@ -86,3 +87,15 @@ type exitError struct {
 }
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// printError prints an error's lines, each made printable (an error may
+// quote a command's output).
+func printError(w io.Writer, msg string) {
+	for i, line := range strings.Split(strings.TrimRight(msg, "\n"), "\n") {
+		if i == 0 {
+			fmt.Fprintf(w, "gpuwatch: %s\n", report.Printable(line))
+		} else {
+			fmt.Fprintf(w, "%s\n", report.Printable(line))
+		}
+	}
+}

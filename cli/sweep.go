@@ -1,30 +1,89 @@
 package cli
 
 import (
-	"context"
+	"bytes"
+	"fmt"
 	"io"
+	"os"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/loader"
+	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/report"
 	"github.com/gpuwatch/gpuwatch/session"
 )
 
 func newSweepCmd(stdout, stderr io.Writer) *cobra.Command {
 	var k knobFlags
-	var workers, prefetch, persistent, out string
+	var workers, prefetch, persistent, out, htmlOut string
+	var grid []string
+	var asJSON bool
+	var interval, runFor, warmup time.Duration
 	cmd := &cobra.Command{
-		Use:   "sweep",
-		Short: "Run the embedded loader over a grid of workers × prefetch × persistent and compare",
-		Long: `sweep runs the embedded test loader once per configuration of the grid
-(--workers × --prefetch × --persistent), with the other knobs fixed, and
-prints a table: samples/s, MB/s, wait mean/p50/p99, accelerator busy %, time
-to the first batch and the stall at each epoch boundary. The best row (most
-samples/s) is marked. --out writes the results as JSON.`,
-		Example: `  gpuwatch sweep --workers 0,1,2,4 --prefetch 1,2,4 --decode-cost 1ms
+		Use:   "sweep [knobs] | sweep --grid KNOB=V1,V2… [flags] -- CMD [ARGS…]",
+		Short: "Run a loader over a grid of configurations and compare: the DataLoader tuning benchmark",
+		Long: `sweep runs a loader once per configuration of a grid and prints a table:
+samples/s, the loop's wait share and the verdict per configuration, the best
+(most samples/s, *) and the cheapest within 95 % of it (fewest workers, ~).
+--out writes the results as JSON, --json prints them, --report writes an
+HTML page with the chart.
+
+With a command (after --), sweep runs your own script under gpuwatch run's
+instrumentation, each configuration for --run-for (the first --warmup not
+measured), with the placeholders tune uses ({num_workers:1},
+{prefetch_factor:2}, {persistent_workers:false}, {pin_memory:false}) set
+from --grid KNOB=V1,V2,… (repeatable: the grid is every combination).
+
+Without a command, sweep runs gpuwatch's embedded loader over --workers ×
+--prefetch × --persistent (2 epochs × 30 batches each unless told), with
+its own figures too: MB/s, wait mean/p50/p99, accelerator busy %, time to
+the first batch and the stall at each epoch boundary.`,
+		Example: `  gpuwatch sweep --grid num_workers=0,1,2,4 --grid prefetch_factor=2,4 -- python bench.py -w {num_workers:1} -p {prefetch_factor:2}
+  gpuwatch sweep --grid persistent_workers=false,true --report sweep.html -- python train.py --persistent {persistent_workers:false}
+  gpuwatch sweep --workers 0,1,2,4 --prefetch 1,2,4 --decode-cost 1ms
   gpuwatch sweep --scenario starved --workers 1,2,4,8 --prefetch 2 --out sweep.json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if htmlOut != "" {
+				if err := report.CheckOutput(htmlOut, true); err != nil || !strings.HasSuffix(htmlOut, ".html") {
+					return usageErrorf(cmd, "--report %s: want a new .html file", htmlOut)
+				}
+				if _, err := os.Stat(htmlOut); err == nil {
+					return usageErrorf(cmd, "--report %s exists: write the report to a new file", htmlOut)
+				}
+			}
+			if len(args) > 0 {
+				if k.anyKnob(cmd) || cmd.Flags().Changed("workers") || cmd.Flags().Changed("prefetch") || cmd.Flags().Changed("persistent") {
+					return usageErrorf(cmd, "the embedded loader's knobs and a command: choose one; a command's grid is --grid KNOB=V1,V2")
+				}
+				if runFor < 2*warmup || runFor < 5*interval {
+					return usageErrorf(cmd, "want --run-for at least twice --warmup and 5 intervals (have %v, %v)", runFor, warmup)
+				}
+				t, start, cleanup, err := commandTrials(cmd, args, interval)
+				if err != nil {
+					return err
+				}
+				defer cleanup()
+				t.RunFor, t.Warmup = runFor, warmup
+				knobs, values, err := parseGrid(grid, start)
+				if err != nil {
+					return usageErrorf(cmd, "%v", err)
+				}
+				for i, kn := range knobs {
+					for j, v := range values[i] {
+						if values[i][j], err = checkKnob(t, kn, v); err != nil {
+							return usageErrorf(cmd, "--grid %s=%s: %v", kn, v, err)
+						}
+					}
+				}
+				return finishSweep(cmd, t, start, session.Grid(start, knobs, values), "sweep of "+t.Describe(start), out, htmlOut, asJSON, stdout, stderr)
+			}
+			if len(grid) > 0 {
+				return usageErrorf(cmd, "--grid sets a command's placeholders: give the command after --")
+			}
 			ws, err := parseIntList(workers)
 			if err != nil {
 				return usageErrorf(cmd, "--workers %v", err)
@@ -57,29 +116,102 @@ samples/s) is marked. --out writes the results as JSON.`,
 			if base.Epochs == 0 {
 				return usageErrorf(cmd, "--epochs must be at least 1 for a sweep")
 			}
-			grid := session.SweepGrid(base, ws, ps, pers)
-			for _, c := range grid {
-				if err := c.Validate(c.Workers > 0); err != nil {
+			l, err := session.OpenLoaders([]loader.Config{base}, k.events, stderr)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			e := &session.EmbeddedTrials{Base: base, Dataset: l.Datasets[0], Events: l.Events, Interval: interval,
+				Roots: probes.Roots{Proc: "/proc", Sys: "/sys"}, Th: diagnose.DefaultThresholds()}
+			g := session.SweepGrid(ws, ps, pers)
+			for _, s := range g {
+				if _, _, err := e.Apply(s, nil); err != nil {
 					return usageErrorf(cmd, "%v", err)
 				}
 			}
-			return runSweepCmd(cmd.Context(), base, grid, out, k.events, stdout, stderr)
+			title := fmt.Sprintf("batch %d × %s, decode %v, step %v, access %s, %d epochs × %d batches",
+				base.BatchSize, loader.FormatSize(base.SampleSize), base.DecodeCost, base.StepTime, base.Access, base.Epochs, base.BatchesPerEpoch())
+			return finishSweep(cmd, e, base.Knobs(), g, title, out, htmlOut, asJSON, stdout, stderr)
 		},
 	}
 	k.register(cmd, true)
-	cmd.Flags().StringVar(&workers, "workers", "0,1,2,4", "num_workers values, comma-separated")
-	cmd.Flags().StringVar(&prefetch, "prefetch", "2", "prefetch_factor values, comma-separated (ignored for 0 workers)")
-	cmd.Flags().StringVar(&persistent, "persistent", "false", "persistent_workers: true, false or both")
+	cmd.Flags().StringVar(&workers, "workers", "0,1,2,4", "the embedded loader: num_workers values, comma-separated")
+	cmd.Flags().StringVar(&prefetch, "prefetch", "2", "the embedded loader: prefetch_factor values, comma-separated (ignored for 0 workers)")
+	cmd.Flags().StringVar(&persistent, "persistent", "false", "the embedded loader: persistent_workers: true, false or both")
+	cmd.Flags().StringArrayVar(&grid, "grid", nil, "a command's knob and its values, KNOB=V1,V2,… (repeatable; knobs: num_workers, prefetch_factor, persistent_workers, pin_memory)")
+	cmd.Flags().DurationVar(&runFor, "run-for", 20*time.Second, "a command: how long each configuration runs")
+	cmd.Flags().DurationVar(&warmup, "warmup", 5*time.Second, "a command: how much of each run's start is not measured (importing torch, starting workers)")
+	cmd.Flags().DurationVarP(&interval, "interval", "n", 500*time.Millisecond, "a command: time between samples")
 	cmd.Flags().StringVar(&out, "out", "", "write the results as JSON to this file")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON instead of the table")
+	cmd.Flags().StringVar(&htmlOut, "report", "", "write an HTML page with the results' chart and table to this new file")
 	return cmd
 }
 
-func runSweepCmd(ctx context.Context, base loader.Config, grid []loader.Config, out, eventsPath string, stdout, stderr io.Writer) error {
-	// One dataset and one events log for the whole sweep.
-	l, err := session.OpenLoaders([]loader.Config{base}, eventsPath, stderr)
+// finishSweep runs the grid and writes the table (or JSON), --out and
+// --report.
+func finishSweep(cmd *cobra.Command, t session.Trials, header session.Setting, g []session.Setting, title, out, htmlOut string, asJSON bool, stdout, stderr io.Writer) error {
+	results, err := session.Sweep(cmd.Context(), t, g, progressTo(stderr))
 	if err != nil {
 		return err
 	}
-	defer l.Close()
-	return session.Sweep(ctx, base, grid, l.Datasets[0], l.Events, out, stdout, stderr)
+	if asJSON {
+		if err := session.WriteSweepJSON(stdout, header, results); err != nil {
+			return err
+		}
+	} else {
+		session.PrintSweep(stdout, title, results)
+	}
+	if out != "" {
+		var b bytes.Buffer
+		if err := session.WriteSweepJSON(&b, header, results); err != nil {
+			return err
+		}
+		if err := os.WriteFile(out, b.Bytes(), 0o666); err != nil { // less the umask
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	if htmlOut != "" {
+		rows := make([]report.SweepRow, len(results))
+		for i, r := range results {
+			rows[i] = report.SweepRow{Configuration: r.Command, SamplesPerSec: r.SamplesPerSec, WaitShare: r.WaitShare,
+				Verdict: r.Verdict.String(), Best: r.Best, Cheapest: r.Cheapest}
+		}
+		if err := report.WriteSweepHTML(htmlOut, title, rows); err != nil {
+			return fmt.Errorf("--report: %w", err)
+		}
+		fmt.Fprintf(stderr, "gpuwatch: wrote %s\n", htmlOut)
+	}
+	return nil
+}
+
+// parseGrid reads --grid KNOB=V1,V2 into knobs and their values; every
+// knob must have a placeholder in the command.
+func parseGrid(grid []string, start session.Setting) ([]string, [][]string, error) {
+	var knobs []string
+	var values [][]string
+	for _, g := range grid {
+		k, vs, ok := strings.Cut(g, "=")
+		if !ok || vs == "" {
+			return nil, nil, fmt.Errorf("--grid %q: want KNOB=V1,V2", g)
+		}
+		if _, ok := start[k]; !ok {
+			return nil, nil, fmt.Errorf("--grid %s: the command has no placeholder {%s:…}", k, k)
+		}
+		knobs = append(knobs, k)
+		values = append(values, strings.Split(vs, ","))
+	}
+	if len(knobs) == 0 {
+		return nil, nil, fmt.Errorf("give the grid: --grid num_workers=0,1,2,4 (and the command's placeholder {num_workers:1})")
+	}
+	return knobs, values, nil
+}
+
+// checkKnob checks one grid value as the command's placeholder takes it.
+func checkKnob(t *session.CommandTrials, knob, v string) (string, error) {
+	s, _, err := t.Apply(session.Setting{knob: "0"}, []diagnose.Change{{Knob: knob, To: v}})
+	if err != nil {
+		return "", err
+	}
+	return s[knob], nil
 }

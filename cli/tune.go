@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"time"
 
@@ -16,49 +17,98 @@ import (
 func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 	var k knobFlags
 	var asJSON bool
-	var interval, maxRun time.Duration
-	var steps int
+	var interval, runFor time.Duration
+	var runs int
 	cmd := &cobra.Command{
-		Use:   "tune [knobs]",
-		Short: "Run the embedded loader, apply the verdict's changes, and run again until it is healthy",
-		Long: `tune runs the embedded test loader with the knobs given, waits for the
-verdict to settle, applies the changes the pipeline model computed, and runs
-again. It stops when the verdict is healthy, when the model has no change to
-offer, or when a step gains under 5 %. Each step prints the knobs, the
-samples/s the model predicted for them, the samples/s measured, and the
-wait share: a model-guided version of sweep's grid.`,
-		Example: `  gpuwatch tune --scenario starved
+		Use:   "tune [knobs] | tune [flags] -- CMD [ARGS…]",
+		Short: "Run a loader, apply the verdict's computed changes, and run again until it is healthy",
+		Long: `tune runs a loader, waits for the verdict to settle, applies the changes
+the pipeline model computed, and runs again. It stops when the verdict is
+healthy, when the model has no change to offer, when a run gains under 5 %,
+or when --runs are spent, and prints a table (configuration, measured
+samples/s, the prediction it was made on, wait share, verdict) and the best
+configuration: a model-guided version of sweep's grid, in fewer runs.
+
+With a command (after --), tune runs your own script under gpuwatch run's
+instrumentation. Its arguments hold placeholders with their starting values:
+{num_workers:1}, {prefetch_factor:2}, {persistent_workers:false},
+{pin_memory:false}; each run substitutes the values the changes give. A run
+lasts until the verdict has settled on frames where the DataLoader runs, at
+most --run-for; then the command is interrupted as Ctrl-C would. A command
+that fails is reported with its exit status and last lines. Without
+placeholders, tune runs once and says which knobs it could not set, with the
+advice for you to apply.
+
+Without a command, tune runs gpuwatch's embedded loader with the knobs given.`,
+		Example: `  gpuwatch tune -- python train.py --workers {num_workers:1} --persistent {persistent_workers:false}
+  gpuwatch tune --json -- python bench.py --num-workers={num_workers:0}
+  gpuwatch tune --scenario starved
   gpuwatch tune --workers 0 --decode-cost 2ms --json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := k.config(cmd, k.scenario)
-			if err != nil {
-				return err
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if interval < 100*time.Millisecond || runFor < 5*interval || runs < 1 {
+				return usageErrorf(cmd, "want --interval ≥ 100ms, --run-for ≥ 5 intervals and --runs ≥ 1")
 			}
-			if interval < 100*time.Millisecond || maxRun < 5*interval || steps < 1 {
-				return usageErrorf(cmd, "want --interval ≥ 100ms, --max-run ≥ 5 intervals and --steps ≥ 1")
-			}
-			l, err := session.OpenLoaders([]loader.Config{c}, k.events, stderr)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			o := session.TuneOptions{Interval: interval, MaxRun: maxRun, MaxSteps: steps, Th: diagnose.DefaultThresholds(),
-				Roots: probes.Roots{Proc: "/proc", Sys: "/sys"}, Events: l.Events}
-			enc := json.NewEncoder(stdout)
-			return session.Tune(cmd.Context(), o, c, l.Datasets[0], func(s session.TuneStep) error {
-				if asJSON {
-					return enc.Encode(s)
+			var trials session.Trials
+			var start session.Setting
+			if len(args) > 0 {
+				if k.anyKnob(cmd) {
+					return usageErrorf(cmd, "the embedded loader's knobs (--workers …) and a command: choose one; a command's knobs are its placeholders ({num_workers:1})")
 				}
-				_, err := io.WriteString(stdout, s.String())
-				return err
-			})
+				t, s, cleanup, err := commandTrials(cmd, args, interval)
+				if err != nil {
+					return err
+				}
+				defer cleanup()
+				trials, start = t, s
+			} else {
+				c, err := k.config(cmd, k.scenario)
+				if err != nil {
+					return err
+				}
+				l, err := session.OpenLoaders([]loader.Config{c}, k.events, stderr)
+				if err != nil {
+					return err
+				}
+				defer l.Close()
+				e := &session.EmbeddedTrials{Base: c, Dataset: l.Datasets[0], Events: l.Events, Interval: interval,
+					Roots: probes.Roots{Proc: "/proc", Sys: "/sys"}, Th: diagnose.DefaultThresholds()}
+				trials, start = e, e.Start(c)
+			}
+			return runTune(cmd, trials, start, session.TuneOptions{RunFor: runFor, Runs: runs}, asJSON, stdout, stderr)
 		},
 	}
 	k.register(cmd, false)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per step")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per run, then the result")
 	cmd.Flags().DurationVarP(&interval, "interval", "n", 500*time.Millisecond, "time between samples")
-	cmd.Flags().DurationVar(&maxRun, "max-run", 30*time.Second, "the longest one configuration runs waiting for its verdict to settle")
-	cmd.Flags().IntVar(&steps, "steps", 5, "the most configurations tried")
+	cmd.Flags().DurationVar(&runFor, "run-for", 60*time.Second, "the longest one configuration runs before its verdict is taken (a run ends once the verdict settles)")
+	cmd.Flags().IntVar(&runs, "runs", 5, "the most configurations tried")
+	// The names before the command form.
+	cmd.Flags().DurationVar(&runFor, "max-run", 60*time.Second, "")
+	cmd.Flags().IntVar(&runs, "steps", 5, "")
+	_ = cmd.Flags().MarkHidden("max-run")
+	_ = cmd.Flags().MarkHidden("steps")
 	return cmd
+}
+
+// runTune runs tune and prints each run as it ends, then the table (or
+// JSON lines: each run, then the result).
+func runTune(cmd *cobra.Command, t session.Trials, start session.Setting, o session.TuneOptions, asJSON bool, stdout, stderr io.Writer) error {
+	enc := json.NewEncoder(stdout)
+	var steps []session.TuneStep
+	res, err := session.Tune(cmd.Context(), o, t, start, func(s session.TuneStep) error {
+		steps = append(steps, s)
+		if asJSON {
+			return enc.Encode(s)
+		}
+		_, err := io.WriteString(stdout, s.String())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return enc.Encode(res)
+	}
+	_, err = fmt.Fprint(stdout, session.TuneTable(steps, res))
+	return err
 }

@@ -13,7 +13,13 @@ import (
 // a frame lacks are not used, and without any accelerator signal (no GPU
 // utilization, no loader) it never claims starvation: it reports what the
 // host shows and says what is missing.
-func Classify(frames []sample.Frame, th Thresholds) Verdict {
+func Classify(frames []sample.Frame, th Thresholds) Verdict { return classify(frames, frames, th) }
+
+// classify is Classify with a longer history for the pipeline model: a
+// loader that times only its loop (the hook) is modelled from its means
+// over history, which a loader whose epochs are shorter than the window
+// needs (the Diagnoser keeps ModelFrames of it).
+func classify(frames, history []sample.Frame, th Thresholds) Verdict {
 	if len(frames) == 0 {
 		return Verdict{Kind: WarmingUp}
 	}
@@ -52,7 +58,12 @@ func Classify(frames []sample.Frame, th Thresholds) Verdict {
 	v.Kind, v.Evidence, v.Secondary = d.kind, d.evidence, d.secondary
 	var m *modelAdvice
 	if d.kind.Problem() || d.kind == Healthy {
-		if p, ok := pipeline(&w); ok {
+		mw := &w
+		if len(history) > len(frames) && (!w.readSec.ok || !w.decodeSec.ok) {
+			long := read(history, th)
+			mw = &long
+		}
+		if p, ok := pipeline(mw); ok {
 			m = &modelAdvice{pipeline: p}
 			m.changes, m.predicted, m.limit = plan(p, w.cores)
 			if len(m.changes) > 0 {

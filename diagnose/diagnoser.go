@@ -23,7 +23,7 @@ type Diagnoser struct {
 
 // NewDiagnoser returns a Diagnoser with thresholds th.
 func NewDiagnoser(th Thresholds) *Diagnoser {
-	return &Diagnoser{th: th, ring: make([]sample.Frame, 0, max(th.WindowFrames, 1))}
+	return &Diagnoser{th: th, ring: make([]sample.Frame, 0, max(th.WindowFrames, th.ModelFrames, 1))}
 }
 
 // Observe adds a frame and returns the verdict to show.
@@ -34,7 +34,7 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 		copy(d.ring, d.ring[1:])
 		d.ring[len(d.ring)-1] = *f
 	}
-	v := Classify(d.ring, d.th)
+	v := classify(d.ring[max(0, len(d.ring)-d.th.WindowFrames):], d.ring, d.th)
 	switch {
 	case d.shown.Kind == WarmingUp:
 		// The first real verdict needs no hold: the window is full.

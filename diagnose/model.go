@@ -174,10 +174,12 @@ func pipeline(w *window) (*Pipeline, bool) {
 	switch {
 	case w.sampled != nil:
 		return sampledPipeline(w)
-	case w.workers < 0 || !w.batchesPerSec.ok || w.batchesPerSec.v <= 0 || !w.stepMs.ok || w.stepMs.v <= 0:
+	case w.workers < 0 || !w.stepMs.ok || w.stepMs.v <= 0:
 		return nil, false
 	case !w.readSec.ok || !w.decodeSec.ok:
 		return waitPipeline(w)
+	case !w.batchesPerSec.ok || w.batchesPerSec.v <= 0:
+		return nil, false
 	}
 	bps := w.batchesPerSec.v
 	p := &Pipeline{StepSec: w.stepMs.v / 1000, BatchesPerEpoch: float64(w.batchesPerEpoch), EpochStallSec: w.epochStallMs / 1000, Kind: w.loaderKind}
@@ -268,27 +270,32 @@ func pipeline(w *window) (*Pipeline, bool) {
 // the loading, its thread's CPU the CPU part. docs/diagnosis.md says what
 // this assumes and where it cannot see.
 func waitPipeline(w *window) (*Pipeline, bool) {
-	if !w.waitShare.ok {
+	// Means, not medians: a loader whose epochs are shorter than a frame
+	// (a worker start-up, then a burst of batches) has frames of every
+	// kind, and only the means over the window add up.
+	if !w.meanWaitShare.ok || !w.meanBatchesPerSec.ok || w.meanBatchesPerSec.v <= 0 {
 		return nil, false
 	}
-	bps := w.batchesPerSec.v
+	bps, wait := w.meanBatchesPerSec.v, w.meanWaitShare.v
 	p := &Pipeline{StepSec: w.stepMs.v / 1000, BatchesPerEpoch: float64(w.batchesPerEpoch), EpochStallSec: w.epochStallMs / 1000,
 		Knobs: knobsOf(w), Kind: w.loaderKind, BatchSize: 1}
 	if p.Kind == "" {
 		p.Kind = "python" // a loader that times only its loop: the hook's (recordings before loaders said their kind)
 	}
-	if w.samplesPerSec.ok && w.samplesPerSec.v > 0 {
-		p.BatchSize = w.samplesPerSec.v / bps
+	if w.meanSamplesPerSec.v > 0 {
+		p.BatchSize = w.meanSamplesPerSec.v / bps
 	}
 	if !p.Knobs.Persistent && p.BatchesPerEpoch > 0 && p.EpochStallSec > 0 && p.Knobs.Workers > 0 {
-		// The measured rate pays each epoch's start-up: the steady rate
-		// between start-ups is what the workers deliver.
-		if t := p.BatchesPerEpoch/bps - p.EpochStallSec; t > 0 {
+		// The measured rate and wait pay each epoch's start-up: between
+		// start-ups the loop runs at the steady rate, and waits the rest.
+		epoch := p.BatchesPerEpoch / bps
+		if t := epoch - p.EpochStallSec; t > 0 {
 			bps = p.BatchesPerEpoch / t
+			wait = max(0, wait*epoch-p.EpochStallSec) / t
 		}
 	}
-	fill(p, w, bps, 1/w.batchesPerSec.v)
-	p.Measured = Prediction{SamplesPerSec: w.batchesPerSec.v * p.BatchSize, WaitShare: w.waitShare.v, Gain: 1}
+	fill(p, w, bps, wait, 1/bps)
+	p.Measured = Prediction{SamplesPerSec: w.meanBatchesPerSec.v * p.BatchSize, WaitShare: wait, Gain: 1}
 	return p, true
 }
 
@@ -302,15 +309,15 @@ func sampledPipeline(w *window) (*Pipeline, bool) {
 	}
 	bps := 1 - w.waitShare.v // batches per step-time
 	p := &Pipeline{StepSec: 1, Knobs: knobsOf(w), Kind: "python", BatchSize: 1, Relative: true}
-	fill(p, w, bps, 1/bps)
+	fill(p, w, bps, w.waitShare.v, 1/bps)
 	p.Measured = Prediction{WaitShare: w.waitShare.v, Gain: 1}
 	return p, true
 }
 
 // fill sets a wait-based pipeline's per-batch times and CPUs, at bps
-// batches per unit of time (a second, or a step), period the loop's time
-// per batch as measured.
-func fill(p *Pipeline, w *window, bps, period float64) {
+// batches per unit of time (a second, or a step), with the loop's wait
+// share and its time per batch (period) as measured.
+func fill(p *Pipeline, w *window, bps, wait, period float64) {
 	r := &w.roles
 	spin := 0.0
 	if w.spinPct.ok {
@@ -322,20 +329,31 @@ func fill(p *Pipeline, w *window, bps, period float64) {
 	}
 	loop := loopAll
 	if n := p.Knobs.Workers; n > 0 {
+		// While the loop waits for them, the workers are saturated: a
+		// batch takes one W ÷ rate. When it hardly waits, they keep up
+		// with the step, and that is all that is known of them.
 		wall := float64(n) / bps
+		if wait < w.th.WaitShareModerate {
+			wall = float64(n) * p.StepSec
+		}
 		cpu := wall // without the workers' CPU, all of it may be CPU: the cautious reading
-		if w.loaderCPU.ok && w.loaderCPU.v > 0 {
+		if w.loaderCPU.ok {
 			cpu = min(wall, w.loaderCPU.v/100/bps)
 		}
 		p.CPUSec, p.IOSec = cpu, wall-cpu
-		if w.queueDepth.ok && w.queueDepth.v >= 1 {
+		busy := w.cpuBusy.v - w.spinPct.v/float64(max(w.cores, 1))
+		full := p.Knobs.Prefetch > 0 && w.queueDepth.v >= float64(n*p.Knobs.Prefetch)
+		if w.queueDepth.ok && (full || w.queueDepth.v >= 1 && (!w.cpuBusy.ok || busy < w.th.CPUSaturatedPct)) {
 			// Batches were ready when the loop asked: the workers keep up,
-			// and the wait is the loop taking each batch.
+			// and the wait is the loop taking each batch. (With every core
+			// busy, a batch or two ready says less — the loop may be
+			// waiting for a CPU, the CPUs' limit — but a full queue, every
+			// worker's prefetch, still says the workers are ahead.)
 			p.IOSec = 0
-			p.OverheadSec = w.waitShare.v * period
+			p.OverheadSec = wait * period
 		}
 	} else {
-		load := w.waitShare.v * period
+		load := wait * period
 		cpu := load
 		if r.loopPct.ok {
 			cpu = min(load, loop*period)

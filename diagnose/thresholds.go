@@ -87,6 +87,11 @@ type Thresholds struct {
 	// 0.4 of its core (python/examples/dataloader_bench.py --workers 2
 	// --cost 0.002 --step 0.005 --matmul 200).
 	SpinTakesShare float64 `json:"spin_takes_share"`
+	// ModelFrames: the pipeline model of a loader that times only its loop
+	// (the hook) reads its means over this many frames, not the window's:
+	// with a worker start-up each epoch and epochs shorter than a frame,
+	// a window of 3 holds two epochs or three, and its rate swings ±30 %.
+	ModelFrames int `json:"model_frames"`
 	// RunDelayMsPerSec and OthersCores: the job's key thread waiting at
 	// least this long per second for a CPU (schedstat run delay) while
 	// processes outside the job use at least this many cores is CPU taken
@@ -169,7 +174,7 @@ func DefaultThresholds() Thresholds {
 		MinFrames: 3, WindowFrames: 3,
 		WaitShareStarved: 0.20, WaitShareModerate: 0.05,
 		BurstyP95: 70, BurstyP5: 10, AccelBusyPct: 90, GPULowPct: 50, SMActivityLowPct: 30, PCIeLinkShare: 0.8, IdlePct: 5,
-		CPUSaturatedPct: 90, SingleThreadPct: 90, PSICPUSomePct: 50, ComputeCrowdShare: 0.5, SpinSystemShare: 0.5, InlineLoadCPUShare: 0.5, SpinTakesShare: 0.5,
+		CPUSaturatedPct: 90, SingleThreadPct: 90, PSICPUSomePct: 50, ComputeCrowdShare: 0.5, SpinSystemShare: 0.5, InlineLoadCPUShare: 0.5, SpinTakesShare: 0.5, ModelFrames: 10,
 		ThrottledShare: 0.2, JobMemFullShare: 0.9, RunDelayMsPerSec: 200, OthersCores: 0.5,
 		DiskBusyPct: 90, IowaitPct: 50, PSIIOSomePct: 30, ReadDominance: 4, WorkersPerCoreLow: 0.7,
 		SwapPagesPerSec: 100, MajorFaultsPerSec: 1000, PSIMemSomePct: 10,
@@ -322,6 +327,8 @@ func (th Thresholds) Validate() error {
 	switch {
 	case th.WindowFrames > MaxWindowFrames:
 		return fmt.Errorf("thresholds: window_frames at most %d", MaxWindowFrames)
+	case th.ModelFrames > MaxWindowFrames:
+		return fmt.Errorf("thresholds: model_frames at most %d", MaxWindowFrames)
 	case th.MinFrames < 1 || th.WindowFrames < th.MinFrames:
 		return fmt.Errorf("thresholds: need 1 ≤ min_frames ≤ window_frames")
 	case th.WaitShareModerate < 0 || th.WaitShareStarved <= th.WaitShareModerate || th.WaitShareStarved > 1:

@@ -52,6 +52,10 @@ type window struct {
 
 	haveLoader         bool
 	loaderKind         string              // "python", "go", "embedded", "" (the newest)
+	// The loader's means over the window, time-weighted: a loader whose
+	// epochs are shorter than a frame (a start-up stall, then a burst of
+	// batches) has medians that say little; its model reads these.
+	meanBatchesPerSec, meanSamplesPerSec, meanWaitShare level
 	sampled            *sample.SampledLoop // the newest, when the wait was sampled
 	waitShare          level
 	queueDepth         level // batches ready when the loop asked
@@ -76,7 +80,8 @@ type window struct {
 	swapPages, majFaults                level
 	memAvail                            float64
 
-	roles  roles  // the training process's CPU by thread role
+	means  loaderSums // the loader's sums over the window, for its means
+	roles  roles      // the training process's CPU by thread role
 	paging paging // faults on mapped files
 	// spinPct is the CPU (% of one core) of the training process's compute
 	// threads that spin (an idle BLAS pool in sched_yield): busy, but no
@@ -198,6 +203,7 @@ func read(frames []sample.Frame, th Thresholds) window {
 	w.diskBusy, w.psiCPU, w.psiIO, w.psiMem = db.median(), pc.median(), pi.median(), pm.median()
 	w.swapPages, w.majFaults = sw.median(), mf.median()
 	w.paging.finish(&pl)
+	w.finishMeans()
 	w.roles.loopPct, w.roles.loopHottest, w.roles.computePct, w.roles.workersPct = rl.median(), rh.median(), rc.median(), rw.median()
 	return w
 }
@@ -291,6 +297,23 @@ func loaderCPU(f *sample.Frame) (float64, bool) {
 	return sum, found
 }
 
+// loaderSums add up a loader's frames: seconds, batches, samples, and
+// wait shares weighted by their batches.
+type loaderSums struct{ sec, batches, samples, wait, waitBatches float64 }
+
+// finish sets the window's means from the sums.
+func (w *window) finishMeans() {
+	m := w.means
+	if m.sec <= 0 {
+		return
+	}
+	w.meanBatchesPerSec = level{v: m.batches / m.sec, n: 1, ok: true}
+	w.meanSamplesPerSec = level{v: m.samples / m.sec, n: 1, ok: true}
+	if m.waitBatches > 0 {
+		w.meanWaitShare = level{v: m.wait / m.waitBatches, n: 1, ok: true}
+	}
+}
+
 // loaderLevels are the loader's metrics collected over a window.
 type loaderLevels struct{ bps, sps, stp, lc, byps, ws, rs, ds, qd *levels }
 
@@ -298,6 +321,20 @@ type loaderLevels struct{ bps, sps, stp, lc, byps, ws, rs, ds, qd *levels }
 func (w *window) addLoader(f *sample.Frame, l *sample.Loader, lv loaderLevels) {
 	w.haveLoader = true
 	w.loaderKind = l.Kind
+	if l.Sampled == nil && (l.Connected == nil || *l.Connected) {
+		sec := f.IntervalSec
+		if sec <= 0 {
+			sec = 1
+		}
+		m := &w.means
+		m.sec += sec
+		m.batches += l.BatchesPerSec * sec
+		m.samples += l.SamplesPerSec * sec
+		if l.WaitShare != nil {
+			m.wait += *l.WaitShare * l.BatchesPerSec * sec
+			m.waitBatches += l.BatchesPerSec * sec
+		}
+	}
 	if l.Sampled != nil {
 		// Nobody instrumented the loop: its wait share was sampled, its
 		// rates are unknown (not zero).

@@ -21,8 +21,10 @@ type AttachTo struct {
 	// accepts (gpuwatch run: its job's tree).
 	Within func(pid int) bool
 	// Every and Length are the profile cadence: a Length-long CPU profile
-	// of the pacing rank every Every (defaults: 15 s and 5 s).
+	// of the pacing rank every Every (defaults: 15 s and 5 s); NoProfiles
+	// takes none (tune and sweep measure, and a profile costs the job).
 	Every, Length time.Duration
+	NoProfiles    bool
 }
 
 // Profile cadence defaults: a 5 s profile of the pacing rank every 15 s.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func BenchmarkModelPredictionError(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	o := TuneOptions{Interval: 500 * time.Millisecond, MaxRun: 12 * time.Second, MaxSteps: 1, Th: diagnose.DefaultThresholds(),
+	e := &EmbeddedTrials{Base: base, Dataset: ds, Interval: 500 * time.Millisecond, Th: diagnose.DefaultThresholds(),
 		Roots: probes.Roots{Proc: "/proc", Sys: "/sys"}}
 	var errs []float64
 	for range b.N {
@@ -39,9 +40,8 @@ func BenchmarkModelPredictionError(b *testing.B) {
 				counts := []int{1, 2, 4}
 				measured := map[int]TuneStep{}
 				for _, w := range counts {
-					c := base
-					c.Workers, c.ReadLatency, c.DecodeCost = w, lat, dec
-					s, err := measure(context.Background(), o, c, ds)
+					e.Base.ReadLatency, e.Base.DecodeCost = lat, dec
+					s, err := e.Settle(context.Background(), Setting{"workers": strconv.Itoa(w)}, 12*time.Second)
 					if err != nil {
 						b.Fatal(err)
 					}

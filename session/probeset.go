@@ -72,8 +72,11 @@ func newProbeSet(ctx context.Context, o Options) (*probeSet, error) {
 		ps = append(ps, s.loop) // before the ranks: a loader they read wins the frame
 	}
 	if att != nil {
-		att.Profiler.Start(ctx)
-		ps = append(ps, att.Ranks, att.Profiler)
+		ps = append(ps, att.Ranks)
+		if !o.Attach.NoProfiles {
+			att.Profiler.Start(ctx)
+			ps = append(ps, att.Profiler)
+		}
 	}
 	ps = append(ps, newTarget(o, s))
 	s.probes = append(ps, o.Probes...)

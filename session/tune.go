@@ -2,31 +2,50 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/loader"
-	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/report"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
+
+// Setting is one configuration of a loader's knobs, knob → value, in the
+// names its Trials set: the embedded loader's (workers, prefetch,
+// persistent …) or a command's placeholders (num_workers, prefetch_factor,
+// persistent_workers, pin_memory).
+type Setting map[string]string
+
+// Trials run loader configurations for real, for tune and sweep: the
+// embedded loader's (EmbeddedTrials) or the user's command's
+// (CommandTrials). tune and sweep are one implementation over them.
+type Trials interface {
+	// Settle runs s until its verdict settles (at most limit) and measures
+	// the settled stretch, with the verdict's changes.
+	Settle(ctx context.Context, s Setting, limit time.Duration) (TuneStep, error)
+	// Sweep runs s as a sweep does (a fixed stretch) and measures it.
+	Sweep(ctx context.Context, s Setting) (SweepResult, error)
+	// Apply returns s with the changes set, and those it cannot set.
+	Apply(s Setting, cs []diagnose.Change) (Setting, []diagnose.Change, error)
+	// Describe says how s is run: the loader's flags, or the command line.
+	Describe(s Setting) string
+}
 
 // TuneStep is one run of `gpuwatch tune`: the configuration, what the
 // previous step's model predicted for it, what was measured, and the
 // verdict with the changes it computed.
 type TuneStep struct {
+	Type      string               `json:"type"` // "step"
 	Step      int                  `json:"step"`
-	Knobs     map[string]string    `json:"knobs"`
+	Knobs     Setting              `json:"knobs"`
+	Command   string               `json:"command"`
 	Predicted *diagnose.Prediction `json:"predicted,omitempty"` // nil for the first
 	Measured  diagnose.Prediction  `json:"measured"`
 	Verdict   diagnose.Kind        `json:"verdict"`
 	Evidence  string               `json:"evidence,omitempty"`
 	Changes   []diagnose.Change    `json:"changes,omitempty"`
+	Advice    []string             `json:"advice,omitempty"`
 	Next      *diagnose.Prediction `json:"next,omitempty"` // the model's prediction for the changes
 	Settled   bool                 `json:"settled"`
 	Seconds   float64              `json:"seconds"`
@@ -34,180 +53,197 @@ type TuneStep struct {
 	Window []sample.Frame `json:"-"`
 }
 
+// TuneResult is how tune ended: the best step, and the changes it could
+// not set (no placeholder for them in the command).
+type TuneResult struct {
+	Type    string            `json:"type"` // "result"
+	Steps   int               `json:"steps"`
+	Best    int               `json:"best"` // its step number
+	Command string            `json:"command"`
+	Knobs   Setting           `json:"knobs"`
+	Why     string            `json:"why"` // why it stopped
+	Unset   []diagnose.Change `json:"unset,omitempty"`
+	Advice  []string          `json:"advice,omitempty"`
+}
+
 // TuneOptions configure Tune.
 type TuneOptions struct {
-	Interval time.Duration // between frames
-	MaxRun   time.Duration // the longest one configuration runs before its verdict is taken
-	MaxSteps int
-	Roots    probes.Roots
-	Th       diagnose.Thresholds
-	Events   *loader.Events
+	RunFor time.Duration // the longest one configuration runs before its verdict is taken
+	Runs   int           // the most configurations tried
 }
 
-// MinGain is the least measured gain for tune to go on.
-const MinGain = 1.05
+// minGain is the least measured gain for tune to go on.
+const minGain = 1.05
 
-// Tune runs the embedded loader with cfg, takes the settled verdict,
-// applies its changes, and runs again, until the verdict is healthy, has
-// no change to offer, or a step gains under 5 %. Each step goes to out as
-// it ends.
-func Tune(ctx context.Context, o TuneOptions, cfg loader.Config, ds *loader.Dataset, out func(TuneStep) error) error {
+// Tune runs the start configuration, takes the settled verdict, applies
+// its changes, and runs again, until the verdict is healthy, has no change
+// to offer, the changes cannot be set, a step gains under 5 %, or Runs
+// are spent. Each step goes to out as it ends.
+func Tune(ctx context.Context, o TuneOptions, t Trials, start Setting, out func(TuneStep) error) (TuneResult, error) {
 	var prevPred *diagnose.Prediction
-	prev := 0.0
-	for step := 1; step <= o.MaxSteps; step++ {
-		s, err := measure(ctx, o, cfg, ds)
+	var res TuneResult
+	best, bestRate := 0, -1.0
+	cfg := start
+	var last TuneStep
+	for step := 1; step <= o.Runs; step++ {
+		s, err := t.Settle(ctx, cfg, o.RunFor)
 		if err != nil {
-			return err
+			return res, fmt.Errorf("run %d (%s): %w", step, t.Describe(cfg), err)
 		}
-		s.Step, s.Predicted, s.Knobs = step, prevPred, cfg.Knobs()
+		s.Type, s.Step, s.Predicted, s.Knobs, s.Command = "step", step, prevPred, cfg, t.Describe(cfg)
 		if err := out(s); err != nil {
-			return err
+			return res, err
 		}
+		rate := s.Measured.SamplesPerSec
+		if rate > bestRate {
+			best, bestRate, res.Command, res.Knobs = step, rate, s.Command, cfg
+		}
+		res.Steps, res.Advice = step, s.Advice
 		switch {
-		case step > 1 && s.Measured.SamplesPerSec < MinGain*prev:
-			return nil // the last change gained under 5 %
-		case s.Verdict == diagnose.Healthy && len(s.Changes) == 0, len(s.Changes) == 0:
-			return nil
+		case step > 1 && rate < minGain*last.Measured.SamplesPerSec:
+			res.Why = fmt.Sprintf("the last change gained under %.0f %%", 100*(minGain-1))
+		case len(s.Changes) == 0 && s.Verdict == diagnose.Healthy:
+			res.Why = "the verdict is healthy, with no change to offer"
+		case len(s.Changes) == 0:
+			res.Why = "the model has no change to offer: " + first(s.Advice)
 		}
-		next, err := Apply(cfg, s.Changes)
+		if res.Why != "" {
+			break
+		}
+		next, unset, err := t.Apply(cfg, s.Changes)
 		if err != nil {
-			return err
+			return res, err
 		}
-		cfg, prev, prevPred = next, s.Measured.SamplesPerSec, s.Next
-	}
-	return nil
-}
-
-// Apply sets each change's flag on cfg.
-func Apply(cfg loader.Config, cs []diagnose.Change) (loader.Config, error) {
-	for _, c := range cs {
-		switch c.Flag {
-		case "--workers", "--prefetch":
-			n, err := strconv.Atoi(c.To)
-			if err != nil {
-				return cfg, fmt.Errorf("change %s: %q", c.Flag, c.To)
-			}
-			if c.Flag == "--workers" {
-				cfg.Workers = n
-			} else {
-				cfg.Prefetch = n
-			}
-		case "--persistent", "--cache", "--pin":
-			b, err := strconv.ParseBool(c.To)
-			if err != nil {
-				return cfg, fmt.Errorf("change %s: %q", c.Flag, c.To)
-			}
-			switch c.Flag {
-			case "--persistent":
-				cfg.Persistent = b
-			case "--cache":
-				cfg.Cache = b
-				if b {
-					cfg.DirectIO = false // in RAM: nothing bypasses the page cache
-				}
-			default:
-				cfg.Pin = b
-			}
-		case "--access":
-			a := loader.Access(c.To)
-			if a != loader.Sequential && a != loader.Random && a != loader.Subseq {
-				return cfg, fmt.Errorf("change %s: %q", c.Flag, c.To)
-			}
-			cfg.Access = a
-		default:
-			return cfg, fmt.Errorf("change %s: not a knob tune can set", c.Flag)
+		if len(unset) > 0 {
+			res.Unset = unset
+			res.Why = "the command has no placeholder for " + knobNames(unset)
+			break
+		}
+		cfg, prevPred, last = next, s.Next, s
+		if step == o.Runs {
+			res.Why = fmt.Sprintf("%d runs spent (--runs)", o.Runs)
 		}
 	}
-	if cfg.Workers > 0 && cfg.Prefetch == 0 {
-		cfg.Prefetch = 2
-	}
-	if cfg.Workers == 0 {
-		cfg.Prefetch, cfg.Persistent = 0, false
-	}
-	return cfg, cfg.Validate(true)
+	res.Type, res.Best = "result", best
+	return res, nil
 }
 
-// measure runs cfg until its verdict settles (or MaxRun) and reads the
-// settled stretch: samples/s and wait share averaged over it.
-func measure(ctx context.Context, o TuneOptions, cfg loader.Config, ds *loader.Dataset) (TuneStep, error) {
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	src := &EmbeddedSource{}
-	l := loader.New(cfg, ds, o.Events)
-	src.Set(l)
-	runErr := make(chan error, 1)
-	go func() { runErr <- l.Run(runCtx) }()
-	// Set-up (loading a cached dataset, once) is not the pipeline's
-	// steady state: the measurement starts at the first batch.
-	if err := firstBatch(runCtx, l, runErr); err != nil {
-		return TuneStep{}, err
+func first(ss []string) string {
+	if len(ss) == 0 {
+		return ""
 	}
-	ctx, cancel := context.WithTimeout(runCtx, o.MaxRun)
-	defer cancel()
-	ps := probes.SystemProbes(o.Roots, probes.ProcOptions{PID: os.Getpid()}, probes.DiskOptions{}, probes.NetOptions{})
-	ps = append(ps, probes.NewGPU(probes.DefaultGPUSources(o.Roots.Sys)...), probes.NewLoader(src))
-	sampler := probes.NewSampler(ps, probes.SamplerOptions{Interval: o.Interval})
-	defer sampler.Close()
-	st := &settle{stop: cancel}
-	rec := &tail{}
-	err := loop(ctx, sampler, diagnose.NewDiagnoser(o.Th), nil, []Observer{st, rec})
-	stopRun()
-	if lerr := <-runErr; lerr != nil && !errors.Is(lerr, context.Canceled) {
-		return TuneStep{}, fmt.Errorf("loader: %w", lerr)
-	}
-	if err != nil {
-		return TuneStep{}, err
-	}
-	if st.frames == 0 {
-		return TuneStep{}, errors.New("no frame came")
-	}
-	v := st.verdict
-	s := TuneStep{Verdict: v.Kind, Changes: v.Changes, Next: v.Predicted, Settled: st.settled, Seconds: st.last.Time.Sub(st.first).Seconds(),
-		Measured: rec.mean(SettleFrames), Window: rec.frames[max(0, len(rec.frames)-3):]}
-	if len(v.Evidence) > 0 {
-		s.Evidence = v.Evidence[0].Text
-	}
-	return s, nil
+	return ss[0]
 }
 
-// firstBatch waits until l has handed out a batch (its set-up is done).
-func firstBatch(ctx context.Context, l *loader.Loader, runErr <-chan error) error {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for l.Snapshot().Batches == 0 {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-runErr:
-			return fmt.Errorf("loader ended before its first batch: %v", err)
-		case <-t.C:
+func knobNames(cs []diagnose.Change) string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Knob
+	}
+	return strings.Join(names, ", ")
+}
+
+// String is the step in words, as tune prints it.
+func (s TuneStep) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "run %d: %s\n", s.Step, s.Command)
+	if s.Predicted != nil {
+		fmt.Fprintf(&b, "  predicted %s, wait %.0f %%; measured %s, wait %.0f %% (%+.0f %%)\n",
+			rateOrGain(*s.Predicted), 100*s.Predicted.WaitShare, rateOrGain(s.Measured), 100*s.Measured.WaitShare,
+			100*(s.Measured.SamplesPerSec/s.Predicted.SamplesPerSec-1))
+	} else {
+		fmt.Fprintf(&b, "  measured %s, wait %.0f %%\n", rateOrGain(s.Measured), 100*s.Measured.WaitShare)
+	}
+	if !s.Settled {
+		b.WriteString("  (the verdict did not settle within the run: its last one)\n")
+	}
+	fmt.Fprintf(&b, "  verdict %s: %s\n", s.Verdict, sample.Printable(s.Evidence))
+	for _, c := range s.Changes {
+		fmt.Fprintf(&b, "  change %s %s → %s (%s=%s): %s\n", c.Knob, c.From, c.To, c.Flag, c.To, sample.Printable(c.Why))
+	}
+	if s.Next != nil {
+		fmt.Fprintf(&b, "  the model predicts %s, wait %.0f %%\n", rateOrGain(*s.Next), 100*s.Next.WaitShare)
+	}
+	return b.String()
+}
+
+func rateOrGain(p diagnose.Prediction) string {
+	if p.SamplesPerSec == 0 && p.Gain > 0 {
+		return fmt.Sprintf("%.1f× the first run", p.Gain)
+	}
+	return fmt.Sprintf("%.0f samples/s", p.SamplesPerSec)
+}
+
+// TuneTable is tune's closing table: each run's configuration, measured
+// samples/s, the prediction it was made on, wait share and verdict.
+func TuneTable(steps []TuneStep, res TuneResult) string {
+	var b strings.Builder
+	b.WriteString("\nrun  samples/s  predicted  wait  verdict            configuration\n")
+	for _, s := range steps {
+		pred := "-"
+		if s.Predicted != nil && s.Predicted.SamplesPerSec > 0 {
+			pred = fmt.Sprintf("%.0f", s.Predicted.SamplesPerSec)
+		}
+		mark := " "
+		if s.Step == res.Best {
+			mark = "*"
+		}
+		fmt.Fprintf(&b, "%s%-3d %10.0f %10s %4.0f%%  %-18s %s\n", mark, s.Step, s.Measured.SamplesPerSec, pred, 100*s.Measured.WaitShare, s.Verdict, knobsLine(s.Knobs))
+	}
+	fmt.Fprintf(&b, "stopped: %s\n", sample.Printable(res.Why))
+	if len(res.Unset) > 0 {
+		b.WriteString("could not set (give the command a placeholder, e.g. {num_workers:1}, or apply by hand):\n")
+		for _, c := range res.Unset {
+			fmt.Fprintf(&b, "  %s %s → %s: %s\n", c.Knob, c.From, c.To, sample.Printable(c.Why))
 		}
 	}
-	return nil
+	if len(res.Unset) > 0 || res.Steps == 1 {
+		for _, a := range res.Advice {
+			fmt.Fprintf(&b, "  ⇒ %s\n", sample.Printable(a))
+		}
+	}
+	fmt.Fprintf(&b, "best (*): %s\n", res.Command)
+	return b.String()
 }
 
-// tail keeps the loader's newest readings, and the newest frames.
+// knobsLine is a setting in a stable order.
+func knobsLine(s Setting) string {
+	var parts []string
+	for _, k := range []string{"num_workers", "workers", "prefetch_factor", "prefetch", "persistent_workers", "persistent", "pin_memory", "pin", "cache", "access"} {
+		if v, ok := s[k]; ok {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// tail keeps the loader's newest readings, the newest frames, and the
+// newest verdict.
 type tail struct {
-	ls     []sample.Loader
-	frames []sample.Frame
+	ls      []sample.Loader
+	frames  []sample.Frame
+	verdict diagnose.Verdict
 }
 
-func (t *tail) Frame(f *sample.Frame, _ diagnose.Verdict) error {
-	if f.Loader != nil {
+func (t *tail) Frame(f *sample.Frame, v diagnose.Verdict) error {
+	if f.Loader != nil && f.Loader.Sampled == nil && f.Loader.Batches > 0 {
 		t.ls = append(t.ls, *f.Loader)
 	}
 	t.frames = append(t.frames, *f)
 	if len(t.frames) > 16 {
 		t.frames = append(t.frames[:0], t.frames[len(t.frames)-8:]...)
 	}
+	t.verdict = v
 	return nil
 }
 
 func (*tail) Note(report.Note) error { return nil }
 
-// mean is the samples/s and wait share over the newest n readings.
-func (t *tail) mean(n int) diagnose.Prediction {
-	ls := t.ls[max(0, len(t.ls)-n):]
+// mean is the samples/s and wait share over the newest n readings, past
+// the first skip.
+func (t *tail) mean(n, skip int) diagnose.Prediction {
+	ls := t.ls[min(skip, len(t.ls)):]
+	ls = ls[max(0, len(ls)-n):]
 	var p diagnose.Prediction
 	k := 0
 	for _, l := range ls {
@@ -224,26 +260,4 @@ func (t *tail) mean(n int) diagnose.Prediction {
 		p.WaitShare /= float64(k)
 	}
 	return p
-}
-
-// String is the step in words, as tune prints it.
-func (s TuneStep) String() string {
-	var b strings.Builder
-	k := s.Knobs
-	fmt.Fprintf(&b, "step %d: workers %s prefetch %s persistent %s cache %s\n", s.Step, k["workers"], k["prefetch"], k["persistent"], k["cache"])
-	if s.Predicted != nil {
-		fmt.Fprintf(&b, "  predicted %.0f samples/s, wait %.0f %%; measured %.0f samples/s, wait %.0f %% (%+.0f %%)\n",
-			s.Predicted.SamplesPerSec, 100*s.Predicted.WaitShare, s.Measured.SamplesPerSec, 100*s.Measured.WaitShare,
-			100*(s.Measured.SamplesPerSec/s.Predicted.SamplesPerSec-1))
-	} else {
-		fmt.Fprintf(&b, "  measured %.0f samples/s, wait %.0f %%\n", s.Measured.SamplesPerSec, 100*s.Measured.WaitShare)
-	}
-	fmt.Fprintf(&b, "  verdict %s: %s\n", s.Verdict, s.Evidence)
-	for _, c := range s.Changes {
-		fmt.Fprintf(&b, "  change %s %s → %s (%s=%s): %s\n", c.Knob, c.From, c.To, c.Flag, c.To, c.Why)
-	}
-	if s.Next != nil {
-		fmt.Fprintf(&b, "  the model predicts %.0f samples/s, wait %.0f %%\n", s.Next.SamplesPerSec, 100*s.Next.WaitShare)
-	}
-	return b.String()
 }

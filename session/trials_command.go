@@ -1,0 +1,268 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// CommandTrials run the user's own command — a PyTorch script, say — with
+// its placeholders set, under gpuwatch run's instrumentation: tune and
+// sweep over the user's script. A placeholder in an argument,
+// {num_workers:1}, names a DataLoader knob and its starting value; each
+// run substitutes the value the setting gives.
+type CommandTrials struct {
+	argv     []string
+	env      []string
+	dir      string // the hook's folder: the job's logs go there too
+	Interval time.Duration
+	Th       diagnose.Thresholds
+	Roots    probes.Roots
+	// RunFor is how long sweep runs each configuration; Warmup how much
+	// of its start (importing torch, starting workers) is not measured.
+	RunFor, Warmup time.Duration
+	runs           int
+	style          map[string]string // each boolean knob's spelling: "true", "True" or "1"
+}
+
+// Knobs a placeholder may name: PyTorch DataLoader's.
+var placeholderKnobs = []string{"num_workers", "prefetch_factor", "persistent_workers", "pin_memory"}
+
+var placeholderRE = regexp.MustCompile(`\{([A-Za-z_]+):([^{}]*)\}`)
+
+// NewCommandTrials reads argv's placeholders and returns the trials and
+// the starting setting (empty: no placeholder, nothing tune can set).
+// env is the job's environment (with the hook on PYTHONPATH), dir the
+// hook's folder.
+func NewCommandTrials(argv, env []string, dir string) (*CommandTrials, Setting, error) {
+	c := &CommandTrials{argv: argv, env: env, dir: dir, style: map[string]string{}}
+	start := Setting{}
+	for _, a := range argv {
+		for _, m := range placeholderRE.FindAllStringSubmatch(a, -1) {
+			name, val := m[1], m[2]
+			if !slices.Contains(placeholderKnobs, name) {
+				return nil, nil, fmt.Errorf("placeholder {%s:…}: not a knob gpuwatch sets (%s)", name, strings.Join(placeholderKnobs, ", "))
+			}
+			v, err := c.normalize(name, val)
+			if err != nil {
+				return nil, nil, fmt.Errorf("placeholder {%s:%s}: %w", name, val, err)
+			}
+			if old, ok := start[name]; ok && old != v {
+				return nil, nil, fmt.Errorf("placeholder {%s:…} starts at %s and at %s: give it one starting value", name, old, v)
+			}
+			start[name] = v
+		}
+	}
+	return c, start, nil
+}
+
+// normalize checks a knob's value, and remembers how a boolean was
+// spelled so that substitutions spell it the same way.
+func (c *CommandTrials) normalize(name, v string) (string, error) {
+	switch name {
+	case "num_workers", "prefetch_factor":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 4096 || name == "prefetch_factor" && n == 0 {
+			return "", errors.New("want a whole number (num_workers ≥ 0, prefetch_factor ≥ 1)")
+		}
+		return strconv.Itoa(n), nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return "", errors.New("want true or false")
+	}
+	if _, ok := c.style[name]; !ok {
+		c.style[name] = v
+	}
+	return strconv.FormatBool(b), nil
+}
+
+// spell writes a value as the command's placeholder spelled its start.
+func (c *CommandTrials) spell(name, v string) string {
+	b, err := strconv.ParseBool(v)
+	if err != nil || name == "num_workers" || name == "prefetch_factor" {
+		return v
+	}
+	switch c.style[name] {
+	case "True", "False":
+		return map[bool]string{true: "True", false: "False"}[b]
+	case "1", "0":
+		return map[bool]string{true: "1", false: "0"}[b]
+	}
+	return strconv.FormatBool(b)
+}
+
+// argvFor is the command with s's values in its placeholders.
+func (c *CommandTrials) argvFor(s Setting) []string {
+	out := make([]string, len(c.argv))
+	for i, a := range c.argv {
+		out[i] = placeholderRE.ReplaceAllStringFunc(a, func(m string) string {
+			sub := placeholderRE.FindStringSubmatch(m)
+			if v, ok := s[sub[1]]; ok {
+				return c.spell(sub[1], v)
+			}
+			return sub[2]
+		})
+	}
+	return out
+}
+
+// Describe implements Trials: the command line, quoted for a shell.
+func (c *CommandTrials) Describe(s Setting) string { return shellQuote(c.argvFor(s)) }
+
+// Apply implements Trials: a change sets the placeholder of its knob;
+// a knob without one is returned, unset.
+func (c *CommandTrials) Apply(s Setting, cs []diagnose.Change) (Setting, []diagnose.Change, error) {
+	next := Setting{}
+	for k, v := range s {
+		next[k] = v
+	}
+	var unset []diagnose.Change
+	for _, ch := range cs {
+		if _, ok := s[ch.Knob]; !ok {
+			unset = append(unset, ch)
+			continue
+		}
+		v, err := c.normalize(ch.Knob, ch.To)
+		if err != nil {
+			return nil, nil, fmt.Errorf("change %s → %s: %w", ch.Knob, ch.To, err)
+		}
+		next[ch.Knob] = v
+	}
+	return next, unset, nil
+}
+
+// Settle implements Trials: one run, until the verdict has settled on
+// frames where the loader runs, at most limit.
+func (c *CommandTrials) Settle(ctx context.Context, s Setting, limit time.Duration) (TuneStep, error) {
+	st, rec, err := c.run(ctx, s, limit, true)
+	if err != nil {
+		return TuneStep{}, err
+	}
+	return settledStep(st, rec)
+}
+
+// Sweep implements Trials: one run of RunFor, measured past Warmup.
+func (c *CommandTrials) Sweep(ctx context.Context, s Setting) (SweepResult, error) {
+	_, rec, err := c.run(ctx, s, c.RunFor, false)
+	if err != nil {
+		return SweepResult{}, err
+	}
+	skip := int(c.Warmup / max(c.Interval, time.Millisecond))
+	m := rec.mean(len(rec.ls), skip)
+	if len(rec.ls) <= skip {
+		return SweepResult{}, fmt.Errorf("the loader ran for %d frames, no more than the warm-up (%v): a longer --run-for", len(rec.ls), c.Warmup)
+	}
+	r := SweepResult{Knobs: s, Command: c.Describe(s), SamplesPerSec: m.SamplesPerSec, WaitShare: m.WaitShare, Verdict: rec.verdict.Kind,
+		WallSeconds: c.RunFor.Seconds()}
+	r.Workers, r.Prefetch = workersOf(r), prefetchOf(r)
+	r.Persistent = s["persistent_workers"] == "true"
+	return r, nil
+}
+
+// run runs the command with s under the hook until limit (or, with
+// settle, until the verdict settles), watched by a session of the one
+// probe set; then the job is interrupted as Ctrl-C would. A command that
+// ends on its own before a measurement, with an error, is the error.
+func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration, settleStop bool) (*settle, *tail, error) {
+	c.runs++
+	argv := c.argvFor(s)
+	job, err := StartJob(JobOptions{Argv: argv, Env: c.env, RunDir: c.dir, Log: filepath.Join(c.dir, fmt.Sprintf("run-%d.log", c.runs))})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer job.Stop(10 * time.Second)
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	set, err := newProbeSet(ctx, Options{Interval: c.Interval, Roots: c.Roots, PID: job.PID(), Job: job, Loop: true,
+		Attach: AttachTo{Discover: true, NoProfiles: true, Within: func(pid int) bool { return probes.Descends(c.Roots.Proc, pid, job.PID()) }}})
+	if err != nil {
+		return nil, nil, err
+	}
+	sampler := probes.NewSampler(set.probes, probes.SamplerOptions{Interval: c.Interval})
+	defer sampler.Close()
+	st := &settle{stop: func() {}, need: c.Th.MinFrames}
+	if settleStop {
+		st.stop = cancel
+	}
+	rec := &tail{}
+	notes := jobNotes(ctx, job, nil, true, cancel)
+	err = loop(ctx, sampler, diagnose.NewDiagnoser(c.Th), notes, []Observer{whileLoading{st}, rec})
+	if err != nil {
+		return nil, nil, err
+	}
+	select {
+	case <-job.Done():
+		how, _ := job.Exit()
+		if code := job.ExitCode(); code != 0 || st.frames == 0 {
+			lines := job.Tail(10)
+			return nil, nil, fmt.Errorf("the command %s before it was measured (%d frames with a loader); its last lines:\n  │ %s",
+				how, st.frames, strings.Join(lines, "\n  │ "))
+		}
+	default:
+	}
+	if st.frames == 0 {
+		return nil, nil, fmt.Errorf("no DataLoader ran within %v (is it a PyTorch job? its last lines:\n  │ %s)", limit, strings.Join(job.Tail(10), "\n  │ "))
+	}
+	return st, rec, nil
+}
+
+// whileLoading passes on only the frames where the loader runs: the
+// command's start (importing torch, starting workers) settles nothing.
+type whileLoading struct{ o Observer }
+
+func (w whileLoading) Frame(f *sample.Frame, v diagnose.Verdict) error {
+	if l := f.Loader; l == nil || (l.Sampled == nil && l.Batches == 0) {
+		return nil
+	}
+	return w.o.Frame(f, v)
+}
+
+func (w whileLoading) Note(n report.Note) error { return w.o.Note(n) }
+
+// Stop ends a job that gpuwatch stopped watching before it ended: SIGINT
+// to its process group, as Ctrl-C would, then SIGTERM and SIGKILL, grace
+// apart; it returns once the job has exited.
+func (j *Job) Stop(grace time.Duration) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
+		select {
+		case <-j.Done():
+			return
+		default:
+		}
+		_ = j.Signal(sig)
+		select {
+		case <-j.Done():
+			return
+		case <-time.After(grace):
+		}
+	}
+	<-j.Done()
+}
+
+// shellQuote joins argv as a shell would read it back.
+func shellQuote(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./:=,+@%-", r))
+		}) < 0 {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return sample.Printable(strings.Join(out, " "))
+}

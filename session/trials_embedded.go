@@ -1,0 +1,208 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/loader"
+	"github.com/gpuwatch/gpuwatch/probes"
+)
+
+// EmbeddedTrials run configurations of gpuwatch's own loader over one
+// dataset: tune and sweep without a command (gpuwatch tune --scenario …).
+type EmbeddedTrials struct {
+	Base     loader.Config
+	Dataset  *loader.Dataset
+	Events   *loader.Events
+	Interval time.Duration
+	Roots    probes.Roots
+	Th       diagnose.Thresholds
+}
+
+// embeddedKnobs are the settings tune and sweep change on the embedded
+// loader, by their flag names.
+var embeddedKnobs = []string{"workers", "prefetch", "persistent", "pin", "cache", "access"}
+
+// Start is a configuration's setting.
+func (e *EmbeddedTrials) Start(c loader.Config) Setting {
+	all := c.Knobs()
+	s := Setting{}
+	for _, k := range embeddedKnobs {
+		s[k] = all[k]
+	}
+	return s
+}
+
+// config is the base configuration with s set.
+func (e *EmbeddedTrials) config(s Setting) (loader.Config, error) {
+	c := e.Base
+	for k, v := range s {
+		var err error
+		switch k {
+		case "workers":
+			c.Workers, err = strconv.Atoi(v)
+		case "prefetch":
+			c.Prefetch, err = strconv.Atoi(v)
+		case "persistent":
+			c.Persistent, err = strconv.ParseBool(v)
+		case "pin":
+			c.Pin, err = strconv.ParseBool(v)
+		case "cache":
+			c.Cache, err = strconv.ParseBool(v)
+			if c.Cache {
+				c.DirectIO = false // in RAM: nothing bypasses the page cache
+			}
+		case "access":
+			c.Access = loader.Access(v)
+			if c.Access != loader.Sequential && c.Access != loader.Random && c.Access != loader.Subseq {
+				err = fmt.Errorf("%q", v)
+			}
+		default:
+			err = errors.New("not a knob of the embedded loader")
+		}
+		if err != nil {
+			return c, fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	if c.Workers > 0 && c.Prefetch == 0 {
+		c.Prefetch = 2
+	}
+	if c.Workers == 0 {
+		c.Prefetch, c.Persistent = 0, false
+	}
+	return c, c.Validate(true)
+}
+
+// Apply implements Trials: each change's flag names the knob.
+func (e *EmbeddedTrials) Apply(s Setting, cs []diagnose.Change) (Setting, []diagnose.Change, error) {
+	next := Setting{}
+	for k, v := range s {
+		next[k] = v
+	}
+	var unset []diagnose.Change
+	for _, c := range cs {
+		k := strings.TrimPrefix(c.Flag, "--")
+		if !slicesContains(embeddedKnobs, k) {
+			unset = append(unset, c)
+			continue
+		}
+		next[k] = c.To
+	}
+	c, err := e.config(next)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.Start(c), unset, nil
+}
+
+func slicesContains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Describe implements Trials: the loader's flags.
+func (e *EmbeddedTrials) Describe(s Setting) string {
+	c, err := e.config(s)
+	if err != nil {
+		return fmt.Sprintf("%v (%v)", s, err)
+	}
+	return fmt.Sprintf("workers %d prefetch %d persistent %v cache %v", c.Workers, c.Prefetch, c.Persistent, c.Cache)
+}
+
+// Settle implements Trials: the loader runs in this process, watched by a
+// session of the one probe set, until the verdict settles.
+func (e *EmbeddedTrials) Settle(ctx context.Context, s Setting, limit time.Duration) (TuneStep, error) {
+	cfg, err := e.config(s)
+	if err != nil {
+		return TuneStep{}, err
+	}
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	src := &EmbeddedSource{}
+	l := loader.New(cfg, e.Dataset, e.Events)
+	src.Set(l)
+	runErr := make(chan error, 1)
+	go func() { runErr <- l.Run(runCtx) }()
+	// Set-up (loading a cached dataset, once) is not the pipeline's
+	// steady state: the measurement starts at the first batch.
+	if err := firstBatch(runCtx, l, runErr); err != nil {
+		return TuneStep{}, err
+	}
+	ctx, cancel := context.WithTimeout(runCtx, limit)
+	defer cancel()
+	set, err := newProbeSet(ctx, Options{Interval: e.Interval, Roots: e.Roots, Own: os.Getpid(), Probes: []probes.Probe{probes.NewLoader(src)}})
+	if err != nil {
+		return TuneStep{}, err
+	}
+	sampler := probes.NewSampler(set.probes, probes.SamplerOptions{Interval: e.Interval})
+	defer sampler.Close()
+	st := &settle{stop: cancel, need: e.Th.MinFrames}
+	rec := &tail{}
+	err = loop(ctx, sampler, diagnose.NewDiagnoser(e.Th), nil, []Observer{st, rec})
+	stopRun()
+	if lerr := <-runErr; lerr != nil && !errors.Is(lerr, context.Canceled) {
+		return TuneStep{}, fmt.Errorf("loader: %w", lerr)
+	}
+	if err != nil {
+		return TuneStep{}, err
+	}
+	return settledStep(st, rec)
+}
+
+// settledStep reads a settled stretch: samples/s and wait share averaged
+// over it, the verdict and its changes.
+func settledStep(st *settle, rec *tail) (TuneStep, error) {
+	if st.frames == 0 {
+		return TuneStep{}, errors.New("no frame came")
+	}
+	v := st.verdict
+	s := TuneStep{Verdict: v.Kind, Changes: v.Changes, Advice: v.Advice, Next: v.Predicted, Settled: st.settled,
+		Seconds: st.last.Time.Sub(st.first).Seconds(), Measured: rec.mean(SettleFrames, 0), Window: rec.frames[max(0, len(rec.frames)-3):]}
+	if len(v.Evidence) > 0 {
+		s.Evidence = v.Evidence[0].Text
+	}
+	return s, nil
+}
+
+// firstBatch waits until l has handed out a batch (its set-up is done).
+func firstBatch(ctx context.Context, l *loader.Loader, runErr <-chan error) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for l.Snapshot().Batches == 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-runErr:
+			return fmt.Errorf("loader ended before its first batch: %v", err)
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Sweep implements Trials: a run of the configuration's epochs, measured
+// from the loader itself.
+func (e *EmbeddedTrials) Sweep(ctx context.Context, s Setting) (SweepResult, error) {
+	c, err := e.config(s)
+	if err != nil {
+		return SweepResult{}, err
+	}
+	l := loader.New(c, e.Dataset, e.Events)
+	start := time.Now()
+	if err := l.Run(ctx); err != nil {
+		return SweepResult{}, err
+	}
+	r := summarize(c, l, time.Since(start))
+	r.Knobs, r.Command = s, e.Describe(s)
+	return r, nil
+}
