@@ -174,7 +174,7 @@ func finishSweep(cmd *cobra.Command, t session.Trials, header session.Setting, g
 	if htmlOut != "" {
 		rows := make([]report.SweepRow, len(results))
 		for i, r := range results {
-			rows[i] = report.SweepRow{Configuration: r.Command, SamplesPerSec: r.SamplesPerSec, WaitShare: r.WaitShare,
+			rows[i] = report.SweepRow{Configuration: session.KnobsLine(r.Knobs), Command: r.Command, SamplesPerSec: r.SamplesPerSec, WaitShare: r.WaitShare,
 				Verdict: r.Verdict.String(), Best: r.Best, Cheapest: r.Cheapest}
 		}
 		if err := report.WriteSweepHTML(htmlOut, title, rows); err != nil {

@@ -13,7 +13,9 @@ import (
 // SweepRow is one configuration of a sweep, as the sweep's HTML page
 // shows it.
 type SweepRow struct {
-	Configuration  string
+	Configuration  string // the knobs set ("num_workers=4")
+	Command        string // the command line that ran it
+
 	SamplesPerSec  float64
 	WaitShare      float64
 	Verdict        string
@@ -39,12 +41,12 @@ svg text{font:12px system-ui,sans-serif}
 <figure>
 <svg viewBox="0 0 640 {{.Height}}" width="100%" role="img" aria-label="samples per second by configuration">
 {{range .Bars}}<rect class="bar{{if .Best}} best{{end}}{{if .Cheapest}} cheap{{end}}" x="40" y="{{.Y}}" width="{{.W}}" height="18"><title>{{.Label}}: {{num .Rate}} samples/s</title></rect>
-<text x="36" y="{{.TextY}}" text-anchor="end">{{.N}}</text><text x="{{.EndX}}" y="{{.TextY}}">{{num .Rate}}{{if .Best}} ★ best{{end}}{{if .Cheapest}} ~ cheapest within 95 %{{end}}</text>
+<text x="36" y="{{.TextY}}" text-anchor="end">{{.N}}</text><text x="{{.EndX}}" y="{{.TextY}}">{{num .Rate}}{{if .Best}} ★ best{{end}}{{if .Cheapest}} ~ cheapest{{end}}</text>
 {{end}}</svg>
-<figcaption>samples/s per configuration (numbered as in the table)</figcaption>
+<figcaption>samples/s per configuration, numbered as in the table: ★ the most, ~ the fewest workers within 95 % of it</figcaption>
 </figure>
 <table><thead><tr><th>#</th><th>samples/s</th><th>wait</th><th>verdict</th><th>configuration</th></tr></thead><tbody>
-{{range $i, $r := .Rows}}<tr{{if $r.Best}} class="best"{{end}}><td>{{inc $i}}</td><td class="n">{{num $r.SamplesPerSec}}</td><td class="n">{{pct $r.WaitShare}}</td><td>{{$r.Verdict}}</td><td><code>{{$r.Configuration}}</code></td></tr>
+{{range $i, $r := .Rows}}<tr{{if $r.Best}} class="best"{{end}}><td>{{inc $i}}</td><td class="n">{{num $r.SamplesPerSec}}</td><td class="n">{{pct $r.WaitShare}}</td><td>{{$r.Verdict}}</td><td><code title="{{$r.Command}}">{{$r.Configuration}}</code></td></tr>
 {{end}}</tbody></table>
 </body></html>
 `))
@@ -68,11 +70,12 @@ func WriteSweepHTML(path, title string, rows []SweepRow) error {
 	for i, r := range rows {
 		w := 0.0
 		if top > 0 {
-			w = 480 * r.SamplesPerSec / top
+			w = 380 * r.SamplesPerSec / top
 		}
 		y := 10 + 26*float64(i)
 		bars[i] = bar{N: i + 1, Y: y, W: w, TextY: y + 14, EndX: 46 + w, Rate: r.SamplesPerSec, Label: sample.Printable(r.Configuration), Best: r.Best, Cheapest: r.Cheapest}
 		rows[i].Configuration = sample.Printable(r.Configuration)
+		rows[i].Command = sample.Printable(r.Command)
 		rows[i].Verdict = sample.Printable(r.Verdict)
 	}
 	var b bytes.Buffer

@@ -206,6 +206,10 @@ func TuneTable(steps []TuneStep, res TuneResult) string {
 	return b.String()
 }
 
+// KnobsLine is a setting in words, in a stable order: "num_workers=4
+// prefetch_factor=2".
+func KnobsLine(s Setting) string { return knobsLine(s) }
+
 // knobsLine is a setting in a stable order.
 func knobsLine(s Setting) string {
 	var parts []string
