@@ -50,25 +50,25 @@ type window struct {
 	virtualBusy            level
 	accelBasis             string // how the virtual accelerator is measured
 
-	haveLoader         bool
-	loaderKind         string              // "python", "go", "embedded", "" (the newest)
+	haveLoader bool
+	loaderKind string // "python", "go", "embedded", "" (the newest)
 	// The loader's means over the window, time-weighted: a loader whose
 	// epochs are shorter than a frame (a start-up stall, then a burst of
 	// batches) has medians that say little; its model reads these.
 	meanBatchesPerSec, meanSamplesPerSec, meanWaitShare level
-	sampled            *sample.SampledLoop // the newest, when the wait was sampled
-	waitShare          level
-	queueDepth         level // batches ready when the loop asked
-	batchesPerSec      level
-	samplesPerSec      level
-	stepMs             level // the mean step
-	loaderCPU          level // the loader's CPU, % of a core: its workers, else its process
-	knobs              map[string]string
-	epochStallMs       float64
-	batchesPerEpoch    int
-	readSec, decodeSec level // per wall second, summed over workers
-	bytesPerSec        level
-	workers, prefetch  int // -1 unknown
+	sampled                                             *sample.SampledLoop // the newest, when the wait was sampled
+	waitShare                                           level
+	queueDepth                                          level // batches ready when the loop asked
+	batchesPerSec                                       level
+	samplesPerSec                                       level
+	stepMs                                              level // the mean step
+	loaderCPU                                           level // the loader's CPU, % of a core: its workers, else its process
+	knobs                                               map[string]string
+	epochStallMs                                        float64
+	batchesPerEpoch                                     int
+	readSec, decodeSec                                  level // per wall second, summed over workers
+	bytesPerSec                                         level
+	workers, prefetch                                   int // -1 unknown
 
 	cpuBusy, hottestCore, hottestThread level
 	runQueue, iowait                    level
@@ -82,7 +82,7 @@ type window struct {
 
 	means  loaderSums // the loader's sums over the window, for its means
 	roles  roles      // the training process's CPU by thread role
-	paging paging // faults on mapped files
+	paging paging     // faults on mapped files
 	// spinPct is the CPU (% of one core) of the training process's compute
 	// threads that spin (an idle BLAS pool in sched_yield): busy, but no
 	// work, and they yield to any thread that has some. spinThreads is

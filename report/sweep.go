@@ -13,8 +13,8 @@ import (
 // SweepRow is one configuration of a sweep, as the sweep's HTML page
 // shows it.
 type SweepRow struct {
-	Configuration  string // the knobs set ("num_workers=4")
-	Command        string // the command line that ran it
+	Configuration string // the knobs set ("num_workers=4")
+	Command       string // the command line that ran it
 
 	SamplesPerSec  float64
 	WaitShare      float64
