@@ -32,6 +32,7 @@ const (
 	ExitFailure    = 1 // anything else that went wrong
 	ExitUsage      = 2 // a wrong flag, value or argument
 	ExitBottleneck = 3 // --once: the settled verdict is a bottleneck
+	ExitUnsettled  = 4 // --once: no verdict settled (the summary says why)
 )
 
 // Execute runs gpuwatch with the process's arguments and returns its exit
@@ -55,6 +56,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return ExitOK
 	case errors.Is(err, session.ErrBottleneck):
 		return ExitBottleneck // --once found a bottleneck: its summary is printed
+	case errors.Is(err, session.ErrUnsettled):
+		return ExitUnsettled // its summary says why
 	case errors.As(err, &ex):
 		if ex.msg != "" {
 			printError(stderr, ex.msg)

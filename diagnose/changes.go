@@ -94,22 +94,30 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 			}
 		}
 	}
+	// The throughput a prediction gives: samples/s, or for a sampled loop
+	// (rates unknown) its gain over what was measured.
+	rate := func(pr Prediction) float64 {
+		if p.Relative {
+			return pr.Gain
+		}
+		return pr.SamplesPerSec
+	}
 	best := 0.0
 	for _, c := range cands {
-		best = max(best, c.pred.SamplesPerSec)
+		best = max(best, rate(c.pred))
 	}
 	pick := -1
 	for i, c := range cands {
-		if c.pred.SamplesPerSec >= GoodEnough*best && (pick < 0 || c.cost < cands[pick].cost) {
+		if rate(c.pred) >= GoodEnough*best && (pick < 0 || c.cost < cands[pick].cost) {
 			pick = i
 		}
 	}
 	now, _ := p.Predict(cur)
-	if pick < 0 || cands[pick].cost == 0 || cands[pick].pred.SamplesPerSec < MinPredictedGain*max(p.Measured.SamplesPerSec, now.SamplesPerSec) {
+	if pick < 0 || cands[pick].cost == 0 || rate(cands[pick].pred) < MinPredictedGain*max(rate(p.Measured), rate(now)) {
 		// What holds the best configuration back is what no knob moves.
 		limit := LimitStep
 		for _, c := range cands {
-			if c.pred.SamplesPerSec >= best {
+			if rate(c.pred) >= best {
 				limit = c.limit
 			}
 		}

@@ -474,7 +474,10 @@ func (f *facts) accelName() string {
 func idleDecision(f *facts) (decision, bool) {
 	w, th, accel := f.w, f.th, f.accel
 	loaderStopped := w.haveLoader && w.batchesPerSec.ok && w.batchesPerSec.v == 0
-	if !(accel.ok && accel.v < th.IdlePct && (!w.haveLoader || loaderStopped)) && !(loaderStopped && !f.real) {
+	// A sampled loop whose wait could not be split says nothing of a
+	// loader at work: with the GPU idle and nothing saturated, it is idle.
+	noLoader := !w.haveLoader || (w.sampled != nil && !w.waitShare.ok)
+	if !(accel.ok && accel.v < th.IdlePct && (noLoader || loaderStopped)) && !(loaderStopped && !f.real) {
 		return decision{}, false
 	}
 	d := decision{kind: Idle}

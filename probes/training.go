@@ -74,6 +74,20 @@ func helper(cmdline string) bool {
 	return strings.Contains(cmdline, "multiprocessing.resource_tracker") || strings.Contains(cmdline, "multiprocessing.semaphore_tracker")
 }
 
+// gpuDaemons are programs that hold the GPU open without training:
+// the driver's and DCGM's daemons, the tools, display servers.
+var gpuDaemons = []string{"nvidia-persistenced", "nv-hostengine", "nvidia-smi", "dcgm-exporter", "dcgmi", "Xorg", "Xwayland", "gpuwatch"}
+
+// minTrainingTicks is the least CPU (USER_HZ ticks: 0.5 s) a process has
+// used to be taken for a training process: importing torch alone takes
+// more, and a daemon that holds the GPU open takes less.
+const minTrainingTicks = 50
+
+// daemon says a process is one of gpuDaemons, or gpuwatch itself.
+func daemon(p *procInfo) bool {
+	return slices.Contains(gpuDaemons, filepath.Base(p.exe)) || p.pid == os.Getpid()
+}
+
 // workerOf says whether c is a DataLoader worker of its parent p: the same
 // program, forked (the same command line) or started by multiprocessing's
 // spawn or forkserver.
@@ -95,7 +109,7 @@ func classifyTraining(procs map[int]*procInfo) []TrainingProcess {
 		children[p.ppid] = append(children[p.ppid], p)
 	}
 	candidate := func(p *procInfo) bool {
-		if p.maps == "" || helper(p.cmdline) {
+		if p.maps == "" || helper(p.cmdline) || daemon(p) || p.ticks < minTrainingTicks {
 			return false
 		}
 		if par := procs[p.ppid]; par != nil && workerOf(p, par) {
