@@ -80,12 +80,17 @@ watched as a process tree, and the view says nothing was instrumented.`,
 	cmd.Flags().SetInterspersed(false)
 	w.register(cmd, offerOnce|offerOutput|offerRecord)
 	w.discover = true
-	w.profileEvery, w.profileLength = 15*time.Second, 5*time.Second
-	cmd.Flags().DurationVar(&w.profileEvery, "profile-every", 15*time.Second, "time between CPU profiles of the training process (of the pacing rank, with several)")
+	w.profileEvery, w.profileLength = runProfileEvery, 5*time.Second
+	cmd.Flags().DurationVar(&w.profileEvery, "profile-every", runProfileEvery, "time between CPU profiles of the training process (of the pacing rank, with several); 0: none")
 	cmd.Flags().Var(secondsFlag{&w.profileLength}, "profile-seconds", "length of each CPU profile, in seconds (5) or as a duration (5s)")
 	cmd.Flags().StringVar(&jobLog, "job-log", "", "where the job's stdout and stderr go (default: gpuwatch's stderr headless, ./gpuwatch-run-TIME.log with the dashboard)")
 	return cmd
 }
+
+// runProfileEvery is run's profile cadence: a 5 s profile slows a busy
+// Python loop by a few per cent while it runs (python/bench_hook.py), so
+// the job pays a twelfth of that (bench/hook-cost.sh).
+const runProfileEvery = 60 * time.Second
 
 // interruptGrace is how long the job has after SIGINT before SIGTERM, and
 // after SIGTERM before SIGKILL, when gpuwatch stops watching first.
@@ -143,7 +148,7 @@ func runJob(cmd *cobra.Command, w *watchFlags, argv []string, jobLog string, std
 	}()
 	o := w.options(stdout, stderr)
 	o.PID, o.Job, o.Title = job.PID(), job, "run: "+job.Command()
-	o.Attach = session.AttachTo{Discover: true, Every: w.profileEvery, Length: w.profileLength,
+	o.Attach = session.AttachTo{Discover: true, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0,
 		Within: func(pid int) bool { return probes.Descends(w.procRoot, pid, job.PID()) }}
 	err = session.Run(ctx, o)
 	stopJob(job)

@@ -171,14 +171,17 @@ func bools(cur, canChange bool) []bool {
 func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 	batch := p.IOSec + p.CPUSec
 	d := sample.FormatDuration
-	if p.Relative {
-		// Times are in steps: say them so.
-		d = func(x float64) string { return fmt.Sprintf("%.2g steps", x) }
-	}
 	s := fmt.Sprintf("a batch takes a worker %s (%s waiting on storage, %s of CPU) and the step %s",
 		d(batch), d(p.IOSec), d(p.CPUSec), d(p.StepSec))
 	if from == 0 {
 		s = fmt.Sprintf("the training loop loads each batch itself (%s) between steps of %s", d(batch), d(p.StepSec))
+	}
+	if p.Relative {
+		// Times are in units of the step (the loop's rates are unknown).
+		s = fmt.Sprintf("a batch takes a worker %.2g× the step (%.2g× of it waiting on storage, %.2g× of CPU)", batch, p.IOSec, p.CPUSec)
+		if from == 0 {
+			s = fmt.Sprintf("the training loop loads each batch itself, %.2g× the step", batch)
+		}
 	}
 	switch limit {
 	case LimitCPU:
