@@ -71,21 +71,13 @@ const WaitShareStarved = 0.2
 func NewClient(raw, job string) (*Client, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("%q: want the Prometheus server's base URL, http://HOST:9090", sample.Printable(redact(raw)))
+		return nil, fmt.Errorf("%q: want the Prometheus server's base URL, http://HOST:9090", sample.Printable(sample.RedactURL(raw)))
 	}
 	if strings.ContainsAny(job, "\"\\\n") {
 		return nil, fmt.Errorf("--job %q: a job name without quotes or backslashes", sample.Printable(job))
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	return &Client{base: u, job: job, client: &http.Client{Timeout: 10 * time.Second}}, nil
-}
-
-func redact(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		u.User = nil
-		return u.String()
-	}
-	return raw
 }
 
 // series is one instant-vector element.
@@ -109,7 +101,7 @@ func (c *Client) query(ctx context.Context, q string) ([]series, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // without the URL (and its credentials)
 		}
-		return nil, fmt.Errorf("Prometheus at %s: %v", redact(c.base.String()), err)
+		return nil, fmt.Errorf("Prometheus at %s: %v", sample.RedactURL(c.base.String()), err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
@@ -121,7 +113,7 @@ func (c *Client) query(ctx context.Context, q string) ([]series, error) {
 	}
 	out, err := decodeAnswer(body)
 	if err != nil {
-		return nil, fmt.Errorf("Prometheus at %s (%s): %w", redact(c.base.String()), resp.Status, err)
+		return nil, fmt.Errorf("Prometheus at %s (%s): %w", sample.RedactURL(c.base.String()), resp.Status, err)
 	}
 	return out, nil
 }

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // Attach reads a loader's debug server (the loader protocol, docs/architecture.md §6):
@@ -53,7 +55,7 @@ var ErrDisconnected = errors.New("disconnected")
 func NewAttach(raw string) (*Attach, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("%q is not a loader URL: %w", redact(raw), ErrBadURL)
+		return nil, fmt.Errorf("%q is not a loader URL: %w", sample.RedactURL(raw), ErrBadURL)
 	}
 	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/metrics"), "/")
 	u.RawQuery, u.Fragment = "", ""
@@ -76,17 +78,6 @@ func NewAttach(raw string) (*Attach, error) {
 		},
 	}
 	return a, nil
-}
-
-// redact removes credentials from a URL that did not parse well enough to
-// do it properly.
-func redact(raw string) string {
-	if i := strings.Index(raw, "@"); i >= 0 {
-		if j := strings.Index(raw, "://"); j >= 0 && j < i {
-			return raw[:j+3] + "…@" + raw[i+1:]
-		}
-	}
-	return raw
 }
 
 // Source implements LoaderSource: the URL without credentials.

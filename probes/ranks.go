@@ -38,10 +38,10 @@ func ExpandURLs(raw []string) ([]string, error) {
 		lo, _ := strconv.Atoi(m[2])
 		hi, _ := strconv.Atoi(m[3])
 		if lo < 1 || hi > 65535 || hi < lo {
-			return nil, fmt.Errorf("%q: want a port range low-high within 1-65535: %w", redact(r), ErrBadURL)
+			return nil, fmt.Errorf("%q: want a port range low-high within 1-65535: %w", sample.RedactURL(r), ErrBadURL)
 		}
 		if len(out)+hi-lo+1 > MaxRanks {
-			return nil, fmt.Errorf("%q: more than %d loaders: %w", redact(r), MaxRanks, ErrBadURL)
+			return nil, fmt.Errorf("%q: more than %d loaders: %w", sample.RedactURL(r), MaxRanks, ErrBadURL)
 		}
 		for port := lo; port <= hi; port++ {
 			u := m[1] + strconv.Itoa(port) + m[4]

@@ -173,7 +173,7 @@ var ProfileCategories = []string{"reading", "decoding", "waiting", "gc", "other"
 func recordingInfo(rec *Recording, file string) RecordingInfo {
 	h := rec.Header
 	ri := RecordingInfo{File: file, Host: h.Host, Cores: h.Cores, GPUs: h.GPUs, GpuwatchVersion: h.GpuwatchVersion,
-		Command: RedactArgs(h.Command), Frames: len(rec.Frames), Events: rec.Events, Warnings: rec.Warnings}
+		Command: sample.RedactArgs(h.Command), Frames: len(rec.Frames), Events: rec.Events, Warnings: rec.Warnings}
 	if ri.GPUs == nil {
 		ri.GPUs = []string{}
 	}

@@ -28,6 +28,7 @@ targets=(
 	probes:FuzzExpandURLs:30000
 	probes:FuzzSummarizeProfile:12000
 	fleet:FuzzDecodeAnswer:70000
+	sample:FuzzRedactURL:150000
 	diagnose:FuzzThresholdSet:200000
 	diagnose:FuzzClassifyRecordedFrames:200000
 	report:FuzzReadRecording:15000

@@ -173,7 +173,7 @@ func Header(f *sample.Frame, version string, th diagnose.Thresholds) report.Head
 	}
 	h := report.Header{
 		Time: f.Time, Host: host, Cores: runtime.NumCPU(), GPUs: gpus,
-		GpuwatchVersion: version, Command: report.RedactArgs(os.Args), IntervalSec: f.IntervalSec, Thresholds: &th,
+		GpuwatchVersion: version, Command: sample.RedactArgs(os.Args), IntervalSec: f.IntervalSec, Thresholds: &th,
 	}
 	if f.Job != nil {
 		h.Job = f.Job.Identity
