@@ -15,7 +15,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
 )
 
@@ -96,9 +96,9 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code
 func printError(w io.Writer, msg string) {
 	for i, line := range strings.Split(strings.TrimRight(msg, "\n"), "\n") {
 		if i == 0 {
-			fmt.Fprintf(w, "gpuwatch: %s\n", report.Printable(line))
+			fmt.Fprintf(w, "gpuwatch: %s\n", sample.Printable(line))
 		} else {
-			fmt.Fprintf(w, "%s\n", report.Printable(line))
+			fmt.Fprintf(w, "%s\n", sample.Printable(line))
 		}
 	}
 }

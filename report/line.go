@@ -24,7 +24,7 @@ func WriteLine(w io.Writer, f *sample.Frame, v *diagnose.Verdict) error {
 	writeProcsAndMore(&b, f)
 	// Names come from outside (processes, threads, disks, loaders): no
 	// control character of theirs reaches the terminal.
-	_, err := io.WriteString(w, Printable(b.String())+"\n")
+	_, err := io.WriteString(w, sample.Printable(b.String())+"\n")
 	return err
 }
 
@@ -202,7 +202,3 @@ func writeGPU(b *strings.Builder, g *sample.GPU) {
 		fmt.Fprintf(b, " pcie rx %s/s tx %s/s", sample.FormatBytes(*g.PCIeRxBytesPerSec), sample.FormatBytes(*g.PCIeTxBytesPerSec))
 	}
 }
-
-// Printable is sample.Printable: no control character of a name from
-// outside reaches a terminal.
-func Printable(s string) string { return sample.Printable(s) }

@@ -93,7 +93,7 @@ func (w *JSONWriter) WriteNote(n Note) error {
 func WriteNoteLine(w io.Writer, n Note) error {
 	switch v := n.(type) {
 	case Event:
-		_, err := fmt.Fprintf(w, "%s %s %s\n", v.Time.Format("15:04:05"), Printable(v.Name), Printable(v.Detail))
+		_, err := fmt.Fprintf(w, "%s %s %s\n", v.Time.Format("15:04:05"), sample.Printable(v.Name), sample.Printable(v.Detail))
 		return err
 	case Scenario:
 		keys := make([]string, 0, len(v.Knobs))
@@ -106,7 +106,7 @@ func WriteNoteLine(w io.Writer, n Note) error {
 		for _, k := range keys {
 			fmt.Fprintf(&b, " %s=%s", k, v.Knobs[k])
 		}
-		_, err := io.WriteString(w, Printable(b.String())+"\n")
+		_, err := io.WriteString(w, sample.Printable(b.String())+"\n")
 		return err
 	}
 	return fmt.Errorf("report: unknown line %T", n)
