@@ -26,12 +26,11 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	"github.com/gpuwatch/gpuwatch/recording"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"golang.org/x/sys/unix"
-
-	"github.com/gpuwatch/gpuwatch/report"
 )
 
 var (
@@ -690,19 +689,19 @@ func TestRecordingSurvivesKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rec, err := report.ReadRecording(f)
+	rec, err := recording.Open(path)
 	if err != nil {
 		t.Fatalf("the killed recording does not read: %v", err)
 	}
-	if len(rec.Frames) < printed-1 {
-		t.Fatalf("%d frames in the file, %d were printed before the kill", len(rec.Frames), printed)
+	defer rec.Close()
+	if rec.Len() < printed-1 {
+		t.Fatalf("%d frames in the file, %d were printed before the kill", rec.Len(), printed)
 	}
-	if lost := lastPrinted.Sub(rec.Frames[len(rec.Frames)-1].Frame.Time); lost > time.Second {
+	lastFrame, err := rec.Frame(rec.Len() - 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lost := lastPrinted.Sub(lastFrame.Frame.Time); lost > time.Second {
 		t.Fatalf("lost %v of frames", lost)
 	}
 }
@@ -732,7 +731,7 @@ func TestReportRendersInChromium(t *testing.T) {
 	}
 	dir := t.TempDir()
 	html := filepath.Join(dir, "tour.html")
-	if out, err := exec.Command(binary(t), "report", filepath.Join("report", "testdata", "tour.jsonl"), "-o", html).CombinedOutput(); err != nil {
+	if out, err := exec.Command(binary(t), "report", filepath.Join("recording", "testdata", "tour.jsonl"), "-o", html).CombinedOutput(); err != nil {
 		t.Fatalf("report: %v\n%s", err, out)
 	}
 	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -8,7 +8,7 @@ go build -o "$bin" .
 dir=$(mktemp -d)
 python3 - "$dir/hour.jsonl" <<'PY'
 import json, sys, datetime
-lines = [json.loads(l) for l in open("report/testdata/tour.jsonl")]
+lines = [json.loads(l) for l in open("recording/testdata/tour.jsonl")]
 frames = [l for l in lines if l["type"] == "frame"]
 t0 = datetime.datetime.fromisoformat(frames[0]["time"].replace("Z", "+00:00")[:26] + "+00:00")
 with open(sys.argv[1], "w") as out:

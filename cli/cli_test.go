@@ -442,7 +442,7 @@ func TestReportsFollowTheUmask(t *testing.T) {
 	defer syscall.Umask(old)
 	out := filepath.Join(t.TempDir(), "r.md")
 	var stdout, stderr bytes.Buffer
-	if code := Run([]string{"report", filepath.Join("..", "report", "testdata", "tour.jsonl"), "-o", out}, &stdout, &stderr); code != 0 {
+	if code := Run([]string{"report", filepath.Join("..", "recording", "testdata", "tour.jsonl"), "-o", out}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	st, err := os.Stat(out)

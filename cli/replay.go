@@ -27,6 +27,7 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer rec.Close()
 			thresholds, err := th.apply(cmd, recordedThresholds(rec))
 			if err != nil {
 				return err

@@ -1,15 +1,18 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/recording"
 	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 func newReportCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -43,6 +46,7 @@ func writeReport(cmd *cobra.Command, in, out string, force bool, th *thresholdFl
 	if err != nil {
 		return err
 	}
+	defer rec.Close()
 	thresholds, err := th.apply(cmd, recordedThresholds(rec))
 	if err != nil {
 		return err
@@ -57,20 +61,21 @@ func writeReport(cmd *cobra.Command, in, out string, force bool, th *thresholdFl
 
 // openRecording reads a recording, printing its warnings; one without a
 // frame is an error.
-func openRecording(path string, stderr io.Writer) (*report.Recording, error) {
-	f, err := os.Open(path)
+// Close it when done.
+func openRecording(path string, stderr io.Writer) (*recording.Recording, error) {
+	rec, err := recording.Open(path)
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	rec, err := report.ReadRecording(f)
-	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, err // the error names the file
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for _, w := range rec.Warnings {
-		fmt.Fprintf(stderr, "gpuwatch: %s: %s\n", path, w)
+		fmt.Fprintf(stderr, "gpuwatch: %s: %s\n", path, sample.Printable(w))
 	}
-	if len(rec.Frames) == 0 {
+	if rec.Len() == 0 {
+		rec.Close()
 		return nil, fmt.Errorf("%s: no frame recorded", path)
 	}
 	return rec, nil
@@ -78,7 +83,7 @@ func openRecording(path string, stderr io.Writer) (*report.Recording, error) {
 
 // recordedThresholds are the thresholds a recording was diagnosed with,
 // else (an older recording, or invalid ones) the defaults.
-func recordedThresholds(rec *report.Recording) diagnose.Thresholds {
+func recordedThresholds(rec *recording.Recording) diagnose.Thresholds {
 	if th := rec.Header.Thresholds; th != nil && th.Validate() == nil {
 		return *th
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/gpuwatch/gpuwatch/exporter"
 	"github.com/gpuwatch/gpuwatch/loader"
-	"github.com/gpuwatch/gpuwatch/report"
 )
 
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -35,7 +35,7 @@ scraping every node is the way past one machine (docs/prometheus.md).`,
 			if err := w.validate(cmd); err != nil {
 				return err
 			}
-			exp := &report.Exporter{}
+			exp := &exporter.Exporter{}
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(exp)
 			mux := http.NewServeMux()

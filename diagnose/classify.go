@@ -687,10 +687,7 @@ func profileEvidence(k Kind, w *window, mmap bool) (Evidence, bool) {
 			best = c
 		}
 	}
-	words := map[string]string{
-		"reading": "in read syscalls (files, network)", "decoding": "decoding and computing",
-		"waiting": "waiting (channels, locks, sleep)", "gc": "in the garbage collector and runtime", "other": "elsewhere",
-	}[best.Name]
+	words := sample.ProfileCategoryWords[best.Name]
 	if mmap && best.Name == "reading" {
 		words = "reading: copying out of the mapped dataset, its page faults included"
 	}

@@ -53,9 +53,6 @@ var categoryRules = []struct {
 	}},
 }
 
-// Categories in display order.
-var profileCategories = []string{"reading", "decoding", "waiting", "gc", "other"}
-
 // MaxProfileBytes caps a fetched profile (64 MiB): a bigger one is skipped.
 const MaxProfileBytes = 64 << 20
 
@@ -93,7 +90,7 @@ func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 	// functions.
 	t := newFuncTable(p)
 	names := t.names
-	cat := make([]int8, len(names)) // index into profileCategories, -1 none
+	cat := make([]int8, len(names)) // index into sample.ProfileCategories, -1 none
 	gcWorker := make([]bool, len(names))
 	for i, n := range names {
 		cat[i] = ruleCategory(n)
@@ -176,7 +173,7 @@ func finish(out *sample.Profile, unit string, total int64, cats [5]int64, names 
 	case "seconds":
 		out.CPUSec = float64(total)
 	}
-	for i, c := range profileCategories {
+	for i, c := range sample.ProfileCategories {
 		out.Categories = append(out.Categories, sample.ProfileCategory{Name: c, Share: float64(cats[i]) / float64(total)})
 	}
 	var fns []sample.ProfileFunc
@@ -279,12 +276,12 @@ func (t *funcTable) funcsOf(loc *profile.Location) []int {
 }
 
 // ruleCategory is the category of the first rule matching a function, as
-// an index into profileCategories, or -1.
+// an index into sample.ProfileCategories, or -1.
 func ruleCategory(fn string) int8 {
 	for _, r := range categoryRules {
 		for _, p := range r.prefixes {
 			if strings.HasPrefix(fn, p) {
-				return int8(slices.Index(profileCategories, r.category))
+				return int8(slices.Index(sample.ProfileCategories, r.category))
 			}
 		}
 	}

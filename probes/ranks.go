@@ -14,15 +14,11 @@ import (
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
-// MaxRanks bounds the loaders one gpuwatch attaches to: URLs, port ranges
-// and discovery together.
-const MaxRanks = 256
-
 // portRange matches a URL whose port is a range: http://host:6061-6068.
 var portRange = regexp.MustCompile(`^(https?://[^/?#]*:)(\d{1,5})-(\d{1,5})(/[^?#]*)?$`)
 
 // ExpandURLs expands the port ranges among raw ("http://127.0.0.1:6061-6068"
-// is eight URLs) and checks every URL's form. More than MaxRanks URLs,
+// is eight URLs) and checks every URL's form. More than sample.MaxRanks URLs,
 // or a backwards range, is an error wrapping ErrBadURL.
 func ExpandURLs(raw []string) ([]string, error) {
 	var out []string
@@ -40,8 +36,8 @@ func ExpandURLs(raw []string) ([]string, error) {
 		if lo < 1 || hi > 65535 || hi < lo {
 			return nil, fmt.Errorf("%q: want a port range low-high within 1-65535: %w", sample.RedactURL(r), ErrBadURL)
 		}
-		if len(out)+hi-lo+1 > MaxRanks {
-			return nil, fmt.Errorf("%q: more than %d loaders: %w", sample.RedactURL(r), MaxRanks, ErrBadURL)
+		if len(out)+hi-lo+1 > sample.MaxRanks {
+			return nil, fmt.Errorf("%q: more than %d loaders: %w", sample.RedactURL(r), sample.MaxRanks, ErrBadURL)
 		}
 		for port := lo; port <= hi; port++ {
 			u := m[1] + strconv.Itoa(port) + m[4]
@@ -51,8 +47,8 @@ func ExpandURLs(raw []string) ([]string, error) {
 			out = append(out, u)
 		}
 	}
-	if len(out) > MaxRanks {
-		return nil, fmt.Errorf("more than %d loaders: %w", MaxRanks, ErrBadURL)
+	if len(out) > sample.MaxRanks {
+		return nil, fmt.Errorf("more than %d loaders: %w", sample.MaxRanks, ErrBadURL)
 	}
 	return out, nil
 }
@@ -175,7 +171,7 @@ func (r *Ranks) scan(now time.Time) {
 	}
 	r.targets = kept
 	for i := range found {
-		if announced[found[i].URL] == nil || len(r.targets) >= MaxRanks {
+		if announced[found[i].URL] == nil || len(r.targets) >= sample.MaxRanks {
 			continue
 		}
 		if a, err := NewAttach(found[i].URL); err == nil {

@@ -316,7 +316,7 @@ func FuzzAnnouncement(f *testing.F) {
 	})
 }
 
-// FuzzExpandURLs: any argument expands to at most MaxRanks checked URLs,
+// FuzzExpandURLs: any argument expands to at most sample.MaxRanks checked URLs,
 // or is refused.
 func FuzzExpandURLs(f *testing.F) {
 	f.Add("http://127.0.0.1:6061-6068")
@@ -326,7 +326,7 @@ func FuzzExpandURLs(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(urls) > MaxRanks {
+		if len(urls) > sample.MaxRanks {
 			t.Fatalf("%d URLs", len(urls))
 		}
 		for _, u := range urls {

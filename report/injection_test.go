@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/lines"
+	"github.com/gpuwatch/gpuwatch/recording"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -18,14 +20,14 @@ import (
 // scenario names and event details.
 func hostile(t testing.TB, s string) *Summary {
 	t.Helper()
-	rec := tourRecording(t)
+	rec, frames := heldTour(t)
 	rec.Header.Host, rec.Header.GPUs, rec.Header.Command, rec.Header.GpuwatchVersion = s, []string{s}, []string{s}, s
 	for i := range rec.Scenarios {
 		rec.Scenarios[i].Name = s
 	}
-	rec.Events = append(rec.Events, Event{Time: rec.Frames[0].Frame.Time, Name: s, Detail: s})
-	for i := range rec.Frames {
-		fr := &rec.Frames[i].Frame
+	rec.Events = append(rec.Events, lines.Event{Time: frames[0].Frame.Time, Name: s, Detail: s})
+	for i := range frames {
+		fr := &frames[i].Frame
 		if p := fr.Procs; p != nil {
 			for j := range p.List {
 				p.List[j].Name = s
@@ -141,14 +143,14 @@ func FuzzReportWritersEmitNoForeignMarkup(f *testing.F) {
 // report refuses +Inf and the HTML would print "+InfGiB/s".
 func TestHugeRatesGiveAFiniteReport(t *testing.T) {
 	half := 0.5
-	rec := &Recording{Header: Header{Host: "h"}}
+	var frames []recording.Recorded
 	for i := range 6 {
 		f := sample.Frame{Time: generated.Add(time.Duration(i) * time.Second),
 			Disks:  []sample.Disk{{Name: "vda", ReadBytesPerSec: 1.7e308, WriteBytesPerSec: 1.7e308, BusyPct: 1.7e308}, {Name: "vdb", ReadBytesPerSec: 1.7e308}},
 			Loader: &sample.Loader{Source: "x", SamplesPerSec: 1.7e308, BytesPerSec: 1.7e308, WaitShare: &half}}
-		rec.Frames = append(rec.Frames, Recorded{Frame: f})
+		frames = append(frames, recording.Recorded{Frame: f})
 	}
-	s := Build(rec, "x", diagnose.DefaultThresholds(), generated)
+	s := Build(recording.New(recording.Header{Host: "h"}, frames, nil), "x", diagnose.DefaultThresholds(), generated)
 	var j, h bytes.Buffer
 	if err := WriteJSON(&j, s); err != nil {
 		t.Fatalf("JSON report: %v", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/recording"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -16,7 +17,7 @@ import (
 // the straggler) and the per-rank wait and step charts; a rank's URL from
 // the recording is escaped.
 func TestReportRanks(t *testing.T) {
-	rec := &Recording{Header: Header{Host: "h", Cores: 2}}
+	var frames []recording.Recorded
 	for i := range 20 {
 		w0, w1, s0, s1 := 0.01, 0.55, 0.044, 0.020
 		f := sample.Frame{Time: generated.Add(time.Duration(i) * time.Second), IntervalSec: 1,
@@ -27,9 +28,9 @@ func TestReportRanks(t *testing.T) {
 			},
 			Loader: &sample.Loader{Source: "http://127.0.0.1:6062", WaitShare: &w1, StepMeanMs: ptrF(20), Workers: ptrI(0), BatchesPerSec: 24},
 			Accel:  &sample.VirtualAccel{BusyPct: 45}}
-		rec.Frames = append(rec.Frames, Recorded{Frame: f})
+		frames = append(frames, recording.Recorded{Frame: f})
 	}
-	s := Build(rec, "x", diagnose.DefaultThresholds(), generated)
+	s := Build(recording.New(recording.Header{Host: "h", Cores: 2}, frames, nil), "x", diagnose.DefaultThresholds(), generated)
 	if len(s.Ranks) != 2 || s.Ranks[1].StragglerFrames == 0 || s.Ranks[0].StragglerFrames != 0 || s.Ranks[1].MeanWaitShare != 0.55 {
 		t.Fatalf("ranks %+v", s.Ranks)
 	}

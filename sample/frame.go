@@ -23,7 +23,7 @@ type Frame struct {
 	Net         []NetIf   `json:"net"`
 	PSI         *PSI      `json:"psi,omitempty"`
 	Procs       *Procs    `json:"procs,omitempty"`
-	GPUs        []GPU     `json:"gpus"`
+	GPUs        []GPU     `json:"gpus" check:"max=64"`
 	// JobGPUs says how the job's GPUs (GPUs[i].Job) were found ("--gpus
 	// 0,1", "CUDA_VISIBLE_DEVICES of pid 4100", "NVML lists pid 4100's
 	// processes there"); empty when every GPU counts.
@@ -36,13 +36,18 @@ type Frame struct {
 	// attach URLs, or discovery), in rank order; nil with one loader.
 	// Loader then summarizes the job by the rank that sets its pace: the
 	// one that waits most for input (Ranks[i].Pacing).
-	Ranks []Rank `json:"ranks,omitempty"`
+	Ranks []Rank `json:"ranks,omitempty" check:"max=256"`
 	// Target is what the session watches: the job's process, why it was
 	// chosen, how its loader is seen, and whether it still runs. Nil when
 	// gpuwatch watches the host alone.
 	Target      *Target           `json:"target,omitempty"`
 	Unavailable map[string]string `json:"unavailable"`
 }
+
+// MaxRanks bounds the ranks of a frame: the loaders one gpuwatch attaches
+// to (URLs, port ranges and discovery together), and the ranks a frame
+// read from a recording keeps (Frame.Check; the Ranks field's tag).
+const MaxRanks = 256
 
 // Target is the job a session watches.
 type Target struct {
@@ -270,7 +275,7 @@ type Proc struct {
 	PPID                int      `json:"ppid"`
 	Name                string   `json:"name"`
 	State               string   `json:"state"`
-	CPUPct              float64  `json:"cpu_pct"`
+	CPUPct              float64  `json:"cpu_pct" check:"0,1e6"`
 	Threads             int      `json:"threads"`
 	RSSBytes            uint64   `json:"rss_bytes"`
 	ReadBytesPerSec     *float64 `json:"read_bytes_per_sec,omitempty"`
@@ -299,8 +304,8 @@ type Thread struct {
 	TID       int     `json:"tid"`
 	PID       int     `json:"pid"`
 	Name      string  `json:"name"`
-	CPUPct    float64 `json:"cpu_pct"`
-	SystemPct float64 `json:"system_pct"`
+	CPUPct    float64 `json:"cpu_pct" check:"0,1e6"`
+	SystemPct float64 `json:"system_pct" check:"0,1e6"`
 	// RunDelayMsPerSec is how long the thread was runnable but waiting
 	// for a CPU, ms per second (schedstat); nil unless a process tree is
 	// focused, and on the first reading.
@@ -337,7 +342,7 @@ type GPU struct {
 	SMClockMaxMHz   *float64 `json:"sm_clock_max_mhz"`
 	// ClockEvents are the reasons the clocks are held down now, in words
 	// ("idle", "power cap", "thermal slowdown" …); nil when unknown.
-	ClockEvents []string `json:"clock_events"`
+	ClockEvents []string `json:"clock_events" check:"max=32"`
 	// PCIe throughput, bytes per second, from a 20 ms window read at most
 	// once a second.
 	PCIeRxBytesPerSec *float64 `json:"pcie_rx_bytes_per_sec"`
@@ -395,11 +400,11 @@ type MIGDevice struct {
 // high P95 even when the mean looks fine.
 type UtilSamples struct {
 	N    int     `json:"n"`
-	Min  float64 `json:"min"`
-	Mean float64 `json:"mean"`
-	Max  float64 `json:"max"`
-	P5   float64 `json:"p5"`
-	P95  float64 `json:"p95"`
+	Min  float64 `json:"min" check:"0,100"`
+	Mean float64 `json:"mean" check:"0,100"`
+	Max  float64 `json:"max" check:"0,100"`
+	P5   float64 `json:"p5" check:"0,100"`
+	P95  float64 `json:"p95" check:"0,100"`
 }
 
 // GPUProcess is one compute process on a GPU. SMUtilPct is nil where the
@@ -468,7 +473,7 @@ type Loader struct {
 	Rank       *int  `json:"rank,omitempty"`
 	LocalRank  *int  `json:"local_rank,omitempty"`
 	WorldSize  *int  `json:"world_size,omitempty"`
-	WorkerPIDs []int `json:"worker_pids,omitempty"`
+	WorkerPIDs []int `json:"worker_pids,omitempty" check:"max=1024"`
 	// ReadSecPerSec and DecodeSecPerSec are seconds spent reading and
 	// decoding per wall second, summed over workers (2 = two workers busy
 	// all the time).
@@ -482,7 +487,7 @@ type Loader struct {
 	DatasetCachedBytes *int64 `json:"dataset_cached_bytes,omitempty"`
 	// Timeline is wait and step of the interval's batches, oldest first
 	// (at most 64): the "train row".
-	Timeline []BatchTiming `json:"timeline,omitempty"`
+	Timeline []BatchTiming `json:"timeline,omitempty" check:"max=64"`
 	// Sampled is set when nobody instrumented the loader: WaitShare then
 	// comes from sampling what the training process's main thread is doing
 	// (probes/loop.go), and the rates above (batches, samples, bytes) are
@@ -531,8 +536,8 @@ type Profile struct {
 	TakenAt     time.Time         `json:"taken_at"`
 	DurationSec float64           `json:"duration_sec"`
 	CPUSec      float64           `json:"cpu_sec"` // CPU time sampled
-	Categories  []ProfileCategory `json:"categories"`
-	Top         []ProfileFunc     `json:"top"`
+	Categories  []ProfileCategory `json:"categories" check:"max=16"`
+	Top         []ProfileFunc     `json:"top" check:"max=64"`
 	// Source is the URL the profile came from (several ranks: the
 	// pacing rank's).
 	Source string `json:"source,omitempty"`
@@ -540,6 +545,18 @@ type Profile struct {
 	// then the previous good one (or empty).
 	Error string `json:"error,omitempty"`
 }
+
+// ProfileCategories are the categories of a profile summary, in display
+// order: the profile probe sorts CPU samples into them, diagnosis names
+// them, and a report keeps only these. ProfileCategoryWords says what each
+// is, for people.
+var (
+	ProfileCategories    = []string{"reading", "decoding", "waiting", "gc", "other"}
+	ProfileCategoryWords = map[string]string{
+		"reading": "in read syscalls (files, network)", "decoding": "decoding and computing",
+		"waiting": "waiting (channels, locks, sleep)", "gc": "in the garbage collector and runtime", "other": "elsewhere",
+	}
+)
 
 // ProfileCategory is a share of the profile's CPU: reading (file and
 // network syscalls), decoding (compute), waiting (channels, locks,

@@ -31,7 +31,8 @@ targets=(
 	sample:FuzzRedactURL:150000
 	diagnose:FuzzThresholdSet:200000
 	diagnose:FuzzClassifyRecordedFrames:200000
-	report:FuzzReadRecording:15000
+	recording:FuzzRecordingFrames:150000
+	session:FuzzReplayRecordedFrames:10000
 	report:FuzzReportWritersEmitNoForeignMarkup:120
 )
 

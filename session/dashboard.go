@@ -14,8 +14,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/probes"
-	"github.com/gpuwatch/gpuwatch/report"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/tui"
 )
@@ -25,7 +25,7 @@ import (
 // command. Nothing else writes to the terminal meanwhile: logs go to a
 // file. On quit, a signal or a panic in the loop, the program stops and
 // the terminal is restored.
-func runDashboard(ctx context.Context, o Options, set *probeSet, sampler *probes.Sampler, rec *recording, notes <-chan report.Note) error {
+func runDashboard(ctx context.Context, o Options, set *probeSet, sampler *probes.Sampler, rec *recorder, notes <-chan lines.Note) error {
 	logFile := openLog()
 	if logFile != nil {
 		defer logFile.Close()
@@ -114,13 +114,13 @@ func (d *dashboard) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	return nil
 }
 
-func (d *dashboard) Note(n report.Note) error {
+func (d *dashboard) Note(n lines.Note) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch n := n.(type) {
-	case report.Scenario:
+	case lines.Scenario:
 		d.note = "scenario " + n.Name
-	case report.Event:
+	case lines.Event:
 		d.note = n.Name + ": " + sample.Printable(n.Detail)
 	}
 	return nil

@@ -7,9 +7,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
-	"github.com/gpuwatch/gpuwatch/report"
 )
 
 // Demo runs each of the embedded loader's configurations in turn (round
@@ -18,7 +18,7 @@ import (
 // configuration with a set number of epochs ends the session when done.
 func Demo(ctx context.Context, o Options, cfgs []loader.Config, datasets []*loader.Dataset, events *loader.Events, every time.Duration) error {
 	src := &EmbeddedSource{}
-	notes := make(chan report.Note, 1)
+	notes := make(chan lines.Note, 1)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	loaderErr := make(chan error, 1)
@@ -54,13 +54,13 @@ func Demo(ctx context.Context, o Options, cfgs []loader.Config, datasets []*load
 
 // tour runs the configurations, telling notes of each switch. It returns
 // nil when ctx ends or a single configuration finishes its epochs.
-func tour(ctx context.Context, src *EmbeddedSource, notes chan<- report.Note, cfgs []loader.Config, datasets []*loader.Dataset, events *loader.Events, every time.Duration) error {
+func tour(ctx context.Context, src *EmbeddedSource, notes chan<- lines.Note, cfgs []loader.Config, datasets []*loader.Dataset, events *loader.Events, every time.Duration) error {
 	for i := 0; ; i = (i + 1) % len(cfgs) {
 		c := cfgs[i]
 		l := loader.New(c, datasets[i], events)
 		src.Set(l)
 		select {
-		case notes <- report.Scenario{Time: time.Now(), Name: c.Name(), Knobs: c.Knobs()}:
+		case notes <- lines.Scenario{Time: time.Now(), Name: c.Name(), Knobs: c.Knobs()}:
 		case <-ctx.Done():
 			return nil
 		}

@@ -4,20 +4,20 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/lines"
 )
 
 // jobNotes passes the command's notes on and adds the job's exit as an
 // event note. With end (headless), the session ends once that note is
 // written: the note channel is unbuffered, so the loop has taken the
 // note — and told every observer — before the session is cancelled.
-func jobNotes(ctx context.Context, j *Job, in <-chan report.Note, end bool, cancel context.CancelFunc) <-chan report.Note {
-	out := make(chan report.Note)
+func jobNotes(ctx context.Context, j *Job, in <-chan lines.Note, end bool, cancel context.CancelFunc) <-chan lines.Note {
+	out := make(chan lines.Note)
 	go func() {
 		defer close(out)
 		done := j.Done()
 		for in != nil || done != nil {
-			var n report.Note
+			var n lines.Note
 			select {
 			case <-ctx.Done():
 				return
@@ -30,7 +30,7 @@ func jobNotes(ctx context.Context, j *Job, in <-chan report.Note, end bool, canc
 			case <-done:
 				done = nil
 				how, at := j.Exit()
-				n = report.Event{Time: at, Name: "exited", Detail: fmt.Sprintf("pid %d (%s) %s", j.PID(), j.Command(), how)}
+				n = lines.Event{Time: at, Name: "exited", Detail: fmt.Sprintf("pid %d (%s) %s", j.PID(), j.Command(), how)}
 			}
 			select {
 			case out <- n:

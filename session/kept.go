@@ -2,10 +2,13 @@ package session
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/lines"
+	"github.com/gpuwatch/gpuwatch/recording"
 	"github.com/gpuwatch/gpuwatch/report"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -15,8 +18,8 @@ import (
 // report can be written without a recording.
 type keptFrames struct {
 	mu         sync.Mutex
-	frames     []report.Recorded
-	notes      []report.Scenario
+	frames     []recording.Recorded
+	notes      []lines.Scenario
 	version    string
 	thresholds diagnose.Thresholds
 }
@@ -30,15 +33,15 @@ func (s *keptFrames) Frame(f *sample.Frame, _ diagnose.Verdict) error {
 	if len(s.frames) >= keepFrames {
 		s.frames = append(s.frames[:0], s.frames[len(s.frames)-keepFrames+1:]...)
 	}
-	s.frames = append(s.frames, report.Recorded{Frame: *f})
+	s.frames = append(s.frames, recording.Recorded{Frame: *f})
 	return nil
 }
 
 // Note implements Observer.
-func (s *keptFrames) Note(n report.Note) error {
+func (s *keptFrames) Note(n lines.Note) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sc, ok := n.(report.Scenario); ok {
+	if sc, ok := n.(lines.Scenario); ok {
 		s.notes = append(s.notes, sc)
 	}
 	return nil
@@ -48,12 +51,12 @@ func (s *keptFrames) Note(n report.Note) error {
 // current folder (the dashboard's e key).
 func (s *keptFrames) export() (string, error) {
 	s.mu.Lock()
-	rec := &report.Recording{Frames: append([]report.Recorded(nil), s.frames...), Scenarios: append([]report.Scenario(nil), s.notes...)}
+	frames, notes := slices.Clone(s.frames), slices.Clone(s.notes)
 	s.mu.Unlock()
-	if len(rec.Frames) == 0 {
+	if len(frames) == 0 {
 		return "", fmt.Errorf("no frame yet")
 	}
-	rec.Header = Header(&rec.Frames[0].Frame, s.version, s.thresholds)
+	rec := recording.New(Header(&frames[0].Frame, s.version, s.thresholds), frames, notes)
 	path := "gpuwatch-report-" + time.Now().Format("20060102-150405") + ".html"
 	if err := report.WriteFile(path, report.Build(rec, "(live session)", s.thresholds, time.Now()), false); err != nil {
 		return "", err

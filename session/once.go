@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -74,7 +74,7 @@ func (s *settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 }
 
 // Note implements Observer.
-func (s *settle) Note(report.Note) error { return nil }
+func (s *settle) Note(lines.Note) error { return nil }
 
 // onceSummary is --once --json's one object.
 type onceSummary struct {

@@ -8,41 +8,38 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/recording"
 	"github.com/gpuwatch/gpuwatch/tui"
 )
 
 // ReplayLines recomputes each frame's verdict with a fresh Diagnoser and
 // prints the frames with their scenario lines in time order, through the
 // same writer as a live headless session.
-func ReplayLines(rec *report.Recording, th diagnose.Thresholds, asJSON bool, stdout io.Writer) error {
+func ReplayLines(rec *recording.Recording, th diagnose.Thresholds, asJSON bool, stdout io.Writer) error {
 	d := diagnose.NewDiagnoser(th)
 	h := newHeadless(stdout, asJSON)
 	notes := rec.Scenarios
-	for i := range rec.Frames {
-		f := &rec.Frames[i].Frame
+	return rec.Each(func(_ int, r *recording.Recorded) error {
+		f := &r.Frame
 		for len(notes) > 0 && !notes[0].Time.After(f.Time) {
 			if err := h.Note(notes[0]); err != nil {
 				return err
 			}
 			notes = notes[1:]
 		}
-		if err := h.Frame(f, d.Observe(f)); err != nil {
-			return err
-		}
-	}
-	return nil
+		return h.Frame(f, d.Observe(f))
+	})
 }
 
 // ReplayDashboard plays the recording in the dashboard, with the replay
 // keys: pause, seek, speed (within tui's replay range).
-func ReplayDashboard(ctx context.Context, rec *report.Recording, th diagnose.Thresholds, name string, speed float64, stdout io.Writer) error {
+func ReplayDashboard(ctx context.Context, rec *recording.Recording, th diagnose.Thresholds, name string, speed float64, stdout io.Writer) error {
 	updates := make(chan tui.Feed)
-	pl := &player{frames: rec.Frames, speed: speed, thresholds: th, cmds: make(chan playerCmd, 16)}
+	pl := &player{rec: rec, speed: speed, thresholds: th, cmds: make(chan playerCmd, 16)}
 	model := tui.New(tui.Options{Updates: updates, Title: "replay of " + name, Interval: time.Second, Replay: &tui.Replay{
 		Pause: func(p bool) { pl.send(playerCmd{pause: &p}) },
 		Seek:  func(by time.Duration) { pl.send(playerCmd{seek: by}) },
-		Speed: pl.scale,
+		Speed: pl.scale, InitialSpeed: speed,
 	}})
 	return RunProgram(ctx, model, stdout, func(ctx context.Context, _ func()) error {
 		pl.run(ctx, updates) // the view stays on the last frame: q quits
@@ -53,7 +50,7 @@ func ReplayDashboard(ctx context.Context, rec *report.Recording, th diagnose.Thr
 // player plays recorded frames at their recorded pace × speed. Its waits
 // between frames are the playback clock.
 type player struct {
-	frames     []report.Recorded
+	rec        *recording.Recording // read a frame at a time, never all held
 	thresholds diagnose.Thresholds
 	cmds       chan playerCmd
 	mu         sync.Mutex
@@ -99,14 +96,41 @@ func (pl *player) currentSpeed() float64 {
 // run sends frame idx, waits the recorded gap, and so on; a seek rebuilds
 // the diagnoser from up to 60 frames before the target and resends them,
 // the first marked Reset, so sparklines and verdicts are right there.
+// Frames are read from the file as they are played (the next one ahead,
+// for its time). Every feed says where playback is (tui.Position). A
+// frame that cannot be read (the file changed under it) ends playback,
+// and the view says why.
 func (pl *player) run(ctx context.Context, updates chan<- tui.Feed) {
 	defer close(updates)
-	frames := pl.frames
+	n := pl.rec.Len()
+	at := func(i int) (*recording.Recorded, bool) {
+		r, err := pl.rec.Frame(i)
+		if err != nil {
+			select {
+			case updates <- tui.Feed{Note: "replay stopped: " + err.Error()}:
+			case <-ctx.Done():
+			}
+			return nil, false
+		}
+		return r, true
+	}
+	first, ok := at(0)
+	if !ok {
+		return
+	}
+	last, ok := at(n - 1)
+	if !ok {
+		return
+	}
+	start, length := first.Frame.Time, last.Frame.Time.Sub(first.Frame.Time)
 	d := diagnose.NewDiagnoser(pl.thresholds)
-	send := func(i int, reset bool) bool {
-		f := &frames[i].Frame
+	var cur time.Time // the time of the frame shown
+	send := func(i int, r *recording.Recorded, reset bool) bool {
+		f := &r.Frame
+		cur = f.Time
+		pos := &tui.Position{At: f.Time.Sub(start), Length: length, Frame: i + 1, Frames: n, End: i == n-1}
 		select {
-		case updates <- tui.Feed{Frame: f, Verdict: d.Observe(f), Reset: reset}:
+		case updates <- tui.Feed{Frame: f, Verdict: d.Observe(f), Reset: reset, Position: pos}:
 			return true
 		case <-ctx.Done():
 			return false
@@ -115,7 +139,8 @@ func (pl *player) run(ctx context.Context, updates chan<- tui.Feed) {
 	seekTo := func(i int) bool {
 		d = diagnose.NewDiagnoser(pl.thresholds)
 		for j := max(0, i-60); j <= i; j++ {
-			if !send(j, j == max(0, i-60)) {
+			r, ok := at(j)
+			if !ok || !send(j, r, j == max(0, i-60)) {
 				return false
 			}
 		}
@@ -123,14 +148,20 @@ func (pl *player) run(ctx context.Context, updates chan<- tui.Feed) {
 	}
 	paused := false
 	idx := 0
-	if !send(0, false) {
+	var next *recording.Recorded // frame idx+1, read ahead for its time
+	if !send(0, first, false) {
 		return
 	}
 	for {
 		var wait <-chan time.Time
 		var t *time.Timer
-		if !paused && idx+1 < len(frames) { // at the end, only commands (seek back)
-			gap := min(frames[idx+1].Frame.Time.Sub(frames[idx].Frame.Time), 10*time.Second)
+		if !paused && idx+1 < n { // at the end, only commands (seek back)
+			if next == nil {
+				if next, ok = at(idx + 1); !ok {
+					return
+				}
+			}
+			gap := min(next.Frame.Time.Sub(cur), 10*time.Second)
 			t = time.NewTimer(time.Duration(float64(gap) / pl.currentSpeed()))
 			wait = t.C
 		}
@@ -142,7 +173,9 @@ func (pl *player) run(ctx context.Context, updates chan<- tui.Feed) {
 			return
 		case <-wait:
 			idx++
-			if !send(idx, false) {
+			r := next
+			next = nil
+			if !send(idx, r, false) {
 				return
 			}
 		case c := <-pl.cmds:
@@ -153,9 +186,16 @@ func (pl *player) run(ctx context.Context, updates chan<- tui.Feed) {
 			case c.pause != nil:
 				paused = *c.pause
 			case c.seek != 0:
-				target := frames[idx].Frame.Time.Add(c.seek)
-				i := sort.Search(len(frames), func(k int) bool { return !frames[k].Frame.Time.Before(target) })
-				idx = min(max(i, 0), len(frames)-1)
+				target, failed := cur.Add(c.seek), false
+				i := sort.Search(n, func(k int) bool {
+					r, ok := at(k)
+					failed = failed || !ok
+					return !ok || !r.Frame.Time.Before(target)
+				})
+				if failed {
+					return
+				}
+				idx, next = min(max(i, 0), n-1), nil
 				if !seekTo(idx) {
 					return
 				}

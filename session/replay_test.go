@@ -2,18 +2,19 @@ package session
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/recording"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/tui"
 )
 
-func recordedFrames(n int) []report.Recorded {
+func recordedFrames(n int) []recording.Recorded {
 	t0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
-	out := make([]report.Recorded, n)
+	out := make([]recording.Recorded, n)
 	for i := range out {
 		out[i].Frame = sample.Frame{Time: t0.Add(time.Duration(i) * 100 * time.Millisecond),
 			CPU: &sample.CPU{BusyPct: 10, Cores: []sample.Core{{ID: 0, BusyPct: 10}}}, Unavailable: map[string]string{}}
@@ -37,7 +38,7 @@ func next(t *testing.T, ch <-chan tui.Feed) tui.Feed {
 // target, the first marked Reset, and goes on from there.
 func TestPlayerSeeksAndKeepsOrder(t *testing.T) {
 	frames := recordedFrames(400)
-	pl := &player{frames: frames, speed: 16, thresholds: diagnose.DefaultThresholds(), cmds: make(chan playerCmd, 16)}
+	pl := &player{rec: recording.New(recording.Header{}, frames, nil), speed: 16, thresholds: diagnose.DefaultThresholds(), cmds: make(chan playerCmd, 16)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := make(chan tui.Feed)
@@ -64,5 +65,40 @@ func TestPlayerSeeksAndKeepsOrder(t *testing.T) {
 	}
 	if s := pl.scale(1.0 / 1024); s != MinSpeed {
 		t.Fatalf("speed %v, want floored at %v", s, MinSpeed)
+	}
+}
+
+// TestPlayerSaysWhereItIs plays a recorded file to its end: every feed
+// carries its place (frame k of n, time from the start of the 2.9 s
+// recording), and only the last frame is the end of the recording.
+func TestPlayerSaysWhereItIs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.jsonl")
+	w, err := recording.NewRecorder(path, recording.Header{Host: "h"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := recordedFrames(30)
+	for i := range frames {
+		if err := w.Frame(&frames[i].Frame, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	rec, err := recording.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	pl := &player{rec: rec, speed: MaxSpeed, thresholds: diagnose.DefaultThresholds(), cmds: make(chan playerCmd, 16)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := make(chan tui.Feed)
+	go pl.run(ctx, ch)
+	for i := range 30 {
+		p := next(t, ch).Position
+		if p == nil || p.Frame != i+1 || p.Frames != 30 || p.Length != 2900*time.Millisecond ||
+			p.At != time.Duration(i)*100*time.Millisecond || p.End != (i == 29) {
+			t.Fatalf("feed %d: position %+v", i, p)
+		}
 	}
 }

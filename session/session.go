@@ -20,8 +20,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/probes"
-	"github.com/gpuwatch/gpuwatch/report"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -54,7 +54,7 @@ type Options struct {
 	Probes []probes.Probe
 	// Notes are the command's non-frame lines (scenario switches), in
 	// time order with the frames; closing it is fine.
-	Notes <-chan report.Note
+	Notes <-chan lines.Note
 	// Cgroup names the job's cgroup (--cgroup, --slurm-job) when it is not
 	// the focused process's; CgroupSource says how it was found.
 	Cgroup, CgroupSource string
@@ -84,7 +84,7 @@ type Options struct {
 // stops the session.
 type Observer interface {
 	Frame(f *sample.Frame, v diagnose.Verdict) error
-	Note(n report.Note) error
+	Note(n lines.Note) error
 }
 
 // Run samples until ctx ends or o.Duration passes, in the dashboard when
@@ -95,7 +95,7 @@ func Run(ctx context.Context, o Options) error {
 		o.Stderr = io.Discard
 	}
 	dashboard := !o.Headless && !o.JSON && !o.Once && IsTerminal(o.Stdout)
-	rec := newRecording(o)
+	rec := newRecorder(o)
 	if o.Record != "" {
 		for _, p := range []string{o.Record, o.Record + ".1"} {
 			if _, err := os.Stat(p); err == nil {
@@ -152,7 +152,7 @@ func Run(ctx context.Context, o Options) error {
 
 // finish closes the recording and says what became of it, and prints
 // --once's summary.
-func finish(o Options, rec *recording, once *settle, dashboard bool, err error) error {
+func finish(o Options, rec *recorder, once *settle, dashboard bool, err error) error {
 	path, n, recErr := rec.stop()
 	if err == nil && once != nil {
 		err = once.summary(o.Stdout, o.JSON)
@@ -176,7 +176,7 @@ func finish(o Options, rec *recording, once *settle, dashboard bool, err error) 
 
 // loop is the session's one frame loop: each frame through the diagnoser
 // to every observer, each note to every observer, until the sampler stops.
-func loop(ctx context.Context, sampler *probes.Sampler, diag *diagnose.Diagnoser, notes <-chan report.Note, obs []Observer) error {
+func loop(ctx context.Context, sampler *probes.Sampler, diag *diagnose.Diagnoser, notes <-chan lines.Note, obs []Observer) error {
 	frames := make(chan *sample.Frame, 1)
 	errc := make(chan error, 1)
 	go func() { errc <- sampler.Run(ctx, frames) }()
@@ -211,13 +211,13 @@ func loop(ctx context.Context, sampler *probes.Sampler, diag *diagnose.Diagnoser
 // headless writes a line (or a JSON line) per frame and per note.
 type headless struct {
 	w  io.Writer
-	jw *report.JSONWriter
+	jw *lines.JSONWriter
 }
 
 func newHeadless(w io.Writer, asJSON bool) *headless {
 	h := &headless{w: w}
 	if asJSON {
-		h.jw = report.NewJSONWriter(w)
+		h.jw = lines.NewJSONWriter(w)
 	}
 	return h
 }
@@ -227,7 +227,7 @@ func (h *headless) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	if h.jw != nil {
 		err = h.jw.WriteFrame(f, &v)
 	} else {
-		err = report.WriteLine(h.w, f, &v)
+		err = lines.WriteLine(h.w, f, &v)
 	}
 	if err != nil {
 		return fmt.Errorf("write output: %w", err)
@@ -235,12 +235,12 @@ func (h *headless) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	return nil
 }
 
-func (h *headless) Note(n report.Note) error {
+func (h *headless) Note(n lines.Note) error {
 	var err error
 	if h.jw != nil {
 		err = h.jw.WriteNote(n)
 	} else {
-		err = report.WriteNoteLine(h.w, n)
+		err = lines.WriteNoteLine(h.w, n)
 	}
 	if err != nil {
 		return fmt.Errorf("write output: %w", err)
@@ -252,7 +252,7 @@ func (h *headless) Note(n report.Note) error {
 type frameFunc func(*sample.Frame, diagnose.Verdict)
 
 func (fn frameFunc) Frame(f *sample.Frame, v diagnose.Verdict) error { fn(f, v); return nil }
-func (frameFunc) Note(report.Note) error                             { return nil }
+func (frameFunc) Note(lines.Note) error                              { return nil }
 
 // IsTerminal says whether w is a terminal (the dashboard's condition).
 func IsTerminal(w io.Writer) bool {

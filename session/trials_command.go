@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/probes"
-	"github.com/gpuwatch/gpuwatch/report"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -230,7 +230,7 @@ func (w whileLoading) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	return w.o.Frame(f, v)
 }
 
-func (w whileLoading) Note(n report.Note) error { return w.o.Note(n) }
+func (w whileLoading) Note(n lines.Note) error { return w.o.Note(n) }
 
 // Stop ends a job that gpuwatch stopped watching before it ended: SIGINT
 // to its process group, as Ctrl-C would, then SIGTERM and SIGKILL, grace

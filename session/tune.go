@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -241,7 +241,7 @@ func (t *tail) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	return nil
 }
 
-func (*tail) Note(report.Note) error { return nil }
+func (*tail) Note(lines.Note) error { return nil }
 
 // mean is the samples/s and wait share over the newest n readings, past
 // the first skip.

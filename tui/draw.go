@@ -25,7 +25,20 @@ func fit(s string, w int) string {
 }
 
 // blank is a line of w spaces.
-func blank(w int) string { return strings.Repeat(" ", max(w, 0)) }
+func blank(w int) string { return repeat(" ", w) }
+
+// repeat is strings.Repeat with a count below 0 taken as 0: a count
+// computed from a number that came from outside (a recording, a loader)
+// must not crash the view.
+func repeat(s string, n int) string { return strings.Repeat(s, max(n, 0)) }
+
+// unit is x within 0–1, NaN as 0: the share a bar fills.
+func unit(x float64) float64 {
+	if x != x {
+		return 0
+	}
+	return min(1, max(0, x))
+}
 
 // stack appends lines that are already w cells wide, then blank lines up to
 // h: no measuring.
@@ -57,7 +70,7 @@ func (pv *view) bar(pct float64, width int) string {
 	if width <= 0 {
 		return ""
 	}
-	pct = min(100, max(0, pct))
+	pct = 100 * unit(pct/100)
 	eighths := int(pct / 100 * float64(width*8))
 	full, part := eighths/8, eighths%8
 	var b strings.Builder
@@ -74,7 +87,7 @@ func (pv *view) bar(pct float64, width int) string {
 	case pct >= 70:
 		style = pv.st.barYellow
 	}
-	return style.Render(filled) + strings.Repeat(" ", width-full)
+	return style.Render(filled) + repeat(" ", width-full)
 }
 
 // spark draws values (0–100) as a sparkline of the newest width values;
@@ -94,7 +107,7 @@ func (pv *view) spark(values []float64, bursty []bool, width int) string {
 			b.WriteString(pv.st.spark[lvl])
 		}
 	}
-	return strings.Repeat(" ", width-(len(values)-start)) + b.String()
+	return repeat(" ", width-(len(values)-start)) + b.String()
 }
 
 // rule is a panel's title line: "─ CPU ─────────".

@@ -134,16 +134,16 @@ func (pv *view) trainRow(w int) string {
 	var b strings.Builder
 	cells := 0
 	for _, bt := range bs[start:] {
-		wc := int(bt.WaitMs/perCell + 0.5)
-		sc := max(1, int(bt.StepMs/perCell+0.5))
+		wc := int(float64(w)*unit(bt.WaitMs/perCell/float64(w)) + 0.5)
+		sc := max(1, int(float64(w)*unit(bt.StepMs/perCell/float64(w))+0.5))
 		if cells+wc+sc > w {
 			break
 		}
-		b.WriteString(strings.Repeat(pv.st.wait, wc))
-		b.WriteString(strings.Repeat(pv.st.step, sc))
+		b.WriteString(repeat(pv.st.wait, wc))
+		b.WriteString(repeat(pv.st.step, sc))
 		cells += wc + sc
 	}
-	return "▕" + b.String() + strings.Repeat(" ", w-cells) + "▏"
+	return "▕" + b.String() + repeat(" ", w-cells) + "▏"
 }
 
 // meanBatchRow stands in for the train row when the loader reports
@@ -160,9 +160,9 @@ func (pv *view) meanBatchRow(w int) string {
 		label = ""
 	}
 	cells := w - len(label)
-	wc := int(float64(cells)**l.WaitMeanMs/(*l.WaitMeanMs+*l.StepMeanMs) + 0.5)
-	wc = min(wc, cells-1) // a step always shows
-	return pv.st.Dim.Render(label) + "▕" + strings.Repeat(pv.st.wait, wc) + strings.Repeat(pv.st.step, cells-wc) + "▏"
+	wc := int(float64(cells)*unit(*l.WaitMeanMs/(*l.WaitMeanMs+*l.StepMeanMs)) + 0.5)
+	wc = max(0, min(wc, cells-1)) // a step always shows
+	return pv.st.Dim.Render(label) + "▕" + repeat(pv.st.wait, wc) + repeat(pv.st.step, cells-wc) + "▏"
 }
 
 func ms(v float64) string {

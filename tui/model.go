@@ -31,6 +31,17 @@ type Feed struct {
 	// Job is the command gpuwatch run started, nil otherwise: the view
 	// says where its output goes and shows its last lines.
 	Job *JobView
+	// Position is where a replay is, nil live.
+	Position *Position
+}
+
+// Position is where a replay is: the frame shown (1-based) of all, its
+// time from the recording's start, the recording's length, and whether
+// it is the last frame (playback stopped at the end, not stalled).
+type Position struct {
+	At, Length    time.Duration
+	Frame, Frames int
+	End           bool
 }
 
 // JobView is gpuwatch run's command as the dashboard shows it.
@@ -49,8 +60,10 @@ type JobView struct {
 type Replay struct {
 	Pause func(paused bool)
 	Seek  func(by time.Duration)
-	// Speed multiplies the speed by factor and returns the new speed.
-	Speed func(factor float64) float64
+	// Speed multiplies the speed by factor and returns the new speed;
+	// InitialSpeed is the speed playback starts at.
+	Speed        func(factor float64) float64
+	InitialSpeed float64
 }
 
 // Options configure the dashboard.
@@ -112,6 +125,7 @@ type Model struct {
 	sticky   string    // a status that stays until the next one (a job being interrupted)
 	interval time.Duration
 	hframes  []*sample.Frame // the history drawn this render
+	speed    float64         // a replay's speed
 }
 
 // New returns the dashboard model.
@@ -122,8 +136,12 @@ func New(opt Options) *Model {
 	if opt.Interval <= 0 {
 		opt.Interval = time.Second
 	}
-	return &Model{opt: opt, keys: DefaultKeyMap(), styles: DefaultStyles(),
-		hist: sample.NewHistory(opt.History), interval: opt.Interval}
+	m := &Model{opt: opt, keys: DefaultKeyMap(), styles: DefaultStyles(),
+		hist: sample.NewHistory(opt.History), interval: opt.Interval, speed: 1}
+	if r := opt.Replay; r != nil && r.InitialSpeed > 0 {
+		m.speed = r.InitialSpeed
+	}
+	return m
 }
 
 type frameMsg Feed
@@ -230,7 +248,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 			if msg.String() == "[" {
 				f = 0.5
 			}
-			m.setStatus(fmt.Sprintf("speed ×%g", r.Speed(f)), at)
+			m.speed = r.Speed(f)
+			m.setStatus(fmt.Sprintf("speed ×%g", m.speed), at)
 			return nil
 		}
 	}
@@ -389,6 +408,9 @@ func (m *Model) footer(w int) string {
 	if m.paused {
 		s = m.styles.Warn.Render("PAUSED ") + s
 	}
+	if p := m.latest.Position; p != nil {
+		s = m.position(p) + "  " + s
+	}
 	switch {
 	case m.status != "" && m.latest.frameTime().Sub(m.statusAt) < 5*time.Second:
 		s = m.styles.Label.Render(m.status) + "  " + s
@@ -396,6 +418,33 @@ func (m *Model) footer(w int) string {
 		s = m.styles.Label.Render(m.sticky) + "  " + s
 	}
 	return fit(s, w)
+}
+
+// position is a replay's place in the status bar: "▶ 00:05 / 00:18", a
+// progress bar and the speed; "end of recording" once the last frame is
+// shown, so a finished replay does not look like a stalled live view.
+func (m *Model) position(p *Position) string {
+	clock := func(d time.Duration) string {
+		d = d.Round(time.Second)
+		if d >= time.Hour {
+			return fmt.Sprintf("%d:%02d:%02d", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60)
+		}
+		return fmt.Sprintf("%02d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	const barW = 12
+	filled := barW
+	if p.Length > 0 {
+		filled = int(float64(barW)*unit(float64(p.At)/float64(p.Length)) + 0.5)
+	}
+	bar := "▕" + strings.Repeat("█", filled) + strings.Repeat("░", barW-filled) + "▏"
+	at := clock(p.At) + " / " + clock(p.Length)
+	switch {
+	case p.End:
+		return m.styles.Label.Render("■ end of recording "+at) + " " + bar
+	case m.paused:
+		return m.styles.Warn.Render("❚❚ "+at) + " " + bar
+	}
+	return m.styles.Label.Render("▶ "+at) + " " + bar + m.styles.Dim.Render(fmt.Sprintf(" ×%g", m.speed))
 }
 
 func (m *Model) helpLines() []string {

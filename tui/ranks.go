@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -32,8 +31,8 @@ func (pv *view) rankRows(w int) []string {
 		case r.WaitShare == nil:
 			line += pv.st.Dim.Render("no batch yet ") + pv.st.Dim.Render(sample.Printable(r.URL))
 		default:
-			filled := int(float64(barW)**r.WaitShare + 0.5)
-			line += "▕" + strings.Repeat(pv.st.wait, filled) + strings.Repeat(" ", barW-filled) + "▏"
+			filled := int(float64(barW)*unit(*r.WaitShare) + 0.5)
+			line += "▕" + repeat(pv.st.wait, filled) + repeat(" ", barW-filled) + "▏"
 			line += fmt.Sprintf(" wait %3.0f%%", 100**r.WaitShare)
 			if r.StepSec != nil {
 				line += " step " + ms(1000**r.StepSec)

@@ -125,7 +125,10 @@ func (profilePanel) draw(pv *view, w, h int) []string {
 	p := pv.frame.Profile
 	if p == nil {
 		msg := "no profile: `gpuwatch attach URL` takes the loader's CPU profile from URL/debug/pprof/profile"
-		if l := pv.frame.Loader; l != nil && l.Source != "embedded" {
+		switch l := pv.frame.Loader; {
+		case pv.replay:
+			msg = "this recording holds no CPU profile here"
+		case l != nil && l.Source != "embedded":
 			msg = "taking the first CPU profile of the loader…"
 		}
 		return block([]string{pv.st.Dim.Render(msg)}, w, h)

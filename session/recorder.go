@@ -9,35 +9,36 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/lines"
+	"github.com/gpuwatch/gpuwatch/recording"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
-// recording is a session's optional recording, an observer: started by
+// recorder is a session's optional recording, an observer: started by
 // --record or the dashboard's r key. The file is created at the first
 // frame, so its header can name the GPUs. A write error stops the
 // recording, not the session: it is told through notify and kept for
 // stop, which returns it.
-type recording struct {
+type recorder struct {
 	mu       sync.Mutex
 	path     string // "" when not recording
 	maxBytes int64
 	version  string
 	th       diagnose.Thresholds
-	rec      *report.Recorder
+	rec      *recording.Recorder
 	frames   int
-	err      error         // why the recording stopped early
-	notify   func(string)  // rotations
-	onFail   func(string)  // a write error stopped the recording; nil: told at the end
-	pending  []report.Note // notes before the first frame
-	loaderUp *bool         // the last loader connection state seen
+	err      error        // why the recording stopped early
+	notify   func(string) // rotations
+	onFail   func(string) // a write error stopped the recording; nil: told at the end
+	pending  []lines.Note // notes before the first frame
+	loaderUp *bool        // the last loader connection state seen
 }
 
-func newRecording(o Options) *recording {
-	return &recording{maxBytes: o.RecordMaxSize, version: o.Version, th: o.Thresholds, notify: func(s string) { log.Print(s) }}
+func newRecorder(o Options) *recorder {
+	return &recorder{maxBytes: o.RecordMaxSize, version: o.Version, th: o.Thresholds, notify: func(s string) { log.Print(s) }}
 }
 
-func (r *recording) start(path string) {
+func (r *recorder) start(path string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.path, r.frames, r.rec, r.err = path, 0, nil, nil
@@ -45,13 +46,13 @@ func (r *recording) start(path string) {
 
 // stop closes the file and returns its path, frame count and the error
 // that stopped it early, if any.
-func (r *recording) stop() (string, int, error) {
+func (r *recorder) stop() (string, int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.closeLocked()
 }
 
-func (r *recording) closeLocked() (string, int, error) {
+func (r *recorder) closeLocked() (string, int, error) {
 	path, n, err := r.path, r.frames, r.err
 	if r.rec != nil {
 		if cerr := r.rec.Close(); cerr != nil && err == nil {
@@ -62,14 +63,14 @@ func (r *recording) closeLocked() (string, int, error) {
 	return path, n, err
 }
 
-func (r *recording) active() bool {
+func (r *recorder) active() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.path != ""
 }
 
 // Frame implements Observer.
-func (r *recording) Frame(f *sample.Frame, v diagnose.Verdict) error {
+func (r *recorder) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.path == "" {
@@ -81,9 +82,9 @@ func (r *recording) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	return nil
 }
 
-func (r *recording) frameLocked(f *sample.Frame, v *diagnose.Verdict) error {
+func (r *recorder) frameLocked(f *sample.Frame, v *diagnose.Verdict) error {
 	if r.rec == nil {
-		rec, err := report.NewRecorder(r.path, Header(f, r.version, r.th), r.maxBytes)
+		rec, err := recording.NewRecorder(r.path, Header(f, r.version, r.th), r.maxBytes)
 		if err != nil {
 			return err
 		}
@@ -102,7 +103,7 @@ func (r *recording) frameLocked(f *sample.Frame, v *diagnose.Verdict) error {
 			if !*l.Connected {
 				name, detail = "disconnected", l.Source+": "+f.Unavailable["loader"]
 			}
-			if err := r.rec.Note(report.Event{Time: f.Time, Name: name, Detail: detail}); err != nil {
+			if err := r.rec.Note(lines.Event{Time: f.Time, Name: name, Detail: detail}); err != nil {
 				return err
 			}
 		}
@@ -115,7 +116,7 @@ func (r *recording) frameLocked(f *sample.Frame, v *diagnose.Verdict) error {
 
 // failLocked stops the recording after a write error and says so; stop
 // returns the error.
-func (r *recording) failLocked(err error) {
+func (r *recorder) failLocked(err error) {
 	if r.rec != nil {
 		_ = r.rec.Close()
 	}
@@ -127,7 +128,7 @@ func (r *recording) failLocked(err error) {
 }
 
 // Note implements Observer.
-func (r *recording) Note(n report.Note) error {
+func (r *recorder) Note(n lines.Note) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.path == "" {
@@ -145,7 +146,7 @@ func (r *recording) Note(n report.Note) error {
 
 // toggle is the dashboard's r key: start a recording in the current
 // folder, or stop the one running.
-func (r *recording) toggle() (string, error) {
+func (r *recorder) toggle() (string, error) {
 	if r.active() {
 		path, n, err := r.stop()
 		if err != nil {
@@ -165,13 +166,13 @@ func (r *recording) toggle() (string, error) {
 // Header is a recording's (and a live report's) header for a session
 // whose first frame is f: this host, its cores, f's GPUs, this build, its
 // command line with credentials taken out of URLs, and the thresholds.
-func Header(f *sample.Frame, version string, th diagnose.Thresholds) report.Header {
+func Header(f *sample.Frame, version string, th diagnose.Thresholds) recording.Header {
 	host, _ := os.Hostname()
 	gpus := []string{}
 	for _, g := range f.GPUs {
 		gpus = append(gpus, g.Name)
 	}
-	h := report.Header{
+	h := recording.Header{
 		Time: f.Time, Host: host, Cores: runtime.NumCPU(), GPUs: gpus,
 		GpuwatchVersion: version, Command: sample.RedactArgs(os.Args), IntervalSec: f.IntervalSec, Thresholds: &th,
 	}

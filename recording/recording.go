@@ -1,9 +1,11 @@
-package report
+// Package recording writes a session's frames to a file, and reads them
+// back one at a time (docs/architecture.md §2): the Recorder behind
+// --record and the dashboard's r key, and the reader behind replay and
+// report, which bounds and checks everything a file may hold.
+package recording
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -51,14 +54,6 @@ type VerdictChange struct {
 	Since time.Time     `json:"since"`
 }
 
-// Event is a "type":"event" line: something that happened to a source
-// ("disconnected", "reconnected").
-type Event struct {
-	Time   time.Time `json:"time"`
-	Name   string    `json:"name"`
-	Detail string    `json:"detail,omitempty"`
-}
-
 // Recorder writes a recording: the header, then frames (with the verdict
 // shown for them), verdict changes and events, as JSON lines. Every line is
 // flushed when written — frames come once per interval — so a crash or
@@ -73,7 +68,7 @@ type Recorder struct {
 	maxBytes int64
 	f        *os.File
 	w        *bufio.Writer
-	jw       *JSONWriter
+	jw       *lines.JSONWriter
 	n        int64
 	lastKind diagnose.Kind
 	haveKind bool
@@ -87,7 +82,7 @@ type Recorder struct {
 func NewRecorder(path string, h Header, maxBytes int64) (*Recorder, error) {
 	h.Type, h.Format, h.Version, h.Part = "header", RecordingFormat, RecordingVersion, 1
 	r := &Recorder{path: path, header: h, maxBytes: maxBytes}
-	if maxBytes > 0 && fileExists(path+".1") {
+	if _, err := os.Lstat(path + ".1"); maxBytes > 0 && err == nil {
 		// Rotation keeps one previous part there: it must be this
 		// recording's, not a file that was there before.
 		return nil, fmt.Errorf("%s.1 exists, and rotating %s would replace it: record to a new name", path, path)
@@ -120,8 +115,8 @@ func (r *Recorder) open(flags int) error {
 	}
 	r.f, r.n = f, 0
 	r.w = bufio.NewWriter(countingWriter{f, &r.n})
-	r.jw = NewJSONWriter(r.w)
-	if err := r.jw.enc.Encode(r.header); err != nil {
+	r.jw = lines.NewJSONWriter(r.w)
+	if err := r.jw.Encode(r.header); err != nil {
 		return err
 	}
 	return r.w.Flush()
@@ -148,7 +143,7 @@ func (r *Recorder) Frame(f *sample.Frame, v *diagnose.Verdict) error {
 }
 
 // Note writes a scenario switch or an event.
-func (r *Recorder) Note(n Note) error {
+func (r *Recorder) Note(n lines.Note) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.jw.WriteNote(n); err != nil {
@@ -157,7 +152,7 @@ func (r *Recorder) Note(n Note) error {
 	return r.flush()
 }
 
-func (r *Recorder) line(v any) error { return r.jw.enc.Encode(v) }
+func (r *Recorder) line(v any) error { return r.jw.Encode(v) }
 
 // flush writes the buffer out, then rotates if the file grew past the cap.
 func (r *Recorder) flush() error {
@@ -198,143 +193,4 @@ func (r *Recorder) Close() error {
 	}
 	r.f = nil
 	return err
-}
-
-// Recorded is one frame of a recording with the verdict shown for it.
-type Recorded struct {
-	Frame   sample.Frame
-	Verdict *diagnose.Verdict
-}
-
-// Recording is a recording read back.
-type Recording struct {
-	Header    Header
-	Frames    []Recorded
-	Verdicts  []VerdictChange
-	Scenarios []Scenario
-	Events    []Event
-	// Warnings say what could not be read: a truncated or corrupt line
-	// ends the reading, and everything before it is kept.
-	Warnings []string
-}
-
-// ErrNotRecording is returned for a file that is not a gpuwatch recording.
-var ErrNotRecording = errors.New("not a gpuwatch recording")
-
-// MaxLineBytes bounds one line of a recording: a frame of a 256-core,
-// 8-GPU machine is under 100 KiB. A longer line is skipped, never loaded
-// whole.
-const MaxLineBytes = 16 << 20
-
-// readLine reads one line (with its '\n', if any) of at most limit bytes.
-// A longer line is read through to its end without keeping it, and long
-// is true.
-func readLine(br *bufio.Reader, limit int) (line []byte, long bool, err error) {
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if !long {
-			if len(line)+len(chunk) > limit {
-				long, line = true, nil
-			} else {
-				line = append(line, chunk...)
-			}
-		}
-		if err != bufio.ErrBufferFull {
-			return line, long, err
-		}
-	}
-}
-
-// ReadRecording reads a recording up to its last good line. A file of
-// another format, or of a newer version, is refused with an error.
-func ReadRecording(r io.Reader) (*Recording, error) {
-	br := bufio.NewReaderSize(r, 1<<20)
-	rec := &Recording{}
-	header := false // the first line that is not blank must be the header
-	for lineNo := 1; ; lineNo++ {
-		line, long, err := readLine(br, MaxLineBytes)
-		if long {
-			if !header {
-				return nil, fmt.Errorf("%w: the first line is longer than %d MiB", ErrNotRecording, MaxLineBytes>>20)
-			}
-			rec.Warnings = append(rec.Warnings, fmt.Sprintf("line %d is longer than %d MiB: skipped", lineNo, MaxLineBytes>>20))
-			continue
-		}
-		if len(line) == 0 && err != nil {
-			if err != io.EOF {
-				return rec, err
-			}
-			break
-		}
-		complete := len(line) > 0 && line[len(line)-1] == '\n'
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		var head struct {
-			Type string `json:"type"`
-		}
-		if jerr := json.Unmarshal(line, &head); jerr != nil {
-			if !header {
-				return nil, fmt.Errorf("%w: the first line is not JSON", ErrNotRecording)
-			}
-			what := "corrupt"
-			if !complete {
-				what = "truncated (the recording was cut off)"
-			}
-			rec.Warnings = append(rec.Warnings, fmt.Sprintf("line %d is %s: read up to line %d", lineNo, what, lineNo-1))
-			break
-		}
-		if !header {
-			header = true
-			if head.Type != "header" {
-				return nil, fmt.Errorf("%w: no header line", ErrNotRecording)
-			}
-			if err := json.Unmarshal(line, &rec.Header); err != nil || rec.Header.Format != RecordingFormat {
-				return nil, fmt.Errorf("%w: format %q", ErrNotRecording, rec.Header.Format)
-			}
-			if rec.Header.Version > RecordingVersion {
-				return nil, fmt.Errorf("recording format version %d is newer than this gpuwatch reads (%d): update gpuwatch", rec.Header.Version, RecordingVersion)
-			}
-			continue
-		}
-		var bad error
-		switch head.Type {
-		case "frame":
-			var fl struct {
-				sample.Frame
-				Verdict *diagnose.Verdict `json:"verdict"`
-			}
-			if bad = json.Unmarshal(line, &fl); bad == nil {
-				rec.Frames = append(rec.Frames, Recorded{Frame: fl.Frame, Verdict: fl.Verdict})
-			}
-		case "verdict":
-			var v VerdictChange
-			if bad = json.Unmarshal(line, &v); bad == nil {
-				rec.Verdicts = append(rec.Verdicts, v)
-			}
-		case "scenario":
-			var s Scenario
-			if bad = json.Unmarshal(line, &s); bad == nil {
-				rec.Scenarios = append(rec.Scenarios, s)
-			}
-		case "event":
-			var e Event
-			if bad = json.Unmarshal(line, &e); bad == nil {
-				rec.Events = append(rec.Events, e)
-			}
-		case "header":
-			// A later part's header inside one file: skip.
-		default:
-			// Lines of types a newer gpuwatch adds are skipped.
-		}
-		if bad != nil {
-			rec.Warnings = append(rec.Warnings, fmt.Sprintf("line %d: %v: read up to line %d", lineNo, bad, lineNo-1))
-			break
-		}
-		if err == io.EOF {
-			break
-		}
-	}
-	return rec, nil
 }

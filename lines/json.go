@@ -1,9 +1,8 @@
-// Package report writes what gpuwatch saw: the headless line and JSON-lines
-// output, recordings (and reads them back), diagnosis reports (HTML,
-// Markdown, JSON) and the Prometheus exporter; it also redacts and escapes
-// strings from outside for each output. It imports sample and diagnose from
-// this module, never probes (docs/architecture.md).
-package report
+// Package lines writes what a session prints line by line: the headless
+// text line, JSON lines (docs/json.md), and the notes between frames
+// (scenario switches, events). Recordings are JSON lines too. It imports
+// sample and diagnose from this module (docs/architecture.md §2).
+package lines
 
 import (
 	"encoding/json"
@@ -22,6 +21,9 @@ import (
 type JSONWriter struct {
 	enc *json.Encoder
 }
+
+// Encode writes v as one line (a recording's header and verdict lines).
+func (w *JSONWriter) Encode(v any) error { return w.enc.Encode(v) }
 
 // NewJSONWriter returns a JSONWriter on w.
 func NewJSONWriter(w io.Writer) *JSONWriter {
@@ -64,6 +66,14 @@ type Scenario struct {
 	Knobs map[string]string `json:"knobs"`
 }
 
+// Event is a "type":"event" line: something that happened to a source
+// ("disconnected", "reconnected").
+type Event struct {
+	Time   time.Time `json:"time"`
+	Name   string    `json:"name"`
+	Detail string    `json:"detail,omitempty"`
+}
+
 // Note is a line of a session that is not a frame: a Scenario switch or an
 // Event. The set is closed (the unexported method): a writer handles every
 // kind, checked at compile time, not at run time.
@@ -86,7 +96,7 @@ func (w *JSONWriter) WriteNote(n Note) error {
 			Event
 		}{"event", v})
 	}
-	return fmt.Errorf("report: unknown line %T", n)
+	return fmt.Errorf("lines: unknown line %T", n)
 }
 
 // WriteNoteLine writes a non-frame line for --headless.
@@ -109,5 +119,5 @@ func WriteNoteLine(w io.Writer, n Note) error {
 		_, err := io.WriteString(w, sample.Printable(b.String())+"\n")
 		return err
 	}
-	return fmt.Errorf("report: unknown line %T", n)
+	return fmt.Errorf("lines: unknown line %T", n)
 }

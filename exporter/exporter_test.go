@@ -1,4 +1,4 @@
-package report
+package exporter
 
 import (
 	"strings"
@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/internal/fixture"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -16,7 +17,7 @@ func TestExporterExposesTheVerdictAndOnlyWhatWasRead(t *testing.T) {
 	if n := testutil.CollectAndCount(e); n != 0 {
 		t.Fatalf("%d metrics before the first frame", n)
 	}
-	f := testFrame() // CPU, memory, one disk, PSI cpu only, no GPU, no loader
+	f := fixture.Frame() // CPU, memory, one disk, PSI cpu only, no GPU, no loader
 	e.Set(f, diagnose.Verdict{Kind: diagnose.IOBound, Confidence: 0.8, Since: f.Time})
 	want := `
 # HELP gpuwatch_verdict 1 for the verdict shown now, 0 for the others; the job's identity where it is known (slurm_job, not job: Prometheus owns that label).
@@ -57,7 +58,7 @@ gpuwatch_pressure_some_ratio{resource="cpu"} 0.2
 
 func TestExporterPerRankSeries(t *testing.T) {
 	e := &Exporter{}
-	f := testFrame()
+	f := fixture.Frame()
 	w0, w1, s0, s1 := 0.01, 0.55, 0.044, 0.02
 	f.Ranks = []sample.Rank{
 		{Rank: 0, URL: "http://127.0.0.1:6061", Connected: true, WaitShare: &w0, StepSec: &s0, SamplesPerSec: 300},
@@ -102,7 +103,7 @@ gpuwatch_rank_step_seconds{rank="1"} 0.02
 // and gpu labels, the largest MaxGPUProcessSeries only.
 func TestExporterGPUProcessMemoryIsBounded(t *testing.T) {
 	e := &Exporter{}
-	f := testFrame()
+	f := fixture.Frame()
 	for g := range 2 {
 		gpu := sample.GPU{Index: g, Name: "A100"}
 		for p := range 50 {

@@ -1,4 +1,4 @@
-package report
+package lines
 
 import (
 	"bytes"
@@ -8,41 +8,13 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/internal/fixture"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
-func testFrame() *sample.Frame {
-	await := 2.0
-	some := 20.0
-	return &sample.Frame{
-		Time: time.Date(2026, 11, 21, 9, 30, 5, 250_000_000, time.UTC),
-		CPU: &sample.CPU{BusyPct: 52.5, IowaitPct: 5, Load1: 1.5, ProcsRunning: 2,
-			Cores: []sample.Core{{ID: 0, BusyPct: 95}, {ID: 1, BusyPct: 10}}},
-		Mem:   &sample.Mem{UsedBytes: 8 << 30, AvailableBytes: 8 << 30},
-		Disks: []sample.Disk{{Name: "vda", ReadBytesPerSec: 1 << 20, BusyPct: 25, AwaitMs: &await}},
-		PSI:   &sample.PSI{CPU: &sample.Pressure{SomeAvg10: 1.5, SomePct: &some}},
-		Procs: &sample.Procs{FocusPID: 100, List: []sample.Proc{{PID: 100, Name: "python", CPUPct: 95}},
-			Threads: []sample.Thread{{TID: 100, PID: 100, Name: "python", CPUPct: 90}}},
-		Unavailable: map[string]string{"gpu": "libnvidia-ml.so.1 not found"},
-	}
-}
-
-func gpuFrame() *sample.Frame {
-	f := testFrame()
-	used, total, w, c := uint64(12<<30), uint64(40<<30), 250.0, 61.0
-	util := 50.0
-	f.GPUs = []sample.GPU{
-		{Index: 0, Vendor: "nvidia", UtilPct: &util, UtilSamples: &sample.UtilSamples{N: 6, P5: 0, P95: 100, Mean: 50},
-			MemUsedBytes: &used, MemTotalBytes: &total, PowerWatts: &w, TempC: &c},
-		{Index: 1, Vendor: "nvidia", Lost: true},
-	}
-	f.Unavailable = nil
-	return f
-}
-
 func TestWriteLine(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteLine(&b, testFrame(), nil); err != nil {
+	if err := WriteLine(&b, fixture.Frame(), nil); err != nil {
 		t.Fatal(err)
 	}
 	want := "09:30:05 cpu 52% max cpu0 95% 1/2≥90% iow 5% load 1.50 run 2 | mem 8.0GiB used 8.0GiB avail swap 0B" +
@@ -71,7 +43,7 @@ func TestWriteFrameJSONAlwaysHasArraysAndObject(t *testing.T) {
 
 func TestWriteFrameRoundTrips(t *testing.T) {
 	var b bytes.Buffer
-	in := testFrame()
+	in := fixture.Frame()
 	if err := NewJSONWriter(&b).WriteFrame(in, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +66,7 @@ func TestFormatBytes(t *testing.T) {
 
 func TestWriteLineGPUs(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteLine(&b, gpuFrame(), nil); err != nil {
+	if err := WriteLine(&b, fixture.GPUFrame(), nil); err != nil {
 		t.Fatal(err)
 	}
 	want := " | gpu0 util 50% p5-p95 0-100 mem 12GiB/40GiB 250W 61C | gpu1 LOST | mem "
@@ -108,7 +80,7 @@ func TestWriteLineLeadsWithTheVerdict(t *testing.T) {
 	v := &diagnose.Verdict{Kind: diagnose.SingleCoreMaxed, Confidence: 0.91,
 		Since:    time.Date(2026, 11, 21, 9, 29, 58, 0, time.UTC),
 		Evidence: []diagnose.Evidence{{Text: "thread python (tid 100) runs at 98 % of a core (≥ 90 %)"}}}
-	if err := WriteLine(&b, testFrame(), v); err != nil {
+	if err := WriteLine(&b, fixture.Frame(), v); err != nil {
 		t.Fatal(err)
 	}
 	want := "09:30:05 [single_core_maxed 91% since 09:29:58] thread python (tid 100) runs at 98 % of a core (≥ 90 %) | cpu 52%"
@@ -121,7 +93,7 @@ func TestWriteFrameCarriesTheVerdict(t *testing.T) {
 	var b bytes.Buffer
 	v := &diagnose.Verdict{Kind: diagnose.IOBound, Severity: diagnose.Warning, Confidence: 0.8,
 		Advice: []string{"read sequentially"}}
-	if err := NewJSONWriter(&b).WriteFrame(testFrame(), v); err != nil {
+	if err := NewJSONWriter(&b).WriteFrame(fixture.Frame(), v); err != nil {
 		t.Fatal(err)
 	}
 	var line struct {

@@ -1,4 +1,4 @@
-package report
+package recording
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/internal/fixture"
+	"github.com/gpuwatch/gpuwatch/lines"
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 func header() Header {
@@ -22,11 +25,11 @@ func recordSome(t *testing.T, path string, max int64, n int) *Recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Note(Scenario{Time: header().Time, Name: "single-core", Knobs: map[string]string{"workers": "0"}}); err != nil {
+	if err := r.Note(lines.Scenario{Time: header().Time, Name: "single-core", Knobs: map[string]string{"workers": "0"}}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < n; i++ {
-		f := testFrame()
+		f := fixture.Frame()
 		f.Time = header().Time.Add(time.Duration(i) * time.Second)
 		kind := diagnose.WarmingUp
 		if i >= 2 {
@@ -36,11 +39,14 @@ func recordSome(t *testing.T, path string, max int64, n int) *Recorder {
 			t.Fatal(err)
 		}
 	}
-	if err := r.Note(Event{Time: header().Time, Name: "disconnected", Detail: "connection refused"}); err != nil {
+	if err := r.Note(lines.Event{Time: header().Time, Name: "disconnected", Detail: "connection refused"}); err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
+
+// read reads a recording held in memory.
+func read(b []byte) (*Recording, error) { return Read(bytes.NewReader(b), int64(len(b))) }
 
 func TestRecordingRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.jsonl")
@@ -48,20 +54,25 @@ func TestRecordingRoundTrip(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, _ := os.Open(path)
-	defer f.Close()
-	rec, err := ReadRecording(f)
+	rec, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer rec.Close()
 	if rec.Header.Version != RecordingVersion || rec.Header.Host != "box" || rec.Header.Part != 1 {
 		t.Fatalf("header %+v", rec.Header)
 	}
-	if len(rec.Frames) != 10 || rec.Frames[9].Verdict.Kind != diagnose.SingleCoreMaxed || rec.Frames[3].Frame.CPU.Cores[0].BusyPct != 95 {
-		t.Fatalf("%d frames, last %+v", len(rec.Frames), rec.Frames[len(rec.Frames)-1].Verdict)
+	last, err := rec.Frame(9)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(rec.Verdicts) != 2 || rec.Verdicts[1].Kind != diagnose.SingleCoreMaxed {
-		t.Fatalf("verdict changes %+v", rec.Verdicts)
+	third, _ := rec.Frame(3)
+	if rec.Len() != 10 || last.Verdict.Kind != diagnose.SingleCoreMaxed || third.Frame.CPU.Cores[0].BusyPct != 95 || third.Frame.Unavailable["recording"] != "" {
+		t.Fatalf("%d frames, last %+v, frame 3 %+v", rec.Len(), last.Verdict, third.Frame)
+	}
+	text, _ := os.ReadFile(path)
+	if n := strings.Count(string(text), `{"type":"verdict"`); n != 2 {
+		t.Fatalf("%d verdict lines, want one per change (2)", n)
 	}
 	if len(rec.Scenarios) != 1 || len(rec.Events) != 1 || len(rec.Warnings) != 0 {
 		t.Fatalf("notes %+v %+v %v", rec.Scenarios, rec.Events, rec.Warnings)
@@ -80,7 +91,7 @@ func TestRecordingRotatesAtItsCap(t *testing.T) {
 	}
 	r.Notify = func(s string) { told = append(told, s) }
 	for i := 0; i < 40; i++ {
-		f := testFrame()
+		f := fixture.Frame()
 		f.Time = header().Time.Add(time.Duration(i) * time.Second)
 		if err := r.Frame(f, &diagnose.Verdict{Kind: diagnose.Healthy}); err != nil {
 			t.Fatal(err)
@@ -95,13 +106,12 @@ func TestRecordingRotatesAtItsCap(t *testing.T) {
 		if err != nil || st.Size() > 8<<10+4<<10 {
 			t.Fatalf("%s: %v, %d bytes", p, err, st.Size())
 		}
-		f, _ := os.Open(p)
-		rec, err := ReadRecording(f)
-		f.Close()
+		rec, err := Open(p)
 		if err != nil || len(rec.Warnings) != 0 || rec.Header.Part < 1 {
 			t.Fatalf("%s does not read on its own: %v %v", p, err, rec.Warnings)
 		}
-		if p == path+".1" && len(rec.Frames) == 0 {
+		rec.Close()
+		if p == path+".1" && rec.Len() == 0 {
 			t.Fatalf("the rotated part holds no frame")
 		}
 	}
@@ -112,16 +122,16 @@ func TestRecordingReadsUpToTheLastGoodLine(t *testing.T) {
 	recordSome(t, path, 0, 5).Close()
 	full, _ := os.ReadFile(path)
 	cut := full[:len(full)-20] // mid-line, as a kill -9 can leave it
-	rec, err := ReadRecording(bytes.NewReader(cut))
-	if err != nil || len(rec.Frames) != 5 || len(rec.Warnings) != 1 || !strings.Contains(rec.Warnings[0], "truncated") {
-		t.Fatalf("truncated: %d frames, %v, %v", len(rec.Frames), rec.Warnings, err)
+	rec, err := read(cut)
+	if err != nil || rec.Len() != 5 || len(rec.Warnings) != 1 || !strings.Contains(rec.Warnings[0], "truncated") {
+		t.Fatalf("truncated: %d frames, %v, %v", rec.Len(), rec.Warnings, err)
 	}
 	lines := strings.SplitAfter(string(full), "\n")
 	corrupt := strings.Join(lines[:4], "") + "{\"type\":\"frame\",\"time\":GARBAGE\n" + strings.Join(lines[4:], "")
-	rec, err = ReadRecording(strings.NewReader(corrupt))
+	rec, err = read([]byte(corrupt))
 	// Lines: header, scenario, verdict, frame 0, then the corrupt one.
-	if err != nil || len(rec.Frames) != 1 || len(rec.Warnings) != 1 || !strings.Contains(rec.Warnings[0], "read up to line 4") {
-		t.Fatalf("corrupt: %d frames, %v, %v", len(rec.Frames), rec.Warnings, err)
+	if err != nil || rec.Len() != 1 || len(rec.Warnings) != 1 || !strings.Contains(rec.Warnings[0], "read up to line 4") {
+		t.Fatalf("corrupt: %d frames, %v, %v", rec.Len(), rec.Warnings, err)
 	}
 }
 
@@ -132,44 +142,27 @@ func TestRecordingRefusesOtherFormatsAndNewerVersions(t *testing.T) {
 		"csv":                   "time,cpu\n1,2\n",
 		"other format":          `{"type":"header","format":"something-else","version":1}` + "\n",
 	} {
-		if _, err := ReadRecording(strings.NewReader(text)); !errors.Is(err, ErrNotRecording) {
+		if _, err := read([]byte(text)); !errors.Is(err, ErrNotRecording) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
-	_, err := ReadRecording(strings.NewReader(`{"type":"header","format":"gpuwatch-recording","version":7}` + "\n"))
+	_, err := read([]byte(`{"type":"header","format":"gpuwatch-recording","version":7}` + "\n"))
 	if err == nil || !strings.Contains(err.Error(), "version 7 is newer") {
 		t.Fatalf("newer version: %v", err)
 	}
-}
-
-func FuzzReadRecording(f *testing.F) {
-	var b bytes.Buffer
-	jw := NewJSONWriter(&b)
-	jw.enc.Encode(Header{Type: "header", Format: RecordingFormat, Version: 1})
-	jw.WriteFrame(testFrame(), &diagnose.Verdict{Kind: diagnose.IOBound})
-	f.Add(b.Bytes())
-	f.Add([]byte(`{"type":"header","format":"gpuwatch-recording","version":1}` + "\n" + `{"type":"verdict","kind":"nope"}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		rec, err := ReadRecording(bytes.NewReader(data))
-		if err == nil && rec == nil {
-			t.Fatal("nil recording without an error")
-		}
-		if err == nil && len(rec.Frames) > 0 && rec.Header.Format != RecordingFormat {
-			t.Fatal("frames read from a file without a gpuwatch header")
-		}
-	})
 }
 
 // BenchmarkRecorderFrame is the cost of recording one frame of the real
 // demo recording (encode, write, flush to a file): the whole cost of
 // --record per interval.
 func BenchmarkRecorderFrame(b *testing.B) {
-	f, _ := os.Open(filepath.Join("testdata", "tour.jsonl"))
-	rec, err := ReadRecording(f)
-	f.Close()
+	rec, err := Open(filepath.Join("testdata", "tour.jsonl"))
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer rec.Close()
+	var frames []sample.Frame
+	rec.Each(func(_ int, r *Recorded) error { frames = append(frames, r.Frame); return nil })
 	r, err := NewRecorder(filepath.Join(b.TempDir(), "bench.jsonl"), header(), 0)
 	if err != nil {
 		b.Fatal(err)
@@ -179,7 +172,7 @@ func BenchmarkRecorderFrame(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		fr := rec.Frames[i%len(rec.Frames)].Frame
+		fr := frames[i%len(frames)]
 		if err := r.Frame(&fr, v); err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,6 @@
-package report
+// Package exporter is gpuwatch serve's Prometheus exporter: the latest
+// frame and verdict as metrics (docs/prometheus.md).
+package exporter
 
 import (
 	"cmp"
@@ -224,7 +226,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	collectRanks(f.Ranks, v.Straggler, g)
 }
 
-// collectRanks emits each rank's series (bounded: probes.MaxRanks).
+// collectRanks emits each rank's series (bounded: sample.MaxRanks).
 func collectRanks(ranks []sample.Rank, straggler *int, g func(d *prometheus.Desc, val float64, labels ...string)) {
 	for _, r := range ranks {
 		label := strconv.Itoa(r.Rank)

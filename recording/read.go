@@ -1,0 +1,393 @@
+package recording
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/lines"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// Recorded is one frame of a recording with the verdict shown for it.
+type Recorded struct {
+	Frame   sample.Frame
+	Verdict *diagnose.Verdict
+}
+
+// Recording is a recording read back: its header and notes, and its
+// frames. A recording opened from a file holds where each frame's line
+// is, not the frames: Frame reads one when asked, so memory does not grow
+// with the recording's length (16 bytes a frame, at most MaxFrames). A
+// live session's kept frames are held (New).
+//
+// A recording is outside input (a file anyone may hand over): every frame
+// read goes through sample.Frame.Check, and the lists it holds are
+// bounded. Not safe for concurrent use.
+type Recording struct {
+	Header    Header
+	Scenarios []lines.Scenario
+	Events    []lines.Event
+	// Warnings say what could not be read: a truncated or corrupt line
+	// ends the reading, and everything before it is kept.
+	Warnings []string
+
+	src   io.ReaderAt // nil: the frames are held
+	close func() error
+	index []span
+	held  []Recorded
+	buf   []byte
+	// framesCut: MaxFrames were indexed and more were left out.
+	framesCut bool
+	// notesCut: MaxNotes were kept and more were left out.
+	notesCut bool
+	last     time.Time // the latest frame's
+}
+
+// span is a frame line's place in the file.
+type span struct {
+	off int64
+	n   int
+}
+
+// ErrNotRecording is returned for a file that is not a gpuwatch recording.
+var ErrNotRecording = errors.New("not a gpuwatch recording")
+
+// Bounds on what a recording may make gpuwatch hold.
+const (
+	// MaxLineBytes bounds one line: a frame of a 256-core, 8-GPU machine
+	// with 256 ranks is under 200 KiB. A longer line is skipped, never
+	// loaded whole.
+	MaxLineBytes = 4 << 20
+	// MaxFrames bounds the frames read: twelve days at one a second. The
+	// rest are left out, with a warning.
+	MaxFrames = 1 << 20
+	// MaxNotes bounds the scenario switches and the events kept.
+	MaxNotes = 10_000
+	// maxWarnings bounds Warnings; the last says how many more there were.
+	maxWarnings = 100
+)
+
+// New is a recording of frames held in memory (a live session's).
+func New(h Header, frames []Recorded, scenarios []lines.Scenario) *Recording {
+	return &Recording{Header: h, held: frames, Scenarios: scenarios}
+}
+
+// Open reads the recording at path: its header and notes now, its frames
+// when asked. A file of another format, or of a newer version, is refused
+// with an error; so is anything but a regular file (a FIFO would never
+// end). Close it when done.
+func Open(path string) (*Recording, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file", path)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	rec, err := Read(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	rec.close = f.Close
+	return rec, nil
+}
+
+// Close releases the file of an opened recording.
+func (r *Recording) Close() error {
+	if r.close == nil {
+		return nil
+	}
+	err := r.close()
+	r.close = nil
+	return err
+}
+
+// Len is the number of frames.
+func (r *Recording) Len() int {
+	if r.src == nil {
+		return len(r.held)
+	}
+	return len(r.index)
+}
+
+// Frame reads frame i (0 ≤ i < Len), checked: what Check changed is in
+// its Unavailable["recording"], and a field of the wrong type is left out
+// and named there. The error is the file's (an I/O error).
+func (r *Recording) Frame(i int) (*Recorded, error) {
+	if r.src == nil {
+		return &r.held[i], nil
+	}
+	sp := r.index[i]
+	if cap(r.buf) < sp.n {
+		r.buf = make([]byte, sp.n)
+	}
+	line := r.buf[:sp.n]
+	if _, err := r.src.ReadAt(line, sp.off); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("frame %d: %w", i+1, err)
+	}
+	var fl struct {
+		sample.Frame
+		Verdict *diagnose.Verdict `json:"verdict"`
+	}
+	err := json.Unmarshal(line, &fl)
+	notes := fl.Frame.Check()
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		// Unmarshal fills what it can and names the first field that
+		// was not its type.
+		notes = append(notes, fmt.Sprintf("%s: a %s, not a %s: left out", te.Field, te.Value, te.Type))
+	case err != nil:
+		notes = append(notes, err.Error()+": the frame is left empty")
+		fl.Frame = sample.Frame{Time: fl.Frame.Time}
+	}
+	if len(notes) > 0 {
+		if fl.Frame.Unavailable == nil {
+			fl.Frame.Unavailable = map[string]string{}
+		}
+		fl.Frame.Unavailable["recording"] = joinNotes(notes)
+	}
+	return &Recorded{Frame: fl.Frame, Verdict: fl.Verdict}, nil
+}
+
+// joinNotes is a frame's notes in one line, the first few.
+func joinNotes(notes []string) string {
+	const shown = 3
+	s := ""
+	for i, n := range notes[:min(shown, len(notes))] {
+		if i > 0 {
+			s += "; "
+		}
+		s += n
+	}
+	if len(notes) > shown {
+		s += fmt.Sprintf("; and %d more", len(notes)-shown)
+	}
+	return s
+}
+
+// Each calls fn with every frame in order, until fn or a read fails.
+func (r *Recording) Each(fn func(i int, rec *Recorded) error) error {
+	for i := range r.Len() {
+		rec, err := r.Frame(i)
+		if err != nil {
+			return err
+		}
+		if err := fn(i, rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Recording) warn(format string, args ...any) {
+	switch {
+	case len(r.Warnings) < maxWarnings:
+		r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...))
+	case len(r.Warnings) == maxWarnings:
+		r.Warnings = append(r.Warnings, "more warnings left out")
+	}
+}
+
+// Read reads a recording from src (size bytes): its header and notes,
+// and where each frame is. It reads up to the last good line.
+func Read(src io.ReaderAt, size int64) (*Recording, error) {
+	rec := &Recording{src: src}
+	br := bufio.NewReaderSize(io.NewSectionReader(src, 0, size), 64<<10)
+	var line []byte
+	var off int64
+	header := false // the first line that is not blank must be the header
+	for lineNo := 1; ; lineNo++ {
+		var long bool
+		var n int
+		var err error
+		line, n, long, err = readLine(br, line[:0], MaxLineBytes)
+		start := off
+		off += int64(n)
+		if long {
+			if !header {
+				return nil, fmt.Errorf("%w: the first line is longer than %d MiB", ErrNotRecording, MaxLineBytes>>20)
+			}
+			rec.warn("line %d is longer than %d MiB: skipped", lineNo, MaxLineBytes>>20)
+			if err != nil {
+				break
+			}
+			continue
+		}
+		if n == 0 && err != nil {
+			if err != io.EOF {
+				return rec, err
+			}
+			break
+		}
+		complete := n > 0 && line[len(line)-1] == '\n'
+		trimmed := bytes.TrimSpace(line)
+		if len(trimmed) == 0 {
+			if err != nil {
+				break
+			}
+			continue
+		}
+		var head struct {
+			Type string    `json:"type"`
+			Time time.Time `json:"time"`
+		}
+		// Unmarshal checks the whole line's syntax, decoding only "type"
+		// and "time".
+		if jerr := json.Unmarshal(trimmed, &head); jerr != nil {
+			if !header {
+				return nil, fmt.Errorf("%w: the first line is not JSON", ErrNotRecording)
+			}
+			what := "corrupt"
+			if !complete {
+				what = "truncated (the recording was cut off)"
+			}
+			rec.warn("line %d is %s: read up to line %d", lineNo, what, lineNo-1)
+			break
+		}
+		if !header {
+			header = true
+			if head.Type != "header" {
+				return nil, fmt.Errorf("%w: no header line", ErrNotRecording)
+			}
+			if err := json.Unmarshal(trimmed, &rec.Header); err != nil || rec.Header.Format != RecordingFormat {
+				return nil, fmt.Errorf("%w: format %q", ErrNotRecording, sample.Printable(rec.Header.Format))
+			}
+			if rec.Header.Version > RecordingVersion {
+				return nil, fmt.Errorf("recording format version %d is newer than this gpuwatch reads (%d): update gpuwatch", rec.Header.Version, RecordingVersion)
+			}
+			rec.Header.bound()
+			continue
+		}
+		rec.add(head.Type, head.Time, trimmed, span{start, n}, lineNo)
+		if err != nil {
+			break
+		}
+	}
+	return rec, nil
+}
+
+// add takes one line that is not the header. A frame must be in time
+// order, at a time a clock can give (1970 to 9000): replay seeks by time,
+// and a report's spans are differences of times.
+func (r *Recording) add(kind string, t time.Time, line []byte, at span, lineNo int) {
+	switch kind {
+	case "frame":
+		switch {
+		case t.Year() < 1970 || t.Year() > 9000:
+			r.warn("line %d: a frame at %s: no clock gives that time: left out", lineNo, t.Format(time.RFC3339))
+		case t.Before(r.last):
+			r.warn("line %d: a frame at %s, before the one above it: left out", lineNo, t.Format(time.RFC3339))
+		case len(r.index) < MaxFrames:
+			r.last = t
+			r.index = append(r.index, at)
+		case !r.framesCut:
+			r.framesCut = true
+			r.warn("line %d: more than %d frames: the rest are left out", lineNo, MaxFrames)
+		}
+	case "scenario":
+		var s lines.Scenario
+		if err := json.Unmarshal(line, &s); err != nil {
+			r.warn("line %d: %v: left out", lineNo, err)
+		} else if r.note(len(r.Scenarios), lineNo) {
+			s.Name = cut(s.Name)
+			if len(s.Knobs) > maxKnobs {
+				s.Knobs = nil
+			}
+			r.Scenarios = append(r.Scenarios, s)
+		}
+	case "event":
+		var e lines.Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			r.warn("line %d: %v: left out", lineNo, err)
+		} else if r.note(len(r.Events), lineNo) {
+			e.Name, e.Detail = cut(e.Name), cut(e.Detail)
+			r.Events = append(r.Events, e)
+		}
+	default:
+		// A later part's header inside one file, the verdict changes
+		// (replay and report recompute verdicts), and lines of types a
+		// newer gpuwatch adds are skipped.
+	}
+}
+
+// note says whether one more note fits (n are held), warning once when
+// not.
+func (r *Recording) note(n, lineNo int) bool {
+	if n == MaxNotes && !r.notesCut {
+		r.notesCut = true
+		r.warn("line %d: more than %d scenario switches or events: the rest are left out", lineNo, MaxNotes)
+	}
+	return n < MaxNotes
+}
+
+// maxKnobs bounds a scenario's knobs, maxText a note's strings.
+const (
+	maxKnobs = 64
+	maxText  = 4096
+)
+
+func cut(s string) string {
+	if len(s) <= maxText {
+		return s
+	}
+	return s[:maxText] + "…"
+}
+
+// bound cuts the header's lists and strings, which reports show.
+func (h *Header) bound() {
+	h.Host, h.GpuwatchVersion = cut(h.Host), cut(h.GpuwatchVersion)
+	if len(h.GPUs) > 64 {
+		h.GPUs = h.GPUs[:64]
+	}
+	if len(h.Command) > 256 {
+		h.Command = h.Command[:256]
+	}
+	for i := range h.GPUs {
+		h.GPUs[i] = cut(h.GPUs[i])
+	}
+	for i := range h.Command {
+		h.Command[i] = cut(h.Command[i])
+	}
+	if h.Job != nil {
+		for _, s := range []*string{&h.Job.SlurmJob, &h.Job.SlurmStep, &h.Job.SlurmTask, &h.Job.SlurmRank, &h.Job.Pod,
+			&h.Job.PodUID, &h.Job.Namespace, &h.Job.Container, &h.Job.Rank, &h.Job.LocalRank, &h.Job.WorldSize} {
+			*s = cut(*s)
+		}
+	}
+}
+
+// readLine appends one line (with its '\n', if any) of at most limit
+// bytes to buf, and says how many bytes it took from br. A longer line is
+// read through to its end without keeping it, and long is true.
+func readLine(br *bufio.Reader, buf []byte, limit int) (line []byte, n int, long bool, err error) {
+	line = buf
+	for {
+		chunk, err := br.ReadSlice('\n')
+		n += len(chunk)
+		if !long {
+			if len(line)+len(chunk) > limit {
+				long, line = true, buf[:0]
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return line, n, long, err
+		}
+	}
+}

@@ -1,0 +1,200 @@
+package recording
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/internal/fixture"
+	"github.com/gpuwatch/gpuwatch/lines"
+)
+
+const head = `{"type":"header","format":"gpuwatch-recording","version":1}` + "\n"
+
+// TestOutOfRangeNumbersAreDroppedWithANote: the numbers that crashed the
+// replay (a rank's wait share of 1.5, a wait of −5 ms) come back dropped,
+// and the frame says so.
+func TestOutOfRangeNumbersAreDroppedWithANote(t *testing.T) {
+	frame := `{"type":"frame","time":"2026-11-21T09:00:00Z","loader":{"source":"x","wait_share":0.5,"wait_mean_ms":-5},` +
+		`"ranks":[{"rank":0,"url":"u","connected":true,"wait_share":1.5,"step_sec":0.04}],"unavailable":{}}` + "\n"
+	rec, err := read([]byte(head + frame))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rec.Frame(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := r.Frame
+	if f.Loader.WaitMeanMs != nil || f.Ranks[0].WaitShare != nil || *f.Loader.WaitShare != 0.5 || *f.Ranks[0].StepSec != 0.04 {
+		t.Fatalf("loader %+v, rank %+v", f.Loader, f.Ranks[0])
+	}
+	note := f.Unavailable["recording"]
+	for _, want := range []string{"loader.wait_mean_ms -5: outside 0–1e+15, dropped", "ranks[0].wait_share 1.5: outside 0–1, dropped"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note %q lacks %q", note, want)
+		}
+	}
+}
+
+// TestAFieldOfTheWrongTypeIsLeftOut: a frame whose field is not its type
+// keeps the rest, and names the field.
+func TestAFieldOfTheWrongTypeIsLeftOut(t *testing.T) {
+	frame := `{"type":"frame","time":"2026-11-21T09:00:00Z","mem":{"used_bytes":-1,"available_bytes":5},"cpu":{"busy_pct":40}}` + "\n"
+	rec, _ := read([]byte(head + frame))
+	r, err := rec.Frame(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Frame.CPU == nil || r.Frame.CPU.BusyPct != 40 || r.Frame.Mem == nil || r.Frame.Mem.AvailableBytes != 5 ||
+		!strings.Contains(r.Frame.Unavailable["recording"], "used_bytes") {
+		t.Fatalf("frame %+v %+v, note %q", r.Frame.CPU, r.Frame.Mem, r.Frame.Unavailable["recording"])
+	}
+}
+
+// TestHugeRankListsAreCutOnRead: a frame holding 100,000 ranks keeps
+// MaxRanks of them.
+func TestHugeRankListsAreCutOnRead(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(head + `{"type":"frame","time":"2026-11-21T09:00:00Z","ranks":[`)
+	for i := range 100_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"rank":%d,"url":"u","connected":true}`, i)
+	}
+	b.WriteString("]}\n")
+	rec, _ := read([]byte(b.String()))
+	r, err := rec.Frame(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Frame.Ranks) != 256 || !strings.Contains(r.Frame.Unavailable["recording"], "ranks has 100000 entries: cut to 256") {
+		t.Fatalf("%d ranks, note %q", len(r.Frame.Ranks), r.Frame.Unavailable["recording"])
+	}
+}
+
+// TestMemoryDoesNotGrowWithTheRecording: reading every frame of a 12 MB
+// recording holds an index, not the frames.
+func TestMemoryDoesNotGrowWithTheRecording(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "long.jsonl")
+	r, err := NewRecorder(path, header(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fixture.GPUFrame()
+	for i := range 20 {
+		f.Procs.Threads = append(f.Procs.Threads, f.Procs.Threads[0])
+		f.Procs.Threads[i].TID = 1000 + i
+	}
+	for i := range 4_000 {
+		f.Time = header().Time.Add(time.Duration(i) * time.Second)
+		if err := r.Frame(f, &diagnose.Verdict{Kind: diagnose.Healthy}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Close()
+	st, _ := os.Stat(path)
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	rec, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	threads := 0
+	if err := rec.Each(func(_ int, r *Recorded) error { threads += len(r.Frame.Procs.Threads); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	held := heap() - min(before, heap())
+	t.Logf("%d MB recording, %d frames: %d KiB held after reading them all", st.Size()>>20, rec.Len(), held>>10)
+	if rec.Len() != 4_000 || threads != 4_000*21 {
+		t.Fatalf("%d frames, %d threads", rec.Len(), threads)
+	}
+	if held > uint64(st.Size())/20 {
+		t.Errorf("reading a %d MB recording holds %d MB: it grows with the recording", st.Size()>>20, held>>20)
+	}
+}
+
+// TestOpenRefusesAFIFO: a FIFO handed over as a recording is refused at
+// once; nothing waits for a writer.
+func TestOpenRefusesAFIFO(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fifo.jsonl")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skip(err)
+	}
+	if _, err := Open(p); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("Open(FIFO) = %v", err)
+	}
+}
+
+// TestNotesAndLongLinesAreBounded: a line past MaxLineBytes is skipped
+// with a warning, and the notes kept stop at MaxNotes.
+func TestNotesAndLongLinesAreBounded(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString(head)
+	b.WriteString(`{"type":"frame","x":"` + strings.Repeat("a", MaxLineBytes) + `"}` + "\n")
+	event := func(name string) {
+		ev, _ := json.Marshal(struct {
+			Type string `json:"type"`
+			lines.Event
+		}{"event", lines.Event{Name: name}})
+		b.Write(append(ev, '\n'))
+	}
+	event(strings.Repeat("n", 10_000))
+	for range MaxNotes + 5 {
+		event("disconnected")
+	}
+	b.WriteString(`{"type":"frame","time":"2026-11-21T09:00:00Z"}` + "\n")
+	rec, err := read(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Len() != 1 || len(rec.Events) != MaxNotes || len(rec.Events[0].Name) > maxText+4 || len(rec.Warnings) != 2 {
+		t.Fatalf("%d frames, %d events (name %d bytes), warnings %q", rec.Len(), len(rec.Events), len(rec.Events[0].Name), rec.Warnings)
+	}
+}
+
+// FuzzRecordingFrames feeds the reader a frame line of any content: it
+// never panics, every frame it gives is within Check's ranges (a second
+// Check finds nothing), and what it holds is bounded.
+func FuzzRecordingFrames(f *testing.F) {
+	var b bytes.Buffer
+	lines.NewJSONWriter(&b).WriteFrame(fixture.GPUFrame(), &diagnose.Verdict{Kind: diagnose.IOBound})
+	f.Add(b.String())
+	f.Add(`{"type":"frame","ranks":[{"rank":-7,"wait_share":1.5}],"loader":{"wait_mean_ms":-5,"workers":1e300}}`)
+	f.Add(`{"type":"frame","cpu":{"cores":[{"busy_pct":1e308}]},"gpus":[{"util_samples":{"p95":-1}}]}`)
+	f.Fuzz(func(t *testing.T, frame string) {
+		data := []byte(head + frame + "\n" + frame + "\n")
+		rec, err := read(data)
+		if err != nil {
+			return
+		}
+		if rec.Len() > 2 || len(rec.Warnings) > maxWarnings+1 {
+			t.Fatalf("%d frames, %d warnings from two lines", rec.Len(), len(rec.Warnings))
+		}
+		err = rec.Each(func(_ int, r *Recorded) error {
+			delete(r.Frame.Unavailable, "recording")
+			if notes := r.Frame.Check(); len(notes) > 0 {
+				t.Fatalf("a frame read is out of range: %q", notes)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}

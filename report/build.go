@@ -1,0 +1,505 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/recording"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// Build makes the report of a recording: verdicts recomputed from the
+// frames with th (as replay does), evidence and advice, and chart series.
+// It reads the frames once, in order, holding none: what it keeps is
+// bounded (MaxPoints points a series, MaxRanks ranks), whatever the
+// recording's length.
+func Build(rec *recording.Recording, file string, th diagnose.Thresholds, now time.Time) *Summary {
+	s := &Summary{ReportVersion: ReportVersion, Generated: now, Recording: recordingInfo(rec, file)}
+	n := rec.Len()
+	if n == 0 {
+		return s
+	}
+	first, err1 := rec.Frame(0)
+	if err1 != nil {
+		s.Recording.Warnings = append(s.Recording.Warnings, err1.Error())
+		return s
+	}
+	start, startCores := first.Frame.Time, cores(&first.Frame)
+	last, err2 := rec.Frame(n - 1)
+	if err2 != nil {
+		s.Recording.Warnings = append(s.Recording.Warnings, err2.Error())
+		return s
+	}
+	end := last.Frame.Time
+	s.Recording.Start, s.Recording.End, s.Recording.DurationSec = start, end, end.Sub(start).Seconds()
+
+	b := newBuilder(s, th, start, end.Sub(start).Seconds(), min(MaxPoints, n), max(rec.Header.Cores, startCores, cores(&last.Frame)))
+	err := rec.Each(func(_ int, r *recording.Recorded) error {
+		b.add(&r.Frame)
+		return nil
+	})
+	if err != nil {
+		s.Recording.Warnings = append(s.Recording.Warnings, err.Error())
+	}
+	b.finish()
+	return s
+}
+
+func cores(f *sample.Frame) int {
+	if f.CPU == nil {
+		return 0
+	}
+	return len(f.CPU.Cores)
+}
+
+// builder is a report being built, a frame at a time.
+type builder struct {
+	s       *Summary
+	d       *diagnose.Diagnoser
+	best    map[diagnose.Kind]diagnose.Verdict
+	seconds map[diagnose.Kind]float64
+	// pending is the latest frame's time and verdict: a frame stands for
+	// the time until the next one, known when the next one comes.
+	pending  *sample.Frame
+	kind     diagnose.Kind
+	frames   int
+	checked  int    // frames whose numbers Check changed
+	firstBad string // the first of them, in words
+
+	series *seriesBuilder
+	ranks  *rankBuilder
+	loader *loaderBuilder
+}
+
+func newBuilder(s *Summary, th diagnose.Thresholds, start time.Time, dur float64, points, cores int) *builder {
+	return &builder{s: s, d: diagnose.NewDiagnoser(th), best: map[diagnose.Kind]diagnose.Verdict{}, seconds: map[diagnose.Kind]float64{},
+		series: newSeriesBuilder(start, dur, points, cores), ranks: newRankBuilder(start, dur, points), loader: newLoaderBuilder()}
+}
+
+func (b *builder) add(f *sample.Frame) {
+	v := b.d.Observe(f)
+	b.close(f.Time.Sub(b.pendingTime()).Seconds())
+	b.pending, b.kind = f, v.Kind
+	b.frames++
+	if bv, ok := b.best[v.Kind]; !ok || v.Confidence > bv.Confidence {
+		b.best[v.Kind] = v
+	}
+	if m := f.Mem; m != nil {
+		b.s.Recording.MemTotalBytes = m.TotalBytes
+	}
+	if f.Job != nil {
+		b.s.Recording.Job = f.Job.Summary()
+	}
+	if f.Profile != nil && len(f.Profile.Categories) > 0 {
+		b.s.Profile = knownCategories(f.Profile)
+	}
+	if note := f.Unavailable["recording"]; note != "" {
+		if b.checked++; b.firstBad == "" {
+			b.firstBad = f.Time.Format("15:04:05") + ": " + note
+		}
+	}
+	b.series.add(f)
+	b.ranks.add(f, v.Straggler)
+	b.loader.add(f.Loader)
+}
+
+func (b *builder) pendingTime() time.Time {
+	if b.pending == nil {
+		return time.Time{}
+	}
+	return b.pending.Time
+}
+
+// close gives the pending frame its time, dt seconds (at most a day: a
+// recording's frames are seconds apart).
+func (b *builder) close(dt float64) {
+	f := b.pending
+	if f == nil {
+		return
+	}
+	dt = min(max(dt, 0), 86400)
+	b.seconds[b.kind] += dt
+	endT := f.Time.Add(time.Duration(dt * float64(time.Second)))
+	if n := len(b.s.Timeline); n > 0 && b.s.Timeline[n-1].Kind == b.kind.String() {
+		b.s.Timeline[n-1].End = endT
+	} else {
+		b.s.Timeline = append(b.s.Timeline, Segment{Kind: b.kind.String(), Start: f.Time, End: endT})
+	}
+}
+
+func (b *builder) finish() {
+	s := b.s
+	if b.pending != nil {
+		b.close(max(0, b.pending.IntervalSec))
+	}
+	s.Recording.Frames = b.frames
+	if b.checked > 0 {
+		s.Recording.Warnings = append(s.Recording.Warnings, fmt.Sprintf(
+			"%d frames held numbers out of range, clamped or left out (the first at %s)", b.checked, b.firstBad))
+	}
+	for i := range s.Timeline {
+		s.Timeline[i].Seconds = s.Timeline[i].End.Sub(s.Timeline[i].Start).Seconds()
+	}
+	total := 0.0
+	for _, k := range diagnose.Kinds { // a fixed order: float sums must not vary run to run
+		total += b.seconds[k]
+	}
+	for _, k := range diagnose.Kinds {
+		sec, ok := b.seconds[k]
+		if !ok {
+			continue
+		}
+		share := 0.0
+		if total > 0 {
+			share = sec / total
+		}
+		s.Verdicts = append(s.Verdicts, VerdictTime{Kind: k.String(), Seconds: sec, Share: share})
+	}
+	slices.SortFunc(s.Verdicts, func(a, b VerdictTime) int {
+		if c := cmp.Compare(b.Seconds, a.Seconds); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Kind, b.Kind)
+	})
+	for _, vt := range s.Verdicts {
+		if vt.Kind != diagnose.WarmingUp.String() {
+			s.Dominant = vt.Kind
+			break
+		}
+	}
+	for _, vt := range s.Verdicts {
+		var k diagnose.Kind
+		if k.UnmarshalText([]byte(vt.Kind)) != nil || k == diagnose.WarmingUp {
+			continue
+		}
+		s.Findings = append(s.Findings, finding(k, b.best[k]))
+	}
+	s.Loader = b.loader.info()
+	s.Series = b.series.done()
+	s.Ranks, s.Series.RankWait, s.Series.RankStepMs = b.ranks.done()
+}
+
+func finding(k diagnose.Kind, v diagnose.Verdict) Finding {
+	fd := Finding{Kind: k.String(), Title: k.Title(), Severity: v.Severity.String(), Confidence: v.Confidence,
+		Advice: v.Advice, Missing: v.Missing, Evidence: []string{}, Changes: v.Changes, Predicted: v.Predicted}
+	for _, e := range v.Evidence {
+		fd.Evidence = append(fd.Evidence, e.Text)
+	}
+	for _, f := range v.Secondary {
+		fd.Secondary = append(fd.Secondary, f.Kind.String()+": "+f.Text)
+	}
+	if fd.Advice == nil {
+		fd.Advice = []string{}
+	}
+	return fd
+}
+
+// knownCategories is p with only the profile categories gpuwatch writes:
+// a recording is outside input, and a category name is shown as a label.
+func knownCategories(p *sample.Profile) *sample.Profile {
+	c := *p
+	c.Categories = nil
+	for _, k := range p.Categories {
+		if slices.Contains(sample.ProfileCategories, k.Name) {
+			c.Categories = append(c.Categories, k)
+		}
+	}
+	return &c
+}
+
+// recordingInfo is what a report says of the recording itself. The
+// command line is redacted again: a recording from an older build, or one
+// written by hand, may hold a URL's credentials.
+func recordingInfo(rec *recording.Recording, file string) RecordingInfo {
+	h := rec.Header
+	ri := RecordingInfo{File: file, Host: h.Host, Cores: h.Cores, GPUs: h.GPUs, GpuwatchVersion: h.GpuwatchVersion,
+		Command: sample.RedactArgs(h.Command), Frames: rec.Len(), Events: rec.Events, Warnings: slices.Clone(rec.Warnings)}
+	if ri.GPUs == nil {
+		ri.GPUs = []string{}
+	}
+	for _, sc := range rec.Scenarios {
+		ri.Scenarios = append(ri.Scenarios, sc.Name)
+	}
+	return ri
+}
+
+// rankBuilder sums each rank's readings (the first MaxRanks ranks seen).
+type rankBuilder struct {
+	start  time.Time
+	dur    float64
+	points int
+	byRank map[rankKey]*rankAcc
+}
+
+// rankKey tells ranks apart: two loaders that report the same rank (two
+// jobs on a node, a restarted rank) are two rows.
+type rankKey struct {
+	rank int
+	url  string
+}
+
+type rankAcc struct {
+	info       RankInfo
+	wait, step *bucketer
+}
+
+func newRankBuilder(start time.Time, dur float64, points int) *rankBuilder {
+	return &rankBuilder{start: start, dur: dur, points: points, byRank: map[rankKey]*rankAcc{}}
+}
+
+func (b *rankBuilder) add(f *sample.Frame, straggler *int) {
+	for _, r := range f.Ranks {
+		key := rankKey{r.Rank, r.URL}
+		acc := b.byRank[key]
+		if acc == nil {
+			if len(b.byRank) == MaxRanks {
+				continue
+			}
+			acc = &rankAcc{info: RankInfo{Rank: r.Rank, URL: sample.Printable(r.URL)},
+				wait: newBucketer(b.start, b.dur+1e-9, b.points), step: newBucketer(b.start, b.dur+1e-9, b.points)}
+			b.byRank[key] = acc
+		}
+		ri := &acc.info
+		if straggler != nil && *straggler == r.Rank {
+			ri.StragglerFrames++
+		}
+		if !r.Connected {
+			continue
+		}
+		if r.WaitShare != nil {
+			acc.wait.add(f.Time, 100**r.WaitShare)
+		}
+		if r.StepSec != nil {
+			acc.step.add(f.Time, 1000**r.StepSec)
+		}
+		if r.WaitShare == nil || !finite(*r.WaitShare) || !finite(r.SamplesPerSec) {
+			continue
+		}
+		// Running means: huge rates cannot add up to +Inf.
+		ri.Frames++
+		k := float64(ri.Frames)
+		ri.MeanWaitShare += (*r.WaitShare - ri.MeanWaitShare) / k
+		ri.MeanSamplesPerSec += (r.SamplesPerSec - ri.MeanSamplesPerSec) / k
+		if r.StepSec != nil && finite(*r.StepSec) {
+			ri.MeanStepSec += (*r.StepSec - ri.MeanStepSec) / k
+		}
+	}
+}
+
+// done is the ranks in rank order, and their wait and step series.
+func (b *rankBuilder) done() ([]RankInfo, [][]*float64, [][]*float64) {
+	if len(b.byRank) == 0 {
+		return nil, nil, nil
+	}
+	accs := make([]*rankAcc, 0, len(b.byRank))
+	for _, a := range b.byRank {
+		accs = append(accs, a)
+	}
+	slices.SortFunc(accs, func(a, b *rankAcc) int {
+		return cmp.Or(cmp.Compare(a.info.Rank, b.info.Rank), cmp.Compare(a.info.URL, b.info.URL))
+	})
+	var out []RankInfo
+	var wait, step [][]*float64
+	for _, a := range accs {
+		out = append(out, a.info)
+		wait, step = append(wait, a.wait.values()), append(step, a.step.values())
+	}
+	return out, wait, step
+}
+
+// loaderBuilder summarizes the loader over the run.
+type loaderBuilder struct {
+	li       *LoaderInfo
+	n        int
+	bounds   []float64
+	bins     []HistBin
+	shareAvg float64
+	rateAvg  float64
+}
+
+func newLoaderBuilder() *loaderBuilder {
+	bounds := []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000}
+	bins := make([]HistBin, len(bounds)+1)
+	for i, b := range bounds {
+		bins[i].UpperMs = b
+	}
+	bins[len(bounds)].UpperMs = -1 // above the last bound
+	return &loaderBuilder{bounds: bounds, bins: bins}
+}
+
+func (b *loaderBuilder) add(l *sample.Loader) {
+	if l == nil {
+		return
+	}
+	if b.li == nil {
+		b.li = &LoaderInfo{Source: l.Source}
+	}
+	if len(l.Knobs) > 0 {
+		b.li.Knobs = l.Knobs
+	}
+	b.li.Batches = max(b.li.Batches, l.Batches)
+	if l.WaitShare != nil && finite(*l.WaitShare) && finite(l.SamplesPerSec) {
+		// Running means: huge rates cannot add up to +Inf.
+		b.n++
+		b.shareAvg += (*l.WaitShare - b.shareAvg) / float64(b.n)
+		b.rateAvg += (l.SamplesPerSec - b.rateAvg) / float64(b.n)
+	}
+	for _, t := range l.Timeline {
+		j, _ := slices.BinarySearch(b.bounds, t.WaitMs)
+		b.bins[j].Count++
+	}
+}
+
+func (b *loaderBuilder) info() *LoaderInfo {
+	if b.li == nil {
+		return nil
+	}
+	b.li.MeanWaitShare, b.li.MeanSamplesPerSec = b.shareAvg, b.rateAvg
+	b.li.WaitHistMs = b.bins
+	return b.li
+}
+
+// bucketer averages values into at most MaxPoints equal time buckets.
+type bucketer struct {
+	n      int
+	start  time.Time
+	width  float64
+	sums   []float64
+	counts []int
+}
+
+func newBucketer(start time.Time, duration float64, n int) *bucketer {
+	return &bucketer{n: n, start: start, width: max(duration/float64(n), 1e-9), sums: make([]float64, n), counts: make([]int, n)}
+}
+
+func (b *bucketer) index(t time.Time) int {
+	return min(b.n-1, max(0, int(t.Sub(b.start).Seconds()/b.width)))
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// add puts v into t's bucket. Sums are kept as running means, so values
+// near the float64 limit (a hostile or broken recording) cannot add up to
+// +Inf; a non-finite v is left out. A chart and the JSON report then hold
+// finite numbers only.
+func (b *bucketer) add(t time.Time, v float64) {
+	if !finite(v) {
+		return
+	}
+	i := b.index(t)
+	b.counts[i]++
+	b.sums[i] += (v - b.sums[i]) / float64(b.counts[i])
+}
+
+func (b *bucketer) values() []*float64 {
+	out := make([]*float64, b.n)
+	for i := range out {
+		if b.counts[i] > 0 {
+			v := b.sums[i]
+			out[i] = &v
+		}
+	}
+	return out
+}
+
+// seriesBuilder makes the charts' series. The accelerator's is the GPUs'
+// utilization when any frame has a GPU, else the virtual accelerator's:
+// both are kept until the end says which.
+type seriesBuilder struct {
+	s                                                 Series
+	gpu, p5, p95, virt, cpu, rd, wr, busy, pc, pi, pm *bucketer
+	wait, step                                        *bucketer
+	cores                                             []*bucketer
+}
+
+func newSeriesBuilder(start time.Time, dur float64, n, cores int) *seriesBuilder {
+	mk := func() *bucketer { return newBucketer(start, dur+1e-9, n) }
+	b := &seriesBuilder{gpu: mk(), p5: mk(), p95: mk(), virt: mk(), cpu: mk(), rd: mk(), wr: mk(), busy: mk(),
+		pc: mk(), pi: mk(), pm: mk(), wait: mk(), step: mk()}
+	b.s.CoreGroup = max(1, (cores+MaxCoreRows-1)/MaxCoreRows)
+	b.cores = make([]*bucketer, (cores+b.s.CoreGroup-1)/b.s.CoreGroup)
+	for r := range b.cores {
+		b.cores[r] = mk()
+	}
+	return b
+}
+
+func (b *seriesBuilder) add(f *sample.Frame) {
+	t := f.Time
+	if len(f.GPUs) > 0 {
+		b.s.AccelReal = true
+	}
+	if u, ok := f.GPUUtil(); ok {
+		b.gpu.add(t, u)
+	}
+	if l5, l95, ok := f.GPUBand(); ok {
+		b.p5.add(t, l5)
+		b.p95.add(t, l95)
+	}
+	if f.Accel != nil {
+		b.virt.add(t, f.Accel.BusyPct)
+	}
+	if c := f.CPU; c != nil {
+		b.cpu.add(t, c.BusyPct)
+		g := b.s.CoreGroup
+		for r := range b.cores {
+			hot := 0.0
+			for j := r * g; j < min(len(c.Cores), (r+1)*g); j++ {
+				hot = max(hot, c.Cores[j].BusyPct)
+			}
+			b.cores[r].add(t, hot)
+		}
+	}
+	var r, w float64
+	for _, dk := range f.Disks {
+		r += dk.ReadBytesPerSec
+		w += dk.WriteBytesPerSec
+	}
+	if d, ok := f.BusiestDisk(); ok {
+		b.rd.add(t, r)
+		b.wr.add(t, w)
+		b.busy.add(t, d.BusyPct)
+	}
+	if p := f.PSI; p != nil {
+		for _, x := range []struct {
+			b *bucketer
+			p *sample.Pressure
+		}{{b.pc, p.CPU}, {b.pi, p.IO}, {b.pm, p.Memory}} {
+			if v, ok := x.p.Some(); ok {
+				x.b.add(t, v)
+			}
+		}
+	}
+	if l := f.Loader; l != nil {
+		if l.WaitMeanMs != nil {
+			b.wait.add(t, *l.WaitMeanMs)
+		}
+		if l.StepMeanMs != nil {
+			b.step.add(t, *l.StepMeanMs)
+		}
+	}
+}
+
+func (b *seriesBuilder) done() Series {
+	s := b.s
+	accel := b.virt
+	if s.AccelReal {
+		accel = b.gpu
+	}
+	s.T = make([]float64, accel.n)
+	for i := range s.T {
+		s.T[i] = (float64(i) + 0.5) * accel.width
+	}
+	s.Accel, s.AccelP5, s.AccelP95, s.CPUBusy = accel.values(), b.p5.values(), b.p95.values(), b.cpu.values()
+	s.DiskRead, s.DiskWrite, s.DiskBusy = b.rd.values(), b.wr.values(), b.busy.values()
+	s.PSICPU, s.PSIIO, s.PSIMem = b.pc.values(), b.pi.values(), b.pm.values()
+	s.WaitMs, s.StepMs = b.wait.values(), b.step.values()
+	for _, cb := range b.cores {
+		s.Cores = append(s.Cores, cb.values())
+	}
+	return s
+}
