@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/fleet"
+	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
 	"github.com/gpuwatch/gpuwatch/tui"
 )
@@ -18,6 +20,7 @@ func newFleetCmd(stdout, stderr io.Writer) *cobra.Command {
 	var job string
 	var every time.Duration
 	var headless, asJSON, once bool
+	var th thresholdFlags
 	cmd := &cobra.Command{
 		Use:   "fleet PROMETHEUS_URL [--job J]",
 		Short: "Every node's verdict and ranks from Prometheus, worst first (gpuwatch serve on each node)",
@@ -33,7 +36,11 @@ docs/prometheus.md for the scrape config and the rules.`,
 			if every < time.Second {
 				return usageErrorf(cmd, "--interval %v: at least 1s (each refresh is several queries)", every)
 			}
-			c, err := fleet.NewClient(args[0], job)
+			thresholds, err := th.apply(cmd, diagnose.DefaultThresholds())
+			if err != nil {
+				return err
+			}
+			c, err := fleet.NewClient(args[0], job, thresholds)
 			if err != nil {
 				return usageErrorf(cmd, "%v", err)
 			}
@@ -42,7 +49,7 @@ docs/prometheus.md for the scrape config and the rules.`,
 				return fleetLines(ctx, c, every, asJSON, once, stdout)
 			}
 			updates := make(chan tui.FleetUpdate)
-			return session.RunProgram(ctx, tui.NewFleet(args[0], updates), stdout, func(ctx context.Context, _ func()) error {
+			return session.RunProgram(ctx, tui.NewFleet(c.Source(), updates), stdout, func(ctx context.Context, _ func()) error {
 				for {
 					s, err := c.Snapshot(ctx)
 					select {
@@ -64,6 +71,7 @@ docs/prometheus.md for the scrape config and the rules.`,
 	cmd.Flags().BoolVar(&headless, "headless", false, "print the rows each refresh instead of the dashboard")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print each refresh as one JSON object")
 	cmd.Flags().BoolVar(&once, "once", false, "print one refresh and exit")
+	th.register(cmd)
 	return cmd
 }
 
@@ -76,7 +84,7 @@ func fleetLines(ctx context.Context, c *fleet.Client, every time.Duration, asJSO
 		case err != nil && once:
 			return err
 		case err != nil:
-			fmt.Fprintf(out, "%s %v\n", time.Now().Format("15:04:05"), err)
+			fmt.Fprintf(out, "%s %s\n", time.Now().Format("15:04:05"), sample.Printable(err.Error()))
 		case asJSON:
 			if err := enc.Encode(s); err != nil {
 				return err
@@ -84,7 +92,10 @@ func fleetLines(ctx context.Context, c *fleet.Client, every time.Duration, asJSO
 		default:
 			fmt.Fprintf(out, "%s %d rows, worst first\n", s.Time.Format("15:04:05"), len(s.Rows))
 			for _, r := range s.Rows {
-				fmt.Fprintln(out, "  "+r.Line())
+				fmt.Fprintln(out, "  "+sample.Printable(r.Line()))
+			}
+			for _, d := range s.Dropped {
+				fmt.Fprintln(out, "  left out: "+sample.Printable(d))
 			}
 		}
 		if once {

@@ -50,7 +50,11 @@ func classify(frames, history []sample.Frame, th Thresholds) Verdict {
 			d.secondary = append(d.secondary, Finding{Kind: GPUStarved, Text: e.Text})
 		}
 	}
-	if e, straggler, ok := rankEvidence(frames, th); ok && d.kind.Problem() {
+	if e, ok := ambiguousRanks(frames); ok {
+		// Two loaders say one rank: which one holds the job back cannot
+		// be told; say so first, whatever the verdict.
+		d.evidence = append([]Evidence{e}, d.evidence...)
+	} else if e, straggler, ok := rankEvidence(frames, th); ok && d.kind.Problem() {
 		// Several ranks: first, which one holds the job back.
 		d.evidence = append([]Evidence{e}, d.evidence...)
 		v.Straggler = straggler

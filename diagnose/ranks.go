@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 // rankMean is one rank's wait share and step over a window.
 type rankMean struct {
 	rank         int
+	url          string
 	pid          int
 	workers      *int
 	wait, step   float64
@@ -19,18 +21,24 @@ type rankMean struct {
 }
 
 // rankMeans averages each rank's wait share and step over the frames,
-// in rank order; ranks with no wait reading are left out.
+// in rank order; ranks with no wait reading are left out. Two loaders
+// that say the same rank are two means.
 func rankMeans(frames []sample.Frame) []rankMean {
-	byRank := map[int]*rankMean{}
+	type key struct {
+		rank int
+		url  string
+	}
+	byRank := map[key]*rankMean{}
 	for i := range frames {
 		for _, r := range frames[i].Ranks {
 			if !r.Connected || r.WaitShare == nil {
 				continue
 			}
-			m := byRank[r.Rank]
+			k := key{r.Rank, r.URL}
+			m := byRank[k]
 			if m == nil {
-				m = &rankMean{rank: r.Rank}
-				byRank[r.Rank] = m
+				m = &rankMean{rank: r.Rank, url: r.URL}
+				byRank[k] = m
 			}
 			m.pid, m.workers = r.PID, r.Workers
 			m.wait += *r.WaitShare
@@ -49,8 +57,46 @@ func rankMeans(frames []sample.Frame) []rankMean {
 		}
 		out = append(out, *m)
 	}
-	slices.SortFunc(out, func(a, b rankMean) int { return a.rank - b.rank })
+	slices.SortFunc(out, func(a, b rankMean) int { return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.url, b.url)) })
 	return out
+}
+
+// ambiguousRanks is the evidence that loaders of the newest frame say the
+// same rank (two jobs on one node, a restarted rank, a launcher that sets
+// RANK wrong): their numbers cannot tell them apart, so no rank is named
+// the straggler. False when every rank number is one loader's.
+func ambiguousRanks(frames []sample.Frame) (Evidence, bool) {
+	if len(frames) == 0 {
+		return Evidence{}, false
+	}
+	byRank := map[int][]sample.Rank{}
+	var dup []int
+	for _, r := range frames[len(frames)-1].Ranks {
+		if !r.Connected {
+			continue
+		}
+		if byRank[r.Rank] = append(byRank[r.Rank], r); len(byRank[r.Rank]) == 2 {
+			dup = append(dup, r.Rank)
+		}
+	}
+	if len(dup) == 0 {
+		return Evidence{}, false
+	}
+	slices.Sort(dup)
+	var who []string
+	for _, r := range byRank[dup[0]] {
+		w := sample.Printable(r.URL)
+		if r.PID > 0 {
+			w += fmt.Sprintf(" (pid %d)", r.PID)
+		}
+		who = append(who, w)
+	}
+	text := fmt.Sprintf("ranks ambiguous: %d loaders say %s (%s): two jobs on this node, a restarted rank, or a launcher that sets RANK wrong; no rank is named the straggler",
+		len(byRank[dup[0]]), rankList([]int{dup[0]}), strings.Join(who, ", "))
+	if len(dup) > 1 {
+		text += fmt.Sprintf("; %s are said twice too", rankList(dup[1:]))
+	}
+	return evidence("ranks.ambiguous", float64(len(dup)), ">=", 1, "ranks", text), true
 }
 
 // rankEvidence is the first evidence of a job of several ranks: the rank

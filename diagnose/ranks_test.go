@@ -187,3 +187,28 @@ func TestMIGWithGPMIsAnAcceleratorSignal(t *testing.T) {
 		t.Errorf("missing %q", v.Missing)
 	}
 }
+
+// TestTwoLoadersSayingOneRankAreAmbiguous: two loaders that both say rank
+// 0 are not averaged into one: the verdict says the ranks are ambiguous,
+// names both, and names no straggler.
+func TestTwoLoadersSayingOneRankAreAmbiguous(t *testing.T) {
+	frames := rankFrames(10, []float64{0.01, 0.55}, []float64{0.044, 0.020}, 0)
+	for i := range frames {
+		frames[i].Ranks[1].Rank = 0
+	}
+	v := Classify(frames, DefaultThresholds())
+	want := "ranks ambiguous: 2 loaders say rank 0 (http://127.0.0.1:0 (pid 100), http://127.0.0.1:1 (pid 101)): two jobs on this node, a restarted rank, or a launcher that sets RANK wrong; no rank is named the straggler"
+	if len(v.Evidence) == 0 || v.Evidence[0].Text != want || v.Straggler != nil {
+		t.Fatalf("straggler %v, evidence %+v", v.Straggler, v.Evidence)
+	}
+	if got := rankMeans(frames); len(got) != 2 {
+		t.Errorf("the two loaders' means were merged: %+v", got)
+	}
+	// One of them gone: no longer ambiguous.
+	for i := range frames {
+		frames[i].Ranks[1].Connected = false
+	}
+	if v := Classify(frames, DefaultThresholds()); len(v.Evidence) > 0 && strings.HasPrefix(v.Evidence[0].Text, "ranks ambiguous") {
+		t.Errorf("one loader answering is still ambiguous: %q", v.Evidence[0].Text)
+	}
+}

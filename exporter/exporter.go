@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -67,11 +68,11 @@ var (
 	dSamples    = desc("loader_samples_per_second", "Samples the loader handed out per second.")
 	dQueue      = desc("loader_queue_depth", "Batches ready when the training loop last asked.")
 	dWaitP95    = desc("loader_wait_p95_seconds", "95th percentile of the time waited per batch in the last interval.")
-	dRankUp     = desc("rank_up", "1 while the rank's loader answers, 0 while it does not (several ranks attached).", "rank")
-	dRankWait   = desc("rank_wait_ratio", "Share of the rank's training-loop time waiting for its next batch, 0–1.", "rank")
-	dRankStep   = desc("rank_step_seconds", "The rank's mean step (in a synchronous job it includes waiting for the other ranks in the all-reduce).", "rank")
-	dRankSample = desc("rank_samples_per_second", "Samples the rank's loader handed out per second.", "rank")
-	dStraggler  = desc("rank_straggler", "1 for the rank the verdict names as holding the job back, 0 for the others.", "rank")
+	dRankUp     = desc("rank_up", "1 while the rank's loader answers, 0 while it does not (several ranks attached).", "rank", "loader")
+	dRankWait   = desc("rank_wait_ratio", "Share of the rank's training-loop time waiting for its next batch, 0–1.", "rank", "loader")
+	dRankStep   = desc("rank_step_seconds", "The rank's mean step (in a synchronous job it includes waiting for the other ranks in the all-reduce).", "rank", "loader")
+	dRankSample = desc("rank_samples_per_second", "Samples the rank's loader handed out per second.", "rank", "loader")
+	dStraggler  = desc("rank_straggler", "1 for the rank the verdict names as holding the job back, 0 for the others.", "rank", "loader")
 )
 
 var allDescs = []*prometheus.Desc{dVerdict, dConfidence, dChange, dPredSample, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
@@ -144,7 +145,15 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	if f == nil {
 		return
 	}
+	// A series is sent once: a second with the same labels would fail
+	// the whole scrape (HTTP 500), and a node's monitoring with it.
+	seen := map[string]bool{}
 	g := func(d *prometheus.Desc, val float64, labels ...string) {
+		key := d.String() + "\xff" + strings.Join(labels, "\xff")
+		if seen[key] {
+			return
+		}
+		seen[key] = true
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, labels...)
 	}
 	var id sample.JobIdentity
@@ -226,10 +235,12 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	collectRanks(f.Ranks, v.Straggler, g)
 }
 
-// collectRanks emits each rank's series (bounded: sample.MaxRanks).
+// collectRanks emits each rank's series (bounded: sample.MaxRanks),
+// labelled with the rank and its loader's URL: two loaders that say the
+// same rank (two jobs on one node, a restarted rank) are two series.
 func collectRanks(ranks []sample.Rank, straggler *int, g func(d *prometheus.Desc, val float64, labels ...string)) {
 	for _, r := range ranks {
-		label := strconv.Itoa(r.Rank)
+		label := []string{strconv.Itoa(r.Rank), r.URL}
 		up, strag := 0.0, 0.0
 		if r.Connected {
 			up = 1
@@ -237,17 +248,17 @@ func collectRanks(ranks []sample.Rank, straggler *int, g func(d *prometheus.Desc
 		if straggler != nil && *straggler == r.Rank {
 			strag = 1
 		}
-		g(dRankUp, up, label)
-		g(dStraggler, strag, label)
+		g(dRankUp, up, label...)
+		g(dStraggler, strag, label...)
 		if !r.Connected {
 			continue
 		}
 		if r.WaitShare != nil {
-			g(dRankWait, *r.WaitShare, label)
+			g(dRankWait, *r.WaitShare, label...)
 		}
 		if r.StepSec != nil {
-			g(dRankStep, *r.StepSec, label)
+			g(dRankStep, *r.StepSec, label...)
 		}
-		g(dRankSample, r.SamplesPerSec, label)
+		g(dRankSample, r.SamplesPerSec, label...)
 	}
 }

@@ -70,22 +70,22 @@ func TestExporterPerRankSeries(t *testing.T) {
 	want := `
 # HELP gpuwatch_rank_straggler 1 for the rank the verdict names as holding the job back, 0 for the others.
 # TYPE gpuwatch_rank_straggler gauge
-gpuwatch_rank_straggler{rank="0"} 0
-gpuwatch_rank_straggler{rank="1"} 1
-gpuwatch_rank_straggler{rank="2"} 0
+gpuwatch_rank_straggler{loader="http://127.0.0.1:6061",rank="0"} 0
+gpuwatch_rank_straggler{loader="http://127.0.0.1:6062",rank="1"} 1
+gpuwatch_rank_straggler{loader="http://127.0.0.1:6063",rank="2"} 0
 # HELP gpuwatch_rank_up 1 while the rank's loader answers, 0 while it does not (several ranks attached).
 # TYPE gpuwatch_rank_up gauge
-gpuwatch_rank_up{rank="0"} 1
-gpuwatch_rank_up{rank="1"} 1
-gpuwatch_rank_up{rank="2"} 0
+gpuwatch_rank_up{loader="http://127.0.0.1:6061",rank="0"} 1
+gpuwatch_rank_up{loader="http://127.0.0.1:6062",rank="1"} 1
+gpuwatch_rank_up{loader="http://127.0.0.1:6063",rank="2"} 0
 # HELP gpuwatch_rank_wait_ratio Share of the rank's training-loop time waiting for its next batch, 0–1.
 # TYPE gpuwatch_rank_wait_ratio gauge
-gpuwatch_rank_wait_ratio{rank="0"} 0.01
-gpuwatch_rank_wait_ratio{rank="1"} 0.55
+gpuwatch_rank_wait_ratio{loader="http://127.0.0.1:6061",rank="0"} 0.01
+gpuwatch_rank_wait_ratio{loader="http://127.0.0.1:6062",rank="1"} 0.55
 # HELP gpuwatch_rank_step_seconds The rank's mean step (in a synchronous job it includes waiting for the other ranks in the all-reduce).
 # TYPE gpuwatch_rank_step_seconds gauge
-gpuwatch_rank_step_seconds{rank="0"} 0.044
-gpuwatch_rank_step_seconds{rank="1"} 0.02
+gpuwatch_rank_step_seconds{loader="http://127.0.0.1:6061",rank="0"} 0.044
+gpuwatch_rank_step_seconds{loader="http://127.0.0.1:6062",rank="1"} 0.02
 `
 	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuwatch_rank_straggler", "gpuwatch_rank_up", "gpuwatch_rank_wait_ratio", "gpuwatch_rank_step_seconds"); err != nil {
 		t.Fatal(err)
@@ -96,6 +96,34 @@ gpuwatch_rank_step_seconds{rank="1"} 0.02
 	}
 	if _, err := reg.Gather(); err != nil {
 		t.Fatalf("pedantic registry: %v", err)
+	}
+}
+
+// TestTwoLoadersSayingOneRankAreTwoSeries: two loaders that both say
+// rank 0 are two series told apart by their loader's URL; the scrape
+// succeeds (a duplicate series failed every scrape with HTTP 500).
+func TestTwoLoadersSayingOneRankAreTwoSeries(t *testing.T) {
+	e := &Exporter{}
+	f := fixture.Frame()
+	w0, w1 := 0.1, 0.6
+	f.Ranks = []sample.Rank{
+		{Rank: 0, URL: "http://127.0.0.1:6061", PID: 10, Connected: true, WaitShare: &w0},
+		{Rank: 0, URL: "http://127.0.0.1:6062", PID: 20, Connected: true, WaitShare: &w1},
+	}
+	e.Set(f, diagnose.Verdict{Kind: diagnose.GPUStarved, Changes: []diagnose.Change{{Knob: "workers", From: "1", To: "2"}, {Knob: "workers", From: "1", To: "2"}}})
+	want := `
+# HELP gpuwatch_rank_wait_ratio Share of the rank's training-loop time waiting for its next batch, 0–1.
+# TYPE gpuwatch_rank_wait_ratio gauge
+gpuwatch_rank_wait_ratio{loader="http://127.0.0.1:6061",rank="0"} 0.1
+gpuwatch_rank_wait_ratio{loader="http://127.0.0.1:6062",rank="0"} 0.6
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuwatch_rank_wait_ratio"); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(e)
+	if _, err := reg.Gather(); err != nil {
+		t.Fatalf("the scrape fails: %v", err)
 	}
 }
 

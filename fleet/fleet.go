@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/internal/neterr"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -30,7 +32,11 @@ type Row struct {
 	Kind       string  `json:"kind"`
 	Confidence float64 `json:"confidence"`
 	Rank       *int    `json:"rank,omitempty"`
-	Up         *bool   `json:"up,omitempty"`
+	// Loader is the rank's loader URL (gpuwatch serve labels it): two
+	// loaders that say one rank are two rows, Ambiguous both.
+	Loader    string `json:"loader,omitempty"`
+	Ambiguous bool   `json:"ambiguous,omitempty"`
+	Up        *bool  `json:"up,omitempty"`
 	// WaitShare is the rank's (or, on a node row, the loader's) share of
 	// time waiting for input; StepSec the rank's mean step.
 	WaitShare     *float64 `json:"wait_share,omitempty"`
@@ -38,8 +44,8 @@ type Row struct {
 	SamplesPerSec *float64 `json:"samples_per_sec,omitempty"`
 	GPUUtil       *float64 `json:"gpu_util,omitempty"` // mean over the node's GPUs, 0–1
 	// Straggler: the node's verdict names this rank; FleetStraggler: the
-	// rank that waits most of all, past WaitShareStarved, while others
-	// across the fleet wait far less.
+	// rank that waits most of all, past the starved wait share, while
+	// others across the fleet wait far less.
 	Straggler      bool `json:"straggler,omitempty"`
 	FleetStraggler bool `json:"fleet_straggler,omitempty"`
 }
@@ -48,27 +54,34 @@ type Row struct {
 type Snapshot struct {
 	Time time.Time `json:"time"`
 	Rows []Row     `json:"rows"`
+	// Dropped says what Prometheus answered that was left out: values
+	// out of range, series past the cap (at most a few lines).
+	Dropped []string `json:"dropped,omitempty"`
 }
 
 // Client queries one Prometheus server.
 type Client struct {
 	base   *url.URL
+	shown  string // the URL without credentials, printable
 	job    string
+	th     diagnose.Thresholds
 	client *http.Client
 }
 
-// maxAnswer bounds one query's answer; maxSeries the series kept from it.
+// Bounds on one query's answer: its size, the series read from it (the
+// decoder stops there, reading no further), and a label value's length.
 const (
-	maxAnswer = 32 << 20
-	maxSeries = 10000
+	maxAnswer   = 32 << 20
+	maxSeries   = 10000
+	maxLabel    = 256
+	maxDropped  = 5
+	queryWithin = 10 * time.Second
 )
 
-// WaitShareStarved is where a rank counts as input-bound, as in diagnosis.
-const WaitShareStarved = 0.2
-
 // NewClient checks the server's URL (http or https with a host) and
-// returns a client for its series of job (all jobs when job is "").
-func NewClient(raw, job string) (*Client, error) {
+// returns a client for its series of job (all jobs when job is ""); th
+// are the thresholds a rank is judged by, as on the nodes.
+func NewClient(raw, job string, th diagnose.Thresholds) (*Client, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("%q: want the Prometheus server's base URL, http://HOST:9090", sample.Printable(sample.RedactURL(raw)))
@@ -77,8 +90,13 @@ func NewClient(raw, job string) (*Client, error) {
 		return nil, fmt.Errorf("--job %q: a job name without quotes or backslashes", sample.Printable(job))
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
-	return &Client{base: u, job: job, client: &http.Client{Timeout: 10 * time.Second}}, nil
+	u.RawQuery, u.Fragment = "", ""
+	return &Client{base: u, shown: sample.Printable(sample.RedactURL(u.String())), job: job, th: th,
+		client: &http.Client{Timeout: queryWithin}}, nil
 }
+
+// Source is the server's URL as shown: no credentials, printable.
+func (c *Client) Source() string { return c.shown }
 
 // series is one instant-vector element.
 type series struct {
@@ -86,74 +104,236 @@ type series struct {
 	value  float64
 }
 
+// answer is what one query gave, and what was left out of it.
+type answer struct {
+	series []series
+	cut    bool // past maxSeries: the rest was not read
+}
+
 // query runs one instant query.
-func (c *Client) query(ctx context.Context, q string) ([]series, error) {
+func (c *Client) query(ctx context.Context, q string) (answer, error) {
 	u := *c.base
 	u.Path += "/api/v1/query"
 	u.RawQuery = url.Values{"query": {q}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, err
+		return answer{}, err
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // without the URL (and its credentials)
-		}
-		return nil, fmt.Errorf("Prometheus at %s: %v", sample.RedactURL(c.base.String()), err)
+		return answer{}, fmt.Errorf("Prometheus at %s: %v", c.shown, neterr.Explain(err, queryWithin, "Prometheus"))
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
-	if err != nil {
-		return nil, err
+	body := &limited{r: resp.Body, n: maxAnswer}
+	ans, err := decodeAnswer(body)
+	switch {
+	case body.over:
+		return answer{}, fmt.Errorf("Prometheus at %s: the answer to %s is over %d MiB", c.shown, sample.Printable(q), maxAnswer>>20)
+	case err != nil:
+		return answer{}, fmt.Errorf("Prometheus at %s (%s): %w", c.shown, sample.Printable(resp.Status), err)
 	}
-	if len(body) > maxAnswer {
-		return nil, fmt.Errorf("Prometheus's answer to %s is over %d MiB", q, maxAnswer>>20)
-	}
-	out, err := decodeAnswer(body)
-	if err != nil {
-		return nil, fmt.Errorf("Prometheus at %s (%s): %w", sample.RedactURL(c.base.String()), resp.Status, err)
-	}
-	return out, nil
+	return ans, nil
 }
 
-// decodeAnswer reads an instant query's answer: an instant vector, at most
-// maxSeries of it, with printable labels and finite values.
-func decodeAnswer(body []byte) ([]series, error) {
-	var ans struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Value  [2]any            `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
+// limited reads at most n bytes of r, and says when r had more.
+type limited struct {
+	r    io.Reader
+	n    int64
+	over bool
+}
+
+func (l *limited) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		var one [1]byte
+		if k, _ := l.r.Read(one[:]); k > 0 {
+			l.over = true
+		}
+		return 0, io.EOF
 	}
-	if err := json.Unmarshal(body, &ans); err != nil {
-		return nil, errors.New("not its API's JSON")
+	p = p[:min(int64(len(p)), l.n)]
+	k, err := l.r.Read(p)
+	l.n -= int64(k)
+	return k, err
+}
+
+// decodeAnswer reads an instant query's answer as it streams, never
+// holding more than fleet keeps: an instant vector, at most maxSeries of
+// it (the decoder stops there), each with the labels fleet reads, made
+// printable and cut to maxLabel bytes, and a finite value. A label set of
+// millions costs its reading, not its keeping.
+func decodeAnswer(r io.Reader) (answer, error) {
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	var ans answer
+	status, failure := "", ""
+	err := object(dec, func(key string) error {
+		switch key {
+		case "status":
+			return str(dec, &status)
+		case "error":
+			return str(dec, &failure)
+		case "data":
+			return object(dec, func(key string) error {
+				if key != "result" {
+					return skip(dec)
+				}
+				return array(dec, func() (bool, error) {
+					if len(ans.series) == maxSeries {
+						ans.cut = true
+						return false, errEnough
+					}
+					s, ok, err := element(dec)
+					if ok {
+						ans.series = append(ans.series, s)
+					}
+					return true, err
+				})
+			})
+		}
+		return skip(dec)
+	})
+	switch {
+	case status != "" && status != "success":
+		return answer{}, fmt.Errorf("query failed: %s", sample.Printable(cut(failure)))
+	case errors.Is(err, errEnough) && status == "success":
+		return ans, nil // the rest is never read
+	case err != nil || status == "":
+		return answer{}, errors.New("not its API's JSON")
 	}
-	if ans.Status != "success" {
-		return nil, fmt.Errorf("query failed: %s", sample.Printable(ans.Error))
+	return ans, nil
+}
+
+// errEnough stops decoding at maxSeries: the rest of the answer is not
+// read.
+var errEnough = errors.New("enough series")
+
+// element reads one vector element: the labels fleet reads, and its
+// value; ok is false when the value is no finite number. Decoding into a
+// struct skips every other label without keeping it (a million labels
+// cost their scanning only).
+func element(dec *json.Decoder) (series, bool, error) {
+	var e struct {
+		Metric struct {
+			Job      string `json:"job"`
+			Instance string `json:"instance"`
+			Kind     string `json:"kind"`
+			Rank     string `json:"rank"`
+			Loader   string `json:"loader"`
+		} `json:"metric"`
+		Value []json.RawMessage `json:"value"`
 	}
-	out := make([]series, 0, min(len(ans.Data.Result), maxSeries))
-	for _, r := range ans.Data.Result[:min(len(ans.Data.Result), maxSeries)] {
-		s, ok := r.Value[1].(string)
+	if err := dec.Decode(&e); err != nil {
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			return series{}, false, err
+		}
+		return series{}, false, nil // a label or value of the wrong type: left out
+	}
+	m := e.Metric
+	labels := map[string]string{}
+	for k, v := range map[string]string{"job": m.Job, "instance": m.Instance, "kind": m.Kind, "rank": m.Rank, "loader": m.Loader} {
+		if v != "" {
+			labels[k] = sample.Printable(cut(v))
+		}
+	}
+	var value string
+	if len(e.Value) != 2 || json.Unmarshal(e.Value[1], &value) != nil {
+		return series{labels: labels}, false, nil
+	}
+	v, err := strconv.ParseFloat(value, 64)
+	return series{labels, v}, err == nil && !math.IsNaN(v) && !math.IsInf(v, 0), nil
+}
+
+func cut(s string) string {
+	if len(s) > maxLabel {
+		return s[:maxLabel] + "…"
+	}
+	return s
+}
+
+// object reads a JSON object, calling field for each key with the
+// decoder at its value (field must read it).
+func object(dec *json.Decoder, field func(key string) error) error {
+	if err := delim(dec, '{'); err != nil {
+		return err
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, ok := t.(string)
 		if !ok {
-			continue
+			return errors.New("want a key")
 		}
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			continue
+		if err := field(key); err != nil {
+			return err
 		}
-		labels := make(map[string]string, len(r.Metric))
-		for k, val := range r.Metric {
-			labels[k] = sample.Printable(val)
-		}
-		out = append(out, series{labels, v})
 	}
-	return out, nil
+	return delim(dec, '}')
+}
+
+// array reads a JSON array, calling elem for each element; elem returns
+// false to stop reading there (the rest is never read).
+func array(dec *json.Decoder, elem func() (bool, error)) error {
+	if err := delim(dec, '['); err != nil {
+		return err
+	}
+	for dec.More() {
+		more, err := elem()
+		if err != nil || !more {
+			return err
+		}
+	}
+	return delim(dec, ']')
+}
+
+func delim(dec *json.Decoder, want json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := t.(json.Delim); !ok || d != want {
+		return fmt.Errorf("want %v", want)
+	}
+	return nil
+}
+
+// str reads a string value (a number or null reads as "").
+func str(dec *json.Decoder, out *string) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch v := t.(type) {
+	case string:
+		*out = v
+	case json.Delim:
+		return errors.New("want a string")
+	}
+	return nil
+}
+
+// skip reads one value of any kind, holding none of it.
+func skip(dec *json.Decoder) error {
+	depth := 0
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if d, ok := t.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				depth++
+			default:
+				depth--
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
 }
 
 func (c *Client) selector(name, extra string) string {
@@ -167,64 +347,110 @@ func (c *Client) selector(name, extra string) string {
 	return name + "{" + strings.Join(m, ",") + "}"
 }
 
+// The ranges of the values fleet reads, as attach checks a loader's: a
+// value outside is left out, and the snapshot says so.
+var ranges = map[string][2]float64{
+	"gpuwatch_verdict":                   {1, 1}, // the query asks for the shown kind: == 1
+	"gpuwatch_verdict_confidence_ratio":  {0, 1},
+	"gpuwatch_loader_wait_ratio":         {0, 1},
+	"gpuwatch_loader_samples_per_second": {0, 1e12},
+	"gpuwatch_gpu_utilization_ratio":     {0, 1},
+	"gpuwatch_rank_up":                   {0, 1},
+	"gpuwatch_rank_wait_ratio":           {0, 1},
+	"gpuwatch_rank_step_seconds":         {0, 1e6},
+	"gpuwatch_rank_samples_per_second":   {0, 1e12},
+	"gpuwatch_rank_straggler":            {0, 1},
+}
+
+// maxRank bounds a rank label, as attach does.
+const maxRank = 1 << 20
+
+// snapshot is a Snapshot being read.
+type snapshot struct {
+	Snapshot
+	dropped int
+}
+
+func (s *snapshot) drop(format string, args ...any) {
+	if s.dropped++; len(s.Dropped) < maxDropped {
+		s.Dropped = append(s.Dropped, fmt.Sprintf(format, args...))
+	}
+}
+
+// read runs one query of metric (q, when not "", is the query; metric
+// names the range) and calls use with each element within range.
+func (c *Client) read(ctx context.Context, s *snapshot, metric, q string, use func(l map[string]string, v float64)) error {
+	if q == "" {
+		q = c.selector(metric, "")
+	}
+	ans, err := c.query(ctx, q)
+	if err != nil {
+		return err
+	}
+	if ans.cut {
+		s.drop("%s: more than %d series, the rest left out", metric, maxSeries)
+	}
+	r := ranges[metric]
+	for _, e := range ans.series {
+		if e.value < r[0] || e.value > r[1] {
+			s.drop("%s %s on %s: outside %g–%g, left out", metric, strconv.FormatFloat(e.value, 'g', 6, 64), e.labels["instance"], r[0], r[1])
+			continue
+		}
+		use(e.labels, e.value)
+	}
+	return nil
+}
+
 // Snapshot reads the fleet now: the nodes' verdicts, their ranks and
 // their GPUs, worst first.
 func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
-	verdicts, err := c.query(ctx, c.selector("gpuwatch_verdict", "")+" == 1")
+	s := &snapshot{Snapshot: Snapshot{Time: time.Now()}}
+	nodes := map[string]*Row{}
+	key := func(l map[string]string) string { return l["job"] + "\x00" + l["instance"] }
+	err := c.read(ctx, s, "gpuwatch_verdict", c.selector("gpuwatch_verdict", "")+" == 1", func(l map[string]string, _ float64) {
+		nodes[key(l)] = &Row{Instance: l["instance"], Job: l["job"], Kind: l["kind"]}
+	})
 	if err != nil {
 		return Snapshot{}, err
 	}
-	nodes := map[string]*Row{}
-	key := func(l map[string]string) string { return l["job"] + "\x00" + l["instance"] }
-	for _, s := range verdicts {
-		nodes[key(s.labels)] = &Row{Instance: s.labels["instance"], Job: s.labels["job"], Kind: s.labels["kind"]}
-	}
-	type fill struct {
-		metric string
-		set    func(r *Row, v float64)
-	}
-	for _, f := range []fill{
-		{"gpuwatch_verdict_confidence_ratio", func(r *Row, v float64) { r.Confidence = v }},
-		{"gpuwatch_loader_wait_ratio", func(r *Row, v float64) { r.WaitShare = &v }},
-		{"gpuwatch_loader_samples_per_second", func(r *Row, v float64) { r.SamplesPerSec = &v }},
+	for _, f := range []struct {
+		metric, query string
+		set           func(r *Row, v float64)
+	}{
+		{"gpuwatch_verdict_confidence_ratio", "", func(r *Row, v float64) { r.Confidence = v }},
+		{"gpuwatch_loader_wait_ratio", "", func(r *Row, v float64) { r.WaitShare = &v }},
+		{"gpuwatch_loader_samples_per_second", "", func(r *Row, v float64) { r.SamplesPerSec = &v }},
+		{"gpuwatch_gpu_utilization_ratio", "avg by (job, instance) (" + c.selector("gpuwatch_gpu_utilization_ratio", "") + ")",
+			func(r *Row, v float64) { r.GPUUtil = &v }},
 	} {
-		got, err := c.query(ctx, c.selector(f.metric, ""))
+		err := c.read(ctx, s, f.metric, f.query, func(l map[string]string, v float64) {
+			if n := nodes[key(l)]; n != nil {
+				f.set(n, v)
+			}
+		})
 		if err != nil {
 			return Snapshot{}, err
 		}
-		for _, s := range got {
-			if n := nodes[key(s.labels)]; n != nil {
-				f.set(n, s.value)
-			}
-		}
 	}
-	gpus, err := c.query(ctx, "avg by (job, instance) ("+c.selector("gpuwatch_gpu_utilization_ratio", "")+")")
+	ranks, err := c.rankRows(ctx, s, nodes, key)
 	if err != nil {
 		return Snapshot{}, err
 	}
-	for _, s := range gpus {
-		if n := nodes[key(s.labels)]; n != nil {
-			v := s.value
-			n.GPUUtil = &v
-		}
-	}
-	ranks, err := c.rankRows(ctx, nodes, key)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	snap := Snapshot{Time: time.Now()}
 	for _, n := range nodes {
-		snap.Rows = append(snap.Rows, *n)
+		s.Rows = append(s.Rows, *n)
 	}
-	snap.Rows = append(snap.Rows, ranks...)
-	markFleetStraggler(snap.Rows)
-	Order(snap.Rows)
-	return snap, nil
+	s.Rows = append(s.Rows, ranks...)
+	if s.dropped > len(s.Dropped) {
+		s.Dropped = append(s.Dropped, fmt.Sprintf("and %d more", s.dropped-len(s.Dropped)))
+	}
+	markFleetStraggler(s.Rows, c.th.WaitShareStarved)
+	order(s.Rows)
+	return s.Snapshot, nil
 }
 
-// rankRows reads every rank series into a row per (node, rank), with the
-// node's verdict.
-func (c *Client) rankRows(ctx context.Context, nodes map[string]*Row, key func(map[string]string) string) ([]Row, error) {
+// rankRows reads every rank series into a row per (node, rank, loader),
+// with the node's verdict.
+func (c *Client) rankRows(ctx context.Context, s *snapshot, nodes map[string]*Row, key func(map[string]string) string) ([]Row, error) {
 	rows := map[string]*Row{}
 	for _, f := range []struct {
 		metric string
@@ -236,37 +462,46 @@ func (c *Client) rankRows(ctx context.Context, nodes map[string]*Row, key func(m
 		{"gpuwatch_rank_samples_per_second", func(r *Row, v float64) { r.SamplesPerSec = &v }},
 		{"gpuwatch_rank_straggler", func(r *Row, v float64) { r.Straggler = v == 1 }},
 	} {
-		got, err := c.query(ctx, c.selector(f.metric, ""))
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range got {
-			rank, err := strconv.Atoi(s.labels["rank"])
-			if err != nil || len(rows) >= maxSeries {
-				continue
+		err := c.read(ctx, s, f.metric, "", func(l map[string]string, v float64) {
+			rank, err := strconv.Atoi(l["rank"])
+			if err != nil || rank < 0 || rank > maxRank {
+				s.drop("%s: rank %q on %s is no rank, left out", f.metric, l["rank"], l["instance"])
+				return
 			}
-			k := key(s.labels) + "\x00" + s.labels["rank"]
+			k := key(l) + "\x00" + l["rank"] + "\x00" + l["loader"]
 			r := rows[k]
 			if r == nil {
-				r = &Row{Instance: s.labels["instance"], Job: s.labels["job"], Rank: &rank}
-				if n := nodes[key(s.labels)]; n != nil {
+				if len(rows) >= maxSeries {
+					return
+				}
+				r = &Row{Instance: l["instance"], Job: l["job"], Rank: &rank, Loader: l["loader"]}
+				if n := nodes[key(l)]; n != nil {
 					r.Kind, r.Confidence = n.Kind, n.Confidence
 				}
 				rows[k] = r
 			}
-			f.set(r, s.value)
+			f.set(r, v)
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	out := make([]Row, 0, len(rows))
+	said := map[string]int{}
 	for _, r := range rows {
+		said[r.Job+"\x00"+r.Instance+"\x00"+strconv.Itoa(*r.Rank)]++
+	}
+	for _, r := range rows {
+		r.Ambiguous = said[r.Job+"\x00"+r.Instance+"\x00"+strconv.Itoa(*r.Rank)] > 1
 		out = append(out, *r)
 	}
 	return out, nil
 }
 
 // markFleetStraggler marks the rank that waits most across the fleet,
-// when it is input-bound and waits at least twice as much as the next.
-func markFleetStraggler(rows []Row) {
+// when it is input-bound (waits at least starved of its time) and waits
+// at least twice as much as the next.
+func markFleetStraggler(rows []Row, starved float64) {
 	best, second := -1, 0.0
 	for i, r := range rows {
 		if r.Rank == nil || r.WaitShare == nil {
@@ -281,45 +516,42 @@ func markFleetStraggler(rows []Row) {
 			second = max(second, *r.WaitShare)
 		}
 	}
-	if best >= 0 && *rows[best].WaitShare >= WaitShareStarved && *rows[best].WaitShare >= 2*second {
+	if best >= 0 && *rows[best].WaitShare >= starved && *rows[best].WaitShare >= 2*second {
 		rows[best].FleetStraggler = true
 	}
 }
 
-// problem kinds are the verdicts that name a bottleneck.
-var problem = map[string]bool{"gpu_starved": true, "single_core_maxed": true, "cpu_saturated": true, "io_bound": true, "memory_pressure": true, "gpu_underused": true}
+// problem says whether a verdict kind (as a label) names a bottleneck.
+func problem(kind string) bool {
+	var k diagnose.Kind
+	return k.UnmarshalText([]byte(kind)) == nil && k.Problem()
+}
 
-// Order sorts rows worst first: the fleet's straggler, then nodes and
-// ranks with a problem verdict, the most waiting first; then by node and
-// rank.
-func Order(rows []Row) {
+// order sorts rows worst first: the fleet's straggler, then nodes and
+// ranks with a problem verdict, the most waiting first; then by node,
+// rank and loader.
+func order(rows []Row) {
 	wait := func(r Row) float64 {
 		if r.WaitShare == nil {
 			return -1
 		}
 		return *r.WaitShare
 	}
+	rank := func(r Row) int {
+		if r.Rank == nil {
+			return -1
+		}
+		return *r.Rank
+	}
 	slices.SortStableFunc(rows, func(a, b Row) int {
 		if a.FleetStraggler != b.FleetStraggler {
 			return boolFirst(a.FleetStraggler)
 		}
-		if problem[a.Kind] != problem[b.Kind] {
-			return boolFirst(problem[a.Kind])
+		if pa, pb := problem(a.Kind), problem(b.Kind); pa != pb {
+			return boolFirst(pa)
 		}
-		if c := cmp.Compare(wait(b), wait(a)); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Instance, b.Instance); c != 0 {
-			return c
-		}
-		ar, br := -1, -1
-		if a.Rank != nil {
-			ar = *a.Rank
-		}
-		if b.Rank != nil {
-			br = *b.Rank
-		}
-		return ar - br
+		return cmp.Or(cmp.Compare(wait(b), wait(a)), cmp.Compare(a.Instance, b.Instance),
+			cmp.Compare(rank(a), rank(b)), cmp.Compare(a.Loader, b.Loader))
 	})
 }
 
@@ -338,6 +570,9 @@ func (r Row) Line() string {
 	}
 	if r.Rank != nil {
 		who += fmt.Sprintf(" rank %d", *r.Rank)
+		if r.Ambiguous {
+			who += " (" + r.Loader + ", ambiguous)"
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-40s %-18s", who, r.Kind)

@@ -1,10 +1,18 @@
 package fleet
 
 import (
+	"bytes"
+	"fmt"
+	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
 )
 
 // TestSnapshotOrdersWorstFirst serves a Prometheus API that answers each
@@ -31,7 +39,7 @@ func TestSnapshotOrdersWorstFirst(t *testing.T) {
 		w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":` + body + `}}`))
 	}))
 	defer srv.Close()
-	c, err := NewClient(srv.URL, "gw")
+	c, err := NewClient(srv.URL, "gw", diagnose.DefaultThresholds())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,36 +60,182 @@ func TestSnapshotOrdersWorstFirst(t *testing.T) {
 	if !strings.Contains(top.Line(), "◀ the fleet's straggler") {
 		t.Errorf("line %q", top.Line())
 	}
-	if _, err := NewClient("ftp://x", ""); err == nil {
+	if _, err := NewClient("ftp://x", "", diagnose.DefaultThresholds()); err == nil {
 		t.Error("accepted ftp://")
 	}
-	if _, err := NewClient("http://p", `a"b`); err == nil {
+	if _, err := NewClient("http://p", `a"b`, diagnose.DefaultThresholds()); err == nil {
 		t.Error("accepted a job with a quote")
 	}
 }
 
 // FuzzDecodeAnswer: any answer decodes without a panic into bounded,
-// printable, finite series.
+// printable, finite series with only the labels fleet reads.
 func FuzzDecodeAnswer(f *testing.F) {
 	f.Add([]byte(`{"status":"success","data":{"result":[{"metric":{"instance":"a"},"value":[1,"0.5"]}]}}`))
 	f.Add([]byte(`{"status":"error","error":"bad\u001b"}`))
+	f.Add([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"rank":"-7","x":"y"},"value":[1,"5e300"]},{"value":[]}]}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		out, err := decodeAnswer(body)
+		ans, err := decodeAnswer(bytes.NewReader(body))
 		if err != nil {
 			return
 		}
-		if len(out) > maxSeries {
+		if len(ans.series) > maxSeries {
 			t.Fatal("too many series")
 		}
-		for _, s := range out {
-			if s.value != s.value {
-				t.Fatal("NaN kept")
+		for _, s := range ans.series {
+			if s.value != s.value || math.IsInf(s.value, 0) {
+				t.Fatal("a value that is no number kept")
 			}
-			for _, v := range s.labels {
-				if strings.ContainsRune(v, 0x1b) {
-					t.Fatalf("label %q not printable", v)
+			for k, v := range s.labels {
+				if !slices.Contains([]string{"job", "instance", "kind", "rank", "loader"}, k) || strings.ContainsRune(v, 0x1b) || len(v) > maxLabel+len("…") {
+					t.Fatalf("label %s=%q kept", k, v)
 				}
 			}
 		}
 	})
+}
+
+// hugeAnswer is an answer of n series with labels labels each.
+func hugeAnswer(n, labels int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"status":"success","data":{"resultType":"vector","result":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"metric":{"instance":"n%d:9400","rank":"%d"`, i, i)
+		for j := range labels {
+			fmt.Fprintf(&b, `,"l%d":"v%d"`, j, j)
+		}
+		b.WriteString(`},"value":[1,"0.5"]}`)
+	}
+	b.WriteString("]}}")
+	return b.Bytes()
+}
+
+// TestDecodingIsCappedWhileDecoding: an answer of 50,000 series keeps
+// maxSeries and says it was cut; one series with 200,000 labels keeps the
+// labels fleet reads.
+func TestDecodingIsCappedWhileDecoding(t *testing.T) {
+	ans, err := decodeAnswer(bytes.NewReader(hugeAnswer(50_000, 0)))
+	if err != nil || len(ans.series) != maxSeries || !ans.cut {
+		t.Fatalf("%d series, cut %v, %v", len(ans.series), ans.cut, err)
+	}
+	ans, err = decodeAnswer(bytes.NewReader(hugeAnswer(1, 200_000)))
+	if err != nil || len(ans.series) != 1 || len(ans.series[0].labels) != 2 {
+		t.Fatalf("%+v, %v", ans.series, err)
+	}
+}
+
+// BenchmarkDecodeHugeAnswer reads a 32 MiB answer of 2.4 M labels (it cost
+// 622 MB and 43 s when decoded whole): bytes allocated per answer and the
+// peak heap.
+func BenchmarkDecodeHugeAnswer(b *testing.B) {
+	body := hugeAnswer(12, 200_000)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := decodeAnswer(bytes.NewReader(body)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	b.ReportMetric(float64(m.HeapSys)/(1<<20), "MiB-heap-sys")
+}
+
+// prometheus is a Prometheus API answering every query with body, and
+// status; the verdict query with verdict, when not "".
+func prometheus(t *testing.T, status int, body, verdict string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(status)
+		if verdict != "" && strings.HasPrefix(r.URL.Query().Get("query"), "gpuwatch_verdict{") {
+			w.Write([]byte(verdict))
+			return
+		}
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+const nodeA = `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"instance":"a","kind":"gpu_starved"},"value":[1,"1"]}]}}`
+
+// TestValuesOutOfRangeAreLeftOut: a wait of 5e300 and a rank of −7 are
+// not shown; the snapshot says what was left out.
+func TestValuesOutOfRangeAreLeftOut(t *testing.T) {
+	srv := prometheus(t, 200, `{"status":"success","data":{"resultType":"vector","result":[`+
+		`{"metric":{"instance":"a","rank":"-7","kind":"gpu_starved"},"value":[1,"0.5"]},`+
+		`{"metric":{"instance":"a","rank":"1","kind":"gpu_starved"},"value":[1,"5e300"]}]}}`, nodeA)
+	c, _ := NewClient(srv.URL, "", diagnose.DefaultThresholds())
+	s, err := c.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range s.Rows {
+		if r.Rank != nil && *r.Rank < 0 || r.WaitShare != nil && *r.WaitShare > 1 || r.StepSec != nil && *r.StepSec > 1e6 {
+			t.Errorf("row kept out of range: %+v", r)
+		}
+	}
+	text := strings.Join(s.Dropped, "\n")
+	for _, want := range []string{"gpuwatch_verdict_confidence_ratio 5e+300 on a: outside 0–1, left out", `rank "-7" on a is no rank`, "and "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("dropped %q lacks %q", text, want)
+		}
+	}
+}
+
+// TestTwoLoadersSayingOneRankAreTwoRows: gpuwatch serve labels each rank
+// series with its loader; fleet keeps both, marked ambiguous.
+func TestTwoLoadersSayingOneRankAreTwoRows(t *testing.T) {
+	srv := prometheus(t, 200, `{"status":"success","data":{"resultType":"vector","result":[`+
+		`{"metric":{"instance":"a","kind":"gpu_starved","rank":"0","loader":"http://127.0.0.1:1"},"value":[1,"1"]},`+
+		`{"metric":{"instance":"a","kind":"gpu_starved","rank":"0","loader":"http://127.0.0.1:2"},"value":[1,"1"]}]}}`, "")
+	c, _ := NewClient(srv.URL, "", diagnose.DefaultThresholds())
+	s, err := c.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranks := 0
+	for _, r := range s.Rows {
+		if r.Rank != nil {
+			ranks++
+			if !r.Ambiguous || !strings.Contains(r.Line(), "ambiguous") {
+				t.Errorf("row %+v: %q", r, r.Line())
+			}
+		}
+	}
+	if ranks != 2 {
+		t.Fatalf("%d rank rows, want 2: %+v", ranks, s.Rows)
+	}
+}
+
+// TestErrorsNameNoSecretAndNoEscape: the server's URL with credentials,
+// an error body and a status line with escapes: what fleet says carries
+// neither the password nor a control byte; a refused connection says so
+// in words.
+func TestErrorsNameNoSecretAndNoEscape(t *testing.T) {
+	srv := prometheus(t, 400, `{"status":"error","errorType":"bad_data","error":"\u001b]0;PWN\u0007\u001b[2Jparse error"}`, "")
+	u := strings.Replace(srv.URL, "http://", "http://admin:s3cret@", 1)
+	c, err := NewClient(u, "", diagnose.DefaultThresholds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Snapshot(t.Context())
+	if err == nil || strings.Contains(err.Error(), "s3cret") || strings.ContainsAny(err.Error(), "\x1b\x07") || !strings.Contains(err.Error(), "parse error") {
+		t.Fatalf("error %q", err)
+	}
+	if strings.Contains(c.Source(), "s3cret") {
+		t.Errorf("title %q", c.Source())
+	}
+	if _, err := NewClient("http://admin:s3cret@[::1", "", diagnose.DefaultThresholds()); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("an unparsable URL: %v", err)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	c, _ = NewClient("http://"+addr, "", diagnose.DefaultThresholds())
+	if _, err := c.Snapshot(t.Context()); err == nil || !strings.Contains(err.Error(), "connection refused (is Prometheus running and listening there?)") || strings.Contains(err.Error(), "dial tcp") {
+		t.Errorf("refused: %v", err)
+	}
 }

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -19,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/neterr"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -129,32 +128,7 @@ func (c cancelOnClose) Close() error { err := c.ReadCloser.Close(); c.cancel(); 
 // explain turns a transport error into words, without the URL (whose
 // credentials net/http would print).
 func (a *Attach) explain(err error, timeout time.Duration) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	var dnsErr *net.DNSError
-	var opErr *net.OpError
-	var certErr *tls.CertificateVerificationError
-	var recErr tls.RecordHeaderError
-	switch {
-	case errors.As(err, &dnsErr):
-		return fmt.Errorf("no such host %q", dnsErr.Name)
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, http.ErrHandlerTimeout) || isTimeout(err):
-		return fmt.Errorf("no answer within %v", timeout)
-	case errors.As(err, &certErr):
-		return fmt.Errorf("TLS: %v", certErr.Err)
-	case errors.As(err, &recErr) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
-		return errors.New("TLS handshake failed: the server does not speak TLS (try http://)")
-	case errors.As(err, &opErr) && strings.Contains(opErr.Err.Error(), "refused"):
-		return errors.New("connection refused (is the loader running and listening there?)")
-	}
-	return err
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	return neterr.Explain(err, timeout, "the loader")
 }
 
 // Check makes the first connection, as `attach` does before anything else:

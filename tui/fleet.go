@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/gpuwatch/gpuwatch/fleet"
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // FleetUpdate is one reading of the fleet, or why there is none.
@@ -82,20 +83,23 @@ func (m *Fleet) Render() string {
 	if w <= 0 || h <= 0 {
 		return "gpuwatch fleet: starting…"
 	}
-	lines := []string{m.st.Title.Render(fit("gpuwatch fleet · "+m.title, w))}
+	lines := []string{m.st.Title.Render(fit("gpuwatch fleet · "+sample.Printable(m.title), w))}
 	switch {
 	case !m.have:
 		lines = append(lines, m.st.Dim.Render("querying Prometheus…"))
 	case m.last.Err != nil:
-		lines = append(lines, wrap(m.st.Bad.Render(m.last.Err.Error()), w, "  ")...)
+		lines = append(lines, wrap(m.st.Bad.Render(sample.Printable(m.last.Err.Error())), w, "  ")...)
 	case len(m.last.Snapshot.Rows) == 0:
 		lines = append(lines, m.st.Dim.Render("no gpuwatch series in Prometheus yet (gpuwatch serve on each node, scraped)"))
 	default:
 		s := m.last.Snapshot
 		lines = append(lines, m.st.Dim.Render(fit(fmt.Sprintf("%d rows at %s, worst first", len(s.Rows), s.Time.Format("15:04:05")), w)))
 		rows := s.Rows[min(m.scroll, len(s.Rows)-1):]
+		for _, d := range s.Dropped {
+			lines = append(lines, m.st.Warn.Render(fit("left out: "+sample.Printable(d), w)))
+		}
 		for _, r := range rows {
-			line := fit(r.Line(), w)
+			line := fit(sample.Printable(r.Line()), w)
 			switch {
 			case r.FleetStraggler || r.Straggler:
 				line = m.st.Bad.Render(line)

@@ -1,0 +1,41 @@
+package neterr
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestExplainSaysWhatHappenedWithoutTheURL: real failures on loopback
+// (a closed port, a server that never answers, a server that hangs up)
+// come out in words, without the URL and its credentials.
+func TestExplainSaysWhatHappenedWithoutTheURL(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := "http://u:s3cret@" + ln.Addr().String()
+	ln.Close()
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer hang.Close()
+	hangUp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _, _ := w.(http.Hijacker).Hijack()
+		c.Close()
+	}))
+	defer hangUp.Close()
+	for _, c := range []struct{ url, want string }{
+		{closed, "connection refused (is the loader running and listening there?)"},
+		{strings.Replace(hang.URL, "http://", "http://u:s3cret@", 1), "no answer within 200ms"},
+		{strings.Replace(hangUp.URL, "http://", "http://u:s3cret@", 1), "the loader closed the connection before answering in full"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+		_, err := http.DefaultClient.Do(req)
+		cancel()
+		got := Explain(err, 200*time.Millisecond, "the loader").Error()
+		if got != c.want || strings.Contains(got, "s3cret") {
+			t.Errorf("%s: %q, want %q", c.url, got, c.want)
+		}
+	}
+}
