@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -160,5 +161,32 @@ func TestHugeRatesGiveAFiniteReport(t *testing.T) {
 	}
 	if strings.Contains(h.String(), "Inf") || strings.Contains(h.String(), "NaN") {
 		t.Error("the HTML report shows Inf or NaN")
+	}
+}
+
+// TestReportsCarryNoControlBytes: a recording whose every outside string
+// holds ESC, BEL and other C0 bytes makes Markdown and HTML reports with
+// no control byte but newlines (a report is often cat-ed in a terminal),
+// and a JSON report that escapes C0 (JSON is data: its DEL and C1 are the
+// recording's, valid JSON, never a terminal escape of 7-bit terminals).
+func TestReportsCarryNoControlBytes(t *testing.T) {
+	s := hostile(t, "\x1b]0;PWN\x07\x1b[2J\x00\x08\x7f\u009b")
+	for name, write := range map[string]func(io.Writer, *Summary) error{
+		"html": WriteHTML, "json": WriteJSON,
+		"md": func(w io.Writer, s *Summary) error { return WriteMarkdown(w, s, "") },
+	} {
+		var b bytes.Buffer
+		if err := write(&b, s); err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range b.String() {
+			c1 := r == 0x7f || r >= 0x80 && r < 0xa0
+			if r != '\n' && (r < 0x20 || c1 && name != "json") {
+				t.Fatalf("%s report: control byte %#x at %d: %q", name, r, i, b.String()[max(0, i-40):i+10])
+			}
+		}
+		if !strings.Contains(b.String(), "PWN") {
+			t.Errorf("%s report: the text itself is gone", name)
+		}
 	}
 }

@@ -52,7 +52,9 @@ func TestReportRanks(t *testing.T) {
 	if err := WriteMarkdown(&m, s, ""); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(m.String(), "## Ranks") || !strings.Contains(m.String(), "| 1 | http://127.0.0.1:6062 | 55 % |") {
+	// Steps in units that fit them: a 20 ms step once read "0s".
+	if !strings.Contains(m.String(), "## Ranks") || !strings.Contains(m.String(), "| 1 | http://127.0.0.1:6062 | 55 % | 20ms |") ||
+		!strings.Contains(m.String(), "| 44ms |") {
 		t.Errorf("Markdown report:\n%s", m.String())
 	}
 }

@@ -26,13 +26,11 @@ func WriteJSON(w io.Writer, s *Summary) error {
 
 func pctStr(v float64) string { return fmt.Sprintf("%.0f %%", 100*v) }
 
-func dur(sec float64) string {
-	d := time.Duration(sec * float64(time.Second)).Round(time.Second)
-	if d < time.Minute {
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	}
-	return d.String()
-}
+func dur(sec float64) string { return sample.FormatDuration(sec) }
+
+// esc escapes a string from a recording for HTML, its control bytes
+// (ESC, BEL …) replaced first: a report is often cat-ed in a terminal.
+func esc(s string) string { return html.EscapeString(sample.Printable(s)) }
 
 // WriteMarkdown writes the report as Markdown tables; htmlName, when set,
 // is linked as the report with charts.
@@ -125,7 +123,6 @@ func WriteMarkdown(w io.Writer, s *Summary, htmlName string) error {
 // htmlRecording is the report's paragraph on the recording: where, when,
 // what it ran, the job, and the reader's warnings.
 func htmlRecording(b *strings.Builder, r RecordingInfo) {
-	esc := html.EscapeString
 	gpus := "no GPU"
 	if len(r.GPUs) > 0 {
 		gpus = fmt.Sprintf("%d GPU: %s", len(r.GPUs), esc(strings.Join(r.GPUs, ", ")))
@@ -143,7 +140,8 @@ func htmlRecording(b *strings.Builder, r RecordingInfo) {
 
 // md escapes a string from a recording for Markdown: no HTML (< > & as
 // entities), no emphasis, code, link or table syntax (a backslash before
-// each such character), no line break. It renders as the text it was.
+// each such character), no line break, no control byte (U+FFFD, as in the
+// live view). It renders as the text it was.
 func md(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
@@ -161,7 +159,7 @@ func md(s string) string {
 			b.WriteByte('\\')
 			b.WriteRune(r)
 		default:
-			b.WriteRune(r)
+			b.WriteString(sample.Printable(string(r)))
 		}
 	}
 	return b.String()
@@ -193,7 +191,6 @@ var kindColour = map[string]string{
 // and SVG, no script, no network.
 func WriteHTML(w io.Writer, s *Summary) error {
 	var b strings.Builder
-	esc := html.EscapeString
 	r := s.Recording
 	b.WriteString(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">`)
 	fmt.Fprintf(&b, "<title>gpuwatch report: %s</title>", esc(orDash(s.Dominant)))
@@ -292,7 +289,6 @@ func htmlRanks(b *strings.Builder, s *Summary) {
 	if len(s.Ranks) == 0 {
 		return
 	}
-	esc := html.EscapeString
 	b.WriteString(`<h2>Ranks: wait and step per rank</h2><table id="ranks"><tr><th>rank</th><th>loader</th><th>mean wait</th><th>mean step</th><th>samples/s</th><th>named the straggler</th></tr>`)
 	var waits, steps []line
 	for i, r := range s.Ranks {
