@@ -25,7 +25,7 @@ const okMetrics = "gpuwatch_loader_batches_total 1\ngpuwatch_loader_info{pid=\"1
 
 // hostileServer serves the bad answers a review found, one per path
 // prefix: the test picks one by the URL it attaches to.
-func hostileServer(t *testing.T) string {
+func hostileServer(t testing.TB) string {
 	t.Helper()
 	var bombOnce sync.Once
 	var bomb []byte

@@ -40,7 +40,7 @@ var (
 )
 
 // binary builds gpuwatch once per test run.
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "gpuwatch-bin")
@@ -420,6 +420,8 @@ type attachLine struct {
 		WaitShare *float64 `json:"wait_share"`
 		StepSec   *float64 `json:"step_sec"`
 		Pacing    bool     `json:"pacing"`
+		SlowSince *string  `json:"slow_since"`
+		Batches   float64  `json:"batches_per_sec"`
 	} `json:"ranks"`
 	Job *struct {
 		CgroupVersion    int      `json:"cgroup_version"`

@@ -1,7 +1,6 @@
 package probes
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -41,7 +40,7 @@ type Attach struct {
 	pid       int  // from gpuwatch_loader_info
 	now       func() time.Time
 
-	body bytes.Buffer // the last /metrics page, reused by read (one read at a time)
+	page []byte // the last /metrics page, reused by read (one read at a time)
 }
 
 // ErrBadURL marks a URL that is not a loader's base URL.
@@ -177,17 +176,11 @@ func (a *Attach) read(ctx context.Context) (LoaderCounters, error) {
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/html" {
 		return LoaderCounters{}, errors.New("/metrics answered an HTML page, not Prometheus metrics")
 	}
-	// Read into a buffer kept between reads: a page is a few KiB, read
-	// every tick; growing a new slice for it each time was a tenth of an
-	// attached tick's CPU.
-	a.body.Reset()
-	if _, err := a.body.ReadFrom(io.LimitReader(resp.Body, maxMetricsBytes+1)); err != nil {
-		return LoaderCounters{}, fmt.Errorf("/metrics: %w", a.explain(err, a.Timeout))
+	body, release, err := a.readBody(ctx, resp.Body)
+	if err != nil {
+		return LoaderCounters{}, fmt.Errorf("/metrics: %w", err)
 	}
-	if a.body.Len() > maxMetricsBytes {
-		return LoaderCounters{}, fmt.Errorf("/metrics: answer larger than %d MiB", maxMetricsBytes>>20)
-	}
-	body := a.body.Bytes()
+	defer release()
 	c, info, err := CountersFromMetrics(body)
 	if err != nil {
 		return LoaderCounters{}, fmt.Errorf("/metrics: %w", err)
@@ -389,8 +382,63 @@ const (
 	maxLoaderSeconds = 1 << 40 // cumulative seconds: 35,000 years
 )
 
-// maxMetricsBytes bounds one /metrics answer: a loader's is a few KiB.
-const maxMetricsBytes = 16 << 20
+// Bounds on /metrics answers. A loader's page is a few KiB: it is read
+// into a buffer kept between reads, of at most keptMetricsBytes. A larger
+// answer (up to maxMetricsBytes) takes one of bigMetricsReads' slots, for
+// a buffer of its own released after: whatever the endpoints send, the
+// process holds at most MaxRanks × keptMetricsBytes + 2 × maxMetricsBytes
+// (48 MiB) of /metrics answers.
+const (
+	maxMetricsBytes  = 16 << 20
+	keptMetricsBytes = 64 << 10
+)
+
+// bigMetricsReads are the slots for answers past keptMetricsBytes.
+var bigMetricsReads = make(chan struct{}, 2)
+
+// readBody reads a /metrics answer: into the kept buffer when it fits,
+// else into a buffer of its own under a big-read slot (waiting for one
+// within ctx). release gives back what the answer took.
+func (a *Attach) readBody(ctx context.Context, r io.Reader) (body []byte, release func(), err error) {
+	// The kept buffer: a page a tick, read every tick; growing a new
+	// slice for it each time was a tenth of an attached tick's CPU. It is
+	// allocated once at its full size, so it never grows past it.
+	if a.page == nil {
+		a.page = make([]byte, keptMetricsBytes+1)
+	}
+	n, err := io.ReadFull(r, a.page)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return a.page[:n], func() {}, nil
+	case err != nil:
+		return nil, nil, a.explain(err, a.Timeout)
+	}
+	select {
+	case bigMetricsReads <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, errors.New("answer larger than 64 KiB, and other large answers are being read: try again")
+	}
+	// 1 MiB first; past it, one buffer of the cap's size (no chain of
+	// doublings for an answer that never ends).
+	big := append(make([]byte, 0, 1<<20), a.page...)
+	done := func() { <-bigMetricsReads }
+	for len(big) <= maxMetricsBytes {
+		if len(big) == cap(big) {
+			big = append(make([]byte, 0, maxMetricsBytes+1), big...)
+		}
+		n, err := r.Read(big[len(big):cap(big)])
+		big = big[:len(big)+n]
+		if err == io.EOF {
+			return big, done, nil
+		}
+		if err != nil {
+			done()
+			return nil, nil, a.explain(err, a.Timeout)
+		}
+	}
+	done()
+	return nil, nil, fmt.Errorf("answer larger than %d MiB", maxMetricsBytes>>20)
+}
 
 // maxWorkerPIDs bounds the worker PIDs taken from one /metrics answer.
 const maxWorkerPIDs = 1024

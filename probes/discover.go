@@ -4,13 +4,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // Announcement is a loader's discovery file (docs/architecture.md §6): a
@@ -24,14 +30,70 @@ type Announcement struct {
 	WorldSize *int   `json:"world_size,omitempty"`
 	URL       string `json:"url"`
 	Kind      string `json:"kind,omitempty"` // "python", "embedded"
+	// key is the loader's URL as one loader has it (loaderKey), set by
+	// Discover.
+	key string
 }
 
 // Bounds on what discovery reads: the folder is the user's own, but a
-// file in it is still outside input.
+// file in it is still outside input, and a broken job may fill it. A scan
+// lists at most maxDiscoveryEntries names (junk included: listing is
+// cheap), looks at most at maxDiscoveryFiles of those named as
+// announcements are (a stat of the process, then the file), and keeps
+// maxAnnouncements loaders.
 const (
 	maxAnnouncements     = 256
 	maxAnnouncementBytes = 4 << 10
+	maxDiscoveryEntries  = 1 << 16
+	maxDiscoveryFiles    = 1024
+	maxRefusals          = 8
 )
+
+// announcementName is how Announce and the Python hook name an
+// announcement: PID-PORT.json. Other names are not looked at.
+var announcementName = regexp.MustCompile(`^([0-9]{1,7})-[0-9]{1,5}\.json$`)
+
+// Discovery is what one scan of the discovery folder found: the
+// announcements taken, and what it refused and why, so a view can say so.
+type Discovery struct {
+	Dir   string
+	Found []Announcement
+	// Refused names each announcement not taken and why (at most
+	// maxRefusals; Refusals counts them all).
+	Refused  []string
+	Refusals int
+	// Capped: the folder held more than maxDiscoveryEntries entries, and
+	// only that many were read.
+	Capped bool
+}
+
+// Note is the discovery's trouble in a line ("" when there is none): what
+// was refused, and the cap.
+func (d Discovery) Note() string {
+	var parts []string
+	if d.Capped {
+		parts = append(parts, fmt.Sprintf("%s holds too many files: a scan lists %d and looks at %d announcements; some were not looked at (remove what is not an announcement)",
+			d.Dir, maxDiscoveryEntries, maxDiscoveryFiles))
+	}
+	if d.Refusals > 0 {
+		s := fmt.Sprintf("refused %d announcement", d.Refusals)
+		if d.Refusals > 1 {
+			s += "s"
+		}
+		s += ": " + strings.Join(d.Refused, "; ")
+		if d.Refusals > len(d.Refused) {
+			s += fmt.Sprintf("; and %d more", d.Refusals-len(d.Refused))
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (d *Discovery) refuse(name, format string, args ...any) {
+	if d.Refusals++; len(d.Refused) < maxRefusals {
+		d.Refused = append(d.Refused, name+": "+fmt.Sprintf(format, args...))
+	}
+}
 
 // DiscoveryDir is where loaders announce themselves: the user's runtime
 // folder ($XDG_RUNTIME_DIR/gpuwatch), or a private per-user folder in
@@ -68,39 +130,84 @@ func privateDir(dir string) error {
 // PID). Files of processes that have gone (killed before they could
 // clean up) are removed. A missing folder is no announcement; a folder
 // that is not private to this user is an error.
-func Discover(dir, procRoot string) ([]Announcement, error) {
+//
+// One loader is one rank: announcements are taken apart by their URL as
+// normalized (no credentials, no trailing slash, localhost and
+// ::ffff:127.0.0.1 read as 127.0.0.1) and by the announcing PID. Only
+// loopback URLs are taken: a file in the user's folder must not send
+// gpuwatch to another host. The Discovery says what was refused and why.
+func Discover(dir, procRoot string) (Discovery, error) {
+	d := Discovery{Dir: dir}
 	if err := privateDir(dir); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
+			return d, nil
 		}
-		return nil, err
+		return d, err
 	}
-	entries, err := os.ReadDir(dir)
+	f, err := os.Open(dir)
 	if err != nil {
-		return nil, err
+		return d, err
 	}
-	var out []Announcement
-	seen := map[string]bool{}
-	for _, e := range entries {
-		if len(out) == maxAnnouncements {
-			break
+	names, err := f.Readdirnames(maxDiscoveryEntries + 1)
+	f.Close()
+	if err != nil && !errors.Is(err, io.EOF) {
+		return d, err
+	}
+	if len(names) > maxDiscoveryEntries {
+		d.Capped, names = true, names[:maxDiscoveryEntries]
+	}
+	// Only names as Announce writes them are looked at; sorted, so one
+	// folder gives one result, whatever the file system's order.
+	type candidate struct{ name, pid string }
+	var cands []candidate
+	for _, name := range names {
+		if name == "" || name[0] < '0' || name[0] > '9' || !strings.HasSuffix(name, ".json") {
+			continue // cheap: most junk ends here
 		}
-		if !strings.HasSuffix(e.Name(), ".json") || !e.Type().IsRegular() {
-			continue
+		if m := announcementName.FindStringSubmatch(name); m != nil {
+			cands = append(cands, candidate{name, m[1]})
 		}
-		path := filepath.Join(dir, e.Name())
-		a, err := readAnnouncement(path)
-		if err != nil || seen[a.URL] {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(procRoot, strconv.Itoa(a.PID))); errors.Is(err, fs.ErrNotExist) {
+	}
+	slices.SortFunc(cands, func(a, b candidate) int { return strings.Compare(a.name, b.name) })
+	if len(cands) > maxDiscoveryFiles {
+		d.Capped, cands = true, cands[:maxDiscoveryFiles]
+	}
+	byURL, byPID := map[string]string{}, map[int]string{}
+	for _, c := range cands {
+		name := c.name
+		path := filepath.Join(dir, name)
+		if _, err := os.Stat(filepath.Join(procRoot, c.pid)); errors.Is(err, fs.ErrNotExist) {
 			_ = os.Remove(path) // its process is gone
 			continue
 		}
-		seen[a.URL] = true
-		out = append(out, a)
+		if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() {
+			d.refuse(name, "not a regular file")
+			continue
+		}
+		a, err := readAnnouncement(path)
+		if err != nil {
+			d.refuse(name, "%v", err)
+			continue
+		}
+		key := loaderKey(a.URL)
+		switch {
+		case strconv.Itoa(a.PID) != c.pid:
+			d.refuse(name, "says pid %d, not the pid it is named by", a.PID)
+		case !isLoopback(key):
+			d.refuse(name, "%s is not on this machine: discovery takes loopback URLs only (attach to it with --attach)", sample.Printable(key))
+		case byURL[key] != "":
+			d.refuse(name, "the same loader as %s", byURL[key])
+		case byPID[a.PID] != "":
+			d.refuse(name, "pid %d announced already (%s)", a.PID, byPID[a.PID])
+		case len(d.Found) == maxAnnouncements:
+			d.refuse(name, "more than %d loaders announced", maxAnnouncements)
+		default:
+			byURL[key], byPID[a.PID] = name, name
+			a.key = key
+			d.Found = append(d.Found, a)
+		}
 	}
-	slices.SortStableFunc(out, func(a, b Announcement) int {
+	slices.SortStableFunc(d.Found, func(a, b Announcement) int {
 		switch {
 		case a.Rank != nil && b.Rank != nil && *a.Rank != *b.Rank:
 			return *a.Rank - *b.Rank
@@ -111,7 +218,49 @@ func Discover(dir, procRoot string) ([]Announcement, error) {
 		}
 		return a.PID - b.PID
 	})
-	return out, nil
+	return d, nil
+}
+
+// loaderKey is a loader's URL as one loader has it, whoever wrote it:
+// without credentials or a trailing slash (NewAttach's Source), and on
+// loopback, localhost and IPv4-mapped ::ffff:127.x read as their IPv4. A
+// URL NewAttach refuses is its own key.
+func loaderKey(raw string) string {
+	a, err := NewAttach(raw)
+	if err != nil {
+		return raw
+	}
+	u, err := url.Parse(a.Source())
+	if err != nil {
+		return a.Source()
+	}
+	host := u.Hostname()
+	ip := net.ParseIP(host)
+	if strings.EqualFold(host, "localhost") {
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	if ip == nil || !ip.IsLoopback() {
+		return a.Source()
+	}
+	host = ip.String()
+	if ip.To4() == nil {
+		host = "[" + host + "]"
+	}
+	if p := u.Port(); p != "" {
+		host = net.JoinHostPort(ip.String(), p)
+	}
+	u.Host = host
+	return u.String()
+}
+
+// isLoopback says whether a loader key's host is a loopback address.
+func isLoopback(key string) bool {
+	u, err := url.Parse(key)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(u.Hostname())
+	return ip != nil && ip.IsLoopback()
 }
 
 func readAnnouncement(path string) (Announcement, error) {
@@ -126,7 +275,7 @@ func readAnnouncement(path string) (Announcement, error) {
 		return a, err
 	}
 	if err := json.Unmarshal(b, &a); err != nil {
-		return a, err
+		return a, errors.New("not an announcement (JSON with pid and url)")
 	}
 	if positiveID(strconv.Itoa(a.PID)) == nil {
 		return a, errors.New("no pid")

@@ -53,8 +53,13 @@ var categoryRules = []struct {
 	}},
 }
 
-// MaxProfileBytes caps a fetched profile (64 MiB): a bigger one is skipped.
-const MaxProfileBytes = 64 << 20
+// MaxProfileBytes caps a profile uncompressed (64 MiB), and
+// maxProfileDownload what is fetched (16 MiB; a loader's CPU profile is a
+// few hundred KiB gzipped): a bigger one is skipped.
+const (
+	MaxProfileBytes    = 64 << 20
+	maxProfileDownload = 16 << 20
+)
 
 // SummarizeProfile parses a pprof profile (gzipped or not) and summarizes
 // its CPU time: shares per category, and the top functions by flat and
@@ -318,13 +323,26 @@ func inflate(data []byte) ([]byte, error) {
 	if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
 		return data, nil
 	}
+	// Two passes: count first, holding nothing, so a bomb costs its
+	// inflating up to the limit and no memory; then inflate into a buffer
+	// of the size counted.
 	gz, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("not a pprof profile: %w", err)
 	}
-	raw, err := readCapped(gz, MaxProfileBytes, "profile uncompressed")
-	if err != nil {
-		return nil, err
+	n, err := io.Copy(io.Discard, io.LimitReader(gz, MaxProfileBytes+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("not a pprof profile: %w", err)
+	case n > MaxProfileBytes:
+		return nil, fmt.Errorf("profile uncompressed larger than %d MiB", MaxProfileBytes>>20)
+	}
+	if err := gz.Reset(bytes.NewReader(data)); err != nil {
+		return nil, fmt.Errorf("not a pprof profile: %w", err)
+	}
+	raw := make([]byte, n)
+	if _, err := io.ReadFull(gz, raw); err != nil {
+		return nil, fmt.Errorf("not a pprof profile: %w", err)
 	}
 	if len(raw) >= 2 && raw[0] == 0x1f && raw[1] == 0x8b {
 		// pprof's parser would inflate this second layer without a limit.

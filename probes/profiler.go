@@ -107,7 +107,7 @@ func (p *Profiler) take(ctx context.Context) (*sample.Profile, error) {
 		}
 		return nil, fmt.Errorf("/debug/pprof/profile answered %s", resp.Status)
 	}
-	data, err := readCapped(resp.Body, MaxProfileBytes, "profile")
+	data, err := readCapped(resp.Body, maxProfileDownload, "profile")
 	if err != nil {
 		return nil, fmt.Errorf("/debug/pprof/profile: %w", a.explain(err, limit))
 	}

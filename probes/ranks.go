@@ -54,45 +54,80 @@ func ExpandURLs(raw []string) ([]string, error) {
 }
 
 // Ranks is the probe for the loaders of a distributed job: one per rank,
-// each its own Attach and Loader, read concurrently every tick. The frame
-// gets every rank's summary (Ranks) and, as Loader and the virtual
-// accelerator, the reading of the pacing rank: the one that waits most
-// for input, which in a synchronous job holds every other rank back in
-// the all-reduce. With one loader given and no discovery it is exactly
-// the Loader probe: no Ranks in the frame.
+// each its own Attach and Loader. Every rank is read in a slot of its
+// own, with its own deadline (the Attach's timeout): a tick starts each
+// rank's read that is not still running, waits for them within the tick's
+// budget, and takes each rank's latest completed reading. A rank whose
+// read runs past the budget is marked slow (Rank.SlowSince) with its last
+// figures; it never holds the others back. The frame gets every rank's
+// summary (Ranks) and, as Loader and the virtual accelerator, the reading
+// of the pacing rank: the one that waits most for input, which in a
+// synchronous job holds every other rank back in the all-reduce. With one
+// loader given and no discovery it is exactly the Loader probe: no Ranks
+// in the frame.
+//
+// Discovery scans the announcements folder off the tick, on a goroutine
+// of its own every `every` (Close stops it); a tick takes the latest scan.
 type Ranks struct {
-	discover func() ([]Announcement, error) // nil: the URLs given only
-	every    time.Duration                  // between discovery scans
-	nextScan time.Time
+	discover func() (Discovery, error) // nil: the URLs given only
+	every    time.Duration             // between discovery scans
+	base     context.Context           // the reads' parent: Close cancels it
+	cancel   context.CancelFunc
+	scanner  sync.Once
 
 	mu      sync.Mutex
 	targets []*rankTarget
-	pacing  *Attach // the latest pacing rank's, for the profiler
-	focus   string  // a URL the user chose to look at (dashboard); "" none
+	scanned *Discovery // the scanner's latest, not yet applied
+	note    string     // the latest scan's trouble, for the frame
+	pacing  *Attach    // the latest pacing rank's, for the profiler
+	focus   string     // a URL the user chose to look at (dashboard); "" none
 }
 
 type rankTarget struct {
 	a     *Attach
 	l     *Loader
+	key   string        // the loader's URL as one loader has it (loaderKey)
 	order int           // position among the targets, the rank when unreported
 	ann   *Announcement // from discovery; nil for a URL given
 	// The rank as last reported, kept while the loader does not answer.
 	rank, localRank, worldSize *int
+
+	// Its slot: one read at a time, and the latest completed.
+	slot    sync.Mutex
+	reading bool
+	started time.Time     // when the read running began
+	done    chan struct{} // closed when the read running ends
+	last    *reading      // the latest completed read; nil before the first
+}
+
+// reading is one completed read of a rank.
+type reading struct {
+	f   sample.Frame
+	err error
 }
 
 // NewRanks returns the probe over the given loaders (already checked
-// with NewAttach). discover, when not nil, is scanned at once and every
-// `every` for loaders that come up later.
-func NewRanks(attached []*Attach, discover func() ([]Announcement, error), every time.Duration) *Ranks {
+// with NewAttach). discover, when not nil, is scanned at once and then
+// every `every` on a goroutine of its own, for loaders that come up
+// later.
+func NewRanks(attached []*Attach, discover func() (Discovery, error), every time.Duration) *Ranks {
 	r := &Ranks{discover: discover, every: every}
+	r.base, r.cancel = context.WithCancel(context.Background())
 	for _, a := range attached {
 		r.add(a, nil)
+	}
+	if discover != nil {
+		r.applyScan(r.scanOnce())
 	}
 	return r
 }
 
 func (r *Ranks) add(a *Attach, ann *Announcement) {
-	r.targets = append(r.targets, &rankTarget{a: a, l: NewLoader(a), order: len(r.targets), ann: ann})
+	t := &rankTarget{a: a, l: NewLoader(a), order: len(r.targets), ann: ann, key: loaderKey(a.Source())}
+	if ann != nil {
+		t.key = ann.key
+	}
+	r.targets = append(r.targets, t)
 }
 
 // Name implements Probe.
@@ -100,6 +135,13 @@ func (r *Ranks) Name() string { return "loader" }
 
 // Lane implements Laned: the ranks and the profile share a worker.
 func (r *Ranks) Lane() string { return "attach" }
+
+// Close stops discovery and the reads in flight (the Sampler closes
+// probes when it stops).
+func (r *Ranks) Close() error {
+	r.cancel()
+	return nil
+}
 
 // Len is the number of loaders watched now.
 func (r *Ranks) Len() int {
@@ -143,39 +185,64 @@ func (r *Ranks) PacingPID() int {
 	return 0
 }
 
-// scan adds the loaders discovery finds that are not watched yet, and
-// drops discovered ones that are gone: no longer announced and not
-// answering.
-func (r *Ranks) scan(now time.Time) {
-	if r.discover == nil || now.Before(r.nextScan) {
-		return
-	}
-	r.nextScan = now.Add(r.every)
-	found, err := r.discover()
+// scanOnce reads the announcements now: what they hold, or why the folder
+// was refused.
+func (r *Ranks) scanOnce() Discovery {
+	d, err := r.discover()
 	if err != nil {
+		return Discovery{Refused: []string{err.Error()}, Refusals: -1}
+	}
+	return d
+}
+
+// scanLoop scans every `every` until Close, leaving each scan for the
+// next tick to apply.
+func (r *Ranks) scanLoop() {
+	t := time.NewTicker(r.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.base.Done():
+			return
+		case <-t.C:
+		}
+		d := r.scanOnce()
+		r.mu.Lock()
+		r.scanned = &d
+		r.mu.Unlock()
+	}
+}
+
+// applyScan adds the loaders a scan found that are not watched yet, and
+// drops discovered ones that are gone: no longer announced and not
+// answering. r.mu is held, or r is not shared yet.
+func (r *Ranks) applyScan(d Discovery) {
+	if d.Refusals < 0 { // the folder itself was refused
+		r.note = "discovery: " + strings.Join(d.Refused, "; ")
 		return
 	}
+	r.note = d.Note()
 	announced := map[string]*Announcement{}
-	for i := range found {
-		announced[found[i].URL] = &found[i]
+	for i := range d.Found {
+		announced[d.Found[i].key] = &d.Found[i]
 	}
 	kept := r.targets[:0]
 	for _, t := range r.targets {
-		if a, ok := announced[t.a.Source()]; ok {
+		if a, ok := announced[t.key]; ok {
 			t.ann = a
-			delete(announced, t.a.Source())
+			delete(announced, t.key)
 		} else if t.ann != nil && !t.a.connectedNow() {
 			continue
 		}
 		kept = append(kept, t)
 	}
 	r.targets = kept
-	for i := range found {
-		if announced[found[i].URL] == nil || len(r.targets) >= sample.MaxRanks {
+	for i := range d.Found {
+		if announced[d.Found[i].key] == nil || len(r.targets) >= sample.MaxRanks {
 			continue
 		}
-		if a, err := NewAttach(found[i].URL); err == nil {
-			r.add(a, &found[i])
+		if a, err := NewAttach(d.Found[i].URL); err == nil {
+			r.add(a, &d.Found[i])
 		}
 	}
 	for i, t := range r.targets {
@@ -185,43 +252,56 @@ func (r *Ranks) scan(now time.Time) {
 
 // Collect implements Probe.
 func (r *Ranks) Collect(ctx context.Context, f *sample.Frame) error {
+	if r.discover != nil {
+		r.scanner.Do(func() { go r.scanLoop() })
+	}
 	r.mu.Lock()
-	r.scan(f.Time)
+	if r.scanned != nil {
+		r.applyScan(*r.scanned)
+		r.scanned = nil
+	}
 	targets := append([]*rankTarget(nil), r.targets...)
+	note := r.note
 	r.mu.Unlock()
+	if note != "" {
+		if f.Unavailable == nil {
+			f.Unavailable = map[string]string{}
+		}
+		f.Unavailable["discovery"] = note
+	}
 	if len(targets) == 0 {
 		return nil // discovery has found none yet; it looks again in `every`
 	}
-	type result struct {
-		f   sample.Frame
-		err error
-	}
-	results := make([]result, len(targets))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16) // a bounded number of reads at once
+	r.readAll(ctx, targets, f.Time)
+	results := make([]*reading, len(targets))
+	slow := make([]*time.Time, len(targets))
 	for i, t := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			results[i].f.Time = f.Time
-			results[i].err = t.l.Collect(ctx, &results[i].f)
-		}()
+		results[i], slow[i] = t.latest()
 	}
-	wg.Wait()
 	if len(targets) == 1 && r.discover == nil {
-		f.Loader, f.Accel = results[0].f.Loader, results[0].f.Accel
+		res := results[0]
+		if res == nil {
+			return fmt.Errorf("no answer from %s within the tick", targets[0].a.Source())
+		}
+		f.Loader, f.Accel = res.f.Loader, res.f.Accel
 		r.setPacing(targets[0].a)
-		return results[0].err
+		if slow[0] != nil {
+			return fmt.Errorf("%s is slow: its read has not answered since %s (its last figures shown)", targets[0].a.Source(), slow[0].Format("15:04:05"))
+		}
+		return res.err
 	}
 	ranks := make([]sample.Rank, len(targets))
 	pace, firstErr := -1, error(nil)
 	for i, t := range targets {
-		ranks[i] = rankOf(t, results[i].f.Loader)
-		if results[i].err != nil && firstErr == nil {
-			firstErr = results[i].err
+		var l *sample.Loader
+		if res := results[i]; res != nil {
+			l = res.f.Loader
+			if res.err != nil && firstErr == nil {
+				firstErr = res.err
+			}
 		}
+		ranks[i] = rankOf(t, l)
+		ranks[i].SlowSince = slow[i]
 		if w := ranks[i].WaitShare; ranks[i].Connected && w != nil && (pace < 0 || ranks[pace].WaitShare == nil || *w > *ranks[pace].WaitShare) {
 			pace = i
 		}
@@ -241,6 +321,69 @@ func (r *Ranks) Collect(ctx context.Context, f *sample.Frame) error {
 	r.setPacing(targets[pace].a)
 	f.Ranks = sortRanks(ranks)
 	return nil
+}
+
+// readBudget is how long a tick waits for the ranks' reads when its
+// context has no deadline.
+const readBudget = 400 * time.Millisecond
+
+// readAll starts the read of every rank whose slot is free, each under
+// r.base with its Attach's own deadline, and waits for the reads running
+// until the tick's budget: its context's deadline, less a margin for the
+// rest of the tick.
+func (r *Ranks) readAll(ctx context.Context, targets []*rankTarget, now time.Time) {
+	budget := readBudget
+	if d, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(d)*4/5)
+	}
+	timer := time.NewTimer(max(budget, 0))
+	defer timer.Stop()
+	var running []chan struct{}
+	for _, t := range targets {
+		running = append(running, t.start(r.base, now))
+	}
+	for _, done := range running {
+		select {
+		case <-done:
+		case <-timer.C:
+			return // the rest are slow this tick
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// start begins the rank's read unless one is running, and returns the
+// channel closed when the running read ends.
+func (t *rankTarget) start(base context.Context, now time.Time) chan struct{} {
+	t.slot.Lock()
+	defer t.slot.Unlock()
+	if t.reading {
+		return t.done
+	}
+	t.reading, t.started, t.done = true, now, make(chan struct{})
+	done := t.done
+	go func() {
+		res := &reading{f: sample.Frame{Time: now}}
+		res.err = t.l.Collect(base, &res.f)
+		t.slot.Lock()
+		t.reading, t.last = false, res
+		t.slot.Unlock()
+		close(done)
+	}()
+	return done
+}
+
+// latest is the rank's latest completed reading (nil before the first),
+// and since when its running read has been slow (nil when none runs).
+func (t *rankTarget) latest() (*reading, *time.Time) {
+	t.slot.Lock()
+	defer t.slot.Unlock()
+	if t.reading {
+		since := t.started
+		return t.last, &since
+	}
+	return t.last, nil
 }
 
 func (r *Ranks) setPacing(a *Attach) {

@@ -7,7 +7,9 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -205,7 +207,8 @@ func TestDiscovery(t *testing.T) {
 	r1.serve(t, "127.0.0.1:0")
 	one, two := 1, 2
 	self := os.Getpid()
-	remove1, err := Announce(dir, Announcement{PID: self, Rank: &one, WorldSize: &two, URL: r1.url(), Kind: "python"})
+	// Two live processes announce: pid 1 (init) and this test.
+	remove1, err := Announce(dir, Announcement{PID: 1, Rank: &one, WorldSize: &two, URL: r1.url(), Kind: "python"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,30 +216,38 @@ func TestDiscovery(t *testing.T) {
 	if _, err := Announce(dir, Announcement{PID: 1 << 22, URL: "http://127.0.0.1:1"}); err != nil {
 		t.Fatal(err)
 	}
+	// Hostile files, named as announcements of this live process.
+	me := strconv.Itoa(self)
 	for name, body := range map[string]string{
-		"junk.json":    "{not json",
-		"ftp.json":     `{"pid":1,"url":"ftp://127.0.0.1:1"}`,
-		"nopid.json":   `{"url":"http://127.0.0.1:2"}`,
-		"huge.json":    `{"pid":1,"url":"http://127.0.0.1:3","kind":"` + string(make([]byte, 8<<10)) + `"}`,
-		"negrank.json": `{"pid":1,"rank":-4,"url":"http://127.0.0.1:4"}`,
+		me + "-10.json": "{not json",
+		me + "-11.json": `{"pid":1,"url":"ftp://127.0.0.1:1"}`,
+		me + "-12.json": `{"url":"http://127.0.0.1:2"}`,
+		me + "-13.json": `{"pid":1,"url":"http://127.0.0.1:3","kind":"` + string(make([]byte, 8<<10)) + `"}`,
+		me + "-14.json": `{"pid":` + me + `,"rank":-4,"url":"http://127.0.0.1:4"}`,
+		"junk.json":     "{not json", // not named as an announcement: not looked at
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "link.json")); err != nil {
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, me+"-15.json")); err != nil {
 		t.Fatal(err)
 	}
 	procRoot := "/proc"
-	found, err := Discover(dir, procRoot)
+	d, err := Discover(dir, procRoot)
+	found := d.Found
 	if err != nil || len(found) != 1 || found[0].URL != r1.url() || *found[0].Rank != 1 || found[0].Kind != "python" {
 		t.Fatalf("found %+v %v", found, err)
+	}
+	if d.Refusals != 6 || !strings.Contains(d.Note(), "refused 6 announcements") || !strings.Contains(d.Note(), me+"-15.json: not a regular file") {
+		t.Errorf("refusals %d: %s", d.Refusals, d.Note())
 	}
 	if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(1<<22)+"-1.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the stale announcement is still there: %v", err)
 	}
 
-	p := NewRanks(nil, func() ([]Announcement, error) { return Discover(dir, procRoot) }, time.Second)
+	p := NewRanks(nil, func() (Discovery, error) { return Discover(dir, procRoot) }, 10*time.Millisecond)
+	defer p.Close()
 	now := t0
 	collect := func() *sample.Frame {
 		f := frameAt(now)
@@ -244,20 +255,19 @@ func TestDiscovery(t *testing.T) {
 		now = now.Add(time.Second)
 		return f
 	}
-	if f := collect(); len(f.Ranks) != 1 || f.Ranks[0].Rank != 1 {
-		t.Fatalf("first scan: %+v", f.Ranks)
+	if f := collect(); len(f.Ranks) != 1 || f.Ranks[0].Rank != 1 || !strings.Contains(f.Unavailable["discovery"], "refused 6 announcements") {
+		t.Fatalf("first scan: %+v, %q", f.Ranks, f.Unavailable["discovery"])
 	}
 	zero := 0
 	if _, err := Announce(dir, Announcement{PID: self, Rank: &zero, URL: r0.url()}); err != nil {
 		t.Fatal(err)
 	}
-	if f := collect(); len(f.Ranks) != 2 || f.Ranks[0].Rank != 0 || f.Ranks[1].Rank != 1 {
+	if f := collectUntil(t, collect, func(f *sample.Frame) bool { return len(f.Ranks) == 2 }); f.Ranks[0].Rank != 0 || f.Ranks[1].Rank != 1 {
 		t.Fatalf("after rank 0 announced: %+v", f.Ranks)
 	}
 	remove1()
 	r1.stop()
-	collect() // rank 1 fails to answer
-	if f := collect(); len(f.Ranks) != 1 || f.Ranks[0].Rank != 0 {
+	if f := collectUntil(t, collect, func(f *sample.Frame) bool { return len(f.Ranks) == 1 }); f.Ranks[0].Rank != 0 {
 		t.Fatalf("rank 1 gone and unannounced must be dropped: %+v", f.Ranks)
 	}
 
@@ -268,6 +278,22 @@ func TestDiscovery(t *testing.T) {
 	if _, err := Discover(dir, procRoot); err == nil {
 		t.Error("read announcements from a world-writable folder")
 	}
+}
+
+// collectUntil collects until cond holds of a frame (discovery scans on
+// its own goroutine: the frame after a change is not known in advance),
+// failing after 5 s.
+func collectUntil(t *testing.T, collect func() *sample.Frame, cond func(*sample.Frame) bool) *sample.Frame {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		if f := collect(); cond(f) {
+			return f
+		}
+		time.Sleep(5 * time.Millisecond) // the scanner's next turn; the condition decides, not this
+	}
+	f := collect()
+	t.Fatalf("not within 5 s: ranks %+v", f.Ranks)
+	return f
 }
 
 func TestExpandURLs(t *testing.T) {
@@ -335,4 +361,172 @@ func FuzzExpandURLs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDiscoveryOneLoaderIsOneRank: one loader announced five ways — as
+// 127.0.0.1, localhost and ::ffff:127.0.0.1, with a trailing slash and
+// with credentials, by five live processes — is one rank, however many
+// scans run; a loader on another host is refused, and the frame says why.
+func TestDiscoveryOneLoaderIsOneRank(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gpuwatch")
+	r0 := &fakeRank{rank: 0}
+	r0.serve(t, "127.0.0.1:0")
+	_, port, _ := net.SplitHostPort(r0.addr)
+	var pids []int
+	for range 4 {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		pids = append(pids, cmd.Process.Pid)
+	}
+	pids = append(pids, os.Getpid())
+	for i, u := range []string{
+		"http://127.0.0.1:" + port, "http://localhost:" + port, "http://[::ffff:127.0.0.1]:" + port,
+		"http://127.0.0.1:" + port + "/", "http://user:pw@127.0.0.1:" + port,
+	} {
+		if _, err := Announce(dir, Announcement{PID: pids[i], URL: u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Announce(dir, Announcement{PID: 1, URL: "http://10.1.2.3:6061"}); err != nil {
+		t.Fatal(err)
+	}
+	p := NewRanks(nil, func() (Discovery, error) { return Discover(dir, "/proc") }, 5*time.Millisecond)
+	defer p.Close()
+	now := t0
+	for range 20 {
+		f := frameAt(now)
+		_ = p.Collect(context.Background(), f)
+		now = now.Add(time.Second)
+		if p.Len() != 1 {
+			t.Fatalf("%d ranks from one loader: %+v", p.Len(), f.Ranks)
+		}
+		note := f.Unavailable["discovery"]
+		if !strings.Contains(note, "refused 5 announcements") || !strings.Contains(note, "the same loader as") ||
+			!strings.Contains(note, "http://10.1.2.3:6061 is not on this machine: discovery takes loopback URLs only") {
+			t.Fatalf("discovery note %q", note)
+		}
+		time.Sleep(2 * time.Millisecond) // let the scanner run between ticks, as it does in use
+	}
+}
+
+// TestDiscoveryLooksAtABoundedNumberOfFiles: a folder of 60,000 junk
+// files and 1,100 bad announcements of a live process still finds a loader
+// named before them, and says that not every file was looked at.
+func TestDiscoveryLooksAtABoundedNumberOfFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gpuwatch")
+	r0 := &fakeRank{rank: 0}
+	r0.serve(t, "127.0.0.1:0")
+	if _, err := Announce(dir, Announcement{PID: 1, URL: r0.url()}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60_000 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("junk%d", i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	me := os.Getpid()
+	for i := range 1100 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d-%d.json", me, i)), []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := Discover(dir, "/proc")
+	if err != nil || len(d.Found) != 1 || !d.Capped || !strings.Contains(d.Note(), "holds too many files") {
+		t.Fatalf("found %+v, capped %v: %v %s", d.Found, d.Capped, err, d.Note())
+	}
+}
+
+// BenchmarkDiscoverJunkFolder is one scan of a folder holding 50,000
+// junk files and one announcement (the scan runs every 2 s, off the tick).
+func BenchmarkDiscoverJunkFolder(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "gpuwatch")
+	if _, err := Announce(dir, Announcement{PID: 1, URL: "http://127.0.0.1:6061"}); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 50_000 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("junk%d.json", i)), nil, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		if d, err := Discover(dir, "/proc"); err != nil || len(d.Found) != 1 {
+			b.Fatal(d, err)
+		}
+	}
+}
+
+// slowServer answers /metrics with headers at once and then one byte of
+// the body every 200 ms, never finishing within a read's deadline (a
+// slowloris endpoint).
+func slowServer(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusOK)
+		for {
+			if _, err := w.Write([]byte("#")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestASlowRankHoldsNoOtherBack: with a slowloris rank beside two fast
+// ones, every tick returns within its budget, the fast ranks carry fresh
+// readings each tick, and the slow one is marked slow, not waited for.
+func TestASlowRankHoldsNoOtherBack(t *testing.T) {
+	r0, r1 := &fakeRank{rank: 0}, &fakeRank{rank: 1}
+	r0.serve(t, "127.0.0.1:0")
+	r1.serve(t, "127.0.0.1:0")
+	var attached []*Attach
+	for _, u := range []string{r0.url(), r1.url(), slowServer(t)} {
+		a, _ := NewAttach(u)
+		attached = append(attached, a)
+	}
+	p := NewRanks(attached, nil, time.Second)
+	defer p.Close()
+	now := t0
+	for tick := range 6 {
+		r0.advance(10, 0.1, 0.9)
+		r1.advance(10, 0.5, 0.5)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		f := frameAt(now)
+		start := time.Now()
+		err := p.Collect(ctx, f)
+		took := time.Since(start)
+		cancel()
+		now = now.Add(time.Second)
+		if took > 500*time.Millisecond {
+			t.Fatalf("tick %d took %v: the slow rank held it", tick, took)
+		}
+		if err != nil || len(f.Ranks) != 3 {
+			t.Fatalf("tick %d: %v, ranks %+v", tick, err, f.Ranks)
+		}
+		var slow *sample.Rank
+		for i := range f.Ranks {
+			r := &f.Ranks[i]
+			switch {
+			case r.URL == attached[2].Source():
+				slow = r
+			case !r.Connected:
+				t.Fatalf("tick %d: fast rank %d shown disconnected", tick, r.Rank)
+			case tick > 0 && r.WaitShare == nil:
+				t.Fatalf("tick %d: fast rank %d has no fresh reading", tick, r.Rank)
+			}
+		}
+		if slow == nil || slow.SlowSince == nil {
+			t.Fatalf("tick %d: the slow rank is not marked slow: %+v", tick, slow)
+		}
+	}
 }

@@ -80,6 +80,10 @@ type Rank struct {
 	PID               int        `json:"pid,omitempty"`
 	Connected         bool       `json:"connected"`
 	DisconnectedSince *time.Time `json:"disconnected_since,omitempty"`
+	// SlowSince is set while the rank's read has not answered, since
+	// that read began: its figures below are its last ones (a slow rank
+	// is marked, never waited for; the other ranks keep their fresh data).
+	SlowSince *time.Time `json:"slow_since,omitempty"`
 	// WaitShare as Loader's: the share of the rank's loop time spent
 	// waiting for its next batch; StepSec its mean step (which, in a
 	// synchronous job, includes waiting for the other ranks in the

@@ -85,21 +85,22 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 	if err := checkAny(ctx, attached, !to.Discover); err != nil {
 		return nil, err
 	}
-	var discover func() ([]probes.Announcement, error)
+	var discover func() (probes.Discovery, error)
 	if to.Discover {
 		dir := probes.DiscoveryDir()
-		discover = func() ([]probes.Announcement, error) {
-			found, err := probes.Discover(dir, procRoot)
+		discover = func() (probes.Discovery, error) {
+			d, err := probes.Discover(dir, procRoot)
 			if to.Within == nil || err != nil {
-				return found, err
+				return d, err
 			}
-			kept := found[:0]
-			for _, a := range found {
+			kept := d.Found[:0]
+			for _, a := range d.Found {
 				if to.Within(a.PID) {
 					kept = append(kept, a)
 				}
 			}
-			return kept, nil
+			d.Found = kept
+			return d, nil
 		}
 	}
 	ranks := probes.NewRanks(attached, discover, discoverEvery)
@@ -149,12 +150,19 @@ func checkAny(ctx context.Context, attached []*probes.Attach, strict bool) error
 	if len(attached) == 1 {
 		return errs[0]
 	}
-	msgs := make([]string, 0, len(errs))
+	const shown = 3 // a line, not a page: 256 loaders fail alike
+	msgs := make([]string, 0, shown)
 	for _, err := range errs {
 		if err == nil {
 			return nil
 		}
-		msgs = append(msgs, err.Error())
+		if len(msgs) < shown {
+			msgs = append(msgs, err.Error())
+		}
 	}
-	return fmt.Errorf("none of the %d loaders answers: %s", len(attached), strings.Join(msgs, "; "))
+	more := ""
+	if len(errs) > shown {
+		more = fmt.Sprintf("; and %d more", len(errs)-shown)
+	}
+	return fmt.Errorf("none of the %d loaders answers: %s%s", len(attached), strings.Join(msgs, "; "), more)
 }

@@ -33,14 +33,18 @@ func (p loaderPanel) draw(pv *view, w, h int) []string {
 // lines are the panel's lines at width w, each wrapped to fit.
 func (loaderPanel) lines(pv *view, w int) []string {
 	l := pv.frame.Loader
+	var lines []string
+	if note := pv.frame.Unavailable["discovery"]; note != "" {
+		// Announcements refused, a folder too full: said, never silent.
+		lines = append(lines, wrap(pv.st.Warn.Render("discovery: ")+sample.Printable(note), w, "  ")...)
+	}
 	if l == nil {
 		msg := "no loader watched: `gpuwatch demo` runs the embedded one; attaching to yours comes with `gpuwatch attach`"
 		if r := pv.frame.Unavailable["loader"]; r != "" {
 			msg = "loader: " + r
 		}
-		return []string{pv.st.Dim.Render(msg)}
+		return append(lines, pv.st.Dim.Render(sample.Printable(msg)))
 	}
-	var lines []string
 	if len(pv.frame.Ranks) > 0 {
 		// A job of several ranks: one row each; below, the pacing rank's
 		// reading (zoomed: the selected rank's).

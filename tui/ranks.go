@@ -28,6 +28,8 @@ func (pv *view) rankRows(w int) []string {
 				since = " since " + r.DisconnectedSince.Format("15:04:05")
 			}
 			line += pv.st.Bad.Render("not answering"+since) + " " + pv.st.Dim.Render(sample.Printable(r.URL))
+		case r.WaitShare == nil && r.SlowSince != nil:
+			line += pv.st.Warn.Render("slow: no answer since "+r.SlowSince.Format("15:04:05")) + " " + pv.st.Dim.Render(sample.Printable(r.URL))
 		case r.WaitShare == nil:
 			line += pv.st.Dim.Render("no batch yet ") + pv.st.Dim.Render(sample.Printable(r.URL))
 		default:
@@ -42,6 +44,9 @@ func (pv *view) rankRows(w int) []string {
 				line += fmt.Sprintf(" w%d", *r.Workers)
 			}
 			line += "  " + pv.rankRole(r)
+			if r.SlowSince != nil {
+				line += pv.st.Warn.Render(" slow since " + r.SlowSince.Format("15:04:05") + ": last figures")
+			}
 		}
 		if s := pv.straggler; s != nil && *s == r.Rank {
 			line = pv.st.Bad.Render(line + " ◀")
