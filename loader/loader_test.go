@@ -441,3 +441,32 @@ func TestDecodeRateRecoversFromASlowStart(t *testing.T) {
 		t.Fatalf("rate %.3g bytes/ns after three decodes, calibrated %.3g: not recovered", got, real)
 	}
 }
+
+// TestProfileLengthIsBounded: the debug server refuses a CPU profile
+// longer than MaxProfileSeconds (or of no whole length) at once, and
+// takes a short one; cmdline and trace are not served.
+func TestProfileLengthIsBounded(t *testing.T) {
+	c, ds := small(t)
+	srv := httptest.NewServer(Handler(New(c, ds, nil)))
+	defer srv.Close()
+	for path, want := range map[string]int{
+		"/debug/pprof/profile?seconds=3600": http.StatusBadRequest,
+		"/debug/pprof/profile?seconds=0":    http.StatusBadRequest,
+		"/debug/pprof/profile?seconds=2.5":  http.StatusBadRequest,
+		"/debug/pprof/profile?seconds=x":    http.StatusBadRequest,
+		"/debug/pprof/profile?seconds=1":    http.StatusOK,
+		"/debug/pprof/cmdline":              http.StatusNotFound,
+		"/debug/pprof/trace":                http.StatusNotFound,
+		"/debug/pprof/heap":                 http.StatusOK,
+		"/debug/pprof/goroutine":            http.StatusOK,
+	} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s: %s, want %d", path, resp.Status, want)
+		}
+	}
+}

@@ -105,12 +105,31 @@ func Handler(l *Loader) http.Handler {
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", http.NotFound)
 	mux.HandleFunc("GET /debug/pprof/trace", http.NotFound)
-	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/profile", boundedProfile)
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "gpuwatch loader: /metrics (Prometheus text), /debug/pprof/ (Go pprof)")
 	})
 	return mux
+}
+
+// MaxProfileSeconds is the longest CPU profile the debug server takes, as
+// the Python hook's (gpuwatch asks for 5 s; Go's pprof takes any length).
+const MaxProfileSeconds = 60
+
+// boundedProfile is pprof.Profile with its length checked: a missing
+// seconds is Go's default (30), anything outside (0, MaxProfileSeconds] is
+// refused, so no request holds the process's one CPU profiler for hours.
+func boundedProfile(w http.ResponseWriter, r *http.Request) {
+	if raw := r.FormValue("seconds"); raw != "" {
+		// Go's pprof reads a whole number, and takes 30 s for anything else.
+		sec, err := strconv.Atoi(raw)
+		if err != nil || sec < 1 || sec > MaxProfileSeconds {
+			http.Error(w, fmt.Sprintf("seconds: want a whole number of seconds from 1 to %d", MaxProfileSeconds), http.StatusBadRequest)
+			return
+		}
+	}
+	pprof.Profile(w, r)
 }
 
 // IsLoopback says whether a listen address only accepts local

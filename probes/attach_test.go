@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -345,5 +346,36 @@ func TestSummarizeProfileRefusesBombs(t *testing.T) {
 	zw.Close()
 	if _, err := SummarizeProfile(twice.Bytes(), 5); err == nil || !strings.Contains(err.Error(), "gzipped twice") {
 		t.Fatalf("gzip in gzip: %v", err)
+	}
+}
+
+// TestOutOfRangeGaugesAreDropped: gpuwatch_loader_workers 1e300 once
+// became −9223372036854775808 and advice to "raise num_workers to 1".
+// Every gauge has a range: a value outside it is dropped, and the frame's
+// unavailable says which and why.
+func TestOutOfRangeGaugesAreDropped(t *testing.T) {
+	text := "gpuwatch_loader_batches_total 10\ngpuwatch_loader_workers 1e300\ngpuwatch_loader_prefetch -1\n" +
+		"gpuwatch_loader_queue_depth 1e30\ngpuwatch_loader_persistent_workers 7\ngpuwatch_loader_info{pid=\"4100\",kind=\"python\"} 1\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, text) }))
+	defer srv.Close()
+	a, _ := NewAttach(srv.URL)
+	p := NewLoader(a)
+	f := &sample.Frame{Time: time.Now()}
+	if err := p.Collect(context.Background(), f); err != nil {
+		t.Fatal(err)
+	}
+	l := f.Loader
+	if l == nil || l.Workers != nil || l.Prefetch != nil || l.QueueDepth != nil || l.Knobs["persistent"] != "" || l.Batches != 10 {
+		t.Fatalf("loader %+v", l)
+	}
+	for name, want := range map[string]string{
+		"loader.workers":            "1e+300: outside 0–4096, dropped",
+		"loader.prefetch":           "-1: outside 0–65536, dropped",
+		"loader.queue_depth":        "1e+30: outside 0–1.048576e+06, dropped",
+		"loader.persistent_workers": "7: outside 0–1, dropped",
+	} {
+		if got := f.Unavailable[name]; got != want {
+			t.Errorf("unavailable[%s] = %q, want %q", name, got, want)
+		}
 	}
 }

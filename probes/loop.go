@@ -428,7 +428,7 @@ func (l *Loop) scan() *TrainingProcess {
 // mapsCUDA says whether a torch process has CUDA loaded too (it maps
 // libtorch first, so the finder's mark says only that).
 func (l *Loop) mapsCUDA(pid int) bool {
-	f, err := os.Open(l.opt.Proc + "/" + strconv.Itoa(pid) + "/maps")
+	f, err := openRegular(l.opt.Proc + "/" + strconv.Itoa(pid) + "/maps")
 	if err != nil {
 		return false
 	}

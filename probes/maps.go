@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
-	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -96,8 +96,13 @@ func systemPath(p string) bool {
 			return true
 		}
 	}
-	return strings.Contains(p, ".so")
+	return sharedLibrary.MatchString(p)
 }
+
+// sharedLibrary is a shared library's name, where it is: libc.so.6,
+// libtorch_cpu.so, _C.cpython-311-x86_64-linux-gnu.so — not a dataset
+// named train.sorted.bin (the substring ".so" dropped it once).
+var sharedLibrary = regexp.MustCompile(`\.so(\.[0-9]+)*$`)
 
 // readMaps sizes what a focused process maps, while it takes major faults
 // (a mapped dataset read through the page cache), at most every mapsEvery;
@@ -105,7 +110,7 @@ func systemPath(p string) bool {
 func (p *Proc) readMaps(e *procEntry, sp *sample.Proc, now time.Time) {
 	if e.faults.ok && e.faults.majRate >= mapsFaultRate && now.Sub(e.mappedAt) >= mapsEvery {
 		e.mappedAt = now
-		if f, err := os.Open(p.pidPath(e.pid, "", 0, "/maps")); err == nil {
+		if f, err := openRegular(p.pidPath(e.pid, "", 0, "/maps")); err == nil {
 			e.mapped = parseMaps(f)
 			f.Close()
 		}

@@ -1,8 +1,10 @@
 package probes
 
 import (
-	"github.com/gpuwatch/gpuwatch/sample"
+	"syscall"
 	"unicode/utf8"
+
+	"github.com/gpuwatch/gpuwatch/sample"
 
 	"bufio"
 	"context"
@@ -183,8 +185,69 @@ garbage line
 	if m.total != 2<<30+1<<20 || m.largest != "/data/train shard.arrow" || m.largestBytes != 2<<30 {
 		t.Fatalf("parsed %+v", m)
 	}
+	// ".so" inside a dataset's name is no library: only a library's name
+	// pattern is (libc.so.6, an extension module's .so).
+	sorted := `7f0000000000-7f0100000000 r--s 00000000 fd:00 200 /data/train.sorted.bin
+7f0100000000-7f0100100000 r--p 00000000 fd:00 201 /home/u/env/lib/python3.11/site-packages/torch/_C.cpython-311-x86_64-linux-gnu.so
+7f0200000000-7f0200100000 r--p 00000000 fd:00 202 /opt/conda/lib/libstdc++.so.6.0.32
+`
+	if m := parseMaps(strings.NewReader(sorted)); m.largest != "/data/train.sorted.bin" || m.total != 4<<30 {
+		t.Fatalf("train.sorted.bin: %+v", m)
+	}
 	hostile := "7f0000000000-7f0000100000 r--s 00000000 fd:00 9 /data/\x1b]0;pwn\x07" + strings.Repeat("a", 1000) + "\n"
 	if m := parseMaps(strings.NewReader(hostile)); strings.ContainsAny(m.largest, "\x1b\x07") || utf8.RuneCountInString(m.largest) > mapsPathMax+1 {
 		t.Fatalf("hostile path kept as %q", m.largest)
+	}
+}
+
+// TestAFIFOInTheSysRootStallsNothing: a FIFO where a probe expects a
+// kernel file (a --sys-root is outside input), or swapped in for a mapped
+// file, is refused at once as not a regular file: nothing waits for a
+// writer.
+func TestAFIFOInTheSysRootStallsNothing(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "stat")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip(err)
+	}
+	done := make(chan error, 2)
+	go func() {
+		var r fileReader
+		_, err := r.read(fifo)
+		done <- err
+	}()
+	go func() {
+		f, err := openRegular(fifo)
+		if f != nil {
+			f.Close()
+		}
+		done <- err
+	}()
+	for range 2 {
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+				t.Fatalf("a FIFO read: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("reading a FIFO blocked")
+		}
+	}
+	// A CPU probe over a sys-root whose /proc/stat is that FIFO fails fast.
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "proc"), 0o755)
+	if err := syscall.Mkfifo(filepath.Join(root, "proc", "stat"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := NewCPU(filepath.Join(root, "proc"))
+	errc := make(chan error, 1)
+	go func() { errc <- p.Collect(context.Background(), &sample.Frame{}) }()
+	select {
+	case err := <-errc:
+		if err == nil {
+			t.Fatal("a FIFO read as /proc/stat")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the CPU probe blocked on a FIFO")
 	}
 }

@@ -18,3 +18,19 @@ func (r *fileReader) readDirNames(dir string, fn func(name []byte)) error {
 }
 
 func unsafeString(b []byte) string { return string(b) }
+
+// openRegular opens path for reading when it is a regular file.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = &os.PathError{Op: "open", Path: path, Err: os.ErrInvalid}
+		}
+		return nil, err
+	}
+	return f, nil
+}

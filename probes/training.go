@@ -281,7 +281,7 @@ func (t *TrainingFinder) describe(p *procInfo, now time.Time) {
 		b = bytes.TrimRight(b[:min(len(b), cmdlineMax)], "\x00")
 		p.cmdline = string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
 	}
-	if f, err := os.Open(dir + "/maps"); err == nil {
+	if f, err := openRegular(dir + "/maps"); err == nil {
 		p.maps = scanMaps(f)
 		f.Close()
 	}
