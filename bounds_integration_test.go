@@ -3,7 +3,9 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -178,4 +180,62 @@ func TestASlowRankLeavesTheOthersFresh(t *testing.T) {
 	if frames < 7 {
 		t.Fatalf("%d frames in 10 s", frames)
 	}
+}
+
+// TestServeWithTwoLoadersSayingRankZero: two `gpuwatch loader`s started
+// with RANK=0 (two jobs on a node), `gpuwatch serve` attached to both:
+// every scrape answers 200 with both as series told apart by their
+// loader, the verdict names no straggler, and promtool accepts the page.
+func TestServeWithTwoLoadersSayingRankZero(t *testing.T) {
+	var urls []string
+	for _, sc := range []string{"healthy", "starved"} {
+		cmd := exec.Command(binary(t), "loader", "--listen", "127.0.0.1:0", "--progress-every", "1s", "--scenario", sc)
+		cmd.Env = append(os.Environ(), "RANK=0", "WORLD_SIZE=2")
+		_, out := startCmd(t, cmd)
+		first, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, loaderURL(t, first))
+	}
+	addr := freePort(t)
+	if _, _, first := startBinary(t, "serve", "--listen", addr, "--interval", "500ms", "--discover=false",
+		"--attach", urls[0], "--attach", urls[1]); !strings.Contains(first, addr) {
+		t.Fatalf("serve: %q", first)
+	}
+	var page string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("scrape: %s\n%s", resp.Status, b)
+		}
+		page = string(b)
+		if strings.Count(page, "gpuwatch_rank_wait_ratio{") == 2 {
+			break
+		}
+	}
+	for _, u := range urls {
+		if !strings.Contains(page, `gpuwatch_rank_wait_ratio{loader="`+u+`",rank="0"}`) {
+			t.Fatalf("no rank 0 series for %s:\n%s", u, grepLines(page, "gpuwatch_rank_"))
+		}
+	}
+	if strings.Contains(page, "gpuwatch_rank_straggler{") && strings.Contains(grepLines(page, "gpuwatch_rank_straggler{"), "} 1") {
+		t.Errorf("a straggler named among ambiguous ranks:\n%s", grepLines(page, "gpuwatch_rank_straggler"))
+	}
+	promtoolCheck(t, "http://"+addr+"/metrics")
+}
+
+func grepLines(text, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
