@@ -83,7 +83,7 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice) []string {
 		a = append(a, "keep samples in smaller dtypes (uint8 images, float16/bfloat16 features)")
 	case Healthy:
 		a = append(a, "the accelerator is the limit: try mixed precision (bf16/fp16)")
-		if w.gpuMemTot > 0 && w.gpuMemUsed < 0.7*w.gpuMemTot {
+		if w.gpuMemTot > 0 && w.gpuMemUsed < th.GPUMemRoomShare*w.gpuMemTot {
 			a = append(a, fmt.Sprintf("a larger batch fits: %s of %s GPU memory in use", sample.FormatBytes(w.gpuMemUsed), sample.FormatBytes(w.gpuMemTot)))
 		}
 		if d.moderate && !modeled {

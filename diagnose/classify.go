@@ -30,7 +30,7 @@ func classify(frames, history []sample.Frame, th Thresholds) Verdict {
 		return v
 	}
 	d := decide(&w, th)
-	if e, ok := profileEvidence(d.kind, &w, d.mmap); ok {
+	if e, ok := profileEvidence(d.kind, &w, th, d.mmap); ok {
 		d.evidence = append(d.evidence, e)
 	}
 	slices.SortStableFunc(d.evidence[min(1, len(d.evidence)):], func(a, b Evidence) int { return cmp.Compare(b.strength, a.strength) })
@@ -265,7 +265,7 @@ func memoryEvidence(w *window, th Thresholds) []Evidence {
 		// cache is reclaimed first, and hitting the limit then is routine
 		// (a dataset streamed through a container). Only an OOM kill or
 		// swap makes that pressure.
-		cache := j.MemFileBytes != nil && float64(*j.MemFileBytes) >= 0.5*float64(*j.MemUsedBytes) && w.jobOOMKills == 0 && w.jobSwapGrowth <= 0
+		cache := j.MemFileBytes != nil && float64(*j.MemFileBytes) >= th.JobCacheShare*float64(*j.MemUsedBytes) && w.jobOOMKills == 0 && w.jobSwapGrowth <= 0
 		if full >= th.JobMemFullShare && !cache && (w.jobMaxEvents > 0 || w.jobOOMKills > 0 || w.jobSwapGrowth > 0) {
 			text := fmt.Sprintf("the job's memory cgroup holds %s of its %s limit (%.0f %%)", fmtBytes(float64(*j.MemUsedBytes)), fmtBytes(float64(*j.MemLimitBytes)), 100*full)
 			if w.jobMaxEvents > 0 {
@@ -430,7 +430,7 @@ func singleThreadEvidence(w *window, th Thresholds, cpuSat bool) []Evidence {
 
 // readEvidence: the loader spends its time reading, not decoding.
 func readEvidence(w *window, th Thresholds) []Evidence {
-	if !w.readSec.ok || !w.decodeSec.ok || w.readSec.v < 0.5 || w.readSec.v < th.ReadDominance*w.decodeSec.v {
+	if !w.readSec.ok || !w.decodeSec.ok || w.readSec.v < th.ReadSecPerSec || w.readSec.v < th.ReadDominance*w.decodeSec.v {
 		return nil
 	}
 	return []Evidence{evidence("loader.read_sec_per_sec", w.readSec.v, ">=", th.ReadDominance*w.decodeSec.v, "s/s",
@@ -554,10 +554,10 @@ func takenByOthers(w *window, th Thresholds) (Finding, bool) {
 // finding.
 func loopBound(w *window, th Thresholds, wait []Evidence, cpuSat bool, cpu []Evidence) (decision, bool) {
 	r := &w.roles
-	if w.workers < 0 || !r.loopHottest.ok || r.loopHottest.v < 0.5 || r.loopPct.v < th.SingleThreadPct-20 {
+	if w.workers < 0 || !r.loopHottest.ok || r.loopHottest.v < 0.5 || r.loopPct.v < th.LoopThreadPct {
 		return decision{}, false
 	}
-	idleWorkers := w.workers > 0 && r.workersPct.ok && r.workersPct.v < 50*float64(w.workers)
+	idleWorkers := w.workers > 0 && r.workersPct.ok && r.workersPct.v < th.BusyThreadPct*float64(w.workers)
 	if w.workers > 0 && !idleWorkers {
 		return decision{}, false
 	}
@@ -572,7 +572,7 @@ func loopBound(w *window, th Thresholds, wait []Evidence, cpuSat bool, cpu []Evi
 		text = fmt.Sprintf("thread %s (tid %d), the training loop, runs at %.0f %% of a core while its %d workers use %.1f cores together: the loop's own per-batch work is the limit",
 			name, r.loopTID, r.loopPct.v, w.workers, r.workersPct.v/100)
 	}
-	d.evidence = append(d.evidence, evidence("loader.loop_thread_cpu_pct", r.loopPct.v, ">=", th.SingleThreadPct-20, "%", text))
+	d.evidence = append(d.evidence, evidence("loader.loop_thread_cpu_pct", r.loopPct.v, ">=", th.LoopThreadPct, "%", text))
 	d.evidence = append(d.evidence, wait...)
 	d.secondary = append(d.secondary, computeFinding(w, th, cpuSat, cpu)...)
 	return d, true
@@ -613,7 +613,7 @@ func computeFinding(w *window, th Thresholds, cpuSat bool, cpu []Evidence) []Fin
 		other = "the other core is"
 	}
 	switch {
-	case r.haveCompute && r.compute.CPUPct >= 50:
+	case r.haveCompute && r.compute.CPUPct >= th.BusyThreadPct:
 		f := Finding{Kind: CPUSaturated, Text: other + " busy too: " + r.describeCompute(th)}
 		if !cpuSat {
 			f.Kind = Healthy // busy, not saturated: a note, not a second problem
@@ -638,14 +638,14 @@ func crowdedOut(w *window, th Thresholds) ([]Evidence, bool) {
 	}
 	process := r.loopPct.v + r.computePct.v
 	limit := th.ComputeCrowdShare * 100 * float64(w.cores)
-	if process < limit || r.computePct.v < 50 || r.workersPct.v >= r.computePct.v {
+	if process < limit || r.computePct.v < th.BusyThreadPct || r.workersPct.v >= r.computePct.v {
 		return nil, false
 	}
 	es := []Evidence{evidence("procs.training_process_cpu_pct", process, ">=", limit, "%",
 		fmt.Sprintf("compute threads of the training process use %.1f of %d cores (the loop's thread %.1f, its other threads %.1f); the %d workers get %.1f",
 			process/100, w.cores, r.loopPct.v/100, r.computePct.v/100, w.workers, r.workersPct.v/100))}
 	if r.haveCompute {
-		es = append(es, evidence("procs.threads.cpu_pct", r.compute.CPUPct, ">=", 50, "%", r.describeCompute(th)))
+		es = append(es, evidence("procs.threads.cpu_pct", r.compute.CPUPct, ">=", th.BusyThreadPct, "%", r.describeCompute(th)))
 	}
 	return es, true
 }
@@ -680,14 +680,14 @@ func severity(d decision, w *window, th Thresholds) Severity {
 // profileEvidence adds what the loader's CPU profile says, when one was
 // taken: the category that matches the verdict ("71 % of the loader's CPU
 // is in read syscalls" for io_bound), else the largest.
-func profileEvidence(k Kind, w *window, mmap bool) (Evidence, bool) {
+func profileEvidence(k Kind, w *window, th Thresholds, mmap bool) (Evidence, bool) {
 	if w.profile == nil || !k.Problem() {
 		return Evidence{}, false
 	}
 	want := map[Kind]string{IOBound: "reading", CPUSaturated: "decoding", SingleCoreMaxed: "decoding", GPUStarved: "waiting"}[k]
 	best := w.profile.Categories[0]
 	for _, c := range w.profile.Categories {
-		if c.Name == want && c.Share >= 0.3 || c.Share > best.Share && best.Name != want {
+		if c.Name == want && c.Share >= th.ProfileCategoryShare || c.Share > best.Share && best.Name != want {
 			best = c
 		}
 	}

@@ -152,7 +152,7 @@ func rankEvidence(frames []sample.Frame, th Thresholds) (Evidence, *int, bool) {
 	if len(nums) == 1 {
 		verb, their = "waits", "its steps are"
 	}
-	if n > 0 && st.nStep > 0 && st.step > 0 && stepSum/float64(n) >= 1.3*st.step {
+	if n > 0 && st.nStep > 0 && st.step > 0 && stepSum/float64(n) >= th.AllReduceStepRatio*st.step {
 		text += fmt.Sprintf("; %s %s in the all-reduce: %s %.1f× rank %d's", rankList(nums), verb, their, stepSum/float64(n)/st.step, st.rank)
 	} else {
 		text += fmt.Sprintf("; %s %s at most %.0f %% for input", rankList(nums), verb, 100*waitMax)
@@ -252,7 +252,7 @@ func laggingGPU(frames []sample.Frame, th Thresholds) (Evidence, bool) {
 		}
 	}
 	rest /= float64(len(order) - 1)
-	if lowV >= th.GPULowPct || rest-lowV < 30 {
+	if lowV >= th.GPULowPct || rest-lowV < th.GPULagPoints {
 		return Evidence{}, false
 	}
 	return evidence("gpu.lagging_util_pct", lowV, "<", th.GPULowPct, "%",

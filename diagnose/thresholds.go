@@ -87,6 +87,15 @@ type Thresholds struct {
 	// 0.4 of its core (python/examples/dataloader_bench.py --workers 2
 	// --cost 0.002 --step 0.005 --matmul 200).
 	SpinTakesShare float64 `json:"spin_takes_share"`
+	// LoopThreadPct: the training loop's own thread, the busiest thread of
+	// the job, at or above this share of a core is the loop's limit when
+	// its workers idle (or it has none): a fifth short of a pegged thread,
+	// since the loop also waits.
+	LoopThreadPct float64 `json:"loop_thread_pct"`
+	// BusyThreadPct: a worker under this share of a core idles; the
+	// training process's compute threads at or above it together are busy
+	// (half a core: more than bookkeeping, less than a pegged thread).
+	BusyThreadPct float64 `json:"busy_thread_pct"`
 	// ModelFrames: the pipeline model of a loader that times only its loop
 	// (the hook) reads its means over this many frames, not the window's:
 	// with a worker start-up each epoch and epochs shorter than a frame,
@@ -107,6 +116,10 @@ type Thresholds struct {
 	// share of its limit, and meanwhile hits the limit, swaps or is OOM
 	// killed, is under memory pressure of its own.
 	JobMemFullShare float64 `json:"job_mem_full_share"`
+	// JobCacheShare: a job whose memory is at least this share page cache
+	// (and that neither swaps nor is OOM killed) is not under pressure at
+	// its limit: the cache is reclaimed first, routinely.
+	JobCacheShare float64 `json:"job_cache_share"`
 	// PSICPUSomePct: CPU pressure (some) at or above this counts toward
 	// saturation: tasks waited for a CPU that much of the time.
 	PSICPUSomePct float64 `json:"psi_cpu_some_pct"`
@@ -120,8 +133,15 @@ type Thresholds struct {
 	// PSIIOSomePct: some task stalled on I/O at least this share of time.
 	PSIIOSomePct float64 `json:"psi_io_some_pct"`
 	// ReadDominance: loader read time at least this many times its decode
-	// time says the loader is reading, not computing.
+	// time says the loader is reading, not computing; ReadSecPerSec is the
+	// least read time (seconds per second, summed over workers) that says
+	// anything: half a worker's time.
 	ReadDominance float64 `json:"read_dominance"`
+	ReadSecPerSec float64 `json:"read_sec_per_sec"`
+	// ProfileCategoryShare: the loader's CPU profile names the category
+	// that matches the verdict when it holds at least this share of the
+	// CPU, else the largest.
+	ProfileCategoryShare float64 `json:"profile_category_share"`
 	// WorkersPerCoreLow: fewer workers than this share of cores is too few
 	// to blame storage or the CPU (SageMaker flags < 70 % of cores).
 	WorkersPerCoreLow float64 `json:"workers_per_core_low"`
@@ -158,6 +178,17 @@ type Thresholds struct {
 	CriticalAccelPct        float64 `json:"critical_accel_pct"`
 	CriticalSwapPagesPerSec float64 `json:"critical_swap_pages_per_sec"`
 
+	// AllReduceStepRatio: ranks whose steps are at least this many times
+	// the straggler's wait for it in the all-reduce (30 % more than the
+	// straggler's own step is past rank-to-rank noise).
+	AllReduceStepRatio float64 `json:"all_reduce_step_ratio"`
+	// GPULagPoints: a GPU this many points of utilization below the
+	// job's other GPUs (and under GPULowPct) lags them.
+	GPULagPoints float64 `json:"gpu_lag_points"`
+	// GPUMemRoomShare: a healthy job using less than this share of its
+	// GPU's memory has room for a larger batch.
+	GPUMemRoomShare float64 `json:"gpu_mem_room_share"`
+
 	// EnterHold: a new kind must be the classification this long before
 	// it is shown; LeaveHold: a problem must be clear this long before the
 	// verdict returns to healthy or idle. The 3-frame median adds two
@@ -175,11 +206,13 @@ func DefaultThresholds() Thresholds {
 		WaitShareStarved: 0.20, WaitShareModerate: 0.05,
 		BurstyP95: 70, BurstyP5: 10, AccelBusyPct: 90, GPULowPct: 50, SMActivityLowPct: 30, PCIeLinkShare: 0.8, IdlePct: 5,
 		CPUSaturatedPct: 90, SingleThreadPct: 90, PSICPUSomePct: 50, ComputeCrowdShare: 0.5, SpinSystemShare: 0.5, InlineLoadCPUShare: 0.5, SpinTakesShare: 0.5, ModelFrames: 10,
-		ThrottledShare: 0.2, JobMemFullShare: 0.9, RunDelayMsPerSec: 200, OthersCores: 0.5,
-		DiskBusyPct: 90, IowaitPct: 50, PSIIOSomePct: 30, ReadDominance: 4, WorkersPerCoreLow: 0.7,
+		LoopThreadPct: 70, BusyThreadPct: 50,
+		ThrottledShare: 0.2, JobMemFullShare: 0.9, JobCacheShare: 0.5, RunDelayMsPerSec: 200, OthersCores: 0.5,
+		DiskBusyPct: 90, IowaitPct: 50, PSIIOSomePct: 30, ReadDominance: 4, ReadSecPerSec: 0.5, ProfileCategoryShare: 0.3, WorkersPerCoreLow: 0.7,
 		SwapPagesPerSec: 100, MajorFaultsPerSec: 1000, PSIMemSomePct: 10,
 		MmapFaultsPerSec: 50, FileRefaultsPerSec: 1000,
 		CriticalWaitShare: 0.5, CriticalAccelPct: 25, CriticalSwapPagesPerSec: 1000,
+		AllReduceStepRatio: 1.3, GPULagPoints: 30, GPUMemRoomShare: 0.7,
 		EnterHold: Duration(time.Second), LeaveHold: Duration(3 * time.Second),
 	}
 }

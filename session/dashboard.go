@@ -39,7 +39,7 @@ func runDashboard(ctx context.Context, o Options, set *probeSet, sampler *probes
 	d := &dashboard{updates: make(chan tui.Feed, 1), job: o.Job}
 	rec.notify, rec.onFail = d.tell, d.tell
 	kept := &keptFrames{version: o.Version, thresholds: o.Thresholds}
-	opt := tui.Options{Updates: d.updates, Title: title, Interval: o.Interval, SetInterval: sampler.SetInterval,
+	opt := tui.Options{Updates: d.updates, Title: title, Interval: o.Interval, SetInterval: sampler.SetInterval, Thresholds: o.Thresholds,
 		Record: rec.toggle, Export: kept.export}
 	if set.attached != nil {
 		opt.FocusRank = set.attached.Ranks.Focus

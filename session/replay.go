@@ -36,7 +36,7 @@ func ReplayLines(rec *recording.Recording, th diagnose.Thresholds, asJSON bool, 
 func ReplayDashboard(ctx context.Context, rec *recording.Recording, th diagnose.Thresholds, name string, speed float64, stdout io.Writer) error {
 	updates := make(chan tui.Feed)
 	pl := &player{rec: rec, speed: speed, thresholds: th, cmds: make(chan playerCmd, 16)}
-	model := tui.New(tui.Options{Updates: updates, Title: "replay of " + name, Interval: time.Second, Replay: &tui.Replay{
+	model := tui.New(tui.Options{Updates: updates, Title: "replay of " + name, Interval: time.Second, Thresholds: th, Replay: &tui.Replay{
 		Pause: func(p bool) { pl.send(playerCmd{pause: &p}) },
 		Seek:  func(by time.Duration) { pl.send(playerCmd{seek: by}) },
 		Speed: pl.scale, InitialSpeed: speed,

@@ -80,6 +80,9 @@ func (pv *view) bar(pct float64, width int) string {
 		full++
 	}
 	filled := b.String()
+	// Display bands of any bar (CPU, GPU, memory …), not a rule: a busy
+	// GPU is good, a busy core may not be. The verdict's numbers colour
+	// what they judge (waits, ranks, pegged threads).
 	style := pv.st.barGreen
 	switch {
 	case pct >= 90:

@@ -3,6 +3,7 @@ package tui
 import (
 	"strings"
 
+	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -46,13 +47,14 @@ type view struct {
 	sortBySM  bool   // GPU processes by SM % instead of memory (the s key)
 	kind      string // the verdict's kind, for the straggler's row
 	replay    bool   // a recording plays: nothing more will be taken
+	th        *diagnose.Thresholds
 }
 
 // view is panel id's narrow view of the model.
 func (m *Model) view(id panelID) *view {
 	return &view{frame: m.shown.Frame, hist: m.hframes, batches: m.batches, st: &m.styles, scroll: m.scroll[id],
 		straggler: m.shown.Verdict.Straggler, zoomed: m.zoom && m.focus == id, sortBySM: m.sortBySM, kind: m.shown.Verdict.Kind.String(),
-		replay: m.opt.Replay != nil}
+		replay: m.opt.Replay != nil, th: &m.opt.Thresholds}
 }
 
 var panels = [numPanels]panel{gpuPanel{}, cpuPanel{}, loaderPanel{}, procPanel{}, memPanel{}, diskPanel{}, netPanel{}, profilePanel{}}

@@ -97,7 +97,7 @@ func (pv *view) loaderStats(l *sample.Loader) string {
 	stats := "wait"
 	if l.WaitShare != nil {
 		share := fmt.Sprintf(" %.0f%%", 100**l.WaitShare)
-		if *l.WaitShare >= 0.2 {
+		if *l.WaitShare >= pv.th.WaitShareStarved {
 			share = pv.st.Bad.Render(share)
 		}
 		stats += share

@@ -86,6 +86,10 @@ type Options struct {
 	// FocusRank, when set, is told the URL of the rank whose details the
 	// zoomed loader panel shows ("" when it closes): its profile is taken.
 	FocusRank func(url string)
+	// Thresholds are the session's (default: diagnose's defaults): the
+	// view colours and names ranks, waits and threads by the same numbers
+	// as the verdict, so --threshold moves both.
+	Thresholds diagnose.Thresholds
 	// Quit, when set, is asked on a quit key: quit says whether to leave
 	// now; otherwise status goes to the status bar (gpuwatch run: the key
 	// interrupted the job, and the view stays until it ends).
@@ -135,6 +139,9 @@ func New(opt Options) *Model {
 	}
 	if opt.Interval <= 0 {
 		opt.Interval = time.Second
+	}
+	if opt.Thresholds == (diagnose.Thresholds{}) {
+		opt.Thresholds = diagnose.DefaultThresholds()
 	}
 	m := &Model{opt: opt, keys: DefaultKeyMap(), styles: DefaultStyles(),
 		hist: sample.NewHistory(opt.History), interval: opt.Interval, speed: 1}

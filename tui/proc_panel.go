@@ -108,7 +108,7 @@ func (procPanel) draw(pv *view, w, h int) []string {
 		rows = append(rows, pv.st.Label.Render(fmt.Sprintf("%7s %5s %4s %7s %9s %6s  %s", "TID", "CPU%", "", "", "", "", "THREAD")))
 		for _, t := range p.Threads {
 			line := fmt.Sprintf("%7d %5.0f %4s %7s %9s %6s  %s (pid %d)", t.TID, t.CPUPct, "", "", "", faults(t.MajorFaultsPerSec), sample.Printable(t.Name), t.PID)
-			if t.CPUPct >= 90 {
+			if t.CPUPct >= pv.th.SingleThreadPct {
 				line = pv.st.Bad.Render(line)
 			}
 			rows = append(rows, line)

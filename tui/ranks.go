@@ -70,9 +70,9 @@ func (pv *view) rankRole(r sample.Rank) string {
 		}
 	}
 	switch {
-	case r.WaitShare != nil && *r.WaitShare >= 0.2:
+	case r.WaitShare != nil && *r.WaitShare >= pv.th.WaitShareStarved:
 		return "input-bound"
-	case pace != nil && pace.StepSec != nil && r.StepSec != nil && *r.StepSec >= 1.3**pace.StepSec:
+	case pace != nil && pace.StepSec != nil && r.StepSec != nil && *r.StepSec >= pv.th.AllReduceStepRatio**pace.StepSec:
 		return "waits in all-reduce"
 	}
 	return "ok"
