@@ -23,7 +23,8 @@ import (
 // while it attacks through another path.
 const okMetrics = "gpuwatch_loader_batches_total 1\ngpuwatch_loader_info{pid=\"1\",kind=\"go\"} 1\n"
 
-// hostileServer serves the bad answers a review found, one per path
+// hostileServer serves bad answers (a gzip bomb, an endless or trickling
+// /metrics, markup and credentials), one per path
 // prefix: the test picks one by the URL it attaches to.
 func hostileServer(t testing.TB) string {
 	t.Helper()

@@ -389,8 +389,7 @@ func TestOnceVerdicts(t *testing.T) {
 	}
 }
 
-// TestRecordRefusesWhatItWouldLoseOrCouldNotWrite: the small ones of the
-// hardening review. record checks --report's path before recording (it has
+// TestRecordRefusesWhatItWouldLoseOrCouldNotWrite: record checks --report's path before recording (it has
 // no --force), refuses a FILE.1 that rotation would replace, and says so
 // when no frame came (no file is written) instead of "recorded 0 frames".
 func TestRecordRefusesWhatItWouldLoseOrCouldNotWrite(t *testing.T) {

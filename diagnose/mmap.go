@@ -27,14 +27,9 @@ type paging struct {
 	cachedKnown   bool
 }
 
-// pagingLevels are the paging metrics collected over a window.
-type pagingLevels struct{ maj, disk, calls, refaults levels }
-
 // add adds a frame's fault and read rates of the focused tree.
-func (pg *paging) add(f *sample.Frame, lv *pagingLevels) {
-	if m := f.Mem; m != nil && m.FileRefaultsPerSec != nil {
-		lv.refaults.add(*m.FileRefaultsPerSec)
-	}
+// (The host's refaults are a frame signal: signals.addFrameSignals.)
+func (pg *paging) add(f *sample.Frame, s *signals) {
 	if l := f.Loader; l != nil && l.DatasetBytes != nil && l.DatasetCachedBytes != nil {
 		pg.datasetBytes, pg.datasetCached, pg.cachedKnown = float64(*l.DatasetBytes), float64(*l.DatasetCachedBytes), true
 	}
@@ -66,17 +61,13 @@ func (pg *paging) add(f *sample.Frame, lv *pagingLevels) {
 	if !haveMaj {
 		return
 	}
-	lv.maj.add(maj)
-	lv.disk.add(disk)
-	lv.calls.add(calls)
+	s.add(sigTreeMajFaults, maj)
+	s.add(sigTreeDiskRead, disk)
+	s.add(sigTreeReadCalls, calls)
 	pg.by = "the training process takes"
 	if workers > 0 && workerMaj >= maj/2 {
 		pg.by = fmt.Sprintf("its %d loader workers take", workers)
 	}
-}
-
-func (pg *paging) finish(lv *pagingLevels) {
-	pg.majFaults, pg.diskRead, pg.readCalls, pg.refaults = lv.maj.median(), lv.disk.median(), lv.calls.median(), lv.refaults.median()
 }
 
 // datasetSize is the dataset's size as best known: the loader's own

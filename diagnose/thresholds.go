@@ -65,8 +65,7 @@ type Thresholds struct {
 	// ComputeCrowdShare: the training process's own non-loop threads
 	// (OpenBLAS, OpenMP, MKL, torch intra-op pools) using at least this
 	// share of the CPUs while the workers starve crowd the workers out.
-	// Half: the workers then have at most the other half. (Our own
-	// measurement on a 2-core box: Debian's OpenBLAS pool took 1.6 cores.)
+	// Half: the workers then have at most the other half.
 	ComputeCrowdShare float64 `json:"compute_crowd_share"`
 	// SpinSystemShare: a busy thread whose CPU is at least this share
 	// system time spins in the kernel (sched_yield, futex polling) rather

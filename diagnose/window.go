@@ -105,121 +105,70 @@ type window struct {
 	profile             *sample.Profile // the newest profile summary, if attached
 }
 
-// read computes the window's signals. It allocates a few small slices; a
-// 60-frame window of a 256-core, 8-GPU machine takes well under 100 µs.
+// read computes the window's signals (signals.go names them) and keeps
+// the latest facts. It allocates a few small slices; a 60-frame window of
+// a 256-core, 8-GPU machine takes well under 100 µs.
 func read(frames []sample.Frame, th Thresholds) window {
 	w := window{frames: len(frames), workers: -1, prefetch: -1, th: th}
-	var sma, prx levels
-	var gu, g5, g95, vb, ws, bps, rs, ds, byps, cb, hc, ht, rq, iw, db, pc, pi, pm, sw, mf, rl, rh, rc, rw, sps, stp, lc, ju, jt, rd, oc, sc, sn levels
-	// One backing array for every metric's values: a window costs one
-	// allocation here, not one per metric per growth.
-	all := []*levels{&gu, &g5, &g95, &vb, &ws, &bps, &rs, &ds, &byps, &cb, &hc, &ht, &rq, &iw, &db, &pc, &pi, &pm, &sw, &mf, &rl, &rh, &rc, &rw, &sps, &stp, &lc, &ju, &jt, &rd, &oc, &sc, &sn}
-	var pl pagingLevels
-	var qd levels
-	all = append(all, &pl.maj, &pl.disk, &pl.calls, &pl.refaults, &qd)
-	backing := make([]float64, len(all)*len(frames))
-	for i, l := range all {
-		l.vals = backing[i*len(frames) : i*len(frames) : (i+1)*len(frames)]
-	}
+	s := newSignals(len(frames))
 	for i := range frames {
 		f := &frames[i]
+		s.addFrameSignals(f)
 		if c := f.CPU; c != nil {
 			w.cores = max(w.cores, len(c.Cores))
-			addCPU(c, &cb, &iw, &rq, &hc)
 		}
 		if t, ok := pegCandidate(f); ok {
-			ht.add(t.CPUPct)
+			s.add(sigHottestThread, t.CPUPct)
 			w.threadName, w.threadTID = t.Name, t.TID
 		}
 		if c, n, ok := spinningCompute(f, &w.th); ok {
-			sc.add(c)
-			sn.add(n)
+			s.add(sigSpinPct, c)
+			s.add(sigSpinThreads, n)
 		}
 		if p := f.Procs; p != nil {
 			w.focusPID, w.treeProcs = p.FocusPID, len(p.List)
 		}
-		w.roles.add(f, &rl, &rh, &rc, &rw)
-		w.paging.add(f, &pl)
-		w.addJob(f.Job, &ju, &jt)
-		w.addContention(f, &rd, &oc)
-		if u, ok := f.GPUUtil(); ok {
-			gu.add(u)
-		}
-		if a, ok := f.GPUSMActivity(); ok {
-			sma.add(a)
-		}
-		if s, g, link, ok := f.PCIeRxShare(); ok {
-			prx.add(s)
+		w.roles.add(f, s)
+		w.paging.add(f, s)
+		w.addJob(f.Job, s)
+		w.addContention(f, s)
+		if sh, g, link, ok := f.PCIeRxShare(); ok {
+			s.add(sigPCIeRx, sh)
 			w.pcieGPU, w.pcieLink = g, link
 		}
-		if p5, p95, ok := f.GPUBand(); ok {
-			g5.add(p5)
-			g95.add(p95)
-		}
-		if i == len(frames)-1 {
-			w.readGPUs(f)
-		}
 		if a := f.Accel; a != nil {
-			vb.add(a.BusyPct)
 			w.accelBasis = a.Basis
 		}
 		if l := f.Loader; l != nil {
-			w.addLoader(f, l, loaderLevels{&bps, &sps, &stp, &lc, &byps, &ws, &rs, &ds, &qd})
+			w.addLoader(f, l, s)
 		}
 		if d, ok := f.BusiestDisk(); ok {
-			db.add(d.BusyPct)
 			w.diskName = d.Name
 		}
-		if p := f.PSI; p != nil {
-			addPressure(&pc, p.CPU)
-			addPressure(&pi, p.IO)
-			addPressure(&pm, p.Memory)
-		}
 		if m := f.Mem; m != nil {
-			if m.SwapInPagesPerSec != nil && m.SwapOutPagesPerSec != nil {
-				sw.add(*m.SwapInPagesPerSec + *m.SwapOutPagesPerSec)
-			}
-			if m.MajorFaultsPerSec != nil {
-				mf.add(*m.MajorFaultsPerSec)
-			}
 			w.memAvail = float64(m.AvailableBytes)
-		}
-		if i == len(frames)-1 {
-			w.unavailable = f.Unavailable
 		}
 		if f.Profile != nil && len(f.Profile.Categories) > 0 {
 			w.profile = f.Profile
 		}
+		if i == len(frames)-1 {
+			w.readGPUs(f)
+			w.unavailable = f.Unavailable
+		}
 	}
-	w.gpuUtil, w.gpuP5, w.gpuP95, w.virtualBusy = gu.median(), g5.median(), g95.median(), vb.median()
-	w.smActivity, w.pcieRx = sma.median(), prx.median()
-	w.waitShare, w.batchesPerSec, w.readSec, w.decodeSec, w.bytesPerSec = ws.median(), bps.median(), rs.median(), ds.median(), byps.median()
-	w.samplesPerSec, w.stepMs, w.loaderCPU = sps.median(), stp.median(), lc.median()
-	w.queueDepth = qd.median()
-	w.jobUsed, w.jobThrottle = ju.median(), jt.median()
-	w.runDelay, w.othersCores = rd.median(), oc.median()
-	w.spinPct, w.spinThreads = sc.median(), sn.median()
-	w.cpuBusy, w.hottestCore, w.hottestThread, w.runQueue, w.iowait = cb.median(), hc.median(), ht.median(), rq.median(), iw.median()
-	w.diskBusy, w.psiCPU, w.psiIO, w.psiMem = db.median(), pc.median(), pi.median(), pm.median()
-	w.swapPages, w.majFaults = sw.median(), mf.median()
-	w.paging.finish(&pl)
+	s.medians(&w)
 	w.finishMeans()
-	w.roles.loopPct, w.roles.loopHottest, w.roles.computePct, w.roles.workersPct = rl.median(), rh.median(), rc.median(), rw.median()
 	return w
 }
 
 // addJob adds a frame's job reading; events and swap are counted from the
 // window's first reading to its last.
-func (w *window) addJob(j *sample.Job, used, throttled *levels) {
+func (w *window) addJob(j *sample.Job, s *signals) {
 	if j == nil {
 		return
 	}
-	if j.CPUUsedCores != nil {
-		used.add(*j.CPUUsedCores)
-	}
-	if j.ThrottledPeriodsShare != nil {
-		throttled.add(*j.ThrottledPeriodsShare)
-	}
+	s.addIf(sigJobUsed, j.CPUUsedCores)
+	s.addIf(sigJobThrottle, j.ThrottledPeriodsShare)
 	if first := w.job; first != nil && first.Cgroup == j.Cgroup {
 		if a, b := first.MemEvents, j.MemEvents; a != nil && b != nil {
 			if b.Max >= a.Max {
@@ -239,7 +188,7 @@ func (w *window) addJob(j *sample.Job, used, throttled *levels) {
 // addContention adds a frame's CPU contention: how long the job's key
 // thread (the training loop's, else its busiest) waited for a CPU, and the
 // CPU that processes outside the watched tree used.
-func (w *window) addContention(f *sample.Frame, delay, others *levels) {
+func (w *window) addContention(f *sample.Frame, s *signals) {
 	p := f.Procs
 	if p == nil || p.FocusPID == 0 || len(p.Threads) == 0 {
 		return
@@ -253,7 +202,7 @@ func (w *window) addContention(f *sample.Frame, delay, others *levels) {
 		}
 	}
 	if t.RunDelayMsPerSec != nil {
-		delay.add(*t.RunDelayMsPerSec)
+		s.add(sigRunDelay, *t.RunDelayMsPerSec)
 		w.delayedThread = t
 	}
 	if c := f.CPU; c != nil && len(c.Cores) > 0 {
@@ -261,7 +210,7 @@ func (w *window) addContention(f *sample.Frame, delay, others *levels) {
 		for _, pr := range p.List {
 			tree += pr.CPUPct
 		}
-		others.add(max(0, c.BusyPct/100*float64(len(c.Cores))-tree/100))
+		s.add(sigOthersCores, max(0, c.BusyPct/100*float64(len(c.Cores))-tree/100))
 	}
 }
 
@@ -314,11 +263,8 @@ func (w *window) finishMeans() {
 	}
 }
 
-// loaderLevels are the loader's metrics collected over a window.
-type loaderLevels struct{ bps, sps, stp, lc, byps, ws, rs, ds, qd *levels }
-
 // addLoader adds a frame's loader readings, and keeps its latest facts.
-func (w *window) addLoader(f *sample.Frame, l *sample.Loader, lv loaderLevels) {
+func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	w.haveLoader = true
 	w.loaderKind = l.Kind
 	if l.Sampled == nil && (l.Connected == nil || *l.Connected) {
@@ -340,15 +286,13 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, lv loaderLevels) {
 		// rates are unknown (not zero).
 		w.sampled = l.Sampled
 	} else {
-		lv.bps.add(l.BatchesPerSec)
-		lv.sps.add(l.SamplesPerSec)
-		lv.byps.add(l.BytesPerSec)
+		s.add(sigBatchesPerSec, l.BatchesPerSec)
+		s.add(sigSamplesPerSec, l.SamplesPerSec)
+		s.add(sigBytesPerSec, l.BytesPerSec)
 	}
-	if l.StepMeanMs != nil {
-		lv.stp.add(*l.StepMeanMs)
-	}
+	s.addIf(sigStepMs, l.StepMeanMs)
 	if v, ok := loaderCPU(f); ok {
-		lv.lc.add(v)
+		s.add(sigLoaderCPU, v)
 	}
 	if l.Knobs != nil {
 		w.knobs = l.Knobs
@@ -359,18 +303,10 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, lv loaderLevels) {
 	if l.BatchesPerEpoch != nil {
 		w.batchesPerEpoch = *l.BatchesPerEpoch
 	}
-	if l.WaitShare != nil {
-		lv.ws.add(*l.WaitShare)
-	}
-	if l.QueueDepth != nil {
-		lv.qd.add(*l.QueueDepth)
-	}
-	if l.ReadSecPerSec != nil {
-		lv.rs.add(*l.ReadSecPerSec)
-	}
-	if l.DecodeSecPerSec != nil {
-		lv.ds.add(*l.DecodeSecPerSec)
-	}
+	s.addIf(sigWaitShare, l.WaitShare)
+	s.addIf(sigQueueDepth, l.QueueDepth)
+	s.addIf(sigReadSecPerSec, l.ReadSecPerSec)
+	s.addIf(sigDecodeSecPerSec, l.DecodeSecPerSec)
 	if l.Workers != nil {
 		w.workers = *l.Workers
 	}
@@ -420,36 +356,20 @@ func spinningCompute(f *sample.Frame, th *Thresholds) (pct, n float64, ok bool) 
 	return pct, n, true
 }
 
-// addCPU adds a frame's busy, iowait, run queue and hottest core.
-func addCPU(c *sample.CPU, busy, iowait, runQueue, hottest *levels) {
-	busy.add(c.BusyPct)
-	iowait.add(c.IowaitPct)
-	runQueue.add(float64(c.ProcsRunning))
-	hot := 0.0
-	for j := range c.Cores { // by index: a Core is 40 bytes
-		if b := c.Cores[j].BusyPct; b > hot {
-			hot = b
-		}
-	}
-	if len(c.Cores) > 0 {
-		hottest.add(hot)
-	}
-}
-
 // add adds a frame's split of the training process's CPU, when it has one.
-func (r *roles) add(f *sample.Frame, loop, hottest, compute, workers *levels) {
+func (r *roles) add(f *sample.Frame, s *signals) {
 	rr, ok := readRoles(f)
 	if !ok {
 		return
 	}
-	loop.add(rr.loop.CPUPct)
-	hottest.add(b2f(rr.loopHottest))
+	s.add(sigLoopPct, rr.loop.CPUPct)
+	s.add(sigLoopHottest, b2f(rr.loopHottest))
 	r.loopName, r.loopTID = rr.loop.Name, rr.loop.TID
 	if rr.haveCompute {
-		compute.add(rr.computePct)
+		s.add(sigComputePct, rr.computePct)
 	}
 	if rr.haveWorker {
-		workers.add(rr.workersPct)
+		s.add(sigWorkersPct, rr.workersPct)
 	}
 	r.compute, r.haveCompute = rr.compute, rr.haveTop
 }
@@ -459,12 +379,6 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-func addPressure(l *levels, p *sample.Pressure) {
-	if v, ok := p.Some(); ok {
-		l.add(v)
-	}
 }
 
 // readGPUs takes the GPU count and memory from the window's last frame.

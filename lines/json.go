@@ -75,8 +75,8 @@ type Event struct {
 }
 
 // Note is a line of a session that is not a frame: a Scenario switch or an
-// Event. The set is closed (the unexported method): a writer handles every
-// kind, checked at compile time, not at run time.
+// Event. The unexported method closes the set to this package's types;
+// WriteNote's switch handles each, and a test writes every kind.
 type Note interface{ note() }
 
 func (Scenario) note() {}

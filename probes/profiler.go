@@ -38,7 +38,7 @@ func NewProfilerOf(pick func() *Attach, every, length time.Duration) *Profiler {
 	return &Profiler{pick: pick, every: every, seconds: max(1, int(length.Seconds())), now: time.Now}
 }
 
-// Start fetches the first profile now and then every Every, until ctx
+// Start fetches the first profile now and then one every `every`, until ctx
 // ends or Close.
 func (p *Profiler) Start(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)

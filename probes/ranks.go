@@ -310,6 +310,9 @@ func (r *Ranks) Collect(ctx context.Context, f *sample.Frame) error {
 		}
 	}
 	if pace < 0 {
+		// None answers: the loader panel and JSON still say which loader
+		// went away and since when (the pacing one's, else the first's).
+		f.Loader = r.lastWord(targets, results)
 		f.Ranks = sortRanks(ranks)
 		if firstErr == nil {
 			firstErr = errors.New("no rank answers")
@@ -321,6 +324,29 @@ func (r *Ranks) Collect(ctx context.Context, f *sample.Frame) error {
 	r.setPacing(targets[pace].a)
 	f.Ranks = sortRanks(ranks)
 	return nil
+}
+
+// lastWord is the loader to show when no rank answers: the pacing rank's
+// disconnection, else the first rank's that has one (nil when none read
+// yet).
+func (r *Ranks) lastWord(targets []*rankTarget, results []*reading) *sample.Loader {
+	r.mu.Lock()
+	pacing := r.pacing
+	r.mu.Unlock()
+	var first *sample.Loader
+	for i, t := range targets {
+		res := results[i]
+		if res == nil || res.f.Loader == nil {
+			continue
+		}
+		if t.a == pacing {
+			return res.f.Loader
+		}
+		if first == nil {
+			first = res.f.Loader
+		}
+	}
+	return first
 }
 
 // readBudget is how long a tick waits for the ranks' reads when its

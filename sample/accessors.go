@@ -67,7 +67,7 @@ func (f *Frame) GPUSMActivity() (pct float64, ok bool) {
 	return sum / float64(n), true
 }
 
-// GPUBand is the mean, over the GPUs that are not lost and have driver
+// GPUBand is the mean, over the judged GPUs (JudgedGPU) that have driver
 // samples, of each one's p5 and p95 within the interval: a sawtooth shows
 // as a low p5 under a high p95. ok is false when no GPU has samples.
 func (f *Frame) GPUBand() (p5, p95 float64, ok bool) {

@@ -33,9 +33,6 @@ func (h *History) Add(f *Frame) {
 // Len is the number of frames held.
 func (h *History) Len() int { return h.n }
 
-// Cap is the most frames the History holds.
-func (h *History) Cap() int { return len(h.buf) }
-
 // At returns the i-th frame, oldest first (0 ≤ i < Len). It panics on an
 // index out of range, like a slice.
 func (h *History) At(i int) *Frame {
@@ -43,14 +40,6 @@ func (h *History) At(i int) *Frame {
 		panic("sample: History index out of range")
 	}
 	return h.buf[(h.start+i)%len(h.buf)]
-}
-
-// Latest returns the newest frame, or nil when empty.
-func (h *History) Latest() *Frame {
-	if h.n == 0 {
-		return nil
-	}
-	return h.At(h.n - 1)
 }
 
 // Last appends the newest k frames (fewer if fewer are held), oldest first,

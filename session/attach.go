@@ -82,7 +82,7 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 			return nil, err
 		}
 	}
-	if err := checkAny(ctx, attached, !to.Discover); err != nil {
+	if err := checkAny(ctx, attached); err != nil {
 		return nil, err
 	}
 	var discover func() (probes.Discovery, error)
@@ -127,10 +127,11 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 	return a, nil
 }
 
-// checkAny checks the loaders at once. With one, its failure is the
-// error; with several, only all failing is (the others may start later);
-// lenient (discovery) never fails.
-func checkAny(ctx context.Context, attached []*probes.Attach, strict bool) error {
+// checkAny checks the loaders named at once. With one, its failure is the
+// error; with several, only all failing is (the others may start later).
+// Discovery does not soften it: a URL the user typed that does not answer
+// is a mistake to say now, not a rank that may come up.
+func checkAny(ctx context.Context, attached []*probes.Attach) error {
 	if len(attached) == 0 {
 		return nil
 	}
@@ -144,9 +145,6 @@ func checkAny(ctx context.Context, attached []*probes.Attach, strict bool) error
 		}()
 	}
 	wg.Wait()
-	if !strict {
-		return nil
-	}
 	if len(attached) == 1 {
 		return errs[0]
 	}

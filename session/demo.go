@@ -36,7 +36,7 @@ func Demo(ctx context.Context, o Options, cfgs []loader.Config, datasets []*load
 	o.Probes = append(o.Probes, probes.NewLoader(src))
 	o.Own, o.Notes = os.Getpid(), notes
 	if o.Title == "" {
-		o.Title = DemoTitle(cfgs)
+		o.Title = demoTitle(cfgs)
 	}
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, o) }()
@@ -81,8 +81,8 @@ func tour(ctx context.Context, src *EmbeddedSource, notes chan<- lines.Note, cfg
 	}
 }
 
-// DemoTitle is what the dashboard says it watches for these configurations.
-func DemoTitle(cfgs []loader.Config) string {
+// demoTitle is what the dashboard says it watches for these configurations.
+func demoTitle(cfgs []loader.Config) string {
 	if len(cfgs) > 1 {
 		return "demo: tour of every scenario"
 	}

@@ -41,7 +41,7 @@ func (e *EmbeddedSource) LoaderCounters(context.Context) (probes.LoaderCounters,
 		// for 30 s when the first tick comes before the loader is set.
 		return probes.LoaderCounters{}, errLoaderStarting
 	}
-	c := CountersFromSnapshot(l.Snapshot(), l.Config())
+	c := countersFromSnapshot(l.Snapshot(), l.Config())
 	c.Kind = "embedded"
 	pid := os.Getpid()
 	c.PID = &pid
@@ -55,9 +55,9 @@ func (e *EmbeddedSource) LoaderCounters(context.Context) (probes.LoaderCounters,
 	return c, nil
 }
 
-// CountersFromSnapshot converts the embedded loader's counters (the sweep
+// countersFromSnapshot converts the embedded loader's counters (the sweep
 // uses it too).
-func CountersFromSnapshot(s loader.Snapshot, c loader.Config) probes.LoaderCounters {
+func countersFromSnapshot(s loader.Snapshot, c loader.Config) probes.LoaderCounters {
 	rs, ds := s.ReadSeconds, s.DecodeSeconds
 	qd := float64(s.QueueDepth)
 	w, p := c.Workers, c.Prefetch

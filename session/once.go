@@ -13,17 +13,17 @@ import (
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
-// OnceCap is how long --once waits for the verdict to settle when no
+// onceCap is how long --once waits for the verdict to settle when no
 // duration is given.
-const OnceCap = 60 * time.Second
+const onceCap = 60 * time.Second
 
-// SettleFrames and SettleTime: the shown verdict must keep its kind, past
+// settleFrames and settleTime: the shown verdict must keep its kind, past
 // warming up, this many frames in a row and this long, to count as
 // settled — long enough for a loader's start-up (workers starting, the
 // first batches) to pass.
 const (
-	SettleFrames = 5
-	SettleTime   = 5 * time.Second
+	settleFrames = 5
+	settleTime   = 5 * time.Second
 )
 
 // ErrBottleneck is what a --once session returns when its verdict is a
@@ -37,7 +37,7 @@ var ErrBottleneck = errors.New("a bottleneck was found")
 var ErrUnsettled = errors.New("no verdict settled")
 
 // settle is the --once observer: it watches the verdicts and stops the
-// session once one has held SettleFrames frames.
+// session once one has held settleFrames frames.
 type settle struct {
 	stop    func()
 	first   time.Time
@@ -66,7 +66,7 @@ func (s *settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		s.streak, s.since = 1, f.Time
 	}
 	s.verdict, s.last = v, f
-	if v.Kind != diagnose.WarmingUp && s.streak >= SettleFrames && f.Time.Sub(s.since) >= SettleTime && !s.settled {
+	if v.Kind != diagnose.WarmingUp && s.streak >= settleFrames && f.Time.Sub(s.since) >= settleTime && !s.settled {
 		s.settled = true
 		s.stop()
 	}
@@ -143,9 +143,9 @@ func (s *settle) why() string {
 	case s.verdict.Kind == diagnose.WarmingUp:
 		return fmt.Sprintf("still warming up: %d frames came, the diagnosis needs %d (a longer --duration, or a shorter --interval)", s.frames, s.need)
 	case s.changes > 0:
-		return fmt.Sprintf("the verdict changed %s before it could hold %d frames and %v", plural(s.changes, "time"), SettleFrames, SettleTime)
+		return fmt.Sprintf("the verdict changed %s before it could hold %d frames and %v", plural(s.changes, "time"), settleFrames, settleTime)
 	}
-	return fmt.Sprintf("it held %s, not %d frames and %v (a longer --duration)", plural(s.streak, "frame"), SettleFrames, SettleTime)
+	return fmt.Sprintf("it held %s, not %d frames and %v (a longer --duration)", plural(s.streak, "frame"), settleFrames, settleTime)
 }
 
 // plural is "1 frame", "2 frames".

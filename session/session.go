@@ -69,7 +69,7 @@ type Options struct {
 	// Headless prints lines (JSON lines with JSON) instead of the
 	// dashboard; it is implied when Stdout is not a terminal.
 	Headless, JSON bool
-	// Once samples until the verdict settles (at most OnceCap, or
+	// Once samples until the verdict settles (at most onceCap, or
 	// Duration), prints one summary and returns ErrBottleneck when the
 	// verdict is a problem.
 	Once bool
@@ -114,7 +114,7 @@ func Run(ctx context.Context, o Options) error {
 	defer sampler.Close()
 	limit := o.Duration
 	if o.Once && limit == 0 {
-		limit = OnceCap
+		limit = onceCap
 	}
 	if limit > 0 {
 		var cancel context.CancelFunc

@@ -66,10 +66,6 @@ func Sweep(ctx context.Context, t Trials, grid []Setting, progress io.Writer) ([
 	return results, nil
 }
 
-// GoodEnough is the share of the best that the cheapest configuration
-// must reach (the model's planner uses the same rule).
-const goodEnough = diagnose.GoodEnough
-
 // markBest marks the most samples/s, and the fewest workers (then the
 // smallest prefetch) within 95 % of it.
 func markBest(rs []SweepResult) {
@@ -86,7 +82,7 @@ func markBest(rs []SweepResult) {
 	cheap := -1
 	cost := func(r SweepResult) (int, int) { return workersOf(r), prefetchOf(r) }
 	for i, r := range rs {
-		if r.SamplesPerSec < goodEnough*rs[best].SamplesPerSec {
+		if r.SamplesPerSec < diagnose.GoodEnough*rs[best].SamplesPerSec {
 			continue
 		}
 		if cheap < 0 {

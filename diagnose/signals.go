@@ -1,0 +1,187 @@
+package diagnose
+
+import "github.com/gpuwatch/gpuwatch/sample"
+
+// signal names a metric a window takes the median of. Each frame adds its
+// value, when it has one, to the signal's levels (signals.add); the window
+// then takes every signal's median into the field medianOf names. A frame
+// that lacks a metric adds nothing: its level is missing, never zero.
+type signal int
+
+const (
+	sigGPUUtil     signal = iota // the mean utilization over the judged GPUs
+	sigGPUP5                     // their mean p5 within the interval
+	sigGPUP95                    // their mean p95
+	sigSMActivity                // GPM SM activity (MIG)
+	sigPCIeRx                    // the busiest judged GPU's PCIe RX share of its link
+	sigVirtualBusy               // the virtual accelerator's busy %
+
+	sigWaitShare     // the loop's share of time waiting for a batch
+	sigBatchesPerSec // instrumented loaders only (a sampled loop has no rates)
+	sigSamplesPerSec
+	sigBytesPerSec
+	sigStepMs        // the mean step
+	sigLoaderCPU     // % of a core: its workers', else its process's
+	sigReadSecPerSec // summed over workers
+	sigDecodeSecPerSec
+	sigQueueDepth // batches ready when the loop asked
+
+	sigCPUBusy
+	sigIowait
+	sigRunQueue
+	sigHottestCore
+	sigHottestThread // the thread the one-thread rules judge (pegCandidate)
+	sigDiskBusy      // the busiest device
+	sigPSICPU
+	sigPSIIO
+	sigPSIMem
+	sigSwapPages // in + out, pages per second
+	sigMajFaults // host-wide, per second
+
+	sigLoopPct     // the training loop's thread, % of a core
+	sigLoopHottest // 1 where the loop's thread was the busiest thread
+	sigComputePct  // the training process's other threads
+	sigWorkersPct  // its worker processes
+	sigSpinPct     // its compute threads that spin, % of a core
+	sigSpinThreads // how many spin
+
+	sigJobUsed     // cores the job's cgroup used
+	sigJobThrottle // share of its periods throttled
+	sigRunDelay    // ms per second the key thread waited for a CPU
+	sigOthersCores // cores used outside the watched tree
+
+	sigTreeMajFaults // the watched tree's major faults per second
+	sigTreeDiskRead  // bytes/s its faults and reads took from the disk
+	sigTreeReadCalls // bytes/s its read calls returned
+	sigFileRefaults  // host file refaults per second
+
+	numSignals
+)
+
+// signals holds every signal's values over a window.
+type signals [numSignals]levels
+
+func (s *signals) add(k signal, v float64) { s[k].add(v) }
+
+// addIf adds *v when the frame has it.
+func (s *signals) addIf(k signal, v *float64) {
+	if v != nil {
+		s[k].add(*v)
+	}
+}
+
+// medianOf is where each signal's median goes.
+var medianOf = [numSignals]func(*window) *level{
+	sigGPUUtil:     func(w *window) *level { return &w.gpuUtil },
+	sigGPUP5:       func(w *window) *level { return &w.gpuP5 },
+	sigGPUP95:      func(w *window) *level { return &w.gpuP95 },
+	sigSMActivity:  func(w *window) *level { return &w.smActivity },
+	sigPCIeRx:      func(w *window) *level { return &w.pcieRx },
+	sigVirtualBusy: func(w *window) *level { return &w.virtualBusy },
+
+	sigWaitShare:       func(w *window) *level { return &w.waitShare },
+	sigBatchesPerSec:   func(w *window) *level { return &w.batchesPerSec },
+	sigSamplesPerSec:   func(w *window) *level { return &w.samplesPerSec },
+	sigBytesPerSec:     func(w *window) *level { return &w.bytesPerSec },
+	sigStepMs:          func(w *window) *level { return &w.stepMs },
+	sigLoaderCPU:       func(w *window) *level { return &w.loaderCPU },
+	sigReadSecPerSec:   func(w *window) *level { return &w.readSec },
+	sigDecodeSecPerSec: func(w *window) *level { return &w.decodeSec },
+	sigQueueDepth:      func(w *window) *level { return &w.queueDepth },
+
+	sigCPUBusy:       func(w *window) *level { return &w.cpuBusy },
+	sigIowait:        func(w *window) *level { return &w.iowait },
+	sigRunQueue:      func(w *window) *level { return &w.runQueue },
+	sigHottestCore:   func(w *window) *level { return &w.hottestCore },
+	sigHottestThread: func(w *window) *level { return &w.hottestThread },
+	sigDiskBusy:      func(w *window) *level { return &w.diskBusy },
+	sigPSICPU:        func(w *window) *level { return &w.psiCPU },
+	sigPSIIO:         func(w *window) *level { return &w.psiIO },
+	sigPSIMem:        func(w *window) *level { return &w.psiMem },
+	sigSwapPages:     func(w *window) *level { return &w.swapPages },
+	sigMajFaults:     func(w *window) *level { return &w.majFaults },
+
+	sigLoopPct:     func(w *window) *level { return &w.roles.loopPct },
+	sigLoopHottest: func(w *window) *level { return &w.roles.loopHottest },
+	sigComputePct:  func(w *window) *level { return &w.roles.computePct },
+	sigWorkersPct:  func(w *window) *level { return &w.roles.workersPct },
+	sigSpinPct:     func(w *window) *level { return &w.spinPct },
+	sigSpinThreads: func(w *window) *level { return &w.spinThreads },
+
+	sigJobUsed:     func(w *window) *level { return &w.jobUsed },
+	sigJobThrottle: func(w *window) *level { return &w.jobThrottle },
+	sigRunDelay:    func(w *window) *level { return &w.runDelay },
+	sigOthersCores: func(w *window) *level { return &w.othersCores },
+
+	sigTreeMajFaults: func(w *window) *level { return &w.paging.majFaults },
+	sigTreeDiskRead:  func(w *window) *level { return &w.paging.diskRead },
+	sigTreeReadCalls: func(w *window) *level { return &w.paging.readCalls },
+	sigFileRefaults:  func(w *window) *level { return &w.paging.refaults },
+}
+
+// newSignals returns room for n frames of every signal, in one allocation.
+func newSignals(n int) *signals {
+	s := new(signals)
+	backing := make([]float64, int(numSignals)*n)
+	for k := range s {
+		s[k].vals = backing[k*n : k*n : (k+1)*n]
+	}
+	return s
+}
+
+// medians sets every signal's median in w.
+func (s *signals) medians(w *window) {
+	for k := range s {
+		*medianOf[k](w) = s[k].median()
+	}
+}
+
+// addFrameSignals adds the signals a frame states directly.
+func (s *signals) addFrameSignals(f *sample.Frame) {
+	if u, ok := f.GPUUtil(); ok {
+		s.add(sigGPUUtil, u)
+	}
+	if a, ok := f.GPUSMActivity(); ok {
+		s.add(sigSMActivity, a)
+	}
+	if p5, p95, ok := f.GPUBand(); ok {
+		s.add(sigGPUP5, p5)
+		s.add(sigGPUP95, p95)
+	}
+	if a := f.Accel; a != nil {
+		s.add(sigVirtualBusy, a.BusyPct)
+	}
+	if c := f.CPU; c != nil {
+		s.add(sigCPUBusy, c.BusyPct)
+		s.add(sigIowait, c.IowaitPct)
+		s.add(sigRunQueue, float64(c.ProcsRunning))
+		hot := 0.0
+		for j := range c.Cores { // by index: a Core is 40 bytes
+			hot = max(hot, c.Cores[j].BusyPct)
+		}
+		if len(c.Cores) > 0 {
+			s.add(sigHottestCore, hot)
+		}
+	}
+	if d, ok := f.BusiestDisk(); ok {
+		s.add(sigDiskBusy, d.BusyPct)
+	}
+	if p := f.PSI; p != nil {
+		s.addPressure(sigPSICPU, p.CPU)
+		s.addPressure(sigPSIIO, p.IO)
+		s.addPressure(sigPSIMem, p.Memory)
+	}
+	if m := f.Mem; m != nil {
+		if m.SwapInPagesPerSec != nil && m.SwapOutPagesPerSec != nil {
+			s.add(sigSwapPages, *m.SwapInPagesPerSec+*m.SwapOutPagesPerSec)
+		}
+		s.addIf(sigMajFaults, m.MajorFaultsPerSec)
+		s.addIf(sigFileRefaults, m.FileRefaultsPerSec)
+	}
+}
+
+func (s *signals) addPressure(k signal, p *sample.Pressure) {
+	if v, ok := p.Some(); ok {
+		s.add(k, v)
+	}
+}
