@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -155,9 +156,20 @@ func TestAttachSurvivesHostileEndpoints(t *testing.T) {
 }
 
 // execGpuwatch runs the binary to its end and returns its combined output.
+// execGpuwatch runs the binary to its end. A run that would hang (a
+// refusal that never comes) is killed after 2 minutes and fails the test
+// by name, not the whole package at its timeout.
 func execGpuwatch(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	out, err := exec.Command(binary(t), args...).CombinedOutput()
+	const limit = 2 * time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("gpuwatch %s: still running after %v: %s", strings.Join(args, " "), limit, out)
+	}
 	return string(out), err
 }
 

@@ -607,11 +607,10 @@ func TestAttachToAPlainGoPprofServer(t *testing.T) {
 
 func TestAttachRefusesADeadURL(t *testing.T) {
 	addr := freePort(t)
-	out, err := exec.Command(binary(t), "attach", "http://user:hunter2@"+addr).CombinedOutput()
+	s, err := execGpuwatch(t, "attach", "http://user:hunter2@"+addr)
 	if code := exitCode(err); code != 1 {
-		t.Fatalf("exit %d: %s", code, out)
+		t.Fatalf("exit %d: %s", code, s)
 	}
-	s := string(out)
 	if !strings.Contains(s, "cannot attach to http://"+addr+": connection refused") || strings.Contains(s, "hunter2") || strings.Count(s, "\n") != 1 {
 		t.Fatalf("output %q", s)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
 )
 
@@ -69,7 +70,7 @@ func runLoader(ctx context.Context, c loader.Config, listen, eventsPath string, 
 	} else {
 		defer remove()
 	}
-	fmt.Fprintf(stdout, "gpuwatch loader (%s, %d workers) serving http://%s/metrics and /debug/pprof/ (pid %d)\n",
-		c.Name(), c.Workers, ln.Addr(), os.Getpid())
+	fmt.Fprintf(stdout, "gpuwatch loader (%s, %s) serving http://%s/metrics and /debug/pprof/ (pid %d)\n",
+		c.Name(), sample.Plural(c.Workers, "worker"), ln.Addr(), os.Getpid())
 	return session.LoaderProgress(ctx, l, every, stdout)
 }

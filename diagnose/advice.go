@@ -93,7 +93,7 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice) []string {
 			a = append(a, fmt.Sprintf("the GPU is %.0f %% busy: a larger batch or fewer host syncs (.item(), .cpu()) keep it busier", acc.v))
 		}
 	case Idle:
-		a = append(a, "nothing runs on the accelerator or the loader")
+		// Nothing to change: the evidence says that nothing runs.
 	case GPUUnderused:
 		a = append(a, "give each kernel more work: a larger batch (or gradient accumulation to keep the step's size)")
 		a = append(a, "launch fewer kernels: CUDA graphs or torch.compile (mode=\"reduce-overhead\") fuse them and drop the launch gaps")

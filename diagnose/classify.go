@@ -237,7 +237,7 @@ var waitingRules = []waitingRule{
 		d := join(GPUStarved, f.wait)
 		if f.fewWorkers {
 			d.evidence = append(d.evidence, evidence("loader.workers", float64(w.workers), "<", th.WorkersPerCoreLow*float64(w.cores), "",
-				fmt.Sprintf("only %d loader workers for %d cores", w.workers, w.cores)))
+				fmt.Sprintf("only %s for %d cores", sample.Plural(w.workers, "loader worker"), w.cores)))
 		}
 		if w.cpuBusy.ok {
 			d.evidence = append(d.evidence, evidence("cpu.busy_pct", w.cpuBusy.v, "<", th.CPUSaturatedPct, "%",

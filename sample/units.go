@@ -94,3 +94,12 @@ func pad2(n int) string {
 	}
 	return strconv.Itoa(n)
 }
+
+// Plural counts a noun: "1 worker", "2 workers", "0 workers". Words
+// whose plural is not the word plus "s" are not passed here.
+func Plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}

@@ -143,15 +143,7 @@ func (s *settle) why() string {
 	case s.verdict.Kind == diagnose.WarmingUp:
 		return fmt.Sprintf("still warming up: %d frames came, the diagnosis needs %d (a longer --duration, or a shorter --interval)", s.frames, s.need)
 	case s.changes > 0:
-		return fmt.Sprintf("the verdict changed %s before it could hold %d frames and %v", plural(s.changes, "time"), settleFrames, settleTime)
+		return fmt.Sprintf("the verdict changed %s before it could hold %d frames and %v", sample.Plural(s.changes, "time"), settleFrames, settleTime)
 	}
-	return fmt.Sprintf("it held %s, not %d frames and %v (a longer --duration)", plural(s.streak, "frame"), settleFrames, settleTime)
-}
-
-// plural is "1 frame", "2 frames".
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
+	return fmt.Sprintf("it held %s, not %d frames and %v (a longer --duration)", sample.Plural(s.streak, "frame"), settleFrames, settleTime)
 }

@@ -82,18 +82,19 @@ func (cpuPanel) draw(pv *view, w, h int) []string {
 						}
 					}
 				}
-				head := fmt.Sprintf("cpu%-2d ", k.ID)
-				rows := pv.tallSpark(vals, w-len(head)-5, tall)
+				// Each chart over its own axis: "cpu3 ┤" under "     │".
+				head := fmt.Sprintf("cpu%-2d", k.ID)
+				rows := pv.tallSpark(vals, w-len(head)-6, tall)
 				for i, r := range rows {
 					if i == len(rows)-1 {
-						lines = append(lines, head+r+pct(k.BusyPct))
+						lines = append(lines, head+pv.st.Dim.Render("┤")+r+pct(k.BusyPct))
 					} else {
-						lines = append(lines, strings.Repeat(" ", len(head))+r)
+						lines = append(lines, strings.Repeat(" ", len(head))+pv.st.Dim.Render("│")+r)
 					}
 				}
 			}
 		}
-		return block(lines, w, h)
+		return pv.withTrend(cpuPanel{}, lines, w, h)
 	}
 	rowLen := gridRowLen(w)
 	cells := (len(c.Cores) + group - 1) / group
@@ -112,7 +113,7 @@ func (cpuPanel) draw(pv *view, w, h int) []string {
 	if group > 1 && len(lines) < h {
 		lines = append(lines, pv.st.Dim.Render(fmt.Sprintf("     %d cores per cell (the busiest shown)", group)))
 	}
-	return block(lines, w, h)
+	return pv.withTrend(cpuPanel{}, lines, w, h)
 }
 
 // maxHistoryRows is the tallest a core's history grows.

@@ -77,7 +77,7 @@ func (m *Model) body(w, h int) []string {
 		return nil
 	}
 	if m.zoom {
-		return m.drawPanel(m.focus, w, h)
+		return m.drawPanel(m.focus, w, h, 0)
 	}
 	cols := columns(w)
 	gap := 1
@@ -106,7 +106,9 @@ func (m *Model) body(w, h int) []string {
 
 // column stacks panels into w×h: every panel gets its least height in
 // order while they fit (the last ones are left out when they do not), then
-// spare lines go to each panel up to what it could use, in order.
+// spare lines go to each panel up to what it could use, in order; what is
+// still spare goes to the panels' trend charts, shared evenly, and only
+// then to the last panel shown, so the column fills.
 func (m *Model) column(ids []panelID, w, h int) []string {
 	heights := make([]int, len(ids))
 	most := make([]int, len(ids))
@@ -129,9 +131,13 @@ func (m *Model) column(ids []panelID, w, h int) []string {
 			used += add
 		}
 	}
-	// Whatever is left goes to the last panel shown, so the column fills.
+	charts := make([]int, len(ids))
+	used += m.shareTrends(ids, w, h-used, heights, charts)
 	for i := len(ids) - 1; i >= 0 && used < h; i-- {
 		if heights[i] > 0 {
+			if charts[i] > 0 {
+				charts[i] += h - used // a taller chart, not blank rows above it
+			}
 			heights[i] += h - used
 			used = h
 		}
@@ -139,14 +145,39 @@ func (m *Model) column(ids []panelID, w, h int) []string {
 	out := make([]string, 0, h)
 	for i, id := range ids {
 		if heights[i] > 0 {
-			out = append(out, m.drawPanel(id, w, heights[i])...)
+			out = append(out, m.drawPanel(id, w, heights[i], charts[i])...)
 		}
 	}
 	return stack(out, w, h)
 }
 
-// drawPanel draws a panel with its title rule.
-func (m *Model) drawPanel(id panelID, w, h int) []string {
+// shareTrends gives spare lines to the trend charts of the panels shown
+// (heights > 0) that have one: evenly, each between minTrendRows and
+// maxTrendRows. It sets charts[i] and returns the lines given.
+func (m *Model) shareTrends(ids []panelID, w, spare int, heights, charts []int) int {
+	var with []int
+	for i, id := range ids {
+		if heights[i] > 0 {
+			if _, ok := trendOf(id, m.view(id)); ok {
+				with = append(with, i)
+			}
+		}
+	}
+	// As many charts as the spare lines hold at their least, first ones first.
+	with = with[:min(len(with), spare/minTrendRows)]
+	given := 0
+	for k, i := range with {
+		n := min(maxTrendRows, (spare-given)/(len(with)-k))
+		charts[i] = n
+		heights[i] += n
+		given += n
+	}
+	return given
+}
+
+// drawPanel draws a panel with its title rule, and its trend chart in the
+// last chart lines of its h.
+func (m *Model) drawPanel(id panelID, w, h, chart int) []string {
 	title := panelTitles[id]
 	if m.zoom && id == m.focus {
 		title += " (enter: back)"
@@ -154,8 +185,13 @@ func (m *Model) drawPanel(id panelID, w, h int) []string {
 	// draw returns h-1 lines of exactly w cells (it pads with block): the
 	// title rule is fitted here, nothing is measured twice.
 	lines := []string{fit(m.rule(title, w, id == m.focus), w)}
-	if h > 1 {
-		lines = append(lines, panels[id].draw(m.view(id), w, h-1)...)
+	if body := h - 1 - chart; body > 0 {
+		lines = append(lines, panels[id].draw(m.view(id), w, body)...)
+	}
+	if chart > 0 {
+		pv := m.view(id)
+		t, _ := trendOf(id, pv)
+		lines = append(lines, pv.drawTrend(t, w, chart)...) // w cells wide (block)
 	}
 	return stack(lines, w, h)
 }

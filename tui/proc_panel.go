@@ -98,7 +98,7 @@ func (procPanel) draw(pv *view, w, h int) []string {
 	}
 	head := "busiest processes"
 	if p.FocusPID != 0 {
-		head = fmt.Sprintf("pid %d and its %d descendants", p.FocusPID, max(0, len(p.List)-1))
+		head = fmt.Sprintf("pid %d and its %s", p.FocusPID, sample.Plural(max(0, len(p.List)-1), "descendant"))
 	}
 	rows := []string{pv.st.Label.Render(fmt.Sprintf("%7s %5s %4s %7s %9s %6s  %s", "PID", "CPU%", "THR", "RSS", "READ/s", "MAJF/s", "NAME")) + pv.st.Dim.Render("  "+head)}
 	for _, pr := range p.List {

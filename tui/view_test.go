@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -275,5 +276,32 @@ func TestJobGPUsMarkedAndOthersFolded(t *testing.T) {
 	}
 	if k := m.shown.Verdict.Kind; k == diagnose.Idle {
 		t.Errorf("verdict %s: the job's GPUs are busy", k)
+	}
+}
+
+// TestDashboardUsesItsHeight: at every size from 80×24 to 250×70 the
+// panels fill the rows between the verdict and the key line: at most 3
+// blank rows (the trend charts take what the figures leave).
+func TestDashboardUsesItsHeight(t *testing.T) {
+	for name, m := range machines(t) {
+		for _, w := range []int{80, 100, 120, 130, 160, 200, 250} {
+			for _, h := range []int{24, 30, 40, 45, 55, 70} {
+				m.w, m.h = w, h
+				lines := strings.Split(ansi.Strip(m.Render()), "\n")
+				first := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "─ ") })
+				if first < 0 {
+					t.Fatalf("%s %dx%d: no panel", name, w, h)
+				}
+				blank := 0
+				for _, l := range lines[first : len(lines)-1] {
+					if strings.TrimSpace(l) == "" {
+						blank++
+					}
+				}
+				if blank > 3 {
+					t.Errorf("%s at %dx%d: %d blank rows in the panel area:\n%s", name, w, h, blank, strings.Join(lines, "\n"))
+				}
+			}
+		}
 	}
 }
