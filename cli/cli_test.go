@@ -48,6 +48,11 @@ func TestExitCodes(t *testing.T) {
 		{"an infinite threshold", []string{"--threshold", "swap_pages_per_sec=+Inf"}, 2, "must be a finite number"},
 		{"a negative threshold", []string{"--threshold", "iowait_pct=-5"}, 2, "iowait_pct must not be negative"},
 		{"a percentage past 100", []string{"--threshold", "cpu_saturated_pct=150"}, 2, "at most 100"},
+		{"a report whose extension names no format", []string{"report", "../recording/testdata/tour.jsonl", "-o", "run.txt"}, 2, "-o run.txt: the format comes from the extension"},
+		{"an empty --pid", []string{"--pid", ""}, 2, "empty: give a process ID"},
+		{"a --pid that is not a number", []string{"--pid", "abc"}, 2, `"abc" is not a process ID`},
+		{"--version", []string{"--version"}, 0, ""},
+		{"-V", []string{"-V"}, 0, ""},
 		{"version", []string{"version"}, 0, ""},
 		{"help", []string{"--help"}, 0, ""},
 	}

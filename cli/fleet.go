@@ -49,7 +49,7 @@ docs/prometheus.md for the scrape config and the rules.`,
 				return fleetLines(ctx, c, every, asJSON, once, stdout)
 			}
 			updates := make(chan tui.FleetUpdate)
-			return session.RunProgram(ctx, tui.NewFleet(c.Source(), updates), stdout, func(ctx context.Context, _ func()) error {
+			return session.RunProgram(ctx, tui.NewFleet(c.Source(), updates), stdout, false, func(ctx context.Context, _ func()) error {
 				for {
 					s, err := c.Snapshot(ctx)
 					select {

@@ -9,7 +9,7 @@ import (
 )
 
 func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
-	var headless, asJSON bool
+	var headless, asJSON, noColor bool
 	var speed float64
 	var th thresholdFlags
 	cmd := &cobra.Command{
@@ -35,12 +35,13 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 			if headless || asJSON || !session.IsTerminal(stdout) {
 				return session.ReplayLines(rec, thresholds, asJSON, stdout)
 			}
-			return session.ReplayDashboard(cmd.Context(), rec, thresholds, args[0], speed, stdout)
+			return session.ReplayDashboard(cmd.Context(), rec, thresholds, args[0], speed, noColor, stdout)
 		},
 	}
 	cmd.Flags().BoolVar(&headless, "headless", false, "print one line per frame, as fast as they are read (default when stdout is not a terminal)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "with --headless: JSON lines, verdicts recomputed")
 	cmd.Flags().Float64Var(&speed, "speed", 1, "playback speed in the dashboard (0.5 to 64)")
+	cmd.Flags().BoolVar(&noColor, noColorFlag, false, noColorUsage)
 	th.register(cmd)
 	return cmd
 }

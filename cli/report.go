@@ -30,6 +30,11 @@ func newReportCmd(stdout, stderr io.Writer) *cobra.Command {
 			if out == "" {
 				return usageErrorf(cmd, "-o OUT is required (.html, .md or .json)")
 			}
+			// A wrong extension is a wrong value (exit 2), said before the
+			// recording is read; an existing OUT is said by WriteFile.
+			if err := report.CheckOutput(out, true); err != nil {
+				return usageErrorf(cmd, "-o %v", err)
+			}
 			return writeReport(cmd, args[0], out, force, &th, stdout, stderr)
 		},
 	}

@@ -45,11 +45,19 @@ type watchFlags struct {
 	record        string
 	recordMaxSize int64
 
+	noColor       bool
+
 	discover      bool
 	attach        []string
 	profileEvery  time.Duration
 	profileLength time.Duration
 }
+
+// --no-color, for every command that draws the dashboard.
+const (
+	noColorFlag  = "no-color"
+	noColorUsage = "draw the dashboard without colour (as NO_COLOR=1; TERM=dumb also draws it in plain ASCII)"
+)
 
 // offer says which of the watch flags a command takes.
 type offer uint
@@ -73,6 +81,7 @@ func (w *watchFlags) register(cmd *cobra.Command, o offer) {
 	if o&offerOutput != 0 {
 		fl.BoolVar(&w.headless, "headless", false, "print one line per interval instead of the dashboard (the default when stdout is not a terminal)")
 		fl.BoolVar(&w.json, "json", false, "print one JSON object per line (implies --headless; schema: docs/json.md)")
+		fl.BoolVar(&w.noColor, noColorFlag, false, noColorUsage)
 	}
 	if o&offerOnce != 0 {
 		fl.BoolVar(&w.once, "once", false, "sample until the verdict has held 5 frames and 5 s (at most 60s, or --duration), print one summary and exit: 0 healthy or idle, 3 a bottleneck, 4 nothing settled")
@@ -155,7 +164,7 @@ func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
 		Interval: w.interval, Duration: w.duration, PID: w.pid,
 		Roots: probes.Roots{Proc: w.procRoot, Sys: w.sysRoot}, AllDisks: w.allDisks, AllNet: w.allNet, Once: w.once,
 		Thresholds: w.thresholds, Record: w.record, RecordMaxSize: w.recordMaxSize,
-		Headless: w.headless, JSON: w.json, Version: version, Stdout: stdout, Stderr: stderr,
+		Headless: w.headless, JSON: w.json, NoColor: w.noColor, Version: version, Stdout: stdout, Stderr: stderr,
 		Cgroup: w.cgroup, Loop: true,
 		Attach: session.AttachTo{URLs: w.attach, Discover: w.discover, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0},
 	}

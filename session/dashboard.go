@@ -13,6 +13,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/charmbracelet/colorprofile"
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/probes"
@@ -36,11 +37,11 @@ func runDashboard(ctx context.Context, o Options, set *probeSet, sampler *probes
 	if title == "" {
 		title = "this machine"
 	}
-	d := &dashboard{updates: make(chan tui.Feed, 1), job: o.Job}
+	d := &dashboard{updates: make(chan tui.Feed, 1), job: o.Job, rec: rec}
 	rec.notify, rec.onFail = d.tell, d.tell
 	kept := &keptFrames{version: o.Version, thresholds: o.Thresholds}
 	opt := tui.Options{Updates: d.updates, Title: title, Interval: o.Interval, SetInterval: sampler.SetInterval, Thresholds: o.Thresholds,
-		Record: rec.toggle, Export: kept.export}
+		Record: rec.toggle, Export: kept.export, Plain: PlainTerminal()}
 	if set.attached != nil {
 		opt.FocusRank = set.attached.Ranks.Focus
 	}
@@ -63,7 +64,7 @@ func runDashboard(ctx context.Context, o Options, set *probeSet, sampler *probes
 	}
 	obs = append(obs, d) // last: it waits for the model
 	log.Printf("dashboard started: %s", title)
-	err := RunProgram(ctx, model, o.Stdout, func(ctx context.Context, kill func()) error {
+	err := RunProgram(ctx, model, o.Stdout, o.NoColor, func(ctx context.Context, kill func()) error {
 		defer kill() // the loop ended (the duration, an error): so does the view
 		d.ctx = ctx
 		return loop(ctx, sampler, diagnose.NewDiagnoser(o.Thresholds), notes, obs)
@@ -81,6 +82,7 @@ type dashboard struct {
 	ctx     context.Context
 	updates chan tui.Feed
 	job     *Job // gpuwatch run's command, nil otherwise
+	rec     *recorder
 	mu      sync.Mutex
 	note    string // for the next frame's status bar
 }
@@ -98,6 +100,12 @@ func (d *dashboard) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	d.note = ""
 	d.mu.Unlock()
 	feed := tui.Feed{Frame: f, Verdict: v, Note: note}
+	if path, since, ok := d.rec.current(); ok {
+		if since.IsZero() {
+			since = f.Time
+		}
+		feed.Recording = &tui.Recording{Path: path, Since: since}
+	}
 	if j := d.job; j != nil {
 		feed.Job = &tui.JobView{Command: j.Command(), PID: j.PID(), Log: j.LogPath(), Tail: j.Tail(8)}
 		select {
@@ -137,10 +145,18 @@ func (d *dashboard) Note(n lines.Note) error {
 // default 60 fps that idle parsing was two thirds of our CPU. Signals are
 // ours alone: bubbletea v2.0.10's own handler can block forever sending a
 // quit message to an event loop that our cancelled context already ended.
-func RunProgram(ctx context.Context, m tea.Model, out io.Writer, work func(ctx context.Context, kill func()) error) error {
+//
+// Colour follows the terminal: Bubble Tea reads TERM, COLORTERM and
+// NO_COLOR and draws in what the terminal supports (true colour, 256, 16,
+// none). noColor (--no-color) draws no colour, as NO_COLOR=1 does.
+func RunProgram(ctx context.Context, m tea.Model, out io.Writer, noColor bool, work func(ctx context.Context, kill func()) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithOutput(out), tea.WithFPS(10), tea.WithoutSignalHandler())
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(out), tea.WithFPS(10), tea.WithoutSignalHandler()}
+	if noColor {
+		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
+	}
+	p := tea.NewProgram(m, opts...)
 	workErr := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -162,6 +178,10 @@ func RunProgram(ctx context.Context, m tea.Model, out io.Writer, work func(ctx c
 	}
 	return err
 }
+
+// PlainTerminal says whether the terminal draws only ASCII (TERM=dumb):
+// the dashboard then draws no box or block glyphs.
+func PlainTerminal() bool { return os.Getenv("TERM") == "dumb" }
 
 // openLog points the log package at a file under the user's cache folder,
 // so nothing but the view reaches the terminal. It returns nil (logs

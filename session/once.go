@@ -109,7 +109,7 @@ func (s *settle) summary(w io.Writer, asJSON bool) error {
 		if !s.settled {
 			state = "NOT SETTLED: " + s.why() + "; the last verdict"
 		}
-		fmt.Fprintf(&b, "%s (%s, %.0f %% confident; %s after %d frames, %.0f s)\n", v.Kind, v.Severity, 100*v.Confidence, state, s.frames, secs)
+		fmt.Fprintf(&b, "%s (%s, %.0f %% confident; %s after %s, %.0f s)\n", v.Kind, v.Severity, 100*v.Confidence, state, sample.Plural(s.frames, "frame"), secs)
 		p := sample.Printable // names from outside reach a terminal
 		for _, e := range v.Evidence {
 			fmt.Fprintf(&b, "  ▸ %s\n", p(e.Text))
@@ -141,7 +141,7 @@ func (s *settle) summary(w io.Writer, asJSON bool) error {
 func (s *settle) why() string {
 	switch {
 	case s.verdict.Kind == diagnose.WarmingUp:
-		return fmt.Sprintf("still warming up: %d frames came, the diagnosis needs %d (a longer --duration, or a shorter --interval)", s.frames, s.need)
+		return fmt.Sprintf("still warming up: %s came, the diagnosis needs %d (a longer --duration, or a shorter --interval)", sample.Plural(s.frames, "frame"), s.need)
 	case s.changes > 0:
 		return fmt.Sprintf("the verdict changed %s before it could hold %d frames and %v", sample.Plural(s.changes, "time"), settleFrames, settleTime)
 	}

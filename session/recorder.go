@@ -21,7 +21,8 @@ import (
 // stop, which returns it.
 type recorder struct {
 	mu       sync.Mutex
-	path     string // "" when not recording
+	path     string    // "" when not recording
+	since    time.Time // the first frame's time
 	maxBytes int64
 	version  string
 	th       diagnose.Thresholds
@@ -41,7 +42,15 @@ func newRecorder(o Options) *recorder {
 func (r *recorder) start(path string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.path, r.frames, r.rec, r.err = path, 0, nil, nil
+	r.path, r.frames, r.rec, r.err, r.since = path, 0, nil, nil, time.Time{}
+}
+
+// current is the file being recorded to and its first frame's time; ok
+// is false when not recording.
+func (r *recorder) current() (path string, since time.Time, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.path, r.since, r.path != ""
 }
 
 // stop closes the file and returns its path, frame count and the error
@@ -89,7 +98,7 @@ func (r *recorder) frameLocked(f *sample.Frame, v *diagnose.Verdict) error {
 			return err
 		}
 		rec.Notify = r.notify
-		r.rec = rec
+		r.rec, r.since = rec, f.Time
 		for _, n := range r.pending {
 			if err := rec.Note(n); err != nil {
 				return err

@@ -33,15 +33,15 @@ func ReplayLines(rec *recording.Recording, th diagnose.Thresholds, asJSON bool, 
 
 // ReplayDashboard plays the recording in the dashboard, with the replay
 // keys: pause, seek, speed (within tui's replay range).
-func ReplayDashboard(ctx context.Context, rec *recording.Recording, th diagnose.Thresholds, name string, speed float64, stdout io.Writer) error {
+func ReplayDashboard(ctx context.Context, rec *recording.Recording, th diagnose.Thresholds, name string, speed float64, noColor bool, stdout io.Writer) error {
 	updates := make(chan tui.Feed)
 	pl := &player{rec: rec, speed: speed, thresholds: th, cmds: make(chan playerCmd, 16)}
-	model := tui.New(tui.Options{Updates: updates, Title: "replay of " + name, Interval: time.Second, Thresholds: th, Replay: &tui.Replay{
+	model := tui.New(tui.Options{Updates: updates, Title: "replay of " + name, Interval: time.Second, Thresholds: th, Plain: PlainTerminal(), Replay: &tui.Replay{
 		Pause: func(p bool) { pl.send(playerCmd{pause: &p}) },
 		Seek:  func(by time.Duration) { pl.send(playerCmd{seek: by}) },
 		Speed: pl.scale, InitialSpeed: speed,
 	}})
-	return RunProgram(ctx, model, stdout, func(ctx context.Context, _ func()) error {
+	return RunProgram(ctx, model, stdout, noColor, func(ctx context.Context, _ func()) error {
 		pl.run(ctx, updates) // the view stays on the last frame: q quits
 		return nil
 	})

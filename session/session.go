@@ -69,6 +69,8 @@ type Options struct {
 	// Headless prints lines (JSON lines with JSON) instead of the
 	// dashboard; it is implied when Stdout is not a terminal.
 	Headless, JSON bool
+	// NoColor draws the dashboard without colour (--no-color).
+	NoColor bool
 	// Once samples until the verdict settles (at most onceCap, or
 	// Duration), prints one summary and returns ErrBottleneck when the
 	// verdict is a problem.
@@ -168,8 +170,8 @@ func finish(o Options, rec *recorder, once *settle, dashboard bool, err error) e
 		return fmt.Errorf("no frame came before the end (the first comes after --interval %v): %s not written", o.Interval, path)
 	case path != "" && n == 0:
 		fmt.Fprintf(o.Stderr, "gpuwatch: no frame came before the end: %s not written\n", path)
-	case path != "" && !dashboard:
-		fmt.Fprintf(o.Stderr, "gpuwatch: recorded %d frames to %s\n", n, path)
+	case path != "": // after the dashboard too: r's file is named on quit
+		fmt.Fprintf(o.Stderr, "gpuwatch: recorded %s to %s\n", sample.Plural(n, "frame"), path)
 	}
 	return err
 }

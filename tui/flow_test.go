@@ -363,3 +363,22 @@ func TestFlowRanksPanelFocusesARank(t *testing.T) {
 	}
 	f.quit()
 }
+
+// TestFlowRecordingStaysInTheStatusBar: while r records, every frame's
+// status bar says so with the time recorded, long after the "recording
+// to" message would have faded; when it stops, the mark goes.
+func TestFlowRecordingStaysInTheStatusBar(t *testing.T) {
+	f := flow(t, Options{})
+	rec := &Recording{Path: "gpuwatch-20261124-120000.jsonl", Since: t0}
+	for i := range 50 {
+		fd := frameOf(i, diagnose.Healthy, "fine")
+		fd.Recording = rec
+		n := f.last.frames
+		f.ch <- fd
+		f.until("the frame taken", func(s snapshot) bool { return s.frames > n })
+	}
+	f.sees("● REC 00:49 gpuwatch-20261124-120000.jsonl")
+	f.ch <- frameOf(50, diagnose.Healthy, "fine")
+	f.until("the mark gone", func(s snapshot) bool { return !strings.Contains(s.screen, "REC") })
+	f.quit()
+}

@@ -33,6 +33,15 @@ type Feed struct {
 	Job *JobView
 	// Position is where a replay is, nil live.
 	Position *Position
+	// Recording is the file the r key records to, and since when; nil
+	// when not recording. The status bar says so for as long as it lasts.
+	Recording *Recording
+}
+
+// Recording is a recording in progress.
+type Recording struct {
+	Path  string
+	Since time.Time
 }
 
 // Position is where a replay is: the frame shown (1-based) of all, its
@@ -94,6 +103,9 @@ type Options struct {
 	// now; otherwise status goes to the status bar (gpuwatch run: the key
 	// interrupted the job, and the view stays until it ends).
 	Quit func() (quit bool, status string)
+	// Plain draws with ASCII only, no box drawing or block glyphs: for
+	// TERM=dumb (colour is the program's, see session.RunProgram).
+	Plain bool
 }
 
 // MinInterval and MaxInterval bound the sampling interval, for --interval
@@ -364,6 +376,13 @@ func (m *Model) View() tea.View {
 
 // Render draws the whole screen for the current size.
 func (m *Model) Render() string {
+	if m.opt.Plain {
+		return plainText(m.render())
+	}
+	return m.render()
+}
+
+func (m *Model) render() string {
 	w, h := m.w, m.h
 	if w == 0 || h == 0 {
 		return "gpuwatch: starting…"
@@ -418,6 +437,10 @@ func (m *Model) footer(w int) string {
 	if p := m.latest.Position; p != nil {
 		s = m.position(p) + "  " + s
 	}
+	if r := m.latest.Recording; r != nil {
+		rec := "● REC " + clock(max(0, m.latest.frameTime().Sub(r.Since))) + " " + sample.Printable(r.Path)
+		s = m.styles.Bad.Render(rec) + "  " + s
+	}
 	switch {
 	case m.status != "" && m.latest.frameTime().Sub(m.statusAt) < 5*time.Second:
 		s = m.styles.Label.Render(m.status) + "  " + s
@@ -427,17 +450,19 @@ func (m *Model) footer(w int) string {
 	return fit(s, w)
 }
 
+// clock is a duration as a stopwatch shows it: "00:42", "1:02:03".
+func clock(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d >= time.Hour {
+		return fmt.Sprintf("%d:%02d:%02d", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%02d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+}
+
 // position is a replay's place in the status bar: "▶ 00:05 / 00:18", a
 // progress bar and the speed; "end of recording" once the last frame is
 // shown, so a finished replay does not look like a stalled live view.
 func (m *Model) position(p *Position) string {
-	clock := func(d time.Duration) string {
-		d = d.Round(time.Second)
-		if d >= time.Hour {
-			return fmt.Sprintf("%d:%02d:%02d", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60)
-		}
-		return fmt.Sprintf("%02d:%02d", int(d.Minutes()), int(d.Seconds())%60)
-	}
 	const barW = 12
 	filled := barW
 	if p.Length > 0 {
