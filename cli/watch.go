@@ -45,7 +45,7 @@ type watchFlags struct {
 	record        string
 	recordMaxSize int64
 
-	noColor       bool
+	noColor bool
 
 	discover      bool
 	attach        []string
