@@ -181,6 +181,10 @@ func (p *Cgroup) Collect(_ context.Context, f *sample.Frame) error {
 	if err != nil {
 		return err
 	}
+	if p.opt.Cgroup == "" && isRootCgroup(paths) {
+		// The whole machine is no job: its limits are the host's.
+		return Unavailable("no job cgroup (root): the process runs in the root cgroup, so the machine's limits apply")
+	}
 	j := &sample.Job{Source: source, Self: p.self}
 	var cur cgroupCounters
 	if v2, ok := paths[""]; ok && p.isV2(v2) && paths["cpu"] == "" && paths["memory"] == "" {
@@ -211,6 +215,21 @@ func (p *Cgroup) Collect(_ context.Context, f *sample.Frame) error {
 	j.Identity = p.identityOf(j.Cgroup)
 	f.Job = j
 	return nil
+}
+
+// isRootCgroup says whether a process's cgroups are the root in every
+// controller it names (v2's unified path, v1's cpu and memory).
+func isRootCgroup(paths cgroupPaths) bool {
+	named := 0
+	for _, ctl := range []string{"", "cpu", "memory"} {
+		if c, ok := paths[ctl]; ok {
+			if c != "/" {
+				return false
+			}
+			named++
+		}
+	}
+	return named > 0
 }
 
 // OwnCgroup returns the probe for the cgroup of process pid — gpuwatch

@@ -201,3 +201,31 @@ func TestOwnCgroupOnlyWhenConfined(t *testing.T) {
 		}
 	}
 }
+
+// TestARootCgroupIsNoJob: a process in the root cgroup (v2, or v1 in its
+// cpu and memory controllers) has no job: the probe says so and leaves
+// the frame's job out, so no verdict calls the whole machine "the job".
+// A --cgroup the user names is read even when it is the root.
+func TestARootCgroupIsNoJob(t *testing.T) {
+	for _, c := range []struct{ name, cgroup string }{
+		{"v2", "0::/\n"},
+		{"v1", "4:cpu,cpuacct:/\n3:memory:/\n2:cpuset:/\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			proc, sys := filepath.Join(root, "proc"), filepath.Join(root, "sys")
+			if err := os.MkdirAll(filepath.Join(proc, "9"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(proc, "9", "cgroup"), []byte(c.cgroup), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p := NewCgroup(Roots{Proc: proc, Sys: sys}, JobOptions{PID: 9})
+			f := &sample.Frame{Time: time.Now()}
+			err := p.Collect(context.Background(), f)
+			if err == nil || !strings.Contains(err.Error(), "no job cgroup (root)") || f.Job != nil {
+				t.Fatalf("err %v, job %+v", err, f.Job)
+			}
+		})
+	}
+}

@@ -112,11 +112,20 @@ func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 	stamp := make([]int, len(names)) // sample number that last counted cum
 	var cats [5]int64
 	var total int64
+	ci := countIndex(p)
 	for si, s := range p.Sample {
 		if vi >= len(s.Value) || s.Value[vi] <= 0 {
 			continue
 		}
 		v := s.Value[vi]
+		// How many samples: their count where the profile has one (a row
+		// may stand for several), else one a row. Bounded: a count no
+		// profile of an hour at 100 Hz reaches is not added up further.
+		n := int64(1)
+		if ci >= 0 && ci < len(s.Value) && s.Value[ci] > 0 {
+			n = min(s.Value[ci], maxSamples)
+		}
+		out.Samples = min(out.Samples+n, maxSamples)
 		if v > math.MaxInt64-total {
 			// Every flat, cum and category sum is at most the total: checked
 			// here, none of them can wrap to a negative share.
@@ -295,6 +304,20 @@ func ruleCategory(fn string) int8 {
 
 // valueIndex picks the sample value that is CPU time: the "cpu" type of a
 // Go profile, else the last one (pprof's default).
+// countIndex is the index of the samples' count ("samples"), -1 if none.
+func countIndex(p *profile.Profile) int {
+	for i, st := range p.SampleType {
+		if st.Type == "samples" {
+			return i
+		}
+	}
+	return -1
+}
+
+// maxSamples bounds a profile's sample count (an hour at 100 Hz is
+// 360,000 a core).
+const maxSamples = 1 << 40
+
 func valueIndex(p *profile.Profile) int {
 	for i, st := range p.SampleType {
 		if st.Type == "cpu" {

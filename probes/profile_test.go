@@ -76,6 +76,9 @@ func TestSummaryFlatCumAndCategories(t *testing.T) {
 		near(t, "share of "+k, share[k], v)
 	}
 	near(t, "CPU seconds", s.CPUSec, 1.0)
+	if s.Samples != 100 {
+		t.Errorf("%d samples, want the count's sum, 100", s.Samples)
+	}
 	if s.Top[0].Name != "syscall.pread" {
 		t.Fatalf("top = %+v", s.Top)
 	}

@@ -537,11 +537,14 @@ type VirtualAccel struct {
 // time goes, by category and by function. Shares are 0–1 of the profile's
 // total CPU time.
 type Profile struct {
-	TakenAt     time.Time         `json:"taken_at"`
-	DurationSec float64           `json:"duration_sec"`
-	CPUSec      float64           `json:"cpu_sec"` // CPU time sampled
-	Categories  []ProfileCategory `json:"categories" check:"max=16"`
-	Top         []ProfileFunc     `json:"top" check:"max=64"`
+	TakenAt     time.Time `json:"taken_at"`
+	DurationSec float64   `json:"duration_sec"`
+	CPUSec      float64   `json:"cpu_sec"` // CPU time sampled
+	// Samples is how many samples the shares come from (omitted by
+	// recordings older than it): 16 samples support whole percents at best.
+	Samples    int64             `json:"samples,omitempty"`
+	Categories []ProfileCategory `json:"categories" check:"max=16"`
+	Top        []ProfileFunc     `json:"top" check:"max=64"`
 	// Source is the URL the profile came from (several ranks: the
 	// pacing rank's).
 	Source string `json:"source,omitempty"`

@@ -135,14 +135,24 @@ func (profilePanel) draw(pv *view, w, h int) []string {
 	}
 	var lines []string
 	if len(p.Categories) > 0 {
-		line := fmt.Sprintf("%.1f s CPU in %.0f s, taken %s:", p.CPUSec, p.DurationSec, p.TakenAt.Format("15:04:05"))
+		line := fmt.Sprintf("%.1f s CPU in %.0f s", p.CPUSec, p.DurationSec)
+		if p.Samples > 0 {
+			line += " (" + sample.Plural(int(min(p.Samples, 1<<31)), "sample") + ")"
+		}
+		line += ", taken " + p.TakenAt.Format("15:04:05") + ":"
 		for _, c := range p.Categories {
 			line += fmt.Sprintf(" %s %.0f%%", sample.Printable(c.Name), 100*c.Share)
 		}
 		lines = append(lines, line)
 		lines = append(lines, pv.st.Label.Render(fmt.Sprintf("%6s %6s  %s", "FLAT", "CUM", "FUNCTION")))
+		// A tenth of a percent only where a thousand samples or more
+		// support it (unknown counts, from older recordings, keep it).
+		share := func(v float64) string { return fmt.Sprintf("%5.1f%%", 100*v) }
+		if p.Samples > 0 && p.Samples < 1000 {
+			share = func(v float64) string { return fmt.Sprintf("%5.0f%%", 100*v) }
+		}
 		for _, f := range p.Top {
-			lines = append(lines, fmt.Sprintf("%5.1f%% %5.1f%%  %s", 100*f.Flat, 100*f.Cum, sample.Printable(f.Name)))
+			lines = append(lines, share(f.Flat)+" "+share(f.Cum)+"  "+sample.Printable(f.Name))
 		}
 	}
 	if p.Error != "" {

@@ -305,3 +305,21 @@ func TestDashboardUsesItsHeight(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileSharesFollowTheirSampleCount: 16 samples show whole percents
+// and say how many they are; 5,000 show tenths.
+func TestProfileSharesFollowTheirSampleCount(t *testing.T) {
+	p := &sample.Profile{CPUSec: 0.16, DurationSec: 5, Categories: []sample.ProfileCategory{{Name: "decoding", Share: 1}},
+		Top: []sample.ProfileFunc{{Name: "main.decode", Flat: 0.3125, Cum: 0.5}}}
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{{16, "   31%    50%  main.decode"}, {5000, " 31.2%  50.0%  main.decode"}} {
+		p.Samples = c.n
+		pv := &view{frame: &sample.Frame{Profile: p}, st: &Styles{}}
+		out := strings.Join(profilePanel{}.draw(pv, 80, 4), "\n")
+		if !strings.Contains(out, c.want) || !strings.Contains(out, fmt.Sprintf("(%d samples)", c.n)) {
+			t.Errorf("%d samples:\n%s", c.n, out)
+		}
+	}
+}
