@@ -64,6 +64,9 @@ type Scenario struct {
 	Time  time.Time         `json:"time"`
 	Name  string            `json:"name"`
 	Knobs map[string]string `json:"knobs"`
+	// Until is when the tour moves on to the next scenario (absent when
+	// this one runs until it ends).
+	Until *time.Time `json:"until,omitempty"`
 }
 
 // Event is a "type":"event" line: something that happened to a source

@@ -85,6 +85,8 @@ type dashboard struct {
 	rec     *recorder
 	mu      sync.Mutex
 	note    string // for the next frame's status bar
+	// scenario is the demo's scenario running now, for every frame's header.
+	scenario *tui.Scenario
 }
 
 func (d *dashboard) tell(s string) {
@@ -96,10 +98,10 @@ func (d *dashboard) tell(s string) {
 
 func (d *dashboard) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	d.mu.Lock()
-	note := d.note
+	note, scenario := d.note, d.scenario
 	d.note = ""
 	d.mu.Unlock()
-	feed := tui.Feed{Frame: f, Verdict: v, Note: note}
+	feed := tui.Feed{Frame: f, Verdict: v, Note: note, Scenario: scenario}
 	if path, since, ok := d.rec.current(); ok {
 		if since.IsZero() {
 			since = f.Time
@@ -128,6 +130,10 @@ func (d *dashboard) Note(n lines.Note) error {
 	switch n := n.(type) {
 	case lines.Scenario:
 		d.note = "scenario " + n.Name
+		d.scenario = &tui.Scenario{Name: n.Name}
+		if n.Until != nil {
+			d.scenario.Until = *n.Until
+		}
 	case lines.Event:
 		d.note = n.Name + ": " + sample.Printable(n.Detail)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/tui"
 )
 
 // Demo runs each of the embedded loader's configurations in turn (round
@@ -59,8 +60,13 @@ func tour(ctx context.Context, src *EmbeddedSource, notes chan<- lines.Note, cfg
 		c := cfgs[i]
 		l := loader.New(c, datasets[i], events)
 		src.Set(l)
+		sc := lines.Scenario{Time: time.Now(), Name: c.Name(), Knobs: c.Knobs()}
+		if len(cfgs) > 1 {
+			until := sc.Time.Add(every)
+			sc.Until = &until
+		}
 		select {
-		case notes <- lines.Scenario{Time: time.Now(), Name: c.Name(), Knobs: c.Knobs()}:
+		case notes <- sc:
 		case <-ctx.Done():
 			return nil
 		}
@@ -84,7 +90,7 @@ func tour(ctx context.Context, src *EmbeddedSource, notes chan<- lines.Note, cfg
 // demoTitle is what the dashboard says it watches for these configurations.
 func demoTitle(cfgs []loader.Config) string {
 	if len(cfgs) > 1 {
-		return "demo: tour of every scenario"
+		return tui.DemoTour
 	}
 	return "demo: " + cfgs[0].Name()
 }

@@ -8,6 +8,9 @@ import (
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
+// DemoTour is the demo's title when it tours every scenario.
+const DemoTour = "demo: tour of every scenario"
+
 // banner is the verdict first: the kind in words and colour, since when,
 // the confidence, the two strongest pieces of evidence and the first
 // advice line. Four lines; on a terminal of at least 120×36 the evidence
@@ -49,14 +52,33 @@ func (m *Model) banner(w, h int) []string {
 		// Who the job is, in the header; its limits are in the d view.
 		title += m.styles.Dim.Render("  · " + strings.SplitN(j.Summary(), " · ", 2)[0])
 	}
-	// What matters first: the kind, since when and how sure. The kind in
-	// words and what is watched go when the line is too narrow.
-	head := kind + words + m.styles.Dim.Render(meta) + title
-	if visible(head) > w {
-		head = kind + words + m.styles.Dim.Render(meta)
+	// The demo's scenario and the time left in it: at every width.
+	scen := ""
+	if s := m.shown.Scenario; s != nil {
+		scen = "  · demo: " + sample.Printable(s.Name)
+		if !s.Until.IsZero() {
+			scen += fmt.Sprintf(", %ds left", max(0, int(s.Until.Sub(now).Seconds()+0.5)))
+		}
+		scen = m.styles.Label.Render(scen)
+		if m.opt.Title == DemoTour {
+			title = "" // the scenario says more than "tour of every scenario"
+		}
 	}
-	if visible(head) > w {
-		head = kind + m.styles.Dim.Render(meta)
+	// What matters first: the kind, since when and how sure, and the
+	// scenario. The kind in words, what is watched and since when go when
+	// the line is too narrow.
+	conf := m.styles.Dim.Render(fmt.Sprintf("  %.0f%%", 100*v.Confidence))
+	head := ""
+	for _, h := range []string{
+		kind + words + m.styles.Dim.Render(meta) + scen + title,
+		kind + words + m.styles.Dim.Render(meta) + scen,
+		kind + m.styles.Dim.Render(meta) + scen,
+		kind + conf + scen,
+		kind + scen,
+	} {
+		if head = h; visible(h) <= w {
+			break
+		}
 	}
 	lines := []string{head}
 	add := func(s string) {

@@ -33,9 +33,19 @@ type Feed struct {
 	Job *JobView
 	// Position is where a replay is, nil live.
 	Position *Position
+	// Scenario is the demo's scenario running now, nil outside the demo:
+	// the header names it, and the time left in it, at every width.
+	Scenario *Scenario
 	// Recording is the file the r key records to, and since when; nil
 	// when not recording. The status bar says so for as long as it lasts.
 	Recording *Recording
+}
+
+// Scenario is a demo scenario: its name and when the tour moves on (zero:
+// it runs until it ends).
+type Scenario struct {
+	Name  string
+	Until time.Time
 }
 
 // Recording is a recording in progress.

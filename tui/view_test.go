@@ -323,3 +323,19 @@ func TestProfileSharesFollowTheirSampleCount(t *testing.T) {
 		}
 	}
 }
+
+// TestTheDemoNamesItsScenarioAtEveryWidth: the header names the scenario
+// running and the seconds left in it, from 80 to 250 columns, in place of
+// the tour's title.
+func TestTheDemoNamesItsScenarioAtEveryWidth(t *testing.T) {
+	m := machines(t)["single-core-2core"]
+	m.opt.Title = DemoTour
+	m.shown.Scenario = &Scenario{Name: "starved", Until: m.shown.frameTime().Add(12 * time.Second)}
+	for _, w := range []int{80, 100, 120, 200, 250} {
+		m.w, m.h = w, 40
+		head := strings.Split(ansi.Strip(m.Render()), "\n")[0]
+		if !strings.Contains(head, "demo: starved, 12s left") || strings.Contains(head, "tour of every") {
+			t.Errorf("%d columns: %q", w, head)
+		}
+	}
+}
