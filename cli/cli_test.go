@@ -457,3 +457,43 @@ func TestReportsFollowTheUmask(t *testing.T) {
 		t.Fatalf("mode %v under umask 077, want 0600", st.Mode().Perm())
 	}
 }
+
+// TestDemoCleanRemovesOnlyTheDatasets: demo --clean removes the shard
+// files of the cache's dataset folders and says what it freed; anything
+// else in the cache (the log, a file of the user's) stays.
+func TestDemoCleanRemovesOnlyTheDatasets(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	root := filepath.Join(cache, "gpuwatch")
+	write := func(rel string, n int) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, make([]byte, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("dataset-64MiB/shard-00000.bin", 1000)
+	write("dataset-64MiB/shard-00001.bin", 24)
+	write("dataset-1GiB/shard-00000.bin", 1000)
+	write("dataset-1GiB/notes.txt", 5)
+	write("gpuwatch.log", 7)
+	var out, errb bytes.Buffer
+	if code := Run([]string{"demo", "--clean"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "freed 2.0KiB") || strings.Count(out.String(), "removed ") != 2 {
+		t.Fatalf("output %q", out.String())
+	}
+	for rel, want := range map[string]bool{"dataset-64MiB": false, "dataset-1GiB/shard-00000.bin": false, "dataset-1GiB/notes.txt": true, "gpuwatch.log": true} {
+		if _, err := os.Stat(filepath.Join(root, rel)); (err == nil) != want {
+			t.Errorf("%s: present %v, want %v", rel, err == nil, want)
+		}
+	}
+	out.Reset()
+	if code := Run([]string{"demo", "--clean"}, &out, &errb); code != 0 || out.String() != "no demo dataset to remove\n" {
+		t.Fatalf("again: exit %d, %q", code, out.String())
+	}
+}

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpuwatch/gpuwatch/loader"
+	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
 )
 
@@ -15,6 +17,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	var w watchFlags
 	var k knobFlags
 	var tourEvery time.Duration
+	var clean bool
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Watch the embedded test loader make a bottleneck happen for real",
@@ -23,12 +26,29 @@ reads, real CPU work per sample, a simulated accelerator step — and watches it
 
 With no --scenario and no knob it tours every scenario, switching every 45 s,
 so each verdict shows up in turn. With knobs and no --scenario it runs that one
-custom configuration (defaults for the rest).`,
+custom configuration (defaults for the rest).
+
+Its datasets are written once to ~/.cache/gpuwatch/dataset-SIZE (about 1.3 GB
+after a tour, in the cache folder of $XDG_CACHE_HOME) and reused after;
+gpuwatch demo --clean removes them.`,
 		Example: `  gpuwatch demo
   gpuwatch demo --scenario single-core --headless
   gpuwatch demo --workers 0 --decode-cost 2ms --headless --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if clean {
+				dirs, freed, err := loader.RemoveDefaultDatasets()
+				if len(dirs) == 0 && err == nil {
+					fmt.Fprintln(stdout, "no demo dataset to remove")
+				}
+				for _, d := range dirs {
+					fmt.Fprintf(stdout, "removed %s\n", d)
+				}
+				if len(dirs) > 0 {
+					fmt.Fprintf(stdout, "freed %s\n", sample.FormatBytes(float64(freed)))
+				}
+				return err
+			}
 			if err := w.validate(cmd); err != nil {
 				return err
 			}
@@ -58,6 +78,7 @@ custom configuration (defaults for the rest).`,
 	w.register(cmd, offerOnce|offerOutput|offerRecord)
 	k.register(cmd, false)
 	cmd.Flags().DurationVar(&tourEvery, "tour-every", 45*time.Second, "with the tour: time per scenario")
+	cmd.Flags().BoolVar(&clean, "clean", false, "remove the demo's datasets from the cache folder (~/.cache/gpuwatch/dataset-*: about 1.3 GB after a tour) and exit")
 	return cmd
 }
 

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -51,11 +53,55 @@ const residentFresh = 500 * time.Millisecond
 // DefaultDatasetDir is where datasets live unless --dataset says otherwise:
 // the user's cache folder, one subfolder per size.
 func DefaultDatasetDir(size int64) string {
+	return filepath.Join(datasetsRoot(), "dataset-"+FormatSize(size))
+}
+
+func datasetsRoot() string {
 	base, err := os.UserCacheDir()
 	if err != nil {
 		base = os.TempDir()
 	}
-	return filepath.Join(base, "gpuwatch", "dataset-"+FormatSize(size))
+	return filepath.Join(base, "gpuwatch")
+}
+
+// RemoveDefaultDatasets removes the datasets in their default place
+// (demo --clean): in each dataset-SIZE folder there, the shard files, then
+// the folder when nothing else is in it. Nothing else is touched. It
+// returns the folders emptied and the bytes freed.
+func RemoveDefaultDatasets() (dirs []string, freed int64, err error) {
+	root := datasetsRoot()
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "dataset-") {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		shards, err := filepath.Glob(filepath.Join(dir, "shard-[0-9][0-9][0-9][0-9][0-9].bin"))
+		if err != nil {
+			return dirs, freed, err
+		}
+		removed := 0
+		for _, s := range shards {
+			if st, err := os.Lstat(s); err == nil && st.Mode().IsRegular() {
+				if err := os.Remove(s); err != nil {
+					return dirs, freed, err
+				}
+				freed += st.Size()
+				removed++
+			}
+		}
+		_ = os.Remove(dir) // only when empty: anything else stays
+		if removed > 0 {
+			dirs = append(dirs, dir)
+		}
+	}
+	return dirs, freed, nil
 }
 
 // DatasetReady says whether dir already holds a complete dataset of size

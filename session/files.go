@@ -41,7 +41,7 @@ func OpenLoaders(cfgs []loader.Config, eventsPath string, stderr io.Writer) (*Lo
 	}
 	for _, c := range cfgs {
 		if !loader.DatasetReady(c.Dataset, c.DatasetSize) {
-			fmt.Fprintf(stderr, "gpuwatch: generating a %s dataset in %s (once; reused after)\n", loader.FormatSize(c.DatasetSize), c.Dataset)
+			fmt.Fprintf(stderr, "gpuwatch: generating a %s dataset in %s (once; reused after; gpuwatch demo --clean removes the demo's datasets)\n", loader.FormatSize(c.DatasetSize), c.Dataset)
 		}
 		ds, err := loader.OpenDataset(c.Dataset, c.DatasetSize, c.Seed)
 		if err == nil && c.DirectIO {
