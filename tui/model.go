@@ -491,18 +491,34 @@ func (m *Model) position(p *Position) string {
 
 func (m *Model) helpLines() []string {
 	out := []string{m.styles.Label.Render("gpuwatch keys") + m.styles.Dim.Render("  (? or esc closes)"), ""}
+	rows := [][2]string{}
 	for _, b := range m.keys.all() {
-		h := b.Help()
-		out = append(out, fmt.Sprintf("  %-12s %s", h.Key, h.Desc))
+		rows = append(rows, [2]string{b.Help().Key, b.Help().Desc})
+	}
+	n := len(rows)
+	if m.opt.Replay != nil {
+		rows = append(rows, replayHelp...)
+	}
+	// One key column for every row, as wide as its widest key (in cells:
+	// "shift+tab/←/h" is 13 cells and 17 bytes).
+	col := 0
+	for _, r := range rows {
+		col = max(col, ansi.StringWidth(r[0]))
+	}
+	row := func(r [2]string) string {
+		return "  " + r[0] + strings.Repeat(" ", col-ansi.StringWidth(r[0])+2) + r[1]
+	}
+	for _, r := range rows[:n] {
+		out = append(out, row(r))
 	}
 	if m.opt.Replay != nil {
 		out = append(out, "", m.styles.Label.Render("In a replay"))
-		for _, h := range replayHelp {
-			out = append(out, fmt.Sprintf("  %-12s %s", h[0], h[1]))
+		for _, r := range rows[n:] {
+			out = append(out, row(r))
 		}
 	}
 	out = append(out, "", "The mouse wheel scrolls the focused panel.",
-		"Colours follow the terminal (16, 256, true colour); NO_COLOR turns them off.")
+		"Colours follow the terminal (16, 256, true colour); NO_COLOR or --no-color turns them off, TERM=dumb draws in ASCII.")
 	return out
 }
 

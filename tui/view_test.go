@@ -339,3 +339,33 @@ func TestTheDemoNamesItsScenarioAtEveryWidth(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpKeysLineUp: every key of the ? help, "shift+tab/←/h" included,
+// ends before its description's column, the same for every row.
+func TestHelpKeysLineUp(t *testing.T) {
+	m := machines(t)["no-gpu"]
+	m.opt.Replay = &Replay{}
+	col := -1
+	for _, l := range m.helpLines() {
+		l = ansi.Strip(l)
+		if !strings.HasPrefix(l, "  ") || strings.TrimSpace(l) == "" {
+			continue
+		}
+		var desc int
+		for _, word := range []string{"quit", "focus the previous panel", "seek 10 s", "help", "back"} {
+			if i := strings.Index(l, word); i > 0 && strings.TrimSpace(l[:i]) != "" && strings.HasSuffix(l[:i], "  ") {
+				desc = ansi.StringWidth(l[:i])
+			}
+		}
+		if desc == 0 {
+			continue
+		}
+		if col >= 0 && desc != col {
+			t.Fatalf("description at column %d, others at %d: %q", desc, col, l)
+		}
+		col = desc
+	}
+	if col < len("  shift+tab/←/h") {
+		t.Fatalf("descriptions start at %d", col)
+	}
+}
