@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,6 +54,7 @@ func TestExitCodes(t *testing.T) {
 		{"a report whose extension names no format", []string{"report", "../recording/testdata/tour.jsonl", "-o", "run.txt"}, 2, "-o run.txt: the format comes from the extension"},
 		{"an empty --pid", []string{"--pid", ""}, 2, "empty: give a process ID"},
 		{"a --pid that is not a number", []string{"--pid", "abc"}, 2, `"abc" is not a process ID`},
+		{"--exit-with-job without --pid", []string{"--exit-with-job", "--once"}, 2, "--exit-with-job needs --pid"},
 		{"--version", []string{"--version"}, 0, ""},
 		{"-V", []string{"-V"}, 0, ""},
 		{"version", []string{"version"}, 0, ""},
@@ -495,5 +499,26 @@ func TestDemoCleanRemovesOnlyTheDatasets(t *testing.T) {
 	out.Reset()
 	if code := Run([]string{"demo", "--clean"}, &out, &errb); code != 0 || out.String() != "no demo dataset to remove\n" {
 		t.Fatalf("again: exit %d, %q", code, out.String())
+	}
+}
+
+// TestExitWithJobEndsWithTheProcess: with --exit-with-job the session
+// ends on the first frame that sees --pid's process gone, and that frame
+// says so; without it, the session would run its whole --duration.
+func TestExitWithJobEndsWithTheProcess(t *testing.T) {
+	job := exec.Command("sleep", "0.5")
+	if err := job.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go job.Wait() // reaped, so /proc sees it gone
+	var out, errb bytes.Buffer
+	code := Run([]string{"--pid", strconv.Itoa(job.Process.Pid), "--exit-with-job", "--headless", "--interval", "100ms", "--duration", "10m"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	said := fmt.Sprintf("[pid %d exited at ", job.Process.Pid)
+	if !strings.Contains(lines[len(lines)-1], said) || strings.Count(out.String(), said) != 1 {
+		t.Fatalf("the last of %d lines should be the only one saying %q:\n%s", len(lines), said, out.String())
 	}
 }

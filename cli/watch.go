@@ -45,7 +45,8 @@ type watchFlags struct {
 	record        string
 	recordMaxSize int64
 
-	noColor bool
+	noColor     bool
+	exitWithJob bool
 
 	discover      bool
 	attach        []string
@@ -89,6 +90,7 @@ func (w *watchFlags) register(cmd *cobra.Command, o offer) {
 	if o&offerPID != 0 {
 		fl.Var(&pidFlag{&w.pid}, "pid", "watch this process and its descendants (the training process and its DataLoader workers); several PIDs (1,2 or repeated) watch the root of their tree")
 		fl.Lookup("pid").Shorthand = "p"
+		fl.BoolVar(&w.exitWithJob, "exit-with-job", false, "end when --pid's process exits (its last frame says so): a batch wrapper or Slurm epilogue ends with the job")
 		fl.StringVar(&w.cgroup, "cgroup", "", "judge the job in this cgroup (a path under /sys/fs/cgroup, e.g. /slurm/uid_1000/job_42) instead of --pid's")
 		fl.StringVar(&w.slurmJob, "slurm-job", "", "judge this Slurm job: its cgroup is found under /sys/fs/cgroup")
 	}
@@ -142,6 +144,9 @@ func (w *watchFlags) validate(cmd *cobra.Command) error {
 			return usageErrorf(cmd, "--gpus: %v", err)
 		}
 	}
+	if w.exitWithJob && w.pid == 0 {
+		return usageErrorf(cmd, "--exit-with-job needs --pid: the job whose end ends the session")
+	}
 	if w.pid != 0 && !probes.ProcessExists(w.procRoot, w.pid) {
 		return fmt.Errorf("--pid %d: no such process", w.pid)
 	}
@@ -165,7 +170,7 @@ func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
 		Roots: probes.Roots{Proc: w.procRoot, Sys: w.sysRoot}, AllDisks: w.allDisks, AllNet: w.allNet, Once: w.once,
 		Thresholds: w.thresholds, Record: w.record, RecordMaxSize: w.recordMaxSize,
 		Headless: w.headless, JSON: w.json, NoColor: w.noColor, Version: version, Stdout: stdout, Stderr: stderr,
-		Cgroup: w.cgroup, Loop: true,
+		Cgroup: w.cgroup, Loop: true, ExitWithJob: w.exitWithJob,
 		Attach: session.AttachTo{URLs: w.attach, Discover: w.discover, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0},
 	}
 	if w.gpus != "" {

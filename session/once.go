@@ -139,6 +139,9 @@ func (s *settle) summary(w io.Writer, asJSON bool) error {
 
 // why says why no verdict settled.
 func (s *settle) why() string {
+	if t := s.last.Target; t != nil && t.ExitedAt != nil {
+		return fmt.Sprintf("pid %d exited at %s, after %s: too soon for a verdict to hold", t.PID, t.ExitedAt.Format("15:04:05"), sample.Plural(s.frames, "frame"))
+	}
 	switch {
 	case s.verdict.Kind == diagnose.WarmingUp:
 		return fmt.Sprintf("still warming up: %s came, the diagnosis needs %d (a longer --duration, or a shorter --interval)", sample.Plural(s.frames, "frame"), s.need)

@@ -71,6 +71,9 @@ type Options struct {
 	Headless, JSON bool
 	// NoColor draws the dashboard without colour (--no-color).
 	NoColor bool
+	// ExitWithJob ends the session after the first frame that sees PID's
+	// process gone (--exit-with-job).
+	ExitWithJob bool
 	// Once samples until the verdict settles (at most onceCap, or
 	// Duration), prints one summary and returns ErrBottleneck when the
 	// verdict is a problem.
@@ -126,6 +129,17 @@ func Run(ctx context.Context, o Options) error {
 	var once *settle
 	if o.Once {
 		once = &settle{stop: cancel, need: o.Thresholds.MinFrames}
+	}
+	if o.ExitWithJob {
+		then := o.OnFrame
+		o.OnFrame = func(f *sample.Frame, v diagnose.Verdict) {
+			if then != nil {
+				then(f, v)
+			}
+			if t := f.Target; t != nil && t.ExitedAt != nil {
+				cancel() // this frame, which says so, is the last
+			}
+		}
 	}
 	notes := o.Notes
 	if o.Job != nil {
