@@ -522,3 +522,32 @@ func TestExitWithJobEndsWithTheProcess(t *testing.T) {
 		t.Fatalf("the last of %d lines should be the only one saying %q:\n%s", len(lines), said, out.String())
 	}
 }
+
+// TestSeveralPIDsWatchTheirRoot: pgrep's lines for a launcher and its
+// child (the usual torchrun or DataLoader match) watch the launcher, and
+// the line says which and why.
+func TestSeveralPIDsWatchTheirRoot(t *testing.T) {
+	parent := exec.Command("sh", "-c", "sleep 30 & echo $!; wait")
+	stdout, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n') // the child's PID, once it runs
+	child, _ := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || child == 0 {
+		t.Fatalf("the shell's child: %q %v", line, err)
+	}
+	var out, errb bytes.Buffer
+	pids := fmt.Sprintf("%d\n%d", child, parent.Process.Pid)
+	if code := Run([]string{"--pid", pids, "--headless", "--interval", "100ms", "--duration", "300ms"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	want := fmt.Sprintf("watching pid %d (sh -c sleep 30 & echo $!%s wait): --pid: the root of the tree of the 2 processes given (%d, %d)", parent.Process.Pid, ";", child, parent.Process.Pid)
+	if !strings.Contains(out.String(), want) {
+		t.Fatalf("want %q in:\n%s", want, out.String())
+	}
+}

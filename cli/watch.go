@@ -45,6 +45,7 @@ type watchFlags struct {
 	record        string
 	recordMaxSize int64
 
+	pidsGiven   []int // --pid's PIDs, when several: pid is their root
 	noColor     bool
 	exitWithJob bool
 
@@ -88,7 +89,7 @@ func (w *watchFlags) register(cmd *cobra.Command, o offer) {
 		fl.BoolVar(&w.once, "once", false, "sample until the verdict has held 5 frames and 5 s (at most 60s, or --duration), print one summary and exit: 0 healthy or idle, 3 a bottleneck, 4 nothing settled")
 	}
 	if o&offerPID != 0 {
-		fl.Var(&pidFlag{&w.pid}, "pid", "watch this process and its descendants (the training process and its DataLoader workers); several PIDs (1,2 or repeated) watch the root of their tree")
+		fl.Var(&pidFlag{pid: &w.pid, given: &w.pidsGiven}, "pid", "watch this process and its descendants (the training process and its DataLoader workers); several PIDs (1,2 or repeated) watch the root of their tree")
 		fl.Lookup("pid").Shorthand = "p"
 		fl.BoolVar(&w.exitWithJob, "exit-with-job", false, "end when --pid's process exits (its last frame says so): a batch wrapper or Slurm epilogue ends with the job")
 		fl.StringVar(&w.cgroup, "cgroup", "", "judge the job in this cgroup (a path under /sys/fs/cgroup, e.g. /slurm/uid_1000/job_42) instead of --pid's")
@@ -176,6 +177,9 @@ func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
 	if w.gpus != "" {
 		o.GPUs, _ = probes.ParseGPUList(w.gpus)
 	}
+	if n := len(w.pidsGiven); n > 1 {
+		o.PIDWhy = fmt.Sprintf("--pid: the root of the tree of the %d processes given (%s)", n, joinInts(w.pidsGiven, 6))
+	}
 	if w.slurmJob != "" {
 		o.CgroupSource = "slurm job " + w.slurmJob
 	}
@@ -196,7 +200,12 @@ func watch(cmd *cobra.Command, o session.Options) error {
 // workers are forks with the training process's command line, so
 // `pgrep -f train.py` prints several), whose tree's root is watched. An
 // empty value says so, rather than what Go's number parser thinks.
-type pidFlag struct{ pid *int }
+// pidFlag is --pid: one PID, or several (1,2, repeated, or pgrep's
+// lines), of which the root of their tree is watched.
+type pidFlag struct {
+	pid   *int
+	given *[]int // every PID given, in order
+}
 
 func (p *pidFlag) String() string {
 	if p.pid == nil || *p.pid == 0 {
@@ -210,10 +219,8 @@ func (p *pidFlag) Set(v string) error {
 	if err != nil {
 		return err
 	}
-	if *p.pid != 0 {
-		pids = append(pids, *p.pid)
-	}
-	*p.pid = probes.TreeRoot("/proc", pids)
+	*p.given = append(*p.given, pids...)
+	*p.pid = probes.TreeRoot("/proc", *p.given)
 	return nil
 }
 
@@ -338,4 +345,16 @@ func flagGroup(cmd *cobra.Command, watch bool) string {
 func init() {
 	cobra.AddTemplateFunc("ownFlags", func(c *cobra.Command) string { return flagGroup(c, false) })
 	cobra.AddTemplateFunc("watchFlags", func(c *cobra.Command) string { return flagGroup(c, true) })
+}
+
+// joinInts is "1, 2, 3", the first most of them and a count of the rest.
+func joinInts(v []int, most int) string {
+	s := make([]string, 0, most+1)
+	for _, n := range v[:min(len(v), most)] {
+		s = append(s, strconv.Itoa(n))
+	}
+	if len(v) > most {
+		s = append(s, fmt.Sprintf("and %d more", len(v)-most))
+	}
+	return strings.Join(s, ", ")
 }

@@ -71,6 +71,8 @@ type Options struct {
 	Headless, JSON bool
 	// NoColor draws the dashboard without colour (--no-color).
 	NoColor bool
+	// PIDWhy says why PID is the process watched (default "--pid").
+	PIDWhy string
 	// ExitWithJob ends the session after the first frame that sees PID's
 	// process gone (--exit-with-job).
 	ExitWithJob bool

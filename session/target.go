@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -48,7 +49,7 @@ func (t *target) Collect(_ context.Context, f *sample.Frame) error {
 		default:
 		}
 	case t.o.PID != 0:
-		out = &sample.Target{PID: t.o.PID, Command: t.command(t.o.PID), Why: "--pid"}
+		out = &sample.Target{PID: t.o.PID, Command: t.command(t.o.PID), Why: cmp.Or(t.o.PIDWhy, "--pid")}
 		if t.gone == nil && !probes.ProcessExists(t.o.Roots.Proc, t.o.PID) {
 			now := f.Time
 			t.gone = &now
