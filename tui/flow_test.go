@@ -108,6 +108,8 @@ func (f *flowT) press(k string) {
 		f.tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
 	case "esc":
 		f.tm.Send(tea.KeyPressMsg{Code: tea.KeyEscape})
+	case "backspace":
+		f.tm.Send(tea.KeyPressMsg{Code: tea.KeyBackspace})
 	default:
 		f.tm.Type(k)
 	}
@@ -380,5 +382,31 @@ func TestFlowRecordingStaysInTheStatusBar(t *testing.T) {
 	f.sees("● REC 00:49 gpuwatch-20261124-120000.jsonl")
 	f.ch <- frameOf(50, diagnose.Healthy, "fine")
 	f.until("the mark gone", func(s snapshot) bool { return !strings.Contains(s.screen, "REC") })
+	f.quit()
+}
+
+// TestFlowProcessFilterAndOrderKeys: / types a filter (other keys go to
+// it, not to the dashboard: q does not quit), enter keeps it, esc clears
+// it; o cycles the order and t the tree.
+func TestFlowProcessFilterAndOrderKeys(t *testing.T) {
+	f := flow(t, Options{})
+	fr := procFrame()
+	fr.Time = t0
+	f.ch <- Feed{Frame: fr, Verdict: diagnose.Verdict{Kind: diagnose.Healthy, Since: t0}}
+	f.sees("by CPU")
+	f.press("/")
+	f.press("q")
+	f.press("u")
+	f.sees("filter: qu▏")
+	f.press("backspace")
+	f.press("enter")
+	f.sees(`filter "q"`)
+	f.press("o")
+	f.sees("by RSS")
+	f.press("t")
+	f.sees("· tree")
+	f.press("f")
+	f.press("esc")
+	f.until("the filter cleared", func(s snapshot) bool { return !strings.Contains(s.screen, "filter") })
 	f.quit()
 }

@@ -4,7 +4,7 @@ import "charm.land/bubbles/v2/key"
 
 // KeyMap is every key the dashboard answers, with its help text.
 type KeyMap struct {
-	Quit, Help, Pause, Faster, Slower, Next, Prev, Up, Down, Zoom, Back, Details, Export, Record, Sort key.Binding
+	Quit, Help, Pause, Faster, Slower, Next, Prev, Up, Down, Zoom, Back, Details, Export, Record, Sort, Order, Tree, Filter key.Binding
 }
 
 // DefaultKeyMap returns the dashboard's keys.
@@ -25,6 +25,9 @@ func DefaultKeyMap() KeyMap {
 		Export:  key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export a report")),
 		Record:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "start/stop recording")),
 		Sort:    key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort GPU processes by memory or SM %")),
+		Order:   key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "order processes by CPU, RSS or GPU memory")),
+		Tree:    key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "processes as a tree (children under their parent)")),
+		Filter:  key.NewBinding(key.WithKeys("/", "f"), key.WithHelp("/ or f", "filter processes and threads by name (enter keeps it, esc clears)")),
 	}
 }
 
@@ -37,5 +40,5 @@ var replayHelp = [][2]string{
 
 // all lists the bindings in help order.
 func (k KeyMap) all() []key.Binding {
-	return []key.Binding{k.Quit, k.Help, k.Details, k.Pause, k.Faster, k.Slower, k.Next, k.Prev, k.Up, k.Down, k.Zoom, k.Back, k.Export, k.Record, k.Sort}
+	return []key.Binding{k.Quit, k.Help, k.Details, k.Pause, k.Faster, k.Slower, k.Next, k.Prev, k.Up, k.Down, k.Zoom, k.Back, k.Export, k.Record, k.Sort, k.Order, k.Tree, k.Filter}
 }

@@ -48,13 +48,15 @@ type view struct {
 	kind      string // the verdict's kind, for the straggler's row
 	replay    bool   // a recording plays: nothing more will be taken
 	th        *diagnose.Thresholds
+	procs     procView // the process panel's order, filter and tree
+	filtering bool     // the filter is being typed
 }
 
 // view is panel id's narrow view of the model.
 func (m *Model) view(id panelID) *view {
 	return &view{frame: m.shown.Frame, hist: m.hframes, batches: m.batches, st: &m.styles, scroll: m.scroll[id],
 		straggler: m.shown.Verdict.Straggler, zoomed: m.zoom && m.focus == id, sortBySM: m.sortBySM, kind: m.shown.Verdict.Kind.String(),
-		replay: m.opt.Replay != nil, th: &m.opt.Thresholds}
+		replay: m.opt.Replay != nil, th: &m.opt.Thresholds, procs: m.procs, filtering: m.filtering}
 }
 
 var panels = [numPanels]panel{gpuPanel{}, cpuPanel{}, loaderPanel{}, procPanel{}, memPanel{}, diskPanel{}, netPanel{}, profilePanel{}}

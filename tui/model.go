@@ -145,7 +145,10 @@ type Model struct {
 	focus    panelID
 	zoom     bool
 	sortBySM bool
-	scroll   [numPanels]int
+	procs    procView // the process panel's order, filter and tree
+	// filtering says the keys type the process filter (after /).
+	filtering bool
+	scroll    [numPanels]int
 	status   string
 	statusAt time.Time // frame time the status was set
 	sticky   string    // a status that stays until the next one (a job being interrupted)
@@ -256,6 +259,10 @@ func (m *Model) scrollBy(n int) { m.scroll[m.focus] = max(0, m.scroll[m.focus]+n
 // key handles a key press; overlays take esc and their own key first.
 func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
+	if m.filtering {
+		m.filterKey(msg)
+		return nil
+	}
 	if r := m.opt.Replay; r != nil && !m.help && !m.details {
 		at := m.latest.frameTime()
 		switch msg.String() {
@@ -341,6 +348,13 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		m.focusRank()
 	case key.Matches(msg, k.Sort):
 		m.sortBySM = !m.sortBySM
+	case key.Matches(msg, k.Order):
+		m.procs.order = (m.procs.order + 1) % numProcOrders
+		m.setStatus("processes by "+procOrderNames[m.procs.order], m.latest.frameTime())
+	case key.Matches(msg, k.Tree):
+		m.procs.tree = !m.procs.tree
+	case key.Matches(msg, k.Filter):
+		m.filtering, m.focus = true, pProcs
 	case key.Matches(msg, k.Export):
 		m.runAction(m.opt.Export, "export: not available here")
 	case key.Matches(msg, k.Record):
