@@ -149,12 +149,12 @@ type Model struct {
 	// filtering says the keys type the process filter (after /).
 	filtering bool
 	scroll    [numPanels]int
-	status   string
-	statusAt time.Time // frame time the status was set
-	sticky   string    // a status that stays until the next one (a job being interrupted)
-	interval time.Duration
-	hframes  []*sample.Frame // the history drawn this render
-	speed    float64         // a replay's speed
+	status    string
+	statusAt  time.Time // frame time the status was set
+	sticky    string    // a status that stays until the next one (a job being interrupted)
+	interval  time.Duration
+	hframes   []*sample.Frame // the history drawn this render
+	speed     float64         // a replay's speed
 }
 
 // New returns the dashboard model.
