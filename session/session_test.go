@@ -1,0 +1,229 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/lines"
+	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// busyCPU is a probe: a two-core machine at pct busy.
+type busyCPU struct{ pct float64 }
+
+func (busyCPU) Name() string { return "cpu" }
+func (p busyCPU) Collect(_ context.Context, f *sample.Frame) error {
+	f.CPU = &sample.CPU{BusyPct: p.pct, Cores: []sample.Core{{ID: 0, BusyPct: p.pct}, {ID: 1, BusyPct: p.pct}}}
+	return nil
+}
+
+// observed records what an observer is given, in order.
+type observed struct {
+	mu     sync.Mutex
+	events []string
+	stopAt int
+	stop   func()
+}
+
+func (o *observed) Frame(f *sample.Frame, v diagnose.Verdict) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, "frame "+v.Kind.String())
+	if len(o.events) == o.stopAt {
+		o.stop()
+	}
+	return nil
+}
+
+func (o *observed) Note(n lines.Note) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if s, ok := n.(lines.Scenario); ok {
+		o.events = append(o.events, "note "+s.Name)
+	}
+	return nil
+}
+
+// TestLoopGivesEveryObserverEveryFrameAndNote: each frame goes through
+// the diagnoser to every observer in order, notes go to all of them, and
+// the loop ends cleanly (nil) when its context does.
+func TestLoopGivesEveryObserverEveryFrameAndNote(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sampler := probes.NewSampler([]probes.Probe{busyCPU{3}}, probes.SamplerOptions{Interval: 50 * time.Millisecond})
+	defer sampler.Close()
+	first := &observed{}
+	second := &observed{stopAt: 6, stop: cancel}
+	notes := make(chan lines.Note, 1)
+	notes <- lines.Scenario{Name: "starved"}
+	close(notes)
+	if err := loop(ctx, sampler, diagnose.NewDiagnoser(diagnose.DefaultThresholds()), notes, []Observer{first, second}); err != nil {
+		t.Fatal(err)
+	}
+	first.mu.Lock()
+	defer first.mu.Unlock()
+	if len(first.events) < 6 || !strings.HasPrefix(first.events[len(first.events)-1], "frame ") {
+		t.Fatalf("first observer saw %q", first.events)
+	}
+	if !strings.Contains(strings.Join(first.events, ","), "note starved") {
+		t.Fatalf("the note did not reach the first observer: %q", first.events)
+	}
+	// The second observer stopped the loop after its 6th event: the first
+	// saw every frame the second did, and in the same order.
+	if got, want := strings.Join(first.events[:6], ","), strings.Join(second.events[:6], ","); got != want {
+		t.Fatalf("observers saw %q and %q", got, want)
+	}
+}
+
+// failing is an observer whose Frame fails.
+type failing struct{}
+
+func (failing) Frame(*sample.Frame, diagnose.Verdict) error { return errors.New("disk full") }
+func (failing) Note(lines.Note) error                      { return nil }
+
+// TestLoopStopsOnAnObserversError: an observer's error ends the loop with it.
+func TestLoopStopsOnAnObserversError(t *testing.T) {
+	sampler := probes.NewSampler([]probes.Probe{busyCPU{3}}, probes.SamplerOptions{Interval: 50 * time.Millisecond})
+	defer sampler.Close()
+	err := loop(context.Background(), sampler, diagnose.NewDiagnoser(diagnose.DefaultThresholds()), nil, []Observer{failing{}})
+	if err == nil || err.Error() != "disk full" {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func settleFrameAt(sec int) *sample.Frame {
+	return &sample.Frame{Time: time.Date(2026, 11, 24, 12, 0, sec, 0, time.UTC)}
+}
+
+// TestSettleNeedsFiveFramesAndFiveSeconds: --once settles on a verdict
+// that held 5 frames over 5 s (warming up never counts), stops the
+// session then, and exits 3 for a bottleneck, 0 for healthy.
+func TestSettleNeedsFiveFramesAndFiveSeconds(t *testing.T) {
+	for _, c := range []struct {
+		kind diagnose.Kind
+		want error
+	}{{diagnose.Healthy, nil}, {diagnose.GPUStarved, ErrBottleneck}} {
+		stopped := 0
+		s := &settle{stop: func() { stopped++ }, need: 3}
+		for i := range 3 {
+			s.Frame(settleFrameAt(i), diagnose.Verdict{Kind: diagnose.WarmingUp})
+		}
+		for i := 3; i < 8; i++ {
+			if stopped > 0 {
+				t.Fatalf("%v: stopped after %d frames", c.kind, i)
+			}
+			s.Frame(settleFrameAt(i), diagnose.Verdict{Kind: c.kind})
+		}
+		if stopped != 0 {
+			t.Fatalf("%v: 5 frames over 4 s settled", c.kind)
+		}
+		s.Frame(settleFrameAt(8), diagnose.Verdict{Kind: c.kind})
+		if stopped != 1 || !s.settled {
+			t.Fatalf("%v: 6 frames over 5 s did not settle", c.kind)
+		}
+		var out bytes.Buffer
+		if err := s.summary(&out, false); !errors.Is(err, c.want) && err != c.want {
+			t.Fatalf("%v: %v, want %v", c.kind, err, c.want)
+		}
+		if !strings.HasPrefix(out.String(), c.kind.String()+" (") || !strings.Contains(out.String(), "settled after 9 frames, 8 s") {
+			t.Fatalf("%v: %q", c.kind, out.String())
+		}
+	}
+}
+
+// TestSettleSaysWhyNothingSettled: a verdict that keeps changing, and a
+// job that exits first, are said as such, and the session exits 4.
+func TestSettleSaysWhyNothingSettled(t *testing.T) {
+	s := &settle{stop: func() {}, need: 3}
+	kinds := []diagnose.Kind{diagnose.Healthy, diagnose.GPUStarved, diagnose.Healthy, diagnose.GPUStarved}
+	for i, k := range kinds {
+		s.Frame(settleFrameAt(i), diagnose.Verdict{Kind: k})
+	}
+	var out bytes.Buffer
+	err := s.summary(&out, false)
+	if !errors.Is(err, ErrUnsettled) || !strings.Contains(err.Error(), "the verdict changed 3 times") {
+		t.Fatalf("changing verdicts: %v", err)
+	}
+	s = &settle{stop: func() {}, need: 3}
+	f := settleFrameAt(0)
+	at := f.Time
+	f.Target = &sample.Target{PID: 42, ExitedAt: &at}
+	s.Frame(f, diagnose.Verdict{Kind: diagnose.WarmingUp})
+	if err := s.summary(&out, true); !errors.Is(err, ErrUnsettled) || !strings.Contains(err.Error(), "pid 42 exited at 12:00:00, after 1 frame") {
+		t.Fatalf("a job that exited: %v", err)
+	}
+	if !strings.Contains(out.String(), `"settled":false`) || !strings.Contains(out.String(), `"unsettled":"pid 42 exited`) {
+		t.Fatalf("JSON summary %s", out.String())
+	}
+}
+
+// TestKeptFramesKeepTheNewestHour: the e key's report has at most
+// keepFrames frames, the newest, in order, and the scenario notes.
+func TestKeptFramesKeepTheNewestHour(t *testing.T) {
+	k := &keptFrames{}
+	for i := range keepFrames + 10 {
+		f := &sample.Frame{Time: time.Unix(int64(i), 0), IntervalSec: 1}
+		k.Frame(f, diagnose.Verdict{})
+	}
+	k.Note(lines.Scenario{Name: "io-bound"})
+	k.Note(lines.Event{Name: "disconnected"})
+	if len(k.frames) != keepFrames || k.frames[0].Frame.Time.Unix() != 10 || k.frames[keepFrames-1].Frame.Time.Unix() != keepFrames+9 {
+		t.Fatalf("%d frames, %v … %v", len(k.frames), k.frames[0].Frame.Time.Unix(), k.frames[len(k.frames)-1].Frame.Time.Unix())
+	}
+	if len(k.notes) != 1 || k.notes[0].Name != "io-bound" {
+		t.Fatalf("notes %+v", k.notes)
+	}
+	if _, err := (&keptFrames{}).export(); err == nil || err.Error() != "no frame yet" {
+		t.Fatalf("an empty export: %v", err)
+	}
+}
+
+// TestAttachRefusesWhatDoesNotAnswer: one URL that does not answer is an
+// error at once, with discovery on too; of several, one answering is
+// enough; discovery alone waits for loaders.
+func TestAttachRefusesWhatDoesNotAnswer(t *testing.T) {
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("gpuwatch_loader_batches_total 1\n"))
+	}))
+	defer ok.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		to      AttachTo
+		wantErr string
+	}{
+		{"one dead URL", AttachTo{URLs: []string{dead}}, "connection refused"},
+		{"one dead URL with discovery", AttachTo{URLs: []string{dead}, Discover: true}, "connection refused"},
+		{"every URL dead", AttachTo{URLs: []string{dead, dead}}, "none of the 2 loaders answers"},
+		{"one of two answers", AttachTo{URLs: []string{dead, ok.URL}}, ""},
+		{"discovery alone", AttachTo{Discover: true}, ""},
+	} {
+		a, err := Attach(ctx, "/proc", c.to)
+		if a != nil {
+			a.Ranks.Close()
+		}
+		if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.wantErr)
+		}
+	}
+	if a, err := Attach(ctx, "/proc", AttachTo{}); a != nil || err != nil {
+		t.Errorf("nothing named: %v %v", a, err)
+	}
+}
