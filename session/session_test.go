@@ -89,7 +89,7 @@ func TestLoopGivesEveryObserverEveryFrameAndNote(t *testing.T) {
 type failing struct{}
 
 func (failing) Frame(*sample.Frame, diagnose.Verdict) error { return errors.New("disk full") }
-func (failing) Note(lines.Note) error                      { return nil }
+func (failing) Note(lines.Note) error                       { return nil }
 
 // TestLoopStopsOnAnObserversError: an observer's error ends the loop with it.
 func TestLoopStopsOnAnObserversError(t *testing.T) {
