@@ -251,15 +251,7 @@ func (p *Proc) pidPath(pid int, mid string, tid int, suffix string) string {
 
 // Collect implements Probe.
 func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
-	if p.opt.FocusOf != nil {
-		if pid := p.opt.FocusOf(); pid != 0 {
-			p.moved = pid // kept while FocusOf knows none (a rank reconnecting)
-		}
-	}
-	focus := p.opt.PID
-	if p.moved != 0 {
-		focus = p.moved
-	}
+	focus := p.focusNow()
 	p.round++
 	p.pids = p.pids[:0]
 	err := p.r.readDirNames(p.root, func(name []byte) {
@@ -278,34 +270,54 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 		p.moved, focus = 0, p.opt.PID // the process it moved to is gone
 	}
 	p.focus = focus
-	out := &sample.Procs{FocusPID: focus}
+	if err := p.selectProcs(focus); err != nil {
+		return err
+	}
+	out := &sample.Procs{FocusPID: focus, List: p.procList(focus, f.Time)}
+	p.selectThreads(focus, f.Time)
+	out.Threads = p.threadList()
+	f.Procs = out
+	return nil
+}
+
+// focusNow is the process to focus on: the one FocusOf names (kept while
+// it names none: a rank reconnecting), else --pid's.
+func (p *Proc) focusNow() int {
+	if p.opt.FocusOf != nil {
+		if pid := p.opt.FocusOf(); pid != 0 {
+			p.moved = pid
+		}
+	}
+	if p.moved != 0 {
+		return p.moved
+	}
+	return p.opt.PID
+}
+
+// selectProcs picks the processes listed: the focused tree, else the Top
+// busiest; busiest first.
+func (p *Proc) selectProcs(focus int) error {
 	p.selected = p.selected[:0]
 	if focus != 0 {
 		if _, ok := p.procs[focus]; !ok {
 			return fmt.Errorf("process %d has exited", focus)
 		}
-		for _, e := range p.procs {
-			if p.descends(e) {
-				p.selected = append(p.selected, e)
-			}
-		}
-	} else {
-		for _, e := range p.procs {
-			if e.haveCPU {
-				p.selected = append(p.selected, e)
-			}
+	}
+	for _, e := range p.procs {
+		if focus != 0 && p.descends(e) || focus == 0 && e.haveCPU {
+			p.selected = append(p.selected, e)
 		}
 	}
-	slices.SortFunc(p.selected, func(a, b *procEntry) int {
-		if c := cmp.Compare(b.cpuPct, a.cpuPct); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.pid, b.pid)
-	})
+	busiestFirst(p.selected, func(e *procEntry) (float64, int) { return e.cpuPct, e.pid })
 	if focus == 0 && len(p.selected) > p.opt.Top {
 		p.selected = p.selected[:p.opt.Top]
 	}
-	out.List = make([]sample.Proc, 0, len(p.selected))
+	return nil
+}
+
+// procList is the selected processes as the frame has them.
+func (p *Proc) procList(focus int, now time.Time) []sample.Proc {
+	list := make([]sample.Proc, 0, len(p.selected))
 	slab := make([]float64, 0, 2*len(p.selected))
 	for _, e := range p.selected {
 		sp := sample.Proc{
@@ -316,19 +328,24 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 			sp.CPUPct = e.cpuPct
 		}
 		sp.MajorFaultsPerSec, sp.MinorFaultsPerSec = e.faults.get(&slab)
-		p.readIO(e, &sp, f.Time)
+		p.readIO(e, &sp, now)
 		if focus != 0 {
-			p.readMaps(e, &sp, f.Time)
+			p.readMaps(e, &sp, now)
 		}
-		out.List = append(out.List, sp)
+		list = append(list, sp)
 	}
-	// Threads: of the whole focused tree, or of the three busiest processes.
+	return list
+}
+
+// selectThreads reads the threads of the whole focused tree, or of the
+// three busiest processes, and keeps the Threads busiest.
+func (p *Proc) selectThreads(focus int, now time.Time) {
 	p.tsel = p.tsel[:0]
 	for i, e := range p.selected {
 		if focus == 0 && i >= 3 {
 			break
 		}
-		p.readThreads(e, f.Time)
+		p.readThreads(e, now)
 	}
 	for tid, t := range p.threads {
 		if t.seen != p.round {
@@ -337,27 +354,38 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 			p.tsel = append(p.tsel, t)
 		}
 	}
-	slices.SortFunc(p.tsel, func(a, b *threadEntry) int {
-		if c := cmp.Compare(b.cpuPct, a.cpuPct); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.tid, b.tid)
-	})
+	busiestFirst(p.tsel, func(t *threadEntry) (float64, int) { return t.cpuPct, t.tid })
 	if len(p.tsel) > p.opt.Threads {
 		p.tsel = p.tsel[:p.opt.Threads]
 	}
-	out.Threads = make([]sample.Thread, 0, len(p.tsel))
-	slab = make([]float64, 0, 2*len(p.tsel))
+}
+
+// threadList is the selected threads as the frame has them.
+func (p *Proc) threadList() []sample.Thread {
+	list := make([]sample.Thread, 0, len(p.tsel))
+	slab := make([]float64, 0, 2*len(p.tsel))
 	for _, t := range p.tsel {
 		th := sample.Thread{TID: t.tid, PID: t.pid, Name: t.name, CPUPct: t.cpuPct, SystemPct: t.sysPct}
 		if t.haveWait {
 			th.RunDelayMsPerSec = ptr(t.waitRate)
 		}
 		th.MajorFaultsPerSec, th.MinorFaultsPerSec = t.faults.get(&slab)
-		out.Threads = append(out.Threads, th)
+		list = append(list, th)
 	}
-	f.Procs = out
-	return nil
+	return list
+}
+
+// busiestFirst sorts by CPU, busiest first, then by ID (stable across
+// frames for equals).
+func busiestFirst[T any](s []T, key func(T) (cpu float64, id int)) {
+	slices.SortFunc(s, func(a, b T) int {
+		ca, ia := key(a)
+		cb, ib := key(b)
+		if c := cmp.Compare(cb, ca); c != 0 {
+			return c
+		}
+		return cmp.Compare(ia, ib)
+	})
 }
 
 // scan reads every listed process's stat, computing CPU % against the
