@@ -379,7 +379,7 @@ func TestOnceExitStatusFollowsTheSummary(t *testing.T) {
 // and no race detector: CI runs it alone, as the scenario signatures.
 func TestOnceVerdicts(t *testing.T) {
 	if os.Getenv("GPUWATCH_BOTTLENECK_TESTS") == "" || raceEnabled {
-		t.Skip("measures real bottlenecks: GPUWATCH_BOTTLENECK_TESTS=1 go test -run OnceVerdicts . (without -race)")
+		t.Skip("measures real bottlenecks: GPUWATCH_BOTTLENECK_TESTS=1 go test -run OnceVerdicts ./cli/ (without -race)")
 	}
 	for _, c := range []struct {
 		name  string
