@@ -128,18 +128,18 @@ func (pv *view) tallSpark(values []float64, width, rows int) []string {
 	out := make([]string, rows)
 	start := max(0, len(values)-width)
 	pad := strings.Repeat(" ", max(0, width-(len(values)-start)))
+	var b strings.Builder
 	for r := 0; r < rows; r++ {
-		var b strings.Builder
+		b.Reset()
+		b.Grow(len(pad) + 3*(len(values)-start) + 32)
 		b.WriteString(pad)
+		b.WriteString(pv.st.sparkPaint.pre) // one paint a row
 		below := float64((rows - 1 - r) * 8) // levels in the rows under this one
 		for _, v := range values[start:] {
 			lvl := int(min(8, max(0, v/100*float64(rows*8)+0.5-below)))
-			if lvl == 0 && r < rows-1 {
-				b.WriteByte(' ')
-				continue
-			}
-			b.WriteString(pv.st.spark[lvl])
+			b.WriteString(pv.st.sparkGlyph[lvl]) // level 0 is a space
 		}
+		b.WriteString(pv.st.sparkPaint.post)
 		out[r] = b.String()
 	}
 	return out

@@ -160,7 +160,9 @@ func (m *Model) shareTrends(ids []panelID, w, spare int, heights, charts []int) 
 	var with []int
 	for i, id := range ids {
 		if heights[i] > 0 {
-			if _, ok := trendOf(id, m.view(id)); ok {
+			t, ok := trendOf(id, m.view(id))
+			m.trends[id] = t // drawPanel draws it: read once a render
+			if ok {
 				with = append(with, i)
 			}
 		}
@@ -191,9 +193,7 @@ func (m *Model) drawPanel(id panelID, w, h, chart int) []string {
 		lines = append(lines, panels[id].draw(m.view(id), w, body)...)
 	}
 	if chart > 0 {
-		pv := m.view(id)
-		t, _ := trendOf(id, pv)
-		lines = append(lines, pv.drawTrend(t, w, chart)...) // w cells wide (block)
+		lines = append(lines, m.view(id).drawTrend(m.trends[id], w, chart)...) // w cells wide (block)
 	}
 	return stack(lines, w, h)
 }

@@ -153,8 +153,9 @@ type Model struct {
 	statusAt  time.Time // frame time the status was set
 	sticky    string    // a status that stays until the next one (a job being interrupted)
 	interval  time.Duration
-	hframes   []*sample.Frame // the history drawn this render
-	speed     float64         // a replay's speed
+	hframes   []*sample.Frame  // the history drawn this render
+	trends    [numPanels]trend // the panels' trends this render (shareTrends)
+	speed     float64          // a replay's speed
 }
 
 // New returns the dashboard model.

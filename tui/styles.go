@@ -25,6 +25,11 @@ type Styles struct {
 	// spark holds the eight bar heights, pre-rendered in two colours:
 	// steady and bursty (p95 − p5 ≥ 60).
 	spark, sparkBursty          [9]string
+	// sparkGlyph are the bare heights, and sparkPaint their colour: a
+	// chart row is painted once, not once a cell (a tall chart of 240
+	// cells a row was 25 bytes of escapes a cell for the terminal to parse).
+	sparkGlyph [9]string
+	sparkPaint paint
 	barGreen, barYellow, barRed paint
 	wait, step                  string // train-row cells
 }
@@ -91,7 +96,9 @@ func DefaultStyles() Styles {
 		s.heat[i] = lipgloss.NewStyle().Foreground(c).Render(ch)
 	}
 	bars := []rune(" ▁▂▃▄▅▆▇█")
+	s.sparkPaint = fg(green)
 	for i, r := range bars {
+		s.sparkGlyph[i] = string(r)
 		s.spark[i] = lipgloss.NewStyle().Foreground(green).Render(string(r))
 		s.sparkBursty[i] = lipgloss.NewStyle().Foreground(orange).Render(string(r))
 	}
