@@ -133,7 +133,7 @@ func (pv *view) tallSpark(values []float64, width, rows int) []string {
 		b.Reset()
 		b.Grow(len(pad) + 3*(len(values)-start) + 32)
 		b.WriteString(pad)
-		b.WriteString(pv.st.sparkPaint.pre) // one paint a row
+		b.WriteString(pv.st.sparkPaint.pre)  // one paint a row
 		below := float64((rows - 1 - r) * 8) // levels in the rows under this one
 		for _, v := range values[start:] {
 			lvl := int(min(8, max(0, v/100*float64(rows*8)+0.5-below)))

@@ -24,12 +24,12 @@ type Styles struct {
 	heat [11]string
 	// spark holds the eight bar heights, pre-rendered in two colours:
 	// steady and bursty (p95 − p5 ≥ 60).
-	spark, sparkBursty          [9]string
+	spark, sparkBursty [9]string
 	// sparkGlyph are the bare heights, and sparkPaint their colour: a
 	// chart row is painted once, not once a cell (a tall chart of 240
 	// cells a row was 25 bytes of escapes a cell for the terminal to parse).
-	sparkGlyph [9]string
-	sparkPaint paint
+	sparkGlyph                  [9]string
+	sparkPaint                  paint
 	barGreen, barYellow, barRed paint
 	wait, step                  string // train-row cells
 }
