@@ -39,7 +39,7 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&headless, "headless", false, "print one line per frame, as fast as they are read (default when stdout is not a terminal)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "with --headless: JSON lines, verdicts recomputed")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per line, verdicts recomputed (implies --headless; schema: docs/json.md)")
 	cmd.Flags().Float64Var(&speed, "speed", 1, "playback speed in the dashboard (0.5 to 64)")
 	cmd.Flags().BoolVar(&noColor, noColorFlag, false, noColorUsage)
 	th.register(cmd)
