@@ -314,7 +314,7 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 	}
 	c.Workers = integer("gpuwatch_loader_workers", maxWorkers)
 	c.Prefetch = integer("gpuwatch_loader_prefetch", maxPrefetch)
-	c.BatchesPerEpoch = integer("gpuwatch_loader_batches_per_epoch", 1<<40)
+	c.BatchesPerEpoch = integer("gpuwatch_loader_batches_per_epoch", math.MaxInt32) // an int on 32-bit builds too
 	// The DataLoader's booleans (the hook): persistent_workers, pin_memory.
 	for _, k := range []struct{ metric, knob string }{{"gpuwatch_loader_persistent_workers", "persistent"}, {"gpuwatch_loader_pin_memory", "pin"}} {
 		if v, ok := gauge(k.metric, 0, 1); ok {

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -137,7 +138,7 @@ func (profilePanel) draw(pv *view, w, h int) []string {
 	if len(p.Categories) > 0 {
 		line := fmt.Sprintf("%.1f s CPU in %.0f s", p.CPUSec, p.DurationSec)
 		if p.Samples > 0 {
-			line += " (" + sample.Plural(int(min(p.Samples, 1<<31)), "sample") + ")"
+			line += " (" + sample.Plural(int(min(p.Samples, math.MaxInt32)), "sample") + ")"
 		}
 		line += ", taken " + p.TakenAt.Format("15:04:05") + ":"
 		for _, c := range p.Categories {
