@@ -71,7 +71,7 @@ sleeper=$!
 sh -c 'sleep 60 & wait' &
 launcher=$!
 expect 0 "the root of the tree" --pid "$(pgrep -f 'sleep 6[0]')
-$launcher" --headless -d 1s
+$launcher" --headless --interval 500ms -d 2s
 sleep 2 &
 expect 0 "exited at" --pid $! --exit-with-job --headless -d 30s
 kill $sleeper $launcher 2>/dev/null || true
