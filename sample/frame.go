@@ -66,6 +66,11 @@ type Target struct {
 	// SIGINT"): only for a command gpuwatch run started.
 	ExitedAt *time.Time `json:"exited_at,omitempty"`
 	Exit     string     `json:"exit,omitempty"`
+	// Starting says a command gpuwatch run started has loaded the hook but
+	// no DataLoader of it has iterated yet, in its first 30 s: it is
+	// importing, loading a model, compiling. What its threads do now is not
+	// its training loop, so --once does not settle on it.
+	Starting bool `json:"starting,omitempty"`
 }
 
 // Rank is one rank's loader over the interval, as its hook reports it.

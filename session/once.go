@@ -57,6 +57,12 @@ func (s *settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		s.first = f.Time
 	}
 	s.frames++
+	if t := f.Target; t != nil && t.Starting {
+		// The job is still starting (imports, a model, compilation): its
+		// threads are not its loop yet, and no verdict counts.
+		s.streak, s.verdict, s.last = 0, v, f
+		return nil
+	}
 	if v.Kind != diagnose.WarmingUp && v.Kind == s.verdict.Kind {
 		s.streak++
 	} else {
@@ -141,6 +147,9 @@ func (s *settle) summary(w io.Writer, asJSON bool) error {
 func (s *settle) why() string {
 	if t := s.last.Target; t != nil && t.ExitedAt != nil {
 		return fmt.Sprintf("pid %d exited at %s, after %s: too soon for a verdict to hold", t.PID, t.ExitedAt.Format("15:04:05"), sample.Plural(s.frames, "frame"))
+	}
+	if t := s.last.Target; t != nil && t.Starting {
+		return fmt.Sprintf("the job was still starting after %s: the hook is loaded, and no DataLoader has iterated yet (a longer --duration)", sample.Plural(s.frames, "frame"))
 	}
 	switch {
 	case s.verdict.Kind == diagnose.WarmingUp:

@@ -227,3 +227,33 @@ func TestAttachRefusesWhatDoesNotAnswer(t *testing.T) {
 		t.Errorf("nothing named: %v %v", a, err)
 	}
 }
+
+// TestSettleWaitsForTheJobToStart: while gpuwatch run's job is starting
+// (the hook loaded, no DataLoader iterating: importing torch keeps its
+// main thread at 100 %), no verdict counts towards --once; once the loop
+// runs, 5 frames over 5 s settle it.
+func TestSettleWaitsForTheJobToStart(t *testing.T) {
+	stopped := 0
+	s := &settle{stop: func() { stopped++ }, need: 3}
+	i := 0
+	for ; i < 12; i++ {
+		f := settleFrameAt(i)
+		f.Target = &sample.Target{PID: 7, Why: "gpuwatch run", Starting: true}
+		s.Frame(f, diagnose.Verdict{Kind: diagnose.SingleCoreMaxed})
+	}
+	if stopped != 0 {
+		t.Fatal("settled on a job that was starting")
+	}
+	var out bytes.Buffer
+	if err := s.summary(&out, false); !errors.Is(err, ErrUnsettled) || !strings.Contains(err.Error(), "the job was still starting after 12 frames") {
+		t.Fatalf("%v", err)
+	}
+	for end := i + 6; i < end; i++ {
+		f := settleFrameAt(i)
+		f.Target = &sample.Target{PID: 7, Why: "gpuwatch run"}
+		s.Frame(f, diagnose.Verdict{Kind: diagnose.GPUStarved})
+	}
+	if stopped != 1 {
+		t.Fatal("the running loop's verdict did not settle")
+	}
+}

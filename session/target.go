@@ -28,7 +28,14 @@ type target struct {
 	hookAt time.Time  // when the run folder was last read
 	hook   []int      // processes that loaded the hook (gpuwatch run)
 	logs   string     // the hook's own warnings (gpuwatch run), newest
+	first  time.Time  // the first frame's time
 }
+
+// startGrace is how long a job that loaded the hook may start before its
+// first DataLoader iterates (imports, a model, compilation: 10–20 s on a
+// GPU host) while its threads are not judged as its loop. A job with no
+// DataLoader is judged after it, as a process tree.
+const startGrace = 30 * time.Second
 
 func newTarget(o Options, s *probeSet) *target { return &target{o: o, set: s} }
 
@@ -64,6 +71,11 @@ func (t *target) Collect(_ context.Context, f *sample.Frame) error {
 		return nil
 	}
 	out.Loader = t.loader(out, f.Time)
+	if t.first.IsZero() {
+		t.first = f.Time
+	}
+	out.Starting = t.o.Job != nil && out.ExitedAt == nil && len(t.hook) > 0 && f.Time.Sub(t.first) < startGrace &&
+		(t.set.attached == nil || t.set.attached.Ranks.Connected() == 0)
 	f.Target = out
 	return nil
 }
