@@ -19,6 +19,7 @@ PRIVATE = (
     ("_MultiProcessingDataLoaderIter", "_workers", "the worker processes (their PIDs)"),
     ("_MultiProcessingDataLoaderIter", "_data_queue", "batches the workers finished, not yet taken"),
     ("_MultiProcessingDataLoaderIter", "_task_info", "batches that arrived out of order and wait to be taken"),
+    ("_MultiProcessingDataLoaderIter", "_rcvd_idx", "the index of the batch the loop takes next"),
     ("_BaseDataLoaderIter", "_next_data", "what __next__ calls: the hook times __next__ around it"),
 )
 
@@ -67,16 +68,33 @@ def worker_pids(it: Any) -> Tuple[int, ...]:
     return tuple(p.pid for p in procs if _int(getattr(p, "pid", None)) is not None)
 
 
+def _arrived(v: Any) -> bool:
+    return isinstance(v, tuple) and len(v) == 2  # (worker, data): here
+
+
 def queue_depth(it: Any) -> Optional[int]:
-    """Batches a torch DataLoader iterator has ready: those in its data
-    queue and those that arrived out of order and wait in its reorder
-    buffer. None when it is no such iterator."""
+    """Batches a torch DataLoader iterator has ready for the loop, in the
+    order it takes them. torch hands batches over in order: a batch that
+    arrived early waits in the reorder buffer (_task_info) until those
+    before it come, and does not spare the loop its wait. So the next batch
+    (_rcvd_idx) still being made while later ones wait in the buffer is 0
+    ready (the loop waits on one worker); otherwise the run of arrived
+    batches from the next one on, plus the data queue (arrived, in order
+    as far as anything says). None when it is no such iterator."""
     q = getattr(it, "_data_queue", None)
     info = getattr(it, "_task_info", None)
     if q is None or not isinstance(info, dict):
         return None
-    # Called on the training loop's thread, the only one that changes it.
-    return q.qsize() + sum(1 for v in info.values() if isinstance(v, tuple) and len(v) == 2)
+    # Called on the training loop's thread, the only one that changes them.
+    nxt = getattr(it, "_rcvd_idx", None)
+    if not isinstance(nxt, int) or isinstance(nxt, bool):
+        return q.qsize() + sum(1 for v in info.values() if _arrived(v))  # older torch: no order known
+    if nxt in info and not _arrived(info[nxt]) and any(_arrived(v) for v in info.values()):
+        return 0
+    run = 0
+    while run < len(info) and _arrived(info.get(nxt + run)):
+        run += 1
+    return q.qsize() + run
 
 
 def in_worker() -> bool:

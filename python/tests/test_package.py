@@ -241,3 +241,39 @@ class RunInstrumentationTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class QueueDepthTest(unittest.TestCase):
+    """The ready batches the model reads: only those the loop can take
+    next, in torch's order."""
+
+    class Queue:
+        def __init__(self, n):
+            self.n = n
+
+        def qsize(self):
+            return self.n
+
+    class It:
+        pass
+
+    def depth(self, rcvd, info, queued):
+        it = self.It()
+        it._data_queue, it._task_info = self.Queue(queued), info
+        if rcvd is not None:
+            it._rcvd_idx = rcvd
+        return _torch.queue_depth(it)
+
+    def test_later_batches_in_the_reorder_buffer_do_not_count(self):
+        # The loop waits for batch 5 (worker 0) while 6 and 7 arrived early.
+        self.assertEqual(self.depth(5, {5: (0,), 6: (1, "b6"), 7: (2, "b7")}, 1), 0)
+
+    def test_the_run_from_the_next_batch_counts(self):
+        self.assertEqual(self.depth(5, {5: (0, "b5"), 6: (1, "b6"), 7: (2,)}, 0), 2)
+        self.assertEqual(self.depth(5, {5: (0,), 6: (1,)}, 2), 2)  # nothing early: the queue is in order
+
+    def test_without_the_next_index_every_arrived_batch_counts(self):
+        self.assertEqual(self.depth(None, {5: (0,), 6: (1, "b6")}, 1), 2)
+
+    def test_not_a_loader_iterator(self):
+        self.assertIsNone(_torch.queue_depth(object()))
