@@ -86,15 +86,31 @@ def queue_depth(it: Any) -> Optional[int]:
     if q is None or not isinstance(info, dict):
         return None
     # Called on the training loop's thread, the only one that changes them.
+    queued = _queued(q)
     nxt = getattr(it, "_rcvd_idx", None)
     if not isinstance(nxt, int) or isinstance(nxt, bool):
-        return q.qsize() + sum(1 for v in info.values() if _arrived(v))  # older torch: no order known
+        return queued + sum(1 for v in info.values() if _arrived(v))  # older torch: no order known
     if nxt in info and not _arrived(info[nxt]) and any(_arrived(v) for v in info.values()):
         return 0
     run = 0
     while run < len(info) and _arrived(info.get(nxt + run)):
         run += 1
-    return q.qsize() + run
+    return queued + run
+
+
+def _queued(q: Any) -> int:
+    """Batches in the data queue that the loop can read now. Without
+    pin_memory it is the workers' multiprocessing queue, whose qsize()
+    counts a batch from the moment a worker puts it — while the worker's
+    feeder thread still copies it to shared memory and pickles it — so it
+    says batches are ready that the loop must still wait for: there, only
+    whether the pipe holds one now counts (0 or 1). With pin_memory it is a
+    thread queue of batches received and pinned: qsize() is what it says."""
+    reader = getattr(q, "_reader", None)
+    poll = getattr(reader, "poll", None)
+    if callable(poll):
+        return 1 if poll(0) else 0
+    return q.qsize()
 
 
 def in_worker() -> bool:

@@ -275,5 +275,22 @@ class QueueDepthTest(unittest.TestCase):
     def test_without_the_next_index_every_arrived_batch_counts(self):
         self.assertEqual(self.depth(None, {5: (0,), 6: (1, "b6")}, 1), 2)
 
+    def test_a_multiprocessing_queue_counts_what_its_pipe_holds(self):
+        # qsize() counts batches a worker put and is still pickling: only
+        # a readable pipe says one is here.
+        class Reader:
+            def __init__(self, ready):
+                self.ready = ready
+
+            def poll(self, timeout):
+                return self.ready
+
+        q = self.Queue(5)
+        for ready, want in ((False, 0), (True, 1)):
+            q._reader = Reader(ready)
+            it = self.It()
+            it._data_queue, it._task_info, it._rcvd_idx = q, {5: (0,), 6: (1,)}, 5
+            self.assertEqual(_torch.queue_depth(it), want)
+
     def test_not_a_loader_iterator(self):
         self.assertIsNone(_torch.queue_depth(object()))
