@@ -149,6 +149,7 @@ type Loop struct {
 	started   bool
 	stopped   atomic.Bool
 	done      chan struct{}
+	wake      chan struct{} // closed by Close: an idle wait ends at once
 }
 
 // NewLoop returns the loop sampler.
@@ -165,7 +166,7 @@ func NewLoop(opt LoopOptions) *Loop {
 	if opt.Root == nil {
 		opt.Root = func() int { return 0 }
 	}
-	l := &Loop{opt: opt, finder: NewTrainingFinder(opt.Proc), done: make(chan struct{})}
+	l := &Loop{opt: opt, finder: NewTrainingFinder(opt.Proc), done: make(chan struct{}), wake: make(chan struct{})}
 	if l.opt.Find == nil {
 		l.opt.Find = l.finder.Find
 	}
@@ -243,7 +244,9 @@ func (l *Loop) Close() error {
 	started := l.started
 	l.started = true // a Collect after Close starts nothing
 	l.mu.Unlock()
-	l.stopped.Store(true)
+	if !l.stopped.Swap(true) {
+		close(l.wake)
+	}
 	if started {
 		<-l.done
 	}
@@ -398,6 +401,19 @@ func (l *Loop) run() {
 			} else {
 				nextScan = time.Time{} // gone: look again at once
 			}
+		}
+		if th == nil {
+			// No training process to sample: nothing to do until the next
+			// scan (waking 100 times a second for nothing cost more CPU than
+			// the rest of the sampling).
+			idle := time.NewTimer(time.Until(nextScan))
+			select {
+			case <-idle.C:
+			case <-l.wake:
+			}
+			idle.Stop()
+			next = time.Time{}
+			continue
 		}
 		next = next.Add(period)
 		if now := time.Now(); next.Before(now) {
