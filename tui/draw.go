@@ -101,14 +101,28 @@ func (pv *view) spark(values []float64, bursty []bool, width int) string {
 	}
 	start := max(0, len(values)-width)
 	var b strings.Builder
+	b.Grow(3*(len(values)-start) + 64)
+	// One paint a run of cells of one colour, not one a cell.
+	paints := [2]paint{pv.st.sparkPaint, pv.st.burstPaint}
+	cur := -1 // 0 steady, 1 bursty
 	for i := start; i < len(values); i++ {
 		lvl := int(values[i]/100*8 + 0.5)
 		lvl = min(8, max(0, lvl))
+		c := 0
 		if bursty != nil && bursty[i] {
-			b.WriteString(pv.st.sparkBursty[lvl])
-		} else {
-			b.WriteString(pv.st.spark[lvl])
+			c = 1
 		}
+		if c != cur {
+			if cur >= 0 {
+				b.WriteString(paints[cur].post)
+			}
+			b.WriteString(paints[c].pre)
+			cur = c
+		}
+		b.WriteString(pv.st.sparkGlyph[lvl])
+	}
+	if cur >= 0 {
+		b.WriteString(paints[cur].post)
 	}
 	return repeat(" ", width-(len(values)-start)) + b.String()
 }

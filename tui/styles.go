@@ -22,14 +22,12 @@ type Styles struct {
 	// heat holds a core cell pre-rendered per tenth of load: the 256-core
 	// grid is a concatenation, not 256 render calls.
 	heat [11]string
-	// spark holds the eight bar heights, pre-rendered in two colours:
-	// steady and bursty (p95 − p5 ≥ 60).
-	spark, sparkBursty [9]string
-	// sparkGlyph are the bare heights, and sparkPaint their colour: a
-	// chart row is painted once, not once a cell (a tall chart of 240
-	// cells a row was 25 bytes of escapes a cell for the terminal to parse).
+	// sparkGlyph are the nine bar heights, and sparkPaint and burstPaint
+	// their colours, steady and bursty (p95 − p5 ≥ 60): a run of cells is
+	// painted once, not once a cell (a tall chart of 240 cells a row was
+	// 25 bytes of escapes a cell for the terminal to parse).
 	sparkGlyph                  [9]string
-	sparkPaint                  paint
+	sparkPaint, burstPaint      paint
 	barGreen, barYellow, barRed paint
 	wait, step                  string // train-row cells
 }
@@ -96,11 +94,9 @@ func DefaultStyles() Styles {
 		s.heat[i] = lipgloss.NewStyle().Foreground(c).Render(ch)
 	}
 	bars := []rune(" ▁▂▃▄▅▆▇█")
-	s.sparkPaint = fg(green)
+	s.sparkPaint, s.burstPaint = fg(green), fg(orange)
 	for i, r := range bars {
 		s.sparkGlyph[i] = string(r)
-		s.spark[i] = lipgloss.NewStyle().Foreground(green).Render(string(r))
-		s.sparkBursty[i] = lipgloss.NewStyle().Foreground(orange).Render(string(r))
 	}
 	s.wait = lipgloss.NewStyle().Foreground(red).Render("░")
 	s.step = lipgloss.NewStyle().Foreground(green).Render("█")

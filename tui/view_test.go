@@ -369,3 +369,21 @@ func TestHelpKeysLineUp(t *testing.T) {
 		t.Fatalf("descriptions start at %d", col)
 	}
 }
+
+// TestSparkPaintsRunsNotCells: a sparkline paints each run of one colour
+// once (steady, then bursty, then steady: three paints), and draws every
+// value.
+func TestSparkPaintsRunsNotCells(t *testing.T) {
+	st := DefaultStyles()
+	pv := &view{st: &st}
+	out := pv.spark([]float64{10, 50, 90, 90, 20}, []bool{false, true, true, false, false}, 5)
+	if n := strings.Count(out, st.burstPaint.pre); n != 1 {
+		t.Errorf("%d bursty paints, want 1: %q", n, out)
+	}
+	if n := strings.Count(out, st.sparkPaint.pre); n != 2 {
+		t.Errorf("%d steady paints, want 2: %q", n, out)
+	}
+	if got := ansi.Strip(out); got != "▁▄▇▇▂" {
+		t.Errorf("cells %q", got)
+	}
+}
