@@ -249,12 +249,19 @@ func TestDistributedStragglerRank(t *testing.T) {
 	env := append(os.Environ(), "XDG_RUNTIME_DIR="+runtime)
 	master := freePort(t)
 	_, masterPort, _ := net.SplitHostPort(master)
-	var urls []string
+	urls := make([]string, 2)
 	var quiet atomic.Bool // the ranks' last words, as the test kills them, are noise
-	serving := make(chan int, 2)
+	type served struct {
+		rank int
+		url  string
+	}
+	serving := make(chan served, 2)
+	serveLine := regexp.MustCompile(`gpuwatch_hook: serving (http://127\.0\.0\.1:\d+)`)
 	for r := range 2 {
-		_, port, _ := net.SplitHostPort(freePort(t))
-		rank := exec.Command(py, "python/examples/train_ddp.py", "--slow-rank", "1", "--getitem-work", "20000", "--seconds", "170", "--port", port)
+		// Port 0: each hook takes a free port and says which (a port picked
+		// here and closed could be taken by another process before the hook
+		// binds it: CI once saw "port 42215 … is in use").
+		rank := exec.Command(py, "python/examples/train_ddp.py", "--slow-rank", "1", "--getitem-work", "20000", "--seconds", "170", "--port", "0")
 		rank.Env = append(env, "RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r), "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+masterPort)
 		stderr, err := rank.StderrPipe()
 		if err != nil {
@@ -272,15 +279,14 @@ func TestDistributedStragglerRank(t *testing.T) {
 				if err != nil {
 					return
 				}
-				switch {
-				case strings.Contains(line, "gpuwatch_hook: serving"):
-					serving <- r
+				switch m := serveLine.FindStringSubmatch(line); {
+				case m != nil:
+					serving <- served{r, m[1]}
 				case !quiet.Load():
 					fmt.Fprintf(os.Stderr, "rank %d: %s", r, line)
 				}
 			}
 		}()
-		urls = append(urls, "http://127.0.0.1:"+port)
 	}
 	t.Cleanup(func() { quiet.Store(true) }) // runs before the kills above
 	// Importing torch and forming the process group take a while on a
@@ -288,7 +294,8 @@ func TestDistributedStragglerRank(t *testing.T) {
 	deadline := time.After(120 * time.Second)
 	for range 2 {
 		select {
-		case <-serving:
+		case s := <-serving:
+			urls[s.rank] = s.url
 		case <-deadline:
 			t.Fatal("the ranks' hooks did not start serving within 120 s")
 		}
