@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
 	"github.com/gpuwatch/gpuwatch/tui"
 )
@@ -178,7 +179,7 @@ func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
 		o.GPUs, _ = probes.ParseGPUList(w.gpus)
 	}
 	if n := len(w.pidsGiven); n > 1 {
-		o.PIDWhy = fmt.Sprintf("--pid: the root of the tree of the %d processes given (%s)", n, joinInts(w.pidsGiven, 6))
+		o.PIDWhy = fmt.Sprintf("--pid: the root of the tree of the %d processes given (%s)", n, sample.JoinInts(w.pidsGiven, 6))
 	}
 	if w.slurmJob != "" {
 		o.CgroupSource = "slurm job " + w.slurmJob
@@ -345,16 +346,4 @@ func flagGroup(cmd *cobra.Command, watch bool) string {
 func init() {
 	cobra.AddTemplateFunc("ownFlags", func(c *cobra.Command) string { return flagGroup(c, false) })
 	cobra.AddTemplateFunc("watchFlags", func(c *cobra.Command) string { return flagGroup(c, true) })
-}
-
-// joinInts is "1, 2, 3", the first most of them and a count of the rest.
-func joinInts(v []int, most int) string {
-	s := make([]string, 0, most+1)
-	for _, n := range v[:min(len(v), most)] {
-		s = append(s, strconv.Itoa(n))
-	}
-	if len(v) > most {
-		s = append(s, fmt.Sprintf("and %d more", len(v)-most))
-	}
-	return strings.Join(s, ", ")
 }

@@ -135,3 +135,15 @@ func TestFormatDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestJoinInts(t *testing.T) {
+	for _, c := range []struct {
+		v    []int
+		most int
+		want string
+	}{{nil, 4, ""}, {[]int{7}, 4, "7"}, {[]int{1, 2, 3}, 3, "1, 2, 3"}, {[]int{1, 2, 3, 4, 5}, 2, "1, 2, and 3 more"}} {
+		if got := JoinInts(c.v, c.most); got != c.want {
+			t.Errorf("JoinInts(%v, %d) = %q, want %q", c.v, c.most, got, c.want)
+		}
+	}
+}

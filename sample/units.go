@@ -103,3 +103,16 @@ func Plural(n int, word string) string {
 	}
 	return strconv.Itoa(n) + " " + word + "s"
 }
+
+// JoinInts lists numbers (PIDs) for a line: "1, 2, 3", the first most of
+// them and a count of the rest ("…, and 4 more").
+func JoinInts(v []int, most int) string {
+	s := make([]string, 0, min(len(v), most)+1)
+	for _, n := range v[:min(len(v), most)] {
+		s = append(s, strconv.Itoa(n))
+	}
+	if len(v) > most {
+		s = append(s, "and "+strconv.Itoa(len(v)-most)+" more")
+	}
+	return strings.Join(s, ", ")
+}

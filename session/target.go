@@ -115,7 +115,7 @@ func (t *target) loader(out *sample.Target, now time.Time) string {
 	case out.ExitedAt != nil:
 		why = "the job has exited"
 	case len(t.hook) > 0:
-		why = fmt.Sprintf("the hook is loaded (pid %s); no DataLoader has iterated yet", joinPIDs(t.hook))
+		why = fmt.Sprintf("the hook is loaded (pid %s); no DataLoader has iterated yet", sample.JoinInts(t.hook, 4))
 	default:
 		why = "nothing instrumented: no Python process loaded the hook (a program that is not Python, or python -I or -S): watched as a process tree"
 	}
@@ -126,17 +126,6 @@ func (t *target) loader(out *sample.Target, now time.Time) string {
 		return s + "; " + why
 	}
 	return why
-}
-
-func joinPIDs(pids []int) string {
-	s := make([]string, 0, min(len(pids), 4))
-	for _, p := range pids[:min(len(pids), 4)] {
-		s = append(s, strconv.Itoa(p))
-	}
-	if len(pids) > 4 {
-		s = append(s, "…")
-	}
-	return strings.Join(s, ", ")
 }
 
 // command reads a process's command line once: printable, at most 120
