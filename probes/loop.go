@@ -128,6 +128,9 @@ type LoopOptions struct {
 	// Find lists the training processes in root's tree (0: the host's),
 	// busiest first (default: a TrainingFinder on Proc).
 	Find func(root int) []TrainingProcess
+	// Table is the Proc probe's reading of the same Proc root, for the
+	// default finder (nil: it reads /proc itself).
+	Table *ProcTable
 }
 
 // Loop is the probe for a loop nobody instrumented: it samples the
@@ -166,7 +169,7 @@ func NewLoop(opt LoopOptions) *Loop {
 	if opt.Root == nil {
 		opt.Root = func() int { return 0 }
 	}
-	l := &Loop{opt: opt, finder: NewTrainingFinder(opt.Proc), done: make(chan struct{}), wake: make(chan struct{})}
+	l := &Loop{opt: opt, finder: NewTrainingFinder(opt.Proc, opt.Table), done: make(chan struct{}), wake: make(chan struct{})}
 	if l.opt.Find == nil {
 		l.opt.Find = l.finder.Find
 	}

@@ -63,7 +63,7 @@ func BenchmarkLoopSamplerCPU(b *testing.B) {
 // what a process is (exe, cmdline, maps) only when it is new or, mapping
 // neither torch nor CUDA, not read for 5 s.
 func BenchmarkTrainingFinder(b *testing.B) {
-	f := NewTrainingFinder("/proc")
+	f := NewTrainingFinder("/proc", nil)
 	f.Find(0)
 	b.ReportAllocs()
 	b.ResetTimer()

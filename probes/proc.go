@@ -123,6 +123,9 @@ type ProcOptions struct {
 	// FocusOf, when set, names the focus anew each tick (0: keep PID): of
 	// several ranks, the one that paces the job.
 	FocusOf func() int
+	// Table, when set, gets every process's stat numbers after each tick,
+	// for a TrainingFinder on the same /proc to read.
+	Table *ProcTable
 }
 
 type procEntry struct {
@@ -423,7 +426,9 @@ func (p *Proc) scan(now time.Time) {
 			delete(p.procs, pid)
 		}
 	}
-
+	if p.opt.Table != nil {
+		p.opt.Table.put(now, p.procs)
+	}
 }
 
 // descends reports whether e is the focused process or one of its

@@ -192,48 +192,48 @@ func printableID(s string) string {
 // use.
 type TrainingFinder struct {
 	root  string
+	table *ProcTable // nil, or the Proc probe's reading of the same root
 	r     fileReader
 	fb    fieldBuf
 	known map[int]*procInfo
+	rows  []procRow
 	pids  []int
 	uid   int
 	now   func() time.Time
 }
 
-// NewTrainingFinder reads procRoot.
-func NewTrainingFinder(procRoot string) *TrainingFinder {
-	return &TrainingFinder{root: procRoot, known: map[int]*procInfo{}, uid: os.Geteuid(), now: time.Now}
+// NewTrainingFinder reads procRoot. table, when not nil, is the Proc
+// probe's reading of the same procRoot: a scan takes every process's stat
+// numbers from it while it is fresh, and reads them itself otherwise.
+func NewTrainingFinder(procRoot string, table *ProcTable) *TrainingFinder {
+	return &TrainingFinder{root: procRoot, table: table, known: map[int]*procInfo{}, uid: os.Geteuid(), now: time.Now}
 }
+
+// tableFresh is how old the Proc probe's reading may be for a scan to use
+// it: the probe reads every second, so a reading older than this means the
+// probe is not running (or a tick is stuck) and the finder reads itself.
+const tableFresh = 3 * time.Second
 
 // Find scans /proc and returns the training processes, busiest first:
 // within root's tree (root itself included) when root > 0, else among the
 // processes this user may read (all of them for root).
 func (t *TrainingFinder) Find(root int) []TrainingProcess {
-	t.pids = t.pids[:0]
-	if err := t.r.readDirNames(t.root, func(name []byte) {
-		if pid, ok := parseUint(name); ok {
-			t.pids = append(t.pids, int(pid))
+	now := t.now()
+	var ok bool
+	if t.rows, ok = t.table.appendSince(t.rows[:0], now.Add(-tableFresh)); !ok {
+		if t.rows, ok = t.readStats(t.rows[:0]); !ok {
+			return nil
 		}
-	}); err != nil {
-		return nil
 	}
-	seen := make(map[int]*procInfo, len(t.pids))
-	for _, pid := range t.pids {
-		b, err := t.r.read(t.root + "/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			continue
+	seen := make(map[int]*procInfo, len(t.rows))
+	for _, r := range t.rows {
+		p := t.known[r.pid]
+		if p == nil || p.start != r.start {
+			p = &procInfo{pid: r.pid, start: r.start}
+			t.known[r.pid] = p
 		}
-		st, err := parsePidStat(b, &t.fb)
-		if err != nil {
-			continue
-		}
-		p := t.known[pid]
-		if p == nil || p.start != st.starttime {
-			p = &procInfo{pid: pid, start: st.starttime}
-			t.known[pid] = p
-		}
-		p.ppid, p.ticks = st.ppid, st.ticks
-		seen[pid] = p
+		p.ppid, p.ticks = r.ppid, r.ticks
+		seen[r.pid] = p
 	}
 	for pid := range t.known {
 		if seen[pid] == nil {
@@ -249,11 +249,34 @@ func (t *TrainingFinder) Find(root int) []TrainingProcess {
 			}
 		}
 	}
-	now := t.now()
 	for _, p := range procs {
 		t.describe(p, now)
 	}
 	return classifyTraining(procs)
+}
+
+// readStats appends every process's stat numbers, read from /proc.
+func (t *TrainingFinder) readStats(dst []procRow) ([]procRow, bool) {
+	t.pids = t.pids[:0]
+	if err := t.r.readDirNames(t.root, func(name []byte) {
+		if pid, ok := parseUint(name); ok {
+			t.pids = append(t.pids, int(pid))
+		}
+	}); err != nil {
+		return dst, false
+	}
+	for _, pid := range t.pids {
+		b, err := t.r.read(t.root + "/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			continue
+		}
+		st, err := parsePidStat(b, &t.fb)
+		if err != nil {
+			continue
+		}
+		dst = append(dst, procRow{pid: pid, ppid: st.ppid, start: st.starttime, ticks: st.ticks})
+	}
+	return dst, true
 }
 
 // recheck is how often a process that maps neither torch nor CUDA is read

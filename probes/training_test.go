@@ -1,6 +1,8 @@
 package probes
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -8,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // TestClassifyTraining: which processes of a tree train, which are their
@@ -131,7 +135,7 @@ func TestFinderSeesALateImport(t *testing.T) {
 	if err := os.Symlink("/usr/bin/python3.11", dir+"/exe"); err != nil {
 		t.Fatal(err)
 	}
-	f := NewTrainingFinder(root)
+	f := NewTrainingFinder(root, nil)
 	clock := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
 	f.now = func() time.Time { return clock }
 	if got := f.Find(0); len(got) != 0 {
@@ -146,4 +150,77 @@ func TestFinderSeesALateImport(t *testing.T) {
 	if len(got) != 1 || got[0].PID != 100 || got[0].Why != "it maps libtorch" || !got[0].Python || got[0].Command != "python3 train.py" {
 		t.Fatalf("after the import: %+v", got)
 	}
+}
+
+// TestFinderTakesTheProcProbesReading: while the Proc probe's reading is
+// fresh, a scan takes every process's numbers from it (here it says the
+// other process is the busier one); once it is stale, the finder reads
+// /proc itself again.
+func TestFinderTakesTheProcProbesReading(t *testing.T) {
+	root := t.TempDir()
+	for _, p := range []struct{ pid, ticks int }{{100, 300}, {200, 100}} {
+		dir := fmt.Sprintf("%s/%d", root, p.pid)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		stat := fmt.Sprintf("%d (python3) S 1 %d %d 0 -1 0 0 0 0 0 %d 0 0 0 20 0 1 0 12345 0 10 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", p.pid, p.pid, p.pid, p.ticks)
+		for name, s := range map[string]string{
+			"stat":    stat,
+			"cmdline": "python3\x00train.py\x00",
+			"maps":    "7f00-7f01 r-xp 0 fd:01 200 /usr/lib/python3/dist-packages/torch/lib/libtorch_cpu.so\n",
+		} {
+			if err := os.WriteFile(dir+"/"+name, []byte(s), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Symlink("/usr/bin/python3.11", dir+"/exe"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	table := new(ProcTable)
+	table.put(clock, map[int]*procEntry{
+		100: {pid: 100, ppid: 1, start: 12345, ticks: 300},
+		200: {pid: 200, ppid: 1, start: 12345, ticks: 900},
+	})
+	f := NewTrainingFinder(root, table)
+	f.now = func() time.Time { return clock }
+	pids := func(got []TrainingProcess) []int {
+		var out []int
+		for _, p := range got {
+			out = append(out, p.PID)
+		}
+		return out
+	}
+	if got := pids(f.Find(0)); !slices.Equal(got, []int{200, 100}) {
+		t.Errorf("with a fresh reading: %v, want [200 100] (its ticks)", got)
+	}
+	clock = clock.Add(tableFresh)
+	if got := pids(f.Find(0)); !slices.Equal(got, []int{100, 200}) {
+		t.Errorf("with a stale reading: %v, want [100 200] (the stat files' ticks)", got)
+	}
+}
+
+// TestProcProbeFillsTheTable: a Collect on the real /proc leaves this
+// process, with its parent, in the table.
+func TestProcProbeFillsTheTable(t *testing.T) {
+	table := new(ProcTable)
+	p := NewProc("/proc", ProcOptions{Table: table})
+	f := &sample.Frame{Time: time.Now()}
+	if err := p.Collect(context.Background(), f); err != nil {
+		t.Fatal(err)
+	}
+	rows, ok := table.appendSince(nil, f.Time.Add(-time.Second))
+	if !ok {
+		t.Fatal("no fresh reading after a Collect")
+	}
+	for _, r := range rows {
+		if r.pid == os.Getpid() {
+			if r.ppid != os.Getppid() || r.start == 0 {
+				t.Errorf("this process: %+v, want parent %d and a start time", r, os.Getppid())
+			}
+			return
+		}
+	}
+	t.Errorf("this process (%d) is not among %d rows", os.Getpid(), len(rows))
 }

@@ -140,16 +140,23 @@ func (d *dashboard) Note(n lines.Note) error {
 	return nil
 }
 
+// frameRate is how often bubbletea looks for a changed view to draw: a key
+// shows on screen within 1/frameRate s (200 ms, 100 ms on average). Each
+// look is a timer that wakes the process, and on a 2-core VM a wake-up
+// costs about 0.2 ms of CPU (the Go runtime's sysmon and netpoller wake
+// with it), so at bubbletea's default 60 looks a second the idle dashboard
+// cost several times btop's, and at 10 it still cost 1.28× btop's
+// (bench/tui-cpu.sh: 0.58 % of a core against 0.45 %). Samples come once a
+// second; 5 looks a second keep keys prompt and the dashboard under btop.
+const frameRate = 5
+
 // RunProgram runs a bubbletea program on out while work runs beside it,
 // and returns when both are done. work gets a context that ends with the
 // program, and a kill function that stops the program. A quit key, a signal (main's context) or the end of work stops
 // it cleanly (nil); a panic in work restores the terminal first and comes
 // back as an error with its stack.
 //
-// 10 frames a second: keys still redraw within 100 ms, and bubbletea parses
-// the view on every flush tick before it finds nothing changed — at its
-// default 60 fps that idle parsing was two thirds of our CPU. Signals are
-// ours alone: bubbletea v2.0.10's own handler can block forever sending a
+// The frame rate is frameRate (see there). Signals are ours alone: bubbletea v2.0.10's own handler can block forever sending a
 // quit message to an event loop that our cancelled context already ended.
 //
 // Colour follows the terminal: Bubble Tea reads TERM, COLORTERM and
@@ -158,7 +165,7 @@ func (d *dashboard) Note(n lines.Note) error {
 func RunProgram(ctx context.Context, m tea.Model, out io.Writer, noColor bool, work func(ctx context.Context, kill func()) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(out), tea.WithFPS(10), tea.WithoutSignalHandler()}
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(out), tea.WithFPS(frameRate), tea.WithoutSignalHandler()}
 	if noColor {
 		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
 	}

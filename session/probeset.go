@@ -29,8 +29,10 @@ func newProbeSet(ctx context.Context, o Options) (*probeSet, error) {
 	if s.title == "" && att != nil {
 		s.title = att.Title
 	}
+	var table *probes.ProcTable
 	if o.Loop {
-		lo := probes.LoopOptions{Proc: o.Roots.Proc, Root: func() int { return o.PID }}
+		table = new(probes.ProcTable) // the Proc probe's reading, shared with the loop's finder
+		lo := probes.LoopOptions{Proc: o.Roots.Proc, Root: func() int { return o.PID }, Table: table}
 		if att != nil {
 			lo.Covered = att.Ranks.Covers
 		}
@@ -41,7 +43,7 @@ func newProbeSet(ctx context.Context, o Options) (*probeSet, error) {
 	if pid == 0 {
 		pid = o.Own
 	}
-	ps := probes.SystemProbes(o.Roots, probes.ProcOptions{PID: pid, FocusOf: focus}, probes.DiskOptions{All: o.AllDisks}, probes.NetOptions{All: o.AllNet})
+	ps := probes.SystemProbes(o.Roots, probes.ProcOptions{PID: pid, FocusOf: focus, Table: table}, probes.DiskOptions{All: o.AllDisks}, probes.NetOptions{All: o.AllNet})
 	gpu := probes.NewGPU(probes.DefaultGPUSources(o.Roots.Sys)...)
 	gpu.Select = &probes.GPUSelect{List: o.GPUs, Proc: o.Roots.Proc, PIDOf: func() int {
 		if focus != nil {

@@ -1,0 +1,48 @@
+package probes
+
+import (
+	"sync"
+	"time"
+)
+
+// ProcTable is every process's parent, start time and CPU ticks as the
+// Proc probe last read them, for the loop sampler's TrainingFinder: the
+// probe reads every /proc/PID/stat each tick anyway, and the finder, which
+// needs the same four numbers, would otherwise read them all again on each
+// of its scans. It is safe for concurrent use.
+type ProcTable struct {
+	mu   sync.Mutex
+	at   time.Time // when the rows were read; zero: never
+	rows []procRow
+}
+
+type procRow struct {
+	pid, ppid    int
+	start, ticks uint64
+}
+
+// put replaces the rows with procs, read at at.
+func (t *ProcTable) put(at time.Time, procs map[int]*procEntry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.rows = t.rows[:0]
+	for _, e := range procs {
+		t.rows = append(t.rows, procRow{pid: e.pid, ppid: e.ppid, start: e.start, ticks: e.ticks})
+	}
+	t.at = at
+}
+
+// appendSince appends the rows to dst when they were read after after;
+// false when they are older (the probe is not running, or is stuck) or the
+// table is nil.
+func (t *ProcTable) appendSince(dst []procRow, after time.Time) ([]procRow, bool) {
+	if t == nil {
+		return dst, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.at.IsZero() || !t.at.After(after) {
+		return dst, false
+	}
+	return append(dst, t.rows...), true
+}
