@@ -477,7 +477,12 @@ func (f *facts) accelName() string {
 // batches.
 func idleDecision(f *facts) (decision, bool) {
 	w, th, accel := f.w, f.th, f.accel
-	loaderStopped := w.haveLoader && w.batchesPerSec.ok && w.batchesPerSec.v == 0
+	// Stopped: no batch in the whole window. A loader whose short epochs
+	// each restart their workers hands out no batch in most frames, and
+	// all of them in one: its median is 0, its mean is not, and its loop
+	// waits rather than idles.
+	loaderStopped := w.haveLoader && w.batchesPerSec.ok && w.batchesPerSec.v == 0 &&
+		!(w.meanBatchesPerSec.ok && w.meanBatchesPerSec.v > 0)
 	// A sampled loop whose wait could not be split says nothing of a
 	// loader at work: with the GPU idle and nothing saturated, it is idle.
 	noLoader := !w.haveLoader || (w.sampled != nil && !w.waitShare.ok)

@@ -119,6 +119,17 @@ func TestClassifyHandMadeWindows(t *testing.T) {
 			}
 			loader(f, share, 8, 0.1, 1)
 		}), Healthy, ""},
+		{"short epochs: workers restart, batches come in one frame of three", frames(6, func(i int, f *sample.Frame) {
+			host(f, 10, 0, 1)
+			if i%3 == 2 {
+				loader(f, 0.8, 2, 0.1, 0.2)
+				return
+			}
+			// Waiting for the restarted workers: no batch, so no wait
+			// completed in this frame either.
+			f.Loader = &sample.Loader{Source: "python", Workers: iptr(2), Prefetch: iptr(2)}
+			f.Accel = &sample.VirtualAccel{BusyPct: 0, Basis: "test"}
+		}), GPUStarved, "waits 80 %"},
 		{"all GPUs lost: falls back to the loader", frames(3, func(_ int, f *sample.Frame) {
 			host(f, 20, 0, 2)
 			f.GPUs = []sample.GPU{{Index: 0, Lost: true}, {Index: 1, Lost: true}}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -255,5 +256,25 @@ func TestSettleWaitsForTheJobToStart(t *testing.T) {
 	}
 	if stopped != 1 {
 		t.Fatal("the running loop's verdict did not settle")
+	}
+}
+
+// TestTuneSettlesOnlyOnTheHooksBatches: a tune run's settle sees only the
+// frames where the hook's loader hands out batches: not the job's start,
+// and not the loop sampler's reading (no rates) before the hook is found.
+func TestTuneSettlesOnlyOnTheHooksBatches(t *testing.T) {
+	o := &observed{}
+	w := whileLoading{o}
+	sampled := &sample.Loader{Source: "sampled", Sampled: &sample.SampledLoop{Samples: 50, Hz: 50}}
+	kinds := []diagnose.Kind{diagnose.WarmingUp, diagnose.Idle, diagnose.SingleCoreMaxed, diagnose.GPUStarved}
+	for i, l := range []*sample.Loader{nil, {Source: "python"}, sampled, {Source: "python", Batches: 10, BatchesPerSec: 10}} {
+		f := settleFrameAt(i)
+		f.Loader = l
+		if err := w.Frame(f, diagnose.Verdict{Kind: kinds[i]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"frame " + diagnose.GPUStarved.String()}; !slices.Equal(o.events, want) {
+		t.Fatalf("passed %q, want only the hook's frame with batches (%q)", o.events, want)
 	}
 }

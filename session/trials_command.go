@@ -219,12 +219,16 @@ func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration,
 	return st, rec, nil
 }
 
-// whileLoading passes on only the frames where the loader runs: the
-// command's start (importing torch, starting workers) settles nothing.
+// whileLoading passes on only the frames where the hook's loader hands
+// out batches: the command's start (importing torch, starting workers)
+// settles nothing, and neither does the loop sampler's reading of the job
+// before the hook's endpoint is found — it has no rates to measure a step
+// by (tail keeps the same frames), and a verdict settled on it once ended
+// a run after 2.5 s on "idle".
 type whileLoading struct{ o Observer }
 
 func (w whileLoading) Frame(f *sample.Frame, v diagnose.Verdict) error {
-	if l := f.Loader; l == nil || (l.Sampled == nil && l.Batches == 0) {
+	if l := f.Loader; l == nil || l.Sampled != nil || l.Batches == 0 {
 		return nil
 	}
 	return w.o.Frame(f, v)
