@@ -226,3 +226,28 @@ func TestKindTextRoundTrip(t *testing.T) {
 		t.Fatal("accepted an unknown kind")
 	}
 }
+
+// TestALoaderWithBatchesInTheWindowIsNotStopped: batches came in one frame
+// of three (short epochs restart their workers) and the loop waits little:
+// the median frame had none, but "the loader hands out no batches" would be
+// false, and so would idle.
+func TestALoaderWithBatchesInTheWindowIsNotStopped(t *testing.T) {
+	v := Classify(frames(6, func(i int, f *sample.Frame) {
+		host(f, 10, 0, 1)
+		if i%3 == 2 {
+			loader(f, 0.1, 2, 0.1, 0.2)
+			f.Accel.BusyPct = 5
+			return
+		}
+		f.Loader = &sample.Loader{Source: "python", Workers: iptr(2), Prefetch: iptr(2)}
+		f.Accel = &sample.VirtualAccel{BusyPct: 0, Basis: "test"}
+	}), DefaultThresholds())
+	if v.Kind == Idle {
+		t.Errorf("idle: %+v", v.Evidence)
+	}
+	for _, e := range v.Evidence {
+		if e.Metric == "loader.batches_per_sec" {
+			t.Errorf("evidence %q, yet batches came", e.Text)
+		}
+	}
+}
