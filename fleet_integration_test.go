@@ -33,7 +33,7 @@ func TestFleetFromARealPrometheus(t *testing.T) {
 		return loaderURL(t, string(first[:n]))
 	}
 	r0 := rankLoader("0", "--workers", "2", "--decode-cost", "50us")
-	r1 := rankLoader("1", "--workers", "0", "--decode-cost", "500us")
+	r1 := rankLoader("1", "--workers", "0", "--decode-cost", "2ms")
 	healthy := rankLoader("", "--workers", "2", "--decode-cost", "50us")
 	nodeA, nodeB := freePort(t), freePort(t)
 	for _, s := range [][]string{{nodeA, r0, r1}, {nodeB, healthy}} {
@@ -74,9 +74,20 @@ func TestFleetFromARealPrometheus(t *testing.T) {
 	if instances[nodeA] != 3 || instances[nodeB] != 1 {
 		t.Errorf("rows per node %v: want A (node + 2 ranks) and B (node)", instances)
 	}
-	text, err := exec.Command(binary(t), "fleet", "http://"+promAddr, "--once").Output()
-	if err != nil || !strings.Contains(string(text), "◀ the fleet's straggler") {
-		t.Errorf("fleet --once: %v\n%s", err, text)
+	// The text form of the same finding. Each call is a new query, and the
+	// mark needs the straggler's wait at twice the next one's: on a loaded
+	// 2-core machine rank 0 waits too at moments (CI3 saw 58 % against 31 %),
+	// so ask again until the deadline, as above.
+	var text []byte
+	for {
+		text, err = exec.Command(binary(t), "fleet", "http://"+promAddr, "--once").Output()
+		if err == nil && strings.Contains(string(text), "◀ the fleet's straggler") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fleet --once never marked the fleet's straggler: %v\n%s", err, text)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	t.Logf("fleet:\n%s", text)
 }
