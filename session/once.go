@@ -63,10 +63,13 @@ func (s *settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		s.streak, s.verdict, s.last = 0, v, f
 		return nil
 	}
-	if v.Kind != diagnose.WarmingUp && v.Kind == s.verdict.Kind {
+	same := v.Kind != diagnose.WarmingUp && v.Kind == s.verdict.Kind
+	if same && s.streak > 0 {
 		s.streak++
 	} else {
-		if v.Kind != diagnose.WarmingUp && s.verdict.Kind != diagnose.WarmingUp && s.frames > 1 {
+		// A streak starts here, also after the job's start: its time is
+		// counted from this frame, not from one before the start.
+		if !same && v.Kind != diagnose.WarmingUp && s.verdict.Kind != diagnose.WarmingUp && s.frames > 1 {
 			s.changes++
 		}
 		s.streak, s.since = 1, f.Time

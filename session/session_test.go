@@ -259,6 +259,36 @@ func TestSettleWaitsForTheJobToStart(t *testing.T) {
 	}
 }
 
+// TestSettleTimesAStreakFromTheJobsStart: a verdict of the same kind
+// before and after the job's start is timed from the first frame after
+// it. Tune's runs look every 0.5 s: five frames of "idle" over 2 s, the
+// first one while the job was starting, once settled a run (the streak's
+// start was never set).
+func TestSettleTimesAStreakFromTheJobsStart(t *testing.T) {
+	stopped := 0
+	s := &settle{stop: func() { stopped++ }, need: 3}
+	at := func(ms int) *sample.Frame {
+		return &sample.Frame{Time: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond)}
+	}
+	f := at(0)
+	f.Target = &sample.Target{PID: 7, Why: "gpuwatch run", Starting: true}
+	s.Frame(f, diagnose.Verdict{Kind: diagnose.Idle})
+	ms := 500
+	for ; ms <= 5000; ms += 500 {
+		s.Frame(at(ms), diagnose.Verdict{Kind: diagnose.Idle})
+		if stopped > 0 {
+			break
+		}
+	}
+	if ms != 5500 && stopped > 0 {
+		t.Fatalf("settled %d ms after the job started (its first frame at 500 ms); want 5 s of the verdict", ms)
+	}
+	s.Frame(at(5500), diagnose.Verdict{Kind: diagnose.Idle})
+	if stopped != 1 || s.changes != 0 {
+		t.Fatalf("stopped %d times, %d changes after 5 s of one verdict; want 1 stop, 0 changes", stopped, s.changes)
+	}
+}
+
 // TestTuneSettlesOnlyOnTheHooksBatches: a tune run's settle sees only the
 // frames where the hook's loader hands out batches: not the job's start,
 // and not the loop sampler's reading (no rates) before the hook is found.
