@@ -43,7 +43,7 @@ func benchResultOf(t *testing.T, out []byte) benchResult {
 }
 
 // watchedFigures is what gpuwatch saw of a loop: the kind its verdict
-// settled on (held by the last five frames), and the medians of the
+// settled on (settledKind), and the medians of the
 // loader's wait share and samples/s over the frames after the first
 // `skip` (start-up).
 type watchedFigures struct {
@@ -52,6 +52,7 @@ type watchedFigures struct {
 	samplesPerSec float64
 	frames        int
 	kinds         []string
+	odd           []string // the other kinds' first evidence, frame by frame
 	last          runLine
 }
 
@@ -86,12 +87,39 @@ func figures(t *testing.T, ls []runLine, skip time.Duration, sampled bool) watch
 		return s[len(s)/2]
 	}
 	w.waitShare, w.samplesPerSec, w.frames = median(waits), median(rates), len(waits)
-	tail := w.kinds[max(0, len(w.kinds)-5):]
-	if slices.IndexFunc(tail, func(k string) bool { return k != tail[0] }) < 0 {
-		w.kind = tail[0]
+	w.kind = settledKind(w.kinds)
+	for _, f := range fs {
+		if k := f.Verdict.Kind; k != w.kind && k != "warming_up" && len(f.Verdict.Evidence) > 0 {
+			w.odd = append(w.odd, k+": "+f.Verdict.Evidence[0].Text)
+		}
 	}
 	w.last = fs[len(fs)-1]
 	return w
+}
+
+// settledKind is the kind a user's --once would settle on: the first that
+// held five frames in a row past warming up (frames come once a second).
+// It is "" when none did, or when another kind held five in a row later:
+// the verdict then settled twice, on different answers.
+func settledKind(kinds []string) string {
+	settled := ""
+	run := 0
+	for i, k := range kinds {
+		if i > 0 && k == kinds[i-1] {
+			run++
+		} else {
+			run = 1
+		}
+		if k == "warming_up" || run < 5 {
+			continue
+		}
+		if settled == "" {
+			settled = k
+		} else if k != settled {
+			return ""
+		}
+	}
+	return settled
 }
 
 // benchLoops are the battery's real DataLoader loops, each with the
@@ -127,6 +155,9 @@ func TestPyTorchLoopsWatchedThreeWays(t *testing.T) {
 	report := func(t *testing.T, how string, w watchedFigures, own benchResult) {
 		t.Logf("%s: %s (held %v); wait %.2f vs the loop's %.2f; %.0f vs %.0f samples/s over %d frames",
 			how, w.kind, w.kind != "", w.waitShare, own.WaitShare, w.samplesPerSec, own.SamplesPerSec, w.frames)
+		for _, o := range w.odd {
+			t.Logf("%s: a frame said %s", how, o)
+		}
 	}
 	for _, loop := range benchLoops {
 		for _, env := range [][]string{nil, {"OPENBLAS_NUM_THREADS=1"}} {
