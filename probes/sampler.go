@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/bg"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -29,13 +31,28 @@ type SamplerOptions struct {
 // Probes run on worker goroutines, one per lane (see Laned), so a probe
 // stuck in a syscall or a driver call delays nothing: the tick waits at
 // most Timeout, then publishes what the other lanes found.
+//
+// The Sampler owns its lanes and its probes' background work (see Starter):
+// NewSampler starts them, Close stops them and waits (docs/architecture.md,
+// "Goroutines"). Close may be called while Run or Tick runs, from any
+// goroutine: it ends them first.
 type Sampler struct {
 	opt      SamplerOptions
 	lanes    []*lane
 	last     time.Time
 	timer    *time.Timer
 	interval chan time.Duration // SetInterval → Run
+	calls    *bg.Group          // Run and Tick calls, ended and waited for by Close
+	stop     chan struct{}      // closed by Close once no call runs: the lanes end
+	stopOnce sync.Once
 }
+
+// Starter is implemented by probes that work in the background (a scan, a
+// profile taken every minute, PCIe counters on their own cadence). The
+// Sampler calls Start once, before the first Collect, with a context that
+// ends at its Close; the probe's Close (io.Closer) then cancels that work
+// and waits for it. Nothing starts a goroutine inside Collect.
+type Starter interface{ Start(ctx context.Context) }
 
 // Laned is implemented by probes that may share a worker goroutine with
 // others of the same lane, run one after another. The /proc probes share
@@ -51,7 +68,8 @@ type lane struct {
 	probes []*slot
 	req    chan context.Context
 	done   chan struct{}
-	busy   bool // a call outlived its timeout and has not returned
+	busy   bool          // a call outlived its timeout and has not returned
+	exited chan struct{} // closed when the lane's goroutine has closed its probes and returned
 }
 
 // slot is one probe's state within its lane.
@@ -64,7 +82,8 @@ type slot struct {
 	reason    string    // why the source is unavailable or failing
 }
 
-// NewSampler starts one goroutine per lane. Close stops them.
+// NewSampler starts one goroutine per lane and the probes' background
+// work. Close stops them.
 func NewSampler(ps []Probe, opt SamplerOptions) *Sampler {
 	if opt.Interval <= 0 {
 		opt.Interval = time.Second
@@ -78,7 +97,8 @@ func NewSampler(ps []Probe, opt SamplerOptions) *Sampler {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	s := &Sampler{opt: opt, timer: time.NewTimer(time.Hour), interval: make(chan time.Duration, 1)}
+	s := &Sampler{opt: opt, timer: time.NewTimer(time.Hour), interval: make(chan time.Duration, 1),
+		calls: bg.New(context.Background()), stop: make(chan struct{})}
 	s.timer.Stop()
 	byName := map[string]*lane{}
 	for _, p := range ps {
@@ -88,7 +108,7 @@ func NewSampler(ps []Probe, opt SamplerOptions) *Sampler {
 		}
 		ln := byName[name]
 		if ln == nil || name == "" {
-			ln = &lane{name: name, req: make(chan context.Context), done: make(chan struct{}, 1)}
+			ln = &lane{name: name, req: make(chan context.Context), done: make(chan struct{}, 1), exited: make(chan struct{})}
 			s.lanes = append(s.lanes, ln)
 			if name != "" {
 				byName[name] = ln
@@ -96,24 +116,38 @@ func NewSampler(ps []Probe, opt SamplerOptions) *Sampler {
 		}
 		ln.probes = append(ln.probes, &slot{probe: p})
 	}
+	for _, p := range ps {
+		if st, ok := p.(Starter); ok {
+			st.Start(s.calls.Context())
+		}
+	}
 	for _, ln := range s.lanes {
-		go ln.loop()
+		go ln.loop(s.stop)
 	}
 	return s
 }
 
-func (ln *lane) loop() {
-	for ctx := range ln.req {
-		for _, sl := range ln.probes {
-			if !sl.skip {
-				sl.err = sl.collect(ctx)
+// loop runs the lane's probes on each request until stop is closed, then
+// closes them. A call in flight finishes first: a probe is never closed
+// while it collects.
+func (ln *lane) loop(stop <-chan struct{}) {
+	defer close(ln.exited)
+	for {
+		select {
+		case ctx := <-ln.req:
+			for _, sl := range ln.probes {
+				if !sl.skip {
+					sl.err = sl.collect(ctx)
+				}
 			}
-		}
-		ln.done <- struct{}{}
-	}
-	for _, sl := range ln.probes {
-		if c, ok := sl.probe.(io.Closer); ok {
-			_ = c.Close()
+			ln.done <- struct{}{}
+		case <-stop:
+			for _, sl := range ln.probes {
+				if c, ok := sl.probe.(io.Closer); ok {
+					_ = c.Close()
+				}
+			}
+			return
 		}
 	}
 }
@@ -149,8 +183,22 @@ func (s *Sampler) SetInterval(d time.Duration) {
 }
 
 // Tick runs every probe once and returns the assembled Frame. It never
-// fails: what a probe could not give is in Frame.Unavailable.
+// fails: what a probe could not give is in Frame.Unavailable. After Close
+// it runs nothing and says so. Tick is not called concurrently with
+// itself or Run.
 func (s *Sampler) Tick(ctx context.Context) *sample.Frame {
+	calls, leave, ok := s.calls.Enter()
+	if !ok {
+		return &sample.Frame{Time: s.opt.Now(), Unavailable: map[string]string{"sampler": "closed"}}
+	}
+	defer leave()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(calls, cancel)()
+	return s.tick(ctx)
+}
+
+func (s *Sampler) tick(ctx context.Context) *sample.Frame {
 	now := s.opt.Now()
 	f := &sample.Frame{Time: now, Unavailable: make(map[string]string)}
 	if !s.last.IsZero() {
@@ -241,9 +289,18 @@ func (s *Sampler) Tick(ctx context.Context) *sample.Frame {
 
 // Run primes the probes (counters need a baseline, so the first published
 // Frame already has rates), then sends a Frame every interval until ctx
-// ends. A slow receiver makes ticks coalesce; frames are never queued up.
+// ends or Close. A slow receiver makes ticks coalesce; frames are never
+// queued up.
 func (s *Sampler) Run(ctx context.Context, out chan<- *sample.Frame) error {
-	s.Tick(ctx)
+	calls, leave, ok := s.calls.Enter()
+	if !ok {
+		return errClosed
+	}
+	defer leave()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(calls, cancel)()
+	s.tick(ctx)
 	t := time.NewTicker(s.opt.Interval)
 	defer t.Stop()
 	for {
@@ -255,7 +312,7 @@ func (s *Sampler) Run(ctx context.Context, out chan<- *sample.Frame) error {
 			continue
 		case <-t.C:
 		}
-		f := s.Tick(ctx)
+		f := s.tick(ctx)
 		select {
 		case out <- f:
 		case <-ctx.Done():
@@ -264,11 +321,24 @@ func (s *Sampler) Run(ctx context.Context, out chan<- *sample.Frame) error {
 	}
 }
 
-// Close stops the probe goroutines and closes probes that are io.Closers.
-// A probe stuck in a call is closed when that call returns.
+// errClosed is Run's error after Close.
+var errClosed = errors.New("sampler closed")
+
+// Close ends Run and Tick if they run and waits for them, then stops the
+// lanes, which close their probes (io.Closer), and waits for that. A
+// probe stuck in a call (a driver that does not return) is waited for at
+// most twice the timeout; its lane closes it when the call returns. Close
+// is safe to call more than once.
 func (s *Sampler) Close() {
+	s.calls.Close()
+	s.stopOnce.Do(func() { close(s.stop) })
+	grace := time.NewTimer(2 * s.opt.Timeout)
+	defer grace.Stop()
 	for _, ln := range s.lanes {
-		close(ln.req)
+		select {
+		case <-ln.exited:
+		case <-grace.C:
+			return
+		}
 	}
-	s.lanes = nil
 }

@@ -227,3 +227,62 @@ type lanedCPU struct {
 }
 
 func (p lanedCPU) Lane() string { return p.lane }
+
+// closingProbe counts its Close calls; it works in the background from
+// Start until Close, which waits for it.
+type closingProbe struct {
+	fakeProbe
+	started, closed int
+	bgDone          chan struct{}
+}
+
+func (p *closingProbe) Start(ctx context.Context) {
+	p.started++
+	p.bgDone = make(chan struct{})
+	go func() { <-ctx.Done(); close(p.bgDone) }()
+}
+
+func (p *closingProbe) Close() error {
+	<-p.bgDone
+	p.closed++
+	return nil
+}
+
+// TestSamplerCloseDuringRunEndsRunFirst: Close from another goroutine
+// while Run ticks ends Run, waits for it, then stops the lanes, which
+// close each probe once: no tick races the lanes' end (bde0bec's CI
+// race: a send on a closed lane), and Run after Close runs nothing.
+func TestSamplerCloseDuringRunEndsRunFirst(t *testing.T) {
+	p := &closingProbe{fakeProbe: fakeProbe{name: "mem"}}
+	s := NewSampler([]Probe{p}, SamplerOptions{Interval: time.Millisecond, Timeout: time.Second})
+	if p.started != 1 {
+		t.Fatalf("Start called %d times by NewSampler", p.started)
+	}
+	frames := make(chan *sample.Frame)
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(context.Background(), frames) }()
+	<-frames
+	<-frames // Run is ticking
+	s.Close()
+	select {
+	case err := <-ran:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run ended with %v, want context.Canceled", err)
+		}
+	default:
+		t.Fatal("Close returned while Run still ran")
+	}
+	if p.closed != 1 {
+		t.Fatalf("probe closed %d times", p.closed)
+	}
+	s.Close()
+	if p.closed != 1 {
+		t.Fatalf("a second Close closed the probe again (%d)", p.closed)
+	}
+	if err := s.Run(context.Background(), frames); err == nil {
+		t.Fatal("Run after Close ran")
+	}
+	if f := s.Tick(context.Background()); f.Unavailable["sampler"] != "closed" {
+		t.Fatalf("Tick after Close: %v", f.Unavailable)
+	}
+}

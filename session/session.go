@@ -145,7 +145,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	notes := o.Notes
 	if o.Job != nil {
-		notes = jobNotes(ctx, o.Job, o.Notes, !dashboard, cancel)
+		var stopNotes func()
+		notes, stopNotes = jobNotes(ctx, o.Job, o.Notes, !dashboard, cancel)
+		defer stopNotes()
 	}
 	if dashboard {
 		err = runDashboard(ctx, o, set, sampler, rec, notes)
@@ -193,11 +195,27 @@ func finish(o Options, rec *recorder, once *settle, dashboard bool, err error) e
 }
 
 // loop is the session's one frame loop: each frame through the diagnoser
-// to every observer, each note to every observer, until the sampler stops.
+// to every observer, each note to every observer, until the sampler stops
+// or an observer fails. It owns the sampler's Run goroutine: on every
+// return it cancels it and waits for it, so the caller may Close the
+// sampler at once (docs/architecture.md, "Goroutines").
 func loop(ctx context.Context, sampler *probes.Sampler, diag *diagnose.Diagnoser, notes <-chan lines.Note, obs []Observer) error {
 	frames := make(chan *sample.Frame, 1)
 	errc := make(chan error, 1)
+	ctx, cancel := context.WithCancel(ctx)
 	go func() { errc <- sampler.Run(ctx, frames) }()
+	ran, err := observe(diag, notes, obs, frames, errc)
+	cancel()
+	if ran { // an observer's error: the sampler still runs
+		<-errc
+	}
+	return err
+}
+
+// observe hands frames and notes to the observers until the sampler's Run
+// returns (its error arrives on errc) or an observer fails; running says
+// whether Run was still running then.
+func observe(diag *diagnose.Diagnoser, notes <-chan lines.Note, obs []Observer, frames <-chan *sample.Frame, errc <-chan error) (running bool, err error) {
 	for {
 		select {
 		case n, ok := <-notes:
@@ -207,21 +225,21 @@ func loop(ctx context.Context, sampler *probes.Sampler, diag *diagnose.Diagnoser
 			}
 			for _, o := range obs {
 				if err := o.Note(n); err != nil {
-					return err
+					return true, err
 				}
 			}
 		case f := <-frames:
 			v := diag.Observe(f)
 			for _, o := range obs {
 				if err := o.Frame(f, v); err != nil {
-					return err
+					return true, err
 				}
 			}
 		case err := <-errc:
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return nil // Ctrl-C, SIGTERM or the duration: a clean stop
+				return false, nil // Ctrl-C, SIGTERM or the duration: a clean stop
 			}
-			return err
+			return false, err
 		}
 	}
 }

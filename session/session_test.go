@@ -102,6 +102,36 @@ func TestLoopStopsOnAnObserversError(t *testing.T) {
 	}
 }
 
+// stamping is a probe that writes a plain field on every Collect: read
+// after loop returns, a Collect still running then is a data race that
+// -race reports (CI runs this test -count=50).
+type stamping struct{ calls int }
+
+func (*stamping) Name() string { return "cpu" }
+func (p *stamping) Collect(_ context.Context, f *sample.Frame) error {
+	p.calls++
+	f.CPU = &sample.CPU{BusyPct: 3, Cores: []sample.Core{{ID: 0, BusyPct: 3}}}
+	return nil
+}
+
+// TestLoopWaitsForTheSamplerOnAnObserversError: when an observer fails,
+// loop stops the sampler's Run and waits for it before returning, so no
+// probe runs after it and the caller's Close does not race a tick (the
+// race that turned CI red at bde0bec).
+func TestLoopWaitsForTheSamplerOnAnObserversError(t *testing.T) {
+	p := &stamping{}
+	sampler := probes.NewSampler([]probes.Probe{p}, probes.SamplerOptions{Interval: time.Millisecond, Timeout: time.Second})
+	err := loop(context.Background(), sampler, diagnose.NewDiagnoser(diagnose.DefaultThresholds()), nil, []Observer{failing{}})
+	if err == nil || err.Error() != "disk full" {
+		t.Fatalf("err %v", err)
+	}
+	calls := p.calls // no Collect may run from here on
+	sampler.Close()
+	if p.calls != calls {
+		t.Fatalf("%d probe calls after loop returned", p.calls-calls)
+	}
+}
+
 func settleFrameAt(sec int) *sample.Frame {
 	return &sample.Frame{Time: time.Date(2026, 11, 24, 12, 0, sec, 0, time.UTC)}
 }
