@@ -253,7 +253,10 @@ func LoadThresholds(path string, th *Thresholds) error {
 
 // readSmallFile reads a regular file of at most limit bytes within timeout.
 // It opens without blocking (a FIFO with no writer would block open) and
-// refuses what is not a regular file.
+// refuses what is not a regular file. A read that does not return within
+// timeout (a hung network filesystem) is abandoned: its goroutine ends
+// when the read does. This is one of the two bounded exceptions to the
+// goroutine rule (docs/architecture.md, "Goroutines").
 func readSmallFile(path string, limit int64, timeout time.Duration) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {

@@ -137,6 +137,16 @@ func (p *GPU) userOf(status []byte) string {
 	return ""
 }
 
+// Start implements Starter: it starts the sources that work in the
+// background (NVML's PCIe counters).
+func (p *GPU) Start(ctx context.Context) {
+	for _, s := range p.sources {
+		if st, ok := s.(Starter); ok {
+			st.Start(ctx)
+		}
+	}
+}
+
 // Close closes the sources that hold resources (NVML's library handle and
 // its PCIe goroutine).
 func (p *GPU) Close() error {

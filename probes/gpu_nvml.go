@@ -13,6 +13,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpuwatch/gpuwatch/internal/bg"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -31,11 +32,11 @@ type NVML struct {
 	// goroutine and GPUs only copies the latest values.
 	PCIeEvery time.Duration
 
-	ready    bool
-	devs     []*nvmlDevice
-	vals     []float64
-	stopPCIe context.CancelFunc
-	pcieDone chan struct{}
+	ready  bool
+	devs   []*nvmlDevice
+	vals   []float64
+	parent context.Context // from Start: the PCIe goroutine's parent
+	pcie   *bg.Group       // the PCIe goroutine, from the first init to Close
 
 	mu   sync.Mutex // guards the pcie fields of devs
 	once sync.Once  // Close
@@ -83,6 +84,10 @@ func NewNVML(lib nvml.Interface) *NVML {
 	}
 	return &NVML{lib: lib, PCIeEvery: time.Second}
 }
+
+// Start implements Starter: the PCIe goroutine, started once NVML is
+// initialised (on the first read), runs under ctx until Close.
+func (p *NVML) Start(ctx context.Context) { p.parent = ctx }
 
 // Vendor implements GPUSource.
 func (p *NVML) Vendor() string { return "nvidia" }
@@ -144,9 +149,14 @@ func (p *NVML) init() error {
 		d.pcieLink, d.pcieLinkBs = pcieLink(h)
 		p.devs = append(p.devs, d)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p.stopPCIe, p.pcieDone = cancel, make(chan struct{})
-	go p.pcieLoop(ctx)
+	if p.pcie == nil {
+		parent := p.parent
+		if parent == nil { // read without a Sampler (tests, one-off reads)
+			parent = context.Background()
+		}
+		p.pcie = bg.New(parent)
+		p.pcie.Go(p.pcieLoop)
+	}
 	p.ready = true
 	return nil
 }
@@ -163,7 +173,6 @@ func int8String(b []int8) string {
 }
 
 func (p *NVML) pcieLoop(ctx context.Context) {
-	defer close(p.pcieDone)
 	t := time.NewTicker(p.PCIeEvery)
 	defer t.Stop()
 	for {
@@ -625,9 +634,10 @@ func (p *NVML) readProcesses(d *nvmlDevice, g *sample.GPU, fail func(string, nvm
 // Close stops the PCIe goroutine and shuts NVML down.
 func (p *NVML) Close() error {
 	p.once.Do(func() {
+		if p.pcie != nil {
+			p.pcie.Close()
+		}
 		if p.ready {
-			p.stopPCIe()
-			<-p.pcieDone
 			for _, d := range p.devs {
 				if d.gpm {
 					d.gpmPrev.Free()

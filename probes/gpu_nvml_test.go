@@ -312,8 +312,7 @@ func TestNVMLPCIeReadOffTheTick(t *testing.T) {
 		t.Fatalf("gpu 0 = %+v", gs[0])
 	}
 	close(release)
-	p.stopPCIe()
-	<-p.pcieDone // the first poll has finished
+	p.pcie.Close() // the first poll has finished
 	gs, _ = p.GPUs(context.Background())
 	nearPtr(t, "pcie rx (2048 KB/s)", gs[0].PCIeRxBytesPerSec, 2048*1024)
 	nearPtr(t, "pcie tx", gs[7].PCIeTxBytesPerSec, 2048*1024)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/bg"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -134,8 +135,8 @@ type LoopOptions struct {
 }
 
 // Loop is the probe for a loop nobody instrumented: it samples the
-// training process's main thread on its own goroutine (started by the
-// first Collect, stopped by Close) and publishes the wait share as the
+// training process's main thread on its own goroutine (started by Start,
+// stopped and waited for by Close) and publishes the wait share as the
 // frame's loader, with the process's roles: its worker processes and its
 // loop thread.
 type Loop struct {
@@ -148,11 +149,10 @@ type Loop struct {
 	pinThread bool
 	sysDenied bool
 	wchanNone bool
-	gpu       bool // the process maps CUDA: a running inline loop may be syncing with the GPU
-	started   bool
-	stopped   atomic.Bool
-	done      chan struct{}
-	wake      chan struct{} // closed by Close: an idle wait ends at once
+	gpu       bool          // the process maps CUDA: a running inline loop may be syncing with the GPU
+	g         *bg.Group     // the sampling goroutine; nil before Start
+	stopped   atomic.Bool   // read each sample: cheaper than a select at 50–100 Hz
+	wake      chan struct{} // closed at the end: an idle wait ends at once
 }
 
 // NewLoop returns the loop sampler.
@@ -169,7 +169,7 @@ func NewLoop(opt LoopOptions) *Loop {
 	if opt.Root == nil {
 		opt.Root = func() int { return 0 }
 	}
-	l := &Loop{opt: opt, finder: NewTrainingFinder(opt.Proc, opt.Table), done: make(chan struct{}), wake: make(chan struct{})}
+	l := &Loop{opt: opt, finder: NewTrainingFinder(opt.Proc, opt.Table), wake: make(chan struct{})}
 	if l.opt.Find == nil {
 		l.opt.Find = l.finder.Find
 	}
@@ -193,10 +193,6 @@ func (l *Loop) Target() (TrainingProcess, bool) {
 // frame's loader.
 func (l *Loop) Collect(_ context.Context, f *sample.Frame) error {
 	l.mu.Lock()
-	if !l.started {
-		l.started = true
-		go l.run()
-	}
 	t, counts, pin, denied, noWchan, gpu := l.target, l.counts, l.pinThread, l.sysDenied, l.wchanNone, l.gpu
 	l.counts = [numLoopClasses]int{}
 	l.mu.Unlock()
@@ -241,17 +237,21 @@ func (l *Loop) Collect(_ context.Context, f *sample.Frame) error {
 	return nil
 }
 
-// Close stops the sampling goroutine.
-func (l *Loop) Close() error {
-	l.mu.Lock()
-	started := l.started
-	l.started = true // a Collect after Close starts nothing
-	l.mu.Unlock()
-	if !l.stopped.Swap(true) {
+// Start implements Starter: it starts sampling on a goroutine of its own
+// until ctx ends or Close. Call it once.
+func (l *Loop) Start(ctx context.Context) {
+	l.g = bg.New(ctx)
+	context.AfterFunc(l.g.Context(), func() {
+		l.stopped.Store(true)
 		close(l.wake)
-	}
-	if started {
-		<-l.done
+	})
+	l.g.Go(func(context.Context) { l.run() })
+}
+
+// Close stops the sampling goroutine and waits for it.
+func (l *Loop) Close() error {
+	if l.g != nil {
+		l.g.Close()
 	}
 	return nil
 }
@@ -361,7 +361,6 @@ func (l *Loop) fdKind(pid int, hex []byte) string {
 // an exit to the hypervisor, and a Go timer's costs twice a raw sleep's
 // (BenchmarkLoopSamplerCPU). Close is seen within one period.
 func (l *Loop) run() {
-	defer close(l.done)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	period := time.Second / time.Duration(l.opt.Hz)

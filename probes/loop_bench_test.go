@@ -6,8 +6,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // BenchmarkLoopSample is one sample of a blocked thread: its stat, wchan
@@ -44,8 +42,7 @@ func BenchmarkLoopSamplerCPU(b *testing.B) {
 	pid := cmd.Process.Pid
 	for i := 0; i < b.N; i++ {
 		l := NewLoop(LoopOptions{Hz: 50, Find: func(int) []TrainingProcess { return []TrainingProcess{{PID: pid, Workers: []int{1}}} }})
-		var f sample.Frame
-		_ = l.Collect(context.Background(), &f)
+		l.Start(context.Background())
 		var r0, r1 syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
 		start := time.Now()

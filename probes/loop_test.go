@@ -100,8 +100,7 @@ func TestSampledWaitOfARealLoop(t *testing.T) {
 		sc := bufio.NewScanner(out)
 		var own []float64
 		var sampled []float64
-		f := sample.Frame{}
-		_ = l.Collect(context.Background(), &f) // starts the sampler
+		l.Start(context.Background())
 		for len(own) < 4 && sc.Scan() {
 			share, _ := strconv.ParseFloat(strings.TrimPrefix(sc.Text(), "share "), 64)
 			own = append(own, share)
@@ -144,9 +143,9 @@ func TestLoopStandsBackForAHook(t *testing.T) {
 		}
 		return []TrainingProcess{{PID: 1, Python: true}}
 	}})
+	l.Start(context.Background())
 	defer l.Close()
 	var f sample.Frame
-	_ = l.Collect(context.Background(), &f) // starts the sampler
 	<-scans
 	<-scans // a scan has finished: the first one's result is in
 	_ = l.Collect(context.Background(), &f)

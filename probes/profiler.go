@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/bg"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -27,8 +28,7 @@ type Profiler struct {
 	mu      sync.Mutex
 	latest  *sample.Profile
 	lastErr string
-	cancel  context.CancelFunc
-	done    chan struct{}
+	g       *bg.Group // the fetching goroutine; nil before Start
 }
 
 // NewProfilerOf returns a Profiler that profiles, each turn, the loader
@@ -38,13 +38,11 @@ func NewProfilerOf(pick func() *Attach, every, length time.Duration) *Profiler {
 	return &Profiler{pick: pick, every: every, seconds: max(1, int(length.Seconds())), now: time.Now}
 }
 
-// Start fetches the first profile now and then one every `every`, until ctx
-// ends or Close.
+// Start implements Starter: it fetches the first profile now and then one
+// every `every`, until ctx ends or Close. Call it once.
 func (p *Profiler) Start(ctx context.Context) {
-	ctx, cancel := context.WithCancel(ctx)
-	p.cancel, p.done = cancel, make(chan struct{})
-	go func() {
-		defer close(p.done)
+	p.g = bg.New(ctx)
+	p.g.Go(func(ctx context.Context) {
 		t := time.NewTicker(p.every)
 		defer t.Stop()
 		for {
@@ -55,7 +53,7 @@ func (p *Profiler) Start(ctx context.Context) {
 			case <-t.C:
 			}
 		}
-	}()
+	})
 }
 
 // busyRetries is how often a profile refused because another one is
@@ -155,11 +153,10 @@ func (p *Profiler) Collect(_ context.Context, f *sample.Frame) error {
 	return nil
 }
 
-// Close stops the goroutine.
+// Close stops the goroutine and waits for it.
 func (p *Profiler) Close() error {
-	if p.cancel != nil {
-		p.cancel()
-		<-p.done
+	if p.g != nil {
+		p.g.Close()
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/bg"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -67,13 +68,13 @@ func ExpandURLs(raw []string) ([]string, error) {
 // in the frame.
 //
 // Discovery scans the announcements folder off the tick, on a goroutine
-// of its own every `every` (Close stops it); a tick takes the latest scan.
+// of its own every `every` (Start starts it); a tick takes the latest
+// scan. The scan and the reads in flight are the Ranks' own: Close
+// cancels them and waits (docs/architecture.md, "Goroutines").
 type Ranks struct {
 	discover func() (Discovery, error) // nil: the URLs given only
 	every    time.Duration             // between discovery scans
-	base     context.Context           // the reads' parent: Close cancels it
-	cancel   context.CancelFunc
-	scanner  sync.Once
+	g        *bg.Group                 // the scan and the reads: Close cancels and waits
 
 	mu      sync.Mutex
 	targets []*rankTarget
@@ -112,7 +113,7 @@ type reading struct {
 // later.
 func NewRanks(attached []*Attach, discover func() (Discovery, error), every time.Duration) *Ranks {
 	r := &Ranks{discover: discover, every: every}
-	r.base, r.cancel = context.WithCancel(context.Background())
+	r.g = bg.New(context.Background())
 	for _, a := range attached {
 		r.add(a, nil)
 	}
@@ -136,10 +137,19 @@ func (r *Ranks) Name() string { return "loader" }
 // Lane implements Laned: the ranks and the profile share a worker.
 func (r *Ranks) Lane() string { return "attach" }
 
-// Close stops discovery and the reads in flight (the Sampler closes
-// probes when it stops).
+// Start implements Starter: with discovery, it scans every `every` until
+// ctx ends or Close.
+func (r *Ranks) Start(ctx context.Context) {
+	if r.discover != nil {
+		r.g.Go(func(own context.Context) { r.scanLoop(ctx, own) })
+	}
+}
+
+// Close stops discovery and the reads in flight and waits for them (the
+// Sampler closes probes when it stops). Each read ends at its Attach's
+// deadline at the latest.
 func (r *Ranks) Close() error {
-	r.cancel()
+	r.g.Close()
 	return nil
 }
 
@@ -195,14 +205,16 @@ func (r *Ranks) scanOnce() Discovery {
 	return d
 }
 
-// scanLoop scans every `every` until Close, leaving each scan for the
-// next tick to apply.
-func (r *Ranks) scanLoop() {
+// scanLoop scans every `every` until ctx or own ends, leaving each scan
+// for the next tick to apply.
+func (r *Ranks) scanLoop(ctx, own context.Context) {
 	t := time.NewTicker(r.every)
 	defer t.Stop()
 	for {
 		select {
-		case <-r.base.Done():
+		case <-ctx.Done():
+			return
+		case <-own.Done():
 			return
 		case <-t.C:
 		}
@@ -252,9 +264,6 @@ func (r *Ranks) applyScan(d Discovery) {
 
 // Collect implements Probe.
 func (r *Ranks) Collect(ctx context.Context, f *sample.Frame) error {
-	if r.discover != nil {
-		r.scanner.Do(func() { go r.scanLoop() })
-	}
 	r.mu.Lock()
 	if r.scanned != nil {
 		r.applyScan(*r.scanned)
@@ -354,7 +363,7 @@ func (r *Ranks) lastWord(targets []*rankTarget, results []*reading) *sample.Load
 const readBudget = 400 * time.Millisecond
 
 // readAll starts the read of every rank whose slot is free, each under
-// r.base with its Attach's own deadline, and waits for the reads running
+// the Ranks' group with its Attach's own deadline, and waits for the reads running
 // until the tick's budget: its context's deadline, less a margin for the
 // rest of the tick.
 func (r *Ranks) readAll(ctx context.Context, targets []*rankTarget, now time.Time) {
@@ -366,7 +375,7 @@ func (r *Ranks) readAll(ctx context.Context, targets []*rankTarget, now time.Tim
 	defer timer.Stop()
 	var running []chan struct{}
 	for _, t := range targets {
-		running = append(running, t.start(r.base, now))
+		running = append(running, t.start(r.g, now))
 	}
 	for _, done := range running {
 		select {
@@ -379,9 +388,10 @@ func (r *Ranks) readAll(ctx context.Context, targets []*rankTarget, now time.Tim
 	}
 }
 
-// start begins the rank's read unless one is running, and returns the
-// channel closed when the running read ends.
-func (t *rankTarget) start(base context.Context, now time.Time) chan struct{} {
+// start begins the rank's read on a goroutine of g unless one is running,
+// and returns the channel closed when the running read ends (at once when
+// g is closed: nothing is read).
+func (t *rankTarget) start(g *bg.Group, now time.Time) chan struct{} {
 	t.slot.Lock()
 	defer t.slot.Unlock()
 	if t.reading {
@@ -389,14 +399,18 @@ func (t *rankTarget) start(base context.Context, now time.Time) chan struct{} {
 	}
 	t.reading, t.started, t.done = true, now, make(chan struct{})
 	done := t.done
-	go func() {
+	started := g.Go(func(ctx context.Context) {
 		res := &reading{f: sample.Frame{Time: now}}
-		res.err = t.l.Collect(base, &res.f)
+		res.err = t.l.Collect(ctx, &res.f)
 		t.slot.Lock()
 		t.reading, t.last = false, res
 		t.slot.Unlock()
 		close(done)
-	}()
+	})
+	if !started {
+		t.reading = false
+		close(done)
+	}
 	return done
 }
 

@@ -107,6 +107,7 @@ func TestRanksDisconnectRestartAndLate(t *testing.T) {
 		attached = append(attached, a)
 	}
 	p := NewRanks(attached, nil, time.Second)
+	defer p.Close()
 	ctx := context.Background()
 	collect := func() (*sample.Frame, error) {
 		f := frameAt(now)
@@ -187,6 +188,7 @@ func TestRanksOneLoaderIsTheLoaderProbe(t *testing.T) {
 	r0.serve(t, "127.0.0.1:0")
 	a, _ := NewAttach(r0.url())
 	p := NewRanks([]*Attach{a}, nil, time.Second)
+	defer p.Close()
 	_ = p.Collect(context.Background(), frameAt(t0))
 	r0.advance(10, 0.1, 0.9)
 	f := frameAt(t0.Add(time.Second))
@@ -247,6 +249,7 @@ func TestDiscovery(t *testing.T) {
 	}
 
 	p := NewRanks(nil, func() (Discovery, error) { return Discover(dir, procRoot) }, 10*time.Millisecond)
+	p.Start(context.Background())
 	defer p.Close()
 	now := t0
 	collect := func() *sample.Frame {
@@ -394,6 +397,7 @@ func TestDiscoveryOneLoaderIsOneRank(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := NewRanks(nil, func() (Discovery, error) { return Discover(dir, "/proc") }, 5*time.Millisecond)
+	p.Start(context.Background())
 	defer p.Close()
 	now := t0
 	for range 20 {

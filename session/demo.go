@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/bg"
 	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
@@ -20,10 +21,12 @@ import (
 func Demo(ctx context.Context, o Options, cfgs []loader.Config, datasets []*loader.Dataset, events *loader.Events, every time.Duration) error {
 	src := &EmbeddedSource{}
 	notes := make(chan lines.Note, 1)
+	touring := bg.New(ctx) // the tour's goroutine: stopped and waited for on every return
+	defer touring.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	loaderErr := make(chan error, 1)
-	go func() {
+	touring.Go(func(ctx context.Context) {
 		defer close(notes)
 		defer func() {
 			// A loader bug must not leave the terminal in raw mode: report
@@ -33,7 +36,7 @@ func Demo(ctx context.Context, o Options, cfgs []loader.Config, datasets []*load
 			}
 		}()
 		loaderErr <- tour(ctx, src, notes, cfgs, datasets, events, every)
-	}()
+	})
 	o.Probes = append(o.Probes, probes.NewLoader(src))
 	o.Own, o.Notes = os.Getpid(), notes
 	if o.Title == "" {

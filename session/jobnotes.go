@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gpuwatch/gpuwatch/internal/bg"
 	"github.com/gpuwatch/gpuwatch/lines"
 )
 
@@ -11,9 +12,11 @@ import (
 // event note. With end (headless), the session ends once that note is
 // written: the note channel is unbuffered, so the loop has taken the
 // note — and told every observer — before the session is cancelled.
-func jobNotes(ctx context.Context, j *Job, in <-chan lines.Note, end bool, cancel context.CancelFunc) <-chan lines.Note {
+// stop ends the goroutine that does this and waits for it.
+func jobNotes(ctx context.Context, j *Job, in <-chan lines.Note, end bool, cancel context.CancelFunc) (notes <-chan lines.Note, stop func()) {
 	out := make(chan lines.Note)
-	go func() {
+	g := bg.New(ctx)
+	g.Go(func(ctx context.Context) {
 		defer close(out)
 		done := j.Done()
 		for in != nil || done != nil {
@@ -42,6 +45,6 @@ func jobNotes(ctx context.Context, j *Job, in <-chan lines.Note, end bool, cance
 				return
 			}
 		}
-	}()
-	return out
+	})
+	return out, g.Close
 }

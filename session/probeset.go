@@ -19,7 +19,8 @@ type probeSet struct {
 	title    string
 }
 
-// newProbeSet builds the sources for o. The profiler starts under ctx.
+// newProbeSet builds the sources for o. Nothing runs yet: the Sampler
+// made of them starts what works in the background and stops it.
 func newProbeSet(ctx context.Context, o Options) (*probeSet, error) {
 	att, err := Attach(ctx, o.Roots.Proc, o.Attach)
 	if err != nil {
@@ -76,8 +77,7 @@ func newProbeSet(ctx context.Context, o Options) (*probeSet, error) {
 	if att != nil {
 		ps = append(ps, att.Ranks)
 		if !o.Attach.NoProfiles {
-			att.Profiler.Start(ctx)
-			ps = append(ps, att.Profiler)
+			ps = append(ps, att.Profiler) // the Sampler starts it (probes.Starter)
 		}
 	}
 	ps = append(ps, newTarget(o, s))

@@ -198,7 +198,8 @@ func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration,
 		st.stop = cancel
 	}
 	rec := &tail{}
-	notes := jobNotes(ctx, job, nil, true, cancel)
+	notes, stopNotes := jobNotes(ctx, job, nil, true, cancel)
+	defer stopNotes()
 	err = loop(ctx, sampler, diagnose.NewDiagnoser(c.Th), notes, []Observer{whileLoading{st}, rec})
 	if err != nil {
 		return nil, nil, err
