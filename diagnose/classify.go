@@ -689,7 +689,7 @@ func profileEvidence(k Kind, w *window, th Thresholds, mmap bool) (Evidence, boo
 	if w.profile == nil || !k.Problem() {
 		return Evidence{}, false
 	}
-	want := map[Kind]string{IOBound: "reading", CPUSaturated: "decoding", SingleCoreMaxed: "decoding", GPUStarved: "waiting"}[k]
+	want := situationOf(k).Stage
 	best := w.profile.Categories[0]
 	for _, c := range w.profile.Categories {
 		if c.Name == want && c.Share >= th.ProfileCategoryShare || c.Share > best.Share && best.Name != want {

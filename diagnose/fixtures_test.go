@@ -14,15 +14,16 @@ import (
 )
 
 // expected maps the embedded loader's scenarios to the verdict each must
-// produce.
-var expected = map[string]Kind{
-	"healthy":        Healthy,
-	"starved":        GPUStarved,
-	"single-core":    SingleCoreMaxed,
-	"cpu-bound":      CPUSaturated,
-	"io-bound":       IOBound,
-	"remote-storage": IOBound,
-	"mmap-random":    IOBound,
+// produce: each situation names its own (Situation.Scenarios). A function:
+// the situations register in init, after package variables are set.
+func expected() map[string]Kind {
+	m := map[string]Kind{}
+	for _, k := range Kinds {
+		for _, sc := range situationOf(k).Scenarios {
+			m[sc] = k
+		}
+	}
+	return m
 }
 
 // expectedIn overrides expected for a recording of a preset with a knob
@@ -116,7 +117,7 @@ func TestRecordedRunsEndOnTheirVerdict(t *testing.T) {
 				t.Logf("%s: the last %d frames (%s) were cut off by the end of the recording", filepath.Base(path), len(s.verdicts), s.name)
 				continue
 			}
-			want, ok := expected[s.name]
+			want, ok := expected()[s.name]
 			if k, over := expectedIn[filepath.Base(path)]; over {
 				want, ok = k, true
 			}

@@ -13,76 +13,30 @@ import (
 
 // Kind is a verdict's situation. The String values are stable identifiers
 // used in JSON, Prometheus labels, reports and tests (docs/diagnosis.md).
+// Each kind is declared, with everything about it, in its own
+// situation_<id>.go; see Situation.
 type Kind int
 
-// The kinds.
-const (
-	WarmingUp       Kind = iota // not enough data yet
-	Healthy                     // the accelerator is the busy part
-	GPUStarved                  // the accelerator waits on input; no host resource is saturated
-	SingleCoreMaxed             // one thread pegged while the rest idle, the accelerator waiting
-	CPUSaturated                // every core busy, the accelerator waiting
-	IOBound                     // storage (local, remote or throttled) is the limit
-	MemoryPressure              // the host swaps or stalls on memory
-	Idle                        // nothing runs on the accelerator or the loader
-	GPUUnderused                // the GPU reads busy, but its SMs mostly idle (GPM)
-)
-
-var kindNames = [...]string{"warming_up", "healthy", "gpu_starved", "single_core_maxed", "cpu_saturated", "io_bound", "memory_pressure", "idle", "gpu_underused"}
-
-// Kinds lists every kind, in declaration order.
-var Kinds = []Kind{WarmingUp, Healthy, GPUStarved, SingleCoreMaxed, CPUSaturated, IOBound, MemoryPressure, Idle, GPUUnderused}
-
 // String returns the stable identifier ("gpu_starved").
-func (k Kind) String() string {
-	if k < 0 || int(k) >= len(kindNames) {
-		return fmt.Sprintf("kind(%d)", int(k))
-	}
-	return kindNames[k]
-}
+func (k Kind) String() string { return situationOf(k).ID }
 
 // Title is the kind in words for a banner.
-func (k Kind) Title() string {
-	switch k {
-	case WarmingUp:
-		return "Warming up"
-	case Healthy:
-		return "Healthy: the accelerator is the busy part"
-	case GPUStarved:
-		return "Accelerator starved by the input pipeline"
-	case SingleCoreMaxed:
-		return "One core maxed: loading runs on a single thread"
-	case CPUSaturated:
-		return "All cores saturated by preprocessing"
-	case IOBound:
-		return "I/O-bound: storage is the limit"
-	case MemoryPressure:
-		return "Memory pressure: the host is swapping or stalling"
-	case Idle:
-		return "Idle: nothing is running"
-	case GPUUnderused:
-		return "GPU underused: busy by utilization, its SMs mostly idle"
-	}
-	return k.String()
-}
+func (k Kind) Title() string { return situationOf(k).Title }
 
 // Problem says whether the kind is something to fix.
-func (k Kind) Problem() bool {
-	switch k {
-	case GPUStarved, SingleCoreMaxed, CPUSaturated, IOBound, MemoryPressure, GPUUnderused:
-		return true
-	}
-	return false
-}
+func (k Kind) Problem() bool { return situationOf(k).Problem() }
+
+// Tone is how views colour the kind.
+func (k Kind) Tone() Tone { return situationOf(k).Tone }
 
 // MarshalText implements encoding.TextMarshaler.
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (k *Kind) UnmarshalText(b []byte) error {
-	for i, n := range kindNames {
-		if n == string(b) {
-			*k = Kind(i)
+	for _, s := range situations {
+		if s != nil && s.ID == string(b) {
+			*k = s.Kind
 			return nil
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -181,10 +182,21 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// kindColour is each verdict's colour in the HTML report.
-var kindColour = map[string]string{
-	"healthy": "#2e9e44", "gpu_starved": "#e67e00", "single_core_maxed": "#9b4dca", "cpu_saturated": "#d62f2f",
-	"io_bound": "#2f7fd6", "memory_pressure": "#b0004c", "gpu_underused": "#c98a00", "idle": "#888", "warming_up": "#bbb",
+// toneColour is each tone's colour in the HTML report: a verdict is
+// coloured by its situation's tone (diagnose.Tone), never by a colour of
+// its own kept here.
+var toneColour = map[diagnose.Tone]string{
+	diagnose.ToneGood: "#2e9e44", diagnose.ToneWarn: "#e67e00", diagnose.ToneBad: "#d62f2f", diagnose.ToneNeutral: "#888",
+}
+
+// kindColour is the colour of the verdict whose identifier is id; grey
+// for one this build does not know (a newer recording).
+func kindColour(id string) string {
+	var k diagnose.Kind
+	if k.UnmarshalText([]byte(id)) != nil {
+		return toneColour[diagnose.ToneNeutral]
+	}
+	return toneColour[k.Tone()]
 }
 
 // WriteHTML writes the report as one self-contained HTML file: inline CSS
@@ -199,17 +211,17 @@ h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #
 td,th{padding:2px 10px;border-bottom:1px solid #eee;text-align:left}td.n{text-align:right}.k{font-weight:600}
 svg{width:100%;height:auto;background:#fafafa;border:1px solid #eee}.legend span{margin-right:14px}
 code{font-size:.9em}@media print{body{max-width:none}h2{break-after:avoid}svg{break-inside:avoid}}</style></head><body>`)
-	fmt.Fprintf(&b, `<h1>gpuwatch report: <span class="k" style="color:%s">%s</span></h1>`, kindColour[s.Dominant], esc(orDash(s.Dominant)))
+	fmt.Fprintf(&b, `<h1>gpuwatch report: <span class="k" style="color:%s">%s</span></h1>`, kindColour(s.Dominant), esc(orDash(s.Dominant)))
 	htmlRecording(&b, r)
 	b.WriteString(`<h2>Verdicts</h2>`)
 	b.WriteString(timelineSVG(s))
 	b.WriteString(`<table><tr><th>verdict</th><th>time</th><th>share</th></tr>`)
 	for _, v := range s.Verdicts {
-		fmt.Fprintf(&b, `<tr><td class="k" style="color:%s">%s</td><td class="n">%s</td><td class="n">%s</td></tr>`, kindColour[v.Kind], v.Kind, dur(v.Seconds), pctStr(v.Share))
+		fmt.Fprintf(&b, `<tr><td class="k" style="color:%s">%s</td><td class="n">%s</td><td class="n">%s</td></tr>`, kindColour(v.Kind), v.Kind, dur(v.Seconds), pctStr(v.Share))
 	}
 	b.WriteString(`</table><h2>Findings</h2>`)
 	for _, f := range s.Findings {
-		fmt.Fprintf(&b, `<h3 style="color:%s">%s — %s</h3><p>%s, confidence %.0f %%.</p><ul>`, kindColour[f.Kind], f.Kind, esc(f.Title), f.Severity, 100*f.Confidence)
+		fmt.Fprintf(&b, `<h3 style="color:%s">%s — %s</h3><p>%s, confidence %.0f %%.</p><ul>`, kindColour(f.Kind), f.Kind, esc(f.Title), f.Severity, 100*f.Confidence)
 		for _, e := range f.Evidence {
 			fmt.Fprintf(&b, "<li>%s</li>", esc(e))
 		}
@@ -432,14 +444,14 @@ func timelineSVG(s *Summary) string {
 	for _, seg := range s.Timeline {
 		x0 := padL + seg.Start.Sub(start).Seconds()/total*(chartW-padL-8)
 		wd := math.Max(0.5, seg.Seconds/total*(chartW-padL-8))
-		fmt.Fprintf(&b, `<rect x="%.1f" y="6" width="%.1f" height="22" fill="%s"><title>%s %s</title></rect>`, x0, wd, kindColour[seg.Kind], seg.Kind, dur(seg.Seconds))
+		fmt.Fprintf(&b, `<rect x="%.1f" y="6" width="%.1f" height="22" fill="%s"><title>%s %s</title></rect>`, x0, wd, kindColour(seg.Kind), seg.Kind, dur(seg.Seconds))
 	}
 	b.WriteString(`<text x="4" y="22" font-size="11">verdict</text></svg><div class="legend">`)
 	seen := map[string]bool{}
 	for _, seg := range s.Timeline {
 		if !seen[seg.Kind] {
 			seen[seg.Kind] = true
-			fmt.Fprintf(&b, `<span style="color:%s">■ %s</span>`, kindColour[seg.Kind], seg.Kind)
+			fmt.Fprintf(&b, `<span style="color:%s">■ %s</span>`, kindColour(seg.Kind), seg.Kind)
 		}
 	}
 	b.WriteString("</div>")

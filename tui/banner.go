@@ -18,7 +18,7 @@ const DemoTour = "demo: tour of every scenario"
 func (m *Model) banner(w, h int) []string {
 	roomy := w >= 120 && h >= 36
 	v := m.shown.Verdict
-	st := m.styles.Kind[v.Kind]
+	st := m.styles.Verdict(v.Kind)
 	now := m.shown.frameTime()
 	meta := fmt.Sprintf("  confidence %.0f%%", 100*v.Confidence)
 	if !v.Since.IsZero() {

@@ -539,7 +539,7 @@ func (m *Model) helpLines() []string {
 
 func (m *Model) detailLines(w int) []string {
 	v := m.shown.Verdict
-	st := m.styles.Kind[v.Kind]
+	st := m.styles.Verdict(v.Kind)
 	out := []string{
 		st.Render(strings.ToUpper(v.Kind.String())) + "  " + v.Kind.Title() + m.styles.Dim.Render("  (d or esc closes)"),
 		fmt.Sprintf("severity %s · confidence %.0f%% · since %s", v.Severity, 100*v.Confidence, v.Since.Format("15:04:05")),

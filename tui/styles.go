@@ -18,7 +18,9 @@ import (
 // lipgloss's Render a fifth of the dashboard's CPU.
 type Styles struct {
 	Title, TitleFocus, Dim, Warn, Bad, Good, Label paint
-	Kind                                           map[diagnose.Kind]paint
+	// Tone paints a verdict by its situation's tone (diagnose.Tone): no
+	// colour per kind here, so a new kind is painted the day it exists.
+	Tone map[diagnose.Tone]paint
 	// heat holds a core cell pre-rendered per tenth of load: the 256-core
 	// grid is a concatenation, not 256 render calls.
 	heat [11]string
@@ -55,9 +57,11 @@ var (
 	orange = lipgloss.Color("#ff8700")
 	red    = lipgloss.Color("#ff5f5f")
 	blue   = lipgloss.Color("#5fafff")
-	purple = lipgloss.Color("#d787ff")
 	grey   = lipgloss.Color("#8a8a8a")
 )
+
+// Verdict is the paint of a verdict of kind k: its tone's.
+func (s Styles) Verdict(k diagnose.Kind) paint { return s.Tone[k.Tone()] }
 
 // DefaultStyles returns the dashboard's styles.
 func DefaultStyles() Styles {
@@ -74,12 +78,8 @@ func DefaultStyles() Styles {
 		barYellow:  fg(yellow),
 		barRed:     fg(red),
 	}
-	kind := func(c color.Color) paint { return paintOf(lipgloss.NewStyle().Bold(true).Foreground(c)) }
-	s.Kind = map[diagnose.Kind]paint{
-		diagnose.WarmingUp: kind(grey), diagnose.Idle: kind(grey), diagnose.Healthy: kind(green),
-		diagnose.GPUStarved: kind(orange), diagnose.SingleCoreMaxed: kind(purple), diagnose.CPUSaturated: kind(red),
-		diagnose.IOBound: kind(blue), diagnose.MemoryPressure: kind(red), diagnose.GPUUnderused: kind(yellow),
-	}
+	bold := func(c color.Color) paint { return paintOf(lipgloss.NewStyle().Bold(true).Foreground(c)) }
+	s.Tone = map[diagnose.Tone]paint{diagnose.ToneNeutral: bold(grey), diagnose.ToneGood: bold(green), diagnose.ToneWarn: bold(orange), diagnose.ToneBad: bold(red)}
 	// Shade characters carry the level without colour (NO_COLOR, ASCII).
 	shades := []rune(" ░░▒▒▓▓███")
 	for i := range s.heat {

@@ -197,9 +197,21 @@ func TestTooSmallSaysSo(t *testing.T) {
 	}
 }
 
-func TestVerdictColoursDifferByKind(t *testing.T) {
+func TestVerdictColoursFollowTheTone(t *testing.T) {
 	s := DefaultStyles()
-	if s.Kind[diagnose.Healthy].Render("x") == s.Kind[diagnose.CPUSaturated].Render("x") {
+	seen := map[string]diagnose.Tone{}
+	for _, k := range diagnose.Kinds {
+		tone := k.Tone()
+		got := s.Verdict(k).Render("x")
+		if got == "x" || got == "" {
+			t.Fatalf("%s (%s) is not painted", k, tone)
+		}
+		if other, ok := seen[got]; ok && other != tone {
+			t.Fatalf("%s (%s) looks like a %s verdict", k, tone, other)
+		}
+		seen[got] = tone
+	}
+	if s.Verdict(diagnose.Healthy).Render("x") == s.Verdict(diagnose.CPUSaturated).Render("x") {
 		t.Fatal("healthy and cpu_saturated look the same")
 	}
 }
