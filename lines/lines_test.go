@@ -14,7 +14,7 @@ import (
 
 func TestWriteLine(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteLine(&b, fixture.Frame(), nil); err != nil {
+	if err := WriteLine(&b, fixture.Frame(), nil, diagnose.DefaultThresholds()); err != nil {
 		t.Fatal(err)
 	}
 	want := "09:30:05 cpu 52% max cpu0 95% 1/2≥90% iow 5% load 1.50 run 2 | mem 8.0GiB used 8.0GiB avail swap 0B" +
@@ -66,7 +66,7 @@ func TestFormatBytes(t *testing.T) {
 
 func TestWriteLineGPUs(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteLine(&b, fixture.GPUFrame(), nil); err != nil {
+	if err := WriteLine(&b, fixture.GPUFrame(), nil, diagnose.DefaultThresholds()); err != nil {
 		t.Fatal(err)
 	}
 	want := " | gpu0 util 50% p5-p95 0-100 mem 12GiB/40GiB 250W 61C | gpu1 LOST | mem "
@@ -80,7 +80,7 @@ func TestWriteLineLeadsWithTheVerdict(t *testing.T) {
 	v := &diagnose.Verdict{Kind: diagnose.SingleCoreMaxed, Confidence: 0.91,
 		Since:    time.Date(2026, 11, 21, 9, 29, 58, 0, time.UTC),
 		Evidence: []diagnose.Evidence{{Text: "thread python (tid 100) runs at 98 % of a core (≥ 90 %)"}}}
-	if err := WriteLine(&b, fixture.Frame(), v); err != nil {
+	if err := WriteLine(&b, fixture.Frame(), v, diagnose.DefaultThresholds()); err != nil {
 		t.Fatal(err)
 	}
 	want := "09:30:05 [single_core_maxed 91% since 09:29:58] thread python (tid 100) runs at 98 % of a core (≥ 90 %) | cpu 52%"

@@ -16,19 +16,20 @@ import (
 //
 // Parts a probe could not fill are left out; the reasons end the line.
 // With a verdict, the line starts with it: kind, confidence, since when and
-// the strongest evidence.
-func WriteLine(w io.Writer, f *sample.Frame, v *diagnose.Verdict) error {
+// the strongest evidence. th says what is marked hot (the cores at or over
+// its HotPct) and which profile categories are listed.
+func WriteLine(w io.Writer, f *sample.Frame, v *diagnose.Verdict, th diagnose.Thresholds) error {
 	var b strings.Builder
-	writeVerdictAndCPU(&b, f, v)
+	writeVerdictAndCPU(&b, f, v, th)
 	writeSources(&b, f)
-	writeProcsAndMore(&b, f)
+	writeProcsAndMore(&b, f, th)
 	// Names come from outside (processes, threads, disks, loaders): no
 	// control character of theirs reaches the terminal.
 	_, err := io.WriteString(w, sample.Printable(b.String())+"\n")
 	return err
 }
 
-func writeVerdictAndCPU(b *strings.Builder, f *sample.Frame, v *diagnose.Verdict) {
+func writeVerdictAndCPU(b *strings.Builder, f *sample.Frame, v *diagnose.Verdict, th diagnose.Thresholds) {
 	b.WriteString(f.Time.Format("15:04:05"))
 	if t := f.Target; t != nil && t.ExitedAt != nil {
 		fmt.Fprintf(b, " [pid %d exited at %s", t.PID, t.ExitedAt.Format("15:04:05"))
@@ -56,11 +57,11 @@ func writeVerdictAndCPU(b *strings.Builder, f *sample.Frame, v *diagnose.Verdict
 				if k.BusyPct > top.BusyPct {
 					top = k
 				}
-				if k.BusyPct >= 90 {
+				if th.Hot(k.BusyPct) {
 					hot++
 				}
 			}
-			fmt.Fprintf(b, " max cpu%d %.0f%% %d/%d≥90%%", top.ID, top.BusyPct, hot, len(c.Cores))
+			fmt.Fprintf(b, " max cpu%d %.0f%% %d/%d≥%.0f%%", top.ID, top.BusyPct, hot, len(c.Cores), th.HotPct())
 		}
 		fmt.Fprintf(b, " iow %.0f%% load %.2f run %d", c.IowaitPct, c.Load1, c.ProcsRunning)
 	}
@@ -128,7 +129,7 @@ func writeSources(b *strings.Builder, f *sample.Frame) {
 	}
 }
 
-func writeProcsAndMore(b *strings.Builder, f *sample.Frame) {
+func writeProcsAndMore(b *strings.Builder, f *sample.Frame, th diagnose.Thresholds) {
 	if t := f.Target; t != nil {
 		fmt.Fprintf(b, " | watching pid %d", t.PID)
 		if t.Command != "" {
@@ -159,7 +160,7 @@ func writeProcsAndMore(b *strings.Builder, f *sample.Frame) {
 	if p := f.Profile; p != nil && len(p.Categories) > 0 {
 		b.WriteString(" | profile")
 		for _, c := range p.Categories {
-			if c.Share >= 0.05 {
+			if th.Listed(c.Share) {
 				fmt.Fprintf(b, " %s %.0f%%", c.Name, 100*c.Share)
 			}
 		}

@@ -17,7 +17,7 @@ import (
 // same writer as a live headless session.
 func ReplayLines(rec *recording.Recording, th diagnose.Thresholds, asJSON bool, stdout io.Writer) error {
 	d := diagnose.NewDiagnoser(th)
-	h := newHeadless(stdout, asJSON)
+	h := newHeadless(stdout, asJSON, th)
 	notes := rec.Scenarios
 	return rec.Each(func(_ int, r *recording.Recorded) error {
 		f := &r.Frame

@@ -160,7 +160,7 @@ func Run(ctx context.Context, o Options) error {
 		if once != nil {
 			obs = append(obs, once)
 		} else {
-			obs = append(obs, newHeadless(o.Stdout, o.JSON))
+			obs = append(obs, newHeadless(o.Stdout, o.JSON, o.Thresholds))
 		}
 		if o.OnFrame != nil {
 			obs = append(obs, frameFunc(o.OnFrame))
@@ -248,10 +248,11 @@ func observe(diag *diagnose.Diagnoser, notes <-chan lines.Note, obs []Observer, 
 type headless struct {
 	w  io.Writer
 	jw *lines.JSONWriter
+	th diagnose.Thresholds // what the line marks hot or high
 }
 
-func newHeadless(w io.Writer, asJSON bool) *headless {
-	h := &headless{w: w}
+func newHeadless(w io.Writer, asJSON bool, th diagnose.Thresholds) *headless {
+	h := &headless{w: w, th: th}
 	if asJSON {
 		h.jw = lines.NewJSONWriter(w)
 	}
@@ -263,7 +264,7 @@ func (h *headless) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	if h.jw != nil {
 		err = h.jw.WriteFrame(f, &v)
 	} else {
-		err = lines.WriteLine(h.w, f, &v)
+		err = lines.WriteLine(h.w, f, &v, h.th)
 	}
 	if err != nil {
 		return fmt.Errorf("write output: %w", err)

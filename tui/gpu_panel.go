@@ -8,7 +8,7 @@ import (
 )
 
 // gpuPanel: per GPU a utilization bar, a sparkline whose bursty seconds
-// (p95 − p5 ≥ 60 within the second: the sawtooth of a waiting GPU) are
+// (p95 ≥ 70 with p5 < 10 within the second, diagnose's Bursty: the sawtooth of a waiting GPU) are
 // drawn in the warning colour, and memory, power, temperature, PCIe. With
 // no GPU, the virtual accelerator of a watched loader, clearly labelled.
 type gpuPanel struct{}
@@ -162,7 +162,7 @@ func (pv *view) gpuLine(g *sample.GPU, hist []*sample.Frame, w int) string {
 				if hf.GPUs[j].Index == g.Index && hf.GPUs[j].UtilPct != nil {
 					vals = append(vals, *hf.GPUs[j].UtilPct)
 					s := hf.GPUs[j].UtilSamples
-					bursty = append(bursty, s != nil && s.P95-s.P5 >= 60)
+					bursty = append(bursty, pv.th.Bursty(s))
 				}
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -41,7 +42,8 @@ func (memPanel) draw(pv *view, w, h int) []string {
 		for _, r := range []struct {
 			name string
 			p    *sample.Pressure
-		}{{"cpu", p.CPU}, {"io", p.IO}, {"mem", p.Memory}} {
+			res  diagnose.PSIResource
+		}{{"cpu", p.CPU, diagnose.PSICPU}, {"io", p.IO, diagnose.PSIIO}, {"mem", p.Memory, diagnose.PSIMemory}} {
 			if r.p == nil {
 				line += fmt.Sprintf(" · %s n/a", r.name)
 				continue
@@ -51,7 +53,7 @@ func (memPanel) draw(pv *view, w, h int) []string {
 				v = *r.p.SomePct
 			}
 			s := fmt.Sprintf(" · %s %.1f", r.name, v)
-			if v >= 30 {
+			if pv.th.PSIHigh(r.res, v) {
 				s = pv.st.Bad.Render(s)
 			}
 			line += s

@@ -25,7 +25,7 @@ type Styles struct {
 	// grid is a concatenation, not 256 render calls.
 	heat [11]string
 	// sparkGlyph are the nine bar heights, and sparkPaint and burstPaint
-	// their colours, steady and bursty (p95 − p5 ≥ 60): a run of cells is
+	// their colours, steady and bursty (Thresholds.Bursty): a run of cells is
 	// painted once, not once a cell (a tall chart of 240 cells a row was
 	// 25 bytes of escapes a cell for the terminal to parse).
 	sparkGlyph                  [9]string
