@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/session"
 )
 
 // benchResult is dataloader_bench.py's own measurement.
@@ -104,7 +106,8 @@ func figures(t *testing.T, ls []runLine, skip time.Duration, sampled bool) watch
 }
 
 // settledKind is the kind the verdict last settled on, past start-up: the
-// last that held five frames in a row (frames come once a second), as a
+// last that held session.SettleFrames frames in a row (frames come once a
+// second, so that is also session.SettleTime), as --once settles and a
 // user reads the dashboard once it is steady. A flicker of fewer frames
 // does not change it; a kind that held five frames at the end does. It is
 // "" when none held five frames.
@@ -117,7 +120,7 @@ func settledKind(kinds []string) string {
 		} else {
 			run = 1
 		}
-		if k != "warming_up" && run >= 5 {
+		if k != "warming_up" && run >= session.SettleFrames {
 			settled = k
 		}
 	}

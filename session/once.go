@@ -17,14 +17,21 @@ import (
 // duration is given.
 const onceCap = 60 * time.Second
 
-// settleFrames and settleTime: the shown verdict must keep its kind, past
-// warming up, this many frames in a row and this long, to count as
-// settled — long enough for a loader's start-up (workers starting, the
-// first batches) to pass.
+// SettleFrames and SettleTime are the settle rule, the one home of it:
+// the shown verdict must keep its kind, past warming up, this many frames
+// in a row and this long, to count as settled — long enough for a
+// loader's start-up (workers starting, the first batches) to pass.
+// --once, run --once and tune settle by it; --once's help and the PyTorch
+// tests read it from here.
 const (
-	settleFrames = 5
-	settleTime   = 5 * time.Second
+	SettleFrames = 5
+	SettleTime   = 5 * time.Second
 )
+
+// SettleRule is the settle rule in words: "5 frames and 5 s".
+func SettleRule() string {
+	return fmt.Sprintf("%d frames and %.0f s", SettleFrames, SettleTime.Seconds())
+}
 
 // ErrBottleneck is what a --once session returns when its verdict is a
 // problem to fix (exit status 3): a Slurm epilogue or a CI step can act on
@@ -37,7 +44,7 @@ var ErrBottleneck = errors.New("a bottleneck was found")
 var ErrUnsettled = errors.New("no verdict settled")
 
 // settle is the --once observer: it watches the verdicts and stops the
-// session once one has held settleFrames frames.
+// session once one has held by the settle rule (SettleFrames, SettleTime).
 type settle struct {
 	stop    func()
 	first   time.Time
@@ -75,7 +82,7 @@ func (s *settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		s.streak, s.since = 1, f.Time
 	}
 	s.verdict, s.last = v, f
-	if v.Kind != diagnose.WarmingUp && s.streak >= settleFrames && f.Time.Sub(s.since) >= settleTime && !s.settled {
+	if v.Kind != diagnose.WarmingUp && s.streak >= SettleFrames && f.Time.Sub(s.since) >= SettleTime && !s.settled {
 		s.settled = true
 		s.stop()
 	}
@@ -158,7 +165,7 @@ func (s *settle) why() string {
 	case s.verdict.Kind == diagnose.WarmingUp:
 		return fmt.Sprintf("still warming up: %s came, the diagnosis needs %d (a longer --duration, or a shorter --interval)", sample.Plural(s.frames, "frame"), s.need)
 	case s.changes > 0:
-		return fmt.Sprintf("the verdict changed %s before it could hold %d frames and %v", sample.Plural(s.changes, "time"), settleFrames, settleTime)
+		return fmt.Sprintf("the verdict changed %s before it could hold %s", sample.Plural(s.changes, "time"), SettleRule())
 	}
-	return fmt.Sprintf("it held %s, not %d frames and %v (a longer --duration)", sample.Plural(s.streak, "frame"), settleFrames, settleTime)
+	return fmt.Sprintf("it held %s, not %s (a longer --duration)", sample.Plural(s.streak, "frame"), SettleRule())
 }

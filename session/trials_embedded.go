@@ -167,7 +167,7 @@ func settledStep(st *settle, rec *tail) (TuneStep, error) {
 	}
 	v := st.verdict
 	s := TuneStep{Verdict: v.Kind, Changes: v.Changes, Advice: v.Advice, Next: v.Predicted, Settled: st.settled,
-		Seconds: st.last.Time.Sub(st.first).Seconds(), Measured: rec.mean(settleFrames, 0), Window: rec.frames[max(0, len(rec.frames)-3):]}
+		Seconds: st.last.Time.Sub(st.first).Seconds(), Measured: rec.mean(SettleFrames, 0), Window: rec.frames[max(0, len(rec.frames)-3):]}
 	if len(v.Evidence) > 0 {
 		s.Evidence = v.Evidence[0].Text
 	}
