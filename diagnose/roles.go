@@ -33,22 +33,9 @@ type roleReading struct {
 	haveTop                 bool
 }
 
-// loopThread is the thread that runs the training loop: the one the loader
-// names (the Python hook and the embedded loader's inline loop do), else,
-// for a loader with no workers, the training process's main thread (a
-// Python training loop runs there). 0 when unknown.
-func loopThread(l *sample.Loader) (pid, tid int) {
-	if l == nil || l.PID == nil {
-		return 0, 0
-	}
-	switch {
-	case l.LoopTID != nil:
-		return *l.PID, *l.LoopTID
-	case l.Workers != nil && *l.Workers == 0:
-		return *l.PID, *l.PID
-	}
-	return *l.PID, 0
-}
+// loopThread is the thread that runs the training loop (see
+// sample.Loader.LoopThread: the one rule the views use too).
+func loopThread(l *sample.Loader) (pid, tid int) { return l.LoopThread() }
 
 // readRoles reads one frame's split. The process and thread lists are the
 // probe's (the focused tree, threads busiest first).

@@ -284,6 +284,7 @@ func (s *Sampler) tick(ctx context.Context) *sample.Frame {
 		}
 	}
 	s.timer.Stop() // since Go 1.23 no stale tick can remain in C
+	f.AssignRoles()
 	return f
 }
 

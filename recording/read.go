@@ -145,6 +145,7 @@ func (r *Recording) Frame(i int) (*Recorded, error) {
 	}
 	err := json.Unmarshal(line, &fl)
 	notes := fl.Frame.Check()
+	fl.Frame.AssignRoles() // roles are derived, never taken from the file
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &te):

@@ -324,6 +324,9 @@ type Thread struct {
 	// first reading.
 	MajorFaultsPerSec *float64 `json:"major_faults_per_sec,omitempty"`
 	MinorFaultsPerSec *float64 `json:"minor_faults_per_sec,omitempty"`
+	// Role is what the thread does in the job (loop, worker, main), set
+	// from the frame's loader by AssignRoles; empty for none.
+	Role Role `json:"role,omitempty"`
 }
 
 // GPU is one accelerator as its driver reports it (NVML for NVIDIA, sysfs

@@ -279,24 +279,11 @@ func (pv *view) threadRows(p *sample.Procs) []string {
 	for _, pr := range p.List {
 		names[pr.PID] = pr.Name
 	}
-	var loopTID int
-	var workers []int
-	if l := pv.frame.Loader; l != nil {
-		if l.LoopTID != nil {
-			loopTID = *l.LoopTID
-		}
-		workers = l.WorkerPIDs
-	}
 	var out []string
 	for _, t := range p.Threads {
-		role := ""
-		switch {
-		case loopTID != 0 && t.TID == loopTID:
-			role = "loop"
-		case slices.Contains(workers, t.PID):
-			role = "worker"
-		case t.TID == t.PID:
-			role = "main"
+		role := t.Role // as the frame's AssignRoles set it, the diagnosis's rule
+		if role == "" {
+			role = sample.RoleOf(t, pv.frame.Loader) // a frame from before roles were stored
 		}
 		name := sample.Printable(t.Name)
 		if name == sample.Printable(names[t.PID]) {
@@ -305,7 +292,7 @@ func (pv *view) threadRows(p *sample.Procs) []string {
 		if t.PID != p.FocusPID || p.FocusPID == 0 {
 			name = strings.TrimSpace(name + fmt.Sprintf(" (pid %d %s)", t.PID, sample.Printable(names[t.PID])))
 		}
-		if f := pv.procs.filter; f != "" && !strings.Contains(strings.ToLower(t.Name+" "+role), strings.ToLower(f)) {
+		if f := pv.procs.filter; f != "" && !strings.Contains(strings.ToLower(t.Name+" "+string(role)), strings.ToLower(f)) {
 			continue
 		}
 		line := fmt.Sprintf("%7d %5.0f %-6s %6s  %s", t.TID, t.CPUPct, role, faults(t.MajorFaultsPerSec), name)

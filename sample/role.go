@@ -1,0 +1,67 @@
+package sample
+
+import "slices"
+
+// Role is what a thread does in the training job, in one word, as every
+// view and the diagnosis name it. Computed once per frame (AssignRoles)
+// and drawn as computed: the verdict and the dashboard never disagree on
+// which thread is the loop.
+type Role string
+
+// The roles. A thread with none of them has the empty Role.
+const (
+	RoleLoop   Role = "loop"   // runs the training loop
+	RoleWorker Role = "worker" // a thread of a DataLoader worker process
+	RoleMain   Role = "main"   // a process's main thread that is not the loop
+)
+
+// LoopThread is the thread that runs the training loop: the one the loader
+// names (the Python hook and the embedded loader's inline loop do), else,
+// for a loader with no workers, the training process's main thread (a
+// Python training loop runs there). tid is 0 when unknown; pid is the
+// training process's, 0 when unknown.
+func (l *Loader) LoopThread() (pid, tid int) {
+	if l == nil {
+		return 0, 0
+	}
+	if l.PID != nil {
+		pid = *l.PID
+	}
+	switch {
+	case l.LoopTID != nil:
+		return pid, *l.LoopTID
+	case pid != 0 && l.Workers != nil && *l.Workers == 0:
+		return pid, pid
+	}
+	return pid, 0
+}
+
+// RoleOf is t's role in a job whose loader is l (nil: no loader).
+func RoleOf(t Thread, l *Loader) Role {
+	_, loop := l.LoopThread()
+	var workers []int
+	if l != nil {
+		workers = l.WorkerPIDs
+	}
+	switch {
+	case loop != 0 && t.TID == loop:
+		return RoleLoop
+	case slices.Contains(workers, t.PID):
+		return RoleWorker
+	case t.TID == t.PID:
+		return RoleMain
+	}
+	return ""
+}
+
+// AssignRoles sets every thread's Role from the frame's loader. The
+// Sampler calls it on each frame it assembles, and the recording reader
+// on frames recorded before roles were stored.
+func (f *Frame) AssignRoles() {
+	if f.Procs == nil {
+		return
+	}
+	for i := range f.Procs.Threads {
+		f.Procs.Threads[i].Role = RoleOf(f.Procs.Threads[i], f.Loader)
+	}
+}

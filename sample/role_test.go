@@ -1,0 +1,36 @@
+package sample
+
+import "testing"
+
+// TestRolesFollowTheLoopRule: the loop's thread is the one the loader
+// names, else, with no workers, the training process's main thread — the
+// rule the diagnosis uses, so the dashboard calls that thread "loop" too
+// (it called it "main" when only a loader-named TID counted).
+func TestRolesFollowTheLoopRule(t *testing.T) {
+	pid, zero, two, tid := 100, 0, 2, 105
+	main := Thread{TID: 100, PID: 100}
+	other := Thread{TID: 101, PID: 100}
+	worker := Thread{TID: 200, PID: 200}
+	for _, c := range []struct {
+		name string
+		l    *Loader
+		t    Thread
+		want Role
+	}{
+		{"num_workers=0: the main thread is the loop", &Loader{PID: &pid, Workers: &zero}, main, RoleLoop},
+		{"workers, no loop TID: the main thread is main", &Loader{PID: &pid, Workers: &two, WorkerPIDs: []int{200}}, main, RoleMain},
+		{"a named loop thread", &Loader{PID: &pid, LoopTID: &tid}, Thread{TID: 105, PID: 100}, RoleLoop},
+		{"a worker's thread", &Loader{PID: &pid, Workers: &two, WorkerPIDs: []int{200}}, worker, RoleWorker},
+		{"another thread of the process", &Loader{PID: &pid, Workers: &zero}, other, ""},
+		{"no loader", nil, main, RoleMain},
+	} {
+		if got := RoleOf(c.t, c.l); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	f := &Frame{Loader: &Loader{PID: &pid, Workers: &zero}, Procs: &Procs{Threads: []Thread{other, main}}}
+	f.AssignRoles()
+	if f.Procs.Threads[1].Role != RoleLoop || f.Procs.Threads[0].Role != "" {
+		t.Fatalf("AssignRoles: %+v", f.Procs.Threads)
+	}
+}
