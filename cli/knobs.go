@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuwatch/gpuwatch/loader"
+	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
 )
 
@@ -46,28 +47,28 @@ type knobFlags struct {
 
 // knobCopy copies one knob, by flag name, from the flags into a preset.
 var knobCopy = map[string]func(dst, src *loader.Config){
-	"workers":        func(d, s *loader.Config) { d.Workers = s.Workers },
-	"prefetch":       func(d, s *loader.Config) { d.Prefetch = s.Prefetch },
-	"batch-size":     func(d, s *loader.Config) { d.BatchSize = s.BatchSize },
-	"persistent":     func(d, s *loader.Config) { d.Persistent = s.Persistent },
-	"pin":            func(d, s *loader.Config) { d.Pin = s.Pin },
-	"sample-size":    func(d, s *loader.Config) { d.SampleSize = s.SampleSize },
-	"decode-cost":    func(d, s *loader.Config) { d.DecodeCost = s.DecodeCost },
-	"jitter":         func(d, s *loader.Config) { d.Jitter = s.Jitter },
-	"step-time":      func(d, s *loader.Config) { d.StepTime = s.StepTime },
-	"access":         func(d, s *loader.Config) { d.Access = s.Access },
-	"dataset":        func(d, s *loader.Config) { d.Dataset = s.Dataset },
-	"dataset-size":   func(d, s *loader.Config) { d.DatasetSize = s.DatasetSize },
-	"direct-io":      func(d, s *loader.Config) { d.DirectIO = s.DirectIO },
-	"read-bandwidth": func(d, s *loader.Config) { d.ReadBandwidth = s.ReadBandwidth },
-	"read-latency":   func(d, s *loader.Config) { d.ReadLatency = s.ReadLatency },
-	"cache":          func(d, s *loader.Config) { d.Cache = s.Cache },
-	"read":           func(d, s *loader.Config) { d.Read = s.Read },
-	"page-cache":     func(d, s *loader.Config) { d.PageCache = s.PageCache },
-	"epochs":         func(d, s *loader.Config) { d.Epochs = s.Epochs },
-	"batches":        func(d, s *loader.Config) { d.Batches = s.Batches },
-	"seed":           func(d, s *loader.Config) { d.Seed = s.Seed },
-	"worker-start":   func(d, s *loader.Config) { d.WorkerStart = s.WorkerStart },
+	sample.KnobWorkers.Flag:    func(d, s *loader.Config) { d.Workers = s.Workers },
+	sample.KnobPrefetch.Flag:   func(d, s *loader.Config) { d.Prefetch = s.Prefetch },
+	"batch-size":               func(d, s *loader.Config) { d.BatchSize = s.BatchSize },
+	sample.KnobPersistent.Flag: func(d, s *loader.Config) { d.Persistent = s.Persistent },
+	sample.KnobPin.Flag:        func(d, s *loader.Config) { d.Pin = s.Pin },
+	"sample-size":              func(d, s *loader.Config) { d.SampleSize = s.SampleSize },
+	"decode-cost":              func(d, s *loader.Config) { d.DecodeCost = s.DecodeCost },
+	"jitter":                   func(d, s *loader.Config) { d.Jitter = s.Jitter },
+	"step-time":                func(d, s *loader.Config) { d.StepTime = s.StepTime },
+	sample.KnobAccess.Flag:     func(d, s *loader.Config) { d.Access = s.Access },
+	"dataset":                  func(d, s *loader.Config) { d.Dataset = s.Dataset },
+	"dataset-size":             func(d, s *loader.Config) { d.DatasetSize = s.DatasetSize },
+	"direct-io":                func(d, s *loader.Config) { d.DirectIO = s.DirectIO },
+	"read-bandwidth":           func(d, s *loader.Config) { d.ReadBandwidth = s.ReadBandwidth },
+	"read-latency":             func(d, s *loader.Config) { d.ReadLatency = s.ReadLatency },
+	sample.KnobCache.Flag:      func(d, s *loader.Config) { d.Cache = s.Cache },
+	"read":                     func(d, s *loader.Config) { d.Read = s.Read },
+	"page-cache":               func(d, s *loader.Config) { d.PageCache = s.PageCache },
+	"epochs":                   func(d, s *loader.Config) { d.Epochs = s.Epochs },
+	"batches":                  func(d, s *loader.Config) { d.Batches = s.Batches },
+	"seed":                     func(d, s *loader.Config) { d.Seed = s.Seed },
+	"worker-start":             func(d, s *loader.Config) { d.WorkerStart = s.WorkerStart },
 }
 
 // register adds the knob flags. For sweep, workers, prefetch and
@@ -78,23 +79,23 @@ func (k *knobFlags) register(cmd *cobra.Command, sweep bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&k.scenario, "scenario", "", "preset: "+strings.Join(loader.Scenarios, ", ")+" (flags given override it)")
 	if !sweep {
-		fl.IntVar(&k.cfg.Workers, "workers", d.Workers, "num_workers: loader workers; 0 loads inline in the training loop on one thread")
-		fl.IntVar(&k.cfg.Prefetch, "prefetch", d.Prefetch, "prefetch_factor: batches in flight per worker")
-		fl.BoolVar(&k.cfg.Persistent, "persistent", d.Persistent, "persistent_workers: keep workers across epochs")
+		fl.IntVar(&k.cfg.Workers, sample.KnobWorkers.Flag, d.Workers, sample.KnobWorkers.Name+": loader workers; 0 loads inline in the training loop on one thread")
+		fl.IntVar(&k.cfg.Prefetch, sample.KnobPrefetch.Flag, d.Prefetch, sample.KnobPrefetch.Name+": batches in flight per worker")
+		fl.BoolVar(&k.cfg.Persistent, sample.KnobPersistent.Flag, d.Persistent, sample.KnobPersistent.Name+": keep workers across epochs")
 	}
 	fl.IntVar(&k.cfg.BatchSize, "batch-size", d.BatchSize, "samples per batch")
-	fl.BoolVar(&k.cfg.Pin, "pin", d.Pin, "pin_memory: copy each batch into a reused buffer on its own goroutine")
+	fl.BoolVar(&k.cfg.Pin, sample.KnobPin.Flag, d.Pin, sample.KnobPin.Name+": copy each batch into a reused buffer on its own goroutine")
 	fl.Var(sizeFlag{&k.cfg.SampleSize}, "sample-size", "bytes per sample (units: 4KiB, 1MB)")
 	fl.DurationVar(&k.cfg.DecodeCost, "decode-cost", d.DecodeCost, "CPU work per sample (hashing the bytes read; real work, not sleep)")
 	fl.Float64Var(&k.cfg.Jitter, "jitter", d.Jitter, "sigma of a lognormal per-sample variation of the decode cost")
 	fl.DurationVar(&k.cfg.StepTime, "step-time", d.StepTime, "the simulated accelerator step (a sleep)")
-	fl.StringVar(&k.access, "access", string(d.Access), "read order: seq, random, or subseq (random start, contiguous run)")
+	fl.StringVar(&k.access, sample.KnobAccess.Flag, string(d.Access), "read order: seq, random, or subseq (random start, contiguous run)")
 	fl.StringVar(&k.cfg.Dataset, "dataset", "", "dataset folder (default: the user cache folder); shard files are generated once and reused")
 	fl.Var(sizeFlag{&k.cfg.DatasetSize}, "dataset-size", "dataset size (units: 256MiB, 1GB)")
 	fl.BoolVar(&k.cfg.DirectIO, "direct-io", d.DirectIO, "read with O_DIRECT, bypassing the page cache")
 	fl.Var(sizeFlag{&k.cfg.ReadBandwidth}, "read-bandwidth", "emulate a storage link of this bandwidth, shared by all readers (20MB/s; 0: unlimited)")
 	fl.DurationVar(&k.cfg.ReadLatency, "read-latency", d.ReadLatency, "emulate this latency per read (network or object storage)")
-	fl.BoolVar(&k.cfg.Cache, "cache", d.Cache, "load the dataset into RAM first")
+	fl.BoolVar(&k.cfg.Cache, sample.KnobCache.Flag, d.Cache, "load the dataset into RAM first")
 	fl.StringVar(&k.read, "read", string(d.Read), "how samples are read: pread (a read syscall each) or mmap (shards memory-mapped; uncached pages are major faults)")
 	fl.Var(sizeFlag{&k.cfg.PageCache}, "page-cache", "keep at most this much of the dataset in the page cache, evicting the rest, and start cold (emulates a dataset larger than RAM; 0: no limit)")
 	fl.IntVar(&k.cfg.Epochs, "epochs", d.Epochs, "stop after N epochs (0: run until stopped)")

@@ -70,10 +70,10 @@ func catalogKnobs(w *window, suggest, cores, keep int) []string {
 	if w.prefetch > 0 {
 		a = append(a, fmt.Sprintf("raise prefetch_factor from %d to %d so more batches are ready ahead of each step", w.prefetch, 2*w.prefetch))
 	}
-	if w.knobs["persistent"] != "true" {
+	if w.knobs[sample.KnobPersistent.Flag] != "true" {
 		a = append(a, "set persistent_workers=True so workers are not restarted (and the pipeline refilled) every epoch")
 	}
-	if w.gpuUtil.ok && w.knobs["pin"] != "true" {
+	if w.gpuUtil.ok && w.knobs[sample.KnobPin.Flag] != "true" {
 		a = append(a, "set pin_memory=True so host-to-GPU copies use page-locked memory")
 	}
 	return a

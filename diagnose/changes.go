@@ -77,7 +77,7 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 					k.Persistent = false
 				}
 				if w > 0 && k.Prefetch == 0 {
-					k.Prefetch = 2 // PyTorch's default once there are workers
+					k.Prefetch = sample.PrefetchWithWorkers
 				}
 				pred, limit := p.Predict(k)
 				cost := 0.0
@@ -126,16 +126,16 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 	c := cands[pick]
 	var out []Change
 	if c.k.Workers != cur.Workers {
-		out = append(out, Change{Knob: "num_workers", Flag: p.flag("num_workers"), From: strconv.Itoa(cur.Workers), To: strconv.Itoa(c.k.Workers),
+		out = append(out, Change{Knob: sample.KnobWorkers.Name, Flag: p.flag(sample.KnobWorkers), From: strconv.Itoa(cur.Workers), To: strconv.Itoa(c.k.Workers),
 			Why: workersWhy(p, cur.Workers, c.k.Workers, c.limit)})
 		if cur.Workers == 0 && c.k.Workers > 0 && cur.Prefetch == 0 && p.Kind != "python" {
 			// (PyTorch sets prefetch_factor 2 itself once there are workers.)
-			out = append(out, Change{Knob: "prefetch_factor", Flag: p.flag("prefetch_factor"), From: "0", To: "2",
-				Why: "with workers, each keeps 2 batches ready (PyTorch's default)"})
+			out = append(out, Change{Knob: sample.KnobPrefetch.Name, Flag: p.flag(sample.KnobPrefetch), From: "0", To: strconv.Itoa(sample.PrefetchWithWorkers),
+				Why: fmt.Sprintf("with workers, each keeps %d batches ready (PyTorch's default)", sample.PrefetchWithWorkers)})
 		}
 	}
 	if c.k.Persistent != cur.Persistent && c.k.Workers > 0 && cur.Workers > 0 {
-		out = append(out, Change{Knob: "persistent_workers", Flag: p.flag("persistent_workers"), From: "false", To: "true",
+		out = append(out, Change{Knob: sample.KnobPersistent.Name, Flag: p.flag(sample.KnobPersistent), From: "false", To: "true",
 			Why: fmt.Sprintf("workers restart every epoch: %s before each epoch's first batch", sample.FormatDuration(p.EpochStallSec))})
 	}
 	if c.k.Cache != cur.Cache {
@@ -143,7 +143,7 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 		if bw := cmp.Or(p.ColdReadBytesPerSec, p.BandwidthBytesPerSec); bw > 0 && p.DatasetBytes > 0 {
 			why += fmt.Sprintf(" (the one read of %s takes ~%.1f s at %s/s)", formatRate(p.DatasetBytes), p.DatasetBytes/bw, formatRate(bw))
 		}
-		out = append(out, Change{Knob: "cache", Flag: "--cache", From: "false", To: "true", Why: why})
+		out = append(out, Change{Knob: sample.KnobCache.Name, Flag: p.flag(sample.KnobCache), From: "false", To: "true", Why: why})
 	}
 	return out, c.pred, c.limit
 }
@@ -151,13 +151,7 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 // flag is how a knob is set on this pipeline's loader: a PyTorch
 // DataLoader's keyword (num_workers), or the flag of gpuwatch's own loader
 // (--workers).
-func (p *Pipeline) flag(knob string) string {
-	if p.Kind == "python" {
-		return knob
-	}
-	return map[string]string{"num_workers": "--workers", "prefetch_factor": "--prefetch", "persistent_workers": "--persistent",
-		"pin_memory": "--pin", "cache": "--cache"}[knob]
-}
+func (p *Pipeline) flag(k *sample.Knob) string { return k.SetBy(p.Kind == "python") }
 
 // bools is the values to try for a boolean knob: its own, and the other
 // when changing it is possible.

@@ -101,7 +101,7 @@ func mmapEvidence(w *window, th Thresholds, io []Evidence) ([]Evidence, bool) {
 		what = fmt.Sprintf("memory-mapped files (%s mapped; the largest %s)", fmtBytes(float64(pg.mappedBytes)), pg.mappedFile)
 	}
 	how := "random reads through the page cache"
-	if a := w.knobs["access"]; a == "seq" || a == "subseq" {
+	if a := w.knobs[sample.KnobAccess.Flag]; a == "seq" || a == "subseq" {
 		how = "reads through the page cache, a fault at a time"
 	}
 	out := []Evidence{evidence("procs.major_faults_per_sec", pg.majFaults.v, ">=", th.MmapFaultsPerSec, "/s",
@@ -157,14 +157,14 @@ func mmapAdvice(w *window) []string {
 // (the model's own changes, such as --cache, come first).
 func mmapChanges(w *window, have []Change) []Change {
 	var out []Change
-	if w.knobs["access"] == "random" {
-		out = append(out, Change{Knob: "sampler", Flag: "--access", From: "random", To: "subseq",
+	if w.knobs[sample.KnobAccess.Flag] == "random" {
+		out = append(out, Change{Knob: "sampler", Flag: sample.KnobAccess.SetBy(false), From: "random", To: "subseq",
 			Why: "contiguous runs of samples are served by the kernel's read-ahead; random single samples are a major fault each"})
 	}
 	cached := slices.ContainsFunc(have, func(c Change) bool { return c.Flag == "--cache" })
 	size := w.datasetSize()
-	if room := w.roomForData(); !cached && w.knobs["cache"] == "false" && size > 0 && size < room/2 {
-		out = append(out, Change{Knob: "cache", Flag: "--cache", From: "false", To: "true",
+	if room := w.roomForData(); !cached && w.knobs[sample.KnobCache.Flag] == "false" && size > 0 && size < room/2 {
+		out = append(out, Change{Knob: sample.KnobCache.Name, Flag: sample.KnobCache.SetBy(false), From: "false", To: "true",
 			Why: fmt.Sprintf("the dataset (%s) fits in RAM (%s for it): read it once, and no sample faults again", fmtBytes(size), fmtBytes(room))})
 	}
 	return out

@@ -382,11 +382,11 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 
 func knobsOf(w *window) Knobs {
 	k := Knobs{Workers: max(w.workers, 0), Prefetch: max(w.prefetch, 0)}
-	if v, err := strconv.ParseBool(w.knobs["persistent"]); err == nil {
+	if v, err := strconv.ParseBool(w.knobs[sample.KnobPersistent.Flag]); err == nil {
 		k.Persistent, k.knownPersistent = v, true
 	}
-	pin, err1 := strconv.ParseBool(w.knobs["pin"])
-	cache, err2 := strconv.ParseBool(w.knobs["cache"])
+	pin, err1 := strconv.ParseBool(w.knobs[sample.KnobPin.Flag])
+	cache, err2 := strconv.ParseBool(w.knobs[sample.KnobCache.Flag])
 	if err1 == nil && err2 == nil {
 		k.Pin, k.Cache, k.knownPC = pin, cache, true
 	}

@@ -312,16 +312,19 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 	if v, ok := gauge("gpuwatch_loader_queue_depth", 0, maxQueueDepth); ok {
 		c.QueueDepth = &v
 	}
-	c.Workers = integer("gpuwatch_loader_workers", maxWorkers)
-	c.Prefetch = integer("gpuwatch_loader_prefetch", maxPrefetch)
+	c.Workers = integer(sample.KnobWorkers.Series, maxWorkers)
+	c.Prefetch = integer(sample.KnobPrefetch.Series, maxPrefetch)
 	c.BatchesPerEpoch = integer("gpuwatch_loader_batches_per_epoch", math.MaxInt32) // an int on 32-bit builds too
 	// The DataLoader's booleans (the hook): persistent_workers, pin_memory.
-	for _, k := range []struct{ metric, knob string }{{"gpuwatch_loader_persistent_workers", "persistent"}, {"gpuwatch_loader_pin_memory", "pin"}} {
-		if v, ok := gauge(k.metric, 0, 1); ok {
+	for _, k := range sample.KnobTable {
+		if k.Type != sample.KnobBool || k.Series == "" {
+			continue
+		}
+		if v, ok := gauge(k.Series, 0, 1); ok {
 			if c.Knobs == nil {
 				c.Knobs = map[string]string{}
 			}
-			c.Knobs[k.knob] = strconv.FormatBool(v >= 0.5)
+			c.Knobs[k.Flag] = strconv.FormatBool(v >= 0.5)
 		}
 	}
 	// The time to each epoch's first batch, epochs after the first.

@@ -99,7 +99,7 @@ func markBest(rs []SweepResult) {
 }
 
 func workersOf(r SweepResult) int {
-	for _, k := range []string{"num_workers", "workers"} {
+	for _, k := range []string{sample.KnobWorkers.Name, sample.KnobWorkers.Flag} {
 		if v, err := strconv.Atoi(r.Knobs[k]); err == nil {
 			return v
 		}
@@ -108,7 +108,7 @@ func workersOf(r SweepResult) int {
 }
 
 func prefetchOf(r SweepResult) int {
-	for _, k := range []string{"prefetch_factor", "prefetch"} {
+	for _, k := range []string{sample.KnobPrefetch.Name, sample.KnobPrefetch.Flag} {
 		if v, err := strconv.Atoi(r.Knobs[k]); err == nil {
 			return v
 		}
@@ -245,12 +245,12 @@ func SweepGrid(ws, ps []int, pers []bool) []Setting {
 	var grid []Setting
 	for _, w := range ws {
 		if w == 0 {
-			grid = append(grid, Setting{"workers": "0", "prefetch": "0", "persistent": "false"})
+			grid = append(grid, Setting{sample.KnobWorkers.Flag: "0", sample.KnobPrefetch.Flag: "0", sample.KnobPersistent.Flag: "false"})
 			continue
 		}
 		for _, p := range ps {
 			for _, per := range pers {
-				grid = append(grid, Setting{"workers": strconv.Itoa(w), "prefetch": strconv.Itoa(p), "persistent": strconv.FormatBool(per)})
+				grid = append(grid, Setting{sample.KnobWorkers.Flag: strconv.Itoa(w), sample.KnobPrefetch.Flag: strconv.Itoa(p), sample.KnobPersistent.Flag: strconv.FormatBool(per)})
 			}
 		}
 	}

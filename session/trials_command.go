@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,9 +36,6 @@ type CommandTrials struct {
 	style          map[string]string // each boolean knob's spelling: "true", "True" or "1"
 }
 
-// Knobs a placeholder may name: PyTorch DataLoader's.
-var placeholderKnobs = []string{"num_workers", "prefetch_factor", "persistent_workers", "pin_memory"}
-
 var placeholderRE = regexp.MustCompile(`\{([A-Za-z_]+):([^{}]*)\}`)
 
 // NewCommandTrials reads argv's placeholders and returns the trials and
@@ -52,8 +48,8 @@ func NewCommandTrials(argv, env []string, dir string) (*CommandTrials, Setting, 
 	for _, a := range argv {
 		for _, m := range placeholderRE.FindAllStringSubmatch(a, -1) {
 			name, val := m[1], m[2]
-			if !slices.Contains(placeholderKnobs, name) {
-				return nil, nil, fmt.Errorf("placeholder {%s:…}: not a knob gpuwatch sets (%s)", name, strings.Join(placeholderKnobs, ", "))
+			if k := sample.KnobNamed(name); k == nil || !k.PyTorch || k.Name != name {
+				return nil, nil, fmt.Errorf("placeholder {%s:…}: not a knob gpuwatch sets (%s)", name, strings.Join(sample.PyTorchKnobs(), ", "))
 			}
 			v, err := c.normalize(name, val)
 			if err != nil {
@@ -71,28 +67,28 @@ func NewCommandTrials(argv, env []string, dir string) (*CommandTrials, Setting, 
 // normalize checks a knob's value, and remembers how a boolean was
 // spelled so that substitutions spell it the same way.
 func (c *CommandTrials) normalize(name, v string) (string, error) {
-	switch name {
-	case "num_workers", "prefetch_factor":
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > 4096 || name == "prefetch_factor" && n == 0 {
+	k := sample.KnobNamed(name)
+	if k.Type == sample.KnobInt {
+		n, err := k.Parse(v)
+		if err != nil || k == sample.KnobPrefetch && n == "0" {
 			return "", errors.New("want a whole number (num_workers ≥ 0, prefetch_factor ≥ 1)")
 		}
-		return strconv.Itoa(n), nil
+		return n, nil
 	}
-	b, err := strconv.ParseBool(v)
+	b, err := k.Parse(v)
 	if err != nil {
 		return "", errors.New("want true or false")
 	}
 	if _, ok := c.style[name]; !ok {
 		c.style[name] = v
 	}
-	return strconv.FormatBool(b), nil
+	return b, nil
 }
 
 // spell writes a value as the command's placeholder spelled its start.
 func (c *CommandTrials) spell(name, v string) string {
 	b, err := strconv.ParseBool(v)
-	if err != nil || name == "num_workers" || name == "prefetch_factor" {
+	if k := sample.KnobNamed(name); err != nil || k == nil || k.Type != sample.KnobBool {
 		return v
 	}
 	switch c.style[name] {
@@ -168,7 +164,7 @@ func (c *CommandTrials) Sweep(ctx context.Context, s Setting) (SweepResult, erro
 	r := SweepResult{Knobs: s, Command: c.Describe(s), SamplesPerSec: m.SamplesPerSec, WaitShare: m.WaitShare, Verdict: rec.verdict.Kind,
 		WallSeconds: c.RunFor.Seconds()}
 	r.Workers, r.Prefetch = workersOf(r), prefetchOf(r)
-	r.Persistent = s["persistent_workers"] == "true"
+	r.Persistent = s[sample.KnobPersistent.Name] == "true"
 	return r, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // EmbeddedTrials run configurations of gpuwatch's own loader over one
@@ -25,15 +26,11 @@ type EmbeddedTrials struct {
 	Th       diagnose.Thresholds
 }
 
-// embeddedKnobs are the settings tune and sweep change on the embedded
-// loader, by their flag names.
-var embeddedKnobs = []string{"workers", "prefetch", "persistent", "pin", "cache", "access"}
-
 // Start is a configuration's setting.
 func (e *EmbeddedTrials) Start(c loader.Config) Setting {
 	all := c.Knobs()
 	s := Setting{}
-	for _, k := range embeddedKnobs {
+	for _, k := range sample.KnobFlags() {
 		s[k] = all[k]
 	}
 	return s
@@ -42,36 +39,37 @@ func (e *EmbeddedTrials) Start(c loader.Config) Setting {
 // config is the base configuration with s set.
 func (e *EmbeddedTrials) config(s Setting) (loader.Config, error) {
 	c := e.Base
-	for k, v := range s {
-		var err error
+	for name, raw := range s {
+		k := sample.KnobNamed(name)
+		if k == nil || k.Flag != name {
+			return c, fmt.Errorf("%s: not a knob of the embedded loader", name)
+		}
+		v, err := k.Parse(raw)
+		if err != nil {
+			return c, err
+		}
+		n, _ := strconv.Atoi(v) // a KnobInt's, parsed above
+		on := v == "true"
 		switch k {
-		case "workers":
-			c.Workers, err = strconv.Atoi(v)
-		case "prefetch":
-			c.Prefetch, err = strconv.Atoi(v)
-		case "persistent":
-			c.Persistent, err = strconv.ParseBool(v)
-		case "pin":
-			c.Pin, err = strconv.ParseBool(v)
-		case "cache":
-			c.Cache, err = strconv.ParseBool(v)
+		case sample.KnobWorkers:
+			c.Workers = n
+		case sample.KnobPrefetch:
+			c.Prefetch = n
+		case sample.KnobPersistent:
+			c.Persistent = on
+		case sample.KnobPin:
+			c.Pin = on
+		case sample.KnobCache:
+			c.Cache = on
 			if c.Cache {
 				c.DirectIO = false // in RAM: nothing bypasses the page cache
 			}
-		case "access":
+		case sample.KnobAccess:
 			c.Access = loader.Access(v)
-			if c.Access != loader.Sequential && c.Access != loader.Random && c.Access != loader.Subseq {
-				err = fmt.Errorf("%q", v)
-			}
-		default:
-			err = errors.New("not a knob of the embedded loader")
-		}
-		if err != nil {
-			return c, fmt.Errorf("%s: %w", k, err)
 		}
 	}
 	if c.Workers > 0 && c.Prefetch == 0 {
-		c.Prefetch = 2
+		c.Prefetch = sample.PrefetchWithWorkers
 	}
 	if c.Workers == 0 {
 		c.Prefetch, c.Persistent = 0, false
@@ -88,7 +86,7 @@ func (e *EmbeddedTrials) Apply(s Setting, cs []diagnose.Change) (Setting, []diag
 	var unset []diagnose.Change
 	for _, c := range cs {
 		k := strings.TrimPrefix(c.Flag, "--")
-		if !slicesContains(embeddedKnobs, k) {
+		if !slicesContains(sample.KnobFlags(), k) {
 			unset = append(unset, c)
 			continue
 		}

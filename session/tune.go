@@ -213,9 +213,15 @@ func KnobsLine(s Setting) string { return knobsLine(s) }
 // knobsLine is a setting in a stable order.
 func knobsLine(s Setting) string {
 	var parts []string
-	for _, k := range []string{"num_workers", "workers", "prefetch_factor", "prefetch", "persistent_workers", "persistent", "pin_memory", "pin", "cache", "access"} {
-		if v, ok := s[k]; ok {
-			parts = append(parts, k+"="+v)
+	for _, k := range sample.KnobTable {
+		names := []string{k.Name}
+		if k.Flag != k.Name {
+			names = append(names, k.Flag)
+		}
+		for _, name := range names {
+			if v, ok := s[name]; ok {
+				parts = append(parts, name+"="+v)
+			}
 		}
 	}
 	return strings.Join(parts, " ")
