@@ -22,7 +22,7 @@ func host(f *sample.Frame, busy, iowait float64, running int) {
 	f.Mem = &sample.Mem{TotalBytes: 64 << 30, AvailableBytes: 40 << 30, SwapInPagesPerSec: f64(0), SwapOutPagesPerSec: f64(0), MajorFaultsPerSec: f64(0)}
 	f.Disks = []sample.Disk{{Name: "nvme0n1", BusyPct: 5}}
 	f.PSI = &sample.PSI{CPU: &sample.Pressure{SomePct: f64(1)}, IO: &sample.Pressure{SomePct: f64(0)}, Memory: &sample.Pressure{SomePct: f64(0)}}
-	f.Unavailable = map[string]string{}
+	f.Unavailable = map[sample.Source]string{}
 }
 
 // loader adds a loader part with a wait share and read/decode seconds.
@@ -105,11 +105,11 @@ func TestClassifyHandMadeWindows(t *testing.T) {
 		{"GPU low while every core is busy (SageMaker CPU rule)", frames(3, func(_ int, f *sample.Frame) { host(f, 97, 0, 40); gpus(f, 8, 8, 0, 20) }), CPUSaturated, ""},
 		{"no GPU, no loader, busy host: host-only finding", frames(3, func(_ int, f *sample.Frame) {
 			host(f, 95, 0, 30)
-			f.Unavailable["gpu"] = "nvidia: libnvidia-ml.so.1 not found"
+			f.Unavailable[sample.SourceGPU] = "nvidia: libnvidia-ml.so.1 not found"
 		}), CPUSaturated, ""},
 		{"no GPU, no loader, quiet host: never starved", frames(3, func(_ int, f *sample.Frame) {
 			host(f, 10, 0, 1)
-			f.Unavailable["gpu"] = "nvidia: libnvidia-ml.so.1 not found"
+			f.Unavailable[sample.SourceGPU] = "nvidia: libnvidia-ml.so.1 not found"
 		}), Idle, ""},
 		{"median ignores one odd frame", frames(3, func(i int, f *sample.Frame) {
 			host(f, 20, 0, 2)
@@ -164,7 +164,7 @@ func TestNoAcceleratorSignalNeverClaimsStarvation(t *testing.T) {
 		v := Classify(frames(5, func(_ int, f *sample.Frame) {
 			host(f, busy, 0, 1)
 			thread(f, 50)
-			f.Unavailable["gpu"] = "nvidia: libnvidia-ml.so.1 not found; amd: no AMD GPU"
+			f.Unavailable[sample.SourceGPU] = "nvidia: libnvidia-ml.so.1 not found; amd: no AMD GPU"
 		}), th)
 		if v.Kind == GPUStarved || v.Kind == Healthy {
 			t.Fatalf("busy %v: %s without any accelerator signal", busy, v.Kind)

@@ -101,7 +101,7 @@ type window struct {
 	jobSwapGrowth        float64     // bytes of swap the job gained over the window
 
 	focusPID, treeProcs int
-	unavailable         map[string]string
+	unavailable         map[sample.Source]string
 	profile             *sample.Profile // the newest profile summary, if attached
 }
 
@@ -434,8 +434,8 @@ func (w *window) missing() []string {
 	}
 	for k, r := range w.unavailable {
 		switch {
-		case k == "cpu", k == "psi", k == "disk", k == "mem", k == "proc", strings.HasPrefix(k, "loader."):
-			out = append(out, k+": "+r)
+		case k == sample.SourceCPU, k == sample.SourcePSI, k == sample.SourceDisk, k == sample.SourceMem, k == sample.SourceProc, strings.HasPrefix(string(k), "loader."):
+			out = append(out, string(k)+": "+r)
 		}
 	}
 	if s := w.sampled; s != nil && s.Missing != "" {

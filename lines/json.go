@@ -53,7 +53,7 @@ func (w *JSONWriter) WriteFrame(f *sample.Frame, v *diagnose.Verdict) error {
 		c.GPUs = []sample.GPU{}
 	}
 	if c.Unavailable == nil {
-		c.Unavailable = map[string]string{}
+		c.Unavailable = map[sample.Source]string{}
 	}
 	return w.enc.Encode(frameLine{Type: "frame", Frame: &c, Verdict: v})
 }

@@ -51,7 +51,7 @@ func TestWriteFrameRoundTrips(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &out); err != nil {
 		t.Fatal(err)
 	}
-	if !out.Time.Equal(in.Time) || out.CPU.Cores[0].BusyPct != 95 || *out.Disks[0].AwaitMs != 2 || out.Unavailable["gpu"] == "" {
+	if !out.Time.Equal(in.Time) || out.CPU.Cores[0].BusyPct != 95 || *out.Disks[0].AwaitMs != 2 || out.Unavailable[sample.SourceGPU] == "" {
 		t.Fatalf("round trip lost data: %+v", out)
 	}
 }

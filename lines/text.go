@@ -166,7 +166,7 @@ func writeProcsAndMore(b *strings.Builder, f *sample.Frame, th diagnose.Threshol
 		}
 	}
 	if len(f.Unavailable) > 0 {
-		keys := make([]string, 0, len(f.Unavailable))
+		keys := make([]sample.Source, 0, len(f.Unavailable))
 		for k := range f.Unavailable {
 			keys = append(keys, k)
 		}

@@ -368,7 +368,7 @@ func TestOutOfRangeGaugesAreDropped(t *testing.T) {
 	if l == nil || l.Workers != nil || l.Prefetch != nil || l.QueueDepth != nil || l.Knobs["persistent"] != "" || l.Batches != 10 {
 		t.Fatalf("loader %+v", l)
 	}
-	for name, want := range map[string]string{
+	for name, want := range map[sample.Source]string{
 		"loader.workers":            "1e+300: outside 0–4096, dropped",
 		"loader.prefetch":           "-1: outside 0–65536, dropped",
 		"loader.queue_depth":        "1e+30: outside 0–1.048576e+06, dropped",

@@ -124,10 +124,10 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	out.Kind = cur.Kind
 	for _, d := range cur.Dropped {
 		if f.Unavailable == nil {
-			f.Unavailable = map[string]string{}
+			f.Unavailable = map[sample.Source]string{}
 		}
 		name, why, _ := strings.Cut(d, " ")
-		f.Unavailable["loader."+strings.TrimPrefix(name, "gpuwatch_loader_")] = why
+		f.Unavailable[sample.Source("loader."+strings.TrimPrefix(name, "gpuwatch_loader_"))] = why
 	}
 	prev, prevTime, havePrev := p.prev, p.prevTime, p.havePrev
 	p.prev, p.prevTime, p.havePrev = cur, f.Time, true

@@ -274,9 +274,9 @@ func (r *Ranks) Collect(ctx context.Context, f *sample.Frame) error {
 	r.mu.Unlock()
 	if note != "" {
 		if f.Unavailable == nil {
-			f.Unavailable = map[string]string{}
+			f.Unavailable = map[sample.Source]string{}
 		}
-		f.Unavailable["discovery"] = note
+		f.Unavailable[sample.SourceDiscovery] = note
 	}
 	if len(targets) == 0 {
 		return nil // discovery has found none yet; it looks again in `every`

@@ -258,8 +258,8 @@ func TestDiscovery(t *testing.T) {
 		now = now.Add(time.Second)
 		return f
 	}
-	if f := collect(); len(f.Ranks) != 1 || f.Ranks[0].Rank != 1 || !strings.Contains(f.Unavailable["discovery"], "refused 6 announcements") {
-		t.Fatalf("first scan: %+v, %q", f.Ranks, f.Unavailable["discovery"])
+	if f := collect(); len(f.Ranks) != 1 || f.Ranks[0].Rank != 1 || !strings.Contains(f.Unavailable[sample.SourceDiscovery], "refused 6 announcements") {
+		t.Fatalf("first scan: %+v, %q", f.Ranks, f.Unavailable[sample.SourceDiscovery])
 	}
 	zero := 0
 	if _, err := Announce(dir, Announcement{PID: self, Rank: &zero, URL: r0.url()}); err != nil {
@@ -407,7 +407,7 @@ func TestDiscoveryOneLoaderIsOneRank(t *testing.T) {
 		if p.Len() != 1 {
 			t.Fatalf("%d ranks from one loader: %+v", p.Len(), f.Ranks)
 		}
-		note := f.Unavailable["discovery"]
+		note := f.Unavailable[sample.SourceDiscovery]
 		if !strings.Contains(note, "refused 5 announcements") || !strings.Contains(note, "the same loader as") ||
 			!strings.Contains(note, "http://10.1.2.3:6061 is not on this machine: discovery takes loopback URLs only") {
 			t.Fatalf("discovery note %q", note)

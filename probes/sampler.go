@@ -189,7 +189,7 @@ func (s *Sampler) SetInterval(d time.Duration) {
 func (s *Sampler) Tick(ctx context.Context) *sample.Frame {
 	calls, leave, ok := s.calls.Enter()
 	if !ok {
-		return &sample.Frame{Time: s.opt.Now(), Unavailable: map[string]string{"sampler": "closed"}}
+		return &sample.Frame{Time: s.opt.Now(), Unavailable: map[sample.Source]string{"sampler": "closed"}}
 	}
 	defer leave()
 	ctx, cancel := context.WithCancel(ctx)
@@ -200,7 +200,7 @@ func (s *Sampler) Tick(ctx context.Context) *sample.Frame {
 
 func (s *Sampler) tick(ctx context.Context) *sample.Frame {
 	now := s.opt.Now()
-	f := &sample.Frame{Time: now, Unavailable: make(map[string]string)}
+	f := &sample.Frame{Time: now, Unavailable: make(map[sample.Source]string)}
 	if !s.last.IsZero() {
 		f.IntervalSec = now.Sub(s.last).Seconds()
 	}
@@ -215,7 +215,7 @@ func (s *Sampler) tick(ctx context.Context) *sample.Frame {
 				ln.busy = false
 			default:
 				for _, sl := range ln.probes {
-					f.Unavailable[sl.probe.Name()] = sl.reason
+					f.Unavailable[sample.Source(sl.probe.Name())] = sl.reason
 				}
 				continue
 			}
@@ -224,7 +224,7 @@ func (s *Sampler) tick(ctx context.Context) *sample.Frame {
 		for _, sl := range ln.probes {
 			sl.skip = now.Before(sl.restUntil)
 			if sl.skip {
-				f.Unavailable[sl.probe.Name()] = sl.reason
+				f.Unavailable[sample.Source(sl.probe.Name())] = sl.reason
 				continue
 			}
 			sl.scratch, sl.err, ran = sample.Frame{Time: now}, nil, true
@@ -257,7 +257,7 @@ func (s *Sampler) tick(ctx context.Context) *sample.Frame {
 					if !sl.skip {
 						sl.reason = fmt.Sprintf("%s probe did not answer within %v", sl.probe.Name(), s.opt.Timeout)
 					}
-					f.Unavailable[sl.probe.Name()] = sl.reason
+					f.Unavailable[sample.Source(sl.probe.Name())] = sl.reason
 				}
 				continue
 			}
@@ -273,13 +273,13 @@ func (s *Sampler) tick(ctx context.Context) *sample.Frame {
 			case errors.Is(err, ErrUnavailable):
 				sl.reason = err.Error()
 				sl.restUntil = now.Add(s.opt.RetryAfter)
-				f.Unavailable[sl.probe.Name()] = sl.reason
+				f.Unavailable[sample.Source(sl.probe.Name())] = sl.reason
 			default:
 				// A failing read is reported but retried next tick;
 				// whatever the probe did fill is kept.
 				sl.reason = err.Error()
 				f.Merge(&sl.scratch)
-				f.Unavailable[sl.probe.Name()] = sl.reason
+				f.Unavailable[sample.Source(sl.probe.Name())] = sl.reason
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -63,13 +64,13 @@ func TestSamplerStuckProbeDoesNotHoldTheTick(t *testing.T) {
 	if f.CPU == nil || f.CPU.BusyPct != 42 {
 		t.Fatalf("the healthy probe's part is missing: %+v", f)
 	}
-	if !strings.Contains(f.Unavailable["mem"], "did not answer") {
+	if !strings.Contains(f.Unavailable[sample.SourceMem], "did not answer") {
 		t.Fatalf("unavailable = %v, want the stuck probe named", f.Unavailable)
 	}
 	// Still stuck: not called again, still reported.
 	c.t = c.t.Add(time.Second)
 	f = s.Tick(context.Background())
-	if stuck.calls.Load() != 1 || f.Unavailable["mem"] == "" {
+	if stuck.calls.Load() != 1 || f.Unavailable[sample.SourceMem] == "" {
 		t.Fatalf("calls = %d, unavailable = %v", stuck.calls.Load(), f.Unavailable)
 	}
 	// Released: the late result is dropped, the next call is fresh.
@@ -83,7 +84,7 @@ func TestSamplerStuckProbeDoesNotHoldTheTick(t *testing.T) {
 		}
 		runtime.Gosched()
 	}
-	if f.Mem == nil || f.Unavailable["mem"] != "" {
+	if f.Mem == nil || f.Unavailable[sample.SourceMem] != "" {
 		t.Fatalf("probe did not recover: %+v", f)
 	}
 	if f.Mem.TotalBytes < 2 {
@@ -98,7 +99,7 @@ func TestSamplerUnavailableIsRetriedRarely(t *testing.T) {
 	defer s.Close()
 	for i := 0; i < 30; i++ {
 		f := s.Tick(context.Background())
-		if f.Unavailable["gpu"] != "libnvidia-ml.so.1 not found" {
+		if f.Unavailable[sample.SourceGPU] != "libnvidia-ml.so.1 not found" {
 			t.Fatalf("tick %d: unavailable = %v", i, f.Unavailable)
 		}
 		c.t = c.t.Add(time.Second)
@@ -121,10 +122,10 @@ func TestSamplerFailingAndPanickingProbesAreReportedAndRetried(t *testing.T) {
 	defer s.Close()
 	for i := 0; i < 3; i++ {
 		f := s.Tick(context.Background())
-		if f.Unavailable["mem"] != "read /proc/meminfo: EIO" {
+		if f.Unavailable[sample.SourceMem] != "read /proc/meminfo: EIO" {
 			t.Fatalf("unavailable = %v", f.Unavailable)
 		}
-		if !strings.Contains(f.Unavailable["disk"], "panicked") {
+		if !strings.Contains(f.Unavailable[sample.SourceDisk], "panicked") {
 			t.Fatalf("panic not reported: %v", f.Unavailable)
 		}
 		if f.CPU == nil {
@@ -174,7 +175,7 @@ func TestSystemProbesOnThisMachine(t *testing.T) {
 	defer s.Close()
 	s.Tick(context.Background())
 	f := s.Tick(context.Background())
-	for _, src := range []string{"cpu", "mem", "disk", "net", "proc"} {
+	for _, src := range []sample.Source{sample.SourceCPU, sample.SourceMem, sample.SourceDisk, sample.SourceNet, sample.SourceProc} {
 		if r := f.Unavailable[src]; r != "" {
 			t.Errorf("%s unavailable on this machine: %s", src, r)
 		}
@@ -211,12 +212,12 @@ func TestSamplerLanesShareAWorkerAndItsFate(t *testing.T) {
 	}
 	f := s.Tick(context.Background())
 	// The stuck probe holds its lane: its sibling could not run either.
-	if f.Unavailable["mem"] == "" || f.Unavailable["cpu"] == "" || f.CPU != nil {
+	if f.Unavailable[sample.SourceMem] == "" || f.Unavailable[sample.SourceCPU] == "" || f.CPU != nil {
 		t.Fatalf("unavailable = %v, cpu = %v", f.Unavailable, f.CPU)
 	}
 	// Another lane is not held up.
-	if f.Unavailable["gpu"] != "driver busy" {
-		t.Fatalf("gpu = %q", f.Unavailable["gpu"])
+	if f.Unavailable[sample.SourceGPU] != "driver busy" {
+		t.Fatalf("gpu = %q", f.Unavailable[sample.SourceGPU])
 	}
 	close(stuck.block)
 }
@@ -282,7 +283,21 @@ func TestSamplerCloseDuringRunEndsRunFirst(t *testing.T) {
 	if err := s.Run(context.Background(), frames); err == nil {
 		t.Fatal("Run after Close ran")
 	}
-	if f := s.Tick(context.Background()); f.Unavailable["sampler"] != "closed" {
+	if f := s.Tick(context.Background()); f.Unavailable[sample.SourceSampler] != "closed" {
 		t.Fatalf("Tick after Close: %v", f.Unavailable)
+	}
+}
+
+// TestEveryProbeIsASource: every probe's Name, the key its unavailable
+// reason is filed under, is one of sample.Sources, the typed keys the
+// views look reasons up by.
+func TestEveryProbeIsASource(t *testing.T) {
+	ps := append(SystemProbes(Roots{}, ProcOptions{}, DiskOptions{}, NetOptions{}),
+		NewGPU(), NewCgroup(Roots{}, JobOptions{PID: 1}), NewLoop(LoopOptions{}), NewRanks(nil, nil, time.Second),
+		NewProfilerOf(func() *Attach { return nil }, time.Hour, time.Second), NewLoader(nil))
+	for _, p := range ps {
+		if !slices.Contains(sample.Sources, sample.Source(p.Name())) {
+			t.Errorf("probe %q is not a declared sample.Source", p.Name())
+		}
 	}
 }

@@ -158,9 +158,9 @@ func (r *Recording) Frame(i int) (*Recorded, error) {
 	}
 	if len(notes) > 0 {
 		if fl.Frame.Unavailable == nil {
-			fl.Frame.Unavailable = map[string]string{}
+			fl.Frame.Unavailable = map[sample.Source]string{}
 		}
-		fl.Frame.Unavailable["recording"] = joinNotes(notes)
+		fl.Frame.Unavailable[sample.SourceRecording] = joinNotes(notes)
 	}
 	return &Recorded{Frame: fl.Frame, Verdict: fl.Verdict}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/internal/fixture"
 	"github.com/gpuwatch/gpuwatch/lines"
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 const head = `{"type":"header","format":"gpuwatch-recording","version":1}` + "\n"
@@ -37,7 +38,7 @@ func TestOutOfRangeNumbersAreDroppedWithANote(t *testing.T) {
 	if f.Loader.WaitMeanMs != nil || f.Ranks[0].WaitShare != nil || *f.Loader.WaitShare != 0.5 || *f.Ranks[0].StepSec != 0.04 {
 		t.Fatalf("loader %+v, rank %+v", f.Loader, f.Ranks[0])
 	}
-	note := f.Unavailable["recording"]
+	note := f.Unavailable[sample.SourceRecording]
 	for _, want := range []string{"loader.wait_mean_ms -5: outside 0–1e+15, dropped", "ranks[0].wait_share 1.5: outside 0–1, dropped"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("note %q lacks %q", note, want)
@@ -55,8 +56,8 @@ func TestAFieldOfTheWrongTypeIsLeftOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.Frame.CPU == nil || r.Frame.CPU.BusyPct != 40 || r.Frame.Mem == nil || r.Frame.Mem.AvailableBytes != 5 ||
-		!strings.Contains(r.Frame.Unavailable["recording"], "used_bytes") {
-		t.Fatalf("frame %+v %+v, note %q", r.Frame.CPU, r.Frame.Mem, r.Frame.Unavailable["recording"])
+		!strings.Contains(r.Frame.Unavailable[sample.SourceRecording], "used_bytes") {
+		t.Fatalf("frame %+v %+v, note %q", r.Frame.CPU, r.Frame.Mem, r.Frame.Unavailable[sample.SourceRecording])
 	}
 }
 
@@ -77,8 +78,8 @@ func TestHugeRankListsAreCutOnRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Frame.Ranks) != 256 || !strings.Contains(r.Frame.Unavailable["recording"], "ranks has 100000 entries: cut to 256") {
-		t.Fatalf("%d ranks, note %q", len(r.Frame.Ranks), r.Frame.Unavailable["recording"])
+	if len(r.Frame.Ranks) != 256 || !strings.Contains(r.Frame.Unavailable[sample.SourceRecording], "ranks has 100000 entries: cut to 256") {
+		t.Fatalf("%d ranks, note %q", len(r.Frame.Ranks), r.Frame.Unavailable[sample.SourceRecording])
 	}
 }
 

@@ -67,7 +67,7 @@ func TestRecordingRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	third, _ := rec.Frame(3)
-	if rec.Len() != 10 || last.Verdict.Kind != diagnose.SingleCoreMaxed || third.Frame.CPU.Cores[0].BusyPct != 95 || third.Frame.Unavailable["recording"] != "" {
+	if rec.Len() != 10 || last.Verdict.Kind != diagnose.SingleCoreMaxed || third.Frame.CPU.Cores[0].BusyPct != 95 || third.Frame.Unavailable[sample.SourceRecording] != "" {
 		t.Fatalf("%d frames, last %+v, frame 3 %+v", rec.Len(), last.Verdict, third.Frame)
 	}
 	text, _ := os.ReadFile(path)

@@ -97,7 +97,7 @@ func (b *builder) add(f *sample.Frame) {
 	if f.Profile != nil && len(f.Profile.Categories) > 0 {
 		b.s.Profile = knownCategories(f.Profile)
 	}
-	if note := f.Unavailable["recording"]; note != "" {
+	if note := f.Unavailable[sample.SourceRecording]; note != "" {
 		if b.checked++; b.firstBad == "" {
 			b.firstBad = f.Time.Format("15:04:05") + ": " + note
 		}

@@ -71,7 +71,7 @@ func TestCheckLeavesAProbesFrameAlone(t *testing.T) {
 		GPUs:   []GPU{{UtilPct: ptr(100.0), UtilSamples: &UtilSamples{N: 6, P5: 0, P95: 100}, PowerWatts: ptr(700.0)}},
 		Profile: &Profile{Categories: []ProfileCategory{{Name: "reading", Share: 1}},
 			Top: []ProfileFunc{{Name: "f", Flat: 0.5, Cum: 1}}},
-		Unavailable: map[string]string{"gpu": "no driver"},
+		Unavailable: map[Source]string{"gpu": "no driver"},
 	}
 	before, _ := json.Marshal(f)
 	if notes := f.Check(); len(notes) != 0 {

@@ -41,7 +41,7 @@ type Frame struct {
 	// chosen, how its loader is seen, and whether it still runs. Nil when
 	// gpuwatch watches the host alone.
 	Target      *Target           `json:"target,omitempty"`
-	Unavailable map[string]string `json:"unavailable"`
+	Unavailable map[Source]string `json:"unavailable"`
 }
 
 // MaxRanks bounds the ranks of a frame: the loaders one gpuwatch attaches
@@ -634,7 +634,7 @@ func (f *Frame) Merge(from *Frame) {
 	}
 	for k, v := range from.Unavailable {
 		if f.Unavailable == nil {
-			f.Unavailable = make(map[string]string)
+			f.Unavailable = make(map[Source]string)
 		}
 		f.Unavailable[k] = v
 	}
@@ -657,3 +657,32 @@ func NearestRank(sorted []float64, q float64) float64 {
 	i := int(q*float64(len(sorted))+0.999999) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
+
+// Source names a part of gpuwatch that fills a frame: the key of
+// Frame.Unavailable. A probe's source is its Name.
+type Source string
+
+// The sources a view looks up by name. Every probe's Name is a Source.
+const (
+	SourceCPU       Source = "cpu"
+	SourceMem       Source = "mem"
+	SourceDisk      Source = "disk"
+	SourceNet       Source = "net"
+	SourcePSI       Source = "psi"
+	SourceProc      Source = "proc"
+	SourceGPU       Source = "gpu"
+	SourceJob       Source = "job"
+	SourceLoader    Source = "loader"
+	SourceProfile   Source = "profile"
+	SourceLoop      Source = "loop"
+	SourceDiscovery Source = "discovery" // the announcements folder
+	SourceRecording Source = "recording" // a replayed frame's own notes
+	SourceSampler   Source = "sampler"
+	SourceTarget    Source = "target" // what the session watches (session's target probe)
+)
+
+// Sources are the declared sources; TestEveryProbeIsASource holds every
+// probe's Name to it. A loader's dropped series add "loader.<series>"
+// keys of their own.
+var Sources = []Source{SourceCPU, SourceMem, SourceDisk, SourceNet, SourcePSI, SourceProc, SourceGPU, SourceJob,
+	SourceLoader, SourceProfile, SourceLoop, SourceDiscovery, SourceRecording, SourceSampler, SourceTarget}

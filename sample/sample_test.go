@@ -78,7 +78,7 @@ func TestMergeCoversEveryPart(t *testing.T) {
 			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
 		case reflect.Map:
 			f.Set(reflect.MakeMap(f.Type()))
-			f.SetMapIndex(reflect.ValueOf("k"), reflect.ValueOf("v"))
+			f.SetMapIndex(reflect.ValueOf("k").Convert(f.Type().Key()), reflect.ValueOf("v"))
 		}
 	}
 	var into Frame
@@ -96,8 +96,8 @@ func TestMergeCoversEveryPart(t *testing.T) {
 }
 
 func TestMergeKeepsPartsTheSourceLacks(t *testing.T) {
-	into := Frame{CPU: &CPU{BusyPct: 5}, Unavailable: map[string]string{"gpu": "no driver"}}
-	into.Merge(&Frame{Mem: &Mem{TotalBytes: 1}, Unavailable: map[string]string{"psi": "missing"}})
+	into := Frame{CPU: &CPU{BusyPct: 5}, Unavailable: map[Source]string{"gpu": "no driver"}}
+	into.Merge(&Frame{Mem: &Mem{TotalBytes: 1}, Unavailable: map[Source]string{"psi": "missing"}})
 	if into.CPU == nil || into.CPU.BusyPct != 5 || into.Mem == nil {
 		t.Fatalf("parts lost: %+v", into)
 	}

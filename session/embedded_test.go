@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // TestEmbeddedLoaderStartingIsRetriedNextTick: a first tick that comes
@@ -23,11 +24,11 @@ func TestEmbeddedLoaderStartingIsRetriedNextTick(t *testing.T) {
 	s := probes.NewSampler([]probes.Probe{probes.NewLoader(src)}, probes.SamplerOptions{})
 	defer s.Close()
 	ctx := context.Background()
-	if f := s.Tick(ctx); f.Unavailable["loader"] != "the embedded loader is starting" {
+	if f := s.Tick(ctx); f.Unavailable[sample.SourceLoader] != "the embedded loader is starting" {
 		t.Fatalf("first tick: unavailable %v", f.Unavailable)
 	}
 	src.Set(loader.New(c, ds, nil))
-	if f := s.Tick(ctx); f.Unavailable["loader"] != "" || f.Loader == nil {
+	if f := s.Tick(ctx); f.Unavailable[sample.SourceLoader] != "" || f.Loader == nil {
 		t.Fatalf("second tick: loader %+v, unavailable %v", f.Loader, f.Unavailable)
 	}
 }

@@ -110,7 +110,7 @@ func (r *recorder) frameLocked(f *sample.Frame, v *diagnose.Verdict) error {
 		if r.loaderUp != nil {
 			name, detail := "reconnected", l.Source
 			if !*l.Connected {
-				name, detail = "disconnected", l.Source+": "+f.Unavailable["loader"]
+				name, detail = "disconnected", l.Source+": "+f.Unavailable[sample.SourceLoader]
 			}
 			if err := r.rec.Note(lines.Event{Time: f.Time, Name: name, Detail: detail}); err != nil {
 				return err

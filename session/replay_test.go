@@ -17,7 +17,7 @@ func recordedFrames(n int) []recording.Recorded {
 	out := make([]recording.Recorded, n)
 	for i := range out {
 		out[i].Frame = sample.Frame{Time: t0.Add(time.Duration(i) * 100 * time.Millisecond),
-			CPU: &sample.CPU{BusyPct: 10, Cores: []sample.Core{{ID: 0, BusyPct: 10}}}, Unavailable: map[string]string{}}
+			CPU: &sample.CPU{BusyPct: 10, Cores: []sample.Core{{ID: 0, BusyPct: 10}}}, Unavailable: map[sample.Source]string{}}
 	}
 	return out
 }

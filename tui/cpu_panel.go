@@ -3,6 +3,8 @@ package tui
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // cpuPanel: a per-core heat view that stays readable from 2 to 256 cores —
@@ -49,7 +51,7 @@ func gridRowLen(w int) int { return max(8, min(64, (w-6)/8*8)) }
 func (cpuPanel) draw(pv *view, w, h int) []string {
 	c := pv.frame.CPU
 	if c == nil {
-		return block([]string{pv.st.Dim.Render("cpu: " + orNone(pv.frame.Unavailable["cpu"]))}, w, h)
+		return block([]string{pv.st.Dim.Render("cpu: " + orNone(pv.frame.Unavailable[sample.SourceCPU]))}, w, h)
 	}
 	summary := fmt.Sprintf("%s busy · usr %.0f sys %.0f iow %.0f steal %.0f irq %.0f · load %.2f %.2f %.2f · run %d/%d cores · %s cs/s",
 		pct(c.BusyPct), c.UserPct, c.SystemPct, c.IowaitPct, c.StealPct, c.IRQPct, c.Load1, c.Load5, c.Load15,

@@ -92,7 +92,7 @@ func (f *flowT) sees(text string) {
 func (f *flowT) frame(i int, kind diagnose.Kind, evidence string) {
 	f.t.Helper()
 	n := f.last.frames
-	fr := &sample.Frame{Time: t0.Add(time.Duration(i) * time.Second), Unavailable: map[string]string{"gpu": "none"},
+	fr := &sample.Frame{Time: t0.Add(time.Duration(i) * time.Second), Unavailable: map[sample.Source]string{sample.SourceGPU: "none"},
 		CPU: &sample.CPU{BusyPct: 20, Cores: []sample.Core{{ID: 0, BusyPct: 20}, {ID: 1, BusyPct: 20}}}}
 	f.ch <- Feed{Frame: fr, Verdict: diagnose.Verdict{Kind: kind, Since: fr.Time, Confidence: 0.9, Evidence: []diagnose.Evidence{{Text: evidence}}}}
 	f.until("the frame taken", func(s snapshot) bool { return s.frames > n })
@@ -259,7 +259,7 @@ func TestColourProfiles(t *testing.T) {
 }
 
 func frameOf(i int, kind diagnose.Kind, text string) Feed {
-	f := &sample.Frame{Time: t0.Add(time.Duration(i) * time.Second), Unavailable: map[string]string{"gpu": "none"},
+	f := &sample.Frame{Time: t0.Add(time.Duration(i) * time.Second), Unavailable: map[sample.Source]string{sample.SourceGPU: "none"},
 		CPU: &sample.CPU{BusyPct: 99, Cores: []sample.Core{{ID: 0, BusyPct: 99}, {ID: 1, BusyPct: 99}}}}
 	return Feed{Frame: f, Verdict: diagnose.Verdict{Kind: kind, Since: f.Time, Confidence: 0.9, Evidence: []diagnose.Evidence{{Text: text}}}}
 }
@@ -333,7 +333,7 @@ func TestFlowIntervalKeysKeepToTheFlagsRange(t *testing.T) {
 func TestFlowRanksPanelFocusesARank(t *testing.T) {
 	focused := make(chan string, 4)
 	f := flow(t, Options{FocusRank: func(url string) { focused <- url }})
-	fr := &sample.Frame{Time: t0, Unavailable: map[string]string{"gpu": "none"},
+	fr := &sample.Frame{Time: t0, Unavailable: map[sample.Source]string{sample.SourceGPU: "none"},
 		CPU: &sample.CPU{BusyPct: 99, Cores: []sample.Core{{ID: 0, BusyPct: 99}, {ID: 1, BusyPct: 99}}}}
 	w0, w1, s0, s1 := 0.01, 0.55, 0.044, 0.020
 	l1 := &sample.Loader{Source: "http://127.0.0.1:6062", WaitShare: &w1, StepMeanMs: f64(20), BatchesPerSec: 24, Workers: iptr(0)}

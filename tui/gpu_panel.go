@@ -46,10 +46,10 @@ func (gpuPanel) draw(pv *view, w, h int) []string {
 			}
 			head := fmt.Sprintf("virtual accelerator %s %s ", pv.bar(a.BusyPct, 10), pct(a.BusyPct))
 			lines = append(lines, head+pv.spark(vals, nil, w-visible(head)-1))
-			lines = append(lines, pv.st.Dim.Render("  = loader step time / wall time; not a GPU. No GPU: "+f.Unavailable["gpu"]))
+			lines = append(lines, pv.st.Dim.Render("  = loader step time / wall time; not a GPU. No GPU: "+f.Unavailable[sample.SourceGPU]))
 			return block(lines, w, h)
 		}
-		reason := f.Unavailable["gpu"]
+		reason := f.Unavailable[sample.SourceGPU]
 		if reason == "" {
 			reason = "none found"
 		}

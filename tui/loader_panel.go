@@ -34,13 +34,13 @@ func (p loaderPanel) draw(pv *view, w, h int) []string {
 func (loaderPanel) lines(pv *view, w int) []string {
 	l := pv.frame.Loader
 	var lines []string
-	if note := pv.frame.Unavailable["discovery"]; note != "" {
+	if note := pv.frame.Unavailable[sample.SourceDiscovery]; note != "" {
 		// Announcements refused, a folder too full: said, never silent.
 		lines = append(lines, wrap(pv.st.Warn.Render("discovery: ")+sample.Printable(note), w, "  ")...)
 	}
 	if l == nil {
 		msg := "no loader watched: `gpuwatch demo` runs the embedded one; attaching to yours comes with `gpuwatch attach`"
-		if r := pv.frame.Unavailable["loader"]; r != "" {
+		if r := pv.frame.Unavailable[sample.SourceLoader]; r != "" {
 			msg = "loader: " + r
 		}
 		return append(lines, pv.st.Dim.Render(sample.Printable(msg)))

@@ -97,7 +97,7 @@ func (pv *view) gpuProcLines() []string {
 func (procPanel) draw(pv *view, w, h int) []string {
 	p := pv.frame.Procs
 	if p == nil {
-		return block([]string{pv.st.Dim.Render("processes: " + orNone(pv.frame.Unavailable["proc"]))}, w, h)
+		return block([]string{pv.st.Dim.Render("processes: " + orNone(pv.frame.Unavailable[sample.SourceProc]))}, w, h)
 	}
 	// How the list is drawn first (it changes with the keys), then what
 	// it holds: a narrow panel cuts the end.

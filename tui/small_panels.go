@@ -35,7 +35,7 @@ func (memPanel) draw(pv *view, w, h int) []string {
 		}
 		lines = append(lines, line)
 	} else {
-		lines = append(lines, pv.st.Dim.Render("mem: "+orNone(f.Unavailable["mem"])))
+		lines = append(lines, pv.st.Dim.Render("mem: "+orNone(f.Unavailable[sample.SourceMem])))
 	}
 	if p := f.PSI; p != nil {
 		line := "pressure (some, % of time)"
@@ -60,7 +60,7 @@ func (memPanel) draw(pv *view, w, h int) []string {
 		}
 		lines = append(lines, line)
 	} else {
-		lines = append(lines, pv.st.Dim.Render("pressure: "+orNone(f.Unavailable["psi"])))
+		lines = append(lines, pv.st.Dim.Render("pressure: "+orNone(f.Unavailable[sample.SourcePSI])))
 	}
 	return block(lines, w, h)
 }
@@ -74,7 +74,7 @@ func (diskPanel) draw(pv *view, w, h int) []string {
 	f := pv.frame
 	if len(f.Disks) == 0 {
 		msg := "no whole block device"
-		if r := f.Unavailable["disk"]; r != "" {
+		if r := f.Unavailable[sample.SourceDisk]; r != "" {
 			msg = "disks: " + r
 		}
 		return block([]string{pv.st.Dim.Render(msg)}, w, h)
@@ -101,7 +101,7 @@ func (netPanel) draw(pv *view, w, h int) []string {
 	f := pv.frame
 	if len(f.Net) == 0 {
 		msg := "no interface but loopback"
-		if r := f.Unavailable["net"]; r != "" {
+		if r := f.Unavailable[sample.SourceNet]; r != "" {
 			msg = "network: " + r
 		}
 		return block([]string{pv.st.Dim.Render(msg)}, w, h)

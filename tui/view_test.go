@@ -37,7 +37,7 @@ func synthetic(n int, fn func(i int, f *sample.Frame)) *Model {
 	m := New(Options{Title: "test box", Interval: time.Second})
 	d := diagnose.NewDiagnoser(diagnose.DefaultThresholds())
 	for i := 0; i < n; i++ {
-		f := &sample.Frame{Time: t0.Add(time.Duration(i) * time.Second), IntervalSec: 1, Unavailable: map[string]string{}}
+		f := &sample.Frame{Time: t0.Add(time.Duration(i) * time.Second), IntervalSec: 1, Unavailable: map[sample.Source]string{}}
 		fn(i, f)
 		m.Observe(Feed{Frame: f, Verdict: d.Observe(f)})
 	}
@@ -117,13 +117,13 @@ func machines(t testing.TB) map[string]*Model {
 		"io-bound":          recorded(t, "io-bound.jsonl", 30),
 		"no-gpu": synthetic(10, func(i int, f *sample.Frame) {
 			hostParts(f, 4, func(c int) float64 { return float64(5 + c) }, 1)
-			f.Unavailable["gpu"] = "nvidia: libnvidia-ml.so.1 not found (no NVIDIA driver on this machine); amd: no AMD GPU"
+			f.Unavailable[sample.SourceGPU] = "nvidia: libnvidia-ml.so.1 not found (no NVIDIA driver on this machine); amd: no AMD GPU"
 			f.Procs.FocusPID = 0
 		}),
 		"attached-profile": synthetic(12, func(i int, f *sample.Frame) {
 			hostParts(f, 16, func(c int) float64 { return float64(20 + c) }, 2)
 			f.Disks[1].BusyPct = 99
-			f.Unavailable["gpu"] = "nvidia: libnvidia-ml.so.1 not found (no NVIDIA driver on this machine); amd: no AMD GPU"
+			f.Unavailable[sample.SourceGPU] = "nvidia: libnvidia-ml.so.1 not found (no NVIDIA driver on this machine); amd: no AMD GPU"
 			yes := true
 			f.Loader = &sample.Loader{Source: "http://127.0.0.1:6060", Connected: &yes, Batches: 900, BatchesPerSec: 170, SamplesPerSec: 10880,
 				BytesPerSec: 1.4e9, WaitShare: f64(0.58), WaitMeanMs: f64(4.1), WaitP50Ms: f64(3.5), WaitP95Ms: f64(9), WaitP99Ms: f64(12),
