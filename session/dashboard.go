@@ -16,7 +16,6 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/lines"
-	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/tui"
 )
@@ -26,7 +25,8 @@ import (
 // command. Nothing else writes to the terminal meanwhile: logs go to a
 // file. On quit, a signal or a panic in the loop, the program stops and
 // the terminal is restored.
-func runDashboard(ctx context.Context, o Options, set *probeSet, sampler *probes.Sampler, rec *recorder, notes <-chan lines.Note) error {
+func runDashboard(ctx context.Context, o Options, w *Watch, rec *recorder, notes <-chan lines.Note) error {
+	set, sampler := w.set, w.sampler
 	logFile := openLog()
 	if logFile != nil {
 		defer logFile.Close()
@@ -67,7 +67,7 @@ func runDashboard(ctx context.Context, o Options, set *probeSet, sampler *probes
 	err := RunProgram(ctx, model, o.Stdout, o.NoColor, func(ctx context.Context, kill func()) error {
 		defer kill() // the loop ended (the duration, an error): so does the view
 		d.ctx = ctx
-		return loop(ctx, sampler, diagnose.NewDiagnoser(o.Thresholds), notes, obs)
+		return w.Loop(ctx, notes, obs...)
 	})
 	if err != nil {
 		log.Printf("dashboard stopped: %v", err)

@@ -113,12 +113,11 @@ func Run(ctx context.Context, o Options) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	set, err := newProbeSet(ctx, o)
+	w, err := NewWatch(ctx, o)
 	if err != nil {
 		return err
 	}
-	sampler := probes.NewSampler(set.probes, probes.SamplerOptions{Interval: o.Interval})
-	defer sampler.Close()
+	defer w.Close()
 	limit := o.Duration
 	if o.Once && limit == 0 {
 		limit = onceCap
@@ -150,7 +149,7 @@ func Run(ctx context.Context, o Options) error {
 		defer stopNotes()
 	}
 	if dashboard {
-		err = runDashboard(ctx, o, set, sampler, rec, notes)
+		err = runDashboard(ctx, o, w, rec, notes)
 	} else {
 		rec.notify = func(s string) { fmt.Fprintln(o.Stderr, "gpuwatch:", s) }
 		if !o.RecordRequired { // else the session's error says it
@@ -165,7 +164,7 @@ func Run(ctx context.Context, o Options) error {
 		if o.OnFrame != nil {
 			obs = append(obs, frameFunc(o.OnFrame))
 		}
-		err = loop(ctx, sampler, diagnose.NewDiagnoser(o.Thresholds), notes, obs)
+		err = w.Loop(ctx, notes, obs...)
 	}
 	return finish(o, rec, once, dashboard, err)
 }

@@ -182,13 +182,12 @@ func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration,
 	defer job.Stop(10 * time.Second)
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	set, err := newProbeSet(ctx, Options{Interval: c.Interval, Roots: c.Roots, PID: job.PID(), Job: job, Loop: true,
+	w, err := NewWatch(ctx, Options{Interval: c.Interval, Thresholds: c.Th, Roots: c.Roots, PID: job.PID(), Job: job, Loop: true,
 		Attach: AttachTo{Discover: true, NoProfiles: true, Within: func(pid int) bool { return probes.Descends(c.Roots.Proc, pid, job.PID()) }}})
 	if err != nil {
 		return nil, nil, err
 	}
-	sampler := probes.NewSampler(set.probes, probes.SamplerOptions{Interval: c.Interval})
-	defer sampler.Close()
+	defer w.Close()
 	st := &settle{stop: func() {}, need: c.Th.MinFrames}
 	if settleStop {
 		st.stop = cancel
@@ -196,7 +195,7 @@ func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration,
 	rec := &tail{}
 	notes, stopNotes := jobNotes(ctx, job, nil, true, cancel)
 	defer stopNotes()
-	err = loop(ctx, sampler, diagnose.NewDiagnoser(c.Th), notes, []Observer{whileLoading{st}, rec})
+	err = w.Loop(ctx, notes, whileLoading{st}, rec)
 	if err != nil {
 		return nil, nil, err
 	}

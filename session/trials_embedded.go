@@ -138,15 +138,14 @@ func (e *EmbeddedTrials) Settle(ctx context.Context, s Setting, limit time.Durat
 	}
 	ctx, cancel := context.WithTimeout(runCtx, limit)
 	defer cancel()
-	set, err := newProbeSet(ctx, Options{Interval: e.Interval, Roots: e.Roots, Own: os.Getpid(), Probes: []probes.Probe{probes.NewLoader(src)}})
+	w, err := NewWatch(ctx, Options{Interval: e.Interval, Thresholds: e.Th, Roots: e.Roots, Own: os.Getpid(), Probes: []probes.Probe{probes.NewLoader(src)}})
 	if err != nil {
 		return TuneStep{}, err
 	}
-	sampler := probes.NewSampler(set.probes, probes.SamplerOptions{Interval: e.Interval})
-	defer sampler.Close()
+	defer w.Close()
 	st := &settle{stop: cancel, need: e.Th.MinFrames}
 	rec := &tail{}
-	err = loop(ctx, sampler, diagnose.NewDiagnoser(e.Th), nil, []Observer{st, rec})
+	err = w.Loop(ctx, nil, st, rec)
 	stopRun()
 	if lerr := <-runErr; lerr != nil && !errors.Is(lerr, context.Canceled) {
 		return TuneStep{}, fmt.Errorf("loader: %w", lerr)
