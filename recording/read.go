@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,9 +37,14 @@ type Recording struct {
 	Header    Header
 	Scenarios []lines.Scenario
 	Events    []lines.Event
-	// Warnings say what could not be read: a truncated or corrupt line
-	// ends the reading, and everything before it is kept.
+	// Warnings say what could not be read: a truncated last line ends
+	// the reading, and everything before it is kept; a corrupt line
+	// elsewhere is skipped and counted (CorruptLines), and one warning
+	// names the first few.
 	Warnings []string
+	// CorruptLines counts the complete lines that were not JSON: each is
+	// skipped, and the lines after it are read.
+	CorruptLines int
 
 	src   io.ReaderAt // nil: the frames are held
 	close func() error
@@ -211,6 +218,8 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 	var line []byte
 	var off int64
 	header := false // the first line that is not blank must be the header
+	var corrupt []int // the first few corrupt lines' numbers
+	defer func() { rec.sayCorrupt(corrupt) }()
 	for lineNo := 1; ; lineNo++ {
 		var long bool
 		var n int
@@ -252,6 +261,15 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 			if !header {
 				return nil, fmt.Errorf("%w: the first line is not JSON", ErrNotRecording)
 			}
+			if complete && err == nil {
+				// One bad line (a disk error, two writers, a hand edit) in
+				// the middle: skip it and read on.
+				rec.CorruptLines++
+				if len(corrupt) < 5 {
+					corrupt = append(corrupt, lineNo)
+				}
+				continue
+			}
 			what := "corrupt"
 			if !complete {
 				what = "truncated (the recording was cut off)"
@@ -279,6 +297,23 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 		}
 	}
 	return rec, nil
+}
+
+// sayCorrupt adds the one warning about the corrupt lines skipped, naming
+// the first few.
+func (r *Recording) sayCorrupt(first []int) {
+	if r.CorruptLines == 0 {
+		return
+	}
+	nums := make([]string, len(first))
+	for i, n := range first {
+		nums[i] = strconv.Itoa(n)
+	}
+	more := ""
+	if r.CorruptLines > len(first) {
+		more = ", …"
+	}
+	r.warn("%s skipped, not JSON (line %s%s); every other line was read", sample.Plural(r.CorruptLines, "corrupt line"), strings.Join(nums, ", "), more)
 }
 
 // add takes one line that is not the header. A frame must be in time
