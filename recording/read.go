@@ -217,7 +217,7 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 	br := bufio.NewReaderSize(io.NewSectionReader(src, 0, size), 64<<10)
 	var line []byte
 	var off int64
-	header := false // the first line that is not blank must be the header
+	header := false   // the first line that is not blank must be the header
 	var corrupt []int // the first few corrupt lines' numbers
 	defer func() { rec.sayCorrupt(corrupt) }()
 	for lineNo := 1; ; lineNo++ {
