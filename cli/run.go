@@ -37,7 +37,8 @@ it shadows, and patches torch only once torch.utils.data is imported).
 
 The job stays the job's: its environment (but PYTHONPATH and
 GPUWATCH_RUN_DIR), its exit status (run exits with it; 128+N when killed
-by signal N), and its signals — Ctrl-C reaches it as it would without
+by signal N; 127 when CMD is not found, 126 when it cannot be run), and
+its signals — Ctrl-C reaches it as it would without
 gpuwatch, and SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to gpuwatch are
 passed to its process group. gpuwatch's lines never mix into its output:
 
@@ -137,7 +138,7 @@ func runJob(cmd *cobra.Command, w *watchFlags, argv []string, jobLog string, std
 	defer signal.Stop(sigs)
 	job, err := session.StartJob(jo)
 	if err != nil {
-		return &exitError{code: 127, msg: err.Error()}
+		return &exitError{code: session.CannotStartStatus(err), msg: err.Error()}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -147,6 +148,17 @@ func StartJob(o JobOptions) (*Job, error) {
 		close(j.done)
 	}()
 	return j, nil
+}
+
+// CannotStartStatus is the exit status of a command that could not start,
+// as shells, env and timeout give it: 127 when it was not found, 126 when
+// it was found but could not be run (permission denied, a directory, a
+// format the kernel does not run).
+func CannotStartStatus(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return 127
+	}
+	return 126
 }
 
 func unwrapExec(err error) error {

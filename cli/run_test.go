@@ -1,0 +1,37 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunCannotStartStatuses: a command that cannot start exits as a shell,
+// env or timeout would: 127 when it is not found, 126 when it is found but
+// cannot be run (permission denied, a directory).
+func TestRunCannotStartStatuses(t *testing.T) {
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "train.sh")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\necho hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, command, says string
+		code                int
+	}{
+		{"not found", filepath.Join(dir, "missing"), "no such file", 127},
+		{"not on PATH", "gpuwatch-no-such-command", "not found", 127},
+		{"permission denied", notExec, "permission denied", 126},
+		{"a directory", dir, "is a directory", 126},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Run([]string{"run", "--json", "--", c.command}, &out, &errb)
+			if code != c.code || !strings.Contains(errb.String(), c.says) || !strings.Contains(errb.String(), c.command) {
+				t.Fatalf("exit %d, stderr %q; want %d naming the command and %q", code, errb.String(), c.code, c.says)
+			}
+		})
+	}
+}
