@@ -31,7 +31,7 @@ type Job struct {
 	state   *os.ProcessState
 	waitErr error
 	ended   time.Time
-	tail    *lineTail     // the job's output when it goes to a log
+	log     *jobLog       // the job's output when it goes to a log
 	copied  chan struct{} // closed when the terminal's output is all read
 	logPath string
 	runDir  string // where the hook marks the processes that loaded it
@@ -53,6 +53,9 @@ type JobOptions struct {
 	// terminal): the job runs on a pseudo-terminal of its own, what it
 	// writes goes to Log, and the last lines are kept for the view.
 	Log string
+	// LogMax caps each part of Log in bytes (0: no cap): past it the log
+	// rotates to Log.1, one previous part kept (tune's and sweep's runs).
+	LogMax int64
 	// RunDir is gpuwatch run's private folder: the hook marks there the
 	// processes that loaded it, and logs its warnings.
 	RunDir string
@@ -77,26 +80,20 @@ func StartJob(o JobOptions) (*Job, error) {
 	cmd.Env = o.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	j := &Job{cmd: cmd, argv: o.Argv, done: make(chan struct{}), runDir: o.RunDir}
-	var logFile, master, tty *os.File
+	var master, tty *os.File
 	if o.Log != "" {
-		logFile, err = os.OpenFile(o.Log, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
+		if j.log, err = openJobLog(o.Log, o.LogMax); err != nil {
 			return nil, fmt.Errorf("the job's output: %w", err)
 		}
-		j.tail, j.logPath = &lineTail{max: 200}, o.Log
-		w := io.MultiWriter(logFile, j.tail)
+		j.logPath = o.Log
 		// A terminal of its own, as the job would have in the user's
 		// shell; pipes where there is no pseudo-terminal.
 		if master, tty, err = openPTY(120, 40); err == nil {
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 			j.copied = make(chan struct{})
-			go func() {
-				defer close(j.copied)
-				_, _ = io.Copy(w, master) // until every holder of the terminal closed it (EIO)
-			}()
 		} else {
-			cmd.Stdout, cmd.Stderr = w, w
+			cmd.Stdout, cmd.Stderr = j.log, j.log
 		}
 	} else {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
@@ -118,14 +115,22 @@ func StartJob(o JobOptions) (*Job, error) {
 		if master != nil {
 			master.Close()
 		}
-		if logFile != nil {
-			logFile.Close()
+		if j.log != nil {
+			j.log.Close()
 			os.Remove(o.Log)
 		}
 		if j.restore != nil {
 			j.restore()
 		}
 		return nil, fmt.Errorf("%s: %w", sample.Printable(o.Argv[0]), unwrapExec(err))
+	}
+	if master != nil {
+		go func() {
+			defer close(j.copied)
+			// Until every holder of the terminal closed it (EIO). The log
+			// never fails a write, so the job never blocks on its terminal.
+			_, _ = io.Copy(j.log, master)
+		}()
 	}
 	go func() {
 		j.waitErr = cmd.Wait()
@@ -139,8 +144,8 @@ func StartJob(o JobOptions) (*Job, error) {
 			}
 			master.Close()
 		}
-		if logFile != nil {
-			logFile.Close()
+		if j.log != nil {
+			j.log.Close()
 		}
 		if j.restore != nil {
 			j.restore()
@@ -256,12 +261,21 @@ func (j *Job) Interrupt() string {
 // stdout and stderr).
 func (j *Job) LogPath() string { return j.logPath }
 
+// LogNote says where the job's output went and what became of writing it
+// (a failed write, rotated parts); "" without a log.
+func (j *Job) LogNote() string {
+	if j.log == nil {
+		return ""
+	}
+	return j.log.Note()
+}
+
 // Tail is the last n lines the job wrote, printable (only with a log).
 func (j *Job) Tail(n int) []string {
-	if j.tail == nil {
+	if j.log == nil {
 		return nil
 	}
-	return j.tail.last(n)
+	return j.log.tail.last(n)
 }
 
 // lineTail keeps the last max lines written to it.
