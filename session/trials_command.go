@@ -25,13 +25,13 @@ import (
 // {num_workers:1}, names a DataLoader knob and its starting value; each
 // run substitutes the value the setting gives.
 type CommandTrials struct {
-	argv     []string
-	env      []string
-	dir      string // the hook's folder
+	argv []string
+	env  []string
+	dir  string // the hook's folder
 	// LogDir holds each run's output (run-N.log), LogMax caps each part of
 	// it (0: no cap). A measured run's log is removed; a failed one's kept.
-	LogDir string
-	LogMax int64
+	LogDir   string
+	LogMax   int64
 	Interval time.Duration
 	Th       diagnose.Thresholds
 	Roots    probes.Roots
