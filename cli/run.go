@@ -154,7 +154,7 @@ func runJob(cmd *cobra.Command, w *watchFlags, argv []string, jobLog string, std
 	err = session.Run(ctx, o)
 	stopJob(job)
 	if dashboard && jo.Log != "" {
-		fmt.Fprintf(stderr, "gpuwatch: the job's output is in %s\n", jo.Log)
+		fmt.Fprintf(stderr, "gpuwatch: the job's output is in %s\n", job.LogNote())
 		for _, l := range job.Tail(10) {
 			fmt.Fprintf(stderr, "  │ %s\n", l)
 		}

@@ -109,7 +109,7 @@ func (d *dashboard) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		feed.Recording = &tui.Recording{Path: path, Since: since}
 	}
 	if j := d.job; j != nil {
-		feed.Job = &tui.JobView{Command: j.Command(), PID: j.PID(), Log: j.LogPath(), Tail: j.Tail(8)}
+		feed.Job = &tui.JobView{Command: j.Command(), PID: j.PID(), Log: j.LogNote(), Tail: j.Tail(8)}
 		select {
 		case <-j.Done():
 			how, at := j.Exit()
