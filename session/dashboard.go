@@ -115,6 +115,9 @@ func (d *dashboard) Frame(f *sample.Frame, v diagnose.Verdict) error {
 			how, at := j.Exit()
 			feed.Job.Exited = fmt.Sprintf("%s at %s — q quits", how, at.Format("15:04:05"))
 		default:
+			if t := f.Target; t != nil && t.Stopped {
+				feed.Job.Exited = "is stopped (SIGSTOP): kill -CONT continues it"
+			}
 		}
 	}
 	select {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,6 +37,7 @@ type Job struct {
 	logPath string
 	runDir  string // where the hook marks the processes that loaded it
 	restore func() // gives the terminal back after the job had its foreground
+	ttyFd   int    // that terminal, with restore
 
 	mu    sync.Mutex
 	sent  int // interrupts sent from the dashboard
@@ -107,7 +109,13 @@ func StartJob(o JobOptions) (*Job, error) {
 			}
 		}
 	}
-	err = cmd.Start()
+	if j.restore != nil {
+		j.ttyFd = int(o.Stdin.Fd())
+	}
+	setParentDeath(cmd.SysProcAttr)
+	started := make(chan error, 1)
+	go j.own(master, started)
+	err = <-started
 	if tty != nil {
 		tty.Close() // the job holds it now
 	}
@@ -132,27 +140,52 @@ func StartJob(o JobOptions) (*Job, error) {
 			_, _ = io.Copy(j.log, master)
 		}()
 	}
-	go func() {
-		j.waitErr = cmd.Wait()
-		j.state, j.ended = cmd.ProcessState, time.Now()
-		if master != nil {
-			// What the job wrote last is still in the terminal: read it,
-			// but not for ever (a daemon it started may hold the terminal).
-			select {
-			case <-j.copied:
-			case <-time.After(2 * time.Second):
-			}
-			master.Close()
-		}
-		if j.log != nil {
-			j.log.Close()
-		}
-		if j.restore != nil {
-			j.restore()
-		}
-		close(j.done)
-	}()
 	return j, nil
+}
+
+// own starts the job, says on started whether it started, waits for it to
+// end, and tidies up after it: the terminal's last output, the log, the
+// terminal's foreground; then Done is closed.
+//
+// The job's parent-death signal (setParentDeath) fires when the thread
+// that forked it exits, not when gpuwatch does (prctl(2),
+// PR_SET_PDEATHSIG). So the fork and the wait run on one goroutine locked
+// to its OS thread: no other goroutine runs there, and the runtime ends a
+// thread only when a goroutine locked to it returns, which this one does
+// once the job has ended.
+func (j *Job) own(master *os.File, started chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := j.cmd.Start(); err != nil {
+		started <- err
+		return
+	}
+	var stopWatch func()
+	if j.restore != nil {
+		stopWatch = j.watchStops(j.ttyFd) // Ctrl-Z: act as a shell does
+	}
+	started <- nil
+	j.waitErr = j.cmd.Wait()
+	j.state, j.ended = j.cmd.ProcessState, time.Now()
+	if stopWatch != nil {
+		stopWatch()
+	}
+	if master != nil {
+		// What the job wrote last is still in the terminal: read it,
+		// but not for ever (a daemon it started may hold the terminal).
+		select {
+		case <-j.copied:
+		case <-time.After(2 * time.Second):
+		}
+		master.Close()
+	}
+	if j.log != nil {
+		j.log.Close()
+	}
+	if j.restore != nil {
+		j.restore()
+	}
+	close(j.done)
 }
 
 // CannotStartStatus is the exit status of a command that could not start,
