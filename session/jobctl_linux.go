@@ -62,7 +62,14 @@ func (j *Job) watchStops(fd int) func() {
 func (j *Job) suspend(fd, pid int) {
 	ours := syscall.Getpgrp()
 	_ = unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, ours) // SIGTTOU is ignored meanwhile
+	// A SIGSTOP sent to oneself takes effect a little later (the kernel
+	// stops every thread at its next return to user space), so return
+	// only once SIGCONT has come: the job must stay stopped while we are.
+	cont := make(chan os.Signal, 1)
+	signal.Notify(cont, syscall.SIGCONT)
+	defer signal.Stop(cont)
 	_ = syscall.Kill(syscall.Getpid(), syscall.SIGSTOP)
+	<-cont
 	// Continued: fg gave gpuwatch the terminal; bg did not.
 	if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && pg == ours {
 		_ = unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, pid)
