@@ -61,7 +61,7 @@ func (p *pane) waitFor(s string, d time.Duration) {
 	end := time.Now().Add(d)
 	var screen []byte
 	for time.Now().Before(end) {
-		screen, _ = p.tmux("capture-pane", "-p", "-t", "t", "-S", "-200")
+		screen, _ = p.tmux("capture-pane", "-p", "-J", "-t", "t", "-S", "-200")
 		if bytes.Contains(screen, []byte(s)) {
 			return
 		}
@@ -151,6 +151,9 @@ func TestAStoppedJobIsSaidInFrames(t *testing.T) {
 	if err := syscall.Kill(job, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	// At most 20 s of frames: then gpuwatch is killed, and the read ends.
+	bound := time.AfterFunc(20*time.Second, func() { _ = cmd.Process.Kill() })
+	defer bound.Stop()
 	sc := bufio.NewScanner(out)
 	sc.Buffer(nil, 8<<20)
 	seen := false
@@ -270,4 +273,24 @@ func TestSweepInterruptedKeepsItsRows(t *testing.T) {
 	if err != nil || json.Unmarshal(b, &res) != nil || !res.Interrupted || res.Planned != 3 || len(res.Results) != 1 {
 		t.Fatalf("--out: %v %s", err, b)
 	}
+}
+
+// TestAFullDiskUnderTheDashboardsJobLog: the dashboard's job writes 2 MB
+// while its --job-log is on a 64 KiB tmpfs: the job still runs to its end
+// (the view says it exited), the view says that writing the log failed,
+// and its last line is shown. Before, the job froze in write() and the
+// view said "Idle: nothing is running". Needs root (the tmpfs).
+func TestAFullDiskUnderTheDashboardsJobLog(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k,mode=0700"); err != nil {
+		t.Skipf("a 64 KiB tmpfs needs root: %v", err)
+	}
+	defer syscall.Unmount(dir, syscall.MNT_DETACH)
+	p := newPane(t)
+	p.send(binary(t)+" run --job-log "+filepath.Join(dir, "job.log")+` -- sh -c 'i=0; while [ $i -lt 20000 ]; do echo line $i of a chatty training log......................................; i=$((i+1)); done; echo the last line'; echo EXIT=$?`, "Enter")
+	p.waitFor("exited with status 0", 60*time.Second)
+	p.waitFor("the last line", 5*time.Second)
+	p.send("q")
+	p.waitFor("EXIT=0", 20*time.Second)
+	p.waitFor("writing it failed (write "+filepath.Join(dir, "job.log")+": no space left on device)", 5*time.Second)
 }
