@@ -182,6 +182,7 @@ func TestAHangUpEndsTheDashboardRun(t *testing.T) {
 	p := newPane(t)
 	p.send(fmt.Sprintf("cd %s; sh -c 'echo $$ > gw.pid; exec %s run -- sh -c \"echo \\$\\$ > job.pid; exec sleep 300\"'", dir, binary(t)), "Enter")
 	gw, job := readPID(t, filepath.Join(dir, "gw.pid")), readPID(t, filepath.Join(dir, "job.pid"))
+	t.Cleanup(func() { _ = syscall.Kill(job, syscall.SIGKILL) })
 	p.waitFor("job pid", 20*time.Second)
 	if _, err := p.tmux("kill-server"); err != nil {
 		t.Fatal(err)
@@ -203,6 +204,7 @@ func TestSignalsStopTheDashboardOnceTheJobEnded(t *testing.T) {
 	p := newPane(t)
 	p.send(fmt.Sprintf("cd %s; sh -c 'echo $$ > gw.pid; exec %s run -- true'; echo EXIT=$?", dir, binary(t)), "Enter")
 	gw := readPID(t, filepath.Join(dir, "gw.pid"))
+	t.Cleanup(func() { _ = syscall.Kill(gw, syscall.SIGKILL) }) // had it not stopped
 	p.waitFor("exited with status 0", 30*time.Second)
 	if err := syscall.Kill(gw, syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -177,7 +177,8 @@ func (j *Job) own(master *os.File, started chan<- error) {
 		case <-j.copied:
 		case <-time.After(2 * time.Second):
 		}
-		master.Close()
+		master.Close() // ends the copy's read (the terminal is polled)
+		<-j.copied
 	}
 	if j.log != nil {
 		j.log.Close()
