@@ -261,20 +261,9 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 			if !header {
 				return nil, fmt.Errorf("%w: the first line is not JSON", ErrNotRecording)
 			}
-			if complete && err == nil {
-				// One bad line (a disk error, two writers, a hand edit) in
-				// the middle: skip it and read on.
-				rec.CorruptLines++
-				if len(corrupt) < 5 {
-					corrupt = append(corrupt, lineNo)
-				}
+			if rec.badLine(lineNo, complete, err == nil, &corrupt) {
 				continue
 			}
-			what := "corrupt"
-			if !complete {
-				what = "truncated (the recording was cut off)"
-			}
-			rec.warn("line %d is %s: read up to line %d", lineNo, what, lineNo-1)
 			break
 		}
 		if !header {
@@ -297,6 +286,26 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 		}
 	}
 	return rec, nil
+}
+
+// badLine takes a line that is not JSON and says whether to read on. One
+// in the middle (a disk error, two writers, a hand edit) is skipped and
+// counted, its number kept among the first five in corrupt; the last line,
+// or one cut off, ends the reading with a warning.
+func (r *Recording) badLine(lineNo int, complete, more bool, corrupt *[]int) bool {
+	if complete && more {
+		r.CorruptLines++
+		if len(*corrupt) < 5 {
+			*corrupt = append(*corrupt, lineNo)
+		}
+		return true
+	}
+	what := "corrupt"
+	if !complete {
+		what = "truncated (the recording was cut off)"
+	}
+	r.warn("line %d is %s: read up to line %d", lineNo, what, lineNo-1)
+	return false
 }
 
 // sayCorrupt adds the one warning about the corrupt lines skipped, naming
