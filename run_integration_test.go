@@ -81,7 +81,8 @@ func parseRunLines(t *testing.T, b []byte) []runLine {
 }
 
 // TestRunExitsWithTheJobsStatus: run's exit status is its command's: a
-// code, 128+N for a signal, 127 for a command that cannot start; a program
+// code, 128+N for a signal, 127 for a command not found (126 for one that
+// cannot be run: cli.TestRunCannotStartStatuses); a program
 // that is not Python is watched as a process tree and said to be so.
 func TestRunExitsWithTheJobsStatus(t *testing.T) {
 	bin := binary(t)

@@ -37,7 +37,8 @@ it shadows, and patches torch only once torch.utils.data is imported).
 
 The job stays the job's: its environment (but PYTHONPATH and
 GPUWATCH_RUN_DIR), its exit status (run exits with it; 128+N when killed
-by signal N), and its signals — Ctrl-C reaches it as it would without
+by signal N; 127 when CMD is not found, 126 when it cannot be run), and
+its signals — Ctrl-C reaches it as it would without
 gpuwatch, and SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to gpuwatch are
 passed to its process group. gpuwatch's lines never mix into its output:
 
@@ -134,18 +135,15 @@ func runJob(cmd *cobra.Command, w *watchFlags, argv []string, jobLog string, std
 	// watching until the job ends (the root's context would stop at once).
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
 	job, err := session.StartJob(jo)
 	if err != nil {
-		return &exitError{code: 127, msg: err.Error()}
+		signal.Stop(sigs)
+		return &exitError{code: session.CannotStartStatus(err), msg: err.Error()}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		for s := range sigs {
-			_ = job.Signal(s.(syscall.Signal))
-		}
-	}()
+	stopForwarding := forwardSignals(sigs, job, cancel)
+	defer stopForwarding()
 	o := w.options(stdout, stderr)
 	o.PID, o.Job, o.Title = job.PID(), job, "run: "+job.Command()
 	o.Attach = session.AttachTo{Discover: true, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0,
@@ -153,7 +151,7 @@ func runJob(cmd *cobra.Command, w *watchFlags, argv []string, jobLog string, std
 	err = session.Run(ctx, o)
 	stopJob(job)
 	if dashboard && jo.Log != "" {
-		fmt.Fprintf(stderr, "gpuwatch: the job's output is in %s\n", jo.Log)
+		fmt.Fprintf(stderr, "gpuwatch: the job's output is in %s\n", job.LogNote())
 		for _, l := range job.Tail(10) {
 			fmt.Fprintf(stderr, "  │ %s\n", l)
 		}
@@ -173,6 +171,51 @@ func runJob(cmd *cobra.Command, w *watchFlags, argv []string, jobLog string, std
 		return &exitError{code: code, msg: fmt.Sprintf("the job (pid %d) %s", job.PID(), how)}
 	}
 	return nil
+}
+
+// forwardSignals passes the signals arriving on sigs (SIGINT, SIGTERM,
+// SIGHUP, SIGQUIT) to the job's process group while it runs. Once it has
+// ended they are gpuwatch's own: SIGINT, SIGTERM and SIGHUP end the session
+// (cancel), as they would without a job. A SIGHUP means the terminal is
+// gone (an ssh hang-up): it is passed on, and the session ends once the
+// job has, since a dashboard with no terminal would run for ever.
+//
+// The returned function stops the forwarding (signal.Stop) and waits for
+// its goroutine: whoever starts a goroutine stops it and waits for it
+// (docs/architecture.md).
+func forwardSignals(sigs chan os.Signal, job *session.Job, cancel context.CancelFunc) func() {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		jobDone, hungUp := job.Done(), false
+		for {
+			select {
+			case <-quit:
+				return
+			case <-jobDone:
+				jobDone = nil
+				if hungUp {
+					cancel()
+				}
+			case s := <-sigs:
+				sig := s.(syscall.Signal)
+				select {
+				case <-job.Done():
+					if sig != syscall.SIGQUIT {
+						cancel()
+					}
+				default:
+					_ = job.Signal(sig)
+					hungUp = hungUp || sig == syscall.SIGHUP
+				}
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(quit)
+		<-done
+	}
 }
 
 // stopJob ends a job gpuwatch stopped watching before it ended: SIGINT to

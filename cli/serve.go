@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -18,6 +17,7 @@ import (
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 	var w watchFlags
 	var listen string
+	var maxConns int
 	cmd := &cobra.Command{
 		Use:   "serve [--listen 127.0.0.1:9400] [--attach URL] [--pid PID]",
 		Short: "Expose this machine's frames and verdict as Prometheus metrics (one exporter per node)",
@@ -43,13 +43,19 @@ scraping every node is the way past one machine (docs/prometheus.md).`,
 			mux.HandleFunc("GET /{$}", func(rw http.ResponseWriter, _ *http.Request) {
 				fmt.Fprintln(rw, "gpuwatch exporter: /metrics")
 			})
+			if maxConns < 1 {
+				return usageErrorf(cmd, "--max-connections %d: want at least 1", maxConns)
+			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return fmt.Errorf("--listen %s: %w", listen, err)
 			}
-			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-			go func() { _ = srv.Serve(ln) }()
-			defer srv.Close()
+			lim := exporter.DefaultLimits()
+			lim.MaxConns, lim.PerHost = maxConns, max(1, maxConns/4)
+			srv := exporter.NewServer(mux, lim)
+			served := make(chan struct{})
+			go func() { defer close(served); _ = srv.Serve(exporter.LimitListener(ln, lim)) }()
+			defer func() { srv.Close(); <-served }()
 			if !loader.IsLoopback(listen) {
 				fmt.Fprintf(stderr, "gpuwatch: warning: serving metrics on %s, reachable from other machines\n", ln.Addr())
 			}
@@ -61,5 +67,6 @@ scraping every node is the way past one machine (docs/prometheus.md).`,
 	}
 	w.register(cmd, offerPID|offerLoaders|offerRecord)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9400", "address to serve /metrics on (loopback unless you say otherwise)")
+	cmd.Flags().IntVar(&maxConns, "max-connections", exporter.DefaultLimits().MaxConns, "the most connections open at once (a quarter of them from one host); idle ones close after 30 s")
 	return cmd
 }

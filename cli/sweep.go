@@ -2,9 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/report"
+	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
 )
 
@@ -22,6 +25,7 @@ func newSweepCmd(stdout, stderr io.Writer) *cobra.Command {
 	var workers, prefetch, persistent, out, htmlOut string
 	var grid []string
 	var asJSON bool
+	var maxRuns int
 	var interval, runFor, warmup time.Duration
 	cmd := &cobra.Command{
 		Use:   "sweep [knobs] | sweep --grid KNOB=V1,V2… [flags] -- CMD [ARGS…]",
@@ -68,18 +72,13 @@ the first batch and the stall at each epoch boundary.`,
 				}
 				defer cleanup()
 				t.RunFor, t.Warmup = runFor, warmup
-				knobs, values, err := parseGrid(grid, start)
+				g, err := commandGrid(cmd, t, start, grid, maxRuns)
 				if err != nil {
-					return usageErrorf(cmd, "%v", err)
+					return err
 				}
-				for i, kn := range knobs {
-					for j, v := range values[i] {
-						if values[i][j], err = checkKnob(t, kn, v); err != nil {
-							return usageErrorf(cmd, "--grid %s=%s: %v", kn, v, err)
-						}
-					}
-				}
-				return finishSweep(cmd, t, start, session.Grid(start, knobs, values), "sweep of "+t.Describe(start), out, htmlOut, asJSON, stdout, stderr)
+				fmt.Fprintf(stderr, "gpuwatch: %s × --run-for %v: about %v, plus each start and stop\n",
+					sample.Plural(len(g), "configuration"), runFor, time.Duration(len(g))*runFor)
+				return finishSweep(cmd, t, start, g, "sweep of "+t.Describe(start), out, htmlOut, asJSON, stdout, stderr)
 			}
 			if len(grid) > 0 {
 				return usageErrorf(cmd, "--grid sets a command's placeholders: give the command after --")
@@ -123,6 +122,10 @@ the first batch and the stall at each epoch boundary.`,
 			defer l.Close()
 			e := &session.EmbeddedTrials{Base: base, Dataset: l.Datasets[0], Events: l.Events, Interval: interval,
 				Roots: probes.Roots{Proc: "/proc", Sys: "/sys"}, Th: diagnose.DefaultThresholds()}
+			ws, ps = session.Dedupe(ws), session.Dedupe(ps)
+			if n := embeddedGridSize(ws, ps, pers); n > maxRuns {
+				return usageErrorf(cmd, "the grid has %d configurations, more than --max-runs %d: give fewer values, or raise --max-runs", n, maxRuns)
+			}
 			g := session.SweepGrid(ws, ps, pers)
 			for _, s := range g {
 				if _, _, err := e.Apply(s, nil); err != nil {
@@ -142,21 +145,31 @@ the first batch and the stall at each epoch boundary.`,
 	cmd.Flags().DurationVar(&runFor, "run-for", 20*time.Second, "a command: how long each configuration runs")
 	cmd.Flags().DurationVar(&warmup, "warmup", 5*time.Second, "a command: how much of each run's start is not measured (importing torch, starting workers)")
 	cmd.Flags().DurationVarP(&interval, "interval", "n", 500*time.Millisecond, "a command: time between samples")
-	cmd.Flags().StringVar(&out, "out", "", "write the results as JSON to this file")
+	registerTrialLogs(cmd)
+	cmd.Flags().IntVar(&maxRuns, "max-runs", defaultMaxRuns, "refuse a grid of more configurations than this (counted before anything runs)")
+	cmd.Flags().StringVar(&out, "out", "", "write the results as JSON to this file (the rows measured so far on Ctrl-C)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON instead of the table")
 	cmd.Flags().StringVar(&htmlOut, "report", "", "write an HTML page with the results' chart and table to this new file")
 	return cmd
 }
 
 // finishSweep runs the grid and writes the table (or JSON), --out and
-// --report.
+// --report. A failed configuration is a row; Ctrl-C (or SIGTERM) stops the
+// sweep, and the rows measured so far are printed and written all the
+// same: a clean stop, status 0, as the README's exit statuses say. A sweep
+// where no configuration could be measured fails (status 1).
 func finishSweep(cmd *cobra.Command, t session.Trials, header session.Setting, g []session.Setting, title, out, htmlOut string, asJSON bool, stdout, stderr io.Writer) error {
 	results, err := session.Sweep(cmd.Context(), t, g, progressTo(stderr))
-	if err != nil {
+	of := 0
+	if errors.Is(err, session.ErrSweepInterrupted) {
+		of = len(g)
+		title += fmt.Sprintf(" — interrupted after %d of %s", len(results), sample.Plural(len(g), "configuration"))
+		fmt.Fprintf(stderr, "gpuwatch: sweep interrupted: %d of %s measured\n", len(results), sample.Plural(len(g), "configuration"))
+	} else if err != nil {
 		return err
 	}
 	if asJSON {
-		if err := session.WriteSweepJSON(stdout, header, results); err != nil {
+		if err := session.WriteSweepJSON(stdout, header, results, of); err != nil {
 			return err
 		}
 	} else {
@@ -164,25 +177,81 @@ func finishSweep(cmd *cobra.Command, t session.Trials, header session.Setting, g
 	}
 	if out != "" {
 		var b bytes.Buffer
-		if err := session.WriteSweepJSON(&b, header, results); err != nil {
+		if err := session.WriteSweepJSON(&b, header, results, of); err != nil {
 			return err
 		}
 		if err := os.WriteFile(out, b.Bytes(), 0o666); err != nil { // less the umask
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
-	if htmlOut != "" {
-		rows := make([]report.SweepRow, len(results))
-		for i, r := range results {
-			rows[i] = report.SweepRow{Configuration: session.KnobsLine(r.Knobs), Command: r.Command, SamplesPerSec: r.SamplesPerSec, WaitShare: r.WaitShare,
-				Verdict: r.Verdict.String(), Best: r.Best, Cheapest: r.Cheapest}
-		}
-		if err := report.WriteSweepHTML(htmlOut, title, rows); err != nil {
-			return fmt.Errorf("--report: %w", err)
+	if htmlOut != "" && len(results) > 0 {
+		if err := writeSweepHTML(htmlOut, title, results); err != nil {
+			return err
 		}
 		fmt.Fprintf(stderr, "gpuwatch: wrote %s\n", htmlOut)
 	}
+	if of == 0 && !slices.ContainsFunc(results, func(r session.SweepResult) bool { return r.Failed == "" }) {
+		return errors.New("no configuration could be measured: each one's reason is in the table")
+	}
 	return nil
+}
+
+// writeSweepHTML writes --report's page.
+func writeSweepHTML(path, title string, results []session.SweepResult) error {
+	rows := make([]report.SweepRow, len(results))
+	for i, r := range results {
+		verdict := r.Verdict.String()
+		if r.Failed != "" {
+			verdict = "failed: " + r.Failed
+		}
+		rows[i] = report.SweepRow{Configuration: session.KnobsLine(r.Knobs), Command: r.Command, SamplesPerSec: r.SamplesPerSec, WaitShare: r.WaitShare,
+			Verdict: verdict, Best: r.Best, Cheapest: r.Cheapest}
+	}
+	if err := report.WriteSweepHTML(path, title, rows); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	return nil
+}
+
+// defaultMaxRuns is --max-runs: 256 configurations at sweep's default
+// --run-for of 20 s are about an hour and a half; a grid above it is more
+// likely a typo (a list pasted twice, a range written out) than a plan.
+const defaultMaxRuns = 256
+
+// commandGrid reads --grid into the grid of configurations: a knob given
+// twice has its lists merged, each value is checked and written as the
+// placeholder takes it, repeats (1 and 01) are dropped, and the number of
+// configurations is counted from the list lengths, refused above maxRuns,
+// before any list of configurations is built.
+func commandGrid(cmd *cobra.Command, t *session.CommandTrials, start session.Setting, grid []string, maxRuns int) ([]session.Setting, error) {
+	knobs, values, err := parseGrid(grid, start)
+	if err != nil {
+		return nil, usageErrorf(cmd, "%v", err)
+	}
+	lengths := make([]int, len(knobs))
+	for i, kn := range knobs {
+		for j, v := range values[i] {
+			if values[i][j], err = checkKnob(t, kn, v); err != nil {
+				return nil, usageErrorf(cmd, "--grid %s=%s: %v", kn, sample.Printable(v), err)
+			}
+		}
+		values[i] = session.Dedupe(values[i])
+		lengths[i] = len(values[i])
+	}
+	if n := session.GridSize(lengths); n > maxRuns {
+		return nil, usageErrorf(cmd, "the grid has %d configurations, more than --max-runs %d: give fewer values, or raise --max-runs", n, maxRuns)
+	}
+	return session.Grid(start, knobs, values), nil
+}
+
+// embeddedGridSize counts SweepGrid's configurations: 0 workers once,
+// every other count × prefetch × persistence.
+func embeddedGridSize(ws, ps []int, pers []bool) int {
+	zero := 0
+	if slices.Contains(ws, 0) {
+		zero = 1
+	}
+	return zero + session.GridSize([]int{len(ws) - zero, len(ps), len(pers)})
 }
 
 // parseGrid reads --grid KNOB=V1,V2 into knobs and their values; every
@@ -197,6 +266,11 @@ func parseGrid(grid []string, start session.Setting) ([]string, [][]string, erro
 		}
 		if _, ok := start[k]; !ok {
 			return nil, nil, fmt.Errorf("--grid %s: the command has no placeholder {%s:…}", k, k)
+		}
+		// The same knob twice: one list, merged (repeats go later).
+		if i := slices.Index(knobs, k); i >= 0 {
+			values[i] = append(values[i], strings.Split(vs, ",")...)
+			continue
 		}
 		knobs = append(knobs, k)
 		values = append(values, strings.Split(vs, ","))

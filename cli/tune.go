@@ -78,6 +78,7 @@ Without a command, tune runs gpuwatch's embedded loader with the knobs given.`,
 		},
 	}
 	k.register(cmd, false)
+	registerTrialLogs(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per run, then the result")
 	cmd.Flags().DurationVarP(&interval, "interval", "n", 500*time.Millisecond, "time between samples")
 	cmd.Flags().DurationVar(&runFor, "run-for", 60*time.Second, "the longest one configuration runs before its verdict is taken (a run ends once the verdict settles)")

@@ -38,6 +38,9 @@ func writeVerdictAndCPU(b *strings.Builder, f *sample.Frame, v *diagnose.Verdict
 		}
 		b.WriteString("]")
 	}
+	if t := f.Target; t != nil && t.Stopped {
+		fmt.Fprintf(b, " [pid %d: the job is stopped (Ctrl-Z or SIGSTOP); it runs again on SIGCONT]", t.PID)
+	}
 	if v != nil {
 		fmt.Fprintf(b, " [%s %.0f%%", v.Kind, 100*v.Confidence)
 		if !v.Since.IsZero() {

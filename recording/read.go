@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,9 +37,14 @@ type Recording struct {
 	Header    Header
 	Scenarios []lines.Scenario
 	Events    []lines.Event
-	// Warnings say what could not be read: a truncated or corrupt line
-	// ends the reading, and everything before it is kept.
+	// Warnings say what could not be read: a truncated last line ends
+	// the reading, and everything before it is kept; a corrupt line
+	// elsewhere is skipped and counted (CorruptLines), and one warning
+	// names the first few.
 	Warnings []string
+	// CorruptLines counts the complete lines that were not JSON: each is
+	// skipped, and the lines after it are read.
+	CorruptLines int
 
 	src   io.ReaderAt // nil: the frames are held
 	close func() error
@@ -211,7 +218,9 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 	br := bufio.NewReaderSize(io.NewSectionReader(src, 0, size), 64<<10)
 	var line []byte
 	var off int64
-	header := false // the first line that is not blank must be the header
+	header := false   // the first line that is not blank must be the header
+	var corrupt []int // the first few corrupt lines' numbers
+	defer func() { rec.sayCorrupt(corrupt) }()
 	for lineNo := 1; ; lineNo++ {
 		var long bool
 		var n int
@@ -253,11 +262,9 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 			if !header {
 				return nil, fmt.Errorf("%w: the first line is not JSON", ErrNotRecording)
 			}
-			what := "corrupt"
-			if !complete {
-				what = "truncated (the recording was cut off)"
+			if rec.badLine(lineNo, complete, err == nil, &corrupt) {
+				continue
 			}
-			rec.warn("line %d is %s: read up to line %d", lineNo, what, lineNo-1)
 			break
 		}
 		if !header {
@@ -280,6 +287,43 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 		}
 	}
 	return rec, nil
+}
+
+// badLine takes a line that is not JSON and says whether to read on. One
+// in the middle (a disk error, two writers, a hand edit) is skipped and
+// counted, its number kept among the first five in corrupt; the last line,
+// or one cut off, ends the reading with a warning.
+func (r *Recording) badLine(lineNo int, complete, more bool, corrupt *[]int) bool {
+	if complete && more {
+		r.CorruptLines++
+		if len(*corrupt) < 5 {
+			*corrupt = append(*corrupt, lineNo)
+		}
+		return true
+	}
+	what := "corrupt"
+	if !complete {
+		what = "truncated (the recording was cut off)"
+	}
+	r.warn("line %d is %s: read up to line %d", lineNo, what, lineNo-1)
+	return false
+}
+
+// sayCorrupt adds the one warning about the corrupt lines skipped, naming
+// the first few.
+func (r *Recording) sayCorrupt(first []int) {
+	if r.CorruptLines == 0 {
+		return
+	}
+	nums := make([]string, len(first))
+	for i, n := range first {
+		nums[i] = strconv.Itoa(n)
+	}
+	more := ""
+	if r.CorruptLines > len(first) {
+		more = ", …"
+	}
+	r.warn("%s skipped, not JSON (line %s%s); every other line was read", sample.Plural(r.CorruptLines, "corrupt line"), strings.Join(nums, ", "), more)
 }
 
 // add takes one line that is not the header. A frame must be in time

@@ -129,9 +129,10 @@ func TestRecordingReadsUpToTheLastGoodLine(t *testing.T) {
 	lines := strings.SplitAfter(string(full), "\n")
 	corrupt := strings.Join(lines[:4], "") + "{\"type\":\"frame\",\"time\":GARBAGE\n" + strings.Join(lines[4:], "")
 	rec, err = read([]byte(corrupt))
-	// Lines: header, scenario, verdict, frame 0, then the corrupt one.
-	if err != nil || rec.Len() != 1 || len(rec.Warnings) != 1 || !strings.Contains(rec.Warnings[0], "read up to line 4") {
-		t.Fatalf("corrupt: %d frames, %v, %v", rec.Len(), rec.Warnings, err)
+	// Lines: header, scenario, verdict, frame 0, then the corrupt one:
+	// it is skipped, counted and named, and the frames after it are read.
+	if err != nil || rec.Len() != 5 || rec.CorruptLines != 1 || len(rec.Warnings) != 1 || !strings.Contains(rec.Warnings[0], "1 corrupt line skipped, not JSON (line 5)") {
+		t.Fatalf("corrupt: %d frames, %d corrupt, %v, %v", rec.Len(), rec.CorruptLines, rec.Warnings, err)
 	}
 }
 

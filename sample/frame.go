@@ -71,6 +71,10 @@ type Target struct {
 	// importing, loading a model, compiling. What its threads do now is not
 	// its training loop, so --once does not settle on it.
 	Starting bool `json:"starting,omitempty"`
+	// Stopped says the job's process is stopped (Ctrl-Z, SIGSTOP): it does
+	// nothing until it is continued, so an idle verdict is not its
+	// loader's. Only for a command gpuwatch run started.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // Rank is one rank's loader over the interval, as its hook reports it.

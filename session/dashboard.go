@@ -109,12 +109,15 @@ func (d *dashboard) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		feed.Recording = &tui.Recording{Path: path, Since: since}
 	}
 	if j := d.job; j != nil {
-		feed.Job = &tui.JobView{Command: j.Command(), PID: j.PID(), Log: j.LogPath(), Tail: j.Tail(8)}
+		feed.Job = &tui.JobView{Command: j.Command(), PID: j.PID(), Log: j.LogNote(), Tail: j.Tail(8)}
 		select {
 		case <-j.Done():
 			how, at := j.Exit()
 			feed.Job.Exited = fmt.Sprintf("%s at %s — q quits", how, at.Format("15:04:05"))
 		default:
+			if t := f.Target; t != nil && t.Stopped {
+				feed.Job.Exited = "is stopped (SIGSTOP): kill -CONT continues it"
+			}
 		}
 	}
 	select {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,11 +32,12 @@ type Job struct {
 	state   *os.ProcessState
 	waitErr error
 	ended   time.Time
-	tail    *lineTail     // the job's output when it goes to a log
+	log     *jobLog       // the job's output when it goes to a log
 	copied  chan struct{} // closed when the terminal's output is all read
 	logPath string
 	runDir  string // where the hook marks the processes that loaded it
 	restore func() // gives the terminal back after the job had its foreground
+	ttyFd   int    // that terminal, with restore
 
 	mu    sync.Mutex
 	sent  int // interrupts sent from the dashboard
@@ -52,6 +55,9 @@ type JobOptions struct {
 	// terminal): the job runs on a pseudo-terminal of its own, what it
 	// writes goes to Log, and the last lines are kept for the view.
 	Log string
+	// LogMax caps each part of Log in bytes (0: no cap): past it the log
+	// rotates to Log.1, one previous part kept (tune's and sweep's runs).
+	LogMax int64
 	// RunDir is gpuwatch run's private folder: the hook marks there the
 	// processes that loaded it, and logs its warnings.
 	RunDir string
@@ -76,26 +82,20 @@ func StartJob(o JobOptions) (*Job, error) {
 	cmd.Env = o.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	j := &Job{cmd: cmd, argv: o.Argv, done: make(chan struct{}), runDir: o.RunDir}
-	var logFile, master, tty *os.File
+	var master, tty *os.File
 	if o.Log != "" {
-		logFile, err = os.OpenFile(o.Log, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
+		if j.log, err = openJobLog(o.Log, o.LogMax); err != nil {
 			return nil, fmt.Errorf("the job's output: %w", err)
 		}
-		j.tail, j.logPath = &lineTail{max: 200}, o.Log
-		w := io.MultiWriter(logFile, j.tail)
+		j.logPath = o.Log
 		// A terminal of its own, as the job would have in the user's
 		// shell; pipes where there is no pseudo-terminal.
 		if master, tty, err = openPTY(120, 40); err == nil {
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 			j.copied = make(chan struct{})
-			go func() {
-				defer close(j.copied)
-				_, _ = io.Copy(w, master) // until every holder of the terminal closed it (EIO)
-			}()
 		} else {
-			cmd.Stdout, cmd.Stderr = w, w
+			cmd.Stdout, cmd.Stderr = j.log, j.log
 		}
 	} else {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
@@ -109,7 +109,13 @@ func StartJob(o JobOptions) (*Job, error) {
 			}
 		}
 	}
-	err = cmd.Start()
+	if j.restore != nil {
+		j.ttyFd = int(o.Stdin.Fd())
+	}
+	setParentDeath(cmd.SysProcAttr)
+	started := make(chan error, 1)
+	go j.own(master, started)
+	err = <-started
 	if tty != nil {
 		tty.Close() // the job holds it now
 	}
@@ -117,8 +123,8 @@ func StartJob(o JobOptions) (*Job, error) {
 		if master != nil {
 			master.Close()
 		}
-		if logFile != nil {
-			logFile.Close()
+		if j.log != nil {
+			j.log.Close()
 			os.Remove(o.Log)
 		}
 		if j.restore != nil {
@@ -126,27 +132,72 @@ func StartJob(o JobOptions) (*Job, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", sample.Printable(o.Argv[0]), unwrapExec(err))
 	}
-	go func() {
-		j.waitErr = cmd.Wait()
-		j.state, j.ended = cmd.ProcessState, time.Now()
-		if master != nil {
-			// What the job wrote last is still in the terminal: read it,
-			// but not for ever (a daemon it started may hold the terminal).
-			select {
-			case <-j.copied:
-			case <-time.After(2 * time.Second):
-			}
-			master.Close()
-		}
-		if logFile != nil {
-			logFile.Close()
-		}
-		if j.restore != nil {
-			j.restore()
-		}
-		close(j.done)
-	}()
+	if master != nil {
+		go func() {
+			defer close(j.copied)
+			// Until every holder of the terminal closed it (EIO). The log
+			// never fails a write, so the job never blocks on its terminal.
+			_, _ = io.Copy(j.log, master)
+		}()
+	}
 	return j, nil
+}
+
+// own starts the job, says on started whether it started, waits for it to
+// end, and tidies up after it: the terminal's last output, the log, the
+// terminal's foreground; then Done is closed.
+//
+// The job's parent-death signal (setParentDeath) fires when the thread
+// that forked it exits, not when gpuwatch does (prctl(2),
+// PR_SET_PDEATHSIG). So the fork and the wait run on one goroutine locked
+// to its OS thread: no other goroutine runs there, and the runtime ends a
+// thread only when a goroutine locked to it returns, which this one does
+// once the job has ended.
+func (j *Job) own(master *os.File, started chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := j.cmd.Start(); err != nil {
+		started <- err
+		return
+	}
+	var stopWatch func()
+	if j.restore != nil {
+		stopWatch = j.watchStops(j.ttyFd) // Ctrl-Z: act as a shell does
+	}
+	started <- nil
+	j.waitErr = j.cmd.Wait()
+	j.state, j.ended = j.cmd.ProcessState, time.Now()
+	if stopWatch != nil {
+		stopWatch()
+	}
+	if master != nil {
+		// What the job wrote last is still in the terminal: read it,
+		// but not for ever (a daemon it started may hold the terminal).
+		select {
+		case <-j.copied:
+		case <-time.After(2 * time.Second):
+		}
+		master.Close() // ends the copy's read (the terminal is polled)
+		<-j.copied
+	}
+	if j.log != nil {
+		j.log.Close()
+	}
+	if j.restore != nil {
+		j.restore()
+	}
+	close(j.done)
+}
+
+// CannotStartStatus is the exit status of a command that could not start,
+// as shells, env and timeout give it: 127 when it was not found, 126 when
+// it was found but could not be run (permission denied, a directory, a
+// format the kernel does not run).
+func CannotStartStatus(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return 127
+	}
+	return 126
 }
 
 func unwrapExec(err error) error {
@@ -244,12 +295,21 @@ func (j *Job) Interrupt() string {
 // stdout and stderr).
 func (j *Job) LogPath() string { return j.logPath }
 
+// LogNote says where the job's output went and what became of writing it
+// (a failed write, rotated parts); "" without a log.
+func (j *Job) LogNote() string {
+	if j.log == nil {
+		return ""
+	}
+	return j.log.Note()
+}
+
 // Tail is the last n lines the job wrote, printable (only with a log).
 func (j *Job) Tail(n int) []string {
-	if j.tail == nil {
+	if j.log == nil {
 		return nil
 	}
-	return j.tail.last(n)
+	return j.log.tail.last(n)
 }
 
 // lineTail keeps the last max lines written to it.

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -44,26 +45,102 @@ type SweepResult struct {
 	FirstBatchMs float64 `json:"first_batch_ms,omitempty"`
 	EpochStallMs float64 `json:"epoch_boundary_stall_ms,omitempty"` // mean time to the first batch of epochs 2…
 	WorkerStarts int     `json:"worker_starts,omitempty"`
-	embedded     bool
+	// Failed says why a configuration was not measured (how its command
+	// ended and its last line); its figures are zero. ExitStatus is its
+	// command's status when it ended on its own.
+	Failed     string `json:"failed,omitempty"`
+	ExitStatus *int   `json:"exit_status,omitempty"`
+	embedded   bool
+}
+
+// ErrSweepInterrupted is returned by Sweep when its context ended (Ctrl-C,
+// SIGTERM) before every configuration ran; the rows measured are returned
+// with it.
+var ErrSweepInterrupted = errors.New("sweep interrupted")
+
+// GridSize is the number of configurations of a grid with these list
+// lengths: their product, computed before any list is built, saturating at
+// 1<<53 so that no product overflows.
+func GridSize(lengths []int) int {
+	const most = 1 << 53
+	n := 1
+	for _, l := range lengths {
+		if l == 0 {
+			return 0
+		}
+		if n > most/l {
+			return most
+		}
+		n *= l
+	}
+	return n
+}
+
+// Dedupe returns vs without repeats, first one kept, in order.
+func Dedupe[T comparable](vs []T) []T {
+	seen := make(map[T]bool, len(vs))
+	out := vs[:0:0]
+	for _, v := range vs {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Sweep runs each configuration of grid with t, in order, telling
-// progress how far it is, and marks the best and the cheapest.
+// progress how far it is, and marks the best and the cheapest. A
+// configuration that fails is a row saying why (Failed), and the sweep
+// goes on. When ctx ends first, the rows measured so far come back, marked,
+// with ErrSweepInterrupted; the configuration cut short is not one of them.
 func Sweep(ctx context.Context, t Trials, grid []Setting, progress io.Writer) ([]SweepResult, error) {
 	bar := newProgress(progress, len(grid))
 	results := make([]SweepResult, 0, len(grid))
 	for i, s := range grid {
+		if ctx.Err() != nil {
+			break
+		}
 		bar.show(i, t.Describe(s))
 		r, err := t.Sweep(ctx, s)
+		if ctx.Err() != nil {
+			break // cut short: not a measurement of s
+		}
 		if err != nil {
-			bar.done()
-			return results, fmt.Errorf("%s: %w", t.Describe(s), err)
+			r = failedRow(t, s, err)
+			bar.failed(i, t.Describe(s), r.Failed)
 		}
 		results = append(results, r)
 	}
 	bar.done()
 	markBest(results)
+	if len(results) < len(grid) {
+		return results, ErrSweepInterrupted
+	}
 	return results, nil
+}
+
+// failedRow is the row of a configuration that could not be measured:
+// how its command ended (with its status) and its last line.
+func failedRow(t Trials, s Setting, err error) SweepResult {
+	r := SweepResult{Knobs: s, Command: t.Describe(s)}
+	var tf *TrialFailed
+	if errors.As(err, &tf) {
+		r.Failed = tf.How
+		if tf.Exited {
+			code := tf.Code
+			r.ExitStatus = &code
+		}
+		if n := len(tf.Tail); n > 0 {
+			r.Failed += ": " + tf.Tail[n-1]
+		}
+	} else {
+		r.Failed, _, _ = strings.Cut(err.Error(), "\n")
+	}
+	if len(r.Failed) > 300 {
+		r.Failed = r.Failed[:297] + "…"
+	}
+	return r
 }
 
 // markBest marks the most samples/s, and the fewest workers (then the
@@ -72,17 +149,20 @@ func markBest(rs []SweepResult) {
 	if len(rs) == 0 {
 		return
 	}
-	best := 0
+	best := -1
 	for i, r := range rs {
-		if r.SamplesPerSec > rs[best].SamplesPerSec {
+		if r.Failed == "" && (best < 0 || r.SamplesPerSec > rs[best].SamplesPerSec) {
 			best = i
 		}
+	}
+	if best < 0 {
+		return // every configuration failed
 	}
 	rs[best].Best = true
 	cheap := -1
 	cost := func(r SweepResult) (int, int) { return workersOf(r), prefetchOf(r) }
 	for i, r := range rs {
-		if r.SamplesPerSec < diagnose.GoodEnough*rs[best].SamplesPerSec {
+		if r.Failed != "" || r.SamplesPerSec < diagnose.GoodEnough*rs[best].SamplesPerSec {
 			continue
 		}
 		if cheap < 0 {
@@ -116,12 +196,15 @@ func prefetchOf(r SweepResult) int {
 	return r.Prefetch
 }
 
-// WriteSweepJSON writes the results as --out's JSON.
-func WriteSweepJSON(w io.Writer, header Setting, rs []SweepResult) error {
+// WriteSweepJSON writes the results as --out's JSON; of, when the sweep was
+// interrupted, is how many configurations the grid had (0: it ran them all).
+func WriteSweepJSON(w io.Writer, header Setting, rs []SweepResult, of int) error {
 	b, err := json.MarshalIndent(struct {
-		Knobs   Setting       `json:"knobs"`
-		Results []SweepResult `json:"results"`
-	}{header, rs}, "", "  ")
+		Knobs       Setting       `json:"knobs"`
+		Results     []SweepResult `json:"results"`
+		Interrupted bool          `json:"interrupted,omitempty"`
+		Planned     int           `json:"planned_configurations,omitempty"`
+	}{header, rs, of > 0, of}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -134,7 +217,7 @@ func WriteSweepJSON(w io.Writer, header Setting, rs []SweepResult) error {
 // measured them, the best (*) and the cheapest within 95 % of it (~).
 func PrintSweep(w io.Writer, title string, rs []SweepResult) {
 	fmt.Fprintln(w, title)
-	embedded := len(rs) > 0 && rs[0].embedded
+	embedded := slices.ContainsFunc(rs, func(r SweepResult) bool { return r.embedded })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	if embedded {
 		fmt.Fprintln(tw, "\tworkers\tprefetch\tpersistent\tsamples/s\tMB/s\twait mean\tp50\tp99\taccel busy\tfirst batch\tepoch stall\t")
@@ -149,7 +232,14 @@ func PrintSweep(w io.Writer, title string, rs []SweepResult) {
 		if r.Cheapest {
 			mark += "~"
 		}
-		if !embedded {
+		switch {
+		case r.Failed != "" && embedded:
+			fmt.Fprintf(tw, "!\t%s\t%s\t%s\tfailed\t\t\t\t\t\t\t\t\n", r.Knobs["workers"], r.Knobs["prefetch"], r.Knobs["persistent"])
+			continue
+		case r.Failed != "":
+			fmt.Fprintf(tw, "!\t-\t-\tfailed\t%s\t\n", knobsLine(r.Knobs))
+			continue
+		case !embedded:
 			fmt.Fprintf(tw, "%s\t%.0f\t%.0f%%\t%s\t%s\t\n", mark, r.SamplesPerSec, 100*r.WaitShare, r.Verdict, knobsLine(r.Knobs))
 			continue
 		}
@@ -164,6 +254,11 @@ func PrintSweep(w io.Writer, title string, rs []SweepResult) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "* most samples/s   ~ the fewest workers within 95 % of it")
+	for _, r := range rs {
+		if r.Failed != "" {
+			fmt.Fprintf(w, "! failed: %s: %s\n", knobsLine(r.Knobs), sample.Printable(r.Failed))
+		}
+	}
 	for _, r := range rs {
 		if r.Cheapest {
 			fmt.Fprintf(w, "cheapest within 95 %%: %s\n", r.Command)
@@ -230,6 +325,12 @@ func (p *progress) show(i int, what string) {
 	const width = 24
 	fill := width * i / p.n
 	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d %s", strings.Repeat("#", fill), strings.Repeat(" ", width-fill), i+1, p.n, sample.Printable(what))
+}
+
+// failed says on a line of its own that run i failed, and why.
+func (p *progress) failed(i int, what, why string) {
+	p.done()
+	fmt.Fprintf(p.w, "[%d/%d] %s failed: %s\n", i+1, p.n, sample.Printable(what), sample.Printable(why))
 }
 
 func (p *progress) done() {

@@ -54,6 +54,7 @@ func (t *target) Collect(_ context.Context, f *sample.Frame) error {
 			how, at := j.Exit()
 			out.ExitedAt, out.Exit = &at, how
 		default:
+			out.Stopped = processStopped(cmp.Or(t.o.Roots.Proc, "/proc"), j.PID())
 		}
 	case t.o.PID != 0:
 		out = &sample.Target{PID: t.o.PID, Command: t.command(t.o.PID), Why: cmp.Or(t.o.PIDWhy, "--pid")}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -23,9 +24,13 @@ import (
 // {num_workers:1}, names a DataLoader knob and its starting value; each
 // run substitutes the value the setting gives.
 type CommandTrials struct {
-	argv     []string
-	env      []string
-	dir      string // the hook's folder: the job's logs go there too
+	argv []string
+	env  []string
+	dir  string // the hook's folder
+	// LogDir holds each run's output (run-N.log), LogMax caps each part of
+	// it (0: no cap). A measured run's log is removed; a failed one's kept.
+	LogDir   string
+	LogMax   int64
 	Interval time.Duration
 	Th       diagnose.Thresholds
 	Roots    probes.Roots
@@ -172,14 +177,26 @@ func (c *CommandTrials) Sweep(ctx context.Context, s Setting) (SweepResult, erro
 // settle, until the verdict settles), watched by a session of the one
 // probe set; then the job is interrupted as Ctrl-C would. A command that
 // ends on its own before a measurement, with an error, is the error.
-func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration, settleStop bool) (*settle, *tail, error) {
+func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration, settleStop bool) (_ *settle, _ *tail, err error) {
 	c.runs++
 	argv := c.argvFor(s)
-	job, err := StartJob(JobOptions{Argv: argv, Env: c.env, RunDir: c.dir, Log: filepath.Join(c.dir, fmt.Sprintf("run-%d.log", c.runs))})
+	logDir := c.LogDir
+	if logDir == "" {
+		logDir = c.dir
+	}
+	logPath := filepath.Join(logDir, fmt.Sprintf("run-%d.log", c.runs))
+	job, err := StartJob(JobOptions{Argv: argv, Env: c.env, RunDir: c.dir, Log: logPath, LogMax: c.LogMax})
 	if err != nil {
 		return nil, nil, err
 	}
 	defer job.Stop(10 * time.Second)
+	defer func() {
+		if err == nil { // measured: its log is not needed
+			job.Stop(10 * time.Second)
+			os.Remove(logPath)
+			os.Remove(logPath + ".1")
+		}
+	}()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	w, err := NewWatch(ctx, Options{Interval: c.Interval, Thresholds: c.Th, Roots: c.Roots, PID: job.PID(), Job: job, Loop: true,
@@ -203,16 +220,37 @@ func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration,
 	case <-job.Done():
 		how, _ := job.Exit()
 		if code := job.ExitCode(); code != 0 || st.frames == 0 {
-			lines := job.Tail(10)
-			return nil, nil, fmt.Errorf("the command %s before it was measured (%d frames with a loader); its last lines:\n  │ %s",
-				how, st.frames, strings.Join(lines, "\n  │ "))
+			return nil, nil, &TrialFailed{How: how, Exited: true, Code: code, Frames: st.frames, Tail: job.Tail(10), Log: job.LogNote()}
 		}
 	default:
 	}
 	if st.frames == 0 {
-		return nil, nil, fmt.Errorf("no DataLoader ran within %v (is it a PyTorch job? its last lines:\n  │ %s)", limit, strings.Join(job.Tail(10), "\n  │ "))
+		return nil, nil, &TrialFailed{How: fmt.Sprintf("ran no DataLoader within %v", limit), Tail: job.Tail(10), Log: job.LogNote()}
 	}
 	return st, rec, nil
+}
+
+// TrialFailed is a run of the user's command that could not be measured:
+// it ended first (Exited, with its status Code), or no DataLoader ran.
+type TrialFailed struct {
+	How    string // "exited with status 1", "killed by SIGKILL", "ran no DataLoader within 20s"
+	Exited bool
+	Code   int
+	Frames int      // frames with a loader before it ended
+	Tail   []string // its last lines, printable
+	Log    string   // where its output is, and what became of writing it
+}
+
+func (e *TrialFailed) Error() string {
+	tail := strings.Join(e.Tail, "\n  │ ")
+	log := ""
+	if e.Log != "" {
+		log = "\n  (" + e.Log + ")"
+	}
+	if !e.Exited {
+		return fmt.Sprintf("the command %s (is it a PyTorch job? its last lines:\n  │ %s)%s", e.How, tail, log)
+	}
+	return fmt.Sprintf("the command %s before it was measured (%d frames with a loader); its last lines:\n  │ %s%s", e.How, e.Frames, tail, log)
 }
 
 // whileLoading passes on only the frames where the hook's loader hands

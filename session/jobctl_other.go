@@ -1,0 +1,14 @@
+//go:build !linux
+
+package session
+
+import "syscall"
+
+// setParentDeath: only Linux has a parent-death signal.
+func setParentDeath(*syscall.SysProcAttr) {}
+
+// watchStops: Ctrl-Z handling is Linux's only (waitid(2) with WSTOPPED).
+func (j *Job) watchStops(int) func() { return func() {} }
+
+// processStopped: unknown without /proc.
+func processStopped(string, int) bool { return false }
