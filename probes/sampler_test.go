@@ -264,7 +264,7 @@ func TestSamplerCloseDuringRunEndsRunFirst(t *testing.T) {
 	ran := make(chan error, 1)
 	go func() { ran <- s.Run(context.Background(), frames) }()
 	<-frames
-	<-frames // Run is ticking
+	<-frames  // Run is ticking
 	s.Close() // Run's call has ended when Close returns; its result follows
 	if err := <-ran; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run ended with %v, want context.Canceled", err)
