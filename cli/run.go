@@ -134,7 +134,7 @@ func runJob(cmd *cobra.Command, w *watchFlags, argv []string, jobLog string, std
 	// Signals are the job's: from here on gpuwatch passes them on and keeps
 	// watching until the job ends (the root's context would stop at once).
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	signal.Notify(sigs, forwarded()...)
 	job, err := session.StartJob(jo)
 	if err != nil {
 		signal.Stop(sigs)
@@ -266,4 +266,19 @@ func runtimeDir() string {
 		}
 	}
 	return os.TempDir()
+}
+
+// forwarded are the signals gpuwatch passes on to the job: SIGINT,
+// SIGTERM, SIGHUP and SIGQUIT, less those gpuwatch was started with
+// ignored. Under nohup SIGHUP stays ignored, and so the job, which
+// inherits the ignored disposition, survives the hang-up as the user
+// asked; catching it would have reset the job's to the default, death.
+func forwarded() []os.Signal {
+	var out []os.Signal
+	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT} {
+		if !signal.Ignored(s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
