@@ -13,11 +13,19 @@ import (
 	"github.com/gpuwatch/gpuwatch/session"
 )
 
+// demoOptions are the demo command's flags and streams: cli/cli's options
+// struct, with runDemo its run function.
+type demoOptions struct {
+	watch     watchFlags
+	knobs     knobFlags
+	tourEvery time.Duration // with a tour: time per scenario
+	clean     bool          // remove the datasets instead
+	stdout    io.Writer
+	stderr    io.Writer
+}
+
 func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
-	var w watchFlags
-	var k knobFlags
-	var tourEvery time.Duration
-	var clean bool
+	opts := &demoOptions{stdout: stdout, stderr: stderr}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Watch the embedded test loader make a bottleneck happen for real",
@@ -36,60 +44,78 @@ gpuwatch demo --clean removes them.`,
   gpuwatch demo --workers 0 --decode-cost 2ms --headless --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if clean {
-				dirs, freed, err := loader.RemoveDefaultDatasets()
-				if len(dirs) == 0 && err == nil {
-					fmt.Fprintln(stdout, "no demo dataset to remove")
-				}
-				for _, d := range dirs {
-					fmt.Fprintf(stdout, "removed %s\n", d)
-				}
-				if len(dirs) > 0 {
-					fmt.Fprintf(stdout, "freed %s\n", sample.FormatBytes(float64(freed)))
-				}
+			if opts.clean {
+				return removeDatasets(opts.stdout)
+			}
+			if err := opts.watch.validate(cmd); err != nil {
 				return err
 			}
-			if err := w.validate(cmd); err != nil {
+			cfgs, err := opts.configs(cmd)
+			if err != nil {
 				return err
 			}
-			var plan []string
-			switch {
-			case k.scenario != "":
-				plan = []string{k.scenario}
-			case k.anyKnob(cmd):
-				plan = []string{""} // one custom configuration
-			default:
-				plan = loader.Scenarios
-			}
-			cfgs := make([]loader.Config, len(plan))
-			for i, name := range plan {
-				c, err := k.config(cmd, name)
-				if err != nil {
-					return err
-				}
-				cfgs[i] = c
-			}
-			if tourEvery <= 0 {
+			if opts.tourEvery <= 0 {
 				return usageErrorf(cmd, "--tour-every must be positive")
 			}
-			return runDemo(cmd.Context(), &w, cfgs, k.events, tourEvery, stdout, stderr)
+			return runDemo(cmd.Context(), opts, cfgs)
 		},
 	}
-	w.register(cmd, offerOnce|offerOutput|offerRecord)
-	k.register(cmd, false)
-	cmd.Flags().DurationVar(&tourEvery, "tour-every", 45*time.Second, "with the tour: time per scenario")
-	cmd.Flags().BoolVar(&clean, "clean", false, "remove the demo's datasets from the cache folder (~/.cache/gpuwatch/dataset-*: about 1.3 GB after a tour) and exit")
+	opts.watch.register(cmd, offerOnce|offerOutput|offerRecord)
+	opts.knobs.register(cmd, false)
+	cmd.Flags().DurationVar(&opts.tourEvery, "tour-every", 45*time.Second, "with the tour: time per scenario")
+	cmd.Flags().BoolVar(&opts.clean, "clean", false, "remove the demo's datasets from the cache folder (~/.cache/gpuwatch/dataset-*: about 1.3 GB after a tour) and exit")
 	return cmd
 }
 
+// removeDatasets is demo --clean: it removes the demo's datasets from the
+// cache folder and says what it freed.
+func removeDatasets(stdout io.Writer) error {
+	dirs, freed, err := loader.RemoveDefaultDatasets()
+	if len(dirs) == 0 && err == nil {
+		fmt.Fprintln(stdout, "no demo dataset to remove")
+	}
+	for _, d := range dirs {
+		fmt.Fprintf(stdout, "removed %s\n", d)
+	}
+	if len(dirs) > 0 {
+		fmt.Fprintf(stdout, "freed %s\n", sample.FormatBytes(float64(freed)))
+	}
+	return err
+}
+
+// configs are the configurations the demo runs: the --scenario given, one
+// custom configuration from the knobs given, or else the tour of every
+// scenario.
+func (opts *demoOptions) configs(cmd *cobra.Command) ([]loader.Config, error) {
+	k := &opts.knobs
+	var plan []string
+	switch {
+	case k.scenario != "":
+		plan = []string{k.scenario}
+	case k.anyKnob(cmd):
+		plan = []string{""} // one custom configuration
+	default:
+		plan = loader.Scenarios
+	}
+	cfgs := make([]loader.Config, len(plan))
+	for i, name := range plan {
+		c, err := k.config(cmd, name)
+		if err != nil {
+			return nil, err
+		}
+		cfgs[i] = c
+	}
+	return cfgs, nil
+}
+
 // runDemo opens every configuration's dataset, then runs the demo.
-func runDemo(ctx context.Context, w *watchFlags, cfgs []loader.Config, eventsPath string, every time.Duration, stdout, stderr io.Writer) error {
-	l, err := session.OpenLoaders(cfgs, eventsPath, stderr)
+func runDemo(ctx context.Context, opts *demoOptions, cfgs []loader.Config) error {
+	l, err := session.OpenLoaders(cfgs, opts.knobs.events, opts.stderr)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	o := w.options(stdout, stderr)
+	o := opts.watch.options(opts.stdout, opts.stderr)
 	o.Loop = false // the loader is the embedded one, in this process
-	return session.Demo(ctx, o, cfgs, l.Datasets, l.Events, every)
+	return session.Demo(ctx, o, session.DemoPlan{Configs: cfgs, Datasets: l.Datasets, Events: l.Events, Every: opts.tourEvery})
 }

@@ -15,10 +15,18 @@ import (
 	"github.com/gpuwatch/gpuwatch/session"
 )
 
+// loaderOptions are the loader command's flags and streams: cli/cli's
+// options struct, with runLoader its run function.
+type loaderOptions struct {
+	knobs         knobFlags
+	listen        string        // the debug server's address
+	progressEvery time.Duration // time between progress lines
+	stdout        io.Writer
+	stderr        io.Writer
+}
+
 func newLoaderCmd(stdout, stderr io.Writer) *cobra.Command {
-	var k knobFlags
-	var listen string
-	var progressEvery time.Duration
+	opts := &loaderOptions{stdout: stdout, stderr: stderr}
 	cmd := &cobra.Command{
 		Use:   "loader",
 		Short: "Run the embedded test loader alone, serving the loader protocol (/metrics, /debug/pprof/)",
@@ -30,24 +38,28 @@ few seconds.`,
   gpuwatch loader --listen 127.0.0.1:0 --workers 4 --epochs 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := k.config(cmd, k.scenario)
+			c, err := opts.knobs.config(cmd, opts.knobs.scenario)
 			if err != nil {
 				return err
 			}
-			if progressEvery <= 0 {
+			if opts.progressEvery <= 0 {
 				return usageErrorf(cmd, "--progress-every must be positive")
 			}
-			return runLoader(cmd.Context(), c, listen, k.events, progressEvery, stdout, stderr)
+			return runLoader(cmd.Context(), opts, c)
 		},
 	}
-	k.register(cmd, false)
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:6060", "address of the debug server (loopback unless you say otherwise)")
-	cmd.Flags().DurationVar(&progressEvery, "progress-every", 5*time.Second, "time between progress lines")
+	opts.knobs.register(cmd, false)
+	cmd.Flags().StringVar(&opts.listen, "listen", "127.0.0.1:6060", "address of the debug server (loopback unless you say otherwise)")
+	cmd.Flags().DurationVar(&opts.progressEvery, "progress-every", 5*time.Second, "time between progress lines")
 	return cmd
 }
 
-func runLoader(ctx context.Context, c loader.Config, listen, eventsPath string, every time.Duration, stdout, stderr io.Writer) error {
-	files, err := session.OpenLoaders([]loader.Config{c}, eventsPath, stderr)
+// runLoader runs configuration c, serving the loader protocol on
+// opts.listen, announces it for discovery and prints its progress until ctx
+// ends.
+func runLoader(ctx context.Context, opts *loaderOptions, c loader.Config) error {
+	listen, stdout, stderr := opts.listen, opts.stdout, opts.stderr
+	files, err := session.OpenLoaders([]loader.Config{c}, opts.knobs.events, stderr)
 	if err != nil {
 		return err
 	}
@@ -72,5 +84,5 @@ func runLoader(ctx context.Context, c loader.Config, listen, eventsPath string, 
 	}
 	fmt.Fprintf(stdout, "gpuwatch loader (%s, %s) serving http://%s/metrics and /debug/pprof/ (pid %d)\n",
 		c.Name(), sample.Plural(c.Workers, "worker"), ln.Addr(), os.Getpid())
-	return session.LoaderProgress(ctx, l, every, stdout)
+	return session.LoaderProgress(ctx, l, opts.progressEvery, stdout)
 }

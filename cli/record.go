@@ -56,7 +56,7 @@ FILE.1 (one previous part kept).`,
 				return err
 			}
 			// The recording is closed: write its report, as `report` would.
-			return writeReport(cmd, out, reportOut, false, &thresholdFlags{}, stderr, stderr)
+			return writeReport(cmd, &reportOptions{in: out, out: reportOut, stdout: stderr, stderr: stderr})
 		},
 	}
 	w.register(cmd, offerPID|offerLoaders)

@@ -35,7 +35,8 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 			if headless || asJSON || !session.IsTerminal(stdout) {
 				return session.ReplayLines(rec, thresholds, asJSON, stdout)
 			}
-			return session.ReplayDashboard(cmd.Context(), rec, thresholds, args[0], speed, noColor, stdout)
+			return session.ReplayDashboard(cmd.Context(), session.ReplayOptions{
+				Recording: rec, Name: args[0], Thresholds: thresholds, Speed: speed, NoColor: noColor, Stdout: stdout})
 		},
 	}
 	cmd.Flags().BoolVar(&headless, "headless", false, "print one line per frame, as fast as they are read (default when stdout is not a terminal)")

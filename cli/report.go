@@ -15,10 +15,20 @@ import (
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
+// reportOptions are the report command's input, output, flags and
+// streams: cli/cli's options struct, with writeReport its run function.
+// record --report fills one too.
+type reportOptions struct {
+	in     string // the recording
+	out    string // the report: .html, .md or .json
+	force  bool   // replace an existing report
+	th     thresholdFlags
+	stdout io.Writer
+	stderr io.Writer
+}
+
 func newReportCmd(stdout, stderr io.Writer) *cobra.Command {
-	var out string
-	var force bool
-	var th thresholdFlags
+	opts := &reportOptions{stdout: stdout, stderr: stderr}
 	cmd := &cobra.Command{
 		Use:   "report FILE -o OUT",
 		Short: "Write a diagnosis report of a recording: HTML (charts), Markdown or JSON, by OUT's extension",
@@ -27,40 +37,43 @@ func newReportCmd(stdout, stderr io.Writer) *cobra.Command {
   gpuwatch report run.jsonl -o run.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
+			opts.in = args[0]
+			if opts.out == "" {
 				return usageErrorf(cmd, "-o OUT is required (.html, .md or .json)")
 			}
 			// A wrong extension is a wrong value (exit 2), said before the
 			// recording is read; an existing OUT is said by WriteFile.
-			if err := report.CheckOutput(out, true); err != nil {
+			if err := report.CheckOutput(opts.out, true); err != nil {
 				return usageErrorf(cmd, "-o %v", err)
 			}
-			return writeReport(cmd, args[0], out, force, &th, stdout, stderr)
+			return writeReport(cmd, opts)
 		},
 	}
-	th.register(cmd)
-	cmd.Flags().StringVarP(&out, "output", "o", "", "the report to write: .html, .md or .json")
-	cmd.Flags().BoolVar(&force, "force", false, "replace an existing report")
+	opts.th.register(cmd)
+	cmd.Flags().StringVarP(&opts.out, "output", "o", "", "the report to write: .html, .md or .json")
+	cmd.Flags().BoolVar(&opts.force, "force", false, "replace an existing report")
 	return cmd
 }
 
-// writeReport reads a recording and writes its report, diagnosed with the
-// recording's thresholds and th's overrides.
-func writeReport(cmd *cobra.Command, in, out string, force bool, th *thresholdFlags, stdout, stderr io.Writer) error {
-	rec, err := openRecording(in, stderr)
+// writeReport reads the recording opts.in and writes its report to
+// opts.out, diagnosed with the recording's thresholds and opts.th's
+// overrides.
+func writeReport(cmd *cobra.Command, opts *reportOptions) error {
+	in, out := opts.in, opts.out
+	rec, err := openRecording(in, opts.stderr)
 	if err != nil {
 		return err
 	}
 	defer rec.Close()
-	thresholds, err := th.apply(cmd, recordedThresholds(rec))
+	thresholds, err := opts.th.apply(cmd, recordedThresholds(rec))
 	if err != nil {
 		return err
 	}
 	s := report.Build(rec, in, thresholds, time.Now())
-	if err := report.WriteFile(out, s, force); err != nil {
+	if err := report.WriteFile(out, s, opts.force); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: %s over %s\n", out, s.Dominant, s.Recording.Start.Format("15:04:05")+"–"+s.Recording.End.Format("15:04:05"))
+	fmt.Fprintf(opts.stdout, "wrote %s: %s over %s\n", out, s.Dominant, s.Recording.Start.Format("15:04:05")+"–"+s.Recording.End.Format("15:04:05"))
 	return nil
 }
 

@@ -20,13 +20,19 @@ import (
 	"github.com/gpuwatch/gpuwatch/session"
 )
 
+// sweepOptions are sweep's flags and outputs (cli/cli's options struct).
+type sweepOptions struct {
+	k                                           knobFlags
+	workers, prefetch, persistent, out, htmlOut string
+	grid                                        []string
+	asJSON                                      bool
+	maxRuns                                     int
+	interval, runFor, warmup                    time.Duration
+	stdout, stderr                              io.Writer
+}
+
 func newSweepCmd(stdout, stderr io.Writer) *cobra.Command {
-	var k knobFlags
-	var workers, prefetch, persistent, out, htmlOut string
-	var grid []string
-	var asJSON bool
-	var maxRuns int
-	var interval, runFor, warmup time.Duration
+	opts := &sweepOptions{stdout: stdout, stderr: stderr}
 	cmd := &cobra.Command{
 		Use:   "sweep [knobs] | sweep --grid KNOB=V1,V2… [flags] -- CMD [ARGS…]",
 		Short: "Run a loader over a grid of configurations and compare: the DataLoader tuning benchmark",
@@ -51,106 +57,148 @@ the first batch and the stall at each epoch boundary.`,
   gpuwatch sweep --workers 0,1,2,4 --prefetch 1,2,4 --decode-cost 1ms
   gpuwatch sweep --scenario starved --workers 1,2,4,8 --prefetch 2 --out sweep.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if htmlOut != "" {
-				if err := report.CheckOutput(htmlOut, true); err != nil || !strings.HasSuffix(htmlOut, ".html") {
-					return usageErrorf(cmd, "--report %s: want a new .html file", htmlOut)
-				}
-				if _, err := os.Stat(htmlOut); err == nil {
-					return usageErrorf(cmd, "--report %s exists: write the report to a new file", htmlOut)
-				}
+			if err := opts.checkReport(cmd); err != nil {
+				return err
 			}
 			if len(args) > 0 {
-				if k.anyKnob(cmd) || cmd.Flags().Changed("workers") || cmd.Flags().Changed("prefetch") || cmd.Flags().Changed("persistent") {
-					return usageErrorf(cmd, "the embedded loader's knobs and a command: choose one; a command's grid is --grid KNOB=V1,V2")
-				}
-				if runFor < 2*warmup || runFor < 5*interval {
-					return usageErrorf(cmd, "want --run-for at least twice --warmup and 5 intervals (have %v, %v)", runFor, warmup)
-				}
-				t, start, cleanup, err := commandTrials(cmd, args, interval)
-				if err != nil {
-					return err
-				}
-				defer cleanup()
-				t.RunFor, t.Warmup = runFor, warmup
-				g, err := commandGrid(cmd, t, start, grid, maxRuns)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(stderr, "gpuwatch: %s × --run-for %v: about %v, plus each start and stop\n",
-					sample.Plural(len(g), "configuration"), runFor, time.Duration(len(g))*runFor)
-				return finishSweep(cmd, t, start, g, "sweep of "+t.Describe(start), out, htmlOut, asJSON, stdout, stderr)
+				return runCommandSweep(cmd, opts, args)
 			}
-			if len(grid) > 0 {
+			if len(opts.grid) > 0 {
 				return usageErrorf(cmd, "--grid sets a command's placeholders: give the command after --")
 			}
-			ws, err := parseIntList(workers)
-			if err != nil {
-				return usageErrorf(cmd, "--workers %v", err)
-			}
-			ps, err := parseIntList(prefetch)
-			if err != nil {
-				return usageErrorf(cmd, "--prefetch %v", err)
-			}
-			var pers []bool
-			switch persistent {
-			case "both":
-				pers = []bool{false, true}
-			case "true":
-				pers = []bool{true}
-			case "false":
-				pers = []bool{false}
-			default:
-				return usageErrorf(cmd, "--persistent %q: want true, false or both", persistent)
-			}
-			base, err := k.config(cmd, k.scenario)
-			if err != nil {
-				return err
-			}
-			if !cmd.Flags().Changed("epochs") {
-				base.Epochs = 2
-			}
-			if !cmd.Flags().Changed("batches") {
-				base.Batches = 30
-			}
-			if base.Epochs == 0 {
-				return usageErrorf(cmd, "--epochs must be at least 1 for a sweep")
-			}
-			l, err := session.OpenLoaders([]loader.Config{base}, k.events, stderr)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			e := &session.EmbeddedTrials{Base: base, Dataset: l.Datasets[0], Events: l.Events, Interval: interval,
-				Roots: probes.Roots{Proc: "/proc", Sys: "/sys"}, Th: diagnose.DefaultThresholds()}
-			ws, ps = session.Dedupe(ws), session.Dedupe(ps)
-			if n := embeddedGridSize(ws, ps, pers); n > maxRuns {
-				return usageErrorf(cmd, "the grid has %d configurations, more than --max-runs %d: give fewer values, or raise --max-runs", n, maxRuns)
-			}
-			g := session.SweepGrid(ws, ps, pers)
-			for _, s := range g {
-				if _, _, err := e.Apply(s, nil); err != nil {
-					return usageErrorf(cmd, "%v", err)
-				}
-			}
-			title := fmt.Sprintf("batch %d × %s, decode %v, step %v, access %s, %d epochs × %d batches",
-				base.BatchSize, loader.FormatSize(base.SampleSize), base.DecodeCost, base.StepTime, base.Access, base.Epochs, base.BatchesPerEpoch())
-			return finishSweep(cmd, e, base.Knobs(), g, title, out, htmlOut, asJSON, stdout, stderr)
+			return runEmbeddedSweep(cmd, opts)
 		},
 	}
-	k.register(cmd, true)
-	cmd.Flags().StringVar(&workers, "workers", "0,1,2,4", "the embedded loader: num_workers values, comma-separated")
-	cmd.Flags().StringVar(&prefetch, "prefetch", "2", "the embedded loader: prefetch_factor values, comma-separated (ignored for 0 workers)")
-	cmd.Flags().StringVar(&persistent, "persistent", "false", "the embedded loader: persistent_workers: true, false or both")
-	cmd.Flags().StringArrayVar(&grid, "grid", nil, "a command's knob and its values, KNOB=V1,V2,… (repeatable; knobs: num_workers, prefetch_factor, persistent_workers, pin_memory)")
-	cmd.Flags().DurationVar(&runFor, "run-for", 20*time.Second, "a command: how long each configuration runs")
-	cmd.Flags().DurationVar(&warmup, "warmup", 5*time.Second, "a command: how much of each run's start is not measured (importing torch, starting workers)")
-	cmd.Flags().DurationVarP(&interval, "interval", "n", 500*time.Millisecond, "a command: time between samples")
-	registerTrialLogs(cmd)
-	cmd.Flags().IntVar(&maxRuns, "max-runs", defaultMaxRuns, "refuse a grid of more configurations than this (counted before anything runs)")
-	cmd.Flags().StringVar(&out, "out", "", "write the results as JSON to this file (the rows measured so far on Ctrl-C)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON instead of the table")
-	cmd.Flags().StringVar(&htmlOut, "report", "", "write an HTML page with the results' chart and table to this new file")
+	opts.register(cmd)
 	return cmd
+}
+
+// register declares sweep's flags.
+func (o *sweepOptions) register(cmd *cobra.Command) {
+	o.k.register(cmd, true)
+	fl := cmd.Flags()
+	fl.StringVar(&o.workers, sample.KnobWorkers.Flag, "0,1,2,4", "the embedded loader: "+sample.KnobWorkers.Name+" values, comma-separated")
+	fl.StringVar(&o.prefetch, sample.KnobPrefetch.Flag, "2", "the embedded loader: "+sample.KnobPrefetch.Name+" values, comma-separated (ignored for 0 workers)")
+	fl.StringVar(&o.persistent, sample.KnobPersistent.Flag, "false", "the embedded loader: "+sample.KnobPersistent.Name+": true, false or both")
+	fl.StringArrayVar(&o.grid, "grid", nil, "a command's knob and its values, KNOB=V1,V2,… (repeatable; knobs: "+strings.Join(sample.PyTorchKnobs(), ", ")+")")
+	fl.DurationVar(&o.runFor, "run-for", 20*time.Second, "a command: how long each configuration runs")
+	fl.DurationVar(&o.warmup, "warmup", 5*time.Second, "a command: how much of each run's start is not measured (importing torch, starting workers)")
+	fl.DurationVarP(&o.interval, "interval", "n", 500*time.Millisecond, "a command: time between samples")
+	registerTrialLogs(cmd)
+	fl.IntVar(&o.maxRuns, "max-runs", defaultMaxRuns, "refuse a grid of more configurations than this (counted before anything runs)")
+	fl.StringVar(&o.out, "out", "", "write the results as JSON to this file (the rows measured so far on Ctrl-C)")
+	fl.BoolVar(&o.asJSON, "json", false, "print the results as JSON instead of the table")
+	fl.StringVar(&o.htmlOut, "report", "", "write an HTML page with the results' chart and table to this new file")
+}
+
+// checkReport refuses a --report that is not a new .html file, before
+// anything runs.
+func (o *sweepOptions) checkReport(cmd *cobra.Command) error {
+	if o.htmlOut == "" {
+		return nil
+	}
+	if err := report.CheckOutput(o.htmlOut, true); err != nil || !strings.HasSuffix(o.htmlOut, ".html") {
+		return usageErrorf(cmd, "--report %s: want a new .html file", o.htmlOut)
+	}
+	if _, err := os.Stat(o.htmlOut); err == nil {
+		return usageErrorf(cmd, "--report %s exists: write the report to a new file", o.htmlOut)
+	}
+	return nil
+}
+
+// runCommandSweep sweeps the user's command over --grid.
+func runCommandSweep(cmd *cobra.Command, o *sweepOptions, args []string) error {
+	if o.k.anyKnob(cmd) || cmd.Flags().Changed(sample.KnobWorkers.Flag) || cmd.Flags().Changed(sample.KnobPrefetch.Flag) || cmd.Flags().Changed(sample.KnobPersistent.Flag) {
+		return usageErrorf(cmd, "the embedded loader's knobs and a command: choose one; a command's grid is --grid KNOB=V1,V2")
+	}
+	if o.runFor < 2*o.warmup || o.runFor < 5*o.interval {
+		return usageErrorf(cmd, "want --run-for at least twice --warmup and 5 intervals (have %v, %v)", o.runFor, o.warmup)
+	}
+	t, start, cleanup, err := commandTrials(cmd, args, o.interval)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	t.RunFor, t.Warmup = o.runFor, o.warmup
+	g, err := commandGrid(cmd, t, start, o.grid, o.maxRuns)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.stderr, "gpuwatch: %s × --run-for %v: about %v, plus each start and stop\n",
+		sample.Plural(len(g), "configuration"), o.runFor, time.Duration(len(g))*o.runFor)
+	return finishSweep(cmd, o, sweepRun{trials: t, header: start, grid: g, title: "sweep of " + t.Describe(start)})
+}
+
+// persistentValues reads --persistent: true, false or both.
+func persistentValues(v string) ([]bool, bool) {
+	switch v {
+	case "both":
+		return []bool{false, true}, true
+	case "true":
+		return []bool{true}, true
+	case "false":
+		return []bool{false}, true
+	}
+	return nil, false
+}
+
+// runEmbeddedSweep sweeps the embedded loader over --workers × --prefetch ×
+// --persistent.
+func runEmbeddedSweep(cmd *cobra.Command, o *sweepOptions) error {
+	ws, err := parseIntList(o.workers)
+	if err != nil {
+		return usageErrorf(cmd, "--workers %v", err)
+	}
+	ps, err := parseIntList(o.prefetch)
+	if err != nil {
+		return usageErrorf(cmd, "--prefetch %v", err)
+	}
+	pers, ok := persistentValues(o.persistent)
+	if !ok {
+		return usageErrorf(cmd, "--persistent %q: want true, false or both", o.persistent)
+	}
+	base, err := o.k.config(cmd, o.k.scenario)
+	if err != nil {
+		return err
+	}
+	if !cmd.Flags().Changed("epochs") {
+		base.Epochs = 2
+	}
+	if !cmd.Flags().Changed("batches") {
+		base.Batches = 30
+	}
+	if base.Epochs == 0 {
+		return usageErrorf(cmd, "--epochs must be at least 1 for a sweep")
+	}
+	l, err := session.OpenLoaders([]loader.Config{base}, o.k.events, o.stderr)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	e := &session.EmbeddedTrials{Base: base, Dataset: l.Datasets[0], Events: l.Events, Interval: o.interval,
+		Roots: probes.Roots{Proc: "/proc", Sys: "/sys"}, Th: diagnose.DefaultThresholds()}
+	ws, ps = session.Dedupe(ws), session.Dedupe(ps)
+	if n := embeddedGridSize(ws, ps, pers); n > o.maxRuns {
+		return usageErrorf(cmd, "the grid has %d configurations, more than --max-runs %d: give fewer values, or raise --max-runs", n, o.maxRuns)
+	}
+	g := session.SweepGrid(ws, ps, pers)
+	for _, s := range g {
+		if _, _, err := e.Apply(s, nil); err != nil {
+			return usageErrorf(cmd, "%v", err)
+		}
+	}
+	title := fmt.Sprintf("batch %d × %s, decode %v, step %v, access %s, %d epochs × %d batches",
+		base.BatchSize, loader.FormatSize(base.SampleSize), base.DecodeCost, base.StepTime, base.Access, base.Epochs, base.BatchesPerEpoch())
+	return finishSweep(cmd, o, sweepRun{trials: e, header: base.Knobs(), grid: g, title: title})
+}
+
+// sweepRun is one sweep to run: its trials, the setting its results are
+// headed by, the grid, and the table's title.
+type sweepRun struct {
+	trials session.Trials
+	header session.Setting
+	grid   []session.Setting
+	title  string
 }
 
 // finishSweep runs the grid and writes the table (or JSON), --out and
@@ -158,8 +206,9 @@ the first batch and the stall at each epoch boundary.`,
 // sweep, and the rows measured so far are printed and written all the
 // same: a clean stop, status 0, as the README's exit statuses say. A sweep
 // where no configuration could be measured fails (status 1).
-func finishSweep(cmd *cobra.Command, t session.Trials, header session.Setting, g []session.Setting, title, out, htmlOut string, asJSON bool, stdout, stderr io.Writer) error {
-	results, err := session.Sweep(cmd.Context(), t, g, progressTo(stderr))
+func finishSweep(cmd *cobra.Command, o *sweepOptions, r sweepRun) error {
+	g, title, stdout, stderr := r.grid, r.title, o.stdout, o.stderr
+	results, err := session.Sweep(cmd.Context(), r.trials, g, progressTo(stderr))
 	of := 0
 	if errors.Is(err, session.ErrSweepInterrupted) {
 		of = len(g)
@@ -168,27 +217,27 @@ func finishSweep(cmd *cobra.Command, t session.Trials, header session.Setting, g
 	} else if err != nil {
 		return err
 	}
-	if asJSON {
-		if err := session.WriteSweepJSON(stdout, header, results, of); err != nil {
+	if o.asJSON {
+		if err := session.WriteSweepJSON(stdout, r.header, results, of); err != nil {
 			return err
 		}
 	} else {
 		session.PrintSweep(stdout, title, results)
 	}
-	if out != "" {
+	if o.out != "" {
 		var b bytes.Buffer
-		if err := session.WriteSweepJSON(&b, header, results, of); err != nil {
+		if err := session.WriteSweepJSON(&b, r.header, results, of); err != nil {
 			return err
 		}
-		if err := os.WriteFile(out, b.Bytes(), 0o666); err != nil { // less the umask
+		if err := os.WriteFile(o.out, b.Bytes(), 0o666); err != nil { // less the umask
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
-	if htmlOut != "" && len(results) > 0 {
-		if err := writeSweepHTML(htmlOut, title, results); err != nil {
+	if o.htmlOut != "" && len(results) > 0 {
+		if err := writeSweepHTML(o.htmlOut, title, results); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "gpuwatch: wrote %s\n", htmlOut)
+		fmt.Fprintf(stderr, "gpuwatch: wrote %s\n", o.htmlOut)
 	}
 	if of == 0 && !slices.ContainsFunc(results, func(r session.SweepResult) bool { return r.Failed == "" }) {
 		return errors.New("no configuration could be measured: each one's reason is in the table")

@@ -14,11 +14,21 @@ import (
 	"github.com/gpuwatch/gpuwatch/session"
 )
 
+// tuneOptions are the tune command's flags and streams: cli/cli's options
+// struct, with runTune its run function.
+type tuneOptions struct {
+	knobs    knobFlags
+	asJSON   bool          // JSON lines: each run, then the result
+	interval time.Duration // between samples
+	runFor   time.Duration // the longest one configuration runs
+	runs     int           // the most configurations tried
+	stdout   io.Writer
+	stderr   io.Writer
+}
+
 func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
-	var k knobFlags
-	var asJSON bool
-	var interval, runFor time.Duration
-	var runs int
+	opts := &tuneOptions{stdout: stdout, stderr: stderr}
+	k := &opts.knobs
 	cmd := &cobra.Command{
 		Use:   "tune [knobs] | tune [flags] -- CMD [ARGS…]",
 		Short: "Run a loader, apply the verdict's computed changes, and run again until it is healthy",
@@ -45,7 +55,7 @@ Without a command, tune runs gpuwatch's embedded loader with the knobs given.`,
   gpuwatch tune --scenario starved
   gpuwatch tune --workers 0 --decode-cost 2ms --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if interval < 100*time.Millisecond || runFor < 5*interval || runs < 1 {
+			if opts.interval < 100*time.Millisecond || opts.runFor < 5*opts.interval || opts.runs < 1 {
 				return usageErrorf(cmd, "want --interval ≥ 100ms, --run-for ≥ 5 intervals and --runs ≥ 1")
 			}
 			var trials session.Trials
@@ -54,7 +64,7 @@ Without a command, tune runs gpuwatch's embedded loader with the knobs given.`,
 				if k.anyKnob(cmd) {
 					return usageErrorf(cmd, "the embedded loader's knobs (--workers …) and a command: choose one; a command's knobs are its placeholders ({num_workers:1})")
 				}
-				t, s, cleanup, err := commandTrials(cmd, args, interval)
+				t, s, cleanup, err := commandTrials(cmd, args, opts.interval)
 				if err != nil {
 					return err
 				}
@@ -65,37 +75,39 @@ Without a command, tune runs gpuwatch's embedded loader with the knobs given.`,
 				if err != nil {
 					return err
 				}
-				l, err := session.OpenLoaders([]loader.Config{c}, k.events, stderr)
+				l, err := session.OpenLoaders([]loader.Config{c}, k.events, opts.stderr)
 				if err != nil {
 					return err
 				}
 				defer l.Close()
-				e := &session.EmbeddedTrials{Base: c, Dataset: l.Datasets[0], Events: l.Events, Interval: interval,
+				e := &session.EmbeddedTrials{Base: c, Dataset: l.Datasets[0], Events: l.Events, Interval: opts.interval,
 					Roots: probes.Roots{Proc: "/proc", Sys: "/sys"}, Th: diagnose.DefaultThresholds()}
 				trials, start = e, e.Start(c)
 			}
-			return runTune(cmd, trials, start, session.TuneOptions{RunFor: runFor, Runs: runs}, asJSON, stdout, stderr)
+			return runTune(cmd, opts, trials, start)
 		},
 	}
 	k.register(cmd, false)
 	registerTrialLogs(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per run, then the result")
-	cmd.Flags().DurationVarP(&interval, "interval", "n", 500*time.Millisecond, "time between samples")
-	cmd.Flags().DurationVar(&runFor, "run-for", 60*time.Second, "the longest one configuration runs before its verdict is taken (a run ends once the verdict settles)")
-	cmd.Flags().IntVar(&runs, "runs", 5, "the most configurations tried")
+	cmd.Flags().BoolVar(&opts.asJSON, "json", false, "one JSON object per run, then the result")
+	cmd.Flags().DurationVarP(&opts.interval, "interval", "n", 500*time.Millisecond, "time between samples")
+	cmd.Flags().DurationVar(&opts.runFor, "run-for", 60*time.Second, "the longest one configuration runs before its verdict is taken (a run ends once the verdict settles)")
+	cmd.Flags().IntVar(&opts.runs, "runs", 5, "the most configurations tried")
 	// The names before the command form.
-	cmd.Flags().DurationVar(&runFor, "max-run", 60*time.Second, "")
-	cmd.Flags().IntVar(&runs, "steps", 5, "")
+	cmd.Flags().DurationVar(&opts.runFor, "max-run", 60*time.Second, "")
+	cmd.Flags().IntVar(&opts.runs, "steps", 5, "")
 	_ = cmd.Flags().MarkHidden("max-run")
 	_ = cmd.Flags().MarkHidden("steps")
 	return cmd
 }
 
-// runTune runs tune and prints each run as it ends, then the table (or
-// JSON lines: each run, then the result).
-func runTune(cmd *cobra.Command, t session.Trials, start session.Setting, o session.TuneOptions, asJSON bool, stdout, stderr io.Writer) error {
+// runTune runs tune over trials from start and prints each run as it ends,
+// then the table (or JSON lines: each run, then the result).
+func runTune(cmd *cobra.Command, opts *tuneOptions, t session.Trials, start session.Setting) error {
+	asJSON, stdout := opts.asJSON, opts.stdout
 	enc := json.NewEncoder(stdout)
 	var steps []session.TuneStep
+	o := session.TuneOptions{RunFor: opts.runFor, Runs: opts.runs}
 	res, err := session.Tune(cmd.Context(), o, t, start, func(s session.TuneStep) error {
 		steps = append(steps, s)
 		if asJSON {

@@ -61,39 +61,7 @@ const GoodEnough = 0.95
 // the model gives the configuration as it is.
 func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 	cur := p.Knobs
-	type cand struct {
-		k     Knobs
-		pred  Prediction
-		limit Limit
-		cost  float64
-	}
-	var cands []cand
-	for _, w := range workerCounts(cur.Workers, cores) {
-		for _, pers := range bools(cur.Persistent, cur.knownPersistent && w > 0) {
-			for _, cache := range bools(cur.Cache, cur.knownPC && p.CacheFits) {
-				k := cur
-				k.Workers, k.Persistent, k.Cache = w, pers, cache
-				if w == 0 {
-					k.Persistent = false
-				}
-				if w > 0 && k.Prefetch == 0 {
-					k.Prefetch = sample.PrefetchWithWorkers
-				}
-				pred, limit := p.Predict(k)
-				cost := 0.0
-				if w != cur.Workers {
-					cost += 1 + math.Abs(float64(w-cur.Workers))/100
-				}
-				if k.Persistent != cur.Persistent && w > 0 && cur.Workers > 0 {
-					cost += 1
-				}
-				if k.Cache != cur.Cache {
-					cost += 1.5 // RAM is spent
-				}
-				cands = append(cands, cand{k, pred, limit, cost})
-			}
-		}
-	}
+	cands := candidates(p, cores)
 	// The throughput a prediction gives: samples/s, or for a sampled loop
 	// (rates unknown) its gain over what was measured.
 	rate := func(pr Prediction) float64 {
@@ -124,6 +92,61 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 		return nil, Prediction{}, limit
 	}
 	c := cands[pick]
+	return changesTo(p, c), c.pred, c.limit
+}
+
+// candidate is one configuration plan weighs: the knobs, what the model
+// predicts for them and what limits that, and the cost of the change from
+// the knobs now (one a knob changed, more for many workers added, most for
+// the RAM a cache spends).
+type candidate struct {
+	k     Knobs
+	pred  Prediction
+	limit Limit
+	cost  float64
+}
+
+// candidates are the configurations the model can reach from p's knobs:
+// every worker count workerCounts tries, with and without persistent
+// workers and the cache where those can change (prefetch 2 once there are
+// workers), each predicted.
+func candidates(p *Pipeline, cores int) []candidate {
+	cur := p.Knobs
+	var cands []candidate
+	for _, w := range workerCounts(cur.Workers, cores) {
+		for _, pers := range bools(cur.Persistent, cur.knownPersistent && w > 0) {
+			for _, cache := range bools(cur.Cache, cur.knownPC && p.CacheFits) {
+				k := cur
+				k.Workers, k.Persistent, k.Cache = w, pers, cache
+				if w == 0 {
+					k.Persistent = false
+				}
+				if w > 0 && k.Prefetch == 0 {
+					k.Prefetch = sample.PrefetchWithWorkers
+				}
+				pred, limit := p.Predict(k)
+				cost := 0.0
+				if w != cur.Workers {
+					cost += 1 + math.Abs(float64(w-cur.Workers))/100
+				}
+				if k.Persistent != cur.Persistent && w > 0 && cur.Workers > 0 {
+					cost += 1
+				}
+				if k.Cache != cur.Cache {
+					cost += 1.5 // RAM is spent
+				}
+				cands = append(cands, candidate{k, pred, limit, cost})
+			}
+		}
+	}
+	return cands
+}
+
+// changesTo are the changes that take p's knobs to c's, each with the knob
+// and flag that set it and why: workers (with prefetch where the embedded
+// loader needs it set), persistent workers, the cache.
+func changesTo(p *Pipeline, c candidate) []Change {
+	cur := p.Knobs
 	var out []Change
 	if c.k.Workers != cur.Workers {
 		out = append(out, Change{Knob: sample.KnobWorkers.Name, Flag: p.flag(sample.KnobWorkers), From: strconv.Itoa(cur.Workers), To: strconv.Itoa(c.k.Workers),
@@ -145,7 +168,7 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 		}
 		out = append(out, Change{Knob: sample.KnobCache.Name, Flag: p.flag(sample.KnobCache), From: "false", To: "true", Why: why})
 	}
-	return out, c.pred, c.limit
+	return out
 }
 
 // flag is how a knob is set on this pipeline's loader: a PyTorch

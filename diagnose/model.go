@@ -181,6 +181,13 @@ func pipeline(w *window) (*Pipeline, bool) {
 	case !w.batchesPerSec.ok || w.batchesPerSec.v <= 0:
 		return nil, false
 	}
+	return splitPipeline(w), true
+}
+
+// splitPipeline is the model of a loader that splits its time into reading
+// and decoding; the window has its step, its batch rate (above 0) and both
+// times.
+func splitPipeline(w *window) *Pipeline {
 	bps := w.batchesPerSec.v
 	p := &Pipeline{StepSec: w.stepMs.v / 1000, BatchesPerEpoch: float64(w.batchesPerEpoch), EpochStallSec: w.epochStallMs / 1000, Kind: w.loaderKind}
 	if w.samplesPerSec.ok && w.samplesPerSec.v > 0 {
@@ -192,22 +199,7 @@ func pipeline(w *window) (*Pipeline, bool) {
 	p.Knobs = knobsOf(w)
 	// Per batch, summed over workers: wall time reading and decoding.
 	rd, dc := w.readSec.v/bps, w.decodeSec.v/bps
-	// Wall time beyond CPU is waiting: on storage, or — when more workers
-	// are busy than there are CPUs — for a CPU. Take the CPU queueing out.
-	busy := (rd + dc) * bps // workers busy on average
-	queue := 1.0
-	if cores := float64(w.cores); cores > 0 && busy > cores {
-		queue = busy / cores
-	}
-	// CPU per batch: the loader's measured CPU when it covers the workers
-	// (it counts the CPU of reading too), else the decode time less its
-	// queueing.
-	cpu := dc / queue
-	if w.loaderCPU.ok {
-		if lc := w.loaderCPU.v / 100 / bps; lc >= 0.5*cpu {
-			cpu = min(rd+dc, lc)
-		}
-	}
+	cpu, queue := splitCPU(w, rd, dc)
 	p.CPUSec = cpu
 	if pg := w.paging; pg.majFaults.ok && pg.majFaults.v >= DefaultThresholds().MmapFaultsPerSec {
 		// Faulting pages in is kernel CPU on top of the decode; from RAM
@@ -221,13 +213,49 @@ func pipeline(w *window) (*Pipeline, bool) {
 	if p.Knobs.Workers == 0 {
 		p.IOSec = max(0, rd+dc-cpu)
 	}
-	// The workers' CPUs: the job's, less its training loop's own (its
-	// step; loading inline, its thread's CPU is mostly the loading) and
-	// less what other processes take.
+	p.CPUs = workerCPUs(w, p.Knobs.Workers, cpu)
+	storageLimits(w, p)
+	p.Measured = Prediction{SamplesPerSec: bps * p.BatchSize, Gain: 1}
+	if w.waitShare.ok {
+		p.Measured.WaitShare = w.waitShare.v
+	}
+	return p
+}
+
+// splitCPU is the loader's CPU seconds per batch from its wall seconds per
+// batch reading (rd) and decoding (dc), and the CPU queueing factor (1
+// when the busy workers fit the cores). Wall time beyond CPU is waiting:
+// on storage, or — when more workers are busy than there are CPUs — for a
+// CPU; the queueing is taken out.
+func splitCPU(w *window, rd, dc float64) (cpu, queue float64) {
+	bps := w.batchesPerSec.v
+	busy := (rd + dc) * bps // workers busy on average
+	queue = 1.0
+	if cores := float64(w.cores); cores > 0 && busy > cores {
+		queue = busy / cores
+	}
+	// CPU per batch: the loader's measured CPU when it covers the workers
+	// (it counts the CPU of reading too), else the decode time less its
+	// queueing.
+	cpu = dc / queue
+	if w.loaderCPU.ok {
+		if lc := w.loaderCPU.v / 100 / bps; lc >= 0.5*cpu {
+			cpu = min(rd+dc, lc)
+		}
+	}
+	return cpu, queue
+}
+
+// workerCPUs are the CPUs the loader's workers can have: the job's, less
+// its training loop's own (its step; loading inline, its thread's CPU is
+// mostly the loading) and less what other processes take; at least half a
+// CPU. cpu is the loader's CPU seconds per batch.
+func workerCPUs(w *window, workers int, cpu float64) float64 {
+	bps := w.batchesPerSec.v
 	loop := 0.0
 	if w.roles.loopPct.ok {
 		loop = w.roles.loopPct.v / 100
-		if p.Knobs.Workers == 0 {
+		if workers == 0 {
 			loop = max(0, loop-cpu*bps)
 		}
 	}
@@ -235,12 +263,18 @@ func pipeline(w *window) (*Pipeline, bool) {
 	if w.cpuBusy.ok {
 		others = max(0, w.cpuBusy.v/100*float64(w.cores)-cpu*bps-loop)
 	}
-	p.CPUs = float64(w.cores) - loop - others
+	cpus := float64(w.cores) - loop - others
 	if w.confined() {
 		// The job's cgroup is the limit: other processes are outside it.
-		p.CPUs = w.job.CPUCapacityCores - loop
+		cpus = w.job.CPUCapacityCores - loop
 	}
-	p.CPUs = max(0.5, p.CPUs)
+	return max(0.5, cpus)
+}
+
+// storageLimits sets what storage allows p: the bandwidth (the knob's,
+// lowered to what a saturated disk serves now) and the dataset's size,
+// with whether the page cache could hold it.
+func storageLimits(w *window, p *Pipeline) {
 	if bw, ok := knobBytes(w.knobs["read_bandwidth"]); ok && bw > 0 {
 		p.BandwidthBytesPerSec = bw
 	}
@@ -254,11 +288,6 @@ func pipeline(w *window) (*Pipeline, bool) {
 		p.DatasetBytes = size
 		p.CacheFits = size < w.roomForData()/2 // under a job's memory limit, the room it leaves
 	}
-	p.Measured = Prediction{SamplesPerSec: bps * p.BatchSize, Gain: 1}
-	if w.waitShare.ok {
-		p.Measured.WaitShare = w.waitShare.v
-	}
-	return p, true
 }
 
 // waitPipeline is the model of a loader that times only its loop (the

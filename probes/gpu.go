@@ -220,3 +220,12 @@ func decodeClockEvents(mask uint64) []string {
 	}
 	return out
 }
+
+// markUnavailable records why a GPU's field has no value (the field's JSON
+// name, as in sample.GPU.Unavailable), making the map on first use.
+func markUnavailable(g *sample.GPU, field, why string) {
+	if g.Unavailable == nil {
+		g.Unavailable = make(map[string]string)
+	}
+	g.Unavailable[field] = why
+}

@@ -79,78 +79,92 @@ func (p *AMD) GPUs(context.Context) ([]sample.GPU, error) {
 	}
 	var out []sample.GPU
 	for _, n := range cards {
-		dev := filepath.Join(p.drm, "card"+strconv.Itoa(n), "device")
-		vendor, err := p.r.read(filepath.Join(dev, "vendor"))
-		if err != nil || string(bytes.TrimSpace(vendor)) != amdVendorID {
-			continue
+		if g, ok := p.card(n); ok {
+			out = append(out, g)
 		}
-		g := sample.GPU{Index: n, Vendor: "amd", Name: "AMD GPU", Processes: []sample.GPUProcess{}}
-		if b, err := p.r.read(filepath.Join(dev, "product_name")); err == nil && len(bytes.TrimSpace(b)) > 0 {
-			g.Name = string(bytes.TrimSpace(b))
-		}
-		if b, err := p.r.read(filepath.Join(dev, "uevent")); err == nil {
-			for line := range strings.Lines(string(b)) {
-				if v, ok := strings.CutPrefix(strings.TrimSpace(line), "PCI_SLOT_NAME="); ok {
-					g.BusID = v
-				}
-			}
-		}
-		miss := func(field string, err error) {
-			if g.Unavailable == nil {
-				g.Unavailable = make(map[string]string)
-			}
-			if errors.Is(err, fs.ErrNotExist) {
-				g.Unavailable[field] = "not reported by this driver"
-			} else {
-				g.Unavailable[field] = err.Error()
-			}
-		}
-		if v, err := p.readNumber(filepath.Join(dev, "gpu_busy_percent")); err == nil {
-			g.UtilPct = ptr(v)
-		} else {
-			miss("util_pct", err)
-		}
-		if v, err := p.readNumber(filepath.Join(dev, "mem_busy_percent")); err == nil {
-			g.MemUtilPct = ptr(v)
-		}
-		if v, err := p.readNumber(filepath.Join(dev, "mem_info_vram_used")); err == nil {
-			g.MemUsedBytes = ptr(uint64(v))
-		} else {
-			miss("mem_used_bytes", err)
-		}
-		if v, err := p.readNumber(filepath.Join(dev, "mem_info_vram_total")); err == nil {
-			g.MemTotalBytes = ptr(uint64(v))
-		} else {
-			miss("mem_total_bytes", err)
-		}
-		hw := p.hwmon(dev)
-		if hw == "" {
-			miss("power_watts", fs.ErrNotExist)
-			miss("temp_c", fs.ErrNotExist)
-		} else {
-			// Newer kernels report power1_input, older power1_average.
-			if v, err := p.readNumber(filepath.Join(hw, "power1_average")); err == nil {
-				g.PowerWatts = ptr(v / 1e6)
-			} else if v, err := p.readNumber(filepath.Join(hw, "power1_input")); err == nil {
-				g.PowerWatts = ptr(v / 1e6)
-			} else {
-				miss("power_watts", err)
-			}
-			if v, err := p.readNumber(filepath.Join(hw, "power1_cap")); err == nil {
-				g.PowerLimitWatts = ptr(v / 1e6)
-			}
-			if v, err := p.readNumber(filepath.Join(hw, "temp1_input")); err == nil {
-				g.TempC = ptr(v / 1000)
-			} else {
-				miss("temp_c", err)
-			}
-		}
-		out = append(out, g)
 	}
 	if len(out) == 0 {
 		return nil, Unavailable("no AMD GPU")
 	}
 	return out, nil
+}
+
+// card reads DRM card n; false when it is not an AMD device (or its vendor
+// cannot be read). A reading that fails is nil with its reason.
+func (p *AMD) card(n int) (sample.GPU, bool) {
+	dev := filepath.Join(p.drm, "card"+strconv.Itoa(n), "device")
+	vendor, err := p.r.read(filepath.Join(dev, "vendor"))
+	if err != nil || string(bytes.TrimSpace(vendor)) != amdVendorID {
+		return sample.GPU{}, false
+	}
+	g := sample.GPU{Index: n, Vendor: "amd", Name: "AMD GPU", Processes: []sample.GPUProcess{}}
+	if b, err := p.r.read(filepath.Join(dev, "product_name")); err == nil && len(bytes.TrimSpace(b)) > 0 {
+		g.Name = string(bytes.TrimSpace(b))
+	}
+	if b, err := p.r.read(filepath.Join(dev, "uevent")); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "PCI_SLOT_NAME="); ok {
+				g.BusID = v
+			}
+		}
+	}
+	if v, err := p.readNumber(filepath.Join(dev, "gpu_busy_percent")); err == nil {
+		g.UtilPct = ptr(v)
+	} else {
+		amdMiss(&g, "util_pct", err)
+	}
+	if v, err := p.readNumber(filepath.Join(dev, "mem_busy_percent")); err == nil {
+		g.MemUtilPct = ptr(v)
+	}
+	if v, err := p.readNumber(filepath.Join(dev, "mem_info_vram_used")); err == nil {
+		g.MemUsedBytes = ptr(uint64(v))
+	} else {
+		amdMiss(&g, "mem_used_bytes", err)
+	}
+	if v, err := p.readNumber(filepath.Join(dev, "mem_info_vram_total")); err == nil {
+		g.MemTotalBytes = ptr(uint64(v))
+	} else {
+		amdMiss(&g, "mem_total_bytes", err)
+	}
+	p.readHwmon(dev, &g)
+	return g, true
+}
+
+// readHwmon fills the card's power, power limit and temperature from its
+// hwmon folder (amdgpu reports microwatts and millidegrees Celsius).
+func (p *AMD) readHwmon(dev string, g *sample.GPU) {
+	hw := p.hwmon(dev)
+	if hw == "" {
+		amdMiss(g, "power_watts", fs.ErrNotExist)
+		amdMiss(g, "temp_c", fs.ErrNotExist)
+		return
+	}
+	// Newer kernels report power1_input, older power1_average.
+	if v, err := p.readNumber(filepath.Join(hw, "power1_average")); err == nil {
+		g.PowerWatts = ptr(v / 1e6)
+	} else if v, err := p.readNumber(filepath.Join(hw, "power1_input")); err == nil {
+		g.PowerWatts = ptr(v / 1e6)
+	} else {
+		amdMiss(g, "power_watts", err)
+	}
+	if v, err := p.readNumber(filepath.Join(hw, "power1_cap")); err == nil {
+		g.PowerLimitWatts = ptr(v / 1e6)
+	}
+	if v, err := p.readNumber(filepath.Join(hw, "temp1_input")); err == nil {
+		g.TempC = ptr(v / 1000)
+	} else {
+		amdMiss(g, "temp_c", err)
+	}
+}
+
+// amdMiss marks a field unavailable with err's reason, a file the driver
+// does not have as "not reported by this driver".
+func amdMiss(g *sample.GPU, field string, err error) {
+	if errors.Is(err, fs.ErrNotExist) {
+		markUnavailable(g, field, "not reported by this driver")
+	} else {
+		markUnavailable(g, field, err.Error())
+	}
 }
 
 // hwmon returns the device's hwmon folder, or "" if it has none.

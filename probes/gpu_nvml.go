@@ -248,10 +248,7 @@ func (p *NVML) read(d *nvmlDevice) sample.GPU {
 		if ret == nvml.ERROR_GPU_IS_LOST {
 			d.lost = true
 		}
-		if g.Unavailable == nil {
-			g.Unavailable = make(map[string]string)
-		}
-		g.Unavailable[field] = reason(ret)
+		markUnavailable(&g, field, reason(ret))
 	}
 	if d.lost {
 		g.Lost = true
@@ -259,24 +256,49 @@ func (p *NVML) read(d *nvmlDevice) sample.GPU {
 		return g
 	}
 	g.MIG = p.readMIG(d)
+	readUtil(d, &g, fail)
+	if d.lost {
+		g.Lost = true
+		return g
+	}
+	p.readUtilSamples(d, &g, fail)
+	readSensors(d, &g, fail)
+	p.mu.Lock()
+	g.PCIeRxBytesPerSec, g.PCIeTxBytesPerSec = d.pcieRx, d.pcieTx
+	pcieReason := d.pcieReason
+	p.mu.Unlock()
+	if pcieReason != "" {
+		markUnavailable(&g, "pcie", pcieReason)
+	}
+	p.readProcesses(d, &g, fail)
+	p.readGPM(d, &g)
+	g.PCIeLink, g.PCIeLinkBytesPerSec = d.pcieLink, d.pcieLinkBs
+	readNVLink(d, &g)
+	if d.lost {
+		g.Lost = true
+	}
+	return g
+}
+
+// readUtil reads how busy the GPU and its memory were over the driver's
+// last sample period. A partitioned (MIG) GPU whose driver does not say is
+// marked with MIGNoUtil rather than the driver's error.
+func readUtil(d *nvmlDevice, g *sample.GPU, fail func(string, nvml.Return)) {
 	if u, ret := d.h.GetUtilizationRates(); ret == nvml.SUCCESS {
 		g.UtilPct, g.MemUtilPct = ptr(float64(u.Gpu)), ptr(float64(u.Memory))
 	} else if ret == nvml.ERROR_NOT_SUPPORTED && g.MIG != nil {
 		// The driver does not say how busy a partitioned GPU is, nor each
 		// MIG instance: that takes GPM (Hopper and later) or DCGM.
-		if g.Unavailable == nil {
-			g.Unavailable = make(map[string]string)
-		}
-		g.Unavailable["util_pct"] = MIGNoUtil
+		markUnavailable(g, "util_pct", MIGNoUtil)
 	} else {
 		fail("util_pct", ret)
 	}
-	if d.lost {
-		g.Lost = true
-		return g
-	}
-	// The driver's sample buffer holds utilization readings finer than
-	// one poll: everything newer than the last one read.
+}
+
+// readUtilSamples reduces the driver's utilization sample buffer, which
+// holds readings finer than one poll: everything newer than the last one
+// read.
+func (p *NVML) readUtilSamples(d *nvmlDevice, g *sample.GPU, fail func(string, nvml.Return)) {
 	switch vt, ss, ret := d.h.GetSamples(nvml.GPU_UTILIZATION_SAMPLES, d.lastSampleTs); ret {
 	case nvml.SUCCESS:
 		vals := p.vals[:0]
@@ -295,6 +317,12 @@ func (p *NVML) read(d *nvmlDevice) sample.GPU {
 	default:
 		fail("util_samples", ret)
 	}
+}
+
+// readSensors reads the GPU's memory use, power draw and limit (NVML
+// reports milliwatts), temperature, SM clock and why its clocks are held
+// down.
+func readSensors(d *nvmlDevice, g *sample.GPU, fail func(string, nvml.Return)) {
 	if m, ret := d.h.GetMemoryInfo(); ret == nvml.SUCCESS {
 		g.MemUsedBytes, g.MemTotalBytes = ptr(m.Used), ptr(m.Total)
 	} else {
@@ -325,24 +353,6 @@ func (p *NVML) read(d *nvmlDevice) sample.GPU {
 	} else {
 		fail("clock_events", ret)
 	}
-	p.mu.Lock()
-	g.PCIeRxBytesPerSec, g.PCIeTxBytesPerSec = d.pcieRx, d.pcieTx
-	pcieReason := d.pcieReason
-	p.mu.Unlock()
-	if pcieReason != "" {
-		if g.Unavailable == nil {
-			g.Unavailable = make(map[string]string)
-		}
-		g.Unavailable["pcie"] = pcieReason
-	}
-	p.readProcesses(d, &g, fail)
-	p.readGPM(d, &g)
-	g.PCIeLink, g.PCIeLinkBytesPerSec = d.pcieLink, d.pcieLinkBs
-	readNVLink(d, &g)
-	if d.lost {
-		g.Lost = true
-	}
-	return g
 }
 
 // pcieLaneBytesPerSec is one lane's bandwidth each way by PCIe generation

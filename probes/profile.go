@@ -79,6 +79,8 @@ func SummarizeProfile(data []byte, top int) (*sample.Profile, error) {
 	return summarize(p, top)
 }
 
+// summarize adds up p's samples by the CPU (or first) value type and
+// returns the category shares and the top functions, at most top of them.
 func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 	vi := valueIndex(p)
 	if vi < 0 {
@@ -89,29 +91,7 @@ func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 	if p.TimeNanos != 0 {
 		out.TakenAt = time.Unix(0, p.TimeNanos)
 	}
-	// Everything about a function — its category, whether it is the GC's
-	// worker — is decided once per function, not once per frame of every
-	// sample: a 5 MB profile has ~100 k samples but a few thousand
-	// functions.
-	t := newFuncTable(p)
-	names := t.names
-	cat := make([]int8, len(names)) // index into sample.ProfileCategories, -1 none
-	gcWorker := make([]bool, len(names))
-	for i, n := range names {
-		cat[i] = ruleCategory(n)
-		gcWorker[i] = strings.HasPrefix(n, "runtime.gcBgMarkWorker")
-	}
-	grow := func() { // functions first met in samples (malformed tables)
-		for len(cat) < len(names) {
-			cat = append(cat, ruleCategory(names[len(cat)]))
-			gcWorker = append(gcWorker, strings.HasPrefix(names[len(gcWorker)], "runtime.gcBgMarkWorker"))
-		}
-	}
-	flat := make([]int64, len(names))
-	cum := make([]int64, len(names))
-	stamp := make([]int, len(names)) // sample number that last counted cum
-	var cats [5]int64
-	var total int64
+	tl := newProfileTally(newFuncTable(p))
 	ci := countIndex(p)
 	for si, s := range p.Sample {
 		if vi >= len(s.Value) || s.Value[vi] <= 0 {
@@ -126,57 +106,108 @@ func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 			n = min(s.Value[ci], maxSamples)
 		}
 		out.Samples = min(out.Samples+n, maxSamples)
-		if v > math.MaxInt64-total {
+		if v > math.MaxInt64-tl.total {
 			// Every flat, cum and category sum is at most the total: checked
 			// here, none of them can wrap to a negative share.
 			return nil, errors.New("the profile's sample values add up past 2⁶³: no CPU profile is that long")
 		}
-		total += v
-		first, c, gc := -1, int8(-1), false
-		for _, loc := range s.Location {
-			fs := t.funcsOf(loc)
-			names = t.names
-			if len(names) > len(cat) {
-				grow()
-				flat = append(flat, make([]int64, len(names)-len(flat))...)
-				cum = append(cum, make([]int64, len(names)-len(cum))...)
-				stamp = append(stamp, make([]int, len(names)-len(stamp))...)
-			}
-			for _, fi := range fs {
-				if first < 0 {
-					first = fi
-				}
-				if stamp[fi] != si+1 { // cum: once per function per sample
-					stamp[fi] = si + 1
-					cum[fi] += v
-				}
-				if c < 0 {
-					c = cat[fi]
-				}
-				gc = gc || gcWorker[fi]
-			}
-		}
-		if first >= 0 {
-			flat[first] += v
-		}
-		switch {
-		case gc:
-			cats[3] += v
-		case c >= 0:
-			cats[c] += v
-		default:
-			cats[4] += v
-		}
+		tl.total += v
+		tl.add(si, s, v)
 	}
-	if total == 0 {
+	if tl.total == 0 {
 		return nil, errors.New("profile has no samples")
 	}
-	finish(out, unit, total, cats, names, flat, cum, top)
+	tl.finish(out, unit, top)
 	return out, nil
 }
 
-// finish fills out's CPU seconds, category shares and top functions.
-func finish(out *sample.Profile, unit string, total int64, cats [5]int64, names []string, flat, cum []int64, top int) {
+// profileTally adds up a profile's sample values per function and per
+// category, in the profile's unit. Everything about a function — its
+// category, whether it is the GC's worker — is decided once per function,
+// not once per frame of every sample: a 5 MB profile has ~100 k samples but
+// a few thousand functions. The per-function slices are indexed by the
+// funcTable's numbers.
+type profileTally struct {
+	t        *funcTable
+	cat      []int8 // index into sample.ProfileCategories, -1 none
+	gcWorker []bool // the GC's background mark worker
+	flat     []int64
+	cum      []int64
+	stamp    []int    // sample number (from 1) that last counted cum
+	cats     [5]int64 // by sample.ProfileCategories
+	total    int64
+}
+
+// newProfileTally classifies t's functions once and starts every sum at 0.
+func newProfileTally(t *funcTable) *profileTally {
+	n := len(t.names)
+	tl := &profileTally{
+		t: t, cat: make([]int8, n), gcWorker: make([]bool, n),
+		flat: make([]int64, n), cum: make([]int64, n), stamp: make([]int, n),
+	}
+	for i, name := range t.names {
+		tl.cat[i] = ruleCategory(name)
+		tl.gcWorker[i] = strings.HasPrefix(name, "runtime.gcBgMarkWorker")
+	}
+	return tl
+}
+
+// grow classifies functions first met in samples (malformed tables) and
+// extends the sums to them.
+func (tl *profileTally) grow() {
+	names := tl.t.names
+	for len(tl.cat) < len(names) {
+		tl.cat = append(tl.cat, ruleCategory(names[len(tl.cat)]))
+		tl.gcWorker = append(tl.gcWorker, strings.HasPrefix(names[len(tl.gcWorker)], "runtime.gcBgMarkWorker"))
+	}
+	tl.flat = append(tl.flat, make([]int64, len(names)-len(tl.flat))...)
+	tl.cum = append(tl.cum, make([]int64, len(names)-len(tl.cum))...)
+	tl.stamp = append(tl.stamp, make([]int, len(names)-len(tl.stamp))...)
+}
+
+// add counts sample number si's value v: flat to its innermost function,
+// cum once to each function on its stack, and the whole to the category of
+// the innermost function that has one (the GC's worker anywhere on the
+// stack makes it gc; none, other). The caller adds v to total.
+func (tl *profileTally) add(si int, s *profile.Sample, v int64) {
+	first, c, gc := -1, int8(-1), false
+	for _, loc := range s.Location {
+		fs := tl.t.funcsOf(loc)
+		if len(tl.t.names) > len(tl.cat) {
+			tl.grow()
+		}
+		cat, gcWorker, cum, stamp := tl.cat, tl.gcWorker, tl.cum, tl.stamp
+		for _, fi := range fs {
+			if first < 0 {
+				first = fi
+			}
+			if stamp[fi] != si+1 { // cum: once per function per sample
+				stamp[fi] = si + 1
+				cum[fi] += v
+			}
+			if c < 0 {
+				c = cat[fi]
+			}
+			gc = gc || gcWorker[fi]
+		}
+	}
+	if first >= 0 {
+		tl.flat[first] += v
+	}
+	switch {
+	case gc:
+		tl.cats[3] += v
+	case c >= 0:
+		tl.cats[c] += v
+	default:
+		tl.cats[4] += v
+	}
+}
+
+// finish fills out's CPU seconds (from the profile's unit), category
+// shares and top functions, at most top of them, by flat then cum share.
+func (tl *profileTally) finish(out *sample.Profile, unit string, top int) {
+	total := tl.total
 	switch unit {
 	case "nanoseconds":
 		out.CPUSec = float64(total) / 1e9
@@ -188,12 +219,12 @@ func finish(out *sample.Profile, unit string, total int64, cats [5]int64, names 
 		out.CPUSec = float64(total)
 	}
 	for i, c := range sample.ProfileCategories {
-		out.Categories = append(out.Categories, sample.ProfileCategory{Name: c, Share: float64(cats[i]) / float64(total)})
+		out.Categories = append(out.Categories, sample.ProfileCategory{Name: c, Share: float64(tl.cats[i]) / float64(total)})
 	}
 	var fns []sample.ProfileFunc
-	for i, n := range names {
-		if i < len(cum) && cum[i] > 0 {
-			fns = append(fns, sample.ProfileFunc{Name: n, Flat: float64(flat[i]) / float64(total), Cum: float64(cum[i]) / float64(total)})
+	for i, n := range tl.t.names {
+		if i < len(tl.cum) && tl.cum[i] > 0 {
+			fns = append(fns, sample.ProfileFunc{Name: n, Flat: float64(tl.flat[i]) / float64(total), Cum: float64(tl.cum[i]) / float64(total)})
 		}
 	}
 	slices.SortFunc(fns, func(a, b sample.ProfileFunc) int {

@@ -198,6 +198,9 @@ func (s *Sampler) Tick(ctx context.Context) *sample.Frame {
 	return s.tick(ctx)
 }
 
+// tick runs one round: it hands every lane with a probe to call the
+// round's context, waits at most Timeout for them, and assembles what
+// arrived into the Frame, with each missing probe's reason.
 func (s *Sampler) tick(ctx context.Context) *sample.Frame {
 	now := s.opt.Now()
 	f := &sample.Frame{Time: now, Unavailable: make(map[sample.Source]string)}
@@ -207,18 +210,24 @@ func (s *Sampler) tick(ctx context.Context) *sample.Frame {
 	s.last = now
 	cctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	defer cancel()
+	sent := s.dispatch(cctx, f, now)
+	s.gather(sent, f, now)
+	f.AssignRoles()
+	return f
+}
+
+// dispatch sends ctx to every lane that is free and has a probe not
+// resting at now, and returns those lanes. The probes of a lane still busy
+// with a late call, and resting probes, are marked unavailable in f with
+// their last reason.
+func (s *Sampler) dispatch(ctx context.Context, f *sample.Frame, now time.Time) []*lane {
 	var sent []*lane
 	for _, ln := range s.lanes {
-		if ln.busy {
-			select {
-			case <-ln.done: // the late call returned; its data is stale
-				ln.busy = false
-			default:
-				for _, sl := range ln.probes {
-					f.Unavailable[sample.Source(sl.probe.Name())] = sl.reason
-				}
-				continue
+		if ln.stillBusy() {
+			for _, sl := range ln.probes {
+				f.Unavailable[sample.Source(sl.probe.Name())] = sl.reason
 			}
+			continue
 		}
 		ran := false
 		for _, sl := range ln.probes {
@@ -232,10 +241,18 @@ func (s *Sampler) tick(ctx context.Context) *sample.Frame {
 		if !ran {
 			continue
 		}
-		ln.req <- cctx
+		ln.req <- ctx
 		ln.busy = true
 		sent = append(sent, ln)
 	}
+	return sent
+}
+
+// gather waits for the lanes sent, all within one Timeout, and merges what
+// each one's probes found into f. Once the time is up it takes the lanes
+// that made it anyway, without waiting, and marks the others' probes as not
+// answering.
+func (s *Sampler) gather(sent []*lane, f *sample.Frame, now time.Time) {
 	s.timer.Reset(s.opt.Timeout)
 	expired := false
 	for _, ln := range sent {
@@ -247,45 +264,60 @@ func (s *Sampler) tick(ctx context.Context) *sample.Frame {
 				expired = true
 			}
 		}
-		if expired && ln.busy {
-			// Collect the lanes that made it anyway, without waiting.
-			select {
-			case <-ln.done:
-				ln.busy = false
-			default:
-				for _, sl := range ln.probes {
-					if !sl.skip {
-						sl.reason = fmt.Sprintf("%s probe did not answer within %v", sl.probe.Name(), s.opt.Timeout)
-					}
-					f.Unavailable[sample.Source(sl.probe.Name())] = sl.reason
+		if expired && ln.stillBusy() {
+			for _, sl := range ln.probes {
+				if !sl.skip {
+					sl.reason = fmt.Sprintf("%s probe did not answer within %v", sl.probe.Name(), s.opt.Timeout)
 				}
-				continue
-			}
-		}
-		for _, sl := range ln.probes {
-			if sl.skip {
-				continue
-			}
-			switch err := sl.err; {
-			case err == nil:
-				sl.reason = ""
-				f.Merge(&sl.scratch)
-			case errors.Is(err, ErrUnavailable):
-				sl.reason = err.Error()
-				sl.restUntil = now.Add(s.opt.RetryAfter)
-				f.Unavailable[sample.Source(sl.probe.Name())] = sl.reason
-			default:
-				// A failing read is reported but retried next tick;
-				// whatever the probe did fill is kept.
-				sl.reason = err.Error()
-				f.Merge(&sl.scratch)
 				f.Unavailable[sample.Source(sl.probe.Name())] = sl.reason
 			}
+			continue
 		}
+		ln.merge(f, now, s.opt.RetryAfter)
 	}
 	s.timer.Stop() // since Go 1.23 no stale tick can remain in C
-	f.AssignRoles()
-	return f
+}
+
+// stillBusy reports whether the lane's call outlived its timeout and has
+// not returned yet; a late call that has returned frees the lane (its data
+// is stale and is dropped with the next call).
+func (ln *lane) stillBusy() bool {
+	if !ln.busy {
+		return false
+	}
+	select {
+	case <-ln.done:
+		ln.busy = false
+		return false
+	default:
+		return true
+	}
+}
+
+// merge adds the lane's probes' results of the call that returned to f. A
+// probe that is unavailable rests until now+retryAfter; one that failed
+// otherwise is retried next tick, and whatever it did fill is kept.
+func (ln *lane) merge(f *sample.Frame, now time.Time, retryAfter time.Duration) {
+	for _, sl := range ln.probes {
+		if sl.skip {
+			continue
+		}
+		switch err := sl.err; {
+		case err == nil:
+			sl.reason = ""
+			f.Merge(&sl.scratch)
+		case errors.Is(err, ErrUnavailable):
+			sl.reason = err.Error()
+			sl.restUntil = now.Add(retryAfter)
+			f.Unavailable[sample.Source(sl.probe.Name())] = sl.reason
+		default:
+			// A failing read is reported but retried next tick;
+			// whatever the probe did fill is kept.
+			sl.reason = err.Error()
+			f.Merge(&sl.scratch)
+			f.Unavailable[sample.Source(sl.probe.Name())] = sl.reason
+		}
+	}
 }
 
 // Run primes the probes (counters need a baseline, so the first published

@@ -37,24 +37,11 @@ func esc(s string) string { return html.EscapeString(sample.Printable(s)) }
 // is linked as the report with charts.
 func WriteMarkdown(w io.Writer, s *Summary, htmlName string) error {
 	var b strings.Builder
-	r := s.Recording
 	fmt.Fprintf(&b, "# gpuwatch report: %s\n\n", orDash(s.Dominant))
 	if htmlName != "" {
 		fmt.Fprintf(&b, "Charts: [%s](%s)\n\n", htmlName, htmlName)
 	}
-	fmt.Fprintf(&b, "%s on **%s** (%d cores", r.Start.UTC().Format("2006-01-02 15:04:05 UTC"), md(orDash(r.Host)), r.Cores)
-	if len(r.GPUs) > 0 {
-		fmt.Fprintf(&b, ", %d GPU: %s", len(r.GPUs), md(strings.Join(r.GPUs, ", ")))
-	} else {
-		b.WriteString(", no GPU")
-	}
-	fmt.Fprintf(&b, "), %s, %d frames, gpuwatch %s.\n\n", dur(r.DurationSec), r.Frames, md(r.GpuwatchVersion))
-	if r.Job != "" {
-		fmt.Fprintf(&b, "Job: %s.\n\n", md(r.Job))
-	}
-	for _, wmsg := range r.Warnings {
-		fmt.Fprintf(&b, "> warning: %s\n\n", md(wmsg))
-	}
+	mdRecording(&b, s.Recording)
 	b.WriteString("## Verdicts\n\n| verdict | time | share |\n|---|---:|---:|\n")
 	for _, v := range s.Verdicts {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", v.Kind, dur(v.Seconds), pctStr(v.Share))
@@ -65,60 +52,105 @@ func WriteMarkdown(w io.Writer, s *Summary, htmlName string) error {
 	}
 	b.WriteString("\n## Findings\n")
 	for _, f := range s.Findings {
-		fmt.Fprintf(&b, "\n### %s — %s\n\n%s, confidence %.0f %%.\n\n", f.Kind, f.Title, f.Severity, 100*f.Confidence)
-		for _, e := range f.Evidence {
-			fmt.Fprintf(&b, "- %s\n", md(e))
-		}
-		if len(f.Secondary) > 0 {
-			b.WriteString("\nAlso seen:\n\n")
-			for _, e := range f.Secondary {
-				fmt.Fprintf(&b, "- %s\n", md(e))
-			}
-		}
-		if len(f.Changes) > 0 {
-			b.WriteString("\n| knob | flag | from | to | why |\n|---|---|---|---|---|\n")
-			for _, c := range f.Changes {
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", md(c.Knob), md(c.Flag), md(c.From), md(c.To), md(c.Why))
-			}
-		}
-		if len(f.Advice) > 0 {
-			b.WriteString("\nWhat to change:\n\n")
-			for _, a := range f.Advice {
-				fmt.Fprintf(&b, "1. %s\n", md(a))
-			}
-		}
-		if len(f.Missing) > 0 {
-			fmt.Fprintf(&b, "\nNot seen: %s.\n", md(strings.Join(f.Missing, "; ")))
-		}
+		mdFinding(&b, f)
 	}
-	if l := s.Loader; l != nil {
-		fmt.Fprintf(&b, "\n## Loader\n\n%s: %d batches, mean wait share %s, mean %.0f samples/s.\n",
-			md(l.Source), l.Batches, pctStr(l.MeanWaitShare), l.MeanSamplesPerSec)
-		if len(l.Knobs) > 0 {
-			b.WriteString("\n| knob | value |\n|---|---|\n")
-			for _, k := range sortedKeys(l.Knobs) {
-				fmt.Fprintf(&b, "| %s | %s |\n", md(k), md(l.Knobs[k]))
-			}
-		}
-	}
-	if len(s.Ranks) > 0 {
-		b.WriteString("\n## Ranks\n\n| rank | loader | mean wait | mean step | samples/s | named the straggler |\n|---:|---|---:|---:|---:|---:|\n")
-		for _, r := range s.Ranks {
-			fmt.Fprintf(&b, "| %d | %s | %s | %s | %.0f | %d frames |\n", r.Rank, md(r.URL), pctStr(r.MeanWaitShare), dur(r.MeanStepSec), r.MeanSamplesPerSec, r.StragglerFrames)
-		}
-	}
-	if p := s.Profile; p != nil {
-		b.WriteString("\n## Loader CPU profile\n\n| category | share |\n|---|---:|\n")
-		for _, c := range p.Categories {
-			fmt.Fprintf(&b, "| %s | %s |\n", md(c.Name), pctStr(c.Share))
-		}
-		b.WriteString("\n| function | flat | cum |\n|---|---:|---:|\n")
-		for _, f := range p.Top {
-			fmt.Fprintf(&b, "| %s | %.1f %% | %.1f %% |\n", md(f.Name), 100*f.Flat, 100*f.Cum)
-		}
-	}
+	mdLoader(&b, s.Loader)
+	mdRanks(&b, s.Ranks)
+	mdProfile(&b, s.Profile)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// mdRecording is the Markdown report's paragraphs on the recording: where,
+// when, on what, the job, and the reader's warnings.
+func mdRecording(b *strings.Builder, r RecordingInfo) {
+	fmt.Fprintf(b, "%s on **%s** (%d cores", r.Start.UTC().Format("2006-01-02 15:04:05 UTC"), md(orDash(r.Host)), r.Cores)
+	if len(r.GPUs) > 0 {
+		fmt.Fprintf(b, ", %d GPU: %s", len(r.GPUs), md(strings.Join(r.GPUs, ", ")))
+	} else {
+		b.WriteString(", no GPU")
+	}
+	fmt.Fprintf(b, "), %s, %d frames, gpuwatch %s.\n\n", dur(r.DurationSec), r.Frames, md(r.GpuwatchVersion))
+	if r.Job != "" {
+		fmt.Fprintf(b, "Job: %s.\n\n", md(r.Job))
+	}
+	for _, wmsg := range r.Warnings {
+		fmt.Fprintf(b, "> warning: %s\n\n", md(wmsg))
+	}
+}
+
+// mdFinding is one finding in Markdown: its heading, evidence, what else
+// was seen, the computed changes, the advice and what was not seen.
+func mdFinding(b *strings.Builder, f Finding) {
+	fmt.Fprintf(b, "\n### %s — %s\n\n%s, confidence %.0f %%.\n\n", f.Kind, f.Title, f.Severity, 100*f.Confidence)
+	for _, e := range f.Evidence {
+		fmt.Fprintf(b, "- %s\n", md(e))
+	}
+	if len(f.Secondary) > 0 {
+		b.WriteString("\nAlso seen:\n\n")
+		for _, e := range f.Secondary {
+			fmt.Fprintf(b, "- %s\n", md(e))
+		}
+	}
+	if len(f.Changes) > 0 {
+		b.WriteString("\n| knob | flag | from | to | why |\n|---|---|---|---|---|\n")
+		for _, c := range f.Changes {
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", md(c.Knob), md(c.Flag), md(c.From), md(c.To), md(c.Why))
+		}
+	}
+	if len(f.Advice) > 0 {
+		b.WriteString("\nWhat to change:\n\n")
+		for _, a := range f.Advice {
+			fmt.Fprintf(b, "1. %s\n", md(a))
+		}
+	}
+	if len(f.Missing) > 0 {
+		fmt.Fprintf(b, "\nNot seen: %s.\n", md(strings.Join(f.Missing, "; ")))
+	}
+}
+
+// mdLoader is the Markdown report's loader section and its knobs; nothing
+// without a loader.
+func mdLoader(b *strings.Builder, l *LoaderInfo) {
+	if l == nil {
+		return
+	}
+	fmt.Fprintf(b, "\n## Loader\n\n%s: %d batches, mean wait share %s, mean %.0f samples/s.\n",
+		md(l.Source), l.Batches, pctStr(l.MeanWaitShare), l.MeanSamplesPerSec)
+	if len(l.Knobs) > 0 {
+		b.WriteString("\n| knob | value |\n|---|---|\n")
+		for _, k := range sortedKeys(l.Knobs) {
+			fmt.Fprintf(b, "| %s | %s |\n", md(k), md(l.Knobs[k]))
+		}
+	}
+}
+
+// mdRanks is the Markdown report's per-rank table; nothing for a job of
+// one rank.
+func mdRanks(b *strings.Builder, ranks []RankInfo) {
+	if len(ranks) == 0 {
+		return
+	}
+	b.WriteString("\n## Ranks\n\n| rank | loader | mean wait | mean step | samples/s | named the straggler |\n|---:|---|---:|---:|---:|---:|\n")
+	for _, r := range ranks {
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %.0f | %d frames |\n", r.Rank, md(r.URL), pctStr(r.MeanWaitShare), dur(r.MeanStepSec), r.MeanSamplesPerSec, r.StragglerFrames)
+	}
+}
+
+// mdProfile is the Markdown report's loader CPU profile: category shares
+// and the top functions; nothing without a profile.
+func mdProfile(b *strings.Builder, p *sample.Profile) {
+	if p == nil {
+		return
+	}
+	b.WriteString("\n## Loader CPU profile\n\n| category | share |\n|---|---:|\n")
+	for _, c := range p.Categories {
+		fmt.Fprintf(b, "| %s | %s |\n", md(c.Name), pctStr(c.Share))
+	}
+	b.WriteString("\n| function | flat | cum |\n|---|---:|---:|\n")
+	for _, f := range p.Top {
+		fmt.Fprintf(b, "| %s | %.1f %% | %.1f %% |\n", md(f.Name), 100*f.Flat, 100*f.Cum)
+	}
 }
 
 // htmlRecording is the report's paragraph on the recording: where, when,
@@ -203,7 +235,6 @@ func kindColour(id string) string {
 // and SVG, no script, no network.
 func WriteHTML(w io.Writer, s *Summary) error {
 	var b strings.Builder
-	r := s.Recording
 	b.WriteString(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">`)
 	fmt.Fprintf(&b, "<title>gpuwatch report: %s</title>", esc(orDash(s.Dominant)))
 	b.WriteString(`<style>body{font:15px/1.45 system-ui,sans-serif;max-width:980px;margin:auto;padding:12px;color:#222}
@@ -212,7 +243,7 @@ td,th{padding:2px 10px;border-bottom:1px solid #eee;text-align:left}td.n{text-al
 svg{width:100%;height:auto;background:#fafafa;border:1px solid #eee}.legend span{margin-right:14px}
 code{font-size:.9em}@media print{body{max-width:none}h2{break-after:avoid}svg{break-inside:avoid}}</style></head><body>`)
 	fmt.Fprintf(&b, `<h1>gpuwatch report: <span class="k" style="color:%s">%s</span></h1>`, kindColour(s.Dominant), esc(orDash(s.Dominant)))
-	htmlRecording(&b, r)
+	htmlRecording(&b, s.Recording)
 	b.WriteString(`<h2>Verdicts</h2>`)
 	b.WriteString(timelineSVG(s))
 	b.WriteString(`<table><tr><th>verdict</th><th>time</th><th>share</th></tr>`)
@@ -221,34 +252,52 @@ code{font-size:.9em}@media print{body{max-width:none}h2{break-after:avoid}svg{br
 	}
 	b.WriteString(`</table><h2>Findings</h2>`)
 	for _, f := range s.Findings {
-		fmt.Fprintf(&b, `<h3 style="color:%s">%s — %s</h3><p>%s, confidence %.0f %%.</p><ul>`, kindColour(f.Kind), f.Kind, esc(f.Title), f.Severity, 100*f.Confidence)
-		for _, e := range f.Evidence {
-			fmt.Fprintf(&b, "<li>%s</li>", esc(e))
+		htmlFinding(&b, f)
+	}
+	htmlMachineCharts(&b, s.Series)
+	htmlLoader(&b, s.Loader, s.Series)
+	htmlRanks(&b, s)
+	htmlProfile(&b, s.Profile)
+	fmt.Fprintf(&b, "<p style=\"color:#888\">Generated %s by gpuwatch.</p></body></html>\n", s.Generated.UTC().Format(time.RFC3339))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// htmlFinding is one finding in HTML, in its kind's colour: its heading,
+// evidence, what else was seen, the computed changes and the advice.
+func htmlFinding(b *strings.Builder, f Finding) {
+	fmt.Fprintf(b, `<h3 style="color:%s">%s — %s</h3><p>%s, confidence %.0f %%.</p><ul>`, kindColour(f.Kind), f.Kind, esc(f.Title), f.Severity, 100*f.Confidence)
+	for _, e := range f.Evidence {
+		fmt.Fprintf(b, "<li>%s</li>", esc(e))
+	}
+	b.WriteString("</ul>")
+	if len(f.Secondary) > 0 {
+		b.WriteString("<p>Also seen:</p><ul>")
+		for _, e := range f.Secondary {
+			fmt.Fprintf(b, "<li>%s</li>", esc(e))
 		}
 		b.WriteString("</ul>")
-		if len(f.Secondary) > 0 {
-			b.WriteString("<p>Also seen:</p><ul>")
-			for _, e := range f.Secondary {
-				fmt.Fprintf(&b, "<li>%s</li>", esc(e))
-			}
-			b.WriteString("</ul>")
-		}
-		if len(f.Changes) > 0 {
-			b.WriteString("<table><tr><th>knob</th><th>flag</th><th>from</th><th>to</th><th>why</th></tr>")
-			for _, c := range f.Changes {
-				fmt.Fprintf(&b, "<tr><td>%s</td><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td></tr>", esc(c.Knob), esc(c.Flag), esc(c.From), esc(c.To), esc(c.Why))
-			}
-			b.WriteString("</table>")
-		}
-		if len(f.Advice) > 0 {
-			b.WriteString("<p>What to change:</p><ol>")
-			for _, a := range f.Advice {
-				fmt.Fprintf(&b, "<li>%s</li>", esc(a))
-			}
-			b.WriteString("</ol>")
-		}
 	}
-	ser := s.Series
+	if len(f.Changes) > 0 {
+		b.WriteString("<table><tr><th>knob</th><th>flag</th><th>from</th><th>to</th><th>why</th></tr>")
+		for _, c := range f.Changes {
+			fmt.Fprintf(b, "<tr><td>%s</td><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td></tr>", esc(c.Knob), esc(c.Flag), esc(c.From), esc(c.To), esc(c.Why))
+		}
+		b.WriteString("</table>")
+	}
+	if len(f.Advice) > 0 {
+		b.WriteString("<p>What to change:</p><ol>")
+		for _, a := range f.Advice {
+			fmt.Fprintf(b, "<li>%s</li>", esc(a))
+		}
+		b.WriteString("</ol>")
+	}
+}
+
+// htmlMachineCharts are the machine's charts: the accelerator (GPU
+// utilization with its band, or the virtual accelerator), CPU per core,
+// disks and pressure stall.
+func htmlMachineCharts(b *strings.Builder, ser Series) {
 	accelTitle := "Accelerator (virtual: loader step time / wall time)"
 	if ser.AccelReal {
 		accelTitle = "GPU utilization, mean over GPUs, with the p5–p95 band of each second"
@@ -262,34 +311,42 @@ code{font-size:.9em}@media print{body{max-width:none}h2{break-after:avoid}svg{br
 	b.WriteString(lineChart("chart-disk-busy", ser.T, []line{{ser.DiskBusy, "#d62f2f", "busiest device %"}}, nil, 100, "%"))
 	b.WriteString(`<h2>Pressure stall (some, % of time)</h2>`)
 	b.WriteString(lineChart("chart-psi", ser.T, []line{{ser.PSICPU, "#d62f2f", "cpu"}, {ser.PSIIO, "#2f7fd6", "io"}, {ser.PSIMem, "#9b4dca", "memory"}}, nil, 0, "%"))
-	if l := s.Loader; l != nil {
-		fmt.Fprintf(&b, `<h2>Loader: wait vs step per batch</h2><p>%s — %d batches, mean wait share %s, %.0f samples/s.</p>`,
-			esc(l.Source), l.Batches, pctStr(l.MeanWaitShare), l.MeanSamplesPerSec)
-		b.WriteString(lineChart("chart-train", ser.T, []line{{ser.WaitMs, "#d62f2f", "wait ms"}, {ser.StepMs, "#2e9e44", "step ms"}}, nil, 0, "ms"))
-		b.WriteString(histogram("chart-wait-hist", l.WaitHistMs))
-		if len(l.Knobs) > 0 {
-			b.WriteString("<table><tr><th>knob</th><th>value</th></tr>")
-			for _, k := range sortedKeys(l.Knobs) {
-				fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td></tr>", esc(k), esc(l.Knobs[k]))
-			}
-			b.WriteString("</table>")
-		}
+}
+
+// htmlLoader is the loader section: wait against step per batch, the wait
+// histogram and the knobs; nothing without a loader.
+func htmlLoader(b *strings.Builder, l *LoaderInfo, ser Series) {
+	if l == nil {
+		return
 	}
-	htmlRanks(&b, s)
-	if p := s.Profile; p != nil {
-		b.WriteString(`<h2>Loader CPU profile</h2><table id="profile"><tr><th>category</th><th>share</th></tr>`)
-		for _, c := range p.Categories {
-			fmt.Fprintf(&b, `<tr><td>%s</td><td class="n">%s</td></tr>`, esc(c.Name), pctStr(c.Share))
-		}
-		b.WriteString(`</table><table><tr><th>function</th><th>flat</th><th>cum</th></tr>`)
-		for _, f := range p.Top {
-			fmt.Fprintf(&b, `<tr><td><code>%s</code></td><td class="n">%.1f %%</td><td class="n">%.1f %%</td></tr>`, esc(f.Name), 100*f.Flat, 100*f.Cum)
+	fmt.Fprintf(b, `<h2>Loader: wait vs step per batch</h2><p>%s — %d batches, mean wait share %s, %.0f samples/s.</p>`,
+		esc(l.Source), l.Batches, pctStr(l.MeanWaitShare), l.MeanSamplesPerSec)
+	b.WriteString(lineChart("chart-train", ser.T, []line{{ser.WaitMs, "#d62f2f", "wait ms"}, {ser.StepMs, "#2e9e44", "step ms"}}, nil, 0, "ms"))
+	b.WriteString(histogram("chart-wait-hist", l.WaitHistMs))
+	if len(l.Knobs) > 0 {
+		b.WriteString("<table><tr><th>knob</th><th>value</th></tr>")
+		for _, k := range sortedKeys(l.Knobs) {
+			fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td></tr>", esc(k), esc(l.Knobs[k]))
 		}
 		b.WriteString("</table>")
 	}
-	fmt.Fprintf(&b, "<p style=\"color:#888\">Generated %s by gpuwatch.</p></body></html>\n", s.Generated.UTC().Format(time.RFC3339))
-	_, err := io.WriteString(w, b.String())
-	return err
+}
+
+// htmlProfile is the loader's CPU profile: category shares and the top
+// functions; nothing without a profile.
+func htmlProfile(b *strings.Builder, p *sample.Profile) {
+	if p == nil {
+		return
+	}
+	b.WriteString(`<h2>Loader CPU profile</h2><table id="profile"><tr><th>category</th><th>share</th></tr>`)
+	for _, c := range p.Categories {
+		fmt.Fprintf(b, `<tr><td>%s</td><td class="n">%s</td></tr>`, esc(c.Name), pctStr(c.Share))
+	}
+	b.WriteString(`</table><table><tr><th>function</th><th>flat</th><th>cum</th></tr>`)
+	for _, f := range p.Top {
+		fmt.Fprintf(b, `<tr><td><code>%s</code></td><td class="n">%.1f %%</td><td class="n">%.1f %%</td></tr>`, esc(f.Name), 100*f.Flat, 100*f.Cum)
+	}
+	b.WriteString("</table>")
 }
 
 // rankColours tell ranks apart on the per-rank charts (cycled).

@@ -14,11 +14,24 @@ import (
 	"github.com/gpuwatch/gpuwatch/tui"
 )
 
-// Demo runs each of the embedded loader's configurations in turn (round
-// and round, every `every`, when there are several) over its open dataset,
-// while a session with o watches this machine and the loader. A single
+// DemoPlan is what the demo runs: the embedded loader's configurations,
+// each over its open dataset, in turn.
+type DemoPlan struct {
+	// Configs are run in turn, round and round when there are several.
+	Configs []loader.Config
+	// Datasets are the configurations' open datasets, one each, in order.
+	Datasets []*loader.Dataset
+	// Events is where the loaders write their events (nil: nowhere).
+	Events *loader.Events
+	// Every is each configuration's time in a tour of several.
+	Every time.Duration
+}
+
+// Demo runs each of the plan's configurations in turn (round and round,
+// every plan.Every, when there are several) over its open dataset, while a
+// session with o watches this machine and the loader. A single
 // configuration with a set number of epochs ends the session when done.
-func Demo(ctx context.Context, o Options, cfgs []loader.Config, datasets []*loader.Dataset, events *loader.Events, every time.Duration) error {
+func Demo(ctx context.Context, o Options, plan DemoPlan) error {
 	src := &EmbeddedSource{}
 	notes := make(chan lines.Note, 1)
 	touring := bg.New(ctx) // the tour's goroutine: stopped and waited for on every return
@@ -35,12 +48,12 @@ func Demo(ctx context.Context, o Options, cfgs []loader.Config, datasets []*load
 				loaderErr <- fmt.Errorf("loader panicked: %v", r)
 			}
 		}()
-		loaderErr <- tour(ctx, src, notes, cfgs, datasets, events, every)
+		loaderErr <- tour(ctx, src, notes, plan)
 	})
 	o.Probes = append(o.Probes, probes.NewLoader(src))
 	o.Own, o.Notes = os.Getpid(), notes
 	if o.Title == "" {
-		o.Title = demoTitle(cfgs)
+		o.Title = demoTitle(plan.Configs)
 	}
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, o) }()
@@ -56,12 +69,13 @@ func Demo(ctx context.Context, o Options, cfgs []loader.Config, datasets []*load
 	}
 }
 
-// tour runs the configurations, telling notes of each switch. It returns
-// nil when ctx ends or a single configuration finishes its epochs.
-func tour(ctx context.Context, src *EmbeddedSource, notes chan<- lines.Note, cfgs []loader.Config, datasets []*loader.Dataset, events *loader.Events, every time.Duration) error {
+// tour runs the plan's configurations, telling notes of each switch. It
+// returns nil when ctx ends or a single configuration finishes its epochs.
+func tour(ctx context.Context, src *EmbeddedSource, notes chan<- lines.Note, plan DemoPlan) error {
+	cfgs, every := plan.Configs, plan.Every
 	for i := 0; ; i = (i + 1) % len(cfgs) {
 		c := cfgs[i]
-		l := loader.New(c, datasets[i], events)
+		l := loader.New(c, plan.Datasets[i], plan.Events)
 		src.Set(l)
 		sc := lines.Scenario{Time: time.Now(), Name: c.Name(), Knobs: c.Knobs()}
 		if len(cfgs) > 1 {

@@ -31,17 +31,33 @@ func ReplayLines(rec *recording.Recording, th diagnose.Thresholds, asJSON bool, 
 	})
 }
 
+// ReplayOptions say what ReplayDashboard plays and how.
+type ReplayOptions struct {
+	// Recording is played a frame at a time; the caller closes it.
+	Recording *recording.Recording
+	// Name is the recording's file, in the dashboard's title.
+	Name string
+	// Thresholds diagnose the recorded frames afresh.
+	Thresholds diagnose.Thresholds
+	// Speed is the starting playback speed, within MinSpeed … MaxSpeed.
+	Speed float64
+	// NoColor draws the dashboard without colour.
+	NoColor bool
+	// Stdout is the terminal the dashboard draws on.
+	Stdout io.Writer
+}
+
 // ReplayDashboard plays the recording in the dashboard, with the replay
 // keys: pause, seek, speed (within tui's replay range).
-func ReplayDashboard(ctx context.Context, rec *recording.Recording, th diagnose.Thresholds, name string, speed float64, noColor bool, stdout io.Writer) error {
+func ReplayDashboard(ctx context.Context, o ReplayOptions) error {
 	updates := make(chan tui.Feed)
-	pl := &player{rec: rec, speed: speed, thresholds: th, cmds: make(chan playerCmd, 16)}
-	model := tui.New(tui.Options{Updates: updates, Title: "replay of " + name, Interval: time.Second, Thresholds: th, Plain: PlainTerminal(), Replay: &tui.Replay{
+	pl := &player{rec: o.Recording, speed: o.Speed, thresholds: o.Thresholds, cmds: make(chan playerCmd, 16)}
+	model := tui.New(tui.Options{Updates: updates, Title: "replay of " + o.Name, Interval: time.Second, Thresholds: o.Thresholds, Plain: PlainTerminal(), Replay: &tui.Replay{
 		Pause: func(p bool) { pl.send(playerCmd{pause: &p}) },
 		Seek:  func(by time.Duration) { pl.send(playerCmd{seek: by}) },
-		Speed: pl.scale, InitialSpeed: speed,
+		Speed: pl.scale, InitialSpeed: o.Speed,
 	}})
-	return RunProgram(ctx, model, stdout, noColor, func(ctx context.Context, _ func()) error {
+	return RunProgram(ctx, model, o.Stdout, o.NoColor, func(ctx context.Context, _ func()) error {
 		pl.run(ctx, updates) // the view stays on the last frame: q quits
 		return nil
 	})
@@ -102,104 +118,136 @@ func (pl *player) currentSpeed() float64 {
 // and the view says why.
 func (pl *player) run(ctx context.Context, updates chan<- tui.Feed) {
 	defer close(updates)
-	n := pl.rec.Len()
-	at := func(i int) (*recording.Recorded, bool) {
-		r, err := pl.rec.Frame(i)
-		if err != nil {
-			select {
-			case updates <- tui.Feed{Note: "replay stopped: " + err.Error()}:
-			case <-ctx.Done():
-			}
-			return nil, false
-		}
-		return r, true
-	}
-	first, ok := at(0)
+	pb := &playback{pl: pl, updates: updates, n: pl.rec.Len()}
+	first, ok := pb.at(ctx, 0)
 	if !ok {
 		return
 	}
-	last, ok := at(n - 1)
+	last, ok := pb.at(ctx, pb.n-1)
 	if !ok {
 		return
 	}
-	start, length := first.Frame.Time, last.Frame.Time.Sub(first.Frame.Time)
-	d := diagnose.NewDiagnoser(pl.thresholds)
-	var cur time.Time // the time of the frame shown
-	send := func(i int, r *recording.Recorded, reset bool) bool {
-		f := &r.Frame
-		cur = f.Time
-		pos := &tui.Position{At: f.Time.Sub(start), Length: length, Frame: i + 1, Frames: n, End: i == n-1}
+	pb.start, pb.length = first.Frame.Time, last.Frame.Time.Sub(first.Frame.Time)
+	pb.d = diagnose.NewDiagnoser(pl.thresholds)
+	if !pb.send(ctx, 0, first, false) {
+		return
+	}
+	for pb.step(ctx) {
+	}
+}
+
+// playback is where one run of the player is: the frame shown, the one
+// read ahead, and the diagnoser that has seen the frames sent.
+type playback struct {
+	pl      *player
+	updates chan<- tui.Feed
+	n       int           // frames in the recording
+	start   time.Time     // the first frame's time
+	length  time.Duration // from the first frame to the last
+	d       *diagnose.Diagnoser
+	cur     time.Time // the time of the frame shown
+	idx     int       // the frame shown
+	next    *recording.Recorded
+	paused  bool
+}
+
+// at reads frame i; one that cannot be read tells the view why playback
+// stops and returns false.
+func (pb *playback) at(ctx context.Context, i int) (*recording.Recorded, bool) {
+	r, err := pb.pl.rec.Frame(i)
+	if err != nil {
 		select {
-		case updates <- tui.Feed{Frame: f, Verdict: d.Observe(f), Reset: reset, Position: pos}:
-			return true
+		case pb.updates <- tui.Feed{Note: "replay stopped: " + err.Error()}:
 		case <-ctx.Done():
-			return false
 		}
+		return nil, false
 	}
-	seekTo := func(i int) bool {
-		d = diagnose.NewDiagnoser(pl.thresholds)
-		for j := max(0, i-60); j <= i; j++ {
-			r, ok := at(j)
-			if !ok || !send(j, r, j == max(0, i-60)) {
+	return r, true
+}
+
+// send diagnoses frame i (r) and feeds it to the view with its position,
+// marked Reset when the view must drop what it drew before; false when ctx
+// ended first.
+func (pb *playback) send(ctx context.Context, i int, r *recording.Recorded, reset bool) bool {
+	f := &r.Frame
+	pb.cur = f.Time
+	pos := &tui.Position{At: f.Time.Sub(pb.start), Length: pb.length, Frame: i + 1, Frames: pb.n, End: i == pb.n-1}
+	select {
+	case pb.updates <- tui.Feed{Frame: f, Verdict: pb.d.Observe(f), Reset: reset, Position: pos}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// step waits for the next frame's time (the recorded gap, at most 10 s,
+// over the speed) or a command, and acts on it; false ends playback.
+// Paused or at the end, only a command moves it.
+func (pb *playback) step(ctx context.Context) bool {
+	var wait <-chan time.Time
+	var t *time.Timer
+	if !pb.paused && pb.idx+1 < pb.n {
+		if pb.next == nil {
+			var ok bool
+			if pb.next, ok = pb.at(ctx, pb.idx+1); !ok {
 				return false
 			}
 		}
-		return true
+		gap := min(pb.next.Frame.Time.Sub(pb.cur), 10*time.Second)
+		t = time.NewTimer(time.Duration(float64(gap) / pb.pl.currentSpeed()))
+		wait = t.C
 	}
-	paused := false
-	idx := 0
-	var next *recording.Recorded // frame idx+1, read ahead for its time
-	if !send(0, first, false) {
-		return
-	}
-	for {
-		var wait <-chan time.Time
-		var t *time.Timer
-		if !paused && idx+1 < n { // at the end, only commands (seek back)
-			if next == nil {
-				if next, ok = at(idx + 1); !ok {
-					return
-				}
-			}
-			gap := min(next.Frame.Time.Sub(cur), 10*time.Second)
-			t = time.NewTimer(time.Duration(float64(gap) / pl.currentSpeed()))
-			wait = t.C
+	select {
+	case <-ctx.Done():
+		if t != nil {
+			t.Stop()
 		}
-		select {
-		case <-ctx.Done():
-			if t != nil {
-				t.Stop()
-			}
-			return
-		case <-wait:
-			idx++
-			r := next
-			next = nil
-			if !send(idx, r, false) {
-				return
-			}
-		case c := <-pl.cmds:
-			if t != nil {
-				t.Stop()
-			}
-			switch {
-			case c.pause != nil:
-				paused = *c.pause
-			case c.seek != 0:
-				target, failed := cur.Add(c.seek), false
-				i := sort.Search(n, func(k int) bool {
-					r, ok := at(k)
-					failed = failed || !ok
-					return !ok || !r.Frame.Time.Before(target)
-				})
-				if failed {
-					return
-				}
-				idx, next = min(max(i, 0), n-1), nil
-				if !seekTo(idx) {
-					return
-				}
-			}
+		return false
+	case <-wait:
+		pb.idx++
+		r := pb.next
+		pb.next = nil
+		return pb.send(ctx, pb.idx, r, false)
+	case c := <-pb.pl.cmds:
+		if t != nil {
+			t.Stop()
+		}
+		return pb.command(ctx, c)
+	}
+}
+
+// command pauses, resumes or seeks by c; a speed change (wake) only makes
+// step recompute its wait. False ends playback.
+func (pb *playback) command(ctx context.Context, c playerCmd) bool {
+	switch {
+	case c.pause != nil:
+		pb.paused = *c.pause
+	case c.seek != 0:
+		target, failed := pb.cur.Add(c.seek), false
+		i := sort.Search(pb.n, func(k int) bool {
+			r, ok := pb.at(ctx, k)
+			failed = failed || !ok
+			return !ok || !r.Frame.Time.Before(target)
+		})
+		if failed {
+			return false
+		}
+		pb.idx, pb.next = min(max(i, 0), pb.n-1), nil
+		return pb.seekTo(ctx, pb.idx)
+	}
+	return true
+}
+
+// seekTo rebuilds the diagnoser from up to 60 frames before frame i and
+// resends them, the first marked Reset; false when one cannot be read or
+// ctx ended.
+func (pb *playback) seekTo(ctx context.Context, i int) bool {
+	pb.d = diagnose.NewDiagnoser(pb.pl.thresholds)
+	for j := max(0, i-60); j <= i; j++ {
+		r, ok := pb.at(ctx, j)
+		if !ok || !pb.send(ctx, j, r, j == max(0, i-60)) {
+			return false
 		}
 	}
+	return true
 }

@@ -17,18 +17,61 @@ const DemoTour = "demo: tour of every scenario"
 // and advice wrap to a second line each instead of ending in "…".
 func (m *Model) banner(w, h int) []string {
 	roomy := w >= 120 && h >= 36
+	lines := append([]string{m.bannerHead(w)}, m.bannerBody(w, roomy)...)
+	if roomy {
+		return block(lines, w, len(lines))
+	}
+	return block(lines, w, 4)
+}
+
+// bannerHead is the banner's first line. What matters first: the kind,
+// since when and how sure, and the scenario. The kind in words, what is
+// watched and since when go when the line is too narrow for w.
+func (m *Model) bannerHead(w int) string {
 	v := m.shown.Verdict
 	st := m.styles.Verdict(v.Kind)
-	now := m.shown.frameTime()
+	meta := m.styles.Dim.Render(m.bannerMeta())
+	kind := st.Render("● " + strings.ToUpper(v.Kind.String()))
+	words := "  " + st.Render(v.Kind.Title())
+	title := m.bannerTitle()
+	scen := m.bannerScenario()
+	if scen != "" && m.opt.Title == DemoTour {
+		title = "" // the scenario says more than "tour of every scenario"
+	}
+	conf := m.styles.Dim.Render(fmt.Sprintf("  %.0f%%", 100*v.Confidence))
+	head := ""
+	for _, h := range []string{
+		kind + words + meta + scen + title,
+		kind + words + meta + scen,
+		kind + meta + scen,
+		kind + conf + scen,
+		kind + scen,
+	} {
+		if head = h; visible(h) <= w {
+			break
+		}
+	}
+	return head
+}
+
+// bannerMeta is the verdict's since (clock time and age), its confidence
+// and, above Info, its severity, unstyled but for the severity.
+func (m *Model) bannerMeta() string {
+	v := m.shown.Verdict
 	meta := fmt.Sprintf("  confidence %.0f%%", 100*v.Confidence)
 	if !v.Since.IsZero() {
-		meta = fmt.Sprintf("  since %s (%s)", v.Since.Format("15:04:05"), ago(now, v.Since)) + meta
+		meta = fmt.Sprintf("  since %s (%s)", v.Since.Format("15:04:05"), ago(m.shown.frameTime(), v.Since)) + meta
 	}
 	if v.Severity != diagnose.Info {
 		meta += "  " + m.styles.Bad.Render(v.Severity.String())
 	}
-	kind := st.Render("● " + strings.ToUpper(v.Kind.String()))
-	words := "  " + st.Render(v.Kind.Title())
+	return meta
+}
+
+// bannerTitle says what is watched: the dashboard's title, the target
+// process (and how it ended, once it has) and who the job is. Empty when
+// there is none of these.
+func (m *Model) bannerTitle() string {
 	title := ""
 	if m.opt.Title != "" {
 		title = m.styles.Dim.Render("  · " + m.opt.Title)
@@ -52,35 +95,29 @@ func (m *Model) banner(w, h int) []string {
 		// Who the job is, in the header; its limits are in the d view.
 		title += m.styles.Dim.Render("  · " + strings.SplitN(j.Summary(), " · ", 2)[0])
 	}
-	// The demo's scenario and the time left in it: at every width.
-	scen := ""
-	if s := m.shown.Scenario; s != nil {
-		scen = "  · demo: " + sample.Printable(s.Name)
-		if !s.Until.IsZero() {
-			scen += fmt.Sprintf(", %ds left", max(0, int(s.Until.Sub(now).Seconds()+0.5)))
-		}
-		scen = m.styles.Label.Render(scen)
-		if m.opt.Title == DemoTour {
-			title = "" // the scenario says more than "tour of every scenario"
-		}
+	return title
+}
+
+// bannerScenario is the demo's scenario and the time left in it, shown at
+// every width; empty outside the demo.
+func (m *Model) bannerScenario() string {
+	s := m.shown.Scenario
+	if s == nil {
+		return ""
 	}
-	// What matters first: the kind, since when and how sure, and the
-	// scenario. The kind in words, what is watched and since when go when
-	// the line is too narrow.
-	conf := m.styles.Dim.Render(fmt.Sprintf("  %.0f%%", 100*v.Confidence))
-	head := ""
-	for _, h := range []string{
-		kind + words + m.styles.Dim.Render(meta) + scen + title,
-		kind + words + m.styles.Dim.Render(meta) + scen,
-		kind + m.styles.Dim.Render(meta) + scen,
-		kind + conf + scen,
-		kind + scen,
-	} {
-		if head = h; visible(h) <= w {
-			break
-		}
+	scen := "  · demo: " + sample.Printable(s.Name)
+	if !s.Until.IsZero() {
+		scen += fmt.Sprintf(", %ds left", max(0, int(s.Until.Sub(m.shown.frameTime()).Seconds()+0.5)))
 	}
-	lines := []string{head}
+	return m.styles.Label.Render(scen)
+}
+
+// bannerBody is the banner's lines under the head: two pieces of evidence
+// (or what is being collected) and the first advice (or what was not
+// seen). When roomy, evidence and advice wrap to two lines each within w.
+func (m *Model) bannerBody(w int, roomy bool) []string {
+	v := m.shown.Verdict
+	var lines []string
 	add := func(s string) {
 		if !roomy {
 			lines = append(lines, s)
@@ -106,8 +143,5 @@ func (m *Model) banner(w, h int) []string {
 	default:
 		lines = append(lines, "")
 	}
-	if roomy {
-		return block(lines, w, len(lines))
-	}
-	return block(lines, w, 4)
+	return lines
 }

@@ -264,42 +264,12 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		m.filterKey(msg)
 		return nil
 	}
-	if r := m.opt.Replay; r != nil && !m.help && !m.details {
-		at := m.latest.frameTime()
-		switch msg.String() {
-		case "space":
-			m.paused = !m.paused
-			r.Pause(m.paused)
-			m.shown = m.latest // playback stops: nothing new to freeze against
-			return nil
-		case "left", "right":
-			by := 10 * time.Second
-			if msg.String() == "left" {
-				by = -by
-			}
-			r.Seek(by)
-			m.setStatus(fmt.Sprintf("seek %+ds", int(by.Seconds())), at)
-			return nil
-		case "[", "]":
-			f := 2.0
-			if msg.String() == "[" {
-				f = 0.5
-			}
-			m.speed = r.Speed(f)
-			m.setStatus(fmt.Sprintf("speed ×%g", m.speed), at)
-			return nil
-		}
+	if m.replayKey(msg) {
+		return nil
 	}
 	switch {
 	case key.Matches(msg, k.Quit):
-		if m.opt.Quit != nil {
-			if quit, status := m.opt.Quit(); !quit {
-				m.setStatus(status, m.latest.frameTime())
-				m.sticky = status
-				return nil
-			}
-		}
-		return tea.Quit
+		return m.quit()
 	case key.Matches(msg, k.Help):
 		m.help = !m.help
 		m.details = false
@@ -307,35 +277,111 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		m.details = !m.details
 		m.help = false
 	case key.Matches(msg, k.Back):
-		switch {
-		case m.help:
-			m.help = false
-		case m.details:
-			m.details = false
-		default:
-			m.zoom = false
-			m.focusRank()
-		}
+		m.back()
 	case key.Matches(msg, k.Pause):
-		m.paused = !m.paused
-		if m.paused {
-			m.frozen = m.hist.Last(nil, m.hist.Len())
-		} else {
-			m.frozen, m.shown = nil, m.latest
-		}
+		m.togglePause()
 	case key.Matches(msg, k.Faster), key.Matches(msg, k.Slower):
-		if m.opt.SetInterval == nil {
-			m.setStatus("the interval cannot change here", m.latest.frameTime())
-			break
+		m.changeInterval(key.Matches(msg, k.Faster))
+	default:
+		m.navKey(msg)
+	}
+	return nil
+}
+
+// replayKey handles the playback keys of a replay (space pauses, left and
+// right seek, [ and ] change the speed) and reports whether it took the key.
+// Overlays keep their own keys, so it takes none while help or details show.
+func (m *Model) replayKey(msg tea.KeyPressMsg) bool {
+	r := m.opt.Replay
+	if r == nil || m.help || m.details {
+		return false
+	}
+	at := m.latest.frameTime()
+	switch msg.String() {
+	case "space":
+		m.paused = !m.paused
+		r.Pause(m.paused)
+		m.shown = m.latest // playback stops: nothing new to freeze against
+	case "left", "right":
+		by := 10 * time.Second
+		if msg.String() == "left" {
+			by = -by
 		}
-		next := m.interval * 2
-		if key.Matches(msg, k.Faster) {
-			next = m.interval / 2
+		r.Seek(by)
+		m.setStatus(fmt.Sprintf("seek %+ds", int(by.Seconds())), at)
+	case "[", "]":
+		f := 2.0
+		if msg.String() == "[" {
+			f = 0.5
 		}
-		next = min(MaxInterval, max(MinInterval, next)) // --interval's range: never the wrong way
-		m.interval = next
-		m.opt.SetInterval(next)
-		m.setStatus("interval "+next.String(), m.latest.frameTime())
+		m.speed = r.Speed(f)
+		m.setStatus(fmt.Sprintf("speed ×%g", m.speed), at)
+	default:
+		return false
+	}
+	return true
+}
+
+// quit returns tea.Quit unless Options.Quit refuses; a refusal's status stays
+// on screen (sticky) and the dashboard keeps running.
+func (m *Model) quit() tea.Cmd {
+	if m.opt.Quit != nil {
+		if quit, status := m.opt.Quit(); !quit {
+			m.setStatus(status, m.latest.frameTime())
+			m.sticky = status
+			return nil
+		}
+	}
+	return tea.Quit
+}
+
+// back closes the open overlay (help, then details) or, with none open,
+// leaves the zoomed panel.
+func (m *Model) back() {
+	switch {
+	case m.help:
+		m.help = false
+	case m.details:
+		m.details = false
+	default:
+		m.zoom = false
+		m.focusRank()
+	}
+}
+
+// togglePause freezes the view on the history it holds, or thaws it onto the
+// latest frame.
+func (m *Model) togglePause() {
+	m.paused = !m.paused
+	if m.paused {
+		m.frozen = m.hist.Last(nil, m.hist.Len())
+	} else {
+		m.frozen, m.shown = nil, m.latest
+	}
+}
+
+// changeInterval halves (faster) or doubles the sampling interval within
+// --interval's range, through Options.SetInterval where the source allows it.
+func (m *Model) changeInterval(faster bool) {
+	if m.opt.SetInterval == nil {
+		m.setStatus("the interval cannot change here", m.latest.frameTime())
+		return
+	}
+	next := m.interval * 2
+	if faster {
+		next = m.interval / 2
+	}
+	next = min(MaxInterval, max(MinInterval, next)) // --interval's range: never the wrong way
+	m.interval = next
+	m.opt.SetInterval(next)
+	m.setStatus("interval "+next.String(), m.latest.frameTime())
+}
+
+// navKey handles the keys that move focus, scroll, zoom, sort, filter and
+// run the export and record actions.
+func (m *Model) navKey(msg tea.KeyPressMsg) {
+	k := m.keys
+	switch {
 	case key.Matches(msg, k.Next):
 		m.focus = (m.focus + 1) % numPanels
 	case key.Matches(msg, k.Prev):
@@ -361,7 +407,6 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Record):
 		m.runAction(m.opt.Record, "record: not available here")
 	}
-	return nil
 }
 
 // focusRank tells FocusRank which rank the zoomed loader panel details.

@@ -184,6 +184,22 @@ type shownProc struct {
 // under its parent (siblings in the order), and a filter keeps the
 // matching processes with their ancestors.
 func (pv *view) procRows(p *sample.Procs) []shownProc {
+	list := pv.sortedProcs(p)
+	if !pv.procs.tree {
+		var out []shownProc
+		for _, pr := range list {
+			if pv.procMatches(pr) {
+				out = append(out, shownProc{p: pr})
+			}
+		}
+		return out
+	}
+	return pv.procTree(list)
+}
+
+// sortedProcs lists the processes in the panel's order (CPU, RSS or GPU
+// memory summed over the GPUs, highest first); ties keep the frame's order.
+func (pv *view) sortedProcs(p *sample.Procs) []*sample.Proc {
 	gpuMem := map[int]float64{}
 	for i := range pv.frame.GPUs {
 		for _, gp := range pv.frame.GPUs[i].Processes {
@@ -205,19 +221,21 @@ func (pv *view) procRows(p *sample.Procs) []shownProc {
 		}
 		return cmp.Compare(b.CPUPct, a.CPUPct)
 	})
-	match := func(pr *sample.Proc) bool {
-		return pv.procs.filter == "" || strings.Contains(strings.ToLower(pr.Name), strings.ToLower(pv.procs.filter)) ||
-			strconv.Itoa(pr.PID) == pv.procs.filter
-	}
-	if !pv.procs.tree {
-		var out []shownProc
-		for _, pr := range list {
-			if match(pr) {
-				out = append(out, shownProc{p: pr})
-			}
-		}
-		return out
-	}
+	return list
+}
+
+// procMatches reports whether a process passes the filter: no filter, a
+// case-blind part of its name, or its exact PID.
+func (pv *view) procMatches(pr *sample.Proc) bool {
+	return pv.procs.filter == "" || strings.Contains(strings.ToLower(pr.Name), strings.ToLower(pv.procs.filter)) ||
+		strconv.Itoa(pr.PID) == pv.procs.filter
+}
+
+// procTree lays the sorted processes out as a tree: each child under its
+// parent, a process whose parent is not listed (or is itself) a root, and
+// only the processes that match or have a descendant that does, at most
+// maxTreeDepth deep.
+func (pv *view) procTree(list []*sample.Proc) []shownProc {
 	byPID := map[int]*sample.Proc{}
 	children := map[int][]*sample.Proc{}
 	for _, pr := range list {
@@ -235,7 +253,7 @@ func (pv *view) procRows(p *sample.Procs) []shownProc {
 	keep := map[int]bool{}
 	var mark func(pr *sample.Proc, depth int) bool
 	mark = func(pr *sample.Proc, depth int) bool {
-		k := match(pr)
+		k := pv.procMatches(pr)
 		if depth < maxTreeDepth {
 			for _, c := range children[pr.PID] {
 				k = mark(c, depth+1) || k
