@@ -230,10 +230,34 @@ class RunInstrumentationTest(unittest.TestCase):
             self.assertEqual(p.returncode, 0, err)
             self.assertEqual(err, "", "the hook wrote into the job's stderr")
 
+    def test_the_users_sitecustomize_keeps_its_name(self):
+        # Issue 41 item 15: under run, `import sitecustomize` is the user's
+        # module, with the user's names, as it is without gpuwatch.
+        with open(os.path.join(self.user, "sitecustomize.py"), "a") as f:
+            f.write("USER_NAME = 42\ndef helper():\n    return 'mine'\n")
+        out = subprocess.run(
+            [sys.executable, "-c", "import sitecustomize as s; print(s.USER_NAME, s.helper(), s.__file__)"],
+            env=self.env, capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.split()[:2], ["42", "mine"])
+        self.assertEqual(os.path.realpath(out.stdout.split()[2]), os.path.realpath(os.path.join(self.user, "sitecustomize.py")))
+
+    def test_startup_imports_only_the_finder(self):
+        # Issue 41 item 14: a Python process that never imports torch's
+        # DataLoader pays for a finder, not for the hook (http.server, ssl,
+        # email): `python -c pass` stays a cheap start-up.
+        code = "import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in ('gpuwatch_hook', 'http', 'email', 'ssl', 'socket', 'threading', 'json', 'importlib.abc')))"
+        out = subprocess.run([sys.executable, "-c", code], env=self.env, capture_output=True, text=True, check=True)
+        self.assertEqual(out.stdout.strip(), "[]", out.stdout)
+        self.assertEqual(out.stderr, "")
+        # The marker that says the hook is loaded is still written.
+        p = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], env=self.env, capture_output=True, text=True, check=True)
+        self.assertTrue(os.path.exists(os.path.join(self.dir, "py-%s" % p.stdout.strip())))
+
     def test_the_shadowed_sitecustomize_runs_and_other_programs_are_untouched(self):
         out = subprocess.run(
             [sys.executable, "-c", "import os, sys; print(os.environ.get('CHAINED'), 'torch' in sys.modules, "
-             "any(type(f).__name__ == '_Finder' for f in sys.meta_path))"],
+             "any(type(f).__name__ in ('_Finder', '_DataLoaderFinder') for f in sys.meta_path))"],
             env=self.env, capture_output=True, text=True, check=True)
         self.assertEqual(out.stdout.split(), ["yes", "False", "True"])
         self.assertEqual(out.stderr, "")
