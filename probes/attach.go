@@ -36,9 +36,9 @@ type Attach struct {
 	downSince time.Time // first failed read after a success
 	nextTry   time.Time
 	backoff   time.Duration
-	noMetrics bool   // a pprof-only endpoint
-	pid       int    // from gpuwatch_loader_info
-	token     string // sent as a bearer token; "" sends none
+	noMetrics bool          // a pprof-only endpoint
+	pid       int           // from gpuwatch_loader_info
+	token     string        // sent as a bearer token; "" sends none
 	lookup    func() string // finds the token anew after a 401 (LookUpToken)
 	now       func() time.Time
 
