@@ -18,7 +18,7 @@ import (
 // environment, the placeholders read. The returned cleanup removes the
 // folder.
 func commandTrials(cmd *cobra.Command, argv []string, interval time.Duration) (*session.CommandTrials, session.Setting, func(), error) {
-	dir, err := os.MkdirTemp(runtimeDir(), "gpuwatch-tune-")
+	dir, err := session.NewRunDir("tune")
 	if err != nil {
 		return nil, nil, nil, err
 	}

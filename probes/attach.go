@@ -250,7 +250,7 @@ func (a *Attach) freshToken() bool {
 
 // LoaderCounters implements LoaderSource. After a first success, a loader
 // that stops answering is ErrDisconnected (with since when), retried with
-// backoff (1 s doubling to 30 s) until it answers again.
+// backoff (1 s doubling to maxBackoff) until it answers again.
 func (a *Attach) LoaderCounters(ctx context.Context) (LoaderCounters, error) {
 	a.mu.Lock()
 	now := a.now()
@@ -275,10 +275,17 @@ func (a *Attach) LoaderCounters(ctx context.Context) (LoaderCounters, error) {
 		a.downSince = now
 	}
 	a.connected = false
-	a.backoff = min(30*time.Second, max(time.Second, 2*a.backoff))
+	a.backoff = min(maxBackoff, max(time.Second, 2*a.backoff))
 	a.nextTry = now.Add(a.backoff)
 	return LoaderCounters{}, &disconnectedError{since: a.downSince, reason: err.Error()}
 }
+
+// maxBackoff caps the wait between tries of a loader that stopped
+// answering: a few seconds, so that gpuwatch reads it again soon after
+// whatever held it (another user holding the hook's connections) stops
+// (issue 41, item 3; it was 30 s). A try is one refused connection or one
+// short request: cheap.
+const maxBackoff = 4 * time.Second
 
 var errNoMetrics = Unavailable("the endpoint serves profiles but no loader metrics (gpuwatch_loader_*): wait times unknown")
 
