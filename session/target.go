@@ -107,7 +107,9 @@ func (t *target) loader(out *sample.Target, now time.Time) string {
 		}
 		return s
 	}
-	if now.Sub(t.hookAt) >= 2*time.Second {
+	// Every 2 s; every tick while the hook is loaded and not yet serving,
+	// so that the frame a DataLoader first iterates in says so.
+	if now.Sub(t.hookAt) >= 2*time.Second || (len(t.hook) > 0 && len(t.serves) == 0) {
 		t.hookAt = now
 		t.hook, t.serves, t.logs = t.o.Job.hookState()
 	}
@@ -118,7 +120,7 @@ func (t *target) loader(out *sample.Target, now time.Time) string {
 	case len(t.serves) > 0:
 		// A DataLoader has iterated (the hook serves from its first
 		// epoch): the loop runs, gpuwatch cannot read it (issue 41, item 4).
-		why = fmt.Sprintf("the hook serves (pid %s) but does not answer gpuwatch: its rates are unknown", sample.JoinInts(t.serves, 4))
+		why = fmt.Sprintf("the hook serves (pid %s); gpuwatch does not read it now: its rates are unknown", sample.JoinInts(t.serves, 4))
 	case len(t.hook) > 0:
 		why = fmt.Sprintf("the hook is loaded (pid %s); no DataLoader has iterated yet", sample.JoinInts(t.hook, 4))
 	default:
