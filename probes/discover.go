@@ -117,6 +117,22 @@ func DiscoveryDir() string {
 	return filepath.Join(os.TempDir(), "gpuwatch-"+strconv.Itoa(os.Geteuid()))
 }
 
+// DiscoveryDirs are the folders a loader of this user may have announced
+// itself in, DiscoveryDir first: a job started where XDG_RUNTIME_DIR was
+// set (an ssh session) or not (cron, su, Slurm) uses another than the
+// gpuwatch looking for it. For finding a given URL's token only: discovery
+// itself reads DiscoveryDir.
+func DiscoveryDirs() []string {
+	uid := strconv.Itoa(os.Geteuid())
+	dirs := []string{DiscoveryDir()}
+	for _, d := range []string{filepath.Join("/run/user", uid, "gpuwatch"), filepath.Join(os.TempDir(), "gpuwatch-"+uid)} {
+		if !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
 // privateDir checks that dir is a folder of this user's that no one else
 // may write to: in a shared /tmp, another user could otherwise plant
 // announcements that point gpuwatch at their server.

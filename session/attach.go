@@ -90,8 +90,9 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 		}
 		// A URL the user gave: its token is in its announcement, if the
 		// loader announced itself (the hook does).
-		attached[i].LookUpToken(func() string { return attachedTokenNow(dir, procRoot, u) })
-		attached[i].SetToken(attachedTokenNow(dir, procRoot, u))
+		dirs := append([]string{dir}, probes.DiscoveryDirs()...)
+		attached[i].LookUpToken(func() string { return attachedTokenNow(dirs, procRoot, u) })
+		attached[i].SetToken(attachedTokenNow(dirs, procRoot, u))
 	}
 	if err := checkAny(ctx, attached); err != nil {
 		return nil, err
@@ -137,14 +138,17 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 	return a, nil
 }
 
-// attachedTokenNow is the token announced in dir for the loader at u, ""
-// when none is.
-func attachedTokenNow(dir, procRoot, u string) string {
-	d, err := probes.Discover(dir, procRoot)
-	if err != nil {
-		return ""
+// attachedTokenNow is the token announced for the loader at u in the
+// first of dirs that announces it, "" when none does.
+func attachedTokenNow(dirs []string, procRoot, u string) string {
+	for _, dir := range dirs {
+		if d, err := probes.Discover(dir, procRoot); err == nil {
+			if t := probes.TokenFor(d, u); t != "" {
+				return t
+			}
+		}
 	}
-	return probes.TokenFor(d, u)
+	return ""
 }
 
 // checkAny checks the loaders named at once. With one, its failure is the
