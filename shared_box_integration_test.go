@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -174,7 +173,31 @@ func TestSharedBoxAnotherUserCannotReadOrBlindTheHook(t *testing.T) {
 	t.Logf("read the hook despite %s: %s", squat, first.Target.Loader)
 
 	port := listeningPort(t, victimUID)
-	// Item 2: no token, nothing read.
+	b.askWithoutToken(t, port)
+	check := func(l runLine) {
+		if l.Verdict != nil && l.Verdict.Kind == "idle" {
+			t.Errorf("verdict idle at %s while the loop runs (ranks %+v)", l.Time.Format("15:04:05"), l.Ranks)
+		}
+		if l.Target != nil && strings.Contains(l.Target.Loader, "no DataLoader has iterated") {
+			t.Errorf("frame at %s says %q while batches flow", l.Time.Format("15:04:05"), l.Target.Loader)
+		}
+	}
+	check(first)
+	during, connected := holdTheHook(t, port, frames, check, &stderr)
+	if during == 0 || connected < during-1 {
+		t.Errorf("while uid %d held the hook's connections, %d of %d frames read the hook", attackerUID, connected, during)
+	}
+	for l := range frames {
+		check(l)
+	}
+	_ = cmd.Wait()
+}
+
+// askWithoutToken: the other user asks the hook at port for /metrics, a
+// profile with fine switching, and the index, with no token: 401 each
+// (item 2).
+func (b *sharedBox) askWithoutToken(t *testing.T, port int) {
+	t.Helper()
 	probe := fmt.Sprintf(`
 import urllib.request, urllib.error
 for path in ("/metrics", "/debug/pprof/profile?seconds=1&fine_switch=1", "/"):
@@ -193,10 +216,16 @@ for path in ("/metrics", "/debug/pprof/profile?seconds=1&fine_switch=1", "/"):
 			t.Errorf("uid %d asked %s without the token: %s", attackerUID, path, got)
 		}
 	}
-	// Item 3: the other user holds every connection it can for 8 s,
-	// opening new ones as the server closes them.
-	hold := exec.Command("setpriv", "--reuid="+strconv.Itoa(attackerUID), "--regid="+strconv.Itoa(attackerUID), "--clear-groups",
-		"/usr/bin/python3", "-c", fmt.Sprintf(holdConnections, port))
+}
+
+// holdTheHook: the other user holds every connection to port it can for
+// 8 s, opening new ones as the server closes them (item 3); each frame
+// meanwhile goes to check. It returns the frames seen and how many of
+// them read the hook.
+func holdTheHook(t *testing.T, port int, frames <-chan runLine, check func(runLine), stderr fmt.Stringer) (during, connected int) {
+	t.Helper()
+	u := strconv.Itoa(attackerUID)
+	hold := exec.Command("setpriv", "--reuid="+u, "--regid="+u, "--clear-groups", "/usr/bin/python3", "-c", fmt.Sprintf(holdConnections, port))
 	hold.Dir = "/"
 	holdOut, err := hold.StdoutPipe()
 	must(t, err)
@@ -207,25 +236,11 @@ for path in ("/metrics", "/debug/pprof/profile?seconds=1&fine_switch=1", "/"):
 		t.Fatalf("the other user could not connect: %q", line)
 	}
 	t.Logf("uid %d: %s", attackerUID, strings.TrimSpace(line))
-	attackEnds := time.Now().Add(8 * time.Second)
-	var during, connected int
-	var mu sync.Mutex
-	check := func(l runLine) {
-		mu.Lock()
-		defer mu.Unlock()
-		if l.Verdict != nil && l.Verdict.Kind == "idle" {
-			t.Errorf("verdict idle at %s while the loop runs (ranks %+v)", l.Time.Format("15:04:05"), l.Ranks)
-		}
-		if l.Target != nil && strings.Contains(l.Target.Loader, "no DataLoader has iterated") {
-			t.Errorf("frame at %s says %q while batches flow", l.Time.Format("15:04:05"), l.Target.Loader)
-		}
-	}
-	check(first)
-	for time.Now().Before(attackEnds) {
+	for end := time.Now().Add(8 * time.Second); time.Now().Before(end); {
 		select {
 		case l, ok := <-frames:
 			if !ok {
-				t.Fatalf("gpuwatch ended early: %s", stderr.String())
+				t.Fatalf("gpuwatch ended early: %s", stderr)
 			}
 			check(l)
 			during++
@@ -237,13 +252,7 @@ for path in ("/metrics", "/debug/pprof/profile?seconds=1&fine_switch=1", "/"):
 		}
 	}
 	_, _ = io.Copy(io.Discard, holdOut)
-	if during == 0 || connected < during-1 {
-		t.Errorf("while uid %d held the hook's connections, %d of %d frames read the hook", attackerUID, connected, during)
-	}
-	for l := range frames {
-		check(l)
-	}
-	_ = cmd.Wait()
+	return during, connected
 }
 
 // trainLoop is an unmodified training loop: a DataLoader over a small
