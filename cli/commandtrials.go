@@ -21,7 +21,7 @@ import (
 // returned cleanup removes the hook's folder, and the logs' folder unless
 // a failed run's log is in it (then it says where).
 func commandTrials(cmd *cobra.Command, argv []string, interval time.Duration) (*session.CommandTrials, session.Setting, func(), error) {
-	dir, err := os.MkdirTemp(runtimeDir(), "gpuwatch-tune-")
+	dir, err := session.NewRunDir("tune")
 	if err != nil {
 		return nil, nil, nil, err
 	}

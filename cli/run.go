@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -101,9 +100,9 @@ const interruptGrace = 10 * time.Second
 // the job's exit status as an exitError.
 func runJob(cmd *cobra.Command, w *watchFlags, argv []string, jobLog string, stdout, stderr io.Writer) error {
 	dashboard := !w.headless && !w.once && session.IsTerminal(stdout)
-	dir, err := os.MkdirTemp(runtimeDir(), "gpuwatch-run-")
+	dir, err := session.NewRunDir("run")
 	if err != nil {
-		return fmt.Errorf("a folder for the hook: %w", err)
+		return err
 	}
 	defer os.RemoveAll(dir)
 	if err := python.Write(dir); err != nil {
@@ -146,7 +145,7 @@ func runJob(cmd *cobra.Command, w *watchFlags, argv []string, jobLog string, std
 	defer stopForwarding()
 	o := w.options(stdout, stderr)
 	o.PID, o.Job, o.Title = job.PID(), job, "run: "+job.Command()
-	o.Attach = session.AttachTo{Discover: true, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0,
+	o.Attach = session.AttachTo{Discover: true, Dir: dir, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0,
 		Within: func(pid int) bool { return probes.Descends(w.procRoot, pid, job.PID()) }}
 	err = session.Run(ctx, o)
 	stopJob(job)
@@ -255,17 +254,6 @@ func jobEnv(env []string, dir string) []string {
 		}
 	}
 	return append(out, "PYTHONPATH="+pythonPath, "GPUWATCH_RUN_DIR="+dir)
-}
-
-// runtimeDir is where run's private folder goes: the user's runtime folder,
-// else the system's temporary one (os.MkdirTemp makes it 0700).
-func runtimeDir() string {
-	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			return d
-		}
-	}
-	return os.TempDir()
 }
 
 // forwarded are the signals gpuwatch passes on to the job: SIGINT,

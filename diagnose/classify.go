@@ -30,6 +30,18 @@ func classify(frames, history []sample.Frame, th Thresholds) Verdict {
 		return v
 	}
 	d := decide(&w, th)
+	if l := w.loaderDown; l != nil && (d.kind == Idle || d.kind == Healthy) {
+		// An endpoint that does not answer is not a stopped loop: say
+		// nothing rather than idle (another user may be holding the
+		// hook's connections while the loop runs at full speed).
+		v.Kind = WarmingUp
+		text := "the loader at " + l.Source + " does not answer"
+		if l.DisconnectedSince != nil {
+			text += " since " + l.DisconnectedSince.Format("15:04:05")
+		}
+		v.Evidence = []Evidence{evidence("loader.connected", 0, "<", 1, "", text+": its rates are unknown, so idle or busy cannot be told")}
+		return v
+	}
 	if e, ok := profileEvidence(d.kind, &w, th, d.mmap); ok {
 		d.evidence = append(d.evidence, e)
 	}

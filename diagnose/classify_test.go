@@ -251,3 +251,30 @@ func TestALoaderWithBatchesInTheWindowIsNotStopped(t *testing.T) {
 		}
 	}
 }
+
+// TestALoaderThatDoesNotAnswerIsNeverIdle: while another user holds the
+// hook's connections, its loader reads as disconnected; its rates are
+// unknown, not 0, so the verdict is never idle — on a machine without a
+// GPU (the issue's case: idle at 0.85 while the loop ran 9k batches/s) or
+// with an idle one (issue 41, item 3).
+func TestALoaderThatDoesNotAnswerIsNeverIdle(t *testing.T) {
+	no := false
+	since := t0
+	for _, gpu := range []bool{false, true} {
+		v := Classify(frames(6, func(i int, f *sample.Frame) {
+			host(f, 12, 0, 2)
+			if gpu {
+				gpus(f, 1, 0, 0, 0)
+			}
+			f.Loader = &sample.Loader{Source: "http://127.0.0.1:41000", Kind: "python", Connected: &no, DisconnectedSince: &since}
+		}), DefaultThresholds())
+		if v.Kind == Idle {
+			t.Errorf("gpu=%v: idle (%.2f) from a loader that does not answer: %+v", gpu, v.Confidence, v.Evidence)
+		}
+		for _, e := range v.Evidence {
+			if e.Metric == "loader.batches_per_sec" {
+				t.Errorf("gpu=%v: evidence %q from a loader that does not answer", gpu, e.Text)
+			}
+		}
+	}
+}

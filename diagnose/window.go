@@ -51,6 +51,10 @@ type window struct {
 	accelBasis             string // how the virtual accelerator is measured
 
 	haveLoader bool
+	// loaderDown is the newest frame's loader when it is attached and
+	// does not answer (nil otherwise): its rates are unknown, and the
+	// window cannot say the job is idle (issue 41, item 3).
+	loaderDown *sample.Loader
 	loaderKind string // "python", "go", "embedded", "" (the newest)
 	// The loader's means over the window, time-weighted: a loader whose
 	// epochs are shorter than a frame (a start-up stall, then a burst of
@@ -267,7 +271,11 @@ func (w *window) finishMeans() {
 func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	w.haveLoader = true
 	w.loaderKind = l.Kind
-	if l.Sampled == nil && (l.Connected == nil || *l.Connected) {
+	w.loaderDown = nil
+	if l.Sampled == nil && l.RatesUnknown() {
+		w.loaderDown = l
+	}
+	if !l.RatesUnknown() {
 		sec := f.IntervalSec
 		if sec <= 0 {
 			sec = 1
@@ -285,7 +293,7 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 		// Nobody instrumented the loop: its wait share was sampled, its
 		// rates are unknown (not zero).
 		w.sampled = l.Sampled
-	} else {
+	} else if !l.RatesUnknown() { // a loader that does not answer has no rates
 		s.add(sigBatchesPerSec, l.BatchesPerSec)
 		s.add(sigSamplesPerSec, l.SamplesPerSec)
 		s.add(sigBytesPerSec, l.BytesPerSec)

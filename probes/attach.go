@@ -36,8 +36,10 @@ type Attach struct {
 	downSince time.Time // first failed read after a success
 	nextTry   time.Time
 	backoff   time.Duration
-	noMetrics bool // a pprof-only endpoint
-	pid       int  // from gpuwatch_loader_info
+	noMetrics bool          // a pprof-only endpoint
+	pid       int           // from gpuwatch_loader_info
+	token     string        // sent as a bearer token; "" sends none
+	lookup    func() string // finds the token anew after a 401 (LookUpToken)
 	now       func() time.Time
 
 	page []byte // the last /metrics page, reused by read (one read at a time)
@@ -78,6 +80,26 @@ func NewAttach(raw string) (*Attach, error) {
 	return a, nil
 }
 
+// SetToken sets the token sent with every request (Authorization: Bearer),
+// from the loader's announcement: the hook serves nothing without it
+// (docs/security.md). A URL with credentials sends those instead; a
+// loader that wants no token (the embedded Go loader's debug server)
+// ignores it. "" sends none.
+func (a *Attach) SetToken(token string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.token = token
+}
+
+// LookUpToken sets where the token is found anew when the loader answers
+// 401 (a loader that came up after gpuwatch started, or restarted with a
+// new token): its announcement, for a URL the user gave.
+func (a *Attach) LookUpToken(lookup func() string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lookup = lookup
+}
+
 // Source implements LoaderSource: the URL without credentials.
 func (a *Attach) Source() string { return a.shown }
 
@@ -108,6 +130,12 @@ func (a *Attach) get(ctx context.Context, path string, timeout time.Duration) (*
 		return nil, err
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	a.mu.Lock()
+	token := a.token
+	a.mu.Unlock()
+	if token != "" && a.base.User == nil {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := a.client.Do(req)
 	if err != nil {
 		cancel()
@@ -161,13 +189,24 @@ type httpStatusError struct {
 	status string
 }
 
-func (e *httpStatusError) Error() string { return fmt.Sprintf("%s answered %s", e.path, e.status) }
+func (e *httpStatusError) Error() string {
+	if e.code == http.StatusUnauthorized {
+		return fmt.Sprintf("%s answered %s: the loader wants its token, which is in its announcement (readable by its own user only): run gpuwatch as that user, or put the token in the URL (http://gpuwatch:TOKEN@HOST:PORT)", e.path, e.status)
+	}
+	return fmt.Sprintf("%s answered %s", e.path, e.status)
+}
 
 // read fetches and converts /metrics.
 func (a *Attach) read(ctx context.Context) (LoaderCounters, error) {
 	resp, err := a.get(ctx, "/metrics", a.Timeout)
 	if err != nil {
 		return LoaderCounters{}, err
+	}
+	if resp.StatusCode == http.StatusUnauthorized && a.freshToken() {
+		resp.Body.Close()
+		if resp, err = a.get(ctx, "/metrics", a.Timeout); err != nil {
+			return LoaderCounters{}, err
+		}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -193,9 +232,25 @@ func (a *Attach) read(ctx context.Context) (LoaderCounters, error) {
 	return c, nil
 }
 
+// freshToken looks the token up anew (after a 401): true when it found
+// one other than the one sent.
+func (a *Attach) freshToken() bool {
+	a.mu.Lock()
+	lookup, old := a.lookup, a.token
+	a.mu.Unlock()
+	if lookup == nil {
+		return false
+	}
+	if t := lookup(); t != "" && t != old {
+		a.SetToken(t)
+		return true
+	}
+	return false
+}
+
 // LoaderCounters implements LoaderSource. After a first success, a loader
 // that stops answering is ErrDisconnected (with since when), retried with
-// backoff (1 s doubling to 30 s) until it answers again.
+// backoff (1 s doubling to maxBackoff) until it answers again.
 func (a *Attach) LoaderCounters(ctx context.Context) (LoaderCounters, error) {
 	a.mu.Lock()
 	now := a.now()
@@ -220,10 +275,17 @@ func (a *Attach) LoaderCounters(ctx context.Context) (LoaderCounters, error) {
 		a.downSince = now
 	}
 	a.connected = false
-	a.backoff = min(30*time.Second, max(time.Second, 2*a.backoff))
+	a.backoff = min(maxBackoff, max(time.Second, 2*a.backoff))
 	a.nextTry = now.Add(a.backoff)
 	return LoaderCounters{}, &disconnectedError{since: a.downSince, reason: err.Error()}
 }
+
+// maxBackoff caps the wait between tries of a loader that stopped
+// answering: a few seconds, so that gpuwatch reads it again soon after
+// whatever held it (another user holding the hook's connections) stops
+// (issue 41, item 3; it was 30 s). A try is one refused connection or one
+// short request: cheap.
+const maxBackoff = 4 * time.Second
 
 var errNoMetrics = Unavailable("the endpoint serves profiles but no loader metrics (gpuwatch_loader_*): wait times unknown")
 

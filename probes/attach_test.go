@@ -379,3 +379,39 @@ func TestOutOfRangeGaugesAreDropped(t *testing.T) {
 		}
 	}
 }
+
+// TestTheBackoffIsShort: a loader that stops answering for a minute (an
+// attack on its connections) is tried again within a few seconds of
+// coming back, not after 30 s (issue 41, item 3).
+func TestTheBackoffIsShort(t *testing.T) {
+	srv := newLoaderServer(t, metricsText(t))
+	a, _ := NewAttach(srv.URL)
+	now := t0
+	a.now = func() time.Time { return now }
+	p := NewLoader(a)
+	ctx := context.Background()
+	if err := p.Collect(ctx, frameAt(now)); err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	srv.down = true
+	srv.mu.Unlock()
+	for i := 0; i < 120; i++ { // a minute of ticks every 0.5 s
+		now = now.Add(500 * time.Millisecond)
+		_ = p.Collect(ctx, frameAt(now))
+	}
+	srv.mu.Lock()
+	srv.down = false
+	srv.mu.Unlock()
+	back := now
+	for {
+		now = now.Add(500 * time.Millisecond)
+		f := frameAt(now)
+		if err := p.Collect(ctx, f); err == nil && *f.Loader.Connected {
+			break
+		}
+		if now.Sub(back) > 5*time.Second {
+			t.Fatalf("still not read %v after the loader came back", now.Sub(back))
+		}
+	}
+}

@@ -30,6 +30,11 @@ type Announcement struct {
 	WorldSize *int   `json:"world_size,omitempty"`
 	URL       string `json:"url"`
 	Kind      string `json:"kind,omitempty"` // "python", "embedded"
+	// Token is what the loader wants on every request (Authorization:
+	// Bearer); "" for a loader that wants none (the embedded Go loader's
+	// debug server, hooks before issue 41). The announcement is 0600 in a
+	// folder of the user's alone: no other user reads it.
+	Token string `json:"token,omitempty"`
 	// key is the loader's URL as one loader has it (loaderKey), set by
 	// Discover.
 	key string
@@ -47,6 +52,13 @@ const (
 	maxDiscoveryEntries  = 1 << 16
 	maxDiscoveryFiles    = 1024
 	maxRefusals          = 8
+)
+
+// A token is at most maxTokenBytes of tokenChars (the hook's are 43
+// characters of URL-safe base64): it goes into a header as it is.
+const (
+	maxTokenBytes = 256
+	tokenChars    = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~"
 )
 
 // announcementName is how Announce and the Python hook name an
@@ -103,6 +115,22 @@ func DiscoveryDir() string {
 		return filepath.Join(d, "gpuwatch")
 	}
 	return filepath.Join(os.TempDir(), "gpuwatch-"+strconv.Itoa(os.Geteuid()))
+}
+
+// DiscoveryDirs are the folders a loader of this user may have announced
+// itself in, DiscoveryDir first: a job started where XDG_RUNTIME_DIR was
+// set (an ssh session) or not (cron, su, Slurm) uses another than the
+// gpuwatch looking for it. For finding a given URL's token only: discovery
+// itself reads DiscoveryDir.
+func DiscoveryDirs() []string {
+	uid := strconv.Itoa(os.Geteuid())
+	dirs := []string{DiscoveryDir()}
+	for _, d := range []string{filepath.Join("/run/user", uid, "gpuwatch"), filepath.Join(os.TempDir(), "gpuwatch-"+uid)} {
+		if !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
 }
 
 // privateDir checks that dir is a folder of this user's that no one else
@@ -221,6 +249,19 @@ func Discover(dir, procRoot string) (Discovery, error) {
 	return d, nil
 }
 
+// TokenFor is the token announced in d for the loader at rawURL (the same
+// loader as loaderKey has it), "" when it is not announced there or wants
+// none.
+func TokenFor(d Discovery, rawURL string) string {
+	key := loaderKey(rawURL)
+	for _, a := range d.Found {
+		if a.key == key {
+			return a.Token
+		}
+	}
+	return ""
+}
+
 // loaderKey is a loader's URL as one loader has it, whoever wrote it:
 // without credentials or a trailing slash (NewAttach's Source), and on
 // loopback, localhost and IPv4-mapped ::ffff:127.x read as their IPv4. A
@@ -287,6 +328,9 @@ func readAnnouncement(path string) (Announcement, error) {
 	}
 	if _, err := NewAttach(a.URL); err != nil {
 		return a, err
+	}
+	if len(a.Token) > maxTokenBytes || strings.Trim(a.Token, tokenChars) != "" {
+		return a, errors.New("a token that is not 1–256 URL-safe characters")
 	}
 	if len(a.Kind) > 16 || strings.Trim(a.Kind, "abcdefghijklmnopqrstuvwxyz0123456789_-") != "" {
 		a.Kind = "" // a word, or nothing

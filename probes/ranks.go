@@ -242,6 +242,7 @@ func (r *Ranks) applyScan(d Discovery) {
 	for _, t := range r.targets {
 		if a, ok := announced[t.key]; ok {
 			t.ann = a
+			t.a.SetToken(a.Token) // a loader restarted on its port has a new one
 			delete(announced, t.key)
 		} else if t.ann != nil && !t.a.connectedNow() {
 			continue
@@ -254,6 +255,7 @@ func (r *Ranks) applyScan(d Discovery) {
 			continue
 		}
 		if a, err := NewAttach(d.Found[i].URL); err == nil {
+			a.SetToken(d.Found[i].Token)
 			r.add(a, &d.Found[i])
 		}
 	}

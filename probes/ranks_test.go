@@ -534,3 +534,90 @@ func TestASlowRankHoldsNoOtherBack(t *testing.T) {
 		}
 	}
 }
+
+// tokenRank is a fakeRank that, as the hook does since issue 41, answers
+// only requests with its token.
+type tokenRank struct {
+	fakeRank
+	token string
+	seen  []string // the Authorization headers it got
+}
+
+func (r *tokenRank) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	r.seen = append(r.seen, req.Header.Get("Authorization"))
+	r.mu.Unlock()
+	if req.Header.Get("Authorization") != "Bearer "+r.token {
+		http.Error(w, "401: wants its token", http.StatusUnauthorized)
+		return
+	}
+	r.fakeRank.ServeHTTP(w, req)
+}
+
+// TestTheTokenComesFromTheAnnouncement: a loader that wants a token is
+// read with the one it announced (issue 41, item 2); without one it is
+// refused, with a message that says where the token is; a token that is
+// no token is refused at discovery.
+func TestTheTokenComesFromTheAnnouncement(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gpuwatch")
+	r := &tokenRank{token: "s3cr3t-Token_0123456789abcdefghij"}
+	r.rank = -1
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: r}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	url := "http://" + ln.Addr().String()
+
+	// Without the token: refused, and told why.
+	a, _ := NewAttach(url)
+	err = a.Check(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "announcement") {
+		t.Fatalf("no token: %v", err)
+	}
+	// Announced with it: discovery reads it.
+	self := os.Getpid()
+	if _, err := Announce(dir, Announcement{PID: self, URL: url, Kind: "python", Token: r.token}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Discover(dir, "/proc")
+	if err != nil || len(d.Found) != 1 || d.Found[0].Token != r.token || TokenFor(d, url+"/") != r.token {
+		t.Fatalf("discovery: %+v %v", d, err)
+	}
+	p := NewRanks(nil, func() (Discovery, error) { return Discover(dir, "/proc") }, time.Hour)
+	defer p.Close()
+	f := frameAt(t0)
+	if err := p.Collect(context.Background(), f); err != nil || len(f.Ranks) != 1 || !f.Ranks[0].Connected {
+		t.Fatalf("discovered with its token: %v %+v", err, f.Ranks)
+	}
+	// A URL given: the token is looked up after the first 401.
+	b, _ := NewAttach(url)
+	b.LookUpToken(func() string { d, _ := Discover(dir, "/proc"); return TokenFor(d, url) })
+	if err := b.Check(context.Background()); err != nil {
+		t.Fatalf("a given URL, its token looked up: %v", err)
+	}
+	// Credentials in the URL are sent instead of a token (basic auth).
+	c, _ := NewAttach(strings.Replace(url, "http://", "http://gpuwatch:other@", 1))
+	c.SetToken(r.token)
+	_ = c.Check(context.Background())
+	r.mu.Lock()
+	last := r.seen[len(r.seen)-1]
+	r.mu.Unlock()
+	if !strings.HasPrefix(last, "Basic ") {
+		t.Errorf("with credentials in the URL, sent %q", last)
+	}
+	// A token that would break a header is refused.
+	for i, bad := range []string{"a b", "a\r\nX-Evil: 1", strings.Repeat("a", 300)} {
+		name := filepath.Join(dir, fmt.Sprintf("%d-%d.json", self, 40000+i))
+		body := fmt.Sprintf(`{"pid":%d,"url":"http://127.0.0.1:%d","token":%q}`, self, 40000+i, bad)
+		if err := os.WriteFile(name, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, _ = Discover(dir, "/proc")
+	if len(d.Found) != 1 || d.Refusals != 3 || !strings.Contains(d.Note(), "token") {
+		t.Errorf("bad tokens: found %d, %s", len(d.Found), d.Note())
+	}
+}

@@ -618,7 +618,7 @@ func (f *Frame) Merge(from *Frame) {
 	if from.GPUs != nil {
 		f.GPUs, f.JobGPUs = from.GPUs, from.JobGPUs
 	}
-	if from.Loader != nil {
+	if from.Loader != nil && !f.Loader.sampledOver(from.Loader) {
 		f.Loader = from.Loader
 	}
 	if from.Accel != nil {

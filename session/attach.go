@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -17,6 +18,11 @@ import (
 type AttachTo struct {
 	URLs     []string
 	Discover bool
+	// Dir is the folder where loaders announce themselves (default
+	// probes.DiscoveryDir()): run, tune and sweep give their private run
+	// folder, where the hook under them announces itself too, so that a
+	// discovery folder another user took first changes nothing for them.
+	Dir string
 	// Within, when set, keeps only the announcements of processes it
 	// accepts (gpuwatch run: its job's tree).
 	Within func(pid int) bool
@@ -76,18 +82,23 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 	if err != nil {
 		return nil, err
 	}
+	dir := cmp.Or(to.Dir, probes.DiscoveryDir())
 	attached := make([]*probes.Attach, len(urls))
 	for i, u := range urls {
 		if attached[i], err = probes.NewAttach(u); err != nil {
 			return nil, err
 		}
+		// A URL the user gave: its token is in its announcement, if the
+		// loader announced itself (the hook does).
+		dirs := append([]string{dir}, probes.DiscoveryDirs()...)
+		attached[i].LookUpToken(func() string { return attachedTokenNow(dirs, procRoot, u) })
+		attached[i].SetToken(attachedTokenNow(dirs, procRoot, u))
 	}
 	if err := checkAny(ctx, attached); err != nil {
 		return nil, err
 	}
 	var discover func() (probes.Discovery, error)
 	if to.Discover {
-		dir := probes.DiscoveryDir()
 		discover = func() (probes.Discovery, error) {
 			d, err := probes.Discover(dir, procRoot)
 			if to.Within == nil || err != nil {
@@ -121,10 +132,23 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 	default:
 		a.Title = "attached to " + strconv.Itoa(len(attached)) + " loaders"
 		if to.Discover {
-			a.Title += " and those announced in " + probes.DiscoveryDir()
+			a.Title += " and those announced in " + dir
 		}
 	}
 	return a, nil
+}
+
+// attachedTokenNow is the token announced for the loader at u in the
+// first of dirs that announces it, "" when none does.
+func attachedTokenNow(dirs []string, procRoot, u string) string {
+	for _, dir := range dirs {
+		if d, err := probes.Discover(dir, procRoot); err == nil {
+			if t := probes.TokenFor(d, u); t != "" {
+				return t
+			}
+		}
+	}
+	return ""
 }
 
 // checkAny checks the loaders named at once. With one, its failure is the

@@ -27,6 +27,7 @@ type target struct {
 	cmd    string     // --pid's command line, read once
 	hookAt time.Time  // when the run folder was last read
 	hook   []int      // processes that loaded the hook (gpuwatch run)
+	serves []int      // of those, the ones whose hook serves (announced in the run folder)
 	logs   string     // the hook's own warnings (gpuwatch run), newest
 	first  time.Time  // the first frame's time
 }
@@ -75,7 +76,7 @@ func (t *target) Collect(_ context.Context, f *sample.Frame) error {
 	if t.first.IsZero() {
 		t.first = f.Time
 	}
-	out.Starting = t.o.Job != nil && out.ExitedAt == nil && len(t.hook) > 0 && f.Time.Sub(t.first) < startGrace &&
+	out.Starting = t.o.Job != nil && out.ExitedAt == nil && len(t.hook) > 0 && len(t.serves) == 0 && f.Time.Sub(t.first) < startGrace &&
 		(t.set.attached == nil || t.set.attached.Ranks.Connected() == 0)
 	f.Target = out
 	return nil
@@ -107,14 +108,20 @@ func (t *target) loader(out *sample.Target, now time.Time) string {
 		}
 		return s
 	}
-	if now.Sub(t.hookAt) >= 2*time.Second {
+	// Every 2 s; every tick while the hook is loaded and not yet serving,
+	// so that the frame a DataLoader first iterates in says so.
+	if now.Sub(t.hookAt) >= 2*time.Second || (len(t.hook) > 0 && len(t.serves) == 0) {
 		t.hookAt = now
-		t.hook, t.logs = t.o.Job.hookState()
+		t.hook, t.serves, t.logs = t.o.Job.hookState()
 	}
 	var why string
 	switch {
 	case out.ExitedAt != nil:
 		why = "the job has exited"
+	case len(t.serves) > 0:
+		// A DataLoader has iterated (the hook serves from its first
+		// epoch): the loop runs, gpuwatch cannot read it (issue 41, item 4).
+		why = fmt.Sprintf("the hook serves (pid %s); gpuwatch does not read it now: its rates are unknown", sample.JoinInts(t.serves, 4))
 	case len(t.hook) > 0:
 		why = fmt.Sprintf("the hook is loaded (pid %s); no DataLoader has iterated yet", sample.JoinInts(t.hook, 4))
 	default:
@@ -149,15 +156,16 @@ func (t *target) command(pid int) string {
 }
 
 // hookState reads the run folder: the processes that loaded the hook and
-// are still alive, and the newest line the hook logged there (its
+// are still alive, those of them whose hook serves (it announced itself
+// there: PID-PORT.json), and the newest line the hook logged there (its
 // warnings go there, never into the job's output).
-func (j *Job) hookState() (pids []int, log string) {
+func (j *Job) hookState() (pids, serves []int, log string) {
 	if j.runDir == "" {
-		return nil, ""
+		return nil, nil, ""
 	}
 	entries, err := os.ReadDir(j.runDir)
 	if err != nil {
-		return nil, ""
+		return nil, nil, ""
 	}
 	var newest time.Time
 	for _, e := range entries {
@@ -165,6 +173,11 @@ func (j *Job) hookState() (pids []int, log string) {
 		if p, ok := strings.CutPrefix(name, "py-"); ok {
 			if pid, err := strconv.Atoi(p); err == nil && probes.ProcessExists("/proc", pid) {
 				pids = append(pids, pid)
+			}
+		}
+		if p, _, ok := strings.Cut(name, "-"); ok && strings.HasSuffix(name, ".json") && e.Type().IsRegular() {
+			if pid, err := strconv.Atoi(p); err == nil && pid > 0 && probes.ProcessExists("/proc", pid) {
+				serves = append(serves, pid)
 			}
 		}
 		if strings.HasPrefix(name, "hook-") && strings.HasSuffix(name, ".log") && e.Type().IsRegular() {
@@ -176,7 +189,9 @@ func (j *Job) hookState() (pids []int, log string) {
 		}
 	}
 	slices.Sort(pids)
-	return pids, log
+	slices.Sort(serves)
+	serves = slices.Compact(serves)
+	return pids, serves, log
 }
 
 // readTail is the last line of a small file, printable.

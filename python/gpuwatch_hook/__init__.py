@@ -25,8 +25,11 @@ watch() times every batch: how long the training loop blocked in next()
   threads for N seconds, sampled at 100 Hz, as a pprof profile.
 
 Each serving process writes a small announcement (pid, RANK, LOCAL_RANK,
-WORLD_SIZE, URL) under $XDG_RUNTIME_DIR/gpuwatch/ (or a private
-/tmp/gpuwatch-UID/) and removes it when it closes or exits.
+WORLD_SIZE, URL, token) under $XDG_RUNTIME_DIR/gpuwatch/ (or a private
+/tmp/gpuwatch-UID/; under gpuwatch run, also in run's private folder), 0600,
+and removes it when it closes or exits. Every request must carry the token
+(Authorization: Bearer TOKEN): another local user who finds the port reads
+nothing (docs/security.md). gpuwatch reads the token from the announcement.
 
 The hook costs the training loop two clock reads and a few counter updates
 per batch; nothing else runs until someone scrapes. It never raises into the
@@ -84,6 +87,9 @@ class Watched:
         self._timed = timed
         #: The URL gpuwatch attaches to, or None when nothing is served.
         self.url = server.url if server else None
+        #: The token every request to url must carry (Authorization: Bearer
+        #: TOKEN); gpuwatch reads it from the announcement.
+        self.token = server.token if server else None
 
     def __iter__(self) -> Any:
         if not self._timed:  # gpuwatch run already times every DataLoader
@@ -123,13 +129,14 @@ class Watched:
 class WatchedIterator(_timing.Timed):
     """A watched iterator (a generator, an iter(loader)): one pass."""
 
-    __slots__ = ("url", "_server")
+    __slots__ = ("url", "token", "_server")
 
     def __init__(self, it: Any, stats: _timing.Stats, server: Optional[_server.Server]) -> None:
         super().__init__(it, stats)
         self._server = server
         stats.set_loop_tid()  # watch() is called where the loop runs
         self.url = server.url if server else None
+        self.token = server.token if server else None
 
     def close(self) -> None:
         srv, self._server = self._server, None

@@ -1,17 +1,28 @@
 """The loader protocol's server (docs/architecture.md §6): /metrics and
 /debug/pprof/profile on a daemon thread, and the announcement that lets
 gpuwatch discover it. Every limit a client could push on is bounded here:
-connections at once, each request's total time, a profile's length."""
+connections at once, each request's total time, a profile's length.
+
+On a shared machine (docs/security.md): every request must carry the
+server's token (a random secret written only into the 0600 announcement),
+so another local user who finds the port reads nothing; and connections
+from another user take at most OTHERS_CONNECTIONS of the slots (the
+peer's user is looked up with the kernel's sock_diag), so the announced
+client, gpuwatch as the same user, always finds one free."""
 
 from __future__ import annotations
 
 import atexit
+import base64
 import errno
+import hmac
 import http.server
 import json
 import os
+import secrets
 import socket
 import stat
+import struct
 import sys
 import tempfile
 import threading
@@ -27,6 +38,17 @@ from ._version import __version__
 #: At most this many connections are served at once; more are closed at
 #: once. A scrape and a profile need two; a flood must not grow threads.
 MAX_CONNECTIONS = 16
+
+#: Of those, connections from another user (not this process's, not root)
+#: take at most this many: a flood from another account cannot take the
+#: slots gpuwatch, as this user, needs (a scrape and a profile). Where the
+#: peer's user cannot be told (no sock_diag), all slots are shared.
+OTHERS_CONNECTIONS = 4
+
+#: The header that carries the token: "Authorization: Bearer TOKEN"
+#: (or HTTP basic authentication with the token as the password, for a
+#: URL that holds it: http://gpuwatch:TOKEN@127.0.0.1:PORT).
+TOKEN_ENV = "GPUWATCH_HOOK_TOKEN"
 
 #: The longest profile served, in seconds (gpuwatch asks for 5).
 MAX_PROFILE_SECONDS = 60
@@ -61,36 +83,125 @@ def discovery_dir() -> str:
     return os.path.join(tempfile.gettempdir(), "gpuwatch-%d" % os.geteuid())
 
 
-def announce(url: str) -> Optional[str]:
-    """Writes this process's announcement; returns its path, or None when it
-    could not (a warning: attaching by URL still works). The folder must be
-    this user's and writable by no one else, as gpuwatch requires."""
+def run_dir() -> Optional[str]:
+    """gpuwatch run's private folder (GPUWATCH_RUN_DIR), when this process
+    runs under run, tune or sweep and the folder is this user's alone."""
+    d = os.environ.get("GPUWATCH_RUN_DIR", "")
+    if not os.path.isabs(d):
+        return None
+    try:
+        _check_private(d)
+    except OSError:
+        return None
+    return d
+
+
+def _check_private(d: str) -> None:
+    st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise OSError("%s is not a private folder of this user (owner %d, mode %o)" % (d, st.st_uid, st.st_mode & 0o777))
+
+
+def _write_announcement(d: str, url: str, token: str) -> str:
+    entry: Dict[str, Any] = {"pid": os.getpid(), "url": url, "kind": "python", "token": token}
+    entry.update(rank_env())
+    path = os.path.join(d, "%d-%s.json" % (os.getpid(), url.rsplit(":", 1)[-1]))
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(entry, f)
+    os.replace(tmp, path)
+    return path
+
+
+def announce(url: str, token: str = "") -> List[str]:
+    """Writes this process's announcement (its URL and token, 0600) into
+    gpuwatch run's private folder when it runs under run, and into the
+    discovery folder; returns the paths written. A discovery folder that is
+    not private to this user (another user made /tmp/gpuwatch-UID first) is
+    a warning when nothing else was announced: attaching by URL still works."""
+    paths: List[str] = []
+    run = run_dir()
+    if run is not None:
+        try:
+            paths.append(_write_announcement(run, url, token))
+        except OSError as e:
+            warn("not announced in the run folder: %s" % e)
     d = discovery_dir()
     try:
         os.makedirs(d, mode=0o700, exist_ok=True)
         st = os.lstat(d)
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
             raise OSError("%s is not a private folder of this user" % d)
-        entry: Dict[str, Any] = {"pid": os.getpid(), "url": url, "kind": "python"}
-        entry.update(rank_env())
-        path = os.path.join(d, "%d-%s.json" % (os.getpid(), url.rsplit(":", 1)[-1]))
-        tmp = path + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(entry, f)
-        os.replace(tmp, path)
+        paths.append(_write_announcement(d, url, token))
     except OSError as e:
-        warn("not announced for discovery (attach to %s instead): %s" % (url, e))
-        return None
-    return path
+        if not paths:
+            warn("not announced for discovery (attach to %s instead): %s" % (url, e))
+    return paths
 
 
-def _unlink(path: Optional[str], owner: int) -> None:
-    if path and os.getpid() == owner:  # never from a forked worker
+def _unlink(paths: List[str], owner: int) -> None:
+    if os.getpid() != owner:  # never from a forked worker
+        return
+    for path in paths:
         try:
             os.unlink(path)
         except OSError:
             pass
+
+
+def _new_token() -> str:
+    """The server's token: GPUWATCH_HOOK_TOKEN when it is set to at least 16
+    URL-safe characters (a Prometheus that scrapes the hook needs to know
+    it), else 32 random bytes."""
+    t = os.environ.get(TOKEN_ENV, "")
+    if len(t) >= 16 and len(t) <= 256 and all(c.isalnum() or c in "-_.~" for c in t):
+        return t
+    return secrets.token_urlsafe(32)
+
+
+#: Whether the kernel answers sock_diag lookups (None: not tried yet).
+_sock_diag: Optional[bool] = None
+
+
+def peer_uid(conn: socket.socket) -> Optional[int]:
+    """The user that owns the other end of a loopback TCP connection, from
+    the kernel's sock_diag (NETLINK_SOCK_DIAG, SOCK_DIAG_BY_FAMILY; linux
+    include/uapi/linux/inet_diag.h): the peer's socket is looked up by its
+    four-tuple. None when it cannot be told (not Linux, no tcp_diag, a
+    peer on another host)."""
+    global _sock_diag
+    if _sock_diag is False or not hasattr(socket, "AF_NETLINK"):
+        return None
+    try:
+        fam = conn.family
+        lh, lp = conn.getsockname()[:2]
+        ph, pp = conn.getpeername()[:2]
+        if fam == socket.AF_INET:
+            src, dst = socket.inet_aton(ph) + bytes(12), socket.inet_aton(lh) + bytes(12)
+        else:
+            src, dst = socket.inet_pton(fam, ph), socket.inet_pton(fam, lh)
+        # inet_diag_sockid of the peer's socket: its source is the peer.
+        sockid = struct.pack("!HH16s16s", pp, lp, src, dst) + struct.pack("=III", 0, 0xFFFFFFFF, 0xFFFFFFFF)
+        req = struct.pack("=BBBBI", fam, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF) + sockid
+        msg = struct.pack("=IHHII", 16 + len(req), 20, 1, 1, 0) + req  # SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST
+        try:
+            nl = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 4)  # NETLINK_SOCK_DIAG
+        except OSError:
+            _sock_diag = False  # no netlink here (a sandbox): never ask again
+            return None
+        with nl:
+            nl.settimeout(0.5)
+            nl.send(msg)
+            data = nl.recv(8192)
+    except OSError:
+        return None
+    # An NLMSG_ERROR (the peer's socket is not on this host, or no tcp_diag)
+    # is shorter than an inet_diag_msg.
+    if len(data) < 16 + 4 + 48 + 16 or struct.unpack_from("=H", data, 4)[0] != 20:
+        return None
+    _sock_diag = True
+    return struct.unpack_from("=I", data, 16 + 4 + 48 + 12)[0]  # inet_diag_msg.idiag_uid
 
 
 class Server(http.server.ThreadingHTTPServer):
@@ -106,10 +217,14 @@ class Server(http.server.ThreadingHTTPServer):
             self.address_family = socket.AF_INET6
         super().__init__(addr, Handler)
         self.stats = stats
-        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        # Slots: those of this user (and root), and those another user may
+        # take (OTHERS_CONNECTIONS of MAX_CONNECTIONS).
+        self.own_slots = threading.BoundedSemaphore(MAX_CONNECTIONS - OTHERS_CONNECTIONS)
+        self.other_slots = threading.BoundedSemaphore(OTHERS_CONNECTIONS)
+        self.token = _new_token()
         self.profiling = threading.Lock()
         self.thread_ident: Optional[int] = None
-        self.announcement: Optional[str] = None
+        self.announcements: List[str] = []
         self.owner = os.getpid()
         self.users = 0  # watch() handles that share it
         self.closed = False
@@ -120,6 +235,7 @@ class Server(http.server.ThreadingHTTPServer):
         self._deadlines: Dict["Handler", float] = {}
         self._cv = threading.Condition()
         self._reaper: Optional[threading.Thread] = None
+        self._slots: Dict[Any, threading.BoundedSemaphore] = {}  # each open connection's slot
 
     def start_reaper(self) -> None:
         self._reaper = threading.Thread(target=self._reap, name="gpuwatch_hook deadlines", daemon=True)
@@ -152,22 +268,41 @@ class Server(http.server.ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a request that failed is the client's problem, not the training log's
 
+    def _slot(self, request: Any) -> Optional[threading.BoundedSemaphore]:
+        """A free slot for the connection, or None. This user's (and root's)
+        connections take their own slots first; another user's, and one
+        whose user cannot be told while sock_diag works, only the others'.
+        Without sock_diag, every connection may take any slot."""
+        uid = peer_uid(request)
+        own = uid is not None and uid in (os.geteuid(), 0)
+        if own or _sock_diag is not True:
+            if self.own_slots.acquire(blocking=False):
+                return self.own_slots
+        if self.other_slots.acquire(blocking=False):
+            return self.other_slots
+        return None
+
     def process_request(self, request: Any, client_address: Any) -> None:
         # One thread per connection, but never more than MAX_CONNECTIONS.
-        if not self.slots.acquire(blocking=False):
+        slot = self._slot(request)
+        if slot is None:
             self.shutdown_request(request)
             return
+        self._slots[request] = slot
         try:
             super().process_request(request, client_address)
         except Exception:
-            self.slots.release()
+            self._slots.pop(request, None)
+            slot.release()
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self.slots.release()
+            slot = self._slots.pop(request, None)
+            if slot is not None:
+                slot.release()
 
     def close(self) -> None:
         """Stops serving, closes the socket and removes the announcement."""
@@ -180,7 +315,7 @@ class Server(http.server.ThreadingHTTPServer):
             if self.thread_ident is not None:
                 self.shutdown()
             self.server_close()
-            _unlink(self.announcement, self.owner)
+            _unlink(self.announcements, self.owner)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -208,10 +343,32 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except OSError:
             pass
 
+    def authorized(self) -> bool:
+        """Whether the request carries the server's token: as a bearer
+        token, or as the password of HTTP basic authentication."""
+        got = self.headers.get("Authorization", "")
+        scheme, _, value = got.partition(" ")
+        value = value.strip()
+        if scheme.lower() == "basic":
+            try:
+                value = base64.b64decode(value, validate=True).decode("utf-8", "replace").partition(":")[2]
+            except ValueError:
+                value = ""
+        elif scheme.lower() != "bearer":
+            value = ""
+        return hmac.compare_digest(value.encode("utf-8", "replace"), self.server.token.encode())
+
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         u = urllib.parse.urlsplit(self.path)
         try:
-            if u.path == "/metrics":
+            if not self.authorized():
+                self._send(
+                    401,
+                    "text/plain; charset=utf-8",
+                    b"401: this server wants its token (in its announcement, readable by its user only): Authorization: Bearer TOKEN\n",
+                    {"WWW-Authenticate": 'Bearer realm="gpuwatch_hook"'},
+                )
+            elif u.path == "/metrics":
                 self._send(200, "text/plain; version=0.0.4; charset=utf-8", self.server.stats.render())
             elif u.path == "/debug/pprof/profile":
                 self._profile(urllib.parse.parse_qs(u.query))
@@ -236,7 +393,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             msg = "seconds: want a number of seconds in (0, %d]\n" % MAX_PROFILE_SECONDS
             self._send(400, "text/plain; charset=utf-8", msg.encode())
             return
-        fine = query.get("fine_switch", ["0"])[-1] == "1" or os.environ.get("GPUWATCH_HOOK_FINE_SWITCH") == "1"
+        # The job's own choice only: a client never changes how the
+        # process's threads switch (issue 41, item 2).
+        fine = os.environ.get("GPUWATCH_HOOK_FINE_SWITCH") == "1"
         if not self.server.profiling.acquire(blocking=False):
             self._send(409, "text/plain; charset=utf-8", b"a profile is already being taken; try again when it ends\n")
             return
@@ -330,7 +489,7 @@ def serve(host: str, port: int, stats_for_new: Optional[Stats], quiet: bool) -> 
         t.start()
         srv.start_reaper()
         srv.thread_ident = t.ident
-        srv.announcement = announce(srv.url)
+        srv.announcements = announce(srv.url, srv.token)
         if not quiet:
             sys.stderr.write("gpuwatch_hook: serving %s — watch it with: gpuwatch attach %s\n" % (srv.url, srv.url))
         if host not in ("127.0.0.1", "localhost", "::1"):

@@ -1,34 +1,89 @@
 """gpuwatch run's sitecustomize: written with the hook into a private folder
-that `gpuwatch run` puts first on the command's PYTHONPATH. It loads the
-sitecustomize it shadows (the system's or the user's), then asks the hook
-to time every torch DataLoader once torch.utils.data is imported. It
-imports no torch and starts nothing itself."""
+that `gpuwatch run` puts first on the command's PYTHONPATH.
+
+It costs a Python process that never imports torch's DataLoader next to
+nothing (issue 41, item 14): it imports only what start-up has already
+imported (os, sys, importlib's machinery), writes the marker that tells
+gpuwatch run this process loaded it, and puts one finder on sys.meta_path.
+The hook itself (gpuwatch_hook, with http.server and the rest) is imported
+by that finder when torch.utils.data.dataloader is imported, never before.
+
+It runs the sitecustomize it shadows (the system's or the user's) and then
+leaves that module in sys.modules under its own name, so that
+`import sitecustomize; sitecustomize.X` reaches the user's names as it does
+without gpuwatch (item 15)."""
+
+import os
+import sys
+
+#: The module whose import brings the hook in.
+_TARGET = "torch.utils.data.dataloader"
 
 
-def _chain() -> None:
-    import importlib.machinery
-    import importlib.util
-    import os
-    import sys
+class _DataLoaderFinder:
+    """Finds nothing itself. When torch's DataLoader module is first looked
+    for, it takes itself off sys.meta_path, imports the hook, and hands the
+    search to the hook's own finder (gpuwatch_hook._auto), which patches
+    the module once it has run."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != _TARGET:
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        try:
+            from gpuwatch_hook import _auto
+
+            _auto.install()
+            for f in sys.meta_path:
+                if isinstance(f, _auto._Finder):
+                    return f.find_spec(fullname, path, target)
+        except Exception:  # a broken copy: the program runs uninstrumented
+            pass
+        return None
+
+
+def _mark() -> None:
+    """Tells gpuwatch run that this process loaded the hook (a process
+    started with python -I or -S does not)."""
+    run = os.environ.get("GPUWATCH_RUN_DIR", "")
+    if os.path.isabs(run):
+        try:
+            os.close(os.open(os.path.join(run, "py-%d" % os.getpid()), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        except OSError:
+            pass
+
+
+def _chain():
+    """Runs the sitecustomize this one shadows; returns its module, or None
+    when there is none."""
+    import importlib.machinery  # importlib and its frozen bootstrap: cheap
+
+    try:  # what importlib.util.module_from_spec is, without contextlib and collections
+        from importlib._bootstrap import module_from_spec
+    except ImportError:
+        from importlib.util import module_from_spec
 
     here = os.path.dirname(os.path.abspath(__file__))
     path = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
     if spec is None or spec.loader is None:
-        return
-    module = importlib.util.module_from_spec(spec)
+        return None
+    module = module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
 
 
-def _install() -> None:
-    try:
-        from gpuwatch_hook import _auto
-    except Exception:  # a broken copy: the program runs uninstrumented
-        return
-    _auto.install()
-
-
+_user = None
 try:
-    _chain()
+    _user = _chain()
 finally:
-    _install()
+    _mark()
+    if _TARGET not in sys.modules and not any(type(f).__name__ == "_DataLoaderFinder" for f in sys.meta_path):
+        sys.meta_path.insert(0, _DataLoaderFinder())
+    if _user is not None:
+        # The import of this module returns what sys.modules holds when it
+        # ends (importlib's _load_unlocked): the user's module.
+        sys.modules[__name__] = _user

@@ -28,6 +28,12 @@ except ImportError:  # the torch tests skip; CI runs them with Debian's python3-
     torch = None
 
 
+def urlopen(w, path, timeout=5, token=None):
+    """GET w.url + path with w's token (the server wants it on every request)."""
+    req = urllib.request.Request(w.url + path, headers={"Authorization": "Bearer " + (token if token is not None else w.token)})
+    return urllib.request.urlopen(req, timeout=timeout)
+
+
 class FakeClock:
     def __init__(self):
         self.t = 100.0
@@ -163,7 +169,7 @@ class HookTest(unittest.TestCase):
         return hook.watch(loader, **kw)
 
     def metrics(self, w):
-        with urllib.request.urlopen(w.url + "/metrics", timeout=5) as r:
+        with urlopen(w, "/metrics", timeout=5) as r:
             self.assertEqual(r.headers["Content-Type"], "text/plain; version=0.0.4; charset=utf-8")
             return parse_metrics(r.read().decode())
 
@@ -373,14 +379,14 @@ class HookTest(unittest.TestCase):
 
     def test_other_paths(self):
         w = self.watch([1])
-        with urllib.request.urlopen(w.url + "/", timeout=5) as r:
+        with urlopen(w, "/", timeout=5) as r:
             self.assertIn(b"/metrics", r.read())
         with self.assertRaises(urllib.error.HTTPError) as e:
-            urllib.request.urlopen(w.url + "/nope", timeout=5)
+            urlopen(w, "/nope", timeout=5)
         self.assertEqual(e.exception.code, 404)
         for bad in ("abc", "0", "-1", "61", "601", "nan", "inf"):
             with self.assertRaises(urllib.error.HTTPError) as e:
-                urllib.request.urlopen(w.url + "/debug/pprof/profile?seconds=" + bad, timeout=5)
+                urlopen(w, "/debug/pprof/profile?seconds=" + bad, timeout=5)
             self.assertEqual(e.exception.code, 400, bad)
 
     def test_idle_connections_are_bounded_and_time_out(self):
@@ -518,7 +524,7 @@ class ProfileTest(unittest.TestCase):
 
         def get(name, seconds):
             try:
-                with urllib.request.urlopen(w.url + "/debug/pprof/profile?seconds=%s" % seconds, timeout=10) as r:
+                with urlopen(w, "/debug/pprof/profile?seconds=%s" % seconds, timeout=10) as r:
                     results[name] = (r.status, r.headers["Content-Type"], r.read())
             except urllib.error.HTTPError as e:
                 results[name] = (e.code, None, e.read())
@@ -601,7 +607,7 @@ class TorchTest(unittest.TestCase):
         self.assertIsNone(dl._iterator)
 
     def metrics(self, w):
-        with urllib.request.urlopen(w.url + "/metrics", timeout=5) as r:
+        with urlopen(w, "/metrics", timeout=5) as r:
             return parse_metrics(r.read().decode())
 
 

@@ -4,6 +4,7 @@ gpuwatch run's sitecustomize times an unmodified script's DataLoaders.
 
     python3 -m unittest discover -s python/tests"""
 
+import base64
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import textwrap
 import threading
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,8 +35,23 @@ except ImportError:
     torch = None
 
 
-def metrics(url):
-    with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
+def token_for(url, *dirs):
+    """The token of the server at url, from its announcement (in the
+    discovery folder, or in the dirs given)."""
+    for d in (hook.discovery_dir(),) + dirs:
+        for name in os.listdir(d) if os.path.isdir(d) else ():
+            if name.endswith(".json"):
+                with open(os.path.join(d, name)) as f:
+                    a = json.load(f)
+                if a.get("url") == url:
+                    return a.get("token", "")
+    return ""
+
+
+def metrics(url, token=None):
+    token = token if token is not None else token_for(url)
+    req = urllib.request.Request(url + "/metrics", headers={"Authorization": "Bearer " + token})
+    with urllib.request.urlopen(req, timeout=5) as r:
         out = {}
         for line in r.read().decode().splitlines():
             if line and not line.startswith("#"):
@@ -64,9 +81,84 @@ class PackageTest(unittest.TestCase):
             self.assertEqual(metrics(url)["gpuwatch_loader_batches_total"], 0)
             mine = [f for f in os.listdir(d) if f.startswith("%d-" % os.getpid())]
             self.assertTrue(mine)
-        with self.assertRaises(OSError):
-            metrics(url)
+        with self.assertRaises(urllib.error.URLError) as e:
+            metrics(url, w.token)
+        self.assertNotIsInstance(e.exception, urllib.error.HTTPError)  # refused, not answered
         self.assertFalse([f for f in os.listdir(d) if f.endswith(url.rsplit(":", 1)[1] + ".json")])
+
+    def test_every_request_needs_the_token(self):
+        # Issue 41 item 2: another local user finds the port in
+        # /proc/net/tcp; without the token (in the 0600 announcement) they
+        # read nothing: not /metrics, not a profile, not the index.
+        with hook.watch([1], port=0, quiet=True) as w:
+            self.assertTrue(w.token and len(w.token) >= 32)
+            self.assertEqual(token_for(w.url), w.token)
+            ann = [n for n in os.listdir(hook.discovery_dir()) if n.startswith("%d-" % os.getpid())]
+            for n in ann:
+                self.assertEqual(os.stat(os.path.join(hook.discovery_dir(), n)).st_mode & 0o777, 0o600)
+            for path in ("/metrics", "/debug/pprof/profile?seconds=1&fine_switch=1", "/"):
+                for header in ({}, {"Authorization": "Bearer nope"}, {"Authorization": "Bearer " + w.token[:-1]},
+                               {"Authorization": "Basic " + base64.b64encode(b"x:nope").decode()}, {"Authorization": w.token}):
+                    with self.assertRaises(urllib.error.HTTPError, msg=(path, header)) as e:
+                        urllib.request.urlopen(urllib.request.Request(w.url + path, headers=header), timeout=5)
+                    self.assertEqual(e.exception.code, 401, (path, header))
+                    self.assertNotIn(b"gpuwatch_loader", e.exception.read())
+            # The token as a bearer, or as basic authentication's password
+            # (a URL that holds it: http://gpuwatch:TOKEN@host:port).
+            self.assertIn("gpuwatch_loader_batches_total", metrics(w.url, w.token))
+            basic = base64.b64encode(("gpuwatch:" + w.token).encode()).decode()
+            with urllib.request.urlopen(urllib.request.Request(w.url + "/metrics", headers={"Authorization": "Basic " + basic}), timeout=5) as r:
+                self.assertEqual(r.status, 200)
+
+    def test_fine_switch_is_the_jobs_choice_only(self):
+        # Issue 41 item 2: a client cannot change how the job's threads
+        # switch; the job's own environment can.
+        import gpuwatch_hook._profiler as prof
+        seen = []
+        orig = prof.take_profile
+
+        def spy(seconds, exclude=(), fine_switch=False):
+            seen.append(fine_switch)
+            return orig(0.05, exclude=exclude)
+
+        _server._profiler.take_profile = spy
+        try:
+            with hook.watch([1], port=0, quiet=True) as w:
+                req = urllib.request.Request(w.url + "/debug/pprof/profile?seconds=1&fine_switch=1", headers={"Authorization": "Bearer " + w.token})
+                urllib.request.urlopen(req, timeout=10).read()
+                os.environ["GPUWATCH_HOOK_FINE_SWITCH"] = "1"
+                try:
+                    urllib.request.urlopen(req, timeout=10).read()
+                finally:
+                    del os.environ["GPUWATCH_HOOK_FINE_SWITCH"]
+        finally:
+            _server._profiler.take_profile = orig
+        self.assertEqual(seen, [False, True])
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"), "needs root and setpriv: another user's connections")
+    def test_another_user_cannot_take_the_slots(self):
+        # Issue 41 item 3: another user holds as many connections as they
+        # can; gpuwatch, as this user, is still served.
+        if _server.peer_uid is None:
+            self.skipTest("no sock_diag")
+        with hook.watch([1], port=0, quiet=True) as w:
+            host, port = w.url[len("http://") :].rsplit(":", 1)
+            hold = ("import socket, sys, time\n"
+                    "s = [socket.create_connection((%r, %s)) for _ in range(64)]\n"
+                    "print('held', flush=True)\n"
+                    "sys.stdin.read()\n") % (host, port)
+            p = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", hold],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd="/")
+            try:
+                self.assertEqual(p.stdout.readline().strip(), "held")
+                served = 0
+                for _ in range(5):  # each while the other user's connections are open
+                    metrics(w.url, w.token)
+                    served += 1
+                self.assertEqual(served, 5)
+                self.assertTrue(_server._sock_diag, "sock_diag should have told the peer's user")
+            finally:
+                p.communicate("", timeout=10)
 
     def test_a_shared_port_closes_with_its_last_watch(self):
         port = _free_port()
@@ -76,8 +168,9 @@ class PackageTest(unittest.TestCase):
         a.close()
         metrics(b.url)  # still served for b
         b.close()
-        with self.assertRaises(OSError):
-            metrics(b.url)
+        with self.assertRaises(urllib.error.URLError) as e:
+            metrics(b.url, b.token)
+        self.assertNotIsInstance(e.exception, urllib.error.HTTPError)
 
     def test_a_request_has_a_total_deadline(self):
         """A client that sends a byte every 0.2 s never lets a read time
@@ -230,10 +323,34 @@ class RunInstrumentationTest(unittest.TestCase):
             self.assertEqual(p.returncode, 0, err)
             self.assertEqual(err, "", "the hook wrote into the job's stderr")
 
+    def test_the_users_sitecustomize_keeps_its_name(self):
+        # Issue 41 item 15: under run, `import sitecustomize` is the user's
+        # module, with the user's names, as it is without gpuwatch.
+        with open(os.path.join(self.user, "sitecustomize.py"), "a") as f:
+            f.write("USER_NAME = 42\ndef helper():\n    return 'mine'\n")
+        out = subprocess.run(
+            [sys.executable, "-c", "import sitecustomize as s; print(s.USER_NAME, s.helper(), s.__file__)"],
+            env=self.env, capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.split()[:2], ["42", "mine"])
+        self.assertEqual(os.path.realpath(out.stdout.split()[2]), os.path.realpath(os.path.join(self.user, "sitecustomize.py")))
+
+    def test_startup_imports_only_the_finder(self):
+        # Issue 41 item 14: a Python process that never imports torch's
+        # DataLoader pays for a finder, not for the hook (http.server, ssl,
+        # email): `python -c pass` stays a cheap start-up.
+        code = "import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in ('gpuwatch_hook', 'http', 'email', 'ssl', 'socket', 'threading', 'json', 'importlib.abc')))"
+        out = subprocess.run([sys.executable, "-c", code], env=self.env, capture_output=True, text=True, check=True)
+        self.assertEqual(out.stdout.strip(), "[]", out.stdout)
+        self.assertEqual(out.stderr, "")
+        # The marker that says the hook is loaded is still written.
+        p = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], env=self.env, capture_output=True, text=True, check=True)
+        self.assertTrue(os.path.exists(os.path.join(self.dir, "py-%s" % p.stdout.strip())))
+
     def test_the_shadowed_sitecustomize_runs_and_other_programs_are_untouched(self):
         out = subprocess.run(
             [sys.executable, "-c", "import os, sys; print(os.environ.get('CHAINED'), 'torch' in sys.modules, "
-             "any(type(f).__name__ == '_Finder' for f in sys.meta_path))"],
+             "any(type(f).__name__ in ('_Finder', '_DataLoaderFinder') for f in sys.meta_path))"],
             env=self.env, capture_output=True, text=True, check=True)
         self.assertEqual(out.stdout.split(), ["yes", "False", "True"])
         self.assertEqual(out.stderr, "")

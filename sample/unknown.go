@@ -1,0 +1,51 @@
+package sample
+
+import "encoding/json"
+
+// RatesUnknown says the loader's rates (batches, samples, bytes per
+// second) are unknown, not zero: it is attached and does not answer, or
+// nobody instrumented it and its loop was sampled (issue 41, item 3).
+func (l *Loader) RatesUnknown() bool {
+	return l.Sampled != nil || (l.Connected != nil && !*l.Connected)
+}
+
+// sampledOver says l, a sampled loop, stays when from, an attached loader
+// that does not answer, comes to be merged: the sampled loop still covers
+// the process, and its wait share is a fact where the endpoint's silence
+// is none (issue 41, item 3). The disconnection stays in Ranks and in
+// Unavailable.
+func (l *Loader) sampledOver(from *Loader) bool {
+	return l != nil && l.Sampled != nil && from.Sampled == nil && from.RatesUnknown()
+}
+
+// MarshalJSON writes Loader as its fields, with null rates where they are
+// unknown (RatesUnknown): a loader that does not answer has no rate, and a
+// 0 would read as a stopped loop.
+func (l Loader) MarshalJSON() ([]byte, error) {
+	type plain Loader
+	if !l.RatesUnknown() {
+		return json.Marshal(plain(l))
+	}
+	// The null rates have the JSON names of the embedded ones, one level
+	// up, so they take their place (encoding/json: the shallower wins).
+	return json.Marshal(struct {
+		plain
+		BatchesPerSec *float64 `json:"batches_per_sec"`
+		SamplesPerSec *float64 `json:"samples_per_sec"`
+		BytesPerSec   *float64 `json:"bytes_per_sec"`
+	}{plain: plain(l)})
+}
+
+// MarshalJSON writes Rank as its fields, with null rates while the rank
+// does not answer.
+func (r Rank) MarshalJSON() ([]byte, error) {
+	type plain Rank
+	if r.Connected {
+		return json.Marshal(plain(r))
+	}
+	return json.Marshal(struct {
+		plain
+		BatchesPerSec *float64 `json:"batches_per_sec"`
+		SamplesPerSec *float64 `json:"samples_per_sec"`
+	}{plain: plain(r)})
+}
