@@ -88,6 +88,7 @@ class Watched:
     def __iter__(self) -> Any:
         if not self._timed:  # gpuwatch run already times every DataLoader
             return iter(self.loader)
+        _patch_stages(self.loader)  # before iter(): the workers it starts are timed
         started = _timing.clock()
         it = iter(self.loader)
         try:
@@ -118,6 +119,23 @@ class Watched:
 
     def __repr__(self) -> str:
         return "gpuwatch_hook.Watched(%r, url=%r)" % (self.loader, self.url)
+
+
+def _patch_stages(loader: Any) -> None:
+    """Times the stages inside a torch DataLoader's workers (_stages):
+    patches torch's data module once, when loader is one of its
+    DataLoaders. Never raises."""
+    import sys
+
+    mod = sys.modules.get("torch.utils.data.dataloader")
+    if mod is None or not isinstance(loader, getattr(mod, "DataLoader", ())):
+        return
+    try:
+        from . import _stages
+
+        _stages.patch(mod)
+    except Exception:
+        pass
 
 
 class WatchedIterator(_timing.Timed):
