@@ -15,7 +15,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import gpuwatch_hook as hook  # noqa: E402
 from gpuwatch_hook import _payload, _stages  # noqa: E402
 
-os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="gpuwatch-hook-test-")
+if "gpuwatch-hook-test-" not in os.environ.get("XDG_RUNTIME_DIR", ""):  # the other test modules' folder, or one of ours
+    os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="gpuwatch-hook-test-")
 
 try:
     import torch
