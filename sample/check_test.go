@@ -21,8 +21,8 @@ func TestCheckClampsOrDropsWhatNoProbeGives(t *testing.T) {
 		Ranks: append([]Rank{{Rank: 0, WaitShare: ptr(1.5), StepSec: ptr(-5.0)}}, huge...),
 		Loader: &Loader{WaitShare: ptr(0.4), WaitMeanMs: ptr(-5.0), Workers: ptr(-1), SamplesPerSec: math.NaN(),
 			DatasetBytes: ptrI64(-7), Timeline: make([]BatchTiming, 100),
-			Stages:       &LoaderStages{GetitemShare: ptr(1.2), TakeMs: ptr(-1.0)},
-			Payload:      &BatchPayload{PaddingShare: ptr(-0.1), Tensors: []PayloadTensor{{Shape: make([]int64, 9), Bytes: -1}}}},
+			Stages:  &LoaderStages{GetitemShare: ptr(1.2), TakeMs: ptr(-1.0)},
+			Payload: &BatchPayload{PaddingShare: ptr(-0.1), Tensors: []PayloadTensor{{Shape: make([]int64, 9), Bytes: -1}}}},
 		GPUs: []GPU{{UtilPct: ptr(101.0), UtilSamples: &UtilSamples{P5: -1, P95: 400}}},
 	}
 	notes := f.Check()
