@@ -66,7 +66,7 @@ class Carried:
 
     __slots__ = ("data", "getitem", "collate", "handover", "take", "pin", "_t")
 
-    def __init__(self, data: Any, getitem: float, collate: float) -> None:
+    def __init__(self, data: Any, getitem: Optional[float], collate: Optional[float]) -> None:
         self.data = data
         self.getitem, self.collate = getitem, collate
         self.handover: Optional[float] = None
@@ -76,10 +76,12 @@ class Carried:
 
     def __reduce__(self) -> Any:
         # Called by the pickler right before it pickles these arguments in
-        # order: _NOW (a clock read when unpickled), the batch, then _Tail,
-        # whose reducer runs once the batch is pickled.
+        # order: _MARK (a clock read when unpickled), the batch, then
+        # _Tail, whose reducer runs once the batch is pickled. All three
+        # rebuild through the one function _carry: pickle writes (and the
+        # unpickler looks up) one global, the others are memo references.
         self._t = _cpu()
-        return (_rebuild, (_NOW, self.data, _Tail(self)))
+        return (_carry, (_REBUILD, _MARK, self.data, _Tail(self)))
 
     def pin_memory(self, *args: Any) -> "Carried":
         """What torch's pin_memory() calls on an object it does not know:
@@ -93,14 +95,18 @@ class Carried:
         return self
 
 
-class _Now:
+# What _carry rebuilds: a clock read, the figures, a Carried.
+_NOW, _FIGURES, _REBUILD = 0, 1, 2
+
+
+class _Mark:
     __slots__ = ()
 
     def __reduce__(self) -> Any:
-        return (_cpu, ())
+        return (_carry, (_NOW,))
 
 
-_NOW = _Now()
+_MARK = _Mark()
 
 
 class _Tail:
@@ -111,24 +117,26 @@ class _Tail:
 
     def __reduce__(self) -> Any:
         c = self.c
-        return (_figures, (c.getitem, c.collate, max(0.0, _cpu() - c._t)))
-
-
-def _figures(*figs: Any) -> Tuple[Any, ...]:
-    return figs
+        return (_carry, (_FIGURES, c.getitem, c.collate, max(0.0, _cpu() - c._t)))
 
 
 def _seconds(v: Any) -> Optional[float]:
     return float(v) if isinstance(v, float) and 0 <= v < 1e6 else None
 
 
-def _rebuild(t0: Any, data: Any, figs: Any) -> Carried:
-    """Unpickles a Carried: the CPU time since t0 (read by this thread
-    before the batch was unpickled) is the take."""
+def _carry(what: int, *args: Any) -> Any:
+    """The unpickler's side: a clock read (this thread's CPU time, before
+    the batch is unpickled), the worker's figures, or the Carried rebuilt
+    — the CPU time since the clock read is the take."""
+    if what == _NOW:
+        return _cpu()
+    if what == _FIGURES:
+        return args
     now = _cpu()
-    c = Carried(data, 0.0, 0.0)
+    t0, data, figs = args
+    c = Carried(data, None, None)
     if isinstance(figs, tuple) and len(figs) == 3:
-        c.getitem, c.collate, c.handover = (_seconds(v) for v in figs)  # type: ignore[assignment]
+        c.getitem, c.collate, c.handover = (_seconds(v) for v in figs)
     c.take = now - t0 if isinstance(t0, float) and now >= t0 else None
     return c
 

@@ -156,7 +156,7 @@ class CarriedTest(unittest.TestCase):
         self.assertIsNone(back.pin)
 
     def test_odd_figures_are_left_out(self):
-        back = _stages._rebuild("not a time", [1], (float("nan"), -1.0, "x"))
+        back = _stages._carry(_stages._REBUILD, "not a time", [1], (float("nan"), -1.0, "x"))
         self.assertEqual(back.data, [1])
         self.assertEqual((back.getitem, back.collate, back.handover, back.take), (None, None, None, None))
 
