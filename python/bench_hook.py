@@ -131,40 +131,65 @@ def real_loop(rounds: int = 9, seconds: float = 3.0, batch: int = 32) -> None:
     v = _Variants()
     w = torch.randn(3 * 64 * 64, 64)
 
-    def one(variant: str) -> float:
+    def ticks(pids) -> int:
+        """CPU time (user + system, all threads) of these processes, in
+        clock ticks."""
+        total = 0
+        for pid in pids:
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])
+            except (OSError, IndexError, ValueError):
+                pass
+        return total
+
+    def one(variant: str):
+        """samples/s after a warm-up, and the CPU time (training process and
+        workers) per sample over the same span."""
         v.set(variant)
         loader = DataLoader(Images(), batch_size=batch, num_workers=2)
         watched = gpuwatch_hook.watch(loader, port=0, quiet=True) if variant != "plain" else loader
-        n, t0, start = 0, None, time.perf_counter()
-        for x, _ in watched:
+        it = iter(watched)
+        pids = [os.getpid()] + [p.pid for p in it._workers]
+        n, t0, c0, start = 0, None, 0, time.perf_counter()
+        for x, _ in it:
             x.view(x.shape[0], -1) @ w
             now = time.perf_counter()
             if t0 is None:
                 if now - start > 1.0:  # warm: workers up, queues full
-                    t0 = now
+                    t0, c0 = now, ticks(pids)
             else:
                 n += x.shape[0]
                 if now - t0 > seconds:
                     break
+        cpu = (ticks(pids) - c0) / os.sysconf("SC_CLK_TCK")
         rate = n / (time.perf_counter() - t0)
+        del it
         if watched is not loader:
             watched.close()
-        return rate
+        return rate, cpu / n * 1e6
 
     rates = {"plain": [], "hook": [], "stages": []}
+    cpus = {k: [] for k in rates}
     for r in range(rounds):
         for variant in list(rates) if r % 2 == 0 else list(reversed(list(rates))):
-            rates[variant].append(one(variant))
+            rate, cpu = one(variant)
+            rates[variant].append(rate)
+            cpus[variant].append(cpu)
     v.set("stages")
     med = {k: statistics.median(x) for k, x in rates.items()}
+    cmed = {k: statistics.median(x) for k, x in cpus.items()}
     for k, x in rates.items():
-        print("  %-6s samples/s: median %.0f (%s)" % (k, med[k], " ".join("%.0f" % y for y in x)))
-    paired = statistics.median(s / h for s, h in zip(rates["stages"], rates["hook"]))
+        print("  %-6s samples/s: median %.0f (%s); CPU per sample: median %.1f µs (%s)"
+              % (k, med[k], " ".join("%.0f" % y for y in x), cmed[k], " ".join("%.1f" % y for y in cpus[k])))
     print(
-        "batch %d, %d rounds × %.0f s: stage timing + payload look cost %.2f %% of samples/s (medians %.0f vs %.0f; "
-        "median of the rounds' ratios %.3f); the whole hook vs plain %.2f %%"
-        % (batch, rounds, seconds, 100 * (1 - med["stages"] / med["hook"]), med["stages"], med["hook"], paired,
-           100 * (1 - med["stages"] / med["plain"]))
+        "batch %d, %d rounds × %.0f s: stage timing + payload look: samples/s %+.2f %% (medians %.0f vs %.0f), "
+        "CPU per sample %+.2f %% (medians %.1f vs %.1f µs; the CPU the pipeline needs per sample, steadier than the rate "
+        "on a shared machine); the whole hook vs plain: samples/s %+.2f %%, CPU per sample %+.2f %%"
+        % (batch, rounds, seconds, 100 * (med["stages"] / med["hook"] - 1), med["stages"], med["hook"],
+           100 * (cmed["stages"] / cmed["hook"] - 1), cmed["stages"], cmed["hook"],
+           100 * (med["stages"] / med["plain"] - 1), 100 * (cmed["stages"] / cmed["plain"] - 1))
     )
 
 
