@@ -105,6 +105,20 @@ class _Variants:
         self.payload.LOOK_EVERY = float("inf")  # the hook as it was looked at nothing (each epoch's first batch still is: one here)
 
 
+def ticks(pids) -> int:
+    """CPU time (user + system, all threads) of these processes, in
+    clock ticks."""
+    total = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
 def real_loop(rounds: int = 9, seconds: float = 3.0, batch: int = 32) -> None:
     """A real DataLoader loop — uint8 images made into normalised float32
     tensors in __getitem__, 2 workers, a small matmul as the step — plain,
@@ -130,19 +144,6 @@ def real_loop(rounds: int = 9, seconds: float = 3.0, batch: int = 32) -> None:
 
     v = _Variants()
     w = torch.randn(3 * 64 * 64, 64)
-
-    def ticks(pids) -> int:
-        """CPU time (user + system, all threads) of these processes, in
-        clock ticks."""
-        total = 0
-        for pid in pids:
-            try:
-                with open("/proc/%d/stat" % pid) as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                total += int(fields[11]) + int(fields[12])
-            except (OSError, IndexError, ValueError):
-                pass
-        return total
 
     def one(variant: str):
         """samples/s after a warm-up, and the CPU time (training process and

@@ -94,15 +94,7 @@ func WriteMarkdown(w io.Writer, s *Summary, htmlName string) error {
 	if l := s.Loader; l != nil {
 		fmt.Fprintf(&b, "\n## Loader\n\n%s: %d batches, mean wait share %s, mean %.0f samples/s.\n",
 			md(l.Source), l.Batches, pctStr(l.MeanWaitShare), l.MeanSamplesPerSec)
-		if rows := stageRows(l.Stages); len(rows) > 0 {
-			b.WriteString("\n| stage (per batch) | time | share of a worker's time |\n|---|---:|---:|\n")
-			for _, r := range rows {
-				fmt.Fprintf(&b, "| %s | %s | %s |\n", r[0], r[1], r[2])
-			}
-		}
-		if p := l.Payload; p != nil {
-			fmt.Fprintf(&b, "\n%s\n", md(payloadText(p)))
-		}
+		mdStages(&b, l)
 		if len(l.Knobs) > 0 {
 			b.WriteString("\n| knob | value |\n|---|---|\n")
 			for _, k := range sortedKeys(l.Knobs) {
@@ -276,16 +268,7 @@ code{font-size:.9em}@media print{body{max-width:none}h2{break-after:avoid}svg{br
 			esc(l.Source), l.Batches, pctStr(l.MeanWaitShare), l.MeanSamplesPerSec)
 		b.WriteString(lineChart("chart-train", ser.T, []line{{ser.WaitMs, "#d62f2f", "wait ms"}, {ser.StepMs, "#2e9e44", "step ms"}}, nil, 0, "ms"))
 		b.WriteString(histogram("chart-wait-hist", l.WaitHistMs))
-		if rows := stageRows(l.Stages); len(rows) > 0 {
-			b.WriteString(`<table id="stages"><tr><th>stage (per batch)</th><th>time</th><th>share of a worker's time</th></tr>`)
-			for _, r := range rows {
-				fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td></tr>", esc(r[0]), esc(r[1]), esc(r[2]))
-			}
-			b.WriteString("</table>")
-		}
-		if p := l.Payload; p != nil {
-			fmt.Fprintf(&b, "<p>%s</p>", esc(payloadText(p)))
-		}
+		htmlStages(&b, l)
 		if len(l.Knobs) > 0 {
 			b.WriteString("<table><tr><th>knob</th><th>value</th></tr>")
 			for _, k := range sortedKeys(l.Knobs) {
@@ -580,6 +563,35 @@ func hasData(v []*float64) bool {
 		}
 	}
 	return false
+}
+
+// mdStages writes the loader's stage table and what a batch holds, in
+// Markdown.
+func mdStages(b *strings.Builder, l *LoaderInfo) {
+	if rows := stageRows(l.Stages); len(rows) > 0 {
+		b.WriteString("\n| stage (per batch) | time | share of a worker's time |\n|---|---:|---:|\n")
+		for _, r := range rows {
+			fmt.Fprintf(b, "| %s | %s | %s |\n", r[0], r[1], r[2])
+		}
+	}
+	if p := l.Payload; p != nil {
+		fmt.Fprintf(b, "\n%s\n", md(payloadText(p)))
+	}
+}
+
+// htmlStages writes the loader's stage table and what a batch holds, in
+// HTML.
+func htmlStages(b *strings.Builder, l *LoaderInfo) {
+	if rows := stageRows(l.Stages); len(rows) > 0 {
+		b.WriteString(`<table id="stages"><tr><th>stage (per batch)</th><th>time</th><th>share of a worker's time</th></tr>`)
+		for _, r := range rows {
+			fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%s</td></tr>", esc(r[0]), esc(r[1]), esc(r[2]))
+		}
+		b.WriteString("</table>")
+	}
+	if p := l.Payload; p != nil {
+		fmt.Fprintf(b, "<p>%s</p>", esc(payloadText(p)))
+	}
 }
 
 // stageRows are the stage table's rows (stage, time per batch, share of
