@@ -186,16 +186,24 @@ func bools(cur, canChange bool) []bool {
 }
 
 func workersWhy(p *Pipeline, from, to int, limit Limit) string {
-	batch := p.IOSec + p.CPUSec
+	batch := p.IOSec + p.CPUSec + p.CPUWaitSec
 	d := sample.FormatDuration
 	s := fmt.Sprintf("a batch takes a worker %s (%s waiting on storage, %s of CPU) and the step %s",
 		d(batch), d(p.IOSec), d(p.CPUSec), d(p.StepSec))
+	if p.CPUWaitSec > 0 {
+		s = fmt.Sprintf("a batch takes a worker %s (%s of CPU, %s waiting for a CPU, %s waiting on storage or the network) and the step %s",
+			d(batch), d(p.CPUSec), d(p.CPUWaitSec), d(p.IOSec), d(p.StepSec))
+	}
 	if from == 0 {
 		s = fmt.Sprintf("the training loop loads each batch itself (%s) between steps of %s", d(batch), d(p.StepSec))
 	}
 	if p.Relative {
 		// Times are in units of the step (the loop's rates are unknown).
 		s = fmt.Sprintf("a batch takes a worker %.2g× the step (%.2g× of it waiting on storage, %.2g× of CPU)", batch, p.IOSec, p.CPUSec)
+		if p.CPUWaitSec > 0 {
+			s = fmt.Sprintf("a batch takes a worker %.2g× the step (%.2g× of it CPU, %.2g× waiting for a CPU, %.2g× waiting on storage or the network)",
+				batch, p.CPUSec, p.CPUWaitSec, p.IOSec)
+		}
 		if from == 0 {
 			s = fmt.Sprintf("the training loop loads each batch itself, %.2g× the step", batch)
 		}

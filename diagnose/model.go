@@ -16,8 +16,11 @@ type Pipeline struct {
 	StepSec   float64 // the training step, per batch
 	// IOSec is one worker's time per batch waiting on storage or the
 	// network (no CPU), and CPUSec its CPU work per batch — both as if the
-	// worker had a CPU to itself.
-	IOSec, CPUSec float64
+	// worker had a CPU to itself. CPUWaitSec is its time per batch ready
+	// to run and waiting for a CPU (the workers' run delay, schedstat),
+	// where it is known: it is neither, and holding the data in RAM does
+	// not remove it.
+	IOSec, CPUSec, CPUWaitSec float64
 	// CPUs the workers can use: the job's less what its training loop
 	// takes.
 	CPUs float64
@@ -103,9 +106,9 @@ func (p *Pipeline) Predict(k Knobs) (Prediction, Limit) {
 	if p.BatchSize <= 0 || p.StepSec <= 0 {
 		return Prediction{}, LimitStep
 	}
-	io, cpu := p.IOSec, p.CPUSec
+	io, cpu := p.IOSec+p.CPUWaitSec, p.CPUSec // a worker's wall time per batch: io + cpu
 	if k.Cache && !p.Knobs.Cache {
-		io = 0 // read from RAM: no storage wait
+		io = p.CPUWaitSec // read from RAM: no storage wait (the wait for a CPU stays)
 		cpu = max(0, cpu-p.FaultCPUSec)
 	}
 	var rate float64 // batches per second
@@ -370,6 +373,12 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 			cpu = min(wall, w.loaderCPU.v/100/bps)
 		}
 		p.CPUSec, p.IOSec = cpu, wall-cpu
+		if r := w.workersRunDelay; r.ok && w.loaderCPU.ok && r.v < 1 {
+			// Of the wall time beyond CPU, the workers' run delay was a
+			// wait for a CPU, not for storage: R = delay ÷ (CPU + delay).
+			p.CPUWaitSec = min(p.IOSec, cpu*r.v/(1-r.v))
+			p.IOSec -= p.CPUWaitSec
+		}
 		busy := w.cpuBusy.v - w.spinPct.v/float64(max(w.cores, 1))
 		full := p.Knobs.Prefetch > 0 && w.queueDepth.v >= float64(n*p.Knobs.Prefetch)
 		if w.queueDepth.ok && (full || w.queueDepth.v >= 1 && (!w.cpuBusy.ok || busy < w.th.CPUSaturatedPct)) {
@@ -378,7 +387,7 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 			// busy, a batch or two ready says less — the loop may be
 			// waiting for a CPU, the CPUs' limit — but a full queue, every
 			// worker's prefetch, still says the workers are ahead.)
-			p.IOSec = 0
+			p.IOSec, p.CPUWaitSec = 0, 0
 			p.OverheadSec = wait * period
 		}
 	} else {

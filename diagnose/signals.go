@@ -24,7 +24,8 @@ const (
 	sigLoaderCPU     // % of a core: its workers', else its process's
 	sigReadSecPerSec // summed over workers
 	sigDecodeSecPerSec
-	sigQueueDepth // batches ready when the loop asked
+	sigQueueDepth      // batches ready when the loop asked
+	sigWorkersRunDelay // the workers' share of their CPU-wanting time waiting for one
 
 	sigCPUBusy
 	sigIowait
@@ -88,6 +89,7 @@ var medianOf = [numSignals]func(*window) *level{
 	sigReadSecPerSec:   func(w *window) *level { return &w.readSec },
 	sigDecodeSecPerSec: func(w *window) *level { return &w.decodeSec },
 	sigQueueDepth:      func(w *window) *level { return &w.queueDepth },
+	sigWorkersRunDelay: func(w *window) *level { return &w.workersRunDelay },
 
 	sigCPUBusy:       func(w *window) *level { return &w.cpuBusy },
 	sigIowait:        func(w *window) *level { return &w.iowait },

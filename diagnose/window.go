@@ -67,6 +67,7 @@ type window struct {
 	samplesPerSec                                       level
 	stepMs                                              level // the mean step
 	loaderCPU                                           level // the loader's CPU, % of a core: its workers, else its process
+	workersRunDelay                                     level // the workers' run delay ÷ (CPU + run delay), 0–1 (schedstat)
 	knobs                                               map[string]string
 	epochStallMs                                        float64
 	batchesPerEpoch                                     int
@@ -302,6 +303,7 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	if v, ok := loaderCPU(f); ok {
 		s.add(sigLoaderCPU, v)
 	}
+	s.addIf(sigWorkersRunDelay, l.WorkersRunDelayShare)
 	if l.Knobs != nil {
 		w.knobs = l.Knobs
 	}

@@ -68,6 +68,12 @@ var (
 	dSamples    = desc("loader_samples_per_second", "Samples the loader handed out per second.")
 	dQueue      = desc("loader_queue_depth", "Batches ready when the training loop last asked.")
 	dWaitP95    = desc("loader_wait_p95_seconds", "95th percentile of the time waited per batch in the last interval.")
+	dStage      = desc("loader_stage_seconds", "A batch's time in one pipeline stage over the last interval (workers: getitem, collate, handover; training process: take, pin, step, first_batch).", "stage")
+	dStageShare = desc("loader_stage_worker_ratio", "A worker stage's share of a worker's time per batch, 0–1.", "stage")
+	dBatchBytes = desc("loader_batch_bytes", "Bytes of tensors in a batch the training loop receives (the batches the hook looked inside).")
+	dFloat64    = desc("loader_batch_float64_ratio", "Share of a batch's tensor bytes that are float64, 0–1.")
+	dPadding    = desc("loader_padding_ratio", "Share of a batch's token-tensor elements that are padding, 0–1.")
+	dRunDelay   = desc("loader_workers_run_delay_ratio", "Share of the loader workers' running-or-runnable time spent waiting for a CPU, 0–1.")
 	dRankUp     = desc("rank_up", "1 while the rank's loader answers, 0 while it does not (several ranks attached).", "rank", "loader")
 	dRankWait   = desc("rank_wait_ratio", "Share of the rank's training-loop time waiting for its next batch, 0–1.", "rank", "loader")
 	dRankStep   = desc("rank_step_seconds", "The rank's mean step (in a synchronous job it includes waiting for the other ranks in the all-reduce).", "rank", "loader")
@@ -77,7 +83,7 @@ var (
 
 var allDescs = []*prometheus.Desc{dVerdict, dConfidence, dChange, dPredSample, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
-	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler}
+	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dRunDelay, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler}
 
 // collectGPUs emits each GPU's series (g as in Collect).
 func collectGPUs(gpus []sample.GPU, g func(d *prometheus.Desc, val float64, labels ...string)) {
@@ -231,6 +237,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		if l.WaitP95Ms != nil {
 			g(dWaitP95, *l.WaitP95Ms/1000)
 		}
+		collectStages(l, g)
 	}
 	collectRanks(f.Ranks, v.Straggler, g)
 }
@@ -260,5 +267,36 @@ func collectRanks(ranks []sample.Rank, straggler *int, g func(d *prometheus.Desc
 			g(dRankStep, *r.StepSec, label...)
 		}
 		g(dRankSample, r.SamplesPerSec, label...)
+	}
+}
+
+// collectStages emits the loader's stage, payload and workers' run-delay
+// series, those it measured (g as in Collect).
+func collectStages(l *sample.Loader, g func(d *prometheus.Desc, val float64, labels ...string)) {
+	if s := l.Stages; s != nil {
+		for _, st := range []struct {
+			name      string
+			ms, share *float64
+		}{{"getitem", s.GetitemMs, s.GetitemShare}, {"collate", s.CollateMs, s.CollateShare}, {"handover", s.HandoverMs, s.HandoverShare},
+			{"take", s.TakeMs, nil}, {"pin", s.PinMs, nil}, {"step", s.StepMs, nil}, {"first_batch", s.FirstBatchMs, nil}} {
+			if st.ms != nil {
+				g(dStage, *st.ms/1000, st.name)
+			}
+			if st.share != nil {
+				g(dStageShare, *st.share, st.name)
+			}
+		}
+	}
+	if p := l.Payload; p != nil {
+		g(dBatchBytes, p.BytesPerBatch)
+		if p.Float64Share != nil {
+			g(dFloat64, *p.Float64Share)
+		}
+		if p.PaddingShare != nil {
+			g(dPadding, *p.PaddingShare)
+		}
+	}
+	if l.WorkersRunDelayShare != nil {
+		g(dRunDelay, *l.WorkersRunDelayShare)
 	}
 }

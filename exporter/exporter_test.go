@@ -167,3 +167,40 @@ func TestExporterGPUProcessMemoryIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestExporterStageSeries: the stages the hook timed (seconds, and the
+// workers' shares), the payload and the workers' run delay; what was not
+// measured is absent.
+func TestExporterStageSeries(t *testing.T) {
+	e := &Exporter{}
+	f := fixture.Frame()
+	ms := func(v float64) *float64 { return &v }
+	f.Loader = &sample.Loader{Source: "http://127.0.0.1:6061", WaitShare: ms(0.5),
+		Stages:               &sample.LoaderStages{GetitemMs: ms(30), TakeMs: ms(0.5), GetitemShare: ms(0.75)},
+		Payload:              &sample.BatchPayload{BytesPerBatch: 4096, PaddingShare: ms(0.25)},
+		WorkersRunDelayShare: ms(0.4)}
+	e.Set(f, diagnose.Verdict{Kind: diagnose.GPUStarved})
+	want := `
+# HELP gpuwatch_loader_stage_seconds A batch's time in one pipeline stage over the last interval (workers: getitem, collate, handover; training process: take, pin, step, first_batch).
+# TYPE gpuwatch_loader_stage_seconds gauge
+gpuwatch_loader_stage_seconds{stage="getitem"} 0.03
+gpuwatch_loader_stage_seconds{stage="take"} 0.0005
+# HELP gpuwatch_loader_stage_worker_ratio A worker stage's share of a worker's time per batch, 0–1.
+# TYPE gpuwatch_loader_stage_worker_ratio gauge
+gpuwatch_loader_stage_worker_ratio{stage="getitem"} 0.75
+# HELP gpuwatch_loader_batch_bytes Bytes of tensors in a batch the training loop receives (the batches the hook looked inside).
+# TYPE gpuwatch_loader_batch_bytes gauge
+gpuwatch_loader_batch_bytes 4096
+# HELP gpuwatch_loader_padding_ratio Share of a batch's token-tensor elements that are padding, 0–1.
+# TYPE gpuwatch_loader_padding_ratio gauge
+gpuwatch_loader_padding_ratio 0.25
+# HELP gpuwatch_loader_workers_run_delay_ratio Share of the loader workers' running-or-runnable time spent waiting for a CPU, 0–1.
+# TYPE gpuwatch_loader_workers_run_delay_ratio gauge
+gpuwatch_loader_workers_run_delay_ratio 0.4
+`
+	names := []string{"gpuwatch_loader_stage_seconds", "gpuwatch_loader_stage_worker_ratio", "gpuwatch_loader_batch_bytes",
+		"gpuwatch_loader_batch_float64_ratio", "gpuwatch_loader_padding_ratio", "gpuwatch_loader_workers_run_delay_ratio"}
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+}

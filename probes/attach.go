@@ -431,6 +431,7 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 			c.WorkerPIDs = append(c.WorkerPIDs, *positiveID(v))
 		}
 	}
+	stagesFromPage(page, &c) // the stage and payload series (stages.go): never alone a loader
 	if found == 0 {
 		return c, nil, errors.New("no gpuwatch_loader_* metrics: this is not a loader's metrics endpoint")
 	}

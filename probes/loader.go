@@ -43,6 +43,11 @@ type LoaderCounters struct {
 	// Recent are the newest batches, oldest first, when the loader keeps
 	// them (the embedded one does): percentiles are then exact.
 	Recent []LoaderBatch
+	// Stages are each stage's cumulative time and batches, by stage name
+	// (stageNames); Payload the counts over the batches looked inside.
+	// Nil when the loader does not measure them (the hook does).
+	Stages  map[string]StageCount
+	Payload *PayloadCounters
 	// Kind is what speaks for the loader: "python" (the hook, gpuwatch
 	// run), "go" (a Go loader, gpuwatch loader), "embedded", or "".
 	Kind string
@@ -168,6 +173,8 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	if n := cur.Step.Count - prev.Step.Count; n > 0 {
 		out.StepMeanMs = ptr(1000 * dStep / float64(n))
 	}
+	out.Stages = loaderStages(prev.Stages, cur.Stages, cur.Workers)
+	out.Payload = batchPayload(prev.Payload, cur.Payload, out.BatchesPerSec)
 	// The virtual accelerator: the share of wall time spent in steps.
 	f.Accel = &sample.VirtualAccel{BusyPct: min(100, 100*dStep/sec), Basis: "loader step time / wall time"}
 	return nil

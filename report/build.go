@@ -319,6 +319,8 @@ type loaderBuilder struct {
 	bins     []HistBin
 	shareAvg float64
 	rateAvg  float64
+	stages   stageMeans
+	payload  *sample.BatchPayload
 }
 
 func newLoaderBuilder() *loaderBuilder {
@@ -352,6 +354,52 @@ func (b *loaderBuilder) add(l *sample.Loader) {
 		j, _ := slices.BinarySearch(b.bounds, t.WaitMs)
 		b.bins[j].Count++
 	}
+	b.stages.add(l.Stages)
+	if l.Payload != nil {
+		b.payload = l.Payload
+	}
+}
+
+// stageMeans averages each stage figure over the frames that have it.
+type stageMeans struct {
+	sum    [10]float64
+	n      [10]int
+	inline bool
+}
+
+// fields are a LoaderStages' figures, in one fixed order.
+func stageFields(s *sample.LoaderStages) [10]**float64 {
+	return [10]**float64{&s.GetitemMs, &s.CollateMs, &s.HandoverMs, &s.TakeMs, &s.PinMs, &s.StepMs, &s.FirstBatchMs,
+		&s.GetitemShare, &s.CollateShare, &s.HandoverShare}
+}
+
+func (m *stageMeans) add(s *sample.LoaderStages) {
+	if s == nil {
+		return
+	}
+	for i, f := range stageFields(s) {
+		if v := *f; v != nil && finite(*v) {
+			m.sum[i] += *v
+			m.n[i]++
+		}
+	}
+	m.inline = m.inline || s.Inline
+}
+
+func (m *stageMeans) result() *sample.LoaderStages {
+	out := &sample.LoaderStages{Inline: m.inline}
+	some := false
+	for i, f := range stageFields(out) {
+		if m.n[i] > 0 {
+			v := m.sum[i] / float64(m.n[i])
+			*f = &v
+			some = true
+		}
+	}
+	if !some {
+		return nil
+	}
+	return out
 }
 
 func (b *loaderBuilder) info() *LoaderInfo {
@@ -360,6 +408,7 @@ func (b *loaderBuilder) info() *LoaderInfo {
 	}
 	b.li.MeanWaitShare, b.li.MeanSamplesPerSec = b.shareAvg, b.rateAvg
 	b.li.WaitHistMs = b.bins
+	b.li.Stages, b.li.Payload = b.stages.result(), b.payload
 	return b.li
 }
 

@@ -114,6 +114,12 @@ type LoaderInfo struct {
 	MeanWaitShare     float64           `json:"mean_wait_share"`
 	MeanSamplesPerSec float64           `json:"mean_samples_per_sec"`
 	WaitHistMs        []HistBin         `json:"wait_histogram_ms"`
+	// Stages are the per-batch stage times and the workers' shares,
+	// each the mean over the frames that had it; Payload the last
+	// frame's look at the batches. Nil when the loader did not measure
+	// them.
+	Stages  *sample.LoaderStages `json:"stages,omitempty"`
+	Payload *sample.BatchPayload `json:"payload,omitempty"`
 }
 
 // HistBin is one bar of a histogram: values up to UpperMs.

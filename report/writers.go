@@ -117,6 +117,7 @@ func mdLoader(b *strings.Builder, l *LoaderInfo) {
 	}
 	fmt.Fprintf(b, "\n## Loader\n\n%s: %d batches, mean wait share %s, mean %.0f samples/s.\n",
 		md(l.Source), l.Batches, pctStr(l.MeanWaitShare), l.MeanSamplesPerSec)
+	mdStages(b, l)
 	if len(l.Knobs) > 0 {
 		b.WriteString("\n| knob | value |\n|---|---|\n")
 		for _, k := range sortedKeys(l.Knobs) {
@@ -323,6 +324,7 @@ func htmlLoader(b *strings.Builder, l *LoaderInfo, ser Series) {
 		esc(l.Source), l.Batches, pctStr(l.MeanWaitShare), l.MeanSamplesPerSec)
 	b.WriteString(lineChart("chart-train", ser.T, []line{{ser.WaitMs, "#d62f2f", "wait ms"}, {ser.StepMs, "#2e9e44", "step ms"}}, nil, 0, "ms"))
 	b.WriteString(histogram("chart-wait-hist", l.WaitHistMs))
+	htmlStages(b, l)
 	if len(l.Knobs) > 0 {
 		b.WriteString("<table><tr><th>knob</th><th>value</th></tr>")
 		for _, k := range sortedKeys(l.Knobs) {
@@ -618,4 +620,83 @@ func hasData(v []*float64) bool {
 		}
 	}
 	return false
+}
+
+// mdStages writes the loader's stage table and what a batch holds, in
+// Markdown.
+func mdStages(b *strings.Builder, l *LoaderInfo) {
+	if rows := stageRows(l.Stages); len(rows) > 0 {
+		b.WriteString("\n| stage (per batch) | time | share of a worker's time |\n|---|---:|---:|\n")
+		for _, r := range rows {
+			fmt.Fprintf(b, "| %s | %s | %s |\n", r[0], r[1], r[2])
+		}
+	}
+	if p := l.Payload; p != nil {
+		fmt.Fprintf(b, "\n%s\n", md(payloadText(p)))
+	}
+}
+
+// htmlStages writes the loader's stage table and what a batch holds, in
+// HTML.
+func htmlStages(b *strings.Builder, l *LoaderInfo) {
+	if rows := stageRows(l.Stages); len(rows) > 0 {
+		b.WriteString(`<table id="stages"><tr><th>stage (per batch)</th><th>time</th><th>share of a worker's time</th></tr>`)
+		for _, r := range rows {
+			fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%s</td></tr>", esc(r[0]), esc(r[1]), esc(r[2]))
+		}
+		b.WriteString("</table>")
+	}
+	if p := l.Payload; p != nil {
+		fmt.Fprintf(b, "<p>%s</p>", esc(payloadText(p)))
+	}
+}
+
+// stageRows are the stage table's rows (stage, time per batch, share of
+// a worker's time), the stages measured only, in the order a batch
+// passes them.
+func stageRows(s *sample.LoaderStages) [][3]string {
+	if s == nil {
+		return nil
+	}
+	where := "worker"
+	if s.Inline {
+		where = "training process, inline"
+	}
+	var rows [][3]string
+	for _, r := range []struct {
+		name      string
+		ms, share *float64
+	}{
+		{"getitem (" + where + ")", s.GetitemMs, s.GetitemShare}, {"collate (" + where + ")", s.CollateMs, s.CollateShare},
+		{"hand-over (worker: pickling)", s.HandoverMs, s.HandoverShare}, {"take (loop: unpickling)", s.TakeMs, nil},
+		{"pin (pin-memory thread)", s.PinMs, nil}, {"step (loop)", s.StepMs, nil}, {"an epoch's first batch", s.FirstBatchMs, nil},
+	} {
+		if r.ms == nil {
+			continue
+		}
+		share := ""
+		if r.share != nil {
+			share = pctStr(*r.share)
+		}
+		rows = append(rows, [3]string{r.name, dur(*r.ms / 1000), share})
+	}
+	return rows
+}
+
+// payloadText says what a batch holds, in one sentence.
+func payloadText(p *sample.BatchPayload) string {
+	t := fmt.Sprintf("A batch holds %s of tensors", sample.FormatBytes(p.BytesPerBatch))
+	if p.BytesPerSec != nil {
+		t += fmt.Sprintf(" (%s/s)", sample.FormatBytes(*p.BytesPerSec))
+	}
+	if p.Float64Share != nil {
+		t += ", " + pctStr(*p.Float64Share) + " of it float64"
+	}
+	if p.PinnedShare != nil {
+		t += ", " + pctStr(*p.PinnedShare) + " pinned"
+	}
+	if p.PaddingShare != nil {
+		t += "; " + pctStr(*p.PaddingShare) + " of its tokens are padding"
+	}
+	return t + fmt.Sprintf(" (%d batches looked inside).", p.BatchesLooked)
 }

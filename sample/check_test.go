@@ -20,7 +20,9 @@ func TestCheckClampsOrDropsWhatNoProbeGives(t *testing.T) {
 		Mem:   &Mem{SwapInPagesPerSec: ptr(math.Inf(1))},
 		Ranks: append([]Rank{{Rank: 0, WaitShare: ptr(1.5), StepSec: ptr(-5.0)}}, huge...),
 		Loader: &Loader{WaitShare: ptr(0.4), WaitMeanMs: ptr(-5.0), Workers: ptr(-1), SamplesPerSec: math.NaN(),
-			DatasetBytes: ptrI64(-7), Timeline: make([]BatchTiming, 100)},
+			DatasetBytes: ptrI64(-7), Timeline: make([]BatchTiming, 100),
+			Stages:  &LoaderStages{GetitemShare: ptr(1.2), TakeMs: ptr(-1.0)},
+			Payload: &BatchPayload{PaddingShare: ptr(-0.1), Tensors: []PayloadTensor{{Shape: make([]int64, 9), Bytes: -1}}}},
 		GPUs: []GPU{{UtilPct: ptr(101.0), UtilSamples: &UtilSamples{P5: -1, P95: 400}}},
 	}
 	notes := f.Check()
@@ -36,6 +38,11 @@ func TestCheckClampsOrDropsWhatNoProbeGives(t *testing.T) {
 		"loader.workers -1: outside 0–2147483648, dropped",
 		"loader.dataset_bytes -7: outside 0–4.611686018427388e+18, dropped",
 		"loader.timeline has 100 entries: cut to 64",
+		"loader.stages.take_ms -1: outside 0–1e+15, dropped",
+		"loader.stages.getitem_share 1.2: outside 0–1, dropped",
+		"loader.payload.padding_share -0.1: outside 0–1, dropped",
+		"loader.payload.tensors[0].shape has 9 entries: cut to 8",
+		"loader.payload.tensors[0].bytes -1: outside 0–4.611686018427388e+18, clamped",
 		"ranks has 1001 entries: cut to 256",
 		"ranks[0].wait_share 1.5: outside 0–1, dropped",
 		"ranks[0].step_sec -5: outside 0–1e+15, dropped",

@@ -504,11 +504,83 @@ type Loader struct {
 	// Timeline is wait and step of the interval's batches, oldest first
 	// (at most 64): the "train row".
 	Timeline []BatchTiming `json:"timeline,omitempty" check:"max=64"`
+	// Stages is where each batch's time goes, stage by stage (the hook
+	// times them inside the DataLoader's workers); Payload what the
+	// batches hold. Nil when the loader does not measure them.
+	Stages  *LoaderStages `json:"stages,omitempty"`
+	Payload *BatchPayload `json:"payload,omitempty"`
+	// WorkersRunDelayShare is, of the time the loader's worker processes'
+	// threads ran or were ready to run, the share they waited for a CPU
+	// (schedstat's run delay over CPU time plus run delay), from the
+	// frame's worker threads (AssignRoles derives it); nil when no worker
+	// thread's run delay was read. A worker's wall time that is neither
+	// its CPU nor this wait is a wait on storage, the network or a lock.
+	WorkersRunDelayShare *float64 `json:"workers_run_delay_share,omitempty"`
 	// Sampled is set when nobody instrumented the loader: WaitShare then
 	// comes from sampling what the training process's main thread is doing
 	// (probes/loop.go), and the rates above (batches, samples, bytes) are
 	// unknown, not zero.
 	Sampled *SampledLoop `json:"sampled,omitempty"`
+}
+
+// LoaderStages is one batch's time, stage by stage, over the interval
+// (docs/architecture.md §6). In a worker: GetitemMs (the dataset's
+// __getitem__ summed over the batch's samples, or an IterableDataset's
+// next items), CollateMs (collate_fn) — wall time on the worker's main
+// thread — and HandoverMs (pickling it for the trip, CPU time of the
+// thread that does). In the training process: TakeMs (unpickling a
+// worker's batch, CPU time), PinMs (the pin-memory thread's copy), StepMs
+// (the loop's work on the batch) and FirstBatchMs (the time from an
+// epoch's start to its first batch, every epoch's mean). A stage not timed
+// over the interval is nil, never 0.
+type LoaderStages struct {
+	GetitemMs    *float64 `json:"getitem_ms,omitempty"`
+	CollateMs    *float64 `json:"collate_ms,omitempty"`
+	HandoverMs   *float64 `json:"handover_ms,omitempty"`
+	TakeMs       *float64 `json:"take_ms,omitempty"`
+	PinMs        *float64 `json:"pin_ms,omitempty"`
+	StepMs       *float64 `json:"step_ms,omitempty"`
+	FirstBatchMs *float64 `json:"first_batch_ms,omitempty"`
+	// The shares of a worker's time per batch (getitem + collate +
+	// handover) each of its stages takes, 0–1; nil when the workers'
+	// stages were not timed.
+	GetitemShare  *float64 `json:"getitem_share,omitempty"`
+	CollateShare  *float64 `json:"collate_share,omitempty"`
+	HandoverShare *float64 `json:"handover_share,omitempty"`
+	// Inline: getitem and collate ran in the training process
+	// (num_workers=0), with no hand-over.
+	Inline bool `json:"inline,omitempty"`
+}
+
+// BatchPayload is what the batches the training loop receives hold, from
+// the batches the hook looked inside (a sample of them): bytes per batch
+// (its tensors' and arrays'), the float64 and pinned shares of those
+// bytes, the padding share of its integer token tensors, and the last
+// look's tensors.
+type BatchPayload struct {
+	BatchesLooked uint64  `json:"batches_looked"` // cumulative
+	BytesPerBatch float64 `json:"bytes_per_batch"`
+	// BytesPerSec is BytesPerBatch at the interval's batch rate; nil
+	// when the rate is unknown.
+	BytesPerSec  *float64 `json:"bytes_per_sec,omitempty"`
+	Float64Share *float64 `json:"float64_share,omitempty"`
+	PinnedShare  *float64 `json:"pinned_share,omitempty"`
+	// PaddingShare: of the token tensors' elements, the share that is
+	// padding (an attention mask's zeros, or the pad value that ends the
+	// rows); nil when the batches hold no token tensor.
+	PaddingShare *float64        `json:"padding_share,omitempty"`
+	Tensors      []PayloadTensor `json:"tensors,omitempty" check:"max=16"`
+}
+
+// PayloadTensor is one tensor or array of the last batch looked at: its
+// path in the batch ("[0]", "['input_ids']"), dtype ("float32"), shape,
+// bytes, and whether it is pinned (nil: a numpy array, or unknown).
+type PayloadTensor struct {
+	Path   string  `json:"path"`
+	DType  string  `json:"dtype"`
+	Shape  []int64 `json:"shape" check:"max=8"`
+	Bytes  int64   `json:"bytes"`
+	Pinned *bool   `json:"pinned,omitempty"`
 }
 
 // SampledLoop says how an uninstrumented loop's wait was sampled.

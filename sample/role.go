@@ -57,6 +57,10 @@ func RoleOf(t Thread, l *Loader) Role {
 // AssignRoles sets every thread's Role from the frame's loader. The
 // Sampler calls it on each frame it assembles, and the recording reader
 // on frames recorded before roles were stored.
+//
+// It also derives the loader's WorkersRunDelayShare from the worker
+// threads, so that a recording's is recomputed too, never taken from the
+// file.
 func (f *Frame) AssignRoles() {
 	if f.Procs == nil {
 		return
@@ -64,4 +68,29 @@ func (f *Frame) AssignRoles() {
 	for i := range f.Procs.Threads {
 		f.Procs.Threads[i].Role = RoleOf(f.Procs.Threads[i], f.Loader)
 	}
+	if f.Loader != nil {
+		f.Loader.WorkersRunDelayShare = workersRunDelayShare(f.Procs.Threads)
+	}
+}
+
+// workersRunDelayShare is, over the worker threads whose run delay was
+// read, run delay ÷ (CPU time + run delay): how much of the time they
+// wanted a CPU they waited for one (schedstat,
+// Documentation/scheduler/sched-stats.rst). Nil when none was read or
+// they neither ran nor waited.
+func workersRunDelayShare(threads []Thread) *float64 {
+	cpu, delay, n := 0.0, 0.0, 0
+	for _, t := range threads {
+		if t.Role != RoleWorker || t.RunDelayMsPerSec == nil {
+			continue
+		}
+		cpu += t.CPUPct / 100
+		delay += *t.RunDelayMsPerSec / 1000
+		n++
+	}
+	if n == 0 || cpu+delay <= 0 {
+		return nil
+	}
+	s := delay / (cpu + delay)
+	return &s
 }

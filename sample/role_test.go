@@ -34,3 +34,27 @@ func TestRolesFollowTheLoopRule(t *testing.T) {
 		t.Fatalf("AssignRoles: %+v", f.Procs.Threads)
 	}
 }
+
+// TestWorkersRunDelayShare: of the time the worker threads ran or waited
+// to run, the share they waited (only threads whose run delay was read,
+// only workers'); recomputed by AssignRoles, never taken from a file.
+func TestWorkersRunDelayShare(t *testing.T) {
+	pid, two := 100, 2
+	delay := func(ms float64) *float64 { return &ms }
+	l := &Loader{PID: &pid, Workers: &two, WorkerPIDs: []int{200, 300}, WorkersRunDelayShare: delay(0.9)}
+	f := &Frame{Loader: l, Procs: &Procs{Threads: []Thread{
+		{TID: 200, PID: 200, CPUPct: 60, RunDelayMsPerSec: delay(300)}, // 0.6 s on a CPU, 0.3 s waiting
+		{TID: 300, PID: 300, CPUPct: 20, RunDelayMsPerSec: delay(100)},
+		{TID: 301, PID: 300, CPUPct: 50},                               // no run delay read: left out
+		{TID: 100, PID: 100, CPUPct: 10, RunDelayMsPerSec: delay(900)}, // the training process: not a worker
+	}}}
+	f.AssignRoles()
+	if s := l.WorkersRunDelayShare; s == nil || *s < 0.333 || *s > 0.334 { // 0.4 / (0.8 + 0.4)
+		t.Fatalf("share %v", s)
+	}
+	f.Procs.Threads = f.Procs.Threads[2:]
+	f.AssignRoles()
+	if l.WorkersRunDelayShare != nil {
+		t.Fatalf("a share from no worker's run delay: %v", *l.WorkersRunDelayShare)
+	}
+}

@@ -66,6 +66,12 @@ func (loaderPanel) lines(pv *view, w int) []string {
 	}
 	lines = append(lines, pv.trainRow(w-2))
 	lines = append(lines, wrap(pv.loaderStats(l), w, "  ")...)
+	if l.Stages != nil {
+		lines = append(lines, wrap(pv.stageBar(l.Stages, 20), w, "  ")...)
+	}
+	if l.Payload != nil {
+		lines = append(lines, wrap(pv.st.Dim.Render(payloadLine(l.Payload)), w, "  ")...)
+	}
 	if l.ReadSecPerSec != nil && l.DecodeSecPerSec != nil {
 		line := fmt.Sprintf("reading %.2f s/s · decoding %.2f s/s (summed over workers)", *l.ReadSecPerSec, *l.DecodeSecPerSec)
 		if l.DatasetBytes != nil && l.DatasetCachedBytes != nil && *l.DatasetBytes > 0 {
@@ -209,4 +215,95 @@ func deref(p *float64) float64 {
 		return 0
 	}
 	return *p
+}
+
+// stageBar is one bar of where a worker's time per batch goes — getitem █,
+// collate ▓, hand-over ▒ in proportion, cells wide — then each stage's
+// share, and the training process's own stages per batch (take, pin,
+// step, first batch).
+func (pv *view) stageBar(s *sample.LoaderStages, cells int) string {
+	where := "workers"
+	if s.Inline {
+		where = "inline"
+	}
+	line := "stages"
+	parts := []struct {
+		share *float64
+		glyph string
+		name  string
+	}{{s.GetitemShare, "█", "getitem"}, {s.CollateShare, "▓", "collate"}, {s.HandoverShare, "▒", "hand-over"}}
+	if s.GetitemShare != nil || s.CollateShare != nil {
+		bar, used := "", 0
+		var names []string
+		for i, p := range parts {
+			if p.share == nil {
+				continue
+			}
+			n := int(float64(cells)*unit(*p.share) + 0.5)
+			if i == len(parts)-1 || used+n > cells {
+				n = min(n, cells-used)
+			}
+			bar += strings.Repeat(p.glyph, n)
+			used += n
+			names = append(names, fmt.Sprintf("%s %.0f%%", p.name, 100**p.share))
+		}
+		bar += strings.Repeat(" ", max(0, cells-used))
+		line += " " + where + " ▕" + bar + "▏ " + strings.Join(names, " · ")
+	}
+	var loop []string
+	for _, v := range []struct {
+		name string
+		ms   *float64
+	}{{"take", s.TakeMs}, {"pin", s.PinMs}, {"step", s.StepMs}, {"first batch", s.FirstBatchMs}} {
+		if v.ms != nil {
+			loop = append(loop, v.name+" "+ms(*v.ms))
+		}
+	}
+	if worker := sumMs(s.GetitemMs, s.CollateMs, s.HandoverMs); worker > 0 {
+		line += " · " + ms(worker) + " a batch"
+	}
+	if len(loop) > 0 {
+		line += " │ loop: " + strings.Join(loop, " · ")
+	}
+	return line
+}
+
+func sumMs(vs ...*float64) float64 {
+	t := 0.0
+	for _, v := range vs {
+		if v != nil {
+			t += *v
+		}
+	}
+	return t
+}
+
+// payloadLine says what a batch holds: its bytes, per second, the float64
+// and padding shares, and whether it is pinned.
+func payloadLine(p *sample.BatchPayload) string {
+	line := "batch " + size(p.BytesPerBatch)
+	if p.BytesPerSec != nil {
+		line += " · " + size(*p.BytesPerSec) + "/s"
+	}
+	if p.Float64Share != nil && *p.Float64Share > 0 {
+		line += fmt.Sprintf(" · float64 %.0f%% of its bytes", 100**p.Float64Share)
+	}
+	if p.PaddingShare != nil {
+		line += fmt.Sprintf(" · padding %.0f%% of its tokens", 100**p.PaddingShare)
+	}
+	if p.PinnedShare != nil {
+		line += fmt.Sprintf(" · pinned %.0f%%", 100**p.PinnedShare)
+	}
+	var shown []string
+	for _, t := range p.Tensors[:min(len(p.Tensors), 3)] {
+		dims := make([]string, len(t.Shape))
+		for i, d := range t.Shape {
+			dims[i] = fmt.Sprint(d)
+		}
+		shown = append(shown, sample.Printable(t.Path+" "+t.DType+" "+strings.Join(dims, "×")))
+	}
+	if len(shown) > 0 {
+		line += " · " + strings.Join(shown, ", ")
+	}
+	return line
 }

@@ -21,6 +21,10 @@ watch() times every batch: how long the training loop blocked in next()
   for a torch DataLoader its num_workers, prefetch_factor,
   persistent_workers, pin_memory, batches per epoch, the time to each
   epoch's first batch, the batches ready in its queue and its worker PIDs;
+* for a torch DataLoader, where each batch's time goes, stage by stage,
+  timed inside its workers (getitem, collate, handover) and in the
+  training process (take, pin, step, first_batch), and what a sample of
+  its batches hold (dtype, shape, bytes, float64, padding, pinned);
 * /debug/pprof/profile?seconds=N: the CPU time of the process's Python
   threads for N seconds, sampled at 100 Hz, as a pprof profile.
 
@@ -32,7 +36,9 @@ and removes it when it closes or exits. Every request must carry the token
 nothing (docs/security.md). gpuwatch reads the token from the announcement.
 
 The hook costs the training loop two clock reads and a few counter updates
-per batch; nothing else runs until someone scrapes. It never raises into the
+per batch, and for a torch DataLoader the stage times (_stages: about 10 µs
+a batch, most of it in the workers) and a look inside one batch every
+0.25 s (_payload); nothing else runs until someone scrapes. It never raises into the
 training loop: a port in use is a warning, anything that goes wrong while
 timing is counted (gpuwatch_hook_errors_total), and the loop goes on. Only
 the standard library is used (Python 3.9 or newer). Importing it changes
@@ -42,7 +48,8 @@ with the first watch().
 The modules: _timing (wait, step, the metrics page), _server (the HTTP
 server and the announcement), _profiler (the CPU profile), _pprof (the
 profile's encoding), _torch (what is read from torch, private attributes
-checked in one place), _auto (gpuwatch run's instrumentation).
+checked in one place), _auto (gpuwatch run's instrumentation), _stages
+(the stage times inside the workers), _payload (the look at the batches).
 """
 
 from __future__ import annotations
@@ -94,6 +101,7 @@ class Watched:
     def __iter__(self) -> Any:
         if not self._timed:  # gpuwatch run already times every DataLoader
             return iter(self.loader)
+        _patch_stages(self.loader)  # before iter(): the workers it starts are timed
         started = _timing.clock()
         it = iter(self.loader)
         try:
@@ -124,6 +132,23 @@ class Watched:
 
     def __repr__(self) -> str:
         return "gpuwatch_hook.Watched(%r, url=%r)" % (self.loader, self.url)
+
+
+def _patch_stages(loader: Any) -> None:
+    """Times the stages inside a torch DataLoader's workers (_stages):
+    patches torch's data module once, when loader is one of its
+    DataLoaders. Never raises."""
+    import sys
+
+    mod = sys.modules.get("torch.utils.data.dataloader")
+    if mod is None or not isinstance(loader, getattr(mod, "DataLoader", ())):
+        return
+    try:
+        from . import _stages
+
+        _stages.patch(mod)
+    except Exception:
+        pass
 
 
 class WatchedIterator(_timing.Timed):

@@ -19,7 +19,7 @@ import sys
 import threading
 from typing import Any, List, Optional, Tuple
 
-from . import _server, _timing, _torch
+from . import _server, _stages, _timing, _torch
 
 TARGET = "torch.utils.data.dataloader"
 
@@ -131,7 +131,8 @@ def patch(module: Any) -> None:
     """Patches module's DataLoader.__iter__ (an epoch starts: read the
     knobs, start the server) and _BaseDataLoaderIter.__next__ (time each
     batch). Subclasses of the iterator define _next_data, not __next__, so
-    one patch covers them all."""
+    one patch covers them all. _stages.patch times the stages inside the
+    workers."""
     global _patched, _dataloader_cls
     if _patched:
         return
@@ -186,6 +187,7 @@ def patch(module: Any) -> None:
         st[1] = t1
         return batch
 
+    _stages.patch(module)  # the workers' stage times, and the unwrapping of their batches
     loader_cls.__iter__ = __iter__
     base.__next__ = __next__
     _dataloader_cls = loader_cls

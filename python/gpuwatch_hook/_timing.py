@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _torch
+from . import _payload, _stages, _torch
 
 #: Histogram bounds in seconds: the embedded loader's (loader/stats.go).
 BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -91,6 +91,15 @@ class Stats:
         self.stall_sum = 0.0  # epochs after the first: start to first batch, seconds
         self.stalls = 0
         self.errors = 0
+        # Stage times (_stages): seconds and batches per stage.
+        self.stage_sum = dict.fromkeys(_stages.STAGES, 0.0)
+        self.stage_n = dict.fromkeys(_stages.STAGES, 0)
+        # The batches looked at (_payload): counters, and the last look.
+        self.looked = 0
+        self.look_bytes = self.look_f64 = self.look_pinned = 0
+        self.token_slots = self.padding_slots = 0
+        self.last_look: Optional[_payload.Look] = None
+        self._look_at: Optional[float] = None  # when the next look is due; None: at the next batch
 
     def record(self, wait: float, batch: Any, depth: Optional[int]) -> None:
         try:
@@ -104,14 +113,54 @@ class Stats:
                 self.samples += n
                 self.sized = True
             self.queue_depth = depth
+        inline = _stages.inline.take()
+        if inline is not None:
+            self.add_stages((("getitem", inline[0], inline[2]), ("collate", inline[1], inline[2])))
+        now = clock()
+        if self._look_at is None or now >= self._look_at:  # only the loop thread reads and writes _look_at
+            self._look_at = now + _payload.LOOK_EVERY
+            self.record_look(_payload.look(batch))
+
+    def record_look(self, lk: Optional[_payload.Look]) -> None:
+        """Adds a look at a batch (None: it held no tensor, and counts)."""
+        with self.lock:
+            self.looked += 1
+            if lk is None:
+                return
+            self.look_bytes += lk.bytes
+            self.look_f64 += lk.float64_bytes
+            self.look_pinned += lk.pinned_bytes
+            self.token_slots += lk.token_slots
+            self.padding_slots += lk.padding_slots
+            self.last_look = lk
+
+    def add_stages(self, figs: Any) -> None:
+        """Adds (stage, seconds, batches) figures."""
+        with self.lock:
+            for stage, sec, n in figs:
+                self.stage_sum[stage] += sec
+                self.stage_n[stage] += n
+
+    def record_carried(self, c: "_stages.Carried") -> None:
+        """Adds the stage times a batch carried from its worker."""
+        with self.lock:
+            for stage in ("getitem", "collate", "handover", "take", "pin"):
+                v = getattr(c, stage)
+                if v is not None:
+                    self.stage_sum[stage] += v
+                    self.stage_n[stage] += 1
 
     def record_step(self, step: float) -> None:
         with self.lock:
             self.step.observe(step)
+            self.stage_sum["step"] += step
+            self.stage_n["step"] += 1
 
     def record_stall(self, seconds: float) -> None:
         """An epoch's time from its start (iter()) to its first batch."""
         with self.lock:
+            self.stage_sum["first_batch"] += seconds  # every epoch's, the first's too
+            self.stage_n["first_batch"] += 1
             if self.epochs > 1:  # the first epoch's start-up is the job's start
                 self.stall_sum += seconds
                 self.stalls += 1
@@ -136,6 +185,11 @@ class Stats:
             self.batches_per_epoch, self.worker_pids = k.batches_per_epoch, k.worker_pids
             self.loop_tid = tid
             self.epochs += 1
+        self._look_at = None  # each epoch's first batch is looked at
+        try:
+            it.__dict__["_gpuwatch_stats"] = self  # its workers' batches carry their stage times here (_stages)
+        except AttributeError:  # no __dict__: not torch's iterator
+            pass
 
     def render(self) -> bytes:
         with self.lock:
@@ -145,6 +199,9 @@ class Stats:
             persistent, pin, per_epoch = self.persistent, self.pin_memory, self.batches_per_epoch
             epochs, stall_sum, stalls = self.epochs, self.stall_sum, self.stalls
             tid, errors = self.loop_tid, self.errors
+            stages = [(k, self.stage_sum[k], self.stage_n[k]) for k in _stages.STAGES if self.stage_n[k]]
+            looked = (self.looked, self.look_bytes, self.look_f64, self.look_pinned, self.token_slots, self.padding_slots)
+            last = self.last_look
         out: List[str] = []
         put = out.append
 
@@ -190,6 +247,8 @@ class Stats:
             put("# TYPE gpuwatch_loader_worker_info gauge\n")
             for i, pid in enumerate(pids):
                 put('gpuwatch_loader_worker_info{worker="%d",pid="%d"} 1\n' % (i, pid))
+        render_stages(put, stages)
+        render_payload(put, looked, last)
         one("gpuwatch_hook_errors_total", "counter", "Waits or steps the hook failed to record (the loop went on).", errors)
         put("# HELP gpuwatch_loader_info The loader's process and kind.\n# TYPE gpuwatch_loader_info gauge\n")
         # tid: the training loop's OS thread, so gpuwatch can tell it from the
@@ -199,6 +258,53 @@ class Stats:
             labels += ',%s="%d"' % (name, v)
         put('gpuwatch_loader_info{pid="%d",kind="python"%s} 1\n' % (os.getpid(), labels))
         return "".join(out).encode()
+
+
+def render_stages(put: Any, stages: List[Tuple[str, float, int]]) -> None:
+    """The stage series: seconds and batches per stage, for the stages
+    measured (docs/prometheus.md)."""
+    if not stages:
+        return
+    put("# HELP gpuwatch_loader_stage_seconds_total Time per pipeline stage, summed over batches (workers: getitem, collate, handover; training process: take, pin, step, first_batch).\n")
+    put("# TYPE gpuwatch_loader_stage_seconds_total counter\n")
+    for k, sec, _ in stages:
+        put('gpuwatch_loader_stage_seconds_total{stage="%s"} %s\n' % (k, fmt(sec)))
+    put("# HELP gpuwatch_loader_stage_batches_total Batches (first_batch: epochs) each stage was timed for.\n")
+    put("# TYPE gpuwatch_loader_stage_batches_total counter\n")
+    for k, _, n in stages:
+        put('gpuwatch_loader_stage_batches_total{stage="%s"} %d\n' % (k, n))
+
+
+def render_payload(put: Any, looked: Tuple[int, ...], last: Optional[_payload.Look]) -> None:
+    """The payload series: counters over the batches looked at, and the
+    last look's tensors (docs/prometheus.md)."""
+    n, total, f64, pinned, slots, pad = looked
+    if not n:
+        return
+    for name, help_, v in (
+        ("gpuwatch_loader_batches_looked_total", "Batches the hook looked inside (a sample).", n),
+        ("gpuwatch_loader_batch_bytes_total", "Bytes of tensors and arrays in the batches looked at.", total),
+        ("gpuwatch_loader_batch_float64_bytes_total", "Of those, float64 bytes.", f64),
+        ("gpuwatch_loader_batch_pinned_bytes_total", "Of those, bytes in pinned (page-locked) memory.", pinned),
+        ("gpuwatch_loader_batch_token_slots_total", "Elements of the token tensors read for padding, in the batches looked at.", slots),
+        ("gpuwatch_loader_batch_padding_slots_total", "Of those, padding (a mask's zeros, or the pad value ending the rows).", pad),
+    ):
+        put("# HELP %s %s\n# TYPE %s counter\n%s %d\n" % (name, help_, name, name, v))
+    if last is None or not last.tensors:
+        return
+    put("# HELP gpuwatch_loader_batch_tensor_bytes The last batch looked at: each tensor's bytes (its path in the batch, dtype, shape, pinned).\n")
+    put("# TYPE gpuwatch_loader_batch_tensor_bytes gauge\n")
+    for i, t in enumerate(last.tensors[: _payload.MAX_SHOWN]):
+        pinned = "" if t.pinned is None else ',pinned="%d"' % int(t.pinned)
+        put(
+            'gpuwatch_loader_batch_tensor_bytes{index="%d",path="%s",dtype="%s",shape="%s"%s} %d\n'
+            % (i, label(t.path), label(t.dtype), "x".join(str(d) for d in t.shape), pinned, t.bytes)
+        )
+
+
+def label(s: str) -> str:
+    """A Prometheus label value: backslash, quote and newline escaped."""
+    return s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def rank_env() -> Dict[str, int]:

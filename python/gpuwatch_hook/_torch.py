@@ -21,6 +21,8 @@ PRIVATE = (
     ("_MultiProcessingDataLoaderIter", "_task_info", "batches that arrived out of order and wait to be taken"),
     ("_MultiProcessingDataLoaderIter", "_rcvd_idx", "the index of the batch the loop takes next"),
     ("_BaseDataLoaderIter", "_next_data", "what __next__ calls: the hook times __next__ around it"),
+    ("_MultiProcessingDataLoaderIter", "_process_data", "every batch from a worker passes it: the hook unwraps the worker's stage times there"),
+    ("_DatasetKind", "create_fetcher", "makes each worker's fetcher: the hook times its fetch and collate_fn"),
 )
 
 

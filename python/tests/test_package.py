@@ -243,8 +243,14 @@ class TorchAttributesTest(unittest.TestCase):
             for cls_name, attr, what in _torch.PRIVATE:
                 cls = getattr(dl, cls_name, None)
                 self.assertIsNotNone(cls, "torch %s has no %s" % (torch.__version__, cls_name))
-                self.assertIsInstance(it, cls)
-                self.assertTrue(hasattr(it, attr), "torch %s: %s.%s is gone (%s)" % (torch.__version__, cls_name, attr, what))
+                if cls_name.endswith("Iter"):
+                    self.assertIsInstance(it, cls)
+                    self.assertTrue(hasattr(it, attr), "torch %s: %s.%s is gone (%s)" % (torch.__version__, cls_name, attr, what))
+                else:
+                    self.assertTrue(hasattr(cls, attr), "torch %s: %s.%s is gone (%s)" % (torch.__version__, cls_name, attr, what))
+            # The fetcher's attributes the stage timing replaces (_stages.wrap_fetcher).
+            fetcher = dl._DatasetKind.create_fetcher(dl._DatasetKind.Map, list(range(4)), True, lambda b: b, False)
+            self.assertTrue(callable(getattr(fetcher, "fetch", None)) and callable(getattr(fetcher, "collate_fn", None)))
             self.assertNotIn("__next__", type(it).__dict__, "the iterator defines its own __next__: the patch would miss it")
             self.assertEqual(_torch.worker_pids(it), tuple(w.pid for w in it._workers))
             self.assertIsNotNone(_torch.queue_depth(it))
@@ -308,6 +314,12 @@ class RunInstrumentationTest(unittest.TestCase):
                 self.assertEqual(m["gpuwatch_loader_persistent_workers"], 1 if workers else 0)
                 self.assertEqual(m["gpuwatch_loader_pin_memory"], 0)
                 self.assertEqual(m["gpuwatch_loader_step_seconds_count"], 16)  # each batch's step; none across the epoch boundary
+                # Each batch's stages: in the workers (carried over) or inline.
+                self.assertEqual(m['gpuwatch_loader_stage_batches_total{stage="getitem"}'], 16)
+                self.assertEqual(m['gpuwatch_loader_stage_batches_total{stage="collate"}'], 16)
+                self.assertEqual(m.get('gpuwatch_loader_stage_batches_total{stage="handover"}'), 16 if workers else None)
+                self.assertEqual(m['gpuwatch_loader_stage_batches_total{stage="first_batch"}'], 2)
+                self.assertEqual(m["gpuwatch_loader_batches_looked_total"] >= 2, True)
                 # Announced once, by the training process only (never by a worker).
                 d = os.path.join(_runtime, "gpuwatch")
                 anns = []

@@ -1,0 +1,72 @@
+package diagnose
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// hookFrames are frames of a 2-worker loop timed by the hook: the loop
+// waits 60 % of its time at 10 batches/s, the workers use 0.5 CPU each,
+// and their threads' run delay share is delay (nil: not read).
+func hookFrames(delay *float64) []sample.Frame {
+	var out []sample.Frame
+	t0 := time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC)
+	for i := range 12 {
+		two, pid := 2, 100
+		wait, step := 0.6, 40.0
+		f := sample.Frame{Time: t0.Add(time.Duration(i) * time.Second), IntervalSec: 1,
+			CPU: &sample.CPU{BusyPct: 60, Cores: []sample.Core{{ID: 0, BusyPct: 60}, {ID: 1, BusyPct: 60}, {ID: 2, BusyPct: 60}, {ID: 3, BusyPct: 60}}},
+			Loader: &sample.Loader{Source: "http://127.0.0.1:6061", Kind: "python", BatchesPerSec: 10, SamplesPerSec: 320, WaitShare: &wait,
+				StepMeanMs: &step, Workers: &two, Prefetch: &two, PID: &pid, WorkerPIDs: []int{200, 300}, WorkersRunDelayShare: delay},
+			Procs: &sample.Procs{FocusPID: 100, List: []sample.Proc{{PID: 100, CPUPct: 40}, {PID: 200, PPID: 100, CPUPct: 50}, {PID: 300, PPID: 100, CPUPct: 50}}}}
+		out = append(out, f)
+	}
+	return out
+}
+
+// TestWorkersWaitingForACPUAreNotWaitingOnStorage: the workers' wall time
+// per batch beyond their CPU was all called storage; with their run delay
+// read, the part spent waiting for a CPU is said as such, and the model's
+// throughput at the measured configuration does not change.
+func TestWorkersWaitingForACPUAreNotWaitingOnStorage(t *testing.T) {
+	before, ok := Model(hookFrames(nil))
+	if !ok {
+		t.Fatal("no model from the frames")
+	}
+	share := 0.5 // as long waiting for a CPU as on one
+	after, ok := Model(hookFrames(&share))
+	if !ok {
+		t.Fatal("no model from the frames")
+	}
+	// A worker's batch: 2 workers ÷ 10 batches/s = 200 ms, 100 ms of it CPU
+	// (0.5 CPU ÷ 10 batches/s ÷ … per worker: 1 CPU ÷ 10 batches/s).
+	if before.CPUWaitSec != 0 || math.Abs(before.IOSec+before.CPUSec-0.2) > 1e-9 {
+		t.Fatalf("without run delay: io %v cpu %v wait %v", before.IOSec, before.CPUSec, before.CPUWaitSec)
+	}
+	if math.Abs(after.CPUWaitSec-after.CPUSec) > 1e-9 || math.Abs(after.IOSec+after.CPUSec+after.CPUWaitSec-0.2) > 1e-9 || after.IOSec >= before.IOSec {
+		t.Fatalf("with run delay 0.5: io %v cpu %v wait for a CPU %v", after.IOSec, after.CPUSec, after.CPUWaitSec)
+	}
+	pb, _ := before.Predict(before.Knobs)
+	pa, _ := after.Predict(after.Knobs)
+	if math.Abs(pb.SamplesPerSec-pa.SamplesPerSec) > 1e-6 {
+		t.Fatalf("the measured configuration's prediction moved: %v → %v", pb.SamplesPerSec, pa.SamplesPerSec)
+	}
+	why := workersWhy(after, 2, 3, LimitWorkers)
+	if !strings.Contains(why, "waiting for a CPU") || strings.Contains(why, "waiting on storage,") {
+		t.Fatalf("the worker's time is said as %q", why)
+	}
+	// Held in RAM, the wait for a CPU stays: the cache's gain is smaller.
+	cache := after.Knobs
+	cache.Cache = true
+	pc, _ := after.Predict(cache)
+	cacheBefore := before.Knobs
+	cacheBefore.Cache = true
+	pcb, _ := before.Predict(cacheBefore)
+	if pc.SamplesPerSec > pcb.SamplesPerSec+1e-9 {
+		t.Fatalf("caching predicted more with the CPU wait known (%v) than without (%v)", pc.SamplesPerSec, pcb.SamplesPerSec)
+	}
+}

@@ -1,0 +1,249 @@
+"""Where each batch's time goes: the stages of a torch DataLoader's
+pipeline, timed where they run, with no change to the script.
+
+In each DataLoader worker (docs/architecture.md §6, the loader protocol):
+
+* getitem: the dataset's __getitem__ summed over the batch's samples (or
+  an IterableDataset's next items, or __getitems__) — the fetch less the
+  collate;
+* collate: collate_fn;
+* handover: pickling the batch for the trip to the training process, as
+  CPU time of the thread that pickles it (the worker queue's feeder thread,
+  beside the next batch's getitem: its wall time would count its waits for
+  the GIL, which the main thread's getitem already shows).
+
+getitem and collate are wall time on the worker's main thread: the
+dataset's reads and waits are in them, as are its waits for the GIL and
+for a CPU.
+
+In the training process:
+
+* take: unpickling the batch that came from a worker (receiving the
+  shared-memory handles, rebuilding the tensors), as CPU time of the
+  thread that unpickles it: the loop's own per-batch cost, which no more
+  workers remove. Its wall time is longer while the workers are busy:
+  each tensor's handle is fetched from the worker's resource-sharer
+  thread, which waits for that worker's GIL — that is waiting on the
+  workers, and the loop's wait shows it;
+* pin: the pin-memory thread's copy into page-locked memory;
+* step and first_batch are timed by _timing (the loop).
+
+The channel: a worker's figures ride on the batch itself. The fetcher
+(torch's _DatasetKind.create_fetcher, patched) returns a Carried holding
+the batch and its figures; Carried pickles as (a clock read, the batch,
+its figures), so pickle reaches the figures' reducer only once the batch
+is pickled — that moment ends the hand-over — and the unpickler reaches
+the clock read before the batch and the rebuild after it — that span is
+the take. The pin-memory thread calls Carried.pin_memory (torch's
+pin_memory() calls an object's own), which pins the batch inside and times
+it. _MultiProcessingDataLoaderIter._process_data (patched), which every
+batch passes before the loop gets it, unwraps it. The cost per batch: a
+few small objects, two CPU-clock reads on each side, about 100 bytes more
+in the pickle and one more global for the unpickler to look up — about
+10 µs (bench_hook.py measures it, and on a real loop).
+
+With num_workers=0, getitem and collate run in the training process: the
+fetcher records them into a pending total that the loop's timing takes
+after each batch (nothing is wrapped there)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, List, Optional, Tuple
+
+from . import _torch
+
+#: The stages, in the order a batch passes them.
+STAGES = ("getitem", "collate", "handover", "take", "pin", "step", "first_batch")
+
+_perf = time.perf_counter
+_cpu = getattr(time, "thread_time", time.perf_counter)  # the calling thread's CPU time
+
+
+class Carried:
+    """A batch on its way from a worker, with what it cost so far.
+    Never seen by the training loop: _process_data unwraps it."""
+
+    __slots__ = ("data", "getitem", "collate", "handover", "take", "pin", "_t")
+
+    def __init__(self, data: Any, getitem: Optional[float], collate: Optional[float]) -> None:
+        self.data = data
+        self.getitem, self.collate = getitem, collate
+        self.handover: Optional[float] = None
+        self.take: Optional[float] = None
+        self.pin: Optional[float] = None
+        self._t = 0.0
+
+    def __reduce__(self) -> Any:
+        # Called by the pickler right before it pickles these arguments in
+        # order: _MARK (a clock read when unpickled), the batch, then
+        # _Tail, whose reducer runs once the batch is pickled. All three
+        # rebuild through the one function _carry: pickle writes (and the
+        # unpickler looks up) one global, the others are memo references.
+        self._t = _cpu()
+        return (_carry, (_REBUILD, _MARK, self.data, _Tail(self)))
+
+    def pin_memory(self, *args: Any) -> "Carried":
+        """What torch's pin_memory() calls on an object it does not know:
+        pins the batch inside (torch's own function, with the device it
+        was given where it passes one) and times it."""
+        from torch.utils.data._utils import pin_memory as pm
+
+        t = _perf()
+        self.data = pm.pin_memory(self.data, *args)
+        self.pin = _perf() - t
+        return self
+
+
+# What _carry rebuilds: a clock read, the figures, a Carried.
+_NOW, _FIGURES, _REBUILD = 0, 1, 2
+
+
+class _Mark:
+    __slots__ = ()
+
+    def __reduce__(self) -> Any:
+        return (_carry, (_NOW,))
+
+
+_MARK = _Mark()
+
+
+class _Tail:
+    __slots__ = ("c",)
+
+    def __init__(self, c: Carried) -> None:
+        self.c = c
+
+    def __reduce__(self) -> Any:
+        c = self.c
+        return (_carry, (_FIGURES, c.getitem, c.collate, max(0.0, _cpu() - c._t)))
+
+
+def _seconds(v: Any) -> Optional[float]:
+    return float(v) if isinstance(v, float) and 0 <= v < 1e6 else None
+
+
+def _carry(what: int, *args: Any) -> Any:
+    """The unpickler's side: a clock read (this thread's CPU time, before
+    the batch is unpickled), the worker's figures, or the Carried rebuilt
+    — the CPU time since the clock read is the take."""
+    if what == _NOW:
+        return _cpu()
+    if what == _FIGURES:
+        return args
+    now = _cpu()
+    t0, data, figs = args
+    c = Carried(data, None, None)
+    if isinstance(figs, tuple) and len(figs) == 3:
+        c.getitem, c.collate, c.handover = (_seconds(v) for v in figs)
+    c.take = now - t0 if isinstance(t0, float) and now >= t0 else None
+    return c
+
+
+class Inline:
+    """getitem and collate timed in the training process (num_workers=0),
+    waiting for the loop's timing to take them. One loop thread writes and
+    takes; the lock only guards against a second loop."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.getitem = self.collate = 0.0
+        self.batches = 0
+
+    def add(self, getitem: float, collate: float) -> None:
+        with self.lock:
+            self.getitem += getitem
+            self.collate += collate
+            self.batches += 1
+
+    def take(self) -> Optional[Tuple[float, float, int]]:
+        if not self.batches:  # read without the lock: the common case costs nothing
+            return None
+        with self.lock:
+            out = (self.getitem, self.collate, self.batches)
+            self.getitem = self.collate = 0.0
+            self.batches = 0
+        return out
+
+
+inline = Inline()
+
+
+def wrap_fetcher(fetcher: Any, in_worker: bool) -> Any:
+    """Times a torch dataset fetcher's fetch and its collate_fn (both are
+    attributes torch calls through the instance). In a worker fetch
+    returns a Carried; in the training process the batch, with the figures
+    added to inline."""
+    fetch = fetcher.fetch
+    collate = fetcher.collate_fn
+    last: List[float] = [0.0]
+
+    def timed_collate(data: Any) -> Any:
+        t = _perf()
+        try:
+            return collate(data)
+        finally:
+            last[0] = _perf() - t
+
+    def timed_fetch(index: Any) -> Any:
+        last[0] = 0.0
+        t = _perf()
+        batch = fetch(index)  # the dataset's exceptions (StopIteration too) are torch's
+        total = _perf() - t
+        c = min(last[0], total)
+        if in_worker:
+            return Carried(batch, total - c, c)
+        inline.add(total - c, c)
+        return batch
+
+    fetcher.collate_fn = timed_collate
+    fetcher.fetch = timed_fetch
+    return fetcher
+
+
+_patched = False
+_patch_lock = threading.Lock()
+
+
+def patch(module: Any) -> None:
+    """Patches torch.utils.data.dataloader (module) so that every
+    DataLoader's fetchers are timed (_DatasetKind.create_fetcher) and
+    every batch from a worker is unwrapped before the loop sees it
+    (_MultiProcessingDataLoaderIter._process_data). Idempotent. A worker
+    forked after this inherits it; a spawned one gets it from gpuwatch
+    run's sitecustomize. A loader nobody watches still has its batches
+    unwrapped: its figures are dropped."""
+    global _patched
+    with _patch_lock:
+        if _patched:
+            return
+        kind = module._DatasetKind
+        it_cls = module._MultiProcessingDataLoaderIter
+        orig_create = kind.__dict__["create_fetcher"].__func__
+        orig_process = it_cls._process_data
+
+        def create_fetcher(*args: Any, **kwargs: Any) -> Any:
+            fetcher = orig_create(*args, **kwargs)
+            try:
+                return wrap_fetcher(fetcher, _torch.in_worker())
+            except Exception:  # a fetcher of another shape: untimed
+                return fetcher
+
+        def _process_data(self: Any, data: Any, *rest: Any) -> Any:  # torch ≥ 2.6 passes the worker too
+            if type(data) is Carried:
+                c, data = data, data.data
+                stats = self.__dict__.get("_gpuwatch_stats")
+                if stats is not None:
+                    try:
+                        stats.record_carried(c)
+                    except Exception:
+                        stats.error()
+            return orig_process(self, data, *rest)
+
+        create_fetcher.__wrapped__ = orig_create  # type: ignore[attr-defined]
+        _process_data.__wrapped__ = orig_process  # type: ignore[attr-defined]
+        kind.create_fetcher = staticmethod(create_fetcher)
+        it_cls._process_data = _process_data
+        _patched = True

@@ -1,0 +1,37 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// TestLoaderPanelShowsTheStagesAndTheBatch: one bar of where a worker's
+// time per batch goes, the loop's own stages, and what a batch holds.
+func TestLoaderPanelShowsTheStagesAndTheBatch(t *testing.T) {
+	yes := false
+	m := synthetic(4, func(i int, f *sample.Frame) {
+		hostParts(f, 4, func(c int) float64 { return 50 }, 1)
+		f.Loader = &sample.Loader{Source: "http://127.0.0.1:6061", Kind: "python", Batches: 100, BatchesPerSec: 10, SamplesPerSec: 320,
+			WaitShare: f64(0.7), StepMeanMs: f64(12), Workers: iptr(2),
+			Stages: &sample.LoaderStages{GetitemMs: f64(30), CollateMs: f64(8), HandoverMs: f64(2), TakeMs: f64(0.4), StepMs: f64(12),
+				GetitemShare: f64(0.75), CollateShare: f64(0.2), HandoverShare: f64(0.05)},
+			Payload: &sample.BatchPayload{BatchesLooked: 9, BytesPerBatch: 19.7e6, BytesPerSec: f64(197e6), Float64Share: f64(0.99),
+				PaddingShare: f64(0.78), PinnedShare: f64(0), Tensors: []sample.PayloadTensor{{Path: "[0]", DType: "float64", Shape: []int64{32, 3, 160, 160}, Bytes: 19660800, Pinned: &yes}}}}
+	})
+	m.w, m.h = 160, 50
+	out := ansi.Strip(m.Render())
+	for _, want := range []string{ // pieces: the panel wraps its lines
+		"stages workers ▕" + strings.Repeat("█", 15) + strings.Repeat("▓", 4) + "▒▏ getitem 75% · collate 20% · hand-over 5%",
+		"40ms a batch │ loop: take 0.4ms · step 12ms",
+		"batch 19M · 188M/s · float64 99% of its bytes · padding 78% of its tokens",
+		"pinned 0% · [0] float64 32×3×160×160",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+}
