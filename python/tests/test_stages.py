@@ -25,9 +25,12 @@ except ImportError:
     torch = None
 
 
-def metrics(url):
+def metrics(w):
+    """The hook's metrics page of watcher w, read with its token (the
+    server wants it on every request)."""
     out = {}
-    with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
+    req = urllib.request.Request(w.url + "/metrics", headers={"Authorization": "Bearer " + w.token})
+    with urllib.request.urlopen(req, timeout=5) as r:
         for line in r.read().decode().splitlines():
             if line and not line.startswith("#"):
                 k, v = line.rsplit(" ", 1)
@@ -84,7 +87,7 @@ class StagesTest(unittest.TestCase):
     def run_loader(self, loader):
         with hook.watch(loader, port=0, quiet=True) as w:
             batches = list(w)
-            return batches, metrics(w.url)
+            return batches, metrics(w)
 
     def test_worker_stage_shares_match_what_the_loop_measures(self):
         """num_workers=2: the hook's getitem and collate shares are within
@@ -225,7 +228,7 @@ class PayloadTest(unittest.TestCase):
                     pass
                 for _ in w:  # a new epoch: its first batch is
                     now[0] += 0.01
-                m = metrics(w.url)
+                m = metrics(w)
         finally:
             hook._timing.clock = clock
         self.assertEqual(m["gpuwatch_loader_batches_looked_total"], 2)
