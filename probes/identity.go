@@ -60,8 +60,8 @@ var (
 	// cgroup v2: slurmd's scope, /system.slice/slurmstepd.scope/job_J/step_S/user/task_T
 	// (Slurm's cgroup_v2 plugin, https://slurm.schedmd.com/cgroup_v2.html).
 	slurmPathV2 = regexp.MustCompile(`/slurmstepd\.scope/job_(\d+)(?:/step_([^/]+))?(?:/user)?(?:/task_(\d+))?`)
-	podPath   = regexp.MustCompile(`pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})`)
-	ctrPath   = regexp.MustCompile(`(?:docker-|cri-containerd-|crio-|docker/|containerd/)?([0-9a-f]{64})(?:\.scope)?$`)
+	podPath     = regexp.MustCompile(`pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})`)
+	ctrPath     = regexp.MustCompile(`(?:docker-|cri-containerd-|crio-|docker/|containerd/)?([0-9a-f]{64})(?:\.scope)?$`)
 )
 
 // parseCgroupIdentity takes what a cgroup path says of its job: Slurm's
