@@ -166,7 +166,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	if e.SlurmJobs != nil {
 		jobs = e.SlurmJobs()
 	}
-	job := jobs.of(&id)
+	job := jobs.Of(&id)
 	descOf := jobDescs(jobLabels(id, job))
 	// A series is sent once: a second with the same labels would fail
 	// the whole scrape (HTTP 500), and a node's monitoring with it.

@@ -181,11 +181,11 @@ func parseGPUIndices(s string) (string, error) {
 	return s, nil
 }
 
-// of is the mapped job the frame's identity names, and fills the
+// Of is the mapped job the frame's identity names, and fills the
 // identity's Slurm job from the mapping when the frame names none and
 // one job alone is mapped on the node (then the node's verdict is that
 // job's). nil when the mapping does not name the job.
-func (j SlurmJobs) of(id *sample.JobIdentity) *SlurmJob {
+func (j SlurmJobs) Of(id *sample.JobIdentity) *SlurmJob {
 	if id.SlurmJob == "" {
 		if len(j.List) != 1 || id.Pod != "" || id.PodUID != "" {
 			return nil
