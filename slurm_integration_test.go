@@ -1,0 +1,353 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+)
+
+// slurmCluster is a one-node Slurm cluster of this machine's own, for one
+// test: a private munged, slurmctld and slurmd, with deploy/slurm's
+// prolog and epilog (through wrappers that point them at the test's
+// folders and binary).
+type slurmCluster struct {
+	dir, conf    string
+	jobs, frames string // the prolog's mapping folder, serve's kept frames
+}
+
+// slurmTools are the Slurm and MUNGE programs the test starts; without
+// them (or root) it is skipped, unless GPUWATCH_REQUIRE_SLURM=1
+// (scripts/ci-slurm.sh) makes that a failure.
+func slurmTools(t *testing.T) {
+	t.Helper()
+	var missing []string
+	for _, p := range []string{"munged", "munge", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo", "setpriv"} {
+		if _, err := exec.LookPath(p); err != nil {
+			missing = append(missing, p)
+		}
+	}
+	msg := ""
+	switch {
+	case len(missing) > 0:
+		msg = "no " + strings.Join(missing, ", ") + " (apt-get install slurm-wlm munge; scripts/ci-slurm.sh)"
+	case os.Geteuid() != 0:
+		msg = "slurmd runs jobs as their users: the test runs as root"
+	}
+	if msg == "" {
+		return
+	}
+	if os.Getenv("GPUWATCH_REQUIRE_SLURM") == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// run runs a command with a deadline and returns its output.
+func runFor(t *testing.T, limit time.Duration, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// daemon starts a Slurm or MUNGE daemon in the foreground, its log in the
+// cluster's folder, stopped (SIGTERM, then killed) at the test's end.
+func (c *slurmCluster) daemon(t *testing.T, name string, args ...string) {
+	t.Helper()
+	log, err := os.Create(filepath.Join(c.dir, name+".out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		log.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(log.Name())
+			t.Logf("%s's output:\n%s", name, tail(b, 3000))
+		}
+	})
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// startSlurm starts the cluster and waits until its node is idle.
+func startSlurm(t *testing.T, bin string) *slurmCluster {
+	t.Helper()
+	dir := t.TempDir()
+	c := &slurmCluster{dir: dir, conf: filepath.Join(dir, "slurm.conf"), jobs: filepath.Join(dir, "jobs"), frames: filepath.Join(dir, "frames")}
+	for _, d := range []string{"munge", "spool", "state", "frames"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A private munged: its own key and socket, the machine's untouched.
+	key := filepath.Join(dir, "munge", "key")
+	if err := os.WriteFile(key, bytes.Repeat([]byte("gpuwatch-ci-key!"), 64), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "munge", "sock")
+	c.daemon(t, "munged", "--foreground", "--force", "--socket="+sock, "--key-file="+key, "--log-file="+filepath.Join(dir, "munge", "log"),
+		"--pid-file="+filepath.Join(dir, "munge", "pid"), "--seed-file="+filepath.Join(dir, "munge", "seed"))
+	repo, _ := os.Getwd()
+	gwConf := filepath.Join(dir, "gpuwatch-slurm.conf")
+	writeFile(t, gwConf, fmt.Sprintf("GPUWATCH=%s\nGPUWATCH_SLURM_JOB_DIR=%s\nGPUWATCH_SLURM_FRAMES_DIR=%s\n", bin, c.jobs, c.frames), 0o644)
+	for _, s := range []string{"prolog", "epilog"} {
+		writeFile(t, filepath.Join(dir, s), fmt.Sprintf("#!/bin/sh\nGPUWATCH_SLURM_CONF=%s exec %s \"$@\"\n", gwConf, filepath.Join(repo, "deploy", "slurm", s+".sh")), 0o755)
+	}
+	host, err := runFor(t, 5*time.Second, nil, "hostname", "-s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host = strings.TrimSpace(host)
+	ctld, d := freePortNumber(t), freePortNumber(t)
+	writeFile(t, c.conf, slurmConf(dir, host, sock, ctld, d), 0o644)
+	writeFile(t, filepath.Join(dir, "cgroup.conf"), "CgroupPlugin=autodetect\nCgroupAutomount=no\nConstrainCores=no\nConstrainRAMSpace=no\n", 0o644)
+	waitMunge(t, sock)
+	c.daemon(t, "slurmctld", "-D", "-f", c.conf)
+	c.daemon(t, "slurmd", "-D", "-f", c.conf)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, _ := runFor(t, 10*time.Second, c.env(), "sinfo", "-h", "-o", "%t")
+		if strings.TrimSpace(out) == "idle" {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node is not idle after 60 s: sinfo says %q", out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// slurmConf is a one-node cluster with the prolog and epilog of
+// deploy/slurm. Jobs are tracked in cgroups where the cgroup v1 freezer
+// is mounted (proctrack/cgroup, as clusters run it; CI runs as root with
+// the v1 controllers writable), else by process tree
+// (proctrack/linuxproc: Slurm's cgroup v2 plugin wants systemd, which a
+// container lacks).
+func slurmConf(dir, host, sock string, ctld, d int) string {
+	proctrack := "proctrack/linuxproc"
+	if _, err := os.Stat("/sys/fs/cgroup/freezer/cgroup.procs"); err == nil {
+		proctrack = "proctrack/cgroup"
+	}
+	return fmt.Sprintf(`ClusterName=gwci
+SlurmctldHost=%[2]s
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=%[3]s
+CredType=cred/munge
+ProctrackType=%[7]s
+TaskPlugin=task/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+MpiDefault=none
+SlurmctldPidFile=%[1]s/slurmctld.pid
+SlurmdPidFile=%[1]s/slurmd.pid
+SlurmdSpoolDir=%[1]s/spool
+StateSaveLocation=%[1]s/state
+SlurmctldLogFile=%[1]s/slurmctld.log
+SlurmdLogFile=%[1]s/slurmd.log
+SlurmctldPort=%[4]d
+SlurmdPort=%[5]d
+ReturnToService=2
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+Prolog=%[1]s/prolog
+Epilog=%[1]s/epilog
+PrologFlags=Alloc
+PrologEpilogTimeout=120
+NodeName=%[2]s CPUs=%[6]d State=UNKNOWN
+PartitionName=ci Nodes=%[2]s Default=YES MaxTime=10 State=UP
+`, dir, host, sock, ctld, d, runtime.NumCPU(), proctrack)
+}
+
+func (c *slurmCluster) env() []string { return []string{"SLURM_CONF=" + c.conf} }
+
+func writeFile(t *testing.T, path, body string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func freePortNumber(t *testing.T) int {
+	_, p, _ := strings.Cut(freePort(t), ":")
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+// waitMunge waits until munged answers on sock.
+func waitMunge(t *testing.T, sock string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, err := runFor(t, 5*time.Second, nil, "munge", "-S", sock, "-n")
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("munged does not answer: %v %s", err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// scrape is serve's /metrics page.
+func scrape(addr string) string {
+	cl := http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	return string(b)
+}
+
+// TestSlurmPrologEpilogOnARealSlurm submits a real PyTorch DataLoader job
+// (dataloader_bench.py, one worker whose samples wait on storage: input-
+// bound) with sbatch to a one-node Slurm cluster running deploy/slurm's
+// prolog and epilog beside gpuwatch serve --slurm-job-dir
+// --slurm-frames-dir, and checks what a cluster's user and admin see:
+// while the job runs, serve's series carry slurm_job and user; when it
+// has ended, the epilog has written the verdict of its last minute, with
+// advice, beside the job's output file, and removed the mapping and the
+// frames.
+func TestSlurmPrologEpilogOnARealSlurm(t *testing.T) {
+	slurmTools(t)
+	py := python(t, true)
+	bin := binary(t)
+	began := time.Now()
+	c := startSlurm(t, bin)
+	conf, _ := os.ReadFile(c.conf)
+	t.Logf("slurm up in %v (%s)", time.Since(began).Round(time.Millisecond), regexp.MustCompile(`ProctrackType=\S+`).Find(conf))
+	addr := freePort(t)
+	start(t, "serve", "--listen", addr, "--slurm-job-dir", c.jobs, "--slurm-frames-dir", c.frames)
+	out := t.TempDir()
+	repo, _ := os.Getwd()
+	script := fmt.Sprintf("PYTHONPATH=%s exec %s %s --hook --workers 1 --cost 0 --io 0.002 --step 0.005 --seconds 40 --warmup 4",
+		filepath.Join(repo, "python"), py, filepath.Join(repo, "python", "examples", "dataloader_bench.py"))
+	got, err := runFor(t, 30*time.Second, c.env(), "sbatch", "--parsable", "--chdir="+out, "--output="+filepath.Join(out, "job-%j.out"), "--time=3", "--wrap", script)
+	job := strings.TrimSpace(got)
+	if err != nil || !regexp.MustCompile(`^\d+$`).MatchString(job) {
+		t.Fatalf("sbatch: %v %q", err, got)
+	}
+	t.Logf("job %s submitted at %v", job, time.Since(began).Round(time.Millisecond))
+	checkJobSeries(t, addr, job)
+	report := filepath.Join(out, "gpuwatch-"+job+".txt")
+	deadline := time.Now().Add(150 * time.Second)
+	for {
+		if _, err := os.Stat(report); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(out, "job-"+job+".out"))
+			st, _ := runFor(t, 10*time.Second, c.env(), "scontrol", "show", "job", job)
+			t.Fatalf("no %s 150 s after the job started\njob output:\n%s\n%s", report, tail(b, 2000), st)
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("the epilog's report at %v", time.Since(began).Round(time.Millisecond))
+	checkEpilogReport(t, report, job)
+	st, _ := runFor(t, 10*time.Second, c.env(), "scontrol", "show", "job", job)
+	if !strings.Contains(st, "JobState=COMPLETED") {
+		t.Errorf("the job did not complete:\n%s", st)
+	}
+	for _, p := range []string{filepath.Join(c.jobs, job), filepath.Join(c.frames, job+".jsonl")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s is left after the epilog", p)
+		}
+	}
+}
+
+// checkJobSeries waits until serve's series name the running job: its
+// info series, and the verdict with slurm_job and user.
+func checkJobSeries(t *testing.T, addr, job string) {
+	t.Helper()
+	info := fmt.Sprintf(`gpuwatch_slurm_job_info{gpus="",slurm_job=%q,user="root"} 1`, job)
+	verdict := regexp.MustCompile(`(?m)^gpuwatch_verdict\{kind="([a-z_]+)",[^}]*slurm_job="` + job + `"[^}]*user="root"\} 1$`)
+	deadline := time.Now().Add(90 * time.Second)
+	var page string
+	for time.Now().Before(deadline) {
+		page = scrape(addr)
+		if m := verdict.FindStringSubmatch(page); m != nil && strings.Contains(page, info) {
+			t.Logf("serve labels the job: %s, verdict %s", info, m[1])
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	var lines []string
+	for _, l := range strings.Split(page, "\n") {
+		if strings.HasPrefix(l, "gpuwatch_verdict{") || strings.Contains(l, "slurm") {
+			lines = append(lines, l)
+		}
+	}
+	t.Fatalf("serve never labelled job %s:\n%s", job, strings.Join(lines, "\n"))
+}
+
+// checkEpilogReport reads the epilog's file: a heading, then the verdict
+// as --once prints it. The job waits most of its time on its one worker,
+// so the verdict must be an input-bound one that settled (gpu_starved on
+// an idle machine, cpu_saturated where other work holds the cores), with
+// advice.
+func checkEpilogReport(t *testing.T, path, job string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	t.Logf("%s:\n%s", path, text)
+	lines := strings.Split(text, "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "gpuwatch, the last 1m of Slurm job "+job+" on ") {
+		t.Fatalf("heading %q", lines[0])
+	}
+	m := regexp.MustCompile(`^([a-z_]+) \((\w+), (\d+) % confident; (settled|NOT SETTLED)`).FindStringSubmatch(lines[1])
+	if m == nil {
+		t.Fatalf("no verdict line: %q", lines[1])
+	}
+	var kind diagnose.Kind
+	if err := kind.UnmarshalText([]byte(m[1])); err != nil || !kind.Problem() || kind == diagnose.MemoryPressure || m[4] != "settled" {
+		t.Errorf("verdict %q: want an input-bound verdict that settled", lines[1])
+	}
+	if !strings.Contains(text, "⇒ ") {
+		t.Error("no advice")
+	}
+}
