@@ -13,8 +13,8 @@
 #   - gpuwatch-$SLURM_JOB_ID.txt beside the job's output file (written as
 #     the job's user, so a link the user planted leads nowhere root could
 #     write);
-#   - the job's AdminComment (scontrol update; shown by scontrol show job
-#     and, with accounting in slurmdbd, by sacct -o AdminComment).
+#   - the job's AdminComment in the accounting database (sacctmgr modify
+#     job; sacct -o AdminComment shows it), where slurmdbd keeps one.
 # Then the mapping and the frames are removed.
 #
 # slurmd runs it as root with the job's SLURM_* variables only. Every step
@@ -60,10 +60,19 @@ if [ -n "$folder" ] && [ -d "$folder" ] && [ -n "$uid" ]; then
 			sh -c 'set -C; cat >"$1"' sh "$folder/gpuwatch-$job.txt" 2>/dev/null
 fi
 
-# The first line: kind, severity, confidence.
-line=$(printf '%s\n' "$verdict" | head -n 1 | cut -c1-200)
+# The first line (kind, severity, confidence) as the job's comment. slurmctld
+# refuses to update a job that has ended ("Job has already finished"),
+# and an epilog runs after the end, so it goes into the accounting
+# database, whose job records take AdminComment and Comment after the end
+# (sacctmgr modify job); sacct -o AdminComment shows it. Without
+# slurmdbd there is no sacct, and no comment.
+# Quoted as sacctmgr parses values (a double quote in it made single);
+# sacctmgr 22.05 stores comments in lower case.
+line=$(printf '%s\n' "$verdict" | head -n 1 | cut -c1-200 | tr '"' "'")
 case "$GPUWATCH_SLURM_COMMENT" in
-admin) timeout 10 scontrol update JobId="$job" AdminComment="gpuwatch: $line" >/dev/null 2>&1 ;;
-user) timeout 10 scontrol update JobId="$job" Comment="gpuwatch: $line" >/dev/null 2>&1 ;;
+admin) field=AdminComment ;;
+user) field=Comment ;; # stored only with AccountingStoreFlags=job_comment
+*) exit 0 ;;
 esac
+timeout 20 sacctmgr -i modify job where JobID="$job" set "$field=\"gpuwatch: $line\"" >/dev/null 2>&1
 exit 0
