@@ -1,5 +1,5 @@
 #!/bin/sh
-# Slurm Epilog for gpuwatch (slurm.conf: Epilog=/usr/share/gpuwatch/slurm/epilog.sh).
+# Slurm Epilog for gpuwatch (slurm.conf: Epilog=/etc/slurm/gpuwatch-epilog.sh).
 #
 # The job's processes are gone when the epilog runs, so its last minute
 # is judged from the frames `gpuwatch serve --slurm-frames-dir` kept

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Slurm Prolog for gpuwatch (slurm.conf: Prolog=/usr/share/gpuwatch/slurm/prolog.sh).
+# Slurm Prolog for gpuwatch (slurm.conf: Prolog=/etc/slurm/gpuwatch-prolog.sh).
 #
 # Maps the job for `gpuwatch serve --slurm-job-dir DIR` on this node: it
 # writes DIR/$SLURM_JOB_ID with the job's user and GPUs, and serve labels
