@@ -6,6 +6,7 @@
 # docs/prometheus-alerts.yml), and decodes every object `helm template`
 # renders strictly into the Kubernetes API types (deploy/helm/test, a Go
 # module of its own: the gpuwatch module keeps no k8s.io dependency).
+# Last, the one serve behaviour the DaemonSet relies on, on real cgroups.
 # Run from anywhere as root on Debian; idempotent (helm is built once into
 # $GPUWATCH_TOOLS, ~/.cache/gpuwatch-tools by default).
 set -euo pipefail
@@ -33,3 +34,9 @@ promtool check rules docs/prometheus-alerts.yml "$chart/files/prometheus-alerts.
 promtool test rules deploy/helm/test/alerts-test.yml
 
 (cd deploy/helm/test && HELM="$helm" GPUWATCH_REQUIRE_HELM=1 timeout 600 go test -count=1 -v ./... 2>&1 | grep -Ev '^=== (RUN|PAUSE|CONT)')
+
+# What the DaemonSet relies on in serve: confined by its pod's limits, it
+# takes no job from its own cgroup (a cgroup v1 with a CPU quota; CI runs
+# as root with the v1 controllers writable).
+CGO_CFLAGS=-Wno-deprecated-declarations GPUWATCH_REQUIRE_CGROUPS=1 timeout 600 \
+	go test -tags integration -count=1 -v -run 'TestConfinedServeTakesNoJobFromItsOwnCgroup' . 2>&1 | grep -Ev '^=== (RUN|PAUSE|CONT)'
