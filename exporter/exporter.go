@@ -204,6 +204,29 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		g(dSince, float64(v.Since.UnixNano())/1e9)
 	}
 	g(dFrameTime, float64(f.Time.UnixNano())/1e9)
+	collectHost(f, g)
+	collectGPUs(f.GPUs, g)
+	if a := f.Accel; a != nil {
+		g(dAccel, a.BusyPct/100)
+	}
+	if l := f.Loader; l != nil {
+		if l.WaitShare != nil {
+			g(dWaitShare, *l.WaitShare)
+		}
+		g(dSamples, l.SamplesPerSec)
+		if l.QueueDepth != nil {
+			g(dQueue, *l.QueueDepth)
+		}
+		if l.WaitP95Ms != nil {
+			g(dWaitP95, *l.WaitP95Ms/1000)
+		}
+	}
+	collectRanks(f.Ranks, v.Straggler, g)
+}
+
+// collectHost emits the machine's series: CPU, memory, disks, pressure
+// (g as in Collect).
+func collectHost(f *sample.Frame, g func(d *metricDesc, val float64, labels ...string)) {
 	if c := f.CPU; c != nil {
 		g(dCPUBusy, c.BusyPct/100)
 		g(dCPUIowait, c.IowaitPct/100)
@@ -237,23 +260,6 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	collectGPUs(f.GPUs, g)
-	if a := f.Accel; a != nil {
-		g(dAccel, a.BusyPct/100)
-	}
-	if l := f.Loader; l != nil {
-		if l.WaitShare != nil {
-			g(dWaitShare, *l.WaitShare)
-		}
-		g(dSamples, l.SamplesPerSec)
-		if l.QueueDepth != nil {
-			g(dQueue, *l.QueueDepth)
-		}
-		if l.WaitP95Ms != nil {
-			g(dWaitP95, *l.WaitP95Ms/1000)
-		}
-	}
-	collectRanks(f.Ranks, v.Straggler, g)
 }
 
 // collectRanks emits each rank's series (bounded: sample.MaxRanks),
