@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -191,6 +192,12 @@ func startSlurm(t *testing.T, bin string) *slurmCluster {
 	t.Helper()
 	dir := t.TempDir()
 	c := &slurmCluster{dir: dir, conf: filepath.Join(dir, "slurm.conf"), jobs: filepath.Join(dir, "jobs"), frames: filepath.Join(dir, "frames")}
+	// Users' jobs read slurm.conf and reach munged's socket here.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, d := range []string{"munge", "spool", "state", "frames"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
@@ -326,56 +333,113 @@ func scrape(addr string) string {
 	return string(b)
 }
 
+// jobUser is the user the test's jobs run as: gwslurm, a system user
+// made once (useradd), as a cluster's users are not root.
+type jobUser struct{ name, uid, gid string }
+
+func ensureJobUser(t *testing.T) jobUser {
+	t.Helper()
+	u := jobUser{name: "gwslurm"}
+	if _, err := runFor(t, 10*time.Second, nil, "id", "-u", u.name); err != nil {
+		if out, err := runFor(t, 30*time.Second, nil, "useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", u.name); err != nil {
+			t.Fatalf("useradd %s: %v %s", u.name, err, out)
+		}
+	}
+	uid, err1 := runFor(t, 10*time.Second, nil, "id", "-u", u.name)
+	gid, err2 := runFor(t, 10*time.Second, nil, "id", "-g", u.name)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("id %s: %v %v", u.name, err1, err2)
+	}
+	u.uid, u.gid = strings.TrimSpace(uid), strings.TrimSpace(gid)
+	return u
+}
+
+// folderFor makes a folder that u owns, under a path u can walk.
+func folderFor(t *testing.T, u jobUser) string {
+	t.Helper()
+	dir := t.TempDir()
+	uid, _ := strconv.Atoi(u.uid)
+	gid, _ := strconv.Atoi(u.gid)
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// sbatch submits script as u, its output in out, and returns the job ID.
+func (c *slurmCluster) sbatch(t *testing.T, u jobUser, out, script string) string {
+	t.Helper()
+	got, err := runFor(t, 30*time.Second, c.env(), "setpriv", "--reuid="+u.uid, "--regid="+u.gid, "--clear-groups", "--",
+		"sbatch", "--parsable", "--chdir="+out, "--output="+filepath.Join(out, "job-%j.out"), "--time=3", "--wrap", script)
+	job := strings.TrimSpace(got)
+	if err != nil || !regexp.MustCompile(`^\d+$`).MatchString(job) {
+		t.Fatalf("sbatch: %v %q", err, got)
+	}
+	return job
+}
+
+// waitCompleted waits until slurmctld says the job is COMPLETED: it has
+// ended, and its epilog with it (COMPLETING while the epilog runs).
+func (c *slurmCluster) waitCompleted(t *testing.T, job, out string) {
+	t.Helper()
+	deadline := time.Now().Add(150 * time.Second)
+	for {
+		st, _ := runFor(t, 10*time.Second, c.env(), "scontrol", "show", "job", job)
+		state := regexp.MustCompile(`JobState=(\w+)`).FindStringSubmatch(st)
+		if state != nil && state[1] == "COMPLETED" {
+			return
+		}
+		if state != nil && state[1] != "PENDING" && state[1] != "RUNNING" && state[1] != "COMPLETING" || time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(out, "job-"+job+".out"))
+			t.Fatalf("job %s did not complete in 150 s:\n%s\njob output:\n%s", job, st, tail(b, 2000))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 // TestSlurmPrologEpilogOnARealSlurm submits a real PyTorch DataLoader job
 // (dataloader_bench.py, one worker whose samples wait on storage: input-
-// bound) with sbatch to a one-node Slurm cluster running deploy/slurm's
-// prolog and epilog beside gpuwatch serve --slurm-job-dir
-// --slurm-frames-dir, and checks what a cluster's user and admin see:
-// while the job runs, serve's series carry slurm_job and user; when it
-// has ended, the epilog has written the verdict of its last minute, with
-// advice, beside the job's output file, put its first line in the job's
+// bound; no hook, as a user's job is) with sbatch, as a user who is not
+// root, to a one-node Slurm cluster running deploy/slurm's prolog and
+// epilog beside gpuwatch serve --slurm-job-dir --slurm-frames-dir, and
+// checks what a cluster's user and admin see: while the job runs, serve's
+// series carry slurm_job and user; when it has ended, the epilog has
+// written the verdict of its last minute, with advice, beside the job's
+// output file, as the job's user, put its first line in the job's
 // AdminComment in the accounting database (sacct shows it; where
 // slurmdbd and MariaDB are installed), and removed the mapping and the
-// frames.
+// frames. A second job's user plants a link where the epilog writes: the
+// root-owned file it points to is left as it was.
 func TestSlurmPrologEpilogOnARealSlurm(t *testing.T) {
 	slurmTools(t)
 	py := python(t, true)
 	bin := binary(t)
+	u := ensureJobUser(t)
 	began := time.Now()
 	c := startSlurm(t, bin)
 	conf, _ := os.ReadFile(c.conf)
 	t.Logf("slurm up in %v (%s)", time.Since(began).Round(time.Millisecond), regexp.MustCompile(`ProctrackType=\S+`).Find(conf))
 	addr := freePort(t)
 	start(t, "serve", "--listen", addr, "--slurm-job-dir", c.jobs, "--slurm-frames-dir", c.frames)
-	out := t.TempDir()
+	out := folderFor(t, u)
 	repo, _ := os.Getwd()
-	script := fmt.Sprintf("PYTHONPATH=%s exec %s %s --hook --workers 1 --cost 0 --io 0.002 --step 0.005 --seconds 40 --warmup 4",
-		filepath.Join(repo, "python"), py, filepath.Join(repo, "python", "examples", "dataloader_bench.py"))
-	got, err := runFor(t, 30*time.Second, c.env(), "sbatch", "--parsable", "--chdir="+out, "--output="+filepath.Join(out, "job-%j.out"), "--time=3", "--wrap", script)
-	job := strings.TrimSpace(got)
-	if err != nil || !regexp.MustCompile(`^\d+$`).MatchString(job) {
-		t.Fatalf("sbatch: %v %q", err, got)
+	bench, err := os.ReadFile(filepath.Join(repo, "python", "examples", "dataloader_bench.py"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	writeFile(t, filepath.Join(out, "bench.py"), string(bench), 0o644)
+	job := c.sbatch(t, u, out, py+" bench.py --workers 1 --cost 0 --io 0.002 --step 0.005 --seconds 40 --warmup 4")
 	t.Logf("job %s submitted at %v", job, time.Since(began).Round(time.Millisecond))
-	checkJobSeries(t, addr, job)
-	// The job has ended, and its epilog with it, when slurmctld says
-	// COMPLETED (COMPLETING while the epilog runs).
-	deadline := time.Now().Add(150 * time.Second)
-	for {
-		st, _ := runFor(t, 10*time.Second, c.env(), "scontrol", "show", "job", job)
-		state := regexp.MustCompile(`JobState=(\w+)`).FindStringSubmatch(st)
-		if state != nil && state[1] == "COMPLETED" {
-			break
-		}
-		if state != nil && state[1] != "PENDING" && state[1] != "RUNNING" && state[1] != "COMPLETING" || time.Now().After(deadline) {
-			b, _ := os.ReadFile(filepath.Join(out, "job-"+job+".out"))
-			t.Fatalf("the job did not complete in 150 s:\n%s\njob output:\n%s", st, tail(b, 2000))
-		}
-		time.Sleep(time.Second)
-	}
+	checkJobSeries(t, addr, job, u.name)
+	c.waitCompleted(t, job, out)
 	t.Logf("job and epilog done at %v", time.Since(began).Round(time.Millisecond))
 	report := filepath.Join(out, "gpuwatch-"+job+".txt")
-	checkEpilogReport(t, report, job)
+	checkEpilogReport(t, report, job, u)
 	if c.accounting {
 		checkAdminComment(t, c, job, report)
 	}
@@ -383,6 +447,28 @@ func TestSlurmPrologEpilogOnARealSlurm(t *testing.T) {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s is left after the epilog", p)
 		}
+	}
+	checkPlantedLink(t, c, u)
+}
+
+// checkPlantedLink: the job's user links gpuwatch-JOB.txt to a file only
+// root may write; the epilog, writing as the user, leaves it as it was.
+func checkPlantedLink(t *testing.T, c *slurmCluster, u jobUser) {
+	t.Helper()
+	victim := filepath.Join(c.dir, "root-only")
+	writeFile(t, victim, "untouched\n", 0o644)
+	out := folderFor(t, u)
+	job := c.sbatch(t, u, out, "sleep 6")
+	link := filepath.Join(out, "gpuwatch-"+job+".txt")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	c.waitCompleted(t, job, out)
+	if b, _ := os.ReadFile(victim); string(b) != "untouched\n" {
+		t.Errorf("the epilog wrote through the user's link: %q", b)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v %v", fi, err)
 	}
 }
 
@@ -410,10 +496,10 @@ func checkAdminComment(t *testing.T, c *slurmCluster, job, report string) {
 
 // checkJobSeries waits until serve's series name the running job: its
 // info series, and the verdict with slurm_job and user.
-func checkJobSeries(t *testing.T, addr, job string) {
+func checkJobSeries(t *testing.T, addr, job, user string) {
 	t.Helper()
-	info := fmt.Sprintf(`gpuwatch_slurm_job_info{gpus="",slurm_job=%q,user="root"} 1`, job)
-	verdict := regexp.MustCompile(`(?m)^gpuwatch_verdict\{kind="([a-z_]+)",[^}]*slurm_job="` + job + `"[^}]*user="root"\} 1$`)
+	info := fmt.Sprintf(`gpuwatch_slurm_job_info{gpus="",slurm_job=%q,user=%q} 1`, job, user)
+	verdict := regexp.MustCompile(`(?m)^gpuwatch_verdict\{kind="([a-z_]+)",[^}]*slurm_job="` + job + `"[^}]*user="` + user + `"\} 1$`)
 	deadline := time.Now().Add(90 * time.Second)
 	var page string
 	for time.Now().Before(deadline) {
@@ -437,11 +523,14 @@ func checkJobSeries(t *testing.T, addr, job string) {
 // as --once prints it. The job waits most of its time on its one worker,
 // so the verdict must be an input-bound one (gpu_starved on an idle
 // machine, cpu_saturated where other work holds the cores), with advice.
-func checkEpilogReport(t *testing.T, path, job string) {
+func checkEpilogReport(t *testing.T, path, job string, u jobUser) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fmt.Sprint(fi.Sys().(*syscall.Stat_t).Uid) != u.uid {
+		t.Errorf("%s is not the job user's (%s): %v", path, u.uid, err)
 	}
 	text := string(b)
 	t.Logf("%s:\n%s", path, text)
