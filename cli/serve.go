@@ -5,19 +5,24 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/exporter"
 	"github.com/gpuwatch/gpuwatch/loader"
+	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session"
 )
 
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 	var w watchFlags
-	var listen string
+	var listen, jobDir, framesDir string
 	var maxConns int
+	var framesMax int64 = 16 << 20
 	cmd := &cobra.Command{
 		Use:   "serve [--listen 127.0.0.1:9400] [--attach URL] [--pid PID]",
 		Short: "Expose this machine's frames and verdict as Prometheus metrics (one exporter per node)",
@@ -28,14 +33,21 @@ per-core, per-disk, per-GPU, pressure and loader metrics. A Prometheus server
 scraping every node is the way past one machine (docs/prometheus.md).`,
 		Example: `  gpuwatch serve
   gpuwatch serve --listen 0.0.0.0:9400 --attach http://127.0.0.1:6060
-  gpuwatch serve --listen 0.0.0.0:9400 --discover=false  # the host only`,
+  gpuwatch serve --listen 0.0.0.0:9400 --discover=false  # the host only
+  gpuwatch serve --slurm-job-dir /run/gpuwatch/jobs --slurm-frames-dir /var/lib/gpuwatch/slurm  # deploy/slurm`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w.headless = true
 			if err := w.validate(cmd); err != nil {
 				return err
 			}
+			if framesDir != "" && jobDir == "" {
+				return usageErrorf(cmd, "--slurm-frames-dir needs --slurm-job-dir: the jobs whose frames are kept")
+			}
 			exp := &exporter.Exporter{}
+			if jobDir != "" {
+				exp.SlurmJobs = func() exporter.SlurmJobs { return exporter.ReadSlurmJobs(jobDir) }
+			}
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(exp)
 			mux := http.NewServeMux()
@@ -61,11 +73,26 @@ scraping every node is the way past one machine (docs/prometheus.md).`,
 			}
 			fmt.Fprintf(stdout, "gpuwatch exporter on http://%s/metrics\n", ln.Addr())
 			o := w.options(io.Discard, stderr)
-			o.OnFrame = exp.Set
+			o.Node, o.OnFrame = true, exp.Set
+			if framesDir != "" {
+				if st, err := os.Stat(framesDir); err != nil || !st.IsDir() {
+					return fmt.Errorf("--slurm-frames-dir %s: not a folder", framesDir)
+				}
+				sf := &session.SlurmFrames{MapDir: jobDir, FramesDir: framesDir, MaxBytes: framesMax, Version: version, Th: w.thresholds,
+					Warn: func(s string) { fmt.Fprintln(stderr, "gpuwatch: "+sample.Printable(s)) }}
+				defer sf.Close()
+				o.OnFrame = func(f *sample.Frame, v diagnose.Verdict) {
+					exp.Set(f, v)
+					sf.Frame(f, v)
+				}
+			}
 			return watch(cmd, o)
 		},
 	}
 	w.register(cmd, offerPID|offerLoaders|offerRecord)
+	cmd.Flags().StringVar(&jobDir, "slurm-job-dir", "", "label the series with the Slurm job a prolog mapped here (files JOBID holding user= and gpus= lines; deploy/slurm/prolog.sh)")
+	cmd.Flags().StringVar(&framesDir, "slurm-frames-dir", "", "keep each mapped job's frames in this folder (JOBID.jsonl) for its epilog to judge (deploy/slurm/epilog.sh)")
+	cmd.Flags().Var(sizeFlag{&framesMax}, "slurm-frames-max-size", "rotate a job's kept frames to JOBID.jsonl.1 past this size")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9400", "address to serve /metrics on (loopback unless you say otherwise)")
 	cmd.Flags().IntVar(&maxConns, "max-connections", exporter.DefaultLimits().MaxConns, "the most connections open at once (a quarter of them from one host); idle ones close after 30 s")
 	return cmd

@@ -20,6 +20,11 @@ import (
 // runs one; a Prometheus server aggregates the fleet. Safe for concurrent
 // use: Set from the session, Collect from scrapes.
 type Exporter struct {
+	// SlurmJobs, when set, lists the Slurm jobs a prolog mapped on this
+	// node (ReadSlurmJobs over serve's --slurm-job-dir). It is called
+	// once per scrape.
+	SlurmJobs func() SlurmJobs
+
 	mu sync.Mutex
 	f  *sample.Frame
 	v  diagnose.Verdict
@@ -32,8 +37,17 @@ func (e *Exporter) Set(f *sample.Frame, v diagnose.Verdict) {
 	e.mu.Unlock()
 }
 
-func desc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc("gpuwatch_"+name, help, labels, nil)
+// metricDesc is one metric's name, help and variable labels, and its
+// Desc without job labels. A scrape whose frame names a job rebuilds the
+// Desc with the job's labels as constant labels (jobDescs).
+type metricDesc struct {
+	name, help string
+	labels     []string
+	d          *prometheus.Desc
+}
+
+func desc(name, help string, labels ...string) *metricDesc {
+	return &metricDesc{name: "gpuwatch_" + name, help: help, labels: labels, d: prometheus.NewDesc("gpuwatch_"+name, help, labels, nil)}
 }
 
 var (
@@ -81,12 +95,12 @@ var (
 	dStraggler  = desc("rank_straggler", "1 for the rank the verdict names as holding the job back, 0 for the others.", "rank", "loader")
 )
 
-var allDescs = []*prometheus.Desc{dVerdict, dConfidence, dChange, dPredSample, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
+var allDescs = []*metricDesc{dVerdict, dConfidence, dChange, dPredSample, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
 	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dRunDelay, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler}
 
 // collectGPUs emits each GPU's series (g as in Collect).
-func collectGPUs(gpus []sample.GPU, g func(d *prometheus.Desc, val float64, labels ...string)) {
+func collectGPUs(gpus []sample.GPU, g func(d *metricDesc, val float64, labels ...string)) {
 	for _, gp := range gpus {
 		id := strconv.Itoa(gp.Index)
 		if gp.UtilPct != nil {
@@ -116,7 +130,7 @@ const MaxGPUProcessSeries = 64
 
 // collectGPUProcesses emits each GPU process's memory (pid, gpu), the
 // largest MaxGPUProcessSeries.
-func collectGPUProcesses(gpus []sample.GPU, g func(d *prometheus.Desc, val float64, labels ...string)) {
+func collectGPUProcesses(gpus []sample.GPU, g func(d *metricDesc, val float64, labels ...string)) {
 	type proc struct {
 		gpu, pid string
 		mem      float64
@@ -135,12 +149,11 @@ func collectGPUProcesses(gpus []sample.GPU, g func(d *prometheus.Desc, val float
 	}
 }
 
-// Describe implements prometheus.Collector.
-func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range allDescs {
-		ch <- d
-	}
-}
+// Describe implements prometheus.Collector. It sends nothing: the
+// Exporter is an unchecked collector (client_golang's term), because a
+// frame that names a job adds that job's labels to every series
+// (jobDescs), so the label sets are known only when a frame is.
+func (e *Exporter) Describe(chan<- *prometheus.Desc) {}
 
 // Collect implements prometheus.Collector. Before the first frame it
 // exposes nothing; a value the frame lacks is left out, never zero.
@@ -151,10 +164,20 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	if f == nil {
 		return
 	}
+	var id sample.JobIdentity
+	if f.Job != nil && f.Job.Identity != nil {
+		id = *f.Job.Identity
+	}
+	var jobs SlurmJobs
+	if e.SlurmJobs != nil {
+		jobs = e.SlurmJobs()
+	}
+	job := jobs.Of(&id)
+	descOf := jobDescs(jobLabels(id, job))
 	// A series is sent once: a second with the same labels would fail
 	// the whole scrape (HTTP 500), and a node's monitoring with it.
 	seen := map[string]bool{}
-	g := func(d *prometheus.Desc, val float64, labels ...string) {
+	send := func(d *prometheus.Desc, val float64, labels ...string) {
 		key := d.String() + "\xff" + strings.Join(labels, "\xff")
 		if seen[key] {
 			return
@@ -162,10 +185,8 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		seen[key] = true
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, labels...)
 	}
-	var id sample.JobIdentity
-	if f.Job != nil && f.Job.Identity != nil {
-		id = *f.Job.Identity
-	}
+	g := func(d *metricDesc, val float64, labels ...string) { send(descOf(d), val, labels...) }
+	collectSlurmJobs(jobs, send)
 	rank := id.Rank
 	if rank == "" {
 		rank = id.SlurmRank
@@ -189,6 +210,30 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		g(dSince, float64(v.Since.UnixNano())/1e9)
 	}
 	g(dFrameTime, float64(f.Time.UnixNano())/1e9)
+	collectHost(f, g)
+	collectGPUs(f.GPUs, g)
+	if a := f.Accel; a != nil {
+		g(dAccel, a.BusyPct/100)
+	}
+	if l := f.Loader; l != nil {
+		if l.WaitShare != nil {
+			g(dWaitShare, *l.WaitShare)
+		}
+		g(dSamples, l.SamplesPerSec)
+		if l.QueueDepth != nil {
+			g(dQueue, *l.QueueDepth)
+		}
+		if l.WaitP95Ms != nil {
+			g(dWaitP95, *l.WaitP95Ms/1000)
+		}
+		collectStages(l, g)
+	}
+	collectRanks(f.Ranks, v.Straggler, g)
+}
+
+// collectHost emits the machine's series: CPU, memory, disks, pressure
+// (g as in Collect).
+func collectHost(f *sample.Frame, g func(d *metricDesc, val float64, labels ...string)) {
 	if c := f.CPU; c != nil {
 		g(dCPUBusy, c.BusyPct/100)
 		g(dCPUIowait, c.IowaitPct/100)
@@ -222,30 +267,12 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	collectGPUs(f.GPUs, g)
-	if a := f.Accel; a != nil {
-		g(dAccel, a.BusyPct/100)
-	}
-	if l := f.Loader; l != nil {
-		if l.WaitShare != nil {
-			g(dWaitShare, *l.WaitShare)
-		}
-		g(dSamples, l.SamplesPerSec)
-		if l.QueueDepth != nil {
-			g(dQueue, *l.QueueDepth)
-		}
-		if l.WaitP95Ms != nil {
-			g(dWaitP95, *l.WaitP95Ms/1000)
-		}
-		collectStages(l, g)
-	}
-	collectRanks(f.Ranks, v.Straggler, g)
 }
 
 // collectRanks emits each rank's series (bounded: sample.MaxRanks),
 // labelled with the rank and its loader's URL: two loaders that say the
 // same rank (two jobs on one node, a restarted rank) are two series.
-func collectRanks(ranks []sample.Rank, straggler *int, g func(d *prometheus.Desc, val float64, labels ...string)) {
+func collectRanks(ranks []sample.Rank, straggler *int, g func(d *metricDesc, val float64, labels ...string)) {
 	for _, r := range ranks {
 		label := []string{strconv.Itoa(r.Rank), r.URL}
 		up, strag := 0.0, 0.0
@@ -272,7 +299,7 @@ func collectRanks(ranks []sample.Rank, straggler *int, g func(d *prometheus.Desc
 
 // collectStages emits the loader's stage, payload and workers' run-delay
 // series, those it measured (g as in Collect).
-func collectStages(l *sample.Loader, g func(d *prometheus.Desc, val float64, labels ...string)) {
+func collectStages(l *sample.Loader, g func(d *metricDesc, val float64, labels ...string)) {
 	if s := l.Stages; s != nil {
 		for _, st := range []struct {
 			name      string

@@ -149,6 +149,12 @@ type Cgroup struct {
 	affinity  func(pid int) (int, error) // CPUs the process may run on; nil: not known
 	hostCores int
 	self      bool // the job is gpuwatch's own cgroup (OwnCgroup)
+	// Where gpuwatch's cgroup namespace root lies in the tree at
+	// --sys-root (resolveNS), found once; ownCgroup is its own view of
+	// that root ("" : /sys/fs/cgroup).
+	nsRoot, ownCgroup string
+	nsErr             error
+	nsDone            bool
 }
 
 type cgroupCounters struct {
@@ -285,6 +291,9 @@ func (p *Cgroup) paths() (cgroupPaths, string, error) {
 	}
 	paths, err := parseProcCgroup(b)
 	if err != nil {
+		return nil, "", err
+	}
+	if err := p.resolveNS(paths); err != nil {
 		return nil, "", err
 	}
 	src := p.opt.Source

@@ -57,15 +57,23 @@ func cleanID(s string) string {
 
 var (
 	slurmPath = regexp.MustCompile(`/slurm[^/]*/uid_\d+/job_(\d+)(?:/step_([^/]+))?(?:/task_(\d+))?`)
-	podPath   = regexp.MustCompile(`pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})`)
-	ctrPath   = regexp.MustCompile(`(?:docker-|cri-containerd-|crio-|docker/|containerd/)?([0-9a-f]{64})(?:\.scope)?$`)
+	// cgroup v2: slurmd's scope, /system.slice/slurmstepd.scope/job_J/step_S/user/task_T
+	// (Slurm's cgroup_v2 plugin, https://slurm.schedmd.com/cgroup_v2.html).
+	slurmPathV2 = regexp.MustCompile(`/slurmstepd\.scope/job_(\d+)(?:/step_([^/]+))?(?:/user)?(?:/task_(\d+))?`)
+	podPath     = regexp.MustCompile(`pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})`)
+	ctrPath     = regexp.MustCompile(`(?:docker-|cri-containerd-|crio-|docker/|containerd/)?([0-9a-f]{64})(?:\.scope)?$`)
 )
 
 // parseCgroupIdentity takes what a cgroup path says of its job: Slurm's
 // /slurm/uid_U/job_J/step_S/task_T, a Kubernetes pod UID
-// (kubepods…/pod<uid>…), a container ID (64 hex digits).
+// (kubepods…/pod<uid>…), a container ID (64 hex digits). A path seen from
+// another cgroup namespace ("/../../kubepods-…") says the same.
 func parseCgroupIdentity(path string, id *sample.JobIdentity) {
-	if m := slurmPath.FindStringSubmatch(path); m != nil {
+	m := slurmPath.FindStringSubmatch(path)
+	if m == nil {
+		m = slurmPathV2.FindStringSubmatch(path)
+	}
+	if m != nil {
 		if id.SlurmJob == "" {
 			id.SlurmJob = m[1]
 		}

@@ -63,7 +63,11 @@ func newProbeSet(ctx context.Context, o Options) (*probeSet, error) {
 		// No job named, and gpuwatch looks at its own host: when it runs
 		// confined (a container), its own limits are the ones that bind.
 		// --proc-root/--sys-root of the host keep the host's view.
-		if own := probes.OwnCgroup(o.Roots, os.Getpid()); own != nil {
+		var own *probes.Cgroup
+		if !o.Node {
+			own = probes.OwnCgroup(o.Roots, os.Getpid())
+		}
+		if own != nil {
 			ps = append(ps, own)
 		} else if focus != nil {
 			// Loaders or a training process may be found later: the job is

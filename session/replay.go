@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sort"
 	"sync"
@@ -250,4 +251,47 @@ func (pb *playback) seekTo(ctx context.Context, i int) bool {
 		}
 	}
 	return true
+}
+
+// ReplayOnce judges a recording's last stretch as --once judges a live
+// session: the frames of the last `last` (all with 0) are diagnosed, the
+// frames before them only warm the diagnosis up, and the verdict the
+// stretch ends on is printed as --once prints it (asJSON: its one summary
+// object), settled when it held SettleFrames frames and SettleTime at
+// the end. It returns ErrBottleneck or ErrUnsettled as --once does. A
+// Slurm epilog judges a job's last minute this way after its processes
+// are gone (deploy/slurm/epilog.sh).
+func ReplayOnce(rec *recording.Recording, th diagnose.Thresholds, last time.Duration, asJSON bool, w io.Writer) error {
+	n := rec.Len()
+	if n == 0 {
+		return errors.New("the recording holds no frame")
+	}
+	end, err := rec.Frame(n - 1)
+	if err != nil {
+		return err
+	}
+	from := time.Time{}
+	if last > 0 {
+		from = end.Frame.Time.Add(-last)
+	}
+	d := diagnose.NewDiagnoser(th)
+	s := &settle{stop: func() {}, need: th.MinFrames}
+	err = rec.Each(func(_ int, r *recording.Recorded) error {
+		f := &r.Frame
+		v := d.Observe(f)
+		if !f.Time.Before(from) {
+			return s.Frame(f, v)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if s.frames == 0 {
+		return errors.New("no frame in the stretch asked for")
+	}
+	// Settled is how the stretch ends, not whether some verdict held
+	// earlier in it.
+	s.settled = s.verdict.Kind != diagnose.WarmingUp && s.streak >= SettleFrames && s.last.Time.Sub(s.since) >= SettleTime
+	return s.summary(w, asJSON)
 }

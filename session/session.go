@@ -80,6 +80,10 @@ type Options struct {
 	// Duration), prints one summary and returns ErrBottleneck when the
 	// verdict is a problem.
 	Once bool
+	// Node says gpuwatch watches the node for others (serve): its own
+	// cgroup is never the job, even when it runs confined (a DaemonSet's
+	// pod with resource limits); the job is the training process found.
+	Node bool
 	// OnFrame sees every frame and its verdict (the exporter).
 	OnFrame func(*sample.Frame, diagnose.Verdict)
 	// Version names the build in recordings and reports.

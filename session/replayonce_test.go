@@ -1,0 +1,50 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/recording"
+)
+
+// TestReplayOnceJudgesTheLastStretch: the demo tour's recording ends on
+// io_bound. Judged whole or over its last 20 s, the verdict is io_bound
+// (exit 3) from the frames of that stretch only; its last 3 s (4 frames, 1 s apart) are too
+// short for any verdict to hold 5 s (exit 4, saying why).
+func TestReplayOnceJudgesTheLastStretch(t *testing.T) {
+	rec, err := recording.Open(filepath.Join("..", "recording", "testdata", "tour.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	th := diagnose.DefaultThresholds()
+	for _, c := range []struct {
+		last   time.Duration
+		frames int
+		want   error
+	}{{0, 37, ErrBottleneck}, {20 * time.Second, 20, ErrBottleneck}, {3 * time.Second, 4, ErrUnsettled}} {
+		var b strings.Builder
+		err := ReplayOnce(rec, th, c.last, true, &b)
+		if !errors.Is(err, c.want) {
+			t.Errorf("--last %v: %v, want %v", c.last, err, c.want)
+		}
+		var sum onceSummary
+		if err := json.Unmarshal([]byte(b.String()), &sum); err != nil {
+			t.Fatalf("--last %v: %v in %q", c.last, err, b.String())
+		}
+		if sum.Frames != c.frames || sum.Verdict.Kind != diagnose.IOBound || sum.Settled != (c.want != ErrUnsettled) {
+			t.Errorf("--last %v: %d frames, %v, settled %v", c.last, sum.Frames, sum.Verdict.Kind, sum.Settled)
+		}
+		if !sum.Settled && !strings.Contains(sum.Unsettled, "held") {
+			t.Errorf("--last %v: why %q", c.last, sum.Unsettled)
+		}
+	}
+	if err := ReplayOnce(recording.New(recording.Header{}, nil, nil), th, 0, false, &strings.Builder{}); err == nil {
+		t.Error("an empty recording judged")
+	}
+}
