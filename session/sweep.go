@@ -60,9 +60,11 @@ var ErrSweepInterrupted = errors.New("sweep interrupted")
 
 // GridSize is the number of configurations of a grid with these list
 // lengths: their product, computed before any list is built, saturating at
-// 1<<53 so that no product overflows.
+// 1<<30 so that no product overflows an int on any target (32-bit ones
+// included), nor does adding a configuration or two to it; any limit a
+// user sets is far below it.
 func GridSize(lengths []int) int {
-	const most = 1 << 53
+	const most = 1 << 30
 	n := 1
 	for _, l := range lengths {
 		if l == 0 {
