@@ -145,47 +145,27 @@ def patch(module: Any) -> None:
     def __iter__(self: Any) -> Any:
         started = _timing.clock()
         it = orig_iter(self)
+        if _torch.in_worker():
+            return it
         try:
-            if not _torch.in_worker():
-                stats, _ = server()
-                stats.epoch(self, it)
-                # epoch start (until its first batch), handed-out time, depth readable
-                it.__dict__["_gpuwatch"] = [started, None, True, stats]
-        except Exception:
-            pass
+            stats, _ = server()
+        except Exception as e:  # no stats, no page: nothing to count in
+            _timing.warn_once("DataLoaders are not timed: %s" % e)
+            return it
+        try:
+            stats.epoch(self, it)
+        except Exception as e:
+            stats.error()
+            _timing.warn_once("a DataLoader's knobs are not read: %s" % e)
+        _timing.attach(it, "_gpuwatch", _timing.Clock(stats, started))
         return it
 
     @functools.wraps(orig_next)
     def __next__(self: Any) -> Any:
-        st = self.__dict__.get("_gpuwatch")
-        if st is None:
+        c = getattr(self, "_gpuwatch", None)
+        if c is None:
             return orig_next(self)
-        stats = st[3]
-        t0 = _timing.clock()
-        if st[1] is not None:
-            try:
-                stats.record_step(t0 - st[1])
-            except Exception:
-                stats.error()
-            st[1] = None
-        depth = None
-        if st[2]:
-            try:
-                depth = _torch.queue_depth(self)
-            except Exception:
-                depth = None
-            st[2] = depth is not None
-        batch = orig_next(self)  # StopIteration and the loader's errors are the loop's
-        t1 = _timing.clock()
-        try:
-            stats.record(t1 - t0, batch, depth)
-            if st[0] is not None:
-                stats.record_stall(t1 - st[0])
-                st[0] = None
-        except Exception:
-            stats.error()
-        st[1] = t1
-        return batch
+        return c.next(self, orig_next)
 
     _stages.patch(module)  # the workers' stage times, and the unwrapping of their batches
     loader_cls.__iter__ = __iter__

@@ -228,13 +228,16 @@ def patch(module: Any) -> None:
             fetcher = orig_create(*args, **kwargs)
             try:
                 return wrap_fetcher(fetcher, _torch.in_worker())
-            except Exception:  # a fetcher of another shape: untimed
+            except Exception as e:  # a fetcher of another shape: untimed, and said once
+                from . import _timing
+
+                _timing.warn_once("a DataLoader's stages are not timed: its fetcher (%s) has no fetch and collate_fn to time: %s" % (type(fetcher).__name__, e))
                 return fetcher
 
         def _process_data(self: Any, data: Any, *rest: Any) -> Any:  # torch ≥ 2.6 passes the worker too
             if type(data) is Carried:
                 c, data = data, data.data
-                stats = self.__dict__.get("_gpuwatch_stats")
+                stats = getattr(self, "_gpuwatch_stats", None)
                 if stats is not None:
                     try:
                         stats.record_carried(c)

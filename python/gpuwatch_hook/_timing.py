@@ -186,10 +186,9 @@ class Stats:
             self.loop_tid = tid
             self.epochs += 1
         self._look_at = None  # each epoch's first batch is looked at
-        try:
-            it.__dict__["_gpuwatch_stats"] = self  # its workers' batches carry their stage times here (_stages)
-        except AttributeError:  # no __dict__: not torch's iterator
-            pass
+        if k.workers:  # its workers' batches carry their stage times here (_stages)
+            attach(it, "_gpuwatch_stats", self)
+
 
     def render(self) -> bytes:
         with self.lock:
@@ -335,50 +334,98 @@ def fmt(v: Any) -> str:
         return str(int(v))
     return repr(v)
 
+def attach(it: Any, name: str, value: Any) -> bool:
+    """Sets name on a DataLoader iterator, which the hook's patches read
+    back (PRIVATE in _torch lists it: the iterator's __dict__). An
+    iterator without one (a torch that gave it __slots__) is not timed
+    there: a warning, once, and errors_total counts each."""
+    try:
+        vars(it)[name] = value
+        return True
+    except TypeError:  # vars() of an object without __dict__
+        value = value if isinstance(value, Stats) else getattr(value, "stats", None)
+        if isinstance(value, Stats):
+            value.error()
+        warn_once("%s has no __dict__: its DataLoader is not timed there (%s)" % (type(it).__name__, name))
+        return False
+
+
+_warned: set = set()
+
+
+def warn_once(msg: str) -> None:
+    """A warning for the user (_server.warn), once per message in this
+    process."""
+    if msg in _warned or len(_warned) > 64:
+        return
+    _warned.add(msg)
+    from . import _server
+
+    _server.warn(msg)
+
+
+class Clock:
+    """One epoch's timing of an iterator: each next()'s wait (how long it
+    blocked), the step before it (from the last batch handed out to this
+    next()), the batches ready when it was asked, and the epoch's start to
+    its first batch. Both ways a loader is timed call its next: Timed
+    (watch()) and gpuwatch run's patched __next__ (_auto) — one __next__."""
+
+    __slots__ = ("stats", "handed", "depth_ok", "started")
+
+    def __init__(self, stats: Stats, started: Optional[float] = None) -> None:
+        self.stats = stats
+        self.handed: Optional[float] = None  # when the last batch was handed out
+        self.depth_ok = True  # the iterator's ready batches are readable
+        self.started = started  # the epoch's start, until its first batch
+
+    def next(self, it: Any, take: Any) -> Any:
+        """take(it), timed: the batch, or take's own exceptions
+        (StopIteration included), which are the loop's. The hook's own
+        errors never reach the loop: they count in errors_total."""
+        t0 = clock()
+        stats = self.stats
+        if self.handed is not None:
+            try:
+                stats.record_step(t0 - self.handed)
+            except Exception:  # never into the training loop
+                stats.error()
+            self.handed = None
+        depth = None
+        if self.depth_ok:
+            try:
+                depth = _torch.queue_depth(it)
+            except Exception:
+                depth = None
+            self.depth_ok = depth is not None
+        batch = take(it)
+        t1 = clock()
+        try:
+            stats.record(t1 - t0, batch, depth)
+            if self.started is not None:
+                stats.record_stall(t1 - self.started)
+                self.started = None
+        except Exception:
+            stats.error()
+        self.handed = t1
+        return batch
+
 
 class Timed:
-    """The iterator the training loop sees: times each next() and hands the
-    batch through unchanged."""
+    """The iterator the training loop sees: times each next() (Clock) and
+    hands the batch through unchanged."""
 
-    __slots__ = ("_it", "_stats", "_handed", "_depth_ok", "_started")
+    __slots__ = ("_it", "_clock")
 
     def __init__(self, it: Any, stats: Stats, started: Optional[float] = None) -> None:
         self._it = it
-        self._stats = stats
-        self._handed: Optional[float] = None  # when the last batch was handed out
-        self._depth_ok = True
-        self._started = started  # the epoch's start, until its first batch
+        self._clock = Clock(stats, started)
 
     def __iter__(self) -> "Timed":
         return self
 
     def __next__(self) -> Any:
-        t0 = clock()
-        stats = self._stats
-        if self._handed is not None:
-            try:
-                stats.record_step(t0 - self._handed)
-            except Exception:  # never into the training loop
-                stats.error()
-            self._handed = None
-        depth = None
-        if self._depth_ok:
-            try:
-                depth = _torch.queue_depth(self._it)
-            except Exception:
-                depth = None
-            self._depth_ok = depth is not None
-        batch = next(self._it)  # the loader's own exceptions, StopIteration included, are the loop's
-        t1 = clock()
-        try:
-            stats.record(t1 - t0, batch, depth)
-            if self._started is not None:
-                stats.record_stall(t1 - self._started)
-                self._started = None
-        except Exception:
-            stats.error()
-        self._handed = t1
-        return batch
+        return self._clock.next(self._it, next)
 
     def __len__(self) -> int:
         return len(self._it)

@@ -4,8 +4,9 @@ processes and ready batches. torch is never imported by this module: it
 looks at the objects it is given, and at torch only once the program has
 imported it.
 
-PRIVATE lists every private attribute read; tests/test_torch_attrs.py fails
-loudly when a torch version drops one. Where one is missing at run time the
+PRIVATE lists every private attribute read or patched;
+tests/test_package.py (TorchAttributesTest) fails loudly when a torch
+version drops one. Where one is missing at run time the
 figure it gives is left out (never a wrong one), and nothing raises."""
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ PRIVATE = (
     ("_BaseDataLoaderIter", "_next_data", "what __next__ calls: the hook times __next__ around it"),
     ("_MultiProcessingDataLoaderIter", "_process_data", "every batch from a worker passes it: the hook unwraps the worker's stage times there"),
     ("_DatasetKind", "create_fetcher", "makes each worker's fetcher: the hook times its fetch and collate_fn"),
+    ("_BaseDataLoaderIter", "__next__", "gpuwatch run patches it (subclasses define _next_data, not __next__): one patch times them all"),
+    ("_BaseDataLoaderIter", "__dict__", "the hook keeps an epoch's timing on the iterator (_gpuwatch, _gpuwatch_stats); without it that loader is not timed, said once"),
+    ("_MultiProcessingDataLoaderIter", "_data_queue._reader.poll", "whether the workers' pipe holds a batch now (without pin_memory)"),
+    ("_utils.pin_memory", "pin_memory", "what the pin-memory thread calls: a carried batch is pinned with it"),
 )
 
 

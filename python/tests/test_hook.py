@@ -275,6 +275,31 @@ class HookTest(unittest.TestCase):
         self.assertEqual(m["gpuwatch_loader_wait_seconds_count"], 2)
         self.assertNotIn("gpuwatch_loader_samples_total", m)
 
+    def test_an_iterator_without_a_dict_is_said_once_and_counted(self):
+        """Where torch gives its iterator __slots__, the patch cannot keep
+        an epoch's timing on it: the loop runs on, untimed there, with a
+        warning once and each miss in errors_total."""
+
+        class Slotted:
+            __slots__ = ("n",)
+
+        stats = hook._timing.Stats()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ok = [hook._timing.attach(Slotted(), "_gpuwatch", hook._timing.Clock(stats)) for _ in range(3)]
+        self.assertEqual(ok, [False] * 3)
+        said = [str(w.message) for w in caught if "no __dict__" in str(w.message)]
+        self.assertEqual(len(said), 1, said)
+        self.assertIn("Slotted has no __dict__", said[0])
+        self.assertEqual(stats.errors, 3)
+
+        class WithDict:
+            pass
+
+        d = WithDict()
+        self.assertTrue(hook._timing.attach(d, "_gpuwatch_stats", stats))
+        self.assertIs(d._gpuwatch_stats, stats)
+
     def test_batch_sizes(self):
         cases = [
             (T(32, 3, 224, 224), 32),

@@ -240,14 +240,24 @@ class TorchAttributesTest(unittest.TestCase):
         it = iter(loader)
         try:
             next(it)
+            def dotted(obj, path):
+                for name in path.split("."):
+                    obj = getattr(obj, name, None)
+                return obj
+
             for cls_name, attr, what in _torch.PRIVATE:
-                cls = getattr(dl, cls_name, None)
+                cls = dotted(dl, cls_name)
                 self.assertIsNotNone(cls, "torch %s has no %s" % (torch.__version__, cls_name))
-                if cls_name.endswith("Iter"):
+                # An iterator's attributes are the instance's (its queue, its
+                # __dict__); the others the class's or module's.
+                owner = it if cls_name.endswith("Iter") else cls
+                if owner is it:
                     self.assertIsInstance(it, cls)
-                    self.assertTrue(hasattr(it, attr), "torch %s: %s.%s is gone (%s)" % (torch.__version__, cls_name, attr, what))
-                else:
-                    self.assertTrue(hasattr(cls, attr), "torch %s: %s.%s is gone (%s)" % (torch.__version__, cls_name, attr, what))
+                got = dotted(owner, attr)
+                self.assertIsNotNone(got, "torch %s: %s.%s is gone (%s)" % (torch.__version__, cls_name, attr, what))
+                if attr.endswith("poll") or attr in ("pin_memory", "create_fetcher", "_process_data", "_next_data", "__next__"):
+                    self.assertTrue(callable(got), "torch %s: %s.%s is not callable (%s)" % (torch.__version__, cls_name, attr, what))
+            self.assertIn("__next__", dl._BaseDataLoaderIter.__dict__, "the base iterator no longer defines __next__: run's patch would miss it")
             # The fetcher's attributes the stage timing replaces (_stages.wrap_fetcher).
             fetcher = dl._DatasetKind.create_fetcher(dl._DatasetKind.Map, list(range(4)), True, lambda b: b, False)
             self.assertTrue(callable(getattr(fetcher, "fetch", None)) and callable(getattr(fetcher, "collate_fn", None)))
