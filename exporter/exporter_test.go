@@ -204,3 +204,24 @@ gpuwatch_loader_workers_run_delay_ratio 0.4
 		t.Fatal(err)
 	}
 }
+
+// The exporter's descriptions are sample's series table, each once: a
+// series renamed there is renamed here and in fleet/, which reads it.
+func TestDescsAreTheSeriesTable(t *testing.T) {
+	served := map[string]bool{}
+	for _, d := range append(allDescs, dSlurmJob, dSlurmRejected) {
+		if served[d.name] {
+			t.Errorf("%s described twice", d.name)
+		}
+		served[d.name] = true
+	}
+	for _, s := range sample.AllSeries {
+		if !served[s.Name] {
+			t.Errorf("%s is in sample.AllSeries but the exporter does not serve it", s.Name)
+		}
+		delete(served, s.Name)
+	}
+	for n := range served {
+		t.Errorf("%s is served but not in sample.AllSeries", n)
+	}
+}

@@ -201,8 +201,8 @@ func (j SlurmJobs) Of(id *sample.JobIdentity) *SlurmJob {
 }
 
 var (
-	dSlurmJob      = desc("slurm_job_info", "1 for each Slurm job a prolog mapped on this node (serve --slurm-job-dir): its user and GPU indices.", "slurm_job", "user", "gpus")
-	dSlurmRejected = desc("slurm_job_mapping_rejected", "Files in serve's --slurm-job-dir refused at the last scrape (not a job ID, not a regular file, too large, a bad value).")
+	dSlurmJob      = desc(sample.SeriesSlurmJobInfo)
+	dSlurmRejected = desc(sample.SeriesSlurmJobMappingRejected)
 )
 
 // collectSlurmJobs emits the mapped jobs, when there is a mapping folder.

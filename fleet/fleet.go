@@ -347,21 +347,6 @@ func (c *Client) selector(name, extra string) string {
 	return name + "{" + strings.Join(m, ",") + "}"
 }
 
-// The ranges of the values fleet reads, as attach checks a loader's: a
-// value outside is left out, and the snapshot says so.
-var ranges = map[string][2]float64{
-	"gpuwatch_verdict":                   {1, 1}, // the query asks for the shown kind: == 1
-	"gpuwatch_verdict_confidence_ratio":  {0, 1},
-	"gpuwatch_loader_wait_ratio":         {0, 1},
-	"gpuwatch_loader_samples_per_second": {0, 1e12},
-	"gpuwatch_gpu_utilization_ratio":     {0, 1},
-	"gpuwatch_rank_up":                   {0, 1},
-	"gpuwatch_rank_wait_ratio":           {0, 1},
-	"gpuwatch_rank_step_seconds":         {0, 1e6},
-	"gpuwatch_rank_samples_per_second":   {0, 1e12},
-	"gpuwatch_rank_straggler":            {0, 1},
-}
-
 // maxRank bounds a rank label, as attach does.
 const maxRank = 1 << 20
 
@@ -379,7 +364,8 @@ func (s *snapshot) drop(format string, args ...any) {
 
 // read runs one query of metric (q, when not "", is the query; metric
 // names the range) and calls use with each element within range.
-func (c *Client) read(ctx context.Context, s *snapshot, metric, q string, use func(l map[string]string, v float64)) error {
+func (c *Client) read(ctx context.Context, s *snapshot, series sample.Series, q string, use func(l map[string]string, v float64)) error {
+	metric := series.Name
 	if q == "" {
 		q = c.selector(metric, "")
 	}
@@ -390,10 +376,9 @@ func (c *Client) read(ctx context.Context, s *snapshot, metric, q string, use fu
 	if ans.cut {
 		s.drop("%s: more than %d series, the rest left out", metric, maxSeries)
 	}
-	r := ranges[metric]
 	for _, e := range ans.series {
-		if e.value < r[0] || e.value > r[1] {
-			s.drop("%s %s on %s: outside %g–%g, left out", metric, strconv.FormatFloat(e.value, 'g', 6, 64), e.labels["instance"], r[0], r[1])
+		if e.value < series.Min || e.value > series.Max {
+			s.drop("%s %s on %s: outside %g–%g, left out", metric, strconv.FormatFloat(e.value, 'g', 6, 64), e.labels["instance"], series.Min, series.Max)
 			continue
 		}
 		use(e.labels, e.value)
@@ -407,23 +392,24 @@ func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 	s := &snapshot{Snapshot: Snapshot{Time: time.Now()}}
 	nodes := map[string]*Row{}
 	key := func(l map[string]string) string { return l["job"] + "\x00" + l["instance"] }
-	err := c.read(ctx, s, "gpuwatch_verdict", c.selector("gpuwatch_verdict", "")+" == 1", func(l map[string]string, _ float64) {
+	err := c.read(ctx, s, sample.SeriesVerdict, c.selector(sample.SeriesVerdict.Name, "")+" == 1", func(l map[string]string, _ float64) {
 		nodes[key(l)] = &Row{Instance: l["instance"], Job: l["job"], Kind: l["kind"]}
 	})
 	if err != nil {
 		return Snapshot{}, err
 	}
 	for _, f := range []struct {
-		metric, query string
-		set           func(r *Row, v float64)
+		series sample.Series
+		query  string
+		set    func(r *Row, v float64)
 	}{
-		{"gpuwatch_verdict_confidence_ratio", "", func(r *Row, v float64) { r.Confidence = v }},
-		{"gpuwatch_loader_wait_ratio", "", func(r *Row, v float64) { r.WaitShare = &v }},
-		{"gpuwatch_loader_samples_per_second", "", func(r *Row, v float64) { r.SamplesPerSec = &v }},
-		{"gpuwatch_gpu_utilization_ratio", "avg by (job, instance) (" + c.selector("gpuwatch_gpu_utilization_ratio", "") + ")",
+		{sample.SeriesVerdictConfidenceRatio, "", func(r *Row, v float64) { r.Confidence = v }},
+		{sample.SeriesLoaderWaitRatio, "", func(r *Row, v float64) { r.WaitShare = &v }},
+		{sample.SeriesLoaderSamplesPerSecond, "", func(r *Row, v float64) { r.SamplesPerSec = &v }},
+		{sample.SeriesGpuUtilizationRatio, "avg by (job, instance) (" + c.selector(sample.SeriesGpuUtilizationRatio.Name, "") + ")",
 			func(r *Row, v float64) { r.GPUUtil = &v }},
 	} {
-		err := c.read(ctx, s, f.metric, f.query, func(l map[string]string, v float64) {
+		err := c.read(ctx, s, f.series, f.query, func(l map[string]string, v float64) {
 			if n := nodes[key(l)]; n != nil {
 				f.set(n, v)
 			}
@@ -453,19 +439,19 @@ func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 func (c *Client) rankRows(ctx context.Context, s *snapshot, nodes map[string]*Row, key func(map[string]string) string) ([]Row, error) {
 	rows := map[string]*Row{}
 	for _, f := range []struct {
-		metric string
+		series sample.Series
 		set    func(r *Row, v float64)
 	}{
-		{"gpuwatch_rank_up", func(r *Row, v float64) { up := v == 1; r.Up = &up }},
-		{"gpuwatch_rank_wait_ratio", func(r *Row, v float64) { r.WaitShare = &v }},
-		{"gpuwatch_rank_step_seconds", func(r *Row, v float64) { r.StepSec = &v }},
-		{"gpuwatch_rank_samples_per_second", func(r *Row, v float64) { r.SamplesPerSec = &v }},
-		{"gpuwatch_rank_straggler", func(r *Row, v float64) { r.Straggler = v == 1 }},
+		{sample.SeriesRankUp, func(r *Row, v float64) { up := v == 1; r.Up = &up }},
+		{sample.SeriesRankWaitRatio, func(r *Row, v float64) { r.WaitShare = &v }},
+		{sample.SeriesRankStepSeconds, func(r *Row, v float64) { r.StepSec = &v }},
+		{sample.SeriesRankSamplesPerSecond, func(r *Row, v float64) { r.SamplesPerSec = &v }},
+		{sample.SeriesRankStraggler, func(r *Row, v float64) { r.Straggler = v == 1 }},
 	} {
-		err := c.read(ctx, s, f.metric, "", func(l map[string]string, v float64) {
+		err := c.read(ctx, s, f.series, "", func(l map[string]string, v float64) {
 			rank, err := strconv.Atoi(l["rank"])
 			if err != nil || rank < 0 || rank > maxRank {
-				s.drop("%s: rank %q on %s is no rank, left out", f.metric, l["rank"], l["instance"])
+				s.drop("%s: rank %q on %s is no rank, left out", f.series.Name, l["rank"], l["instance"])
 				return
 			}
 			k := key(l) + "\x00" + l["rank"] + "\x00" + l["loader"]

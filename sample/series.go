@@ -1,0 +1,64 @@
+package sample
+
+// Series is one Prometheus series the exporter serves (docs/prometheus.md):
+// its name, help, variable labels and, for the series other tools read
+// back (fleet/), the range a sane value lies in. The exporter builds its
+// descriptions from these; fleet/ queries by them, so a rename is one
+// edit and cannot break the fleet silently.
+type Series struct {
+	Name, Help string
+	Labels     []string
+	// Min and Max bound a value read back; both 0 where nothing reads it.
+	Min, Max float64
+}
+
+// The exporter's series.
+var (
+	SeriesVerdict                         = Series{Name: "gpuwatch_verdict", Help: "1 for the verdict shown now, 0 for the others; the job's identity where it is known (slurm_job, not job: Prometheus owns that label).", Labels: []string{"kind", "slurm_job", "slurm_step", "rank", "pod", "namespace"}, Min: 1, Max: 1}
+	SeriesVerdictConfidenceRatio          = Series{Name: "gpuwatch_verdict_confidence_ratio", Help: "Confidence of the verdict shown now, 0–1.", Min: 0, Max: 1}
+	SeriesAdviceChange                    = Series{Name: "gpuwatch_advice_change", Help: "1 for each loader setting the verdict's pipeline model advises changing.", Labels: []string{"knob", "from", "to"}}
+	SeriesAdvicePredictedSamplesPerSecond = Series{Name: "gpuwatch_advice_predicted_samples_per_second", Help: "Samples per second the model predicts once the advised changes are applied."}
+	SeriesAdvicePredictedWaitShareRatio   = Series{Name: "gpuwatch_advice_predicted_wait_share_ratio", Help: "Wait share the model predicts once the advised changes are applied, 0–1."}
+	SeriesVerdictSinceTimestampSeconds    = Series{Name: "gpuwatch_verdict_since_timestamp_seconds", Help: "When the verdict shown now started, Unix time."}
+	SeriesFrameTimestampSeconds           = Series{Name: "gpuwatch_frame_timestamp_seconds", Help: "When the latest frame was taken, Unix time."}
+	SeriesCpuBusyRatio                    = Series{Name: "gpuwatch_cpu_busy_ratio", Help: "Share of the machine's CPU time busy (not idle, not iowait), 0–1."}
+	SeriesCpuIowaitRatio                  = Series{Name: "gpuwatch_cpu_iowait_ratio", Help: "Share of CPU time idle waiting on I/O, 0–1."}
+	SeriesCpuCoreBusyRatio                = Series{Name: "gpuwatch_cpu_core_busy_ratio", Help: "Share of one logical CPU's time busy, 0–1.", Labels: []string{"core"}}
+	SeriesCpuProcsRunning                 = Series{Name: "gpuwatch_cpu_procs_running", Help: "Runnable tasks."}
+	SeriesMemoryAvailableBytes            = Series{Name: "gpuwatch_memory_available_bytes", Help: "Memory available for new work."}
+	SeriesMemoryUsedBytes                 = Series{Name: "gpuwatch_memory_used_bytes", Help: "Memory used (total − available)."}
+	SeriesSwapInPagesPerSecond            = Series{Name: "gpuwatch_swap_in_pages_per_second", Help: "Pages swapped in per second over the last interval."}
+	SeriesSwapOutPagesPerSecond           = Series{Name: "gpuwatch_swap_out_pages_per_second", Help: "Pages swapped out per second over the last interval."}
+	SeriesDiskReadBytesPerSecond          = Series{Name: "gpuwatch_disk_read_bytes_per_second", Help: "Bytes read per second over the last interval.", Labels: []string{"device"}}
+	SeriesDiskWriteBytesPerSecond         = Series{Name: "gpuwatch_disk_write_bytes_per_second", Help: "Bytes written per second over the last interval.", Labels: []string{"device"}}
+	SeriesDiskBusyRatio                   = Series{Name: "gpuwatch_disk_busy_ratio", Help: "Share of the interval with a request in flight (iostat %util), 0–1.", Labels: []string{"device"}}
+	SeriesPressureSomeRatio               = Series{Name: "gpuwatch_pressure_some_ratio", Help: "Share of the last interval some task stalled on the resource (PSI; the kernel's 10 s average on the first reading), 0–1.", Labels: []string{"resource"}}
+	SeriesGpuUtilizationRatio             = Series{Name: "gpuwatch_gpu_utilization_ratio", Help: "GPU utilization as the driver reports it, 0–1.", Labels: []string{"gpu", "name"}, Min: 0, Max: 1}
+	SeriesGpuUtilizationP5Ratio           = Series{Name: "gpuwatch_gpu_utilization_p5_ratio", Help: "5th percentile of the driver's utilization samples in the last interval, 0–1.", Labels: []string{"gpu", "name"}}
+	SeriesGpuUtilizationP95Ratio          = Series{Name: "gpuwatch_gpu_utilization_p95_ratio", Help: "95th percentile of the driver's utilization samples in the last interval, 0–1.", Labels: []string{"gpu", "name"}}
+	SeriesGpuMemoryUsedBytes              = Series{Name: "gpuwatch_gpu_memory_used_bytes", Help: "GPU memory used.", Labels: []string{"gpu", "name"}}
+	SeriesGpuPowerWatts                   = Series{Name: "gpuwatch_gpu_power_watts", Help: "GPU power draw.", Labels: []string{"gpu", "name"}}
+	SeriesGpuTemperatureCelsius           = Series{Name: "gpuwatch_gpu_temperature_celsius", Help: "GPU temperature.", Labels: []string{"gpu", "name"}}
+	SeriesGpuProcessMemoryUsedBytes       = Series{Name: "gpuwatch_gpu_process_memory_used_bytes", Help: "GPU memory a process holds (the largest 64 processes).", Labels: []string{"gpu", "pid"}}
+	SeriesVirtualAcceleratorBusyRatio     = Series{Name: "gpuwatch_virtual_accelerator_busy_ratio", Help: "The watched loader's step time / wall time, 0–1 (no GPU signal)."}
+	SeriesLoaderWaitRatio                 = Series{Name: "gpuwatch_loader_wait_ratio", Help: "Share of the training loop's time waiting for the next batch, 0–1.", Min: 0, Max: 1}
+	SeriesLoaderSamplesPerSecond          = Series{Name: "gpuwatch_loader_samples_per_second", Help: "Samples the loader handed out per second.", Min: 0, Max: 1e12}
+	SeriesLoaderQueueDepth                = Series{Name: "gpuwatch_loader_queue_depth", Help: "Batches ready when the training loop last asked."}
+	SeriesLoaderWaitP95Seconds            = Series{Name: "gpuwatch_loader_wait_p95_seconds", Help: "95th percentile of the time waited per batch in the last interval."}
+	SeriesLoaderStageSeconds              = Series{Name: "gpuwatch_loader_stage_seconds", Help: "A batch's time in one pipeline stage over the last interval (workers: getitem, collate, handover; training process: take, pin, step, first_batch).", Labels: []string{"stage"}}
+	SeriesLoaderStageWorkerRatio          = Series{Name: "gpuwatch_loader_stage_worker_ratio", Help: "A worker stage's share of a worker's time per batch, 0–1.", Labels: []string{"stage"}}
+	SeriesLoaderBatchBytes                = Series{Name: "gpuwatch_loader_batch_bytes", Help: "Bytes of tensors in a batch the training loop receives (the batches the hook looked inside)."}
+	SeriesLoaderBatchFloat64Ratio         = Series{Name: "gpuwatch_loader_batch_float64_ratio", Help: "Share of a batch's tensor bytes that are float64, 0–1."}
+	SeriesLoaderPaddingRatio              = Series{Name: "gpuwatch_loader_padding_ratio", Help: "Share of a batch's token-tensor elements that are padding, 0–1."}
+	SeriesLoaderWorkersRunDelayRatio      = Series{Name: "gpuwatch_loader_workers_run_delay_ratio", Help: "Share of the loader workers' running-or-runnable time spent waiting for a CPU, 0–1."}
+	SeriesRankUp                          = Series{Name: "gpuwatch_rank_up", Help: "1 while the rank's loader answers, 0 while it does not (several ranks attached).", Labels: []string{"rank", "loader"}, Min: 0, Max: 1}
+	SeriesRankWaitRatio                   = Series{Name: "gpuwatch_rank_wait_ratio", Help: "Share of the rank's training-loop time waiting for its next batch, 0–1.", Labels: []string{"rank", "loader"}, Min: 0, Max: 1}
+	SeriesRankStepSeconds                 = Series{Name: "gpuwatch_rank_step_seconds", Help: "The rank's mean step (in a synchronous job it includes waiting for the other ranks in the all-reduce).", Labels: []string{"rank", "loader"}, Min: 0, Max: 1e6}
+	SeriesRankSamplesPerSecond            = Series{Name: "gpuwatch_rank_samples_per_second", Help: "Samples the rank's loader handed out per second.", Labels: []string{"rank", "loader"}, Min: 0, Max: 1e12}
+	SeriesRankStraggler                   = Series{Name: "gpuwatch_rank_straggler", Help: "1 for the rank the verdict names as holding the job back, 0 for the others.", Labels: []string{"rank", "loader"}, Min: 0, Max: 1}
+	SeriesSlurmJobInfo                    = Series{Name: "gpuwatch_slurm_job_info", Help: "1 for each Slurm job a prolog mapped on this node (serve --slurm-job-dir): its user and GPU indices.", Labels: []string{"slurm_job", "user", "gpus"}}
+	SeriesSlurmJobMappingRejected         = Series{Name: "gpuwatch_slurm_job_mapping_rejected", Help: "Files in serve's --slurm-job-dir refused at the last scrape (not a job ID, not a regular file, too large, a bad value)."}
+)
+
+// AllSeries is every series the exporter serves, in its order.
+var AllSeries = []Series{SeriesVerdict, SeriesVerdictConfidenceRatio, SeriesAdviceChange, SeriesAdvicePredictedSamplesPerSecond, SeriesAdvicePredictedWaitShareRatio, SeriesVerdictSinceTimestampSeconds, SeriesFrameTimestampSeconds, SeriesCpuBusyRatio, SeriesCpuIowaitRatio, SeriesCpuCoreBusyRatio, SeriesCpuProcsRunning, SeriesMemoryAvailableBytes, SeriesMemoryUsedBytes, SeriesSwapInPagesPerSecond, SeriesSwapOutPagesPerSecond, SeriesDiskReadBytesPerSecond, SeriesDiskWriteBytesPerSecond, SeriesDiskBusyRatio, SeriesPressureSomeRatio, SeriesGpuUtilizationRatio, SeriesGpuUtilizationP5Ratio, SeriesGpuUtilizationP95Ratio, SeriesGpuMemoryUsedBytes, SeriesGpuPowerWatts, SeriesGpuTemperatureCelsius, SeriesGpuProcessMemoryUsedBytes, SeriesVirtualAcceleratorBusyRatio, SeriesLoaderWaitRatio, SeriesLoaderSamplesPerSecond, SeriesLoaderQueueDepth, SeriesLoaderWaitP95Seconds, SeriesLoaderStageSeconds, SeriesLoaderStageWorkerRatio, SeriesLoaderBatchBytes, SeriesLoaderBatchFloat64Ratio, SeriesLoaderPaddingRatio, SeriesLoaderWorkersRunDelayRatio, SeriesRankUp, SeriesRankWaitRatio, SeriesRankStepSeconds, SeriesRankSamplesPerSecond, SeriesRankStraggler, SeriesSlurmJobInfo, SeriesSlurmJobMappingRejected}
