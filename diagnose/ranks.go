@@ -109,27 +109,25 @@ func rankEvidence(frames []sample.Frame, th Thresholds) (Evidence, *int, bool) {
 	if len(ranks) < 2 {
 		return Evidence{}, nil, false
 	}
-	s := 0
+	waits := make([]float64, len(ranks))
 	for i, r := range ranks {
-		if r.wait > ranks[s].wait {
-			s = i
+		waits[i] = r.wait
+	}
+	s, ok := th.Straggler(waits)
+	if !ok {
+		lo, hi := slices.Min(waits), slices.Max(waits)
+		if lo < th.WaitShareStarved {
+			return Evidence{}, nil, false
 		}
+		return evidence("ranks.min_wait_share", lo, ">=", th.WaitShareStarved, "ratio",
+			fmt.Sprintf("all %d ranks wait for input alike (%.0f–%.0f %% of their time): no one rank holds the job back; the input pipeline is slow on every rank", len(ranks), 100*lo, 100*hi)), nil, true
 	}
 	st := ranks[s]
-	if st.wait < th.WaitShareStarved {
-		return Evidence{}, nil, false
-	}
 	var others []rankMean
-	lo, hi := st.wait, st.wait
 	for i, r := range ranks {
 		if i != s {
 			others = append(others, r)
 		}
-		lo, hi = min(lo, r.wait), max(hi, r.wait)
-	}
-	if lo >= th.WaitShareStarved {
-		return evidence("ranks.min_wait_share", lo, ">=", th.WaitShareStarved, "ratio",
-			fmt.Sprintf("all %d ranks wait for input alike (%.0f–%.0f %% of their time): no one rank holds the job back; the input pipeline is slow on every rank", len(ranks), 100*lo, 100*hi)), nil, true
 	}
 	text := fmt.Sprintf("rank %d waits %.0f %% of its time for its next batch", st.rank, 100*st.wait)
 	if st.workers != nil {
@@ -159,6 +157,28 @@ func rankEvidence(frames []sample.Frame, th Thresholds) (Evidence, *int, bool) {
 	}
 	rank := st.rank
 	return evidence("ranks.straggler_wait_share", st.wait, ">=", th.WaitShareStarved, "ratio", text), &rank, true
+}
+
+// Straggler is which of several ranks' wait shares holds the others
+// back: the one that waits most, when it waits at least WaitShareStarved
+// and some rank waits less (when every rank waits past it, the input is
+// slow on all of them alike and no one rank is named). ok is false
+// otherwise. The verdict (rankEvidence) and the fleet (fleet/) name the
+// straggler by this one rule.
+func (th Thresholds) Straggler(waits []float64) (i int, ok bool) {
+	if len(waits) < 2 {
+		return 0, false
+	}
+	i = 0
+	for j, w := range waits {
+		if w > waits[i] {
+			i = j
+		}
+	}
+	if waits[i] < th.WaitShareStarved || slices.Min(waits) >= th.WaitShareStarved {
+		return 0, false
+	}
+	return i, true
 }
 
 // gpuOf is the GPU on whose process list pid appears, in the newest

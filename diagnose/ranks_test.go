@@ -212,3 +212,26 @@ func TestTwoLoadersSayingOneRankAreAmbiguous(t *testing.T) {
 		t.Errorf("one loader answering is still ambiguous: %q", v.Evidence[0].Text)
 	}
 }
+
+// One rule names the straggler, for the verdict and for the fleet: the
+// rank that waits most, past the starved share, while some rank waits less.
+func TestStragglerRule(t *testing.T) {
+	th := DefaultThresholds()
+	starved := th.WaitShareStarved
+	for _, c := range []struct {
+		waits []float64
+		want  int // -1: none named
+	}{
+		{[]float64{0.01, starved + 0.2}, 1},
+		{[]float64{starved + 0.1, starved - 0.01}, 0},          // barely apart: still the one input-bound rank
+		{[]float64{starved + 0.2, starved + 0.1, starved}, -1}, // every rank starved alike
+		{[]float64{starved - 0.05, 0.01}, -1},                  // none starved
+		{[]float64{starved + 0.3}, -1},                         // one rank is no straggler
+		{nil, -1},
+	} {
+		i, ok := th.Straggler(c.waits)
+		if got := map[bool]int{true: i, false: -1}[ok]; got != c.want {
+			t.Errorf("Straggler(%v) = %d, %v; want %d", c.waits, i, ok, c.want)
+		}
+	}
+}

@@ -44,8 +44,9 @@ type Row struct {
 	SamplesPerSec *float64 `json:"samples_per_sec,omitempty"`
 	GPUUtil       *float64 `json:"gpu_util,omitempty"` // mean over the node's GPUs, 0–1
 	// Straggler: the node's verdict names this rank; FleetStraggler: the
-	// rank that waits most of all, past the starved wait share, while
-	// others across the fleet wait far less.
+	// rank the same rule names across the fleet (Thresholds.Straggler):
+	// the one that waits most, past the starved wait share, while others
+	// wait less.
 	Straggler      bool `json:"straggler,omitempty"`
 	FleetStraggler bool `json:"fleet_straggler,omitempty"`
 }
@@ -429,7 +430,7 @@ func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 	if s.dropped > len(s.Dropped) {
 		s.Dropped = append(s.Dropped, fmt.Sprintf("and %d more", s.dropped-len(s.Dropped)))
 	}
-	markFleetStraggler(s.Rows, c.th.WaitShareStarved)
+	markFleetStraggler(s.Rows, c.th)
 	order(s.Rows)
 	return s.Snapshot, nil
 }
@@ -484,26 +485,19 @@ func (c *Client) rankRows(ctx context.Context, s *snapshot, nodes map[string]*Ro
 	return out, nil
 }
 
-// markFleetStraggler marks the rank that waits most across the fleet,
-// when it is input-bound (waits at least starved of its time) and waits
-// at least twice as much as the next.
-func markFleetStraggler(rows []Row, starved float64) {
-	best, second := -1, 0.0
+// markFleetStraggler marks the rank that holds the fleet back by the
+// verdict's own rule (Thresholds.Straggler): the one that waits most, past
+// the starved wait share, while some rank waits less.
+func markFleetStraggler(rows []Row, th diagnose.Thresholds) {
+	var idx []int
+	var waits []float64
 	for i, r := range rows {
-		if r.Rank == nil || r.WaitShare == nil {
-			continue
-		}
-		if best < 0 || *r.WaitShare > *rows[best].WaitShare {
-			if best >= 0 {
-				second = max(second, *rows[best].WaitShare)
-			}
-			best = i
-		} else {
-			second = max(second, *r.WaitShare)
+		if r.Rank != nil && r.WaitShare != nil {
+			idx, waits = append(idx, i), append(waits, *r.WaitShare)
 		}
 	}
-	if best >= 0 && *rows[best].WaitShare >= starved && *rows[best].WaitShare >= 2*second {
-		rows[best].FleetStraggler = true
+	if i, ok := th.Straggler(waits); ok {
+		rows[idx[i]].FleetStraggler = true
 	}
 }
 
