@@ -33,10 +33,11 @@ func (t Tone) String() string {
 }
 
 // Situation is one verdict kind, whole: its stable identifier, its words,
-// its tone, the profile stage it expects, its advice, and the recordings
-// that show it. Each lives in its own file (situation_<id>.go), which
-// registers it; Kinds, Title, Problem and the views' colours are built
-// from the registry (docs/architecture.md, "a verdict kind").
+// its tone, the profile stage it expects, the rules that decide it, its
+// advice, and the recordings that show it. Each lives in its own file
+// (situation_<id>.go), which registers it; Kinds, Title, Problem, the
+// decision table and the views' colours are built from the registry
+// (docs/architecture.md, "a verdict kind").
 type Situation struct {
 	Kind Kind
 	// ID is the stable identifier: a JSON value, a Prometheus label, a

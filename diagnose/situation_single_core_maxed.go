@@ -18,7 +18,7 @@ func init() {
 		rules: []rule{
 			{name: "no-workers", sees: "num_workers=0: the loop's own thread loads every batch", holds: noWorkersRule},
 			{name: "inline", sees: "num_workers=0: the loop loads each batch itself, on the CPU", holds: inlineLoading},
-			{name: "loop-hot", sees: "the loop's thread is pegged while its workers idle", variant: singleLoopHot, holds: loopBound},
+			{name: "loop-hot", sees: "the loop's thread is pegged while its workers idle", variant: singleLoopHot, holds: loopHotRule},
 			{name: "thread", sees: "one thread is pegged", holds: threadRule},
 			{name: "host-only", sees: "no accelerator signal, and one thread is pegged", variant: variantHostOnly, holds: threadRule},
 		},
@@ -48,6 +48,13 @@ func singleCoreAdvice(in adviceIn) ([]string, bool) {
 func noWorkersRule(f *facts) (decision, bool) {
 	d, ok := loopBound(f)
 	return d, ok && f.w.workers == 0
+}
+
+// loopHotRule: the loop's own thread is pegged while the loader's
+// workers idle (loopBound with workers): its per-batch work is the limit.
+func loopHotRule(f *facts) (decision, bool) {
+	d, ok := loopBound(f)
+	return d, ok && f.w.workers > 0
 }
 
 // threadRule: one thread (or one core) is pegged while the machine is

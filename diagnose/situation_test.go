@@ -14,9 +14,9 @@ import (
 // word, no title or tone, a problem with no advice, no rule that decides
 // it (or a rule without its name, words or test), neither a recording
 // that shows it nor the reason there is none, or no row in
-// docs/diagnosis.md's verdict table. Adding a kind is one situation file,
-// one recording, one golden line and one doc paragraph
-// (docs/architecture.md, "a verdict kind").
+// docs/diagnosis.md's verdict table. Adding a kind is one situation file
+// (and its rules' keys in precedence), one recording, one golden line and
+// one doc paragraph (docs/architecture.md, "a verdict kind").
 func TestEverySituationIsWhole(t *testing.T) {
 	doc, err := os.ReadFile("../docs/diagnosis.md")
 	if err != nil {
