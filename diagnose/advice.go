@@ -34,10 +34,10 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice) []string {
 			return a
 		}
 	}
-	if d.transfer {
+	if transferBound(d.kind, w, th) {
 		a = append(a, "the copies to the GPU fill its PCIe link: pin_memory=True with .to(device, non_blocking=True), send smaller dtypes (uint8 images, not float32), or decode on the GPU (NVIDIA DALI, torchvision.io.decode_jpeg on cuda)")
 	}
-	if d.hostOnly {
+	if d.variant == variantHostOnly {
 		a = append(a, "no accelerator signal: run where the GPU is, or attach to the loader (gpuwatch attach URL), to see whether the accelerator waits")
 	}
 	return a

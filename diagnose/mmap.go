@@ -179,37 +179,6 @@ func groupThousands(v float64) string {
 	return s
 }
 
-// cacheChurnDecision: memory looks pressed, but what fills it is the page
-// cache of a mapped dataset read at random, with nothing swapped or
-// killed: a container whose memory limit leaves too little cache for the
-// data churns it (refaults), and the kernel counts those stalls as memory
-// pressure. The bottleneck is the reads; the memory findings follow from
-// them and become a secondary finding.
-func cacheChurnDecision(f *facts) (decision, bool) {
-	w, th := f.w, f.th
-	if len(f.wait) == 0 || w.jobOOMKills > 0 || (w.swapPages.ok && w.swapPages.v >= th.SwapPagesPerSec) || w.jobSwapGrowth > 0 {
-		return decision{}, false
-	}
-	if j := w.job; j != nil && j.MemUsedBytes != nil && j.MemLimitBytes != nil {
-		if j.MemFileBytes == nil || float64(*j.MemFileBytes) < 0.5*float64(*j.MemUsedBytes) {
-			return decision{}, false // the job's own memory, not cache, fills its limit
-		}
-	}
-	e, ok := mmapEvidence(w, th, f.io)
-	if !ok {
-		return decision{}, false
-	}
-	d := join(IOBound, e, f.io, f.wait, f.reads)
-	d.mmap = true
-	text := "the kernel reports memory pressure, but it is the page cache churning: nothing is swapped"
-	if j := w.job; j != nil && j.MemLimitBytes != nil && j.MemFileBytes != nil {
-		text = fmt.Sprintf("the job's memory limit (%s) is full, %s of it page cache the mapped data cannot stay in: nothing is swapped",
-			fmtBytes(float64(*j.MemLimitBytes)), fmtBytes(float64(*j.MemFileBytes)))
-	}
-	d.secondary = append(d.secondary, Finding{Kind: MemoryPressure, Text: text})
-	return d, true
-}
-
 // roomForData is the memory a dataset loaded into RAM could have: the
 // host's available memory, or, in a job with a memory limit, the limit
 // less what the job holds besides page cache.

@@ -1,5 +1,11 @@
 package diagnose
 
+import (
+	"fmt"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
 // GPUStarved: the accelerator waits on input; no host resource is saturated. See docs/diagnosis.md, "Verdicts".
 const GPUStarved Kind = 2
 
@@ -13,6 +19,9 @@ func init() {
 		Stage:      "waiting",
 		Advice:     starvedAdvice,
 		Scenarios:  []string{"starved"},
+		rules: []rule{
+			{name: "starved", sees: "nothing on the host is saturated: starved", holds: starvedRule},
+		},
 	})
 }
 
@@ -21,4 +30,36 @@ func starvedAdvice(in adviceIn) ([]string, bool) {
 		return nil, false
 	}
 	return catalogKnobs(in.w, in.suggest, in.cores, in.keep), false
+}
+
+// waitEvidence: is the accelerator waiting for input? Every rule reads it:
+// it picks the waiting phase.
+func waitEvidence(w *window, th Thresholds) []Evidence {
+	var wait []Evidence
+	if w.waitShare.ok && w.waitShare.v >= th.WaitShareStarved {
+		wait = append(wait, evidence("loader.wait_share", w.waitShare.v, ">=", th.WaitShareStarved, "ratio",
+			fmt.Sprintf("the training loop waits %.0f %% of its time for the next batch (≥ %.0f %%: input-bound)", 100*w.waitShare.v, 100*th.WaitShareStarved)))
+	}
+	if w.gpuP95.ok && w.gpuP95.v >= th.BurstyP95 && w.gpuP5.v < th.BurstyP5 {
+		wait = append(wait, evidence("gpu.util_p5", w.gpuP5.v, "<", th.BurstyP5, "%",
+			fmt.Sprintf("GPU utilization is bursty: p95 %.0f %%, p5 %.0f %% within each second (busy, then waiting)", w.gpuP95.v, w.gpuP5.v)))
+	}
+	return wait
+}
+
+// starvedRule: the accelerator waits and no other waiting rule holds; it
+// always holds, last of its phase. Too few workers, or a host with CPU to
+// spare, say where to look.
+func starvedRule(f *facts) (decision, bool) {
+	w, th := f.w, f.th
+	d := join(f.wait)
+	if f.fewWorkers {
+		d.evidence = append(d.evidence, evidence("loader.workers", float64(w.workers), "<", th.WorkersPerCoreLow*float64(w.cores), "",
+			fmt.Sprintf("only %s for %d cores", sample.Plural(w.workers, "loader worker"), w.cores)))
+	}
+	if w.cpuBusy.ok {
+		d.evidence = append(d.evidence, evidence("cpu.busy_pct", w.cpuBusy.v, "<", th.CPUSaturatedPct, "%",
+			fmt.Sprintf("no host resource is saturated: CPU %.0f %% busy", w.cpuBusy.v)))
+	}
+	return d, true
 }

@@ -1,5 +1,7 @@
 package diagnose
 
+import "fmt"
+
 // GPUUnderused: the GPU reads busy, but its SMs mostly idle (GPM). See docs/diagnosis.md, "Verdicts".
 const GPUUnderused Kind = 8
 
@@ -11,6 +13,9 @@ func init() {
 		Tone:        ToneWarn,
 		Advice:      underusedAdvice,
 		NoRecording: "needs a Hopper GPU with GPM to record; the tests use go-nvml mocks (probes) and frames (classify_test.go)",
+		rules: []rule{
+			{name: "sm-idle", sees: "the GPU reads busy, but GPM says its SMs mostly idle", holds: underusedRule},
+		},
 	})
 }
 
@@ -20,4 +25,15 @@ func underusedAdvice(adviceIn) ([]string, bool) {
 		"launch fewer kernels: CUDA graphs or torch.compile (mode=\"reduce-overhead\") fuse them and drop the launch gaps",
 		"sync with the host less: every .item(), .cpu() or print of a tensor in the loop stalls the GPU until it drains",
 	}, false
+}
+
+// underusedRule: no input wait, the GPU reads busy, but GPM says its
+// SMs mostly idle — utilization only says a kernel was running.
+func underusedRule(f *facts) (decision, bool) {
+	w, th, accel := f.w, f.th, f.accel
+	if !f.real || !w.gpuUtil.ok || !accel.ok || accel.v < th.AccelBusyPct || !w.smActivity.ok || w.smActivity.v >= th.SMActivityLowPct {
+		return decision{}, false
+	}
+	return decision{evidence: []Evidence{evidence("gpu.sm_activity_pct", w.smActivity.v, "<", th.SMActivityLowPct, "%",
+		fmt.Sprintf("utilization %.0f %% but SM activity %.0f %% (GPM): a kernel is always running, yet the SMs are mostly idle — small or launch-bound kernels, or waits on host syncs", accel.v, w.smActivity.v))}}, true
 }

@@ -17,7 +17,36 @@ func init() {
 		Tone:      ToneGood,
 		Advice:    healthyAdvice,
 		Scenarios: []string{"healthy"},
+		rules: []rule{
+			{name: "moderate", sees: "nothing waits much, but the loop waits a little", variant: healthyModerate, holds: moderateRule},
+			{name: "busy", sees: "the accelerator is busy", variant: healthyBusy, holds: busyRule},
+			{name: "plain", sees: "nothing waits, and nothing else holds", holds: healthyRule},
+		},
 	})
+}
+
+// The variants of healthy. A window can show both; moderate, tried first,
+// names it then (busy matters only where no wait share is seen).
+const (
+	healthyModerate variant = "moderate" // the loop waits at least WaitShareModerate: one or two more workers would help
+	healthyBusy     variant = "busy"     // the accelerator at or above AccelBusyPct: the verdict is sure without a loader
+)
+
+// moderateRule: the loop waits, but less than starved.
+func moderateRule(f *facts) (decision, bool) {
+	w := f.w
+	if !w.waitShare.ok || w.waitShare.v < f.th.WaitShareModerate {
+		return decision{}, false
+	}
+	return healthyRule(f)
+}
+
+// busyRule: the accelerator is at or above AccelBusyPct.
+func busyRule(f *facts) (decision, bool) {
+	if !f.accel.ok || f.accel.v < f.th.AccelBusyPct {
+		return decision{}, false
+	}
+	return healthyRule(f)
 }
 
 func healthyAdvice(in adviceIn) ([]string, bool) {
@@ -26,11 +55,39 @@ func healthyAdvice(in adviceIn) ([]string, bool) {
 	if w.gpuMemTot > 0 && w.gpuMemUsed < th.GPUMemRoomShare*w.gpuMemTot {
 		a = append(a, fmt.Sprintf("a larger batch fits: %s of %s GPU memory in use", sample.FormatBytes(w.gpuMemUsed), sample.FormatBytes(w.gpuMemTot)))
 	}
-	if in.d.moderate && !in.modeled {
+	if in.d.variant == healthyModerate && !in.modeled {
 		a = append(a, fmt.Sprintf("the loop still waits %.0f %% of the time: one or two more workers would remove it", 100*w.waitShare.v))
 	}
 	if acc, real := w.accel(); real && acc.v < th.GPULowPct {
 		a = append(a, fmt.Sprintf("the GPU is %.0f %% busy: a larger batch or fewer host syncs (.item(), .cpu()) keep it busier", acc.v))
 	}
 	return a, false
+}
+
+// healthyRule: the evidence that the accelerator is the busy part, as
+// far as the window shows: how busy, how steady, how little the loop
+// waits. It always holds, last of the table.
+func healthyRule(f *facts) (decision, bool) {
+	w, th, accel := f.w, f.th, f.accel
+	var d decision
+	if accel.ok {
+		op, text := ">=", fmt.Sprintf("%s is %.0f %% busy", f.accelName(), accel.v)
+		if accel.v < th.AccelBusyPct {
+			op = "<"
+		}
+		d.evidence = append(d.evidence, evidence("accel.busy_pct", accel.v, op, th.AccelBusyPct, "%", text))
+	}
+	if w.gpuP5.ok && w.gpuP5.v >= th.BurstyP5 {
+		d.evidence = append(d.evidence, evidence("gpu.util_p5", w.gpuP5.v, ">=", th.BurstyP5, "%",
+			fmt.Sprintf("GPU utilization is steady within each second: p5 %.0f %%, p95 %.0f %%", w.gpuP5.v, w.gpuP95.v)))
+	}
+	if w.waitShare.ok {
+		e := evidence("loader.wait_share", w.waitShare.v, "<", th.WaitShareStarved, "ratio",
+			fmt.Sprintf("the training loop waits %.0f %% of its time for input (< %.0f %%)", 100*w.waitShare.v, 100*th.WaitShareStarved))
+		if w.waitShare.v >= th.WaitShareModerate {
+			e.Text = fmt.Sprintf("the training loop waits %.0f %% of its time for input: moderately input-bound (≥ %.0f %%)", 100*w.waitShare.v, 100*th.WaitShareModerate)
+		}
+		d.evidence = append(d.evidence, e)
+	}
+	return d, true
 }

@@ -14,6 +14,9 @@ func init() {
 		InputBound:  true,
 		Advice:      memoryAdvice,
 		NoRecording: "no recording yet: this machine has no swap, and the tests make the pressure from fixtures (classify_test.go)",
+		rules: []rule{
+			{name: "pressed", sees: "the job's cgroup at its limit with kills or swap, the host swapping, or tasks stalled on memory", holds: memoryRule},
+		},
 	})
 }
 
@@ -24,4 +27,57 @@ func memoryAdvice(in adviceIn) ([]string, bool) {
 		first = fmt.Sprintf("lower num_workers (now %d) or prefetch_factor (now %d): each worker holds its own batches in memory", w.workers, max(w.prefetch, 0))
 	}
 	return []string{first, "keep samples in smaller dtypes (uint8 images, float16/bfloat16 features)"}, false
+}
+
+// memoryEvidence: is memory pressed, for the job (its cgroup's limit) or
+// the host (swap, PSI)? Every rule reads it: it picks the memory phase.
+func memoryEvidence(w *window, th Thresholds) []Evidence {
+	var mem []Evidence
+	if j := w.job; j != nil && j.MemLimitBytes != nil && j.MemUsedBytes != nil && *j.MemLimitBytes > 0 {
+		// The job's own limit: the host can have memory to spare while the
+		// job reclaims, swaps or is OOM-killed at its cgroup's limit.
+		full := float64(*j.MemUsedBytes) / float64(*j.MemLimitBytes)
+		// A cgroup mostly full of page cache is how Linux uses memory: the
+		// cache is reclaimed first, and hitting the limit then is routine
+		// (a dataset streamed through a container). Only an OOM kill or
+		// swap makes that pressure.
+		cache := j.MemFileBytes != nil && float64(*j.MemFileBytes) >= th.JobCacheShare*float64(*j.MemUsedBytes) && w.jobOOMKills == 0 && w.jobSwapGrowth <= 0
+		if full >= th.JobMemFullShare && !cache && (w.jobMaxEvents > 0 || w.jobOOMKills > 0 || w.jobSwapGrowth > 0) {
+			text := fmt.Sprintf("the job's memory cgroup holds %s of its %s limit (%.0f %%)", fmtBytes(float64(*j.MemUsedBytes)), fmtBytes(float64(*j.MemLimitBytes)), 100*full)
+			if w.jobMaxEvents > 0 {
+				text += fmt.Sprintf("; at the limit %d times", w.jobMaxEvents)
+			}
+			if w.jobOOMKills > 0 {
+				text += fmt.Sprintf("; %d OOM kill(s)", w.jobOOMKills)
+			}
+			if w.jobSwapGrowth > 0 {
+				text += fmt.Sprintf("; swapped out %s more", fmtBytes(w.jobSwapGrowth))
+			}
+			mem = append(mem, evidence("job.mem_used_share", full, ">=", th.JobMemFullShare, "ratio", text))
+		}
+	}
+	if w.swapPages.ok && w.swapPages.v >= th.SwapPagesPerSec {
+		text := fmt.Sprintf("the host swaps %.0f pages/s (≥ %.0f)", w.swapPages.v, th.SwapPagesPerSec)
+		if len(mem) > 0 {
+			text += fmt.Sprintf(", %s available to the host", fmtBytes(w.memAvail))
+		}
+		mem = append(mem, evidence("mem.swap_pages_per_sec", w.swapPages.v, ">=", th.SwapPagesPerSec, "pages/s", text))
+	}
+	if w.psiMem.ok && w.psiMem.v >= th.PSIMemSomePct {
+		mem = append(mem, evidence("psi.memory.some_pct", w.psiMem.v, ">=", th.PSIMemSomePct, "%",
+			fmt.Sprintf("tasks stalled on memory %.0f %% of the time (PSI, ≥ %.0f %%)", w.psiMem.v, th.PSIMemSomePct)))
+	}
+	return mem
+}
+
+// memoryRule: memory is pressed (the memory phase holds no other
+// reading), with the major faults that show it.
+func memoryRule(f *facts) (decision, bool) {
+	w, th := f.w, f.th
+	mem := f.mem
+	if w.majFaults.ok && w.majFaults.v >= th.MajorFaultsPerSec {
+		mem = append(mem, evidence("mem.major_faults_per_sec", w.majFaults.v, ">=", th.MajorFaultsPerSec, "/s",
+			fmt.Sprintf("%.0f major page faults/s (≥ %.0f)", w.majFaults.v, th.MajorFaultsPerSec)))
+	}
+	return decision{evidence: mem}, true
 }

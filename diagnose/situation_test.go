@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -10,11 +11,12 @@ import (
 
 // TestEverySituationIsWhole fails on a kind someone forgot a part of: a
 // gap in the kind values, an identifier that is not a stable snake_case
-// word, no title or tone, a problem with no advice, neither a recording
+// word, no title or tone, a problem with no advice, no rule that decides
+// it (or a rule without its name, words or test), neither a recording
 // that shows it nor the reason there is none, or no row in
-// docs/diagnosis.md's verdict table. Adding a kind is one situation file,
-// one recording, one golden line and one doc paragraph
-// (docs/architecture.md, "a verdict kind").
+// docs/diagnosis.md's verdict table. Adding a kind is one situation file
+// (and its rules' keys in precedence), one recording, one golden line and
+// one doc paragraph (docs/architecture.md, "a verdict kind").
 func TestEverySituationIsWhole(t *testing.T) {
 	doc, err := os.ReadFile("../docs/diagnosis.md")
 	if err != nil {
@@ -43,6 +45,9 @@ func TestEverySituationIsWhole(t *testing.T) {
 		if s.Problem() && s.Advice == nil {
 			t.Errorf("%s is a problem with no advice", s.ID)
 		}
+		for _, f := range ruleFaults(s) {
+			t.Errorf("%s: %s", s.ID, f)
+		}
 		if (len(s.Scenarios) == 0) == (s.NoRecording == "") {
 			t.Errorf("%s: name the recordings that show it (Scenarios) or say why there is none (NoRecording), not both", s.ID)
 		}
@@ -60,6 +65,87 @@ func TestEverySituationIsWhole(t *testing.T) {
 	}
 	if WarmingUp != 0 {
 		t.Error("WarmingUp must be the zero Kind: a zero Verdict is warming up")
+	}
+}
+
+// ruleFaults is what s lacks of its rules: at least one (but WarmingUp,
+// which the window's length decides before any rule), each with a name,
+// what it sees in words, and its test.
+func ruleFaults(s *Situation) []string {
+	var out []string
+	if len(s.rules) == 0 && s.Kind != WarmingUp {
+		out = append(out, "no rule decides it: declare its rows (Situation.rules) and place each in precedence (classify.go)")
+	}
+	for i, r := range s.rules {
+		if r.name == "" || r.sees == "" || r.holds == nil {
+			out = append(out, fmt.Sprintf("rule %d (%q) lacks its name, its words (sees) or its test (holds)", i, r.name))
+		}
+	}
+	return out
+}
+
+// TestRuleFaultsSeeAMissingRule: ruleFaults fails a situation without a
+// rule and a rule without its test, and passes a whole one, so
+// TestEverySituationIsWhole can fail on them.
+func TestRuleFaultsSeeAMissingRule(t *testing.T) {
+	holds := func(*facts) (decision, bool) { return decision{}, true }
+	for _, c := range []struct {
+		s     Situation
+		fails bool
+	}{
+		{Situation{Kind: 99, ID: "no_rule"}, true},
+		{Situation{Kind: 99, ID: "no_test", rules: []rule{{name: "x", sees: "x"}}}, true},
+		{Situation{Kind: 99, ID: "no_words", rules: []rule{{name: "x", holds: holds}}}, true},
+		{Situation{Kind: 99, ID: "whole", rules: []rule{{name: "x", sees: "x", holds: holds}}}, false},
+		{Situation{Kind: WarmingUp, ID: "warming_up"}, false},
+	} {
+		if got := len(ruleFaults(&c.s)) > 0; got != c.fails {
+			t.Errorf("%s: faults %v, want %v", c.s.ID, ruleFaults(&c.s), c.fails)
+		}
+	}
+	tb := newRuleTable()
+	tb.place(&Situation{Kind: 99, ID: "no_such"}, rule{name: "rule"})
+	if !slices.Equal(tb.unplaced, []string{"no_such/rule"}) {
+		t.Errorf("a rule precedence lacks is unplaced %v, want [no_such/rule]", tb.unplaced)
+	}
+}
+
+// TestEveryRuleHasItsPlace: every key in precedence names a registered
+// rule, once, and every registered rule has a key, so no rule is silently
+// never tried and no row is silently empty.
+func TestEveryRuleHasItsPlace(t *testing.T) {
+	for _, key := range table.unplaced {
+		t.Errorf("rule %s has no place in precedence (classify.go), or is declared twice", key)
+	}
+	seen := map[string]bool{}
+	for p, keys := range precedence {
+		if len(keys) == 0 {
+			t.Errorf("phase %d has no rules", p)
+		}
+		for i, key := range keys {
+			if seen[key] {
+				t.Errorf("precedence names %s twice", key)
+			}
+			seen[key] = true
+			if row := table.rows[p][i]; row.holds == nil || row.kind.String()+"/"+row.name != key {
+				t.Errorf("precedence names %s, but no situation declares that rule", key)
+			}
+		}
+	}
+}
+
+// TestEveryPhaseEndsOnARuleThatHolds: the last rule of each phase holds
+// on any facts (here, a window that shows nothing), so decide always
+// names a kind, and the phase's own: a memory-pressed window is never
+// judged healthy by falling through.
+func TestEveryPhaseEndsOnARuleThatHolds(t *testing.T) {
+	for p := range phases {
+		rows := table.rows[p]
+		last := rows[len(rows)-1]
+		f := &facts{w: &window{}, th: DefaultThresholds()}
+		if _, ok := last.holds(f); !ok {
+			t.Errorf("phase %d ends on %s/%s, which does not hold on an empty window", p, last.kind, last.name)
+		}
 	}
 }
 
