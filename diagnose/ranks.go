@@ -181,6 +181,30 @@ func (th Thresholds) Straggler(waits []float64) (i int, ok bool) {
 	return i, true
 }
 
+// RankRole is what rank r of ranks is doing, by the verdict's straggler
+// (nil: none named) and these thresholds: the straggler itself, input-bound
+// on its own, waiting for the straggler in the all-reduce (its step at
+// least AllReduceStepRatio × the straggler's), or ok. The dashboard's
+// rank rows draw it as it is computed here.
+func (th Thresholds) RankRole(ranks []sample.Rank, straggler *int, r sample.Rank) sample.Role {
+	if straggler != nil && *straggler == r.Rank {
+		return sample.RoleStraggler
+	}
+	var pace *sample.Rank
+	for i := range ranks {
+		if p := &ranks[i]; straggler != nil && p.Rank == *straggler {
+			pace = p
+		}
+	}
+	switch {
+	case r.WaitShare != nil && *r.WaitShare >= th.WaitShareStarved:
+		return sample.RoleInputBound
+	case pace != nil && pace.StepSec != nil && r.StepSec != nil && *r.StepSec >= th.AllReduceStepRatio**pace.StepSec:
+		return sample.RoleAllReduce
+	}
+	return sample.RoleOK
+}
+
 // gpuOf is the GPU on whose process list pid appears, in the newest
 // frame that has one.
 func gpuOf(frames []sample.Frame, pid int) (int, bool) {

@@ -2,8 +2,8 @@ package sample
 
 import "slices"
 
-// Role is what a thread does in the training job, in one word, as every
-// view and the diagnosis name it. Computed once per frame (AssignRoles)
+// Role is what a thread (or a rank) does in the training job, in a word
+// or two, as every view and the diagnosis name it. Computed once per frame (AssignRoles)
 // and drawn as computed: the verdict and the dashboard never disagree on
 // which thread is the loop.
 type Role string
@@ -13,6 +13,15 @@ const (
 	RoleLoop   Role = "loop"   // runs the training loop
 	RoleWorker Role = "worker" // a thread of a DataLoader worker process
 	RoleMain   Role = "main"   // a process's main thread that is not the loop
+)
+
+// A rank's roles in a job of several (diagnose.Thresholds.RankRole
+// assigns them, from the verdict's straggler).
+const (
+	RoleStraggler  Role = "straggler"           // the rank the verdict names as holding the others back
+	RoleInputBound Role = "input-bound"         // waits for its own input past the starved share
+	RoleAllReduce  Role = "waits in all-reduce" // its step well past the straggler's: it waits for it
+	RoleOK         Role = "ok"
 )
 
 // LoopThread is the thread that runs the training loop: the one the loader

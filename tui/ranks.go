@@ -56,26 +56,14 @@ func (pv *view) rankRows(w int) []string {
 	return out
 }
 
-// rankRole is what the rank is doing, in a word or two: the straggler
-// (with the verdict's kind), input-bound itself, waiting for the others in
-// the all-reduce (its step well past the straggler's), or fine.
+// rankRole is the rank's role as the diagnosis names it
+// (Thresholds.RankRole), the straggler's with the verdict's kind.
 func (pv *view) rankRole(r sample.Rank) string {
-	if s := pv.straggler; s != nil && *s == r.Rank {
-		return "straggler: " + pv.kind
+	role := pv.th.RankRole(pv.frame.Ranks, pv.straggler, r)
+	if role == sample.RoleStraggler {
+		return string(role) + ": " + pv.kind
 	}
-	var pace *sample.Rank
-	for i := range pv.frame.Ranks {
-		if p := &pv.frame.Ranks[i]; pv.straggler != nil && p.Rank == *pv.straggler {
-			pace = p
-		}
-	}
-	switch {
-	case r.WaitShare != nil && *r.WaitShare >= pv.th.WaitShareStarved:
-		return "input-bound"
-	case pace != nil && pace.StepSec != nil && r.StepSec != nil && *r.StepSec >= pv.th.AllReduceStepRatio**pace.StepSec:
-		return "waits in all-reduce"
-	}
-	return "ok"
+	return string(role)
 }
 
 // selectedRank is the index of the rank row chosen with ↑/↓.
