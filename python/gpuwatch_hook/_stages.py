@@ -37,10 +37,18 @@ the clock read before the batch and the rebuild after it — that span is
 the take. The pin-memory thread calls Carried.pin_memory (torch's
 pin_memory() calls an object's own), which pins the batch inside and times
 it. _MultiProcessingDataLoaderIter._process_data (patched), which every
-batch passes before the loop gets it, unwraps it. The cost per batch: a
-few small objects, two CPU-clock reads on each side, about 100 bytes more
-in the pickle and one more global for the unpickler to look up — about
-10 µs (bench_hook.py measures it, and on a real loop).
+batch passes before the loop gets it, unwraps it. The cost of a carried
+batch: a few small objects, two CPU-clock reads on each side, about 100
+bytes more in the pickle and one more global for the unpickler to look up
+— about 8 µs (bench_hook.py measures it, and on a real loop). A worker
+carries figures on one batch every CARRY_EVERY (20 ms) at most, so the
+channel costs at most ~0.4 ms a second per worker however small the
+batches; every other batch costs the fetch's two clock reads and the
+unwrapping's type check. getitem and collate still count every batch (a
+carried batch brings the sums since the last); handover, take and pin are
+the means over the carried ones. A worker's batches after its last
+carried one (at most 20 ms of them) are not counted when it exits: the
+figures are means, which a tail left out does not bias.
 
 With num_workers=0, getitem and collate run in the training process: the
 fetcher records them into a pending total that the loop's timing takes
@@ -54,6 +62,12 @@ from typing import Any, List, Optional, Tuple
 
 from . import _torch
 
+#: Seconds between a worker's carried batches: the batches between carry
+#: no figures (their getitem and collate are added to the next carried
+#: one; handover, take and pin are timed on the carried ones), so the
+#: channel's cost is paid at most 1/CARRY_EVERY times a second per worker.
+CARRY_EVERY = 0.02
+
 #: The stages, in the order a batch passes them.
 STAGES = ("getitem", "collate", "handover", "take", "pin", "step", "first_batch")
 
@@ -65,11 +79,13 @@ class Carried:
     """A batch on its way from a worker, with what it cost so far.
     Never seen by the training loop: _process_data unwraps it."""
 
-    __slots__ = ("data", "getitem", "collate", "handover", "take", "pin", "_t")
+    __slots__ = ("data", "getitem", "collate", "batches", "handover", "take", "pin", "_t")
 
-    def __init__(self, data: Any, getitem: Optional[float], collate: Optional[float]) -> None:
+    def __init__(self, data: Any, getitem: Optional[float], collate: Optional[float], batches: int = 1) -> None:
         self.data = data
-        self.getitem, self.collate = getitem, collate
+        # getitem and collate: the sums over this worker's batches since its
+        # last carried one (batches of them, this one included).
+        self.getitem, self.collate, self.batches = getitem, collate, batches
         self.handover: Optional[float] = None
         self.take: Optional[float] = None
         self.pin: Optional[float] = None
@@ -118,7 +134,7 @@ class _Tail:
 
     def __reduce__(self) -> Any:
         c = self.c
-        return (_carry, (_FIGURES, c.getitem, c.collate, max(0.0, _cpu() - c._t)))
+        return (_carry, (_FIGURES, c.getitem, c.collate, max(0.0, _cpu() - c._t), c.batches))
 
 
 def _seconds(v: Any) -> Optional[float]:
@@ -136,8 +152,10 @@ def _carry(what: int, *args: Any) -> Any:
     now = _cpu()
     t0, data, figs = args
     c = Carried(data, None, None)
-    if isinstance(figs, tuple) and len(figs) == 3:
-        c.getitem, c.collate, c.handover = (_seconds(v) for v in figs)
+    if isinstance(figs, tuple) and len(figs) == 4:
+        c.getitem, c.collate, c.handover = _seconds(figs[0]), _seconds(figs[1]), _seconds(figs[2])
+        n = figs[3]
+        c.batches = n if type(n) is int and 0 < n < 1 << 30 else 1
     c.take = now - t0 if isinstance(t0, float) and now >= t0 else None
     return c
 
@@ -179,6 +197,9 @@ def wrap_fetcher(fetcher: Any, in_worker: bool) -> Any:
     fetch = fetcher.fetch
     collate = fetcher.collate_fn
     last: List[float] = [0.0]
+    # A worker's getitem and collate since its last carried batch, their
+    # batches, and when it carried last.
+    acc: List[Any] = [0.0, 0.0, 0, -CARRY_EVERY]
 
     def timed_collate(data: Any) -> Any:
         t = _perf()
@@ -193,10 +214,18 @@ def wrap_fetcher(fetcher: Any, in_worker: bool) -> Any:
         batch = fetch(index)  # the dataset's exceptions (StopIteration too) are torch's
         total = _perf() - t
         c = min(last[0], total)
-        if in_worker:
-            return Carried(batch, total - c, c)
-        inline.add(total - c, c)
-        return batch
+        if not in_worker:
+            inline.add(total - c, c)
+            return batch
+        acc[0] += total - c
+        acc[1] += c
+        acc[2] += 1
+        now = t + total
+        if now - acc[3] < CARRY_EVERY:
+            return batch
+        carried = Carried(batch, acc[0], acc[1], acc[2])
+        acc[:] = [0.0, 0.0, 0, now]
+        return carried
 
     fetcher.collate_fn = timed_collate
     fetcher.fetch = timed_fetch

@@ -143,12 +143,12 @@ class Stats:
 
     def record_carried(self, c: "_stages.Carried") -> None:
         """Adds the stage times a batch carried from its worker."""
+        n = c.batches
         with self.lock:
-            for stage in ("getitem", "collate", "handover", "take", "pin"):
-                v = getattr(c, stage)
+            for stage, v, k in (("getitem", c.getitem, n), ("collate", c.collate, n), ("handover", c.handover, 1), ("take", c.take, 1), ("pin", c.pin, 1)):
                 if v is not None:
                     self.stage_sum[stage] += v
-                    self.stage_n[stage] += 1
+                    self.stage_n[stage] += k
 
     def record_step(self, step: float) -> None:
         with self.lock:
