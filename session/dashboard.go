@@ -17,6 +17,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session/job"
 	"github.com/gpuwatch/gpuwatch/tui"
 )
 
@@ -81,7 +82,7 @@ func runDashboard(ctx context.Context, o Options, w *Watch, rec *recorder, notes
 type dashboard struct {
 	ctx     context.Context
 	updates chan tui.Feed
-	job     *Job // gpuwatch run's command, nil otherwise
+	job     *job.Job // gpuwatch run's command, nil otherwise
 	rec     *recorder
 	mu      sync.Mutex
 	note    string // for the next frame's status bar

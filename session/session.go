@@ -23,6 +23,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session/job"
 )
 
 // Options configure a session: what to watch, how often, for how long,
@@ -48,7 +49,7 @@ type Options struct {
 	Loop bool
 	// Job is the command gpuwatch run started: the view follows its tree
 	// and says when it exits; the headless session ends with it.
-	Job *Job
+	Job *job.Job
 	// Probes are the command's own sources beside the system's (the
 	// embedded loader).
 	Probes []probes.Probe
