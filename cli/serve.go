@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/exporter"
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -73,7 +72,7 @@ scraping every node is the way past one machine (docs/prometheus.md).`,
 			}
 			fmt.Fprintf(stdout, "gpuwatch exporter on http://%s/metrics\n", ln.Addr())
 			o := w.options(io.Discard, stderr)
-			o.Node, o.OnFrame = true, exp.Set
+			o.Node, o.Observers = true, []session.Observer{exp}
 			if framesDir != "" {
 				if st, err := os.Stat(framesDir); err != nil || !st.IsDir() {
 					return fmt.Errorf("--slurm-frames-dir %s: not a folder", framesDir)
@@ -81,10 +80,7 @@ scraping every node is the way past one machine (docs/prometheus.md).`,
 				sf := &session.SlurmFrames{MapDir: jobDir, FramesDir: framesDir, MaxBytes: framesMax, Version: version, Th: w.thresholds,
 					Warn: func(s string) { fmt.Fprintln(stderr, "gpuwatch: "+sample.Printable(s)) }}
 				defer sf.Close()
-				o.OnFrame = func(f *sample.Frame, v diagnose.Verdict) {
-					exp.Set(f, v)
-					sf.Frame(f, v)
-				}
+				o.Observers = append(o.Observers, sf)
 			}
 			return watch(cmd, o)
 		},

@@ -59,10 +59,7 @@ func runDashboard(ctx context.Context, o Options, w *Watch, rec *recorder, notes
 		}
 	}
 	model := tui.New(opt)
-	obs := []Observer{rec, kept}
-	if o.OnFrame != nil {
-		obs = append(obs, frameFunc(o.OnFrame))
-	}
+	obs := append([]Observer{rec, kept}, o.Observers...)
 	obs = append(obs, d) // last: it waits for the model
 	log.Printf("dashboard started: %s", title)
 	err := RunProgram(ctx, model, o.Stdout, o.NoColor, func(ctx context.Context, kill func()) error {

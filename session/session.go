@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"golang.org/x/term"
@@ -85,8 +86,10 @@ type Options struct {
 	// cgroup is never the job, even when it runs confined (a DaemonSet's
 	// pod with resource limits); the job is the training process found.
 	Node bool
-	// OnFrame sees every frame and its verdict (the exporter).
-	OnFrame func(*sample.Frame, diagnose.Verdict)
+	// Observers are told every frame with its verdict and every note,
+	// after the recorder and the output, as they are: the exporter, serve's
+	// kept Slurm frames. An error from one stops the session.
+	Observers []Observer
 	// Version names the build in recordings and reports.
 	Version        string
 	Stdout, Stderr io.Writer
@@ -136,16 +139,9 @@ func Run(ctx context.Context, o Options) error {
 	if o.Once {
 		once = &settle{stop: cancel, need: o.Thresholds.MinFrames}
 	}
+	o.Observers = slices.Clip(o.Observers) // appends here are this session's
 	if o.ExitWithJob {
-		then := o.OnFrame
-		o.OnFrame = func(f *sample.Frame, v diagnose.Verdict) {
-			if then != nil {
-				then(f, v)
-			}
-			if t := f.Target; t != nil && t.ExitedAt != nil {
-				cancel() // this frame, which says so, is the last
-			}
-		}
+		o.Observers = append(o.Observers, exitWithJob(cancel))
 	}
 	notes := o.Notes
 	if o.Job != nil {
@@ -166,10 +162,7 @@ func Run(ctx context.Context, o Options) error {
 		} else {
 			obs = append(obs, newHeadless(o.Stdout, o.JSON, o.Thresholds))
 		}
-		if o.OnFrame != nil {
-			obs = append(obs, frameFunc(o.OnFrame))
-		}
-		err = w.Loop(ctx, notes, obs...)
+		err = w.Loop(ctx, notes, append(obs, o.Observers...)...)
 	}
 	return finish(o, rec, once, dashboard, err)
 }
@@ -289,11 +282,18 @@ func (h *headless) Note(n lines.Note) error {
 	return nil
 }
 
-// frameFunc is an observer of frames only (the exporter).
-type frameFunc func(*sample.Frame, diagnose.Verdict)
+// exitWithJob is --exit-with-job's observer: it ends the session after
+// the first frame that sees the watched process gone.
+type exitWithJob context.CancelFunc
 
-func (fn frameFunc) Frame(f *sample.Frame, v diagnose.Verdict) error { fn(f, v); return nil }
-func (frameFunc) Note(lines.Note) error                              { return nil }
+func (end exitWithJob) Frame(f *sample.Frame, _ diagnose.Verdict) error {
+	if t := f.Target; t != nil && t.ExitedAt != nil {
+		end() // this frame, which says so, is the last
+	}
+	return nil
+}
+
+func (exitWithJob) Note(lines.Note) error { return nil }
 
 // IsTerminal says whether w is a terminal (the dashboard's condition).
 func IsTerminal(w io.Writer) bool {
