@@ -199,8 +199,8 @@ func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration,
 	}()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	w, err := NewWatch(ctx, Options{Interval: c.Interval, Thresholds: c.Th, Roots: c.Roots, PID: j.PID(), Job: j, Loop: true,
-		Attach: AttachTo{Discover: true, Dir: c.dir, NoProfiles: true, Within: func(pid int) bool { return probes.Descends(c.Roots.Proc, pid, j.PID()) }}})
+	w, err := NewWatch(ctx, Options{Interval: c.Interval, Thresholds: c.Th, Target: Target{Roots: c.Roots, PID: j.PID(), Job: j},
+		Sources: Sources{Loop: true, Attach: AttachTo{Discover: true, Dir: c.dir, NoProfiles: true, Within: func(pid int) bool { return probes.Descends(c.Roots.Proc, pid, j.PID()) }}}})
 	if err != nil {
 		return nil, nil, err
 	}

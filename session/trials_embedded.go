@@ -138,7 +138,8 @@ func (e *EmbeddedTrials) Settle(ctx context.Context, s Setting, limit time.Durat
 	}
 	ctx, cancel := context.WithTimeout(runCtx, limit)
 	defer cancel()
-	w, err := NewWatch(ctx, Options{Interval: e.Interval, Thresholds: e.Th, Roots: e.Roots, Own: os.Getpid(), Probes: []probes.Probe{probes.NewLoader(src)}})
+	w, err := NewWatch(ctx, Options{Interval: e.Interval, Thresholds: e.Th, Target: Target{Roots: e.Roots, Own: os.Getpid()},
+		Sources: Sources{Probes: []probes.Probe{probes.NewLoader(src)}}})
 	if err != nil {
 		return TuneStep{}, err
 	}
