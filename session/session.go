@@ -169,9 +169,9 @@ func Run(ctx context.Context, o Options) error {
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
-	var once *settle
+	var once *Settle
 	if o.Once {
-		once = &settle{stop: cancel, need: o.Thresholds.MinFrames}
+		once = &Settle{stop: cancel, need: o.Thresholds.MinFrames}
 	}
 	o.Observers = slices.Clip(o.Observers) // appends here are this session's
 	if o.ExitWithJob {
@@ -180,7 +180,7 @@ func Run(ctx context.Context, o Options) error {
 	notes := o.Notes
 	if o.Job != nil {
 		var stopNotes func()
-		notes, stopNotes = jobNotes(ctx, o.Job, o.Notes, !dashboard, cancel)
+		notes, stopNotes = JobNotes(ctx, o.Job, o.Notes, !dashboard, cancel)
 		defer stopNotes()
 	}
 	if dashboard {
@@ -203,7 +203,7 @@ func Run(ctx context.Context, o Options) error {
 
 // finish closes the recording and says what became of it, and prints
 // --once's summary.
-func finish(o Options, rec *recorder, once *settle, dashboard bool, err error) error {
+func finish(o Options, rec *recorder, once *Settle, dashboard bool, err error) error {
 	path, n, recErr := rec.stop()
 	if err == nil && once != nil {
 		err = once.summary(o.Stdout, o.JSON)

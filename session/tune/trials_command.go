@@ -1,4 +1,4 @@
-package session
+package tune
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session"
 	"github.com/gpuwatch/gpuwatch/session/job"
 )
 
@@ -177,7 +178,7 @@ func (c *CommandTrials) Sweep(ctx context.Context, s Setting) (SweepResult, erro
 // settle, until the verdict settles), watched by a session of the one
 // probe set; then the job is interrupted as Ctrl-C would. A command that
 // ends on its own before a measurement, with an error, is the error.
-func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration, settleStop bool) (_ *settle, _ *tail, err error) {
+func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration, settleStop bool) (_ *session.Settle, _ *tail, err error) {
 	c.runs++
 	argv := c.argvFor(s)
 	logDir := c.LogDir
@@ -199,18 +200,19 @@ func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration,
 	}()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	w, err := NewWatch(ctx, Options{Interval: c.Interval, Thresholds: c.Th, Target: Target{Roots: c.Roots, PID: j.PID(), Job: j},
-		Sources: Sources{Loop: true, Attach: AttachTo{Discover: true, Dir: c.dir, NoProfiles: true, Within: func(pid int) bool { return probes.Descends(c.Roots.Proc, pid, j.PID()) }}}})
+	w, err := session.NewWatch(ctx, session.Options{Interval: c.Interval, Thresholds: c.Th, Target: session.Target{Roots: c.Roots, PID: j.PID(), Job: j},
+		Sources: session.Sources{Loop: true, Attach: session.AttachTo{Discover: true, Dir: c.dir, NoProfiles: true, Within: func(pid int) bool { return probes.Descends(c.Roots.Proc, pid, j.PID()) }}}})
 	if err != nil {
 		return nil, nil, err
 	}
 	defer w.Close()
-	st := &settle{stop: func() {}, need: c.Th.MinFrames}
+	stop := func() {}
 	if settleStop {
-		st.stop = cancel
+		stop = cancel
 	}
+	st := session.NewSettle(stop, c.Th.MinFrames)
 	rec := &tail{}
-	notes, stopNotes := jobNotes(ctx, j, nil, true, cancel)
+	notes, stopNotes := session.JobNotes(ctx, j, nil, true, cancel)
 	defer stopNotes()
 	err = w.Loop(ctx, notes, whileLoading{st}, rec)
 	if err != nil {
@@ -219,12 +221,12 @@ func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration,
 	select {
 	case <-j.Done():
 		how, _ := j.Exit()
-		if code := j.ExitCode(); code != 0 || st.frames == 0 {
-			return nil, nil, &TrialFailed{How: how, Exited: true, Code: code, Frames: st.frames, Tail: j.Tail(10), Log: j.LogNote()}
+		if code := j.ExitCode(); code != 0 || st.Frames() == 0 {
+			return nil, nil, &TrialFailed{How: how, Exited: true, Code: code, Frames: st.Frames(), Tail: j.Tail(10), Log: j.LogNote()}
 		}
 	default:
 	}
-	if st.frames == 0 {
+	if st.Frames() == 0 {
 		return nil, nil, &TrialFailed{How: fmt.Sprintf("ran no DataLoader within %v", limit), Tail: j.Tail(10), Log: j.LogNote()}
 	}
 	return st, rec, nil
@@ -259,7 +261,7 @@ func (e *TrialFailed) Error() string {
 // before the hook's endpoint is found — it has no rates to measure a step
 // by (tail keeps the same frames), and a verdict settled on it once ended
 // a run after 2.5 s on "idle".
-type whileLoading struct{ o Observer }
+type whileLoading struct{ o session.Observer }
 
 func (w whileLoading) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	if l := f.Loader; l == nil || l.Sampled != nil || l.Batches == 0 {
