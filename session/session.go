@@ -3,10 +3,13 @@
 // recorder, the dashboard, the exporter, the kept frames for a live report
 // — together with the session's notes (scenario switches, events). Commands
 // configure a session (Options) and run it; nothing else loops over frames.
-// It also holds the replay player and the embedded loader's adapter.
+// NewWatch is the one assembler of a live session's sources. It also holds
+// the replay player and the embedded loader's adapter. The job's
+// supervision lives in session/job, tune and sweep in session/tune.
 //
-// It may import sample, probes, diagnose, report, tui and loader; nothing
-// imports it but the command line. docs/architecture.md draws the map.
+// It may import sample, probes, diagnose, lines, recording, report,
+// exporter, tui, loader and session/job; nothing imports it but the command
+// line and session/tune. docs/architecture.md draws the map.
 package session
 
 import (
