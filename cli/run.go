@@ -18,9 +18,17 @@ import (
 	"github.com/gpuwatch/gpuwatch/session/job"
 )
 
+// runOptions are run's flags: the watch flags and --job-log, with the
+// command's output.
+type runOptions struct {
+	w              watchFlags
+	jobLog         string
+	stdout, stderr io.Writer
+}
+
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
-	var w watchFlags
-	var jobLog string
+	opts := &runOptions{stdout: stdout, stderr: stderr}
+	w := &opts.w
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS…]",
 		Short: "Run a training command with every PyTorch DataLoader timed (no code change), and watch it",
@@ -72,7 +80,7 @@ watched as a process tree, and the view says nothing was instrumented.`,
 			if err := w.validate(cmd); err != nil {
 				return err
 			}
-			return runJob(cmd, &w, args, jobLog, stdout, stderr)
+			return runJob(cmd, opts, args)
 		},
 	}
 	// Flags after CMD are CMD's: gpuwatch run python train.py --lr 3 works
@@ -83,7 +91,7 @@ watched as a process tree, and the view says nothing was instrumented.`,
 	w.profileEvery, w.profileLength = runProfileEvery, 5*time.Second
 	cmd.Flags().DurationVar(&w.profileEvery, "profile-every", runProfileEvery, "time between CPU profiles of the training process (of the pacing rank, with several); 0: none")
 	cmd.Flags().Var(secondsFlag{&w.profileLength}, "profile-seconds", "length of each CPU profile, in seconds (5) or as a duration (5s)")
-	cmd.Flags().StringVar(&jobLog, "job-log", "", "where the job's stdout and stderr go (default: gpuwatch's stderr headless, ./gpuwatch-run-TIME.log with the dashboard)")
+	cmd.Flags().StringVar(&opts.jobLog, "job-log", "", "where the job's stdout and stderr go (default: gpuwatch's stderr headless, ./gpuwatch-run-TIME.log with the dashboard)")
 	return cmd
 }
 
@@ -98,7 +106,8 @@ const interruptGrace = 10 * time.Second
 
 // runJob writes the hook, starts the job with it, watches it, and returns
 // the job's exit status as an exitError.
-func runJob(cmd *cobra.Command, w *watchFlags, argv []string, jobLog string, stdout, stderr io.Writer) error {
+func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
+	w, jobLog, stdout, stderr := &opts.w, opts.jobLog, opts.stdout, opts.stderr
 	dashboard := !w.headless && !w.once && session.IsTerminal(stdout)
 	dir, err := session.NewRunDir("run")
 	if err != nil {
