@@ -8,7 +8,8 @@ import (
 )
 
 // Forward passes the signals arriving on sigs (SIGINT, SIGTERM,
-// SIGHUP, SIGQUIT) to the job's process group while it runs. Once it has
+// SIGHUP, SIGQUIT: Forwarded, which the caller hands to signal.Notify) to
+// the job's process group while it runs. Once it has
 // ended they are gpuwatch's own: SIGINT, SIGTERM and SIGHUP end the session
 // (cancel), as they would without a job. A SIGHUP means the terminal is
 // gone (an ssh hang-up): it is passed on, and the session ends once the
