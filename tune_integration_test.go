@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/session/tune"
 )
 
 // TestAdviceAppliedDeliversWhatItPredicts runs the real embedded loader on
@@ -49,10 +49,10 @@ func TestAdviceAppliedDeliversWhatItPredicts(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
-			var steps []session.TuneStep
+			var steps []tune.TuneStep
 			sc := bufio.NewScanner(strings.NewReader(string(out)))
 			for sc.Scan() {
-				var s session.TuneStep
+				var s tune.TuneStep
 				if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
 					t.Fatal(err)
 				}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/session/tune"
 )
 
 // pytorchTuneLoops are real DataLoader loops (dataloader_bench.py) with a
@@ -55,15 +55,15 @@ func TestTuneAndSweepOnPyTorch(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v: %s", err, stderr.String())
 			}
-			var steps []session.TuneStep
-			var res session.TuneResult
+			var steps []tune.TuneStep
+			var res tune.TuneResult
 			sc := bufio.NewScanner(bytes.NewReader(out))
 			for sc.Scan() {
 				var typ struct{ Type string }
 				_ = json.Unmarshal(sc.Bytes(), &typ)
 				switch typ.Type {
 				case "step":
-					var s session.TuneStep
+					var s tune.TuneStep
 					if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
 						t.Fatal(err)
 					}
@@ -119,7 +119,7 @@ func TestTuneAndSweepOnPyTorch(t *testing.T) {
 			if err != nil {
 				t.Fatalf("sweep: %v", err)
 			}
-			var sw struct{ Results []session.SweepResult }
+			var sw struct{ Results []tune.SweepResult }
 			if err := json.Unmarshal(sout, &sw); err != nil {
 				t.Fatalf("sweep JSON: %v\n%s", err, sout)
 			}

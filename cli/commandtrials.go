@@ -13,6 +13,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/python"
 	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/session/tune"
 )
 
 // commandTrials prepares tune's and sweep's runs of the user's command:
@@ -20,7 +21,7 @@ import (
 // environment, the placeholders read, and a folder for the runs' logs. The
 // returned cleanup removes the hook's folder, and the logs' folder unless
 // a failed run's log is in it (then it says where).
-func commandTrials(cmd *cobra.Command, argv []string, interval time.Duration) (*session.CommandTrials, session.Setting, func(), error) {
+func commandTrials(cmd *cobra.Command, argv []string, interval time.Duration) (*tune.CommandTrials, tune.Setting, func(), error) {
 	dir, err := session.NewRunDir("tune")
 	if err != nil {
 		return nil, nil, nil, err
@@ -40,7 +41,7 @@ func commandTrials(cmd *cobra.Command, argv []string, interval time.Duration) (*
 		cleanup()
 		return nil, nil, nil, err
 	}
-	t, start, err := session.NewCommandTrials(argv, jobEnv(os.Environ(), dir), dir)
+	t, start, err := tune.NewCommandTrials(argv, jobEnv(os.Environ(), dir), dir)
 	if err != nil {
 		cleanup()
 		return nil, nil, nil, usageErrorf(cmd, "%v", err)

@@ -9,9 +9,16 @@ import (
 	"github.com/gpuwatch/gpuwatch/report"
 )
 
+// recordOptions are record's flags: the watch flags, the recording and
+// its report.
+type recordOptions struct {
+	w              watchFlags
+	out, reportOut string
+	stdout, stderr io.Writer
+}
+
 func newRecordCmd(stdout, stderr io.Writer) *cobra.Command {
-	var w watchFlags
-	var out, reportOut string
+	opts := &recordOptions{stdout: stdout, stderr: stderr}
 	cmd := &cobra.Command{
 		Use:   "record -o FILE [--duration D] [--pid PID | --attach URL]",
 		Short: "Record headless for batch jobs (Slurm, cron): frames, verdicts and events to a file",
@@ -30,39 +37,45 @@ FILE.1 (one previous part kept).`,
   gpuwatch record --duration 10m -o run.jsonl --slurm-job "$SLURM_JOB_ID" &
   gpuwatch record -o run.jsonl --attach http://127.0.0.1:6060`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if out == "" {
-				return usageErrorf(cmd, "-o FILE is required")
-			}
-			if _, err := os.Stat(out); err == nil {
-				return usageErrorf(cmd, "-o %s exists: record to a new file", out)
-			}
-			if reportOut != "" {
-				// Checked now, not after the recording: record has no --force.
-				if err := report.CheckOutput(reportOut, true); err != nil {
-					return usageErrorf(cmd, "--report %v", err)
-				}
-				if _, err := os.Stat(reportOut); err == nil {
-					return usageErrorf(cmd, "--report %s exists: write the report to a new file", reportOut)
-				}
-			}
-			w.record, w.headless = out, true
-			if err := w.validate(cmd); err != nil {
-				return err
-			}
-			o := w.options(io.Discard, stderr)
-			o.RecordRequired = true
-			if err := watch(cmd, o); err != nil || reportOut == "" {
-				return err
-			}
-			// The recording is closed: write its report, as `report` would.
-			return writeReport(cmd, &reportOptions{in: out, out: reportOut, stdout: stderr, stderr: stderr})
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRecord(cmd, opts) },
 	}
+	w := &opts.w
 	w.register(cmd, offerPID|offerLoaders)
 	w.recordMaxSize = 512 << 20
 	cmd.Flags().Var(sizeFlag{&w.recordMaxSize}, "record-max-size", "rotate the recording to FILE.1 past this size")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "the recording file to write (refuses an existing one)")
-	cmd.Flags().StringVar(&reportOut, "report", "", "at exit, also write the report (.html, .md or .json)")
+	cmd.Flags().StringVarP(&opts.out, "output", "o", "", "the recording file to write (refuses an existing one)")
+	cmd.Flags().StringVar(&opts.reportOut, "report", "", "at exit, also write the report (.html, .md or .json)")
 	return cmd
+}
+
+// runRecord checks record's files, records the session, and writes the
+// report when asked.
+func runRecord(cmd *cobra.Command, opts *recordOptions) error {
+	w, out, reportOut, stderr := &opts.w, opts.out, opts.reportOut, opts.stderr
+	if out == "" {
+		return usageErrorf(cmd, "-o FILE is required")
+	}
+	if _, err := os.Stat(out); err == nil {
+		return usageErrorf(cmd, "-o %s exists: record to a new file", out)
+	}
+	if reportOut != "" {
+		// Checked now, not after the recording: record has no --force.
+		if err := report.CheckOutput(reportOut, true); err != nil {
+			return usageErrorf(cmd, "--report %v", err)
+		}
+		if _, err := os.Stat(reportOut); err == nil {
+			return usageErrorf(cmd, "--report %s exists: write the report to a new file", reportOut)
+		}
+	}
+	w.record, w.headless = out, true
+	if err := w.validate(cmd); err != nil {
+		return err
+	}
+	o := w.options(io.Discard, stderr)
+	o.RecordRequired = true
+	if err := watch(cmd, o); err != nil || reportOut == "" {
+		return err
+	}
+	// The recording is closed: write its report, as `report` would.
+	return writeReport(cmd, &reportOptions{in: out, out: reportOut, stdout: stderr, stderr: stderr})
 }

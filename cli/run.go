@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,11 +15,20 @@ import (
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/python"
 	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/session/job"
 )
 
+// runOptions are run's flags: the watch flags and --job-log, with the
+// command's output.
+type runOptions struct {
+	w              watchFlags
+	jobLog         string
+	stdout, stderr io.Writer
+}
+
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
-	var w watchFlags
-	var jobLog string
+	opts := &runOptions{stdout: stdout, stderr: stderr}
+	w := &opts.w
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS…]",
 		Short: "Run a training command with every PyTorch DataLoader timed (no code change), and watch it",
@@ -72,7 +80,7 @@ watched as a process tree, and the view says nothing was instrumented.`,
 			if err := w.validate(cmd); err != nil {
 				return err
 			}
-			return runJob(cmd, &w, args, jobLog, stdout, stderr)
+			return runJob(cmd, opts, args)
 		},
 	}
 	// Flags after CMD are CMD's: gpuwatch run python train.py --lr 3 works
@@ -83,7 +91,7 @@ watched as a process tree, and the view says nothing was instrumented.`,
 	w.profileEvery, w.profileLength = runProfileEvery, 5*time.Second
 	cmd.Flags().DurationVar(&w.profileEvery, "profile-every", runProfileEvery, "time between CPU profiles of the training process (of the pacing rank, with several); 0: none")
 	cmd.Flags().Var(secondsFlag{&w.profileLength}, "profile-seconds", "length of each CPU profile, in seconds (5) or as a duration (5s)")
-	cmd.Flags().StringVar(&jobLog, "job-log", "", "where the job's stdout and stderr go (default: gpuwatch's stderr headless, ./gpuwatch-run-TIME.log with the dashboard)")
+	cmd.Flags().StringVar(&opts.jobLog, "job-log", "", "where the job's stdout and stderr go (default: gpuwatch's stderr headless, ./gpuwatch-run-TIME.log with the dashboard)")
 	return cmd
 }
 
@@ -98,7 +106,8 @@ const interruptGrace = 10 * time.Second
 
 // runJob writes the hook, starts the job with it, watches it, and returns
 // the job's exit status as an exitError.
-func runJob(cmd *cobra.Command, w *watchFlags, argv []string, jobLog string, stdout, stderr io.Writer) error {
+func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
+	w, jobLog, stdout, stderr := &opts.w, opts.jobLog, opts.stdout, opts.stderr
 	dashboard := !w.headless && !w.once && session.IsTerminal(stdout)
 	dir, err := session.NewRunDir("run")
 	if err != nil {
@@ -108,7 +117,7 @@ func runJob(cmd *cobra.Command, w *watchFlags, argv []string, jobLog string, std
 	if err := python.Write(dir); err != nil {
 		return err
 	}
-	jo := session.JobOptions{Argv: argv, Env: jobEnv(os.Environ(), dir), RunDir: dir}
+	jo := job.Options{Argv: argv, Env: jobEnv(os.Environ(), dir), RunDir: dir}
 	switch {
 	case dashboard:
 		jo.Log = jobLog
@@ -133,25 +142,25 @@ func runJob(cmd *cobra.Command, w *watchFlags, argv []string, jobLog string, std
 	// Signals are the job's: from here on gpuwatch passes them on and keeps
 	// watching until the job ends (the root's context would stop at once).
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwarded()...)
-	job, err := session.StartJob(jo)
+	signal.Notify(sigs, job.Forwarded()...)
+	j, err := job.Start(jo)
 	if err != nil {
 		signal.Stop(sigs)
-		return &exitError{code: session.CannotStartStatus(err), msg: err.Error()}
+		return &exitError{code: job.CannotStartStatus(err), msg: err.Error()}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stopForwarding := forwardSignals(sigs, job, cancel)
+	stopForwarding := job.Forward(sigs, j, cancel)
 	defer stopForwarding()
 	o := w.options(stdout, stderr)
-	o.PID, o.Job, o.Title = job.PID(), job, "run: "+job.Command()
+	o.PID, o.Job, o.Title = j.PID(), j, "run: "+j.Command()
 	o.Attach = session.AttachTo{Discover: true, Dir: dir, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0,
-		Within: func(pid int) bool { return probes.Descends(w.procRoot, pid, job.PID()) }}
+		Within: func(pid int) bool { return probes.Descends(w.procRoot, pid, j.PID()) }}
 	err = session.Run(ctx, o)
-	stopJob(job)
+	j.Stop(interruptGrace)
 	if dashboard && jo.Log != "" {
-		fmt.Fprintf(stderr, "gpuwatch: the job's output is in %s\n", job.LogNote())
-		for _, l := range job.Tail(10) {
+		fmt.Fprintf(stderr, "gpuwatch: the job's output is in %s\n", j.LogNote())
+		for _, l := range j.Tail(10) {
 			fmt.Fprintf(stderr, "  │ %s\n", l)
 		}
 	}
@@ -161,80 +170,15 @@ func runJob(cmd *cobra.Command, w *watchFlags, argv []string, jobLog string, std
 	case err != nil:
 		return err
 	}
-	how, _ := job.Exit()
-	code := job.ExitCode()
+	how, _ := j.Exit()
+	code := j.ExitCode()
 	if code != 0 && !dashboard {
 		return &exitError{code: code}
 	}
 	if code != 0 {
-		return &exitError{code: code, msg: fmt.Sprintf("the job (pid %d) %s", job.PID(), how)}
+		return &exitError{code: code, msg: fmt.Sprintf("the job (pid %d) %s", j.PID(), how)}
 	}
 	return nil
-}
-
-// forwardSignals passes the signals arriving on sigs (SIGINT, SIGTERM,
-// SIGHUP, SIGQUIT) to the job's process group while it runs. Once it has
-// ended they are gpuwatch's own: SIGINT, SIGTERM and SIGHUP end the session
-// (cancel), as they would without a job. A SIGHUP means the terminal is
-// gone (an ssh hang-up): it is passed on, and the session ends once the
-// job has, since a dashboard with no terminal would run for ever.
-//
-// The returned function stops the forwarding (signal.Stop) and waits for
-// its goroutine: whoever starts a goroutine stops it and waits for it
-// (docs/architecture.md).
-func forwardSignals(sigs chan os.Signal, job *session.Job, cancel context.CancelFunc) func() {
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		jobDone, hungUp := job.Done(), false
-		for {
-			select {
-			case <-quit:
-				return
-			case <-jobDone:
-				jobDone = nil
-				if hungUp {
-					cancel()
-				}
-			case s := <-sigs:
-				sig := s.(syscall.Signal)
-				select {
-				case <-job.Done():
-					if sig != syscall.SIGQUIT {
-						cancel()
-					}
-				default:
-					_ = job.Signal(sig)
-					hungUp = hungUp || sig == syscall.SIGHUP
-				}
-			}
-		}
-	}()
-	return func() {
-		signal.Stop(sigs)
-		close(quit)
-		<-done
-	}
-}
-
-// stopJob ends a job gpuwatch stopped watching before it ended: SIGINT to
-// its process group, as Ctrl-C would, then SIGTERM and SIGKILL if it
-// lingers; it returns once the job has exited.
-func stopJob(j *session.Job) {
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
-		select {
-		case <-j.Done():
-			return
-		default:
-		}
-		_ = j.Signal(sig)
-		select {
-		case <-j.Done():
-			return
-		case <-time.After(interruptGrace):
-		}
-	}
-	<-j.Done()
 }
 
 // jobEnv is the job's environment: gpuwatch's own, with the hook's folder
@@ -254,19 +198,4 @@ func jobEnv(env []string, dir string) []string {
 		}
 	}
 	return append(out, "PYTHONPATH="+pythonPath, "GPUWATCH_RUN_DIR="+dir)
-}
-
-// forwarded are the signals gpuwatch passes on to the job: SIGINT,
-// SIGTERM, SIGHUP and SIGQUIT, less those gpuwatch was started with
-// ignored. Under nohup SIGHUP stays ignored, and so the job, which
-// inherits the ignored disposition, survives the hang-up as the user
-// asked; catching it would have reset the job's to the default, death.
-func forwarded() []os.Signal {
-	var out []os.Signal
-	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT} {
-		if !signal.Ignored(s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -11,18 +11,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/exporter"
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
 )
 
+// serveOptions are serve's flags: the watch flags, where /metrics is
+// served and how many may connect, and the Slurm folders.
+type serveOptions struct {
+	w                         watchFlags
+	listen, jobDir, framesDir string
+	maxConns                  int
+	framesMax                 int64
+	stdout, stderr            io.Writer
+}
+
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
-	var w watchFlags
-	var listen, jobDir, framesDir string
-	var maxConns int
-	var framesMax int64 = 16 << 20
+	opts := &serveOptions{framesMax: 16 << 20, stdout: stdout, stderr: stderr}
 	cmd := &cobra.Command{
 		Use:   "serve [--listen 127.0.0.1:9400] [--attach URL] [--pid PID]",
 		Short: "Expose this machine's frames and verdict as Prometheus metrics (one exporter per node)",
@@ -36,64 +42,67 @@ scraping every node is the way past one machine (docs/prometheus.md).`,
   gpuwatch serve --listen 0.0.0.0:9400 --discover=false  # the host only
   gpuwatch serve --slurm-job-dir /run/gpuwatch/jobs --slurm-frames-dir /var/lib/gpuwatch/slurm  # deploy/slurm`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			w.headless = true
-			if err := w.validate(cmd); err != nil {
-				return err
-			}
-			if framesDir != "" && jobDir == "" {
-				return usageErrorf(cmd, "--slurm-frames-dir needs --slurm-job-dir: the jobs whose frames are kept")
-			}
-			exp := &exporter.Exporter{}
-			if jobDir != "" {
-				exp.SlurmJobs = func() exporter.SlurmJobs { return exporter.ReadSlurmJobs(jobDir) }
-			}
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(exp)
-			mux := http.NewServeMux()
-			mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-			mux.HandleFunc("GET /{$}", func(rw http.ResponseWriter, _ *http.Request) {
-				fmt.Fprintln(rw, "gpuwatch exporter: /metrics")
-			})
-			if maxConns < 1 {
-				return usageErrorf(cmd, "--max-connections %d: want at least 1", maxConns)
-			}
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return fmt.Errorf("--listen %s: %w", listen, err)
-			}
-			lim := exporter.DefaultLimits()
-			lim.MaxConns, lim.PerHost = maxConns, max(1, maxConns/4)
-			srv := exporter.NewServer(mux, lim)
-			served := make(chan struct{})
-			go func() { defer close(served); _ = srv.Serve(exporter.LimitListener(ln, lim)) }()
-			defer func() { srv.Close(); <-served }()
-			if !loader.IsLoopback(listen) {
-				fmt.Fprintf(stderr, "gpuwatch: warning: serving metrics on %s, reachable from other machines\n", ln.Addr())
-			}
-			fmt.Fprintf(stdout, "gpuwatch exporter on http://%s/metrics\n", ln.Addr())
-			o := w.options(io.Discard, stderr)
-			o.Node, o.OnFrame = true, exp.Set
-			if framesDir != "" {
-				if st, err := os.Stat(framesDir); err != nil || !st.IsDir() {
-					return fmt.Errorf("--slurm-frames-dir %s: not a folder", framesDir)
-				}
-				sf := &session.SlurmFrames{MapDir: jobDir, FramesDir: framesDir, MaxBytes: framesMax, Version: version, Th: w.thresholds,
-					Warn: func(s string) { fmt.Fprintln(stderr, "gpuwatch: "+sample.Printable(s)) }}
-				defer sf.Close()
-				o.OnFrame = func(f *sample.Frame, v diagnose.Verdict) {
-					exp.Set(f, v)
-					sf.Frame(f, v)
-				}
-			}
-			return watch(cmd, o)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, opts) },
 	}
-	w.register(cmd, offerPID|offerLoaders|offerRecord)
-	cmd.Flags().StringVar(&jobDir, "slurm-job-dir", "", "label the series with the Slurm job a prolog mapped here (files JOBID holding user= and gpus= lines; deploy/slurm/prolog.sh)")
-	cmd.Flags().StringVar(&framesDir, "slurm-frames-dir", "", "keep each mapped job's frames in this folder (JOBID.jsonl) for its epilog to judge (deploy/slurm/epilog.sh)")
-	cmd.Flags().Var(sizeFlag{&framesMax}, "slurm-frames-max-size", "rotate a job's kept frames to JOBID.jsonl.1 past this size")
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9400", "address to serve /metrics on (loopback unless you say otherwise)")
-	cmd.Flags().IntVar(&maxConns, "max-connections", exporter.DefaultLimits().MaxConns, "the most connections open at once (a quarter of them from one host); idle ones close after 30 s")
+	opts.w.register(cmd, offerPID|offerLoaders|offerRecord)
+	cmd.Flags().StringVar(&opts.jobDir, "slurm-job-dir", "", "label the series with the Slurm job a prolog mapped here (files JOBID holding user= and gpus= lines; deploy/slurm/prolog.sh)")
+	cmd.Flags().StringVar(&opts.framesDir, "slurm-frames-dir", "", "keep each mapped job's frames in this folder (JOBID.jsonl) for its epilog to judge (deploy/slurm/epilog.sh)")
+	cmd.Flags().Var(sizeFlag{&opts.framesMax}, "slurm-frames-max-size", "rotate a job's kept frames to JOBID.jsonl.1 past this size")
+	cmd.Flags().StringVar(&opts.listen, "listen", "127.0.0.1:9400", "address to serve /metrics on (loopback unless you say otherwise)")
+	cmd.Flags().IntVar(&opts.maxConns, "max-connections", exporter.DefaultLimits().MaxConns, "the most connections open at once (a quarter of them from one host); idle ones close after 30 s")
 	return cmd
+}
+
+// runServe serves /metrics and runs the session that feeds it, with the
+// exporter (and the kept Slurm frames) as the session's observers.
+func runServe(cmd *cobra.Command, opts *serveOptions) error {
+	w, listen, jobDir, framesDir := &opts.w, opts.listen, opts.jobDir, opts.framesDir
+	maxConns, framesMax, stdout, stderr := opts.maxConns, opts.framesMax, opts.stdout, opts.stderr
+	w.headless = true
+	if err := w.validate(cmd); err != nil {
+		return err
+	}
+	if framesDir != "" && jobDir == "" {
+		return usageErrorf(cmd, "--slurm-frames-dir needs --slurm-job-dir: the jobs whose frames are kept")
+	}
+	exp := &exporter.Exporter{}
+	if jobDir != "" {
+		exp.SlurmJobs = func() exporter.SlurmJobs { return exporter.ReadSlurmJobs(jobDir) }
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(exp)
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /{$}", func(rw http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(rw, "gpuwatch exporter: /metrics")
+	})
+	if maxConns < 1 {
+		return usageErrorf(cmd, "--max-connections %d: want at least 1", maxConns)
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", listen, err)
+	}
+	lim := exporter.DefaultLimits()
+	lim.MaxConns, lim.PerHost = maxConns, max(1, maxConns/4)
+	srv := exporter.NewServer(mux, lim)
+	served := make(chan struct{})
+	go func() { defer close(served); _ = srv.Serve(exporter.LimitListener(ln, lim)) }()
+	defer func() { srv.Close(); <-served }()
+	if !loader.IsLoopback(listen) {
+		fmt.Fprintf(stderr, "gpuwatch: warning: serving metrics on %s, reachable from other machines\n", ln.Addr())
+	}
+	fmt.Fprintf(stdout, "gpuwatch exporter on http://%s/metrics\n", ln.Addr())
+	o := w.options(io.Discard, stderr)
+	o.Node, o.Observers = true, []session.Observer{exp}
+	if framesDir != "" {
+		if st, err := os.Stat(framesDir); err != nil || !st.IsDir() {
+			return fmt.Errorf("--slurm-frames-dir %s: not a folder", framesDir)
+		}
+		sf := &session.SlurmFrames{MapDir: jobDir, FramesDir: framesDir, MaxBytes: framesMax, Version: version, Th: w.thresholds,
+			Warn: func(s string) { fmt.Fprintln(stderr, "gpuwatch: "+sample.Printable(s)) }}
+		defer sf.Close()
+		o.Observers = append(o.Observers, sf)
+	}
+	return watch(cmd, o)
 }

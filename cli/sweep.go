@@ -18,6 +18,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/report"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/session/tune"
 )
 
 // sweepOptions are sweep's flags and outputs (cli/cli's options struct).
@@ -175,13 +176,13 @@ func runEmbeddedSweep(cmd *cobra.Command, o *sweepOptions) error {
 		return err
 	}
 	defer l.Close()
-	e := &session.EmbeddedTrials{Base: base, Dataset: l.Datasets[0], Events: l.Events, Interval: o.interval,
+	e := &tune.EmbeddedTrials{Base: base, Dataset: l.Datasets[0], Events: l.Events, Interval: o.interval,
 		Roots: probes.Roots{Proc: "/proc", Sys: "/sys"}, Th: diagnose.DefaultThresholds()}
-	ws, ps = session.Dedupe(ws), session.Dedupe(ps)
+	ws, ps = tune.Dedupe(ws), tune.Dedupe(ps)
 	if n := embeddedGridSize(ws, ps, pers); n > o.maxRuns {
 		return usageErrorf(cmd, "the grid has %d configurations, more than --max-runs %d: give fewer values, or raise --max-runs", n, o.maxRuns)
 	}
-	g := session.SweepGrid(ws, ps, pers)
+	g := tune.SweepGrid(ws, ps, pers)
 	for _, s := range g {
 		if _, _, err := e.Apply(s, nil); err != nil {
 			return usageErrorf(cmd, "%v", err)
@@ -195,9 +196,9 @@ func runEmbeddedSweep(cmd *cobra.Command, o *sweepOptions) error {
 // sweepRun is one sweep to run: its trials, the setting its results are
 // headed by, the grid, and the table's title.
 type sweepRun struct {
-	trials session.Trials
-	header session.Setting
-	grid   []session.Setting
+	trials tune.Trials
+	header tune.Setting
+	grid   []tune.Setting
 	title  string
 }
 
@@ -208,9 +209,9 @@ type sweepRun struct {
 // where no configuration could be measured fails (status 1).
 func finishSweep(cmd *cobra.Command, o *sweepOptions, r sweepRun) error {
 	g, title, stdout, stderr := r.grid, r.title, o.stdout, o.stderr
-	results, err := session.Sweep(cmd.Context(), r.trials, g, progressTo(stderr))
+	results, err := tune.Sweep(cmd.Context(), r.trials, g, progressTo(stderr))
 	of := 0
-	if errors.Is(err, session.ErrSweepInterrupted) {
+	if errors.Is(err, tune.ErrSweepInterrupted) {
 		of = len(g)
 		title += fmt.Sprintf(" — interrupted after %d of %s", len(results), sample.Plural(len(g), "configuration"))
 		fmt.Fprintf(stderr, "gpuwatch: sweep interrupted: %d of %s measured\n", len(results), sample.Plural(len(g), "configuration"))
@@ -218,15 +219,15 @@ func finishSweep(cmd *cobra.Command, o *sweepOptions, r sweepRun) error {
 		return err
 	}
 	if o.asJSON {
-		if err := session.WriteSweepJSON(stdout, r.header, results, of); err != nil {
+		if err := tune.WriteSweepJSON(stdout, r.header, results, of); err != nil {
 			return err
 		}
 	} else {
-		session.PrintSweep(stdout, title, results)
+		tune.PrintSweep(stdout, title, results)
 	}
 	if o.out != "" {
 		var b bytes.Buffer
-		if err := session.WriteSweepJSON(&b, r.header, results, of); err != nil {
+		if err := tune.WriteSweepJSON(&b, r.header, results, of); err != nil {
 			return err
 		}
 		if err := os.WriteFile(o.out, b.Bytes(), 0o666); err != nil { // less the umask
@@ -239,21 +240,21 @@ func finishSweep(cmd *cobra.Command, o *sweepOptions, r sweepRun) error {
 		}
 		fmt.Fprintf(stderr, "gpuwatch: wrote %s\n", o.htmlOut)
 	}
-	if of == 0 && !slices.ContainsFunc(results, func(r session.SweepResult) bool { return r.Failed == "" }) {
+	if of == 0 && !slices.ContainsFunc(results, func(r tune.SweepResult) bool { return r.Failed == "" }) {
 		return errors.New("no configuration could be measured: each one's reason is in the table")
 	}
 	return nil
 }
 
 // writeSweepHTML writes --report's page.
-func writeSweepHTML(path, title string, results []session.SweepResult) error {
+func writeSweepHTML(path, title string, results []tune.SweepResult) error {
 	rows := make([]report.SweepRow, len(results))
 	for i, r := range results {
 		verdict := r.Verdict.String()
 		if r.Failed != "" {
 			verdict = "failed: " + r.Failed
 		}
-		rows[i] = report.SweepRow{Configuration: session.KnobsLine(r.Knobs), Command: r.Command, SamplesPerSec: r.SamplesPerSec, WaitShare: r.WaitShare,
+		rows[i] = report.SweepRow{Configuration: tune.KnobsLine(r.Knobs), Command: r.Command, SamplesPerSec: r.SamplesPerSec, WaitShare: r.WaitShare,
 			Verdict: verdict, Best: r.Best, Cheapest: r.Cheapest}
 	}
 	if err := report.WriteSweepHTML(path, title, rows); err != nil {
@@ -272,7 +273,7 @@ const defaultMaxRuns = 256
 // placeholder takes it, repeats (1 and 01) are dropped, and the number of
 // configurations is counted from the list lengths, refused above maxRuns,
 // before any list of configurations is built.
-func commandGrid(cmd *cobra.Command, t *session.CommandTrials, start session.Setting, grid []string, maxRuns int) ([]session.Setting, error) {
+func commandGrid(cmd *cobra.Command, t *tune.CommandTrials, start tune.Setting, grid []string, maxRuns int) ([]tune.Setting, error) {
 	knobs, values, err := parseGrid(grid, start)
 	if err != nil {
 		return nil, usageErrorf(cmd, "%v", err)
@@ -284,13 +285,13 @@ func commandGrid(cmd *cobra.Command, t *session.CommandTrials, start session.Set
 				return nil, usageErrorf(cmd, "--grid %s=%s: %v", kn, sample.Printable(v), err)
 			}
 		}
-		values[i] = session.Dedupe(values[i])
+		values[i] = tune.Dedupe(values[i])
 		lengths[i] = len(values[i])
 	}
-	if n := session.GridSize(lengths); n > maxRuns {
+	if n := tune.GridSize(lengths); n > maxRuns {
 		return nil, usageErrorf(cmd, "the grid has %d configurations, more than --max-runs %d: give fewer values, or raise --max-runs", n, maxRuns)
 	}
-	return session.Grid(start, knobs, values), nil
+	return tune.Grid(start, knobs, values), nil
 }
 
 // embeddedGridSize counts SweepGrid's configurations: 0 workers once,
@@ -300,12 +301,12 @@ func embeddedGridSize(ws, ps []int, pers []bool) int {
 	if slices.Contains(ws, 0) {
 		zero = 1
 	}
-	return zero + session.GridSize([]int{len(ws) - zero, len(ps), len(pers)})
+	return zero + tune.GridSize([]int{len(ws) - zero, len(ps), len(pers)})
 }
 
 // parseGrid reads --grid KNOB=V1,V2 into knobs and their values; every
 // knob must have a placeholder in the command.
-func parseGrid(grid []string, start session.Setting) ([]string, [][]string, error) {
+func parseGrid(grid []string, start tune.Setting) ([]string, [][]string, error) {
 	var knobs []string
 	var values [][]string
 	for _, g := range grid {
@@ -331,8 +332,8 @@ func parseGrid(grid []string, start session.Setting) ([]string, [][]string, erro
 }
 
 // checkKnob checks one grid value as the command's placeholder takes it.
-func checkKnob(t *session.CommandTrials, knob, v string) (string, error) {
-	s, _, err := t.Apply(session.Setting{knob: "0"}, []diagnose.Change{{Knob: knob, To: v}})
+func checkKnob(t *tune.CommandTrials, knob, v string) (string, error) {
+	s, _, err := t.Apply(tune.Setting{knob: "0"}, []diagnose.Change{{Knob: knob, To: v}})
 	if err != nil {
 		return "", err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/session/tune"
 )
 
 // tuneOptions are the tune command's flags and streams: cli/cli's options
@@ -58,8 +59,8 @@ Without a command, tune runs gpuwatch's embedded loader with the knobs given.`,
 			if opts.interval < 100*time.Millisecond || opts.runFor < 5*opts.interval || opts.runs < 1 {
 				return usageErrorf(cmd, "want --interval ≥ 100ms, --run-for ≥ 5 intervals and --runs ≥ 1")
 			}
-			var trials session.Trials
-			var start session.Setting
+			var trials tune.Trials
+			var start tune.Setting
 			if len(args) > 0 {
 				if k.anyKnob(cmd) {
 					return usageErrorf(cmd, "the embedded loader's knobs (--workers …) and a command: choose one; a command's knobs are its placeholders ({num_workers:1})")
@@ -80,7 +81,7 @@ Without a command, tune runs gpuwatch's embedded loader with the knobs given.`,
 					return err
 				}
 				defer l.Close()
-				e := &session.EmbeddedTrials{Base: c, Dataset: l.Datasets[0], Events: l.Events, Interval: opts.interval,
+				e := &tune.EmbeddedTrials{Base: c, Dataset: l.Datasets[0], Events: l.Events, Interval: opts.interval,
 					Roots: probes.Roots{Proc: "/proc", Sys: "/sys"}, Th: diagnose.DefaultThresholds()}
 				trials, start = e, e.Start(c)
 			}
@@ -103,12 +104,12 @@ Without a command, tune runs gpuwatch's embedded loader with the knobs given.`,
 
 // runTune runs tune over trials from start and prints each run as it ends,
 // then the table (or JSON lines: each run, then the result).
-func runTune(cmd *cobra.Command, opts *tuneOptions, t session.Trials, start session.Setting) error {
+func runTune(cmd *cobra.Command, opts *tuneOptions, t tune.Trials, start tune.Setting) error {
 	asJSON, stdout := opts.asJSON, opts.stdout
 	enc := json.NewEncoder(stdout)
-	var steps []session.TuneStep
-	o := session.TuneOptions{RunFor: opts.runFor, Runs: opts.runs}
-	res, err := session.Tune(cmd.Context(), o, t, start, func(s session.TuneStep) error {
+	var steps []tune.TuneStep
+	o := tune.TuneOptions{RunFor: opts.runFor, Runs: opts.runs}
+	res, err := tune.Tune(cmd.Context(), o, t, start, func(s tune.TuneStep) error {
 		steps = append(steps, s)
 		if asJSON {
 			return enc.Encode(s)
@@ -122,6 +123,6 @@ func runTune(cmd *cobra.Command, opts *tuneOptions, t session.Trials, start sess
 	if asJSON {
 		return enc.Encode(res)
 	}
-	_, err = fmt.Fprint(stdout, session.TuneTable(steps, res))
+	_, err = fmt.Fprint(stdout, tune.TuneTable(steps, res))
 	return err
 }

@@ -168,12 +168,13 @@ func (w *watchFlags) validate(cmd *cobra.Command) error {
 // options are the session's options for these flags.
 func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
 	o := session.Options{
-		Interval: w.interval, Duration: w.duration, PID: w.pid,
-		Roots: probes.Roots{Proc: w.procRoot, Sys: w.sysRoot}, AllDisks: w.allDisks, AllNet: w.allNet, Once: w.once,
-		Thresholds: w.thresholds, Record: w.record, RecordMaxSize: w.recordMaxSize,
-		Headless: w.headless, JSON: w.json, NoColor: w.noColor, Version: version, Stdout: stdout, Stderr: stderr,
-		Cgroup: w.cgroup, Loop: true, ExitWithJob: w.exitWithJob,
-		Attach: session.AttachTo{URLs: w.attach, Discover: w.discover, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0},
+		Interval: w.interval, Duration: w.duration, Thresholds: w.thresholds,
+		Target: session.Target{PID: w.pid, Roots: probes.Roots{Proc: w.procRoot, Sys: w.sysRoot}, AllDisks: w.allDisks, AllNet: w.allNet,
+			Cgroup: w.cgroup, ExitWithJob: w.exitWithJob},
+		Output:    session.Output{Once: w.once, Headless: w.headless, JSON: w.json, NoColor: w.noColor, Stdout: stdout, Stderr: stderr},
+		Recording: session.Recording{Record: w.record, RecordMaxSize: w.recordMaxSize, Version: version},
+		Sources: session.Sources{Loop: true,
+			Attach: session.AttachTo{URLs: w.attach, Discover: w.discover, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0}},
 	}
 	if w.gpus != "" {
 		o.GPUs, _ = probes.ParseGPUList(w.gpus)

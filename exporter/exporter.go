@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -36,6 +37,16 @@ func (e *Exporter) Set(f *sample.Frame, v diagnose.Verdict) {
 	e.f, e.v = f, v
 	e.mu.Unlock()
 }
+
+// Frame implements the session's Observer: the exporter is told every
+// frame and verdict, as the recorder is (session.Options.Observers).
+func (e *Exporter) Frame(f *sample.Frame, v diagnose.Verdict) error {
+	e.Set(f, v)
+	return nil
+}
+
+// Note implements the session's Observer: notes are not series.
+func (e *Exporter) Note(lines.Note) error { return nil }
 
 // metricDesc is one metric's name, help and variable labels, and its
 // Desc without job labels. A scrape whose frame names a job rebuilds the

@@ -12,10 +12,11 @@ if ! command -v tmux >/dev/null; then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
 fi
-go test -race -count=1 -run 'TestAFullDiskUnderTheLogDoesNotFreezeTheJob|TestTrialLogsRotate|TestSweepGoesOnPastAFailureAndKeepsRowsOnInterrupt' ./session/
-go test -race -count=1 -run 'TestRunCannotStartStatuses|TestSignalsAfterTheJobStopGpuwatch|TestSweepGridIsCountedBeforeItIsBuilt|TestSweepFailedConfigurationsAreRows' ./cli/
+go test -race -count=1 -run 'TestAFullDiskUnderTheLogDoesNotFreezeTheJob|TestTrialLogsRotate' ./session/job/
+go test -race -count=1 -run 'TestSweepGoesOnPastAFailureAndKeepsRowsOnInterrupt' ./session/tune/
+go test -race -count=1 -run 'TestRunCannotStartStatuses|TestSweepGridIsCountedBeforeItIsBuilt|TestSweepFailedConfigurationsAreRows' ./cli/
 # The forwarding goroutine's start and stop, often enough to catch a rare race (issue 37).
-go test -race -count=20 -run 'TestSignalsAfterTheJobStopGpuwatch' ./cli/
+go test -race -count=20 -run 'TestSignalsAfterTheJobStopGpuwatch' ./session/job/
 go test -race -count=1 -run 'TestServe' ./exporter/
 go test -count=1 -run 'TestRecordingReadsUpToTheLastGoodLine|FuzzRecordingFrames' ./recording/
 go test -count=1 -run XXX -bench BenchmarkScrapeBesideIdleClients -benchtime 20x ./exporter/

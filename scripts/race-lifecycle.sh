@@ -18,5 +18,6 @@ go test -race -count="$n" -run '^(TestLoop|TestEmbeddedLoaderStarting)' ./sessio
 go test -race -count="$n" -run '^(TestSampler|TestRanks|TestDiscovery$|TestDiscoveryOneLoader|TestLoopStandsBack|TestAttachDisconnect)' ./probes/
 go test -race -count="$n" -run '^(TestFlow|TestQuitRestoresTheTerminal)' ./tui/
 go test -race -count="$slow" -run '^(TestASlowRankHoldsNoOtherBack|TestProfilerRetriesWhileAnotherProfileRuns)$' ./probes/
-go test -race -count="$slow" -run '^(TestExitWithJobEndsWithTheProcess|TestSignalsAfterTheJobStopGpuwatch)$' ./cli/
+go test -race -count="$slow" -run '^TestExitWithJobEndsWithTheProcess$' ./cli/
+go test -race -count="$slow" -run '^TestSignalsAfterTheJobStopGpuwatch$' ./session/job/
 echo "lifecycle tests under -race: $n runs each ($slow for the slow ones) in $((SECONDS - t0)) s"

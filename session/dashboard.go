@@ -17,6 +17,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session/job"
 	"github.com/gpuwatch/gpuwatch/tui"
 )
 
@@ -58,10 +59,7 @@ func runDashboard(ctx context.Context, o Options, w *Watch, rec *recorder, notes
 		}
 	}
 	model := tui.New(opt)
-	obs := []Observer{rec, kept}
-	if o.OnFrame != nil {
-		obs = append(obs, frameFunc(o.OnFrame))
-	}
+	obs := append([]Observer{rec, kept}, o.Observers...)
 	obs = append(obs, d) // last: it waits for the model
 	log.Printf("dashboard started: %s", title)
 	err := RunProgram(ctx, model, o.Stdout, o.NoColor, func(ctx context.Context, kill func()) error {
@@ -81,7 +79,7 @@ func runDashboard(ctx context.Context, o Options, w *Watch, rec *recorder, notes
 type dashboard struct {
 	ctx     context.Context
 	updates chan tui.Feed
-	job     *Job // gpuwatch run's command, nil otherwise
+	job     *job.Job // gpuwatch run's command, nil otherwise
 	rec     *recorder
 	mu      sync.Mutex
 	note    string // for the next frame's status bar

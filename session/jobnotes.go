@@ -6,14 +6,15 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/internal/bg"
 	"github.com/gpuwatch/gpuwatch/lines"
+	"github.com/gpuwatch/gpuwatch/session/job"
 )
 
-// jobNotes passes the command's notes on and adds the job's exit as an
+// JobNotes passes the command's notes on and adds the job's exit as an
 // event note. With end (headless), the session ends once that note is
 // written: the note channel is unbuffered, so the loop has taken the
 // note — and told every observer — before the session is cancelled.
 // stop ends the goroutine that does this and waits for it.
-func jobNotes(ctx context.Context, j *Job, in <-chan lines.Note, end bool, cancel context.CancelFunc) (notes <-chan lines.Note, stop func()) {
+func JobNotes(ctx context.Context, j *job.Job, in <-chan lines.Note, end bool, cancel context.CancelFunc) (notes <-chan lines.Note, stop func()) {
 	out := make(chan lines.Note)
 	g := bg.New(ctx)
 	g.Go(func(ctx context.Context) {

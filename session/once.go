@@ -43,9 +43,10 @@ var ErrBottleneck = errors.New("a bottleneck was found")
 // wraps the reason, which the summary also prints.
 var ErrUnsettled = errors.New("no verdict settled")
 
-// settle is the --once observer: it watches the verdicts and stops the
-// session once one has held by the settle rule (SettleFrames, SettleTime).
-type settle struct {
+// Settle is the --once observer, and tune's: it watches the verdicts and
+// calls stop once one has held by the settle rule (SettleFrames,
+// SettleTime). NewSettle makes one.
+type Settle struct {
 	stop    func()
 	first   time.Time
 	last    *sample.Frame
@@ -58,8 +59,31 @@ type settle struct {
 	need    int // frames the diagnosis needs before it says anything
 }
 
+// NewSettle is a Settle that calls stop once a verdict has settled, and
+// judges nothing in the first need frames (Thresholds.MinFrames: the
+// diagnosis says nothing before them).
+func NewSettle(stop func(), need int) *Settle { return &Settle{stop: stop, need: need} }
+
+// Frames is how many frames it has seen.
+func (s *Settle) Frames() int { return s.frames }
+
+// Settled says whether a verdict has held by the settle rule.
+func (s *Settle) Settled() bool { return s.settled }
+
+// Verdict is the last frame's verdict.
+func (s *Settle) Verdict() diagnose.Verdict { return s.verdict }
+
+// Seconds is the time from the first frame seen to the last, in seconds;
+// 0 before any.
+func (s *Settle) Seconds() float64 {
+	if s.last == nil {
+		return 0
+	}
+	return s.last.Time.Sub(s.first).Seconds()
+}
+
 // Frame implements Observer.
-func (s *settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
+func (s *Settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	if s.frames == 0 {
 		s.first = f.Time
 	}
@@ -90,7 +114,7 @@ func (s *settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 }
 
 // Note implements Observer.
-func (s *settle) Note(lines.Note) error { return nil }
+func (s *Settle) Note(lines.Note) error { return nil }
 
 // onceSummary is --once --json's one object.
 type onceSummary struct {
@@ -106,7 +130,7 @@ type onceSummary struct {
 
 // summary prints the verdict the session ended on, and returns
 // ErrBottleneck for a problem.
-func (s *settle) summary(w io.Writer, asJSON bool) error {
+func (s *Settle) summary(w io.Writer, asJSON bool) error {
 	if s.frames == 0 {
 		return errors.New("no frame came before the end")
 	}
@@ -154,7 +178,7 @@ func (s *settle) summary(w io.Writer, asJSON bool) error {
 }
 
 // why says why no verdict settled.
-func (s *settle) why() string {
+func (s *Settle) why() string {
 	if t := s.last.Target; t != nil && t.ExitedAt != nil {
 		return fmt.Sprintf("pid %d exited at %s, after %s: too soon for a verdict to hold", t.PID, t.ExitedAt.Format("15:04:05"), sample.Plural(s.frames, "frame"))
 	}

@@ -275,7 +275,7 @@ func ReplayOnce(rec *recording.Recording, th diagnose.Thresholds, last time.Dura
 		from = end.Frame.Time.Add(-last)
 	}
 	d := diagnose.NewDiagnoser(th)
-	s := &settle{stop: func() {}, need: th.MinFrames}
+	s := &Settle{stop: func() {}, need: th.MinFrames}
 	err = rec.Each(func(_ int, r *recording.Recorded) error {
 		f := &r.Frame
 		v := d.Observe(f)

@@ -3,10 +3,13 @@
 // recorder, the dashboard, the exporter, the kept frames for a live report
 // — together with the session's notes (scenario switches, events). Commands
 // configure a session (Options) and run it; nothing else loops over frames.
-// It also holds the replay player and the embedded loader's adapter.
+// NewWatch is the one assembler of a live session's sources. It also holds
+// the replay player and the embedded loader's adapter. The job's
+// supervision lives in session/job, tune and sweep in session/tune.
 //
-// It may import sample, probes, diagnose, report, tui and loader; nothing
-// imports it but the command line. docs/architecture.md draws the map.
+// It may import sample, probes, diagnose, lines, recording, report,
+// exporter, tui, loader and session/job; nothing imports it but the command
+// line and session/tune. docs/architecture.md draws the map.
 package session
 
 import (
@@ -15,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"golang.org/x/term"
@@ -23,72 +27,109 @@ import (
 	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session/job"
 )
 
 // Options configure a session: what to watch, how often, for how long,
 // and where its frames go. Run reads them and changes nothing in them.
+// Beside the clock, the thresholds and the notes, the fields come in four
+// groups, each its own struct: Target (what is watched), Output (where
+// frames go), Recording (the file they are kept in) and Sources (the
+// loaders attached, the loop sampler, the command's own probes). The
+// groups are embedded, so o.PID reads as before; a literal names its
+// group: Options{Target: Target{PID: 1}}.
 type Options struct {
 	Interval time.Duration // between frames
 	Duration time.Duration // 0: until ctx ends
+	// Thresholds are the diagnosis's and the view's limits.
+	Thresholds diagnose.Thresholds
+	// Notes are the command's non-frame lines (scenario switches), in
+	// time order with the frames; closing it is fine.
+	Notes <-chan lines.Note
+	Target
+	Output
+	Recording
+	Sources
+}
+
+// Target is what a session watches: a process tree, a job's cgroup and
+// GPUs, the host, read from Roots.
+type Target struct {
 	// PID focuses the process view on a process tree (--pid, run's job);
 	// Own is the command's own process, the job when PID is 0 and no
 	// loader or training process is found (the demo's embedded loader).
 	PID, Own int
-	Roots    probes.Roots
-	// GPUs are the job's GPUs (--gpus: indices or UUIDs); empty: its
-	// CUDA_VISIBLE_DEVICES, else where NVML lists its processes.
-	GPUs       []string
-	AllDisks   bool
-	AllNet     bool
-	Thresholds diagnose.Thresholds
-	// Attach names the loaders to attach to (URLs, discovery).
-	Attach AttachTo
-	// Loop samples the wait of a training loop nobody instrumented: the
-	// training process in PID's tree, else the host's busiest.
-	Loop bool
+	// PIDWhy says why PID is the process watched (default "--pid").
+	PIDWhy string
 	// Job is the command gpuwatch run started: the view follows its tree
 	// and says when it exits; the headless session ends with it.
-	Job *Job
-	// Probes are the command's own sources beside the system's (the
-	// embedded loader).
-	Probes []probes.Probe
-	// Notes are the command's non-frame lines (scenario switches), in
-	// time order with the frames; closing it is fine.
-	Notes <-chan lines.Note
+	Job *job.Job
+	// ExitWithJob ends the session after the first frame that sees PID's
+	// process gone (--exit-with-job).
+	ExitWithJob bool
 	// Cgroup names the job's cgroup (--cgroup, --slurm-job) when it is not
 	// the focused process's; CgroupSource says how it was found.
 	Cgroup, CgroupSource string
+	// GPUs are the job's GPUs (--gpus: indices or UUIDs); empty: its
+	// CUDA_VISIBLE_DEVICES, else where NVML lists its processes.
+	GPUs []string
+	// Roots are where /proc and /sys are read (tests and containers
+	// point them elsewhere).
+	Roots probes.Roots
+	// AllDisks and AllNet show every disk and interface, not only the
+	// busy ones.
+	AllDisks, AllNet bool
+	// Node says gpuwatch watches the node for others (serve): its own
+	// cgroup is never the job, even when it runs confined (a DaemonSet's
+	// pod with resource limits); the job is the training process found.
+	Node bool
+}
+
+// Output is where a session's frames go: the dashboard, lines or JSON
+// lines, --once's summary, and the observers beside them.
+type Output struct {
 	// Title names what the dashboard watches ("demo: tour").
 	Title string
+	// Headless prints lines (JSON lines with JSON) instead of the
+	// dashboard; it is implied when Stdout is not a terminal.
+	Headless, JSON bool
+	// NoColor draws the dashboard without colour (--no-color).
+	NoColor bool
+	// Once samples until the verdict settles (at most onceCap, or
+	// Duration), prints one summary and returns ErrBottleneck when the
+	// verdict is a problem.
+	Once bool
+	// Observers are told every frame with its verdict and every note,
+	// after the recorder and the output, as they are: the exporter, serve's
+	// kept Slurm frames. An error from one stops the session.
+	Observers      []Observer
+	Stdout, Stderr io.Writer
+}
+
+// Recording is the file a session keeps its frames, verdicts and notes in.
+type Recording struct {
 	// Record writes frames, verdicts and notes to this file (rotated past
 	// RecordMaxSize). RecordRequired makes a failed recording fail the
 	// session (the record command) instead of only stopping the recording.
 	Record         string
 	RecordMaxSize  int64
 	RecordRequired bool
-	// Headless prints lines (JSON lines with JSON) instead of the
-	// dashboard; it is implied when Stdout is not a terminal.
-	Headless, JSON bool
-	// NoColor draws the dashboard without colour (--no-color).
-	NoColor bool
-	// PIDWhy says why PID is the process watched (default "--pid").
-	PIDWhy string
-	// ExitWithJob ends the session after the first frame that sees PID's
-	// process gone (--exit-with-job).
-	ExitWithJob bool
-	// Once samples until the verdict settles (at most onceCap, or
-	// Duration), prints one summary and returns ErrBottleneck when the
-	// verdict is a problem.
-	Once bool
-	// Node says gpuwatch watches the node for others (serve): its own
-	// cgroup is never the job, even when it runs confined (a DaemonSet's
-	// pod with resource limits); the job is the training process found.
-	Node bool
-	// OnFrame sees every frame and its verdict (the exporter).
-	OnFrame func(*sample.Frame, diagnose.Verdict)
 	// Version names the build in recordings and reports.
-	Version        string
-	Stdout, Stderr io.Writer
+	Version string
+}
+
+// Sources say how a session reads the input pipeline beside the host's
+// probes: the loaders it attaches to, the loop sampler, the command's own
+// probes.
+type Sources struct {
+	// Attach names the loaders to attach to (URLs, discovery).
+	Attach AttachTo
+	// Loop samples the wait of a training loop nobody instrumented: the
+	// training process in PID's tree, else the host's busiest.
+	Loop bool
+	// Probes are the command's own sources beside the system's (the
+	// embedded loader).
+	Probes []probes.Probe
 }
 
 // Observer is told every frame with its verdict, and every note. An error
@@ -131,25 +172,18 @@ func Run(ctx context.Context, o Options) error {
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
-	var once *settle
+	var once *Settle
 	if o.Once {
-		once = &settle{stop: cancel, need: o.Thresholds.MinFrames}
+		once = &Settle{stop: cancel, need: o.Thresholds.MinFrames}
 	}
+	o.Observers = slices.Clip(o.Observers) // appends here are this session's
 	if o.ExitWithJob {
-		then := o.OnFrame
-		o.OnFrame = func(f *sample.Frame, v diagnose.Verdict) {
-			if then != nil {
-				then(f, v)
-			}
-			if t := f.Target; t != nil && t.ExitedAt != nil {
-				cancel() // this frame, which says so, is the last
-			}
-		}
+		o.Observers = append(o.Observers, exitWithJob(cancel))
 	}
 	notes := o.Notes
 	if o.Job != nil {
 		var stopNotes func()
-		notes, stopNotes = jobNotes(ctx, o.Job, o.Notes, !dashboard, cancel)
+		notes, stopNotes = JobNotes(ctx, o.Job, o.Notes, !dashboard, cancel)
 		defer stopNotes()
 	}
 	if dashboard {
@@ -165,17 +199,14 @@ func Run(ctx context.Context, o Options) error {
 		} else {
 			obs = append(obs, newHeadless(o.Stdout, o.JSON, o.Thresholds))
 		}
-		if o.OnFrame != nil {
-			obs = append(obs, frameFunc(o.OnFrame))
-		}
-		err = w.Loop(ctx, notes, obs...)
+		err = w.Loop(ctx, notes, append(obs, o.Observers...)...)
 	}
 	return finish(o, rec, once, dashboard, err)
 }
 
 // finish closes the recording and says what became of it, and prints
 // --once's summary.
-func finish(o Options, rec *recorder, once *settle, dashboard bool, err error) error {
+func finish(o Options, rec *recorder, once *Settle, dashboard bool, err error) error {
 	path, n, recErr := rec.stop()
 	if err == nil && once != nil {
 		err = once.summary(o.Stdout, o.JSON)
@@ -288,11 +319,18 @@ func (h *headless) Note(n lines.Note) error {
 	return nil
 }
 
-// frameFunc is an observer of frames only (the exporter).
-type frameFunc func(*sample.Frame, diagnose.Verdict)
+// exitWithJob is --exit-with-job's observer: it ends the session after
+// the first frame that sees the watched process gone.
+type exitWithJob context.CancelFunc
 
-func (fn frameFunc) Frame(f *sample.Frame, v diagnose.Verdict) error { fn(f, v); return nil }
-func (frameFunc) Note(lines.Note) error                              { return nil }
+func (end exitWithJob) Frame(f *sample.Frame, _ diagnose.Verdict) error {
+	if t := f.Target; t != nil && t.ExitedAt != nil {
+		end() // this frame, which says so, is the last
+	}
+	return nil
+}
+
+func (exitWithJob) Note(lines.Note) error { return nil }
 
 // IsTerminal says whether w is a terminal (the dashboard's condition).
 func IsTerminal(w io.Writer) bool {

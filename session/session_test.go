@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -145,7 +144,7 @@ func TestSettleNeedsFiveFramesAndFiveSeconds(t *testing.T) {
 		want error
 	}{{diagnose.Healthy, nil}, {diagnose.GPUStarved, ErrBottleneck}} {
 		stopped := 0
-		s := &settle{stop: func() { stopped++ }, need: 3}
+		s := &Settle{stop: func() { stopped++ }, need: 3}
 		for i := range 3 {
 			s.Frame(settleFrameAt(i), diagnose.Verdict{Kind: diagnose.WarmingUp})
 		}
@@ -175,7 +174,7 @@ func TestSettleNeedsFiveFramesAndFiveSeconds(t *testing.T) {
 // TestSettleSaysWhyNothingSettled: a verdict that keeps changing, and a
 // job that exits first, are said as such, and the session exits 4.
 func TestSettleSaysWhyNothingSettled(t *testing.T) {
-	s := &settle{stop: func() {}, need: 3}
+	s := &Settle{stop: func() {}, need: 3}
 	kinds := []diagnose.Kind{diagnose.Healthy, diagnose.GPUStarved, diagnose.Healthy, diagnose.GPUStarved}
 	for i, k := range kinds {
 		s.Frame(settleFrameAt(i), diagnose.Verdict{Kind: k})
@@ -185,7 +184,7 @@ func TestSettleSaysWhyNothingSettled(t *testing.T) {
 	if !errors.Is(err, ErrUnsettled) || !strings.Contains(err.Error(), "the verdict changed 3 times") {
 		t.Fatalf("changing verdicts: %v", err)
 	}
-	s = &settle{stop: func() {}, need: 3}
+	s = &Settle{stop: func() {}, need: 3}
 	f := settleFrameAt(0)
 	at := f.Time
 	f.Target = &sample.Target{PID: 42, ExitedAt: &at}
@@ -265,7 +264,7 @@ func TestAttachRefusesWhatDoesNotAnswer(t *testing.T) {
 // runs, 5 frames over 5 s settle it.
 func TestSettleWaitsForTheJobToStart(t *testing.T) {
 	stopped := 0
-	s := &settle{stop: func() { stopped++ }, need: 3}
+	s := &Settle{stop: func() { stopped++ }, need: 3}
 	i := 0
 	for ; i < 12; i++ {
 		f := settleFrameAt(i)
@@ -296,7 +295,7 @@ func TestSettleWaitsForTheJobToStart(t *testing.T) {
 // start was never set).
 func TestSettleTimesAStreakFromTheJobsStart(t *testing.T) {
 	stopped := 0
-	s := &settle{stop: func() { stopped++ }, need: 3}
+	s := &Settle{stop: func() { stopped++ }, need: 3}
 	at := func(ms int) *sample.Frame {
 		return &sample.Frame{Time: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond)}
 	}
@@ -316,25 +315,5 @@ func TestSettleTimesAStreakFromTheJobsStart(t *testing.T) {
 	s.Frame(at(5500), diagnose.Verdict{Kind: diagnose.Idle})
 	if stopped != 1 || s.changes != 0 {
 		t.Fatalf("stopped %d times, %d changes after 5 s of one verdict; want 1 stop, 0 changes", stopped, s.changes)
-	}
-}
-
-// TestTuneSettlesOnlyOnTheHooksBatches: a tune run's settle sees only the
-// frames where the hook's loader hands out batches: not the job's start,
-// and not the loop sampler's reading (no rates) before the hook is found.
-func TestTuneSettlesOnlyOnTheHooksBatches(t *testing.T) {
-	o := &observed{}
-	w := whileLoading{o}
-	sampled := &sample.Loader{Source: "sampled", Sampled: &sample.SampledLoop{Samples: 50, Hz: 50}}
-	kinds := []diagnose.Kind{diagnose.WarmingUp, diagnose.Idle, diagnose.SingleCoreMaxed, diagnose.GPUStarved}
-	for i, l := range []*sample.Loader{nil, {Source: "python"}, sampled, {Source: "python", Batches: 10, BatchesPerSec: 10}} {
-		f := settleFrameAt(i)
-		f.Loader = l
-		if err := w.Frame(f, diagnose.Verdict{Kind: kinds[i]}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if want := []string{"frame " + diagnose.GPUStarved.String()}; !slices.Equal(o.events, want) {
-		t.Fatalf("passed %q, want only the hook's frame with batches (%q)", o.events, want)
 	}
 }

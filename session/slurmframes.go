@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/exporter"
+	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/recording"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -37,8 +38,9 @@ type SlurmFrames struct {
 
 // Frame records f for the mapped job it belongs to (exporter's rule: the
 // job the frame names, or the one job mapped on the node), and closes
-// the recordings of jobs no longer mapped.
-func (s *SlurmFrames) Frame(f *sample.Frame, v diagnose.Verdict) {
+// the recordings of jobs no longer mapped. It implements Observer; a
+// failed write is warned of (Warn), never the session's error.
+func (s *SlurmFrames) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.open == nil {
@@ -66,7 +68,7 @@ func (s *SlurmFrames) Frame(f *sample.Frame, v diagnose.Verdict) {
 	}
 	job := jobs.Of(&ident)
 	if job == nil || s.bad[job.ID] {
-		return
+		return nil
 	}
 	r, err := s.recorder(job.ID, f)
 	if err == nil {
@@ -82,7 +84,11 @@ func (s *SlurmFrames) Frame(f *sample.Frame, v diagnose.Verdict) {
 			s.Warn(fmt.Sprintf("slurm job %s: frames not kept: %v", job.ID, err))
 		}
 	}
+	return nil
 }
+
+// Note implements Observer: a job's kept frames hold frames only.
+func (s *SlurmFrames) Note(lines.Note) error { return nil }
 
 // recorder is the job's open recording, started anew when there is none:
 // a file left by an earlier serve (restarted during the job) is replaced.

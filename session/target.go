@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session/job"
 )
 
 // target is the probe that fills Frame.Target: what the session watches,
@@ -55,7 +54,7 @@ func (t *target) Collect(_ context.Context, f *sample.Frame) error {
 			how, at := j.Exit()
 			out.ExitedAt, out.Exit = &at, how
 		default:
-			out.Stopped = processStopped(cmp.Or(t.o.Roots.Proc, "/proc"), j.PID())
+			out.Stopped = job.Stopped(cmp.Or(t.o.Roots.Proc, "/proc"), j.PID())
 		}
 	case t.o.PID != 0:
 		out = &sample.Target{PID: t.o.PID, Command: t.command(t.o.PID), Why: cmp.Or(t.o.PIDWhy, "--pid")}
@@ -112,7 +111,7 @@ func (t *target) loader(out *sample.Target, now time.Time) string {
 	// so that the frame a DataLoader first iterates in says so.
 	if now.Sub(t.hookAt) >= 2*time.Second || (len(t.hook) > 0 && len(t.serves) == 0) {
 		t.hookAt = now
-		t.hook, t.serves, t.logs = t.o.Job.hookState()
+		t.hook, t.serves, t.logs = t.o.Job.HookState()
 	}
 	var why string
 	switch {
@@ -153,63 +152,4 @@ func (t *target) command(pid int) string {
 	}
 	t.cmd = s
 	return s
-}
-
-// hookState reads the run folder: the processes that loaded the hook and
-// are still alive, those of them whose hook serves (it announced itself
-// there: PID-PORT.json), and the newest line the hook logged there (its
-// warnings go there, never into the job's output).
-func (j *Job) hookState() (pids, serves []int, log string) {
-	if j.runDir == "" {
-		return nil, nil, ""
-	}
-	entries, err := os.ReadDir(j.runDir)
-	if err != nil {
-		return nil, nil, ""
-	}
-	var newest time.Time
-	for _, e := range entries {
-		name := e.Name()
-		if p, ok := strings.CutPrefix(name, "py-"); ok {
-			if pid, err := strconv.Atoi(p); err == nil && probes.ProcessExists("/proc", pid) {
-				pids = append(pids, pid)
-			}
-		}
-		if p, _, ok := strings.Cut(name, "-"); ok && strings.HasSuffix(name, ".json") && e.Type().IsRegular() {
-			if pid, err := strconv.Atoi(p); err == nil && pid > 0 && probes.ProcessExists("/proc", pid) {
-				serves = append(serves, pid)
-			}
-		}
-		if strings.HasPrefix(name, "hook-") && strings.HasSuffix(name, ".log") && e.Type().IsRegular() {
-			if info, err := e.Info(); err == nil && info.ModTime().After(newest) {
-				if b, err := readTail(filepath.Join(j.runDir, name), 1024); err == nil {
-					newest, log = info.ModTime(), b
-				}
-			}
-		}
-	}
-	slices.Sort(pids)
-	slices.Sort(serves)
-	serves = slices.Compact(serves)
-	return pids, serves, log
-}
-
-// readTail is the last line of a small file, printable.
-func readTail(path string, limit int64) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	off := max(0, st.Size()-limit)
-	b := make([]byte, st.Size()-off)
-	if _, err := f.ReadAt(b, off); err != nil {
-		return "", err
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return sample.Printable(lines[len(lines)-1]), nil
 }

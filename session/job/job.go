@@ -1,4 +1,13 @@
-package session
+// Package job supervises the command `gpuwatch run` (and tune's and
+// sweep's runs) start: its process group, its pseudo-terminal and log, the
+// terminal's foreground, signals to the group (Interrupt, Stop), Ctrl-Z
+// handled as a shell would, and what the hook left in the run folder
+// (HookState). The session watches a Job; the job knows nothing of
+// frames.
+//
+// It may import sample; it must not import session, probes or anything
+// above them. docs/architecture.md draws the map.
+package job
 
 import (
 	"bytes"
@@ -44,8 +53,8 @@ type Job struct {
 	stops []string
 }
 
-// JobOptions say how to start a job.
-type JobOptions struct {
+// Options say how to start a job.
+type Options struct {
 	Argv []string
 	Env  []string
 	// Stdin, Stdout and Stderr are the job's own; ignored with Log.
@@ -67,9 +76,9 @@ type JobOptions struct {
 	Foreground bool
 }
 
-// StartJob starts the command. The error of a command that cannot start
+// Start starts the command. The error of a command that cannot start
 // (not found, not executable) names it.
-func StartJob(o JobOptions) (*Job, error) {
+func Start(o Options) (*Job, error) {
 	if len(o.Argv) == 0 {
 		return nil, errors.New("no command")
 	}
@@ -289,6 +298,26 @@ func (j *Job) Interrupt() string {
 		next = "waiting for it to end"
 	}
 	return fmt.Sprintf("sent %s to pid %d's process group; %s", unix.SignalName(sig), j.PID(), next)
+}
+
+// Stop ends a job that gpuwatch stopped watching before it ended: SIGINT
+// to its process group, as Ctrl-C would, then SIGTERM and SIGKILL, grace
+// apart; it returns once the job has exited.
+func (j *Job) Stop(grace time.Duration) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
+		select {
+		case <-j.Done():
+			return
+		default:
+		}
+		_ = j.Signal(sig)
+		select {
+		case <-j.Done():
+			return
+		case <-time.After(grace):
+		}
+	}
+	<-j.Done()
 }
 
 // LogPath is where the job's output goes ("" when it keeps gpuwatch's

@@ -1,4 +1,4 @@
-package session
+package job
 
 import (
 	"os"
@@ -21,7 +21,7 @@ func TestAFullDiskUnderTheLogDoesNotFreezeTheJob(t *testing.T) {
 		t.Skipf("a 64 KiB tmpfs needs root: %v", err)
 	}
 	defer syscall.Unmount(dir, syscall.MNT_DETACH)
-	j, err := StartJob(JobOptions{Argv: []string{"sh", "-c", "i=0; while [ $i -lt 20000 ]; do echo line $i of a chatty training log........................................; i=$((i+1)); done; echo the last line"},
+	j, err := Start(Options{Argv: []string{"sh", "-c", "i=0; while [ $i -lt 20000 ]; do echo line $i of a chatty training log........................................; i=$((i+1)); done; echo the last line"},
 		Env: os.Environ(), Log: filepath.Join(dir, "job.log")})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package session
+package job
 
 import "syscall"
 
@@ -10,5 +10,5 @@ func setParentDeath(*syscall.SysProcAttr) {}
 // watchStops: Ctrl-Z handling is Linux's only (waitid(2) with WSTOPPED).
 func (j *Job) watchStops(int) func() { return func() {} }
 
-// processStopped: unknown without /proc.
-func processStopped(string, int) bool { return false }
+// Stopped says whether pid is stopped: never, here, without /proc.
+func Stopped(string, int) bool { return false }

@@ -1,4 +1,4 @@
-package session
+package job
 
 import (
 	"bytes"
@@ -77,9 +77,9 @@ func (j *Job) suspend(fd, pid int) {
 	_ = syscall.Kill(-pid, syscall.SIGCONT)
 }
 
-// processStopped says whether pid is stopped (state T, or t under a
+// Stopped says whether pid is stopped (state T, or t under a
 // tracer), from procRoot/PID/stat (proc(5)).
-func processStopped(procRoot string, pid int) bool {
+func Stopped(procRoot string, pid int) bool {
 	b, err := os.ReadFile(procRoot + "/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return false

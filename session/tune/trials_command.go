@@ -1,4 +1,4 @@
-package session
+package tune
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/session/job"
 )
 
 // CommandTrials run the user's own command — a PyTorch script, say — with
@@ -177,7 +178,7 @@ func (c *CommandTrials) Sweep(ctx context.Context, s Setting) (SweepResult, erro
 // settle, until the verdict settles), watched by a session of the one
 // probe set; then the job is interrupted as Ctrl-C would. A command that
 // ends on its own before a measurement, with an error, is the error.
-func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration, settleStop bool) (_ *settle, _ *tail, err error) {
+func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration, settleStop bool) (_ *session.Settle, _ *tail, err error) {
 	c.runs++
 	argv := c.argvFor(s)
 	logDir := c.LogDir
@@ -185,47 +186,48 @@ func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration,
 		logDir = c.dir
 	}
 	logPath := filepath.Join(logDir, fmt.Sprintf("run-%d.log", c.runs))
-	job, err := StartJob(JobOptions{Argv: argv, Env: c.env, RunDir: c.dir, Log: logPath, LogMax: c.LogMax})
+	j, err := job.Start(job.Options{Argv: argv, Env: c.env, RunDir: c.dir, Log: logPath, LogMax: c.LogMax})
 	if err != nil {
 		return nil, nil, err
 	}
-	defer job.Stop(10 * time.Second)
+	defer j.Stop(10 * time.Second)
 	defer func() {
 		if err == nil { // measured: its log is not needed
-			job.Stop(10 * time.Second)
+			j.Stop(10 * time.Second)
 			os.Remove(logPath)
 			os.Remove(logPath + ".1")
 		}
 	}()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	w, err := NewWatch(ctx, Options{Interval: c.Interval, Thresholds: c.Th, Roots: c.Roots, PID: job.PID(), Job: job, Loop: true,
-		Attach: AttachTo{Discover: true, Dir: c.dir, NoProfiles: true, Within: func(pid int) bool { return probes.Descends(c.Roots.Proc, pid, job.PID()) }}})
+	w, err := session.NewWatch(ctx, session.Options{Interval: c.Interval, Thresholds: c.Th, Target: session.Target{Roots: c.Roots, PID: j.PID(), Job: j},
+		Sources: session.Sources{Loop: true, Attach: session.AttachTo{Discover: true, Dir: c.dir, NoProfiles: true, Within: func(pid int) bool { return probes.Descends(c.Roots.Proc, pid, j.PID()) }}}})
 	if err != nil {
 		return nil, nil, err
 	}
 	defer w.Close()
-	st := &settle{stop: func() {}, need: c.Th.MinFrames}
+	stop := func() {}
 	if settleStop {
-		st.stop = cancel
+		stop = cancel
 	}
+	st := session.NewSettle(stop, c.Th.MinFrames)
 	rec := &tail{}
-	notes, stopNotes := jobNotes(ctx, job, nil, true, cancel)
+	notes, stopNotes := session.JobNotes(ctx, j, nil, true, cancel)
 	defer stopNotes()
 	err = w.Loop(ctx, notes, whileLoading{st}, rec)
 	if err != nil {
 		return nil, nil, err
 	}
 	select {
-	case <-job.Done():
-		how, _ := job.Exit()
-		if code := job.ExitCode(); code != 0 || st.frames == 0 {
-			return nil, nil, &TrialFailed{How: how, Exited: true, Code: code, Frames: st.frames, Tail: job.Tail(10), Log: job.LogNote()}
+	case <-j.Done():
+		how, _ := j.Exit()
+		if code := j.ExitCode(); code != 0 || st.Frames() == 0 {
+			return nil, nil, &TrialFailed{How: how, Exited: true, Code: code, Frames: st.Frames(), Tail: j.Tail(10), Log: j.LogNote()}
 		}
 	default:
 	}
-	if st.frames == 0 {
-		return nil, nil, &TrialFailed{How: fmt.Sprintf("ran no DataLoader within %v", limit), Tail: job.Tail(10), Log: job.LogNote()}
+	if st.Frames() == 0 {
+		return nil, nil, &TrialFailed{How: fmt.Sprintf("ran no DataLoader within %v", limit), Tail: j.Tail(10), Log: j.LogNote()}
 	}
 	return st, rec, nil
 }
@@ -259,7 +261,7 @@ func (e *TrialFailed) Error() string {
 // before the hook's endpoint is found — it has no rates to measure a step
 // by (tail keeps the same frames), and a verdict settled on it once ended
 // a run after 2.5 s on "idle".
-type whileLoading struct{ o Observer }
+type whileLoading struct{ o session.Observer }
 
 func (w whileLoading) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	if l := f.Loader; l == nil || l.Sampled != nil || l.Batches == 0 {
@@ -269,26 +271,6 @@ func (w whileLoading) Frame(f *sample.Frame, v diagnose.Verdict) error {
 }
 
 func (w whileLoading) Note(n lines.Note) error { return w.o.Note(n) }
-
-// Stop ends a job that gpuwatch stopped watching before it ended: SIGINT
-// to its process group, as Ctrl-C would, then SIGTERM and SIGKILL, grace
-// apart; it returns once the job has exited.
-func (j *Job) Stop(grace time.Duration) {
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
-		select {
-		case <-j.Done():
-			return
-		default:
-		}
-		_ = j.Signal(sig)
-		select {
-		case <-j.Done():
-			return
-		case <-time.After(grace):
-		}
-	}
-	<-j.Done()
-}
 
 // shellQuote joins argv as a shell would read it back.
 func shellQuote(argv []string) string {

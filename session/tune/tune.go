@@ -1,4 +1,15 @@
-package session
+// Package tune owns gpuwatch tune and sweep: the Trials that run a
+// loader configuration for real (the embedded loader's, EmbeddedTrials,
+// or the user's command under the hook, CommandTrials), tune's walk of
+// the verdict's advice (Tune), sweep's grid (Sweep), and their printers
+// (TuneTable, PrintSweep, WriteSweepJSON). Each trial watches through
+// session.NewWatch, the one assembler, with session.Settle; a command's
+// runs are supervised by session/job.
+//
+// It may import session, session/job, sample, probes, diagnose, lines and
+// loader; only the command line imports it. docs/architecture.md draws
+// the map.
+package tune
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package session
+package tune
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session"
 )
 
 // EmbeddedTrials run configurations of gpuwatch's own loader over one
@@ -126,7 +127,7 @@ func (e *EmbeddedTrials) Settle(ctx context.Context, s Setting, limit time.Durat
 	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	src := &EmbeddedSource{}
+	src := &session.EmbeddedSource{}
 	l := loader.New(cfg, e.Dataset, e.Events)
 	src.Set(l)
 	runErr := make(chan error, 1)
@@ -138,12 +139,13 @@ func (e *EmbeddedTrials) Settle(ctx context.Context, s Setting, limit time.Durat
 	}
 	ctx, cancel := context.WithTimeout(runCtx, limit)
 	defer cancel()
-	w, err := NewWatch(ctx, Options{Interval: e.Interval, Thresholds: e.Th, Roots: e.Roots, Own: os.Getpid(), Probes: []probes.Probe{probes.NewLoader(src)}})
+	w, err := session.NewWatch(ctx, session.Options{Interval: e.Interval, Thresholds: e.Th, Target: session.Target{Roots: e.Roots, Own: os.Getpid()},
+		Sources: session.Sources{Probes: []probes.Probe{probes.NewLoader(src)}}})
 	if err != nil {
 		return TuneStep{}, err
 	}
 	defer w.Close()
-	st := &settle{stop: cancel, need: e.Th.MinFrames}
+	st := session.NewSettle(cancel, e.Th.MinFrames)
 	rec := &tail{}
 	err = w.Loop(ctx, nil, st, rec)
 	stopRun()
@@ -158,13 +160,13 @@ func (e *EmbeddedTrials) Settle(ctx context.Context, s Setting, limit time.Durat
 
 // settledStep reads a settled stretch: samples/s and wait share averaged
 // over it, the verdict and its changes.
-func settledStep(st *settle, rec *tail) (TuneStep, error) {
-	if st.frames == 0 {
+func settledStep(st *session.Settle, rec *tail) (TuneStep, error) {
+	if st.Frames() == 0 {
 		return TuneStep{}, errors.New("no frame came")
 	}
-	v := st.verdict
-	s := TuneStep{Verdict: v.Kind, Changes: v.Changes, Advice: v.Advice, Next: v.Predicted, Settled: st.settled,
-		Seconds: st.last.Time.Sub(st.first).Seconds(), Measured: rec.mean(SettleFrames, 0), Window: rec.frames[max(0, len(rec.frames)-3):]}
+	v := st.Verdict()
+	s := TuneStep{Verdict: v.Kind, Changes: v.Changes, Advice: v.Advice, Next: v.Predicted, Settled: st.Settled(),
+		Seconds: st.Seconds(), Measured: rec.mean(session.SettleFrames, 0), Window: rec.frames[max(0, len(rec.frames)-3):]}
 	if len(v.Evidence) > 0 {
 		s.Evidence = v.Evidence[0].Text
 	}

@@ -1,4 +1,4 @@
-package session
+package tune
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session"
 )
 
 // SweepResult is one configuration of a sweep: a row of the table and of
@@ -316,7 +317,7 @@ type progress struct {
 }
 
 func newProgress(w io.Writer, n int) *progress {
-	return &progress{w: w, n: n, isTTY: IsTerminal(w)}
+	return &progress{w: w, n: n, isTTY: session.IsTerminal(w)}
 }
 
 func (p *progress) show(i int, what string) {

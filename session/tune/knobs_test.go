@@ -1,4 +1,4 @@
-package session
+package tune
 
 import (
 	"testing"
