@@ -31,7 +31,7 @@ import urllib.parse
 import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _profiler
+from . import _ceiling, _profiler
 from ._timing import Stats, rank_env
 from ._version import __version__
 
@@ -376,12 +376,36 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self._send(
                     200,
                     "text/plain; charset=utf-8",
-                    b"gpuwatch_hook: /metrics (Prometheus text), /debug/pprof/profile?seconds=N (pprof)\n",
+                    b"gpuwatch_hook: /metrics (Prometheus text), /debug/pprof/profile?seconds=N (pprof), POST /ceiling?seconds=N (the ceiling)\n",
                 )
             else:
                 self._send(404, "text/plain; charset=utf-8", b"404 not found\n")
         except (BrokenPipeError, ConnectionResetError, OSError):
             pass  # the client went away, or was cut off
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        """POST /ceiling?seconds=N: measure the ceiling (_ceiling) with a
+        replay of N seconds. The loop then trains on repeated batches for
+        N seconds: only the token's holder asks."""
+        u = urllib.parse.urlsplit(self.path)
+        try:
+            if not self.authorized():
+                self._send(401, "text/plain; charset=utf-8", b"401: this server wants its token\n", {"WWW-Authenticate": 'Bearer realm="gpuwatch_hook"'})
+            elif u.path != "/ceiling":
+                self._send(404, "text/plain; charset=utf-8", b"404 not found\n")
+            else:
+                raw = urllib.parse.parse_qs(u.query).get("seconds", [""])[-1]
+                seconds = _ceiling.parse_seconds(raw)
+                if seconds is None:
+                    self._send(400, "text/plain; charset=utf-8", b"seconds: want a number of seconds in (0, %d]\n" % int(_ceiling.MAX_SECONDS))
+                    return
+                ok, why = self.server.stats.ask_ceiling(seconds)
+                if ok:
+                    self._send(202, "text/plain; charset=utf-8", b"measuring the ceiling: the loop trains on repeated batches for %g s once it is warm\n" % seconds)
+                else:
+                    self._send(409, "text/plain; charset=utf-8", (why + "\n").encode())
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass
 
     def _profile(self, query: Dict[str, List[str]]) -> None:
         raw = query.get("seconds", ["30"])[-1]

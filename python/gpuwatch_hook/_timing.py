@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _payload, _stages, _torch
+from . import _ceiling, _payload, _stages, _torch
 
 #: Histogram bounds in seconds: the embedded loader's (loader/stats.go).
 BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -94,6 +94,9 @@ class Stats:
         # Stage times (_stages): seconds and batches per stage.
         self.stage_sum = dict.fromkeys(_stages.STAGES, 0.0)
         self.stage_n = dict.fromkeys(_stages.STAGES, 0)
+        # The ceiling's measurement (_ceiling), once asked for; the loop's
+        # thread reads it on every next(): None costs one attribute read.
+        self.ceiling: Optional[_ceiling.Ceiling] = None
         # The batches looked at (_payload): counters, and the last look.
         self.looked = 0
         self.look_bytes = self.look_f64 = self.look_pinned = 0
@@ -190,6 +193,16 @@ class Stats:
             attach(it, "_gpuwatch_stats", self)
 
 
+    def ask_ceiling(self, seconds: float) -> Tuple[bool, str]:
+        """Starts measuring the ceiling (_ceiling) with a replay of seconds,
+        unless a measurement is under way: (started, why not)."""
+        with self.lock:
+            c = self.ceiling
+            if c is not None and c.state not in (_ceiling.DONE, _ceiling.REFUSED):
+                return False, "the ceiling is being measured (%s)" % c.state
+            self.ceiling = _ceiling.Ceiling(seconds)
+            return True, ""
+
     def render(self) -> bytes:
         with self.lock:
             wait, step = self.wait.copy(), self.step.copy()
@@ -201,6 +214,7 @@ class Stats:
             stages = [(k, self.stage_sum[k], self.stage_n[k]) for k in _stages.STAGES if self.stage_n[k]]
             looked = (self.looked, self.look_bytes, self.look_f64, self.look_pinned, self.token_slots, self.padding_slots)
             last = self.last_look
+            ceiling = self.ceiling
         out: List[str] = []
         put = out.append
 
@@ -248,6 +262,8 @@ class Stats:
                 put('gpuwatch_loader_worker_info{worker="%d",pid="%d"} 1\n' % (i, pid))
         render_stages(put, stages)
         render_payload(put, looked, last)
+        if ceiling is not None:
+            render_ceiling(put, ceiling.figures())
         one("gpuwatch_hook_errors_total", "counter", "Waits or steps the hook failed to record (the loop went on).", errors)
         put("# HELP gpuwatch_loader_info The loader's process and kind.\n# TYPE gpuwatch_loader_info gauge\n")
         # tid: the training loop's OS thread, so gpuwatch can tell it from the
@@ -272,6 +288,31 @@ def render_stages(put: Any, stages: List[Tuple[str, float, int]]) -> None:
     put("# TYPE gpuwatch_loader_stage_batches_total counter\n")
     for k, _, n in stages:
         put('gpuwatch_loader_stage_batches_total{stage="%s"} %d\n' % (k, n))
+
+
+def render_ceiling(put: Any, c: Dict[str, Any]) -> None:
+    """The ceiling's series (docs/prometheus.md): its state, and each
+    figure measured so far (none that was not)."""
+    put("# HELP gpuwatch_loader_ceiling_info The ceiling's measurement: its state (warming, keeping, replaying, done, refused) and why it was refused.\n")
+    put("# TYPE gpuwatch_loader_ceiling_info gauge\n")
+    put('gpuwatch_loader_ceiling_info{state="%s",reason="%s"} 1\n' % (label(c["state"]), label(c["reason"][:200])))
+    for key, help_ in (
+        ("seconds", "The replay asked for, seconds."),
+        ("limit_bytes", "The most bytes of batches the measurement may keep."),
+        ("kept_batches", "Batches kept for the replay."),
+        ("kept_bytes", "Bytes of the batches kept."),
+        ("before_samples_per_second", "Samples per second the loop took from its input before the replay (the rate now)."),
+        ("before_batches_per_second", "Batches per second the loop took from its input before the replay."),
+        ("starving_step_seconds", "The loop's mean step before the replay, with its input as it is."),
+        ("samples_per_second", "Samples per second the loop took while its input was free (kept batches replayed): the ceiling."),
+        ("batches_per_second", "Batches per second the loop took while its input was free."),
+        ("step_seconds", "The loop's mean step while its input was free: the step at full speed."),
+        ("measured_seconds", "How long the replay lasted."),
+    ):
+        v = c.get(key)
+        if v is not None:
+            name = "gpuwatch_loader_ceiling_" + key
+            put("# HELP %s %s\n# TYPE %s gauge\n%s %s\n" % (name, help_, name, name, fmt(v)))
 
 
 def render_payload(put: Any, looked: Tuple[int, ...], last: Optional[_payload.Look]) -> None:
@@ -382,12 +423,21 @@ class Clock:
     def next(self, it: Any, take: Any) -> Any:
         """take(it), timed: the batch, or take's own exceptions
         (StopIteration included), which are the loop's. The hook's own
-        errors never reach the loop: they count in errors_total."""
+        errors never reach the loop: they count in errors_total. While the
+        ceiling replays (_ceiling), a kept batch instead of take(it)."""
         t0 = clock()
         stats = self.stats
+        ceiling = stats.ceiling
+        if ceiling is not None and ceiling.state == _ceiling.REPLAYING:
+            batch = ceiling.replay(t0)
+            if batch is not None:
+                self.handed = None  # replayed steps are the ceiling's, not the stream's
+                return batch
+        step = None
         if self.handed is not None:
+            step = t0 - self.handed
             try:
-                stats.record_step(t0 - self.handed)
+                stats.record_step(step)
             except Exception:  # never into the training loop
                 stats.error()
             self.handed = None
@@ -398,13 +448,20 @@ class Clock:
             except Exception:
                 depth = None
             self.depth_ok = depth is not None
-        batch = take(it)
+        try:
+            batch = take(it)
+        except StopIteration:
+            if ceiling is not None:
+                ceiling.epoch_ended(clock())
+            raise
         t1 = clock()
         try:
             stats.record(t1 - t0, batch, depth)
             if self.started is not None:
                 stats.record_stall(t1 - self.started)
                 self.started = None
+            if ceiling is not None and ceiling.state in (_ceiling.WARMING, _ceiling.KEEPING):
+                ceiling.saw(batch, batch_len(batch), step, t1)
         except Exception:
             stats.error()
         self.handed = t1
