@@ -314,7 +314,7 @@ func DisconnectedSince(err error) (time.Time, bool) {
 // gpuwatch_loader_info. A text with none of the loader's metrics is an
 // error: it is not a loader.
 func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error) {
-	page, err := parseExposition(text, "gpuwatch_loader_")
+	page, err := Parse(text, "gpuwatch_loader_")
 	if err != nil {
 		return LoaderCounters{}, nil, fmt.Errorf("not Prometheus text: %w", err)
 	}
@@ -328,7 +328,7 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 			return 0, false
 		}
 		found++
-		return ss[0].value, true
+		return ss[0].Value, true
 	}
 	// gauge is a value within [lo, hi]. NaN, ±Inf (valid Prometheus text,
 	// no count of anything) and values outside the range are dropped, and
@@ -412,8 +412,8 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 	info := map[string]string{}
 	if ss := page["gpuwatch_loader_info"]; len(ss) > 0 {
 		found++
-		for _, l := range ss[0].labels {
-			info[l.name] = l.value
+		for _, l := range ss[0].Labels {
+			info[l.Name] = l.Value
 		}
 		switch info["kind"] {
 		case "python", "go":
@@ -427,7 +427,7 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 	}
 	for _, m := range page["gpuwatch_loader_worker_info"] {
 		// Bounded: a hostile endpoint cannot grow a frame without end.
-		if v, _ := m.label("pid"); positiveID(v) != nil && len(c.WorkerPIDs) < maxWorkerPIDs {
+		if v, _ := m.Label("pid"); positiveID(v) != nil && len(c.WorkerPIDs) < maxWorkerPIDs {
 			c.WorkerPIDs = append(c.WorkerPIDs, *positiveID(v))
 		}
 	}
@@ -537,17 +537,17 @@ func rankID(s string) *int {
 // out +Inf: Count holds it), _sum and _count samples (one missing reads
 // as 0, as expfmt reads it). A histogram without any, or with a sum or
 // count that is no count, is none.
-func histogram(page map[string][]expSample, name string) ([]float64, Hist, bool) {
+func histogram(page map[string][]Sample, name string) ([]float64, Hist, bool) {
 	sums, counts, buckets := page[name+"_sum"], page[name+"_count"], page[name+"_bucket"]
 	if len(sums) == 0 && len(counts) == 0 && len(buckets) == 0 {
 		return nil, Hist{}, false
 	}
 	sum, count := 0.0, 0.0
 	if len(sums) > 0 {
-		sum = sums[0].value
+		sum = sums[0].Value
 	}
 	if len(counts) > 0 {
-		count = counts[0].value
+		count = counts[0].Value
 	}
 	if math.IsNaN(sum) || math.IsInf(sum, 0) || sum < 0 || !(count >= 0 && count <= 1<<62) {
 		return nil, Hist{}, false // a broken histogram is no histogram
@@ -558,15 +558,15 @@ func histogram(page map[string][]expSample, name string) ([]float64, Hist, bool)
 	}
 	var bs []bucket
 	for _, b := range buckets {
-		v, ok := b.label("le")
+		v, ok := b.Label("le")
 		if !ok {
 			continue
 		}
-		le, err := parseValue(v)
-		if err != nil || le != le || le > 1e300 || !(b.value >= 0 && b.value <= 1<<62) { // NaN, +Inf
+		le, err := ParseValue(v)
+		if err != nil || le != le || le > 1e300 || !(b.Value >= 0 && b.Value <= 1<<62) { // NaN, +Inf
 			continue
 		}
-		bs = append(bs, bucket{le, uint64(b.value)})
+		bs = append(bs, bucket{le, uint64(b.Value)})
 	}
 	slices.SortStableFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
 	out := Hist{Sum: sum, Count: uint64(count)}

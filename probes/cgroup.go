@@ -41,7 +41,7 @@ func parseProcCgroup(b []byte) (cgroupPaths, error) {
 	out := cgroupPaths{}
 	for len(b) > 0 {
 		var line []byte
-		line, b = nextLine(b)
+		line, b = NextLine(b)
 		if len(line) == 0 {
 			continue
 		}
@@ -71,14 +71,14 @@ func parseCPUMax(b []byte) (quota, period float64, limited bool, err error) {
 	if len(f) != 2 {
 		return 0, 0, false, fmt.Errorf("bad cpu.max %q", b)
 	}
-	p, ok := parseUint(f[1])
+	p, ok := ParseUint(f[1])
 	if !ok || p == 0 {
 		return 0, 0, false, fmt.Errorf("bad cpu.max period %q", b)
 	}
 	if string(f[0]) == "max" {
 		return 0, float64(p), false, nil
 	}
-	q, ok := parseUint(f[0])
+	q, ok := ParseUint(f[0])
 	if !ok {
 		return 0, 0, false, fmt.Errorf("bad cpu.max quota %q", b)
 	}
@@ -91,14 +91,14 @@ func parseKeyValues(b []byte, want ...string) map[string]uint64 {
 	out := make(map[string]uint64, len(want))
 	for len(b) > 0 {
 		var line []byte
-		line, b = nextLine(b)
+		line, b = NextLine(b)
 		k, v, ok := bytes.Cut(line, []byte(" "))
 		if !ok {
 			continue
 		}
 		for _, w := range want {
 			if string(k) == w {
-				if n, ok := parseUint(bytes.TrimSpace(v)); ok {
+				if n, ok := ParseUint(bytes.TrimSpace(v)); ok {
 					out[w] = n
 				}
 			}
@@ -116,11 +116,11 @@ func parseCPUList(b []byte) (int, error) {
 	n := 0
 	for _, r := range bytes.Split(b, []byte(",")) {
 		lo, hi, isRange := bytes.Cut(r, []byte("-"))
-		a, ok1 := parseUint(lo)
+		a, ok1 := ParseUint(lo)
 		z := a
 		ok2 := true
 		if isRange {
-			z, ok2 = parseUint(hi)
+			z, ok2 = ParseUint(hi)
 		}
 		if !ok1 || !ok2 || z < a || z-a > 1<<16 {
 			return 0, fmt.Errorf("bad cpu list %q", b)
@@ -137,7 +137,7 @@ const v1Unlimited = 1 << 62
 type Cgroup struct {
 	roots Roots
 	opt   JobOptions
-	r     fileReader
+	r     FileReader
 	// Counters at the previous reading, for rates.
 	prev      cgroupCounters
 	prevTime  time.Time
@@ -164,7 +164,7 @@ type cgroupCounters struct {
 
 // NewCgroup returns the cgroup probe for the job opt names.
 func NewCgroup(r Roots, opt JobOptions) *Cgroup {
-	return &Cgroup{roots: r.withDefaults(), opt: opt, affinity: schedAffinity}
+	return &Cgroup{roots: r.WithDefaults(), opt: opt, affinity: schedAffinity}
 }
 
 // Name implements Probe.
@@ -282,7 +282,7 @@ func (p *Cgroup) paths() (cgroupPaths, string, error) {
 	if p.opt.PID == 0 {
 		return nil, "", Unavailable("no job: give --pid, --cgroup or attach to a loader")
 	}
-	b, err := p.r.read(filepath.Join(p.roots.Proc, strconv.Itoa(p.opt.PID), "cgroup"))
+	b, err := p.r.Read(filepath.Join(p.roots.Proc, strconv.Itoa(p.opt.PID), "cgroup"))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, "", fmt.Errorf("process %d has exited", p.opt.PID)
@@ -309,9 +309,9 @@ func (p *Cgroup) isV2(path string) bool {
 	if v, ok := p.v2[path]; ok {
 		return v
 	}
-	_, err := p.r.read(filepath.Join(p.roots.Sys, "fs/cgroup", path, "cgroup.controllers"))
+	_, err := p.r.Read(filepath.Join(p.roots.Sys, "fs/cgroup", path, "cgroup.controllers"))
 	if err == nil {
-		_, err = p.r.read(filepath.Join(p.roots.Sys, "fs/cgroup", path, "cpu.stat"))
+		_, err = p.r.Read(filepath.Join(p.roots.Sys, "fs/cgroup", path, "cpu.stat"))
 	}
 	if p.v2 == nil || len(p.v2) > 64 {
 		p.v2 = map[string]bool{}
@@ -323,7 +323,7 @@ func (p *Cgroup) isV2(path string) bool {
 func (p *Cgroup) readV2(j *sample.Job, dir string) (cgroupCounters, error) {
 	var c cgroupCounters
 	read := func(name string) []byte {
-		b, err := p.r.read(filepath.Join(dir, name))
+		b, err := p.r.Read(filepath.Join(dir, name))
 		if err != nil {
 			return nil
 		}
@@ -350,7 +350,7 @@ func (p *Cgroup) readV2(j *sample.Job, dir string) (cgroupCounters, error) {
 	j.MemUsedBytes = limitBytes(read("memory.current"))
 	j.SwapUsedBytes = limitBytes(read("memory.swap.current"))
 	if kv := parseKeyValues(read("memory.stat"), "file"); len(kv) > 0 {
-		j.MemFileBytes = ptr(kv["file"])
+		j.MemFileBytes = Ptr(kv["file"])
 	}
 	if b := read("memory.events"); b != nil {
 		ev := parseKeyValues(b, "high", "max", "oom", "oom_kill")
@@ -362,7 +362,7 @@ func (p *Cgroup) readV2(j *sample.Job, dir string) (cgroupCounters, error) {
 		dst  **sample.Pressure
 	}{{"cpu.pressure", &psi.CPU}, {"io.pressure", &psi.IO}, {"memory.pressure", &psi.Memory}} {
 		if b := read(r.file); b != nil {
-			if some, full, haveFull, err := parsePressure(b, new(fieldBuf)); err == nil {
+			if some, full, haveFull, err := ParsePressure(b, new(FieldBuf)); err == nil {
 				pr := &sample.Pressure{SomeAvg10: some.avg10}
 				if haveFull {
 					pr.FullAvg10 = &full.avg10
@@ -377,7 +377,7 @@ func (p *Cgroup) readV2(j *sample.Job, dir string) (cgroupCounters, error) {
 	if b := read("io.max"); b != nil {
 		for len(b) > 0 && len(j.IOMax) < 64 {
 			var line []byte
-			line, b = nextLine(b)
+			line, b = NextLine(b)
 			if l := strings.TrimSpace(string(line)); l != "" {
 				j.IOMax = append(j.IOMax, l)
 			}
@@ -397,7 +397,7 @@ func (p *Cgroup) readV1(j *sample.Job, paths cgroupPaths) (cgroupCounters, error
 		// A v1 controller may be mounted alone ("cpu") or with its sibling
 		// ("cpu,cpuacct").
 		for _, mount := range []string{ctl, "cpu,cpuacct", "cpuacct,cpu"} {
-			if b, err := p.r.read(filepath.Join(base, mount, path, name)); err == nil {
+			if b, err := p.r.Read(filepath.Join(base, mount, path, name)); err == nil {
 				return bytes.Clone(b)
 			}
 			if ctl != "cpu" && ctl != "cpuacct" {
@@ -455,10 +455,10 @@ func (p *Cgroup) readV1(j *sample.Job, paths cgroupPaths) (cgroupCounters, error
 // capacity sets the CPUs the job may run on and its CPU capacity.
 func (p *Cgroup) capacity(j *sample.Job) {
 	if p.hostCores == 0 {
-		if b, err := p.r.read(filepath.Join(p.roots.Proc, "stat")); err == nil {
+		if b, err := p.r.Read(filepath.Join(p.roots.Proc, "stat")); err == nil {
 			for len(b) > 0 {
 				var line []byte
-				line, b = nextLine(b)
+				line, b = NextLine(b)
 				if len(line) > 3 && bytes.HasPrefix(line, []byte("cpu")) && line[3] >= '0' && line[3] <= '9' {
 					p.hostCores++
 				}
@@ -488,7 +488,7 @@ func limitBytes(b []byte) *uint64 {
 	if len(b) == 0 || string(b) == "max" {
 		return nil
 	}
-	n, ok := parseUint(b)
+	n, ok := ParseUint(b)
 	if !ok || n >= v1Unlimited {
 		return nil
 	}

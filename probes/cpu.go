@@ -29,19 +29,19 @@ type procStat struct {
 }
 
 // parseProcStat parses /proc/stat into st, reusing its slices.
-func parseProcStat(b []byte, st *procStat, scratch *fieldBuf) error {
+func parseProcStat(b []byte, st *procStat, scratch *FieldBuf) error {
 	st.ids, st.cores = st.ids[:0], st.cores[:0]
 	sawAll := false
 	for len(b) > 0 {
 		var line []byte
-		line, b = nextLine(b)
+		line, b = NextLine(b)
 		// Split only the lines used: "intr" alone holds a counter per
 		// interrupt, thousands on a large machine.
 		if !bytes.HasPrefix(line, []byte("cpu")) && !bytes.HasPrefix(line, []byte("ctxt")) &&
 			!bytes.HasPrefix(line, []byte("procs_")) {
 			continue
 		}
-		f := scratch.split(line)
+		f := scratch.Split(line)
 		if len(f) < 2 {
 			continue
 		}
@@ -57,7 +57,7 @@ func parseProcStat(b []byte, st *procStat, scratch *fieldBuf) error {
 				if i+1 >= len(f) {
 					break // older kernels have fewer columns
 				}
-				v, ok := parseUint(f[i+1])
+				v, ok := ParseUint(f[i+1])
 				if !ok {
 					return fmt.Errorf("bad number %q in %q", f[i+1], line)
 				}
@@ -67,18 +67,18 @@ func parseProcStat(b []byte, st *procStat, scratch *fieldBuf) error {
 				st.all, sawAll = t, true
 				continue
 			}
-			id, ok := parseUint(key[3:])
+			id, ok := ParseUint(key[3:])
 			if !ok {
 				return fmt.Errorf("bad cpu name %q", key)
 			}
 			st.ids = append(st.ids, int(id))
 			st.cores = append(st.cores, t)
 		case string(key) == "ctxt":
-			st.ctxt, _ = parseUint(f[1])
+			st.ctxt, _ = ParseUint(f[1])
 		case string(key) == "procs_running":
-			st.procsRunning, _ = parseUint(f[1])
+			st.procsRunning, _ = ParseUint(f[1])
 		case string(key) == "procs_blocked":
-			st.procsBlocked, _ = parseUint(f[1])
+			st.procsBlocked, _ = ParseUint(f[1])
 		}
 	}
 	if !sawAll {
@@ -131,16 +131,16 @@ func shares(d cpuTimes) cpuShares {
 }
 
 // parseLoadavg parses /proc/loadavg: "0.52 0.58 0.59 2/1234 56789".
-func parseLoadavg(b []byte, scratch *fieldBuf) (l1, l5, l15 float64, err error) {
-	line, _ := nextLine(b)
-	f := scratch.split(line)
+func parseLoadavg(b []byte, scratch *FieldBuf) (l1, l5, l15 float64, err error) {
+	line, _ := NextLine(b)
+	f := scratch.Split(line)
 	if len(f) < 3 {
 		return 0, 0, 0, fmt.Errorf("bad loadavg %q", line)
 	}
 	var ok1, ok5, ok15 bool
-	l1, ok1 = parseFloat(f[0])
-	l5, ok5 = parseFloat(f[1])
-	l15, ok15 = parseFloat(f[2])
+	l1, ok1 = ParseFloat(f[0])
+	l5, ok5 = ParseFloat(f[1])
+	l15, ok15 = ParseFloat(f[2])
 	if !ok1 || !ok5 || !ok15 {
 		return 0, 0, 0, fmt.Errorf("bad loadavg %q", line)
 	}
@@ -150,8 +150,8 @@ func parseLoadavg(b []byte, scratch *fieldBuf) (l1, l5, l15 float64, err error) 
 // CPU is the probe for host CPU use, per core and in total.
 type CPU struct {
 	statPath, loadPath string
-	r                  fileReader
-	scratch            *fieldBuf
+	r                  FileReader
+	scratch            *FieldBuf
 	prev, cur          procStat
 	prevTime           time.Time
 	havePrev           bool
@@ -162,7 +162,7 @@ func NewCPU(procRoot string) *CPU {
 	return &CPU{
 		statPath: filepath.Join(procRoot, "stat"),
 		loadPath: filepath.Join(procRoot, "loadavg"),
-		scratch:  new(fieldBuf),
+		scratch:  new(FieldBuf),
 	}
 }
 
@@ -171,7 +171,7 @@ func (p *CPU) Name() string { return "cpu" }
 
 // Collect implements Probe. The first call only takes the baseline reading.
 func (p *CPU) Collect(_ context.Context, f *sample.Frame) error {
-	b, err := readRequired(&p.r, p.statPath)
+	b, err := ReadRequired(&p.r, p.statPath)
 	if err != nil {
 		return err
 	}
@@ -203,10 +203,10 @@ func (p *CPU) Collect(_ context.Context, f *sample.Frame) error {
 		out.Cores = append(out.Cores, sample.Core{ID: id, BusyPct: cs.busy, UserPct: cs.user, SystemPct: cs.system, IowaitPct: cs.iowait})
 	}
 	out.ProcsRunning, out.ProcsBlocked = int(cur.procsRunning), int(cur.procsBlocked)
-	if r, ok := rate(prev.ctxt, cur.ctxt, f.Time.Sub(prevTime).Seconds()); ok {
+	if r, ok := Rate(prev.ctxt, cur.ctxt, f.Time.Sub(prevTime).Seconds()); ok {
 		out.ContextSwitchesPerSec = r
 	}
-	if b, err := p.r.read(p.loadPath); err == nil {
+	if b, err := p.r.Read(p.loadPath); err == nil {
 		out.Load1, out.Load5, out.Load15, _ = parseLoadavg(b, p.scratch)
 	}
 	f.CPU = out

@@ -311,7 +311,7 @@ func readAnnouncement(path string) (Announcement, error) {
 		return a, err
 	}
 	defer f.Close()
-	b, err := readCapped(f, maxAnnouncementBytes, "announcement")
+	b, err := ReadCapped(f, maxAnnouncementBytes, "announcement")
 	if err != nil {
 		return a, err
 	}

@@ -25,8 +25,8 @@ type diskCounters struct {
 
 // parseDiskstatsLine parses one line of /proc/diskstats. Kernels since 4.18
 // add discard columns and 5.5 flush columns; only the first 14 are needed.
-func parseDiskstatsLine(line []byte, scratch *fieldBuf) (name []byte, c diskCounters, err error) {
-	f := scratch.split(line)
+func parseDiskstatsLine(line []byte, scratch *FieldBuf) (name []byte, c diskCounters, err error) {
+	f := scratch.Split(line)
 	if len(f) < 14 {
 		return nil, c, fmt.Errorf("short diskstats line %q", line)
 	}
@@ -35,7 +35,7 @@ func parseDiskstatsLine(line []byte, scratch *fieldBuf) (name []byte, c diskCoun
 		if p == nil {
 			continue // merged requests
 		}
-		v, ok := parseUint(f[3+i])
+		v, ok := ParseUint(f[3+i])
 		if !ok {
 			return nil, c, fmt.Errorf("bad number %q in diskstats", f[3+i])
 		}
@@ -63,7 +63,7 @@ func diskRates(name string, prev, cur diskCounters, sec float64) (sample.Disk, b
 	// iostat's %util. It can run a little ahead of wall time; clamp.
 	d.BusyPct = min(100, float64(cur.ioMs-prev.ioMs)/(sec*10))
 	if ios > 0 {
-		d.AwaitMs = ptr(float64((cur.readMs-prev.readMs)+(cur.wrMs-prev.wrMs)) / float64(ios))
+		d.AwaitMs = Ptr(float64((cur.readMs-prev.readMs)+(cur.wrMs-prev.wrMs)) / float64(ios))
 	}
 	return d, true
 }
@@ -92,8 +92,8 @@ type diskEntry struct {
 type Disk struct {
 	statsPath, sysBlock string
 	opt                 DiskOptions
-	r                   fileReader
-	scratch             *fieldBuf
+	r                   FileReader
+	scratch             *FieldBuf
 	devs                map[string]*diskEntry
 	round               uint64
 	prevTime            time.Time
@@ -104,12 +104,12 @@ type Disk struct {
 // devices from partitions by Sys/block/NAME, which exists only for whole
 // devices.
 func NewDisk(r Roots, opt DiskOptions) *Disk {
-	r = r.withDefaults()
+	r = r.WithDefaults()
 	p := &Disk{
 		statsPath: filepath.Join(r.Proc, "diskstats"),
 		sysBlock:  filepath.Join(r.Sys, "block"),
 		opt:       opt,
-		scratch:   new(fieldBuf),
+		scratch:   new(FieldBuf),
 		devs:      make(map[string]*diskEntry),
 	}
 	_, err := os.Stat(p.sysBlock)
@@ -146,7 +146,7 @@ func (p *Disk) isWhole(name string) bool {
 
 // Collect implements Probe.
 func (p *Disk) Collect(_ context.Context, f *sample.Frame) error {
-	b, err := readRequired(&p.r, p.statsPath)
+	b, err := ReadRequired(&p.r, p.statsPath)
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (p *Disk) Collect(_ context.Context, f *sample.Frame) error {
 	out := make([]sample.Disk, 0, len(p.devs))
 	for len(b) > 0 {
 		var line []byte
-		line, b = nextLine(b)
+		line, b = NextLine(b)
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}

@@ -9,18 +9,18 @@ import (
 	"unicode/utf8"
 )
 
-// expSample is one sample line of the Prometheus text format.
-type expSample struct {
-	labels []expLabel
-	value  float64
+// Sample is one sample line of the Prometheus text format.
+type Sample struct {
+	Labels []Label
+	Value  float64
 }
 
-type expLabel struct{ name, value string }
+type Label struct{ Name, Value string }
 
-func (s expSample) label(name string) (string, bool) {
-	for _, l := range s.labels {
-		if l.name == name {
-			return l.value, true
+func (s Sample) Label(name string) (string, bool) {
+	for _, l := range s.Labels {
+		if l.Name == name {
+			return l.Value, true
 		}
 	}
 	return "", false
@@ -30,15 +30,15 @@ func (s expSample) label(name string) (string, bool) {
 // few dozen; a hostile page cannot grow memory past this.
 const maxKeptSamples = 8192
 
-// parseExposition reads the Prometheus text format (0.0.4) — the subset
+// Parse reads the Prometheus text format (0.0.4) — the subset
 // every exporter writes: comments, and `name{label="value",…} value
 // [timestamp]` lines — keeping only the samples whose name starts with
 // prefix. It is the loader protocol's reader, a tenth of the cost of
 // expfmt's full parser, which builds every family of the page (the Go
 // runtime's own included) and was most of an attached tick's CPU. A line
 // that is not of that form is an error: the page is not metrics.
-func parseExposition(page []byte, prefix string) (map[string][]expSample, error) {
-	out := map[string][]expSample{}
+func Parse(page []byte, prefix string) (map[string][]Sample, error) {
+	out := map[string][]Sample{}
 	kept := 0
 	text := string(page) // one copy; lines, names and values are slices of it
 	for n := 1; len(text) > 0; n++ {
@@ -62,11 +62,11 @@ func parseExposition(page []byte, prefix string) (map[string][]expSample, error)
 			return nil, fmt.Errorf("line %d: no metric name", n)
 		}
 		want := strings.HasPrefix(name, prefix) && kept < maxKeptSamples
-		var sm expSample
+		var sm Sample
 		var err error
 		if r := strings.TrimLeft(rest, " \t"); strings.HasPrefix(r, "{") { // blanks may come before the brace
 			rest = r
-			sm.labels, rest, err = parseLabels(rest[1:], want)
+			sm.Labels, rest, err = parseLabels(rest[1:], want)
 			if err != nil {
 				return nil, fmt.Errorf("line %d: %w", n, err)
 			}
@@ -82,7 +82,7 @@ func parseExposition(page []byte, prefix string) (map[string][]expSample, error)
 		if value == "" {
 			return nil, fmt.Errorf("line %d: want a value after %s", n, name)
 		}
-		if sm.value, err = parseValue(value); err != nil {
+		if sm.Value, err = ParseValue(value); err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
 		if spaced {
@@ -116,8 +116,8 @@ func metricName(s string) (string, string) {
 // parseLabels reads `name="value",…}` (after the brace) and returns the
 // labels (only when keep: a sample not kept needs no strings) and what
 // follows the closing brace.
-func parseLabels(s string, keep bool) ([]expLabel, string, error) {
-	var out []expLabel
+func parseLabels(s string, keep bool) ([]Label, string, error) {
+	var out []Label
 	var seen [8]string // the names so far, for duplicates, without allocating
 	names := seen[:0]
 	for {
@@ -146,7 +146,7 @@ func parseLabels(s string, keep bool) ([]expLabel, string, error) {
 		}
 		names = append(names, name)
 		if keep {
-			out = append(out, expLabel{name, value})
+			out = append(out, Label{name, value})
 		}
 		s = strings.TrimLeft(rest, " \t")
 		switch {
@@ -191,10 +191,10 @@ func quoted(s string) (string, string, error) {
 	return "", "", errors.New("a value without its closing quote")
 }
 
-// parseValue is a sample value as the format (and expfmt) reads it: Go's
+// ParseValue is a sample value as the format (and expfmt) reads it: Go's
 // float syntax, NaN and Inf in any case, but no hex exponents or
 // underscores.
-func parseValue(s string) (float64, error) {
+func ParseValue(s string) (float64, error) {
 	if strings.ContainsAny(s, "pP_") {
 		return 0, fmt.Errorf("%q is not a sample value", s)
 	}

@@ -187,7 +187,7 @@ func sameAsExpfmt(t *testing.T, name string, page []byte) {
 	if wantErr == nil || strings.Contains(wantErr.Error(), "no gpuwatch_loader_") {
 		const wait, step = "gpuwatch_loader_wait_seconds", "gpuwatch_loader_step_seconds"
 		tw, ts := expfmtHistogram(page, wait), expfmtHistogram(page, step)
-		pg, _ := parseExposition(page, "gpuwatch_loader_")
+		pg, _ := Parse(page, "gpuwatch_loader_")
 		got.Buckets = nil
 		if !tw {
 			got.Wait = Hist{}

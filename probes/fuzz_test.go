@@ -53,7 +53,7 @@ func FuzzParseNetDevLine(f *testing.F) {
 func FuzzParsePressure(f *testing.F) {
 	f.Add([]byte("some avg10=0.12 avg60=0.05 avg300=0.01 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _, _, _ = parsePressure(b, nil)
+		_, _, _, _ = ParsePressure(b, nil)
 	})
 }
 

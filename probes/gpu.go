@@ -27,7 +27,7 @@ type GPU struct {
 	sources []GPUSource
 	// Select names the job's GPUs (nil: every GPU counts).
 	Select *GPUSelect
-	r      fileReader
+	r      FileReader
 	users  map[string]string // UID → user name
 	descs  map[int]procDesc  // GPU processes' user and command, by PID
 	seen   map[int]procDesc  // this tick's, swapped with descs
@@ -96,10 +96,10 @@ func (p *GPU) describe(gpus []sample.GPU) {
 			d, ok := p.descs[ps[j].PID]
 			if !ok {
 				dir := proc + "/" + strconv.Itoa(ps[j].PID)
-				if b, err := p.r.read(dir + "/comm"); err == nil {
+				if b, err := p.r.Read(dir + "/comm"); err == nil {
 					d.command = sample.Printable(strings.TrimSpace(string(b)))
 				}
-				if b, err := p.r.read(dir + "/status"); err == nil {
+				if b, err := p.r.Read(dir + "/status"); err == nil {
 					d.user = p.userOf(b)
 				}
 			}
@@ -117,7 +117,7 @@ func (p *GPU) describe(gpus []sample.GPU) {
 func (p *GPU) userOf(status []byte) string {
 	for len(status) > 0 {
 		var line []byte
-		line, status = nextLine(status)
+		line, status = NextLine(status)
 		if rest, ok := strings.CutPrefix(string(line), "Uid:"); ok {
 			f := strings.Fields(rest)
 			if len(f) == 0 {

@@ -23,7 +23,7 @@ const amdVendorID = "0x1002"
 // power1_average or power1_input (µW), power1_cap (µW), temp1_input (m°C).
 type AMD struct {
 	drm string // SYS/class/drm
-	r   fileReader
+	r   FileReader
 }
 
 // NewAMD returns the AMD source reading sysRoot/class/drm.
@@ -57,11 +57,11 @@ func (p *AMD) cards() ([]int, error) {
 
 // readNumber reads a sysfs file holding one integer.
 func (p *AMD) readNumber(path string) (float64, error) {
-	b, err := p.r.read(path)
+	b, err := p.r.Read(path)
 	if err != nil {
 		return 0, err
 	}
-	v, ok := parseUint(bytes.TrimSpace(b))
+	v, ok := ParseUint(bytes.TrimSpace(b))
 	if !ok {
 		return 0, errors.New("not a number: " + strconv.Quote(string(bytes.TrimSpace(b))))
 	}
@@ -93,15 +93,15 @@ func (p *AMD) GPUs(context.Context) ([]sample.GPU, error) {
 // cannot be read). A reading that fails is nil with its reason.
 func (p *AMD) card(n int) (sample.GPU, bool) {
 	dev := filepath.Join(p.drm, "card"+strconv.Itoa(n), "device")
-	vendor, err := p.r.read(filepath.Join(dev, "vendor"))
+	vendor, err := p.r.Read(filepath.Join(dev, "vendor"))
 	if err != nil || string(bytes.TrimSpace(vendor)) != amdVendorID {
 		return sample.GPU{}, false
 	}
 	g := sample.GPU{Index: n, Vendor: "amd", Name: "AMD GPU", Processes: []sample.GPUProcess{}}
-	if b, err := p.r.read(filepath.Join(dev, "product_name")); err == nil && len(bytes.TrimSpace(b)) > 0 {
+	if b, err := p.r.Read(filepath.Join(dev, "product_name")); err == nil && len(bytes.TrimSpace(b)) > 0 {
 		g.Name = string(bytes.TrimSpace(b))
 	}
-	if b, err := p.r.read(filepath.Join(dev, "uevent")); err == nil {
+	if b, err := p.r.Read(filepath.Join(dev, "uevent")); err == nil {
 		for line := range strings.Lines(string(b)) {
 			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "PCI_SLOT_NAME="); ok {
 				g.BusID = v
@@ -109,20 +109,20 @@ func (p *AMD) card(n int) (sample.GPU, bool) {
 		}
 	}
 	if v, err := p.readNumber(filepath.Join(dev, "gpu_busy_percent")); err == nil {
-		g.UtilPct = ptr(v)
+		g.UtilPct = Ptr(v)
 	} else {
 		amdMiss(&g, "util_pct", err)
 	}
 	if v, err := p.readNumber(filepath.Join(dev, "mem_busy_percent")); err == nil {
-		g.MemUtilPct = ptr(v)
+		g.MemUtilPct = Ptr(v)
 	}
 	if v, err := p.readNumber(filepath.Join(dev, "mem_info_vram_used")); err == nil {
-		g.MemUsedBytes = ptr(uint64(v))
+		g.MemUsedBytes = Ptr(uint64(v))
 	} else {
 		amdMiss(&g, "mem_used_bytes", err)
 	}
 	if v, err := p.readNumber(filepath.Join(dev, "mem_info_vram_total")); err == nil {
-		g.MemTotalBytes = ptr(uint64(v))
+		g.MemTotalBytes = Ptr(uint64(v))
 	} else {
 		amdMiss(&g, "mem_total_bytes", err)
 	}
@@ -141,17 +141,17 @@ func (p *AMD) readHwmon(dev string, g *sample.GPU) {
 	}
 	// Newer kernels report power1_input, older power1_average.
 	if v, err := p.readNumber(filepath.Join(hw, "power1_average")); err == nil {
-		g.PowerWatts = ptr(v / 1e6)
+		g.PowerWatts = Ptr(v / 1e6)
 	} else if v, err := p.readNumber(filepath.Join(hw, "power1_input")); err == nil {
-		g.PowerWatts = ptr(v / 1e6)
+		g.PowerWatts = Ptr(v / 1e6)
 	} else {
 		amdMiss(g, "power_watts", err)
 	}
 	if v, err := p.readNumber(filepath.Join(hw, "power1_cap")); err == nil {
-		g.PowerLimitWatts = ptr(v / 1e6)
+		g.PowerLimitWatts = Ptr(v / 1e6)
 	}
 	if v, err := p.readNumber(filepath.Join(hw, "temp1_input")); err == nil {
-		g.TempC = ptr(v / 1000)
+		g.TempC = Ptr(v / 1000)
 	} else {
 		amdMiss(g, "temp_c", err)
 	}

@@ -140,10 +140,10 @@ func (p *NVML) init() error {
 			d.busID = int8String(pci.BusId[:])
 		}
 		if m, ret := h.GetMemoryInfo(); ret == nvml.SUCCESS {
-			d.memTotal = ptr(m.Total)
+			d.memTotal = Ptr(m.Total)
 		}
 		if c, ret := h.GetMaxClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
-			d.maxSM = ptr(float64(c))
+			d.maxSM = Ptr(float64(c))
 		}
 		p.initGPM(d)
 		d.pcieLink, d.pcieLinkBs = pcieLink(h)
@@ -194,7 +194,7 @@ func (p *NVML) pollPCIe() {
 		p.mu.Lock()
 		d.pcieRx, d.pcieTx, d.pcieReason = nil, nil, ""
 		if retRx == nvml.SUCCESS && retTx == nvml.SUCCESS {
-			d.pcieRx, d.pcieTx = ptr(float64(rx)*1024), ptr(float64(tx)*1024)
+			d.pcieRx, d.pcieTx = Ptr(float64(rx)*1024), Ptr(float64(tx)*1024)
 		} else if retRx != nvml.SUCCESS {
 			d.pcieReason = reason(retRx)
 		} else {
@@ -285,7 +285,7 @@ func (p *NVML) read(d *nvmlDevice) sample.GPU {
 // marked with MIGNoUtil rather than the driver's error.
 func readUtil(d *nvmlDevice, g *sample.GPU, fail func(string, nvml.Return)) {
 	if u, ret := d.h.GetUtilizationRates(); ret == nvml.SUCCESS {
-		g.UtilPct, g.MemUtilPct = ptr(float64(u.Gpu)), ptr(float64(u.Memory))
+		g.UtilPct, g.MemUtilPct = Ptr(float64(u.Gpu)), Ptr(float64(u.Memory))
 	} else if ret == nvml.ERROR_NOT_SUPPORTED && g.MIG != nil {
 		// The driver does not say how busy a partitioned GPU is, nor each
 		// MIG instance: that takes GPM (Hopper and later) or DCGM.
@@ -324,27 +324,27 @@ func (p *NVML) readUtilSamples(d *nvmlDevice, g *sample.GPU, fail func(string, n
 // down.
 func readSensors(d *nvmlDevice, g *sample.GPU, fail func(string, nvml.Return)) {
 	if m, ret := d.h.GetMemoryInfo(); ret == nvml.SUCCESS {
-		g.MemUsedBytes, g.MemTotalBytes = ptr(m.Used), ptr(m.Total)
+		g.MemUsedBytes, g.MemTotalBytes = Ptr(m.Used), Ptr(m.Total)
 	} else {
 		fail("mem_used_bytes", ret)
 	}
 	if mw, ret := d.h.GetPowerUsage(); ret == nvml.SUCCESS {
-		g.PowerWatts = ptr(float64(mw) / 1000)
+		g.PowerWatts = Ptr(float64(mw) / 1000)
 	} else {
 		fail("power_watts", ret)
 	}
 	if mw, ret := d.h.GetEnforcedPowerLimit(); ret == nvml.SUCCESS {
-		g.PowerLimitWatts = ptr(float64(mw) / 1000)
+		g.PowerLimitWatts = Ptr(float64(mw) / 1000)
 	} else {
 		fail("power_limit_watts", ret)
 	}
 	if c, ret := d.h.GetTemperature(nvml.TEMPERATURE_GPU); ret == nvml.SUCCESS {
-		g.TempC = ptr(float64(c))
+		g.TempC = Ptr(float64(c))
 	} else {
 		fail("temp_c", ret)
 	}
 	if c, ret := d.h.GetClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
-		g.SMClockMHz = ptr(float64(c))
+		g.SMClockMHz = Ptr(float64(c))
 	} else {
 		fail("sm_clock_mhz", ret)
 	}
@@ -368,7 +368,7 @@ func pcieLink(h nvml.Device) (string, *float64) {
 	if ret1 != nvml.SUCCESS || ret2 != nvml.SUCCESS || !ok || width <= 0 || width > 32 {
 		return "", nil
 	}
-	return fmt.Sprintf("PCIe %d.0 x%d", gen, width), ptr(lane * float64(width))
+	return fmt.Sprintf("PCIe %d.0 x%d", gen, width), Ptr(lane * float64(width))
 }
 
 // readNVLink reads the NVLink data counters (summed over links, KiB) and
@@ -392,8 +392,8 @@ func readNVLink(d *nvmlDevice, g *sample.GPU) {
 	ts := d.nvl[0].Timestamp // µs
 	if d.nvlHave && ts > d.nvlPrevTs && rx >= d.nvlPrev[0] && tx >= d.nvlPrev[1] {
 		sec := float64(ts-d.nvlPrevTs) / 1e6
-		g.NVLinkRxBytesPerSec = ptr(float64(rx-d.nvlPrev[0]) * 1024 / sec)
-		g.NVLinkTxBytesPerSec = ptr(float64(tx-d.nvlPrev[1]) * 1024 / sec)
+		g.NVLinkRxBytesPerSec = Ptr(float64(rx-d.nvlPrev[0]) * 1024 / sec)
+		g.NVLinkTxBytesPerSec = Ptr(float64(tx-d.nvlPrev[1]) * 1024 / sec)
 	}
 	d.nvlPrev, d.nvlPrevTs, d.nvlHave = [2]uint64{rx, tx}, ts, true
 }
@@ -482,7 +482,7 @@ func (p *NVML) gpmInterval(pair *gpmPair, take func(nvml.GpmSample) nvml.Return)
 				if m.Metrics[i].NvmlReturn != uint32(nvml.SUCCESS) || x != x || x < 0 || x > 100 {
 					return nil
 				}
-				return ptr(x)
+				return Ptr(x)
 			}
 			out = &sample.GPM{SMActivityPct: v(0), SMOccupancyPct: v(1), TensorActivityPct: v(2), DRAMBWUtilPct: v(3)}
 		}
@@ -530,7 +530,7 @@ func (p *NVML) readMIGGPM(d *nvmlDevice, g *sample.GPU) {
 		}
 	}
 	if n > 0 {
-		g.GPM = &sample.GPM{SMActivityPct: ptr(sum / float64(n))}
+		g.GPM = &sample.GPM{SMActivityPct: Ptr(sum / float64(n))}
 	}
 }
 
@@ -562,16 +562,16 @@ func (p *NVML) readMIG(d *nvmlDevice) []sample.MIGDevice {
 			m.Profile = migProfile(name)
 		}
 		if id, ret := h.GetGpuInstanceId(); ret == nvml.SUCCESS {
-			m.GPUInstanceID = ptr(id)
+			m.GPUInstanceID = Ptr(id)
 		}
 		if mem, ret := h.GetMemoryInfo(); ret == nvml.SUCCESS {
-			m.MemUsedBytes, m.MemTotalBytes = ptr(mem.Used), ptr(mem.Total)
+			m.MemUsedBytes, m.MemTotalBytes = Ptr(mem.Used), Ptr(mem.Total)
 		}
 		if procs, ret := h.GetComputeRunningProcesses(); ret == nvml.SUCCESS {
 			for _, pr := range procs {
 				gp := sample.GPUProcess{PID: int(pr.Pid)}
 				if pr.UsedGpuMemory != math.MaxUint64 {
-					gp.UsedMemBytes = ptr(pr.UsedGpuMemory)
+					gp.UsedMemBytes = Ptr(pr.UsedGpuMemory)
 				}
 				m.Processes = append(m.Processes, gp)
 			}
@@ -628,13 +628,13 @@ func (p *NVML) readProcesses(d *nvmlDevice, g *sample.GPU, fail func(string, nvm
 		// NVML reports unknown memory (no permission, Windows WDDM) as
 		// NVML_VALUE_NOT_AVAILABLE, all ones.
 		if pr.UsedGpuMemory != math.MaxUint64 {
-			gp.UsedMemBytes = ptr(pr.UsedGpuMemory)
+			gp.UsedMemBytes = Ptr(pr.UsedGpuMemory)
 		}
 		if sm != nil {
 			if a, ok := sm[pr.Pid]; ok && a.n > 0 {
-				gp.SMUtilPct = ptr(a.sum / float64(a.n))
+				gp.SMUtilPct = Ptr(a.sum / float64(a.n))
 			} else {
-				gp.SMUtilPct = ptr(0.0)
+				gp.SMUtilPct = Ptr(0.0)
 			}
 		}
 		g.Processes = append(g.Processes, gp)

@@ -99,7 +99,7 @@ func (p *Cgroup) identityOf(cgroup string) *sample.JobIdentity {
 	}
 	id := &sample.JobIdentity{}
 	if p.opt.PID > 0 {
-		if b, err := p.r.read(filepath.Join(p.roots.Proc, strconv.Itoa(p.opt.PID), "environ")); err == nil {
+		if b, err := p.r.Read(filepath.Join(p.roots.Proc, strconv.Itoa(p.opt.PID), "environ")); err == nil {
 			parseEnviron(b, id)
 		}
 	}

@@ -56,7 +56,7 @@ func isIndex(s string) bool {
 
 // mark sets Job on the frame's GPUs that are the job's and says how they
 // were found; it leaves the GPUs as they are when it cannot tell.
-func (s *GPUSelect) mark(gpus []sample.GPU, r *fileReader) string {
+func (s *GPUSelect) mark(gpus []sample.GPU, r *FileReader) string {
 	if s == nil || len(gpus) == 0 {
 		return ""
 	}
@@ -86,7 +86,7 @@ func (s *GPUSelect) mark(gpus []sample.GPU, r *fileReader) string {
 	found := false
 	for i := range gpus {
 		for _, p := range gpus[i].Processes {
-			if descendsFrom(r, proc, p.PID, pid) {
+			if DescendsFrom(r, proc, p.PID, pid) {
 				gpus[i].Job, found = true, true
 				break
 			}
@@ -115,8 +115,8 @@ func markListed(gpus []sample.GPU, list []string) bool {
 
 // cudaVisibleDevices reads CUDA_VISIBLE_DEVICES from the process's
 // environment; ok is false when it is not set (every GPU is visible).
-func cudaVisibleDevices(r *fileReader, proc string, pid int) ([]string, bool) {
-	b, err := r.read(filepath.Join(proc, strconv.Itoa(pid), "environ"))
+func cudaVisibleDevices(r *FileReader, proc string, pid int) ([]string, bool) {
+	b, err := r.Read(filepath.Join(proc, strconv.Itoa(pid), "environ"))
 	if err != nil {
 		return nil, false
 	}
@@ -135,14 +135,14 @@ func cudaVisibleDevices(r *fileReader, proc string, pid int) ([]string, bool) {
 	return nil, false
 }
 
-// descendsFrom says whether pid is root or one of its descendants,
+// DescendsFrom says whether pid is root or one of its descendants,
 // walking /proc/PID/stat's parent links (at most 64).
-func descendsFrom(r *fileReader, proc string, pid, root int) bool {
+func DescendsFrom(r *FileReader, proc string, pid, root int) bool {
 	for i := 0; i < 64 && pid > 1; i++ {
 		if pid == root {
 			return true
 		}
-		b, err := r.read(filepath.Join(proc, strconv.Itoa(pid), "stat"))
+		b, err := r.Read(filepath.Join(proc, strconv.Itoa(pid), "stat"))
 		if err != nil {
 			return false
 		}

@@ -109,7 +109,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 		p.havePrev = false
 		if since, ok := DisconnectedSince(err); ok {
 			// The view and JSON say so, not only the reason list.
-			f.Loader = &sample.Loader{Source: p.src.Source(), Connected: ptr(false), DisconnectedSince: &since}
+			f.Loader = &sample.Loader{Source: p.src.Source(), Connected: Ptr(false), DisconnectedSince: &since}
 		}
 		return err
 	}
@@ -121,10 +121,10 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 		DatasetBytes: cur.DatasetBytes, DatasetCachedBytes: cur.DatasetCachedBytes,
 	}
 	if cur.EpochStall != nil {
-		out.EpochStallMs = ptr(float64(cur.EpochStall.Microseconds()) / 1000)
+		out.EpochStallMs = Ptr(float64(cur.EpochStall.Microseconds()) / 1000)
 	}
 	if _, attached := p.src.(*Attach); attached {
-		out.Connected = ptr(true)
+		out.Connected = Ptr(true)
 	}
 	out.Kind = cur.Kind
 	for _, d := range cur.Dropped {
@@ -157,21 +157,21 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	out.SamplesPerSec = float64(cur.Samples-prev.Samples) / sec
 	out.BytesPerSec = float64(cur.BytesRead-prev.BytesRead) / sec
 	if cur.ReadSeconds != nil && prev.ReadSeconds != nil && *cur.ReadSeconds >= *prev.ReadSeconds {
-		out.ReadSecPerSec = ptr((*cur.ReadSeconds - *prev.ReadSeconds) / sec)
+		out.ReadSecPerSec = Ptr((*cur.ReadSeconds - *prev.ReadSeconds) / sec)
 	}
 	if cur.DecodeSeconds != nil && prev.DecodeSeconds != nil && *cur.DecodeSeconds >= *prev.DecodeSeconds {
-		out.DecodeSecPerSec = ptr((*cur.DecodeSeconds - *prev.DecodeSeconds) / sec)
+		out.DecodeSecPerSec = Ptr((*cur.DecodeSeconds - *prev.DecodeSeconds) / sec)
 	}
 	dWait, dStep := max(0, cur.Wait.Sum-prev.Wait.Sum), max(0, cur.Step.Sum-prev.Step.Sum)
 	if n := cur.Wait.Count - prev.Wait.Count; n > 0 {
-		out.WaitMeanMs = ptr(1000 * dWait / float64(n))
+		out.WaitMeanMs = Ptr(1000 * dWait / float64(n))
 		if dWait+dStep > 0 {
-			out.WaitShare = ptr(dWait / (dWait + dStep))
+			out.WaitShare = Ptr(dWait / (dWait + dStep))
 		}
 		p.waitPercentiles(out, prev, cur)
 	}
 	if n := cur.Step.Count - prev.Step.Count; n > 0 {
-		out.StepMeanMs = ptr(1000 * dStep / float64(n))
+		out.StepMeanMs = Ptr(1000 * dStep / float64(n))
 	}
 	out.Stages = loaderStages(prev.Stages, cur.Stages, cur.Workers)
 	out.Payload = batchPayload(prev.Payload, cur.Payload, out.BatchesPerSec)
@@ -201,7 +201,7 @@ func (p *Loader) waitPercentiles(out *sample.Loader, prev, cur LoaderCounters) {
 		}
 		if len(p.waits) > 0 {
 			slices.Sort(p.waits)
-			q := func(x float64) *float64 { return ptr(sample.NearestRank(p.waits, x)) }
+			q := func(x float64) *float64 { return Ptr(sample.NearestRank(p.waits, x)) }
 			out.WaitP50Ms, out.WaitP95Ms, out.WaitP99Ms = q(0.50), q(0.95), q(0.99)
 			return
 		}
@@ -222,7 +222,7 @@ func (p *Loader) waitPercentiles(out *sample.Loader, prev, cur LoaderCounters) {
 		if !ok {
 			return nil
 		}
-		return ptr(1000 * v)
+		return Ptr(1000 * v)
 	}
 	out.WaitP50Ms, out.WaitP95Ms, out.WaitP99Ms = q(0.50), q(0.95), q(0.99)
 }
@@ -233,7 +233,7 @@ func zeroIf(p *float64) *float64 {
 	if p == nil {
 		return nil
 	}
-	return ptr(0.0)
+	return Ptr(0.0)
 }
 
 // BucketQuantile estimates quantile q (0–1) from cumulative bucket counts

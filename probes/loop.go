@@ -202,7 +202,7 @@ func (l *Loop) Collect(_ context.Context, f *sample.Frame) error {
 	workers := len(t.Workers)
 	ld := &sample.Loader{
 		Source: fmt.Sprintf("sampled: pid %d's main thread", t.PID), Workers: &workers, WorkerPIDs: t.Workers,
-		PID: ptr(t.PID), LoopTID: ptr(t.PID),
+		PID: Ptr(t.PID), LoopTID: Ptr(t.PID),
 		Sampled: &sample.SampledLoop{Samples: counts[loopWait] + counts[loopStep] + counts[loopLoad] + counts[loopUnknown], Hz: float64(l.opt.Hz),
 			Inline: workers == 0, Command: t.Command, Why: t.Why, Read: "state, wchan, syscall"},
 	}
@@ -421,7 +421,7 @@ func (l *Loop) run() {
 		if now := time.Now(); next.Before(now) {
 			next = now.Add(period) // fell behind (a long scan): skip, never burst
 		}
-		sleepUntil(next)
+		SleepUntil(next)
 	}
 }
 
@@ -446,13 +446,13 @@ func (l *Loop) scan() *TrainingProcess {
 // mapsCUDA says whether a torch process has CUDA loaded too (it maps
 // libtorch first, so the finder's mark says only that).
 func (l *Loop) mapsCUDA(pid int) bool {
-	f, err := openRegular(l.opt.Proc + "/" + strconv.Itoa(pid) + "/maps")
+	f, err := OpenRegular(l.opt.Proc + "/" + strconv.Itoa(pid) + "/maps")
 	if err != nil {
 		return false
 	}
 	defer f.Close()
 	b := make([]byte, 256<<10)
-	for read := 0; read < mapsMaxBytes; {
+	for read := 0; read < MapsMaxBytes; {
 		n, err := f.Read(b)
 		read += n
 		if bytes.Contains(b[:n], []byte("libcuda.so")) || bytes.Contains(b[:n], []byte("/dev/nvidia")) {
@@ -472,13 +472,13 @@ func (l *Loop) mapsCUDA(pid int) bool {
 func (l *Loop) pinMemoryThread(pid int) bool {
 	dir := l.opt.Proc + "/" + strconv.Itoa(pid) + "/task"
 	var tids []int
-	_ = l.finder.r.readDirNames(dir, func(name []byte) {
-		if tid, ok := parseUint(name); ok && int(tid) != pid && len(tids) < 256 {
+	_ = l.finder.r.ReadDirNames(dir, func(name []byte) {
+		if tid, ok := ParseUint(name); ok && int(tid) != pid && len(tids) < 256 {
 			tids = append(tids, int(tid))
 		}
 	})
 	for _, tid := range tids {
-		b, err := l.finder.r.read(dir + "/" + strconv.Itoa(tid) + "/wchan")
+		b, err := l.finder.r.Read(dir + "/" + strconv.Itoa(tid) + "/wchan")
 		if err == nil && queueWait(string(bytes.TrimSpace(b))) {
 			return true
 		}

@@ -15,7 +15,7 @@ import (
 // Reading /proc/PID/maps is bounded: a process can map millions of
 // regions, and the file is read only to size what a faulting process maps.
 const (
-	mapsMaxBytes = 4 << 20         // read at most this much of one maps file
+	MapsMaxBytes = 4 << 20         // read at most this much of one maps file
 	mapsEvery    = 5 * time.Second // per process, at most this often
 	// mapsFaultRate is the major faults per second above which a
 	// process's mappings are worth reading.
@@ -44,7 +44,7 @@ func parseMaps(r io.Reader) mappedFiles {
 		code   bool
 	}
 	files := make(map[string]*file)
-	sc := bufio.NewScanner(io.LimitReader(r, mapsMaxBytes))
+	sc := bufio.NewScanner(io.LimitReader(r, MapsMaxBytes))
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
 	for sc.Scan() {
 		f := bytes.Fields(sc.Bytes())
@@ -110,7 +110,7 @@ var sharedLibrary = regexp.MustCompile(`\.so(\.[0-9]+)*$`)
 func (p *Proc) readMaps(e *procEntry, sp *sample.Proc, now time.Time) {
 	if e.faults.ok && e.faults.majRate >= mapsFaultRate && now.Sub(e.mappedAt) >= mapsEvery {
 		e.mappedAt = now
-		if f, err := openRegular(p.pidPath(e.pid, "", 0, "/maps")); err == nil {
+		if f, err := OpenRegular(p.pidPath(e.pid, "", 0, "/maps")); err == nil {
 			e.mapped = parseMaps(f)
 			f.Close()
 		}

@@ -17,12 +17,12 @@ type meminfo struct {
 	haveAvailable                                       bool
 }
 
-func parseMeminfo(b []byte, scratch *fieldBuf) (meminfo, error) {
+func parseMeminfo(b []byte, scratch *FieldBuf) (meminfo, error) {
 	var m meminfo
 	for len(b) > 0 {
 		var line []byte
-		line, b = nextLine(b)
-		f := scratch.split(line)
+		line, b = NextLine(b)
+		f := scratch.Split(line)
 		if len(f) < 2 {
 			continue
 		}
@@ -43,7 +43,7 @@ func parseMeminfo(b []byte, scratch *fieldBuf) (meminfo, error) {
 		default:
 			continue
 		}
-		v, ok := parseUint(f[1])
+		v, ok := ParseUint(f[1])
 		if !ok {
 			return m, fmt.Errorf("bad number in %q", line)
 		}
@@ -73,26 +73,26 @@ type vmstat struct {
 	haveSteal, haveRefault   bool
 }
 
-func parseVmstat(b []byte, scratch *fieldBuf) vmstat {
+func parseVmstat(b []byte, scratch *FieldBuf) vmstat {
 	var v vmstat
 	for len(b) > 0 {
 		var line []byte
-		line, b = nextLine(b)
-		f := scratch.split(line)
+		line, b = NextLine(b)
+		f := scratch.Split(line)
 		if len(f) != 2 {
 			continue
 		}
 		switch string(f[0]) {
 		case "pswpin":
-			v.pswpin, _ = parseUint(f[1])
+			v.pswpin, _ = ParseUint(f[1])
 		case "pswpout":
-			v.pswpout, _ = parseUint(f[1])
+			v.pswpout, _ = ParseUint(f[1])
 		case "pgmajfault":
-			v.pgmajfault, _ = parseUint(f[1])
+			v.pgmajfault, _ = ParseUint(f[1])
 		case "pgsteal_file":
-			v.pgstealFile, v.haveSteal = parseUint(f[1])
+			v.pgstealFile, v.haveSteal = ParseUint(f[1])
 		case "workingset_refault_file", "workingset_refault":
-			v.refaultFile, v.haveRefault = parseUint(f[1])
+			v.refaultFile, v.haveRefault = ParseUint(f[1])
 		}
 	}
 	return v
@@ -101,8 +101,8 @@ func parseVmstat(b []byte, scratch *fieldBuf) vmstat {
 // Mem is the probe for host memory and swap activity.
 type Mem struct {
 	meminfoPath, vmstatPath string
-	r                       fileReader
-	scratch                 *fieldBuf
+	r                       FileReader
+	scratch                 *FieldBuf
 	prev                    vmstat
 	prevTime                time.Time
 	havePrev                bool
@@ -113,7 +113,7 @@ func NewMem(procRoot string) *Mem {
 	return &Mem{
 		meminfoPath: filepath.Join(procRoot, "meminfo"),
 		vmstatPath:  filepath.Join(procRoot, "vmstat"),
-		scratch:     new(fieldBuf),
+		scratch:     new(FieldBuf),
 	}
 }
 
@@ -123,7 +123,7 @@ func (p *Mem) Name() string { return "mem" }
 // Collect implements Probe. Used memory is total minus available, as free(1)
 // counts it since procps-ng 3.3.10.
 func (p *Mem) Collect(_ context.Context, f *sample.Frame) error {
-	b, err := readRequired(&p.r, p.meminfoPath)
+	b, err := ReadRequired(&p.r, p.meminfoPath)
 	if err != nil {
 		return err
 	}
@@ -143,24 +143,24 @@ func (p *Mem) Collect(_ context.Context, f *sample.Frame) error {
 	if m.swapTotal > m.swapFree {
 		out.SwapUsedBytes = m.swapTotal - m.swapFree
 	}
-	if b, err := p.r.read(p.vmstatPath); err == nil {
+	if b, err := p.r.Read(p.vmstatPath); err == nil {
 		cur := parseVmstat(b, p.scratch)
 		if p.havePrev {
 			sec := f.Time.Sub(p.prevTime).Seconds()
-			if r, ok := rate(p.prev.pswpin, cur.pswpin, sec); ok {
-				out.SwapInPagesPerSec = ptr(r)
+			if r, ok := Rate(p.prev.pswpin, cur.pswpin, sec); ok {
+				out.SwapInPagesPerSec = Ptr(r)
 			}
-			if r, ok := rate(p.prev.pswpout, cur.pswpout, sec); ok {
-				out.SwapOutPagesPerSec = ptr(r)
+			if r, ok := Rate(p.prev.pswpout, cur.pswpout, sec); ok {
+				out.SwapOutPagesPerSec = Ptr(r)
 			}
-			if r, ok := rate(p.prev.pgmajfault, cur.pgmajfault, sec); ok {
-				out.MajorFaultsPerSec = ptr(r)
+			if r, ok := Rate(p.prev.pgmajfault, cur.pgmajfault, sec); ok {
+				out.MajorFaultsPerSec = Ptr(r)
 			}
-			if r, ok := rate(p.prev.pgstealFile, cur.pgstealFile, sec); ok && cur.haveSteal && p.prev.haveSteal {
-				out.FileStealPagesPerSec = ptr(r)
+			if r, ok := Rate(p.prev.pgstealFile, cur.pgstealFile, sec); ok && cur.haveSteal && p.prev.haveSteal {
+				out.FileStealPagesPerSec = Ptr(r)
 			}
-			if r, ok := rate(p.prev.refaultFile, cur.refaultFile, sec); ok && cur.haveRefault && p.prev.haveRefault {
-				out.FileRefaultsPerSec = ptr(r)
+			if r, ok := Rate(p.prev.refaultFile, cur.refaultFile, sec); ok && cur.haveRefault && p.prev.haveRefault {
+				out.FileRefaultsPerSec = Ptr(r)
 			}
 		}
 		p.prev, p.prevTime, p.havePrev = cur, f.Time, true

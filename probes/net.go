@@ -12,19 +12,19 @@ import (
 
 // parseNetDevLine parses one interface line of /proc/net/dev:
 // "  eth0: rxbytes rxpackets … (8 rx columns) txbytes …".
-func parseNetDevLine(line []byte, scratch *fieldBuf) (name []byte, rx, tx uint64, ok bool, err error) {
+func parseNetDevLine(line []byte, scratch *FieldBuf) (name []byte, rx, tx uint64, ok bool, err error) {
 	i := bytes.IndexByte(line, ':')
 	if i < 0 {
 		return nil, 0, 0, false, nil // a header line
 	}
 	name = bytes.TrimSpace(line[:i])
-	f := scratch.split(line[i+1:])
+	f := scratch.Split(line[i+1:])
 	if len(f) < 9 || len(name) == 0 {
 		return nil, 0, 0, false, fmt.Errorf("short net/dev line %q", line)
 	}
 	var okRx, okTx bool
-	rx, okRx = parseUint(f[0])
-	tx, okTx = parseUint(f[8])
+	rx, okRx = ParseUint(f[0])
+	tx, okTx = ParseUint(f[8])
 	if !okRx || !okTx {
 		return nil, 0, 0, false, fmt.Errorf("bad number in net/dev line %q", line)
 	}
@@ -40,8 +40,8 @@ type netEntry struct {
 // Net is the probe for per-interface network throughput.
 type Net struct {
 	path     string
-	r        fileReader
-	scratch  *fieldBuf
+	r        FileReader
+	scratch  *FieldBuf
 	ifs      map[string]*netEntry
 	round    uint64
 	prevTime time.Time
@@ -64,7 +64,7 @@ func virtualNet(name []byte) bool {
 
 // NewNet returns the network probe reading procRoot/net/dev.
 func NewNet(procRoot string, opt NetOptions) *Net {
-	return &Net{path: filepath.Join(procRoot, "net", "dev"), scratch: new(fieldBuf), ifs: make(map[string]*netEntry), opt: opt}
+	return &Net{path: filepath.Join(procRoot, "net", "dev"), scratch: new(FieldBuf), ifs: make(map[string]*netEntry), opt: opt}
 }
 
 // Name implements Probe.
@@ -72,7 +72,7 @@ func (p *Net) Name() string { return "net" }
 
 // Collect implements Probe.
 func (p *Net) Collect(_ context.Context, f *sample.Frame) error {
-	b, err := readRequired(&p.r, p.path)
+	b, err := ReadRequired(&p.r, p.path)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func (p *Net) Collect(_ context.Context, f *sample.Frame) error {
 	out := make([]sample.NetIf, 0, len(p.ifs))
 	for len(b) > 0 {
 		var line []byte
-		line, b = nextLine(b)
+		line, b = NextLine(b)
 		name, rx, tx, ok, err := parseNetDevLine(line, p.scratch)
 		if err != nil {
 			return fmt.Errorf("parse %s: %w", p.path, err)
@@ -96,8 +96,8 @@ func (p *Net) Collect(_ context.Context, f *sample.Frame) error {
 			p.ifs[n] = &netEntry{name: n, rx: rx, tx: tx, seen: p.round}
 			continue
 		}
-		rxRate, okRx := rate(e.rx, rx, sec)
-		txRate, okTx := rate(e.tx, tx, sec)
+		rxRate, okRx := Rate(e.rx, rx, sec)
+		txRate, okTx := Rate(e.tx, tx, sec)
 		e.rx, e.tx, e.seen = rx, tx, p.round
 		if okRx && okTx {
 			out = append(out, sample.NetIf{Name: e.name, RxBytesPerSec: rxRate, TxBytesPerSec: txRate})

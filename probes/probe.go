@@ -49,7 +49,7 @@ type Roots struct {
 	Sys  string // default "/sys"
 }
 
-func (r Roots) withDefaults() Roots {
+func (r Roots) WithDefaults() Roots {
 	if r.Proc == "" {
 		r.Proc = "/proc"
 	}
@@ -62,7 +62,7 @@ func (r Roots) withDefaults() Roots {
 // SystemProbes returns the host probes in display order: CPU, memory, disks,
 // network, PSI and processes.
 func SystemProbes(r Roots, opt ProcOptions, disk DiskOptions, net NetOptions) []Probe {
-	r = r.withDefaults()
+	r = r.WithDefaults()
 	return []Probe{
 		NewCPU(r.Proc),
 		NewMem(r.Proc),
@@ -73,13 +73,13 @@ func SystemProbes(r Roots, opt ProcOptions, disk DiskOptions, net NetOptions) []
 	}
 }
 
-// rate is a per-second rate from two counter readings, or false when the
+// Rate is a per-second Rate from two counter readings, or false when the
 // counter went backwards (a reset or wrap) or no time passed.
-func rate(prev, cur uint64, seconds float64) (float64, bool) {
+func Rate(prev, cur uint64, seconds float64) (float64, bool) {
 	if cur < prev || seconds <= 0 {
 		return 0, false
 	}
 	return float64(cur-prev) / seconds, true
 }
 
-func ptr[T any](v T) *T { return &v }
+func Ptr[T any](v T) *T { return &v }

@@ -39,7 +39,7 @@ type pidStat struct {
 
 // parsePidStat parses a /proc/PID/stat line. The command name is between the
 // first '(' and the last ')', and may itself hold spaces and parentheses.
-func parsePidStat(b []byte, scratch *fieldBuf) (pidStat, error) {
+func parsePidStat(b []byte, scratch *FieldBuf) (pidStat, error) {
 	var s pidStat
 	open := bytes.IndexByte(b, '(')
 	end := bytes.LastIndexByte(b, ')')
@@ -47,7 +47,7 @@ func parsePidStat(b []byte, scratch *fieldBuf) (pidStat, error) {
 		return s, fmt.Errorf("no command name in stat %q", b)
 	}
 	s.comm = b[open+1 : end]
-	f := scratch.split(bytes.TrimSpace(b[end+1:]))
+	f := scratch.Split(bytes.TrimSpace(b[end+1:]))
 	if len(f) < 22 || len(f[0]) != 1 {
 		return s, fmt.Errorf("short stat %q", b)
 	}
@@ -59,14 +59,14 @@ func parsePidStat(b []byte, scratch *fieldBuf) (pidStat, error) {
 	var utime, stime uint64
 	nums[0].dst, nums[1].dst = &utime, &stime
 	for _, n := range nums {
-		v, ok := parseUint(f[n.col-3])
+		v, ok := ParseUint(f[n.col-3])
 		if !ok {
 			return s, fmt.Errorf("bad column %d in stat %q", n.col, b)
 		}
 		*n.dst = v
 	}
-	ppid, ok1 := parseUint(f[4-3])
-	threads, ok2 := parseUint(f[20-3])
+	ppid, ok1 := ParseUint(f[4-3])
+	threads, ok2 := ParseUint(f[20-3])
 	if !ok1 || !ok2 {
 		return s, fmt.Errorf("bad ppid or threads in stat %q", b)
 	}
@@ -77,13 +77,13 @@ func parsePidStat(b []byte, scratch *fieldBuf) (pidStat, error) {
 // pidIO is what the process probe takes from /proc/PID/io, in bytes.
 type pidIO struct{ rchar, wchar, readBytes uint64 }
 
-func parsePidIO(b []byte, scratch *fieldBuf) (pidIO, error) {
+func parsePidIO(b []byte, scratch *FieldBuf) (pidIO, error) {
 	var io pidIO
 	n := 0
 	for len(b) > 0 {
 		var line []byte
-		line, b = nextLine(b)
-		f := scratch.split(line)
+		line, b = NextLine(b)
+		f := scratch.Split(line)
 		if len(f) != 2 {
 			continue
 		}
@@ -98,7 +98,7 @@ func parsePidIO(b []byte, scratch *fieldBuf) (pidIO, error) {
 		default:
 			continue
 		}
-		v, ok := parseUint(f[1])
+		v, ok := ParseUint(f[1])
 		if !ok {
 			return io, fmt.Errorf("bad number in io line %q", line)
 		}
@@ -206,8 +206,8 @@ type threadEntry struct {
 type Proc struct {
 	root     string
 	opt      ProcOptions
-	r        fileReader
-	scratch  *fieldBuf
+	r        FileReader
+	scratch  *FieldBuf
 	path     []byte
 	procs    map[int]*procEntry
 	threads  map[int]*threadEntry
@@ -231,7 +231,7 @@ func NewProc(procRoot string, opt ProcOptions) *Proc {
 	}
 	return &Proc{
 		root: procRoot, opt: opt,
-		scratch:  new(fieldBuf),
+		scratch:  new(FieldBuf),
 		procs:    make(map[int]*procEntry),
 		threads:  make(map[int]*threadEntry),
 		pageSize: uint64(os.Getpagesize()),
@@ -254,7 +254,7 @@ func (p *Proc) pidPath(pid int, mid string, tid int, suffix string) string {
 	}
 	b = append(b, suffix...)
 	p.path = b
-	return unsafeString(b)
+	return UnsafeString(b)
 }
 
 // Collect implements Probe.
@@ -262,8 +262,8 @@ func (p *Proc) Collect(_ context.Context, f *sample.Frame) error {
 	focus := p.focusNow()
 	p.round++
 	p.pids = p.pids[:0]
-	err := p.r.readDirNames(p.root, func(name []byte) {
-		if pid, ok := parseUint(name); ok {
+	err := p.r.ReadDirNames(p.root, func(name []byte) {
+		if pid, ok := ParseUint(name); ok {
 			p.pids = append(p.pids, int(pid))
 		}
 	})
@@ -397,7 +397,7 @@ func (p *Proc) threadList() []sample.Thread {
 	for _, t := range p.tsel {
 		th := sample.Thread{TID: t.tid, PID: t.pid, Name: t.name, CPUPct: t.cpuPct, SystemPct: t.sysPct}
 		if t.haveWait {
-			th.RunDelayMsPerSec = ptr(t.waitRate)
+			th.RunDelayMsPerSec = Ptr(t.waitRate)
 		}
 		th.MajorFaultsPerSec, th.MinorFaultsPerSec = t.faults.get(&slab)
 		list = append(list, th)
@@ -422,7 +422,7 @@ func busiestFirst[T any](s []T, key func(T) (cpu float64, id int)) {
 // previous reading, and forgets processes that are gone.
 func (p *Proc) scan(now time.Time) {
 	for _, pid := range p.pids {
-		b, err := p.r.read(p.pidPath(pid, "", 0, "/stat"))
+		b, err := p.r.Read(p.pidPath(pid, "", 0, "/stat"))
 		if err != nil {
 			continue // exited between listing and reading
 		}
@@ -475,7 +475,7 @@ func (p *Proc) descends(e *procEntry) bool {
 }
 
 func (p *Proc) readIO(e *procEntry, sp *sample.Proc, now time.Time) {
-	b, err := p.r.read(p.pidPath(e.pid, "", 0, "/io"))
+	b, err := p.r.Read(p.pidPath(e.pid, "", 0, "/io"))
 	if err != nil {
 		e.haveIO = false // not ours to read, or gone
 		return
@@ -487,14 +487,14 @@ func (p *Proc) readIO(e *procEntry, sp *sample.Proc, now time.Time) {
 	}
 	if e.haveIO {
 		sec := now.Sub(e.ioAt).Seconds()
-		if r, ok := rate(e.io.rchar, io.rchar, sec); ok {
-			sp.ReadBytesPerSec = ptr(r)
+		if r, ok := Rate(e.io.rchar, io.rchar, sec); ok {
+			sp.ReadBytesPerSec = Ptr(r)
 		}
-		if r, ok := rate(e.io.wchar, io.wchar, sec); ok {
-			sp.WriteBytesPerSec = ptr(r)
+		if r, ok := Rate(e.io.wchar, io.wchar, sec); ok {
+			sp.WriteBytesPerSec = Ptr(r)
 		}
-		if r, ok := rate(e.io.readBytes, io.readBytes, sec); ok {
-			sp.DiskReadBytesPerSec = ptr(r)
+		if r, ok := Rate(e.io.readBytes, io.readBytes, sec); ok {
+			sp.DiskReadBytesPerSec = Ptr(r)
 		}
 	}
 	e.io, e.ioAt, e.haveIO = io, now, true
@@ -518,8 +518,8 @@ func (p *Proc) readThreads(e *procEntry, now time.Time, limit int) int {
 	dir := p.pidPath(e.pid, "", 0, "/task")
 	// readDirNames reuses p.r's buffer, so collect TIDs first.
 	start := len(p.pids)
-	_ = p.r.readDirNames(dir, func(name []byte) {
-		if tid, ok := parseUint(name); ok {
+	_ = p.r.ReadDirNames(dir, func(name []byte) {
+		if tid, ok := ParseUint(name); ok {
 			p.pids = append(p.pids, int(tid))
 		}
 	})
@@ -559,7 +559,7 @@ func (p *Proc) readThreads(e *procEntry, now time.Time, limit int) int {
 // readThread reads one thread's stat (and, in a focused tree, its run
 // delay).
 func (p *Proc) readThread(e *procEntry, tid int, now time.Time) {
-	b, err := p.r.read(p.pidPath(e.pid, "/task/", tid, "/stat"))
+	b, err := p.r.Read(p.pidPath(e.pid, "/task/", tid, "/stat"))
 	if err != nil {
 		return
 	}
@@ -599,16 +599,16 @@ const hotThreadPct = 1.0
 // Documentation/scheduler/sched-stats.rst): a thread that waits while
 // others run is losing its CPU to them.
 func (p *Proc) readRunDelay(pid, tid int, t *threadEntry, now time.Time) {
-	b, err := p.r.read(p.pidPath(pid, "/task/", tid, "/schedstat"))
+	b, err := p.r.Read(p.pidPath(pid, "/task/", tid, "/schedstat"))
 	if err != nil {
 		t.haveWait, t.readWait = false, false
 		return
 	}
-	f := p.scratch.split(b)
+	f := p.scratch.Split(b)
 	if len(f) < 2 {
 		return
 	}
-	w, ok := parseUint(f[1])
+	w, ok := ParseUint(f[1])
 	if !ok {
 		return
 	}

@@ -212,12 +212,12 @@ func TestAFIFOInTheSysRootStallsNothing(t *testing.T) {
 	}
 	done := make(chan error, 2)
 	go func() {
-		var r fileReader
-		_, err := r.read(fifo)
+		var r FileReader
+		_, err := r.Read(fifo)
 		done <- err
 	}()
 	go func() {
-		f, err := openRegular(fifo)
+		f, err := OpenRegular(fifo)
 		if f != nil {
 			f.Close()
 		}

@@ -13,12 +13,12 @@ import (
 type ProcTable struct {
 	mu   sync.Mutex
 	at   time.Time // when the rows were read; zero: never
-	rows []procRow
+	rows []ProcRow
 }
 
-type procRow struct {
-	pid, ppid    int
-	start, ticks uint64
+type ProcRow struct {
+	PID, PPID    int
+	Start, Ticks uint64
 }
 
 // put replaces the rows with procs, read at at.
@@ -27,15 +27,15 @@ func (t *ProcTable) put(at time.Time, procs map[int]*procEntry) {
 	defer t.mu.Unlock()
 	t.rows = t.rows[:0]
 	for _, e := range procs {
-		t.rows = append(t.rows, procRow{pid: e.pid, ppid: e.ppid, start: e.start, ticks: e.ticks})
+		t.rows = append(t.rows, ProcRow{PID: e.pid, PPID: e.ppid, Start: e.start, Ticks: e.ticks})
 	}
 	t.at = at
 }
 
-// appendSince appends the rows to dst when they were read after after;
+// AppendSince appends the rows to dst when they were read after after;
 // false when they are older (the probe is not running, or is stuck) or the
 // table is nil.
-func (t *ProcTable) appendSince(dst []procRow, after time.Time) ([]procRow, bool) {
+func (t *ProcTable) AppendSince(dst []ProcRow, after time.Time) ([]ProcRow, bool) {
 	if t == nil {
 		return dst, false
 	}

@@ -358,8 +358,8 @@ func valueIndex(p *profile.Profile) int {
 	return len(p.SampleType) - 1
 }
 
-// readCapped reads at most limit bytes, failing past it.
-func readCapped(r io.Reader, limit int64, what string) ([]byte, error) {
+// ReadCapped reads at most limit bytes, failing past it.
+func ReadCapped(r io.Reader, limit int64, what string) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, err

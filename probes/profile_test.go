@@ -154,7 +154,7 @@ func TestBadProfilesAreRefusedWithAReason(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if _, err := readCapped(bytes.NewReader(make([]byte, 2<<20)), 1<<20, "profile"); err == nil || !strings.Contains(err.Error(), "larger than 1 MiB") {
+	if _, err := ReadCapped(bytes.NewReader(make([]byte, 2<<20)), 1<<20, "profile"); err == nil || !strings.Contains(err.Error(), "larger than 1 MiB") {
 		t.Errorf("over the cap: %v", err)
 	}
 }

@@ -99,13 +99,13 @@ func (p *Profiler) take(ctx context.Context) (*sample.Profile, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := readCapped(resp.Body, 4<<10, "error")
+		msg, _ := ReadCapped(resp.Body, 4<<10, "error")
 		if resp.StatusCode == http.StatusConflict || resp.StatusCode == http.StatusInternalServerError && bytes.Contains(msg, []byte("already in use")) {
 			return nil, errProfilingBusy
 		}
 		return nil, fmt.Errorf("/debug/pprof/profile answered %s", resp.Status)
 	}
-	data, err := readCapped(resp.Body, maxProfileDownload, "profile")
+	data, err := ReadCapped(resp.Body, maxProfileDownload, "profile")
 	if err != nil {
 		return nil, fmt.Errorf("/debug/pprof/profile: %w", a.explain(err, limit))
 	}

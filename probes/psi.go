@@ -21,14 +21,14 @@ type psiLine struct {
 	totalUs uint64
 }
 
-// parsePressure parses a /proc/pressure/{cpu,io,memory} file. full is false
+// ParsePressure parses a /proc/pressure/{cpu,io,memory} file. full is false
 // where the kernel prints no "full" line (cpu before Linux 5.13).
-func parsePressure(b []byte, scratch *fieldBuf) (some, full psiLine, haveFull bool, err error) {
+func ParsePressure(b []byte, scratch *FieldBuf) (some, full psiLine, haveFull bool, err error) {
 	haveSome := false
 	for len(b) > 0 {
 		var line []byte
-		line, b = nextLine(b)
-		f := scratch.split(line)
+		line, b = NextLine(b)
+		f := scratch.Split(line)
 		if len(f) < 5 {
 			continue
 		}
@@ -41,9 +41,9 @@ func parsePressure(b []byte, scratch *fieldBuf) (some, full psiLine, haveFull bo
 			}
 			switch string(k) {
 			case "avg10":
-				l.avg10, okAvg = parseFloat(v)
+				l.avg10, okAvg = ParseFloat(v)
 			case "total":
-				l.totalUs, okTotal = parseUint(v)
+				l.totalUs, okTotal = ParseUint(v)
 			}
 		}
 		if !okAvg || !okTotal {
@@ -70,15 +70,15 @@ type psiPrev struct {
 // PSI is the probe for pressure stall information (cpu, io, memory).
 type PSI struct {
 	paths    [3]string
-	r        fileReader
-	scratch  *fieldBuf
+	r        FileReader
+	scratch  *FieldBuf
 	prev     [3]psiPrev
 	prevTime time.Time
 }
 
 // NewPSI returns the PSI probe reading procRoot/pressure/*.
 func NewPSI(procRoot string) *PSI {
-	p := &PSI{scratch: new(fieldBuf)}
+	p := &PSI{scratch: new(FieldBuf)}
 	for i, n := range [...]string{"cpu", "io", "memory"} {
 		p.paths[i] = filepath.Join(procRoot, "pressure", n)
 	}
@@ -97,7 +97,7 @@ func (p *PSI) Collect(_ context.Context, f *sample.Frame) error {
 	dst := [...]**sample.Pressure{&out.CPU, &out.IO, &out.Memory}
 	got := 0
 	for i, path := range p.paths {
-		b, err := p.r.read(path)
+		b, err := p.r.Read(path)
 		if err != nil {
 			p.prev[i].ok = false
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, fs.ErrPermission) {
@@ -105,23 +105,23 @@ func (p *PSI) Collect(_ context.Context, f *sample.Frame) error {
 			}
 			return err
 		}
-		some, full, haveFull, err := parsePressure(b, p.scratch)
+		some, full, haveFull, err := ParsePressure(b, p.scratch)
 		if err != nil {
 			p.prev[i].ok = false
 			return fmt.Errorf("parse %s: %w", path, err)
 		}
 		pr := &sample.Pressure{SomeAvg10: some.avg10}
 		if haveFull {
-			pr.FullAvg10 = ptr(full.avg10)
+			pr.FullAvg10 = Ptr(full.avg10)
 		}
 		if prev := p.prev[i]; prev.ok && sec > 0 {
 			// The total counters are µs of stall; their rate over the
 			// interval is the share of wall time stalled.
-			if r, ok := rate(prev.some.totalUs, some.totalUs, sec); ok {
-				pr.SomePct = ptr(min(100, r/1e4))
+			if r, ok := Rate(prev.some.totalUs, some.totalUs, sec); ok {
+				pr.SomePct = Ptr(min(100, r/1e4))
 			}
-			if r, ok := rate(prev.full.totalUs, full.totalUs, sec); ok && haveFull {
-				pr.FullPct = ptr(min(100, r/1e4))
+			if r, ok := Rate(prev.full.totalUs, full.totalUs, sec); ok && haveFull {
+				pr.FullPct = Ptr(min(100, r/1e4))
 			}
 		}
 		p.prev[i] = psiPrev{some: some, full: full, ok: true}

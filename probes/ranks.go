@@ -462,7 +462,7 @@ func rankOf(t *rankTarget, l *sample.Loader) sample.Rank {
 	}
 	out.WaitShare, out.Workers = l.WaitShare, l.Workers
 	if l.StepMeanMs != nil {
-		out.StepSec = ptr(*l.StepMeanMs / 1000)
+		out.StepSec = Ptr(*l.StepMeanMs / 1000)
 	}
 	out.BatchesPerSec, out.SamplesPerSec = l.BatchesPerSec, l.SamplesPerSec
 	out.Loader = l

@@ -4,4 +4,4 @@ package probes
 
 import "time"
 
-func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
+func SleepUntil(t time.Time) { time.Sleep(time.Until(t)) }

@@ -38,22 +38,22 @@ const maxPayloadTensors = 16
 // stagesFromPage reads the stage and payload series of a /metrics page
 // into c (nil where absent). Out-of-range values are left out and said in
 // c.Dropped, as the other gauges are.
-func stagesFromPage(page map[string][]expSample, c *LoaderCounters) {
+func stagesFromPage(page map[string][]Sample, c *LoaderCounters) {
 	for _, s := range page["gpuwatch_loader_stage_seconds_total"] {
-		name, _ := s.label("stage")
+		name, _ := s.Label("stage")
 		i := stageIndex(name)
 		if i < 0 {
 			continue // a stage this gpuwatch does not know: not ours to show
 		}
 		n, ok := stageBatches(page, name)
-		if !ok || !(s.value >= 0 && s.value <= maxLoaderSeconds) {
-			c.Dropped = append(c.Dropped, fmt.Sprintf("gpuwatch_loader_stage_seconds_total{stage=%q} %s: not a count of seconds with its batches, dropped", name, strconv.FormatFloat(s.value, 'g', 6, 64)))
+		if !ok || !(s.Value >= 0 && s.Value <= maxLoaderSeconds) {
+			c.Dropped = append(c.Dropped, fmt.Sprintf("gpuwatch_loader_stage_seconds_total{stage=%q} %s: not a count of seconds with its batches, dropped", name, strconv.FormatFloat(s.Value, 'g', 6, 64)))
 			continue
 		}
 		if c.Stages == nil {
 			c.Stages = map[string]StageCount{}
 		}
-		c.Stages[stageNames[i]] = StageCount{Seconds: s.value, Batches: n}
+		c.Stages[stageNames[i]] = StageCount{Seconds: s.Value, Batches: n}
 	}
 	looked, ok := pageCount(page, "gpuwatch_loader_batches_looked_total")
 	if !ok {
@@ -90,13 +90,13 @@ func stageIndex(name string) int {
 }
 
 // stageBatches is the batch count sent for stage.
-func stageBatches(page map[string][]expSample, stage string) (uint64, bool) {
+func stageBatches(page map[string][]Sample, stage string) (uint64, bool) {
 	for _, s := range page["gpuwatch_loader_stage_batches_total"] {
-		if v, _ := s.label("stage"); v == stage {
-			if !(s.value >= 0 && s.value <= 1<<62) {
+		if v, _ := s.Label("stage"); v == stage {
+			if !(s.Value >= 0 && s.Value <= 1<<62) {
 				return 0, false
 			}
-			return uint64(s.value), true
+			return uint64(s.Value), true
 		}
 	}
 	return 0, false
@@ -104,24 +104,24 @@ func stageBatches(page map[string][]expSample, stage string) (uint64, bool) {
 
 // pageCount is a counter's value: absent, NaN, negative or past 2^62 is
 // none.
-func pageCount(page map[string][]expSample, name string) (uint64, bool) {
+func pageCount(page map[string][]Sample, name string) (uint64, bool) {
 	ss := page[name]
-	if len(ss) == 0 || !(ss[0].value >= 0 && ss[0].value <= 1<<62) {
+	if len(ss) == 0 || !(ss[0].Value >= 0 && ss[0].Value <= 1<<62) {
 		return 0, false
 	}
-	return uint64(ss[0].value), true
+	return uint64(ss[0].Value), true
 }
 
 // payloadTensor reads one gpuwatch_loader_batch_tensor_bytes sample: its
 // labels are outside text, kept short and printable.
-func payloadTensor(s expSample) (sample.PayloadTensor, bool) {
-	if !(s.value >= 0 && s.value <= 1<<62) {
+func payloadTensor(s Sample) (sample.PayloadTensor, bool) {
+	if !(s.Value >= 0 && s.Value <= 1<<62) {
 		return sample.PayloadTensor{}, false
 	}
-	path, _ := s.label("path")
-	dtype, _ := s.label("dtype")
-	shape, _ := s.label("shape")
-	t := sample.PayloadTensor{Path: shortLabel(path, 128), DType: shortLabel(dtype, 32), Bytes: int64(s.value)}
+	path, _ := s.Label("path")
+	dtype, _ := s.Label("dtype")
+	shape, _ := s.Label("shape")
+	t := sample.PayloadTensor{Path: shortLabel(path, 128), DType: shortLabel(dtype, 32), Bytes: int64(s.Value)}
 	if shape != "" {
 		for _, d := range strings.SplitN(shape, "x", 9) {
 			n, err := strconv.ParseInt(d, 10, 64)
@@ -132,7 +132,7 @@ func payloadTensor(s expSample) (sample.PayloadTensor, bool) {
 			t.Shape = append(t.Shape, n)
 		}
 	}
-	if v, ok := s.label("pinned"); ok && (v == "0" || v == "1") {
+	if v, ok := s.Label("pinned"); ok && (v == "0" || v == "1") {
 		b := v == "1"
 		t.Pinned = &b
 	}
@@ -171,7 +171,7 @@ func loaderStages(prev, cur map[string]StageCount, workers *int) *sample.LoaderS
 			p = StageCount{}
 		}
 		if n := c.Batches - p.Batches; n > 0 {
-			per[i] = ptr(1000 * (c.Seconds - p.Seconds) / float64(n))
+			per[i] = Ptr(1000 * (c.Seconds - p.Seconds) / float64(n))
 			timed = true
 		}
 	}
@@ -192,7 +192,7 @@ func loaderStages(prev, cur map[string]StageCount, workers *int) *sample.LoaderS
 			if v == nil {
 				return nil
 			}
-			return ptr(min(1, *v/total))
+			return Ptr(min(1, *v/total))
 		}
 		out.GetitemShare, out.CollateShare, out.HandoverShare = share(per[0]), share(per[1]), share(per[2])
 	}
@@ -215,14 +215,14 @@ func batchPayload(prev, cur *PayloadCounters, bps float64) *sample.BatchPayload 
 	}
 	out := &sample.BatchPayload{BatchesLooked: cur.Looked, BytesPerBatch: float64(d.Bytes) / float64(d.Looked), Tensors: cur.Tensors}
 	if d.Bytes > 0 {
-		out.Float64Share = ptr(float64(d.Float64Bytes) / float64(d.Bytes))
-		out.PinnedShare = ptr(float64(d.PinnedBytes) / float64(d.Bytes))
+		out.Float64Share = Ptr(float64(d.Float64Bytes) / float64(d.Bytes))
+		out.PinnedShare = Ptr(float64(d.PinnedBytes) / float64(d.Bytes))
 	}
 	if d.TokenSlots > 0 {
-		out.PaddingShare = ptr(float64(d.PaddingSlots) / float64(d.TokenSlots))
+		out.PaddingShare = Ptr(float64(d.PaddingSlots) / float64(d.TokenSlots))
 	}
 	if bps > 0 && !math.IsInf(bps, 0) {
-		out.BytesPerSec = ptr(out.BytesPerBatch * bps)
+		out.BytesPerSec = Ptr(out.BytesPerBatch * bps)
 	}
 	return out
 }

@@ -193,10 +193,10 @@ func printableID(s string) string {
 type TrainingFinder struct {
 	root  string
 	table *ProcTable // nil, or the Proc probe's reading of the same root
-	r     fileReader
-	fb    fieldBuf
+	r     FileReader
+	fb    FieldBuf
 	known map[int]*procInfo
-	rows  []procRow
+	rows  []ProcRow
 	pids  []int
 	uid   int
 	now   func() time.Time
@@ -220,20 +220,20 @@ const tableFresh = 3 * time.Second
 func (t *TrainingFinder) Find(root int) []TrainingProcess {
 	now := t.now()
 	var ok bool
-	if t.rows, ok = t.table.appendSince(t.rows[:0], now.Add(-tableFresh)); !ok {
+	if t.rows, ok = t.table.AppendSince(t.rows[:0], now.Add(-tableFresh)); !ok {
 		if t.rows, ok = t.readStats(t.rows[:0]); !ok {
 			return nil
 		}
 	}
 	seen := make(map[int]*procInfo, len(t.rows))
 	for _, r := range t.rows {
-		p := t.known[r.pid]
-		if p == nil || p.start != r.start {
-			p = &procInfo{pid: r.pid, start: r.start}
-			t.known[r.pid] = p
+		p := t.known[r.PID]
+		if p == nil || p.start != r.Start {
+			p = &procInfo{pid: r.PID, start: r.Start}
+			t.known[r.PID] = p
 		}
-		p.ppid, p.ticks = r.ppid, r.ticks
-		seen[r.pid] = p
+		p.ppid, p.ticks = r.PPID, r.Ticks
+		seen[r.PID] = p
 	}
 	for pid := range t.known {
 		if seen[pid] == nil {
@@ -256,17 +256,17 @@ func (t *TrainingFinder) Find(root int) []TrainingProcess {
 }
 
 // readStats appends every process's stat numbers, read from /proc.
-func (t *TrainingFinder) readStats(dst []procRow) ([]procRow, bool) {
+func (t *TrainingFinder) readStats(dst []ProcRow) ([]ProcRow, bool) {
 	t.pids = t.pids[:0]
-	if err := t.r.readDirNames(t.root, func(name []byte) {
-		if pid, ok := parseUint(name); ok {
+	if err := t.r.ReadDirNames(t.root, func(name []byte) {
+		if pid, ok := ParseUint(name); ok {
 			t.pids = append(t.pids, int(pid))
 		}
 	}); err != nil {
 		return dst, false
 	}
 	for _, pid := range t.pids {
-		b, err := t.r.read(t.root + "/" + strconv.Itoa(pid) + "/stat")
+		b, err := t.r.Read(t.root + "/" + strconv.Itoa(pid) + "/stat")
 		if err != nil {
 			continue
 		}
@@ -274,7 +274,7 @@ func (t *TrainingFinder) readStats(dst []procRow) ([]procRow, bool) {
 		if err != nil {
 			continue
 		}
-		dst = append(dst, procRow{pid: pid, ppid: st.ppid, start: st.starttime, ticks: st.ticks})
+		dst = append(dst, ProcRow{PID: pid, PPID: st.ppid, Start: st.starttime, Ticks: st.ticks})
 	}
 	return dst, true
 }
@@ -300,11 +300,11 @@ func (t *TrainingFinder) describe(p *procInfo, now time.Time) {
 		return
 	}
 	p.exe = exe
-	if b, err := t.r.read(dir + "/cmdline"); err == nil {
+	if b, err := t.r.Read(dir + "/cmdline"); err == nil {
 		b = bytes.TrimRight(b[:min(len(b), cmdlineMax)], "\x00")
 		p.cmdline = string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
 	}
-	if f, err := openRegular(dir + "/maps"); err == nil {
+	if f, err := OpenRegular(dir + "/maps"); err == nil {
 		p.maps = scanMaps(f)
 		f.Close()
 	}
@@ -316,7 +316,7 @@ func scanMaps(f *os.File) string {
 	buf := make([]byte, 64<<10)
 	carry := 0
 	read := 0
-	for read < mapsMaxBytes {
+	for read < MapsMaxBytes {
 		n, err := f.Read(buf[carry:])
 		if n > 0 {
 			read += n
@@ -357,12 +357,12 @@ func TreeRoot(procRoot string, pids []int) int {
 	if len(pids) == 0 {
 		return 0
 	}
-	var r fileReader
+	var r FileReader
 	best := pids[0]
 	for _, p := range pids {
 		covers := 0
 		for _, q := range pids {
-			if descendsFrom(&r, procRoot, q, p) {
+			if DescendsFrom(&r, procRoot, q, p) {
 				covers++
 			}
 		}
@@ -373,10 +373,10 @@ func TreeRoot(procRoot string, pids []int) int {
 	return best
 }
 
-func countUnder(r *fileReader, procRoot string, pids []int, root int) int {
+func countUnder(r *FileReader, procRoot string, pids []int, root int) int {
 	n := 0
 	for _, q := range pids {
-		if descendsFrom(r, procRoot, q, root) {
+		if DescendsFrom(r, procRoot, q, root) {
 			n++
 		}
 	}
@@ -386,6 +386,6 @@ func countUnder(r *fileReader, procRoot string, pids []int, root int) int {
 // Descends says whether pid is root or one of its descendants, by the
 // parent links in procRoot.
 func Descends(procRoot string, pid, root int) bool {
-	var r fileReader
-	return descendsFrom(&r, procRoot, pid, root)
+	var r FileReader
+	return DescendsFrom(&r, procRoot, pid, root)
 }

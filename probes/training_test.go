@@ -210,13 +210,13 @@ func TestProcProbeFillsTheTable(t *testing.T) {
 	if err := p.Collect(context.Background(), f); err != nil {
 		t.Fatal(err)
 	}
-	rows, ok := table.appendSince(nil, f.Time.Add(-time.Second))
+	rows, ok := table.AppendSince(nil, f.Time.Add(-time.Second))
 	if !ok {
 		t.Fatal("no fresh reading after a Collect")
 	}
 	for _, r := range rows {
-		if r.pid == os.Getpid() {
-			if r.ppid != os.Getppid() || r.start == 0 {
+		if r.PID == os.Getpid() {
+			if r.PPID != os.Getppid() || r.Start == 0 {
 				t.Errorf("this process: %+v, want parent %d and a start time", r, os.Getppid())
 			}
 			return
