@@ -3,6 +3,8 @@ package probes
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"strconv"
 )
@@ -88,4 +90,16 @@ func ParseUint(b []byte) (uint64, bool) {
 func ParseFloat(b []byte) (float64, bool) {
 	v, err := strconv.ParseFloat(string(b), 64)
 	return v, err == nil
+}
+
+// ReadCapped reads at most limit bytes, failing past it.
+func ReadCapped(r io.Reader, limit int64, what string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s larger than %d MiB", what, limit>>20)
+	}
+	return b, nil
 }

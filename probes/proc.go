@@ -636,3 +636,23 @@ func ProcessExists(procRoot string, pid int) bool {
 
 // Lane implements Laned: a /proc reader, it shares the procfs worker.
 func (p *Proc) Lane() string { return "procfs" }
+
+// DescendsFrom says whether pid is root or one of its descendants,
+// walking /proc/PID/stat's parent links (at most 64).
+func DescendsFrom(r *FileReader, proc string, pid, root int) bool {
+	for i := 0; i < 64 && pid > 1; i++ {
+		if pid == root {
+			return true
+		}
+		b, err := r.Read(filepath.Join(proc, strconv.Itoa(pid), "stat"))
+		if err != nil {
+			return false
+		}
+		st, err := parsePidStat(b, nil)
+		if err != nil || st.ppid == pid {
+			return false
+		}
+		pid = st.ppid
+	}
+	return pid == root
+}

@@ -46,3 +46,22 @@ func (t *ProcTable) AppendSince(dst []ProcRow, after time.Time) ([]ProcRow, bool
 	}
 	return append(dst, t.rows...), true
 }
+
+// Store replaces the rows with rows, read at at: for a reader of /proc
+// other than the Proc probe (and tests).
+func (t *ProcTable) Store(at time.Time, rows []ProcRow) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.rows = append(t.rows[:0], rows...)
+	t.at = at
+}
+
+// StatRow is process pid's row from b, the contents of its
+// /proc/PID/stat; false when b does not parse. scratch may be nil.
+func StatRow(pid int, b []byte, scratch *FieldBuf) (ProcRow, bool) {
+	st, err := parsePidStat(b, scratch)
+	if err != nil {
+		return ProcRow{}, false
+	}
+	return ProcRow{PID: pid, PPID: st.ppid, Start: st.starttime, Ticks: st.ticks}, true
+}

@@ -53,13 +53,9 @@ var categoryRules = []struct {
 	}},
 }
 
-// MaxProfileBytes caps a profile uncompressed (64 MiB), and
-// maxProfileDownload what is fetched (16 MiB; a loader's CPU profile is a
-// few hundred KiB gzipped): a bigger one is skipped.
-const (
-	MaxProfileBytes    = 64 << 20
-	maxProfileDownload = 16 << 20
-)
+// MaxProfileBytes caps a profile uncompressed (64 MiB): a bigger one is
+// skipped.
+const MaxProfileBytes = 64 << 20
 
 // SummarizeProfile parses a pprof profile (gzipped or not) and summarizes
 // its CPU time: shares per category, and the top functions by flat and
@@ -356,18 +352,6 @@ func valueIndex(p *profile.Profile) int {
 		}
 	}
 	return len(p.SampleType) - 1
-}
-
-// ReadCapped reads at most limit bytes, failing past it.
-func ReadCapped(r io.Reader, limit int64, what string) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s larger than %d MiB", what, limit>>20)
-	}
-	return b, nil
 }
 
 // inflate returns data decompressed when it is gzipped (pprof's format),

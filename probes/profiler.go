@@ -14,6 +14,10 @@ import (
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
+// maxProfileDownload caps what is fetched (16 MiB; a loader's CPU profile
+// is a few hundred KiB gzipped): a bigger one is skipped.
+const maxProfileDownload = 16 << 20
+
 // Profiler fetches a CPU profile from an attached loader every `every`,
 // each `seconds` long, on its own goroutine, and keeps the latest summary; its
 // Collect only copies that summary into the frame. A profile that fails

@@ -270,11 +270,9 @@ func (t *TrainingFinder) readStats(dst []ProcRow) ([]ProcRow, bool) {
 		if err != nil {
 			continue
 		}
-		st, err := parsePidStat(b, &t.fb)
-		if err != nil {
-			continue
+		if row, ok := StatRow(pid, b, &t.fb); ok {
+			dst = append(dst, row)
 		}
-		dst = append(dst, ProcRow{PID: pid, PPID: st.ppid, Start: st.starttime, Ticks: st.ticks})
 	}
 	return dst, true
 }

@@ -179,9 +179,9 @@ func TestFinderTakesTheProcProbesReading(t *testing.T) {
 	}
 	clock := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
 	table := new(ProcTable)
-	table.put(clock, map[int]*procEntry{
-		100: {pid: 100, ppid: 1, start: 12345, ticks: 300},
-		200: {pid: 200, ppid: 1, start: 12345, ticks: 900},
+	table.Store(clock, []ProcRow{
+		{PID: 100, PPID: 1, Start: 12345, Ticks: 300},
+		{PID: 200, PPID: 1, Start: 12345, Ticks: 900},
 	})
 	f := NewTrainingFinder(root, table)
 	f.now = func() time.Time { return clock }
