@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/training"
 	"github.com/gpuwatch/gpuwatch/python"
 	"github.com/gpuwatch/gpuwatch/session"
 )
@@ -146,7 +146,7 @@ func runJob(cmd *cobra.Command, w *watchFlags, argv []string, jobLog string, std
 	o := w.options(stdout, stderr)
 	o.PID, o.Job, o.Title = job.PID(), job, "run: "+job.Command()
 	o.Attach = session.AttachTo{Discover: true, Dir: dir, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0,
-		Within: func(pid int) bool { return probes.Descends(w.procRoot, pid, job.PID()) }}
+		Within: func(pid int) bool { return training.Descends(w.procRoot, pid, job.PID()) }}
 	err = session.Run(ctx, o)
 	stopJob(job)
 	if dashboard && jo.Log != "" {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/host"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -59,7 +59,7 @@ func (t *target) Collect(_ context.Context, f *sample.Frame) error {
 		}
 	case t.o.PID != 0:
 		out = &sample.Target{PID: t.o.PID, Command: t.command(t.o.PID), Why: cmp.Or(t.o.PIDWhy, "--pid")}
-		if t.gone == nil && !probes.ProcessExists(t.o.Roots.Proc, t.o.PID) {
+		if t.gone == nil && !host.ProcessExists(t.o.Roots.Proc, t.o.PID) {
 			now := f.Time
 			t.gone = &now
 		}
@@ -171,12 +171,12 @@ func (j *Job) hookState() (pids, serves []int, log string) {
 	for _, e := range entries {
 		name := e.Name()
 		if p, ok := strings.CutPrefix(name, "py-"); ok {
-			if pid, err := strconv.Atoi(p); err == nil && probes.ProcessExists("/proc", pid) {
+			if pid, err := strconv.Atoi(p); err == nil && host.ProcessExists("/proc", pid) {
 				pids = append(pids, pid)
 			}
 		}
 		if p, _, ok := strings.Cut(name, "-"); ok && strings.HasSuffix(name, ".json") && e.Type().IsRegular() {
-			if pid, err := strconv.Atoi(p); err == nil && pid > 0 && probes.ProcessExists("/proc", pid) {
+			if pid, err := strconv.Atoi(p); err == nil && pid > 0 && host.ProcessExists("/proc", pid) {
 				serves = append(serves, pid)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/training"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -200,7 +201,7 @@ func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration,
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	w, err := NewWatch(ctx, Options{Interval: c.Interval, Thresholds: c.Th, Roots: c.Roots, PID: job.PID(), Job: job, Loop: true,
-		Attach: AttachTo{Discover: true, Dir: c.dir, NoProfiles: true, Within: func(pid int) bool { return probes.Descends(c.Roots.Proc, pid, job.PID()) }}})
+		Attach: AttachTo{Discover: true, Dir: c.dir, NoProfiles: true, Within: func(pid int) bool { return training.Descends(c.Roots.Proc, pid, job.PID()) }}})
 	if err != nil {
 		return nil, nil, err
 	}

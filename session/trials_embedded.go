@@ -12,6 +12,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -138,7 +139,7 @@ func (e *EmbeddedTrials) Settle(ctx context.Context, s Setting, limit time.Durat
 	}
 	ctx, cancel := context.WithTimeout(runCtx, limit)
 	defer cancel()
-	w, err := NewWatch(ctx, Options{Interval: e.Interval, Thresholds: e.Th, Roots: e.Roots, Own: os.Getpid(), Probes: []probes.Probe{probes.NewLoader(src)}})
+	w, err := NewWatch(ctx, Options{Interval: e.Interval, Thresholds: e.Th, Roots: e.Roots, Own: os.Getpid(), Probes: []probes.Probe{endpoint.NewLoader(src)}})
 	if err != nil {
 		return TuneStep{}, err
 	}
