@@ -321,71 +321,100 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 	if err != nil {
 		return LoaderCounters{}, nil, fmt.Errorf("not Prometheus text: %w", err)
 	}
-	var c LoaderCounters
-	found := 0
-	// raw is a sample's value as sent; ok is false when the metric is
-	// absent.
-	raw := func(name string) (float64, bool) {
-		ss := page[name]
-		if len(ss) == 0 {
-			return 0, false
-		}
-		found++
-		return ss[0].Value, true
+	m := &metricsPage{page: page}
+	m.scalars()
+	m.histograms()
+	info := m.info()
+	m.workerPIDs()
+	stagesFromPage(page, &m.c) // the stage and payload series (stages.go): never alone a loader
+	if m.found == 0 {
+		return m.c, nil, errors.New("no gpuwatch_loader_* metrics: this is not a loader's metrics endpoint")
 	}
-	// gauge is a value within [lo, hi]. NaN, ±Inf (valid Prometheus text,
-	// no count of anything) and values outside the range are dropped, and
-	// the frame says why: a loader's answer is outside input, and one
-	// absurd number must not become an absurd verdict or advice.
-	gauge := func(name string, lo, hi float64) (float64, bool) {
-		v, ok := raw(name)
-		switch {
-		case !ok:
-			return 0, false
-		case math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi:
-			c.Dropped = append(c.Dropped, fmt.Sprintf("%s %s: outside %g–%g, dropped", name, strconv.FormatFloat(v, 'g', 6, 64), lo, hi))
-			return 0, false
-		}
-		return v, true
+	return m.c, info, nil
+}
+
+// metricsPage is one loader page being read into counters: found counts
+// the gpuwatch_loader_* metrics it holds, dropped ones included.
+type metricsPage struct {
+	page  map[string][]expo.Sample
+	c     LoaderCounters
+	found int
+}
+
+// raw is a sample's value as sent; ok is false when the metric is absent.
+func (m *metricsPage) raw(name string) (float64, bool) {
+	ss := m.page[name]
+	if len(ss) == 0 {
+		return 0, false
 	}
-	count := func(name string) uint64 {
-		v, ok := gauge(name, 0, 1<<62)
-		if !ok {
-			return 0
-		}
-		return uint64(v)
+	m.found++
+	return ss[0].Value, true
+}
+
+// gauge is a value within [lo, hi]. NaN, ±Inf (valid Prometheus text, no
+// count of anything) and values outside the range are dropped, and the
+// frame says why: a loader's answer is outside input, and one absurd number
+// must not become an absurd verdict or advice.
+func (m *metricsPage) gauge(name string, lo, hi float64) (float64, bool) {
+	v, ok := m.raw(name)
+	switch {
+	case !ok:
+		return 0, false
+	case math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi:
+		m.c.Dropped = append(m.c.Dropped, fmt.Sprintf("%s %s: outside %g–%g, dropped", name, strconv.FormatFloat(v, 'g', 6, 64), lo, hi))
+		return 0, false
 	}
-	integer := func(name string, hi int) *int {
-		v, ok := gauge(name, 0, float64(hi))
-		if !ok {
-			return nil
-		}
-		n := int(v)
-		return &n
+	return v, true
+}
+
+// count is a counter's value; 0 when absent or dropped.
+func (m *metricsPage) count(name string) uint64 {
+	v, ok := m.gauge(name, 0, 1<<62)
+	if !ok {
+		return 0
 	}
-	seconds := func(name string) *float64 {
-		if v, ok := gauge(name, 0, maxLoaderSeconds); ok {
-			return &v
-		}
+	return uint64(v)
+}
+
+// integer is a whole number within [0, hi]; nil when absent or dropped.
+func (m *metricsPage) integer(name string, hi int) *int {
+	v, ok := m.gauge(name, 0, float64(hi))
+	if !ok {
 		return nil
 	}
-	c.Batches = count("gpuwatch_loader_batches_total")
-	c.Samples = count("gpuwatch_loader_samples_total")
-	c.BytesRead = count("gpuwatch_loader_bytes_read_total")
-	c.ReadSeconds = seconds("gpuwatch_loader_read_seconds_total")
-	c.DecodeSeconds = seconds("gpuwatch_loader_decode_seconds_total")
-	if v, ok := gauge("gpuwatch_loader_queue_depth", 0, maxQueueDepth); ok {
+	n := int(v)
+	return &n
+}
+
+// seconds is a total of seconds; nil when absent or dropped.
+func (m *metricsPage) seconds(name string) *float64 {
+	if v, ok := m.gauge(name, 0, maxLoaderSeconds); ok {
+		return &v
+	}
+	return nil
+}
+
+// scalars reads the counters and gauges, in the order their reasons for a
+// drop are listed.
+func (m *metricsPage) scalars() {
+	c := &m.c
+	c.Batches = m.count("gpuwatch_loader_batches_total")
+	c.Samples = m.count("gpuwatch_loader_samples_total")
+	c.BytesRead = m.count("gpuwatch_loader_bytes_read_total")
+	c.ReadSeconds = m.seconds("gpuwatch_loader_read_seconds_total")
+	c.DecodeSeconds = m.seconds("gpuwatch_loader_decode_seconds_total")
+	if v, ok := m.gauge("gpuwatch_loader_queue_depth", 0, maxQueueDepth); ok {
 		c.QueueDepth = &v
 	}
-	c.Workers = integer(sample.KnobWorkers.Series, maxWorkers)
-	c.Prefetch = integer(sample.KnobPrefetch.Series, maxPrefetch)
-	c.BatchesPerEpoch = integer("gpuwatch_loader_batches_per_epoch", math.MaxInt32) // an int on 32-bit builds too
+	c.Workers = m.integer(sample.KnobWorkers.Series, maxWorkers)
+	c.Prefetch = m.integer(sample.KnobPrefetch.Series, maxPrefetch)
+	c.BatchesPerEpoch = m.integer("gpuwatch_loader_batches_per_epoch", math.MaxInt32) // an int on 32-bit builds too
 	// The DataLoader's booleans (the hook): persistent_workers, pin_memory.
 	for _, k := range sample.KnobTable {
 		if k.Type != sample.KnobBool || k.Series == "" {
 			continue
 		}
-		if v, ok := gauge(k.Series, 0, 1); ok {
+		if v, ok := m.gauge(k.Series, 0, 1); ok {
 			if c.Knobs == nil {
 				c.Knobs = map[string]string{}
 			}
@@ -393,52 +422,65 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 		}
 	}
 	// The time to each epoch's first batch, epochs after the first.
-	if stalls, ok := gauge("gpuwatch_loader_epoch_stalls_total", 0, 1<<40); ok && stalls > 0 {
-		if sum := seconds("gpuwatch_loader_epoch_stall_seconds_total"); sum != nil {
+	if stalls, ok := m.gauge("gpuwatch_loader_epoch_stalls_total", 0, 1<<40); ok && stalls > 0 {
+		if sum := m.seconds("gpuwatch_loader_epoch_stall_seconds_total"); sum != nil {
 			d := time.Duration(*sum / stalls * float64(time.Second))
 			c.EpochStall = &d
 		}
 	}
-	wb, wh, okW := histogram(page, "gpuwatch_loader_wait_seconds")
-	sb, sh, okS := histogram(page, "gpuwatch_loader_step_seconds")
+}
+
+// histograms reads the wait and step histograms; the wait's buckets are
+// the loader's, else the step's.
+func (m *metricsPage) histograms() {
+	wb, wh, okW := histogram(m.page, "gpuwatch_loader_wait_seconds")
+	sb, sh, okS := histogram(m.page, "gpuwatch_loader_step_seconds")
 	if okW {
-		found++
-		c.Buckets, c.Wait = wb, wh
+		m.found++
+		m.c.Buckets, m.c.Wait = wb, wh
 	}
 	if okS {
-		found++
-		c.Step = sh
+		m.found++
+		m.c.Step = sh
 		if !okW {
-			c.Buckets = sb
+			m.c.Buckets = sb
 		}
 	}
+}
+
+// info reads gpuwatch_loader_info's labels into the counters' identity
+// (kind, PID, loop thread, ranks) and returns them all.
+func (m *metricsPage) info() map[string]string {
 	info := map[string]string{}
-	if ss := page["gpuwatch_loader_info"]; len(ss) > 0 {
-		found++
-		for _, l := range ss[0].Labels {
-			info[l.Name] = l.Value
-		}
-		switch info["kind"] {
-		case "python", "go":
-			c.Kind = info["kind"]
-		}
-		c.PID, c.LoopTID = positiveID(info["pid"]), positiveID(info["tid"])
-		c.Rank, c.LocalRank, c.WorldSize = rankID(info["rank"]), rankID(info["local_rank"]), rankID(info["world_size"])
-		if c.WorldSize != nil && *c.WorldSize == 0 {
-			c.WorldSize = nil
+	ss := m.page["gpuwatch_loader_info"]
+	if len(ss) == 0 {
+		return info
+	}
+	m.found++
+	for _, l := range ss[0].Labels {
+		info[l.Name] = l.Value
+	}
+	c := &m.c
+	switch info["kind"] {
+	case "python", "go":
+		c.Kind = info["kind"]
+	}
+	c.PID, c.LoopTID = positiveID(info["pid"]), positiveID(info["tid"])
+	c.Rank, c.LocalRank, c.WorldSize = rankID(info["rank"]), rankID(info["local_rank"]), rankID(info["world_size"])
+	if c.WorldSize != nil && *c.WorldSize == 0 {
+		c.WorldSize = nil
+	}
+	return info
+}
+
+// workerPIDs reads the workers' PIDs, at most maxWorkerPIDs: a hostile
+// endpoint cannot grow a frame without end.
+func (m *metricsPage) workerPIDs() {
+	for _, s := range m.page["gpuwatch_loader_worker_info"] {
+		if v, _ := s.Label("pid"); positiveID(v) != nil && len(m.c.WorkerPIDs) < maxWorkerPIDs {
+			m.c.WorkerPIDs = append(m.c.WorkerPIDs, *positiveID(v))
 		}
 	}
-	for _, m := range page["gpuwatch_loader_worker_info"] {
-		// Bounded: a hostile endpoint cannot grow a frame without end.
-		if v, _ := m.Label("pid"); positiveID(v) != nil && len(c.WorkerPIDs) < maxWorkerPIDs {
-			c.WorkerPIDs = append(c.WorkerPIDs, *positiveID(v))
-		}
-	}
-	stagesFromPage(page, &c) // the stage and payload series (stages.go): never alone a loader
-	if found == 0 {
-		return c, nil, errors.New("no gpuwatch_loader_* metrics: this is not a loader's metrics endpoint")
-	}
-	return c, info, nil
 }
 
 // The ranges of the loader protocol's gauges: a value outside is dropped

@@ -174,21 +174,39 @@ func Discover(dir, procRoot string) (Discovery, error) {
 		}
 		return d, err
 	}
-	f, err := os.Open(dir)
+	cands, err := d.candidates()
 	if err != nil {
 		return d, err
+	}
+	seen := seenLoaders{byURL: map[string]string{}, byPID: map[int]string{}}
+	for _, c := range cands {
+		d.take(c, procRoot, seen)
+	}
+	slices.SortStableFunc(d.Found, byRankThenPID)
+	return d, nil
+}
+
+// candidate is a file of the discovery folder named as Announce names
+// one: PID-N.json.
+type candidate struct{ name, pid string }
+
+// candidates lists d.Dir's files named as Announce writes them, sorted so
+// that one folder gives one result whatever the file system's order, at
+// most maxDiscoveryFiles of the first maxDiscoveryEntries (d.Capped past
+// either).
+func (d *Discovery) candidates() ([]candidate, error) {
+	f, err := os.Open(d.Dir)
+	if err != nil {
+		return nil, err
 	}
 	names, err := f.Readdirnames(maxDiscoveryEntries + 1)
 	f.Close()
 	if err != nil && !errors.Is(err, io.EOF) {
-		return d, err
+		return nil, err
 	}
 	if len(names) > maxDiscoveryEntries {
 		d.Capped, names = true, names[:maxDiscoveryEntries]
 	}
-	// Only names as Announce writes them are looked at; sorted, so one
-	// folder gives one result, whatever the file system's order.
-	type candidate struct{ name, pid string }
 	var cands []candidate
 	for _, name := range names {
 		if name == "" || name[0] < '0' || name[0] > '9' || !strings.HasSuffix(name, ".json") {
@@ -202,53 +220,65 @@ func Discover(dir, procRoot string) (Discovery, error) {
 	if len(cands) > maxDiscoveryFiles {
 		d.Capped, cands = true, cands[:maxDiscoveryFiles]
 	}
-	byURL, byPID := map[string]string{}, map[int]string{}
-	for _, c := range cands {
-		name := c.name
-		path := filepath.Join(dir, name)
-		if _, err := os.Stat(filepath.Join(procRoot, c.pid)); errors.Is(err, fs.ErrNotExist) {
-			_ = os.Remove(path) // its process is gone
-			continue
-		}
-		if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() {
-			d.refuse(name, "not a regular file")
-			continue
-		}
-		a, err := readAnnouncement(path)
-		if err != nil {
-			d.refuse(name, "%v", err)
-			continue
-		}
-		key := loaderKey(a.URL)
-		switch {
-		case strconv.Itoa(a.PID) != c.pid:
-			d.refuse(name, "says pid %d, not the pid it is named by", a.PID)
-		case !isLoopback(key):
-			d.refuse(name, "%s is not on this machine: discovery takes loopback URLs only (attach to it with --attach)", sample.Printable(key))
-		case byURL[key] != "":
-			d.refuse(name, "the same loader as %s", byURL[key])
-		case byPID[a.PID] != "":
-			d.refuse(name, "pid %d announced already (%s)", a.PID, byPID[a.PID])
-		case len(d.Found) == maxAnnouncements:
-			d.refuse(name, "more than %d loaders announced", maxAnnouncements)
-		default:
-			byURL[key], byPID[a.PID] = name, name
-			a.key = key
-			d.Found = append(d.Found, a)
-		}
+	return cands, nil
+}
+
+// seenLoaders are the announcements taken so far, by loader key and by
+// PID, each with the file that announced it.
+type seenLoaders struct {
+	byURL map[string]string
+	byPID map[int]string
+}
+
+// take reads candidate c and adds its announcement to d.Found, or files
+// the reason it is refused; the file of a process that is gone is removed.
+func (d *Discovery) take(c candidate, procRoot string, seen seenLoaders) {
+	name := c.name
+	path := filepath.Join(d.Dir, name)
+	if _, err := os.Stat(filepath.Join(procRoot, c.pid)); errors.Is(err, fs.ErrNotExist) {
+		_ = os.Remove(path) // its process is gone
+		return
 	}
-	slices.SortStableFunc(d.Found, func(a, b Announcement) int {
-		switch {
-		case a.Rank != nil && b.Rank != nil && *a.Rank != *b.Rank:
-			return *a.Rank - *b.Rank
-		case a.Rank != nil && b.Rank == nil:
-			return -1
-		case a.Rank == nil && b.Rank != nil:
-			return 1
-		}
-		return a.PID - b.PID
-	})
-	return d, nil
+	if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() {
+		d.refuse(name, "not a regular file")
+		return
+	}
+	a, err := readAnnouncement(path)
+	if err != nil {
+		d.refuse(name, "%v", err)
+		return
+	}
+	key := loaderKey(a.URL)
+	switch {
+	case strconv.Itoa(a.PID) != c.pid:
+		d.refuse(name, "says pid %d, not the pid it is named by", a.PID)
+	case !isLoopback(key):
+		d.refuse(name, "%s is not on this machine: discovery takes loopback URLs only (attach to it with --attach)", sample.Printable(key))
+	case seen.byURL[key] != "":
+		d.refuse(name, "the same loader as %s", seen.byURL[key])
+	case seen.byPID[a.PID] != "":
+		d.refuse(name, "pid %d announced already (%s)", a.PID, seen.byPID[a.PID])
+	case len(d.Found) == maxAnnouncements:
+		d.refuse(name, "more than %d loaders announced", maxAnnouncements)
+	default:
+		seen.byURL[key], seen.byPID[a.PID] = name, name
+		a.key = key
+		d.Found = append(d.Found, a)
+	}
+}
+
+// byRankThenPID orders announcements by rank, those without one last,
+// then by PID.
+func byRankThenPID(a, b Announcement) int {
+	switch {
+	case a.Rank != nil && b.Rank != nil && *a.Rank != *b.Rank:
+		return *a.Rank - *b.Rank
+	case a.Rank != nil && b.Rank == nil:
+		return -1
+	case a.Rank == nil && b.Rank != nil:
+		return 1
+	}
+	return a.PID - b.PID
 }
 
 // TokenFor is the token announced in d for the loader at rawURL (the same
