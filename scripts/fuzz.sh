@@ -27,6 +27,7 @@ targets=(
 	probes/endpoint:FuzzAnnouncement:15000
 	probes/endpoint:FuzzExpandURLs:30000
 	internal/pprofsum:FuzzSummarizeProfile:12000
+	internal/expo:FuzzParse:150000
 	fleet:FuzzDecodeAnswer:70000
 	sample:FuzzRedactURL:150000
 	diagnose:FuzzThresholdSet:200000
