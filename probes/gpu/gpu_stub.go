@@ -5,6 +5,7 @@ package gpu
 import (
 	"context"
 
+	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -23,5 +24,5 @@ func (*NVML) Vendor() string { return "nvidia" }
 
 // GPUs implements GPUSource.
 func (*NVML) GPUs(context.Context) ([]sample.GPU, error) {
-	return nil, Unavailable("built without NVML support (CGO_ENABLED=0)")
+	return nil, probes.Unavailable("built without NVML support (CGO_ENABLED=0)")
 }
