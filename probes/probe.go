@@ -51,6 +51,7 @@ type Roots struct {
 	Sys  string // default "/sys"
 }
 
+// WithDefaults is r with /proc and /sys where a root is not set.
 func (r Roots) WithDefaults() Roots {
 	if r.Proc == "" {
 		r.Proc = "/proc"
@@ -70,4 +71,5 @@ func Rate(prev, cur uint64, seconds float64) (float64, bool) {
 	return float64(cur-prev) / seconds, true
 }
 
+// Ptr is a pointer to a copy of v: a frame's optional field, set.
 func Ptr[T any](v T) *T { return &v }

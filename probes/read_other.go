@@ -7,8 +7,10 @@ import "os"
 // FileReader reads whole files; off Linux there is no /proc to read often.
 type FileReader struct{}
 
+// Read returns the contents of the file at path.
 func (r *FileReader) Read(path string) ([]byte, error) { return os.ReadFile(path) }
 
+// ReadDirNames calls fn with the name of each entry of dir.
 func (r *FileReader) ReadDirNames(dir string, fn func(name []byte)) error {
 	ents, err := os.ReadDir(dir)
 	for _, e := range ents {
@@ -17,6 +19,7 @@ func (r *FileReader) ReadDirNames(dir string, fn func(name []byte)) error {
 	return err
 }
 
+// UnsafeString is b as a string (a copy off Linux).
 func UnsafeString(b []byte) string { return string(b) }
 
 // OpenRegular opens path for reading when it is a regular file.

@@ -20,8 +20,10 @@ type Sample struct {
 	Value  float64
 }
 
+// Label is one label of a sample, its value unescaped.
 type Label struct{ Name, Value string }
 
+// Label is the value of the sample's label name; false when it has none.
 func (s Sample) Label(name string) (string, bool) {
 	for _, l := range s.Labels {
 		if l.Name == name {

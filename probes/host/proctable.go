@@ -18,6 +18,8 @@ type ProcTable struct {
 	rows []ProcRow
 }
 
+// ProcRow is one process's parent, start time (clock ticks since boot,
+// /proc/PID/stat column 22) and CPU time (utime + stime, USER_HZ ticks).
 type ProcRow struct {
 	PID, PPID    int
 	Start, Ticks uint64
