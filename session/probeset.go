@@ -12,10 +12,12 @@ import (
 )
 
 // probeSet is a session's sources, built once from its Options by
-// newProbeSet: the system probes, the GPU, the job's cgroup, the attached
-// loaders and their profiler, the loop sampler, what is watched (target),
-// and the command's own. Run and tune build theirs with it; nothing else
-// assembles probes.
+// newProbeSet, the one place probes are registered: one family after
+// another (probes/host, probes/gpu, probes/job, probes/training,
+// probes/endpoint), what is watched (target), and the command's own
+// (Options.Probes: the embedded loader). Every session builds its set
+// with it; nothing else assembles probes (TestEveryProbeIsASource checks
+// what it builds).
 type probeSet struct {
 	probes   []probes.Probe
 	attached *Attached      // nil without loaders
