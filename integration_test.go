@@ -32,7 +32,7 @@ import (
 	"github.com/prometheus/common/model"
 	"golang.org/x/sys/unix"
 
-	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 )
 
 var (
@@ -886,8 +886,8 @@ func promtoolCheck(t *testing.T, url string) {
 		t.Fatal(err)
 	}
 	// The hook answers only with the token of its announcement.
-	if d, err := probes.Discover(probes.DiscoveryDir(), "/proc"); err == nil {
-		if token := probes.TokenFor(d, strings.TrimSuffix(url, "/metrics")); token != "" {
+	if d, err := endpoint.Discover(endpoint.DiscoveryDir(), "/proc"); err == nil {
+		if token := endpoint.TokenFor(d, strings.TrimSuffix(url, "/metrics")); token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
 	}

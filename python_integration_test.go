@@ -19,7 +19,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/internal/pprofsum"
 )
 
 // python is the interpreter for the hook's tests: $GPUWATCH_PYTHON, else
@@ -91,7 +91,7 @@ open(sys.argv[1], "wb").write(data)
 	if p.SampleType[1].Type != "cpu" || p.SampleType[1].Unit != "nanoseconds" || p.DurationNanos < 2e9 {
 		t.Fatalf("sample types %v, duration %d", p.SampleType, p.DurationNanos)
 	}
-	sum, err := probes.SummarizeProfile(data, 5)
+	sum, err := pprofsum.SummarizeProfile(data, 5)
 	if err != nil {
 		t.Fatalf("gpuwatch cannot summarize it: %v", err)
 	}

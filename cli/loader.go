@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuwatch/gpuwatch/loader"
-	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
 )
@@ -75,7 +75,7 @@ func runLoader(ctx context.Context, opts *loaderOptions, c loader.Config) error 
 	}
 	// Announce it, so that plain gpuwatch and attach --discover find it.
 	rank, local, world := loader.Rank()
-	remove, err := probes.Announce(probes.DiscoveryDir(), probes.Announcement{
+	remove, err := endpoint.Announce(endpoint.DiscoveryDir(), endpoint.Announcement{
 		PID: os.Getpid(), URL: "http://" + ln.Addr().String(), Kind: "embedded", Rank: rank, LocalRank: local, WorldSize: world})
 	if err != nil {
 		fmt.Fprintf(stderr, "gpuwatch: warning: not announced for discovery (attach to the URL instead): %v\n", err)

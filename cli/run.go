@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/training"
 	"github.com/gpuwatch/gpuwatch/python"
 	"github.com/gpuwatch/gpuwatch/session"
 	"github.com/gpuwatch/gpuwatch/session/job"
@@ -155,7 +155,7 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	o := w.options(stdout, stderr)
 	o.PID, o.Job, o.Title = j.PID(), j, "run: "+j.Command()
 	o.Attach = session.AttachTo{Discover: true, Dir: dir, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0,
-		Within: func(pid int) bool { return probes.Descends(w.procRoot, pid, j.PID()) }}
+		Within: func(pid int) bool { return training.Descends(w.procRoot, pid, j.PID()) }}
 	err = session.Run(ctx, o)
 	j.Stop(interruptGrace)
 	if dashboard && jo.Log != "" {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/gpu"
 )
 
 func newVersionCmd(stdout io.Writer) *cobra.Command {
@@ -24,7 +24,7 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 // and whether NVML support is compiled in.
 func printVersion(stdout io.Writer) error {
 	nvml := "NVML support compiled in"
-	if !probes.NVMLCompiled {
+	if !gpu.NVMLCompiled {
 		nvml = "no NVML support (built without cgo)"
 	}
 	v, c := buildVersion()

@@ -14,6 +14,11 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/endpoint"
+	"github.com/gpuwatch/gpuwatch/probes/gpu"
+	"github.com/gpuwatch/gpuwatch/probes/host"
+	"github.com/gpuwatch/gpuwatch/probes/job"
+	"github.com/gpuwatch/gpuwatch/probes/training"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
 	"github.com/gpuwatch/gpuwatch/tui"
@@ -142,21 +147,21 @@ func (w *watchFlags) validate(cmd *cobra.Command) error {
 	}
 	w.thresholds = th
 	if w.gpus != "" {
-		if _, err := probes.ParseGPUList(w.gpus); err != nil {
+		if _, err := gpu.ParseGPUList(w.gpus); err != nil {
 			return usageErrorf(cmd, "--gpus: %v", err)
 		}
 	}
 	if w.exitWithJob && w.pid == 0 {
 		return usageErrorf(cmd, "--exit-with-job needs --pid: the job whose end ends the session")
 	}
-	if w.pid != 0 && !probes.ProcessExists(w.procRoot, w.pid) {
+	if w.pid != 0 && !host.ProcessExists(w.procRoot, w.pid) {
 		return fmt.Errorf("--pid %d: no such process", w.pid)
 	}
 	if w.slurmJob != "" {
 		if w.cgroup != "" {
 			return usageErrorf(cmd, "--cgroup and --slurm-job: choose one")
 		}
-		path, err := probes.SlurmJobCgroup(w.sysRoot, w.slurmJob)
+		path, err := job.SlurmJobCgroup(w.sysRoot, w.slurmJob)
 		if err != nil {
 			return fmt.Errorf("--slurm-job %s: %w", w.slurmJob, err)
 		}
@@ -177,7 +182,7 @@ func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
 			Attach: session.AttachTo{URLs: w.attach, Discover: w.discover, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0}},
 	}
 	if w.gpus != "" {
-		o.GPUs, _ = probes.ParseGPUList(w.gpus)
+		o.GPUs, _ = gpu.ParseGPUList(w.gpus)
 	}
 	if n := len(w.pidsGiven); n > 1 {
 		o.PIDWhy = fmt.Sprintf("--pid: the root of the tree of the %d processes given (%s)", n, sample.JoinInts(w.pidsGiven, 6))
@@ -192,7 +197,7 @@ func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
 // settled bottleneck and an unsettled --once have their exit statuses.
 func watch(cmd *cobra.Command, o session.Options) error {
 	err := session.Run(cmd.Context(), o)
-	if errors.Is(err, probes.ErrBadURL) {
+	if errors.Is(err, endpoint.ErrBadURL) {
 		return usageErrorf(cmd, "%v", err)
 	}
 	return err
@@ -222,7 +227,7 @@ func (p *pidFlag) Set(v string) error {
 		return err
 	}
 	*p.given = append(*p.given, pids...)
-	*p.pid = probes.TreeRoot("/proc", *p.given)
+	*p.pid = training.TreeRoot("/proc", *p.given)
 	return nil
 }
 

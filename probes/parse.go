@@ -3,15 +3,17 @@ package probes
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"strconv"
 )
 
-// readRequired reads a kernel file a probe cannot work without: a missing
+// ReadRequired reads a kernel file a probe cannot work without: a missing
 // one makes the source unavailable ("no /proc/stat: is procfs mounted?"),
 // any other failure is an error to retry.
-func readRequired(r *fileReader, path string) ([]byte, error) {
-	b, err := r.read(path)
+func ReadRequired(r *FileReader, path string) ([]byte, error) {
+	b, err := r.Read(path)
 	if err != nil && errors.Is(err, fs.ErrNotExist) {
 		return nil, Unavailable("no %s: is procfs mounted?", path)
 	}
@@ -21,21 +23,21 @@ func readRequired(r *fileReader, path string) ([]byte, error) {
 // The helpers below parse kernel text without allocating: fields are
 // sub-slices of the buffer that was read.
 
-// nextLine splits b at the first newline.
-func nextLine(b []byte) (line, rest []byte) {
+// NextLine splits b at the first newline.
+func NextLine(b []byte) (line, rest []byte) {
 	if i := bytes.IndexByte(b, '\n'); i >= 0 {
 		return b[:i], b[i+1:]
 	}
 	return b, nil
 }
 
-// fieldBuf keeps the slice that fields are split into, so it grows once to
-// the widest line seen and is reused after. A nil *fieldBuf works, allocating.
-type fieldBuf struct{ f [][]byte }
+// FieldBuf keeps the slice that fields are split into, so it grows once to
+// the widest line seen and is reused after. A nil *FieldBuf works, allocating.
+type FieldBuf struct{ f [][]byte }
 
-// split returns the space- or tab-separated fields of line, valid until the
+// Split returns the space- or tab-separated fields of line, valid until the
 // next call.
-func (b *fieldBuf) split(line []byte) [][]byte {
+func (b *FieldBuf) Split(line []byte) [][]byte {
 	if b == nil {
 		return fields(line, nil)
 	}
@@ -65,8 +67,8 @@ func fields(line []byte, dst [][]byte) [][]byte {
 	return dst
 }
 
-// parseUint parses a decimal unsigned integer; false on anything else.
-func parseUint(b []byte) (uint64, bool) {
+// ParseUint parses a decimal unsigned integer; false on anything else.
+func ParseUint(b []byte) (uint64, bool) {
 	if len(b) == 0 || len(b) > 20 {
 		return 0, false
 	}
@@ -84,8 +86,20 @@ func parseUint(b []byte) (uint64, bool) {
 	return n, true
 }
 
-// parseFloat parses a decimal number such as "0.52".
-func parseFloat(b []byte) (float64, bool) {
+// ParseFloat parses a decimal number such as "0.52".
+func ParseFloat(b []byte) (float64, bool) {
 	v, err := strconv.ParseFloat(string(b), 64)
 	return v, err == nil
+}
+
+// ReadCapped reads at most limit bytes, failing past it.
+func ReadCapped(r io.Reader, limit int64, what string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s larger than %d MiB", what, limit>>20)
+	}
+	return b, nil
 }

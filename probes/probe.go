@@ -1,12 +1,14 @@
-// Package probes reads the machine: one file per source (cpu, mem, disk, net,
-// psi, proc, gpu …), each a Probe that fills only its own part of a
-// sample.Frame, and the Sampler that runs them every interval. It imports
-// only sample from this module.
+// Package probes is the framework every probe family builds on: the Probe
+// interface, the Sampler that runs probes every interval in lanes
+// (sampler.go), the injected Roots, and the read and parse helpers the
+// families share (read_*.go, parse.go, sleep_*.go). The probes themselves
+// live in one subpackage per source family: host (/proc and /sys), job
+// (cgroup, identity), gpu (NVML, AMD), endpoint (loader debug endpoints,
+// ranks, profiles) and training (the uninstrumented training process).
+// session's newProbeSet is the one place that builds them.
 //
-// Probes read real /proc and /sys through roots injected at construction, so
-// tests point them at fixture trees under testdata/. Reading is separated
-// from parsing: the parsers are pure functions over bytes, tested and fuzzed
-// on their own.
+// It imports only sample and internal/bg from this module, and never a
+// family.
 package probes
 
 import (
@@ -49,7 +51,8 @@ type Roots struct {
 	Sys  string // default "/sys"
 }
 
-func (r Roots) withDefaults() Roots {
+// WithDefaults is r with /proc and /sys where a root is not set.
+func (r Roots) WithDefaults() Roots {
 	if r.Proc == "" {
 		r.Proc = "/proc"
 	}
@@ -59,27 +62,14 @@ func (r Roots) withDefaults() Roots {
 	return r
 }
 
-// SystemProbes returns the host probes in display order: CPU, memory, disks,
-// network, PSI and processes.
-func SystemProbes(r Roots, opt ProcOptions, disk DiskOptions, net NetOptions) []Probe {
-	r = r.withDefaults()
-	return []Probe{
-		NewCPU(r.Proc),
-		NewMem(r.Proc),
-		NewDisk(r, disk),
-		NewNet(r.Proc, net),
-		NewPSI(r.Proc),
-		NewProc(r.Proc, opt),
-	}
-}
-
-// rate is a per-second rate from two counter readings, or false when the
+// Rate is a per-second Rate from two counter readings, or false when the
 // counter went backwards (a reset or wrap) or no time passed.
-func rate(prev, cur uint64, seconds float64) (float64, bool) {
+func Rate(prev, cur uint64, seconds float64) (float64, bool) {
 	if cur < prev || seconds <= 0 {
 		return 0, false
 	}
 	return float64(cur-prev) / seconds, true
 }
 
-func ptr[T any](v T) *T { return &v }
+// Ptr is a pointer to a copy of v: a frame's optional field, set.
+func Ptr[T any](v T) *T { return &v }

@@ -8,11 +8,11 @@ import (
 	"unsafe"
 )
 
-// fileReader reads small kernel files (/proc/stat, /proc/PID/stat …) into a
+// FileReader reads small kernel files (/proc/stat, /proc/PID/stat …) into a
 // reused buffer with raw openat/read/close, so a steady-state tick allocates
 // nothing per file: os.ReadFile costs about five allocations a file, which on
 // a box with a thousand processes is thousands a tick.
-type fileReader struct {
+type FileReader struct {
 	path []byte // NUL-terminated copy of the path being opened
 	buf  []byte
 	st   syscall.Stat_t
@@ -29,11 +29,11 @@ const maxKernelFile = 16 << 20
 // folder): never read, since a FIFO would block and a device never end.
 var errNotRegular = errors.New("not a regular file")
 
-// read returns the whole content of path, a regular file of at most
+// Read returns the whole content of path, a regular file of at most
 // maxKernelFile bytes. It opens with O_NONBLOCK and checks the type before
 // reading, so a FIFO put in a --sys-root cannot stall a probe. The
 // returned slice is valid until the next call.
-func (r *fileReader) read(path string) ([]byte, error) {
+func (r *FileReader) Read(path string) ([]byte, error) {
 	r.path = append(append(r.path[:0], path...), 0)
 	fd, _, errno := syscall.Syscall6(syscall.SYS_OPENAT, uintptr(atFDCWD),
 		uintptr(unsafe.Pointer(&r.path[0])), syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0, 0, 0)
@@ -72,9 +72,9 @@ func (r *fileReader) read(path string) ([]byte, error) {
 	}
 }
 
-// readDirNames calls fn with the name of each entry of dir, without
+// ReadDirNames calls fn with the name of each entry of dir, without
 // allocating per entry. The name is valid only during the call.
-func (r *fileReader) readDirNames(dir string, fn func(name []byte)) error {
+func (r *FileReader) ReadDirNames(dir string, fn func(name []byte)) error {
 	r.path = append(append(r.path[:0], dir...), 0)
 	fd, _, errno := syscall.Syscall6(syscall.SYS_OPENAT, uintptr(atFDCWD),
 		uintptr(unsafe.Pointer(&r.path[0])), syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_DIRECTORY, 0, 0, 0)
@@ -115,10 +115,10 @@ func (r *fileReader) readDirNames(dir string, fn func(name []byte)) error {
 	}
 }
 
-// openRegular opens path for reading when it is a regular file: with
+// OpenRegular opens path for reading when it is a regular file: with
 // O_NONBLOCK, its type checked before anything is read (a FIFO swapped in
 // for a mapped file, or put in a --sys-root, would block a read).
-func openRegular(path string) (*os.File, error) {
+func OpenRegular(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
@@ -143,6 +143,6 @@ type pathError struct {
 func (e *pathError) Error() string { return e.op + " " + e.path + ": " + e.err.Error() }
 func (e *pathError) Unwrap() error { return e.err }
 
-// unsafeString views b as a string without copying; b must not change while
+// UnsafeString views b as a string without copying; b must not change while
 // the string is in use.
-func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+func UnsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

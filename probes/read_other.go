@@ -4,12 +4,14 @@ package probes
 
 import "os"
 
-// fileReader reads whole files; off Linux there is no /proc to read often.
-type fileReader struct{}
+// FileReader reads whole files; off Linux there is no /proc to read often.
+type FileReader struct{}
 
-func (r *fileReader) read(path string) ([]byte, error) { return os.ReadFile(path) }
+// Read returns the contents of the file at path.
+func (r *FileReader) Read(path string) ([]byte, error) { return os.ReadFile(path) }
 
-func (r *fileReader) readDirNames(dir string, fn func(name []byte)) error {
+// ReadDirNames calls fn with the name of each entry of dir.
+func (r *FileReader) ReadDirNames(dir string, fn func(name []byte)) error {
 	ents, err := os.ReadDir(dir)
 	for _, e := range ents {
 		fn([]byte(e.Name()))
@@ -17,10 +19,11 @@ func (r *fileReader) readDirNames(dir string, fn func(name []byte)) error {
 	return err
 }
 
-func unsafeString(b []byte) string { return string(b) }
+// UnsafeString is b as a string (a copy off Linux).
+func UnsafeString(b []byte) string { return string(b) }
 
-// openRegular opens path for reading when it is a regular file.
-func openRegular(path string) (*os.File, error) {
+// OpenRegular opens path for reading when it is a regular file.
+func OpenRegular(path string) (*os.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

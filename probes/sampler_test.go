@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -168,29 +167,6 @@ func TestSamplerRunStopsOnCancel(t *testing.T) {
 	}
 }
 
-// TestSystemProbesOnThisMachine runs the real probes on the real /proc: the
-// per-core list must match the kernel's CPU count and memory must add up.
-func TestSystemProbesOnThisMachine(t *testing.T) {
-	s := NewSampler(SystemProbes(Roots{}, ProcOptions{}, DiskOptions{}, NetOptions{}), SamplerOptions{})
-	defer s.Close()
-	s.Tick(context.Background())
-	f := s.Tick(context.Background())
-	for _, src := range []sample.Source{sample.SourceCPU, sample.SourceMem, sample.SourceDisk, sample.SourceNet, sample.SourceProc} {
-		if r := f.Unavailable[src]; r != "" {
-			t.Errorf("%s unavailable on this machine: %s", src, r)
-		}
-	}
-	if f.CPU == nil || len(f.CPU.Cores) != runtime.NumCPU() {
-		t.Fatalf("cpu = %+v, want %d cores", f.CPU, runtime.NumCPU())
-	}
-	if f.Mem == nil || f.Mem.TotalBytes == 0 || f.Mem.AvailableBytes > f.Mem.TotalBytes {
-		t.Fatalf("mem = %+v", f.Mem)
-	}
-	if f.Procs == nil || len(f.Procs.List) == 0 {
-		t.Fatalf("procs = %+v", f.Procs)
-	}
-}
-
 // lanedFake is a fakeProbe in a named lane.
 type lanedFake struct {
 	*fakeProbe
@@ -284,16 +260,5 @@ func TestSamplerCloseDuringRunEndsRunFirst(t *testing.T) {
 	}
 }
 
-// TestEveryProbeIsASource: every probe's Name, the key its unavailable
-// reason is filed under, is one of sample.Sources, the typed keys the
-// views look reasons up by.
-func TestEveryProbeIsASource(t *testing.T) {
-	ps := append(SystemProbes(Roots{}, ProcOptions{}, DiskOptions{}, NetOptions{}),
-		NewGPU(), NewCgroup(Roots{}, JobOptions{PID: 1}), NewLoop(LoopOptions{}), NewRanks(nil, nil, time.Second),
-		NewProfilerOf(func() *Attach { return nil }, time.Hour, time.Second), NewLoader(nil))
-	for _, p := range ps {
-		if !slices.Contains(sample.Sources, sample.Source(p.Name())) {
-			t.Errorf("probe %q is not a declared sample.Source", p.Name())
-		}
-	}
-}
+// t0 is when the fake clock of these tests starts.
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)

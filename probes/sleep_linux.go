@@ -6,9 +6,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sleepUntil sleeps in the kernel until t (clock_nanosleep on the
+// SleepUntil sleeps in the kernel until t (clock_nanosleep on the
 // monotonic clock to an absolute time, which a signal cannot stretch).
-func sleepUntil(t time.Time) {
+func SleepUntil(t time.Time) {
 	d := time.Until(t)
 	if d <= 0 {
 		return

@@ -4,4 +4,5 @@ package probes
 
 import "time"
 
-func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
+// SleepUntil sleeps until t.
+func SleepUntil(t time.Time) { time.Sleep(time.Until(t)) }

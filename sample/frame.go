@@ -518,7 +518,7 @@ type Loader struct {
 	WorkersRunDelayShare *float64 `json:"workers_run_delay_share,omitempty"`
 	// Sampled is set when nobody instrumented the loader: WaitShare then
 	// comes from sampling what the training process's main thread is doing
-	// (probes/loop.go), and the rates above (batches, samples, bytes) are
+	// (probes/training/loop.go), and the rates above (batches, samples, bytes) are
 	// unknown, not zero.
 	Sampled *SampledLoop `json:"sampled,omitempty"`
 }

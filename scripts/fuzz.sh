@@ -15,18 +15,19 @@ scale=${1:-1}
 
 # package:target executions
 targets=(
-	probes:FuzzParseProcStat:50000
-	probes:FuzzParseDiskstatsLine:50000
-	probes:FuzzParseNetDevLine:40000
-	probes:FuzzParsePressure:35000
-	probes:FuzzParsePidStat:45000
-	probes:FuzzParseMaps:25000
-	probes:FuzzParseMeminfo:40000
-	probes:FuzzParseProcCgroup:20000
-	probes:FuzzCountersFromMetrics:2500
-	probes:FuzzAnnouncement:15000
-	probes:FuzzExpandURLs:30000
-	probes:FuzzSummarizeProfile:12000
+	probes/host:FuzzParseProcStat:50000
+	probes/host:FuzzParseDiskstatsLine:50000
+	probes/host:FuzzParseNetDevLine:40000
+	probes/host:FuzzParsePressure:35000
+	probes/host:FuzzParsePidStat:45000
+	probes/host:FuzzParseMaps:25000
+	probes/host:FuzzParseMeminfo:40000
+	probes/job:FuzzParseProcCgroup:20000
+	probes/endpoint:FuzzCountersFromMetrics:2500
+	probes/endpoint:FuzzAnnouncement:15000
+	probes/endpoint:FuzzExpandURLs:30000
+	internal/pprofsum:FuzzSummarizeProfile:12000
+	internal/expo:FuzzParse:150000
 	fleet:FuzzDecodeAnswer:70000
 	sample:FuzzRedactURL:150000
 	diagnose:FuzzThresholdSet:200000

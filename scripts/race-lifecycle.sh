@@ -15,9 +15,9 @@ slow=${RACE_COUNT_SLOW:-10} # tests of a second or more each
 t0=$SECONDS
 go test -race -count="$n" ./internal/bg/
 go test -race -count="$n" -run '^(TestLoop|TestEmbeddedLoaderStarting)' ./session/
-go test -race -count="$n" -run '^(TestSampler|TestRanks|TestDiscovery$|TestDiscoveryOneLoader|TestLoopStandsBack|TestAttachDisconnect)' ./probes/
+go test -race -count="$n" -run '^(TestSampler|TestRanks|TestDiscovery$|TestDiscoveryOneLoader|TestLoopStandsBack|TestAttachDisconnect)' ./probes/...
 go test -race -count="$n" -run '^(TestFlow|TestQuitRestoresTheTerminal)' ./tui/
-go test -race -count="$slow" -run '^(TestASlowRankHoldsNoOtherBack|TestProfilerRetriesWhileAnotherProfileRuns)$' ./probes/
+go test -race -count="$slow" -run '^(TestASlowRankHoldsNoOtherBack|TestProfilerRetriesWhileAnotherProfileRuns)$' ./probes/...
 go test -race -count="$slow" -run '^TestExitWithJobEndsWithTheProcess$' ./cli/
 go test -race -count="$slow" -run '^TestSignalsAfterTheJobStopGpuwatch$' ./session/job/
 echo "lifecycle tests under -race: $n runs each ($slow for the slow ones) in $((SECONDS - t0)) s"

@@ -9,17 +9,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/endpoint"
+	"github.com/gpuwatch/gpuwatch/probes/host"
 )
 
 // AttachTo names the loaders to attach to: URLs (port ranges allowed,
-// see probes.ExpandURLs) and, with Discover, every loader announced on
-// this machine (probes.Discover), now and as they come up.
+// see endpoint.ExpandURLs) and, with Discover, every loader announced on
+// this machine (endpoint.Discover), now and as they come up.
 type AttachTo struct {
 	URLs     []string
 	Discover bool
 	// Dir is the folder where loaders announce themselves (default
-	// probes.DiscoveryDir()): run, tune and sweep give their private run
+	// endpoint.DiscoveryDir()): run, tune and sweep give their private run
 	// folder, where the hook under them announces itself too, so that a
 	// discovery folder another user took first changes nothing for them.
 	Dir string
@@ -46,8 +47,8 @@ const discoverEvery = 2 * time.Second
 // rank's profiler (started by the session, under its context), and how
 // to name it.
 type Attached struct {
-	Ranks    *probes.Ranks
-	Profiler *probes.Profiler
+	Ranks    *endpoint.Ranks
+	Profiler *endpoint.Profiler
 	// Title names what is attached ("" for discovery alone: the loaders
 	// appear in their panel as they come up).
 	Title    string
@@ -61,7 +62,7 @@ func (a *Attached) PacingPID() int {
 	if a == nil {
 		return 0
 	}
-	if pid := a.Ranks.PacingPID(); pid > 0 && probes.ProcessExists(a.procRoot, pid) {
+	if pid := a.Ranks.PacingPID(); pid > 0 && host.ProcessExists(a.procRoot, pid) {
 		return pid
 	}
 	return a.first
@@ -70,7 +71,7 @@ func (a *Attached) PacingPID() int {
 // Attach connects to the loaders to names: one URL must answer now; of
 // several, one must (the others may come up later); discovery alone
 // waits for loaders to appear. Nothing named is (nil, nil). A URL that is
-// not a loader's wraps probes.ErrBadURL.
+// not a loader's wraps endpoint.ErrBadURL.
 func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error) {
 	if len(to.URLs) == 0 && !to.Discover {
 		return nil, nil
@@ -78,29 +79,29 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 	if to.Every == 0 {
 		to.Every, to.Length = defaultProfileEvery, defaultProfileLength
 	}
-	urls, err := probes.ExpandURLs(to.URLs)
+	urls, err := endpoint.ExpandURLs(to.URLs)
 	if err != nil {
 		return nil, err
 	}
-	dir := cmp.Or(to.Dir, probes.DiscoveryDir())
-	attached := make([]*probes.Attach, len(urls))
+	dir := cmp.Or(to.Dir, endpoint.DiscoveryDir())
+	attached := make([]*endpoint.Attach, len(urls))
 	for i, u := range urls {
-		if attached[i], err = probes.NewAttach(u); err != nil {
+		if attached[i], err = endpoint.NewAttach(u); err != nil {
 			return nil, err
 		}
 		// A URL the user gave: its token is in its announcement, if the
 		// loader announced itself (the hook does).
-		dirs := append([]string{dir}, probes.DiscoveryDirs()...)
+		dirs := append([]string{dir}, endpoint.DiscoveryDirs()...)
 		attached[i].LookUpToken(func() string { return attachedTokenNow(dirs, procRoot, u) })
 		attached[i].SetToken(attachedTokenNow(dirs, procRoot, u))
 	}
 	if err := checkAny(ctx, attached); err != nil {
 		return nil, err
 	}
-	var discover func() (probes.Discovery, error)
+	var discover func() (endpoint.Discovery, error)
 	if to.Discover {
-		discover = func() (probes.Discovery, error) {
-			d, err := probes.Discover(dir, procRoot)
+		discover = func() (endpoint.Discovery, error) {
+			d, err := endpoint.Discover(dir, procRoot)
 			if to.Within == nil || err != nil {
 				return d, err
 			}
@@ -114,10 +115,10 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 			return d, nil
 		}
 	}
-	ranks := probes.NewRanks(attached, discover, discoverEvery)
-	a := &Attached{Ranks: ranks, Profiler: probes.NewProfilerOf(ranks.Pacing, to.Every, to.Length), procRoot: procRoot}
+	ranks := endpoint.NewRanks(attached, discover, discoverEvery)
+	a := &Attached{Ranks: ranks, Profiler: endpoint.NewProfilerOf(ranks.Pacing, to.Every, to.Length), procRoot: procRoot}
 	for _, at := range attached {
-		if pid := at.PID(); pid > 0 && probes.ProcessExists(procRoot, pid) {
+		if pid := at.PID(); pid > 0 && host.ProcessExists(procRoot, pid) {
 			a.first = pid
 			break
 		}
@@ -142,8 +143,8 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 // first of dirs that announces it, "" when none does.
 func attachedTokenNow(dirs []string, procRoot, u string) string {
 	for _, dir := range dirs {
-		if d, err := probes.Discover(dir, procRoot); err == nil {
-			if t := probes.TokenFor(d, u); t != "" {
+		if d, err := endpoint.Discover(dir, procRoot); err == nil {
+			if t := endpoint.TokenFor(d, u); t != "" {
 				return t
 			}
 		}
@@ -155,7 +156,7 @@ func attachedTokenNow(dirs []string, procRoot, u string) string {
 // error; with several, only all failing is (the others may start later).
 // Discovery does not soften it: a URL the user typed that does not answer
 // is a mistake to say now, not a rank that may come up.
-func checkAny(ctx context.Context, attached []*probes.Attach) error {
+func checkAny(ctx context.Context, attached []*endpoint.Attach) error {
 	if len(attached) == 0 {
 		return nil
 	}

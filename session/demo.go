@@ -10,7 +10,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/bg"
 	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/loader"
-	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 	"github.com/gpuwatch/gpuwatch/tui"
 )
 
@@ -50,7 +50,7 @@ func Demo(ctx context.Context, o Options, plan DemoPlan) error {
 		}()
 		loaderErr <- tour(ctx, src, notes, plan)
 	})
-	o.Probes = append(o.Probes, probes.NewLoader(src))
+	o.Probes = append(o.Probes, endpoint.NewLoader(src))
 	o.Own, o.Notes = os.Getpid(), notes
 	if o.Title == "" {
 		o.Title = demoTitle(plan.Configs)

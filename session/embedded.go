@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/loader"
-	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 )
 
-// EmbeddedSource adapts the in-process loader to probes.LoaderSource. The
+// EmbeddedSource adapts the in-process loader to endpoint.LoaderSource. The
 // demo tour swaps the loader behind it; the probe sees the counters start
 // over, which it treats as a restart.
 type EmbeddedSource struct {
@@ -28,18 +28,18 @@ func (e *EmbeddedSource) Set(l *loader.Loader) {
 	e.mu.Unlock()
 }
 
-// Source implements probes.LoaderSource.
+// Source implements endpoint.LoaderSource.
 func (e *EmbeddedSource) Source() string { return "embedded" }
 
-// LoaderCounters implements probes.LoaderSource.
-func (e *EmbeddedSource) LoaderCounters(context.Context) (probes.LoaderCounters, error) {
+// LoaderCounters implements endpoint.LoaderSource.
+func (e *EmbeddedSource) LoaderCounters(context.Context) (endpoint.LoaderCounters, error) {
 	e.mu.Lock()
 	l := e.l
 	e.mu.Unlock()
 	if l == nil {
 		// Transient, not absent: an ErrUnavailable would rest the probe
 		// for 30 s when the first tick comes before the loader is set.
-		return probes.LoaderCounters{}, errLoaderStarting
+		return endpoint.LoaderCounters{}, errLoaderStarting
 	}
 	c := countersFromSnapshot(l.Snapshot(), l.Config())
 	c.Kind = "embedded"
@@ -57,20 +57,20 @@ func (e *EmbeddedSource) LoaderCounters(context.Context) (probes.LoaderCounters,
 
 // countersFromSnapshot converts the embedded loader's counters (the sweep
 // uses it too).
-func countersFromSnapshot(s loader.Snapshot, c loader.Config) probes.LoaderCounters {
+func countersFromSnapshot(s loader.Snapshot, c loader.Config) endpoint.LoaderCounters {
 	rs, ds := s.ReadSeconds, s.DecodeSeconds
 	qd := float64(s.QueueDepth)
 	w, p := c.Workers, c.Prefetch
-	out := probes.LoaderCounters{
+	out := endpoint.LoaderCounters{
 		Batches: s.Batches, Samples: s.Samples, BytesRead: s.BytesRead,
 		ReadSeconds: &rs, DecodeSeconds: &ds, Buckets: loader.Buckets,
-		Wait:       probes.Hist{Counts: s.Wait.Counts, Sum: s.Wait.Sum, Count: s.Wait.Count},
-		Step:       probes.Hist{Counts: s.Step.Counts, Sum: s.Step.Sum, Count: s.Step.Count},
+		Wait:       endpoint.Hist{Counts: s.Wait.Counts, Sum: s.Wait.Sum, Count: s.Wait.Count},
+		Step:       endpoint.Hist{Counts: s.Step.Counts, Sum: s.Step.Sum, Count: s.Step.Count},
 		QueueDepth: &qd, Workers: &w, Prefetch: &p, Knobs: c.Knobs(),
-		Recent: make([]probes.LoaderBatch, len(s.Recent)),
+		Recent: make([]endpoint.LoaderBatch, len(s.Recent)),
 	}
 	for i, b := range s.Recent {
-		out.Recent[i] = probes.LoaderBatch{Seq: b.Seq, Wait: b.Wait, Step: b.Step}
+		out.Recent[i] = endpoint.LoaderBatch{Seq: b.Seq, Wait: b.Wait, Step: b.Step}
 	}
 	bpe := c.BatchesPerEpoch()
 	out.BatchesPerEpoch = &bpe

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -21,7 +22,7 @@ func TestEmbeddedLoaderStartingIsRetriedNextTick(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &EmbeddedSource{}
-	s := probes.NewSampler([]probes.Probe{probes.NewLoader(src)}, probes.SamplerOptions{})
+	s := probes.NewSampler([]probes.Probe{endpoint.NewLoader(src)}, probes.SamplerOptions{})
 	defer s.Close()
 	ctx := context.Background()
 	if f := s.Tick(ctx); f.Unavailable[sample.SourceLoader] != "the embedded loader is starting" {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/loader"
-	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -22,7 +22,7 @@ func LoaderProgress(ctx context.Context, l *loader.Loader, every time.Duration, 
 	defer tick.Stop()
 	src := &EmbeddedSource{}
 	src.Set(l)
-	p := probes.NewLoader(src)
+	p := endpoint.NewLoader(src)
 	f := frameAt(time.Now())
 	_ = p.Collect(ctx, f)
 	for {

@@ -5,17 +5,23 @@ import (
 	"os"
 
 	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/gpu"
+	"github.com/gpuwatch/gpuwatch/probes/host"
+	"github.com/gpuwatch/gpuwatch/probes/job"
+	"github.com/gpuwatch/gpuwatch/probes/training"
 )
 
 // probeSet is a session's sources, built once from its Options by
-// newProbeSet: the system probes, the GPU, the job's cgroup, the attached
-// loaders and their profiler, the loop sampler, what is watched (target),
-// and the command's own. Run and tune build theirs with it; nothing else
-// assembles probes.
+// newProbeSet, the one place probes are registered: one family after
+// another (probes/host, probes/gpu, probes/job, probes/training,
+// probes/endpoint), what is watched (target), and the command's own
+// (Options.Probes: the embedded loader). Every session builds its set
+// with it; nothing else assembles probes (TestEveryProbeIsASource checks
+// what it builds).
 type probeSet struct {
 	probes   []probes.Probe
-	attached *Attached    // nil without loaders
-	loop     *probes.Loop // nil unless Options.Loop
+	attached *Attached      // nil without loaders
+	loop     *training.Loop // nil unless Options.Loop
 	title    string
 }
 
@@ -30,23 +36,33 @@ func newProbeSet(ctx context.Context, o Options) (*probeSet, error) {
 	if s.title == "" && att != nil {
 		s.title = att.Title
 	}
-	var table *probes.ProcTable
+	var table *host.ProcTable
 	if o.Loop {
-		table = new(probes.ProcTable) // the Proc probe's reading, shared with the loop's finder
-		lo := probes.LoopOptions{Proc: o.Roots.Proc, Root: func() int { return o.PID }, Table: table}
+		table = new(host.ProcTable) // the Proc probe's reading, shared with the loop's finder
+		lo := training.LoopOptions{Proc: o.Roots.Proc, Root: func() int { return o.PID }, Table: table}
 		if att != nil {
 			lo.Covered = att.Ranks.Covers
 		}
-		s.loop = probes.NewLoop(lo)
+		s.loop = training.NewLoop(lo)
 	}
 	pid := o.PID
 	focus := s.focus(o)
 	if pid == 0 {
 		pid = o.Own
 	}
-	ps := probes.SystemProbes(o.Roots, probes.ProcOptions{PID: pid, FocusOf: focus, Table: table}, probes.DiskOptions{All: o.AllDisks}, probes.NetOptions{All: o.AllNet})
-	gpu := probes.NewGPU(probes.DefaultGPUSources(o.Roots.Sys)...)
-	gpu.Select = &probes.GPUSelect{List: o.GPUs, Proc: o.Roots.Proc, PIDOf: func() int {
+	r := o.Roots.WithDefaults()
+	// The host, in display order: CPU, memory, disks, network, PSI and
+	// processes.
+	ps := []probes.Probe{
+		host.NewCPU(r.Proc),
+		host.NewMem(r.Proc),
+		host.NewDisk(r, host.DiskOptions{All: o.AllDisks}),
+		host.NewNet(r.Proc, host.NetOptions{All: o.AllNet}),
+		host.NewPSI(r.Proc),
+		host.NewProc(r.Proc, host.ProcOptions{PID: pid, FocusOf: focus, Table: table}),
+	}
+	gpus := gpu.NewGPU(gpu.DefaultGPUSources(o.Roots.Sys)...)
+	gpus.Select = &gpu.GPUSelect{List: o.GPUs, Proc: o.Roots.Proc, PIDOf: func() int {
 		if focus != nil {
 			if p := focus(); p != 0 {
 				return p
@@ -54,25 +70,25 @@ func newProbeSet(ctx context.Context, o Options) (*probeSet, error) {
 		}
 		return pid
 	}}
-	ps = append(ps, gpu)
+	ps = append(ps, gpus)
 	switch {
 	case o.PID != 0 || o.Cgroup != "":
 		// The job, not the host: its cgroup's limits and use.
-		ps = append(ps, probes.NewCgroup(o.Roots, probes.JobOptions{PID: pid, Cgroup: o.Cgroup, Source: o.CgroupSource, PIDOf: focus}))
+		ps = append(ps, job.NewCgroup(o.Roots, job.JobOptions{PID: pid, Cgroup: o.Cgroup, Source: o.CgroupSource, PIDOf: focus}))
 	case o.Roots.Proc == "" || o.Roots.Proc == "/proc":
 		// No job named, and gpuwatch looks at its own host: when it runs
 		// confined (a container), its own limits are the ones that bind.
 		// --proc-root/--sys-root of the host keep the host's view.
-		var own *probes.Cgroup
+		var own *job.Cgroup
 		if !o.Node {
-			own = probes.OwnCgroup(o.Roots, os.Getpid())
+			own = job.OwnCgroup(o.Roots, os.Getpid())
 		}
 		if own != nil {
 			ps = append(ps, own)
 		} else if focus != nil {
 			// Loaders or a training process may be found later: the job is
 			// then theirs.
-			ps = append(ps, probes.NewCgroup(o.Roots, probes.JobOptions{PID: o.Own, PIDOf: focus}))
+			ps = append(ps, job.NewCgroup(o.Roots, job.JobOptions{PID: o.Own, PIDOf: focus}))
 		}
 	}
 	if s.loop != nil {

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/host"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session/job"
 )
@@ -58,7 +58,7 @@ func (t *target) Collect(_ context.Context, f *sample.Frame) error {
 		}
 	case t.o.PID != 0:
 		out = &sample.Target{PID: t.o.PID, Command: t.command(t.o.PID), Why: cmp.Or(t.o.PIDWhy, "--pid")}
-		if t.gone == nil && !probes.ProcessExists(t.o.Roots.Proc, t.o.PID) {
+		if t.gone == nil && !host.ProcessExists(t.o.Roots.Proc, t.o.PID) {
 			now := f.Time
 			t.gone = &now
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/loader"
-	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
 )
@@ -291,9 +291,9 @@ func summarize(c loader.Config, l *loader.Loader, wall time.Duration) SweepResul
 	if uint64(len(waits)) == s.Batches && len(waits) > 0 {
 		slices.Sort(waits)
 		r.WaitP50Ms, r.WaitP99Ms = sample.NearestRank(waits, 0.5), sample.NearestRank(waits, 0.99)
-	} else if v, ok := probes.BucketQuantile(0.5, loader.Buckets, s.Wait.Counts, s.Wait.Count); ok {
+	} else if v, ok := endpoint.BucketQuantile(0.5, loader.Buckets, s.Wait.Counts, s.Wait.Count); ok {
 		r.WaitP50Ms = 1000 * v
-		v, _ = probes.BucketQuantile(0.99, loader.Buckets, s.Wait.Counts, s.Wait.Count)
+		v, _ = endpoint.BucketQuantile(0.99, loader.Buckets, s.Wait.Counts, s.Wait.Count)
 		r.WaitP99Ms = 1000 * v
 	}
 	if len(s.FirstBatch) > 0 {

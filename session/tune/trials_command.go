@@ -14,6 +14,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/training"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
 	"github.com/gpuwatch/gpuwatch/session/job"
@@ -201,7 +202,7 @@ func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration,
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	w, err := session.NewWatch(ctx, session.Options{Interval: c.Interval, Thresholds: c.Th, Target: session.Target{Roots: c.Roots, PID: j.PID(), Job: j},
-		Sources: session.Sources{Loop: true, Attach: session.AttachTo{Discover: true, Dir: c.dir, NoProfiles: true, Within: func(pid int) bool { return probes.Descends(c.Roots.Proc, pid, j.PID()) }}}})
+		Sources: session.Sources{Loop: true, Attach: session.AttachTo{Discover: true, Dir: c.dir, NoProfiles: true, Within: func(pid int) bool { return training.Descends(c.Roots.Proc, pid, j.PID()) }}}})
 	if err != nil {
 		return nil, nil, err
 	}

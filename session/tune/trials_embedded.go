@@ -12,6 +12,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
 )
@@ -140,7 +141,7 @@ func (e *EmbeddedTrials) Settle(ctx context.Context, s Setting, limit time.Durat
 	ctx, cancel := context.WithTimeout(runCtx, limit)
 	defer cancel()
 	w, err := session.NewWatch(ctx, session.Options{Interval: e.Interval, Thresholds: e.Th, Target: session.Target{Roots: e.Roots, Own: os.Getpid()},
-		Sources: session.Sources{Probes: []probes.Probe{probes.NewLoader(src)}}})
+		Sources: session.Sources{Probes: []probes.Probe{endpoint.NewLoader(src)}}})
 	if err != nil {
 		return TuneStep{}, err
 	}

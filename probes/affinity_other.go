@@ -1,8 +1,0 @@
-//go:build !linux
-
-package probes
-
-import "errors"
-
-// schedAffinity is not known off Linux.
-func schedAffinity(int) (int, error) { return 0, errors.New("no sched_getaffinity") }

@@ -1,0 +1,624 @@
+package endpoint
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/expo"
+	"github.com/gpuwatch/gpuwatch/probes"
+
+	"github.com/gpuwatch/gpuwatch/internal/neterr"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// Attach reads a loader's debug server (the loader protocol, docs/architecture.md §6):
+// /metrics every interval and, on its own goroutine (see Profiler),
+// /debug/pprof/profile. It only sends GETs, never follows a redirect to
+// another host, and never shows the URL's credentials.
+type Attach struct {
+	base   *url.URL // with credentials, for requests
+	shown  string   // without them, for people
+	client *http.Client
+	// Timeout bounds one /metrics read (default 3 s).
+	Timeout time.Duration
+
+	mu        sync.Mutex
+	connected bool      // the last read succeeded
+	downSince time.Time // first failed read after a success
+	nextTry   time.Time
+	backoff   time.Duration
+	noMetrics bool          // a pprof-only endpoint
+	pid       int           // from gpuwatch_loader_info
+	token     string        // sent as a bearer token; "" sends none
+	lookup    func() string // finds the token anew after a 401 (LookUpToken)
+	now       func() time.Time
+
+	page []byte // the last /metrics page, reused by read (one read at a time)
+}
+
+// ErrBadURL marks a URL that is not a loader's base URL.
+var ErrBadURL = errors.New("want http://HOST:PORT (the base; /metrics and /debug/pprof/ are found under it)")
+
+// ErrDisconnected marks a loader that answered before and does not now.
+var ErrDisconnected = errors.New("disconnected")
+
+// NewAttach checks the URL's form: http or https, a host, no query.
+func NewAttach(raw string) (*Attach, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("%q is not a loader URL: %w", sample.RedactURL(raw), ErrBadURL)
+	}
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/metrics"), "/")
+	u.RawQuery, u.Fragment = "", ""
+	shown := *u
+	shown.User = nil
+	a := &Attach{base: u, shown: shown.String(), now: time.Now, Timeout: 3 * time.Second}
+	// No client-wide Timeout: it would also bound reading the body, and a
+	// profile's body takes its whole length to come. Each request has its
+	// own deadline instead (get's timeout: Timeout for /metrics, the
+	// profile's length plus slack for a profile).
+	a.client = &http.Client{
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if req.URL.Host != via[0].URL.Host {
+				return fmt.Errorf("refusing a redirect to another host (%s)", req.URL.Host)
+			}
+			if len(via) >= 3 {
+				return errors.New("too many redirects")
+			}
+			return nil
+		},
+	}
+	return a, nil
+}
+
+// SetToken sets the token sent with every request (Authorization: Bearer),
+// from the loader's announcement: the hook serves nothing without it
+// (docs/security.md). A URL with credentials sends those instead; a
+// loader that wants no token (the embedded Go loader's debug server)
+// ignores it. "" sends none.
+func (a *Attach) SetToken(token string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.token = token
+}
+
+// LookUpToken sets where the token is found anew when the loader answers
+// 401 (a loader that came up after gpuwatch started, or restarted with a
+// new token): its announcement, for a URL the user gave.
+func (a *Attach) LookUpToken(lookup func() string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lookup = lookup
+}
+
+// Source implements LoaderSource: the URL without credentials.
+func (a *Attach) Source() string { return a.shown }
+
+// PID is the loader's process ID from gpuwatch_loader_info, 0 if unknown.
+func (a *Attach) PID() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pid
+}
+
+// NoMetrics says the endpoint serves profiles but no loader metrics.
+func (a *Attach) NoMetrics() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.noMetrics
+}
+
+func (a *Attach) get(ctx context.Context, path string, timeout time.Duration) (*http.Response, error) {
+	u := *a.base
+	u.Path += path
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		u.Path, u.RawQuery = a.base.Path+path[:i], path[i+1:]
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	a.mu.Lock()
+	token := a.token
+	a.mu.Unlock()
+	if token != "" && a.base.User == nil {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		cancel()
+		return nil, a.explain(err, timeout)
+	}
+	resp.Body = cancelOnClose{resp.Body, cancel}
+	return resp, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error { err := c.ReadCloser.Close(); c.cancel(); return err }
+
+// explain turns a transport error into words, without the URL (whose
+// credentials net/http would print).
+func (a *Attach) explain(err error, timeout time.Duration) error {
+	return neterr.Explain(err, timeout, "the loader")
+}
+
+// Check makes the first connection, as `attach` does before anything else:
+// /metrics must answer with Prometheus text, or — for a plain Go program
+// with net/http/pprof — /debug/pprof/ must answer (profiles only). The
+// error names the URL and what answered.
+func (a *Attach) Check(ctx context.Context) error {
+	_, err := a.read(ctx)
+	if err == nil {
+		return nil
+	}
+	var he *httpStatusError
+	if errors.As(err, &he) && he.code == http.StatusNotFound {
+		resp, perr := a.get(ctx, "/debug/pprof/", a.Timeout)
+		if perr == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				a.mu.Lock()
+				a.noMetrics, a.connected = true, true
+				a.mu.Unlock()
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("cannot attach to %s: %w", a.shown, err)
+}
+
+type httpStatusError struct {
+	path   string
+	code   int
+	status string
+}
+
+func (e *httpStatusError) Error() string {
+	if e.code == http.StatusUnauthorized {
+		return fmt.Sprintf("%s answered %s: the loader wants its token, which is in its announcement (readable by its own user only): run gpuwatch as that user, or put the token in the URL (http://gpuwatch:TOKEN@HOST:PORT)", e.path, e.status)
+	}
+	return fmt.Sprintf("%s answered %s", e.path, e.status)
+}
+
+// read fetches and converts /metrics.
+func (a *Attach) read(ctx context.Context) (LoaderCounters, error) {
+	resp, err := a.get(ctx, "/metrics", a.Timeout)
+	if err != nil {
+		return LoaderCounters{}, err
+	}
+	if resp.StatusCode == http.StatusUnauthorized && a.freshToken() {
+		resp.Body.Close()
+		if resp, err = a.get(ctx, "/metrics", a.Timeout); err != nil {
+			return LoaderCounters{}, err
+		}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return LoaderCounters{}, &httpStatusError{path: "/metrics", code: resp.StatusCode, status: resp.Status}
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/html" {
+		return LoaderCounters{}, errors.New("/metrics answered an HTML page, not Prometheus metrics")
+	}
+	body, release, err := a.readBody(ctx, resp.Body)
+	if err != nil {
+		return LoaderCounters{}, fmt.Errorf("/metrics: %w", err)
+	}
+	defer release()
+	c, info, err := CountersFromMetrics(body)
+	if err != nil {
+		return LoaderCounters{}, fmt.Errorf("/metrics: %w", err)
+	}
+	a.mu.Lock()
+	if pid, err := strconv.Atoi(info["pid"]); err == nil {
+		a.pid = pid
+	}
+	a.mu.Unlock()
+	return c, nil
+}
+
+// freshToken looks the token up anew (after a 401): true when it found
+// one other than the one sent.
+func (a *Attach) freshToken() bool {
+	a.mu.Lock()
+	lookup, old := a.lookup, a.token
+	a.mu.Unlock()
+	if lookup == nil {
+		return false
+	}
+	if t := lookup(); t != "" && t != old {
+		a.SetToken(t)
+		return true
+	}
+	return false
+}
+
+// LoaderCounters implements LoaderSource. After a first success, a loader
+// that stops answering is ErrDisconnected (with since when), retried with
+// backoff (1 s doubling to maxBackoff) until it answers again.
+func (a *Attach) LoaderCounters(ctx context.Context) (LoaderCounters, error) {
+	a.mu.Lock()
+	now := a.now()
+	if a.noMetrics {
+		a.mu.Unlock()
+		return LoaderCounters{}, errNoMetrics
+	}
+	if !a.connected && !a.downSince.IsZero() && now.Before(a.nextTry) {
+		since := a.downSince
+		a.mu.Unlock()
+		return LoaderCounters{}, &disconnectedError{since: since, reason: "waiting to retry"}
+	}
+	a.mu.Unlock()
+	c, err := a.read(ctx)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err == nil {
+		a.connected, a.downSince, a.backoff = true, time.Time{}, 0
+		return c, nil
+	}
+	if a.downSince.IsZero() {
+		a.downSince = now
+	}
+	a.connected = false
+	a.backoff = min(maxBackoff, max(time.Second, 2*a.backoff))
+	a.nextTry = now.Add(a.backoff)
+	return LoaderCounters{}, &disconnectedError{since: a.downSince, reason: err.Error()}
+}
+
+// maxBackoff caps the wait between tries of a loader that stopped
+// answering: a few seconds, so that gpuwatch reads it again soon after
+// whatever held it (another user holding the hook's connections) stops
+// (issue 41, item 3; it was 30 s). A try is one refused connection or one
+// short request: cheap.
+const maxBackoff = 4 * time.Second
+
+var errNoMetrics = probes.Unavailable("the endpoint serves profiles but no loader metrics (gpuwatch_loader_*): wait times unknown")
+
+// disconnectedError is ErrDisconnected with since when and why.
+type disconnectedError struct {
+	since  time.Time
+	reason string
+}
+
+func (e *disconnectedError) Error() string {
+	return fmt.Sprintf("disconnected since %s: %s", e.since.Format("15:04:05"), e.reason)
+}
+func (e *disconnectedError) Is(target error) bool { return target == ErrDisconnected }
+
+// DisconnectedSince returns when a disconnection began, if err is one.
+func DisconnectedSince(err error) (time.Time, bool) {
+	var d *disconnectedError
+	if errors.As(err, &d) {
+		return d.since, true
+	}
+	return time.Time{}, false
+}
+
+// CountersFromMetrics converts a loader's /metrics text (the loader
+// protocol's metric names) into counters, and returns the labels of
+// gpuwatch_loader_info. A text with none of the loader's metrics is an
+// error: it is not a loader.
+func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error) {
+	page, err := expo.Parse(text, "gpuwatch_loader_")
+	if err != nil {
+		return LoaderCounters{}, nil, fmt.Errorf("not Prometheus text: %w", err)
+	}
+	m := &metricsPage{page: page}
+	m.scalars()
+	m.histograms()
+	info := m.info()
+	m.workerPIDs()
+	stagesFromPage(page, &m.c) // the stage and payload series (stages.go): never alone a loader
+	if m.found == 0 {
+		return m.c, nil, errors.New("no gpuwatch_loader_* metrics: this is not a loader's metrics endpoint")
+	}
+	return m.c, info, nil
+}
+
+// metricsPage is one loader page being read into counters: found counts
+// the gpuwatch_loader_* metrics it holds, dropped ones included.
+type metricsPage struct {
+	page  map[string][]expo.Sample
+	c     LoaderCounters
+	found int
+}
+
+// raw is a sample's value as sent; ok is false when the metric is absent.
+func (m *metricsPage) raw(name string) (float64, bool) {
+	ss := m.page[name]
+	if len(ss) == 0 {
+		return 0, false
+	}
+	m.found++
+	return ss[0].Value, true
+}
+
+// gauge is a value within [lo, hi]. NaN, ±Inf (valid Prometheus text, no
+// count of anything) and values outside the range are dropped, and the
+// frame says why: a loader's answer is outside input, and one absurd number
+// must not become an absurd verdict or advice.
+func (m *metricsPage) gauge(name string, lo, hi float64) (float64, bool) {
+	v, ok := m.raw(name)
+	switch {
+	case !ok:
+		return 0, false
+	case math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi:
+		m.c.Dropped = append(m.c.Dropped, fmt.Sprintf("%s %s: outside %g–%g, dropped", name, strconv.FormatFloat(v, 'g', 6, 64), lo, hi))
+		return 0, false
+	}
+	return v, true
+}
+
+// count is a counter's value; 0 when absent or dropped.
+func (m *metricsPage) count(name string) uint64 {
+	v, ok := m.gauge(name, 0, 1<<62)
+	if !ok {
+		return 0
+	}
+	return uint64(v)
+}
+
+// integer is a whole number within [0, hi]; nil when absent or dropped.
+func (m *metricsPage) integer(name string, hi int) *int {
+	v, ok := m.gauge(name, 0, float64(hi))
+	if !ok {
+		return nil
+	}
+	n := int(v)
+	return &n
+}
+
+// seconds is a total of seconds; nil when absent or dropped.
+func (m *metricsPage) seconds(name string) *float64 {
+	if v, ok := m.gauge(name, 0, maxLoaderSeconds); ok {
+		return &v
+	}
+	return nil
+}
+
+// scalars reads the counters and gauges, in the order their reasons for a
+// drop are listed.
+func (m *metricsPage) scalars() {
+	c := &m.c
+	c.Batches = m.count("gpuwatch_loader_batches_total")
+	c.Samples = m.count("gpuwatch_loader_samples_total")
+	c.BytesRead = m.count("gpuwatch_loader_bytes_read_total")
+	c.ReadSeconds = m.seconds("gpuwatch_loader_read_seconds_total")
+	c.DecodeSeconds = m.seconds("gpuwatch_loader_decode_seconds_total")
+	if v, ok := m.gauge("gpuwatch_loader_queue_depth", 0, maxQueueDepth); ok {
+		c.QueueDepth = &v
+	}
+	c.Workers = m.integer(sample.KnobWorkers.Series, maxWorkers)
+	c.Prefetch = m.integer(sample.KnobPrefetch.Series, maxPrefetch)
+	c.BatchesPerEpoch = m.integer("gpuwatch_loader_batches_per_epoch", math.MaxInt32) // an int on 32-bit builds too
+	// The DataLoader's booleans (the hook): persistent_workers, pin_memory.
+	for _, k := range sample.KnobTable {
+		if k.Type != sample.KnobBool || k.Series == "" {
+			continue
+		}
+		if v, ok := m.gauge(k.Series, 0, 1); ok {
+			if c.Knobs == nil {
+				c.Knobs = map[string]string{}
+			}
+			c.Knobs[k.Flag] = strconv.FormatBool(v >= 0.5)
+		}
+	}
+	// The time to each epoch's first batch, epochs after the first.
+	if stalls, ok := m.gauge("gpuwatch_loader_epoch_stalls_total", 0, 1<<40); ok && stalls > 0 {
+		if sum := m.seconds("gpuwatch_loader_epoch_stall_seconds_total"); sum != nil {
+			d := time.Duration(*sum / stalls * float64(time.Second))
+			c.EpochStall = &d
+		}
+	}
+}
+
+// histograms reads the wait and step histograms; the wait's buckets are
+// the loader's, else the step's.
+func (m *metricsPage) histograms() {
+	wb, wh, okW := histogram(m.page, "gpuwatch_loader_wait_seconds")
+	sb, sh, okS := histogram(m.page, "gpuwatch_loader_step_seconds")
+	if okW {
+		m.found++
+		m.c.Buckets, m.c.Wait = wb, wh
+	}
+	if okS {
+		m.found++
+		m.c.Step = sh
+		if !okW {
+			m.c.Buckets = sb
+		}
+	}
+}
+
+// info reads gpuwatch_loader_info's labels into the counters' identity
+// (kind, PID, loop thread, ranks) and returns them all.
+func (m *metricsPage) info() map[string]string {
+	info := map[string]string{}
+	ss := m.page["gpuwatch_loader_info"]
+	if len(ss) == 0 {
+		return info
+	}
+	m.found++
+	for _, l := range ss[0].Labels {
+		info[l.Name] = l.Value
+	}
+	c := &m.c
+	switch info["kind"] {
+	case "python", "go":
+		c.Kind = info["kind"]
+	}
+	c.PID, c.LoopTID = positiveID(info["pid"]), positiveID(info["tid"])
+	c.Rank, c.LocalRank, c.WorldSize = rankID(info["rank"]), rankID(info["local_rank"]), rankID(info["world_size"])
+	if c.WorldSize != nil && *c.WorldSize == 0 {
+		c.WorldSize = nil
+	}
+	return info
+}
+
+// workerPIDs reads the workers' PIDs, at most maxWorkerPIDs: a hostile
+// endpoint cannot grow a frame without end.
+func (m *metricsPage) workerPIDs() {
+	for _, s := range m.page["gpuwatch_loader_worker_info"] {
+		if v, _ := s.Label("pid"); positiveID(v) != nil && len(m.c.WorkerPIDs) < maxWorkerPIDs {
+			m.c.WorkerPIDs = append(m.c.WorkerPIDs, *positiveID(v))
+		}
+	}
+}
+
+// The ranges of the loader protocol's gauges: a value outside is dropped
+// (and the frame says so). PyTorch sets no limit on num_workers; 4096 is
+// far past any machine's cores, and so is a queue of a million batches.
+const (
+	maxWorkers       = 4096
+	maxPrefetch      = 1 << 16
+	maxQueueDepth    = 1 << 20
+	maxLoaderSeconds = 1 << 40 // cumulative seconds: 35,000 years
+)
+
+// Bounds on /metrics answers. A loader's page is a few KiB: it is read
+// into a buffer kept between reads, of at most keptMetricsBytes. A larger
+// answer (up to maxMetricsBytes) takes one of bigMetricsReads' slots, for
+// a buffer of its own released after: whatever the endpoints send, the
+// process holds at most MaxRanks × keptMetricsBytes + 2 × maxMetricsBytes
+// (48 MiB) of /metrics answers.
+const (
+	maxMetricsBytes  = 16 << 20
+	keptMetricsBytes = 64 << 10
+)
+
+// bigMetricsReads are the slots for answers past keptMetricsBytes.
+var bigMetricsReads = make(chan struct{}, 2)
+
+// readBody reads a /metrics answer: into the kept buffer when it fits,
+// else into a buffer of its own under a big-read slot (waiting for one
+// within ctx). release gives back what the answer took.
+func (a *Attach) readBody(ctx context.Context, r io.Reader) (body []byte, release func(), err error) {
+	// The kept buffer: a page a tick, read every tick; growing a new
+	// slice for it each time was a tenth of an attached tick's CPU. It is
+	// allocated once at its full size, so it never grows past it.
+	if a.page == nil {
+		a.page = make([]byte, keptMetricsBytes+1)
+	}
+	n, err := io.ReadFull(r, a.page)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return a.page[:n], func() {}, nil
+	case err != nil:
+		return nil, nil, a.explain(err, a.Timeout)
+	}
+	select {
+	case bigMetricsReads <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, errors.New("answer larger than 64 KiB, and other large answers are being read: try again")
+	}
+	// 1 MiB first; past it, one buffer of the cap's size (no chain of
+	// doublings for an answer that never ends).
+	big := append(make([]byte, 0, 1<<20), a.page...)
+	done := func() { <-bigMetricsReads }
+	for len(big) <= maxMetricsBytes {
+		if len(big) == cap(big) {
+			big = append(make([]byte, 0, maxMetricsBytes+1), big...)
+		}
+		n, err := r.Read(big[len(big):cap(big)])
+		big = big[:len(big)+n]
+		if err == io.EOF {
+			return big, done, nil
+		}
+		if err != nil {
+			done()
+			return nil, nil, a.explain(err, a.Timeout)
+		}
+	}
+	done()
+	return nil, nil, fmt.Errorf("answer larger than %d MiB", maxMetricsBytes>>20)
+}
+
+// maxWorkerPIDs bounds the worker PIDs taken from one /metrics answer.
+const maxWorkerPIDs = 1024
+
+// positiveID parses a process or thread ID label: nil unless it is a
+// decimal number in the range Linux gives PIDs (1 to 2^22).
+func positiveID(s string) *int {
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 || n > 1<<22 {
+		return nil
+	}
+	return &n
+}
+
+// maxRank bounds a rank label: jobs have thousands of ranks, not more
+// than a million.
+const maxRank = 1 << 20
+
+// rankID parses a rank label (RANK, LOCAL_RANK, WORLD_SIZE): nil unless
+// a decimal number from 0 to maxRank.
+func rankID(s string) *int {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > maxRank {
+		return nil
+	}
+	return &n
+}
+
+// histogram reads the histogram name from its _bucket (by le, leaving
+// out +Inf: Count holds it), _sum and _count samples (one missing reads
+// as 0, as expfmt reads it). A histogram without any, or with a sum or
+// count that is no count, is none.
+func histogram(page map[string][]expo.Sample, name string) ([]float64, Hist, bool) {
+	sums, counts, buckets := page[name+"_sum"], page[name+"_count"], page[name+"_bucket"]
+	if len(sums) == 0 && len(counts) == 0 && len(buckets) == 0 {
+		return nil, Hist{}, false
+	}
+	sum, count := 0.0, 0.0
+	if len(sums) > 0 {
+		sum = sums[0].Value
+	}
+	if len(counts) > 0 {
+		count = counts[0].Value
+	}
+	if math.IsNaN(sum) || math.IsInf(sum, 0) || sum < 0 || !(count >= 0 && count <= 1<<62) {
+		return nil, Hist{}, false // a broken histogram is no histogram
+	}
+	type bucket struct {
+		le float64
+		n  uint64
+	}
+	var bs []bucket
+	for _, b := range buckets {
+		v, ok := b.Label("le")
+		if !ok {
+			continue
+		}
+		le, err := expo.ParseValue(v)
+		if err != nil || le != le || le > 1e300 || !(b.Value >= 0 && b.Value <= 1<<62) { // NaN, +Inf
+			continue
+		}
+		bs = append(bs, bucket{le, uint64(b.Value)})
+	}
+	slices.SortStableFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
+	out := Hist{Sum: sum, Count: uint64(count)}
+	bounds := make([]float64, 0, len(bs))
+	for _, b := range bs {
+		bounds = append(bounds, b.le)
+		out.Counts = append(out.Counts, b.n)
+	}
+	return bounds, out, true
+}

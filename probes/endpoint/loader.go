@@ -1,0 +1,262 @@
+package endpoint
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/probes"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// LoaderCounters is a loader's cumulative state at one moment, whatever the
+// loader: the embedded one in this process, or one attached to over its
+// metrics endpoint. Fields a loader does not know are nil or empty.
+type LoaderCounters struct {
+	Batches, Samples, BytesRead uint64
+	// ReadSeconds and DecodeSeconds are summed over workers; nil if the
+	// loader does not report them.
+	ReadSeconds, DecodeSeconds *float64
+	// Wait and Step are cumulative histograms over Buckets (seconds).
+	Buckets    []float64
+	Wait, Step Hist
+	QueueDepth *float64
+	Workers    *int
+	Prefetch   *int
+	Knobs      map[string]string
+	// PID is the training process, LoopTID the thread that runs its
+	// training loop, WorkerPIDs its worker processes: nil or empty when the
+	// loader does not say.
+	PID, LoopTID *int
+	WorkerPIDs   []int
+	// Rank, LocalRank and WorldSize of a distributed job's rank, when the
+	// loader says (the hook's RANK, LOCAL_RANK, WORLD_SIZE).
+	Rank, LocalRank, WorldSize *int
+	// EpochStall is the mean time to an epoch's first batch, epochs after
+	// the first; BatchesPerEpoch the epoch's length. Nil when unknown.
+	EpochStall      *time.Duration
+	BatchesPerEpoch *int
+	// DatasetBytes and DatasetCachedBytes: the dataset's size and how
+	// much of it is in the page cache, where the loader can tell cheaply
+	// (the embedded one, from mincore on its own mappings).
+	DatasetBytes, DatasetCachedBytes *int64
+	// Recent are the newest batches, oldest first, when the loader keeps
+	// them (the embedded one does): percentiles are then exact.
+	Recent []LoaderBatch
+	// Stages are each stage's cumulative time and batches, by stage name
+	// (stageNames); Payload the counts over the batches looked inside.
+	// Nil when the loader does not measure them (the hook does).
+	Stages  map[string]StageCount
+	Payload *PayloadCounters
+	// Kind is what speaks for the loader: "python" (the hook, gpuwatch
+	// run), "go" (a Go loader, gpuwatch loader), "embedded", or "".
+	Kind string
+	// Dropped says which of the loader's figures were out of range, and
+	// so left out.
+	Dropped []string
+}
+
+// Hist is a cumulative histogram: Counts[i] observations ≤ Buckets[i];
+// Count includes those above the last bucket.
+type Hist struct {
+	Counts []uint64
+	Sum    float64 // seconds
+	Count  uint64
+}
+
+// LoaderBatch is one batch's timing; Seq counts batches from 1.
+type LoaderBatch struct {
+	Seq        uint64
+	Wait, Step time.Duration
+}
+
+// LoaderSource gives a loader's counters. An error wrapping ErrUnavailable
+// means there is no loader to read.
+type LoaderSource interface {
+	Source() string
+	LoaderCounters(ctx context.Context) (LoaderCounters, error)
+}
+
+// Loader is the probe for a data loader: it turns counter deltas into the
+// interval's rates, wait share and percentiles, and the virtual
+// accelerator.
+type Loader struct {
+	src      LoaderSource
+	prev     LoaderCounters
+	prevTime time.Time
+	havePrev bool
+	waits    []float64
+}
+
+// NewLoader returns the loader probe over src.
+func NewLoader(src LoaderSource) *Loader { return &Loader{src: src} }
+
+// Name implements Probe.
+func (p *Loader) Name() string { return "loader" }
+
+// Lane implements Laned: an attached loader and its profile share a worker.
+func (p *Loader) Lane() string {
+	if _, attached := p.src.(*Attach); attached {
+		return "attach"
+	}
+	return "" // the embedded loader is read in memory: a lane of its own is free
+}
+
+// Collect implements Probe.
+func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
+	cur, err := p.src.LoaderCounters(ctx)
+	if err != nil {
+		p.havePrev = false
+		if since, ok := DisconnectedSince(err); ok {
+			// The view and JSON say so, not only the reason list.
+			f.Loader = &sample.Loader{Source: p.src.Source(), Connected: probes.Ptr(false), DisconnectedSince: &since}
+		}
+		return err
+	}
+	out := &sample.Loader{
+		Source: p.src.Source(), Batches: cur.Batches, QueueDepth: cur.QueueDepth,
+		Workers: cur.Workers, Prefetch: cur.Prefetch, Knobs: cur.Knobs,
+		PID: cur.PID, LoopTID: cur.LoopTID, WorkerPIDs: cur.WorkerPIDs, BatchesPerEpoch: cur.BatchesPerEpoch,
+		Rank: cur.Rank, LocalRank: cur.LocalRank, WorldSize: cur.WorldSize,
+		DatasetBytes: cur.DatasetBytes, DatasetCachedBytes: cur.DatasetCachedBytes,
+	}
+	if cur.EpochStall != nil {
+		out.EpochStallMs = probes.Ptr(float64(cur.EpochStall.Microseconds()) / 1000)
+	}
+	if _, attached := p.src.(*Attach); attached {
+		out.Connected = probes.Ptr(true)
+	}
+	out.Kind = cur.Kind
+	for _, d := range cur.Dropped {
+		if f.Unavailable == nil {
+			f.Unavailable = map[sample.Source]string{}
+		}
+		name, why, _ := strings.Cut(d, " ")
+		f.Unavailable[sample.Source("loader."+strings.TrimPrefix(name, "gpuwatch_loader_"))] = why
+	}
+	prev, prevTime, havePrev := p.prev, p.prevTime, p.havePrev
+	p.prev, p.prevTime, p.havePrev = cur, f.Time, true
+	f.Loader = out
+	if !havePrev {
+		return nil
+	}
+	// A loader that restarted has smaller counters. Like Prometheus's
+	// rate(), count everything since the restart as this interval's
+	// increase: never a negative rate, and no blind interval.
+	if cur.Batches < prev.Batches || cur.Wait.Count < prev.Wait.Count ||
+		cur.Step.Count < prev.Step.Count || cur.Samples < prev.Samples || cur.BytesRead < prev.BytesRead ||
+		lessFloat(cur.ReadSeconds, prev.ReadSeconds) || lessFloat(cur.DecodeSeconds, prev.DecodeSeconds) {
+		prev = LoaderCounters{Buckets: cur.Buckets, ReadSeconds: zeroIf(cur.ReadSeconds), DecodeSeconds: zeroIf(cur.DecodeSeconds),
+			Wait: Hist{Counts: make([]uint64, len(cur.Wait.Counts))}, Step: Hist{Counts: make([]uint64, len(cur.Step.Counts))}}
+	}
+	sec := f.Time.Sub(prevTime).Seconds()
+	if sec <= 0 {
+		return nil
+	}
+	out.BatchesPerSec = float64(cur.Batches-prev.Batches) / sec
+	out.SamplesPerSec = float64(cur.Samples-prev.Samples) / sec
+	out.BytesPerSec = float64(cur.BytesRead-prev.BytesRead) / sec
+	if cur.ReadSeconds != nil && prev.ReadSeconds != nil && *cur.ReadSeconds >= *prev.ReadSeconds {
+		out.ReadSecPerSec = probes.Ptr((*cur.ReadSeconds - *prev.ReadSeconds) / sec)
+	}
+	if cur.DecodeSeconds != nil && prev.DecodeSeconds != nil && *cur.DecodeSeconds >= *prev.DecodeSeconds {
+		out.DecodeSecPerSec = probes.Ptr((*cur.DecodeSeconds - *prev.DecodeSeconds) / sec)
+	}
+	dWait, dStep := max(0, cur.Wait.Sum-prev.Wait.Sum), max(0, cur.Step.Sum-prev.Step.Sum)
+	if n := cur.Wait.Count - prev.Wait.Count; n > 0 {
+		out.WaitMeanMs = probes.Ptr(1000 * dWait / float64(n))
+		if dWait+dStep > 0 {
+			out.WaitShare = probes.Ptr(dWait / (dWait + dStep))
+		}
+		p.waitPercentiles(out, prev, cur)
+	}
+	if n := cur.Step.Count - prev.Step.Count; n > 0 {
+		out.StepMeanMs = probes.Ptr(1000 * dStep / float64(n))
+	}
+	out.Stages = loaderStages(prev.Stages, cur.Stages, cur.Workers)
+	out.Payload = batchPayload(prev.Payload, cur.Payload, out.BatchesPerSec)
+	// The virtual accelerator: the share of wall time spent in steps.
+	f.Accel = &sample.VirtualAccel{BusyPct: min(100, 100*dStep/sec), Basis: "loader step time / wall time"}
+	return nil
+}
+
+// waitPercentiles fills p50/p95/p99 of the interval's waits: exact from
+// the batch list when it covers the whole interval, else interpolated from
+// the histogram buckets as Prometheus's histogram_quantile does.
+func (p *Loader) waitPercentiles(out *sample.Loader, prev, cur LoaderCounters) {
+	lastSeq := uint64(0)
+	if n := len(prev.Recent); n > 0 {
+		lastSeq = prev.Recent[n-1].Seq
+	}
+	covered := len(cur.Recent) > 0 && lastSeq == prev.Batches && cur.Recent[0].Seq <= lastSeq+1
+	if covered {
+		p.waits = p.waits[:0]
+		for _, b := range cur.Recent {
+			if b.Seq > lastSeq {
+				p.waits = append(p.waits, 1000*b.Wait.Seconds())
+				if len(out.Timeline) < 64 {
+					out.Timeline = append(out.Timeline, sample.BatchTiming{WaitMs: 1000 * b.Wait.Seconds(), StepMs: 1000 * b.Step.Seconds()})
+				}
+			}
+		}
+		if len(p.waits) > 0 {
+			slices.Sort(p.waits)
+			q := func(x float64) *float64 { return probes.Ptr(sample.NearestRank(p.waits, x)) }
+			out.WaitP50Ms, out.WaitP95Ms, out.WaitP99Ms = q(0.50), q(0.95), q(0.99)
+			return
+		}
+	}
+	if len(cur.Buckets) == 0 || len(cur.Wait.Counts) != len(cur.Buckets) || len(prev.Wait.Counts) != len(cur.Buckets) {
+		return
+	}
+	d := make([]uint64, len(cur.Buckets))
+	for i := range d {
+		if cur.Wait.Counts[i] < prev.Wait.Counts[i] {
+			return
+		}
+		d[i] = cur.Wait.Counts[i] - prev.Wait.Counts[i]
+	}
+	total := cur.Wait.Count - prev.Wait.Count
+	q := func(x float64) *float64 {
+		v, ok := BucketQuantile(x, cur.Buckets, d, total)
+		if !ok {
+			return nil
+		}
+		return probes.Ptr(1000 * v)
+	}
+	out.WaitP50Ms, out.WaitP95Ms, out.WaitP99Ms = q(0.50), q(0.95), q(0.99)
+}
+
+func lessFloat(a, b *float64) bool { return a != nil && b != nil && *a < *b }
+
+func zeroIf(p *float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	return probes.Ptr(0.0)
+}
+
+// BucketQuantile estimates quantile q (0–1) from cumulative bucket counts
+// (counts[i] observations ≤ upper[i]) and the total count, interpolating
+// linearly inside the bucket, as Prometheus's histogram_quantile does. A
+// quantile above the last finite bucket is that bucket's bound.
+func BucketQuantile(q float64, upper []float64, counts []uint64, total uint64) (float64, bool) {
+	if total == 0 || len(upper) == 0 || len(counts) != len(upper) {
+		return 0, false
+	}
+	rank := q * float64(total)
+	lowerBound, lowerCount := 0.0, 0.0
+	for i, u := range upper {
+		c := float64(counts[i])
+		if c >= rank {
+			if c == lowerCount {
+				return u, true
+			}
+			return lowerBound + (u-lowerBound)*(rank-lowerCount)/(c-lowerCount), true
+		}
+		lowerBound, lowerCount = u, c
+	}
+	return upper[len(upper)-1], true
+}

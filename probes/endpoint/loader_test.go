@@ -1,0 +1,144 @@
+package endpoint
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/probes"
+
+	"github.com/gpuwatch/gpuwatch/probes/internal/probetest"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// fakeLoader returns the counters it is given, in turn.
+type fakeLoader struct {
+	c   LoaderCounters
+	err error
+}
+
+func (f *fakeLoader) Source() string { return "fake" }
+func (f *fakeLoader) LoaderCounters(context.Context) (LoaderCounters, error) {
+	return f.c, f.err
+}
+
+var buckets = []float64{0.001, 0.01, 0.1, 1}
+
+// counters after n batches of wait w and step s each.
+func counters(n int, w, s time.Duration) LoaderCounters {
+	c := LoaderCounters{Batches: uint64(n), Samples: uint64(32 * n), BytesRead: uint64(n) << 20, Buckets: buckets,
+		Wait: Hist{Counts: make([]uint64, len(buckets))}, Step: Hist{Counts: make([]uint64, len(buckets))}}
+	rs, ds := float64(n)*0.01, float64(n)*0.04
+	c.ReadSeconds, c.DecodeSeconds = &rs, &ds
+	for i := 1; i <= n; i++ {
+		c.Wait.Sum += w.Seconds()
+		c.Step.Sum += s.Seconds()
+		c.Wait.Count++
+		c.Step.Count++
+		for j, b := range buckets {
+			if w.Seconds() <= b {
+				c.Wait.Counts[j]++
+			}
+			if s.Seconds() <= b {
+				c.Step.Counts[j]++
+			}
+		}
+		c.Recent = append(c.Recent, LoaderBatch{Seq: uint64(i), Wait: w, Step: s})
+	}
+	return c
+}
+
+func collectLoader(t *testing.T, p *Loader, at time.Time) *sample.Frame {
+	t.Helper()
+	f := probetest.FrameAt(at)
+	if err := p.Collect(context.Background(), f); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestLoaderRatesShareAndVirtualAccelerator(t *testing.T) {
+	src := &fakeLoader{c: counters(10, 30*time.Millisecond, 70*time.Millisecond)}
+	p := NewLoader(src)
+	if f := collectLoader(t, p, probetest.T0); f.Loader == nil || f.Loader.WaitShare != nil || f.Accel != nil {
+		t.Fatalf("first reading = %+v: want the part but no interval figures", f.Loader)
+	}
+	src.c = counters(20, 30*time.Millisecond, 70*time.Millisecond)
+	f := collectLoader(t, p, probetest.T0.Add(time.Second))
+	l := f.Loader
+	probetest.Near(t, "batches/s", l.BatchesPerSec, 10)
+	probetest.Near(t, "samples/s", l.SamplesPerSec, 320)
+	probetest.Near(t, "bytes/s", l.BytesPerSec, 10<<20)
+	probetest.NearPtr(t, "wait share", l.WaitShare, 0.3)
+	probetest.NearPtr(t, "wait mean", l.WaitMeanMs, 30)
+	probetest.NearPtr(t, "wait p99 (exact from the batch list)", l.WaitP99Ms, 30)
+	probetest.NearPtr(t, "step mean", l.StepMeanMs, 70)
+	probetest.NearPtr(t, "read s/s", l.ReadSecPerSec, 0.1)
+	probetest.NearPtr(t, "decode s/s", l.DecodeSecPerSec, 0.4)
+	if len(l.Timeline) != 10 || l.Timeline[0].WaitMs != 30 {
+		t.Fatalf("timeline = %+v", l.Timeline)
+	}
+	// 10 steps of 70 ms in 1 s: the accelerator is 70 % busy.
+	if f.Accel == nil || f.Accel.BusyPct < 69.99 || f.Accel.BusyPct > 70.01 {
+		t.Fatalf("virtual accel = %+v", f.Accel)
+	}
+}
+
+func TestLoaderPercentilesFromBucketsWithoutBatchList(t *testing.T) {
+	src := &fakeLoader{c: counters(0, 0, 0)}
+	p := NewLoader(src)
+	collectLoader(t, p, probetest.T0)
+	c := counters(100, 5*time.Millisecond, 20*time.Millisecond)
+	c.Recent = nil // a loader seen only through /metrics
+	src.c = c
+	l := collectLoader(t, p, probetest.T0.Add(time.Second)).Loader
+	// All 100 waits are in the (1 ms, 10 ms] bucket: p50 interpolates to
+	// the middle of it, as histogram_quantile does.
+	probetest.NearPtr(t, "p50", l.WaitP50Ms, 5.5)
+	probetest.NearPtr(t, "p99", l.WaitP99Ms, 9.91)
+}
+
+func TestLoaderRestartCountsFromZero(t *testing.T) {
+	src := &fakeLoader{c: counters(500, 10*time.Millisecond, 10*time.Millisecond)}
+	p := NewLoader(src)
+	collectLoader(t, p, probetest.T0)
+	src.c = counters(4, 60*time.Millisecond, 20*time.Millisecond) // a new loader, 4 batches in
+	l := collectLoader(t, p, probetest.T0.Add(time.Second)).Loader
+	if l.BatchesPerSec != 4 || l.WaitShare == nil {
+		t.Fatalf("after a restart: %+v", l)
+	}
+	probetest.NearPtr(t, "wait share after restart", l.WaitShare, 0.75)
+	probetest.NearPtr(t, "read s/s after restart", l.ReadSecPerSec, 0.04)
+}
+
+func TestLoaderUnavailablePassesThrough(t *testing.T) {
+	p := NewLoader(&fakeLoader{err: probes.Unavailable("no loader")})
+	if err := p.Collect(context.Background(), probetest.FrameAt(probetest.T0)); !errors.Is(err, probes.ErrUnavailable) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestBucketQuantile(t *testing.T) {
+	up := []float64{1, 2, 4}
+	tests := []struct {
+		q      float64
+		counts []uint64
+		total  uint64
+		want   float64
+	}{
+		{0.5, []uint64{0, 10, 10}, 10, 1.5},
+		{0.5, []uint64{5, 10, 10}, 10, 1},
+		{0.99, []uint64{0, 0, 5}, 10, 4}, // above the last finite bucket: its bound
+		{0.25, []uint64{4, 4, 4}, 4, 0.25},
+	}
+	for _, tc := range tests {
+		got, ok := BucketQuantile(tc.q, up, tc.counts, tc.total)
+		if !ok || got < tc.want-1e-9 || got > tc.want+1e-9 {
+			t.Errorf("q%v %v/%d = %v, want %v", tc.q, tc.counts, tc.total, got, tc.want)
+		}
+	}
+	if _, ok := BucketQuantile(0.5, up, []uint64{0, 0, 0}, 0); ok {
+		t.Error("no observations gave a quantile")
+	}
+}

@@ -1,0 +1,520 @@
+package endpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/probes"
+
+	"github.com/gpuwatch/gpuwatch/internal/bg"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// portRange matches a URL whose port is a range: http://host:6061-6068.
+var portRange = regexp.MustCompile(`^(https?://[^/?#]*:)(\d{1,5})-(\d{1,5})(/[^?#]*)?$`)
+
+// ExpandURLs expands the port ranges among raw ("http://127.0.0.1:6061-6068"
+// is eight URLs) and checks every URL's form. More than sample.MaxRanks URLs,
+// or a backwards range, is an error wrapping ErrBadURL.
+func ExpandURLs(raw []string) ([]string, error) {
+	var out []string
+	for _, r := range raw {
+		m := portRange.FindStringSubmatch(r)
+		if m == nil {
+			if _, err := NewAttach(r); err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+			continue
+		}
+		lo, _ := strconv.Atoi(m[2])
+		hi, _ := strconv.Atoi(m[3])
+		if lo < 1 || hi > 65535 || hi < lo {
+			return nil, fmt.Errorf("%q: want a port range low-high within 1-65535: %w", sample.RedactURL(r), ErrBadURL)
+		}
+		if len(out)+hi-lo+1 > sample.MaxRanks {
+			return nil, fmt.Errorf("%q: more than %d loaders: %w", sample.RedactURL(r), sample.MaxRanks, ErrBadURL)
+		}
+		for port := lo; port <= hi; port++ {
+			u := m[1] + strconv.Itoa(port) + m[4]
+			if _, err := NewAttach(u); err != nil {
+				return nil, err
+			}
+			out = append(out, u)
+		}
+	}
+	if len(out) > sample.MaxRanks {
+		return nil, fmt.Errorf("more than %d loaders: %w", sample.MaxRanks, ErrBadURL)
+	}
+	return out, nil
+}
+
+// Ranks is the probe for the loaders of a distributed job: one per rank,
+// each its own Attach and Loader. Every rank is read in a slot of its
+// own, with its own deadline (the Attach's timeout): a tick starts each
+// rank's read that is not still running, waits for them within the tick's
+// budget, and takes each rank's latest completed reading. A rank whose
+// read runs past the budget is marked slow (Rank.SlowSince) with its last
+// figures; it never holds the others back. The frame gets every rank's
+// summary (Ranks) and, as Loader and the virtual accelerator, the reading
+// of the pacing rank: the one that waits most for input, which in a
+// synchronous job holds every other rank back in the all-reduce. With one
+// loader given and no discovery it is exactly the Loader probe: no Ranks
+// in the frame.
+//
+// Discovery scans the announcements folder off the tick, on a goroutine
+// of its own every `every` (Start starts it); a tick takes the latest
+// scan. The scan and the reads in flight are the Ranks' own: Close
+// cancels them and waits (docs/architecture.md, "Goroutines").
+type Ranks struct {
+	discover func() (Discovery, error) // nil: the URLs given only
+	every    time.Duration             // between discovery scans
+	g        *bg.Group                 // the scan and the reads: Close cancels and waits
+
+	mu      sync.Mutex
+	targets []*rankTarget
+	scanned *Discovery // the scanner's latest, not yet applied
+	note    string     // the latest scan's trouble, for the frame
+	pacing  *Attach    // the latest pacing rank's, for the profiler
+	focus   string     // a URL the user chose to look at (dashboard); "" none
+}
+
+type rankTarget struct {
+	a     *Attach
+	l     *Loader
+	key   string        // the loader's URL as one loader has it (loaderKey)
+	order int           // position among the targets, the rank when unreported
+	ann   *Announcement // from discovery; nil for a URL given
+	// The rank as last reported, kept while the loader does not answer.
+	rank, localRank, worldSize *int
+
+	// Its slot: one read at a time, and the latest completed.
+	slot    sync.Mutex
+	reading bool
+	started time.Time     // when the read running began
+	done    chan struct{} // closed when the read running ends
+	last    *reading      // the latest completed read; nil before the first
+}
+
+// reading is one completed read of a rank.
+type reading struct {
+	f   sample.Frame
+	err error
+}
+
+// NewRanks returns the probe over the given loaders (already checked
+// with NewAttach). discover, when not nil, is scanned at once and then
+// every `every` on a goroutine of its own, for loaders that come up
+// later.
+func NewRanks(attached []*Attach, discover func() (Discovery, error), every time.Duration) *Ranks {
+	r := &Ranks{discover: discover, every: every}
+	r.g = bg.New(context.Background())
+	for _, a := range attached {
+		r.add(a, nil)
+	}
+	if discover != nil {
+		r.applyScan(r.scanOnce())
+	}
+	return r
+}
+
+func (r *Ranks) add(a *Attach, ann *Announcement) {
+	t := &rankTarget{a: a, l: NewLoader(a), order: len(r.targets), ann: ann, key: loaderKey(a.Source())}
+	if ann != nil {
+		t.key = ann.key
+	}
+	r.targets = append(r.targets, t)
+}
+
+// Name implements Probe.
+func (r *Ranks) Name() string { return "loader" }
+
+// Lane implements Laned: the ranks and the profile share a worker.
+func (r *Ranks) Lane() string { return "attach" }
+
+// Start implements Starter: with discovery, it scans every `every` until
+// ctx ends or Close.
+func (r *Ranks) Start(ctx context.Context) {
+	if r.discover != nil {
+		r.g.Go(func(own context.Context) { r.scanLoop(ctx, own) })
+	}
+}
+
+// Close stops discovery and the reads in flight and waits for them (the
+// Sampler closes probes when it stops). Each read ends at its Attach's
+// deadline at the latest.
+func (r *Ranks) Close() error {
+	r.g.Close()
+	return nil
+}
+
+// Len is the number of loaders watched now.
+func (r *Ranks) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.targets)
+}
+
+// Pacing is the Attach of the rank that paces the job, nil before the
+// first reading: the one to profile first.
+func (r *Ranks) Pacing() *Attach {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.focus != "" {
+		for _, t := range r.targets {
+			if t.a.Source() == r.focus {
+				return t.a
+			}
+		}
+	}
+	if r.pacing == nil && len(r.targets) > 0 {
+		return r.targets[0].a
+	}
+	return r.pacing
+}
+
+// Focus makes the rank at url the one profiled (the dashboard's enter on
+// a row); "" returns to the pacing rank.
+func (r *Ranks) Focus(url string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.focus = url
+}
+
+// PacingPID is the pacing rank's process, 0 when unknown: the process
+// view's focus.
+func (r *Ranks) PacingPID() int {
+	if a := r.Pacing(); a != nil {
+		return a.PID()
+	}
+	return 0
+}
+
+// scanOnce reads the announcements now: what they hold, or why the folder
+// was refused.
+func (r *Ranks) scanOnce() Discovery {
+	d, err := r.discover()
+	if err != nil {
+		return Discovery{Refused: []string{err.Error()}, Refusals: -1}
+	}
+	return d
+}
+
+// scanLoop scans every `every` until ctx or own ends, leaving each scan
+// for the next tick to apply.
+func (r *Ranks) scanLoop(ctx, own context.Context) {
+	t := time.NewTicker(r.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-own.Done():
+			return
+		case <-t.C:
+		}
+		d := r.scanOnce()
+		r.mu.Lock()
+		r.scanned = &d
+		r.mu.Unlock()
+	}
+}
+
+// applyScan adds the loaders a scan found that are not watched yet, and
+// drops discovered ones that are gone: no longer announced and not
+// answering. r.mu is held, or r is not shared yet.
+func (r *Ranks) applyScan(d Discovery) {
+	if d.Refusals < 0 { // the folder itself was refused
+		r.note = "discovery: " + strings.Join(d.Refused, "; ")
+		return
+	}
+	r.note = d.Note()
+	announced := map[string]*Announcement{}
+	for i := range d.Found {
+		announced[d.Found[i].key] = &d.Found[i]
+	}
+	kept := r.targets[:0]
+	for _, t := range r.targets {
+		if a, ok := announced[t.key]; ok {
+			t.ann = a
+			t.a.SetToken(a.Token) // a loader restarted on its port has a new one
+			delete(announced, t.key)
+		} else if t.ann != nil && !t.a.connectedNow() {
+			continue
+		}
+		kept = append(kept, t)
+	}
+	r.targets = kept
+	for i := range d.Found {
+		if announced[d.Found[i].key] == nil || len(r.targets) >= sample.MaxRanks {
+			continue
+		}
+		if a, err := NewAttach(d.Found[i].URL); err == nil {
+			a.SetToken(d.Found[i].Token)
+			r.add(a, &d.Found[i])
+		}
+	}
+	for i, t := range r.targets {
+		t.order = i
+	}
+}
+
+// Collect implements Probe.
+func (r *Ranks) Collect(ctx context.Context, f *sample.Frame) error {
+	r.mu.Lock()
+	if r.scanned != nil {
+		r.applyScan(*r.scanned)
+		r.scanned = nil
+	}
+	targets := append([]*rankTarget(nil), r.targets...)
+	note := r.note
+	r.mu.Unlock()
+	if note != "" {
+		if f.Unavailable == nil {
+			f.Unavailable = map[sample.Source]string{}
+		}
+		f.Unavailable[sample.SourceDiscovery] = note
+	}
+	if len(targets) == 0 {
+		return nil // discovery has found none yet; it looks again in `every`
+	}
+	r.readAll(ctx, targets, f.Time)
+	results := make([]*reading, len(targets))
+	slow := make([]*time.Time, len(targets))
+	for i, t := range targets {
+		results[i], slow[i] = t.latest()
+	}
+	if len(targets) == 1 && r.discover == nil {
+		res := results[0]
+		if res == nil {
+			return fmt.Errorf("no answer from %s within the tick", targets[0].a.Source())
+		}
+		f.Loader, f.Accel = res.f.Loader, res.f.Accel
+		r.setPacing(targets[0].a)
+		if slow[0] != nil {
+			return fmt.Errorf("%s is slow: its read has not answered since %s (its last figures shown)", targets[0].a.Source(), slow[0].Format("15:04:05"))
+		}
+		return res.err
+	}
+	ranks := make([]sample.Rank, len(targets))
+	pace, firstErr := -1, error(nil)
+	for i, t := range targets {
+		var l *sample.Loader
+		if res := results[i]; res != nil {
+			l = res.f.Loader
+			if res.err != nil && firstErr == nil {
+				firstErr = res.err
+			}
+		}
+		ranks[i] = rankOf(t, l)
+		ranks[i].SlowSince = slow[i]
+		if w := ranks[i].WaitShare; ranks[i].Connected && w != nil && (pace < 0 || ranks[pace].WaitShare == nil || *w > *ranks[pace].WaitShare) {
+			pace = i
+		}
+		if pace < 0 && ranks[i].Connected {
+			pace = i
+		}
+	}
+	if pace < 0 {
+		// None answers: the loader panel and JSON still say which loader
+		// went away and since when (the pacing one's, else the first's).
+		f.Loader = r.lastWord(targets, results)
+		f.Ranks = sortRanks(ranks)
+		if firstErr == nil {
+			firstErr = errors.New("no rank answers")
+		}
+		return fmt.Errorf("%d loaders, none answering: %w", len(targets), firstErr)
+	}
+	ranks[pace].Pacing = true
+	f.Loader, f.Accel = results[pace].f.Loader, results[pace].f.Accel
+	r.setPacing(targets[pace].a)
+	f.Ranks = sortRanks(ranks)
+	return nil
+}
+
+// lastWord is the loader to show when no rank answers: the pacing rank's
+// disconnection, else the first rank's that has one (nil when none read
+// yet).
+func (r *Ranks) lastWord(targets []*rankTarget, results []*reading) *sample.Loader {
+	r.mu.Lock()
+	pacing := r.pacing
+	r.mu.Unlock()
+	var first *sample.Loader
+	for i, t := range targets {
+		res := results[i]
+		if res == nil || res.f.Loader == nil {
+			continue
+		}
+		if t.a == pacing {
+			return res.f.Loader
+		}
+		if first == nil {
+			first = res.f.Loader
+		}
+	}
+	return first
+}
+
+// readBudget is how long a tick waits for the ranks' reads when its
+// context has no deadline.
+const readBudget = 400 * time.Millisecond
+
+// readAll starts the read of every rank whose slot is free, each under
+// the Ranks' group with its Attach's own deadline, and waits for the reads running
+// until the tick's budget: its context's deadline, less a margin for the
+// rest of the tick.
+func (r *Ranks) readAll(ctx context.Context, targets []*rankTarget, now time.Time) {
+	budget := readBudget
+	if d, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(d)*4/5)
+	}
+	timer := time.NewTimer(max(budget, 0))
+	defer timer.Stop()
+	var running []chan struct{}
+	for _, t := range targets {
+		running = append(running, t.start(r.g, now))
+	}
+	for _, done := range running {
+		select {
+		case <-done:
+		case <-timer.C:
+			return // the rest are slow this tick
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// start begins the rank's read on a goroutine of g unless one is running,
+// and returns the channel closed when the running read ends (at once when
+// g is closed: nothing is read).
+func (t *rankTarget) start(g *bg.Group, now time.Time) chan struct{} {
+	t.slot.Lock()
+	defer t.slot.Unlock()
+	if t.reading {
+		return t.done
+	}
+	t.reading, t.started, t.done = true, now, make(chan struct{})
+	done := t.done
+	started := g.Go(func(ctx context.Context) {
+		res := &reading{f: sample.Frame{Time: now}}
+		res.err = t.l.Collect(ctx, &res.f)
+		t.slot.Lock()
+		t.reading, t.last = false, res
+		t.slot.Unlock()
+		close(done)
+	})
+	if !started {
+		t.reading = false
+		close(done)
+	}
+	return done
+}
+
+// latest is the rank's latest completed reading (nil before the first),
+// and since when its running read has been slow (nil when none runs).
+func (t *rankTarget) latest() (*reading, *time.Time) {
+	t.slot.Lock()
+	defer t.slot.Unlock()
+	if t.reading {
+		since := t.started
+		return t.last, &since
+	}
+	return t.last, nil
+}
+
+func (r *Ranks) setPacing(a *Attach) {
+	r.mu.Lock()
+	r.pacing = a
+	r.mu.Unlock()
+}
+
+// rankOf summarizes one rank's reading.
+func rankOf(t *rankTarget, l *sample.Loader) sample.Rank {
+	out := sample.Rank{Rank: t.order, URL: t.a.Source(), PID: t.a.PID()}
+	if ann := t.ann; ann != nil {
+		out.LocalRank, out.WorldSize = ann.LocalRank, ann.WorldSize
+		if ann.Rank != nil {
+			out.Rank = *ann.Rank
+		}
+		if out.PID == 0 {
+			out.PID = ann.PID
+		}
+	}
+	if l != nil && l.Rank != nil {
+		t.rank, t.localRank, t.worldSize = l.Rank, l.LocalRank, l.WorldSize
+	}
+	if t.rank != nil {
+		out.Rank, out.LocalRank, out.WorldSize = *t.rank, t.localRank, t.worldSize
+	}
+	if l == nil {
+		return out
+	}
+	out.Connected = l.Connected == nil || *l.Connected
+	out.DisconnectedSince = l.DisconnectedSince
+	if !out.Connected {
+		return out
+	}
+	out.WaitShare, out.Workers = l.WaitShare, l.Workers
+	if l.StepMeanMs != nil {
+		out.StepSec = probes.Ptr(*l.StepMeanMs / 1000)
+	}
+	out.BatchesPerSec, out.SamplesPerSec = l.BatchesPerSec, l.SamplesPerSec
+	out.Loader = l
+	return out
+}
+
+// sortRanks orders ranks by rank number, then URL.
+func sortRanks(ranks []sample.Rank) []sample.Rank {
+	slices.SortStableFunc(ranks, func(a, b sample.Rank) int {
+		if a.Rank != b.Rank {
+			return a.Rank - b.Rank
+		}
+		return strings.Compare(a.URL, b.URL)
+	})
+	return ranks
+}
+
+// connectedNow says whether the last read succeeded.
+func (a *Attach) connectedNow() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.connected
+}
+
+// Covers says whether a loader watched now, answering, reports process
+// pid: its wait is then measured, not sampled.
+func (r *Ranks) Covers(pid int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range r.targets {
+		p := t.a.PID()
+		if p == 0 && t.ann != nil {
+			p = t.ann.PID
+		}
+		if p == pid && t.a.connectedNow() {
+			return true
+		}
+	}
+	return false
+}
+
+// Connected counts the loaders that answer now.
+func (r *Ranks) Connected() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, t := range r.targets {
+		if t.a.connectedNow() {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,624 @@
+package endpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/probes/internal/probetest"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// fakeRank serves the loader protocol's /metrics for one rank whose
+// counters the test moves: waitSec and stepSec so far over batches.
+type fakeRank struct {
+	mu               sync.Mutex
+	rank             int // -1: no rank label
+	batches          uint64
+	waitSec, stepSec float64
+	srv              *http.Server
+	addr             string
+}
+
+func (r *fakeRank) advance(batches uint64, wait, step float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.batches += batches
+	r.waitSec += wait
+	r.stepSec += step
+}
+
+func (r *fakeRank) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hist := func(name string, sum float64) {
+		fmt.Fprintf(w, "# TYPE %s histogram\n%s_bucket{le=\"+Inf\"} %d\n%s_sum %g\n%s_count %d\n", name, name, r.batches, name, sum, name, r.batches)
+	}
+	hist("gpuwatch_loader_wait_seconds", r.waitSec)
+	hist("gpuwatch_loader_step_seconds", r.stepSec)
+	fmt.Fprintf(w, "# TYPE gpuwatch_loader_batches_total counter\ngpuwatch_loader_batches_total %d\n", r.batches)
+	fmt.Fprintf(w, "# TYPE gpuwatch_loader_workers gauge\ngpuwatch_loader_workers 2\n")
+	label := ""
+	if r.rank >= 0 {
+		label = fmt.Sprintf(",rank=\"%d\",world_size=\"3\"", r.rank)
+	}
+	fmt.Fprintf(w, "# TYPE gpuwatch_loader_info gauge\ngpuwatch_loader_info{pid=\"%d\",kind=\"test\"%s} 1\n", 1000+max(r.rank, 0), label)
+}
+
+// serve starts (or restarts) the rank's server at addr ("127.0.0.1:0":
+// a free port), its counters from zero.
+func (r *fakeRank) serve(t *testing.T, addr string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.addr, r.srv = ln.Addr().String(), &http.Server{Handler: r}
+	r.batches, r.waitSec, r.stepSec = 0, 0, 0
+	srv := r.srv
+	r.mu.Unlock()
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+}
+
+func (r *fakeRank) stop() { _ = r.srv.Close() }
+
+func (r *fakeRank) url() string { return "http://" + r.addr }
+
+// freeAddr is a loopback address nobody listens on (yet).
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestRanksDisconnectRestartAndLate: two ranks answer, a third comes up
+// late; the waiting rank paces the job; a rank that goes away is shown
+// disconnected while the others go on, and is read again from its
+// restart.
+func TestRanksDisconnectRestartAndLate(t *testing.T) {
+	r0, r1, late := &fakeRank{rank: 0}, &fakeRank{rank: 1}, &fakeRank{rank: -1}
+	r0.serve(t, "127.0.0.1:0")
+	r1.serve(t, "127.0.0.1:0")
+	lateAddr := freeAddr(t)
+	now := probetest.T0
+	var attached []*Attach
+	for _, u := range []string{r1.url(), r0.url(), "http://" + lateAddr} {
+		a, err := NewAttach(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.now = func() time.Time { return now }
+		attached = append(attached, a)
+	}
+	p := NewRanks(attached, nil, time.Second)
+	defer p.Close()
+	ctx := context.Background()
+	collect := func() (*sample.Frame, error) {
+		f := probetest.FrameAt(now)
+		err := p.Collect(ctx, f)
+		now = now.Add(time.Second)
+		return f, err
+	}
+	if _, err := collect(); err != nil {
+		t.Fatalf("first reading: %v", err)
+	}
+	r0.advance(50, 0.01, 0.99) // waits 1 %
+	r1.advance(25, 0.5, 0.5)   // waits 50 %
+	f, err := collect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Ranks) != 3 {
+		t.Fatalf("ranks %+v", f.Ranks)
+	}
+	// In rank order: 0 and 1 from their labels, the late one by position (2).
+	r := f.Ranks
+	if r[0].Rank != 0 || r[1].Rank != 1 || r[2].Rank != 2 || r[2].Connected || !r[0].Connected || *r[1].WorldSize != 3 {
+		t.Fatalf("ranks %+v", r)
+	}
+	if !r[1].Pacing || r[0].Pacing || *r[1].WaitShare != 0.5 || f.Loader == nil || *f.Loader.WaitShare != 0.5 || r[1].PID != 1001 {
+		t.Errorf("rank 1 must pace the job: %+v, loader %+v", r, f.Loader)
+	}
+	if p.Pacing() != attached[0] || p.PacingPID() != 1001 {
+		t.Errorf("pacing attach %v pid %d", p.Pacing(), p.PacingPID())
+	}
+
+	// Rank 1 goes away: the others go on, the pace moves to rank 0.
+	r1.stop()
+	r0.advance(50, 0.02, 0.98)
+	f, err = collect()
+	if err != nil {
+		t.Fatalf("one rank down must not fail the tick: %v", err)
+	}
+	if f.Ranks[1].Connected || f.Ranks[1].DisconnectedSince == nil || !f.Ranks[0].Pacing {
+		t.Fatalf("after rank 1 went away: %+v", f.Ranks)
+	}
+
+	// Rank 1 restarts at its address with new counters; the late rank
+	// comes up. After the backoff both are read, rank 1 from its restart.
+	r1.serve(t, r1.addr)
+	late.serve(t, lateAddr)
+	now = now.Add(3 * time.Second)
+	_, _ = collect()
+	r0.advance(50, 0.02, 0.98)
+	r1.advance(10, 0.3, 0.1)
+	late.advance(10, 0.1, 0.9)
+	f, err = collect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.Ranks {
+		if !r.Connected || r.WaitShare == nil {
+			t.Fatalf("after restart and late start: %+v", f.Ranks)
+		}
+	}
+	if w := *f.Ranks[1].WaitShare; math.Abs(w-0.75) > 1e-9 || !f.Ranks[1].Pacing {
+		t.Errorf("restarted rank 1 waits %v (want 0.75, counted from its restart) pacing %v", w, f.Ranks[1].Pacing)
+	}
+
+	// Every rank gone: the tick says so.
+	r0.stop()
+	r1.stop()
+	late.stop()
+	if _, err := collect(); err == nil {
+		t.Error("no rank answering, yet no error")
+	}
+}
+
+// TestRanksOneLoaderIsTheLoaderProbe: one URL and no discovery read as
+// attach always did: the loader, no ranks.
+func TestRanksOneLoaderIsTheLoaderProbe(t *testing.T) {
+	r0 := &fakeRank{rank: -1}
+	r0.serve(t, "127.0.0.1:0")
+	a, _ := NewAttach(r0.url())
+	p := NewRanks([]*Attach{a}, nil, time.Second)
+	defer p.Close()
+	_ = p.Collect(context.Background(), probetest.FrameAt(probetest.T0))
+	r0.advance(10, 0.1, 0.9)
+	f := probetest.FrameAt(probetest.T0.Add(time.Second))
+	if err := p.Collect(context.Background(), f); err != nil || f.Ranks != nil || f.Loader == nil || *f.Loader.WaitShare != 0.1 {
+		t.Fatalf("one loader: ranks %+v loader %+v err %v", f.Ranks, f.Loader, err)
+	}
+}
+
+// TestDiscovery: announcements in a private folder are found in rank
+// order; a stale one (its process gone) is removed; a folder others may
+// write is refused; hostile files are skipped; a loader announced later
+// is picked up by the next scan, and one whose announcement went and that
+// no longer answers is dropped.
+func TestDiscovery(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gpuwatch")
+	r0, r1 := &fakeRank{rank: 0}, &fakeRank{rank: 1}
+	r0.serve(t, "127.0.0.1:0")
+	r1.serve(t, "127.0.0.1:0")
+	one, two := 1, 2
+	self := os.Getpid()
+	// Two live processes announce: pid 1 (init) and this test.
+	remove1, err := Announce(dir, Announcement{PID: 1, Rank: &one, WorldSize: &two, URL: r1.url(), Kind: "python"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A process that has gone: PID 2^22 is above Linux's pid_max.
+	if _, err := Announce(dir, Announcement{PID: 1 << 22, URL: "http://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	// Hostile files, named as announcements of this live process.
+	me := strconv.Itoa(self)
+	for name, body := range map[string]string{
+		me + "-10.json": "{not json",
+		me + "-11.json": `{"pid":1,"url":"ftp://127.0.0.1:1"}`,
+		me + "-12.json": `{"url":"http://127.0.0.1:2"}`,
+		me + "-13.json": `{"pid":1,"url":"http://127.0.0.1:3","kind":"` + string(make([]byte, 8<<10)) + `"}`,
+		me + "-14.json": `{"pid":` + me + `,"rank":-4,"url":"http://127.0.0.1:4"}`,
+		"junk.json":     "{not json", // not named as an announcement: not looked at
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, me+"-15.json")); err != nil {
+		t.Fatal(err)
+	}
+	procRoot := "/proc"
+	d, err := Discover(dir, procRoot)
+	found := d.Found
+	if err != nil || len(found) != 1 || found[0].URL != r1.url() || *found[0].Rank != 1 || found[0].Kind != "python" {
+		t.Fatalf("found %+v %v", found, err)
+	}
+	if d.Refusals != 6 || !strings.Contains(d.Note(), "refused 6 announcements") || !strings.Contains(d.Note(), me+"-15.json: not a regular file") {
+		t.Errorf("refusals %d: %s", d.Refusals, d.Note())
+	}
+	if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(1<<22)+"-1.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the stale announcement is still there: %v", err)
+	}
+
+	p := NewRanks(nil, func() (Discovery, error) { return Discover(dir, procRoot) }, 10*time.Millisecond)
+	p.Start(context.Background())
+	defer p.Close()
+	now := probetest.T0
+	collect := func() *sample.Frame {
+		f := probetest.FrameAt(now)
+		_ = p.Collect(context.Background(), f)
+		now = now.Add(time.Second)
+		return f
+	}
+	if f := collect(); len(f.Ranks) != 1 || f.Ranks[0].Rank != 1 || !strings.Contains(f.Unavailable[sample.SourceDiscovery], "refused 6 announcements") {
+		t.Fatalf("first scan: %+v, %q", f.Ranks, f.Unavailable[sample.SourceDiscovery])
+	}
+	zero := 0
+	if _, err := Announce(dir, Announcement{PID: self, Rank: &zero, URL: r0.url()}); err != nil {
+		t.Fatal(err)
+	}
+	if f := collectUntil(t, collect, func(f *sample.Frame) bool { return len(f.Ranks) == 2 }); f.Ranks[0].Rank != 0 || f.Ranks[1].Rank != 1 {
+		t.Fatalf("after rank 0 announced: %+v", f.Ranks)
+	}
+	remove1()
+	r1.stop()
+	if f := collectUntil(t, collect, func(f *sample.Frame) bool { return len(f.Ranks) == 1 }); f.Ranks[0].Rank != 0 {
+		t.Fatalf("rank 1 gone and unannounced must be dropped: %+v", f.Ranks)
+	}
+
+	// A folder that others may write is not trusted.
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Discover(dir, procRoot); err == nil {
+		t.Error("read announcements from a world-writable folder")
+	}
+}
+
+// collectUntil collects until cond holds of a frame (discovery scans on
+// its own goroutine: the frame after a change is not known in advance),
+// failing after 5 s.
+func collectUntil(t *testing.T, collect func() *sample.Frame, cond func(*sample.Frame) bool) *sample.Frame {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		if f := collect(); cond(f) {
+			return f
+		}
+		time.Sleep(5 * time.Millisecond) // the scanner's next turn; the condition decides, not this
+	}
+	f := collect()
+	t.Fatalf("not within 5 s: ranks %+v", f.Ranks)
+	return f
+}
+
+func TestExpandURLs(t *testing.T) {
+	got, err := ExpandURLs([]string{"http://127.0.0.1:6061-6063", "http://u:secret@10.0.0.2:6061"})
+	want := []string{"http://127.0.0.1:6061", "http://127.0.0.1:6062", "http://127.0.0.1:6063", "http://u:secret@10.0.0.2:6061"}
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v %v", got, err)
+	}
+	for _, bad := range []string{"http://h:6068-6061", "http://h:0-3", "http://h:1-70000", "http://h:1000-2000", "ftp://h:1", "h:6061"} {
+		if _, err := ExpandURLs([]string{bad}); !errors.Is(err, ErrBadURL) {
+			t.Errorf("%q: %v, want ErrBadURL", bad, err)
+		}
+	}
+}
+
+// FuzzAnnouncement: whatever a discovery file holds, reading it never
+// panics, and what it yields is a checked loader URL, a real PID range and
+// ranks in range.
+func FuzzAnnouncement(f *testing.F) {
+	f.Add([]byte(`{"pid":4242,"rank":1,"local_rank":1,"world_size":8,"url":"http://127.0.0.1:6062","kind":"python"}`))
+	f.Add([]byte(`{"pid":1,"url":"http://u:p@[::1]:1/x","kind":"\u001b[2J"}`))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		path := filepath.Join(dir, "a.json")
+		if err := os.WriteFile(path, body, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a, err := readAnnouncement(path)
+		if err != nil {
+			return
+		}
+		if a.PID <= 0 || a.PID > 1<<22 {
+			t.Fatalf("pid %d", a.PID)
+		}
+		if _, err := NewAttach(a.URL); err != nil {
+			t.Fatalf("url %q: %v", a.URL, err)
+		}
+		for _, r := range []*int{a.Rank, a.LocalRank, a.WorldSize} {
+			if r != nil && (*r < 0 || *r > maxRank) {
+				t.Fatalf("rank %d", *r)
+			}
+		}
+		if strings.ContainsFunc(a.Kind, func(r rune) bool { return r < 'a' && r != '-' && r != '_' && (r < '0' || r > '9') }) {
+			t.Fatalf("kind %q", a.Kind)
+		}
+	})
+}
+
+// FuzzExpandURLs: any argument expands to at most sample.MaxRanks checked URLs,
+// or is refused.
+func FuzzExpandURLs(f *testing.F) {
+	f.Add("http://127.0.0.1:6061-6068")
+	f.Add("https://h:1-65535/x")
+	f.Fuzz(func(t *testing.T, raw string) {
+		urls, err := ExpandURLs([]string{raw})
+		if err != nil {
+			return
+		}
+		if len(urls) > sample.MaxRanks {
+			t.Fatalf("%d URLs", len(urls))
+		}
+		for _, u := range urls {
+			if _, err := NewAttach(u); err != nil {
+				t.Fatalf("%q: %v", u, err)
+			}
+		}
+	})
+}
+
+// TestDiscoveryOneLoaderIsOneRank: one loader announced five ways — as
+// 127.0.0.1, localhost and ::ffff:127.0.0.1, with a trailing slash and
+// with credentials, by five live processes — is one rank, however many
+// scans run; a loader on another host is refused, and the frame says why.
+func TestDiscoveryOneLoaderIsOneRank(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gpuwatch")
+	r0 := &fakeRank{rank: 0}
+	r0.serve(t, "127.0.0.1:0")
+	_, port, _ := net.SplitHostPort(r0.addr)
+	var pids []int
+	for range 4 {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		pids = append(pids, cmd.Process.Pid)
+	}
+	pids = append(pids, os.Getpid())
+	for i, u := range []string{
+		"http://127.0.0.1:" + port, "http://localhost:" + port, "http://[::ffff:127.0.0.1]:" + port,
+		"http://127.0.0.1:" + port + "/", "http://user:pw@127.0.0.1:" + port,
+	} {
+		if _, err := Announce(dir, Announcement{PID: pids[i], URL: u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Announce(dir, Announcement{PID: 1, URL: "http://10.1.2.3:6061"}); err != nil {
+		t.Fatal(err)
+	}
+	p := NewRanks(nil, func() (Discovery, error) { return Discover(dir, "/proc") }, 5*time.Millisecond)
+	p.Start(context.Background())
+	defer p.Close()
+	now := probetest.T0
+	for range 20 {
+		f := probetest.FrameAt(now)
+		_ = p.Collect(context.Background(), f)
+		now = now.Add(time.Second)
+		if p.Len() != 1 {
+			t.Fatalf("%d ranks from one loader: %+v", p.Len(), f.Ranks)
+		}
+		note := f.Unavailable[sample.SourceDiscovery]
+		if !strings.Contains(note, "refused 5 announcements") || !strings.Contains(note, "the same loader as") ||
+			!strings.Contains(note, "http://10.1.2.3:6061 is not on this machine: discovery takes loopback URLs only") {
+			t.Fatalf("discovery note %q", note)
+		}
+		time.Sleep(2 * time.Millisecond) // let the scanner run between ticks, as it does in use
+	}
+}
+
+// TestDiscoveryLooksAtABoundedNumberOfFiles: a folder of 60,000 junk
+// files and 1,100 bad announcements of a live process still finds a loader
+// named before them, and says that not every file was looked at.
+func TestDiscoveryLooksAtABoundedNumberOfFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gpuwatch")
+	r0 := &fakeRank{rank: 0}
+	r0.serve(t, "127.0.0.1:0")
+	if _, err := Announce(dir, Announcement{PID: 1, URL: r0.url()}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60_000 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("junk%d", i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	me := os.Getpid()
+	for i := range 1100 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d-%d.json", me, i)), []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := Discover(dir, "/proc")
+	if err != nil || len(d.Found) != 1 || !d.Capped || !strings.Contains(d.Note(), "holds too many files") {
+		t.Fatalf("found %+v, capped %v: %v %s", d.Found, d.Capped, err, d.Note())
+	}
+}
+
+// BenchmarkDiscoverJunkFolder is one scan of a folder holding 50,000
+// junk files and one announcement (the scan runs every 2 s, off the tick).
+func BenchmarkDiscoverJunkFolder(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "gpuwatch")
+	if _, err := Announce(dir, Announcement{PID: 1, URL: "http://127.0.0.1:6061"}); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 50_000 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("junk%d.json", i)), nil, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		if d, err := Discover(dir, "/proc"); err != nil || len(d.Found) != 1 {
+			b.Fatal(d, err)
+		}
+	}
+}
+
+// slowServer answers /metrics with headers at once and then one byte of
+// the body every 200 ms, never finishing within a read's deadline (a
+// slowloris endpoint).
+func slowServer(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusOK)
+		for {
+			if _, err := w.Write([]byte("#")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestASlowRankHoldsNoOtherBack: with a slowloris rank beside two fast
+// ones, every tick returns within its budget, the fast ranks carry fresh
+// readings each tick, and the slow one is marked slow, not waited for.
+func TestASlowRankHoldsNoOtherBack(t *testing.T) {
+	r0, r1 := &fakeRank{rank: 0}, &fakeRank{rank: 1}
+	r0.serve(t, "127.0.0.1:0")
+	r1.serve(t, "127.0.0.1:0")
+	var attached []*Attach
+	for _, u := range []string{r0.url(), r1.url(), slowServer(t)} {
+		a, _ := NewAttach(u)
+		attached = append(attached, a)
+	}
+	p := NewRanks(attached, nil, time.Second)
+	defer p.Close()
+	now := probetest.T0
+	for tick := range 6 {
+		r0.advance(10, 0.1, 0.9)
+		r1.advance(10, 0.5, 0.5)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		f := probetest.FrameAt(now)
+		start := time.Now()
+		err := p.Collect(ctx, f)
+		took := time.Since(start)
+		cancel()
+		now = now.Add(time.Second)
+		if took > 500*time.Millisecond {
+			t.Fatalf("tick %d took %v: the slow rank held it", tick, took)
+		}
+		if err != nil || len(f.Ranks) != 3 {
+			t.Fatalf("tick %d: %v, ranks %+v", tick, err, f.Ranks)
+		}
+		var slow *sample.Rank
+		for i := range f.Ranks {
+			r := &f.Ranks[i]
+			switch {
+			case r.URL == attached[2].Source():
+				slow = r
+			case !r.Connected:
+				t.Fatalf("tick %d: fast rank %d shown disconnected", tick, r.Rank)
+			case tick > 0 && r.WaitShare == nil:
+				t.Fatalf("tick %d: fast rank %d has no fresh reading", tick, r.Rank)
+			}
+		}
+		if slow == nil || slow.SlowSince == nil {
+			t.Fatalf("tick %d: the slow rank is not marked slow: %+v", tick, slow)
+		}
+	}
+}
+
+// tokenRank is a fakeRank that, as the hook does since issue 41, answers
+// only requests with its token.
+type tokenRank struct {
+	fakeRank
+	token string
+	seen  []string // the Authorization headers it got
+}
+
+func (r *tokenRank) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	r.seen = append(r.seen, req.Header.Get("Authorization"))
+	r.mu.Unlock()
+	if req.Header.Get("Authorization") != "Bearer "+r.token {
+		http.Error(w, "401: wants its token", http.StatusUnauthorized)
+		return
+	}
+	r.fakeRank.ServeHTTP(w, req)
+}
+
+// TestTheTokenComesFromTheAnnouncement: a loader that wants a token is
+// read with the one it announced (issue 41, item 2); without one it is
+// refused, with a message that says where the token is; a token that is
+// no token is refused at discovery.
+func TestTheTokenComesFromTheAnnouncement(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gpuwatch")
+	r := &tokenRank{token: "s3cr3t-Token_0123456789abcdefghij"}
+	r.rank = -1
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: r}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	url := "http://" + ln.Addr().String()
+
+	// Without the token: refused, and told why.
+	a, _ := NewAttach(url)
+	err = a.Check(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "announcement") {
+		t.Fatalf("no token: %v", err)
+	}
+	// Announced with it: discovery reads it.
+	self := os.Getpid()
+	if _, err := Announce(dir, Announcement{PID: self, URL: url, Kind: "python", Token: r.token}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Discover(dir, "/proc")
+	if err != nil || len(d.Found) != 1 || d.Found[0].Token != r.token || TokenFor(d, url+"/") != r.token {
+		t.Fatalf("discovery: %+v %v", d, err)
+	}
+	p := NewRanks(nil, func() (Discovery, error) { return Discover(dir, "/proc") }, time.Hour)
+	defer p.Close()
+	f := probetest.FrameAt(probetest.T0)
+	if err := p.Collect(context.Background(), f); err != nil || len(f.Ranks) != 1 || !f.Ranks[0].Connected {
+		t.Fatalf("discovered with its token: %v %+v", err, f.Ranks)
+	}
+	// A URL given: the token is looked up after the first 401.
+	b, _ := NewAttach(url)
+	b.LookUpToken(func() string { d, _ := Discover(dir, "/proc"); return TokenFor(d, url) })
+	if err := b.Check(context.Background()); err != nil {
+		t.Fatalf("a given URL, its token looked up: %v", err)
+	}
+	// Credentials in the URL are sent instead of a token (basic auth).
+	c, _ := NewAttach(strings.Replace(url, "http://", "http://gpuwatch:other@", 1))
+	c.SetToken(r.token)
+	_ = c.Check(context.Background())
+	r.mu.Lock()
+	last := r.seen[len(r.seen)-1]
+	r.mu.Unlock()
+	if !strings.HasPrefix(last, "Basic ") {
+		t.Errorf("with credentials in the URL, sent %q", last)
+	}
+	// A token that would break a header is refused.
+	for i, bad := range []string{"a b", "a\r\nX-Evil: 1", strings.Repeat("a", 300)} {
+		name := filepath.Join(dir, fmt.Sprintf("%d-%d.json", self, 40000+i))
+		body := fmt.Sprintf(`{"pid":%d,"url":"http://127.0.0.1:%d","token":%q}`, self, 40000+i, bad)
+		if err := os.WriteFile(name, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, _ = Discover(dir, "/proc")
+	if len(d.Found) != 1 || d.Refusals != 3 || !strings.Contains(d.Note(), "token") {
+		t.Errorf("bad tokens: found %d, %s", len(d.Found), d.Note())
+	}
+}

@@ -1,0 +1,158 @@
+package training
+
+import (
+	"bufio"
+	"context"
+	"math"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// TestClassifyLoop: what each reading of the loop's thread means, with and
+// without workers, by syscall where it is readable and by wchan where not.
+func TestClassifyLoop(t *testing.T) {
+	tests := []struct {
+		name    string
+		s       loopSample
+		workers int
+		pin     bool
+		want    loopClass
+	}{
+		{"running with workers is the step", loopSample{state: 'R'}, 2, false, loopStep},
+		{"running inline is loading", loopSample{state: 'R'}, 0, false, loopLoad},
+		{"a disk read inline is loading", loopSample{state: 'D'}, 0, false, loopLoad},
+		{"a disk read with workers is the step (a checkpoint)", loopSample{state: 'D'}, 2, false, loopStep},
+		{"poll on the result queue (syscall)", loopSample{state: 'S', syscall: "poll", wchan: "do_sys_poll"}, 2, false, loopWait},
+		{"poll on the result queue (wchan alone)", loopSample{state: 'S', wchan: "poll_schedule_timeout.constprop.0"}, 2, false, loopWait},
+		{"reading a worker's batch from a unix socket", loopSample{state: 'S', wchan: "unix_stream_read_generic"}, 1, false, loopWait},
+		{"a read on a pipe", loopSample{state: 'S', syscall: "read", fdKind: "pipe"}, 1, false, loopWait},
+		{"a read on a file with workers is the step", loopSample{state: 'S', syscall: "read", fdKind: "file"}, 1, false, loopStep},
+		{"a read on a file inline is loading", loopSample{state: 'S', syscall: "read", fdKind: "file"}, 0, false, loopLoad},
+		{"a socket wait inline is loading (remote storage)", loopSample{state: 'S', wchan: "sk_wait_data"}, 0, false, loopLoad},
+		{"the step's sleep", loopSample{state: 'S', syscall: "clock_nanosleep", wchan: "hrtimer_nanosleep"}, 2, false, loopStep},
+		{"the step's sleep (wchan alone)", loopSample{state: 'S', wchan: "hrtimer_nanosleep"}, 0, false, loopStep},
+		{"a GPU ioctl is the step", loopSample{state: 'S', syscall: "ioctl"}, 2, true, loopStep},
+		{"a futex with a pin-memory thread is the wait", loopSample{state: 'S', wchan: "futex_wait_queue"}, 2, true, loopWait},
+		{"a futex without one is the step (a compute pool's barrier)", loopSample{state: 'S', syscall: "futex"}, 2, false, loopStep},
+		{"a futex inline is the step", loopSample{state: 'S', syscall: "futex"}, 0, true, loopStep},
+		{"stopped by a debugger is unknown", loopSample{state: 't'}, 2, false, loopUnknown},
+		{"unreadable is unknown", loopSample{}, 2, false, loopUnknown},
+	}
+	for _, tc := range tests {
+		if got := classifyLoop(tc.s, tc.workers, tc.pin); got != tc.want {
+			t.Errorf("%s: got %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// loopScript is a training loop in miniature, with no torch: a forked
+// worker writes a batch down a pipe every `produce` seconds; the loop
+// blocks reading it (its wait), then sleeps `step` (its step), and prints
+// its own wait share every second.
+const loopScript = `
+import os, sys, time
+produce, step = float(sys.argv[1]), float(sys.argv[2])
+r, w = os.pipe()
+if os.fork() == 0:
+    os.close(r)
+    while True:
+        time.sleep(produce)
+        os.write(w, b"x" * 64)
+os.close(w)
+wait = work = 0.0
+last = time.monotonic()
+while True:
+    t0 = time.perf_counter(); os.read(r, 64); t1 = time.perf_counter()
+    time.sleep(step); t2 = time.perf_counter()
+    wait += t1 - t0; work += t2 - t1
+    if time.monotonic() - last >= 1:
+        print("share %.4f" % (wait / (wait + work)), flush=True)
+        wait = work = 0.0
+        last = time.monotonic()
+`
+
+// TestSampledWaitOfARealLoop samples a real process's main thread from
+// /proc while it waits on a pipe for its batches and sleeps for its step,
+// and compares the wait share with the one the loop measures itself.
+func TestSampledWaitOfARealLoop(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	for _, c := range []struct{ produce, step string }{{"0.03", "0.01"}, {"0.005", "0.02"}} {
+		cmd := exec.Command(py, "-c", loopScript, c.produce, c.step)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := cmd.Process.Pid
+		l := NewLoop(LoopOptions{Find: func(int) []TrainingProcess {
+			return []TrainingProcess{{PID: pid, Workers: []int{pid + 1}, Python: true, Why: "test"}}
+		}})
+		sc := bufio.NewScanner(out)
+		var own []float64
+		var sampled []float64
+		l.Start(context.Background())
+		for len(own) < 4 && sc.Scan() {
+			share, _ := strconv.ParseFloat(strings.TrimPrefix(sc.Text(), "share "), 64)
+			own = append(own, share)
+			var f sample.Frame
+			if err := l.Collect(context.Background(), &f); err != nil {
+				t.Fatal(err)
+			}
+			if len(own) > 1 && f.Loader != nil && f.Loader.WaitShare != nil { // the first second is start-up
+				sampled = append(sampled, *f.Loader.WaitShare)
+			}
+		}
+		_ = l.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		exec.Command("pkill", "-P", strconv.Itoa(pid)).Run()
+		if len(sampled) < 2 {
+			t.Fatalf("produce %s step %s: %d sampled readings (own %v)", c.produce, c.step, len(sampled), own)
+		}
+		mean := func(v []float64) float64 {
+			s := 0.0
+			for _, x := range v {
+				s += x
+			}
+			return s / float64(len(v))
+		}
+		if d := math.Abs(mean(sampled) - mean(own[1:])); d > 0.15 {
+			t.Errorf("produce %s step %s: sampled wait %.2f, the loop's own %.2f", c.produce, c.step, mean(sampled), mean(own[1:]))
+		}
+	}
+}
+
+// TestLoopStandsBackForAHook: a loader that speaks the protocol covers the
+// process: the sampler publishes nothing for it.
+func TestLoopStandsBackForAHook(t *testing.T) {
+	scans := make(chan struct{}, 8)
+	l := NewLoop(LoopOptions{Scan: time.Millisecond, Covered: func(int) bool { return true }, Find: func(int) []TrainingProcess {
+		select {
+		case scans <- struct{}{}:
+		default:
+		}
+		return []TrainingProcess{{PID: 1, Python: true}}
+	}})
+	l.Start(context.Background())
+	defer l.Close()
+	var f sample.Frame
+	<-scans
+	<-scans // a scan has finished: the first one's result is in
+	_ = l.Collect(context.Background(), &f)
+	if f.Loader != nil {
+		t.Fatalf("published %+v for a covered process", f.Loader)
+	}
+	if _, ok := l.Target(); ok {
+		t.Fatal("a covered process became the target")
+	}
+}
