@@ -521,6 +521,9 @@ type Loader struct {
 	// (probes/training/loop.go), and the rates above (batches, samples, bytes) are
 	// unknown, not zero.
 	Sampled *SampledLoop `json:"sampled,omitempty"`
+	// Ceiling is the loop's rate with its input free, when the hook was
+	// asked to measure it (gpuwatch run --ceiling); nil when it was not.
+	Ceiling *Ceiling `json:"ceiling,omitempty"`
 }
 
 // LoaderStages is one batch's time, stage by stage, over the interval

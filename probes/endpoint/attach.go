@@ -326,6 +326,7 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 	m.histograms()
 	info := m.info()
 	m.workerPIDs()
+	m.ceiling()                // the ceiling's series (ceiling.go)
 	stagesFromPage(page, &m.c) // the stage and payload series (stages.go): never alone a loader
 	if m.found == 0 {
 		return m.c, nil, errors.New("no gpuwatch_loader_* metrics: this is not a loader's metrics endpoint")

@@ -15,6 +15,8 @@ func FuzzCountersFromMetrics(f *testing.F) {
 	f.Add([]byte("gpuwatch_loader_batches_total 1\n"))
 	hook, _ := os.ReadFile(filepath.Join("testdata", "attach", "hook-stages-metrics.txt"))
 	f.Add(hook)
+	ceiling, _ := os.ReadFile(filepath.Join("testdata", "attach", "hook-ceiling-metrics.txt"))
+	f.Add(ceiling)
 	// Whatever a loader's endpoint serves, counters it yields must go
 	// through the loader probe without a panic, a wait share outside 0–1
 	// or a NaN percentile.
@@ -48,6 +50,19 @@ func FuzzCountersFromMetrics(f *testing.F) {
 				if v != nil && !(*v >= 0) {
 					t.Fatalf("stage time %v", *v)
 				}
+			}
+		}
+		if c := l.Ceiling; c != nil {
+			if len(c.Reason) > maxCeilingReason {
+				t.Fatalf("reason of %d bytes", len(c.Reason))
+			}
+			for _, v := range []*float64{c.SamplesPerSec, c.BatchesPerSec, c.StepMs, c.StarvingStepMs, c.BeforeSamplesPerSec, c.Seconds} {
+				if v != nil && !(*v >= 0) {
+					t.Fatalf("ceiling figure %v", *v)
+				}
+			}
+			if cost, _, ok := l.InputCost(); ok && !(cost >= 0 && cost <= 1) {
+				t.Fatalf("input cost %v", cost)
 			}
 		}
 		if p := l.Payload; p != nil {

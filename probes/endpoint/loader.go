@@ -50,6 +50,9 @@ type LoaderCounters struct {
 	// Nil when the loader does not measure them (the hook does).
 	Stages  map[string]StageCount
 	Payload *PayloadCounters
+	// Ceiling is the loop's rate with its input free, as the hook measured
+	// it (ceiling.go); nil when it was not asked to.
+	Ceiling *sample.Ceiling
 	// Kind is what speaks for the loader: "python" (the hook, gpuwatch
 	// run), "go" (a Go loader, gpuwatch loader), "embedded", or "".
 	Kind string
@@ -120,7 +123,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 		Workers: cur.Workers, Prefetch: cur.Prefetch, Knobs: cur.Knobs,
 		PID: cur.PID, LoopTID: cur.LoopTID, WorkerPIDs: cur.WorkerPIDs, BatchesPerEpoch: cur.BatchesPerEpoch,
 		Rank: cur.Rank, LocalRank: cur.LocalRank, WorldSize: cur.WorldSize,
-		DatasetBytes: cur.DatasetBytes, DatasetCachedBytes: cur.DatasetCachedBytes,
+		DatasetBytes: cur.DatasetBytes, DatasetCachedBytes: cur.DatasetCachedBytes, Ceiling: cur.Ceiling,
 	}
 	if cur.EpochStall != nil {
 		out.EpochStallMs = probes.Ptr(float64(cur.EpochStall.Microseconds()) / 1000)

@@ -1,0 +1,66 @@
+package endpoint
+
+import (
+	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// The ceiling's bounds (the hook's: python/gpuwatch_hook/_ceiling.py): a
+// replay of at most maxCeilingSeconds, a rate of at most maxCeilingRate
+// samples or batches per second, a step of at most maxCeilingStep
+// seconds. A figure outside is dropped and said, as the other gauges are.
+const (
+	maxCeilingSeconds = 600 * 1.5 // the replay lasts its seconds and one step more
+	maxCeilingRate    = 1e12
+	maxCeilingStep    = 1 << 20
+	maxCeilingKept    = 1 << 20
+	maxCeilingReason  = 200
+)
+
+// ceiling reads the ceiling's series (gpuwatch_loader_ceiling_*,
+// docs/prometheus.md) into the counters: nil when the page has no
+// gpuwatch_loader_ceiling_info of a state the protocol names. Its reason
+// is outside text: cut and made printable.
+func (m *metricsPage) ceiling() {
+	ss := m.page["gpuwatch_loader_ceiling_info"]
+	if len(ss) == 0 {
+		return
+	}
+	state, _ := ss[0].Label("state")
+	switch state {
+	case sample.CeilingWarming, sample.CeilingKeeping, sample.CeilingReplaying, sample.CeilingDone, sample.CeilingRefused:
+	default:
+		m.c.Dropped = append(m.c.Dropped, "gpuwatch_loader_ceiling_info "+shortLabel(state, 32)+": not a state of the ceiling's, dropped")
+		return
+	}
+	reason, _ := ss[0].Label("reason")
+	c := &sample.Ceiling{State: state, Reason: shortLabel(reason, maxCeilingReason)}
+	f := func(name string, hi float64) *float64 {
+		if v, ok := m.gauge("gpuwatch_loader_ceiling_"+name, 0, hi); ok {
+			return &v
+		}
+		return nil
+	}
+	ms := func(p *float64) *float64 {
+		if p == nil {
+			return nil
+		}
+		return probes.Ptr(1000 * *p)
+	}
+	c.Seconds = f("seconds", maxCeilingSeconds)
+	c.MeasuredSeconds = f("measured_seconds", maxCeilingSeconds)
+	if v := f("limit_bytes", 1<<62); v != nil {
+		c.LimitBytes = probes.Ptr(int64(*v))
+	}
+	if v := f("kept_bytes", 1<<62); v != nil {
+		c.KeptBytes = probes.Ptr(int64(*v))
+	}
+	c.KeptBatches = m.integer("gpuwatch_loader_ceiling_kept_batches", maxCeilingKept)
+	c.BeforeSamplesPerSec = f("before_samples_per_second", maxCeilingRate)
+	c.BeforeBatchesPerSec = f("before_batches_per_second", maxCeilingRate)
+	c.StarvingStepMs = ms(f("starving_step_seconds", maxCeilingStep))
+	c.SamplesPerSec = f("samples_per_second", maxCeilingRate)
+	c.BatchesPerSec = f("batches_per_second", maxCeilingRate)
+	c.StepMs = ms(f("step_seconds", maxCeilingStep))
+	m.c.Ceiling = c
+}
