@@ -3,12 +3,14 @@ package cli
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 )
 
 func newAttachCmd(stdout, stderr io.Writer) *cobra.Command {
 	var w watchFlags
+	var ceiling time.Duration
 	cmd := &cobra.Command{
 		Use:   "attach URL [URL…]",
 		Short: "Watch this machine and running loaders (every rank of a job): their metrics and CPU profiles",
@@ -29,7 +31,11 @@ back (the straggler), and profiles are taken from that rank. Loaders
 announced on this machine (the hook, gpuwatch run and gpuwatch loader
 announce themselves in ` + "`$XDG_RUNTIME_DIR/gpuwatch`" + `) are attached
 to as they come up, as plain gpuwatch does; --discover=false attaches to
-the URLs given only.`,
+the URLs given only.
+
+--ceiling[=DURATION] asks each loader given (POST /ceiling, with its token)
+to measure its ceiling: its training loop trains on kept batches, replayed,
+for DURATION (30s alone), and the verdict says what the input costs.`,
 		Example: `  gpuwatch attach http://127.0.0.1:6060
   gpuwatch attach http://127.0.0.1:6061-6068
   gpuwatch attach http://127.0.0.1:6061 --profile-every 30s --headless --json`,
@@ -44,9 +50,16 @@ the URLs given only.`,
 			if err := w.validate(cmd); err != nil {
 				return err
 			}
-			return watch(cmd, w.options(stdout, stderr))
+			if err := checkCeiling(cmd, ceiling); err != nil {
+				return err
+			}
+			o := w.options(stdout, stderr)
+			o.Attach.Ceiling = ceiling
+			o.Attach.Told = func(s string) { fmt.Fprintln(stderr, "gpuwatch: --ceiling:", s) }
+			return watch(cmd, o)
 		},
 	}
 	w.register(cmd, offerAll)
+	addCeilingFlag(cmd, &ceiling, "ask each loader given (the Python hook) to measure its rate with its input free: once warm it trains on kept batches, replayed, for this long (--ceiling alone: 30s; at most 10m)")
 	return cmd
 }

@@ -23,6 +23,7 @@ import (
 type runOptions struct {
 	w              watchFlags
 	jobLog         string
+	ceiling        time.Duration // --ceiling: the replay asked of the hook; 0 none
 	stdout, stderr io.Writer
 }
 
@@ -65,11 +66,20 @@ With --duration or --once, gpuwatch stops watching when the time is up or
 the verdict has settled, and interrupts the job as Ctrl-C would (SIGINT,
 then SIGTERM after 10 s); --once then exits with its own status (0, 3, 4).
 A command that is not Python, or a Python job without a DataLoader, is
-watched as a process tree, and the view says nothing was instrumented.`,
+watched as a process tree, and the view says nothing was instrumented.
+
+--ceiling[=DURATION] measures the ceiling: the loop's rate with its input
+free. Once the loop is warm the hook keeps a few batches (within 1 GiB or
+a tenth of memory) and hands them to the loop again for DURATION (30s
+alone) instead of the real iterator's, then resumes it where it was (no
+batch lost, none repeated). The loop trains on repeated batches for that
+long: it is opt-in. The verdict then says what the input costs
+(docs/diagnosis.md).`,
 		Example: `  gpuwatch run -- python train.py --epochs 3
   gpuwatch run --headless -- torchrun --nproc-per-node 8 train.py
   gpuwatch run --json --duration 2m -- python -m mypkg.train > gpuwatch.jsonl
-  gpuwatch run --once -- python train.py       # a CI gate on the input pipeline`,
+  gpuwatch run --once -- python train.py       # a CI gate on the input pipeline
+  gpuwatch run --ceiling -- python train.py    # and its rate with input free`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return errors.New("give the command to run after --: gpuwatch run -- python train.py")
@@ -78,6 +88,9 @@ watched as a process tree, and the view says nothing was instrumented.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := w.validate(cmd); err != nil {
+				return err
+			}
+			if err := checkCeiling(cmd, opts.ceiling); err != nil {
 				return err
 			}
 			return runJob(cmd, opts, args)
@@ -92,6 +105,7 @@ watched as a process tree, and the view says nothing was instrumented.`,
 	cmd.Flags().DurationVar(&w.profileEvery, "profile-every", runProfileEvery, "time between CPU profiles of the training process (of the pacing rank, with several); 0: none")
 	cmd.Flags().Var(secondsFlag{&w.profileLength}, "profile-seconds", "length of each CPU profile, in seconds (5) or as a duration (5s)")
 	cmd.Flags().StringVar(&opts.jobLog, "job-log", "", "where the job's stdout and stderr go (default: gpuwatch's stderr headless, ./gpuwatch-run-TIME.log with the dashboard)")
+	addCeilingFlag(cmd, &opts.ceiling, "measure the loop's rate with its input free: once it is warm it trains on kept batches, replayed, for this long (--ceiling alone: 30s; at most 10m)")
 	return cmd
 }
 
@@ -117,7 +131,10 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	if err := python.Write(dir); err != nil {
 		return err
 	}
-	jo := job.Options{Argv: argv, Env: jobEnv(os.Environ(), dir), RunDir: dir}
+	jo := job.Options{Argv: argv, Env: withCeiling(jobEnv(os.Environ(), dir), opts.ceiling), RunDir: dir}
+	if opts.ceiling > 0 {
+		fmt.Fprint(stderr, ceilingNotice(opts.ceiling))
+	}
 	switch {
 	case dashboard:
 		jo.Log = jobLog

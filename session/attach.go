@@ -32,6 +32,11 @@ type AttachTo struct {
 	// takes none (tune and sweep measure, and a profile costs the job).
 	Every, Length time.Duration
 	NoProfiles    bool
+	// Ceiling, when set, asks each loader named by URL to measure its
+	// ceiling with a replay that long once attached (endpoint.AskCeiling);
+	// Told hears each loader's answer, or why it could not.
+	Ceiling time.Duration
+	Told    func(string)
 }
 
 // Profile cadence defaults: a 5 s profile of the pacing rank every 15 s.
@@ -98,6 +103,7 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 	if err := checkAny(ctx, attached); err != nil {
 		return nil, err
 	}
+	askCeiling(ctx, attached, to) // attachceiling.go
 	var discover func() (endpoint.Discovery, error)
 	if to.Discover {
 		discover = func() (endpoint.Discovery, error) {

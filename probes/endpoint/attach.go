@@ -25,8 +25,9 @@ import (
 
 // Attach reads a loader's debug server (the loader protocol, docs/architecture.md §6):
 // /metrics every interval and, on its own goroutine (see Profiler),
-// /debug/pprof/profile. It only sends GETs, never follows a redirect to
-// another host, and never shows the URL's credentials.
+// /debug/pprof/profile. It sends GETs (and, asked, the one POST of
+// AskCeiling), never follows a redirect to another host, and never shows
+// the URL's credentials.
 type Attach struct {
 	base   *url.URL // with credentials, for requests
 	shown  string   // without them, for people
@@ -121,13 +122,19 @@ func (a *Attach) NoMetrics() bool {
 }
 
 func (a *Attach) get(ctx context.Context, path string, timeout time.Duration) (*http.Response, error) {
+	return a.do(ctx, http.MethodGet, path, timeout)
+}
+
+// do sends one request (GET, or the POST of AskCeiling) to path under
+// the base URL, with the token.
+func (a *Attach) do(ctx context.Context, method, path string, timeout time.Duration) (*http.Response, error) {
 	u := *a.base
 	u.Path += path
 	if i := strings.IndexByte(path, '?'); i >= 0 {
 		u.Path, u.RawQuery = a.base.Path+path[:i], path[i+1:]
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		cancel()
 		return nil, err

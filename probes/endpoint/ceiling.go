@@ -1,6 +1,14 @@
 package endpoint
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -64,3 +72,39 @@ func (m *metricsPage) ceiling() {
 	c.StepMs = ms(f("step_seconds", maxCeilingStep))
 	m.c.Ceiling = c
 }
+
+// AskCeiling asks the loader to measure its ceiling with a replay of d
+// (POST /ceiling?seconds=N with its token: the hook's server,
+// python/gpuwatch_hook/_server.py). It returns the loader's answer, one
+// printable line; a refusal (400, 401, 404, 409) is an error saying what
+// the loader answered.
+func (a *Attach) AskCeiling(ctx context.Context, d time.Duration) (string, error) {
+	if d <= 0 || d > MaxCeiling {
+		return "", fmt.Errorf("the ceiling's replay: want (0, %v], not %v", MaxCeiling, d)
+	}
+	path := "/ceiling?seconds=" + strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+	resp, err := a.do(ctx, http.MethodPost, path, a.Timeout)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized && a.freshToken() {
+		resp.Body.Close()
+		resp, err = a.do(ctx, http.MethodPost, path, a.Timeout)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s: asking for the ceiling: %w", a.shown, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	line := shortLabel(strings.TrimSpace(strings.SplitN(string(body), "\n", 2)[0]), maxCeilingReason)
+	switch resp.StatusCode {
+	case http.StatusAccepted, http.StatusOK:
+		return line, nil
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+		return "", fmt.Errorf("%s answered %s to POST /ceiling: this loader cannot measure its ceiling (the Python hook can: gpuwatch run --ceiling)", a.shown, resp.Status)
+	case http.StatusUnauthorized:
+		return "", fmt.Errorf("%s: %w", a.shown, &httpStatusError{path: "POST /ceiling", code: resp.StatusCode, status: resp.Status})
+	}
+	return "", fmt.Errorf("%s answered %s to POST /ceiling: %s", a.shown, resp.Status, line)
+}
+
+// MaxCeiling is the longest replay one may ask for (the hook's
+// _ceiling.MAX_SECONDS).
+const MaxCeiling = 600 * time.Second

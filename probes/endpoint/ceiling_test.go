@@ -1,6 +1,10 @@
 package endpoint
 
 import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,5 +95,50 @@ func TestCeilingFromAHostilePage(t *testing.T) {
 	l := collectLoader(t, p, probetest.T0.Add(time.Second)).Loader
 	if cost, now, ok := l.InputCost(); !ok || now != 1480 || cost < 0.49 || cost > 0.51 {
 		t.Fatalf("input cost %v now %v", cost, now)
+	}
+}
+
+// TestAskCeiling: the POST carries the token and the seconds; the
+// answers the hook's server gives (202, 409, 400, 401) and a loader that
+// has no /ceiling (404) come back as a line or a clear error.
+func TestAskCeiling(t *testing.T) {
+	var gotAuth, gotQuery, gotMethod string
+	status := http.StatusAccepted
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth, gotQuery, gotMethod = r.Header.Get("Authorization"), r.URL.RawQuery, r.Method
+		w.WriteHeader(status)
+		switch status {
+		case http.StatusAccepted:
+			io.WriteString(w, "measuring the ceiling: the loop trains on repeated batches for 2.5 s once it is warm\n")
+		case http.StatusConflict:
+			io.WriteString(w, "the ceiling is being measured (keeping)\x1b[2J\n")
+		}
+	}))
+	defer srv.Close()
+	a, err := NewAttach(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.SetToken("s3cret-token-0123456789")
+	line, err := a.AskCeiling(context.Background(), 2500*time.Millisecond)
+	if err != nil || !strings.HasPrefix(line, "measuring the ceiling") {
+		t.Fatalf("%q %v", line, err)
+	}
+	if gotMethod != http.MethodPost || gotQuery != "seconds=2.5" || gotAuth != "Bearer s3cret-token-0123456789" {
+		t.Fatalf("sent %s ?%s %q", gotMethod, gotQuery, gotAuth)
+	}
+	for code, want := range map[int]string{
+		http.StatusConflict:     "409 Conflict to POST /ceiling: the ceiling is being measured (keeping)?[2J",
+		http.StatusNotFound:     "cannot measure its ceiling",
+		http.StatusUnauthorized: "wants its token",
+		http.StatusBadRequest:   "400 Bad Request",
+	} {
+		status = code
+		if _, err := a.AskCeiling(context.Background(), time.Second); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%d: %v, want %q", code, err, want)
+		}
+	}
+	if _, err := a.AskCeiling(context.Background(), 601*time.Second); err == nil {
+		t.Error("a replay past 600 s was asked")
 	}
 }

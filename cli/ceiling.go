@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuwatch/gpuwatch/probes/endpoint"
+)
+
+// defaultCeiling is --ceiling's replay when the flag is given bare.
+const defaultCeiling = 30 * time.Second
+
+// ceilingEnv is the variable the hook reads under gpuwatch run: the
+// ceiling's replay in seconds (python/gpuwatch_hook/_auto.py CEILING_ENV).
+const ceilingEnv = "GPUWATCH_CEILING_SECONDS"
+
+// addCeilingFlag registers --ceiling[=DURATION] (bare: 30s) into d.
+func addCeilingFlag(cmd *cobra.Command, d *time.Duration, usage string) {
+	cmd.Flags().DurationVar(d, "ceiling", 0, usage)
+	cmd.Flags().Lookup("ceiling").NoOptDefVal = defaultCeiling.String()
+}
+
+// checkCeiling checks --ceiling when given: a replay in (0, 600s].
+func checkCeiling(cmd *cobra.Command, d time.Duration) error {
+	if !cmd.Flags().Changed("ceiling") {
+		return nil
+	}
+	if d <= 0 || d > endpoint.MaxCeiling {
+		return usageErrorf(cmd, "--ceiling %v: want a replay longer than 0 and at most %v (--ceiling alone: %v)", d, endpoint.MaxCeiling, defaultCeiling)
+	}
+	return nil
+}
+
+// ceilingNotice is what run says before the job starts with --ceiling:
+// the loop trains on repeated batches for that long.
+func ceilingNotice(d time.Duration) string {
+	return "gpuwatch: --ceiling: once the loop is warm it trains on repeated batches for " + d.String() + " to measure its rate with input free\n"
+}
+
+// withCeiling is the job's environment with the ceiling's replay asked
+// for (d > 0) or not, whatever gpuwatch's own environment said.
+func withCeiling(env []string, d time.Duration) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if len(kv) > len(ceilingEnv) && kv[:len(ceilingEnv)+1] == ceilingEnv+"=" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	if d > 0 {
+		out = append(out, ceilingEnv+"="+strconv.FormatFloat(d.Seconds(), 'f', -1, 64))
+	}
+	return out
+}

@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunCeilingFlag: --ceiling alone asks for 30 s, --ceiling=2s for 2;
+// the job's environment says so (and only then), run says before the job
+// starts that the loop will train on repeated batches, and a replay out
+// of (0, 10m] is a usage error.
+func TestRunCeilingFlag(t *testing.T) {
+	for _, c := range []struct {
+		flag, env, notice string
+	}{
+		{"--ceiling", "ceiling=30", "trains on repeated batches for 30s to measure its rate with input free"},
+		{"--ceiling=2500ms", "ceiling=2.5", "for 2.5s"},
+		{"--interval=1s", "ceiling=", ""},
+	} {
+		t.Run(c.flag, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			t.Setenv(ceilingEnv, "99") // gpuwatch's own: never the job's
+			log := filepath.Join(t.TempDir(), "job.log")
+			code := Run([]string{"run", "--json", "--duration", "1s", "--job-log", log, c.flag, "--", "sh", "-c", "echo ceiling=$" + ceilingEnv}, &out, &errb)
+			got, _ := os.ReadFile(log)
+			if code != 0 || string(got) != c.env+"\n" {
+				t.Fatalf("exit %d, job's output %q, stderr %q; want %q", code, got, errb.String(), c.env)
+			}
+			if !strings.Contains(errb.String(), c.notice) || (c.notice == "") != !strings.Contains(errb.String(), "--ceiling") {
+				t.Fatalf("stderr %q, want the notice %q", errb.String(), c.notice)
+			}
+		})
+	}
+	for _, bad := range []string{"--ceiling=0s", "--ceiling=11m", "--ceiling=-1s", "--ceiling=soon"} {
+		var out, errb bytes.Buffer
+		if code := Run([]string{"run", "--json", bad, "--", "true"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "ceiling") {
+			t.Errorf("%s: exit %d, stderr %q", bad, code, errb.String())
+		}
+	}
+}
+
+// TestWithCeilingEnv: the job's GPUWATCH_CEILING_SECONDS is run's, never
+// gpuwatch's own.
+func TestWithCeilingEnv(t *testing.T) {
+	env := withCeiling([]string{"A=1", ceilingEnv + "=7", "B=2"}, 0)
+	if strings.Join(env, " ") != "A=1 B=2" {
+		t.Fatalf("%q", env)
+	}
+	if env := withCeiling([]string{"A=1"}, 3e9); strings.Join(env, " ") != "A=1 "+ceilingEnv+"=3" {
+		t.Fatalf("%q", env)
+	}
+}
