@@ -45,6 +45,7 @@ func classify(frames, history []sample.Frame, th Thresholds) Verdict {
 	if e, ok := profileEvidence(d.kind, &w, th, d.variant == ioMmap); ok {
 		d.evidence = append(d.evidence, e)
 	}
+	d.evidence = append(d.evidence, ceilingEvidence(frames, &w)...) // ceiling.go
 	slices.SortStableFunc(d.evidence[min(1, len(d.evidence)):], func(a, b Evidence) int { return cmp.Compare(b.strength, a.strength) })
 	if f, ok := takenByOthers(&w, th); ok && d.kind != Healthy && d.kind != Idle {
 		d.secondary = append(d.secondary, f)
@@ -88,7 +89,7 @@ func classify(frames, history []sample.Frame, th Thresholds) Verdict {
 	if d.variant == ioMmap {
 		v.Changes = append(v.Changes, mmapChanges(&w, v.Changes)...)
 	}
-	v.Advice = advise(d, &w, th, m)
+	v.Advice = capModel(frames, m, advise(d, &w, th, m)) // predictions capped by the measured ceiling (ceiling.go)
 	v.Confidence = confidence(d, &w, th)
 	v.Severity = severity(d, &w, th)
 	return v
