@@ -99,6 +99,8 @@ var (
 	dFloat64    = desc(sample.SeriesLoaderBatchFloat64Ratio)
 	dPadding    = desc(sample.SeriesLoaderPaddingRatio)
 	dRunDelay   = desc(sample.SeriesLoaderWorkersRunDelayRatio)
+	dCeiling    = desc(sample.SeriesLoaderCeilingSamplesPerSecond)
+	dInputCost  = desc(sample.SeriesLoaderInputCostRatio)
 	dRankUp     = desc(sample.SeriesRankUp)
 	dRankWait   = desc(sample.SeriesRankWaitRatio)
 	dRankStep   = desc(sample.SeriesRankStepSeconds)
@@ -108,7 +110,7 @@ var (
 
 var allDescs = []*metricDesc{dVerdict, dConfidence, dChange, dPredSample, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
-	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dRunDelay, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler}
+	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dRunDelay, dCeiling, dInputCost, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler}
 
 // collectGPUs emits each GPU's series (g as in Collect).
 func collectGPUs(gpus []sample.GPU, g func(d *metricDesc, val float64, labels ...string)) {
@@ -336,5 +338,11 @@ func collectStages(l *sample.Loader, g func(d *metricDesc, val float64, labels .
 	}
 	if l.WorkersRunDelayShare != nil {
 		g(dRunDelay, *l.WorkersRunDelayShare)
+	}
+	if free, ok := l.MeasuredCeiling(); ok {
+		g(dCeiling, free)
+		if cost, _, ok := l.InputCost(); ok {
+			g(dInputCost, cost)
+		}
 	}
 }

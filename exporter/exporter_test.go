@@ -205,6 +205,34 @@ gpuwatch_loader_workers_run_delay_ratio 0.4
 	}
 }
 
+// TestExporterCeilingSeries: a measured ceiling and the input's cost
+// against it (1 − 1,480 ÷ 2,960); none while it is being measured.
+func TestExporterCeilingSeries(t *testing.T) {
+	e := &Exporter{}
+	f := fixture.Frame()
+	ms := func(v float64) *float64 { return &v }
+	f.Loader = &sample.Loader{Source: "http://127.0.0.1:6061", SamplesPerSec: 1480,
+		Ceiling: &sample.Ceiling{State: sample.CeilingDone, SamplesPerSec: ms(2960), StepMs: ms(2.1)}}
+	e.Set(f, diagnose.Verdict{Kind: diagnose.GPUStarved})
+	want := `
+# HELP gpuwatch_loader_ceiling_samples_per_second ` + sample.SeriesLoaderCeilingSamplesPerSecond.Help + `
+# TYPE gpuwatch_loader_ceiling_samples_per_second gauge
+gpuwatch_loader_ceiling_samples_per_second 2960
+# HELP gpuwatch_loader_input_cost_ratio ` + sample.SeriesLoaderInputCostRatio.Help + `
+# TYPE gpuwatch_loader_input_cost_ratio gauge
+gpuwatch_loader_input_cost_ratio 0.5
+`
+	names := []string{"gpuwatch_loader_ceiling_samples_per_second", "gpuwatch_loader_input_cost_ratio"}
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+	f.Loader.Ceiling.State = sample.CeilingReplaying
+	e.Set(f, diagnose.Verdict{Kind: diagnose.GPUStarved})
+	if n := testutil.CollectAndCount(e, names...); n != 0 {
+		t.Fatalf("%d ceiling series while it is being measured", n)
+	}
+}
+
 // The exporter's descriptions are sample's series table, each once: a
 // series renamed there is renamed here and in fleet/, which reads it.
 func TestDescsAreTheSeriesTable(t *testing.T) {
