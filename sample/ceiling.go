@@ -1,5 +1,7 @@
 package sample
 
+import "strconv"
+
 // Ceiling is the training loop's rate with its input free, as the hook
 // measured it in the running job (gpuwatch run --ceiling, or POST
 // /ceiling?seconds=N; docs/architecture.md §6, docs/diagnosis.md): it
@@ -75,4 +77,45 @@ func (l *Loader) InputCost() (cost, now float64, ok bool) {
 		return 0, 0, false
 	}
 	return min(1, max(0, 1-now/free)), now, true
+}
+
+// Thousands writes a rate rounded to a whole number with its thousands
+// grouped: "2,960".
+func Thousands(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 0, 64)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// CeilingSummary says the loader's ceiling in a few words for views:
+// "ceiling 2,960 samples/s (step 2.1 ms; 2.9 ms starving), input costs
+// 57 %" once measured; the measurement's state while it runs; why it was
+// refused; "" when none was asked for.
+func (l *Loader) CeilingSummary() string {
+	if l == nil || l.Ceiling == nil {
+		return ""
+	}
+	c := l.Ceiling
+	switch {
+	case c.Measured():
+		s := "ceiling " + Thousands(*c.SamplesPerSec) + " samples/s"
+		if c.StepMs != nil && c.StarvingStepMs != nil {
+			s += " (step " + strconv.FormatFloat(*c.StepMs, 'g', 2, 64) + " ms; " + strconv.FormatFloat(*c.StarvingStepMs, 'g', 2, 64) + " ms starving)"
+		}
+		if cost, _, ok := l.InputCost(); ok {
+			s += ", input costs " + strconv.FormatFloat(100*cost, 'f', 0, 64) + " %"
+		}
+		return s
+	case c.State == CeilingRefused:
+		return "ceiling refused: " + Printable(c.Reason)
+	case c.State == CeilingDone:
+		return "ceiling measured, but its samples are unknown (the batches have no length)"
+	}
+	s := "ceiling: " + c.State
+	if c.State == CeilingReplaying && c.Seconds != nil {
+		s += " kept batches for " + strconv.FormatFloat(*c.Seconds, 'g', -1, 64) + " s (the loop trains on repeated batches)"
+	}
+	return s
 }

@@ -39,9 +39,14 @@ func (m *Model) bannerHead(w int) string {
 		title = "" // the scenario says more than "tour of every scenario"
 	}
 	conf := m.styles.Dim.Render(fmt.Sprintf("  %.0f%%", 100*v.Confidence))
+	ceil := bannerCeiling(m.shown.Frame.Loader)
+	if ceil != "" {
+		ceil = m.styles.Dim.Render(ceil)
+	}
 	head := ""
 	for _, h := range []string{
-		kind + words + meta + scen + title,
+		kind + words + meta + ceil + scen + title,
+		kind + words + meta + ceil + scen,
 		kind + words + meta + scen,
 		kind + meta + scen,
 		kind + conf + scen,

@@ -66,6 +66,9 @@ func (loaderPanel) lines(pv *view, w int) []string {
 	}
 	lines = append(lines, pv.trainRow(w-2))
 	lines = append(lines, wrap(pv.loaderStats(l), w, "  ")...)
+	if c := ceilingText(l); c != "" {
+		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable(c)), w, "  ")...)
+	}
 	if l.Stages != nil {
 		lines = append(lines, wrap(pv.stageBar(l.Stages, 20), w, "  ")...)
 	}
