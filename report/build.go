@@ -321,6 +321,7 @@ type loaderBuilder struct {
 	rateAvg  float64
 	stages   stageMeans
 	payload  *sample.BatchPayload
+	ceiling  ceilingRun
 }
 
 func newLoaderBuilder() *loaderBuilder {
@@ -358,6 +359,8 @@ func (b *loaderBuilder) add(l *sample.Loader) {
 	if l.Payload != nil {
 		b.payload = l.Payload
 	}
+	b.ceiling.add(l) // ceiling.go
+	b.li.Hook = b.li.Hook || l.Kind == "python"
 }
 
 // stageMeans averages each stage figure over the frames that have it.
@@ -409,6 +412,7 @@ func (b *loaderBuilder) info() *LoaderInfo {
 	b.li.MeanWaitShare, b.li.MeanSamplesPerSec = b.shareAvg, b.rateAvg
 	b.li.WaitHistMs = b.bins
 	b.li.Stages, b.li.Payload = b.stages.result(), b.payload
+	b.li.Ceiling, b.li.InputCost = b.ceiling.result()
 	return b.li
 }
 
@@ -461,14 +465,14 @@ func (b *bucketer) values() []*float64 {
 type seriesBuilder struct {
 	s                                                 Series
 	gpu, p5, p95, virt, cpu, rd, wr, busy, pc, pi, pm *bucketer
-	wait, step                                        *bucketer
+	wait, step, rate                                  *bucketer
 	cores                                             []*bucketer
 }
 
 func newSeriesBuilder(start time.Time, dur float64, n, cores int) *seriesBuilder {
 	mk := func() *bucketer { return newBucketer(start, dur+1e-9, n) }
 	b := &seriesBuilder{gpu: mk(), p5: mk(), p95: mk(), virt: mk(), cpu: mk(), rd: mk(), wr: mk(), busy: mk(),
-		pc: mk(), pi: mk(), pm: mk(), wait: mk(), step: mk()}
+		pc: mk(), pi: mk(), pm: mk(), wait: mk(), step: mk(), rate: mk()}
 	b.s.CoreGroup = max(1, (cores+MaxCoreRows-1)/MaxCoreRows)
 	b.cores = make([]*bucketer, (cores+b.s.CoreGroup-1)/b.s.CoreGroup)
 	for r := range b.cores {
@@ -530,6 +534,9 @@ func (b *seriesBuilder) add(f *sample.Frame) {
 		if l.StepMeanMs != nil {
 			b.step.add(t, *l.StepMeanMs)
 		}
+		if l.Sampled == nil && (l.Connected == nil || *l.Connected) {
+			b.rate.add(t, l.SamplesPerSec)
+		}
 	}
 }
 
@@ -547,6 +554,9 @@ func (b *seriesBuilder) done() Series {
 	s.DiskRead, s.DiskWrite, s.DiskBusy = b.rd.values(), b.wr.values(), b.busy.values()
 	s.PSICPU, s.PSIIO, s.PSIMem = b.pc.values(), b.pi.values(), b.pm.values()
 	s.WaitMs, s.StepMs = b.wait.values(), b.step.values()
+	if b.rate.any() {
+		s.SamplesPerSec = b.rate.values()
+	}
 	for _, cb := range b.cores {
 		s.Cores = append(s.Cores, cb.values())
 	}

@@ -120,6 +120,14 @@ type LoaderInfo struct {
 	// them.
 	Stages  *sample.LoaderStages `json:"stages,omitempty"`
 	Payload *sample.BatchPayload `json:"payload,omitempty"`
+	// Ceiling is the last ceiling measured (gpuwatch run --ceiling): the
+	// loop's rate with its input free; InputCost is 1 − the mean rate
+	// outside the measurement ÷ that ceiling. Nil when never measured.
+	Ceiling   *sample.Ceiling `json:"ceiling,omitempty"`
+	InputCost *float64        `json:"input_cost,omitempty"`
+	// Hook is set when the Python hook spoke for the loader: it can
+	// measure the ceiling, so a report without one says so.
+	Hook bool `json:"hook,omitempty"`
 }
 
 // HistBin is one bar of a histogram: values up to UpperMs.
@@ -148,6 +156,8 @@ type Series struct {
 	PSIMem    []*float64   `json:"psi_mem_pct"`
 	WaitMs    []*float64   `json:"loader_wait_ms"`
 	StepMs    []*float64   `json:"loader_step_ms"`
+	// SamplesPerSec is the loader's rate (instrumented loaders only).
+	SamplesPerSec []*float64 `json:"loader_samples_per_sec,omitempty"`
 	// RankWait and RankStepMs are per rank (Summary.Ranks' order) × points.
 	RankWait   [][]*float64 `json:"rank_wait_pct,omitempty"`
 	RankStepMs [][]*float64 `json:"rank_step_ms,omitempty"`

@@ -117,6 +117,9 @@ func mdLoader(b *strings.Builder, l *LoaderInfo) {
 	}
 	fmt.Fprintf(b, "\n## Loader\n\n%s: %d batches, mean wait share %s, mean %.0f samples/s.\n",
 		md(l.Source), l.Batches, pctStr(l.MeanWaitShare), l.MeanSamplesPerSec)
+	if c := ceilingSentence(l); c != "" {
+		fmt.Fprintf(b, "\n%s\n", md(c)) // ceiling.go
+	}
 	mdStages(b, l)
 	if len(l.Knobs) > 0 {
 		b.WriteString("\n| knob | value |\n|---|---|\n")
@@ -324,6 +327,7 @@ func htmlLoader(b *strings.Builder, l *LoaderInfo, ser Series) {
 		esc(l.Source), l.Batches, pctStr(l.MeanWaitShare), l.MeanSamplesPerSec)
 	b.WriteString(lineChart("chart-train", ser.T, []line{{ser.WaitMs, "#d62f2f", "wait ms"}, {ser.StepMs, "#2e9e44", "step ms"}}, nil, 0, "ms"))
 	b.WriteString(histogram("chart-wait-hist", l.WaitHistMs))
+	htmlThroughput(b, l, ser) // ceiling.go
 	htmlStages(b, l)
 	if len(l.Knobs) > 0 {
 		b.WriteString("<table><tr><th>knob</th><th>value</th></tr>")
