@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpuwatch/gpuwatch/probes/endpoint"
+	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session/tune"
 )
 
 // defaultCeiling is --ceiling's replay when the flag is given bare.
@@ -53,4 +56,22 @@ func withCeiling(env []string, d time.Duration) []string {
 		out = append(out, ceilingEnv+"="+strconv.FormatFloat(d.Seconds(), 'f', -1, 64))
 	}
 	return out
+}
+
+// measureCeiling is tune's --ceiling: one extra run of the command that
+// measures the loop's ceiling (tune.CeilingMeasurer), said on stderr
+// before it starts and once it is measured.
+func measureCeiling(cmd *cobra.Command, opts *tuneOptions, t tune.Trials, start tune.Setting) (float64, error) {
+	m, ok := t.(tune.CeilingMeasurer)
+	if !ok {
+		return 0, usageErrorf(cmd, "--ceiling: this loader cannot measure its ceiling (the hook under your command can)")
+	}
+	fmt.Fprintf(opts.stderr, "gpuwatch: --ceiling: one extra run first: once the loop is warm it trains on repeated batches for %v to measure its rate with input free\n", opts.ceiling)
+	c, err := m.MeasureCeiling(cmd.Context(), start, opts.ceiling, opts.ceiling+opts.runFor)
+	if err != nil {
+		return 0, fmt.Errorf("--ceiling: %w", err)
+	}
+	l := sample.Loader{Ceiling: &c}
+	fmt.Fprintf(opts.stderr, "gpuwatch: --ceiling: %s\n", l.CeilingSummary())
+	return *c.SamplesPerSec, nil
 }

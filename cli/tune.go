@@ -23,6 +23,7 @@ type tuneOptions struct {
 	interval time.Duration // between samples
 	runFor   time.Duration // the longest one configuration runs
 	runs     int           // the most configurations tried
+	ceiling  time.Duration // --ceiling: the replay of the one extra run that measures it; 0 none
 	stdout   io.Writer
 	stderr   io.Writer
 }
@@ -59,6 +60,12 @@ Without a command, tune runs gpuwatch's embedded loader with the knobs given.`,
 			if opts.interval < 100*time.Millisecond || opts.runFor < 5*opts.interval || opts.runs < 1 {
 				return usageErrorf(cmd, "want --interval ≥ 100ms, --run-for ≥ 5 intervals and --runs ≥ 1")
 			}
+			if err := checkCeiling(cmd, opts.ceiling); err != nil {
+				return err
+			}
+			if opts.ceiling > 0 && len(args) == 0 {
+				return usageErrorf(cmd, "--ceiling measures your command's loop (the hook's): give the command after --")
+			}
 			var trials tune.Trials
 			var start tune.Setting
 			if len(args) > 0 {
@@ -89,6 +96,7 @@ Without a command, tune runs gpuwatch's embedded loader with the knobs given.`,
 		},
 	}
 	k.register(cmd, false)
+	addCeilingFlag(cmd, &opts.ceiling, "measure the loop's rate with its input free once, in one extra run that trains on kept batches, replayed, for this long (--ceiling alone: 30s); show each run's share of it and stop at 95 %")
 	registerTrialLogs(cmd)
 	cmd.Flags().BoolVar(&opts.asJSON, "json", false, "one JSON object per run, then the result")
 	cmd.Flags().DurationVarP(&opts.interval, "interval", "n", 500*time.Millisecond, "time between samples")
@@ -109,6 +117,13 @@ func runTune(cmd *cobra.Command, opts *tuneOptions, t tune.Trials, start tune.Se
 	enc := json.NewEncoder(stdout)
 	var steps []tune.TuneStep
 	o := tune.TuneOptions{RunFor: opts.runFor, Runs: opts.runs}
+	if opts.ceiling > 0 {
+		free, err := measureCeiling(cmd, opts, t, start)
+		if err != nil {
+			return err
+		}
+		o.Ceiling = free
+	}
 	res, err := tune.Tune(cmd.Context(), o, t, start, func(s tune.TuneStep) error {
 		steps = append(steps, s)
 		if asJSON {

@@ -60,6 +60,9 @@ type TuneStep struct {
 	Next      *diagnose.Prediction `json:"next,omitempty"` // the model's prediction for the changes
 	Settled   bool                 `json:"settled"`
 	Seconds   float64              `json:"seconds"`
+	// CeilingShare is the measured rate's share of the ceiling measured
+	// once for the command (--ceiling); nil without one.
+	CeilingShare *float64 `json:"ceiling_share,omitempty"`
 	// Window is the frames the verdict was taken on (not in JSON).
 	Window []sample.Frame `json:"-"`
 }
@@ -81,6 +84,10 @@ type TuneResult struct {
 type TuneOptions struct {
 	RunFor time.Duration // the longest one configuration runs before its verdict is taken
 	Runs   int           // the most configurations tried
+	// Ceiling is the loop's rate with its input free, samples/s, measured
+	// once for the command (MeasureCeiling); 0: none. Tune then shows each
+	// run's share of it and stops at CeilingEnough.
+	Ceiling float64
 }
 
 // minGain is the least measured gain for tune to go on.
@@ -102,6 +109,7 @@ func Tune(ctx context.Context, o TuneOptions, t Trials, start Setting, out func(
 			return res, fmt.Errorf("run %d (%s): %w", step, t.Describe(cfg), err)
 		}
 		s.Type, s.Step, s.Predicted, s.Knobs, s.Command = "step", step, prevPred, cfg, t.Describe(cfg)
+		s.CeilingShare = ceilingShare(s.Measured.SamplesPerSec, o.Ceiling) // ceiling.go
 		if err := out(s); err != nil {
 			return res, err
 		}
@@ -111,6 +119,8 @@ func Tune(ctx context.Context, o TuneOptions, t Trials, start Setting, out func(
 		}
 		res.Steps, res.Advice = step, s.Advice
 		switch {
+		case s.CeilingShare != nil && *s.CeilingShare >= CeilingEnough:
+			res.Why = ceilingWhy(*s.CeilingShare, o.Ceiling)
 		case step > 1 && rate < minGain*last.Measured.SamplesPerSec:
 			res.Why = fmt.Sprintf("the last change gained under %.0f %%", 100*(minGain-1))
 		case len(s.Changes) == 0 && s.Verdict == diagnose.Healthy:
@@ -165,6 +175,9 @@ func (s TuneStep) String() string {
 	} else {
 		fmt.Fprintf(&b, "  measured %s, wait %.0f %%\n", rateOrGain(s.Measured), 100*s.Measured.WaitShare)
 	}
+	if s.CeilingShare != nil {
+		fmt.Fprintf(&b, "  %.0f %% of the ceiling\n", 100**s.CeilingShare)
+	}
 	if !s.Settled {
 		b.WriteString("  (the verdict did not settle within the run: its last one)\n")
 	}
@@ -199,7 +212,11 @@ func TuneTable(steps []TuneStep, res TuneResult) string {
 		if s.Step == res.Best {
 			mark = "*"
 		}
-		fmt.Fprintf(&b, "%s%-3d %10.0f %10s %4.0f%%  %-18s %s\n", mark, s.Step, s.Measured.SamplesPerSec, pred, 100*s.Measured.WaitShare, s.Verdict, knobsLine(s.Knobs))
+		share := ""
+		if s.CeilingShare != nil {
+			share = fmt.Sprintf(" (%.0f %% of the ceiling)", 100**s.CeilingShare)
+		}
+		fmt.Fprintf(&b, "%s%-3d %10.0f %10s %4.0f%%  %-18s %s%s\n", mark, s.Step, s.Measured.SamplesPerSec, pred, 100*s.Measured.WaitShare, s.Verdict, knobsLine(s.Knobs), share)
 	}
 	fmt.Fprintf(&b, "stopped: %s\n", sample.Printable(res.Why))
 	if len(res.Unset) > 0 {

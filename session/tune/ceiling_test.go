@@ -1,0 +1,59 @@
+package tune
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+)
+
+// stepTrials is a loop whose rate is 300 samples/s per worker, each run's
+// verdict asking for one worker more.
+type stepTrials struct{ runs int }
+
+func (s *stepTrials) Settle(_ context.Context, cfg Setting, _ time.Duration) (TuneStep, error) {
+	s.runs++
+	n, _ := strconv.Atoi(cfg["num_workers"])
+	return TuneStep{Measured: diagnose.Prediction{SamplesPerSec: 300 * float64(n), WaitShare: 0.5}, Verdict: diagnose.GPUStarved, Settled: true,
+		Changes: []diagnose.Change{{Knob: "num_workers", Flag: "num_workers", From: cfg["num_workers"], To: strconv.Itoa(n + 1)}}}, nil
+}
+func (s *stepTrials) Sweep(context.Context, Setting) (SweepResult, error) { return SweepResult{}, nil }
+func (s *stepTrials) Apply(cfg Setting, cs []diagnose.Change) (Setting, []diagnose.Change, error) {
+	return Setting{"num_workers": cs[0].To}, nil, nil
+}
+func (s *stepTrials) Describe(cfg Setting) string { return "train.py --workers " + cfg["num_workers"] }
+
+// TestTuneStopsAtTheCeiling: each run's share of the ceiling is shown and
+// tune stops at the first run at ≥ 95 % of it (900 of 940 samples/s:
+// 3 runs), where without a ceiling it goes on until --runs.
+func TestTuneStopsAtTheCeiling(t *testing.T) {
+	tr := &stepTrials{}
+	var steps []TuneStep
+	res, err := Tune(context.Background(), TuneOptions{RunFor: time.Second, Runs: 6, Ceiling: 940}, tr, Setting{"num_workers": "1"}, func(s TuneStep) error {
+		steps = append(steps, s)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps != 3 || tr.runs != 3 || !strings.HasPrefix(res.Why, "nothing left to gain in the input pipeline: 96 % of the ceiling (940 samples/s") {
+		t.Fatalf("%d runs, why %q", res.Steps, res.Why)
+	}
+	if steps[0].CeilingShare == nil || *steps[0].CeilingShare < 0.319 || *steps[0].CeilingShare > 0.32 {
+		t.Fatalf("share %v", steps[0].CeilingShare)
+	}
+	if table := TuneTable(steps, res); !strings.Contains(table, "(96 % of the ceiling)") {
+		t.Fatalf("%s", table)
+	}
+	if !strings.Contains(steps[1].String(), "64 % of the ceiling") {
+		t.Fatalf("%s", steps[1].String())
+	}
+	tr = &stepTrials{}
+	res, _ = Tune(context.Background(), TuneOptions{RunFor: time.Second, Runs: 6}, tr, Setting{"num_workers": "1"}, func(TuneStep) error { return nil })
+	if res.Steps != 6 {
+		t.Fatalf("without a ceiling: %d runs, %q", res.Steps, res.Why)
+	}
+}
