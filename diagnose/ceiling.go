@@ -113,8 +113,8 @@ func capModel(frames []sample.Frame, m *modelAdvice, advice []string) []string {
 		return advice
 	}
 	capped, say := CapByCeiling(m.predicted.SamplesPerSec, frames)
-	if say == "" {
-		return advice
+	if say == "" || advice[0] != changeLine(m.changes, m.predicted, m.pipeline.Measured) {
+		return advice // nothing to cap, or advise no longer writes the changes' line first
 	}
 	m.predicted.SamplesPerSec, m.limit = capped, LimitStep
 	if m.predicted.Gain > 0 && m.pipeline.Measured.SamplesPerSec > 0 {
