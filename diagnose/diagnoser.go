@@ -28,6 +28,14 @@ func NewDiagnoser(th Thresholds) *Diagnoser {
 
 // Observe adds a frame and returns the verdict to show.
 func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
+	if c := f.Loader.CeilingOf(); c != nil && c.State == sample.CeilingReplaying {
+		// The loop trains on replayed batches (the ceiling's measurement):
+		// its input's figures say nothing of the job for those seconds. The
+		// frame is left out of the window; the verdict shown stays.
+		out := d.shown
+		out.Since = d.since
+		return out
+	}
 	if len(d.ring) < cap(d.ring) {
 		d.ring = append(d.ring, *f)
 	} else {

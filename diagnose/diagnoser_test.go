@@ -132,3 +132,32 @@ func TestDiagnoserGPUDropsOut(t *testing.T) {
 		t.Fatalf("missing = %v", last.Missing)
 	}
 }
+
+// While the hook replays kept batches to measure the ceiling, the loader
+// takes nothing from its input and the loop is busy: those frames say
+// nothing of the job, and the verdict shown stays what it was.
+func TestDiagnoserLeavesOutTheCeilingsReplay(t *testing.T) {
+	fs := frames(40, func(i int, f *sample.Frame) {
+		host(f, 20, 0, 2)
+		loader(f, 0.6, 2, 0.5, 1) // starved
+		if i >= 20 && i < 35 {
+			f.Loader.WaitShare, f.Loader.SamplesPerSec = nil, 0 // no batch from the input
+			f.Loader.Ceiling = &sample.Ceiling{State: sample.CeilingReplaying}
+		}
+	})
+	d := NewDiagnoser(DefaultThresholds())
+	vs := feed(d, fs)
+	if vs[19].Kind != GPUStarved {
+		t.Fatalf("before the replay: %s", vs[19].Kind)
+	}
+	for i := 20; i < len(vs); i++ {
+		if vs[i].Kind != GPUStarved || !vs[i].Since.Equal(vs[19].Since) {
+			t.Fatalf("frame %d (replaying %v): %s since %v, want gpu_starved since %v", i, i < 35, vs[i].Kind, vs[i].Since, vs[19].Since)
+		}
+	}
+	for _, f := range d.ring {
+		if f.Loader.CeilingOf() != nil {
+			t.Fatalf("a replaying frame at %v is in the window", f.Time)
+		}
+	}
+}

@@ -119,3 +119,12 @@ func (l *Loader) CeilingSummary() string {
 	}
 	return s
 }
+
+// CeilingOf is the loader's ceiling measurement, nil for no loader or none
+// asked for.
+func (l *Loader) CeilingOf() *Ceiling {
+	if l == nil {
+		return nil
+	}
+	return l.Ceiling
+}

@@ -106,7 +106,13 @@ func (s *Settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		s.streak, s.since = 1, f.Time
 	}
 	s.verdict, s.last = v, f
-	if v.Kind != diagnose.WarmingUp && s.streak >= SettleFrames && f.Time.Sub(s.since) >= SettleTime && !s.settled {
+	// While the hook measures the ceiling (run --ceiling) nothing settles:
+	// the summary waits for its figure, or for why it was refused.
+	measuring := false
+	if c := f.Loader.CeilingOf(); c != nil {
+		measuring = c.State != sample.CeilingDone && c.State != sample.CeilingRefused
+	}
+	if v.Kind != diagnose.WarmingUp && s.streak >= SettleFrames && f.Time.Sub(s.since) >= SettleTime && !s.settled && !measuring {
 		s.settled = true
 		s.stop()
 	}

@@ -317,3 +317,27 @@ func TestSettleTimesAStreakFromTheJobsStart(t *testing.T) {
 		t.Fatalf("stopped %d times, %d changes after 5 s of one verdict; want 1 stop, 0 changes", stopped, s.changes)
 	}
 }
+
+// TestSettleWaitsForTheCeiling: run --once --ceiling settles only once the
+// hook's measurement is done (or refused), so the summary carries it.
+func TestSettleWaitsForTheCeiling(t *testing.T) {
+	stopped := 0
+	s := &Settle{stop: func() { stopped++ }, need: 3}
+	i := 0
+	for _, state := range []string{sample.CeilingWarming, sample.CeilingKeeping, sample.CeilingReplaying} {
+		for end := i + 6; i < end; i++ {
+			f := settleFrameAt(i)
+			f.Loader = &sample.Loader{Ceiling: &sample.Ceiling{State: state}}
+			s.Frame(f, diagnose.Verdict{Kind: diagnose.GPUStarved})
+		}
+	}
+	if stopped != 0 {
+		t.Fatal("settled while the ceiling was being measured")
+	}
+	f := settleFrameAt(i)
+	f.Loader = &sample.Loader{Ceiling: &sample.Ceiling{State: sample.CeilingDone}}
+	s.Frame(f, diagnose.Verdict{Kind: diagnose.GPUStarved})
+	if stopped != 1 {
+		t.Fatal("did not settle once the ceiling was measured")
+	}
+}
