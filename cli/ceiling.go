@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -58,20 +59,21 @@ func withCeiling(env []string, d time.Duration) []string {
 	return out
 }
 
-// measureCeiling is tune's --ceiling: one extra run of the command that
-// measures the loop's ceiling (tune.CeilingMeasurer), said on stderr
-// before it starts and once it is measured.
-func measureCeiling(cmd *cobra.Command, opts *tuneOptions, t tune.Trials, start tune.Setting) (float64, error) {
+// measureCeiling is tune's and sweep's --ceiling: one extra run of the
+// command that measures the loop's ceiling (tune.CeilingMeasurer) with a
+// replay of replay, said on stderr before it starts and once it is
+// measured; runFor bounds the run past the replay.
+func measureCeiling(cmd *cobra.Command, stderr io.Writer, t tune.Trials, start tune.Setting, replay, runFor time.Duration) (float64, error) {
 	m, ok := t.(tune.CeilingMeasurer)
 	if !ok {
 		return 0, usageErrorf(cmd, "--ceiling: this loader cannot measure its ceiling (the hook under your command can)")
 	}
-	fmt.Fprintf(opts.stderr, "gpuwatch: --ceiling: one extra run first: once the loop is warm it trains on repeated batches for %v to measure its rate with input free\n", opts.ceiling)
-	c, err := m.MeasureCeiling(cmd.Context(), start, opts.ceiling, opts.ceiling+opts.runFor)
+	fmt.Fprintf(stderr, "gpuwatch: --ceiling: one extra run first: once the loop is warm it trains on repeated batches for %v to measure its rate with input free\n", replay)
+	c, err := m.MeasureCeiling(cmd.Context(), start, replay, replay+runFor)
 	if err != nil {
 		return 0, fmt.Errorf("--ceiling: %w", err)
 	}
 	l := sample.Loader{Ceiling: &c}
-	fmt.Fprintf(opts.stderr, "gpuwatch: --ceiling: %s\n", l.CeilingSummary())
+	fmt.Fprintf(stderr, "gpuwatch: --ceiling: %s\n", l.CeilingSummary())
 	return *c.SamplesPerSec, nil
 }

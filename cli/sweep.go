@@ -29,6 +29,7 @@ type sweepOptions struct {
 	asJSON                                      bool
 	maxRuns                                     int
 	interval, runFor, warmup                    time.Duration
+	ceiling                                     time.Duration // --ceiling: the replay of the one extra run that measures it; 0 none
 	stdout, stderr                              io.Writer
 }
 
@@ -61,6 +62,12 @@ the first batch and the stall at each epoch boundary.`,
 			if err := opts.checkReport(cmd); err != nil {
 				return err
 			}
+			if err := checkCeiling(cmd, opts.ceiling); err != nil {
+				return err
+			}
+			if opts.ceiling > 0 && len(args) == 0 {
+				return usageErrorf(cmd, "--ceiling measures your command's loop (the hook's): give the command after --")
+			}
 			if len(args) > 0 {
 				return runCommandSweep(cmd, opts, args)
 			}
@@ -90,6 +97,7 @@ func (o *sweepOptions) register(cmd *cobra.Command) {
 	fl.StringVar(&o.out, "out", "", "write the results as JSON to this file (the rows measured so far on Ctrl-C)")
 	fl.BoolVar(&o.asJSON, "json", false, "print the results as JSON instead of the table")
 	fl.StringVar(&o.htmlOut, "report", "", "write an HTML page with the results' chart and table to this new file")
+	addCeilingFlag(cmd, &o.ceiling, "a command: measure the loop's rate with its input free once, in one extra run that trains on kept batches, replayed, for this long (--ceiling alone: 30s); show each configuration's share of it and mark the cheapest within 95 % of it")
 }
 
 // checkReport refuses a --report that is not a new .html file, before
@@ -127,7 +135,13 @@ func runCommandSweep(cmd *cobra.Command, o *sweepOptions, args []string) error {
 	}
 	fmt.Fprintf(o.stderr, "gpuwatch: %s × --run-for %v: about %v, plus each start and stop\n",
 		sample.Plural(len(g), "configuration"), o.runFor, time.Duration(len(g))*o.runFor)
-	return finishSweep(cmd, o, sweepRun{trials: t, header: start, grid: g, title: "sweep of " + t.Describe(start)})
+	r := sweepRun{trials: t, header: start, grid: g, title: "sweep of " + t.Describe(start)}
+	if o.ceiling > 0 {
+		if r.ceiling, err = measureCeiling(cmd, o.stderr, t, start, o.ceiling, o.runFor); err != nil {
+			return err
+		}
+	}
+	return finishSweep(cmd, o, r)
 }
 
 // persistentValues reads --persistent: true, false or both.
@@ -196,10 +210,11 @@ func runEmbeddedSweep(cmd *cobra.Command, o *sweepOptions) error {
 // sweepRun is one sweep to run: its trials, the setting its results are
 // headed by, the grid, and the table's title.
 type sweepRun struct {
-	trials tune.Trials
-	header tune.Setting
-	grid   []tune.Setting
-	title  string
+	trials  tune.Trials
+	header  tune.Setting
+	grid    []tune.Setting
+	title   string
+	ceiling float64 // samples/s with input free (--ceiling), 0: not measured
 }
 
 // finishSweep runs the grid and writes the table (or JSON), --out and
@@ -218,6 +233,7 @@ func finishSweep(cmd *cobra.Command, o *sweepOptions, r sweepRun) error {
 	} else if err != nil {
 		return err
 	}
+	tune.MarkCeiling(results, r.ceiling)
 	if o.asJSON {
 		if err := tune.WriteSweepJSON(stdout, r.header, results, of); err != nil {
 			return err

@@ -118,7 +118,7 @@ func runTune(cmd *cobra.Command, opts *tuneOptions, t tune.Trials, start tune.Se
 	var steps []tune.TuneStep
 	o := tune.TuneOptions{RunFor: opts.runFor, Runs: opts.runs}
 	if opts.ceiling > 0 {
-		free, err := measureCeiling(cmd, opts, t, start)
+		free, err := measureCeiling(cmd, opts.stderr, t, start, opts.ceiling, opts.runFor)
 		if err != nil {
 			return err
 		}

@@ -57,3 +57,42 @@ func TestTuneStopsAtTheCeiling(t *testing.T) {
 		t.Fatalf("without a ceiling: %d runs, %q", res.Steps, res.Why)
 	}
 }
+
+// TestSweepMarksTheCheapestWithinTheCeiling: with a ceiling, each row
+// shows its share of it and the cheapest mark goes to the fewest workers
+// within 95 % of the ceiling — none when no configuration gets there.
+func TestSweepMarksTheCheapestWithinTheCeiling(t *testing.T) {
+	row := func(workers string, rate float64) SweepResult {
+		return SweepResult{Knobs: Setting{"num_workers": workers}, SamplesPerSec: rate}
+	}
+	rs := []SweepResult{row("1", 400), row("2", 760), row("4", 990), row("8", 1000), {Knobs: Setting{"num_workers": "0"}, Failed: "exit 1"}}
+	markBest(rs)
+	if !rs[2].Cheapest { // within 95 % of the best, 1000
+		t.Fatalf("before the ceiling: %+v", rs)
+	}
+	MarkCeiling(rs, 1050)
+	if rs[2].Cheapest || !rs[3].Cheapest || rs[4].CeilingShare != nil {
+		t.Fatalf("with a ceiling of 1050 the cheapest within 95 %% is 8 workers (997.5+): %+v", rs)
+	}
+	if got := *rs[0].CeilingShare; got < 0.380 || got > 0.382 {
+		t.Errorf("share %v, want 400/1050", got)
+	}
+	var b strings.Builder
+	PrintSweep(&b, "sweep", rs)
+	for _, want := range []string{"400 (38 %)", "within 95 % of the ceiling (1,050 samples/s measured with input free)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, b.String())
+		}
+	}
+	MarkCeiling(rs, 2000)
+	for _, r := range rs {
+		if r.Cheapest {
+			t.Fatalf("no configuration is within 95 %% of 2000, yet %+v is marked", r)
+		}
+	}
+	b.Reset()
+	PrintSweep(&b, "sweep", rs)
+	if !strings.Contains(b.String(), "no configuration within 95 % of the ceiling: the best reaches 50 %") {
+		t.Errorf("the table does not say none reached the ceiling:\n%s", b.String())
+	}
+}

@@ -31,8 +31,13 @@ type SweepResult struct {
 	Best          bool          `json:"best"`
 	// Cheapest is the configuration with the fewest workers (then the
 	// smallest prefetch) within 95 % of the best.
-	Cheapest    bool    `json:"cheapest"`
-	WallSeconds float64 `json:"wall_seconds"`
+	Cheapest bool `json:"cheapest"`
+	// CeilingShare is the configuration's samples/s as a share of the
+	// loop's ceiling (--ceiling), nil without one; with one, Cheapest is
+	// the fewest workers within CeilingEnough of the ceiling, not of the
+	// best.
+	CeilingShare *float64 `json:"ceiling_share,omitempty"`
+	WallSeconds  float64  `json:"wall_seconds"`
 	// The embedded loader's own figures.
 	Workers      int     `json:"workers"`
 	Prefetch     int     `json:"prefetch"`
@@ -243,7 +248,11 @@ func PrintSweep(w io.Writer, title string, rs []SweepResult) {
 			fmt.Fprintf(tw, "!\t-\t-\tfailed\t%s\t\n", knobsLine(r.Knobs))
 			continue
 		case !embedded:
-			fmt.Fprintf(tw, "%s\t%.0f\t%.0f%%\t%s\t%s\t\n", mark, r.SamplesPerSec, 100*r.WaitShare, r.Verdict, knobsLine(r.Knobs))
+			rate := fmt.Sprintf("%.0f", r.SamplesPerSec)
+			if r.CeilingShare != nil {
+				rate += fmt.Sprintf(" (%.0f %%)", 100**r.CeilingShare)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.0f%%\t%s\t%s\t\n", mark, rate, 100*r.WaitShare, r.Verdict, knobsLine(r.Knobs))
 			continue
 		}
 		stall := "-"
@@ -256,7 +265,14 @@ func PrintSweep(w io.Writer, title string, rs []SweepResult) {
 			r.AccelBusyPct, sample.FormatDuration(r.FirstBatchMs/1000), stall)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "* most samples/s   ~ the fewest workers within 95 % of it")
+	if ceiling := ceilingOf(rs); ceiling > 0 {
+		fmt.Fprintf(w, "* most samples/s   ~ the fewest workers within 95 %% of the ceiling (%s samples/s measured with input free)\n", sample.Thousands(ceiling))
+		if !slices.ContainsFunc(rs, func(r SweepResult) bool { return r.Cheapest }) {
+			fmt.Fprintf(w, "no configuration within 95 %% of the ceiling: the best reaches %.0f %%; the limit is in the input pipeline, beyond these knobs\n", 100*bestShare(rs))
+		}
+	} else {
+		fmt.Fprintln(w, "* most samples/s   ~ the fewest workers within 95 % of it")
+	}
 	for _, r := range rs {
 		if r.Failed != "" {
 			fmt.Fprintf(w, "! failed: %s: %s\n", knobsLine(r.Knobs), sample.Printable(r.Failed))
@@ -380,4 +396,53 @@ func Grid(start Setting, knobs []string, values [][]string) []Setting {
 		grid = next
 	}
 	return grid
+}
+
+// MarkCeiling sets each measured configuration's share of the loop's
+// ceiling (samples/s with its input free, measured once for the sweep)
+// and marks as cheapest the fewest workers (then the smallest prefetch)
+// within CeilingEnough of it — none when no configuration gets there.
+func MarkCeiling(rs []SweepResult, ceiling float64) {
+	if ceiling <= 0 {
+		return
+	}
+	cheap := -1
+	for i := range rs {
+		rs[i].Cheapest = false
+		if rs[i].Failed != "" {
+			continue
+		}
+		rs[i].CeilingShare = ceilingShare(rs[i].SamplesPerSec, ceiling)
+		if *rs[i].CeilingShare < CeilingEnough {
+			continue
+		}
+		if cheap < 0 || workersOf(rs[i]) < workersOf(rs[cheap]) || workersOf(rs[i]) == workersOf(rs[cheap]) && prefetchOf(rs[i]) < prefetchOf(rs[cheap]) {
+			cheap = i
+		}
+	}
+	if cheap >= 0 {
+		rs[cheap].Cheapest = true
+	}
+}
+
+// ceilingOf is the ceiling the rows were marked against (MarkCeiling), 0
+// for none.
+func ceilingOf(rs []SweepResult) float64 {
+	for _, r := range rs {
+		if r.CeilingShare != nil && *r.CeilingShare > 0 {
+			return r.SamplesPerSec / *r.CeilingShare
+		}
+	}
+	return 0
+}
+
+// bestShare is the largest share of the ceiling among the rows.
+func bestShare(rs []SweepResult) float64 {
+	best := 0.0
+	for _, r := range rs {
+		if r.CeilingShare != nil {
+			best = max(best, *r.CeilingShare)
+		}
+	}
+	return best
 }
