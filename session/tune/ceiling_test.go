@@ -92,7 +92,7 @@ func TestSweepMarksTheCheapestWithinTheCeiling(t *testing.T) {
 	}
 	b.Reset()
 	PrintSweep(&b, "sweep", rs)
-	if !strings.Contains(b.String(), "no configuration within 95 % of the ceiling: the best reaches 50 %") {
+	if !strings.Contains(b.String(), "no configuration within 95 % of the ceiling: the best reaches 50 %: the input still costs the rest") {
 		t.Errorf("the table does not say none reached the ceiling:\n%s", b.String())
 	}
 }

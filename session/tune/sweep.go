@@ -268,7 +268,7 @@ func PrintSweep(w io.Writer, title string, rs []SweepResult) {
 	if ceiling := ceilingOf(rs); ceiling > 0 {
 		fmt.Fprintf(w, "* most samples/s   ~ the fewest workers within 95 %% of the ceiling (%s samples/s measured with input free)\n", sample.Thousands(ceiling))
 		if !slices.ContainsFunc(rs, func(r SweepResult) bool { return r.Cheapest }) {
-			fmt.Fprintf(w, "no configuration within 95 %% of the ceiling: the best reaches %.0f %%; the limit is in the input pipeline, beyond these knobs\n", 100*bestShare(rs))
+			fmt.Fprintf(w, "no configuration within 95 %% of the ceiling: the best reaches %.0f %%: the input still costs the rest (a wider grid, or a fix inside the dataset code)\n", 100*bestShare(rs))
 		}
 	} else {
 		fmt.Fprintln(w, "* most samples/s   ~ the fewest workers within 95 % of it")
