@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/probes"
 )
 
 // Run folders (docs/security.md, issue 41 item 1). gpuwatch run, tune and
@@ -63,7 +65,7 @@ func NewRunDir(kind string) (string, error) {
 func RunParent() (string, error) {
 	var tried []string
 	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
-		if err := ownedNotShared(d, 0o022); err == nil {
+		if err := probes.OwnedFolder(d, 0o022); err == nil {
 			p, err := privateChain(d, "gpuwatch", "runs")
 			if err == nil {
 				return p, nil
@@ -89,7 +91,7 @@ func RunParent() (string, error) {
 			forbidden = 0o002
 		}
 	}
-	if err := ownedNotShared(cache, forbidden); err != nil {
+	if err := probes.OwnedFolder(cache, forbidden); err != nil {
 		tried = append(tried, err.Error())
 		return "", fmt.Errorf("no private folder for the hook (%s): set XDG_RUNTIME_DIR or XDG_CACHE_HOME to a folder of yours", strings.Join(tried, "; "))
 	}
@@ -105,30 +107,11 @@ func privateChain(base string, names ...string) (string, error) {
 		if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return "", err
 		}
-		if err := ownedNotShared(p, 0o022); err != nil {
+		if err := probes.OwnedFolder(p, 0o022); err != nil {
 			return "", err
 		}
 	}
 	return p, nil
-}
-
-// ownedNotShared checks that dir is a folder (not a symlink) owned by this
-// user with none of the mode bits in forbidden.
-func ownedNotShared(dir string, forbidden fs.FileMode) error {
-	st, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	switch {
-	case !st.IsDir():
-		return fmt.Errorf("%s is not a folder", dir)
-	case ok && int(sys.Uid) != os.Geteuid():
-		return fmt.Errorf("%s belongs to user %d, not to you", dir, sys.Uid)
-	case st.Mode().Perm()&forbidden != 0:
-		return fmt.Errorf("%s may be written by others (mode %v)", dir, st.Mode().Perm())
-	}
-	return nil
 }
 
 // ownerLine is the run folder's owner record for pid: "host boot pid start".

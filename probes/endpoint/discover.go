@@ -139,18 +139,8 @@ func DiscoveryDirs() []string {
 // may write to: in a shared /tmp, another user could otherwise plant
 // announcements that point gpuwatch at their server.
 func privateDir(dir string) error {
-	st, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	switch {
-	case !st.IsDir():
-		return fmt.Errorf("%s is not a folder", dir)
-	case ok && int(sys.Uid) != os.Geteuid():
-		return fmt.Errorf("%s belongs to user %d, not to you: not reading announcements from it", dir, sys.Uid)
-	case st.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("%s may be written by others (mode %v): not reading announcements from it", dir, st.Mode().Perm())
+	if err := probes.OwnedFolder(dir, 0o022); err != nil {
+		return fmt.Errorf("%w: not reading announcements from it", err)
 	}
 	return nil
 }
