@@ -89,6 +89,7 @@ func classify(frames, history []sample.Frame, th Thresholds) Verdict {
 		v.Changes = append(v.Changes, mmapChanges(&w, v.Changes)...)
 	}
 	v.Advice = advise(d, &w, th, m)
+	v.Causes, v.Advice = withCauses(frames, &w, d, v.Advice)
 	v.Confidence = confidence(d, &w, th)
 	v.Severity = severity(d, &w, th)
 	return v

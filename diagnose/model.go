@@ -368,6 +368,12 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 		if wait < w.th.WaitShareModerate {
 			wall = float64(n) * p.StepSec
 		}
+		if st := w.workerStageSec; st.ok && st.v > 0 && !p.Relative {
+			// The workers timed their stages: that is a batch's wall time,
+			// and the rest of W ÷ rate they were idle, not waiting on
+			// storage (issue 39: "73 ms waiting on storage" for data in RAM).
+			wall = min(wall, st.v)
+		}
 		cpu := wall // without the workers' CPU, all of it may be CPU: the cautious reading
 		if w.loaderCPU.ok {
 			cpu = min(wall, w.loaderCPU.v/100/bps)
