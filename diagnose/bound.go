@@ -84,7 +84,14 @@ func (s *stageTimes) rateAfter(c stageCut) float64 {
 }
 
 // bound is the fix's bound for a cut, at k× less and free.
-func (s *stageTimes) bound(c stageCut, k float64) *Bound {
+func (s *stageTimes) bound(c stageCut, k float64) *Bound { return s.boundFree(c, k, c) }
+
+// boundFree is the fix's bound where what the fix can take away at most
+// (free) is not the whole of the stages k applies to (c): padding takes
+// away only the padded share, and the hand-over's fix also takes work out
+// of a stage the hook cannot split (the conversion to float inside
+// __getitem__, which the workers' profiles will tell from the decode).
+func (s *stageTimes) boundFree(c stageCut, k float64, free stageCut) *Bound {
 	if !s.ok || s.rate <= 0 {
 		return nil
 	}
@@ -92,7 +99,7 @@ func (s *stageTimes) bound(c stageCut, k float64) *Bound {
 	// that a model that sees more headroom than the loop got does not
 	// count it as the fix's.
 	base := s.rateAfter(stageCut{})
-	gk, gf := s.rateAfter(c.scaled(k))/base, s.rateAfter(c)/base
+	gk, gf := s.rateAfter(c.scaled(k))/base, s.rateAfter(free)/base
 	return &Bound{K: k, SamplesPerSec: gk * s.rate * s.batch, Gain: gk, FreeSamples: gf * s.rate * s.batch, FreeGain: gf}
 }
 

@@ -21,6 +21,7 @@ type loopCase struct {
 	cpuBusy             float64 // % of the machine
 	workersCPU, loopCPU float64 // % of a core, each worker and the loop
 	runDelay            *float64
+	queue               *float64 // batches ready when the loop asked
 	payload             *sample.BatchPayload
 }
 
@@ -45,7 +46,7 @@ func (c loopCase) frames() []sample.Frame {
 			CPU: &sample.CPU{BusyPct: c.cpuBusy, Cores: cores},
 			Loader: &sample.Loader{Source: "http://127.0.0.1:6061", Kind: "python", BatchesPerSec: c.batchesPerSec, SamplesPerSec: c.batch * c.batchesPerSec,
 				WaitShare: &wait, StepMeanMs: &step, Workers: &n, Prefetch: &prefetch, PID: &pid, WorkerPIDs: pids,
-				WorkersRunDelayShare: c.runDelay, Stages: st, Payload: c.payload},
+				WorkersRunDelayShare: c.runDelay, Stages: st, Payload: c.payload, QueueDepth: c.queue},
 			Procs: &sample.Procs{FocusPID: 100, List: procs}}
 		out = append(out, f)
 	}
@@ -198,5 +199,27 @@ func TestLoopTakeOnlyWhereTheLoopIsTheLimit(t *testing.T) {
 	v := Classify(c.frames(), DefaultThresholds())
 	if !has(v) {
 		t.Errorf("no loop_take where the loop is the limit: %+v %q", v.Causes, v.Advice)
+	}
+}
+
+// TestBusyWorkersAreNotTheLoopsOwnTime: issue 39's time-series loop, one
+// worker busy all the time (its stages take 16 ms of each 17 ms batch)
+// while the loop waits 88 %: a batch or two ready when it asks does not
+// make the wait the loop's own handling ("15 ms taking each batch").
+func TestBusyWorkersAreNotTheLoopsOwnTime(t *testing.T) {
+	c := loopCase{workers: 1, batchesPerSec: 57.8, wait: 0.88, batch: 64, getitem: 14.7, collate: 0.8, handover: 0.4, take: 0.5, step: 2.3,
+		cores: 2, cpuBusy: 70, workersCPU: 95, loopCPU: 20, queue: ptr(1.0)}
+	p, ok := Model(c.frames())
+	if !ok {
+		t.Fatal("no model")
+	}
+	if p.OverheadSec > 0 {
+		t.Fatalf("the wait on a busy worker called the loop's own: %v s per batch", p.OverheadSec)
+	}
+	v := Classify(c.frames(), DefaultThresholds())
+	for _, a := range v.Advice {
+		if strings.Contains(a, "taking each batch") {
+			t.Fatalf("%q", a)
+		}
 	}
 }
