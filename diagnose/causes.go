@@ -32,7 +32,7 @@ const (
 	contendedRunDelay = 0.2
 	// handoverShare, handoverBytes: collating and handing over take this
 	// share of a worker's time per batch, for batches this large.
-	handoverShare = 0.3
+	handoverShare = 0.25
 	handoverBytes = 1 << 20
 	// float64Share: this share of a batch's bytes is float64.
 	float64Share = 0.5
