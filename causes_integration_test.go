@@ -37,7 +37,7 @@ type batteryRun struct {
 			Evidence string `json:"evidence"`
 			Bound    *struct {
 				K           float64 `json:"k"`
-				Gain        float64 `json:"gain"`
+				Samples     float64 `json:"samples_per_sec"`
 				FreeGain    float64 `json:"free_gain"`
 				FreeSamples float64 `json:"free_samples_per_sec"`
 			} `json:"bound"`
@@ -147,18 +147,18 @@ func TestCausesBattery(t *testing.T) {
 func judgeBattery(t *testing.T, cause string, noKnob bool, un, fx batteryRun) {
 	t.Helper()
 	var found bool
-	var free, k, kGain float64
+	var free, k, atK float64
 	for _, c := range un.verdict.Causes {
 		if c.ID == cause && c.Bound != nil {
-			found, free, k, kGain = true, c.Bound.FreeSamples, c.Bound.K, c.Bound.Gain
+			found, free, k, atK = true, c.Bound.FreeSamples, c.Bound.K, c.Bound.Samples
 		}
 	}
 	gain := fx.own.SamplesPerSec / un.own.SamplesPerSec
 	sum := un.getitem + un.collate
 	g := un.getitem / sum
-	t.Logf("own: %.0f samples/s, wait %.2f, getitem %.3f collate %.3f; gpuwatch (%d frames): getitem %.3f collate %.3f hand-over %.3f (getitem of the two: %.3f); %s; fix: %.0f samples/s, %.2f×; bound %.2f× at k=%.2g, free %.0f samples/s (%.2f×)",
+	t.Logf("own: %.0f samples/s, wait %.2f, getitem %.3f collate %.3f; gpuwatch (%d frames): getitem %.3f collate %.3f hand-over %.3f (getitem of the two: %.3f); %s; fix: %.0f samples/s, %.2f×; bound %.0f samples/s (%.2f×) at k=%.2g, free %.0f samples/s (%.2f×)",
 		un.own.SamplesPerSec, un.own.WaitShare, un.own.GetitemShare, un.own.CollateShare, un.frames, un.getitem, un.collate, un.handover, g,
-		un.verdict.Kind, fx.own.SamplesPerSec, gain, kGain, k, free, free/un.own.SamplesPerSec)
+		un.verdict.Kind, fx.own.SamplesPerSec, gain, atK, atK/un.own.SamplesPerSec, k, free, free/un.own.SamplesPerSec)
 	if !found {
 		t.Fatalf("the cause %q is not named with a bound: %+v %q", cause, un.verdict.Causes, un.verdict.Advice)
 	}

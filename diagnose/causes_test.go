@@ -223,3 +223,37 @@ func TestBusyWorkersAreNotTheLoopsOwnTime(t *testing.T) {
 		}
 	}
 }
+
+// TestRandomReadsJoinTheMmapCase: the mapped dataset read at random
+// (testdata/mmap-random.jsonl, io_bound's mmap rule) names random reads
+// as its cause once the workers' stages are timed — __getitem__ is where
+// the pages fault in — with contiguous runs as the fix; without stages the
+// recording's verdict is unchanged (the golden).
+func TestRandomReadsJoinTheMmapCase(t *testing.T) {
+	var frames []sample.Frame
+	for _, l := range readRecording(t, "testdata/mmap-random.jsonl") {
+		if l.Type == "frame" && l.Loader != nil {
+			frames = append(frames, l.Frame)
+		}
+	}
+	if len(frames) < 20 {
+		t.Fatalf("%d frames", len(frames))
+	}
+	frames = frames[len(frames)-20:]
+	for i := range frames {
+		l := *frames[i].Loader
+		l.Stages = &sample.LoaderStages{GetitemMs: ptr(180.0), CollateMs: ptr(4.0), HandoverMs: ptr(1.0), TakeMs: ptr(1.0)}
+		frames[i].Loader = &l
+	}
+	v := Classify(frames, DefaultThresholds())
+	var got *Cause
+	for i := range v.Causes {
+		if v.Causes[i].ID == "random_reads" {
+			got = &v.Causes[i]
+		}
+	}
+	if v.Kind != IOBound || got == nil || !strings.Contains(got.Fix, "contiguous runs") || got.Bound == nil || got.Bound.FreeGain < got.Bound.Gain {
+		t.Fatalf("%s: %+v", v.Kind, v.Causes)
+	}
+	t.Logf("%s", causeLine(*got))
+}

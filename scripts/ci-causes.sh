@@ -15,5 +15,5 @@ if ! "$py" -c 'import torch, numpy, PIL, torchvision' 2>/dev/null; then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch python3-numpy python3-pil python3-torchvision >/dev/null
 fi
-go test -count=1 -run 'TestEachLoopNamesItsCause|TestNoCauseWithoutStagesOrPayload|TestBoundIsAnUpperBound|TestNoKnobGain|TestLoopTakeOnlyWhereTheLoopIsTheLimit|TestBusyWorkersAreNotTheLoopsOwnTime|TestVerdictsOnEveryFixtureAreUnchanged' ./diagnose/
+go test -count=1 -run 'TestEachLoopNamesItsCause|TestNoCauseWithoutStagesOrPayload|TestBoundIsAnUpperBound|TestNoKnobGain|TestLoopTakeOnlyWhereTheLoopIsTheLimit|TestBusyWorkersAreNotTheLoopsOwnTime|TestRandomReadsJoinTheMmapCase|TestVerdictsOnEveryFixtureAreUnchanged' ./diagnose/
 GPUWATCH_REQUIRE_PYTHON=1 go test -count=1 -tags integration -run 'TestCausesBattery' -v . | grep -E '^(---|ok|FAIL|PASS)|own:'
