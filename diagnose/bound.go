@@ -21,6 +21,16 @@ type stageTimes struct {
 // worker is a worker's wall time per batch (getitem + collate + hand-over).
 func (s *stageTimes) worker() float64 { return s.getitem + s.collate + s.handover }
 
+// workersBusy says the workers' timed stages fill the batch period
+// (busyWorkerShare of n workers ÷ the rate): they are the limit. Loading
+// inline, the loop's own wait is the loading.
+func (s *stageTimes) workersBusy() bool {
+	if s.inline || s.workers == 0 {
+		return true
+	}
+	return s.worker()*s.rate >= busyWorkerShare*float64(s.workers)
+}
+
 // loop is the training loop's own time per batch: its step and taking
 // each batch (the pin-memory thread counted with it: an upper bound on
 // what removing it gains). It is never less than what the measured rate

@@ -55,7 +55,9 @@ func causesOf(frames []sample.Frame, w *window, d decision) []Cause {
 	}
 	s := readStages(frames, w)
 	pay := lastPayload(frames)
-	waits := w.meanWaitShare.ok && w.meanWaitShare.v >= w.th.WaitShareModerate
+	// Stage causes need a loop that waits on busy workers: a healthy loop
+	// whose workers idle between batches has nothing to gain from them.
+	waits := w.meanWaitShare.ok && w.meanWaitShare.v >= w.th.WaitShareModerate && s.workersBusy()
 	var out []Cause
 	if c, ok := float64Cause(&s, pay); ok {
 		out = append(out, c)

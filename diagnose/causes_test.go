@@ -125,6 +125,14 @@ func TestNoCauseWithoutStagesOrPayload(t *testing.T) {
 	if v := Classify(c.frames(), DefaultThresholds()); len(v.Causes) != 0 {
 		t.Fatalf("causes for a loop that does not wait: %+v", v.Causes)
 	}
+	// The tune battery's healthy loop: it waits 6 %, its 2 workers take
+	// 5.1 ms of each 65 ms batch period, __getitem__ 93 % of it: their
+	// idle workers are not its cause.
+	c = loopCase{workers: 2, batchesPerSec: 30.75, wait: 0.06, batch: 8, getitem: 4.7, collate: 0.3, handover: 0.1, take: 0.2, step: 30,
+		cores: 2, cpuBusy: 30, workersCPU: 8, loopCPU: 10}
+	if v := Classify(c.frames(), DefaultThresholds()); len(v.Causes) != 0 {
+		t.Fatalf("causes for a healthy loop with idle workers: %+v %q", v.Causes, v.Advice)
+	}
 }
 
 // TestBoundIsAnUpperBound: the free bound is never below the k-bound, and
