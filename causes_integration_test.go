@@ -118,7 +118,7 @@ func (r *batteryRun) stageShares(t *testing.T, rec string) {
 // shares are compared of those two stages); the fix, applied, gains
 // ≥ 1.3× and does not beat the cause's free bound (by more than the 10 %
 // two runs on a shared machine differ by); and on the CPU-saturated
-// loops no knob is promised ≥ 1.2×.
+// loops no knob is promised ≥ 1.2×. About 3 minutes on 2 cores.
 func TestCausesBattery(t *testing.T) {
 	py := python(t, true)
 	for _, tc := range []struct {
@@ -137,8 +137,16 @@ func TestCausesBattery(t *testing.T) {
 					t.Skipf("%s: %s (apt-get install python3-pil python3-torchvision)", tc.needs, strings.TrimSpace(string(out)))
 				}
 			}
-			un := runBattery(t, py, tc.loop, false)
-			fx := runBattery(t, py, tc.loop, true)
+			// Each side twice, interleaved, and the faster run of each
+			// judged: other users of a shared machine only slow a run
+			// down, and the bound is the faster unfixed run's.
+			un, fx := runBattery(t, py, tc.loop, false), runBattery(t, py, tc.loop, true)
+			if u := runBattery(t, py, tc.loop, false); u.own.SamplesPerSec > un.own.SamplesPerSec {
+				un = u
+			}
+			if f := runBattery(t, py, tc.loop, true); f.own.SamplesPerSec > fx.own.SamplesPerSec {
+				fx = f
+			}
 			judgeBattery(t, tc.cause, tc.noKnob, un, fx)
 		})
 	}

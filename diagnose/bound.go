@@ -15,6 +15,7 @@ type stageTimes struct {
 	batch                      float64 // samples per batch
 	wait                       float64 // the loop's wait share
 	contended                  bool    // the workers wait for a CPU: the job's CPU is shared
+	cpuBound                   bool    // the workers' busy time is CPU (or a wait for one), not storage
 	ok                         bool
 }
 
@@ -144,7 +145,36 @@ func readStages(frames []sample.Frame, w *window) stageTimes {
 	if w.meanSamplesPerSec.ok && s.rate > 0 {
 		s.batch = w.meanSamplesPerSec.v / s.rate
 	}
-	s.contended = w.workersRunDelay.ok && w.workersRunDelay.v >= contendedRunDelay
 	s.ok = gm.ok && s.rate > 0 && s.worker() > 0 && s.wait < 1
+	s.cpuBound = s.ok && cpuBound(w, &s)
+	// The loop shares the CPUs with the workers where they wait for one,
+	// where every core is busy, or where CPU-bound workers leave it at
+	// most one core: its measured step and take then include waits for a
+	// CPU that the fix gives back.
+	s.contended = w.workersRunDelay.ok && w.workersRunDelay.v >= contendedRunDelay ||
+		w.cpuBusy.ok && w.cpuBusy.v >= w.th.CPUSaturatedPct ||
+		s.cpuBound && w.cores > 0 && w.cores <= s.workers+1
 	return s
 }
+
+// cpuBound says the loading's busy time is CPU, or a wait for a CPU
+// (run delay), for at least cpuBoundShare of it: the workers' CPU from
+// /proc against their timed stages (inline: the process's CPU against the
+// loop's wait). Unknown CPU says no.
+func cpuBound(w *window, s *stageTimes) bool {
+	if !w.loaderCPU.ok {
+		return false
+	}
+	cpu := w.loaderCPU.v / 100
+	if r := w.workersRunDelay; r.ok && r.v < 1 {
+		cpu /= 1 - r.v
+	}
+	busy := s.worker() * s.rate
+	if s.inline || s.workers == 0 {
+		busy = s.wait
+	}
+	return cpu >= cpuBoundShare*busy
+}
+
+// cpuBoundShare: loading whose busy time is this much CPU is CPU-bound.
+const cpuBoundShare = 0.6

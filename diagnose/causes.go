@@ -145,7 +145,7 @@ func paddingCause(s *stageTimes, p *sample.BatchPayload) (Cause, bool) {
 }
 
 func getitemCause(s *stageTimes, waits bool) (Cause, bool) {
-	if !s.ok || !waits || s.getitem/s.worker() < getitemShare {
+	if !s.ok || !waits || !s.cpuBound || s.getitem/s.worker() < getitemShare {
 		return Cause{}, false
 	}
 	where := "a worker's"

@@ -265,3 +265,18 @@ func TestRandomReadsJoinTheMmapCase(t *testing.T) {
 	}
 	t.Logf("%s", causeLine(*got))
 }
+
+// TestGetitemWaitingOnStorageIsNoCause: __getitem__ that dominates a
+// worker's time by waiting (on storage: the tune battery's "samples wait on
+// storage" loop, whose fix is more workers) is not named: only CPU work in
+// it is.
+func TestGetitemWaitingOnStorageIsNoCause(t *testing.T) {
+	c := getitemLoop
+	c.workersCPU = 10 // of a worker busy all the time: 90 % waiting
+	v := Classify(c.frames(), DefaultThresholds())
+	for _, cs := range v.Causes {
+		if cs.ID == "getitem" {
+			t.Fatalf("getitem named for a worker waiting on storage: %+v", cs)
+		}
+	}
+}
