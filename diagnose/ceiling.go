@@ -123,3 +123,18 @@ func capModel(frames []sample.Frame, m *modelAdvice, advice []string) []string {
 	advice[0] = changeLine(m.changes, m.predicted, m.pipeline.Measured) + "; " + say
 	return advice
 }
+
+// capBound caps a cause's bound (causes.go) at the measured ceiling, as
+// CapByCeiling does the model's predictions: no fix in the input pipeline
+// takes the loop past its rate with input free. The gains follow.
+func capBound(frames []sample.Frame, b *Bound) {
+	if b == nil {
+		return
+	}
+	for _, p := range []struct{ rate, gain *float64 }{{&b.SamplesPerSec, &b.Gain}, {&b.FreeSamples, &b.FreeGain}} {
+		if capped, say := CapByCeiling(*p.rate, frames); say != "" && *p.rate > 0 {
+			*p.gain *= capped / *p.rate
+			*p.rate = capped
+		}
+	}
+}

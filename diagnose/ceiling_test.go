@@ -77,3 +77,20 @@ func TestCapByCeiling(t *testing.T) {
 		t.Fatalf("cost %v", c)
 	}
 }
+
+// A cause's bound goes no further than the measured ceiling either: its
+// rates are capped and its gains follow.
+func TestCauseBoundsCappedByTheCeiling(t *testing.T) {
+	fs := []sample.Frame{{Loader: &sample.Loader{Ceiling: &sample.Ceiling{State: sample.CeilingDone, SamplesPerSec: f64(3000)}}}}
+	b := &Bound{K: 2, SamplesPerSec: 2000, Gain: 2, FreeSamples: 6000, FreeGain: 6}
+	capBound(fs, b)
+	if b.SamplesPerSec != 2000 || b.Gain != 2 || b.FreeSamples != 3000 || b.FreeGain != 3 {
+		t.Fatalf("bound %+v: want 2000 (2×) as it was, free capped at 3000 (3×)", *b)
+	}
+	b = &Bound{K: 2, Gain: 1.5, FreeGain: 4} // no rate known: nothing to compare
+	capBound(fs, b)
+	if b.Gain != 1.5 || b.FreeGain != 4 {
+		t.Fatalf("bound %+v", *b)
+	}
+	capBound(fs, nil)
+}

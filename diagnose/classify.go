@@ -90,6 +90,7 @@ func classify(frames, history []sample.Frame, th Thresholds) Verdict {
 		v.Changes = append(v.Changes, mmapChanges(&w, v.Changes)...)
 	}
 	v.Advice = capModel(frames, m, advise(d, &w, th, m)) // predictions capped by the measured ceiling (ceiling.go)
+	v.Causes, v.Advice = withCauses(frames, &w, d, v.Advice)
 	v.Confidence = confidence(d, &w, th)
 	v.Severity = severity(d, &w, th)
 	return v

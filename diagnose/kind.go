@@ -119,6 +119,13 @@ type Verdict struct {
 	// that is also busy, with one line of evidence each ("the other core
 	// is busy with thread X of the training process").
 	Secondary []Finding `json:"secondary,omitempty"`
+	// Causes are what the job's own code does that costs the input
+	// pipeline its time (the hand-over, a float64 payload, padding,
+	// __getitem__, random reads, the loop's own handling), each with its
+	// evidence, its fix and the bound on the fix's gain (causes.go,
+	// docs/diagnosis.md "Causes and their bounds"); absent when the hook
+	// measured no stages or payload, or none shows.
+	Causes []Cause `json:"causes,omitempty"`
 	// Straggler is the rank that holds a job of several ranks back (its
 	// first evidence says how); nil with one rank, or when every rank
 	// waits alike.

@@ -368,6 +368,12 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 		if wait < w.th.WaitShareModerate {
 			wall = float64(n) * p.StepSec
 		}
+		if st := w.workerStageSec; st.ok && st.v > 0 && !p.Relative {
+			// The workers timed their stages: that is a batch's wall time,
+			// and the rest of W ÷ rate they were idle, not waiting on
+			// storage (issue 39: "73 ms waiting on storage" for data in RAM).
+			wall = min(wall, st.v)
+		}
 		cpu := wall // without the workers' CPU, all of it may be CPU: the cautious reading
 		if w.loaderCPU.ok {
 			cpu = min(wall, w.loaderCPU.v/100/bps)
@@ -381,7 +387,11 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 		}
 		busy := w.cpuBusy.v - w.spinPct.v/float64(max(w.cores, 1))
 		full := p.Knobs.Prefetch > 0 && w.queueDepth.v >= float64(n*p.Knobs.Prefetch)
-		if w.queueDepth.ok && (full || w.queueDepth.v >= 1 && (!w.cpuBusy.ok || busy < w.th.CPUSaturatedPct)) {
+		// Workers whose timed stages fill the batch period are busy: the
+		// loop waits on them, whatever the queue said (issue 39: "205 ms
+		// taking each batch" while the loop waited on busy workers).
+		busyWorkers := w.workerStageSec.ok && !p.Relative && w.workerStageSec.v*bps >= busyWorkerShare*float64(n)
+		if w.queueDepth.ok && !busyWorkers && (full || w.queueDepth.v >= 1 && (!w.cpuBusy.ok || busy < w.th.CPUSaturatedPct)) {
 			// Batches were ready when the loop asked: the workers keep up,
 			// and the wait is the loop taking each batch. (With every core
 			// busy, a batch or two ready says less — the loop may be
@@ -430,6 +440,10 @@ func knobsOf(w *window) Knobs {
 	}
 	return k
 }
+
+// busyWorkerShare: workers whose timed stages take this share of the
+// batch period (n workers ÷ the batch rate) are busy all the time.
+const busyWorkerShare = 0.8
 
 // knobBytes reads a size as the embedded loader's knobs write it
 // ("256MiB", "22.9MiB/s", "0B/s").

@@ -26,6 +26,7 @@ const (
 	sigDecodeSecPerSec
 	sigQueueDepth      // batches ready when the loop asked
 	sigWorkersRunDelay // the workers' share of their CPU-wanting time waiting for one
+	sigWorkerStageSec  // a worker's wall time per batch, from its timed stages (getitem + collate + hand-over)
 
 	sigCPUBusy
 	sigIowait
@@ -90,6 +91,7 @@ var medianOf = [numSignals]func(*window) *level{
 	sigDecodeSecPerSec: func(w *window) *level { return &w.decodeSec },
 	sigQueueDepth:      func(w *window) *level { return &w.queueDepth },
 	sigWorkersRunDelay: func(w *window) *level { return &w.workersRunDelay },
+	sigWorkerStageSec:  func(w *window) *level { return &w.workerStageSec },
 
 	sigCPUBusy:       func(w *window) *level { return &w.cpuBusy },
 	sigIowait:        func(w *window) *level { return &w.iowait },

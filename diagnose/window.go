@@ -68,6 +68,7 @@ type window struct {
 	stepMs                                              level // the mean step
 	loaderCPU                                           level // the loader's CPU, % of a core: its workers, else its process
 	workersRunDelay                                     level // the workers' run delay ÷ (CPU + run delay), 0–1 (schedstat)
+	workerStageSec                                      level // a worker's wall time per batch from its timed stages, seconds
 	knobs                                               map[string]string
 	epochStallMs                                        float64
 	batchesPerEpoch                                     int
@@ -304,6 +305,9 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 		s.add(sigLoaderCPU, v)
 	}
 	s.addIf(sigWorkersRunDelay, l.WorkersRunDelayShare)
+	if st := l.Stages; st != nil && !st.Inline && st.GetitemMs != nil {
+		s.add(sigWorkerStageSec, (*st.GetitemMs+deref(st.CollateMs)+deref(st.HandoverMs))/1000)
+	}
 	if l.Knobs != nil {
 		w.knobs = l.Knobs
 	}
@@ -453,4 +457,12 @@ func (w *window) missing() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// deref is *v, or 0 when v is nil (a stage not timed).
+func deref(v *float64) float64 {
+	if v == nil {
+		return 0
+	}
+	return *v
 }
