@@ -33,48 +33,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS…]",
 		Short: "Run a training command with every PyTorch DataLoader timed (no code change), and watch it",
-		Long: `run starts CMD with every torch.utils.data.DataLoader of every Python
-process under it timed, as the hook's watch() does, and watches it: the
-training loop's wait for each batch, its step, the DataLoader's knobs and
-CPU profiles of the training process, every rank of a distributed job
-(torchrun, or a shell starting ranks with RANK/WORLD_SIZE), and the
-machine. It needs no change to the script, no pip install and no checkout:
-the hook ships inside gpuwatch and is written to a private folder that is
-put first on the command's PYTHONPATH (a sitecustomize that loads the one
-it shadows, and patches torch only once torch.utils.data is imported).
-
-The job stays the job's: its environment (but PYTHONPATH and
-GPUWATCH_RUN_DIR), its exit status (run exits with it; 128+N when killed
-by signal N; 127 when CMD is not found, 126 when it cannot be run), and
-its signals — Ctrl-C reaches it as it would without
-gpuwatch, and SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to gpuwatch are
-passed to its process group. gpuwatch's lines never mix into its output:
-
-  in a terminal  the dashboard owns the screen; the job runs on a terminal
-                 of its own, its output goes to --job-log (default
-                 ./gpuwatch-run-TIME.log) and its last lines show under the
-                 verdict. q or Ctrl-C interrupts the job (SIGINT, then
-                 SIGTERM, then SIGKILL on the next presses); the view stays
-                 until it ends.
-  --headless,    gpuwatch's lines (or JSON) are stdout; the job keeps the
-  --json         terminal's stdin and writes its stdout and stderr to
-                 gpuwatch's stderr (or to --job-log), so
-                 gpuwatch run --json -- python train.py > gpuwatch.jsonl
-                 keeps them apart. The session ends when the job does.
-
-With --duration or --once, gpuwatch stops watching when the time is up or
-the verdict has settled, and interrupts the job as Ctrl-C would (SIGINT,
-then SIGTERM after 10 s); --once then exits with its own status (0, 3, 4).
-A command that is not Python, or a Python job without a DataLoader, is
-watched as a process tree, and the view says nothing was instrumented.
-
---ceiling[=DURATION] measures the ceiling: the loop's rate with its input
-free. Once the loop is warm the hook keeps a few batches (within 1 GiB or
-a tenth of memory) and hands them to the loop again for DURATION (30s
-alone) instead of the real iterator's, then resumes it where it was (no
-batch lost, none repeated). The loop trains on repeated batches for that
-long: it is opt-in. The verdict then says what the input costs
-(docs/diagnosis.md).`,
+		Long:  runLong,
 		Example: `  gpuwatch run -- python train.py --epochs 3
   gpuwatch run --headless -- torchrun --nproc-per-node 8 train.py
   gpuwatch run --json --duration 2m -- python -m mypkg.train > gpuwatch.jsonl
@@ -216,3 +175,47 @@ func jobEnv(env []string, dir string) []string {
 	}
 	return append(out, "PYTHONPATH="+pythonPath, "GPUWATCH_RUN_DIR="+dir)
 }
+
+// runLong is the command's --help text.
+const runLong = `run starts CMD with every torch.utils.data.DataLoader of every Python
+process under it timed, as the hook's watch() does, and watches it: the
+training loop's wait for each batch, its step, the DataLoader's knobs and
+CPU profiles of the training process, every rank of a distributed job
+(torchrun, or a shell starting ranks with RANK/WORLD_SIZE), and the
+machine. It needs no change to the script, no pip install and no checkout:
+the hook ships inside gpuwatch and is written to a private folder that is
+put first on the command's PYTHONPATH (a sitecustomize that loads the one
+it shadows, and patches torch only once torch.utils.data is imported).
+
+The job stays the job's: its environment (but PYTHONPATH and
+GPUWATCH_RUN_DIR), its exit status (run exits with it; 128+N when killed
+by signal N; 127 when CMD is not found, 126 when it cannot be run), and
+its signals — Ctrl-C reaches it as it would without
+gpuwatch, and SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to gpuwatch are
+passed to its process group. gpuwatch's lines never mix into its output:
+
+  in a terminal  the dashboard owns the screen; the job runs on a terminal
+                 of its own, its output goes to --job-log (default
+                 ./gpuwatch-run-TIME.log) and its last lines show under the
+                 verdict. q or Ctrl-C interrupts the job (SIGINT, then
+                 SIGTERM, then SIGKILL on the next presses); the view stays
+                 until it ends.
+  --headless,    gpuwatch's lines (or JSON) are stdout; the job keeps the
+  --json         terminal's stdin and writes its stdout and stderr to
+                 gpuwatch's stderr (or to --job-log), so
+                 gpuwatch run --json -- python train.py > gpuwatch.jsonl
+                 keeps them apart. The session ends when the job does.
+
+With --duration or --once, gpuwatch stops watching when the time is up or
+the verdict has settled, and interrupts the job as Ctrl-C would (SIGINT,
+then SIGTERM after 10 s); --once then exits with its own status (0, 3, 4).
+A command that is not Python, or a Python job without a DataLoader, is
+watched as a process tree, and the view says nothing was instrumented.
+
+--ceiling[=DURATION] measures the ceiling: the loop's rate with its input
+free. Once the loop is warm the hook keeps a few batches (within 1 GiB or
+a tenth of memory) and hands them to the loop again for DURATION (30s
+alone) instead of the real iterator's, then resumes it where it was (no
+batch lost, none repeated). The loop trains on repeated batches for that
+long: it is opt-in. The verdict then says what the input costs
+(docs/diagnosis.md).`

@@ -34,24 +34,7 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tune [knobs] | tune [flags] -- CMD [ARGS…]",
 		Short: "Run a loader, apply the verdict's computed changes, and run again until it is healthy",
-		Long: `tune runs a loader, waits for the verdict to settle, applies the changes
-the pipeline model computed, and runs again. It stops when the verdict is
-healthy, when the model has no change to offer, when a run gains under 5 %,
-or when --runs are spent, and prints a table (configuration, measured
-samples/s, the prediction it was made on, wait share, verdict) and the best
-configuration: a model-guided version of sweep's grid, in fewer runs.
-
-With a command (after --), tune runs your own script under gpuwatch run's
-instrumentation. Its arguments hold placeholders with their starting values:
-{num_workers:1}, {prefetch_factor:2}, {persistent_workers:false},
-{pin_memory:false}; each run substitutes the values the changes give. A run
-lasts until the verdict has settled on frames where the DataLoader runs, at
-most --run-for; then the command is interrupted as Ctrl-C would. A command
-that fails is reported with its exit status and last lines. Without
-placeholders, tune runs once and says which knobs it could not set, with the
-advice for you to apply.
-
-Without a command, tune runs gpuwatch's embedded loader with the knobs given.`,
+		Long:  tuneLong,
 		Example: `  gpuwatch tune -- python train.py --workers {num_workers:1} --persistent {persistent_workers:false}
   gpuwatch tune --json -- python bench.py --num-workers={num_workers:0}
   gpuwatch tune --scenario starved
@@ -141,3 +124,23 @@ func runTune(cmd *cobra.Command, opts *tuneOptions, t tune.Trials, start tune.Se
 	_, err = fmt.Fprint(stdout, tune.TuneTable(steps, res))
 	return err
 }
+
+// tuneLong is the command's --help text.
+const tuneLong = `tune runs a loader, waits for the verdict to settle, applies the changes
+the pipeline model computed, and runs again. It stops when the verdict is
+healthy, when the model has no change to offer, when a run gains under 5 %,
+or when --runs are spent, and prints a table (configuration, measured
+samples/s, the prediction it was made on, wait share, verdict) and the best
+configuration: a model-guided version of sweep's grid, in fewer runs.
+
+With a command (after --), tune runs your own script under gpuwatch run's
+instrumentation. Its arguments hold placeholders with their starting values:
+{num_workers:1}, {prefetch_factor:2}, {persistent_workers:false},
+{pin_memory:false}; each run substitutes the values the changes give. A run
+lasts until the verdict has settled on frames where the DataLoader runs, at
+most --run-for; then the command is interrupted as Ctrl-C would. A command
+that fails is reported with its exit status and last lines. Without
+placeholders, tune runs once and says which knobs it could not set, with the
+advice for you to apply.
+
+Without a command, tune runs gpuwatch's embedded loader with the knobs given.`
