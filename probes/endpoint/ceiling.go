@@ -94,15 +94,16 @@ func (a *Attach) AskCeiling(ctx context.Context, d time.Duration) (string, error
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	line := shortLabel(strings.TrimSpace(strings.SplitN(string(body), "\n", 2)[0]), maxCeilingReason)
+	status := shortLabel(resp.Status, 64) // outside text too: a hostile server's reason phrase
 	switch resp.StatusCode {
 	case http.StatusAccepted, http.StatusOK:
 		return line, nil
 	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
-		return "", fmt.Errorf("%s answered %s to POST /ceiling: this loader cannot measure its ceiling (the Python hook can: gpuwatch run --ceiling)", a.shown, resp.Status)
+		return "", fmt.Errorf("%s answered %s to POST /ceiling: this loader cannot measure its ceiling (the Python hook can: gpuwatch run --ceiling)", a.shown, status)
 	case http.StatusUnauthorized:
-		return "", fmt.Errorf("%s: %w", a.shown, &httpStatusError{path: "POST /ceiling", code: resp.StatusCode, status: resp.Status})
+		return "", fmt.Errorf("%s: %w", a.shown, &httpStatusError{path: "POST /ceiling", code: resp.StatusCode, status: status})
 	}
-	return "", fmt.Errorf("%s answered %s to POST /ceiling: %s", a.shown, resp.Status, line)
+	return "", fmt.Errorf("%s answered %s to POST /ceiling: %s", a.shown, status, line)
 }
 
 // MaxCeiling is the longest replay one may ask for (the hook's
