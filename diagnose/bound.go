@@ -7,9 +7,10 @@ import "github.com/gpuwatch/gpuwatch/sample"
 // pipeline model's view of where each batch's time goes (docs/diagnosis.md,
 // "Causes and their bounds").
 type stageTimes struct {
-	getitem, collate, handover float64 // a worker's wall time per batch
-	take, pin, step            float64 // the training process's, per batch
-	inline                     bool    // getitem and collate ran in the loop (num_workers=0)
+	th                         Thresholds // the causes' thresholds (Thresholds.HandoverShare …)
+	getitem, collate, handover float64    // a worker's wall time per batch
+	take, pin, step            float64    // the training process's, per batch
+	inline                     bool       // getitem and collate ran in the loop (num_workers=0)
 	workers                    int
 	rate                       float64 // batches per second measured (the window's mean)
 	batch                      float64 // samples per batch
@@ -151,7 +152,7 @@ func readStages(frames []sample.Frame, w *window) stageTimes {
 	// where every core is busy, or where CPU-bound workers leave it at
 	// most one core: its measured step and take then include waits for a
 	// CPU that the fix gives back.
-	s.contended = w.workersRunDelay.ok && w.workersRunDelay.v >= contendedRunDelay ||
+	s.contended = w.workersRunDelay.ok && w.workersRunDelay.v >= w.th.ContendedRunDelay ||
 		w.cpuBusy.ok && w.cpuBusy.v >= w.th.CPUSaturatedPct ||
 		s.cpuBound && w.cores > 0 && w.cores <= s.workers+1
 	return s

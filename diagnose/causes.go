@@ -25,26 +25,6 @@ type Cause struct {
 	Bound  *Bound   `json:"bound,omitempty"`
 }
 
-// The causes' thresholds: where each starts to be worth naming.
-const (
-	// contendedRunDelay: workers that wait for a CPU this share of the
-	// time they want one share the CPUs with the loop (schedstat).
-	contendedRunDelay = 0.2
-	// handoverShare, handoverBytes: collating and handing over take this
-	// share of a worker's time per batch, for batches this large.
-	handoverShare = 0.25
-	handoverBytes = 1 << 20
-	// float64Share: this share of a batch's bytes is float64.
-	float64Share = 0.5
-	// paddingShare: this share of the token slots is padding.
-	paddingShare = 0.3
-	// getitemShare: __getitem__ takes this share of a worker's time.
-	getitemShare = 0.75
-	// loopTakeShare: taking and pinning each batch take this share of
-	// the loop's own time per batch.
-	loopTakeShare = 0.3
-)
-
 // causesOf are the causes the window shows, strongest first; none without
 // the stages or the payload the hook measures. Stage causes need a loop
 // that waits; payload causes (float64, padding) are named whenever the
@@ -54,6 +34,7 @@ func causesOf(frames []sample.Frame, w *window, d decision) []Cause {
 		return nil
 	}
 	s := readStages(frames, w)
+	s.th = w.th
 	pay := lastPayload(frames)
 	// Stage causes need a loop that waits on busy workers: a healthy loop
 	// whose workers idle between batches has nothing to gain from them.
@@ -82,7 +63,7 @@ func causesOf(frames []sample.Frame, w *window, d decision) []Cause {
 }
 
 func float64Cause(s *stageTimes, p *sample.BatchPayload) (Cause, bool) {
-	if p == nil || p.Float64Share == nil || *p.Float64Share < float64Share || p.BytesPerBatch < handoverBytes/4 {
+	if p == nil || p.Float64Share == nil || *p.Float64Share < s.th.Float64Share || p.BytesPerBatch < s.th.HandoverBytes/4 {
 		return Cause{}, false
 	}
 	c := Cause{ID: "float64", Stages: []string{"collate", "handover", "take", "pin"},
@@ -106,11 +87,11 @@ func moveCut(s *stageTimes, share float64) stageCut {
 }
 
 func handoverCause(s *stageTimes, p *sample.BatchPayload, waits bool) (Cause, bool) {
-	if !s.ok || !waits || p == nil || p.BytesPerBatch < handoverBytes {
+	if !s.ok || !waits || p == nil || p.BytesPerBatch < s.th.HandoverBytes {
 		return Cause{}, false
 	}
 	share := (s.collate + s.handover) / s.worker()
-	if share < handoverShare {
+	if share < s.th.HandoverShare {
 		return Cause{}, false
 	}
 	c := Cause{ID: "handover", Stages: []string{"collate", "handover", "take", "pin"},
@@ -124,7 +105,7 @@ func handoverCause(s *stageTimes, p *sample.BatchPayload, waits bool) (Cause, bo
 }
 
 func paddingCause(s *stageTimes, p *sample.BatchPayload) (Cause, bool) {
-	if p == nil || p.PaddingShare == nil || *p.PaddingShare < paddingShare || *p.PaddingShare >= 1 {
+	if p == nil || p.PaddingShare == nil || *p.PaddingShare < s.th.PaddingShare || *p.PaddingShare >= 1 {
 		return Cause{}, false
 	}
 	pad := *p.PaddingShare
@@ -145,7 +126,7 @@ func paddingCause(s *stageTimes, p *sample.BatchPayload) (Cause, bool) {
 }
 
 func getitemCause(s *stageTimes, waits bool) (Cause, bool) {
-	if !s.ok || !waits || !s.cpuBound || s.getitem/s.worker() < getitemShare {
+	if !s.ok || !waits || !s.cpuBound || s.getitem/s.worker() < s.th.GetitemShare {
 		return Cause{}, false
 	}
 	where := "a worker's"
@@ -167,7 +148,7 @@ func loopTakeCause(s *stageTimes, w *window) (Cause, bool) {
 	// Only where the loop, not the workers, is the limit: the workers
 	// could make batches faster than the loop takes them (issue 39: "205 ms
 	// taking each batch" said while the loop waited on busy workers).
-	if own <= 0 || own/s.loop() < loopTakeShare || float64(s.workers)/s.worker() < 1.1/s.loop() {
+	if own <= 0 || own/s.loop() < s.th.LoopTakeShare || float64(s.workers)/s.worker() < 1.1/s.loop() {
 		return Cause{}, false
 	}
 	return Cause{ID: "loop_take", Stages: []string{"take", "pin"},

@@ -181,6 +181,26 @@ type Thresholds struct {
 	// the straggler's wait for it in the all-reduce (30 % more than the
 	// straggler's own step is past rank-to-rank noise).
 	AllReduceStepRatio float64 `json:"all_reduce_step_ratio"`
+
+	// The causes beneath a verdict (causes.go, docs/diagnosis.md "Causes
+	// and their bounds"): where each starts to be worth naming.
+	// ContendedRunDelay: workers that wait for a CPU this share of the time
+	// they want one share the CPUs with the loop (schedstat).
+	ContendedRunDelay float64 `json:"contended_run_delay"`
+	// HandoverShare and HandoverBytes: collating and handing over take this
+	// share of a worker's time per batch, for batches of at least this many
+	// bytes (a quarter of it for float64).
+	HandoverShare float64 `json:"handover_share"`
+	HandoverBytes float64 `json:"handover_bytes"`
+	// Float64Share: this share of a batch's bytes is float64.
+	Float64Share float64 `json:"float64_share"`
+	// PaddingShare: this share of the token slots is padding.
+	PaddingShare float64 `json:"padding_share"`
+	// GetitemShare: __getitem__ takes this share of a worker's time.
+	GetitemShare float64 `json:"getitem_share"`
+	// LoopTakeShare: taking and pinning each batch take this share of the
+	// loop's own time per batch.
+	LoopTakeShare float64 `json:"loop_take_share"`
 	// GPULagPoints: a GPU this many points of utilization below the
 	// job's other GPUs (and under GPULowPct) lags them.
 	GPULagPoints float64 `json:"gpu_lag_points"`
@@ -211,6 +231,7 @@ func DefaultThresholds() Thresholds {
 		SwapPagesPerSec: 100, MajorFaultsPerSec: 1000, PSIMemSomePct: 10,
 		MmapFaultsPerSec: 50, FileRefaultsPerSec: 1000,
 		CriticalWaitShare: 0.5, CriticalAccelPct: 25, CriticalSwapPagesPerSec: 1000,
+		ContendedRunDelay: 0.2, HandoverShare: 0.25, HandoverBytes: 1 << 20, Float64Share: 0.5, PaddingShare: 0.3, GetitemShare: 0.75, LoopTakeShare: 0.3,
 		AllReduceStepRatio: 1.3, GPULagPoints: 30, GPUMemRoomShare: 0.7,
 		EnterHold: Duration(time.Second), LeaveHold: Duration(3 * time.Second),
 	}
