@@ -126,7 +126,7 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stopForwarding := job.Forward(sigs, j, cancel)
+	stopForwarding := job.Forward(sigs, j, cancel, dashboard)
 	defer stopForwarding()
 	o := w.options(stdout, stderr)
 	o.PID, o.Job, o.Title = j.PID(), j, "run: "+j.Command()

@@ -12,13 +12,16 @@ import (
 // the job's process group while it runs. Once it has
 // ended they are gpuwatch's own: SIGINT, SIGTERM and SIGHUP end the session
 // (cancel), as they would without a job. A SIGHUP means the terminal is
-// gone (an ssh hang-up): it is passed on, and the session ends once the
-// job has, since a dashboard with no terminal would run for ever.
+// gone (an ssh hang-up): it is passed on, and with endOnHangUp (the
+// dashboard, which would run for ever with no terminal) the session is
+// cancelled once the job has ended. A headless session ends with the job
+// by itself, after its last frame and the job's exit event: cancelling
+// it then would cut them off.
 //
 // The returned function stops the forwarding (signal.Stop) and waits for
 // its goroutine: whoever starts a goroutine stops it and waits for it
 // (docs/architecture.md).
-func Forward(sigs chan os.Signal, job *Job, cancel context.CancelFunc) func() {
+func Forward(sigs chan os.Signal, job *Job, cancel context.CancelFunc, endOnHangUp bool) func() {
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -29,7 +32,7 @@ func Forward(sigs chan os.Signal, job *Job, cancel context.CancelFunc) func() {
 				return
 			case <-jobDone:
 				jobDone = nil
-				if hungUp {
+				if hungUp && endOnHangUp {
 					cancel()
 				}
 			case s := <-sigs:

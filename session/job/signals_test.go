@@ -37,7 +37,7 @@ func TestSignalsAfterTheJobStopGpuwatch(t *testing.T) {
 	job := start()
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 1)
-	stop := Forward(sigs, job, cancel)
+	stop := Forward(sigs, job, cancel, true)
 	sigs <- syscall.SIGTERM
 	wait("the job ends on the SIGTERM passed on", job.Done())
 	if job.ExitCode() != 128+15 || ctx.Err() != nil {
@@ -60,11 +60,25 @@ func TestSignalsAfterTheJobStopGpuwatch(t *testing.T) {
 	job = start()
 	ctx, cancel = context.WithCancel(context.Background())
 	sigs = make(chan os.Signal, 1)
-	stop = Forward(sigs, job, cancel)
-	defer stop()
+	stop = Forward(sigs, job, cancel, true)
 	sigs <- syscall.SIGHUP
 	wait("the job ends on the SIGHUP passed on", job.Done())
-	wait("a hang-up ends the session once the job has ended", ctx.Done())
+	wait("a hang-up ends the dashboard's session once the job has ended", ctx.Done())
+	stop()
+
+	// Headless, the session ends with the job by itself, after its last
+	// frame and the exit event: the hang-up must not cut those off.
+	job = start()
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	sigs = make(chan os.Signal, 1)
+	stop = Forward(sigs, job, cancel, false)
+	sigs <- syscall.SIGHUP
+	wait("the job ends on the SIGHUP passed on", job.Done())
+	stop() // waits for the forwarder: it has handled the job's end or never will
+	if ctx.Err() != nil {
+		t.Fatal("a hang-up cancelled a headless session: its exit event would be cut off")
+	}
 }
 
 // TestANohupRunKeepsSIGHUPIgnored: gpuwatch started with SIGHUP ignored
