@@ -56,6 +56,9 @@ type watchedFigures struct {
 	kinds         []string
 	evidence      []string // past start-up: each frame's kind and first evidence
 	last          runLine
+	// loopRunDelay is the median share of the loop thread's time spent
+	// runnable, waiting for a CPU (schedstat), over the same frames.
+	loopRunDelay float64
 }
 
 func figures(t *testing.T, ls []runLine, skip time.Duration, sampled bool) watchedFigures {
@@ -71,7 +74,7 @@ func figures(t *testing.T, ls []runLine, skip time.Duration, sampled bool) watch
 	}
 	var w watchedFigures
 	start := fs[0].Time
-	var waits, rates []float64
+	var waits, rates, delays []float64
 	for _, f := range fs {
 		w.kinds = append(w.kinds, f.Verdict.Kind)
 		if f.Time.Sub(start) < skip || f.Loader == nil || f.Loader.WaitShare == nil || (f.Loader.Sampled != nil) != sampled {
@@ -79,6 +82,13 @@ func figures(t *testing.T, ls []runLine, skip time.Duration, sampled bool) watch
 		}
 		waits = append(waits, *f.Loader.WaitShare)
 		rates = append(rates, f.Loader.SamplesPerSec)
+		if f.Procs != nil {
+			for _, th := range f.Procs.Threads {
+				if th.Role == "loop" && th.RunDelayMsPerSec != nil {
+					delays = append(delays, *th.RunDelayMsPerSec/1000)
+				}
+			}
+		}
 	}
 	if len(waits) < 5 {
 		t.Fatalf("%d frames with a loader (sampled %v) after %v: %v", len(waits), sampled, skip, w.kinds)
@@ -89,6 +99,9 @@ func figures(t *testing.T, ls []runLine, skip time.Duration, sampled bool) watch
 		return s[len(s)/2]
 	}
 	w.waitShare, w.samplesPerSec, w.frames = median(waits), median(rates), len(waits)
+	if len(delays) > 0 {
+		w.loopRunDelay = median(delays)
+	}
 	var after []string // the kinds past start-up
 	for _, f := range fs {
 		if f.Time.Sub(start) < skip {
@@ -204,8 +217,13 @@ func TestPyTorchLoopsWatchedThreeWays(t *testing.T) {
 					if w.kind != loop.kind {
 						t.Errorf("%s: the verdict settled on %q, want %s (kinds: %v)", how, w.kind, loop.kind, w.kinds)
 					}
-					if d := math.Abs(w.waitShare - own.WaitShare); d > 0.15 {
-						t.Errorf("%s: sampled wait %.2f, the loop's own %.2f", how, w.waitShare, own.WaitShare)
+					// The sampler reads the loop thread's state from /proc: once
+					// its batch has come, the time it waits runnable for a CPU
+					// is the loop's wait but not seen as one, so on saturated
+					// cores it reads low by up to the thread's run delay.
+					t.Logf("%s: the loop thread's run delay %.2f of its time", how, w.loopRunDelay)
+					if d := own.WaitShare - w.waitShare; d > 0.15+w.loopRunDelay || d < -0.15 {
+						t.Errorf("%s: sampled wait %.2f, the loop's own %.2f (the loop thread's run delay %.2f)", how, w.waitShare, own.WaitShare, w.loopRunDelay)
 					}
 					if tg := w.last.Target; tg == nil || tg.PID != job.Process.Pid {
 						t.Errorf("%s: watching %+v, want the loop's pid %d", how, tg, job.Process.Pid)

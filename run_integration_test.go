@@ -21,6 +21,12 @@ type runLine struct {
 	Time   time.Time `json:"time"`
 	Name   string    `json:"name"`
 	Detail string    `json:"detail"`
+	Procs  *struct {
+		Threads []struct {
+			Role             string   `json:"role"`
+			RunDelayMsPerSec *float64 `json:"run_delay_ms_per_sec"`
+		} `json:"threads"`
+	} `json:"procs"`
 	Loader *struct {
 		Source        string   `json:"source"`
 		SamplesPerSec float64  `json:"samples_per_sec"`
