@@ -280,3 +280,35 @@ func TestGetitemWaitingOnStorageIsNoCause(t *testing.T) {
 		}
 	}
 }
+
+// TestAHandOverStillInTheWorkerIsNotTheLoopsOwnTime: an unmodified
+// script, one worker looping in Python per sample: a batch ready when the
+// loop asked (queue 1), yet the loop waits 8 ms per batch while its timed
+// take is 0.8 ms. The rest is the worker's resource-sharer thread waiting
+// for that worker's GIL to send each tensor's handle: the workers' time.
+// The model must not call it the loop's own ("8 ms taking each batch"),
+// and its reading of the configuration measured predicts the rate seen.
+func TestAHandOverStillInTheWorkerIsNotTheLoopsOwnTime(t *testing.T) {
+	c := loopCase{workers: 1, batchesPerSec: 108, wait: 0.9, batch: 32, getitem: 3.4, collate: 1.0, handover: 0.4, take: 0.8, step: 0.9,
+		cores: 2, cpuBusy: 60, workersCPU: 55, loopCPU: 40, queue: ptr(1.0)}
+	p, ok := Model(c.frames())
+	if !ok {
+		t.Fatal("no model")
+	}
+	if p.OverheadSec > 0 {
+		t.Fatalf("the hand-over still in the worker called the loop's own: %v s per batch", p.OverheadSec)
+	}
+	if got, _ := p.Predict(p.Knobs); got.Gain < 0.9 || got.Gain > 1.1 {
+		t.Errorf("the configuration measured predicted at %.2f× the rate seen", got.Gain)
+	}
+	for _, a := range Classify(c.frames(), DefaultThresholds()).Advice {
+		if strings.Contains(a, "taking each batch") {
+			t.Fatalf("%q", a)
+		}
+	}
+	// The same loop with its take the bulk of the wait: that is the loop's own.
+	c.take = 6.0
+	if p, _ := Model(c.frames()); p.OverheadSec <= 0 {
+		t.Errorf("a take of 6 ms in a wait of 8.3 ms per batch not called the loop's own")
+	}
+}

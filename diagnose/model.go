@@ -368,7 +368,17 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 		if wait < w.th.WaitShareModerate {
 			wall = float64(n) * p.StepSec
 		}
-		if st := w.workerStageSec; st.ok && st.v > 0 && !p.Relative {
+		// Batches ready when the loop asked, yet its wait per batch far
+		// beyond its timed take (its thread's CPU unpickling the batch):
+		// the hand-over was not done. Each tensor's handle comes from the
+		// worker's resource-sharer thread, which waits for that worker's
+		// GIL while its __getitem__ runs Python — the workers' time, not
+		// the loop's own, and not in their timed stages (an unmodified
+		// script, one worker looping in Python per sample: 0.8 ms take,
+		// 8 ms wait per batch).
+		handingOver := w.queueDepth.ok && w.queueDepth.v >= 1 && w.loopTakeSec.ok && !p.Relative &&
+			w.loopTakeSec.v < w.th.OwnWaitShare*wait*period
+		if st := w.workerStageSec; st.ok && st.v > 0 && !p.Relative && !handingOver {
 			// The workers timed their stages: that is a batch's wall time,
 			// and the rest of W ÷ rate they were idle, not waiting on
 			// storage (issue 39: "73 ms waiting on storage" for data in RAM).
@@ -391,7 +401,7 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 		// loop waits on them, whatever the queue said (issue 39: "205 ms
 		// taking each batch" while the loop waited on busy workers).
 		busyWorkers := w.workerStageSec.ok && !p.Relative && w.workerStageSec.v*bps >= busyWorkerShare*float64(n)
-		if w.queueDepth.ok && !busyWorkers && (full || w.queueDepth.v >= 1 && (!w.cpuBusy.ok || busy < w.th.CPUSaturatedPct)) {
+		if w.queueDepth.ok && !busyWorkers && !handingOver && (full || w.queueDepth.v >= 1 && (!w.cpuBusy.ok || busy < w.th.CPUSaturatedPct)) {
 			// Batches were ready when the loop asked: the workers keep up,
 			// and the wait is the loop taking each batch. (With every core
 			// busy, a batch or two ready says less — the loop may be

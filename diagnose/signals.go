@@ -27,6 +27,7 @@ const (
 	sigQueueDepth      // batches ready when the loop asked
 	sigWorkersRunDelay // the workers' share of their CPU-wanting time waiting for one
 	sigWorkerStageSec  // a worker's wall time per batch, from its timed stages (getitem + collate + hand-over)
+	sigLoopTakeSec     // the loop thread's CPU time taking a batch from a worker (the take stage)
 
 	sigCPUBusy
 	sigIowait
@@ -92,6 +93,7 @@ var medianOf = [numSignals]func(*window) *level{
 	sigQueueDepth:      func(w *window) *level { return &w.queueDepth },
 	sigWorkersRunDelay: func(w *window) *level { return &w.workersRunDelay },
 	sigWorkerStageSec:  func(w *window) *level { return &w.workerStageSec },
+	sigLoopTakeSec:     func(w *window) *level { return &w.loopTakeSec },
 
 	sigCPUBusy:       func(w *window) *level { return &w.cpuBusy },
 	sigIowait:        func(w *window) *level { return &w.iowait },

@@ -201,6 +201,10 @@ type Thresholds struct {
 	// LoopTakeShare: taking and pinning each batch take this share of the
 	// loop's own time per batch.
 	LoopTakeShare float64 `json:"loop_take_share"`
+	// OwnWaitShare: with batches ready when it asks, the loop's wait is its
+	// own (taking each batch) only where its timed take is at least this
+	// share of the wait per batch; below, the hand-over is the workers'.
+	OwnWaitShare float64 `json:"own_wait_share"`
 	// GPULagPoints: a GPU this many points of utilization below the
 	// job's other GPUs (and under GPULowPct) lags them.
 	GPULagPoints float64 `json:"gpu_lag_points"`
@@ -231,7 +235,7 @@ func DefaultThresholds() Thresholds {
 		SwapPagesPerSec: 100, MajorFaultsPerSec: 1000, PSIMemSomePct: 10,
 		MmapFaultsPerSec: 50, FileRefaultsPerSec: 1000,
 		CriticalWaitShare: 0.5, CriticalAccelPct: 25, CriticalSwapPagesPerSec: 1000,
-		ContendedRunDelay: 0.2, HandoverShare: 0.25, HandoverBytes: 1 << 20, Float64Share: 0.5, PaddingShare: 0.3, GetitemShare: 0.75, LoopTakeShare: 0.3,
+		ContendedRunDelay: 0.2, HandoverShare: 0.25, HandoverBytes: 1 << 20, Float64Share: 0.5, PaddingShare: 0.3, GetitemShare: 0.75, LoopTakeShare: 0.3, OwnWaitShare: 0.5,
 		AllReduceStepRatio: 1.3, GPULagPoints: 30, GPUMemRoomShare: 0.7,
 		EnterHold: Duration(time.Second), LeaveHold: Duration(3 * time.Second),
 	}

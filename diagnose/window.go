@@ -69,6 +69,7 @@ type window struct {
 	loaderCPU                                           level // the loader's CPU, % of a core: its workers, else its process
 	workersRunDelay                                     level // the workers' run delay ÷ (CPU + run delay), 0–1 (schedstat)
 	workerStageSec                                      level // a worker's wall time per batch from its timed stages, seconds
+	loopTakeSec                                         level // the loop thread's CPU time taking each batch (the take stage), seconds
 	knobs                                               map[string]string
 	epochStallMs                                        float64
 	batchesPerEpoch                                     int
@@ -307,6 +308,9 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	s.addIf(sigWorkersRunDelay, l.WorkersRunDelayShare)
 	if st := l.Stages; st != nil && !st.Inline && st.GetitemMs != nil {
 		s.add(sigWorkerStageSec, (*st.GetitemMs+deref(st.CollateMs)+deref(st.HandoverMs))/1000)
+		if st.TakeMs != nil {
+			s.add(sigLoopTakeSec, *st.TakeMs/1000)
+		}
 	}
 	if l.Knobs != nil {
 		w.knobs = l.Knobs
