@@ -133,6 +133,7 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	defer stopForwarding()
 	o := w.options(stdout, stderr)
 	o.PID, o.Job, o.Title = j.PID(), j, "run: "+j.Command()
+	o.Hooked = true
 	o.Attach = session.AttachTo{Discover: true, Dir: dir, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0,
 		Within: func(pid int) bool { return training.Descends(w.procRoot, pid, j.PID()) }}
 	err = session.Run(ctx, o)
