@@ -61,7 +61,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	w.register(cmd, offerOnce|offerOutput|offerRecord)
 	w.discover = true
 	w.profileEvery, w.profileLength = runProfileEvery, 5*time.Second
-	cmd.Flags().DurationVar(&w.profileEvery, "profile-every", runProfileEvery, "time between CPU profiles of the training process (of the pacing rank, with several); 0: none")
+	cmd.Flags().DurationVar(&w.profileEvery, "profile-every", runProfileEvery, "time between CPU profiles of the training process (of the pacing rank, with several), the first once the loop has had its first batch; 0: none")
 	cmd.Flags().Var(secondsFlag{&w.profileLength}, "profile-seconds", "length of each CPU profile, in seconds (5) or as a duration (5s)")
 	cmd.Flags().StringVar(&opts.jobLog, "job-log", "", "where the job's stdout and stderr go (default: gpuwatch's stderr headless, ./gpuwatch-run-TIME.log with the dashboard)")
 	addCeilingFlag(cmd, &opts.ceiling, "measure the loop's rate with its input free: once it is warm it trains on kept batches, replayed, for this long (--ceiling alone: 30s; at most 10m)")
@@ -70,7 +70,10 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 
 // runProfileEvery is run's profile cadence: a 5 s profile slows a busy
 // Python loop by a few per cent while it runs (python/bench_hook.py), so
-// the job pays a twelfth of that (bench/hook-cost.sh).
+// the job pays a twelfth of that (bench/hook-cost.sh). The first profile
+// does not wait for it: it comes as soon as the loop has had its first
+// batch (endpoint.Profiler.FirstAfter), so a run shorter than a minute
+// shows one too.
 const runProfileEvery = 60 * time.Second
 
 // interruptGrace is how long the job has after SIGINT before SIGTERM, and
@@ -130,6 +133,7 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	defer stopForwarding()
 	o := w.options(stdout, stderr)
 	o.PID, o.Job, o.Title = j.PID(), j, "run: "+j.Command()
+	o.Hooked = true
 	o.Attach = session.AttachTo{Discover: true, Dir: dir, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0,
 		Within: func(pid int) bool { return training.Descends(w.procRoot, pid, j.PID()) }}
 	err = session.Run(ctx, o)

@@ -109,7 +109,7 @@ func (w *watchFlags) register(cmd *cobra.Command, o offer) {
 	if o&offerLoaders != 0 {
 		fl.BoolVar(&w.discover, "discover", true, "attach to every loader announced on this machine (the Python hook, gpuwatch loader) as they come up; =false watches the host only")
 		fl.StringArrayVar(&w.attach, "attach", nil, "also attach to this loader URL (repeatable; a port range such as http://127.0.0.1:6061-6068 is every rank)")
-		fl.DurationVar(&w.profileEvery, "profile-every", 15*time.Second, "time between CPU profiles of the loader (of the pacing rank, with several); 0: none")
+		fl.DurationVar(&w.profileEvery, "profile-every", 15*time.Second, "time between CPU profiles of the loader (of the pacing rank, with several), the first once its loop has had its first batch; 0: none")
 		w.profileLength = 5 * time.Second
 		fl.Var(secondsFlag{&w.profileLength}, "profile-seconds", "length of each CPU profile, in seconds (5) or as a duration (5s)")
 	}

@@ -29,6 +29,15 @@ func classify(frames, history []sample.Frame, th Thresholds) Verdict {
 		v.Kind = WarmingUp
 		return v
 	}
+	if l := frames[len(frames)-1].Loader; l != nil && l.Sampled != nil && l.Sampled.BeforeFirstBatch {
+		// The loop has not started: what the process does now (imports,
+		// building its dataset) is no input pipeline, and its want of
+		// worker processes no num_workers=0.
+		v.Kind = WarmingUp
+		v.Evidence = []Evidence{evidence("loader.batches", 0, "<", 1, "",
+			"the training loop has not had its first batch yet (the process imports, or builds its dataset): its loader is judged from its first batch")}
+		return v
+	}
 	d := decide(&w, th)
 	if l := w.loaderDown; l != nil && (d.kind == Idle || d.kind == Healthy) {
 		// An endpoint that does not answer is not a stopped loop: say

@@ -595,6 +595,10 @@ type SampledLoop struct {
 	// batch itself: its running time (and its waits on disks and sockets)
 	// counts as loading, its other waits (a sleep, the GPU) as the step.
 	Inline bool `json:"inline,omitempty"`
+	// BeforeFirstBatch: the process carries gpuwatch run's hook, which
+	// reports it from its DataLoader's first batch on; none has come, so
+	// its loop has not started (no wait share, no worker count).
+	BeforeFirstBatch bool `json:"before_first_batch,omitempty"`
 	// Read says what each sample reads ("state, wchan, syscall"); Missing
 	// what it could not read or tell, and how to see more.
 	Read    string `json:"read"`

@@ -123,6 +123,7 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 	}
 	ranks := endpoint.NewRanks(attached, discover, discoverEvery)
 	a := &Attached{Ranks: ranks, Profiler: endpoint.NewProfilerOf(ranks.Pacing, to.Every, to.Length), procRoot: procRoot}
+	a.Profiler.FirstAfter(ranks.Started)
 	for _, at := range attached {
 		if pid := at.PID(); pid > 0 && host.ProcessExists(procRoot, pid) {
 			a.first = pid

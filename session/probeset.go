@@ -39,7 +39,7 @@ func newProbeSet(ctx context.Context, o Options) (*probeSet, error) {
 	var table *host.ProcTable
 	if o.Loop {
 		table = new(host.ProcTable) // the Proc probe's reading, shared with the loop's finder
-		lo := training.LoopOptions{Proc: o.Roots.Proc, Root: func() int { return o.PID }, Table: table}
+		lo := training.LoopOptions{Proc: o.Roots.Proc, Root: func() int { return o.PID }, Table: table, Hooked: o.Hooked}
 		if att != nil {
 			lo.Covered = att.Ranks.Covers
 		}

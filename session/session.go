@@ -127,6 +127,10 @@ type Sources struct {
 	// Loop samples the wait of a training loop nobody instrumented: the
 	// training process in PID's tree, else the host's busiest.
 	Loop bool
+	// Hooked says the job runs with gpuwatch run's hook (it times every
+	// DataLoader of its Python processes from its first batch): the loop
+	// sampler then stands in for a Python process only before that batch.
+	Hooked bool
 	// Probes are the command's own sources beside the system's (the
 	// embedded loader).
 	Probes []probes.Probe

@@ -419,3 +419,93 @@ func TestTheBackoffIsShort(t *testing.T) {
 		}
 	}
 }
+
+// profiledLoader serves /metrics with a batch count the test sets and
+// /debug/pprof/profile with a real profile, counting the profiles asked.
+func profiledLoader(t *testing.T) (a *Attach, batches, profiles *atomic.Int64) {
+	t.Helper()
+	good, err := os.ReadFile(filepath.Join("..", "..", "internal", "pprofsum", "testdata", "loader-io-bound.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches, profiles = new(atomic.Int64), new(atomic.Int64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metrics":
+			fmt.Fprintf(w, "# TYPE gpuwatch_loader_batches_total counter\ngpuwatch_loader_batches_total %d\n", batches.Load())
+		case "/debug/pprof/profile":
+			profiles.Add(1)
+			w.Write(good)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	if a, err = NewAttach(srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	return a, batches, profiles
+}
+
+// untilTrue polls cond (another goroutine's progress) for up to 10 s.
+func untilTrue(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("not within 10 s: %s", what)
+}
+
+// TestProfilerFirstTurnComesWhenTheLoopStarts: with a cadence of an hour,
+// the first profile still comes as soon as a loader is known (discovery
+// finds it after the profiler started) and its loop has had its first
+// batch, and not before that batch (issue 39: a run shorter than the
+// cadence showed no profile at all).
+func TestProfilerFirstTurnComesWhenTheLoopStarts(t *testing.T) {
+	a, batches, profiles := profiledLoader(t)
+	ranks := NewRanks([]*Attach{a}, nil, time.Second)
+	defer ranks.Close()
+	var known atomic.Bool
+	var picks atomic.Int64
+	pick := func() *Attach {
+		picks.Add(1)
+		if !known.Load() {
+			return nil // discovery has found nothing yet
+		}
+		return ranks.Pacing()
+	}
+	p := NewProfilerOf(pick, time.Hour, time.Second)
+	p.poll = 5 * time.Millisecond
+	p.FirstAfter(ranks.Started)
+	p.Start(context.Background())
+	defer p.Close()
+
+	untilTrue(t, "the profiler looks for a loader", func() bool { return picks.Load() >= 3 })
+	known.Store(true)
+	_ = ranks.Collect(context.Background(), probetest.FrameAt(probetest.T0)) // read: no batch yet
+	n := picks.Load()
+	untilTrue(t, "the profiler looks again", func() bool { return picks.Load() >= n+3 })
+	if got := profiles.Load(); got != 0 {
+		t.Fatalf("%d profiles before the loop's first batch, want none", got)
+	}
+
+	batches.Store(4)
+	_ = ranks.Collect(context.Background(), probetest.FrameAt(probetest.T0.Add(time.Second)))
+	untilTrue(t, "a profile once the loop has started", func() bool {
+		f := &sample.Frame{}
+		_ = p.Collect(context.Background(), f)
+		return f.Profile != nil && len(f.Profile.Top) > 0
+	})
+}
+
+// TestProfilerFirstTurnWaitsACadenceAtMost: a loop that never starts (a
+// dataset that builds for minutes) is profiled at the cadence anyway.
+func TestProfilerFirstTurnWaitsACadenceAtMost(t *testing.T) {
+	a, _, profiles := profiledLoader(t)
+	p := NewProfilerOf(func() *Attach { return a }, 50*time.Millisecond, time.Second)
+	p.poll = 5 * time.Millisecond
+	p.FirstAfter(func() bool { return false })
+	p.Start(context.Background())
+	defer p.Close()
+	untilTrue(t, "a profile after one cadence", func() bool { return profiles.Load() >= 1 })
+}

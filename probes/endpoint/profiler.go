@@ -28,9 +28,11 @@ const maxProfileDownload = 16 << 20
 // its reason, and the previous summary stays.
 type Profiler struct {
 	pick    func() *Attach // the loader to profile now
+	ready   func() bool    // the loop has had its first batch; nil: always
 	every   time.Duration
 	seconds int
 	now     func() time.Time
+	poll    time.Duration // between looks for the first turn (firstPoll)
 
 	mu      sync.Mutex
 	latest  *sample.Profile
@@ -42,14 +44,30 @@ type Profiler struct {
 // pick names then: of several ranks, the one that paces the job (see
 // Ranks.Pacing), not every rank every turn.
 func NewProfilerOf(pick func() *Attach, every, length time.Duration) *Profiler {
-	return &Profiler{pick: pick, every: every, seconds: max(1, int(length.Seconds())), now: time.Now}
+	return &Profiler{pick: pick, every: every, seconds: max(1, int(length.Seconds())), now: time.Now, poll: firstPoll}
 }
 
-// Start implements Starter: it fetches the first profile now and then one
-// every `every`, until ctx ends or Close. Call it once.
+// firstPoll is how often the profiler looks, before its first turn,
+// whether there is a loader to profile and its loop has started.
+const firstPoll = time.Second
+
+// FirstAfter makes the first profile wait until ready says the loop has
+// had its first batch (see Ranks.Started), or `every` at the latest: a
+// profile of the imports and the dataset's build says little about the
+// loop, and one a whole `every` later comes after a short run has ended.
+// Call it before Start.
+func (p *Profiler) FirstAfter(ready func() bool) { p.ready = ready }
+
+// Start implements Starter: it takes the first profile as soon as there
+// is a loader to profile whose loop has started (FirstAfter), looking every
+// firstPoll, and then one every `every`, until ctx ends or Close. Call it
+// once.
 func (p *Profiler) Start(ctx context.Context) {
 	p.g = bg.New(ctx)
 	p.g.Go(func(ctx context.Context) {
+		if !p.waitFirst(ctx) {
+			return
+		}
 		t := time.NewTicker(p.every)
 		defer t.Stop()
 		for {
@@ -61,6 +79,26 @@ func (p *Profiler) Start(ctx context.Context) {
 			}
 		}
 	})
+}
+
+// waitFirst returns when the first turn is due: a loader to profile is
+// known and its loop has started, or `every` has passed with a loader
+// known (a dataset that builds for minutes is profiled at the cadence, as
+// before). False when ctx ended first.
+func (p *Profiler) waitFirst(ctx context.Context) bool {
+	start := p.now()
+	t := time.NewTicker(p.poll)
+	defer t.Stop()
+	for {
+		if p.pick() != nil && (p.ready == nil || p.ready() || p.now().Sub(start) >= p.every) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
 }
 
 // busyRetries is how often a profile refused because another one is

@@ -180,6 +180,31 @@ func (r *Ranks) Pacing() *Attach {
 	return r.pacing
 }
 
+// Started says whether the loader Pacing names has handed its loop a
+// batch (its latest reading counts one), or cannot say (an endpoint with
+// profiles and no loader metrics): the profiler's cue for its first turn
+// (Profiler.FirstAfter).
+func (r *Ranks) Started() bool {
+	a := r.Pacing()
+	if a == nil {
+		return false
+	}
+	if a.NoMetrics() {
+		return true
+	}
+	r.mu.Lock()
+	targets := append([]*rankTarget(nil), r.targets...)
+	r.mu.Unlock()
+	for _, t := range targets {
+		if t.a != a {
+			continue
+		}
+		res, _ := t.latest()
+		return res != nil && res.f.Loader != nil && res.f.Loader.Batches > 0
+	}
+	return false
+}
+
 // Focus makes the rank at url the one profiled (the dashboard's enter on
 // a row); "" returns to the pacing rank.
 func (r *Ranks) Focus(url string) {

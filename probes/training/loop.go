@@ -126,6 +126,12 @@ type LoopOptions struct {
 	// Covered says a loader speaking the protocol (the hook, gpuwatch
 	// run) reports this process: the sampler then stands back.
 	Covered func(pid int) bool
+	// Hooked: the processes carry gpuwatch run's hook, which reports a
+	// Python process from its DataLoader's first batch on (Covered). A
+	// Python process sampled before that has not started its loop: its
+	// want of worker processes is not num_workers=0 (its DataLoader has
+	// not started them yet), and its running is no loading.
+	Hooked bool
 	// Scan is how often the training process and its workers are looked
 	// for again (default 2 s).
 	Scan time.Duration
@@ -227,6 +233,16 @@ func (l *Loop) Collect(_ context.Context, f *sample.Frame) error {
 	inlineGPU := workers == 0 && gpu
 	if inlineGPU {
 		missing = append(missing, "loading inline on a GPU process: a running loop may be waiting on the GPU, so its wait is not split")
+	}
+	if l.opt.Hooked && t.Python {
+		// run's hook reports this process from its first batch on: until
+		// then its loop has not started, whatever its main thread does
+		// (imports, building the dataset), and no worker process is no
+		// num_workers=0.
+		ld.Workers, sl.Inline, sl.BeforeFirstBatch = nil, false, true
+		sl.Missing = "its DataLoader has had no batch yet: gpuwatch run's hook times the loop from its first batch (a loop without a DataLoader is not timed)"
+		f.Loader = ld
+		return nil
 	}
 	missing = append(missing, "exact waits, batch rates and knobs: gpuwatch run -- CMD, or the hook (import gpuwatch_hook)")
 	sl.Missing = strings.Join(missing, "; ")

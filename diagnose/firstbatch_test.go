@@ -1,0 +1,50 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// claims is every line of v that could say num_workers=0 or name the
+// single-core trap.
+func claims(v Verdict) string {
+	return strings.Join(append(texts(v.Evidence), v.Advice...), " | ")
+}
+
+// TestBeforeTheFirstBatchNoWorkerCountIsClaimed (issue 39): while a
+// script under gpuwatch run builds its dataset, its main thread pegged
+// and no worker process started yet, the verdict says the loop has not
+// started, not single_core_maxed with "num_workers=0"; a pegged thread
+// without any loader does not say num_workers=0 either; once the first
+// batch comes, the hook's worker count is the one used.
+func TestBeforeTheFirstBatchNoWorkerCountIsClaimed(t *testing.T) {
+	building := frames(10, func(_ int, f *sample.Frame) {
+		host(f, 8, 0, 1)
+		thread(f, 100) // the dataset's build
+		f.Loader = &sample.Loader{Source: "sampled: pid 100's main thread", PID: iptr(100), LoopTID: iptr(100),
+			Sampled: &sample.SampledLoop{Samples: 50, Hz: 50, Read: "state, wchan, syscall", BeforeFirstBatch: true}}
+	})
+	v := Classify(building, DefaultThresholds())
+	if v.Kind != WarmingUp || strings.Contains(claims(v), "num_workers=0") || !strings.Contains(claims(v), "first batch") {
+		t.Fatalf("before the first batch: %s %q, want warming_up saying the loop has not had its first batch", v.Kind, claims(v))
+	}
+
+	noLoader := frames(10, func(_ int, f *sample.Frame) {
+		host(f, 8, 0, 1)
+		thread(f, 100)
+	})
+	if v := Classify(noLoader, DefaultThresholds()); strings.Contains(claims(v), "num_workers=0") {
+		t.Fatalf("no loader: %s %q: a worker count nobody gave is no num_workers=0", v.Kind, claims(v))
+	}
+
+	looping := frames(10, func(_ int, f *sample.Frame) {
+		host(f, 8, 0, 1)
+		hookLoop(f, 30, 0.6, 10, 2, 190, nil)
+	})
+	v = Classify(looping, DefaultThresholds())
+	if v.Kind == WarmingUp || strings.Contains(claims(v), "num_workers=0") {
+		t.Fatalf("after the first batch: %s %q, want a verdict on the loop with its 2 workers", v.Kind, claims(v))
+	}
+}
