@@ -29,10 +29,12 @@ func classify(frames, history []sample.Frame, th Thresholds) Verdict {
 		v.Kind = WarmingUp
 		return v
 	}
-	if l := frames[len(frames)-1].Loader; l != nil && l.Sampled != nil && l.Sampled.BeforeFirstBatch {
+	if f := frames[len(frames)-1]; f.Loader != nil && f.Loader.Sampled != nil && f.Loader.Sampled.BeforeFirstBatch && f.Target != nil && f.Target.Starting {
 		// The loop has not started: what the process does now (imports,
 		// building its dataset) is no input pipeline, and its want of
-		// worker processes no num_workers=0.
+		// worker processes no num_workers=0. Past run's start-up grace
+		// (Target.Starting) a process that never iterates a DataLoader is
+		// judged by its threads, still with no worker count claimed.
 		v.Kind = WarmingUp
 		v.Evidence = []Evidence{evidence("loader.batches", 0, "<", 1, "",
 			"the training loop has not had its first batch yet (the process imports, or builds its dataset): its loader is judged from its first batch")}

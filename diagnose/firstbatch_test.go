@@ -25,10 +25,19 @@ func TestBeforeTheFirstBatchNoWorkerCountIsClaimed(t *testing.T) {
 		thread(f, 100) // the dataset's build
 		f.Loader = &sample.Loader{Source: "sampled: pid 100's main thread", PID: iptr(100), LoopTID: iptr(100),
 			Sampled: &sample.SampledLoop{Samples: 50, Hz: 50, Read: "state, wchan, syscall", BeforeFirstBatch: true}}
+		f.Target = &sample.Target{PID: 100, Why: "gpuwatch run", Starting: true}
 	})
 	v := Classify(building, DefaultThresholds())
 	if v.Kind != WarmingUp || strings.Contains(claims(v), "num_workers=0") || !strings.Contains(claims(v), "first batch") {
 		t.Fatalf("before the first batch: %s %q, want warming_up saying the loop has not had its first batch", v.Kind, claims(v))
+	}
+	// Past run's start-up grace, a process that never iterated a
+	// DataLoader is judged by its threads, still with no num_workers=0.
+	for i := range building {
+		building[i].Target.Starting = false
+	}
+	if v := Classify(building, DefaultThresholds()); v.Kind == WarmingUp || strings.Contains(claims(v), "num_workers=0") {
+		t.Fatalf("past the start-up grace: %s %q, want its threads judged with no worker count claimed", v.Kind, claims(v))
 	}
 
 	noLoader := frames(10, func(_ int, f *sample.Frame) {
