@@ -15,6 +15,37 @@ import (
 // host shows and says what is missing.
 func Classify(frames []sample.Frame, th Thresholds) Verdict { return classify(frames, frames, th) }
 
+// beforeFirstBatch: the loop has not started, in run's start-up grace.
+// What the process does now (imports, building its dataset) is no input
+// pipeline, and its want of worker processes no num_workers=0. Past the
+// grace (Target.Starting) a process that never iterates a DataLoader is
+// judged by its threads, still with no worker count claimed.
+func beforeFirstBatch(f sample.Frame) bool {
+	return f.Loader != nil && f.Loader.Sampled != nil && f.Loader.Sampled.BeforeFirstBatch && f.Target != nil && f.Target.Starting
+}
+
+// notJudged says why a window that would be judged is not: the loop has
+// not had its first batch (in run's start-up grace), or a loader that does
+// not answer, whose rates are unknown, where the rest would say idle or
+// healthy.
+func notJudged(last sample.Frame, w *window, d decision) (Evidence, bool) {
+	if beforeFirstBatch(last) {
+		return evidence("loader.batches", 0, "<", 1, "",
+			"the training loop has not had its first batch yet (the process imports, or builds its dataset): its loader is judged from its first batch"), true
+	}
+	if l := w.loaderDown; l != nil && (d.kind == Idle || d.kind == Healthy) {
+		// An endpoint that does not answer is not a stopped loop: say
+		// nothing rather than idle (another user may be holding the
+		// hook's connections while the loop runs at full speed).
+		text := "the loader at " + l.Source + " does not answer"
+		if l.DisconnectedSince != nil {
+			text += " since " + l.DisconnectedSince.Format("15:04:05")
+		}
+		return evidence("loader.connected", 0, "<", 1, "", text+": its rates are unknown, so idle or busy cannot be told"), true
+	}
+	return Evidence{}, false
+}
+
 // classify is Classify with a longer history for the pipeline model: a
 // loader that times only its loop (the hook) is modelled from its means
 // over history, which a loader whose epochs are shorter than the window
@@ -29,28 +60,9 @@ func classify(frames, history []sample.Frame, th Thresholds) Verdict {
 		v.Kind = WarmingUp
 		return v
 	}
-	if f := frames[len(frames)-1]; f.Loader != nil && f.Loader.Sampled != nil && f.Loader.Sampled.BeforeFirstBatch && f.Target != nil && f.Target.Starting {
-		// The loop has not started: what the process does now (imports,
-		// building its dataset) is no input pipeline, and its want of
-		// worker processes no num_workers=0. Past run's start-up grace
-		// (Target.Starting) a process that never iterates a DataLoader is
-		// judged by its threads, still with no worker count claimed.
-		v.Kind = WarmingUp
-		v.Evidence = []Evidence{evidence("loader.batches", 0, "<", 1, "",
-			"the training loop has not had its first batch yet (the process imports, or builds its dataset): its loader is judged from its first batch")}
-		return v
-	}
 	d := decide(&w, th)
-	if l := w.loaderDown; l != nil && (d.kind == Idle || d.kind == Healthy) {
-		// An endpoint that does not answer is not a stopped loop: say
-		// nothing rather than idle (another user may be holding the
-		// hook's connections while the loop runs at full speed).
-		v.Kind = WarmingUp
-		text := "the loader at " + l.Source + " does not answer"
-		if l.DisconnectedSince != nil {
-			text += " since " + l.DisconnectedSince.Format("15:04:05")
-		}
-		v.Evidence = []Evidence{evidence("loader.connected", 0, "<", 1, "", text+": its rates are unknown, so idle or busy cannot be told")}
+	if e, ok := notJudged(frames[len(frames)-1], &w, d); ok {
+		v.Kind, v.Evidence = WarmingUp, []Evidence{e}
 		return v
 	}
 	if e, ok := profileEvidence(d.kind, &w, th, d.variant == ioMmap); ok {

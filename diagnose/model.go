@@ -346,6 +346,59 @@ func sampledPipeline(w *window) (*Pipeline, bool) {
 	return p, true
 }
 
+// fillWorkers sets the per-batch times of a pipeline with n workers (fill).
+func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
+	// While the loop waits for them, the workers are saturated: a
+	// batch takes one W ÷ rate. When it hardly waits, they keep up
+	// with the step, and that is all that is known of them.
+	wall := float64(n) / bps
+	if wait < w.th.WaitShareModerate {
+		wall = float64(n) * p.StepSec
+	}
+	// Batches ready when the loop asked, yet its wait per batch far
+	// beyond its timed take (its thread's CPU unpickling the batch):
+	// the hand-over was not done. Each tensor's handle comes from the
+	// worker's resource-sharer thread, which waits for that worker's
+	// GIL while its __getitem__ runs Python — the workers' time, not
+	// the loop's own, and not in their timed stages (an unmodified
+	// script, one worker looping in Python per sample: 0.8 ms take,
+	// 8 ms wait per batch).
+	handingOver := w.queueDepth.ok && w.queueDepth.v >= 1 && w.loopTakeSec.ok && !p.Relative &&
+		w.loopTakeSec.v < w.th.OwnWaitShare*wait*period
+	if st := w.workerStageSec; st.ok && st.v > 0 && !p.Relative && !handingOver {
+		// The workers timed their stages: that is a batch's wall time,
+		// and the rest of W ÷ rate they were idle, not waiting on
+		// storage (issue 39: "73 ms waiting on storage" for data in RAM).
+		wall = min(wall, st.v)
+	}
+	cpu := wall // without the workers' CPU, all of it may be CPU: the cautious reading
+	if w.loaderCPU.ok {
+		cpu = min(wall, w.loaderCPU.v/100/bps)
+	}
+	p.CPUSec, p.IOSec = cpu, wall-cpu
+	if r := w.workersRunDelay; r.ok && w.loaderCPU.ok && r.v < 1 {
+		// Of the wall time beyond CPU, the workers' run delay was a
+		// wait for a CPU, not for storage: R = delay ÷ (CPU + delay).
+		p.CPUWaitSec = min(p.IOSec, cpu*r.v/(1-r.v))
+		p.IOSec -= p.CPUWaitSec
+	}
+	busy := w.cpuBusy.v - w.spinPct.v/float64(max(w.cores, 1))
+	full := p.Knobs.Prefetch > 0 && w.queueDepth.v >= float64(n*p.Knobs.Prefetch)
+	// Workers whose timed stages fill the batch period are busy: the
+	// loop waits on them, whatever the queue said (issue 39: "205 ms
+	// taking each batch" while the loop waited on busy workers).
+	busyWorkers := w.workerStageSec.ok && !p.Relative && w.workerStageSec.v*bps >= busyWorkerShare*float64(n)
+	if w.queueDepth.ok && !busyWorkers && !handingOver && (full || w.queueDepth.v >= 1 && (!w.cpuBusy.ok || busy < w.th.CPUSaturatedPct)) {
+		// Batches were ready when the loop asked: the workers keep up,
+		// and the wait is the loop taking each batch. (With every core
+		// busy, a batch or two ready says less — the loop may be
+		// waiting for a CPU, the CPUs' limit — but a full queue, every
+		// worker's prefetch, still says the workers are ahead.)
+		p.IOSec, p.CPUWaitSec = 0, 0
+		p.OverheadSec = wait * period
+	}
+}
+
 // fill sets a wait-based pipeline's per-batch times and CPUs, at bps
 // batches per unit of time (a second, or a step), with the loop's wait
 // share and its time per batch (period) as measured.
@@ -361,55 +414,7 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 	}
 	loop := loopAll
 	if n := p.Knobs.Workers; n > 0 {
-		// While the loop waits for them, the workers are saturated: a
-		// batch takes one W ÷ rate. When it hardly waits, they keep up
-		// with the step, and that is all that is known of them.
-		wall := float64(n) / bps
-		if wait < w.th.WaitShareModerate {
-			wall = float64(n) * p.StepSec
-		}
-		// Batches ready when the loop asked, yet its wait per batch far
-		// beyond its timed take (its thread's CPU unpickling the batch):
-		// the hand-over was not done. Each tensor's handle comes from the
-		// worker's resource-sharer thread, which waits for that worker's
-		// GIL while its __getitem__ runs Python — the workers' time, not
-		// the loop's own, and not in their timed stages (an unmodified
-		// script, one worker looping in Python per sample: 0.8 ms take,
-		// 8 ms wait per batch).
-		handingOver := w.queueDepth.ok && w.queueDepth.v >= 1 && w.loopTakeSec.ok && !p.Relative &&
-			w.loopTakeSec.v < w.th.OwnWaitShare*wait*period
-		if st := w.workerStageSec; st.ok && st.v > 0 && !p.Relative && !handingOver {
-			// The workers timed their stages: that is a batch's wall time,
-			// and the rest of W ÷ rate they were idle, not waiting on
-			// storage (issue 39: "73 ms waiting on storage" for data in RAM).
-			wall = min(wall, st.v)
-		}
-		cpu := wall // without the workers' CPU, all of it may be CPU: the cautious reading
-		if w.loaderCPU.ok {
-			cpu = min(wall, w.loaderCPU.v/100/bps)
-		}
-		p.CPUSec, p.IOSec = cpu, wall-cpu
-		if r := w.workersRunDelay; r.ok && w.loaderCPU.ok && r.v < 1 {
-			// Of the wall time beyond CPU, the workers' run delay was a
-			// wait for a CPU, not for storage: R = delay ÷ (CPU + delay).
-			p.CPUWaitSec = min(p.IOSec, cpu*r.v/(1-r.v))
-			p.IOSec -= p.CPUWaitSec
-		}
-		busy := w.cpuBusy.v - w.spinPct.v/float64(max(w.cores, 1))
-		full := p.Knobs.Prefetch > 0 && w.queueDepth.v >= float64(n*p.Knobs.Prefetch)
-		// Workers whose timed stages fill the batch period are busy: the
-		// loop waits on them, whatever the queue said (issue 39: "205 ms
-		// taking each batch" while the loop waited on busy workers).
-		busyWorkers := w.workerStageSec.ok && !p.Relative && w.workerStageSec.v*bps >= busyWorkerShare*float64(n)
-		if w.queueDepth.ok && !busyWorkers && !handingOver && (full || w.queueDepth.v >= 1 && (!w.cpuBusy.ok || busy < w.th.CPUSaturatedPct)) {
-			// Batches were ready when the loop asked: the workers keep up,
-			// and the wait is the loop taking each batch. (With every core
-			// busy, a batch or two ready says less — the loop may be
-			// waiting for a CPU, the CPUs' limit — but a full queue, every
-			// worker's prefetch, still says the workers are ahead.)
-			p.IOSec, p.CPUWaitSec = 0, 0
-			p.OverheadSec = wait * period
-		}
+		fillWorkers(p, w, n, bps, wait, period)
 	} else {
 		load := wait * period
 		cpu := load
