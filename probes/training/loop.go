@@ -155,6 +155,7 @@ type Loop struct {
 	mu        sync.Mutex
 	target    *TrainingProcess // nil: none found, or covered
 	counts    [numLoopClasses]int
+	woke      float64 // of counts[loopStep], the share that was a woken wait for a CPU (wakeCredit)
 	pinThread bool
 	sysDenied bool
 	wchanNone bool
@@ -202,8 +203,8 @@ func (l *Loop) Target() (TrainingProcess, bool) {
 // frame's loader.
 func (l *Loop) Collect(_ context.Context, f *sample.Frame) error {
 	l.mu.Lock()
-	t, counts, pin, denied, noWchan, gpu := l.target, l.counts, l.pinThread, l.sysDenied, l.wchanNone, l.gpu
-	l.counts = [numLoopClasses]int{}
+	t, counts, woke, pin, denied, noWchan, gpu := l.target, l.counts, l.woke, l.pinThread, l.sysDenied, l.wchanNone, l.gpu
+	l.counts, l.woke = [numLoopClasses]int{}, 0
 	l.mu.Unlock()
 	if t == nil {
 		return nil
@@ -248,7 +249,7 @@ func (l *Loop) Collect(_ context.Context, f *sample.Frame) error {
 	sl.Missing = strings.Join(missing, "; ")
 	waiting, stepping := counts[loopWait]+counts[loopLoad], counts[loopStep]
 	if n := waiting + stepping; n >= max(5, l.opt.Hz/10) && !inlineGPU {
-		ws := float64(waiting) / float64(n)
+		ws := (float64(waiting) + woke) / float64(n)
 		ld.WaitShare = &ws
 		f.Accel = &sample.VirtualAccel{BusyPct: 100 * (1 - ws), Basis: "the loop's time not waiting for a batch, sampled"}
 	}
@@ -277,24 +278,30 @@ func (l *Loop) Close() error {
 
 // thread is the open files of the sampled thread, read with pread.
 type loopThread struct {
-	pid              int
-	stat, wchan, sys int // descriptors; -1 when not open
-	buf              []byte
+	pid                     int
+	stat, wchan, sys, sched int // descriptors; -1 when not open
+	buf                     []byte
+	// The run-queue delay (schedstat, ns) and the time at the last sample,
+	// and whether the thread was waiting for a batch since (wakeCredit).
+	delay   uint64
+	at      time.Time
+	waiting bool
 }
 
 func (t *loopThread) close() {
-	for _, fd := range []int{t.stat, t.wchan, t.sys} {
+	for _, fd := range []int{t.stat, t.wchan, t.sys, t.sched} {
 		if fd >= 0 {
 			syscall.Close(fd)
 		}
 	}
-	t.stat, t.wchan, t.sys = -1, -1, -1
+	t.stat, t.wchan, t.sys, t.sched = -1, -1, -1, -1
 }
 
 func (l *Loop) open(pid int) *loopThread {
 	dir := l.opt.Proc + "/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/"
-	t := &loopThread{pid: pid, stat: -1, wchan: -1, sys: -1, buf: make([]byte, 1024)}
+	t := &loopThread{pid: pid, stat: -1, wchan: -1, sys: -1, sched: -1, buf: make([]byte, 1024)}
 	t.stat, _ = openRO(dir + "stat")
+	t.sched, _ = openRO(dir + "schedstat")
 	t.wchan, _ = openRO(dir + "wchan")
 	var err error
 	if t.sys, err = openRO(dir + "syscall"); err != nil {
@@ -416,8 +423,10 @@ func (l *Loop) run() {
 		if th != nil {
 			if s, ok := l.read(th); ok {
 				c := classifyLoop(s, workers, pin)
+				w := wakeCredit(th, c, s.state, time.Now())
 				l.mu.Lock()
 				l.counts[c]++
+				l.woke += w
 				l.mu.Unlock()
 			} else {
 				nextScan = time.Time{} // gone: look again at once
@@ -442,6 +451,44 @@ func (l *Loop) run() {
 		}
 		probes.SleepUntil(next)
 	}
+}
+
+// wakeCredit is the share of a step sample that was still the wait for a
+// batch: once its batch has come, the woken loop thread waits runnable for
+// a CPU, and /proc shows it running ('R') though the loop's own clock is
+// still counting its wait (on a busy host the sampled wait read 0.08–0.15
+// below the loop's own, issue 39). Of the interval since the last sample,
+// the share the thread spent on the run queue (schedstat's run delay) is
+// that wait, for a running sample that follows a wait, and for the next
+// ones while the thread stays mostly queued.
+func wakeCredit(t *loopThread, c loopClass, state byte, now time.Time) float64 {
+	b, ok := preadAll(t.sched, t.buf)
+	var delay uint64
+	if ok {
+		if f := bytes.Fields(b); len(f) >= 2 {
+			delay, ok = parseUint(f[1])
+		} else {
+			ok = false
+		}
+	}
+	credit := 0.0
+	if ok && t.waiting && c == loopStep && state == 'R' && !t.at.IsZero() && delay >= t.delay {
+		if dt := now.Sub(t.at); dt > 0 {
+			credit = min(1, float64(delay-t.delay)/float64(dt.Nanoseconds()))
+		}
+	}
+	t.waiting = c == loopWait || credit > 0.5
+	if ok {
+		t.delay, t.at = delay, now
+	} else {
+		t.at = time.Time{}
+	}
+	return credit
+}
+
+func parseUint(b []byte) (uint64, bool) {
+	v, err := strconv.ParseUint(string(b), 10, 64)
+	return v, err == nil
 }
 
 // scan finds the training process to sample: the busiest in the tree.

@@ -3,8 +3,11 @@ package training
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,5 +157,49 @@ func TestLoopStandsBackForAHook(t *testing.T) {
 	}
 	if _, ok := l.Target(); ok {
 		t.Fatal("a covered process became the target")
+	}
+}
+
+// TestWakeCreditIsTheQueuedShareAfterAWait: a running sample that follows
+// a wait for a batch is credited to the wait by the share of the interval
+// the thread spent on the run queue (schedstat), and so is the next one
+// while the thread stays mostly queued; a running sample after a step, or
+// with no schedstat, is the step.
+func TestWakeCreditIsTheQueuedShareAfterAWait(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "schedstat")
+	th := &loopThread{stat: -1, wchan: -1, sys: -1, sched: -1, buf: make([]byte, 256)}
+	set := func(delayNs int) {
+		if err := os.WriteFile(path, []byte(fmt.Sprintf("123456 %d 42\n", delayNs)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if th.sched < 0 {
+			th.sched, _ = openRO(path)
+		}
+	}
+	t0 := time.Unix(1000, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	set(0)
+	for _, s := range []struct {
+		c       loopClass
+		state   byte
+		delayMs int
+		at      int
+		want    float64
+	}{
+		{loopStep, 'R', 0, 0, 0},     // a step: no credit
+		{loopWait, 'S', 5, 20, 0},    // waiting for a batch: counted as a wait already
+		{loopStep, 'R', 17, 40, 0.6}, // woken: 12 ms of the 20 queued
+		{loopStep, 'R', 33, 60, 0.8}, // still mostly queued: credited again
+		{loopStep, 'R', 35, 80, 0.1}, // running now: 2 of 20 ms, credited, and the chain ends
+		{loopStep, 'R', 55, 100, 0},  // queued again, but after a step: the step's own
+	} {
+		set(s.delayMs * 1e6)
+		if got := wakeCredit(th, s.c, s.state, ms(s.at)); math.Abs(got-s.want) > 1e-9 {
+			t.Errorf("at %d ms: credit %.3f, want %.3f", s.at, got, s.want)
+		}
+	}
+	th.close()
+	if got := wakeCredit(th, loopStep, 'R', ms(120)); got != 0 {
+		t.Errorf("no schedstat: credit %.3f, want 0", got)
 	}
 }
