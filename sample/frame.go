@@ -9,6 +9,7 @@ package sample
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -681,6 +682,25 @@ type ProfileFunc struct {
 	Line int64   `json:"line,omitempty"`
 	Flat float64 `json:"flat"`
 	Cum  float64 `json:"cum"`
+}
+
+// Where is f's file and line for a view: the file's last two path
+// elements ("PIL/ImageFile.py:155", "train.py:42"), "" without a file.
+// A terminal view sanitises it (Printable).
+func (f ProfileFunc) Where() string {
+	if f.File == "" {
+		return ""
+	}
+	file := f.File
+	if i := strings.LastIndexByte(file, '/'); i > 0 {
+		if j := strings.LastIndexByte(file[:i], '/'); j >= 0 {
+			file = file[j+1:]
+		}
+	}
+	if f.Line > 0 {
+		return fmt.Sprintf("%s:%d", file, f.Line)
+	}
+	return file
 }
 
 // Merge copies every part that from has into f, and from's unavailable
