@@ -45,6 +45,10 @@ import (
 // Python frames, so a C function (torch.stack, np.array) counts where its
 // Python caller is (default_collate's collate_tensor_fn for torch.stack).
 var categoryRules = []categoryRule{
+	// Helpers that work for whoever calls them: no category, their caller
+	// decides (PIL's copy is decoding under Image.convert, which copies an
+	// image already in the mode asked for, and augmenting under a crop).
+	{category: "", match: []string{"PIL.Image.Image.copy", "PIL.Image.Image._new", "torch.nn.modules.module.Module._call_impl"}},
 	{category: "gc", match: []string{
 		"runtime.gcBgMarkWorker", "runtime.gcDrain", "runtime.scanobject", "runtime.markroot", "runtime.mallocgc",
 		"runtime.gcAssist", "runtime.bgsweep", "runtime.bgscavenge", "runtime.memclrNoHeapPointers",
@@ -424,7 +428,8 @@ func (t *funcTable) funcsOf(loc *profile.Location) []int {
 
 // ruleCategory is the category of the first row of categoryRules matching
 // a function by its name or file, as an index into
-// sample.ProfileCategories (-1 none), and whether the row is weak.
+// sample.ProfileCategories (-1 none, or a row without a category), and
+// whether the row is weak.
 func ruleCategory(name, file string) (int8, bool) {
 	for _, r := range categoryRules {
 		for _, p := range r.match {
