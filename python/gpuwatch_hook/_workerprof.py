@@ -3,7 +3,9 @@ training process's profile (issue 39).
 
 The channel is gpuwatch run's private folder (GPUWATCH_RUN_DIR; without it
 the workers are not profiled). A profile request writes the file
-profile-request there: its id and the wall-clock time the profile ends.
+profile-request-PID there (PID the training process's: every rank of a
+distributed job shares the folder, and a worker answers its own parent
+only): its id and the wall-clock time the profile ends.
 A worker looks at that file's modification time once per carried batch
 (_stages: at most every CARRY_EVERY, 20 ms) — one stat, about a
 microsecond; no thread runs and nothing else is done while nobody
@@ -27,7 +29,7 @@ from typing import Any, List, Optional, Tuple
 #: at once, unless a long hold of their GIL delays them.
 GRACE = 0.5
 
-REQUEST = "profile-request"
+REQUEST = "profile-request-%d"  # % the training process's pid
 
 _UNSET = object()
 _dir: Any = _UNSET  # the run folder, looked up once per process
@@ -43,15 +45,16 @@ def _folder() -> Optional[str]:
     return _dir
 
 
-def request(seconds: float) -> Optional[Tuple[str, float, str]]:
-    """Asks the workers for a profile of seconds from now: (id, end, folder),
-    or None without a run folder (or when it cannot be written)."""
+def request(seconds: float, pid: Optional[int] = None) -> Optional[Tuple[str, float, str]]:
+    """Asks the workers of process pid (this one) for a profile of seconds
+    from now: (id, end, folder), or None without a run folder (or when it
+    cannot be written)."""
     d = _folder()
     if d is None:
         return None
     rid = "%d-%d" % (os.getpid(), time.time_ns())
     end = time.time() + seconds
-    path = os.path.join(d, REQUEST)
+    path = os.path.join(d, REQUEST % (os.getpid() if pid is None else pid))
     tmp = path + ".tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
@@ -64,19 +67,21 @@ def request(seconds: float) -> Optional[Tuple[str, float, str]]:
 
 
 def poll() -> None:
-    """A worker's look at the request: one stat while nothing is asked."""
+    """A worker's look at its parent's request: one stat while nothing is
+    asked."""
     d = _folder()
     if d is None:
         return
+    path = os.path.join(d, REQUEST % os.getppid())
     try:
-        mtime = os.stat(os.path.join(d, REQUEST)).st_mtime_ns
+        mtime = os.stat(path).st_mtime_ns
     except OSError:
         return
     if mtime == _last_mtime[0]:
         return
     _last_mtime[0] = mtime
     try:
-        with open(os.path.join(d, REQUEST)) as f:
+        with open(path) as f:
             req = json.load(f)
         rid, end = str(req["id"]), float(req["end"])
     except (OSError, ValueError, KeyError, TypeError):

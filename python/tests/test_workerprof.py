@@ -7,6 +7,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -65,13 +66,21 @@ class PollTest(unittest.TestCase):
             for _ in range(100):
                 _workerprof.poll()
             self.assertEqual(threading.active_count(), before, "no request: no thread")
-            req = _workerprof.request(0.3)
+            _workerprof.request(0.3)  # this process's workers'
+            for _ in range(100):
+                _workerprof.poll()
+            self.assertEqual(threading.active_count(), before, "a request for another process's workers: no thread")
+            req = _workerprof.request(0.3, pid=os.getppid())  # this process's parent's: it stands in for a worker
             self.assertIsNotNone(req)
             for _ in range(100):
                 _workerprof.poll()
             names = [t.name for t in threading.enumerate()]
             self.assertEqual(names.count("gpuwatch-worker-profiler"), 1, names)
-            got = _workerprof.collect(req)  # this process stood in for a worker
+            end = time.monotonic() + 0.25
+            while time.monotonic() < end:  # the stand-in worker's work
+                pass
+            got = _workerprof.collect(req)
+            self.assertTrue(got, "the worker's samples")
             self.assertTrue(all(s[2]["worker_pid"] == str(os.getpid()) for s in got), got[:1])
             self.assertEqual([n for n in os.listdir(req[2]) if n.startswith("worker-")], [], "the worker's file is removed")
 
