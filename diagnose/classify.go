@@ -325,7 +325,7 @@ func severity(d decision, w *window, th Thresholds) Severity {
 
 // profileEvidence adds what the loader's CPU profile says, when one was
 // taken: the category that matches the verdict ("71 % of the loader's CPU
-// is in read syscalls" for io_bound), else the largest.
+// is reading (files, network)" for io_bound), else the largest.
 func profileEvidence(k Kind, w *window, th Thresholds, mmap bool) (Evidence, bool) {
 	if w.profile == nil || !k.Problem() {
 		return Evidence{}, false

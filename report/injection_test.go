@@ -49,7 +49,7 @@ func hostile(t testing.TB, s string) *Summary {
 			l.Knobs = map[string]string{s: s}
 		}
 		fr.Profile = &sample.Profile{Categories: []sample.ProfileCategory{{Name: s, Share: 0.5}, {Name: "reading", Share: 0.5}},
-			Top: []sample.ProfileFunc{{Name: s, Flat: 0.5, Cum: 0.5}}}
+			Top: []sample.ProfileFunc{{Name: s, File: "/x/" + s + "/" + s, Line: 7, Flat: 0.5, Cum: 0.5}}}
 	}
 	return Build(rec, "x", diagnose.DefaultThresholds(), generated)
 }

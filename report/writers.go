@@ -151,9 +151,9 @@ func mdProfile(b *strings.Builder, p *sample.Profile) {
 	for _, c := range p.Categories {
 		fmt.Fprintf(b, "| %s | %s |\n", md(c.Name), pctStr(c.Share))
 	}
-	b.WriteString("\n| function | flat | cum |\n|---|---:|---:|\n")
+	b.WriteString("\n| function | where | flat | cum |\n|---|---|---:|---:|\n")
 	for _, f := range p.Top {
-		fmt.Fprintf(b, "| %s | %.1f %% | %.1f %% |\n", md(f.Name), 100*f.Flat, 100*f.Cum)
+		fmt.Fprintf(b, "| %s | %s | %.1f %% | %.1f %% |\n", md(f.Name), md(f.Where()), 100*f.Flat, 100*f.Cum)
 	}
 }
 
@@ -348,9 +348,10 @@ func htmlProfile(b *strings.Builder, p *sample.Profile) {
 	for _, c := range p.Categories {
 		fmt.Fprintf(b, `<tr><td>%s</td><td class="n">%s</td></tr>`, esc(c.Name), pctStr(c.Share))
 	}
-	b.WriteString(`</table><table><tr><th>function</th><th>flat</th><th>cum</th></tr>`)
+	b.WriteString(`</table><table><tr><th>function</th><th>where</th><th>flat</th><th>cum</th></tr>`)
 	for _, f := range p.Top {
-		fmt.Fprintf(b, `<tr><td><code>%s</code></td><td class="n">%.1f %%</td><td class="n">%.1f %%</td></tr>`, esc(f.Name), 100*f.Flat, 100*f.Cum)
+		fmt.Fprintf(b, `<tr><td><code>%s</code></td><td title="%s"><code>%s</code></td><td class="n">%.1f %%</td><td class="n">%.1f %%</td></tr>`,
+			esc(f.Name), esc(f.File), esc(f.Where()), 100*f.Flat, 100*f.Cum)
 	}
 	b.WriteString("</table>")
 }

@@ -53,3 +53,22 @@ func TestPressureSomeFallsBackToTheKernelsAverage(t *testing.T) {
 		t.Errorf("with an interval: %v, %v; want the interval's 40", v, ok)
 	}
 }
+
+// TestProfileFuncWhere: a function's place for a view is its file's last
+// two path elements and its line.
+func TestProfileFuncWhere(t *testing.T) {
+	for _, c := range []struct {
+		f    ProfileFunc
+		want string
+	}{
+		{ProfileFunc{File: "/usr/lib/python3/dist-packages/PIL/ImageFile.py", Line: 155}, "PIL/ImageFile.py:155"},
+		{ProfileFunc{File: "train.py", Line: 42}, "train.py:42"},
+		{ProfileFunc{File: "/train.py", Line: 42}, "/train.py:42"},
+		{ProfileFunc{File: "loader/loader.go"}, "loader/loader.go"},
+		{ProfileFunc{Line: 3}, ""},
+	} {
+		if got := c.f.Where(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.f, got, c.want)
+		}
+	}
+}

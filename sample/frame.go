@@ -9,6 +9,7 @@ package sample
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -649,16 +650,23 @@ type Profile struct {
 // them, and a report keeps only these. ProfileCategoryWords says what each
 // is, for people.
 var (
-	ProfileCategories    = []string{"reading", "decoding", "waiting", "gc", "other"}
+	ProfileCategories = []string{
+		"reading", "decoding", "augmenting", "tokenizing", "converting", "collating", "serializing",
+		"waiting", "interpreter", "gc", "other",
+	}
 	ProfileCategoryWords = map[string]string{
-		"reading": "in read syscalls (files, network)", "decoding": "decoding and computing",
-		"waiting": "waiting (channels, locks, sleep)", "gc": "in the garbage collector and runtime", "other": "elsewhere",
+		"reading": "reading (files, network)", "decoding": "decoding (images, audio, video, compressed or parsed data)",
+		"augmenting": "augmenting and transforming samples (transforms, array math)", "tokenizing": "tokenizing text",
+		"converting": "converting samples to tensors and arrays", "collating": "collating samples into batches",
+		"serializing": "pickling batches through the workers' queues", "waiting": "waiting (queues, locks, sleep)",
+		"interpreter": "the interpreter's or runtime's own overhead (imports, scheduling)",
+		"gc":          "in the garbage collector", "other": "elsewhere (no category's code on the stack)",
 	}
 )
 
-// ProfileCategory is a share of the profile's CPU: reading (file and
-// network syscalls), decoding (compute), waiting (channels, locks,
-// scheduler, sleep), gc (garbage collector and runtime) or other.
+// ProfileCategory is a share of the profile's CPU in one of
+// ProfileCategories; internal/pprofsum's categoryRules say which functions
+// count for which (docs/diagnosis.md lists them).
 type ProfileCategory struct {
 	Name  string  `json:"name"`
 	Share float64 `json:"share"`
@@ -667,9 +675,32 @@ type ProfileCategory struct {
 // ProfileFunc is one function: Flat is the share of samples where it was
 // running, Cum where it was on the stack (counted once per sample).
 type ProfileFunc struct {
-	Name string  `json:"name"`
+	Name string `json:"name"`
+	// File and Line say where the function is: its file and first line
+	// (else the first line sampled); omitted where the profile has none.
+	File string  `json:"file,omitempty"`
+	Line int64   `json:"line,omitempty"`
 	Flat float64 `json:"flat"`
 	Cum  float64 `json:"cum"`
+}
+
+// Where is f's file and line for a view: the file's last two path
+// elements ("PIL/ImageFile.py:155", "train.py:42"), "" without a file.
+// A terminal view sanitises it (Printable).
+func (f ProfileFunc) Where() string {
+	if f.File == "" {
+		return ""
+	}
+	file := f.File
+	if i := strings.LastIndexByte(file, '/'); i > 0 {
+		if j := strings.LastIndexByte(file[:i], '/'); j >= 0 {
+			file = file[j+1:]
+		}
+	}
+	if f.Line > 0 {
+		return fmt.Sprintf("%s:%d", file, f.Line)
+	}
+	return file
 }
 
 // Merge copies every part that from has into f, and from's unavailable

@@ -143,8 +143,11 @@ func (profilePanel) draw(pv *view, w, h int) []string {
 			line += " (" + sample.Plural(int(min(p.Samples, math.MaxInt32)), "sample") + ")"
 		}
 		line += ", taken " + p.TakenAt.Format("15:04:05") + ":"
+		// Eleven categories: the ones that round to 0 % are left out.
 		for _, c := range p.Categories {
-			line += fmt.Sprintf(" %s %.0f%%", sample.Printable(c.Name), 100*c.Share)
+			if pct := fmt.Sprintf("%.0f%%", 100*c.Share); pct != "0%" {
+				line += " " + sample.Printable(c.Name) + " " + pct
+			}
 		}
 		lines = append(lines, line)
 		lines = append(lines, pv.st.Label.Render(fmt.Sprintf("%6s %6s  %s", "FLAT", "CUM", "FUNCTION")))
@@ -155,7 +158,11 @@ func (profilePanel) draw(pv *view, w, h int) []string {
 			share = func(v float64) string { return fmt.Sprintf("%5.0f%%", 100*v) }
 		}
 		for _, f := range p.Top {
-			lines = append(lines, share(f.Flat)+" "+share(f.Cum)+"  "+sample.Printable(f.Name))
+			line := share(f.Flat) + " " + share(f.Cum) + "  " + sample.Printable(f.Name)
+			if where := f.Where(); where != "" {
+				line += "  " + sample.Printable(where)
+			}
+			lines = append(lines, line)
 		}
 	}
 	if p.Error != "" {

@@ -132,7 +132,7 @@ func machines(t testing.TB) map[string]*Model {
 			f.Profile = &sample.Profile{TakenAt: t0.Add(5 * time.Second), DurationSec: 5, CPUSec: 4.9,
 				Categories: []sample.ProfileCategory{{Name: "reading", Share: 0.959}, {Name: "decoding", Share: 0}, {Name: "waiting", Share: 0.031}, {Name: "gc", Share: 0}, {Name: "other", Share: 0.01}},
 				Top: []sample.ProfileFunc{{Name: "runtime.memmove", Flat: 0.602, Cum: 0.602}, {Name: "internal/runtime/syscall/linux.Syscall6", Flat: 0.337, Cum: 0.337},
-					{Name: "runtime.exitsyscall", Flat: 0.02, Cum: 0.02}, {Name: "github.com/gpuwatch/gpuwatch/loader.(*Loader).fetch", Flat: 0, Cum: 0.969}}}
+					{Name: "runtime.exitsyscall", Flat: 0.02, Cum: 0.02}, {Name: "github.com/gpuwatch/gpuwatch/loader.(*Loader).fetch", File: "/src/gpuwatch/loader/loader.go", Line: 195, Flat: 0, Cum: 0.969}}}
 		}),
 		"256-core": synthetic(20, func(i int, f *sample.Frame) {
 			hostParts(f, 256, func(c int) float64 { return float64(90 + (c+i)%10) }, 16)

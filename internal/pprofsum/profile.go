@@ -21,40 +21,124 @@ import (
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
-// categoryRules sort a CPU sample into what the loader was doing, looking
-// at its stack from the innermost frame out: the first frame that matches
-// any rule decides, so a read syscall under a decode loop counts as
-// reading. The garbage collector's own goroutines are runtime wherever they
-// are. Prefixes match the function name as pprof prints it; Python
-// functions from the hook read as "module.function (file)".
-var categoryRules = []struct {
-	category string
-	prefixes []string
-}{
-	{"reading", []string{
-		"syscall.read", "syscall.pread", "syscall.Read", "syscall.Pread", "internal/poll.(*FD).Read",
-		"internal/poll.(*FD).Pread", "os.(*File).Read", "os.(*File).ReadAt", "net.(*conn).Read",
-		"internal/poll.(*FD).ReadFrom", "io.ReadFull", "io.ReadAtLeast", "bufio.(*Reader).Read",
-		"read ", "readinto ", "pread ", "recv ", "recv_into ", "_io.", "os.read", "socket.", "ssl.",
-		"github.com/gpuwatch/gpuwatch/loader.(*reader).", // the embedded loader's reads (copies included)
+// categoryRules sort a CPU sample into what the loader was doing, in the
+// job's terms: the one table of them (docs/diagnosis.md lists the
+// categories). A stack is read from the innermost frame out, and the first
+// function that a strong row matches decides, so a read under a decode
+// loop counts as reading and PIL's resize under torchvision's transforms as
+// augmenting. A weak row counts only for the innermost frame, and only
+// when no frame of the stack matches a strong row: Go's runtime under the
+// loader's reader is reading, but a stack of nothing else is the runtime's
+// own overhead. The garbage collector's own goroutines are gc wherever
+// they are; a stack nothing matches is other.
+//
+// A function takes the first row, in table order, with a pattern that
+// matches it, so specific rows come before the general ones they carve
+// out of (multiprocessing's wait is waiting before its connection is
+// serializing; torchvision's to_tensor is converting before torchvision's
+// transforms are augmenting; PIL's open and load are decoding before the
+// rest of PIL.Image is augmenting). A pattern matches a function's name
+// as pprof prints it by prefix ("PIL.ImageFile."), anywhere in the name
+// with a leading '*' ("*ImagePlugin."), or anywhere in its file with a
+// leading '/' ("/torchvision/transforms/"). Python functions from the hook
+// are named "module.qualname" with their file beside; the hook sees only
+// Python frames, so a C function (torch.stack, np.array) counts where its
+// Python caller is (default_collate's collate_tensor_fn for torch.stack).
+var categoryRules = []categoryRule{
+	// Helpers that work for whoever calls them: no category, their caller
+	// decides (PIL's copy is decoding under Image.convert, which copies an
+	// image already in the mode asked for, and augmenting under a crop).
+	{category: "", match: []string{"PIL.Image.Image.copy", "PIL.Image.Image._new", "torch.nn.modules.module.Module._call_impl"}},
+	{category: "gc", match: []string{
+		"runtime.gcBgMarkWorker", "runtime.gcDrain", "runtime.scanobject", "runtime.markroot", "runtime.mallocgc",
+		"runtime.gcAssist", "runtime.bgsweep", "runtime.bgscavenge", "runtime.memclrNoHeapPointers",
+		"runtime.(*mheap)", "runtime.sweepone", "runtime.gcStart", "gc.",
 	}},
-	{"waiting", []string{
+	{category: "waiting", match: []string{
 		"runtime.chanrecv", "runtime.chansend", "runtime.selectgo", "runtime.gopark", "runtime.semacquire",
 		"runtime.notesleep", "runtime.futex", "runtime.usleep", "runtime.netpoll", "runtime.epollwait",
 		"sync.(*Mutex).Lock", "sync.(*RWMutex)", "sync.(*WaitGroup).Wait", "sync.(*Cond).Wait", "time.Sleep",
 		"runtime.timeSleep", "runtime.mPark", "runtime.stopm", "runtime.findRunnable", "runtime.schedule",
-		"threading.", "queue.", "time.sleep", "select.", "selectors.",
+		// Python: locks, conditions, queues, sleeps, and the DataLoader's
+		// wait on its workers' queue (multiprocessing polls a pipe).
+		"threading.Condition.wait", "threading.Event.wait", "threading.Semaphore.acquire", "threading.Barrier.wait",
+		"threading.Thread.join", "threading.Thread._wait_for_tstate_lock", "threading.Lock", "threading.RLock",
+		"queue.", "time.sleep", "select.", "selectors.", "multiprocessing.connection.wait",
+		"multiprocessing.connection.Connection.poll", "multiprocessing.connection.Connection._poll",
+		"multiprocessing.connection._ConnectionBase.poll", "multiprocessing.synchronize.",
+		"concurrent.futures._base.Future.result", "concurrent.futures._base.wait", "concurrent.futures._base.as_completed",
 	}},
-	{"gc", []string{
-		"runtime.gcBgMarkWorker", "runtime.gcDrain", "runtime.scanobject", "runtime.markroot", "runtime.mallocgc",
-		"runtime.gcAssist", "runtime.bgsweep", "runtime.bgscavenge", "runtime.memclrNoHeapPointers",
-		"runtime.(*mheap)", "runtime.sweepone", "runtime.gcStart", "gc.collect",
+	{category: "reading", match: []string{
+		"syscall.read", "syscall.pread", "syscall.Read", "syscall.Pread", "internal/poll.(*FD).Read",
+		"internal/poll.(*FD).Pread", "os.(*File).Read", "os.(*File).ReadAt", "net.(*conn).Read",
+		"internal/poll.(*FD).ReadFrom", "io.ReadFull", "io.ReadAtLeast", "bufio.(*Reader).Read",
+		"github.com/gpuwatch/gpuwatch/loader.(*reader).", // the embedded loader's reads (copies included)
+		// Python: files, archives, object stores, the network; PIL's reads
+		// of the encoded bytes.
+		"read ", "readinto ", "pread ", "recv ", "recv_into ", "_io.", "io.", "_pyio.", "os.read", "socket.", "ssl.",
+		"http.client.", "urllib.", "urllib3.", "requests.", "fsspec.", "s3fs.", "gcsfs.", "adlfs.", "boto3.",
+		"botocore.", "s3transfer.", "aiohttp.", "h5py.", "lmdb.", "tarfile.", "zipfile.", "mmap.", "shutil.copyfileobj",
+		"pathlib.Path.read_bytes", "pathlib.Path.read_text", "*ImageFile.load_read", "PIL.ImageFile._safe_read",
 	}},
-	{"decoding", []string{
-		"hash/", "compress/", "image/", "encoding/", "crypto/", "math/", "strconv.", "unicode/", "sort.", "slices.",
-		"github.com/gpuwatch/gpuwatch/loader.decode", "numpy", "torch", "PIL", "cv2", "json.", "pickle.",
-		"zlib.", "gzip.", "lz4", "zstd",
+	{category: "serializing", match: []string{
+		// Python: pickling batches through the workers' queues, and
+		// torch's tensors shared across processes.
+		"pickle.", "_pickle.", "copyreg.", "multiprocessing.queues.", "multiprocessing.reduction.",
+		"multiprocessing.connection.", "multiprocessing.resource_sharer.", "torch.multiprocessing.reductions.",
+		"torch.storage._share", "torch.storage.TypedStorage._share", "torch.storage.UntypedStorage._share",
+		"torch._utils._rebuild",
 	}},
+	{category: "tokenizing", match: []string{"*tokeniz", "*Tokeniz", "sentencepiece.", "tiktoken."}},
+	{category: "collating", match: []string{
+		"torch.utils.data._utils.collate.", "/torch/utils/data/_utils/collate.py",
+		"numpy.core.shape_base.", "numpy._core.shape_base.", // np.stack and concatenate's Python
+	}},
+	{category: "converting", match: []string{
+		// Python: samples made into tensors and arrays, batches copied
+		// into pinned memory.
+		"torchvision.transforms.functional.to_tensor", "torchvision.transforms.functional.pil_to_tensor",
+		"torchvision.transforms.functional.to_pil_image", "torchvision.transforms.functional.convert_image_dtype",
+		"torchvision.transforms.transforms.ToTensor.", "torchvision.transforms.transforms.PILToTensor.",
+		"torchvision.transforms.transforms.ToPILImage.", "torchvision.transforms.transforms.ConvertImageDtype.",
+		"torchvision.transforms.v2.functional._type_conversion.", "torchvision.transforms.v2._type_conversion.",
+		"torchvision.transforms.v2.functional._misc.to_dtype", "torchvision.transforms.v2.functional._misc._to_dtype",
+		"PIL.Image.Image.tobytes", "PIL.Image.Image.__array_interface__", "PIL.Image.Image.getdata",
+		"PIL.Image.fromarray", "PIL.Image.frombuffer", "PIL.Image.frombytes",
+		"numpy.core._asarray.", "numpy._core._asarray.", "numpy.core.numeric.asarray", "numpy.ndarray.astype",
+		"torch._tensor.Tensor.__array__", "torch._tensor.Tensor.numpy", "torch.utils.data._utils.pin_memory.",
+		"/torch/utils/data/_utils/pin_memory.py",
+	}},
+	{category: "decoding", match: []string{
+		"hash/", "compress/", "image/", "encoding/", "crypto/", "github.com/gpuwatch/gpuwatch/loader.decode",
+		// Python: image, audio and video decoders, decompressors, parsers.
+		"*ImagePlugin.", "PIL.ImageFile.", "/PIL/ImageFile.py", "PIL.Image.open", "PIL.Image._open_core",
+		"PIL.Image.Image.load", "PIL.Image.Image.convert", "PIL.Image.Image.draft", "PIL.Image._decompression_bomb_check",
+		"cv2.", "torchvision.io.", "/torchvision/io/", "torchvision.datasets.folder.pil_loader",
+		"torchvision.datasets.folder.accimage_loader", "imageio.", "imageio_ffmpeg.", "soundfile.", "av.", "decord.",
+		"torchaudio.load", "torchaudio._backend.", "torchaudio.backend.", "torchaudio.io.", "librosa.core.audio.",
+		"simplejpeg.", "turbojpeg.", "zlib.", "gzip.", "bz2.", "lzma.", "zstandard.", "zstd", "lz4", "json.",
+		"orjson.", "msgpack.", "pyarrow.",
+	}},
+	{category: "augmenting", match: []string{
+		// Python: transforms and augmentations, and array math.
+		"torchvision.transforms.", "/torchvision/transforms/", "albumentations.", "kornia.", "PIL.Image.",
+		"PIL.ImageOps.", "PIL.ImageFilter.", "PIL.ImageEnhance.", "PIL.ImageDraw.", "numpy.", "scipy.ndimage.",
+		"skimage.", "torch.nn.functional.", "torch.functional.", "torchaudio.transforms.", "torchaudio.functional.",
+		"librosa.", "timm.data.", "monai.transforms.",
+	}},
+	{category: "interpreter", match: []string{
+		"importlib.", "zipimport.", "warnings.", "typing.", "abc.", "inspect.", "linecache.",
+		"torch.autograd.profiler.record_function", // the DataLoader's own bookkeeping per batch
+	}},
+	{category: "interpreter", weak: true, match: []string{"runtime."}}, // Go's scheduler, stack growth, copies
+}
+
+// categoryRule is one row of categoryRules: the functions that count for
+// category, by pattern.
+type categoryRule struct {
+	category string
+	weak     bool // only as the innermost frame, when no strong row matches the stack
+	match    []string
 }
 
 // MaxProfileBytes caps a profile uncompressed (64 MiB): a bigger one is
@@ -130,25 +214,31 @@ func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 type profileTally struct {
 	t        *funcTable
 	cat      []int8 // index into sample.ProfileCategories, -1 none
+	weak     []bool // cat counts only as the innermost frame (categoryRule.weak)
 	gcWorker []bool // the GC's background mark worker
 	flat     []int64
 	cum      []int64
-	stamp    []int    // sample number (from 1) that last counted cum
-	cats     [5]int64 // by sample.ProfileCategories
+	stamp    []int   // sample number (from 1) that last counted cum
+	cats     []int64 // by sample.ProfileCategories
 	total    int64
 }
+
+// The categories every summary has, as indexes into
+// sample.ProfileCategories.
+var (
+	gcCategory    = slices.Index(sample.ProfileCategories, "gc")
+	otherCategory = slices.Index(sample.ProfileCategories, "other")
+)
 
 // newProfileTally classifies t's functions once and starts every sum at 0.
 func newProfileTally(t *funcTable) *profileTally {
 	n := len(t.names)
 	tl := &profileTally{
-		t: t, cat: make([]int8, n), gcWorker: make([]bool, n),
+		t: t, cat: make([]int8, 0, n), weak: make([]bool, 0, n), gcWorker: make([]bool, 0, n),
 		flat: make([]int64, n), cum: make([]int64, n), stamp: make([]int, n),
+		cats: make([]int64, len(sample.ProfileCategories)),
 	}
-	for i, name := range t.names {
-		tl.cat[i] = ruleCategory(name)
-		tl.gcWorker[i] = strings.HasPrefix(name, "runtime.gcBgMarkWorker")
-	}
+	tl.grow()
 	return tl
 }
 
@@ -156,9 +246,11 @@ func newProfileTally(t *funcTable) *profileTally {
 // extends the sums to them.
 func (tl *profileTally) grow() {
 	names := tl.t.names
-	for len(tl.cat) < len(names) {
-		tl.cat = append(tl.cat, ruleCategory(names[len(tl.cat)]))
-		tl.gcWorker = append(tl.gcWorker, strings.HasPrefix(names[len(tl.gcWorker)], "runtime.gcBgMarkWorker"))
+	for i := len(tl.cat); i < len(names); i++ {
+		c, weak := ruleCategory(names[i], tl.t.files[i])
+		tl.cat = append(tl.cat, c)
+		tl.weak = append(tl.weak, weak)
+		tl.gcWorker = append(tl.gcWorker, strings.HasPrefix(names[i], "runtime.gcBgMarkWorker"))
 	}
 	tl.flat = append(tl.flat, make([]int64, len(names)-len(tl.flat))...)
 	tl.cum = append(tl.cum, make([]int64, len(names)-len(tl.cum))...)
@@ -167,8 +259,9 @@ func (tl *profileTally) grow() {
 
 // add counts sample number si's value v: flat to its innermost function,
 // cum once to each function on its stack, and the whole to the category of
-// the innermost function that has one (the GC's worker anywhere on the
-// stack makes it gc; none, other). The caller adds v to total.
+// the innermost function that a strong rule matches, else the innermost
+// function's weak one (the GC's worker anywhere on the stack makes it gc;
+// none, other). The caller adds v to total.
 func (tl *profileTally) add(si int, s *profile.Sample, v int64) {
 	first, c, gc := -1, int8(-1), false
 	for _, loc := range s.Location {
@@ -176,7 +269,7 @@ func (tl *profileTally) add(si int, s *profile.Sample, v int64) {
 		if len(tl.t.names) > len(tl.cat) {
 			tl.grow()
 		}
-		cat, gcWorker, cum, stamp := tl.cat, tl.gcWorker, tl.cum, tl.stamp
+		cat, weak, gcWorker, cum, stamp := tl.cat, tl.weak, tl.gcWorker, tl.cum, tl.stamp
 		for _, fi := range fs {
 			if first < 0 {
 				first = fi
@@ -185,7 +278,7 @@ func (tl *profileTally) add(si int, s *profile.Sample, v int64) {
 				stamp[fi] = si + 1
 				cum[fi] += v
 			}
-			if c < 0 {
+			if c < 0 && !weak[fi] {
 				c = cat[fi]
 			}
 			gc = gc || gcWorker[fi]
@@ -193,14 +286,17 @@ func (tl *profileTally) add(si int, s *profile.Sample, v int64) {
 	}
 	if first >= 0 {
 		tl.flat[first] += v
+		if c < 0 && tl.weak[first] {
+			c = tl.cat[first]
+		}
 	}
 	switch {
 	case gc:
-		tl.cats[3] += v
+		tl.cats[gcCategory] += v
 	case c >= 0:
 		tl.cats[c] += v
 	default:
-		tl.cats[4] += v
+		tl.cats[otherCategory] += v
 	}
 }
 
@@ -224,7 +320,8 @@ func (tl *profileTally) finish(out *sample.Profile, unit string, top int) {
 	var fns []sample.ProfileFunc
 	for i, n := range tl.t.names {
 		if i < len(tl.cum) && tl.cum[i] > 0 {
-			fns = append(fns, sample.ProfileFunc{Name: n, Flat: float64(tl.flat[i]) / float64(total), Cum: float64(tl.cum[i]) / float64(total)})
+			fns = append(fns, sample.ProfileFunc{Name: n, File: tl.t.files[i], Line: tl.t.lines[i],
+				Flat: float64(tl.flat[i]) / float64(total), Cum: float64(tl.cum[i]) / float64(total)})
 		}
 	}
 	slices.SortFunc(fns, func(a, b sample.ProfileFunc) int {
@@ -241,9 +338,12 @@ func (tl *profileTally) finish(out *sample.Profile, unit string, top int) {
 
 // funcTable numbers a profile's functions, one number per name (a profile
 // may list a function twice, under two IDs, and pprof shows it once), and
-// caches each location's functions, innermost first.
+// caches each location's functions, innermost first. Each has the file and
+// line of its first entry: where it starts, else the first line sampled.
 type funcTable struct {
 	names  []string
+	files  []string
+	lines  []int64
 	index  map[string]int
 	byFunc map[*profile.Function]int
 	// Locations by ID in a slice when IDs are dense (they are in profiles
@@ -262,7 +362,7 @@ func newFuncTable(p *profile.Profile) *funcTable {
 		locFuncs: make(map[*profile.Location][]int),
 	}
 	for _, f := range p.Function {
-		t.byFunc[f] = t.indexOf(f.Name)
+		t.byFunc[f] = t.indexOf(f)
 	}
 	for _, loc := range p.Location {
 		t.maxID = max(t.maxID, loc.ID)
@@ -276,12 +376,15 @@ func newFuncTable(p *profile.Profile) *funcTable {
 	return t
 }
 
-func (t *funcTable) indexOf(name string) int {
-	i, ok := t.index[name]
+// indexOf numbers f by its name (nil: an address's stand-in name).
+func (t *funcTable) indexOf(f *profile.Function) int {
+	i, ok := t.index[f.Name]
 	if !ok {
 		i = len(t.names)
-		t.index[name] = i
-		t.names = append(t.names, name)
+		t.index[f.Name] = i
+		t.names = append(t.names, f.Name)
+		t.files = append(t.files, f.Filename)
+		t.lines = append(t.lines, max(f.StartLine, 0))
 	}
 	return i
 }
@@ -304,13 +407,16 @@ func (t *funcTable) funcsOf(loc *profile.Location) []int {
 		}
 		i, ok := t.byFunc[ln.Function]
 		if !ok { // a function missing from the table: still count it
-			i = t.indexOf(ln.Function.Name)
+			i = t.indexOf(ln.Function)
 			t.byFunc[ln.Function] = i
+		}
+		if t.lines[i] == 0 && ln.Line > 0 {
+			t.lines[i] = ln.Line
 		}
 		fs = append(fs, i)
 	}
 	if len(fs) == 0 {
-		fs = append(fs, t.indexOf(fmt.Sprintf("0x%x", loc.Address)))
+		fs = append(fs, t.indexOf(&profile.Function{Name: fmt.Sprintf("0x%x", loc.Address)}))
 	}
 	if dense && loc.ID != 0 {
 		t.byID[loc.ID] = fs
@@ -320,17 +426,31 @@ func (t *funcTable) funcsOf(loc *profile.Location) []int {
 	return fs
 }
 
-// ruleCategory is the category of the first rule matching a function, as
-// an index into sample.ProfileCategories, or -1.
-func ruleCategory(fn string) int8 {
+// ruleCategory is the category of the first row of categoryRules matching
+// a function by its name or file, as an index into
+// sample.ProfileCategories (-1 none, or a row without a category), and
+// whether the row is weak.
+func ruleCategory(name, file string) (int8, bool) {
 	for _, r := range categoryRules {
-		for _, p := range r.prefixes {
-			if strings.HasPrefix(fn, p) {
-				return int8(slices.Index(sample.ProfileCategories, r.category))
+		for _, p := range r.match {
+			if patternMatches(p, name, file) {
+				return int8(slices.Index(sample.ProfileCategories, r.category)), r.weak
 			}
 		}
 	}
-	return -1
+	return -1, false
+}
+
+// patternMatches says whether a categoryRules pattern matches a function:
+// a name prefix, "*" and a part of the name, or "/" and a part of the file.
+func patternMatches(p, name, file string) bool {
+	switch p[0] {
+	case '*':
+		return strings.Contains(name, p[1:])
+	case '/':
+		return strings.Contains(file, p)
+	}
+	return strings.HasPrefix(name, p)
 }
 
 // valueIndex picks the sample value that is CPU time: the "cpu" type of a

@@ -114,17 +114,28 @@ func TestRealLoaderProfileGolden(t *testing.T) {
 	if s.Categories[0].Name != "reading" || s.Categories[0].Share < 0.5 {
 		t.Fatalf("an io-bound loader's profile reads %.0f %% reading", 100*s.Categories[0].Share)
 	}
+	golden(t, "loader-io-bound.golden", summaryText(s))
+}
+
+// summaryText is a summary as golden files hold it.
+func summaryText(s *sample.Profile) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cpu %.2fs in %.0fs\n", s.CPUSec, s.DurationSec)
 	for _, c := range s.Categories {
-		fmt.Fprintf(&b, "%-9s %5.1f%%\n", c.Name, 100*c.Share)
+		fmt.Fprintf(&b, "%-11s %5.1f%%\n", c.Name, 100*c.Share)
 	}
 	for _, f := range s.Top {
-		fmt.Fprintf(&b, "%5.1f%% %5.1f%%  %s\n", 100*f.Flat, 100*f.Cum, f.Name)
+		fmt.Fprintf(&b, "%5.1f%% %5.1f%%  %s  %s:%d\n", 100*f.Flat, 100*f.Cum, f.Name, filepath.Base(f.File), f.Line)
 	}
-	path := filepath.Join("testdata", "loader-io-bound.golden")
+	return b.String()
+}
+
+// golden compares text with testdata/name (-update rewrites it).
+func golden(t *testing.T, name, text string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
 	if *updateGolden {
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,8 +143,8 @@ func TestRealLoaderProfileGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.String() != string(want) {
-		t.Fatalf("summary differs from %s:\n%s", path, b.String())
+	if text != string(want) {
+		t.Fatalf("summary differs from %s:\n%s", path, text)
 	}
 }
 

@@ -11,6 +11,7 @@ import threading
 import time
 from typing import Iterable, Optional
 
+from . import _workerprof
 from ._pprof import encode_profile
 from ._version import __version__
 
@@ -25,9 +26,14 @@ def _thread_cpu_clock(tid: int) -> int:
     return ((~tid) << 3) | 6
 
 
-def take_profile(seconds: float, hz: int = 100, exclude: Iterable[Optional[int]] = (), fine_switch: bool = False) -> bytes:
+def take_profile(
+    seconds: float, hz: int = 100, exclude: Iterable[Optional[int]] = (), fine_switch: bool = False, workers: bool = False
+) -> bytes:
     """Samples the stacks of this process's Python threads at hz for
-    seconds and returns a gzipped pprof profile of their CPU time.
+    seconds and returns a gzipped pprof profile of their CPU time. With
+    workers, the DataLoader's workers profile themselves over the same
+    seconds and their samples join the profile, labelled with their pid
+    (_workerprof: under gpuwatch run only).
 
     Each tick charges every thread the CPU time its own clock shows since
     the last tick, at the stack where the thread is running. Whether it is
@@ -54,16 +60,17 @@ def take_profile(seconds: float, hz: int = 100, exclude: Iterable[Optional[int]]
     Off Linux there is no per-thread clock by TID; every tick then charges
     each thread 1/hz of wall time, and the profile's comment says so."""
     s = _Sampler(hz, exclude)
+    req = _workerprof.request(seconds) if workers else None
     if not fine_switch:
         s.run(seconds)
-        return s.profile()
+        return s.profile(_workerprof.collect(req))
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, 0.0002))
     try:
         s.run(seconds)
     finally:
         sys.setswitchinterval(switch)
-    return s.profile()
+    return s.profile(_workerprof.collect(req))
 
 
 class _Sampler:
@@ -167,11 +174,19 @@ class _Sampler:
                 continue  # first sight, or idle since the last tick
             self.charge(key if running else self.ran_at.get(ident, key), now_ns - prev)
 
-    def profile(self) -> bytes:
+    def samples(self) -> list:
+        """The samples: (frames, [count, cpu ns], labels), frames as
+        _frame gives them, innermost first."""
         samples = []
         for (thread, stack), (n, ns) in self.agg.items():
             frames = [_frame(code, line, self.modules.get(code)) for code, line in stack]
             samples.append((frames, [n, ns], {"thread": thread}))
+        return samples
+
+    def profile(self, more: Iterable = ()) -> bytes:
+        """The profile of the samples, and more (other processes')."""
+        samples = self.samples()
+        samples.extend(more)
         comments = ["gpuwatch_hook %s, Python %s, pid %d" % (__version__, sys.version.split()[0], os.getpid())]
         if not self.cpu_clock:
             comments.append("wall-clock samples: no per-thread CPU clock on %s" % sys.platform)

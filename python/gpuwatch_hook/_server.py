@@ -425,7 +425,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         self.server.deadline(self, seconds + REQUEST_SECONDS)
         try:
-            data = _profiler.take_profile(seconds, exclude=(threading.get_ident(), self.server.thread_ident), fine_switch=fine)
+            data = _profiler.take_profile(
+                seconds, exclude=(threading.get_ident(), self.server.thread_ident), fine_switch=fine, workers=True
+            )
         finally:
             self.server.profiling.release()
         self._send(200, "application/octet-stream", data, {"Content-Disposition": 'attachment; filename="profile"'})

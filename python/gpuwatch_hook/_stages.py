@@ -60,7 +60,7 @@ import threading
 import time
 from typing import Any, List, Optional, Tuple
 
-from . import _torch
+from . import _torch, _workerprof
 
 #: Seconds between a worker's carried batches: the batches between carry
 #: no figures (their getitem and collate are added to the next carried
@@ -225,6 +225,7 @@ def wrap_fetcher(fetcher: Any, in_worker: bool) -> Any:
             return batch
         carried = Carried(batch, acc[0], acc[1], acc[2])
         acc[:] = [0.0, 0.0, 0, now]
+        _workerprof.poll()  # a profile asked for? one stat while none is
         return carried
 
     fetcher.collate_fn = timed_collate

@@ -117,7 +117,7 @@ class PackageTest(unittest.TestCase):
         seen = []
         orig = prof.take_profile
 
-        def spy(seconds, exclude=(), fine_switch=False):
+        def spy(seconds, exclude=(), fine_switch=False, workers=False):
             seen.append(fine_switch)
             return orig(0.05, exclude=exclude)
 

@@ -1,0 +1,159 @@
+package pprofsum
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// TestCategoryRulesNameKnownCategories: every row of the table names a
+// category a summary has, and every category has its words for people.
+func TestCategoryRulesNameKnownCategories(t *testing.T) {
+	for _, r := range categoryRules {
+		if r.category != "" && !slices.Contains(sample.ProfileCategories, r.category) {
+			t.Errorf("row %q: not in sample.ProfileCategories", r.category)
+		}
+		for _, p := range r.match {
+			if p == "" || p == "*" || p == "/" {
+				t.Errorf("row %q: empty pattern %q matches everything", r.category, p)
+			}
+		}
+	}
+	for _, c := range sample.ProfileCategories {
+		if sample.ProfileCategoryWords[c] == "" {
+			t.Errorf("category %q has no words", c)
+		}
+	}
+}
+
+// TestCategoryOfPythonAndGoFunctions: functions as the hook names them
+// (module.qualname, file beside) and as Go names them land in the job's
+// terms; the rows' order carves specific functions out of general ones.
+func TestCategoryOfPythonAndGoFunctions(t *testing.T) {
+	const tv = "/usr/lib/python3/dist-packages/torchvision/transforms/"
+	for _, c := range []struct{ name, file, want string }{
+		{"PIL.ImageFile.ImageFile.load", "/usr/lib/python3/dist-packages/PIL/ImageFile.py", "decoding"},
+		{"PIL.JpegImagePlugin.JpegImageFile.load_read", "/x/PIL/JpegImagePlugin.py", "reading"},
+		{"PIL.JpegImagePlugin.jpeg_factory", "/x/PIL/JpegImagePlugin.py", "decoding"},
+		{"PIL.PngImagePlugin.PngStream.call", "/x/PIL/PngImagePlugin.py", "decoding"},
+		{"PIL.Image.open", "/x/PIL/Image.py", "decoding"},
+		{"PIL.Image.Image.convert", "/x/PIL/Image.py", "decoding"},
+		{"PIL.Image.Image.resize", "/x/PIL/Image.py", "augmenting"},
+		{"PIL.Image.Image.tobytes", "/x/PIL/Image.py", "converting"},
+		{"vendored.ImageFile.load", "/opt/app/vendor/PIL/ImageFile.py", "decoding"}, // by its file
+		{"torchvision.io.image.decode_jpeg", "/x/torchvision/io/image.py", "decoding"},
+		{"cv2.imdecode", "", "decoding"},
+		{"soundfile.read", "/x/soundfile.py", "decoding"},
+		{"torchvision.transforms.functional.resized_crop", tv + "functional.py", "augmenting"},
+		{"torchvision.transforms.functional_tensor.normalize", tv + "functional_tensor.py", "augmenting"},
+		{"torchvision.transforms.functional.to_tensor", tv + "functional.py", "converting"},
+		{"torchvision.transforms.transforms.ToTensor.__call__", tv + "transforms.py", "converting"},
+		{"albumentations.augmentations.geometric.functional.resize", "", "augmenting"},
+		{"numpy.core.fromnumeric.clip", "", "augmenting"},
+		{"numpy.core.shape_base.stack", "", "collating"},
+		{"transformers.tokenization_utils_base.PreTrainedTokenizerBase.__call__", "", "tokenizing"},
+		{"mydata.Text.tokenize", "/home/me/mydata.py", "tokenizing"},
+		{"torch.utils.data._utils.collate.collate_tensor_fn", "/x/torch/utils/data/_utils/collate.py", "collating"},
+		{"torch.utils.data._utils.pin_memory.pin_memory", "", "converting"},
+		{"multiprocessing.queues.Queue.get", "", "serializing"},
+		{"multiprocessing.reduction.recvfds", "", "serializing"},
+		{"torch.multiprocessing.reductions.rebuild_storage_fd", "", "serializing"},
+		{"pickle.loads", "", "serializing"},
+		{"multiprocessing.connection.wait", "", "waiting"},
+		{"selectors.PollSelector.select", "", "waiting"},
+		{"threading.Condition.wait", "", "waiting"},
+		{"queue.Queue.get", "", "waiting"},
+		{"importlib._bootstrap._find_and_load", "<frozen importlib._bootstrap>", "interpreter"},
+		{"socket.socket.recv_into", "", "reading"},
+		{"fsspec.spec.AbstractBufferedFile.read", "", "reading"},
+		{"syscall.pread", "", "reading"},
+		{"github.com/gpuwatch/gpuwatch/loader.decode", "", "decoding"},
+		{"runtime.gcBgMarkWorker", "", "gc"},
+		{"runtime.chanrecv", "", "waiting"},
+		{"runtime.morestack", "", "interpreter"},
+		{"__main__.DS.__getitem__", "/home/me/train.py", ""},
+		{"threading.Thread.run", "", ""}, // every thread's root: its callee decides
+		{"torch.utils.data._utils.worker._worker_loop", "", ""},
+	} {
+		i, _ := ruleCategory(c.name, c.file)
+		got := ""
+		if i >= 0 {
+			got = sample.ProfileCategories[i]
+		}
+		if got != c.want {
+			t.Errorf("%s (%s): %q, want %q", c.name, c.file, got, c.want)
+		}
+	}
+}
+
+// TestPythonStacksInnermostDecides: whole stacks, innermost first, as a
+// torchvision loop samples them: the innermost function a strong row
+// matches decides; the user's own frames and thread roots defer to it; Go's
+// runtime decides only as the innermost frame of a stack nothing else
+// matches.
+func TestPythonStacksInnermostDecides(t *testing.T) {
+	const tf = "torchvision.transforms.transforms.Compose.__call__;__main__.DS.__getitem__;threading.Thread.run"
+	for stack, want := range map[string]string{
+		"PIL.Image.Image.resize;torchvision.transforms.functional_pil.resize;torchvision.transforms.functional.resize;" + tf: "augmenting",
+		"PIL.Image.Image.tobytes;PIL.Image.Image.__array_interface__;torchvision.transforms.functional.to_tensor;" + tf:      "converting",
+		"__main__.my_jitter;" + tf: "augmenting", // the user's transform, under Compose
+		"PIL.ImageFile.ImageFile.load;PIL.Image.Image.convert;__main__.DS.__getitem__;threading.Thread.run":                                                                       "decoding",
+		"PIL.JpegImagePlugin.JpegImageFile.load_read;PIL.ImageFile.ImageFile.load;PIL.Image.Image.convert;__main__.DS.__getitem__":                                                "reading",
+		"torch.utils.data._utils.collate.collate_tensor_fn;torch.utils.data._utils.collate.collate;torch.utils.data._utils.fetch._MapDatasetFetcher.fetch":                        "collating",
+		"selectors.PollSelector.select;multiprocessing.connection.wait;multiprocessing.queues.Queue.get;torch.utils.data.dataloader._MultiProcessingDataLoaderIter._try_get_data": "waiting",
+		"multiprocessing.reduction.recvfds;torch.multiprocessing.reductions.rebuild_storage_fd;multiprocessing.queues.Queue.get":                                                  "serializing",
+		"__main__.DS.__getitem__;torch.utils.data._utils.fetch._MapDatasetFetcher.fetch;threading.Thread.run":                                                                     "other",
+		"runtime.memmove;github.com/gpuwatch/gpuwatch/loader.(*reader).copyMapped;runtime.goexit":                                                                                 "reading",
+		"runtime.morestack;main.work;runtime.goexit":                                           "interpreter",
+		"PIL.Image.Image.copy;PIL.Image.Image.convert;__main__.DS.__getitem__":                 "decoding", // a helper: its caller decides
+		"PIL.Image.Image.copy;PIL.Image.Image.crop;torchvision.transforms.functional_pil.crop": "augmenting",
+		"main.work;runtime.main": "other", // the runtime at the root is no one's overhead
+	} {
+		s, err := summarize(synthetic(map[string]int64{stack: 1}), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range s.Categories {
+			if c.Share == 1 && c.Name != want {
+				t.Errorf("%s: %s, want %s", stack, c.Name, want)
+			}
+		}
+	}
+}
+
+// TestRealHookProfileGolden summarizes a profile the hook took of a real
+// loop (testdata/hook-torchvision-jpeg.pb.gz: num_workers=0, 640×480
+// JPEGs through PIL and torchvision's RandomResizedCrop, flip, ToTensor
+// and Normalize, batches of 32): decoding leads, the transforms, collate
+// and ToTensor have their own shares, and the top functions say their
+// file and line.
+func TestRealHookProfileGolden(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "hook-torchvision-jpeg.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := SummarizeProfile(data, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	share := map[string]float64{}
+	for _, c := range s.Categories {
+		share[c.Name] = c.Share
+	}
+	for c, lo := range map[string]float64{"decoding": 0.4, "augmenting": 0.15, "collating": 0.1, "converting": 0.03, "reading": 0.01} {
+		if share[c] < lo {
+			t.Errorf("%s %.1f %%, want ≥ %.0f %%", c, 100*share[c], 100*lo)
+		}
+	}
+	if share["other"] > 0.05 {
+		t.Errorf("other %.1f %%: a torchvision loop's stacks are named", 100*share["other"])
+	}
+	f := s.Top[0]
+	if f.Name != "PIL.ImageFile.ImageFile.load" || filepath.Base(f.File) != "ImageFile.py" || f.Line <= 0 {
+		t.Errorf("top function %+v: want PIL's ImageFile.load with its file and line", f)
+	}
+	golden(t, "hook-torchvision-jpeg.golden", summaryText(s))
+}

@@ -1,0 +1,140 @@
+"""CPU profiles of the DataLoader's workers, on request, merged into the
+training process's profile (issue 39).
+
+The channel is gpuwatch run's private folder (GPUWATCH_RUN_DIR; without it
+the workers are not profiled). A profile request writes the file
+profile-request-PID there (PID the training process's: every rank of a
+distributed job shares the folder, and a worker answers its own parent
+only): its id and the wall-clock time the profile ends.
+A worker looks at that file's modification time once per carried batch
+(_stages: at most every CARRY_EVERY, 20 ms) — one stat, about a
+microsecond; no thread runs and nothing else is done while nobody
+profiles. A worker that sees a new request it can still join starts a
+sampler thread (the training process's own, _profiler._Sampler) until the
+request's end and writes its samples, as JSON, to worker-ID-PID.json in the
+folder. The training process, its own profile taken, waits GRACE for them,
+reads and removes them, and writes one profile with every process's
+samples, each worker's labelled with its pid."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Any, List, Optional, Tuple
+
+#: How long the training process waits, after its own profile, for the
+#: workers' samples: they end at the same wall-clock time and write theirs
+#: at once, unless a long hold of their GIL delays them.
+GRACE = 0.5
+
+REQUEST = "profile-request-%d"  # % the training process's pid
+
+_UNSET = object()
+_dir: Any = _UNSET  # the run folder, looked up once per process
+_last_mtime: List[Optional[int]] = [None]  # of the request last looked at
+
+
+def _folder() -> Optional[str]:
+    global _dir
+    if _dir is _UNSET:
+        from ._server import run_dir
+
+        _dir = run_dir()
+    return _dir
+
+
+def request(seconds: float, pid: Optional[int] = None) -> Optional[Tuple[str, float, str]]:
+    """Asks the workers of process pid (this one) for a profile of seconds
+    from now: (id, end, folder), or None without a run folder (or when it
+    cannot be written)."""
+    d = _folder()
+    if d is None:
+        return None
+    rid = "%d-%d" % (os.getpid(), time.time_ns())
+    end = time.time() + seconds
+    path = os.path.join(d, REQUEST % (os.getpid() if pid is None else pid))
+    tmp = path + ".tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"id": rid, "end": end}, f)
+        os.replace(tmp, path)
+    except OSError:
+        return None
+    return rid, end, d
+
+
+def poll() -> None:
+    """A worker's look at its parent's request: one stat while nothing is
+    asked."""
+    d = _folder()
+    if d is None:
+        return
+    path = os.path.join(d, REQUEST % os.getppid())
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        return
+    if mtime == _last_mtime[0]:
+        return
+    _last_mtime[0] = mtime
+    try:
+        with open(path) as f:
+            req = json.load(f)
+        rid, end = str(req["id"]), float(req["end"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if end - time.time() < 0.05:  # seen too late to sample anything
+        return
+    threading.Thread(target=_profile, args=(rid, end, d), name="gpuwatch-worker-profiler", daemon=True).start()
+
+
+def _profile(rid: str, end: float, d: str) -> None:
+    from ._profiler import _Sampler
+
+    s = _Sampler(100, ())
+    s.run(max(0.0, end - time.time()))
+    path = os.path.join(d, "worker-%s-%d.json" % (rid, os.getpid()))
+    tmp = path + ".tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"pid": os.getpid(), "samples": s.samples()}, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # the training process's profile goes without this worker
+
+
+def collect(req: Optional[Tuple[str, float, str]]) -> List[Any]:
+    """The workers' samples for req, each labelled with its worker's pid,
+    once the request's end is GRACE past; their files are removed."""
+    if req is None:
+        return []
+    rid, end, d = req
+    time.sleep(max(0.0, end + GRACE - time.time()))
+    out: List[Any] = []
+    prefix = "worker-%s-" % rid
+    try:
+        names = [n for n in os.listdir(d) if n.startswith(prefix) and n.endswith(".json")]
+    except OSError:
+        return out
+    for n in names:
+        path = os.path.join(d, n)
+        try:
+            with open(path) as f:
+                got = json.load(f)
+            pid = int(got["pid"])
+            for frames, values, labels in got["samples"]:
+                labels = {str(k): str(v) for k, v in labels.items()}
+                labels["worker_pid"] = str(pid)
+                out.append(([tuple(fr) for fr in frames], [int(v) for v in values], labels))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass  # a torn or foreign file: left out
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    return out
