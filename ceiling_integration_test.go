@@ -112,6 +112,7 @@ N, B = 3200, 16
 for i in range(N):
     with open(os.path.join(sys.argv[1], "%d.bin" % i), "wb") as f:
         f.write(torch.full((64,), float(i)).numpy().tobytes())
+os.sync()  # written back now, not by the kernel's flusher while measured
 class Files(Dataset):
     def __len__(self):
         return N
