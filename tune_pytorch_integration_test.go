@@ -143,8 +143,8 @@ func TestTuneAndSweepOnPyTorch(t *testing.T) {
 
 // TestTuneStopsAtTheCeilingOnPyTorch runs gpuwatch tune --ceiling over a
 // real PyTorch DataLoader loop (dataloader_bench.py, Debian's torch) whose
-// one worker waits on storage (7.5 ms a sample, a sleep standing for
-// network storage: 120 ms a batch of 16) and cannot keep up with a 50 ms
+// one worker waits on storage (15 ms a sample, a sleep standing for
+// network storage: 240 ms a batch of 16) and cannot keep up with a 100 ms
 // step; num_workers can. The step is long beside the loop's own cost of
 // taking each batch from the workers (unpickling, the shared-memory
 // handoff: 1.5–2 ms measured here), which the ceiling leaves out and no
@@ -155,7 +155,7 @@ func TestTuneAndSweepOnPyTorch(t *testing.T) {
 func TestTuneStopsAtTheCeilingOnPyTorch(t *testing.T) {
 	py := python(t, true)
 	argv := []string{"tune", "--json", "--runs", "3", "--run-for", "30s", "--ceiling=3s", "--", py, "python/examples/dataloader_bench.py", "--seconds", "300",
-		"--workers", "{num_workers:1}", "--batch", "16", "--cost", "0", "--io", "0.0075", "--step", "0.05"}
+		"--workers", "{num_workers:1}", "--batch", "16", "--cost", "0", "--io", "0.015", "--step", "0.1"}
 	cmd := exec.Command(binary(t), argv...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
