@@ -23,6 +23,7 @@ type loopCase struct {
 	runDelay            *float64
 	queue               *float64 // batches ready when the loop asked
 	payload             *sample.BatchPayload
+	profile             *sample.Profile // the newest CPU profile, workers' included
 }
 
 func (c loopCase) frames() []sample.Frame {
@@ -47,7 +48,7 @@ func (c loopCase) frames() []sample.Frame {
 			Loader: &sample.Loader{Source: "http://127.0.0.1:6061", Kind: "python", BatchesPerSec: c.batchesPerSec, SamplesPerSec: c.batch * c.batchesPerSec,
 				WaitShare: &wait, StepMeanMs: &step, Workers: &n, Prefetch: &prefetch, PID: &pid, WorkerPIDs: pids,
 				WorkersRunDelayShare: c.runDelay, Stages: st, Payload: c.payload, QueueDepth: c.queue},
-			Procs: &sample.Procs{FocusPID: 100, List: procs}}
+			Procs: &sample.Procs{FocusPID: 100, List: procs}, Profile: c.profile}
 		out = append(out, f)
 	}
 	return out
@@ -310,5 +311,67 @@ func TestAHandOverStillInTheWorkerIsNotTheLoopsOwnTime(t *testing.T) {
 	c.take = 6.0
 	if p, _ := Model(c.frames()); p.OverheadSec <= 0 {
 		t.Errorf("a take of 6 ms in a wait of 8.3 ms per batch not called the loop's own")
+	}
+}
+
+// workersProfile is a merged profile whose workers' CPU goes to the given
+// categories (the rest is other), with their busiest functions on top.
+func workersProfile(shares map[string]float64, top ...sample.ProfileFunc) *sample.Profile {
+	p := &sample.Profile{WorkersShare: 0.9, Top: top, CPUSec: 3}
+	rest := 1.0
+	for _, c := range sample.ProfileCategories {
+		p.Workers = append(p.Workers, sample.ProfileCategory{Name: c, Share: shares[c]})
+		rest -= shares[c]
+	}
+	p.Workers[len(p.Workers)-1].Share += rest
+	p.Categories = p.Workers
+	return p
+}
+
+// TestWorkersProfileNamesDecodeAndAugment (issue 39): where the loop waits
+// on CPU-bound workers, the workers' own profile (gpuwatch run merges it)
+// names the part of __getitem__ that practice has a fix for: JPEG decode
+// (a reduced-size decode) or augmentation (on the GPU), with the busiest
+// such function and where it is, and an honest bound. It takes the place
+// of the generic __getitem__ cause; a category under the threshold, or a
+// profile without the workers, names nothing of the kind.
+func TestWorkersProfileNamesDecodeAndAugment(t *testing.T) {
+	ids := func(v Verdict) map[string]*Cause {
+		m := map[string]*Cause{}
+		for i := range v.Causes {
+			m[v.Causes[i].ID] = &v.Causes[i]
+		}
+		return m
+	}
+	c := getitemLoop
+	c.profile = workersProfile(map[string]float64{"decoding": 0.55, "augmenting": 0.35, "collating": 0.05},
+		sample.ProfileFunc{Name: "ds.__getitem__", File: "/home/u/train.py", Line: 30, Flat: 0.02, Cum: 0.9},
+		sample.ProfileFunc{Name: "PIL.ImageFile.ImageFile.load", File: "/usr/lib/python3/dist-packages/PIL/ImageFile.py", Line: 155, Flat: 0.5, Cum: 0.55})
+	got := ids(Classify(c.frames(), DefaultThresholds()))
+	dec, aug := got["decode"], got["augment"]
+	if dec == nil || aug == nil || got["getitem"] != nil {
+		t.Fatalf("causes %v: want decode and augment in the place of getitem", got)
+	}
+	if !strings.Contains(dec.Evidence, "55 % of the workers' CPU is decoding") || !strings.Contains(dec.Evidence, "PIL/ImageFile.py:155") ||
+		!strings.Contains(dec.Fix, "draft") || !strings.Contains(aug.Fix, "GPU") {
+		t.Errorf("decode %+v\naugment %+v", *dec, *aug)
+	}
+	for _, x := range []*Cause{dec, aug} {
+		if b := x.Bound; b == nil || b.K != 2 || b.Gain < 1 || b.FreeGain < b.Gain {
+			t.Errorf("%s: bound %+v", x.ID, b)
+		}
+	}
+	if dec.Bound.FreeGain <= aug.Bound.FreeGain {
+		t.Errorf("decode (55 %%) frees less than augment (35 %%): %v ≤ %v", dec.Bound.FreeGain, aug.Bound.FreeGain)
+	}
+
+	c.profile = workersProfile(map[string]float64{"decoding": 0.2, "augmenting": 0.2})
+	if got := ids(Classify(c.frames(), DefaultThresholds())); got["decode"] != nil || got["augment"] != nil || got["getitem"] == nil {
+		t.Errorf("no category over the threshold: causes %v, want getitem's alone", got)
+	}
+	c.profile.Workers, c.profile.WorkersShare = nil, 0 // the training process's profile alone
+	c.profile.Categories = []sample.ProfileCategory{{Name: "decoding", Share: 0.9}}
+	if got := ids(Classify(c.frames(), DefaultThresholds())); got["decode"] != nil {
+		t.Errorf("a profile without the workers named decode: %v", got)
 	}
 }

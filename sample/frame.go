@@ -636,7 +636,13 @@ type Profile struct {
 	// recordings older than it): 16 samples support whole percents at best.
 	Samples    int64             `json:"samples,omitempty"`
 	Categories []ProfileCategory `json:"categories" check:"max=16"`
-	Top        []ProfileFunc     `json:"top" check:"max=64"`
+	// WorkersShare is the share of the CPU sampled in the DataLoader's
+	// worker processes (gpuwatch run merges their profiles), and Workers
+	// their categories alone, as shares of the workers' CPU; both omitted
+	// where no worker was profiled.
+	WorkersShare float64           `json:"workers_share,omitempty"`
+	Workers      []ProfileCategory `json:"workers,omitempty" check:"max=16"`
+	Top          []ProfileFunc     `json:"top" check:"max=64"`
 	// Source is the URL the profile came from (several ranks: the
 	// pacing rank's).
 	Source string `json:"source,omitempty"`

@@ -196,7 +196,11 @@ func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 			return nil, errors.New("the profile's sample values add up past 2⁶³: no CPU profile is that long")
 		}
 		tl.total += v
-		tl.add(si, s, v)
+		c := tl.add(si, s, v)
+		if len(s.Label[workerLabel]) > 0 {
+			tl.workerCats[c] += v
+			tl.workerTotal += v
+		}
 	}
 	if tl.total == 0 {
 		return nil, errors.New("profile has no samples")
@@ -221,7 +225,15 @@ type profileTally struct {
 	stamp    []int   // sample number (from 1) that last counted cum
 	cats     []int64 // by sample.ProfileCategories
 	total    int64
+	// The samples labelled with a DataLoader worker's pid (workerLabel):
+	// their categories and total.
+	workerCats  []int64
+	workerTotal int64
 }
+
+// workerLabel marks a sample taken in a DataLoader worker: the hook merges
+// the workers' profiles into the training process's under gpuwatch run.
+const workerLabel = "worker_pid"
 
 // The categories every summary has, as indexes into
 // sample.ProfileCategories.
@@ -236,7 +248,7 @@ func newProfileTally(t *funcTable) *profileTally {
 	tl := &profileTally{
 		t: t, cat: make([]int8, 0, n), weak: make([]bool, 0, n), gcWorker: make([]bool, 0, n),
 		flat: make([]int64, n), cum: make([]int64, n), stamp: make([]int, n),
-		cats: make([]int64, len(sample.ProfileCategories)),
+		cats: make([]int64, len(sample.ProfileCategories)), workerCats: make([]int64, len(sample.ProfileCategories)),
 	}
 	tl.grow()
 	return tl
@@ -261,8 +273,8 @@ func (tl *profileTally) grow() {
 // cum once to each function on its stack, and the whole to the category of
 // the innermost function that a strong rule matches, else the innermost
 // function's weak one (the GC's worker anywhere on the stack makes it gc;
-// none, other). The caller adds v to total.
-func (tl *profileTally) add(si int, s *profile.Sample, v int64) {
+// none, other), and returns that category. The caller adds v to total.
+func (tl *profileTally) add(si int, s *profile.Sample, v int64) int {
 	first, c, gc := -1, int8(-1), false
 	for _, loc := range s.Location {
 		fs := tl.t.funcsOf(loc)
@@ -290,14 +302,15 @@ func (tl *profileTally) add(si int, s *profile.Sample, v int64) {
 			c = tl.cat[first]
 		}
 	}
+	cat := otherCategory
 	switch {
 	case gc:
-		tl.cats[gcCategory] += v
+		cat = gcCategory
 	case c >= 0:
-		tl.cats[c] += v
-	default:
-		tl.cats[otherCategory] += v
+		cat = int(c)
 	}
+	tl.cats[cat] += v
+	return cat
 }
 
 // finish fills out's CPU seconds (from the profile's unit), category
@@ -316,6 +329,12 @@ func (tl *profileTally) finish(out *sample.Profile, unit string, top int) {
 	}
 	for i, c := range sample.ProfileCategories {
 		out.Categories = append(out.Categories, sample.ProfileCategory{Name: c, Share: float64(tl.cats[i]) / float64(total)})
+	}
+	if w := tl.workerTotal; w > 0 {
+		out.WorkersShare = float64(w) / float64(total)
+		for i, c := range sample.ProfileCategories {
+			out.Workers = append(out.Workers, sample.ProfileCategory{Name: c, Share: float64(tl.workerCats[i]) / float64(w)})
+		}
 	}
 	var fns []sample.ProfileFunc
 	for i, n := range tl.t.names {
@@ -511,4 +530,13 @@ func inflate(data []byte) ([]byte, error) {
 		return nil, errors.New("not a pprof profile: gzipped twice")
 	}
 	return raw, nil
+}
+
+// Category is the category categoryRules give a function by its name and
+// file ("" where no row names one): what a view says of a top function.
+func Category(name, file string) string {
+	if c, _ := ruleCategory(name, file); c >= 0 {
+		return sample.ProfileCategories[c]
+	}
+	return ""
 }

@@ -274,3 +274,39 @@ func near(t *testing.T, what string, got, want float64) {
 		t.Errorf("%s = %v, want %v", what, got, want)
 	}
 }
+
+// TestWorkersCategoriesApart: samples labelled with a DataLoader worker's
+// pid (the hook's merged profile under gpuwatch run) count in the whole
+// profile and, apart, in the workers' own categories and share; a profile
+// without them has neither.
+func TestWorkersCategoriesApart(t *testing.T) {
+	p := synthetic(map[string]int64{
+		"PIL.ImageFile.ImageFile.load;ds.__getitem__":                   60, // a worker decoding
+		"torchvision.transforms.functional.resized_crop;ds.__getitem__": 20, // a worker augmenting
+		"pickle.loads;main.loop":                                        20, // the training process taking batches
+	})
+	for _, s := range p.Sample {
+		if s.Location[len(s.Location)-1].Line[0].Function.Name == "ds.__getitem__" {
+			s.Label = map[string][]string{"worker_pid": {"4242"}}
+		}
+	}
+	s, err := SummarizeProfile(encode(t, p), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "workers' share", s.WorkersShare, 0.8)
+	share := map[string]float64{}
+	for _, c := range s.Workers {
+		share[c.Name] = c.Share
+	}
+	near(t, "workers' decoding", share["decoding"], 0.75)
+	near(t, "workers' augmenting", share["augmenting"], 0.25)
+	near(t, "workers' serializing", share["serializing"], 0)
+
+	for _, s := range p.Sample {
+		s.Label = nil
+	}
+	if s, err := SummarizeProfile(encode(t, p), 5); err != nil || s.WorkersShare != 0 || s.Workers != nil {
+		t.Errorf("no worker labelled: workers share %v, categories %v (%v)", s.WorkersShare, s.Workers, err)
+	}
+}
