@@ -375,3 +375,16 @@ func TestWorkersProfileNamesDecodeAndAugment(t *testing.T) {
 		t.Errorf("a profile without the workers named decode: %v", got)
 	}
 }
+
+// TestProfileEvidenceNamesTheLargestCategory: a kind's expected category
+// under the threshold (decoding at 7 % on a CPU-saturated loop that
+// collates) is no evidence; the largest category is named instead.
+func TestProfileEvidenceNamesTheLargestCategory(t *testing.T) {
+	c := handoverLoop
+	c.profile = workersProfile(map[string]float64{"decoding": 0.07, "collating": 0.6, "augmenting": 0.2})
+	v := Classify(c.frames(), DefaultThresholds())
+	all := strings.Join(texts(v.Evidence), " | ")
+	if !strings.Contains(all, "60 % of its CPU is collating") || strings.Contains(all, "7 % of its CPU is decoding") {
+		t.Errorf("%s: %q", v.Kind, all)
+	}
+}

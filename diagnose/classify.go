@@ -330,10 +330,17 @@ func profileEvidence(k Kind, w *window, th Thresholds, mmap bool) (Evidence, boo
 	if w.profile == nil || !k.Problem() {
 		return Evidence{}, false
 	}
+	// The category the kind expects where it holds its share, else the
+	// largest (a kind's stage at 7 % is no evidence for it).
 	want := situationOf(k).Stage
 	best := w.profile.Categories[0]
 	for _, c := range w.profile.Categories {
-		if c.Name == want && c.Share >= th.ProfileCategoryShare || c.Share > best.Share && best.Name != want {
+		if c.Share > best.Share {
+			best = c
+		}
+	}
+	for _, c := range w.profile.Categories {
+		if c.Name == want && c.Share >= th.ProfileCategoryShare {
 			best = c
 		}
 	}
