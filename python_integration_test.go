@@ -131,15 +131,16 @@ func TestPythonHookOnARealDataLoader(t *testing.T) {
 	t.Logf("libblas.so.3 is %s", blas)
 	heavyGetitem := []string{"--workers", "0", "--getitem-work", "20000", "--hidden", "64"}
 	heavyStep := []string{"--workers", "2", "--getitem-work", "0", "--hidden", "2048"}
-	profileNames := func(t *testing.T, l attachLine) {
-		// The profile of the Python process names the culprit.
-		found := false
+	// The profile of the Python process names the culprit: one of the
+	// profiles within the window does (the first may cover the loop's
+	// start; CI once saw a first profile 75 % in collate_tensor_fn).
+	profileNames := func(l attachLine) bool {
 		for _, f := range l.Profile.Top {
-			found = found || strings.HasSuffix(f.Name, "Synthetic.__getitem__")
+			if strings.HasSuffix(f.Name, "Synthetic.__getitem__") {
+				return true
+			}
 		}
-		if !found {
-			t.Errorf("profile top %+v: want Synthetic.__getitem__", l.Profile.Top)
-		}
+		return false
 	}
 	type testCase struct {
 		name     string
@@ -148,7 +149,7 @@ func TestPythonHookOnARealDataLoader(t *testing.T) {
 		verdict  string
 		evidence string // in the first evidence line
 		workers  int
-		check    func(t *testing.T, l attachLine)
+		profiled func(l attachLine) bool // what the profile must show, where set
 		// expect, when set, is the verdict and evidence a frame calls for
 		// by what the job did (ok false: undecided, wait for another).
 		expect func(l attachLine) (verdict, evidence string, ok bool)
@@ -220,7 +221,7 @@ func TestPythonHookOnARealDataLoader(t *testing.T) {
 					t.Logf("verdicts seen (last 8): %q", seen[max(0, len(seen)-8):])
 				}
 			})
-			l := await(t, ch, "the "+c.verdict+" verdict led by "+strconv.Quote(c.evidence)+" and a profile", 75*time.Second, func(l attachLine) bool {
+			l := await(t, ch, "the "+c.verdict+" verdict led by "+strconv.Quote(c.evidence)+" and a profile (naming Synthetic.__getitem__ where the case says so)", 75*time.Second, func(l attachLine) bool {
 				if l.Verdict == nil || len(l.Verdict.Evidence) == 0 {
 					return false
 				}
@@ -236,7 +237,8 @@ func TestPythonHookOnARealDataLoader(t *testing.T) {
 					wait = strconv.FormatFloat(*l.Loader.WaitShare, 'f', 2, 64)
 				}
 				seen = append(seen, "wait "+wait+": "+l.Verdict.Kind+": "+l.Verdict.Evidence[0].Text)
-				return l.Verdict.Kind == want && strings.Contains(l.Verdict.Evidence[0].Text, evidence) && l.Profile != nil && len(l.Profile.Top) > 0
+				return l.Verdict.Kind == want && strings.Contains(l.Verdict.Evidence[0].Text, evidence) && l.Profile != nil && len(l.Profile.Top) > 0 &&
+					(c.profiled == nil || c.profiled(l))
 			})
 			if l.Procs == nil || l.Procs.FocusPID != train.Process.Pid {
 				t.Fatalf("process focus %+v, training process %d", l.Procs, train.Process.Pid)
@@ -246,9 +248,6 @@ func TestPythonHookOnARealDataLoader(t *testing.T) {
 			}
 			if l.Loader.LoopTID == nil || *l.Loader.LoopTID != train.Process.Pid {
 				t.Errorf("loop thread %v: want the training process's main thread %d", l.Loader.LoopTID, train.Process.Pid)
-			}
-			if c.check != nil {
-				c.check(t, l)
 			}
 			t.Logf("%s after %d batches, wait %.2f: %s; secondary %+v", l.Verdict.Kind, l.Loader.Batches, deref(l.Loader.WaitShare), l.Verdict.Evidence[0].Text, l.Verdict.Secondary)
 		})

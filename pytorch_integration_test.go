@@ -150,7 +150,7 @@ var benchLoops = []struct {
 	{"inline loading, heavy samples", []string{"--workers", "0", "--cost", "0.004", "--step", "0.03", "--matmul", "200"}, "single_core_maxed"},
 	{"2 workers, cheap samples", []string{"--workers", "2", "--cost", "0.0005", "--step", "0.03", "--matmul", "200"}, "healthy"},
 	{"1 worker, samples wait on storage", []string{"--workers", "1", "--cost", "0", "--io", "0.002", "--step", "0.005"}, "gpu_starved"},
-	{"CPU-bound on every core", []string{"--workers", "2", "--cost", "0.004", "--step", "0.005"}, "cpu_saturated"},
+	{"CPU-bound on every core", []string{"--workers", "3", "--cost", "0.004", "--step", "0.005"}, "cpu_saturated"},
 }
 
 // TestPyTorchLoopsWatchedThreeWays runs each loop of the battery on

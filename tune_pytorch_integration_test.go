@@ -30,7 +30,7 @@ var pytorchTuneLoops = []struct {
 		[]string{"persistent_workers=false,true"}},
 	{"inline loading, CPU-heavy samples", []string{"--workers", "{num_workers:0}", "--cost", "0.004", "--step", "0.03"}, true,
 		[]string{"num_workers=0,1,2,4"}},
-	{"CPU-bound on every core", []string{"--workers", "{num_workers:2}", "--cost", "0.004", "--step", "0.005"}, false, nil},
+	{"CPU-bound on every core", []string{"--workers", "{num_workers:3}", "--cost", "0.004", "--step", "0.005"}, false, nil},
 	{"healthy: the step is the limit", []string{"--workers", "{num_workers:2}", "--cost", "0.0005", "--step", "0.03"}, false, nil},
 }
 
