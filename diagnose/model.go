@@ -317,7 +317,7 @@ func waitPipeline(w *window) (*Pipeline, bool) {
 	if w.meanSamplesPerSec.v > 0 {
 		p.BatchSize = w.meanSamplesPerSec.v / bps
 	}
-	if !p.Knobs.Persistent && p.BatchesPerEpoch > 0 && p.EpochStallSec > 0 && p.Knobs.Workers > 0 {
+	if p.restarts() {
 		// The measured rate and wait pay each epoch's start-up: between
 		// start-ups the loop runs at the steady rate, and waits the rest.
 		epoch := p.BatchesPerEpoch / bps
@@ -329,6 +329,12 @@ func waitPipeline(w *window) (*Pipeline, bool) {
 	fill(p, w, bps, wait, 1/bps)
 	p.Measured = Prediction{SamplesPerSec: w.meanBatchesPerSec.v * p.BatchSize, WaitShare: wait, Gain: 1}
 	return p, true
+}
+
+// restarts says the pipeline's workers start again every epoch, at a
+// measured cost: not persistent, with epochs of a known length.
+func (p *Pipeline) restarts() bool {
+	return !p.Knobs.Persistent && p.BatchesPerEpoch > 0 && p.EpochStallSec > 0 && p.Knobs.Workers > 0
 }
 
 // sampledPipeline is the model of a loop nobody instrumented: its wait
@@ -363,7 +369,11 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 	// the loop's own, and not in their timed stages (an unmodified
 	// script, one worker looping in Python per sample: 0.8 ms take,
 	// 8 ms wait per batch).
-	handingOver := w.queueDepth.ok && w.queueDepth.v >= 1 && w.loopTakeSec.ok && !p.Relative &&
+	// Not for workers that restart every epoch: their wait per batch is
+	// what is left of the epochs' wait once the start-ups are taken out
+	// (waitPipeline), a small difference of two large sums whose frames
+	// cut epochs anywhere, not a wait each batch was seen to pay.
+	handingOver := w.queueDepth.ok && w.queueDepth.v >= 1 && w.loopTakeSec.ok && !p.Relative && !p.restarts() &&
 		w.loopTakeSec.v < w.th.OwnWaitShare*wait*period
 	if st := w.workerStageSec; st.ok && st.v > 0 && !p.Relative && !handingOver {
 		// The workers timed their stages: that is a batch's wall time,
@@ -396,6 +406,11 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 		// worker's prefetch, still says the workers are ahead.)
 		p.IOSec, p.CPUWaitSec = 0, 0
 		p.OverheadSec = wait * period
+		if p.restarts() {
+			// What is left of the wait once the start-ups are taken out
+			// is the restarts' refill, not a cost of every batch.
+			p.OverheadSec = 0
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"math"
 	"slices"
 	"strings"
 
@@ -278,11 +279,11 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	if l.Sampled == nil && l.RatesUnknown() {
 		w.loaderDown = l
 	}
-	if !l.RatesUnknown() {
-		sec := f.IntervalSec
-		if sec <= 0 {
-			sec = 1
-		}
+	sec := f.IntervalSec
+	if sec <= 0 {
+		sec = 1
+	}
+	if !l.RatesUnknown() && !loaderStarting(l, sec) {
 		m := &w.means
 		m.sec += sec
 		m.batches += l.BatchesPerSec * sec
@@ -469,4 +470,21 @@ func deref(v *float64) float64 {
 		return 0
 	}
 	return *v
+}
+
+// loaderStarting says a loader's frame holds its start: no batch yet,
+// or its first batches (all it has counted came in this frame). The
+// window's means leave such frames out, as the hook's epoch stall leaves
+// out the first epoch: the time to the first batch is the job's own
+// start-up (imports, the first workers starting), which no knob changes,
+// and in a window of ModelFrames it would read as a slower loader.
+// Frames that do not count their batches (Batches 0 with a rate) count.
+func loaderStarting(l *sample.Loader, sec float64) bool {
+	if l.Batches == 0 {
+		return l.BatchesPerSec == 0
+	}
+	// All of its batches came in this frame (the rate is the counter's
+	// delta over about the frame's interval).
+	inFrame := l.BatchesPerSec * sec
+	return math.Abs(float64(l.Batches)-inFrame) <= max(1, 0.05*inFrame)
 }
