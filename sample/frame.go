@@ -68,9 +68,11 @@ type Target struct {
 	ExitedAt *time.Time `json:"exited_at,omitempty"`
 	Exit     string     `json:"exit,omitempty"`
 	// Starting says a command gpuwatch run started has loaded the hook but
-	// no DataLoader of it has iterated yet, in its first 30 s: it is
-	// importing, loading a model, compiling. What its threads do now is not
-	// its training loop, so --once does not settle on it.
+	// gpuwatch does not read its loader yet, in its first 30 s: no
+	// DataLoader has iterated (it is importing, loading a model,
+	// compiling), or the hook serves and discovery has not connected. What
+	// its threads do now is not its training loop as the hook sees it, so
+	// --once does not settle on it.
 	Starting bool `json:"starting,omitempty"`
 	// Stopped says the job's process is stopped (Ctrl-Z, SIGSTOP): it does
 	// nothing until it is continued, so an idle verdict is not its

@@ -75,7 +75,12 @@ func (t *target) Collect(_ context.Context, f *sample.Frame) error {
 	if t.first.IsZero() {
 		t.first = f.Time
 	}
-	out.Starting = t.o.Job != nil && out.ExitedAt == nil && len(t.hook) > 0 && len(t.serves) == 0 && f.Time.Sub(t.first) < startGrace &&
+	// Starting until gpuwatch reads the hook, not only until it serves:
+	// between the DataLoader's first batch and discovery's first answer
+	// (a discovery pass every 2 s, more under load) the frames have no
+	// loader, and a --once judged them by threads alone (CI: a padding loop
+	// settled on single_core_maxed, "no accelerator signal").
+	out.Starting = t.o.Job != nil && out.ExitedAt == nil && len(t.hook) > 0 && f.Time.Sub(t.first) < startGrace &&
 		(t.set.attached == nil || t.set.attached.Ranks.Connected() == 0)
 	f.Target = out
 	return nil
@@ -107,9 +112,10 @@ func (t *target) loader(out *sample.Target, now time.Time) string {
 		}
 		return s
 	}
-	// Every 2 s; every tick while the hook is loaded and not yet serving,
-	// so that the frame a DataLoader first iterates in says so.
-	if now.Sub(t.hookAt) >= 2*time.Second || (len(t.hook) > 0 && len(t.serves) == 0) {
+	// Every 2 s; every tick while no hook serves (a read of a private
+	// folder), so that the frame the hook loads in, and the one a
+	// DataLoader first iterates in, say so.
+	if now.Sub(t.hookAt) >= 2*time.Second || len(t.serves) == 0 {
 		t.hookAt = now
 		t.hook, t.serves, t.logs = t.o.Job.HookState()
 	}

@@ -1,0 +1,56 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session/job"
+)
+
+// TestTargetStartsUntilTheHookIsRead: gpuwatch run's job is starting
+// while its hook is loaded and no loader is read — before its first
+// DataLoader iterates, and also once the hook serves but discovery has
+// not connected (the frames then have no loader: judged by threads
+// alone, a --once settled on single_core_maxed, "no accelerator
+// signal"). Past the start-up grace it is judged, whatever it serves.
+func TestTargetStartsUntilTheHookIsRead(t *testing.T) {
+	dir := t.TempDir()
+	j, err := job.Start(job.Options{Argv: []string{"sleep", "30"}, RunDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Stop(time.Second) })
+	tg := newTarget(Options{Target: Target{Job: j}}, &probeSet{})
+	at := time.Now()
+	starting := func(after time.Duration) bool {
+		f := &sample.Frame{Time: at.Add(after)}
+		if err := tg.Collect(context.Background(), f); err != nil || f.Target == nil {
+			t.Fatalf("no target: %v", err)
+		}
+		return f.Target.Starting
+	}
+	if starting(0) {
+		t.Error("starting before the hook was loaded: a program that is not Python would never be judged")
+	}
+	mark := func(name string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mark(fmt.Sprintf("py-%d", j.PID()))
+	if !starting(time.Second) {
+		t.Error("the hook is loaded and no DataLoader iterates: not starting")
+	}
+	mark(fmt.Sprintf("%d-0.json", j.PID())) // the hook serves
+	if !starting(2 * time.Second) {
+		t.Error("the hook serves and gpuwatch does not read it yet: not starting")
+	}
+	if starting(startGrace + time.Second) {
+		t.Error("still starting past the grace")
+	}
+}
