@@ -92,7 +92,7 @@ func (w *watchFlags) register(cmd *cobra.Command, o offer) {
 		fl.BoolVar(&w.noColor, noColorFlag, false, noColorUsage)
 	}
 	if o&offerOnce != 0 {
-		fl.BoolVar(&w.once, "once", false, "sample until the verdict has held "+session.SettleRule()+" (at most 60s, or --duration), print one summary and exit: 0 healthy or idle, 3 a bottleneck, 4 nothing settled")
+		fl.BoolVar(&w.once, "once", false, "sample until the verdict has held "+session.SettleRule()+" (with a loader attached, and its first CPU profile in, at most "+fmt.Sprint(session.ProfileWait)+" more; at most 60s, or --duration), print one summary and exit: 0 healthy or idle, 3 a bottleneck, 4 nothing settled")
 	}
 	if o&offerPID != 0 {
 		fl.Var(&pidFlag{pid: &w.pid, given: &w.pidsGiven}, "pid", "watch this process and its descendants (the training process and its DataLoader workers); several PIDs (1,2 or repeated) watch the root of their tree")

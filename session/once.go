@@ -28,6 +28,13 @@ const (
 	SettleTime   = 5 * time.Second
 )
 
+// ProfileWait is how much longer than SettleTime a settle that expects a
+// CPU profile waits for the first one: it is taken at the loop's first
+// batch, lasts 5 s, and the workers' profiles are merged into it — about
+// when the verdict would settle. The causes read from the workers' profile
+// (decode, augment, tokenize) are only in a verdict that has it.
+const ProfileWait = 10 * time.Second
+
 // SettleRule is the settle rule in words: "5 frames and 5 s".
 func SettleRule() string {
 	return fmt.Sprintf("%d frames and %.0f s", SettleFrames, SettleTime.Seconds())
@@ -57,6 +64,11 @@ type Settle struct {
 	settled bool
 	changes int // times the verdict's kind changed, past warming up
 	need    int // frames the diagnosis needs before it says anything
+	// profiles: a CPU profile is expected (loaders attached, profiles on);
+	// profiled: a frame has carried one (or why it was skipped);
+	// heldUnprofiled: the last frame held by the settle rule, waiting only
+	// for the first profile — settled all the same if the session ends.
+	profiles, profiled, heldUnprofiled bool
 }
 
 // NewSettle is a Settle that calls stop once a verdict has settled, and
@@ -106,13 +118,19 @@ func (s *Settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		s.streak, s.since = 1, f.Time
 	}
 	s.verdict, s.last = v, f
+	s.profiled = s.profiled || f.Profile != nil
+	// A profile expected and not yet come: wait for it, at most
+	// ProfileWait past the settle rule.
+	awaitingProfile := s.profiles && !s.profiled && f.Time.Sub(s.since) < SettleTime+ProfileWait
 	// While the hook measures the ceiling (run --ceiling) nothing settles:
 	// the summary waits for its figure, or for why it was refused.
 	measuring := false
 	if c := f.Loader.CeilingOf(); c != nil {
 		measuring = c.State != sample.CeilingDone && c.State != sample.CeilingRefused
 	}
-	if v.Kind != diagnose.WarmingUp && s.streak >= SettleFrames && f.Time.Sub(s.since) >= SettleTime && !s.settled && !measuring {
+	held := v.Kind != diagnose.WarmingUp && s.streak >= SettleFrames && f.Time.Sub(s.since) >= SettleTime && !measuring
+	s.heldUnprofiled = held && awaitingProfile
+	if held && !awaitingProfile && !s.settled {
 		s.settled = true
 		s.stop()
 	}
@@ -139,6 +157,11 @@ type onceSummary struct {
 func (s *Settle) summary(w io.Writer, asJSON bool) error {
 	if s.frames == 0 {
 		return errors.New("no frame came before the end")
+	}
+	if s.heldUnprofiled {
+		// The session ended (--duration) while the verdict held by the
+		// rule and only the first profile was awaited: it settled.
+		s.settled = true
 	}
 	v := s.verdict
 	secs := s.last.Time.Sub(s.first).Seconds()
@@ -189,7 +212,7 @@ func (s *Settle) why() string {
 		return fmt.Sprintf("pid %d exited at %s, after %s: too soon for a verdict to hold", t.PID, t.ExitedAt.Format("15:04:05"), sample.Plural(s.frames, "frame"))
 	}
 	if t := s.last.Target; t != nil && t.Starting {
-		return fmt.Sprintf("the job was still starting after %s: the hook is loaded, and no DataLoader has iterated yet (a longer --duration)", sample.Plural(s.frames, "frame"))
+		return fmt.Sprintf("the job was still starting after %s: the hook is loaded, and gpuwatch does not read a DataLoader of it yet (a longer --duration)", sample.Plural(s.frames, "frame"))
 	}
 	switch {
 	case s.verdict.Kind == diagnose.WarmingUp:

@@ -178,7 +178,8 @@ func Run(ctx context.Context, o Options) error {
 	}
 	var once *Settle
 	if o.Once {
-		once = &Settle{stop: cancel, need: o.Thresholds.MinFrames}
+		once = &Settle{stop: cancel, need: o.Thresholds.MinFrames,
+			profiles: (o.Attach.Discover || len(o.Attach.URLs) > 0) && !o.Attach.NoProfiles}
 	}
 	o.Observers = slices.Clip(o.Observers) // appends here are this session's
 	if o.ExitWithJob {

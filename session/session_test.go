@@ -341,3 +341,49 @@ func TestSettleWaitsForTheCeiling(t *testing.T) {
 		t.Fatal("did not settle once the ceiling was measured")
 	}
 }
+
+// TestSettleWaitsForTheFirstProfile: with loaders attached and profiles
+// on, --once waits past the settle rule for the first CPU profile (the
+// workers' profile names decode, augment, tokenize), at most ProfileWait
+// more; with it in, or with none expected, the rule alone settles.
+func TestSettleWaitsForTheFirstProfile(t *testing.T) {
+	run := func(profiles bool, profileAt int) (stoppedAt int) {
+		stoppedAt = -1
+		s := &Settle{need: 3, profiles: profiles}
+		for i := 0; i < 30 && stoppedAt < 0; i++ {
+			s.stop = func() { stoppedAt = i }
+			f := settleFrameAt(i)
+			if profileAt >= 0 && i >= profileAt {
+				f.Profile = &sample.Profile{}
+			}
+			s.Frame(f, diagnose.Verdict{Kind: diagnose.CPUSaturated})
+		}
+		return stoppedAt
+	}
+	if at := run(false, -1); at != 5 {
+		t.Errorf("no profile expected: settled at %d s, want 5 (5 frames over 5 s)", at)
+	}
+	if at := run(true, 8); at != 8 {
+		t.Errorf("the profile came at 8 s: settled at %d s, want 8", at)
+	}
+	if at := run(true, 2); at != 5 {
+		t.Errorf("the profile came at 2 s: settled at %d s, want 5", at)
+	}
+	if at, want := run(true, -1), int((SettleTime + ProfileWait).Seconds()); at != want {
+		t.Errorf("no profile came: settled at %d s, want %d (the rule, then ProfileWait)", at, want)
+	}
+}
+
+// TestSettleEndingBeforeTheProfileHeld: a session that ends (--duration)
+// while its verdict held by the rule and only the first profile was
+// awaited has settled: exit 3 for a bottleneck, not 4.
+func TestSettleEndingBeforeTheProfileHeld(t *testing.T) {
+	s := &Settle{need: 3, profiles: true, stop: func() { t.Fatal("stopped before the profile wait was over") }}
+	for i := 0; i < 8; i++ {
+		s.Frame(settleFrameAt(i), diagnose.Verdict{Kind: diagnose.CPUSaturated})
+	}
+	var out bytes.Buffer
+	if err := s.summary(&out, true); !errors.Is(err, ErrBottleneck) || !strings.Contains(out.String(), `"settled":true`) {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+}
