@@ -131,6 +131,7 @@ func TestCausesBattery(t *testing.T) {
 		{"padding", "padding", false, ""},
 		{"timeseries", "getitem", false, ""},
 		{"images", "handover", true, "import PIL"},
+		{"text", "tokenize", true, ""},
 	} {
 		t.Run(tc.loop, func(t *testing.T) {
 			if tc.needs != "" {

@@ -9,17 +9,19 @@ import (
 )
 
 // profileCauses are the categories of the workers' own CPU profile that
-// practice has a fix for (decode-bound, augmentation-bound): named where
-// the loop waits on CPU-bound workers and the category takes at least
-// ProfileCategoryShare of the workers' CPU. Only gpuwatch run profiles the
-// workers (the hook merges their profiles); without them there is no such
-// cause. Both happen inside __getitem__, so the stage they cut is its time,
-// at most their share of a worker's time per batch.
+// practice has a fix for (decode-bound, augmentation-bound, tokenizing per
+// sample): named where the loop waits on CPU-bound workers and the
+// category takes at least ProfileCategoryShare of the workers' CPU. Only
+// gpuwatch run profiles the workers (the hook merges their profiles);
+// without them there is no such cause. Each happens inside __getitem__, so
+// the stage it cuts is its time, at most its share of a worker's time per
+// batch.
 var profileCauses = []struct {
 	category, id, fix string
 }{
 	{"decoding", "decode", "a reduced-size decode: PIL's Image.draft('RGB', (w, h)) decodes a JPEG at 1/2 to 1/8 scale when the crop wants fewer pixels (or decode on the GPU: torchvision.io.decode_jpeg(..., device='cuda'), NVIDIA DALI)"},
 	{"augmenting", "augment", "augment on the GPU: decode and crop on the CPU, then the random transforms on the batch after .to(device) (torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI)"},
+	{"tokenizing", "tokenize", "tokenize once, before training: store the token ids (a fast tokenizer in batches, e.g. datasets' map(batched=True) with a Rust-backed tokenizer) and have __getitem__ load them; tokenizing in __getitem__ repeats the work every epoch"},
 }
 
 func profileCausesOf(s *stageTimes, p *sample.Profile, waits bool) []Cause {

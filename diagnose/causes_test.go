@@ -388,3 +388,33 @@ func TestProfileEvidenceNamesTheLargestCategory(t *testing.T) {
 		t.Errorf("%s: %q", v.Kind, all)
 	}
 }
+
+// TestWorkersProfileNamesTokenize: text tokenized in __getitem__ (a
+// tokenizer's functions take most of the workers' profile) is named as
+// such, with the fix practice teaches (tokenize once, store the ids) and
+// a bound, in the place of the generic __getitem__ cause.
+func TestWorkersProfileNamesTokenize(t *testing.T) {
+	c := getitemLoop
+	c.profile = workersProfile(map[string]float64{"tokenizing": 0.7, "collating": 0.1},
+		sample.ProfileFunc{Name: "Texts.tokenize", File: "/home/u/train.py", Line: 12, Flat: 0.6, Cum: 0.7})
+	v := Classify(c.frames(), DefaultThresholds())
+	var tok *Cause
+	for i := range v.Causes {
+		switch v.Causes[i].ID {
+		case "tokenize":
+			tok = &v.Causes[i]
+		case "getitem":
+			t.Errorf("getitem named beside tokenize: %+v", v.Causes[i])
+		}
+	}
+	if tok == nil {
+		t.Fatalf("causes %+v: want tokenize", v.Causes)
+	}
+	if !strings.Contains(tok.Evidence, "70 % of the workers' CPU is tokenizing text") || !strings.Contains(tok.Evidence, "Texts.tokenize (u/train.py:12)") ||
+		!strings.Contains(tok.Fix, "store the token ids") {
+		t.Errorf("tokenize %+v", *tok)
+	}
+	if b := tok.Bound; b == nil || b.K != 2 || b.Gain <= 1 || b.FreeGain < b.Gain {
+		t.Errorf("bound %+v", tok.Bound)
+	}
+}

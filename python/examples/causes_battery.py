@@ -12,6 +12,8 @@ step — and prints them as one JSON line at the end (and writes it to
                                                       --fix: one stored tensor, sliced
     images      JPEGs (PIL writes them) decoded and normalised to float32 in the workers
                                                       --fix: hand over uint8, normalise in the loop
+    text        raw text tokenized in __getitem__ by a Python tokenizer, every epoch
+                                                      --fix: tokenized once, the ids stored
 
 The step stands for the accelerator's: it sleeps (the host's CPU is the
 workers'), for a time proportional to the batch's elements where the
@@ -196,6 +198,59 @@ class Images(Dataset):
         return ((t.float() / 255 - self.MEAN) / self.STD, 0)
 
 
+# text: sentences of words from a made-up vocabulary, split into subword
+# pieces by a greedy longest-match tokenizer written in Python (the shape of
+# a WordPiece tokenizer without its Rust core), in __getitem__, every
+# epoch. The fix tokenizes every text once and stores the ids. Sequences
+# are cut or filled to SEQ ids, so padding is not the cause.
+class Texts(Dataset):
+    SEQ = 256
+
+    def __init__(self, fix):
+        rng = random.Random(4)
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        words = ["".join(rng.choice(letters) for _ in range(rng.randint(3, 11))) for _ in range(4000)]
+        self.vocab = {"[UNK]": 1}
+        for w in words[:1500]:  # known words, and pieces of the rest
+            self.vocab.setdefault(w, len(self.vocab) + 1)
+        for w in words[1500:]:
+            for k in range(0, len(w), 3):
+                self.vocab.setdefault(("##" if k else "") + w[k : k + 3], len(self.vocab) + 1)
+        self.texts = [" ".join(rng.choice(words) for _ in range(600)) for _ in range(2048)]
+        self.ids = [self.tokenize(t) for t in self.texts] if fix else None
+
+    def tokenize(self, text):
+        """Lower-cases, splits on spaces, takes the longest known piece of
+        each word from the left, as WordPiece does, and cuts to SEQ ids."""
+        ids = []
+        for word in text.lower().split():
+            start = 0
+            while start < len(word):
+                end, piece = len(word), None
+                while end > start:
+                    sub = ("##" if start else "") + word[start:end]
+                    if sub in self.vocab:
+                        piece = sub
+                        break
+                    end -= 1
+                if piece is None:
+                    ids.append(self.vocab["[UNK]"])
+                    break
+                ids.append(self.vocab[piece])
+                start = end
+        ids = ids[: self.SEQ] + [0] * (self.SEQ - len(ids))  # every text is longer: no padding
+        return torch.tensor(ids, dtype=torch.int64)
+
+    def __len__(self):
+        return 1 << 20  # long epochs: the workers are not restarted every few seconds
+
+    def __getitem__(self, i):
+        i %= len(self.texts)
+        if self.ids is not None:
+            return (self.ids[i], 0)
+        return (self.tokenize(self.texts[i]), 0)
+
+
 def build(args):
     """The loader, and the step's cost per batch (seconds) as a function of
     the batch."""
@@ -216,6 +271,9 @@ def build(args):
     if args.loop == "timeseries":
         ds = Windows(args.fix)
         return DataLoader(Timed(ds), batch_size=64, shuffle=True, num_workers=1, collate_fn=timed_collate(default_collate)), lambda b: base
+    if args.loop == "text":
+        ds = Texts(args.fix)
+        return DataLoader(Timed(ds), batch_size=32, shuffle=True, num_workers=2, collate_fn=timed_collate(default_collate)), lambda b: base
     folder = args.images or os.path.join(tempfile.gettempdir(), "gpuwatch-battery-jpeg")
     os.makedirs(folder, exist_ok=True)
     ds = Images(folder, args.fix)
@@ -237,7 +295,7 @@ def on_loop(args, b):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--loop", required=True, choices=["float64", "padding", "timeseries", "images"])
+    ap.add_argument("--loop", required=True, choices=["float64", "padding", "timeseries", "images", "text"])
     ap.add_argument("--fix", action="store_true", help="apply the fix practice teaches")
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--warmup", type=float, default=2, help="seconds not measured at the start")
