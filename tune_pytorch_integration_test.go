@@ -55,28 +55,7 @@ func TestTuneAndSweepOnPyTorch(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v: %s", err, stderr.String())
 			}
-			var steps []tune.TuneStep
-			var res tune.TuneResult
-			sc := bufio.NewScanner(bytes.NewReader(out))
-			for sc.Scan() {
-				var typ struct{ Type string }
-				_ = json.Unmarshal(sc.Bytes(), &typ)
-				switch typ.Type {
-				case "step":
-					var s tune.TuneStep
-					if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-						t.Fatal(err)
-					}
-					steps = append(steps, s)
-				case "result":
-					if err := json.Unmarshal(sc.Bytes(), &res); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			if len(steps) == 0 || res.Type != "result" {
-				t.Fatalf("no steps or no result:\n%s", out)
-			}
+			steps, res := readTuneLines(t, out)
 			first := steps[0]
 			for _, c := range first.Changes {
 				if c.Flag != c.Knob {
@@ -166,6 +145,30 @@ func TestTuneStopsAtTheCeilingOnPyTorch(t *testing.T) {
 	if !strings.Contains(stderr.String(), "gpuwatch: --ceiling: ceiling ") {
 		t.Errorf("the ceiling measured is not said on stderr: %q", stderr.String())
 	}
+	steps, res := readTuneLines(t, out)
+	var shares []string
+	for _, s := range steps {
+		if s.CeilingShare == nil {
+			t.Fatalf("run %d carries no share of the ceiling:\n%s", s.Step, out)
+		}
+		shares = append(shares, fmt.Sprintf("run %d %s: %.0f samples/s, %.0f %% of the ceiling", s.Step, tune.KnobsLine(s.Knobs), s.Measured.SamplesPerSec, 100**s.CeilingShare))
+	}
+	t.Logf("%s; stopped: %s", strings.Join(shares, "; "), res.Why)
+	if first := *steps[0].CeilingShare; first >= 0.8 {
+		t.Errorf("the first run, one worker, is already at %.0f %% of the ceiling: the loop does not test tune", 100*first)
+	}
+	last := steps[len(steps)-1]
+	if len(steps) > 3 || *last.CeilingShare < tune.CeilingEnough {
+		t.Errorf("tune ended at %.0f %% of the ceiling after %d runs, want ≥ %.0f %% in at most 3", 100**last.CeilingShare, len(steps), 100*tune.CeilingEnough)
+	}
+	if !strings.HasPrefix(res.Why, "nothing left to gain in the input pipeline") {
+		t.Errorf("tune stopped because %q, want nothing left to gain in the input pipeline", res.Why)
+	}
+}
+
+// readTuneLines reads tune --json's output: its steps, then its result.
+func readTuneLines(t *testing.T, out []byte) ([]tune.TuneStep, tune.TuneResult) {
+	t.Helper()
 	var steps []tune.TuneStep
 	var res tune.TuneResult
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -188,22 +191,5 @@ func TestTuneStopsAtTheCeilingOnPyTorch(t *testing.T) {
 	if len(steps) == 0 || res.Type != "result" {
 		t.Fatalf("no steps or no result:\n%s", out)
 	}
-	var shares []string
-	for _, s := range steps {
-		if s.CeilingShare == nil {
-			t.Fatalf("run %d carries no share of the ceiling:\n%s", s.Step, out)
-		}
-		shares = append(shares, fmt.Sprintf("run %d %s: %.0f samples/s, %.0f %% of the ceiling", s.Step, tune.KnobsLine(s.Knobs), s.Measured.SamplesPerSec, 100**s.CeilingShare))
-	}
-	t.Logf("%s; stopped: %s", strings.Join(shares, "; "), res.Why)
-	if first := *steps[0].CeilingShare; first >= 0.8 {
-		t.Errorf("the first run, one worker, is already at %.0f %% of the ceiling: the loop does not test tune", 100*first)
-	}
-	last := steps[len(steps)-1]
-	if len(steps) > 3 || *last.CeilingShare < tune.CeilingEnough {
-		t.Errorf("tune ended at %.0f %% of the ceiling after %d runs, want ≥ %.0f %% in at most 3", 100**last.CeilingShare, len(steps), 100*tune.CeilingEnough)
-	}
-	if !strings.HasPrefix(res.Why, "nothing left to gain in the input pipeline") {
-		t.Errorf("tune stopped because %q, want nothing left to gain in the input pipeline", res.Why)
-	}
+	return steps, res
 }
