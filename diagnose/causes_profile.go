@@ -46,7 +46,7 @@ func profileCausesOf(s *stageTimes, p *sample.Profile, waits bool) []Cause {
 		if share < s.th.ProfileCategoryShare {
 			continue
 		}
-		cut := s.getitem * min(1, share/max(1-outside, share))
+		cut := s.getitem * share / max(1-outside, share) // at most getitem: the denominator is at least share
 		evidence := fmt.Sprintf("%.0f %% of the workers' CPU is %s (their profile): about %s of a worker's %s per batch",
 			100*share, sample.ProfileCategoryWords[pc.category], ms(cut), ms(s.worker()))
 		if f, ok := topOf(p, pc.category); ok {
