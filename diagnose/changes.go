@@ -245,6 +245,9 @@ func noKnobHelps(p *Pipeline, limit Limit) string {
 	case LimitStep:
 		return "the loader keeps up with the step: no loader knob raises throughput"
 	case LimitLoop:
+		if p.Relative { // times in units of the step: no seconds to show
+			return fmt.Sprintf("no loader knob raises throughput: the workers keep batches ready, and the loop's own time per batch is the limit (taking each batch costs %.1f× its step: unpickling it, the pin-memory handoff, the GIL)", p.OverheadSec)
+		}
 		return fmt.Sprintf("no loader knob raises throughput: the workers keep batches ready, and the loop's own time per batch is the limit (its step %s, and %s taking each batch: unpickling it, the pin-memory handoff, the GIL)",
 			sample.FormatDuration(p.StepSec), sample.FormatDuration(p.OverheadSec))
 	}

@@ -15,6 +15,7 @@ type Diagnoser struct {
 	th        Thresholds
 	ring      []sample.Frame
 	shown     Verdict
+	replayed  bool // the last frame was the ceiling's replay
 	since     time.Time
 	cand      Kind
 	candSince time.Time
@@ -28,10 +29,16 @@ func NewDiagnoser(th Thresholds) *Diagnoser {
 
 // Observe adds a frame and returns the verdict to show.
 func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
+	replaying := false
 	if c := f.Loader.CeilingOf(); c != nil && c.State == sample.CeilingReplaying {
+		replaying = true
+	}
+	if replaying || d.replayed {
 		// The loop trains on replayed batches (the ceiling's measurement):
 		// its input's figures say nothing of the job for those seconds. The
-		// frame is left out of the window; the verdict shown stays.
+		// frame is left out of the window, and so is the first one after
+		// (its interval holds the replay's end); the verdict shown stays.
+		d.replayed = replaying
 		out := d.shown
 		out.Since = d.since
 		return out

@@ -135,7 +135,8 @@ func TestDiagnoserGPUDropsOut(t *testing.T) {
 
 // While the hook replays kept batches to measure the ceiling, the loader
 // takes nothing from its input and the loop is busy: those frames say
-// nothing of the job, and the verdict shown stays what it was.
+// nothing of the job, and the verdict shown stays what it was. Nor does
+// the frame in which the replay ended.
 func TestDiagnoserLeavesOutTheCeilingsReplay(t *testing.T) {
 	fs := frames(40, func(i int, f *sample.Frame) {
 		host(f, 20, 0, 2)
@@ -143,6 +144,9 @@ func TestDiagnoserLeavesOutTheCeilingsReplay(t *testing.T) {
 		if i >= 20 && i < 35 {
 			f.Loader.WaitShare, f.Loader.SamplesPerSec = nil, 0 // no batch from the input
 			f.Loader.Ceiling = &sample.Ceiling{State: sample.CeilingReplaying}
+		}
+		if i == 35 { // the replay ended in this frame's interval: its rates are partly the replay's
+			f.Loader.BatchesPerSec, f.Loader.Ceiling = 1, &sample.Ceiling{State: sample.CeilingDone}
 		}
 	})
 	d := NewDiagnoser(DefaultThresholds())
@@ -157,7 +161,7 @@ func TestDiagnoserLeavesOutTheCeilingsReplay(t *testing.T) {
 	}
 	for _, f := range d.ring {
 		if f.Loader.CeilingOf() != nil {
-			t.Fatalf("a replaying frame at %v is in the window", f.Time)
+			t.Fatalf("a frame of the replay at %v (%s) is in the window", f.Time, f.Loader.Ceiling.State)
 		}
 	}
 }

@@ -101,3 +101,36 @@ func TestIdleGPUWithASampledProcessIsIdle(t *testing.T) {
 		t.Fatalf("verdict %s (%q): want idle", v.Kind, texts(v.Evidence))
 	}
 }
+
+// TestSampledStartLeftOutOfATimedWindow: gpuwatch run samples a job's
+// loop until it reads its hook (imports and CUDA's set-up take seconds on
+// a GPU box). Once the hook's readings come, those sampled frames are the
+// job's start: on an H100 (gpuwatch run --ceiling, stop 47) one of them
+// left in the window made the whole model relative, and the advice said
+// "its step 1.0s, and 7.8s taking each batch" of a loop whose step was
+// 19 ms.
+func TestSampledStartLeftOutOfATimedWindow(t *testing.T) {
+	fs := frames(10, func(i int, f *sample.Frame) {
+		host(f, 14, 0, 3)
+		gpus(f, 1, 10, 0, 20)
+		if i < 2 {
+			sampledLoop(f, 0.5, 2, 200)
+			return
+		}
+		hookLoop(f, 3.5, 0.9, 24, 2, 200, map[string]string{"persistent": "false", "pin": "false"})
+	})
+	v := Classify(fs, DefaultThresholds())
+	if v.Kind != GPUStarved || v.Predicted == nil || v.Predicted.SamplesPerSec == 0 {
+		t.Fatalf("%s predicted %+v advice %q: want gpu_starved with rates, from the hook's frames", v.Kind, v.Predicted, v.Advice)
+	}
+	for _, m := range v.Missing {
+		if strings.Contains(m, "sampled") {
+			t.Errorf("missing %q: the window's newest loop is timed", m)
+		}
+	}
+	// The newest reading sampled (the hook gone): the sampled model again.
+	fs[9] = frames(10, func(_ int, f *sample.Frame) { host(f, 14, 0, 3); sampledLoop(f, 0.9, 2, 200) })[9]
+	if v := Classify(fs, DefaultThresholds()); v.Predicted != nil && v.Predicted.SamplesPerSec != 0 {
+		t.Errorf("predicted %+v: a sampled newest reading has no rates", v.Predicted)
+	}
+}

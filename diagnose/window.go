@@ -119,6 +119,7 @@ type window struct {
 func read(frames []sample.Frame, th Thresholds) window {
 	w := window{frames: len(frames), workers: -1, prefetch: -1, th: th}
 	s := newSignals(len(frames))
+	timed := newestLoopTimed(frames)
 	for i := range frames {
 		f := &frames[i]
 		s.addFrameSignals(f)
@@ -147,7 +148,7 @@ func read(frames []sample.Frame, th Thresholds) window {
 		if a := f.Accel; a != nil {
 			w.accelBasis = a.Basis
 		}
-		if l := f.Loader; l != nil {
+		if l := f.Loader; l != nil && !(timed && l.Sampled != nil) {
 			w.addLoader(f, l, s)
 		}
 		if d, ok := f.BusiestDisk(); ok {
@@ -167,6 +168,20 @@ func read(frames []sample.Frame, th Thresholds) window {
 	s.medians(&w)
 	w.finishMeans()
 	return w
+}
+
+// newestLoopTimed says the window's newest loader reading is timed by
+// the hook (not sampled). Then the sampled readings before it are the
+// job's start, read before its hook was (gpuwatch run, on a job whose
+// imports and CUDA set-up take seconds): they are left out, or one such
+// frame would make the whole window's model relative (sampledPipeline).
+func newestLoopTimed(frames []sample.Frame) bool {
+	for i := len(frames) - 1; i >= 0; i-- {
+		if l := frames[i].Loader; l != nil {
+			return l.Sampled == nil
+		}
+	}
+	return false
 }
 
 // addJob adds a frame's job reading; events and swap are counted from the
