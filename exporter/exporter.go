@@ -98,6 +98,8 @@ var (
 	dBatchBytes = desc(sample.SeriesLoaderBatchBytes)
 	dFloat64    = desc(sample.SeriesLoaderBatchFloat64Ratio)
 	dPadding    = desc(sample.SeriesLoaderPaddingRatio)
+	dCopyHost   = desc(sample.SeriesLoaderCopyHostSeconds)
+	dCopyRate   = desc(sample.SeriesLoaderCopyBytesPerSecond)
 	dRunDelay   = desc(sample.SeriesLoaderWorkersRunDelayRatio)
 	dCeiling    = desc(sample.SeriesLoaderCeilingSamplesPerSecond)
 	dInputCost  = desc(sample.SeriesLoaderInputCostRatio)
@@ -110,7 +112,7 @@ var (
 
 var allDescs = []*metricDesc{dVerdict, dConfidence, dChange, dPredSample, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
-	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dRunDelay, dCeiling, dInputCost, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler}
+	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler}
 
 // collectGPUs emits each GPU's series (g as in Collect).
 func collectGPUs(gpus []sample.GPU, g func(d *metricDesc, val float64, labels ...string)) {
@@ -334,6 +336,12 @@ func collectStages(l *sample.Loader, g func(d *metricDesc, val float64, labels .
 		}
 		if p.PaddingShare != nil {
 			g(dPadding, *p.PaddingShare)
+		}
+		if c := p.Copy; c != nil {
+			g(dCopyHost, c.HostMsPerBatch/1000)
+			if c.BytesPerSec != nil {
+				g(dCopyRate, *c.BytesPerSec)
+			}
 		}
 	}
 	if l.WorkersRunDelayShare != nil {

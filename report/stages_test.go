@@ -25,7 +25,8 @@ func TestReportStagesAndPayload(t *testing.T) {
 			l.Stages = &sample.LoaderStages{GetitemMs: ptrF(30 + float64(i)), CollateMs: ptrF(8), HandoverMs: ptrF(2),
 				TakeMs: ptrF(0.4), GetitemShare: ptrF(0.75), CollateShare: ptrF(0.2), HandoverShare: ptrF(0.05)}
 			l.Payload = &sample.BatchPayload{BatchesLooked: uint64(i + 1), BytesPerBatch: 19.7e6, Float64Share: ptrF(0.99), PaddingShare: ptrF(0.78),
-				Tensors: []sample.PayloadTensor{{Path: "<img>", DType: "float64"}}}
+				Tensors: []sample.PayloadTensor{{Path: "<img>", DType: "float64"}},
+				Copy:    &sample.HostCopy{BatchesCopied: 2, BytesPerBatch: 19.7e6, HostMsPerBatch: 0.25, PinnedShare: 1, NonBlockingShare: 1}}
 		}
 		frames = append(frames, recording.Recorded{Frame: sample.Frame{Time: generated.Add(time.Duration(i) * time.Second), IntervalSec: 1, Loader: l}})
 	}
@@ -42,7 +43,7 @@ func TestReportStagesAndPayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| getitem (worker) | 32ms | 75 % |", "| hand-over (worker: pickling) | 2.0ms | 5 % |", "| take (loop: unpickling) | 400µs |  |",
-		"A batch holds 19MiB of tensors, 99 % of it float64; 78 % of its tokens are padding (5 batches looked inside)."} {
+		"A batch holds 19MiB of tensors, 99 % of it float64; 78 % of its tokens are padding (5 batches looked inside). The loop copies it to the GPU 19MiB a batch: the loop 250µs in the copy; pinned, non\\_blocking."} {
 		if !strings.Contains(m.String(), want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, m.String())
 		}

@@ -703,5 +703,9 @@ func payloadText(p *sample.BatchPayload) string {
 	if p.PaddingShare != nil {
 		t += "; " + pctStr(*p.PaddingShare) + " of its tokens are padding"
 	}
-	return t + fmt.Sprintf(" (%d batches looked inside).", p.BatchesLooked)
+	t += fmt.Sprintf(" (%d batches looked inside).", p.BatchesLooked)
+	if p.Copy != nil {
+		t += " The loop copies it " + p.Copy.Summary() + "."
+	}
+	return t
 }

@@ -576,6 +576,36 @@ type BatchPayload struct {
 	// rows); nil when the batches hold no token tensor.
 	PaddingShare *float64        `json:"padding_share,omitempty"`
 	Tensors      []PayloadTensor `json:"tensors,omitempty" check:"max=16"`
+	// Copy is the loop's copy of those batches to the GPU; nil when none
+	// was seen (no GPU, or the batches stay on the CPU).
+	Copy *HostCopy `json:"copy,omitempty"`
+}
+
+// HostCopy is the training loop's copy of the batches looked at to a GPU
+// (tensor.to(device), tensor.cuda()), over the interval's copies (or every
+// one so far, when the interval had none): bytes per batch, the loop's
+// time in the copy calls per batch, the copies' time on the GPU (CUDA
+// events) and so their rate, and the shares of the bytes copied from
+// pinned memory and with non_blocking=True.
+type HostCopy struct {
+	BatchesCopied  uint64  `json:"batches_copied"` // cumulative
+	BytesPerBatch  float64 `json:"bytes_per_batch"`
+	HostMsPerBatch float64 `json:"host_ms_per_batch"`
+	// DeviceMsPerBatch and BytesPerSec (bytes ÷ the GPU's time) are nil
+	// when no copy's GPU time was read.
+	DeviceMsPerBatch *float64 `json:"device_ms_per_batch,omitempty"`
+	BytesPerSec      *float64 `json:"bytes_per_sec,omitempty"`
+	PinnedShare      float64  `json:"pinned_share"`
+	NonBlockingShare float64  `json:"non_blocking_share"`
+	// Device is the CUDA index of the GPU the last copy went to.
+	Device *int `json:"device,omitempty"`
+	// Link is that GPU's PCIe link ("PCIe 5.0 x16") and LinkBytesPerSec
+	// its bandwidth each way; LinkShare is BytesPerSec's share of it (a
+	// copy's rate, not the link's load). Derived from the frame's GPUs
+	// (AssignRoles); empty where the GPU or its link is unknown.
+	Link            string   `json:"link,omitempty"`
+	LinkBytesPerSec *float64 `json:"link_bytes_per_sec,omitempty"`
+	LinkShare       *float64 `json:"link_share,omitempty" check:"0,10"`
 }
 
 // PayloadTensor is one tensor or array of the last batch looked at: its

@@ -69,8 +69,9 @@ func RoleOf(t Thread, l *Loader) Role {
 //
 // It also derives the loader's WorkersRunDelayShare from the worker
 // threads, so that a recording's is recomputed too, never taken from the
-// file.
+// file; and the loop's copies' share of their GPU's PCIe link (copyLink).
 func (f *Frame) AssignRoles() {
+	f.copyLink()
 	if f.Procs == nil {
 		return
 	}
@@ -102,4 +103,39 @@ func workersRunDelayShare(threads []Thread) *float64 {
 	}
 	s := delay / (cpu + delay)
 	return &s
+}
+
+// copyLink sets the loop's copy rate's share of the PCIe link of the GPU
+// it copies to: the GPU that lists the loader's process, else the only
+// GPU. CUDA's index (HostCopy.Device) is not NVML's under
+// CUDA_VISIBLE_DEVICES, so it is not used to match. Unset when no GPU is
+// known to be the one, or its link was not read.
+func (f *Frame) copyLink() {
+	l := f.Loader
+	if l == nil || l.Payload == nil || l.Payload.Copy == nil {
+		return
+	}
+	c := l.Payload.Copy
+	c.Link, c.LinkBytesPerSec, c.LinkShare = "", nil, nil
+	var g *GPU
+	if l.PID != nil {
+		for i := range f.GPUs {
+			for _, p := range f.GPUs[i].Processes {
+				if p.PID == *l.PID {
+					g = &f.GPUs[i]
+				}
+			}
+		}
+	}
+	if g == nil && len(f.GPUs) == 1 {
+		g = &f.GPUs[0]
+	}
+	if g == nil || g.PCIeLinkBytesPerSec == nil || *g.PCIeLinkBytesPerSec <= 0 {
+		return
+	}
+	c.Link, c.LinkBytesPerSec = g.PCIeLink, g.PCIeLinkBytesPerSec
+	if c.BytesPerSec != nil {
+		share := *c.BytesPerSec / *g.PCIeLinkBytesPerSec
+		c.LinkShare = &share
+	}
 }

@@ -69,6 +69,7 @@ type Settle struct {
 	// heldUnprofiled: the last frame held by the settle rule, waiting only
 	// for the first profile — settled all the same if the session ends.
 	profiles, profiled, heldUnprofiled bool
+	replaying                          bool // the last frame was the ceiling's replay
 }
 
 // NewSettle is a Settle that calls stop once a verdict has settled, and
@@ -124,10 +125,16 @@ func (s *Settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	awaitingProfile := s.profiles && !s.profiled && f.Time.Sub(s.since) < SettleTime+ProfileWait
 	// While the hook measures the ceiling (run --ceiling) nothing settles:
 	// the summary waits for its figure, or for why it was refused.
-	measuring := false
+	// Nor does the frame in which the replay ended: the diagnosis leaves
+	// it out (diagnose.Diagnoser.Observe), so its verdict is the one held
+	// from before the replay, without the ceiling.
+	measuring, replaying := false, false
 	if c := f.Loader.CeilingOf(); c != nil {
 		measuring = c.State != sample.CeilingDone && c.State != sample.CeilingRefused
+		replaying = c.State == sample.CeilingReplaying
 	}
+	measuring = measuring || s.replaying
+	s.replaying = replaying
 	held := v.Kind != diagnose.WarmingUp && s.streak >= SettleFrames && f.Time.Sub(s.since) >= SettleTime && !measuring
 	s.heldUnprofiled = held && awaitingProfile
 	if held && !awaitingProfile && !s.settled {

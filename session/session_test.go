@@ -334,11 +334,50 @@ func TestSettleWaitsForTheCeiling(t *testing.T) {
 	if stopped != 0 {
 		t.Fatal("settled while the ceiling was being measured")
 	}
-	f := settleFrameAt(i)
-	f.Loader = &sample.Loader{Ceiling: &sample.Ceiling{State: sample.CeilingDone}}
-	s.Frame(f, diagnose.Verdict{Kind: diagnose.GPUStarved})
-	if stopped != 1 {
-		t.Fatal("did not settle once the ceiling was measured")
+	// The frame in which the replay ended is left out of the diagnosis
+	// (its verdict is the one held from before): the next one settles.
+	for j := 0; j < 2; j++ {
+		f := settleFrameAt(i + j)
+		f.Loader = &sample.Loader{Ceiling: &sample.Ceiling{State: sample.CeilingDone}}
+		s.Frame(f, diagnose.Verdict{Kind: diagnose.GPUStarved})
+		if stopped != j {
+			t.Fatalf("%d frames after the replay: stopped %d times, want %d", j+1, stopped, j)
+		}
+	}
+}
+
+// TestOnceSummaryCarriesTheCeiling: the diagnosis and the settle together
+// (as run --once --ceiling on an H100 showed, stop 47): the summary's
+// verdict says the ceiling measured, though the frame in which the replay
+// ended is left out of the diagnosis.
+func TestOnceSummaryCarriesTheCeiling(t *testing.T) {
+	d := diagnose.NewDiagnoser(diagnose.DefaultThresholds())
+	stopped := false
+	s := &Settle{stop: func() { stopped = true }, need: 3}
+	workers := 2
+	for i := 0; i < 60 && !stopped; i++ {
+		f := settleFrameAt(i)
+		f.CPU = &sample.CPU{BusyPct: 13, Cores: make([]sample.Core, 16)}
+		f.Loader = &sample.Loader{Source: "http://127.0.0.1:6061", Kind: "python", Batches: uint64(100 + 3*i), BatchesPerSec: 3.2, SamplesPerSec: 820,
+			WaitShare: probes.Ptr(0.94), StepMeanMs: probes.Ptr(20.0), Workers: &workers}
+		switch {
+		case i < 10:
+			f.Loader.Ceiling = &sample.Ceiling{State: sample.CeilingWarming}
+		case i < 20:
+			f.Loader.BatchesPerSec, f.Loader.SamplesPerSec, f.Loader.WaitShare = 0, 0, nil
+			f.Loader.Ceiling = &sample.Ceiling{State: sample.CeilingReplaying}
+		case i >= 20:
+			f.Loader.Ceiling = &sample.Ceiling{State: sample.CeilingDone, SamplesPerSec: probes.Ptr(13766.0), StepMs: probes.Ptr(19.0), StarvingStepMs: probes.Ptr(24.0)}
+		}
+		s.Frame(f, d.Observe(f))
+	}
+	if !stopped {
+		t.Fatal("never settled")
+	}
+	var out bytes.Buffer
+	s.summary(&out, true)
+	if !strings.Contains(out.String(), "with its input free the loop took 13,766 samples/s") {
+		t.Fatalf("summary without the ceiling: %s", out.String())
 	}
 }
 

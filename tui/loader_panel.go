@@ -74,6 +74,9 @@ func (loaderPanel) lines(pv *view, w int) []string {
 	}
 	if l.Payload != nil {
 		lines = append(lines, wrap(pv.st.Dim.Render(payloadLine(l.Payload)), w, "  ")...)
+		if c := l.Payload.Copy; c != nil {
+			lines = append(lines, wrap(pv.st.Dim.Render("copy "+c.Summary()), w, "  ")...)
+		}
 	}
 	if l.ReadSecPerSec != nil && l.DecodeSecPerSec != nil {
 		line := fmt.Sprintf("reading %.2f s/s · decoding %.2f s/s (summed over workers)", *l.ReadSecPerSec, *l.DecodeSecPerSec)

@@ -32,6 +32,15 @@ type StageCount struct {
 type PayloadCounters struct {
 	Looked, Bytes, Float64Bytes, PinnedBytes, TokenSlots, PaddingSlots uint64
 	Tensors                                                            []sample.PayloadTensor
+	Copy                                                               *CopyCounters
+}
+
+// CopyCounters are the loop's copies to the GPU of the batches looked at,
+// cumulative (gpuwatch_loader_h2d_*).
+type CopyCounters struct {
+	Batches, Copies, Bytes, PinnedBytes, NonBlockingBytes, DeviceBytes uint64
+	HostSeconds, DeviceSeconds                                         float64
+	Device                                                             *int
 }
 
 // maxPayloadTensors bounds the tensors taken from one answer (the hook
@@ -80,7 +89,44 @@ func stagesFromPage(page map[string][]expo.Sample, c *LoaderCounters) {
 			p.Tensors = append(p.Tensors, t)
 		}
 	}
+	p.Copy = copyCounters(page, c)
 	c.Payload = p
+}
+
+// copyCounters reads the copy series; nil when absent or inconsistent (said
+// in c.Dropped).
+func copyCounters(page map[string][]expo.Sample, c *LoaderCounters) *CopyCounters {
+	n, ok := pageCount(page, "gpuwatch_loader_h2d_batches_total")
+	if !ok {
+		return nil
+	}
+	k := &CopyCounters{Batches: n}
+	k.Copies, _ = pageCount(page, "gpuwatch_loader_h2d_copies_total")
+	k.Bytes, _ = pageCount(page, "gpuwatch_loader_h2d_bytes_total")
+	k.PinnedBytes, _ = pageCount(page, "gpuwatch_loader_h2d_pinned_bytes_total")
+	k.NonBlockingBytes, _ = pageCount(page, "gpuwatch_loader_h2d_non_blocking_bytes_total")
+	k.DeviceBytes, _ = pageCount(page, "gpuwatch_loader_h2d_device_bytes_total")
+	k.HostSeconds, ok = pageSeconds(page, "gpuwatch_loader_h2d_host_seconds_total")
+	dev, okDev := pageSeconds(page, "gpuwatch_loader_h2d_device_seconds_total")
+	if !ok || !okDev || k.Copies < k.Batches || k.PinnedBytes > k.Bytes || k.NonBlockingBytes > k.Bytes || k.DeviceBytes > k.Bytes {
+		c.Dropped = append(c.Dropped, "gpuwatch_loader_h2d_bytes_total: not counts of copies with their parts, dropped")
+		return nil
+	}
+	k.DeviceSeconds = dev
+	if d, ok := pageCount(page, "gpuwatch_loader_h2d_device"); ok && d < 1<<16 {
+		k.Device = probes.Ptr(int(d))
+	}
+	return k
+}
+
+// pageSeconds is a counter of seconds: absent, NaN, negative or past
+// maxLoaderSeconds is none.
+func pageSeconds(page map[string][]expo.Sample, name string) (float64, bool) {
+	ss := page[name]
+	if len(ss) == 0 || !(ss[0].Value >= 0 && ss[0].Value <= maxLoaderSeconds) {
+		return 0, false
+	}
+	return ss[0].Value, true
 }
 
 func stageIndex(name string) int {
@@ -226,6 +272,36 @@ func batchPayload(prev, cur *PayloadCounters, bps float64) *sample.BatchPayload 
 	}
 	if bps > 0 && !math.IsInf(bps, 0) {
 		out.BytesPerSec = probes.Ptr(out.BytesPerBatch * bps)
+	}
+	var prevCopy *CopyCounters
+	if prev != nil {
+		prevCopy = prev.Copy
+	}
+	out.Copy = hostCopy(prevCopy, cur.Copy)
+	return out
+}
+
+// hostCopy is the copies over the interval, or over every one so far when
+// the interval had none; nil when none was seen.
+func hostCopy(prev, cur *CopyCounters) *sample.HostCopy {
+	if cur == nil || cur.Batches == 0 || cur.Bytes == 0 {
+		return nil
+	}
+	d := *cur
+	if prev != nil && cur.Batches > prev.Batches && cur.Bytes >= prev.Bytes && cur.PinnedBytes >= prev.PinnedBytes &&
+		cur.NonBlockingBytes >= prev.NonBlockingBytes && cur.DeviceBytes >= prev.DeviceBytes &&
+		cur.HostSeconds >= prev.HostSeconds && cur.DeviceSeconds >= prev.DeviceSeconds && cur.Bytes > prev.Bytes {
+		d = CopyCounters{Batches: cur.Batches - prev.Batches, Bytes: cur.Bytes - prev.Bytes, PinnedBytes: cur.PinnedBytes - prev.PinnedBytes,
+			NonBlockingBytes: cur.NonBlockingBytes - prev.NonBlockingBytes, DeviceBytes: cur.DeviceBytes - prev.DeviceBytes,
+			HostSeconds: cur.HostSeconds - prev.HostSeconds, DeviceSeconds: cur.DeviceSeconds - prev.DeviceSeconds}
+	}
+	n, b := float64(d.Batches), float64(d.Bytes)
+	out := &sample.HostCopy{BatchesCopied: cur.Batches, BytesPerBatch: b / n, HostMsPerBatch: 1000 * d.HostSeconds / n,
+		PinnedShare: float64(d.PinnedBytes) / b, NonBlockingShare: float64(d.NonBlockingBytes) / b, Device: cur.Device}
+	if d.DeviceBytes > 0 && d.DeviceSeconds > 0 {
+		// The GPU's time for the bytes whose time was read, per batch.
+		out.DeviceMsPerBatch = probes.Ptr(1000 * d.DeviceSeconds * (b / float64(d.DeviceBytes)) / n)
+		out.BytesPerSec = probes.Ptr(float64(d.DeviceBytes) / d.DeviceSeconds)
 	}
 	return out
 }

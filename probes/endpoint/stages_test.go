@@ -167,3 +167,53 @@ func TestBatchPayloadOverTheInterval(t *testing.T) {
 		t.Fatalf("shares of nothing %+v", p)
 	}
 }
+
+// TestCopyFromTheHooksPage reads the loop's copies to the GPU (the hook's
+// gpuwatch_loader_h2d_* series) and their figures over an interval; parts
+// larger than the whole, or seconds that are none, drop the copy and say
+// so.
+func TestCopyFromTheHooksPage(t *testing.T) {
+	page := func(pinned, hostSec string) []byte {
+		return []byte(`gpuwatch_loader_batches_total 40
+gpuwatch_loader_batches_looked_total 10
+gpuwatch_loader_batch_bytes_total 10485760
+gpuwatch_loader_h2d_batches_total 8
+gpuwatch_loader_h2d_copies_total 16
+gpuwatch_loader_h2d_bytes_total 8388608
+gpuwatch_loader_h2d_pinned_bytes_total ` + pinned + `
+gpuwatch_loader_h2d_non_blocking_bytes_total 0
+gpuwatch_loader_h2d_host_seconds_total ` + hostSec + `
+gpuwatch_loader_h2d_device_seconds_total 0.004
+gpuwatch_loader_h2d_device_bytes_total 4194304
+gpuwatch_loader_h2d_device 0
+`)
+	}
+	c, _, err := CountersFromMetrics(page("8388608", "0.008"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := c.Payload.Copy
+	if k == nil || k.Batches != 8 || k.Bytes != 8<<20 || k.PinnedBytes != 8<<20 || k.DeviceBytes != 4<<20 || k.HostSeconds != 0.008 || k.Device == nil || *k.Device != 0 {
+		t.Fatalf("copy %+v", k)
+	}
+	h := hostCopy(nil, k)
+	// 1 MiB a batch; 1 ms of the loop each; the GPU's 4 ms for 4 MiB: 1 ms a MiB, 1000 MiB/s.
+	if h.BytesPerBatch != 1<<20 || !isAbout(&h.HostMsPerBatch, 1) || !isAbout(h.DeviceMsPerBatch, 1) || !isAbout(h.BytesPerSec, 1000<<20) ||
+		h.PinnedShare != 1 || h.NonBlockingShare != 0 {
+		t.Fatalf("copy figures %+v", h)
+	}
+	later := *k
+	later.Batches, later.Bytes, later.PinnedBytes, later.HostSeconds = 10, 10<<20, 8<<20, 0.012
+	if h := hostCopy(k, &later); h.BatchesCopied != 10 || h.BytesPerBatch != 1<<20 || !isAbout(&h.HostMsPerBatch, 2) || h.PinnedShare != 0 || h.DeviceMsPerBatch != nil {
+		t.Fatalf("the interval's two pageable copies: %+v", h)
+	}
+	for _, bad := range [][2]string{{"9999999999", "0.008"}, {"0", "NaN"}, {"0", "-1"}} {
+		c, _, err := CountersFromMetrics(page(bad[0], bad[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Payload.Copy != nil || len(c.Dropped) != 1 || !strings.Contains(c.Dropped[0], "h2d") {
+			t.Errorf("pinned %s, host seconds %s: copy %+v dropped %v", bad[0], bad[1], c.Payload.Copy, c.Dropped)
+		}
+	}
+}

@@ -77,9 +77,11 @@ def _walk(x: Any, path: str, depth: int, out: List[Tuple[str, Any]]) -> None:
             _walk(v, "%s[%d]" % (path, i), depth + 1, out)
 
 
-def look(batch: Any) -> Optional[Look]:
-    """What batch holds, or None when it holds no tensor or array."""
-    found: List[Tuple[str, Any]] = []
+def look(batch: Any, found: Optional[List[Tuple[str, Any]]] = None) -> Optional[Look]:
+    """What batch holds, or None when it holds no tensor or array. found,
+    when given, receives each (path, tensor or array) walked."""
+    if found is None:
+        found = []
     _walk(batch, "", 0, found)
     if not found:
         return None

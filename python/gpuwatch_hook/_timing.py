@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _ceiling, _payload, _stages, _torch
+from . import _ceiling, _h2d, _payload, _stages, _torch
 
 #: Histogram bounds in seconds: the embedded loader's (loader/stats.go).
 BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -103,6 +103,8 @@ class Stats:
         self.token_slots = self.padding_slots = 0
         self.last_look: Optional[_payload.Look] = None
         self._look_at: Optional[float] = None  # when the next look is due; None: at the next batch
+        # The copies to the GPU of the batches looked at (_h2d).
+        self.h2d = _h2d.Figures()
 
     def record(self, wait: float, batch: Any, depth: Optional[int]) -> None:
         try:
@@ -119,10 +121,13 @@ class Stats:
         inline = _stages.inline.take()
         if inline is not None:
             self.add_stages((("getitem", inline[0], inline[2]), ("collate", inline[1], inline[2])))
+        _h2d.poll()
         now = clock()
         if self._look_at is None or now >= self._look_at:  # only the loop thread reads and writes _look_at
             self._look_at = now + _payload.LOOK_EVERY
-            self.record_look(_payload.look(batch))
+            found: List[Tuple[str, Any]] = []
+            self.record_look(_payload.look(batch, found))
+            _h2d.watch([x for _, x in found], self)
 
     def record_look(self, lk: Optional[_payload.Look]) -> None:
         """Adds a look at a batch (None: it held no tensor, and counts)."""
@@ -136,6 +141,24 @@ class Stats:
             self.token_slots += lk.token_slots
             self.padding_slots += lk.padding_slots
             self.last_look = lk
+
+    def h2d_copy(self, n: int, pinned: bool, non_blocking: bool, host: float, device: Optional[int], first_of_batch: bool) -> None:
+        """Adds a copy to the GPU of a looked-at batch's tensor (_h2d)."""
+        with self.lock:
+            h = self.h2d
+            h.batches += first_of_batch
+            h.copies += 1
+            h.bytes += n
+            h.pinned_bytes += n if pinned else 0
+            h.non_blocking_bytes += n if non_blocking else 0
+            h.host_seconds += host
+            h.device = device
+
+    def h2d_device(self, n: int, seconds: float) -> None:
+        """Adds a copy's time on the GPU (_h2d)."""
+        with self.lock:
+            self.h2d.device_seconds += seconds
+            self.h2d.device_bytes += n
 
     def add_stages(self, figs: Any) -> None:
         """Adds (stage, seconds, batches) figures."""
@@ -215,6 +238,7 @@ class Stats:
             looked = (self.looked, self.look_bytes, self.look_f64, self.look_pinned, self.token_slots, self.padding_slots)
             last = self.last_look
             ceiling = self.ceiling
+            h2d = self.h2d.copy()
         out: List[str] = []
         put = out.append
 
@@ -262,6 +286,7 @@ class Stats:
                 put('gpuwatch_loader_worker_info{worker="%d",pid="%d"} 1\n' % (i, pid))
         render_stages(put, stages)
         render_payload(put, looked, last)
+        render_h2d(put, h2d)
         if ceiling is not None:
             render_ceiling(put, ceiling.figures())
         one("gpuwatch_hook_errors_total", "counter", "Waits or steps the hook failed to record (the loop went on).", errors)
@@ -288,6 +313,27 @@ def render_stages(put: Any, stages: List[Tuple[str, float, int]]) -> None:
     put("# TYPE gpuwatch_loader_stage_batches_total counter\n")
     for k, _, n in stages:
         put('gpuwatch_loader_stage_batches_total{stage="%s"} %d\n' % (k, n))
+
+
+def render_h2d(put: Any, h: "_h2d.Figures") -> None:
+    """The copy series (docs/prometheus.md): the looked-at batches' copies
+    to the GPU, once there was one."""
+    if not h.copies:
+        return
+    for name, help_, v in (
+        ("gpuwatch_loader_h2d_batches_total", "Batches looked at whose tensors the loop copied to a GPU.", h.batches),
+        ("gpuwatch_loader_h2d_copies_total", "Copies to a GPU of those batches' tensors (tensor.to(device), tensor.cuda()).", h.copies),
+        ("gpuwatch_loader_h2d_bytes_total", "Bytes of those copies.", h.bytes),
+        ("gpuwatch_loader_h2d_pinned_bytes_total", "Of those, bytes copied from pinned (page-locked) memory.", h.pinned_bytes),
+        ("gpuwatch_loader_h2d_non_blocking_bytes_total", "Of those, bytes copied with non_blocking=True.", h.non_blocking_bytes),
+        ("gpuwatch_loader_h2d_host_seconds_total", "Time the loop's thread spent in those copy calls.", h.host_seconds),
+        ("gpuwatch_loader_h2d_device_seconds_total", "Time those copies took on the GPU (CUDA events), of the copies whose time was read.", h.device_seconds),
+        ("gpuwatch_loader_h2d_device_bytes_total", "Bytes of the copies whose GPU time was read.", h.device_bytes),
+    ):
+        put("# HELP %s %s\n# TYPE %s counter\n%s %s\n" % (name, help_, name, name, fmt(v)))
+    if h.device is not None:
+        put("# HELP gpuwatch_loader_h2d_device The GPU the last copy went to (its CUDA index).\n# TYPE gpuwatch_loader_h2d_device gauge\n")
+        put("gpuwatch_loader_h2d_device %d\n" % h.device)
 
 
 def render_ceiling(put: Any, c: Dict[str, Any]) -> None:
