@@ -114,6 +114,13 @@ func loopBound(f *facts) (decision, bool) {
 	var d decision
 	text := fmt.Sprintf("thread %s (tid %d), the training loop, runs at %.0f %% of a core loading every batch itself: the loader has no workers (num_workers=0)",
 		name, r.loopTID, r.loopPct.v)
+	if w.sampled != nil {
+		// Sampled: "no workers" is no worker process seen, which is also
+		// a job whose first epoch has not started (CUDA's set-up, building
+		// the model: an H100 job read so for its first 5 s, stop 47).
+		text = fmt.Sprintf("thread %s (tid %d), the training loop, runs at %.0f %% of a core with no loader worker process: it loads every batch itself (num_workers=0), or its first epoch has not started (sampled: gpuwatch cannot tell; gpuwatch run can)",
+			name, r.loopTID, r.loopPct.v)
+	}
 	if idleWorkers {
 		text = fmt.Sprintf("thread %s (tid %d), the training loop, runs at %.0f %% of a core while its %d workers use %.1f cores together: the loop's own per-batch work is the limit",
 			name, r.loopTID, r.loopPct.v, w.workers, r.workersPct.v/100)

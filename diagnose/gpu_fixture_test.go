@@ -1,0 +1,54 @@
+package diagnose
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// TestH100SampledStarvedRecorded replays `gpuwatch record` on a real H100
+// (stop 47; testdata/gpu): python/examples/train_gpu.py, unmodified and not
+// started by gpuwatch (its loop sampled), 2 workers spending 2 ms of CPU a
+// sample on 16 cores, an MLP step of about 20 ms on the GPU. Its own
+// figures: wait 0.93, 910 samples/s; with 12 workers and light samples
+// the same step reaches 13,744 samples/s. NVML's readings are real ones:
+// the verdict is gpu_starved, the GPU is read (its utilization, its PCIe
+// 5.0 x16 link), and the advice raises num_workers with a relative gain.
+func TestH100SampledStarvedRecorded(t *testing.T) {
+	lines := readRecording(t, filepath.Join("testdata", "gpu", "h100-sampled-starved.jsonl"))
+	segs := replay(lines, DefaultThresholds())
+	if len(segs) != 1 || len(segs[0].verdicts) < 15 {
+		t.Fatalf("want one run of ≥ 15 frames, have %d segments", len(segs))
+	}
+	s := segs[0]
+	// Its first 5 frames are the job's start (CUDA's set-up, the model
+	// built, the first epoch's workers not yet forked: its main thread
+	// pegged): nothing sampled can tell that from num_workers=0, and
+	// nothing says num_workers=0 as a fact.
+	if from := s.stableFrom(GPUStarved); from < 0 || from > 8 {
+		t.Fatalf("settles on gpu_starved from frame %d", from)
+	}
+	for i, v := range s.verdicts {
+		if c := claims(v); strings.Contains(c, "the loader has no workers") {
+			t.Errorf("frame %d (%s) claims no workers as a fact: %q", i, v.Kind, c)
+		}
+	}
+	last := s.verdicts[len(s.verdicts)-1]
+	if len(last.Changes) == 0 || last.Changes[0].Knob != "num_workers" || last.Predicted == nil || last.Predicted.Gain < 4 || last.Predicted.SamplesPerSec != 0 {
+		t.Fatalf("changes %+v predicted %+v advice %q: want num_workers raised, a relative gain of several ×", last.Changes, last.Predicted, last.Advice)
+	}
+	if !strings.Contains(strings.Join(texts(last.Evidence), "\n"), "only 2 loader workers for 16 cores") {
+		t.Errorf("evidence %q", texts(last.Evidence))
+	}
+	var f *sample.Frame
+	for i := len(lines) - 1; f == nil && i >= 0; i-- {
+		if lines[i].Type == "frame" {
+			f = &lines[i].Frame
+		}
+	}
+	if f == nil || len(f.GPUs) != 1 || f.GPUs[0].UtilPct == nil || f.GPUs[0].PCIeLink != "PCIe 5.0 x16" || f.GPUs[0].GPM == nil {
+		t.Fatalf("the H100's NVML readings: %+v", f.GPUs)
+	}
+}
