@@ -1,24 +1,17 @@
 #!/usr/bin/env bash
-# CI: the Helm chart (deploy/helm/gpuwatch). Installs helm as a Go module
-# at a pinned version (the module proxy serves it; it builds with the
-# repo's Go), lints the chart with default values and with every option
+# CI: the Helm chart (deploy/helm/gpuwatch). Builds helm from the Go module
+# proxy at a pinned version (scripts/ci-tools.sh), lints the chart with default values and with every option
 # on, checks and unit-tests its alert rules with promtool (they are
 # docs/prometheus-alerts.yml), and decodes every object `helm template`
 # renders strictly into the Kubernetes API types (deploy/helm/test, a Go
 # module of its own: the gpuwatch module keeps no k8s.io dependency).
 # Last, the one serve behaviour the DaemonSet relies on, on real cgroups.
-# Run from anywhere as root on Debian; idempotent (helm is built once into
-# $GPUWATCH_TOOLS, ~/.cache/gpuwatch-tools by default).
+# Run from anywhere as root on Debian; idempotent (helm is built once:
+# scripts/ci-tools.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-HELM_VERSION=v3.22.0 # built with go1.26.8: 3m48s on 2 busy cores, cold module cache
-tools="${GPUWATCH_TOOLS:-$HOME/.cache/gpuwatch-tools}"
-helm="$tools/helm-$HELM_VERSION/helm"
-if ! [ -x "$helm" ]; then
-	echo "building helm $HELM_VERSION (go install; a few minutes the first time)"
-	GOBIN="$tools/helm-$HELM_VERSION" timeout 900 nice -n 10 go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
-fi
+helm=$(bash scripts/ci-tools.sh helm)
 "$helm" version --short
 
 if ! command -v promtool >/dev/null; then

@@ -47,11 +47,7 @@ fi
 if [ -e /etc/dpkg/dpkg.cfg.d/excludes ] && grep -q '/usr/share/man' /etc/dpkg/dpkg.cfg.d/excludes; then
 	fail "dpkg excludes /usr/share/man here (/etc/dpkg/dpkg.cfg.d/excludes): the man page check cannot run"
 fi
-GORELEASER_VERSION=v2.16.0 # as .ci/run: newer ones want Go 1.27 or a module the proxy refuses
-goreleaser=$(go env GOPATH)/bin/goreleaser
-if ! grep -q "${GORELEASER_VERSION#v}" <<<"$("$goreleaser" --version 2>/dev/null)"; then
-	go install "github.com/goreleaser/goreleaser/v2@$GORELEASER_VERSION"
-fi
+goreleaser=$(bash scripts/ci-tools.sh goreleaser)
 
 tmp=$(mktemp -d)
 cleanup() {
