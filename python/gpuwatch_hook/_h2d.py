@@ -3,9 +3,10 @@ GPU (tensor.to(device), tensor.cuda()), timed on the batches _payload looks
 at (docs/architecture.md §6, the loader protocol).
 
 When CUDA is built into torch, Tensor.to and Tensor.cuda are wrapped once.
-The wrapper's every call costs a dict's truth test (and a membership test
-while a looked-at batch waits to be copied); only the CPU tensors of the
-last batch looked at are timed, each once:
+The wrapper's every call costs torch.compiler.is_compiling() and a dict's
+truth test (and a membership test while a looked-at batch waits to be
+copied); only the CPU tensors of the last batch looked at are timed, each
+once:
 
 * the bytes, whether the source is pinned (page-locked) and whether the
   call asked for non_blocking;
@@ -17,8 +18,10 @@ last batch looked at are timed, each once:
   (later next() calls poll it: nothing waits for the GPU). bytes ÷ that
   time is the copy's rate, set against the PCIe link's by gpuwatch.
 
-Nothing is timed inside torch.compile's tracing, or before CUDA is set up
-by the job itself: the hook never initialises CUDA. Tensors are watched
+Nothing is timed inside torch.compile's tracing (is_compiling() is tested
+first, so that the tracer never reads the hook's state and never guards
+on it), or before CUDA is set up by the job itself: the hook never
+initialises CUDA. Tensors are watched
 through weak references: a batch is never kept alive by the hook."""
 
 from __future__ import annotations
@@ -87,12 +90,12 @@ def install() -> None:
         return
 
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if _watched and not compiling() and id(self) in _watched:
+        if not compiling() and _watched and id(self) in _watched:
             return _timed(self, orig_to, args, kwargs, 1)
         return orig_to(self, *args, **kwargs)
 
     def cuda(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if _watched and not compiling() and id(self) in _watched:
+        if not compiling() and _watched and id(self) in _watched:
             return _timed(self, orig_cuda, args, kwargs, 1)
         return orig_cuda(self, *args, **kwargs)
 
