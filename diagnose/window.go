@@ -291,7 +291,7 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	w.haveLoader = true
 	w.loaderKind = l.Kind
 	w.loaderDown = nil
-	if l.Sampled == nil && l.RatesUnknown() {
+	if l.Sampled == nil && l.Down() {
 		w.loaderDown = l
 	}
 	sec := f.IntervalSec

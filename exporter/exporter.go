@@ -234,7 +234,9 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		if l.WaitShare != nil {
 			g(dWaitShare, *l.WaitShare)
 		}
-		g(dSamples, l.SamplesPerSec)
+		if !l.RatesUnknown() { // sampled, not answering, or read once: no rate, not 0
+			g(dSamples, l.SamplesPerSec)
+		}
 		if l.QueueDepth != nil {
 			g(dQueue, *l.QueueDepth)
 		}

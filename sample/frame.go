@@ -458,6 +458,10 @@ type Loader struct {
 	// plain Go program with net/http/pprof).
 	NoMetrics bool   `json:"no_metrics,omitempty"`
 	Batches   uint64 `json:"batches"` // cumulative
+	// RatesPending: this is the first reading of the loader's counters,
+	// and a rate needs two; its rates are null in JSON, as unknown ones,
+	// though the loader answers.
+	RatesPending bool `json:"rates_pending,omitempty"`
 	// Rates over the interval.
 	BatchesPerSec float64 `json:"batches_per_sec"`
 	SamplesPerSec float64 `json:"samples_per_sec"`
@@ -796,6 +800,9 @@ func (f *Frame) Merge(from *Frame) {
 // batches per second when the loader does not count samples (the Python
 // hook, when it cannot read a batch's size).
 func (l *Loader) Throughput() string {
+	if l.RatesPending {
+		return "samples/s after the next reading"
+	}
 	if l.SamplesPerSec == 0 && l.BatchesPerSec > 0 {
 		return fmt.Sprintf("%.1f batches/s", l.BatchesPerSec)
 	}

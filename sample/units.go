@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // FormatBytes renders n bytes with binary prefixes: "512B", "1.5KiB",
@@ -36,7 +37,8 @@ func FormatBytes(n float64) string {
 // above all — with U+FFFD, so a process named "\x1b]0;PWN\x07" cannot
 // retitle or clear the terminal it is printed to. Every name from outside
 // (processes, threads, disks, loaders, evidence that quotes them) goes
-// through it on its way to a terminal.
+// through it on its way to a terminal. Bytes that are not UTF-8 become
+// U+FFFD too: a lone 0x9b is a C1 CSI to a terminal that reads bytes.
 func Printable(s string) string {
 	clean := true
 	for _, r := range s {
@@ -45,10 +47,11 @@ func Printable(s string) string {
 			break
 		}
 	}
-	if clean {
+	if clean && utf8.ValidString(s) {
 		return s
 	}
-	return strings.Map(func(r rune) rune {
+	return strings.Map(func(r rune) rune { // invalid bytes come as U+FFFD
+
 		if isControl(r) {
 			return '\uFFFD'
 		}

@@ -3,11 +3,15 @@ package sample
 import "encoding/json"
 
 // RatesUnknown says the loader's rates (batches, samples, bytes per
-// second) are unknown, not zero: it is attached and does not answer, or
-// nobody instrumented it and its loop was sampled (issue 41, item 3).
+// second) are unknown, not zero: it is attached and does not answer
+// (Down), nobody instrumented it and its loop was sampled (issue 41, item
+// 3), or its counters were read once so far (RatesPending).
 func (l *Loader) RatesUnknown() bool {
-	return l.Sampled != nil || (l.Connected != nil && !*l.Connected)
+	return l.Sampled != nil || l.Down() || l.RatesPending
 }
+
+// Down says an attached loader does not answer.
+func (l *Loader) Down() bool { return l.Connected != nil && !*l.Connected }
 
 // sampledOver says l, a sampled loop, stays when from, an attached loader
 // that does not answer, comes to be merged: the sampled loop still covers
@@ -15,7 +19,7 @@ func (l *Loader) RatesUnknown() bool {
 // is none (issue 41, item 3). The disconnection stays in Ranks and in
 // Unavailable.
 func (l *Loader) sampledOver(from *Loader) bool {
-	return l != nil && l.Sampled != nil && from.Sampled == nil && from.RatesUnknown()
+	return l != nil && l.Sampled != nil && from.Sampled == nil && from.Down()
 }
 
 // MarshalJSON writes Loader as its fields, with null rates where they are

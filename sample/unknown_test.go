@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// TestUnknownRatesAreNull: a loader that does not answer, or a sampled
-// loop, writes null rates, never 0 (issue 41, item 3); an answering one
-// writes its numbers, 0 included.
+// TestUnknownRatesAreNull: a loader that does not answer, a sampled
+// loop, or a loader read once so far writes null rates, never 0 (issue
+// 41, item 3); an answering one writes its numbers, 0 included.
 func TestUnknownRatesAreNull(t *testing.T) {
 	no, yes := false, true
 	since := time.Unix(0, 0).UTC()
@@ -22,6 +22,8 @@ func TestUnknownRatesAreNull(t *testing.T) {
 			[]string{`"batches_per_sec":null`, `"samples_per_sec":null`, `"bytes_per_sec":null`, `"connected":false`}},
 		{"sampled", Loader{Source: "sampled", Sampled: &SampledLoop{Samples: 3}},
 			[]string{`"batches_per_sec":null`, `"sampled":{`}},
+		{"first reading", Loader{Source: "http://x", Connected: &yes, RatesPending: true},
+			[]string{`"batches_per_sec":null`, `"samples_per_sec":null`, `"rates_pending":true`, `"connected":true`}},
 		{"answering and stopped", Loader{Source: "http://x", Connected: &yes},
 			[]string{`"batches_per_sec":0`, `"samples_per_sec":0`, `"bytes_per_sec":0`}},
 		{"rank down", Rank{URL: "http://x", Connected: false}, []string{`"batches_per_sec":null`, `"connected":false`}},

@@ -143,6 +143,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	p.prev, p.prevTime, p.havePrev = cur, f.Time, true
 	f.Loader = out
 	if !havePrev {
+		out.RatesPending = true
 		return nil
 	}
 	// A loader that restarted has smaller counters. Like Prometheus's

@@ -61,12 +61,15 @@ func collectLoader(t *testing.T, p *Loader, at time.Time) *sample.Frame {
 func TestLoaderRatesShareAndVirtualAccelerator(t *testing.T) {
 	src := &fakeLoader{c: counters(10, 30*time.Millisecond, 70*time.Millisecond)}
 	p := NewLoader(src)
-	if f := collectLoader(t, p, probetest.T0); f.Loader == nil || f.Loader.WaitShare != nil || f.Accel != nil {
-		t.Fatalf("first reading = %+v: want the part but no interval figures", f.Loader)
+	if f := collectLoader(t, p, probetest.T0); f.Loader == nil || f.Loader.WaitShare != nil || f.Accel != nil || !f.Loader.RatesPending {
+		t.Fatalf("first reading = %+v: want the part but no interval figures, its rates pending", f.Loader)
 	}
 	src.c = counters(20, 30*time.Millisecond, 70*time.Millisecond)
 	f := collectLoader(t, p, probetest.T0.Add(time.Second))
 	l := f.Loader
+	if l.RatesPending {
+		t.Error("second reading: rates still pending")
+	}
 	probetest.Near(t, "batches/s", l.BatchesPerSec, 10)
 	probetest.Near(t, "samples/s", l.SamplesPerSec, 320)
 	probetest.Near(t, "bytes/s", l.BytesPerSec, 10<<20)
