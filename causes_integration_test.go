@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // batteryRun is one run of a loop of python/examples/causes_battery.py
@@ -27,7 +28,11 @@ type batteryRun struct {
 		CollateShare  float64 `json:"collate_share"`
 	}
 	verdict struct {
-		Kind      string `json:"kind"`
+		Kind     string `json:"kind"`
+		Evidence []struct {
+			Text   string `json:"text"`
+			Metric string `json:"metric"`
+		} `json:"evidence"`
 		Advice    []string
 		Predicted *struct {
 			Gain float64 `json:"gain"`
@@ -46,10 +51,13 @@ type batteryRun struct {
 	}
 	getitem, collate, handover float64 // gpuwatch's, of a worker's time
 	frames                     int
+	files                      string // the last frame's looks at the processes' files
 }
 
-// runBattery runs one loop (fixed or not) under gpuwatch run --once.
-func runBattery(t *testing.T, py, loop string, fix bool) batteryRun {
+// runBattery runs one loop (fixed or not) under gpuwatch run --once,
+// gpuwatch and the job inside the cgroups of procs where there are any,
+// with the loop's extra arguments.
+func runBattery(t *testing.T, py string, procs []string, loop string, fix bool, extra ...string) batteryRun {
 	t.Helper()
 	dir := t.TempDir()
 	truth, rec := filepath.Join(dir, "truth.json"), filepath.Join(dir, "rec.jsonl")
@@ -58,7 +66,12 @@ func runBattery(t *testing.T, py, loop string, fix bool) batteryRun {
 	if fix {
 		args = append(args, "--fix")
 	}
+	args = append(args, extra...)
 	cmd := exec.Command(binary(t), args...)
+	if len(procs) > 0 { // a shell enters the cgroups and execs gpuwatch: the job starts inside them
+		cmd = exec.Command("sh", append([]string{"-c", `for f in $PROCS; do echo $$ > "$f" || exit 1; done; exec "$0" "$@"`, binary(t)}, args...)...)
+		cmd.Env = append(os.Environ(), "PROCS="+strings.Join(procs, " "))
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -93,7 +106,13 @@ func (r *batteryRun) stageShares(t *testing.T, rec string) {
 	var g, c, h []float64
 	for sc.Scan() {
 		var line struct { // a frame line is the frame itself, with its type
-			Type   string `json:"type"`
+			Type  string `json:"type"`
+			Procs *struct {
+				List []struct {
+					PID   int             `json:"pid"`
+					Files json.RawMessage `json:"files"`
+				} `json:"list"`
+			} `json:"procs"`
 			Loader *struct {
 				Stages *struct {
 					GetitemShare  *float64 `json:"getitem_share"`
@@ -104,6 +123,17 @@ func (r *batteryRun) stageShares(t *testing.T, rec string) {
 		}
 		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Type != "frame" || line.Loader == nil {
 			continue
+		}
+		if line.Procs != nil {
+			var fs []string
+			for _, p := range line.Procs.List {
+				if len(p.Files) > 0 {
+					fs = append(fs, fmt.Sprintf("%d: %s", p.PID, p.Files))
+				}
+			}
+			if len(fs) > 0 {
+				r.files = strings.Join(fs, "; ")
+			}
 		}
 		if s := line.Loader.Stages; s != nil && s.GetitemShare != nil && s.CollateShare != nil && s.HandoverShare != nil {
 			g, c, h = append(g, *s.GetitemShare), append(c, *s.CollateShare), append(h, *s.HandoverShare)
@@ -118,19 +148,30 @@ func (r *batteryRun) stageShares(t *testing.T, rec string) {
 // __getitem__ and collate_fn; the hand-over it cannot time, so gpuwatch's
 // shares are compared of those two stages); the fix, applied, gains
 // ≥ 1.3× and does not beat the cause's free bound (by more than the 10 %
-// two runs on a shared machine differ by); and on the CPU-saturated
-// loops no knob is promised ≥ 1.2×. About 3 minutes on 2 cores.
+// two runs on a shared machine differ by); on the CPU-saturated loops no
+// knob is promised ≥ 1.2×, and on the others a num_workers promised
+// ≥ 1.2× is applied and must gain ≥ 1.05×. The mmap loop runs in a memory
+// cgroup of 1 GiB with a 3 GiB file whose pages it drops first (a dataset
+// that outgrows the page cache): it must read io_bound, led by the
+// workers' page faults, and its fix must not. The files loop reads one
+// 16 KiB file per sample over sshfs (networkMount: a real SFTP server
+// 2 ms away) and must be named small_files on fuse.sshfs. About 6
+// minutes on 2 cores.
 func TestCausesBattery(t *testing.T) {
 	py := python(t, true)
 	for _, tc := range []struct {
 		loop, cause string
 		noKnob      bool // CPU-saturated: more workers cannot help
 		needs       string
+		memory      string // the memory cgroup's limit, where the loop needs one
+		network     bool   // its files on network storage (sshfs, a 2 ms round trip)
 	}{
-		{"float64", "float64", true, ""},
-		{"padding", "padding", false, ""},
-		{"timeseries", "getitem", false, ""},
-		{"images", "handover", true, "import PIL"},
+		{"float64", "float64", true, "", "", false},
+		{"padding", "padding", false, "", "", false},
+		{"timeseries", "getitem", false, "", "", false},
+		{"images", "handover", true, "import PIL", "", false},
+		{"mmap", "random_reads", false, "", "1073741824", false},
+		{"files", "small_files", false, "", "", true},
 		// Not yet "text" (causes_battery.py --loop text, the tokenize
 		// cause): since --once waits for the first profile it named
 		// tokenize in 5 of 6 judged runs on the 2-core VM; in the sixth (a
@@ -147,18 +188,90 @@ func TestCausesBattery(t *testing.T) {
 					t.Skip(msg)
 				}
 			}
+			var procs, extra []string
+			if tc.memory != "" {
+				procs = v1Cgroup(t, "gpuwatch-battery-"+tc.loop, map[string]map[string]string{"memory": {"memory.limit_in_bytes": tc.memory}})
+			}
+			if tc.network {
+				src := filepath.Join(os.TempDir(), "gpuwatch-battery-files")
+				if out, err := exec.Command(py, filepath.Join("python", "examples", "causes_battery.py"), "--loop", tc.loop, "--make-only", "--files", src).CombinedOutput(); err != nil {
+					t.Fatalf("the files: %v: %s", err, out)
+				}
+				extra = []string{"--files", networkMount(t, src, time.Millisecond)}
+			}
 			// Each side twice, interleaved, and the faster run of each
 			// judged: other users of a shared machine only slow a run
 			// down, and the bound is the faster unfixed run's.
-			un, fx := runBattery(t, py, tc.loop, false), runBattery(t, py, tc.loop, true)
-			if u := runBattery(t, py, tc.loop, false); u.own.SamplesPerSec > un.own.SamplesPerSec {
+			un, fx := runBattery(t, py, procs, tc.loop, false, extra...), runBattery(t, py, procs, tc.loop, true, extra...)
+			if u := runBattery(t, py, procs, tc.loop, false, extra...); u.own.SamplesPerSec > un.own.SamplesPerSec {
 				un = u
 			}
-			if f := runBattery(t, py, tc.loop, true); f.own.SamplesPerSec > fx.own.SamplesPerSec {
+			if f := runBattery(t, py, procs, tc.loop, true, extra...); f.own.SamplesPerSec > fx.own.SamplesPerSec {
 				fx = f
 			}
 			judgeBattery(t, tc.cause, tc.noKnob, un, fx)
+			switch tc.loop {
+			case "mmap":
+				judgeMmap(t, un, fx)
+			case "files":
+				judgeFiles(t, un)
+			}
+			if p := un.verdict.Predicted; !tc.noKnob && p != nil && p.Gain >= 1.2 {
+				judgeKnob(t, py, procs, tc.loop, un, extra...)
+			}
 		})
+	}
+}
+
+// judgeMmap: random reads of a mapped file read io_bound, led by the
+// workers' page faults; read in blocks, they do not.
+func judgeMmap(t *testing.T, un, fx batteryRun) {
+	t.Helper()
+	lead := func(r batteryRun) (metric, text string) {
+		if len(r.verdict.Evidence) == 0 {
+			return "", ""
+		}
+		return r.verdict.Evidence[0].Metric, r.verdict.Evidence[0].Text
+	}
+	m, text := lead(un)
+	if un.verdict.Kind != "io_bound" || m != mmapMetric || !strings.Contains(text, "loader workers take") {
+		t.Errorf("random: %s led by %s (%q), want io_bound led by the workers' faults", un.verdict.Kind, m, text)
+	}
+	if m, text := lead(fx); m == mmapMetric || fx.verdict.Kind == "io_bound" || fx.verdict.Kind == "memory_pressure" {
+		t.Errorf("blocks: %s led by %s (%q), want neither the mmap mechanism nor memory pressure", fx.verdict.Kind, m, text)
+	}
+}
+
+// judgeFiles: the small files are named on network storage, by their
+// file system.
+func judgeFiles(t *testing.T, un batteryRun) {
+	t.Helper()
+	for _, c := range un.verdict.Causes {
+		if c.ID == "small_files" && !strings.Contains(c.Evidence, "on network storage (fuse.sshfs at ") {
+			t.Errorf("small_files evidence %q: want network storage, fuse.sshfs", c.Evidence)
+		}
+	}
+}
+
+// judgeKnob applies a num_workers the unfixed run promised ≥ 1.2× for:
+// it must gain ≥ 1.05× (issue 39: no knob is promised ≥ 1.2× where
+// applying it gains less). The faster of two runs is judged.
+func judgeKnob(t *testing.T, py string, procs []string, loop string, un batteryRun, extra ...string) {
+	t.Helper()
+	for _, c := range un.verdict.Changes {
+		if c.Knob != "num_workers" {
+			t.Logf("not applied (the battery's loops set num_workers only): %+v, promised %.2f×", c, un.verdict.Predicted.Gain)
+			continue
+		}
+		best := 0.0
+		for range 2 {
+			best = max(best, runBattery(t, py, procs, loop, false, append([]string{"--workers", c.To}, extra...)...).own.SamplesPerSec)
+		}
+		gain := best / un.own.SamplesPerSec
+		t.Logf("num_workers %s → %s, promised %.2f×: %.0f samples/s, %.2f×", c.From, c.To, un.verdict.Predicted.Gain, best, gain)
+		if gain < 1.05 {
+			t.Errorf("num_workers %s → %s was promised %.2f× and gains %.2f×", c.From, c.To, un.verdict.Predicted.Gain, gain)
+		}
 	}
 }
 
@@ -169,6 +282,7 @@ func judgeBattery(t *testing.T, cause string, noKnob bool, un, fx batteryRun) {
 	for _, c := range un.verdict.Causes {
 		if c.ID == cause && c.Bound != nil {
 			found, free, k, atK = true, c.Bound.FreeSamples, c.Bound.K, c.Bound.Samples
+			t.Logf("%s: %s", c.ID, c.Evidence)
 		}
 	}
 	gain := fx.own.SamplesPerSec / un.own.SamplesPerSec
@@ -177,6 +291,9 @@ func judgeBattery(t *testing.T, cause string, noKnob bool, un, fx batteryRun) {
 	t.Logf("own: %.0f samples/s, wait %.2f, getitem %.3f collate %.3f; gpuwatch (%d frames): getitem %.3f collate %.3f hand-over %.3f (getitem of the two: %.3f); %s; fix: %.0f samples/s, %.2f×; bound %.0f samples/s (%.2f×) at k=%.2g, free %.0f samples/s (%.2f×)",
 		un.own.SamplesPerSec, un.own.WaitShare, un.own.GetitemShare, un.own.CollateShare, un.frames, un.getitem, un.collate, un.handover, g,
 		un.verdict.Kind, fx.own.SamplesPerSec, gain, atK, atK/un.own.SamplesPerSec, k, free, free/un.own.SamplesPerSec)
+	if un.files != "" {
+		t.Logf("the looks at the files, last frame: %s", un.files)
+	}
 	if !found {
 		t.Fatalf("the cause %q is not named with a bound: %+v %q", cause, un.verdict.Causes, un.verdict.Advice)
 	}

@@ -17,6 +17,8 @@ type stageTimes struct {
 	wait                       float64 // the loop's wait share
 	contended                  bool    // the workers wait for a CPU: the job's CPU is shared
 	cpuBound                   bool    // the workers' busy time is CPU (or a wait for one), not storage
+	cpu                        float64 // the workers' CPU per batch, with their waits for one (cpuKnown)
+	cpuKnown                   bool
 	ok                         bool
 }
 
@@ -148,6 +150,9 @@ func readStages(frames []sample.Frame, w *window) stageTimes {
 	}
 	s.ok = gm.ok && s.rate > 0 && s.worker() > 0 && s.wait < 1
 	s.cpuBound = s.ok && cpuBound(w, &s)
+	if s.ok && w.loaderCPU.ok {
+		s.cpu, s.cpuKnown = loadingCPU(w)/s.rate, true
+	}
 	// The loop shares the CPUs with the workers where they wait for one,
 	// where every core is busy, or where CPU-bound workers leave it at
 	// most one core: its measured step and take then include waits for a
@@ -166,15 +171,22 @@ func cpuBound(w *window, s *stageTimes) bool {
 	if !w.loaderCPU.ok {
 		return false
 	}
-	cpu := w.loaderCPU.v / 100
-	if r := w.workersRunDelay; r.ok && r.v < 1 {
-		cpu /= 1 - r.v
-	}
+	cpu := loadingCPU(w)
 	busy := s.worker() * s.rate
 	if s.inline || s.workers == 0 {
 		busy = s.wait
 	}
 	return cpu >= cpuBoundShare*busy
+}
+
+// loadingCPU is the loading's CPU in cores, with the time it waited for
+// a CPU (its run delay) counted as CPU wanted.
+func loadingCPU(w *window) float64 {
+	cpu := w.loaderCPU.v / 100
+	if r := w.workersRunDelay; r.ok && r.v < 1 {
+		cpu /= 1 - r.v
+	}
+	return cpu
 }
 
 // cpuBoundShare: loading whose busy time is this much CPU is CPU-bound.

@@ -16,7 +16,7 @@ import (
 // "Causes and their bounds".
 type Cause struct {
 	// ID is stable: handover, float64, padding, getitem, decode, augment,
-	// random_reads, loop_take.
+	// random_reads, small_files, loop_take.
 	ID       string `json:"id"`
 	Evidence string `json:"evidence"`
 	Fix      string `json:"fix"`
@@ -53,6 +53,8 @@ func causesOf(frames []sample.Frame, w *window, d decision) []Cause {
 			Evidence: fmt.Sprintf("__getitem__ takes %s of a worker's %s per batch, faulting a mapped file's pages in at random", ms(s.getitem), ms(s.worker())),
 			Fix:      "read contiguous runs: sort or chunk the indices so each read covers neighbouring samples (a sampler over blocks), or read the file sequentially",
 			Bound:    s.bound(stageCut{worker: s.getitem}, 4)})
+	} else if c, ok := smallFilesCause(&s, w, waits); ok {
+		out = append(out, c)
 	} else if pcs := profileCausesOf(&s, w.profile, waits); len(pcs) > 0 {
 		// The workers' profile says which part of __getitem__: its causes
 		// take the place of the whole __getitem__'s (causes_profile.go).

@@ -111,6 +111,7 @@ type window struct {
 	focusPID, treeProcs int
 	unavailable         map[sample.Source]string
 	profile             *sample.Profile // the newest profile summary, if attached
+	files               fileReads       // the data files the loading was caught reading (files.go)
 }
 
 // read computes the window's signals (signals.go names them) and keeps
@@ -139,6 +140,7 @@ func read(frames []sample.Frame, th Thresholds) window {
 		}
 		w.roles.add(f, s)
 		w.paging.add(f, s)
+		w.files.add(f)
 		w.addJob(f.Job, s)
 		w.addContention(f, s)
 		if sh, g, link, ok := f.PCIeRxShare(); ok {

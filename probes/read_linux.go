@@ -75,6 +75,14 @@ func (r *FileReader) Read(path string) ([]byte, error) {
 // ReadDirNames calls fn with the name of each entry of dir, without
 // allocating per entry. The name is valid only during the call.
 func (r *FileReader) ReadDirNames(dir string, fn func(name []byte)) error {
+	return r.ReadDirNamesMax(dir, -1, fn)
+}
+
+// ReadDirNamesMax is ReadDirNames that stops after max entries (all of
+// them when max < 0), reading no further: a process's million
+// descriptors cost no more than max.
+func (r *FileReader) ReadDirNamesMax(dir string, max int, fn func(name []byte)) error {
+	seen := 0
 	r.path = append(append(r.path[:0], dir...), 0)
 	fd, _, errno := syscall.Syscall6(syscall.SYS_OPENAT, uintptr(atFDCWD),
 		uintptr(unsafe.Pointer(&r.path[0])), syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_DIRECTORY, 0, 0, 0)
@@ -108,6 +116,9 @@ func (r *FileReader) ReadDirNames(dir string, fn func(name []byte)) error {
 					name = name[:i]
 					break
 				}
+			}
+			if seen++; max >= 0 && seen > max {
+				return nil
 			}
 			fn(name)
 			off += reclen

@@ -309,6 +309,37 @@ type Proc struct {
 	// major faults, at most every few seconds.
 	MappedFileBytes uint64 `json:"mapped_file_bytes,omitempty"`
 	MappedFile      string `json:"mapped_file,omitempty"`
+	// Files is what looks at a focused process's descriptors found while
+	// it read (a look a tick, at 64 KiB/s of read calls or more): nil
+	// before any. A worker that opens one small file per sample finds a
+	// new small file at many of its looks; one that reads shards, few and
+	// large ones.
+	Files *FileLooks `json:"files,omitempty"`
+}
+
+// FileLooks are a process's last looks (at most 20): how many found a
+// data file (a regular file, not a library, a device or shared memory,
+// opened for reading) opened since the look before, their median size,
+// and the newest of them.
+type FileLooks struct {
+	Looks       int       `json:"looks"`
+	Opened      int       `json:"opened"`
+	MedianBytes uint64    `json:"median_bytes"`
+	Newest      *OpenFile `json:"newest,omitempty"`
+}
+
+// OpenFile is a file a process has open: its path; its size as the kernel
+// has it cached, or, where that could ask a server (SizeUnknown), the
+// bytes the process had read of it (a lower bound); and the file system it
+// is on (mountinfo's type and mount point; Network for NFS, SMB, the
+// cluster file systems and the FUSE clients of remote and object storage).
+type OpenFile struct {
+	Path        string `json:"path"`
+	Bytes       uint64 `json:"bytes"`
+	SizeUnknown bool   `json:"size_unknown,omitempty"`
+	FS          string `json:"fs,omitempty"`
+	Mount       string `json:"mount,omitempty"`
+	Network     bool   `json:"network,omitempty"`
 }
 
 // Thread is one thread of a watched process over the last interval; CPUPct is

@@ -93,3 +93,16 @@ func FuzzParseMeminfo(f *testing.F) {
 		_, _, _, _ = parseLoadavg(b, nil)
 	})
 }
+
+// FuzzParseMountinfo: any mount table parses without a panic, into at
+// most one mount a line.
+func FuzzParseMountinfo(f *testing.F) {
+	f.Add([]byte("120 29 0:52 / /mnt/my\\040data rw shared:60 - fuse.sshfs u@h:/srv rw\n"))
+	f.Add([]byte("1 1 0:1 / / rw - - - -\n\\\\\\0777 - x\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m := parseMountinfo(bytes.NewReader(b))
+		if len(m) > bytes.Count(b, []byte("\n"))+1 {
+			t.Fatalf("%d mounts from %d lines", len(m), bytes.Count(b, []byte("\n"))+1)
+		}
+	})
+}

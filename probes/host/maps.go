@@ -85,10 +85,7 @@ func parseMaps(r io.Reader) mappedFiles {
 			m.largest, m.largestBytes = e.path, e.extent
 		}
 	}
-	if len(m.largest) > mapsPathMax {
-		m.largest = strings.ToValidUTF8(m.largest[:mapsPathMax], "") + "…"
-	}
-	m.largest = sample.Printable(m.largest)
+	m.largest = sample.Printable(truncPath(m.largest))
 	return m
 }
 

@@ -149,7 +149,8 @@ type procEntry struct {
 	faults    faultRates
 	mapped    mappedFiles
 	mappedAt  time.Time
-	cursor    int // where the next tick's rotation through its threads starts
+	files     *fileLook // the data files it opened (files.go), once it has read
+	cursor    int       // where the next tick's rotation through its threads starts
 }
 
 // faultRates turns a process's or thread's cumulative fault counts into
@@ -216,6 +217,11 @@ type Proc struct {
 	round    uint64
 	pids     []int
 	selected []*procEntry
+	// The looks at reading processes' descriptors (files.go): scratch,
+	// and the mount tables by namespace.
+	fds      []int
+	fdsNow   map[int]string
+	mountNS  map[string]*nsMounts
 	tsel     []*threadEntry
 	pageSize uint64
 	focus    int // this tick's focused process (0: the busiest on the host)
@@ -343,6 +349,9 @@ func (p *Proc) procList(focus int, now time.Time) []sample.Proc {
 			p.readMaps(e, &sp, now)
 		}
 		list = append(list, sp)
+	}
+	if focus != 0 {
+		p.readOpenFiles(list, now)
 	}
 	return list
 }

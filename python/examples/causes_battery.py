@@ -14,10 +14,18 @@ step — and prints them as one JSON line at the end (and writes it to
                                                       --fix: hand over uint8, normalise in the loop
     text        raw text tokenized in __getitem__ by a Python tokenizer, every epoch
                                                       --fix: tokenized once, the ids stored
+    mmap        records of a memory-mapped file read at random, the file's pages
+                dropped from the page cache first (run it in a memory cgroup
+                smaller than the file: the data outgrows the cache)
+                                                      --fix: shuffled blocks of consecutive records
+    files       one small file per sample (16 KiB) under --files: mount network
+                storage there (sshfs, NFS) to see what each open costs
+                                                      --fix: shards of 1,024 samples, each read from start to end
 
 The step stands for the accelerator's: it sleeps (the host's CPU is the
 workers'), for a time proportional to the batch's elements where the
-accelerator's work is (token slots, for padding). Run it under gpuwatch:
+accelerator's work is (token slots, for padding). --workers sets
+num_workers (a knob gpuwatch advised, applied). Run it under gpuwatch:
 
     gpuwatch run --once -- python3 causes_battery.py --loop padding --seconds 10
 """
@@ -198,6 +206,55 @@ class Images(Dataset):
         return ((t.float() / 255 - self.MEAN) / self.STD, 0)
 
 
+# files: one small file per sample, 16 KiB of float32 features, opened,
+# read and closed in __getitem__; the fix reads the same samples from
+# shards of SHARD samples each, kept open, a shard's samples in order (the
+# shards in random order), as WebDataset reads tar shards.
+class Files(Dataset):
+    N, VALUES, SHARD = 8192, 4096, 1024
+
+    def __init__(self, folder, fix):
+        self.folder, self.fix = folder, fix
+        self.open = {}  # shard → file, in each worker
+
+    @classmethod
+    def make(cls, folder):
+        """Writes the files and the shards once (on the storage's own disk,
+        not through a slow mount)."""
+        os.makedirs(os.path.join(folder, "files"), exist_ok=True)
+        os.makedirs(os.path.join(folder, "shards"), exist_ok=True)
+        rng = np.random.default_rng(5)
+        for s in range(cls.N // cls.SHARD):
+            shard = os.path.join(folder, "shards", "%03d.bin" % s)
+            files = [os.path.join(folder, "files", "%05d.bin" % (s * cls.SHARD + k)) for k in range(cls.SHARD)]
+            if os.path.exists(shard) and all(os.path.exists(f) for f in files):
+                continue
+            data = rng.random((cls.SHARD, cls.VALUES), dtype=np.float32)
+            for k, path in enumerate(files):
+                with open(path, "wb") as f:
+                    f.write(data[k].tobytes())
+            with open(shard + ".tmp", "wb") as f:
+                f.write(data.tobytes())
+            os.replace(shard + ".tmp", shard)
+
+    def __len__(self):
+        return self.N
+
+    def __getitem__(self, i):
+        size = 4 * self.VALUES
+        if not self.fix:
+            with open(os.path.join(self.folder, "files", "%05d.bin" % i), "rb") as f:
+                b = f.read()
+        else:
+            s = i // self.SHARD
+            f = self.open.get(s)
+            if f is None:
+                f = self.open[s] = open(os.path.join(self.folder, "shards", "%03d.bin" % s), "rb")
+            f.seek((i % self.SHARD) * size)
+            b = f.read(size)
+        return (torch.frombuffer(bytearray(b), dtype=torch.float32), i % 10)
+
+
 # text: sentences of words from a made-up vocabulary, split into subword
 # pieces by a greedy longest-match tokenizer written in Python (the shape of
 # a WordPiece tokenizer without its Rust core), in __getitem__, every
@@ -255,29 +312,47 @@ def build(args):
     """The loader, and the step's cost per batch (seconds) as a function of
     the batch."""
     base = args.step_ms / 1000
+
+    def workers(n):
+        return n if args.workers is None else args.workers
+
     if args.loop == "float64":
         ds, kw = Arrays(args.fix), dict(batch_size=64)
-        return DataLoader(Timed(ds), num_workers=2, collate_fn=timed_collate(default_collate), **kw), lambda b: base
+        return DataLoader(Timed(ds), num_workers=workers(2), collate_fn=timed_collate(default_collate), **kw), lambda b: base
     if args.loop == "padding":
         ds = Tokens()
         col = timed_collate(pad_collate)
         if args.fix:
             sampler = Buckets([len(s) for s in ds.seqs], 64)
-            dl = DataLoader(Timed(ds), batch_sampler=sampler, num_workers=2, collate_fn=col)
+            dl = DataLoader(Timed(ds), batch_sampler=sampler, num_workers=workers(2), collate_fn=col)
         else:
-            dl = DataLoader(Timed(ds), batch_size=64, shuffle=True, num_workers=2, collate_fn=col)
+            dl = DataLoader(Timed(ds), batch_size=64, shuffle=True, num_workers=workers(2), collate_fn=col)
         # The accelerator's work is per token slot, padding included.
         return dl, lambda b: base + 4e-6 * b["input_ids"].numel()
     if args.loop == "timeseries":
         ds = Windows(args.fix)
-        return DataLoader(Timed(ds), batch_size=64, shuffle=True, num_workers=1, collate_fn=timed_collate(default_collate)), lambda b: base
+        return DataLoader(Timed(ds), batch_size=64, shuffle=True, num_workers=workers(1), collate_fn=timed_collate(default_collate)), lambda b: base
+    if args.loop == "mmap":
+        from train_mmap import BlockShuffle, Records, drop_cache, make_data
+
+        make_data(args.data, args.data_size, Records.RECORD)
+        drop_cache(args.data)  # each run starts from the disk
+        ds = Records(args.data, Records.RECORD)
+        sampler = BlockShuffle(len(ds), 256) if args.fix else torch.utils.data.RandomSampler(ds)
+        return DataLoader(Timed(ds), batch_size=64, sampler=sampler, num_workers=workers(2), collate_fn=timed_collate(default_collate)), lambda b: base
+    if args.loop == "files":
+        from train_mmap import BlockShuffle
+
+        ds = Files(args.files, args.fix)
+        sampler = BlockShuffle(len(ds), Files.SHARD) if args.fix else torch.utils.data.RandomSampler(ds)
+        return DataLoader(Timed(ds), batch_size=64, sampler=sampler, num_workers=workers(2), collate_fn=timed_collate(default_collate)), lambda b: base
     if args.loop == "text":
         ds = Texts(args.fix)
-        return DataLoader(Timed(ds), batch_size=32, shuffle=True, num_workers=2, collate_fn=timed_collate(default_collate)), lambda b: base
+        return DataLoader(Timed(ds), batch_size=32, shuffle=True, num_workers=workers(2), collate_fn=timed_collate(default_collate)), lambda b: base
     folder = args.images or os.path.join(tempfile.gettempdir(), "gpuwatch-battery-jpeg")
     os.makedirs(folder, exist_ok=True)
     ds = Images(folder, args.fix)
-    return DataLoader(Timed(ds), batch_size=32, num_workers=2, collate_fn=timed_collate(default_collate)), lambda b: base
+    return DataLoader(Timed(ds), batch_size=32, num_workers=workers(2), collate_fn=timed_collate(default_collate)), lambda b: base
 
 
 def on_loop(args, b):
@@ -295,14 +370,24 @@ def on_loop(args, b):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--loop", required=True, choices=["float64", "padding", "timeseries", "images", "text"])
+    ap.add_argument("--loop", required=True, choices=["float64", "padding", "timeseries", "images", "text", "mmap", "files"])
     ap.add_argument("--fix", action="store_true", help="apply the fix practice teaches")
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--warmup", type=float, default=2, help="seconds not measured at the start")
     ap.add_argument("--step-ms", type=float, default=5)
+    ap.add_argument("--workers", type=int, help="num_workers (default: the loop's own)")
     ap.add_argument("--images", help="the JPEG folder (default: under the temp dir)")
+    ap.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "gpuwatch-battery-mmap.bin"),
+                    help="the mmap loop's data file (written once when missing)")
+    ap.add_argument("--data-size", type=int, default=3 << 30, help="its bytes")
+    ap.add_argument("--files", default=os.path.join(tempfile.gettempdir(), "gpuwatch-battery-files"),
+                    help="the files loop's folder (files/ and shards/ under it)")
+    ap.add_argument("--make-only", action="store_true", help="write the files loop's files and shards under --files, and exit")
     ap.add_argument("--out", help="also write the JSON line here")
     args = ap.parse_args()
+    if args.make_only:
+        Files.make(args.files)
+        return
     torch.set_num_threads(1)
     loader, step_cost = build(args)
     start = time.monotonic()

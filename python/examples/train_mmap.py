@@ -36,6 +36,8 @@ except ImportError:  # run from a checkout: the hook is one folder up
 class Records(Dataset):
     """Fixed-size uint8 records in a memory-mapped file."""
 
+    RECORD = 16384  # bytes per record, by default: four pages
+
     def __init__(self, path: str, record: int) -> None:
         self.path, self.record = path, record
         self.n = os.path.getsize(path) // record
@@ -95,7 +97,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", required=True, help="the memory-mapped data file (written once when missing)")
     ap.add_argument("--size", type=int, default=2 << 30, help="bytes of data to write when the file is missing")
-    ap.add_argument("--record", type=int, default=16384, help="bytes per record")
+    ap.add_argument("--record", type=int, default=Records.RECORD, help="bytes per record")
     ap.add_argument("--access", choices=("random", "blocks"), default="random")
     ap.add_argument("--block", type=int, default=256, help="records per block with --access blocks")
     ap.add_argument("--drop-cache", action="store_true", help="evict the file's pages before training")

@@ -1,0 +1,130 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// smallFilesLoop is a loop whose two workers read one small file per
+// sample from network storage: __getitem__ fills their time, little of it
+// on a CPU.
+var smallFilesLoop = loopCase{workers: 2, batchesPerSec: 8, wait: 0.85, batch: 64, getitem: 240, collate: 4, handover: 2, take: 1, step: 10,
+	cores: 2, cpuBusy: 30, workersCPU: 12, loopCPU: 10,
+	payload: &sample.BatchPayload{BytesPerBatch: 64 * 4096 * 4}}
+
+// looked gives each worker of each frame the figures of its last 20
+// looks: opened of them found a new file, of median bytes, the newest
+// of[j] (worker j).
+func looked(fs []sample.Frame, opened int, bytes uint64, of func(j int) *sample.OpenFile) []sample.Frame {
+	for i := range fs {
+		for j := range fs[i].Procs.List {
+			if pr := &fs[i].Procs.List[j]; pr.PID >= 200 {
+				pr.Files = &sample.FileLooks{Looks: 20, Opened: opened, MedianBytes: bytes, Newest: of(pr.PID - 200)}
+			}
+		}
+	}
+	return fs
+}
+
+func causeOf(v Verdict, id string) *Cause {
+	for i := range v.Causes {
+		if v.Causes[i].ID == id {
+			return &v.Causes[i]
+		}
+	}
+	return nil
+}
+
+// TestSmallFilesOnNetworkStorage: workers that found a new 16 KiB file
+// at 8 of their last 20 looks, on sshfs, while the loop waits on them and
+// their time is not CPU, are named small_files, with the file system, a
+// fix and an honest bound. The diagnoser's window of three frames reads
+// them.
+func TestSmallFilesOnNetworkStorage(t *testing.T) {
+	fs := looked(smallFilesLoop.frames(), 8, 16<<10, func(j int) *sample.OpenFile {
+		return &sample.OpenFile{Path: fmt.Sprintf("/mnt/data/train/%05d.bin", 40+j), Bytes: 16 << 10, FS: "fuse.sshfs", Mount: "/mnt/data", Network: true}
+	})
+	d := NewDiagnoser(DefaultThresholds())
+	var v Verdict
+	for i := range fs {
+		v = d.Observe(&fs[i])
+	}
+	c := causeOf(v, "small_files")
+	if c == nil {
+		t.Fatalf("no small_files cause: %s %+v %q", v.Kind, v.Causes, v.Advice)
+	}
+	for _, want := range []string{"16KiB each", "network storage (fuse.sshfs at /mnt/data)", "/mnt/data/train/", "16 of 40 looks found a file opened since the look before"} {
+		if !strings.Contains(c.Evidence, want) {
+			t.Errorf("evidence %q lacks %q", c.Evidence, want)
+		}
+	}
+	b := c.Bound
+	if b == nil || b.K != 4 || b.Gain <= 1 || b.FreeGain < b.Gain {
+		t.Fatalf("bound %+v", b)
+	}
+	// Free: __getitem__ costs nothing; the worker's 6 ms of collate and
+	// hand-over stay, and the loop's 11 ms step and take: at most 1/11 ms,
+	// against 8 batches/s now.
+	if b.FreeGain > 1/0.011/8*1.01 {
+		t.Errorf("free gain %.2f: more than taking __getitem__ away can give", b.FreeGain)
+	}
+	if !strings.Contains(strings.Join(v.Advice, "\n"), "shard the small files") {
+		t.Errorf("advice %q", v.Advice)
+	}
+	t.Logf("%s: %s", v.Kind, causeLine(*c))
+}
+
+// TestNoSmallFilesCauseWithoutItsSignature: the same loop is not named
+// small_files where few looks found a new file (shards kept open), where
+// the new files are large (shards read one after another), where the
+// workers' time is CPU, where nothing was looked at, or where a CPU quota
+// throttles the job (its time off the CPU is the quota's).
+func TestNoSmallFilesCauseWithoutItsSignature(t *testing.T) {
+	nfs := func(j int) *sample.OpenFile {
+		return &sample.OpenFile{Path: fmt.Sprintf("/mnt/data/%d.npy", j), Bytes: 16 << 10, FS: "nfs4", Mount: "/mnt/data", Network: true}
+	}
+	busy := smallFilesLoop
+	busy.workersCPU, busy.cpuBusy = 98, 99
+	throttled := smallFilesLoop.frames()
+	for i := range throttled {
+		throttled[i].Job = &sample.Job{ThrottledPeriodsShare: ptr(0.6)}
+	}
+	for _, tc := range []struct {
+		name   string
+		fs     []sample.Frame
+		opened int
+		bytes  uint64
+	}{
+		{"few new files (shards kept open)", smallFilesLoop.frames(), 1, 16 << 10},
+		{"large files", smallFilesLoop.frames(), 12, 100 << 20},
+		{"CPU-bound workers", busy.frames(), 12, 16 << 10},
+		{"nothing looked at", smallFilesLoop.frames(), -1, 0},
+		{"a throttled job", throttled, 12, 16 << 10},
+	} {
+		fs := tc.fs
+		if tc.opened >= 0 {
+			fs = looked(fs, tc.opened, tc.bytes, nfs)
+		}
+		v := Classify(fs, DefaultThresholds())
+		if c := causeOf(v, "small_files"); c != nil {
+			t.Errorf("%s: %+v", tc.name, *c)
+		}
+	}
+	// Local small files, read while the workers wait: named, on local
+	// storage; with no file system known, on storage of unknown type.
+	local := func(j int) *sample.OpenFile {
+		return &sample.OpenFile{Path: fmt.Sprintf("/data/%d.jpg", j), Bytes: 100 << 10, FS: "ext4", Mount: "/"}
+	}
+	v := Classify(looked(smallFilesLoop.frames(), 10, 100<<10, local), DefaultThresholds())
+	if c := causeOf(v, "small_files"); c == nil || !strings.Contains(c.Evidence, "on local storage (ext4 at /)") {
+		t.Errorf("local small files: %+v", v.Causes)
+	}
+	unknown := func(j int) *sample.OpenFile { return &sample.OpenFile{Path: "/x/1", Bytes: 4096, SizeUnknown: true} }
+	v = Classify(looked(smallFilesLoop.frames(), 10, 4096, unknown), DefaultThresholds())
+	if c := causeOf(v, "small_files"); c == nil || !strings.Contains(c.Evidence, "on storage of unknown type") || !strings.Contains(c.Evidence, "read of each") {
+		t.Errorf("unknown storage: %+v", v.Causes)
+	}
+}
