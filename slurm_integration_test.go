@@ -34,7 +34,7 @@ type slurmCluster struct {
 
 // slurmTools are the Slurm and MUNGE programs the test starts; without
 // them (or root) it is skipped, unless GPUWATCH_REQUIRE_SLURM=1
-// (scripts/ci-slurm.sh) makes that a failure.
+// (.ci/run, scripts/ci-slurm.sh) makes that a failure.
 func slurmTools(t *testing.T) {
 	t.Helper()
 	var missing []string

@@ -7,6 +7,9 @@
 # --slurm-frames-dir, and a real PyTorch DataLoader job submitted with
 # sbatch; it checks serve's job labels, the epilog's verdict file and
 # sacct's AdminComment. Run as root from anywhere; idempotent.
+# `ci-slurm.sh --packages` only prints the Debian packages it would install
+# (.ci/run installs them with the rest, and its integration step runs the
+# test with GPUWATCH_REQUIRE_SLURM=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CGO_CFLAGS=-Wno-deprecated-declarations
@@ -16,6 +19,10 @@ for p in slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client munged:munge slur
 	command -v "${p%%:*}" >/dev/null || need+=("${p#*:}")
 done
 /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null || need+=(python3-torch python3-numpy)
+if [ "${1:-}" = --packages ]; then
+	echo "${need[@]}"
+	exit 0
+fi
 if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -qq
 	# Their services may not start here (a container's policy-rc.d): the
