@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/internal/testnet"
 )
 
 // TestSnapshotOrdersWorstFirst serves a Prometheus API that answers each
@@ -231,9 +231,7 @@ func TestErrorsNameNoSecretAndNoEscape(t *testing.T) {
 	if _, err := NewClient("http://admin:s3cret@[::1", "", diagnose.DefaultThresholds()); err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("an unparsable URL: %v", err)
 	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testnet.RefusedAddr(t)
 	c, _ = NewClient("http://"+addr, "", diagnose.DefaultThresholds())
 	if _, err := c.Snapshot(t.Context()); err == nil || !strings.Contains(err.Error(), "connection refused (is Prometheus running and listening there?)") || strings.Contains(err.Error(), "dial tcp") {
 		t.Errorf("refused: %v", err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/internal/testnet"
 	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -226,12 +226,7 @@ func TestAttachRefusesWhatDoesNotAnswer(t *testing.T) {
 		w.Write([]byte("gpuwatch_loader_batches_total 1\n"))
 	}))
 	defer ok.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	dead := "http://" + testnet.RefusedAddr(t)
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	ctx := context.Background()
 	for _, c := range []struct {

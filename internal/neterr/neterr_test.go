@@ -2,21 +2,20 @@ package neterr
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/testnet"
 )
 
 // TestExplainSaysWhatHappenedWithoutTheURL: real failures on loopback
 // (a closed port, a server that never answers, a server that hangs up)
 // come out in words, without the URL and its credentials.
 func TestExplainSaysWhatHappenedWithoutTheURL(t *testing.T) {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	closed := "http://u:s3cret@" + ln.Addr().String()
-	ln.Close()
+	closed := "http://u:s3cret@" + testnet.RefusedAddr(t)
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	defer hang.Close()
 	hangUp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

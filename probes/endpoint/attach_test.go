@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/pprofsum"
+	"github.com/gpuwatch/gpuwatch/internal/testnet"
 	"github.com/gpuwatch/gpuwatch/probes"
 
 	"github.com/gpuwatch/gpuwatch/probes/internal/probetest"
@@ -155,9 +155,7 @@ func TestAttachFirstConnection(t *testing.T) {
 		}
 	}))
 	defer func() { close(stuck); slow.Close() }()
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	closed := "http://" + ln.Addr().String()
-	ln.Close()
+	closed := "http://" + testnet.RefusedAddr(t)
 	tlsURL := strings.Replace(newLoaderServer(t, metricsText(t)).URL, "http://", "https://", 1)
 	selfSigned := httptest.NewTLSServer(http.NotFoundHandler())
 	defer selfSigned.Close()
