@@ -29,6 +29,10 @@ type fileReads struct {
 // open finds a new one a few times in all.
 const smallFilesOpenedShare = 0.1
 
+// smallFilesWaitShare: the workers' time off the CPU is at least this
+// share of their time per batch.
+const smallFilesWaitShare = 0.3
+
 // add takes a frame's looks, where it has any for the loading processes:
 // the workers', or the training process's where the loader has none.
 func (fr *fileReads) add(f *sample.Frame) {
@@ -50,8 +54,10 @@ func (fr *fileReads) add(f *sample.Frame) {
 		}
 		next.looks += fl.Looks
 		next.opened += fl.Opened
-		for range min(fl.Opened, 64) {
-			next.bytes = append(next.bytes, float64(fl.MedianBytes))
+		if fl.MedianBytes != nil { // only sizes read: a file's bytes read so far say nothing of its size
+			for range min(fl.Sized, 64) {
+				next.bytes = append(next.bytes, float64(*fl.MedianBytes))
+			}
 		}
 		if of := fl.Newest; of != nil && fl.Opened > 0 {
 			if next.fs == nil {
@@ -73,9 +79,10 @@ func (fr *fileReads) add(f *sample.Frame) {
 
 // manySmall says the looks found many small files: at least 6 looks, at
 // least 3 (and smallFilesOpenedShare of them) found a file opened since
-// the look before, and those files' median is at most th bytes.
+// the look before, at least 3 of those had their size read, and their
+// median is at most th bytes.
 func (fr *fileReads) manySmall(th float64) (median float64, ok bool) {
-	if fr.looks < 6 || fr.opened < 3 || float64(fr.opened) < smallFilesOpenedShare*float64(fr.looks) || len(fr.bytes) == 0 {
+	if fr.looks < 6 || fr.opened < 3 || float64(fr.opened) < smallFilesOpenedShare*float64(fr.looks) || len(fr.bytes) < 3 {
 		return 0, false
 	}
 	b := slices.Clone(fr.bytes)
@@ -121,7 +128,7 @@ func smallFilesCause(s *stageTimes, w *window, waits bool) (Cause, bool) {
 		return Cause{}, false
 	}
 	wait := min(s.getitem, max(0, s.worker()-s.cpu))
-	if wait <= 0 || wait < s.th.GetitemShare/2*s.worker() {
+	if wait <= 0 || wait < smallFilesWaitShare*s.worker() {
 		return Cause{}, false
 	}
 	who := "a worker's"
@@ -129,9 +136,6 @@ func smallFilesCause(s *stageTimes, w *window, waits bool) (Cause, bool) {
 		who = "the loop's (num_workers=0)"
 	}
 	size := sample.FormatBytes(median) + " each"
-	if fr.newest.SizeUnknown {
-		size = sample.FormatBytes(median) + " read of each (their size not asked of the server)"
-	}
 	return Cause{ID: "small_files", Stages: []string{"getitem"},
 		Evidence: fmt.Sprintf("__getitem__ takes %s of %s %s per batch, %s of it off the CPU, reading small files: %d of %d looks found a file opened since the look before, %s (%s), on %s",
 			ms(s.getitem), who, ms(s.worker()), ms(wait), fr.opened, fr.looks, size, sample.Printable(fr.newest.Path), fr.storage()),

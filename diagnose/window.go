@@ -84,6 +84,7 @@ type window struct {
 	threadTID                           int
 	diskBusy                            level // the busiest device per frame
 	diskName                            string
+	diskReadBps                         float64 // the newest busiest device's reads, bytes/s
 	psiCPU, psiIO, psiMem               level
 	swapPages, majFaults                level
 	memAvail                            float64
@@ -154,7 +155,7 @@ func read(frames []sample.Frame, th Thresholds) window {
 			w.addLoader(f, l, s)
 		}
 		if d, ok := f.BusiestDisk(); ok {
-			w.diskName = d.Name
+			w.diskName, w.diskReadBps = d.Name, d.ReadBytesPerSec
 		}
 		if m := f.Mem; m != nil {
 			w.memAvail = float64(m.AvailableBytes)

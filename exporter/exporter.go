@@ -310,7 +310,9 @@ func collectRanks(ranks []sample.Rank, straggler *int, g func(d *metricDesc, val
 		if r.StepSec != nil {
 			g(dRankStep, *r.StepSec, label...)
 		}
-		g(dRankSample, r.SamplesPerSec, label...)
+		if !r.RatesPending {
+			g(dRankSample, r.SamplesPerSec, label...)
+		}
 	}
 }
 

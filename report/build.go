@@ -534,7 +534,7 @@ func (b *seriesBuilder) add(f *sample.Frame) {
 		if l.StepMeanMs != nil {
 			b.step.add(t, *l.StepMeanMs)
 		}
-		if l.Sampled == nil && (l.Connected == nil || *l.Connected) {
+		if !l.RatesUnknown() { // sampled, not answering, or read once: no rate
 			b.rate.add(t, l.SamplesPerSec)
 		}
 	}

@@ -104,7 +104,10 @@ type Rank struct {
 	StepSec       *float64 `json:"step_sec"`
 	BatchesPerSec float64  `json:"batches_per_sec"`
 	SamplesPerSec float64  `json:"samples_per_sec"`
-	Workers       *int     `json:"workers,omitempty"`
+	// RatesPending: the rank's loader was read once so far (its
+	// Loader.RatesPending); its rates are null in JSON.
+	RatesPending bool `json:"rates_pending,omitempty"`
+	Workers      *int `json:"workers,omitempty"`
 	// Pacing marks the rank Loader summarizes: the most input-bound.
 	Pacing bool `json:"pacing,omitempty"`
 	// Loader is the rank's whole loader reading, for the dashboard's
@@ -319,12 +322,14 @@ type Proc struct {
 
 // FileLooks are a process's last looks (at most 20): how many found a
 // data file (a regular file, not a library, a device or shared memory,
-// opened for reading) opened since the look before, their median size,
-// and the newest of them.
+// opened for reading) opened since the look before; of those, how many
+// had their size read (Sized: not where reading it could ask a server)
+// and their median size (nil when none); and the newest of them.
 type FileLooks struct {
 	Looks       int       `json:"looks"`
 	Opened      int       `json:"opened"`
-	MedianBytes uint64    `json:"median_bytes"`
+	Sized       int       `json:"sized"`
+	MedianBytes *uint64   `json:"median_bytes,omitempty"`
 	Newest      *OpenFile `json:"newest,omitempty"`
 }
 
@@ -831,9 +836,6 @@ func (f *Frame) Merge(from *Frame) {
 // batches per second when the loader does not count samples (the Python
 // hook, when it cannot read a batch's size).
 func (l *Loader) Throughput() string {
-	if l.RatesPending {
-		return "samples/s after the next reading"
-	}
 	if l.SamplesPerSec == 0 && l.BatchesPerSec > 0 {
 		return fmt.Sprintf("%.1f batches/s", l.BatchesPerSec)
 	}

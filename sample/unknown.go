@@ -41,10 +41,10 @@ func (l Loader) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalJSON writes Rank as its fields, with null rates while the rank
-// does not answer.
+// does not answer, or was read once so far.
 func (r Rank) MarshalJSON() ([]byte, error) {
 	type plain Rank
-	if r.Connected {
+	if r.Connected && !r.RatesPending {
 		return json.Marshal(plain(r))
 	}
 	return json.Marshal(struct {

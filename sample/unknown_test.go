@@ -27,6 +27,7 @@ func TestUnknownRatesAreNull(t *testing.T) {
 		{"answering and stopped", Loader{Source: "http://x", Connected: &yes},
 			[]string{`"batches_per_sec":0`, `"samples_per_sec":0`, `"bytes_per_sec":0`}},
 		{"rank down", Rank{URL: "http://x", Connected: false}, []string{`"batches_per_sec":null`, `"connected":false`}},
+		{"rank read once", Rank{URL: "http://x", Connected: true, RatesPending: true}, []string{`"batches_per_sec":null`, `"rates_pending":true`}},
 		{"rank up", Rank{URL: "http://x", Connected: true, BatchesPerSec: 7}, []string{`"batches_per_sec":7`}},
 	} {
 		b, err := json.Marshal(c.v)

@@ -123,6 +123,9 @@ func (pv *view) loaderStats(l *sample.Loader) string {
 	if l.QueueDepth != nil {
 		stats += fmt.Sprintf(" · queue %.0f", *l.QueueDepth)
 	}
+	if l.RatesPending {
+		return stats + " · rates at the next reading"
+	}
 	return stats + fmt.Sprintf(" · %s %s/s", l.Throughput(), size(l.BytesPerSec))
 }
 

@@ -39,7 +39,9 @@ func (pv *view) rankRows(w int) []string {
 			if r.StepSec != nil {
 				line += " step " + ms(1000**r.StepSec)
 			}
-			line += fmt.Sprintf(" %.0f/s", r.SamplesPerSec)
+			if !r.RatesPending {
+				line += fmt.Sprintf(" %.0f/s", r.SamplesPerSec)
+			}
 			if r.Workers != nil {
 				line += fmt.Sprintf(" w%d", *r.Workers)
 			}

@@ -157,6 +157,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	}
 	sec := f.Time.Sub(prevTime).Seconds()
 	if sec <= 0 {
+		out.RatesPending = true // no time between the readings: no rate yet
 		return nil
 	}
 	out.BatchesPerSec = float64(cur.Batches-prev.Batches) / sec

@@ -491,7 +491,7 @@ func rankOf(t *rankTarget, l *sample.Loader) sample.Rank {
 	if l.StepMeanMs != nil {
 		out.StepSec = probes.Ptr(*l.StepMeanMs / 1000)
 	}
-	out.BatchesPerSec, out.SamplesPerSec = l.BatchesPerSec, l.SamplesPerSec
+	out.BatchesPerSec, out.SamplesPerSec, out.RatesPending = l.BatchesPerSec, l.SamplesPerSec, l.RatesPending
 	out.Loader = l
 	return out
 }

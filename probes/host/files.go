@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,8 +41,9 @@ const (
 	// tick while it reads: the last 20 s or so).
 	fileLookSpan = 20
 	mountinfoMax = 1 << 20 // bytes of a mountinfo read at most
-	// mountNamespaces bounds the mount tables kept (one per namespace).
-	mountNamespaces = 16
+	// mountNamespaces bounds the mount tables kept (one per namespace):
+	// twice the processes a tick can look at, one dropped when full.
+	mountNamespaces = 2 * filesLooksPerTick
 )
 
 // mount is one line of /proc/PID/mountinfo: where a mount is and its
@@ -125,11 +127,16 @@ func NetworkFS(fstype string) bool { return networkFS[fstype] }
 // daemon can otherwise be the watched job itself). CIFS, 9p, Lustre, GPFS
 // and the rest may ask their server anyway: there the size is not read.
 func cachedAttrs(fstype string) bool {
-	if strings.HasPrefix(fstype, "fuse.") || fstype == "fuse" || fstype == "nfs" || fstype == "nfs4" {
-		return true
+	if strings.HasPrefix(fstype, "fuse.") || fstype == "fuse" {
+		return fuseDontSync
 	}
-	return !networkFS[fstype] && localFS[fstype]
+	return fstype == "nfs" || fstype == "nfs4" || localFS[fstype]
 }
+
+// fuseDontSync: this kernel's FUSE honours AT_STATX_DONT_SYNC (4.15 and
+// later); before, a getattr always asked the daemon, which may be the
+// watched job.
+var fuseDontSync = kernelAtLeast(4, 15)
 
 var localFS = map[string]bool{
 	"ext2": true, "ext3": true, "ext4": true, "xfs": true, "btrfs": true, "zfs": true, "f2fs": true, "tmpfs": true,
@@ -137,20 +144,21 @@ var localFS = map[string]bool{
 }
 
 // fileLook is what a process's descriptors showed at its recent looks:
-// the data files at the last one (descriptor → path), to tell a file
-// opened since, and the last fileLookSpan looks' results.
+// the data files at the last listing (descriptor → a hash of its path: 8
+// bytes each, however long the paths), to tell a file opened since, and
+// the last fileLookSpan looks' results.
 type fileLook struct {
-	prev   map[int]string
+	prev   map[int]uint64
 	looks  [fileLookSpan]lookResult
 	n, at  int // looks kept; where the next goes
 	newest *sample.OpenFile
 }
 
 // lookResult is one look: whether it found a data file opened since the
-// look before, and that file's bytes (its size, else what was read of it).
+// look before, and that file's size where it was read (sized).
 type lookResult struct {
-	opened bool
-	bytes  uint64
+	opened, sized bool
+	bytes         uint64
 }
 
 // add keeps a look's result.
@@ -173,15 +181,43 @@ func (fl *fileLook) summary() *sample.FileLooks {
 	for _, r := range fl.looks[:fl.n] {
 		if r.opened {
 			s.Opened++
+		}
+		if r.opened && r.sized {
 			sizes = append(sizes, r.bytes)
 		}
 	}
+	s.Sized = len(sizes)
 	if len(sizes) > 0 {
 		slices.Sort(sizes)
-		s.MedianBytes = sizes[len(sizes)/2]
+		s.MedianBytes = &sizes[len(sizes)/2]
+	}
+	if s.Opened > 0 {
 		s.Newest = fl.newest
 	}
 	return s
+}
+
+// pathHash is a path's 64-bit FNV-1a: what a listing keeps of it.
+func pathHash(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return h
+}
+
+// kernelAtLeast says the running kernel's release is at least major.minor
+// (false where it cannot be read).
+func kernelAtLeast(major, minor int) bool {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return false
+	}
+	maj, rest, _ := strings.Cut(strings.TrimSpace(string(b)), ".")
+	mnr, _, _ := strings.Cut(rest, ".")
+	a, err1 := strconv.Atoi(maj)
+	m, err2 := strconv.Atoi(strings.TrimRightFunc(mnr, func(r rune) bool { return r < '0' || r > '9' }))
+	return err1 == nil && err2 == nil && (a > major || a == major && m >= minor)
 }
 
 // truncPath keeps at most mapsPathMax bytes of a path, on a rune boundary.

@@ -16,14 +16,15 @@ import (
 )
 
 // readOpenFiles looks at the descriptors of the focused processes that
-// read (files.go says the bounds), in filesRounds rounds: each round
-// lists a process's data files and compares them with the round before
-// (the last tick's last, at the first); the first file opened since is
-// inspected at once, while it is still open, and ends that process's
-// look. A process's figures over its last looks go into the frame.
+// read (files.go says the bounds), in up to filesRounds rounds: each round
+// lists a process's data files and compares them with the listing before
+// (the last tick's last, at the first); the highest-numbered descriptor on
+// a file opened since is inspected at once, while it is still open, and
+// ends that process's look. The processes looked at get their figures
+// over their last looks; the others (not reading now) none.
 func (p *Proc) readOpenFiles(list []sample.Proc, now time.Time) {
 	type look struct {
-		e     *procEntry
+		i     int // in list and p.selected
 		found *sample.OpenFile
 		first bool
 	}
@@ -31,40 +32,43 @@ func (p *Proc) readOpenFiles(list []sample.Proc, now time.Time) {
 	for i := range list {
 		e := p.selected[i]
 		if r := list[i].ReadBytesPerSec; r != nil && *r >= filesReadRate && len(looks) < filesLooksPerTick {
-			looks = append(looks, look{e: e, first: e.files == nil})
+			looks = append(looks, look{i: i, first: e.files == nil})
 			if e.files == nil {
-				e.files = &fileLook{prev: make(map[int]string)}
+				e.files = &fileLook{prev: make(map[int]uint64)}
 			}
 		}
 	}
 	for round := range filesRounds {
-		if round > 0 {
-			probes.SleepUntil(time.Now().Add(filesRoundGap))
-		}
+		pending := false
 		for k := range looks {
 			l := &looks[k]
 			if l.found != nil {
 				continue
 			}
-			fd := p.listFiles(l.e)
+			if round > 0 && !pending {
+				probes.SleepUntil(time.Now().Add(filesRoundGap)) // only while a look is still pending
+			}
+			pending = true
+			e := p.selected[l.i]
+			fd, target := p.listFiles(e)
 			if fd >= 0 && !(l.first && round == 0) { // a first listing has nothing to tell new files from
-				if of, ok := p.inspect(l.e.pid, fd, l.e.files.prev[fd], now); ok {
+				if of, ok := p.inspect(e.pid, fd, target, now); ok {
 					l.found = of
 				}
 			}
 		}
+		if !pending {
+			break
+		}
 	}
 	for _, l := range looks {
-		if l.found != nil {
-			l.e.files.add(lookResult{opened: true, bytes: l.found.Bytes}, l.found)
-		} else {
-			l.e.files.add(lookResult{}, nil)
+		fl := p.selected[l.i].files
+		r := lookResult{}
+		if of := l.found; of != nil {
+			r = lookResult{opened: true, sized: !of.SizeUnknown, bytes: of.Bytes}
 		}
-	}
-	for i := range list {
-		if fl := p.selected[i].files; fl != nil {
-			list[i].Files = fl.summary()
-		}
+		fl.add(r, l.found)
+		list[l.i].Files = fl.summary()
 	}
 }
 
@@ -72,8 +76,8 @@ func (p *Proc) readOpenFiles(list []sample.Proc, now time.Time) {
 // descriptors on regular paths that are not libraries, devices, shared
 // memory or deleted), keeps them as the next listing's "before", and
 // returns the highest descriptor on a file that was not there at the
-// last listing: -1 if none.
-func (p *Proc) listFiles(e *procEntry) int {
+// last listing, and its path: -1 if none.
+func (p *Proc) listFiles(e *procEntry) (int, string) {
 	fl := e.files
 	p.fds = p.fds[:0]
 	_ = p.r.ReadDirNamesMax(p.pidPath(e.pid, "", 0, "/fd"), filesMaxFDs, func(name []byte) {
@@ -82,11 +86,11 @@ func (p *Proc) listFiles(e *procEntry) int {
 		}
 	})
 	if p.fdsNow == nil {
-		p.fdsNow = make(map[int]string)
+		p.fdsNow = make(map[int]uint64)
 	}
 	cur := p.fdsNow
 	clear(cur)
-	opened := -1
+	opened, openedPath := -1, ""
 	var link [512]byte
 	for _, fd := range p.fds {
 		k, err := syscall.Readlink(p.pidPath(e.pid, "/fd/", fd, ""), link[:])
@@ -94,19 +98,22 @@ func (p *Proc) listFiles(e *procEntry) int {
 			continue // a socket, a pipe, an anonymous inode; or a path too long to be sure of
 		}
 		target := link[:k]
-		if was, ok := fl.prev[fd]; ok && was == string(target) {
-			cur[fd] = was
+		h := pathHash(target)
+		if was, ok := fl.prev[fd]; ok && was == h {
+			cur[fd] = h
 			continue
 		}
 		t := string(target)
 		if systemPath(t) || strings.HasSuffix(t, " (deleted)") {
 			continue
 		}
-		cur[fd] = t
-		opened = max(opened, fd)
+		cur[fd] = h
+		if fd > opened {
+			opened, openedPath = fd, t
+		}
 	}
 	fl.prev, p.fdsNow = cur, fl.prev // this listing is the next one's "before"
-	return opened
+	return opened, openedPath
 }
 
 // inspect reads what a process's descriptor fd, on target, is: a data
@@ -233,8 +240,14 @@ func (p *Proc) mountOf(pid, id int, now time.Time) (mount, bool) {
 	}
 	mounts := parseMountinfo(f)
 	f.Close()
-	if p.mountNS == nil || len(p.mountNS) >= mountNamespaces {
-		p.mountNS = make(map[string]*nsMounts) // the bound: start over
+	if p.mountNS == nil {
+		p.mountNS = make(map[string]*nsMounts)
+	}
+	for k := range p.mountNS { // the bound: one out, any one
+		if len(p.mountNS) < mountNamespaces {
+			break
+		}
+		delete(p.mountNS, k)
 	}
 	p.mountNS[string(link[:k])] = &nsMounts{mounts: mounts, at: now}
 	m, ok := mounts[id]

@@ -220,7 +220,7 @@ type Proc struct {
 	// The looks at reading processes' descriptors (files.go): scratch,
 	// and the mount tables by namespace.
 	fds      []int
-	fdsNow   map[int]string
+	fdsNow   map[int]uint64
 	mountNS  map[string]*nsMounts
 	tsel     []*threadEntry
 	pageSize uint64
