@@ -16,7 +16,7 @@ import (
 // "Causes and their bounds".
 type Cause struct {
 	// ID is stable: handover, float64, padding, getitem, decode, augment,
-	// random_reads, small_files, loop_take.
+	// convert, tokenize, random_reads, small_files, loop_take.
 	ID       string `json:"id"`
 	Evidence string `json:"evidence"`
 	Fix      string `json:"fix"`
@@ -45,6 +45,7 @@ func causesOf(frames []sample.Frame, w *window, d decision) []Cause {
 	} else if c, ok := handoverCause(&s, pay, waits); ok {
 		out = append(out, c)
 	}
+	payloadNamed := len(out) > 0
 	if c, ok := paddingCause(&s, pay); ok {
 		out = append(out, c)
 	}
@@ -55,7 +56,7 @@ func causesOf(frames []sample.Frame, w *window, d decision) []Cause {
 			Bound:    s.bound(stageCut{worker: s.getitem}, 4)})
 	} else if c, ok := smallFilesCause(&s, w, waits); ok {
 		out = append(out, c)
-	} else if pcs := profileCausesOf(&s, w.profile, waits); len(pcs) > 0 {
+	} else if pcs := profileCausesOf(&s, w.profile, waits, payloadNamed); len(pcs) > 0 {
 		// The workers' profile says which part of __getitem__: its causes
 		// take the place of the whole __getitem__'s (causes_profile.go).
 		out = append(out, pcs...)

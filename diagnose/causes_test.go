@@ -418,3 +418,47 @@ func TestWorkersProfileNamesTokenize(t *testing.T) {
 		t.Errorf("bound %+v", tok.Bound)
 	}
 }
+
+// TestWorkersProfileNamesConvert (issue 39: per-sample Python
+// conversion): a __getitem__ whose workers' CPU goes to making tensors and
+// Python numbers one sample at a time (the C calls the hook catches
+// running: builtins.float in a Python loop, torch.tensor) is named
+// convert, with the caller's line and the fix practice teaches (keep the
+// data as tensors and slice them). Where the batches' payload is the cause
+// (the hand-over of float32 images, whose ToTensor is converting too),
+// the payload's fix is named and convert is not.
+func TestWorkersProfileNamesConvert(t *testing.T) {
+	c := getitemLoop
+	c.profile = workersProfile(map[string]float64{"converting": 0.62, "collating": 0.05},
+		sample.ProfileFunc{Name: "builtins.float", File: "/home/u/series.py", Line: 41, Flat: 0.5, Cum: 0.5},
+		sample.ProfileFunc{Name: "torch.tensor", File: "/home/u/series.py", Line: 42, Flat: 0.12, Cum: 0.12})
+	v := Classify(c.frames(), DefaultThresholds())
+	var conv *Cause
+	for i := range v.Causes {
+		switch v.Causes[i].ID {
+		case "convert":
+			conv = &v.Causes[i]
+		case "getitem":
+			t.Errorf("getitem named beside convert: %+v", v.Causes[i])
+		}
+	}
+	if conv == nil {
+		t.Fatalf("causes %+v: want convert", v.Causes)
+	}
+	if !strings.Contains(conv.Evidence, "62 % of the workers' CPU is converting") || !strings.Contains(conv.Evidence, "builtins.float (u/series.py:41)") ||
+		!strings.Contains(conv.Fix, "slice") {
+		t.Errorf("convert %+v", *conv)
+	}
+	if b := conv.Bound; b == nil || b.K != 2 || b.Gain <= 1 || b.FreeGain < b.Gain {
+		t.Errorf("bound %+v", conv.Bound)
+	}
+
+	h := handoverLoop
+	h.profile = workersProfile(map[string]float64{"converting": 0.5, "decoding": 0.2},
+		sample.ProfileFunc{Name: "torchvision.transforms.functional.to_tensor", File: "/x/torchvision/transforms/functional.py", Line: 140, Flat: 0.5, Cum: 0.5})
+	for _, x := range Classify(h.frames(), DefaultThresholds()).Causes {
+		if x.ID == "convert" {
+			t.Errorf("convert named where the hand-over is the cause: %+v", x)
+		}
+	}
+}

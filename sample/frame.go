@@ -756,8 +756,12 @@ type ProfileFunc struct {
 	Name string `json:"name"`
 	// File and Line say where the function is: its file and first line
 	// (else the first line sampled); omitted where the profile has none.
-	File string  `json:"file,omitempty"`
-	Line int64   `json:"line,omitempty"`
+	File string `json:"file,omitempty"`
+	Line int64  `json:"line,omitempty"`
+	// Call: a C function the hook caught running (torch.tensor,
+	// builtins.float), named by what its caller calls; File and Line are
+	// where it is called. Python 3.11+.
+	Call bool    `json:"call,omitempty"`
 	Flat float64 `json:"flat"`
 	Cum  float64 `json:"cum"`
 }

@@ -75,6 +75,19 @@ func TestCategoryOfPythonAndGoFunctions(t *testing.T) {
 		{"runtime.chanrecv", "", "waiting"},
 		{"runtime.morestack", "", "interpreter"},
 		{"__main__.DS.__getitem__", "/home/me/train.py", ""},
+		// C functions caught running, named as _callee.py names them,
+		// with their caller's file.
+		{"torch.tensor", "/home/me/train.py", "converting"},
+		{"torch.tensordot", "/home/me/train.py", ""}, // not torch.tensor: whole names
+		{"numpy.array", "/home/me/train.py", "converting"},
+		{"builtins.float", "/home/me/train.py", "converting"},
+		{"self.rows[i].astype", "/home/me/train.py", "converting"},
+		{"builtins.len", "/home/me/train.py", ""},
+		{"torch.tensor", "/x/torch/utils/data/_utils/collate.py", "collating"}, // default_collate's numbers, by its file
+		{"torch.stack", "/x/torch/utils/data/_utils/collate.py", "collating"},
+		{"torch.tensor", tv + "functional.py", "converting"},
+		{"time.sleep", "/home/me/train.py", "waiting"},
+		{"self.tokenizer.encode", "/home/me/train.py", "tokenizing"},
 		{"threading.Thread.run", "", ""}, // every thread's root: its callee decides
 		{"torch.utils.data._utils.worker._worker_loop", "", ""},
 	} {
@@ -111,6 +124,15 @@ func TestPythonStacksInnermostDecides(t *testing.T) {
 		"PIL.Image.Image.copy;PIL.Image.Image.convert;__main__.DS.__getitem__":                 "decoding", // a helper: its caller decides
 		"PIL.Image.Image.copy;PIL.Image.Image.crop;torchvision.transforms.functional_pil.crop": "augmenting",
 		"main.work;runtime.main": "other", // the runtime at the root is no one's overhead
+		// C functions caught running (_callee.py): a caller a row names
+		// decides; under the job's own code, the C function's name does;
+		// its file (its caller's) never.
+		"C:img.to(dtype).div@/x/torchvision/transforms/functional.py;torchvision.transforms.functional.to_tensor;" + tf: "converting",
+		"C:builtins.float@/home/me/s.py;__main__.W.__getitem__.<locals>.<listcomp>;__main__.W.__getitem__":              "converting",
+		"C:torch.tensor@/x/torch/utils/data/_utils/collate.py;torch.utils.data._utils.collate.collate":                  "collating",
+		"C:time.sleep@/home/me/train.py;__main__.loop":                                                                  "waiting",
+		"C:x.clip@/x/torchvision/transforms/functional.py":                                                              "other",
+		"C:builtins.float@/home/me/s.py":                                                                                "converting",
 	} {
 		s, err := summarize(synthetic(map[string]int64{stack: 1}), 1)
 		if err != nil {

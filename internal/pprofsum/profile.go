@@ -38,12 +38,17 @@ import (
 // serializing; torchvision's to_tensor is converting before torchvision's
 // transforms are augmenting; PIL's open and load are decoding before the
 // rest of PIL.Image is augmenting). A pattern matches a function's name
-// as pprof prints it by prefix ("PIL.ImageFile."), anywhere in the name
-// with a leading '*' ("*ImagePlugin."), or anywhere in its file with a
-// leading '/' ("/torchvision/transforms/"). Python functions from the hook
-// are named "module.qualname" with their file beside; the hook sees only
-// Python frames, so a C function (torch.stack, np.array) counts where its
-// Python caller is (default_collate's collate_tensor_fn for torch.stack).
+// as pprof prints it by prefix ("PIL.ImageFile."), whole with a leading
+// '=' ("=torch.tensor", not torch.tensordot), anywhere in the name with a
+// leading '*' ("*ImagePlugin."), or anywhere in its file with a leading
+// '/' ("/torchvision/transforms/"). Python functions from the hook are
+// named "module.qualname" with their file beside. A C function the hook
+// caught running (python/gpuwatch_hook/_callee.py, Python 3.11+) is an
+// innermost frame named by what the caller's source calls,
+// "torch.tensor", "numpy.array", "builtins.float", or a value's method as
+// written ("rows.astype"), with the caller's file and line; a C function
+// no row names counts where its caller is (default_collate's
+// collate_tensor_fn for torch.stack, by the file).
 var categoryRules = []categoryRule{
 	// Helpers that work for whoever calls them: no category, their caller
 	// decides (PIL's copy is decoding under Image.convert, which copies an
@@ -107,6 +112,12 @@ var categoryRules = []categoryRule{
 		"numpy.core._asarray.", "numpy._core._asarray.", "numpy.core.numeric.asarray", "numpy.ndarray.astype",
 		"torch._tensor.Tensor.__array__", "torch._tensor.Tensor.numpy", "torch.utils.data._utils.pin_memory.",
 		"/torch/utils/data/_utils/pin_memory.py",
+		// C functions, caught running (_callee.py): tensors and arrays
+		// made from Python objects or other arrays, values made Python
+		// numbers and lists one at a time.
+		"=torch.tensor", "=torch.as_tensor", "=torch.asarray", "=torch.from_numpy", "=numpy.array",
+		"=numpy.asarray", "=numpy.asanyarray", "=numpy.ascontiguousarray", "=numpy.frombuffer", "=numpy.fromiter",
+		"*.astype", "*.tolist", "=builtins.float", "=builtins.int", "=builtins.list", "=builtins.tuple",
 	}},
 	{category: "decoding", match: []string{
 		"hash/", "compress/", "image/", "encoding/", "crypto/", "github.com/gpuwatch/gpuwatch/loader.decode",
@@ -140,6 +151,10 @@ type categoryRule struct {
 	weak     bool // only as the innermost frame, when no strong row matches the stack
 	match    []string
 }
+
+// CCall is the system name the hook gives a C function it caught running
+// (python/gpuwatch_hook/_callee.py).
+const CCall = "<C call>"
 
 // MaxProfileBytes caps a profile uncompressed (64 MiB): a bigger one is
 // skipped.
@@ -259,7 +274,11 @@ func newProfileTally(t *funcTable) *profileTally {
 func (tl *profileTally) grow() {
 	names := tl.t.names
 	for i := len(tl.cat); i < len(names); i++ {
-		c, weak := ruleCategory(names[i], tl.t.files[i])
+		file := tl.t.files[i]
+		if tl.t.called[i] {
+			file = "" // its caller's file: where the call is, not what it is
+		}
+		c, weak := ruleCategory(names[i], file)
 		tl.cat = append(tl.cat, c)
 		tl.weak = append(tl.weak, weak)
 		tl.gcWorker = append(tl.gcWorker, strings.HasPrefix(names[i], "runtime.gcBgMarkWorker"))
@@ -276,25 +295,43 @@ func (tl *profileTally) grow() {
 // none, other), and returns that category. The caller adds v to total.
 func (tl *profileTally) add(si int, s *profile.Sample, v int64) int {
 	first, c, gc := -1, int8(-1), false
+	// A C function caught running is the innermost frame; its caller, when
+	// a strong row names it, decides before it (torchvision's to_tensor is
+	// converting, whatever C it calls), and only under code no row names
+	// (the job's own __getitem__) does the C function's name decide.
+	pending, deferred := int8(-1), false
 	for _, loc := range s.Location {
 		fs := tl.t.funcsOf(loc)
 		if len(tl.t.names) > len(tl.cat) {
 			tl.grow()
 		}
-		cat, weak, gcWorker, cum, stamp := tl.cat, tl.weak, tl.gcWorker, tl.cum, tl.stamp
+		cat, weak, gcWorker, cum, stamp, called := tl.cat, tl.weak, tl.gcWorker, tl.cum, tl.stamp, tl.t.called
 		for _, fi := range fs {
 			if first < 0 {
 				first = fi
+				if called[fi] {
+					pending, deferred = cat[fi], true
+				}
 			}
 			if stamp[fi] != si+1 { // cum: once per function per sample
 				stamp[fi] = si + 1
 				cum[fi] += v
 			}
-			if c < 0 && !weak[fi] {
-				c = cat[fi]
-			}
 			gc = gc || gcWorker[fi]
+			if c >= 0 || weak[fi] || deferred && fi == first {
+				continue
+			}
+			c = cat[fi]
+			if deferred {
+				if c < 0 {
+					c = pending
+				}
+				deferred = false
+			}
 		}
+	}
+	if deferred && c < 0 { // a C call with no caller
+		c = pending
 	}
 	if first >= 0 {
 		tl.flat[first] += v
@@ -339,7 +376,7 @@ func (tl *profileTally) finish(out *sample.Profile, unit string, top int) {
 	var fns []sample.ProfileFunc
 	for i, n := range tl.t.names {
 		if i < len(tl.cum) && tl.cum[i] > 0 {
-			fns = append(fns, sample.ProfileFunc{Name: n, File: tl.t.files[i], Line: tl.t.lines[i],
+			fns = append(fns, sample.ProfileFunc{Name: n, File: tl.t.files[i], Line: tl.t.lines[i], Call: tl.t.called[i],
 				Flat: float64(tl.flat[i]) / float64(total), Cum: float64(tl.cum[i]) / float64(total)})
 		}
 	}
@@ -363,6 +400,7 @@ type funcTable struct {
 	names  []string
 	files  []string
 	lines  []int64
+	called []bool // a C function the hook caught running (system name "<C call>")
 	index  map[string]int
 	byFunc map[*profile.Function]int
 	// Locations by ID in a slice when IDs are dense (they are in profiles
@@ -404,6 +442,7 @@ func (t *funcTable) indexOf(f *profile.Function) int {
 		t.names = append(t.names, f.Name)
 		t.files = append(t.files, f.Filename)
 		t.lines = append(t.lines, max(f.StartLine, 0))
+		t.called = append(t.called, f.SystemName == CCall)
 	}
 	return i
 }
@@ -461,9 +500,12 @@ func ruleCategory(name, file string) (int8, bool) {
 }
 
 // patternMatches says whether a categoryRules pattern matches a function:
-// a name prefix, "*" and a part of the name, or "/" and a part of the file.
+// a name prefix, "=" and the whole name, "*" and a part of the name, or "/"
+// and a part of the file.
 func patternMatches(p, name, file string) bool {
 	switch p[0] {
+	case '=':
+		return name == p[1:]
 	case '*':
 		return strings.Contains(name, p[1:])
 	case '/':
@@ -530,6 +572,15 @@ func inflate(data []byte) ([]byte, error) {
 		return nil, errors.New("not a pprof profile: gzipped twice")
 	}
 	return raw, nil
+}
+
+// FuncCategory is a top function's category: Category's, by its name
+// alone for a C function caught running (its file is its caller's).
+func FuncCategory(f sample.ProfileFunc) string {
+	if f.Call {
+		return Category(f.Name, "")
+	}
+	return Category(f.Name, f.File)
 }
 
 // Category is the category categoryRules give a function by its name and

@@ -35,6 +35,10 @@ func synthetic(stacks map[string]int64) *profile.Profile {
 		for _, name := range strings.Split(stack, ";") {
 			if funcs[name] == nil {
 				funcs[name] = &profile.Function{ID: uint64(len(funcs) + 1), Name: name}
+				if call, ok := strings.CutPrefix(name, "C:"); ok { // "C:name@file": a C call, as the hook names it
+					fn, file, _ := strings.Cut(call, "@")
+					funcs[name] = &profile.Function{ID: uint64(len(funcs) + 1), Name: fn, SystemName: CCall, Filename: file}
+				}
 				p.Function = append(p.Function, funcs[name])
 				locs[name] = &profile.Location{ID: uint64(len(locs) + 1), Line: []profile.Line{{Function: funcs[name]}}}
 				p.Location = append(p.Location, locs[name])

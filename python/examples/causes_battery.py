@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import random
+import stat
 import sys
 import tempfile
 import time
@@ -349,10 +350,27 @@ def build(args):
     if args.loop == "text":
         ds = Texts(args.fix)
         return DataLoader(Timed(ds), batch_size=32, shuffle=True, num_workers=workers(2), collate_fn=timed_collate(default_collate)), lambda b: base
-    folder = args.images or os.path.join(tempfile.gettempdir(), "gpuwatch-battery-jpeg")
+    folder = args.images or os.path.join(private_dir(), "jpeg")
     os.makedirs(folder, exist_ok=True)
     ds = Images(folder, args.fix)
     return DataLoader(Timed(ds), batch_size=32, num_workers=workers(2), collate_fn=timed_collate(default_collate)), lambda b: base
+
+
+def private_dir():
+    """The data's default folder: gpuwatch-battery-UID in the temp dir,
+    made 0700 and refused unless it is a folder of this user's that only
+    they can use (another user of a shared /tmp could make it first, or
+    make it a link, and hand the loops their files)."""
+    path = os.path.join(tempfile.gettempdir(), "gpuwatch-battery-%d" % os.getuid())
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        sys.exit("causes_battery.py: %s is not a private folder of yours (a link, another user's, or open to others); "
+                 "remove it or pass the data's paths" % path)
+    return path
 
 
 def on_loop(args, b):
@@ -376,15 +394,17 @@ def main():
     ap.add_argument("--warmup", type=float, default=2, help="seconds not measured at the start")
     ap.add_argument("--step-ms", type=float, default=5)
     ap.add_argument("--workers", type=int, help="num_workers (default: the loop's own)")
-    ap.add_argument("--images", help="the JPEG folder (default: under the temp dir)")
-    ap.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "gpuwatch-battery-mmap.bin"),
-                    help="the mmap loop's data file (written once when missing)")
+    ap.add_argument("--images", help="the JPEG folder (default: jpeg/ in a private folder of the temp dir)")
+    ap.add_argument("--data", help="the mmap loop's data file, written once when missing (default: mmap.bin in the private folder)")
     ap.add_argument("--data-size", type=int, default=3 << 30, help="its bytes")
-    ap.add_argument("--files", default=os.path.join(tempfile.gettempdir(), "gpuwatch-battery-files"),
-                    help="the files loop's folder (files/ and shards/ under it)")
+    ap.add_argument("--files", help="the files loop's folder, files/ and shards/ under it (default: files/ in the private folder)")
     ap.add_argument("--make-only", action="store_true", help="write the files loop's files and shards under --files, and exit")
     ap.add_argument("--out", help="also write the JSON line here")
     args = ap.parse_args()
+    if args.data is None and args.loop == "mmap":
+        args.data = os.path.join(private_dir(), "mmap.bin")
+    if args.files is None and args.loop == "files":
+        args.files = os.path.join(private_dir(), "files")
     if args.make_only:
         Files.make(args.files)
         return

@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Iterable, Optional
 
-from . import _workerprof
+from . import _callee, _workerprof
 from ._pprof import encode_profile
 from ._version import __version__
 
@@ -85,6 +85,8 @@ class _Sampler:
         self.ran_at: dict = {}  # ident -> the key of the stack it last ran at
         self.names: dict = {}  # ident -> (name, native id)
         self.modules: dict = {}  # code -> its module's __name__
+        self.globs: dict = {}  # code -> its frame's globals, where it was innermost
+        self.callees: dict = {}  # (code, byte offset) -> the C function called there, or None
         self.rng = random.Random()
         self.start_wall_ns = time.time_ns()
         self.duration_ns = 0
@@ -138,14 +140,7 @@ class _Sampler:
             frame = frames.get(ident)
             if frame is None:
                 continue  # ended during the window
-            stack = []
-            while frame is not None and len(stack) < 128:
-                code = frame.f_code
-                if code not in self.modules:
-                    self.modules[code] = frame.f_globals.get("__name__")
-                stack.append((code, frame.f_lineno))
-                frame = frame.f_back
-            keys[ident] = (self.names.get(ident, ("thread %d" % ident,))[0], tuple(stack))
+            keys[ident] = (self.names.get(ident, ("thread %d" % ident,))[0], self.stack(frame))
         frames = frame = None  # no frame outlives its tick
         if not self.cpu_clock:
             for key in keys.values():
@@ -174,14 +169,42 @@ class _Sampler:
                 continue  # first sight, or idle since the last tick
             self.charge(key if running else self.ran_at.get(ident, key), now_ns - prev)
 
+    def stack(self, frame) -> tuple:
+        """The key of a frame's stack, innermost first: (code, line,
+        instruction) per frame, the instruction only for the innermost:
+        stopped on a call, it is running a C function (_callee)."""
+        if _callee.POSITIONS and frame.f_code not in self.globs:
+            self.globs[frame.f_code] = frame.f_globals
+        lasti = frame.f_lasti
+        stack = []
+        while frame is not None and len(stack) < 128:
+            code = frame.f_code
+            if code not in self.modules:
+                self.modules[code] = frame.f_globals.get("__name__")
+            stack.append((code, frame.f_lineno, lasti))
+            lasti = -1
+            frame = frame.f_back
+        return tuple(stack)
+
     def samples(self) -> list:
         """The samples: (frames, [count, cpu ns], labels), frames as
         _frame gives them, innermost first."""
         samples = []
         for (thread, stack), (n, ns) in self.agg.items():
-            frames = [_frame(code, line, self.modules.get(code)) for code, line in stack]
+            frames = [_frame(code, line, self.modules.get(code)) for code, line, _ in stack]
+            code, line, lasti = stack[0]
+            if lasti >= 0:
+                fn = self.callee(code, lasti)
+                if fn is not None:  # a C function, called from its caller's line
+                    frames.insert(0, (fn, "<C call>", code.co_filename, 0, line or 0))
             samples.append((frames, [n, ns], {"thread": thread}))
         return samples
+
+    def callee(self, code, lasti: int):
+        k = (code, lasti)
+        if k not in self.callees:
+            self.callees[k] = _callee.callee(code, lasti, self.globs.get(code))
+        return self.callees[k]
 
     def profile(self, more: Iterable = ()) -> bytes:
         """The profile of the samples, and more (other processes')."""

@@ -1,0 +1,204 @@
+"""C functions caught running are named by their caller's call
+(gpuwatch_hook/_callee.py), and a worker's profile by its own CPU time
+(SIGPROF) sees a loop's Python as well as its C calls
+(gpuwatch_hook/_workerprof.py): python3 -m unittest discover -s python/tests"""
+
+import dis
+import json
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from gpuwatch_hook import _callee, _workerprof  # noqa: E402
+
+try:
+    import numpy as np
+except ImportError:
+    np = None
+
+
+def helper(rows):
+    return rows
+
+
+class Holder:
+    def __init__(self, v):
+        self.rows = [v]
+
+
+def calls(rows, a, h):
+    x = np.array(rows)
+    y = float(rows[0])
+    z = a.astype(np.float64)
+    w = h.rows[0].tolist()
+    v = helper(rows)
+    u = np.asarray(
+        rows,
+        dtype=np.float32,
+    )
+    t = dict(a="(")
+    return x, y, z, w, v, u, t
+
+
+@unittest.skipUnless(_callee.POSITIONS, "positions of instructions are Python 3.11's")
+@unittest.skipIf(np is None, "needs numpy")
+class CalleeTest(unittest.TestCase):
+    def test_names_each_call_by_what_it_calls(self):
+        code = calls.__code__
+        got = set()
+        for ins in dis.get_instructions(code):
+            if ins.opcode in _callee._CALLS:
+                name = _callee.callee(code, ins.offset, calls.__globals__)
+                if name is not None:
+                    got.add(name)
+        want = {"numpy.array", "builtins.float", "a.astype", "h.rows[0].tolist", "numpy.asarray", "builtins.dict"}
+        self.assertEqual(got, want, "helper is Python (its own frame shows); no instruction but a call is named")
+
+    def test_not_a_call_and_out_of_range(self):
+        code = calls.__code__
+        for ins in dis.get_instructions(code):
+            if ins.opcode not in _callee._CALLS:
+                self.assertIsNone(_callee.callee(code, ins.offset, calls.__globals__), ins.opname)
+        self.assertIsNone(_callee.callee(code, len(code.co_code) + 10, calls.__globals__))
+        self.assertIsNone(_callee.callee(code, -1, calls.__globals__))
+
+    def test_no_source_no_name(self):
+        src = "def g(rows):\n    return float(rows[0])\n"
+        ns = {}
+        exec(compile(src, "<nowhere>", "exec"), ns)
+        code = ns["g"].__code__
+        for ins in dis.get_instructions(code):
+            if ins.opcode in _callee._CALLS:
+                self.assertIsNone(_callee.callee(code, ins.offset, ns))
+
+    def test_a_fifo_for_a_source_is_not_read(self):
+        """A code object's file can be anything: a FIFO there would block
+        linecache's read (and the profile) for ever."""
+        d = tempfile.mkdtemp(prefix="gpuwatch-callee-test-")
+        fifo = os.path.join(d, "src.py")
+        os.mkfifo(fifo)
+        ns = {}
+        exec(compile("def g(rows):\n    return float(rows[0])\n", fifo, "exec"), ns)
+        code = ns["g"].__code__
+        n = 0
+        for ins in dis.get_instructions(code):
+            if ins.opcode in _callee._CALLS:
+                n += 1
+                self.assertIsNone(_callee.callee(code, ins.offset, ns))
+        self.assertGreater(n, 0)
+
+    def test_callee_text(self):
+        for call, want in {
+            "torch.tensor(rows, dtype=torch.float32)": "torch.tensor",
+            "x[i].astype(np.float32)": "x[i].astype",
+            "f(a)(b)": "f(a)",
+            "(a)": None,
+            "x": None,
+            "d['k'](1)": "d['k']",
+        }.items():
+            self.assertEqual(_callee._callee_text(call), want, call)
+
+
+class Busy:
+    """A loop that times its own parts: a Python loop building lists of
+    floats, and np.array over them."""
+
+    LISTS = ARRAY = 0  # their lines, found below
+
+    def __init__(self):
+        self.cols = [list(range(i, i + 2000)) for i in range(16)]
+        self.own = {"lists": 0.0, "array": 0.0}
+
+    def step(self):
+        t0 = time.perf_counter()
+        rows = [[float(c[t]) for c in self.cols] for t in range(0, 2000, 4)]  # Busy.LISTS
+        t1 = time.perf_counter()
+        for _ in range(6):
+            np.array(rows, dtype=np.float64)  # Busy.ARRAY
+        t2 = time.perf_counter()
+        self.own["lists"] += t1 - t0
+        self.own["array"] += t2 - t1
+
+
+def _lines():
+    import inspect
+
+    src, first = inspect.getsourcelines(Busy.step)
+    for i, line in enumerate(src):
+        if "# Busy.LISTS" in line:
+            Busy.LISTS = first + i
+        if "# Busy.ARRAY" in line:
+            Busy.ARRAY = first + i
+
+
+_lines()
+
+
+@unittest.skipIf(np is None, "needs numpy")
+@unittest.skipUnless(hasattr(signal, "setitimer"), "SIGPROF is POSIX")
+class SignalledProfileTest(unittest.TestCase):
+    def test_the_loop_python_and_its_c_calls_both_show(self):
+        """A sampler thread would see this loop only after its GIL-releasing
+        calls; by CPU-time signal, the Python list building and np.array
+        each take within 0.15 of their share by the loop's own clocks."""
+        d = tempfile.mkdtemp(prefix="gpuwatch-callee-test-")
+        b = Busy()
+        end = time.time() + 2.0
+        self.assertTrue(_workerprof._by_signal("t1", end, d))
+        try:
+            while time.time() < end:
+                b.step()
+            deadline = time.monotonic() + 5
+            while not os.listdir(d) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:
+            _workerprof._restore()
+        self.assertIs(signal.getsignal(signal.SIGPROF), signal.SIG_DFL, "the handler is put back")
+        self.assertEqual(signal.getitimer(signal.ITIMER_PROF), (0.0, 0.0), "the timer is off")
+        names = os.listdir(d)
+        self.assertEqual(len(names), 1, names)
+        with open(os.path.join(d, names[0])) as f:
+            samples = json.load(f)["samples"]
+        # Each sample by the line its innermost frame is at: a C call
+        # caught running carries its caller's line, a list comprehension's
+        # own frame (before 3.12) the line it is written on.
+        lines = {Busy.LISTS: "lists", Busy.ARRAY: "array"}
+        by = {"lists": 0, "array": 0}
+        total = 0
+        for frames, (n, ns), _ in samples:
+            total += ns
+            part = lines.get(frames[0][4]) if frames[0][2] == __file__ else None
+            if part:
+                by[part] += ns
+        own = sum(b.own.values())
+        self.assertGreater(total, 0.5e9, "at least half the CPU seconds sampled")
+        for part in ("lists", "array"):
+            self.assertAlmostEqual(by[part] / total, b.own[part] / own, delta=0.15, msg="%s: profile %s, own %s" % (part, by, b.own))
+
+    def test_a_profiler_of_the_users_own_is_left_alone(self):
+        """Someone else's SIGPROF handler: no signal profile (the sampler
+        thread takes its place), and the handler stays."""
+        mine = lambda s, f: None  # noqa: E731
+        old = signal.signal(signal.SIGPROF, mine)
+        try:
+            self.assertFalse(_workerprof._by_signal("t2", time.time() + 0.2, tempfile.mkdtemp()))
+            self.assertIs(signal.getsignal(signal.SIGPROF), mine)
+        finally:
+            signal.signal(signal.SIGPROF, old)
+
+    def test_only_the_main_thread(self):
+        got = []
+        t = threading.Thread(target=lambda: got.append(_workerprof._by_signal("t3", time.time() + 0.2, tempfile.mkdtemp())))
+        t.start()
+        t.join()
+        self.assertEqual(got, [False])
+        self.assertIs(signal.getsignal(signal.SIGPROF), signal.SIG_DFL)
+
+
+if __name__ == "__main__":
+    unittest.main()
