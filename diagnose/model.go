@@ -391,7 +391,15 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 	// what is left of the epochs' wait once the start-ups are taken out
 	// (waitPipeline), a small difference of two large sums whose frames
 	// cut epochs anywhere, not a wait each batch was seen to pay.
-	handingOver := w.queueDepth.ok && w.queueDepth.v >= 1 && w.loopTakeSec.ok && !p.Relative && !p.restarts() &&
+	// Nor for workers whose timed stages fill under idleWorkerShare of the
+	// batch period: they hold their GIL too seldom to keep a hand-over
+	// waiting, and the wait beyond the take is the loop's own, its
+	// trips to the workers' resource-sharer threads (the text loop with
+	// its tokens stored: stages 8 % of the period, "5.6 ms waiting on
+	// storage" read from that wait, and 2 → 4 workers promised 1.6×
+	// measured 0.87×).
+	idle := w.workerStageSec.ok && !p.Relative && w.workerStageSec.v*bps < idleWorkerShare*float64(n)
+	handingOver := w.queueDepth.ok && w.queueDepth.v >= 1 && w.loopTakeSec.ok && !p.Relative && !p.restarts() && !idle &&
 		w.loopTakeSec.v < w.th.OwnWaitShare*wait*period
 	if st := w.workerStageSec; st.ok && st.v > 0 && !p.Relative && !handingOver {
 		// The workers timed their stages: that is a batch's wall time,
@@ -492,6 +500,11 @@ func knobsOf(w *window) Knobs {
 // busyWorkerShare: workers whose timed stages take this share of the
 // batch period (n workers ÷ the batch rate) are busy all the time.
 const busyWorkerShare = 0.8
+
+// idleWorkerShare: workers whose timed stages take less than this share
+// of the batch period are mostly idle: their GIL is free for the
+// hand-over.
+const idleWorkerShare = 0.3
 
 // knobBytes reads a size as the embedded loader's knobs write it
 // ("256MiB", "22.9MiB/s", "0B/s").
