@@ -22,6 +22,7 @@ targets=(
 	probes/host:FuzzParsePidStat:45000
 	probes/host:FuzzParseMaps:25000
 	probes/host:FuzzParseMountinfo:25000
+	probes/host:FuzzParseFdinfo:25000
 	probes/host:FuzzParseMeminfo:40000
 	probes/job:FuzzParseProcCgroup:20000
 	probes/endpoint:FuzzCountersFromMetrics:2500

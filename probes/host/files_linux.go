@@ -120,16 +120,19 @@ func (p *Proc) listFiles(e *procEntry) (int, string) {
 // file opened for reading (not a directory, not written only), its size
 // and its file system. It opens the descriptor's magic link with O_PATH
 // (no open of the file itself, no permission check of its file system)
-// and reads everything from that: the same file, even where the process
-// has since closed fd and opened another on its number.
+// and reads the file's mount, type and size from that: the same file,
+// even where the process has since closed fd and opened another on its
+// number. The flags and position are the descriptor's own (its fdinfo),
+// read between two looks that find target, with its inode checked
+// against the file's where both are known.
 func (p *Proc) inspect(pid, fd int, target string, now time.Time) (*sample.OpenFile, bool) {
 	if fd < 0 {
 		return nil, false
 	}
-	info, ok := readFdinfo(p.pidPath(pid, "/fdinfo/", fd, ""))
-	if !ok || info.flags&syscall.O_ACCMODE == syscall.O_WRONLY || info.flags&syscall.O_DIRECTORY != 0 {
-		return nil, false
-	}
+	// The file first, then what the process's descriptor says of it, then
+	// the descriptor's target once more: flags and position read between
+	// two looks that both find target are target's (a number closed and
+	// reused in between shows as another path).
 	h, err := unix.Open(p.pidPath(pid, "/fd/", fd, ""), unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, false
@@ -138,6 +141,13 @@ func (p *Proc) inspect(pid, fd int, target string, now time.Time) (*sample.OpenF
 	var link [512]byte
 	if k, err := syscall.Readlink("/proc/self/fd/"+strconv.Itoa(h), link[:]); err != nil || string(link[:k]) != target {
 		return nil, false // the number was reused between the looks
+	}
+	info, ok := readFdinfo(p.pidPath(pid, "/fdinfo/", fd, ""))
+	if !ok || info.flags&syscall.O_ACCMODE == syscall.O_WRONLY || info.flags&syscall.O_DIRECTORY != 0 {
+		return nil, false
+	}
+	if k, err := syscall.Readlink(p.pidPath(pid, "/fd/", fd, ""), link[:]); err != nil || string(link[:k]) != target {
+		return nil, false // reused while its fdinfo was read
 	}
 	own, ok := readFdinfo("/proc/self/fdinfo/" + strconv.Itoa(h))
 	if !ok {
@@ -150,10 +160,12 @@ func (p *Proc) inspect(pid, fd int, target string, now time.Time) (*sample.OpenF
 	}
 	if known && cachedAttrs(m.fstype) {
 		var st unix.Statx_t
-		err := unix.Statx(h, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_SIZE, &st)
+		err := unix.Statx(h, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_SIZE|unix.STATX_INO, &st)
 		switch {
 		case err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG:
 			return nil, false
+		case err == nil && info.ino != 0 && st.Mask&unix.STATX_INO != 0 && st.Ino != info.ino:
+			return nil, false // the same path opened anew on the number: another file
 		case err == nil:
 			of.Bytes, of.SizeUnknown = st.Size, false
 		}
@@ -167,6 +179,7 @@ func (p *Proc) inspect(pid, fd int, target string, now time.Time) (*sample.OpenF
 type fdinfo struct {
 	pos, flags uint64
 	mntID      int
+	ino        uint64 // 0 where fdinfo has no "ino:" line (before Linux 5.14)
 }
 
 // readFdinfo reads a descriptor's position, flags and mount ID: the
@@ -186,7 +199,8 @@ func readFdinfo(path string) (fdinfo, bool) {
 	return parseFdinfo(buf[:n])
 }
 
-// parseFdinfo reads "pos:", "flags:" (octal) and "mnt_id:" lines.
+// parseFdinfo reads "pos:", "flags:" (octal) and "mnt_id:" lines, and
+// "ino:" where there is one.
 func parseFdinfo(b []byte) (fdinfo, bool) {
 	info, have := fdinfo{mntID: -1}, 0
 	for line := range bytes.Lines(b) {
@@ -207,6 +221,10 @@ func parseFdinfo(b []byte) (fdinfo, bool) {
 		case "mnt_id":
 			if n, err := strconv.Atoi(string(v)); err == nil && n >= 0 {
 				info.mntID, have = n, have|4
+			}
+		case "ino":
+			if n, err := strconv.ParseUint(string(v), 10, 64); err == nil {
+				info.ino = n
 			}
 		}
 	}

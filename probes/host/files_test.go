@@ -151,3 +151,37 @@ func BenchmarkReadOpenFile(b *testing.B) {
 		}
 	}
 }
+
+// TestParseFdinfo: pos, flags (octal) and mnt_id are needed; ino is read
+// where the kernel writes it (5.14 on), and lines after (locks, watches)
+// do not matter.
+func TestParseFdinfo(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want fdinfo
+		ok   bool
+	}{
+		{"pos:\t4096\nflags:\t0100000\nmnt_id:\t23\nino:\t3\n", fdinfo{pos: 4096, flags: 0100000, mntID: 23, ino: 3}, true},
+		{"pos:\t0\nflags:\t02\nmnt_id:\t7\n", fdinfo{flags: 02, mntID: 7}, true},         // before 5.14: no ino
+		{"pos:\t0\nflags:\t08\nmnt_id:\t7\n", fdinfo{mntID: 7}, false},                   // 8 is no octal digit
+		{"pos:\t0\nflags:\t0\n", fdinfo{mntID: -1}, false},                               // no mount
+		{"pos:\t1\nflags:\t0\nmnt_id:\t-4\nino:\tx\n", fdinfo{pos: 1, mntID: -1}, false}, // junk
+	} {
+		got, ok := parseFdinfo([]byte(c.in))
+		if ok != c.ok || ok && got != c.want {
+			t.Errorf("%q: %+v %v, want %+v %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// FuzzParseFdinfo: any fdinfo parses without a panic, and one it accepts
+// has a mount ID.
+func FuzzParseFdinfo(f *testing.F) {
+	f.Add([]byte("pos:\t4096\nflags:\t0100000\nmnt_id:\t23\nino:\t3\n"))
+	f.Add([]byte("pos:\t0\nflags:\t02\nmnt_id:\t7\nlock:\t1: POSIX  ADVISORY  WRITE 1 00:05:3 0 EOF\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if info, ok := parseFdinfo(b); ok && info.mntID < 0 {
+			t.Fatalf("%q: accepted with mount %d", b, info.mntID)
+		}
+	})
+}
