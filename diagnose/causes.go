@@ -60,7 +60,7 @@ func causesOf(frames []sample.Frame, w *window, d decision) []Cause {
 		// The workers' profile says which part of __getitem__: its causes
 		// take the place of the whole __getitem__'s (causes_profile.go).
 		out = append(out, pcs...)
-	} else if c, ok := getitemCause(&s, waits); ok {
+	} else if c, ok := getitemCause(&s, w.profile, waits); ok {
 		out = append(out, c)
 	}
 	if c, ok := loopTakeCause(&s, w); ok {
@@ -132,7 +132,7 @@ func paddingCause(s *stageTimes, p *sample.BatchPayload) (Cause, bool) {
 	return c, true
 }
 
-func getitemCause(s *stageTimes, waits bool) (Cause, bool) {
+func getitemCause(s *stageTimes, p *sample.Profile, waits bool) (Cause, bool) {
 	if !s.ok || !waits || !s.cpuBound || s.getitem/s.worker() < s.th.GetitemShare {
 		return Cause{}, false
 	}
@@ -140,11 +140,15 @@ func getitemCause(s *stageTimes, waits bool) (Cause, bool) {
 	if s.inline || s.workers == 0 {
 		where = "the loop's (num_workers=0)"
 	}
+	evidence := fmt.Sprintf("the dataset's __getitem__ takes %.0f %% of %s %s per batch (%s for %.0f samples)",
+		100*s.getitem/s.worker(), where, ms(s.worker()), ms(s.getitem), s.batch)
+	if f, share, ok := busiestInGetitem(p); ok {
+		evidence += fmt.Sprintf("; the workers' profile finds %.0f %% of their CPU in %s", 100*share, f)
+	}
 	return Cause{ID: "getitem", Stages: []string{"getitem"},
-		Evidence: fmt.Sprintf("the dataset's __getitem__ takes %.0f %% of %s %s per batch (%s for %.0f samples)",
-			100*s.getitem/s.worker(), where, ms(s.worker()), ms(s.getitem), s.batch),
-		Fix:   "do less per sample in __getitem__: keep the data as tensors and slice them (no Python loop or torch.tensor per sample), or preprocess once and cache; a CPU profile of the workers says which part",
-		Bound: s.bound(stageCut{worker: s.getitem}, 2)}, true
+		Evidence: evidence,
+		Fix:      "do less per sample in __getitem__: keep the data as tensors and slice them (no Python loop or torch.tensor per sample), or preprocess once and cache; a CPU profile of the workers says which part",
+		Bound:    s.bound(stageCut{worker: s.getitem}, 2)}, true
 }
 
 func loopTakeCause(s *stageTimes, w *window) (Cause, bool) {

@@ -52,14 +52,16 @@ func profileCausesOf(s *stageTimes, p *sample.Profile, waits, payloadNamed bool)
 			continue
 		}
 		part := s.getitem * share / max(1-outside, share) // at most getitem: the denominator is at least share
-		cut := part
+		cut, free := part, stageCut{worker: part}
 		if pc.id == "convert" {
 			// Its fix takes the whole per-sample path away, the Python
 			// loop that feeds the conversions with it: a slice is all
 			// __getitem__ has left (the time-series loop: converting 54 %
 			// of the workers' CPU, and the fix gained 2.97× where cutting
-			// the converting alone frees 2.29×).
-			cut = s.getitem
+			// the converting alone frees 2.29×). Free, it may take
+			// collate's conversions too: samples that were lists or
+			// arrays, default_collate made tensors of one by one.
+			cut, free = s.getitem, stageCut{worker: s.getitem + s.collate}
 		}
 		evidence := fmt.Sprintf("%.0f %% of the workers' CPU is %s (their profile): about %s of a worker's %s per batch",
 			100*share, sample.ProfileCategoryWords[pc.category], ms(part), ms(s.worker()))
@@ -67,15 +69,20 @@ func profileCausesOf(s *stageTimes, p *sample.Profile, waits, payloadNamed bool)
 			evidence += ", most in " + f
 		}
 		out = append(out, Cause{ID: pc.id, Stages: []string{"getitem"}, Evidence: evidence, Fix: pc.fix,
-			Bound: s.bound(stageCut{worker: cut}, 2)})
+			Bound: s.boundFree(stageCut{worker: cut}, 2, free)})
 	}
 	return out
 }
 
-// topOf is the profile's busiest function of a category, with where it
-// is: outside text (the job's own names), made printable and cut short.
+// topOf is the workers' busiest function of a category (the profile's,
+// in a profile from before WorkersTop), with where it is: outside text
+// (the job's own names), made printable and cut short.
 func topOf(p *sample.Profile, category string) (string, bool) {
-	for _, f := range p.Top {
+	top := p.WorkersTop // the workers' own: not the training loop's float(loss)
+	if len(top) == 0 {
+		top = p.Top
+	}
+	for _, f := range top {
 		if pprofsum.FuncCategory(f) == category {
 			s := f.Name
 			if w := f.Where(); w != "" {
@@ -85,6 +92,28 @@ func topOf(p *sample.Profile, category string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// busiestInGetitem is the workers' busiest function outside collating,
+// the hand-over and waiting (so, most likely, __getitem__'s: the job's own
+// line where no category names it), with where it is and its share of the
+// workers' CPU; none without the workers' profile.
+func busiestInGetitem(p *sample.Profile) (string, float64, bool) {
+	if p == nil {
+		return "", 0, false
+	}
+	for _, f := range p.WorkersTop {
+		switch pprofsum.FuncCategory(f) {
+		case "collating", "serializing", "waiting", "interpreter", "gc":
+			continue
+		}
+		s := f.Name
+		if w := f.Where(); w != "" {
+			s += " (" + w + ")"
+		}
+		return sample.Printable(shorten(s, 160)), f.Flat, true
+	}
+	return "", 0, false
 }
 
 // shorten cuts s to at most n bytes on a rune boundary, marked with "…".

@@ -487,3 +487,27 @@ func TestWorkersProfileNamesConvert(t *testing.T) {
 		}
 	}
 }
+
+// TestGetitemNamesTheWorkersBusiestLine: with the workers' profile (no
+// category of it over the threshold), the generic __getitem__ cause says
+// where in the job's own code the workers' CPU goes — the busiest of their
+// functions outside collating, the hand-over and waiting — not the
+// training loop's.
+func TestGetitemNamesTheWorkersBusiestLine(t *testing.T) {
+	c := getitemLoop
+	c.profile = workersProfile(map[string]float64{"collating": 0.26, "converting": 0.12})
+	c.profile.Top = []sample.ProfileFunc{{Name: "loss.item", File: "/home/u/train.py", Line: 80, Flat: 0.5, Cum: 0.5}}
+	c.profile.WorkersTop = []sample.ProfileFunc{
+		{Name: "torch.utils.data._utils.collate.collate_tensor_fn", File: "/x/torch/utils/data/_utils/collate.py", Line: 154, Flat: 0.4, Cum: 0.4},
+		{Name: "Windows.__getitem__.<locals>.<listcomp>", File: "/home/u/series.py", Line: 41, Flat: 0.37, Cum: 0.37},
+	}
+	for _, x := range Classify(c.frames(), DefaultThresholds()).Causes {
+		if x.ID == "getitem" {
+			if !strings.Contains(x.Evidence, "37 % of their CPU in Windows.__getitem__.<locals>.<listcomp> (u/series.py:41)") {
+				t.Errorf("evidence %q", x.Evidence)
+			}
+			return
+		}
+	}
+	t.Fatal("no getitem cause")
+}

@@ -715,6 +715,10 @@ type Profile struct {
 	WorkersShare float64           `json:"workers_share,omitempty"`
 	Workers      []ProfileCategory `json:"workers,omitempty" check:"max=16"`
 	Top          []ProfileFunc     `json:"top" check:"max=64"`
+	// WorkersTop is Top of the workers' samples alone, shares of the
+	// workers' CPU: what a cause in __getitem__ names (omitted with
+	// Workers).
+	WorkersTop []ProfileFunc `json:"workers_top,omitempty" check:"max=64"`
 	// Source is the URL the profile came from (several ranks: the
 	// pacing rank's).
 	Source string `json:"source,omitempty"`

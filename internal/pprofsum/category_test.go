@@ -83,6 +83,8 @@ func TestCategoryOfPythonAndGoFunctions(t *testing.T) {
 		{"builtins.float", "/home/me/train.py", "converting"},
 		{"self.rows[i].astype", "/home/me/train.py", "converting"},
 		{"builtins.len", "/home/me/train.py", ""},
+		{"builtins.list", "/home/me/train.py", ""}, // list(csv.reader(f)) is parsing
+
 		{"torch.tensor", "/x/torch/utils/data/_utils/collate.py", "collating"}, // default_collate's numbers, by its file
 		{"torch.stack", "/x/torch/utils/data/_utils/collate.py", "collating"},
 		{"torch.tensor", tv + "functional.py", "converting"},
@@ -178,4 +180,34 @@ func TestRealHookProfileGolden(t *testing.T) {
 		t.Errorf("top function %+v: want PIL's ImageFile.load with its file and line", f)
 	}
 	golden(t, "hook-torchvision-jpeg.golden", summaryText(s))
+}
+
+// TestWorkersTopIsTheWorkersAlone: the workers' top functions come from
+// their samples only, as shares of their CPU: a cause in __getitem__ must
+// not name the training loop's own busiest call.
+func TestWorkersTopIsTheWorkersAlone(t *testing.T) {
+	p := synthetic(map[string]int64{"C:builtins.float@/w.py;W.__getitem__": 3, "loss.item;train.loop": 5})
+	for _, s := range p.Sample {
+		if s.Location[0].Line[0].Function.Name == "builtins.float" {
+			s.Label = map[string][]string{workerLabel: {"4242"}}
+		}
+	}
+	s, err := summarize(p, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.WorkersTop) == 0 || s.WorkersTop[0].Name != "builtins.float" || s.WorkersTop[0].Flat != 1 || !s.WorkersTop[0].Call {
+		t.Fatalf("workers' top %+v", s.WorkersTop)
+	}
+	for _, f := range s.WorkersTop {
+		if f.Name == "loss.item" || f.Name == "train.loop" {
+			t.Errorf("the training process's %s among the workers' top", f.Name)
+		}
+	}
+	if s.Top[0].Name != "loss.item" || s.Top[0].Flat != 5.0/8 {
+		t.Errorf("top %+v", s.Top)
+	}
+	if s, _ := summarize(synthetic(map[string]int64{"a;b": 1}), 8); s.WorkersTop != nil {
+		t.Errorf("no worker, yet workers' top %+v", s.WorkersTop)
+	}
 }

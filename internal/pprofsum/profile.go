@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,10 +115,11 @@ var categoryRules = []categoryRule{
 		"/torch/utils/data/_utils/pin_memory.py",
 		// C functions, caught running (_callee.py): tensors and arrays
 		// made from Python objects or other arrays, values made Python
-		// numbers and lists one at a time.
+		// floats one at a time (not list(), tuple() or int(): what they
+		// consume, a csv.reader say, is the work).
 		"=torch.tensor", "=torch.as_tensor", "=torch.asarray", "=torch.from_numpy", "=numpy.array",
 		"=numpy.asarray", "=numpy.asanyarray", "=numpy.ascontiguousarray", "=numpy.frombuffer", "=numpy.fromiter",
-		"*.astype", "*.tolist", "=builtins.float", "=builtins.int", "=builtins.list", "=builtins.tuple",
+		"*.astype", "*.tolist", "=builtins.float",
 	}},
 	{category: "decoding", match: []string{
 		"hash/", "compress/", "image/", "encoding/", "crypto/", "github.com/gpuwatch/gpuwatch/loader.decode",
@@ -211,8 +213,9 @@ func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 			return nil, errors.New("the profile's sample values add up past 2⁶³: no CPU profile is that long")
 		}
 		tl.total += v
-		c := tl.add(si, s, v)
-		if len(s.Label[workerLabel]) > 0 {
+		worker := len(s.Label[workerLabel]) > 0
+		c := tl.add(si, s, v, worker)
+		if worker {
 			tl.workerCats[c] += v
 			tl.workerTotal += v
 		}
@@ -237,9 +240,11 @@ type profileTally struct {
 	gcWorker []bool // the GC's background mark worker
 	flat     []int64
 	cum      []int64
-	stamp    []int   // sample number (from 1) that last counted cum
-	cats     []int64 // by sample.ProfileCategories
-	total    int64
+	// The same of the workers' samples alone (workerLabel).
+	workerFlat, workerCum []int64
+	stamp                 []int   // sample number (from 1) that last counted cum
+	cats                  []int64 // by sample.ProfileCategories
+	total                 int64
 	// The samples labelled with a DataLoader worker's pid (workerLabel):
 	// their categories and total.
 	workerCats  []int64
@@ -262,7 +267,7 @@ func newProfileTally(t *funcTable) *profileTally {
 	n := len(t.names)
 	tl := &profileTally{
 		t: t, cat: make([]int8, 0, n), weak: make([]bool, 0, n), gcWorker: make([]bool, 0, n),
-		flat: make([]int64, n), cum: make([]int64, n), stamp: make([]int, n),
+		flat: make([]int64, n), cum: make([]int64, n), stamp: make([]int, n), workerFlat: make([]int64, n), workerCum: make([]int64, n),
 		cats: make([]int64, len(sample.ProfileCategories)), workerCats: make([]int64, len(sample.ProfileCategories)),
 	}
 	tl.grow()
@@ -285,6 +290,8 @@ func (tl *profileTally) grow() {
 	}
 	tl.flat = append(tl.flat, make([]int64, len(names)-len(tl.flat))...)
 	tl.cum = append(tl.cum, make([]int64, len(names)-len(tl.cum))...)
+	tl.workerFlat = append(tl.workerFlat, make([]int64, len(names)-len(tl.workerFlat))...)
+	tl.workerCum = append(tl.workerCum, make([]int64, len(names)-len(tl.workerCum))...)
 	tl.stamp = append(tl.stamp, make([]int, len(names)-len(tl.stamp))...)
 }
 
@@ -293,7 +300,7 @@ func (tl *profileTally) grow() {
 // the innermost function that a strong rule matches, else the innermost
 // function's weak one (the GC's worker anywhere on the stack makes it gc;
 // none, other), and returns that category. The caller adds v to total.
-func (tl *profileTally) add(si int, s *profile.Sample, v int64) int {
+func (tl *profileTally) add(si int, s *profile.Sample, v int64, worker bool) int {
 	first, c, gc := -1, int8(-1), false
 	// A C function caught running is the innermost frame; its caller, when
 	// a strong row names it, decides before it (torchvision's to_tensor is
@@ -316,6 +323,9 @@ func (tl *profileTally) add(si int, s *profile.Sample, v int64) int {
 			if stamp[fi] != si+1 { // cum: once per function per sample
 				stamp[fi] = si + 1
 				cum[fi] += v
+				if worker {
+					tl.workerCum[fi] += v
+				}
 			}
 			gc = gc || gcWorker[fi]
 			if c >= 0 || weak[fi] || deferred && fi == first {
@@ -335,6 +345,9 @@ func (tl *profileTally) add(si int, s *profile.Sample, v int64) int {
 	}
 	if first >= 0 {
 		tl.flat[first] += v
+		if worker {
+			tl.workerFlat[first] += v
+		}
 		if c < 0 && tl.weak[first] {
 			c = tl.cat[first]
 		}
@@ -373,11 +386,20 @@ func (tl *profileTally) finish(out *sample.Profile, unit string, top int) {
 			out.Workers = append(out.Workers, sample.ProfileCategory{Name: c, Share: float64(tl.workerCats[i]) / float64(w)})
 		}
 	}
+	out.Top = tl.top(tl.flat, tl.cum, total, top)
+	if w := tl.workerTotal; w > 0 {
+		out.WorkersTop = tl.top(tl.workerFlat, tl.workerCum, w, top)
+	}
+}
+
+// top is the functions with cum time, by flat then cum share of total, at
+// most n of them.
+func (tl *profileTally) top(flat, cum []int64, total int64, n int) []sample.ProfileFunc {
 	var fns []sample.ProfileFunc
-	for i, n := range tl.t.names {
-		if i < len(tl.cum) && tl.cum[i] > 0 {
-			fns = append(fns, sample.ProfileFunc{Name: n, File: tl.t.files[i], Line: tl.t.lines[i], Call: tl.t.called[i],
-				Flat: float64(tl.flat[i]) / float64(total), Cum: float64(tl.cum[i]) / float64(total)})
+	for i, name := range tl.t.names {
+		if i < len(cum) && cum[i] > 0 {
+			fns = append(fns, sample.ProfileFunc{Name: name, File: tl.t.files[i], Line: tl.t.lines[i], Call: tl.t.called[i],
+				Flat: float64(flat[i]) / float64(total), Cum: float64(cum[i]) / float64(total)})
 		}
 	}
 	slices.SortFunc(fns, func(a, b sample.ProfileFunc) int {
@@ -389,7 +411,7 @@ func (tl *profileTally) finish(out *sample.Profile, unit string, top int) {
 		}
 		return cmp.Compare(a.Name, b.Name)
 	})
-	out.Top = fns[:min(top, len(fns))]
+	return fns[:min(n, len(fns))]
 }
 
 // funcTable numbers a profile's functions, one number per name (a profile
@@ -435,10 +457,14 @@ func newFuncTable(p *profile.Profile) *funcTable {
 
 // indexOf numbers f by its name (nil: an address's stand-in name).
 func (t *funcTable) indexOf(f *profile.Function) int {
-	i, ok := t.index[f.Name]
+	key := f.Name
+	if f.SystemName == CCall { // one per call site: its file and line
+		key = f.Name + "\x00" + f.Filename + ":" + strconv.FormatInt(f.StartLine, 10)
+	}
+	i, ok := t.index[key]
 	if !ok {
 		i = len(t.names)
-		t.index[f.Name] = i
+		t.index[key] = i
 		t.names = append(t.names, f.Name)
 		t.files = append(t.files, f.Filename)
 		t.lines = append(t.lines, max(f.StartLine, 0))

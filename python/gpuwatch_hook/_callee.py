@@ -41,16 +41,18 @@ _TAIL = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)\Z")
 MAX_TEXT = 80  # a callee's source text is cut to its last 80 characters
 MAX_SPAN_LINES = 8  # a call written over more lines is not read
 MAX_SOURCE = 4 << 20  # nor a source file over 4 MiB
+MAX_CALL = 2048  # nor a call's text over 2 KiB (a literal list a megabyte long)
 
 
 def callee(code, lasti: int, globs) -> Optional[str]:
     """The name of the function the call at code's byte offset lasti
-    calls, or None: not a call, a Python function (its own frame shows),
-    no source, or no name to read."""
+    calls, or None: not a call, a call whose sample may hold other work
+    (alone), a Python function (its own frame shows), no source, or no
+    name to read."""
     if not POSITIONS or lasti < 0:
         return None
     raw = code.co_code
-    if lasti >= len(raw) or raw[lasti] not in _CALLS:
+    if lasti >= len(raw) or raw[lasti] not in _CALLS or not alone(code, lasti):
         return None
     try:
         pos = next(_nth(code.co_positions(), lasti // 2), None)
@@ -61,8 +63,15 @@ def callee(code, lasti: int, globs) -> Optional[str]:
     text = _span(code.co_filename, *pos)
     if text is None:
         return None
-    fn = _callee_text(text)
-    if fn is None:
+    got = _callee_text(text)
+    if got is None:
+        return None
+    fn, names = got
+    # The source read now must be the source that was compiled: every
+    # name the callee's text uses is one the code object uses (a file
+    # edited since the import reads other text).
+    known = set(code.co_names) | set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars)
+    if not names or not all(n in known or n in builtins.__dict__ for n in names):
         return None
     if _DOTTED.match(fn):
         return _resolve(fn, code, globs)
@@ -70,6 +79,47 @@ def callee(code, lasti: int, globs) -> Optional[str]:
     if m is None:
         return None
     return _cut(fn)
+
+
+# Instructions after which CPython may run a signal handler or hand the GIL
+# over: a sample stopped on a call is charged the CPU time since the last
+# of them.
+_CHECKS = frozenset(("RESUME", "JUMP_BACKWARD", "CALL", "PRECALL", "CALL_KW", "CALL_FUNCTION_EX"))
+# Instructions that can do unbounded work in C before the call (array
+# arithmetic, a comparison of arrays, a C iterator's next, formatting): a
+# sample after them is not the call's alone. A subscript is let pass:
+# self.rows[i] before torch.tensor(row) is an index, as in most
+# __getitem__; a gather by an index array before a call is the call's
+# then, a bias the docs name.
+_HEAVY_PREFIXES = (
+    "BINARY_OP", "BINARY_SLICE", "UNARY_", "STORE_SUBSCR", "STORE_SLICE", "DELETE_SUBSCR", "COMPARE_OP", "CONTAINS_OP", "FOR_ITER",
+    "GET_ITER", "UNPACK_", "BUILD_STRING", "FORMAT_", "LIST_EXTEND", "SET_UPDATE", "DICT_UPDATE", "DICT_MERGE",
+    "CALL_INTRINSIC", "IMPORT_", "TO_BOOL", "GET_LEN", "MATCH_",
+)
+
+
+def alone(code, lasti: int) -> bool:
+    """Whether the call at lasti is the only work a sample stopped on it
+    can hold: between the last instruction where the handler could have
+    run and the call there are only loads, stores and jumps, read back
+    from the call in the code's order (across a forward jump's target,
+    so an if's other branch is read as if it ran: an approximation).
+    a * 2 + 1 before float(b[0]) is the arithmetic's time, not float's:
+    the sample is the line's."""
+    ins = list(dis.get_instructions(code))
+    i = next((k for k, x in enumerate(ins) if x.offset == lasti), None)
+    if i is None:
+        return False
+    if ins[i].opname == "CALL":  # 3.11: its PRECALL (and KW_NAMES) came just before, the same call
+        while i > 0 and ins[i - 1].opname in ("PRECALL", "KW_NAMES"):
+            i -= 1
+    for k in range(i - 1, -1, -1):
+        x = ins[k]
+        if x.opname in _CHECKS:
+            return True
+        if x.opname.startswith(_HEAVY_PREFIXES):
+            return False
+    return True  # the code's start: RESUME, or before 3.11 none
 
 
 def _nth(it, n: int):
@@ -99,15 +149,19 @@ def _span(filename: str, line: int, end_line: int, col: int, end_col: int) -> Op
     return b.decode("utf-8", "replace")
 
 
-def _callee_text(call: str) -> Optional[str]:
-    """The callee of a call expression's text: its tokens before the
-    parenthesis that opens its arguments, found from the closing one at its
-    end (strings and comments are tokens of their own: a "(" in one is not
-    a bracket). None where the text does not end in a call."""
+def _callee_text(call: str):
+    """The callee of a call expression's text and the names it uses: its
+    tokens before the parenthesis that opens its arguments, found from the
+    closing one at its end (strings and comments are tokens of their own: a
+    "(" in one is not a bracket). None where the text does not end in a
+    call, or is longer than MAX_CALL."""
+    call = call.strip()
+    if len(call) > MAX_CALL:
+        return None
     try:
         toks = [
             t
-            for t in tokenize.generate_tokens(io.StringIO(call.strip()).readline)
+            for t in tokenize.generate_tokens(io.StringIO(call).readline)
             if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
         ]
     except (tokenize.TokenError, SyntaxError, ValueError):
@@ -124,16 +178,17 @@ def _callee_text(call: str) -> Optional[str]:
         elif t.string in "([{":
             depth -= 1
             if depth == 0:
-                if t.string != "(":
+                if t.string != "(" or i == 0:
                     return None
-                return "".join(x.string for x in toks[:i]) or None
+                head = toks[:i]
+                return "".join(x.string for x in head), [x.string for x in head if x.type == tokenize.NAME]
     return None
 
 
 def _resolve(fn: str, code, globs) -> Optional[str]:
     parts = fn.split(".")
     local = parts[0] in code.co_varnames or parts[0] in code.co_cellvars or parts[0] in code.co_freevars
-    if local or not isinstance(globs, dict):
+    if local or type(globs) is not dict:
         return _cut(fn)
     obj = globs.get(parts[0], _MISSING)
     if obj is _MISSING:
@@ -142,7 +197,7 @@ def _resolve(fn: str, code, globs) -> Optional[str]:
         return _cut(fn)
     prefix = None  # the deepest module reached, and the parts after it
     i = 1
-    while isinstance(obj, types.ModuleType):
+    while issubclass(type(obj), types.ModuleType):
         prefix = (obj, i)
         if i == len(parts):
             return None  # a module is not called
@@ -151,21 +206,22 @@ def _resolve(fn: str, code, globs) -> Optional[str]:
             break
         obj, i = nxt, i + 1
     if i == len(parts):
-        if isinstance(obj, (types.FunctionType, types.MethodType)):
+        kind = type(obj)
+        if kind in (types.FunctionType, types.MethodType):
             return None  # Python: its own frame is where the time is
-        if isinstance(obj, types.BuiltinFunctionType):
+        if kind is types.BuiltinFunctionType:
             mod, name = obj.__module__, obj.__name__
-            if isinstance(mod, str) and isinstance(name, str):
+            if type(mod) is str and type(name) is str:
                 return _cut(mod + "." + name)
-        elif type(obj) is type:  # a class whose metaclass is type: no user code reads its names
+        elif kind is type:  # a class whose metaclass is type: no user code reads its names
             mod, name = obj.__module__, obj.__qualname__
-            if isinstance(mod, str) and isinstance(name, str):
+            if type(mod) is str and type(name) is str:
                 return _cut(mod + "." + name)
     if prefix is None:
         return _cut(fn)  # a global value's method: tokenizer.encode
     mod, at = prefix
     name = mod.__dict__.get("__name__")
-    if not isinstance(name, str):
+    if type(name) is not str:
         return _cut(fn)
     return _cut(".".join([name] + parts[at:]))
 

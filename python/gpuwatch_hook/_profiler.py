@@ -196,7 +196,9 @@ class _Sampler:
             if lasti >= 0:
                 fn = self.callee(code, lasti)
                 if fn is not None:  # a C function, called from its caller's line
-                    frames.insert(0, (fn, "<C call>", code.co_filename, 0, line or 0))
+                    # Its first line is the call's: each call site is a
+                    # function of its own (two float() calls, two places).
+                    frames.insert(0, (fn, "<C call>", code.co_filename, line or 0, line or 0))
             samples.append((frames, [n, ns], {"thread": thread}))
         return samples
 

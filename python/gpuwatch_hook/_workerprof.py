@@ -18,9 +18,11 @@ samples, each worker's labelled with its pid."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from typing import Any, List, Optional, Tuple
@@ -126,19 +128,23 @@ class _Signalled:
     at once (torch.tensor, numpy's copies) hands it to its own main thread
     again before the sampler wakes, so the sampler saw a time-series loop
     19 times in 3 s, each time just after a GIL-releasing call, and its
-    Python loop, 63 % of the time, never. The handler charges the main
-    thread's CPU time since the last sample to the stack it interrupted; a
-    C function holding the GIL is interrupted when it returns, at its call,
-    and _callee names it."""
+    Python loop, 63 % of the time, never. The handler charges each thread
+    the CPU time its own clock shows since the last sample: the main thread
+    at the stack it interrupted (a C function that held the GIL is
+    interrupted when it returns, at its call, and _callee may name it), the
+    others (the queue's feeder thread pickling batches) where they let go
+    of the GIL for it."""
 
     def __init__(self) -> None:
         from ._profiler import _Sampler
 
         self.sampler = _Sampler(100, ())
         self.lock = threading.Lock()
-        self.last = time.thread_time_ns()
+        self.main = threading.main_thread().ident
+        self.last: dict = {}  # ident -> its CPU clock at the last sample
         self.done = False
         self.previous: Any = signal.SIG_DFL
+        self.finisher: Optional[int] = None
 
     def on_signal(self, signum: int, frame: Any) -> None:
         # Handlers can nest (one runs Python, another arrives): a sample
@@ -146,26 +152,63 @@ class _Signalled:
         if self.done or frame is None or not self.lock.acquire(blocking=False):
             return
         try:
-            now = time.thread_time_ns()
-            used, self.last = now - self.last, now
-            if used > 0:
-                self.sampler.charge(("MainThread", self.sampler.stack(frame)), used)
+            s = self.sampler
+            frames = sys._current_frames()
+            frames[self.main] = frame  # not the handler's own frame
+            if any(i not in s.names for i in frames):
+                s.names = {t.ident: (t.name, getattr(t, "native_id", None)) for t in threading.enumerate()}
+            now = s.clocks([i for i in frames if i != self.finisher])
+            for ident, ns in now.items():
+                prev = self.last.get(ident)
+                self.last[ident] = ns
+                if prev is not None and ns > prev:
+                    s.charge((s.names.get(ident, ("thread %d" % ident,))[0], s.stack(frames[ident])), ns - prev)
+            frames = frame = None  # no frame outlives its sample
         finally:
             self.lock.release()
 
-    def finish(self, rid: str, end: float, d: str) -> None:
-        time.sleep(max(0.0, end - time.time()))
+    def start(self) -> None:
+        """The threads' clocks now: each sample charges the time since."""
+        s = self.sampler
+        s.names = {t.ident: (t.name, getattr(t, "native_id", None)) for t in threading.enumerate()}
+        self.last = s.clocks(list(s.names))
+
+    def ours(self) -> bool:
+        """Whether SIGPROF's handler is still this one (nobody replaced it)."""
+        try:
+            return signal.getsignal(signal.SIGPROF) == self.on_signal
+        except (OSError, ValueError):
+            return False
+
+    def stop(self) -> None:
+        """No more samples; the timer off, where the handler is still ours
+        (otherwise the timer is whoever replaced it's)."""
         with self.lock:
-            self.done = True
+            was, self.done = self.done, True
+        if not was and self.ours():
             try:
                 signal.setitimer(signal.ITIMER_PROF, 0)
             except (OSError, ValueError):
                 pass
-            samples = self.sampler.samples()
-        _write(rid, d, samples)
+
+    def finish(self, rid: str, end: float, d: str) -> None:
+        self.finisher = threading.get_ident()
+        time.sleep(max(0.0, end - time.time()))
+        self.stop()
+        _write(rid, d, self.sampler.samples())  # no handler runs once done: no lock needed
 
 
 _signalled: List[Optional[_Signalled]] = [None]  # the handler installed, until put back
+_atexit_registered = [False]
+
+
+def _stop_at_exit() -> None:
+    """A worker that exits while it profiles (the end of an epoch): the
+    timer off before the interpreter puts SIGPROF's default back, whose
+    action would kill it (a spawned worker died by SIGPROF otherwise)."""
+    p = _signalled[0]
+    if p is not None:
+        p.stop()
 
 
 def _by_signal(rid: str, end: float, d: str) -> bool:
@@ -177,28 +220,37 @@ def _by_signal(rid: str, end: float, d: str) -> bool:
     try:
         if signal.getsignal(signal.SIGPROF) not in (signal.SIG_DFL, None) or signal.getitimer(signal.ITIMER_PROF) != (0.0, 0.0):
             return False
+        if not _atexit_registered[0]:
+            atexit.register(_stop_at_exit)
+            _atexit_registered[0] = True
         p = _Signalled()
+        p.start()
         p.previous = signal.signal(signal.SIGPROF, p.on_signal)
         _signalled[0] = p
-        signal.siginterrupt(signal.SIGPROF, False)  # SA_RESTART: the worker's system calls go on
+        signal.siginterrupt(signal.SIGPROF, False)  # SA_RESTART: most of the worker's system calls go on
         signal.setitimer(signal.ITIMER_PROF, 0.01, 0.01)
     except (OSError, ValueError, RuntimeError):
-        _restore()
+        _restore(force=True)
         return False
     threading.Thread(target=p.finish, args=(rid, end, d), name="gpuwatch-worker-profiler", daemon=True).start()
     return True
 
 
-def _restore() -> None:
+def _restore(force: bool = False) -> None:
     """Puts SIGPROF's handler back once a profile is done (only the main
-    thread can)."""
+    thread can), where it is still ours: a handler someone installed since
+    is theirs to keep."""
     p = _signalled[0]
-    if p is None or not p.done and signal.getitimer(signal.ITIMER_PROF) != (0.0, 0.0):
+    if p is None:
         return
-    try:
-        signal.signal(signal.SIGPROF, p.previous if p.previous is not None else signal.SIG_DFL)
-    except (OSError, ValueError):
+    if not force and not p.done:
         return
+    p.stop()
+    if p.ours():
+        try:
+            signal.signal(signal.SIGPROF, p.previous if p.previous is not None else signal.SIG_DFL)
+        except (OSError, ValueError):
+            return
     _signalled[0] = None
 
 

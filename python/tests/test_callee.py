@@ -42,7 +42,8 @@ def calls(rows, a, h):
         dtype=np.float32,
     )
     t = dict(a="(")
-    return x, y, z, w, v, u, t
+    s = float(y)
+    return x, y, z, w, v, u, t, s
 
 
 @unittest.skipUnless(_callee.POSITIONS, "positions of instructions are Python 3.11's")
@@ -56,8 +57,41 @@ class CalleeTest(unittest.TestCase):
                 name = _callee.callee(code, ins.offset, calls.__globals__)
                 if name is not None:
                     got.add(name)
+        # A subscript before a call lets it be named (an index, in most
+        # __getitem__); arithmetic does not (test_work_before_the_call_is_the_lines).
         want = {"numpy.array", "builtins.float", "a.astype", "h.rows[0].tolist", "numpy.asarray", "builtins.dict"}
         self.assertEqual(got, want, "helper is Python (its own frame shows); no instruction but a call is named")
+
+    def test_work_before_the_call_is_the_lines(self):
+        src = "import numpy as np\ndef g(a):\n    b = a * 1.0001 + 0.5\n    return float(b[0]), float(b)\n"
+        d = tempfile.mkdtemp(prefix="gpuwatch-callee-test-")
+        path = os.path.join(d, "g.py")
+        with open(path, "w") as f:
+            f.write(src)
+        ns = {}
+        exec(compile(src, path, "exec"), ns)
+        code = ns["g"].__code__
+        got = [_callee.callee(code, i.offset, ns) for i in dis.get_instructions(code) if i.opcode in _callee._CALLS]
+        named = [n for n in got if n]
+        # Each float() is one call site (PRECALL and CALL on 3.11): half of them are float(b)'s.
+        self.assertEqual(named, ["builtins.float"] * (len(got) // 2), "only float(b): the first float's sample holds the arithmetic")
+
+    def test_an_edited_source_names_nothing(self):
+        d = tempfile.mkdtemp(prefix="gpuwatch-callee-test-")
+        path = os.path.join(d, "e.py")
+        with open(path, "w") as f:
+            f.write("import numpy as np\ndef g(s):\n    return np.array(s)\n")
+        ns = {}
+        with open(path) as f:
+            exec(compile(f.read(), path, "exec"), ns)
+        with open(path, "w") as f:
+            f.write("import numpy as np\ndef g(s):\n    return tokenizer.encode(s)\n")
+        import linecache
+
+        linecache.checkcache(path)
+        code = ns["g"].__code__
+        got = [_callee.callee(code, i.offset, ns) for i in dis.get_instructions(code) if i.opcode in _callee._CALLS]
+        self.assertEqual([n for n in got if n], [], "tokenizer is no name the code uses")
 
     def test_not_a_call_and_out_of_range(self):
         code = calls.__code__
@@ -101,7 +135,9 @@ class CalleeTest(unittest.TestCase):
             "x": None,
             "d['k'](1)": "d['k']",
         }.items():
-            self.assertEqual(_callee._callee_text(call), want, call)
+            got = _callee._callee_text(call)
+            self.assertEqual(got and got[0], want, call)
+        self.assertIsNone(_callee._callee_text("f(" + "1, " * 1000 + ")"), "over MAX_CALL")
 
 
 class Busy:
@@ -137,6 +173,13 @@ def _lines():
 
 
 _lines()
+
+
+def _profile_then_exit(d):
+    _workerprof._by_signal("exit", time.time() + 30, d)
+    end = time.monotonic() + 0.3
+    while time.monotonic() < end:
+        pass
 
 
 @unittest.skipIf(np is None, "needs numpy")
@@ -190,6 +233,40 @@ class SignalledProfileTest(unittest.TestCase):
             self.assertIs(signal.getsignal(signal.SIGPROF), mine)
         finally:
             signal.signal(signal.SIGPROF, old)
+
+    def test_a_worker_that_exits_while_it_profiles_exits_cleanly(self):
+        """A spawned worker ends its interpreter, which puts SIGPROF's
+        default back (terminate), while the timer still runs: the timer
+        must be off by then."""
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        p = ctx.Process(target=_profile_then_exit, args=(tempfile.mkdtemp(prefix="gpuwatch-callee-test-"),))
+        p.start()
+        p.join(60)
+        self.assertEqual(p.exitcode, 0, "-27 is death by SIGPROF")
+
+    def test_a_handler_installed_since_is_left(self):
+        """Someone replaces the handler (and arms their own timer) while a
+        profile runs: neither is undone when it ends."""
+        d = tempfile.mkdtemp(prefix="gpuwatch-callee-test-")
+        self.assertTrue(_workerprof._by_signal("t4", time.time() + 0.2, d))
+        got = []
+        mine = lambda s, f: got.append(s)  # noqa: E731
+        signal.signal(signal.SIGPROF, mine)
+        try:
+            signal.setitimer(signal.ITIMER_PROF, 0.01, 0.01)
+            end = time.monotonic() + 0.6
+            while time.monotonic() < end:
+                pass
+            _workerprof._restore()
+            self.assertIs(signal.getsignal(signal.SIGPROF), mine)
+            self.assertNotEqual(signal.getitimer(signal.ITIMER_PROF), (0.0, 0.0), "their timer still runs")
+            self.assertIsNone(_workerprof._signalled[0])
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, signal.SIG_DFL)
+        self.assertTrue(got, "their handler ran")
 
     def test_only_the_main_thread(self):
         got = []
