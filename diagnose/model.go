@@ -478,6 +478,13 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 	}
 	p.SpinCPUs = spin
 	p.CPUs = float64(w.cores) - loop - others - spin
+	if w.cpuBusy.ok && w.cpuBusy.v >= w.th.CPUSaturatedPct {
+		// Every core busy: the few percent left idle are the scheduler's
+		// slack, not CPUs more workers could have (3 CPU-bound workers
+		// on 2 cores 93 % busy were promised 1.16× from a fourth, from
+		// "1.9 CPUs they can get": what they used and the 7 % idle).
+		p.CPUs = min(p.CPUs, float64(w.cores)*w.cpuBusy.v/100-loop-others-spin)
+	}
 	if w.confined() {
 		p.CPUs = w.job.CPUCapacityCores - loop - spin
 	}
