@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -52,6 +53,7 @@ type batteryRun struct {
 	getitem, collate, handover float64 // gpuwatch's, of a worker's time
 	frames                     int
 	files                      string // the last frame's looks at the processes' files
+	profile                    string // the last frame's CPU profile, in brief
 }
 
 // runBattery runs one loop (fixed or not) under gpuwatch run --once,
@@ -113,6 +115,13 @@ func (r *batteryRun) stageShares(t *testing.T, rec string) {
 					Files json.RawMessage `json:"files"`
 				} `json:"list"`
 			} `json:"procs"`
+			Profile *struct {
+				TakenAt      string          `json:"taken_at"`
+				Samples      int64           `json:"samples"`
+				WorkersShare float64         `json:"workers_share"`
+				Workers      json.RawMessage `json:"workers"`
+				Error        string          `json:"error"`
+			} `json:"profile"`
 			Loader *struct {
 				Stages *struct {
 					GetitemShare  *float64 `json:"getitem_share"`
@@ -134,6 +143,9 @@ func (r *batteryRun) stageShares(t *testing.T, rec string) {
 			if len(fs) > 0 {
 				r.files = strings.Join(fs, "; ")
 			}
+		}
+		if p := line.Profile; p != nil {
+			r.profile = fmt.Sprintf("taken %s, %d samples, workers' share %.2f, workers %s, error %q", p.TakenAt, p.Samples, p.WorkersShare, p.Workers, p.Error)
 		}
 		if s := line.Loader.Stages; s != nil && s.GetitemShare != nil && s.CollateShare != nil && s.HandoverShare != nil {
 			g, c, h = append(g, *s.GetitemShare), append(c, *s.CollateShare), append(h, *s.HandoverShare)
@@ -173,11 +185,7 @@ func TestCausesBattery(t *testing.T) {
 		{"images", "handover", true, "import PIL", "", false},
 		{"mmap", "random_reads", false, "", "1073741824", false},
 		{"files", "small_files", false, "", "", true},
-		// Not "text" (causes_battery.py --loop text, the tokenize cause):
-		// it named tokenize in every run on the VM with the workers'
-		// signal profile (4 alone, 2 battery runs), but in CI's run of
-		// e63edab it named getitem without any of the workers' profile in
-		// its evidence, and why that profile was missing is not known.
+		{"text", "tokenize", true, "", "", false},
 	} {
 		t.Run(tc.loop, func(t *testing.T) {
 			// The loops' data (JPEGs, the mapped file, the small files) in
@@ -321,6 +329,7 @@ func judgeBattery(t *testing.T, cause string, noKnob bool, un, fx batteryRun) {
 	if un.files != "" {
 		t.Logf("the looks at the files, last frame: %s", un.files)
 	}
+	t.Logf("the CPU profile, last frame: %s", cmp.Or(un.profile, "none"))
 	if !found {
 		t.Fatalf("the cause %q is not named with a bound: %+v %q", cause, un.verdict.Causes, un.verdict.Advice)
 	}

@@ -9,12 +9,14 @@ only): its id and the wall-clock time the profile ends.
 A worker looks at that file's modification time once per carried batch
 (_stages: at most every CARRY_EVERY, 20 ms) — one stat, about a
 microsecond; no thread runs and nothing else is done while nobody
-profiles. A worker that sees a new request it can still join starts a
-sampler thread (the training process's own, _profiler._Sampler) until the
-request's end and writes its samples, as JSON, to worker-ID-PID.json in the
-folder. The training process, its own profile taken, waits GRACE for them,
-reads and removes them, and writes one profile with every process's
-samples, each worker's labelled with its pid."""
+profiles. A worker that sees a new request it can still join says so
+(an empty file, joined-ID-PID), profiles itself until the request's end
+(_Signalled, or a sampler thread where it cannot) and writes its samples,
+as JSON, to worker-ID-PID.json in the folder. The training process, its
+own profile taken, waits for every worker that joined and is still alive,
+at most JOIN_WAIT past the end, reads and removes their files, and writes
+one profile with every process's samples, each worker's labelled with its
+pid."""
 
 from __future__ import annotations
 
@@ -27,10 +29,15 @@ import threading
 import time
 from typing import Any, List, Optional, Tuple
 
-#: How long the training process waits, after its own profile, for the
-#: workers' samples: they end at the same wall-clock time and write theirs
-#: at once, unless a long hold of their GIL delays them.
-GRACE = 0.5
+#: How long past the request's end the training process waits at most
+#: for a worker that joined: they end at the same wall-clock time and
+#: write theirs at once (70-100 ms on 2 busy cores, the text loop), unless
+#: a long hold of their GIL or other users' CPU delays them. A fixed wait
+#: of 0.5 s once lost a busy run's workers' profile; the wait ends as soon
+#: as every worker that joined has written, or has exited.
+JOIN_WAIT = 3.0
+
+JOINED = "joined-%s-%d"  # % (request id, the worker's pid)
 
 REQUEST = "profile-request-%d"  # % the training process's pid
 
@@ -93,8 +100,17 @@ def poll() -> None:
         return
     if end - time.time() < 0.05:  # seen too late to sample anything
         return
+    _join(rid, d)
     if not _by_signal(rid, end, d):
         threading.Thread(target=_profile, args=(rid, end, d), name="gpuwatch-worker-profiler", daemon=True).start()
+
+
+def _join(rid: str, d: str) -> None:
+    """Tells the training process to wait for this worker's samples."""
+    try:
+        os.close(os.open(os.path.join(d, JOINED % (rid, os.getpid())), os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600))
+    except OSError:
+        pass  # not waited for: its samples count if they come by the end
 
 
 def _profile(rid: str, end: float, d: str) -> None:
@@ -256,19 +272,32 @@ def _restore(force: bool = False) -> None:
 
 def collect(req: Optional[Tuple[str, float, str]]) -> List[Any]:
     """The workers' samples for req, each labelled with its worker's pid,
-    once the request's end is GRACE past; their files are removed."""
+    once every worker that joined has written them or exited (at most
+    JOIN_WAIT past the request's end); their files are removed."""
     if req is None:
         return []
     rid, end, d = req
-    time.sleep(max(0.0, end + GRACE - time.time()))
+    time.sleep(max(0.0, end - time.time()))
+    prefix, joined = "worker-%s-" % rid, "joined-%s-" % rid
+    deadline = end + JOIN_WAIT
+    while True:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            return []
+        wrote = {n[len(prefix) : -len(".json")] for n in names if n.startswith(prefix) and n.endswith(".json")}
+        waiting = [n for n in names if n.startswith(joined) and n[len(joined) :] not in wrote and _alive(n[len(joined) :])]
+        if not waiting or time.time() >= deadline:
+            break
+        time.sleep(0.01)
     out: List[Any] = []
-    prefix = "worker-%s-" % rid
-    try:
-        names = [n for n in os.listdir(d) if n.startswith(prefix) and n.endswith(".json")]
-    except OSError:
-        return out
     for n in names:
         path = os.path.join(d, n)
+        if n.startswith(joined):
+            _unlink(path)
+            continue
+        if not (n.startswith(prefix) and n.endswith(".json")):
+            continue
         try:
             with open(path) as f:
                 got = json.load(f)
@@ -280,8 +309,24 @@ def collect(req: Optional[Tuple[str, float, str]]) -> List[Any]:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pass  # a torn or foreign file: left out
         finally:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            _unlink(path)
     return out
+
+
+def _alive(pid: str) -> bool:
+    """Whether process pid runs (a zombie does not: a worker that ended
+    with its epoch and is not yet reaped writes nothing more)."""
+    try:
+        with open("/proc/%d/stat" % int(pid), "rb") as f:
+            stat = f.read()
+    except (OSError, ValueError):
+        return False
+    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+    return state not in (b"Z", b"X", b"x", b"")
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -4,6 +4,8 @@ unittest discover -s python/tests"""
 
 import gzip
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -55,6 +57,7 @@ class RunFolder:
             os.environ["GPUWATCH_RUN_DIR"] = self.old
         _workerprof._dir = _workerprof._UNSET
         _workerprof._last_mtime[0] = None
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class PollTest(unittest.TestCase):
@@ -82,7 +85,42 @@ class PollTest(unittest.TestCase):
             got = _workerprof.collect(req)
             self.assertTrue(got, "the worker's samples")
             self.assertTrue(all(s[2]["worker_pid"] == str(os.getpid()) for s in got), got[:1])
-            self.assertEqual([n for n in os.listdir(req[2]) if n.startswith("worker-")], [], "the worker's file is removed")
+            self.assertEqual([n for n in os.listdir(req[2]) if n.startswith(("worker-", "joined-"))], [], "the worker's files are removed")
+            _workerprof.poll()  # the worker's next look puts SIGPROF back
+            self.assertIsNone(_workerprof._signalled[0])
+
+    def test_a_worker_that_joined_is_waited_for(self):
+        """A worker whose samples come a second after the end (its GIL
+        held, the CPU busy with other users) is waited for: its samples are
+        in the profile."""
+        with RunFolder() as d:
+            rid, end = "slow", time.time() + 0.1
+            open(os.path.join(d, _workerprof.JOINED % (rid, os.getpid())), "w").close()
+
+            def late():
+                time.sleep(max(0.0, end + 1.0 - time.time()))
+                _workerprof._write(rid, d, [([("f", "x.py", 1)], [1, 10000000], {"thread": "MainThread"})])
+
+            t = threading.Thread(target=late)
+            t.start()
+            got = _workerprof.collect((rid, end, d))
+            t.join()
+            self.assertEqual(len(got), 1, got)
+            self.assertEqual(got[0][2]["worker_pid"], str(os.getpid()))
+            self.assertEqual(os.listdir(d), [], "the marker and the samples are removed")
+
+    def test_a_worker_that_exited_is_not_waited_for(self):
+        """A worker that joined and then ended (its epoch over) writes
+        nothing more: the training process does not wait JOIN_WAIT for it."""
+        with RunFolder() as d:
+            child = subprocess.Popen([sys.executable, "-c", "pass"])
+            child.wait()  # reaped: its pid names no process
+            rid, end = "gone", time.time() + 0.1
+            open(os.path.join(d, _workerprof.JOINED % (rid, child.pid)), "w").close()
+            start = time.time()
+            self.assertEqual(_workerprof.collect((rid, end, d)), [])
+            self.assertLess(time.time() - start, _workerprof.JOIN_WAIT / 2, "waited for a worker that is gone")
+            self.assertEqual(os.listdir(d), [], "its marker is removed")
 
     def test_without_a_run_folder_nothing_is_asked(self):
         with RunFolder():
