@@ -181,7 +181,7 @@ func TestCausesBattery(t *testing.T) {
 	}{
 		{"float64", "float64", true, "", "", false},
 		{"padding", "padding", false, "", "", false},
-		{"timeseries", "getitem", false, "", "", false},
+		{"timeseries", "convert", false, "", "", false},
 		{"images", "handover", true, "import PIL", "", false},
 		{"mmap", "random_reads", false, "", "1073741824", false},
 		{"files", "small_files", false, "", "", true},

@@ -739,7 +739,7 @@ var (
 	ProfileCategoryWords = map[string]string{
 		"reading": "reading (files, network)", "decoding": "decoding (images, audio, video, compressed or parsed data)",
 		"augmenting": "augmenting and transforming samples (transforms, array math)", "tokenizing": "tokenizing text",
-		"converting": "converting samples to tensors and arrays", "collating": "collating samples into batches",
+		"converting": "converting samples to tensors and arrays (Python loops building lists included)", "collating": "collating samples into batches",
 		"serializing": "pickling batches through the workers' queues", "waiting": "waiting (queues, locks, sleep)",
 		"interpreter": "the interpreter's or runtime's own overhead (imports, scheduling)",
 		"gc":          "in the garbage collector", "other": "elsewhere (no category's code on the stack)",

@@ -135,6 +135,15 @@ func TestPythonStacksInnermostDecides(t *testing.T) {
 		"C:time.sleep@/home/me/train.py;__main__.loop":                                                                  "waiting",
 		"C:x.clip@/x/torchvision/transforms/functional.py":                                                              "other",
 		"C:builtins.float@/home/me/s.py":                                                                                "converting",
+		// A comprehension's own time (3.11: a frame of its own) is Python
+		// building lists; what it calls is the callee's.
+		"__main__.W.__getitem__.<locals>.<listcomp>.<listcomp>;__main__.W.__getitem__.<locals>.<listcomp>;__main__.W.__getitem__": "converting",
+		"__main__.f;__main__.W.__getitem__.<locals>.<listcomp>;__main__.W.__getitem__":                                            "other",
+		"__main__.W.__getitem__.<locals>.<genexpr>;__main__.W.__getitem__":                                                        "other",
+		"torchvision.transforms.transforms.Compose.__call__.<locals>.<listcomp>;" + tf:                                            "augmenting",
+		// A worker's resource sharer accepting a connection for a shared
+		// tensor's descriptor: the hand-over, not a read.
+		"C:self._accept@/usr/lib/python3.11/socket.py;socket.socket.accept;multiprocessing.connection.SocketListener.accept;multiprocessing.connection.Listener.accept;multiprocessing.resource_sharer._ResourceSharer._serve;threading.Thread.run": "serializing",
 	} {
 		s, err := summarize(synthetic(map[string]int64{stack: 1}), 1)
 		if err != nil {

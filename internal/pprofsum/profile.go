@@ -53,8 +53,10 @@ import (
 var categoryRules = []categoryRule{
 	// Helpers that work for whoever calls them: no category, their caller
 	// decides (PIL's copy is decoding under Image.convert, which copies an
-	// image already in the mode asked for, and augmenting under a crop).
-	{category: "", match: []string{"PIL.Image.Image.copy", "PIL.Image.Image._new", "torch.nn.modules.module.Module._call_impl"}},
+	// image already in the mode asked for, and augmenting under a crop; a
+	// socket's accept is the hand-over under a worker's resource sharer,
+	// which passes a shared tensor's descriptor, not a read).
+	{category: "", match: []string{"PIL.Image.Image.copy", "PIL.Image.Image._new", "torch.nn.modules.module.Module._call_impl", "socket.socket.accept"}},
 	{category: "gc", match: []string{
 		"runtime.gcBgMarkWorker", "runtime.gcDrain", "runtime.scanobject", "runtime.markroot", "runtime.mallocgc",
 		"runtime.gcAssist", "runtime.bgsweep", "runtime.bgscavenge", "runtime.memclrNoHeapPointers",
@@ -143,6 +145,14 @@ var categoryRules = []categoryRule{
 		"importlib.", "zipimport.", "warnings.", "typing.", "abc.", "inspect.", "linecache.",
 		"torch.autograd.profiler.record_function", // the DataLoader's own bookkeeping per batch
 	}},
+	// A comprehension's own code, calling nothing a row names, is Python
+	// building a list (a set, a dict) value by value — a sample made into
+	// lists one float at a time. Only as the innermost frame: the job's
+	// own function it calls is that function's. Up to 3.11 a
+	// comprehension is a frame of its own; from 3.12 it runs inline
+	// (PEP 709) and the hook names the frame as 3.11 would
+	// (python/gpuwatch_hook/_callee.py, comprehension).
+	{category: "converting", weak: true, match: []string{"*.<listcomp>", "*.<setcomp>", "*.<dictcomp>"}},
 	{category: "interpreter", weak: true, match: []string{"runtime."}}, // Go's scheduler, stack growth, copies
 }
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import dis
+import functools
 import io
 import linecache
 import os
@@ -28,7 +29,7 @@ import stat
 import sys
 import tokenize
 import types
-from typing import Optional
+from typing import Optional, Tuple
 
 _CALLS = frozenset(
     dis.opmap[n]
@@ -120,6 +121,50 @@ def alone(code, lasti: int) -> bool:
         if x.opname.startswith(_HEAVY_PREFIXES):
             return False
     return True  # the code's start: RESUME, or before 3.11 none
+
+
+# From Python 3.12 a list, set or dict comprehension runs inline in its
+# function's frame (PEP 709); before, it was a frame of its own, named
+# <listcomp>. Its loop is the only one that adds with LIST_APPEND, SET_ADD
+# or MAP_ADD.
+INLINED = sys.version_info >= (3, 12)
+_ADDS = {"LIST_APPEND": "listcomp", "SET_ADD": "setcomp", "MAP_ADD": "dictcomp"}
+
+
+def comprehension(code, lasti: int) -> Optional[Tuple[str, int]]:
+    """Which comprehension ("listcomp", "setcomp", "dictcomp") code runs at
+    byte offset lasti, inlined in its function's frame (3.12+), and the
+    line its loop starts on; None where it runs none. The profiler names a
+    sample there as 3.11 named the comprehension's own frame, so the time
+    Python spends building a list value by value counts as such
+    (pprofsum's converting) whatever the version."""
+    if not INLINED or lasti < 0:
+        return None
+    found: Optional[Tuple[str, int]] = None
+    for start, end, kind, line in _comprehensions(code):  # outermost first: the last to hold lasti is the innermost
+        if start <= lasti <= end:
+            found = (kind, line)
+    return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _comprehensions(code) -> Tuple[Tuple[int, int, str, int], ...]:
+    """code's inlined comprehensions: (first and last byte offset of the
+    loop, kind, its line), by first offset. A loop that adds with
+    LIST_APPEND, SET_ADD or MAP_ADD is a comprehension's (the adds of a
+    nested one are in its own, innermost, loop)."""
+    try:
+        ins = list(dis.get_instructions(code))
+    except Exception:
+        return ()
+    loops = {x.offset: (x.argval, x.positions.lineno if x.positions else None) for x in ins if x.opname == "FOR_ITER" and isinstance(x.argval, int)}
+    out = set()
+    for x in ins:
+        kind = _ADDS.get(x.opname)
+        inner = max((lo for lo, (end, _) in loops.items() if lo < x.offset <= end), default=None) if kind else None
+        if inner is not None:
+            out.add((inner, loops[inner][0], kind, loops[inner][1] or 0))
+    return tuple(sorted(out))
 
 
 def _nth(it, n: int):

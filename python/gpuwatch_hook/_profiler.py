@@ -87,6 +87,7 @@ class _Sampler:
         self.modules: dict = {}  # code -> its module's __name__
         self.globs: dict = {}  # code -> its frame's globals, where it was innermost
         self.callees: dict = {}  # (code, byte offset) -> the C function called there, or None
+        self.comps: dict = {}  # (code, byte offset) -> the inlined comprehension running there (3.12+), or None
         self.rng = random.Random()
         self.start_wall_ns = time.time_ns()
         self.duration_ns = 0
@@ -194,6 +195,10 @@ class _Sampler:
             frames = [_frame(code, line, self.modules.get(code)) for code, line, _ in stack]
             code, line, lasti = stack[0]
             if lasti >= 0:
+                comp = self.comprehension(code, lasti)
+                if comp is not None:  # 3.12+: as 3.11's own frame for it would be named
+                    kind, first = comp
+                    frames.insert(0, ("%s.<locals>.<%s>" % (frames[0][0], kind), "<%s>" % kind, code.co_filename, first or line or 0, line or 0))
                 fn = self.callee(code, lasti)
                 if fn is not None:  # a C function, called from its caller's line
                     # Its first line is the call's: each call site is a
@@ -201,6 +206,12 @@ class _Sampler:
                     frames.insert(0, (fn, "<C call>", code.co_filename, line or 0, line or 0))
             samples.append((frames, [n, ns], {"thread": thread}))
         return samples
+
+    def comprehension(self, code, lasti: int):
+        k = (code, lasti)
+        if k not in self.comps:
+            self.comps[k] = _callee.comprehension(code, lasti)
+        return self.comps[k]
 
     def callee(self, code, lasti: int):
         k = (code, lasti)

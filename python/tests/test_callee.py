@@ -279,3 +279,101 @@ class SignalledProfileTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def shapes(cols, out):
+    for t in range(3):  # shapes.LOOP
+        out.append(t * 2)
+    rows = [[float(c[t + 1]) for c in cols] for t in range(4)]  # shapes.LIST
+    s = {x for x in out}  # shapes.SET
+    d = {x: 1 for x in out}  # shapes.DICT
+    return rows, s, d
+
+
+class Lists:
+    """A comprehension that builds lists value by value, then a plain loop
+    of arithmetic, each timed by its own clock."""
+
+    def __init__(self):
+        self.cols = [[float(k) for k in range(i, i + 2000)] for i in range(16)]
+        self.own = {"comp": 0.0, "loop": 0.0}
+
+    def step(self):
+        t0 = time.perf_counter()
+        rows = [[c[t] * 2 for c in self.cols] for t in range(0, 2000, 2)]  # Lists.COMP
+        t1 = time.perf_counter()
+        acc = 0
+        for t in range(30000):
+            acc += t * 3 % 7
+        t2 = time.perf_counter()
+        self.own["comp"] += t1 - t0
+        self.own["loop"] += t2 - t1
+        return rows, acc
+
+
+def _line_of(fn, mark):
+    import inspect
+
+    src, first = inspect.getsourcelines(fn)
+    return next(first + i for i, line in enumerate(src) if mark in line)
+
+
+class ComprehensionTest(unittest.TestCase):
+    @unittest.skipUnless(_callee.INLINED, "comprehensions run inline from Python 3.12 (PEP 709)")
+    def test_inlined_comprehensions_are_named(self):
+        """Each instruction of an inlined comprehension's loop is that
+        comprehension's, with its loop's line; a plain loop's, and the
+        code after, are none's."""
+        got = {}
+        for x in dis.get_instructions(shapes.__code__):
+            line = x.positions.lineno if x.positions else None
+            got.setdefault(line, set()).add(_callee.comprehension(shapes.__code__, x.offset))
+        self.assertEqual(got[_line_of(shapes, "shapes.LOOP")] | got[_line_of(shapes, "shapes.LOOP") + 1], {None})
+        lst, st, dc = (_line_of(shapes, "shapes." + k) for k in ("LIST", "SET", "DICT"))
+        self.assertIn(("listcomp", lst), got[lst])
+        self.assertIn(("setcomp", st), got[st])
+        self.assertIn(("dictcomp", dc), got[dc])
+        subscr = [x.offset for x in dis.get_instructions(shapes.__code__) if x.opname == "BINARY_SUBSCR"]
+        self.assertTrue(subscr and all(_callee.comprehension(shapes.__code__, o) == ("listcomp", lst) for o in subscr))
+
+    @unittest.skipIf(_callee.INLINED, "before 3.12 a comprehension is a frame of its own")
+    def test_before_inlining_none(self):
+        for x in dis.get_instructions(shapes.__code__):
+            self.assertIsNone(_callee.comprehension(shapes.__code__, x.offset))
+
+    @unittest.skipUnless(hasattr(signal, "setitimer"), "SIGPROF is POSIX")
+    def test_a_comprehensions_time_is_named_on_every_version(self):
+        """Profiled by signal, the time in a list comprehension's own code
+        is under a frame named <listcomp> (3.11's own frame; from 3.12 the
+        profiler's, for the inlined loop): ≥ 90 % of the samples at its
+        line; none of the plain loop's."""
+        d = tempfile.mkdtemp(prefix="gpuwatch-callee-test-")
+        b = Lists()
+        end = time.time() + 1.5
+        self.assertTrue(_workerprof._by_signal("comp", end, d))
+        try:
+            while time.time() < end:
+                b.step()
+            deadline = time.monotonic() + 5
+            while not os.listdir(d) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:
+            _workerprof._restore()
+        names = os.listdir(d)
+        self.assertEqual(len(names), 1, names)
+        with open(os.path.join(d, names[0])) as f:
+            samples = json.load(f)["samples"]
+        at, named, loop = 0, 0, 0
+        line = _line_of(Lists.step, "Lists.COMP")
+        for frames, (n, ns), _ in samples:
+            inner = frames[0]
+            if inner[2] != __file__:
+                continue
+            if inner[4] == line:
+                at += ns
+                named += ns if inner[0].endswith(".<listcomp>") else 0
+            elif inner[0].endswith(".<listcomp>"):
+                loop += ns
+        self.assertGreater(at, 0.1e9, "the comprehension sampled for at least 0.1 s")
+        self.assertGreaterEqual(named / at, 0.9, "of its line's samples, %.2f under <listcomp>" % (named / at))
+        self.assertEqual(loop, 0, "samples elsewhere under <listcomp>")
