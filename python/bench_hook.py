@@ -192,6 +192,15 @@ def real_loop(rounds: int = 9, seconds: float = 3.0, batch: int = 32, added_us: 
            100 * (cmed["stages"] / cmed["hook"] - 1), cmed["stages"], cmed["hook"],
            100 * (med["stages"] / med["plain"] - 1), 100 * (cmed["stages"] / cmed["plain"] - 1))
     )
+    # Each round's stages run against the same round's hook run, a few
+    # seconds apart: what drifts over minutes (other users, the page
+    # cache) cancels in the ratio, and the median of the ratios is the
+    # paired figure.
+    pr = sorted(s / h - 1 for s, h in zip(rates["stages"], rates["hook"]))
+    pc = sorted(s / h - 1 for s, h in zip(cpus["stages"], cpus["hook"]))
+    print("  paired by round, stage timing + payload look against the hook: samples/s median %+.2f %% (%+.2f to %+.2f %%), "
+          "CPU per sample median %+.2f %% (%+.2f to %+.2f %%)"
+          % (100 * statistics.median(pr), 100 * pr[0], 100 * pr[-1], 100 * statistics.median(pc), 100 * pc[0], 100 * pc[-1]))
     if added_us:
         print("  accounting: %.1f µs added a batch ÷ %.0f µs of CPU a batch (the hook's median) = %.2f %% of the pipeline's CPU"
               % (added_us, cmed["hook"] * batch, 100 * added_us / (cmed["hook"] * batch)))

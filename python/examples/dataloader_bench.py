@@ -7,7 +7,7 @@ command line, run it for a while, read samples/s and the loop's own wait.
     gpuwatch tune -- python3 dataloader_bench.py --workers {num_workers:1} --io 0.002
 
 Each sample costs --cost seconds of real CPU work (Python arithmetic,
-calibrated at start) and waits --io seconds on "storage" (a sleep, as a
+calibrated at start, or at --rate iterations a CPU second) and waits --io seconds on "storage" (a sleep, as a
 network read would); the step is --matmul (a NumPy matmul on the CPU, which
 goes through the machine's BLAS) then a --step sleep standing for the
 accelerator. Short epochs (--epoch-batches) with a costly worker start
@@ -37,6 +37,8 @@ p.add_argument("--pin", type=lambda s: s.lower() in ("1", "true", "yes"), defaul
 p.add_argument("--batch", type=int, default=8, help="batch_size")
 p.add_argument("--cost", type=float, default=0.0005, help="CPU seconds of work per sample")
 p.add_argument("--io", type=float, default=0.0, help="seconds each sample waits on storage")
+p.add_argument("--rate", type=float, default=0.0, help="iterations of the work loop per CPU second (0: calibrate at start); runs compared with each other should share one")
+p.add_argument("--print-rate", action="store_true", help="print the calibrated rate and exit")
 p.add_argument("--step", type=float, default=0.03, help="the simulated accelerator step, seconds")
 p.add_argument("--matmul", type=int, default=0, help="an N×N NumPy matmul in each step (the BLAS's threads)")
 p.add_argument("--epoch-batches", type=int, default=0, help="batches per epoch (0: one endless epoch)")
@@ -65,7 +67,14 @@ def work(n):
     return x
 
 
-RATE = calibrate() if a.cost > 0 else 0
+# A rate calibrated in each run makes each run's samples cost a different
+# amount of work where the CPU's speed varies between runs (other users, a
+# busy sibling thread): tune's runs and a sweep's are compared by the work
+# each sample is, so they are given one rate (--rate).
+if a.print_rate:
+    print(calibrate())
+    sys.exit(0)
+RATE = a.rate or (calibrate() if a.cost > 0 else 0)
 
 
 class Samples(Dataset):

@@ -314,15 +314,25 @@ def collect(req: Optional[Tuple[str, float, str]]) -> List[Any]:
 
 
 def _alive(pid: str) -> bool:
-    """Whether process pid runs (a zombie does not: a worker that ended
-    with its epoch and is not yet reaped writes nothing more)."""
+    """Whether process pid runs (a zombie does not, where /proc says so: a
+    worker that ended with its epoch and is not yet reaped writes nothing
+    more)."""
     try:
-        with open("/proc/%d/stat" % int(pid), "rb") as f:
-            stat = f.read()
-    except (OSError, ValueError):
+        n = int(pid)
+        if n <= 0:  # 0 and -1 would name groups of processes
+            return False
+        os.kill(n, 0)
+    except PermissionError:
+        pass  # it exists
+    except (OSError, ValueError, OverflowError):
         return False
+    try:
+        with open("/proc/%d/stat" % n, "rb") as f:
+            stat = f.read()
+    except OSError:
+        return True  # no /proc (not Linux), or gone since: the deadline bounds the wait
     state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
-    return state not in (b"Z", b"X", b"x", b"")
+    return state not in (b"Z", b"X", b"x")
 
 
 def _unlink(path: str) -> None:
