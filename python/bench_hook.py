@@ -255,7 +255,7 @@ if __name__ == "__main__":
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 9
     if "--loop-only" not in sys.argv:
         per_batch()
-        under_profile()
+        under_profile(rounds=rounds)
     try:
         import torch  # noqa: F401
     except ImportError:

@@ -6,6 +6,7 @@
 import dis
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -64,7 +65,7 @@ class CalleeTest(unittest.TestCase):
 
     def test_work_before_the_call_is_the_lines(self):
         src = "import numpy as np\ndef g(a):\n    b = a * 1.0001 + 0.5\n    return float(b[0]), float(b)\n"
-        d = tempfile.mkdtemp(prefix="gpuwatch-callee-test-")
+        d = tmpdir(self)
         path = os.path.join(d, "g.py")
         with open(path, "w") as f:
             f.write(src)
@@ -77,7 +78,7 @@ class CalleeTest(unittest.TestCase):
         self.assertEqual(named, ["builtins.float"] * (len(got) // 2), "only float(b): the first float's sample holds the arithmetic")
 
     def test_an_edited_source_names_nothing(self):
-        d = tempfile.mkdtemp(prefix="gpuwatch-callee-test-")
+        d = tmpdir(self)
         path = os.path.join(d, "e.py")
         with open(path, "w") as f:
             f.write("import numpy as np\ndef g(s):\n    return np.array(s)\n")
@@ -113,7 +114,7 @@ class CalleeTest(unittest.TestCase):
     def test_a_fifo_for_a_source_is_not_read(self):
         """A code object's file can be anything: a FIFO there would block
         linecache's read (and the profile) for ever."""
-        d = tempfile.mkdtemp(prefix="gpuwatch-callee-test-")
+        d = tmpdir(self)
         fifo = os.path.join(d, "src.py")
         os.mkfifo(fifo)
         ns = {}
@@ -175,6 +176,34 @@ def _lines():
 _lines()
 
 
+def tmpdir(test):
+    """A new folder, removed when the test ends."""
+    d = tempfile.mkdtemp(prefix="gpuwatch-callee-test-")
+    test.addCleanup(shutil.rmtree, d, True)
+    return d
+
+
+def signal_profile(test, rid, seconds, step):
+    """step() run over and over for seconds under a SIGPROF profile
+    (_workerprof._by_signal), and the samples it wrote; the handler put
+    back."""
+    d = tmpdir(test)
+    end = time.time() + seconds
+    test.assertTrue(_workerprof._by_signal(rid, end, d))
+    try:
+        while time.time() < end:
+            step()
+        for t in threading.enumerate():
+            if t.name == "gpuwatch-worker-profiler":
+                t.join(5)  # it stops the timer, then writes the samples
+    finally:
+        _workerprof._restore()
+    names = os.listdir(d)
+    test.assertEqual(len(names), 1, names)
+    with open(os.path.join(d, names[0])) as f:
+        return json.load(f)["samples"]
+
+
 def _profile_then_exit(d):
     _workerprof._by_signal("exit", time.time() + 30, d)
     end = time.monotonic() + 0.3
@@ -189,24 +218,10 @@ class SignalledProfileTest(unittest.TestCase):
         """A sampler thread would see this loop only after its GIL-releasing
         calls; by CPU-time signal, the Python list building and np.array
         each take within 0.15 of their share by the loop's own clocks."""
-        d = tempfile.mkdtemp(prefix="gpuwatch-callee-test-")
         b = Busy()
-        end = time.time() + 2.0
-        self.assertTrue(_workerprof._by_signal("t1", end, d))
-        try:
-            while time.time() < end:
-                b.step()
-            deadline = time.monotonic() + 5
-            while not os.listdir(d) and time.monotonic() < deadline:
-                time.sleep(0.05)
-        finally:
-            _workerprof._restore()
+        samples = signal_profile(self, "t1", 2.0, b.step)
         self.assertIs(signal.getsignal(signal.SIGPROF), signal.SIG_DFL, "the handler is put back")
         self.assertEqual(signal.getitimer(signal.ITIMER_PROF), (0.0, 0.0), "the timer is off")
-        names = os.listdir(d)
-        self.assertEqual(len(names), 1, names)
-        with open(os.path.join(d, names[0])) as f:
-            samples = json.load(f)["samples"]
         # Each sample by the line its innermost frame is at: a C call
         # caught running carries its caller's line, a list comprehension's
         # own frame (before 3.12) the line it is written on.
@@ -229,7 +244,7 @@ class SignalledProfileTest(unittest.TestCase):
         mine = lambda s, f: None  # noqa: E731
         old = signal.signal(signal.SIGPROF, mine)
         try:
-            self.assertFalse(_workerprof._by_signal("t2", time.time() + 0.2, tempfile.mkdtemp()))
+            self.assertFalse(_workerprof._by_signal("t2", time.time() + 0.2, tmpdir(self)))
             self.assertIs(signal.getsignal(signal.SIGPROF), mine)
         finally:
             signal.signal(signal.SIGPROF, old)
@@ -241,7 +256,7 @@ class SignalledProfileTest(unittest.TestCase):
         import multiprocessing
 
         ctx = multiprocessing.get_context("spawn")
-        p = ctx.Process(target=_profile_then_exit, args=(tempfile.mkdtemp(prefix="gpuwatch-callee-test-"),))
+        p = ctx.Process(target=_profile_then_exit, args=(tmpdir(self),))
         p.start()
         p.join(60)
         self.assertEqual(p.exitcode, 0, "-27 is death by SIGPROF")
@@ -249,7 +264,7 @@ class SignalledProfileTest(unittest.TestCase):
     def test_a_handler_installed_since_is_left(self):
         """Someone replaces the handler (and arms their own timer) while a
         profile runs: neither is undone when it ends."""
-        d = tempfile.mkdtemp(prefix="gpuwatch-callee-test-")
+        d = tmpdir(self)
         self.assertTrue(_workerprof._by_signal("t4", time.time() + 0.2, d))
         got = []
         mine = lambda s, f: got.append(s)  # noqa: E731
@@ -269,8 +284,8 @@ class SignalledProfileTest(unittest.TestCase):
         self.assertTrue(got, "their handler ran")
 
     def test_only_the_main_thread(self):
-        got = []
-        t = threading.Thread(target=lambda: got.append(_workerprof._by_signal("t3", time.time() + 0.2, tempfile.mkdtemp())))
+        got, d = [], tmpdir(self)
+        t = threading.Thread(target=lambda: got.append(_workerprof._by_signal("t3", time.time() + 0.2, d)))
         t.start()
         t.join()
         self.assertEqual(got, [False])
@@ -347,22 +362,7 @@ class ComprehensionTest(unittest.TestCase):
         is under a frame named <listcomp> (3.11's own frame; from 3.12 the
         profiler's, for the inlined loop): ≥ 90 % of the samples at its
         line; none of the plain loop's."""
-        d = tempfile.mkdtemp(prefix="gpuwatch-callee-test-")
-        b = Lists()
-        end = time.time() + 1.5
-        self.assertTrue(_workerprof._by_signal("comp", end, d))
-        try:
-            while time.time() < end:
-                b.step()
-            deadline = time.monotonic() + 5
-            while not os.listdir(d) and time.monotonic() < deadline:
-                time.sleep(0.05)
-        finally:
-            _workerprof._restore()
-        names = os.listdir(d)
-        self.assertEqual(len(names), 1, names)
-        with open(os.path.join(d, names[0])) as f:
-            samples = json.load(f)["samples"]
+        samples = signal_profile(self, "comp", 1.5, Lists().step)
         at, named, loop = 0, 0, 0
         line = _line_of(Lists.step, "Lists.COMP")
         for frames, (n, ns), _ in samples:
