@@ -7,8 +7,8 @@ command line, run it for a while, read samples/s and the loop's own wait.
     gpuwatch tune -- python3 dataloader_bench.py --workers {num_workers:1} --io 0.002
 
 Each sample costs --cost seconds of real CPU work (Python arithmetic,
-calibrated at start, or at --rate iterations a CPU second) and waits --io seconds on "storage" (a sleep, as a
-network read would); the step is --matmul (a NumPy matmul on the CPU, which
+calibrated at start, or at --rate iterations a CPU second) and waits --io
+seconds on "storage" (a sleep, as a network read would); the step is --matmul (a NumPy matmul on the CPU, which
 goes through the machine's BLAS) then a --step sleep standing for the
 accelerator. Short epochs (--epoch-batches) with a costly worker start
 (--worker-start) show what persistent_workers saves.
