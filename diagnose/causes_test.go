@@ -528,3 +528,25 @@ func TestSaturatedCoresLeaveNoCPUForAnotherWorker(t *testing.T) {
 		t.Errorf("%s: promised %.2f× from %+v", v.Kind, p.Gain, v.Changes)
 	}
 }
+
+// TestWorkersWaitingForACPUGetNoIdleCPU: CI's tune battery again,
+// "CPU-bound on every core" (3 workers, 2 cores), in a run where the cores
+// read 86 % busy, under the saturated rule's 90 %, while the workers
+// waited for a CPU a third of the time they wanted one: a fourth worker
+// was promised from "1.9 CPUs they can get", 1.6 used and the idle rest.
+// Workers that queue for a CPU while a core reads idle cannot get that
+// idle: what they used is what they can get.
+func TestWorkersWaitingForACPUGetNoIdleCPU(t *testing.T) {
+	c := loopCase{workers: 3, batchesPerSec: 77, wait: 0.51, batch: 8, getitem: 30, collate: 0.5, handover: 0.3, take: 0.4, step: 6.4,
+		cores: 2, cpuBusy: 86, workersCPU: 54, loopCPU: 10, runDelay: ptr(0.34), queue: ptr(1.0)}
+	v := Classify(c.frames(), DefaultThresholds())
+	if p := v.Predicted; p != nil && p.Gain >= MinPredictedGain {
+		t.Errorf("%s: promised %.2f× from %+v", v.Kind, p.Gain, v.Changes)
+	}
+	// Without the wait for a CPU, the idle fifth of a core is theirs to take.
+	c.runDelay = ptr(0.02)
+	v = Classify(c.frames(), DefaultThresholds())
+	if p := v.Predicted; p == nil || p.Gain < MinPredictedGain {
+		t.Errorf("%s: no worker promised from an idle core (%+v)", v.Kind, v.Changes)
+	}
+}
