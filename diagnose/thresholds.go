@@ -185,7 +185,8 @@ type Thresholds struct {
 	// The causes beneath a verdict (causes.go, docs/diagnosis.md "Causes
 	// and their bounds"): where each starts to be worth naming.
 	// ContendedRunDelay: workers that wait for a CPU this share of the time
-	// they want one share the CPUs with the loop (schedstat).
+	// they want one share the CPUs with the loop (schedstat), and can get
+	// no core that reads idle beside them (the knob model, fill).
 	ContendedRunDelay float64 `json:"contended_run_delay"`
 	// HandoverShare and HandoverBytes: collating and handing over take this
 	// share of a worker's time per batch, for batches of at least this many
