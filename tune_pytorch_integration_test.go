@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,7 +18,9 @@ import (
 
 // pytorchTuneLoops are real DataLoader loops (dataloader_bench.py) with a
 // placeholder for the knob that matters: three a knob can fix, two no knob
-// fixes. grid is the sweep that tune must come close to.
+// fixes. grid is the sweep that tune must come close to; where the knob has
+// more than two values it leaves out the loop's own, which tune's first run
+// measured (18 s of CI each).
 var pytorchTuneLoops = []struct {
 	name string
 	args []string
@@ -25,11 +28,11 @@ var pytorchTuneLoops = []struct {
 	grid []string
 }{
 	{"samples wait on storage, one worker", []string{"--workers", "{num_workers:1}", "--cost", "0", "--io", "0.002", "--step", "0.005"}, true,
-		[]string{"num_workers=1,2,4,6"}},
+		[]string{"num_workers=2,4,6"}},
 	{"short epochs, a costly worker start, not persistent", []string{"--workers", "2", "--persistent", "{persistent_workers:false}", "--epoch-batches", "10", "--worker-start", "1", "--cost", "0.0005", "--step", "0.03"}, true,
 		[]string{"persistent_workers=false,true"}},
 	{"inline loading, CPU-heavy samples", []string{"--workers", "{num_workers:0}", "--cost", "0.004", "--step", "0.03"}, true,
-		[]string{"num_workers=0,1,2,4"}},
+		[]string{"num_workers=1,2,4"}},
 	{"CPU-bound on every core", []string{"--workers", "{num_workers:3}", "--cost", "0.004", "--step", "0.005"}, false, nil},
 	{"healthy: the step is the limit", []string{"--workers", "{num_workers:2}", "--cost", "0.0005", "--step", "0.03"}, false, nil},
 }
@@ -104,19 +107,23 @@ func TestTuneAndSweepOnPyTorch(t *testing.T) {
 			if err := json.Unmarshal(sout, &sw); err != nil {
 				t.Fatalf("sweep JSON: %v\n%s", err, sout)
 			}
-			bestSweep := 0.0
+			bestSweep, points := 0.0, len(sw.Results)
 			for _, r := range sw.Results {
 				bestSweep = max(bestSweep, r.SamplesPerSec)
+			}
+			if !slices.ContainsFunc(sw.Results, func(r tune.SweepResult) bool { return r.Knobs[first.Changes[0].Knob] == first.Changes[0].From }) {
+				// The loop as it is, the point the grid leaves out: tune's first run.
+				bestSweep, points = max(bestSweep, first.Measured.SamplesPerSec), points+1
 			}
 			bestTune := 0.0
 			for _, s := range steps {
 				bestTune = max(bestTune, s.Measured.SamplesPerSec)
 			}
 			if bestTune < 0.9*bestSweep || len(steps) > 3 {
-				t.Errorf("tune reached %.0f samples/s in %d runs; the sweep's best is %.0f (%d runs)", bestTune, len(steps), bestSweep, len(sw.Results))
+				t.Errorf("tune reached %.0f samples/s in %d runs; the sweep's best is %.0f (%d points)", bestTune, len(steps), bestSweep, points)
 			}
 			fmt.Fprintf(&table, "%s %s| %.0f | %.0f | %.2f× | %+.0f %% | %d | %.0f of %d |\n", row, change, second.Predicted.SamplesPerSec,
-				second.Measured.SamplesPerSec, gain, errPct, len(steps), bestSweep, len(sw.Results))
+				second.Measured.SamplesPerSec, gain, errPct, len(steps), bestSweep, points)
 		})
 	}
 	t.Logf("tune on PyTorch loops:\n%s", table.String())
