@@ -187,7 +187,7 @@ func TestCausesBattery(t *testing.T) {
 		{"files", "small_files", false, "", "", true},
 		// Not "text" (causes_battery.py --loop text, the tokenize cause):
 		// it named tokenize in every run alone on the VM and in two CI
-		// runs of this stop, but in a third (of 0c13661) it ran at 1872
+		// runs (of f3064ae and a400854), but in a third (of 0c13661) it ran at 1872
 		// samples/s (2321–2426 alone), read gpu_starved and named no cause
 		// at all, though the workers' profile was whole (tokenizing 81 %):
 		// the workers were not taken for CPU-bound there, and why is not

@@ -8,9 +8,9 @@ command line, run it for a while, read samples/s and the loop's own wait.
 
 Each sample costs --cost seconds of real CPU work (Python arithmetic,
 calibrated at start, or at --rate iterations a CPU second) and waits --io
-seconds on "storage" (a sleep, as a network read would); the step is --matmul (a NumPy matmul on the CPU, which
-goes through the machine's BLAS) then a --step sleep standing for the
-accelerator. Short epochs (--epoch-batches) with a costly worker start
+seconds on "storage" (a sleep, as a network read would); the step is
+--matmul (a NumPy matmul on the CPU, which goes through the machine's BLAS)
+then a --step sleep standing for the accelerator. Short epochs (--epoch-batches) with a costly worker start
 (--worker-start) show what persistent_workers saves.
 
 It prints one line "RESULT {json}" when it ends: its own wait share (time
