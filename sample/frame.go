@@ -414,6 +414,9 @@ type GPU struct {
 	// GPM is what the GPU's SMs did over the interval (Hopper and later):
 	// utilization says a kernel ran, GPM how much of the GPU it used.
 	GPM *GPM `json:"gpm,omitempty"`
+	// Peak is the model's dense peak throughput by dtype; nil for a model
+	// the table does not know (Unavailable["peak"] says so).
+	Peak *GPUPeak `json:"peak,omitempty"`
 	// MIG lists the GPU's MIG devices when it is partitioned (NVML then
 	// reports no utilization for the parent GPU: Unavailable says so).
 	MIG []MIGDevice `json:"mig,omitempty"`
@@ -428,12 +431,57 @@ type GPU struct {
 // GPM is a GPU's performance-monitoring readings over the interval, in
 // percent: SM activity (the share of time SMs had a warp resident), SM
 // occupancy (warps resident of the maximum), tensor-core activity and DRAM
-// bandwidth use. Nil fields the GPU did not give.
+// bandwidth use, and each pipe's activity by precision. Nil fields the GPU
+// did not give (never 0: a pipe the driver does not report is unknown).
 type GPM struct {
 	SMActivityPct     *float64 `json:"sm_activity_pct"`
 	SMOccupancyPct    *float64 `json:"sm_occupancy_pct"`
 	TensorActivityPct *float64 `json:"tensor_activity_pct"`
 	DRAMBWUtilPct     *float64 `json:"dram_bw_util_pct"`
+	// TensorHMMAActivityPct, TensorIMMAActivityPct and TensorDFMAActivityPct
+	// are the tensor cores' activity by instruction (NVML GPM's
+	// HMMA_TENSOR_UTIL, IMMA_TENSOR_UTIL, DFMA_TENSOR_UTIL): half-precision
+	// matmuls (fp16, bf16, tf32), integer ones (int8) and fp64 ones.
+	TensorHMMAActivityPct *float64 `json:"tensor_hmma_activity_pct"`
+	TensorIMMAActivityPct *float64 `json:"tensor_imma_activity_pct"`
+	TensorDFMAActivityPct *float64 `json:"tensor_dfma_activity_pct"`
+	// FP16ActivityPct, FP32ActivityPct and FP64ActivityPct are the
+	// non-tensor floating-point pipes' activity (GPM's FP16_UTIL,
+	// FP32_UTIL, FP64_UTIL): a busy FP32 pipe with idle tensor cores is a
+	// matmul left in fp32.
+	FP16ActivityPct *float64 `json:"fp16_activity_pct"`
+	FP32ActivityPct *float64 `json:"fp32_activity_pct"`
+	FP64ActivityPct *float64 `json:"fp64_activity_pct"`
+}
+
+// The dtypes of GPUPeak.DenseTFLOPS, in the order views list them.
+const (
+	DtypeFP64       = "fp64"
+	DtypeFP64Tensor = "fp64_tensor"
+	DtypeFP32       = "fp32"
+	DtypeTF32       = "tf32"
+	DtypeBF16       = "bf16"
+	DtypeFP16       = "fp16"
+	DtypeFP8        = "fp8"
+	DtypeINT8       = "int8"
+)
+
+// Dtypes lists GPUPeak.DenseTFLOPS's keys, in the order views list them.
+var Dtypes = []string{DtypeFP64, DtypeFP64Tensor, DtypeFP32, DtypeTF32, DtypeBF16, DtypeFP16, DtypeFP8, DtypeINT8}
+
+// GPUPeak is a GPU model's published dense peak throughput, from the
+// vendor's datasheet (probes/gpu/peaks.go): the ceiling an achieved rate
+// or an MFU is a share of.
+type GPUPeak struct {
+	// Model is the table's row the GPU's name matched ("H100 SXM").
+	Model string `json:"model"`
+	// Source names the datasheet the figures come from.
+	Source string `json:"source"`
+	// DenseTFLOPS is the dense (not 2:4 sparse, which datasheets print at
+	// 2×) peak by dtype (Dtypes' keys), in TFLOPS (TOPS for int8), at the
+	// boost clock; a dtype the model lacks or the datasheet does not give
+	// is absent.
+	DenseTFLOPS map[string]float64 `json:"dense_tflops"`
 }
 
 // MIGDevice is one MIG instance of a partitioned GPU: its profile (from

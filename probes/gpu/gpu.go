@@ -75,6 +75,7 @@ func (p *GPU) Collect(ctx context.Context, f *sample.Frame) error {
 	}
 	f.JobGPUs = p.Select.mark(all, &p.r)
 	p.describe(all)
+	setPeaks(all)
 	f.GPUs = all
 	return failure
 }

@@ -400,8 +400,24 @@ func readNVLink(d *nvmlDevice, g *sample.GPU) {
 	d.nvlPrev, d.nvlPrevTs, d.nvlHave = [2]uint64{rx, tx}, ts, true
 }
 
-// gpmMetrics are the GPM metrics read per interval, in GPMReading's order.
-var gpmMetrics = [...]nvml.GpmMetricId{nvml.GPM_METRIC_SM_UTIL, nvml.GPM_METRIC_SM_OCCUPANCY, nvml.GPM_METRIC_ANY_TENSOR_UTIL, nvml.GPM_METRIC_DRAM_BW_UTIL}
+// gpmMetrics are the GPM metrics read per interval, each with the field
+// of sample.GPM it fills. A metric the driver does not return for this GPU
+// (its own NvmlReturn) leaves its field nil.
+var gpmMetrics = [...]struct {
+	id    nvml.GpmMetricId
+	field func(*sample.GPM) **float64
+}{
+	{nvml.GPM_METRIC_SM_UTIL, func(m *sample.GPM) **float64 { return &m.SMActivityPct }},
+	{nvml.GPM_METRIC_SM_OCCUPANCY, func(m *sample.GPM) **float64 { return &m.SMOccupancyPct }},
+	{nvml.GPM_METRIC_ANY_TENSOR_UTIL, func(m *sample.GPM) **float64 { return &m.TensorActivityPct }},
+	{nvml.GPM_METRIC_DRAM_BW_UTIL, func(m *sample.GPM) **float64 { return &m.DRAMBWUtilPct }},
+	{nvml.GPM_METRIC_HMMA_TENSOR_UTIL, func(m *sample.GPM) **float64 { return &m.TensorHMMAActivityPct }},
+	{nvml.GPM_METRIC_IMMA_TENSOR_UTIL, func(m *sample.GPM) **float64 { return &m.TensorIMMAActivityPct }},
+	{nvml.GPM_METRIC_DFMA_TENSOR_UTIL, func(m *sample.GPM) **float64 { return &m.TensorDFMAActivityPct }},
+	{nvml.GPM_METRIC_FP16_UTIL, func(m *sample.GPM) **float64 { return &m.FP16ActivityPct }},
+	{nvml.GPM_METRIC_FP32_UTIL, func(m *sample.GPM) **float64 { return &m.FP32ActivityPct }},
+	{nvml.GPM_METRIC_FP64_UTIL, func(m *sample.GPM) **float64 { return &m.FP64ActivityPct }},
+}
 
 // initGPM finds whether the device has GPM and allocates its two samples.
 func (p *NVML) initGPM(d *nvmlDevice) {
@@ -425,7 +441,8 @@ func (p *NVML) initGPM(d *nvmlDevice) {
 }
 
 // readGPM takes a GPM sample and, from the second on, the SM activity, SM
-// occupancy, tensor activity and DRAM bandwidth use over the interval.
+// occupancy, tensor activity (any, and by precision), the FP pipes'
+// activity and DRAM bandwidth use over the interval.
 func (p *NVML) readGPM(d *nvmlDevice, g *sample.GPU) {
 	if !d.gpm {
 		// Said once, on the first reading: most GPUs have no GPM, and a
@@ -475,18 +492,20 @@ func (p *NVML) gpmInterval(pair *gpmPair, take func(nvml.GpmSample) nvml.Return)
 	if pair.have {
 		m := pair.get
 		m.Version, m.NumMetrics, m.Sample1, m.Sample2 = nvml.GPM_METRICS_GET_VERSION, uint32(len(gpmMetrics)), pair.prev, pair.cur
-		for i, id := range gpmMetrics {
-			m.Metrics[i] = nvml.GpmMetric{MetricId: uint32(id)}
+		for i, gm := range gpmMetrics {
+			// The driver writes each metric's status; one it leaves
+			// unwritten stays an error, so it is nil and never a 0.
+			m.Metrics[i] = nvml.GpmMetric{MetricId: uint32(gm.id), NvmlReturn: uint32(nvml.ERROR_UNKNOWN)}
 		}
 		if ret := p.lib.GpmMetricsGet(m); ret == nvml.SUCCESS {
-			v := func(i int) *float64 {
+			out = &sample.GPM{}
+			for i, gm := range gpmMetrics {
 				x := m.Metrics[i].Value
 				if m.Metrics[i].NvmlReturn != uint32(nvml.SUCCESS) || x != x || x < 0 || x > 100 {
-					return nil
+					continue
 				}
-				return probes.Ptr(x)
+				*gm.field(out) = probes.Ptr(x)
 			}
-			out = &sample.GPM{SMActivityPct: v(0), SMOccupancyPct: v(1), TensorActivityPct: v(2), DRAMBWUtilPct: v(3)}
 		}
 	}
 	pair.prev, pair.cur, pair.have = pair.cur, pair.prev, true

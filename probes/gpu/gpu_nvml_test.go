@@ -344,8 +344,13 @@ func TestGPUProbeCombinesVendors(t *testing.T) {
 
 // withGPM gives the mock GPM, as a Hopper GPU has it: each device's SM
 // activity is sm(index), occupancy half of it, tensor activity and DRAM
-// bandwidth fixed.
-func withGPM(s *server.Server, sm func(gpu int) float64) {
+// bandwidth fixed; the metrics by precision are not supported.
+func withGPM(s *server.Server, sm func(gpu int) float64) { withGPMMetrics(s, sm, nil) }
+
+// withGPMMetrics is withGPM whose driver also returns the metrics in more
+// (HMMA, FP32 …), each as it is; any other metric is NOT_SUPPORTED, as a
+// driver says of a metric the GPU lacks.
+func withGPMMetrics(s *server.Server, sm func(gpu int) float64, more map[nvml.GpmMetricId]float64) {
 	s.GpmQueryDeviceSupportFunc = func(nvml.Device) (nvml.GpmSupport, nvml.Return) {
 		return nvml.GpmSupport{IsSupportedDevice: 1}, nvml.SUCCESS
 	}
@@ -375,15 +380,21 @@ func withGPM(s *server.Server, sm func(gpu int) float64) {
 			act += float64(smp.gi)
 		}
 		for i := 0; i < int(m.NumMetrics); i++ {
-			switch nvml.GpmMetricId(m.Metrics[i].MetricId) {
-			case nvml.GPM_METRIC_SM_UTIL:
+			id := nvml.GpmMetricId(m.Metrics[i].MetricId)
+			m.Metrics[i].NvmlReturn = uint32(nvml.SUCCESS)
+			switch v, ok := more[id]; {
+			case ok:
+				m.Metrics[i].Value = v
+			case id == nvml.GPM_METRIC_SM_UTIL:
 				m.Metrics[i].Value = act
-			case nvml.GPM_METRIC_SM_OCCUPANCY:
+			case id == nvml.GPM_METRIC_SM_OCCUPANCY:
 				m.Metrics[i].Value = act / 2
-			case nvml.GPM_METRIC_ANY_TENSOR_UTIL:
+			case id == nvml.GPM_METRIC_ANY_TENSOR_UTIL:
 				m.Metrics[i].Value = 3
-			case nvml.GPM_METRIC_DRAM_BW_UTIL:
+			case id == nvml.GPM_METRIC_DRAM_BW_UTIL:
 				m.Metrics[i].Value = 7
+			default:
+				m.Metrics[i].Value, m.Metrics[i].NvmlReturn = 0, uint32(nvml.ERROR_NOT_SUPPORTED)
 			}
 		}
 		return nvml.SUCCESS
@@ -421,6 +432,53 @@ func TestNVMLGPM(t *testing.T) {
 	m := gs[3].GPM
 	if m == nil || *m.SMActivityPct != 13 || *m.SMOccupancyPct != 6.5 || *m.TensorActivityPct != 3 || *m.DRAMBWUtilPct != 7 || gs[3].Unavailable["gpm"] != "" {
 		t.Fatalf("GPU 3 GPM %+v (%v)", m, gs[3].Unavailable)
+	}
+}
+
+// TestNVMLGPMByPrecision: the tensor pipes by instruction and the FP
+// pipes are read where the driver returns them, and a metric it does not
+// return (or returns out of range) stays nil, never 0 — on a whole GPU and
+// on each MIG instance alike.
+func TestNVMLGPMByPrecision(t *testing.T) {
+	srv := mockServer(t, []gpuTrace{{util: 100, samples: []uint32{100}}})
+	withGPMMetrics(srv, func(int) float64 { return 80 }, map[nvml.GpmMetricId]float64{
+		nvml.GPM_METRIC_HMMA_TENSOR_UTIL: 12,
+		nvml.GPM_METRIC_DFMA_TENSOR_UTIL: 0.5,
+		nvml.GPM_METRIC_FP32_UTIL:        41,
+		nvml.GPM_METRIC_FP16_UTIL:        2,
+		nvml.GPM_METRIC_FP64_UTIL:        101, // out of range: dropped
+		// IMMA: not returned (NOT_SUPPORTED)
+	})
+	nv := NewNVML(srv)
+	defer nv.Close()
+	nv.GPUs(context.Background())
+	gs, _ := nv.GPUs(context.Background())
+	m := gs[0].GPM
+	if m == nil {
+		t.Fatalf("no GPM: %v", gs[0].Unavailable)
+	}
+	want := map[string]*float64{"hmma": m.TensorHMMAActivityPct, "dfma": m.TensorDFMAActivityPct, "fp32": m.FP32ActivityPct, "fp16": m.FP16ActivityPct}
+	for name, v := range map[string]float64{"hmma": 12, "dfma": 0.5, "fp32": 41, "fp16": 2} {
+		if want[name] == nil || *want[name] != v {
+			t.Errorf("%s = %v, want %v", name, want[name], v)
+		}
+	}
+	if m.TensorIMMAActivityPct != nil || m.FP64ActivityPct != nil {
+		t.Errorf("IMMA %v, FP64 %v: want nil (not returned, out of range)", m.TensorIMMAActivityPct, m.FP64ActivityPct)
+	}
+	if m.SMActivityPct == nil || *m.SMActivityPct != 80 || m.TensorActivityPct == nil || *m.TensorActivityPct != 3 {
+		t.Errorf("SM %v, any tensor %v", m.SMActivityPct, m.TensorActivityPct)
+	}
+
+	// Without the precision metrics (withGPM), they are nil, not 0.
+	srv = mockServer(t, []gpuTrace{{util: 100, samples: []uint32{100}}})
+	withGPM(srv, func(int) float64 { return 80 })
+	nv2 := NewNVML(srv)
+	defer nv2.Close()
+	nv2.GPUs(context.Background())
+	gs, _ = nv2.GPUs(context.Background())
+	if m := gs[0].GPM; m == nil || m.TensorHMMAActivityPct != nil || m.FP32ActivityPct != nil || m.TensorIMMAActivityPct != nil {
+		t.Fatalf("GPM without precision metrics: %+v", m)
 	}
 }
 

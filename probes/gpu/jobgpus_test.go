@@ -171,8 +171,9 @@ func TestNVMLMIGDevices(t *testing.T) {
 	}
 
 	// With GPM (an H100), each instance has its own SM activity, and the
-	// GPU the mean: a real accelerator signal on MIG.
-	withGPM(srv, func(int) float64 { return 40 })
+	// GPU the mean: a real accelerator signal on MIG. Each instance has
+	// its tensor activity by precision too, where the driver returns it.
+	withGPMMetrics(srv, func(int) float64 { return 40 }, map[nvml.GpmMetricId]float64{nvml.GPM_METRIC_HMMA_TENSOR_UTIL: 9})
 	nv2 := NewNVML(srv)
 	defer nv2.Close()
 	nv2.GPUs(context.Background())
@@ -180,6 +181,11 @@ func TestNVMLMIGDevices(t *testing.T) {
 	g = gs[0]
 	if g.MIG[0].GPM == nil || *g.MIG[0].GPM.SMActivityPct != 47 || *g.MIG[1].GPM.SMActivityPct != 42 {
 		t.Fatalf("per-instance GPM %+v %+v", g.MIG[0].GPM, g.MIG[1].GPM)
+	}
+	for i, mi := range g.MIG[:2] {
+		if h := mi.GPM.TensorHMMAActivityPct; h == nil || *h != 9 || mi.GPM.TensorIMMAActivityPct != nil {
+			t.Errorf("instance %d: HMMA %v, IMMA %v: want 9 and nil", i, h, mi.GPM.TensorIMMAActivityPct)
+		}
 	}
 	if g.GPM == nil || *g.GPM.SMActivityPct != 44.5 {
 		t.Fatalf("the GPU's GPM %+v: want the instances' mean, 44.5", g.GPM)
