@@ -9,12 +9,19 @@ import (
 
 // gpuPanel: per GPU a utilization bar, a sparkline whose bursty seconds
 // (p95 ≥ 70 with p5 < 10 within the second, diagnose's Bursty: the sawtooth of a waiting GPU) are
-// drawn in the warning colour, and memory, power, temperature, PCIe. With
+// drawn in the warning colour, and memory, power, temperature, PCIe. Where
+// there is room, one line says how much of the first judged GPU the work
+// uses: SM and tensor activity (by precision where GPM gives it) and the
+// achieved rate against the model's dense peak, or why there is none. With
 // no GPU, the virtual accelerator of a watched loader, clearly labelled.
 type gpuPanel struct{}
 
 func (gpuPanel) want(pv *view, w int) (int, int) {
 	f := pv.frame
+	more := 0
+	if pv.computeGPU() != nil {
+		more = 1
+	}
 	switch {
 	case len(f.GPUs) > 0 && f.JobGPUs != "":
 		n := 0
@@ -23,9 +30,9 @@ func (gpuPanel) want(pv *view, w int) (int, int) {
 				n++
 			}
 		}
-		return 2 + min(n, 4), 2 + n // the job's GPUs, then one line for the others
+		return 2 + min(n, 4), 2 + n + more // the job's GPUs, then one line for the others
 	case len(f.GPUs) > 0:
-		return 2, 1 + len(f.GPUs)
+		return 2, 1 + len(f.GPUs) + more
 	case f.Accel != nil:
 		return 2, 3
 	}
@@ -57,15 +64,113 @@ func (gpuPanel) draw(pv *view, w, h int) []string {
 		lines = append(lines, pv.st.Dim.Render("no loader watched either: `gpuwatch demo`, or attach to a loader, to see the accelerator from its step time"))
 		return block(lines, w, h)
 	}
+	// The compute line takes a row only when every GPU line still fits.
+	cg := pv.computeGPU()
 	if f.JobGPUs != "" {
-		return block(pv.jobGPULines(w, h), w, h)
+		lines = pv.jobGPULines(w, h)
+		if cg != nil && len(lines) < h {
+			lines = append(lines, pv.computeLine(cg, w))
+		}
+		return block(lines, w, h)
 	}
 	rows := h
+	if cg != nil && h > len(f.GPUs) {
+		rows = h - 1
+	} else {
+		cg = nil
+	}
 	start := min(pv.scroll, max(0, len(f.GPUs)-rows))
 	for i := start; i < len(f.GPUs) && len(lines) < rows; i++ {
 		lines = append(lines, pv.gpuLine(&f.GPUs[i], hist, w))
 	}
+	if cg != nil {
+		lines = append(lines, pv.computeLine(cg, w))
+	}
 	return block(lines, w, h)
+}
+
+// computeGPU is the GPU the compute line describes: the first judged one
+// with GPM, a peak, or a reason for lacking a peak; nil for none.
+func (pv *view) computeGPU() *sample.GPU {
+	f := pv.frame
+	for i := range f.GPUs {
+		g := &f.GPUs[i]
+		if f.JudgedGPU(i) && !g.Lost && (g.GPM != nil || g.Peak != nil || g.Unavailable["peak"] != "") {
+			return g
+		}
+	}
+	return nil
+}
+
+// computeLine says how much of g the work uses: utilization says a kernel
+// ran, SM activity how much of the GPU, tensor activity how much of its
+// matmul units, and activity × the dense peak the rate it reaches
+// (sample.GPU.TensorTFLOPS: an estimate). A missing part says why.
+func (pv *view) computeLine(g *sample.GPU, w int) string {
+	// The rate first: a narrow panel cuts the end of the line.
+	var parts, tail []string
+	if m := g.GPM; m != nil {
+		if m.TensorActivityPct != nil {
+			parts = append(parts, fmt.Sprintf("tensor %.0f%%", *m.TensorActivityPct))
+		}
+		parts = append(parts, peakPart(g))
+		if m.SMActivityPct != nil {
+			parts = append(parts, fmt.Sprintf("SM %.0f%%", *m.SMActivityPct))
+		}
+		if p := byPrecision(m); p != "" {
+			parts = append(parts, p)
+		}
+	} else {
+		parts = append(parts, peakPart(g))
+		if why := g.Unavailable["gpm"]; why != "" {
+			parts = append(parts, why)
+		}
+	}
+	if g.Peak != nil {
+		tail = append(tail, g.Peak.Model)
+	}
+	// Printable: a recording's reasons and model names are outside text.
+	line := fmt.Sprintf("  GPU %d: %s", g.Index, strings.Join(append(parts, tail...), " · "))
+	return pv.st.Dim.Render(fit(sample.Printable(line), w))
+}
+
+// byPrecision lists the pipes GPM gave by precision, "HMMA 12 FP32 3";
+// empty for none.
+func byPrecision(m *sample.GPM) string {
+	var b []string
+	for _, p := range []struct {
+		name string
+		v    *float64
+	}{{"HMMA", m.TensorHMMAActivityPct}, {"IMMA", m.TensorIMMAActivityPct}, {"DFMA", m.TensorDFMAActivityPct},
+		{"FP16", m.FP16ActivityPct}, {"FP32", m.FP32ActivityPct}, {"FP64", m.FP64ActivityPct}} {
+		if p.v != nil {
+			b = append(b, fmt.Sprintf("%s %.0f%%", p.name, *p.v))
+		}
+	}
+	return strings.Join(b, " ")
+}
+
+// peakPart is the achieved rate against the dense peak for bf16 (what
+// mixed precision runs; fp16 on a GPU without bf16), or the peak alone
+// without tensor activity, or why there is none.
+func peakPart(g *sample.GPU) string {
+	if g.Peak == nil {
+		if why := g.Unavailable["peak"]; why != "" {
+			return why
+		}
+		return "no dense peak known"
+	}
+	for _, dt := range []string{sample.DtypeBF16, sample.DtypeFP16} {
+		peak, ok := g.Peak.DenseTFLOPS[dt]
+		if !ok {
+			continue
+		}
+		if r, ok := g.TensorTFLOPS(dt); ok {
+			return fmt.Sprintf("%s ≈%.0f/%.0f TFLOPS dense", dt, r, peak)
+		}
+		return fmt.Sprintf("%s peak %.0f TFLOPS dense", dt, peak)
+	}
+	return "no bf16/fp16 peak known"
 }
 
 // jobGPULines are the job's GPUs, marked ▸, and the others folded into a
@@ -128,6 +233,9 @@ func (pv *view) gpuLine(g *sample.GPU, hist []*sample.Frame, w int) string {
 	if m := g.GPM; m != nil && m.SMActivityPct != nil {
 		// Utilization says a kernel ran; SM activity how much of the GPU.
 		fmt.Fprintf(&tail, " SM %.0f%%", *m.SMActivityPct)
+		if m.TensorActivityPct != nil {
+			fmt.Fprintf(&tail, " TC %.0f%%", *m.TensorActivityPct)
+		}
 	}
 	if len(g.MIG) > 0 {
 		fmt.Fprintf(&tail, " MIG×%d", len(g.MIG))
