@@ -88,6 +88,13 @@ var (
 	dGPUPower   = desc(sample.SeriesGpuPowerWatts)
 	dGPUTemp    = desc(sample.SeriesGpuTemperatureCelsius)
 	dGPUProcMem = desc(sample.SeriesGpuProcessMemoryUsedBytes)
+	dGPUSM      = desc(sample.SeriesGpuSmActivityRatio)
+	dGPUOcc     = desc(sample.SeriesGpuSmOccupancyRatio)
+	dGPUTensor  = desc(sample.SeriesGpuTensorActivityRatio)
+	dGPUTPipe   = desc(sample.SeriesGpuTensorPipeActivityRatio)
+	dGPUFPPipe  = desc(sample.SeriesGpuFpPipeActivityRatio)
+	dGPUDRAM    = desc(sample.SeriesGpuDramBandwidthRatio)
+	dGPUPeak    = desc(sample.SeriesGpuDensePeakOpsPerSecond)
 	dAccel      = desc(sample.SeriesVirtualAcceleratorBusyRatio)
 	dWaitShare  = desc(sample.SeriesLoaderWaitRatio)
 	dSamples    = desc(sample.SeriesLoaderSamplesPerSecond)
@@ -112,7 +119,7 @@ var (
 
 var allDescs = []*metricDesc{dVerdict, dConfidence, dChange, dPredSample, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
-	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler}
+	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dGPUSM, dGPUOcc, dGPUTensor, dGPUTPipe, dGPUFPPipe, dGPUDRAM, dGPUPeak, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler}
 
 // collectGPUs emits each GPU's series (g as in Collect).
 func collectGPUs(gpus []sample.GPU, g func(d *metricDesc, val float64, labels ...string)) {
@@ -134,8 +141,42 @@ func collectGPUs(gpus []sample.GPU, g func(d *metricDesc, val float64, labels ..
 		if gp.TempC != nil {
 			g(dGPUTemp, *gp.TempC, id, gp.Name)
 		}
+		collectGPM(gp.GPM, g, id, gp.Name)
+		if gp.Peak != nil {
+			for _, dt := range sample.Dtypes {
+				if v, ok := gp.Peak.DenseTFLOPS[dt]; ok {
+					g(dGPUPeak, v*1e12, id, gp.Name, dt)
+				}
+			}
+		}
 	}
 	collectGPUProcesses(gpus, g)
+}
+
+// collectGPM emits a GPU's GPM readings as ratios (0–1), each only where
+// the GPU gave it.
+func collectGPM(m *sample.GPM, g func(d *metricDesc, val float64, labels ...string), id, name string) {
+	if m == nil {
+		return
+	}
+	for _, r := range []struct {
+		d     *metricDesc
+		v     *float64
+		label string // the pipe or precision, for the labelled series
+	}{
+		{dGPUSM, m.SMActivityPct, ""}, {dGPUOcc, m.SMOccupancyPct, ""}, {dGPUTensor, m.TensorActivityPct, ""},
+		{dGPUDRAM, m.DRAMBWUtilPct, ""},
+		{dGPUTPipe, m.TensorHMMAActivityPct, "hmma"}, {dGPUTPipe, m.TensorIMMAActivityPct, "imma"}, {dGPUTPipe, m.TensorDFMAActivityPct, "dfma"},
+		{dGPUFPPipe, m.FP16ActivityPct, "fp16"}, {dGPUFPPipe, m.FP32ActivityPct, "fp32"}, {dGPUFPPipe, m.FP64ActivityPct, "fp64"},
+	} {
+		switch {
+		case r.v == nil:
+		case r.label == "":
+			g(r.d, *r.v/100, id, name)
+		default:
+			g(r.d, *r.v/100, id, name, r.label)
+		}
+	}
 }
 
 // MaxGPUProcessSeries bounds the per-process GPU memory series: the

@@ -253,3 +253,55 @@ func TestDescsAreTheSeriesTable(t *testing.T) {
 		t.Errorf("%s is served but not in sample.AllSeries", n)
 	}
 }
+
+// TestExporterGPMAndPeakSeries: GPM's readings as ratios (the pipes by
+// precision labelled, only those the GPU gave), the dense peak by dtype in
+// ops/s; a GPU with neither (an unknown model without GPM) has none.
+func TestExporterGPMAndPeakSeries(t *testing.T) {
+	e := &Exporter{}
+	f := fixture.Frame()
+	p := func(v float64) *float64 { return &v }
+	f.GPUs = []sample.GPU{
+		{Index: 0, Name: "NVIDIA H200", GPM: &sample.GPM{SMActivityPct: p(82), SMOccupancyPct: p(46), TensorActivityPct: p(12), DRAMBWUtilPct: p(40),
+			TensorHMMAActivityPct: p(12), FP32ActivityPct: p(5)},
+			Peak: &sample.GPUPeak{Model: "H200 SXM", DenseTFLOPS: map[string]float64{"bf16": 989.5, "int8": 1979}}},
+		{Index: 1, Name: "NVIDIA Quadro P1000", Unavailable: map[string]string{"peak": "no dense peak known"}},
+	}
+	e.Set(f, diagnose.Verdict{Kind: diagnose.Healthy})
+	want := `
+# HELP gpuwatch_gpu_sm_activity_ratio ` + sample.SeriesGpuSmActivityRatio.Help + `
+# TYPE gpuwatch_gpu_sm_activity_ratio gauge
+gpuwatch_gpu_sm_activity_ratio{gpu="0",name="NVIDIA H200"} 0.82
+# HELP gpuwatch_gpu_tensor_activity_ratio ` + sample.SeriesGpuTensorActivityRatio.Help + `
+# TYPE gpuwatch_gpu_tensor_activity_ratio gauge
+gpuwatch_gpu_tensor_activity_ratio{gpu="0",name="NVIDIA H200"} 0.12
+# HELP gpuwatch_gpu_tensor_pipe_activity_ratio ` + sample.SeriesGpuTensorPipeActivityRatio.Help + `
+# TYPE gpuwatch_gpu_tensor_pipe_activity_ratio gauge
+gpuwatch_gpu_tensor_pipe_activity_ratio{gpu="0",name="NVIDIA H200",pipe="hmma"} 0.12
+# HELP gpuwatch_gpu_fp_pipe_activity_ratio ` + sample.SeriesGpuFpPipeActivityRatio.Help + `
+# TYPE gpuwatch_gpu_fp_pipe_activity_ratio gauge
+gpuwatch_gpu_fp_pipe_activity_ratio{gpu="0",name="NVIDIA H200",precision="fp32"} 0.05
+# HELP gpuwatch_gpu_dram_bandwidth_ratio ` + sample.SeriesGpuDramBandwidthRatio.Help + `
+# TYPE gpuwatch_gpu_dram_bandwidth_ratio gauge
+gpuwatch_gpu_dram_bandwidth_ratio{gpu="0",name="NVIDIA H200"} 0.4
+# HELP gpuwatch_gpu_dense_peak_ops_per_second ` + sample.SeriesGpuDensePeakOpsPerSecond.Help + `
+# TYPE gpuwatch_gpu_dense_peak_ops_per_second gauge
+gpuwatch_gpu_dense_peak_ops_per_second{dtype="bf16",gpu="0",name="NVIDIA H200"} 9.895e+14
+gpuwatch_gpu_dense_peak_ops_per_second{dtype="int8",gpu="0",name="NVIDIA H200"} 1.979e+15
+`
+	names := []string{"gpuwatch_gpu_sm_activity_ratio", "gpuwatch_gpu_tensor_activity_ratio", "gpuwatch_gpu_tensor_pipe_activity_ratio",
+		"gpuwatch_gpu_fp_pipe_activity_ratio", "gpuwatch_gpu_dram_bandwidth_ratio", "gpuwatch_gpu_dense_peak_ops_per_second"}
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(e, "gpuwatch_gpu_sm_occupancy_ratio"); n != 1 {
+		t.Errorf("%d occupancy series, want GPU 0's", n)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(e); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Fatalf("pedantic registry: %v", err)
+	}
+}
