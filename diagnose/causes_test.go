@@ -390,7 +390,7 @@ func TestWorkersProfileNamesDecodeAndAugment(t *testing.T) {
 		t.Errorf("decode (55 %%) frees less than augment (35 %%): %v ≤ %v", dec.Bound.FreeGain, aug.Bound.FreeGain)
 	}
 
-	c.profile = workersProfile(map[string]float64{"decoding": 0.2, "augmenting": 0.2})
+	c.profile = workersProfile(map[string]float64{"decoding": 0.1, "augmenting": 0.1})
 	if got := ids(Classify(c.frames(), DefaultThresholds())); got["decode"] != nil || got["augment"] != nil || got["getitem"] == nil {
 		t.Errorf("no category over the threshold: causes %v, want getitem's alone", got)
 	}

@@ -124,7 +124,7 @@ func capModel(frames []sample.Frame, m *modelAdvice, advice []string) []string {
 	return advice
 }
 
-// capBound caps a cause's bound (causes.go) at the measured ceiling, as
+// capBound caps a cause's bound (cause.go) at the measured ceiling, as
 // CapByCeiling does the model's predictions: no fix in the input pipeline
 // takes the loop past its rate with input free. The gains follow.
 func capBound(frames []sample.Frame, b *Bound) {

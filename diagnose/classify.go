@@ -13,7 +13,7 @@ import (
 // a frame lacks are not used, and without any accelerator signal (no GPU
 // utilization, no loader) it never claims starvation: it reports what the
 // host shows and says what is missing.
-func Classify(frames []sample.Frame, th Thresholds) Verdict { return classify(frames, frames, th) }
+func Classify(frames []sample.Frame, th Thresholds) Verdict { return classify(frames, frames, th, nil) }
 
 // beforeFirstBatch: the loop has not started, in run's start-up grace.
 // What the process does now (imports, building its dataset) is no input
@@ -50,7 +50,7 @@ func notJudged(last sample.Frame, w *window, d decision) (Evidence, bool) {
 // loader that times only its loop (the hook) is modelled from its means
 // over history, which a loader whose epochs are shorter than the window
 // needs (the Diagnoser keeps ModelFrames of it).
-func classify(frames, history []sample.Frame, th Thresholds) Verdict {
+func classify(frames, history []sample.Frame, th Thresholds, held func(string) bool) Verdict {
 	if len(frames) == 0 {
 		return Verdict{Kind: WarmingUp}
 	}
@@ -113,7 +113,7 @@ func classify(frames, history []sample.Frame, th Thresholds) Verdict {
 		v.Changes = append(v.Changes, mmapChanges(&w, v.Changes)...)
 	}
 	v.Advice = capModel(frames, m, advise(d, &w, th, m)) // predictions capped by the measured ceiling (ceiling.go)
-	v.Causes, v.Advice = withCauses(frames, &w, d, v.Advice)
+	v.Causes, v.Advice = withCauses(frames, &w, d, v.Advice, held)
 	v.Confidence = confidence(d, &w, th)
 	v.Severity = severity(d, &w, th)
 	return v

@@ -27,6 +27,17 @@ func NewDiagnoser(th Thresholds) *Diagnoser {
 	return &Diagnoser{th: th, ring: make([]sample.Frame, 0, max(th.WindowFrames, th.ModelFrames, 1))}
 }
 
+// held says the verdict shown names cause id: it stays named while its
+// measure is at least CauseLeaveRatio of its threshold (cause.go).
+func (d *Diagnoser) held(id string) bool {
+	for _, c := range d.shown.Causes {
+		if c.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // Observe adds a frame and returns the verdict to show.
 func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 	replaying := false
@@ -49,7 +60,7 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 		copy(d.ring, d.ring[1:])
 		d.ring[len(d.ring)-1] = *f
 	}
-	v := classify(d.ring[max(0, len(d.ring)-d.th.WindowFrames):], d.ring, d.th)
+	v := classify(d.ring[max(0, len(d.ring)-d.th.WindowFrames):], d.ring, d.th, d.held)
 	switch {
 	case d.shown.Kind == WarmingUp:
 		// The first real verdict needs no hold: the window is full.

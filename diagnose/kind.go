@@ -122,7 +122,7 @@ type Verdict struct {
 	// Causes are what the job's own code does that costs the input
 	// pipeline its time (the hand-over, a float64 payload, padding,
 	// __getitem__, random reads, the loop's own handling), each with its
-	// evidence, its fix and the bound on the fix's gain (causes.go,
+	// evidence, its fix and the bound on the fix's gain (cause.go,
 	// docs/diagnosis.md "Causes and their bounds"); absent when the hook
 	// measured no stages or payload, or none shows.
 	Causes []Cause `json:"causes,omitempty"`

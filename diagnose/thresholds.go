@@ -182,7 +182,7 @@ type Thresholds struct {
 	// straggler's own step is past rank-to-rank noise).
 	AllReduceStepRatio float64 `json:"all_reduce_step_ratio"`
 
-	// The causes beneath a verdict (causes.go, docs/diagnosis.md "Causes
+	// The causes beneath a verdict (cause.go, docs/diagnosis.md "Causes
 	// and their bounds"): where each starts to be worth naming.
 	// ContendedRunDelay: workers that wait for a CPU this share of the time
 	// they want one share the CPUs with the loop (schedstat), and can get
@@ -199,6 +199,17 @@ type Thresholds struct {
 	PaddingShare float64 `json:"padding_share"`
 	// GetitemShare: __getitem__ takes this share of a worker's time.
 	GetitemShare float64 `json:"getitem_share"`
+	// ProfileCauseShare: a category of the workers' own CPU profile that
+	// practice has a fix for (decode, augment, convert, tokenize) is a
+	// cause at this share of their CPU. Every category over it is named,
+	// ranked by its bound: the images loop's decode 27 %, augment 19 %,
+	// convert 18 % were each a cause, not a winner picked near 30 %.
+	ProfileCauseShare float64 `json:"profile_cause_share"`
+	// CauseLeaveRatio: a cause the verdict shown named stays named while
+	// its measure is at least this share of its threshold (hysteresis, as
+	// kinds have: a measure near its threshold does not flip the cause
+	// from frame to frame).
+	CauseLeaveRatio float64 `json:"cause_leave_ratio"`
 	// SmallFileBytes: the files the workers are caught reading, one per
 	// sample, are small at or below this median size.
 	SmallFileBytes float64 `json:"small_file_bytes"`
@@ -239,7 +250,7 @@ func DefaultThresholds() Thresholds {
 		SwapPagesPerSec: 100, MajorFaultsPerSec: 1000, PSIMemSomePct: 10,
 		MmapFaultsPerSec: 50, FileRefaultsPerSec: 1000,
 		CriticalWaitShare: 0.5, CriticalAccelPct: 25, CriticalSwapPagesPerSec: 1000,
-		ContendedRunDelay: 0.2, HandoverShare: 0.25, HandoverBytes: 1 << 20, Float64Share: 0.5, PaddingShare: 0.3, GetitemShare: 0.6, SmallFileBytes: 1 << 20, LoopTakeShare: 0.3, OwnWaitShare: 0.5,
+		ContendedRunDelay: 0.2, HandoverShare: 0.15, HandoverBytes: 1 << 20, Float64Share: 0.5, PaddingShare: 0.3, GetitemShare: 0.6, ProfileCauseShare: 0.15, CauseLeaveRatio: 0.75, SmallFileBytes: 1 << 20, LoopTakeShare: 0.3, OwnWaitShare: 0.5,
 		AllReduceStepRatio: 1.3, GPULagPoints: 30, GPUMemRoomShare: 0.7,
 		EnterHold: Duration(time.Second), LeaveHold: Duration(3 * time.Second),
 	}
