@@ -615,6 +615,9 @@ type Loader struct {
 	// Ceiling is the loop's rate with its input free, when the hook was
 	// asked to measure it (gpuwatch run --ceiling); nil when it was not.
 	Ceiling *Ceiling `json:"ceiling,omitempty"`
+	// Settings is what the job already does (autocast, TF32, memory
+	// format, compile…), as the hook read it; nil when it did not.
+	Settings *JobSettings `json:"settings,omitempty"`
 }
 
 // LoaderStages is one batch's time, stage by stage, over the interval

@@ -324,7 +324,7 @@ func DisconnectedSince(err error) (time.Time, bool) {
 // gpuwatch_loader_info. A text with none of the loader's metrics is an
 // error: it is not a loader.
 func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error) {
-	page, err := expo.Parse(text, "gpuwatch_loader_")
+	page, err := expo.Parse(text, "gpuwatch_") // the loader's series, and the hook's gpuwatch_job_*
 	if err != nil {
 		return LoaderCounters{}, nil, fmt.Errorf("not Prometheus text: %w", err)
 	}
@@ -333,8 +333,9 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 	m.histograms()
 	info := m.info()
 	m.workerPIDs()
-	m.ceiling()                // the ceiling's series (ceiling.go)
-	stagesFromPage(page, &m.c) // the stage and payload series (stages.go): never alone a loader
+	m.ceiling()                           // the ceiling's series (ceiling.go)
+	stagesFromPage(page, &m.c)            // the stage and payload series (stages.go): never alone a loader
+	m.c.Settings = settingsFromPage(page) // the job's settings (settings.go): never alone a loader
 	if m.found == 0 {
 		return m.c, nil, errors.New("no gpuwatch_loader_* metrics: this is not a loader's metrics endpoint")
 	}

@@ -15,6 +15,8 @@ func FuzzCountersFromMetrics(f *testing.F) {
 	f.Add([]byte("gpuwatch_loader_batches_total 1\n"))
 	hook, _ := os.ReadFile(filepath.Join("testdata", "attach", "hook-stages-metrics.txt"))
 	f.Add(hook)
+	settings, _ := os.ReadFile(filepath.Join("testdata", "attach", "hook-settings-metrics.txt"))
+	f.Add(settings)
 	ceiling, _ := os.ReadFile(filepath.Join("testdata", "attach", "hook-ceiling-metrics.txt"))
 	f.Add(ceiling)
 	// Whatever a loader's endpoint serves, counters it yields must go

@@ -53,6 +53,9 @@ type LoaderCounters struct {
 	// Ceiling is the loop's rate with its input free, as the hook measured
 	// it (ceiling.go); nil when it was not asked to.
 	Ceiling *sample.Ceiling
+	// Settings is what the job already does, as the hook read it
+	// (settings.go); nil when the loader does not say.
+	Settings *sample.JobSettings
 	// Kind is what speaks for the loader: "python" (the hook, gpuwatch
 	// run), "go" (a Go loader, gpuwatch loader), "embedded", or "".
 	Kind string
@@ -124,6 +127,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 		PID: cur.PID, LoopTID: cur.LoopTID, WorkerPIDs: cur.WorkerPIDs, BatchesPerEpoch: cur.BatchesPerEpoch,
 		Rank: cur.Rank, LocalRank: cur.LocalRank, WorldSize: cur.WorldSize,
 		DatasetBytes: cur.DatasetBytes, DatasetCachedBytes: cur.DatasetCachedBytes, Ceiling: cur.Ceiling,
+		Settings: cur.Settings,
 	}
 	if cur.EpochStall != nil {
 		out.EpochStallMs = probes.Ptr(float64(cur.EpochStall.Microseconds()) / 1000)

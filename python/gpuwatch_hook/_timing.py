@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _ceiling, _h2d, _payload, _stages, _torch
+from . import _ceiling, _h2d, _payload, _settings, _stages, _torch
 
 #: Histogram bounds in seconds: the embedded loader's (loader/stats.go).
 BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -105,6 +105,12 @@ class Stats:
         self._look_at: Optional[float] = None  # when the next look is due; None: at the next batch
         # The copies to the GPU of the batches looked at (_h2d).
         self.h2d = _h2d.Figures()
+        # What the job already does (_settings): the last reading, the
+        # window open now (the loop's thread opens and closes it), and when
+        # the next opens (None: at the next batch).
+        self.settings: Optional[_settings.Settings] = None
+        self.window: Optional[_settings.Window] = None
+        self._settings_at: Optional[float] = None
 
     def record(self, wait: float, batch: Any, depth: Optional[int]) -> None:
         try:
@@ -128,6 +134,21 @@ class Stats:
             found: List[Tuple[str, Any]] = []
             self.record_look(_payload.look(batch, found))
             _h2d.watch([x for _, x in found], self)
+        if self._settings_at is None or now >= self._settings_at:
+            self._settings_at = now + _settings.READ_EVERY
+            self.close_settings()
+            self.window = _settings.Window.open()
+
+    def close_settings(self) -> None:
+        """Closes the settings' window, if one is open, and keeps its
+        reading (_settings). Called on the loop's thread."""
+        w, self.window = self.window, None
+        if w is None:
+            return
+        s = w.close()
+        with self.lock:
+            s.merge_forward(self.settings)
+            self.settings = s
 
     def record_look(self, lk: Optional[_payload.Look]) -> None:
         """Adds a look at a batch (None: it held no tensor, and counts)."""
@@ -239,6 +260,7 @@ class Stats:
             last = self.last_look
             ceiling = self.ceiling
             h2d = self.h2d.copy()
+            settings = self.settings
         out: List[str] = []
         put = out.append
 
@@ -289,6 +311,8 @@ class Stats:
         render_h2d(put, h2d)
         if ceiling is not None:
             render_ceiling(put, ceiling.figures())
+        if settings is not None:
+            render_settings(put, settings)
         one("gpuwatch_hook_errors_total", "counter", "Waits or steps the hook failed to record (the loop went on).", errors)
         put("# HELP gpuwatch_loader_info The loader's process and kind.\n# TYPE gpuwatch_loader_info gauge\n")
         # tid: the training loop's OS thread, so gpuwatch can tell it from the
@@ -334,6 +358,18 @@ def render_h2d(put: Any, h: "_h2d.Figures") -> None:
     if h.device is not None:
         put("# HELP gpuwatch_loader_h2d_device The GPU the last copy went to (its CUDA index).\n# TYPE gpuwatch_loader_h2d_device gauge\n")
         put("gpuwatch_loader_h2d_device %d\n" % h.device)
+
+
+def render_settings(put: Any, s: "_settings.Settings") -> None:
+    """The job's settings (docs/prometheus.md, "The job's settings"): one
+    info series whose labels are the settings read, and gauges."""
+    labels = _settings.info_labels(s)
+    if labels:
+        put("# HELP gpuwatch_job_setting_info What the job already does, read in one step's window (absent labels: not read).\n")
+        put("# TYPE gpuwatch_job_setting_info gauge\n")
+        put("gpuwatch_job_setting_info{%s} 1\n" % ",".join('%s="%s"' % (k, label(v)) for k, v in labels))
+    for name, help_, v in _settings.gauges(s):
+        put("# HELP %s %s\n# TYPE %s gauge\n%s %s\n" % (name, help_, name, name, fmt(v)))
 
 
 def render_ceiling(put: Any, c: Dict[str, Any]) -> None:
@@ -473,6 +509,11 @@ class Clock:
         ceiling replays (_ceiling), a kept batch instead of take(it)."""
         t0 = clock()
         stats = self.stats
+        if stats.window is not None:  # the settings' window is one step: it ends here
+            try:
+                stats.close_settings()
+            except Exception:
+                stats.error()
         ceiling = stats.ceiling
         if ceiling is not None and ceiling.state == _ceiling.REPLAYING:
             batch = ceiling.replay(t0)

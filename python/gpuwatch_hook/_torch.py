@@ -30,6 +30,15 @@ PRIVATE = (
     ("_utils.pin_memory", "pin_memory", "what the pin-memory thread calls: a carried batch is pinned with it"),
 )
 
+#: The private attributes of torch outside its data module that _settings
+#: reads or patches, as (object's dotted path, attribute, what it gives);
+#: TorchAttributesTest checks those its torch version has.
+PRIVATE_SETTINGS = (
+    ("torch._dynamo.eval_frame", "OptimizedModule", "what torch.compile(module) returns: the model is compiled (torch ≥ 2.0; looked up only once the job imported it)"),
+    ("torch.nn.modules.module.Module", "_compiled_call_impl", "set by module.compile() (torch ≥ 2.2): the module is compiled in place"),
+    ("torch.cuda.graphs.CUDAGraph", "replay", "patched once to count replays: a CUDA graph replayed in the window (CUDA graphs in use)"),
+)
+
 
 class Knobs(NamedTuple):
     workers: Optional[int]

@@ -267,6 +267,30 @@ class TorchAttributesTest(unittest.TestCase):
         finally:
             del it
 
+    def test_every_private_attribute_the_settings_read_exists_where_its_torch_has_it(self):
+        """_settings' private reads (gpuwatch_hook/_torch.py
+        PRIVATE_SETTINGS), each checked on the torch versions that have
+        it: a newer torch that drops one fails here."""
+        import importlib
+
+        version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2] if p.isdigit())
+        since = {"OptimizedModule": (2, 0), "_compiled_call_impl": (2, 2), "replay": (1, 10)}
+        for path, attr, what in _torch.PRIVATE_SETTINGS:
+            self.assertIn(attr, since, "PRIVATE_SETTINGS: say from which torch %s is there" % attr)
+            if version < since[attr]:
+                continue
+            mod_path, obj = path, None
+            while obj is None and mod_path:
+                try:
+                    obj = importlib.import_module(mod_path)
+                except ImportError:
+                    mod_path, _, _ = mod_path.rpartition(".")
+            for name in path[len(mod_path) :].strip(".").split("."):
+                if name:
+                    obj = getattr(obj, name, None)
+            owner = obj() if attr == "_compiled_call_impl" else obj  # an instance's attribute
+            self.assertTrue(hasattr(owner, attr), "torch %s: %s.%s is gone (%s)" % (torch.__version__, path, attr, what))
+
 
 RUN_SCRIPT = textwrap.dedent(
     """

@@ -1,0 +1,427 @@
+"""What the job already does, read by the hook, never guessed: whether its
+step's forward runs under autocast and in which dtype, the float32 matmul
+precision and the TF32 and cudnn.benchmark switches, the conv weights'
+memory format, whether a module is torch.compile'd, whether CUDA graphs
+replay, the batch size, the GPU memory left, and the model's FLOPs per
+step (docs/prometheus.md, "The job's settings").
+
+Read in one step's window, once every READ_EVERY seconds (the first at
+the first batch): when the loop takes a batch (_timing.Stats.record) a
+global module forward pre-hook is registered; inside the first forward of
+a module that holds parameters (the model: an augmentation or a loss
+without parameters is passed over) it reads autocast as torch has it
+there, walks that module's submodules once and removes itself. The next
+batch taken closes the window (reads the GPU memory and whether a CUDA
+graph replayed in between). Between windows nothing is installed: a
+training step costs the hook nothing for this.
+
+A setting the hook could not read is None and left off the page, never
+a made-up value. Inside torch.compile's tracing the hook does nothing
+(is_compiling() is tested first). A leaf: imports nothing of the hook."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, List, Optional, Tuple
+
+#: Seconds between two windows: a setting changed while the job runs is
+#: seen within this.
+READ_EVERY = 60.0
+#: The most submodules walked (a bound on one read's cost).
+MAX_MODULES = 200_000
+
+_replays = 0  # CUDAGraph.replay calls since the patch
+_graphs_patched = False
+_graphs_tried = False
+_flops_done = False  # the FLOPs are counted once per process
+_warn_filtered = False
+
+
+class Settings:
+    """One reading. None: not read."""
+
+    __slots__ = (
+        "autocast", "autocast_dtype", "autocast_device", "matmul_precision", "matmul_tf32", "cudnn_tf32",
+        "cudnn_benchmark", "forward", "training", "conv_format", "has_conv", "has_linear", "modules", "compiled",
+        "cuda_graphs", "batch_size", "mem_free", "mem_total", "max_allocated", "flops_per_step", "read_at",
+    )
+
+    def __init__(self) -> None:
+        for k in Settings.__slots__:
+            setattr(self, k, None)
+
+    def merge_forward(self, old: Optional["Settings"]) -> None:
+        """Keeps old's forward readings where this window saw no forward,
+        or saw an evaluation's (no grad) after a training step's."""
+        if old is None or old.forward is None:
+            return
+        if self.forward is None or (not self.training and old.training):
+            for k in FORWARD:
+                setattr(self, k, getattr(old, k))
+        if self.flops_per_step is None:
+            self.flops_per_step = old.flops_per_step
+
+
+#: The readings made inside the model's forward.
+FORWARD = ("autocast", "autocast_dtype", "autocast_device", "forward", "training", "conv_format", "has_conv", "has_linear", "modules", "compiled", "batch_size")
+
+
+def _torch() -> Any:
+    return sys.modules.get("torch")
+
+
+def _compiling(torch: Any) -> bool:
+    comp = getattr(torch, "compiler", None)
+    f = getattr(comp, "is_compiling", None)
+    try:
+        return bool(f()) if f is not None else False
+    except Exception:
+        return False
+
+
+def first_tensor(x: Any, torch: Any, depth: int = 0) -> Any:
+    """The first tensor in a module's arguments (a tuple, list or dict,
+    four levels deep at most), or None."""
+    if isinstance(x, torch.Tensor):
+        return x
+    if depth >= 4:
+        return None
+    if isinstance(x, (tuple, list)):
+        for v in x[:8]:
+            t = first_tensor(v, torch, depth + 1)
+            if t is not None:
+                return t
+    elif isinstance(x, dict):
+        for v in list(x.values())[:8]:
+            t = first_tensor(v, torch, depth + 1)
+            if t is not None:
+                return t
+    return None
+
+
+def read_flags(torch: Any, s: Settings) -> None:
+    """The process-wide switches: float32 matmul precision, TF32 for
+    matmuls and convs, cudnn.benchmark."""
+    try:
+        p = torch.get_float32_matmul_precision()
+        s.matmul_precision = p if p in ("highest", "high", "medium") else None
+    except Exception:
+        pass
+    backends = getattr(torch, "backends", None)
+    matmul = getattr(getattr(backends, "cuda", None), "matmul", None)
+    cudnn = getattr(backends, "cudnn", None)
+    # torch ≥ 2.9 says fp32_precision ("ieee", "tf32"); allow_tf32 before.
+    for obj, owner, attr in ((matmul, matmul, "matmul_tf32"), (getattr(cudnn, "conv", None) or cudnn, cudnn, "cudnn_tf32")):
+        try:
+            fp = getattr(obj, "fp32_precision", None)
+        except Exception:  # torch's cuBLAS module raises for a name it lacks
+            fp = None
+        if fp in ("ieee", "tf32"):
+            setattr(s, attr, fp == "tf32")
+            continue
+        try:
+            v = getattr(owner, "allow_tf32", None)
+            setattr(s, attr, v if isinstance(v, bool) else None)
+        except Exception:
+            pass
+    try:
+        v = cudnn.benchmark
+        s.cudnn_benchmark = v if isinstance(v, bool) else None
+    except Exception:
+        pass
+
+
+def read_autocast(torch: Any, device: str, s: Settings) -> None:
+    """Whether autocast is on for device ("cuda", "cpu") here, and its
+    dtype: torch ≥ 2.4 takes the device type; before, one function per
+    device."""
+    on = dtype = None
+    try:
+        try:
+            on = torch.is_autocast_enabled(device)
+        except TypeError:  # torch < 2.4: no argument (CUDA's)
+            on = torch.is_autocast_enabled() if device == "cuda" else torch.is_autocast_cpu_enabled() if device == "cpu" else None
+        if on:
+            get = getattr(torch, "get_autocast_dtype", None)
+            if get is not None:
+                dtype = get(device)
+            elif device == "cuda":
+                dtype = torch.get_autocast_gpu_dtype()
+            elif device == "cpu":
+                dtype = torch.get_autocast_cpu_dtype()
+    except Exception:
+        return
+    if not isinstance(on, bool):
+        return
+    s.autocast, s.autocast_device = on, device
+    if on:
+        s.autocast_dtype = {torch.bfloat16: "bfloat16", torch.float16: "float16"}.get(dtype)
+
+
+def read_modules(torch: Any, module: Any, s: Settings) -> None:
+    """The module's submodules: how many, whether convs and linears are
+    among them, the 2-D convs' weight memory format, whether any is
+    torch.compile'd."""
+    nn = torch.nn
+    convs = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
+    conv2d = (nn.Conv2d, nn.ConvTranspose2d)
+    ev = sys.modules.get("torch._dynamo.eval_frame")
+    optimized = getattr(ev, "OptimizedModule", None)
+    n = 0
+    has_conv = has_linear = compiled = False
+    last = first = 0  # 2-D conv weights only one format can say: channels_last, contiguous
+    for m in module.modules():
+        n += 1
+        if n > MAX_MODULES:
+            return
+        if optimized is not None and isinstance(m, optimized):
+            compiled = True
+        elif getattr(m, "_compiled_call_impl", None) is not None:
+            compiled = True
+        if isinstance(m, nn.Linear):
+            has_linear = True
+        elif isinstance(m, convs):
+            has_conv = True
+            w = getattr(m, "weight", None)
+            if isinstance(m, conv2d) and isinstance(w, torch.Tensor) and w.dim() == 4:
+                cl = w.is_contiguous(memory_format=torch.channels_last)
+                c = w.is_contiguous()
+                if cl and not c:
+                    last += 1
+                elif c and not cl:
+                    first += 1
+    s.modules, s.has_conv, s.has_linear, s.compiled = n, has_conv, has_linear, compiled
+    if last or first:
+        s.conv_format = "channels_last" if not first else "contiguous" if not last else "mixed"
+
+
+def _patch_graphs(torch: Any) -> None:
+    """Counts CUDAGraph.replay calls (torch.cuda.graphs; torch.compile's
+    reduce-overhead replays them too), where torch has CUDA built in.
+    Tried once; never raises."""
+    global _graphs_patched, _graphs_tried
+    if _graphs_tried:
+        return
+    _graphs_tried = True
+    try:
+        if not torch.backends.cuda.is_built():
+            return
+        cls = torch.cuda.graphs.CUDAGraph
+        orig = cls.replay
+    except Exception:
+        return
+
+    def replay(self: Any, *a: Any, **k: Any) -> Any:
+        global _replays
+        _replays += 1
+        return orig(self, *a, **k)
+
+    replay.__name__, replay.__qualname__, replay.__doc__ = orig.__name__, getattr(orig, "__qualname__", "replay"), orig.__doc__
+    cls.replay = replay
+    _graphs_patched = True
+
+
+def _filter_compile_warning() -> None:
+    """torch ≥ 2.5 warns, at each torch.compile'd module's call while a
+    global module hook is registered, that the hook fires an extra time:
+    the window's hook is the hook's, not the job's, so that one warning
+    is not shown. Installed once (changing warnings.filters again and
+    again would show the job's once-only warnings anew)."""
+    global _warn_filtered
+    if _warn_filtered:
+        return
+    _warn_filtered = True
+    import warnings
+
+    warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks", category=UserWarning)
+
+
+class Window:
+    """One step's read: open() at a batch taken, close() at the next."""
+
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self.s = Settings()
+        self.handle: Any = None
+        self.flops: Any = None  # the FlopCounterMode while it counts
+        self.flops_handle: Any = None
+        self.replays = _replays
+        self.cuda_index: Optional[int] = None
+        self.closed = False
+
+    @staticmethod
+    def open() -> Optional["Window"]:
+        """A window, its hook registered; None when torch's nn is not
+        imported (nothing to read). Never raises."""
+        torch = _torch()
+        if torch is None or getattr(torch, "nn", None) is None:
+            return None
+        try:
+            _patch_graphs(torch)
+            w = Window(torch)
+            if "torch._dynamo" in sys.modules:
+                _filter_compile_warning()
+            w.handle = torch.nn.modules.module.register_module_forward_pre_hook(w.pre)
+            return w
+        except Exception:
+            return None
+
+    def pre(self, module: Any, args: Any) -> None:
+        """The global forward pre-hook: at the first module with
+        parameters, reads and removes itself."""
+        torch = self.torch
+        if self.closed or _compiling(torch):
+            return None
+        try:
+            if next(module.parameters(), None) is None:
+                return None  # an augmentation, a loss: not the model
+        except Exception:
+            return None
+        self._remove()
+        try:
+            self.read_forward(module, args)
+        except Exception:
+            pass
+        return None
+
+    def _remove(self) -> None:
+        h, self.handle = self.handle, None
+        if h is not None:
+            h.remove()
+
+    def read_forward(self, module: Any, args: Any) -> None:
+        torch, s = self.torch, self.s
+        s.forward = True
+        s.training = bool(torch.is_grad_enabled() and getattr(module, "training", False))
+        t = first_tensor(args, torch)
+        device = None
+        if t is not None:
+            if t.dim() > 0:
+                s.batch_size = int(t.shape[0])
+            device = t.device
+        if device is None or device.type not in ("cuda", "cpu"):
+            p = next(module.parameters(), None)
+            device = getattr(p, "device", device)
+        dtype = getattr(device, "type", None)
+        if dtype == "cuda":
+            self.cuda_index = device.index
+        if dtype in ("cuda", "cpu"):
+            read_autocast(torch, dtype, s)
+        read_flags(torch, s)
+        read_modules(torch, module, s)
+        if s.compiled is False:
+            self.count_flops(module)
+
+    def count_flops(self, module: Any) -> None:
+        """Counts the forward's FLOPs once per process
+        (torch.utils.flop_counter, torch ≥ 2.1): the mode is entered here
+        and left when the module's forward returns."""
+        global _flops_done
+        if _flops_done:
+            return
+        _flops_done = True
+        try:
+            import importlib
+
+            fc = importlib.import_module("torch.utils.flop_counter")
+            mode = fc.FlopCounterMode(display=False)
+            mode.__enter__()
+        except Exception:
+            return
+        self.flops = mode
+        try:
+            self.flops_handle = module.register_forward_hook(self.post)
+        except Exception:
+            self._end_flops(False)
+
+    def post(self, module: Any, args: Any, out: Any) -> None:
+        self._end_flops(True)
+        return None
+
+    def _end_flops(self, whole: bool) -> None:
+        mode, self.flops = self.flops, None
+        h, self.flops_handle = self.flops_handle, None
+        if h is not None:
+            h.remove()
+        if mode is None:
+            return
+        try:
+            mode.__exit__(None, None, None)
+            n = float(mode.get_total_flops())
+        except Exception:
+            return
+        if whole and n > 0:
+            # A training step is its forward and a backward about twice
+            # the forward's (the usual 6N-per-token rule is this 3×).
+            self.s.flops_per_step = n * (3 if self.s.training else 1)
+
+    def close(self) -> Settings:
+        """Ends the window: removes what is left, reads the GPU memory and
+        the replays. Never raises."""
+        self.closed = True
+        s, torch = self.s, self.torch
+        try:
+            self._remove()
+            self._end_flops(False)  # a forward that raised: no count
+        except Exception:
+            pass
+        if s.forward is None:
+            read_flags(torch, s)
+        try:
+            if torch.cuda.is_initialized():
+                i = self.cuda_index if self.cuda_index is not None else torch.cuda.current_device()
+                free, total = torch.cuda.mem_get_info(i)
+                s.mem_free, s.mem_total = int(free), int(total)
+                s.max_allocated = int(torch.cuda.max_memory_allocated(i))
+                if _graphs_patched:
+                    s.cuda_graphs = _replays > self.replays
+        except Exception:
+            pass
+        s.read_at = time.time()
+        return s
+
+
+def info_labels(s: Settings) -> List[Tuple[str, str]]:
+    """The gpuwatch_job_setting_info labels of a reading, those read."""
+    out: List[Tuple[str, str]] = []
+
+    def flag(name: str, v: Optional[bool]) -> None:
+        if v is not None:
+            out.append((name, "1" if v else "0"))
+
+    flag("autocast", s.autocast)
+    if s.autocast and s.autocast_dtype:
+        out.append(("autocast_dtype", s.autocast_dtype))
+    if s.autocast_device:
+        out.append(("autocast_device", s.autocast_device))
+    if s.matmul_precision:
+        out.append(("float32_matmul_precision", s.matmul_precision))
+    flag("matmul_allow_tf32", s.matmul_tf32)
+    flag("cudnn_allow_tf32", s.cudnn_tf32)
+    flag("cudnn_benchmark", s.cudnn_benchmark)
+    if s.conv_format:
+        out.append(("conv_memory_format", s.conv_format))
+    flag("has_conv", s.has_conv)
+    flag("has_linear", s.has_linear)
+    flag("compiled", s.compiled)
+    flag("cuda_graphs", s.cuda_graphs)
+    flag("training", s.training)
+    return out
+
+
+def gauges(s: Settings) -> List[Tuple[str, str, Any]]:
+    """The gauges of a reading, those read: (name, help, value)."""
+    out: List[Tuple[str, str, Any]] = []
+    for name, help_, v in (
+        ("gpuwatch_job_batch_size", "The first dimension of the first tensor the model's forward got (the batch, per rank).", s.batch_size),
+        ("gpuwatch_job_modules", "Modules in the model (itself and every submodule).", s.modules),
+        ("gpuwatch_job_gpu_mem_free_bytes", "GPU memory free on the model's GPU (torch.cuda.mem_get_info), when the settings were read.", s.mem_free),
+        ("gpuwatch_job_gpu_mem_total_bytes", "GPU memory on the model's GPU (torch.cuda.mem_get_info).", s.mem_total),
+        ("gpuwatch_job_gpu_max_allocated_bytes", "The most GPU memory torch's allocator has held for tensors (torch.cuda.max_memory_allocated).", s.max_allocated),
+        ("gpuwatch_job_flops_per_step", "The model's FLOPs per step: its forward's, counted once (torch.utils.flop_counter), times 3 for a training step (forward and backward).", s.flops_per_step),
+        ("gpuwatch_job_settings_read_timestamp_seconds", "When the settings were last read (Unix time).", s.read_at),
+    ):
+        if v is not None:
+            out.append((name, help_, v))
+    return out

@@ -1,0 +1,223 @@
+"""What the job already does, read by the hook (gpuwatch_hook/_settings.py):
+autocast and its dtype, the float32 matmul precision, TF32 and
+cudnn.benchmark, the conv weights' memory format, compile, the batch
+size — each read in one step's window, as torch has it there, and nothing
+installed after it. Here on Debian's CPU-only torch (autocast on the CPU
+in bfloat16); the GPU's memory and CUDA graphs are proved on a GPU.
+python3 -m unittest discover -s python/tests"""
+
+import os
+import sys
+import time
+import types
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import gpuwatch_hook as hook  # noqa: E402
+from gpuwatch_hook import _settings  # noqa: E402
+
+from test_stages import metrics  # noqa: E402  (sets the runtime folder)
+
+try:
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader
+except ImportError:
+    torch = None
+
+
+def setting_info(m):
+    """The labels of gpuwatch_job_setting_info on a metrics page (None when
+    it is absent)."""
+    for k in m:
+        if k.startswith("gpuwatch_job_setting_info{"):
+            body = k[len("gpuwatch_job_setting_info{") : -1]
+            return dict((kv.split("=", 1)[0], kv.split("=", 1)[1].strip('"')) for kv in body.split(","))
+    return None
+
+
+if torch is not None:
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.fc = nn.Linear(8 * 8 * 8, 10)
+
+        def forward(self, x):
+            return self.fc(torch.relu(self.conv(x)).flatten(1))
+
+    class Jitter(nn.Module):
+        """An augmentation without parameters, called before the model."""
+
+        def forward(self, x):
+            return x + 0.0
+
+
+@unittest.skipIf(torch is None, "needs torch (CI has Debian's python3-torch)")
+class SettingsTest(unittest.TestCase):
+    def run_loop(self, model=None, step=None, batches=6, channels_last=False):
+        model = model or Net()
+        if channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        data = [torch.randn(3, 8, 8) for _ in range(24)]
+        loader = DataLoader(data, batch_size=4)
+        with hook.watch(loader, port=0, quiet=True) as w:
+            for i, x in enumerate(w):
+                if i >= batches:
+                    break
+                if step is not None:
+                    step(model, x)
+                else:
+                    model(x).sum().backward()
+            m = metrics(w)
+        self.assertIsNotNone(setting_info(m), m)
+        return setting_info(m), m
+
+    def test_plain_fp32_is_read_as_such(self):
+        info, m = self.run_loop()
+        self.assertEqual(info["autocast"], "0")
+        self.assertNotIn("autocast_dtype", info)
+        self.assertEqual(info["autocast_device"], "cpu")
+        self.assertEqual(info["conv_memory_format"], "contiguous")
+        self.assertEqual((info["has_conv"], info["has_linear"], info["compiled"], info["training"]), ("1", "1", "0", "1"))
+        self.assertEqual(info["float32_matmul_precision"], torch.get_float32_matmul_precision())
+        self.assertEqual(info["cudnn_benchmark"], "0")
+        self.assertEqual(info["matmul_allow_tf32"], "1" if torch.backends.cuda.matmul.allow_tf32 else "0")
+        self.assertNotIn("cuda_graphs", info)  # no CUDA here: not known, not 0
+        self.assertEqual(m["gpuwatch_job_batch_size"], 4)
+        self.assertEqual(m["gpuwatch_job_modules"], 3)
+        self.assertNotIn("gpuwatch_job_gpu_mem_free_bytes", m)  # no CUDA: absent
+        self.assertAlmostEqual(m["gpuwatch_job_settings_read_timestamp_seconds"], time.time(), delta=60)
+
+    def test_autocast_bf16_is_read_inside_the_forward(self):
+        def step(model, x):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                out = model(x)
+            out.float().sum().backward()
+
+        info, _ = self.run_loop(step=step)
+        self.assertEqual((info["autocast"], info["autocast_dtype"], info["autocast_device"]), ("1", "bfloat16", "cpu"))
+
+    def test_channels_last_convs(self):
+        info, _ = self.run_loop(channels_last=True)
+        self.assertEqual(info["conv_memory_format"], "channels_last")
+
+    def test_float32_matmul_precision_high(self):
+        before = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision("high")
+        try:
+            info, _ = self.run_loop()
+        finally:
+            torch.set_float32_matmul_precision(before)
+        self.assertEqual(info["float32_matmul_precision"], "high")
+
+    def test_cudnn_benchmark_true_and_false(self):
+        before = torch.backends.cudnn.benchmark
+        try:
+            for on in (True, False):
+                torch.backends.cudnn.benchmark = on
+                info, _ = self.run_loop()
+                self.assertEqual(info["cudnn_benchmark"], "1" if on else "0")
+        finally:
+            torch.backends.cudnn.benchmark = before
+
+    def test_a_module_without_parameters_called_first_is_not_the_model(self):
+        jitter = Jitter()
+
+        def step(model, x):
+            model(jitter(x)).sum().backward()
+
+        info, m = self.run_loop(step=step)
+        self.assertEqual(info["has_conv"], "1")
+        self.assertEqual(m["gpuwatch_job_modules"], 3)
+
+    def test_an_evaluation_says_it_is_not_training(self):
+        def step(model, x):
+            with torch.no_grad():
+                model(x)
+
+        info, _ = self.run_loop(step=step)
+        self.assertEqual(info["training"], "0")
+
+    def test_no_forward_gives_no_forward_reading(self):
+        info, m = self.run_loop(step=lambda model, x: None)
+        for k in ("autocast", "has_conv", "compiled", "conv_memory_format"):
+            self.assertNotIn(k, info)  # not read: absent, never guessed
+        self.assertIn("float32_matmul_precision", info)
+        self.assertNotIn("gpuwatch_job_batch_size", m)
+
+    def test_a_compiled_module_is_seen(self):
+        """torch.compile's OptimizedModule (torch ≥ 2.0) and module.compile()'s
+        _compiled_call_impl (≥ 2.2), as this torch would show them."""
+        fake = types.ModuleType("torch._dynamo.eval_frame")
+
+        class OptimizedModule(nn.Module):
+            def __init__(self, mod):
+                super().__init__()
+                self._orig_mod = mod
+
+            def forward(self, x):
+                return self._orig_mod(x)
+
+        fake.OptimizedModule = OptimizedModule
+        saved = sys.modules.get("torch._dynamo.eval_frame")
+        sys.modules["torch._dynamo.eval_frame"] = fake
+        try:
+            info, _ = self.run_loop(model=OptimizedModule(Net()))
+            self.assertEqual(info["compiled"], "1")
+        finally:
+            if saved is None:
+                del sys.modules["torch._dynamo.eval_frame"]
+            else:
+                sys.modules["torch._dynamo.eval_frame"] = saved
+        net = Net()
+        net._compiled_call_impl = lambda *a: None
+        info, _ = self.run_loop(model=net)
+        self.assertEqual(info["compiled"], "1")
+
+    def test_the_read_costs_nothing_per_sample_after_its_window(self):
+        """One window at the first batch: the pre-hook runs once, at the
+        model's first forward, and removes itself; later steps run with no
+        global hook of the hook's, and no second window opens within
+        READ_EVERY."""
+        calls = []
+        orig_pre, orig_open = _settings.Window.pre, _settings.Window.open
+
+        def pre(self, module, args):
+            calls.append(type(module).__name__)
+            return orig_pre(self, module, args)
+
+        opened = []
+
+        def open_():
+            w = orig_open()
+            opened.append(w)
+            return w
+
+        hooks_in_steps = []
+
+        def step(model, x):
+            model(x).sum().backward()
+            hooks_in_steps.append(len(torch.nn.modules.module._global_forward_pre_hooks))
+
+        _settings.Window.pre, _settings.Window.open = pre, staticmethod(open_)
+        try:
+            self.run_loop(step=step, batches=6)
+        finally:
+            _settings.Window.pre, _settings.Window.open = orig_pre, orig_open
+        self.assertEqual(len(opened), 1)
+        self.assertEqual(calls, ["Net"])  # the model's forward, once; never its submodules
+        self.assertEqual(hooks_in_steps, [0] * 6)  # removed inside the first forward
+        self.assertEqual(len(torch.nn.modules.module._global_forward_pre_hooks), 0)
+
+    def test_labels_are_only_what_was_read(self):
+        s = _settings.Settings()
+        self.assertEqual(_settings.info_labels(s), [])
+        self.assertEqual(_settings.gauges(s), [])
+        s.autocast, s.autocast_dtype, s.cuda_graphs = True, "float16", False
+        self.assertEqual(_settings.info_labels(s), [("autocast", "1"), ("autocast_dtype", "float16"), ("cuda_graphs", "0")])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,74 @@
+package sample
+
+import "time"
+
+// JobSettings is what the training job already does, as the hook read it
+// in one step's window (python/gpuwatch_hook/_settings.py): whether its
+// forward runs under autocast, the float32 matmul precision and TF32
+// switches, cudnn.benchmark, the conv weights' memory format, compile,
+// CUDA graphs, the batch size, the GPU memory left and the model's FLOPs
+// per step. Advice reads it so as never to advise what is already on. A
+// nil field (or an empty string) was not read: never a guess.
+type JobSettings struct {
+	// Autocast is whether the step's forward ran under autocast (on the
+	// device of its input); AutocastDtype its dtype then: "bfloat16",
+	// "float16", or "" (off, not read, or another dtype).
+	Autocast      *bool  `json:"autocast,omitempty"`
+	AutocastDtype string `json:"autocast_dtype,omitempty"`
+	// Float32MatmulPrecision is torch.get_float32_matmul_precision():
+	// "highest", "high", "medium", or "" when not read.
+	Float32MatmulPrecision string `json:"float32_matmul_precision,omitempty"`
+	// MatmulAllowTF32 and CudnnAllowTF32 are torch.backends.cuda.matmul's
+	// and torch.backends.cudnn's allow_tf32 (fp32_precision "tf32" on
+	// torch ≥ 2.9); CudnnBenchmark is torch.backends.cudnn.benchmark.
+	MatmulAllowTF32 *bool `json:"matmul_allow_tf32,omitempty"`
+	CudnnAllowTF32  *bool `json:"cudnn_allow_tf32,omitempty"`
+	CudnnBenchmark  *bool `json:"cudnn_benchmark,omitempty"`
+	// ConvChannelsLast is whether the model's 2-D convs hold their weights
+	// channels_last (false: some or all are contiguous, NCHW); nil with no
+	// conv, or where every weight reads the same in both formats (1×1).
+	ConvChannelsLast *bool `json:"conv_channels_last,omitempty"`
+	// HasConv and HasLinear say whether the model has convs (1-, 2- or
+	// 3-D, transposed too) and linear layers.
+	HasConv   *bool `json:"has_conv,omitempty"`
+	HasLinear *bool `json:"has_linear,omitempty"`
+	// Compiled is whether the model or one of its modules is
+	// torch.compile'd (an OptimizedModule, or module.compile()).
+	Compiled *bool `json:"compiled,omitempty"`
+	// CUDAGraphs is whether a CUDA graph replayed in the step's window;
+	// nil where CUDA was not set up (nothing to know).
+	CUDAGraphs *bool `json:"cuda_graphs,omitempty"`
+	// BatchSize is the first dimension of the first tensor the model's
+	// forward got (per rank).
+	BatchSize *int `json:"batch_size,omitempty"`
+	// GPUMemFreeBytes and GPUMemTotalBytes are torch.cuda.mem_get_info()
+	// of the model's GPU when read; nil without CUDA.
+	GPUMemFreeBytes  *uint64 `json:"gpu_mem_free_bytes,omitempty"`
+	GPUMemTotalBytes *uint64 `json:"gpu_mem_total_bytes,omitempty"`
+	// FLOPsPerStep is the model's FLOPs per step: its forward's, counted
+	// once (torch.utils.flop_counter, torch ≥ 2.1), ×3 for a training step
+	// (the backward is about twice the forward). Nil where not counted.
+	FLOPsPerStep *float64 `json:"flops_per_step,omitempty" check:"0,1e30"`
+	// ReadAt is when the hook last read them; nil when it did not say.
+	ReadAt *time.Time `json:"read_at,omitempty"`
+}
+
+// TF32 says whether float32 matmuls may run on TF32 tensor cores: the
+// float32 matmul precision "high" or "medium", or matmul allow_tf32 on.
+// known is false when neither was read.
+func (s *JobSettings) TF32() (on bool, known bool) {
+	if s == nil {
+		return false, false
+	}
+	switch s.Float32MatmulPrecision {
+	case "high", "medium":
+		return true, true
+	}
+	if s.MatmulAllowTF32 != nil {
+		return *s.MatmulAllowTF32, true
+	}
+	if s.Float32MatmulPrecision == "highest" {
+		return false, true
+	}
+	return false, false
+}

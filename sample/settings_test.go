@@ -1,0 +1,35 @@
+package sample
+
+import "testing"
+
+func TestTF32(t *testing.T) {
+	yes, no := true, false
+	for _, tc := range []struct {
+		name      string
+		s         *JobSettings
+		on, known bool
+	}{
+		{"nil settings: unknown", nil, false, false},
+		{"nothing read: unknown", &JobSettings{}, false, false},
+		{"precision high", &JobSettings{Float32MatmulPrecision: "high"}, true, true},
+		{"precision medium", &JobSettings{Float32MatmulPrecision: "medium", MatmulAllowTF32: &no}, true, true},
+		{"highest alone", &JobSettings{Float32MatmulPrecision: "highest"}, false, true},
+		{"allow_tf32 on", &JobSettings{MatmulAllowTF32: &yes}, true, true},
+		{"allow_tf32 off", &JobSettings{Float32MatmulPrecision: "highest", MatmulAllowTF32: &no}, false, true},
+		{"cudnn's TF32 is not the matmuls'", &JobSettings{CudnnAllowTF32: &yes}, false, false},
+	} {
+		if on, known := tc.s.TF32(); on != tc.on || known != tc.known {
+			t.Errorf("%s: TF32() = %v, %v; want %v, %v", tc.name, on, known, tc.on, tc.known)
+		}
+	}
+}
+
+// TestCheckKeepsLargeFLOPs: a large model's FLOPs per step are past the
+// default 1e15 bound of a float; its tag lets them through.
+func TestCheckKeepsLargeFLOPs(t *testing.T) {
+	flops := 1.7e17
+	f := &Frame{Loader: &Loader{Settings: &JobSettings{FLOPsPerStep: &flops}}}
+	if notes := f.Check(); len(notes) != 0 || f.Loader.Settings.FLOPsPerStep == nil {
+		t.Errorf("notes %q", notes)
+	}
+}
