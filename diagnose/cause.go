@@ -25,6 +25,10 @@ type Cause struct {
 	// Stages are the stages the fix makes cheaper, as the hook names them.
 	Stages []string `json:"stages,omitempty"`
 	Bound  *Bound   `json:"bound,omitempty"`
+	// BoundWhy says how the bound was read where it is not the pipeline
+	// model's (the GPU causes: a ratio of dense peaks, of SM activity),
+	// or why there is none.
+	BoundWhy string `json:"bound_why,omitempty"`
 }
 
 // causeRule is one cause, whole: its id, the stages its fix cuts, the
@@ -35,7 +39,11 @@ type causeRule struct {
 	id       string
 	stages   []string
 	category string
-	find     func(in *causeIn) (Cause, bool)
+	// gpu: a cause of the GPU-bound step (cause_gpu.go), read from GPM
+	// and the job's settings; its bound is the step's, not the input
+	// pipeline's, and the input's ceiling does not cap it.
+	gpu  bool
+	find func(in *causeIn) (Cause, bool)
 }
 
 // causeRules is the registry, in the order of registration; CauseIDs the
@@ -106,6 +114,15 @@ func (in *causeIn) atLeast(id string, v, th float64) bool {
 	return v >= th
 }
 
+// below is atLeast for a measure that names a cause when low: a held
+// cause stays while v is under th ÷ CauseLeaveRatio.
+func (in *causeIn) below(id string, v, th float64) bool {
+	if in.held != nil && in.held(id) && in.w.th.CauseLeaveRatio > 0 {
+		th /= in.w.th.CauseLeaveRatio
+	}
+	return v < th
+}
+
 // causesOf are the causes the window shows, ranked by what their fixes can
 // gain (the bound at k; causes without a bound last); none without the
 // stages or the payload the hook measures.
@@ -135,6 +152,16 @@ func causesOf(frames []sample.Frame, w *window, d decision, held func(string) bo
 	}
 	slices.SortStableFunc(out, func(a, b Cause) int { return cmp.Compare(rankGain(b), rankGain(a)) })
 	return out
+}
+
+// ruleOf is a registered cause's rule.
+func ruleOf(id string) *causeRule {
+	for _, r := range causeRules {
+		if r.id == id {
+			return r
+		}
+	}
+	return &causeRule{id: id}
 }
 
 // excluded says a cause that holds is left out by another that holds
@@ -169,7 +196,9 @@ func withCauses(frames []sample.Frame, w *window, d decision, advice []string, h
 		return nil, advice
 	}
 	for i := range cs {
-		capBound(frames, cs[i].Bound) // no bound past the measured ceiling (ceiling.go)
+		if !ruleOf(cs[i].ID).gpu {
+			capBound(frames, cs[i].Bound) // no bound past the measured ceiling (ceiling.go)
+		}
 	}
 	lines := make([]string, 0, len(cs)+len(advice))
 	for _, c := range cs {
@@ -198,6 +227,12 @@ func lastPayload(frames []sample.Frame) *sample.BatchPayload {
 // bound.
 func causeLine(c Cause) string {
 	s := c.Evidence + ": " + c.Fix
+	if c.BoundWhy != "" {
+		if b := c.Bound; b != nil {
+			return s + fmt.Sprintf(" — at most %s, %s", boundRate(b.SamplesPerSec, b.Gain), c.BoundWhy)
+		}
+		return s + " — " + c.BoundWhy
+	}
 	if b := c.Bound; b != nil {
 		s += fmt.Sprintf(" — at most %s at %.2g× less", boundRate(b.SamplesPerSec, b.Gain), b.K)
 		if b.FreeGain > b.Gain*1.005 {

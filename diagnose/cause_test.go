@@ -142,6 +142,20 @@ var causeCases = map[string]func(t *testing.T) []Cause{
 		}
 		return Classify(frames, DefaultThresholds()).Causes
 	},
+	"tensor_idle": func(*testing.T) []Cause {
+		return Classify(gpuBoundFrames(95, 0.5, 20, 80, 60, fp32Settings()), DefaultThresholds()).Causes
+	},
+	"channels_last": func(*testing.T) []Cause {
+		st := bf16Settings()
+		st.HasConv, st.ConvChannelsLast = ptr(true), ptr(false)
+		return Classify(gpuBoundFrames(82, 12, 30, 20, 60, st), DefaultThresholds()).Causes
+	},
+	"launch_bound": func(*testing.T) []Cause {
+		return Classify(gpuBoundFrames(20, 2, 10, 10, 98, bf16Settings()), DefaultThresholds()).Causes
+	},
+	"memory_bound": func(*testing.T) []Cause {
+		return Classify(gpuBoundFrames(85, 5, 70, 30, 60, bf16Settings()), DefaultThresholds()).Causes
+	},
 	"small_files": func(*testing.T) []Cause {
 		fs := looked(smallFilesLoop.frames(), 8, 16<<10, func(j int) *sample.OpenFile {
 			return &sample.OpenFile{Path: fmt.Sprintf("/mnt/data/train/%05d.bin", 40+j), Bytes: 16 << 10, FS: "fuse.sshfs", Mount: "/mnt/data", Network: true}

@@ -9,12 +9,15 @@ import "github.com/gpuwatch/gpuwatch/sample"
 type signal int
 
 const (
-	sigGPUUtil     signal = iota // the mean utilization over the judged GPUs
-	sigGPUP5                     // their mean p5 within the interval
-	sigGPUP95                    // their mean p95
-	sigSMActivity                // GPM SM activity (MIG)
-	sigPCIeRx                    // the busiest judged GPU's PCIe RX share of its link
-	sigVirtualBusy               // the virtual accelerator's busy %
+	sigGPUUtil        signal = iota // the mean utilization over the judged GPUs
+	sigGPUP5                        // their mean p5 within the interval
+	sigGPUP95                       // their mean p95
+	sigSMActivity                   // GPM SM activity (MIG)
+	sigTensorActivity               // GPM tensor activity, any precision
+	sigDRAMBW                       // GPM DRAM bandwidth, % of the peak
+	sigFP32Activity                 // GPM FP32 pipe activity
+	sigPCIeRx                       // the busiest judged GPU's PCIe RX share of its link
+	sigVirtualBusy                  // the virtual accelerator's busy %
 
 	sigWaitShare     // the loop's share of time waiting for a batch
 	sigBatchesPerSec // instrumented loaders only (a sampled loop has no rates)
@@ -75,12 +78,15 @@ func (s *signals) addIf(k signal, v *float64) {
 
 // medianOf is where each signal's median goes.
 var medianOf = [numSignals]func(*window) *level{
-	sigGPUUtil:     func(w *window) *level { return &w.gpuUtil },
-	sigGPUP5:       func(w *window) *level { return &w.gpuP5 },
-	sigGPUP95:      func(w *window) *level { return &w.gpuP95 },
-	sigSMActivity:  func(w *window) *level { return &w.smActivity },
-	sigPCIeRx:      func(w *window) *level { return &w.pcieRx },
-	sigVirtualBusy: func(w *window) *level { return &w.virtualBusy },
+	sigGPUUtil:        func(w *window) *level { return &w.gpuUtil },
+	sigGPUP5:          func(w *window) *level { return &w.gpuP5 },
+	sigGPUP95:         func(w *window) *level { return &w.gpuP95 },
+	sigSMActivity:     func(w *window) *level { return &w.smActivity },
+	sigTensorActivity: func(w *window) *level { return &w.gpu.tensor },
+	sigDRAMBW:         func(w *window) *level { return &w.gpu.dram },
+	sigFP32Activity:   func(w *window) *level { return &w.gpu.fp32 },
+	sigPCIeRx:         func(w *window) *level { return &w.pcieRx },
+	sigVirtualBusy:    func(w *window) *level { return &w.virtualBusy },
 
 	sigWaitShare:       func(w *window) *level { return &w.waitShare },
 	sigBatchesPerSec:   func(w *window) *level { return &w.batchesPerSec },
@@ -150,6 +156,11 @@ func (s *signals) addFrameSignals(f *sample.Frame) {
 	if a, ok := f.GPUSMActivity(); ok {
 		s.add(sigSMActivity, a)
 	}
+	for k, pick := range gpmSignals {
+		if v, ok := f.GPUGPM(pick); ok {
+			s.add(k, v)
+		}
+	}
 	if p5, p95, ok := f.GPUBand(); ok {
 		s.add(sigGPUP5, p5)
 		s.add(sigGPUP95, p95)
@@ -184,6 +195,13 @@ func (s *signals) addFrameSignals(f *sample.Frame) {
 		s.addIf(sigMajFaults, m.MajorFaultsPerSec)
 		s.addIf(sigFileRefaults, m.FileRefaultsPerSec)
 	}
+}
+
+// gpmSignals are the GPM readings the GPU-bound causes read.
+var gpmSignals = map[signal]func(*sample.GPM) *float64{
+	sigTensorActivity: func(m *sample.GPM) *float64 { return m.TensorActivityPct },
+	sigDRAMBW:         func(m *sample.GPM) *float64 { return m.DRAMBWUtilPct },
+	sigFP32Activity:   func(m *sample.GPM) *float64 { return m.FP32ActivityPct },
 }
 
 func (s *signals) addPressure(k signal, p *sample.Pressure) {

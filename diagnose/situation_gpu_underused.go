@@ -19,12 +19,13 @@ func init() {
 	})
 }
 
-func underusedAdvice(adviceIn) ([]string, bool) {
-	return []string{
-		"give each kernel more work: a larger batch (or gradient accumulation to keep the step's size)",
-		"launch fewer kernels: CUDA graphs or torch.compile (mode=\"reduce-overhead\") fuse them and drop the launch gaps",
-		"sync with the host less: every .item(), .cpu() or print of a tensor in the loop stalls the GPU until it drains",
-	}, false
+func underusedAdvice(in adviceIn) ([]string, bool) {
+	a := []string{"give each kernel more work: a larger batch (or gradient accumulation to keep the step's size)"}
+	// Never what the hook read the job already does.
+	if s := in.w.gpu.settings; s == nil || s.CUDAGraphs == nil || !*s.CUDAGraphs {
+		a = append(a, "launch fewer kernels: CUDA graphs or torch.compile (mode=\"reduce-overhead\") fuse them and drop the launch gaps")
+	}
+	return append(a, "sync with the host less: every .item(), .cpu() or print of a tensor in the loop stalls the GPU until it drains"), false
 }
 
 // underusedRule: no input wait, the GPU reads busy, but GPM says its

@@ -51,7 +51,7 @@ func busyRule(f *facts) (decision, bool) {
 
 func healthyAdvice(in adviceIn) ([]string, bool) {
 	w, th := in.w, in.th
-	a := []string{"the accelerator is the limit: try mixed precision (bf16/fp16)"}
+	a := []string{usedLine(w)}
 	if w.gpuMemTot > 0 && w.gpuMemUsed < th.GPUMemRoomShare*w.gpuMemTot {
 		a = append(a, fmt.Sprintf("a larger batch fits: %s of %s GPU memory in use", sample.FormatBytes(w.gpuMemUsed), sample.FormatBytes(w.gpuMemTot)))
 	}
@@ -90,4 +90,50 @@ func healthyRule(f *facts) (decision, bool) {
 		d.evidence = append(d.evidence, e)
 	}
 	return d, true
+}
+
+// usedLine says how much of the GPU the GPU-bound step uses, as far as
+// the window shows: GPM's SM and tensor activity and the achieved rate
+// against the dense peak; without GPM, what the job's precision is where
+// the hook read it. It never advises what the job already does: mixed
+// precision is advised by the tensor_idle cause, from evidence, not here.
+func usedLine(w *window) string {
+	g := &w.gpu
+	if !w.smActivity.ok {
+		line := "the accelerator is the limit"
+		if r := w.unavailable["gpm"]; r != "" {
+			line += " (how much of it the step uses needs GPM: " + r + ")"
+		}
+		s := g.settings
+		if s == nil || s.Autocast == nil {
+			// Not read: said as a condition, never as advice the job
+			// may already follow.
+			return line + ": if the step is not in bf16/fp16 yet, mixed precision runs its matmuls on the tensor cores (gpuwatch run reads what the job uses)"
+		}
+		if tf, known := s.TF32(); !*s.Autocast && known && !tf {
+			return line + ": " + precisionWords(s) + ": bf16 autocast or TF32 (torch.set_float32_matmul_precision(\"high\")) would run its matmuls on the tensor cores"
+		}
+		return line
+	}
+	line := fmt.Sprintf("the accelerator is the limit: its SMs are active %.0f %% of cycles", w.smActivity.v)
+	if g.tensor.ok {
+		line += fmt.Sprintf(", its tensor cores %.1f %%", g.tensor.v)
+	}
+	line += " (GPM)"
+	dtype := sample.DtypeBF16
+	if s := g.settings; s != nil && s.AutocastDtype == "float16" {
+		dtype = sample.DtypeFP16
+	}
+	if g.gpu != nil && g.gpu.Peak != nil {
+		if tf, ok := g.gpu.TensorTFLOPS(dtype); ok {
+			line += fmt.Sprintf("; at %s ≈ %.0f TFLOPS of the %s's %.0f dense (activity × peak)", dtype, tf, g.gpu.Peak.Model, g.gpu.Peak.DenseTFLOPS[dtype])
+		}
+	}
+	if s := g.settings; s != nil && s.FLOPsPerStep != nil && w.batchesPerSec.ok && g.gpu != nil && g.gpu.Peak != nil {
+		if peak := g.gpu.Peak.DenseTFLOPS[dtype]; peak > 0 {
+			line += fmt.Sprintf("; MFU %.0f %% (the model's %.3g FLOPs a step × %.1f steps/s over the %s dense peak)",
+				100**s.FLOPsPerStep*w.batchesPerSec.v/(peak*1e12), *s.FLOPsPerStep, w.batchesPerSec.v, dtype)
+		}
+	}
+	return line
 }

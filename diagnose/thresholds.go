@@ -210,6 +210,16 @@ type Thresholds struct {
 	// kinds have: a measure near its threshold does not flip the cause
 	// from frame to frame).
 	CauseLeaveRatio float64 `json:"cause_leave_ratio"`
+	// TensorIdlePct: a GPU-bound step whose tensor cores are active less
+	// than this share of cycles (GPM) while its SMs are busy runs its
+	// matmuls in fp32 (the real H200: fp32 MLP 0–1 %, bf16 ResNet-50 12 %).
+	TensorIdlePct float64 `json:"tensor_idle_pct"`
+	// DRAMBusyPct and DRAMBoundTensorPct: a GPU-bound step whose DRAM
+	// bandwidth is at least DRAMBusyPct busy while its tensor cores are
+	// under DRAMBoundTensorPct moves memory more than it computes (the
+	// practical peak of DRAM bandwidth is near 80 %: DCGM's guidance).
+	DRAMBusyPct        float64 `json:"dram_busy_pct"`
+	DRAMBoundTensorPct float64 `json:"dram_bound_tensor_pct"`
 	// SmallFileBytes: the files the workers are caught reading, one per
 	// sample, are small at or below this median size.
 	SmallFileBytes float64 `json:"small_file_bytes"`
@@ -250,7 +260,7 @@ func DefaultThresholds() Thresholds {
 		SwapPagesPerSec: 100, MajorFaultsPerSec: 1000, PSIMemSomePct: 10,
 		MmapFaultsPerSec: 50, FileRefaultsPerSec: 1000,
 		CriticalWaitShare: 0.5, CriticalAccelPct: 25, CriticalSwapPagesPerSec: 1000,
-		ContendedRunDelay: 0.2, HandoverShare: 0.15, HandoverBytes: 1 << 20, Float64Share: 0.5, PaddingShare: 0.3, GetitemShare: 0.6, ProfileCauseShare: 0.15, CauseLeaveRatio: 0.75, SmallFileBytes: 1 << 20, LoopTakeShare: 0.3, OwnWaitShare: 0.5,
+		ContendedRunDelay: 0.2, HandoverShare: 0.15, HandoverBytes: 1 << 20, Float64Share: 0.5, PaddingShare: 0.3, GetitemShare: 0.6, ProfileCauseShare: 0.15, CauseLeaveRatio: 0.75, TensorIdlePct: 5, DRAMBusyPct: 50, DRAMBoundTensorPct: 20, SmallFileBytes: 1 << 20, LoopTakeShare: 0.3, OwnWaitShare: 0.5,
 		AllReduceStepRatio: 1.3, GPULagPoints: 30, GPUMemRoomShare: 0.7,
 		EnterHold: Duration(time.Second), LeaveHold: Duration(3 * time.Second),
 	}

@@ -42,8 +42,9 @@ type window struct {
 
 	gpuUtil, gpuP5, gpuP95 level // mean over the GPUs of each frame
 	gpus, gpusLost         int
-	smActivity             level // GPM SM activity of the judged GPUs, median
-	pcieRx                 level // the busiest judged GPU's PCIe RX share of its link, median
+	smActivity             level   // GPM SM activity of the judged GPUs, median
+	gpu                    gpuStep // what the GPU-bound causes read (cause_gpu.go)
+	pcieRx                 level   // the busiest judged GPU's PCIe RX share of its link, median
 	pcieGPU                int
 	pcieLink               string
 	noUtilWhy              string // a live GPU's reason for no utilization (MIG)
@@ -165,6 +166,7 @@ func read(frames []sample.Frame, th Thresholds) window {
 		}
 		if i == len(frames)-1 {
 			w.readGPUs(f)
+			w.gpu.read(f)
 			w.unavailable = f.Unavailable
 		}
 	}

@@ -53,12 +53,20 @@ func (f *Frame) PCIeRxShare() (share float64, gpu int, link string, ok bool) {
 // GPUSMActivity is the mean GPM SM activity (0–100) over the judged GPUs
 // that report it; ok is false when none does (no GPM: before Hopper).
 func (f *Frame) GPUSMActivity() (pct float64, ok bool) {
+	return f.GPUGPM(func(m *GPM) *float64 { return m.SMActivityPct })
+}
+
+// GPUGPM is the mean, over the judged GPUs (JudgedGPU) whose GPM has it,
+// of the GPM reading pick returns; ok is false when none has it.
+func (f *Frame) GPUGPM(pick func(*GPM) *float64) (pct float64, ok bool) {
 	var sum float64
 	n := 0
 	for i := range f.GPUs {
-		if g := &f.GPUs[i]; f.JudgedGPU(i) && g.GPM != nil && g.GPM.SMActivityPct != nil {
-			sum += *g.GPM.SMActivityPct
-			n++
+		if g := &f.GPUs[i]; f.JudgedGPU(i) && g.GPM != nil {
+			if v := pick(g.GPM); v != nil {
+				sum += *v
+				n++
+			}
 		}
 	}
 	if n == 0 {

@@ -1,0 +1,105 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// gpuStep is what the GPU-bound causes read of a window: GPM's medians
+// (the signals), and the newest frame's job settings (what the hook read
+// the job already does) and the judged GPU's dense peaks.
+type gpuStep struct {
+	tensor, dram, fp32 level
+	settings           *sample.JobSettings // nil: the hook did not read them
+	gpu                *sample.GPU         // the first judged GPU with GPM
+	rate               float64             // samples per second, 0 when unknown
+}
+
+// read takes the newest frame's settings, GPU and rate.
+func (g *gpuStep) read(f *sample.Frame) {
+	g.settings, g.gpu, g.rate = nil, nil, 0
+	if l := f.Loader; l != nil {
+		g.settings, g.rate = l.Settings, l.SamplesPerSec
+	}
+	for i := range f.GPUs {
+		if f.JudgedGPU(i) && f.GPUs[i].GPM != nil {
+			g.gpu = &f.GPUs[i]
+			return
+		}
+	}
+}
+
+// gpuIn is a GPU-bound window's view for the GPU causes.
+type gpuIn = *gpuStep
+
+// gpuBound returns the GPU causes' view of a window where the GPU is the
+// limit; false where it is not (the input pipeline is, or nothing runs).
+func (in *causeIn) gpuBound() (gpuIn, bool) {
+	if in.d.kind != Healthy && in.d.kind != GPUUnderused || !in.w.gpuUtil.ok || !in.w.smActivity.ok {
+		return nil, false
+	}
+	return &in.w.gpu, true
+}
+
+// precisionWords says what the settings show of the step's precision:
+// "autocast is off and float32 matmuls run in full fp32 (…)"; "" where
+// the hook read nothing.
+func precisionWords(s *sample.JobSettings) string {
+	if s == nil || s.Autocast == nil {
+		return "the job's precision was not read (gpuwatch run reads its autocast and TF32 settings)"
+	}
+	var parts []string
+	if *s.Autocast {
+		parts = append(parts, "autocast is on ("+cmpOr(s.AutocastDtype, "its dtype not read")+")")
+	} else {
+		parts = append(parts, "autocast is off")
+	}
+	if tf, known := s.TF32(); known {
+		if tf {
+			parts = append(parts, "float32 matmuls may use TF32 (float32_matmul_precision "+quote(s.Float32MatmulPrecision)+")")
+		} else {
+			parts = append(parts, "float32 matmuls run in full fp32 (float32_matmul_precision "+quote(s.Float32MatmulPrecision)+", allow_tf32 off)")
+		}
+	}
+	return strings.Join(parts, " and ")
+}
+
+func quote(s string) string {
+	if s == "" {
+		return "not read"
+	}
+	return "\"" + s + "\""
+}
+
+func cmpOr(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return s
+}
+
+// peakRatio is the judged GPU's dense peak for dtype over its fp32 one,
+// with the words that say where it comes from; false where either is
+// unknown.
+func peakRatio(g *sample.GPU, dtype string) (float64, string, bool) {
+	if g == nil || g.Peak == nil {
+		return 0, "", false
+	}
+	hi, lo := g.Peak.DenseTFLOPS[dtype], g.Peak.DenseTFLOPS[sample.DtypeFP32]
+	if !(hi > 0) || !(lo > 0) {
+		return 0, "", false
+	}
+	return hi / lo, fmt.Sprintf("the %s's dense %s peak (%.0f TFLOPS) over its fp32 one (%.0f TFLOPS)", g.Peak.Model, dtype, hi, lo), true
+}
+
+// stepBound is a GPU cause's bound: the step at most gain× faster, the
+// rate after it where the loader's is known.
+func stepBound(g gpuIn, gain float64) *Bound {
+	b := &Bound{K: gain, Gain: gain, FreeGain: gain}
+	if g.rate > 0 {
+		b.SamplesPerSec, b.FreeSamples = g.rate*gain, g.rate*gain
+	}
+	return b
+}

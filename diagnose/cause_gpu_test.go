@@ -1,0 +1,202 @@
+package diagnose
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// h200Peak is the H200's dense peaks as probes/gpu's table gives them
+// (the frames were recorded before the table).
+var h200Peak = &sample.GPUPeak{Model: "H200 SXM", DenseTFLOPS: map[string]float64{"fp32": 67, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5}}
+
+// gpuBoundFrames is a GPU-bound window on one GPU: utilization 99 %, GPM
+// as given, the loop waiting 1 %, and the job's settings as the hook read
+// them (nil: not read).
+func gpuBoundFrames(sm, tensor, dram, fp32, loopPct float64, st *sample.JobSettings) []sample.Frame {
+	var out []sample.Frame
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	for i := range 12 {
+		util, wait, step, n, pid := 99.0, 0.01, 19.0, 4, 100
+		f := sample.Frame{Time: t0.Add(time.Duration(i) * time.Second), IntervalSec: 1,
+			CPU: &sample.CPU{BusyPct: 40, Cores: []sample.Core{{ID: 0, BusyPct: 40}, {ID: 1, BusyPct: 40}}},
+			GPUs: []sample.GPU{{Index: 0, Name: "NVIDIA H200", Vendor: "nvidia", UtilPct: &util, Peak: h200Peak,
+				UtilSamples: &sample.UtilSamples{N: 6, Min: 98, Mean: 99, Max: 100, P5: 98, P95: 100},
+				GPM:         &sample.GPM{SMActivityPct: ptr(sm), TensorActivityPct: ptr(tensor), DRAMBWUtilPct: ptr(dram), FP32ActivityPct: ptr(fp32)}}},
+			Loader: &sample.Loader{Source: "http://127.0.0.1:6061", Kind: "python", BatchesPerSec: 50, SamplesPerSec: 6400,
+				WaitShare: &wait, StepMeanMs: &step, Workers: &n, PID: &pid, LoopTID: &pid, Settings: st},
+			Procs: &sample.Procs{FocusPID: 100, List: []sample.Proc{{PID: 100, CPUPct: loopPct}},
+				Threads: []sample.Thread{{PID: 100, TID: 100, Name: "python3", CPUPct: loopPct}}},
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func fp32Settings() *sample.JobSettings {
+	return &sample.JobSettings{Autocast: ptr(false), Float32MatmulPrecision: "highest", MatmulAllowTF32: ptr(false), CudnnAllowTF32: ptr(true),
+		HasLinear: ptr(true), HasConv: ptr(false), Compiled: ptr(false), CUDAGraphs: ptr(false)}
+}
+
+func bf16Settings() *sample.JobSettings {
+	s := fp32Settings()
+	s.Autocast, s.AutocastDtype = ptr(true), "bfloat16"
+	return s
+}
+
+// TestTensorCoresIdleOnlyWhereTheJobIsInFP32 (issue 51): an fp32 MLP on
+// an H200 (SMs 95 % active, tensor cores 0.5 %, FP32 pipes 80 %) names
+// tensor_idle with the settings read, the fix and a bound of bf16's dense
+// peak over fp32's (the real MLP gained 3.04× in bf16: within it); the
+// same counters with autocast on, or TF32 on, name nothing of the kind and
+// advise no mixed precision; without the settings it says they were not
+// read.
+func TestTensorCoresIdleOnlyWhereTheJobIsInFP32(t *testing.T) {
+	v := Classify(gpuBoundFrames(95, 0.5, 20, 80, 60, fp32Settings()), DefaultThresholds())
+	c := causeOf(v, "tensor_idle")
+	if v.Kind != Healthy || c == nil {
+		t.Fatalf("%s: causes %+v advice %q", v.Kind, v.Causes, v.Advice)
+	}
+	for _, want := range []string{"tensor cores are active 0.5 %", "SMs are 95 % active", "FP32 pipes 80 %", "autocast is off", "full fp32"} {
+		if !strings.Contains(c.Evidence, want) {
+			t.Errorf("evidence %q lacks %q", c.Evidence, want)
+		}
+	}
+	if !strings.Contains(c.Fix, "torch.autocast") || !strings.Contains(c.Fix, "set_float32_matmul_precision(\"high\")") {
+		t.Errorf("fix %q", c.Fix)
+	}
+	if b := c.Bound; b == nil || b.Gain < 14 || b.Gain > 15 || b.Gain < 3.04 || !strings.Contains(c.BoundWhy, "dense bf16 peak") {
+		t.Errorf("bound %+v (%s)", c.Bound, c.BoundWhy)
+	}
+	if !strings.Contains(v.Advice[0], c.Evidence) {
+		t.Errorf("advice does not lead with the cause: %q", v.Advice)
+	}
+
+	tf32 := fp32Settings()
+	tf32.Float32MatmulPrecision = "high"
+	for name, st := range map[string]*sample.JobSettings{"bf16 autocast": bf16Settings(), "TF32": tf32} {
+		v := Classify(gpuBoundFrames(95, 0.5, 20, 80, 60, st), DefaultThresholds())
+		if causeOf(v, "tensor_idle") != nil {
+			t.Errorf("%s: tensor_idle named: %+v", name, v.Causes)
+		}
+		if all := strings.Join(v.Advice, "\n"); strings.Contains(all, "mixed precision") || strings.Contains(all, "torch.autocast") || strings.Contains(all, "set_float32_matmul_precision") {
+			t.Errorf("%s: advice the job already follows: %q", name, v.Advice)
+		}
+	}
+	v = Classify(gpuBoundFrames(95, 0.5, 20, 80, 60, nil), DefaultThresholds())
+	if c := causeOf(v, "tensor_idle"); c == nil || !strings.Contains(c.Evidence, "precision was not read") {
+		t.Errorf("without settings: %+v", v.Causes)
+	}
+}
+
+// TestChannelsLastOnlyForNCHWConvsOnTheTensorCores: convs in NCHW under
+// bf16 autocast name channels_last; in channels_last, or in fp32 (the
+// tensor cores idle: tensor_idle's fix first), not.
+func TestChannelsLastOnlyForNCHWConvsOnTheTensorCores(t *testing.T) {
+	conv := func(base *sample.JobSettings, last bool) *sample.JobSettings {
+		base.HasConv, base.ConvChannelsLast = ptr(true), ptr(last)
+		return base
+	}
+	v := Classify(gpuBoundFrames(82, 12, 30, 20, 60, conv(bf16Settings(), false)), DefaultThresholds())
+	c := causeOf(v, "channels_last")
+	if c == nil || !strings.Contains(c.Fix, "memory_format=torch.channels_last") || !strings.Contains(c.Evidence, "autocast is on (bfloat16)") {
+		t.Fatalf("%s: %+v", v.Kind, v.Causes)
+	}
+	if c.Bound != nil || c.BoundWhy == "" {
+		t.Errorf("a bound without a profile: %+v %q", c.Bound, c.BoundWhy)
+	}
+	for name, st := range map[string]*sample.JobSettings{"channels_last": conv(bf16Settings(), true), "fp32": conv(fp32Settings(), false)} {
+		tensor := 12.0
+		if name == "fp32" {
+			tensor = 0.5
+		}
+		if v := Classify(gpuBoundFrames(82, tensor, 30, 20, 60, st), DefaultThresholds()); causeOf(v, "channels_last") != nil {
+			t.Errorf("%s: channels_last named: %+v", name, v.Causes)
+		}
+	}
+}
+
+// TestLaunchBoundAndMemoryBound: a training thread at a full core with
+// the SMs 20 % active names launch_bound (not where CUDA graphs replay);
+// DRAM 70 % busy with the tensor cores at 5 % names memory_bound (not
+// where the model is compiled and autocast on).
+func TestLaunchBoundAndMemoryBound(t *testing.T) {
+	v := Classify(gpuBoundFrames(20, 2, 10, 10, 98, bf16Settings()), DefaultThresholds())
+	c := causeOf(v, "launch_bound")
+	if c == nil || c.Bound == nil || c.Bound.Gain != 5 || !strings.Contains(c.Fix, "reduce-overhead") {
+		t.Fatalf("%s: %+v %q", v.Kind, v.Causes, v.Advice)
+	}
+	graphs := bf16Settings()
+	graphs.CUDAGraphs = ptr(true)
+	v = Classify(gpuBoundFrames(20, 2, 10, 10, 98, graphs), DefaultThresholds())
+	if causeOf(v, "launch_bound") != nil || strings.Contains(strings.Join(v.Advice, "\n"), "CUDA graphs or torch.compile") {
+		t.Errorf("CUDA graphs on: %+v %q", v.Causes, v.Advice)
+	}
+
+	v = Classify(gpuBoundFrames(85, 5, 70, 30, 60, bf16Settings()), DefaultThresholds())
+	if c := causeOf(v, "memory_bound"); c == nil || !strings.Contains(c.Fix, "torch.compile") || strings.Contains(c.Fix, "autocast") {
+		t.Fatalf("%+v", v.Causes)
+	}
+	done := bf16Settings()
+	done.Compiled = ptr(true)
+	if v := Classify(gpuBoundFrames(85, 5, 70, 30, 60, done), DefaultThresholds()); causeOf(v, "memory_bound") != nil {
+		t.Errorf("compiled and in bf16: %+v", v.Causes)
+	}
+}
+
+// TestH200ResNetInBF16IsNotToldMixedPrecision replays the real H200's
+// GPU-bound seconds (the ceiling's replay of a ResNet-50 in bf16 autocast
+// and channels_last: SM activity 79–83 %, tensor activity 11.7–12.3 %;
+// testdata/gpu/h200-starved-then-ceiling.jsonl) with the settings the hook
+// reads of that job: the verdict is healthy, says how much of the GPU the
+// step uses (SM and tensor activity, bf16 TFLOPS against the dense peak),
+// and advises neither mixed precision nor channels_last (issue 51: it said
+// "try mixed precision" to this job).
+func TestH200ResNetInBF16IsNotToldMixedPrecision(t *testing.T) {
+	f, err := os.Open("testdata/gpu/h200-starved-then-ceiling.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	var frames []sample.Frame
+	st := bf16Settings()
+	st.HasConv, st.ConvChannelsLast = ptr(true), ptr(true)
+	for sc.Scan() {
+		var fr sample.Frame
+		if err := json.Unmarshal(sc.Bytes(), &fr); err != nil {
+			t.Fatal(err)
+		}
+		if len(fr.GPUs) == 1 && fr.GPUs[0].GPM != nil && fr.GPUs[0].GPM.TensorActivityPct != nil && *fr.GPUs[0].GPM.TensorActivityPct > 10 && fr.Loader != nil {
+			fr.GPUs[0].Peak = h200Peak
+			l := *fr.Loader
+			l.Settings = st
+			fr.Loader = &l
+			frames = append(frames, fr)
+		}
+	}
+	if len(frames) < 5 {
+		t.Fatalf("%d GPU-bound frames", len(frames))
+	}
+	v := Classify(frames, DefaultThresholds())
+	all := strings.Join(v.Advice, "\n")
+	if v.Kind != Healthy || strings.Contains(all, "mixed precision") || strings.Contains(all, "channels_last") || strings.Contains(all, "autocast(") {
+		t.Fatalf("%s: %q", v.Kind, v.Advice)
+	}
+	for _, want := range []string{"its SMs are active 8", "its tensor cores 1", "at bf16 ≈ 1", "TFLOPS of the H200 SXM's 990 dense"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("advice %q lacks %q", all, want)
+		}
+	}
+	if ids := causeIDs(v.Causes); slices.Contains(ids, "tensor_idle") || slices.Contains(ids, "channels_last") {
+		t.Errorf("causes %v", ids)
+	}
+	t.Logf("%s: %q", v.Kind, v.Advice)
+}

@@ -1,0 +1,39 @@
+package diagnose
+
+import "fmt"
+
+// memory_bound: the GPU is the limit, its DRAM bandwidth is busy and its
+// tensor cores mostly idle: the step moves activations more than it
+// computes (elementwise and normalization kernels, each a read and a write
+// of DRAM). Not named where the model is compiled and autocast is on: both
+// fixes are taken.
+func init() {
+	registerCause(causeRule{id: "memory_bound", stages: []string{"step"}, gpu: true, find: memoryBoundCause})
+}
+
+func memoryBoundCause(in *causeIn) (Cause, bool) {
+	g, ok := in.gpuBound()
+	w, th := in.w, in.w.th
+	if !ok || !w.gpu.dram.ok || !w.gpu.tensor.ok || !in.atLeast("memory_bound", w.gpu.dram.v, th.DRAMBusyPct) || w.gpu.tensor.v >= th.DRAMBoundTensorPct {
+		return Cause{}, false
+	}
+	s := g.settings
+	compiled := s != nil && s.Compiled != nil && *s.Compiled
+	autocast := s != nil && s.Autocast != nil && *s.Autocast
+	var fix string
+	switch {
+	case compiled && autocast:
+		return Cause{}, false
+	case compiled:
+		fix = "halve the bytes each kernel moves: bf16 activations (torch.autocast(\"cuda\", dtype=torch.bfloat16))"
+	default:
+		fix = "fuse the elementwise and normalization kernels: torch.compile(model) (each fused kernel reads and writes the activations once)"
+		if !autocast {
+			fix += ", and bf16 activations (torch.autocast) halve the bytes"
+		}
+	}
+	return Cause{
+		Evidence: fmt.Sprintf("the GPU's DRAM bandwidth is %.0f %% busy while its tensor cores are %.0f %% active (GPM): the step moves memory more than it computes", w.gpu.dram.v, w.gpu.tensor.v),
+		Fix:      fix,
+		BoundWhy: "no bound from counters: the bytes a fusion saves need a profile of the step"}, true
+}

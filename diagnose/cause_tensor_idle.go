@@ -1,0 +1,44 @@
+package diagnose
+
+import "fmt"
+
+// tensor_idle: the GPU is the limit and its SMs are busy, but its tensor
+// cores idle: the step's matmuls and convs run in fp32 on the CUDA cores.
+// Never named where the hook read autocast or TF32 on: that advice is
+// already taken.
+func init() {
+	registerCause(causeRule{id: "tensor_idle", stages: []string{"step"}, gpu: true, find: tensorIdleCause})
+}
+
+func tensorIdleCause(in *causeIn) (Cause, bool) {
+	g, ok := in.gpuBound()
+	w, th := in.w, in.w.th
+	if !ok || !w.gpu.tensor.ok || w.smActivity.v < th.SMActivityLowPct || !in.below("tensor_idle", w.gpu.tensor.v, th.TensorIdlePct) {
+		return Cause{}, false
+	}
+	if s := g.settings; s != nil {
+		if s.Autocast != nil && *s.Autocast {
+			return Cause{}, false
+		}
+		if tf, known := s.TF32(); known && tf {
+			return Cause{}, false
+		}
+		if s.HasLinear != nil && s.HasConv != nil && !*s.HasLinear && !*s.HasConv {
+			return Cause{}, false // no matmul or conv for the tensor cores to take
+		}
+	}
+	ev := fmt.Sprintf("the GPU's tensor cores are active %.1f %% of cycles while its SMs are %.0f %% active (GPM)", w.gpu.tensor.v, w.smActivity.v)
+	if w.gpu.fp32.ok {
+		ev += fmt.Sprintf(", its FP32 pipes %.0f %%", w.gpu.fp32.v)
+	}
+	ev += "; " + precisionWords(g.settings)
+	c := Cause{Evidence: ev,
+		Fix: "run the forward and the loss under torch.autocast(\"cuda\", dtype=torch.bfloat16) (the optimizer step stays fp32), or keep fp32 and let matmuls use TF32: torch.set_float32_matmul_precision(\"high\")"}
+	if r, why, ok := peakRatio(g.gpu, "bf16"); ok {
+		c.Bound = stepBound(g, r)
+		c.BoundWhy = "if every op of the step were a matmul: " + why
+	} else {
+		c.BoundWhy = "no bound: no dense peak is known for this GPU"
+	}
+	return c, true
+}
