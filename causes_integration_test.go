@@ -185,14 +185,10 @@ func TestCausesBattery(t *testing.T) {
 		{"images", "handover", true, "import PIL", "", false},
 		{"mmap", "random_reads", false, "", "1073741824", false},
 		{"files", "small_files", false, "", "", true},
-		// Not "text" (causes_battery.py --loop text, the tokenize cause):
-		// it named tokenize in every run alone on the VM and in two CI
-		// runs (of f3064ae and a400854), but in a third (of 0c13661) it ran at 1872
-		// samples/s (2321–2426 alone), read gpu_starved and named no cause
-		// at all, though the workers' profile was whole (tokenizing 81 %):
-		// the workers were not taken for CPU-bound there, and why is not
-		// known. Earlier, a profile that missed the workers' samples; the
-		// training process now waits for each worker that joined.
+		// The text loop (the tokenize cause) left CI's list twice: in one
+		// CI run it read gpu_starved and named no cause. It is back where
+		// scripts/causes-battery.sh passed it 10 of 10 alone (issue 58).
+		{"text", "tokenize", true, "", "", false},
 	} {
 		t.Run(tc.loop, func(t *testing.T) {
 			// The loops' data (JPEGs, the mapped file, the small files) in
