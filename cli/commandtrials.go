@@ -12,7 +12,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/python"
-	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/session/rundir"
 	"github.com/gpuwatch/gpuwatch/session/tune"
 )
 
@@ -22,7 +22,7 @@ import (
 // returned cleanup removes the hook's folder, and the logs' folder unless
 // a failed run's log is in it (then it says where).
 func commandTrials(cmd *cobra.Command, argv []string, interval time.Duration) (*tune.CommandTrials, tune.Setting, func(), error) {
-	dir, err := session.NewRunDir("tune")
+	dir, err := rundir.New("tune")
 	if err != nil {
 		return nil, nil, nil, err
 	}

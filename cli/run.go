@@ -16,6 +16,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/python"
 	"github.com/gpuwatch/gpuwatch/session"
 	"github.com/gpuwatch/gpuwatch/session/job"
+	"github.com/gpuwatch/gpuwatch/session/rundir"
 )
 
 // runOptions are run's flags: the watch flags and --job-log, with the
@@ -85,7 +86,7 @@ const interruptGrace = 10 * time.Second
 func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	w, jobLog, stdout, stderr := &opts.w, opts.jobLog, opts.stdout, opts.stderr
 	dashboard := !w.headless && !w.once && session.IsTerminal(stdout)
-	dir, err := session.NewRunDir("run")
+	dir, err := rundir.New("run")
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,23 @@
-package session
+// Package rundir owns the private run folders (docs/security.md, issue 41
+// item 1) of gpuwatch run, tune and sweep, which write the hook into a
+// folder that goes first on the job's PYTHONPATH. It imports probes (for
+// OwnedFolder) and never session.
+//
+// A process the job leaves behind (a nohup helper, a tensorboard) keeps
+// that path after gpuwatch has removed the folder, and
+// runs the sitecustomize.py it finds there in every Python it starts. So
+// the folder's path must be one no other user can ever create: it lives
+// under a parent of the user's own that persists and is checked (owner,
+// mode, no symlink), never directly in /tmp:
+//
+//	$XDG_RUNTIME_DIR/gpuwatch/runs  (only the user may create under
+//	                                 /run/user/UID, even after logout)
+//	$XDG_CACHE_HOME/gpuwatch/runs   (else ~/.cache/gpuwatch/runs)
+//
+// Each folder records its owner (host, boot, pid and start time) in
+// runOwnerFile; a folder whose owner is gone on this host — gpuwatch
+// killed with SIGKILL — is removed at the next start.
+package rundir
 
 import (
 	"bytes"
@@ -15,23 +34,6 @@ import (
 	"github.com/gpuwatch/gpuwatch/probes"
 )
 
-// Run folders (docs/security.md, issue 41 item 1). gpuwatch run, tune and
-// sweep write the hook into a folder that goes first on the job's
-// PYTHONPATH. A process the job leaves behind (a nohup helper, a
-// tensorboard) keeps that path after gpuwatch has removed the folder, and
-// runs the sitecustomize.py it finds there in every Python it starts. So
-// the folder's path must be one no other user can ever create: it lives
-// under a parent of the user's own that persists and is checked (owner,
-// mode, no symlink), never directly in /tmp:
-//
-//	$XDG_RUNTIME_DIR/gpuwatch/runs  (only the user may create under
-//	                                 /run/user/UID, even after logout)
-//	$XDG_CACHE_HOME/gpuwatch/runs   (else ~/.cache/gpuwatch/runs)
-//
-// Each folder records its owner (host, boot, pid and start time) in
-// runOwnerFile; a folder whose owner is gone on this host — gpuwatch
-// killed with SIGKILL — is removed at the next start.
-
 // runOwnerFile holds "host boot_id pid starttime" of the gpuwatch that
 // made a run folder.
 const runOwnerFile = ".owner"
@@ -39,15 +41,15 @@ const runOwnerFile = ".owner"
 // maxSwept bounds the stale folders one start removes.
 const maxSwept = 256
 
-// NewRunDir makes a fresh private folder (0700) for one run of kind
-// ("run", "tune") under RunParent, after removing the stale ones there.
+// New makes a fresh private folder (0700) for one run of kind
+// ("run", "tune") under Parent, after removing the stale ones there.
 // The caller removes it when done.
-func NewRunDir(kind string) (string, error) {
-	parent, err := RunParent()
+func New(kind string) (string, error) {
+	parent, err := Parent()
 	if err != nil {
 		return "", err
 	}
-	SweepRunDirs(parent, "/proc")
+	Sweep(parent, "/proc")
 	dir, err := os.MkdirTemp(parent, kind+"-")
 	if err != nil {
 		return "", fmt.Errorf("a folder for the hook: %w", err)
@@ -59,10 +61,10 @@ func NewRunDir(kind string) (string, error) {
 	return dir, nil
 }
 
-// RunParent is the private folder run folders go in, created if needed:
+// Parent is the private folder run folders go in, created if needed:
 // under $XDG_RUNTIME_DIR when it is set and the user's own, else under the
 // user's cache folder. Never a path another user could create first.
-func RunParent() (string, error) {
+func Parent() (string, error) {
 	var tried []string
 	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
 		if err := probes.OwnedFolder(d, 0o022); err == nil {
@@ -162,13 +164,13 @@ func startTime(procRoot string, pid int) uint64 {
 	return v
 }
 
-// SweepRunDirs removes the run folders in parent whose owner is gone: made
+// Sweep removes the run folders in parent whose owner is gone: made
 // on this host in this boot by a process that no longer runs (or whose
 // PID another process now has), or made in an earlier boot of this host.
 // Folders of other hosts (a home folder shared over NFS) are left alone,
 // and so is one whose owner record cannot be read while it is younger
 // than an hour (it is being made). It returns how many it removed.
-func SweepRunDirs(parent, procRoot string) int {
+func Sweep(parent, procRoot string) int {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
 		return 0

@@ -1,4 +1,4 @@
-package session
+package rundir
 
 import (
 	"os"
@@ -19,7 +19,7 @@ func TestRunDirsAreNeverInTmp(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", "")
 	t.Setenv("HOME", home)
 	t.Setenv("TMPDIR", t.TempDir())
-	dir, err := NewRunDir("run")
+	dir, err := New("run")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestRunDirsAreNeverInTmp(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("XDG_RUNTIME_DIR", rt)
-	dir2, err := NewRunDir("tune")
+	dir2, err := New("tune")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestRunDirsAreNeverInTmp(t *testing.T) {
 	if err := os.Chmod(rt, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	dir3, err := NewRunDir("run")
+	dir3, err := New("run")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestStaleRunDirsAreSwept(t *testing.T) {
 	oldBoot := mk("run-oldboot", host+" not-this-boot "+strconv.Itoa(os.Getpid())+" 1\n")
 	other := mk("run-otherhost", "another-host "+bootID()+" "+strconv.Itoa(gone)+" 1\n")
 	making := mk("run-making", "")
-	if n := SweepRunDirs(parent, "/proc"); n != 3 {
+	if n := Sweep(parent, "/proc"); n != 3 {
 		t.Errorf("swept %d, want 3", n)
 	}
 	for d, want := range map[string]bool{live: true, dead: false, reused: false, oldBoot: false, other: true, making: true} {
