@@ -10,7 +10,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/sample"
-	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/session/embedded"
 )
 
 // demoOptions are the demo command's flags and streams: cli/cli's options
@@ -110,12 +110,12 @@ func (opts *demoOptions) configs(cmd *cobra.Command) ([]loader.Config, error) {
 
 // runDemo opens every configuration's dataset, then runs the demo.
 func runDemo(ctx context.Context, opts *demoOptions, cfgs []loader.Config) error {
-	l, err := session.OpenLoaders(cfgs, opts.knobs.events, opts.stderr)
+	l, err := embedded.OpenLoaders(cfgs, opts.knobs.events, opts.stderr)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
 	o := opts.watch.options(opts.stdout, opts.stderr)
 	o.Loop = false // the loader is the embedded one, in this process
-	return session.Demo(ctx, o, session.DemoPlan{Configs: cfgs, Datasets: l.Datasets, Events: l.Events, Every: opts.tourEvery})
+	return embedded.Demo(ctx, o, embedded.DemoPlan{Configs: cfgs, Datasets: l.Datasets, Events: l.Events, Every: opts.tourEvery})
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/sample"
-	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/session/embedded"
 )
 
 // sizeFlag is a pflag.Value for byte sizes with units ("4KiB", "20MB/s").
@@ -124,7 +124,7 @@ func (k *knobFlags) config(cmd *cobra.Command, scenario string) (loader.Config, 
 	c := loader.Default()
 	if scenario != "" {
 		var err error
-		if c, err = loader.Scenario(scenario, session.MemAvailable()); err != nil {
+		if c, err = loader.Scenario(scenario, embedded.MemAvailable()); err != nil {
 			return c, usageErrorf(cmd, "--scenario: %v", err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 	"github.com/gpuwatch/gpuwatch/sample"
-	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/session/embedded"
 )
 
 // loaderOptions are the loader command's flags and streams: cli/cli's
@@ -59,7 +59,7 @@ few seconds.`,
 // ends.
 func runLoader(ctx context.Context, opts *loaderOptions, c loader.Config) error {
 	listen, stdout, stderr := opts.listen, opts.stdout, opts.stderr
-	files, err := session.OpenLoaders([]loader.Config{c}, opts.knobs.events, stderr)
+	files, err := embedded.OpenLoaders([]loader.Config{c}, opts.knobs.events, stderr)
 	if err != nil {
 		return err
 	}
@@ -84,5 +84,5 @@ func runLoader(ctx context.Context, opts *loaderOptions, c loader.Config) error 
 	}
 	fmt.Fprintf(stdout, "gpuwatch loader (%s, %s) serving http://%s/metrics and /debug/pprof/ (pid %d)\n",
 		c.Name(), sample.Plural(c.Workers, "worker"), ln.Addr(), os.Getpid())
-	return session.LoaderProgress(ctx, l, opts.progressEvery, stdout)
+	return embedded.LoaderProgress(ctx, l, opts.progressEvery, stdout)
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/report"
 	"github.com/gpuwatch/gpuwatch/sample"
-	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/session/embedded"
 	"github.com/gpuwatch/gpuwatch/session/tune"
 )
 
@@ -185,7 +185,7 @@ func runEmbeddedSweep(cmd *cobra.Command, o *sweepOptions) error {
 	if base.Epochs == 0 {
 		return usageErrorf(cmd, "--epochs must be at least 1 for a sweep")
 	}
-	l, err := session.OpenLoaders([]loader.Config{base}, o.k.events, o.stderr)
+	l, err := embedded.OpenLoaders([]loader.Config{base}, o.k.events, o.stderr)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
-	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/session/embedded"
 	"github.com/gpuwatch/gpuwatch/session/tune"
 )
 
@@ -66,7 +66,7 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				l, err := session.OpenLoaders([]loader.Config{c}, k.events, opts.stderr)
+				l, err := embedded.OpenLoaders([]loader.Config{c}, k.events, opts.stderr)
 				if err != nil {
 					return err
 				}

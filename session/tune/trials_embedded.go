@@ -15,6 +15,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
+	"github.com/gpuwatch/gpuwatch/session/embedded"
 )
 
 // EmbeddedTrials run configurations of gpuwatch's own loader over one
@@ -128,7 +129,7 @@ func (e *EmbeddedTrials) Settle(ctx context.Context, s Setting, limit time.Durat
 	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	src := &session.EmbeddedSource{}
+	src := &embedded.Source{}
 	l := loader.New(cfg, e.Dataset, e.Events)
 	src.Set(l)
 	runErr := make(chan error, 1)

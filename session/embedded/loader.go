@@ -1,4 +1,4 @@
-package session
+package embedded
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func LoaderProgress(ctx context.Context, l *loader.Loader, every time.Duration, 
 	go func() { runErr <- l.Run(ctx) }()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	src := &EmbeddedSource{}
+	src := &Source{}
 	src.Set(l)
 	p := endpoint.NewLoader(src)
 	f := frameAt(time.Now())

@@ -1,4 +1,4 @@
-package session
+package embedded
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func TestEmbeddedLoaderStartingIsRetriedNextTick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := &EmbeddedSource{}
+	src := &Source{}
 	s := probes.NewSampler([]probes.Probe{endpoint.NewLoader(src)}, probes.SamplerOptions{})
 	defer s.Close()
 	ctx := context.Background()

@@ -1,4 +1,4 @@
-package session
+package embedded
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes/endpoint"
+	"github.com/gpuwatch/gpuwatch/session"
 	"github.com/gpuwatch/gpuwatch/tui"
 )
 
@@ -31,8 +32,8 @@ type DemoPlan struct {
 // every plan.Every, when there are several) over its open dataset, while a
 // session with o watches this machine and the loader. A single
 // configuration with a set number of epochs ends the session when done.
-func Demo(ctx context.Context, o Options, plan DemoPlan) error {
-	src := &EmbeddedSource{}
+func Demo(ctx context.Context, o session.Options, plan DemoPlan) error {
+	src := &Source{}
 	notes := make(chan lines.Note, 1)
 	touring := bg.New(ctx) // the tour's goroutine: stopped and waited for on every return
 	defer touring.Close()
@@ -56,7 +57,7 @@ func Demo(ctx context.Context, o Options, plan DemoPlan) error {
 		o.Title = demoTitle(plan.Configs)
 	}
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, o) }()
+	go func() { done <- session.Run(ctx, o) }()
 	select {
 	case err := <-done:
 		return err
@@ -71,7 +72,7 @@ func Demo(ctx context.Context, o Options, plan DemoPlan) error {
 
 // tour runs the plan's configurations, telling notes of each switch. It
 // returns nil when ctx ends or a single configuration finishes its epochs.
-func tour(ctx context.Context, src *EmbeddedSource, notes chan<- lines.Note, plan DemoPlan) error {
+func tour(ctx context.Context, src *Source, notes chan<- lines.Note, plan DemoPlan) error {
 	cfgs, every := plan.Configs, plan.Every
 	for i := 0; ; i = (i + 1) % len(cfgs) {
 		c := cfgs[i]

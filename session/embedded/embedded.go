@@ -1,4 +1,11 @@
-package session
+// Package embedded owns what the loader commands (demo, loader, tune,
+// sweep) do with gpuwatch's own test loader before and around a session:
+// its datasets and events file (OpenLoaders), the host's memory its presets
+// scale by (MemAvailable), the loader command's progress lines
+// (LoaderProgress), the demo's tour (Demo), and Source, which adapts the
+// in-process loader to endpoint.LoaderSource. It runs a session through
+// session.Run; session never imports it.
+package embedded
 
 import (
 	"context"
@@ -11,10 +18,10 @@ import (
 	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 )
 
-// EmbeddedSource adapts the in-process loader to endpoint.LoaderSource. The
+// Source adapts the in-process loader to endpoint.LoaderSource. The
 // demo tour swaps the loader behind it; the probe sees the counters start
 // over, which it treats as a restart.
-type EmbeddedSource struct {
+type Source struct {
 	mu sync.Mutex
 	l  *loader.Loader
 }
@@ -22,17 +29,17 @@ type EmbeddedSource struct {
 var errLoaderStarting = errors.New("the embedded loader is starting")
 
 // Set points the source at l (nil: none yet).
-func (e *EmbeddedSource) Set(l *loader.Loader) {
+func (e *Source) Set(l *loader.Loader) {
 	e.mu.Lock()
 	e.l = l
 	e.mu.Unlock()
 }
 
 // Source implements endpoint.LoaderSource.
-func (e *EmbeddedSource) Source() string { return "embedded" }
+func (e *Source) Source() string { return "embedded" }
 
 // LoaderCounters implements endpoint.LoaderSource.
-func (e *EmbeddedSource) LoaderCounters(context.Context) (endpoint.LoaderCounters, error) {
+func (e *Source) LoaderCounters(context.Context) (endpoint.LoaderCounters, error) {
 	e.mu.Lock()
 	l := e.l
 	e.mu.Unlock()
