@@ -135,13 +135,21 @@ func (s *Settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	}
 	measuring = measuring || s.replaying
 	s.replaying = replaying
-	held := v.Kind != diagnose.WarmingUp && s.streak >= SettleFrames && f.Time.Sub(s.since) >= SettleTime && !measuring
+	held := s.holds() && !measuring
 	s.heldUnprofiled = held && awaitingProfile
 	if held && !awaitingProfile && !s.settled {
 		s.settled = true
 		s.stop()
 	}
 	return nil
+}
+
+// holds is the settle rule, the one place it is applied (a live session's
+// frames and ReplayOnce's end alike): the verdict of the last frame seen is
+// past warming up and has kept its kind SettleFrames frames in a row and
+// SettleTime long.
+func (s *Settle) holds() bool {
+	return s.verdict.Kind != diagnose.WarmingUp && s.streak >= SettleFrames && s.last.Time.Sub(s.since) >= SettleTime
 }
 
 // Note implements Observer.
@@ -211,6 +219,14 @@ func (s *Settle) summary(w io.Writer, asJSON bool) error {
 		return ErrBottleneck
 	}
 	return nil
+}
+
+// summaryAtEnd prints the verdict as summary does, settled only when it
+// holds by the rule at the last frame: how a recording's stretch ends
+// (ReplayOnce), not whether some verdict held earlier in it.
+func (s *Settle) summaryAtEnd(w io.Writer, asJSON bool) error {
+	s.settled = s.holds()
+	return s.summary(w, asJSON)
 }
 
 // why says why no verdict settled.

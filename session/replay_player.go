@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"io"
 	"sort"
 	"sync"
@@ -12,25 +11,6 @@ import (
 	"github.com/gpuwatch/gpuwatch/recording"
 	"github.com/gpuwatch/gpuwatch/tui"
 )
-
-// ReplayLines recomputes each frame's verdict with a fresh Diagnoser and
-// prints the frames with their scenario lines in time order, through the
-// same writer as a live headless session.
-func ReplayLines(rec *recording.Recording, th diagnose.Thresholds, asJSON bool, stdout io.Writer) error {
-	d := diagnose.NewDiagnoser(th)
-	h := newHeadless(stdout, asJSON, th)
-	notes := rec.Scenarios
-	return rec.Each(func(_ int, r *recording.Recorded) error {
-		f := &r.Frame
-		for len(notes) > 0 && !notes[0].Time.After(f.Time) {
-			if err := h.Note(notes[0]); err != nil {
-				return err
-			}
-			notes = notes[1:]
-		}
-		return h.Frame(f, d.Observe(f))
-	})
-}
 
 // ReplayOptions say what ReplayDashboard plays and how.
 type ReplayOptions struct {
@@ -251,47 +231,4 @@ func (pb *playback) seekTo(ctx context.Context, i int) bool {
 		}
 	}
 	return true
-}
-
-// ReplayOnce judges a recording's last stretch as --once judges a live
-// session: the frames of the last `last` (all with 0) are diagnosed, the
-// frames before them only warm the diagnosis up, and the verdict the
-// stretch ends on is printed as --once prints it (asJSON: its one summary
-// object), settled when it held SettleFrames frames and SettleTime at
-// the end. It returns ErrBottleneck or ErrUnsettled as --once does. A
-// Slurm epilog judges a job's last minute this way after its processes
-// are gone (deploy/slurm/epilog.sh).
-func ReplayOnce(rec *recording.Recording, th diagnose.Thresholds, last time.Duration, asJSON bool, w io.Writer) error {
-	n := rec.Len()
-	if n == 0 {
-		return errors.New("the recording holds no frame")
-	}
-	end, err := rec.Frame(n - 1)
-	if err != nil {
-		return err
-	}
-	from := time.Time{}
-	if last > 0 {
-		from = end.Frame.Time.Add(-last)
-	}
-	d := diagnose.NewDiagnoser(th)
-	s := &Settle{stop: func() {}, need: th.MinFrames}
-	err = rec.Each(func(_ int, r *recording.Recorded) error {
-		f := &r.Frame
-		v := d.Observe(f)
-		if !f.Time.Before(from) {
-			return s.Frame(f, v)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if s.frames == 0 {
-		return errors.New("no frame in the stretch asked for")
-	}
-	// Settled is how the stretch ends, not whether some verdict held
-	// earlier in it.
-	s.settled = s.verdict.Kind != diagnose.WarmingUp && s.streak >= SettleFrames && s.last.Time.Sub(s.since) >= SettleTime
-	return s.summary(w, asJSON)
 }
