@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -206,4 +207,44 @@ func (e *EmbeddedTrials) Sweep(ctx context.Context, s Setting) (SweepResult, err
 	r := summarize(c, l, time.Since(start))
 	r.Knobs, r.Command = s, e.Describe(s)
 	return r, nil
+}
+
+// summarize measures a finished embedded run from the loader itself.
+func summarize(c loader.Config, l *loader.Loader, wall time.Duration) SweepResult {
+	s := l.Snapshot()
+	sec := wall.Seconds()
+	r := SweepResult{
+		Workers: c.Workers, Prefetch: c.Prefetch, Persistent: c.Persistent, Batches: s.Batches,
+		SamplesPerSec: float64(s.Samples) / sec, MBPerSec: float64(s.BytesRead) / sec / 1e6,
+		AccelBusyPct: 100 * s.Step.Sum / sec, WorkerStarts: l.WorkerStarts(), WallSeconds: sec, embedded: true,
+	}
+	if s.Wait.Count > 0 {
+		r.WaitMeanMs = 1000 * s.Wait.Sum / float64(s.Wait.Count)
+	}
+	if t := s.Wait.Sum + s.Step.Sum; t > 0 {
+		r.WaitShare = s.Wait.Sum / t
+	}
+	waits := make([]float64, 0, len(s.Recent))
+	for _, b := range s.Recent {
+		waits = append(waits, 1000*b.Wait.Seconds())
+	}
+	if uint64(len(waits)) == s.Batches && len(waits) > 0 {
+		slices.Sort(waits)
+		r.WaitP50Ms, r.WaitP99Ms = sample.NearestRank(waits, 0.5), sample.NearestRank(waits, 0.99)
+	} else if v, ok := endpoint.BucketQuantile(0.5, loader.Buckets, s.Wait.Counts, s.Wait.Count); ok {
+		r.WaitP50Ms = 1000 * v
+		v, _ = endpoint.BucketQuantile(0.99, loader.Buckets, s.Wait.Counts, s.Wait.Count)
+		r.WaitP99Ms = 1000 * v
+	}
+	if len(s.FirstBatch) > 0 {
+		r.FirstBatchMs = float64(s.FirstBatch[0].Microseconds()) / 1000
+	}
+	if len(s.FirstBatch) > 1 {
+		var sum time.Duration
+		for _, d := range s.FirstBatch[1:] {
+			sum += d
+		}
+		r.EpochStallMs = float64(sum.Microseconds()) / 1000 / float64(len(s.FirstBatch)-1)
+	}
+	return r
 }

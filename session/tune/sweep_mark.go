@@ -1,0 +1,110 @@
+package tune
+
+import (
+	"strconv"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// markBest marks the most samples/s, and the fewest workers (then the
+// smallest prefetch) within 95 % of it.
+func markBest(rs []SweepResult) {
+	if len(rs) == 0 {
+		return
+	}
+	best := -1
+	for i, r := range rs {
+		if r.Failed == "" && (best < 0 || r.SamplesPerSec > rs[best].SamplesPerSec) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return // every configuration failed
+	}
+	rs[best].Best = true
+	cheap := -1
+	cost := func(r SweepResult) (int, int) { return workersOf(r), prefetchOf(r) }
+	for i, r := range rs {
+		if r.Failed != "" || r.SamplesPerSec < diagnose.GoodEnough*rs[best].SamplesPerSec {
+			continue
+		}
+		if cheap < 0 {
+			cheap = i
+			continue
+		}
+		w, p := cost(r)
+		cw, cp := cost(rs[cheap])
+		if w < cw || w == cw && p < cp {
+			cheap = i
+		}
+	}
+	rs[cheap].Cheapest = true
+}
+
+func workersOf(r SweepResult) int {
+	for _, k := range []string{sample.KnobWorkers.Name, sample.KnobWorkers.Flag} {
+		if v, err := strconv.Atoi(r.Knobs[k]); err == nil {
+			return v
+		}
+	}
+	return r.Workers
+}
+
+func prefetchOf(r SweepResult) int {
+	for _, k := range []string{sample.KnobPrefetch.Name, sample.KnobPrefetch.Flag} {
+		if v, err := strconv.Atoi(r.Knobs[k]); err == nil {
+			return v
+		}
+	}
+	return r.Prefetch
+}
+
+// MarkCeiling sets each measured configuration's share of the loop's
+// ceiling (samples/s with its input free, measured once for the sweep)
+// and marks as cheapest the fewest workers (then the smallest prefetch)
+// within CeilingEnough of it — none when no configuration gets there.
+func MarkCeiling(rs []SweepResult, ceiling float64) {
+	if ceiling <= 0 {
+		return
+	}
+	cheap := -1
+	for i := range rs {
+		rs[i].Cheapest = false
+		if rs[i].Failed != "" {
+			continue
+		}
+		rs[i].CeilingShare = ceilingShare(rs[i].SamplesPerSec, ceiling)
+		if *rs[i].CeilingShare < CeilingEnough {
+			continue
+		}
+		if cheap < 0 || workersOf(rs[i]) < workersOf(rs[cheap]) || workersOf(rs[i]) == workersOf(rs[cheap]) && prefetchOf(rs[i]) < prefetchOf(rs[cheap]) {
+			cheap = i
+		}
+	}
+	if cheap >= 0 {
+		rs[cheap].Cheapest = true
+	}
+}
+
+// ceilingOf is the ceiling the rows were marked against (MarkCeiling), 0
+// for none.
+func ceilingOf(rs []SweepResult) float64 {
+	for _, r := range rs {
+		if r.CeilingShare != nil && *r.CeilingShare > 0 {
+			return r.SamplesPerSec / *r.CeilingShare
+		}
+	}
+	return 0
+}
+
+// bestShare is the largest share of the ceiling among the rows.
+func bestShare(rs []SweepResult) float64 {
+	best := 0.0
+	for _, r := range rs {
+		if r.CeilingShare != nil {
+			best = max(best, *r.CeilingShare)
+		}
+	}
+	return best
+}
