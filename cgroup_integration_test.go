@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +165,60 @@ func TestConfinedGpuwatchJudgesItsOwnLimits(t *testing.T) {
 		t.Fatalf("job %+v: want gpuwatch's own cgroup, self, 0.5 CPU", j)
 	}
 	t.Logf("job: %s, %s, capacity %v", j.Source, j.Cgroup, j.CPUCapacityCores)
+}
+
+// TestAJobAtItsQuotaReadsItsLimit (issue 56): the embedded loader (2
+// workers, 4 ms of decode a sample, a 2 ms step) in a real v1 cgroup of
+// half a core uses its whole quota and is throttled; its loop does not
+// wait for input because it waits for the quota itself. In at least 90 %
+// of the settled frames over GPUWATCH_QUOTA_RUNS runs (5 by default; 10
+// when judged alone), the verdict is the CPU limit, citing the quota —
+// not healthy on the stretched step. Beside it, the same loader
+// unconfined never cites a quota.
+func TestAJobAtItsQuotaReadsItsLimit(t *testing.T) {
+	runs := 5
+	if n, err := strconv.Atoi(os.Getenv("GPUWATCH_QUOTA_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	loader := []string{"--workers", "2", "--decode-cost", "4ms", "--step-time", "2ms", "--persistent"}
+	verdicts := func(procs []string) (settled int, limit int, seen map[string]int) {
+		// Each run's loader stops with its run: one left running would
+		// take the next run's CPU.
+		job, out := startIn(t, procs, append([]string{"loader", "--listen", "127.0.0.1:0", "--progress-every", "1s"}, loader...)...)
+		defer func() { _ = job.Process.Kill() }()
+		first, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			t.Fatalf("loader: no first line: %v", err)
+		}
+		cmd, ch := startJSON(t, "attach", loaderURL(t, first), "--headless", "--json", "--duration", "20s")
+		seen = map[string]int{}
+		for l := range ch {
+			if l.Type != "frame" || l.Verdict == nil || l.Verdict.Kind == "warming_up" || l.Verdict.Kind == "" {
+				continue
+			}
+			settled++
+			seen[l.Verdict.Kind]++
+			if l.Verdict.Kind == "cpu_saturated" && len(l.Verdict.Evidence) > 0 && strings.Contains(l.Verdict.Evidence[0].Text, "(quota 50 ms per 100 ms)") {
+				limit++
+			}
+		}
+		_ = cmd.Wait()
+		return settled, limit, seen
+	}
+	var settled, limit int
+	for i := range runs {
+		procs := v1Cgroup(t, fmt.Sprintf("gpuwatch-quota-%d-%d", os.Getpid(), i),
+			map[string]map[string]string{"cpu": {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "50000"}, "cpuacct": {}})
+		s, l, seen := verdicts(procs)
+		t.Logf("run %d: %d of %d settled frames read the quota; verdicts %v", i+1, l, s, seen)
+		settled, limit = settled+s, limit+l
+	}
+	if settled == 0 || float64(limit) < 0.9*float64(settled) {
+		t.Errorf("%d of %d settled frames over %d runs read the quota: want ≥ 90 %%", limit, settled, runs)
+	}
+	s, l, seen := verdicts(nil)
+	t.Logf("unconfined: %d of %d settled frames cite a quota; verdicts %v", l, s, seen)
+	if l > 0 {
+		t.Errorf("unconfined, %d frames cite a quota", l)
+	}
 }

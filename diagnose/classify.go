@@ -221,6 +221,7 @@ var precedence = [phases][]string{
 	},
 	phaseSettled: {
 		"idle/stopped",
+		"cpu_saturated/throttled", // the loop waits for the quota, not for input (issue 56)
 		"gpu_underused/sm-idle",
 		"healthy/moderate",
 		"healthy/busy",

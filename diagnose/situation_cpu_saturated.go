@@ -1,6 +1,11 @@
 package diagnose
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
 
 // CPUSaturated: every core busy, the accelerator waiting. See docs/diagnosis.md, "Verdicts".
 const CPUSaturated Kind = 4
@@ -18,6 +23,7 @@ func init() {
 		rules: []rule{
 			{name: "crowded", sees: "the training process's compute threads crowd out its workers", variant: cpuCrowded, holds: crowdedRule},
 			{name: "cores", sees: "every core is busy", holds: coresRule},
+			{name: "throttled", sees: "the job uses its whole CPU limit and is throttled, though its loop does not wait", variant: cpuThrottled, holds: throttledRule},
 			{name: "host-only", sees: "no accelerator signal, and every core is busy", variant: variantHostOnly, holds: coresRule},
 		},
 	})
@@ -27,12 +33,18 @@ func init() {
 // its workers need; the advice is fewer compute threads, not more cores.
 const cpuCrowded variant = "crowded"
 
+// cpuThrottled: the job is held at its CPU quota: the loop does not wait
+// for input because it waits for the quota itself.
+const cpuThrottled variant = "throttled"
+
 func saturatedAdvice(in adviceIn) ([]string, bool) {
 	w, cores := in.w, in.cores
 	switch in.d.variant {
 	case cpuCrowded:
 		n := max(1, cores-max(w.workers, 0))
 		return []string{fmt.Sprintf("leave cores for the workers: torch.set_num_threads(%d), and OPENBLAS_NUM_THREADS=%d OMP_NUM_THREADS=%d in the training process's environment (read when torch starts)", n, n, n)}, false
+	case cpuThrottled:
+		return throttledAdvice(w), false
 	}
 	here := fmt.Sprintf("the %d cores here", cores)
 	if w.confined() {
@@ -153,4 +165,79 @@ func crowdedOut(w *window, th Thresholds) ([]Evidence, bool) {
 		es = append(es, evidence("procs.threads.cpu_pct", r.compute.CPUPct, ">=", th.BusyThreadPct, "%", r.describeCompute(th)))
 	}
 	return es, true
+}
+
+// throttledRule (issue 56): a confined job that uses its whole CPU limit
+// and is throttled is limited by that limit, whatever its wait share: the
+// loop does not wait for input because it waits for the quota itself, and
+// its step, measured in wall time, counts the time it sat throttled — a
+// virtual accelerator reads 100 % busy. Not where a real GPU is busy: its
+// job is GPU-bound with a throttled host side.
+func throttledRule(f *facts) (decision, bool) {
+	w, th := f.w, f.th
+	if !w.confined() || !w.jobThrottle.ok || w.jobThrottle.v < th.ThrottledShare || !w.jobUsed.ok ||
+		w.jobUsed.v < th.CPUSaturatedPct/100*w.job.CPUCapacityCores || f.real && f.accel.ok && f.accel.v >= th.AccelBusyPct {
+		return decision{}, false
+	}
+	cpu, _ := jobCPUEvidence(w, th)
+	var d decision
+	d.evidence = append(d.evidence, cpu...)
+	if t := w.job.ThrottledSecPerSec; t != nil && *t > 0 {
+		d.evidence = append(d.evidence, evidence("job.throttled_sec_per_sec", *t, ">", 0, "s/s",
+			fmt.Sprintf("its tasks sat throttled %.2g s every second (cpu.stat throttled_time, summed over the CPUs it ran on)", *t)))
+	}
+	if who, ok := cpuUsers(w); ok {
+		d.evidence = append(d.evidence, evidence("job.cpu_used_cores", w.jobUsed.v, ">=", th.CPUSaturatedPct/100*w.job.CPUCapacityCores, "cores", who))
+	}
+	if f.accel.ok && !f.real {
+		d.evidence = append(d.evidence, evidence("accel.busy_pct", f.accel.v, ">=", 0, "%",
+			fmt.Sprintf("the step reads the accelerator %.0f %% busy, but the step is wall time, and it counts the time the job sat throttled: the loop waits for the quota, not for input", f.accel.v)))
+	}
+	return d, true
+}
+
+// cpuUsers says which of the job's threads use its CPU: the loop's
+// thread, the workers, the rest of the training process.
+func cpuUsers(w *window) (string, bool) {
+	r := &w.roles
+	if !r.loopPct.ok {
+		return "", false
+	}
+	s := fmt.Sprintf("of its %.2g CPU, the training loop's thread used %.2g", w.jobUsed.v, r.loopPct.v/100)
+	if r.workersPct.ok {
+		s += fmt.Sprintf(", its workers %.2g", r.workersPct.v/100)
+	}
+	if r.computePct.ok && r.computePct.v >= 1 {
+		s += fmt.Sprintf(", its other threads %.2g", r.computePct.v/100)
+	}
+	return s, true
+}
+
+// throttledAdvice: a larger limit, from what the job used and the time it
+// sat throttled, or a job that asks less of it.
+func throttledAdvice(w *window) []string {
+	j := w.job
+	a := []string{}
+	if t := j.ThrottledSecPerSec; t != nil && *t > 0 {
+		want := w.jobUsed.v + *t
+		a = append(a, fmt.Sprintf("raise the job's CPU limit: it used %.2g of its %.2g CPU and its tasks sat throttled %.2g s a second, about %.2g CPUs of demand (a quota of %.0f ms per %.0f ms period, or --cpus=%.2g)",
+			w.jobUsed.v, j.CPUCapacityCores, *t, want, math.Ceil(want*periodMs(j)), periodMs(j), math.Ceil(want*10)/10))
+	} else {
+		a = append(a, fmt.Sprintf("raise the job's CPU limit: it used %.2g of its %.2g CPU and was throttled in %.0f %% of periods", w.jobUsed.v, j.CPUCapacityCores, 100*w.jobThrottle.v))
+	}
+	r := &w.roles
+	if w.workers > 0 && r.workersPct.ok && r.workersPct.v > 0 {
+		per := r.workersPct.v / 100 / float64(w.workers)
+		a = append(a, fmt.Sprintf("or ask less of it: the %d workers used %.2g CPU (%.2g each); decoding or augmenting less per sample, or caching its result, leaves the quota to the loop", w.workers, r.workersPct.v/100, per))
+	}
+	return a
+}
+
+// periodMs is the job's CFS period in ms (100 ms, the kernel's default,
+// where it was not read).
+func periodMs(j *sample.Job) float64 {
+	if j.CPUPeriodUs != nil && *j.CPUPeriodUs > 0 {
+		return *j.CPUPeriodUs / 1000
+	}
+	return 100
 }

@@ -1,0 +1,66 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// quotaFrames is issue 56's job: the embedded loader (2 workers, 4 ms of
+// decode a sample, a 2 ms step) in a v1 cgroup of half a core, using its
+// whole quota (0.51 CPU) and throttled in 95 % of periods, 1.45 s every
+// second; its loop waits 0 % and its virtual accelerator reads 100 %
+// busy. throttled: whether the quota bites; gpuUtil: a real GPU's
+// utilization (nil: none).
+func quotaFrames(throttled bool, gpuUtil *float64) []sample.Frame {
+	var out []sample.Frame
+	t0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	for i := range 12 {
+		wait, step, n, pid, loop := 0.0, 2.0, 2, 300, 300
+		quota, period, cores, used, share, secs := 0.5, 100000.0, 2.0, 0.51, 0.95, 1.45
+		if !throttled {
+			used, share, secs = 0.2, 0, 0
+		}
+		f := sample.Frame{Time: t0.Add(time.Duration(i) * time.Second), IntervalSec: 1,
+			CPU:    &sample.CPU{BusyPct: 26, Cores: []sample.Core{{ID: 0, BusyPct: 26}, {ID: 1, BusyPct: 26}}},
+			Accel:  &sample.VirtualAccel{BusyPct: 100},
+			Loader: &sample.Loader{Source: "http://127.0.0.1:6061", Kind: "go", BatchesPerSec: 5, SamplesPerSec: 160, WaitShare: &wait, StepMeanMs: &step, Workers: &n, PID: &pid, LoopTID: &loop},
+			Job: &sample.Job{Cgroup: "/gpuwatch-test", CgroupVersion: 1, Source: "pid 300", CPUQuotaCores: &quota, CPUQuotaUs: ptr(50000.0), CPUPeriodUs: &period,
+				AllowedCPUs: int(cores), CPUCapacityCores: quota, CPUUsedCores: &used, ThrottledPeriodsShare: &share, ThrottledSecPerSec: &secs},
+			Procs: &sample.Procs{FocusPID: 300, List: []sample.Proc{{PID: 300, CPUPct: 100 * used}},
+				Threads: []sample.Thread{{PID: 300, TID: 300, Name: "loop", CPUPct: 12}, {PID: 300, TID: 301, Name: "worker", CPUPct: 20}, {PID: 300, TID: 302, Name: "worker", CPUPct: 19}}},
+		}
+		if gpuUtil != nil {
+			f.Accel = nil
+			f.GPUs = []sample.GPU{{Index: 0, Name: "NVIDIA H100", Vendor: "nvidia", UtilPct: gpuUtil}}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// TestAJobAtItsQuotaIsLimitedByIt (issue 56): a job that uses its whole
+// CPU quota and is throttled reads cpu_saturated on its limit, not
+// healthy on its stretched step, whatever its wait share; the evidence
+// cites the quota and the throttled time, and the advice computes a
+// larger quota from the job's own use. Unthrottled, the same job is
+// healthy; beside a busy real GPU, throttling is not the limit.
+func TestAJobAtItsQuotaIsLimitedByIt(t *testing.T) {
+	v := Classify(quotaFrames(true, nil), DefaultThresholds())
+	all := strings.Join(texts(v.Evidence), "\n")
+	if v.Kind != CPUSaturated || !strings.HasPrefix(all, "the job may use 0.5 CPU (quota 50 ms per 100 ms) and used 0.51") ||
+		!strings.Contains(all, "throttled 1.4 s every second") || !strings.Contains(all, "the loop waits for the quota, not for input") {
+		t.Fatalf("%s: %q", v.Kind, all)
+	}
+	if advice := strings.Join(v.Advice, "\n"); !strings.Contains(advice, "about 2 CPUs of demand (a quota of 196 ms per 100 ms period") {
+		t.Errorf("advice %q", v.Advice)
+	}
+	if v := Classify(quotaFrames(false, nil), DefaultThresholds()); v.Kind != Healthy {
+		t.Errorf("unthrottled: %s %q", v.Kind, texts(v.Evidence))
+	}
+	if v := Classify(quotaFrames(true, ptr(99.0)), DefaultThresholds()); v.Kind == CPUSaturated {
+		t.Errorf("a busy GPU's job, throttled on the host: %s %q", v.Kind, texts(v.Evidence))
+	}
+}
