@@ -52,3 +52,32 @@ func TestH100SampledStarvedRecorded(t *testing.T) {
 		t.Fatalf("the H100's NVML readings: %+v", f.GPUs)
 	}
 }
+
+// TestH200BF16MLPRecorded replays `gpuwatch run --once --record` on a real
+// H200 (this session's device run; testdata/gpu/h200-mlp-bf16.jsonl):
+// python/examples/gpu_bound.py --model mlp --precision bf16, an 8-layer
+// 4096-wide MLP at batch 4096 in bf16 autocast, its input free. Its own
+// clock: 676,823 samples/s (the same MLP in fp32 read 64,770: 10.5×, and
+// gpuwatch's tensor_idle bound on the fp32 run was 14.8×). The hook read
+// its settings (autocast bf16) and counted its FLOPs: the verdict is
+// healthy, names no GPU cause, advises no mixed precision, and says how
+// much of the GPU the step uses — SM and tensor activity from GPM, the
+// bf16 rate against the H200's dense peak, and MFU.
+func TestH200BF16MLPRecorded(t *testing.T) {
+	lines := readRecording(t, filepath.Join("testdata", "gpu", "h200-mlp-bf16.jsonl"))
+	segs := replay(lines, DefaultThresholds())
+	if len(segs) != 1 || len(segs[0].verdicts) < 10 {
+		t.Fatalf("want one run of ≥ 10 frames, have %d segments", len(segs))
+	}
+	last := segs[0].verdicts[len(segs[0].verdicts)-1]
+	all := strings.Join(last.Advice, "\n")
+	if last.Kind != Healthy || len(last.Causes) != 0 || strings.Contains(all, "mixed precision") || strings.Contains(all, "autocast") {
+		t.Fatalf("%s causes %+v advice %q", last.Kind, last.Causes, last.Advice)
+	}
+	for _, want := range []string{"its SMs are active", "its tensor cores", "TFLOPS of the H200 SXM's 990 dense", "MFU"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("advice %q lacks %q", all, want)
+		}
+	}
+	t.Logf("%q", last.Advice)
+}
