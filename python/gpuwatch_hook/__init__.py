@@ -45,19 +45,26 @@ the standard library is used (Python 3.9 or newer). Importing it changes
 nothing in the process: the server, its thread and its fork handler start
 with the first watch().
 
-The modules: _timing (wait, step, the metrics page), _server (the HTTP
-server and the announcement), _profiler (the CPU profile), _pprof (the
-profile's encoding), _torch (what is read from torch, private attributes
-checked in one place), _auto (gpuwatch run's instrumentation), _stages
-(the stage times inside the workers), _payload (the look at the batches).
+The modules, in layers that import only downward (tests/test_layers.py
+LAYERS): _version and _env (the warning, the run folder, the ranks, the
+clock); the leaves _torch (what is read from torch, private attributes
+checked in one place), _pprof (the profile's encoding), _callee, _payload
+(the look at the batches), _h2d (the copies to the GPU), _settings (what
+the job already does); _sampler (the stack sampler); _workerprof (the
+workers' profiles) and _ceiling; _profiler (the CPU profile) and _stages
+(the stage times inside the workers); _timing (wait, step, the metrics
+page); _server (the HTTP server and the announcement); _run (gpuwatch
+run's timing of every DataLoader); _patches (the table of every patch);
+_auto (what run's sitecustomize calls) and this package.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Optional
 
-from . import _server, _timing
+from . import _env, _patches, _run, _server, _timing
 from ._pprof import encode_profile
 from ._profiler import take_profile
 from ._server import MAX_CONNECTIONS, MAX_PROFILE_SECONDS, REQUEST_SECONDS, discovery_dir
@@ -102,7 +109,7 @@ class Watched:
         if not self._timed:  # gpuwatch run already times every DataLoader
             return iter(self.loader)
         _patch_stages(self.loader)  # before iter(): the workers it starts are timed
-        started = _timing.clock()
+        started = _env.clock()
         it = iter(self.loader)
         try:
             self._stats.epoch(self.loader, it)
@@ -136,19 +143,12 @@ class Watched:
 
 def _patch_stages(loader: Any) -> None:
     """Times the stages inside a torch DataLoader's workers (_stages):
-    patches torch's data module once, when loader is one of its
-    DataLoaders. Never raises."""
-    import sys
-
-    mod = sys.modules.get("torch.utils.data.dataloader")
+    installs _patches' WATCH rows into torch's data module, once, when
+    loader is one of its DataLoaders. Never raises."""
+    mod = sys.modules.get(_run.TARGET)
     if mod is None or not isinstance(loader, getattr(mod, "DataLoader", ())):
         return
-    try:
-        from . import _stages
-
-        _stages.patch(mod)
-    except Exception:
-        pass
+    _patches.install(_patches.WATCH, mod)
 
 
 class WatchedIterator(_timing.Timed):
@@ -186,10 +186,8 @@ def watch(loader: Any, port: Optional[int] = None, host: str = "127.0.0.1", quie
 
     Never raises for the server: a port in use is a warning, and batches
     are still timed."""
-    from . import _auto
-
-    if _auto.active() and _auto.times(loader):
-        stats, srv = _auto.server()
+    if _run.active() and _run.times(loader):
+        stats, srv = _run.server()
         return Watched(loader, stats, srv, timed=False)
     if port is None:
         try:

@@ -32,6 +32,8 @@ import time
 import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import _env
+
 #: At most this many copies wait for their GPU time; older ones are let go.
 MAX_PENDING = 16
 
@@ -71,10 +73,11 @@ class Figures:
 
 
 def install() -> None:
-    """Wraps Tensor.to and Tensor.cuda once, where torch has CUDA built in.
-    Tried once, at the first batch looked at (watch): the DataLoader patch
-    runs inside `import torch`, before torch.backends is there. Never
-    raises."""
+    """Wraps Tensor.to and Tensor.cuda once, each on its own (_patches),
+    where torch has CUDA built in. Tried once, at the first batch looked at
+    (watch): the DataLoader patch runs inside `import torch`, before
+    torch.backends is there. Never raises: a wrapper that cannot be
+    installed is warned, naming it."""
     global _installed, _tried
     torch = sys.modules.get("torch")
     if _tried or torch is None:
@@ -83,26 +86,37 @@ def install() -> None:
     try:
         if not torch.backends.cuda.is_built():
             return
-        compiler = getattr(torch, "compiler", None)
-        compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
-        orig_to, orig_cuda = torch.Tensor.to, torch.Tensor.cuda
     except Exception:
         return
+    to = _env.attempt("Tensor.to", install_to, torch)
+    cuda = _env.attempt("Tensor.cuda", install_cuda, torch)
+    _installed = to or cuda
 
-    def to(self: Any, *args: Any, **kwargs: Any) -> Any:
+
+def install_to(torch: Any) -> bool:
+    """Wraps torch.Tensor.to: a looked-at batch's tensor copied to the GPU
+    is timed (_timed); every other call goes straight through."""
+    return _wrap(torch, "to")
+
+
+def install_cuda(torch: Any) -> bool:
+    """Wraps torch.Tensor.cuda, as install_to wraps to."""
+    return _wrap(torch, "cuda")
+
+
+def _wrap(torch: Any, attr: str) -> bool:
+    compiler = getattr(torch, "compiler", None)
+    compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+    orig = getattr(torch.Tensor, attr)
+
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not compiling() and _watched and id(self) in _watched:
-            return _timed(self, orig_to, args, kwargs, 1)
-        return orig_to(self, *args, **kwargs)
+            return _timed(self, orig, args, kwargs, 1)
+        return orig(self, *args, **kwargs)
 
-    def cuda(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not compiling() and _watched and id(self) in _watched:
-            return _timed(self, orig_cuda, args, kwargs, 1)
-        return orig_cuda(self, *args, **kwargs)
-
-    for new, old in ((to, orig_to), (cuda, orig_cuda)):
-        new.__name__, new.__qualname__, new.__doc__ = old.__name__, getattr(old, "__qualname__", old.__name__), old.__doc__
-    torch.Tensor.to, torch.Tensor.cuda = to, cuda
-    _installed = True
+    wrapper.__name__, wrapper.__qualname__, wrapper.__doc__ = orig.__name__, getattr(orig, "__qualname__", orig.__name__), orig.__doc__
+    setattr(torch.Tensor, attr, wrapper)
+    return True
 
 
 def watch(tensors: List[Any], stats: Any) -> None:

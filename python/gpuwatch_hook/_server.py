@@ -28,11 +28,11 @@ import tempfile
 import threading
 import time
 import urllib.parse
-import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _ceiling, _profiler
-from ._timing import Stats, rank_env
+from . import _ceiling, _env, _profiler
+from ._env import warn
+from ._timing import Stats
 from ._version import __version__
 
 #: At most this many connections are served at once; more are closed at
@@ -59,20 +59,6 @@ MAX_PROFILE_SECONDS = 60
 REQUEST_SECONDS = 10
 
 
-def warn(msg: str) -> None:
-    """A warning for the user. Under gpuwatch run it goes to run's folder
-    (run shows it), never into the job's own output."""
-    run = os.environ.get("GPUWATCH_RUN_DIR", "")
-    if os.path.isabs(run):
-        try:
-            with open(os.path.join(run, "hook-%d.log" % os.getpid()), "a") as f:
-                f.write(msg.replace("\n", " ")[:1000] + "\n")
-        except OSError:
-            pass
-        return
-    warnings.warn("gpuwatch_hook: " + msg, RuntimeWarning, stacklevel=4)
-
-
 def discovery_dir() -> str:
     """Where serving processes announce themselves: $XDG_RUNTIME_DIR/gpuwatch,
     or /tmp/gpuwatch-UID where there is no runtime folder (gpuwatch reads
@@ -83,28 +69,9 @@ def discovery_dir() -> str:
     return os.path.join(tempfile.gettempdir(), "gpuwatch-%d" % os.geteuid())
 
 
-def run_dir() -> Optional[str]:
-    """gpuwatch run's private folder (GPUWATCH_RUN_DIR), when this process
-    runs under run, tune or sweep and the folder is this user's alone."""
-    d = os.environ.get("GPUWATCH_RUN_DIR", "")
-    if not os.path.isabs(d):
-        return None
-    try:
-        _check_private(d)
-    except OSError:
-        return None
-    return d
-
-
-def _check_private(d: str) -> None:
-    st = os.lstat(d)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-        raise OSError("%s is not a private folder of this user (owner %d, mode %o)" % (d, st.st_uid, st.st_mode & 0o777))
-
-
 def _write_announcement(d: str, url: str, token: str) -> str:
     entry: Dict[str, Any] = {"pid": os.getpid(), "url": url, "kind": "python", "token": token}
-    entry.update(rank_env())
+    entry.update(_env.rank_env())
     path = os.path.join(d, "%d-%s.json" % (os.getpid(), url.rsplit(":", 1)[-1]))
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
@@ -121,7 +88,7 @@ def announce(url: str, token: str = "") -> List[str]:
     not private to this user (another user made /tmp/gpuwatch-UID first) is
     a warning when nothing else was announced: attaching by URL still works."""
     paths: List[str] = []
-    run = run_dir()
+    run = _env.run_dir()
     if run is not None:
         try:
             paths.append(_write_announcement(run, url, token))
@@ -476,11 +443,31 @@ def _close_all() -> None:
         srv.close()
 
 
+def install_fork_handler() -> bool:
+    """A forked child (a DataLoader worker) lets go of the servers
+    (_after_fork_in_child). Once per process."""
+    global _fork_handler
+    if _fork_handler or not hasattr(os, "register_at_fork"):
+        return _fork_handler
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+    _fork_handler = True
+    return True
+
+
+def install_exit_handler() -> bool:
+    """At exit every server closes and its announcement is removed. Once
+    per process."""
+    global _exit_handler
+    if not _exit_handler:
+        atexit.register(_close_all)
+        _exit_handler = True
+    return True
+
+
 def serve(host: str, port: int, stats_for_new: Optional[Stats], quiet: bool) -> Tuple[Stats, Optional[Server]]:
     """The server on (host, port), started on first use; its Stats (shared
     by every watch on the port). A port that cannot be bound is a warning
     and (fresh Stats, None): batches are still timed."""
-    global _fork_handler, _exit_handler
     with _lock:
         key = (host, port)
         if key in _servers and not _servers[key].closed:
@@ -499,14 +486,12 @@ def serve(host: str, port: int, stats_for_new: Optional[Stats], quiet: bool) -> 
             else:
                 warn("cannot serve on %s:%d (%s): not serving metrics; batches are still timed" % (host, port, e))
             return stats, None
-        if not _fork_handler and hasattr(os, "register_at_fork"):
-            # Registered with the first server, not at import: importing the
-            # hook changes nothing in the process.
-            os.register_at_fork(after_in_child=_after_fork_in_child)
-            _fork_handler = True
+        # Registered with the first server, not at import: importing the
+        # hook changes nothing in the process (_patches lists both).
+        if not _fork_handler:
+            _env.attempt("os.register_at_fork: the server's", install_fork_handler)
         if not _exit_handler:
-            atexit.register(_close_all)
-            _exit_handler = True
+            _env.attempt("atexit: the servers closed", install_exit_handler)
         if port != 0:  # port 0 is a new port each time: nothing to share
             _servers[key] = srv
         srv.users = 1

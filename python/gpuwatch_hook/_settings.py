@@ -17,13 +17,16 @@ training step costs the hook nothing for this.
 
 A setting the hook could not read is None and left off the page, never
 a made-up value. Inside torch.compile's tracing the hook does nothing
-(is_compiling() is tested first). A leaf: imports nothing of the hook."""
+(is_compiling() is tested first). A leaf: imports only _env. Its two
+patches (CUDAGraph.replay, the forward pre-hook) are rows of _patches."""
 
 from __future__ import annotations
 
 import sys
 import time
 from typing import Any, List, Optional, Tuple
+
+from . import _env
 
 #: Seconds between two windows: a setting changed while the job runs is
 #: seen within this.
@@ -199,7 +202,7 @@ def read_modules(torch: Any, module: Any, s: Settings) -> None:
 def _patch_graphs(torch: Any) -> None:
     """Counts CUDAGraph.replay calls (torch.cuda.graphs; torch.compile's
     reduce-overhead replays them too), where torch has CUDA built in.
-    Tried once; never raises."""
+    Tried once; never raises (a failure is warned, naming the patch)."""
     global _graphs_patched, _graphs_tried
     if _graphs_tried:
         return
@@ -207,10 +210,15 @@ def _patch_graphs(torch: Any) -> None:
     try:
         if not torch.backends.cuda.is_built():
             return
-        cls = torch.cuda.graphs.CUDAGraph
-        orig = cls.replay
     except Exception:
         return
+    _graphs_patched = _env.attempt("CUDAGraph.replay", patch_replay, torch)
+
+
+def patch_replay(torch: Any) -> bool:
+    """Wraps torch.cuda.graphs.CUDAGraph.replay to count the replays."""
+    cls = torch.cuda.graphs.CUDAGraph
+    orig = cls.replay
 
     def replay(self: Any, *a: Any, **k: Any) -> Any:
         global _replays
@@ -219,7 +227,7 @@ def _patch_graphs(torch: Any) -> None:
 
     replay.__name__, replay.__qualname__, replay.__doc__ = orig.__name__, getattr(orig, "__qualname__", "replay"), orig.__doc__
     cls.replay = replay
-    _graphs_patched = True
+    return True
 
 
 def _filter_compile_warning() -> None:
@@ -262,10 +270,16 @@ class Window:
             w = Window(torch)
             if "torch._dynamo" in sys.modules:
                 _filter_compile_warning()
-            w.handle = torch.nn.modules.module.register_module_forward_pre_hook(w.pre)
-            return w
         except Exception:
             return None
+        return w if _env.attempt("forward pre-hook", w.install) else None
+
+    def install(self) -> bool:
+        """Registers the window's global forward pre-hook
+        (torch.nn.modules.module.register_module_forward_pre_hook); pre, or
+        close, removes it."""
+        self.handle = self.torch.nn.modules.module.register_module_forward_pre_hook(self.pre)
+        return True
 
     def pre(self, module: Any, args: Any) -> None:
         """The global forward pre-hook: at the first module with

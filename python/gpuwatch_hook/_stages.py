@@ -60,7 +60,7 @@ import threading
 import time
 from typing import Any, List, Optional, Tuple
 
-from . import _torch, _workerprof
+from . import _env, _torch, _workerprof
 
 #: Seconds between a worker's carried batches: the batches between carry
 #: no figures (their getitem and collate are added to the next carried
@@ -233,36 +233,29 @@ def wrap_fetcher(fetcher: Any, in_worker: bool) -> Any:
     return fetcher
 
 
+#: Set once patch() installed both; bench_hook sets it to keep watch()
+#: from patching. Each installer also sees its own patch by its mark.
 _patched = False
 _patch_lock = threading.Lock()
+_MARK_ATTR = "_gpuwatch_patch"
 
 
-def patch(module: Any) -> None:
-    """Patches torch.utils.data.dataloader (module) so that every
-    DataLoader's fetchers are timed (_DatasetKind.create_fetcher) and
-    every batch from a worker is unwrapped before the loop sees it
-    (_MultiProcessingDataLoaderIter._process_data). Idempotent. A worker
-    forked after this inherits it; a spawned one gets it from gpuwatch
-    run's sitecustomize. A loader nobody watches still has its batches
-    unwrapped: its figures are dropped."""
-    global _patched
+def _marked(f: Any) -> bool:
+    return getattr(f, _MARK_ATTR, False) is True
+
+
+def patch_process_data(module: Any) -> bool:
+    """Patches _MultiProcessingDataLoaderIter._process_data of
+    torch.utils.data.dataloader (module), which every batch from a worker
+    passes before the loop gets it: a Carried batch is unwrapped there and
+    its figures go to the iterator's stats (a loader nobody watches still
+    has its batches unwrapped: its figures are dropped). Idempotent;
+    raises where torch's shape is not the one read (_patches)."""
     with _patch_lock:
-        if _patched:
-            return
-        kind = module._DatasetKind
         it_cls = module._MultiProcessingDataLoaderIter
-        orig_create = kind.__dict__["create_fetcher"].__func__
         orig_process = it_cls._process_data
-
-        def create_fetcher(*args: Any, **kwargs: Any) -> Any:
-            fetcher = orig_create(*args, **kwargs)
-            try:
-                return wrap_fetcher(fetcher, _torch.in_worker())
-            except Exception as e:  # a fetcher of another shape: untimed, and said once
-                from . import _timing
-
-                _timing.warn_once("a DataLoader's stages are not timed: its fetcher (%s) has no fetch and collate_fn to time: %s" % (type(fetcher).__name__, e))
-                return fetcher
+        if _patched or _marked(orig_process):
+            return True
 
         def _process_data(self: Any, data: Any, *rest: Any) -> Any:  # torch ≥ 2.6 passes the worker too
             if type(data) is Carried:
@@ -275,8 +268,48 @@ def patch(module: Any) -> None:
                         stats.error()
             return orig_process(self, data, *rest)
 
-        create_fetcher.__wrapped__ = orig_create  # type: ignore[attr-defined]
         _process_data.__wrapped__ = orig_process  # type: ignore[attr-defined]
-        kind.create_fetcher = staticmethod(create_fetcher)
+        setattr(_process_data, _MARK_ATTR, True)
         it_cls._process_data = _process_data
-        _patched = True
+        return True
+
+
+def patch_fetcher(module: Any) -> bool:
+    """Patches _DatasetKind.create_fetcher of torch.utils.data.dataloader
+    (module) so that every DataLoader's fetchers are timed (wrap_fetcher).
+    Only after patch_process_data (_patches says so): a worker's Carried
+    batch must be unwrapped before the loop sees it. A worker forked after
+    this inherits it; a spawned one gets it from gpuwatch run's
+    sitecustomize. Idempotent; raises where torch's shape is not the one
+    read (_patches)."""
+    with _patch_lock:
+        kind = module._DatasetKind
+        orig_create = kind.__dict__["create_fetcher"].__func__
+        if _patched or _marked(orig_create):
+            return True
+
+        def create_fetcher(*args: Any, **kwargs: Any) -> Any:
+            fetcher = orig_create(*args, **kwargs)
+            try:
+                return wrap_fetcher(fetcher, _torch.in_worker())
+            except Exception as e:  # a fetcher of another shape: untimed, and said once
+                _env.warn_once("a DataLoader's stages are not timed: its fetcher (%s) has no fetch and collate_fn to time: %s" % (type(fetcher).__name__, e))
+                return fetcher
+
+        create_fetcher.__wrapped__ = orig_create  # type: ignore[attr-defined]
+        setattr(create_fetcher, _MARK_ATTR, True)
+        kind.create_fetcher = staticmethod(create_fetcher)
+        return True
+
+
+def patch(module: Any) -> None:
+    """Both stage patches of torch.utils.data.dataloader (module), the
+    unwrapping first: what _patches installs for the stages (watch() of a
+    DataLoader, gpuwatch run), for the tests and bench_hook. Raises where
+    one cannot be installed."""
+    global _patched
+    if _patched:
+        return
+    patch_process_data(module)
+    patch_fetcher(module)
+    _patched = True

@@ -7,17 +7,12 @@ from __future__ import annotations
 import bisect
 import os
 import threading
-import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _ceiling, _h2d, _payload, _settings, _stages, _torch
+from . import _ceiling, _env, _h2d, _payload, _settings, _stages, _torch
 
 #: Histogram bounds in seconds: the embedded loader's (loader/stats.go).
 BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
-
-# The clock for wait and step; tests replace it.
-clock = time.perf_counter
-
 
 class Histogram:
     __slots__ = ("counts", "count", "sum")
@@ -128,7 +123,7 @@ class Stats:
         if inline is not None:
             self.add_stages((("getitem", inline[0], inline[2]), ("collate", inline[1], inline[2])))
         _h2d.poll()
-        now = clock()
+        now = _env.clock()
         if self._look_at is None or now >= self._look_at:  # only the loop thread reads and writes _look_at
             self._look_at = now + _payload.LOOK_EVERY
             found: List[Tuple[str, Any]] = []
@@ -236,7 +231,6 @@ class Stats:
         if k.workers:  # its workers' batches carry their stage times here (_stages)
             attach(it, "_gpuwatch_stats", self)
 
-
     def ask_ceiling(self, seconds: float) -> Tuple[bool, str]:
         """Starts measuring the ceiling (_ceiling) with a replay of seconds,
         unless a measurement is under way: (started, why not)."""
@@ -318,7 +312,7 @@ class Stats:
         # tid: the training loop's OS thread, so gpuwatch can tell it from the
         # process's compute threads (OpenBLAS, OpenMP, torch intra-op).
         labels = ',tid="%d"' % tid if tid else ""
-        for name, v in rank_env().items():
+        for name, v in _env.rank_env().items():
             labels += ',%s="%d"' % (name, v)
         put('gpuwatch_loader_info{pid="%d",kind="python"%s} 1\n' % (os.getpid(), labels))
         return "".join(out).encode()
@@ -429,20 +423,6 @@ def label(s: str) -> str:
     return s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def rank_env() -> Dict[str, int]:
-    """RANK, LOCAL_RANK and WORLD_SIZE of this process (torch.distributed's
-    launchers set them), those that are small non-negative numbers."""
-    out = {}
-    for env, name in (("RANK", "rank"), ("LOCAL_RANK", "local_rank"), ("WORLD_SIZE", "world_size")):
-        try:
-            v = int(os.environ.get(env, ""))
-        except ValueError:
-            continue
-        if 0 <= v < 1 << 20:
-            out[name] = v
-    return out
-
-
 def fmt(v: Any) -> str:
     """A number as Go's strconv.FormatFloat(v, 'g', -1, 64) writes it for
     the values here: integers without a point."""
@@ -457,6 +437,7 @@ def fmt(v: Any) -> str:
         return str(int(v))
     return repr(v)
 
+
 def attach(it: Any, name: str, value: Any) -> bool:
     """Sets name on a DataLoader iterator, which the hook's patches read
     back (PRIVATE in _torch lists it: the iterator's __dict__). An
@@ -469,22 +450,8 @@ def attach(it: Any, name: str, value: Any) -> bool:
         value = value if isinstance(value, Stats) else getattr(value, "stats", None)
         if isinstance(value, Stats):
             value.error()
-        warn_once("%s has no __dict__: its DataLoader is not timed there (%s)" % (type(it).__name__, name))
+        _env.warn_once("%s has no __dict__: its DataLoader is not timed there (%s)" % (type(it).__name__, name))
         return False
-
-
-_warned: set = set()
-
-
-def warn_once(msg: str) -> None:
-    """A warning for the user (_server.warn), once per message in this
-    process."""
-    if msg in _warned or len(_warned) > 64:
-        return
-    _warned.add(msg)
-    from . import _server
-
-    _server.warn(msg)
 
 
 class Clock:
@@ -507,7 +474,7 @@ class Clock:
         (StopIteration included), which are the loop's. The hook's own
         errors never reach the loop: they count in errors_total. While the
         ceiling replays (_ceiling), a kept batch instead of take(it)."""
-        t0 = clock()
+        t0 = _env.clock()
         stats = self.stats
         if stats.window is not None:  # the settings' window is one step: it ends here
             try:
@@ -539,9 +506,9 @@ class Clock:
             batch = take(it)
         except StopIteration:
             if ceiling is not None:
-                ceiling.epoch_ended(clock())
+                ceiling.epoch_ended(_env.clock())
             raise
-        t1 = clock()
+        t1 = _env.clock()
         try:
             stats.record(t1 - t0, batch, depth)
             if self.started is not None:

@@ -4,17 +4,19 @@ processes and ready batches. torch is never imported by this module: it
 looks at the objects it is given, and at torch only once the program has
 imported it.
 
-PRIVATE lists every private attribute read or patched;
-tests/test_package.py (TorchAttributesTest) fails loudly when a torch
-version drops one. Where one is missing at run time the
-figure it gives is left out (never a wrong one), and nothing raises."""
+PRIVATE lists every private attribute read (those patched are rows of
+_patches.PATCHES); tests/test_package.py (TorchAttributesTest) fails
+loudly when a torch version drops one of either. Where one is missing at
+run time the figure it gives is left out (never a wrong one), and nothing
+raises."""
 
 from __future__ import annotations
 
 import sys
 from typing import Any, NamedTuple, Optional, Tuple
 
-#: The private attributes of torch.utils.data.dataloader that the hook reads,
+#: The private attributes of torch.utils.data.dataloader that the hook reads
+#: (those it patches are _patches.PATCHES rows),
 #: as (class name, attribute, what it gives).
 PRIVATE = (
     ("_MultiProcessingDataLoaderIter", "_workers", "the worker processes (their PIDs)"),
@@ -22,21 +24,18 @@ PRIVATE = (
     ("_MultiProcessingDataLoaderIter", "_task_info", "batches that arrived out of order and wait to be taken"),
     ("_MultiProcessingDataLoaderIter", "_rcvd_idx", "the index of the batch the loop takes next"),
     ("_BaseDataLoaderIter", "_next_data", "what __next__ calls: the hook times __next__ around it"),
-    ("_MultiProcessingDataLoaderIter", "_process_data", "every batch from a worker passes it: the hook unwraps the worker's stage times there"),
-    ("_DatasetKind", "create_fetcher", "makes each worker's fetcher: the hook times its fetch and collate_fn"),
-    ("_BaseDataLoaderIter", "__next__", "gpuwatch run patches it (subclasses define _next_data, not __next__): one patch times them all"),
     ("_BaseDataLoaderIter", "__dict__", "the hook keeps an epoch's timing on the iterator (_gpuwatch, _gpuwatch_stats); without it that loader is not timed, said once"),
     ("_MultiProcessingDataLoaderIter", "_data_queue._reader.poll", "whether the workers' pipe holds a batch now (without pin_memory)"),
     ("_utils.pin_memory", "pin_memory", "what the pin-memory thread calls: a carried batch is pinned with it"),
 )
 
 #: The private attributes of torch outside its data module that _settings
-#: reads or patches, as (object's dotted path, attribute, what it gives);
-#: TorchAttributesTest checks those its torch version has.
+#: reads (CUDAGraph.replay, which it patches, is a _patches.PATCHES row),
+#: as (object's dotted path, attribute, what it gives); TorchAttributesTest
+#: checks those its torch version has.
 PRIVATE_SETTINGS = (
     ("torch._dynamo.eval_frame", "OptimizedModule", "what torch.compile(module) returns: the model is compiled (torch ≥ 2.0; looked up only once the job imported it)"),
     ("torch.nn.modules.module.Module", "_compiled_call_impl", "set by module.compile() (torch ≥ 2.2): the module is compiled in place"),
-    ("torch.cuda.graphs.CUDAGraph", "replay", "patched once to count replays: a CUDA graph replayed in the window (CUDA graphs in use)"),
 )
 
 

@@ -29,6 +29,9 @@ import threading
 import time
 from typing import Any, List, Optional, Tuple
 
+from . import _env
+from ._sampler import Sampler
+
 #: How long past the request's end the training process waits at most
 #: for a worker that joined: they end at the same wall-clock time and
 #: write theirs at once (70-100 ms on 2 busy cores, the text loop), unless
@@ -49,9 +52,7 @@ _last_mtime: List[Optional[int]] = [None]  # of the request last looked at
 def _folder() -> Optional[str]:
     global _dir
     if _dir is _UNSET:
-        from ._server import run_dir
-
-        _dir = run_dir()
+        _dir = _env.run_dir()
     return _dir
 
 
@@ -116,9 +117,7 @@ def _join(rid: str, d: str) -> None:
 def _profile(rid: str, end: float, d: str) -> None:
     """A sampler thread's profile of the worker (the training process's
     own sampler): where no CPU-time signal can be had."""
-    from ._profiler import _Sampler
-
-    s = _Sampler(100, ())
+    s = Sampler(100, ())
     s.run(max(0.0, end - time.time()))
     _write(rid, d, s.samples())
 
@@ -152,9 +151,7 @@ class _Signalled:
     of the GIL for it."""
 
     def __init__(self) -> None:
-        from ._profiler import _Sampler
-
-        self.sampler = _Sampler(100, ())
+        self.sampler = Sampler(100, ())
         self.lock = threading.Lock()
         self.main = threading.main_thread().ident
         self.last: dict = {}  # ident -> its CPU clock at the last sample
@@ -227,6 +224,14 @@ def _stop_at_exit() -> None:
         p.stop()
 
 
+def install_exit_handler() -> bool:
+    """At exit a worker's profile stops (_stop_at_exit). Once per process."""
+    if not _atexit_registered[0]:
+        atexit.register(_stop_at_exit)
+        _atexit_registered[0] = True
+    return True
+
+
 def _by_signal(rid: str, end: float, d: str) -> bool:
     """Starts a SIGPROF profile until end, where this is the worker's main
     thread and nobody else uses SIGPROF or ITIMER_PROF (a profiler of the
@@ -236,9 +241,8 @@ def _by_signal(rid: str, end: float, d: str) -> bool:
     try:
         if signal.getsignal(signal.SIGPROF) not in (signal.SIG_DFL, None) or signal.getitimer(signal.ITIMER_PROF) != (0.0, 0.0):
             return False
-        if not _atexit_registered[0]:
-            atexit.register(_stop_at_exit)
-            _atexit_registered[0] = True
+        if not _env.attempt("atexit: a worker's profile stopped", install_exit_handler):
+            return False  # without it, an exit during the profile would be killed by SIGPROF
         p = _Signalled()
         p.start()
         p.previous = signal.signal(signal.SIGPROF, p.on_signal)

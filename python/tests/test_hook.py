@@ -157,11 +157,11 @@ class Batches:
 class HookTest(unittest.TestCase):
     def setUp(self):
         self.clock = FakeClock()
-        self._orig_clock = hook._timing.clock
-        hook._timing.clock = self.clock
+        self._orig_clock = hook._env.clock
+        hook._env.clock = self.clock
 
     def tearDown(self):
-        hook._timing.clock = self._orig_clock
+        hook._env.clock = self._orig_clock
 
     def watch(self, loader, **kw):
         kw.setdefault("port", 0)

@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.join(HERE, "..")
 sys.path.insert(0, PYTHON_DIR)
 import gpuwatch_hook as hook  # noqa: E402
-from gpuwatch_hook import _server, _torch  # noqa: E402
+from gpuwatch_hook import _patches, _server, _torch  # noqa: E402
 
 _runtime = tempfile.mkdtemp(prefix="gpuwatch-hook-test-")
 os.environ["XDG_RUNTIME_DIR"] = _runtime
@@ -255,7 +255,7 @@ class TorchAttributesTest(unittest.TestCase):
                     self.assertIsInstance(it, cls)
                 got = dotted(owner, attr)
                 self.assertIsNotNone(got, "torch %s: %s.%s is gone (%s)" % (torch.__version__, cls_name, attr, what))
-                if attr.endswith("poll") or attr in ("pin_memory", "create_fetcher", "_process_data", "_next_data", "__next__"):
+                if attr.endswith("poll") or attr in ("pin_memory", "_next_data"):
                     self.assertTrue(callable(got), "torch %s: %s.%s is not callable (%s)" % (torch.__version__, cls_name, attr, what))
             self.assertIn("__next__", dl._BaseDataLoaderIter.__dict__, "the base iterator no longer defines __next__: run's patch would miss it")
             # The fetcher's attributes the stage timing replaces (_stages.wrap_fetcher).
@@ -274,7 +274,7 @@ class TorchAttributesTest(unittest.TestCase):
         import importlib
 
         version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2] if p.isdigit())
-        since = {"OptimizedModule": (2, 0), "_compiled_call_impl": (2, 2), "replay": (1, 10)}
+        since = {"OptimizedModule": (2, 0), "_compiled_call_impl": (2, 2)}
         for path, attr, what in _torch.PRIVATE_SETTINGS:
             self.assertIn(attr, since, "PRIVATE_SETTINGS: say from which torch %s is there" % attr)
             if version < since[attr]:
@@ -292,6 +292,107 @@ class TorchAttributesTest(unittest.TestCase):
             self.assertTrue(hasattr(owner, attr), "torch %s: %s.%s is gone (%s)" % (torch.__version__, path, attr, what))
 
 
+    def test_every_patch_target_exists(self):
+        """Every row of the patch table (gpuwatch_hook/_patches.py
+        PATCHES): its target and attribute are there on this torch (and
+        interpreter), and what it replaces is what the installer wraps. A
+        torch version that drops one fails here, not silently at run time."""
+        import importlib
+
+        from torch.utils.data import dataloader as dl
+
+        for p in _patches.PATCHES:
+            mod_path, obj = p.target, None
+            while obj is None and mod_path:
+                try:
+                    obj = importlib.import_module(mod_path)
+                except ImportError:
+                    mod_path, _, _ = mod_path.rpartition(".")
+            for name in p.target[len(mod_path) :].strip(".").split("."):
+                if name:
+                    obj = getattr(obj, name, None)
+            self.assertIsNotNone(obj, "torch %s: %s is gone (the patch %s)" % (torch.__version__, p.target, p.name))
+            self.assertTrue(hasattr(obj, p.attribute), "torch %s: %s.%s is gone (the patch %s: %s)" % (torch.__version__, p.target, p.attribute, p.name, p.why))
+            if p.target.startswith("torch"):
+                self.assertTrue(p.read_on, "%s: say which torch versions it was read on" % p.name)
+                self.assertTrue(callable(getattr(obj, p.attribute)), "torch %s: %s.%s is not callable" % (torch.__version__, p.target, p.attribute))
+            self.assertTrue(p.install is None or callable(p.install))
+            self.assertTrue(all(w in (_patches.HERE + (_patches.LOOK, _patches.WINDOW, _patches.SERVER, _patches.PROFILE, _patches.SITE)) for w in p.when), p.name)
+            if p.needs:
+                self.assertLess(_patches.PATCHES.index(_patches.row(p.needs)), _patches.PATCHES.index(p), "%s comes before %s, which it needs" % (p.needs, p.name))
+        # What the installers take apart: create_fetcher a staticmethod in
+        # the class's own __dict__, __next__ the base iterator's own.
+        self.assertIsInstance(dl._DatasetKind.__dict__["create_fetcher"], staticmethod)
+        self.assertIn("__next__", dl._BaseDataLoaderIter.__dict__)
+
+
+def _run_patch_failure(remove):
+    """A fresh interpreter: torch's data module without remove (one
+    patch's target taken away), then gpuwatch run's patches, the target
+    put back and a DataLoader iterated. What it printed (JSON)."""
+    code = textwrap.dedent(
+        """
+        import json, sys, warnings
+        sys.path.insert(0, %r)
+        from torch.utils.data import dataloader as dl
+        from gpuwatch_hook import _auto, _run, _stages
+        orig = {"iter": dl.DataLoader.__iter__, "next": dl._BaseDataLoaderIter.__next__,
+                "process": dl._MultiProcessingDataLoaderIter._process_data, "fetcher": dl._DatasetKind.__dict__["create_fetcher"]}
+        saved = getattr(dl, %r)
+        delattr(dl, %r)
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            _auto.patch(dl)
+        setattr(dl, %r, saved)
+        now = {"iter": dl.DataLoader.__iter__, "next": dl._BaseDataLoaderIter.__next__,
+               "process": dl._MultiProcessingDataLoaderIter._process_data, "fetcher": dl._DatasetKind.__dict__["create_fetcher"]}
+        for b in dl.DataLoader(list(range(32)), batch_size=4):
+            pass
+        stats, srv = _run.server()
+        print(json.dumps({"warnings": [str(w.message) for w in got], "patched": sorted(k for k in orig if now[k] is not orig[k]),
+                          "batches": stats.batches, "active": _run.active()}))
+        srv.close()
+        """
+    ) % (PYTHON_DIR, remove, remove, remove)
+    env = dict(os.environ, XDG_RUNTIME_DIR=_runtime)
+    env.pop("GPUWATCH_RUN_DIR", None)
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise AssertionError(p.stderr)
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@unittest.skipIf(torch is None, "needs torch (CI has Debian's python3-torch)")
+class PatchFailureTest(unittest.TestCase):
+    """Each patch is installed and fails on its own: a failed one is named,
+    the others stand (_patches)."""
+
+    def test_a_failed_patch_is_named_and_the_others_stand(self):
+        got = _run_patch_failure("_DatasetKind")
+        self.assertEqual(got["patched"], ["iter", "next", "process"])
+        self.assertEqual(len(got["warnings"]), 1, got["warnings"])
+        self.assertIn("_DatasetKind.create_fetcher is not patched", got["warnings"][0])
+        self.assertEqual(got["batches"], 8)  # the loop is timed all the same
+        self.assertTrue(got["active"])
+
+    def test_a_patch_that_needs_a_failed_one_is_not_installed(self):
+        """Without the unwrapping of _process_data, the fetcher is left
+        alone: a worker's carried batch would reach the loop wrapped."""
+        got = _run_patch_failure("_MultiProcessingDataLoaderIter")
+        self.assertEqual(got["patched"], ["iter", "next"])
+        self.assertEqual(len(got["warnings"]), 2, got["warnings"])
+        self.assertIn("_MultiProcessingDataLoaderIter._process_data is not patched", got["warnings"][0])
+        self.assertIn("_DatasetKind.create_fetcher is not patched: it needs _MultiProcessingDataLoaderIter._process_data", got["warnings"][1])
+        self.assertEqual(got["batches"], 8)
+
+    def test_run_without_its_iter_patch_leaves_watch_to_time(self):
+        got = _run_patch_failure("DataLoader")
+        self.assertEqual(got["patched"], ["fetcher", "next", "process"])
+        self.assertIn("DataLoader.__iter__ is not patched", got["warnings"][0])
+        self.assertFalse(got["active"])  # watch() then times the loader itself
+        self.assertEqual(got["batches"], 0)
+
+
 RUN_SCRIPT = textwrap.dedent(
     """
     import json, os, sys, time
@@ -304,8 +405,8 @@ RUN_SCRIPT = textwrap.dedent(
     for epoch in range(2):
         for b in loader:
             time.sleep(0.002)
-    import gpuwatch_hook._auto as a
-    stats, srv = a.server()
+    import gpuwatch_hook._run as r
+    stats, srv = r.server()
     print(json.dumps({"url": srv.url, "pid": os.getpid()}), flush=True)
     sys.stdin.readline()  # held open until the test has read the metrics
     """

@@ -251,10 +251,10 @@ class PayloadTest(unittest.TestCase):
 
     def test_looks_are_spaced_and_published(self):
         loader = DataLoader([(torch.zeros(3, dtype=torch.float64), torch.tensor([1, 2, 0, 0])) for _ in range(12)], batch_size=4)
-        clock = hook._timing.clock
+        clock = hook._env.clock
         try:
             now = [0.0]
-            hook._timing.clock = lambda: now[0]
+            hook._env.clock = lambda: now[0]
             with hook.watch(loader, port=0, quiet=True) as w:
                 for _ in w:  # three batches at t=0: only the first is looked at
                     pass
@@ -262,7 +262,7 @@ class PayloadTest(unittest.TestCase):
                     now[0] += 0.01
                 m = metrics(w)
         finally:
-            hook._timing.clock = clock
+            hook._env.clock = clock
         self.assertEqual(m["gpuwatch_loader_batches_looked_total"], 2)
         self.assertEqual(m["gpuwatch_loader_batch_bytes_total"], 2 * (4 * 3 * 8 + 4 * 4 * 8))
         self.assertEqual(m["gpuwatch_loader_batch_float64_bytes_total"], 2 * 4 * 3 * 8)

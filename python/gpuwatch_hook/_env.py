@@ -1,0 +1,88 @@
+"""What every layer of the hook shares, in a leaf that imports nothing of
+the hook (as torch's data/_utils are leaves its loader imports): the
+warning for the user (warn, warn_once), gpuwatch run's private folder
+(run_dir), the launcher's ranks (rank_env), the clock the loop is timed
+with, and attempt, which installs one patch on its own (_patches)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+import warnings
+from typing import Any, Callable, Dict, Optional
+
+#: The clock for wait and step (_timing, _auto, watch()); tests replace it.
+clock = time.perf_counter
+
+
+def warn(msg: str) -> None:
+    """A warning for the user. Under gpuwatch run it goes to run's folder
+    (run shows it), never into the job's own output."""
+    run = os.environ.get("GPUWATCH_RUN_DIR", "")
+    if os.path.isabs(run):
+        try:
+            with open(os.path.join(run, "hook-%d.log" % os.getpid()), "a") as f:
+                f.write(msg.replace("\n", " ")[:1000] + "\n")
+        except OSError:
+            pass
+        return
+    warnings.warn("gpuwatch_hook: " + msg, RuntimeWarning, stacklevel=4)
+
+
+_warned: set = set()
+
+
+def warn_once(msg: str) -> None:
+    """A warning for the user (warn), once per message in this process."""
+    if msg in _warned or len(_warned) > 64:
+        return
+    _warned.add(msg)
+    warn(msg)
+
+
+def attempt(name: str, install: Callable[..., Any], *args: Any) -> bool:
+    """Runs one patch's installer (a row of _patches.PATCHES): whether it is
+    installed. An installer returns False where its patch does not apply
+    (torch without CUDA) and raises where it failed: that is warned, once,
+    naming the patch, and never raised — the other patches stand."""
+    try:
+        return bool(install(*args))
+    except Exception as e:
+        warn_once("%s is not patched (what it measures is left out; the other patches stand): %s: %s" % (name, type(e).__name__, e))
+        return False
+
+
+def run_dir() -> Optional[str]:
+    """gpuwatch run's private folder (GPUWATCH_RUN_DIR), when this process
+    runs under run, tune or sweep and the folder is this user's alone."""
+    d = os.environ.get("GPUWATCH_RUN_DIR", "")
+    if not os.path.isabs(d):
+        return None
+    try:
+        check_private(d)
+    except OSError:
+        return None
+    return d
+
+
+def check_private(d: str) -> None:
+    """Raises OSError unless d is a folder of this user that nobody else
+    may read or write."""
+    st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise OSError("%s is not a private folder of this user (owner %d, mode %o)" % (d, st.st_uid, st.st_mode & 0o777))
+
+
+def rank_env() -> Dict[str, int]:
+    """RANK, LOCAL_RANK and WORLD_SIZE of this process (torch.distributed's
+    launchers set them), those that are small non-negative numbers."""
+    out = {}
+    for env, name in (("RANK", "rank"), ("LOCAL_RANK", "local_rank"), ("WORLD_SIZE", "world_size")):
+        try:
+            v = int(os.environ.get(env, ""))
+        except ValueError:
+            continue
+        if 0 <= v < 1 << 20:
+            out[name] = v
+    return out

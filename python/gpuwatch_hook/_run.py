@@ -1,0 +1,199 @@
+"""gpuwatch run's timing of every DataLoader of the process, with no change
+to the script: run's stats and server (started on an ephemeral loopback
+port, announced for discovery, when a DataLoader is first iterated — never
+in a DataLoader worker, so launchers and workers serve nothing), the
+wrappers of DataLoader.__iter__ (an epoch starts: read the knobs, start
+the server) and _BaseDataLoaderIter.__next__ (time each batch), and the
+finder that waits for torch.utils.data.dataloader to be imported.
+
+Nothing here is installed by itself: each installer is a row of
+_patches.PATCHES, and _auto (what run's sitecustomize calls) installs
+them through the table."""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import os
+import sys
+import threading
+from typing import Any, Callable, List, Optional, Tuple
+
+from . import _ceiling, _env, _server, _timing, _torch
+
+TARGET = "torch.utils.data.dataloader"
+#: gpuwatch run --ceiling=SECONDS sets it: the replay's seconds (_ceiling).
+CEILING_ENV = "GPUWATCH_CEILING_SECONDS"
+
+_lock = threading.Lock()
+_state: Optional[Tuple[_timing.Stats, Optional[_server.Server]]] = None
+_dataloader_cls: Any = None  # DataLoader, once its __iter__ is patched
+_next_patched = False
+_fork_handler = False
+
+
+def active() -> bool:
+    """Whether this process's DataLoaders are timed by run's patches (both
+    DataLoader.__iter__ and _BaseDataLoaderIter.__next__)."""
+    return _dataloader_cls is not None and _next_patched
+
+
+def times(loader: Any) -> bool:
+    """Whether run's patch times loader (a DataLoader)."""
+    return _dataloader_cls is not None and isinstance(loader, _dataloader_cls)
+
+
+def server() -> Tuple[_timing.Stats, Optional[_server.Server]]:
+    """This process's stats and server, started on first use."""
+    global _state
+    with _lock:
+        if _state is None:
+            stats = _timing.Stats()
+            raw = os.environ.get(CEILING_ENV, "")
+            if raw:  # gpuwatch run --ceiling: measured once the loop is warm
+                seconds = _ceiling.parse_seconds(raw)
+                if seconds is None:
+                    _env.warn_once("%s=%r: want seconds in (0, %g]; the ceiling is not measured" % (CEILING_ENV, raw[:32], _ceiling.MAX_SECONDS))
+                else:
+                    stats.ask_ceiling(seconds)
+            _, srv = _server.serve("127.0.0.1", 0, stats, True)
+            _state = (stats, srv)
+        return _state
+
+
+def patch_iter(module: Any) -> bool:
+    """Wraps module's (torch.utils.data.dataloader's) DataLoader.__iter__:
+    at an epoch's start, outside a worker, run's server is started, the
+    loader's knobs read, and a _timing.Clock kept on the iterator for
+    __next__. Once per process."""
+    global _dataloader_cls
+    if _dataloader_cls is not None:
+        return True
+    loader_cls = module.DataLoader
+    orig_iter = loader_cls.__iter__
+
+    @functools.wraps(orig_iter)
+    def __iter__(self: Any) -> Any:
+        started = _env.clock()
+        it = orig_iter(self)
+        if _torch.in_worker():
+            return it
+        try:
+            stats, _ = server()
+        except Exception as e:  # no stats, no page: nothing to count in
+            _env.warn_once("DataLoaders are not timed: %s" % e)
+            return it
+        try:
+            stats.epoch(self, it)
+        except Exception as e:
+            stats.error()
+            _env.warn_once("a DataLoader's knobs are not read: %s" % e)
+        _timing.attach(it, "_gpuwatch", _timing.Clock(stats, started))
+        return it
+
+    loader_cls.__iter__ = __iter__
+    _dataloader_cls = loader_cls
+    return True
+
+
+def patch_next(module: Any) -> bool:
+    """Wraps module's _BaseDataLoaderIter.__next__: a batch of an iterator
+    that __iter__ gave a Clock is timed by it. Subclasses of the iterator
+    define _next_data, not __next__, so one patch covers them all. Once
+    per process."""
+    global _next_patched
+    if _next_patched:
+        return True
+    base = module._BaseDataLoaderIter
+    orig_next = base.__next__
+
+    @functools.wraps(orig_next)
+    def __next__(self: Any) -> Any:
+        c = getattr(self, "_gpuwatch", None)
+        if c is None:
+            return orig_next(self)
+        return c.next(self, orig_next)
+
+    base.__next__ = __next__
+    _next_patched = True
+    return True
+
+
+def _forget_after_fork() -> None:
+    global _state, _lock
+    _state = None
+    _lock = threading.Lock()
+
+
+def install_fork_handler(_: Any = None) -> bool:
+    """A forked child (a worker) forgets run's stats and server. Once per
+    process."""
+    global _fork_handler
+    if _fork_handler or not hasattr(os, "register_at_fork"):
+        return _fork_handler
+    os.register_at_fork(after_in_child=_forget_after_fork)
+    _fork_handler = True
+    return True
+
+
+class Finder(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: for TARGET it asks the finders after it, and
+    wraps the module's execution so that then(module) follows it (the
+    table's patches of it: _patches.patch_run)."""
+
+    def __init__(self, then: Callable[[Any], Any]) -> None:
+        self.then = then
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != TARGET:
+            return None
+        spec = None
+        for f in list(sys.meta_path):
+            if f is self:
+                continue
+            find = getattr(f, "find_spec", None)
+            if find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                break
+        loader = getattr(spec, "loader", None)
+        if spec is None or loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+        then = self.then
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            try:
+                then(module)
+            except Exception as e:  # never into the program's import
+                _env.warn("DataLoaders are not timed: %s" % e)
+            finally:
+                remove_finder()
+
+        loader.exec_module = exec_module
+        return spec
+
+
+_finder: List[Finder] = []
+
+
+def install_finder(then: Callable[[Any], Any]) -> bool:
+    """Puts the finder first on sys.meta_path: then(module) runs right
+    after torch.utils.data.dataloader has. Once."""
+    if not _finder:
+        f = Finder(then)
+        _finder.append(f)
+        sys.meta_path.insert(0, f)
+    return True
+
+
+def remove_finder() -> None:
+    """Takes the finder off sys.meta_path (once its module has run)."""
+    for f in _finder:
+        try:
+            sys.meta_path.remove(f)
+        except ValueError:
+            pass
+    _finder.clear()

@@ -1,0 +1,205 @@
+"""The stack sampler under every CPU profile the hook takes: it charges
+each Python thread the CPU time its own clock shows, at the stack where it
+runs, and writes the samples as a pprof profile. The training process's
+profile (_profiler) and a DataLoader worker's (_workerprof) both use it."""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import threading
+import time
+from typing import Iterable
+
+from . import _callee
+from ._pprof import encode_profile
+from ._version import __version__
+
+_LINUX = sys.platform.startswith("linux")
+
+
+def _thread_cpu_clock(tid: int) -> int:
+    """Linux's CPU-time clock of one thread, by its TID — what glibc's
+    pthread_getcpuclockid returns (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)).
+    Read for a thread that has exited, or one in another process, it
+    fails with EINVAL instead of reading a stale pthread handle."""
+    return ((~tid) << 3) | 6
+
+
+class Sampler:
+    def __init__(self, hz: int, exclude) -> None:
+        self.interval = 1.0 / hz
+        self.period_ns = int(1e9 / hz)
+        self.exclude = set(e for e in exclude if e is not None)
+        self.exclude.add(threading.get_ident())
+        self.cpu_clock = _LINUX
+        self.agg: dict = {}  # (thread name, stack) -> [samples, cpu ns]
+        self.last: dict = {}  # ident -> cpu ns at the last tick
+        self.ran_at: dict = {}  # ident -> the key of the stack it last ran at
+        self.names: dict = {}  # ident -> (name, native id)
+        self.modules: dict = {}  # code -> its module's __name__
+        self.globs: dict = {}  # code -> its frame's globals, where it was innermost
+        self.callees: dict = {}  # (code, byte offset) -> the C function called there, or None
+        self.comps: dict = {}  # (code, byte offset) -> the inlined comprehension running there (3.12+), or None
+        self.rng = random.Random()
+        self.start_wall_ns = time.time_ns()
+        self.duration_ns = 0
+
+    def clocks(self, idents) -> dict:
+        out = {}
+        for ident in idents:
+            tid = self.names.get(ident, (None, None))[1]
+            if tid is None:
+                continue
+            try:
+                out[ident] = time.clock_gettime_ns(_thread_cpu_clock(tid))
+            except OSError:
+                pass  # the thread has ended
+        return out
+
+    def charge(self, key, used: int) -> None:
+        v = self.agg.get(key)
+        if v is None:
+            self.agg[key] = [1, used]
+        else:
+            v[0] += 1
+            v[1] += used
+
+    def run(self, seconds: float) -> None:
+        start = time.monotonic()
+        end = start + seconds
+        tick = start
+        while True:
+            self.tick()
+            tick += self.interval * (0.5 + self.rng.random())
+            now = time.monotonic()
+            if now >= end:
+                break
+            if tick < now:  # fell behind (a long GIL hold): skip the lost ticks
+                tick = now
+            time.sleep(min(tick, end) - now)
+        self.duration_ns = int((time.monotonic() - start) * 1e9)
+
+    def tick(self) -> None:
+        idents = [i for i in sys._current_frames() if i not in self.exclude]
+        if any(i not in self.names for i in idents):
+            self.names = {t.ident: (t.name, getattr(t, "native_id", None)) for t in threading.enumerate()}
+        if self.cpu_clock:
+            before = self.clocks(idents)
+            time.sleep(0.0005)  # window one: threads that can run, run
+        frames = sys._current_frames()
+        at = self.clocks(idents) if self.cpu_clock else {}
+        keys = {}
+        for ident in idents:
+            frame = frames.get(ident)
+            if frame is None:
+                continue  # ended during the window
+            keys[ident] = (self.names.get(ident, ("thread %d" % ident,))[0], self.stack(frame))
+        frames = frame = None  # no frame outlives its tick
+        if not self.cpu_clock:
+            for key in keys.values():
+                self.charge(key, self.period_ns)
+            return
+        time.sleep(0.0005)  # window two
+        after = self.clocks(idents)
+        for ident, key in keys.items():
+            now_ns = at.get(ident)
+            if now_ns is None:
+                continue
+            prev = self.last.get(ident)
+            self.last[ident] = now_ns
+            # Running where it was seen: its clock moved by a tenth of a
+            # window or more both before and after the look. (A thread that
+            # just let go of the GIL to block still moves a few microseconds
+            # on its way into the kernel; one that ran up to its blocking
+            # call moved before but not after, and one woken just after the
+            # look moved after but not before.)
+            running = (
+                now_ns - before.get(ident, now_ns) >= 50_000 and after.get(ident, now_ns) - now_ns >= 50_000
+            )
+            if running:
+                self.ran_at[ident] = key
+            if prev is None or now_ns <= prev:
+                continue  # first sight, or idle since the last tick
+            self.charge(key if running else self.ran_at.get(ident, key), now_ns - prev)
+
+    def stack(self, frame) -> tuple:
+        """The key of a frame's stack, innermost first: (code, line,
+        instruction) per frame, the instruction only for the innermost:
+        stopped on a call, it is running a C function (_callee)."""
+        if _callee.POSITIONS and frame.f_code not in self.globs:
+            self.globs[frame.f_code] = frame.f_globals
+        lasti = frame.f_lasti
+        stack = []
+        while frame is not None and len(stack) < 128:
+            code = frame.f_code
+            if code not in self.modules:
+                self.modules[code] = frame.f_globals.get("__name__")
+            stack.append((code, frame.f_lineno, lasti))
+            lasti = -1
+            frame = frame.f_back
+        return tuple(stack)
+
+    def samples(self) -> list:
+        """The samples: (frames, [count, cpu ns], labels), frames as
+        _frame gives them, innermost first."""
+        samples = []
+        for (thread, stack), (n, ns) in self.agg.items():
+            frames = [_frame(code, line, self.modules.get(code)) for code, line, _ in stack]
+            code, line, lasti = stack[0]
+            if lasti >= 0:
+                comp = self.comprehension(code, lasti)
+                if comp is not None:  # 3.12+: as 3.11's own frame for it would be named
+                    kind, first = comp
+                    frames.insert(0, ("%s.<locals>.<%s>" % (frames[0][0], kind), "<%s>" % kind, code.co_filename, first or line or 0, line or 0))
+                fn = self.callee(code, lasti)
+                if fn is not None:  # a C function, called from its caller's line
+                    # Its first line is the call's: each call site is a
+                    # function of its own (two float() calls, two places).
+                    frames.insert(0, (fn, "<C call>", code.co_filename, line or 0, line or 0))
+            samples.append((frames, [n, ns], {"thread": thread}))
+        return samples
+
+    def comprehension(self, code, lasti: int):
+        k = (code, lasti)
+        if k not in self.comps:
+            self.comps[k] = _callee.comprehension(code, lasti)
+        return self.comps[k]
+
+    def callee(self, code, lasti: int):
+        k = (code, lasti)
+        if k not in self.callees:
+            self.callees[k] = _callee.callee(code, lasti, self.globs.get(code))
+        return self.callees[k]
+
+    def profile(self, more: Iterable = ()) -> bytes:
+        """The profile of the samples, and more (other processes')."""
+        samples = self.samples()
+        samples.extend(more)
+        comments = ["gpuwatch_hook %s, Python %s, pid %d" % (__version__, sys.version.split()[0], os.getpid())]
+        if not self.cpu_clock:
+            comments.append("wall-clock samples: no per-thread CPU clock on %s" % sys.platform)
+        return encode_profile(
+            samples,
+            sample_types=[("samples", "count"), ("cpu", "nanoseconds")],
+            period_type=("cpu", "nanoseconds"),
+            period=self.period_ns,
+            time_nanos=self.start_wall_ns,
+            duration_nanos=self.duration_ns,
+            comments=comments,
+        )
+
+
+def _frame(code, line, module=None):
+    """(function name, system name, file, first line, line) of one frame.
+    The name is module-qualified as pprof users expect of Go:
+    "torch.utils.data.dataloader._BaseDataLoaderIter.__next__". module is
+    the frame's __name__; without one, the file's name stands in."""
+    qual = getattr(code, "co_qualname", code.co_name)  # 3.11+
+    if not isinstance(module, str) or not module:
+        module = os.path.splitext(os.path.basename(code.co_filename))[0]
+    name = "%s.%s" % (module, qual) if module else qual
+    return (name, code.co_name, code.co_filename, code.co_firstlineno, line or 0)
+
+
