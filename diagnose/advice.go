@@ -61,7 +61,9 @@ func catalogKnobs(w *window, suggest, cores, keep int) []string {
 	var a []string
 	switch {
 	case w.workers < 0:
-		a = append(a, fmt.Sprintf("raise num_workers to %d (%d cores, keep %d for the training process); workers that wait on reads or the network can outnumber cores", suggest, cores, keep))
+		// Its count is unknown: no change from it is advised, only the
+		// bound the cores set.
+		a = append(a, fmt.Sprintf("num_workers is unknown (the loader did not say): on %d cores, up to %d workers leave %d for the training process; workers that wait on reads or the network can outnumber cores", cores, suggest, keep))
 	case w.workers < suggest:
 		a = append(a, fmt.Sprintf("raise num_workers from %d to %d (%d cores, keep %d for the training process); workers that wait on reads or the network can outnumber cores", w.workers, suggest, cores, keep))
 	default:

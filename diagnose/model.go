@@ -51,6 +51,18 @@ type Pipeline struct {
 	// SpinCPUs is what the training process's spinning compute threads
 	// (an idle OpenBLAS pool) keep from the workers, in CPUs.
 	SpinCPUs float64
+	// LoopCPUSec is the training loop's own thread's CPU per batch, as
+	// measured (LoopCPUs of a core at the measured rate; CPUs counts that
+	// much out). At a higher rate the loop needs more of it: Predict
+	// reserves LoopCPUSec × rate for it (issue 52: 15 workers on a
+	// 16-core H200 box left the training process no core of its own, its
+	// step went from 25 to 41 ms, and the promise was 34 % high).
+	LoopCPUSec, LoopCPUs float64
+	// KeepCPUs is the least the training process keeps whatever its
+	// measured use: one core beside a real GPU, whose launching thread,
+	// CUDA's and the pin-memory thread's work grows with the rate; 0 for
+	// a virtual accelerator.
+	KeepCPUs float64
 	// OverheadSec is the loop's wait per batch that is not the workers'
 	// doing: batches were ready when it asked (taking them — unpickling,
 	// the pin-memory handoff — is the wait). No loader knob removes it.
@@ -123,7 +135,7 @@ func (p *Pipeline) Predict(k Knobs) (Prediction, Limit) {
 		if c := float64(k.Workers) / (io + cpu); io+cpu > 0 && c < rate {
 			rate, limit = c, LimitWorkers
 		}
-		if c := p.CPUs / cpu; cpu > 0 && c < rate {
+		if c := p.cpuRate(cpu); cpu > 0 && c < rate {
 			rate, limit = c, LimitCPU
 		}
 		if c := p.BandwidthBytesPerSec / p.BytesPerBatch; p.BandwidthBytesPerSec > 0 && p.BytesPerBatch > 0 && !k.Cache && c < rate {
@@ -143,6 +155,20 @@ func (p *Pipeline) Predict(k Knobs) (Prediction, Limit) {
 		out.Gain = rate / m
 	}
 	return out, limit
+}
+
+// cpuRate is the batches per unit of time the CPUs allow, at cpu seconds
+// of the workers' CPU per batch: the workers' CPUs (CPUs, the loop's
+// measured use counted out) with the loop's own CPU per batch reserved at
+// the rate it would run, and never the KeepCPUs the training process
+// keeps.
+func (p *Pipeline) cpuRate(cpu float64) float64 {
+	all := p.CPUs + p.LoopCPUs // the CPUs the workers and the loop share
+	rate := all / (cpu + p.LoopCPUSec)
+	if p.KeepCPUs > 0 {
+		rate = min(rate, max(0.5, all-p.KeepCPUs)/cpu)
+	}
+	return rate
 }
 
 // measuredRate is the batches per unit of time the window saw.
@@ -477,6 +503,13 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 		others = max(0, w.cpuBusy.v/100*float64(w.cores)-workers-loopAll-w.spinPct.v/100)
 	}
 	p.SpinCPUs = spin
+	p.LoopCPUs = loop
+	if bps > 0 {
+		p.LoopCPUSec = loop / bps
+	}
+	if w.gpuUtil.ok && w.cores > 2 {
+		p.KeepCPUs = 1
+	}
 	p.CPUs = float64(w.cores) - loop - others - spin
 	if w.cpuBusy.ok && w.cpuBusy.v >= w.th.CPUSaturatedPct {
 		// Every core busy: the few percent left idle are the scheduler's

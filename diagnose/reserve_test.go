@@ -1,0 +1,68 @@
+package diagnose
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// h200Starved is issue 52's job on a 16-core H200 box: JPEG decode and
+// torchvision transforms in 2 workers feeding a ResNet-50 in bf16, 484
+// samples/s at batch 128, the loop waiting 90 %, its step 25 ms; the loop
+// thread busy 30 % of a core launching the step's kernels. 15 workers
+// measured 2,698 samples/s (promised 3,626): with every core a worker's,
+// the training process had none and its step stretched to 41 ms.
+func h200Starved() []sample.Frame {
+	c := loopCase{workers: 2, batchesPerSec: 484.0 / 128, wait: 0.9, batch: 128, getitem: 520, collate: 10, handover: 5, take: 2, step: 25,
+		cores: 16, cpuBusy: 16, workersCPU: 99, loopCPU: 30}
+	fs := c.frames()
+	for i := range fs {
+		util := 30.0
+		fs[i].GPUs = []sample.GPU{{Index: 0, Name: "NVIDIA H200", Vendor: "nvidia", UtilPct: &util}}
+		fs[i].Loader.Stages = nil // the plain loop view: no stage timing
+		tid := 100
+		fs[i].Loader.LoopTID = &tid
+		fs[i].Procs.Threads = []sample.Thread{{PID: 100, TID: 100, Name: "python3", CPUPct: 30}}
+	}
+	return fs
+}
+
+// TestTheTrainingProcessKeepsACoreBesideAGPU (issue 52): on a GPU box the
+// model keeps a core for the training process and reserves its loop's CPU
+// at the rate it would run: no more CPU-bound workers than the cores left
+// after it, and a promise no higher than the CPUs allow.
+func TestTheTrainingProcessKeepsACoreBesideAGPU(t *testing.T) {
+	v := Classify(h200Starved(), DefaultThresholds())
+	if len(v.Changes) == 0 || v.Changes[0].Knob != "num_workers" {
+		t.Fatalf("%s: changes %+v advice %q", v.Kind, v.Changes, v.Advice)
+	}
+	to, err := strconv.Atoi(v.Changes[0].To)
+	if err != nil || to > 15 {
+		t.Errorf("num_workers %s → %s on 16 cores beside a GPU: want at most 15", v.Changes[0].From, v.Changes[0].To)
+	}
+	p, ok := Model(h200Starved())
+	if !ok {
+		t.Fatal("no model")
+	}
+	// 15 CPU-bound workers: each batch 0.53 s of a worker's CPU; the
+	// training process keeps a core, so at most 15 CPUs make batches.
+	k := p.Knobs
+	k.Workers = 15
+	pr, _ := p.Predict(k)
+	if limit := 15 / p.CPUSec * p.BatchSize; pr.SamplesPerSec > limit*1.0001 {
+		t.Errorf("15 workers predicted %.0f samples/s, past the %.0f the 15 CPUs left allow", pr.SamplesPerSec, limit)
+	}
+	t.Logf("%q", v.Advice[0])
+}
+
+// TestAnUnknownWorkerCountIsNotRaised (issue 52): a loader whose
+// worker count is unknown is not told to raise it to a number.
+func TestAnUnknownWorkerCountIsNotRaised(t *testing.T) {
+	w := &window{workers: -1}
+	a := strings.Join(catalogKnobs(w, 1, 2, 1), "\n")
+	if strings.Contains(a, "raise num_workers") || !strings.Contains(a, "unknown") {
+		t.Errorf("%q", a)
+	}
+}
