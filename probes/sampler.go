@@ -45,6 +45,7 @@ type Sampler struct {
 	calls    *bg.Group          // Run and Tick calls, ended and waited for by Close
 	stop     chan struct{}      // closed by Close once no call runs: the lanes end
 	stopOnce sync.Once
+	self     *selfMeter // gpuwatch's own cost, read at the end of each tick
 }
 
 // Starter is implemented by probes that work in the background (a scan, a
@@ -98,7 +99,7 @@ func NewSampler(ps []Probe, opt SamplerOptions) *Sampler {
 		opt.Now = time.Now
 	}
 	s := &Sampler{opt: opt, timer: time.NewTimer(time.Hour), interval: make(chan time.Duration, 1),
-		calls: bg.New(context.Background()), stop: make(chan struct{})}
+		calls: bg.New(context.Background()), stop: make(chan struct{}), self: newSelfMeter()}
 	s.timer.Stop()
 	byName := map[string]*lane{}
 	for _, p := range ps {
@@ -200,7 +201,8 @@ func (s *Sampler) Tick(ctx context.Context) *sample.Frame {
 
 // tick runs one round: it hands every lane with a probe to call the
 // round's context, waits at most Timeout for them, and assembles what
-// arrived into the Frame, with each missing probe's reason.
+// arrived into the Frame, with each missing probe's reason and gpuwatch's
+// own cost (Frame.Self: its CPU and memory, and the round's wall time).
 func (s *Sampler) tick(ctx context.Context) *sample.Frame {
 	now := s.opt.Now()
 	f := &sample.Frame{Time: now, Unavailable: make(map[sample.Source]string)}
@@ -212,6 +214,8 @@ func (s *Sampler) tick(ctx context.Context) *sample.Frame {
 	defer cancel()
 	sent := s.dispatch(cctx, f, now)
 	s.gather(sent, f, now)
+	end := s.opt.Now()
+	f.Self = s.self.read(end, end.Sub(now))
 	f.AssignRoles()
 	return f
 }

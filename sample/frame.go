@@ -41,7 +41,9 @@ type Frame struct {
 	// Target is what the session watches: the job's process, why it was
 	// chosen, how its loader is seen, and whether it still runs. Nil when
 	// gpuwatch watches the host alone.
-	Target      *Target           `json:"target,omitempty"`
+	Target *Target `json:"target,omitempty"`
+	// Self is what gpuwatch itself costs: its CPU and memory (SelfCost).
+	Self        *SelfCost         `json:"self,omitempty"`
 	Unavailable map[Source]string `json:"unavailable"`
 }
 
@@ -882,6 +884,9 @@ func (f *Frame) Merge(from *Frame) {
 	}
 	if from.Target != nil {
 		f.Target = from.Target
+	}
+	if from.Self != nil {
+		f.Self = from.Self
 	}
 	for k, v := range from.Unavailable {
 		if f.Unavailable == nil {
