@@ -17,7 +17,7 @@ import (
 const defaultCeiling = 30 * time.Second
 
 // ceilingEnv is the variable the hook reads under gpuwatch run: the
-// ceiling's replay in seconds (python/gpuwatch_hook/_auto.py CEILING_ENV).
+// ceiling's replay in seconds (python/gpuwatch_hook/_run.py CEILING_ENV).
 const ceilingEnv = "GPUWATCH_CEILING_SECONDS"
 
 // addCeilingFlag registers --ceiling[=DURATION] (bare: 30s) into d.

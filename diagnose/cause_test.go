@@ -229,3 +229,24 @@ func TestEveryCauseIsWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestSaturatedCoresMakeTheWorkersCPUBound (issue 58): the battery's text
+// loop in the run that named no cause — 2 workers tokenizing on 2 cores
+// 97 % busy, their stages filling the batch period, yet 1.2 CPUs of work
+// read and no wait for a CPU. With every core busy and nothing waiting on
+// storage, their time off a CPU is a wait for one: tokenize is named.
+// The same loop on idle cores is not CPU-bound (its workers wait on
+// something else), and names no CPU cause.
+func TestSaturatedCoresMakeTheWorkersCPUBound(t *testing.T) {
+	c := loopCase{workers: 2, batchesPerSec: 1609.0 / 32, wait: 0.86, batch: 32, getitem: 37.4, collate: 1.7, handover: 0.8, take: 0.5, step: 2,
+		cores: 2, cpuBusy: 97, workersCPU: 60, loopCPU: 30}
+	c.profile = workersProfile(map[string]float64{"tokenizing": 0.78, "collating": 0.03, "serializing": 0.08, "waiting": 0.09},
+		sample.ProfileFunc{Name: "Texts.tokenize", File: "/home/u/train.py", Line: 12, Flat: 0.6, Cum: 0.78})
+	if ids := causeIDs(Classify(c.frames(), DefaultThresholds()).Causes); !slices.Contains(ids, "tokenize") {
+		t.Errorf("saturated cores: causes %v, want tokenize", ids)
+	}
+	c.cpuBusy = 60
+	if ids := causeIDs(Classify(c.frames(), DefaultThresholds()).Causes); slices.Contains(ids, "tokenize") {
+		t.Errorf("cores 60 %% busy, workers at 0.6 CPU each: causes %v, want no CPU cause", ids)
+	}
+}
