@@ -54,11 +54,16 @@ func (e *Exporter) Note(lines.Note) error { return nil }
 type metricDesc struct {
 	name, help string
 	labels     []string
+	kind       prometheus.ValueType // a gauge, or a counter (Series.Counter)
 	d          *prometheus.Desc
 }
 
 func desc(s sample.Series) *metricDesc {
-	return &metricDesc{name: s.Name, help: s.Help, labels: s.Labels, d: prometheus.NewDesc(s.Name, s.Help, s.Labels, nil)}
+	kind := prometheus.GaugeValue
+	if s.Counter {
+		kind = prometheus.CounterValue
+	}
+	return &metricDesc{name: s.Name, help: s.Help, labels: s.Labels, kind: kind, d: prometheus.NewDesc(s.Name, s.Help, s.Labels, nil)}
 }
 
 var (
@@ -115,11 +120,14 @@ var (
 	dRankStep   = desc(sample.SeriesRankStepSeconds)
 	dRankSample = desc(sample.SeriesRankSamplesPerSecond)
 	dStraggler  = desc(sample.SeriesRankStraggler)
+	dSelfCPU    = desc(sample.SeriesSelfCPUSecondsTotal)
+	dSelfRSS    = desc(sample.SeriesSelfResidentBytes)
+	dSelfTick   = desc(sample.SeriesSelfTickSeconds)
 )
 
 var allDescs = []*metricDesc{dVerdict, dConfidence, dChange, dPredSample, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
-	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dGPUSM, dGPUOcc, dGPUTensor, dGPUTPipe, dGPUFPPipe, dGPUDRAM, dGPUPeak, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler}
+	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dGPUSM, dGPUOcc, dGPUTensor, dGPUTPipe, dGPUFPPipe, dGPUDRAM, dGPUPeak, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler, dSelfCPU, dSelfRSS, dSelfTick}
 
 // collectGPUs emits each GPU's series (g as in Collect).
 func collectGPUs(gpus []sample.GPU, g func(d *metricDesc, val float64, labels ...string)) {
@@ -233,15 +241,18 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	// A series is sent once: a second with the same labels would fail
 	// the whole scrape (HTTP 500), and a node's monitoring with it.
 	seen := map[string]bool{}
-	send := func(d *prometheus.Desc, val float64, labels ...string) {
+	emit := func(d *prometheus.Desc, kind prometheus.ValueType, val float64, labels ...string) {
 		key := d.String() + "\xff" + strings.Join(labels, "\xff")
 		if seen[key] {
 			return
 		}
 		seen[key] = true
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, labels...)
+		ch <- prometheus.MustNewConstMetric(d, kind, val, labels...)
 	}
-	g := func(d *metricDesc, val float64, labels ...string) { send(descOf(d), val, labels...) }
+	send := func(d *prometheus.Desc, val float64, labels ...string) {
+		emit(d, prometheus.GaugeValue, val, labels...)
+	}
+	g := func(d *metricDesc, val float64, labels ...string) { emit(descOf(d), d.kind, val, labels...) }
 	collectSlurmJobs(jobs, send)
 	rank := id.Rank
 	if rank == "" {
@@ -287,6 +298,22 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		collectStages(l, g)
 	}
 	collectRanks(f.Ranks, v.Straggler, g)
+	collectSelf(f.Self, g)
+}
+
+// collectSelf emits gpuwatch's own cost, what was read of it (g as in
+// Collect).
+func collectSelf(s *sample.SelfCost, g func(d *metricDesc, val float64, labels ...string)) {
+	if s == nil {
+		return
+	}
+	g(dSelfCPU, s.CPUSecTotal)
+	if s.RSSBytes != nil {
+		g(dSelfRSS, float64(*s.RSSBytes))
+	}
+	if s.TickSec != nil {
+		g(dSelfTick, *s.TickSec)
+	}
 }
 
 // collectHost emits the machine's series: CPU, memory, disks, pressure

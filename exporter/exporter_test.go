@@ -42,7 +42,7 @@ gpuwatch_pressure_some_ratio{resource="cpu"} 0.2
 	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuwatch_verdict", "gpuwatch_cpu_core_busy_ratio", "gpuwatch_pressure_some_ratio"); err != nil {
 		t.Fatal(err)
 	}
-	for _, absent := range []string{"gpuwatch_gpu_utilization_ratio", "gpuwatch_loader_wait_ratio", "gpuwatch_virtual_accelerator_busy_ratio", "gpuwatch_swap_in_pages_per_second"} {
+	for _, absent := range []string{"gpuwatch_gpu_utilization_ratio", "gpuwatch_loader_wait_ratio", "gpuwatch_virtual_accelerator_busy_ratio", "gpuwatch_swap_in_pages_per_second", "gpuwatch_self_cpu_seconds_total"} {
 		if n := testutil.CollectAndCount(e, absent); n != 0 {
 			t.Errorf("%s exposed without data", absent)
 		}
@@ -303,5 +303,47 @@ gpuwatch_gpu_dense_peak_ops_per_second{dtype="int8",gpu="0",name="NVIDIA H200"} 
 	}
 	if _, err := reg.Gather(); err != nil {
 		t.Fatalf("pedantic registry: %v", err)
+	}
+}
+
+// TestExporterSelfSeries: gpuwatch's own cost, its CPU as a counter (so
+// rate() is its share of a core) and its memory and tick as gauges; a
+// part not read is absent, never 0.
+func TestExporterSelfSeries(t *testing.T) {
+	e := &Exporter{}
+	f := fixture.Frame()
+	rss, tick := uint64(14<<20), 0.0021
+	f.Self = &sample.SelfCost{CPUPct: &[]float64{0.4}[0], CPUSecTotal: 12.5, RSSBytes: &rss, TickSec: &tick}
+	e.Set(f, diagnose.Verdict{Kind: diagnose.Healthy})
+	want := `
+# HELP gpuwatch_self_cpu_seconds_total CPU time gpuwatch itself has used since it started, user and system, all its threads (rate() is its share of a core).
+# TYPE gpuwatch_self_cpu_seconds_total counter
+gpuwatch_self_cpu_seconds_total 12.5
+# HELP gpuwatch_self_resident_bytes gpuwatch's own resident memory.
+# TYPE gpuwatch_self_resident_bytes gauge
+gpuwatch_self_resident_bytes 1.4680064e+07
+# HELP gpuwatch_self_tick_seconds Wall time of the sampler's latest tick: from handing the probes their call to the frame assembled.
+# TYPE gpuwatch_self_tick_seconds gauge
+gpuwatch_self_tick_seconds 0.0021
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuwatch_self_cpu_seconds_total", "gpuwatch_self_resident_bytes", "gpuwatch_self_tick_seconds"); err != nil {
+		t.Fatal(err)
+	}
+	f.Self = &sample.SelfCost{CPUSecTotal: 1}
+	e.Set(f, diagnose.Verdict{Kind: diagnose.Healthy})
+	for _, absent := range []string{"gpuwatch_self_resident_bytes", "gpuwatch_self_tick_seconds"} {
+		if n := testutil.CollectAndCount(e, absent); n != 0 {
+			t.Errorf("%s exposed without data", absent)
+		}
+	}
+}
+
+// TestCountersEndInTotal: a series is a counter exactly when its name
+// says so (Prometheus's naming rule), so no counter is served as a gauge.
+func TestCountersEndInTotal(t *testing.T) {
+	for _, s := range sample.AllSeries {
+		if s.Counter != strings.HasSuffix(s.Name, "_total") {
+			t.Errorf("%s: Counter %v", s.Name, s.Counter)
+		}
 	}
 }
