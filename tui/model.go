@@ -495,29 +495,59 @@ func (m *Model) history() []*sample.Frame {
 // visible is the width of s in cells, ANSI styles not counted.
 func visible(s string) int { return ansi.StringWidthWc(s) }
 
+// footer is the status bar: what is happening (status, recording, replay
+// position, pause), the keys, and at the right gpuwatch's own cost. Where
+// the width is short, keys go from the end (? help lists them all), down
+// to "q quit · ? help", before the cost does.
 func (m *Model) footer(w int) string {
 	parts := []string{"q quit", "? help", "d details", "space pause", "tab focus", "enter zoom", "+/- " + m.interval.String()}
 	if m.opt.Replay != nil {
 		parts = []string{"q quit", "? help", "d details", "space pause", "←/→ seek 10s", "[/] speed", "tab focus", "enter zoom"}
 	}
-	s := m.styles.Dim.Render(strings.Join(parts, " · "))
+	var pre string
 	if m.paused {
-		s = m.styles.Warn.Render("PAUSED ") + s
+		pre = m.styles.Warn.Render("PAUSED ")
 	}
 	if p := m.latest.Position; p != nil {
-		s = m.position(p) + "  " + s
+		pre = m.position(p) + "  " + pre
 	}
 	if r := m.latest.Recording; r != nil {
 		rec := "● REC " + clock(max(0, m.latest.frameTime().Sub(r.Since))) + " " + sample.Printable(r.Path)
-		s = m.styles.Bad.Render(rec) + "  " + s
+		pre = m.styles.Bad.Render(rec) + "  " + pre
 	}
 	switch {
 	case m.status != "" && m.latest.frameTime().Sub(m.statusAt) < 5*time.Second:
-		s = m.styles.Label.Render(m.status) + "  " + s
+		pre = m.styles.Label.Render(m.status) + "  " + pre
 	case m.sticky != "":
-		s = m.styles.Label.Render(m.sticky) + "  " + s
+		pre = m.styles.Label.Render(m.sticky) + "  " + pre
+	}
+	cost := m.selfCost()
+	keys := strings.Join(parts, " · ")
+	if cost != "" {
+		room := w - visible(pre) - len("  ") - ansi.StringWidth(cost)
+		for len(parts) > 2 && ansi.StringWidth(keys) > room {
+			parts = parts[:len(parts)-1]
+			keys = strings.Join(parts, " · ")
+		}
+		if ansi.StringWidth(keys) > room {
+			cost = ""
+		}
+	}
+	s := pre + m.styles.Dim.Render(keys)
+	if cost != "" {
+		s += strings.Repeat(" ", max(2, w-visible(s)-ansi.StringWidth(cost))) + m.styles.Dim.Render(cost)
 	}
 	return fit(s, w)
+}
+
+// selfCost is gpuwatch's own cost as the footer says it, from the newest
+// frame ("gpuwatch 0.4 % CPU · 14MiB"); "" in a replay, whose frames
+// carry the recording gpuwatch's cost, not this one's.
+func (m *Model) selfCost() string {
+	if m.opt.Replay != nil || m.latest.Frame == nil {
+		return ""
+	}
+	return m.latest.Frame.Self.Summary()
 }
 
 // clock is a duration as a stopwatch shows it: "00:42", "1:02:03".

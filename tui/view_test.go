@@ -45,6 +45,7 @@ func synthetic(n int, fn func(i int, f *sample.Frame)) *Model {
 }
 
 func hostParts(f *sample.Frame, cores int, busy func(c int) float64, disks int) {
+	f.Self = &sample.SelfCost{CPUPct: f64(0.4), CPUSecTotal: 3.2, RSSBytes: u64(14 << 20), TickSec: f64(0.002)}
 	f.CPU = &sample.CPU{Load1: 12.5, Load5: 11, Load15: 9, ProcsRunning: 9, ContextSwitchesPerSec: 48200}
 	total := 0.0
 	for c := 0; c < cores; c++ {
