@@ -90,7 +90,7 @@ func TestHeadlessJSONContract(t *testing.T) {
 	}
 	sc := bufio.NewScanner(&out)
 	sc.Buffer(nil, 1<<20)
-	n := 0
+	n, full := 0, 0
 	for sc.Scan() {
 		n++
 		var line map[string]any
@@ -103,8 +103,19 @@ func TestHeadlessJSONContract(t *testing.T) {
 		if _, err := time.Parse(time.RFC3339Nano, line["time"].(string)); err != nil {
 			t.Fatalf("time %v: %v", line["time"], err)
 		}
-		cpu := line["cpu"].(map[string]any)
-		cores := cpu["cores"].([]any)
+		if _, ok := line["unavailable"].(map[string]any); !ok {
+			t.Fatalf("unavailable = %v, want an object", line["unavailable"])
+		}
+		cpu, ok := line["cpu"].(map[string]any)
+		if !ok {
+			// A probe late for its tick (a loaded machine, a 100 ms
+			// interval) leaves its part out of that frame, never a zero:
+			// the next frame has it.
+			t.Logf("line %d has no cpu (a late probe): %v", n, line["unavailable"])
+			continue
+		}
+		full++
+		cores, _ := cpu["cores"].([]any)
 		if len(cores) == 0 {
 			t.Fatal("no cores")
 		}
@@ -114,11 +125,14 @@ func TestHeadlessJSONContract(t *testing.T) {
 		if _, ok := cpu["iowait_pct"].(float64); !ok {
 			t.Fatal("no cpu.iowait_pct")
 		}
-		if _, ok := line["mem"].(map[string]any)["available_bytes"].(float64); !ok {
+		if mem, ok := line["mem"].(map[string]any); !ok {
+			t.Logf("line %d has no mem (a late probe)", n)
+		} else if _, ok := mem["available_bytes"].(float64); !ok {
 			t.Fatal("no mem.available_bytes")
 		}
-		for _, d := range line["disks"].([]any) {
-			dm := d.(map[string]any)
+		disks, _ := line["disks"].([]any)
+		for _, d := range disks {
+			dm, _ := d.(map[string]any)
 			for _, k := range []string{"name", "busy_pct", "read_bytes_per_sec", "write_bytes_per_sec"} {
 				if _, ok := dm[k]; !ok {
 					t.Fatalf("disk without %s: %v", k, dm)
@@ -132,8 +146,8 @@ func TestHeadlessJSONContract(t *testing.T) {
 			t.Fatalf("unavailable = %v, want an object", line["unavailable"])
 		}
 	}
-	if n < 3 {
-		t.Fatalf("%d frames in 1.5 s at 100 ms, want at least 3", n)
+	if n < 3 || full < 1 {
+		t.Fatalf("%d frames in 1.5 s at 100 ms (%d with every part), want at least 3", n, full)
 	}
 }
 
