@@ -73,6 +73,7 @@ type builder struct {
 	series *seriesBuilder
 	ranks  *rankBuilder
 	loader *loaderBuilder
+	self   selfBuilder
 }
 
 func newBuilder(s *Summary, th diagnose.Thresholds, start time.Time, dur float64, points, cores int) *builder {
@@ -105,6 +106,7 @@ func (b *builder) add(f *sample.Frame) {
 	b.series.add(f)
 	b.ranks.add(f, v.Straggler)
 	b.loader.add(f.Loader)
+	b.self.add(f)
 }
 
 func (b *builder) pendingTime() time.Time {
@@ -137,6 +139,7 @@ func (b *builder) finish() {
 		b.close(max(0, b.pending.IntervalSec))
 	}
 	s.Recording.Frames = b.frames
+	s.Recording.Self = b.self.result()
 	if b.checked > 0 {
 		s.Recording.Warnings = append(s.Recording.Warnings, fmt.Sprintf(
 			"%d frames held numbers out of range, clamped or left out (the first at %s)", b.checked, b.firstBad))

@@ -28,6 +28,9 @@ func htmlRecording(b *strings.Builder, r RecordingInfo) {
 	if r.Job != "" {
 		fmt.Fprintf(b, "<p>Job: %s.</p>", esc(r.Job))
 	}
+	if r.Self != nil {
+		fmt.Fprintf(b, "<p>%s.</p>", esc(r.Self.Line()))
+	}
 	for _, wmsg := range r.Warnings {
 		fmt.Fprintf(b, "<p><b>warning:</b> %s</p>", esc(wmsg))
 	}

@@ -49,6 +49,9 @@ func mdRecording(b *strings.Builder, r RecordingInfo) {
 	if r.Job != "" {
 		fmt.Fprintf(b, "Job: %s.\n\n", md(r.Job))
 	}
+	if r.Self != nil {
+		fmt.Fprintf(b, "%s.\n\n", md(r.Self.Line()))
+	}
 	for _, wmsg := range r.Warnings {
 		fmt.Fprintf(b, "> warning: %s\n\n", md(wmsg))
 	}

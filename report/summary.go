@@ -72,6 +72,9 @@ type RecordingInfo struct {
 	// Job is the watched job in a line (who, its cgroup, its limits and
 	// use, at the end of the recording); empty when none was watched.
 	Job string `json:"job,omitempty"`
+	// Self is what gpuwatch itself cost while it recorded; nil where the
+	// frames do not say.
+	Self *SelfInfo `json:"self,omitempty"`
 }
 
 // VerdictTime is how long a verdict was shown.
