@@ -50,7 +50,7 @@ LAYERS): _version and _env (the warning, the run folder, the ranks, the
 clock); the leaves _torch (what is read from torch, private attributes
 checked in one place), _pprof (the profile's encoding), _callee, _payload
 (the look at the batches), _h2d (the copies to the GPU), _settings (what
-the job already does); _sampler (the stack sampler); _workerprof (the
+the job already does), _syncs (the host syncs inside the step); _sampler (the stack sampler); _workerprof (the
 workers' profiles) and _ceiling; _profiler (the CPU profile) and _stages
 (the stage times inside the workers); _timing (wait, step, the metrics
 page); _server (the HTTP server and the announcement); _run (gpuwatch
@@ -126,7 +126,12 @@ class Watched:
         return getattr(self.loader, name)
 
     def close(self) -> None:
-        """Stops serving (when no other watch shares the server)."""
+        """Stops serving (when no other watch shares the server); a syncs'
+        window still open ends (_syncs)."""
+        try:
+            self._stats.end_syncs()
+        except Exception:
+            pass
         srv, self._server = self._server, None
         if srv is not None and self._timed:
             _server.release(srv)
@@ -164,6 +169,10 @@ class WatchedIterator(_timing.Timed):
         self.token = server.token if server else None
 
     def close(self) -> None:
+        try:
+            self._clock.stats.end_syncs()
+        except Exception:
+            pass
         srv, self._server = self._server, None
         _server.release(srv)
 

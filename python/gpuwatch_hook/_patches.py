@@ -20,16 +20,18 @@ installer given arg. The others are installed by their own module at their
 own moment, with the same _env.attempt: LOOK (the first batch looked at:
 _h2d, once torch.backends is there), WINDOW (the settings' window:
 _settings), SERVER (the first server: _server), PROFILE (a worker's
-profile: _workerprof), SITE (python/run/sitecustomize.py itself)."""
+profile: _workerprof), SYNCS (the syncs' window: _syncs, installed at its
+opening and put back at its close), SITE (python/run/sitecustomize.py
+itself)."""
 
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
-from . import _env, _h2d, _run, _server, _settings, _stages, _workerprof
+from . import _env, _h2d, _run, _server, _settings, _stages, _syncs, _workerprof
 
 START, RUN, WATCH = "start", "run", "watch"
-LOOK, WINDOW, SERVER, PROFILE, SITE = "look", "window", "server", "profile", "sitecustomize"
+LOOK, WINDOW, SERVER, PROFILE, SYNCS, SITE = "look", "window", "server", "profile", "syncs", "sitecustomize"
 #: The moments install() installs; the others are their modules'.
 HERE = (START, RUN, WATCH)
 
@@ -85,6 +87,23 @@ PATCHES: Tuple[Patch, ...] = (
           "CUDA graph replays counted: whether the job replays them (only where torch has CUDA)"),
     Patch("forward pre-hook", "torch.nn.modules.module", "register_module_forward_pre_hook", _settings.Window.install, _settings.Window._remove, (WINDOW,), TORCH_READ,
           "the settings read inside the model's first forward of a window; removed there, or when the window closes"),
+    Patch("syncs: Tensor.item", "torch.Tensor", "item", _syncs.patch_method, _syncs.uninstall_all, (SYNCS,), TORCH_READ,
+          "a host sync counted at its file:line while the syncs' window is open (tensor on an accelerator; put back at the window's close)"),
+    Patch("syncs: Tensor.cpu", "torch.Tensor", "cpu", _syncs.patch_method, _syncs.uninstall_all, (SYNCS,), TORCH_READ, "as Tensor.item"),
+    Patch("syncs: Tensor.tolist", "torch.Tensor", "tolist", _syncs.patch_method, _syncs.uninstall_all, (SYNCS,), TORCH_READ, "as Tensor.item"),
+    Patch("syncs: Tensor.numpy", "torch.Tensor", "numpy", _syncs.patch_method, _syncs.uninstall_all, (SYNCS,), TORCH_READ, "as Tensor.item"),
+    Patch("syncs: Tensor.__repr__", "torch.Tensor", "__repr__", _syncs.patch_method, _syncs.uninstall_all, (SYNCS,), TORCH_READ,
+          "as Tensor.item: print(tensor), str(tensor), repr(tensor)"),
+    Patch("syncs: Tensor.__format__", "torch.Tensor", "__format__", _syncs.patch_method, _syncs.uninstall_all, (SYNCS,), TORCH_READ,
+          "as Tensor.item: f\"{tensor}\", format(tensor)"),
+    Patch("syncs: Tensor.__float__", "torch.Tensor", "__float__", _syncs.patch_method, _syncs.uninstall_all, (SYNCS,), TORCH_READ, "as Tensor.item: float(tensor)"),
+    Patch("syncs: Tensor.__int__", "torch.Tensor", "__int__", _syncs.patch_method, _syncs.uninstall_all, (SYNCS,), TORCH_READ, "as Tensor.item: int(tensor)"),
+    Patch("syncs: Tensor.__bool__", "torch.Tensor", "__bool__", _syncs.patch_method, _syncs.uninstall_all, (SYNCS,), TORCH_READ,
+          "as Tensor.item: if tensor:, while tensor:"),
+    Patch("syncs: torch.cuda.synchronize", "torch.cuda", "synchronize", _syncs.patch_synchronize, _syncs.uninstall_all, (SYNCS,), TORCH_READ,
+          "every call counted at its file:line while the syncs' window is open (only where torch has CUDA)"),
+    Patch("os.register_at_fork: the syncs'", "os", "register_at_fork", _syncs.install_fork_handler, None, (SYNCS,), (),
+          "a child forked while the syncs' window is open puts the wrappers back"),
     Patch("os.register_at_fork: the server's", "os", "register_at_fork", _server.install_fork_handler, None, (SERVER,), (),
           "a forked worker lets go of the listening sockets"),
     Patch("atexit: the servers closed", "atexit", "register", _server.install_exit_handler, None, (SERVER,), (),

@@ -9,7 +9,7 @@ import os
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _ceiling, _env, _h2d, _payload, _settings, _stages, _torch
+from . import _ceiling, _env, _h2d, _payload, _settings, _stages, _syncs, _torch
 
 #: Histogram bounds in seconds: the embedded loader's (loader/stats.go).
 BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -106,6 +106,12 @@ class Stats:
         self.settings: Optional[_settings.Settings] = None
         self.window: Optional[_settings.Window] = None
         self._settings_at: Optional[float] = None
+        # Host syncs inside the step (_syncs): every window's counts, the
+        # window open now (the loop's thread opens and closes it), and when
+        # the next opens (None: at batch _syncs.FIRST_AT).
+        self.syncs = _syncs.Counts()
+        self.sync_window: Optional[_syncs.Window] = None
+        self._syncs_at: Optional[float] = None
 
     def record(self, wait: float, batch: Any, depth: Optional[int]) -> None:
         try:
@@ -133,6 +139,39 @@ class Stats:
             self._settings_at = now + _settings.READ_EVERY
             self.close_settings()
             self.window = _settings.Window.open()
+        self.count_syncs(now)
+
+    def count_syncs(self, now: float) -> None:
+        """A batch taken: the syncs' window counts one more step, and
+        closes after _syncs.STEPS; one opens every _syncs.READ_EVERY
+        seconds. Called on the loop's thread."""
+        w = self.sync_window
+        if w is not None:
+            if w.step():
+                self.sync_window = None
+                _syncs.close_window(w)
+                with self.lock:
+                    self.syncs.add(w)
+            return
+        due = self._syncs_at
+        if due is None:
+            if self.batches < _syncs.FIRST_AT:
+                return
+        elif now < due:
+            return
+        self._syncs_at = now + _syncs.READ_EVERY
+        self.sync_window = _syncs.Window.open()
+
+    def end_syncs(self) -> None:
+        """Closes the syncs' window, if one is open, keeping the steps it
+        saw: the epoch ended, or the loop let go of its loader."""
+        w, self.sync_window = self.sync_window, None
+        if w is None:
+            return
+        _syncs.close_window(w)
+        if w.steps:
+            with self.lock:
+                self.syncs.add(w)
 
     def close_settings(self) -> None:
         """Closes the settings' window, if one is open, and keeps its
@@ -255,6 +294,7 @@ class Stats:
             ceiling = self.ceiling
             h2d = self.h2d.copy()
             settings = self.settings
+            syncs = self.syncs.copy() if self.syncs.windows else None
         out: List[str] = []
         put = out.append
 
@@ -307,6 +347,8 @@ class Stats:
             render_ceiling(put, ceiling.figures())
         if settings is not None:
             render_settings(put, settings)
+        if syncs is not None:
+            render_syncs(put, syncs)
         one("gpuwatch_hook_errors_total", "counter", "Waits or steps the hook failed to record (the loop went on).", errors)
         put("# HELP gpuwatch_loader_info The loader's process and kind.\n# TYPE gpuwatch_loader_info gauge\n")
         # tid: the training loop's OS thread, so gpuwatch can tell it from the
@@ -364,6 +406,29 @@ def render_settings(put: Any, s: "_settings.Settings") -> None:
         put("gpuwatch_job_setting_info{%s} 1\n" % ",".join('%s="%s"' % (k, label(v)) for k, v in labels))
     for name, help_, v in _settings.gauges(s):
         put("# HELP %s %s\n# TYPE %s gauge\n%s %s\n" % (name, help_, name, name, fmt(v)))
+
+
+def render_syncs(put: Any, c: "_syncs.Counts") -> None:
+    """The host syncs (docs/prometheus.md, "Host syncs"): the steps
+    counted, and the top sites' calls and seconds per step."""
+    put("# HELP gpuwatch_job_host_sync_steps_total Steps in which the hook counted host syncs (its windows, summed).\n")
+    put("# TYPE gpuwatch_job_host_sync_steps_total counter\n")
+    put("gpuwatch_job_host_sync_steps_total %d\n" % c.steps)
+    if c.dropped:
+        put("# HELP gpuwatch_job_host_syncs_dropped_total Syncs counted at sites past the hook's bound on sites (not shown).\n")
+        put("# TYPE gpuwatch_job_host_syncs_dropped_total counter\n")
+        put("gpuwatch_job_host_syncs_dropped_total %d\n" % c.dropped)
+    top = c.top()
+    if not top:
+        return
+    put("# HELP gpuwatch_job_host_syncs_per_step Calls that make the host wait for the GPU (item, cpu, tolist, numpy, repr, format, float, int, bool, synchronize) per step, by the job's file:line that made them.\n")
+    put("# TYPE gpuwatch_job_host_syncs_per_step gauge\n")
+    for site, call, n, _ in top:
+        put('gpuwatch_job_host_syncs_per_step{site="%s",call="%s"} %s\n' % (label(site), call, fmt(n)))
+    put("# HELP gpuwatch_job_host_sync_seconds_per_step Time per step the host spent inside those calls (on a GPU: waiting for its queue to drain).\n")
+    put("# TYPE gpuwatch_job_host_sync_seconds_per_step gauge\n")
+    for site, call, _, sec in top:
+        put('gpuwatch_job_host_sync_seconds_per_step{site="%s",call="%s"} %s\n' % (label(site), call, fmt(sec)))
 
 
 def render_ceiling(put: Any, c: Dict[str, Any]) -> None:
@@ -507,6 +572,11 @@ class Clock:
         except StopIteration:
             if ceiling is not None:
                 ceiling.epoch_ended(_env.clock())
+            if stats.sync_window is not None:  # the loop leaves: the syncs' window ends with it
+                try:
+                    stats.end_syncs()
+                except Exception:
+                    stats.error()
             raise
         t1 = _env.clock()
         try:

@@ -22,8 +22,8 @@ LAYERS = (
     ("_version", "_env"),
     # Leaves: what is read from torch, the profile's encoding, the C
     # function a frame calls, the look at a batch, the copies to the GPU,
-    # what the job already does.
-    ("_torch", "_pprof", "_callee", "_payload", "_h2d", "_settings"),
+    # what the job already does, the host syncs inside its step.
+    ("_torch", "_pprof", "_callee", "_payload", "_h2d", "_settings", "_syncs"),
     # The stack sampler.
     ("_sampler",),
     # The workers' profiles; the ceiling.

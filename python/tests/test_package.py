@@ -317,7 +317,7 @@ class TorchAttributesTest(unittest.TestCase):
                 self.assertTrue(p.read_on, "%s: say which torch versions it was read on" % p.name)
                 self.assertTrue(callable(getattr(obj, p.attribute)), "torch %s: %s.%s is not callable" % (torch.__version__, p.target, p.attribute))
             self.assertTrue(p.install is None or callable(p.install))
-            self.assertTrue(all(w in (_patches.HERE + (_patches.LOOK, _patches.WINDOW, _patches.SERVER, _patches.PROFILE, _patches.SITE)) for w in p.when), p.name)
+            self.assertTrue(all(w in (_patches.HERE + (_patches.LOOK, _patches.WINDOW, _patches.SERVER, _patches.PROFILE, _patches.SYNCS, _patches.SITE)) for w in p.when), p.name)
             if p.needs:
                 self.assertLess(_patches.PATCHES.index(_patches.row(p.needs)), _patches.PATCHES.index(p), "%s comes before %s, which it needs" % (p.needs, p.name))
         # What the installers take apart: create_fetcher a staticmethod in
