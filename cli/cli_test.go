@@ -286,7 +286,7 @@ func TestDemoCustomConfigWithEventsAndJSON(t *testing.T) {
 	dir := t.TempDir()
 	events := filepath.Join(dir, "events.jsonl")
 	var out, errb bytes.Buffer
-	code := Run([]string{"demo", "--headless", "--json", "--interval", "200ms", "--duration", "10s",
+	code := Run([]string{"demo", "--headless", "--json", "--interval", "200ms", "--duration", "60s", // ends with the third epoch: the duration only bounds a stuck run
 		"--dataset", dir, "--dataset-size", "4MiB", "--sample-size", "4KiB", "--workers", "2",
 		"--step-time", "50ms", "--epochs", "3", "--batches", "20", "--events", events}, &out, &errb)
 	if code != 0 {
