@@ -620,6 +620,10 @@ type Loader struct {
 	// Settings is what the job already does (autocast, TF32, memory
 	// format, compile…), as the hook read it; nil when it did not.
 	Settings *JobSettings `json:"settings,omitempty"`
+	// Syncs are the sites of the job's code that make the host wait for
+	// the GPU inside the step, as the hook counted them (syncs.go), most
+	// calls first; nil when it counted none.
+	Syncs []HostSync `json:"syncs,omitempty" check:"max=16"`
 }
 
 // LoaderStages is one batch's time, stage by stage, over the interval

@@ -56,6 +56,9 @@ type LoaderCounters struct {
 	// Settings is what the job already does, as the hook read it
 	// (settings.go); nil when the loader does not say.
 	Settings *sample.JobSettings
+	// Syncs are the host syncs inside the step, as the hook counted them
+	// (syncs.go); nil when the loader does not say.
+	Syncs []sample.HostSync
 	// Kind is what speaks for the loader: "python" (the hook, gpuwatch
 	// run), "go" (a Go loader, gpuwatch loader), "embedded", or "".
 	Kind string
@@ -127,7 +130,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 		PID: cur.PID, LoopTID: cur.LoopTID, WorkerPIDs: cur.WorkerPIDs, BatchesPerEpoch: cur.BatchesPerEpoch,
 		Rank: cur.Rank, LocalRank: cur.LocalRank, WorldSize: cur.WorldSize,
 		DatasetBytes: cur.DatasetBytes, DatasetCachedBytes: cur.DatasetCachedBytes, Ceiling: cur.Ceiling,
-		Settings: cur.Settings,
+		Settings: cur.Settings, Syncs: cur.Syncs,
 	}
 	if cur.EpochStall != nil {
 		out.EpochStallMs = probes.Ptr(float64(cur.EpochStall.Microseconds()) / 1000)
