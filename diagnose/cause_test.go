@@ -156,6 +156,9 @@ var causeCases = map[string]func(t *testing.T) []Cause{
 	"memory_bound": func(*testing.T) []Cause {
 		return Classify(gpuBoundFrames(85, 5, 70, 30, 60, bf16Settings()), DefaultThresholds()).Causes
 	},
+	"host_sync": func(*testing.T) []Cause {
+		return Classify(withSyncs(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), sample.HostSync{Site: "train.py:87", Call: "item", PerStep: 1}), DefaultThresholds()).Causes
+	},
 	"small_files": func(*testing.T) []Cause {
 		fs := looked(smallFilesLoop.frames(), 8, 16<<10, func(j int) *sample.OpenFile {
 			return &sample.OpenFile{Path: fmt.Sprintf("/mnt/data/train/%05d.bin", 40+j), Bytes: 16 << 10, FS: "fuse.sshfs", Mount: "/mnt/data", Network: true}

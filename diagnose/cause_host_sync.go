@@ -1,0 +1,93 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// host_sync: the GPU is the limit and the job's step makes the host wait
+// for it — loss.item(), print(tensor), .cpu(), torch.cuda.synchronize() —
+// at a line the hook counted (loader.syncs, python/gpuwatch_hook/_syncs.py):
+// each drains the GPU's queue, and the GPU idles until the host has
+// launched the next kernels.
+func init() {
+	registerCause(causeRule{id: "host_sync", stages: []string{"step"}, gpu: true, find: hostSyncCause})
+}
+
+// hostSyncPerStep is the fewest syncs a step at one site that names the
+// cause: one every other step. A value logged every 10 or 100 steps is
+// the fix, not the cause.
+const hostSyncPerStep = 0.5
+
+func hostSyncCause(in *causeIn) (Cause, bool) {
+	if _, ok := in.gpuBound(); !ok {
+		return Cause{}, false
+	}
+	syncs := lastSyncs(in.frames)
+	if len(syncs) == 0 || !in.atLeast("host_sync", syncs[0].PerStep, hostSyncPerStep) {
+		return Cause{}, false
+	}
+	top := syncs[0]
+	ev := fmt.Sprintf("%s %s syncs %s", top.Site, hostCallWords(top), perStepWords(top.PerStep))
+	if top.SecondsPerStep != nil && *top.SecondsPerStep > 0 {
+		ev += fmt.Sprintf(" (the host waits %s a step there for the GPU to drain its queue)", ms(*top.SecondsPerStep))
+	}
+	var more []string
+	total := top.PerStep
+	for _, s := range syncs[1:] {
+		total += s.PerStep
+		if s.PerStep >= hostSyncPerStep && len(more) < 2 {
+			more = append(more, fmt.Sprintf("%s %s %s", s.Site, hostCallWords(s), perStepWords(s.PerStep)))
+		}
+	}
+	if len(more) > 0 {
+		ev += "; also " + strings.Join(more, ", ")
+	}
+	if len(syncs) > 1 {
+		ev += fmt.Sprintf(" — %.3g host syncs a step in all (the hook's count)", total)
+	}
+	fix := "log every N steps and keep values on the GPU: accumulate on the device (running += loss.detach()) and call .item() once per log interval; print or format tensors only when logging"
+	if top.Call == "synchronize" {
+		fix = "take torch.cuda.synchronize() out of the step (keep it for timing runs); " + fix
+	} else if top.Call == "bool" {
+		fix = "branch on a tensor only every N steps (or with torch.where on the device); " + fix
+	}
+	return Cause{Evidence: ev, Fix: fix,
+		BoundWhy: "no bound from counters: what a sync costs is the GPU's idle time after it, until the host has launched the next kernels, which needs a profile of the step; the hook's count says how often the host waits, and its time in the call how long"}, true
+}
+
+// lastSyncs is the newest frame's host syncs the hook counted, most
+// calls first.
+func lastSyncs(frames []sample.Frame) []sample.HostSync {
+	for i := len(frames) - 1; i >= 0; i-- {
+		if l := frames[i].Loader; l != nil && len(l.Syncs) > 0 {
+			return l.Syncs
+		}
+	}
+	return nil
+}
+
+// hostCallWords is the call as the job's code reads: "tensor.item()".
+func hostCallWords(s sample.HostSync) string {
+	w := sample.HostSyncWords(s.Call)
+	if strings.HasPrefix(w, ".") {
+		return "tensor" + w
+	}
+	return w
+}
+
+// perStepWords says how often: "every step", "3 times a step", "once
+// every 2 steps".
+func perStepWords(n float64) string {
+	switch {
+	case n >= 1.5:
+		return fmt.Sprintf("%.3g times a step", n)
+	case n >= 0.95:
+		return "every step"
+	case n > 0:
+		return fmt.Sprintf("once every %.3g steps", 1/n)
+	}
+	return "in no step"
+}

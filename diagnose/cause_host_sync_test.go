@@ -1,0 +1,73 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// withSyncs gives every frame's loader the hook's host syncs.
+func withSyncs(frames []sample.Frame, s ...sample.HostSync) []sample.Frame {
+	for i := range frames {
+		l := *frames[i].Loader
+		l.Syncs = s
+		frames[i].Loader = &l
+	}
+	return frames
+}
+
+// TestHostSyncNamesTheLine (issue 51 item 3): a GPU-bound step with
+// loss.item() at train.py:87 every step names host_sync with the line, the
+// host's wait and the fix, and no bound (bound_why says why); a value
+// logged every 10 steps, a job whose input is the limit, or no count name
+// nothing.
+func TestHostSyncNamesTheLine(t *testing.T) {
+	wait := 0.0041
+	frames := withSyncs(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()),
+		sample.HostSync{Site: "train.py:87", Call: "item", PerStep: 1, SecondsPerStep: &wait},
+		sample.HostSync{Site: "train.py:90", Call: "repr", PerStep: 1},
+		sample.HostSync{Site: "train.py:95", Call: "tolist", PerStep: 0.1})
+	v := Classify(frames, DefaultThresholds())
+	c := causeOf(v, "host_sync")
+	if c == nil {
+		t.Fatalf("%s: causes %+v advice %q", v.Kind, v.Causes, v.Advice)
+	}
+	for _, want := range []string{"train.py:87 tensor.item() syncs every step", "4.1ms a step", "train.py:90 print(tensor)", "2.1 host syncs a step in all"} {
+		if !strings.Contains(c.Evidence, want) {
+			t.Errorf("evidence %q lacks %q", c.Evidence, want)
+		}
+	}
+	if strings.Contains(c.Evidence, "train.py:95 tensor.tolist()") {
+		t.Errorf("a sync every 10 steps named as a site: %q", c.Evidence)
+	}
+	if !strings.Contains(c.Fix, "every N steps") || !strings.Contains(c.Fix, ".item() once per log interval") {
+		t.Errorf("fix %q", c.Fix)
+	}
+	if c.Bound != nil || !strings.Contains(c.BoundWhy, "no bound") {
+		t.Errorf("bound %+v (%s)", c.Bound, c.BoundWhy)
+	}
+	if !strings.Contains(strings.Join(v.Advice, "\n"), c.Evidence) {
+		t.Errorf("advice lacks the cause: %q", v.Advice)
+	}
+
+	sync := withSyncs(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), sample.HostSync{Site: "bench.py:12", Call: "synchronize", PerStep: 2})
+	if c := causeOf(Classify(sync, DefaultThresholds()), "host_sync"); c == nil || !strings.Contains(c.Evidence, "torch.cuda.synchronize() syncs 2 times a step") ||
+		!strings.HasPrefix(c.Fix, "take torch.cuda.synchronize() out of the step") {
+		t.Errorf("synchronize: %+v", c)
+	}
+
+	logged := withSyncs(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), sample.HostSync{Site: "train.py:87", Call: "item", PerStep: 0.1})
+	if c := causeOf(Classify(logged, DefaultThresholds()), "host_sync"); c != nil {
+		t.Errorf("logged every 10 steps: %+v", c)
+	}
+	if c := causeOf(Classify(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), DefaultThresholds()), "host_sync"); c != nil {
+		t.Errorf("no count: %+v", c)
+	}
+	starved := withSyncs(classifiedFrames(getitemLoop), sample.HostSync{Site: "train.py:87", Call: "item", PerStep: 1})
+	if v := Classify(starved, DefaultThresholds()); causeOf(v, "host_sync") != nil {
+		t.Errorf("input-bound (%s): %+v", v.Kind, v.Causes)
+	}
+}
+
+func classifiedFrames(c loopCase) []sample.Frame { return c.frames() }
