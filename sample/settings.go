@@ -1,6 +1,10 @@
 package sample
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // JobSettings is what the training job already does, as the hook read it
 // in one step's window (python/gpuwatch_hook/_settings.py): whether its
@@ -71,4 +75,58 @@ func (s *JobSettings) TF32() (on bool, known bool) {
 		return false, true
 	}
 	return false, false
+}
+
+// Summary is the settings as one line, in the job's terms ("bf16
+// autocast · fp32 matmuls in full fp32 · convs channels_last · not
+// compiled · batch 128"); what was not read is left out; "" for nothing
+// read.
+func (s *JobSettings) Summary() string {
+	if s == nil {
+		return ""
+	}
+	var parts []string
+	yes := func(b *bool, on, off string) {
+		if b != nil {
+			if *b {
+				parts = append(parts, on)
+			} else {
+				parts = append(parts, off)
+			}
+		}
+	}
+	if s.Autocast != nil {
+		if *s.Autocast {
+			d := strings.NewReplacer("bfloat16", "bf16", "float16", "fp16").Replace(s.AutocastDtype)
+			parts = append(parts, strings.TrimSpace(d+" autocast"))
+		} else {
+			parts = append(parts, "no autocast")
+		}
+	}
+	if on, known := s.TF32(); known {
+		if on {
+			parts = append(parts, "fp32 matmuls on TF32")
+		} else {
+			parts = append(parts, "fp32 matmuls in full fp32")
+		}
+	}
+	if s.HasConv != nil && *s.HasConv {
+		yes(s.ConvChannelsLast, "convs channels_last", "convs NCHW")
+	}
+	yes(s.CudnnBenchmark, "cudnn.benchmark", "")
+	yes(s.Compiled, "compiled", "not compiled")
+	yes(s.CUDAGraphs, "CUDA graphs", "")
+	if s.BatchSize != nil {
+		parts = append(parts, fmt.Sprintf("batch %d", *s.BatchSize))
+	}
+	if s.FLOPsPerStep != nil {
+		parts = append(parts, fmt.Sprintf("%.3g FLOPs a step", *s.FLOPsPerStep))
+	}
+	out := parts[:0]
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, " · ")
 }

@@ -33,3 +33,21 @@ func TestCheckKeepsLargeFLOPs(t *testing.T) {
 		t.Errorf("notes %q", notes)
 	}
 }
+
+// TestSettingsSummary: the settings in one line, what was not read left
+// out.
+func TestSettingsSummary(t *testing.T) {
+	on, off, n, f := true, false, 128, 3.14e12
+	s := &JobSettings{Autocast: &on, AutocastDtype: "bfloat16", Float32MatmulPrecision: "highest", MatmulAllowTF32: &off,
+		HasConv: &on, ConvChannelsLast: &off, Compiled: &off, BatchSize: &n, FLOPsPerStep: &f}
+	if got, want := s.Summary(), "bf16 autocast · fp32 matmuls in full fp32 · convs NCHW · not compiled · batch 128 · 3.14e+12 FLOPs a step"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	if got := (&JobSettings{}).Summary(); got != "" {
+		t.Errorf("nothing read: %q", got)
+	}
+	var none *JobSettings
+	if none.Summary() != "" {
+		t.Error("nil")
+	}
+}

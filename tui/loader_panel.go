@@ -78,6 +78,11 @@ func (loaderPanel) lines(pv *view, w int) []string {
 			lines = append(lines, wrap(pv.st.Dim.Render("copy "+c.Summary()), w, "  ")...)
 		}
 	}
+	if sum := l.Settings.Summary(); sum != "" {
+		// What the job already does (the hook read it): the GPU advice
+		// never repeats it.
+		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable("step "+sum)), w, "  ")...)
+	}
 	if l.ReadSecPerSec != nil && l.DecodeSecPerSec != nil {
 		line := fmt.Sprintf("reading %.2f s/s · decoding %.2f s/s (summed over workers)", *l.ReadSecPerSec, *l.DecodeSecPerSec)
 		if l.DatasetBytes != nil && l.DatasetCachedBytes != nil && *l.DatasetBytes > 0 {
