@@ -83,6 +83,9 @@ func (loaderPanel) lines(pv *view, w int) []string {
 		// never repeats it.
 		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable("step "+sum)), w, "  ")...)
 	}
+	if len(l.Syncs) > 0 {
+		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable(syncsLine(l.Syncs))), w, "  ")...)
+	}
 	if l.ReadSecPerSec != nil && l.DecodeSecPerSec != nil {
 		line := fmt.Sprintf("reading %.2f s/s · decoding %.2f s/s (summed over workers)", *l.ReadSecPerSec, *l.DecodeSecPerSec)
 		if l.DatasetBytes != nil && l.DatasetCachedBytes != nil && *l.DatasetBytes > 0 {
@@ -320,4 +323,22 @@ func payloadLine(p *sample.BatchPayload) string {
 		line += " · " + strings.Join(shown, ", ")
 	}
 	return line
+}
+
+// syncsLine is the step's host syncs as the hook counted them, busiest
+// site first: "host syncs a step: train.py:87 .item() 1 (4.1ms) · …".
+func syncsLine(ss []sample.HostSync) string {
+	parts := make([]string, 0, 3)
+	for i, s := range ss {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("%d more", len(ss)-3))
+			break
+		}
+		p := fmt.Sprintf("%s .%s() %.2g", s.Site, s.Call, s.PerStep)
+		if s.SecondsPerStep != nil {
+			p += " (" + sample.FormatDuration(*s.SecondsPerStep) + ")"
+		}
+		parts = append(parts, p)
+	}
+	return "host syncs a step: " + strings.Join(parts, " · ")
 }

@@ -26,6 +26,9 @@ func TestTheJobsSettingsLine(t *testing.T) {
 	if !strings.Contains(out, "step bf16 autocast · convs channels_last · not compiled · batch" /* the panel wraps the rest */) {
 		t.Errorf("no settings line in\n%s", out)
 	}
+	if got := syncsLine([]sample.HostSync{{Site: "train.py:87", Call: "item", PerStep: 1, SecondsPerStep: f64(0.0041)}, {Site: "train.py:90", Call: "repr", PerStep: 0.1}}); got != "host syncs a step: train.py:87 .item() 1 (4.1ms) · train.py:90 .repr() 0.1" {
+		t.Errorf("syncs line %q", got)
+	}
 	if out := render(nil); strings.Contains(out, "autocast") {
 		t.Errorf("settings said without a reading:\n%s", out)
 	}
