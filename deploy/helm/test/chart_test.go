@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,6 +95,8 @@ func decodeStrict(doc []byte) (any, error) {
 	switch tm.APIVersion + " " + tm.Kind {
 	case "apps/v1 DaemonSet":
 		obj = &appsv1.DaemonSet{}
+	case "v1 ConfigMap":
+		obj = &corev1.ConfigMap{}
 	case "v1 Service":
 		obj = &corev1.Service{}
 	case "monitoring.coreos.com/v1 ServiceMonitor":
@@ -192,7 +195,7 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 
 func TestChartWithEveryOptionOn(t *testing.T) {
 	objs := objects(t, allOn...)
-	if len(objs) != 4 {
+	if len(objs) != 5 {
 		t.Fatalf("objects %v", slices.Collect(keys(objs)))
 	}
 	ds := objs["*v1.DaemonSet"].(*appsv1.DaemonSet)
@@ -220,6 +223,37 @@ func TestChartWithEveryOptionOn(t *testing.T) {
 	}
 	pr := objs["*v1.PrometheusRule"].(*monitoringv1.PrometheusRule)
 	checkRules(t, pr)
+	// The dashboard for Grafana's sidecar: its label, the namespace it
+	// watches, and deploy/grafana/gpuwatch.json as the data, whole.
+	cm := objs["*v1.ConfigMap"].(*corev1.ConfigMap)
+	dash, err := os.ReadFile(filepath.Join("..", "..", "grafana", "gpuwatch.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Labels["grafana_dashboard"] != "1" || cm.Namespace != "monitoring" || cm.Annotations["grafana_folder"] != "GPU" {
+		t.Errorf("grafana dashboard ConfigMap %+v", cm.ObjectMeta)
+	}
+	if got := cm.Data["gpuwatch.json"]; got != strings.TrimSuffix(string(dash), "\n") {
+		t.Errorf("the ConfigMap's gpuwatch.json is not deploy/grafana/gpuwatch.json (%d bytes, want %d)", len(got), len(dash))
+	}
+}
+
+// TestChartDashboardIsTheGrafanaDashboard: files/grafana-dashboard.json,
+// which the chart reads with .Files.Get, is deploy/grafana/gpuwatch.json
+// byte for byte (cp deploy/grafana/gpuwatch.json
+// deploy/helm/gpuwatch/files/grafana-dashboard.json).
+func TestChartDashboardIsTheGrafanaDashboard(t *testing.T) {
+	dash, err := os.ReadFile(filepath.Join("..", "..", "grafana", "gpuwatch.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied, err := os.ReadFile(filepath.Join(chart, "files", "grafana-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(dash, copied) {
+		t.Fatal("deploy/helm/gpuwatch/files/grafana-dashboard.json differs from deploy/grafana/gpuwatch.json: cp deploy/grafana/gpuwatch.json deploy/helm/gpuwatch/files/grafana-dashboard.json")
+	}
 }
 
 // checkRules: the PrometheusRule's groups are docs/prometheus-alerts.yml's,
@@ -286,7 +320,8 @@ func TestDecodingIsStrict(t *testing.T) {
 		"apiVersion: apps/v1\nkind: DaemonSet\nspec:\n  template:\n    spec:\n      hostPid: true\n",
 		"apiVersion: v1\nkind: Service\nspec:\n  ports:\n    - port: 9400\n      targetport: metrics\n",
 		"apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nspec:\n  groups:\n    - name: g\n      rules:\n        - alert: A\n          expr: up\n          four: 10m\n",
-		"apiVersion: v1\nkind: ConfigMap\ndata: {}\n",
+		"apiVersion: v1\nkind: Secret\ndata: {}\n",
+		"apiVersion: v1\nkind: ConfigMap\ndatas: {}\n",
 		"apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  name: b\n",
 	} {
 		if _, err := decodeStrict([]byte(doc)); err == nil {
