@@ -59,7 +59,7 @@ cp python/gpuwatch_hook/*.py python/gpuwatch_hook/py.typed "$stage/gpuwatch_hook
 
 if [ -z "$bin" ]; then
 	commit=$(git rev-parse --short HEAD 2>/dev/null || echo none)
-	CGO_ENABLED=1 GOOS=linux GOARCH=$arch ${cc:+CC=$cc} go build -trimpath \
+	env CGO_ENABLED=1 GOOS=linux GOARCH="$arch" ${cc:+CC="$cc"} go build -trimpath \
 		-ldflags "-s -w -X github.com/gpuwatch/gpuwatch/cli.version=$version -X github.com/gpuwatch/gpuwatch/cli.commit=$commit" \
 		-o "$stage/bin/gpuwatch" .
 else
