@@ -97,8 +97,11 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 		// A URL the user gave: its token is in its announcement, if the
 		// loader announced itself (the hook does).
 		dirs := append([]string{dir}, endpoint.DiscoveryDirs()...)
-		attached[i].LookUpToken(func() string { return attachedTokenNow(dirs, procRoot, u) })
-		attached[i].SetToken(attachedTokenNow(dirs, procRoot, u))
+		// Its token goes only to the process that announced it (Announced).
+		attached[i].LookUpAnnouncement(func() (endpoint.Announcement, bool) { return announcedNow(dirs, procRoot, u) })
+		if ann, ok := announcedNow(dirs, procRoot, u); ok {
+			attached[i].Announced(ann)
+		}
 	}
 	if err := checkAny(ctx, attached); err != nil {
 		return nil, err
@@ -146,17 +149,18 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 	return a, nil
 }
 
-// attachedTokenNow is the token announced for the loader at u in the
-// first of dirs that announces it, "" when none does.
-func attachedTokenNow(dirs []string, procRoot, u string) string {
+// announcedNow is the loader at u as the first of dirs that announces it
+// with a token says (its listener proven by Discover), false when none
+// does.
+func announcedNow(dirs []string, procRoot, u string) (endpoint.Announcement, bool) {
 	for _, dir := range dirs {
 		if d, err := endpoint.Discover(dir, procRoot); err == nil {
-			if t := endpoint.TokenFor(d, u); t != "" {
-				return t
+			if a, ok := endpoint.AnnouncedFor(d, u); ok && a.Token != "" {
+				return a, true
 			}
 		}
 	}
-	return ""
+	return endpoint.Announcement{}, false
 }
 
 // checkAny checks the loaders named at once. With one, its failure is the

@@ -40,10 +40,12 @@ type Attach struct {
 	downSince time.Time // first failed read after a success
 	nextTry   time.Time
 	backoff   time.Duration
-	noMetrics bool          // a pprof-only endpoint
-	pid       int           // from gpuwatch_loader_info
-	token     string        // sent as a bearer token; "" sends none
-	lookup    func() string // finds the token anew after a 401 (LookUpToken)
+	noMetrics bool                        // a pprof-only endpoint
+	pid       int                         // from gpuwatch_loader_info
+	token     string                      // sent as a bearer token; "" sends none
+	lookup    func() (Announcement, bool) // finds the announcement anew after a 401 (LookUpAnnouncement)
+	owner     listenerOwner               // who must hold the listening socket (owner.go)
+	transport *http.Transport
 	now       func() time.Time
 
 	page []byte // the last /metrics page, reused by read (one read at a time)
@@ -65,12 +67,17 @@ func NewAttach(raw string) (*Attach, error) {
 	u.RawQuery, u.Fragment = "", ""
 	shown := *u
 	shown.User = nil
-	a := &Attach{base: u, shown: shown.String(), now: time.Now, Timeout: 3 * time.Second}
+	a := &Attach{base: u, shown: shown.String(), now: time.Now, Timeout: 3 * time.Second, owner: listenerOwner{procRoot: "/proc"}}
+	// Every connection is proven before a byte is sent on it (dial): the
+	// process listening is the announced loader's, of the user's.
+	a.transport = http.DefaultTransport.(*http.Transport).Clone()
+	a.transport.DialContext = a.dial
 	// No client-wide Timeout: it would also bound reading the body, and a
 	// profile's body takes its whole length to come. Each request has its
 	// own deadline instead (get's timeout: Timeout for /metrics, the
 	// profile's length plus slack for a profile).
 	a.client = &http.Client{
+		Transport: a.transport,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if req.URL.Host != via[0].URL.Host {
 				return fmt.Errorf("refusing a redirect to another host (%s)", req.URL.Host)
@@ -91,14 +98,20 @@ func NewAttach(raw string) (*Attach, error) {
 // ignores it. "" sends none.
 func (a *Attach) SetToken(token string) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	changed := a.token != token
 	a.token = token
+	a.mu.Unlock()
+	if changed {
+		// A kept-alive connection was proven for what was sent before.
+		a.transport.CloseIdleConnections()
+	}
 }
 
-// LookUpToken sets where the token is found anew when the loader answers
-// 401 (a loader that came up after gpuwatch started, or restarted with a
-// new token): its announcement, for a URL the user gave.
-func (a *Attach) LookUpToken(lookup func() string) {
+// LookUpAnnouncement sets where the loader's announcement is found anew
+// when the loader answers 401 (a loader that came up after gpuwatch
+// started, or restarted with a new token): for a URL the user gave. Its
+// token is then sent only to the process it names (Announced).
+func (a *Attach) LookUpAnnouncement(lookup func() (Announcement, bool)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.lookup = lookup
@@ -242,8 +255,8 @@ func (a *Attach) read(ctx context.Context) (LoaderCounters, error) {
 	return c, nil
 }
 
-// freshToken looks the token up anew (after a 401): true when it found
-// one other than the one sent.
+// freshToken looks the announcement up anew (after a 401): true when it
+// found a token other than the one sent.
 func (a *Attach) freshToken() bool {
 	a.mu.Lock()
 	lookup, old := a.lookup, a.token
@@ -251,8 +264,8 @@ func (a *Attach) freshToken() bool {
 	if lookup == nil {
 		return false
 	}
-	if t := lookup(); t != "" && t != old {
-		a.SetToken(t)
+	if ann, ok := lookup(); ok && ann.Token != "" && ann.Token != old {
+		a.Announced(ann)
 		return true
 	}
 	return false

@@ -40,6 +40,10 @@ type Announcement struct {
 	// key is the loader's URL as one loader has it (loaderKey), set by
 	// Discover.
 	key string
+	// uid is the announcement file's owner, the user whose process must
+	// hold the loader's socket; procRoot where that was proven (Discover).
+	uid      int
+	procRoot string
 }
 
 // Bounds on what discovery reads: the folder is the user's own, but a
@@ -221,7 +225,12 @@ type seenLoaders struct {
 }
 
 // take reads candidate c and adds its announcement to d.Found, or files
-// the reason it is refused; the file of a process that is gone is removed.
+// the reason it is refused. An announcement is taken only when its
+// listener is proven (owner.go): the announced process, of the file's
+// user, holds the socket listening on its port. The file of a process
+// that is gone, or whose port another process holds (a loader killed
+// with -9, its PID or port reused since), is removed: the folder is the
+// watcher's own (privateDir).
 func (d *Discovery) take(c candidate, procRoot string, seen seenLoaders) {
 	name := c.name
 	path := filepath.Join(d.Dir, name)
@@ -229,9 +238,18 @@ func (d *Discovery) take(c candidate, procRoot string, seen seenLoaders) {
 		_ = os.Remove(path) // its process is gone
 		return
 	}
-	if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() {
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() {
 		d.refuse(name, "not a regular file")
 		return
+	}
+	uid := os.Geteuid()
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		if uid != 0 && int(sys.Uid) != uid {
+			d.refuse(name, "belongs to user %d, not to you", sys.Uid)
+			return
+		}
+		uid = int(sys.Uid) // root watches: the announcement's user
 	}
 	a, err := readAnnouncement(path)
 	if err != nil {
@@ -251,6 +269,16 @@ func (d *Discovery) take(c candidate, procRoot string, seen seenLoaders) {
 	case len(d.Found) == maxAnnouncements:
 		d.refuse(name, "more than %d loaders announced", maxAnnouncements)
 	default:
+		a.uid, a.procRoot = uid, procRoot
+		if err := proveAnnounced(procRoot, a, key); err != nil {
+			if errors.Is(err, ErrNotProven) {
+				_ = os.Remove(path) // stale: never connected to
+				d.refuse(name, "removed, not connected to: %v", err)
+			} else {
+				d.refuse(name, "not connected to: %v", err)
+			}
+			return
+		}
 		seen.byURL[key], seen.byPID[a.PID] = name, name
 		a.key = key
 		d.Found = append(d.Found, a)
@@ -269,6 +297,34 @@ func byRankThenPID(a, b Announcement) int {
 		return 1
 	}
 	return a.PID - b.PID
+}
+
+// AnnouncedFor is the announcement in d of the loader at rawURL (the same
+// loader as loaderKey has it), proven by Discover.
+func AnnouncedFor(d Discovery, rawURL string) (Announcement, bool) {
+	key := loaderKey(rawURL)
+	for _, a := range d.Found {
+		if a.key == key {
+			return a, true
+		}
+	}
+	return Announcement{}, false
+}
+
+// hostPortOf is a loader key's HOST:PORT (the scheme's port when it names
+// none).
+func hostPortOf(key string) string {
+	u, err := url.Parse(key)
+	if err != nil {
+		return ""
+	}
+	if p := u.Port(); p != "" {
+		return net.JoinHostPort(u.Hostname(), p)
+	}
+	if u.Scheme == "https" {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
 }
 
 // TokenFor is the token announced in d for the loader at rawURL (the same

@@ -269,7 +269,7 @@ func (r *Ranks) applyScan(d Discovery) {
 	for _, t := range r.targets {
 		if a, ok := announced[t.key]; ok {
 			t.ann = a
-			t.a.SetToken(a.Token) // a loader restarted on its port has a new one
+			t.a.Announced(*a) // a loader restarted on its port has a new token, maybe a new PID
 			delete(announced, t.key)
 		} else if t.ann != nil && !t.a.connectedNow() {
 			continue
@@ -282,7 +282,7 @@ func (r *Ranks) applyScan(d Discovery) {
 			continue
 		}
 		if a, err := NewAttach(d.Found[i].URL); err == nil {
-			a.SetToken(d.Found[i].Token)
+			a.Announced(d.Found[i])
 			r.add(a, &d.Found[i])
 		}
 	}
@@ -325,6 +325,9 @@ func (r *Ranks) Collect(ctx context.Context, f *sample.Frame) error {
 		r.setPacing(targets[0].a)
 		if slow[0] != nil {
 			return fmt.Errorf("%s is slow: its read has not answered since %s (its last figures shown)", targets[0].a.Source(), slow[0].Format("15:04:05"))
+		}
+		if note := targets[0].a.ProofNote(); res.err == nil && note != "" {
+			return errors.New(note) // read, but not proven the loader's: said
 		}
 		return res.err
 	}

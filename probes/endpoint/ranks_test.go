@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ type fakeRank struct {
 	batches          uint64
 	waitSec, stepSec float64
 	srv              *http.Server
+	ln               net.Listener
 	addr             string
 }
 
@@ -66,6 +68,7 @@ func (r *fakeRank) serve(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	r.mu.Lock()
+	r.ln = ln
 	r.addr, r.srv = ln.Addr().String(), &http.Server{Handler: r}
 	r.batches, r.waitSec, r.stepSec = 0, 0, 0
 	srv := r.srv
@@ -75,6 +78,42 @@ func (r *fakeRank) serve(t *testing.T, addr string) {
 }
 
 func (r *fakeRank) stop() { _ = r.srv.Close() }
+
+// heldBy starts a process that holds r's listening socket too (as a
+// DataLoader worker forked by the loader does), so that announcing its
+// PID is proven (owner.go); kill ends it. syscall.StartProcess, not
+// exec.Cmd's ExtraFiles: File.Fd would make the socket, shared with the
+// server, blocking.
+func (r *fakeRank) heldBy(t *testing.T) (pid int, kill func()) {
+	t.Helper()
+	rc, err := r.ln.(*net.TCPListener).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fd int
+	if err := rc.Control(func(s uintptr) { fd, err = syscall.Dup(int(s)) }); err != nil || fd < 0 {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err = syscall.ForkExec(sleep, []string{"sleep", "60"}, &syscall.ProcAttr{Files: []uintptr{0, 1, 2, uintptr(fd)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	kill = func() {
+		once.Do(func() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(pid, &ws, 0, nil)
+		})
+	}
+	t.Cleanup(kill)
+	return pid, kill
+}
 
 func (r *fakeRank) url() string { return "http://" + r.addr }
 
@@ -210,8 +249,10 @@ func TestDiscovery(t *testing.T) {
 	r1.serve(t, "127.0.0.1:0")
 	one, two := 1, 2
 	self := os.Getpid()
-	// Two live processes announce: pid 1 (init) and this test.
-	remove1, err := Announce(dir, Announcement{PID: 1, Rank: &one, WorldSize: &two, URL: r1.url(), Kind: "python"})
+	// Two live processes announce: a child that holds r1's socket, and
+	// this test.
+	holder, unhold := r1.heldBy(t)
+	remove1, err := Announce(dir, Announcement{PID: holder, Rank: &one, WorldSize: &two, URL: r1.url(), Kind: "python"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,6 +311,7 @@ func TestDiscovery(t *testing.T) {
 		t.Fatalf("after rank 0 announced: %+v", f.Ranks)
 	}
 	remove1()
+	unhold()
 	r1.stop()
 	if f := collectUntil(t, collect, func(f *sample.Frame) bool { return len(f.Ranks) == 1 }); f.Ranks[0].Rank != 0 {
 		t.Fatalf("rank 1 gone and unannounced must be dropped: %+v", f.Ranks)
@@ -378,12 +420,8 @@ func TestDiscoveryOneLoaderIsOneRank(t *testing.T) {
 	_, port, _ := net.SplitHostPort(r0.addr)
 	var pids []int
 	for range 4 {
-		cmd := exec.Command("sleep", "60")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		pids = append(pids, cmd.Process.Pid)
+		pid, _ := r0.heldBy(t)
+		pids = append(pids, pid)
 	}
 	pids = append(pids, os.Getpid())
 	for i, u := range []string{
@@ -438,7 +476,9 @@ func TestDiscoveryLooksAtABoundedNumberOfFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d, err := Discover(dir, "/proc")
+	_, port, _ := net.SplitHostPort(r0.addr)
+	p, _ := strconv.Atoi(port)
+	d, err := Discover(dir, fakeProcRoot(t, os.Geteuid(), map[int]uint16{1: uint16(p), me: 0}))
 	if err != nil || len(d.Found) != 1 || !d.Capped || !strings.Contains(d.Note(), "holds too many files") {
 		t.Fatalf("found %+v, capped %v: %v %s", d.Found, d.Capped, err, d.Note())
 	}
@@ -456,9 +496,10 @@ func BenchmarkDiscoverJunkFolder(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	procRoot := fakeProcRoot(b, os.Geteuid(), map[int]uint16{1: 6061})
 	b.ResetTimer()
 	for range b.N {
-		if d, err := Discover(dir, "/proc"); err != nil || len(d.Found) != 1 {
+		if d, err := Discover(dir, procRoot); err != nil || len(d.Found) != 1 {
 			b.Fatal(d, err)
 		}
 	}
@@ -595,7 +636,7 @@ func TestTheTokenComesFromTheAnnouncement(t *testing.T) {
 	}
 	// A URL given: the token is looked up after the first 401.
 	b, _ := NewAttach(url)
-	b.LookUpToken(func() string { d, _ := Discover(dir, "/proc"); return TokenFor(d, url) })
+	b.LookUpAnnouncement(func() (Announcement, bool) { d, _ := Discover(dir, "/proc"); return AnnouncedFor(d, url) })
 	if err := b.Check(context.Background()); err != nil {
 		t.Fatalf("a given URL, its token looked up: %v", err)
 	}

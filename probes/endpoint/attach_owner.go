@@ -1,0 +1,132 @@
+package endpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/probes"
+)
+
+// listenerOwner is who must hold the socket an Attach connects to: the
+// announced process (pid, 0 when none was announced) of user uid, read
+// from procRoot.
+type listenerOwner struct {
+	procRoot string
+	pid, uid int
+	// note is why the last connection's listener is not proven the
+	// loader's ("" when it is, or it is not on this machine).
+	note string
+}
+
+// Announced sets what the loader's announcement says: the token to send
+// and the process, of the announcement's user, that must hold the socket
+// listening on its port. Every connection is then checked before anything
+// is sent on it, and refused when another process holds the port (a
+// loader killed with -9, its PID and port taken since).
+func (a *Attach) Announced(ann Announcement) {
+	a.mu.Lock()
+	procRoot := ann.procRoot
+	if procRoot == "" {
+		procRoot = a.owner.procRoot
+	}
+	a.owner = listenerOwner{procRoot: procRoot, pid: ann.PID, uid: ann.uid}
+	a.mu.Unlock()
+	a.transport.CloseIdleConnections() // proven for another process
+	a.SetToken(ann.Token)
+}
+
+// ProofNote says why the loader this Attach reads is not proven to be the
+// one meant ("" when it is, or when it is not on this machine): an
+// explicit URL to a loopback port that another user's process holds, or
+// whose owner cannot be told. Nothing secret is sent to such a listener.
+func (a *Attach) ProofNote() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.owner.note
+}
+
+// dialer is how an Attach connects, before its proof.
+var dialer = &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+
+// dial connects, then proves the listener (after connecting, so that the
+// socket proven is the one that took the connection, not one that was
+// there a moment before): an announced loader must be the announced
+// process of its user, or the connection is closed unused. A URL the user
+// gave to a loopback port without an announcement must be the user's
+// listener (root: anyone's) when it carries a secret (the URL's
+// credentials); without one it is read, and ProofNote says it is not
+// proven. A listener on another host cannot be checked and is not.
+func (a *Attach) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	conn, err := dialer.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.prove(conn); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+func (a *Attach) prove(conn net.Conn) error {
+	tcp, ok := conn.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return nil
+	}
+	peer := tcp.AddrPort()
+	if !peer.Addr().Unmap().IsLoopback() {
+		a.setNote("")
+		return nil // another host: its owner cannot be told from here
+	}
+	a.mu.Lock()
+	o, secret := a.owner, a.token != "" || a.base.User != nil
+	a.mu.Unlock()
+	if o.pid > 0 {
+		if err := proveListener(o.procRoot, o.pid, o.uid, peer.Addr(), peer.Port()); err != nil {
+			a.setNote(err.Error())
+			return fmt.Errorf("not connecting to %s: the announced loader (pid %d) is not the one listening: %w", a.shown, o.pid, err)
+		}
+		a.setNote("")
+		return nil
+	}
+	uid := os.Geteuid()
+	err := proveListener(o.procRoot, 0, uid, peer.Addr(), peer.Port())
+	if err != nil && uid == 0 && errors.Is(err, ErrNotProven) {
+		err = nil // root reads anyone's
+	}
+	if err == nil {
+		a.setNote("")
+		return nil
+	}
+	what := "not proven the loader's"
+	if errors.Is(err, probes.ErrUnavailable) {
+		what = "its owner could not be checked"
+	}
+	a.setNote(fmt.Sprintf("%s: %s (%v); no token is sent to it", a.shown, what, err))
+	if secret {
+		return fmt.Errorf("not sending the URL's credentials to %s: %s (%w)", a.shown, what, err)
+	}
+	return nil
+}
+
+func (a *Attach) setNote(s string) {
+	a.mu.Lock()
+	a.owner.note = s
+	a.mu.Unlock()
+}
+
+// proveAnnounced proves the listener of announcement ann (discovery): the
+// announced process, of the announcement's user, holds the socket
+// listening on its URL's port.
+func proveAnnounced(procRoot string, ann Announcement, key string) error {
+	ap, err := netip.ParseAddrPort(hostPortOf(key))
+	if err != nil {
+		return fmt.Errorf("%w: %s has no address and port", ErrNotProven, key)
+	}
+	return proveListener(procRoot, ann.PID, ann.uid, ap.Addr(), ap.Port())
+}
