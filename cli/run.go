@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/probes/training"
 	"github.com/gpuwatch/gpuwatch/python"
+	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
 	"github.com/gpuwatch/gpuwatch/session/job"
 	"github.com/gpuwatch/gpuwatch/session/rundir"
@@ -105,12 +107,19 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 			jo.Log = "gpuwatch-run-" + time.Now().Format("20060102-150405") + ".log"
 		}
 	case jobLog != "":
-		f, err := os.OpenFile(jobLog, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return usageErrorf(cmd, "--job-log: %v", err)
+		// Pipes gpuwatch drains into the file, as the dashboard's terminal
+		// is: a full disk costs the log, never the job (issue 57 item 3).
+		if _, err := os.Lstat(jobLog); err == nil {
+			return usageErrorf(cmd, "--job-log: open %s: %v", jobLog, fs.ErrExist)
 		}
-		defer f.Close()
-		jo.Stdin, jo.Stdout, jo.Stderr = os.Stdin, f, f
+		jo.Log, jo.Pipe, jo.Stdin = jobLog, true, os.Stdin
+		jo.LogFailed = func(err error) {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			fmt.Fprintf(stderr, "gpuwatch: writing the job's log to %s failed (%v): the job goes on\n", sample.Printable(jobLog), err)
+		}
 	default:
 		// gpuwatch's lines are stdout; the job's output is stderr.
 		errFile, ok := stderr.(*os.File)

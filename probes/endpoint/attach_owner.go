@@ -103,7 +103,7 @@ func (a *Attach) prove(conn net.Conn) error {
 		a.setNote("")
 		return nil
 	}
-	what := "not proven the loader's"
+	what := "not proven the loader's" // the integration test reads this
 	if errors.Is(err, probes.ErrUnavailable) {
 		what = "its owner could not be checked"
 	}

@@ -23,7 +23,7 @@ import (
 // listens, another process or user holds the port, or the process is not
 // the announcement's user's. gpuwatch neither connects to it nor sends it
 // a token.
-var ErrNotProven = errors.New("not the announced loader")
+var ErrNotProven = errors.New("not proven")
 
 // tcpListen is the state of a listening socket in /proc/net/tcp
 // (include/net/tcp_states.h: TCP_LISTEN = 10).

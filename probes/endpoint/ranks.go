@@ -364,6 +364,11 @@ func (r *Ranks) Collect(ctx context.Context, f *sample.Frame) error {
 	f.Loader, f.Accel = results[pace].f.Loader, results[pace].f.Accel
 	r.setPacing(targets[pace].a)
 	f.Ranks = sortRanks(ranks)
+	for _, t := range targets {
+		if note := t.a.ProofNote(); note != "" {
+			return errors.New(note) // read, but not proven the loader's: said
+		}
+	}
 	return nil
 }
 

@@ -64,6 +64,14 @@ type Options struct {
 	// terminal): the job runs on a pseudo-terminal of its own, what it
 	// writes goes to Log, and the last lines are kept for the view.
 	Log string
+	// Pipe, with Log, gives the job pipes rather than a terminal of its
+	// own (run --headless --job-log): gpuwatch drains them into Log, so a
+	// log that cannot be written (a full disk) costs the log, never the
+	// job; its stdin is Stdin.
+	Pipe bool
+	// LogFailed, when set, hears the first failed write of Log, once, on a
+	// goroutine of its own: the job goes on, its output still drained.
+	LogFailed func(error)
 	// LogMax caps each part of Log in bytes (0: no cap): past it the log
 	// rotates to Log.1, one previous part kept (tune's and sweep's runs).
 	LogMax int64
@@ -75,6 +83,11 @@ type Options struct {
 	// the job exactly as without gpuwatch, and it may read the terminal.
 	Foreground bool
 }
+
+// pipeGrace is how long the job's pipes are still drained after it ended,
+// as the terminal is (own): what it wrote last, not a daemon's output for
+// ever.
+const pipeGrace = 2 * time.Second
 
 // Start starts the command. The error of a command that cannot start
 // (not found, not executable) names it.
@@ -97,14 +110,22 @@ func Start(o Options) (*Job, error) {
 			return nil, fmt.Errorf("the job's output: %w", err)
 		}
 		j.logPath = o.Log
+		j.log.failed = o.LogFailed
 		// A terminal of its own, as the job would have in the user's
-		// shell; pipes where there is no pseudo-terminal.
-		if master, tty, err = openPTY(120, 40); err == nil {
+		// shell; pipes where there is no pseudo-terminal, or where asked.
+		// Pipes that exec drains into the log (the job never writes the
+		// file itself), for at most pipeGrace after the job's end: a
+		// daemon it started may hold them.
+		if o.Pipe {
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, j.log, j.log
+			cmd.WaitDelay = pipeGrace
+		} else if master, tty, err = openPTY(120, 40); err == nil {
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 			j.copied = make(chan struct{})
 		} else {
 			cmd.Stdout, cmd.Stderr = j.log, j.log
+			cmd.WaitDelay = pipeGrace
 		}
 	} else {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr

@@ -26,6 +26,8 @@ type jobLog struct {
 	rotated      bool
 	err          error // the first failure; nothing is written after it
 	tail         *lineTail
+	// failed, when set, hears the first failure, once (Options.LogFailed).
+	failed func(error)
 }
 
 // openJobLog creates the log (a new file, 0600) capped at max bytes a part.
@@ -56,6 +58,9 @@ func (l *jobLog) Write(p []byte) (int, error) {
 	l.written += int64(n)
 	if err != nil {
 		l.err = err
+		if l.failed != nil {
+			go l.failed(err) // not under l.mu, and never holding up the drain
+		}
 	}
 	return len(p), nil
 }
