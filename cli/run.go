@@ -86,7 +86,7 @@ const interruptGrace = 10 * time.Second
 // runJob writes the hook, starts the job with it, watches it, and returns
 // the job's exit status as an exitError.
 func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
-	w, jobLog, stdout, stderr := &opts.w, opts.jobLog, opts.stdout, opts.stderr
+	w, stdout, stderr := &opts.w, opts.stdout, opts.stderr
 	dashboard := !w.headless && !w.once && session.IsTerminal(stdout)
 	dir, err := rundir.New("run")
 	if err != nil {
@@ -100,33 +100,8 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	if opts.ceiling > 0 {
 		fmt.Fprint(stderr, ceilingNotice(opts.ceiling))
 	}
-	switch {
-	case dashboard:
-		jo.Log = jobLog
-		if jo.Log == "" {
-			jo.Log = "gpuwatch-run-" + time.Now().Format("20060102-150405") + ".log"
-		}
-	case jobLog != "":
-		// Pipes gpuwatch drains into the file, as the dashboard's terminal
-		// is: a full disk costs the log, never the job (issue 57 item 3).
-		if _, err := os.Lstat(jobLog); err == nil {
-			return usageErrorf(cmd, "--job-log: open %s: %v", jobLog, fs.ErrExist)
-		}
-		jo.Log, jo.Pipe, jo.Stdin = jobLog, true, os.Stdin
-		jo.LogFailed = func(err error) {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			fmt.Fprintf(stderr, "gpuwatch: writing the job's log to %s failed (%v): the job goes on\n", sample.Printable(jobLog), err)
-		}
-	default:
-		// gpuwatch's lines are stdout; the job's output is stderr.
-		errFile, ok := stderr.(*os.File)
-		if !ok {
-			errFile = os.Stderr
-		}
-		jo.Stdin, jo.Stdout, jo.Stderr, jo.Foreground = os.Stdin, errFile, errFile, true
+	if err := jobOutput(cmd, opts, &jo, dashboard); err != nil {
+		return err
 	}
 	// Signals are the job's: from here on gpuwatch passes them on and keeps
 	// watching until the job ends (the root's context would stop at once).
@@ -167,6 +142,43 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	}
 	if code != 0 {
 		return &exitError{code: code, msg: fmt.Sprintf("the job (pid %d) %s", j.PID(), how)}
+	}
+	return nil
+}
+
+// jobOutput says where the job's output goes: the dashboard's log file
+// (gpuwatch draws on the terminal), --job-log's file through pipes
+// gpuwatch drains (a full disk costs the log, never the job: issue 57
+// item 3), or gpuwatch's stderr (its lines are stdout).
+func jobOutput(cmd *cobra.Command, opts *runOptions, jo *job.Options, dashboard bool) error {
+	jobLog, stderr := opts.jobLog, opts.stderr
+	switch {
+	case dashboard:
+		jo.Log = jobLog
+		if jo.Log == "" {
+			jo.Log = "gpuwatch-run-" + time.Now().Format("20060102-150405") + ".log"
+		}
+	case jobLog != "":
+		// Pipes gpuwatch drains into the file, as the dashboard's terminal
+		// is: a full disk costs the log, never the job (issue 57 item 3).
+		if _, err := os.Lstat(jobLog); err == nil {
+			return usageErrorf(cmd, "--job-log: open %s: %v", jobLog, fs.ErrExist)
+		}
+		jo.Log, jo.Pipe, jo.Stdin = jobLog, true, os.Stdin
+		jo.LogFailed = func(err error) {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			fmt.Fprintf(stderr, "gpuwatch: writing the job's log to %s failed (%v): the job goes on\n", sample.Printable(jobLog), err)
+		}
+	default:
+		// gpuwatch's lines are stdout; the job's output is stderr.
+		errFile, ok := stderr.(*os.File)
+		if !ok {
+			errFile = os.Stderr
+		}
+		jo.Stdin, jo.Stdout, jo.Stderr, jo.Foreground = os.Stdin, errFile, errFile, true
 	}
 	return nil
 }

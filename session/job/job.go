@@ -129,15 +129,7 @@ func Start(o Options) (*Job, error) {
 		}
 	} else {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
-		if o.Foreground && o.Stdin != nil {
-			if fd := int(o.Stdin.Fd()); term.IsTerminal(fd) {
-				if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && pg == syscall.Getpgrp() {
-					// Ctty is the terminal's descriptor in the child: its stdin.
-					cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
-					j.restore = takeBackTerminal(fd)
-				}
-			}
-		}
+		j.takeForeground(cmd, o)
 	}
 	if j.restore != nil {
 		j.ttyFd = int(o.Stdin.Fd())
@@ -171,6 +163,24 @@ func Start(o Options) (*Job, error) {
 		}()
 	}
 	return j, nil
+}
+
+// takeForeground makes the job the foreground of gpuwatch's terminal
+// where asked (o.Foreground) and gpuwatch holds it: the job reads the
+// keyboard, and gpuwatch takes the terminal back when it ends.
+func (j *Job) takeForeground(cmd *exec.Cmd, o Options) {
+	if !o.Foreground || o.Stdin == nil {
+		return
+	}
+	fd := int(o.Stdin.Fd())
+	if !term.IsTerminal(fd) {
+		return
+	}
+	if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && pg == syscall.Getpgrp() {
+		// Ctty is the terminal's descriptor in the child: its stdin.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
+		j.restore = takeBackTerminal(fd)
+	}
 }
 
 // own starts the job, says on started whether it started, waits for it to
