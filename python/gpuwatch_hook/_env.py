@@ -86,3 +86,14 @@ def rank_env() -> Dict[str, int]:
         if 0 <= v < 1 << 20:
             out[name] = v
     return out
+
+
+def compiling(torch: Any) -> bool:
+    """Whether torch.compile is tracing now (torch.compiler.is_compiling;
+    False where torch has none): what the hook wraps stands aside then."""
+    comp = getattr(torch, "compiler", None)
+    f = getattr(comp, "is_compiling", None)
+    try:
+        return bool(f()) if f is not None else False
+    except Exception:
+        return False

@@ -74,15 +74,6 @@ def _torch() -> Any:
     return sys.modules.get("torch")
 
 
-def _compiling(torch: Any) -> bool:
-    comp = getattr(torch, "compiler", None)
-    f = getattr(comp, "is_compiling", None)
-    try:
-        return bool(f()) if f is not None else False
-    except Exception:
-        return False
-
-
 def first_tensor(x: Any, torch: Any, depth: int = 0) -> Any:
     """The first tensor in a module's arguments (a tuple, list or dict,
     four levels deep at most), or None."""
@@ -285,7 +276,7 @@ class Window:
         """The global forward pre-hook: at the first module with
         parameters, reads and removes itself."""
         torch = self.torch
-        if self.closed or _compiling(torch):
+        if self.closed or _env.compiling(torch):
             return None
         try:
             if next(module.parameters(), None) is None:

@@ -243,15 +243,6 @@ def close_window(w: Window) -> Window:
     return w
 
 
-def _compiling(torch: Any) -> bool:
-    comp = getattr(torch, "compiler", None)
-    f = getattr(comp, "is_compiling", None)
-    try:
-        return bool(f()) if f is not None else False
-    except Exception:
-        return False
-
-
 def _wrap_method(torch: Any, attr: str, call: str) -> Callable[..., Any]:
     """The wrapper of Tensor.attr: counts a call on an accelerator's tensor
     (any tensor under COUNT_CPU) at its site, then calls the original."""
@@ -266,7 +257,7 @@ def _wrap_method(torch: Any, attr: str, call: str) -> Callable[..., Any]:
             dev = self.device.type
         except Exception:
             dev = "cpu"
-        if (dev in ("cpu", "meta") and not COUNT_CPU) or _compiling(torch):
+        if (dev in ("cpu", "meta") and not COUNT_CPU) or _env.compiling(torch):
             return orig(self, *a, **k)
         _tls.busy = True
         t0 = clock()
