@@ -156,9 +156,9 @@ func (s *signals) addFrameSignals(f *sample.Frame) {
 	if a, ok := f.GPUSMActivity(); ok {
 		s.add(sigSMActivity, a)
 	}
-	for k, pick := range gpmSignals {
-		if v, ok := f.GPUGPM(pick); ok {
-			s.add(k, v)
+	for _, g := range gpmSignals {
+		if v, ok := f.GPUGPM(g.pick); ok {
+			s.add(g.sig, v)
 		}
 	}
 	if p5, p95, ok := f.GPUBand(); ok {
@@ -198,10 +198,14 @@ func (s *signals) addFrameSignals(f *sample.Frame) {
 }
 
 // gpmSignals are the GPM readings the GPU-bound causes read.
-var gpmSignals = map[signal]func(*sample.GPM) *float64{
-	sigTensorActivity: func(m *sample.GPM) *float64 { return m.TensorActivityPct },
-	sigDRAMBW:         func(m *sample.GPM) *float64 { return m.DRAMBWUtilPct },
-	sigFP32Activity:   func(m *sample.GPM) *float64 { return m.FP32ActivityPct },
+// A slice, not a map: every frame of every window ranges over it.
+var gpmSignals = [...]struct {
+	sig  signal
+	pick func(*sample.GPM) *float64
+}{
+	{sigTensorActivity, func(m *sample.GPM) *float64 { return m.TensorActivityPct }},
+	{sigDRAMBW, func(m *sample.GPM) *float64 { return m.DRAMBWUtilPct }},
+	{sigFP32Activity, func(m *sample.GPM) *float64 { return m.FP32ActivityPct }},
 }
 
 func (s *signals) addPressure(k signal, p *sample.Pressure) {
