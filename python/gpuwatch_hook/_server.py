@@ -5,10 +5,14 @@ connections at once, each request's total time, a profile's length.
 
 On a shared machine (docs/security.md): every request must carry the
 server's token (a random secret written only into the 0600 announcement),
-so another local user who finds the port reads nothing; and connections
-from another user take at most OTHERS_CONNECTIONS of the slots (the
-peer's user is looked up with the kernel's sock_diag), so the announced
-client, gpuwatch as the same user, always finds one free."""
+so another local user who finds the port reads nothing. A connection takes
+no thread and no slot until its request's headers have come (the serving
+thread reads them, IDLE_SECONDS at most; at most MAX_CONNECTIONS wait so, a
+new one closing the oldest of its kind, and another user's — told by the
+kernel's sock_diag — at most OTHERS_CONNECTIONS of them). Then a request
+with the token takes one of MAX_CONNECTIONS slots, one without it one of
+OTHERS_CONNECTIONS (its 401): connections held open, by anyone, cannot keep
+the announced client, gpuwatch, from being served (issue 57, item 2)."""
 
 from __future__ import annotations
 
@@ -17,9 +21,11 @@ import base64
 import errno
 import hmac
 import http.server
+import io
 import json
 import os
 import secrets
+import selectors
 import socket
 import stat
 import struct
@@ -35,15 +41,25 @@ from ._env import warn
 from ._timing import Stats
 from ._version import __version__
 
-#: At most this many connections are served at once; more are closed at
-#: once. A scrape and a profile need two; a flood must not grow threads.
+#: At most this many requests with the token are served at once (a thread
+#: each), and at most this many connections wait for their headers (no
+#: thread: the serving thread reads them). A scrape and a profile need two;
+#: a flood must not grow threads.
 MAX_CONNECTIONS = 16
 
-#: Of those, connections from another user (not this process's, not root)
-#: take at most this many: a flood from another account cannot take the
-#: slots gpuwatch, as this user, needs (a scrape and a profile). Where the
-#: peer's user cannot be told (no sock_diag), all slots are shared.
+#: Requests without the token (each answered 401) are served at most this
+#: many at once; connections from another user (not this process's, not
+#: root) wait for their headers at most this many at once. Where the
+#: peer's user cannot be told (no sock_diag), all are this user's.
 OTHERS_CONNECTIONS = 4
+
+#: A connection that has not sent its request's headers this long after it
+#: was accepted is closed: a connection held open keeps nothing (gpuwatch
+#: sends its request at once).
+IDLE_SECONDS = 2.0
+
+#: The most bytes of headers read before a request is served.
+MAX_HEADER_BYTES = 16 * 1024
 
 #: The header that carries the token: "Authorization: Bearer TOKEN"
 #: (or HTTP basic authentication with the token as the password, for a
@@ -171,12 +187,84 @@ def peer_uid(conn: socket.socket) -> Optional[int]:
     return struct.unpack_from("=I", data, 16 + 4 + 48 + 12)[0]  # inet_diag_msg.idiag_uid
 
 
+def token_in(authorization: str, token: str) -> bool:
+    """Whether an Authorization header's value carries token: as a bearer
+    token, or as the password of HTTP basic authentication."""
+    scheme, _, value = authorization.partition(" ")
+    value = value.strip()
+    if scheme.lower() == "basic":
+        try:
+            value = base64.b64decode(value, validate=True).decode("utf-8", "replace").partition(":")[2]
+        except ValueError:
+            value = ""
+    elif scheme.lower() != "bearer":
+        value = ""
+    return hmac.compare_digest(value.encode("utf-8", "replace"), token.encode())
+
+
+def _header_end(buf: bytearray) -> int:
+    """Where a request's headers end in buf (past the blank line), or -1."""
+    for sep in (b"\r\n\r\n", b"\n\n"):
+        i = buf.find(sep)
+        if i >= 0:
+            return i + len(sep)
+    return -1
+
+
+def _authorization(head: bytes) -> str:
+    """The Authorization header's value in a request's headers ("" if none)."""
+    for line in head.split(b"\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"authorization":
+            return value.strip().decode("latin-1")
+    return ""
+
+
+def _close(conn: socket.socket) -> None:
+    """Ends a connection, even where a forked worker holds its descriptor too."""
+    try:
+        conn.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    conn.close()
+
+
+class _Waiting:
+    """A connection accepted whose request's headers have not all come."""
+
+    __slots__ = ("conn", "addr", "other", "until", "buf")
+
+    def __init__(self, conn: socket.socket, addr: Any, other: bool) -> None:
+        self.conn, self.addr, self.other = conn, addr, other
+        self.until = time.monotonic() + IDLE_SECONDS
+        self.buf = bytearray()
+
+
+class _Replay(io.RawIOBase):
+    """A connection's bytes: first those read while it waited, then the socket's."""
+
+    def __init__(self, head: bytes, conn: socket.socket) -> None:
+        self.head, self.conn = memoryview(head), conn
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self.head:
+            n = min(len(b), len(self.head))
+            b[:n] = self.head[:n]
+            self.head = self.head[n:]
+            return n
+        return self.conn.recv_into(b)
+
+
 class Server(http.server.ThreadingHTTPServer):
     """One process's server. close() stops it and removes its announcement."""
 
     daemon_threads = True
     # A deep accept queue: a burst of connections is accepted (and the
-    # ones past MAX_CONNECTIONS closed) at once, not after SYN retries.
+    # oldest waiting past MAX_CONNECTIONS closed) at once, not after SYN
+    # retries.
     request_queue_size = 256
 
     def __init__(self, addr: Tuple[str, int], stats: Stats) -> None:
@@ -184,10 +272,9 @@ class Server(http.server.ThreadingHTTPServer):
             self.address_family = socket.AF_INET6
         super().__init__(addr, Handler)
         self.stats = stats
-        # Slots: those of this user (and root), and those another user may
-        # take (OTHERS_CONNECTIONS of MAX_CONNECTIONS).
-        self.own_slots = threading.BoundedSemaphore(MAX_CONNECTIONS - OTHERS_CONNECTIONS)
-        self.other_slots = threading.BoundedSemaphore(OTHERS_CONNECTIONS)
+        # Slots (a thread each): requests with the token, and without it.
+        self.token_slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.open_slots = threading.BoundedSemaphore(OTHERS_CONNECTIONS)
         self.token = _new_token()
         self.profiling = threading.Lock()
         self.thread_ident: Optional[int] = None
@@ -203,6 +290,13 @@ class Server(http.server.ThreadingHTTPServer):
         self._cv = threading.Condition()
         self._reaper: Optional[threading.Thread] = None
         self._slots: Dict[Any, threading.BoundedSemaphore] = {}  # each open connection's slot
+        self._heads: Dict[Any, bytes] = {}  # each connection's bytes read while it waited
+        # Connections waiting for their headers, oldest first (the serving
+        # thread's only).
+        self._waiting: Dict[socket.socket, _Waiting] = {}
+        self._sel: Optional[selectors.BaseSelector] = None
+        self._stop = False
+        self._stopped = threading.Event()
 
     def start_reaper(self) -> None:
         self._reaper = threading.Thread(target=self._reap, name="gpuwatch_hook deadlines", daemon=True)
@@ -235,33 +329,111 @@ class Server(http.server.ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a request that failed is the client's problem, not the training log's
 
-    def _slot(self, request: Any) -> Optional[threading.BoundedSemaphore]:
-        """A free slot for the connection, or None. This user's (and root's)
-        connections take their own slots first; another user's, and one
-        whose user cannot be told while sock_diag works, only the others'.
-        Without sock_diag, every connection may take any slot."""
-        uid = peer_uid(request)
-        own = uid is not None and uid in (os.geteuid(), 0)
-        if own or _sock_diag is not True:
-            if self.own_slots.acquire(blocking=False):
-                return self.own_slots
-        if self.other_slots.acquire(blocking=False):
-            return self.other_slots
-        return None
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """Accepts connections and reads their headers, on this one thread;
+        a request whose headers have come is served on a thread of its own
+        (_dispatch)."""
+        self._stopped.clear()
+        with selectors.DefaultSelector() as sel:
+            self._sel = sel
+            sel.register(self.socket, selectors.EVENT_READ, None)
+            try:
+                while not self._stop:
+                    timeout = poll_interval
+                    for w in self._waiting.values():  # the oldest: the first to expire
+                        timeout = min(timeout, max(0.0, w.until - time.monotonic()))
+                        break
+                    for key, _ in sel.select(timeout):
+                        if key.data is None:
+                            self._accept()
+                        else:
+                            self._read(key.data)
+                    self._expire()
+            finally:
+                for w in list(self._waiting.values()):
+                    self._drop(w)
+                self._stopped.set()
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        # One thread per connection, but never more than MAX_CONNECTIONS.
-        slot = self._slot(request)
-        if slot is None:
-            self.shutdown_request(request)
-            return
-        self._slots[request] = slot
+    def shutdown(self) -> None:
+        """Stops serve_forever and waits for it to end."""
+        self._stop = True
+        self._stopped.wait()
+
+    def _accept(self) -> None:
+        """A new connection waits for its headers, with no thread. Past its
+        kind's share of the waiting (another user's: OTHERS_CONNECTIONS,
+        this user's and root's: the rest of MAX_CONNECTIONS), the oldest of
+        its kind is closed: connections held open cannot keep a new one
+        out."""
         try:
-            super().process_request(request, client_address)
+            conn, addr = self.socket.accept()
+        except OSError:
+            return
+        uid = peer_uid(conn)
+        other = _sock_diag is True and not (uid is not None and uid in (os.geteuid(), 0))
+        kind = [w for w in self._waiting.values() if w.other == other]
+        if len(kind) >= (OTHERS_CONNECTIONS if other else MAX_CONNECTIONS - OTHERS_CONNECTIONS):
+            self._drop(kind[0])
+        conn.setblocking(False)
+        w = _Waiting(conn, addr, other)
+        self._waiting[conn] = w
+        assert self._sel is not None
+        self._sel.register(conn, selectors.EVENT_READ, w)
+
+    def _read(self, w: _Waiting) -> None:
+        try:
+            data = w.conn.recv(MAX_HEADER_BYTES - len(w.buf))
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._drop(w)
+            return
+        w.buf += data
+        end = _header_end(w.buf)
+        if end < 0:
+            if len(w.buf) >= MAX_HEADER_BYTES:
+                self._drop(w)
+            return
+        self._drop(w, close=False)
+        self._dispatch(w, token_in(_authorization(bytes(w.buf[:end])), self.token))
+
+    def _dispatch(self, w: _Waiting, authorized: bool) -> None:
+        """Serves a request whose headers have come on a thread of its own,
+        in a slot of its kind; none free: the connection is closed."""
+        slot = self.token_slots if authorized else self.open_slots
+        if not slot.acquire(blocking=False):
+            _close(w.conn)
+            return
+        w.conn.setblocking(True)
+        self._heads[w.conn] = bytes(w.buf)
+        self._slots[w.conn] = slot
+        try:
+            self.process_request(w.conn, w.addr)
         except Exception:
-            self._slots.pop(request, None)
+            self._heads.pop(w.conn, None)
+            self._slots.pop(w.conn, None)
             slot.release()
-            raise
+            _close(w.conn)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for w in list(self._waiting.values()):
+            if w.until > now:
+                break
+            self._drop(w)
+
+    def _drop(self, w: _Waiting, close: bool = True) -> None:
+        """w waits no longer; closed unless it is to be served."""
+        self._waiting.pop(w.conn, None)
+        if self._sel is not None:
+            try:
+                self._sel.unregister(w.conn)
+            except (KeyError, ValueError):
+                pass
+        if close:
+            _close(w.conn)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
@@ -293,6 +465,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        head = self.server._heads.pop(self.connection, b"")
+        if head:  # what the serving thread read while the connection waited
+            self.rfile.close()
+            self.rfile = io.BufferedReader(_Replay(head, self.connection))
         self.server.deadline(self, REQUEST_SECONDS)
 
     def cut(self) -> None:
@@ -313,17 +489,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def authorized(self) -> bool:
         """Whether the request carries the server's token: as a bearer
         token, or as the password of HTTP basic authentication."""
-        got = self.headers.get("Authorization", "")
-        scheme, _, value = got.partition(" ")
-        value = value.strip()
-        if scheme.lower() == "basic":
-            try:
-                value = base64.b64decode(value, validate=True).decode("utf-8", "replace").partition(":")[2]
-            except ValueError:
-                value = ""
-        elif scheme.lower() != "bearer":
-            value = ""
-        return hmac.compare_digest(value.encode("utf-8", "replace"), self.server.token.encode())
+        return token_in(self.headers.get("Authorization", ""), self.server.token)
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         u = urllib.parse.urlsplit(self.path)
@@ -434,6 +600,11 @@ def _after_fork_in_child() -> None:
             srv.socket.close()
         except OSError:
             pass
+        for conn in list(srv._waiting):  # the parent's: closed here, not ended
+            try:
+                conn.close()
+            except OSError:
+                pass
     _listening.clear()
     _servers.clear()
 

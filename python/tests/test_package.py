@@ -229,6 +229,83 @@ def _free_port():
 
 
 @unittest.skipIf(torch is None, "needs torch (CI has Debian's python3-torch)")
+class FloodTest(unittest.TestCase):
+    """Issue 57 item 2: connections held open by this same user (a careless
+    script, a second dashboard) took every slot, and gpuwatch read the
+    loader as gone for as long as they were held."""
+
+    def test_a_held_idle_connection_is_closed(self):
+        with hook.watch([1], port=0, quiet=True) as w:
+            host, port = w.url[len("http://") :].rsplit(":", 1)
+            for first in (b"", b"GET /metrics HTTP/1.1\r\n"):  # nothing, and headers that never end
+                s = socket.create_connection((host, int(port)), timeout=10)
+                start = time.monotonic()
+                try:
+                    s.sendall(first)
+                    try:
+                        got = s.recv(1)
+                    except OSError:
+                        got = b""
+                    took = time.monotonic() - start
+                finally:
+                    s.close()
+                self.assertEqual(got, b"", first)
+                self.assertLess(took, _server.IDLE_SECONDS + 1.5, first)  # not REQUEST_SECONDS (10 s)
+
+    def test_the_token_is_served_while_idle_connections_are_held(self):
+        """16 idle connections held, each reopened as soon as it is closed,
+        and tokenless requests beside them: every request with the token
+        is served, at once."""
+        with hook.watch([1], port=0, quiet=True) as w:
+            host, port = w.url[len("http://") :].rsplit(":", 1)
+            stop = threading.Event()
+
+            def hold():
+                while not stop.is_set():
+                    try:
+                        s = socket.create_connection((host, int(port)), timeout=5)
+                    except OSError:
+                        continue
+                    try:
+                        s.settimeout(0.2)
+                        while not stop.is_set():
+                            try:
+                                if s.recv(1) == b"":
+                                    break  # closed by the server: open another
+                            except socket.timeout:
+                                pass
+                            except OSError:
+                                break
+                    finally:
+                        s.close()
+
+            def tokenless():
+                while not stop.is_set():
+                    try:
+                        metrics(w.url, "not-the-token")
+                    except urllib.error.HTTPError as e:
+                        self.assertEqual(e.code, 401)
+                    except OSError:
+                        pass
+
+            threads = [threading.Thread(target=hold) for _ in range(16)] + [threading.Thread(target=tokenless) for _ in range(4)]
+            for t in threads:
+                t.start()
+            try:
+                time.sleep(0.5)  # every connection is open
+                took = []
+                for _ in range(20):
+                    start = time.monotonic()
+                    metrics(w.url, w.token)  # raises if refused, reset or not answered
+                    took.append(time.monotonic() - start)
+                    time.sleep(0.1)
+                self.assertLess(max(took), 1.0, took)
+            finally:
+                stop.set()
+                for t in threads:
+                    t.join()
+
+
 class TorchAttributesTest(unittest.TestCase):
     def test_every_private_attribute_the_hook_reads_exists(self):
         """Fails loudly when a torch version drops an attribute the hook
