@@ -41,7 +41,7 @@ func newProbeSet(ctx context.Context, o Options) (*probeSet, error) {
 		table = new(host.ProcTable) // the Proc probe's reading, shared with the loop's finder
 		lo := training.LoopOptions{Proc: o.Roots.Proc, Root: func() int { return o.PID }, Table: table, Hooked: o.Hooked}
 		if att != nil {
-			lo.Covered = att.Ranks.Covers
+			lo.Covered, lo.Serves = att.Ranks.Covers, att.Ranks.Announces
 		}
 		s.loop = training.NewLoop(lo)
 	}

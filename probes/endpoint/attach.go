@@ -8,12 +8,14 @@ import (
 	"io"
 	"math"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/expo"
@@ -39,6 +41,7 @@ type Attach struct {
 	connected bool      // the last read succeeded
 	downSince time.Time // first failed read after a success
 	nextTry   time.Time
+	downWhy   string // why the last read failed, said while waiting to retry
 	backoff   time.Duration
 	noMetrics bool                        // a pprof-only endpoint
 	pid       int                         // from gpuwatch_loader_info
@@ -162,7 +165,7 @@ func (a *Attach) do(ctx context.Context, method, path string, timeout time.Durat
 	resp, err := a.client.Do(req)
 	if err != nil {
 		cancel()
-		return nil, a.explain(err, timeout)
+		return nil, &transportError{err: a.explain(err, timeout), taken: takenWhy(err)}
 	}
 	resp.Body = cancelOnClose{resp.Body, cancel}
 	return resp, nil
@@ -174,6 +177,42 @@ type cancelOnClose struct {
 }
 
 func (c cancelOnClose) Close() error { err := c.ReadCloser.Close(); c.cancel(); return err }
+
+// transportError is a request that got no answer, in words; taken says why
+// a listener that is there may not have answered ("" when it is not there,
+// or something else failed).
+type transportError struct {
+	err   error
+	taken string
+}
+
+func (e *transportError) Error() string { return e.err.Error() }
+func (e *transportError) Unwrap() error { return e.err }
+
+// takenWhy: a connection reset or closed before the answer is the hook's
+// server with every slot taken (it closes a connection it cannot serve,
+// issue 57 item 2); one not answered in time, that or a stopped process.
+func takenWhy(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return "its connections are taken"
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+		return "its connections are taken, or it is stopped"
+	}
+	return ""
+}
+
+// unanswered is why a read of the loader failed, for its disconnection:
+// one that got no answer names the loader and why (the frame says "the
+// loader at URL does not answer (its connections are taken)").
+func (a *Attach) unanswered(err error) string {
+	var te *transportError
+	if errors.As(err, &te) && te.taken != "" {
+		return fmt.Sprintf("the loader at %s does not answer (%s): %v", a.shown, te.taken, err)
+	}
+	return err.Error()
+}
 
 // explain turns a transport error into words, without the URL (whose
 // credentials net/http would print).
@@ -282,9 +321,9 @@ func (a *Attach) LoaderCounters(ctx context.Context) (LoaderCounters, error) {
 		return LoaderCounters{}, errNoMetrics
 	}
 	if !a.connected && !a.downSince.IsZero() && now.Before(a.nextTry) {
-		since := a.downSince
+		since, why := a.downSince, a.downWhy
 		a.mu.Unlock()
-		return LoaderCounters{}, &disconnectedError{since: since, reason: "waiting to retry"}
+		return LoaderCounters{}, &disconnectedError{since: since, reason: why + "; waiting to retry"}
 	}
 	a.mu.Unlock()
 	c, err := a.read(ctx)
@@ -300,7 +339,8 @@ func (a *Attach) LoaderCounters(ctx context.Context) (LoaderCounters, error) {
 	a.connected = false
 	a.backoff = min(maxBackoff, max(time.Second, 2*a.backoff))
 	a.nextTry = now.Add(a.backoff)
-	return LoaderCounters{}, &disconnectedError{since: a.downSince, reason: err.Error()}
+	a.downWhy = a.unanswered(err)
+	return LoaderCounters{}, &disconnectedError{since: a.downSince, reason: a.downWhy}
 }
 
 // maxBackoff caps the wait between tries of a loader that stopped

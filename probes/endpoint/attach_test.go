@@ -507,3 +507,20 @@ func TestProfilerFirstTurnWaitsACadenceAtMost(t *testing.T) {
 	defer p.Close()
 	untilTrue(t, "a profile after one cadence", func() bool { return profiles.Load() >= 1 })
 }
+
+// TestATakenLoaderSaysSo: the hook's server closes a connection it has no
+// slot for (issue 57, item 2): the disconnection says the loader at its
+// URL does not answer because its connections are taken, not only "EOF".
+func TestATakenLoaderSaysSo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _, _ := w.(http.Hijacker).Hijack()
+		c.Close()
+	}))
+	defer srv.Close()
+	a, _ := NewAttach(srv.URL)
+	_, err := a.LoaderCounters(context.Background())
+	want := "the loader at " + srv.URL + " does not answer (its connections are taken)"
+	if !errors.Is(err, ErrDisconnected) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+}

@@ -539,6 +539,21 @@ func (r *Ranks) Covers(pid int) bool {
 	return false
 }
 
+// Announces says whether a loader watched now, answering or not, reports
+// or was announced by process pid: the hook announces a process from its
+// DataLoader's first batch on, so its loop has started even while it does
+// not answer (its connections are taken: issue 57, item 2).
+func (r *Ranks) Announces(pid int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range r.targets {
+		if t.a.PID() == pid || (t.ann != nil && t.ann.PID == pid) {
+			return true
+		}
+	}
+	return false
+}
+
 // Connected counts the loaders that answer now.
 func (r *Ranks) Connected() int {
 	r.mu.Lock()

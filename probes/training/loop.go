@@ -132,6 +132,10 @@ type LoopOptions struct {
 	// want of worker processes is not num_workers=0 (its DataLoader has
 	// not started them yet), and its running is no loading.
 	Hooked bool
+	// Serves says the hook announced process pid (its DataLoader has
+	// iterated), whether gpuwatch reads it now or not: a Hooked process it
+	// announced is sampled as a running loop (nil: none announced).
+	Serves func(pid int) bool
 	// Scan is how often the training process and its workers are looked
 	// for again (default 2 s).
 	Scan time.Duration
@@ -235,7 +239,7 @@ func (l *Loop) Collect(_ context.Context, f *sample.Frame) error {
 	if inlineGPU {
 		missing = append(missing, "loading inline on a GPU process: a running loop may be waiting on the GPU, so its wait is not split")
 	}
-	if l.opt.Hooked && t.Python {
+	if l.opt.Hooked && t.Python && (l.opt.Serves == nil || !l.opt.Serves(t.PID)) {
 		// run's hook reports this process from its first batch on: until
 		// then its loop has not started, whatever its main thread does
 		// (imports, building the dataset), and no worker process is no

@@ -203,3 +203,37 @@ func TestWakeCreditIsTheQueuedShareAfterAWait(t *testing.T) {
 		t.Errorf("no schedstat: credit %.3f, want 0", got)
 	}
 }
+
+// TestAnAnnouncedProcessIsARunningLoop: under run's hook, a Python process
+// the hook has not announced is before its first batch; one it announced
+// is a running loop, sampled as one, even while the hook does not answer
+// (its connections taken: issue 57, item 2). It read before_first_batch,
+// then idle, while the loop ran 70 batches/s.
+func TestAnAnnouncedProcessIsARunningLoop(t *testing.T) {
+	for _, announced := range []bool{false, true} {
+		scans := make(chan struct{}, 8)
+		l := NewLoop(LoopOptions{Scan: time.Millisecond, Hooked: true, Serves: func(int) bool { return announced },
+			Find: func(int) []TrainingProcess {
+				select {
+				case scans <- struct{}{}:
+				default:
+				}
+				return []TrainingProcess{{PID: os.Getpid(), Workers: []int{1}, Python: true, Why: "test"}}
+			}})
+		l.Start(context.Background())
+		<-scans
+		<-scans
+		var f sample.Frame
+		_ = l.Collect(context.Background(), &f)
+		_ = l.Close()
+		if f.Loader == nil || f.Loader.Sampled == nil {
+			t.Fatalf("announced %v: no sampled loop: %+v", announced, f.Loader)
+		}
+		if got := f.Loader.Sampled.BeforeFirstBatch; got == announced {
+			t.Errorf("announced %v: before_first_batch %v", announced, got)
+		}
+		if announced && f.Loader.Workers == nil {
+			t.Errorf("an announced loop has no worker count")
+		}
+	}
+}
