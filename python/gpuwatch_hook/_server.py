@@ -7,7 +7,7 @@ On a shared machine (docs/security.md): every request must carry the
 server's token (a random secret written only into the 0600 announcement),
 so another local user who finds the port reads nothing. A connection takes
 no thread and no slot until its request's headers have come (the serving
-thread reads them, IDLE_SECONDS at most; at most MAX_CONNECTIONS wait so, a
+thread reads them, IDLE_SECONDS at most; at most MAX_WAITING wait so, a
 new one closing the oldest of its kind, and another user's — told by the
 kernel's sock_diag — at most OTHERS_CONNECTIONS of them). Then a request
 with the token takes one of MAX_CONNECTIONS slots, one without it one of
@@ -42,10 +42,14 @@ from ._timing import Stats
 from ._version import __version__
 
 #: At most this many requests with the token are served at once (a thread
-#: each), and at most this many connections wait for their headers (no
-#: thread: the serving thread reads them). A scrape and a profile need two;
-#: a flood must not grow threads.
+#: each). A scrape and a profile need two; a flood must not grow threads.
 MAX_CONNECTIONS = 16
+
+#: At most this many connections wait for their headers (no thread: the
+#: serving thread reads them; a descriptor each), the oldest closed past
+#: it: a flood of idle connections fits, and is closed in IDLE_SECONDS,
+#: rather than each new one closing another at once.
+MAX_WAITING = 64
 
 #: Requests without the token (each answered 401) are served at most this
 #: many at once; connections from another user (not this process's, not
@@ -263,7 +267,7 @@ class Server(http.server.ThreadingHTTPServer):
 
     daemon_threads = True
     # A deep accept queue: a burst of connections is accepted (and the
-    # oldest waiting past MAX_CONNECTIONS closed) at once, not after SYN
+    # oldest waiting past MAX_WAITING closed) at once, not after SYN
     # retries.
     request_queue_size = 256
 
@@ -362,9 +366,8 @@ class Server(http.server.ThreadingHTTPServer):
     def _accept(self) -> None:
         """A new connection waits for its headers, with no thread. Past its
         kind's share of the waiting (another user's: OTHERS_CONNECTIONS,
-        this user's and root's: the rest of MAX_CONNECTIONS), the oldest of
-        its kind is closed: connections held open cannot keep a new one
-        out."""
+        this user's and root's: the rest of MAX_WAITING), the oldest of its
+        kind is closed: connections held open cannot keep a new one out."""
         try:
             conn, addr = self.socket.accept()
         except OSError:
@@ -372,7 +375,7 @@ class Server(http.server.ThreadingHTTPServer):
         uid = peer_uid(conn)
         other = _sock_diag is True and not (uid is not None and uid in (os.geteuid(), 0))
         kind = [w for w in self._waiting.values() if w.other == other]
-        if len(kind) >= (OTHERS_CONNECTIONS if other else MAX_CONNECTIONS - OTHERS_CONNECTIONS):
+        if len(kind) >= (OTHERS_CONNECTIONS if other else MAX_WAITING - OTHERS_CONNECTIONS):
             self._drop(kind[0])
         conn.setblocking(False)
         w = _Waiting(conn, addr, other)
