@@ -49,7 +49,7 @@ scraping every node is the way past one machine (docs/prometheus.md).`,
 	cmd.Flags().StringVar(&opts.framesDir, "slurm-frames-dir", "", "keep each mapped job's frames in this folder (JOBID.jsonl) for its epilog to judge (deploy/slurm/epilog.sh)")
 	cmd.Flags().Var(sizeFlag{&opts.framesMax}, "slurm-frames-max-size", "rotate a job's kept frames to JOBID.jsonl.1 past this size")
 	cmd.Flags().StringVar(&opts.listen, "listen", "127.0.0.1:9400", "address to serve /metrics on (loopback unless you say otherwise)")
-	cmd.Flags().IntVar(&opts.maxConns, "max-connections", exporter.DefaultLimits().MaxConns, "the most connections open at once (a quarter of them from one host); idle ones close after 30 s")
+	cmd.Flags().IntVar(&opts.maxConns, "max-connections", exporter.DefaultLimits().MaxConns, "the most connections open at once (a quarter of them from one user of this machine, or one remote host); idle ones close after 30 s")
 	return cmd
 }
 

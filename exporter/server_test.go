@@ -20,8 +20,21 @@ import (
 )
 
 // serveOn serves a real exporter, holding a frame of the GPU fixture, on
-// a loopback port with limits l (nil: none, as serve was before).
+// a loopback port with limits l (nil: none, as serve was before), each
+// loopback address a peer of its own (as hosts on a network are: this
+// process is one user on all of them).
 func serveOn(tb testing.TB, l *Limits) string {
+	tb.Helper()
+	return serveKeyed(tb, l, byAddress)
+}
+
+// byAddress keys a connection by its remote address only.
+func byAddress(c net.Conn) string {
+	return c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap().String()
+}
+
+// serveKeyed is serveOn with connections keyed by key (peerKey: serve's).
+func serveKeyed(tb testing.TB, l *Limits, key func(net.Conn) string) string {
 	tb.Helper()
 	exp := &Exporter{}
 	exp.Set(fixture.GPUFrame(), diagnose.Verdict{Kind: diagnose.IOBound, Confidence: 0.8})
@@ -35,7 +48,9 @@ func serveOn(tb testing.TB, l *Limits) string {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	var served net.Listener = ln
 	if l != nil {
-		srv, served = NewServer(h, *l), LimitListener(ln, *l)
+		ll := LimitListener(ln, *l)
+		ll.(*limitListener).key = key
+		srv, served = NewServer(h, *l), ll
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(served) }()
@@ -149,7 +164,7 @@ func BenchmarkScrapeBesideIdleClients(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		l    *Limits
-	}{{"limited", ptr(DefaultLimits())}, {"unlimited", nil}} {
+	}{{"limited", ptr(noRate(DefaultLimits()))}, {"unlimited", nil}} {
 		b.Run(c.name, func(b *testing.B) {
 			addr := serveOn(b, c.l)
 			var before, after runtime.MemStats
@@ -200,3 +215,10 @@ func BenchmarkScrapeBesideIdleClients(b *testing.B) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// noRate is l without its accept rate: a benchmark's scraper opens
+// hundreds of connections a second, a storm to the rate limit.
+func noRate(l Limits) Limits {
+	l.AcceptRate = 0
+	return l
+}
