@@ -168,6 +168,20 @@ func TestPyTorchLoopsWatchedThreeWays(t *testing.T) {
 	bench := "python/examples/dataloader_bench.py"
 	blas, _ := filepath.EvalSymlinks("/usr/lib/x86_64-linux-gnu/libblas.so.3")
 	t.Logf("libblas.so.3 is %s", blas)
+	// Each failure is said again at the end, where CI's excerpt of the
+	// log (its last lines before the summary) shows it.
+	var failed []string
+	errorf := func(t *testing.T, format string, args ...any) {
+		t.Helper()
+		msg := fmt.Sprintf(format, args...)
+		t.Error(msg)
+		failed = append(failed, t.Name()+": "+msg)
+	}
+	defer func() {
+		for _, f := range failed {
+			t.Log("failed: " + f)
+		}
+	}()
 	const seconds = "22"
 	const skip = 6 * time.Second
 	report := func(t *testing.T, how string, w watchedFigures, own benchResult) {
@@ -221,7 +235,7 @@ func TestPyTorchLoopsWatchedThreeWays(t *testing.T) {
 					w := figures(t, ls, skip, true)
 					report(t, how, w, own)
 					if w.kind != loop.kind {
-						t.Errorf("%s: the verdict settled on %q, want %s (kinds: %v)", how, w.kind, loop.kind, w.kinds)
+						errorf(t, "%s: the verdict settled on %q, want %s (kinds: %v)", how, w.kind, loop.kind, w.kinds)
 					}
 					// The sampler reads the loop thread's state from /proc: once
 					// its batch has come, the time it waits runnable for a CPU
@@ -229,10 +243,10 @@ func TestPyTorchLoopsWatchedThreeWays(t *testing.T) {
 					// cores it reads low by up to the thread's run delay.
 					t.Logf("%s: the loop thread's run delay %.2f of its time", how, w.loopRunDelay)
 					if d := own.WaitShare - w.waitShare; d > 0.15+w.loopRunDelay || d < -0.15 {
-						t.Errorf("%s: sampled wait %.2f, the loop's own %.2f (the loop thread's run delay %.2f)", how, w.waitShare, own.WaitShare, w.loopRunDelay)
+						errorf(t, "%s: sampled wait %.2f, the loop's own %.2f (the loop thread's run delay %.2f)", how, w.waitShare, own.WaitShare, w.loopRunDelay)
 					}
 					if tg := w.last.Target; tg == nil || tg.PID != job.Process.Pid {
-						t.Errorf("%s: watching %+v, want the loop's pid %d", how, tg, job.Process.Pid)
+						errorf(t, "%s: watching %+v, want the loop's pid %d", how, tg, job.Process.Pid)
 					}
 				}
 			})
@@ -243,13 +257,13 @@ func TestPyTorchLoopsWatchedThreeWays(t *testing.T) {
 				w := figures(t, ls, skip, false)
 				report(t, how, w, own)
 				if w.kind != loop.kind {
-					t.Errorf("%s: the verdict settled on %q, want %s (kinds: %v)", how, w.kind, loop.kind, w.kinds)
+					errorf(t, "%s: the verdict settled on %q, want %s (kinds: %v)", how, w.kind, loop.kind, w.kinds)
 				}
 				if d := math.Abs(w.waitShare - own.WaitShare); d > 0.10 {
-					t.Errorf("%s: wait %.2f, the loop's own %.2f", how, w.waitShare, own.WaitShare)
+					errorf(t, "%s: wait %.2f, the loop's own %.2f", how, w.waitShare, own.WaitShare)
 				}
 				if r := w.samplesPerSec / own.SamplesPerSec; r < 0.8 || r > 1.2 {
-					t.Errorf("%s: %.0f samples/s, the loop's own %.0f", how, w.samplesPerSec, own.SamplesPerSec)
+					errorf(t, "%s: %.0f samples/s, the loop's own %.0f", how, w.samplesPerSec, own.SamplesPerSec)
 				}
 			}
 			t.Run(name+"/gpuwatch run", func(t *testing.T) {

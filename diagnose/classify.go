@@ -13,7 +13,9 @@ import (
 // a frame lacks are not used, and without any accelerator signal (no GPU
 // utilization, no loader) it never claims starvation: it reports what the
 // host shows and says what is missing.
-func Classify(frames []sample.Frame, th Thresholds) Verdict { return classify(frames, frames, th, nil) }
+func Classify(frames []sample.Frame, th Thresholds) Verdict {
+	return classify(frames, frames, th, WarmingUp, nil)
+}
 
 // beforeFirstBatch: the loop has not started, in run's start-up grace.
 // What the process does now (imports, building its dataset) is no input
@@ -49,12 +51,15 @@ func notJudged(last sample.Frame, w *window, d decision) (Evidence, bool) {
 // classify is Classify with a longer history for the pipeline model: a
 // loader that times only its loop (the hook) is modelled from its means
 // over history, which a loader whose epochs are shorter than the window
-// needs (the Diagnoser keeps ModelFrames of it).
-func classify(frames, history []sample.Frame, th Thresholds, held func(string) bool) Verdict {
+// needs (the Diagnoser keeps ModelFrames of it). shown is the kind the
+// Diagnoser shows now, and held says which causes it names: both leave at
+// a lower bar than they enter (hysteresis).
+func classify(frames, history []sample.Frame, th Thresholds, shown Kind, held func(string) bool) Verdict {
 	if len(frames) == 0 {
 		return Verdict{Kind: WarmingUp}
 	}
 	w := read(frames, th)
+	w.shown = shown
 	v := Verdict{Since: frames[0].Time, Missing: w.missing()}
 	if len(frames) < th.MinFrames {
 		v.Kind = WarmingUp

@@ -60,7 +60,7 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 		copy(d.ring, d.ring[1:])
 		d.ring[len(d.ring)-1] = *f
 	}
-	v := classify(d.ring[max(0, len(d.ring)-d.th.WindowFrames):], d.ring, d.th, d.held)
+	v := classify(d.ring[max(0, len(d.ring)-d.th.WindowFrames):], d.ring, d.th, d.shown.Kind, d.held)
 	switch {
 	case d.shown.Kind == WarmingUp:
 		// The first real verdict needs no hold: the window is full.

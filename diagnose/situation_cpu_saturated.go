@@ -90,11 +90,15 @@ func cpuEvidence(w *window, th Thresholds) (cpu []Evidence, saturated bool) {
 		spin = w.spinPct.v / float64(w.cores)
 		busy = max(0, busy-spin)
 	}
-	saturated = w.cpuBusy.ok && busy >= th.CPUSaturatedPct
+	bar, held := saturatedBar(w, th)
+	saturated = w.cpuBusy.ok && busy >= bar
+	if busy >= th.CPUSaturatedPct {
+		bar, held = th.CPUSaturatedPct, "" // past the bar to enter: no hysteresis to speak of
+	}
 	switch {
 	case saturated:
-		cpu = append(cpu, evidence("cpu.busy_pct", w.cpuBusy.v, ">=", th.CPUSaturatedPct, "%",
-			fmt.Sprintf("all %d cores are %.0f %% busy (≥ %.0f %%)", w.cores, w.cpuBusy.v, th.CPUSaturatedPct)))
+		cpu = append(cpu, evidence("cpu.busy_pct", w.cpuBusy.v, ">=", bar, "%",
+			fmt.Sprintf("all %d cores are %.0f %% busy (≥ %.0f %%%s)", w.cores, w.cpuBusy.v, bar, held)))
 	case w.cpuBusy.ok && w.cpuBusy.v >= th.CPUSaturatedPct && spin > 0:
 		cpu = append(cpu, evidence("cpu.busy_pct", busy, "<", th.CPUSaturatedPct, "%",
 			fmt.Sprintf("the cores read %.0f %% busy, but %.0f points of it are compute threads spinning idle (they yield to work): %.0f %% is work", w.cpuBusy.v, spin, busy)))
@@ -115,6 +119,17 @@ func cpuEvidence(w *window, th Thresholds) (cpu []Evidence, saturated bool) {
 	return cpu, saturated
 }
 
+// saturatedBar is the busy share at which the CPUs count as saturated:
+// CPUSaturatedPct to enter, and CPUSaturatedLeavePct while the verdict
+// shown is cpu_saturated (hysteresis, docs/diagnosis.md "Thresholds"),
+// with the words that say so.
+func saturatedBar(w *window, th Thresholds) (float64, string) {
+	if w.shown == CPUSaturated && th.CPUSaturatedLeavePct < th.CPUSaturatedPct {
+		return th.CPUSaturatedLeavePct, fmt.Sprintf(" while saturated; %.0f %% to enter", th.CPUSaturatedPct)
+	}
+	return th.CPUSaturatedPct, ""
+}
+
 // jobCPUEvidence judges saturation on the job's terms: its CPU use against
 // the capacity its cgroup gives it (quota, cpuset), and throttling.
 func jobCPUEvidence(w *window, th Thresholds) (cpu []Evidence, saturated bool) {
@@ -124,13 +139,14 @@ func jobCPUEvidence(w *window, th Thresholds) (cpu []Evidence, saturated bool) {
 	if q := j.CPUQuotaCores; q != nil && *q <= capacity+1e-9 {
 		limit = fmt.Sprintf("quota %.0f ms per %.0f ms", *j.CPUQuotaUs/1000, *j.CPUPeriodUs/1000)
 	}
-	if w.jobUsed.ok && w.jobUsed.v >= th.CPUSaturatedPct/100*capacity {
+	bar, _ := saturatedBar(w, th)
+	if w.jobUsed.ok && w.jobUsed.v >= bar/100*capacity {
 		saturated = true
 		text := fmt.Sprintf("the job may use %.2g CPU (%s) and used %.2g", capacity, limit, w.jobUsed.v)
 		if w.jobThrottle.ok && w.jobThrottle.v > 0 {
 			text += fmt.Sprintf("; throttled %.0f %% of periods", 100*w.jobThrottle.v)
 		}
-		cpu = append(cpu, evidence("job.cpu_used_cores", w.jobUsed.v, ">=", th.CPUSaturatedPct/100*capacity, "cores", text))
+		cpu = append(cpu, evidence("job.cpu_used_cores", w.jobUsed.v, ">=", bar/100*capacity, "cores", text))
 	} else if w.jobThrottle.ok && w.jobThrottle.v >= th.ThrottledShare {
 		saturated = true
 		cpu = append(cpu, evidence("job.throttled_periods_share", w.jobThrottle.v, ">=", th.ThrottledShare, "ratio",

@@ -58,6 +58,13 @@ type Thresholds struct {
 	// CPUSaturatedPct: whole-machine CPU busy at or above this is
 	// saturated (SageMaker Debugger's CPUBottleneck rule: cpu_threshold 90).
 	CPUSaturatedPct float64 `json:"cpu_saturated_pct"`
+	// CPUSaturatedLeavePct: once the verdict shown says the CPUs are
+	// saturated, they stay so while busy holds at least this (hysteresis:
+	// CPU-bound workers on a small VM read 86-97 % busy second to second,
+	// and a verdict that swings between cpu_saturated and gpu_starved on
+	// that noise tells the user nothing). Above cpu_saturated_pct it is
+	// that threshold.
+	CPUSaturatedLeavePct float64 `json:"cpu_saturated_leave_pct"`
 	// SingleThreadPct: one thread at or above this share of a core is
 	// pegged (same 90 %, per thread: a busy thread migrates between cores,
 	// so per-core numbers understate it).
@@ -253,7 +260,7 @@ func DefaultThresholds() Thresholds {
 		MinFrames: 3, WindowFrames: 3,
 		WaitShareStarved: 0.20, WaitShareModerate: 0.05,
 		BurstyP95: 70, BurstyP5: 10, AccelBusyPct: 90, GPULowPct: 50, SMActivityLowPct: 30, PCIeLinkShare: 0.8, IdlePct: 5,
-		CPUSaturatedPct: 90, SingleThreadPct: 90, PSICPUSomePct: 50, ComputeCrowdShare: 0.5, SpinSystemShare: 0.5, InlineLoadCPUShare: 0.5, SpinTakesShare: 0.5, ModelFrames: 10,
+		CPUSaturatedPct: 90, CPUSaturatedLeavePct: 80, SingleThreadPct: 90, PSICPUSomePct: 50, ComputeCrowdShare: 0.5, SpinSystemShare: 0.5, InlineLoadCPUShare: 0.5, SpinTakesShare: 0.5, ModelFrames: 10,
 		LoopThreadPct: 70, BusyThreadPct: 50,
 		ThrottledShare: 0.2, JobMemFullShare: 0.9, JobCacheShare: 0.5, RunDelayMsPerSec: 200, OthersCores: 0.5,
 		DiskBusyPct: 90, IowaitPct: 50, PSIIOSomePct: 30, ReadDominance: 4, ReadSecPerSec: 0.5, ProfileCategoryShare: 0.3, WorkersPerCoreLow: 0.7,

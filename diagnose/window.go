@@ -39,6 +39,7 @@ func (l *levels) median() level {
 type window struct {
 	frames int
 	cores  int
+	shown  Kind // the kind the Diagnoser shows now (classify)
 
 	gpuUtil, gpuP5, gpuP95 level // mean over the GPUs of each frame
 	gpus, gpusLost         int
