@@ -93,6 +93,12 @@ func TestTensorCoresIdleOnlyWhereTheJobIsInFP32(t *testing.T) {
 	if c := causeOf(v, "tensor_idle"); c == nil || !strings.Contains(c.Evidence, "precision was not read") {
 		t.Errorf("without settings: %+v", v.Causes)
 	}
+	// The healthy line gives no "≈ 0 TFLOPS of 990": the tensor cores are
+	// all but idle, and tensor_idle says so with its bound.
+	v = Classify(gpuBoundFrames(95, 0.5, 20, 80, 60, fp32Settings()), DefaultThresholds())
+	if all := strings.Join(v.Advice, "\n"); strings.Contains(all, "TFLOPS of the") || !strings.Contains(all, "its tensor cores 0.5 %") {
+		t.Errorf("fp32, tensor cores idle: %q", v.Advice)
+	}
 }
 
 // TestChannelsLastOnlyForNCHWConvsOnTheTensorCores: convs in NCHW under

@@ -124,7 +124,9 @@ func usedLine(w *window) string {
 	if s := g.settings; s != nil && s.AutocastDtype == "float16" {
 		dtype = sample.DtypeFP16
 	}
-	if g.gpu != nil && g.gpu.Peak != nil {
+	// Tensor cores all but idle: a TFLOPS figure would be ≈ 0 of a peak
+	// the step does not aim at (tensor_idle says why, and its bound).
+	if g.gpu != nil && g.gpu.Peak != nil && (!g.tensor.ok || g.tensor.v >= w.th.TensorIdlePct) {
 		if tf, ok := g.gpu.TensorTFLOPS(dtype); ok {
 			line += fmt.Sprintf("; at %s ≈ %.0f TFLOPS of the %s's %.0f dense (activity × peak)", dtype, tf, g.gpu.Peak.Model, g.gpu.Peak.DenseTFLOPS[dtype])
 		}
