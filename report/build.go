@@ -74,6 +74,7 @@ type builder struct {
 	ranks  *rankBuilder
 	loader *loaderBuilder
 	self   selfBuilder
+	gpus   gpuBuilder
 }
 
 func newBuilder(s *Summary, th diagnose.Thresholds, start time.Time, dur float64, points, cores int) *builder {
@@ -107,6 +108,7 @@ func (b *builder) add(f *sample.Frame) {
 	b.ranks.add(f, v.Straggler)
 	b.loader.add(f.Loader)
 	b.self.add(f)
+	b.gpus.add(f)
 }
 
 func (b *builder) pendingTime() time.Time {
@@ -140,6 +142,7 @@ func (b *builder) finish() {
 	}
 	s.Recording.Frames = b.frames
 	s.Recording.Self = b.self.result()
+	s.GPUs = b.gpus.result()
 	if b.checked > 0 {
 		s.Recording.Warnings = append(s.Recording.Warnings, fmt.Sprintf(
 			"%d frames held numbers out of range, clamped or left out (the first at %s)", b.checked, b.firstBad))

@@ -77,6 +77,7 @@ code{font-size:.9em}@media print{body{max-width:none}h2{break-after:avoid}svg{br
 		htmlFinding(&b, f)
 	}
 	htmlMachineCharts(&b, s.Series)
+	htmlGPUs(&b, s.GPUs) // gpu.go
 	htmlLoader(&b, s.Loader, s.Series)
 	htmlRanks(&b, s)
 	htmlProfile(&b, s.Profile)

@@ -29,6 +29,7 @@ func WriteMarkdown(w io.Writer, s *Summary, htmlName string) error {
 	for _, f := range s.Findings {
 		mdFinding(&b, f)
 	}
+	mdGPUs(&b, s.GPUs) // gpu.go
 	mdLoader(&b, s.Loader)
 	mdRanks(&b, s.Ranks)
 	mdProfile(&b, s.Profile)

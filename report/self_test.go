@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,3 +54,59 @@ func TestReportSaysGpuwatchsOwnCost(t *testing.T) {
 }
 
 func abs(x float64) float64 { return max(x, -x) }
+
+// TestReportSaysHowMuchOfTheGPUTheStepUsed: the report of the real H200
+// bf16 MLP's recording (diagnose/testdata/gpu, issue 51) gives, per GPU,
+// the means of utilization, SM and tensor activity and the bf16 TFLOPS
+// against the dense peak, in the JSON and in both writers; the H100
+// recording's GPU has no GPM and the report says so, with its reason,
+// instead of a figure.
+func TestReportSaysHowMuchOfTheGPUTheStepUsed(t *testing.T) {
+	rec, err := recording.Open("../diagnose/testdata/gpu/h200-mlp-bf16.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Build(rec, "x", diagnose.DefaultThresholds(), generated)
+	if len(s.GPUs) != 1 {
+		t.Fatalf("gpus %+v", s.GPUs)
+	}
+	g := s.GPUs[0]
+	if g.MeanSMActivityPct == nil || *g.MeanSMActivityPct < 30 || g.MeanTensorActivityPct == nil || *g.MeanTensorActivityPct < 20 ||
+		g.MeanBF16TFLOPS == nil || g.DenseBF16TFLOPS == nil || *g.DenseBF16TFLOPS < 989 || *g.DenseBF16TFLOPS > 990 ||
+		abs(*g.MeanBF16TFLOPS / *g.DenseBF16TFLOPS * 100 - *g.MeanTensorActivityPct) > 15 || len(g.NotRead) != 0 {
+		t.Fatalf("H200 bf16 MLP: %s; not read %q", g.Used(), g.NotRead)
+	}
+	t.Logf("%s", g.Used())
+	var m, h bytes.Buffer
+	if err := WriteMarkdown(&m, s, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&h, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{m.String(), h.String()} {
+		if !strings.Contains(out, "GPUs") || !strings.Contains(out, "TFLOPS of the H200") || !strings.Contains(out, "tensor cores") {
+			t.Errorf("no GPU section in\n%s", out)
+		}
+	}
+
+	// An A100: no GPM, said once by the probe on its first reading.
+	var frames []recording.Recorded
+	for i := range 5 {
+		util := 97.0
+		g := sample.GPU{Index: 0, Name: "NVIDIA A100-SXM4-80GB", Vendor: "nvidia", UtilPct: &util}
+		if i == 0 {
+			g.Unavailable = map[string]string{"gpm": "GPM needs Hopper or later (compute capability 8.0)"}
+		}
+		frames = append(frames, recording.Recorded{Frame: sample.Frame{Time: generated.Add(time.Duration(i) * time.Second), IntervalSec: 1, GPUs: []sample.GPU{g}}})
+	}
+	s = Build(recording.New(recording.Header{Host: "h", Cores: 2}, frames, nil), "x", diagnose.DefaultThresholds(), generated)
+	if len(s.GPUs) != 1 {
+		t.Fatalf("A100: gpus %+v", s.GPUs)
+	}
+	if g := s.GPUs[0]; g.MeanSMActivityPct != nil || g.MeanUtilPct == nil || *g.MeanUtilPct != 97 || g.Frames != 5 ||
+		!slices.Equal(g.NotRead, []string{"SM and tensor activity: GPM needs Hopper or later (compute capability 8.0)"}) ||
+		!strings.Contains(g.Used(), "SMs active not read") || strings.Contains(g.Used(), "TFLOPS") {
+		t.Errorf("A100 without GPM: %s; not read %q", g.Used(), g.NotRead)
+	}
+}

@@ -34,7 +34,9 @@ type Summary struct {
 	// order (at most MaxRanks); absent with one loader.
 	Ranks   []RankInfo      `json:"ranks,omitempty"`
 	Profile *sample.Profile `json:"profile,omitempty"`
-	Series  Series          `json:"series"`
+	// GPUs are the GPUs the frames carried (gpu.go); absent without one.
+	GPUs   []GPUInfo `json:"gpus,omitempty"`
+	Series Series    `json:"series"`
 }
 
 // RankInfo is one rank over the recording: its mean wait share, step and

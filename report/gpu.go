@@ -1,0 +1,202 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// GPUInfo is one GPU over the recording: how busy its counters read and
+// how much of it the step used (docs/diagnosis.md, "On a real GPU"). A
+// mean is over the frames that read it; a figure no frame read is absent,
+// and NotRead says why where a frame said.
+type GPUInfo struct {
+	Index  int    `json:"index"`
+	Name   string `json:"name"`
+	Frames int    `json:"frames"` // frames that carried the GPU
+	// MeanUtilPct is NVML's utilization: the share of time any kernel
+	// ran, 100 % for one kernel on one SM.
+	MeanUtilPct *float64 `json:"mean_util_pct,omitempty"`
+	// GPM (Hopper and later): the share of cycles the SMs, the tensor
+	// cores and the memory interface were active.
+	MeanSMActivityPct     *float64 `json:"mean_sm_activity_pct,omitempty"`
+	MeanTensorActivityPct *float64 `json:"mean_tensor_activity_pct,omitempty"`
+	MeanDRAMBWUtilPct     *float64 `json:"mean_dram_bw_util_pct,omitempty"`
+	// MeanBF16TFLOPS is the tensor cores' HMMA activity × the model's
+	// dense bf16 peak, the mean over the frames; DenseBF16TFLOPS that
+	// peak (sample.GPUPeak).
+	MeanBF16TFLOPS  *float64 `json:"mean_bf16_tflops,omitempty"`
+	DenseBF16TFLOPS *float64 `json:"dense_bf16_tflops,omitempty"`
+	PeakModel       string   `json:"peak_model,omitempty"`
+	PeakMemUsed     *uint64  `json:"peak_mem_used_bytes,omitempty"`
+	MemTotal        *uint64  `json:"mem_total_bytes,omitempty"`
+	// NotRead names the figures no frame read, with the reason a frame
+	// gave ("gpm: needs Hopper or later").
+	NotRead []string `json:"not_read,omitempty"`
+}
+
+// meanAcc is a mean over the readings present.
+type meanAcc struct {
+	sum float64
+	n   int
+}
+
+func (m *meanAcc) add(v *float64) {
+	if v != nil && finite(*v) {
+		m.sum += *v
+		m.n++
+	}
+}
+
+func (m meanAcc) mean() *float64 {
+	if m.n == 0 {
+		return nil
+	}
+	v := m.sum / float64(m.n)
+	return &v
+}
+
+// gpuAcc is one GPU's sums; gpmWhy and peakWhy keep the first reason
+// the GPU gave for no GPM and no dense peak (said once, not every frame).
+type gpuAcc struct {
+	info                          GPUInfo
+	util, sm, tensor, dram, tflop meanAcc
+	gpmWhy, peakWhy               string
+}
+
+// gpuBuilder gathers the GPUs over the frames, in the order first seen,
+// at most MaxGPUs of them.
+type gpuBuilder struct {
+	byIndex map[int]*gpuAcc
+	order   []int
+}
+
+// MaxGPUs bounds the GPUs a report lists (a recording is outside input).
+const MaxGPUs = 64
+
+func (b *gpuBuilder) add(f *sample.Frame) {
+	for i := range f.GPUs {
+		g := &f.GPUs[i]
+		a := b.byIndex[g.Index]
+		if a == nil {
+			if len(b.order) >= MaxGPUs {
+				continue
+			}
+			if b.byIndex == nil {
+				b.byIndex = map[int]*gpuAcc{}
+			}
+			a = &gpuAcc{info: GPUInfo{Index: g.Index, Name: g.Name}}
+			b.byIndex[g.Index] = a
+			b.order = append(b.order, g.Index)
+		}
+		a.add(g)
+	}
+}
+
+func (a *gpuAcc) add(g *sample.GPU) {
+	a.info.Frames++
+	if why := g.Unavailable["gpm"]; why != "" && a.gpmWhy == "" {
+		a.gpmWhy = why
+	}
+	if why := g.Unavailable["peak"]; why != "" && a.peakWhy == "" {
+		a.peakWhy = why
+	}
+	a.util.add(g.UtilPct)
+	if m := g.GPM; m != nil {
+		a.sm.add(m.SMActivityPct)
+		a.tensor.add(m.TensorActivityPct)
+		a.dram.add(m.DRAMBWUtilPct)
+	}
+	if tf, ok := g.TensorTFLOPS(sample.DtypeBF16); ok {
+		a.tflop.add(&tf)
+		peak := g.Peak.DenseTFLOPS[sample.DtypeBF16]
+		a.info.DenseBF16TFLOPS, a.info.PeakModel = &peak, g.Peak.Model
+	}
+	if u := g.MemUsedBytes; u != nil && (a.info.PeakMemUsed == nil || *u > *a.info.PeakMemUsed) {
+		v := *u
+		a.info.PeakMemUsed = &v
+	}
+	if t := g.MemTotalBytes; t != nil {
+		v := *t
+		a.info.MemTotal = &v
+	}
+}
+
+func (b *gpuBuilder) result() []GPUInfo {
+	out := make([]GPUInfo, 0, len(b.order))
+	for _, idx := range b.order {
+		a := b.byIndex[idx]
+		info := a.info
+		info.MeanUtilPct, info.MeanSMActivityPct = a.util.mean(), a.sm.mean()
+		info.MeanTensorActivityPct, info.MeanDRAMBWUtilPct, info.MeanBF16TFLOPS = a.tensor.mean(), a.dram.mean(), a.tflop.mean()
+		if info.MeanSMActivityPct == nil {
+			info.NotRead = append(info.NotRead, "SM and tensor activity: "+orElse(a.gpmWhy, "no frame carried GPM"))
+		} else if info.MeanBF16TFLOPS == nil {
+			info.NotRead = append(info.NotRead, "TFLOPS: "+orElse(a.peakWhy, "no dense peak for "+orDash(info.Name)))
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+func orElse(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
+
+// optPct is a percentage, or "not read".
+func optPct(v *float64, digits int) string {
+	if v == nil {
+		return "not read"
+	}
+	return fmt.Sprintf("%.*f %%", digits, *v)
+}
+
+// Used says in a sentence how much of the GPU the step used: "SMs active
+// 90 %, tensor cores 60.1 %, ≈ 595 TFLOPS of the H200 SXM's 990 dense
+// bf16".
+func (g *GPUInfo) Used() string {
+	parts := []string{"utilization " + optPct(g.MeanUtilPct, 0), "SMs active " + optPct(g.MeanSMActivityPct, 0),
+		"tensor cores " + optPct(g.MeanTensorActivityPct, 1), "memory bandwidth " + optPct(g.MeanDRAMBWUtilPct, 0)}
+	if g.MeanBF16TFLOPS != nil && g.DenseBF16TFLOPS != nil {
+		parts = append(parts, fmt.Sprintf("≈ %.0f TFLOPS of the %s's %.0f dense bf16", *g.MeanBF16TFLOPS, g.PeakModel, *g.DenseBF16TFLOPS))
+	}
+	if g.PeakMemUsed != nil && g.MemTotal != nil {
+		parts = append(parts, fmt.Sprintf("memory at most %s of %s", sample.FormatBytes(float64(*g.PeakMemUsed)), sample.FormatBytes(float64(*g.MemTotal))))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// mdGPUs is the Markdown report's GPU section; nothing without a GPU.
+func mdGPUs(b *strings.Builder, gpus []GPUInfo) {
+	if len(gpus) == 0 {
+		return
+	}
+	b.WriteString("\n## GPUs\n\nMeans over the frames that read each figure (GPM: the share of cycles active).\n\n")
+	for _, g := range gpus {
+		fmt.Fprintf(b, "- GPU %d (%s), %d frames: %s.", g.Index, md(orDash(g.Name)), g.Frames, md(g.Used()))
+		if len(g.NotRead) > 0 {
+			fmt.Fprintf(b, " Not read: %s.", md(strings.Join(g.NotRead, "; ")))
+		}
+		b.WriteString("\n")
+	}
+}
+
+// htmlGPUs is the HTML report's GPU section; nothing without a GPU.
+func htmlGPUs(b *strings.Builder, gpus []GPUInfo) {
+	if len(gpus) == 0 {
+		return
+	}
+	b.WriteString("<h2>GPUs</h2><p>Means over the frames that read each figure (GPM: the share of cycles active).</p><ul>")
+	for _, g := range gpus {
+		fmt.Fprintf(b, "<li>GPU %d (%s), %d frames: %s.", g.Index, esc(orDash(g.Name)), g.Frames, esc(g.Used()))
+		if len(g.NotRead) > 0 {
+			fmt.Fprintf(b, " Not read: %s.", esc(strings.Join(g.NotRead, "; ")))
+		}
+		b.WriteString("</li>")
+	}
+	b.WriteString("</ul>")
+}
