@@ -15,18 +15,25 @@ type gpuStep struct {
 	settings           *sample.JobSettings // nil: the hook did not read them
 	gpu                *sample.GPU         // the first judged GPU with GPM
 	rate               float64             // samples per second, 0 when unknown
+	noGPM              string              // why a judged GPU has no GPM, as its probe said
 }
 
 // read takes the newest frame's settings, GPU and rate.
 func (g *gpuStep) read(f *sample.Frame) {
-	g.settings, g.gpu, g.rate = nil, nil, 0
+	g.settings, g.gpu, g.rate, g.noGPM = nil, nil, 0, ""
 	if l := f.Loader; l != nil {
 		g.settings, g.rate = l.Settings, l.SamplesPerSec
 	}
 	for i := range f.GPUs {
-		if f.JudgedGPU(i) && f.GPUs[i].GPM != nil {
+		if !f.JudgedGPU(i) {
+			continue
+		}
+		if f.GPUs[i].GPM != nil {
 			g.gpu = &f.GPUs[i]
 			return
+		}
+		if g.noGPM == "" {
+			g.noGPM = f.GPUs[i].Unavailable["gpm"]
 		}
 	}
 }

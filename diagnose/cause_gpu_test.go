@@ -206,3 +206,18 @@ func TestH200ResNetInBF16IsNotToldMixedPrecision(t *testing.T) {
 	}
 	t.Logf("%s: %q", v.Kind, v.Advice)
 }
+
+// TestHealthyWithoutGPMSaysWhy: a GPU-bound step on a GPU without GPM (an
+// A100) says how much of it the step uses cannot be read, with the probe's
+// reason from the newest frame (the probe says it in every frame).
+func TestHealthyWithoutGPMSaysWhy(t *testing.T) {
+	fs := gpuBoundFrames(95, 0.5, 20, 80, 60, bf16Settings())
+	for i := range fs {
+		fs[i].GPUs[0].GPM, fs[i].GPUs[0].Peak = nil, nil
+		fs[i].GPUs[0].Unavailable = map[string]string{"gpm": "GPM not supported by this GPU (Hopper and later have it)"}
+	}
+	v := Classify(fs, DefaultThresholds())
+	if all := strings.Join(v.Advice, "\n"); v.Kind != Healthy || !strings.Contains(all, "needs GPM: GPM not supported by this GPU (Hopper and later have it)") {
+		t.Errorf("%s: %q", v.Kind, v.Advice)
+	}
+}

@@ -101,7 +101,7 @@ func usedLine(w *window) string {
 	g := &w.gpu
 	if !w.smActivity.ok {
 		line := "the accelerator is the limit"
-		if r := w.unavailable["gpm"]; r != "" {
+		if r := g.noGPM; r != "" {
 			line += " (how much of it the step uses needs GPM: " + r + ")"
 		}
 		s := g.settings

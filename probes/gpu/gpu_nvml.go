@@ -63,7 +63,6 @@ type nvmlDevice struct {
 	gpmWhy        string
 	gpmPrev, gpm2 nvml.GpmSample
 	gpmHavePrev   bool
-	gpmSaid       bool // the missing GPM was said (once)
 	pcieLink      string
 	pcieLinkBs    *float64
 	// NVLink data counters (KiB, cumulative) at the previous reading.
@@ -445,15 +444,12 @@ func (p *NVML) initGPM(d *nvmlDevice) {
 // activity and DRAM bandwidth use over the interval.
 func (p *NVML) readGPM(d *nvmlDevice, g *sample.GPU) {
 	if !d.gpm {
-		// Said once, on the first reading: most GPUs have no GPM, and a
-		// reason in every frame would be noise.
-		if !d.gpmSaid {
-			d.gpmSaid = true
-			if g.Unavailable == nil {
-				g.Unavailable = make(map[string]string)
-			}
-			g.Unavailable["gpm"] = d.gpmWhy
+		// Said in every frame, as every figure not read is: the panel,
+		// the verdict and the report read it from the frame they have.
+		if g.Unavailable == nil {
+			g.Unavailable = make(map[string]string)
 		}
+		g.Unavailable["gpm"] = d.gpmWhy
 		return
 	}
 	if len(g.MIG) > 0 {
