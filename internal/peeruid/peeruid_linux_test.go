@@ -4,10 +4,12 @@ package peeruid
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"testing"
 )
 
@@ -51,6 +53,27 @@ func TestLookupOnThisMachine(t *testing.T) {
 		if _, err := Lookup(local, gone); err == nil {
 			t.Errorf("%s: a uid for a socket that is not there", a.network)
 		}
+	}
+}
+
+// TestDiagAnswer: an established socket's uid is read from sock_diag's
+// answer; a TIME_WAIT one's (0) and a short answer are not.
+func TestDiagAnswer(t *testing.T) {
+	msg := make([]byte, 16+72)
+	msg[4] = 20 // SOCK_DIAG_BY_FAMILY
+	msg[16+1] = 1
+	msg[16+64], msg[16+65] = 0xFE, 0xFF // uid 65534, little-endian
+	if runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" {
+		if uid, err := diagAnswer(msg); err != nil || uid != 65534 {
+			t.Errorf("an established socket: %d, %v", uid, err)
+		}
+	}
+	msg[16+1] = stateTimeWait
+	if _, err := diagAnswer(msg); !errors.Is(err, ErrUnknown) {
+		t.Errorf("a TIME_WAIT socket's uid was taken: %v", err)
+	}
+	if _, err := diagAnswer(msg[:20]); !errors.Is(err, ErrUnknown) {
+		t.Errorf("a short answer: %v", err)
 	}
 }
 

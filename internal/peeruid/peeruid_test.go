@@ -53,22 +53,3 @@ func TestOwnerUIDReadsTheClientsRow(t *testing.T) {
 		}
 	}
 }
-
-func TestDiagAnswer(t *testing.T) {
-	msg := make([]byte, 16+72)
-	msg[4] = 20 // SOCK_DIAG_BY_FAMILY
-	msg[16+1] = 1
-	msg[16+64], msg[16+65] = 0xFE, 0xFF // uid 65534, little-endian
-	if runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" {
-		if uid, err := diagAnswer(msg); err != nil || uid != 65534 {
-			t.Errorf("an established socket: %d, %v", uid, err)
-		}
-	}
-	msg[16+1] = stateTimeWait
-	if _, err := diagAnswer(msg); !errors.Is(err, ErrUnknown) {
-		t.Errorf("a TIME_WAIT socket's uid was taken: %v", err)
-	}
-	if _, err := diagAnswer(msg[:20]); !errors.Is(err, ErrUnknown) {
-		t.Errorf("a short answer: %v", err)
-	}
-}
