@@ -36,7 +36,7 @@ import time
 import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _ceiling, _env, _profiler
+from . import _ceiling, _cost, _env, _profiler
 from ._env import warn
 from ._timing import Stats
 from ._version import __version__
@@ -439,9 +439,14 @@ class Server(http.server.ThreadingHTTPServer):
             _close(w.conn)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
+        """Serves one request on its own thread, whose CPU time is the
+        server's (_cost; a profile's is the profiler's)."""
+        c = _cost.cost
+        inner, t0 = c.inner(), _cost.now()
         try:
             super().process_request_thread(request, client_address)
         finally:
+            c.add("server", _cost.now() - t0 - (c.inner() - inner))
             slot = self._slots.pop(request, None)
             if slot is not None:
                 slot.release()
@@ -561,8 +566,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         self.server.deadline(self, seconds + REQUEST_SECONDS)
         try:
-            data = _profiler.take_profile(
-                seconds, exclude=(threading.get_ident(), self.server.thread_ident), fine_switch=fine, workers=True
+            exclude = (threading.get_ident(), self.server.thread_ident)
+            data = _cost.cost.timed(
+                "profiler", lambda: _profiler.take_profile(seconds, exclude=exclude, fine_switch=fine, workers=True)
             )
         finally:
             self.server.profiling.release()
@@ -674,6 +680,9 @@ def serve(host: str, port: int, stats_for_new: Optional[Stats], quiet: bool) -> 
         t.start()
         srv.start_reaper()
         srv.thread_ident = t.ident
+        _cost.cost.watch_thread(getattr(t, "native_id", None))  # its CPU time, whole, is the hook's
+        if srv._reaper is not None:
+            _cost.cost.watch_thread(getattr(srv._reaper, "native_id", None))
         srv.announcements = announce(srv.url, srv.token)
         if not quiet:
             sys.stderr.write("gpuwatch_hook: serving %s — watch it with: gpuwatch attach %s\n" % (srv.url, srv.url))

@@ -60,7 +60,7 @@ import threading
 import time
 from typing import Any, List, Optional, Tuple
 
-from . import _env, _torch, _workerprof
+from . import _cost, _env, _torch, _workerprof
 
 #: Seconds between a worker's carried batches: the batches between carry
 #: no figures (their getitem and collate are added to the next carried
@@ -263,7 +263,7 @@ def patch_process_data(module: Any) -> bool:
                 stats = getattr(self, "_gpuwatch_stats", None)
                 if stats is not None:
                     try:
-                        stats.record_carried(c)
+                        _cost.cost.timed("stages", stats.record_carried, c)
                     except Exception:
                         stats.error()
             return orig_process(self, data, *rest)

@@ -35,7 +35,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _env
+from . import _cost, _env
 
 #: Seconds between two windows.
 READ_EVERY = 60.0
@@ -267,7 +267,7 @@ def _wrap_method(torch: Any, attr: str, call: str) -> Callable[..., Any]:
             t = clock() - t0
             _tls.busy = False
             try:
-                w.count(sys._getframe(1), call, t)
+                _cost.cost.timed("syncs", w.count, sys._getframe(1), call, t)
             except Exception:
                 pass
 
@@ -295,7 +295,7 @@ def _wrap_sync(torch: Any) -> Callable[..., Any]:
             t = clock() - t0
             _tls.busy = False
             try:
-                w.count(sys._getframe(1), "synchronize", t)
+                _cost.cost.timed("syncs", w.count, sys._getframe(1), "synchronize", t)
             except Exception:
                 pass
 

@@ -9,7 +9,7 @@ import os
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _ceiling, _env, _h2d, _payload, _settings, _stages, _syncs, _torch
+from . import _ceiling, _cost, _env, _h2d, _payload, _settings, _stages, _syncs, _torch
 
 #: Histogram bounds in seconds: the embedded loader's (loader/stats.go).
 BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -132,14 +132,22 @@ class Stats:
         now = _env.clock()
         if self._look_at is None or now >= self._look_at:  # only the loop thread reads and writes _look_at
             self._look_at = now + _payload.LOOK_EVERY
-            found: List[Tuple[str, Any]] = []
-            self.record_look(_payload.look(batch, found))
-            _h2d.watch([x for _, x in found], self)
+            _cost.cost.timed("payload", self.look_at, batch)
         if self._settings_at is None or now >= self._settings_at:
             self._settings_at = now + _settings.READ_EVERY
-            self.close_settings()
-            self.window = _settings.Window.open()
+            _cost.cost.timed("settings", self.next_settings)
         self.count_syncs(now)
+
+    def look_at(self, batch: Any) -> None:
+        """A look inside the batch (_payload), and its copies watched."""
+        found: List[Tuple[str, Any]] = []
+        self.record_look(_payload.look(batch, found))
+        _h2d.watch([x for _, x in found], self)
+
+    def next_settings(self) -> None:
+        """The settings' window closed, and the next opened."""
+        self.close_settings()
+        self.window = _settings.Window.open()
 
     def count_syncs(self, now: float) -> None:
         """A batch taken: the syncs' window counts one more step, and
@@ -148,10 +156,7 @@ class Stats:
         w = self.sync_window
         if w is not None:
             if w.step():
-                self.sync_window = None
-                _syncs.close_window(w)
-                with self.lock:
-                    self.syncs.add(w)
+                _cost.cost.timed("syncs", self.end_syncs)
             return
         due = self._syncs_at
         if due is None:
@@ -160,7 +165,7 @@ class Stats:
         elif now < due:
             return
         self._syncs_at = now + _syncs.READ_EVERY
-        self.sync_window = _syncs.Window.open()
+        self.sync_window = _cost.cost.timed("syncs", _syncs.Window.open)
 
     def end_syncs(self) -> None:
         """Closes the syncs' window, if one is open, keeping the steps it
@@ -349,6 +354,7 @@ class Stats:
             render_settings(put, settings)
         if syncs is not None:
             render_syncs(put, syncs)
+        render_cost(put, _cost.cost.seconds())
         one("gpuwatch_hook_errors_total", "counter", "Waits or steps the hook failed to record (the loop went on).", errors)
         put("# HELP gpuwatch_loader_info The loader's process and kind.\n# TYPE gpuwatch_loader_info gauge\n")
         # tid: the training loop's OS thread, so gpuwatch can tell it from the
@@ -358,6 +364,20 @@ class Stats:
             labels += ',%s="%d"' % (name, v)
         put('gpuwatch_loader_info{pid="%d",kind="python"%s} 1\n' % (os.getpid(), labels))
         return "".join(out).encode()
+
+
+def render_cost(put: Any, parts: Optional[Dict[str, float]]) -> None:
+    """The hook's own CPU time (_cost), in all and by part; nothing where
+    Python has no thread clock."""
+    if parts is None:
+        return
+    put("# HELP gpuwatch_hook_cpu_seconds_total CPU time the hook's own instrumentation took in this process (its threads' clocks; the batches' timing sampled).\n")
+    put("# TYPE gpuwatch_hook_cpu_seconds_total counter\n")
+    put("gpuwatch_hook_cpu_seconds_total %s\n" % fmt(sum(parts.values())))
+    put("# HELP gpuwatch_hook_part_cpu_seconds_total Of that, by part (loop, payload, settings, syncs, stages, profiler, server).\n")
+    put("# TYPE gpuwatch_hook_part_cpu_seconds_total counter\n")
+    for k in _cost.PARTS:
+        put('gpuwatch_hook_part_cpu_seconds_total{part="%s"} %s\n' % (k, fmt(parts[k])))
 
 
 def render_stages(put: Any, stages: List[Tuple[str, float, int]]) -> None:
@@ -526,24 +546,39 @@ class Clock:
     its first batch. Both ways a loader is timed call its next: Timed
     (watch()) and gpuwatch run's patched __next__ (_auto) — one __next__."""
 
-    __slots__ = ("stats", "handed", "depth_ok", "started")
+    __slots__ = ("stats", "handed", "depth_ok", "started", "n")
 
     def __init__(self, stats: Stats, started: Optional[float] = None) -> None:
         self.stats = stats
         self.handed: Optional[float] = None  # when the last batch was handed out
         self.depth_ok = True  # the iterator's ready batches are readable
         self.started = started  # the epoch's start, until its first batch
+        self.n = 0  # batches since the last whose cost was measured (_cost)
 
     def next(self, it: Any, take: Any) -> Any:
+        """take(it), timed (_next); one batch in _cost.LOOP_EVERY has the
+        hook's own CPU time around it measured."""
+        self.n += 1
+        if self.n < _cost.LOOP_EVERY:
+            return self._next(it, take, None)
+        self.n = 0
+        m = _cost.Measure()
+        try:
+            return self._next(it, take, m)
+        finally:
+            m.done()
+
+    def _next(self, it: Any, take: Any, m: Optional[_cost.Measure]) -> Any:
         """take(it), timed: the batch, or take's own exceptions
         (StopIteration included), which are the loop's. The hook's own
         errors never reach the loop: they count in errors_total. While the
-        ceiling replays (_ceiling), a kept batch instead of take(it)."""
+        ceiling replays (_ceiling), a kept batch instead of take(it). m,
+        where given, is paused while take runs (its time is the job's)."""
         t0 = _env.clock()
         stats = self.stats
         if stats.window is not None:  # the settings' window is one step: it ends here
             try:
-                stats.close_settings()
+                _cost.cost.timed("settings", stats.close_settings)
             except Exception:
                 stats.error()
         ceiling = stats.ceiling
@@ -567,6 +602,8 @@ class Clock:
             except Exception:
                 depth = None
             self.depth_ok = depth is not None
+        if m is not None:
+            m.pause()
         try:
             batch = take(it)
         except StopIteration:
@@ -579,6 +616,8 @@ class Clock:
                     stats.error()
             raise
         t1 = _env.clock()
+        if m is not None:
+            m.resume()
         try:
             stats.record(t1 - t0, batch, depth)
             if self.started is not None:

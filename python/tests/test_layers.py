@@ -18,8 +18,9 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 #: The layers, lowest first: a module imports only modules of a lower layer.
 LAYERS = (
     # What every layer shares: the version; the warning, the run folder,
-    # the ranks, the clock, one patch's install (attempt).
-    ("_version", "_env"),
+    # the ranks, the clock, one patch's install (attempt); the hook's own
+    # CPU time.
+    ("_version", "_env", "_cost"),
     # Leaves: what is read from torch, the profile's encoding, the C
     # function a frame calls, the look at a batch, the copies to the GPU,
     # what the job already does, the host syncs inside its step.

@@ -1,0 +1,158 @@
+"""The hook's own cost: the CPU time its instrumentation takes inside the
+job, by its own per-thread clocks (time.thread_time_ns), in parts:
+
+* loop: the patched __next__'s own work around each batch (the wait and
+  step timing, the queue depth, the stage figures taken, the windows'
+  steps) — never the batch's fetch itself. A thread-clock read costs about
+  a µs and a half on a VM (a system call, not the vDSO), four a batch would
+  cost more than the timing they measure: one batch in LOOP_EVERY is
+  measured, and counts LOOP_EVERY times;
+* payload: each look inside a batch (_payload), measured every time (a
+  few a second);
+* settings, syncs: opening and closing the settings' and the syncs'
+  windows, and each sync counted, measured every time;
+* stages: the figures a worker's batch carried, added up in the training
+  process;
+* profiler: the stack sampler's profiles (their request's thread);
+* server: the HTTP server's threads (the serving thread and the deadlines'
+  by their own clocks, read when the page is rendered; each request's
+  thread less the profile it took).
+
+What runs inside the rare parts (a look) is never counted twice: a
+measured batch subtracts what the parts measured on its thread while it
+ran. The workers' share (the fetch's clock reads, the carried figures'
+pickling) is not here: bench/hook-cost.sh measures the whole job's.
+
+Process-wide: one counter for every DataLoader of the process."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+#: The parts, in the order the metrics page lists them.
+PARTS = ("loop", "payload", "settings", "syncs", "stages", "profiler", "server")
+
+#: One batch in LOOP_EVERY has its timing measured (and counts LOOP_EVERY).
+LOOP_EVERY = 16
+
+_now = getattr(time, "thread_time_ns", None)  # the calling thread's CPU time
+
+
+def now() -> int:
+    """The calling thread's CPU time, ns (0 where Python has no clock)."""
+    return _now() if _now is not None else 0
+
+
+def _read_ns() -> int:
+    """What one clock read costs on this machine (the least of a few):
+    a measured batch's span holds about two, which the batches not
+    measured do not pay."""
+    if _now is None:
+        return 0
+    best = 1 << 30
+    for _ in range(16):
+        a = _now()
+        b = _now()
+        best = min(best, b - a)
+    return max(0, best)
+
+
+#: One clock read's cost, ns.
+READ_NS = _read_ns()
+
+
+def thread_clock(tid: int) -> int:
+    """Linux's CPU-time clock of one thread by its TID (as _sampler's)."""
+    return ((~tid) << 3) | 6
+
+
+class Cost:
+    """The cumulative ns per part; threads add under the lock."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.ns: Dict[str, int] = dict.fromkeys(PARTS, 0)
+        self.threads: List[int] = []  # TIDs of the hook's own long-lived threads (server)
+        self.thread_ns: Dict[int, int] = {}  # their last clock read
+        self._tls = threading.local()  # per thread: ns measured by parts, for a measured batch to subtract
+
+    def add(self, part: str, ns: int) -> None:
+        if ns <= 0:
+            return
+        with self.lock:
+            self.ns[part] += ns
+
+    def timed(self, part: str, f: Callable[..., Any], *args: Any) -> Any:
+        """f(*args), its thread's CPU time added to part."""
+        t0 = now()
+        try:
+            return f(*args)
+        finally:
+            d = now() - t0
+            self.add(part, d)
+            tls = self._tls
+            tls.inner = getattr(tls, "inner", 0) + d
+
+    def inner(self) -> int:
+        """The ns timed() measured on this thread so far."""
+        return getattr(self._tls, "inner", 0)
+
+    def watch_thread(self, tid: Optional[int]) -> None:
+        """Counts a thread of the hook's own, whole, by its clock."""
+        if tid is not None and _now is not None:
+            with self.lock:
+                if tid not in self.threads and len(self.threads) < 8:
+                    self.threads.append(tid)
+
+    def _read_threads(self) -> None:
+        for tid in list(self.threads):
+            try:
+                v = time.clock_gettime_ns(thread_clock(tid))
+            except (OSError, AttributeError):
+                continue  # the thread has ended: its last read stands
+            with self.lock:
+                self.thread_ns[tid] = max(v, self.thread_ns.get(tid, 0))
+
+    def seconds(self) -> Optional[Dict[str, float]]:
+        """Seconds per part (the server's threads read now); None where
+        there is no thread clock."""
+        if _now is None:
+            return None
+        self._read_threads()
+        with self.lock:
+            out = {k: v / 1e9 for k, v in self.ns.items()}
+            out["server"] += sum(self.thread_ns.values()) / 1e9
+        return out
+
+
+cost = Cost()
+
+
+class Measure:
+    """One measured batch on the loop's thread: start(), then around the
+    fetch pause() and resume(), then done()."""
+
+    __slots__ = ("t", "paused", "inner", "pinner")
+
+    def __init__(self) -> None:
+        self.t = now()
+        self.inner = cost.inner()
+        self.paused = self.pinner = 0
+
+    def pause(self) -> None:
+        self.pinner = cost.inner()
+        self.paused = now()
+
+    def resume(self) -> None:
+        p, self.paused = self.paused, 0
+        if p:
+            self.t += now() - p  # the fetch is the job's
+            self.inner += cost.inner() - self.pinner  # and what parts measured inside it, already left out
+
+    def done(self) -> None:
+        if self.paused:  # the fetch raised: its time is not the hook's
+            self.resume()
+        d = now() - self.t - (cost.inner() - self.inner) - 2 * READ_NS  # the measurement's own reads left out
+        cost.add("loop", d * LOOP_EVERY)

@@ -1,0 +1,99 @@
+"""The hook's own CPU time (gpuwatch_hook/_cost.py): the parts its
+instrumentation takes, by its threads' clocks — the loop's share measured
+on one batch in LOOP_EVERY and counted that many times, never the batch's
+fetch; the rare parts (a look, a window) measured every time and never
+twice; the server's threads; the metrics page's gpuwatch_hook_cpu_*.
+python3 -m unittest discover -s python/tests"""
+
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import gpuwatch_hook as hook  # noqa: E402
+from gpuwatch_hook import _cost, _timing  # noqa: E402
+
+from test_stages import metrics  # noqa: E402  (sets the runtime folder)
+
+
+def burn(seconds):
+    """Spins this thread's CPU for seconds of its own CPU time."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def fresh():
+    """A new process-wide counter for one test (the real one put back after)."""
+    old = _cost.cost
+    _cost.cost = _cost.Cost()
+    return old
+
+
+class CostTest(unittest.TestCase):
+    def setUp(self):
+        self.old = fresh()
+
+    def tearDown(self):
+        _cost.cost = self.old
+
+    def test_timed_adds_to_its_part_and_the_threads_inner(self):
+        c = _cost.cost
+        self.assertEqual(c.timed("payload", burn, 0.02), None)
+        self.assertGreaterEqual(c.ns["payload"], 15_000_000)
+        self.assertEqual(c.inner(), c.ns["payload"])
+        with self.assertRaises(ZeroDivisionError):  # the callee's exception passes, its time counts
+            c.timed("syncs", lambda: 1 / 0)
+        self.assertEqual(c.inner(), c.ns["payload"] + c.ns["syncs"])
+
+    def test_a_measured_batch_leaves_out_the_fetch_and_the_parts(self):
+        c = _cost.cost
+        m = _cost.Measure()
+        burn(0.01)  # the hook's own, before the fetch
+        m.pause()
+        burn(0.05)  # the fetch: the job's
+        c.timed("stages", burn, 0.02)  # a part inside the fetch: neither the loop's nor subtracted twice
+        m.resume()
+        c.timed("payload", burn, 0.03)  # a part after it: its own, not the loop's
+        m.done()
+        loop = c.ns["loop"] / _cost.LOOP_EVERY / 1e9
+        self.assertGreater(loop, 0.008)
+        self.assertLess(loop, 0.02)
+        self.assertGreaterEqual(c.ns["stages"], 18_000_000)
+        self.assertGreaterEqual(c.ns["payload"], 28_000_000)
+
+    def test_one_batch_in_loop_every_is_measured(self):
+        stats = _timing.Stats()
+        batches = [[0.0] * 4 for _ in range(3 * _cost.LOOP_EVERY)]
+
+        def slow(it):
+            burn(0.002)  # a fetch that costs: never the hook's
+            return next(it)
+
+        clock = _timing.Clock(stats)
+        it = iter(batches)
+        for _ in batches:
+            clock.next(it, slow)
+        loop = _cost.cost.ns["loop"] / 1e9
+        # 3 measured batches, each ×LOOP_EVERY: far less than the fetches' 0.1 s.
+        self.assertGreater(loop, 0)
+        self.assertLess(loop, 0.05, "the fetch was counted as the hook's")
+
+    def test_the_page_says_the_hooks_cpu(self):
+        with hook.watch(range(4 * _cost.LOOP_EVERY), port=0, quiet=True) as w:
+            for _ in w:
+                pass
+            metrics(w)  # a request: the server's thread counts
+            m = metrics(w)
+        total = m.get("gpuwatch_hook_cpu_seconds_total")
+        self.assertIsNotNone(total)
+        parts = {p: m.get('gpuwatch_hook_part_cpu_seconds_total{part="%s"}' % p) for p in _cost.PARTS}
+        self.assertEqual([p for p, v in parts.items() if v is None], [])
+        self.assertAlmostEqual(sum(parts.values()), total, delta=1e-6)
+        self.assertGreater(parts["server"], 0)
+        self.assertGreater(parts["loop"], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
