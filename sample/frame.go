@@ -624,6 +624,15 @@ type Loader struct {
 	// the GPU inside the step, as the hook counted them (syncs.go), most
 	// calls first; nil when it counted none.
 	Syncs []HostSync `json:"syncs,omitempty" check:"max=16"`
+	// HookCPUSecPerSec is the CPU time the hook's own instrumentation took
+	// inside the training process per wall second over the interval (its
+	// threads' clocks: the batches' timing, the looks, the windows, the
+	// profiler, its server; 0.003 is 0.3 % of a core), and
+	// HookCPUPerSampleUs that time per sample handed out, in µs. Nil when
+	// the loader does not say (not the hook, or a hook before it measured
+	// itself), on the first reading, and (per sample) with no samples.
+	HookCPUSecPerSec   *float64 `json:"hook_cpu_sec_per_sec,omitempty" check:"0,1e4"`
+	HookCPUPerSampleUs *float64 `json:"hook_cpu_us_per_sample,omitempty" check:"0,1e9"`
 }
 
 // LoaderStages is one batch's time, stage by stage, over the interval

@@ -19,6 +19,9 @@ func FuzzCountersFromMetrics(f *testing.F) {
 	f.Add(settings)
 	ceiling, _ := os.ReadFile(filepath.Join("testdata", "attach", "hook-ceiling-metrics.txt"))
 	f.Add(ceiling)
+	cost, _ := os.ReadFile(filepath.Join("testdata", "attach", "hook-cost-metrics.txt"))
+	f.Add(cost)
+	f.Add([]byte("gpuwatch_loader_batches_total 1\ngpuwatch_hook_cpu_seconds_total NaN\n"))
 	// Whatever a loader's endpoint serves, counters it yields must go
 	// through the loader probe without a panic, a wait share outside 0–1
 	// or a NaN percentile.
@@ -65,6 +68,11 @@ func FuzzCountersFromMetrics(f *testing.F) {
 			}
 			if cost, _, ok := l.InputCost(); ok && !(cost >= 0 && cost <= 1) {
 				t.Fatalf("input cost %v", cost)
+			}
+		}
+		for _, v := range []*float64{l.HookCPUSecPerSec, l.HookCPUPerSampleUs} {
+			if v != nil && !(*v >= 0 && *v <= 1e9) {
+				t.Fatalf("hook cost %v", *v)
 			}
 		}
 		if p := l.Payload; p != nil {

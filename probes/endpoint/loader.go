@@ -59,6 +59,9 @@ type LoaderCounters struct {
 	// Syncs are the host syncs inside the step, as the hook counted them
 	// (syncs.go); nil when the loader does not say.
 	Syncs []sample.HostSync
+	// HookCPUSeconds is the hook's own CPU time in the training process,
+	// cumulative (hookcost.go); nil when the loader does not say.
+	HookCPUSeconds *float64
 	// Kind is what speaks for the loader: "python" (the hook, gpuwatch
 	// run), "go" (a Go loader, gpuwatch loader), "embedded", or "".
 	Kind string
@@ -189,6 +192,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	}
 	out.Stages = loaderStages(prev.Stages, cur.Stages, cur.Workers)
 	out.Payload = batchPayload(prev.Payload, cur.Payload, out.BatchesPerSec)
+	hookCost(out, prev.HookCPUSeconds, cur.HookCPUSeconds, cur.Samples-prev.Samples, sec)
 	// The virtual accelerator: the share of wall time spent in steps.
 	f.Accel = &sample.VirtualAccel{BusyPct: min(100, 100*dStep/sec), Basis: "loader step time / wall time"}
 	return nil
