@@ -123,11 +123,13 @@ var (
 	dSelfCPU    = desc(sample.SeriesSelfCPUSecondsTotal)
 	dSelfRSS    = desc(sample.SeriesSelfResidentBytes)
 	dSelfTick   = desc(sample.SeriesSelfTickSeconds)
+	dHookCPU    = desc(sample.SeriesHookCPURatio)
+	dHookSample = desc(sample.SeriesHookCPUSecondsPerSample)
 )
 
 var allDescs = []*metricDesc{dVerdict, dConfidence, dChange, dPredSample, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
-	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dGPUSM, dGPUOcc, dGPUTensor, dGPUTPipe, dGPUFPPipe, dGPUDRAM, dGPUPeak, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler, dSelfCPU, dSelfRSS, dSelfTick}
+	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dGPUSM, dGPUOcc, dGPUTensor, dGPUTPipe, dGPUFPPipe, dGPUDRAM, dGPUPeak, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler, dSelfCPU, dSelfRSS, dSelfTick, dHookCPU, dHookSample}
 
 // collectGPUs emits each GPU's series (g as in Collect).
 func collectGPUs(gpus []sample.GPU, g func(d *metricDesc, val float64, labels ...string)) {
@@ -283,22 +285,34 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		g(dAccel, a.BusyPct/100)
 	}
 	if l := f.Loader; l != nil {
-		if l.WaitShare != nil {
-			g(dWaitShare, *l.WaitShare)
-		}
-		if !l.RatesUnknown() { // sampled, not answering, or read once: no rate, not 0
-			g(dSamples, l.SamplesPerSec)
-		}
-		if l.QueueDepth != nil {
-			g(dQueue, *l.QueueDepth)
-		}
-		if l.WaitP95Ms != nil {
-			g(dWaitP95, *l.WaitP95Ms/1000)
-		}
-		collectStages(l, g)
+		collectLoader(l, g)
 	}
 	collectRanks(f.Ranks, v.Straggler, g)
 	collectSelf(f.Self, g)
+}
+
+// collectLoader emits the loader's series, and the hook's own cost inside
+// the job, what was read of them (g as in Collect).
+func collectLoader(l *sample.Loader, g func(d *metricDesc, val float64, labels ...string)) {
+	if l.WaitShare != nil {
+		g(dWaitShare, *l.WaitShare)
+	}
+	if !l.RatesUnknown() { // sampled, not answering, or read once: no rate, not 0
+		g(dSamples, l.SamplesPerSec)
+	}
+	if l.QueueDepth != nil {
+		g(dQueue, *l.QueueDepth)
+	}
+	if l.WaitP95Ms != nil {
+		g(dWaitP95, *l.WaitP95Ms/1000)
+	}
+	collectStages(l, g)
+	if l.HookCPUSecPerSec != nil {
+		g(dHookCPU, *l.HookCPUSecPerSec)
+	}
+	if l.HookCPUPerSampleUs != nil {
+		g(dHookSample, *l.HookCPUPerSampleUs/1e6)
+	}
 }
 
 // collectSelf emits gpuwatch's own cost, what was read of it (g as in

@@ -338,6 +338,38 @@ gpuwatch_self_tick_seconds 0.0021
 	}
 }
 
+// TestExporterHookSeries: the hook's own cost inside the job, a share of
+// a core and seconds per sample, from the frame's loader; absent where
+// the loader does not say it.
+func TestExporterHookSeries(t *testing.T) {
+	e := &Exporter{}
+	f := fixture.Frame()
+	if f.Loader == nil {
+		f.Loader = &sample.Loader{Source: "hook"}
+	}
+	rate, us := 0.003, 2.5
+	f.Loader.HookCPUSecPerSec, f.Loader.HookCPUPerSampleUs = &rate, &us
+	e.Set(f, diagnose.Verdict{Kind: diagnose.Healthy})
+	want := `
+# HELP gpuwatch_hook_cpu_ratio CPU time the hook's own instrumentation took inside the training process per wall second over the interval (its threads' clocks), in cores: 0.003 is 0.3 % of one.
+# TYPE gpuwatch_hook_cpu_ratio gauge
+gpuwatch_hook_cpu_ratio 0.003
+# HELP gpuwatch_hook_cpu_seconds_per_sample That CPU time per sample the loader handed out; absent without samples.
+# TYPE gpuwatch_hook_cpu_seconds_per_sample gauge
+gpuwatch_hook_cpu_seconds_per_sample 2.5e-06
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuwatch_hook_cpu_ratio", "gpuwatch_hook_cpu_seconds_per_sample"); err != nil {
+		t.Fatal(err)
+	}
+	f.Loader.HookCPUSecPerSec, f.Loader.HookCPUPerSampleUs = nil, nil
+	e.Set(f, diagnose.Verdict{Kind: diagnose.Healthy})
+	for _, absent := range []string{"gpuwatch_hook_cpu_ratio", "gpuwatch_hook_cpu_seconds_per_sample"} {
+		if n := testutil.CollectAndCount(e, absent); n != 0 {
+			t.Errorf("%s exposed without data", absent)
+		}
+	}
+}
+
 // TestCountersEndInTotal: a series is a counter exactly when its name
 // says so (Prometheus's naming rule), so no counter is served as a gauge.
 func TestCountersEndInTotal(t *testing.T) {

@@ -74,6 +74,7 @@ type builder struct {
 	ranks  *rankBuilder
 	loader *loaderBuilder
 	self   selfBuilder
+	hook   hookBuilder
 	gpus   gpuBuilder
 }
 
@@ -108,6 +109,7 @@ func (b *builder) add(f *sample.Frame) {
 	b.ranks.add(f, v.Straggler)
 	b.loader.add(f.Loader)
 	b.self.add(f)
+	b.hook.add(f)
 	b.gpus.add(f)
 }
 
@@ -142,6 +144,7 @@ func (b *builder) finish() {
 	}
 	s.Recording.Frames = b.frames
 	s.Recording.Self = b.self.result()
+	s.Recording.Hook = b.hook.result()
 	s.GPUs = b.gpus.result()
 	if b.checked > 0 {
 		s.Recording.Warnings = append(s.Recording.Warnings, fmt.Sprintf(

@@ -31,6 +31,9 @@ func htmlRecording(b *strings.Builder, r RecordingInfo) {
 	if r.Self != nil {
 		fmt.Fprintf(b, "<p>%s.</p>", esc(r.Self.Line()))
 	}
+	if r.Hook != nil {
+		fmt.Fprintf(b, "<p>%s.</p>", esc(r.Hook.Line()))
+	}
 	for _, wmsg := range r.Warnings {
 		fmt.Fprintf(b, "<p><b>warning:</b> %s</p>", esc(wmsg))
 	}

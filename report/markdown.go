@@ -53,6 +53,9 @@ func mdRecording(b *strings.Builder, r RecordingInfo) {
 	if r.Self != nil {
 		fmt.Fprintf(b, "%s.\n\n", md(r.Self.Line()))
 	}
+	if r.Hook != nil {
+		fmt.Fprintf(b, "%s.\n\n", md(r.Hook.Line()))
+	}
 	for _, wmsg := range r.Warnings {
 		fmt.Fprintf(b, "> warning: %s\n\n", md(wmsg))
 	}

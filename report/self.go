@@ -69,3 +69,73 @@ func (b *selfBuilder) result() *SelfInfo {
 	info.SpanSec, info.MeanCPUPct = span, info.CPUSec/span*100
 	return &info
 }
+
+// HookInfo is what the hook's own instrumentation cost inside the job
+// while gpuwatch recorded, from the frames' loader.hook_cpu_sec_per_sec
+// and samples_per_sec: the CPU it took (CPUSec) over the seconds the
+// frames read it (SpanSec), that as a mean share of one core in percent,
+// and per sample handed out in µs (absent without samples). Absent from a
+// recording whose frames do not carry it.
+type HookInfo struct {
+	CPUSec        float64  `json:"cpu_sec"`
+	SpanSec       float64  `json:"span_sec"`
+	MeanCPUPct    float64  `json:"mean_cpu_pct"`
+	PerSampleUs   *float64 `json:"us_per_sample,omitempty"`
+	samples, usum float64  // the samples, and their µs, of the frames that had both
+}
+
+// Line says the cost in a sentence: "The hook inside the job: 0.3 % of a
+// core on average, 2.1 µs per sample (0.9s of CPU in 5m0s)".
+func (h *HookInfo) Line() string {
+	out := "The hook inside the job: " + strconv.FormatFloat(h.MeanCPUPct, 'f', 1, 64) + " % of a core on average"
+	if h.PerSampleUs != nil {
+		out += ", " + strconv.FormatFloat(*h.PerSampleUs, 'f', 1, 64) + " µs per sample"
+	}
+	return out + " (" + sample.FormatDuration(h.CPUSec) + " of CPU in " + dur(h.SpanSec) + ")"
+}
+
+// hookBuilder sums the hook's CPU over the frames: each frame's rate
+// times the time since the frame before (at most maxHookGap: a gap in the
+// recording is not filled in).
+type hookBuilder struct {
+	last time.Time
+	info HookInfo
+}
+
+// maxHookGap is the longest time between two frames that one frame's
+// rate stands for.
+const maxHookGap = time.Minute
+
+func (b *hookBuilder) add(f *sample.Frame) {
+	prev := b.last
+	b.last = f.Time
+	l := f.Loader
+	if l == nil || l.HookCPUSecPerSec == nil || prev.IsZero() {
+		return
+	}
+	dt := f.Time.Sub(prev)
+	if dt <= 0 || dt > maxHookGap {
+		return
+	}
+	sec := dt.Seconds()
+	b.info.CPUSec += *l.HookCPUSecPerSec * sec
+	b.info.SpanSec += sec
+	if l.HookCPUPerSampleUs != nil && l.SamplesPerSec > 0 {
+		b.info.samples += l.SamplesPerSec * sec
+		b.info.usum += *l.HookCPUPerSampleUs * l.SamplesPerSec * sec
+	}
+}
+
+// result is the cost over the frames; nil where none carried it.
+func (b *hookBuilder) result() *HookInfo {
+	if b.info.SpanSec <= 0 {
+		return nil
+	}
+	info := b.info
+	info.MeanCPUPct = info.CPUSec / info.SpanSec * 100
+	if info.samples > 0 {
+		us := info.usum / info.samples
+		info.PerSampleUs = &us
+	}
+	return &info
+}

@@ -55,6 +55,51 @@ func TestReportSaysGpuwatchsOwnCost(t *testing.T) {
 
 func abs(x float64) float64 { return max(x, -x) }
 
+// TestReportSaysTheHooksCost: the hook's CPU over a recording is each
+// frame's rate times its time since the frame before (a gap past a minute
+// left out), its mean share of a core that over those seconds, its µs per
+// sample weighted by the samples; a recording without it has no such
+// line.
+func TestReportSaysTheHooksCost(t *testing.T) {
+	var frames []recording.Recorded
+	at := []time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second, 10 * time.Minute, 10*time.Minute + time.Second}
+	for i, d := range at {
+		f := sample.Frame{Time: generated.Add(d), IntervalSec: 1}
+		if i > 0 { // the first reading has no rate yet
+			rate, us := 0.003, 3.0
+			if i%2 == 0 {
+				rate, us = 0.001, 1.0
+			}
+			f.Loader = &sample.Loader{Source: "hook", SamplesPerSec: 1000, HookCPUSecPerSec: &rate, HookCPUPerSampleUs: &us}
+		}
+		frames = append(frames, recording.Recorded{Frame: f})
+	}
+	s := Build(recording.New(recording.Header{Host: "h", Cores: 2}, frames, nil), "x", diagnose.DefaultThresholds(), generated)
+	got := s.Recording.Hook
+	// Frames 1–3 (3 s: 0.003+0.001+0.003 s) and 5 (1 s: 0.003): frame 4
+	// follows a gap.
+	if got == nil || abs(got.CPUSec-0.010) > 1e-12 || got.SpanSec != 4 || abs(got.MeanCPUPct-0.25) > 1e-9 || got.PerSampleUs == nil || abs(*got.PerSampleUs-2.5) > 1e-9 {
+		t.Fatalf("hook %+v", got)
+	}
+	const line = "The hook inside the job: 0.2 % of a core on average, 2.5 µs per sample (10ms of CPU in 4.0s)."
+	var m, h bytes.Buffer
+	if err := WriteMarkdown(&m, s, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&h, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m.String(), line) || !strings.Contains(h.String(), "<p>"+line+"</p>") {
+		t.Errorf("want %q in both reports; Markdown:\n%s", line, m.String())
+	}
+	for i := range frames {
+		frames[i].Frame.Loader = nil
+	}
+	if s = Build(recording.New(recording.Header{Host: "h", Cores: 2}, frames, nil), "x", diagnose.DefaultThresholds(), generated); s.Recording.Hook != nil {
+		t.Errorf("a recording without it: hook %+v", s.Recording.Hook)
+	}
+}
+
 // TestReportSaysHowMuchOfTheGPUTheStepUsed: the report of the real H200
 // bf16 MLP's recording (diagnose/testdata/gpu, issue 51) gives, per GPU,
 // the means of utilization, SM and tensor activity and the bf16 TFLOPS

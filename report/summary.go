@@ -77,6 +77,9 @@ type RecordingInfo struct {
 	// Self is what gpuwatch itself cost while it recorded; nil where the
 	// frames do not say.
 	Self *SelfInfo `json:"self,omitempty"`
+	// Hook is what the hook's instrumentation cost inside the job while it
+	// recorded; nil where the frames carry none (no hook, or an older one).
+	Hook *HookInfo `json:"hook,omitempty"`
 }
 
 // VerdictTime is how long a verdict was shown.

@@ -51,3 +51,34 @@ func TestFooterShowsItsOwnCost(t *testing.T) {
 		})
 	}
 }
+
+// TestFooterShowsTheHooksCost: the hook's own cost inside the job comes
+// before gpuwatch's; in a replay it stays (it is the recorded job's), and
+// gpuwatch's goes.
+func TestFooterShowsTheHooksCost(t *testing.T) {
+	self := &sample.SelfCost{CPUPct: f64(0.4), CPUSecTotal: 3.2, RSSBytes: u64(14 << 20)}
+	loader := &sample.Loader{Source: "hook", HookCPUSecPerSec: f64(0.0031), HookCPUPerSampleUs: f64(2.14)}
+	feed := func(m *Model) *Model {
+		m.Observe(Feed{Frame: &sample.Frame{Time: t0, Self: self, Loader: loader, Unavailable: map[sample.Source]string{}}})
+		return m
+	}
+	const hook = "hook 0.3 % CPU, 2.1 µs/sample"
+	for _, c := range []struct {
+		name string
+		m    *Model
+		tail string
+	}{
+		{"live: the hook's, then gpuwatch's", feed(New(Options{Interval: time.Second})), hook + " · gpuwatch 0.4 % CPU · 14MiB"},
+		{"a replay: the hook's alone", feed(New(Options{Interval: time.Second, Replay: &Replay{}})), hook},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := strings.TrimRight(ansi.Strip(c.m.footer(140)), " ")
+			if !strings.HasSuffix(got, c.tail) || strings.Count(got, "gpuwatch ") > 1 {
+				t.Errorf("footer %q: want it to end %q", got, c.tail)
+			}
+		})
+	}
+	if got := (&sample.Loader{HookCPUSecPerSec: f64(0.125)}).HookCost(); got != "hook 12 % CPU" {
+		t.Errorf("without samples: %q", got)
+	}
+}

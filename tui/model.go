@@ -541,13 +541,24 @@ func (m *Model) footer(w int) string {
 }
 
 // selfCost is gpuwatch's own cost as the footer says it, from the newest
-// frame ("gpuwatch 0.4 % CPU · 14MiB"); "" in a replay, whose frames
-// carry the recording gpuwatch's cost, not this one's.
+// frame, the hook's inside the job first where it says it ("hook 0.3 %
+// CPU, 2.1 µs/sample · gpuwatch 0.4 % CPU · 14MiB"). A replay's frames
+// carry the recording gpuwatch's cost, not this one's: there only the
+// hook's, the recorded job's.
 func (m *Model) selfCost() string {
-	if m.opt.Replay != nil || m.latest.Frame == nil {
+	f := m.latest.Frame
+	if f == nil {
 		return ""
 	}
-	return m.latest.Frame.Self.Summary()
+	hook := f.Loader.HookCost()
+	if m.opt.Replay != nil {
+		return hook
+	}
+	self := f.Self.Summary()
+	if hook == "" || self == "" {
+		return hook + self
+	}
+	return hook + " · " + self
 }
 
 // clock is a duration as a stopwatch shows it: "00:42", "1:02:03".
