@@ -63,7 +63,7 @@ func runReplay(cmd *cobra.Command, opts *replayOptions, args []string) error {
 		return err
 	}
 	if once {
-		return session.ReplayOnce(rec, thresholds, last, asJSON, stdout)
+		return session.ReplayOnce(cmd.Context(), rec, thresholds, last, asJSON, stdout)
 	}
 	if headless || asJSON || !session.IsTerminal(stdout) {
 		return session.ReplayLines(rec, thresholds, asJSON, stdout)

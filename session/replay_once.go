@@ -1,7 +1,9 @@
 package session
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -16,8 +18,10 @@ import (
 // object), settled when it held SettleFrames frames and SettleTime at
 // the end. It returns ErrBottleneck or ErrUnsettled as --once does. A
 // Slurm epilog judges a job's last minute this way after its processes
-// are gone (deploy/slurm/epilog.sh).
-func ReplayOnce(rec *recording.Recording, th diagnose.Thresholds, last time.Duration, asJSON bool, w io.Writer) error {
+// are gone (deploy/slurm/epilog.sh). Cancelling ctx (replay cancels it on
+// SIGTERM, SIGINT and SIGHUP) stops the judging at the next frame: nothing
+// is printed and the error wraps ctx's, so the epilog's time limit holds.
+func ReplayOnce(ctx context.Context, rec *recording.Recording, th diagnose.Thresholds, last time.Duration, asJSON bool, w io.Writer) error {
 	n := rec.Len()
 	if n == 0 {
 		return errors.New("the recording holds no frame")
@@ -33,6 +37,9 @@ func ReplayOnce(rec *recording.Recording, th diagnose.Thresholds, last time.Dura
 	d := diagnose.NewDiagnoser(th)
 	s := NewSettle(func() {}, th.MinFrames)
 	err = rec.Each(func(_ int, r *recording.Recorded) error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("stopped before the recording's end (%w): no verdict", err)
+		}
 		f := &r.Frame
 		v := d.Observe(f)
 		if !f.Time.Before(from) {

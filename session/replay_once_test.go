@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -29,7 +30,7 @@ func TestReplayOnceJudgesTheLastStretch(t *testing.T) {
 		want   error
 	}{{0, 37, ErrBottleneck}, {20 * time.Second, 20, ErrBottleneck}, {3 * time.Second, 4, ErrUnsettled}} {
 		var b strings.Builder
-		err := ReplayOnce(rec, th, c.last, true, &b)
+		err := ReplayOnce(context.Background(), rec, th, c.last, true, &b)
 		if !errors.Is(err, c.want) {
 			t.Errorf("--last %v: %v, want %v", c.last, err, c.want)
 		}
@@ -44,7 +45,25 @@ func TestReplayOnceJudgesTheLastStretch(t *testing.T) {
 			t.Errorf("--last %v: why %q", c.last, sum.Unsettled)
 		}
 	}
-	if err := ReplayOnce(recording.New(recording.Header{}, nil, nil), th, 0, false, &strings.Builder{}); err == nil {
+	if err := ReplayOnce(context.Background(), recording.New(recording.Header{}, nil, nil), th, 0, false, &strings.Builder{}); err == nil {
 		t.Error("an empty recording judged")
+	}
+}
+
+// TestReplayOnceStopsWhenCancelled: a cancelled context (replay's, on
+// SIGTERM) stops the judging before the first frame: no summary, an error
+// that wraps context.Canceled, so the epilog's time limit is not spent.
+func TestReplayOnceStopsWhenCancelled(t *testing.T) {
+	rec, err := recording.Open(filepath.Join("..", "recording", "testdata", "tour.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var b strings.Builder
+	err = ReplayOnce(ctx, rec, diagnose.DefaultThresholds(), 0, false, &b)
+	if !errors.Is(err, context.Canceled) || b.Len() != 0 {
+		t.Errorf("cancelled: %v, printed %q", err, b.String())
 	}
 }
