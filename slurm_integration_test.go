@@ -215,7 +215,9 @@ func startSlurm(t *testing.T, bin string) *slurmCluster {
 	gwConf := filepath.Join(dir, "gpuwatch-slurm.conf")
 	writeFile(t, gwConf, fmt.Sprintf("GPUWATCH=%s\nGPUWATCH_SLURM_JOB_DIR=%s\nGPUWATCH_SLURM_FRAMES_DIR=%s\n", bin, c.jobs, c.frames), 0o644)
 	for _, s := range []string{"prolog", "epilog"} {
-		writeFile(t, filepath.Join(dir, s), fmt.Sprintf("#!/bin/sh\nGPUWATCH_SLURM_CONF=%s exec %s \"$@\"\n", gwConf, filepath.Join(repo, "deploy", "slurm", s+".sh")), 0o755)
+		// A wrapper of the admin's passes --conf (slurmd passes no
+		// argument, and no variable chooses what the scripts source).
+		writeFile(t, filepath.Join(dir, s), fmt.Sprintf("#!/bin/sh\nexec %s --conf %s\n", filepath.Join(repo, "deploy", "slurm", s+".sh"), gwConf), 0o755)
 	}
 	host, err := runFor(t, 5*time.Second, nil, "hostname", "-s")
 	if err != nil {
@@ -284,7 +286,7 @@ JobAcctGatherType=jobacct_gather/none
 Prolog=%[1]s/prolog
 Epilog=%[1]s/epilog
 PrologFlags=Alloc
-PrologEpilogTimeout=120
+PrologEpilogTimeout=150
 NodeName=%[2]s CPUs=%[6]d State=UNKNOWN
 PartitionName=ci Nodes=%[2]s Default=YES MaxTime=10 State=UP
 `, dir, host, sock, ctld, d, runtime.NumCPU(), proctrack)
