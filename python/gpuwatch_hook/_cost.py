@@ -27,6 +27,7 @@ Process-wide: one counter for every DataLoader of the process."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -134,9 +135,10 @@ class Measure:
     """One measured batch on the loop's thread: start(), then around the
     fetch pause() and resume(), then done()."""
 
-    __slots__ = ("t", "paused", "inner", "pinner")
+    __slots__ = ("t", "paused", "inner", "pinner", "gc")
 
     def __init__(self) -> None:
+        self.gc = gc.get_count()
         self.t = now()
         self.inner = cost.inner()
         self.paused = self.pinner = 0
@@ -151,8 +153,18 @@ class Measure:
             self.t += now() - p  # the fetch is the job's
             self.inner += cost.inner() - self.pinner  # and what parts measured inside it, already left out
 
-    def done(self) -> None:
+    def done(self) -> bool:
+        """Adds the batch's cost, LOOP_EVERY times; False (nothing added)
+        where the interpreter's garbage collector ran inside it: a
+        collection walks every object of the process (torch's are many)
+        and is the cost of everyone's allocations, not of the hook's few —
+        counted LOOP_EVERY times it would swamp the figure. The next batch
+        is measured instead."""
         if self.paused:  # the fetch raised: its time is not the hook's
             self.resume()
         d = now() - self.t - (cost.inner() - self.inner) - 2 * READ_NS  # the measurement's own reads left out
+        g = gc.get_count()
+        if g[1:] != self.gc[1:]:  # a collection: gen0's ran (gen1's count moved), or an older one's
+            return False
         cost.add("loop", d * LOOP_EVERY)
+        return True

@@ -14,6 +14,12 @@ from . import _ceiling, _cost, _env, _h2d, _payload, _settings, _stages, _syncs,
 #: Histogram bounds in seconds: the embedded loader's (loader/stats.go).
 BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
+#: Seconds between two readings of the batches ready (the queue depth):
+#: each costs the loop's thread a system call (a poll of the workers'
+#: pipe), tens of µs on a busy VM; the page's gauge is the last reading.
+DEPTH_EVERY = 0.02
+
+
 class Histogram:
     __slots__ = ("counts", "count", "sum")
 
@@ -124,7 +130,8 @@ class Stats:
             if n is not None:
                 self.samples += n
                 self.sized = True
-            self.queue_depth = depth
+            if depth is not None:  # read this batch (DEPTH_EVERY): else the last reading stands
+                self.queue_depth = depth
         inline = _stages.inline.take()
         if inline is not None:
             self.add_stages((("getitem", inline[0], inline[2]), ("collate", inline[1], inline[2])))
@@ -546,12 +553,13 @@ class Clock:
     its first batch. Both ways a loader is timed call its next: Timed
     (watch()) and gpuwatch run's patched __next__ (_auto) — one __next__."""
 
-    __slots__ = ("stats", "handed", "depth_ok", "started", "n")
+    __slots__ = ("stats", "handed", "depth_ok", "depth_at", "started", "n")
 
     def __init__(self, stats: Stats, started: Optional[float] = None) -> None:
         self.stats = stats
         self.handed: Optional[float] = None  # when the last batch was handed out
         self.depth_ok = True  # the iterator's ready batches are readable
+        self.depth_at: Optional[float] = None  # when they are read next (None: at the next batch)
         self.started = started  # the epoch's start, until its first batch
         self.n = 0  # batches since the last whose cost was measured (_cost)
 
@@ -566,7 +574,8 @@ class Clock:
         try:
             return self._next(it, take, m)
         finally:
-            m.done()
+            if not m.done():
+                self.n = _cost.LOOP_EVERY - 1  # the collector ran inside: measure the next one
 
     def _next(self, it: Any, take: Any, m: Optional[_cost.Measure]) -> Any:
         """take(it), timed: the batch, or take's own exceptions
@@ -596,7 +605,8 @@ class Clock:
                 stats.error()
             self.handed = None
         depth = None
-        if self.depth_ok:
+        if self.depth_ok and (self.depth_at is None or t0 >= self.depth_at):
+            self.depth_at = t0 + DEPTH_EVERY  # a system call or two: not every batch
             try:
                 depth = _torch.queue_depth(it)
             except Exception:

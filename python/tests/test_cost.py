@@ -63,6 +63,16 @@ class CostTest(unittest.TestCase):
         self.assertGreaterEqual(c.ns["stages"], 18_000_000)
         self.assertGreaterEqual(c.ns["payload"], 28_000_000)
 
+    def test_a_batch_the_collector_ran_in_is_not_counted(self):
+        import gc
+
+        m = _cost.Measure()
+        gc.collect(0)  # everyone's allocations' cost, not the hook's
+        self.assertFalse(m.done())
+        self.assertEqual(_cost.cost.ns["loop"], 0)
+        m = _cost.Measure()
+        self.assertTrue(m.done())
+
     def test_one_batch_in_loop_every_is_measured(self):
         stats = _timing.Stats()
         batches = [[0.0] * 4 for _ in range(3 * _cost.LOOP_EVERY)]
@@ -79,6 +89,36 @@ class CostTest(unittest.TestCase):
         # 3 measured batches, each ×LOOP_EVERY: far less than the fetches' 0.1 s.
         self.assertGreater(loop, 0)
         self.assertLess(loop, 0.05, "the fetch was counted as the hook's")
+
+    def test_the_queue_depth_is_read_every_depth_every(self):
+        # A poll of the workers' pipe each batch cost the loop tens of µs on
+        # a busy VM: read at most every DEPTH_EVERY, the last reading stands.
+        calls = []
+        orig = _timing._torch.queue_depth
+
+        def depth(it):
+            calls.append(1)
+            return len(calls)
+
+        now = [0.0]
+        clock = _timing._env.clock
+        every = _timing.DEPTH_EVERY
+        _timing._torch.queue_depth = depth
+        _timing._env.clock = lambda: now[0]
+        _timing.DEPTH_EVERY = 1.0  # whole numbers of quarters: no rounding
+        try:
+            stats = _timing.Stats()
+            c = _timing.Clock(stats)
+            it = iter(range(100))
+            for i in range(100):
+                now[0] = i * 0.25  # four batches per DEPTH_EVERY
+                c.next(it, next)
+        finally:
+            _timing._torch.queue_depth = orig
+            _timing._env.clock = clock
+            _timing.DEPTH_EVERY = every
+        self.assertEqual(len(calls), 25)
+        self.assertEqual(stats.queue_depth, 25)
 
     def test_the_page_says_the_hooks_cpu(self):
         with hook.watch(range(4 * _cost.LOOP_EVERY), port=0, quiet=True) as w:
