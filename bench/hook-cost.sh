@@ -1,35 +1,61 @@
 #!/usr/bin/env bash
-# What gpuwatch run's instrumentation costs a real DataLoader loop: rounds
-# of python/examples/dataloader_bench.py alone and under `gpuwatch run
-# --headless` (the hook timing every batch, a 5 s CPU profile every 15 s),
-# interleaved, each printing its own samples/s. Figures, not pass/fail.
+# What gpuwatch run's instrumentation costs a real DataLoader job, by CPU
+# accounting (issue 52 item 4): rounds of python/examples/dataloader_bench.py
+# alone and under `gpuwatch run --headless` (the hook timing every batch,
+# looking inside batches, its windows, its server read every interval, a
+# CPU profile every 60 s), alternating, each round's job the same. Each
+# round's figure is the job's CPU seconds per sample over a window that
+# leaves its start-up out (from 3 s into its loop to its end): its
+# process's user and system time with its workers' (/proc/PID/stat of the
+# live ones, cutime and cstime of those gone: bench/hook_cost_job.py) over
+# the samples its loop took meanwhile — far steadier than samples/s, and
+# blind to gpuwatch's own process, whose cost is the footer's "gpuwatch …
+# % CPU". Under run, the hook's own count over the same window
+# (gpuwatch_hook_cpu_seconds_total) is printed beside it.
 #
 #   bash bench/hook-cost.sh [ROUNDS] [SECONDS] [-- BENCH ARGS…]
 #   (GPUWATCH=path uses a built binary instead of building one;
-#   RUN_FLAGS="--profile-every 0" measures the timing alone)
+#   PYTHON=path an interpreter with torch;
+#   RUN_FLAGS="--profile-every 0" measures without the profiler)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-5}
+rounds=${1:-8}
 seconds=${2:-20}
 shift $(( $# > 2 ? 2 : $# ))
 [ "${1:-}" = "--" ] && shift
 args=("$@")
-[ ${#args[@]} -gt 0 ] || args=(--workers 2 --cost 0.0002 --step 0.002 --batch 8)
+[ ${#args[@]} -gt 0 ] || args=(--workers 2 --cost 0.0002 --step 0.002 --batch 8 --rate 0)
 py=${PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 bin=${GPUWATCH:-}
 if [ -z "$bin" ]; then
-	bin=$(mktemp -d)/gpuwatch
-	go build -o "$bin" .
-	trap 'rm -rf "$(dirname "$bin")"' EXIT
+	bin=$tmp/gpuwatch
+	CGO_CFLAGS=${CGO_CFLAGS:--Wno-deprecated-declarations} go build -o "$bin" .
 fi
-rate() { sed -n 's/^RESULT .*"samples_per_sec": \([0-9.]*\).*/\1/p'; }
-plain=() run=()
+# The job: the example under bench/hook_cost_job.py, which prints its
+# window's CPU (its process's and its workers'), samples and hook seconds
+# when it ends. --warmup 0: the loop counts every sample.
+job=("$py" bench/hook_cost_job.py python/examples/dataloader_bench.py "${args[@]}" --warmup 0 --seconds "$seconds")
+# The rate of the example's work loop, calibrated once: every round does the
+# same work per sample.
+if [[ " ${args[*]} " == *" --rate 0 "* ]]; then
+	rate=$("$py" python/examples/dataloader_bench.py --print-rate 2>/dev/null | tail -1)
+	job=("${job[@]}" --rate "$rate")
+fi
+field() { sed -n 's/^JOBCPU //p' | "$py" -c "import json,sys; d=json.loads(sys.stdin.read()); print(*(d.get(k, '') for k in sys.argv[1:]))" "$@"; }
+diffs=() hooks=()
 for r in $(seq "$rounds"); do
-	p=$("$py" python/examples/dataloader_bench.py "${args[@]}" --seconds "$seconds" 2>/dev/null | rate)
-	w=$("$bin" run --headless ${RUN_FLAGS:-} -- "$py" python/examples/dataloader_bench.py "${args[@]}" --seconds "$seconds" 2>&1 >/dev/null | rate)
-	plain+=("$p") run+=("$w")
-	awk -v r="$r" -v p="$p" -v w="$w" 'BEGIN { printf "round %d: alone %8.1f samples/s   under gpuwatch run %8.1f   (%+.1f %%)\n", r, p, w, 100*(w/p-1) }'
+	read -r pc ps < <("${job[@]}" 2>/dev/null | field cpu samples)
+	# Headless, run passes the job's output to its stderr.
+	read -r wc ws wh < <("$bin" run --headless ${RUN_FLAGS:-} -- "${job[@]}" 2>&1 >/dev/null | field cpu samples hook)
+	line=$(awk -v pc="$pc" -v ps="$ps" -v wc="$wc" -v ws="$ws" -v wh="$wh" 'BEGIN {
+		p = 1e6 * pc / ps; w = 1e6 * wc / ws; h = 1e6 * wh / ws
+		printf "%.4f %.4f|alone %7.2f µs CPU/sample (%d samples)   under run %7.2f (%d)   %+6.2f %%   the hook'"'"'s own count %.2f µs/sample (%.2f %%)", 100 * (w / p - 1), 100 * h / w, p, ps, w, ws, 100 * (w / p - 1), h, 100 * h / w }')
+	diffs+=("${line%% *}") hooks+=("$(echo "${line%%|*}" | cut -d' ' -f2)")
+	echo "round $r: ${line#*|}"
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-mp=$(median "${plain[@]}") mw=$(median "${run[@]}")
-awk -v p="$mp" -v w="$mw" 'BEGIN { printf "median: alone %.1f, under gpuwatch run %.1f samples/s: %+.1f %%\n", p, w, 100*(w/p-1) }'
+stats() { printf '%s\n' "$@" | sort -g | awk '{ x[NR] = $1; s += $1 } END { m = s / NR; for (i = 1; i <= NR; i++) v += (x[i] - m) ^ 2; sd = NR > 1 ? sqrt(v / (NR - 1)) : 0; printf "mean %+.2f %%, sd %.2f, standard error %.2f, median %+.2f %% over %d rounds", m, sd, sd / sqrt(NR), x[int((NR + 1) / 2)], NR }'; }
+echo "the job's CPU per sample under run vs alone: $(stats "${diffs[@]}")"
+echo "the hook's own count, of the job's CPU under run: $(stats "${hooks[@]}")"
+echo "($(nproc) CPUs; $(uname -r); job: ${args[*]} --seconds $seconds)"
