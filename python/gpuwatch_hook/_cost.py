@@ -6,7 +6,9 @@ job, by its own per-thread clocks (time.thread_time_ns), in parts:
   steps) — never the batch's fetch itself. A thread-clock read costs about
   a µs and a half on a VM (a system call, not the vDSO), four a batch would
   cost more than the timing they measure: one batch in LOOP_EVERY is
-  measured, and counts LOOP_EVERY times;
+  measured, less the measurement's own cost (BIAS_NS, calibrated at
+  import), and counts LOOP_EVERY times; one the garbage collector ran in
+  is not counted;
 * payload: each look inside a batch (_payload), measured every time (a
   few a second);
 * settings, syncs: opening and closing the settings' and the syncs'
@@ -44,24 +46,6 @@ _now = getattr(time, "thread_time_ns", None)  # the calling thread's CPU time
 def now() -> int:
     """The calling thread's CPU time, ns (0 where Python has no clock)."""
     return _now() if _now is not None else 0
-
-
-def _read_ns() -> int:
-    """What one clock read costs on this machine (the least of a few):
-    a measured batch's span holds about two, which the batches not
-    measured do not pay."""
-    if _now is None:
-        return 0
-    best = 1 << 30
-    for _ in range(16):
-        a = _now()
-        b = _now()
-        best = min(best, b - a)
-    return max(0, best)
-
-
-#: One clock read's cost, ns.
-READ_NS = _read_ns()
 
 
 def thread_clock(tid: int) -> int:
@@ -160,11 +144,34 @@ class Measure:
         and is the cost of everyone's allocations, not of the hook's few —
         counted LOOP_EVERY times it would swamp the figure. The next batch
         is measured instead."""
-        if self.paused:  # the fetch raised: its time is not the hook's
-            self.resume()
-        d = now() - self.t - (cost.inner() - self.inner) - 2 * READ_NS  # the measurement's own reads left out
+        d = self.raw() - BIAS_NS  # the measurement's own cost left out
         g = gc.get_count()
         if g[1:] != self.gc[1:]:  # a collection: gen0's ran (gen1's count moved), or an older one's
             return False
         cost.add("loop", d * LOOP_EVERY)
         return True
+
+    def raw(self) -> int:
+        """The span's ns, the fetch and the parts inside it left out."""
+        if self.paused:  # the fetch raised: its time is not the hook's
+            self.resume()
+        return now() - self.t - (cost.inner() - self.inner)
+
+
+def _bias() -> int:
+    """What a measured batch's span holds of the measurement itself (its
+    clock reads, its calls), the least of a few empty ones: about four
+    clock reads' worth, which the batches not measured do not pay."""
+    if _now is None:
+        return 0
+    best = 1 << 30
+    for _ in range(16):
+        m = Measure()
+        m.pause()
+        m.resume()
+        best = min(best, m.raw())
+    return max(0, best)
+
+
+#: The measurement's own cost in a measured batch's span, ns.
+BIAS_NS = _bias()
