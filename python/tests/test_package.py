@@ -306,6 +306,7 @@ class FloodTest(unittest.TestCase):
                     t.join()
 
 
+@unittest.skipIf(torch is None, "needs torch (CI has Debian's python3-torch)")
 class TorchAttributesTest(unittest.TestCase):
     def test_every_private_attribute_the_hook_reads_exists(self):
         """Fails loudly when a torch version drops an attribute the hook
