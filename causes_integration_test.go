@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,7 @@ type batteryRun struct {
 	frames                     int
 	files                      string // the last frame's looks at the processes' files
 	profile                    string // the last frame's CPU profile, in brief
+	cpu                        string // the last frame's CPUs and the workers' use of them, in brief
 }
 
 // runBattery runs one loop (fixed or not) under gpuwatch run --once,
@@ -114,7 +116,15 @@ func (r *batteryRun) stageShares(t *testing.T, rec string) {
 					PID   int             `json:"pid"`
 					Files json.RawMessage `json:"files"`
 				} `json:"list"`
+				Threads []struct {
+					Role     string   `json:"role"`
+					CPUPct   float64  `json:"cpu_pct"`
+					RunDelay *float64 `json:"run_delay_ms_per_sec"`
+				} `json:"threads"`
 			} `json:"procs"`
+			CPU *struct {
+				BusyPct float64 `json:"busy_pct"`
+			} `json:"cpu"`
 			Profile *struct {
 				TakenAt      string          `json:"taken_at"`
 				Samples      int64           `json:"samples"`
@@ -123,7 +133,8 @@ func (r *batteryRun) stageShares(t *testing.T, rec string) {
 				Error        string          `json:"error"`
 			} `json:"profile"`
 			Loader *struct {
-				Stages *struct {
+				WorkersRunDelay *float64 `json:"workers_run_delay_share"`
+				Stages          *struct {
 					GetitemShare  *float64 `json:"getitem_share"`
 					CollateShare  *float64 `json:"collate_share"`
 					HandoverShare *float64 `json:"handover_share"`
@@ -143,6 +154,15 @@ func (r *batteryRun) stageShares(t *testing.T, rec string) {
 			if len(fs) > 0 {
 				r.files = strings.Join(fs, "; ")
 			}
+		}
+		if line.CPU != nil && line.Procs != nil {
+			r.cpu = fmt.Sprintf("cores %.0f %% busy; ", line.CPU.BusyPct)
+			for _, th := range line.Procs.Threads {
+				if th.Role == "worker" || th.Role == "loop" {
+					r.cpu += fmt.Sprintf("%s %.0f %% (run delay %s) ", th.Role, th.CPUPct, fmtPtr(th.RunDelay))
+				}
+			}
+			r.cpu += "; the workers' run delay share " + fmtPtr(line.Loader.WorkersRunDelay)
 		}
 		if p := line.Profile; p != nil {
 			r.profile = fmt.Sprintf("taken %s, %d samples, workers' share %.2f, workers %s, error %q", p.TakenAt, p.Samples, p.WorkersShare, p.Workers, p.Error)
@@ -340,6 +360,10 @@ func judgeBattery(t *testing.T, cause string, noKnob bool, un, fx batteryRun) {
 	}
 	t.Logf("the CPU profile, last frame: %s", cmp.Or(un.profile, "none"))
 	if !found {
+		t.Logf("the CPUs, last frame: %s", cmp.Or(un.cpu, "not read"))
+		for _, e := range un.verdict.Evidence {
+			t.Logf("evidence: %s", e.Text)
+		}
 		t.Fatalf("the cause %q is not named with a bound: %+v %q", cause, un.verdict.Causes, un.verdict.Advice)
 	}
 	if un.frames < 3 || math.Abs(g-un.own.GetitemShare) > 0.10 {
@@ -354,4 +378,12 @@ func judgeBattery(t *testing.T, cause string, noKnob bool, un, fx batteryRun) {
 	if p := un.verdict.Predicted; noKnob && p != nil && p.Gain >= 1.2 {
 		t.Errorf("a knob promised %.2f× on a CPU-saturated loop: %+v", p.Gain, un.verdict.Changes)
 	}
+}
+
+// fmtPtr is *v for a log line, "nil" for none.
+func fmtPtr(v *float64) string {
+	if v == nil {
+		return "nil"
+	}
+	return strconv.FormatFloat(*v, 'g', 3, 64)
 }

@@ -6,9 +6,11 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -173,52 +175,90 @@ func TestConfinedGpuwatchJudgesItsOwnLimits(t *testing.T) {
 // wait for input because it waits for the quota itself. In at least 90 %
 // of the settled frames over GPUWATCH_QUOTA_RUNS runs (5 by default; 10
 // when judged alone), the verdict is the CPU limit, citing the quota —
-// not healthy on the stretched step. Beside it, the same loader
-// unconfined never cites a quota.
+// not healthy on the stretched step — and the virtual accelerator's busy
+// share has the loop thread's wait for a CPU (its run delay, throttling
+// included) taken off the step's share. Beside it, the same loader
+// unconfined, and in a cpuset of one CPU with no quota, never cites a
+// quota.
 func TestAJobAtItsQuotaReadsItsLimit(t *testing.T) {
 	runs := 5
 	if n, err := strconv.Atoi(os.Getenv("GPUWATCH_QUOTA_RUNS")); err == nil && n > 0 {
 		runs = n
 	}
-	loader := []string{"--workers", "2", "--decode-cost", "4ms", "--step-time", "2ms", "--persistent"}
-	verdicts := func(procs []string) (settled int, limit int, seen map[string]int) {
-		// Each run's loader stops with its run: one left running would
-		// take the next run's CPU.
-		job, out := startIn(t, procs, append([]string{"loader", "--listen", "127.0.0.1:0", "--progress-every", "1s"}, loader...)...)
-		defer func() { _ = job.Process.Kill() }()
-		first, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil {
-			t.Fatalf("loader: no first line: %v", err)
-		}
-		cmd, ch := startJSON(t, "attach", loaderURL(t, first), "--headless", "--json", "--duration", "20s")
-		seen = map[string]int{}
-		for l := range ch {
-			if l.Type != "frame" || l.Verdict == nil || l.Verdict.Kind == "warming_up" || l.Verdict.Kind == "" {
-				continue
-			}
-			settled++
-			seen[l.Verdict.Kind]++
-			if l.Verdict.Kind == "cpu_saturated" && len(l.Verdict.Evidence) > 0 && strings.Contains(l.Verdict.Evidence[0].Text, "(quota 50 ms per 100 ms)") {
-				limit++
-			}
-		}
-		_ = cmd.Wait()
-		return settled, limit, seen
-	}
-	var settled, limit int
+	var total quotaRun
 	for i := range runs {
 		procs := v1Cgroup(t, fmt.Sprintf("gpuwatch-quota-%d-%d", os.Getpid(), i),
 			map[string]map[string]string{"cpu": {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "50000"}, "cpuacct": {}})
-		s, l, seen := verdicts(procs)
-		t.Logf("run %d: %d of %d settled frames read the quota; verdicts %v", i+1, l, s, seen)
-		settled, limit = settled+s, limit+l
+		r := watchQuotaLoader(t, procs)
+		t.Logf("run %d: %d of %d settled frames read the quota; %d have the loop's run delay taken off the accelerator (median step %.0f %%, less %.0f %%, busy %.0f %%); verdicts %v",
+			i+1, r.limit, r.settled, r.lessDelay, median(r.step), median(r.delay), median(r.busy), r.seen)
+		total.settled, total.limit, total.lessDelay = total.settled+r.settled, total.limit+r.limit, total.lessDelay+r.lessDelay
 	}
-	if settled == 0 || float64(limit) < 0.9*float64(settled) {
-		t.Errorf("%d of %d settled frames over %d runs read the quota: want ≥ 90 %%", limit, settled, runs)
+	if total.settled == 0 || float64(total.limit) < 0.9*float64(total.settled) {
+		t.Errorf("%d of %d settled frames over %d runs read the quota: want ≥ 90 %%", total.limit, total.settled, runs)
 	}
-	s, l, seen := verdicts(nil)
-	t.Logf("unconfined: %d of %d settled frames cite a quota; verdicts %v", l, s, seen)
-	if l > 0 {
-		t.Errorf("unconfined, %d frames cite a quota", l)
+	if float64(total.lessDelay) < 0.9*float64(total.settled) {
+		t.Errorf("%d of %d settled frames took the loop thread's wait for a CPU off the accelerator's busy share: want ≥ 90 %%", total.lessDelay, total.settled)
 	}
+	for _, c := range []struct {
+		name  string
+		procs []string
+	}{
+		{"unconfined", nil},
+		{"a cpuset of one CPU", v1Cgroup(t, fmt.Sprintf("gpuwatch-quota-%d-cpuset", os.Getpid()), map[string]map[string]string{"cpuset": {"cpuset.mems": "0", "cpuset.cpus": "0"}})},
+	} {
+		r := watchQuotaLoader(t, c.procs)
+		t.Logf("%s: %d of %d settled frames cite a quota; verdicts %v", c.name, r.limit, r.settled, r.seen)
+		if r.limit > 0 {
+			t.Errorf("%s: %d frames cite a quota", c.name, r.limit)
+		}
+	}
+}
+
+// quotaRun is what TestAJobAtItsQuotaReadsItsLimit counts of one watch.
+type quotaRun struct {
+	settled, limit, lessDelay int
+	seen                      map[string]int
+	step, delay, busy         []float64
+}
+
+// watchQuotaLoader starts the embedded loader in procs' cgroups (none:
+// unconfined) and attaches to it for 20 s.
+func watchQuotaLoader(t *testing.T, procs []string) quotaRun {
+	loader := []string{"--workers", "2", "--decode-cost", "4ms", "--step-time", "2ms", "--persistent"}
+	// Each run's loader stops with its run: one left running would take
+	// the next run's CPU.
+	job, out := startIn(t, procs, append([]string{"loader", "--listen", "127.0.0.1:0", "--progress-every", "1s"}, loader...)...)
+	defer func() { _ = job.Process.Kill() }()
+	first, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("loader: no first line: %v", err)
+	}
+	cmd, ch := startJSON(t, "attach", loaderURL(t, first), "--headless", "--json", "--duration", "20s")
+	r := quotaRun{seen: map[string]int{}}
+	for l := range ch {
+		if l.Type != "frame" || l.Verdict == nil || l.Verdict.Kind == "warming_up" || l.Verdict.Kind == "" {
+			continue
+		}
+		r.settled++
+		r.seen[l.Verdict.Kind]++
+		if l.Verdict.Kind == "cpu_saturated" && len(l.Verdict.Evidence) > 0 && strings.Contains(l.Verdict.Evidence[0].Text, "(quota 50 ms per 100 ms)") {
+			r.limit++
+		}
+		if a := l.Accel; a != nil && a.StepPct != nil && a.DelayPc != nil && math.Abs(a.BusyPct-(*a.StepPct-*a.DelayPc)) < 0.01 {
+			r.lessDelay++
+			r.step, r.delay, r.busy = append(r.step, *a.StepPct), append(r.delay, *a.DelayPc), append(r.busy, a.BusyPct)
+		}
+	}
+	_ = cmd.Wait()
+	return r
+}
+
+// median of xs, NaN for none (a log line's figure).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Sorted(slices.Values(xs))
+	return s[len(s)/2]
 }

@@ -401,6 +401,11 @@ type attachLine struct {
 	Procs *struct {
 		FocusPID int `json:"focus_pid"`
 	} `json:"procs"`
+	Accel *struct {
+		BusyPct float64  `json:"busy_pct"`
+		StepPct *float64 `json:"step_pct"`
+		DelayPc *float64 `json:"loop_run_delay_pct"`
+	} `json:"virtual_accel"`
 	Verdict *struct {
 		Kind     string `json:"kind"`
 		Evidence []struct {

@@ -18,6 +18,8 @@ const (
 	sigFP32Activity                 // GPM FP32 pipe activity
 	sigPCIeRx                       // the busiest judged GPU's PCIe RX share of its link
 	sigVirtualBusy                  // the virtual accelerator's busy %
+	sigVirtualStep                  // its step share before the loop thread's run delay is taken off
+	sigVirtualDelay                 // the loop thread's run delay taken off it, % of wall time
 
 	sigWaitShare     // the loop's share of time waiting for a batch
 	sigBatchesPerSec // instrumented loaders only (a sampled loop has no rates)
@@ -87,6 +89,8 @@ var medianOf = [numSignals]func(*window) *level{
 	sigFP32Activity:   func(w *window) *level { return &w.gpu.fp32 },
 	sigPCIeRx:         func(w *window) *level { return &w.pcieRx },
 	sigVirtualBusy:    func(w *window) *level { return &w.virtualBusy },
+	sigVirtualStep:    func(w *window) *level { return &w.virtualStep },
+	sigVirtualDelay:   func(w *window) *level { return &w.virtualDelay },
 
 	sigWaitShare:       func(w *window) *level { return &w.waitShare },
 	sigBatchesPerSec:   func(w *window) *level { return &w.batchesPerSec },
@@ -167,6 +171,8 @@ func (s *signals) addFrameSignals(f *sample.Frame) {
 	}
 	if a := f.Accel; a != nil {
 		s.add(sigVirtualBusy, a.BusyPct)
+		s.addIf(sigVirtualStep, a.StepPct)
+		s.addIf(sigVirtualDelay, a.LoopRunDelayPct)
 	}
 	if c := f.CPU; c != nil {
 		s.add(sigCPUBusy, c.BusyPct)

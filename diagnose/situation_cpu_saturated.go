@@ -206,10 +206,21 @@ func throttledRule(f *facts) (decision, bool) {
 		d.evidence = append(d.evidence, evidence("job.cpu_used_cores", w.jobUsed.v, ">=", th.CPUSaturatedPct/100*w.job.CPUCapacityCores, "cores", who))
 	}
 	if f.accel.ok && !f.real {
-		d.evidence = append(d.evidence, evidence("accel.busy_pct", f.accel.v, ">=", 0, "%",
-			fmt.Sprintf("the step reads the accelerator %.0f %% busy, but the step is wall time, and it counts the time the job sat throttled: the loop waits for the quota, not for input", f.accel.v)))
+		d.evidence = append(d.evidence, evidence("accel.busy_pct", f.accel.v, ">=", 0, "%", throttledStep(w, f.accel.v)))
 	}
 	return d, true
+}
+
+// throttledStep says what the loop's step is made of under a quota: a
+// step is wall time, and it counts the time the loop thread sat
+// throttled; the accelerator's busy share has that taken off where the
+// thread's run delay was read (sample.VirtualAccel).
+func throttledStep(w *window, busy float64) string {
+	if w.virtualStep.ok && w.virtualDelay.ok {
+		return fmt.Sprintf("the loop's steps take %.0f %% of wall time, %.0f %% of it its thread waiting for a CPU (throttled): the accelerator is %.0f %% busy, and the loop waits for the quota, not for input",
+			w.virtualStep.v, w.virtualDelay.v, busy)
+	}
+	return fmt.Sprintf("the step reads the accelerator %.0f %% busy, but the step is wall time, and it counts the time the job sat throttled (the loop thread's wait for a CPU was not read): the loop waits for the quota, not for input", busy)
 }
 
 // cpuUsers says which of the job's threads use its CPU: the loop's

@@ -64,3 +64,24 @@ func TestAJobAtItsQuotaIsLimitedByIt(t *testing.T) {
 		t.Errorf("a busy GPU's job, throttled on the host: %s %q", v.Kind, texts(v.Evidence))
 	}
 }
+
+// TestAThrottledStepIsNotABusyAccelerator (issue 56): the loop thread's
+// run delay, read (schedstat), is taken off the virtual accelerator's
+// busy share: a job at its quota, its loop thread waiting for a CPU
+// 600 ms a second, reads the accelerator 40 % busy, and the evidence says
+// what the step is made of.
+func TestAThrottledStepIsNotABusyAccelerator(t *testing.T) {
+	withDelay := func(frames []sample.Frame) []sample.Frame {
+		for i := range frames {
+			f := &frames[i]
+			f.Procs.Threads[0].RunDelayMsPerSec = ptr(600.0) // the loop's thread
+			f.AssignRoles()
+		}
+		return frames
+	}
+	v := Classify(withDelay(quotaFrames(true, nil)), DefaultThresholds())
+	all := strings.Join(texts(v.Evidence), "\n")
+	if v.Kind != CPUSaturated || !strings.Contains(all, "the loop's steps take 100 % of wall time, 60 % of it its thread waiting for a CPU (throttled): the accelerator is 40 % busy") {
+		t.Fatalf("%s: %q", v.Kind, all)
+	}
+}

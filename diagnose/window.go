@@ -51,6 +51,8 @@ type window struct {
 	noUtilWhy              string // a live GPU's reason for no utilization (MIG)
 	gpuMemUsed, gpuMemTot  float64
 	virtualBusy            level
+	virtualStep            level  // its step share, the loop thread's run delay not taken off
+	virtualDelay           level  // that run delay, % of wall time (sample.VirtualAccel)
 	accelBasis             string // how the virtual accelerator is measured
 
 	haveLoader bool
@@ -151,7 +153,7 @@ func read(frames []sample.Frame, th Thresholds) window {
 			w.pcieGPU, w.pcieLink = g, link
 		}
 		if a := f.Accel; a != nil {
-			w.accelBasis = a.Basis
+			w.accelBasis = a.Describe()
 		}
 		if l := f.Loader; l != nil && !(timed && l.Sampled != nil) {
 			w.addLoader(f, l, s)

@@ -22,7 +22,7 @@ type Loader struct {
 	bufs   sync.Pool // batch buffers of BatchSize × SampleSize bytes
 
 	workerStarts atomic.Int64 // how many workers have started (tests, sweep)
-	loopTID      atomic.Int64 // the inline loop's OS thread (Workers 0), else 0
+	loopTID      atomic.Int64 // the training loop's OS thread while it runs, else 0
 	unmap        bool         // Run mapped the dataset, and unmaps it when it ends
 	maxOutstand  atomic.Int64 // the most batches ever dispatched and not yet taken
 	sink         atomic.Uint32
@@ -48,9 +48,8 @@ func (l *Loader) Config() Config { return l.cfg }
 // Snapshot copies the Loader's counters; safe while Run runs.
 func (l *Loader) Snapshot() Snapshot { return l.stats.Snapshot() }
 
-// LoopTID is the OS thread that runs the training loop while it loads
-// inline (Workers 0), 0 otherwise: with workers the loop is a goroutine
-// on no fixed thread.
+// LoopTID is the OS thread that runs the training loop while it runs
+// (Run locks the loop to it), 0 before and after.
 func (l *Loader) LoopTID() int { return int(l.loopTID.Load()) }
 
 // PageCache is how many of the dataset's bytes are in the page cache now
@@ -98,14 +97,16 @@ func (l *Loader) Run(ctx context.Context) error {
 		l.thr.wait(int(min(l.ds.Size, math.MaxInt32)))
 	}
 	l.events.emit(Event{Name: "setup end", Duration: seconds(time.Since(setup))})
-	if cfg.Workers == 0 {
-		// num_workers=0: the training loop loads every batch itself, on
-		// one OS thread — the pegged core users see.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		l.loopTID.Store(int64(gettid()))
-		defer l.loopTID.Store(0)
-	}
+	// The training loop runs on one OS thread, as a Python training loop
+	// does: with num_workers=0 it loads every batch itself there — the
+	// pegged core users see —, and with workers its thread's run delay
+	// (schedstat) is the time its steps sat waiting for a CPU, throttled
+	// at a quota included, which the virtual accelerator leaves out
+	// (sample.VirtualAccel).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	l.loopTID.Store(int64(gettid()))
+	defer l.loopTID.Store(0)
 	var persistent *pool
 	defer func() {
 		if persistent != nil {

@@ -757,10 +757,34 @@ type BatchTiming struct {
 // VirtualAccel is the accelerator as seen from a loader's step timing, on
 // machines without a GPU signal: the share of wall time the training loop
 // spent in steps. It is not a GPU and is never listed among GPUs.
+//
+// StepPct is the loop's step (or not-waiting) share of wall time as the
+// loader measured it; BusyPct is that, less the time the loop thread sat
+// runnable without a CPU (LoopRunDelayPct: throttled at its cgroup's quota,
+// or behind other threads), which no accelerator would spend busy.
+// AssignRoles derives BusyPct and LoopRunDelayPct from StepPct, so a
+// recording's are recomputed (docs/diagnosis.md, "Throttling").
 type VirtualAccel struct {
-	BusyPct float64 `json:"busy_pct"`
+	BusyPct float64  `json:"busy_pct" check:"0,100"`
+	StepPct *float64 `json:"step_pct,omitempty" check:"0,100"`
+	// LoopRunDelayPct is the loop thread's run delay (schedstat) taken off
+	// StepPct, percent of wall time; nil when it was not read.
+	LoopRunDelayPct *float64 `json:"loop_run_delay_pct,omitempty" check:"0,100"`
 	// Basis says where the number comes from, for views.
 	Basis string `json:"basis"`
+}
+
+// Describe says how BusyPct was measured, for views and evidence: the
+// basis, and the loop thread's wait for a CPU where one was taken off.
+func (a *VirtualAccel) Describe() string {
+	basis := a.Basis
+	if basis == "" {
+		basis = "loader step time / wall time"
+	}
+	if a.LoopRunDelayPct == nil || a.StepPct == nil || *a.LoopRunDelayPct < 0.5 {
+		return basis
+	}
+	return fmt.Sprintf("%s, %.0f %% less %.0f %% the loop thread waited for a CPU", basis, *a.StepPct, *a.LoopRunDelayPct)
 }
 
 // Profile summarizes a CPU profile of the loader's process: where its CPU

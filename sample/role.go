@@ -72,6 +72,7 @@ func RoleOf(t Thread, l *Loader) Role {
 // file; and the loop's copies' share of their GPU's PCIe link (copyLink).
 func (f *Frame) AssignRoles() {
 	f.copyLink()
+	defer f.accelLessRunDelay()
 	if f.Procs == nil {
 		return
 	}
@@ -80,6 +81,39 @@ func (f *Frame) AssignRoles() {
 	}
 	if f.Loader != nil {
 		f.Loader.WorkersRunDelayShare = workersRunDelayShare(f.Procs.Threads)
+	}
+}
+
+// accelLessRunDelay (issue 56): the virtual accelerator's busy share is
+// the loop's step time over wall time (or its time not waiting for a
+// batch, sampled), and a step is wall time: it counts the time the loop
+// thread sat runnable without a CPU — throttled at its cgroup's quota
+// (a throttled task stays queued, so its run delay grows), or behind
+// other threads on saturated cores. An accelerator idles through that
+// time, so it is taken off, at most the whole step. Run delay that fell
+// in the loop's wait for a batch (a wakeup that waited for a CPU) is
+// taken off too: the busy share errs low, never high. A recording made
+// before StepPct was kept has its BusyPct taken as the step's.
+func (f *Frame) accelLessRunDelay() {
+	a := f.Accel
+	if a == nil {
+		return
+	}
+	if a.StepPct == nil {
+		s := a.BusyPct
+		a.StepPct = &s
+	}
+	a.BusyPct, a.LoopRunDelayPct = *a.StepPct, nil
+	_, tid := f.Loader.LoopThread()
+	if tid == 0 || f.Procs == nil {
+		return
+	}
+	for _, t := range f.Procs.Threads {
+		if t.TID == tid && t.RunDelayMsPerSec != nil {
+			d := min(max(*t.RunDelayMsPerSec/10, 0), *a.StepPct)
+			a.BusyPct, a.LoopRunDelayPct = *a.StepPct-d, &d
+			return
+		}
 	}
 }
 

@@ -58,3 +58,45 @@ func TestWorkersRunDelayShare(t *testing.T) {
 		t.Fatalf("a share from no worker's run delay: %v", *l.WorkersRunDelayShare)
 	}
 }
+
+// TestTheVirtualAcceleratorLeavesOutTheLoopsWaitForACPU (issue 56): the
+// loop's step is wall time, and a throttled loop thread's run delay
+// (schedstat: a throttled task stays queued) is not time an accelerator
+// would spend busy. AssignRoles takes it off the step share, at most the
+// whole step, recomputes it from the step share on every call (a
+// recording's too, and one made before the step share was kept), and
+// leaves the share alone where the delay was not read.
+func TestTheVirtualAcceleratorLeavesOutTheLoopsWaitForACPU(t *testing.T) {
+	pid, tid, two := 300, 301, 2
+	delay := func(ms float64) *float64 { return &ms }
+	frame := func(d *float64) *Frame {
+		return &Frame{Accel: &VirtualAccel{BusyPct: 100, Basis: "loader step time / wall time"},
+			Loader: &Loader{PID: &pid, LoopTID: &tid, Workers: &two},
+			Procs: &Procs{Threads: []Thread{{TID: 300, PID: 300, RunDelayMsPerSec: delay(900)},
+				{TID: 301, PID: 300, CPUPct: 12, RunDelayMsPerSec: d}}}}
+	}
+	f := frame(delay(620))
+	f.AssignRoles()
+	a := f.Accel
+	if a.BusyPct < 37.9 || a.BusyPct > 38.1 || *a.StepPct != 100 || *a.LoopRunDelayPct < 61.9 || *a.LoopRunDelayPct > 62.1 {
+		t.Fatalf("busy %v, step %v, delay %v: want 38 = 100 - 62", a.BusyPct, *a.StepPct, *a.LoopRunDelayPct)
+	}
+	if got := a.Describe(); got != "loader step time / wall time, 100 % less 62 % the loop thread waited for a CPU" {
+		t.Errorf("Describe: %q", got)
+	}
+	f.AssignRoles() // again, as the recording reader does: the same, not taken off twice
+	if a.BusyPct < 37.9 || a.BusyPct > 38.1 {
+		t.Errorf("a second AssignRoles: busy %v", a.BusyPct)
+	}
+	f = frame(delay(1400)) // throttled past the step: at most the step
+	f.Accel.BusyPct = 70
+	f.AssignRoles()
+	if f.Accel.BusyPct != 0 || *f.Accel.LoopRunDelayPct != 70 {
+		t.Errorf("delay past the step: busy %v, delay %v", f.Accel.BusyPct, *f.Accel.LoopRunDelayPct)
+	}
+	f = frame(nil) // not read: the step share as measured, and nothing taken off said
+	f.AssignRoles()
+	if f.Accel.BusyPct != 100 || f.Accel.LoopRunDelayPct != nil || f.Accel.Describe() != "loader step time / wall time" {
+		t.Errorf("unread delay: busy %v, delay %v, %q", f.Accel.BusyPct, f.Accel.LoopRunDelayPct, f.Accel.Describe())
+	}
+}

@@ -27,7 +27,7 @@ for loop in "${loops[@]}"; do
 			pass=$((pass + 1))
 			rm -f "$log"
 		else
-			grep -E -- '--- (FAIL|SKIP)|causes_integration_test.go:[0-9]+: (the cause|gpuwatch|the fix|a knob|num_workers)' "$log" | head -5 | sed "s/^/  $loop run $i: /" || true
+			grep -E -- '--- (FAIL|SKIP)|causes_integration_test.go:[0-9]+: (the cause|gpuwatch|the fix|a knob|num_workers|the CPUs|evidence)' "$log" | head -9 | sed "s/^/  $loop run $i: /" || true
 		fi
 	done
 	summary+=("$loop: $pass of $n passed")

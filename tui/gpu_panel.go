@@ -53,7 +53,11 @@ func (gpuPanel) draw(pv *view, w, h int) []string {
 			}
 			head := fmt.Sprintf("virtual accelerator %s %s ", pv.bar(a.BusyPct, 10), pct(a.BusyPct))
 			lines = append(lines, head+pv.spark(vals, nil, w-visible(head)-1))
-			lines = append(lines, pv.st.Dim.Render("  = loader step time / wall time; not a GPU. No GPU: "+f.Unavailable[sample.SourceGPU]))
+			basis := "  = " + a.Describe() + "; not a GPU. No GPU: " + f.Unavailable[sample.SourceGPU]
+			if a.LoopRunDelayPct == nil {
+				basis += ". The loop thread's wait for a CPU was not read"
+			}
+			lines = append(lines, pv.st.Dim.Render(basis))
 			return block(lines, w, h)
 		}
 		reason := f.Unavailable[sample.SourceGPU]
