@@ -56,6 +56,7 @@ type batteryRun struct {
 	files                      string // the last frame's looks at the processes' files
 	profile                    string // the last frame's CPU profile, in brief
 	cpu                        string // the last frame's CPUs and the workers' use of them, in brief
+	rec                        string // where the recording was kept (GPUWATCH_BATTERY_KEEP), else ""
 }
 
 // runBattery runs one loop (fixed or not) under gpuwatch run --once,
@@ -95,6 +96,12 @@ func runBattery(t *testing.T, py string, procs []string, loop string, fix bool, 
 		t.Fatalf("no summary (%v): %s", err, stdout.String())
 	}
 	r.stageShares(t, rec)
+	if keep := os.Getenv("GPUWATCH_BATTERY_KEEP"); keep != "" { // scripts/causes-battery.sh: a failed run's recording, to replay
+		r.rec = filepath.Join(keep, fmt.Sprintf("%s-%s-%d.jsonl", loop, map[bool]string{false: "unfixed", true: "fixed"}[fix], time.Now().UnixNano()))
+		if b, err := os.ReadFile(rec); err == nil {
+			_ = os.WriteFile(r.rec, b, 0o600)
+		}
+	}
 	return r
 }
 
@@ -361,6 +368,9 @@ func judgeBattery(t *testing.T, cause string, noKnob bool, un, fx batteryRun) {
 	t.Logf("the CPU profile, last frame: %s", cmp.Or(un.profile, "none"))
 	if !found {
 		t.Logf("the CPUs, last frame: %s", cmp.Or(un.cpu, "not read"))
+		if un.rec != "" {
+			t.Logf("the recording: %s", un.rec)
+		}
 		for _, e := range un.verdict.Evidence {
 			t.Logf("evidence: %s", e.Text)
 		}

@@ -167,9 +167,10 @@ func readStages(frames []sample.Frame, w *window) stageTimes {
 // (run delay), for at least cpuBoundShare of it: the workers' CPU from
 // /proc against their timed stages (inline: the process's CPU against the
 // loop's wait). Unknown CPU says no. Where every CPU the job may use is
-// busy and nothing shows a wait on storage (no io_bound evidence, no
-// small files found opened), the loading's time off a CPU is a wait for
-// one, whatever schedstat said (issue 58: the text loop, 2 tokenizing
+// busy and nothing shows a wait on storage (no io_bound evidence, or the
+// watched tree reads next to nothing — the host's I/O pressure is then
+// another process's —, and no small files found opened), the loading's
+// time off a CPU is a wait for one, whatever schedstat said (issue 58: the text loop, 2 tokenizing
 // workers on 2 saturated cores, read 1.2 CPUs of their 2 busy and no wait
 // for a CPU in one run of the battery, and was named no cause).
 func cpuBound(w *window, s *stageTimes) bool {
@@ -186,7 +187,7 @@ func cpuBound(w *window, s *stageTimes) bool {
 	}
 	_, full := cpuEvidence(w, w.th)
 	_, small := w.files.manySmall(w.th.SmallFileBytes)
-	return full && !small && len(ioEvidence(w, w.th)) == 0
+	return full && !small && (len(ioEvidence(w, w.th)) == 0 || w.paging.readsNothing(w.th))
 }
 
 // loadingCPU is the loading's CPU in cores, with the time it waited for

@@ -248,6 +248,26 @@ func TestSaturatedCoresMakeTheWorkersCPUBound(t *testing.T) {
 	if ids := causeIDs(Classify(c.frames(), DefaultThresholds()).Causes); !slices.Contains(ids, "tokenize") {
 		t.Errorf("saturated cores: causes %v, want tokenize", ids)
 	}
+	// The host's I/O under pressure from another process (PSI io 40 %)
+	// while the job reads nothing: still CPU-bound. The same pressure
+	// with the job reading 8 MiB/s from the disk is a wait on storage.
+	withIO := func(diskRead float64) []sample.Frame {
+		fs := c.frames()
+		for i := range fs {
+			fs[i].PSI = &sample.PSI{IO: &sample.Pressure{SomeAvg10: 40, SomePct: ptr(40.0)}}
+			for j := range fs[i].Procs.List {
+				p := &fs[i].Procs.List[j]
+				p.MajorFaultsPerSec, p.DiskReadBytesPerSec, p.ReadBytesPerSec = ptr(0.0), ptr(diskRead), ptr(diskRead+4096)
+			}
+		}
+		return fs
+	}
+	if ids := causeIDs(Classify(withIO(0), DefaultThresholds()).Causes); !slices.Contains(ids, "tokenize") {
+		t.Errorf("saturated cores, the host's I/O pressed by others, the job reading nothing: causes %v, want tokenize", ids)
+	}
+	if ids := causeIDs(Classify(withIO(8<<20), DefaultThresholds()).Causes); slices.Contains(ids, "tokenize") {
+		t.Errorf("saturated cores, I/O pressure, the job reading 8 MiB/s: causes %v, want no CPU cause", ids)
+	}
 	c.cpuBusy = 60
 	if ids := causeIDs(Classify(c.frames(), DefaultThresholds()).Causes); slices.Contains(ids, "tokenize") {
 		t.Errorf("cores 60 %% busy, workers at 0.6 CPU each: causes %v, want no CPU cause", ids)

@@ -70,6 +70,20 @@ func (pg *paging) add(f *sample.Frame, s *signals) {
 	}
 }
 
+// readsNothing says the watched tree took next to nothing from storage
+// over the window, as far as it was read: its read calls and its disk
+// reads under quietReadBytes a second, and its major faults under
+// MmapFaultsPerSec. Pressure on the host's I/O is then another
+// process's, not a wait of the job's.
+func (pg *paging) readsNothing(th Thresholds) bool {
+	return pg.majFaults.ok && pg.majFaults.v < th.MmapFaultsPerSec &&
+		pg.diskRead.ok && pg.diskRead.v < quietReadBytes && pg.readCalls.ok && pg.readCalls.v < quietReadBytes
+}
+
+// quietReadBytes: a tree reading less than this a second (its read
+// calls, pipes included, and its disk) is not waiting on storage.
+const quietReadBytes = 1 << 20
+
 // datasetSize is the dataset's size as best known: the loader's own
 // word, else what the faulting processes map.
 func (w *window) datasetSize() float64 {

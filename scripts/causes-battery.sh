@@ -16,6 +16,7 @@ n=${N:-10}
 loops=("$@")
 [ ${#loops[@]} -gt 0 ] || loops=(float64 padding timeseries images text mmap files)
 logs=$(mktemp -d /tmp/causes-battery.XXXXXX)
+export GPUWATCH_BATTERY_KEEP="$logs" # each run's recordings, to replay a failed one (gpuwatch replay --once)
 go test -tags integration -c -o "$logs/battery.test" .
 summary=()
 for loop in "${loops[@]}"; do
@@ -25,9 +26,10 @@ for loop in "${loops[@]}"; do
 		if "$logs/battery.test" -test.run "^TestCausesBattery\$/^$loop\$" -test.count=1 -test.v -test.timeout 20m >"$log" 2>&1 &&
 			grep -q -- "--- PASS: TestCausesBattery/$loop " "$log"; then
 			pass=$((pass + 1))
-			rm -f "$log"
+			rm -f "$log" "$logs/$loop"-*fixed-*.jsonl
 		else
-			grep -E -- '--- (FAIL|SKIP)|causes_integration_test.go:[0-9]+: (the cause|gpuwatch|the fix|a knob|num_workers|the CPUs|evidence)' "$log" | head -9 | sed "s/^/  $loop run $i: /" || true
+			mkdir -p "$logs/$loop-$i" && mv "$logs/$loop"-*fixed-*.jsonl "$logs/$loop-$i/" 2>/dev/null || true
+			grep -E -- '--- (FAIL|SKIP)|causes_integration_test.go:[0-9]+: (the cause|gpuwatch|the fix|a knob|num_workers|the CPUs|evidence|the recording)' "$log" | head -10 | sed "s/^/  $loop run $i: /" || true
 		fi
 	done
 	summary+=("$loop: $pass of $n passed")
