@@ -8,7 +8,8 @@ import (
 
 // Diagnoser classifies each new frame's window and applies hysteresis: a
 // new kind is shown only once it has been the classification for
-// EnterHold (LeaveHold when a problem clears to healthy or idle), so one
+// EnterHold (LeaveHold when a problem clears to healthy or idle; none for
+// a problem that each of the newest two frames shows on its own), so one
 // odd frame or flapping input never flips the verdict. Time comes from the
 // frames, never from a clock. Not safe for concurrent use.
 type Diagnoser struct {
@@ -36,6 +37,23 @@ func (d *Diagnoser) held(id string) bool {
 		}
 	}
 	return false
+}
+
+// eachSays says the newest n frames each classify as k on their own: a
+// change, not flapping input (whose window of three can hold two frames
+// of a kind, the newest and the oldest).
+func (d *Diagnoser) eachSays(k Kind, n int) bool {
+	if len(d.ring) < n {
+		return false
+	}
+	one := d.th
+	one.MinFrames, one.WindowFrames = 1, 1
+	for i := len(d.ring) - n; i < len(d.ring); i++ {
+		if classify(d.ring[i:i+1], d.ring[:i+1], one, d.shown.Kind, d.held).Kind != k {
+			return false
+		}
+	}
+	return true
 }
 
 // Observe adds a frame and returns the verdict to show.
@@ -75,8 +93,14 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 			d.cand, d.candSince, d.haveCand = v.Kind, f.Time, true
 		}
 		hold := time.Duration(d.th.EnterHold)
-		if d.shown.Kind.Problem() && !v.Kind.Problem() {
+		switch {
+		case d.shown.Kind.Problem() && !v.Kind.Problem():
 			hold = time.Duration(d.th.LeaveHold)
+		case v.Kind.Problem() && d.eachSays(v.Kind, 2):
+			// The rule's own evidence, unambiguous: the window's median
+			// and each of its newest two frames alone say it. Flapping
+			// input (the newest and the oldest of three) does not.
+			hold = 0
 		}
 		if f.Time.Sub(d.candSince) >= hold {
 			d.shown, d.since, d.haveCand = v, d.candSince, false
