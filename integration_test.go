@@ -61,6 +61,10 @@ func binary(t testing.TB) string {
 			return
 		}
 		os.Setenv("XDG_RUNTIME_DIR", runtime)
+		// tune keeps its predictions' errors in the state folder, and every
+		// later verdict says their bias: the tests' own keeps the tests'
+		// verdicts from the machine's record, and that from the tests.
+		os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("build: %v\n%s", err, out)
 		}

@@ -99,7 +99,10 @@ func runTune(cmd *cobra.Command, opts *tuneOptions, t tune.Trials, start tune.Se
 	asJSON, stdout := opts.asJSON, opts.stdout
 	enc := json.NewEncoder(stdout)
 	var steps []tune.TuneStep
-	o := tune.TuneOptions{RunFor: opts.runFor, Runs: opts.runs}
+	o := tune.TuneOptions{RunFor: opts.runFor, Runs: opts.runs, Ledger: tune.NewLedger(opts.stderr)}
+	if b := o.Ledger.Bias(); b != "" && !asJSON { // JSON: the result's "bias"
+		fmt.Fprintf(stdout, "note: %s\n", b)
+	}
 	if opts.ceiling > 0 {
 		free, err := measureCeiling(cmd, opts.stderr, t, start, opts.ceiling, opts.runFor)
 		if err != nil {

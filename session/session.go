@@ -8,8 +8,9 @@
 // supervision lives in session/job, tune and sweep in session/tune.
 //
 // It may import sample, probes, diagnose, lines, recording, report,
-// exporter, tui, loader and session/job; nothing imports it but the command
-// line and session/tune. docs/architecture.md draws the map.
+// exporter, tui, loader, session/job and session/predlog (tune's record of
+// its predictions, said on a verdict that predicts); nothing imports it
+// but the command line and session/tune. docs/architecture.md draws the map.
 package session
 
 import (
@@ -28,6 +29,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session/job"
+	"github.com/gpuwatch/gpuwatch/session/predlog"
 )
 
 // Options configure a session: what to watch, how often, for how long,
@@ -167,6 +169,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer w.Close()
+	w.bias = predlog.Line() // once: tune's record on this machine
 	limit := o.Duration
 	if o.Once && limit == 0 {
 		limit = onceCap
@@ -235,15 +238,18 @@ func finish(o Options, rec *recorder, once *Settle, dashboard bool, err error) e
 
 // loop is the session's one frame loop: each frame through the diagnoser
 // to every observer, each note to every observer, until the sampler stops
-// or an observer fails. It owns the sampler's Run goroutine: on every
-// return it cancels it and waits for it, so the caller may Close the
-// sampler at once (docs/architecture.md, "Goroutines").
-func loop(ctx context.Context, sampler *probes.Sampler, diag *diagnose.Diagnoser, notes <-chan lines.Note, obs []Observer) error {
+// or an observer fails. bias, when not "", is an advice line added to
+// every verdict that predicts (predlog.Line: how tune's predictions on
+// this machine compared with what it measured). It owns the sampler's
+// Run goroutine: on every return it cancels it and waits for it, so the
+// caller may Close the sampler at once (docs/architecture.md,
+// "Goroutines").
+func loop(ctx context.Context, sampler *probes.Sampler, diag *diagnose.Diagnoser, bias string, notes <-chan lines.Note, obs []Observer) error {
 	frames := make(chan *sample.Frame, 1)
 	errc := make(chan error, 1)
 	ctx, cancel := context.WithCancel(ctx)
 	go func() { errc <- sampler.Run(ctx, frames) }()
-	ran, err := observe(diag, notes, obs, frames, errc)
+	ran, err := observe(diag, bias, notes, obs, frames, errc)
 	cancel()
 	if ran { // an observer's error: the sampler still runs
 		<-errc
@@ -254,7 +260,7 @@ func loop(ctx context.Context, sampler *probes.Sampler, diag *diagnose.Diagnoser
 // observe hands frames and notes to the observers until the sampler's Run
 // returns (its error arrives on errc) or an observer fails; running says
 // whether Run was still running then.
-func observe(diag *diagnose.Diagnoser, notes <-chan lines.Note, obs []Observer, frames <-chan *sample.Frame, errc <-chan error) (running bool, err error) {
+func observe(diag *diagnose.Diagnoser, bias string, notes <-chan lines.Note, obs []Observer, frames <-chan *sample.Frame, errc <-chan error) (running bool, err error) {
 	for {
 		select {
 		case n, ok := <-notes:
@@ -269,6 +275,9 @@ func observe(diag *diagnose.Diagnoser, notes <-chan lines.Note, obs []Observer, 
 			}
 		case f := <-frames:
 			v := diag.Observe(f)
+			if bias != "" && v.Predicted != nil {
+				v.Advice = append(slices.Clip(v.Advice), bias) // the diagnoser's slice is its own
+			}
 			for _, o := range obs {
 				if err := o.Frame(f, v); err != nil {
 					return true, err

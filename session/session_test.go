@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session/predlog"
 )
 
 // busyCPU is a probe: a two-core machine at pct busy.
@@ -67,7 +69,7 @@ func TestLoopGivesEveryObserverEveryFrameAndNote(t *testing.T) {
 	notes := make(chan lines.Note, 1)
 	notes <- lines.Scenario{Name: "starved"}
 	close(notes)
-	if err := loop(ctx, sampler, diagnose.NewDiagnoser(diagnose.DefaultThresholds()), notes, []Observer{first, second}); err != nil {
+	if err := loop(ctx, sampler, diagnose.NewDiagnoser(diagnose.DefaultThresholds()), "", notes, []Observer{first, second}); err != nil {
 		t.Fatal(err)
 	}
 	first.mu.Lock()
@@ -95,7 +97,7 @@ func (failing) Note(lines.Note) error                       { return nil }
 func TestLoopStopsOnAnObserversError(t *testing.T) {
 	sampler := probes.NewSampler([]probes.Probe{busyCPU{3}}, probes.SamplerOptions{Interval: 50 * time.Millisecond})
 	defer sampler.Close()
-	err := loop(context.Background(), sampler, diagnose.NewDiagnoser(diagnose.DefaultThresholds()), nil, []Observer{failing{}})
+	err := loop(context.Background(), sampler, diagnose.NewDiagnoser(diagnose.DefaultThresholds()), "", nil, []Observer{failing{}})
 	if err == nil || err.Error() != "disk full" {
 		t.Fatalf("err %v", err)
 	}
@@ -120,7 +122,7 @@ func (p *stamping) Collect(_ context.Context, f *sample.Frame) error {
 func TestLoopWaitsForTheSamplerOnAnObserversError(t *testing.T) {
 	p := &stamping{}
 	sampler := probes.NewSampler([]probes.Probe{p}, probes.SamplerOptions{Interval: time.Millisecond, Timeout: time.Second})
-	err := loop(context.Background(), sampler, diagnose.NewDiagnoser(diagnose.DefaultThresholds()), nil, []Observer{failing{}})
+	err := loop(context.Background(), sampler, diagnose.NewDiagnoser(diagnose.DefaultThresholds()), "", nil, []Observer{failing{}})
 	if err == nil || err.Error() != "disk full" {
 		t.Fatalf("err %v", err)
 	}
@@ -419,5 +421,97 @@ func TestSettleEndingBeforeTheProfileHeld(t *testing.T) {
 	var out bytes.Buffer
 	if err := s.summary(&out, true); !errors.Is(err, ErrBottleneck) || !strings.Contains(out.String(), `"settled":true`) {
 		t.Fatalf("%v: %s", err, out.String())
+	}
+}
+
+// starvedFrame is a frame of a PyTorch loop with one worker whose batches
+// wait on storage, the loop waiting 69 %: the model predicts num_workers
+// 4 (diagnose's TestModelOfAPyTorchLoader).
+func starvedFrame(sec int) *sample.Frame {
+	f := settleFrameAt(sec)
+	f.IntervalSec = 1
+	zero, one := 0.0, 1.0
+	f.CPU = &sample.CPU{BusyPct: 8, ProcsRunning: 1}
+	for i := range 16 {
+		f.CPU.Cores = append(f.CPU.Cores, sample.Core{ID: i, BusyPct: 8})
+	}
+	f.Mem = &sample.Mem{TotalBytes: 64 << 30, AvailableBytes: 40 << 30, SwapInPagesPerSec: &zero, SwapOutPagesPerSec: &zero, MajorFaultsPerSec: &zero}
+	f.Disks = []sample.Disk{{Name: "nvme0n1", BusyPct: 5}}
+	f.PSI = &sample.PSI{CPU: &sample.Pressure{SomePct: &one}, IO: &sample.Pressure{SomePct: &zero}, Memory: &sample.Pressure{SomePct: &zero}}
+	f.Unavailable = map[sample.Source]string{}
+	pid, workers, wait, step := 100, 1, 0.69, 5.3
+	f.Loader = &sample.Loader{Source: "http://127.0.0.1:6061", Kind: "python", BatchesPerSec: 58, SamplesPerSec: 8 * 58, Batches: 100,
+		WaitShare: &wait, StepMeanMs: &step, Workers: &workers, PID: &pid, LoopTID: &pid, WorkerPIDs: []int{200},
+		Knobs: map[string]string{"persistent": "false", "pin": "false"}}
+	f.Procs = &sample.Procs{FocusPID: 100, List: []sample.Proc{{PID: 100, Name: "python3", CPUPct: 10}, {PID: 200, PPID: 100, Name: "python3", CPUPct: 4}},
+		Threads: []sample.Thread{{TID: 100, PID: 100, Name: "python3", CPUPct: 10}}}
+	f.Accel = &sample.VirtualAccel{BusyPct: 31, Basis: "test"}
+	return f
+}
+
+// lastVerdict keeps the newest verdict it is told.
+type lastVerdict struct{ v diagnose.Verdict }
+
+func (o *lastVerdict) Frame(_ *sample.Frame, v diagnose.Verdict) error { o.v = v; return nil }
+func (*lastVerdict) Note(lines.Note) error                             { return nil }
+
+// TestVerdictSaysHowPredictionsRanHere: with tune's record on this
+// machine (the user's state file) holding predictions 25 % above what was
+// measured, a verdict that predicts carries the sentence as its last
+// advice line; accurate predictions, or fewer than 3, add nothing, and
+// neither does a verdict without a prediction.
+func TestVerdictSaysHowPredictionsRanHere(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip(err)
+	}
+	const said = "predictions on this box have run 25 % above what was measured (median of 3 tune steps)"
+	tests := []struct {
+		name      string
+		predicted []float64 // samples/s, each against 1000 measured
+		frame     func(sec int) *sample.Frame
+		want      string // the last advice line has it; "" none has "predictions on this box"
+	}{
+		{"high predictions are said", []float64{1250, 1300, 1200}, starvedFrame, said},
+		{"accurate ones are not", []float64{1050, 980, 1020}, starvedFrame, ""},
+		{"two are too few", []float64{1250, 1300}, starvedFrame, ""},
+		{"a verdict without a prediction says nothing", []float64{1250, 1300, 1200}, settleFrameAt, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("XDG_STATE_HOME", t.TempDir())
+			path, err := predlog.Path()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range tt.predicted {
+				if err := predlog.Append(path, predlog.Record{Time: time.Now(), Host: host, Change: "num_workers 1 → 4", Predicted: p, Measured: 1000}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			frames := make(chan *sample.Frame)
+			errc := make(chan error, 1)
+			go func() {
+				for sec := range 6 {
+					frames <- tt.frame(sec)
+				}
+				errc <- context.Canceled
+			}()
+			last := &lastVerdict{}
+			if _, err := observe(diagnose.NewDiagnoser(diagnose.DefaultThresholds()), predlog.Line(), nil, []Observer{last}, frames, errc); err != nil {
+				t.Fatal(err)
+			}
+			if tt.frame(0).Loader != nil && last.v.Predicted == nil {
+				t.Fatalf("%s: no prediction to show the bias on", last.v.Kind)
+			}
+			adv := last.v.Advice
+			got := strings.Join(adv, "\n")
+			if tt.want != "" && (len(adv) == 0 || adv[len(adv)-1] != tt.want) {
+				t.Fatalf("advice %q, want it to end with %q", adv, tt.want)
+			}
+			if tt.want == "" && strings.Contains(got, "predictions on this box") {
+				t.Fatalf("advice %q says a bias", adv)
+			}
+		})
 	}
 }

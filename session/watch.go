@@ -17,6 +17,7 @@ type Watch struct {
 	set     *probeSet
 	sampler *probes.Sampler
 	th      diagnose.Thresholds
+	bias    string // an advice line for a verdict that predicts (loop); Run sets it
 }
 
 // NewWatch builds o's probes and starts sampling them every o.Interval;
@@ -33,7 +34,7 @@ func NewWatch(ctx context.Context, o Options) (*Watch, error) {
 // fresh Diagnoser on its thresholds, until ctx ends, the sampler fails or
 // an observer does.
 func (w *Watch) Loop(ctx context.Context, notes <-chan lines.Note, obs ...Observer) error {
-	return loop(ctx, w.sampler, diagnose.NewDiagnoser(w.th), notes, obs)
+	return loop(ctx, w.sampler, diagnose.NewDiagnoser(w.th), w.bias, notes, obs)
 }
 
 // Close stops the sampler and the probes' background work, and waits.

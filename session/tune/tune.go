@@ -6,8 +6,9 @@
 // session.NewWatch, the one assembler, with session.Settle; a command's
 // runs are supervised by session/job.
 //
-// It may import session, session/job, sample, probes, diagnose, lines and
-// loader; only the command line imports it. docs/architecture.md draws
+// It may import session, session/job, session/predlog (Ledger: its
+// predictions' errors, kept), sample, probes, diagnose, lines and loader;
+// only the command line imports it. docs/architecture.md draws
 // the map.
 package tune
 
@@ -78,6 +79,9 @@ type TuneResult struct {
 	Why     string            `json:"why"` // why it stopped
 	Unset   []diagnose.Change `json:"unset,omitempty"`
 	Advice  []string          `json:"advice,omitempty"`
+	// Bias is how predictions on this machine ran, this tune's included
+	// (Ledger.Bias); "" when there is nothing to say.
+	Bias string `json:"bias,omitempty"`
 }
 
 // TuneOptions configure Tune.
@@ -88,6 +92,9 @@ type TuneOptions struct {
 	// once for the command (MeasureCeiling); 0: none. Tune then shows each
 	// run's share of it and stops at CeilingEnough.
 	Ceiling float64
+	// Ledger keeps each step's prediction error and says the machine's
+	// bias in the result; nil keeps nothing.
+	Ledger *Ledger
 }
 
 // minGain is the least measured gain for tune to go on.
@@ -110,6 +117,7 @@ func Tune(ctx context.Context, o TuneOptions, t Trials, start Setting, out func(
 		}
 		s.Type, s.Step, s.Predicted, s.Knobs, s.Command = "step", step, prevPred, cfg, t.Describe(cfg)
 		s.CeilingShare = ceilingShare(s.Measured.SamplesPerSec, o.Ceiling) // ceiling.go
+		o.Ledger.Keep(last, s)
 		if err := out(s); err != nil {
 			return res, err
 		}
@@ -145,7 +153,7 @@ func Tune(ctx context.Context, o TuneOptions, t Trials, start Setting, out func(
 			res.Why = fmt.Sprintf("%d runs spent (--runs)", o.Runs)
 		}
 	}
-	res.Type, res.Best = "result", best
+	res.Type, res.Best, res.Bias = "result", best, o.Ledger.Bias()
 	return res, nil
 }
 
@@ -229,6 +237,9 @@ func TuneTable(steps []TuneStep, res TuneResult) string {
 		for _, a := range res.Advice {
 			fmt.Fprintf(&b, "  ⇒ %s\n", sample.Printable(a))
 		}
+	}
+	if res.Bias != "" {
+		fmt.Fprintf(&b, "note: %s\n", res.Bias)
 	}
 	fmt.Fprintf(&b, "best (*): %s\n", res.Command)
 	return b.String()

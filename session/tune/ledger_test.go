@@ -1,0 +1,90 @@
+package tune
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/session/predlog"
+)
+
+// scripted are Trials whose runs measure what they are told: the
+// num_workers setting's samples/s, and a change to the next with the
+// model's prediction for it.
+type scripted struct {
+	measured  map[string]float64 // num_workers → samples/s
+	predicted map[string]float64 // num_workers → what the model predicts for it
+	next      map[string]string  // num_workers → the change's value
+}
+
+func (sc scripted) Settle(_ context.Context, s Setting, _ time.Duration) (TuneStep, error) {
+	w := s["num_workers"]
+	st := TuneStep{Measured: diagnose.Prediction{SamplesPerSec: sc.measured[w], WaitShare: 0.5}, Verdict: diagnose.GPUStarved, Settled: true}
+	if to, ok := sc.next[w]; ok {
+		st.Changes = []diagnose.Change{{Knob: "num_workers", Flag: "num_workers", From: w, To: to}}
+		st.Next = &diagnose.Prediction{SamplesPerSec: sc.predicted[to]}
+	}
+	return st, nil
+}
+
+func (scripted) Sweep(context.Context, Setting) (SweepResult, error) { return SweepResult{}, nil }
+
+func (scripted) Apply(s Setting, cs []diagnose.Change) (Setting, []diagnose.Change, error) {
+	return Setting{"num_workers": cs[0].To}, nil, nil
+}
+
+func (scripted) Describe(s Setting) string { return "train.py --workers " + s["num_workers"] }
+
+// TestTuneKeepsItsPredictionErrors: each step that had a prediction is
+// appended to the ledger with the change that made it; once three steps
+// on this host ran 25 % high, the result says so, and the table prints
+// it. A ledger that cannot write says so once and tune goes on.
+func TestTuneKeepsItsPredictionErrors(t *testing.T) {
+	sc := scripted{
+		measured:  map[string]float64{"1": 400, "2": 800, "4": 1200, "8": 1600},
+		predicted: map[string]float64{"2": 1000, "4": 1500, "8": 2000},
+		next:      map[string]string{"1": "2", "2": "4", "4": "8"},
+	}
+	path := filepath.Join(t.TempDir(), "gpuwatch", "predictions.jsonl")
+	var warn bytes.Buffer
+	l := &Ledger{Path: path, Host: "box", Warn: &warn, Now: time.Now}
+	o := TuneOptions{RunFor: time.Second, Runs: 4, Ledger: l}
+	var steps []TuneStep
+	res, err := Tune(context.Background(), o, sc, Setting{"num_workers": "1"}, func(s TuneStep) error { steps = append(steps, s); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := predlog.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 3 || rs[0].Change != "num_workers 1 → 2" || rs[0].Predicted != 1000 || rs[0].Measured != 800 || rs[2].Host != "box" {
+		t.Fatalf("records %+v", rs)
+	}
+	const said = "predictions on this box have run 25 % above what was measured (median of 3 tune steps)"
+	if res.Bias != said || !strings.Contains(TuneTable(steps, res), "note: "+said) {
+		t.Fatalf("result's bias %q, table\n%s", res.Bias, TuneTable(steps, res))
+	}
+	if warn.Len() > 0 {
+		t.Fatalf("warned %q", warn.String())
+	}
+	// A file that cannot be written: said once, tune goes on.
+	blocked := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l = &Ledger{Path: filepath.Join(blocked, "gpuwatch", "predictions.jsonl"), Host: "box", Warn: &warn, Now: time.Now}
+	o.Ledger = l
+	res, err = Tune(context.Background(), o, sc, Setting{"num_workers": "1"}, func(TuneStep) error { return nil })
+	if err != nil || res.Steps != 4 {
+		t.Fatalf("tune stopped: %v after %d steps", err, res.Steps)
+	}
+	if n := strings.Count(warn.String(), "not kept"); n != 1 || res.Bias != "" {
+		t.Fatalf("warned %d times: %q; bias %q", n, warn.String(), res.Bias)
+	}
+}
