@@ -201,3 +201,71 @@ func TestHeadlessJobLogOnAFullDisk(t *testing.T) {
 		t.Errorf("gpuwatch did not say %q:\n%s", want, stderr.String())
 	}
 }
+
+// TestSharedBoxAJobIsNamedByItsCgroup (issue 54, item 2): two real
+// users. The victim's process runs in a Slurm job's cgroup (v1 freezer,
+// /slurm…/uid_U/job_J, as proctrack/cgroup makes it); the other user's
+// process, outside every job, sets SLURM_JOB_ID=J and POD_NAME. gpuwatch
+// --pid names the victim's process job J and the other's nobody's job:
+// before, the environment came first and the other user's process was J.
+func TestSharedBoxAJobIsNamedByItsCgroup(t *testing.T) {
+	b := newSharedBox(t)
+	job := fmt.Sprintf("%d", 900000+os.Getpid()%99999)
+	slurm := fmt.Sprintf("/sys/fs/cgroup/freezer/slurm_gwtest%d", os.Getpid())
+	jobDir := filepath.Join(slurm, fmt.Sprintf("uid_%d", victimUID), "job_"+job, "step_0")
+	if err := os.MkdirAll(jobDir, 0o755); err != nil {
+		t.Skipf("cgroup v1 freezer not writable here: %v", err)
+	}
+	t.Cleanup(func() {
+		for d := jobDir; len(d) >= len(slurm); d = filepath.Dir(d) {
+			b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+			for _, pid := range strings.Fields(string(b)) {
+				_ = os.WriteFile("/sys/fs/cgroup/freezer/cgroup.procs", []byte(pid), 0)
+			}
+			_ = os.Remove(d)
+		}
+	})
+	// Each in a memory cgroup of its own: a process in the root cgroup of
+	// every controller is no job at all, whatever names it.
+	memV := v1Cgroup(t, fmt.Sprintf("gpuwatch-ident-v-%d", os.Getpid()), map[string]map[string]string{"memory": {}})
+	memA := v1Cgroup(t, fmt.Sprintf("gpuwatch-ident-a-%d", os.Getpid()), map[string]map[string]string{"memory": {}})
+
+	victim := b.as(victimUID, "sleep", "60")
+	must(t, victim.Start())
+	t.Cleanup(func() { victim.Process.Kill(); victim.Wait() })
+	must(t, os.WriteFile(filepath.Join(jobDir, "cgroup.procs"), []byte(strconv.Itoa(victim.Process.Pid)), 0))
+	must(t, os.WriteFile(memV[0], []byte(strconv.Itoa(victim.Process.Pid)), 0))
+	other := b.as(attackerUID, "env", "SLURM_JOB_ID="+job, "SLURM_STEP_ID=0", "SLURM_PROCID=0", "POD_NAME=victims-pod", "POD_NAMESPACE=ml", "sleep", "60")
+	must(t, other.Start())
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	must(t, os.WriteFile(memA[0], []byte(strconv.Itoa(other.Process.Pid)), 0))
+
+	identity := func(pid int) (id map[string]string, jobSeen bool) {
+		out, err := exec.Command(binary(t), "--pid", strconv.Itoa(pid), "--headless", "--json", "--duration", "3s").Output()
+		if err != nil {
+			t.Fatalf("gpuwatch --pid %d: %v", pid, err)
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			var f struct {
+				Type string `json:"type"`
+				Job  *struct {
+					Identity map[string]string `json:"identity"`
+				} `json:"job"`
+			}
+			if json.Unmarshal([]byte(l), &f) == nil && f.Type == "frame" && f.Job != nil {
+				id, jobSeen = f.Job.Identity, true
+			}
+		}
+		return id, jobSeen
+	}
+	if id, seen := identity(victim.Process.Pid); !seen || id["slurm_job"] != job || id["slurm_step"] != "0" {
+		t.Errorf("the victim's process in job %s's cgroup: job seen %v, identity %v", job, seen, id)
+	}
+	id, seen := identity(other.Process.Pid)
+	if !seen {
+		t.Fatalf("the other user's process: no job read (its memory cgroup is %s)", memA[0])
+	}
+	if len(id) > 0 {
+		t.Errorf("the other user's process, outside every job, claiming job %s and a pod: identity %v, want none", job, id)
+	}
+}

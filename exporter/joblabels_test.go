@@ -103,15 +103,27 @@ func writeJob(t *testing.T, dir, name, body string) {
 	}
 }
 
-// TestSlurmMappingLabelsTheJob: one mapped job on the node names the
-// node's series (slurm_job, user, gpus); with two, only the job the
-// frame names (from its environment) gets its user and GPUs, and each
-// mapped job has its info series.
+// TestSlurmMappingLabelsTheJob: the job a frame names (by its cgroup)
+// gets its mapped user and GPUs (slurm_job, user, gpus) on the node's
+// series; a frame that names no job is nobody's, even with one job alone
+// mapped on the node (issue 54: an ssh login's torch process was credited
+// to it); each mapped job has its info series.
 func TestSlurmMappingLabelsTheJob(t *testing.T) {
 	dir := t.TempDir()
 	writeJob(t, dir, "4242", "user=alice\ngpus=0,1\n")
 	e := &Exporter{SlurmJobs: func() SlurmJobs { return ReadSlurmJobs(dir) }}
 	e.Set(fixture.Frame(), diagnose.Verdict{Kind: diagnose.GPUStarved, Confidence: 0.5})
+	nobodys := `
+# HELP gpuwatch_verdict_confidence_ratio Confidence of the verdict shown now, 0–1.
+# TYPE gpuwatch_verdict_confidence_ratio gauge
+gpuwatch_verdict_confidence_ratio 0.5
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(nobodys), "gpuwatch_verdict_confidence_ratio"); err != nil {
+		t.Fatalf("a frame that names no job, one job mapped: %v", err)
+	}
+	alices := fixture.Frame()
+	alices.Job = &sample.Job{Identity: &sample.JobIdentity{SlurmJob: "4242", SlurmStep: "0"}}
+	e.Set(alices, diagnose.Verdict{Kind: diagnose.GPUStarved, Confidence: 0.5})
 	want := `
 # HELP gpuwatch_verdict_confidence_ratio Confidence of the verdict shown now, 0–1.
 # TYPE gpuwatch_verdict_confidence_ratio gauge

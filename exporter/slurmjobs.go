@@ -181,16 +181,13 @@ func parseGPUIndices(s string) (string, error) {
 	return s, nil
 }
 
-// Of is the mapped job the frame's identity names, and fills the
-// identity's Slurm job from the mapping when the frame names none and
-// one job alone is mapped on the node (then the node's verdict is that
-// job's). nil when the mapping does not name the job.
+// Of is the mapped job the frame's identity names; nil when it names
+// none, or one the mapping does not hold. A process outside every job's
+// cgroup is nobody's job, even where one job alone is mapped on the node
+// (issue 54: an ssh login's busy torch process was credited to it).
 func (j SlurmJobs) Of(id *sample.JobIdentity) *SlurmJob {
 	if id.SlurmJob == "" {
-		if len(j.List) != 1 || id.Pod != "" || id.PodUID != "" {
-			return nil
-		}
-		id.SlurmJob = j.List[0].ID
+		return nil
 	}
 	for i := range j.List {
 		if j.List[i].ID == id.SlurmJob {

@@ -37,7 +37,7 @@ type SlurmFrames struct {
 }
 
 // Frame records f for the mapped job it belongs to (exporter's rule: the
-// job the frame names, or the one job mapped on the node), and closes
+// job the frame names by its cgroup), and closes
 // the recordings of jobs no longer mapped. It implements Observer; a
 // failed write is warned of (Warn), never the session's error.
 func (s *SlurmFrames) Frame(f *sample.Frame, v diagnose.Verdict) error {

@@ -12,10 +12,11 @@ import (
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
-// TestSlurmFramesKeepsTheMappedJobsFrames: while one job is mapped, the
-// node's frames are kept in its file; with two, only the frames that name
-// a job by its environment go to that job; a job's file is closed when
-// its mapping goes, and a file an earlier serve left is started anew.
+// TestSlurmFramesKeepsTheMappedJobsFrames: only the frames that name a
+// mapped job by its cgroup go to that job's file — a frame that names no
+// job is nobody's, even while one job alone is mapped (issue 54); a job's
+// file is closed when its mapping goes, and a file an earlier serve left
+// is started anew.
 func TestSlurmFramesKeepsTheMappedJobsFrames(t *testing.T) {
 	mapDir, framesDir := t.TempDir(), t.TempDir()
 	write := func(name, body string) {
@@ -39,9 +40,9 @@ func TestSlurmFramesKeepsTheMappedJobsFrames(t *testing.T) {
 	}
 	s.Frame(frame(0, ""), diagnose.Verdict{Kind: diagnose.Idle}) // nothing mapped: nothing kept
 	write("4242", "user=alice\ngpus=0\n")
-	for i := 1; i <= 3; i++ {
-		s.Frame(frame(i, ""), diagnose.Verdict{Kind: diagnose.GPUStarved})
-	}
+	s.Frame(frame(1, "4242"), diagnose.Verdict{Kind: diagnose.GPUStarved})
+	s.Frame(frame(2, "4242"), diagnose.Verdict{Kind: diagnose.GPUStarved})
+	s.Frame(frame(3, ""), diagnose.Verdict{Kind: diagnose.GPUStarved}) // one job mapped, none named: nobody's
 	write("77", "user=bob\n")
 	s.Frame(frame(4, ""), diagnose.Verdict{Kind: diagnose.GPUStarved})     // two jobs, none named: neither
 	s.Frame(frame(5, "77"), diagnose.Verdict{Kind: diagnose.Healthy})      // bob's
@@ -56,7 +57,7 @@ func TestSlurmFramesKeepsTheMappedJobsFrames(t *testing.T) {
 	for _, c := range []struct {
 		id    string
 		times []int
-	}{{"4242", []int{1, 2, 3, 6}}, {"77", []int{5}}} {
+	}{{"4242", []int{1, 2, 6}}, {"77", []int{5}}} {
 		rec, err := recording.Open(s.Path(c.id))
 		if err != nil {
 			t.Fatalf("job %s: %v", c.id, err)

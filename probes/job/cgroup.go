@@ -221,7 +221,7 @@ func (p *Cgroup) Collect(_ context.Context, f *sample.Frame) error {
 		}
 	}
 	p.prev, p.prevTime, p.havePrev = cur, f.Time, true
-	j.Identity = p.identityOf(j.Cgroup)
+	j.Identity = p.identityOf(j.Cgroup, paths)
 	f.Job = j
 	return nil
 }

@@ -2,8 +2,11 @@ package job
 
 import (
 	"bytes"
+	"cmp"
+	"maps"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -92,21 +95,56 @@ func parseCgroupIdentity(path string, id *sample.JobIdentity) {
 	}
 }
 
-// identityOf is the job's identity, read once per process.
-func (p *Cgroup) identityOf(cgroup string) *sample.JobIdentity {
+// identityOf is the job's identity, read once per process: from the
+// kernel first — the process's cgroup, which only root (slurmd, kubelet)
+// can put it in —, its environment only where it agrees (issue 54: on a
+// shared node `SLURM_JOB_ID=<victim> python …` made the process the
+// victim's job). agreeing says which of the environment's claims stand.
+func (p *Cgroup) identityOf(cgroup string, paths cgroupPaths) *sample.JobIdentity {
 	if p.identDone && p.identPID == p.opt.PID {
 		return p.identity
 	}
 	id := &sample.JobIdentity{}
-	if p.opt.PID > 0 {
-		if b, err := p.r.Read(filepath.Join(p.roots.Proc, strconv.Itoa(p.opt.PID), "environ")); err == nil {
-			parseEnviron(b, id)
+	parseCgroupIdentity(cgroup, id)
+	// Slurm's proctrack/cgroup tracks a job in v1's freezer while its cpu
+	// controller may be the root (task/none): every controller's path is
+	// the kernel's word.
+	for _, ctl := range slices.Sorted(maps.Keys(paths)) {
+		if id.SlurmJob == "" && id.PodUID == "" {
+			parseCgroupIdentity(paths[ctl], id)
 		}
 	}
-	parseCgroupIdentity(cgroup, id)
+	if p.opt.PID > 0 {
+		if b, err := p.r.Read(filepath.Join(p.roots.Proc, strconv.Itoa(p.opt.PID), "environ")); err == nil {
+			var env sample.JobIdentity
+			parseEnviron(b, &env)
+			agreeing(id, env)
+		}
+	}
 	if *id == (sample.JobIdentity{}) {
 		id = nil
 	}
 	p.identity, p.identPID, p.identDone = id, p.opt.PID, true
 	return id
+}
+
+// agreeing adds to id, the kernel's word, what the environment env says
+// where it agrees with it: Slurm's job variables only for the job the
+// cgroup names (its step and task from the cgroup where it has them, its
+// rank from the environment, which the cgroup does not hold); a pod's
+// name and namespace only for a process a pod's cgroup holds (the name
+// is the pod's own claim: the UID is the kernel's). A process outside
+// every job's cgroup is nobody's job, whatever its environment says. The
+// ranks torch reads (RANK, LOCAL_RANK, WORLD_SIZE) label a process, not
+// a job, and are taken as they are.
+func agreeing(id *sample.JobIdentity, env sample.JobIdentity) {
+	if id.SlurmJob != "" && env.SlurmJob == id.SlurmJob {
+		id.SlurmStep = cmp.Or(id.SlurmStep, env.SlurmStep)
+		id.SlurmTask = cmp.Or(id.SlurmTask, env.SlurmTask)
+		id.SlurmRank = env.SlurmRank
+	}
+	if id.PodUID != "" {
+		id.Pod, id.Namespace = env.Pod, env.Namespace
+	}
+	id.Rank, id.LocalRank, id.WorldSize = env.Rank, env.LocalRank, env.WorldSize
 }

@@ -60,3 +60,41 @@ func TestIdentityFromTheDownwardAPI(t *testing.T) {
 		t.Errorf("hostile values: %+v", id)
 	}
 }
+
+// TestIdentityFromTheKernelFirst (issue 54): the cgroup names the job; the
+// environment adds to it only where it agrees. A process that sets
+// another job's SLURM_JOB_ID is not that job, inside a job or outside
+// every job; a pod's name and namespace stand only where a pod's cgroup
+// holds the process; torch's ranks label the process as they are.
+func TestIdentityFromTheKernelFirst(t *testing.T) {
+	env := func(s string) sample.JobIdentity {
+		var id sample.JobIdentity
+		parseEnviron([]byte(s), &id)
+		return id
+	}
+	const uid = "1b2c3d4e-aaaa-bbbb-cccc-0123456789ab"
+	for _, c := range []struct {
+		name, cgroup, environ string
+		want                  sample.JobIdentity
+	}{
+		{"the job's own variables", "/slurm/uid_1000/job_42/step_0/task_1", "SLURM_JOB_ID=42\x00SLURM_STEP_ID=9\x00SLURM_PROCID=3\x00RANK=3",
+			sample.JobIdentity{SlurmJob: "42", SlurmStep: "0", SlurmTask: "1", SlurmRank: "3", Rank: "3"}},
+		{"another job's id, inside a job", "/slurm/uid_1000/job_42/step_0/task_1", "SLURM_JOB_ID=7\x00SLURM_PROCID=3",
+			sample.JobIdentity{SlurmJob: "42", SlurmStep: "0", SlurmTask: "1"}},
+		{"a job's id, outside every job (an ssh login)", "/user.slice/user-1000.slice/session-3.scope", "SLURM_JOB_ID=42\x00SLURM_STEP_ID=0\x00SLURM_PROCID=0",
+			sample.JobIdentity{}},
+		{"a pod's name outside any pod", "/user.slice/user-1000.slice/session-3.scope", "POD_NAME=trainer-0\x00POD_NAMESPACE=ml",
+			sample.JobIdentity{}},
+		{"a pod's name inside a pod", "/kubepods/burstable/pod" + uid, "POD_NAME=trainer-0\x00POD_NAMESPACE=ml\x00RANK=1\x00WORLD_SIZE=2",
+			sample.JobIdentity{PodUID: uid, Pod: "trainer-0", Namespace: "ml", Rank: "1", WorldSize: "2"}},
+		{"a Slurm step the environment fills where the cgroup has none", "/system.slice/slurmstepd.scope/job_42", "SLURM_JOB_ID=42\x00SLURM_STEP_ID=0\x00SLURM_LOCALID=1",
+			sample.JobIdentity{SlurmJob: "42", SlurmStep: "0", SlurmTask: "1"}},
+	} {
+		var id sample.JobIdentity
+		parseCgroupIdentity(c.cgroup, &id)
+		agreeing(&id, env(c.environ))
+		if id != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, id, c.want)
+		}
+	}
+}
