@@ -8,9 +8,10 @@ import (
 
 // Diagnoser classifies each new frame's window and applies hysteresis: a
 // new kind is shown only once it has been the classification for
-// EnterHold (LeaveHold when a problem clears to healthy or idle; none for
-// a problem that each of the newest two frames shows on its own), so one
-// odd frame or flapping input never flips the verdict. Time comes from the
+// EnterHold (none for a problem that each of the newest two frames shows
+// on its own; LeaveHold of frames that each show the problem clear when
+// it clears to healthy or idle), so one odd frame or flapping input never
+// flips the verdict. Time comes from the
 // frames, never from a clock. Not safe for concurrent use.
 type Diagnoser struct {
 	th        Thresholds
@@ -39,21 +40,20 @@ func (d *Diagnoser) held(id string) bool {
 	return false
 }
 
-// eachSays says the newest n frames each classify as k on their own: a
-// change, not flapping input (whose window of three can hold two frames
-// of a kind, the newest and the oldest).
-func (d *Diagnoser) eachSays(k Kind, n int) bool {
-	if len(d.ring) < n {
-		return false
-	}
+// alone is how many of the newest frames in a row classify as k each on
+// its own, and the time of the oldest of them: a change, not flapping
+// input (whose window of three can hold two frames of a kind, the newest
+// and the oldest). It stops at max frames.
+func (d *Diagnoser) alone(k Kind, max int) (n int, since time.Time) {
 	one := d.th
 	one.MinFrames, one.WindowFrames = 1, 1
-	for i := len(d.ring) - n; i < len(d.ring); i++ {
+	for i := len(d.ring) - 1; i >= 0 && n < max; i-- {
 		if classify(d.ring[i:i+1], d.ring[:i+1], one, d.shown.Kind, d.held).Kind != k {
-			return false
+			break
 		}
+		n, since = n+1, d.ring[i].Time
 	}
-	return true
+	return n, since
 }
 
 // Observe adds a frame and returns the verdict to show.
@@ -92,17 +92,24 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 		if !d.haveCand || d.cand != v.Kind {
 			d.cand, d.candSince, d.haveCand = v.Kind, f.Time, true
 		}
-		hold := time.Duration(d.th.EnterHold)
+		hold, from := time.Duration(d.th.EnterHold), d.candSince
 		switch {
 		case d.shown.Kind.Problem() && !v.Kind.Problem():
+			// A problem must be clear LeaveHold: counted from the first
+			// of the newest frames that each say so alone, where that
+			// is earlier than the window's median turned.
 			hold = time.Duration(d.th.LeaveHold)
-		case v.Kind.Problem() && d.eachSays(v.Kind, 2):
+			if n, since := d.alone(v.Kind, len(d.ring)); n > 0 && since.Before(from) {
+				from = since
+			}
+		case v.Kind.Problem():
 			// The rule's own evidence, unambiguous: the window's median
-			// and each of its newest two frames alone say it. Flapping
-			// input (the newest and the oldest of three) does not.
-			hold = 0
+			// and each of its newest two frames alone say it.
+			if n, _ := d.alone(v.Kind, 2); n == 2 {
+				hold = 0
+			}
 		}
-		if f.Time.Sub(d.candSince) >= hold {
+		if f.Time.Sub(from) >= hold {
 			d.shown, d.since, d.haveCand = v, d.candSince, false
 		}
 	}
