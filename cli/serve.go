@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -96,8 +98,8 @@ func runServe(cmd *cobra.Command, opts *serveOptions) error {
 	o := w.options(io.Discard, stderr)
 	o.Node, o.Observers = true, []session.Observer{exp}
 	if framesDir != "" {
-		if st, err := os.Stat(framesDir); err != nil || !st.IsDir() {
-			return fmt.Errorf("--slurm-frames-dir %s: not a folder", framesDir)
+		if err := privateFolder(framesDir); err != nil {
+			return fmt.Errorf("--slurm-frames-dir %s: %w", framesDir, err)
 		}
 		sf := &session.SlurmFrames{MapDir: jobDir, FramesDir: framesDir, MaxBytes: framesMax, Version: version, Th: w.thresholds,
 			Warn: func(s string) { fmt.Fprintln(stderr, "gpuwatch: "+sample.Printable(s)) }}
@@ -105,4 +107,26 @@ func runServe(cmd *cobra.Command, opts *serveOptions) error {
 		o.Observers = append(o.Observers, sf)
 	}
 	return watch(cmd, o)
+}
+
+// privateFolder says why dir may not hold the frames root's epilog
+// replays (issue 54, item 4): it must be a folder, not a link, owned by
+// the user serve runs as, and writable by nobody else — another user who
+// could write there could plant a job's frames, or a link in their place.
+func privateFolder(dir string) error {
+	st, err := os.Lstat(dir)
+	switch {
+	case err != nil:
+		return err
+	case st.Mode()&os.ModeSymlink != 0:
+		return errors.New("a symbolic link: name the folder itself")
+	case !st.IsDir():
+		return errors.New("not a folder")
+	case st.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("others may write in it (mode %04o): chmod go-w, or use the unit's StateDirectory, /var/lib/gpuwatch/slurm (0700)", st.Mode().Perm())
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
+		return fmt.Errorf("owned by uid %d, not by the user serve runs as (uid %d)", sys.Uid, os.Geteuid())
+	}
+	return nil
 }

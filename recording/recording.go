@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
@@ -106,7 +107,7 @@ func (c countingWriter) Write(p []byte) (int, error) {
 }
 
 func (r *Recorder) open(flags int) error {
-	f, err := os.OpenFile(r.path, flags, 0o644)
+	f, err := os.OpenFile(r.path, flags|syscall.O_NOFOLLOW, 0o644) // never through a link planted where the file (or its rotation) goes
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("%s exists: record to a new file", r.path)

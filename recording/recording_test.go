@@ -179,3 +179,33 @@ func BenchmarkRecorderFrame(b *testing.B) {
 		}
 	}
 }
+
+// TestRotationNeverWritesThroughALink (issue 54, item 4): a link planted
+// where the recording's next part goes (in a folder another process can
+// write, between the rename and the open) is refused, and what it points
+// at is left as it was: root's epilog and serve keep jobs' frames.
+func TestRotationNeverWritesThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "42.jsonl")
+	target := filepath.Join(dir, "precious")
+	if err := os.WriteFile(target, []byte("keep me\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRecorder(path, header(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.f.Close()
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.open(os.O_CREATE | os.O_TRUNC | os.O_WRONLY); err == nil {
+		t.Fatal("the next part opened through a link")
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep me\n" {
+		t.Fatalf("the link's target was written: %q", b)
+	}
+}
