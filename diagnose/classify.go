@@ -275,6 +275,11 @@ func transferBound(k Kind, w *window, th Thresholds) bool {
 	return w.pcieRx.ok && w.pcieRx.v >= th.PCIeLinkShare && k.Problem() && k != MemoryPressure && k != GPUUnderused
 }
 
+// loopDelayShownPct: the loop thread's wait for a CPU, taken off the
+// virtual accelerator's busy share, is said in its evidence from this
+// share of wall time (sample.VirtualAccel).
+const loopDelayShownPct = 5
+
 // accelName is the accelerator in words, for evidence about how busy it is.
 func (f *facts) accelName() string {
 	if f.real && !f.w.gpuUtil.ok {
@@ -283,9 +288,13 @@ func (f *facts) accelName() string {
 	if f.real {
 		return "the GPU"
 	}
-	basis := f.w.accelBasis
+	w := f.w
+	basis := w.accelBasis
 	if basis == "" {
 		basis = "loader step time / wall time"
+	}
+	if w.virtualStep.ok && w.virtualDelay.ok && w.virtualDelay.v >= loopDelayShownPct {
+		basis += fmt.Sprintf(": the step's %.0f %% less the %.0f %% its thread waited for a CPU", w.virtualStep.v, w.virtualDelay.v)
 	}
 	return "the accelerator (virtual: " + basis + ")"
 }

@@ -153,7 +153,7 @@ func read(frames []sample.Frame, th Thresholds) window {
 			w.pcieGPU, w.pcieLink = g, link
 		}
 		if a := f.Accel; a != nil {
-			w.accelBasis = a.Describe()
+			w.accelBasis = a.Basis
 		}
 		if l := f.Loader; l != nil && !(timed && l.Sampled != nil) {
 			w.addLoader(f, l, s)
