@@ -22,7 +22,9 @@ URL/debug/pprof/profile and shows where the loader's CPU goes.
 
 A Go program that only imports net/http/pprof works too: profiles, no wait
 times. When the loader reports its PID and that process is on this host,
-the process view focuses on it (as --pid does).
+the process view focuses on it (as --pid does) — only if that process
+holds the loader's port; a PID that does not is not used, and the loader's
+line says so.
 
 Several URLs, or a port range (http://127.0.0.1:6061-6068: the Python
 hook serves 6061 + LOCAL_RANK), watch every rank of a distributed job:

@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -48,6 +49,8 @@ type Attach struct {
 	token     string                      // sent as a bearer token; "" sends none
 	lookup    func() (Announcement, bool) // finds the announcement anew after a 401 (LookUpAnnouncement)
 	owner     listenerOwner               // who must hold the listening socket (owner.go)
+	peer      netip.AddrPort              // the local address the last connection was made to (invalid: not local)
+	pidCheck  pidCheck                    // whether the reported pid holds that socket, once per connection
 	transport *http.Transport
 	now       func() time.Time
 
@@ -286,8 +289,12 @@ func (a *Attach) read(ctx context.Context) (LoaderCounters, error) {
 	if err != nil {
 		return LoaderCounters{}, fmt.Errorf("/metrics: %w", err)
 	}
+	c, untrusted := a.checkPID(c)
 	a.mu.Lock()
 	if pid, err := strconv.Atoi(info["pid"]); err == nil {
+		if untrusted {
+			pid = 0
+		}
 		a.pid = pid
 	}
 	a.mu.Unlock()

@@ -44,10 +44,92 @@ func (a *Attach) Announced(ann Announcement) {
 // one meant ("" when it is, or when it is not on this machine): an
 // explicit URL to a loopback port that another user's process holds, or
 // whose owner cannot be told. Nothing secret is sent to such a listener.
+//
+// It also says when the pid the loader reports is not trusted, or not
+// verified (checkPID).
 func (a *Attach) ProofNote() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.owner.note
+	switch {
+	case a.pidCheck.note == "":
+		return a.owner.note
+	case a.owner.note == "":
+		return a.pidCheck.note
+	}
+	return a.owner.note + "; " + a.pidCheck.note
+}
+
+// pidCheck is whether the pid a loader reports holds the socket of its
+// connection (pidHolds), made once per connection and reported pid.
+type pidCheck struct {
+	peer netip.AddrPort
+	pid  int
+	note string // "" when it holds it
+	bad  bool   // it does not: the pid is not used
+}
+
+// checkPID checks the pid the loader reports (gpuwatch_loader_info) when
+// its connection is to this machine: a pid that does not hold the
+// loader's port is dropped, with the loop thread and the workers it
+// names (untrusted is then true), and ProofNote says so; one that cannot
+// be checked (another user's process, gpuwatch not root) is kept and said
+// unverified. Anyone can serve /metrics on a free port and name your
+// training process.
+func (a *Attach) checkPID(c LoaderCounters) (_ LoaderCounters, untrusted bool) {
+	a.mu.Lock()
+	peer, procRoot, chk := a.peer, a.owner.procRoot, a.pidCheck
+	a.mu.Unlock()
+	if c.PID == nil || !peer.IsValid() {
+		a.mu.Lock()
+		a.pidCheck = pidCheck{}
+		a.mu.Unlock()
+		return c, false
+	}
+	pid := *c.PID
+	if chk.peer != peer || chk.pid != pid {
+		h, why := holdsPort(procRoot, pid, peer.Addr(), peer.Port())
+		chk = pidCheck{peer: peer, pid: pid}
+		switch h {
+		case holdNotOwns:
+			chk.bad = true
+			chk.note = fmt.Sprintf("the loader at %s says pid %d, but %s: pid not trusted (name the process with --pid)", a.shown, pid, why)
+		case holdCannotTell:
+			chk.note = fmt.Sprintf("the loader at %s says pid %d, not verified to hold its port (%s)", a.shown, pid, why)
+		}
+		a.mu.Lock()
+		a.pidCheck = chk
+		a.mu.Unlock()
+	}
+	if chk.bad {
+		c.PID, c.LoopTID, c.WorkerPIDs = nil, nil, nil
+		return c, true
+	}
+	return c, false
+}
+
+// holdsPort is pidHolds; the ranks' tests serve several loaders from one
+// process, each naming a pid of its own, and trust those.
+var holdsPort = pidHolds
+
+// isLocal says whether addr is this machine's: loopback, or an address of
+// one of its interfaces.
+func isLocal(addr netip.Addr) bool {
+	addr = addr.Unmap()
+	if addr.IsLoopback() {
+		return true
+	}
+	ifs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, ia := range ifs {
+		if n, ok := ia.(*net.IPNet); ok {
+			if a, ok := netip.AddrFromSlice(n.IP); ok && a.Unmap() == addr {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // dialer is how an Attach connects, before its proof.
@@ -79,6 +161,12 @@ func (a *Attach) prove(conn net.Conn) error {
 		return nil
 	}
 	peer := tcp.AddrPort()
+	a.mu.Lock()
+	a.peer, a.pidCheck = netip.AddrPort{}, pidCheck{} // a new connection: its pid is checked anew
+	if isLocal(peer.Addr()) {
+		a.peer = peer
+	}
+	a.mu.Unlock()
 	if !peer.Addr().Unmap().IsLoopback() {
 		a.setNote("")
 		return nil // another host: its owner cannot be told from here

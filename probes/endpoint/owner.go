@@ -167,3 +167,42 @@ func decideProof(p proof, where string) error {
 	}
 	return nil
 }
+
+// The pid a loader reports (issue 54 item 2). gpuwatch_loader_info's pid
+// label becomes the watched training process: its CPU, threads, cgroup and
+// job. Anyone may serve /metrics on a free port and name any PID, so the
+// pid is trusted only when that process holds the socket that listens on
+// the loader's port (pidHolds); the check is made once per connected
+// address and pid (Attach.checkPID), not every frame.
+
+// holding is what pidHolds found.
+type holding int
+
+const (
+	holdCannotTell holding = iota // the reason says why; the pid is kept, said unverified
+	holdOwns                      // the process holds every socket listening there
+	holdNotOwns                   // it does not: the pid is not used
+)
+
+// decideHolding is pidHolds's rule: the listeners on the port that take
+// the connection (from the tables), and the process's socket inodes (nil
+// when its descriptors could not be read: fdErr says why, gone says the
+// process is not there). Every listener that would take the connection
+// must be the process's: with two (an IPv4 and an IPv6 wildcard) the
+// kernel picks which answers.
+func decideHolding(listeners []listener, sockets map[uint64]bool, fdErr error, gone bool, where string) (holding, string) {
+	switch {
+	case len(listeners) == 0:
+		return holdCannotTell, "no socket listens on " + where + " in /proc/net/tcp or tcp6"
+	case gone:
+		return holdNotOwns, "the process is gone"
+	case fdErr != nil:
+		return holdCannotTell, "its descriptors cannot be read (" + fdErr.Error() + "): another user's process, and gpuwatch is not root"
+	}
+	for _, l := range listeners {
+		if !sockets[l.Inode] {
+			return holdNotOwns, "that process does not hold its port"
+		}
+	}
+	return holdOwns, ""
+}

@@ -125,3 +125,43 @@ func socketInodes(procRoot string, pid int) (map[uint64]bool, error) {
 	}
 	return out, nil
 }
+
+// pidHolds says whether process pid holds the socket listening on
+// procRoot's tables that takes a connection to host:port (the address
+// the connection was made to, and so a local one). At most maxProvedFDs
+// descriptors are read. A cannot-tell (no table, no listener, unreadable
+// descriptors) carries its reason.
+func pidHolds(procRoot string, pid int, host netip.Addr, port uint16) (holding, string) {
+	where := netip.AddrPortFrom(host, port).String()
+	var ls []listener
+	found := false
+	for _, name := range []string{"tcp", "tcp6"} {
+		f, err := os.Open(filepath.Join(procRoot, "net", name))
+		if err != nil {
+			continue // no IPv6, say
+		}
+		all, err := parseListeners(f, port)
+		f.Close()
+		if err != nil {
+			return holdCannotTell, fmt.Sprintf("/proc/net/%s: %v", name, err)
+		}
+		found = true
+		for _, l := range all {
+			if l.takes(host) {
+				ls = append(ls, l)
+			}
+		}
+	}
+	if !found {
+		return holdCannotTell, "no /proc/net/tcp to tell who listens on " + where
+	}
+	if len(ls) == 0 {
+		return decideHolding(nil, nil, nil, false, where)
+	}
+	sockets, err := socketInodes(procRoot, pid)
+	gone := err != nil && errors.Is(err, fs.ErrNotExist)
+	if gone {
+		err = nil
+	}
+	return decideHolding(ls, sockets, err, gone, where)
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -661,5 +662,17 @@ func TestTheTokenComesFromTheAnnouncement(t *testing.T) {
 	d, _ = Discover(dir, "/proc")
 	if len(d.Found) != 1 || d.Refusals != 3 || !strings.Contains(d.Note(), "token") {
 		t.Errorf("bad tokens: found %d, %s", len(d.Found), d.Note())
+	}
+}
+
+// The fake ranks, all served by this test's process, name pids 1000 to
+// 1009 (1000+rank): those are taken as holding their ports.
+func init() {
+	real := holdsPort
+	holdsPort = func(procRoot string, pid int, host netip.Addr, port uint16) (holding, string) {
+		if pid >= 1000 && pid < 1010 {
+			return holdOwns, ""
+		}
+		return real(procRoot, pid, host, port)
 	}
 }
