@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -46,7 +45,7 @@ func (e *Exporter) Frame(f *sample.Frame, v diagnose.Verdict) error {
 }
 
 // Note implements the session's Observer: notes are not series.
-func (e *Exporter) Note(lines.Note) error { return nil }
+func (e *Exporter) Note(sample.Note) error { return nil }
 
 // metricDesc is one metric's name, help and variable labels, and its
 // Desc without job labels. A scrape whose frame names a job rebuilds the

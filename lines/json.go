@@ -10,7 +10,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -58,57 +57,30 @@ func (w *JSONWriter) WriteFrame(f *sample.Frame, v *diagnose.Verdict) error {
 	return w.enc.Encode(frameLine{Type: "frame", Frame: &c, Verdict: v})
 }
 
-// Scenario is the "type":"scenario" line: the embedded loader switched to
-// a preset (or a custom configuration), with the knobs in force.
-type Scenario struct {
-	Time  time.Time         `json:"time"`
-	Name  string            `json:"name"`
-	Knobs map[string]string `json:"knobs"`
-	// Until is when the tour moves on to the next scenario (absent when
-	// this one runs until it ends).
-	Until *time.Time `json:"until,omitempty"`
-}
-
-// Event is a "type":"event" line: something that happened to a source
-// ("disconnected", "reconnected").
-type Event struct {
-	Time   time.Time `json:"time"`
-	Name   string    `json:"name"`
-	Detail string    `json:"detail,omitempty"`
-}
-
-// Note is a line of a session that is not a frame: a Scenario switch or an
-// Event. The unexported method closes the set to this package's types;
-// WriteNote's switch handles each, and a test writes every kind.
-type Note interface{ note() }
-
-func (Scenario) note() {}
-func (Event) note()    {}
-
 // WriteNote writes a non-frame line with its "type".
-func (w *JSONWriter) WriteNote(n Note) error {
+func (w *JSONWriter) WriteNote(n sample.Note) error {
 	switch v := n.(type) {
-	case Scenario:
+	case sample.Scenario:
 		return w.enc.Encode(struct {
 			Type string `json:"type"`
-			Scenario
+			sample.Scenario
 		}{"scenario", v})
-	case Event:
+	case sample.Event:
 		return w.enc.Encode(struct {
 			Type string `json:"type"`
-			Event
+			sample.Event
 		}{"event", v})
 	}
 	return fmt.Errorf("lines: unknown line %T", n)
 }
 
 // WriteNoteLine writes a non-frame line for --headless.
-func WriteNoteLine(w io.Writer, n Note) error {
+func WriteNoteLine(w io.Writer, n sample.Note) error {
 	switch v := n.(type) {
-	case Event:
+	case sample.Event:
 		_, err := fmt.Fprintf(w, "%s %s %s\n", v.Time.Format("15:04:05"), sample.Printable(v.Name), sample.Printable(v.Detail))
 		return err
-	case Scenario:
+	case sample.Scenario:
 		keys := make([]string, 0, len(v.Knobs))
 		for k := range v.Knobs {
 			keys = append(keys, k)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -35,8 +34,8 @@ type Recorded struct {
 // bounded. Not safe for concurrent use.
 type Recording struct {
 	Header    Header
-	Scenarios []lines.Scenario
-	Events    []lines.Event
+	Scenarios []sample.Scenario
+	Events    []sample.Event
 	// Warnings say what could not be read: a truncated last line ends
 	// the reading, and everything before it is kept; a corrupt line
 	// elsewhere is skipped and counted (CorruptLines), and one warning
@@ -83,7 +82,7 @@ const (
 )
 
 // New is a recording of frames held in memory (a live session's).
-func New(h Header, frames []Recorded, scenarios []lines.Scenario) *Recording {
+func New(h Header, frames []Recorded, scenarios []sample.Scenario) *Recording {
 	return &Recording{Header: h, held: frames, Scenarios: scenarios}
 }
 
@@ -345,7 +344,7 @@ func (r *Recording) add(kind string, t time.Time, line []byte, at span, lineNo i
 			r.warn("line %d: more than %d frames: the rest are left out", lineNo, MaxFrames)
 		}
 	case "scenario":
-		var s lines.Scenario
+		var s sample.Scenario
 		if err := json.Unmarshal(line, &s); err != nil {
 			r.warn("line %d: %v: left out", lineNo, err)
 		} else if r.note(len(r.Scenarios), lineNo) {
@@ -356,7 +355,7 @@ func (r *Recording) add(kind string, t time.Time, line []byte, at span, lineNo i
 			r.Scenarios = append(r.Scenarios, s)
 		}
 	case "event":
-		var e lines.Event
+		var e sample.Event
 		if err := json.Unmarshal(line, &e); err != nil {
 			r.warn("line %d: %v: left out", lineNo, err)
 		} else if r.note(len(r.Events), lineNo) {

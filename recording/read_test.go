@@ -151,8 +151,8 @@ func TestNotesAndLongLinesAreBounded(t *testing.T) {
 	event := func(name string) {
 		ev, _ := json.Marshal(struct {
 			Type string `json:"type"`
-			lines.Event
-		}{"event", lines.Event{Name: name}})
+			sample.Event
+		}{"event", sample.Event{Name: name}})
 		b.Write(append(ev, '\n'))
 	}
 	event(strings.Repeat("n", 10_000))

@@ -144,7 +144,7 @@ func (r *Recorder) Frame(f *sample.Frame, v *diagnose.Verdict) error {
 }
 
 // Note writes a scenario switch or an event.
-func (r *Recorder) Note(n lines.Note) error {
+func (r *Recorder) Note(n sample.Note) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.jw.WriteNote(n); err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/internal/fixture"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -25,7 +24,7 @@ func recordSome(t *testing.T, path string, max int64, n int) *Recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Note(lines.Scenario{Time: header().Time, Name: "single-core", Knobs: map[string]string{"workers": "0"}}); err != nil {
+	if err := r.Note(sample.Scenario{Time: header().Time, Name: "single-core", Knobs: map[string]string{"workers": "0"}}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < n; i++ {
@@ -39,7 +38,7 @@ func recordSome(t *testing.T, path string, max int64, n int) *Recorder {
 			t.Fatal(err)
 		}
 	}
-	if err := r.Note(lines.Event{Time: header().Time, Name: "disconnected", Detail: "connection refused"}); err != nil {
+	if err := r.Note(sample.Event{Time: header().Time, Name: "disconnected", Detail: "connection refused"}); err != nil {
 		t.Fatal(err)
 	}
 	return r

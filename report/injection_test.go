@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/recording"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -26,7 +25,7 @@ func hostile(t testing.TB, s string) *Summary {
 	for i := range rec.Scenarios {
 		rec.Scenarios[i].Name = s
 	}
-	rec.Events = append(rec.Events, lines.Event{Time: frames[0].Frame.Time, Name: s, Detail: s})
+	rec.Events = append(rec.Events, sample.Event{Time: frames[0].Frame.Time, Name: s, Detail: s})
 	for i := range frames {
 		fr := &frames[i].Frame
 		if p := fr.Procs; p != nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -57,20 +56,20 @@ const MaxRanks = 64
 
 // RecordingInfo is the machine and the run.
 type RecordingInfo struct {
-	File            string        `json:"file"`
-	Host            string        `json:"host"`
-	Cores           int           `json:"cores"`
-	GPUs            []string      `json:"gpus"`
-	GpuwatchVersion string        `json:"gpuwatch_version"`
-	Command         []string      `json:"command"`
-	Start           time.Time     `json:"start"`
-	End             time.Time     `json:"end"`
-	DurationSec     float64       `json:"duration_sec"`
-	Frames          int           `json:"frames"`
-	MemTotalBytes   uint64        `json:"mem_total_bytes,omitempty"`
-	Scenarios       []string      `json:"scenarios,omitempty"`
-	Events          []lines.Event `json:"events,omitempty"`
-	Warnings        []string      `json:"warnings,omitempty"`
+	File            string         `json:"file"`
+	Host            string         `json:"host"`
+	Cores           int            `json:"cores"`
+	GPUs            []string       `json:"gpus"`
+	GpuwatchVersion string         `json:"gpuwatch_version"`
+	Command         []string       `json:"command"`
+	Start           time.Time      `json:"start"`
+	End             time.Time      `json:"end"`
+	DurationSec     float64        `json:"duration_sec"`
+	Frames          int            `json:"frames"`
+	MemTotalBytes   uint64         `json:"mem_total_bytes,omitempty"`
+	Scenarios       []string       `json:"scenarios,omitempty"`
+	Events          []sample.Event `json:"events,omitempty"`
+	Warnings        []string       `json:"warnings,omitempty"`
 	// Job is the watched job in a line (who, its cgroup, its limits and
 	// use, at the end of the recording); empty when none was watched.
 	Job string `json:"job,omitempty"`

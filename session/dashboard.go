@@ -14,8 +14,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/charmbracelet/colorprofile"
+
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session/job"
 	"github.com/gpuwatch/gpuwatch/tui"
@@ -26,7 +26,7 @@ import (
 // command. Nothing else writes to the terminal meanwhile: logs go to a
 // file. On quit, a signal or a panic in the loop, the program stops and
 // the terminal is restored.
-func runDashboard(ctx context.Context, o Options, w *Watch, rec *recorder, notes <-chan lines.Note) error {
+func runDashboard(ctx context.Context, o Options, w *Watch, rec *recorder, notes <-chan sample.Note) error {
 	set, sampler := w.set, w.sampler
 	logFile := openLog()
 	if logFile != nil {
@@ -125,17 +125,17 @@ func (d *dashboard) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	return nil
 }
 
-func (d *dashboard) Note(n lines.Note) error {
+func (d *dashboard) Note(n sample.Note) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch n := n.(type) {
-	case lines.Scenario:
+	case sample.Scenario:
 		d.note = "scenario " + n.Name
 		d.scenario = &tui.Scenario{Name: n.Name}
 		if n.Until != nil {
 			d.scenario.Until = *n.Until
 		}
-	case lines.Event:
+	case sample.Event:
 		d.note = n.Name + ": " + sample.Printable(n.Detail)
 	}
 	return nil

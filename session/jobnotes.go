@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gpuwatch/gpuwatch/internal/bg"
-	"github.com/gpuwatch/gpuwatch/lines"
+	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session/job"
 )
 
@@ -14,14 +14,14 @@ import (
 // written: the note channel is unbuffered, so the loop has taken the
 // note — and told every observer — before the session is cancelled.
 // stop ends the goroutine that does this and waits for it.
-func JobNotes(ctx context.Context, j *job.Job, in <-chan lines.Note, end bool, cancel context.CancelFunc) (notes <-chan lines.Note, stop func()) {
-	out := make(chan lines.Note)
+func JobNotes(ctx context.Context, j *job.Job, in <-chan sample.Note, end bool, cancel context.CancelFunc) (notes <-chan sample.Note, stop func()) {
+	out := make(chan sample.Note)
 	g := bg.New(ctx)
 	g.Go(func(ctx context.Context) {
 		defer close(out)
 		done := j.Done()
 		for in != nil || done != nil {
-			var n lines.Note
+			var n sample.Note
 			select {
 			case <-ctx.Done():
 				return
@@ -34,7 +34,7 @@ func JobNotes(ctx context.Context, j *job.Job, in <-chan lines.Note, end bool, c
 			case <-done:
 				done = nil
 				how, at := j.Exit()
-				n = lines.Event{Time: at, Name: "exited", Detail: fmt.Sprintf("pid %d (%s) %s", j.PID(), j.Command(), how)}
+				n = sample.Event{Time: at, Name: "exited", Detail: fmt.Sprintf("pid %d (%s) %s", j.PID(), j.Command(), how)}
 			}
 			select {
 			case out <- n:

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/recording"
 	"github.com/gpuwatch/gpuwatch/report"
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -19,7 +18,7 @@ import (
 type keptFrames struct {
 	mu         sync.Mutex
 	frames     []recording.Recorded
-	notes      []lines.Scenario
+	notes      []sample.Scenario
 	version    string
 	thresholds diagnose.Thresholds
 }
@@ -38,10 +37,10 @@ func (s *keptFrames) Frame(f *sample.Frame, _ diagnose.Verdict) error {
 }
 
 // Note implements Observer.
-func (s *keptFrames) Note(n lines.Note) error {
+func (s *keptFrames) Note(n sample.Note) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sc, ok := n.(lines.Scenario); ok {
+	if sc, ok := n.(sample.Scenario); ok {
 		s.notes = append(s.notes, sc)
 	}
 	return nil

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -153,7 +152,7 @@ func (s *Settle) holds() bool {
 }
 
 // Note implements Observer.
-func (s *Settle) Note(lines.Note) error { return nil }
+func (s *Settle) Note(sample.Note) error { return nil }
 
 // onceSummary is --once --json's one object.
 type onceSummary struct {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/recording"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -28,11 +27,11 @@ type recorder struct {
 	th       diagnose.Thresholds
 	rec      *recording.Recorder
 	frames   int
-	err      error        // why the recording stopped early
-	notify   func(string) // rotations
-	onFail   func(string) // a write error stopped the recording; nil: told at the end
-	pending  []lines.Note // notes before the first frame
-	loaderUp *bool        // the last loader connection state seen
+	err      error         // why the recording stopped early
+	notify   func(string)  // rotations
+	onFail   func(string)  // a write error stopped the recording; nil: told at the end
+	pending  []sample.Note // notes before the first frame
+	loaderUp *bool         // the last loader connection state seen
 }
 
 func newRecorder(o Options) *recorder {
@@ -112,7 +111,7 @@ func (r *recorder) frameLocked(f *sample.Frame, v *diagnose.Verdict) error {
 			if !*l.Connected {
 				name, detail = "disconnected", l.Source+": "+f.Unavailable[sample.SourceLoader]
 			}
-			if err := r.rec.Note(lines.Event{Time: f.Time, Name: name, Detail: detail}); err != nil {
+			if err := r.rec.Note(sample.Event{Time: f.Time, Name: name, Detail: detail}); err != nil {
 				return err
 			}
 		}
@@ -137,7 +136,7 @@ func (r *recorder) failLocked(err error) {
 }
 
 // Note implements Observer.
-func (r *recorder) Note(n lines.Note) error {
+func (r *recorder) Note(n sample.Note) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.path == "" {

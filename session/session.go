@@ -47,7 +47,7 @@ type Options struct {
 	Thresholds diagnose.Thresholds
 	// Notes are the command's non-frame lines (scenario switches), in
 	// time order with the frames; closing it is fine.
-	Notes <-chan lines.Note
+	Notes <-chan sample.Note
 	Target
 	Output
 	Recording
@@ -142,7 +142,7 @@ type Sources struct {
 // stops the session.
 type Observer interface {
 	Frame(f *sample.Frame, v diagnose.Verdict) error
-	Note(n lines.Note) error
+	Note(n sample.Note) error
 }
 
 // Run samples until ctx ends or o.Duration passes, in the dashboard when
@@ -244,7 +244,7 @@ func finish(o Options, rec *recorder, once *Settle, dashboard bool, err error) e
 // Run goroutine: on every return it cancels it and waits for it, so the
 // caller may Close the sampler at once (docs/architecture.md,
 // "Goroutines").
-func loop(ctx context.Context, sampler *probes.Sampler, diag *diagnose.Diagnoser, bias string, notes <-chan lines.Note, obs []Observer) error {
+func loop(ctx context.Context, sampler *probes.Sampler, diag *diagnose.Diagnoser, bias string, notes <-chan sample.Note, obs []Observer) error {
 	frames := make(chan *sample.Frame, 1)
 	errc := make(chan error, 1)
 	ctx, cancel := context.WithCancel(ctx)
@@ -260,7 +260,7 @@ func loop(ctx context.Context, sampler *probes.Sampler, diag *diagnose.Diagnoser
 // observe hands frames and notes to the observers until the sampler's Run
 // returns (its error arrives on errc) or an observer fails; running says
 // whether Run was still running then.
-func observe(diag *diagnose.Diagnoser, bias string, notes <-chan lines.Note, obs []Observer, frames <-chan *sample.Frame, errc <-chan error) (running bool, err error) {
+func observe(diag *diagnose.Diagnoser, bias string, notes <-chan sample.Note, obs []Observer, frames <-chan *sample.Frame, errc <-chan error) (running bool, err error) {
 	for {
 		select {
 		case n, ok := <-notes:
@@ -320,7 +320,7 @@ func (h *headless) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	return nil
 }
 
-func (h *headless) Note(n lines.Note) error {
+func (h *headless) Note(n sample.Note) error {
 	var err error
 	if h.jw != nil {
 		err = h.jw.WriteNote(n)
@@ -344,7 +344,7 @@ func (end exitWithJob) Frame(f *sample.Frame, _ diagnose.Verdict) error {
 	return nil
 }
 
-func (exitWithJob) Note(lines.Note) error { return nil }
+func (exitWithJob) Note(sample.Note) error { return nil }
 
 // IsTerminal says whether w is a terminal (the dashboard's condition).
 func IsTerminal(w io.Writer) bool {

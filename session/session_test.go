@@ -14,7 +14,6 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/internal/testnet"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session/predlog"
@@ -47,10 +46,10 @@ func (o *observed) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	return nil
 }
 
-func (o *observed) Note(n lines.Note) error {
+func (o *observed) Note(n sample.Note) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if s, ok := n.(lines.Scenario); ok {
+	if s, ok := n.(sample.Scenario); ok {
 		o.events = append(o.events, "note "+s.Name)
 	}
 	return nil
@@ -66,8 +65,8 @@ func TestLoopGivesEveryObserverEveryFrameAndNote(t *testing.T) {
 	defer sampler.Close()
 	first := &observed{}
 	second := &observed{stopAt: 6, stop: cancel}
-	notes := make(chan lines.Note, 1)
-	notes <- lines.Scenario{Name: "starved"}
+	notes := make(chan sample.Note, 1)
+	notes <- sample.Scenario{Name: "starved"}
 	close(notes)
 	if err := loop(ctx, sampler, diagnose.NewDiagnoser(diagnose.DefaultThresholds()), "", notes, []Observer{first, second}); err != nil {
 		t.Fatal(err)
@@ -91,7 +90,7 @@ func TestLoopGivesEveryObserverEveryFrameAndNote(t *testing.T) {
 type failing struct{}
 
 func (failing) Frame(*sample.Frame, diagnose.Verdict) error { return errors.New("disk full") }
-func (failing) Note(lines.Note) error                       { return nil }
+func (failing) Note(sample.Note) error                      { return nil }
 
 // TestLoopStopsOnAnObserversError: an observer's error ends the loop with it.
 func TestLoopStopsOnAnObserversError(t *testing.T) {
@@ -207,8 +206,8 @@ func TestKeptFramesKeepTheNewestHour(t *testing.T) {
 		f := &sample.Frame{Time: time.Unix(int64(i), 0), IntervalSec: 1}
 		k.Frame(f, diagnose.Verdict{})
 	}
-	k.Note(lines.Scenario{Name: "io-bound"})
-	k.Note(lines.Event{Name: "disconnected"})
+	k.Note(sample.Scenario{Name: "io-bound"})
+	k.Note(sample.Event{Name: "disconnected"})
 	if len(k.frames) != keepFrames || k.frames[0].Frame.Time.Unix() != 10 || k.frames[keepFrames-1].Frame.Time.Unix() != keepFrames+9 {
 		t.Fatalf("%d frames, %v … %v", len(k.frames), k.frames[0].Frame.Time.Unix(), k.frames[len(k.frames)-1].Frame.Time.Unix())
 	}
@@ -453,7 +452,7 @@ func starvedFrame(sec int) *sample.Frame {
 type lastVerdict struct{ v diagnose.Verdict }
 
 func (o *lastVerdict) Frame(_ *sample.Frame, v diagnose.Verdict) error { o.v = v; return nil }
-func (*lastVerdict) Note(lines.Note) error                             { return nil }
+func (*lastVerdict) Note(sample.Note) error                            { return nil }
 
 // TestVerdictSaysHowPredictionsRanHere: with tune's record on this
 // machine (the user's state file) holding predictions 25 % above what was

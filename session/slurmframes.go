@@ -10,7 +10,6 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/exporter"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/recording"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -88,7 +87,7 @@ func (s *SlurmFrames) Frame(f *sample.Frame, v diagnose.Verdict) error {
 }
 
 // Note implements Observer: a job's kept frames hold frames only.
-func (s *SlurmFrames) Note(lines.Note) error { return nil }
+func (s *SlurmFrames) Note(sample.Note) error { return nil }
 
 // recorder is the job's open recording, started anew when there is none:
 // a file left by an earlier serve (restarted during the job) is replaced.

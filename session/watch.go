@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // Watch is a session's sources running: the probe set built from its
@@ -33,7 +33,7 @@ func NewWatch(ctx context.Context, o Options) (*Watch, error) {
 // Loop runs the session's one frame loop over the watch (see loop) with a
 // fresh Diagnoser on its thresholds, until ctx ends, the sampler fails or
 // an observer does.
-func (w *Watch) Loop(ctx context.Context, notes <-chan lines.Note, obs ...Observer) error {
+func (w *Watch) Loop(ctx context.Context, notes <-chan sample.Note, obs ...Observer) error {
 	return loop(ctx, w.sampler, diagnose.NewDiagnoser(w.th), w.bias, notes, obs)
 }
 

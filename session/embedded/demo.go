@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/bg"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes/endpoint"
+	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
 	"github.com/gpuwatch/gpuwatch/tui"
 )
@@ -34,7 +34,7 @@ type DemoPlan struct {
 // configuration with a set number of epochs ends the session when done.
 func Demo(ctx context.Context, o session.Options, plan DemoPlan) error {
 	src := &Source{}
-	notes := make(chan lines.Note, 1)
+	notes := make(chan sample.Note, 1)
 	touring := bg.New(ctx) // the tour's goroutine: stopped and waited for on every return
 	defer touring.Close()
 	ctx, cancel := context.WithCancel(ctx)
@@ -72,13 +72,13 @@ func Demo(ctx context.Context, o session.Options, plan DemoPlan) error {
 
 // tour runs the plan's configurations, telling notes of each switch. It
 // returns nil when ctx ends or a single configuration finishes its epochs.
-func tour(ctx context.Context, src *Source, notes chan<- lines.Note, plan DemoPlan) error {
+func tour(ctx context.Context, src *Source, notes chan<- sample.Note, plan DemoPlan) error {
 	cfgs, every := plan.Configs, plan.Every
 	for i := 0; ; i = (i + 1) % len(cfgs) {
 		c := cfgs[i]
 		l := loader.New(c, plan.Datasets[i], plan.Events)
 		src.Set(l)
-		sc := lines.Scenario{Time: time.Now(), Name: c.Name(), Knobs: c.Knobs()}
+		sc := sample.Scenario{Time: time.Now(), Name: c.Name(), Knobs: c.Knobs()}
 		if len(cfgs) > 1 {
 			until := sc.Time.Add(every)
 			sc.Until = &until

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/probes/training"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session"
@@ -97,4 +96,4 @@ func (s *ceilingSeen) Frame(f *sample.Frame, _ diagnose.Verdict) error {
 	return nil
 }
 
-func (*ceilingSeen) Note(lines.Note) error { return nil }
+func (*ceilingSeen) Note(sample.Note) error { return nil }

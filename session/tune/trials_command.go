@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/probes/training"
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -271,7 +270,7 @@ func (w whileLoading) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	return w.o.Frame(f, v)
 }
 
-func (w whileLoading) Note(n lines.Note) error { return w.o.Note(n) }
+func (w whileLoading) Note(n sample.Note) error { return w.o.Note(n) }
 
 // shellQuote joins argv as a shell would read it back.
 func shellQuote(argv []string) string {

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -286,7 +285,7 @@ func (t *tail) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	return nil
 }
 
-func (*tail) Note(lines.Note) error { return nil }
+func (*tail) Note(sample.Note) error { return nil }
 
 // mean is the samples/s and wait share over the newest n readings, past
 // the first skip.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/lines"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -18,7 +17,7 @@ func (o *frames) Frame(_ *sample.Frame, v diagnose.Verdict) error {
 	return nil
 }
 
-func (o *frames) Note(lines.Note) error { return nil }
+func (o *frames) Note(sample.Note) error { return nil }
 
 // TestTuneSettlesOnlyOnTheHooksBatches: a tune run's settle sees only the
 // frames where the hook's loader hands out batches: not the job's start,
