@@ -1,7 +1,8 @@
 package diagnose
 
+import "github.com/gpuwatch/gpuwatch/sample"
+
 // convert: converting samples to tensors one at a time (torch.tensor, float() in a Python loop), read from the workers' own CPU profile (causes_profile.go).
 func init() {
-	registerCause(causeRule{id: "convert", stages: []string{"getitem"}, category: "converting",
-		find: profileCause("convert", "converting", `keep the data as tensors and slice them: build one tensor (or one array, in the dtype the model takes) of the whole dataset once, and have __getitem__ return slices of it, with no Python loop, float() or torch.tensor per sample`)})
+	registerProfileCause("convert", sample.CatConverting, `keep the data as tensors and slice them: build one tensor (or one array, in the dtype the model takes) of the whole dataset once, and have __getitem__ return slices of it, with no Python loop, float() or torch.tensor per sample`)
 }

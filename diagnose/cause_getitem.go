@@ -42,7 +42,7 @@ func busiestInGetitem(p *sample.Profile) (string, float64, bool) {
 	}
 	for _, f := range p.WorkersTop {
 		switch profileCategoryOf(f) {
-		case "collating", "serializing", "waiting", "interpreter", "gc":
+		case sample.CatCollating, sample.CatSerializing, sample.CatWaiting, sample.CatInterpreter, sample.CatGC:
 			continue
 		}
 		return placeOf(f), f.Flat, true

@@ -207,6 +207,9 @@ func TestEveryCauseIsWhole(t *testing.T) {
 		if r.find == nil || len(r.stages) == 0 {
 			t.Errorf("cause %s: no rule or no stages", r.id)
 		}
+		if r.category != "" && !slices.Contains(sample.ProfileCategories, r.category) {
+			t.Errorf("cause %s: its profile category %q is not one of sample.ProfileCategories", r.id, r.category)
+		}
 		named, ok := causeCases[r.id]
 		if !ok {
 			t.Errorf("cause %s: no case in causeCases", r.id)

@@ -1,7 +1,8 @@
 package diagnose
 
+import "github.com/gpuwatch/gpuwatch/sample"
+
 // tokenize: tokenizing text in __getitem__, read from the workers' own CPU profile (causes_profile.go).
 func init() {
-	registerCause(causeRule{id: "tokenize", stages: []string{"getitem"}, category: "tokenizing",
-		find: profileCause("tokenize", "tokenizing", `tokenize once, before training: store the token ids (a fast tokenizer in batches, e.g. datasets' map(batched=True) with a Rust-backed tokenizer) and have __getitem__ load them; tokenizing in __getitem__ repeats the work every epoch`)})
+	registerProfileCause("tokenize", sample.CatTokenizing, `tokenize once, before training: store the token ids (a fast tokenizer in batches, e.g. datasets' map(batched=True) with a Rust-backed tokenizer) and have __getitem__ load them; tokenizing in __getitem__ repeats the work every epoch`)
 }

@@ -8,6 +8,13 @@ import (
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
+// registerProfileCause registers a cause read from the workers' profile:
+// its category (one of sample.ProfileCategories), its fix, its rule
+// profileCause's.
+func registerProfileCause(id, category, fix string) {
+	registerCause(causeRule{id: id, stages: []string{"getitem"}, category: category, find: profileCause(id, category, fix)})
+}
+
 // profileCause is the rule of a cause read from the workers' own CPU
 // profile (decode, augment, convert, tokenize: the categories practice has
 // a fix for): named where the loop waits on CPU-bound workers and the
@@ -40,7 +47,7 @@ func profileCause(id, category, fix string) func(*causeIn) (Cause, bool) {
 		// worker whose SIGPROF is in use) samples where the GIL lets it in
 		// (the text loop, so sampled: tokenizing 63 % of the samples, collate
 		// 21 %, while __getitem__ took 96 % of the time by its clock).
-		outside := shares["collating"] + shares["serializing"] + shares["waiting"]
+		outside := shares[sample.CatCollating] + shares[sample.CatSerializing] + shares[sample.CatWaiting]
 		part := s.getitem * share / max(1-outside, share) // at most getitem: the denominator is at least share
 		cut, free := part, stageCut{worker: part}
 		if id == "convert" {

@@ -360,7 +360,7 @@ func profileEvidence(k Kind, w *window, th Thresholds, mmap bool) (Evidence, boo
 		}
 	}
 	words := sample.ProfileCategoryWords[best.Name]
-	if mmap && best.Name == "reading" {
+	if mmap && best.Name == sample.CatReading {
 		words = "reading: copying out of the mapped dataset, its page faults included"
 	}
 	return evidence("profile."+best.Name+"_share", best.Share, ">=", 0, "ratio",

@@ -817,24 +817,55 @@ type Profile struct {
 	Error string `json:"error,omitempty"`
 }
 
-// ProfileCategories are the categories of a profile summary, in display
-// order: the profile probe sorts CPU samples into them, diagnosis names
-// them, and a report keeps only these. ProfileCategoryWords says what each
-// is, for people.
-var (
-	ProfileCategories = []string{
-		"reading", "decoding", "augmenting", "tokenizing", "converting", "collating", "serializing",
-		"waiting", "interpreter", "gc", "other",
-	}
-	ProfileCategoryWords = map[string]string{
-		"reading": "reading (files, network)", "decoding": "decoding (images, audio, video, compressed or parsed data)",
-		"augmenting": "augmenting and transforming samples (transforms, array math)", "tokenizing": "tokenizing text",
-		"converting": "converting samples to tensors and arrays (Python loops building lists included)", "collating": "collating samples into batches",
-		"serializing": "pickling batches through the workers' queues", "waiting": "waiting (queues, locks, sleep)",
-		"interpreter": "the interpreter's or runtime's own overhead (imports, scheduling)",
-		"gc":          "in the garbage collector", "other": "elsewhere (no category's code on the stack)",
-	}
+// The profile categories, defined here once: internal/pprofsum's rows
+// sort a profile's functions into them, diagnose's profile causes read
+// them (causeRule.category), reports and views name them with
+// ProfileCategoryWords.
+const (
+	CatReading     = "reading"
+	CatDecoding    = "decoding"
+	CatAugmenting  = "augmenting"
+	CatTokenizing  = "tokenizing"
+	CatConverting  = "converting"
+	CatCollating   = "collating"
+	CatSerializing = "serializing"
+	CatWaiting     = "waiting"
+	CatInterpreter = "interpreter"
+	CatGC          = "gc"
+	CatOther       = "other"
 )
+
+// profileCategoryTable is the categories of a profile summary in display
+// order, each with what it is, for people.
+var profileCategoryTable = []struct{ name, words string }{
+	{CatReading, "reading (files, network)"},
+	{CatDecoding, "decoding (images, audio, video, compressed or parsed data)"},
+	{CatAugmenting, "augmenting and transforming samples (transforms, array math)"},
+	{CatTokenizing, "tokenizing text"},
+	{CatConverting, "converting samples to tensors and arrays (Python loops building lists included)"},
+	{CatCollating, "collating samples into batches"},
+	{CatSerializing, "pickling batches through the workers' queues"},
+	{CatWaiting, "waiting (queues, locks, sleep)"},
+	{CatInterpreter, "the interpreter's or runtime's own overhead (imports, scheduling)"},
+	{CatGC, "in the garbage collector"},
+	{CatOther, "elsewhere (no category's code on the stack)"},
+}
+
+// ProfileCategories are the categories of a profile summary, in display
+// order (the profile probe sorts CPU samples into them, diagnosis names
+// them, and a report keeps only these); ProfileCategoryWords says what
+// each is. Both are read from profileCategoryTable.
+var (
+	ProfileCategories    = make([]string, 0, len(profileCategoryTable))
+	ProfileCategoryWords = make(map[string]string, len(profileCategoryTable))
+)
+
+func init() {
+	for _, c := range profileCategoryTable {
+		ProfileCategories = append(ProfileCategories, c.name)
+		ProfileCategoryWords[c.name] = c.words
+	}
+}
 
 // ProfileCategory is a share of the profile's CPU in one of
 // ProfileCategories; internal/pprofsum's categoryRules say which functions

@@ -57,12 +57,12 @@ var categoryRules = []categoryRule{
 	// socket's accept is the hand-over under a worker's resource sharer,
 	// which passes a shared tensor's descriptor, not a read).
 	{category: "", match: []string{"PIL.Image.Image.copy", "PIL.Image.Image._new", "torch.nn.modules.module.Module._call_impl", "socket.socket.accept"}},
-	{category: "gc", match: []string{
+	{category: sample.CatGC, match: []string{
 		"runtime.gcBgMarkWorker", "runtime.gcDrain", "runtime.scanobject", "runtime.markroot", "runtime.mallocgc",
 		"runtime.gcAssist", "runtime.bgsweep", "runtime.bgscavenge", "runtime.memclrNoHeapPointers",
 		"runtime.(*mheap)", "runtime.sweepone", "runtime.gcStart", "gc.",
 	}},
-	{category: "waiting", match: []string{
+	{category: sample.CatWaiting, match: []string{
 		"runtime.chanrecv", "runtime.chansend", "runtime.selectgo", "runtime.gopark", "runtime.semacquire",
 		"runtime.notesleep", "runtime.futex", "runtime.usleep", "runtime.netpoll", "runtime.epollwait",
 		"sync.(*Mutex).Lock", "sync.(*RWMutex)", "sync.(*WaitGroup).Wait", "sync.(*Cond).Wait", "time.Sleep",
@@ -76,7 +76,7 @@ var categoryRules = []categoryRule{
 		"multiprocessing.connection._ConnectionBase.poll", "multiprocessing.synchronize.",
 		"concurrent.futures._base.Future.result", "concurrent.futures._base.wait", "concurrent.futures._base.as_completed",
 	}},
-	{category: "reading", match: []string{
+	{category: sample.CatReading, match: []string{
 		"syscall.read", "syscall.pread", "syscall.Read", "syscall.Pread", "internal/poll.(*FD).Read",
 		"internal/poll.(*FD).Pread", "os.(*File).Read", "os.(*File).ReadAt", "net.(*conn).Read",
 		"internal/poll.(*FD).ReadFrom", "io.ReadFull", "io.ReadAtLeast", "bufio.(*Reader).Read",
@@ -88,7 +88,7 @@ var categoryRules = []categoryRule{
 		"botocore.", "s3transfer.", "aiohttp.", "h5py.", "lmdb.", "tarfile.", "zipfile.", "mmap.", "shutil.copyfileobj",
 		"pathlib.Path.read_bytes", "pathlib.Path.read_text", "*ImageFile.load_read", "PIL.ImageFile._safe_read",
 	}},
-	{category: "serializing", match: []string{
+	{category: sample.CatSerializing, match: []string{
 		// Python: pickling batches through the workers' queues, and
 		// torch's tensors shared across processes.
 		"pickle.", "_pickle.", "copyreg.", "multiprocessing.queues.", "multiprocessing.reduction.",
@@ -96,12 +96,12 @@ var categoryRules = []categoryRule{
 		"torch.storage._share", "torch.storage.TypedStorage._share", "torch.storage.UntypedStorage._share",
 		"torch._utils._rebuild",
 	}},
-	{category: "tokenizing", match: []string{"*tokeniz", "*Tokeniz", "sentencepiece.", "tiktoken."}},
-	{category: "collating", match: []string{
+	{category: sample.CatTokenizing, match: []string{"*tokeniz", "*Tokeniz", "sentencepiece.", "tiktoken."}},
+	{category: sample.CatCollating, match: []string{
 		"torch.utils.data._utils.collate.", "/torch/utils/data/_utils/collate.py",
 		"numpy.core.shape_base.", "numpy._core.shape_base.", // np.stack and concatenate's Python
 	}},
-	{category: "converting", match: []string{
+	{category: sample.CatConverting, match: []string{
 		// Python: samples made into tensors and arrays, batches copied
 		// into pinned memory.
 		"torchvision.transforms.functional.to_tensor", "torchvision.transforms.functional.pil_to_tensor",
@@ -123,7 +123,7 @@ var categoryRules = []categoryRule{
 		"=numpy.asarray", "=numpy.asanyarray", "=numpy.ascontiguousarray", "=numpy.frombuffer", "=numpy.fromiter",
 		"*.astype", "*.tolist", "=builtins.float",
 	}},
-	{category: "decoding", match: []string{
+	{category: sample.CatDecoding, match: []string{
 		"hash/", "compress/", "image/", "encoding/", "crypto/", "github.com/gpuwatch/gpuwatch/loader.decode",
 		// Python: image, audio and video decoders, decompressors, parsers.
 		"*ImagePlugin.", "PIL.ImageFile.", "/PIL/ImageFile.py", "PIL.Image.open", "PIL.Image._open_core",
@@ -134,14 +134,14 @@ var categoryRules = []categoryRule{
 		"simplejpeg.", "turbojpeg.", "zlib.", "gzip.", "bz2.", "lzma.", "zstandard.", "zstd", "lz4", "json.",
 		"orjson.", "msgpack.", "pyarrow.",
 	}},
-	{category: "augmenting", match: []string{
+	{category: sample.CatAugmenting, match: []string{
 		// Python: transforms and augmentations, and array math.
 		"torchvision.transforms.", "/torchvision/transforms/", "albumentations.", "kornia.", "PIL.Image.",
 		"PIL.ImageOps.", "PIL.ImageFilter.", "PIL.ImageEnhance.", "PIL.ImageDraw.", "numpy.", "scipy.ndimage.",
 		"skimage.", "torch.nn.functional.", "torch.functional.", "torchaudio.transforms.", "torchaudio.functional.",
 		"librosa.", "timm.data.", "monai.transforms.",
 	}},
-	{category: "interpreter", match: []string{
+	{category: sample.CatInterpreter, match: []string{
 		"importlib.", "zipimport.", "warnings.", "typing.", "abc.", "inspect.", "linecache.",
 		"torch.autograd.profiler.record_function", // the DataLoader's own bookkeeping per batch
 	}},
@@ -152,8 +152,8 @@ var categoryRules = []categoryRule{
 	// comprehension is a frame of its own; from 3.12 it runs inline
 	// (PEP 709) and the hook names the frame as 3.11 would
 	// (python/gpuwatch_hook/_callee.py, comprehension).
-	{category: "converting", weak: true, match: []string{"*.<listcomp>", "*.<setcomp>", "*.<dictcomp>"}},
-	{category: "interpreter", weak: true, match: []string{"runtime."}}, // Go's scheduler, stack growth, copies
+	{category: sample.CatConverting, weak: true, match: []string{"*.<listcomp>", "*.<setcomp>", "*.<dictcomp>"}},
+	{category: sample.CatInterpreter, weak: true, match: []string{"runtime."}}, // Go's scheduler, stack growth, copies
 }
 
 // categoryRule is one row of categoryRules: the functions that count for
@@ -268,8 +268,8 @@ const workerLabel = "worker_pid"
 // The categories every summary has, as indexes into
 // sample.ProfileCategories.
 var (
-	gcCategory    = slices.Index(sample.ProfileCategories, "gc")
-	otherCategory = slices.Index(sample.ProfileCategories, "other")
+	gcCategory    = slices.Index(sample.ProfileCategories, sample.CatGC)
+	otherCategory = slices.Index(sample.ProfileCategories, sample.CatOther)
 )
 
 // newProfileTally classifies t's functions once and starts every sum at 0.
