@@ -13,7 +13,7 @@ import (
 type gpuStep struct {
 	tensor, dram, fp32 level
 	settings           *sample.JobSettings // nil: the hook did not read them
-	gpu                *sample.GPU         // the first judged GPU with GPM
+	gpu                *sample.GPU         // the first judged GPU with GPM, else the first judged one (its dense peak needs no GPM)
 	rate               float64             // samples per second, 0 when unknown
 	noGPM              string              // why a judged GPU has no GPM, as its probe said
 }
@@ -29,11 +29,14 @@ func (g *gpuStep) read(f *sample.Frame) {
 			continue
 		}
 		if f.GPUs[i].GPM != nil {
-			g.gpu = &f.GPUs[i]
+			g.gpu, g.noGPM = &f.GPUs[i], ""
 			return
 		}
+		if g.gpu == nil {
+			g.gpu = &f.GPUs[i]
+		}
 		if g.noGPM == "" {
-			g.noGPM = f.GPUs[i].Unavailable["gpm"]
+			g.noGPM = cmpOr(f.GPUs[i].Unavailable["gpm"], "not read")
 		}
 	}
 }
@@ -42,12 +45,22 @@ func (g *gpuStep) read(f *sample.Frame) {
 type gpuIn = *gpuStep
 
 // gpuBound returns the GPU causes' view of a window where the GPU is the
-// limit; false where it is not (the input pipeline is, or nothing runs).
+// limit; false where it is not (the input pipeline is, or nothing runs,
+// or no GPU's utilization was read). GPM is not needed: each cause reads
+// what the window has — GPM's activities on Hopper and later, else the
+// utilization counter and the settings the hook read — and says which.
 func (in *causeIn) gpuBound() (gpuIn, bool) {
-	if in.d.kind != Healthy && in.d.kind != GPUUnderused || !in.w.gpuUtil.ok || !in.w.smActivity.ok {
+	if in.d.kind != Healthy && in.d.kind != GPUUnderused || !in.w.gpuUtil.ok && !in.w.smActivity.ok {
 		return nil, false
 	}
 	return &in.w.gpu, true
+}
+
+// gpuBusy says the GPU runs a kernel at least AccelBusyPct of the time
+// (utilization, else GPM's SM activity on MIG): it is the busy part.
+func (in *causeIn) gpuBusy() (level, bool) {
+	acc, real := in.w.accel()
+	return acc, real && acc.ok && acc.v >= in.w.th.AccelBusyPct
 }
 
 // precisionWords says what the settings show of the step's precision:

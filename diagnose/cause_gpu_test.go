@@ -221,3 +221,68 @@ func TestHealthyWithoutGPMSaysWhy(t *testing.T) {
 		t.Errorf("%s: %q", v.Kind, v.Advice)
 	}
 }
+
+// noGPM is frames as an A100 or an L4 gives them: utilization only, GPM
+// not read (the probe's reason kept), the job's settings as given.
+func noGPM(util, loopPct float64, st *sample.JobSettings) []sample.Frame {
+	frames := gpuBoundFrames(0, 0, 0, 0, loopPct, st)
+	for i := range frames {
+		g := &frames[i].GPUs[0]
+		g.GPM, g.UtilPct = nil, ptr(util)
+		g.UtilSamples = &sample.UtilSamples{N: 6, Min: util - 1, Mean: util, Max: util + 1, P5: util - 1, P95: util + 1}
+		g.Unavailable = map[string]string{"gpm": "not supported on this GPU"}
+	}
+	return frames
+}
+
+// TestGPUCausesWithoutGPM (issue 51): before Hopper there is no GPM, and
+// the GPU-bound causes still read what there is. fp32 settings on a busy
+// GPU name tensor_idle from the settings alone, with the dense peaks'
+// bound and GPM's absence said; bf16, TF32 or settings not read name
+// nothing (never a guess). A thread at a full core beside a GPU running
+// kernels 60 % of the time names launch_bound, bound by the gaps closed
+// (100/60), not where CUDA graphs replay. The healthy line gives MFU where
+// the hook counted the model's FLOPs: it needs no GPM.
+func TestGPUCausesWithoutGPM(t *testing.T) {
+	v := Classify(noGPM(99, 60, fp32Settings()), DefaultThresholds())
+	c := causeOf(v, "tensor_idle")
+	if c == nil || c.Bound == nil || c.Bound.Gain < 14 || c.Bound.Gain > 15 {
+		t.Fatalf("%s: %+v %q", v.Kind, v.Causes, v.Advice)
+	}
+	for _, want := range []string{"runs a kernel 99 %", "autocast is off", "full fp32", "GPM not supported on this GPU"} {
+		if !strings.Contains(c.Evidence, want) {
+			t.Errorf("evidence %q lacks %q", c.Evidence, want)
+		}
+	}
+	tf32 := fp32Settings()
+	tf32.Float32MatmulPrecision, tf32.MatmulAllowTF32 = "high", ptr(true)
+	for name, st := range map[string]*sample.JobSettings{"bf16": bf16Settings(), "TF32": tf32, "not read": nil} {
+		if v := Classify(noGPM(99, 60, st), DefaultThresholds()); causeOf(v, "tensor_idle") != nil {
+			t.Errorf("%s: tensor_idle named: %+v", name, v.Causes)
+		}
+	}
+	if v := Classify(noGPM(60, 60, fp32Settings()), DefaultThresholds()); causeOf(v, "tensor_idle") != nil {
+		t.Errorf("GPU 60 %% busy: tensor_idle named: %+v", v.Causes)
+	}
+
+	v = Classify(noGPM(60, 98, bf16Settings()), DefaultThresholds())
+	c = causeOf(v, "launch_bound")
+	if c == nil || c.Bound == nil || c.Bound.Gain < 1.66 || c.Bound.Gain > 1.67 || !strings.Contains(c.Evidence, "runs a kernel 60 %") || !strings.Contains(c.Fix, "reduce-overhead") {
+		t.Fatalf("%s: %+v", v.Kind, v.Causes)
+	}
+	graphs := bf16Settings()
+	graphs.CUDAGraphs = ptr(true)
+	if v := Classify(noGPM(60, 98, graphs), DefaultThresholds()); causeOf(v, "launch_bound") != nil {
+		t.Errorf("CUDA graphs replay: %+v", v.Causes)
+	}
+	if v := Classify(noGPM(60, 30, bf16Settings()), DefaultThresholds()); causeOf(v, "launch_bound") != nil {
+		t.Errorf("the thread at 30 %%: %+v", v.Causes)
+	}
+
+	flops := bf16Settings()
+	flops.FLOPsPerStep = ptr(4e12) // × 50 steps/s = 200 TFLOPS of the H200's 989.5
+	v = Classify(noGPM(99, 60, flops), DefaultThresholds())
+	if all := strings.Join(v.Advice, "\n"); !strings.Contains(all, "MFU 20 %") {
+		t.Errorf("no MFU without GPM: %q", v.Advice)
+	}
+}

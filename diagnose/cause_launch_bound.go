@@ -1,6 +1,10 @@
 package diagnose
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
 
 // launch_bound: the GPU reads busy but its SMs mostly idle while the
 // training thread runs near a full core: the host launches kernels as fast
@@ -14,23 +18,54 @@ func launchBoundCause(in *causeIn) (Cause, bool) {
 	g, ok := in.gpuBound()
 	w, th := in.w, in.w.th
 	loop := w.roles.loopPct
-	if !ok || !loop.ok || !in.atLeast("launch_bound", loop.v, th.LoopThreadPct) || !in.below("launch_bound", w.smActivity.v, th.SMActivityLowPct) {
+	if !ok || !loop.ok || !in.atLeast("launch_bound", loop.v, th.LoopThreadPct) {
+		return Cause{}, false
+	}
+	if !w.smActivity.ok {
+		return launchBoundByUtil(in, g, loop)
+	}
+	if !in.below("launch_bound", w.smActivity.v, th.SMActivityLowPct) {
 		return Cause{}, false
 	}
 	s := g.settings
 	if s != nil && s.CUDAGraphs != nil && *s.CUDAGraphs {
 		return Cause{}, false
 	}
-	fix := "launch fewer, larger kernels: capture the step in a CUDA graph (torch.compile(model, mode=\"reduce-overhead\")), or a larger batch per step"
-	if s != nil && s.Compiled != nil && *s.Compiled {
-		fix = "the model is compiled: compile it with mode=\"reduce-overhead\" (CUDA graphs replay the step's launches at once), or a larger batch per step"
-	}
 	c := Cause{
 		Evidence: fmt.Sprintf("the training thread runs %.0f %% of a core while the GPU's SMs are %.0f %% active (GPM): the host launches kernels too short to fill the GPU", loop.v, w.smActivity.v),
-		Fix:      fix,
+		Fix:      launchFix(s),
 		BoundWhy: fmt.Sprintf("if the SMs were active every cycle: 100 %% over %.0f %%", w.smActivity.v)}
 	if w.smActivity.v > 0 {
 		c.Bound = stepBound(g, 100/w.smActivity.v)
 	}
 	return c, true
+}
+
+// launchFix is the fix, never one the job has: CUDA graphs, by
+// torch.compile's reduce-overhead mode where the model is compiled.
+func launchFix(s *sample.JobSettings) string {
+	if s != nil && s.Compiled != nil && *s.Compiled {
+		return "the model is compiled: compile it with mode=\"reduce-overhead\" (CUDA graphs replay the step's launches at once), or a larger batch per step"
+	}
+	return "launch fewer, larger kernels: capture the step in a CUDA graph (torch.compile(model, mode=\"reduce-overhead\")), or a larger batch per step"
+}
+
+// launchBoundByUtil is the cause without GPM: the training thread near a
+// full core while the GPU runs no kernel for a share of the time
+// (utilization below AccelBusyPct) and the loop does not wait for input:
+// the gaps are the host's launches. Its bound is the gaps closed.
+func launchBoundByUtil(in *causeIn, g gpuIn, loop level) (Cause, bool) {
+	w, th := in.w, in.w.th
+	util := w.gpuUtil
+	if !util.ok || util.v <= 0 || !in.below("launch_bound", util.v, th.AccelBusyPct) || w.waitShare.ok && w.waitShare.v >= th.WaitShareModerate {
+		return Cause{}, false
+	}
+	if s := g.settings; s != nil && s.CUDAGraphs != nil && *s.CUDAGraphs {
+		return Cause{}, false
+	}
+	return Cause{
+		Evidence: fmt.Sprintf("the training thread runs %.0f %% of a core while the GPU runs a kernel %.0f %% of the time and the loop does not wait for input: the host launches kernels as fast as it can (SM activity not read: GPM %s)", loop.v, util.v, g.noGPM),
+		Fix:      launchFix(g.settings),
+		Bound:    stepBound(g, 100/util.v),
+		BoundWhy: fmt.Sprintf("the launch gaps closed: a kernel running 100 %% of the time over %.0f %% (a larger batch may gain more per sample: how full each kernel keeps the SMs needs GPM)", util.v)}, true
 }

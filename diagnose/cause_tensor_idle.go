@@ -5,7 +5,9 @@ import "fmt"
 // tensor_idle: the GPU is the limit and its SMs are busy, but its tensor
 // cores idle: the step's matmuls and convs run in fp32 on the CUDA cores.
 // Never named where the hook read autocast or TF32 on: that advice is
-// already taken.
+// already taken. Without GPM (before Hopper, or GPM not read) it is named
+// from the settings alone: the GPU busy, and the hook read autocast off,
+// TF32 off and a Linear or conv in the model.
 func init() {
 	registerCause(causeRule{id: "tensor_idle", stages: []string{"step"}, gpu: true, find: tensorIdleCause})
 }
@@ -13,7 +15,13 @@ func init() {
 func tensorIdleCause(in *causeIn) (Cause, bool) {
 	g, ok := in.gpuBound()
 	w, th := in.w, in.w.th
-	if !ok || !w.gpu.tensor.ok || w.smActivity.v < th.SMActivityLowPct || !in.below("tensor_idle", w.gpu.tensor.v, th.TensorIdlePct) {
+	if !ok {
+		return Cause{}, false
+	}
+	if !w.gpu.tensor.ok {
+		return tensorIdleFromSettings(in, g)
+	}
+	if w.smActivity.v < th.SMActivityLowPct || !in.below("tensor_idle", w.gpu.tensor.v, th.TensorIdlePct) {
 		return Cause{}, false
 	}
 	if s := g.settings; s != nil {
@@ -33,7 +41,7 @@ func tensorIdleCause(in *causeIn) (Cause, bool) {
 	}
 	ev += "; " + precisionWords(g.settings)
 	c := Cause{Evidence: ev,
-		Fix: "run the forward and the loss under torch.autocast(\"cuda\", dtype=torch.bfloat16) (the optimizer step stays fp32), or keep fp32 and let matmuls use TF32: torch.set_float32_matmul_precision(\"high\")"}
+		Fix: tensorIdleFix}
 	if r, why, ok := peakRatio(g.gpu, "bf16"); ok {
 		c.Bound = stepBound(g, r)
 		c.BoundWhy = "if every op of the step were a matmul: " + why
@@ -42,3 +50,29 @@ func tensorIdleCause(in *causeIn) (Cause, bool) {
 	}
 	return c, true
 }
+
+// tensorIdleFromSettings names the cause without GPM's tensor activity:
+// only where the GPU is busy and the hook read every setting that decides
+// it (autocast off, TF32 off, a Linear or a conv to run): fp32 matmuls
+// then cannot use the tensor cores, whatever the counters could say.
+func tensorIdleFromSettings(in *causeIn, g gpuIn) (Cause, bool) {
+	busy, ok := in.gpuBusy()
+	s := g.settings
+	if !ok || s == nil || s.Autocast == nil || *s.Autocast || s.HasLinear == nil || s.HasConv == nil || !*s.HasLinear && !*s.HasConv {
+		return Cause{}, false
+	}
+	if tf, known := s.TF32(); !known || tf {
+		return Cause{}, false
+	}
+	c := Cause{Evidence: fmt.Sprintf("the GPU runs a kernel %.0f %% of the time and %s: the tensor cores take no fp32 matmul (tensor activity not read: GPM %s)", busy.v, precisionWords(s), g.noGPM),
+		Fix: tensorIdleFix}
+	if r, why, ok := peakRatio(g.gpu, "bf16"); ok {
+		c.Bound = stepBound(g, r)
+		c.BoundWhy = "if every op of the step were a matmul: " + why
+	} else {
+		c.BoundWhy = "no bound: no dense peak is known for this GPU"
+	}
+	return c, true
+}
+
+const tensorIdleFix = "run the forward and the loss under torch.autocast(\"cuda\", dtype=torch.bfloat16) (the optimizer step stays fp32), or keep fp32 and let matmuls use TF32: torch.set_float32_matmul_precision(\"high\")"

@@ -111,19 +111,16 @@ func usedLine(w *window) string {
 			return line + ": if the step is not in bf16/fp16 yet, mixed precision runs its matmuls on the tensor cores (gpuwatch run reads what the job uses)"
 		}
 		if tf, known := s.TF32(); !*s.Autocast && known && !tf {
-			return line + ": " + precisionWords(s) + ": bf16 autocast or TF32 (torch.set_float32_matmul_precision(\"high\")) would run its matmuls on the tensor cores"
+			line += ": " + precisionWords(s) + ": bf16 autocast or TF32 (torch.set_float32_matmul_precision(\"high\")) would run its matmuls on the tensor cores"
 		}
-		return line
+		return line + mfuWords(w, stepDtype(s))
 	}
 	line := fmt.Sprintf("the accelerator is the limit: its SMs are active %.0f %% of cycles", w.smActivity.v)
 	if g.tensor.ok {
 		line += fmt.Sprintf(", its tensor cores %.1f %%", g.tensor.v)
 	}
 	line += " (GPM)"
-	dtype := sample.DtypeBF16
-	if s := g.settings; s != nil && s.AutocastDtype == "float16" {
-		dtype = sample.DtypeFP16
-	}
+	dtype := stepDtype(g.settings)
 	// Tensor cores all but idle: a TFLOPS figure would be ≈ 0 of a peak
 	// the step does not aim at (tensor_idle says why, and its bound).
 	if g.gpu != nil && g.gpu.Peak != nil && (!g.tensor.ok || g.tensor.v >= w.th.TensorIdlePct) {
@@ -131,11 +128,31 @@ func usedLine(w *window) string {
 			line += fmt.Sprintf("; at %s ≈ %.0f TFLOPS of the %s's %.0f dense (activity × peak)", dtype, tf, g.gpu.Peak.Model, g.gpu.Peak.DenseTFLOPS[dtype])
 		}
 	}
-	if s := g.settings; s != nil && s.FLOPsPerStep != nil && w.batchesPerSec.ok && g.gpu != nil && g.gpu.Peak != nil {
-		if peak := g.gpu.Peak.DenseTFLOPS[dtype]; peak > 0 {
-			line += fmt.Sprintf("; MFU %.0f %% (the model's %.3g FLOPs a step × %.1f steps/s over the %s dense peak)",
-				100**s.FLOPsPerStep*w.batchesPerSec.v/(peak*1e12), *s.FLOPsPerStep, w.batchesPerSec.v, dtype)
-		}
+	return line + mfuWords(w, dtype)
+}
+
+// stepDtype is the dtype whose dense peak the step is set against: fp16
+// where the hook read float16 autocast, else bf16.
+func stepDtype(s *sample.JobSettings) string {
+	if s != nil && s.AutocastDtype == "float16" {
+		return sample.DtypeFP16
 	}
-	return line
+	return sample.DtypeBF16
+}
+
+// mfuWords is the model FLOPs utilization where the hook counted the
+// model's FLOPs a step and the judged GPU's dense peak for dtype is known
+// ("; MFU 31 % (…)"); "" otherwise. It needs no GPM.
+func mfuWords(w *window, dtype string) string {
+	g := &w.gpu
+	s := g.settings
+	if s == nil || s.FLOPsPerStep == nil || !w.batchesPerSec.ok || g.gpu == nil || g.gpu.Peak == nil {
+		return ""
+	}
+	peak := g.gpu.Peak.DenseTFLOPS[dtype]
+	if !(peak > 0) {
+		return ""
+	}
+	return fmt.Sprintf("; MFU %.0f %% (the model's %.3g FLOPs a step × %.1f steps/s over the %s dense peak)",
+		100**s.FLOPsPerStep*w.batchesPerSec.v/(peak*1e12), *s.FLOPsPerStep, w.batchesPerSec.v, dtype)
 }
