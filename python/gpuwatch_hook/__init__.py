@@ -51,7 +51,7 @@ clock); the leaves _torch (what is read from torch, private attributes
 checked in one place), _pprof (the profile's encoding), _callee, _payload
 (the look at the batches), _h2d (the copies to the GPU), _settings (what
 the job already does), _syncs (the host syncs inside the step); _sampler (the stack sampler); _workerprof (the
-workers' profiles) and _ceiling; _profiler (the CPU profile) and _stages
+workers' profiles), _ceiling and _gpuprofile (the GPU's time per step); _profiler (the CPU profile) and _stages
 (the stage times inside the workers); _timing (wait, step, the metrics
 page); _server (the HTTP server and the announcement); _run (gpuwatch
 run's timing of every DataLoader); _patches (the table of every patch);

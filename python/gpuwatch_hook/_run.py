@@ -19,11 +19,14 @@ import sys
 import threading
 from typing import Any, Callable, List, Optional, Tuple
 
-from . import _ceiling, _env, _server, _timing, _torch
+from . import _ceiling, _env, _gpuprofile, _server, _timing, _torch
 
 TARGET = "torch.utils.data.dataloader"
 #: gpuwatch run --ceiling=SECONDS sets it: the replay's seconds (_ceiling).
 CEILING_ENV = "GPUWATCH_CEILING_SECONDS"
+#: gpuwatch run --gpu-profile[=STEPS] sets it: the steps recorded
+#: (_gpuprofile), once, from the loop's _gpuprofile.WARM_AT-th batch.
+GPU_PROFILE_ENV = "GPUWATCH_GPU_PROFILE"
 
 _lock = threading.Lock()
 _state: Optional[Tuple[_timing.Stats, Optional[_server.Server]]] = None
@@ -56,6 +59,13 @@ def server() -> Tuple[_timing.Stats, Optional[_server.Server]]:
                     _env.warn_once("%s=%r: want seconds in (0, %g]; the ceiling is not measured" % (CEILING_ENV, raw[:32], _ceiling.MAX_SECONDS))
                 else:
                     stats.ask_ceiling(seconds)
+            raw = os.environ.get(GPU_PROFILE_ENV)
+            if raw is not None:  # gpuwatch run --gpu-profile: recorded once the loop is warm
+                steps = _gpuprofile.parse_steps(raw)
+                if steps is None:
+                    _env.warn_once("%s=%r: want steps in [1, %d]; the GPU's time is not recorded" % (GPU_PROFILE_ENV, raw[:32], _gpuprofile.MAX_STEPS))
+                else:
+                    stats.ask_gpu_profile(steps, _gpuprofile.WARM_AT)
             _, srv = _server.serve("127.0.0.1", 0, stats, True)
             _state = (stats, srv)
         return _state

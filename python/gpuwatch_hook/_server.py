@@ -36,7 +36,7 @@ import time
 import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _ceiling, _cost, _env, _profiler
+from . import _ceiling, _cost, _env, _gpuprofile, _profiler
 from ._env import warn
 from ._timing import Stats
 from ._version import __version__
@@ -517,7 +517,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self._send(
                     200,
                     "text/plain; charset=utf-8",
-                    b"gpuwatch_hook: /metrics (Prometheus text), /debug/pprof/profile?seconds=N (pprof), POST /ceiling?seconds=N (the ceiling)\n",
+                    b"gpuwatch_hook: /metrics (Prometheus text), /debug/pprof/profile?seconds=N (pprof), POST /ceiling?seconds=N (the ceiling), POST /gpu-profile?steps=N (the GPU's time per step)\n",
                 )
             else:
                 self._send(404, "text/plain; charset=utf-8", b"404 not found\n")
@@ -532,6 +532,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         try:
             if not self.authorized():
                 self._send(401, "text/plain; charset=utf-8", b"401: this server wants its token\n", {"WWW-Authenticate": 'Bearer realm="gpuwatch_hook"'})
+            elif u.path == "/gpu-profile":
+                self._gpu_profile(urllib.parse.parse_qs(u.query))
             elif u.path != "/ceiling":
                 self._send(404, "text/plain; charset=utf-8", b"404 not found\n")
             else:
@@ -547,6 +549,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     self._send(409, "text/plain; charset=utf-8", (why + "\n").encode())
         except (BrokenPipeError, ConnectionResetError, OSError):
             pass
+
+    def _gpu_profile(self, query: Dict[str, List[str]]) -> None:
+        """POST /gpu-profile?steps=N: record the GPU's time over the next N
+        steps (_gpuprofile; no steps: DEFAULT_STEPS). 202 when armed, 409
+        while a recording is under way, 400 for a bad N."""
+        raw = query.get("steps", [""])[-1]
+        steps = _gpuprofile.parse_steps(raw)
+        if steps is None:
+            self._send(400, "text/plain; charset=utf-8", b"steps: want a whole number of steps in [1, %d]\n" % _gpuprofile.MAX_STEPS)
+            return
+        ok, why = self.server.stats.ask_gpu_profile(steps)
+        if ok:
+            self._send(202, "text/plain; charset=utf-8", b"recording the GPU's time over %d steps from the next batch\n" % steps)
+        else:
+            self._send(409, "text/plain; charset=utf-8", (why + "\n").encode())
 
     def _profile(self, query: Dict[str, List[str]]) -> None:
         raw = query.get("seconds", ["30"])[-1]

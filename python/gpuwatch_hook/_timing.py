@@ -9,7 +9,7 @@ import os
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _ceiling, _cost, _env, _h2d, _payload, _settings, _stages, _syncs, _torch
+from . import _ceiling, _cost, _env, _gpuprofile, _h2d, _payload, _settings, _stages, _syncs, _torch
 
 #: Histogram bounds in seconds: the embedded loader's (loader/stats.go).
 BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -98,6 +98,9 @@ class Stats:
         # The ceiling's measurement (_ceiling), once asked for; the loop's
         # thread reads it on every next(): None costs one attribute read.
         self.ceiling: Optional[_ceiling.Ceiling] = None
+        # The GPU's time per step (_gpuprofile), once asked for; the loop's
+        # thread reads it on every batch: None costs one attribute read.
+        self.gpu_profile: Optional[_gpuprofile.GPUProfile] = None
         # The batches looked at (_payload): counters, and the last look.
         self.looked = 0
         self.look_bytes = self.look_f64 = self.look_pinned = 0
@@ -292,6 +295,17 @@ class Stats:
             self.ceiling = _ceiling.Ceiling(seconds)
             return True, ""
 
+    def ask_gpu_profile(self, steps: int, warm_at: int = 0) -> Tuple[bool, str]:
+        """Records the GPU's time over the next steps (_gpuprofile), from
+        the loop's warm_at-th batch on, unless a recording is under way:
+        (started, why not)."""
+        with self.lock:
+            g = self.gpu_profile
+            if g is not None and g.busy():
+                return False, "the GPU's time is being recorded (%s)" % g.state
+            self.gpu_profile = _gpuprofile.GPUProfile(steps, warm_at)
+            return True, ""
+
     def render(self) -> bytes:
         with self.lock:
             wait, step = self.wait.copy(), self.step.copy()
@@ -304,6 +318,7 @@ class Stats:
             looked = (self.looked, self.look_bytes, self.look_f64, self.look_pinned, self.token_slots, self.padding_slots)
             last = self.last_look
             ceiling = self.ceiling
+            gpu_profile = self.gpu_profile
             h2d = self.h2d.copy()
             settings = self.settings
             syncs = self.syncs.copy() if self.syncs.windows else None
@@ -357,6 +372,8 @@ class Stats:
         render_h2d(put, h2d)
         if ceiling is not None:
             render_ceiling(put, ceiling.figures())
+        if gpu_profile is not None:
+            render_gpu_profile(put, gpu_profile.figures())
         if settings is not None:
             render_settings(put, settings)
         if syncs is not None:
@@ -481,6 +498,37 @@ def render_ceiling(put: Any, c: Dict[str, Any]) -> None:
         if v is not None:
             name = "gpuwatch_loader_ceiling_" + key
             put("# HELP %s %s\n# TYPE %s gauge\n%s %s\n" % (name, help_, name, name, fmt(v)))
+
+
+def render_gpu_profile(put: Any, g: Dict[str, Any]) -> None:
+    """The GPU's time per step (docs/prometheus.md, "The GPU's time per
+    step"): its state, and what was measured (none that was not)."""
+    put("# HELP gpuwatch_job_gpu_profile_info The recording of the GPU's time per step (torch.profiler): its state (waiting, recording, done, refused), the device (cuda, cpu: no GPU, the loop's ops) and why it was refused.\n")
+    put("# TYPE gpuwatch_job_gpu_profile_info gauge\n")
+    put('gpuwatch_job_gpu_profile_info{state="%s",device="%s",reason="%s"} 1\n' % (label(g["state"]), label(g["device"]), label(g["reason"][:200])))
+    put("# HELP gpuwatch_job_gpu_profile_steps Steps recorded (asked for, until done).\n# TYPE gpuwatch_job_gpu_profile_steps gauge\n")
+    put("gpuwatch_job_gpu_profile_steps %d\n" % g["steps"])
+    for key, help_ in (
+        ("step_seconds", "Wall time per step while the profiler recorded."),
+        ("before_step_seconds", "Wall time per step over the steps just before the recording."),
+        ("cost_seconds", "What the recording cost the loop: its steps' extra wall time over the steps before, and the profiler's start, stop and summary."),
+        ("busy_seconds_per_step", "Time per step the GPU worked (the union of its kernels, copies and sets); on a CPU, the loop thread's ops' self time."),
+        ("idle_seconds_per_step", "Time per step the GPU waited, within the recording (GPU only)."),
+    ):
+        v = g.get(key)
+        if v is not None:
+            name = "gpuwatch_job_gpu_profile_" + key
+            put("# HELP %s %s\n# TYPE %s gauge\n%s %s\n" % (name, help_, name, name, fmt(v)))
+    if g["parts"]:
+        put("# HELP gpuwatch_job_gpu_time_seconds_per_step Time per step by category of work (matmul, conv, elementwise, normalization, reduction, copy, communication, other) and, for matmul and conv, precision (empty: not said by the profiler); on a CPU, the ops' self time.\n")
+        put("# TYPE gpuwatch_job_gpu_time_seconds_per_step gauge\n")
+        for (cat, prec), v in g["parts"]:
+            put('gpuwatch_job_gpu_time_seconds_per_step{category="%s",precision="%s"} %s\n' % (cat, prec, fmt(v)))
+    if g["idle_sites"]:
+        put("# HELP gpuwatch_job_gpu_idle_seconds_per_step Time per step the GPU waited, by the host call that ran when the wait began (op and the job's file:line; other: the rest).\n")
+        put("# TYPE gpuwatch_job_gpu_idle_seconds_per_step gauge\n")
+        for after, v in g["idle_sites"]:
+            put('gpuwatch_job_gpu_idle_seconds_per_step{after="%s"} %s\n' % (label(after[:200]), fmt(v)))
 
 
 def render_payload(put: Any, looked: Tuple[int, ...], last: Optional[_payload.Look]) -> None:
@@ -619,6 +667,9 @@ class Clock:
         except StopIteration:
             if ceiling is not None:
                 ceiling.epoch_ended(_env.clock())
+            gp = stats.gpu_profile
+            if gp is not None and gp.state == _gpuprofile.RECORDING:
+                gp.epoch_ended(_env.clock())
             if stats.sync_window is not None:  # the loop leaves: the syncs' window ends with it
                 try:
                     stats.end_syncs()
@@ -635,6 +686,9 @@ class Clock:
                 self.started = None
             if ceiling is not None and ceiling.state in (_ceiling.WARMING, _ceiling.KEEPING):
                 ceiling.saw(batch, batch_len(batch), step, t1)
+            gp = stats.gpu_profile
+            if gp is not None and gp.busy():
+                gp.saw(stats.batches, t1)
         except Exception:
             stats.error()
         self.handed = t1

@@ -27,8 +27,8 @@ LAYERS = (
     ("_torch", "_pprof", "_callee", "_payload", "_h2d", "_settings", "_syncs"),
     # The stack sampler.
     ("_sampler",),
-    # The workers' profiles; the ceiling.
-    ("_workerprof", "_ceiling"),
+    # The workers' profiles; the ceiling; the GPU's time per step.
+    ("_workerprof", "_ceiling", "_gpuprofile"),
     # The training process's profile; the stage times.
     ("_profiler", "_stages"),
     # Wait, step, the metrics page.

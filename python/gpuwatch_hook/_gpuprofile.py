@@ -1,0 +1,506 @@
+"""The GPU's time per step, measured (issue 51 item 4): a few steps
+recorded with torch.profiler (Kineto) and summed by category.
+
+Asked for (gpuwatch run --gpu-profile[=STEPS], which sets
+GPUWATCH_GPU_PROFILE; POST /gpu-profile?steps=N on the hook's server), it
+goes through its states on the loop's own thread, inside next():
+
+* waiting: the loop runs as it would, for at least BEFORE batches (and,
+  under gpuwatch run, until its WARM_AT-th batch): the mean time from one
+  batch taken to the next over them is the step "before";
+* recording: torch.profiler.profile runs (activities CPU, and CUDA where
+  the job has initialised CUDA: the hook never initialises it) for STEPS
+  steps, a step being from one batch taken to the next;
+* done: the profiler is stopped, its events summed into seconds per step
+  by category (CATEGORIES) and, for matmul and conv, precision
+  (PRECISIONS; "" where the events do not say: never guessed), and let go.
+  On a GPU: the device's busy time (the union of its kernels, copies and
+  sets) and its idle gaps, each put on the host call that ran when the gap
+  began (op, and the job's file:line from the profiler's stack); on a CPU
+  (device "cpu"): the self time of the loop thread's ops;
+* refused: it could not be done (no torch.profiler, a failure inside
+  it): the reason is published, nothing raises into the job.
+
+What it costs: the wall time per step while recording against the step
+before, times the steps, plus the start, the stop and the summary, which
+run on the loop's thread. Published as cost_seconds.
+
+Costs nothing while not asked: next() reads one attribute that is None.
+No patch is installed: the profiler is torch's own, on for the window
+only."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import _env
+
+#: The steps recorded when none is said, and the most one may ask for.
+DEFAULT_STEPS = 5
+MAX_STEPS = 50
+#: Batches seen before the profiler starts: the step "before" is their mean.
+BEFORE = 3
+#: gpuwatch run --gpu-profile: the first warm batch (start-up, the first
+#: compilations and allocations are over by then).
+WARM_AT = 10
+#: The most idle sites kept (the rest are summed in "other").
+MAX_IDLE_SITES = 8
+#: A label's most characters.
+MAX_LABEL = 200
+#: A gap shorter than this (µs) between two device intervals is no gap:
+#: the launch latency of back-to-back kernels.
+MIN_GAP_US = 5.0
+
+WAITING, RECORDING, DONE, REFUSED = "waiting", "recording", "done", "refused"
+STATES = (WAITING, RECORDING, DONE, REFUSED)
+
+#: The categories, in the order the page writes them.
+CATEGORIES = ("matmul", "conv", "elementwise", "normalization", "reduction", "copy", "communication", "other")
+#: The precisions of matmul and conv ("" : not said by the events).
+PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+
+_perf = time.perf_counter
+
+# Op and kernel names to categories, checked in this order (normalization
+# before conv: cuDNN's batch-norm kernels are cudnn::bn_…; conv before
+# matmul: cuDNN's implicit-gemm kernels name both; normalization before
+# reduction: a norm kernel reduces).
+_RULES = (
+    # The autograd engine's wrappers of a backward op (its children are the
+    # ops): their self time is the engine's, not the op's.
+    ("other", re.compile(r"^autograd::|^torch::autograd::|Backward\d*$")),
+    ("communication", re.compile(r"nccl|gloo|c10d::|record_param_comms|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|^aten::(send|recv)$", re.I)),
+    ("copy", re.compile(r"^memcpy|^memset|aten::(copy_|_to_copy|to|clone|contiguous|fill_|zero_|_copy_from|_copy_from_and_resize|index_copy_?)$|copy_kernel|CatArrayBatchedCopy", re.I)),
+    ("normalization", re.compile(r"norm(?!al)|bn_fw|bn_bw|welford", re.I)),
+    ("conv", re.compile(r"conv|cudnn|implicit_?gemm|wgrad|dgrad|fprop|winograd", re.I)),
+    ("matmul", re.compile(r"gemm|gemv|matmul|cublas|cutlass|^aten::(mm|addmm|bmm|baddbmm|addbmm|addmv|mv|dot|vdot|linear|_scaled_mm|_int_mm|einsum|mkldnn_linear|_addmm_activation)$|xmma|sm\d+_xmma|flash|attention", re.I)),
+    ("reduction", re.compile(r"reduce|^aten::(sum|mean|prod|amax|amin|max|min|argmax|argmin|var|std|var_mean|std_mean|cumsum|cumprod|logsumexp|all|any|_softmax|softmax|_log_softmax|log_softmax|_softmax_backward_data|_log_softmax_backward_data|nll_loss\w*|cross_entropy_loss)$|softmax", re.I)),
+    ("elementwise", re.compile(r"elementwise|vectorized|unrolled|foreach|fused_adam|fused_sgd|^aten::(add|add_|sub|sub_|mul|mul_|div|div_|relu|relu_|gelu|silu|sigmoid|tanh|clamp\w*|threshold\w*|exp|log|sqrt|rsqrt|pow|neg|abs|where|dropout|native_dropout\w*|addcmul_?|addcdiv_?|lerp_?|maximum|minimum|gelu_backward|silu_backward|sigmoid_backward|tanh_backward|masked_fill_?|bernoulli_?|sgn|sign|reciprocal)$", re.I)),
+)
+
+# Precision from a CUDA kernel's name, checked in this order.
+_KERNEL_PRECISION = (
+    ("fp8", re.compile(r"fp8|e4m3|e5m2", re.I)),
+    ("int8", re.compile(r"int8|imma|(?:^|_)[ui]8(?:_|$)|_s8s8|i8i8", re.I)),
+    ("bf16", re.compile(r"bf16|bfloat16", re.I)),
+    ("tf32", re.compile(r"tf32|s1688|s16816|s1684", re.I)),
+    ("fp16", re.compile(r"fp16|f16|h884|h1688|h16816|h16832|hgemm|half", re.I)),
+    ("fp64", re.compile(r"dgemm|fp64|f64|d884|double", re.I)),
+    ("fp32", re.compile(r"sgemm|fp32|f32|scudnn|float", re.I)),
+)
+
+# Precision from an op's first input dtype (as the profiler writes it with
+# record_shapes: torch 1.13 and 2.x say "float", "c10::BFloat16" …).
+_DTYPE_PRECISION = {
+    "float": "fp32",
+    "double": "fp64",
+    "c10::BFloat16": "bf16",
+    "c10::Half": "fp16",
+    "signed char": "int8",
+    "unsigned char": "int8",
+    "c10::Float8_e4m3fn": "fp8",
+    "c10::Float8_e5m2": "fp8",
+    "c10::Float8_e4m3fnuz": "fp8",
+    "c10::Float8_e5m2fnuz": "fp8",
+}
+
+
+def category(name: str) -> str:
+    """The category of an op or kernel name (CATEGORIES), "other" where no
+    rule says."""
+    for cat, rx in _RULES:
+        if rx.search(name):
+            return cat
+    return "other"
+
+
+def kernel_precision(name: str) -> str:
+    """A CUDA kernel's precision from its name, "" where it does not say."""
+    for p, rx in _KERNEL_PRECISION:
+        if rx.search(name):
+            return p
+    return ""
+
+
+def dtype_precision(dtypes: Any) -> str:
+    """An op's precision from its inputs' dtypes: the first tensor's, ""
+    where none is known."""
+    try:
+        for d in dtypes or ():
+            if d and d != "Scalar":
+                return _DTYPE_PRECISION.get(str(d), "")
+    except TypeError:
+        return ""
+    return ""
+
+
+def printable(s: str, n: int = MAX_LABEL) -> str:
+    """s with every unprintable character a "?", cut to n characters."""
+    s = "".join(ch if ch.isprintable() else "?" for ch in str(s))
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+def parse_steps(raw: Any) -> Optional[int]:
+    """Steps to record from outside (the environment, a request): "" is
+    DEFAULT_STEPS; an integer in [1, MAX_STEPS], else None."""
+    if raw is None or str(raw).strip() == "":
+        return DEFAULT_STEPS
+    try:
+        v = int(str(raw).strip())
+    except ValueError:
+        return None
+    return v if 1 <= v <= MAX_STEPS else None
+
+
+def _us(e: Any, what: str) -> float:
+    """A Kineto event's start or duration in µs (torch 2.x has …_ns too)."""
+    f = getattr(e, what + "_ns", None)
+    if f is not None:
+        try:
+            return f() / 1000.0
+        except Exception:  # a binding that lists it without giving it
+            pass
+    return float(getattr(e, what + "_us")())
+
+
+def _is_device(e: Any) -> bool:
+    return "CPU" not in str(e.device_type())
+
+
+class Event:
+    """What the summary needs of one profiler event."""
+
+    __slots__ = ("name", "start", "end", "thread", "device", "dtypes", "stack")
+
+    def __init__(self, name: str, start: float, dur: float, thread: int, device: bool, dtypes: Any = (), stack: Any = ()) -> None:
+        self.name, self.start, self.end = name, start, start + max(dur, 0.0)
+        self.thread, self.device = thread, device
+        self.dtypes, self.stack = dtypes, stack
+
+
+def events_of(prof: Any) -> List[Event]:
+    """The events of a stopped torch.profiler.profile, read from its Kineto
+    results (torch 1.13 and 2.x: profile.profiler.kineto_results)."""
+    res = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+    if res is None:
+        raise RuntimeError("this torch's profiler gives no Kineto results")
+    out = []
+    for e in res.events():
+        name = e.name()
+        if not name or name.startswith("[memory]") or name.startswith("ProfilerStep"):
+            continue
+        dev = _is_device(e)
+        try:
+            dtypes = e.dtypes() if not dev else ()
+        except Exception:
+            dtypes = ()
+        try:
+            stack = e.stack() if not dev else ()
+        except Exception:
+            stack = ()
+        out.append(Event(name, _us(e, "start"), _us(e, "duration"), e.start_thread_id(), dev, dtypes, stack))
+    return out
+
+
+def self_times(evs: List[Event]) -> List[Tuple[Event, float]]:
+    """Each host event with its self time (µs): its span less its
+    children's, children being the events of its thread inside it."""
+    out: List[Tuple[Event, float]] = []
+    by_thread: Dict[int, List[Event]] = {}
+    for e in evs:
+        if not e.device:
+            by_thread.setdefault(e.thread, []).append(e)
+    for tevs in by_thread.values():
+        tevs.sort(key=lambda e: (e.start, -e.end))
+        stack: List[List[Any]] = []  # [event, children's µs]
+        for e in tevs:
+            while stack and stack[-1][0].end <= e.start:
+                top = stack.pop()
+                out.append((top[0], max(0.0, (top[0].end - top[0].start) - top[1])))
+            if stack:
+                stack[-1][1] += e.end - e.start
+            stack.append([e, 0.0])
+        while stack:
+            top = stack.pop()
+            out.append((top[0], max(0.0, (top[0].end - top[0].start) - top[1])))
+    return out
+
+
+def _loop_thread(evs: List[Event]) -> Optional[int]:
+    """The thread whose top-level events span the most: the loop's (the
+    profiler's thread ids are its own, not the OS's)."""
+    by: Dict[int, List[Event]] = {}
+    for e in evs:
+        if not e.device:
+            by.setdefault(e.thread, []).append(e)
+    best, most = None, -1.0
+    for t, tevs in by.items():
+        total = sum(e.end - e.start for e in _top_level(tevs))
+        if total > most:
+            best, most = t, total
+    return best
+
+
+def job_site(stack: Any) -> str:
+    """The job's innermost frame in a profiler stack ("file.py(87): fn"),
+    as "file.py:87", or "" where none is the job's (torch's, the hook's)."""
+    try:
+        frames = list(stack or ())
+    except TypeError:
+        return ""
+    for f in frames:
+        f = str(f)
+        m = re.match(r"(.*)\((\d+)\): ", f)
+        if not m:
+            continue
+        path = m.group(1)
+        if "/torch/" in path or "gpuwatch_hook" in path or path.startswith("<"):
+            continue
+        try:
+            cwd = os.getcwd() + os.sep
+            if path.startswith(cwd):
+                path = path[len(cwd) :]
+        except OSError:
+            pass
+        return "%s:%s" % (path, m.group(2))
+    return ""
+
+
+class Summary:
+    """What one recording measured, per step."""
+
+    def __init__(self) -> None:
+        self.device = "cpu"
+        self.parts: Dict[Tuple[str, str], float] = {}  # (category, precision) -> seconds per step
+        self.busy: Optional[float] = None  # seconds per step the device (or the loop's ops) worked
+        self.idle: Optional[float] = None  # seconds per step the device waited (GPU only)
+        self.idle_sites: List[Tuple[str, float]] = []  # (after, seconds per step), most first
+
+
+def summarize(evs: List[Event], steps: int, cuda: bool) -> Summary:
+    """Sums a recording's events into seconds per step (Summary)."""
+    s = Summary()
+    steps = max(steps, 1)
+    if cuda and any(e.device for e in evs):
+        _summarize_cuda(s, evs, steps)
+        return s
+    loop = _loop_thread(evs)
+    busy = 0.0
+    for e, self_us in self_times(evs):
+        if e.thread != loop or self_us <= 0:
+            continue
+        cat = category(e.name)
+        prec = dtype_precision(e.dtypes) if cat in ("matmul", "conv") else ""
+        k = (cat, prec)
+        s.parts[k] = s.parts.get(k, 0.0) + self_us / 1e6 / steps
+        busy += self_us
+    s.busy = busy / 1e6 / steps
+    return s
+
+
+def _summarize_cuda(s: Summary, evs: List[Event], steps: int) -> None:
+    s.device = "cuda"
+    dev = sorted((e for e in evs if e.device), key=lambda e: e.start)
+    for e in dev:
+        cat = category(e.name)
+        prec = kernel_precision(e.name) if cat in ("matmul", "conv") else ""
+        k = (cat, prec)
+        s.parts[k] = s.parts.get(k, 0.0) + (e.end - e.start) / 1e6 / steps
+    # The union of the device's intervals, and the gaps between them within
+    # the recording's span (its host events' first start to last end).
+    host = [e for e in evs if not e.device]
+    lo = min([e.start for e in host] + [dev[0].start])
+    hi = max([e.end for e in host] + [e.end for e in dev])
+    merged: List[List[float]] = []
+    for e in dev:
+        if merged and e.start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e.end)
+        else:
+            merged.append([e.start, e.end])
+    busy = sum(b - a for a, b in merged)
+    gaps = []
+    prev = lo
+    for a, b in merged:
+        if a - prev >= MIN_GAP_US:
+            gaps.append((prev, a))
+        prev = max(prev, b)
+    if hi - prev >= MIN_GAP_US:
+        gaps.append((prev, hi))
+    loop = _loop_thread(evs)
+    tops = _top_level([e for e in host if e.thread == loop])
+    sites: Dict[str, float] = {}
+    for a, b in gaps:
+        sites[_host_call_at(tops, a)] = sites.get(_host_call_at(tops, a), 0.0) + (b - a)
+    s.busy = busy / 1e6 / steps
+    s.idle = sum(b - a for a, b in gaps) / 1e6 / steps
+    ranked = sorted(sites.items(), key=lambda kv: -kv[1])
+    kept = ranked[: MAX_IDLE_SITES - 1] if len(ranked) > MAX_IDLE_SITES else ranked
+    rest = sum(v for _, v in ranked[len(kept) :])
+    s.idle_sites = [(k, v / 1e6 / steps) for k, v in kept]
+    if rest > 0:
+        s.idle_sites.append(("other", rest / 1e6 / steps))
+
+
+def _top_level(evs: List[Event]) -> List[Event]:
+    """The events of one thread that no other of them holds, by start."""
+    out: List[Event] = []
+    end = -1.0
+    for e in sorted(evs, key=lambda e: (e.start, -e.end)):
+        if e.start >= end:
+            out.append(e)
+            end = e.end
+    return out
+
+
+def _host_call_at(tops: List[Event], t: float) -> str:
+    """The host call that ran when a gap began at t: the top-level op
+    running then, else the last one that had ended; with the job's
+    file:line where the profiler's stack gives it."""
+    best = None
+    for e in tops:
+        if e.start > t:
+            break
+        best = e
+    if best is None:
+        return "(start)"
+    site = job_site(best.stack)
+    return printable(best.name + (" " + site if site else ""))
+
+
+class GPUProfile:
+    """One recording. The loop's thread drives it through saw() (each
+    batch taken) and epoch_ended(); the server's threads read figures()
+    under lock."""
+
+    def __init__(self, steps: int, warm_at: int = 0) -> None:
+        self.lock = threading.Lock()
+        self.steps = steps
+        self.warm_at = warm_at  # the loop's batch count before which it does not start
+        self.state = WAITING
+        self.reason = ""
+        self.device = ""
+        self._seen: List[float] = []  # batch times while waiting (the last BEFORE + 1)
+        self._prof: Any = None
+        self._cuda = False
+        self._t0 = 0.0  # the first recorded step's start (a batch taken)
+        self._n = 0  # steps recorded
+        self._overhead = 0.0  # seconds the loop's thread spent starting, stopping, summing
+        self.before_step: Optional[float] = None
+        self.step_seconds: Optional[float] = None
+        self.cost_seconds: Optional[float] = None
+        self.summary: Optional[Summary] = None
+
+    def busy(self) -> bool:
+        return self.state in (WAITING, RECORDING)
+
+    def saw(self, batches: int, now: float) -> None:
+        """A batch the loop took (its count so far, at now): the boundary
+        between two steps. Never raises."""
+        try:
+            if self.state == WAITING:
+                self._seen.append(now)
+                del self._seen[: -(BEFORE + 1)]
+                if len(self._seen) > BEFORE and batches >= self.warm_at:
+                    self._start(now)
+            elif self.state == RECORDING:
+                self._n += 1
+                if self._n >= self.steps:
+                    self._stop(now)
+        except Exception as e:  # never into the job
+            self._refuse("%s: %s" % (type(e).__name__, e))
+
+    def epoch_ended(self, now: float) -> None:
+        """The loop's iterator ran out: a recording under way ends with the
+        steps it has (none: refused). Never raises."""
+        try:
+            if self.state == RECORDING:
+                if self._n:
+                    self._stop(now)
+                else:
+                    self._refuse("the epoch ended before a step was recorded")
+        except Exception as e:
+            self._refuse("%s: %s" % (type(e).__name__, e))
+
+    def _start(self, now: float) -> None:
+        t = _perf()
+        seen = self._seen
+        self.before_step = (seen[-1] - seen[0]) / (len(seen) - 1)
+        self._seen = []
+        torch = sys.modules.get("torch")  # the job's own: the hook never imports it
+        tp = getattr(torch, "profiler", None)
+        profile = getattr(tp, "profile", None)
+        acts_t = getattr(tp, "ProfilerActivity", None)
+        if profile is None or acts_t is None:
+            return self._refuse("torch.profiler is not there (torch not imported, or too old)")
+        ProfilerActivity = acts_t  # noqa: N806 (torch's name)
+        acts = [ProfilerActivity.CPU]
+        cuda = False
+        try:  # never initialise CUDA: only where the job has
+            cuda = bool(torch.cuda.is_available() and torch.cuda.is_initialized())
+        except Exception:
+            cuda = False
+        if cuda:
+            acts.append(ProfilerActivity.CUDA)
+        prof = profile(activities=acts, record_shapes=not cuda, with_stack=cuda)
+        prof.start()
+        with self.lock:
+            self._prof, self._cuda = prof, cuda
+            self.device = "cuda" if cuda else "cpu"
+            self.state = RECORDING
+        self._overhead += _perf() - t
+        self._t0 = _env.clock()  # after the start: the steps recorded begin here
+
+    def _stop(self, now: float) -> None:
+        end = _env.clock()
+        t = _perf()
+        prof, self._prof = self._prof, None
+        try:
+            prof.stop()
+            evs = events_of(prof)
+        finally:
+            del prof  # the profiler and its events are let go
+        s = summarize(evs, self._n, self._cuda)
+        del evs
+        wall = (end - self._t0) / self._n
+        self._overhead += _perf() - t
+        extra = max(0.0, wall - (self.before_step or wall)) * self._n
+        with self.lock:
+            self.summary = s
+            self.device = s.device
+            self.step_seconds = wall
+            self.steps = self._n
+            self.cost_seconds = extra + self._overhead
+            self.state = DONE
+
+    def _refuse(self, why: str) -> None:
+        prof, self._prof = self._prof, None
+        if prof is not None:
+            try:
+                prof.stop()
+            except Exception:
+                pass
+        with self.lock:
+            self.state, self.reason = REFUSED, printable(why)
+
+    def figures(self) -> dict:
+        """What the metrics page shows: the state, and what was measured."""
+        with self.lock:
+            s = self.summary
+            return {
+                "state": self.state,
+                "reason": self.reason,
+                "device": self.device,
+                "steps": self.steps,
+                "before_step_seconds": self.before_step,
+                "step_seconds": self.step_seconds,
+                "cost_seconds": self.cost_seconds,
+                "busy_seconds_per_step": s.busy if s else None,
+                "idle_seconds_per_step": s.idle if s else None,
+                "parts": sorted(s.parts.items(), key=lambda kv: (CATEGORIES.index(kv[0][0]), kv[0][1])) if s else [],
+                "idle_sites": list(s.idle_sites) if s else [],
+            }

@@ -1,0 +1,268 @@
+"""The GPU's time per step (gpuwatch_hook/_gpuprofile.py): a few steps
+recorded with torch.profiler and summed by category and precision. Here
+on Debian's CPU-only torch: the step is the CPU's (device "cpu"), its ops'
+self time by category. python3 -m unittest discover -s python/tests"""
+
+import os
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import gpuwatch_hook as hook  # noqa: E402
+from gpuwatch_hook import _gpuprofile  # noqa: E402
+
+from test_stages import metrics  # noqa: E402  (sets the runtime folder)
+
+if "gpuwatch-hook-test-" not in os.environ.get("XDG_RUNTIME_DIR", ""):
+    os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="gpuwatch-hook-test-")
+
+try:
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+except ImportError:
+    torch = None
+
+
+class NamesTest(unittest.TestCase):
+    """Categories and precisions from names: no torch needed."""
+
+    def test_kernel_names(self):
+        for name, cat, prec in (
+            ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", "matmul", "bf16"),
+            ("ampere_sgemm_128x64_tn", "matmul", "fp32"),
+            ("cutlass_80_tensorop_s1688gemm_128x128_16x4_tn_align4", "matmul", "tf32"),
+            ("volta_h884gemm_64x64_ldg8_nn", "matmul", "fp16"),
+            ("sm80_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw", "conv", "tf32"),
+            ("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1>", "normalization", ""),
+            ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", "elementwise", ""),
+            ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "communication", ""),
+            ("Memcpy HtoD (Pageable -> Device)", "copy", ""),
+            ("Memset (Device)", "copy", ""),
+            ("void at::native::reduce_kernel<512, 1>", "reduction", ""),
+            ("some_kernel_nobody_knows", "other", ""),
+        ):
+            self.assertEqual(_gpuprofile.category(name), cat, name)
+            if cat in ("matmul", "conv"):
+                self.assertEqual(_gpuprofile.kernel_precision(name), prec, name)
+
+    def test_op_names_and_dtypes(self):
+        for name, cat in (
+            ("aten::addmm", "matmul"),
+            ("aten::mm", "matmul"),
+            ("aten::mkldnn_convolution", "conv"),
+            ("aten::convolution_backward", "conv"),
+            ("aten::native_batch_norm", "normalization"),
+            ("aten::clamp_min", "elementwise"),
+            ("aten::threshold_backward", "elementwise"),
+            ("aten::copy_", "copy"),
+            ("aten::_log_softmax", "reduction"),
+            ("aten::broadcast_tensors", "other"),
+            ("aten::empty", "other"),
+            ("ConvolutionBackward0", "other"),
+            ("autograd::engine::evaluate_function: AddmmBackward0", "other"),
+        ):
+            self.assertEqual(_gpuprofile.category(name), cat, name)
+        self.assertEqual(_gpuprofile.dtype_precision(["float", "float"]), "fp32")
+        self.assertEqual(_gpuprofile.dtype_precision(["c10::BFloat16", "float"]), "bf16")
+        self.assertEqual(_gpuprofile.dtype_precision(["", "Scalar"]), "")
+        self.assertEqual(_gpuprofile.dtype_precision(["c10::ComplexFloat"]), "")  # unknown: said, not guessed
+
+    def test_steps_from_outside(self):
+        for raw, want in (("", 5), ("3", 3), ("50", 50), ("51", None), ("0", None), ("x", None), ("2.5", None), ("-1", None)):
+            self.assertEqual(_gpuprofile.parse_steps(raw), want, raw)
+
+    def test_hostile_labels_are_printable_and_cut(self):
+        s = _gpuprofile.printable("a\x00b\nc" + "x" * 500)
+        self.assertTrue(s.isprintable())
+        self.assertLessEqual(len(s), _gpuprofile.MAX_LABEL)
+
+    def test_idle_gaps_on_a_gpu_go_to_the_host_call_before_them(self):
+        E = _gpuprofile.Event
+        evs = [
+            E("aten::addmm", 0, 10, 1, False, (), ("train.py(40): step",)),
+            E("aten::item", 20, 100, 1, False, (), ("/x/torch/_tensor.py(1): item", "train.py(87): step")),
+            E("ampere_sgemm_128x64_tn", 5, 40, 9, True),  # busy 5..45
+            E("Memcpy DtoH (Device -> Pageable)", 45, 2, 9, True),  # 45..47, then idle 47..120
+        ]
+        s = _gpuprofile.summarize(evs, 1, True)
+        self.assertEqual(s.device, "cuda")
+        self.assertAlmostEqual(s.busy, 42e-6)
+        self.assertAlmostEqual(s.idle, 5e-6 + 73e-6)
+        self.assertEqual(s.idle_sites[0][0], "aten::item train.py:87")
+        self.assertAlmostEqual(s.parts[("matmul", "fp32")], 40e-6)
+
+
+class Net(nn.Module if torch is not None else object):
+    """Linear, conv, relu and batchnorm: every category a step of a CNN has."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3)
+        self.bn = nn.BatchNorm2d(16)
+        self.fc = nn.Linear(16 * 30 * 30, 10)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1))
+
+
+def parts(m):
+    """{(category, precision): seconds per step} of a metrics page."""
+    out = {}
+    pre = "gpuwatch_job_gpu_time_seconds_per_step{"
+    for k, v in m.items():
+        if k.startswith(pre):
+            cat, prec = k[len(pre) : -1].split(",")
+            out[(cat.split('"')[1], prec.split('"')[1])] = v
+    return out
+
+
+@unittest.skipIf(torch is None, "needs torch (CI has Debian's python3-torch)")
+class RecordingTest(unittest.TestCase):
+    def train(self, w, batches, autocast=False):
+        net = Net()
+        opt = torch.optim.SGD(net.parameters(), lr=0.01)
+        n = 0
+        for x, y in w:
+            if autocast:
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    loss = nn.functional.cross_entropy(net(x), y)
+            else:
+                loss = nn.functional.cross_entropy(net(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            n += 1
+            if n >= batches:
+                break
+
+    def loader(self, n=64):
+        return DataLoader(TensorDataset(torch.randn(n, 3, 32, 32), torch.randint(0, 10, (n,))), batch_size=8)
+
+    def profiler_on(self):
+        try:
+            return torch.autograd._profiler_enabled()
+        except AttributeError:
+            return None
+
+    def test_a_cpu_step_by_category_with_fp32_matmul_and_conv(self):
+        w = hook.watch(self.loader(), port=0, quiet=True)
+        try:
+            ok, _ = w._stats.ask_gpu_profile(3)
+            self.assertTrue(ok)
+            ok, why = w._stats.ask_gpu_profile(3)
+            self.assertFalse(ok)  # one at a time
+            self.assertIn("being recorded", why)
+            self.train(w, 8)
+            g = w._stats.gpu_profile.figures()
+            m = metrics(w)
+        finally:
+            w.close()
+        self.assertEqual(g["state"], "done", g)
+        self.assertEqual(g["device"], "cpu")
+        self.assertEqual(g["steps"], 3)
+        p = parts(m)
+        self.assertIn(("matmul", "fp32"), p)
+        self.assertIn(("conv", "fp32"), p)
+        self.assertIn(("normalization", ""), p)
+        self.assertIn(("elementwise", ""), p)
+        step = m["gpuwatch_job_gpu_profile_step_seconds"]
+        self.assertLessEqual(sum(p.values()), step)
+        self.assertAlmostEqual(sum(p.values()), m["gpuwatch_job_gpu_profile_busy_seconds_per_step"], places=6)
+        self.assertGreater(p[("conv", "fp32")], 0)
+        # The cost is published; nothing is left on after the window.
+        self.assertGreaterEqual(m["gpuwatch_job_gpu_profile_cost_seconds"], 0)
+        self.assertIn("gpuwatch_job_gpu_profile_before_step_seconds", m)
+        self.assertEqual(m['gpuwatch_job_gpu_profile_info{state="done",device="cpu",reason=""}'], 1)
+        if self.profiler_on() is not None:
+            self.assertFalse(self.profiler_on())
+        self.assertIsNone(w._stats.gpu_profile._prof)
+
+    def test_bf16_under_autocast(self):
+        w = hook.watch(self.loader(), port=0, quiet=True)
+        try:
+            w._stats.ask_gpu_profile(2)
+            self.train(w, 8, autocast=True)
+            g = w._stats.gpu_profile.figures()
+        finally:
+            w.close()
+        self.assertEqual(g["state"], "done", g)
+        p = dict(g["parts"])
+        self.assertIn(("conv", "bf16"), p)
+        self.assertIn(("matmul", "bf16"), p)
+
+    def test_the_epoch_ends_inside_the_window(self):
+        w = hook.watch(self.loader(n=48), port=0, quiet=True)  # 6 batches
+        try:
+            w._stats.ask_gpu_profile(20)
+            self.train(w, 100)
+            g = w._stats.gpu_profile.figures()
+        finally:
+            w.close()
+        self.assertEqual(g["state"], "done", g)
+        self.assertEqual(g["steps"], 6 - _gpuprofile.BEFORE - 1)
+
+    def test_a_failure_is_refused_and_the_loop_goes_on(self):
+        w = hook.watch(self.loader(), port=0, quiet=True)
+        saved = _gpuprofile.events_of
+        try:
+
+            def broken(prof):
+                raise RuntimeError("no events\x00here")
+
+            _gpuprofile.events_of = broken
+            w._stats.ask_gpu_profile(2)
+            self.train(w, 8)
+            g = w._stats.gpu_profile.figures()
+            m = metrics(w)
+        finally:
+            _gpuprofile.events_of = saved
+            w.close()
+        self.assertEqual(g["state"], "refused")
+        self.assertEqual(g["reason"], "RuntimeError: no events?here")
+        self.assertIn('gpuwatch_job_gpu_profile_info{state="refused",device="cpu",reason="RuntimeError: no events?here"}', m)
+        if self.profiler_on() is not None:
+            self.assertFalse(self.profiler_on())
+        self.assertEqual(w._stats.batches, 8)
+
+    def test_nothing_is_published_or_on_when_not_asked(self):
+        w = hook.watch(self.loader(), port=0, quiet=True)
+        try:
+            self.train(w, 4)
+            self.assertIsNone(w._stats.gpu_profile)
+            self.assertNotIn(b"gpu_profile", w._stats.render())
+        finally:
+            w.close()
+
+    def test_asked_over_http_with_the_token(self):
+        w = hook.watch(self.loader(), port=0, quiet=True)
+        try:
+
+            def post(q, token=w.token):
+                req = urllib.request.Request(w.url + "/gpu-profile" + q, data=b"", method="POST", headers={"Authorization": "Bearer " + token})
+                try:
+                    with urllib.request.urlopen(req, timeout=5) as r:
+                        return r.status
+                except urllib.error.HTTPError as e:
+                    return e.code
+
+            self.assertEqual(post("?steps=0"), 400)
+            self.assertEqual(post("?steps=51"), 400)
+            self.assertEqual(post("?steps=2", token="wrong"), 401)
+            self.assertEqual(post("?steps=2"), 202)
+            self.assertEqual(post("?steps=2"), 409)
+            self.train(w, 8)
+            self.assertEqual(w._stats.gpu_profile.state, "done")
+            self.assertEqual(post(""), 202)  # done: another may be asked (5 steps)
+            self.assertEqual(w._stats.gpu_profile.steps, 5)
+        finally:
+            w.close()
+
+
+if __name__ == "__main__":
+    time.sleep(0)
+    unittest.main()
