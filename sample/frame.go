@@ -624,6 +624,10 @@ type Loader struct {
 	// the GPU inside the step, as the hook counted them (syncs.go), most
 	// calls first; nil when it counted none.
 	Syncs []HostSync `json:"syncs,omitempty" check:"max=16"`
+	// GPUProfile is the step's GPU time by category, when the hook was
+	// asked to record it (gpuwatch run --gpu-profile; gpuprofile.go); nil
+	// when it was not.
+	GPUProfile *GPUProfile `json:"gpu_profile,omitempty"`
 	// HookCPUSecPerSec is the CPU time the hook's own instrumentation took
 	// inside the training process per wall second over the interval (its
 	// threads' clocks: the batches' timing, the looks, the windows, the

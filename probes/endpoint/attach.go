@@ -394,6 +394,7 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 	info := m.info()
 	m.workerPIDs()
 	m.ceiling()                           // the ceiling's series (ceiling.go)
+	m.gpuProfile()                        // the GPU's time per step (gpuprofile.go)
 	stagesFromPage(page, &m.c)            // the stage and payload series (stages.go): never alone a loader
 	m.c.Settings = settingsFromPage(page) // the job's settings (settings.go): never alone a loader
 	m.c.Syncs = syncsFromPage(page)       // the host syncs (syncs.go): never alone a loader

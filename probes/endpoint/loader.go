@@ -53,6 +53,9 @@ type LoaderCounters struct {
 	// Ceiling is the loop's rate with its input free, as the hook measured
 	// it (ceiling.go); nil when it was not asked to.
 	Ceiling *sample.Ceiling
+	// GPUProfile is the step's GPU time by category, as the hook recorded
+	// it (gpuprofile.go); nil when it was not asked to.
+	GPUProfile *sample.GPUProfile
 	// Settings is what the job already does, as the hook read it
 	// (settings.go); nil when the loader does not say.
 	Settings *sample.JobSettings
@@ -133,7 +136,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 		PID: cur.PID, LoopTID: cur.LoopTID, WorkerPIDs: cur.WorkerPIDs, BatchesPerEpoch: cur.BatchesPerEpoch,
 		Rank: cur.Rank, LocalRank: cur.LocalRank, WorldSize: cur.WorldSize,
 		DatasetBytes: cur.DatasetBytes, DatasetCachedBytes: cur.DatasetCachedBytes, Ceiling: cur.Ceiling,
-		Settings: cur.Settings, Syncs: cur.Syncs,
+		Settings: cur.Settings, Syncs: cur.Syncs, GPUProfile: cur.GPUProfile,
 	}
 	if cur.EpochStall != nil {
 		out.EpochStallMs = probes.Ptr(float64(cur.EpochStall.Microseconds()) / 1000)

@@ -1,0 +1,225 @@
+package sample
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// GPUProfile is the step's GPU time by category of work, as the hook
+// measured it with torch.profiler over a few steps (gpuwatch run
+// --gpu-profile, attach --gpu-profile, or POST /gpu-profile?steps=N;
+// python/gpuwatch_hook/_gpuprofile.py, docs/prometheus.md "The GPU's time
+// per step"). On a machine without a GPU (Device "cpu") the parts are the
+// self time of the loop thread's ops. A figure not measured (yet) is nil,
+// never a guess.
+type GPUProfile struct {
+	// State is the recording's: "waiting", "recording", "done" or
+	// "refused" (Reason says why: printable, at most 200 bytes).
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+	// Device is what was profiled: "cuda" (kernels on the GPU), "cpu"
+	// (no GPU: the loop's ops), or "" before the recording started.
+	Device string `json:"device,omitempty"`
+	// Steps is the steps recorded (asked for, until done): 1 to 50.
+	Steps int `json:"steps" check:"0,50"`
+	// StepSeconds is the wall time per step while recording;
+	// BeforeStepSeconds over the steps just before it.
+	StepSeconds       *float64 `json:"step_seconds,omitempty"`
+	BeforeStepSeconds *float64 `json:"before_step_seconds,omitempty"`
+	// CostSeconds is what the recording cost the loop: its steps' extra
+	// wall time over the steps before, and the profiler's start, stop and
+	// summary (the only time the hook's profile costs anything).
+	CostSeconds *float64 `json:"cost_seconds,omitempty"`
+	// BusySecondsPerStep is the time per step the GPU worked (the union
+	// of its kernels, copies and sets; on a CPU the ops' self time) and
+	// IdleSecondsPerStep the time it waited within the recording (GPU
+	// only).
+	BusySecondsPerStep *float64 `json:"busy_seconds_per_step,omitempty"`
+	IdleSecondsPerStep *float64 `json:"idle_seconds_per_step,omitempty"`
+	// Parts is the time per step by category and precision, the most
+	// first.
+	Parts []GPUTimePart `json:"parts,omitempty" check:"max=64"`
+	// Idle is the GPU's waits by the host call that ran when each began,
+	// the most first (at most MaxGPUIdleSites).
+	Idle []GPUIdleGap `json:"idle,omitempty" check:"max=8"`
+}
+
+// GPUTimePart is the time per step of one category of work in one
+// precision.
+type GPUTimePart struct {
+	// Category is one of GPUTimeCategories.
+	Category string `json:"category"`
+	// Precision is one of GPUPrecisions for matmul and conv; "" where the
+	// profiler did not say (and for the other categories).
+	Precision      string  `json:"precision,omitempty"`
+	SecondsPerStep float64 `json:"seconds_per_step"`
+}
+
+// GPUIdleGap is the GPU's wait per step after one host call.
+type GPUIdleGap struct {
+	// After is the host call that ran when the waits began: its op and the
+	// job's file:line ("aten::item train.py:87"), "other" for the rest;
+	// printable, at most MaxGPUIdleAfter bytes.
+	After          string  `json:"after"`
+	SecondsPerStep float64 `json:"seconds_per_step"`
+}
+
+// The recording's states, as the hook names them.
+const (
+	GPUProfileWaiting   = "waiting"
+	GPUProfileRecording = "recording"
+	GPUProfileDone      = "done"
+	GPUProfileRefused   = "refused"
+)
+
+// Bounds on the hook's profile as a frame holds it: the hook's
+// (_gpuprofile.MAX_STEPS, MAX_IDLE_SITES, MAX_LABEL).
+const (
+	MaxGPUProfileSteps = 50
+	MaxGPUIdleSites    = 8
+	MaxGPUIdleAfter    = 200
+)
+
+// GPUTimeCategories are the categories of the GPU's work, as the hook
+// names them.
+var GPUTimeCategories = []string{"matmul", "conv", "elementwise", "normalization", "reduction", "copy", "communication", "other"}
+
+// GPUPrecisions are the precisions of matmul and conv, as the hook names
+// them.
+var GPUPrecisions = []string{"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"}
+
+// Done says the recording is over and measured something.
+func (g *GPUProfile) Done() bool {
+	return g != nil && g.State == GPUProfileDone && len(g.Parts) > 0
+}
+
+// whole is what a share is of: on a GPU (the only device with idle
+// time) the recording's busy and idle time per step (the step as the GPU
+// saw it), else the wall step.
+func (g *GPUProfile) whole() float64 {
+	if g.BusySecondsPerStep != nil && g.IdleSecondsPerStep != nil {
+		if w := *g.BusySecondsPerStep + *g.IdleSecondsPerStep; w > 0 {
+			return w
+		}
+	}
+	if g.StepSeconds != nil {
+		return *g.StepSeconds
+	}
+	return 0
+}
+
+// Share is the category's share of the step's measured time (0–1): on a
+// GPU of its busy and idle time, on a CPU of the wall step. precision ""
+// sums every precision; category "idle" is the GPU's waits. ok is false
+// when the recording is not done or the category was not read.
+func (g *GPUProfile) Share(category, precision string) (float64, bool) {
+	if !g.Done() {
+		return 0, false
+	}
+	w := g.whole()
+	if w <= 0 {
+		return 0, false
+	}
+	if category == "idle" {
+		if g.IdleSecondsPerStep == nil {
+			return 0, false
+		}
+		return min(1, *g.IdleSecondsPerStep/w), true
+	}
+	sum, found := 0.0, false
+	for _, p := range g.Parts {
+		if p.Category == category && (precision == "" || p.Precision == precision) {
+			sum += p.SecondsPerStep
+			found = true
+		}
+	}
+	if !found {
+		return 0, false
+	}
+	return min(1, sum/w), true
+}
+
+// SpeedupBound is Amdahl's bound on the whole step's speed-up when the
+// category's work (in precision; "" every precision) runs factor times
+// faster: 1 / ((1 − s) + s / factor), s its Share. ok is false where
+// Share is, or factor is not above 1.
+func (g *GPUProfile) SpeedupBound(category, precision string, factor float64) (float64, bool) {
+	s, ok := g.Share(category, precision)
+	if !ok || !(factor > 1) {
+		return 0, false
+	}
+	return 1 / ((1 - s) + s/factor), true
+}
+
+// categoryWord is how a category reads in a line.
+func categoryWord(c string) string {
+	if c == "copy" {
+		return "copies"
+	}
+	return c
+}
+
+// Summary is the profile in one line for views and reports: "GPU time
+// per step (5 steps, profiled): matmul bf16 61 %, conv 12 %, elementwise
+// 9 %, copies 3 %, idle 15 % (after aten::item train.py:87); recording
+// cost 0.4s". On a CPU it says the time is the CPU's. A recording not
+// done says its state (refused: why); "" for nil.
+func (g *GPUProfile) Summary() string {
+	if g == nil {
+		return ""
+	}
+	what := "GPU time per step"
+	if g.Device == "cpu" {
+		what = "CPU time per step (no GPU)"
+	}
+	switch g.State {
+	case GPUProfileWaiting, GPUProfileRecording:
+		return fmt.Sprintf("%s: %s (%d steps)", what, g.State, g.Steps)
+	case GPUProfileRefused:
+		return what + ": not recorded: " + Printable(g.Reason)
+	}
+	if !g.Done() {
+		return what + ": nothing recorded"
+	}
+	type item struct {
+		name  string
+		share float64
+	}
+	var items []item
+	for _, p := range g.Parts {
+		s, _ := g.Share(p.Category, p.Precision)
+		if p.Precision == "" {
+			// "" is a precision of its own here: unknown (or none).
+			s = min(1, p.SecondsPerStep/g.whole())
+		}
+		items = append(items, item{strings.TrimSpace(categoryWord(p.Category) + " " + p.Precision), s})
+	}
+	slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(b.share, a.share) })
+	var parts []string
+	for _, it := range items {
+		if it.share < 0.01 || len(parts) >= 6 {
+			continue
+		}
+		parts = append(parts, it.name+" "+pct(it.share))
+	}
+	if s, ok := g.Share("idle", ""); ok && s >= 0.01 {
+		idle := "idle " + pct(s)
+		if len(g.Idle) > 0 {
+			idle += " (after " + Printable(g.Idle[0].After) + ")"
+		}
+		parts = append(parts, idle)
+	}
+	out := fmt.Sprintf("%s (%d steps, profiled): %s", what, g.Steps, strings.Join(parts, ", "))
+	if g.CostSeconds != nil {
+		out += "; recording cost " + FormatDuration(*g.CostSeconds)
+	}
+	return out
+}
+
+// pct writes a share as a whole percentage ("61 %").
+func pct(s float64) string {
+	return strconv.FormatFloat(100*s, 'f', 0, 64) + " %"
+}
