@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -44,6 +45,10 @@ type causeRule struct {
 	// pipeline's, and the input's ceiling does not cap it.
 	gpu  bool
 	find func(in *causeIn) (Cause, bool)
+	// supersedes is the start of a situation's advice line that says the
+	// same as this cause: where the cause is named the line goes, so that
+	// one thing is said once.
+	supersedes string
 }
 
 // causeRules is the registry, in the order of registration; CauseIDs the
@@ -207,6 +212,9 @@ func withCauses(frames []sample.Frame, w *window, d decision, advice []string, h
 	lines := make([]string, 0, len(cs)+len(advice))
 	for _, c := range cs {
 		lines = append(lines, causeLine(c))
+		if p := ruleOf(c.ID).supersedes; p != "" {
+			advice = slices.DeleteFunc(slices.Clone(advice), func(a string) bool { return strings.HasPrefix(a, p) })
+		}
 	}
 	return cs, append(lines, advice...)
 }

@@ -286,3 +286,89 @@ func TestGPUCausesWithoutGPM(t *testing.T) {
 		t.Errorf("no MFU without GPM: %q", v.Advice)
 	}
 }
+
+// withCopy gives each frame the hook's timing of the loop's copies to the
+// GPU: the host's and the GPU's milliseconds a batch (nil: not read), and
+// the shares of the bytes pinned and sent non_blocking.
+func withCopy(frames []sample.Frame, hostMs float64, deviceMs *float64, pinned, nonBlocking float64) []sample.Frame {
+	for i := range frames {
+		l := *frames[i].Loader
+		l.Payload = &sample.BatchPayload{BytesPerBatch: 19 << 20, Copy: &sample.HostCopy{BatchesCopied: 100, BytesPerBatch: 19 << 20,
+			HostMsPerBatch: hostMs, DeviceMsPerBatch: deviceMs, PinnedShare: pinned, NonBlockingShare: nonBlocking}}
+		frames[i].Loader = &l
+	}
+	return frames
+}
+
+// withMemory gives each frame the hook's batch size and
+// torch.cuda.mem_get_info (used of total bytes), and NVML the same.
+func withMemory(frames []sample.Frame, batch int, used, total uint64) []sample.Frame {
+	for i := range frames {
+		l := *frames[i].Loader
+		st := *l.Settings
+		st.BatchSize, st.GPUMemFreeBytes, st.GPUMemTotalBytes = ptr(batch), ptr(total-used), ptr(total)
+		l.Settings = &st
+		frames[i].Loader = &l
+		frames[i].GPUs[0].MemUsedBytes, frames[i].GPUs[0].MemTotalBytes = ptr(used), ptr(total)
+	}
+	return frames
+}
+
+// TestCopiesThatHoldTheHost (issue 51): a GPU-bound loop at 50 batches a
+// second spending 3 ms a batch in pageable, blocking copies (the GPU's
+// own 1 ms) names copy_blocking with both fixes and the bound of the
+// host's wait given back (20 ms over 18 ms: 1.11×); pinned but blocking
+// names only non_blocking; pinned and non_blocking, or a copy of 0.5 ms
+// a batch, names nothing.
+func TestCopiesThatHoldTheHost(t *testing.T) {
+	v := Classify(withCopy(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), 3, ptr(1.0), 0, 0), DefaultThresholds())
+	c := causeOf(v, "copy_blocking")
+	if c == nil || c.Bound == nil || c.Bound.Gain < 1.11 || c.Bound.Gain > 1.12 {
+		t.Fatalf("%s: %+v", v.Kind, v.Causes)
+	}
+	if !strings.Contains(c.Fix, "pin_memory=True") || !strings.Contains(c.Fix, "non_blocking=True") || !strings.Contains(c.Evidence, "pageable") {
+		t.Errorf("%+v", c)
+	}
+	v = Classify(withCopy(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), 3, ptr(1.0), 1, 0), DefaultThresholds())
+	if c := causeOf(v, "copy_blocking"); c == nil || strings.Contains(c.Fix, "pin_memory") || !strings.Contains(c.Fix, "non_blocking=True") {
+		t.Errorf("pinned, blocking: %+v", v.Causes)
+	}
+	for name, frames := range map[string][]sample.Frame{
+		"pinned and non_blocking": withCopy(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), 3, ptr(1.0), 1, 1),
+		"0.5 ms a batch":          withCopy(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), 0.5, ptr(0.4), 0, 0),
+	} {
+		if v := Classify(frames, DefaultThresholds()); causeOf(v, "copy_blocking") != nil {
+			t.Errorf("%s: named: %+v", name, v.Causes)
+		}
+	}
+}
+
+// TestABatchFarBelowWhatMemoryAllows (issue 51): a batch of 32 using
+// 10 GiB of an H200's 141 GiB while the SMs are 50 % active names
+// batch_headroom with the room (14×) and a bound of 2× (the SMs filled),
+// and the healthy line "a larger batch fits" is not said twice; SMs 90 %
+// active, or 100 GiB in use, name nothing.
+func TestABatchFarBelowWhatMemoryAllows(t *testing.T) {
+	v := Classify(withMemory(gpuBoundFrames(50, 20, 20, 20, 60, bf16Settings()), 32, 10<<30, 141<<30), DefaultThresholds())
+	c := causeOf(v, "batch_headroom")
+	if c == nil || c.Bound == nil || c.Bound.Gain != 2 || !strings.Contains(c.Evidence, "the batch of 32 uses 10GiB") || !strings.Contains(c.Fix, "about 14×") {
+		t.Fatalf("%s: %+v", v.Kind, v.Causes)
+	}
+	n := 0
+	for _, a := range v.Advice {
+		if strings.Contains(a, "larger batch") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("a larger batch said %d times: %q", n, v.Advice)
+	}
+	for name, frames := range map[string][]sample.Frame{
+		"SMs 90 %": withMemory(gpuBoundFrames(90, 20, 20, 20, 60, bf16Settings()), 32, 10<<30, 141<<30),
+		"100 GiB":  withMemory(gpuBoundFrames(50, 20, 20, 20, 60, bf16Settings()), 32, 100<<30, 141<<30),
+	} {
+		if v := Classify(frames, DefaultThresholds()); causeOf(v, "batch_headroom") != nil {
+			t.Errorf("%s: named: %+v", name, v.Causes)
+		}
+	}
+}

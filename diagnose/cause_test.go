@@ -159,6 +159,12 @@ var causeCases = map[string]func(t *testing.T) []Cause{
 	"host_sync": func(*testing.T) []Cause {
 		return Classify(withSyncs(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), sample.HostSync{Site: "train.py:87", Call: "item", PerStep: 1}), DefaultThresholds()).Causes
 	},
+	"copy_blocking": func(*testing.T) []Cause {
+		return Classify(withCopy(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), 3.0, ptr(1.0), 0, 0), DefaultThresholds()).Causes
+	},
+	"batch_headroom": func(*testing.T) []Cause {
+		return Classify(withMemory(gpuBoundFrames(50, 20, 20, 20, 60, bf16Settings()), 32, 10<<30, 141<<30), DefaultThresholds()).Causes
+	},
 	"small_files": func(*testing.T) []Cause {
 		fs := looked(smallFilesLoop.frames(), 8, 16<<10, func(j int) *sample.OpenFile {
 			return &sample.OpenFile{Path: fmt.Sprintf("/mnt/data/train/%05d.bin", 40+j), Bytes: 16 << 10, FS: "fuse.sshfs", Mount: "/mnt/data", Network: true}

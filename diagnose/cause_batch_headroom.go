@@ -1,0 +1,61 @@
+package diagnose
+
+import (
+	"fmt"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// batch_headroom: the GPU is the limit but its SMs (GPM) or its time
+// (utilization) are not filled, and the step uses under half the GPU's
+// memory: each kernel could take more of the batch. Read from the hook's
+// batch size and torch.cuda.mem_get_info where it ran, else the GPU's
+// memory as NVML reads it.
+func init() {
+	registerCause(causeRule{id: "batch_headroom", stages: []string{"step"}, gpu: true, find: batchHeadroomCause,
+		supersedes: "a larger batch fits"})
+}
+
+// batchRoomShare: a step using under this share of the GPU's memory has
+// room for at least twice its batch's activations. batchFullPct: SMs (or
+// utilization) at or above this leave a larger batch little to fill.
+const (
+	batchRoomShare = 0.5
+	batchFullPct   = 80
+)
+
+func batchHeadroomCause(in *causeIn) (Cause, bool) {
+	g, ok := in.gpuBound()
+	w := in.w
+	if !ok {
+		return Cause{}, false
+	}
+	used, total, from := w.gpuMemUsed, w.gpuMemTot, "NVML"
+	s := g.settings
+	if s != nil && s.GPUMemFreeBytes != nil && s.GPUMemTotalBytes != nil && *s.GPUMemTotalBytes > 0 && *s.GPUMemFreeBytes <= *s.GPUMemTotalBytes {
+		used, total, from = float64(*s.GPUMemTotalBytes-*s.GPUMemFreeBytes), float64(*s.GPUMemTotalBytes), "torch.cuda.mem_get_info"
+	}
+	if total <= 0 || used <= 0 || !in.below("batch_headroom", used/total, batchRoomShare) {
+		return Cause{}, false
+	}
+	fill, what := w.smActivity, "its SMs are %.0f %% active (GPM)"
+	if !fill.ok {
+		fill, what = w.gpuUtil, "it runs a kernel %.0f %% of the time"
+	}
+	if !fill.ok || fill.v <= 0 || fill.v >= batchFullPct {
+		return Cause{}, false
+	}
+	batch := "the batch"
+	if s != nil && s.BatchSize != nil && *s.BatchSize > 0 {
+		batch = fmt.Sprintf("the batch of %d", *s.BatchSize)
+	}
+	room := total / used
+	c := Cause{
+		Evidence: fmt.Sprintf("%s uses %s of the GPU's %s (%s) while "+what+": each kernel has room for more of the batch",
+			batch, sample.FormatBytes(used), sample.FormatBytes(total), from, fill.v),
+		Fix: fmt.Sprintf("a larger batch per step: up to about %.0f× fits in memory (scale the learning rate with it, or keep the optimizer's batch by gradient accumulation)", room),
+	}
+	c.Bound = stepBound(g, 100/fill.v)
+	c.BoundWhy = fmt.Sprintf("per sample, if the GPU were filled: 100 %% over %.0f %% (memory allows %.1f× the batch; the model's weights and optimizer state do not grow with it)", fill.v, room)
+	return c, true
+}
