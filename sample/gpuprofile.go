@@ -39,6 +39,10 @@ type GPUProfile struct {
 	// only).
 	BusySecondsPerStep *float64 `json:"busy_seconds_per_step,omitempty"`
 	IdleSecondsPerStep *float64 `json:"idle_seconds_per_step,omitempty"`
+	// InputSecondsPerStep is, on a CPU, the time per step the loop spent
+	// inside the DataLoader's next() (its fetch with num_workers=0, its
+	// wait otherwise): the input's, left out of Parts.
+	InputSecondsPerStep *float64 `json:"input_seconds_per_step,omitempty"`
 	// Parts is the time per step by category and precision, the most
 	// first.
 	Parts []GPUTimePart `json:"parts,omitempty" check:"max=64"`
@@ -213,6 +217,9 @@ func (g *GPUProfile) Summary() string {
 		parts = append(parts, idle)
 	}
 	out := fmt.Sprintf("%s (%d steps, profiled): %s", what, g.Steps, strings.Join(parts, ", "))
+	if g.InputSecondsPerStep != nil && g.StepSeconds != nil && *g.StepSeconds > 0 && *g.InputSecondsPerStep/(*g.StepSeconds) >= 0.01 {
+		out += "; the DataLoader's next() " + pct(min(1, *g.InputSecondsPerStep/(*g.StepSeconds))) + " (the input's, not counted)"
+	}
 	if g.CostSeconds != nil {
 		out += "; recording cost " + FormatDuration(*g.CostSeconds)
 	}

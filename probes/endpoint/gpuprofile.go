@@ -68,6 +68,7 @@ func (m *metricsPage) gpuProfile() {
 	g.CostSeconds = f("cost_seconds", maxGPUProfileCost)
 	g.BusySecondsPerStep = f("busy_seconds_per_step", maxGPUProfileStep)
 	g.IdleSecondsPerStep = f("idle_seconds_per_step", maxGPUProfileStep)
+	g.InputSecondsPerStep = f("input_seconds_per_step", maxGPUProfileStep)
 	g.Parts, g.Idle = gpuTimeFromPage(m.page, &m.c.Dropped)
 	m.c.GPUProfile = g
 }

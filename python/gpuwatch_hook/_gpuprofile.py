@@ -17,7 +17,8 @@ goes through its states on the loop's own thread, inside next():
   On a GPU: the device's busy time (the union of its kernels, copies and
   sets) and its idle gaps, each put on the host call that ran when the gap
   began (op, and the job's file:line from the profiler's stack); on a CPU
-  (device "cpu"): the self time of the loop thread's ops;
+  (device "cpu"): the self time of the loop thread's ops, less those
+  inside the DataLoader's next() (the input's: said apart);
 * refused: it could not be done (no torch.profiler, a failure inside
   it): the reason is published, nothing raises into the job.
 
@@ -55,6 +56,10 @@ MAX_LABEL = 200
 #: A gap shorter than this (µs) between two device intervals is no gap:
 #: the launch latency of back-to-back kernels.
 MIN_GAP_US = 5.0
+
+#: The profiler's event around the DataLoader's next() (torch's
+#: record_function in _BaseDataLoaderIter.__next__).
+INPUT_EVENT = "enumerate(DataLoader)#"
 
 WAITING, RECORDING, DONE, REFUSED = "waiting", "recording", "done", "refused"
 STATES = (WAITING, RECORDING, DONE, REFUSED)
@@ -280,6 +285,7 @@ class Summary:
         self.busy: Optional[float] = None  # seconds per step the device (or the loop's ops) worked
         self.idle: Optional[float] = None  # seconds per step the device waited (GPU only)
         self.idle_sites: List[Tuple[str, float]] = []  # (after, seconds per step), most first
+        self.input: Optional[float] = None  # seconds per step inside the DataLoader's next() (CPU only)
 
 
 def summarize(evs: List[Event], steps: int, cuda: bool) -> Summary:
@@ -290,9 +296,14 @@ def summarize(evs: List[Event], steps: int, cuda: bool) -> Summary:
         _summarize_cuda(s, evs, steps)
         return s
     loop = _loop_thread(evs)
+    # The loop's time inside the DataLoader's next() (its fetch, with
+    # num_workers=0; its wait otherwise) is the input's, not the step's
+    # work: it and the ops inside it are left out, and said apart.
+    inside = [(e.start, e.end) for e in evs if e.thread == loop and not e.device and e.name.startswith(INPUT_EVENT)]
+    s.input = sum(b - a for a, b in inside) / 1e6 / steps
     busy = 0.0
     for e, self_us in self_times(evs):
-        if e.thread != loop or self_us <= 0:
+        if e.thread != loop or self_us <= 0 or any(a <= e.start and e.end <= b for a, b in inside):
             continue
         cat = category(e.name)
         prec = dtype_precision(e.dtypes) if cat in ("matmul", "conv") else ""
@@ -501,6 +512,7 @@ class GPUProfile:
                 "cost_seconds": self.cost_seconds,
                 "busy_seconds_per_step": s.busy if s else None,
                 "idle_seconds_per_step": s.idle if s else None,
+                "input_seconds_per_step": s.input if s else None,
                 "parts": sorted(s.parts.items(), key=lambda kv: (CATEGORIES.index(kv[0][0]), kv[0][1])) if s else [],
                 "idle_sites": list(s.idle_sites) if s else [],
             }

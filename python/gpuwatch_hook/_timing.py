@@ -514,6 +514,7 @@ def render_gpu_profile(put: Any, g: Dict[str, Any]) -> None:
         ("cost_seconds", "What the recording cost the loop: its steps' extra wall time over the steps before, and the profiler's start, stop and summary."),
         ("busy_seconds_per_step", "Time per step the GPU worked (the union of its kernels, copies and sets); on a CPU, the loop thread's ops' self time."),
         ("idle_seconds_per_step", "Time per step the GPU waited, within the recording (GPU only)."),
+        ("input_seconds_per_step", "Time per step the loop spent inside the DataLoader's next(), left out of the parts (CPU only)."),
     ):
         v = g.get(key)
         if v is not None:

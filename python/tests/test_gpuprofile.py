@@ -177,6 +177,7 @@ class RecordingTest(unittest.TestCase):
         # The cost is published; nothing is left on after the window.
         self.assertGreaterEqual(m["gpuwatch_job_gpu_profile_cost_seconds"], 0)
         self.assertIn("gpuwatch_job_gpu_profile_before_step_seconds", m)
+        self.assertGreater(m["gpuwatch_job_gpu_profile_input_seconds_per_step"], 0)  # the fetch, num_workers=0: said apart
         self.assertEqual(m['gpuwatch_job_gpu_profile_info{state="done",device="cpu",reason=""}'], 1)
         if self.profiler_on() is not None:
             self.assertFalse(self.profiler_on())
