@@ -6,11 +6,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gpuwatch/gpuwatch/session"
 )
 
 func newAttachCmd(stdout, stderr io.Writer) *cobra.Command {
 	var w watchFlags
 	var ceiling time.Duration
+	var gpuProfile int
 	cmd := &cobra.Command{
 		Use:   "attach URL [URL…]",
 		Short: "Watch this machine and running loaders (every rank of a job): their metrics and CPU profiles",
@@ -37,7 +40,12 @@ the URLs given only.
 
 --ceiling[=DURATION] asks each loader given (POST /ceiling, with its token)
 to measure its ceiling: its training loop trains on kept batches, replayed,
-for DURATION (30s alone), and the verdict says what the input costs.`,
+for DURATION (30s alone), and the verdict says what the input costs.
+
+--gpu-profile[=STEPS] asks each loader given (POST /gpu-profile, with its
+token) to record its next STEPS steps (5 alone; at most 50) with
+torch.profiler: the GPU's time per step by category and precision, and its
+idle gaps. The profiler costs only while it records.`,
 		Example: `  gpuwatch attach http://127.0.0.1:6060
   gpuwatch attach http://127.0.0.1:6061-6068
   gpuwatch attach http://127.0.0.1:6061 --profile-every 30s --headless --json`,
@@ -55,7 +63,13 @@ for DURATION (30s alone), and the verdict says what the input costs.`,
 			if err := checkCeiling(cmd, ceiling); err != nil {
 				return err
 			}
+			if err := checkGPUProfile(cmd, gpuProfile); err != nil {
+				return err
+			}
 			o := w.options(stdout, stderr)
+			if gpuProfile > 0 {
+				session.AskGPUProfile(cmd.Context(), o.Attach.URLs, o.Attach.Dir, gpuProfile, func(s string) { fmt.Fprintln(stderr, "gpuwatch: --gpu-profile:", s) })
+			}
 			o.Attach.Ceiling = ceiling
 			o.Attach.Told = func(s string) { fmt.Fprintln(stderr, "gpuwatch: --ceiling:", s) }
 			return watch(cmd, o)
@@ -63,5 +77,6 @@ for DURATION (30s alone), and the verdict says what the input costs.`,
 	}
 	w.register(cmd, offerAll)
 	addCeilingFlag(cmd, &ceiling, "ask each loader given (the Python hook) to measure its rate with its input free: once warm it trains on kept batches, replayed, for this long (--ceiling alone: 30s; at most 10m)")
+	addGPUProfileFlag(cmd, &gpuProfile, "ask each loader given (the Python hook) to record this many steps (1-50; --gpu-profile alone: 5) with torch.profiler: the GPU's time per step by category and precision")
 	return cmd
 }

@@ -27,6 +27,7 @@ type runOptions struct {
 	w              watchFlags
 	jobLog         string
 	ceiling        time.Duration // --ceiling: the replay asked of the hook; 0 none
+	gpuProfile     int           // --gpu-profile: the steps the hook records with torch.profiler; 0 none
 	stdout, stderr io.Writer
 }
 
@@ -41,7 +42,8 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
   gpuwatch run --headless -- torchrun --nproc-per-node 8 train.py
   gpuwatch run --json --duration 2m -- python -m mypkg.train > gpuwatch.jsonl
   gpuwatch run --once -- python train.py       # a CI gate on the input pipeline
-  gpuwatch run --ceiling -- python train.py    # and its rate with input free`,
+  gpuwatch run --ceiling -- python train.py    # and its rate with input free
+  gpuwatch run --gpu-profile -- python train.py  # and the GPU's time per step`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return errors.New("give the command to run after --: gpuwatch run -- python train.py")
@@ -53,6 +55,9 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			if err := checkCeiling(cmd, opts.ceiling); err != nil {
+				return err
+			}
+			if err := checkGPUProfile(cmd, opts.gpuProfile); err != nil {
 				return err
 			}
 			return runJob(cmd, opts, args)
@@ -68,6 +73,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().Var(secondsFlag{&w.profileLength}, "profile-seconds", "length of each CPU profile, in seconds (5) or as a duration (5s)")
 	cmd.Flags().StringVar(&opts.jobLog, "job-log", "", "where the job's stdout and stderr go (default: gpuwatch's stderr headless, ./gpuwatch-run-TIME.log with the dashboard)")
 	addCeilingFlag(cmd, &opts.ceiling, "measure the loop's rate with its input free: once it is warm it trains on kept batches, replayed, for this long (--ceiling alone: 30s; at most 10m)")
+	addGPUProfileFlag(cmd, &opts.gpuProfile, "record this many steps (1-50; --gpu-profile alone: 5) with torch.profiler from the loop's 10th batch: the GPU's time per step by category and precision, and its idle gaps")
 	return cmd
 }
 
@@ -96,9 +102,12 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	if err := python.Write(dir); err != nil {
 		return err
 	}
-	jo := job.Options{Argv: argv, Env: withCeiling(jobEnv(os.Environ(), dir), opts.ceiling), RunDir: dir}
+	jo := job.Options{Argv: argv, Env: withGPUProfile(withCeiling(jobEnv(os.Environ(), dir), opts.ceiling), opts.gpuProfile), RunDir: dir}
 	if opts.ceiling > 0 {
 		fmt.Fprint(stderr, ceilingNotice(opts.ceiling))
+	}
+	if opts.gpuProfile > 0 {
+		fmt.Fprint(stderr, gpuProfileNotice(opts.gpuProfile))
 	}
 	if err := jobOutput(cmd, opts, &jo, dashboard); err != nil {
 		return err
@@ -244,4 +253,13 @@ a tenth of memory) and hands them to the loop again for DURATION (30s
 alone) instead of the real iterator's, then resumes it where it was (no
 batch lost, none repeated). The loop trains on repeated batches for that
 long: it is opt-in. The verdict then says what the input costs
-(docs/diagnosis.md).`
+(docs/diagnosis.md).
+
+--gpu-profile[=STEPS] records the GPU's time per step: from the loop's
+10th batch the hook runs torch.profiler for STEPS steps (5 alone; at most
+50), then stops it and sums its events by category (matmul and conv with
+their precision, elementwise, normalization, reduction, copies,
+communication) with the GPU's idle gaps and the host call before each.
+Without a GPU it says the CPU's time by the same categories. The profiler
+costs only while it records; the frame's loader.gpu_profile says how
+much (docs/prometheus.md).`

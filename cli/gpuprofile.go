@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// defaultGPUProfileSteps is --gpu-profile's steps when the flag is given
+// bare (the hook's _gpuprofile.DEFAULT_STEPS).
+const defaultGPUProfileSteps = 5
+
+// gpuProfileEnv is the variable the hook reads under gpuwatch run: the
+// steps to record (python/gpuwatch_hook/_run.py GPU_PROFILE_ENV).
+const gpuProfileEnv = "GPUWATCH_GPU_PROFILE"
+
+// addGPUProfileFlag registers --gpu-profile[=STEPS] (bare: 5) into n.
+func addGPUProfileFlag(cmd *cobra.Command, n *int, usage string) {
+	cmd.Flags().IntVar(n, "gpu-profile", 0, usage)
+	cmd.Flags().Lookup("gpu-profile").NoOptDefVal = strconv.Itoa(defaultGPUProfileSteps)
+}
+
+// checkGPUProfile checks --gpu-profile when given: 1 to 50 steps.
+func checkGPUProfile(cmd *cobra.Command, n int) error {
+	if !cmd.Flags().Changed("gpu-profile") {
+		return nil
+	}
+	if n < 1 || n > sample.MaxGPUProfileSteps {
+		return usageErrorf(cmd, "--gpu-profile %d: want 1 to %d steps (--gpu-profile alone: %d)", n, sample.MaxGPUProfileSteps, defaultGPUProfileSteps)
+	}
+	return nil
+}
+
+// gpuProfileNotice is what run says before the job starts with
+// --gpu-profile: the profiler runs for those steps, and costs then.
+func gpuProfileNotice(n int) string {
+	return fmt.Sprintf("gpuwatch: --gpu-profile: from the loop's 10th batch the hook records %s with torch.profiler (it costs while it records; the figures say how much)\n", sample.Plural(n, "step"))
+}
+
+// withGPUProfile is the job's environment with the GPU profile asked for
+// (n > 0) or not, whatever gpuwatch's own environment said.
+func withGPUProfile(env []string, n int) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if strings.HasPrefix(kv, gpuProfileEnv+"=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	if n > 0 {
+		out = append(out, gpuProfileEnv+"="+strconv.Itoa(n))
+	}
+	return out
+}
