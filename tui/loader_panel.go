@@ -86,6 +86,11 @@ func (loaderPanel) lines(pv *view, w int) []string {
 	if len(l.Syncs) > 0 {
 		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable(syncsLine(l.Syncs))), w, "  ")...)
 	}
+	if sum := l.GPUProfile.Summary(); sum != "" {
+		// Where the step's time goes, by category (the hook's
+		// torch.profiler window, once asked for).
+		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable(sum)), w, "  ")...)
+	}
 	if l.ReadSecPerSec != nil && l.DecodeSecPerSec != nil {
 		line := fmt.Sprintf("reading %.2f s/s · decoding %.2f s/s (summed over workers)", *l.ReadSecPerSec, *l.DecodeSecPerSec)
 		if l.DatasetBytes != nil && l.DatasetCachedBytes != nil && *l.DatasetBytes > 0 {
