@@ -11,7 +11,7 @@
 #
 # The logs of failed runs are kept (their folder is printed).
 set -euo pipefail
-export CGO_CFLAGS=-Wno-deprecated-declarations GPUWATCH_REQUIRE_PYTHON=1 GPUWATCH_BATTERY_ALL=1 # the loops not yet in CI's list too
+export CGO_CFLAGS=-Wno-deprecated-declarations GPUWATCH_REQUIRE_PYTHON=1
 n=${N:-10}
 loops=("$@")
 [ ${#loops[@]} -gt 0 ] || loops=(float64 padding timeseries images text mmap files)
