@@ -1,5 +1,7 @@
 package diagnose
 
+import "fmt"
+
 // channels_last: the GPU is the limit, the model's convs hold their
 // weights in NCHW while the tensor cores run them (autocast or TF32 on, or
 // tensor activity seen): cuDNN's tensor-core convs want NHWC and
@@ -23,8 +25,17 @@ func channelsLastCause(in *causeIn) (Cause, bool) {
 	if !tensor {
 		return Cause{}, false // fp32 on the CUDA cores: tensor_idle's fix comes first
 	}
-	return Cause{
+	c := Cause{
 		Evidence: "the model's convs hold their weights in NCHW (contiguous), and the step runs them on the tensor cores (" + precisionWords(s) + "): cuDNN's tensor-core convs want NHWC and transpose NCHW around each conv",
 		Fix:      "model = model.to(memory_format=torch.channels_last), and each batch x.to(device, memory_format=torch.channels_last)",
-		BoundWhy: "no bound from counters: a conv's share of the step's GPU time needs a profile of the step (practice: 22–30 % faster for ResNet-50 on V100 and A100)"}, true
+		BoundWhy: "no bound from counters: a conv's share of the step's GPU time needs a profile of the step (gpuwatch run --gpu-profile; practice: 22–30 % faster for ResNet-50 on V100 and A100)"}
+	if p := g.profile; p != nil {
+		// The fix speeds the convs and drops the transposes around them
+		// (elementwise kernels): at most both go.
+		if s := profiledShare(p, "conv", "elementwise"); s > 0 && s < 1 {
+			c.Bound = stepBound(g, 1/(1-s))
+			c.BoundWhy = fmt.Sprintf("convs and elementwise kernels (the transposes among them) are %.0f %% of the GPU's time a step (its profile over %d steps): at most that time goes", 100*s, p.Steps)
+		}
+	}
+	return c, true
 }

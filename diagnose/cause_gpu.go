@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -16,13 +17,20 @@ type gpuStep struct {
 	gpu                *sample.GPU         // the first judged GPU with GPM, else the first judged one (its dense peak needs no GPM)
 	rate               float64             // samples per second, 0 when unknown
 	noGPM              string              // why a judged GPU has no GPM, as its probe said
+	// profile is the hook's recording of the step's GPU time (run
+	// --gpu-profile, attach --gpu-profile), done and on a GPU; nil else.
+	// A cause's bound then comes from it, by Amdahl's law.
+	profile *sample.GPUProfile
 }
 
 // read takes the newest frame's settings, GPU and rate.
 func (g *gpuStep) read(f *sample.Frame) {
-	g.settings, g.gpu, g.rate, g.noGPM = nil, nil, 0, ""
+	g.settings, g.gpu, g.rate, g.noGPM, g.profile = nil, nil, 0, "", nil
 	if l := f.Loader; l != nil {
 		g.settings, g.rate = l.Settings, l.SamplesPerSec
+		if p := l.GPUProfile; p.Done() && p.Device == "cuda" {
+			g.profile = p
+		}
 	}
 	for i := range f.GPUs {
 		if !f.JudgedGPU(i) {
@@ -122,4 +130,43 @@ func stepBound(g gpuIn, gain float64) *Bound {
 		b.SamplesPerSec, b.FreeSamples = g.rate*gain, g.rate*gain
 	}
 	return b
+}
+
+// stepProfiled is a GPU cause's bound from the hook's profile of the step:
+// the share of the GPU's time (busy and idle) that the fix speeds up
+// factor× (math.Inf(1): removes), by Amdahl's law; what a share is of
+// and what the recording cost are said. false where no profile was
+// recorded or it did not see the category.
+func stepProfiled(g gpuIn, what, category, precision string, factor float64) (*Bound, string, bool) {
+	p := g.profile
+	if p == nil {
+		return nil, "", false
+	}
+	s, ok := p.Share(category, precision)
+	if !ok || s <= 0 {
+		return nil, "", false
+	}
+	gain := 1 / (1 - s)
+	if !math.IsInf(factor, 1) {
+		gain, _ = p.SpeedupBound(category, precision, factor)
+	}
+	if !(gain > 1) || math.IsInf(gain, 1) {
+		return nil, "", false
+	}
+	why := fmt.Sprintf("%s %.0f %% of the GPU's time a step (its profile over %d steps", what, 100*s, p.Steps)
+	if p.CostSeconds != nil {
+		why += ", which cost the job " + ms(*p.CostSeconds)
+	}
+	return stepBound(g, gain), why + ")", true
+}
+
+// profiledShare sums the shares of categories (every precision).
+func profiledShare(p *sample.GPUProfile, categories ...string) float64 {
+	sum := 0.0
+	for _, c := range categories {
+		if s, ok := p.Share(c, ""); ok {
+			sum += s
+		}
+	}
+	return min(1, sum)
 }

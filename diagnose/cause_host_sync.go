@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -22,7 +23,8 @@ func init() {
 const hostSyncPerStep = 0.5
 
 func hostSyncCause(in *causeIn) (Cause, bool) {
-	if _, ok := in.gpuBound(); !ok {
+	g, ok := in.gpuBound()
+	if !ok {
 		return Cause{}, false
 	}
 	syncs := lastSyncs(in.frames)
@@ -54,8 +56,12 @@ func hostSyncCause(in *causeIn) (Cause, bool) {
 	} else if top.Call == "bool" {
 		fix = "branch on a tensor only every N steps (or with torch.where on the device); " + fix
 	}
-	return Cause{Evidence: ev, Fix: fix,
-		BoundWhy: "no bound from counters: what a sync costs is the GPU's idle time after it, until the host has launched the next kernels, which needs a profile of the step; the hook's count says how often the host waits, and its time in the call how long"}, true
+	c := Cause{Evidence: ev, Fix: fix,
+		BoundWhy: "no bound from counters: what a sync costs is the GPU's idle time after it, until the host has launched the next kernels, which needs a profile of the step (gpuwatch run --gpu-profile); the hook's count says how often the host waits, and its time in the call how long"}
+	if b, why, ok := stepProfiled(g, "the GPU idles", "idle", "", math.Inf(1)); ok {
+		c.Bound, c.BoundWhy = b, why+": at most that idle time goes, the syncs' and the launches' after them"
+	}
+	return c, true
 }
 
 // lastSyncs is the newest frame's host syncs the hook counted, most

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -38,6 +39,9 @@ func launchBoundCause(in *causeIn) (Cause, bool) {
 	if w.smActivity.v > 0 {
 		c.Bound = stepBound(g, 100/w.smActivity.v)
 	}
+	if b, why, ok := stepProfiled(g, "the GPU idles between kernels", "idle", "", math.Inf(1)); ok {
+		c.Bound, c.BoundWhy = b, why+": the gaps closed"
+	}
 	return c, true
 }
 
@@ -63,9 +67,13 @@ func launchBoundByUtil(in *causeIn, g gpuIn, loop level) (Cause, bool) {
 	if s := g.settings; s != nil && s.CUDAGraphs != nil && *s.CUDAGraphs {
 		return Cause{}, false
 	}
-	return Cause{
+	c := Cause{
 		Evidence: fmt.Sprintf("the training thread runs %.0f %% of a core while the GPU runs a kernel %.0f %% of the time and the loop does not wait for input: the host launches kernels as fast as it can (SM activity not read: GPM %s)", loop.v, util.v, g.noGPM),
 		Fix:      launchFix(g.settings),
 		Bound:    stepBound(g, 100/util.v),
-		BoundWhy: fmt.Sprintf("the launch gaps closed: a kernel running 100 %% of the time over %.0f %% (a larger batch may gain more per sample: how full each kernel keeps the SMs needs GPM)", util.v)}, true
+		BoundWhy: fmt.Sprintf("the launch gaps closed: a kernel running 100 %% of the time over %.0f %% (a larger batch may gain more per sample: how full each kernel keeps the SMs needs GPM)", util.v)}
+	if b, why, ok := stepProfiled(g, "the GPU idles between kernels", "idle", "", math.Inf(1)); ok {
+		c.Bound, c.BoundWhy = b, why+": the gaps closed"
+	}
+	return c, true
 }

@@ -32,8 +32,15 @@ func memoryBoundCause(in *causeIn) (Cause, bool) {
 			fix += ", and bf16 activations (torch.autocast) halve the bytes"
 		}
 	}
-	return Cause{
+	c := Cause{
 		Evidence: fmt.Sprintf("the GPU's DRAM bandwidth is %.0f %% busy while its tensor cores are %.0f %% active (GPM): the step moves memory more than it computes", w.gpu.dram.v, w.gpu.tensor.v),
 		Fix:      fix,
-		BoundWhy: "no bound from counters: the bytes a fusion saves need a profile of the step"}, true
+		BoundWhy: "no bound from counters: the bytes a fusion saves need a profile of the step (gpuwatch run --gpu-profile)"}
+	if p := g.profile; p != nil {
+		if s := profiledShare(p, "elementwise", "normalization", "reduction"); s > 0 && s < 1 {
+			c.Bound = stepBound(g, 1/(1-s))
+			c.BoundWhy = fmt.Sprintf("elementwise, normalization and reduction kernels are %.0f %% of the GPU's time a step (its profile over %d steps): fused into what they feed, at most that time goes", 100*s, p.Steps)
+		}
+	}
+	return c, true
 }

@@ -1,6 +1,10 @@
 package diagnose
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
 
 // tensor_idle: the GPU is the limit and its SMs are busy, but its tensor
 // cores idle: the step's matmuls and convs run in fp32 on the CUDA cores.
@@ -42,12 +46,7 @@ func tensorIdleCause(in *causeIn) (Cause, bool) {
 	ev += "; " + precisionWords(g.settings)
 	c := Cause{Evidence: ev,
 		Fix: tensorIdleFix}
-	if r, why, ok := peakRatio(g.gpu, "bf16"); ok {
-		c.Bound = stepBound(g, r)
-		c.BoundWhy = "if every op of the step were a matmul: " + why
-	} else {
-		c.BoundWhy = "no bound: no dense peak is known for this GPU"
-	}
+	c.Bound, c.BoundWhy = tensorIdleBound(g)
 	return c, true
 }
 
@@ -66,13 +65,28 @@ func tensorIdleFromSettings(in *causeIn, g gpuIn) (Cause, bool) {
 	}
 	c := Cause{Evidence: fmt.Sprintf("the GPU runs a kernel %.0f %% of the time and %s: the tensor cores take no fp32 matmul (tensor activity not read: GPM %s)", busy.v, precisionWords(s), g.noGPM),
 		Fix: tensorIdleFix}
-	if r, why, ok := peakRatio(g.gpu, "bf16"); ok {
-		c.Bound = stepBound(g, r)
-		c.BoundWhy = "if every op of the step were a matmul: " + why
-	} else {
-		c.BoundWhy = "no bound: no dense peak is known for this GPU"
-	}
+	c.Bound, c.BoundWhy = tensorIdleBound(g)
 	return c, true
 }
 
 const tensorIdleFix = "run the forward and the loss under torch.autocast(\"cuda\", dtype=torch.bfloat16) (the optimizer step stays fp32), or keep fp32 and let matmuls use TF32: torch.set_float32_matmul_precision(\"high\")"
+
+// tensorIdleBound: with the hook's profile of the step, Amdahl's law over
+// the fp32 matmuls' and convs' share of the GPU's time at the ratio of
+// the dense peaks; without it, the ratio itself (as if every op of the
+// step were a matmul).
+func tensorIdleBound(g gpuIn) (*Bound, string) {
+	r, why, ok := peakRatio(g.gpu, "bf16")
+	if !ok {
+		return nil, "no bound: no dense peak is known for this GPU"
+	}
+	if p := g.profile; p != nil {
+		mm, _ := p.Share("matmul", sample.DtypeFP32)
+		cv, _ := p.Share("conv", sample.DtypeFP32)
+		if s := min(1, mm+cv); s > 0 {
+			gain := 1 / ((1 - s) + s/r)
+			return stepBound(g, gain), fmt.Sprintf("fp32 matmuls and convs are %.0f %% of the GPU's time a step (its profile over %d steps): at bf16's rate the step runs at most %.2g× faster (%s)", 100*s, p.Steps, gain, why)
+		}
+	}
+	return stepBound(g, r), "if every op of the step were a matmul: " + why
+}
