@@ -78,19 +78,7 @@ func (loaderPanel) lines(pv *view, w int) []string {
 			lines = append(lines, wrap(pv.st.Dim.Render("copy "+c.Summary()), w, "  ")...)
 		}
 	}
-	if sum := l.Settings.Summary(); sum != "" {
-		// What the job already does (the hook read it): the GPU advice
-		// never repeats it.
-		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable("step "+sum)), w, "  ")...)
-	}
-	if len(l.Syncs) > 0 {
-		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable(syncsLine(l.Syncs))), w, "  ")...)
-	}
-	if sum := l.GPUProfile.Summary(); sum != "" {
-		// Where the step's time goes, by category (the hook's
-		// torch.profiler window, once asked for).
-		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable(sum)), w, "  ")...)
-	}
+	lines = append(lines, pv.stepLines(l, w)...)
 	if l.ReadSecPerSec != nil && l.DecodeSecPerSec != nil {
 		line := fmt.Sprintf("reading %.2f s/s · decoding %.2f s/s (summed over workers)", *l.ReadSecPerSec, *l.DecodeSecPerSec)
 		if l.DatasetBytes != nil && l.DatasetCachedBytes != nil && *l.DatasetBytes > 0 {
@@ -346,4 +334,22 @@ func syncsLine(ss []sample.HostSync) string {
 		parts = append(parts, p)
 	}
 	return "host syncs a step: " + strings.Join(parts, " · ")
+}
+
+// stepLines are what the hook read of the job's step: what it already
+// does (the GPU advice never repeats it), its host syncs, and where the
+// step's time goes by category (the hook's torch.profiler window, once
+// asked for). None read, no line.
+func (pv *view) stepLines(l *sample.Loader, w int) []string {
+	var lines []string
+	if sum := l.Settings.Summary(); sum != "" {
+		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable("step "+sum)), w, "  ")...)
+	}
+	if len(l.Syncs) > 0 {
+		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable(syncsLine(l.Syncs))), w, "  ")...)
+	}
+	if sum := l.GPUProfile.Summary(); sum != "" {
+		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable(sum)), w, "  ")...)
+	}
+	return lines
 }
