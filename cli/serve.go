@@ -26,6 +26,7 @@ type serveOptions struct {
 	listen, jobDir, framesDir string
 	maxConns                  int
 	framesMax                 int64
+	auth                      exporter.Auth
 	stdout, stderr            io.Writer
 }
 
@@ -42,6 +43,7 @@ scraping every node is the way past one machine (docs/prometheus.md).`,
 		Example: `  gpuwatch serve
   gpuwatch serve --listen 0.0.0.0:9400 --attach http://127.0.0.1:6060
   gpuwatch serve --listen 0.0.0.0:9400 --discover=false  # the host only
+  gpuwatch serve --listen 0.0.0.0:9400 --tls-cert tls.crt --tls-key tls.key --token-file token  # HTTPS, /metrics with the token only
   gpuwatch serve --slurm-job-dir /run/gpuwatch/jobs --slurm-frames-dir /var/lib/gpuwatch/slurm  # deploy/slurm`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, opts) },
@@ -51,6 +53,9 @@ scraping every node is the way past one machine (docs/prometheus.md).`,
 	cmd.Flags().StringVar(&opts.framesDir, "slurm-frames-dir", "", "keep each mapped job's frames in this folder (JOBID.jsonl) for its epilog to judge (deploy/slurm/epilog.sh)")
 	cmd.Flags().Var(sizeFlag{&opts.framesMax}, "slurm-frames-max-size", "rotate a job's kept frames to JOBID.jsonl.1 past this size")
 	cmd.Flags().StringVar(&opts.listen, "listen", "127.0.0.1:9400", "address to serve /metrics on (loopback unless you say otherwise)")
+	cmd.Flags().StringVar(&opts.auth.CertFile, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key; read again when it changes)")
+	cmd.Flags().StringVar(&opts.auth.KeyFile, "tls-key", "", "the private key of --tls-cert (PEM)")
+	cmd.Flags().StringVar(&opts.auth.TokenFile, "token-file", "", "answer /metrics only to requests with this file's token (Authorization: Bearer TOKEN; 401 otherwise; / stays open for probes); the file must be readable by serve's user (and group) only")
 	cmd.Flags().IntVar(&opts.maxConns, "max-connections", exporter.DefaultLimits().MaxConns, "the most connections open at once (a quarter of them from one user of this machine, or one remote host); idle ones close after 30 s")
 	return cmd
 }
@@ -58,8 +63,8 @@ scraping every node is the way past one machine (docs/prometheus.md).`,
 // runServe serves /metrics and runs the session that feeds it, with the
 // exporter (and the kept Slurm frames) as the session's observers.
 func runServe(cmd *cobra.Command, opts *serveOptions) error {
-	w, listen, jobDir, framesDir := &opts.w, opts.listen, opts.jobDir, opts.framesDir
-	maxConns, framesMax, stdout, stderr := opts.maxConns, opts.framesMax, opts.stdout, opts.stderr
+	w, jobDir, framesDir := &opts.w, opts.jobDir, opts.framesDir
+	maxConns, framesMax, stderr := opts.maxConns, opts.framesMax, opts.stderr
 	w.headless = true
 	if err := w.validate(cmd); err != nil {
 		return err
@@ -71,30 +76,17 @@ func runServe(cmd *cobra.Command, opts *serveOptions) error {
 	if jobDir != "" {
 		exp.SlurmJobs = func() exporter.SlurmJobs { return exporter.ReadSlurmJobs(jobDir) }
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(exp)
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /{$}", func(rw http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(rw, "gpuwatch exporter: /metrics")
-	})
 	if maxConns < 1 {
 		return usageErrorf(cmd, "--max-connections %d: want at least 1", maxConns)
 	}
-	ln, err := net.Listen("tcp", listen)
+	if err := opts.auth.Check(); err != nil {
+		return usageErrorf(cmd, "%v", err)
+	}
+	stop, err := serveMetrics(opts, exp)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", listen, err)
+		return err
 	}
-	lim := exporter.DefaultLimits()
-	lim.MaxConns, lim.PerHost = maxConns, max(1, maxConns/4)
-	srv := exporter.NewServer(mux, lim)
-	served := make(chan struct{})
-	go func() { defer close(served); _ = srv.Serve(exporter.LimitListener(ln, lim)) }()
-	defer func() { srv.Close(); <-served }()
-	if !loader.IsLoopback(listen) {
-		fmt.Fprintf(stderr, "gpuwatch: warning: serving metrics on %s, reachable from other machines\n", ln.Addr())
-	}
-	fmt.Fprintf(stdout, "gpuwatch exporter on http://%s/metrics\n", ln.Addr())
+	defer stop()
 	o := w.options(io.Discard, stderr)
 	o.Node, o.Observers = true, []session.Observer{exp}
 	if framesDir != "" {
@@ -107,6 +99,57 @@ func runServe(cmd *cobra.Command, opts *serveOptions) error {
 		o.Observers = append(o.Observers, sf)
 	}
 	return watch(cmd, o)
+}
+
+// serveMetrics serves exp at /metrics (and a line naming it at /, open
+// for probes) on opts.listen, with serve's connection limits and, where
+// opts.auth asks, TLS and the token; stop closes the server and waits for
+// it.
+func serveMetrics(opts *serveOptions, exp *exporter.Exporter) (stop func(), err error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(exp)
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /{$}", func(rw http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(rw, "gpuwatch exporter: /metrics")
+	})
+	h, err := opts.auth.Guard(mux, "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	tlsConf, err := opts.auth.TLSConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert %s: %w", opts.auth.CertFile, err)
+	}
+	ln, err := net.Listen("tcp", opts.listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %s: %w", opts.listen, err)
+	}
+	lim := exporter.DefaultLimits()
+	lim.MaxConns, lim.PerHost = opts.maxConns, max(1, opts.maxConns/4)
+	srv := exporter.NewServer(h, lim)
+	srv.TLSConfig = tlsConf
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if tlsConf != nil {
+			_ = srv.ServeTLS(exporter.LimitListener(ln, lim), "", "")
+			return
+		}
+		_ = srv.Serve(exporter.LimitListener(ln, lim))
+	}()
+	if !loader.IsLoopback(opts.listen) {
+		fmt.Fprintf(opts.stderr, "gpuwatch: warning: serving metrics on %s, reachable from other machines\n", ln.Addr())
+		if opts.auth.TokenFile == "" {
+			fmt.Fprintln(opts.stderr, "gpuwatch: warning: anyone who reaches it reads every job's labels and GPU memory: --token-file, or a firewall (docs/security.md)")
+		}
+	}
+	scheme := "http"
+	if tlsConf != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(opts.stdout, "gpuwatch exporter on %s://%s/metrics\n", scheme, ln.Addr())
+	return func() { srv.Close(); <-served }, nil
 }
 
 // privateFolder says why dir may not hold the frames root's epilog

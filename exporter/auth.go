@@ -1,0 +1,213 @@
+package exporter
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Auth is what serve asks of a scrape (issue 54, item 3), as
+// node_exporter's web config and kube-rbac-proxy do: TLS with CertFile
+// and KeyFile (both or neither), and a bearer token in TokenFile, which
+// every request to a guarded path must carry (Authorization: Bearer
+// TOKEN). The zero Auth asks nothing: plain HTTP, no token.
+type Auth struct {
+	CertFile, KeyFile, TokenFile string
+}
+
+// Check says what is wrong with a's files: a certificate without its key
+// (or the other way round), a pair that does not load, a token file that
+// does not read or that others may read. It reads them as serve would.
+func (a Auth) Check() error {
+	if (a.CertFile == "") != (a.KeyFile == "") {
+		return errors.New("--tls-cert and --tls-key go together: give both (HTTPS) or neither (HTTP)")
+	}
+	if a.CertFile != "" {
+		if _, err := tls.LoadX509KeyPair(a.CertFile, a.KeyFile); err != nil {
+			return fmt.Errorf("--tls-cert %s --tls-key %s: %w", a.CertFile, a.KeyFile, err)
+		}
+	}
+	if a.TokenFile != "" {
+		if _, err := readToken(a.TokenFile); err != nil {
+			return fmt.Errorf("--token-file %s: %w", a.TokenFile, err)
+		}
+	}
+	return nil
+}
+
+// TLSConfig is the server's TLS configuration, nil without a certificate.
+// The pair is read again at the first handshake after either file
+// changed (a Secret's rotation, a renewal), and the last pair that loaded
+// is kept while a new one does not.
+func (a Auth) TLSConfig() (*tls.Config, error) {
+	if a.CertFile == "" {
+		return nil, nil
+	}
+	r := &reloader[*tls.Certificate]{paths: []string{a.CertFile, a.KeyFile}, load: func() (*tls.Certificate, error) {
+		c, err := tls.LoadX509KeyPair(a.CertFile, a.KeyFile)
+		return &c, err
+	}}
+	if _, err := r.get(); err != nil {
+		return nil, err
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		return r.get()
+	}}, nil
+}
+
+// Guard wraps h so that a request to one of paths is served only with
+// a.TokenFile's token (401 otherwise, with a WWW-Authenticate header and
+// nothing of h); other paths (/, for probes) are h's as before. Without
+// a token file it is h. The token is compared in constant time, and read
+// again once its file changes (the last good one kept while it does not
+// read).
+func (a Auth) Guard(h http.Handler, paths ...string) (http.Handler, error) {
+	if a.TokenFile == "" {
+		return h, nil
+	}
+	r := &reloader[[32]byte]{paths: []string{a.TokenFile}, load: func() ([32]byte, error) {
+		tok, err := readToken(a.TokenFile)
+		return sha256.Sum256(tok), err
+	}}
+	if _, err := r.get(); err != nil {
+		return nil, fmt.Errorf("--token-file %s: %w", a.TokenFile, err)
+	}
+	guarded := map[string]bool{}
+	for _, p := range paths {
+		guarded[p] = true
+	}
+	return http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		if guarded[req.URL.Path] && !bearerMatches(req.Header.Get("Authorization"), r) {
+			rw.Header().Set("WWW-Authenticate", `Bearer realm="gpuwatch"`)
+			http.Error(rw, "401 unauthorized: this path needs serve's token (Authorization: Bearer TOKEN)", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(rw, req)
+	}), nil
+}
+
+// bearerMatches says whether header is "Bearer " and the token: both
+// sides hashed first, so that the comparison takes the same time whatever
+// the length of what was sent.
+func bearerMatches(header string, r *reloader[[32]byte]) bool {
+	want, err := r.get()
+	if err != nil {
+		return false
+	}
+	const scheme = "bearer "
+	if len(header) <= len(scheme) || !bytes.EqualFold([]byte(header[:len(scheme)]), []byte(scheme)) {
+		return false
+	}
+	got := sha256.Sum256([]byte(header[len(scheme):]))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+}
+
+// maxTokenBytes bounds the token file read.
+const maxTokenBytes = 4 << 10
+
+// readToken reads a token file: its first 4 KiB, surrounding white space
+// cut, not empty, and readable by serve's own user and group only — a
+// token others can read is no secret (world bits refused, group bits
+// unless the file's group is serve's own, as a Kubernetes Secret mounted
+// with fsGroup is).
+func readToken(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := privateMode(st); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxTokenBytes {
+		return nil, fmt.Errorf("over %d bytes: not a token", maxTokenBytes)
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil, errors.New("empty: put the token in it")
+	}
+	return b, nil
+}
+
+// privateMode refuses a file others may read: any world bit, or group
+// bits where the group is not serve's own.
+func privateMode(st os.FileInfo) error {
+	perm := st.Mode().Perm()
+	if !st.Mode().IsRegular() {
+		return errors.New("not a regular file")
+	}
+	if perm&0o007 != 0 {
+		return fmt.Errorf("readable by others (mode %04o): chmod 0600 it", perm)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && perm&0o070 != 0 && int(sys.Gid) != os.Getegid() {
+		return fmt.Errorf("readable by group %d, not serve's (mode %04o): chmod 0600 it, or give it serve's group (gid %d)", sys.Gid, perm, os.Getegid())
+	}
+	return nil
+}
+
+// reloader holds what load makes of paths, made again when any of them
+// changes (its size, modification time, inode or device: a Kubernetes
+// Secret's files are links swapped to new ones), at most once a second.
+// A load that fails keeps the last good value.
+type reloader[T any] struct {
+	paths []string
+	load  func() (T, error)
+
+	mu      sync.Mutex
+	val     T
+	ok      bool
+	stamp   string
+	checked time.Time
+}
+
+func (r *reloader[T]) get() (T, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if r.ok && now.Sub(r.checked) < time.Second {
+		return r.val, nil
+	}
+	r.checked = now
+	stamp := ""
+	for _, p := range r.paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			stamp += "?;"
+			continue
+		}
+		s, _ := st.Sys().(*syscall.Stat_t)
+		if s == nil {
+			s = &syscall.Stat_t{}
+		}
+		stamp += fmt.Sprintf("%d:%d:%d:%d;", s.Dev, s.Ino, st.Size(), st.ModTime().UnixNano())
+	}
+	if r.ok && stamp == r.stamp {
+		return r.val, nil
+	}
+	v, err := r.load()
+	if err != nil {
+		if r.ok {
+			return r.val, nil
+		}
+		return v, err
+	}
+	r.val, r.ok, r.stamp = v, true, stamp
+	return v, nil
+}

@@ -1,0 +1,270 @@
+package exporter
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/internal/fixture"
+)
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and its key
+// into dir and returns their paths and the certificate, to trust.
+func selfSigned(t *testing.T, dir, name string) (certFile, keyFile string, cert *x509.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ = x509.ParseCertificate(der)
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	writeFile(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	writeFile(t, keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	return certFile, keyFile, cert
+}
+
+// writeFile writes b to path (replacing it: a new inode) with mode.
+func writeFile(t *testing.T, path string, b []byte, mode os.FileMode) {
+	t.Helper()
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, b, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(tmp, mode); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// serveAuth serves a real exporter as serve does — its limits, a's TLS
+// and token, /metrics guarded and / open — on a loopback port.
+func serveAuth(t *testing.T, a Auth) string {
+	t.Helper()
+	exp := &Exporter{}
+	exp.Set(fixture.GPUFrame(), diagnose.Verdict{Kind: diagnose.IOBound, Confidence: 0.8})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(exp)
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /{$}", func(rw http.ResponseWriter, _ *http.Request) { io.WriteString(rw, "gpuwatch exporter\n") })
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.Guard(mux, "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := a.TLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := DefaultLimits()
+	srv := NewServer(h, l)
+	srv.TLSConfig = conf
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if conf != nil {
+			_ = srv.ServeTLS(LimitListener(ln, l), "", "")
+		} else {
+			_ = srv.Serve(LimitListener(ln, l))
+		}
+	}()
+	t.Cleanup(func() { srv.Close(); <-done })
+	return ln.Addr().String()
+}
+
+// trusting is an HTTPS client that trusts only cert.
+func trusting(cert *x509.Certificate) *http.Client {
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+}
+
+// get GETs url with the Authorization header auth (none when ""): its
+// status and body.
+func get(t *testing.T, c *http.Client, url, auth string) (int, string, error) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
+}
+
+// TestServeOverTLS (issue 54, item 3): with a certificate and key, serve
+// answers HTTPS; a client that trusts the certificate reads /metrics, and
+// plain HTTP to the same port reads nothing of it. A renewed certificate
+// is served from the next handshake on.
+func TestServeOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, cert := selfSigned(t, dir, "one")
+	addr := serveAuth(t, Auth{CertFile: certFile, KeyFile: keyFile})
+	code, body, err := get(t, trusting(cert), "https://"+addr+"/metrics", "")
+	if err != nil || code != 200 || !strings.Contains(body, "gpuwatch_verdict{") {
+		t.Fatalf("HTTPS /metrics: %d %v %.80q", code, err, body)
+	}
+	plain := &http.Client{Timeout: 10 * time.Second}
+	code, body, err = get(t, plain, "http://"+addr+"/metrics", "")
+	if err == nil && (code == 200 || strings.Contains(body, "gpuwatch_verdict")) {
+		t.Errorf("plain HTTP to the TLS port: %d %.80q", code, body)
+	}
+	untrusting := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}}
+	if _, _, err := get(t, untrusting, "https://"+addr+"/metrics", ""); err == nil {
+		t.Error("a client that does not trust the certificate read /metrics")
+	}
+
+	// A renewal: the files replaced, the next handshake (a second on) is
+	// the new certificate's.
+	time.Sleep(1100 * time.Millisecond)
+	newCert, newKey, renewed := selfSigned(t, dir, "two")
+	if err := os.Rename(newCert, certFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(newKey, keyFile); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, err := get(t, trusting(renewed), "https://"+addr+"/metrics", ""); err != nil || code != 200 {
+		t.Errorf("after the renewal: %d %v", code, err)
+	}
+}
+
+// TestServeNeedsTheToken (issue 54, item 3): with a token file, /metrics
+// answers 401 without the header or with a wrong token, and 200 with
+// the right one; / stays open for probes.
+func TestServeNeedsTheToken(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "token")
+	writeFile(t, tok, []byte("s3cret-token\n"), 0o600)
+	certFile, keyFile, cert := selfSigned(t, dir, "tls")
+	for _, c := range []struct {
+		name   string
+		a      Auth
+		client *http.Client
+		scheme string
+	}{
+		{"http", Auth{TokenFile: tok}, &http.Client{Timeout: 10 * time.Second}, "http"},
+		{"https", Auth{TokenFile: tok, CertFile: certFile, KeyFile: keyFile}, trusting(cert), "https"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := c.scheme + "://" + serveAuth(t, c.a)
+			for _, r := range []struct {
+				auth string
+				want int
+			}{
+				{"", 401},
+				{"Bearer wrong", 401},
+				{"Bearer s3cret-token-and-more", 401},
+				{"Basic czNjcmV0LXRva2Vu", 401},
+				{"Bearer s3cret-token", 200},
+				{"bearer s3cret-token", 200},
+			} {
+				code, body, err := get(t, c.client, base+"/metrics", r.auth)
+				if err != nil || code != r.want {
+					t.Errorf("Authorization %q: %d %v, want %d", r.auth, code, err, r.want)
+				}
+				if r.want == 401 && strings.Contains(body, "gpuwatch_") {
+					t.Errorf("Authorization %q: a 401 that holds metrics: %.80q", r.auth, body)
+				}
+			}
+			if code, _, err := get(t, c.client, base+"/", ""); err != nil || code != 200 {
+				t.Errorf("/ without the token: %d %v, want 200 (probes)", code, err)
+			}
+		})
+	}
+}
+
+// TestTokenFileMustBePrivate: a token file others may read is refused,
+// with its mode in the message; 0600 (and 0640 with serve's own group)
+// is taken; an empty one is refused.
+func TestTokenFileMustBePrivate(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		mode    os.FileMode
+		content string
+		want    string
+	}{
+		{0o644, "tok", "readable by others (mode 0644)"},
+		{0o604, "tok", "readable by others (mode 0604)"},
+		{0o600, "", "empty"},
+		{0o600, "tok", ""},
+		{0o640, "tok", ""}, // the test's own group: serve's
+		{0o400, "tok", ""},
+	} {
+		p := filepath.Join(dir, "token")
+		writeFile(t, p, []byte(c.content), c.mode)
+		err := Auth{TokenFile: p}.Check()
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("mode %04o %q: %v, want %q", c.mode, c.content, err, c.want)
+		}
+		if _, gerr := (Auth{TokenFile: p}).Guard(http.NotFoundHandler()); (gerr == nil) != (c.want == "") {
+			t.Errorf("mode %04o: Guard %v", c.mode, gerr)
+		}
+	}
+	if os.Getegid() != 65534 {
+		p := filepath.Join(dir, "token")
+		writeFile(t, p, []byte("tok"), 0o640)
+		if err := os.Chown(p, -1, 65534); err == nil {
+			if err := (Auth{TokenFile: p}).Check(); err == nil || !strings.Contains(err.Error(), "readable by group 65534") {
+				t.Errorf("another group may read it: %v", err)
+			}
+		}
+	}
+}
+
+// TestTLSFlagsGoTogether: a certificate without its key, or a key
+// without its certificate, is refused with a message naming both flags.
+func TestTLSFlagsGoTogether(t *testing.T) {
+	for _, a := range []Auth{{CertFile: "c.pem"}, {KeyFile: "k.pem"}} {
+		if err := a.Check(); err == nil || !strings.Contains(err.Error(), "--tls-cert and --tls-key go together") {
+			t.Errorf("%+v: %v", a, err)
+		}
+	}
+	if err := (Auth{}).Check(); err != nil {
+		t.Errorf("no TLS, no token: %v", err)
+	}
+}
