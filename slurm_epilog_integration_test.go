@@ -398,3 +398,53 @@ func processTree(pid int) []int {
 	}
 	return tree
 }
+
+// TestEpilogReplaysAsServesUser (issue 54 item 4): what a job put in its
+// frames is outside input, so the epilog's replay parses them as serve's
+// user — the frames folder's owner (the unit's gpuwatch; here the test's
+// job user, its folder 0700) — never as root. A wrapper in GPUWATCH's
+// place writes the uid it runs as, then runs the real binary; the verdict
+// still reaches the job (the AdminComment), and the frames are removed.
+func TestEpilogReplaysAsServesUser(t *testing.T) {
+	epilogTools(t)
+	u := ensureJobUser(t)
+	s := newEpilogSetup(t, u, "", folderFor(t, u))
+	uid, _ := strconv.Atoi(u.uid)
+	gid, _ := strconv.Atoi(u.gid)
+	for _, p := range []string{s.frames, filepath.Join(s.frames, s.job+".jsonl")} {
+		if err := os.Chown(p, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(s.frames, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The real binary where serve's user may run it, and the wrapper.
+	bin := filepath.Join(s.dir, "gw")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	real, err := os.ReadFile(binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(bin, "gpuwatch"), string(real), 0o755)
+	ran := filepath.Join(s.dir, "ran-as")
+	writeFile(t, ran, "", 0o666)
+	if err := os.Chmod(ran, 0o666); err != nil { // the umask's bits back
+		t.Fatal(err)
+	}
+	wrapper := filepath.Join(bin, "wrapper")
+	writeFile(t, wrapper, fmt.Sprintf("#!/bin/sh\nid -u >>%q\nexec %q \"$@\"\n", ran, filepath.Join(bin, "gpuwatch")), 0o755)
+	writeFile(t, s.conf, fmt.Sprintf("GPUWATCH=%s\nGPUWATCH_SLURM_JOB_DIR=%s\nGPUWATCH_SLURM_FRAMES_DIR=%s\n", wrapper, s.jobs, s.frames), 0o644)
+	s.run(t, "epilog", 75*time.Second, nil, "--conf", s.conf)
+	if b, _ := os.ReadFile(ran); strings.TrimSpace(string(b)) != u.uid {
+		t.Errorf("replay ran as uid %q, want serve's user %s (the frames folder's owner)", strings.TrimSpace(string(b)), u.uid)
+	}
+	if c := s.comment(); !strings.HasPrefix(c, `AdminComment="gpuwatch: io_bound`) {
+		t.Errorf("sacctmgr was asked %q: want the verdict's first line", c)
+	}
+	if _, err := os.Stat(filepath.Join(s.frames, s.job+".jsonl")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the frames are left after the epilog: %v", err)
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/exporter"
@@ -30,10 +32,22 @@ type SlurmFrames struct {
 	Th        diagnose.Thresholds
 	Warn      func(string) // a recording that failed, once per job
 
-	mu   sync.Mutex
-	open map[string]*recording.Recorder
-	bad  map[string]bool
+	mu    sync.Mutex
+	open  map[string]*recording.Recorder
+	bad   map[string]bool
+	swept time.Time // when sweep last ran (frame time)
 }
+
+// A job's kept frames outlive it only until its epilog has read them:
+// sweep removes, at most every sweepEvery, the recordings of jobs no
+// longer mapped that nothing wrote for staleAfter (an epilog that never
+// ran: a node that rebooted, a job killed with its epilog). At most
+// sweepMax folder entries are looked at a sweep.
+const (
+	staleAfter = 15 * time.Minute
+	sweepEvery = time.Minute
+	sweepMax   = 10000
+)
 
 // Frame records f for the mapped job it belongs to (exporter's rule: the
 // job the frame names by its cgroup), and closes
@@ -60,6 +74,10 @@ func (s *SlurmFrames) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		if !mapped[id] {
 			delete(s.bad, id)
 		}
+	}
+	if f.Time.Sub(s.swept) >= sweepEvery || f.Time.Before(s.swept) {
+		s.swept = f.Time
+		s.sweep(mapped, f.Time)
 	}
 	var ident sample.JobIdentity
 	if f.Job != nil && f.Job.Identity != nil {
@@ -122,4 +140,44 @@ func (s *SlurmFrames) Close() error {
 		delete(s.open, id)
 	}
 	return errors.Join(errs...)
+}
+
+// sweep removes the kept frames of jobs no longer mapped (JOBID.jsonl and
+// its rotation, JOBID.jsonl.1) not written for staleAfter before now.
+// Only names of that form are touched, and a link is removed, never
+// followed; a failure is warned of (Warn) and left for the next sweep.
+func (s *SlurmFrames) sweep(mapped map[string]bool, now time.Time) {
+	d, err := os.Open(s.FramesDir)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(sweepMax)
+	for _, name := range names {
+		id, ok := keptJob(name)
+		if !ok || mapped[id] || s.open[id] != nil {
+			continue
+		}
+		p := filepath.Join(s.FramesDir, name)
+		st, err := os.Lstat(p)
+		if err != nil || now.Sub(st.ModTime()) < staleAfter {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) && s.Warn != nil {
+			s.Warn(fmt.Sprintf("slurm job %s: its stale frames not removed: %v", id, err))
+		}
+	}
+}
+
+// keptJob is the job id of a kept recording's file name ("4242.jsonl",
+// "4242.jsonl.1"); false for any other name.
+func keptJob(name string) (string, bool) {
+	id, ok := strings.CutSuffix(name, ".jsonl")
+	if !ok {
+		id, ok = strings.CutSuffix(name, ".jsonl.1")
+	}
+	if !ok || id == "" || len(id) > 20 || strings.Trim(id, "0123456789") != "" {
+		return "", false
+	}
+	return id, true
 }

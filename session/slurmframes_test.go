@@ -10,6 +10,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/fixture"
 	"github.com/gpuwatch/gpuwatch/recording"
 	"github.com/gpuwatch/gpuwatch/sample"
+	"golang.org/x/sys/unix"
 )
 
 // TestSlurmFramesKeepsTheMappedJobsFrames: only the frames that name a
@@ -78,5 +79,69 @@ func TestSlurmFramesKeepsTheMappedJobsFrames(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// TestSlurmFramesRemovesFramesOlderThanTheirJob (issue 54 item 4): an
+// epilog that never ran (a node rebooted, a job killed with it) leaves
+// its job's frames; serve removes those of jobs no longer mapped that
+// nothing wrote for 15 minutes — a link among them removed, never
+// followed — and keeps a mapped job's, a recent one's (its epilog may be
+// reading it) and every name not of the form JOBID.jsonl[.1].
+func TestSlurmFramesRemovesFramesOlderThanTheirJob(t *testing.T) {
+	mapDir, framesDir, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	put := func(name string, mtime time.Time) string {
+		p := filepath.Join(framesDir, name)
+		if err := os.WriteFile(p, []byte("{}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if err := os.WriteFile(filepath.Join(mapDir, "55"), []byte("user=alice\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(outside, "precious")
+	if err := os.WriteFile(target, []byte("not serve's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(framesDir, "66.jsonl")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(target, old, old); err != nil { // Lstat of a link: the link's own time, now
+		t.Fatal(err)
+	}
+	gone := []string{put("11.jsonl", old), put("11.jsonl.1", old)}
+	kept := []string{put("55.jsonl", old), put("12.jsonl", time.Now()), put("notes.jsonl", old), put("13.txt", old), put("1x3.jsonl", old)}
+	s := &SlurmFrames{MapDir: mapDir, FramesDir: framesDir, MaxBytes: 1 << 20, Th: diagnose.DefaultThresholds()}
+	defer s.Close()
+	f := fixture.Frame()
+	f.Time = time.Now()
+	s.Frame(f, diagnose.Verdict{Kind: diagnose.Idle})
+	for _, p := range gone {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s: kept", p)
+		}
+	}
+	for _, p := range append(kept, link) {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	// The link, once old, is removed and what it led to is not touched.
+	if err := unix.Lutimes(link, []unix.Timeval{unix.NsecToTimeval(old.UnixNano()), unix.NsecToTimeval(old.UnixNano())}); err != nil {
+		t.Fatal(err)
+	}
+	f.Time = f.Time.Add(2 * time.Minute)
+	s.Frame(f, diagnose.Verdict{Kind: diagnose.Idle})
+	if _, err := os.Lstat(link); err == nil {
+		t.Errorf("the old link was kept")
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "not serve's\n" {
+		t.Errorf("what the link led to: %q %v", b, err)
 	}
 }

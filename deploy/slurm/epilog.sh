@@ -66,9 +66,23 @@ bounded 5 rm -f "$GPUWATCH_SLURM_JOB_DIR/$job" # serve closes the job's frames a
 frames="$GPUWATCH_SLURM_FRAMES_DIR/$job.jsonl"
 [ -f "$frames" ] || exit 0
 
-# replay stops at SIGTERM (its context is cancelled): -k only if it hangs.
-verdict=$(bounded 45 "$GPUWATCH" replay "$frames" --once --last "$GPUWATCH_SLURM_LAST" 2>&1)
-status=$?
+# The frames are serve's, and what a job put in them is outside input:
+# replay reads them as serve's user (the frames folder's owner: the unit's
+# gpuwatch), never as root, so that its parser can gain no more than serve
+# has. replay stops at SIGTERM (its context is cancelled): -k only if it
+# hangs.
+owner=$(bounded 5 stat -c '%u:%g' -- "$GPUWATCH_SLURM_FRAMES_DIR" 2>/dev/null) || owner=
+case "$owner" in
+[0-9]*:[0-9]*)
+	verdict=$(bounded 45 setpriv --reuid="${owner%%:*}" --regid="${owner#*:}" --clear-groups -- \
+		"$GPUWATCH" replay "$frames" --once --last "$GPUWATCH_SLURM_LAST" 2>&1)
+	status=$?
+	;;
+*)
+	verdict="the frames folder's owner could not be read"
+	status=1
+	;;
+esac
 bounded 5 rm -f "$frames" "$frames.1"
 case $status in
 0 | 3 | 4) ;;
