@@ -1,7 +1,7 @@
 // Package test checks the Helm chart in deploy/helm/gpuwatch: every object
 // `helm template` renders, with default values and with every option on,
 // decodes strictly (unknown fields refused) into its Kubernetes API type
-// (k8s.io/api; the ServiceMonitor and PrometheusRule into
+// (k8s.io/api, the NetworkPolicy's networking/v1 among them; the ServiceMonitor and PrometheusRule into
 // prometheus-operator's monitoring/v1 types), and the chart's alert rules
 // are docs/prometheus-alerts.yml. It is a module of its own so that the
 // gpuwatch module does not depend on k8s.io. scripts/ci-helm.sh runs it
@@ -26,6 +26,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -99,6 +100,8 @@ func decodeStrict(doc []byte) (any, error) {
 		obj = &corev1.ConfigMap{}
 	case "v1 Service":
 		obj = &corev1.Service{}
+	case "networking.k8s.io/v1 NetworkPolicy":
+		obj = &networkingv1.NetworkPolicy{}
 	case "monitoring.coreos.com/v1 ServiceMonitor":
 		obj = &monitoringv1.ServiceMonitor{}
 	case "monitoring.coreos.com/v1 PrometheusRule":
@@ -140,11 +143,13 @@ func objects(t *testing.T, args ...string) map[string]any {
 
 func TestChartWithDefaultValues(t *testing.T) {
 	objs := objects(t)
-	if len(objs) != 2 {
-		t.Fatalf("objects %v: want the DaemonSet and the Service only", slices.Collect(keys(objs)))
+	if len(objs) != 3 {
+		t.Fatalf("objects %v: want the DaemonSet, the Service and the NetworkPolicy only", slices.Collect(keys(objs)))
 	}
 	ds := objs["*v1.DaemonSet"].(*appsv1.DaemonSet)
 	checkDaemonSet(t, ds)
+	checkUnprivileged(t, ds)
+	checkNetworkPolicy(t, objs["*v1.NetworkPolicy"].(*networkingv1.NetworkPolicy), ds, "monitoring")
 	if ds.Spec.Template.Spec.RuntimeClassName != nil || ds.Spec.Template.Spec.HostNetwork {
 		t.Errorf("runtime class %v, host network %v by default", ds.Spec.Template.Spec.RuntimeClassName, ds.Spec.Template.Spec.HostNetwork)
 	}
@@ -174,16 +179,32 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 	if !slices.Contains(c.Args, "serve") || !slices.Contains(c.Args, "--sys-root=/host/sys") || !slices.Contains(c.Args, "--listen=0.0.0.0:9400") {
 		t.Errorf("args %q", c.Args)
 	}
-	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/host/sys" || !c.VolumeMounts[0].ReadOnly {
+	if len(c.VolumeMounts) < 1 || c.VolumeMounts[0].MountPath != "/host/sys" || !c.VolumeMounts[0].ReadOnly {
 		t.Errorf("mounts %+v: want the host's /sys read-only at /host/sys", c.VolumeMounts)
 	}
-	if len(pod.Volumes) != 1 || pod.Volumes[0].HostPath == nil || pod.Volumes[0].HostPath.Path != "/sys" {
+	for _, m := range c.VolumeMounts {
+		if !m.ReadOnly {
+			t.Errorf("mount %+v is writable", m)
+		}
+	}
+	if len(pod.Volumes) < 1 || pod.Volumes[0].HostPath == nil || pod.Volumes[0].HostPath.Path != "/sys" {
 		t.Errorf("volumes %+v", pod.Volumes)
+	}
+	for _, v := range pod.Volumes[1:] {
+		if v.HostPath != nil {
+			t.Errorf("a second host path %+v", v)
+		}
 	}
 	sc := c.SecurityContext
 	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
 		sc.Privileged != nil && *sc.Privileged || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 		t.Errorf("security context %+v", sc)
+	}
+	if psc := pod.SecurityContext; psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod security context %+v: want seccompProfile RuntimeDefault", psc)
+	}
+	if sc != nil && sc.SeccompProfile != nil {
+		t.Errorf("the container's seccomp profile %+v overrides the pod's", sc.SeccompProfile)
 	}
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("resources %+v", c.Resources)
@@ -195,11 +216,14 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 
 func TestChartWithEveryOptionOn(t *testing.T) {
 	objs := objects(t, allOn...)
-	if len(objs) != 5 {
+	if len(objs) != 6 {
 		t.Fatalf("objects %v", slices.Collect(keys(objs)))
 	}
 	ds := objs["*v1.DaemonSet"].(*appsv1.DaemonSet)
 	checkDaemonSet(t, ds)
+	checkJobProcessAccess(t, ds)
+	checkAuth(t, ds, objs["*v1.ServiceMonitor"].(*monitoringv1.ServiceMonitor), true, true)
+	checkNetworkPolicy(t, objs["*v1.NetworkPolicy"].(*networkingv1.NetworkPolicy), ds, "prometheus")
 	pod := ds.Spec.Template.Spec
 	if pod.RuntimeClassName == nil || *pod.RuntimeClassName != "nvidia" || !pod.HostNetwork || pod.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
 		t.Errorf("runtime class %v host network %v dns %v", pod.RuntimeClassName, pod.HostNetwork, pod.DNSPolicy)
@@ -323,6 +347,8 @@ func TestDecodingIsStrict(t *testing.T) {
 		"apiVersion: v1\nkind: Secret\ndata: {}\n",
 		"apiVersion: v1\nkind: ConfigMap\ndatas: {}\n",
 		"apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  name: b\n",
+		"apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nspec:\n  ingress:\n    - ports:\n        - port: 9400\n      form:\n        - namespaceSelector: {}\n",
+		"apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nspec:\n  podselector: {}\n",
 	} {
 		if _, err := decodeStrict([]byte(doc)); err == nil {
 			t.Errorf("accepted:\n%s", doc)
@@ -334,3 +360,140 @@ func TestDecodingIsStrict(t *testing.T) {
 }
 
 func keys(m map[string]any) iter.Seq[string] { return maps.Keys(m) }
+
+// checkUnprivileged (issue 54, item 3): by default serve runs as uid and
+// gid 65534, not root, with no capability added, and the pod's group owns
+// the Secrets' files (fsGroup) so that it may read them.
+func checkUnprivileged(t *testing.T, ds *appsv1.DaemonSet) {
+	t.Helper()
+	psc, sc := ds.Spec.Template.Spec.SecurityContext, ds.Spec.Template.Spec.Containers[0].SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != 65534 ||
+		psc.RunAsGroup == nil || *psc.RunAsGroup != 65534 || psc.FSGroup == nil || *psc.FSGroup != 65534 {
+		t.Errorf("pod security context %+v: want uid and gid 65534, non-root", psc)
+	}
+	if sc.Capabilities == nil || len(sc.Capabilities.Add) != 0 {
+		t.Errorf("capabilities %+v: want none added", sc.Capabilities)
+	}
+	if sc.RunAsUser != nil || sc.RunAsNonRoot != nil {
+		t.Errorf("the container's user %v, non-root %v override the pod's", sc.RunAsUser, sc.RunAsNonRoot)
+	}
+}
+
+// checkJobProcessAccess: jobProcessAccess adds SYS_PTRACE and
+// DAC_READ_SEARCH, nothing else, as root (Kubernetes gives a non-root
+// container no added capability).
+func checkJobProcessAccess(t *testing.T, ds *appsv1.DaemonSet) {
+	t.Helper()
+	psc, sc := ds.Spec.Template.Spec.SecurityContext, ds.Spec.Template.Spec.Containers[0].SecurityContext
+	if psc == nil || psc.RunAsUser == nil || *psc.RunAsUser != 0 || psc.RunAsNonRoot == nil || *psc.RunAsNonRoot {
+		t.Errorf("pod security context %+v: want root", psc)
+	}
+	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"SYS_PTRACE", "DAC_READ_SEARCH"}) {
+		t.Errorf("capabilities %+v: want SYS_PTRACE and DAC_READ_SEARCH added", sc.Capabilities)
+	}
+}
+
+// checkNetworkPolicy: the policy selects the DaemonSet's pods, takes
+// ingress only, and lets in only the namespace named ns, on the metrics
+// port.
+func checkNetworkPolicy(t *testing.T, np *networkingv1.NetworkPolicy, ds *appsv1.DaemonSet, ns string) {
+	t.Helper()
+	for k, v := range np.Spec.PodSelector.MatchLabels {
+		if ds.Spec.Template.Labels[k] != v {
+			t.Errorf("the NetworkPolicy selects %s=%s, which the DaemonSet's pods lack", k, v)
+		}
+	}
+	if len(np.Spec.PodSelector.MatchLabels) == 0 || len(np.Spec.PodSelector.MatchExpressions) != 0 {
+		t.Errorf("pod selector %+v: want the DaemonSet's labels", np.Spec.PodSelector)
+	}
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+		t.Errorf("policy types %v: want Ingress", np.Spec.PolicyTypes)
+	}
+	if len(np.Spec.Ingress) != 1 {
+		t.Fatalf("ingress %+v: want one rule", np.Spec.Ingress)
+	}
+	in := np.Spec.Ingress[0]
+	if len(in.Ports) != 1 || in.Ports[0].Port == nil || in.Ports[0].Port.IntValue() != 9400 || in.Ports[0].Protocol == nil || *in.Ports[0].Protocol != corev1.ProtocolTCP {
+		t.Errorf("ports %+v: want TCP 9400 only", in.Ports)
+	}
+	if len(in.From) != 1 || in.From[0].NamespaceSelector == nil || in.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != ns || in.From[0].IPBlock != nil {
+		t.Errorf("from %+v: want the namespace %s", in.From, ns)
+	}
+	if ports := ds.Spec.Template.Spec.Containers[0].Ports; len(ports) != 1 || int(ports[0].ContainerPort) != in.Ports[0].Port.IntValue() {
+		t.Errorf("the policy's port %v is not the container's %+v", in.Ports[0].Port, ports)
+	}
+}
+
+// checkAuth: with a TLS Secret (tls) and a token Secret (token), serve
+// gets --tls-cert/--tls-key and --token-file at the files of a read-only
+// projected volume (0400), the probes ask / over HTTPS, and the
+// ServiceMonitor scrapes https checking the CA and sends the token.
+func checkAuth(t *testing.T, ds *appsv1.DaemonSet, sm *monitoringv1.ServiceMonitor, tls, token bool) {
+	t.Helper()
+	c := ds.Spec.Template.Spec.Containers[0]
+	for flag, want := range map[string]bool{"--tls-cert=/etc/gpuwatch/auth/tls.crt": tls, "--tls-key=/etc/gpuwatch/auth/tls.key": tls, "--token-file=/etc/gpuwatch/auth/token": token} {
+		if slices.Contains(c.Args, flag) != want {
+			t.Errorf("args %q: %s %v", c.Args, flag, want)
+		}
+	}
+	var files []string
+	for _, v := range ds.Spec.Template.Spec.Volumes {
+		if v.Name != "auth" {
+			continue
+		}
+		if v.Projected == nil || v.Projected.DefaultMode == nil || *v.Projected.DefaultMode != 0o400 {
+			t.Errorf("auth volume %+v: want a projected volume, mode 0400", v)
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			for _, it := range src.Secret.Items {
+				files = append(files, src.Secret.Name+"/"+it.Key+"="+it.Path)
+			}
+		}
+	}
+	var want []string
+	if tls {
+		want = append(want, "gpuwatch-tls/tls.crt=tls.crt", "gpuwatch-tls/tls.key=tls.key")
+	}
+	if token {
+		want = append(want, "gpuwatch-token/token=token")
+	}
+	if !slices.Equal(files, want) {
+		t.Errorf("the auth volume's files %q, want %q", files, want)
+	}
+	for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/" || (p.HTTPGet.Scheme == corev1.URISchemeHTTPS) != tls {
+			t.Errorf("probe %+v: / over HTTPS %v", p, tls)
+		}
+	}
+	if sm == nil {
+		return
+	}
+	ep := sm.Spec.Endpoints[0]
+	if https := ep.Scheme != nil && *ep.Scheme == monitoringv1.SchemeHTTPS; https != tls {
+		t.Errorf("the ServiceMonitor's scheme %v, want HTTPS %v", ep.Scheme, tls)
+	}
+	if tls && (ep.TLSConfig == nil || ep.TLSConfig.CA.Secret == nil || ep.TLSConfig.CA.Secret.Name != "gpuwatch-tls" || ep.TLSConfig.CA.Secret.Key != "ca.crt" ||
+		ep.TLSConfig.ServerName == nil || *ep.TLSConfig.ServerName != "gpuwatch.monitoring.svc") {
+		t.Errorf("the ServiceMonitor's tlsConfig %+v", ep.TLSConfig)
+	}
+	a := ep.Authorization
+	if sends := a != nil && a.Type == "Bearer" && a.Credentials != nil && a.Credentials.Name == "gpuwatch-token" && a.Credentials.Key == "token"; sends != token {
+		t.Errorf("the ServiceMonitor's authorization %+v, want the token %v", a, token)
+	}
+}
+
+// TestChartTokenWithoutTLSNorPolicy: a token alone (serve non-root: its
+// group reads the Secret's files) adds --token-file and no TLS;
+// networkPolicy.enabled=false renders no policy.
+func TestChartTokenWithoutTLSNorPolicy(t *testing.T) {
+	objs := objects(t, "--set", "token.secretName=gpuwatch-token,serviceMonitor.enabled=true,networkPolicy.enabled=false")
+	if _, ok := objs["*v1.NetworkPolicy"]; ok {
+		t.Error("a NetworkPolicy with networkPolicy.enabled=false")
+	}
+	ds := objs["*v1.DaemonSet"].(*appsv1.DaemonSet)
+	checkDaemonSet(t, ds)
+	checkUnprivileged(t, ds)
+	checkAuth(t, ds, objs["*v1.ServiceMonitor"].(*monitoringv1.ServiceMonitor), false, true)
+	checkAuth(t, objects(t)["*v1.DaemonSet"].(*appsv1.DaemonSet), nil, false, false)
+}
