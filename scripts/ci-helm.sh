@@ -5,7 +5,8 @@
 # docs/prometheus-alerts.yml), and decodes every object `helm template`
 # renders strictly into the Kubernetes API types (deploy/helm/test, a Go
 # module of its own: the gpuwatch module keeps no k8s.io dependency).
-# Last, the one serve behaviour the DaemonSet relies on, on real cgroups.
+# Last, the serve behaviours the DaemonSet relies on: on real cgroups, and
+# as the chart's default pod runs it (uid 65534, its Secret's token file).
 # Run from anywhere as root on Debian; idempotent (helm is built once:
 # scripts/ci-tools.sh).
 set -euo pipefail
@@ -33,3 +34,35 @@ promtool test rules deploy/helm/test/alerts-test.yml
 # as root with the v1 controllers writable).
 CGO_CFLAGS=-Wno-deprecated-declarations GPUWATCH_REQUIRE_CGROUPS=1 timeout 600 \
 	go test -tags integration -count=1 -v -run 'TestConfinedServeTakesNoJobFromItsOwnCgroup' . 2>&1 | grep -Ev '^=== (RUN|PAUSE|CONT)'
+
+# The chart's default pod (issue 54, item 3): serve as uid and gid 65534
+# reads its token from a file root:65534 0440 (a projected Secret with the
+# pod's fsGroup), answers /metrics 401 without the token and 200 with it.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+chmod 0755 "$tmp"
+CGO_CFLAGS=-Wno-deprecated-declarations go build -o "$tmp/gpuwatch" .
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/token"
+chown root:65534 "$tmp/token"
+chmod 0440 "$tmp/token"
+setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/gpuwatch" serve --listen 127.0.0.1:0 --discover=false \
+	--duration 30s --token-file "$tmp/token" >"$tmp/out" 2>&1 &
+serve=$!
+url=
+for _ in $(seq 100); do
+	url=$(sed -n 's/^gpuwatch exporter on //p' "$tmp/out")
+	[ -n "$url" ] && break
+	sleep 0.1
+done
+[ -n "$url" ] || { cat "$tmp/out"; echo "serve as uid 65534 did not start" >&2; exit 1; }
+without=$(curl -s -o /dev/null -w '%{http_code}' "$url")
+with=0
+for _ in $(seq 50); do # the first frame comes within a second or two
+	with=$(curl -s -H "Authorization: Bearer $(cat "$tmp/token")" "$url" | grep -c '^gpuwatch_verdict{' || true)
+	[ "$with" -gt 0 ] && break
+	sleep 0.2
+done
+kill "$serve"
+wait "$serve" || true
+echo "serve as uid 65534 with a 0440 root:65534 token: /metrics without it $without, with it $with verdict series"
+[ "$without" = 401 ] && [ "$with" -gt 0 ] || { cat "$tmp/out"; exit 1; }
