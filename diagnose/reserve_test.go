@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,4 +66,34 @@ func TestAnUnknownWorkerCountIsNotRaised(t *testing.T) {
 	if strings.Contains(a, "raise num_workers") || !strings.Contains(a, "unknown") {
 		t.Errorf("%q", a)
 	}
+}
+
+// TestSampledAndHookedViewsGiveOneChange (issue 52 item 2): the same job
+// — issue 52's H200 box, 2 CPU-bound workers on 16 cores, the loop
+// waiting 90 % — seen through the hook (rates, stages) and sampled by
+// plain gpuwatch (its wait sampled, no rates) is told the same change:
+// the same worker count, never past the cores the training process
+// leaves, and a gain within 10 % of the other's.
+func TestSampledAndHookedViewsGiveOneChange(t *testing.T) {
+	hooked := h200Starved()
+	sampled := h200Starved()
+	for i := range sampled {
+		l := sampled[i].Loader
+		l.Source, l.Kind, l.BatchesPerSec, l.SamplesPerSec, l.Batches, l.StepMeanMs = "sampled: pid 100's main thread", "", 0, 0, 0, nil
+		l.Sampled = &sample.SampledLoop{Samples: 50, Hz: 50, Read: "state, wchan"}
+		l.Stages, l.QueueDepth, l.Prefetch = nil, nil, nil
+	}
+	vh, vs := Classify(hooked, DefaultThresholds()), Classify(sampled, DefaultThresholds())
+	if len(vh.Changes) == 0 || len(vs.Changes) == 0 {
+		t.Fatalf("hooked %s %+v; sampled %s %+v", vh.Kind, vh.Changes, vs.Kind, vs.Changes)
+	}
+	ch, cs := vh.Changes[0], vs.Changes[0]
+	if ch.Knob != cs.Knob || ch.To != cs.To {
+		t.Errorf("one job, two answers: hooked %s %s → %s, sampled %s %s → %s", ch.Knob, ch.From, ch.To, cs.Knob, cs.From, cs.To)
+	}
+	if gh, gs := vh.Predicted.Gain, vs.Predicted.Gain; gh <= 0 || gs <= 0 || math.Abs(gh/gs-1) > 0.1 {
+		t.Errorf("one job, two gains: hooked %.2f×, sampled %.2f×", gh, gs)
+	}
+	t.Logf("hooked: %q", vh.Advice[0])
+	t.Logf("sampled: %q", vs.Advice[0])
 }
