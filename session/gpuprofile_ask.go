@@ -64,8 +64,9 @@ type GPUProfileWhenBound struct {
 	// Steps is the steps to record (0: sample's default, 5).
 	Steps int
 	// Told hears the loader's answer, or why it could not be asked.
-	Told  func(string)
-	asked bool
+	Told   func(string)
+	asked  bool
+	failed bool // the loader refused, or could not be asked
 }
 
 // defaultGPUProfileSteps is the steps recorded when none is said (the
@@ -94,11 +95,22 @@ func (g *GPUProfileWhenBound) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	defer cancel()
 	line, err := a.AskGPUProfile(ctx, cmp.Or(g.Steps, defaultGPUProfileSteps))
 	if err != nil {
+		g.failed = true
 		tell(err.Error())
 		return nil
 	}
 	tell(a.Source() + ": " + line)
 	return nil
+}
+
+// Pending says a recording was asked for and the frame does not carry
+// its end yet (no profile, or one waiting or recording): --once's settle
+// holds while it is, from the frame of the request on.
+func (g *GPUProfileWhenBound) Pending(f *sample.Frame) bool {
+	if !g.asked || g.failed {
+		return false
+	}
+	return f == nil || f.Loader == nil || f.Loader.GPUProfile == nil || GPUProfileUnderWay(f)
 }
 
 // Note implements Observer.

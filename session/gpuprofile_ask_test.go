@@ -33,10 +33,13 @@ func TestGPUProfileWhenBoundAsksOnceWhenTheGPUIsTheLimit(t *testing.T) {
 	g.Frame(hook, diagnose.Verdict{Kind: diagnose.GPUStarved})
 	g.Frame(&sample.Frame{Loader: &sample.Loader{Kind: "python", GPUProfile: &sample.GPUProfile{State: sample.GPUProfileRecording}}}, diagnose.Verdict{Kind: diagnose.Healthy})
 	g.Frame(&sample.Frame{Loader: &sample.Loader{Kind: "go"}}, diagnose.Verdict{Kind: diagnose.Healthy})
-	if len(asked) != 0 {
+	if len(asked) != 0 || g.Pending(hook) {
 		t.Fatalf("asked %q", asked)
 	}
 	g.Frame(hook, diagnose.Verdict{Kind: diagnose.Healthy})
+	if !g.Pending(hook) || g.Pending(&sample.Frame{Loader: &sample.Loader{GPUProfile: &sample.GPUProfile{State: sample.GPUProfileDone}}}) {
+		t.Error("pending: asked, and until the frames carry its end")
+	}
 	g.Frame(hook, diagnose.Verdict{Kind: diagnose.Healthy})
 	if len(asked) != 1 || asked[0] != "POST /gpu-profile?steps=5" || len(told) != 1 || !strings.Contains(told[0], "recording the GPU's time") {
 		t.Fatalf("asked %q, told %q", asked, told)
