@@ -114,13 +114,14 @@ func bearerMatches(header string, r *reloader[[32]byte]) bool {
 // maxTokenBytes bounds the token file read.
 const maxTokenBytes = 4 << 10
 
-// readToken reads a token file: its first 4 KiB, surrounding white space
-// cut, not empty, and readable by serve's own user and group only — a
+// readToken reads a token file: a regular file (a FIFO or a device is
+// refused unread), at most 4 KiB, surrounding white space cut, not
+// empty, and readable by serve's own user and group only — a
 // token others can read is no secret (world bits refused, group bits
 // unless the file's group is serve's own, as a Kubernetes Secret mounted
 // with fsGroup is).
 func readToken(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // a FIFO must not block serve's start
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -220,7 +221,8 @@ func TestServeNeedsTheToken(t *testing.T) {
 
 // TestTokenFileMustBePrivate: a token file others may read is refused,
 // with its mode in the message; 0600 (and 0640 with serve's own group)
-// is taken; an empty one is refused.
+// is taken; an empty one, and a FIFO (which must not block the start),
+// are refused.
 func TestTokenFileMustBePrivate(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct {
@@ -244,6 +246,13 @@ func TestTokenFileMustBePrivate(t *testing.T) {
 		if _, gerr := (Auth{TokenFile: p}).Guard(http.NotFoundHandler()); (gerr == nil) != (c.want == "") {
 			t.Errorf("mode %04o: Guard %v", c.mode, gerr)
 		}
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Auth{TokenFile: fifo}).Check(); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a FIFO: %v", err)
 	}
 	if os.Getegid() != 65534 {
 		p := filepath.Join(dir, "token")
