@@ -404,6 +404,9 @@ func TestGPUCausesTakeTheirBoundsFromTheProfile(t *testing.T) {
 	if c == nil || c.Bound == nil || c.Bound.Gain < 2.3 || c.Bound.Gain > 2.35 || !strings.Contains(c.BoundWhy, "fp32 matmuls and convs are 61 %") || !strings.Contains(c.BoundWhy, "at most 2.3× faster") {
 		t.Fatalf("tensor_idle: %+v", c)
 	}
+	if all := strings.Join(v.Advice, "\n"); !strings.Contains(all, "GPU time per step (5 steps, profiled): matmul fp32 61 %") {
+		t.Errorf("the healthy line does not say where the GPU's time goes: %q", v.Advice)
+	}
 	v = Classify(withProfile(gpuBoundFrames(95, 0.5, 20, 80, 60, fp32Settings()), "cpu", 0.1, 0, mm("fp32", 0.061)), DefaultThresholds())
 	if c := causeOf(v, "tensor_idle"); c == nil || c.Bound == nil || c.Bound.Gain < 14 {
 		t.Errorf("a CPU step's profile bounded the GPU's: %+v", c)

@@ -75,7 +75,7 @@ const defaultGPUProfileSteps = 5
 
 // Frame implements Observer.
 func (g *GPUProfileWhenBound) Frame(f *sample.Frame, v diagnose.Verdict) error {
-	if g.asked || v.Kind != diagnose.Healthy || g.Pacing == nil {
+	if g.asked || v.Kind != diagnose.Healthy && v.Kind != diagnose.GPUUnderused || g.Pacing == nil || !judgesAGPU(f) {
 		return nil
 	}
 	l := f.Loader
@@ -125,4 +125,15 @@ func GPUProfileUnderWay(f *sample.Frame) bool {
 	}
 	s := f.Loader.GPUProfile.State
 	return s == sample.GPUProfileWaiting || s == sample.GPUProfileRecording
+}
+
+// judgesAGPU says the frame has a real GPU the verdict judges (a CPU
+// job's virtual accelerator has no GPU time to record).
+func judgesAGPU(f *sample.Frame) bool {
+	for i := range f.GPUs {
+		if f.JudgedGPU(i) {
+			return true
+		}
+	}
+	return false
 }

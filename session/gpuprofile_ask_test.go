@@ -13,8 +13,8 @@ import (
 )
 
 // TestGPUProfileWhenBoundAsksOnceWhenTheGPUIsTheLimit: a starved loop is
-// not asked; the first healthy frame of the hook's loader is, once; a
-// loader already recording is not.
+// not asked, nor a healthy CPU job (no GPU); the first healthy frame of
+// the hook's loader on a GPU is, once; a loader already recording is not.
 func TestGPUProfileWhenBoundAsksOnceWhenTheGPUIsTheLimit(t *testing.T) {
 	var asked []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -29,8 +29,10 @@ func TestGPUProfileWhenBoundAsksOnceWhenTheGPUIsTheLimit(t *testing.T) {
 	}
 	var told []string
 	g := &GPUProfileWhenBound{Pacing: func() *endpoint.Attach { return a }, Told: func(s string) { told = append(told, s) }}
-	hook := &sample.Frame{Loader: &sample.Loader{Kind: "python"}}
+	gpu := []sample.GPU{{Index: 0, Name: "NVIDIA H200", Vendor: "nvidia"}}
+	hook := &sample.Frame{Loader: &sample.Loader{Kind: "python"}, GPUs: gpu}
 	g.Frame(hook, diagnose.Verdict{Kind: diagnose.GPUStarved})
+	g.Frame(&sample.Frame{Loader: &sample.Loader{Kind: "python"}}, diagnose.Verdict{Kind: diagnose.Healthy}) // a CPU job: no GPU time to record
 	g.Frame(&sample.Frame{Loader: &sample.Loader{Kind: "python", GPUProfile: &sample.GPUProfile{State: sample.GPUProfileRecording}}}, diagnose.Verdict{Kind: diagnose.Healthy})
 	g.Frame(&sample.Frame{Loader: &sample.Loader{Kind: "go"}}, diagnose.Verdict{Kind: diagnose.Healthy})
 	if len(asked) != 0 || g.Pending(hook) {

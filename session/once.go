@@ -69,6 +69,9 @@ type Settle struct {
 	// for the first profile — settled all the same if the session ends.
 	profiles, profiled, heldUnprofiled bool
 	replaying                          bool // the last frame was the ceiling's replay
+	// gpuProfile: --once asked the hook for the step's GPU time by itself
+	// (the GPU the limit): nothing settles while it records.
+	gpuProfile *GPUProfileWhenBound
 }
 
 // NewSettle is a Settle that calls stop once a verdict has settled, and
@@ -132,7 +135,7 @@ func (s *Settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		measuring = c.State != sample.CeilingDone && c.State != sample.CeilingRefused
 		replaying = c.State == sample.CeilingReplaying
 	}
-	measuring = measuring || s.replaying
+	measuring = measuring || s.replaying || s.gpuProfile != nil && s.gpuProfile.Pending(f)
 	s.replaying = replaying
 	held := s.holds() && !measuring
 	s.heldUnprofiled = held && awaitingProfile

@@ -180,11 +180,19 @@ func Run(ctx context.Context, o Options) error {
 		defer cancel()
 	}
 	var once *Settle
+	o.Observers = slices.Clip(o.Observers) // appends here are this session's
 	if o.Once {
 		once = &Settle{stop: cancel, need: o.Thresholds.MinFrames,
 			profiles: (o.Attach.Discover || len(o.Attach.URLs) > 0) && !o.Attach.NoProfiles}
+		if att := w.set.attached; att != nil {
+			// Where the GPU is the limit, --once asks the hook for the
+			// step's GPU time by itself, once, and its verdict waits for
+			// it (issue 51 item 4).
+			gp := &GPUProfileWhenBound{Pacing: att.Ranks.Pacing, Told: func(s string) { fmt.Fprintln(o.Stderr, "gpuwatch: --once asked for the GPU's time per step:", s) }}
+			once.gpuProfile = gp
+			o.Observers = append(o.Observers, gp)
+		}
 	}
-	o.Observers = slices.Clip(o.Observers) // appends here are this session's
 	if o.ExitWithJob {
 		o.Observers = append(o.Observers, exitWithJob(cancel))
 	}

@@ -514,3 +514,42 @@ func TestVerdictSaysHowPredictionsRanHere(t *testing.T) {
 		})
 	}
 }
+
+// TestSettleWaitsForTheGPUProfileItAskedFor (issue 51 item 4): where
+// --once asked the hook for the step's GPU time by itself (the GPU the
+// limit), nothing settles while the recording is asked, waiting or
+// recording; the first frame that carries its end settles the held
+// verdict. Not asked, the rule alone settles.
+func TestSettleWaitsForTheGPUProfileItAskedFor(t *testing.T) {
+	stopped := 0
+	s := &Settle{stop: func() { stopped++ }, need: 3, gpuProfile: &GPUProfileWhenBound{asked: true}}
+	i := 0
+	for _, state := range []string{"", sample.GPUProfileWaiting, sample.GPUProfileRecording} {
+		for end := i + 6; i < end; i++ {
+			f := settleFrameAt(i)
+			f.Loader = &sample.Loader{}
+			if state != "" {
+				f.Loader.GPUProfile = &sample.GPUProfile{State: state}
+			}
+			s.Frame(f, diagnose.Verdict{Kind: diagnose.Healthy})
+		}
+	}
+	if stopped != 0 {
+		t.Fatal("settled while the GPU's time was being recorded")
+	}
+	f := settleFrameAt(i)
+	f.Loader = &sample.Loader{GPUProfile: &sample.GPUProfile{State: sample.GPUProfileDone}}
+	s.Frame(f, diagnose.Verdict{Kind: diagnose.Healthy})
+	if stopped != 1 {
+		t.Fatalf("stopped %d times once the recording was done, want 1", stopped)
+	}
+	plain := &Settle{stop: func() { stopped++ }, need: 3, gpuProfile: &GPUProfileWhenBound{}}
+	for j := 0; j < 7; j++ {
+		f := settleFrameAt(j)
+		f.Loader = &sample.Loader{}
+		plain.Frame(f, diagnose.Verdict{Kind: diagnose.Healthy})
+	}
+	if stopped != 2 {
+		t.Errorf("not asked: stopped %d times in all, want 2", stopped)
+	}
+}
