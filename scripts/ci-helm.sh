@@ -38,6 +38,9 @@ CGO_CFLAGS=-Wno-deprecated-declarations GPUWATCH_REQUIRE_CGROUPS=1 timeout 600 \
 # The chart's default pod (issue 54, item 3): serve as uid and gid 65534
 # reads its token from a file root:65534 0440 (a projected Secret with the
 # pod's fsGroup), answers /metrics 401 without the token and 200 with it.
+for tool in setpriv:util-linux curl:curl; do
+	command -v "${tool%%:*}" >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${tool#*:}" >/dev/null; }
+done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 chmod 0755 "$tmp"
