@@ -25,13 +25,19 @@ type Auth struct {
 }
 
 // Check says what is wrong with a's files: a certificate without its key
-// (or the other way round), a pair that does not load, a token file that
-// does not read or that others may read. It reads them as serve would.
+// (or the other way round), a key others may read, a pair that does not
+// load, a token file that does not read or that others may read. It
+// reads them as serve would.
 func (a Auth) Check() error {
 	if (a.CertFile == "") != (a.KeyFile == "") {
 		return errors.New("--tls-cert and --tls-key go together: give both (HTTPS) or neither (HTTP)")
 	}
 	if a.CertFile != "" {
+		if st, err := os.Stat(a.KeyFile); err == nil {
+			if err := privateMode(st); err != nil {
+				return fmt.Errorf("--tls-key %s: %w", a.KeyFile, err)
+			}
+		}
 		if _, err := tls.LoadX509KeyPair(a.CertFile, a.KeyFile); err != nil {
 			return fmt.Errorf("--tls-cert %s --tls-key %s: %w", a.CertFile, a.KeyFile, err)
 		}

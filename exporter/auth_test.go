@@ -266,8 +266,17 @@ func TestTokenFileMustBePrivate(t *testing.T) {
 }
 
 // TestTLSFlagsGoTogether: a certificate without its key, or a key
-// without its certificate, is refused with a message naming both flags.
+// without its certificate, is refused with a message naming both flags;
+// a key others may read is refused as a token is.
 func TestTLSFlagsGoTogether(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, _ := selfSigned(t, dir, "k")
+	if err := os.Chmod(keyFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Auth{CertFile: certFile, KeyFile: keyFile}).Check(); err == nil || !strings.Contains(err.Error(), "--tls-key "+keyFile+": readable by others (mode 0644)") {
+		t.Errorf("a key others may read: %v", err)
+	}
 	for _, a := range []Auth{{CertFile: "c.pem"}, {KeyFile: "k.pem"}} {
 		if err := a.Check(); err == nil || !strings.Contains(err.Error(), "--tls-cert and --tls-key go together") {
 			t.Errorf("%+v: %v", a, err)
