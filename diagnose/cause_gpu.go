@@ -21,13 +21,14 @@ type gpuStep struct {
 	// --gpu-profile, attach --gpu-profile), done and on a GPU; nil else.
 	// A cause's bound then comes from it, by Amdahl's law.
 	profile *sample.GPUProfile
+	mfu     *sample.MFU // the newest frame's loader's (derived by sample)
 }
 
 // read takes the newest frame's settings, GPU and rate.
 func (g *gpuStep) read(f *sample.Frame) {
-	g.settings, g.gpu, g.rate, g.noGPM, g.profile = nil, nil, 0, "", nil
+	g.settings, g.gpu, g.rate, g.noGPM, g.profile, g.mfu = nil, nil, 0, "", nil, nil
 	if l := f.Loader; l != nil {
-		g.settings, g.rate = l.Settings, l.SamplesPerSec
+		g.settings, g.rate, g.mfu = l.Settings, l.SamplesPerSec, l.MFU
 		if p := l.GPUProfile; p.Done() && p.Device == "cuda" {
 			g.profile = p
 		}

@@ -281,7 +281,11 @@ func TestGPUCausesWithoutGPM(t *testing.T) {
 
 	flops := bf16Settings()
 	flops.FLOPsPerStep = ptr(4e12) // × 50 steps/s = 200 TFLOPS of the H200's 989.5
-	v = Classify(noGPM(99, 60, flops), DefaultThresholds())
+	fs := noGPM(99, 60, flops)
+	for i := range fs {
+		fs[i].AssignRoles() // MFU is derived there, as the sampler does
+	}
+	v = Classify(fs, DefaultThresholds())
 	if all := strings.Join(v.Advice, "\n"); !strings.Contains(all, "MFU 20 %") {
 		t.Errorf("no MFU without GPM: %q", v.Advice)
 	}

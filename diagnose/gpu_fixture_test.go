@@ -65,6 +65,9 @@ func TestH100SampledStarvedRecorded(t *testing.T) {
 // bf16 rate against the H200's dense peak, and MFU.
 func TestH200BF16MLPRecorded(t *testing.T) {
 	lines := readRecording(t, filepath.Join("testdata", "gpu", "h200-mlp-bf16.jsonl"))
+	for i := range lines {
+		lines[i].Frame.AssignRoles() // MFU is derived, as recording.Read derives it
+	}
 	segs := replay(lines, DefaultThresholds())
 	if len(segs) != 1 || len(segs[0].verdicts) < 10 {
 		t.Fatalf("want one run of ≥ 10 frames, have %d segments", len(segs))

@@ -113,7 +113,7 @@ func usedLine(w *window) string {
 		if tf, known := s.TF32(); !*s.Autocast && known && !tf {
 			line += ": " + precisionWords(s) + ": bf16 autocast or TF32 (torch.set_float32_matmul_precision(\"high\")) would run its matmuls on the tensor cores"
 		}
-		return line + mfuWords(w, stepDtype(s)) + profileWords(g)
+		return line + mfuWords(g) + profileWords(g)
 	}
 	line := fmt.Sprintf("the accelerator is the limit: its SMs are active %.0f %% of cycles", w.smActivity.v)
 	if g.tensor.ok {
@@ -128,7 +128,7 @@ func usedLine(w *window) string {
 			line += fmt.Sprintf("; at %s ≈ %.0f TFLOPS of the %s's %.0f dense (activity × peak)", dtype, tf, g.gpu.Peak.Model, g.gpu.Peak.DenseTFLOPS[dtype])
 		}
 	}
-	return line + mfuWords(w, dtype) + profileWords(g)
+	return line + mfuWords(g) + profileWords(g)
 }
 
 // profileWords is the hook's profile of the step's GPU time where it
@@ -150,19 +150,14 @@ func stepDtype(s *sample.JobSettings) string {
 	return sample.DtypeBF16
 }
 
-// mfuWords is the model FLOPs utilization where the hook counted the
-// model's FLOPs a step and the judged GPU's dense peak for dtype is known
-// ("; MFU 31 % (…)"); "" otherwise. It needs no GPM.
-func mfuWords(w *window, dtype string) string {
-	g := &w.gpu
-	s := g.settings
-	if s == nil || s.FLOPsPerStep == nil || !w.batchesPerSec.ok || g.gpu == nil || g.gpu.Peak == nil {
+// mfuWords is the step's model FLOPs utilization where it was derived
+// (sample.MFU: the hook counted the model's FLOPs, the GPU's dense peak
+// for the step's dtype is known): "; MFU 31 % (…)"; "" otherwise. It needs
+// no GPM.
+func mfuWords(g *gpuStep) string {
+	m := g.mfu
+	if m == nil {
 		return ""
 	}
-	peak := g.gpu.Peak.DenseTFLOPS[dtype]
-	if !(peak > 0) {
-		return ""
-	}
-	return fmt.Sprintf("; MFU %.0f %% (the model's %.3g FLOPs a step × %.1f steps/s over the %s dense peak)",
-		100**s.FLOPsPerStep*w.batchesPerSec.v/(peak*1e12), *s.FLOPsPerStep, w.batchesPerSec.v, dtype)
+	return fmt.Sprintf("; MFU %.0f %% (%s)", 100*m.Ratio, m.Method)
 }

@@ -114,6 +114,7 @@ var (
 	dRunDelay   = desc(sample.SeriesLoaderWorkersRunDelayRatio)
 	dCeiling    = desc(sample.SeriesLoaderCeilingSamplesPerSecond)
 	dInputCost  = desc(sample.SeriesLoaderInputCostRatio)
+	dMFU        = desc(sample.SeriesLoaderMFURatio)
 	dRankUp     = desc(sample.SeriesRankUp)
 	dRankWait   = desc(sample.SeriesRankWaitRatio)
 	dRankStep   = desc(sample.SeriesRankStepSeconds)
@@ -128,7 +129,7 @@ var (
 
 var allDescs = []*metricDesc{dVerdict, dConfidence, dChange, dPredSample, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
-	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dGPUSM, dGPUOcc, dGPUTensor, dGPUTPipe, dGPUFPPipe, dGPUDRAM, dGPUPeak, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler, dSelfCPU, dSelfRSS, dSelfTick, dHookCPU, dHookSample}
+	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dGPUSM, dGPUOcc, dGPUTensor, dGPUTPipe, dGPUFPPipe, dGPUDRAM, dGPUPeak, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dMFU, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler, dSelfCPU, dSelfRSS, dSelfTick, dHookCPU, dHookSample}
 
 // collectGPUs emits each GPU's series (g as in Collect).
 func collectGPUs(gpus []sample.GPU, g func(d *metricDesc, val float64, labels ...string)) {
@@ -437,5 +438,8 @@ func collectStages(l *sample.Loader, g func(d *metricDesc, val float64, labels .
 		if cost, _, ok := l.InputCost(); ok {
 			g(dInputCost, cost)
 		}
+	}
+	if m := l.MFU; m != nil {
+		g(dMFU, m.Ratio, m.Dtype)
 	}
 }

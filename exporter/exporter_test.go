@@ -233,6 +233,29 @@ gpuwatch_loader_input_cost_ratio 0.5
 	}
 }
 
+// TestExporterMFUSeries (issue 51 item 1): the step's MFU, derived by
+// sample, labelled with the dtype whose peak it is against; none where it
+// was not derived.
+func TestExporterMFUSeries(t *testing.T) {
+	e := &Exporter{}
+	f := fixture.Frame()
+	f.Loader = &sample.Loader{Source: "http://127.0.0.1:6061", SamplesPerSec: 1480, MFU: &sample.MFU{Ratio: 0.31, Dtype: "bf16", PeakTFLOPS: 989.5, GPU: "H200 SXM"}}
+	e.Set(f, diagnose.Verdict{Kind: diagnose.Healthy})
+	want := `
+# HELP gpuwatch_loader_mfu_ratio ` + sample.SeriesLoaderMFURatio.Help + `
+# TYPE gpuwatch_loader_mfu_ratio gauge
+gpuwatch_loader_mfu_ratio{dtype="bf16"} 0.31
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuwatch_loader_mfu_ratio"); err != nil {
+		t.Fatal(err)
+	}
+	f.Loader.MFU = nil
+	e.Set(f, diagnose.Verdict{Kind: diagnose.Healthy})
+	if n := testutil.CollectAndCount(e, "gpuwatch_loader_mfu_ratio"); n != 0 {
+		t.Fatalf("%d MFU series where none was derived", n)
+	}
+}
+
 // The exporter's descriptions are sample's series table, each once: a
 // series renamed there is renamed here and in fleet/, which reads it.
 func TestDescsAreTheSeriesTable(t *testing.T) {

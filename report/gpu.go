@@ -29,7 +29,13 @@ type GPUInfo struct {
 	MeanBF16TFLOPS  *float64 `json:"mean_bf16_tflops,omitempty"`
 	DenseBF16TFLOPS *float64 `json:"dense_bf16_tflops,omitempty"`
 	PeakModel       string   `json:"peak_model,omitempty"`
-	PeakMemUsed     *uint64  `json:"peak_mem_used_bytes,omitempty"`
+	// MeanMFUPct is the step's model FLOPs utilization (sample.MFU) over
+	// the frames that derived it on this GPU, against the dense peak of
+	// MFUDtype (the last frame's).
+	MeanMFUPct  *float64 `json:"mean_mfu_pct,omitempty"`
+	MFUDtype    string   `json:"mfu_dtype,omitempty"`
+	MFUFrames   int      `json:"mfu_frames,omitempty"`
+	PeakMemUsed *uint64  `json:"peak_mem_used_bytes,omitempty"`
 	MemTotal        *uint64  `json:"mem_total_bytes,omitempty"`
 	// NotRead names the figures no frame read, with the reason a frame
 	// gave ("gpm: needs Hopper or later").
@@ -62,6 +68,7 @@ func (m meanAcc) mean() *float64 {
 type gpuAcc struct {
 	info                          GPUInfo
 	util, sm, tensor, dram, tflop meanAcc
+	mfu                           meanAcc
 	gpmWhy, peakWhy               string
 }
 
@@ -91,6 +98,11 @@ func (b *gpuBuilder) add(f *sample.Frame) {
 			b.order = append(b.order, g.Index)
 		}
 		a.add(g)
+		if l := f.Loader; l != nil && l.MFU != nil && l.MFU.GPUIndex == g.Index {
+			pct := 100 * l.MFU.Ratio
+			a.mfu.add(&pct)
+			a.info.MFUDtype = l.MFU.Dtype
+		}
 	}
 }
 
@@ -130,6 +142,7 @@ func (b *gpuBuilder) result() []GPUInfo {
 		info := a.info
 		info.MeanUtilPct, info.MeanSMActivityPct = a.util.mean(), a.sm.mean()
 		info.MeanTensorActivityPct, info.MeanDRAMBWUtilPct, info.MeanBF16TFLOPS = a.tensor.mean(), a.dram.mean(), a.tflop.mean()
+		info.MeanMFUPct, info.MFUFrames = a.mfu.mean(), a.mfu.n
 		if info.MeanSMActivityPct == nil {
 			info.NotRead = append(info.NotRead, "SM and tensor activity: "+orElse(a.gpmWhy, "no frame carried GPM"))
 		} else if info.MeanBF16TFLOPS == nil {
@@ -163,6 +176,9 @@ func (g *GPUInfo) Used() string {
 		"tensor cores " + optPct(g.MeanTensorActivityPct, 1), "memory bandwidth " + optPct(g.MeanDRAMBWUtilPct, 0)}
 	if g.MeanBF16TFLOPS != nil && g.DenseBF16TFLOPS != nil {
 		parts = append(parts, fmt.Sprintf("≈ %.0f TFLOPS of the %s's %.0f dense bf16", *g.MeanBF16TFLOPS, g.PeakModel, *g.DenseBF16TFLOPS))
+	}
+	if g.MeanMFUPct != nil {
+		parts = append(parts, fmt.Sprintf("MFU %.0f %% over the %d frames the loop ran in (the model's FLOPs the hook counted, against the dense %s peak)", *g.MeanMFUPct, g.MFUFrames, g.MFUDtype))
 	}
 	if g.PeakMemUsed != nil && g.MemTotal != nil {
 		parts = append(parts, fmt.Sprintf("memory at most %s of %s", sample.FormatBytes(float64(*g.PeakMemUsed)), sample.FormatBytes(float64(*g.MemTotal))))

@@ -102,8 +102,8 @@ func TestReportSaysTheHooksCost(t *testing.T) {
 
 // TestReportSaysHowMuchOfTheGPUTheStepUsed: the report of the real H200
 // bf16 MLP's recording (diagnose/testdata/gpu, issue 51) gives, per GPU,
-// the means of utilization, SM and tensor activity and the bf16 TFLOPS
-// against the dense peak, in the JSON and in both writers; the H100
+// the means of utilization, SM and tensor activity, the bf16 TFLOPS
+// against the dense peak and MFU, in the JSON and in both writers; the H100
 // recording's GPU has no GPM and the report says so, with its reason,
 // instead of a figure.
 func TestReportSaysHowMuchOfTheGPUTheStepUsed(t *testing.T) {
@@ -121,6 +121,12 @@ func TestReportSaysHowMuchOfTheGPUTheStepUsed(t *testing.T) {
 		abs(*g.MeanBF16TFLOPS / *g.DenseBF16TFLOPS * 100 - *g.MeanTensorActivityPct) > 15 || len(g.NotRead) != 0 {
 		t.Fatalf("H200 bf16 MLP: %s; not read %q", g.Used(), g.NotRead)
 	}
+	// MFU from the FLOPs the hook counted, over the frames the loop ran in
+	// (55 %; GPM's estimate in the steady frames, tensor activity × peak,
+	// read 60 %: diagnose's TestH200BF16MLPRecorded).
+	if g.MeanMFUPct == nil || g.MFUDtype != "bf16" || *g.MeanMFUPct < 40 || *g.MeanMFUPct > 70 || g.MFUFrames == 0 || !strings.Contains(g.Used(), "MFU") {
+		t.Errorf("H200 bf16 MLP's MFU: %s", g.Used())
+	}
 	t.Logf("%s", g.Used())
 	var m, h bytes.Buffer
 	if err := WriteMarkdown(&m, s, ""); err != nil {
@@ -130,7 +136,7 @@ func TestReportSaysHowMuchOfTheGPUTheStepUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, out := range []string{m.String(), h.String()} {
-		if !strings.Contains(out, "GPUs") || !strings.Contains(out, "TFLOPS of the H200") || !strings.Contains(out, "tensor cores") {
+		if !strings.Contains(out, "GPUs") || !strings.Contains(out, "TFLOPS of the H200") || !strings.Contains(out, "tensor cores") || !strings.Contains(out, "MFU") {
 			t.Errorf("no GPU section in\n%s", out)
 		}
 	}

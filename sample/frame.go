@@ -628,6 +628,10 @@ type Loader struct {
 	// asked to record it (gpuwatch run --gpu-profile; gpuprofile.go); nil
 	// when it was not.
 	GPUProfile *GPUProfile `json:"gpu_profile,omitempty"`
+	// MFU is the step's model FLOPs utilization, derived (AssignRoles)
+	// where the hook counted the model's FLOPs and the GPU's dense peak is
+	// known; nil otherwise.
+	MFU *MFU `json:"mfu,omitempty"`
 	// HookCPUSecPerSec is the CPU time the hook's own instrumentation took
 	// inside the training process per wall second over the interval (its
 	// threads' clocks: the batches' timing, the looks, the windows, the

@@ -72,6 +72,7 @@ func RoleOf(t Thread, l *Loader) Role {
 // file; and the loop's copies' share of their GPU's PCIe link (copyLink).
 func (f *Frame) AssignRoles() {
 	f.copyLink()
+	f.deriveMFU()
 	defer f.accelLessRunDelay()
 	if f.Procs == nil {
 		return

@@ -111,8 +111,12 @@ func (pv *view) computeGPU() *sample.GPU {
 // matmul units, and activity × the dense peak the rate it reaches
 // (sample.GPU.TensorTFLOPS: an estimate). A missing part says why.
 func (pv *view) computeLine(g *sample.GPU, w int) string {
-	// The rate first: a narrow panel cuts the end of the line.
+	// The rate first: a narrow panel cuts the end of the line; the step's
+	// MFU before it on the loop's GPU (sample.MFU).
 	var parts, tail []string
+	if l := pv.frame.Loader; l != nil && l.MFU != nil && l.MFU.GPUIndex == g.Index {
+		parts = append(parts, fmt.Sprintf("MFU %.0f%% (%s)", 100*l.MFU.Ratio, l.MFU.Dtype))
+	}
 	if m := g.GPM; m != nil {
 		if m.TensorActivityPct != nil {
 			parts = append(parts, fmt.Sprintf("tensor %.0f%%", *m.TensorActivityPct))

@@ -42,8 +42,14 @@ func TestGPUComputeLine(t *testing.T) {
 			}
 		}
 	}
+	// The step's MFU leads the line of the loop's GPU (sample.MFU).
+	g := sample.GPU{Index: 0, Name: "NVIDIA A100-SXM4-80GB", UtilPct: p(99), Peak: &sample.GPUPeak{Model: "A100", DenseTFLOPS: map[string]float64{"bf16": 312}}}
+	pv := &view{frame: &sample.Frame{GPUs: []sample.GPU{g}, Loader: &sample.Loader{MFU: &sample.MFU{Ratio: 0.42, Dtype: "bf16", GPU: "A100"}}}, st: &Styles{}, th: &th}
+	if lines := (gpuPanel{}).draw(pv, 200, 2); len(lines) != 2 || !strings.HasPrefix(strings.TrimSpace(lines[1]), "GPU 0: MFU 42% (bf16)") {
+		t.Errorf("MFU: %q", lines)
+	}
 	// Nothing to say: the panel keeps its one line per GPU.
-	pv := &view{frame: &sample.Frame{GPUs: []sample.GPU{{Name: "x", UtilPct: p(5)}}}, st: &Styles{}, th: &th}
+	pv = &view{frame: &sample.Frame{GPUs: []sample.GPU{{Name: "x", UtilPct: p(5)}}}, st: &Styles{}, th: &th}
 	if _, most := (gpuPanel{}).want(pv, 80); most != 2 {
 		t.Errorf("want %d lines at most for one GPU with no compute line", most)
 	}
