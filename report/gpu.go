@@ -36,7 +36,7 @@ type GPUInfo struct {
 	MFUDtype    string   `json:"mfu_dtype,omitempty"`
 	MFUFrames   int      `json:"mfu_frames,omitempty"`
 	PeakMemUsed *uint64  `json:"peak_mem_used_bytes,omitempty"`
-	MemTotal        *uint64  `json:"mem_total_bytes,omitempty"`
+	MemTotal    *uint64  `json:"mem_total_bytes,omitempty"`
 	// NotRead names the figures no frame read, with the reason a frame
 	// gave ("gpm: needs Hopper or later").
 	NotRead []string `json:"not_read,omitempty"`
