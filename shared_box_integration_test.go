@@ -352,3 +352,35 @@ func listeningPort(t *testing.T, uid int) int {
 	t.Fatalf("uid %d listens on no loopback port", uid)
 	return 0
 }
+
+// TestSharedBoxAnotherUsersJobIsSaidUnread: gpuwatch --pid run by one
+// user on another user's busy process cannot read that process's exe or
+// maps, so it cannot know whether it trains; the target says so — how many busy processes it could not read, and what to do —
+// instead of "no training process found" (issue 54 item 3: serve as uid
+// 65534 read "no training process" beside a root job).
+func TestSharedBoxAnotherUsersJobIsSaidUnread(t *testing.T) {
+	b := newSharedBox(t)
+	busy := b.as(victimUID, "/usr/bin/python3", "-c", "import time\nt = time.time()\nwhile time.time() - t < 30: pass")
+	must(t, busy.Start())
+	t.Cleanup(func() { busy.Process.Kill(); busy.Wait() })
+	out, err := b.as(attackerUID, b.bin, "--json", "--duration", "4s", "--interval", "1s", "--pid", strconv.Itoa(busy.Process.Pid)).Output()
+	if err != nil {
+		t.Fatalf("gpuwatch as uid %d: %v\n%s", attackerUID, err, out)
+	}
+	var said []string
+	for _, line := range strings.Split(string(out), "\n") {
+		var f struct {
+			Type   string `json:"type"`
+			Target *struct {
+				Loader string `json:"loader"`
+			} `json:"target"`
+		}
+		if json.Unmarshal([]byte(line), &f) == nil && f.Type == "frame" && f.Target != nil {
+			said = append(said, f.Target.Loader)
+		}
+	}
+	if len(said) == 0 || !strings.Contains(said[len(said)-1], "a busy process of another user could not be read") {
+		t.Fatalf("the target said %q", said)
+	}
+	t.Logf("%s", said[len(said)-1])
+}

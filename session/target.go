@@ -108,6 +108,14 @@ func (t *target) loader(out *sample.Target, now time.Time) string {
 	}
 	if t.o.Job == nil {
 		if s == "" {
+			if n := t.hiddenProcs(); n > 0 {
+				what := fmt.Sprintf("%d busy processes of other users", n)
+				if n == 1 {
+					what = "a busy process of another user"
+				}
+				return "nothing instrumented, no training process (torch or CUDA) found among the processes gpuwatch may read: " + what +
+					" could not be read (run it as root, or as the job's user): watched as a process tree"
+			}
 			return "nothing instrumented, no training process (torch or CUDA) found: watched as a process tree"
 		}
 		return s
@@ -158,4 +166,13 @@ func (t *target) command(pid int) string {
 	}
 	t.cmd = s
 	return s
+}
+
+// hiddenProcs is how many busy processes the loop's finder could not read
+// (another user's), 0 without a loop sampler.
+func (t *target) hiddenProcs() int {
+	if t.set.loop == nil {
+		return 0
+	}
+	return t.set.loop.Hidden()
 }

@@ -158,6 +158,7 @@ type Loop struct {
 
 	mu        sync.Mutex
 	target    *TrainingProcess // nil: none found, or covered
+	hidden    int              // the finder's Hidden at the last scan
 	counts    [numLoopClasses]int
 	woke      float64 // of counts[loopStep], the share that was a woken wait for a CPU (wakeCredit)
 	pinThread bool
@@ -192,6 +193,15 @@ func NewLoop(opt LoopOptions) *Loop {
 
 // Name implements Probe.
 func (l *Loop) Name() string { return "loop" }
+
+// Hidden is how many busy processes the last scan could not read
+// (another user's): where no training process was found, one may be among
+// them.
+func (l *Loop) Hidden() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hidden
+}
 
 // Target is the training process sampled now, if any.
 func (l *Loop) Target() (TrainingProcess, bool) {
@@ -498,6 +508,11 @@ func parseUint(b []byte) (uint64, bool) {
 // scan finds the training process to sample: the busiest in the tree.
 func (l *Loop) scan() *TrainingProcess {
 	found := l.opt.Find(l.opt.Root())
+	if l.finder != nil {
+		l.mu.Lock()
+		l.hidden = l.finder.Hidden
+		l.mu.Unlock()
+	}
 	for i := range found {
 		t := found[i]
 		if l.opt.Covered != nil && l.opt.Covered(t.PID) {

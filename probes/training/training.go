@@ -2,6 +2,8 @@ package training
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,6 +48,7 @@ type procInfo struct {
 	maps      string // "libtorch", "libcudart", "libcuda", "/dev/nvidia" or ""
 	ticks     uint64
 	readAt    time.Time // when exe, cmdline and maps were last read
+	hidden    bool      // another user's: its exe and maps refused (EACCES, EPERM)
 }
 
 const cmdlineMax = 4096
@@ -203,6 +206,11 @@ type TrainingFinder struct {
 	pids  []int
 	uid   int
 	now   func() time.Time
+	// Hidden is how many processes the last Find could not read that had
+	// run at least as long as a training process must (another user's,
+	// to a finder that is not root): a training process may be among
+	// them, and the view says so rather than "none found".
+	Hidden int
 }
 
 // NewTrainingFinder reads procRoot. table, when not nil, is the Proc
@@ -252,8 +260,12 @@ func (t *TrainingFinder) Find(root int) []TrainingProcess {
 			}
 		}
 	}
+	t.Hidden = 0
 	for _, p := range procs {
 		t.describe(p, now)
+		if p.hidden && p.ticks >= minTrainingTicks {
+			t.Hidden++
+		}
 	}
 	return classifyTraining(procs)
 }
@@ -298,6 +310,7 @@ func (t *TrainingFinder) describe(p *procInfo, now time.Time) {
 	exe, err := os.Readlink(dir + "/exe")
 	if err != nil {
 		p.cmdline = "\x00" // not ours to read, or a kernel thread: tried
+		p.hidden = errors.Is(err, fs.ErrPermission)
 		return
 	}
 	p.exe = exe
