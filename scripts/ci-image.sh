@@ -233,7 +233,9 @@ got=$(pm 30 top "$name" huser | tail -n +2 | sort -u | tr -d ' ')
 [ "$got" = 65534 ] || [ "$got" = nobody ] || fail "serve runs as '$got' on the host, want 65534"
 echo "serve runs as uid 65534"
 pm 60 stop --time 10 "$name" >/dev/null || fail "podman stop failed"
-echo "stopped: exit status $(pm 30 inspect --format '{{.State.ExitCode}}' "$name")"
+got=$(pm 30 inspect --format '{{.State.ExitCode}}' "$name")
+[ "$got" = 0 ] || { pm 30 logs "$name" | tail -20; fail "serve exited $got on podman stop (SIGTERM), want 0"; }
+echo "stopped: serve exited 0"
 pm 60 rm "$name" >/dev/null
 
 step "the image saved: an oci-archive in dist/"
