@@ -28,7 +28,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CGO_CFLAGS=-Wno-deprecated-declarations
-repo=$PWD
 
 step() { printf '\n--- [%ds] image: %s\n' "$SECONDS" "$*"; }
 fail() { echo "ci-image: $*" >&2; exit 1; }
@@ -105,9 +104,11 @@ if [ -z "$binary" ]; then
 	binary=$tmp/out/gpuwatch
 fi
 [ -x "$binary" ] || fail "$binary is not an executable"
-file -b "$binary" 2>/dev/null | grep -q 'x86-64' || [ "$(od -An -j18 -N2 -tx2 "$binary" | tr -d ' ')" = 003e ] ||
+# ELF, and e_machine (bytes 18-19, little-endian) EM_X86_64.
+[ "$(od -An -N4 -tx1 "$binary" | tr -d ' ')" = 7f454c46 ] && [ "$(od -An -j18 -N2 -tx2 "$binary" | tr -d ' ')" = 003e ] ||
 	fail "$binary is not a linux/amd64 binary"
-v=$("$binary" version) && echo "$v"
+v=$("$binary" version) || fail "$binary version failed"
+echo "$v"
 grep -q 'NVML support compiled in' <<<"$v" || fail "$binary has no NVML support (a cgo build is needed)"
 version=$(awk '{print $2; exit}' <<<"$v")
 tag=${version//+/-} # OCI tags: [A-Za-z0-9_][A-Za-z0-9._-]{0,127}
@@ -165,7 +166,7 @@ for deb in "$debs"/*.deb "$extra"/*.deb; do
 	dpkg-deb --field "$deb" | awk '{ print } /^Package:/ { print "Status: install ok installed" }'
 	echo
 done >"$status"
-echo "packages: $(awk '/^Package:/ { p = $2 } /^Version:/ { printf "%s %s, ", p, $2 }' "$status")"
+echo "packages: $(awk '/^Package:/ { p = $2 } /^Version:/ { printf "%s%s %s", sep, p, $2; sep = ", " }' "$status")"
 # Left out, as Debian's slim images leave them out with dpkg's
 # path-exclude: documentation but the copyright files, manuals, lintian
 # overrides, and glibc's iconv modules (gconv: 8 MiB that only iconv(3)
