@@ -28,6 +28,13 @@ targets=(
 	probes/endpoint:FuzzCountersFromMetrics:2500
 	probes/endpoint:FuzzAnnouncement:15000
 	probes/endpoint:FuzzExpandURLs:30000
+	probes/endpoint:FuzzExpositionAgainstExpfmt:8000
+	probes/endpoint:FuzzSettingsFromPage:20000
+	probes/endpoint:FuzzSyncsFromPage:5000
+	probes/endpoint:FuzzGPUProfileFromPage:5000
+	probes/endpoint:FuzzParseListeners:25000
+	probes/endpoint:FuzzPIDHolds:8000
+	session/predlog:FuzzParse:150000
 	internal/pprofsum:FuzzSummarizeProfile:12000
 	internal/expo:FuzzParse:150000
 	fleet:FuzzDecodeAnswer:70000

@@ -63,20 +63,27 @@ func countersViaExpfmt(text []byte) (LoaderCounters, map[string]string, error) {
 	c.Batches = count("gpuwatch_loader_batches_total")
 	c.Samples = count("gpuwatch_loader_samples_total")
 	c.BytesRead = count("gpuwatch_loader_bytes_read_total")
-	if v, ok := scalar("gpuwatch_loader_read_seconds_total"); ok {
+	// The protocol's ranges (docs/architecture.md §6), as the fast reader
+	// checks them: a value outside is absent (the fuzzer found a queue
+	// depth of -1 read by one and dropped by the other).
+	within := func(name string, hi float64) (float64, bool) {
+		v, ok := scalar(name)
+		return v, ok && v >= 0 && v <= hi
+	}
+	if v, ok := within("gpuwatch_loader_read_seconds_total", maxLoaderSeconds); ok {
 		c.ReadSeconds = &v
 	}
-	if v, ok := scalar("gpuwatch_loader_decode_seconds_total"); ok {
+	if v, ok := within("gpuwatch_loader_decode_seconds_total", maxLoaderSeconds); ok {
 		c.DecodeSeconds = &v
 	}
-	if v, ok := scalar("gpuwatch_loader_queue_depth"); ok {
+	if v, ok := within("gpuwatch_loader_queue_depth", maxQueueDepth); ok {
 		c.QueueDepth = &v
 	}
-	if v, ok := scalar("gpuwatch_loader_workers"); ok {
+	if v, ok := within("gpuwatch_loader_workers", maxWorkers); ok {
 		n := int(v)
 		c.Workers = &n
 	}
-	if v, ok := scalar("gpuwatch_loader_prefetch"); ok {
+	if v, ok := within("gpuwatch_loader_prefetch", maxPrefetch); ok {
 		n := int(v)
 		c.Prefetch = &n
 	}
