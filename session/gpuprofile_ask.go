@@ -107,10 +107,10 @@ func (g *GPUProfileWhenBound) Frame(f *sample.Frame, v diagnose.Verdict) error {
 // its end yet (no profile, or one waiting or recording): --once's settle
 // holds while it is, from the frame of the request on.
 func (g *GPUProfileWhenBound) Pending(f *sample.Frame) bool {
-	if !g.asked || g.failed {
-		return false
+	if !g.asked || g.failed || f == nil || f.Loader == nil {
+		return false // a frame without the loader (the hook gone): nothing to wait for
 	}
-	return f == nil || f.Loader == nil || f.Loader.GPUProfile == nil || GPUProfileUnderWay(f)
+	return f.Loader.GPUProfile == nil || GPUProfileUnderWay(f)
 }
 
 // Note implements Observer.

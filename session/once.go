@@ -34,6 +34,13 @@ const (
 // (decode, augment, tokenize) are only in a verdict that has it.
 const ProfileWait = 10 * time.Second
 
+// GPUProfileWait is how much longer than SettleTime a settle holds for a
+// recording of the step's GPU time (asked by --once, or by run
+// --gpu-profile): it starts some batches after the ask and records a few
+// steps, so a job of slow steps may not finish it; past this the verdict
+// settles without it, as it would have before.
+const GPUProfileWait = 30 * time.Second
+
 // SettleRule is the settle rule in words: "5 frames and 5 s".
 func SettleRule() string {
 	return fmt.Sprintf("%d frames and %.0f s", SettleFrames, SettleTime.Seconds())
@@ -135,8 +142,13 @@ func (s *Settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		measuring = c.State != sample.CeilingDone && c.State != sample.CeilingRefused
 		replaying = c.State == sample.CeilingReplaying
 	}
-	measuring = measuring || s.replaying || s.gpuProfile != nil && s.gpuProfile.Pending(f)
+	measuring = measuring || s.replaying
 	s.replaying = replaying
+	// A recording of the step's GPU time under way — asked by --once, or
+	// armed by run --gpu-profile — holds the settle, at most
+	// GPUProfileWait past the rule.
+	gpuPending := s.gpuProfile != nil && s.gpuProfile.Pending(f) || GPUProfileUnderWay(f)
+	measuring = measuring || gpuPending && f.Time.Sub(s.since) < SettleTime+GPUProfileWait
 	held := s.holds() && !measuring
 	s.heldUnprofiled = held && awaitingProfile
 	if held && !awaitingProfile && !s.settled {

@@ -553,3 +553,34 @@ func TestSettleWaitsForTheGPUProfileItAskedFor(t *testing.T) {
 		t.Errorf("not asked: stopped %d times in all, want 2", stopped)
 	}
 }
+
+// TestSettleHoldsForAGPUProfileOnlySoLong (review of issue 51): a
+// recording that does not end — steps of many seconds, the hook gone —
+// holds the settle at most GPUProfileWait past the rule, then the verdict
+// settles as it would have without it; a frame without the loader is
+// nothing to wait for; run --gpu-profile's own recording (armed, never
+// asked by the session) holds it too.
+func TestSettleHoldsForAGPUProfileOnlySoLong(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		gp   *GPUProfileWhenBound
+	}{{"asked by --once", &GPUProfileWhenBound{asked: true}}, {"armed by run --gpu-profile", nil}} {
+		stopped := 0
+		s := &Settle{stop: func() { stopped++ }, need: 3, gpuProfile: c.gp}
+		i := 0
+		for ; i < 60 && stopped == 0; i++ {
+			f := settleFrameAt(i)
+			f.Loader = &sample.Loader{GPUProfile: &sample.GPUProfile{State: sample.GPUProfileWaiting}}
+			s.Frame(f, diagnose.Verdict{Kind: diagnose.Healthy})
+		}
+		// The streak starts at frame 0 (second 0): the rule holds from 5 s,
+		// the wait ends at 5 + 30 s.
+		if stopped != 1 || i < 35 || i > 37 {
+			t.Errorf("%s: stopped %d times after %d frames, want once at about 35", c.name, stopped, i)
+		}
+	}
+	g := &GPUProfileWhenBound{asked: true}
+	if g.Pending(&sample.Frame{}) {
+		t.Error("a frame without the loader held the settle")
+	}
+}
