@@ -30,7 +30,11 @@ func batchHeadroomCause(in *causeIn) (Cause, bool) {
 	if !ok {
 		return Cause{}, false
 	}
-	used, total, from := w.gpuMemUsed, w.gpuMemTot, "NVML"
+	var used, total float64
+	from := "NVML"
+	if gp := g.gpu; gp != nil && gp.MemUsedBytes != nil && gp.MemTotalBytes != nil {
+		used, total = float64(*gp.MemUsedBytes), float64(*gp.MemTotalBytes) // the judged GPU's own, never the box's sum
+	}
 	s := g.settings
 	if s != nil && s.GPUMemFreeBytes != nil && s.GPUMemTotalBytes != nil && *s.GPUMemTotalBytes > 0 && *s.GPUMemFreeBytes <= *s.GPUMemTotalBytes {
 		used, total, from = float64(*s.GPUMemTotalBytes-*s.GPUMemFreeBytes), float64(*s.GPUMemTotalBytes), "torch.cuda.mem_get_info"
@@ -55,7 +59,8 @@ func batchHeadroomCause(in *causeIn) (Cause, bool) {
 			batch, sample.FormatBytes(used), sample.FormatBytes(total), from, fill.v),
 		Fix: fmt.Sprintf("a larger batch per step: up to about %.0f× fits in memory (scale the learning rate with it, or keep the optimizer's batch by gradient accumulation)", room),
 	}
-	c.Bound = stepBound(g, 100/fill.v)
-	c.BoundWhy = fmt.Sprintf("per sample, if the GPU were filled: 100 %% over %.0f %% (memory allows %.1f× the batch; the model's weights and optimizer state do not grow with it)", fill.v, room)
+	gain := min(100/fill.v, room) // no more than the batch memory allows
+	c.Bound = stepBound(g, gain)
+	c.BoundWhy = fmt.Sprintf("per sample, if the GPU were filled: 100 %% over %.0f %%, and no more than the %.1f× batch memory allows (the model's weights and optimizer state do not grow with it)", fill.v, room)
 	return c, true
 }

@@ -20,8 +20,13 @@ func channelsLastCause(in *causeIn) (Cause, bool) {
 	if s == nil || s.HasConv == nil || !*s.HasConv || s.ConvChannelsLast == nil || *s.ConvChannelsLast {
 		return Cause{}, false
 	}
-	tf, _ := s.TF32()
-	tensor := s.Autocast != nil && *s.Autocast || tf || in.w.gpu.tensor.ok && in.w.gpu.tensor.v >= in.w.th.TensorIdlePct
+	// On the tensor cores: GPM says so where it was read; else the
+	// settings (autocast on, or cuDNN's own TF32 switch for convs, not
+	// the matmuls').
+	tensor := s.Autocast != nil && *s.Autocast || s.CudnnAllowTF32 != nil && *s.CudnnAllowTF32
+	if t := in.w.gpu.tensor; t.ok {
+		tensor = t.v >= in.w.th.TensorIdlePct
+	}
 	if !tensor {
 		return Cause{}, false // fp32 on the CUDA cores: tensor_idle's fix comes first
 	}

@@ -40,7 +40,14 @@ func copyBlockingCause(in *causeIn) (Cause, bool) {
 	var how, fix []string
 	if pageable {
 		how = append(how, fmt.Sprintf("%.0f %% of the bytes from pageable memory", 100*(1-c.PinnedShare)))
-		fix = append(fix, "pin_memory=True in the DataLoader")
+		if w.knobs[sample.KnobPin.Flag] == "true" {
+			// The DataLoader pins already: what reaches the copy is not
+			// what it pinned (a batch type without pin_memory(), or
+			// tensors made in the loop).
+			fix = append(fix, "pin what the copy takes: the DataLoader has pin_memory=True, yet the bytes arrive pageable (give a custom batch type a pin_memory() method, or .pin_memory() the tensors the loop makes)")
+		} else {
+			fix = append(fix, "pin_memory=True in the DataLoader")
+		}
 	}
 	if blocking {
 		how = append(how, fmt.Sprintf("%.0f %% without non_blocking", 100*(1-c.NonBlockingShare)))

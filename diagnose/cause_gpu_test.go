@@ -431,3 +431,71 @@ func TestGPUCausesTakeTheirBoundsFromTheProfile(t *testing.T) {
 		t.Errorf("memory_bound: %+v", c)
 	}
 }
+
+// TestGPUCausesAfterReview (a hostile review of issue 51's causes): a
+// conv model's convs take TF32 by cuDNN's own switch (on by default), so
+// without GPM its fp32 settings name no tensor_idle unless that switch
+// was read off; a V100 (no bf16, no TF32) is told fp16 autocast with a
+// gradient scaler, bounded by its fp16 peak; launch_bound without GPM
+// leaves once the GPU runs kernels 99 % of the time; a profile that finds
+// no fp32 matmul time gives tensor_idle no bound; batch_headroom reads
+// the judged GPU's memory, not the box's; copy_blocking never repeats a
+// pin_memory=True the DataLoader has.
+func TestGPUCausesAfterReview(t *testing.T) {
+	conv := fp32Settings()
+	conv.HasConv = ptr(true) // cudnn_allow_tf32 on, torch's default
+	if v := Classify(noGPM(99, 60, conv), DefaultThresholds()); causeOf(v, "tensor_idle") != nil {
+		t.Errorf("convs on TF32 by cuDNN's switch: tensor_idle named: %+v", v.Causes)
+	}
+	conv.CudnnAllowTF32 = ptr(false)
+	if v := Classify(noGPM(99, 60, conv), DefaultThresholds()); causeOf(v, "tensor_idle") == nil {
+		t.Errorf("convs and matmuls both in full fp32: tensor_idle not named: %+v", v.Causes)
+	}
+
+	v100 := noGPM(99, 60, fp32Settings())
+	for i := range v100 {
+		v100[i].GPUs[0].Name, v100[i].GPUs[0].Peak = "Tesla V100-SXM2-32GB", &sample.GPUPeak{Model: "V100 SXM2", DenseTFLOPS: map[string]float64{"fp32": 15.7, "fp16": 125}}
+	}
+	v := Classify(v100, DefaultThresholds())
+	if c := causeOf(v, "tensor_idle"); c == nil || !strings.Contains(c.Fix, "float16") || !strings.Contains(c.Fix, "GradScaler") || strings.Contains(c.Fix, "bfloat16") ||
+		c.Bound == nil || c.Bound.Gain < 7.9 || c.Bound.Gain > 8 {
+		t.Errorf("V100: %+v", c)
+	}
+
+	d := NewDiagnoser(DefaultThresholds())
+	var last Verdict
+	for _, util := range []float64{60, 99} {
+		for _, f := range noGPM(util, 98, bf16Settings()) {
+			f := f
+			last = d.Observe(&f)
+		}
+	}
+	if causeOf(last, "launch_bound") != nil {
+		t.Errorf("the GPU runs kernels 99 %% of the time: launch_bound held: %+v", last.Causes)
+	}
+
+	fs := withProfile(gpuBoundFrames(95, 0.5, 20, 80, 60, fp32Settings()), "cuda", 0.1, 0, sample.GPUTimePart{Category: "matmul", Precision: "tf32", SecondsPerStep: 0.1})
+	if c := causeOf(Classify(fs, DefaultThresholds()), "tensor_idle"); c != nil && (c.Bound != nil || !strings.Contains(c.BoundWhy, "no fp32 matmul or conv time")) {
+		t.Errorf("a profile with no fp32 matmul time: %+v", c)
+	}
+
+	box := withMemory(gpuBoundFrames(50, 20, 20, 20, 60, bf16Settings()), 32, 70<<30, 80<<30)
+	for i := range box {
+		box[i].Loader.Settings.GPUMemFreeBytes, box[i].Loader.Settings.GPUMemTotalBytes = nil, nil // not read by the hook: NVML's
+		for j := 1; j < 8; j++ {
+			box[i].GPUs = append(box[i].GPUs, sample.GPU{Index: j, Name: "NVIDIA H200", MemUsedBytes: ptr(uint64(0)), MemTotalBytes: ptr(uint64(80 << 30))})
+		}
+		box[i].JobGPUs, box[i].GPUs[0].Job = "0", true
+	}
+	if c := causeOf(Classify(box, DefaultThresholds()), "batch_headroom"); c != nil {
+		t.Errorf("70 of the job's GPU's 80 GiB, 7 idle GPUs beside it: %+v", c)
+	}
+
+	pinned := withCopy(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), 3, ptr(1.0), 0, 1)
+	for i := range pinned {
+		pinned[i].Loader.Knobs = map[string]string{"pin": "true"}
+	}
+	if c := causeOf(Classify(pinned, DefaultThresholds()), "copy_blocking"); c == nil || strings.Contains(c.Fix, "pin_memory=True in the DataLoader") || !strings.Contains(c.Fix, "arrive pageable") {
+		t.Errorf("pin_memory=True set, the bytes pageable: %+v", c)
+	}
+}

@@ -61,7 +61,10 @@ func launchFix(s *sample.JobSettings) string {
 func launchBoundByUtil(in *causeIn, g gpuIn, loop level) (Cause, bool) {
 	w, th := in.w, in.w.th
 	util := w.gpuUtil
-	if !util.ok || util.v <= 0 || !in.below("launch_bound", util.v, th.AccelBusyPct) || w.waitShare.ok && w.waitShare.v >= th.WaitShareModerate {
+	// Hysteresis on the GPU's idle share, not on utilization: held, the
+	// cause leaves once the idle share falls under CauseLeaveRatio of its
+	// threshold (utilization past 92.5 %), never at 100 %.
+	if !util.ok || util.v <= 0 || util.v >= 100 || !in.atLeast("launch_bound", 100-util.v, 100-th.AccelBusyPct) || w.waitShare.ok && w.waitShare.v >= th.WaitShareModerate {
 		return Cause{}, false
 	}
 	if s := g.settings; s != nil && s.CUDAGraphs != nil && *s.CUDAGraphs {

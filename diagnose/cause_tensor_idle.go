@@ -45,7 +45,7 @@ func tensorIdleCause(in *causeIn) (Cause, bool) {
 	}
 	ev += "; " + precisionWords(g.settings)
 	c := Cause{Evidence: ev,
-		Fix: tensorIdleFix}
+		Fix: tensorIdleFixFor(g.gpu)}
 	c.Bound, c.BoundWhy = tensorIdleBound(g)
 	return c, true
 }
@@ -63,30 +63,58 @@ func tensorIdleFromSettings(in *causeIn, g gpuIn) (Cause, bool) {
 	if tf, known := s.TF32(); !known || tf {
 		return Cause{}, false
 	}
+	// A conv model's convs take TF32 by cudnn's own switch (on by
+	// default): they are on the tensor cores already, whatever the
+	// matmuls do; named only where that switch was read off too.
+	if *s.HasConv && (s.CudnnAllowTF32 == nil || *s.CudnnAllowTF32) {
+		return Cause{}, false
+	}
 	c := Cause{Evidence: fmt.Sprintf("the GPU runs a kernel %.0f %% of the time and %s: the tensor cores take no fp32 matmul (tensor activity not read: GPM %s)", busy.v, precisionWords(s), g.noGPM),
-		Fix: tensorIdleFix}
+		Fix: tensorIdleFixFor(g.gpu)}
 	c.Bound, c.BoundWhy = tensorIdleBound(g)
 	return c, true
 }
 
 const tensorIdleFix = "run the forward and the loss under torch.autocast(\"cuda\", dtype=torch.bfloat16) (the optimizer step stays fp32), or keep fp32 and let matmuls use TF32: torch.set_float32_matmul_precision(\"high\")"
 
+// tensorIdleFixFor is the fix the GPU can take: before Ampere (a peak
+// table without bf16, V100, T4) neither bf16 nor TF32 exists, and fp16
+// autocast with a gradient scaler is the way onto the tensor cores.
+func tensorIdleFixFor(g *sample.GPU) string {
+	if tensorDtype(g) == sample.DtypeFP16 {
+		return "run the forward and the loss under torch.autocast(\"cuda\", dtype=torch.float16) with a torch.amp.GradScaler (this GPU has no bf16 or TF32; the optimizer step stays fp32)"
+	}
+	return tensorIdleFix
+}
+
+// tensorDtype is the dtype a fix moves the matmuls to on g: bf16, or
+// fp16 where g's peak table has no bf16 (before Ampere).
+func tensorDtype(g *sample.GPU) string {
+	if g != nil && g.Peak != nil && g.Peak.DenseTFLOPS[sample.DtypeBF16] <= 0 && g.Peak.DenseTFLOPS[sample.DtypeFP16] > 0 {
+		return sample.DtypeFP16
+	}
+	return sample.DtypeBF16
+}
+
 // tensorIdleBound: with the hook's profile of the step, Amdahl's law over
 // the fp32 matmuls' and convs' share of the GPU's time at the ratio of
 // the dense peaks; without it, the ratio itself (as if every op of the
 // step were a matmul).
 func tensorIdleBound(g gpuIn) (*Bound, string) {
-	r, why, ok := peakRatio(g.gpu, "bf16")
+	dt := tensorDtype(g.gpu)
+	r, why, ok := peakRatio(g.gpu, dt)
 	if !ok {
-		return nil, "no bound: no dense peak is known for this GPU"
+		return nil, "no bound: no dense " + dt + " and fp32 peaks are known for this GPU"
 	}
 	if p := g.profile; p != nil {
 		mm, _ := p.Share("matmul", sample.DtypeFP32)
 		cv, _ := p.Share("conv", sample.DtypeFP32)
-		if s := min(1, mm+cv); s > 0 {
-			gain := 1 / ((1 - s) + s/r)
-			return stepBound(g, gain), fmt.Sprintf("fp32 matmuls and convs are %.0f %% of the GPU's time a step (its profile over %d steps): at bf16's rate the step runs at most %.2g× faster (%s)", 100*s, p.Steps, gain, why)
+		s := min(1, mm+cv)
+		if s <= 0 {
+			return nil, fmt.Sprintf("no bound: the step's profile (%d steps) found no fp32 matmul or conv time for the fix to speed up", p.Steps)
 		}
+		gain := 1 / ((1 - s) + s/r)
+		return stepBound(g, gain), fmt.Sprintf("fp32 matmuls and convs are %.0f %% of the GPU's time a step (its profile over %d steps): at %s's rate the step runs at most %.2g× faster (%s)", 100*s, p.Steps, dt, gain, why)
 	}
 	return stepBound(g, r), "if every op of the step were a matmul: " + why
 }

@@ -12,7 +12,7 @@ import (
 // on, for the dtype the step computes in. Derived in AssignRoles; absent
 // where any part was not read (docs/json.md, loader.mfu).
 type MFU struct {
-	Ratio float64 `json:"ratio" check:"0,100"`
+	Ratio float64 `json:"ratio" check:"0,1.05"`
 	// Dtype is the peak's dtype: the autocast dtype where autocast is
 	// on, tf32 where float32 matmuls may use TF32, else fp32.
 	Dtype      string  `json:"dtype"`
@@ -25,10 +25,16 @@ type MFU struct {
 	Method string `json:"method"`
 }
 
-// ComputeDtype is the dtype a step's matmuls run in, as the hook read its
-// settings: the autocast dtype (bf16, fp16) where autocast is on, tf32
-// where float32 matmuls may use TF32, else fp32; "" where what decides it
-// was not read.
+// maxMFU is the most a derived MFU may read: a little over the peak (the
+// FLOP count and the peak are both approximate); past it the figure is
+// not given.
+const maxMFU = 1.05
+
+// ComputeDtype is the dtype a step's matmuls and convs run in, as the
+// hook read its settings: the autocast dtype (bf16, fp16) where autocast
+// is on, tf32 where float32 matmuls (and, in a model with convs, cuDNN's
+// convs) may use TF32, else fp32; "" where what decides it was not read,
+// or where a model's convs and matmuls run in different ones.
 func (s *JobSettings) ComputeDtype() string {
 	if s == nil || s.Autocast == nil {
 		return ""
@@ -43,10 +49,22 @@ func (s *JobSettings) ComputeDtype() string {
 		return ""
 	}
 	tf, known := s.TF32()
-	switch {
-	case !known:
+	if !known {
 		return ""
-	case tf:
+	}
+	if s.HasConv != nil && *s.HasConv {
+		// The convs take TF32 by cudnn's own switch: a model of convs and
+		// matmuls whose switches differ has no one dtype to set it against.
+		if s.CudnnAllowTF32 == nil {
+			return ""
+		}
+		conv := *s.CudnnAllowTF32
+		if s.HasLinear != nil && *s.HasLinear && conv != tf {
+			return ""
+		}
+		tf = conv
+	}
+	if tf {
 		return DtypeTF32
 	}
 	return DtypeFP32
@@ -100,7 +118,9 @@ func (f *Frame) deriveMFU() {
 		return
 	}
 	r := *s.FLOPsPerStep * l.BatchesPerSec / (peak * 1e12)
-	if math.IsNaN(r) || math.IsInf(r, 0) || r > 100 {
+	if math.IsNaN(r) || math.IsInf(r, 0) || r > maxMFU {
+		// Past the peak: the FLOPs, the rate or the peak do not belong
+		// together (one process driving several GPUs, a dtype misread).
 		return
 	}
 	l.MFU = &MFU{Ratio: r, Dtype: dtype, PeakTFLOPS: peak, GPU: g.Peak.Model, GPUIndex: g.Index,

@@ -39,13 +39,23 @@ func TestMFUIsDerivedFromWhatWasRead(t *testing.T) {
 	if f.Loader.MFU == nil || f.Loader.MFU.Dtype != DtypeFP32 || f.Loader.MFU.PeakTFLOPS != 67 {
 		t.Errorf("fp32: %+v", f.Loader.MFU)
 	}
+	conv := &JobSettings{Autocast: &no, Float32MatmulPrecision: "highest", MatmulAllowTF32: &no, CudnnAllowTF32: &yes, HasConv: &yes, HasLinear: &no, FLOPsPerStep: &flops}
+	f = frame(conv, 5, peak)
+	f.AssignRoles()
+	if f.Loader.MFU == nil || f.Loader.MFU.Dtype != DtypeTF32 {
+		t.Errorf("a conv model, cuDNN's TF32 on: %+v", f.Loader.MFU)
+	}
+	mixed := *conv
+	mixed.HasLinear = &yes
 	for name, f := range map[string]*Frame{
-		"no FLOPs":         frame(&JobSettings{Autocast: &yes, AutocastDtype: "bfloat16"}, 50, peak),
-		"no rate":          frame(bf16, 0, peak),
-		"precision unread": frame(&JobSettings{FLOPsPerStep: &flops}, 50, peak),
-		"no peak":          frame(bf16, 50, nil),
-		"no settings":      frame(nil, 50, peak),
-		"two GPUs, no pid": {GPUs: []GPU{{Index: 0, Peak: peak}, {Index: 1, Peak: peak}}, Loader: &Loader{BatchesPerSec: 50, Settings: bf16}},
+		"convs in tf32, matmuls in fp32": frame(&mixed, 5, peak),
+		"past the peak":                  frame(bf16, 500, peak),
+		"no FLOPs":                       frame(&JobSettings{Autocast: &yes, AutocastDtype: "bfloat16"}, 50, peak),
+		"no rate":                        frame(bf16, 0, peak),
+		"precision unread":               frame(&JobSettings{FLOPsPerStep: &flops}, 50, peak),
+		"no peak":                        frame(bf16, 50, nil),
+		"no settings":                    frame(nil, 50, peak),
+		"two GPUs, no pid":               {GPUs: []GPU{{Index: 0, Peak: peak}, {Index: 1, Peak: peak}}, Loader: &Loader{BatchesPerSec: 50, Settings: bf16}},
 	} {
 		f.AssignRoles()
 		if f.Loader.MFU != nil {
