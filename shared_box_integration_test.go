@@ -383,4 +383,37 @@ func TestSharedBoxAnotherUsersJobIsSaidUnread(t *testing.T) {
 		t.Fatalf("the target said %q", said)
 	}
 	t.Logf("%s", said[len(said)-1])
+
+	// A process that ran a second of CPU and sleeps now is not busy: an old
+	// daemon of another user is no reason to run gpuwatch as root.
+	idle := b.as(victimUID, "/usr/bin/python3", "-c", "import time\nt = time.time()\nwhile time.time() - t < 1.5: pass\ntime.sleep(30)")
+	must(t, idle.Start())
+	t.Cleanup(func() { idle.Process.Kill(); idle.Wait() })
+	// Its busy second over (the process asleep in time.sleep) before it is
+	// watched: what is measured is a process asleep.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", idle.Process.Pid))
+		if i := strings.LastIndexByte(string(st), ')'); i > 0 {
+			// After the name: state, then utime and stime at fields 12 and 13.
+			f := strings.Fields(string(st[i+1:]))
+			if len(f) > 13 && f[0] == "S" {
+				ut, _ := strconv.Atoi(f[11])
+				stm, _ := strconv.Atoi(f[12])
+				if ut+stm >= 100 { // its second and more of CPU done
+					break
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the process never slept: %s", st)
+		}
+		time.Sleep(50 * time.Millisecond) // polling /proc: no event says a process fell asleep
+	}
+	out, err = b.as(attackerUID, b.bin, "--json", "--duration", "4s", "--interval", "1s", "--pid", strconv.Itoa(idle.Process.Pid)).Output()
+	if err != nil {
+		t.Fatalf("gpuwatch as uid %d: %v\n%s", attackerUID, err, out)
+	}
+	if strings.Contains(string(out), "could not be read") {
+		t.Errorf("a sleeping process of another user counted as busy:\n%s", out)
+	}
 }

@@ -49,6 +49,7 @@ type procInfo struct {
 	ticks     uint64
 	readAt    time.Time // when exe, cmdline and maps were last read
 	hidden    bool      // another user's: its exe and maps refused (EACCES, EPERM)
+	lastTicks uint64    // ticks at the scan before: what it ran since is its recent CPU
 }
 
 const cmdlineMax = 4096
@@ -88,6 +89,10 @@ var gpuDaemons = []string{"nvidia-persistenced", "nv-hostengine", "nvidia-smi", 
 // used to be taken for a training process: importing torch alone takes
 // more, and a daemon that holds the GPU open takes less.
 const minTrainingTicks = 50
+
+// busySinceTicks is the CPU (in ticks, 0.1 s) a process must have run
+// since the scan before (2 s apart) to count as busy now.
+const busySinceTicks = 10
 
 // daemon says a process is one of gpuDaemons, or gpuwatch itself.
 func daemon(p *procInfo) bool {
@@ -206,10 +211,12 @@ type TrainingFinder struct {
 	pids  []int
 	uid   int
 	now   func() time.Time
-	// Hidden is how many processes the last Find could not read that had
-	// run at least as long as a training process must (another user's,
-	// to a finder that is not root): a training process may be among
-	// them, and the view says so rather than "none found".
+	// Hidden is how many processes the last Find could not read (another
+	// user's, to a finder that is not root) that ran at least as long as a
+	// training process must and are busy now (busySinceTicks since the
+	// scan before: an old daemon idle now is not counted): a training
+	// process may be among them, and the view says so rather than "none
+	// found".
 	Hidden int
 }
 
@@ -240,9 +247,10 @@ func (t *TrainingFinder) Find(root int) []TrainingProcess {
 	for _, r := range t.rows {
 		p := t.known[r.PID]
 		if p == nil || p.start != r.Start {
-			p = &procInfo{pid: r.PID, start: r.Start}
+			p = &procInfo{pid: r.PID, start: r.Start, ticks: r.Ticks}
 			t.known[r.PID] = p
 		}
+		p.lastTicks = p.ticks
 		p.ppid, p.ticks = r.PPID, r.Ticks
 		seen[r.PID] = p
 	}
@@ -263,7 +271,7 @@ func (t *TrainingFinder) Find(root int) []TrainingProcess {
 	t.Hidden = 0
 	for _, p := range procs {
 		t.describe(p, now)
-		if p.hidden && p.ticks >= minTrainingTicks {
+		if p.hidden && p.ticks >= minTrainingTicks && p.ticks-p.lastTicks >= busySinceTicks {
 			t.Hidden++
 		}
 	}
