@@ -28,7 +28,6 @@ targets=(
 	probes/endpoint:FuzzCountersFromMetrics:2500
 	probes/endpoint:FuzzAnnouncement:15000
 	probes/endpoint:FuzzExpandURLs:30000
-	probes/endpoint:FuzzExpositionAgainstExpfmt:8000
 	probes/endpoint:FuzzSettingsFromPage:20000
 	probes/endpoint:FuzzSyncsFromPage:5000
 	probes/endpoint:FuzzGPUProfileFromPage:5000

@@ -68,9 +68,10 @@ frames="$GPUWATCH_SLURM_FRAMES_DIR/$job.jsonl"
 
 # The frames are serve's, and what a job put in them is outside input:
 # replay reads them as serve's user (the frames folder's owner: the unit's
-# gpuwatch), never as root, so that its parser can gain no more than serve
-# has. replay stops at SIGTERM (its context is cancelled): -k only if it
-# hangs.
+# gpuwatch), so that its parser can gain no more than serve has. That is
+# root only where serve runs as root (its folder root's): then nothing is
+# lost that serve did not have already. replay stops at SIGTERM (its
+# context is cancelled): -k only if it hangs.
 owner=$(bounded 5 stat -c '%u:%g' -- "$GPUWATCH_SLURM_FRAMES_DIR" 2>/dev/null) || owner=
 case "$owner" in
 [0-9]*:[0-9]*)
