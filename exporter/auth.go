@@ -80,7 +80,7 @@ func (a Auth) Guard(h http.Handler, paths ...string) (http.Handler, error) {
 	if a.TokenFile == "" {
 		return h, nil
 	}
-	r := &reloader[[32]byte]{paths: []string{a.TokenFile}, load: func() ([32]byte, error) {
+	r := &reloader[[32]byte]{paths: []string{a.TokenFile}, failClosed: true, load: func() ([32]byte, error) {
 		tok, err := readToken(a.TokenFile)
 		return sha256.Sum256(tok), err
 	}}
@@ -172,10 +172,14 @@ func privateMode(st os.FileInfo) error {
 // reloader holds what load makes of paths, made again when any of them
 // changes (its size, modification time, inode or device: a Kubernetes
 // Secret's files are links swapped to new ones), at most once a second.
-// A load that fails keeps the last good value.
+// A load that fails keeps the last good value (a certificate renewed
+// mid-write), unless failClosed: then nothing is served until a load
+// succeeds (a token revoked by removing, emptying or opening its file
+// must stop working at once).
 type reloader[T any] struct {
-	paths []string
-	load  func() (T, error)
+	paths      []string
+	load       func() (T, error)
+	failClosed bool
 
 	mu      sync.Mutex
 	val     T
@@ -210,9 +214,11 @@ func (r *reloader[T]) get() (T, error) {
 	}
 	v, err := r.load()
 	if err != nil {
-		if r.ok {
+		if r.ok && !r.failClosed {
 			return r.val, nil
 		}
+		var zero T
+		r.val, r.ok, r.stamp = zero, false, ""
 		return v, err
 	}
 	r.val, r.ok, r.stamp = v, true, stamp

@@ -286,3 +286,49 @@ func TestTLSFlagsGoTogether(t *testing.T) {
 		t.Errorf("no TLS, no token: %v", err)
 	}
 }
+
+// TestAnEmptiedOrOpenedTokenStopsWorking (review of issue 54 item 3): a
+// token revoked by emptying its file, opening it to others or removing it
+// stops working at the next check (at most a second later), never kept
+// from before; a token written back works again.
+func TestAnEmptiedOrOpenedTokenStopsWorking(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "token")
+	writeFile(t, tok, []byte("s3cret-token\n"), 0o600)
+	base := "http://" + serveAuth(t, Auth{TokenFile: tok})
+	client := &http.Client{Timeout: 10 * time.Second}
+	// until polls until /metrics with the token answers want (the token is
+	// read again at most once a second), failing after 5 s.
+	until := func(what string, want int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			code, _, err := get(t, client, base+"/metrics", "Bearer s3cret-token")
+			if err == nil && code == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d %v, want %d", what, code, err, want)
+			}
+			time.Sleep(100 * time.Millisecond) // the reload is by time: nothing to wait on
+		}
+	}
+	until("the token", 200)
+	for _, revoke := range []struct {
+		name string
+		do   func()
+	}{
+		{"emptied", func() { writeFile(t, tok, nil, 0o600) }},
+		{"opened to others", func() { writeFile(t, tok, []byte("s3cret-token\n"), 0o644) }},
+		{"removed", func() {
+			if err := os.Remove(tok); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		revoke.do()
+		until(revoke.name, 401)
+		writeFile(t, tok, []byte("s3cret-token\n"), 0o600)
+		until(revoke.name+", then written back", 200)
+	}
+}
