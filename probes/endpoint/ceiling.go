@@ -83,13 +83,24 @@ func (a *Attach) AskCeiling(ctx context.Context, d time.Duration) (string, error
 		return "", fmt.Errorf("the ceiling's replay: want (0, %v], not %v", MaxCeiling, d)
 	}
 	path := "/ceiling?seconds=" + strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+	return a.askHook(ctx, path, "the ceiling", "this loader cannot measure its ceiling (the Python hook can: gpuwatch run --ceiling)")
+}
+
+// askHook POSTs path to the loader with its token (once more with a
+// fresh token after a 401) and returns the loader's answer, one printable
+// line of at most maxCeilingReason bytes; a refusal is an error saying
+// what the loader answered. what names the request in errors ("the
+// ceiling"), cannot says why a 404, 405 or 501 means this loader cannot.
+// AskCeiling and AskGPUProfile ask through it.
+func (a *Attach) askHook(ctx context.Context, path, what, cannot string) (string, error) {
+	post := "POST " + path[:strings.IndexByte(path+"?", '?')]
 	resp, err := a.do(ctx, http.MethodPost, path, a.Timeout)
 	if err == nil && resp.StatusCode == http.StatusUnauthorized && a.freshToken() {
 		resp.Body.Close()
 		resp, err = a.do(ctx, http.MethodPost, path, a.Timeout)
 	}
 	if err != nil {
-		return "", fmt.Errorf("%s: asking for the ceiling: %w", a.shown, err)
+		return "", fmt.Errorf("%s: asking for %s: %w", a.shown, what, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -99,11 +110,11 @@ func (a *Attach) AskCeiling(ctx context.Context, d time.Duration) (string, error
 	case http.StatusAccepted, http.StatusOK:
 		return line, nil
 	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
-		return "", fmt.Errorf("%s answered %s to POST /ceiling: this loader cannot measure its ceiling (the Python hook can: gpuwatch run --ceiling)", a.shown, status)
+		return "", fmt.Errorf("%s answered %s to %s: %s", a.shown, status, post, cannot)
 	case http.StatusUnauthorized:
-		return "", fmt.Errorf("%s: %w", a.shown, &httpStatusError{path: "POST /ceiling", code: resp.StatusCode, status: status})
+		return "", fmt.Errorf("%s: %w", a.shown, &httpStatusError{path: post, code: resp.StatusCode, status: status})
 	}
-	return "", fmt.Errorf("%s answered %s to POST /ceiling: %s", a.shown, status, line)
+	return "", fmt.Errorf("%s answered %s to %s: %s", a.shown, status, post, line)
 }
 
 // MaxCeiling is the longest replay one may ask for (the hook's

@@ -4,12 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/gpuwatch/gpuwatch/internal/expo"
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -157,25 +154,5 @@ func (a *Attach) AskGPUProfile(ctx context.Context, steps int) (string, error) {
 		return "", fmt.Errorf("the GPU profile's steps: want 1 to %d, not %d", sample.MaxGPUProfileSteps, steps)
 	}
 	path := "/gpu-profile?steps=" + strconv.Itoa(steps)
-	resp, err := a.do(ctx, http.MethodPost, path, a.Timeout)
-	if err == nil && resp.StatusCode == http.StatusUnauthorized && a.freshToken() {
-		resp.Body.Close()
-		resp, err = a.do(ctx, http.MethodPost, path, a.Timeout)
-	}
-	if err != nil {
-		return "", fmt.Errorf("%s: asking for the GPU profile: %w", a.shown, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	line := shortLabel(strings.TrimSpace(strings.SplitN(string(body), "\n", 2)[0]), maxGPUProfileReason)
-	status := shortLabel(resp.Status, 64) // outside text too: a hostile server's reason phrase
-	switch resp.StatusCode {
-	case http.StatusAccepted, http.StatusOK:
-		return line, nil
-	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
-		return "", fmt.Errorf("%s answered %s to POST /gpu-profile: this loader cannot profile its steps (the Python hook can: gpuwatch run --gpu-profile)", a.shown, status)
-	case http.StatusUnauthorized:
-		return "", fmt.Errorf("%s: %w", a.shown, &httpStatusError{path: "POST /gpu-profile", code: resp.StatusCode, status: status})
-	}
-	return "", fmt.Errorf("%s answered %s to POST /gpu-profile: %s", a.shown, status, line)
+	return a.askHook(ctx, path, "the GPU profile", "this loader cannot profile its steps (the Python hook can: gpuwatch run --gpu-profile)")
 }
