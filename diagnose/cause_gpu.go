@@ -155,8 +155,8 @@ func stepProfiled(g gpuIn, what, category, precision string, factor float64) (*B
 		return nil, "", false
 	}
 	why := fmt.Sprintf("%s %.0f %% of the GPU's time a step (its profile over %d steps", what, 100*s, p.Steps)
-	if p.CostSeconds != nil {
-		why += ", which cost the job " + ms(*p.CostSeconds)
+	if c := p.CostWords(); c != "" {
+		why += ", which cost the job " + c
 	}
 	return stepBound(g, gain), why + ")", true
 }

@@ -33,6 +33,12 @@ type GPUProfile struct {
 	// wall time over the steps before, and the profiler's start, stop and
 	// summary (the only time the hook's profile costs anything).
 	CostSeconds *float64 `json:"cost_seconds,omitempty"`
+	// CostCPUSeconds is what it cost in CPU: the training process's CPU
+	// per step while recording beyond the steps before (every thread:
+	// the profiler's callbacks and its own), times the steps, and the
+	// start, stop and summary. The hook counts it in its own CPU (part
+	// gpu_profile).
+	CostCPUSeconds *float64 `json:"cost_cpu_seconds,omitempty"`
 	// BusySecondsPerStep is the time per step the GPU worked (the union
 	// of its kernels, copies and sets; on a CPU the ops' self time) and
 	// IdleSecondsPerStep the time it waited within the recording (GPU
@@ -220,8 +226,21 @@ func (g *GPUProfile) Summary() string {
 	if g.InputSecondsPerStep != nil && g.StepSeconds != nil && *g.StepSeconds > 0 && *g.InputSecondsPerStep/(*g.StepSeconds) >= 0.01 {
 		out += "; the DataLoader's next() " + pct(min(1, *g.InputSecondsPerStep/(*g.StepSeconds))) + " (the input's, not counted)"
 	}
-	if g.CostSeconds != nil {
-		out += "; recording cost " + FormatDuration(*g.CostSeconds)
+	if c := g.CostWords(); c != "" {
+		out += "; recording cost " + c
+	}
+	return out
+}
+
+// CostWords is what the recording cost in a few words, "125 ms (310 ms
+// of CPU)"; "" where its cost was not read.
+func (g *GPUProfile) CostWords() string {
+	if g == nil || g.CostSeconds == nil {
+		return ""
+	}
+	out := FormatDuration(*g.CostSeconds)
+	if g.CostCPUSeconds != nil {
+		out += " (" + FormatDuration(*g.CostCPUSeconds) + " of CPU)"
 	}
 	return out
 }

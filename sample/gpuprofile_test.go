@@ -63,6 +63,8 @@ func TestGPUProfileSummary(t *testing.T) {
 		{"gpu", gpuStep(), "GPU time per step (5 steps, profiled): matmul fp32 61 %, elementwise 9 %, conv bf16 8 %, conv fp32 4 %, copies 3 %, idle 15 % (after aten::item train.py:87); recording cost 400ms"},
 		{"cpu", &GPUProfile{State: GPUProfileDone, Device: "cpu", Steps: 3, StepSeconds: f64(0.01), Parts: []GPUTimePart{{"conv", "fp32", 0.004}, {"other", "", 0.00001}}},
 			"CPU time per step (no GPU) (3 steps, profiled): conv fp32 40 %"},
+		{"cpu-cost", &GPUProfile{State: GPUProfileDone, Device: "cpu", Steps: 3, StepSeconds: f64(0.01), CostSeconds: f64(0.125), CostCPUSeconds: f64(0.31), Parts: []GPUTimePart{{"conv", "fp32", 0.004}}},
+			"CPU time per step (no GPU) (3 steps, profiled): conv fp32 40 %; recording cost 125ms (310ms of CPU)"},
 		{"refused", &GPUProfile{State: GPUProfileRefused, Reason: "RuntimeError: \x1b[2Jno"}, "GPU time per step: not recorded: RuntimeError: \ufffd[2Jno"},
 		{"recording", &GPUProfile{State: GPUProfileRecording, Device: "cuda", Steps: 5}, "GPU time per step: recording (5 steps)"},
 	} {

@@ -14,12 +14,13 @@ import (
 
 // The profile's bounds: a step of at most maxGPUProfileStep seconds, a
 // cost of at most maxGPUProfileCost (50 steps of the longest step, and the
-// summary), a reason of maxGPUProfileReason bytes. A figure outside is
+// summary) and maxGPUProfileCPUCost of CPU (that on 64 threads), a reason of maxGPUProfileReason bytes. A figure outside is
 // dropped and said, as the other gauges are.
 const (
-	maxGPUProfileStep   = 1 << 20
-	maxGPUProfileCost   = 64 * maxGPUProfileStep
-	maxGPUProfileReason = 200
+	maxGPUProfileStep    = 1 << 20
+	maxGPUProfileCost    = 64 * maxGPUProfileStep
+	maxGPUProfileCPUCost = 64 * maxGPUProfileCost
+	maxGPUProfileReason  = 200
 )
 
 // gpuProfile reads the GPU's time per step (gpuwatch_job_gpu_profile_*,
@@ -63,6 +64,7 @@ func (m *metricsPage) gpuProfile() {
 	g.StepSeconds = f("step_seconds", maxGPUProfileStep)
 	g.BeforeStepSeconds = f("before_step_seconds", maxGPUProfileStep)
 	g.CostSeconds = f("cost_seconds", maxGPUProfileCost)
+	g.CostCPUSeconds = f("cost_cpu_seconds", maxGPUProfileCPUCost)
 	g.BusySecondsPerStep = f("busy_seconds_per_step", maxGPUProfileStep)
 	g.IdleSecondsPerStep = f("idle_seconds_per_step", maxGPUProfileStep)
 	g.InputSecondsPerStep = f("input_seconds_per_step", maxGPUProfileStep)

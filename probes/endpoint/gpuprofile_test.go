@@ -33,7 +33,7 @@ func TestGPUProfileFromTheHooksPage(t *testing.T) {
 	if g == nil || g.State != sample.GPUProfileDone || g.Device != "cpu" || g.Steps != 5 || len(c.Dropped) != 0 {
 		t.Fatalf("profile %+v, dropped %q", g, c.Dropped)
 	}
-	if g.StepSeconds == nil || g.CostSeconds == nil || g.BusySecondsPerStep == nil || g.BeforeStepSeconds == nil || g.IdleSecondsPerStep != nil {
+	if g.StepSeconds == nil || g.CostSeconds == nil || g.CostCPUSeconds == nil || g.BusySecondsPerStep == nil || g.BeforeStepSeconds == nil || g.IdleSecondsPerStep != nil {
 		t.Fatalf("figures %+v", g)
 	}
 	for _, want := range []string{"matmul fp32", "conv fp32", "normalization ", "elementwise "} {
@@ -54,7 +54,7 @@ func TestGPUProfileFromTheHooksPage(t *testing.T) {
 	if sum <= 0.5 || sum > 1 {
 		t.Errorf("shares sum to %g", sum)
 	}
-	if s := g.Summary(); !strings.HasPrefix(s, "CPU time per step (no GPU) (5 steps, profiled): conv fp32 ") || !strings.Contains(s, "matmul fp32") || !strings.Contains(s, "the DataLoader's next()") || !strings.Contains(s, "recording cost") {
+	if s := g.Summary(); !strings.HasPrefix(s, "CPU time per step (no GPU) (5 steps, profiled): ") || !strings.Contains(s, "conv fp32") || !strings.Contains(s, "matmul fp32") || !strings.Contains(s, " of CPU)") || !strings.Contains(s, "the DataLoader's next()") || !strings.Contains(s, "recording cost") {
 		t.Errorf("summary %q", s)
 	}
 }

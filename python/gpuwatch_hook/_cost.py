@@ -16,6 +16,9 @@ job, by its own per-thread clocks (time.thread_time_ns), in parts:
 * stages: the figures a worker's batch carried, added up in the training
   process;
 * profiler: the stack sampler's profiles (their request's thread);
+* gpu_profile: a torch.profiler recording of the GPU's time per step
+  (_gpuprofile), while it records only: the process's CPU per step beyond
+  the steps before, every thread, added when it ends;
 * server: the HTTP server's threads (the serving thread and the deadlines'
   by their own clocks, read when the page is rendered; each request's
   thread less the profile it took).
@@ -35,7 +38,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 #: The parts, in the order the metrics page lists them.
-PARTS = ("loop", "payload", "settings", "syncs", "stages", "profiler", "server")
+PARTS = ("loop", "payload", "settings", "syncs", "stages", "profiler", "gpu_profile", "server")
 
 #: One batch in LOOP_EVERY has its timing measured (and counts LOOP_EVERY).
 LOOP_EVERY = 16

@@ -24,7 +24,13 @@ goes through its states on the loop's own thread, inside next():
 
 What it costs: the wall time per step while recording against the step
 before, times the steps, plus the start, the stop and the summary, which
-run on the loop's thread. Published as cost_seconds.
+run on the loop's thread. Published as cost_seconds. Its CPU, the same
+way: the training process's CPU per step while recording (every thread:
+torch.profiler's callbacks on the loop's, Kineto's and CUPTI's own)
+against the steps before, times the steps, plus the start, stop and
+summary by the loop thread's clock; published as cost_cpu_seconds and
+counted in the hook's own CPU (_cost, part gpu_profile): the loop
+thread's part as it runs, the rest when the recording ends.
 
 Costs nothing while not asked: next() reads one attribute that is None.
 No patch is installed: the profiler is torch's own, on for the window
@@ -39,7 +45,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _env
+from . import _cost, _env
 
 #: The steps recorded when none is said, and the most one may ask for.
 DEFAULT_STEPS = 5
@@ -396,6 +402,10 @@ class GPUProfile:
         self.reason = ""
         self.device = ""
         self._seen: List[float] = []  # batch times while waiting (the last BEFORE + 1)
+        self._seen_cpu: List[int] = []  # the process's CPU ns at those batches
+        self._cpu0 = 0  # the process's CPU ns when the start began
+        self._before_cpu = 0.0  # the process's CPU ns per step before the recording
+        self._own_ns = 0  # the loop thread's CPU ns in the start, stop and summary
         self._prof: Any = None
         self._cuda = False
         self._t0 = 0.0  # the first recorded step's start (a batch taken)
@@ -404,6 +414,7 @@ class GPUProfile:
         self.before_step: Optional[float] = None
         self.step_seconds: Optional[float] = None
         self.cost_seconds: Optional[float] = None
+        self.cost_cpu_seconds: Optional[float] = None
         self.summary: Optional[Summary] = None
 
     def busy(self) -> bool:
@@ -416,6 +427,8 @@ class GPUProfile:
             if self.state == WAITING:
                 self._seen.append(now)
                 del self._seen[: -(BEFORE + 1)]
+                self._seen_cpu.append(time.process_time_ns())
+                del self._seen_cpu[: -(BEFORE + 1)]
                 if len(self._seen) > BEFORE and batches >= self.warm_at:
                     self._start(now)
             elif self.state == RECORDING:
@@ -438,10 +451,12 @@ class GPUProfile:
             self._refuse("%s: %s" % (type(e).__name__, e))
 
     def _start(self, now: float) -> None:
-        t = _perf()
-        seen = self._seen
+        t, own = _perf(), _cost.now()
+        self._cpu0 = time.process_time_ns()
+        seen, cpu = self._seen, self._seen_cpu
         self.before_step = (seen[-1] - seen[0]) / (len(seen) - 1)
-        self._seen = []
+        self._before_cpu = (cpu[-1] - cpu[0]) / (len(cpu) - 1) if len(cpu) == len(seen) else 0.0
+        self._seen, self._seen_cpu = [], []
         torch = sys.modules.get("torch")  # the job's own: the hook never imports it
         tp = getattr(torch, "profiler", None)
         profile = getattr(tp, "profile", None)
@@ -464,11 +479,12 @@ class GPUProfile:
             self.device = "cuda" if cuda else "cpu"
             self.state = RECORDING
         self._overhead += _perf() - t
+        self._own_ns += _cost.now() - own
         self._t0 = _env.clock()  # after the start: the steps recorded begin here
 
     def _stop(self, now: float) -> None:
         end = _env.clock()
-        t = _perf()
+        t, own = _perf(), _cost.now()
         prof, self._prof = self._prof, None
         try:
             prof.stop()
@@ -480,12 +496,20 @@ class GPUProfile:
         wall = (end - self._t0) / self._n
         self._overhead += _perf() - t
         extra = max(0.0, wall - (self.before_step or wall)) * self._n
+        self._own_ns += _cost.now() - own
+        # The process's CPU beyond its steps' before (every thread), never
+        # less than the loop thread's own start, stop and summary. That own
+        # part reaches the hook's cost through the caller (_timing times
+        # saw() as part gpu_profile); the rest is added here.
+        cpu_ns = max(float(self._own_ns), time.process_time_ns() - self._cpu0 - self._before_cpu * self._n)
+        _cost.cost.add("gpu_profile", int(cpu_ns - self._own_ns))
         with self.lock:
             self.summary = s
             self.device = s.device
             self.step_seconds = wall
             self.steps = self._n
             self.cost_seconds = extra + self._overhead
+            self.cost_cpu_seconds = cpu_ns / 1e9
             self.state = DONE
 
     def _refuse(self, why: str) -> None:
@@ -510,6 +534,7 @@ class GPUProfile:
                 "before_step_seconds": self.before_step,
                 "step_seconds": self.step_seconds,
                 "cost_seconds": self.cost_seconds,
+                "cost_cpu_seconds": self.cost_cpu_seconds,
                 "busy_seconds_per_step": s.busy if s else None,
                 "idle_seconds_per_step": s.idle if s else None,
                 "input_seconds_per_step": s.input if s else None,

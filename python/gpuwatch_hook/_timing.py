@@ -398,7 +398,7 @@ def render_cost(put: Any, parts: Optional[Dict[str, float]]) -> None:
     put("# HELP gpuwatch_hook_cpu_seconds_total CPU time the hook's own instrumentation took in this process (its threads' clocks; the batches' timing sampled).\n")
     put("# TYPE gpuwatch_hook_cpu_seconds_total counter\n")
     put("gpuwatch_hook_cpu_seconds_total %s\n" % fmt(sum(parts.values())))
-    put("# HELP gpuwatch_hook_part_cpu_seconds_total Of that, by part (loop, payload, settings, syncs, stages, profiler, server).\n")
+    put("# HELP gpuwatch_hook_part_cpu_seconds_total Of that, by part (%s).\n" % ", ".join(_cost.PARTS))
     put("# TYPE gpuwatch_hook_part_cpu_seconds_total counter\n")
     for k in _cost.PARTS:
         put('gpuwatch_hook_part_cpu_seconds_total{part="%s"} %s\n' % (k, fmt(parts[k])))
@@ -512,6 +512,7 @@ def render_gpu_profile(put: Any, g: Dict[str, Any]) -> None:
         ("step_seconds", "Wall time per step while the profiler recorded."),
         ("before_step_seconds", "Wall time per step over the steps just before the recording."),
         ("cost_seconds", "What the recording cost the loop: its steps' extra wall time over the steps before, and the profiler's start, stop and summary."),
+        ("cost_cpu_seconds", "What the recording cost in CPU: the training process's CPU time per step while recording beyond the steps before (every thread), times the steps, and the profiler's start, stop and summary."),
         ("busy_seconds_per_step", "Time per step the GPU worked (the union of its kernels, copies and sets); on a CPU, the loop thread's ops' self time."),
         ("idle_seconds_per_step", "Time per step the GPU waited, within the recording (GPU only)."),
         ("input_seconds_per_step", "Time per step the loop spent inside the DataLoader's next(), left out of the parts (CPU only)."),
@@ -670,7 +671,7 @@ class Clock:
                 ceiling.epoch_ended(_env.clock())
             gp = stats.gpu_profile
             if gp is not None and gp.state == _gpuprofile.RECORDING:
-                gp.epoch_ended(_env.clock())
+                _cost.cost.timed("gpu_profile", gp.epoch_ended, _env.clock())
             if stats.sync_window is not None:  # the loop leaves: the syncs' window ends with it
                 try:
                     stats.end_syncs()
@@ -688,8 +689,8 @@ class Clock:
             if ceiling is not None and ceiling.state in (_ceiling.WARMING, _ceiling.KEEPING):
                 ceiling.saw(batch, batch_len(batch), step, t1)
             gp = stats.gpu_profile
-            if gp is not None and gp.busy():
-                gp.saw(stats.batches, t1)
+            if gp is not None and gp.busy():  # its own thread's CPU is the hook's (and not the loop part's)
+                _cost.cost.timed("gpu_profile", gp.saw, stats.batches, t1)
         except Exception:
             stats.error()
         self.handed = t1

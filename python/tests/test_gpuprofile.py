@@ -13,7 +13,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import gpuwatch_hook as hook  # noqa: E402
-from gpuwatch_hook import _gpuprofile  # noqa: E402
+from gpuwatch_hook import _cost, _gpuprofile  # noqa: E402
 
 from test_stages import metrics  # noqa: E402  (sets the runtime folder)
 
@@ -176,6 +176,11 @@ class RecordingTest(unittest.TestCase):
         self.assertGreater(p[("conv", "fp32")], 0)
         # The cost is published; nothing is left on after the window.
         self.assertGreaterEqual(m["gpuwatch_job_gpu_profile_cost_seconds"], 0)
+        # Its CPU too (the profiler's start alone takes some), and it is in
+        # the hook's own CPU, part gpu_profile: no less than the window's.
+        cpu = m["gpuwatch_job_gpu_profile_cost_cpu_seconds"]
+        self.assertGreater(cpu, 0)
+        self.assertGreaterEqual(m['gpuwatch_hook_part_cpu_seconds_total{part="gpu_profile"}'], cpu - 1e-6)
         self.assertIn("gpuwatch_job_gpu_profile_before_step_seconds", m)
         self.assertGreater(m["gpuwatch_job_gpu_profile_input_seconds_per_step"], 0)  # the fetch, num_workers=0: said apart
         self.assertEqual(m['gpuwatch_job_gpu_profile_info{state="done",device="cpu",reason=""}'], 1)
@@ -232,10 +237,14 @@ class RecordingTest(unittest.TestCase):
 
     def test_nothing_is_published_or_on_when_not_asked(self):
         w = hook.watch(self.loader(), port=0, quiet=True)
+        before = _cost.cost.seconds()["gpu_profile"]
         try:
             self.train(w, 4)
             self.assertIsNone(w._stats.gpu_profile)
-            self.assertNotIn(b"gpu_profile", w._stats.render())
+            self.assertNotIn(b"gpuwatch_job_gpu_profile", w._stats.render())
+            # It costs nothing: the hook's part (process-wide: earlier
+            # recordings stay in it) does not move.
+            self.assertEqual(_cost.cost.seconds()["gpu_profile"], before)
         finally:
             w.close()
 
