@@ -1,7 +1,11 @@
 package session
 
 import (
+	"bytes"
+	"compress/flate"
+	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"time"
@@ -15,25 +19,87 @@ import (
 // keptFrames is the observer that keeps the session's frames for the
 // dashboard's e key (at most an hour at 1 s; older frames drop), so a
 // report can be written without a recording.
+//
+// They are kept as the recording's JSON lines, compressed a block of
+// keepBlock frames at a time (the newest block as plain lines until it
+// fills): a live frame holds about 17 KB of heap (every process and
+// thread), so an hour of them held as frames grew the dashboard's memory
+// by about 1 MB a minute to some 60 MB; compressed, an hour is a few MB
+// (docs/architecture.md, "What gpuwatch costs"). Only export decodes them.
 type keptFrames struct {
 	mu         sync.Mutex
-	frames     []recording.Recorded
+	blocks     [][]byte     // closed blocks, oldest first: deflated JSON lines, keepBlock frames each
+	cur        bytes.Buffer // the newest frames, JSON lines, fewer than keepBlock
+	curN       int
+	zw         *flate.Writer // reused for every block
 	notes      []sample.Scenario
 	version    string
 	thresholds diagnose.Thresholds
 }
 
-const keepFrames = 3600
+// keepFrames frames are kept, keepBlock to a compressed block.
+const keepFrames, keepBlock = 3600, 60
 
 // Frame implements Observer.
 func (s *keptFrames) Frame(f *sample.Frame, _ diagnose.Verdict) error {
+	line, err := json.Marshal(f)
+	if err != nil {
+		return nil // not a reason to stop the session; the report lacks the frame
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.frames) >= keepFrames {
-		s.frames = append(s.frames[:0], s.frames[len(s.frames)-keepFrames+1:]...)
+	s.cur.Write(line)
+	s.cur.WriteByte('\n')
+	if s.curN++; s.curN < keepBlock {
+		return nil
 	}
-	s.frames = append(s.frames, recording.Recorded{Frame: *f})
+	var z bytes.Buffer
+	if s.zw == nil {
+		s.zw, _ = flate.NewWriter(&z, flate.BestSpeed) // a valid level: no error
+	} else {
+		s.zw.Reset(&z)
+	}
+	s.zw.Write(s.cur.Bytes()) // into memory: no error
+	s.zw.Close()
+	s.blocks = append(s.blocks, z.Bytes())
+	if len(s.blocks) > keepFrames/keepBlock {
+		s.blocks = append(s.blocks[:0], s.blocks[1:]...)
+	}
+	s.cur.Reset()
+	s.curN = 0
 	return nil
+}
+
+// kept is the frames kept, oldest first: at most keepFrames, the newest.
+func (s *keptFrames) kept() ([]recording.Recorded, error) {
+	s.mu.Lock()
+	blocks, cur := slices.Clone(s.blocks), bytes.Clone(s.cur.Bytes())
+	s.mu.Unlock()
+	var out []recording.Recorded
+	add := func(r io.Reader) error {
+		d := json.NewDecoder(r)
+		for {
+			var f sample.Frame
+			if err := d.Decode(&f); err == io.EOF {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			out = append(out, recording.Recorded{Frame: f})
+		}
+	}
+	for _, b := range blocks {
+		if err := add(flate.NewReader(bytes.NewReader(b))); err != nil {
+			return nil, fmt.Errorf("the kept frames: %w", err)
+		}
+	}
+	if err := add(bytes.NewReader(cur)); err != nil {
+		return nil, fmt.Errorf("the kept frames: %w", err)
+	}
+	if n := len(out); n > keepFrames {
+		out = out[n-keepFrames:]
+	}
+	return out, nil
 }
 
 // Note implements Observer.
@@ -49,8 +115,12 @@ func (s *keptFrames) Note(n sample.Note) error {
 // export writes an HTML report of the session so far to a new file in the
 // current folder (the dashboard's e key).
 func (s *keptFrames) export() (string, error) {
+	frames, err := s.kept()
+	if err != nil {
+		return "", err
+	}
 	s.mu.Lock()
-	frames, notes := slices.Clone(s.frames), slices.Clone(s.notes)
+	notes := slices.Clone(s.notes)
 	s.mu.Unlock()
 	if len(frames) == 0 {
 		return "", fmt.Errorf("no frame yet")

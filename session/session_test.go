@@ -203,19 +203,51 @@ func TestSettleSaysWhyNothingSettled(t *testing.T) {
 func TestKeptFramesKeepTheNewestHour(t *testing.T) {
 	k := &keptFrames{}
 	for i := range keepFrames + 10 {
-		f := &sample.Frame{Time: time.Unix(int64(i), 0), IntervalSec: 1}
+		f := &sample.Frame{Time: time.Unix(int64(i), 0), IntervalSec: 1, CPU: &sample.CPU{Cores: []sample.Core{{ID: i % 7, BusyPct: float64(i % 100)}}}}
 		k.Frame(f, diagnose.Verdict{})
 	}
 	k.Note(sample.Scenario{Name: "io-bound"})
 	k.Note(sample.Event{Name: "disconnected"})
-	if len(k.frames) != keepFrames || k.frames[0].Frame.Time.Unix() != 10 || k.frames[keepFrames-1].Frame.Time.Unix() != keepFrames+9 {
-		t.Fatalf("%d frames, %v … %v", len(k.frames), k.frames[0].Frame.Time.Unix(), k.frames[len(k.frames)-1].Frame.Time.Unix())
+	frames, err := k.kept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frames) != keepFrames || frames[0].Frame.Time.Unix() != 10 || frames[keepFrames-1].Frame.Time.Unix() != keepFrames+9 {
+		t.Fatalf("%d frames, %v … %v", len(frames), frames[0].Frame.Time.Unix(), frames[len(frames)-1].Frame.Time.Unix())
+	}
+	for i, r := range frames { // each whole, as it was given
+		if c := r.Frame.CPU.Cores; len(c) != 1 || c[0].ID != (i+10)%7 || c[0].BusyPct != float64((i+10)%100) {
+			t.Fatalf("frame %d came back as %+v", i, r.Frame.CPU)
+		}
 	}
 	if len(k.notes) != 1 || k.notes[0].Name != "io-bound" {
 		t.Fatalf("notes %+v", k.notes)
 	}
 	if _, err := (&keptFrames{}).export(); err == nil || err.Error() != "no frame yet" {
 		t.Fatalf("an empty export: %v", err)
+	}
+}
+
+// TestKeptFramesExportAReport: the e key writes an HTML report of the
+// kept frames (compressed blocks and the newest plain) in the current
+// folder.
+func TestKeptFramesExportAReport(t *testing.T) {
+	t.Chdir(t.TempDir())
+	k := &keptFrames{version: "test", thresholds: diagnose.DefaultThresholds()}
+	for i := range keepBlock + 5 {
+		k.Frame(&sample.Frame{Time: time.Unix(int64(1e9+i), 0), IntervalSec: 1, CPU: &sample.CPU{BusyPct: 42}}, diagnose.Verdict{})
+	}
+	said, err := k.export()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := strings.TrimPrefix(said, "report written: ")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%q: %v", said, err)
+	}
+	if !strings.Contains(string(b), "<html") || !strings.Contains(string(b), "65 frames") {
+		t.Fatalf("%s does not report the 65 frames kept", path)
 	}
 }
 
