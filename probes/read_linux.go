@@ -34,19 +34,48 @@ var errNotRegular = errors.New("not a regular file")
 // reading, so a FIFO put in a --sys-root cannot stall a probe. The
 // returned slice is valid until the next call.
 func (r *FileReader) Read(path string) ([]byte, error) {
+	fd, err := r.OpenFD(path)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	return r.readWhole(fd, path, false)
+}
+
+// OpenFD opens path, a regular file (checked as Read checks it), to be
+// read again and again by ReadFD until CloseFD: one system call a read
+// where Read takes four (open, fstat, read, close); the process probe's
+// /proc/PID/stat each tick is most of the dashboard's CPU (issue 53). A
+// /proc/PID file held open reads that one process: once it has exited
+// ReadFD fails (ESRCH), never reading another that took its PID.
+func (r *FileReader) OpenFD(path string) (int, error) {
 	r.path = append(append(r.path[:0], path...), 0)
 	fd, _, errno := syscall.Syscall6(syscall.SYS_OPENAT, uintptr(atFDCWD),
 		uintptr(unsafe.Pointer(&r.path[0])), syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0, 0, 0)
 	if errno != 0 {
-		return nil, &pathError{op: "open", path: strings.Clone(path), err: errno}
+		return -1, &pathError{op: "open", path: strings.Clone(path), err: errno}
 	}
-	defer syscall.Close(int(fd))
 	if err := syscall.Fstat(int(fd), &r.st); err != nil || r.st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		syscall.Close(int(fd))
 		if err == nil {
 			err = errNotRegular
 		}
-		return nil, &pathError{op: "open", path: strings.Clone(path), err: err}
+		return -1, &pathError{op: "open", path: strings.Clone(path), err: err}
 	}
+	return int(fd), nil
+}
+
+// ReadFD returns the whole content of an OpenFD file, read from its
+// start (pread); valid until the next call.
+func (r *FileReader) ReadFD(fd int) ([]byte, error) { return r.readWhole(fd, "", true) }
+
+// CloseFD closes an OpenFD file.
+func CloseFD(fd int) { syscall.Close(fd) }
+
+// readWhole reads fd to its end, at most maxKernelFile bytes, into r.buf:
+// from offset 0 by pread where again, else from where it is (a file just
+// opened; a file that cannot pread reads too).
+func (r *FileReader) readWhole(fd int, path string, again bool) ([]byte, error) {
 	if r.buf == nil {
 		r.buf = make([]byte, 4096)
 	}
@@ -58,7 +87,13 @@ func (r *FileReader) Read(path string) ([]byte, error) {
 			}
 			r.buf = append(r.buf, make([]byte, len(r.buf))...)
 		}
-		m, err := syscall.Read(int(fd), r.buf[n:])
+		var m int
+		var err error
+		if again {
+			m, err = syscall.Pread(fd, r.buf[n:], int64(n))
+		} else {
+			m, err = syscall.Read(fd, r.buf[n:])
+		}
 		if err == syscall.EINTR {
 			continue
 		}

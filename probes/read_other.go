@@ -2,13 +2,25 @@
 
 package probes
 
-import "os"
+import (
+	"errors"
+	"os"
+)
 
 // FileReader reads whole files; off Linux there is no /proc to read often.
 type FileReader struct{}
 
 // Read returns the contents of the file at path.
 func (r *FileReader) Read(path string) ([]byte, error) { return os.ReadFile(path) }
+
+// OpenFD is Linux's alone: elsewhere files are read whole each time.
+func (r *FileReader) OpenFD(path string) (int, error) { return -1, errors.ErrUnsupported }
+
+// ReadFD is Linux's alone.
+func (r *FileReader) ReadFD(fd int) ([]byte, error) { return nil, errors.ErrUnsupported }
+
+// CloseFD is Linux's alone.
+func CloseFD(fd int) {}
 
 // ReadDirNames calls fn with the name of each entry of dir.
 func (r *FileReader) ReadDirNames(dir string, fn func(name []byte)) error {

@@ -151,6 +151,10 @@ type procEntry struct {
 	mappedAt  time.Time
 	files     *fileLook // the data files it opened (files.go), once it has read
 	cursor    int       // where the next tick's rotation through its threads starts
+	// statFD is its /proc/PID/stat held open and read again each tick
+	// (probes.FileReader.OpenFD); 0 when none is (fd+1, so that a new
+	// entry holds none).
+	statFD int
 }
 
 // faultRates turns a process's or thread's cumulative fault counts into
@@ -227,6 +231,9 @@ type Proc struct {
 	focus    int // this tick's focused process (0: the busiest on the host)
 	euid     int // gpuwatch's user: whose threads are read without a focus
 	moved    int // where FocusOf last moved the focus (0: nowhere)
+	// statFDs is how many /proc/PID/stat files entries hold open, at most
+	// maxStatFDs.
+	statFDs, maxStatFDs int
 }
 
 // NewProc returns the process probe reading procRoot.
@@ -239,12 +246,76 @@ func NewProc(procRoot string, opt ProcOptions) *Proc {
 	}
 	return &Proc{
 		root: procRoot, opt: opt,
-		scratch:  new(probes.FieldBuf),
-		procs:    make(map[int]*procEntry),
-		threads:  make(map[int]*threadEntry),
-		pageSize: uint64(os.Getpagesize()),
-		euid:     os.Geteuid(),
+		scratch:    new(probes.FieldBuf),
+		procs:      make(map[int]*procEntry),
+		threads:    make(map[int]*threadEntry),
+		pageSize:   uint64(os.Getpagesize()),
+		euid:       os.Geteuid(),
+		maxStatFDs: statFDBudget(procRoot),
 	}
+}
+
+// statFDBudget is how many /proc/PID/stat files the probe may hold open
+// under root: a quarter of the open-file limit (Go raises the soft limit
+// to the hard one at start), at most 4,096; the processes beyond it are
+// read by path. None where root is not a procfs (a folder of snapshots,
+// as the tests use): only procfs's files say each read what the process
+// is now.
+func statFDBudget(root string) int {
+	const procSuperMagic = 0x9fa0
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(root, &fs); err != nil || fs.Type != procSuperMagic {
+		return 0
+	}
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return 0
+	}
+	return int(min(4096, l.Cur/4))
+}
+
+// Close closes the stat files held open.
+func (p *Proc) Close() error {
+	for _, e := range p.procs {
+		p.dropStat(e)
+	}
+	return nil
+}
+
+// dropStat closes e's stat file, if it holds one.
+func (p *Proc) dropStat(e *procEntry) {
+	if e.statFD > 0 {
+		probes.CloseFD(e.statFD - 1)
+		e.statFD = 0
+		p.statFDs--
+	}
+}
+
+// readStat reads pid's /proc/PID/stat: through the file e (its entry from
+// the last tick, or nil) holds open, else by opening it, kept open for the
+// next tick where the budget allows (keep is its fd+1, 0 when closed). A
+// held file of a process that has exited fails, and the path is opened
+// afresh: it is then another process's, or none.
+func (p *Proc) readStat(pid int, e *procEntry) (b []byte, keep int, err error) {
+	if e != nil && e.statFD > 0 {
+		if b, err := p.r.ReadFD(e.statFD - 1); err == nil {
+			return b, e.statFD, nil
+		}
+		p.dropStat(e)
+	}
+	fd, err := p.r.OpenFD(p.pidPath(pid, "", 0, "/stat"))
+	if err != nil {
+		if errors.Is(err, errors.ErrUnsupported) {
+			b, err = p.r.Read(p.pidPath(pid, "", 0, "/stat"))
+		}
+		return b, 0, err
+	}
+	if b, err = p.r.ReadFD(fd); err != nil || p.statFDs >= p.maxStatFDs {
+		probes.CloseFD(fd)
+		return b, 0, err
+	}
+	p.statFDs++
+	return b, fd + 1, nil
 }
 
 // Name implements Probe.
@@ -433,16 +504,23 @@ func busiestFirst[T any](s []T, key func(T) (cpu float64, id int)) {
 // previous reading, and forgets processes that are gone.
 func (p *Proc) scan(now time.Time) {
 	for _, pid := range p.pids {
-		b, err := p.r.Read(p.pidPath(pid, "", 0, "/stat"))
+		e := p.procs[pid]
+		b, fd, err := p.readStat(pid, e)
 		if err != nil {
 			continue // exited between listing and reading
 		}
 		st, err := parsePidStat(b, p.scratch)
 		if err != nil {
+			if fd > 0 && (e == nil || e.statFD != fd) {
+				probes.CloseFD(fd - 1)
+				p.statFDs--
+			}
 			continue
 		}
-		e := p.procs[pid]
 		if e == nil || e.start != st.starttime {
+			if e != nil && e.statFD != fd {
+				p.dropStat(e)
+			}
 			e = &procEntry{pid: pid, start: st.starttime}
 			p.procs[pid] = e
 		} else {
@@ -458,9 +536,11 @@ func (p *Proc) scan(now time.Time) {
 		e.ppid, e.state, e.ticks, e.threads, e.rssPages = st.ppid, st.state, st.ticks, st.threads, st.rssPages
 		e.faults.update(st.minflt, st.majflt, now)
 		e.at, e.seen = now, p.round
+		e.statFD = fd
 	}
 	for pid, e := range p.procs {
 		if e.seen != p.round {
+			p.dropStat(e)
 			delete(p.procs, pid)
 		}
 	}

@@ -12,9 +12,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -252,5 +254,72 @@ func TestAFIFOInTheSysRootStallsNothing(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the CPU probe blocked on a FIFO")
+	}
+}
+
+// TestProcHoldsStatFilesOfLiveProcesses: on the real /proc the probe
+// reads each process's stat through a file held open from tick to tick;
+// a process that exits has its file closed at the next tick (and its CPU
+// still read while it lived), and Close closes the rest. A folder of
+// snapshots holds none (TestProcFocusTreeAndBusiestThreads reads it).
+func TestProcHoldsStatFilesOfLiveProcesses(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "while :; do :; done")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	p := NewProc("/proc", ProcOptions{})
+	if p.maxStatFDs <= 0 {
+		t.Skipf("no open-file budget here (%d)", p.maxStatFDs)
+	}
+	collect := func() *sample.Procs {
+		f := sample.Frame{Time: time.Now()}
+		if err := p.Collect(context.Background(), &f); err != nil {
+			t.Fatal(err)
+		}
+		return f.Procs
+	}
+	// stats is the /proc/PID/stat files this process holds open, by PID
+	// (other tests' probes, never closed, hold theirs too).
+	stats := func() map[int]int {
+		out := map[int]int{}
+		ents, _ := os.ReadDir("/proc/self/fd")
+		for _, e := range ents {
+			l, _ := os.Readlink("/proc/self/fd/" + e.Name())
+			var pid int
+			if n, _ := fmt.Sscanf(l, "/proc/%d/stat", &pid); n == 1 && strings.HasSuffix(l, "/stat") {
+				out[pid]++
+			}
+		}
+		return out
+	}
+	held := func(pid int) bool { return stats()[pid] > 0 }
+	before := stats()
+	collect()
+	time.Sleep(200 * time.Millisecond) // CPU to measure: the child spins
+	ps := collect()
+	if !held(cmd.Process.Pid) || p.statFDs == 0 || p.statFDs > p.maxStatFDs {
+		t.Fatalf("the child's stat held: %v; %d held of %d", held(cmd.Process.Pid), p.statFDs, p.maxStatFDs)
+	}
+	if i := slices.IndexFunc(ps.List, func(pr sample.Proc) bool { return pr.PID == cmd.Process.Pid }); i < 0 || ps.List[i].CPUPct < 20 {
+		t.Fatalf("the spinning child read through its held file: %+v", ps.List)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	collect()
+	if held(cmd.Process.Pid) {
+		t.Fatal("the exited child's stat is still held")
+	}
+	if n := p.statFDs; n != len(p.procs) && n != p.maxStatFDs {
+		t.Fatalf("%d held for %d processes", n, len(p.procs))
+	}
+	p.Close()
+	if after := stats(); p.statFDs != 0 || !maps.Equal(after, before) {
+		t.Fatalf("after Close the probe holds %d: %v, before it %v", p.statFDs, after, before)
+	}
+
+	s := probetest.NewSnapshots(t, "normal")
+	if q := NewProc(s.Roots().Proc, ProcOptions{}); q.maxStatFDs != 0 {
+		t.Fatalf("a folder of snapshots may hold %d", q.maxStatFDs)
 	}
 }
