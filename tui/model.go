@@ -207,7 +207,7 @@ func (m *Model) Observe(u Feed) {
 		m.hist = sample.NewHistory(m.opt.History)
 		m.batches = m.batches[:0]
 	}
-	m.hist.Add(u.Frame)
+	m.hist.Add(historyFrame(u.Frame))
 	if l := u.Frame.Loader; l != nil {
 		m.batches = append(m.batches, l.Timeline...)
 		if n := len(m.batches); n > 512 {
@@ -221,6 +221,30 @@ func (m *Model) Observe(u Feed) {
 	if !m.paused {
 		m.shown = u
 	}
+}
+
+// historyFrame is the part of f the panels' sparklines and trends read
+// from their history (pv.hist: trend.go, the CPU and GPU panels): the
+// newest frame is drawn whole from m.shown, and the history holds only
+// this. A live frame's processes, threads, profile, ranks and loader
+// figures are most of its ~17 KB, and 300 of them were most of the
+// dashboard's heap (issue 53; docs/architecture.md, "What gpuwatch
+// costs"). Kept: everything but those, the watched tree's processes'
+// PID and CPU (the "watched CPU" trend) and the loader's wait share.
+func historyFrame(f *sample.Frame) *sample.Frame {
+	h := *f
+	h.Profile, h.Ranks = nil, nil
+	if p := f.Procs; p != nil {
+		list := make([]sample.Proc, len(p.List))
+		for i, pr := range p.List {
+			list[i] = sample.Proc{PID: pr.PID, CPUPct: pr.CPUPct}
+		}
+		h.Procs = &sample.Procs{FocusPID: p.FocusPID, List: list}
+	}
+	if l := f.Loader; l != nil {
+		h.Loader = &sample.Loader{WaitShare: l.WaitShare}
+	}
+	return &h
 }
 
 func (m *Model) setStatus(s string, at time.Time) { m.status, m.statusAt = s, at }

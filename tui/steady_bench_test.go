@@ -74,3 +74,28 @@ func liveHeap() uint64 {
 	metrics.Read(s)
 	return s[0].Value.Uint64()
 }
+
+// TestHistoryHoldsWhatTrendsRead: a history frame keeps what the
+// sparklines read (the watched processes' CPU, the loader's wait, the
+// GPUs) and drops the rest of the heavy parts; the frame given is left
+// whole (it is drawn as the newest).
+func TestHistoryHoldsWhatTrendsRead(t *testing.T) {
+	wait := 0.4
+	f := &sample.Frame{
+		Procs:   &sample.Procs{FocusPID: 7, List: []sample.Proc{{PID: 7, Name: "python", CPUPct: 90}, {PID: 8, Name: "worker", CPUPct: 30}}, Threads: []sample.Thread{{TID: 7}}},
+		Loader:  &sample.Loader{WaitShare: &wait, Source: "http://x"},
+		Profile: &sample.Profile{Top: []sample.ProfileFunc{{Name: "f"}}},
+		Ranks:   []sample.Rank{{}},
+		GPUs:    []sample.GPU{{Name: "H200"}},
+	}
+	h := historyFrame(f)
+	if h.Profile != nil || h.Ranks != nil || h.Procs.Threads != nil || h.Procs.List[0].Name != "" || h.Loader.Source != "" {
+		t.Fatalf("history keeps heavy parts: %+v", h)
+	}
+	if h.Procs.FocusPID != 7 || h.Procs.List[0].CPUPct+h.Procs.List[1].CPUPct != 120 || *h.Loader.WaitShare != 0.4 || h.GPUs[0].Name != "H200" {
+		t.Fatalf("history lost what trends read: %+v", h)
+	}
+	if f.Profile == nil || f.Procs.Threads == nil || f.Procs.List[0].Name != "python" || f.Loader.Source != "http://x" {
+		t.Fatal("the frame given was changed")
+	}
+}
