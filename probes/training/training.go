@@ -48,6 +48,7 @@ type procInfo struct {
 	maps      string // "libtorch", "libcudart", "libcuda", "/dev/nvidia" or ""
 	ticks     uint64
 	readAt    time.Time // when exe, cmdline and maps were last read
+	readTicks uint64    // its ticks then
 	hidden    bool      // another user's: its exe and maps refused (EACCES, EPERM)
 	lastTicks uint64    // ticks at the scan before: what it ran since is its recent CPU
 }
@@ -307,13 +308,20 @@ const recheck = 5 * time.Second
 
 // describe reads what a process is: its program, command line and whether
 // it maps torch or CUDA. Once it does, that is kept; until then it is read
-// again every `recheck`. Another user's process it may not read stays
-// blank (and is never a candidate).
+// again every `recheck` while it runs: one that ran no CPU since the last
+// look (its ticks unchanged) has imported nothing and exec'd nothing —
+// importing torch takes seconds of CPU — so its files are not read again
+// (beside 2,000 idle processes the re-reads were nearly half the
+// dashboard's CPU, issue 53). Another user's process it may not read
+// stays blank (and is never a candidate).
 func (t *TrainingFinder) describe(p *procInfo, now time.Time) {
 	if p.maps != "" || p.cmdline == "\x00" || now.Sub(p.readAt) < recheck {
 		return
 	}
-	p.readAt = now
+	if !p.readAt.IsZero() && p.ticks == p.readTicks {
+		return
+	}
+	p.readAt, p.readTicks = now, p.ticks
 	dir := t.root + "/" + strconv.Itoa(p.pid)
 	exe, err := os.Readlink(dir + "/exe")
 	if err != nil {

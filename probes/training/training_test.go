@@ -147,6 +147,14 @@ func TestFinderSeesALateImport(t *testing.T) {
 	if got := f.Find(0); len(got) != 0 {
 		t.Fatalf("looked again before %v: %+v", recheck, got)
 	}
+	// A process that ran no CPU since the first look is not read again
+	// (this fixture's maps changed without it: no real process does).
+	clock = clock.Add(recheck)
+	if got := f.Find(0); len(got) != 0 {
+		t.Fatalf("read again a process that did not run: %+v", got)
+	}
+	// The import took CPU (2.5 s of it): the next look reads it.
+	write("stat", strings.Replace(stat, " 250 50 ", " 500 50 ", 1))
 	clock = clock.Add(recheck)
 	got := f.Find(0)
 	if len(got) != 1 || got[0].PID != 100 || got[0].Why != "it maps libtorch" || !got[0].Python || got[0].Command != "python3 train.py" {
