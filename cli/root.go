@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 
 	"github.com/spf13/cobra"
@@ -49,6 +50,9 @@ interval; with --json one JSON object per line.`,
 	var cpuProfile string
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of gpuwatch itself to this file (for developers)")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
+	var memProfile string
+	root.PersistentFlags().StringVar(&memProfile, "memprofile", "", "write a heap profile of gpuwatch itself to this file when it ends (for developers)")
+	_ = root.PersistentFlags().MarkHidden("memprofile")
 	var stopProfile func()
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if cpuProfile == "" {
@@ -68,6 +72,13 @@ interval; with --json one JSON object per line.`,
 	root.PersistentPostRun = func(*cobra.Command, []string) {
 		if stopProfile != nil {
 			stopProfile()
+		}
+		if memProfile != "" {
+			if f, err := os.Create(memProfile); err == nil {
+				runtime.GC() // the live heap, not the garbage of the last cycle
+				_ = pprof.WriteHeapProfile(f)
+				f.Close()
+			}
 		}
 	}
 	root.SetOut(stdout)

@@ -31,14 +31,13 @@ type keptFrames struct {
 	blocks     [][]byte     // closed blocks, oldest first: deflated JSON lines, keepBlock frames each
 	cur        bytes.Buffer // the newest frames, JSON lines, fewer than keepBlock
 	curN       int
-	zw         *flate.Writer // reused for every block
 	notes      []sample.Scenario
 	version    string
 	thresholds diagnose.Thresholds
 }
 
 // keepFrames frames are kept, keepBlock to a compressed block.
-const keepFrames, keepBlock = 3600, 60
+const keepFrames, keepBlock = 3600, 20
 
 // Frame implements Observer.
 func (s *keptFrames) Frame(f *sample.Frame, _ diagnose.Verdict) error {
@@ -53,14 +52,12 @@ func (s *keptFrames) Frame(f *sample.Frame, _ diagnose.Verdict) error {
 	if s.curN++; s.curN < keepBlock {
 		return nil
 	}
+	// A compressor holds about 1.4 MB: one is made for each block and
+	// let go, not kept between blocks.
 	var z bytes.Buffer
-	if s.zw == nil {
-		s.zw, _ = flate.NewWriter(&z, flate.BestSpeed) // a valid level: no error
-	} else {
-		s.zw.Reset(&z)
-	}
-	s.zw.Write(s.cur.Bytes()) // into memory: no error
-	s.zw.Close()
+	zw, _ := flate.NewWriter(&z, flate.BestSpeed) // a valid level: no error
+	zw.Write(s.cur.Bytes())                       // into memory: no error
+	zw.Close()
 	s.blocks = append(s.blocks, z.Bytes())
 	if len(s.blocks) > keepFrames/keepBlock {
 		s.blocks = append(s.blocks[:0], s.blocks[1:]...)
