@@ -19,7 +19,7 @@ import (
 // (a recorded io-bound run, replayed in a loop with its clock running on),
 // drawing each, and prints the live heap after 10 minutes and after the
 // hour: what the model's history holds once it is full, and that it stops
-// growing (issue 53; docs/architecture.md, "Memory"). It fails nothing:
+// growing (issue 53; docs/architecture.md, "What gpuwatch costs"). It fails nothing:
 // the figures are for the benchmark step. Each frame is decoded afresh, as
 // the sampler makes a new one each tick, so no frame is shared between
 // ticks. b.N is ignored beyond 1: one hour is the measurement.
