@@ -74,10 +74,16 @@ interval; with --json one JSON object per line.`,
 			stopProfile()
 		}
 		if memProfile != "" {
-			if f, err := os.Create(memProfile); err == nil {
+			f, err := os.Create(memProfile)
+			if err == nil {
 				runtime.GC() // the live heap, not the garbage of the last cycle
-				_ = pprof.WriteHeapProfile(f)
-				f.Close()
+				err = pprof.WriteHeapProfile(f)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "gpuwatch: --memprofile: %v\n", err)
 			}
 		}
 	}

@@ -43,8 +43,9 @@ func (r *FileReader) Read(path string) ([]byte, error) {
 }
 
 // OpenFD opens path, a regular file (checked as Read checks it), to be
-// read again and again by ReadFD until CloseFD: one system call a read
-// where Read takes four (open, fstat, read, close); the process probe's
+// read again and again by ReadFD until CloseFD: two preads a read (the
+// content, then its end) where Read takes five system calls (open, fstat,
+// read, read, close); the process probe's
 // /proc/PID/stat each tick is most of the dashboard's CPU (issue 53). A
 // /proc/PID file held open reads that one process: once it has exited
 // ReadFD fails (ESRCH), never reading another that took its PID.

@@ -58,7 +58,7 @@ func (s *keptFrames) Frame(f *sample.Frame, _ diagnose.Verdict) error {
 	zw, _ := flate.NewWriter(&z, flate.BestSpeed) // a valid level: no error
 	zw.Write(s.cur.Bytes())                       // into memory: no error
 	zw.Close()
-	s.blocks = append(s.blocks, z.Bytes())
+	s.blocks = append(s.blocks, bytes.Clone(z.Bytes())) // not the buffer's spare room
 	if len(s.blocks) > keepFrames/keepBlock {
 		s.blocks = append(s.blocks[:0], s.blocks[1:]...)
 	}

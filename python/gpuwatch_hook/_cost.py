@@ -83,6 +83,11 @@ class Cost:
             tls = self._tls
             tls.inner = getattr(tls, "inner", 0) + d
 
+    def part_ns(self, part: str) -> int:
+        """The ns counted in part so far."""
+        with self.lock:
+            return self.ns[part]
+
     def inner(self) -> int:
         """The ns timed() measured on this thread so far."""
         return getattr(self._tls, "inner", 0)

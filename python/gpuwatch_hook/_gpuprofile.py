@@ -406,6 +406,7 @@ class GPUProfile:
         self._cpu0 = 0  # the process's CPU ns when the start began
         self._before_cpu = 0.0  # the process's CPU ns per step before the recording
         self._own_ns = 0  # the loop thread's CPU ns in the start, stop and summary
+        self._other0 = 0  # the hook's stack-profile CPU ns (part profiler) at the start
         self._prof: Any = None
         self._cuda = False
         self._t0 = 0.0  # the first recorded step's start (a batch taken)
@@ -440,19 +441,21 @@ class GPUProfile:
 
     def epoch_ended(self, now: float) -> None:
         """The loop's iterator ran out: a recording under way ends with the
-        steps it has (none: refused). Never raises."""
+        steps it has. The step on the last batch has run since its saw()
+        (the loop asked for another batch after it), so it is one more
+        step recorded: counted, the time and CPU per step are not a step
+        too high. Never raises."""
         try:
             if self.state == RECORDING:
-                if self._n:
-                    self._stop(now)
-                else:
-                    self._refuse("the epoch ended before a step was recorded")
+                self._n += 1
+                self._stop(now)
         except Exception as e:
             self._refuse("%s: %s" % (type(e).__name__, e))
 
     def _start(self, now: float) -> None:
         t, own = _perf(), _cost.now()
         self._cpu0 = time.process_time_ns()
+        self._other0 = _cost.cost.part_ns("profiler")
         seen, cpu = self._seen, self._seen_cpu
         self.before_step = (seen[-1] - seen[0]) / (len(seen) - 1)
         self._before_cpu = (cpu[-1] - cpu[0]) / (len(cpu) - 1) if len(cpu) == len(seen) else 0.0
@@ -501,7 +504,11 @@ class GPUProfile:
         # less than the loop thread's own start, stop and summary. That own
         # part reaches the hook's cost through the caller (_timing times
         # saw() as part gpu_profile); the rest is added here.
-        cpu_ns = max(float(self._own_ns), time.process_time_ns() - self._cpu0 - self._before_cpu * self._n)
+        # A stack profile taken meanwhile is counted in its own part, not
+        # again here; the hook's regular work (the loop's, the server's
+        # scrapes) is in the steps before too.
+        other = _cost.cost.part_ns("profiler") - self._other0
+        cpu_ns = max(float(self._own_ns), time.process_time_ns() - self._cpu0 - self._before_cpu * self._n - other)
         _cost.cost.add("gpu_profile", int(cpu_ns - self._own_ns))
         with self.lock:
             self.summary = s
