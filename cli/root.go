@@ -47,46 +47,7 @@ interval; with --json one JSON object per line.`,
 	}
 	w.register(root, offerAll)
 	root.Flags().BoolVarP(&showVersion, "version", "V", false, "print the version, commit and build, and exit")
-	var cpuProfile string
-	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of gpuwatch itself to this file (for developers)")
-	_ = root.PersistentFlags().MarkHidden("cpuprofile")
-	var memProfile string
-	root.PersistentFlags().StringVar(&memProfile, "memprofile", "", "write a heap profile of gpuwatch itself to this file when it ends (for developers)")
-	_ = root.PersistentFlags().MarkHidden("memprofile")
-	var stopProfile func()
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		if cpuProfile == "" {
-			return nil
-		}
-		f, err := os.Create(cpuProfile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
-		return nil
-	}
-	root.PersistentPostRun = func(*cobra.Command, []string) {
-		if stopProfile != nil {
-			stopProfile()
-		}
-		if memProfile != "" {
-			f, err := os.Create(memProfile)
-			if err == nil {
-				runtime.GC() // the live heap, not the garbage of the last cycle
-				err = pprof.WriteHeapProfile(f)
-				if cerr := f.Close(); err == nil {
-					err = cerr
-				}
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "gpuwatch: --memprofile: %v\n", err)
-			}
-		}
-	}
+	selfProfiles(root, stderr)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
@@ -113,6 +74,53 @@ func wrapArgs(cmd *cobra.Command) {
 				return &usageError{cmd: cc.CommandPath(), err: err}
 			}
 			return nil
+		}
+	}
+}
+
+// selfProfiles adds the hidden --cpuprofile and --memprofile flags, which
+// profile gpuwatch itself (for developers: docs/architecture.md, "What
+// gpuwatch costs"): the CPU from the command's start to its end, the live
+// heap at its end.
+func selfProfiles(root *cobra.Command, stderr io.Writer) {
+	var cpuProfile, memProfile string
+	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of gpuwatch itself to this file (for developers)")
+	_ = root.PersistentFlags().MarkHidden("cpuprofile")
+	root.PersistentFlags().StringVar(&memProfile, "memprofile", "", "write a heap profile of gpuwatch itself to this file when it ends (for developers)")
+	_ = root.PersistentFlags().MarkHidden("memprofile")
+	var stopProfile func()
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if cpuProfile == "" {
+			return nil
+		}
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+		return nil
+	}
+	root.PersistentPostRun = func(*cobra.Command, []string) {
+		if stopProfile != nil {
+			stopProfile()
+		}
+		if memProfile == "" {
+			return
+		}
+		f, err := os.Create(memProfile)
+		if err == nil {
+			runtime.GC() // the live heap, not the garbage of the last cycle
+			err = pprof.WriteHeapProfile(f)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "gpuwatch: --memprofile: %v\n", err)
 		}
 	}
 }
