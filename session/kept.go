@@ -20,7 +20,7 @@ import (
 // dashboard's e key (at most an hour at 1 s; older frames drop), so a
 // report can be written without a recording.
 //
-// They are kept as the recording's JSON lines, compressed a block of
+// They are kept as JSON lines (a frame each, as sample.Frame marshals), compressed a block of
 // keepBlock frames at a time (the newest block as plain lines until it
 // fills): a live frame holds about 17 KB of heap (every process and
 // thread), so an hour of them held as frames grew the dashboard's memory
