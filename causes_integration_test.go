@@ -37,7 +37,10 @@ type batteryRun struct {
 		} `json:"evidence"`
 		Advice    []string
 		Predicted *struct {
-			Gain float64 `json:"gain"`
+			Gain    float64 `json:"gain"`
+			Samples float64 `json:"samples_per_sec"`
+			High    float64 `json:"high_samples_per_sec"`
+			Limit   string  `json:"limit"`
 		} `json:"predicted"`
 		Changes []struct{ Knob, From, To string } `json:"changes"`
 		Causes  []struct {
@@ -334,7 +337,9 @@ func judgeKnob(t *testing.T, py string, procs []string, loop string, un batteryR
 			best = max(best, runBattery(t, py, procs, loop, false, append([]string{"--workers", c.To}, extra...)...).own.SamplesPerSec)
 		}
 		gain := best / un.own.SamplesPerSec
-		t.Logf("num_workers %s → %s, promised %.2f×: %.0f samples/s, %.2f×", c.From, c.To, un.verdict.Predicted.Gain, best, gain)
+		p := un.verdict.Predicted
+		t.Logf("num_workers %s → %s, promised %.2f× (%.0f–%.0f samples/s, then limited by %s): %.0f samples/s, %.2f×, %+.0f %% of the point",
+			c.From, c.To, p.Gain, p.Samples, p.High, p.Limit, best, gain, 100*(best/p.Samples-1))
 		if gain < 1.05 {
 			t.Errorf("num_workers %s → %s was promised %.2f× and gains %.2f×", c.From, c.To, un.verdict.Predicted.Gain, gain)
 		}

@@ -116,9 +116,11 @@ func capModel(frames []sample.Frame, m *modelAdvice, advice []string) []string {
 	if say == "" || advice[0] != changeLine(m.changes, m.predicted, m.pipeline.Measured) {
 		return advice // nothing to cap, or advise no longer writes the changes' line first
 	}
-	m.predicted.SamplesPerSec, m.limit = capped, LimitStep
+	m.predicted.SamplesPerSec, m.limit, m.predicted.Limit = capped, LimitStep, LimitStep.String()
+	m.predicted.HighSamplesPerSec = min(m.predicted.HighSamplesPerSec, capped)
 	if m.predicted.Gain > 0 && m.pipeline.Measured.SamplesPerSec > 0 {
 		m.predicted.Gain = capped / m.pipeline.Measured.SamplesPerSec
+		m.predicted.HighGain = m.predicted.HighSamplesPerSec / m.pipeline.Measured.SamplesPerSec
 	}
 	advice[0] = changeLine(m.changes, m.predicted, m.pipeline.Measured) + "; " + say
 	return advice

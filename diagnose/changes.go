@@ -63,12 +63,15 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 	cur := p.Knobs
 	cands := candidates(p, cores)
 	// The throughput a prediction gives: samples/s, or for a sampled loop
-	// (rates unknown) its gain over what was measured.
+	// (rates unknown) its gain over what was measured. Configurations are
+	// weighed by the range's high side, the model with no contention
+	// beyond what was measured: contention unknown says how far short a
+	// change may fall, not which change is the right one.
 	rate := func(pr Prediction) float64 {
 		if p.Relative {
-			return pr.Gain
+			return max(pr.Gain, pr.HighGain)
 		}
-		return pr.SamplesPerSec
+		return max(pr.SamplesPerSec, pr.HighSamplesPerSec)
 	}
 	best := 0.0
 	for _, c := range cands {
@@ -266,9 +269,12 @@ func formatRate(b float64) string {
 	return fmt.Sprintf("%.0f B", b)
 }
 
-// changeLine is the advice line for a set of changes:
-// "num_workers 1 → 4: ≈ 250 samples/s (now 66), wait 84 % → 10 %", or for
-// a sampled loop, whose rates are unknown, "≈ 2.4× the throughput now".
+// changeLine is the advice line for a set of changes, with the
+// prediction's range (its low side first, the point) and the limit it
+// meets next: "num_workers 1 → 4: ≈ 1,290–1,510 samples/s (now 464), wait
+// 84 % → 14 %; then limited by the workers", or for a sampled loop,
+// whose rates are unknown, "≈ 2.2–2.4× the throughput now". A range whose
+// sides are within 2 % is one figure.
 func changeLine(cs []Change, pred, now Prediction) string {
 	s := ""
 	for i, c := range cs {
@@ -277,9 +283,22 @@ func changeLine(cs []Change, pred, now Prediction) string {
 		}
 		s += c.Knob + " " + c.From + " → " + c.To
 	}
-	if pred.SamplesPerSec == 0 && pred.Gain > 0 {
-		return fmt.Sprintf("%s: ≈ %.1f× the throughput now, wait %.0f %% → %.0f %%", s, pred.Gain, 100*now.WaitShare, 100*pred.WaitShare)
+	next := ""
+	if pred.Limit != "" {
+		next = "; then limited by " + pred.Limit
 	}
-	return fmt.Sprintf("%s: ≈ %.0f samples/s (now %.0f), wait %.0f %% → %.0f %%",
-		s, pred.SamplesPerSec, now.SamplesPerSec, 100*now.WaitShare, 100*pred.WaitShare)
+	if pred.SamplesPerSec == 0 && pred.Gain > 0 {
+		return fmt.Sprintf("%s: ≈ %s× the throughput now, wait %.0f %% → %.0f %%%s", s, span(pred.Gain, pred.HighGain, "%.1f"), 100*now.WaitShare, 100*pred.WaitShare, next)
+	}
+	return fmt.Sprintf("%s: ≈ %s samples/s (now %.0f), wait %.0f %% → %.0f %%%s",
+		s, span(pred.SamplesPerSec, pred.HighSamplesPerSec, "%.0f"), now.SamplesPerSec, 100*now.WaitShare, 100*pred.WaitShare, next)
+}
+
+// span writes a range low–high in format f, or low alone where high is
+// within 2 % of it (or unknown).
+func span(low, high float64, f string) string {
+	if high <= low*1.02 {
+		return fmt.Sprintf(f, low)
+	}
+	return fmt.Sprintf(f+"–"+f, low, high)
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -71,6 +72,12 @@ type Pipeline struct {
 	// with room to spare.
 	CacheFits    bool
 	DatasetBytes float64
+	// CPUContention and IOContention are the σ the range's low side
+	// assumes for the workers' CPU and their storage wait (Predict):
+	// cpuContention and ioContention where contention is unknown, 0 for
+	// the wait of gpuwatch's own loader on an emulated link (a sleep per
+	// read, which nothing contends for).
+	CPUContention, IOContention float64
 	// Measured is what the window saw.
 	Measured Prediction
 }
@@ -86,11 +93,35 @@ type Knobs struct {
 // loop's time spent waiting for input. Gain is the throughput over the
 // measured one; a relative prediction (a sampled loop, its rates unknown)
 // has Gain and WaitShare only.
+//
+// A prediction is a range (issue 52): SamplesPerSec and Gain, the point,
+// are its low side, with the workers added beyond those measured
+// contending for the CPUs' caches and memory and for the storage
+// (cpuContention, ioContention); HighSamplesPerSec and HighGain are the
+// model with no contention beyond what was measured. Limit is what the
+// low side meets next. docs/diagnosis.md ("The range") has the sources.
 type Prediction struct {
-	SamplesPerSec float64 `json:"samples_per_sec,omitempty"`
-	WaitShare     float64 `json:"wait_share"`
-	Gain          float64 `json:"gain,omitempty"`
+	SamplesPerSec     float64 `json:"samples_per_sec,omitempty"`
+	WaitShare         float64 `json:"wait_share"`
+	Gain              float64 `json:"gain,omitempty"`
+	HighSamplesPerSec float64 `json:"high_samples_per_sec,omitempty"`
+	HighGain          float64 `json:"high_gain,omitempty"`
+	Limit             string  `json:"limit,omitempty"`
 }
+
+// The contention coefficients of a prediction's low side: σ of the
+// Universal Scalability Law (Gunther), X(n) ∝ n ÷ (1 + σ(n−1)), applied
+// to a worker's time per batch as workers are added beyond those
+// measured. cpuContention is fit to the issue-52 H200 box (JPEG decode
+// and torchvision transforms, 16 cores: 2 → 8, 12 and 15 workers gave σ
+// 0.026, 0.031 and 0.023); ioContention to the causes battery's sshfs
+// loop on this project's 2-core VM (2 → 8 readers of 16 KiB files 2 ms
+// away gave 2.36×: σ 0.13). Where a box's own record says otherwise,
+// tune's ledger says by how much (session/predlog).
+const (
+	cpuContention = 0.03
+	ioContention  = 0.15
+)
 
 // Limit names what caps a configuration's throughput.
 type Limit int
@@ -113,8 +144,33 @@ func (l Limit) String() string {
 // workers ÷ batch time, CPUs ÷ CPU work per batch and bandwidth ÷ bytes
 // per batch (with no workers, loading and stepping add up instead);
 // workers that restart every epoch add their start-up to each epoch.
-// Prefetch absorbs jitter but raises none of these limits.
+// Prefetch absorbs jitter but raises none of these limits. The point is
+// the low side of the range (contended), the high side has no contention
+// beyond what was measured; the limit is the low side's.
 func (p *Pipeline) Predict(k Knobs) (Prediction, Limit) {
+	low, limit := p.predict(k, p.CPUContention, p.IOContention)
+	high, _ := p.predict(k, 0, 0)
+	low.HighSamplesPerSec, low.HighGain = max(high.SamplesPerSec, low.SamplesPerSec), max(high.Gain, low.Gain)
+	if low.Gain > 0 || low.SamplesPerSec > 0 {
+		low.Limit = limit.String()
+	}
+	return low, limit
+}
+
+// contended is the factor by which a time per batch grows with n workers
+// against the n0 measured, at contention σ: (1 + σ(n−1)) ÷ (1 + σ(n0−1)),
+// never below 1 (fewer workers are not assumed faster than measured).
+func contended(sigma float64, n, n0 int) float64 {
+	n0 = max(n0, 1) // loading inline is one reader
+	if n <= n0 || sigma <= 0 {
+		return 1
+	}
+	return (1 + sigma*float64(n-1)) / (1 + sigma*float64(n0-1))
+}
+
+// predict is Predict at contention σ for the workers' CPU and storage
+// wait.
+func (p *Pipeline) predict(k Knobs, cpuSigma, ioSigma float64) (Prediction, Limit) {
 	if p.BatchSize <= 0 || p.StepSec <= 0 {
 		return Prediction{}, LimitStep
 	}
@@ -122,6 +178,10 @@ func (p *Pipeline) Predict(k Knobs) (Prediction, Limit) {
 	if k.Cache && !p.Knobs.Cache {
 		io = p.CPUWaitSec // read from RAM: no storage wait (the wait for a CPU stays)
 		cpu = max(0, cpu-p.FaultCPUSec)
+	}
+	if k.Workers > 0 {
+		io = p.CPUWaitSec + (io-p.CPUWaitSec)*contended(ioSigma, k.Workers, p.Knobs.Workers)
+		cpu *= contended(cpuSigma, k.Workers, p.Knobs.Workers)
 	}
 	var rate float64 // batches per second
 	limit := LimitStep
@@ -218,7 +278,11 @@ func pipeline(w *window) (*Pipeline, bool) {
 // times.
 func splitPipeline(w *window) *Pipeline {
 	bps := w.batchesPerSec.v
-	p := &Pipeline{StepSec: w.stepMs.v / 1000, BatchesPerEpoch: float64(w.batchesPerEpoch), EpochStallSec: w.epochStallMs / 1000, Kind: w.loaderKind}
+	p := &Pipeline{StepSec: w.stepMs.v / 1000, BatchesPerEpoch: float64(w.batchesPerEpoch), EpochStallSec: w.epochStallMs / 1000, Kind: w.loaderKind,
+		CPUContention: cpuContention, IOContention: ioContention}
+	if d, err := time.ParseDuration(w.knobs["read_latency"]); err == nil && d > 0 {
+		p.IOContention = 0 // an emulated link: its wait is a sleep per read
+	}
 	if w.samplesPerSec.ok && w.samplesPerSec.v > 0 {
 		p.BatchSize = w.samplesPerSec.v / bps
 	} else {
@@ -336,7 +400,7 @@ func waitPipeline(w *window) (*Pipeline, bool) {
 	}
 	bps, wait := w.meanBatchesPerSec.v, w.meanWaitShare.v
 	p := &Pipeline{StepSec: w.stepMs.v / 1000, BatchesPerEpoch: float64(w.batchesPerEpoch), EpochStallSec: w.epochStallMs / 1000,
-		Knobs: knobsOf(w), Kind: w.loaderKind, BatchSize: 1}
+		Knobs: knobsOf(w), Kind: w.loaderKind, BatchSize: 1, CPUContention: cpuContention, IOContention: ioContention}
 	if p.Kind == "" {
 		p.Kind = "python" // a loader that times only its loop: the hook's (recordings before loaders said their kind)
 	}
@@ -390,7 +454,7 @@ func sampledPipeline(w *window) (*Pipeline, bool) {
 		return nil, false
 	}
 	bps := 1 - w.waitShare.v // batches per step-time
-	p := &Pipeline{StepSec: 1, Knobs: knobsOf(w), Kind: "python", BatchSize: 1, Relative: true}
+	p := &Pipeline{StepSec: 1, Knobs: knobsOf(w), Kind: "python", BatchSize: 1, Relative: true, CPUContention: cpuContention, IOContention: ioContention}
 	fill(p, w, bps, w.waitShare.v, 1/bps)
 	p.Measured = Prediction{WaitShare: w.waitShare.v, Gain: 1}
 	return p, true

@@ -71,6 +71,7 @@ var (
 	dChange     = desc(sample.SeriesAdviceChange)
 	dPredSample = desc(sample.SeriesAdvicePredictedSamplesPerSecond)
 	dPredWait   = desc(sample.SeriesAdvicePredictedWaitShareRatio)
+	dPredHigh   = desc(sample.SeriesAdvicePredictedHighSamplesPerSecond)
 	dSince      = desc(sample.SeriesVerdictSinceTimestampSeconds)
 	dFrameTime  = desc(sample.SeriesFrameTimestampSeconds)
 	dCPUBusy    = desc(sample.SeriesCpuBusyRatio)
@@ -127,7 +128,7 @@ var (
 	dHookSample = desc(sample.SeriesHookCPUSecondsPerSample)
 )
 
-var allDescs = []*metricDesc{dVerdict, dConfidence, dChange, dPredSample, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
+var allDescs = []*metricDesc{dVerdict, dConfidence, dChange, dPredSample, dPredHigh, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
 	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dGPUSM, dGPUOcc, dGPUTensor, dGPUTPipe, dGPUFPPipe, dGPUDRAM, dGPUPeak, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dMFU, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler, dSelfCPU, dSelfRSS, dSelfTick, dHookCPU, dHookSample}
 
@@ -273,6 +274,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 	if p := v.Predicted; p != nil {
 		g(dPredSample, p.SamplesPerSec)
+		g(dPredHigh, p.HighSamplesPerSec)
 		g(dPredWait, p.WaitShare)
 	}
 	if !v.Since.IsZero() {

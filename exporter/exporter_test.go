@@ -402,3 +402,34 @@ func TestCountersEndInTotal(t *testing.T) {
 		}
 	}
 }
+
+// TestExporterPredictionRange (issue 52 item 1): the advice's prediction
+// is served as its range, the point (the low side) and the high side, with
+// the low side's wait; none without a prediction.
+func TestExporterPredictionRange(t *testing.T) {
+	e := &Exporter{}
+	f := fixture.Frame()
+	v := diagnose.Verdict{Kind: diagnose.GPUStarved, Changes: []diagnose.Change{{Knob: "num_workers", From: "2", To: "8"}},
+		Predicted: &diagnose.Prediction{SamplesPerSec: 420, HighSamplesPerSec: 748, WaitShare: 0.25, Gain: 2.24, HighGain: 4, Limit: "the workers"}}
+	e.Set(f, v)
+	want := `
+# HELP gpuwatch_advice_predicted_high_samples_per_second ` + sample.SeriesAdvicePredictedHighSamplesPerSecond.Help + `
+# TYPE gpuwatch_advice_predicted_high_samples_per_second gauge
+gpuwatch_advice_predicted_high_samples_per_second 748
+# HELP gpuwatch_advice_predicted_samples_per_second ` + sample.SeriesAdvicePredictedSamplesPerSecond.Help + `
+# TYPE gpuwatch_advice_predicted_samples_per_second gauge
+gpuwatch_advice_predicted_samples_per_second 420
+# HELP gpuwatch_advice_predicted_wait_share_ratio ` + sample.SeriesAdvicePredictedWaitShareRatio.Help + `
+# TYPE gpuwatch_advice_predicted_wait_share_ratio gauge
+gpuwatch_advice_predicted_wait_share_ratio 0.25
+`
+	names := []string{"gpuwatch_advice_predicted_samples_per_second", "gpuwatch_advice_predicted_high_samples_per_second", "gpuwatch_advice_predicted_wait_share_ratio"}
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+	v.Predicted = nil
+	e.Set(f, v)
+	if n := testutil.CollectAndCount(e, names...); n != 0 {
+		t.Fatalf("%d prediction series without a prediction", n)
+	}
+}

@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import stat
 import sys
 import tempfile
@@ -413,10 +414,26 @@ def main():
     start = time.monotonic()
     end = start + args.warmup + args.seconds
     acc = {"own": torch.zeros(2, dtype=torch.float64), "wait": 0.0, "step": 0.0, "samples": 0, "batches": 0, "t0": None, "t1": None}
+    # gpuwatch run --once interrupts the job when it has settled. The
+    # KeyboardInterrupt may land in a finalizer (torch's StorageWeakRef.
+    # __del__), where Python prints and drops it, and the workers, which
+    # got the signal too, are gone before the batch in transit is taken: a
+    # FileNotFoundError from its resource sharer, not the interrupt. So the
+    # signal is remembered, and what breaks after it is the interrupt.
+    interrupted = []
+
+    def on_interrupt(signum, frame):
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_interrupt)
     try:
         measure(args, loader, step_cost, end, start, acc)
-    except KeyboardInterrupt:  # gpuwatch run --once interrupts the job when it has settled
+    except KeyboardInterrupt:
         pass
+    except Exception:
+        if not interrupted:
+            raise
     report(args, acc)
 
 
