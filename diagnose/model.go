@@ -116,11 +116,12 @@ type Prediction struct {
 // and torchvision transforms, 16 cores: 2 → 8, 12 and 15 workers gave σ
 // 0.026, 0.031 and 0.023); ioContention to the causes battery's sshfs
 // loop on this project's 2-core VM (2 → 8 readers of 16 KiB files 2 ms
-// away gave 2.36×: σ 0.13). Where a box's own record says otherwise,
-// tune's ledger says by how much (session/predlog).
+// away, three runs alone: 2.36×, 2.01× and 1.93×, σ 0.13, 0.19 and 0.21;
+// their mean gain, 2.10×, is σ 0.18). Where a box's own record says
+// otherwise, tune's ledger says by how much (session/predlog).
 const (
 	cpuContention = 0.03
-	ioContention  = 0.15
+	ioContention  = 0.18
 )
 
 // Limit names what caps a configuration's throughput.
