@@ -31,7 +31,7 @@ func TestCeilingInTheVerdict(t *testing.T) {
 			t.Fatalf("an unmeasured ceiling says %q", e.Text)
 		}
 	}
-	// Measured at 1,000 samples/s, below the model's ≈ 1,290–1,500: capped.
+	// Measured at 1,000 samples/s, below the model's ≈ 1,219–1,510: capped.
 	v := Classify(storage(ceiling(sample.CeilingDone, 1000)), DefaultThresholds())
 	var line string
 	for _, e := range v.Evidence {
