@@ -272,7 +272,7 @@ func formatRate(b float64) string {
 // changeLine is the advice line for a set of changes, with the
 // prediction's range (its low side first, the point) and the limit it
 // meets next: "num_workers 1 → 4: ≈ 1,219–1,510 samples/s (now 464), wait
-// 84 % → 14 %; then limited by the workers", or for a sampled loop,
+// 69 % → 19 %; then limited by the workers", or for a sampled loop,
 // whose rates are unknown, "≈ 2.2–2.4× the throughput now". A range whose
 // sides are within 2 % is one figure.
 func changeLine(cs []Change, pred, now Prediction) string {
