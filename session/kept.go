@@ -20,17 +20,20 @@ import (
 // dashboard's e key (at most an hour at 1 s; older frames drop), so a
 // report can be written without a recording.
 //
-// They are kept as JSON lines (a frame each, as sample.Frame marshals), compressed a block of
-// keepBlock frames at a time (the newest block as plain lines until it
-// fills): a live frame holds about 17 KB of heap (every process and
-// thread), so an hour of them held as frames grew the dashboard's memory
-// by about 1 MB a minute to some 60 MB; compressed, an hour is a few MB
-// (docs/architecture.md, "What gpuwatch costs"). Only export decodes them.
+// They are kept as JSON lines (a frame each, as sample.Frame marshals),
+// compressed a block of keepBlock frames at a time: a live frame holds
+// about 17 KB of heap (every process and thread), so an hour of them held
+// as frames grew the dashboard's memory by about 1 MB a minute to some
+// 60 MB; compressed, an hour is a few MB (docs/architecture.md, "What
+// gpuwatch costs"). The newest frames, fewer than keepBlock, are held as
+// they came (a frame is not changed once observed) and encoded together
+// when the block fills: encoding one frame a second ran the JSON encoder
+// cold each time, 19 % of the idle dashboard's CPU in a profile, where 20
+// in a row cost about one. Only export decodes them.
 type keptFrames struct {
 	mu         sync.Mutex
-	blocks     [][]byte     // closed blocks, oldest first: deflated JSON lines, keepBlock frames each
-	cur        bytes.Buffer // the newest frames, JSON lines, fewer than keepBlock
-	curN       int
+	blocks     [][]byte        // closed blocks, oldest first: deflated JSON lines, keepBlock frames each
+	pending    []*sample.Frame // the newest frames, fewer than keepBlock
 	notes      []sample.Scenario
 	version    string
 	thresholds diagnose.Thresholds
@@ -41,36 +44,46 @@ const keepFrames, keepBlock = 3600, 20
 
 // Frame implements Observer.
 func (s *keptFrames) Frame(f *sample.Frame, _ diagnose.Verdict) error {
-	line, err := json.Marshal(f)
-	if err != nil {
-		return nil // not a reason to stop the session; the report lacks the frame
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cur.Write(line)
-	s.cur.WriteByte('\n')
-	if s.curN++; s.curN < keepBlock {
+	if s.pending = append(s.pending, f); len(s.pending) < keepBlock {
 		return nil
 	}
 	// A compressor holds about 1.4 MB: one is made for each block and
 	// let go, not kept between blocks.
 	var z bytes.Buffer
 	zw, _ := flate.NewWriter(&z, flate.BestSpeed) // a valid level: no error
-	zw.Write(s.cur.Bytes())                       // into memory: no error
+	writeLines(zw, s.pending)                     // into memory: no error
 	zw.Close()
 	s.blocks = append(s.blocks, bytes.Clone(z.Bytes())) // not the buffer's spare room
 	if len(s.blocks) > keepFrames/keepBlock {
 		s.blocks = append(s.blocks[:0], s.blocks[1:]...)
 	}
-	s.cur.Reset()
-	s.curN = 0
+	clear(s.pending) // the frames go with the block
+	s.pending = s.pending[:0]
 	return nil
+}
+
+// writeLines writes frames to w as JSON lines; a frame that does not
+// marshal is left out (the report lacks it; not a reason to stop the
+// session).
+func writeLines(w io.Writer, frames []*sample.Frame) {
+	var line bytes.Buffer
+	enc := json.NewEncoder(&line) // each line as json.Marshal writes it, and a newline
+	for _, f := range frames {
+		line.Reset()
+		if enc.Encode(f) == nil {
+			w.Write(line.Bytes())
+		}
+	}
 }
 
 // kept is the frames kept, oldest first: at most keepFrames, the newest.
 func (s *keptFrames) kept() ([]recording.Recorded, error) {
 	s.mu.Lock()
-	blocks, cur := slices.Clone(s.blocks), bytes.Clone(s.cur.Bytes())
+	blocks := slices.Clone(s.blocks)
+	var cur bytes.Buffer
+	writeLines(&cur, s.pending)
 	s.mu.Unlock()
 	var out []recording.Recorded
 	add := func(r io.Reader) error {
@@ -90,7 +103,7 @@ func (s *keptFrames) kept() ([]recording.Recorded, error) {
 			return nil, fmt.Errorf("the kept frames: %w", err)
 		}
 	}
-	if err := add(bytes.NewReader(cur)); err != nil {
+	if err := add(&cur); err != nil {
 		return nil, fmt.Errorf("the kept frames: %w", err)
 	}
 	if n := len(out); n > keepFrames {
