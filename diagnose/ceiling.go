@@ -106,23 +106,28 @@ func CapByCeiling(predicted float64, frames []sample.Frame) (float64, string) {
 }
 
 // capModel applies CapByCeiling to the model's answer: its prediction
-// (which the verdict's Predicted points at), its limit, and the advice
-// line its changes gave (advise writes it first). It returns the advice.
+// (which the verdict's Predicted points at) — each side of its range —,
+// its limit, and the advice line its changes gave (advise writes it
+// first). It returns the advice.
 func capModel(frames []sample.Frame, m *modelAdvice, advice []string) []string {
 	if m == nil || len(m.changes) == 0 || len(advice) == 0 {
 		return advice
 	}
-	capped, say := CapByCeiling(m.predicted.SamplesPerSec, frames)
+	high, say := CapByCeiling(m.predicted.HighSamplesPerSec, frames)
 	if say == "" || advice[0] != changeLine(m.changes, m.predicted, m.pipeline.Measured) {
 		return advice // nothing to cap, or advise no longer writes the changes' line first
 	}
-	m.predicted.SamplesPerSec, m.limit, m.predicted.Limit = capped, LimitStep, LimitStep.String()
-	m.predicted.HighSamplesPerSec = min(m.predicted.HighSamplesPerSec, capped)
-	if m.predicted.Gain > 0 && m.pipeline.Measured.SamplesPerSec > 0 {
-		m.predicted.Gain = capped / m.pipeline.Measured.SamplesPerSec
-		m.predicted.HighGain = m.predicted.HighSamplesPerSec / m.pipeline.Measured.SamplesPerSec
+	pr := &m.predicted
+	pr.HighSamplesPerSec, pr.Limit, pr.ContendedLimit = high, "", "" // the ceiling's sentence says the limit
+	if low, capped := CapByCeiling(pr.SamplesPerSec, frames); capped != "" {
+		pr.SamplesPerSec, pr.WaitShare = low, 0 // at its rate with input free the loop does not wait
 	}
-	advice[0] = changeLine(m.changes, m.predicted, m.pipeline.Measured) + "; " + say
+	if measured := m.pipeline.Measured.SamplesPerSec; pr.Gain > 0 && measured > 0 {
+		pr.Gain, pr.HighGain = pr.SamplesPerSec/measured, pr.HighSamplesPerSec/measured
+	}
+	line := changeLine(m.changes, *pr, m.pipeline.Measured) + "; " + say
+	m.limit, pr.Limit = LimitStep, LimitStep.String()
+	advice[0] = line
 	return advice
 }
 

@@ -60,6 +60,17 @@ func TestCeilingInTheVerdict(t *testing.T) {
 	if *v.Predicted != *plain.Predicted {
 		t.Fatalf("a ceiling being measured capped %+v", v.Predicted)
 	}
+	// Measured between the range's sides (≈ 1,219–1,509): the high side is
+	// capped, the point stands, and the line says the ceiling once.
+	v = Classify(storage(ceiling(sample.CeilingDone, 1300)), DefaultThresholds())
+	if p := v.Predicted; p == nil || p.HighSamplesPerSec != 1300 || p.SamplesPerSec != plain.Predicted.SamplesPerSec ||
+		p.HighGain <= p.Gain || p.Limit != LimitStep.String() || p.ContendedLimit != "" {
+		t.Fatalf("predicted %+v: want the high side capped at 1300, the point %.0f as it was", v.Predicted, plain.Predicted.SamplesPerSec)
+	}
+	if a := v.Advice[0]; !strings.Contains(a, "–1300 samples/s") || strings.Contains(a, "then limited by") ||
+		!strings.HasSuffix(a, "; then the step is the limit: 1,300 samples/s measured with input free") {
+		t.Fatalf("advice %q", a)
+	}
 }
 
 func TestCapByCeiling(t *testing.T) {

@@ -83,6 +83,10 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 			pick = i
 		}
 	}
+	// A change is advised on its high side; its point may fall short of
+	// the measured rate where the contention assumed would eat the gain,
+	// and the advice line's range says so (docs/diagnosis.md, "The
+	// range").
 	now, _ := p.Predict(cur)
 	if pick < 0 || cands[pick].cost == 0 || rate(cands[pick].pred) < MinPredictedGain*max(rate(p.Measured), rate(now)) {
 		// What holds the best configuration back is what no knob moves.
@@ -271,10 +275,10 @@ func formatRate(b float64) string {
 
 // changeLine is the advice line for a set of changes, with the
 // prediction's range (its low side first, the point) and the limit it
-// meets next: "num_workers 1 → 4: ≈ 1,219–1,510 samples/s (now 464), wait
-// 69 % → 19 %; then limited by the workers", or for a sampled loop,
-// whose rates are unknown, "≈ 2.2–2.4× the throughput now". A range whose
-// sides are within 2 % is one figure.
+// meets next: "num_workers 1 → 4: ≈ 1219–1509 samples/s (now 464), wait
+// 69 % → 19 %; then limited by the step (by the workers if the added ones
+// contend)", or for a sampled loop, whose rates are unknown, "≈ 2.2–2.4×
+// the throughput now". A range whose sides print the same is one figure.
 func changeLine(cs []Change, pred, now Prediction) string {
 	s := ""
 	for i, c := range cs {
@@ -286,6 +290,9 @@ func changeLine(cs []Change, pred, now Prediction) string {
 	next := ""
 	if pred.Limit != "" {
 		next = "; then limited by " + pred.Limit
+		if pred.ContendedLimit != "" {
+			next += " (by " + pred.ContendedLimit + " if the added ones contend)"
+		}
 	}
 	if pred.SamplesPerSec == 0 && pred.Gain > 0 {
 		return fmt.Sprintf("%s: ≈ %s× the throughput now, wait %.0f %% → %.0f %%%s", s, span(pred.Gain, pred.HighGain, "%.1f"), 100*now.WaitShare, 100*pred.WaitShare, next)
@@ -294,11 +301,12 @@ func changeLine(cs []Change, pred, now Prediction) string {
 		s, span(pred.SamplesPerSec, pred.HighSamplesPerSec, "%.0f"), now.SamplesPerSec, 100*now.WaitShare, 100*pred.WaitShare, next)
 }
 
-// span writes a range low–high in format f, or low alone where high is
-// within 2 % of it (or unknown).
+// span writes a range low–high in format f, or one figure where both
+// sides print the same (or the high side is unknown).
 func span(low, high float64, f string) string {
-	if high <= low*1.02 {
-		return fmt.Sprintf(f, low)
+	l, h := fmt.Sprintf(f, low), fmt.Sprintf(f, high)
+	if high <= low || l == h {
+		return l
 	}
-	return fmt.Sprintf(f+"–"+f, low, high)
+	return l + "–" + h
 }

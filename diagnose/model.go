@@ -99,7 +99,9 @@ type Knobs struct {
 // contending for the CPUs' caches and memory and for the storage
 // (cpuContention, ioContention); HighSamplesPerSec and HighGain are the
 // model with no contention beyond what was measured. Limit is what the
-// low side meets next. docs/diagnosis.md ("The range") has the sources.
+// configuration meets next (the high side's limit, the one the planner
+// chose it for), ContendedLimit the low side's where that differs.
+// docs/diagnosis.md ("The range") has the sources.
 type Prediction struct {
 	SamplesPerSec     float64 `json:"samples_per_sec,omitempty"`
 	WaitShare         float64 `json:"wait_share"`
@@ -107,6 +109,7 @@ type Prediction struct {
 	HighSamplesPerSec float64 `json:"high_samples_per_sec,omitempty"`
 	HighGain          float64 `json:"high_gain,omitempty"`
 	Limit             string  `json:"limit,omitempty"`
+	ContendedLimit    string  `json:"contended_limit,omitempty"`
 }
 
 // The contention coefficients of a prediction's low side: σ of the
@@ -147,13 +150,16 @@ func (l Limit) String() string {
 // workers that restart every epoch add their start-up to each epoch.
 // Prefetch absorbs jitter but raises none of these limits. The point is
 // the low side of the range (contended), the high side has no contention
-// beyond what was measured; the limit is the low side's.
+// beyond what was measured; the limit returned is the high side's.
 func (p *Pipeline) Predict(k Knobs) (Prediction, Limit) {
-	low, limit := p.predict(k, p.CPUContention, p.IOContention)
-	high, _ := p.predict(k, 0, 0)
+	low, contended := p.predict(k, p.CPUContention, p.IOContention)
+	high, limit := p.predict(k, 0, 0)
 	low.HighSamplesPerSec, low.HighGain = max(high.SamplesPerSec, low.SamplesPerSec), max(high.Gain, low.Gain)
 	if low.Gain > 0 || low.SamplesPerSec > 0 {
 		low.Limit = limit.String()
+		if contended != limit {
+			low.ContendedLimit = contended.String()
+		}
 	}
 	return low, limit
 }

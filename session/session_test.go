@@ -517,7 +517,7 @@ func TestVerdictSaysHowPredictionsRanHere(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range tt.predicted {
-				if err := predlog.Append(path, predlog.Record{Time: time.Now(), Host: host, Change: "num_workers 1 → 4", Predicted: p, Measured: 1000}); err != nil {
+				if err := predlog.Append(path, predlog.Record{Time: time.Now(), Host: host, Change: "num_workers 1 → 4", Predicted: p, Measured: 1000, High: p, Model: predlog.ModelRange}); err != nil {
 					t.Fatal(err)
 				}
 			}

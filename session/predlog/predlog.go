@@ -53,16 +53,33 @@ type Record struct {
 	Time      time.Time `json:"time"`
 	Host      string    `json:"host"`
 	Change    string    `json:"change"`    // the knobs changed: "num_workers 1 → 4"
-	Predicted float64   `json:"predicted"` // samples/s
+	Predicted float64   `json:"predicted"` // samples/s: the prediction's point
 	Measured  float64   `json:"measured"`  // samples/s
+	// High is the prediction's high side (samples/s), and Model which
+	// point Predicted is: ModelRange, the range's low side. A record
+	// without it (written before predictions were ranges, its point the
+	// high side) is not counted.
+	High  float64 `json:"high,omitempty"`
+	Model int     `json:"model,omitempty"`
 }
 
-// valid says whether r is a record to count: a host, both rates positive
-// and bounded, its strings bounded.
+// ModelRange marks a record whose Predicted is the low side of a
+// predicted range (docs/diagnosis.md, "The range").
+const ModelRange = 2
+
+// valid says whether r is a record: a host, both rates positive and
+// bounded, its strings bounded.
 func (r Record) valid() bool {
-	ok := func(x float64) bool { return x >= minRate && x <= maxRate } // false for NaN
-	return r.Host != "" && len(r.Host) <= maxHost && len(r.Change) <= maxChange && ok(r.Predicted) && ok(r.Measured)
+	return r.Host != "" && len(r.Host) <= maxHost && len(r.Change) <= maxChange && rate(r.Predicted) && rate(r.Measured)
 }
+
+// ranged says whether r's point is the range's low side, with a high side
+// at or above it: the records the bias is taken over.
+func (r Record) ranged() bool { return r.Model == ModelRange && rate(r.High) && r.High >= r.Predicted }
+
+// rate says whether x is a rate a record may hold: bounded, positive, not
+// NaN.
+func rate(x float64) bool { return x >= minRate && x <= maxRate }
 
 // Path is the file: $XDG_STATE_HOME/gpuwatch/predictions.jsonl, else
 // ~/.local/state/gpuwatch/predictions.jsonl (the XDG base directory
@@ -220,12 +237,13 @@ type Bias struct {
 	Steps int // the records it is the median of
 }
 
-// BiasOn is host's bias over rs (oldest first); false with fewer than 3
-// records of host's.
+// BiasOn is host's bias over rs (oldest first), over the records whose
+// point is the range's low side; false with fewer than 3 such records of
+// host's.
 func BiasOn(rs []Record, host string) (Bias, bool) {
 	var ratios []float64
 	for i := len(rs) - 1; i >= 0 && len(ratios) < biasSteps; i-- {
-		if r := rs[i]; r.Host == host && r.valid() {
+		if r := rs[i]; r.Host == host && r.valid() && r.ranged() {
 			ratios = append(ratios, r.Predicted/r.Measured)
 		}
 	}

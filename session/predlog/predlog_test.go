@@ -15,7 +15,24 @@ import (
 var t0 = time.Date(2026, 11, 27, 19, 0, 0, 0, time.UTC)
 
 func rec(host string, predicted, measured float64) Record {
-	return Record{Time: t0, Host: host, Change: "num_workers 1 → 4", Predicted: predicted, Measured: measured}
+	return Record{Time: t0, Host: host, Change: "num_workers 1 → 4", Predicted: predicted, Measured: measured, High: 1.2 * predicted, Model: ModelRange}
+}
+
+// TestRecordsOfTheOldModelAreNotCounted: a record without the range's
+// model (its point the old, optimistic one) or with a high side below its
+// point is left out of the bias.
+func TestRecordsOfTheOldModelAreNotCounted(t *testing.T) {
+	old := rec("a", 1500, 1000)
+	old.High, old.Model = 0, 0
+	inverted := rec("a", 1500, 1000)
+	inverted.High = 1000
+	rs := []Record{old, old, old, inverted, rec("a", 1000, 1000), rec("a", 1000, 1000)}
+	if b, ok := BiasOn(rs, "a"); ok {
+		t.Fatalf("bias %+v from two records of the range's model", b)
+	}
+	if b, ok := BiasOn(append(rs, rec("a", 1000, 1000)), "a"); !ok || b.Steps != 3 || b.Ratio != 1 {
+		t.Fatalf("bias %+v ok %v: want the three records of the range's model, 1.0", b, ok)
+	}
 }
 
 // TestBiasIsTheMedianOfThisHostsNewest: the bias is the median of

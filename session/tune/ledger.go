@@ -48,7 +48,8 @@ func (l *Ledger) Keep(prev, s TuneStep) {
 		return
 	}
 	r := predlog.Record{Time: l.Now().UTC(), Host: l.Host, Change: changesLine(prev.Changes),
-		Predicted: s.Predicted.SamplesPerSec, Measured: s.Measured.SamplesPerSec}
+		Predicted: s.Predicted.SamplesPerSec, Measured: s.Measured.SamplesPerSec,
+		High: max(s.Predicted.HighSamplesPerSec, s.Predicted.SamplesPerSec), Model: predlog.ModelRange}
 	if err := predlog.Append(l.Path, r); err != nil {
 		l.warn(err)
 	}
