@@ -39,8 +39,8 @@ var pytorchTuneLoops = []struct {
 
 // TestTuneAndSweepOnPyTorch runs gpuwatch tune over each loop, a real
 // PyTorch DataLoader on Debian's torch: where a knob can fix it, applying
-// the first advice gains at least 1.5× and lands within ±30 % of its
-// prediction, and tune reaches at least 90 % of the best point of a sweep
+// the first advice gains at least 1.5× and lands within 30 % of its
+// predicted range (rangeErrPct), and tune reaches at least 90 % of the best point of a sweep
 // over the knob in at most 3 runs (or runs that point itself), judged on
 // a second look at the two side by side where the first falls short;
 // where none can, no change is advised.
@@ -82,7 +82,7 @@ func TestTuneAndSweepOnPyTorch(t *testing.T) {
 			}
 			second := steps[1]
 			gain := second.Measured.SamplesPerSec / first.Measured.SamplesPerSec
-			errPct := 100 * (second.Measured.SamplesPerSec/second.Predicted.SamplesPerSec - 1)
+			errPct := rangeErrPct(second.Measured.SamplesPerSec, second.Predicted)
 			change := ""
 			for _, c := range first.Changes {
 				change += fmt.Sprintf("`%s=%s` ", c.Knob, c.To)
@@ -91,7 +91,7 @@ func TestTuneAndSweepOnPyTorch(t *testing.T) {
 				t.Errorf("gain %.2f× after %s, want ≥ 1.5×", gain, change)
 			}
 			if errPct < -30 || errPct > 30 {
-				t.Errorf("measured %.0f samples/s, predicted %.0f: %+.0f %%, want within ±30 %%", second.Measured.SamplesPerSec, second.Predicted.SamplesPerSec, errPct)
+				t.Errorf("measured %.0f samples/s, predicted %s: %+.0f %%, want within 30 %% of the range", second.Measured.SamplesPerSec, predictedRange(second.Predicted), errPct)
 			}
 			// The sweep over the knob: tune's best must reach 90 % of its best.
 			sweep := func(grid []string) []tune.SweepResult {
@@ -155,7 +155,7 @@ func TestTuneAndSweepOnPyTorch(t *testing.T) {
 			if bestTune < 0.9*bestSweep && tuneAt != bestAt || len(steps) > 3 {
 				t.Errorf("tune reached %.0f samples/s in %d runs; the sweep's best is %.0f (%d points)", bestTune, len(steps), bestSweep, points)
 			}
-			fmt.Fprintf(&table, "%s %s| %.0f | %.0f | %.2f× | %+.0f %% | %d | %.0f of %d |\n", row, change, second.Predicted.SamplesPerSec,
+			fmt.Fprintf(&table, "%s %s| %s | %.0f | %.2f× | %+.0f %% | %d | %.0f of %d |\n", row, change, predictedRange(second.Predicted),
 				second.Measured.SamplesPerSec, gain, errPct, len(steps), bestSweep, points)
 		})
 	}
