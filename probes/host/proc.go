@@ -153,8 +153,9 @@ type procEntry struct {
 	cursor    int       // where the next tick's rotation through its threads starts
 	// statFD is its /proc/PID/stat held open and read again each tick
 	// (probes.FileReader.OpenFD); 0 when none is (fd+1, so that a new
-	// entry holds none).
-	statFD int
+	// entry holds none). ioFD is its /proc/PID/io, held the same way once
+	// it is read (the top processes' each tick).
+	statFD, ioFD int
 }
 
 // faultRates turns a process's or thread's cumulative fault counts into
@@ -207,6 +208,7 @@ type threadEntry struct {
 	readWait bool // waitNs holds a reading
 	faults   faultRates
 	hot      bool // busy at its last reading: read every tick, ahead of the rotation
+	statFD   int  // its /proc/PID/task/TID/stat held open, as procEntry.statFD
 }
 
 // Proc is the probe for processes and their busiest threads.
@@ -231,7 +233,8 @@ type Proc struct {
 	focus    int // this tick's focused process (0: the busiest on the host)
 	euid     int // gpuwatch's user: whose threads are read without a focus
 	moved    int // where FocusOf last moved the focus (0: nowhere)
-	// statFDs is how many /proc/PID/stat files entries hold open, at most
+	// statFDs is how many stat files (/proc/PID/stat of processes,
+	// /proc/PID/task/TID/stat of threads) entries hold open, at most
 	// maxStatFDs.
 	statFDs, maxStatFDs int
 }
@@ -279,14 +282,39 @@ func (p *Proc) Close() error {
 	for _, e := range p.procs {
 		p.dropStat(e)
 	}
+	for _, t := range p.threads {
+		p.release(&t.statFD)
+	}
 	return nil
 }
 
-// dropStat closes e's stat file, if it holds one.
+// dropStat closes the files e holds open: its stat and io.
 func (p *Proc) dropStat(e *procEntry) {
-	if e.statFD > 0 {
-		probes.CloseFD(e.statFD - 1)
-		e.statFD = 0
+	p.release(&e.statFD)
+	p.release(&e.ioFD)
+}
+
+// readHeld reads the /proc file at path through the descriptor *held
+// keeps open (fd+1; 0: none), else by opening it, kept open for the next
+// tick where the budget allows. A held file of a task that has exited
+// fails, and the path is opened afresh.
+func (p *Proc) readHeld(held *int, path string) ([]byte, error) {
+	if *held > 0 {
+		if b, err := p.r.ReadFD(*held - 1); err == nil {
+			return b, nil
+		}
+		p.release(held)
+	}
+	b, keep, err := p.openHeld(path)
+	*held = keep
+	return b, err
+}
+
+// release closes the stat file *held keeps open (fd+1), if any.
+func (p *Proc) release(held *int) {
+	if *held > 0 {
+		probes.CloseFD(*held - 1)
+		*held = 0
 		p.statFDs--
 	}
 }
@@ -303,10 +331,16 @@ func (p *Proc) readStat(pid int, e *procEntry) (b []byte, keep int, err error) {
 		}
 		p.dropStat(e)
 	}
-	fd, err := p.r.OpenFD(p.pidPath(pid, "", 0, "/stat"))
+	return p.openHeld(p.pidPath(pid, "", 0, "/stat"))
+}
+
+// openHeld reads the stat file at path and keeps it open for the next
+// tick where the budget allows (keep is its fd+1, 0 when closed).
+func (p *Proc) openHeld(path string) (b []byte, keep int, err error) {
+	fd, err := p.r.OpenFD(path)
 	if err != nil {
 		if errors.Is(err, errors.ErrUnsupported) {
-			b, err = p.r.Read(p.pidPath(pid, "", 0, "/stat"))
+			b, err = p.r.Read(path)
 		}
 		return b, 0, err
 	}
@@ -316,6 +350,18 @@ func (p *Proc) readStat(pid int, e *procEntry) (b []byte, keep int, err error) {
 	}
 	p.statFDs++
 	return b, fd + 1, nil
+}
+
+// readThreadStat reads a thread's stat as readStat does a process's:
+// through the file t (its entry, or nil) holds open, else by path.
+func (p *Proc) readThreadStat(pid, tid int, t *threadEntry) (b []byte, keep int, err error) {
+	if t != nil && t.statFD > 0 {
+		if b, err := p.r.ReadFD(t.statFD - 1); err == nil {
+			return b, t.statFD, nil
+		}
+		p.release(&t.statFD)
+	}
+	return p.openHeld(p.pidPath(pid, "/task/", tid, "/stat"))
 }
 
 // Name implements Probe.
@@ -461,6 +507,7 @@ func (p *Proc) selectThreads(focus int, now time.Time) {
 	}
 	for tid, t := range p.threads {
 		if t.seen != p.round {
+			p.release(&t.statFD)
 			delete(p.threads, tid)
 		} else if t.haveCPU {
 			p.tsel = append(p.tsel, t)
@@ -518,8 +565,11 @@ func (p *Proc) scan(now time.Time) {
 			continue
 		}
 		if e == nil || e.start != st.starttime {
-			if e != nil && e.statFD != fd {
-				p.dropStat(e)
+			if e != nil {
+				if e.statFD != fd {
+					p.release(&e.statFD)
+				}
+				p.release(&e.ioFD) // the process before it with the same PID
 			}
 			e = &procEntry{pid: pid, start: st.starttime}
 			p.procs[pid] = e
@@ -566,7 +616,7 @@ func (p *Proc) descends(e *procEntry) bool {
 }
 
 func (p *Proc) readIO(e *procEntry, sp *sample.Proc, now time.Time) {
-	b, err := p.r.Read(p.pidPath(e.pid, "", 0, "/io"))
+	b, err := p.readHeld(&e.ioFD, p.pidPath(e.pid, "", 0, "/io"))
 	if err != nil {
 		e.haveIO = false // not ours to read, or gone
 		return
@@ -650,16 +700,22 @@ func (p *Proc) readThreads(e *procEntry, now time.Time, limit int) int {
 // readThread reads one thread's stat (and, in a focused tree, its run
 // delay).
 func (p *Proc) readThread(e *procEntry, tid int, now time.Time) {
-	b, err := p.r.Read(p.pidPath(e.pid, "/task/", tid, "/stat"))
+	t := p.threads[tid]
+	b, fd, err := p.readThreadStat(e.pid, tid, t)
 	if err != nil {
 		return
 	}
 	st, err := parsePidStat(b, p.scratch)
 	if err != nil {
+		if fd > 0 && (t == nil || t.statFD != fd) {
+			p.release(&fd)
+		}
 		return
 	}
-	t := p.threads[tid]
 	if t == nil || t.start != st.starttime {
+		if t != nil && t.statFD != fd {
+			p.release(&t.statFD) // a thread before it with the same TID
+		}
 		t = &threadEntry{tid: tid, pid: e.pid, start: st.starttime}
 		p.threads[tid] = t
 	} else {
@@ -679,6 +735,7 @@ func (p *Proc) readThread(e *procEntry, tid int, now time.Time) {
 	t.faults.update(st.minflt, st.majflt, now)
 	t.ticks, t.sticks, t.at, t.seen = st.ticks, st.sticks, now, p.round
 	t.hot = t.haveCPU && t.cpuPct >= hotThreadPct
+	t.statFD = fd
 }
 
 // hotThreadPct is the CPU % from which a thread counts as busy, and is

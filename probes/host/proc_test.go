@@ -258,10 +258,11 @@ func TestAFIFOInTheSysRootStallsNothing(t *testing.T) {
 }
 
 // TestProcHoldsStatFilesOfLiveProcesses: on the real /proc the probe
-// reads each process's stat through a file held open from tick to tick;
-// a process that exits has its file closed at the next tick (and its CPU
-// still read while it lived), and Close closes the rest. A folder of
-// snapshots holds none (TestProcFocusTreeAndBusiestThreads reads it).
+// reads each process's stat, each thread's it reads and the top
+// processes' io through files held open from tick to tick; a process that exits has its files closed
+// at the next tick (and its CPU still read while it lived), and Close
+// closes the rest. A folder of snapshots holds none
+// (TestProcFocusTreeAndBusiestThreads reads it).
 func TestProcHoldsStatFilesOfLiveProcesses(t *testing.T) {
 	cmd := exec.Command("sh", "-c", "while :; do :; done")
 	if err := cmd.Start(); err != nil {
@@ -294,6 +295,39 @@ func TestProcHoldsStatFilesOfLiveProcesses(t *testing.T) {
 		return out
 	}
 	held := func(pid int) bool { return stats()[pid] > 0 }
+	// threadHeld says this process holds the child's main thread's
+	// /proc/PID/task/TID/stat open (its busiest thread, read without a
+	// focus: the child is this user's).
+	threadHeld := func(pid int) bool {
+		ents, _ := os.ReadDir("/proc/self/fd")
+		for _, e := range ents {
+			l, _ := os.Readlink("/proc/self/fd/" + e.Name())
+			if l == fmt.Sprintf("/proc/%d/task/%d/stat", pid, pid) {
+				return true
+			}
+		}
+		return false
+	}
+	// heldByEntries is the files the probe's entries hold: each process's
+	// stat and io, each thread's stat.
+	heldByEntries := func() int {
+		n := 0
+		for _, t := range p.threads {
+			n += min(t.statFD, 1)
+		}
+		for _, e := range p.procs {
+			n += min(e.statFD, 1) + min(e.ioFD, 1)
+		}
+		return n
+	}
+	ioHeld := func(pid int) bool {
+		e := p.procs[pid]
+		if e == nil || e.ioFD <= 0 {
+			return false
+		}
+		l, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", e.ioFD-1))
+		return l == fmt.Sprintf("/proc/%d/io", pid)
+	}
 	before := stats()
 	collect()
 	time.Sleep(200 * time.Millisecond) // CPU to measure: the child spins
@@ -304,17 +338,25 @@ func TestProcHoldsStatFilesOfLiveProcesses(t *testing.T) {
 	if i := slices.IndexFunc(ps.List, func(pr sample.Proc) bool { return pr.PID == cmd.Process.Pid }); i < 0 || ps.List[i].CPUPct <= 0 {
 		t.Fatalf("the spinning child read through its held file: %+v", ps.List)
 	}
+	time.Sleep(200 * time.Millisecond) // CPU to measure again: the busiest process's threads are read
+	ps = collect()
+	if !threadHeld(cmd.Process.Pid) || !ioHeld(cmd.Process.Pid) {
+		t.Fatalf("the child's thread's stat held: %v, its io: %v (threads %+v)", threadHeld(cmd.Process.Pid), ioHeld(cmd.Process.Pid), ps.Threads)
+	}
+	if i := slices.IndexFunc(ps.Threads, func(th sample.Thread) bool { return th.TID == cmd.Process.Pid }); i < 0 || ps.Threads[i].CPUPct <= 0 {
+		t.Fatalf("the spinning thread read through its held file: %+v", ps.Threads)
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
 	collect()
-	if held(cmd.Process.Pid) {
+	if held(cmd.Process.Pid) || threadHeld(cmd.Process.Pid) {
 		t.Fatal("the exited child's stat is still held")
 	}
-	if n := p.statFDs; n != len(p.procs) && n != p.maxStatFDs {
-		t.Fatalf("%d held for %d processes", n, len(p.procs))
+	if n := p.statFDs; n != heldByEntries() || n > p.maxStatFDs {
+		t.Fatalf("%d counted held, %d held by %d processes and %d threads (at most %d)", n, heldByEntries(), len(p.procs), len(p.threads), p.maxStatFDs)
 	}
 	p.Close()
-	if after := stats(); p.statFDs != 0 || !maps.Equal(after, before) {
+	if after := stats(); p.statFDs != 0 || heldByEntries() != 0 || !maps.Equal(after, before) {
 		t.Fatalf("after Close the probe holds %d: %v, before it %v", p.statFDs, after, before)
 	}
 
