@@ -16,6 +16,57 @@ type FileReader struct {
 	path []byte // NUL-terminated copy of the path being opened
 	buf  []byte
 	st   syscall.Stat_t
+	kept map[string]int // ReadKept's descriptors, by path
+}
+
+// maxKept bounds the descriptors ReadKept keeps: a probe reads a handful
+// of the kernel's files each tick (/proc/stat and /proc/loadavg, the three
+// /proc/pressure files).
+const maxKept = 8
+
+// ReadKept is Read through a descriptor kept open from call to call (two
+// preads a read, where Read takes five system calls), for the kernel's
+// own files a probe reads every tick: /proc/stat, /proc/meminfo. Only a
+// procfs file is kept (a file elsewhere, as tests' snapshots are, may be
+// replaced between reads), at most maxKept of them; Close closes them.
+func (r *FileReader) ReadKept(path string) ([]byte, error) {
+	if fd, ok := r.kept[path]; ok {
+		if b, err := r.ReadFD(fd); err == nil {
+			return b, nil
+		}
+		CloseFD(fd)
+		delete(r.kept, path)
+	}
+	if len(r.kept) >= maxKept {
+		return r.Read(path)
+	}
+	fd, err := r.OpenFD(path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := r.readWhole(fd, path, false)
+	var fs syscall.Statfs_t
+	if err != nil || syscall.Fstatfs(fd, &fs) != nil || fs.Type != procSuperMagic {
+		CloseFD(fd)
+		return b, err
+	}
+	if r.kept == nil {
+		r.kept = make(map[string]int, maxKept)
+	}
+	r.kept[strings.Clone(path)] = fd
+	return b, nil
+}
+
+// procSuperMagic is procfs's f_type (statfs(2)).
+const procSuperMagic = 0x9fa0
+
+// Close closes the descriptors ReadKept keeps.
+func (r *FileReader) Close() error {
+	for _, fd := range r.kept {
+		CloseFD(fd)
+	}
+	r.kept = nil
+	return nil
 }
 
 var atFDCWD = -100 // AT_FDCWD: resolve a relative path from the working directory

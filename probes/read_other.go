@@ -13,6 +13,12 @@ type FileReader struct{}
 // Read returns the contents of the file at path.
 func (r *FileReader) Read(path string) ([]byte, error) { return os.ReadFile(path) }
 
+// ReadKept is Read: elsewhere files are read whole each time.
+func (r *FileReader) ReadKept(path string) ([]byte, error) { return r.Read(path) }
+
+// Close has nothing to close elsewhere.
+func (r *FileReader) Close() error { return nil }
+
 // OpenFD is Linux's alone: elsewhere files are read whole each time.
 func (r *FileReader) OpenFD(path string) (int, error) { return -1, errors.ErrUnsupported }
 

@@ -171,6 +171,9 @@ func NewCPU(procRoot string) *CPU {
 // Name implements Probe.
 func (p *CPU) Name() string { return "cpu" }
 
+// Close closes the files the probe keeps open (FileReader.ReadKept).
+func (p *CPU) Close() error { return p.r.Close() }
+
 // Collect implements Probe. The first call only takes the baseline reading.
 func (p *CPU) Collect(_ context.Context, f *sample.Frame) error {
 	b, err := probes.ReadRequired(&p.r, p.statPath)
@@ -208,7 +211,7 @@ func (p *CPU) Collect(_ context.Context, f *sample.Frame) error {
 	if r, ok := probes.Rate(prev.ctxt, cur.ctxt, f.Time.Sub(prevTime).Seconds()); ok {
 		out.ContextSwitchesPerSec = r
 	}
-	if b, err := p.r.Read(p.loadPath); err == nil {
+	if b, err := p.r.ReadKept(p.loadPath); err == nil {
 		out.Load1, out.Load5, out.Load15, _ = parseLoadavg(b, p.scratch)
 	}
 	f.CPU = out

@@ -122,6 +122,9 @@ func NewDisk(r probes.Roots, opt DiskOptions) *Disk {
 // Name implements Probe.
 func (p *Disk) Name() string { return "disk" }
 
+// Close closes the files the probe keeps open (FileReader.ReadKept).
+func (p *Disk) Close() error { return p.r.Close() }
+
 // isWhole reports whether name is a whole device. Without /sys it falls back
 // to the kernel's naming: partitions end in a digit (sda1, vda2) or pN
 // (nvme0n1p1, mmcblk0p1).

@@ -122,6 +122,9 @@ func NewMem(procRoot string) *Mem {
 // Name implements Probe.
 func (p *Mem) Name() string { return "mem" }
 
+// Close closes the files the probe keeps open (FileReader.ReadKept).
+func (p *Mem) Close() error { return p.r.Close() }
+
 // Collect implements Probe. Used memory is total minus available, as free(1)
 // counts it since procps-ng 3.3.10.
 func (p *Mem) Collect(_ context.Context, f *sample.Frame) error {
@@ -145,7 +148,7 @@ func (p *Mem) Collect(_ context.Context, f *sample.Frame) error {
 	if m.swapTotal > m.swapFree {
 		out.SwapUsedBytes = m.swapTotal - m.swapFree
 	}
-	if b, err := p.r.Read(p.vmstatPath); err == nil {
+	if b, err := p.r.ReadKept(p.vmstatPath); err == nil {
 		cur := parseVmstat(b, p.scratch)
 		if p.havePrev {
 			sec := f.Time.Sub(p.prevTime).Seconds()

@@ -72,6 +72,9 @@ func NewNet(procRoot string, opt NetOptions) *Net {
 // Name implements Probe.
 func (p *Net) Name() string { return "net" }
 
+// Close closes the files the probe keeps open (FileReader.ReadKept).
+func (p *Net) Close() error { return p.r.Close() }
+
 // Collect implements Probe.
 func (p *Net) Collect(_ context.Context, f *sample.Frame) error {
 	b, err := probes.ReadRequired(&p.r, p.path)

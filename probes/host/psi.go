@@ -90,6 +90,9 @@ func NewPSI(procRoot string) *PSI {
 // Name implements Probe.
 func (p *PSI) Name() string { return "psi" }
 
+// Close closes the files the probe keeps open (FileReader.ReadKept).
+func (p *PSI) Close() error { return p.r.Close() }
+
 // Collect implements Probe. Missing PSI (a kernel before 4.20, or one booted
 // with psi=0, which answers EOPNOTSUPP) is unavailable, not an error.
 func (p *PSI) Collect(_ context.Context, f *sample.Frame) error {
@@ -99,7 +102,7 @@ func (p *PSI) Collect(_ context.Context, f *sample.Frame) error {
 	dst := [...]**sample.Pressure{&out.CPU, &out.IO, &out.Memory}
 	got := 0
 	for i, path := range p.paths {
-		b, err := p.r.Read(path)
+		b, err := p.r.ReadKept(path)
 		if err != nil {
 			p.prev[i].ok = false
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, fs.ErrPermission) {
