@@ -71,6 +71,7 @@ func RoleOf(t Thread, l *Loader) Role {
 // threads, so that a recording's is recomputed too, never taken from the
 // file; and the loop's copies' share of their GPU's PCIe link (copyLink).
 func (f *Frame) AssignRoles() {
+	f.ownDerived()
 	f.copyLink()
 	f.deriveMFU()
 	defer f.accelLessRunDelay()
@@ -82,6 +83,32 @@ func (f *Frame) AssignRoles() {
 	}
 	if f.Loader != nil {
 		f.Loader.WorkersRunDelayShare = workersRunDelayShare(f.Procs.Threads)
+	}
+}
+
+// ownDerived gives f copies of its own of what AssignRoles writes into
+// (the loader, its payload's copy figures, the virtual accelerator): a
+// loader's reading may be handed to several frames while a slow read is
+// under way (probes/endpoint), and each frame's derived figures are its
+// own, written once from the reading as it came, never over the ones an
+// earlier frame — held by the dashboard, the diagnoser or the e key's
+// hour, read on other goroutines — shows.
+func (f *Frame) ownDerived() {
+	if l := f.Loader; l != nil {
+		own := *l
+		if p := own.Payload; p != nil {
+			pc := *p
+			if c := pc.Copy; c != nil {
+				cc := *c
+				pc.Copy = &cc
+			}
+			own.Payload = &pc
+		}
+		f.Loader = &own
+	}
+	if a := f.Accel; a != nil {
+		own := *a
+		f.Accel = &own
 	}
 }
 

@@ -26,7 +26,9 @@ import (
 // as frames grew the dashboard's memory by about 1 MB a minute to some
 // 60 MB; compressed, an hour is a few MB (docs/architecture.md, "What
 // gpuwatch costs"). The newest frames, fewer than keepBlock, are held as
-// they came (a frame is not changed once observed) and encoded together
+// they came (a frame is not changed once observed: what the sampler
+// derives it writes into copies of the frame's own, sample.AssignRoles)
+// and encoded together
 // when the block fills: encoding one frame a second ran the JSON encoder
 // cold each time, 19 % of the idle dashboard's CPU in a profile, where 20
 // in a row cost about one. Only export decodes them.
