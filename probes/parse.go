@@ -12,7 +12,8 @@ import (
 // ReadRequired reads a kernel file a probe cannot work without: a missing
 // one makes the source unavailable ("no /proc/stat: is procfs mounted?"),
 // any other failure is an error to retry. It reads through a descriptor
-// kept open (FileReader.ReadKept): the probe reads it every tick.
+// kept open (FileReader.ReadKept): the probe reads it every tick, and
+// closes its reader (FileReader.Close) when it is done.
 func ReadRequired(r *FileReader, path string) ([]byte, error) {
 	b, err := r.ReadKept(path)
 	if err != nil && errors.Is(err, fs.ErrNotExist) {

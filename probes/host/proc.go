@@ -153,9 +153,11 @@ type procEntry struct {
 	cursor    int       // where the next tick's rotation through its threads starts
 	// statFD is its /proc/PID/stat held open and read again each tick
 	// (probes.FileReader.OpenFD); 0 when none is (fd+1, so that a new
-	// entry holds none). ioFD is its /proc/PID/io, held the same way once
-	// it is read (the top processes' each tick).
+	// entry holds none). ioFD is its /proc/PID/io, held the same way while
+	// it is read each tick (a selected process's; ioRound the tick it was
+	// last read): a process that leaves the list lets it go.
 	statFD, ioFD int
+	ioRound      uint64
 }
 
 // faultRates turns a process's or thread's cumulative fault counts into
@@ -207,8 +209,9 @@ type threadEntry struct {
 	haveWait bool
 	readWait bool // waitNs holds a reading
 	faults   faultRates
-	hot      bool // busy at its last reading: read every tick, ahead of the rotation
-	statFD   int  // its /proc/PID/task/TID/stat held open, as procEntry.statFD
+	hot      bool   // busy at its last reading: read every tick, ahead of the rotation
+	statFD   int    // its /proc/PID/task/TID/stat held open, as procEntry.statFD, while it is read each tick
+	readAt   uint64 // the tick it was last read (a many-threaded process's rotation skips some)
 }
 
 // Proc is the probe for processes and their busiest threads.
@@ -462,10 +465,16 @@ func (p *Proc) procList(focus int, now time.Time) []sample.Proc {
 		}
 		sp.MajorFaultsPerSec, sp.MinorFaultsPerSec = e.faults.get(&slab)
 		p.readIO(e, &sp, now)
+		e.ioRound = p.round
 		if focus != 0 {
 			p.readMaps(e, &sp, now)
 		}
 		list = append(list, sp)
+	}
+	for _, e := range p.procs {
+		if e.ioFD > 0 && e.ioRound != p.round {
+			p.release(&e.ioFD) // not listed now: its io is not read
+		}
 	}
 	if focus != 0 {
 		p.readOpenFiles(list, now)
@@ -506,8 +515,10 @@ func (p *Proc) selectThreads(focus int, now time.Time) {
 		budget = max(budget, 0)
 	}
 	for tid, t := range p.threads {
+		if t.readAt != p.round {
+			p.release(&t.statFD) // not read this tick: its file goes back to the budget
+		}
 		if t.seen != p.round {
-			p.release(&t.statFD)
 			delete(p.threads, tid)
 		} else if t.haveCPU {
 			p.tsel = append(p.tsel, t)
@@ -735,7 +746,7 @@ func (p *Proc) readThread(e *procEntry, tid int, now time.Time) {
 	t.faults.update(st.minflt, st.majflt, now)
 	t.ticks, t.sticks, t.at, t.seen = st.ticks, st.sticks, now, p.round
 	t.hot = t.haveCPU && t.cpuPct >= hotThreadPct
-	t.statFD = fd
+	t.statFD, t.readAt = fd, p.round
 }
 
 // hotThreadPct is the CPU % from which a thread counts as busy, and is

@@ -269,7 +269,11 @@ func TestProcHoldsStatFilesOfLiveProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	p := NewProc("/proc", ProcOptions{})
+	// Focused on the child while it lives, so that its threads and io are
+	// read whatever else this box runs (tests beside this one can be
+	// busier than it); no focus once it is gone.
+	focus := cmd.Process.Pid
+	p := NewProc("/proc", ProcOptions{FocusOf: func() int { return focus }})
 	if p.maxStatFDs <= 0 {
 		t.Skipf("no open-file budget here (%d)", p.maxStatFDs)
 	}
@@ -296,8 +300,7 @@ func TestProcHoldsStatFilesOfLiveProcesses(t *testing.T) {
 	}
 	held := func(pid int) bool { return stats()[pid] > 0 }
 	// threadHeld says this process holds the child's main thread's
-	// /proc/PID/task/TID/stat open (its busiest thread, read without a
-	// focus: the child is this user's).
+	// /proc/PID/task/TID/stat open.
 	threadHeld := func(pid int) bool {
 		ents, _ := os.ReadDir("/proc/self/fd")
 		for _, e := range ents {
@@ -338,7 +341,7 @@ func TestProcHoldsStatFilesOfLiveProcesses(t *testing.T) {
 	if i := slices.IndexFunc(ps.List, func(pr sample.Proc) bool { return pr.PID == cmd.Process.Pid }); i < 0 || ps.List[i].CPUPct <= 0 {
 		t.Fatalf("the spinning child read through its held file: %+v", ps.List)
 	}
-	time.Sleep(200 * time.Millisecond) // CPU to measure again: the busiest process's threads are read
+	time.Sleep(200 * time.Millisecond) // CPU to measure again, read through the held files
 	ps = collect()
 	if !threadHeld(cmd.Process.Pid) || !ioHeld(cmd.Process.Pid) {
 		t.Fatalf("the child's thread's stat held: %v, its io: %v (threads %+v)", threadHeld(cmd.Process.Pid), ioHeld(cmd.Process.Pid), ps.Threads)
@@ -348,8 +351,9 @@ func TestProcHoldsStatFilesOfLiveProcesses(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
+	focus = 0
 	collect()
-	if held(cmd.Process.Pid) || threadHeld(cmd.Process.Pid) {
+	if held(cmd.Process.Pid) || threadHeld(cmd.Process.Pid) || ioHeld(cmd.Process.Pid) {
 		t.Fatal("the exited child's stat is still held")
 	}
 	if n := p.statFDs; n != heldByEntries() || n > p.maxStatFDs {
