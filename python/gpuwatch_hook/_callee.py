@@ -82,6 +82,17 @@ def callee(code, lasti: int, globs) -> Optional[str]:
     return _cut(fn)
 
 
+def at_call(code, lasti: int) -> bool:
+    """Whether a frame stopped at byte offset lasti may be inside a C
+    function (a call instruction), so may be blocked there (a sleep, a
+    read, a lock). A frame stopped anywhere else is running Python, or
+    waiting for the GIL to go on running it: it cannot be blocked. Where
+    the instruction cannot be read (lasti unknown, or an offset outside
+    the code), it may be."""
+    raw = code.co_code
+    return lasti < 0 or lasti >= len(raw) or raw[lasti] in _CALLS
+
+
 # Instructions after which CPython may run a signal handler or hand the GIL
 # over: a sample stopped on a call is charged the CPU time since the last
 # of them.

@@ -87,6 +87,7 @@ class Sampler:
             self.names = {t.ident: (t.name, getattr(t, "native_id", None)) for t in threading.enumerate()}
         if self.cpu_clock:
             before = self.clocks(idents)
+            windows_ns = time.monotonic_ns()
             time.sleep(0.0005)  # window one: threads that can run, run
         frames = sys._current_frames()
         at = self.clocks(idents) if self.cpu_clock else {}
@@ -103,26 +104,40 @@ class Sampler:
             return
         time.sleep(0.0005)  # window two
         after = self.clocks(idents)
+        # A window the sampler overslept (a loaded box keeps it off a core)
+        # is long enough for a thread to block and wake again: it shows
+        # nothing about the look.
+        clear = time.monotonic_ns() - windows_ns <= 2_000_000
         for ident, key in keys.items():
             now_ns = at.get(ident)
             if now_ns is None:
                 continue
             prev = self.last.get(ident)
             self.last[ident] = now_ns
-            # Running where it was seen: its clock moved by a tenth of a
-            # window or more both before and after the look. (A thread that
-            # just let go of the GIL to block still moves a few microseconds
-            # on its way into the kernel; one that ran up to its blocking
-            # call moved before but not after, and one woken just after the
-            # look moved after but not before.)
-            running = (
-                now_ns - before.get(ident, now_ns) >= 50_000 and after.get(ident, now_ns) - now_ns >= 50_000
+            # Running where it was seen: stopped on anything but a call, it
+            # is running Python (or waiting for the GIL to go on), and cannot
+            # be blocked there. Stopped on a call, its clock moved by a tenth
+            # of a window or more both before and after the look, and the
+            # windows were short. (A thread that just let go of the GIL to
+            # block still moves a few microseconds on its way into the
+            # kernel; one that ran up to its blocking call moved before but
+            # not after, and one woken just after the look moved after but
+            # not before.)
+            running = not self.may_block(key) or (
+                clear and now_ns - before.get(ident, now_ns) >= 50_000 and after.get(ident, now_ns) - now_ns >= 50_000
             )
             if running:
                 self.ran_at[ident] = key
             if prev is None or now_ns <= prev:
                 continue  # first sight, or idle since the last tick
             self.charge(key if running else self.ran_at.get(ident, key), now_ns - prev)
+
+    @staticmethod
+    def may_block(key) -> bool:
+        """Whether the thread of a sample's key may be blocked where it was
+        seen: stopped on a call (before 3.11, always)."""
+        code, _, lasti = key[1][0] if key[1] else (None, 0, -1)
+        return code is None or not _callee.POSITIONS or _callee.at_call(code, lasti)
 
     def stack(self, frame) -> tuple:
         """The key of a frame's stack, innermost first: (code, line,

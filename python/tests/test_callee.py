@@ -47,6 +47,44 @@ def calls(rows, a, h):
     return x, y, z, w, v, u, t, s
 
 
+def sleeper(stop):
+    x = 0
+    while not stop.is_set():
+        x += 1
+        time.sleep(0.01)
+    return x
+
+
+class AtCallTest(unittest.TestCase):
+    def test_only_a_call_may_block(self):
+        code = sleeper.__code__
+        kinds = {ins.offset: ins.opcode in _callee._CALLS for ins in dis.get_instructions(code)}
+        for offset, is_call in kinds.items():
+            self.assertEqual(_callee.at_call(code, offset), is_call, dis.opname[code.co_code[offset]])
+        self.assertTrue(any(kinds.values()))
+        self.assertTrue(_callee.at_call(code, -1))  # unknown: it may
+        self.assertTrue(_callee.at_call(code, len(code.co_code)))
+
+    def test_a_sleeping_thread_is_found_on_its_call(self):
+        stop = threading.Event()
+        t = threading.Thread(target=sleeper, args=(stop,))
+        t.start()
+        try:
+            deadline = time.monotonic() + 5
+            while True:
+                frame = sys._current_frames().get(t.ident)
+                if frame is not None and frame.f_code is sleeper.__code__:
+                    break
+                self.assertLess(time.monotonic(), deadline)
+                time.sleep(0.001)
+            # Asleep for all but a few microseconds of each 10 ms.
+            seen = [_callee.at_call(frame.f_code, frame.f_lasti) for _ in range(20) if not time.sleep(0.003)]
+            self.assertGreaterEqual(sum(seen), 15, seen)
+        finally:
+            stop.set()
+            t.join()
+
+
 @unittest.skipUnless(_callee.POSITIONS, "positions of instructions are Python 3.11's")
 @unittest.skipIf(np is None, "needs numpy")
 class CalleeTest(unittest.TestCase):
