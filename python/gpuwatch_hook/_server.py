@@ -9,10 +9,14 @@ so another local user who finds the port reads nothing. A connection takes
 no thread and no slot until its request's headers have come (the serving
 thread reads them, IDLE_SECONDS at most; at most MAX_WAITING wait so, a
 new one closing the oldest of its kind, and another user's — told by the
-kernel's sock_diag — at most OTHERS_CONNECTIONS of them). Then a request
-with the token takes one of MAX_CONNECTIONS slots, one without it one of
-OTHERS_CONNECTIONS (its 401): connections held open, by anyone, cannot keep
-the announced client, gpuwatch, from being served (issue 57, item 2)."""
+kernel's sock_diag — at most OTHERS_CONNECTIONS of them). A scrape with
+the token (GET /metrics) is answered there too, and its connection, kept
+open (HTTP/1.1), waits for the next scrape as a new one would: gpuwatch's
+scrape every second costs no thread and no new connection. Any other
+request with the token takes one of MAX_CONNECTIONS slots (a thread each),
+one without it one of OTHERS_CONNECTIONS (its 401): connections held open,
+by anyone, cannot keep the announced client, gpuwatch, from being served
+(issue 57, item 2)."""
 
 from __future__ import annotations
 
@@ -224,6 +228,31 @@ def _authorization(head: bytes) -> str:
     return ""
 
 
+def _scrape(head: bytes) -> Optional[bool]:
+    """Whether a request's headers are a plain scrape, GET /metrics with no
+    body, that the serving thread answers itself: None if not, else
+    whether the connection is kept open for the next request (HTTP/1.1
+    unless "Connection: close"; HTTP/1.0 only with "Connection:
+    keep-alive")."""
+    line, _, rest = head.partition(b"\n")
+    parts = line.split()
+    if len(parts) != 3 or parts[0] != b"GET" or parts[2] not in (b"HTTP/1.1", b"HTTP/1.0"):
+        return None
+    if parts[1].partition(b"?")[0] != b"/metrics":
+        return None
+    conn = b""
+    for h in rest.split(b"\n"):
+        name, _, value = h.partition(b":")
+        name, value = name.strip().lower(), value.strip().lower()
+        if name == b"transfer-encoding" or (name == b"content-length" and value != b"0"):
+            return None  # a body to read: the thread's
+        if name == b"connection":
+            conn = value
+    if parts[2] == b"HTTP/1.1":
+        return b"close" not in conn
+    return b"keep-alive" in conn
+
+
 def _close(conn: socket.socket) -> None:
     """Ends a connection, even where a forked worker holds its descriptor too."""
     try:
@@ -234,14 +263,17 @@ def _close(conn: socket.socket) -> None:
 
 
 class _Waiting:
-    """A connection accepted whose request's headers have not all come."""
+    """A connection accepted whose request's headers have not all come, or
+    whose answer to a scrape is being written (out) by the serving thread."""
 
-    __slots__ = ("conn", "addr", "other", "until", "buf")
+    __slots__ = ("conn", "addr", "other", "until", "buf", "out", "keep")
 
     def __init__(self, conn: socket.socket, addr: Any, other: bool) -> None:
         self.conn, self.addr, self.other = conn, addr, other
         self.until = time.monotonic() + IDLE_SECONDS
         self.buf = bytearray()
+        self.out = memoryview(b"")  # the answer's bytes not yet written
+        self.keep = False  # the connection waits for another request once out is written
 
 
 class _Replay(io.RawIOBase):
@@ -347,9 +379,12 @@ class Server(http.server.ThreadingHTTPServer):
                     for w in self._waiting.values():  # the oldest: the first to expire
                         timeout = min(timeout, max(0.0, w.until - time.monotonic()))
                         break
-                    for key, _ in sel.select(timeout):
+                    for key, events in sel.select(timeout):
                         if key.data is None:
                             self._accept()
+                        elif events & selectors.EVENT_WRITE:
+                            if self._write(key.data) and key.data.buf:
+                                self._headers_in(key.data)  # the next request came with the last
                         else:
                             self._read(key.data)
                     self._expire()
@@ -394,13 +429,76 @@ class Server(http.server.ThreadingHTTPServer):
             self._drop(w)
             return
         w.buf += data
-        end = _header_end(w.buf)
-        if end < 0:
-            if len(w.buf) >= MAX_HEADER_BYTES:
-                self._drop(w)
-            return
-        self._drop(w, close=False)
-        self._dispatch(w, token_in(_authorization(bytes(w.buf[:end])), self.token))
+        self._headers_in(w)
+
+    def _headers_in(self, w: _Waiting) -> None:
+        """Serves w's requests whose headers have all come: a scrape with
+        the token here (_answer), anything else on a thread (_dispatch).
+        Requests sent together are answered in turn while each answer is
+        written whole."""
+        while True:
+            end = _header_end(w.buf)
+            if end < 0:
+                if len(w.buf) >= MAX_HEADER_BYTES:
+                    self._drop(w)
+                return
+            head = bytes(w.buf[:end])
+            authorized = token_in(_authorization(head), self.token)
+            keep = _scrape(head) if authorized else None
+            if keep is None:
+                self._drop(w, close=False)
+                self._dispatch(w, authorized)
+                return
+            del w.buf[:end]  # what is left is the next request's
+            if not self._answer(w, keep):
+                return
+
+    def _answer(self, w: _Waiting, keep: bool) -> bool:
+        """Answers a scrape on the serving thread: no thread, no slot (a
+        thread's start cost more than the page). The answer is written as
+        the socket takes it (_write), within IDLE_SECONDS like the
+        headers; kept, the connection then waits for its next request as
+        a new one does."""
+        try:
+            body = self.stats.render()
+        except Exception:
+            self._drop(w)  # as a thread's failed request: closed
+            return False
+        head = (
+            "HTTP/1.1 200 OK\r\nServer: %s\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+            "Content-Length: %d\r\nConnection: %s\r\n\r\n" % (Handler.server_version, len(body), "keep-alive" if keep else "close")
+        )
+        w.out, w.keep = memoryview(head.encode("latin-1") + body), keep
+        self._rearm(w)
+        return self._write(w)
+
+    def _rearm(self, w: _Waiting) -> None:
+        """w has IDLE_SECONDS from now, last in the order of expiry."""
+        self._waiting.pop(w.conn, None)
+        w.until = time.monotonic() + IDLE_SECONDS
+        self._waiting[w.conn] = w
+
+    def _write(self, w: _Waiting) -> bool:
+        """Writes what the socket takes of w's answer; once all is written,
+        closes the connection or has it wait for its next request (True)."""
+        try:
+            n = w.conn.send(w.out)
+        except (BlockingIOError, InterruptedError):
+            n = 0
+        except OSError:
+            self._drop(w)
+            return False
+        w.out = w.out[n:]
+        assert self._sel is not None
+        if w.out:
+            self._sel.modify(w.conn, selectors.EVENT_WRITE, w)
+            return False
+        if not w.keep:
+            self._drop(w)
+            return False
+        self._sel.modify(w.conn, selectors.EVENT_READ, w)
+        self._rearm(w)  # waits for its next request as a new connection does
+        return True
 
     def _dispatch(self, w: _Waiting, authorized: bool) -> None:
         """Serves a request whose headers have come on a thread of its own,

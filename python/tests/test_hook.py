@@ -442,6 +442,107 @@ class HookTest(unittest.TestCase):
                 s.close()
         self.assertEqual(self.metrics(w)["gpuwatch_loader_batches_total"], 0)
 
+    def scrape(self, s, w, close=False, version="HTTP/1.1"):
+        """Sends GET /metrics with w's token on socket s."""
+        s.sendall(self.scrape_bytes(w, close, version))
+
+    @staticmethod
+    def scrape_bytes(w, close=False, version="HTTP/1.1"):
+        return ("GET /metrics %s\r\nHost: x\r\nAuthorization: Bearer %s\r\n%s\r\n" % (version, w.token, "Connection: close\r\n" if close else "")).encode()
+
+    @staticmethod
+    def answers(s, n):
+        """Reads n answers off s: [(status line, headers, body)]."""
+        f = s.makefile("rb")
+        out = []
+        for _ in range(n):
+            status = f.readline().decode().strip()
+            headers = {}
+            while True:
+                line = f.readline().decode().strip()
+                if not line:
+                    break
+                k, _, v = line.partition(":")
+                headers[k.strip().lower()] = v.strip()
+            out.append((status, headers, f.read(int(headers["content-length"]))))
+        f.close()
+        return out
+
+    def test_scrapes_share_a_connection_and_take_no_slot(self):
+        w = self.watch([1, 2])
+        list(w)
+        srv = w._server
+        host, port = w.url[len("http://"):].rsplit(":", 1)
+        # Every slot for requests with the token is taken: a scrape needs none.
+        for _ in range(hook.MAX_CONNECTIONS):
+            self.assertTrue(srv.token_slots.acquire(blocking=False))
+        try:
+            with socket.create_connection((host, int(port)), timeout=5) as s:
+                self.scrape(s, w)
+                (status, headers, body), = self.answers(s, 1)
+                self.assertEqual(status, "HTTP/1.1 200 OK")
+                self.assertEqual(headers["connection"], "keep-alive")
+                self.assertEqual(headers["content-type"], "text/plain; version=0.0.4; charset=utf-8")
+                self.assertEqual(parse_metrics(body.decode())["gpuwatch_loader_batches_total"], 2)
+                # Two more, sent together, on the same connection.
+                s.sendall(self.scrape_bytes(w) * 2)
+                got = self.answers(s, 2)
+                self.assertEqual([a[0] for a in got], ["HTTP/1.1 200 OK"] * 2)
+                # The last says close: answered, then closed.
+                self.scrape(s, w, close=True)
+                (status, headers, _), = self.answers(s, 1)
+                self.assertEqual(headers["connection"], "close")
+                self.assertEqual(s.recv(1), b"")
+        finally:
+            for _ in range(hook.MAX_CONNECTIONS):
+                srv.token_slots.release()
+
+    def test_a_scrape_of_http_1_0_is_closed_after_its_answer(self):
+        w = self.watch([1])
+        host, port = w.url[len("http://"):].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            self.scrape(s, w, version="HTTP/1.0")
+            (status, headers, _), = self.answers(s, 1)
+            self.assertEqual((status, headers["connection"]), ("HTTP/1.1 200 OK", "close"))
+            self.assertEqual(s.recv(1), b"")
+        # Without the token, a scrape is a thread's 401, as before.
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urlopen(w, "/metrics", token="wrong")
+        self.assertEqual(e.exception.code, 401)
+
+    def test_a_slow_reader_of_a_long_answer_holds_nothing_up(self):
+        w = self.watch([1])
+        srv = w._server
+        page = b"# " + b"x" * (64 << 20) + b"\n"  # far more than the kernel buffers of a connection
+        srv.stats.render = lambda: page
+        host, port = w.url[len("http://"):].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as slow, socket.create_connection((host, int(port)), timeout=5) as never:
+            self.scrape(never, w)  # never read: cut off once IDLE_SECONDS pass
+            self.scrape(slow, w)
+            time.sleep(0.2)
+            # Meanwhile another request is served (the serving thread is not stuck in a write).
+            with urlopen(w, "/", timeout=5) as r:
+                self.assertIn(b"/metrics", r.read())
+            (status, _, body), = self.answers(slow, 1)
+            self.assertEqual((status, len(body)), ("HTTP/1.1 200 OK", len(page)))
+            del srv.stats.render
+            self.scrape(slow, w)  # and the connection serves the next
+            (status, _, body), = self.answers(slow, 1)
+            self.assertIn(b"gpuwatch_loader_batches_total", body)
+            # Its deadline passes unread: what the buffers took, then the end.
+            time.sleep(hook._server.IDLE_SECONDS + 0.5)
+            got = 0
+            try:
+                while True:
+                    b = never.recv(1 << 20)
+                    if not b:
+                        break
+                    got += len(b)
+            except ConnectionResetError:
+                pass
+            self.assertLess(got, len(page))  # cut off, not answered whole
+
+
 def spin(stop):
     x = 0
     while not stop.is_set():
