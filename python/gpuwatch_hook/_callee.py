@@ -82,15 +82,29 @@ def callee(code, lasti: int, globs) -> Optional[str]:
     return _cut(fn)
 
 
-def at_call(code, lasti: int) -> bool:
-    """Whether a frame stopped at byte offset lasti may be inside a C
-    function (a call instruction), so may be blocked there (a sleep, a
-    read, a lock). A frame stopped anywhere else is running Python, or
-    waiting for the GIL to go on running it: it cannot be blocked. Where
-    the instruction cannot be read (lasti unknown, or an offset outside
-    the code), it may be."""
+# Where a thread that was running Python hands the GIL over at a request
+# (CPython's eval breaker): a function's start and a loop's jump back. A
+# thread stopped at one of them waits for the GIL to go on running there;
+# stopped anywhere else, it is inside C code (a call, a `with`'s lock, a
+# `for` over a pipe) that let go of the GIL, and may be blocked in it.
+_CHECKPOINTS = frozenset(
+    dis.opmap[n]
+    for n in (
+        "RESUME", "JUMP_BACKWARD", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE",
+        "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE",
+    )
+    if n in dis.opmap
+)
+
+
+def at_checkpoint(code, lasti: int) -> bool:
+    """Whether a frame stopped at byte offset lasti is at a point where
+    CPython hands the GIL over to a thread that asks for it: the thread
+    is running Python there, waiting for the GIL to go on, not blocked.
+    False where the instruction cannot be read (lasti unknown, an offset
+    outside the code) and before Python 3.11 (offsets of another kind)."""
     raw = code.co_code
-    return lasti < 0 or lasti >= len(raw) or raw[lasti] in _CALLS
+    return POSITIONS and 0 <= lasti < len(raw) and raw[lasti] in _CHECKPOINTS
 
 
 # Instructions after which CPython may run a signal handler or hand the GIL

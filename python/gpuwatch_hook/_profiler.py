@@ -25,15 +25,16 @@ def take_profile(
     the last tick, at the stack where the thread is running. Whether it is
     running is seen, not guessed: the sampler reads the clocks, lets go of
     the GIL for half a millisecond, reads the stacks and clocks, lets go
-    again, and reads the clocks once more. A thread stopped on anything but
-    a call is running Python there (it cannot block mid-line); one stopped
-    on a call (a C function: it may be blocked in it) is running there if
-    its clock moved in both windows and the windows were not overslept (a
-    loaded box can keep the sampler off a core for milliseconds, time
-    enough to block and wake). Either way its time goes there. Otherwise it
-    is blocked there (a sleep, a queue, a socket), or nearly, and the time
-    it used since the last tick is charged to the stack it last ran at.
-    Idle threads cost nothing and show nothing.
+    again, and reads the clocks once more. A thread stopped where CPython
+    hands the GIL over (a loop's jump back, a function's start) is running
+    Python there; one stopped anywhere else is in C code that let go of the
+    GIL (a call, a lock, a read) and is running there if its clock moved
+    through half of each window (a window lasts longer while the sampler
+    waits for the GIL or, on a loaded box, for a core: time enough for a
+    thread to block and wake). Either way its time goes there. Otherwise
+    it is blocked there (a sleep, a queue, a socket), or nearly, and the
+    time it used since the last tick is charged to the stack it last ran
+    at. Idle threads cost nothing and show nothing.
     Threads without Python frames (torch's intra-op pool, say) are not seen.
 
     The GIL decides when the sampler gets to look: a thread running Python

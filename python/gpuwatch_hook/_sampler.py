@@ -87,9 +87,10 @@ class Sampler:
             self.names = {t.ident: (t.name, getattr(t, "native_id", None)) for t in threading.enumerate()}
         if self.cpu_clock:
             before = self.clocks(idents)
-            windows_ns = time.monotonic_ns()
+            w0 = time.monotonic_ns()
             time.sleep(0.0005)  # window one: threads that can run, run
         frames = sys._current_frames()
+        w1 = time.monotonic_ns()
         at = self.clocks(idents) if self.cpu_clock else {}
         keys = {}
         for ident in idents:
@@ -104,27 +105,31 @@ class Sampler:
             return
         time.sleep(0.0005)  # window two
         after = self.clocks(idents)
-        # A window the sampler overslept (a loaded box keeps it off a core)
-        # is long enough for a thread to block and wake again: it shows
-        # nothing about the look.
-        clear = time.monotonic_ns() - windows_ns <= 2_000_000
+        w2 = time.monotonic_ns()
+        # A window lasts past its half millisecond while the sampler waits
+        # for the GIL (a thread running Python holds it up to the switch
+        # interval, and ran all along) or for a core (a loaded box: time
+        # enough for a thread to block and wake again): a thread ran
+        # across the look if its clock moved through half of each window.
+        need1, need2 = max(50_000, (w1 - w0) // 2), max(50_000, (w2 - w1) // 2)
         for ident, key in keys.items():
             now_ns = at.get(ident)
             if now_ns is None:
                 continue
             prev = self.last.get(ident)
             self.last[ident] = now_ns
-            # Running where it was seen: stopped on anything but a call, it
-            # is running Python (or waiting for the GIL to go on), and cannot
-            # be blocked there. Stopped on a call, its clock moved by a tenth
-            # of a window or more both before and after the look, and the
-            # windows were short. (A thread that just let go of the GIL to
-            # block still moves a few microseconds on its way into the
-            # kernel; one that ran up to its blocking call moved before but
-            # not after, and one woken just after the look moved after but
-            # not before.)
-            running = not self.may_block(key) or (
-                clear and now_ns - before.get(ident, now_ns) >= 50_000 and after.get(ident, now_ns) - now_ns >= 50_000
+            # Running where it was seen: stopped where CPython hands the GIL
+            # over (a loop's jump back, a function's start), it is running
+            # Python and waits for the GIL to go on. Stopped anywhere else
+            # it is in C code that let go of the GIL (a call, a lock, a
+            # read) and may be blocked there: running only if its clock
+            # moved through half of both windows, before and after the
+            # look. (A thread that just let go of the GIL to block still
+            # moves a few microseconds on its way into the kernel; one that
+            # ran up to its blocking call moved before but not after, one
+            # woken just after the look after but not before.)
+            running = self.at_checkpoint(key) or (
+                now_ns - before.get(ident, now_ns) >= need1 and after.get(ident, now_ns) - now_ns >= need2
             )
             if running:
                 self.ran_at[ident] = key
@@ -133,11 +138,13 @@ class Sampler:
             self.charge(key if running else self.ran_at.get(ident, key), now_ns - prev)
 
     @staticmethod
-    def may_block(key) -> bool:
-        """Whether the thread of a sample's key may be blocked where it was
-        seen: stopped on a call (before 3.11, always)."""
-        code, _, lasti = key[1][0] if key[1] else (None, 0, -1)
-        return code is None or not _callee.POSITIONS or _callee.at_call(code, lasti)
+    def at_checkpoint(key) -> bool:
+        """Whether the thread of a sample's key was seen where CPython
+        hands the GIL over (_callee.at_checkpoint): running Python."""
+        if not key[1]:
+            return False
+        code, _, lasti = key[1][0]
+        return _callee.at_checkpoint(code, lasti)
 
     def stack(self, frame) -> tuple:
         """The key of a frame's stack, innermost first: (code, line,

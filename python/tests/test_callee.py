@@ -55,34 +55,69 @@ def sleeper(stop):
     return x
 
 
-class AtCallTest(unittest.TestCase):
-    def test_only_a_call_may_block(self):
-        code = sleeper.__code__
-        kinds = {ins.offset: ins.opcode in _callee._CALLS for ins in dis.get_instructions(code)}
-        for offset, is_call in kinds.items():
-            self.assertEqual(_callee.at_call(code, offset), is_call, dis.opname[code.co_code[offset]])
-        self.assertTrue(any(kinds.values()))
-        self.assertTrue(_callee.at_call(code, -1))  # unknown: it may
-        self.assertTrue(_callee.at_call(code, len(code.co_code)))
+def locked(stop, lock):
+    while not stop.is_set():
+        with lock:
+            pass
 
-    def test_a_sleeping_thread_is_found_on_its_call(self):
+
+def spinner(stop):
+    x = 0
+    while not stop.is_set():
+        for i in range(10000):
+            x += i
+    return x
+
+
+@unittest.skipUnless(_callee.POSITIONS, "instruction offsets are read from Python 3.11")
+class CheckpointTest(unittest.TestCase):
+    def test_only_where_the_gil_is_handed_over(self):
+        code = spinner.__code__
+        kinds = {ins.offset: ins.opcode in _callee._CHECKPOINTS for ins in dis.get_instructions(code)}
+        for offset, is_checkpoint in kinds.items():
+            self.assertEqual(_callee.at_checkpoint(code, offset), is_checkpoint, dis.opname[code.co_code[offset]])
+        self.assertTrue(any(kinds.values()))
+        self.assertFalse(_callee.at_checkpoint(code, -1))  # unknown: it may be blocked
+        self.assertFalse(_callee.at_checkpoint(code, len(code.co_code)))
+
+    def looks(self, target, *args, let_go=None):
+        """Where a thread running target is seen, 20 times: at a checkpoint
+        or not. let_go, if given, lets it go at the end."""
         stop = threading.Event()
-        t = threading.Thread(target=sleeper, args=(stop,))
+        t = threading.Thread(target=target, args=(stop,) + args)
         t.start()
         try:
             deadline = time.monotonic() + 5
             while True:
                 frame = sys._current_frames().get(t.ident)
-                if frame is not None and frame.f_code is sleeper.__code__:
+                if frame is not None and frame.f_code is target.__code__:
                     break
                 self.assertLess(time.monotonic(), deadline)
                 time.sleep(0.001)
-            # Asleep for all but a few microseconds of each 10 ms.
-            seen = [_callee.at_call(frame.f_code, frame.f_lasti) for _ in range(20) if not time.sleep(0.003)]
-            self.assertGreaterEqual(sum(seen), 15, seen)
+            seen = []
+            for _ in range(20):
+                time.sleep(0.003)
+                frame = sys._current_frames().get(t.ident)
+                seen.append(frame is not None and _callee.at_checkpoint(frame.f_code, frame.f_lasti))
+                frame = None
+            return seen
         finally:
             stop.set()
+            if let_go is not None:
+                let_go()
             t.join()
+
+    def test_a_thread_running_python_is_seen_at_one(self):
+        # Seen while this thread holds the GIL: the spinner handed it over
+        # at its loop's jump back.
+        seen = self.looks(spinner)
+        self.assertGreaterEqual(sum(seen), 15, seen)
+
+    def test_a_blocked_thread_is_not(self):
+        self.assertEqual(sum(self.looks(sleeper)), 0)  # in time.sleep: a call
+        lock = threading.Lock()
+        lock.acquire()  # held: the thread blocks in `with lock:`, which is no call
+        self.assertEqual(sum(self.looks(locked, lock, let_go=lock.release)), 0)
 
 
 @unittest.skipUnless(_callee.POSITIONS, "positions of instructions are Python 3.11's")
