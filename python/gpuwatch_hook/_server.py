@@ -240,14 +240,16 @@ def _scrape(head: bytes) -> Optional[bool]:
         return None
     if parts[1].partition(b"?")[0] != b"/metrics":
         return None
-    conn = b""
+    conn = set()
     for h in rest.split(b"\n"):
+        if h[:1] in (b" ", b"\t"):
+            return None  # a folded header (obsolete): the thread's parser
         name, _, value = h.partition(b":")
         name, value = name.strip().lower(), value.strip().lower()
         if name == b"transfer-encoding" or (name == b"content-length" and value != b"0"):
             return None  # a body to read: the thread's
         if name == b"connection":
-            conn = value
+            conn.update(v.strip() for v in value.split(b","))
     if parts[2] == b"HTTP/1.1":
         return b"close" not in conn
     return b"keep-alive" in conn
