@@ -58,12 +58,19 @@ class CeilingTest(unittest.TestCase):
     def tearDown(self):
         _ceiling.WARM_SECONDS, _ceiling.WARM_BATCHES = self.warm
 
-    def loop(self, w, seconds, step=0.002):
-        seen = []
+    def loop(self, w, seconds, step=0.002, past=None, then=20):
+        """Trains for seconds; with past, until the ceiling's state is no
+        longer one of past and then batches more, seconds only bounding it
+        (a loaded box starts its workers slowly)."""
+        seen, more = [], 0
         t = time.perf_counter()
         for x, idx in w:
             seen.extend(int(i) for i in idx)
             time.sleep(step)
+            if past is not None and w._stats.ceiling.state not in past:
+                more += 1
+                if more > then:
+                    break
             if time.perf_counter() - t > seconds:
                 break
         return seen
@@ -73,7 +80,7 @@ class CeilingTest(unittest.TestCase):
         try:
             ok, _ = w._stats.ask_ceiling(1.0)
             self.assertTrue(ok)
-            seen = self.loop(w, 4.0)
+            seen = self.loop(w, 60, past=("warming", "keeping", "replaying"), then=40)
             c = w._stats.ceiling.figures()
         finally:
             w.close()
@@ -96,7 +103,7 @@ class CeilingTest(unittest.TestCase):
         try:
             w._stats.ask_ceiling(1.0)
             w._stats.ceiling.limit = 100  # bytes: not two batches of 4 × (16 + 8)
-            seen = self.loop(w, 1.5)
+            seen = self.loop(w, 60, past=("warming", "keeping"))  # and the loop goes on
             c = w._stats.ceiling.figures()
         finally:
             w.close()
@@ -122,7 +129,7 @@ class CeilingTest(unittest.TestCase):
             self.assertEqual(post("?seconds=-1"), 400)
             self.assertEqual(post("?seconds=0.5"), 202)
             self.assertEqual(post("?seconds=0.5"), 409)  # one at a time
-            self.loop(w, 2.5, step=0.0)
+            self.loop(w, 60, step=0.0, past=("warming", "keeping", "replaying"), then=0)
             self.assertEqual(w._stats.ceiling.state, "done")
             self.assertEqual(post("?seconds=0.5"), 202)  # done: another may start
         finally:
