@@ -51,12 +51,15 @@ a = p.parse_args()
 
 
 def calibrate():
-    """Iterations of the work loop per CPU second (the best of three)."""
+    """Iterations of the work loop per CPU second: the best of ten rounds
+    a few ms apart (a busy box slows some rounds, by cache and by its other
+    hyperthread, and a slow reading makes every sample lighter)."""
     best = 0.0
-    for _ in range(3):
+    for _ in range(10):
         t = time.thread_time()
         work(200000)
         best = max(best, 200000 / max(time.thread_time() - t, 1e-6))
+        time.sleep(0.005)
     return best
 
 
