@@ -87,24 +87,35 @@ def callee(code, lasti: int, globs) -> Optional[str]:
 # thread stopped at one of them waits for the GIL to go on running there;
 # stopped anywhere else, it is inside C code (a call, a `with`'s lock, a
 # `for` over a pipe) that let go of the GIL, and may be blocked in it.
-_CHECKPOINTS = frozenset(
-    dis.opmap[n]
-    for n in (
+# Python 3.10 hands it over at a jump taken and a function's start
+# (f_lasti -1); 3.9 before most instructions, the frame showing the one
+# before: of those, a jump and arithmetic, which do not block (list +=
+# file, which reads, is the exception let pass). Seen by sampling spinning
+# and sleeping threads on each version: docs/diagnosis.md.
+if sys.version_info >= (3, 11):
+    _CHECKPOINT_NAMES = (
         "RESUME", "JUMP_BACKWARD", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE",
         "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE",
     )
-    if n in dis.opmap
-)
+elif sys.version_info >= (3, 10):
+    _CHECKPOINT_NAMES = ("JUMP_ABSOLUTE", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE")
+else:
+    _CHECKPOINT_NAMES = ("JUMP_ABSOLUTE", "COMPARE_OP") + tuple(
+        n for n in dis.opmap if n.startswith(("BINARY_", "INPLACE_")) and not n.endswith("SUBSCR")
+    )
+_CHECKPOINTS = frozenset(dis.opmap[n] for n in _CHECKPOINT_NAMES if n in dis.opmap)
 
 
 def at_checkpoint(code, lasti: int) -> bool:
     """Whether a frame stopped at byte offset lasti is at a point where
     CPython hands the GIL over to a thread that asks for it: the thread
     is running Python there, waiting for the GIL to go on, not blocked.
-    False where the instruction cannot be read (lasti unknown, an offset
-    outside the code) and before Python 3.11 (offsets of another kind)."""
+    Before 3.11 a frame not yet started (lasti -1) is at its start; False
+    where the instruction cannot be read (an offset outside the code)."""
+    if lasti < 0:
+        return not POSITIONS and lasti == -1
     raw = code.co_code
-    return POSITIONS and 0 <= lasti < len(raw) and raw[lasti] in _CHECKPOINTS
+    return lasti < len(raw) and raw[lasti] in _CHECKPOINTS
 
 
 # Instructions after which CPython may run a signal handler or hand the GIL

@@ -42,6 +42,7 @@ class Sampler:
         self.globs: dict = {}  # code -> its frame's globals, where it was innermost
         self.callees: dict = {}  # (code, byte offset) -> the C function called there, or None
         self.comps: dict = {}  # (code, byte offset) -> the inlined comprehension running there (3.12+), or None
+        self.checkpoints: dict = {}  # (code, byte offset) -> at a checkpoint (_callee.at_checkpoint)
         self.rng = random.Random()
         self.start_wall_ns = time.time_ns()
         self.duration_ns = 0
@@ -137,14 +138,17 @@ class Sampler:
                 continue  # first sight, or idle since the last tick
             self.charge(key if running else self.ran_at.get(ident, key), now_ns - prev)
 
-    @staticmethod
-    def at_checkpoint(key) -> bool:
+    def at_checkpoint(self, key) -> bool:
         """Whether the thread of a sample's key was seen where CPython
-        hands the GIL over (_callee.at_checkpoint): running Python."""
+        hands the GIL over (_callee.at_checkpoint): running Python. Kept
+        per instruction: from 3.11 each read of co_code is a fresh copy."""
         if not key[1]:
             return False
         code, _, lasti = key[1][0]
-        return _callee.at_checkpoint(code, lasti)
+        v = self.checkpoints.get((code, lasti))
+        if v is None:
+            v = self.checkpoints[(code, lasti)] = _callee.at_checkpoint(code, lasti)
+        return v
 
     def stack(self, frame) -> tuple:
         """The key of a frame's stack, innermost first: (code, line,

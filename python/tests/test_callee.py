@@ -69,7 +69,13 @@ def spinner(stop):
     return x
 
 
-@unittest.skipUnless(_callee.POSITIONS, "instruction offsets are read from Python 3.11")
+def reader(stop, pipe):
+    total = 0
+    for line in pipe:  # blocks in the read, at the loop's FOR_ITER
+        total += len(line)
+    return total
+
+
 class CheckpointTest(unittest.TestCase):
     def test_only_where_the_gil_is_handed_over(self):
         code = spinner.__code__
@@ -77,7 +83,10 @@ class CheckpointTest(unittest.TestCase):
         for offset, is_checkpoint in kinds.items():
             self.assertEqual(_callee.at_checkpoint(code, offset), is_checkpoint, dis.opname[code.co_code[offset]])
         self.assertTrue(any(kinds.values()))
-        self.assertFalse(_callee.at_checkpoint(code, -1))  # unknown: it may be blocked
+        # Before 3.11 a frame's lasti is -1 at its start, where the GIL is
+        # handed over; from 3.11 -1 is unknown: it may be blocked.
+        self.assertEqual(_callee.at_checkpoint(code, -1), not _callee.POSITIONS)
+        self.assertFalse(_callee.at_checkpoint(code, -2))
         self.assertFalse(_callee.at_checkpoint(code, len(code.co_code)))
 
     def looks(self, target, *args, let_go=None):
@@ -118,6 +127,11 @@ class CheckpointTest(unittest.TestCase):
         lock = threading.Lock()
         lock.acquire()  # held: the thread blocks in `with lock:`, which is no call
         self.assertEqual(sum(self.looks(locked, lock, let_go=lock.release)), 0)
+        r, w = os.pipe()
+        with os.fdopen(r, "rb") as pipe, os.fdopen(w, "wb") as out:
+            out.write(b"a line\n")  # in the loop, then blocked in its next read
+            out.flush()
+            self.assertEqual(sum(self.looks(reader, pipe, let_go=out.close)), 0)
 
 
 @unittest.skipUnless(_callee.POSITIONS, "positions of instructions are Python 3.11's")

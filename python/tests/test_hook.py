@@ -645,10 +645,10 @@ class ProfileTest(unittest.TestCase):
         # milliseconds at a time: a window overslept is time enough for the
         # worker to sleep and wake, and a worker stopped in its loop by the
         # scheduler has a clock that stands still. Neither may move its
-        # work onto the sleep. On the 2-core dev VM, 6-8 runs each: 98-100 %
-        # of the worker's CPU in work(); 87-99 % before overslept windows
-        # and stops in a loop were told apart (73-98 % beside shell loops);
-        # one CI run: 90 %.
+        # work onto the sleep. On the 2-core dev VM, eight runs each: 89-100 %
+        # of the worker's CPU in work() on 3.9, 95-100 % on 3.10 to 3.13;
+        # 45 % once on 3.9 (and 66 % in one CI run) when only 3.11 knew
+        # where the GIL is handed over (_callee.at_checkpoint).
         hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(6)]
         try:
             p = profile_while(2.0, fine_switch=True, worker=work_then_nap)
