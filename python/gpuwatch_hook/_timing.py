@@ -16,8 +16,10 @@ BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 
 #: Seconds between two readings of the batches ready (the queue depth):
 #: each costs the loop's thread a system call (a poll of the workers'
-#: pipe), tens of µs on a busy VM; the page's gauge is the last reading.
-DEPTH_EVERY = 0.02
+#: pipe), 20-30 µs on the dev VM in a real DataLoader loop; the page's
+#: gauge is the last reading, and the fastest refresh (--interval) is
+#: 100 ms. At 20 ms it was 5-10 µs of the loop's 35 µs a batch.
+DEPTH_EVERY = 0.1
 
 
 class Histogram:
@@ -122,7 +124,12 @@ class Stats:
         self.sync_window: Optional[_syncs.Window] = None
         self._syncs_at: Optional[float] = None
 
-    def record(self, wait: float, batch: Any, depth: Optional[int]) -> None:
+    def record(self, wait: float, batch: Any, depth: Optional[int], step: Optional[float] = None, now: Optional[float] = None) -> None:
+        """A batch taken: its wait, the step before it (None: none
+        measured), the batches ready when it was asked (None: not read
+        this batch), under one lock; then what is due (the stage figures
+        taken, the copies' times, a look, the windows). now is the
+        batch's arrival by _env.clock (read here when not given)."""
         try:
             n = batch_len(batch)
         except Exception:  # a batch type with odd attributes: size unknown
@@ -135,11 +142,16 @@ class Stats:
                 self.sized = True
             if depth is not None:  # read this batch (DEPTH_EVERY): else the last reading stands
                 self.queue_depth = depth
+            if step is not None:
+                self.step.observe(step)
+                self.stage_sum["step"] += step
+                self.stage_n["step"] += 1
         inline = _stages.inline.take()
         if inline is not None:
             self.add_stages((("getitem", inline[0], inline[2]), ("collate", inline[1], inline[2])))
         _h2d.poll()
-        now = _env.clock()
+        if now is None:
+            now = _env.clock()
         if self._look_at is None or now >= self._look_at:  # only the loop thread reads and writes _look_at
             self._look_at = now + _payload.LOOK_EVERY
             _cost.cost.timed("payload", self.look_at, batch)
@@ -247,6 +259,8 @@ class Stats:
                     self.stage_n[stage] += k
 
     def record_step(self, step: float) -> None:
+        """A step that ended the epoch: the loop asked for a batch and
+        there was none (the others are recorded with their batch)."""
         with self.lock:
             self.step.observe(step)
             self.stage_sum["step"] += step
@@ -648,11 +662,7 @@ class Clock:
                 return batch
         step = None
         if self.handed is not None:
-            step = t0 - self.handed
-            try:
-                stats.record_step(step)
-            except Exception:  # never into the training loop
-                stats.error()
+            step = t0 - self.handed  # recorded with the batch (Stats.record)
             self.handed = None
         depth = None
         if self.depth_ok and (self.depth_at is None or t0 >= self.depth_at):
@@ -667,6 +677,11 @@ class Clock:
         try:
             batch = take(it)
         except StopIteration:
+            if step is not None:
+                try:
+                    stats.record_step(step)
+                except Exception:  # never into the training loop
+                    stats.error()
             if ceiling is not None:
                 ceiling.epoch_ended(_env.clock())
             gp = stats.gpu_profile
@@ -682,7 +697,7 @@ class Clock:
         if m is not None:
             m.resume()
         try:
-            stats.record(t1 - t0, batch, depth)
+            stats.record(t1 - t0, batch, depth, step, t1)
             if self.started is not None:
                 stats.record_stall(t1 - self.started)
                 self.started = None

@@ -262,16 +262,20 @@ class HookTest(unittest.TestCase):
             def shape(self):
                 raise RuntimeError("not this")
 
+        class Raising:
+            def observe(self, v):
+                1 / 0
+
         w = self.watch([Weird(), Weird()])
-        orig = hook._timing.Stats.record_step
-        hook._timing.Stats.record_step = lambda self, step: 1 / 0
+        stats = w._stats
+        orig, stats.step = stats.step, Raising()
         try:
             got = list(w)
         finally:
-            hook._timing.Stats.record_step = orig
+            stats.step = orig
         self.assertEqual(len(got), 2)
         m = self.metrics(w)
-        self.assertEqual(m["gpuwatch_hook_errors_total"], 2)  # the two steps
+        self.assertEqual(m["gpuwatch_hook_errors_total"], 2)  # the two steps: before the second batch, and the epoch's last
         # The batches whose size raised were still timed, their samples unknown.
         self.assertEqual(m["gpuwatch_loader_wait_seconds_count"], 2)
         self.assertNotIn("gpuwatch_loader_samples_total", m)

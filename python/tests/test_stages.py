@@ -91,7 +91,7 @@ class StagesTest(unittest.TestCase):
 
     def test_worker_stage_shares_match_what_the_loop_measures(self):
         """num_workers=2: the hook's getitem and collate shares are within
-        0.10 of the shares the dataset and collate_fn measure of
+        0.05 of the shares the dataset and collate_fn measure of
         themselves (sleeps: robust on a loaded machine)."""
         for workers in (2, 0):
             loader = DataLoader(Sleepy(), batch_size=4, num_workers=workers, collate_fn=sleepy_collate)
@@ -107,8 +107,10 @@ class StagesTest(unittest.TestCase):
                 self.assertTrue(workers <= gn == cn <= 12, m)
             else:
                 self.assertEqual((gn, cn), (12, 12), m)
-            worker_total = g + c + (h or 0)
-            self.assertAlmostEqual(g / worker_total, truth_getitem, delta=0.10)
+            # The truth is getitem's share of getitem and collate: the
+            # hand-over (pickling into shared memory, 4-5 ms a batch here)
+            # is no part of it, and in the denominator took 0.09-0.115 off.
+            self.assertAlmostEqual(g / (g + c), truth_getitem, delta=0.05)
             self.assertGreaterEqual(g, float(own[0]) * 0.9 * gn / 12)  # the hook's getitem holds the samples' own time
             if workers:
                 self.assertTrue(workers <= hn <= gn, m)  # timed on the carried batches
