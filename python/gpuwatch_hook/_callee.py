@@ -88,7 +88,7 @@ def callee(code, lasti: int, globs) -> Optional[str]:
 # stopped anywhere else, it is inside C code (a call, a `with`'s lock, a
 # `for` over a pipe) that let go of the GIL, and may be blocked in it.
 # Python 3.10 hands it over at a jump taken and a function's start
-# (f_lasti -1); 3.9 before most instructions, the frame showing the one
+# (f_lasti -1), of which a conditional jump counts only backwards; 3.9 before most instructions, the frame showing the one
 # before: of those, a jump and arithmetic, which do not block (list +=
 # file, which reads, is the exception let pass). Seen by sampling spinning
 # and sleeping threads on each version: docs/diagnosis.md.
@@ -98,12 +98,16 @@ if sys.version_info >= (3, 11):
         "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE",
     )
 elif sys.version_info >= (3, 10):
+    # A conditional jump tests its value first (a C __bool__ may let go of
+    # the GIL and block: `if loss_on_gpu:` syncs), so only a jump back, a
+    # loop's, counts: the test of `while x:` at its end.
     _CHECKPOINT_NAMES = ("JUMP_ABSOLUTE", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE")
 else:
     _CHECKPOINT_NAMES = ("JUMP_ABSOLUTE", "COMPARE_OP") + tuple(
         n for n in dis.opmap if n.startswith(("BINARY_", "INPLACE_")) and not n.endswith("SUBSCR")
     )
 _CHECKPOINTS = frozenset(dis.opmap[n] for n in _CHECKPOINT_NAMES if n in dis.opmap)
+_BACKWARD_ONLY = frozenset(dis.opmap[n] for n in ("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE") if sys.version_info[:2] == (3, 10))
 
 
 def at_checkpoint(code, lasti: int) -> bool:
@@ -115,7 +119,12 @@ def at_checkpoint(code, lasti: int) -> bool:
     if lasti < 0:
         return not POSITIONS and lasti == -1
     raw = code.co_code
-    return lasti < len(raw) and raw[lasti] in _CHECKPOINTS
+    if lasti >= len(raw) or raw[lasti] not in _CHECKPOINTS:
+        return False
+    if raw[lasti] in _BACKWARD_ONLY:
+        target = next((x.argval for x in dis.get_instructions(code) if x.offset == lasti), None)
+        return isinstance(target, int) and target < lasti
+    return True
 
 
 # Instructions after which CPython may run a signal handler or hand the GIL

@@ -677,11 +677,7 @@ class Clock:
         try:
             batch = take(it)
         except StopIteration:
-            if step is not None:
-                try:
-                    stats.record_step(step)
-                except Exception:  # never into the training loop
-                    stats.error()
+            self._last_step(step)
             if ceiling is not None:
                 ceiling.epoch_ended(_env.clock())
             gp = stats.gpu_profile
@@ -692,6 +688,9 @@ class Clock:
                     stats.end_syncs()
                 except Exception:
                     stats.error()
+            raise
+        except BaseException:  # the loader's error (a worker's, a timeout): the step before it was one
+            self._last_step(step)
             raise
         t1 = _env.clock()
         if m is not None:
@@ -710,6 +709,17 @@ class Clock:
             stats.error()
         self.handed = t1
         return batch
+
+
+    def _last_step(self, step: Optional[float]) -> None:
+        """Records the step before a next() that gave no batch (the
+        others are recorded with their batch)."""
+        if step is None:
+            return
+        try:
+            self.stats.record_step(step)
+        except Exception:  # never into the training loop
+            self.stats.error()
 
 
 class Timed:

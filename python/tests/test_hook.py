@@ -280,6 +280,37 @@ class HookTest(unittest.TestCase):
         self.assertEqual(m["gpuwatch_loader_wait_seconds_count"], 2)
         self.assertNotIn("gpuwatch_loader_samples_total", m)
 
+    def test_the_step_before_a_loaders_error_is_a_step(self):
+        class Flaky:
+            """A worker's error on the second next(); the loop goes on."""
+
+            def __init__(self):
+                self.i = 0
+
+            def __iter__(self):
+                return self
+
+            def __next__(self):
+                self.i += 1
+                if self.i == 2:
+                    raise ValueError("a worker died")
+                if self.i > 3:
+                    raise StopIteration
+                return [self.i]
+
+        w = self.watch(Flaky())
+        it = iter(w)
+        got = [next(it)]
+        with self.assertRaises(ValueError):
+            next(it)
+        got += list(it)
+        self.assertEqual(got, [[1], [3]])
+        m = self.metrics(w)
+        # 1 → the error, 3 → the end; after the error no batch was handed
+        # out, so no step is timed up to batch 3.
+        self.assertEqual(m["gpuwatch_loader_step_seconds_count"], 2)
+        self.assertEqual(m["gpuwatch_loader_wait_seconds_count"], 2)
+
     def test_an_iterator_without_a_dict_is_said_once_and_counted(self):
         """Where torch gives its iterator __slots__, the patch cannot keep
         an epoch's timing on it: the loop runs on, untimed there, with a
