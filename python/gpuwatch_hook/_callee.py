@@ -88,10 +88,11 @@ def callee(code, lasti: int, globs) -> Optional[str]:
 # stopped anywhere else, it is inside C code (a call, a `with`'s lock, a
 # `for` over a pipe) that let go of the GIL, and may be blocked in it.
 # Python 3.10 hands it over at a jump taken and a function's start
-# (f_lasti -1), of which a conditional jump counts only backwards; 3.9 before most instructions, the frame showing the one
-# before: of those, a jump and arithmetic, which do not block (list +=
-# file, which reads, is the exception let pass). Seen by sampling spinning
-# and sleeping threads on each version: docs/diagnosis.md.
+# (f_lasti -1), of which a conditional jump counts only backwards; 3.9
+# before most instructions, the frame showing the one before: of those, a
+# jump and arithmetic, which do not block (list += file, which reads, is
+# the exception let pass). Seen by sampling spinning and sleeping threads
+# on each version: docs/diagnosis.md.
 if sys.version_info >= (3, 11):
     _CHECKPOINT_NAMES = (
         "RESUME", "JUMP_BACKWARD", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE",

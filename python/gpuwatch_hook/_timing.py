@@ -143,9 +143,7 @@ class Stats:
             if depth is not None:  # read this batch (DEPTH_EVERY): else the last reading stands
                 self.queue_depth = depth
             if step is not None:
-                self.step.observe(step)
-                self.stage_sum["step"] += step
-                self.stage_n["step"] += 1
+                self._add_step(step)
         inline = _stages.inline.take()
         if inline is not None:
             self.add_stages((("getitem", inline[0], inline[2]), ("collate", inline[1], inline[2])))
@@ -259,12 +257,16 @@ class Stats:
                     self.stage_n[stage] += k
 
     def record_step(self, step: float) -> None:
-        """A step that ended the epoch: the loop asked for a batch and
-        there was none (the others are recorded with their batch)."""
+        """A step whose next() gave no batch (the epoch's end, the
+        loader's error); the others are recorded with their batch."""
         with self.lock:
-            self.step.observe(step)
-            self.stage_sum["step"] += step
-            self.stage_n["step"] += 1
+            self._add_step(step)
+
+    def _add_step(self, step: float) -> None:
+        """Adds a step; the lock is held."""
+        self.step.observe(step)
+        self.stage_sum["step"] += step
+        self.stage_n["step"] += 1
 
     def record_stall(self, seconds: float) -> None:
         """An epoch's time from its start (iter()) to its first batch."""
@@ -709,7 +711,6 @@ class Clock:
             stats.error()
         self.handed = t1
         return batch
-
 
     def _last_step(self, step: Optional[float]) -> None:
         """Records the step before a next() that gave no batch (the
