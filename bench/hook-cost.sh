@@ -13,19 +13,30 @@
 # % CPU". Under run, the hook's own count over the same window
 # (gpuwatch_hook_cpu_seconds_total) is printed beside it.
 #
-#   bash bench/hook-cost.sh [ROUNDS] [SECONDS] [-- BENCH ARGS…]
+#   bash bench/hook-cost.sh [ROUNDS] [SECONDS] [-- [SCRIPT.py] ARGS…]
+#   (SCRIPT.py: another job that keeps the same two globals, `start` and
+#   `samples`: python/examples/causes_battery.py --loop images --step-ms 25
+#   is a JPEG + torchvision loop beside a ResNet-sized step)
 #   (GPUWATCH=path uses a built binary instead of building one;
 #   PYTHON=path an interpreter with torch;
-#   RUN_FLAGS="--profile-every 0" measures without the profiler)
+#   RUN_FLAGS="--profile-every 0" measures without the profiler;
+#   TOGETHER=1 runs each round's two jobs at the same time: on a VM whose
+#   CPU's speed drifts between runs, both see the same drift, and the same
+#   contention, each other's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-8}
 seconds=${2:-20}
 shift $(( $# > 2 ? 2 : $# ))
 [ "${1:-}" = "--" ] && shift
+script=python/examples/dataloader_bench.py
+[[ "${1:-}" == *.py ]] && { script=$1; shift; }
 args=("$@")
-[ ${#args[@]} -gt 0 ] || args=(--workers 2 --cost 0.0002 --step 0.002 --batch 8 --rate 0)
+[ ${#args[@]} -gt 0 ] || [ "$script" != python/examples/dataloader_bench.py ] ||
+	args=(--workers 2 --cost 0.0002 --step 0.002 --batch 8 --rate 0)
 py=${PYTHON:-python3}
+"$py" -c 'import torch, numpy' 2>/dev/null ||
+	{ echo "hook-cost.sh: $py cannot import torch and numpy (PYTHON=path names an interpreter that can)" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bin=${GPUWATCH:-}
@@ -36,19 +47,34 @@ fi
 # The job: the example under bench/hook_cost_job.py, which prints its
 # window's CPU (its process's and its workers'), samples and hook seconds
 # when it ends. --warmup 0: the loop counts every sample.
-job=("$py" bench/hook_cost_job.py python/examples/dataloader_bench.py "${args[@]}" --warmup 0 --seconds "$seconds")
+job=("$py" bench/hook_cost_job.py "$script" "${args[@]}" --warmup 0 --seconds "$seconds")
 # The rate of the example's work loop, calibrated once: every round does the
 # same work per sample.
 if [[ " ${args[*]} " == *" --rate 0 "* ]]; then
-	rate=$("$py" python/examples/dataloader_bench.py --print-rate 2>/dev/null | tail -1)
+	rate=$("$py" "$script" --print-rate 2>/dev/null | tail -1)
 	job=("${job[@]}" --rate "$rate")
 fi
-field() { sed -n 's/^JOBCPU //p' | "$py" -c "import json,sys; d=json.loads(sys.stdin.read()); print(*(d.get(k, '') for k in sys.argv[1:]))" "$@"; }
+# field KEY…: the JOBCPU line's values; a dict (the hook's parts) as
+# part=seconds,part=seconds.
+field() { sed -n 's/^JOBCPU //p' | "$py" -c "import json,sys; d=json.loads(sys.stdin.read()); print(*(','.join('%s=%s' % kv for kv in v.items()) if isinstance(v, dict) else v for v in (d.get(k, '') for k in sys.argv[1:])))" "$@"; }
+declare -A part_pct=()
 diffs=() hooks=()
 for r in $(seq "$rounds"); do
-	read -r pc ps < <("${job[@]}" 2>/dev/null | field cpu samples)
 	# Headless, run passes the job's output to its stderr.
-	read -r wc ws wh < <("$bin" run --headless ${RUN_FLAGS:-} -- "${job[@]}" 2>&1 >/dev/null | field cpu samples hook)
+	if [ -n "${TOGETHER:-}" ]; then
+		"${job[@]}" 2>/dev/null | field cpu samples >"$tmp/alone" &
+		"$bin" run --headless ${RUN_FLAGS:-} -- "${job[@]}" 2>&1 >/dev/null | field cpu samples hook parts >"$tmp/run" &
+		wait
+		read -r pc ps <"$tmp/alone"
+		read -r wc ws wh parts <"$tmp/run"
+	else
+		read -r pc ps < <("${job[@]}" 2>/dev/null | field cpu samples)
+		read -r wc ws wh parts < <("$bin" run --headless ${RUN_FLAGS:-} -- "${job[@]}" 2>&1 >/dev/null | field cpu samples hook parts)
+	fi
+	# Each part's share of the job's CPU under run, summed over rounds.
+	for kv in ${parts//,/ }; do
+		part_pct[${kv%%=*}]=$(awk -v a="${part_pct[${kv%%=*}]:-0}" -v s="${kv#*=}" -v c="$wc" 'BEGIN { print a + 100 * s / c }')
+	done
 	line=$(awk -v pc="$pc" -v ps="$ps" -v wc="$wc" -v ws="$ws" -v wh="$wh" 'BEGIN {
 		p = 1e6 * pc / ps; w = 1e6 * wc / ws; h = 1e6 * wh / ws
 		printf "%.4f %.4f|alone %7.2f µs CPU/sample (%d samples)   under run %7.2f (%d)   %+6.2f %%   the hook'"'"'s own count %.2f µs/sample (%.2f %%)", 100 * (w / p - 1), 100 * h / w, p, ps, w, ws, 100 * (w / p - 1), h, 100 * h / w }')
@@ -58,4 +84,9 @@ done
 stats() { printf '%s\n' "$@" | sort -g | awk '{ x[NR] = $1; s += $1 } END { m = s / NR; for (i = 1; i <= NR; i++) v += (x[i] - m) ^ 2; sd = NR > 1 ? sqrt(v / (NR - 1)) : 0; printf "mean %+.2f %%, sd %.2f, standard error %.2f, median %+.2f %% over %d rounds", m, sd, sd / sqrt(NR), x[int((NR + 1) / 2)], NR }'; }
 echo "the job's CPU per sample under run vs alone: $(stats "${diffs[@]}")"
 echo "the hook's own count, of the job's CPU under run: $(stats "${hooks[@]}")"
-echo "($(nproc) CPUs; $(uname -r); job: ${args[*]} --seconds $seconds)"
+by_part=""
+for k in loop payload settings syncs stages profiler gpu_profile server; do
+	[ -n "${part_pct[$k]:-}" ] && by_part+=$(awk -v k="$k" -v v="${part_pct[$k]}" -v r="$rounds" 'BEGIN { printf " %s %.3f %%", k, v / r }')
+done
+echo "by part, mean of the rounds:$by_part (the first CPU profile starts at the loop's first batch, then one every --profile-every, 60 s: a window shorter than that holds more than its share)"
+echo "($(nproc) CPUs; $(uname -r); job: $script ${args[*]} --seconds $seconds)"

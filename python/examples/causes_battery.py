@@ -437,8 +437,16 @@ def main():
     report(args, acc)
 
 
-def measure(args, loader, step_cost, end, start, acc):
+#: Samples taken so far, warm-up included, and when the loop began:
+#: bench/hook_cost_job.py reads them while the loop runs.
+samples = 0
+start = None
+
+
+def measure(args, loader, step_cost, end, began, acc):
     """Runs the loop until end, adding its own measurements to acc."""
+    global samples, start
+    start = began
     while time.monotonic() < end:
         it = iter(loader)
         while True:
@@ -448,17 +456,19 @@ def measure(args, loader, step_cost, end, start, acc):
             except StopIteration:
                 break
             got = time.perf_counter()
+            n = len(b["input_ids"]) if isinstance(b, dict) else len(b[0])
+            samples += n
             on_loop(args, b)
             time.sleep(step_cost(b))
             done = time.perf_counter()
-            if time.monotonic() - start < args.warmup:
+            if time.monotonic() - began < args.warmup:
                 continue
             if acc["t0"] is None:
                 acc["t0"] = t
             acc["wait"] += got - t
             acc["step"] += done - got
             acc["own"] += b["t"] if isinstance(b, dict) else b[-1]
-            acc["samples"] += len(b["input_ids"]) if isinstance(b, dict) else len(b[0])
+            acc["samples"] += n
             acc["batches"] += 1
             acc["t1"] = done
             if time.monotonic() > end:
