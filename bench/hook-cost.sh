@@ -22,7 +22,8 @@
 #   RUN_FLAGS="--profile-every 0" measures without the profiler;
 #   TOGETHER=1 runs each round's two jobs at the same time: on a VM whose
 #   CPU's speed drifts between runs, both see the same drift, and the same
-#   contention, each other's)
+#   contention, each other's; a job that writes its data on its first run,
+#   as the image loop does, needs one run without TOGETHER first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-8}
@@ -56,8 +57,9 @@ if [[ " ${args[*]} " == *" --rate 0 "* ]]; then
 fi
 # field KEY…: the JOBCPU line's values; a dict (the hook's parts) as
 # part=seconds,part=seconds.
-field() { sed -n 's/^JOBCPU //p' | "$py" -c "import json,sys; d=json.loads(sys.stdin.read()); print(*(','.join('%s=%s' % kv for kv in v.items()) if isinstance(v, dict) else v for v in (d.get(k, '') for k in sys.argv[1:])))" "$@"; }
+field() { sed -n 's/^JOBCPU //p' | "$py" -c "import json,sys; t=sys.stdin.read(); t or sys.exit(1); d=json.loads(t); print(*(','.join('%s=%s' % kv for kv in v.items()) if isinstance(v, dict) else v for v in (d.get(k, '') for k in sys.argv[1:])))" "$@"; }
 declare -A part_pct=()
+nojob() { echo "hook-cost.sh: the job $1 printed no JOBCPU line; run it by hand to see why: ${job[*]}" >&2; exit 1; }
 diffs=() hooks=()
 for r in $(seq "$rounds"); do
 	# Headless, run passes the job's output to its stderr.
@@ -65,11 +67,11 @@ for r in $(seq "$rounds"); do
 		"${job[@]}" 2>/dev/null | field cpu samples >"$tmp/alone" &
 		"$bin" run --headless ${RUN_FLAGS:-} -- "${job[@]}" 2>&1 >/dev/null | field cpu samples hook parts >"$tmp/run" &
 		wait
-		read -r pc ps <"$tmp/alone"
-		read -r wc ws wh parts <"$tmp/run"
+		read -r pc ps <"$tmp/alone" || nojob alone
+		read -r wc ws wh parts <"$tmp/run" || nojob "under run"
 	else
-		read -r pc ps < <("${job[@]}" 2>/dev/null | field cpu samples)
-		read -r wc ws wh parts < <("$bin" run --headless ${RUN_FLAGS:-} -- "${job[@]}" 2>&1 >/dev/null | field cpu samples hook parts)
+		read -r pc ps < <("${job[@]}" 2>/dev/null | field cpu samples) || nojob alone
+		read -r wc ws wh parts < <("$bin" run --headless ${RUN_FLAGS:-} -- "${job[@]}" 2>&1 >/dev/null | field cpu samples hook parts) || nojob "under run"
 	fi
 	# Each part's share of the job's CPU under run, summed over rounds.
 	for kv in ${parts//,/ }; do
