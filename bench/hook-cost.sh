@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # What gpuwatch run's instrumentation costs a real DataLoader job, by CPU
-# accounting (issue 52 item 4): rounds of python/examples/dataloader_bench.py
-# alone and under `gpuwatch run --headless` (the hook timing every batch,
-# looking inside batches, its windows, its server read every interval, a
-# CPU profile every 60 s), alternating, each round's job the same. Each
+# accounting (issue 52 item 4): rounds of a job (python/examples/
+# dataloader_bench.py, or SCRIPT.py) alone and under `gpuwatch run
+# --headless` (the hook timing every batch, looking inside batches, its
+# windows, its server read every interval, a CPU profile every 60 s), one
+# after the other (or at once: TOGETHER=1), each round's job the same. Each
 # round's figure is the job's CPU seconds per sample over a window that
 # leaves its start-up out (from 3 s into its loop to its end): its
 # process's user and system time with its workers' (/proc/PID/stat of the
@@ -13,7 +14,7 @@
 # % CPU". Under run, the hook's own count over the same window
 # (gpuwatch_hook_cpu_seconds_total) is printed beside it.
 #
-#   bash bench/hook-cost.sh [ROUNDS] [SECONDS] [-- [SCRIPT.py] ARGS…]
+#   bash bench/hook-cost.sh [ROUNDS [SECONDS [-- [SCRIPT.py] ARGS…]]]
 #   (SCRIPT.py: another job that keeps the same two globals, `start` and
 #   `samples`: python/examples/causes_battery.py --loop images --step-ms 25
 #   is a JPEG + torchvision loop beside a ResNet-sized step)
@@ -28,6 +29,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-8}
 seconds=${2:-20}
+[[ "$rounds" =~ ^[1-9][0-9]*$ && "$seconds" =~ ^[1-9][0-9]*$ ]] ||
+	{ echo "usage: bash bench/hook-cost.sh [ROUNDS [SECONDS [-- [SCRIPT.py] ARGS…]]] (whole numbers)" >&2; exit 2; }
 shift $(( $# > 2 ? 2 : $# ))
 [ "${1:-}" = "--" ] && shift
 script=python/examples/dataloader_bench.py
@@ -57,21 +60,22 @@ if [[ " ${args[*]} " == *" --rate 0 "* ]]; then
 fi
 # field KEY…: the JOBCPU line's values; a dict (the hook's parts) as
 # part=seconds,part=seconds.
-field() { sed -n 's/^JOBCPU //p' | "$py" -c "import json,sys; t=sys.stdin.read(); t or sys.exit(1); d=json.loads(t); print(*(','.join('%s=%s' % kv for kv in v.items()) if isinstance(v, dict) else v for v in (d.get(k, '') for k in sys.argv[1:])))" "$@"; }
+field() { sed -n 's/^JOBCPU //p' | "$py" -c "import json,sys; t=sys.stdin.read(); t or sys.exit(1); d=json.loads(t); ('error' in d or 'cpu' not in d or 'samples' not in d) and sys.exit(d.get('error', 1)); print(*(','.join('%s=%s' % kv for kv in v.items()) if isinstance(v, dict) else v for v in (d.get(k, '') for k in sys.argv[1:])))" "$@"; }
 declare -A part_pct=()
-nojob() { echo "hook-cost.sh: the job $1 printed no JOBCPU line; run it by hand to see why: ${job[*]}" >&2; exit 1; }
+nojob() { echo "hook-cost.sh: the job $1 gave no figures; run it by hand to see why: $2" >&2; exit 1; }
 diffs=() hooks=()
 for r in $(seq "$rounds"); do
 	# Headless, run passes the job's output to its stderr.
-	if [ -n "${TOGETHER:-}" ]; then
+	if [ "${TOGETHER:-0}" = 1 ]; then
 		"${job[@]}" 2>/dev/null | field cpu samples >"$tmp/alone" &
 		"$bin" run --headless ${RUN_FLAGS:-} -- "${job[@]}" 2>&1 >/dev/null | field cpu samples hook parts >"$tmp/run" &
 		wait
-		read -r pc ps <"$tmp/alone" || nojob alone
-		read -r wc ws wh parts <"$tmp/run" || nojob "under run"
+		read -r pc ps <"$tmp/alone" || nojob alone "${job[*]}"
+		read -r wc ws wh parts <"$tmp/run" || nojob "under run" "$bin run --headless ${RUN_FLAGS:-} -- ${job[*]}"
 	else
-		read -r pc ps < <("${job[@]}" 2>/dev/null | field cpu samples) || nojob alone
-		read -r wc ws wh parts < <("$bin" run --headless ${RUN_FLAGS:-} -- "${job[@]}" 2>&1 >/dev/null | field cpu samples hook parts) || nojob "under run"
+		read -r pc ps < <("${job[@]}" 2>/dev/null | field cpu samples) || nojob alone "${job[*]}"
+		read -r wc ws wh parts < <("$bin" run --headless ${RUN_FLAGS:-} -- "${job[@]}" 2>&1 >/dev/null | field cpu samples hook parts) ||
+			nojob "under run" "$bin run --headless ${RUN_FLAGS:-} -- ${job[*]}"
 	fi
 	# Each part's share of the job's CPU under run, summed over rounds.
 	for kv in ${parts//,/ }; do

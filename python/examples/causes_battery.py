@@ -437,10 +437,10 @@ def main():
     report(args, acc)
 
 
-#: Samples taken so far, warm-up included, and when the loop began:
-#: bench/hook_cost_job.py reads them while the loop runs.
+#: Samples taken so far, warm-up included: bench/hook_cost_job.py reads it
+#: while the loop runs, from `start` on (measure sets that global when the
+#: loop begins; it is not defined before, which is how the bench knows).
 samples = 0
-start = None
 
 
 def measure(args, loader, step_cost, end, began, acc):
