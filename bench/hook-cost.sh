@@ -61,7 +61,8 @@ fi
 # field KEY…: the JOBCPU line's values; a dict (the hook's parts) as
 # part=seconds,part=seconds.
 field() { sed -n 's/^JOBCPU //p' | "$py" -c "import json,sys; t=sys.stdin.read(); t or sys.exit(1); d=json.loads(t); ('error' in d or 'cpu' not in d or 'samples' not in d) and sys.exit(d.get('error', 1)); print(*(','.join('%s=%s' % kv for kv in v.items()) if isinstance(v, dict) else v for v in (d.get(k, '') for k in sys.argv[1:])))" "$@"; }
-declare -A part_pct=()
+declare -A part_pct=() # part -> its share of the job's CPU, summed over rounds
+part_order=()          # the parts in the order the hook lists them
 nojob() { echo "hook-cost.sh: the job $1 gave no figures; run it by hand to see why: $2" >&2; exit 1; }
 diffs=() hooks=()
 for r in $(seq "$rounds"); do
@@ -79,6 +80,7 @@ for r in $(seq "$rounds"); do
 	fi
 	# Each part's share of the job's CPU under run, summed over rounds.
 	for kv in ${parts//,/ }; do
+		[ -n "${part_pct[${kv%%=*}]:-}" ] || part_order+=("${kv%%=*}")
 		part_pct[${kv%%=*}]=$(awk -v a="${part_pct[${kv%%=*}]:-0}" -v s="${kv#*=}" -v c="$wc" 'BEGIN { print a + 100 * s / c }')
 	done
 	line=$(awk -v pc="$pc" -v ps="$ps" -v wc="$wc" -v ws="$ws" -v wh="$wh" 'BEGIN {
@@ -91,8 +93,8 @@ stats() { printf '%s\n' "$@" | sort -g | awk '{ x[NR] = $1; s += $1 } END { m = 
 echo "the job's CPU per sample under run vs alone: $(stats "${diffs[@]}")"
 echo "the hook's own count, of the job's CPU under run: $(stats "${hooks[@]}")"
 by_part=""
-for k in loop payload settings syncs stages profiler gpu_profile server; do
-	[ -n "${part_pct[$k]:-}" ] && by_part+=$(awk -v k="$k" -v v="${part_pct[$k]}" -v r="$rounds" 'BEGIN { printf " %s %.3f %%", k, v / r }')
+for k in "${part_order[@]}"; do
+	by_part+=$(awk -v k="$k" -v v="${part_pct[$k]}" -v r="$rounds" 'BEGIN { printf " %s %.3f %%", k, v / r }')
 done
 echo "by part, mean of the rounds:$by_part (the first CPU profile starts at the loop's first batch, then one every --profile-every, 60 s: a window shorter than that holds more than its share)"
 echo "($(nproc) CPUs; $(uname -r); job: $script ${args[*]} --seconds $seconds)"
