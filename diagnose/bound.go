@@ -200,5 +200,16 @@ func loadingCPU(w *window) float64 {
 	return cpu
 }
 
+// workersFillCPUs says the workers want (their CPU, with their waits for
+// one) at least busyWorkerShare of the CPUs they can have (workerCPUs:
+// the job's, less the loop's and other processes'). False where their CPU
+// or the batch rate is unknown.
+func workersFillCPUs(w *window) bool {
+	if !w.loaderCPU.ok || !w.batchesPerSec.ok || w.batchesPerSec.v <= 0 || w.workers <= 0 {
+		return false
+	}
+	return loadingCPU(w) >= busyWorkerShare*workerCPUs(w, w.workers, w.loaderCPU.v/100/w.batchesPerSec.v)
+}
+
 // cpuBoundShare: loading whose busy time is this much CPU is CPU-bound.
 const cpuBoundShare = 0.6
