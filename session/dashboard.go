@@ -141,36 +141,41 @@ func (d *dashboard) Note(n sample.Note) error {
 	return nil
 }
 
-// frameRate is how often bubbletea looks for a changed view to draw: a key
-// shows on screen within 1/frameRate s (200 ms, 100 ms on average). Each
-// look is a timer that wakes the process, and on a 2-core VM a wake-up
-// costs about 0.2 ms of CPU (the Go runtime's sysmon and netpoller wake
-// with it), so at bubbletea's default 60 looks a second the idle dashboard
-// cost several times btop's, and at 10 it still cost 1.28× btop's
-// (bench/tui-cpu.sh: 0.58 % of a core against 0.45 %). Samples come once a
-// second; 5 looks a second keep keys prompt and the dashboard under btop.
-const frameRate = 5
-
 // RunProgram runs a bubbletea program on out while work runs beside it,
 // and returns when both are done. work gets a context that ends with the
 // program, and a kill function that stops the program. A quit key, a signal (main's context) or the end of work stops
 // it cleanly (nil); a panic in work restores the terminal first and comes
 // back as an error with its stack.
 //
-// The frame rate is frameRate (see there). Signals are ours alone: bubbletea v2.0.10's own handler can block forever sending a
-// quit message to an event loop that our cancelled context already ended.
+// The screen (screen.go) draws each view as the model handles a message:
+// a key shows at once. Signals are ours alone: bubbletea v2.0.10's own
+// handler can block forever sending a quit message to an event loop that
+// our cancelled context already ended.
 //
-// Colour follows the terminal: Bubble Tea reads TERM, COLORTERM and
-// NO_COLOR and draws in what the terminal supports (true colour, 256, 16,
+// Colour follows the terminal: colorprofile reads TERM, COLORTERM and
+// NO_COLOR, and the screen's writer draws in what the terminal supports (true colour, 256, 16,
 // none). noColor (--no-color) draws no colour, as NO_COLOR=1 does.
 func RunProgram(ctx context.Context, m tea.Model, out io.Writer, noColor bool, work func(ctx context.Context, kill func()) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(out), tea.WithFPS(frameRate), tea.WithoutSignalHandler()}
-	if noColor {
-		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
+	// The screen draws (screen.go); bubbletea reads the keys and the
+	// mouse. Without its renderer it neither makes the terminal raw nor
+	// follows its size: the terminal does. Its renderer's timer, which
+	// cannot be stopped, looks once a second at an output it never has.
+	tty, err := openTerminal(out)
+	if err != nil {
+		return err
 	}
-	p := tea.NewProgram(m, opts...)
+	defer tty.close()
+	profile := colorprofile.Detect(out, os.Environ())
+	if noColor {
+		profile = colorprofile.Ascii
+	}
+	scr := &screen{out: &colorprofile.Writer{Forward: out, Profile: profile}}
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(tty.in), tea.WithOutput(out), tea.WithoutRenderer(), tea.WithFPS(1),
+		tea.WithoutSignalHandler(), tea.WithColorProfile(profile), tea.WithWindowSize(tty.w, tty.h)}
+	p := tea.NewProgram(&drawnModel{Model: m, s: scr}, opts...)
+	go tty.forwardResizes(ctx, p)
 	workErr := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -181,7 +186,8 @@ func RunProgram(ctx context.Context, m tea.Model, out io.Writer, noColor bool, w
 		}()
 		workErr <- work(ctx, p.Kill)
 	}()
-	_, err := p.Run()
+	_, err = p.Run()
+	_ = scr.close()
 	cancel()
 	werr := <-workErr
 	switch {

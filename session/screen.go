@@ -1,0 +1,246 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"golang.org/x/term"
+)
+
+// screen draws a model's views on the terminal a row at a time: a row is
+// written only when its text differs from what the row shows, nothing is
+// written when nothing changed, and a draw happens when the model has
+// handled a message, not on a timer. It is the dashboard's renderer in
+// place of bubbletea's, which parsed every view into cells, hashed its
+// lines for scrolling and diffed the cells on a 5-a-second timer: at idle
+// that was 39 % of the dashboard's CPU and kept it above btop's
+// (docs/architecture.md, "The dashboard's cost"). The dashboard's rows
+// change in place and never scroll, so a row's text is the unit to
+// compare.
+//
+// The terminal is in the alternate screen with the cursor hidden and
+// autowrap off (a row wider than the terminal is cut at its edge, never
+// wrapped onto the next row); the view's mouse mode and window title are
+// set when they change. close restores all of it.
+type screen struct {
+	out     io.Writer // the terminal, through the colour profile's writer
+	w, h    int       // the terminal's size; 0 before the first WindowSizeMsg
+	rows    []string  // what each row of the terminal shows
+	last    string    // the view's content last drawn
+	title   string
+	mouse   tea.MouseMode
+	started bool
+	buf     bytes.Buffer
+}
+
+// resize takes the terminal's new size: the next draw clears the screen
+// and writes every row.
+func (s *screen) resize(w, h int) {
+	if w == s.w && h == s.h {
+		return
+	}
+	s.w, s.h = w, h
+	s.rows, s.last = nil, ""
+}
+
+// draw writes the rows of v that changed, in one write. Before the
+// terminal's size is known it draws nothing.
+func (s *screen) draw(v tea.View) error {
+	if s.w <= 0 || s.h <= 0 {
+		return nil
+	}
+	b := &s.buf
+	b.Reset()
+	if !s.started {
+		s.started = true
+		b.WriteString(ansi.SetModeAltScreenSaveCursor + ansi.HideCursor + ansi.ResetModeAutoWrap)
+	}
+	if v.MouseMode != s.mouse {
+		s.mouse = v.MouseMode
+		b.WriteString(mouseModes(s.mouse))
+	}
+	if v.WindowTitle != s.title {
+		s.title = v.WindowTitle
+		b.WriteString(ansi.SetWindowTitle(printableTitle(s.title)))
+	}
+	if s.rows == nil || v.Content != s.last {
+		s.rows = s.writeRows(b, v.Content)
+		s.last = v.Content
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	_, err := s.out.Write(b.Bytes())
+	return err
+}
+
+// writeRows writes to b each row of content that differs from the screen
+// (every row after a resize, with the screen cleared first), and returns
+// the rows the screen shows after it. Rows past the terminal's height are
+// left out; rows the content no longer has are erased.
+func (s *screen) writeRows(b *bytes.Buffer, content string) []string {
+	full := s.rows == nil
+	if full {
+		b.WriteString(ansi.ResetStyle + ansi.EraseEntireScreen)
+	}
+	rows := make([]string, s.h)
+	content = strings.TrimSuffix(content, "\n")
+	for i := 0; i < s.h && content != ""; i++ {
+		row, rest, _ := strings.Cut(content, "\n")
+		rows[i], content = strings.TrimSuffix(row, "\r"), rest
+	}
+	for i, row := range rows {
+		if !full && row == s.rows[i] {
+			continue
+		}
+		// Erased before it is written: erasing after would, in a row
+		// that fills the width, take its last cell (the cursor waits on
+		// it).
+		b.WriteString(ansi.CursorPosition(1, i+1) + ansi.ResetStyle + ansi.EraseEntireLine)
+		if row != "" {
+			b.WriteString(row)
+			b.WriteString(ansi.ResetStyle)
+		}
+	}
+	return rows
+}
+
+// close leaves the terminal as it was found: the mouse off, the cursor
+// shown, autowrap on, the main screen back. Nothing when nothing was
+// drawn.
+func (s *screen) close() error {
+	if !s.started {
+		return nil
+	}
+	s.started = false
+	seq := ansi.ResetStyle + mouseModes(tea.MouseModeNone) + ansi.ShowCursor + ansi.SetModeAutoWrap + ansi.ResetModeAltScreenSaveCursor
+	_, err := io.WriteString(s.out, seq)
+	return err
+}
+
+// mouseModes are the sequences that set the terminal's mouse reporting to
+// m (SGR encoding, which bubbletea's input reader decodes).
+func mouseModes(m tea.MouseMode) string {
+	switch m {
+	case tea.MouseModeCellMotion:
+		return ansi.ResetModeMouseAnyEvent + ansi.SetModeMouseButtonEvent + ansi.SetModeMouseExtSgr
+	case tea.MouseModeAllMotion:
+		return ansi.ResetModeMouseButtonEvent + ansi.SetModeMouseAnyEvent + ansi.SetModeMouseExtSgr
+	}
+	return ansi.ResetModeMouseButtonEvent + ansi.ResetModeMouseAnyEvent + ansi.ResetModeMouseExtSgr
+}
+
+// printableTitle is a window title without control characters: an
+// escape or a bell inside it would end the title's sequence early.
+func printableTitle(t string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			return -1
+		}
+		return r
+	}, t)
+}
+
+// drawnModel is a model whose views the screen draws: after each message
+// the model handles, its view is drawn (rows that did not change cost a
+// string comparison). bubbletea, run without its renderer, gets an empty
+// view.
+type drawnModel struct {
+	tea.Model
+	s   *screen
+	err error // the first write that failed; later draws are skipped
+}
+
+// Update hands msg to the model, then draws its view.
+func (d *drawnModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if ws, ok := msg.(tea.WindowSizeMsg); ok {
+		d.s.resize(ws.Width, ws.Height)
+	}
+	m, cmd := d.Model.Update(msg)
+	d.Model = m
+	if d.err == nil {
+		d.err = d.s.draw(m.View())
+	}
+	return d, cmd
+}
+
+// View is empty: the screen has drawn the model's already.
+func (d *drawnModel) View() tea.View { return tea.View{} }
+
+// terminal is what bubbletea sets up only with its own renderer: the keys'
+// terminal in raw mode (stdin, or /dev/tty when stdin is not one), the
+// output's size, and its changes (SIGWINCH) sent to the program.
+type terminal struct {
+	in       *os.File
+	closeIn  bool
+	raw      *term.State
+	outFd    int
+	w, h     int
+	resizing chan os.Signal
+}
+
+// openTerminal readies the terminal for the dashboard; close undoes it.
+func openTerminal(out io.Writer) (*terminal, error) {
+	t := &terminal{in: os.Stdin, outFd: -1, w: 80, h: 24}
+	if !term.IsTerminal(int(t.in.Fd())) {
+		f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		if err != nil {
+			return nil, fmt.Errorf("no terminal to read keys from: %w", err)
+		}
+		t.in, t.closeIn = f, true
+	}
+	st, err := term.MakeRaw(int(t.in.Fd()))
+	if err != nil {
+		t.close()
+		return nil, fmt.Errorf("the terminal's raw mode: %w", err)
+	}
+	t.raw = st
+	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		t.outFd = int(f.Fd())
+		if w, h, err := term.GetSize(t.outFd); err == nil && w > 0 && h > 0 {
+			t.w, t.h = w, h
+		}
+	}
+	t.resizing = make(chan os.Signal, 1)
+	signal.Notify(t.resizing, syscall.SIGWINCH)
+	return t, nil
+}
+
+// forwardResizes sends p the output's size each time it changes, until ctx
+// ends.
+func (t *terminal) forwardResizes(ctx context.Context, p *tea.Program) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.resizing:
+			if t.outFd < 0 {
+				continue
+			}
+			if w, h, err := term.GetSize(t.outFd); err == nil && w > 0 && h > 0 {
+				p.Send(tea.WindowSizeMsg{Width: w, Height: h})
+			}
+		}
+	}
+}
+
+// close restores the terminal's mode and stops listening for resizes.
+func (t *terminal) close() {
+	if t.resizing != nil {
+		signal.Stop(t.resizing)
+	}
+	if t.raw != nil {
+		_ = term.Restore(int(t.in.Fd()), t.raw)
+	}
+	if t.closeIn {
+		_ = t.in.Close()
+	}
+}

@@ -1,0 +1,125 @@
+package session
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+func view(rows ...string) tea.View {
+	v := tea.NewView(strings.Join(rows, "\n"))
+	v.MouseMode, v.WindowTitle = tea.MouseModeCellMotion, "gpuwatch: healthy"
+	return v
+}
+
+// rowsWritten are the rows a draw wrote, by the cursor moves before them.
+func rowsWritten(out string) []int {
+	var rows []int
+	for _, part := range strings.Split(out, "\x1b[")[1:] {
+		var r, c int
+		if strings.HasPrefix(part, "H") { // CUP with no parameters: the first row
+			rows = append(rows, 1)
+		} else if n, _ := fmt.Sscanf(part, "%d;%dH", &r, &c); n == 2 {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// TestScreenWritesOnlyTheRowsThatChanged: the first draw sets the terminal
+// up and writes every row; a draw of the same view writes nothing; a view
+// with one row changed writes that row alone; a shorter view erases the
+// rows it no longer has; a resize clears and writes every row again;
+// close restores the terminal.
+func TestScreenWritesOnlyTheRowsThatChanged(t *testing.T) {
+	var out bytes.Buffer
+	s := &screen{out: &out}
+	if err := s.draw(view("a", "b")); err != nil || out.Len() != 0 {
+		t.Fatalf("drew %q (%v) before the size was known", out.String(), err)
+	}
+	s.resize(10, 3)
+	_ = s.draw(view("one", "two", "three"))
+	first := out.String()
+	for _, want := range []string{ansi.SetModeAltScreenSaveCursor, ansi.HideCursor, ansi.ResetModeAutoWrap, ansi.SetModeMouseButtonEvent, ansi.SetModeMouseExtSgr, ansi.SetWindowTitle("gpuwatch: healthy"), ansi.EraseEntireScreen, "one", "two", "three"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("the first draw lacks %q: %q", want, first)
+		}
+	}
+	if got := rowsWritten(first); fmt.Sprint(got) != "[1 2 3]" {
+		t.Errorf("the first draw wrote rows %v", got)
+	}
+
+	out.Reset()
+	_ = s.draw(view("one", "two", "three"))
+	if out.Len() != 0 {
+		t.Errorf("the same view wrote %q", out.String())
+	}
+
+	_ = s.draw(view("one", "TWO", "three"))
+	if got := rowsWritten(out.String()); fmt.Sprint(got) != "[2]" || !strings.Contains(out.String(), "TWO") || strings.Contains(out.String(), "one") {
+		t.Errorf("one changed row: wrote rows %v: %q", got, out.String())
+	}
+
+	out.Reset()
+	_ = s.draw(view("one", "TWO"))
+	if got := rowsWritten(out.String()); fmt.Sprint(got) != "[3]" || !strings.Contains(out.String(), ansi.EraseEntireLine) {
+		t.Errorf("a shorter view: wrote rows %v: %q", got, out.String())
+	}
+
+	out.Reset()
+	_ = s.draw(view("1", "2", "3", "4", "5"))
+	if got := rowsWritten(out.String()); fmt.Sprint(got) != "[1 2 3]" || strings.Contains(out.String(), "4") {
+		t.Errorf("a view taller than the terminal: wrote rows %v: %q", got, out.String())
+	}
+
+	out.Reset()
+	s.resize(20, 2)
+	_ = s.draw(view("1", "2", "3"))
+	if got := rowsWritten(out.String()); fmt.Sprint(got) != "[1 2]" || !strings.Contains(out.String(), ansi.EraseEntireScreen) {
+		t.Errorf("after a resize: wrote rows %v: %q", got, out.String())
+	}
+
+	out.Reset()
+	v := view("1", "2")
+	v.WindowTitle = "gpuwatch: \x1b]0;evil\x07"
+	_ = s.draw(v)
+	if strings.Contains(out.String(), "\x1b]0;evil") {
+		t.Errorf("a title's control characters reached the terminal: %q", out.String())
+	}
+
+	out.Reset()
+	_ = s.close()
+	for _, want := range []string{ansi.ResetModeMouseButtonEvent, ansi.ResetModeMouseExtSgr, ansi.ShowCursor, ansi.SetModeAutoWrap, ansi.ResetModeAltScreenSaveCursor} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("close lacks %q: %q", want, out.String())
+		}
+	}
+	out.Reset()
+	if _ = s.close(); out.Len() != 0 {
+		t.Errorf("a second close wrote %q", out.String())
+	}
+}
+
+// BenchmarkScreenIdleDraw is a tick's draw where only the clock row of a
+// 120×40 dashboard changed: the cost of the screen at idle.
+func BenchmarkScreenIdleDraw(b *testing.B) {
+	var out bytes.Buffer
+	s := &screen{out: &out}
+	s.resize(120, 40)
+	rows := make([]string, 40)
+	for i := range rows {
+		rows[i] = "\x1b[38;2;120;200;80m" + strings.Repeat("█▌ 42% ", 17) + "\x1b[m"
+	}
+	views := [2]tea.View{view(rows...), {}}
+	rows[0] = "clock 12:00:01"
+	views[1] = view(rows...)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		out.Reset()
+		_ = s.draw(views[i%2])
+	}
+}
