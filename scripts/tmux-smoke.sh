@@ -32,11 +32,41 @@ for title in "─ GPU" "─ CPU" "─ Loader" "─ Processes" "─ Memory & pres
 done
 wait_for "[0-9] % of a core" 10 # the pegged thread, by either single-core rule
 t capture-pane -p -t smoke | head -6
+# state: the pane's modes as tmux sees them (the dashboard draws its own
+# screen, session/screen.go, and must set up and restore each).
+state() { t display -p -t smoke 'alt=#{alternate_on} cursor=#{cursor_flag} wrap=#{wrap_flag} mouse=#{mouse_any_flag} title=#{pane_title}'; }
+running=$(state)
+case "$running" in
+"alt=1 cursor=0 wrap=0 mouse=1 title=gpuwatch: "*) ;;
+*) echo "while it runs: $running (want the alternate screen, no cursor, no autowrap, the mouse, its title)"; exit 1 ;;
+esac
+# A paste is a paste, not keys: a pasted q does not quit.
+t set-buffer "quit"
+t paste-buffer -p -t smoke
+sleep 1
+pgrep -f "$bin demo --scenario single-core" >/dev/null || { echo "a pasted q quit the dashboard"; exit 1; }
 t send-keys -t smoke q
 wait_for "EXIT=0" 10
 wait_for "^echo$" 5
 wait_for "^icanon$" 5
-echo "q: exit 0, terminal restored"
+after=$(state)
+case "$after" in
+"alt=0 cursor=1 wrap=1 mouse=0 title="*gpuwatch*) echo "after q: $after (the title kept)"; exit 1 ;;
+"alt=0 cursor=1 wrap=1 mouse=0 title="*) ;;
+*) echo "after q: $after (want the main screen, the cursor, autowrap, no mouse)"; exit 1 ;;
+esac
+echo "q: exit 0, terminal restored ($after)"
+
+# TERM=dumb (or unset, as in many kubectl exec shells): no colour and ASCII
+# glyphs, but still a screen drawn in place, not a scroll of frames.
+for term in dumb ""; do
+	t send-keys -t smoke "clear; TERM=$term $bin demo --scenario healthy; echo EXIT=\$?" Enter
+	wait_for "HEALTHY\|WARMING_UP" 30
+	case "$(state)" in alt=1*) ;; *) echo "TERM=$term: not in the alternate screen: $(state)"; exit 1 ;; esac
+	t send-keys -t smoke q
+	wait_for "EXIT=0" 10
+	echo "TERM=$term: drawn in place, exit 0"
+done
 
 # Colour follows the terminal: NO_COLOR drops it (capture-pane -e keeps the
 # escape sequences the program drew).

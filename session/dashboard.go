@@ -168,13 +168,16 @@ func RunProgram(ctx context.Context, m tea.Model, out io.Writer, noColor bool, w
 	}
 	defer tty.close()
 	profile := colorprofile.Detect(out, os.Environ())
-	if noColor {
+	if noColor || profile < colorprofile.Ascii {
+		// NoTTY (TERM=dumb or unset) would strip the screen's own
+		// sequences too: no colour, but a screen.
 		profile = colorprofile.Ascii
 	}
 	scr := &screen{out: &colorprofile.Writer{Forward: out, Profile: profile}}
 	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(tty.in), tea.WithOutput(out), tea.WithoutRenderer(), tea.WithFPS(1),
 		tea.WithoutSignalHandler(), tea.WithColorProfile(profile), tea.WithWindowSize(tty.w, tty.h)}
-	p := tea.NewProgram(&drawnModel{Model: m, s: scr}, opts...)
+	dm := &drawnModel{Model: m, s: scr, t: tty}
+	p := tea.NewProgram(dm, opts...)
 	go tty.forwardResizes(ctx, p)
 	workErr := make(chan error, 1)
 	go func() {
@@ -187,12 +190,18 @@ func RunProgram(ctx context.Context, m tea.Model, out io.Writer, noColor bool, w
 		workErr <- work(ctx, p.Kill)
 	}()
 	_, err = p.Run()
-	_ = scr.close()
+	// The terminal back before work winds down: what it prints then
+	// reads as lines, and Ctrl-C works again.
+	dm.restore()
 	cancel()
 	werr := <-workErr
 	switch {
+	case dm.panicked != nil:
+		return dm.panicked
 	case werr != nil:
 		return werr
+	case errors.Is(err, tea.ErrProgramPanic):
+		return err
 	case err == nil || errors.Is(err, tea.ErrProgramKilled) || errors.Is(err, tea.ErrInterrupted) || errors.Is(err, context.Canceled):
 		return nil
 	}

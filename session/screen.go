@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 
 	tea "charm.land/bubbletea/v2"
@@ -61,7 +63,9 @@ func (s *screen) draw(v tea.View) error {
 	b.Reset()
 	if !s.started {
 		s.started = true
-		b.WriteString(ansi.SetModeAltScreenSaveCursor + ansi.HideCursor + ansi.ResetModeAutoWrap)
+		// Bracketed paste: pasted text arrives as one paste, not as
+		// keys (a pasted q would quit).
+		b.WriteString(ansi.SetModeAltScreenSaveCursor + ansi.HideCursor + ansi.ResetModeAutoWrap + ansi.SetModeBracketedPaste)
 	}
 	if v.MouseMode != s.mouse {
 		s.mouse = v.MouseMode
@@ -113,15 +117,19 @@ func (s *screen) writeRows(b *bytes.Buffer, content string) []string {
 	return rows
 }
 
-// close leaves the terminal as it was found: the mouse off, the cursor
-// shown, autowrap on, the main screen back. Nothing when nothing was
-// drawn.
+// close leaves the terminal as it was found: the mouse and bracketed
+// paste off, the cursor shown, autowrap on, the main screen back, the
+// title cleared. Nothing when nothing was drawn, or a second time.
 func (s *screen) close() error {
 	if !s.started {
 		return nil
 	}
 	s.started = false
-	seq := ansi.ResetStyle + mouseModes(tea.MouseModeNone) + ansi.ShowCursor + ansi.SetModeAutoWrap + ansi.ResetModeAltScreenSaveCursor
+	seq := ansi.ResetStyle + mouseModes(tea.MouseModeNone) + ansi.ResetModeBracketedPaste + ansi.ShowCursor + ansi.SetModeAutoWrap + ansi.ResetModeAltScreenSaveCursor
+	if s.title != "" {
+		seq += ansi.SetWindowTitle("")
+		s.title = ""
+	}
 	_, err := io.WriteString(s.out, seq)
 	return err
 }
@@ -155,21 +163,53 @@ func printableTitle(t string) string {
 // view.
 type drawnModel struct {
 	tea.Model
-	s   *screen
-	err error // the first write that failed; later draws are skipped
+	s        *screen
+	t        *terminal
+	err      error // the first write that failed; later draws are skipped
+	panicked error // a panic in the model, with its stack
 }
 
-// Update hands msg to the model, then draws its view.
-func (d *drawnModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+// Update hands msg to the model, then draws its view. A panic in the
+// model's Update or View restores the terminal first (bubbletea would
+// print it on the alternate screen, where the restore wipes it) and ends
+// the program: RunProgram returns it as an error with its stack.
+func (d *drawnModel) Update(msg tea.Msg) (out tea.Model, cmd tea.Cmd) {
+	if d.panicked != nil {
+		return d, tea.Quit
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			d.panicked = fmt.Errorf("internal error (the terminal was restored): %v\n%s", r, debug.Stack())
+			d.restore()
+			out, cmd = d, tea.Quit
+		}
+	}()
 	if ws, ok := msg.(tea.WindowSizeMsg); ok {
+		if w, h, ok := d.t.size(); ok { // the size now, not the one sent: a resize may have come since
+			ws.Width, ws.Height = w, h
+			msg = ws
+		}
 		d.s.resize(ws.Width, ws.Height)
 	}
 	m, cmd := d.Model.Update(msg)
 	d.Model = m
 	if d.err == nil {
-		d.err = d.s.draw(m.View())
+		if d.err = d.s.draw(m.View()); d.err != nil {
+			// The terminal refuses writes: quit rather than run on
+			// with a view that no longer changes.
+			d.restore()
+			return d, tea.Quit
+		}
 	}
 	return d, cmd
+}
+
+// restore leaves the screen and the terminal's raw mode.
+func (d *drawnModel) restore() {
+	_ = d.s.close()
+	if d.t != nil {
+		d.t.close()
+	}
 }
 
 // View is empty: the screen has drawn the model's already.
@@ -185,6 +225,7 @@ type terminal struct {
 	outFd    int
 	w, h     int
 	resizing chan os.Signal
+	once     sync.Once
 }
 
 // openTerminal readies the terminal for the dashboard; close undoes it.
@@ -203,15 +244,26 @@ func openTerminal(out io.Writer) (*terminal, error) {
 		return nil, fmt.Errorf("the terminal's raw mode: %w", err)
 	}
 	t.raw = st
+	// Resizes are listened for before the size is read: one between the
+	// two is not lost.
+	t.resizing = make(chan os.Signal, 1)
+	signal.Notify(t.resizing, syscall.SIGWINCH)
 	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		t.outFd = int(f.Fd())
-		if w, h, err := term.GetSize(t.outFd); err == nil && w > 0 && h > 0 {
+		if w, h, ok := t.size(); ok {
 			t.w, t.h = w, h
 		}
 	}
-	t.resizing = make(chan os.Signal, 1)
-	signal.Notify(t.resizing, syscall.SIGWINCH)
 	return t, nil
+}
+
+// size is the output's size now; false where it cannot be read.
+func (t *terminal) size() (w, h int, ok bool) {
+	if t == nil || t.outFd < 0 {
+		return 0, 0, false
+	}
+	w, h, err := term.GetSize(t.outFd)
+	return w, h, err == nil && w > 0 && h > 0
 }
 
 // forwardResizes sends p the output's size each time it changes, until ctx
@@ -222,18 +274,18 @@ func (t *terminal) forwardResizes(ctx context.Context, p *tea.Program) {
 		case <-ctx.Done():
 			return
 		case <-t.resizing:
-			if t.outFd < 0 {
-				continue
-			}
-			if w, h, err := term.GetSize(t.outFd); err == nil && w > 0 && h > 0 {
+			if w, h, ok := t.size(); ok {
 				p.Send(tea.WindowSizeMsg{Width: w, Height: h})
 			}
 		}
 	}
 }
 
-// close restores the terminal's mode and stops listening for resizes.
-func (t *terminal) close() {
+// close restores the terminal's mode and stops listening for resizes;
+// once, whoever calls it first (a panic in the model, or RunProgram).
+func (t *terminal) close() { t.once.Do(t.restore) }
+
+func (t *terminal) restore() {
 	if t.resizing != nil {
 		signal.Stop(t.resizing)
 	}

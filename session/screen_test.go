@@ -44,7 +44,7 @@ func TestScreenWritesOnlyTheRowsThatChanged(t *testing.T) {
 	s.resize(10, 3)
 	_ = s.draw(view("one", "two", "three"))
 	first := out.String()
-	for _, want := range []string{ansi.SetModeAltScreenSaveCursor, ansi.HideCursor, ansi.ResetModeAutoWrap, ansi.SetModeMouseButtonEvent, ansi.SetModeMouseExtSgr, ansi.SetWindowTitle("gpuwatch: healthy"), ansi.EraseEntireScreen, "one", "two", "three"} {
+	for _, want := range []string{ansi.SetModeAltScreenSaveCursor, ansi.HideCursor, ansi.ResetModeAutoWrap, ansi.SetModeBracketedPaste, ansi.SetModeMouseButtonEvent, ansi.SetModeMouseExtSgr, ansi.SetWindowTitle("gpuwatch: healthy"), ansi.EraseEntireScreen, "one", "two", "three"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("the first draw lacks %q: %q", want, first)
 		}
@@ -93,7 +93,7 @@ func TestScreenWritesOnlyTheRowsThatChanged(t *testing.T) {
 
 	out.Reset()
 	_ = s.close()
-	for _, want := range []string{ansi.ResetModeMouseButtonEvent, ansi.ResetModeMouseExtSgr, ansi.ShowCursor, ansi.SetModeAutoWrap, ansi.ResetModeAltScreenSaveCursor} {
+	for _, want := range []string{ansi.ResetModeMouseButtonEvent, ansi.ResetModeMouseExtSgr, ansi.ResetModeBracketedPaste, ansi.ShowCursor, ansi.SetModeAutoWrap, ansi.ResetModeAltScreenSaveCursor, ansi.SetWindowTitle("")} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("close lacks %q: %q", want, out.String())
 		}
@@ -101,6 +101,55 @@ func TestScreenWritesOnlyTheRowsThatChanged(t *testing.T) {
 	out.Reset()
 	if _ = s.close(); out.Len() != 0 {
 		t.Errorf("a second close wrote %q", out.String())
+	}
+}
+
+// panicky panics in View once armed.
+type panicky struct{ armed bool }
+
+func (p *panicky) Init() tea.Cmd { return nil }
+func (p *panicky) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if _, ok := msg.(tea.KeyPressMsg); ok {
+		p.armed = true
+	}
+	return p, nil
+}
+func (p *panicky) View() tea.View {
+	if p.armed {
+		panic("the view broke")
+	}
+	return view("fine")
+}
+
+// TestAPanicInTheModelRestoresTheTerminalAndIsReturned: a panic in the
+// model's View (or Update) leaves the alternate screen before bubbletea
+// could print it there, quits, keeps the panic with its stack for
+// RunProgram to return, and draws nothing after.
+func TestAPanicInTheModelRestoresTheTerminalAndIsReturned(t *testing.T) {
+	var out bytes.Buffer
+	d := &drawnModel{Model: &panicky{}, s: &screen{out: &out}}
+	d.Update(tea.WindowSizeMsg{Width: 20, Height: 5})
+	if !strings.Contains(out.String(), "fine") {
+		t.Fatalf("the first view was not drawn: %q", out.String())
+	}
+	out.Reset()
+	m, cmd := d.Update(tea.KeyPressMsg{Code: 'x'})
+	if m != d || cmd == nil || d.panicked == nil {
+		t.Fatalf("after a panic: model %v, command %v, panic %v", m, cmd, d.panicked)
+	}
+	if _, ok := cmd().(tea.QuitMsg); !ok {
+		t.Errorf("after a panic the command is not quit")
+	}
+	if !strings.Contains(out.String(), ansi.ResetModeAltScreenSaveCursor) || !strings.Contains(out.String(), ansi.ShowCursor) {
+		t.Errorf("the terminal was not restored: %q", out.String())
+	}
+	if !strings.Contains(d.panicked.Error(), "the view broke") || !strings.Contains(d.panicked.Error(), "panicky") {
+		t.Errorf("the panic's message or stack is lost: %v", d.panicked)
+	}
+	out.Reset()
+	d.Update(tea.WindowSizeMsg{Width: 30, Height: 5})
+	if out.Len() != 0 {
+		t.Errorf("drew after the panic: %q", out.String())
 	}
 }
 
