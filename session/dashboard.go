@@ -178,7 +178,11 @@ func RunProgram(ctx context.Context, m tea.Model, out io.Writer, noColor bool, w
 		tea.WithoutSignalHandler(), tea.WithColorProfile(profile), tea.WithWindowSize(tty.w, tty.h)}
 	dm := &drawnModel{Model: m, s: scr, t: tty}
 	p := tea.NewProgram(dm, opts...)
-	go tty.forwardResizes(ctx, p)
+	resizes := make(chan struct{})
+	go func() {
+		defer close(resizes)
+		tty.forwardResizes(ctx, p)
+	}()
 	workErr := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -194,6 +198,7 @@ func RunProgram(ctx context.Context, m tea.Model, out io.Writer, noColor bool, w
 	// reads as lines, and Ctrl-C works again.
 	dm.restore()
 	cancel()
+	<-resizes // ends with ctx: Send returns once the program has
 	werr := <-workErr
 	switch {
 	case dm.panicked != nil:

@@ -208,7 +208,7 @@ func (d *drawnModel) Update(msg tea.Msg) (out tea.Model, cmd tea.Cmd) {
 func (d *drawnModel) restore() {
 	_ = d.s.close()
 	if d.t != nil {
-		d.t.close()
+		d.t.restoreMode()
 	}
 }
 
@@ -281,16 +281,23 @@ func (t *terminal) forwardResizes(ctx context.Context, p *tea.Program) {
 	}
 }
 
-// close restores the terminal's mode and stops listening for resizes;
-// once, whoever calls it first (a panic in the model, or RunProgram).
-func (t *terminal) close() { t.once.Do(t.restore) }
+// restoreMode ends raw mode, once, whoever asks first (a panic in the
+// model, or RunProgram once the program ended).
+func (t *terminal) restoreMode() {
+	t.once.Do(func() {
+		if t.raw != nil {
+			_ = term.Restore(int(t.in.Fd()), t.raw)
+		}
+	})
+}
 
-func (t *terminal) restore() {
+// close restores the terminal's mode, stops listening for resizes and
+// closes the /dev/tty it opened. Only once the program has ended: its
+// input reader reads that file.
+func (t *terminal) close() {
+	t.restoreMode()
 	if t.resizing != nil {
 		signal.Stop(t.resizing)
-	}
-	if t.raw != nil {
-		_ = term.Restore(int(t.in.Fd()), t.raw)
 	}
 	if t.closeIn {
 		_ = t.in.Close()
