@@ -141,6 +141,12 @@ func (d *dashboard) Note(n sample.Note) error {
 	return nil
 }
 
+// colorProfiled is a model that renders in a terminal's colours
+// (tui.Styles.For).
+type colorProfiled interface {
+	SetColorProfile(colorprofile.Profile)
+}
+
 // RunProgram runs a bubbletea program on out while work runs beside it,
 // and returns when both are done. work gets a context that ends with the
 // program, and a kill function that stops the program. A quit key, a signal (main's context) or the end of work stops
@@ -154,7 +160,9 @@ func (d *dashboard) Note(n sample.Note) error {
 //
 // Colour follows the terminal: colorprofile reads TERM, COLORTERM and
 // NO_COLOR, and the screen's writer draws in what the terminal supports (true colour, 256, 16,
-// none). noColor (--no-color) draws no colour, as NO_COLOR=1 does.
+// none): a model that renders in them itself (colorProfiled) is told
+// which, any other's frames are converted by colorprofile's writer.
+// noColor (--no-color) draws no colour, as NO_COLOR=1 does.
 func RunProgram(ctx context.Context, m tea.Model, out io.Writer, noColor bool, work func(ctx context.Context, kill func()) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -173,7 +181,15 @@ func RunProgram(ctx context.Context, m tea.Model, out io.Writer, noColor bool, w
 		// sequences too: no colour, but a screen.
 		profile = colorprofile.Ascii
 	}
-	scr := &screen{out: &colorprofile.Writer{Forward: out, Profile: profile}}
+	// A model that renders in the terminal's colours (tui.Styles.For)
+	// is written as it is; any other through colorprofile's writer, which
+	// parses every frame to convert it.
+	var w io.Writer = &colorprofile.Writer{Forward: out, Profile: profile}
+	if pm, ok := m.(colorProfiled); ok {
+		pm.SetColorProfile(profile)
+		w = out
+	}
+	scr := &screen{out: w}
 	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(tty.in), tea.WithOutput(out), tea.WithoutRenderer(), tea.WithFPS(1),
 		tea.WithoutSignalHandler(), tea.WithColorProfile(profile), tea.WithWindowSize(tty.w, tty.h)}
 	dm := &drawnModel{Model: m, s: scr, t: tty}

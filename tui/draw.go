@@ -21,11 +21,23 @@ func fit(s string, w int) string {
 	if n > w {
 		return ansi.TruncateWc(s, w, "…")
 	}
-	return s + strings.Repeat(" ", w-n)
+	return s + spaces(w-n)
 }
 
 // blank is a line of w spaces.
-func blank(w int) string { return repeat(" ", w) }
+func blank(w int) string { return spaces(w) }
+
+// manySpaces is where spaces cuts its runs from: a padding a frame draws
+// hundreds of times costs no allocation of its own.
+var manySpaces = strings.Repeat(" ", 512)
+
+// spaces is n spaces (none for n ≤ 0).
+func spaces(n int) string {
+	if n <= len(manySpaces) {
+		return manySpaces[:max(n, 0)]
+	}
+	return strings.Repeat(" ", n)
+}
 
 // repeat is strings.Repeat with a count below 0 taken as 0: a count
 // computed from a number that came from outside (a recording, a loader)

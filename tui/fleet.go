@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
 
 	"github.com/gpuwatch/gpuwatch/fleet"
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -46,6 +47,10 @@ func (m *Fleet) next() tea.Cmd {
 }
 
 // Init implements tea.Model.
+// SetColorProfile renders the view in what a terminal of profile p
+// supports (Styles.For).
+func (m *Fleet) SetColorProfile(p colorprofile.Profile) { m.st = DefaultStyles().For(p) }
+
 func (m *Fleet) Init() tea.Cmd { return m.next() }
 
 // Update implements tea.Model.

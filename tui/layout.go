@@ -94,10 +94,15 @@ func (m *Model) body(w, h int) []string {
 	}
 	out := make([]string, h)
 	for y := 0; y < h; y++ {
+		n := gap * (len(rendered) - 1)
+		for i := range rendered {
+			n += len(rendered[i][y])
+		}
 		var b strings.Builder
+		b.Grow(n) // one allocation a row, not one per doubling
 		for i := range rendered {
 			if i > 0 {
-				b.WriteString(strings.Repeat(" ", gap))
+				b.WriteString(spaces(gap))
 			}
 			b.WriteString(rendered[i][y])
 		}

@@ -159,8 +159,9 @@ func (pv *view) trainRow(w int) string {
 		if cells+wc+sc > w {
 			break
 		}
-		b.WriteString(repeat(pv.st.wait, wc))
-		b.WriteString(repeat(pv.st.step, sc))
+		// Each run painted once, not each cell.
+		b.WriteString(pv.st.wait.Render(repeat("░", wc)))
+		b.WriteString(pv.st.step.Render(repeat("█", sc)))
 		cells += wc + sc
 	}
 	return "▕" + b.String() + repeat(" ", w-cells) + "▏"
@@ -182,7 +183,7 @@ func (pv *view) meanBatchRow(w int) string {
 	cells := w - len(label)
 	wc := int(float64(cells)*unit(*l.WaitMeanMs/(*l.WaitMeanMs+*l.StepMeanMs)) + 0.5)
 	wc = max(0, min(wc, cells-1)) // a step always shows
-	return pv.st.Dim.Render(label) + "▕" + repeat(pv.st.wait, wc) + repeat(pv.st.step, cells-wc) + "▏"
+	return pv.st.Dim.Render(label) + "▕" + pv.st.wait.Render(repeat("░", wc)) + pv.st.step.Render(repeat("█", cells-wc)) + "▏"
 }
 
 func ms(v float64) string {

@@ -14,6 +14,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
@@ -176,6 +177,11 @@ func New(opt Options) *Model {
 	}
 	return m
 }
+
+// SetColorProfile renders the model's views in what a terminal of
+// profile p supports (Styles.For); before it, or without it, they are in
+// full colour.
+func (m *Model) SetColorProfile(p colorprofile.Profile) { m.styles = DefaultStyles().For(p) }
 
 type frameMsg Feed
 type endedMsg struct{}

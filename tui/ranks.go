@@ -34,7 +34,7 @@ func (pv *view) rankRows(w int) []string {
 			line += pv.st.Dim.Render("no batch yet ") + pv.st.Dim.Render(sample.Printable(r.URL))
 		default:
 			filled := int(float64(barW)*unit(*r.WaitShare) + 0.5)
-			line += "▕" + repeat(pv.st.wait, filled) + repeat(" ", barW-filled) + "▏"
+			line += "▕" + pv.st.wait.Render(repeat("░", filled)) + repeat(" ", barW-filled) + "▏"
 			line += fmt.Sprintf(" wait %3.0f%%", 100**r.WaitShare)
 			if r.StepSec != nil {
 				line += " step " + ms(1000**r.StepSec)

@@ -1,17 +1,20 @@
 package tui
 
 import (
+	"bytes"
 	"image/color"
 	"strings"
 
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/colorprofile"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 )
 
-// Styles are the dashboard's colours and text styles. Views render in
-// full colour; Bubble Tea downsamples to what the terminal supports (16,
-// 256 or true colour) and drops colour under NO_COLOR.
+// Styles are the dashboard's colours and text styles. DefaultStyles
+// renders in full colour; For converts them once to what the terminal
+// supports (16, 256 or true colour, none under NO_COLOR), so a frame goes
+// to the terminal as it is rendered, not parsed again on its way out.
 //
 // Each style is a paint: lipgloss renders it once, and painting is then
 // two string concatenations — no width measuring per fragment, which made
@@ -31,7 +34,7 @@ type Styles struct {
 	sparkGlyph                  [9]string
 	sparkPaint, burstPaint      paint
 	barGreen, barYellow, barRed paint
-	wait, step                  string // train-row cells
+	wait, step                  paint // train-row runs: waiting (░), stepping (█)
 }
 
 // paint is a style as the escape sequences around its text.
@@ -98,8 +101,40 @@ func DefaultStyles() Styles {
 	for i, r := range bars {
 		s.sparkGlyph[i] = string(r)
 	}
-	s.wait = lipgloss.NewStyle().Foreground(red).Render("░")
-	s.step = lipgloss.NewStyle().Foreground(green).Render("█")
+	s.wait, s.step = fg(red), fg(green)
+	return s
+}
+
+// For returns the styles as a terminal of profile p shows them: each
+// escape sequence downsampled once, here, by colorprofile's own writer.
+// Converting a frame's output instead parsed every sequence of every frame
+// (about 15 KB a frame at 120×40) and was a tenth of the dashboard's CPU
+// at idle in a 256-colour terminal, which is what tmux and most ssh
+// sessions are (docs/architecture.md, "The dashboard's cost").
+func (s Styles) For(p colorprofile.Profile) Styles {
+	if p == colorprofile.TrueColor {
+		return s
+	}
+	var b bytes.Buffer
+	w := &colorprofile.Writer{Forward: &b, Profile: p}
+	conv := func(x string) string {
+		b.Reset()
+		_, _ = w.Write([]byte(x)) // into a bytes.Buffer: no error
+		return b.String()
+	}
+	pc := func(pt paint) paint { return paint{pre: conv(pt.pre), post: conv(pt.post)} }
+	for _, pt := range []*paint{&s.Title, &s.TitleFocus, &s.Dim, &s.Warn, &s.Bad, &s.Good, &s.Label,
+		&s.sparkPaint, &s.burstPaint, &s.barGreen, &s.barYellow, &s.barRed, &s.wait, &s.step} {
+		*pt = pc(*pt)
+	}
+	tone := make(map[diagnose.Tone]paint, len(s.Tone))
+	for t, pt := range s.Tone {
+		tone[t] = pc(pt)
+	}
+	s.Tone = tone
+	for i := range s.heat {
+		s.heat[i] = conv(s.heat[i])
+	}
 	return s
 }
 

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
@@ -401,4 +403,54 @@ func TestSparkPaintsRunsNotCells(t *testing.T) {
 	if got := ansi.Strip(out); got != "▁▄▇▇▂" {
 		t.Errorf("cells %q", got)
 	}
+}
+
+// TestStylesForAProfileDrawWhatTheProfilesWriterWould: a view rendered in
+// a terminal's colours (SetColorProfile) is byte for byte what
+// colorprofile's writer makes of the full-colour view, for each profile
+// and each kind of cell: panels, the verdict's tone, a 256-core heat grid,
+// sparklines, bars, the train row.
+func TestStylesForAProfileDrawWhatTheProfilesWriterWould(t *testing.T) {
+	models := map[string]func() *Model{
+		"single-core": func() *Model { return recorded(t, "single-core.jsonl", 26) },
+		"io-bound":    func() *Model { return recorded(t, "io-bound.jsonl", 26) },
+		"256-core": func() *Model {
+			return synthetic(30, func(i int, f *sample.Frame) {
+				hostParts(f, 256, func(c int) float64 { return float64((c + i) % 100) }, 16)
+				gpuParts(f, 8, func(g int) (float64, float64, float64) { return float64((g*13 + i) % 100), 0, 100 })
+			})
+		},
+	}
+	for name, mk := range models {
+		for _, p := range []colorprofile.Profile{colorprofile.TrueColor, colorprofile.ANSI256, colorprofile.ANSI, colorprofile.Ascii} {
+			full, conv := mk(), mk()
+			conv.SetColorProfile(p)
+			for _, size := range [][2]int{{120, 40}, {250, 70}} {
+				full.w, full.h = size[0], size[1]
+				conv.w, conv.h = size[0], size[1]
+				var want bytes.Buffer
+				w := &colorprofile.Writer{Forward: &want, Profile: p}
+				if _, err := w.Write([]byte(full.Render())); err != nil {
+					t.Fatal(err)
+				}
+				got := conv.Render()
+				if got != want.String() {
+					t.Fatalf("%s %v %dx%d: the converted styles draw differently from the writer's conversion:\n got %q\nwant %q",
+						name, p, size[0], size[1], firstDiff(got, want.String()), firstDiff(want.String(), got))
+				}
+				if p < colorprofile.ANSI256 && strings.Contains(got, "38;5;") {
+					t.Fatalf("%s %v: a 256-colour sequence in a terminal that has none", name, p)
+				}
+			}
+		}
+	}
+}
+
+// firstDiff is a's text from a little before where it first differs from b.
+func firstDiff(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return a[max(0, i-40):min(len(a), i+80)]
 }
