@@ -121,6 +121,33 @@ func (r *FileReader) OpenFD(path string) (int, error) {
 // start (pread); valid until the next call.
 func (r *FileReader) ReadFD(fd int) ([]byte, error) { return r.readWhole(fd, "", true) }
 
+// ReadStatFD is ReadFD for a file the kernel makes in one piece and hands
+// over whole to a read with room for it: /proc/PID/stat,
+// /proc/PID/task/TID/stat, /proc/PID/io (seq_file's single_open; a file
+// of many records, /proc/diskstats, may stop short at a record's end and
+// is not one). A read that comes back short of the buffer has it all: one
+// pread, not two. The second, at the end, cost as much as the first: the
+// kernel makes the file again to find its end (issue 53: the process
+// scan's stat files were most of the dashboard's own system calls).
+func (r *FileReader) ReadStatFD(fd int) ([]byte, error) {
+	if r.buf == nil {
+		r.buf = make([]byte, 4096)
+	}
+	for {
+		m, err := syscall.Pread(fd, r.buf, 0)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &pathError{op: "read", path: "", err: err}
+		}
+		if m < len(r.buf) {
+			return r.buf[:m], nil
+		}
+		return r.readWhole(fd, "", true) // it filled the buffer: read on
+	}
+}
+
 // CloseFD closes an OpenFD file.
 func CloseFD(fd int) { syscall.Close(fd) }
 

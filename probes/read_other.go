@@ -25,6 +25,9 @@ func (r *FileReader) OpenFD(path string) (int, error) { return -1, errors.ErrUns
 // ReadFD is Linux's alone.
 func (r *FileReader) ReadFD(fd int) ([]byte, error) { return nil, errors.ErrUnsupported }
 
+// ReadStatFD is Linux's alone.
+func (r *FileReader) ReadStatFD(fd int) ([]byte, error) { return nil, errors.ErrUnsupported }
+
 // CloseFD is Linux's alone.
 func CloseFD(fd int) {}
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -53,5 +54,42 @@ func TestReadKeptHoldsProcfsFilesOnly(t *testing.T) {
 	// files), never the stat file's.
 	if l, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); (err == nil && l == "/proc/"+strconv.Itoa(os.Getpid())+"/stat") || r.kept != nil {
 		t.Fatalf("fd %d still the stat file after Close (kept %v)", fd, r.kept)
+	}
+}
+
+// TestReadStatFDReadsAFileWhole: a held /proc/PID/stat reads as the file
+// is (one pread when it comes back short of the buffer), again and again;
+// a file larger than the buffer still reads whole.
+func TestReadStatFDReadsAFileWhole(t *testing.T) {
+	var r FileReader
+	fd, err := r.OpenFD("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer CloseFD(fd)
+	for range 3 {
+		b, err := r.ReadStatFD(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		if !strings.HasPrefix(s, strconv.Itoa(os.Getpid())+" (") || !strings.HasSuffix(s, "\n") || len(strings.Fields(s)) < 44 {
+			t.Fatalf("/proc/self/stat read as %q", s)
+		}
+	}
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1000) // 16,000 bytes: four buffers
+	path := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(path, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd2, err := r.OpenFD(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer CloseFD(fd2)
+	for range 2 {
+		if b, err := r.ReadStatFD(fd2); err != nil || !bytes.Equal(b, big) {
+			t.Fatalf("a file of %d bytes read as %d bytes (%v)", len(big), len(b), err)
+		}
 	}
 }

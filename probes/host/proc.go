@@ -303,7 +303,7 @@ func (p *Proc) dropStat(e *procEntry) {
 // fails, and the path is opened afresh.
 func (p *Proc) readHeld(held *int, path string) ([]byte, error) {
 	if *held > 0 {
-		if b, err := p.r.ReadFD(*held - 1); err == nil {
+		if b, err := p.r.ReadStatFD(*held - 1); err == nil {
 			return b, nil
 		}
 		p.release(held)
@@ -329,7 +329,7 @@ func (p *Proc) release(held *int) {
 // afresh: it is then another process's, or none.
 func (p *Proc) readStat(pid int, e *procEntry) (b []byte, keep int, err error) {
 	if e != nil && e.statFD > 0 {
-		if b, err := p.r.ReadFD(e.statFD - 1); err == nil {
+		if b, err := p.r.ReadStatFD(e.statFD - 1); err == nil {
 			return b, e.statFD, nil
 		}
 		p.dropStat(e)
@@ -347,7 +347,7 @@ func (p *Proc) openHeld(path string) (b []byte, keep int, err error) {
 		}
 		return b, 0, err
 	}
-	if b, err = p.r.ReadFD(fd); err != nil || p.statFDs >= p.maxStatFDs {
+	if b, err = p.r.ReadStatFD(fd); err != nil || p.statFDs >= p.maxStatFDs {
 		probes.CloseFD(fd)
 		return b, 0, err
 	}
@@ -359,7 +359,7 @@ func (p *Proc) openHeld(path string) (b []byte, keep int, err error) {
 // through the file t (its entry, or nil) holds open, else by path.
 func (p *Proc) readThreadStat(pid, tid int, t *threadEntry) (b []byte, keep int, err error) {
 	if t != nil && t.statFD > 0 {
-		if b, err := p.r.ReadFD(t.statFD - 1); err == nil {
+		if b, err := p.r.ReadStatFD(t.statFD - 1); err == nil {
 			return b, t.statFD, nil
 		}
 		p.release(&t.statFD)
