@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -563,5 +564,25 @@ func TestSeveralPIDsWatchTheirRoot(t *testing.T) {
 	want := fmt.Sprintf("watching pid %d (sh -c sleep 30 & echo $!%s wait): --pid: the root of the tree of the 2 processes given (%d, %d)", parent.Process.Pid, ";", child, parent.Process.Pid)
 	if !strings.Contains(out.String(), want) {
 		t.Fatalf("want %q in:\n%s", want, out.String())
+	}
+}
+
+// TestAWatchingSessionRunsOnOneP: a watching session runs with
+// GOMAXPROCS=1 and the count is put back after it; a GOMAXPROCS the user
+// set is left as it is.
+func TestAWatchingSessionRunsOnOneP(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	t.Setenv("GOMAXPROCS", "")
+	in := 0
+	onOneP(func() { in = runtime.GOMAXPROCS(0) })
+	if in != 1 || runtime.GOMAXPROCS(0) != before {
+		t.Fatalf("GOMAXPROCS %d during the session, %d after (was %d)", in, runtime.GOMAXPROCS(0), before)
+	}
+	runtime.GOMAXPROCS(3)
+	defer runtime.GOMAXPROCS(before)
+	t.Setenv("GOMAXPROCS", "3")
+	onOneP(func() { in = runtime.GOMAXPROCS(0) })
+	if in != 3 {
+		t.Fatalf("the user's GOMAXPROCS=3 became %d", in)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -196,11 +198,32 @@ func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
 // watch runs a session: a URL that is not a loader's is a usage error, a
 // settled bottleneck and an unsettled --once have their exit statuses.
 func watch(cmd *cobra.Command, o session.Options) error {
-	err := session.Run(cmd.Context(), o)
+	var err error
+	onOneP(func() { err = session.Run(cmd.Context(), o) })
 	if errors.Is(err, endpoint.ErrBadURL) {
 		return usageErrorf(cmd, "%v", err)
 	}
 	return err
+}
+
+// onOneP runs a watching session (the dashboard, serve, record, attach,
+// run) with one P, GOMAXPROCS=1, unless the user set GOMAXPROCS, and puts
+// the count back after. Its work is a few milliseconds a second, one
+// goroutine at a time (the sampler's lanes, the diagnosis, the view); each
+// further P only adds a thread that the scheduler wakes to look for work
+// whenever one goroutine hands over to another, and on a VM each wake is
+// an exit to the hypervisor. Side by side at 1 s it cost 0.77× the CPU
+// (docs/architecture.md, "The dashboard's cost"). A probe stuck in a
+// system call or a driver call still holds no one up: the runtime hands
+// the P on. The demo keeps every P: its test loader's workers are
+// goroutines of this process that must be able to fill every core.
+func onOneP(f func()) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		f()
+		return
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	f()
 }
 
 // pidFlag is --pid: one process, or several (1,2 or repeated: DataLoader
