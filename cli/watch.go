@@ -208,7 +208,7 @@ func watch(cmd *cobra.Command, o session.Options) error {
 
 // onOneP runs a watching session (the dashboard, serve, record, attach,
 // run) with one P, GOMAXPROCS=1, unless the user set GOMAXPROCS, and puts
-// the count back after. Its work is a few milliseconds a second, one
+// the runtime's default back after. Its work is a few milliseconds a second, one
 // goroutine at a time (the sampler's lanes, the diagnosis, the view); each
 // further P only adds a thread that the scheduler wakes to look for work
 // whenever one goroutine hands over to another, and on a VM each wake is
@@ -222,7 +222,10 @@ func onOneP(f func()) {
 		f()
 		return
 	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	// Afterwards the runtime's own default again (it follows a
+	// container's CPU limit), not a fixed count.
+	defer runtime.SetDefaultGOMAXPROCS()
+	runtime.GOMAXPROCS(1)
 	f()
 }
 

@@ -46,11 +46,11 @@ func (m *Fleet) next() tea.Cmd {
 	}
 }
 
-// Init implements tea.Model.
 // SetColorProfile renders the view in what a terminal of profile p
 // supports (Styles.For).
 func (m *Fleet) SetColorProfile(p colorprofile.Profile) { m.st = DefaultStyles().For(p) }
 
+// Init implements tea.Model.
 func (m *Fleet) Init() tea.Cmd { return m.next() }
 
 // Update implements tea.Model.
