@@ -4,24 +4,58 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/ansi/parser"
+	"github.com/clipperhouse/displaywidth"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // fit truncates or pads s (which may hold ANSI styles) to exactly w cells.
-// Widths are wcwidth's: every glyph the dashboard draws is one code point,
-// so grapheme segmentation (3× slower) would give the same answer.
 func fit(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	n := ansi.StringWidthWc(s)
+	n := cells(s)
 	if n > w {
-		return ansi.TruncateWc(s, w, "…")
+		// Rare (a name wider than its column): ansi's cut keeps the
+		// styles whole.
+		s = ansi.Truncate(s, w, "…")
+		n = cells(s)
 	}
 	return s + spaces(w-n)
+}
+
+// cells is s's width on a terminal, its escape sequences skipped: the
+// widths of its code points summed, as wcwidth counts and a terminal
+// advances its cursor (every glyph the dashboard draws is one code point,
+// so grapheme segmentation, 1.7x the frame's time, would give the same
+// answer). A code point's width is displaywidth's, read from tables in the
+// binary; go-runewidth, which ansi's Wc functions ask, fills a 2.2 MB
+// table in memory at its first code point past U+02FF (docs/architecture.md,
+// "The dashboard's memory").
+func cells(s string) int {
+	n := 0
+	st := parser.GroundState
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if st == parser.GroundState && c >= 0x20 && c < 0x7f {
+			n++
+			continue
+		}
+		next, action := parser.Table.Transition(st, c)
+		if action == parser.PrintAction || next == parser.Utf8State {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			n += displaywidth.Rune(r)
+			i += size - 1
+			st = parser.GroundState
+			continue
+		}
+		st = next
+	}
+	return n
 }
 
 // blank is a line of w spaces.
@@ -143,7 +177,7 @@ func (pv *view) spark(values []float64, bursty []bool, width int) string {
 func (m *Model) rule(title string, w int, focused bool) string {
 	t := " " + title + " "
 	left := "─"
-	rest := max(0, w-ansi.StringWidthWc(t)-1)
+	rest := max(0, w-cells(t)-1)
 	if focused {
 		return left + m.styles.TitleFocus.Render(t) + m.styles.Dim.Render(strings.Repeat("─", rest))
 	}

@@ -523,7 +523,7 @@ func (m *Model) history() []*sample.Frame {
 }
 
 // visible is the width of s in cells, ANSI styles not counted.
-func visible(s string) int { return ansi.StringWidthWc(s) }
+func visible(s string) int { return cells(s) }
 
 // footer is the status bar: what is happening (status, recording, replay
 // position, pause), the keys, and at the right gpuwatch's own cost. Where
