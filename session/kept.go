@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	kflate "github.com/klauspost/compress/flate"
+
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/recording"
 	"github.com/gpuwatch/gpuwatch/report"
@@ -36,8 +38,7 @@ type keptFrames struct {
 	mu         sync.Mutex
 	blocks     [][]byte        // closed blocks, oldest first: deflated JSON lines, keepBlock frames each
 	pending    []*sample.Frame // the newest frames, fewer than keepBlock
-	zw         *flate.Writer   // the compressor, reset for each block
-	z          bytes.Buffer    // its output, copied into the block
+	raw, z     bytes.Buffer    // a block's JSON lines, and deflated: copied into the block
 	notes      []sample.Scenario
 	version    string
 	thresholds diagnose.Thresholds
@@ -53,19 +54,16 @@ func (s *keptFrames) Frame(f *sample.Frame, _ diagnose.Verdict) error {
 	if s.pending = append(s.pending, f); len(s.pending) < keepBlock {
 		return nil
 	}
-	// A compressor holds about 1.4 MB. It is kept and reset for each
-	// block: one made per block was two fifths of the idle dashboard's
-	// allocation, and so of its collector's runs and page faults
-	// (docs/architecture.md, "What was cut").
+	// Deflated without a compressor kept between blocks: compress/flate's
+	// writer holds 1.2 MB, made per block two fifths of the idle
+	// dashboard's allocation, kept a third of its live heap; a stateless
+	// deflate keeps nothing, takes half the time (docs/architecture.md,
+	// "The dashboard's memory") and writes a stream compress/flate reads.
+	s.raw.Reset()
+	writeLines(&s.raw, s.pending) // into memory: no error
 	s.z.Reset()
-	if s.zw == nil {
-		s.zw, _ = flate.NewWriter(&s.z, flate.BestSpeed) // a valid level: no error
-	} else {
-		s.zw.Reset(&s.z)
-	}
-	writeLines(s.zw, s.pending) // into memory: no error
-	s.zw.Close()
-	s.blocks = append(s.blocks, bytes.Clone(s.z.Bytes())) // not the buffer's spare room
+	kflate.StatelessDeflate(&s.z, s.raw.Bytes(), true, nil) // into memory: no error
+	s.blocks = append(s.blocks, bytes.Clone(s.z.Bytes()))   // not the buffer's spare room
 	if len(s.blocks) > keepFrames/keepBlock {
 		s.blocks = append(s.blocks[:0], s.blocks[1:]...)
 	}
