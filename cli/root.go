@@ -90,6 +90,9 @@ func selfProfiles(root *cobra.Command, stderr io.Writer) {
 	_ = root.PersistentFlags().MarkHidden("memprofile")
 	var stopProfile func()
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if memProfile != "" && runtime.MemProfileRate == 0 { // main turned sampling off
+			runtime.MemProfileRate = 512 << 10 // the runtime's default
+		}
 		if cpuProfile == "" {
 			return nil
 		}
