@@ -2,11 +2,12 @@ package tui
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/ansi/parser"
 	"github.com/clipperhouse/displaywidth"
 
@@ -20,10 +21,9 @@ func fit(s string, w int) string {
 	}
 	n := cells(s)
 	if n > w {
-		// Rare (a name wider than its column): ansi's cut keeps the
-		// styles whole.
-		s = ansi.Truncate(s, w, "…")
-		n = cells(s)
+		s, n = cut(s, w-1), w-1 // room for the ellipsis
+		s += "…"
+		n++
 	}
 	return s + spaces(w-n)
 }
@@ -32,31 +32,95 @@ func fit(s string, w int) string {
 // widths of its code points summed, as wcwidth counts and a terminal
 // advances its cursor (every glyph the dashboard draws is one code point,
 // so grapheme segmentation, 1.7x the frame's time, would give the same
-// answer). A code point's width is displaywidth's, read from tables in the
-// binary; go-runewidth, which ansi's Wc functions ask, fills a 2.2 MB
-// table in memory at its first code point past U+02FF (docs/architecture.md,
-// "The dashboard's memory").
+// answer). A code point's width is runeCells'. go-runewidth, which ansi's
+// Wc functions ask, fills a 2.2 MB table in memory at its first code
+// point past U+02FF (docs/architecture.md, "The dashboard's memory").
 func cells(s string) int {
 	n := 0
+	walk(s, func(_ string, w int) bool { n += max(w, 0); return true })
+	return n
+}
+
+// cut is s's code points that fit in w cells, its escape sequences all
+// kept (a style opened before the cut is closed after it), padded with
+// spaces where a wide one would have straddled the edge: exactly w cells,
+// or fewer only where s is narrower.
+func cut(s string, w int) string {
+	var b strings.Builder
+	n, full := 0, false
+	walk(s, func(seg string, cw int) bool {
+		switch {
+		case cw < 0: // an escape sequence or a control
+			b.WriteString(seg)
+		case !full && n+cw <= w:
+			b.WriteString(seg)
+			n += cw
+		default:
+			full = true
+		}
+		return true
+	})
+	return b.String() + spaces(w-n)
+}
+
+// walk calls f with each code point of s and its width, and with each
+// escape sequence or control byte and -1, in order, as ansi's parser
+// splits them.
+func walk(s string, f func(seg string, w int) bool) {
 	st := parser.GroundState
+	start := 0 // where the sequence being read began
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if st == parser.GroundState && c >= 0x20 && c < 0x7f {
-			n++
+			if !f(s[i:i+1], 1) {
+				return
+			}
+			start = i + 1
 			continue
 		}
 		next, action := parser.Table.Transition(st, c)
 		if action == parser.PrintAction || next == parser.Utf8State {
+			if start < i && !f(s[start:i], -1) {
+				return
+			}
 			r, size := utf8.DecodeRuneInString(s[i:])
-			n += displaywidth.Rune(r)
+			if !f(s[i:i+size], runeCells(r)) {
+				return
+			}
 			i += size - 1
+			start = i + 1
 			st = parser.GroundState
 			continue
 		}
 		st = next
+		if st == parser.GroundState { // a sequence, or a control, ended here
+			if !f(s[start:i+1], -1) {
+				return
+			}
+			start = i + 1
+		}
 	}
-	return n
+	if start < len(s) {
+		f(s[start:], -1)
+	}
 }
+
+// runeCells is the cells a code point takes: displaywidth's, from tables
+// in the binary, in the East Asian width that ansi and go-runewidth read
+// from RUNEWIDTH_EASTASIAN; a regional indicator is one cell, as wcwidth
+// and go-runewidth count it (a flag is two of them).
+func runeCells(r rune) int {
+	if r >= 0x1f1e6 && r <= 0x1f1ff {
+		return 1
+	}
+	return widthOptions.Rune(r)
+}
+
+// widthOptions is displaywidth's options as ansi sets its own.
+var widthOptions = func() displaywidth.Options {
+	ea, err := strconv.ParseBool(os.Getenv("RUNEWIDTH_EASTASIAN"))
+	return displaywidth.Options{EastAsianWidth: err == nil && ea}
+}()
 
 // blank is a line of w spaces.
 func blank(w int) string { return spaces(w) }
