@@ -37,7 +37,10 @@ trap 'cleanup; rm -rf "$dir"' EXIT
 # dashboards, in tmux, are found by it): as on a box where one gpuwatch
 # runs, its binary's pages are its own, and each gives back those it does
 # not run (internal/textpages; a page that two processes map stays).
+# The copies are written to disk first (sync): a page still dirty in the
+# page cache cannot be given back, and an installed binary is long clean.
 for name in dash1s dash100ms serve record; do cp "$bin" "$dir/$name"; done
+sync
 tmux -S "$sock" new-session -d -s d1 -x 120 -y 40 "$dir/dash1s --interval 1s"
 tmux -S "$sock" new-session -d -s d100 -x 120 -y 40 "$dir/dash100ms --interval 100ms"
 "$dir/serve" serve --listen "127.0.0.1:$port" >"$dir/serve.log" 2>&1 &

@@ -3,104 +3,151 @@ package textpages
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"os"
+	"reflect"
 	"strconv"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
 // Release gives back the pages of the executable's code and read-only data
 // that are resident now (docs/architecture.md, "The dashboard's memory").
+//
 // On each such mapping it sets MADV_NOHUGEPAGE and MADV_RANDOM, so that
 // from then on a fault reads and maps the page it needs, not a 2 MB folio
-// of the file and the folio whole, then MADV_PAGEOUT: the clean pages are
-// unmapped and, where no other process maps them, dropped from the page
-// cache. What the process runs next faults back in, a page at a time (a
+// of the file and the folio whole. Then it gives the pages back:
+// MADV_PAGEOUT unmaps them and drops them from the page cache where no
+// other process maps them, but only for a user who owns the binary or may
+// write it (root, `go install`, `pip install --user`); for anyone else
+// (a root-owned install) MADV_DONTNEED unmaps them and
+// POSIX_FADV_DONTNEED drops from the page cache those no process maps.
+// What the process runs next faults back in, a page at a time (a
 // dashboard: some 500 major faults, once). It returns the bytes of the
-// mappings it advised, or why it could not (a kernel before 5.4 lacks
-// MADV_PAGEOUT: nothing is dropped, and a session runs as it would have).
+// mappings it gave back, or why it could not: a kernel before 5.4 lacks
+// MADV_PAGEOUT, and there it does nothing.
 func Release() (int64, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
-		return 0, err
+	if err := madvise(0, 0, unix.MADV_PAGEOUT); err != nil {
+		return 0, err // not this kernel's: no advice given
 	}
-	spans, err := cleanSpans("/proc/self/smaps", st.Ino)
+	spans, err := cleanSpans("/proc/self/smaps", reflect.ValueOf(Release).Pointer())
 	if err != nil {
 		return 0, err
 	}
-	var dropped int64
+	var given int64
+	var errs []error
 	for _, s := range spans {
-		if err := madvise(s[0], s[1]-s[0], unix.MADV_NOHUGEPAGE); err != nil {
-			return dropped, err
+		// A kernel without transparent huge pages refuses NOHUGEPAGE: it
+		// maps no folio whole either.
+		if err := madvise(s[0], s[1]-s[0], unix.MADV_NOHUGEPAGE); err != nil && err != unix.EINVAL {
+			errs = append(errs, err)
+			continue
 		}
 		if err := madvise(s[0], s[1]-s[0], unix.MADV_RANDOM); err != nil {
-			return dropped, err
+			errs = append(errs, err)
+			continue
 		}
 		if err := madvise(s[0], s[1]-s[0], unix.MADV_PAGEOUT); err != nil {
-			return dropped, err
+			errs = append(errs, err)
+			continue
 		}
-		dropped += int64(s[1] - s[0])
+		// Where PAGEOUT could not (a binary this user may not write),
+		// unmap: the mappings hold no page of their own (cleanSpans).
+		if err := madvise(s[0], s[1]-s[0], unix.MADV_DONTNEED); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		given += int64(s[1] - s[0])
 	}
-	return dropped, nil
+	if f, err := os.Open("/proc/self/exe"); err == nil {
+		// The folios no process maps now leave the page cache, so that
+		// what comes back comes back a page at a time.
+		errs = append(errs, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
+		f.Close()
+	}
+	return given, errors.Join(errs...)
 }
 
-// cleanSpans reads an smaps file and gives the mappings of the file with
-// inode ino that are not writable and hold no anonymous page: the code and
-// the read-only data, not the page the dynamic linker wrote and then made
-// read-only (RELRO: dropping it would drop the relocations).
-func cleanSpans(path string, ino uint64) ([][2]uintptr, error) {
+// mapping is one mapping's header line of smaps and what Release asks of
+// its fields.
+type mapping struct {
+	lo, hi   uintptr
+	writable bool
+	dev, ino string
+	own      bool // it holds pages of its own: anonymous (written, as RELRO) or swapped
+}
+
+// cleanSpans reads an smaps file and gives the mappings of the file that
+// holds the address pc (the executable: its device and inode, not its
+// path, which a mount namespace may not show) that are not writable and
+// hold no page of their own: the code and the read-only data, not the
+// page the dynamic linker wrote and then made read-only (RELRO), whose
+// private copy MADV_DONTNEED would drop with the relocations in it.
+func cleanSpans(path string, pc uintptr) ([][2]uintptr, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var spans [][2]uintptr
-	var lo, hi uintptr
-	var ours bool
+	var maps []mapping
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 4096), 1<<16)
-	for sc.Scan() && len(spans) < 16 {
+	for sc.Scan() && len(maps) < 1<<14 {
 		line := sc.Bytes()
 		if name, rest, ok := bytes.Cut(line, []byte{':'}); ok && len(name) > 0 && name[0] >= 'A' && name[0] <= 'Z' {
-			if ours && string(name) == "Anonymous" {
-				if kb := bytes.Fields(rest); len(kb) > 0 && string(kb[0]) == "0" {
-					spans = append(spans, [2]uintptr{lo, hi})
+			if len(maps) > 0 && (string(name) == "Anonymous" || string(name) == "Swap") {
+				if kb := bytes.Fields(rest); len(kb) == 0 || string(kb[0]) != "0" {
+					maps[len(maps)-1].own = true
 				}
-				ours = false
 			}
 			continue
 		}
-		lo, hi, ours = readOnlyOf(line, ino)
+		if m, ok := readMapping(line); ok {
+			maps = append(maps, m)
+		}
 	}
-	return spans, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	var exe *mapping
+	for i := range maps {
+		if maps[i].lo <= pc && pc < maps[i].hi {
+			exe = &maps[i]
+		}
+	}
+	if exe == nil || exe.ino == "0" {
+		return nil, errors.New("no mapping of a file holds this code")
+	}
+	var spans [][2]uintptr
+	for _, m := range maps {
+		if m.dev == exe.dev && m.ino == exe.ino && !m.writable && !m.own {
+			spans = append(spans, [2]uintptr{m.lo, m.hi})
+		}
+	}
+	return spans, nil
 }
 
-// readOnlyOf reads a mapping's line of smaps ("lo-hi perms offset dev
-// inode path") and says whether it maps the file with inode ino without
-// write permission.
-func readOnlyOf(line []byte, ino uint64) (lo, hi uintptr, ok bool) {
+// readMapping reads a mapping's header line of smaps: "lo-hi perms offset
+// dev inode path".
+func readMapping(line []byte) (mapping, bool) {
 	fields := bytes.Fields(line)
-	if len(fields) < 6 || len(fields[1]) != 4 || fields[1][1] == 'w' {
-		return 0, 0, false
-	}
-	if n, err := strconv.ParseUint(string(fields[4]), 10, 64); err != nil || n != ino {
-		return 0, 0, false
+	if len(fields) < 5 || len(fields[1]) != 4 {
+		return mapping{}, false
 	}
 	dash := bytes.IndexByte(fields[0], '-')
 	if dash < 0 {
-		return 0, 0, false
+		return mapping{}, false
 	}
 	l, err1 := strconv.ParseUint(string(fields[0][:dash]), 16, 64)
 	h, err2 := strconv.ParseUint(string(fields[0][dash+1:]), 16, 64)
 	if err1 != nil || err2 != nil || h <= l {
-		return 0, 0, false
+		return mapping{}, false
 	}
-	return uintptr(l), uintptr(h), true
+	return mapping{lo: uintptr(l), hi: uintptr(h), writable: fields[1][1] == 'w', dev: string(fields[3]), ino: string(fields[4])}, true
 }
 
 func madvise(addr, n uintptr, advice int) error {
-	_, _, e := syscall.Syscall(syscall.SYS_MADVISE, addr, n, uintptr(advice))
+	_, _, e := unix.Syscall(unix.SYS_MADVISE, addr, n, uintptr(advice))
 	if e != 0 {
 		return e
 	}
