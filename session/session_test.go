@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -226,6 +227,46 @@ func TestKeptFramesKeepTheNewestHour(t *testing.T) {
 	}
 	if _, err := (&keptFrames{}).export(); err == nil || err.Error() != "no frame yet" {
 		t.Fatalf("an empty export: %v", err)
+	}
+}
+
+// TestKeptFramesComeBackWholeFromLargeBlocks: frames the size of a busy
+// box's (hundreds of processes: a block's JSON well past deflate's 32 KB
+// window, which the stateless deflate splits and chains) come back from
+// their compressed blocks as they went in.
+func TestKeptFramesComeBackWholeFromLargeBlocks(t *testing.T) {
+	k := &keptFrames{}
+	var in []*sample.Frame
+	for i := range 3*keepBlock + 7 {
+		f := &sample.Frame{Time: time.Unix(int64(1e9+i), 0), IntervalSec: 1, Procs: &sample.Procs{}}
+		for p := range 300 {
+			f.Procs.List = append(f.Procs.List, sample.Proc{PID: 1000 + p, PPID: 1, Name: fmt.Sprintf("worker-%d-%d", p, i%7), State: "S",
+				CPUPct: float64((p*31+i*17)%1000) / 10, Threads: 1 + p%9, RSSBytes: uint64(p) << 20})
+		}
+		in = append(in, f)
+		k.Frame(f, diagnose.Verdict{})
+	}
+	if b := k.blocks; len(b) != 3 {
+		t.Fatalf("%d blocks, want 3", len(b))
+	}
+	var raw bytes.Buffer
+	writeLines(&raw, in[:keepBlock])
+	if raw.Len() < 4*32<<10 {
+		t.Fatalf("a block's JSON is %d bytes: not past deflate's window", raw.Len())
+	}
+	out, err := k.kept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != len(in) {
+		t.Fatalf("%d frames back, %d in", len(out), len(in))
+	}
+	for i := range in {
+		want, _ := json.Marshal(in[i])
+		got, _ := json.Marshal(&out[i].Frame)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("frame %d came back changed", i)
+		}
 	}
 }
 
