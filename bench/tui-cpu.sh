@@ -6,8 +6,11 @@
 # 30 s, in 3 rounds. (utime+stime in /proc/PID/stat counts whole 10 ms
 # ticks: over a 20 s window of about 10 ticks that is ±20 % of noise.)
 # EXTRA=N starts N sleeping processes first (both read every process each
-# refresh: issue 53 asks for 2,000); ROUNDS=N rounds (default 3).
-# Usage: [EXTRA=2000] [ROUNDS=3] bash bench/tui-cpu.sh [gpuwatch flags]
+# refresh: issue 53 asks for 2,000); ROUNDS=N rounds (default 3); WARM=S
+# seconds skipped before the 30 s are read (default 35: both programs'
+# start-up, and gpuwatch's one-time give-back of its binary's pages at
+# 30 s, internal/textpages, which WARM=4 puts inside the window).
+# Usage: [EXTRA=2000] [ROUNDS=3] [WARM=35] bash bench/tui-cpu.sh [gpuwatch flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for p in tmux btop; do
@@ -20,7 +23,7 @@ cfg=$(mktemp -d)
 mkdir -p "$cfg/btop"
 printf 'update_ms = 1000\n' > "$cfg/btop/btop.conf"
 sock=gpuwatch-bench-$$
-extra=${EXTRA:-0} rounds=${ROUNDS:-3}
+extra=${EXTRA:-0} rounds=${ROUNDS:-3} warm=${WARM:-35}
 sleepers=()
 trap 'tmux -L $sock kill-server 2>/dev/null || true; ((${#sleepers[@]})) && kill "${sleepers[@]}" 2>/dev/null; true' EXIT
 for ((i = 0; i < extra; i++)); do
@@ -31,12 +34,12 @@ done
 # cpu PID: milliseconds on the CPU so far, all threads.
 cpu() { cat /proc/"$1"/task/*/schedstat | awk '{ns += $1} END {printf "%d", ns / 1e6}'; }
 
-# round: start both in panes of their own, skip 4 s of start-up, then read
-# both over the same 30 s.
+# round: start both in panes of their own, skip WARM s, then read both
+# over the same 30 s.
 round() {
 	tmux -L $sock new-session -d -s g -x 120 -y 40 "env TERM=tmux-256color $bin --interval 1s $*"
 	tmux -L $sock new-session -d -s b -x 120 -y 40 "env XDG_CONFIG_HOME=$cfg TERM=tmux-256color btop"
-	sleep 4
+	sleep "$warm"
 	local gp bp ga ba
 	gp=$(tmux -L $sock list-panes -t g -F '#{pane_pid}')
 	bp=$(tmux -L $sock list-panes -t b -F '#{pane_pid}')
