@@ -33,19 +33,15 @@ cleanup() {
 }
 trap 'cleanup; rm -rf "$dir"' EXIT
 
-# Each runs its own copy of the binary, under its own name (the
-# dashboards, in tmux, are found by it): as on a box where one gpuwatch
-# runs, its binary's pages are its own, and each gives back those it does
-# not run (internal/textpages; a page that two processes map stays).
-# The copies are written to disk first (sync): a page still dirty in the
-# page cache cannot be given back, and an installed binary is long clean.
-for name in dash1s dash100ms serve record; do cp "$bin" "$dir/$name"; done
-sync
+# The dashboards run in tmux under their own names so that each is one
+# process to read: dash1s and dash100ms (symlinks to the binary).
+ln -s "$bin" "$dir/dash1s"
+ln -s "$bin" "$dir/dash100ms"
 tmux -S "$sock" new-session -d -s d1 -x 120 -y 40 "$dir/dash1s --interval 1s"
 tmux -S "$sock" new-session -d -s d100 -x 120 -y 40 "$dir/dash100ms --interval 100ms"
-"$dir/serve" serve --listen "127.0.0.1:$port" >"$dir/serve.log" 2>&1 &
+"$bin" serve --listen "127.0.0.1:$port" >"$dir/serve.log" 2>&1 &
 pids+=($!) serve=$!
-"$dir/record" record --interval 1s -o "$dir/rec.jsonl" >"$dir/record.log" 2>&1 &
+"$bin" record --interval 1s -o "$dir/rec.jsonl" >"$dir/record.log" 2>&1 &
 pids+=($!) record=$!
 (while sleep 15; do python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5).read()' "http://127.0.0.1:$port/metrics" 2>/dev/null || true; done) &
 pids+=($!)

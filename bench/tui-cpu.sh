@@ -7,10 +7,8 @@
 # ticks: over a 20 s window of about 10 ticks that is ±20 % of noise.)
 # EXTRA=N starts N sleeping processes first (both read every process each
 # refresh: issue 53 asks for 2,000); ROUNDS=N rounds (default 3); WARM=S
-# seconds skipped before the 30 s are read (default 35: both programs'
-# start-up, and gpuwatch's one-time give-back of its binary's pages at
-# 30 s, internal/textpages, which WARM=4 puts inside the window).
-# Usage: [EXTRA=2000] [ROUNDS=3] [WARM=35] bash bench/tui-cpu.sh [gpuwatch flags]
+# seconds of start-up skipped before the 30 s are read (default 4).
+# Usage: [EXTRA=2000] [ROUNDS=3] [WARM=4] bash bench/tui-cpu.sh [gpuwatch flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for p in tmux btop; do
@@ -23,7 +21,7 @@ cfg=$(mktemp -d)
 mkdir -p "$cfg/btop"
 printf 'update_ms = 1000\n' > "$cfg/btop/btop.conf"
 sock=gpuwatch-bench-$$
-extra=${EXTRA:-0} rounds=${ROUNDS:-3} warm=${WARM:-35}
+extra=${EXTRA:-0} rounds=${ROUNDS:-3} warm=${WARM:-4}
 sleepers=()
 trap 'tmux -L $sock kill-server 2>/dev/null || true; ((${#sleepers[@]})) && kill "${sleepers[@]}" 2>/dev/null; true' EXIT
 for ((i = 0; i < extra; i++)); do

@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/internal/textpages"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 	"github.com/gpuwatch/gpuwatch/probes/gpu"
@@ -200,34 +199,25 @@ func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
 // settled bottleneck and an unsettled --once have their exit statuses.
 func watch(cmd *cobra.Command, o session.Options) error {
 	var err error
-	lean(func() { err = session.Run(cmd.Context(), o) })
+	onOneP(func() { err = session.Run(cmd.Context(), o) })
 	if errors.Is(err, endpoint.ErrBadURL) {
 		return usageErrorf(cmd, "%v", err)
 	}
 	return err
 }
 
-// lean runs a watching session (the dashboard, serve, record, attach, run)
-// as lightly as it can, for it may run for days in a corner of the box
-// (docs/architecture.md, "The dashboard's cost" and "The dashboard's
-// memory"):
-//
-//   - with one P, GOMAXPROCS=1, unless the user set GOMAXPROCS, putting
-//     the runtime's default back after. Its work is a few milliseconds a
-//     second, one goroutine at a time (the sampler's lanes, the diagnosis,
-//     the view); each further P only adds a thread that the scheduler
-//     wakes to look for work whenever one goroutine hands over to another,
-//     and on a VM each wake is an exit to the hypervisor. Side by side at
-//     1 s it cost 0.77x the CPU. A probe stuck in a system call or a
-//     driver call still holds no one up: the runtime hands the P on. The
-//     demo keeps every P: its test loader's workers are goroutines of this
-//     process that must be able to fill every core.
-//   - holding, of its own binary's pages, only those it runs: after
-//     keepWarm textpages gives back the rest (18 MB of a 27 MB binary were
-//     resident, mapped in 2 MB folios, where a session runs 7 MB of it).
-func lean(f func()) {
-	warm := time.AfterFunc(keepWarm, func() { textpages.Release() })
-	defer warm.Stop()
+// onOneP runs a watching session (the dashboard, serve, record, attach,
+// run) with one P, GOMAXPROCS=1, unless the user set GOMAXPROCS, and puts
+// the runtime's default back after. Its work is a few milliseconds a second, one
+// goroutine at a time (the sampler's lanes, the diagnosis, the view); each
+// further P only adds a thread that the scheduler wakes to look for work
+// whenever one goroutine hands over to another, and on a VM each wake is
+// an exit to the hypervisor. Side by side at 1 s it cost 0.77× the CPU
+// (docs/architecture.md, "The dashboard's cost"). A probe stuck in a
+// system call or a driver call still holds no one up: the runtime hands
+// the P on. The demo keeps every P: its test loader's workers are
+// goroutines of this process that must be able to fill every core.
+func onOneP(f func()) {
 	if os.Getenv("GOMAXPROCS") != "" {
 		f()
 		return
@@ -238,11 +228,6 @@ func lean(f func()) {
 	runtime.GOMAXPROCS(1)
 	f()
 }
-
-// keepWarm is how long a session runs before its binary's pages that it
-// ran only to start are given back: its first frames, the first
-// diagnosis, the first process scan.
-const keepWarm = 30 * time.Second
 
 // pidFlag is --pid: one process, or several (1,2 or repeated: DataLoader
 // workers are forks with the training process's command line, so
