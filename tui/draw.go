@@ -37,7 +37,7 @@ func fit(s string, w int) string {
 // point past U+02FF (docs/architecture.md, "The dashboard's memory").
 func cells(s string) int {
 	n := 0
-	walk(s, func(_ string, w int) bool { n += max(w, 0); return true })
+	walk(s, func(_ string, w int) { n += max(w, 0) })
 	return n
 }
 
@@ -48,7 +48,7 @@ func cells(s string) int {
 func cut(s string, w int) string {
 	var b strings.Builder
 	n, full := 0, false
-	walk(s, func(seg string, cw int) bool {
+	walk(s, func(seg string, cw int) {
 		switch {
 		case cw < 0: // an escape sequence or a control
 			b.WriteString(seg)
@@ -58,7 +58,6 @@ func cut(s string, w int) string {
 		default:
 			full = true
 		}
-		return true
 	})
 	return b.String() + spaces(w-n)
 }
@@ -66,27 +65,23 @@ func cut(s string, w int) string {
 // walk calls f with each code point of s and its width, and with each
 // escape sequence or control byte and -1, in order, as ansi's parser
 // splits them.
-func walk(s string, f func(seg string, w int) bool) {
+func walk(s string, f func(seg string, w int)) {
 	st := parser.GroundState
 	start := 0 // where the sequence being read began
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if st == parser.GroundState && c >= 0x20 && c < 0x7f {
-			if !f(s[i:i+1], 1) {
-				return
-			}
+			f(s[i:i+1], 1)
 			start = i + 1
 			continue
 		}
 		next, action := parser.Table.Transition(st, c)
 		if action == parser.PrintAction || next == parser.Utf8State {
-			if start < i && !f(s[start:i], -1) {
-				return
+			if start < i {
+				f(s[start:i], -1)
 			}
 			r, size := utf8.DecodeRuneInString(s[i:])
-			if !f(s[i:i+size], runeCells(r)) {
-				return
-			}
+			f(s[i:i+size], runeCells(r))
 			i += size - 1
 			start = i + 1
 			st = parser.GroundState
@@ -94,9 +89,7 @@ func walk(s string, f func(seg string, w int) bool) {
 		}
 		st = next
 		if st == parser.GroundState { // a sequence, or a control, ended here
-			if !f(s[start:i+1], -1) {
-				return
-			}
+			f(s[start:i+1], -1)
 			start = i + 1
 		}
 	}
