@@ -222,10 +222,10 @@ func watch(cmd *cobra.Command, o session.Options) error {
 //     driver call still holds no one up: the runtime hands the P on. The
 //     demo keeps every P: its test loader's workers are goroutines of this
 //     process that must be able to fill every core.
-//   - mapping, of its own binary, only the pages it runs: after keepWarm,
-//     textpages.Release unmaps them all and has the kernel map back, a
-//     page (not a 2 MB folio) at a time, what runs next. The page cache
-//     keeps them: nothing is read from the disk again.
+//   - mapping, of its own binary, little more than the pages it runs:
+//     after keepWarm, textpages.Release unmaps them all, and faults map
+//     back what runs next (64 kB or a folio each, never a 2 MB page). They
+//     stay in the page cache: the RSS falls, not the memory in use.
 func lean(f func()) {
 	// Best effort: where it fails the pages stay mapped, as they were.
 	warm := time.AfterFunc(keepWarm, func() { _, _ = textpages.Release() })

@@ -12,18 +12,26 @@ import (
 )
 
 // Release unmaps the pages of the executable's code and read-only data
-// that the process maps now, and asks that from then on a fault map the
-// page it needs, not the file's 2 MB folio whole (docs/architecture.md,
-// "The dashboard's memory").
+// that the process maps now (docs/architecture.md, §7, "The dashboard's
+// memory").
 //
 // On each clean read-only mapping of the binary it sets MADV_NOHUGEPAGE
-// (the kernel then maps a large folio of the page cache page by page, as
-// a fault asks for them) and MADV_DONTNEED (the mapping's page tables are
-// emptied). The pages stay in the page cache: what the process runs next
-// is mapped back from there by a minor fault, with no read from the disk,
-// and the page cache holds what it held before. It returns the bytes of
-// the mappings it unmapped, or why it could not.
+// (no 2 MB page-table entry for a 2 MB folio of the file from then on; the
+// folios in the page cache stay as they are) and MADV_DONTNEED (the
+// mapping's page tables are emptied). What the process runs next is
+// mapped back from the page cache by minor faults: each maps the 64 kB
+// around its page (fault_around_bytes, the whole system's), and a kernel
+// may map the whole large folio that holds it; so a session maps back
+// more than the pages it runs, but not the folios it no longer touches. The pages stay page cache: the box's memory in use
+// is the same, only this process's RSS is less, and nothing is read from
+// the disk unless reclaim takes them first, as it could take them mapped.
+// It does nothing while a debugger traces the process (a breakpoint is a
+// write that could land between the read of smaps and the advice). It
+// returns the bytes of the mappings it unmapped, or why it could not.
 func Release() (int64, error) {
+	if traced("/proc/self/status") {
+		return 0, errors.New("traced: a debugger may be writing breakpoints into the code")
+	}
 	spans, err := cleanSpans("/proc/self/smaps", reflect.ValueOf(Release).Pointer())
 	if err != nil {
 		return 0, err
@@ -32,7 +40,7 @@ func Release() (int64, error) {
 	var errs []error
 	for _, s := range spans {
 		// A kernel without transparent huge pages refuses NOHUGEPAGE: it
-		// maps no folio whole either.
+		// has no 2 MB mapping of a folio to prevent.
 		if err := madvise(s[0], s[1]-s[0], unix.MADV_NOHUGEPAGE); err != nil && err != unix.EINVAL {
 			errs = append(errs, err)
 			continue
@@ -46,6 +54,20 @@ func Release() (int64, error) {
 		given += int64(s[1] - s[0])
 	}
 	return given, errors.Join(errs...)
+}
+
+// traced says whether a status file (/proc/self/status) names a tracer.
+func traced(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return true // unknown: as if traced, nothing given back
+	}
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		if v, ok := bytes.CutPrefix(line, []byte("TracerPid:")); ok {
+			return string(bytes.TrimSpace(v)) != "0"
+		}
+	}
+	return true
 }
 
 // mapping is one mapping's header line of smaps and what Release asks of
@@ -72,7 +94,12 @@ func cleanSpans(path string, pc uintptr) ([][2]uintptr, error) {
 	var maps []mapping
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 4096), 1<<16)
-	for sc.Scan() && len(maps) < 1<<14 {
+	for sc.Scan() {
+		if len(maps) > 1<<14 {
+			// Past the cap the last mapping's own pages would go unread:
+			// no mapping is given back rather than one that holds a write.
+			return nil, errors.New("more than 16384 mappings")
+		}
 		line := sc.Bytes()
 		if name, rest, ok := bytes.Cut(line, []byte{':'}); ok && len(name) > 0 && name[0] >= 'A' && name[0] <= 'Z' {
 			if len(maps) > 0 && (string(name) == "Anonymous" || string(name) == "Swap") {

@@ -3,11 +3,12 @@ package textpages
 import (
 	"bufio"
 	"bytes"
-	_ "embed"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,80 +69,95 @@ Anonymous:             0 kB
 	}
 }
 
-// ballast is read-only data of this test's binary (go:embed puts it in
-// the binary's read-only data), 128 pages that only this test reads.
-//
-//go:embed testdata/ballast.txt
-var ballast string
-
-// TestReleaseUnmapsTheBinarysPagesAndKeepsThemCached: in this test's own
-// binary, Release unmaps the pages of the binary that the process maps (a
-// page of read-only data read just before is mapped no more), marks its
-// mappings so that a fault maps a page and not a folio, and leaves the
-// page cache holding every page of the file it held; what is read next
-// comes back whole by a fault.
+// TestReleaseUnmapsTheBinarysPagesAndKeepsThemCached: Release unmaps the
+// pages of the binary that the process maps — those of a private read-only
+// mapping of the binary that only this test reads, just read — and marks
+// the binary's mappings so that a fault maps no 2 MB page; the page cache
+// still holds every page of the file it held, and the pages come back
+// whole without a read from the disk. (That the dynamic linker's
+// relocations stay mapped is cli's TestReleaseKeepsTheDynamicLinkersRelocations:
+// this test binary has none.)
 func TestReleaseUnmapsTheBinarysPagesAndKeepsThemCached(t *testing.T) {
+	f, err := os.Open("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	// 1 MB from the middle of the file: a mapping of the binary like its
+	// code's, that nothing but this test touches.
+	region := m[len(m)/2-(512<<10) : len(m)/2+(512<<10)]
 	sum := func() (n int) {
-		for i := 0; i < len(ballast); i++ {
-			n += int(ballast[i])
+		for i := 0; i < len(region); i += 64 {
+			n += int(region[i])
 		}
 		return n
 	}
 	want := sum()
-	pages := len(ballast) / os.Getpagesize()
-	if got := mappedPages(t, ballast); got < pages*9/10 {
-		t.Fatalf("the ballast just read: %d of its %d pages mapped", got, pages)
+	pages := len(region) / os.Getpagesize()
+	if got := mappedPages(t, region); got < pages*9/10 {
+		t.Fatalf("the region just read: %d of its %d pages mapped", got, pages)
 	}
-	cachedBefore := cachedPages(t)
+	cachedBefore := cachedPages(t, f, st.Size())
 	n, err := Release()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n <= 0 {
-		t.Fatalf("released %d bytes", n)
+	if n < int64(len(m)) {
+		t.Fatalf("released %d bytes, not even the test's own mapping of %d", n, len(m))
 	}
-	// A fault maps the pages around the one it needs (fault_around_bytes,
-	// 64 kB by default), and the data beside the ballast is read: its
-	// interior is what nothing but this test reads.
-	interior := ballast[64<<10 : len(ballast)-64<<10]
-	mapped := mappedPages(t, interior)
-	cachedAfter := cachedPages(t)
-	inner := len(interior) / os.Getpagesize()
-	t.Logf("%d kB of mappings released; the ballast's inner pages mapped: %d of %d; the binary's pages in the page cache: %d before, %d after",
-		n>>10, mapped, inner, cachedBefore, cachedAfter)
-	if mapped > inner/10 {
-		t.Errorf("%d of the ballast's %d inner pages still mapped: not unmapped", mapped, inner)
+	mapped := mappedPages(t, region)
+	cachedAfter := cachedPages(t, f, st.Size())
+	t.Logf("%d kB of mappings released; the region's pages mapped after: %d of %d; the binary's pages in the page cache: %d before, %d after",
+		n>>10, mapped, pages, cachedBefore, cachedAfter)
+	if mapped != 0 {
+		t.Errorf("%d of the region's %d pages still mapped: not unmapped", mapped, pages)
 	}
 	if cachedAfter < cachedBefore {
 		t.Errorf("the page cache held %d of the binary's pages before and %d after: Release dropped some", cachedBefore, cachedAfter)
 	}
-	if f := binaryPages(t).codeFlags; !strings.Contains(f, " nh") {
-		t.Errorf("the code's mapping's flags %q lack nh (no huge page)", f)
+	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage"); err == nil {
+		if f := binaryPages(t).codeFlags; !strings.Contains(f, " nh") {
+			t.Errorf("the code's mapping's flags %q lack nh (no huge page)", f)
+		}
 	}
-	majBefore := majorFaults(t)
-	if got := sum(); got != want {
-		t.Errorf("the ballast read back sums to %d, %d before", got, want)
+	// Read back on this thread alone, its major faults counted.
+	runtime.LockOSThread()
+	majBefore := threadMajorFaults(t)
+	got := sum()
+	maj := threadMajorFaults(t) - majBefore
+	runtime.UnlockOSThread()
+	if got != want {
+		t.Errorf("the region read back sums to %d, %d before", got, want)
 	}
-	if maj := majorFaults(t) - majBefore; maj != 0 {
-		t.Errorf("reading the ballast back took %d major faults: read from the disk, not mapped from the page cache", maj)
+	if maj != 0 {
+		t.Errorf("reading the region back took %d major faults: read from the disk, not mapped from the page cache", maj)
 	}
-	if got := mappedPages(t, ballast); got < pages*9/10 {
-		t.Errorf("the ballast read again: %d of its %d pages mapped", got, pages)
+	if got := mappedPages(t, region); got < pages*9/10 {
+		t.Errorf("the region read again: %d of its %d pages mapped", got, pages)
 	}
 }
 
-func majorFaults(t *testing.T) int64 {
+func threadMajorFaults(t *testing.T) int64 {
 	t.Helper()
 	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
 		t.Fatal(err)
 	}
 	return ru.Majflt
 }
 
-// mappedPages counts the whole pages of s that this process maps now
+// mappedPages counts the whole pages of b that this process maps now
 // (/proc/self/pagemap's present bit).
-func mappedPages(t *testing.T, s string) int {
+func mappedPages(t *testing.T, b []byte) int {
 	t.Helper()
 	f, err := os.Open("/proc/self/pagemap")
 	if err != nil {
@@ -149,8 +165,8 @@ func mappedPages(t *testing.T, s string) int {
 	}
 	defer f.Close()
 	ps := uintptr(os.Getpagesize())
-	lo := (uintptr(unsafe.Pointer(unsafe.StringData(s))) + ps - 1) / ps
-	hi := (uintptr(unsafe.Pointer(unsafe.StringData(s))) + uintptr(len(s))) / ps
+	lo := (uintptr(unsafe.Pointer(unsafe.SliceData(b))) + ps - 1) / ps
+	hi := (uintptr(unsafe.Pointer(unsafe.SliceData(b))) + uintptr(len(b))) / ps
 	buf := make([]byte, 8*(hi-lo))
 	if _, err := f.ReadAt(buf, int64(lo*8)); err != nil {
 		t.Fatal(err)
@@ -162,20 +178,12 @@ func mappedPages(t *testing.T, s string) int {
 	return n
 }
 
-// cachedPages counts the pages of this test's binary that the page cache
-// holds (mincore on a mapping of its own, which maps nothing by itself).
-func cachedPages(t *testing.T) int {
+// cachedPages counts the pages of the file f (size bytes) that the page
+// cache holds (mincore on a mapping of its own, which maps nothing by
+// itself).
+func cachedPages(t *testing.T, f *os.File, size int64) int {
 	t.Helper()
-	f, err := os.Open("/proc/self/exe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	m, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,4 +242,47 @@ func binaryPages(t *testing.T) pages {
 		}
 	}
 	return p
+}
+
+// TestTracedReadsTracerPid: a process a debugger traces gives nothing back
+// (a breakpoint is a write Release could drop), nor one whose status it
+// cannot read.
+func TestTracedReadsTracerPid(t *testing.T) {
+	dir := t.TempDir()
+	for body, want := range map[string]bool{
+		"Name:\tgpuwatch\nTracerPid:\t0\nUid:\t0\n":    false,
+		"Name:\tgpuwatch\nTracerPid:\t4242\nUid:\t0\n": true,
+		"Name:\tgpuwatch\n":                            true,
+	} {
+		path := filepath.Join(dir, "status")
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := traced(path); got != want {
+			t.Errorf("traced(%q) = %v, want %v", body, got, want)
+		}
+	}
+	if !traced(filepath.Join(dir, "absent")) {
+		t.Error("an unreadable status read as not traced")
+	}
+	if traced("/proc/self/status") {
+		t.Error("this test, not traced, read as traced")
+	}
+}
+
+// TestCleanSpansRefusesPastItsCap: past 16,384 mappings the last one's
+// own pages would go unread; none is given back rather than one that may
+// hold a write.
+func TestCleanSpansRefusesPastItsCap(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 1<<14+2; i++ {
+		fmt.Fprintf(&b, "%x-%x r--p 00000000 fe:00 42 /usr/bin/gpuwatch\nAnonymous: 0 kB\n", 0x400000+i*0x1000, 0x401000+i*0x1000)
+	}
+	path := filepath.Join(t.TempDir(), "smaps")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if spans, err := cleanSpans(path, 0x400100); err == nil {
+		t.Fatalf("%d spans past the cap, no error", len(spans))
+	}
 }
