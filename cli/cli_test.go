@@ -574,14 +574,14 @@ func TestAWatchingSessionRunsOnOneP(t *testing.T) {
 	before := runtime.GOMAXPROCS(0)
 	t.Setenv("GOMAXPROCS", "")
 	in := 0
-	lean(func() { in = runtime.GOMAXPROCS(0) })
+	onOneP(func() { in = runtime.GOMAXPROCS(0) })
 	if in != 1 || runtime.GOMAXPROCS(0) != before {
 		t.Fatalf("GOMAXPROCS %d during the session, %d after (was %d)", in, runtime.GOMAXPROCS(0), before)
 	}
 	runtime.GOMAXPROCS(3)
 	defer runtime.GOMAXPROCS(before)
 	t.Setenv("GOMAXPROCS", "3")
-	lean(func() { in = runtime.GOMAXPROCS(0) })
+	onOneP(func() { in = runtime.GOMAXPROCS(0) })
 	if in != 3 {
 		t.Fatalf("the user's GOMAXPROCS=3 became %d", in)
 	}

@@ -130,7 +130,7 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	o.Hooked = true
 	o.Attach = session.AttachTo{Discover: true, Dir: dir, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0,
 		Within: func(pid int) bool { return training.Descends(w.procRoot, pid, j.PID()) }}
-	lean(func() { err = session.Run(ctx, o) })
+	onOneP(func() { err = session.Run(ctx, o) })
 	j.Stop(interruptGrace)
 	if dashboard && jo.Log != "" {
 		fmt.Fprintf(stderr, "gpuwatch: the job's output is in %s\n", j.LogNote())

@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
-	"github.com/gpuwatch/gpuwatch/internal/textpages"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 	"github.com/gpuwatch/gpuwatch/probes/gpu"
@@ -200,36 +199,25 @@ func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
 // settled bottleneck and an unsettled --once have their exit statuses.
 func watch(cmd *cobra.Command, o session.Options) error {
 	var err error
-	lean(func() { err = session.Run(cmd.Context(), o) })
+	onOneP(func() { err = session.Run(cmd.Context(), o) })
 	if errors.Is(err, endpoint.ErrBadURL) {
 		return usageErrorf(cmd, "%v", err)
 	}
 	return err
 }
 
-// lean runs a watching session (the dashboard, serve, record, attach, run)
-// as lightly as it can, for it may run for days in a corner of the box
-// (docs/architecture.md, §7, "The dashboard's cost" and "The dashboard's
-// memory"):
-//
-//   - with one P, GOMAXPROCS=1, unless the user set GOMAXPROCS, putting
-//     the runtime's default back after. Its work is a few milliseconds a
-//     second, one goroutine at a time (the sampler's lanes, the diagnosis,
-//     the view); each further P only adds a thread that the scheduler
-//     wakes to look for work whenever one goroutine hands over to another,
-//     and on a VM each wake is an exit to the hypervisor. Side by side at
-//     1 s it cost 0.77x the CPU. A probe stuck in a system call or a
-//     driver call still holds no one up: the runtime hands the P on. The
-//     demo keeps every P: its test loader's workers are goroutines of this
-//     process that must be able to fill every core.
-//   - mapping, of its own binary, little more than the pages it runs:
-//     after keepWarm, textpages.Release unmaps them all, and faults map
-//     back what runs next (64 kB or a folio each, never a 2 MB page). They
-//     stay in the page cache: the RSS falls, not the memory in use.
-func lean(f func()) {
-	// Best effort: where it fails the pages stay mapped, as they were.
-	warm := time.AfterFunc(keepWarm, func() { _, _ = textpages.Release() })
-	defer warm.Stop()
+// onOneP runs a watching session (the dashboard, serve, record, attach,
+// run) with one P, GOMAXPROCS=1, unless the user set GOMAXPROCS, and puts
+// the runtime's default back after. Its work is a few milliseconds a second, one
+// goroutine at a time (the sampler's lanes, the diagnosis, the view); each
+// further P only adds a thread that the scheduler wakes to look for work
+// whenever one goroutine hands over to another, and on a VM each wake is
+// an exit to the hypervisor. Side by side at 1 s it cost 0.77× the CPU
+// (docs/architecture.md, "The dashboard's cost"). A probe stuck in a
+// system call or a driver call still holds no one up: the runtime hands
+// the P on. The demo keeps every P: its test loader's workers are
+// goroutines of this process that must be able to fill every core.
+func onOneP(f func()) {
 	if os.Getenv("GOMAXPROCS") != "" {
 		f()
 		return
@@ -240,11 +228,6 @@ func lean(f func()) {
 	runtime.GOMAXPROCS(1)
 	f()
 }
-
-// keepWarm is how long a session runs before textpages.Release: its first
-// frames, the first diagnosis and the first process scan have run, and
-// what they ran only once is mapped no more.
-const keepWarm = 30 * time.Second
 
 // pidFlag is --pid: one process, or several (1,2 or repeated: DataLoader
 // workers are forks with the training process's command line, so
