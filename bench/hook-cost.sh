@@ -64,18 +64,18 @@ field() { sed -n 's/^JOBCPU //p' | "$py" -c "import json,sys; t=sys.stdin.read()
 declare -A part_pct=() # part -> its share of the job's CPU, summed over rounds
 part_order=()          # the parts in the order the hook lists them
 nojob() { echo "hook-cost.sh: the job $1 gave no figures; run it by hand to see why: $2" >&2; exit 1; }
-diffs=() hooks=()
+diffs=() hooks=() mains=()
 for r in $(seq "$rounds"); do
 	# Headless, run passes the job's output to its stderr.
 	if [ "${TOGETHER:-0}" = 1 ]; then
-		"${job[@]}" 2>/dev/null | field cpu samples >"$tmp/alone" &
-		"$bin" run --headless ${RUN_FLAGS:-} -- "${job[@]}" 2>&1 >/dev/null | field cpu samples hook parts >"$tmp/run" &
+		"${job[@]}" 2>/dev/null | field cpu samples main >"$tmp/alone" &
+		"$bin" run --headless ${RUN_FLAGS:-} -- "${job[@]}" 2>&1 >/dev/null | field cpu samples main hook parts >"$tmp/run" &
 		wait
-		read -r pc ps <"$tmp/alone" || nojob alone "${job[*]}"
-		read -r wc ws wh parts <"$tmp/run" || nojob "under run" "$bin run --headless ${RUN_FLAGS:-} -- ${job[*]}"
+		read -r pc ps pm <"$tmp/alone" || nojob alone "${job[*]}"
+		read -r wc ws wm wh parts <"$tmp/run" || nojob "under run" "$bin run --headless ${RUN_FLAGS:-} -- ${job[*]}"
 	else
-		read -r pc ps < <("${job[@]}" 2>/dev/null | field cpu samples) || nojob alone "${job[*]}"
-		read -r wc ws wh parts < <("$bin" run --headless ${RUN_FLAGS:-} -- "${job[@]}" 2>&1 >/dev/null | field cpu samples hook parts) ||
+		read -r pc ps pm < <("${job[@]}" 2>/dev/null | field cpu samples main) || nojob alone "${job[*]}"
+		read -r wc ws wm wh parts < <("$bin" run --headless ${RUN_FLAGS:-} -- "${job[@]}" 2>&1 >/dev/null | field cpu samples main hook parts) ||
 			nojob "under run" "$bin run --headless ${RUN_FLAGS:-} -- ${job[*]}"
 	fi
 	# Each part's share of the job's CPU under run, summed over rounds.
@@ -88,10 +88,17 @@ for r in $(seq "$rounds"); do
 		printf "%.4f %.4f|alone %7.2f µs CPU/sample (%d samples)   under run %7.2f (%d)   %+6.2f %%   the hook'"'"'s own count %.2f µs/sample (%.2f %%)", 100 * (w / p - 1), 100 * h / w, p, ps, w, ws, 100 * (w / p - 1), h, 100 * h / w }')
 	diffs+=("${line%% *}") hooks+=("$(echo "${line%%|*}" | cut -d' ' -f2)")
 	echo "round $r: ${line#*|}"
+	# The training process alone (the hook runs there; the workers' share
+	# is not in it): its CPU per sample beyond the round alone's, against
+	# the hook's own count, both µs a sample.
+	main=$(awk -v pm="$pm" -v ps="$ps" -v wm="$wm" -v ws="$ws" -v wh="$wh" 'BEGIN { p = 1e6 * pm / ps; w = 1e6 * wm / ws; printf "%.4f|%.2f µs/sample alone, %.2f under run: %+.2f µs, the hook'"'"'s own count %.2f µs", w - p, p, w, w - p, 1e6 * wh / ws }')
+	mains+=("${main%%|*}")
+	echo "         the training process: ${main#*|}"
 done
 stats() { printf '%s\n' "$@" | sort -g | awk '{ x[NR] = $1; s += $1 } END { m = s / NR; for (i = 1; i <= NR; i++) v += (x[i] - m) ^ 2; sd = NR > 1 ? sqrt(v / (NR - 1)) : 0; printf "mean %+.2f %%, sd %.2f, standard error %.2f, median %+.2f %% over %d rounds", m, sd, sd / sqrt(NR), x[int((NR + 1) / 2)], NR }'; }
 echo "the job's CPU per sample under run vs alone: $(stats "${diffs[@]}")"
 echo "the hook's own count, of the job's CPU under run: $(stats "${hooks[@]}")"
+echo "the training process's CPU per sample under run beyond alone, µs: $(stats "${mains[@]}" | sed 's/ %//g')"
 by_part=""
 for k in "${part_order[@]}"; do
 	by_part+=$(awk -v k="$k" -v v="${part_pct[$k]}" -v r="$rounds" 'BEGIN { printf " %s %.3f %%", k, v / r }')

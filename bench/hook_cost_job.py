@@ -7,7 +7,8 @@ children gone) and that of its live descendants (the DataLoader's workers),
 in clock ticks — and the samples its loop counted (its global `samples`,
 with --warmup 0); under gpuwatch run, the hook's own count
 (gpuwatch_hook/_cost.py) too. Then one line "JOBCPU {json}": the window's
-CPU seconds, samples and hook seconds.
+CPU seconds (the job's, and the training process's alone as "main"),
+samples and hook seconds.
 
     GPUWATCH_BENCH_SKIP=3 python3 bench/hook_cost_job.py SCRIPT ARGS…"""
 
@@ -31,7 +32,8 @@ def stat(pid):
 
 
 def tree_cpu(me):
-    """CPU seconds of me, its children gone, and its live descendants."""
+    """CPU seconds of me, its children gone, and its live descendants; and
+    of me alone (the training process: its threads, the hook's among them)."""
     procs = {}
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -43,7 +45,7 @@ def tree_cpu(me):
     for _ in range(4):  # workers, and what they started
         tree |= {p for p, (pp, _) in procs.items() if pp in tree}
     ticks = sum(stat(me)[1]) + sum(sum(procs[p][1][:2]) for p in tree - {me} if p in procs)
-    return ticks / TICK
+    return ticks / TICK, sum(stat(me)[1][:2]) / TICK
 
 
 def hook_cpu():
@@ -55,7 +57,8 @@ def hook_cpu():
 
 
 def reading(g):
-    return {"cpu": tree_cpu(os.getpid()), "samples": g.get("samples", 0), "hook": hook_cpu(), "at": time.monotonic()}
+    cpu, main = tree_cpu(os.getpid())
+    return {"cpu": cpu, "main": main, "samples": g.get("samples", 0), "hook": hook_cpu(), "at": time.monotonic()}
 
 
 def main():
@@ -76,7 +79,7 @@ def main():
     if not first:
         print("JOBCPU " + json.dumps({"error": "the run ended before its window began"}), flush=True)
         return
-    out = {"cpu": last["cpu"] - first["cpu"], "samples": last["samples"] - first["samples"], "seconds": last["at"] - first["at"]}
+    out = {"cpu": last["cpu"] - first["cpu"], "main": last["main"] - first["main"], "samples": last["samples"] - first["samples"], "seconds": last["at"] - first["at"]}
     if last["hook"] is not None:
         out["hook"] = sum(last["hook"].values()) - sum(first["hook"].values())
         out["parts"] = {k: round(last["hook"][k] - first["hook"][k], 4) for k in last["hook"]}
