@@ -12,7 +12,9 @@
 # the samples its loop took meanwhile — far steadier than samples/s, and
 # blind to gpuwatch's own process, whose cost is the footer's "gpuwatch …
 # % CPU". Under run, the hook's own count over the same window
-# (gpuwatch_hook_cpu_seconds_total) is printed beside it.
+# (gpuwatch_hook_cpu_seconds_total) is printed beside it, and so is the
+# training process's own CPU per sample (the hook runs there; the workers'
+# share, which varies the most, is left out), alone and under run.
 #
 #   bash bench/hook-cost.sh [ROUNDS [SECONDS [-- [SCRIPT.py] ARGS…]]]
 #   (SCRIPT.py: another job that keeps the same two globals, `start` and
