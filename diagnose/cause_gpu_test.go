@@ -222,6 +222,58 @@ func TestHealthyWithoutGPMSaysWhy(t *testing.T) {
 	}
 }
 
+// TestNoPrecisionAdviceWithoutItsEvidence (issue 51): the healthy line
+// advises no mixed precision by itself; the tensor_idle cause does, from
+// its evidence, and once. With no GPU seen (a CPU training loop, the
+// demo: the accelerator is the loop's step time) nothing speaks of tensor
+// cores, autocast or TF32, even where the hook read fp32 settings. On a
+// GPU without GPM, a conv model whose convs take TF32 by cudnn's default
+// is advised nothing of the kind; an fp32 MLP is advised the fix once.
+func TestNoPrecisionAdviceWithoutItsEvidence(t *testing.T) {
+	noGPU := gpuBoundFrames(0, 0, 0, 0, 60, fp32Settings())
+	for i := range noGPU {
+		noGPU[i].GPUs = nil
+		noGPU[i].Unavailable = map[sample.Source]string{"gpu": "nvidia: libnvidia-ml.so.1 not found (no NVIDIA driver on this machine)"}
+	}
+	conv := fp32Settings()
+	conv.HasConv = ptr(true)
+	mlp := fp32Settings()
+	for _, c := range []struct {
+		name   string
+		frames []sample.Frame
+		say    string
+		fixes  int // advice lines that give the precision's fix
+	}{
+		{"no GPU seen", noGPU, "no GPU seen", 0},
+		{"conv model, cudnn TF32 on", noGPM(99, 60, conv), "needs GPM", 0},
+		{"fp32 MLP", noGPM(99, 60, mlp), "needs GPM", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := Classify(c.frames, DefaultThresholds())
+			all := strings.Join(v.Advice, "\n")
+			if v.Kind != Healthy || !strings.Contains(all, c.say) {
+				t.Fatalf("%s: %q, want it to say %q", v.Kind, v.Advice, c.say)
+			}
+			fixes := 0
+			for _, a := range v.Advice {
+				if strings.Contains(a, "set_float32_matmul_precision") {
+					fixes++
+				}
+			}
+			if fixes != c.fixes {
+				t.Errorf("%d advice lines give the precision's fix, want %d: %q", fixes, c.fixes, v.Advice)
+			}
+			if c.fixes == 0 {
+				for _, word := range []string{"tensor core", "autocast", "TF32", "mixed precision", "bf16"} {
+					if strings.Contains(all, word) {
+						t.Errorf("advice says %q: %q", word, v.Advice)
+					}
+				}
+			}
+		})
+	}
+}
+
 // noGPM is frames as an A100 or an L4 gives them: utilization only, GPM
 // not read (the probe's reason kept), the job's settings as given.
 func noGPM(util, loopPct float64, st *sample.JobSettings) []sample.Frame {

@@ -94,24 +94,26 @@ func healthyRule(f *facts) (decision, bool) {
 
 // usedLine says how much of the GPU the GPU-bound step uses, as far as
 // the window shows: GPM's SM and tensor activity and the achieved rate
-// against the dense peak; without GPM, what the job's precision is where
-// the hook read it. It never advises what the job already does: mixed
-// precision is advised by the tensor_idle cause, from evidence, not here.
+// against the dense peak. It never advises what the job already does, nor
+// what the window gives no evidence for: mixed precision is advised by
+// the tensor_idle cause, from GPM or from every setting that decides it
+// (a conv model's cudnn TF32 among them), not here. With no GPU seen the
+// accelerator is the loop's step time, and nothing says what the step
+// runs or on what: no tensor cores are spoken of.
 func usedLine(w *window) string {
 	g := &w.gpu
 	if !w.smActivity.ok {
+		if _, real := w.accel(); !real {
+			return "the accelerator is the limit (no GPU seen: what the step runs is not read)" + profileWords(g)
+		}
 		line := "the accelerator is the limit"
 		if r := g.noGPM; r != "" {
 			line += " (how much of it the step uses needs GPM: " + r + ")"
 		}
-		s := g.settings
-		if s == nil || s.Autocast == nil {
+		if s := g.settings; s == nil || s.Autocast == nil {
 			// Not read: said as a condition, never as advice the job
 			// may already follow.
 			return line + ": if the step is not in bf16/fp16 yet, mixed precision runs its matmuls on the tensor cores (gpuwatch run reads what the job uses)"
-		}
-		if tf, known := s.TF32(); !*s.Autocast && known && !tf {
-			line += ": " + precisionWords(s) + ": bf16 autocast or TF32 (torch.set_float32_matmul_precision(\"high\")) would run its matmuls on the tensor cores"
 		}
 		return line + mfuWords(g) + profileWords(g)
 	}
