@@ -214,6 +214,9 @@ func withCauses(frames []sample.Frame, w *window, d decision, advice []string, h
 			capBound(frames, cs[i].Bound) // no bound past the measured ceiling (ceiling.go)
 		}
 	}
+	if p := situationOf(d.kind).Practice; len(p) > 0 {
+		advice = slices.DeleteFunc(slices.Clone(advice), func(a string) bool { return slices.Contains(p, a) })
+	}
 	lines := make([]string, 0, len(cs)+len(advice))
 	for _, c := range cs {
 		lines = append(lines, causeLine(c))

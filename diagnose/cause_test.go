@@ -282,3 +282,45 @@ func TestSaturatedCoresMakeTheWorkersCPUBound(t *testing.T) {
 		t.Errorf("cores 60 %% busy, workers at 0.6 CPU each: causes %v, want no CPU cause", ids)
 	}
 }
+
+// TestPracticeGoesWhereACauseIsNamed: a kind's practice lines (what
+// practice teaches for it, Situation.Practice) stand where no cause beneath
+// it is named, and go where one is: a guess never stands beside what was
+// found ("read one file per batch" to a loop whose __getitem__ computes).
+func TestPracticeGoesWhereACauseIsNamed(t *testing.T) {
+	// A real num_workers=0 loop (testdata/pytorch), with the hook's stage
+	// figures: its __getitem__ takes 44 of the loop's 45 ms a batch.
+	var workers0 []sample.Frame
+	for _, l := range readRecording(t, "testdata/pytorch/refblas-workers0.jsonl") {
+		if l.Type == "frame" && l.Loader != nil {
+			l.Frame.Loader.Stages = &sample.LoaderStages{GetitemMs: ptr(44.0), CollateMs: ptr(0.5)}
+			workers0 = append(workers0, l.Frame)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		v      Verdict
+		kind   Kind
+		causes bool
+	}{
+		{"num_workers=0, __getitem__ computes", Classify(workers0[len(workers0)-12:], DefaultThresholds()), SingleCoreMaxed, true},
+		{"the GPU underused, its launches the limit", Classify(gpuBoundFrames(20, 2, 10, 10, 98, bf16Settings()), DefaultThresholds()), GPUUnderused, true},
+		{"the GPU underused, no cause seen", Classify(gpuBoundFrames(20, 2, 10, 10, 30, bf16Settings()), DefaultThresholds()), GPUUnderused, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := c.v
+			if v.Kind != c.kind || (len(v.Causes) > 0) != c.causes {
+				t.Fatalf("%s with causes %v, want %s with causes %v", v.Kind, causeIDs(v.Causes), c.kind, c.causes)
+			}
+			practice := situationOf(v.Kind).Practice
+			if len(practice) == 0 {
+				t.Fatalf("%s has no practice lines", v.Kind)
+			}
+			for _, p := range practice {
+				if got := slices.Contains(v.Advice, p); got == c.causes {
+					t.Errorf("practice line %q said: %v, want %v; advice %q", p, got, !c.causes, v.Advice)
+				}
+			}
+		})
+	}
+}

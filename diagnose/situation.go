@@ -57,6 +57,11 @@ type Situation struct {
 	// follow (the transfer and host-only lines do not apply). nil: the
 	// evidence says all there is (idle, warming up).
 	Advice func(adviceIn) (lines []string, last bool)
+	// Practice are lines of Advice that say what practice teaches for
+	// the kind, not what this window shows: where a cause beneath the
+	// kind is named (cause.go, with its evidence, fix and bound) they go,
+	// so that a guess never stands beside, or against, what was found.
+	Practice []string
 	// rules are the rows of the decision table that name this situation,
 	// each placed in the order by precedence (classify.go). Every
 	// situation but WarmingUp (decided by the window's length, before any

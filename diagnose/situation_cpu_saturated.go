@@ -19,6 +19,7 @@ func init() {
 		InputBound: true,
 		Stage:      "decoding",
 		Advice:     saturatedAdvice,
+		Practice:   saturatedPractice,
 		Scenarios:  []string{"cpu-bound"},
 		rules: []rule{
 			{name: "crowded", sees: "the training process's compute threads crowd out its workers", variant: cpuCrowded, holds: crowdedRule},
@@ -37,6 +38,13 @@ const cpuCrowded variant = "crowded"
 // for input because it waits for the quota itself.
 const cpuThrottled variant = "throttled"
 
+// saturatedPractice: what practice teaches where the workers fill the
+// cores, said where no cause beneath the kind is named (Situation.Practice).
+var saturatedPractice = []string{
+	"move augmentations to the GPU (torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI)",
+	"fit scalers and tokenizers on a sample, not on every batch",
+}
+
 func saturatedAdvice(in adviceIn) ([]string, bool) {
 	w, cores := in.w, in.cores
 	switch in.d.variant {
@@ -52,9 +60,8 @@ func saturatedAdvice(in adviceIn) ([]string, bool) {
 	}
 	a := []string{
 		fmt.Sprintf("preprocessing needs more than %s: do it once and cache the result (on disk, or in RAM as ready tensors)", here),
-		"move augmentations to the GPU (torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI)",
-		"fit scalers and tokenizers on a sample, not on every batch",
 	}
+	a = append(a, saturatedPractice...)
 	if w.workers > cores && cores > 0 {
 		a = append(a, fmt.Sprintf("%d workers on %d cores already oversubscribe the CPU: more workers will not help", w.workers, cores))
 	}

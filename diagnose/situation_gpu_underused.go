@@ -1,6 +1,9 @@
 package diagnose
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // GPUUnderused: the GPU reads busy, but its SMs mostly idle (GPM). See docs/diagnosis.md, "Verdicts".
 const GPUUnderused Kind = 8
@@ -12,6 +15,7 @@ func init() {
 		Title:       "GPU underused: busy by utilization, its SMs mostly idle",
 		Tone:        ToneWarn,
 		Advice:      underusedAdvice,
+		Practice:    underusedPractice,
 		NoRecording: "needs a Hopper GPU with GPM to record; the tests use go-nvml mocks (probes) and frames (classify_test.go)",
 		rules: []rule{
 			{name: "sm-idle", sees: "the GPU reads busy, but GPM says its SMs mostly idle", holds: underusedRule},
@@ -19,13 +23,24 @@ func init() {
 	})
 }
 
+// underusedPractice: what practice teaches where the GPU is the limit
+// but little of it is used, said where no cause beneath the kind is
+// named (Situation.Practice): batch_headroom, launch_bound and host_sync
+// say which, with their evidence. The launch line is never said where
+// the hook read CUDA graphs replaying.
+var underusedPractice = []string{
+	"give each kernel more work: a larger batch (or gradient accumulation to keep the step's size)",
+	"launch fewer kernels: CUDA graphs or torch.compile (mode=\"reduce-overhead\") fuse them and drop the launch gaps",
+	"sync with the host less: every .item(), .cpu() or print of a tensor in the loop stalls the GPU until it drains",
+}
+
 func underusedAdvice(in adviceIn) ([]string, bool) {
-	a := []string{"give each kernel more work: a larger batch (or gradient accumulation to keep the step's size)"}
+	a := slices.Clone(underusedPractice)
 	// Never what the hook read the job already does.
-	if s := in.w.gpu.settings; s == nil || s.CUDAGraphs == nil || !*s.CUDAGraphs {
-		a = append(a, "launch fewer kernels: CUDA graphs or torch.compile (mode=\"reduce-overhead\") fuse them and drop the launch gaps")
+	if s := in.w.gpu.settings; s != nil && s.CUDAGraphs != nil && *s.CUDAGraphs {
+		a = slices.Delete(a, 1, 2)
 	}
-	return append(a, "sync with the host less: every .item(), .cpu() or print of a tensor in the loop stalls the GPU until it drains"), false
+	return a, false
 }
 
 // underusedRule: no input wait, the GPU reads busy, but GPM says its

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -18,6 +19,7 @@ func init() {
 		InputBound: true,
 		Stage:      "reading",
 		Advice:     ioAdvice,
+		Practice:   ioPractice,
 		Scenarios:  []string{"io-bound", "remote-storage", "mmap-random"},
 		rules: []rule{
 			{name: "cache-churn", sees: "memory looks pressed, but it is a mapped dataset's page cache churning", variant: ioMmap, holds: cacheChurnRule},
@@ -36,6 +38,14 @@ const (
 	ioMmap   variant = "mmap"   // a mapped dataset's pages fault in from the disk (mmap.go)
 )
 
+// ioPractice: what practice teaches where the disk is the limit, said
+// where no cause beneath the kind is named (Situation.Practice): the
+// random_reads and small_files causes say which it is.
+var ioPractice = []string{
+	"random reads are the usual culprit: read sequentially, or in contiguous runs of samples",
+	"use larger chunks (shards near one sample per read or more) and a columnar format, reading only the columns used",
+}
+
 func ioAdvice(in adviceIn) ([]string, bool) {
 	w := in.w
 	switch in.d.variant {
@@ -48,10 +58,7 @@ func ioAdvice(in adviceIn) ([]string, bool) {
 	case ioMmap:
 		return mmapAdvice(w), false
 	}
-	a := []string{
-		"random reads are the usual culprit: read sequentially, or in contiguous runs of samples",
-		"use larger chunks (shards near one sample per read or more) and a columnar format, reading only the columns used",
-	}
+	a := slices.Clone(ioPractice)
 	if w.memAvail > 0 {
 		a = append(a, fmt.Sprintf("cache the hot data in RAM (%s available) or on local NVMe", sample.FormatBytes(w.memAvail)))
 	}

@@ -14,6 +14,7 @@ func init() {
 		InputBound: true,
 		Stage:      "decoding",
 		Advice:     singleCoreAdvice,
+		Practice:   singleCorePractice,
 		Scenarios:  []string{"single-core"},
 		rules: []rule{
 			{name: "no-workers", sees: "num_workers=0: the loop's own thread loads every batch", holds: noWorkersRule},
@@ -40,8 +41,12 @@ func singleCoreAdvice(in adviceIn) ([]string, bool) {
 	case w.workers == 0 && !in.modeled: // an unknown count (-1) is no num_workers=0
 		a = append(a, fmt.Sprintf("loading runs on one thread of the training process (num_workers=0): set num_workers to %d (%d cores, keep %d for the training process)", in.suggest, in.cores, in.keep))
 	}
-	return append(a, "batch the preprocessing: read one file per batch, not one per sample", "read only the columns (fields) the model uses"), false
+	return append(a, singleCorePractice...), false
 }
+
+// singleCorePractice: what practice teaches where one thread loads, said
+// where no cause beneath the kind is named (Situation.Practice).
+var singleCorePractice = []string{"batch the preprocessing: read one file per batch, not one per sample", "read only the columns (fields) the model uses"}
 
 // noWorkersRule: the loop's own thread is pegged loading every batch,
 // because the loader has no workers (loopBound, num_workers=0).
