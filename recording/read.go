@@ -268,6 +268,10 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 		}
 		if !header {
 			header = true
+			if head.Type == "frame" {
+				// --json's lines: frames, and no header to check them by.
+				return nil, fmt.Errorf("%w: no header line; these look like --json's frame lines: a recording is what --record FILE, gpuwatch record -o FILE or the r key writes", ErrNotRecording)
+			}
 			if head.Type != "header" {
 				return nil, fmt.Errorf("%w: no header line", ErrNotRecording)
 			}

@@ -146,6 +146,10 @@ func TestRecordingRefusesOtherFormatsAndNewerVersions(t *testing.T) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
+	// --json's output read as a recording: the way to make one is said.
+	if _, err := read([]byte(`{"type":"frame","time":"2026-11-21T09:00:00Z"}` + "\n")); err == nil || !strings.Contains(err.Error(), "--record FILE") {
+		t.Errorf("frame lines: %v", err)
+	}
 	_, err := read([]byte(`{"type":"header","format":"gpuwatch-recording","version":7}` + "\n"))
 	if err == nil || !strings.Contains(err.Error(), "version 7 is newer") {
 		t.Fatalf("newer version: %v", err)
