@@ -26,19 +26,21 @@ func init() {
 // underusedPractice: what practice teaches where the GPU is the limit
 // but little of it is used, said where no cause beneath the kind is
 // named (Situation.Practice): batch_headroom, launch_bound and host_sync
-// say which, with their evidence. The launch line is never said where
+// say which, with their evidence. underusedLaunch is never said where
 // the hook read CUDA graphs replaying.
 var underusedPractice = []string{
 	"give each kernel more work: a larger batch (or gradient accumulation to keep the step's size)",
-	"launch fewer kernels: CUDA graphs or torch.compile (mode=\"reduce-overhead\") fuse them and drop the launch gaps",
+	underusedLaunch,
 	"sync with the host less: every .item(), .cpu() or print of a tensor in the loop stalls the GPU until it drains",
 }
+
+const underusedLaunch = "launch fewer kernels: CUDA graphs or torch.compile (mode=\"reduce-overhead\") fuse them and drop the launch gaps"
 
 func underusedAdvice(in adviceIn) ([]string, bool) {
 	a := slices.Clone(underusedPractice)
 	// Never what the hook read the job already does.
 	if s := in.w.gpu.settings; s != nil && s.CUDAGraphs != nil && *s.CUDAGraphs {
-		a = slices.Delete(a, 1, 2)
+		a = slices.DeleteFunc(a, func(l string) bool { return l == underusedLaunch })
 	}
 	return a, false
 }
