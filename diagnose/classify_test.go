@@ -313,3 +313,40 @@ func TestSaturatedCoresLeaveLowerThanTheyEnter(t *testing.T) {
 		t.Errorf("85 %% busy, not saturated before: %s, want gpu_starved", v.Kind)
 	}
 }
+
+// TestMemoryAdviceNamesOnlyKnobsThatHold: swapping with num_workers=0 is
+// not told to lower the workers (none holds a batch); a prefetch_factor
+// the loader did not say is not given as "now 0"; both known are named.
+func TestMemoryAdviceNamesOnlyKnobsThatHold(t *testing.T) {
+	swapping := func(workers int, prefetch *int) []sample.Frame {
+		return frames(3, func(_ int, f *sample.Frame) {
+			host(f, 30, 5, 2)
+			f.Mem.SwapInPagesPerSec, f.Mem.SwapOutPagesPerSec = f64(400), f64(900)
+			f.PSI.Memory.SomePct = f64(35)
+			loader(f, 0.4, workers, 1, 2)
+			f.Loader.Prefetch = prefetch
+		})
+	}
+	for _, c := range []struct {
+		name     string
+		workers  int
+		prefetch *int
+		want     string
+		not      []string
+	}{
+		{"no workers", 0, nil, "num_workers is 0: no worker holds batches", []string{"lower num_workers", "now 0"}},
+		{"prefetch not said", 8, nil, "lower num_workers (now 8) or prefetch_factor:", []string{"now 0", "now -1"}},
+		{"both said", 8, iptr(4), "lower num_workers (now 8) or prefetch_factor (now 4)", nil},
+	} {
+		v := Classify(swapping(c.workers, c.prefetch), DefaultThresholds())
+		all := strings.Join(v.Advice, "\n")
+		if v.Kind != MemoryPressure || !strings.Contains(all, c.want) {
+			t.Errorf("%s: %s %q, want %q", c.name, v.Kind, v.Advice, c.want)
+		}
+		for _, n := range c.not {
+			if strings.Contains(all, n) {
+				t.Errorf("%s: advice says %q: %q", c.name, n, v.Advice)
+			}
+		}
+	}
+}

@@ -13,6 +13,7 @@ func init() {
 		Tone:        ToneBad,
 		InputBound:  true,
 		Advice:      memoryAdvice,
+		Practice:    memoryPractice,
 		NoRecording: "no recording yet: this machine has no swap, and the tests make the pressure from fixtures (classify_test.go)",
 		rules: []rule{
 			{name: "pressed", sees: "the job's cgroup at its limit with kills or swap, the host swapping, or tasks stalled on memory", holds: memoryRule},
@@ -23,11 +24,22 @@ func init() {
 func memoryAdvice(in adviceIn) ([]string, bool) {
 	w := in.w
 	first := "lower num_workers or prefetch_factor: each worker holds its own batches in memory"
-	if w.workers >= 0 {
-		first = fmt.Sprintf("lower num_workers (now %d) or prefetch_factor (now %d): each worker holds its own batches in memory", w.workers, max(w.prefetch, 0))
+	switch {
+	case w.workers == 0:
+		// No worker holds a batch: fewer of them cannot help.
+		first = "num_workers is 0: no worker holds batches, so the memory is the training process's own (a dataset held in RAM, batches or outputs kept across steps)"
+	case w.workers > 0 && w.prefetch > 0:
+		first = fmt.Sprintf("lower num_workers (now %d) or prefetch_factor (now %d): each worker holds its own batches in memory", w.workers, w.prefetch)
+	case w.workers > 0:
+		first = fmt.Sprintf("lower num_workers (now %d) or prefetch_factor: each worker holds its own batches in memory", w.workers)
 	}
-	return []string{first, "keep samples in smaller dtypes (uint8 images, float16/bfloat16 features)"}, false
+	return append([]string{first}, memoryPractice...), false
 }
+
+// memoryPractice: what practice teaches where memory is pressed, said
+// where no cause beneath the kind is named (Situation.Practice): float64
+// says which batches are wider than they need to be.
+var memoryPractice = []string{"keep samples in smaller dtypes (uint8 images, float16/bfloat16 features)"}
 
 // memoryEvidence: is memory pressed, for the job (its cgroup's limit) or
 // the host (swap, PSI)? Every rule reads it: it picks the memory phase.
