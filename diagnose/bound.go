@@ -77,9 +77,14 @@ type Bound struct {
 func (s *stageTimes) rateAfter(c stageCut) float64 {
 	r := s.rate
 	if s.inline || s.workers == 0 {
-		// Loading inline: one thread does it all, one batch after another.
+		// Loading inline: one thread does it all, one batch after another:
+		// the measured period less the cut, and never less than the timed
+		// stages the cut leaves (the step among them). The period and the
+		// stages are a mean and medians: without the floor a free
+		// __getitem__ left a period shorter than the step itself.
 		t := 1 / r
-		return 1 / max(t-c.worker-c.loop, 1e-9)
+		left := max(s.getitem+s.collate-c.worker, 0) + max(s.step+s.take+s.pin-c.loop, 0)
+		return 1 / max(t-c.worker-c.loop, left, 1e-9)
 	}
 	w, l := s.worker(), s.loop()
 	gw := w / max(w-c.worker, 1e-9)
