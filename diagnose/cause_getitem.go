@@ -17,30 +17,45 @@ func getitemCause(in *causeIn) (Cause, bool) {
 	if !s.ok || !in.waits || !s.cpuBound || !in.atLeast("getitem", s.getitem/s.worker(), s.th.GetitemShare) {
 		return Cause{}, false
 	}
-	where := "a worker's"
-	if s.inline || s.workers == 0 {
-		where = "the loop's (num_workers=0)"
+	inline := s.inline || s.workers == 0
+	where, profiled, which := "a worker's", "the workers' profile finds %.0f %% of their CPU in %s", "a CPU profile of the workers says which part"
+	if inline {
+		// The loop loads: its own process's profile is the loading's.
+		where, profiled, which = "the loop's (num_workers=0)", "the training process's profile finds %.0f %% of its CPU in %s", "a CPU profile of the training process says which part"
 	}
 	evidence := fmt.Sprintf("the dataset's __getitem__ takes %.0f %% of %s %s per batch (%s for %.0f samples)",
 		100*s.getitem/s.worker(), where, ms(s.worker()), ms(s.getitem), s.batch)
-	if f, share, ok := busiestInGetitem(p); ok {
-		evidence += fmt.Sprintf("; the workers' profile finds %.0f %% of their CPU in %s", 100*share, f)
+	if f, share, ok := busiestInGetitem(p, inline); ok {
+		evidence += fmt.Sprintf("; "+profiled, 100*share, f)
+		which = "the profile's busiest function is the place to start"
 	}
 	return Cause{
 		Evidence: evidence,
-		Fix:      "do less per sample in __getitem__: keep the data as tensors and slice them (no Python loop or torch.tensor per sample), or preprocess once and cache; a CPU profile of the workers says which part",
+		Fix:      "do less per sample in __getitem__: keep the data as tensors and slice them (no Python loop or torch.tensor per sample), or preprocess once and cache; " + which,
 		Bound:    s.bound(stageCut{worker: s.getitem}, 2)}, true
 }
 
 // busiestInGetitem is the workers' busiest function outside collating,
 // the hand-over and waiting (so, most likely, __getitem__'s: the job's own
 // line where no category names it), with where it is and its share of the
-// workers' CPU; none without the workers' profile.
-func busiestInGetitem(p *sample.Profile) (string, float64, bool) {
+// workers' CPU; none without the workers' profile. Loading inline
+// (num_workers=0) the training process loads, and its own profile's
+// functions (Top) are read instead.
+func busiestInGetitem(p *sample.Profile, inline bool) (string, float64, bool) {
 	if p == nil {
 		return "", 0, false
 	}
-	for _, f := range p.WorkersTop {
+	if inline {
+		return busiestOf(p.Top)
+	}
+	return busiestOf(p.WorkersTop)
+}
+
+// busiestOf is a profile's busiest function that does loading's own work
+// (not collating, the hand-over, waiting, the interpreter or the
+// collector), with where it is and its flat share.
+func busiestOf(top []sample.ProfileFunc) (string, float64, bool) {
+	for _, f := range top {
 		switch profileCategoryOf(f) {
 		case sample.CatCollating, sample.CatSerializing, sample.CatWaiting, sample.CatInterpreter, sample.CatGC:
 			continue

@@ -324,3 +324,42 @@ func TestPracticeGoesWhereACauseIsNamed(t *testing.T) {
 		})
 	}
 }
+
+// TestInlineLoadingNamesTheBusiestFunction: loading inline (num_workers=0)
+// the training process's own profile is the loading's. train_cpu.py's
+// verdict said "94 % of its CPU is elsewhere" and sent the user to "a CPU
+// profile of the workers", which it has none of, while its profile held
+// __getitem__ at 95 %: the evidence names the function, for the cause
+// and the profile line.
+func TestInlineLoadingNamesTheBusiestFunction(t *testing.T) {
+	var fs []sample.Frame
+	for _, l := range readRecording(t, "testdata/pytorch/refblas-workers0.jsonl") {
+		if l.Type == "frame" && l.Loader != nil {
+			l.Frame.Loader.Stages = &sample.LoaderStages{GetitemMs: ptr(44.0), CollateMs: ptr(0.5)}
+			l.Frame.Profile = &sample.Profile{CPUSec: 5, Samples: 500,
+				Categories: []sample.ProfileCategory{{Name: sample.CatOther, Share: 0.94}, {Name: sample.CatCollating, Share: 0.01}},
+				Top: []sample.ProfileFunc{{Name: "torch.utils.data._utils.collate.default_collate", File: "/usr/lib/python3/dist-packages/torch/utils/data/_utils/collate.py", Line: 1, Flat: 0.01},
+					{Name: "__main__.Synthetic.__getitem__", File: "train_cpu.py", Line: 69, Flat: 0.95, Cum: 0.96}}}
+			fs = append(fs, l.Frame)
+		}
+	}
+	v := Classify(fs[len(fs)-12:], DefaultThresholds())
+	c := causeOf(v, "getitem")
+	if v.Kind != SingleCoreMaxed || c == nil {
+		t.Fatalf("%s, causes %v", v.Kind, causeIDs(v.Causes))
+	}
+	place := "__main__.Synthetic.__getitem__ (train_cpu.py:69)"
+	if want := "the training process's profile finds 95 % of its CPU in " + place; !strings.Contains(c.Evidence, want) {
+		t.Errorf("evidence %q lacks %q", c.Evidence, want)
+	}
+	if strings.Contains(c.Fix, "workers") {
+		t.Errorf("fix %q sends the user to the workers", c.Fix)
+	}
+	var ev []string
+	for _, e := range v.Evidence {
+		ev = append(ev, e.Text)
+	}
+	if all := strings.Join(ev, "\n"); !strings.Contains(all, "94 % of its CPU is in code of no category gpuwatch knows; the busiest such function is "+place) {
+		t.Errorf("evidence %q", ev)
+	}
+}

@@ -363,8 +363,20 @@ func profileEvidence(k Kind, w *window, th Thresholds, mmap bool) (Evidence, boo
 	if mmap && best.Name == sample.CatReading {
 		words = "reading: copying out of the mapped dataset, its page faults included"
 	}
-	return evidence("profile."+best.Name+"_share", best.Share, ">=", 0, "ratio",
-		fmt.Sprintf("the loader's CPU profile: %.0f %% of its CPU is %s", 100*best.Share, words)), true
+	text := fmt.Sprintf("the loader's CPU profile: %.0f %% of its CPU is %s", 100*best.Share, words)
+	if best.Name == sample.CatOther {
+		// No category names it: the job's own code, which its busiest
+		// function names better than "elsewhere" does.
+		// (Top is by self time, the categories by every frame on the
+		// stack: the function is named, its share is not set beside.)
+		for _, f := range w.profile.Top {
+			if c := profileCategoryOf(f); c == "" || c == sample.CatOther {
+				text = fmt.Sprintf("the loader's CPU profile: %.0f %% of its CPU is in code of no category gpuwatch knows; the busiest such function is %s", 100*best.Share, placeOf(f))
+				break
+			}
+		}
+	}
+	return evidence("profile."+best.Name+"_share", best.Share, ">=", 0, "ratio", text), true
 }
 
 func fmtBytes(b float64) string { return sample.FormatBytes(b) }
