@@ -177,6 +177,11 @@ func computeFinding(w *window, th Thresholds, cpuSat bool, cpu []Evidence) []Fin
 		if !cpuSat {
 			f.Kind = Healthy // busy, not saturated: a note, not a second problem
 			f.Text = other + " partly busy: " + r.describeCompute(th)
+			if spinning(r.compute, th) {
+				// A pool in sched_yield: busy by the counters, yielded to
+				// any other thread that wants the core (not saturation).
+				f.Text = other + " busy only with a spinning pool, which yields it to other threads: " + r.describeCompute(th)
+			}
 		}
 		return []Finding{f}
 	case cpuSat && len(cpu) > 0:
