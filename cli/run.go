@@ -139,6 +139,8 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 		}
 	}
 	switch {
+	case errors.Is(err, session.ErrJobEndedFirst) && j.ExitCode() != 0:
+		return &exitError{code: j.ExitCode(), msg: err.Error()} // the command's failure, said and passed on
 	case w.once && (err == nil || errors.Is(err, session.ErrBottleneck) || errors.Is(err, session.ErrUnsettled)):
 		return err // --once gates on its verdict: its own status
 	case err != nil:

@@ -35,3 +35,15 @@ func TestRunCannotStartStatuses(t *testing.T) {
 		})
 	}
 }
+
+// TestRunOnceSaysTheCommandEndedFirst: a command that ends before the
+// first frame (a script whose import fails) is named as what ended the
+// run, with how it ended, and its status is run's; not only "no frame
+// came before the end", which read as gpuwatch's own failure.
+func TestRunOnceSaysTheCommandEndedFirst(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := Run([]string{"run", "--once", "--", "sh", "-c", "echo 'ModuleNotFoundError: numpy' >&2; exit 3"}, &out, &errb)
+	if code != 3 || !strings.Contains(errb.String(), "the command exited with status 3 before the first") || !strings.Contains(errb.String(), "its output is above") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}

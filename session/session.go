@@ -220,12 +220,26 @@ func Run(ctx context.Context, o Options) error {
 	return finish(o, rec, once, dashboard, err)
 }
 
+// ErrJobEndedFirst: gpuwatch run's command ended before the first frame;
+// run exits with the command's status.
+var ErrJobEndedFirst = errors.New("no frame came before the end")
+
 // finish closes the recording and says what became of it, and prints
 // --once's summary.
 func finish(o Options, rec *recorder, once *Settle, dashboard bool, err error) error {
 	path, n, recErr := rec.stop()
 	if err == nil && once != nil {
 		err = once.summary(o.Stdout, o.JSON)
+		if once.frames == 0 && o.Job != nil {
+			select {
+			case <-o.Job.Done():
+				// The command ended first (a missing module, a bad
+				// argument): it, not gpuwatch, is what to look at.
+				how, _ := o.Job.Exit()
+				err = fmt.Errorf("%w: the command %s before the first (after --interval %v); its output is above", ErrJobEndedFirst, how, o.Interval)
+			default:
+			}
+		}
 	}
 	switch {
 	case err != nil && !errors.Is(err, ErrBottleneck) && !errors.Is(err, ErrUnsettled):
