@@ -46,4 +46,12 @@ func TestRunOnceSaysTheCommandEndedFirst(t *testing.T) {
 	if code != 3 || !strings.Contains(errb.String(), "the command exited with status 3 before the first") || !strings.Contains(errb.String(), "its output is above") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
+	// With --job-log the output is in the file, and the message says so.
+	log := filepath.Join(t.TempDir(), "job.log")
+	out.Reset()
+	errb.Reset()
+	code = Run([]string{"run", "--once", "--job-log", log, "--", "sh", "-c", "echo 'ModuleNotFoundError: numpy' >&2; exit 3"}, &out, &errb)
+	if code != 3 || !strings.Contains(errb.String(), "its output is in "+log) {
+		t.Fatalf("--job-log: exit %d, stderr %q", code, errb.String())
+	}
 }

@@ -236,7 +236,11 @@ func finish(o Options, rec *recorder, once *Settle, dashboard bool, err error) e
 				// The command ended first (a missing module, a bad
 				// argument): it, not gpuwatch, is what to look at.
 				how, _ := o.Job.Exit()
-				err = fmt.Errorf("%w: the command %s before the first (after --interval %v); its output is above", ErrJobEndedFirst, how, o.Interval)
+				where := "its output is above"
+				if n := o.Job.LogNote(); n != "" {
+					where = "its output is in " + n // --job-log
+				}
+				err = fmt.Errorf("%w: the command %s before the first (after --interval %v); %s", ErrJobEndedFirst, how, o.Interval, where)
 			default:
 			}
 		}
