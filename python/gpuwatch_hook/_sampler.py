@@ -98,6 +98,17 @@ class Sampler:
             frame = frames.get(ident)
             if frame is None:
                 continue  # ended during the window
+            if self.cpu_clock:
+                prev, now_ns = self.last.get(ident), at.get(ident)
+                if prev is not None and now_ns is not None and now_ns <= prev and not self.checkpoint(frame.f_code, frame.f_lasti):
+                    # Idle since the last tick (its clock has not moved,
+                    # so it did not move through the window either) and
+                    # not waiting for the GIL to run Python: nothing is
+                    # charged and nothing noted, so its stack is not
+                    # walked. Most of a process's threads are idle (the
+                    # hook's server, torch's pin-memory and queue
+                    # threads): the walks were a third of a tick.
+                    continue
             keys[ident] = (self.names.get(ident, ("thread %d" % ident,))[0], self.stack(frame))
         frames = frame = None  # no frame outlives its tick
         if not self.cpu_clock:
@@ -145,6 +156,10 @@ class Sampler:
         if not key[1]:
             return False
         code, _, lasti = key[1][0]
+        return self.checkpoint(code, lasti)
+
+    def checkpoint(self, code, lasti: int) -> bool:
+        """at_checkpoint of an innermost frame's code and instruction."""
         v = self.checkpoints.get((code, lasti))
         if v is None:
             v = self.checkpoints[(code, lasti)] = _callee.at_checkpoint(code, lasti)

@@ -120,6 +120,38 @@ class CostTest(unittest.TestCase):
         self.assertEqual(len(calls), 25)
         self.assertEqual(stats.queue_depth, 25)
 
+    def test_batches_are_queued_drained_every_drain_every_and_before_a_read(self):
+        # Each batch only queues its figures (the loop's thread runs cold
+        # after a batch arrives: every line costs); the loop drains them
+        # every DRAIN_EVERY, so the queue stays bounded with nobody
+        # reading, and a reader drains first, so it is never behind.
+        now = [0.0]
+        clock = _timing._env.clock
+        every = _timing.DRAIN_EVERY
+        _timing._env.clock = lambda: now[0]
+        _timing.DRAIN_EVERY = 1.0
+        try:
+            stats = _timing.Stats()
+            c = _timing.Clock(stats)
+            it = iter([object()] * 100)
+            longest = 0
+            for i in range(100):
+                now[0] = i * 0.25  # four batches per DRAIN_EVERY
+                c.next(it, next)
+                longest = max(longest, len(stats.pending))
+            self.assertLessEqual(longest, 4, "the loop's thread let its queue grow")
+            self.assertGreater(len(stats.pending), 0, "nothing was left for a reader to drain: the test shows nothing")
+            # What a reader sees: every batch, every step, right after the loop.
+            page = stats.render().decode()
+            self.assertEqual(len(stats.pending), 0)
+        finally:
+            _timing._env.clock = clock
+            _timing.DRAIN_EVERY = every
+        self.assertIn("gpuwatch_loader_batches_total 100\n", page)
+        self.assertIn("gpuwatch_loader_wait_seconds_count 100\n", page)
+        self.assertIn("gpuwatch_loader_step_seconds_count 99\n", page)  # a step between two batches
+        self.assertEqual(stats.batches, 100)
+
     def test_the_page_says_the_hooks_cpu(self):
         with hook.watch(range(4 * _cost.LOOP_EVERY), port=0, quiet=True) as w:
             for _ in w:

@@ -271,6 +271,9 @@ class HookTest(unittest.TestCase):
         orig, stats.step = stats.step, Raising()
         try:
             got = list(w)
+            # The figures are queued and added when drained (the page
+            # drains them first): the histogram raises there.
+            stats.drain()
         finally:
             stats.step = orig
         self.assertEqual(len(got), 2)
@@ -663,6 +666,52 @@ class ProfileTest(unittest.TestCase):
         stacks = [s for s, _, labels in p.samples if labels["thread"] == "busy"]
         # Qualified names need Python 3.11's co_qualname; before, the class is unknown.
         self.assertIn("threading.Thread.run" if sys.version_info >= (3, 11) else "threading.run", stacks[0])
+
+    @unittest.skipUnless(sys.platform.startswith("linux"), "per-thread CPU clocks by TID are Linux's")
+    def test_an_idle_threads_stack_is_walked_once(self):
+        # A thread whose clock has not moved since the last tick, blocked
+        # in C (not waiting for the GIL), has nothing to charge: its stack
+        # is not walked again. A busy one's is, every tick.
+        from gpuwatch_hook._sampler import Sampler
+
+        stop = threading.Event()
+
+        def idle_here():
+            stop.wait()
+
+        def busy_here():
+            while not stop.is_set():
+                pass
+
+        threads = [threading.Thread(target=idle_here, name="idle"), threading.Thread(target=busy_here, name="busy")]
+        for t in threads:
+            t.start()
+        walked = {"idle": 0, "busy": 0}
+        s = Sampler(100, ())
+        stack = s.stack
+
+        def counting(frame):
+            f = frame
+            while f is not None:
+                for name, fn in (("idle", idle_here), ("busy", busy_here)):
+                    if f.f_code is fn.__code__:
+                        walked[name] += 1
+                f = f.f_back
+            return stack(frame)
+
+        s.stack = counting
+        try:
+            for _ in range(10):
+                s.tick()
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        self.assertEqual(walked["idle"], 1, walked)  # its first sight
+        self.assertGreaterEqual(walked["busy"], 5, walked)  # running (a 2-core box may keep it off a core some ticks)
+        charged = {k[0]: v[1] for k, v in s.agg.items()}
+        self.assertNotIn("idle", charged)
+        self.assertGreater(charged.get("busy", 0), 0)
 
     def test_cpu_before_a_blocking_call_is_not_charged_to_it(self):
         # Compute, then sleep: the GIL reaches the sampler mostly at the
