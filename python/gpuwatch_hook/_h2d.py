@@ -194,8 +194,8 @@ def _timed(t: Any, orig: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any], fir
 
 def poll() -> None:
     """Reads the GPU time of the copies whose end has passed. Called on
-    the loop's thread at each batch; costs a list's truth test when none
-    waits."""
+    the loop's thread at each of its drains (_timing.DRAIN_EVERY); costs
+    a list's truth test when none waits."""
     if not _pending:
         return
     with _lock:

@@ -100,12 +100,13 @@ class Sampler:
                 continue  # ended during the window
             if self.cpu_clock:
                 prev, now_ns = self.last.get(ident), at.get(ident)
-                if prev is not None and now_ns is not None and now_ns <= prev and not self.checkpoint(frame.f_code, frame.f_lasti):
+                if now_ns is not None and now_ns == prev and not self.checkpoint(frame.f_code, frame.f_lasti):
                     # Idle since the last tick (its clock has not moved,
                     # so it did not move through the window either) and
                     # not waiting for the GIL to run Python: nothing is
                     # charged and nothing noted, so its stack is not
-                    # walked. Most of a process's threads are idle (the
+                    # walked. (A clock below the last read is another
+                    # thread under a reused ident: walked, and noted.) Most of a process's threads are idle (the
                     # hook's server, torch's pin-memory and queue
                     # threads): the walks were a third of a tick.
                     continue

@@ -83,7 +83,10 @@ def native_tid() -> Optional[int]:
 
 class Stats:
     """What the hook has measured. The training thread writes it and the
-    server's threads read it; every field is read and written under lock."""
+    server's threads read it; every field is read and written under lock,
+    but the loop thread's own: the queue of batches not yet drained
+    (pending, a deque: appended without the lock, popped under it), taken
+    and the times of its next drain, look and windows."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -159,8 +162,7 @@ class Stats:
             now = _env.clock()
         if self._drain_at is None or now >= self._drain_at:
             self._drain_at = now + DRAIN_EVERY
-            self.drain()
-            _h2d.poll()
+            _cost.cost.timed("loop", self._loop_drain)
         if self._look_at is None or now >= self._look_at:  # only the loop thread reads and writes _look_at
             self._look_at = now + _payload.LOOK_EVERY
             _cost.cost.timed("payload", self.look_at, batch)
@@ -169,35 +171,46 @@ class Stats:
             _cost.cost.timed("settings", self.next_settings)
         self.count_syncs(now)
 
-    def drain(self) -> None:
-        """Adds the batches taken since the last drain (record), and the
-        stage figures timed inline, to the counters, under the lock: the
-        loop's thread every DRAIN_EVERY, a reader before it reads. A batch
-        whose figures fail to add counts in errors and the rest go on."""
+    def _loop_drain(self) -> None:
+        """The loop's thread's drain, every DRAIN_EVERY: the batches
+        queued, the stage figures timed inline (this loop's: only its
+        own thread takes them) and the copies' times."""
         inline = _stages.inline.take()
         if inline is not None:
             self.add_stages((("getitem", inline[0], inline[2]), ("collate", inline[1], inline[2])))
-        pending = self.pending
-        if not pending:
+        self.drain()
+        _h2d.poll()
+
+    def drain(self) -> None:
+        """Adds the batches taken since the last drain (record) to the
+        counters, under the lock: the loop's thread every DRAIN_EVERY, a
+        reader before it reads."""
+        if not self.pending:
             return
         with self.lock:
-            while True:
-                try:
-                    wait, n, depth, step = pending.popleft()
-                except IndexError:
-                    return
-                try:
-                    self.wait.observe(wait)
-                    self._batches += 1
-                    if n is not None:
-                        self._samples += n
-                        self._sized = True
-                    if depth is not None:  # read this batch (DEPTH_EVERY): else the last reading stands
-                        self._queue_depth = depth
-                    if step is not None:
-                        self._add_step(step)
-                except Exception:  # never into the training loop
-                    self.errors += 1
+            self._drain_locked()
+
+    def _drain_locked(self) -> None:
+        """drain() with the lock held. A batch whose figures fail to add
+        counts in errors and the rest go on."""
+        pending = self.pending
+        while True:
+            try:
+                wait, n, depth, step = pending.popleft()
+            except IndexError:
+                return
+            try:
+                self.wait.observe(wait)
+                self._batches += 1
+                if n is not None:
+                    self._samples += n
+                    self._sized = True
+                if depth is not None:  # read this batch (DEPTH_EVERY): else the last reading stands
+                    self._queue_depth = depth
+                if step is not None:
+                    self._add_step(step)
+            except Exception:  # never into the training loop
+                self.errors += 1
 
     @property
     def batches(self) -> int:
@@ -392,8 +405,8 @@ class Stats:
             return True, ""
 
     def render(self) -> bytes:
-        self.drain()
         with self.lock:
+            self._drain_locked()  # the page is one snapshot: the queue drained inside it
             wait, step = self.wait.copy(), self.step.copy()
             batches, samples, sized = self._batches, self._samples, self._sized
             depth, workers, prefetch, pids = self._queue_depth, self.workers, self.prefetch, self.worker_pids

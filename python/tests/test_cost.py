@@ -133,24 +133,44 @@ class CostTest(unittest.TestCase):
         try:
             stats = _timing.Stats()
             c = _timing.Clock(stats)
-            it = iter([object()] * 100)
+            it = iter([object()] * 102)
             longest = 0
             for i in range(100):
                 now[0] = i * 0.25  # four batches per DRAIN_EVERY
                 c.next(it, next)
                 longest = max(longest, len(stats.pending))
-            self.assertLessEqual(longest, 4, "the loop's thread let its queue grow")
+            # Drained at the batch that finds DRAIN_EVERY passed: at most
+            # the three before it wait.
+            self.assertLessEqual(longest, 3, "the loop's thread let its queue grow")
             self.assertGreater(len(stats.pending), 0, "nothing was left for a reader to drain: the test shows nothing")
             # What a reader sees: every batch, every step, right after the loop.
-            page = stats.render().decode()
+            self.assertEqual(stats.batches, 100)  # the property drains first
+            self.assertEqual(len(stats.pending), 0)
+            for _ in range(2):
+                c.next(it, next)
+            self.assertEqual(len(stats.pending), 2)
+            page = stats.render().decode()  # and so does the page
             self.assertEqual(len(stats.pending), 0)
         finally:
             _timing._env.clock = clock
             _timing.DRAIN_EVERY = every
-        self.assertIn("gpuwatch_loader_batches_total 100\n", page)
-        self.assertIn("gpuwatch_loader_wait_seconds_count 100\n", page)
-        self.assertIn("gpuwatch_loader_step_seconds_count 99\n", page)  # a step between two batches
-        self.assertEqual(stats.batches, 100)
+        self.assertIn("gpuwatch_loader_batches_total 102\n", page)
+        self.assertIn("gpuwatch_loader_wait_seconds_count 102\n", page)
+        self.assertIn("gpuwatch_loader_step_seconds_count 101\n", page)  # a step between two batches
+
+    def test_a_readers_drain_leaves_the_inline_figures_to_their_loop(self):
+        # getitem and collate timed inline (num_workers=0) wait in one
+        # process-wide total for the loop that timed them: a scrape of
+        # another Stats (a second watch() in the process) must not take them.
+        from gpuwatch_hook import _stages
+
+        _stages.inline.take()
+        a, b = _timing.Stats(), _timing.Stats()
+        _stages.inline.add(0.004, 0.001)
+        b.render()
+        a.record(0.001, object(), None, None, 0.0)  # the loop's first batch drains
+        self.assertEqual((a.stage_n["getitem"], b.stage_n["getitem"]), (1, 0))
+        self.assertAlmostEqual(a.stage_sum["getitem"], 0.004)
 
     def test_the_page_says_the_hooks_cpu(self):
         with hook.watch(range(4 * _cost.LOOP_EVERY), port=0, quiet=True) as w:

@@ -703,11 +703,20 @@ class ProfileTest(unittest.TestCase):
         try:
             for _ in range(10):
                 s.tick()
+            self.assertEqual(walked["idle"], 1, walked)  # its first sight
+            # An ident reused by a new thread: its clock reads below the
+            # last one's. That thread is walked, and its clock noted.
+            idle = threads[0].ident
+            s.last[idle] += 10**10
+            s.tick()
+            self.assertEqual(walked["idle"], 2, walked)
+            self.assertLess(s.last[idle], 10**10)
+            s.tick()
+            self.assertEqual(walked["idle"], 2, walked)
         finally:
             stop.set()
             for t in threads:
                 t.join()
-        self.assertEqual(walked["idle"], 1, walked)  # its first sight
         self.assertGreaterEqual(walked["busy"], 5, walked)  # running (a 2-core box may keep it off a core some ticks)
         charged = {k[0]: v[1] for k, v in s.agg.items()}
         self.assertNotIn("idle", charged)
