@@ -155,6 +155,7 @@ type facts struct {
 	th Thresholds
 
 	mem, wait, cpu, io, single, reads []Evidence
+	streaming                         bool // the memory stall is the job's cgroup reclaiming its cache (memoryEvidence)
 
 	accel      level // the accelerator's busy %: a real GPU, else the virtual one
 	real       bool  // accel is a real GPU
@@ -165,7 +166,7 @@ type facts struct {
 func gather(w *window, th Thresholds) *facts {
 	f := &facts{w: w, th: th}
 	f.accel, f.real = w.accel()
-	f.mem = memoryEvidence(w, th)
+	f.mem, f.streaming = memoryEvidence(w, th)
 	f.wait = waitEvidence(w, th)
 	f.cpu, f.cpuSat = cpuEvidence(w, th)
 	f.io = ioEvidence(w, th)
@@ -236,9 +237,15 @@ var precedence = [phases][]string{
 
 // phase is the part of the table the facts are judged by.
 func (f *facts) phase() phase {
-	switch {
-	case len(f.mem) > 0:
+	if len(f.mem) > 0 {
 		return phaseMemory
+	}
+	return f.phaseBeside()
+}
+
+// phaseBeside is the phase by what the window shows besides memory.
+func (f *facts) phaseBeside() phase {
+	switch {
 	case len(f.wait) > 0:
 		return phaseWaiting
 	case !f.accel.ok && !f.w.waitShare.ok:
@@ -255,8 +262,29 @@ func decide(w *window, th Thresholds) decision {
 	if d, ok := table.first(p, f); ok || p == phaseSettled {
 		return d
 	}
+	if p == phaseMemory {
+		// No memory rule held (a cgroup streaming its cache, memoryRule):
+		// judged by the rest, the stall said beside.
+		d, ok := table.first(f.phaseBeside(), f)
+		if !ok {
+			d, _ = table.first(phaseSettled, f)
+		}
+		d.secondary = append(d.secondary, Finding{Kind: MemoryPressure, Text: streamedText(f.w, f.mem[0])})
+		return d
+	}
 	d, _ := table.first(phaseSettled, f)
 	return d
+}
+
+// streamedText says a memory stall that is the job's cgroup reclaiming
+// its page cache (memoryRule).
+func streamedText(w *window, stall Evidence) string {
+	limit := "its memory limit"
+	if j := w.job; j != nil && j.MemLimitBytes != nil {
+		limit = "its memory limit (" + fmtBytes(float64(*j.MemLimitBytes)) + ")"
+	}
+	return fmt.Sprintf("%s: the job's cgroup reclaiming the page cache of data larger than %s as it reads on, nothing swapped or killed, %s available on the host; not memory pressed",
+		stall.Text, limit, fmtBytes(w.memAvail))
 }
 
 // join is a decision whose evidence is first, then each of rest.
