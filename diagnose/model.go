@@ -301,7 +301,7 @@ func splitPipeline(w *window) *Pipeline {
 	rd, dc := w.readSec.v/bps, w.decodeSec.v/bps
 	cpu, queue := splitCPU(w, rd, dc)
 	p.CPUSec = cpu
-	if pg := w.paging; pg.majFaults.ok && pg.majFaults.v >= DefaultThresholds().MmapFaultsPerSec {
+	if pg := w.paging; pg.majFaults.ok && (pg.majFaults.v >= DefaultThresholds().MmapFaultsPerSec || pg.readAround(w)) {
 		// Faulting pages in is kernel CPU on top of the decode; from RAM
 		// only the decode stays.
 		p.FaultCPUSec = max(0, cpu-dc/queue)
