@@ -23,6 +23,9 @@
 #   (GPUWATCH=path uses a built binary instead of building one;
 #   PYTHON=path an interpreter with torch;
 #   RUN_FLAGS="--profile-every 0" measures without the profiler;
+#   WATCHED=1 has gpuwatch watch the job alone from outside (--pid: /proc
+#   only, no hook), so that the paired difference is the hook's, not that
+#   of gpuwatch's own process beside the job;
 #   TOGETHER=1 runs each round's two jobs at the same time: on a VM whose
 #   CPU's speed drifts between runs, both see the same drift, and the same
 #   contention, each other's; a job that writes its data on its first run,
@@ -66,17 +69,35 @@ field() { sed -n 's/^JOBCPU //p' | "$py" -c "import json,sys; t=sys.stdin.read()
 declare -A part_pct=() # part -> its share of the job's CPU, summed over rounds
 part_order=()          # the parts in the order the hook lists them
 nojob() { echo "hook-cost.sh: the job $1 gave no figures; run it by hand to see why: $2" >&2; exit 1; }
+# alone: the job's figures without the hook; with WATCHED=1 watched from
+# outside by gpuwatch (--pid, sampling /proc, no hook), so that both sides
+# of a round have gpuwatch's process beside them and the difference is the
+# hook's alone.
+alone() {
+	if [ "${WATCHED:-0}" = 1 ]; then
+		"${job[@]}" 2>/dev/null >"$tmp/alone.out" &
+		local jp=$!
+		"$bin" --headless --pid "$jp" --exit-with-job --discover=false >/dev/null 2>&1 &
+		local gp=$!
+		wait "$jp" || true
+		kill "$gp" 2>/dev/null || true
+		wait "$gp" 2>/dev/null || true
+		field cpu samples main <"$tmp/alone.out"
+	else
+		"${job[@]}" 2>/dev/null | field cpu samples main
+	fi
+}
 diffs=() hooks=() mains=()
 for r in $(seq "$rounds"); do
 	# Headless, run passes the job's output to its stderr.
 	if [ "${TOGETHER:-0}" = 1 ]; then
-		"${job[@]}" 2>/dev/null | field cpu samples main >"$tmp/alone" &
+		alone >"$tmp/alone" &
 		"$bin" run --headless ${RUN_FLAGS:-} -- "${job[@]}" 2>&1 >/dev/null | field cpu samples main hook parts >"$tmp/run" &
 		wait
 		read -r pc ps pm <"$tmp/alone" || nojob alone "${job[*]}"
 		read -r wc ws wm wh parts <"$tmp/run" || nojob "under run" "$bin run --headless ${RUN_FLAGS:-} -- ${job[*]}"
 	else
-		read -r pc ps pm < <("${job[@]}" 2>/dev/null | field cpu samples main) || nojob alone "${job[*]}"
+		read -r pc ps pm < <(alone) || nojob alone "${job[*]}"
 		read -r wc ws wm wh parts < <("$bin" run --headless ${RUN_FLAGS:-} -- "${job[@]}" 2>&1 >/dev/null | field cpu samples main hook parts) ||
 			nojob "under run" "$bin run --headless ${RUN_FLAGS:-} -- ${job[*]}"
 	fi
@@ -106,4 +127,4 @@ for k in "${part_order[@]}"; do
 	by_part+=$(awk -v k="$k" -v v="${part_pct[$k]}" -v r="$rounds" 'BEGIN { printf " %s %.3f %%", k, v / r }')
 done
 echo "by part, mean of the rounds:$by_part (the first CPU profile starts at the loop's first batch, then one every --profile-every, 60 s: a window shorter than that holds more than its share)"
-echo "($(nproc) CPUs; $(uname -r); job: $script ${args[*]} --seconds $seconds)"
+echo "($(nproc) CPUs; $(uname -r); job: $script ${args[*]} --seconds $seconds${WATCHED:+; WATCHED=$WATCHED}${TOGETHER:+; TOGETHER=$TOGETHER})"
