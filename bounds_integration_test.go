@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -56,10 +57,11 @@ func BenchmarkAttachEndlessEndpoints(b *testing.B) {
 	bin := binary(b)
 	for range b.N {
 		cmd := exec.Command(bin, args...)
-		cmd.Stdout, cmd.Stderr = nil, nil
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = nil, &stderr
 		start := time.Now()
 		if err := cmd.Run(); err != nil {
-			b.Fatalf("gpuwatch: %v", err)
+			b.Fatalf("gpuwatch: %v after %v: %s", err, time.Since(start).Round(time.Millisecond), bytes.TrimSpace(stderr.Bytes()))
 		}
 		if ran := time.Since(start); ran < 20*time.Second {
 			b.Fatalf("the session ran %v, not its 20 s", ran)
