@@ -212,33 +212,19 @@ class Stats:
             except Exception:  # never into the training loop
                 self.errors += 1
 
-    @property
-    def batches(self) -> int:
-        """Batches taken (drained first)."""
+    def _drained(self, name: str) -> Any:
+        """A counter's value, the queue drained first."""
         self.drain()
         with self.lock:
-            return self._batches
+            return getattr(self, name)
 
-    @property
-    def samples(self) -> int:
-        """Samples in the batches taken whose size was known (drained first)."""
-        self.drain()
-        with self.lock:
-            return self._samples
-
-    @property
-    def sized(self) -> bool:
-        """Some batch's size was known (drained first)."""
-        self.drain()
-        with self.lock:
-            return self._sized
-
-    @property
-    def queue_depth(self) -> Optional[int]:
-        """The batches ready when the loop last read them (drained first)."""
-        self.drain()
-        with self.lock:
-            return self._queue_depth
+    #: Batches taken, samples in those whose size was known, whether some
+    #: size was, the batches ready when the loop last read them: each
+    #: read drains the queue first.
+    batches = property(lambda self: self._drained("_batches"))
+    samples = property(lambda self: self._drained("_samples"))
+    sized = property(lambda self: self._drained("_sized"))
+    queue_depth = property(lambda self: self._drained("_queue_depth"))
 
     def look_at(self, batch: Any) -> None:
         """A look inside the batch (_payload), and its copies watched."""
