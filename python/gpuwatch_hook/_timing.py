@@ -749,6 +749,10 @@ class Clock:
             batch = take(it)
         except StopIteration:
             self._last_step(step)
+            try:  # the epoch's end: its last batches' figures (the inline stages: only this thread takes them) drained now
+                _cost.cost.timed("loop", stats._loop_drain)
+            except Exception:
+                stats.error()
             if ceiling is not None:
                 ceiling.epoch_ended(_env.clock())
             gp = stats.gpu_profile
