@@ -46,25 +46,19 @@ func TestAdviceAppliedDeliversWhatItPredicts(t *testing.T) {
 	fmt.Fprintf(&table, "%-36s %10s %6s %-40s %10s %10s %6s %6s\n", "configuration", "before/s", "wait", "changes", "predicted", "after/s", "gain", "error")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			args := append([]string{"tune", "--json", "--runs", "2", "--run-for", "20s"}, c.knobs...)
-			cmd := exec.Command(binary(t), args...)
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("%v: %s", err, out)
-			}
+			// A run the rest of the box disturbed (tune says so: others
+			// took more CPU than while the prediction was measured) does
+			// not test the prediction: tune runs again, three times at most.
 			var steps []tune.TuneStep
-			sc := bufio.NewScanner(strings.NewReader(string(out)))
-			for sc.Scan() {
-				var s tune.TuneStep
-				if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-					t.Fatal(err)
+			for try := 1; ; try++ {
+				steps = tuneSteps(t, c.knobs)
+				if len(steps) < 2 || steps[1].Disturbed == "" {
+					break
 				}
-				if s.Type == "step" { // the last line is the result
-					steps = append(steps, s)
+				if try == 3 {
+					t.Fatalf("each of 3 tries was disturbed, the last: %s", steps[1].Disturbed)
 				}
-			}
-			if len(steps) == 0 {
-				t.Fatal("no step")
+				t.Logf("try %d disturbed: %s", try, steps[1].Disturbed)
 			}
 			first := steps[0]
 			changes := ""
@@ -97,6 +91,32 @@ func TestAdviceAppliedDeliversWhatItPredicts(t *testing.T) {
 		})
 	}
 	t.Logf("advice applied, predicted vs measured:\n%s", table.String())
+}
+
+// tuneSteps runs `gpuwatch tune` with knobs for two runs and returns its
+// steps.
+func tuneSteps(t *testing.T, knobs []string) []tune.TuneStep {
+	t.Helper()
+	args := append([]string{"tune", "--json", "--runs", "2", "--run-for", "20s"}, knobs...)
+	out, err := exec.Command(binary(t), args...).Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var steps []tune.TuneStep
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		var s tune.TuneStep
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.Type == "step" { // the last line is the result
+			steps = append(steps, s)
+		}
+	}
+	if len(steps) == 0 {
+		t.Fatal("no step")
+	}
+	return steps
 }
 
 // rangeErrPct is how far a measured rate falls outside a predicted range,

@@ -260,6 +260,17 @@ func Model(frames []sample.Frame) (*Pipeline, bool) {
 	return pipeline(&w)
 }
 
+// OthersCores is the cores the processes outside the watched tree used
+// over frames (the median of each frame's box-wide busy CPUs, steal
+// included, less the tree's), false where no frame had both. tune
+// compares it between a prediction's run and the run that tests it
+// (session/tune: a step measured while the rest of the box took more is
+// not the change's alone).
+func OthersCores(frames []sample.Frame) (float64, bool) {
+	w := read(frames, DefaultThresholds())
+	return w.othersCores.v, w.othersCores.ok
+}
+
 // pipeline measures the model's inputs from a window; ok is false when
 // the window lacks what the model needs. Three sources give them: a
 // loader that splits its time into reading and decoding (gpuwatch's own,

@@ -20,11 +20,15 @@ type scripted struct {
 	measured  map[string]float64 // num_workers → samples/s
 	predicted map[string]float64 // num_workers → what the model predicts for it
 	next      map[string]string  // num_workers → the change's value
+	others    map[string]float64 // num_workers → the cores the rest of the box took during its run (none: unread)
 }
 
 func (sc scripted) Settle(_ context.Context, s Setting, _ time.Duration) (TuneStep, error) {
 	w := s["num_workers"]
 	st := TuneStep{Measured: diagnose.Prediction{SamplesPerSec: sc.measured[w], WaitShare: 0.5}, Verdict: diagnose.GPUStarved, Settled: true}
+	if c, ok := sc.others[w]; ok {
+		st.OthersCores = &c
+	}
 	if to, ok := sc.next[w]; ok {
 		st.Changes = []diagnose.Change{{Knob: "num_workers", Flag: "num_workers", From: w, To: to}}
 		st.Next = &diagnose.Prediction{SamplesPerSec: sc.predicted[to]}
@@ -86,5 +90,47 @@ func TestTuneKeepsItsPredictionErrors(t *testing.T) {
 	}
 	if n := strings.Count(warn.String(), "not kept"); n != 1 || res.Bias != "" {
 		t.Fatalf("warned %d times: %q; bias %q", n, warn.String(), res.Bias)
+	}
+}
+
+// TestARunTheRestOfTheBoxDisturbedIsNotKept: a step measured while the
+// processes outside the job took a quarter of a core more than during the
+// run that predicted it says so, in JSON and in words, and is not kept in
+// the ledger; a smaller rise, a fall, or an unread figure disturbs nothing.
+func TestARunTheRestOfTheBoxDisturbedIsNotKept(t *testing.T) {
+	sc := scripted{
+		measured:  map[string]float64{"1": 400, "2": 600, "4": 1000, "8": 1300},
+		predicted: map[string]float64{"2": 800, "4": 1100, "8": 1400},
+		next:      map[string]string{"1": "2", "2": "4", "4": "8"},
+		others:    map[string]float64{"1": 0.1, "2": 0.5, "4": 0.2, "8": 0.4},
+	}
+	path := filepath.Join(t.TempDir(), "predictions.jsonl")
+	o := TuneOptions{RunFor: time.Second, Runs: 4, Ledger: &Ledger{Path: path, Host: "box", Now: time.Now}}
+	var steps []TuneStep
+	if _, err := Tune(context.Background(), o, sc, Setting{"num_workers": "1"}, func(s TuneStep) error { steps = append(steps, s); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 4 {
+		t.Fatalf("%d steps", len(steps))
+	}
+	const want = "processes outside the job took 0.5 cores during this run against 0.1 during run 1"
+	if !strings.HasPrefix(steps[1].Disturbed, want) || !strings.Contains(steps[1].String(), "disturbed: "+want) {
+		t.Fatalf("run 2 (others 0.1 → 0.5): %q\n%s", steps[1].Disturbed, steps[1])
+	}
+	for _, i := range []int{0, 2, 3} { // the first; a fall (0.5 → 0.2); a rise of 0.2
+		if steps[i].Disturbed != "" {
+			t.Errorf("run %d disturbed: %q", i+1, steps[i].Disturbed)
+		}
+	}
+	rs, err := predlog.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || rs[0].Change != "num_workers 2 → 4" || rs[1].Change != "num_workers 4 → 8" {
+		t.Fatalf("kept %+v, want runs 3 and 4 only", rs)
+	}
+	// Unread on either side: nothing said.
+	if d := disturbed(TuneStep{Step: 1}, TuneStep{OthersCores: steps[1].OthersCores}); d != "" {
+		t.Fatalf("disturbed with the first unread: %q", d)
 	}
 }

@@ -173,6 +173,9 @@ func settledStep(st *session.Settle, rec *tail) (TuneStep, error) {
 	if len(v.Evidence) > 0 {
 		s.Evidence = v.Evidence[0].Text
 	}
+	if c, ok := diagnose.OthersCores(rec.frames[max(0, len(rec.frames)-session.SettleFrames):]); ok {
+		s.OthersCores = &c
+	}
 	return s, nil
 }
 

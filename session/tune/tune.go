@@ -63,8 +63,43 @@ type TuneStep struct {
 	// CeilingShare is the measured rate's share of the ceiling measured
 	// once for the command (--ceiling); nil without one.
 	CeilingShare *float64 `json:"ceiling_share,omitempty"`
+	// OthersCores is the cores the processes outside the run's tree used
+	// over its settled frames (diagnose.OthersCores); nil where unread.
+	OthersCores *float64 `json:"others_cores,omitempty"`
+	// Disturbed says, where the rest of the box took more CPU during this
+	// run than during the run whose measurement predicted it, by how
+	// much: the run measured the change and that load together. Such a
+	// step is not kept in the ledger. "" when it was not.
+	Disturbed string `json:"disturbed,omitempty"`
 	// Window is the frames the verdict was taken on (not in JSON).
 	Window []sample.Frame `json:"-"`
+}
+
+// disturbedCores is the least rise in the rest of the box's CPU use, in
+// cores, that disturbs a step's test of its prediction, and
+// disturbedShare the least as a share of the box's cores: on a 2-core CI
+// VM a run that lost a quarter of a core to other processes measured a
+// 1 → 2 workers change at 1.42×, its prediction 1.88×.
+const (
+	disturbedCores = 0.25
+	disturbedShare = 0.05
+)
+
+// disturbed is why s's measurement does not test the prediction made on
+// prev's alone, "" when nothing says so.
+func disturbed(prev, s TuneStep) string {
+	if prev.OthersCores == nil || s.OthersCores == nil {
+		return ""
+	}
+	cores := 0
+	if n := len(s.Window); n > 0 && s.Window[n-1].CPU != nil {
+		cores = len(s.Window[n-1].CPU.Cores)
+	}
+	was, now := *prev.OthersCores, *s.OthersCores
+	if now-was < max(disturbedCores, disturbedShare*float64(cores)) {
+		return ""
+	}
+	return fmt.Sprintf("processes outside the job took %.1f cores during this run against %.1f during run %d, whose measurement predicted it: the run measured the change and that load together", now, was, prev.Step)
 }
 
 // TuneResult is how tune ended: the best step, and the changes it could
@@ -116,7 +151,12 @@ func Tune(ctx context.Context, o TuneOptions, t Trials, start Setting, out func(
 		}
 		s.Type, s.Step, s.Predicted, s.Knobs, s.Command = "step", step, prevPred, cfg, t.Describe(cfg)
 		s.CeilingShare = ceilingShare(s.Measured.SamplesPerSec, o.Ceiling) // ceiling.go
-		o.Ledger.Keep(last, s)
+		if step > 1 {
+			s.Disturbed = disturbed(last, s)
+		}
+		if s.Disturbed == "" {
+			o.Ledger.Keep(last, s)
+		}
 		if err := out(s); err != nil {
 			return res, err
 		}
@@ -184,6 +224,9 @@ func (s TuneStep) String() string {
 	}
 	if s.CeilingShare != nil {
 		fmt.Fprintf(&b, "  %.0f %% of the ceiling\n", 100**s.CeilingShare)
+	}
+	if s.Disturbed != "" {
+		fmt.Fprintf(&b, "  disturbed: %s\n", s.Disturbed)
 	}
 	if !s.Settled {
 		b.WriteString("  (the verdict did not settle within the run: its last one)\n")
