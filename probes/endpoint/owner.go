@@ -41,8 +41,12 @@ type listener struct {
 	Inode uint64
 }
 
+// anyPort asks parseListeners for the listeners on every port (none
+// listens on port 0).
+const anyPort = 0
+
 // parseListeners reads /proc/net/tcp or /proc/net/tcp6 (proc_net_tcp(5)):
-// the listening sockets on port. Each line is
+// the listening sockets on port (anyPort: on every port). Each line is
 //
 //	sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode …
 //
@@ -73,7 +77,7 @@ func parseListeners(r io.Reader, port uint16) ([]listener, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n+1, err)
 		}
-		if st != tcpListen || p != port {
+		if st != tcpListen || (p != port && port != anyPort) {
 			continue
 		}
 		uid, err := strconv.ParseUint(f[7], 10, 32)

@@ -28,27 +28,14 @@ const maxProvedFDs = 1 << 16
 func proveListener(procRoot string, pid, uid int, host netip.Addr, port uint16) error {
 	where := netip.AddrPortFrom(host, port).String()
 	p := proof{pid: pid, uid: uid}
-	found := false
-	for _, name := range []string{"tcp", "tcp6"} {
-		f, err := os.Open(filepath.Join(procRoot, "net", name))
-		if err != nil {
-			continue // no IPv6, say
-		}
-		ls, err := parseListeners(f, port)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("%w: /proc/net/%s: %v", probes.ErrUnavailable, name, err)
-		}
-		found = true
-		for _, l := range ls {
-			if l.takes(host) {
-				p.listeners = append(p.listeners, l)
-			}
-		}
+	ls, found, err := listenersOn(procRoot, host, port)
+	if err != nil {
+		return fmt.Errorf("%w: %v", probes.ErrUnavailable, err)
 	}
 	if !found {
 		return fmt.Errorf("%w: no /proc/net/tcp to tell who listens on %s", probes.ErrUnavailable, where)
 	}
+	p.listeners = ls
 	if pid > 0 && len(p.listeners) > 0 {
 		uids, err := processUIDs(procRoot, pid)
 		if err != nil {
@@ -133,24 +120,9 @@ func socketInodes(procRoot string, pid int) (map[uint64]bool, error) {
 // descriptors) carries its reason.
 func pidHolds(procRoot string, pid int, host netip.Addr, port uint16) (holding, string) {
 	where := netip.AddrPortFrom(host, port).String()
-	var ls []listener
-	found := false
-	for _, name := range []string{"tcp", "tcp6"} {
-		f, err := os.Open(filepath.Join(procRoot, "net", name))
-		if err != nil {
-			continue // no IPv6, say
-		}
-		all, err := parseListeners(f, port)
-		f.Close()
-		if err != nil {
-			return holdCannotTell, fmt.Sprintf("/proc/net/%s: %v", name, err)
-		}
-		found = true
-		for _, l := range all {
-			if l.takes(host) {
-				ls = append(ls, l)
-			}
-		}
+	ls, found, err := listenersOn(procRoot, host, port)
+	if err != nil {
+		return holdCannotTell, err.Error()
 	}
 	if !found {
 		return holdCannotTell, "no /proc/net/tcp to tell who listens on " + where
