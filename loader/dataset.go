@@ -184,6 +184,16 @@ func writeShard(path string, n int64, rng *rand.ChaCha8, buf []byte) error {
 		}
 		left -= int64(len(b))
 	}
+	// On the disk before it is used: a shard left dirty is written back
+	// over the next half minute, while the loader reads (a fresh 1 GiB
+	// io-bound dataset's writeback shared the disk with the first run
+	// measured on it), and a crash could leave a shard of the right size
+	// whose bytes never reached the disk.
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("dataset: %w", err)
+	}
 	if err := f.Close(); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("dataset: %w", err)
