@@ -261,14 +261,27 @@ func Model(frames []sample.Frame) (*Pipeline, bool) {
 }
 
 // OthersCores is the cores the processes outside the watched tree used
-// over frames (the median of each frame's box-wide busy CPUs, steal
-// included, less the tree's), false where no frame had both. tune
+// over frames: the median of each frame's box-wide busy CPUs, steal
+// included (a VM's neighbours), interrupts not (their work grows with the
+// job's own I/O), less the tree's; false where no frame had both. tune
 // compares it between a prediction's run and the run that tests it
 // (session/tune: a step measured while the rest of the box took more is
 // not the change's alone).
 func OthersCores(frames []sample.Frame) (float64, bool) {
-	w := read(frames, DefaultThresholds())
-	return w.othersCores.v, w.othersCores.ok
+	var l levels
+	for i := range frames {
+		f := &frames[i]
+		if f.CPU == nil || len(f.CPU.Cores) == 0 || f.Procs == nil || f.Procs.FocusPID == 0 {
+			continue
+		}
+		tree := 0.0
+		for _, pr := range f.Procs.List {
+			tree += pr.CPUPct
+		}
+		l.add(max(0, (f.CPU.BusyPct-f.CPU.IRQPct)/100*float64(len(f.CPU.Cores))-tree/100))
+	}
+	m := l.median()
+	return m.v, m.ok
 }
 
 // pipeline measures the model's inputs from a window; ok is false when

@@ -103,9 +103,21 @@ func (r *tableReader) run(procRoot string) {
 			return
 		}
 		tableReaders.Unlock()
-		batch.got = readTables(procRoot)
+		batch.got = safeReadTables(procRoot)
 		close(batch.done)
 	}
+}
+
+// safeReadTables is readTables with a panic turned into the read's error:
+// it runs on a goroutine of its own, outside the sampler's recover, and
+// its callers wait on it.
+func safeReadTables(procRoot string) (l listening) {
+	defer func() {
+		if p := recover(); p != nil {
+			l = listening{err: fmt.Errorf("reading the socket tables: %v", p)}
+		}
+	}()
+	return readTables(procRoot)
 }
 
 // readTables reads procRoot's /net/tcp and /net/tcp6 once.

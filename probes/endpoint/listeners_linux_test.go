@@ -30,10 +30,19 @@ func TestConcurrentProofsShareTheTablesRead(t *testing.T) {
 	}
 	table := "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n" +
 		fmt.Sprintf("   0: 0100007F:%04X 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 4242 1 0 100 0 0 10 0\n", 6061)
-	serve := func() { // one read: open (blocks until the reader opens), write, close
+	serve := func() { // one read: open once the reader has (ENXIO until then: 10 s at most), write, close
 		t.Helper()
-		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		deadline := time.Now().Add(10 * time.Second)
+		fd, err := syscall.Open(fifo, syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
+		for err == syscall.ENXIO && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+			fd, err = syscall.Open(fifo, syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
+		}
 		if err != nil {
+			t.Fatalf("no read of the table within 10 s: %v", err)
+		}
+		f := os.NewFile(uintptr(fd), fifo)
+		if err := syscall.SetNonblock(fd, false); err != nil {
 			t.Fatal(err)
 		}
 		f.WriteString(table)

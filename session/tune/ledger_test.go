@@ -129,6 +129,18 @@ func TestARunTheRestOfTheBoxDisturbedIsNotKept(t *testing.T) {
 	if len(rs) != 2 || rs[0].Change != "num_workers 2 → 4" || rs[1].Change != "num_workers 4 → 8" {
 		t.Fatalf("kept %+v, want runs 3 and 4 only", rs)
 	}
+	// A disturbed step that gained nothing does not end tune: its
+	// measurement says nothing of the change.
+	flat := scripted{
+		measured:  map[string]float64{"1": 400, "2": 400, "4": 1000},
+		predicted: map[string]float64{"2": 800, "4": 1100},
+		next:      map[string]string{"1": "2", "2": "4"},
+		others:    map[string]float64{"1": 0.1, "2": 0.6, "4": 0.6},
+	}
+	res, err := Tune(context.Background(), TuneOptions{RunFor: time.Second, Runs: 3}, flat, Setting{"num_workers": "1"}, func(TuneStep) error { return nil })
+	if err != nil || res.Steps != 3 {
+		t.Fatalf("tune stopped after %d steps (%q): %v", res.Steps, res.Why, err)
+	}
 	// Unread on either side: nothing said.
 	if d := disturbed(TuneStep{Step: 1}, TuneStep{OthersCores: steps[1].OthersCores}); d != "" {
 		t.Fatalf("disturbed with the first unread: %q", d)

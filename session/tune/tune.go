@@ -86,7 +86,10 @@ const (
 )
 
 // disturbed is why s's measurement does not test the prediction made on
-// prev's alone, "" when nothing says so.
+// prev's alone, "" when nothing says so. Only a rise disturbs: a fall is
+// also what a change itself does where it ends work the tree does not
+// hold (workers restarting every epoch exit between samples, and their
+// CPU is counted outside it).
 func disturbed(prev, s TuneStep) string {
 	if prev.OthersCores == nil || s.OthersCores == nil {
 		return ""
@@ -168,7 +171,7 @@ func Tune(ctx context.Context, o TuneOptions, t Trials, start Setting, out func(
 		switch {
 		case s.CeilingShare != nil && *s.CeilingShare >= CeilingEnough:
 			res.Why = ceilingWhy(*s.CeilingShare, o.Ceiling)
-		case step > 1 && rate < minGain*last.Measured.SamplesPerSec:
+		case step > 1 && rate < minGain*last.Measured.SamplesPerSec && s.Disturbed == "":
 			res.Why = fmt.Sprintf("the last change gained under %.0f %%", 100*(minGain-1))
 		case len(s.Changes) == 0 && s.Verdict == diagnose.Healthy:
 			res.Why = "the verdict is healthy, with no change to offer"
