@@ -1,0 +1,53 @@
+package diagnose
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// TestOthersCoresLeavesOutInterruptsAndTheTree: the rest of the box is
+// its busy CPUs less interrupts (which the job's own I/O raises) and less
+// the watched tree's, the median over the frames; no frame with both is
+// unread, not 0.
+func TestOthersCoresLeavesOutInterruptsAndTheTree(t *testing.T) {
+	frame := func(busy, irq float64, tree ...float64) sample.Frame {
+		f := sample.Frame{CPU: &sample.CPU{Cores: make([]sample.Core, 2), BusyPct: busy, IRQPct: irq}, Procs: &sample.Procs{FocusPID: 1}}
+		for i, c := range tree {
+			f.Procs.List = append(f.Procs.List, sample.Proc{PID: i + 1, CPUPct: c})
+		}
+		return f
+	}
+	// 2 cores: 60 % busy is 1.2 cores, 10 % of it interrupts (0.2), the
+	// tree 70 % of a core: 0.3 cores others.
+	frames := []sample.Frame{frame(60, 10, 50, 20), frame(90, 0, 50), frame(30, 0, 80), {}}
+	got, ok := OthersCores(frames)
+	if !ok || math.Abs(got-0.3) > 1e-9 { // the median of 0.3, 1.3 and 0
+		t.Fatalf("others %.3f cores (%v), want 0.3", got, ok)
+	}
+	if _, ok := OthersCores([]sample.Frame{{CPU: frames[0].CPU}, {Procs: frames[0].Procs}}); ok {
+		t.Fatal("read from frames without both a CPU and a tree")
+	}
+}
+
+// TestCachingReplacesTheReadsCPUWithACopy: held in RAM, a batch no longer
+// costs its reads' CPU (the io-bound preset's O_DIRECT path: 8.9 of its
+// 9 ms) but a copy of its bytes (8 MiB at ramCopyBytesPerSec, about
+// 1.2 ms): the step becomes the limit, not the CPUs as when the reads'
+// CPU was kept (+64 % and +95 % measured over such promises).
+func TestCachingReplacesTheReadsCPUWithACopy(t *testing.T) {
+	p := &Pipeline{BatchSize: 64, StepSec: 0.002, IOSec: 0.2, CPUSec: 0.009, ReadCPUSec: 0.0089, CPUs: 1.8,
+		BytesPerBatch: 8 << 20, Knobs: Knobs{Workers: 16, Persistent: true}, Measured: Prediction{SamplesPerSec: 3700}}
+	cached, limit := p.Predict(Knobs{Workers: 16, Persistent: true, Cache: true})
+	if limit != LimitStep || math.Abs(cached.SamplesPerSec-64/0.002) > 1 {
+		t.Fatalf("cached: %.0f samples/s limited by %v, want the step's 32000", cached.SamplesPerSec, limit)
+	}
+	// The CPUs the copy leaves: 1.8 ÷ (0.1 ms + 8 MiB ÷ 7 GB/s).
+	p.StepSec = 0.0001
+	cached, limit = p.Predict(Knobs{Workers: 16, Persistent: true, Cache: true})
+	want := 64 * 1.8 / (0.0001 + float64(8<<20)/ramCopyBytesPerSec)
+	if limit != LimitCPU || math.Abs(cached.HighSamplesPerSec-want) > 1 {
+		t.Fatalf("cached, a short step: %.0f samples/s limited by %v, want the CPUs' %.0f", cached.HighSamplesPerSec, limit, want)
+	}
+}
