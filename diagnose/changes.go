@@ -173,6 +173,9 @@ func changesTo(p *Pipeline, c candidate) []Change {
 		if bw := cmp.Or(p.ColdReadBytesPerSec, p.BandwidthBytesPerSec); bw > 0 && p.DatasetBytes > 0 {
 			why += fmt.Sprintf(" (the one read of %s takes ~%.1f s at %s/s)", formatRate(p.DatasetBytes), p.DatasetBytes/bw, formatRate(bw))
 		}
+		if copied := p.BytesPerBatch / ramCopyBytesPerSec; p.ReadCPUSec > 2*copied && p.ReadCPUSec >= 0.25*p.CPUSec {
+			why += fmt.Sprintf("; a batch's reads take %s of CPU, its copy from RAM %s", sample.FormatDuration(p.ReadCPUSec), sample.FormatDuration(copied))
+		}
 		out = append(out, Change{Knob: sample.KnobCache.Name, Flag: p.flag(sample.KnobCache), From: "false", To: "true", Why: why})
 	}
 	return out

@@ -333,9 +333,7 @@ func splitPipeline(w *window) *Pipeline {
 	rd, dc := w.readSec.v/bps, w.decodeSec.v/bps
 	cpu, queue := splitCPU(w, rd, dc)
 	p.CPUSec = cpu
-	// Reading is CPU on top of the decode (read calls, the I/O path,
-	// faulting pages in); from RAM the decode stays, and a copy.
-	p.ReadCPUSec = max(0, cpu-dc/queue)
+	p.ReadCPUSec = readCPU(w, cpu, dc, bps, p.BytesPerBatch, p.Knobs.Cache)
 	if pg := w.paging; pg.majFaults.ok && (pg.majFaults.v >= DefaultThresholds().MmapFaultsPerSec || pg.readAround(w)) {
 		if pg.diskRead.ok && pg.diskRead.v > w.bytesPerSec.v {
 			p.ColdReadBytesPerSec = pg.diskRead.v
@@ -352,6 +350,24 @@ func splitPipeline(w *window) *Pipeline {
 		p.Measured.WaitShare = w.waitShare.v
 	}
 	return p
+}
+
+// readCPU is the part of the loader's CPU per batch (cpu) that its reads
+// take on top of the decode (read calls, the I/O path, faulting pages in):
+// from RAM the decode stays, and a copy. The decode's CPU is its wall time
+// per batch (dc) less its queueing for a core, counted among the workers
+// decoding (dc × bps), not those blocked in a read. 0 where the loader
+// reads from RAM already, or where its bytes are unknown (caching could
+// not be priced: nothing is taken out).
+func readCPU(w *window, cpu, dc, bps, bytesPerBatch float64, cached bool) float64 {
+	if cached || bytesPerBatch <= 0 {
+		return 0
+	}
+	decode := dc
+	if cores := float64(w.cores); cores > 0 && dc*bps > cores {
+		decode = dc / (dc * bps / cores)
+	}
+	return max(0, cpu-decode)
 }
 
 // splitCPU is the loader's CPU seconds per batch from its wall seconds per

@@ -51,3 +51,28 @@ func TestCachingReplacesTheReadsCPUWithACopy(t *testing.T) {
 		t.Fatalf("cached, a short step: %.0f samples/s limited by %v, want the CPUs' %.0f", cached.HighSamplesPerSec, limit, want)
 	}
 }
+
+// TestReadCPUIsWhatTheDecodeLeaves: the reads' CPU is the loader's CPU
+// less the decode's, whose queueing for a core is counted among the
+// workers decoding, not those blocked in a read: 10 workers on 2 cores,
+// 60 ms of read wait and 10 ms of decode a batch at 100 batches/s decode
+// one worker's worth (no queue), so of 11 ms of CPU 1 ms is the reads'
+// (counting all 7 busy workers as queueing made it 8.1). Loading from RAM
+// already, or with bytes unknown, nothing is the reads'.
+func TestReadCPUIsWhatTheDecodeLeaves(t *testing.T) {
+	w := &window{cores: 2}
+	if got := readCPU(w, 0.011, 0.010, 100, 1<<20, false); math.Abs(got-0.001) > 1e-9 {
+		t.Fatalf("reads' CPU %.4f s a batch, want 0.001", got)
+	}
+	// Decoding beyond the cores: 300 batches/s × 10 ms is 3 workers'
+	// decode on 2 cores, each batch's 10 ms is 6.7 ms of CPU.
+	if got := readCPU(w, 0.008, 0.010, 300, 1<<20, false); math.Abs(got-(0.008-0.010/1.5)) > 1e-9 {
+		t.Fatalf("reads' CPU %.4f s a batch with the decode queueing, want %.4f", got, 0.008-0.010/1.5)
+	}
+	if got := readCPU(w, 0.011, 0.010, 100, 1<<20, true); got != 0 {
+		t.Fatalf("cached already: %.4f", got)
+	}
+	if got := readCPU(w, 0.011, 0.010, 100, 0, false); got != 0 {
+		t.Fatalf("bytes unknown: %.4f", got)
+	}
+}
