@@ -282,11 +282,7 @@ func OthersCores(frames []sample.Frame) (float64, bool) {
 		if f.CPU == nil || len(f.CPU.Cores) == 0 || f.Procs == nil || f.Procs.FocusPID == 0 {
 			continue
 		}
-		tree := 0.0
-		for _, pr := range f.Procs.List {
-			tree += pr.CPUPct
-		}
-		l.add(max(0, (f.CPU.BusyPct-f.CPU.IRQPct)/100*float64(len(f.CPU.Cores))-tree/100))
+		l.add(max(0, (f.CPU.BusyPct-f.CPU.IRQPct)/100*float64(len(f.CPU.Cores))-treeCores(f.Procs)))
 	}
 	m := l.median()
 	return m.v, m.ok

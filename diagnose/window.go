@@ -237,12 +237,17 @@ func (w *window) addContention(f *sample.Frame, s *signals) {
 		w.delayedThread = t
 	}
 	if c := f.CPU; c != nil && len(c.Cores) > 0 {
-		tree := 0.0
-		for _, pr := range p.List {
-			tree += pr.CPUPct
-		}
-		s.add(sigOthersCores, max(0, c.BusyPct/100*float64(len(c.Cores))-tree/100))
+		s.add(sigOthersCores, max(0, c.BusyPct/100*float64(len(c.Cores))-treeCores(p)))
 	}
+}
+
+// treeCores is the cores the watched tree's processes used.
+func treeCores(p *sample.Procs) float64 {
+	tree := 0.0
+	for _, pr := range p.List {
+		tree += pr.CPUPct
+	}
+	return tree / 100
 }
 
 // confined says whether the job may use fewer CPUs than the host has:
