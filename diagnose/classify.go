@@ -17,13 +17,22 @@ func Classify(frames []sample.Frame, th Thresholds) Verdict {
 	return classify(frames, frames, th, WarmingUp, nil)
 }
 
-// beforeFirstBatch: the loop has not started, in run's start-up grace.
-// What the process does now (imports, building its dataset) is no input
-// pipeline, and its want of worker processes no num_workers=0. Past the
-// grace (Target.Starting) a process that never iterates a DataLoader is
-// judged by its threads, still with no worker count claimed.
+// beforeFirstBatch: the loop has not started, in run's start-up grace
+// (Target.Starting): no loader is read yet (the hook loads before the
+// process is sampled), the sampler sees no first batch, or the hook has
+// been read once and its rates need a second reading. What the process
+// does now (imports, building its dataset, loading its model) is no input
+// pipeline, and its want of worker processes no num_workers=0: a real
+// H200 run's main thread at 101 % of a core while it imported was called
+// single_core_maxed (testdata/gpu). Past the grace a process that never
+// iterates a DataLoader is judged by its threads, still with no worker
+// count claimed.
 func beforeFirstBatch(f sample.Frame) bool {
-	return f.Loader != nil && f.Loader.Sampled != nil && f.Loader.Sampled.BeforeFirstBatch && f.Target != nil && f.Target.Starting
+	if f.Target == nil || !f.Target.Starting {
+		return false
+	}
+	l := f.Loader
+	return l == nil || l.RatesPending || (l.Sampled != nil && l.Sampled.BeforeFirstBatch)
 }
 
 // notJudged says why a window that would be judged is not: the loop has

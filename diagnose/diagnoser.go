@@ -94,6 +94,11 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 		}
 		hold, from := time.Duration(d.th.EnterHold), d.candSince
 		switch {
+		case v.Kind == WarmingUp && beforeFirstBatch(*f):
+			// Not a problem clearing: the job restarts its loop (run's
+			// start-up grace), and what was judged before is not its
+			// loop. Shown at once, not held on stale evidence.
+			hold = 0
 		case d.shown.Kind.Problem() && !v.Kind.Problem():
 			// A problem must be clear LeaveHold: counted from the first
 			// of the newest frames that each say so alone, where that

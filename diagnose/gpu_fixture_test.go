@@ -84,3 +84,38 @@ func TestH200BF16MLPRecorded(t *testing.T) {
 	}
 	t.Logf("%q", last.Advice)
 }
+
+// TestStartUpIsNotJudged replays both real H200 runs through their
+// start: gpuwatch run's grace (Target.Starting) holds frames with no
+// loader yet (the interpreter importing torch, its main thread at a full
+// core), frames where the sampler sees no first batch, and a first
+// reading of the hook whose rates need a second. None of them is the
+// job's loop: each is shown as warming up, never single_core_maxed or a
+// starved GPU, and a verdict held from before the grace is not kept on.
+func TestStartUpIsNotJudged(t *testing.T) {
+	for _, name := range []string{"h200-mlp-bf16.jsonl", "h200-starved-then-ceiling.jsonl"} {
+		t.Run(name, func(t *testing.T) {
+			lines := readRecording(t, filepath.Join("testdata", "gpu", name))
+			d := NewDiagnoser(DefaultThresholds())
+			starting := 0
+			for i := range lines {
+				if lines[i].Type != "frame" {
+					continue
+				}
+				f := &lines[i].Frame
+				f.AssignRoles()
+				v := d.Observe(f)
+				if f.Target == nil || !f.Target.Starting {
+					continue
+				}
+				starting++
+				if v.Kind != WarmingUp {
+					t.Errorf("%s (starting, loader %v): shown %s: %q", f.Time.Format("15:04:05"), f.Loader != nil, v.Kind, claims(v))
+				}
+			}
+			if starting < 5 {
+				t.Fatalf("%d frames in the start-up grace, want the recording's ≥ 5", starting)
+			}
+		})
+	}
+}
