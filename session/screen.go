@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -110,11 +111,74 @@ func (s *screen) writeRows(b *bytes.Buffer, content string) []string {
 		// it).
 		b.WriteString(ansi.CursorPosition(1, i+1) + ansi.ResetStyle + ansi.EraseEntireLine)
 		if row != "" {
-			b.WriteString(row)
+			b.WriteString(sgrOnly(row))
 			b.WriteString(ansi.ResetStyle)
 		}
 	}
 	return rows
+}
+
+// sgrOnly is a row as the terminal may see it: the styles' SGR sequences
+// (ESC [ parameters m) kept, every other control character shown as
+// U+FFFD — an escape that starts anything else (a title, a cursor move,
+// a hyperlink, a mode), a bell, a backspace, a tab, a C1 control. The
+// views escape outside text where they print it (sample.Printable); this
+// is the last guard, so that a string one of them missed (a GPU model's
+// name in a recording's advice did) cannot retitle or redraw the
+// terminal. A row that holds nothing else is returned as it is.
+func sgrOnly(row string) string {
+	for i := 0; i < len(row); {
+		switch c := row[i]; {
+		case c == 0x1b:
+			n := sgrLen(row[i:])
+			if n == 0 {
+				return sgrOnlySlow(row)
+			}
+			i += n
+		case c < 0x20 || c == 0x7f || c == 0xc2 && i+1 < len(row) && row[i+1] >= 0x80 && row[i+1] < 0xa0:
+			return sgrOnlySlow(row)
+		default:
+			i++
+		}
+	}
+	return row
+}
+
+// sgrLen is the length of the SGR sequence s starts with (ESC [, digits,
+// ';' or ':', then 'm'), 0 where it starts none.
+func sgrLen(s string) int {
+	if len(s) < 3 || s[0] != 0x1b || s[1] != '[' {
+		return 0
+	}
+	for i := 2; i < len(s) && i < 64; i++ {
+		switch c := s[i]; {
+		case c == 'm':
+			return i + 1
+		case c >= '0' && c <= '9' || c == ';' || c == ':':
+		default:
+			return 0
+		}
+	}
+	return 0
+}
+
+func sgrOnlySlow(row string) string {
+	var b strings.Builder
+	b.Grow(len(row) + 8)
+	for i := 0; i < len(row); {
+		if n := sgrLen(row[i:]); n > 0 {
+			b.WriteString(row[i : i+n])
+			i += n
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(row[i:])
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			r = utf8.RuneError
+		}
+		b.WriteRune(r)
+		i += size
+	}
+	return b.String()
 }
 
 // close leaves the terminal as it was found: the mouse and bracketed

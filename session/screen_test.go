@@ -172,3 +172,45 @@ func BenchmarkScreenIdleDraw(b *testing.B) {
 		_ = s.draw(views[i%2])
 	}
 }
+
+// TestScreenPassesOnlyStyles: a row's SGR styles reach the terminal as
+// they are; any other escape (a title, a cursor move, a hyperlink), a
+// bell, a backspace or a C1 control in a row is drawn as U+FFFD, so text
+// from outside that a view forgot to escape cannot retitle or redraw the
+// terminal.
+func TestScreenPassesOnlyStyles(t *testing.T) {
+	var out bytes.Buffer
+	s := &screen{out: &out}
+	s.resize(80, 2)
+	styled := "\x1b[1;38;2;10;20;30mbold\x1b[m \x1b[38:5:3mx\x1b[0m"
+	hostile := "H200 \x1b]0;pwn\x07 \x1b[2J\x1b[5;5H \x1b]8;;http://x\x1b\\ \b\t\u009b31m end"
+	_ = s.draw(view(styled, hostile))
+	all := out.String()
+	if !strings.Contains(all, styled) {
+		t.Errorf("the styles were changed: %q", all)
+	}
+	_, got, _ := strings.Cut(all, ansi.CursorPosition(1, 2)+ansi.ResetStyle+ansi.EraseEntireLine) // the hostile row
+	for _, bad := range []string{"\x1b]", "\x07", "\x1b[2J", "\x1b[5;5H", "\b", "\t", "\u009b"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("%q reached the terminal: %q", bad, got)
+		}
+	}
+	if !strings.Contains(got, "H200 \ufffd]0;pwn\ufffd") || !strings.Contains(got, " end") {
+		t.Errorf("the hostile row is not drawn escaped: %q", got)
+	}
+	for _, row := range []string{"plain", styled, "ünïcode ✓ 中文"} {
+		if r := sgrOnly(row); r != row {
+			t.Errorf("sgrOnly(%q) = %q", row, r)
+		}
+	}
+}
+
+func BenchmarkSgrOnlyStyledRow(b *testing.B) {
+	row := strings.Repeat("\x1b[38;2;10;20;30mcpu0 \x1b[m████████100% ", 6)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if sgrOnly(row) != row {
+			b.Fatal("changed")
+		}
+	}
+}

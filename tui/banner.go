@@ -98,7 +98,7 @@ func (m *Model) bannerTitle() string {
 	}
 	if j := m.shown.Frame.Job; j != nil && j.Identity != nil {
 		// Who the job is, in the header; its limits are in the d view.
-		title += m.styles.Dim.Render("  · " + strings.SplitN(j.Summary(), " · ", 2)[0])
+		title += m.styles.Dim.Render("  · " + sample.Printable(strings.SplitN(j.Summary(), " · ", 2)[0]))
 	}
 	return title
 }
@@ -144,7 +144,7 @@ func (m *Model) bannerBody(w int, roomy bool) []string {
 	case len(v.Advice) > 0:
 		add(m.styles.Good.Render("  ⇒ ") + sample.Printable(v.Advice[0]) + m.styles.Dim.Render("   (d: all evidence and advice)"))
 	case len(v.Missing) > 0:
-		lines = append(lines, m.styles.Dim.Render("  not seen: "+strings.Join(v.Missing, "; ")))
+		lines = append(lines, m.styles.Dim.Render("  not seen: "+sample.Printable(strings.Join(v.Missing, "; "))))
 	default:
 		lines = append(lines, "")
 	}

@@ -669,7 +669,7 @@ func (m *Model) detailLines(w int) []string {
 	}
 	if j := m.shown.Frame.Job; j != nil {
 		out = append(out, "", m.styles.Label.Render("The job"))
-		out = append(out, wrap("  "+j.Summary(), w, "    ")...)
+		out = append(out, wrap("  "+sample.Printable(j.Summary()), w, "    ")...)
 	}
 	if len(v.Secondary) > 0 {
 		out = append(out, "", m.styles.Label.Render("Also seen"))
@@ -679,15 +679,15 @@ func (m *Model) detailLines(w int) []string {
 	}
 	out = append(out, "", m.styles.Label.Render("What to change"))
 	for _, c := range v.Changes {
-		out = append(out, wrap(fmt.Sprintf("  • %s %s → %s (%s=%s): %s", c.Knob, c.From, c.To, c.Flag, c.To, sample.Printable(c.Why)), w, "    ")...)
+		out = append(out, wrap(sample.Printable(fmt.Sprintf("  • %s %s → %s (%s=%s): %s", c.Knob, c.From, c.To, c.Flag, c.To, c.Why)), w, "    ")...)
 	}
 	for _, a := range v.Advice {
-		out = append(out, wrap("  → "+a, w, "    ")...)
+		out = append(out, wrap("  → "+sample.Printable(a), w, "    ")...)
 	}
 	if len(v.Missing) > 0 {
 		out = append(out, "", m.styles.Label.Render("Not seen"))
 		for _, s := range v.Missing {
-			out = append(out, wrap("  - "+s, w, "    ")...)
+			out = append(out, wrap("  - "+sample.Printable(s), w, "    ")...)
 		}
 	}
 	return out

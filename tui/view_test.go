@@ -264,6 +264,20 @@ func TestNamesFromOutsideCarryNoTerminalEscapes(t *testing.T) {
 			t.Fatalf("%dx%d: the names' printable part is not shown", size[0], size[1])
 		}
 	}
+	// The details (d): a verdict's words carry outside text too (a
+	// recording's GPU model in the advice, a command in the job's line).
+	v := &m.shown.Verdict
+	v.Advice = []string{"at bf16 ≈ 595 TFLOPS of the " + evil + "'s 990 dense"}
+	v.Missing = []string{evil}
+	v.Changes = []diagnose.Change{{Knob: evil, From: evil, To: evil, Flag: evil, Why: evil}}
+	m.details = true
+	out := m.Render()
+	if strings.Contains(out, "\x1b]") || strings.Contains(out, "\x07") || strings.Contains(out, "\x1b[2J") {
+		t.Fatalf("the details let an escape sequence through: %q", out)
+	}
+	if !strings.Contains(ansi.Strip(out), "]0;PWN") {
+		t.Fatalf("the details' printable part is not shown")
+	}
 }
 
 // TestJobGPUsMarkedAndOthersFolded: a job on GPUs 2 and 5 of eight; the
