@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -145,23 +146,37 @@ func (r *Recording) Frame(i int) (*Recorded, error) {
 	if _, err := r.src.ReadAt(line, sp.off); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("frame %d: %w", i+1, err)
 	}
-	var fl struct {
+	type frameLine struct {
 		sample.Frame
 		Verdict *diagnose.Verdict `json:"verdict"`
 	}
+	var fl frameLine
 	err := json.Unmarshal(line, &fl)
-	notes := fl.Frame.Check()
-	fl.Frame.AssignRoles() // roles are derived, never taken from the file
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &te):
+	var notes []string
+	for tries := 0; ; tries++ {
 		// Unmarshal fills what it can and names the first field that
-		// was not its type.
-		notes = append(notes, fmt.Sprintf("%s: a %s, not a %s: left out", te.Field, te.Value, te.Type))
-	case err != nil:
+		// was not its type, which it leaves at its zero: a pointer to 0
+		// for a number past float64's range. The value is dropped from
+		// the line and the line decoded again, so the field is absent.
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			break
+		}
+		notes = append(notes, fmt.Sprintf("%s: a %s, not a %s: left out", strings.TrimPrefix(te.Field, "Frame."), te.Value, te.Type))
+		pruned, ok := dropMistyped(line, te)
+		if !ok || tries == maxMistyped {
+			err = fmt.Errorf("%d fields of the wrong type", tries+1)
+			break
+		}
+		line, fl = pruned, frameLine{}
+		err = json.Unmarshal(line, &fl)
+	}
+	if err != nil { // not JSON, or a wrong type that could not be dropped
 		notes = append(notes, err.Error()+": the frame is left empty")
 		fl.Frame = sample.Frame{Time: fl.Frame.Time}
 	}
+	notes = append(fl.Frame.Check(), notes...)
+	fl.Frame.AssignRoles() // roles are derived, never taken from the file
 	if len(notes) > 0 {
 		if fl.Frame.Unavailable == nil {
 			fl.Frame.Unavailable = map[sample.Source]string{}
@@ -169,6 +184,93 @@ func (r *Recording) Frame(i int) (*Recorded, error) {
 		fl.Frame.Unavailable[sample.SourceRecording] = joinNotes(notes)
 	}
 	return &Recorded{Frame: fl.Frame, Verdict: fl.Verdict}, nil
+}
+
+// maxMistyped is how many fields of the wrong type a frame may hold
+// before it is left empty: each costs a decode of the line.
+const maxMistyped = 16
+
+// dropMistyped is line without the value Unmarshal could not put in the
+// field te names (its JSON path, an embedded struct's name leading, no
+// array indexes): every value at that path, in any element of the arrays
+// on the way, that does not decode into te.Type is removed from its
+// object (an array's element becomes null: the others keep their
+// places; a map's value where the path ends at a map). ok is false where
+// nothing was found to drop.
+func dropMistyped(line []byte, te *json.UnmarshalTypeError) (pruned []byte, ok bool) {
+	if te.Type == nil || te.Field == "" {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber() // numbers are written back as they were read
+	var root any
+	if dec.Decode(&root) != nil {
+		return nil, false
+	}
+	fits := func(v any) bool {
+		b, err := json.Marshal(v)
+		return err == nil && json.Unmarshal(b, reflect.New(te.Type).Interface()) == nil
+	}
+	var drop func(v any, path []string) bool
+	drop = func(v any, path []string) bool {
+		switch v := v.(type) {
+		case []any:
+			dropped := false
+			for _, e := range v {
+				dropped = drop(e, path) || dropped
+			}
+			return dropped
+		case map[string]any:
+			key, found := "", false
+			for k := range v {
+				if k == path[0] || !found && strings.EqualFold(k, path[0]) { // as Unmarshal matches keys
+					key, found = k, true
+				}
+			}
+			if !found {
+				// An embedded struct's name (Frame) is in the path, not
+				// in the JSON.
+				return len(path) > 1 && drop(v, path[1:])
+			}
+			if len(path) > 1 {
+				return drop(v[key], path[1:])
+			}
+			switch c := v[key].(type) {
+			case map[string]any:
+				if k := te.Type.Kind(); k != reflect.Struct && k != reflect.Map {
+					dropped := false // the path ends at a map: its values are te.Type
+					for mk, mv := range c {
+						if !fits(mv) {
+							delete(c, mk)
+							dropped = true
+						}
+					}
+					return dropped
+				}
+			case []any:
+				if k := te.Type.Kind(); k != reflect.Slice && k != reflect.Array {
+					dropped := false // the path ends at an array: its elements are te.Type
+					for i, e := range c {
+						if e != nil && !fits(e) {
+							c[i], dropped = nil, true
+						}
+					}
+					return dropped
+				}
+			}
+			if fits(v[key]) {
+				return false
+			}
+			delete(v, key)
+			return true
+		}
+		return false
+	}
+	if !drop(root, strings.Split(te.Field, ".")) {
+		return nil, false
+	}
+	b, err := json.Marshal(root)
+	return b, err == nil
 }
 
 // joinNotes is a frame's notes in one line, the first few.

@@ -61,6 +61,45 @@ func TestAFieldOfTheWrongTypeIsLeftOut(t *testing.T) {
 	}
 }
 
+// TestAMistypedFieldIsAbsentNotZero: Unmarshal leaves a field it cannot
+// fill at its zero, so a recording's 1e999 (past float64) for SM activity
+// read as 0 % (and turned the verdict to gpu_underused). Every such value
+// is absent, in any element of an array on its path and in a map, the
+// rest of the frame as it was, each named in the frame's note.
+func TestAMistypedFieldIsAbsentNotZero(t *testing.T) {
+	frame := `{"type":"frame","time":"2026-11-21T09:00:00Z","cpu":{"busy_pct":40},"gpus":[` +
+		`{"index":0,"name":"a","util_pct":100,"gpm":{"sm_activity_pct":1e999,"tensor_activity_pct":12}},` +
+		`{"index":1,"name":"b","util_pct":"lots","gpm":{"sm_activity_pct":80}},` +
+		`{"index":2,"name":"c","util_pct":50,"peak":{"model":"m","dense_tflops":{"bf16":1e999,"fp16":100}}}]}` + "\n"
+	rec, _ := read([]byte(head + frame))
+	r, err := rec.Frame(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, note := r.Frame, r.Frame.Unavailable[sample.SourceRecording]
+	if len(f.GPUs) != 3 || f.CPU == nil || f.CPU.BusyPct != 40 {
+		t.Fatalf("the rest of the frame is lost: %d GPUs, cpu %+v (note %q)", len(f.GPUs), f.CPU, note)
+	}
+	g0, g1, g2 := f.GPUs[0], f.GPUs[1], f.GPUs[2]
+	if g0.GPM == nil || g0.GPM.SMActivityPct != nil || g0.GPM.TensorActivityPct == nil || *g0.GPM.TensorActivityPct != 12 || *g0.UtilPct != 100 {
+		t.Errorf("GPU 0: gpm %+v util %v: SM activity must be absent, the rest kept", g0.GPM, g0.UtilPct)
+	}
+	if g1.UtilPct != nil || g1.GPM == nil || *g1.GPM.SMActivityPct != 80 {
+		t.Errorf("GPU 1: util %v gpm %+v: utilization must be absent, SM activity kept", g1.UtilPct, g1.GPM)
+	}
+	if g2.Peak == nil || g2.Peak.DenseTFLOPS["fp16"] != 100 {
+		t.Fatalf("GPU 2: peak %+v", g2.Peak)
+	}
+	if _, ok := g2.Peak.DenseTFLOPS["bf16"]; ok {
+		t.Errorf("GPU 2: bf16's peak %v kept: it was 1e999", g2.Peak.DenseTFLOPS["bf16"])
+	}
+	for _, want := range []string{"gpus.gpm.sm_activity_pct: a number 1e999", "gpus.util_pct: a string", "left out"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note %q lacks %q", note, want)
+		}
+	}
+}
+
 // TestHugeRankListsAreCutOnRead: a frame holding 100,000 ranks keeps
 // MaxRanks of them.
 func TestHugeRankListsAreCutOnRead(t *testing.T) {
@@ -178,6 +217,7 @@ func FuzzRecordingFrames(f *testing.F) {
 	f.Add(b.String())
 	f.Add(`{"type":"frame","ranks":[{"rank":-7,"wait_share":1.5}],"loader":{"wait_mean_ms":-5,"workers":1e300}}`)
 	f.Add(`{"type":"frame","cpu":{"cores":[{"busy_pct":1e308}]},"gpus":[{"util_samples":{"p95":-1}}]}`)
+	f.Add(`{"type":"frame","gpus":[{"gpm":{"sm_activity_pct":1e999}},{"util_pct":"x","peak":{"dense_tflops":{"bf16":1e999}}}],"cpu":{"cores":[1e999,"x"]}}`)
 	f.Fuzz(func(t *testing.T, frame string) {
 		data := []byte(head + frame + "\n" + frame + "\n")
 		rec, err := read(data)
