@@ -22,6 +22,7 @@ type Diagnoser struct {
 	cand      Kind
 	candSince time.Time
 	haveCand  bool
+	starting  int // frames still to leave out of the window after one before the loop's first batch (beforeFirstBatch)
 }
 
 // NewDiagnoser returns a Diagnoser with thresholds th.
@@ -71,6 +72,18 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 		out := d.shown
 		out.Since = d.since
 		return out
+	}
+	switch {
+	case beforeFirstBatch(*f):
+		// The loop has not started: nothing before this frame is its
+		// loop, nor this frame, nor the next, whose interval holds the
+		// loop's start. Its window begins after them: one over the
+		// import's last frames and the loop's first read a real H200's
+		// GPU 1 % busy (the median of 0, 1 and 100) and bursty within
+		// the second, beside a loop that waited 1 %.
+		d.ring, d.starting = d.ring[:0], 2
+	case d.starting > 0:
+		d.ring, d.starting = d.ring[:0], d.starting-1
 	}
 	if len(d.ring) < cap(d.ring) {
 		d.ring = append(d.ring, *f)
