@@ -22,13 +22,14 @@ type gpuStep struct {
 	// A cause's bound then comes from it, by Amdahl's law.
 	profile *sample.GPUProfile
 	mfu     *sample.MFU // the newest frame's loader's (derived by sample)
+	mfuWhy  string      // why it is nil, as sample said
 }
 
 // read takes the newest frame's settings, GPU and rate.
 func (g *gpuStep) read(f *sample.Frame) {
-	g.settings, g.gpu, g.rate, g.noGPM, g.profile, g.mfu = nil, nil, 0, "", nil, nil
+	g.settings, g.gpu, g.rate, g.noGPM, g.profile, g.mfu, g.mfuWhy = nil, nil, 0, "", nil, nil, ""
 	if l := f.Loader; l != nil {
-		g.settings, g.rate, g.mfu = l.Settings, l.SamplesPerSec, l.MFU
+		g.settings, g.rate, g.mfu, g.mfuWhy = l.Settings, l.SamplesPerSec, l.MFU, l.MFUWhy
 		if p := l.GPUProfile; p.Done() && p.Device == "cuda" {
 			g.profile = p
 		}

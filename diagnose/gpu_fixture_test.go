@@ -126,3 +126,38 @@ func TestStartUpIsNotJudged(t *testing.T) {
 		})
 	}
 }
+
+// TestTheRateIsAtTheJobsOwnDtype: the real H200 MLP's frames with the
+// settings of a job in fp32 with TF32 on (autocast off, the float32
+// precision "high"): the rate is set against TF32's dense peak, never
+// bf16's (it read "at bf16 ≈ 595 TFLOPS of … 990", past TF32's 495), and
+// with no settings at all it is the range from TF32's rate to bf16's.
+func TestTheRateIsAtTheJobsOwnDtype(t *testing.T) {
+	off := false
+	for _, c := range []struct {
+		name       string
+		settings   func(*sample.JobSettings) *sample.JobSettings
+		want, none string
+	}{
+		{"tf32", func(s *sample.JobSettings) *sample.JobSettings {
+			s.Autocast, s.AutocastDtype, s.Float32MatmulPrecision = &off, "", "high"
+			return s
+		}, "at tf32 ≈", "at bf16"},
+		{"not read", func(*sample.JobSettings) *sample.JobSettings { return nil }, "(tf32 to bf16: the step's dtype is not read)", "at bf16"},
+	} {
+		lines := readRecording(t, filepath.Join("testdata", "gpu", "h200-mlp-bf16.jsonl"))
+		for i := range lines {
+			if l := lines[i].Frame.Loader; l != nil && l.Settings != nil {
+				s := *l.Settings
+				l.Settings = c.settings(&s)
+			}
+			lines[i].Frame.AssignRoles()
+		}
+		segs := replay(lines, DefaultThresholds())
+		last := segs[0].verdicts[len(segs[0].verdicts)-1]
+		all := strings.Join(last.Advice, "\n")
+		if !strings.Contains(all, c.want) || strings.Contains(all, c.none) {
+			t.Errorf("%s: advice %q: want %q, not %q", c.name, all, c.want, c.none)
+		}
+	}
+}

@@ -122,12 +122,11 @@ func usedLine(w *window) string {
 		line += fmt.Sprintf(", its tensor cores %.1f %%", g.tensor.v)
 	}
 	line += " (GPM)"
-	dtype := stepDtype(g.settings)
 	// Tensor cores all but idle: a TFLOPS figure would be ≈ 0 of a peak
 	// the step does not aim at (tensor_idle says why, and its bound).
 	if g.gpu != nil && g.gpu.Peak != nil && (!g.tensor.ok || g.tensor.v >= w.th.TensorIdlePct) {
-		if tf, ok := g.gpu.TensorTFLOPS(dtype); ok {
-			line += fmt.Sprintf("; at %s ≈ %.0f TFLOPS of the %s's %.0f dense (activity × peak)", dtype, tf, g.gpu.Peak.Model, g.gpu.Peak.DenseTFLOPS[dtype])
+		if r, ok := g.gpu.StepTFLOPS(g.settings); ok {
+			line += "; " + r.Words(g.gpu.Peak.Model) + " (activity × peak)"
 		}
 	}
 	return line + mfuWords(g) + profileWords(g)
@@ -143,22 +142,17 @@ func profileWords(g *gpuStep) string {
 	return "; " + g.profile.Summary()
 }
 
-// stepDtype is the dtype whose dense peak the step is set against: fp16
-// where the hook read float16 autocast, else bf16.
-func stepDtype(s *sample.JobSettings) string {
-	if s != nil && s.AutocastDtype == "float16" {
-		return sample.DtypeFP16
-	}
-	return sample.DtypeBF16
-}
-
 // mfuWords is the step's model FLOPs utilization where it was derived
 // (sample.MFU: the hook counted the model's FLOPs, the GPU's dense peak
-// for the step's dtype is known): "; MFU 31 % (…)"; "" otherwise. It needs
-// no GPM.
+// for the step's dtype is known): "; MFU 31 % (…)"; on a GPU, why not
+// where it is not ("; MFU not derived: the hook did not count …"). It
+// needs no GPM.
 func mfuWords(g *gpuStep) string {
 	m := g.mfu
 	if m == nil {
+		if g.mfuWhy != "" && g.gpu != nil {
+			return "; MFU not derived: " + g.mfuWhy
+		}
 		return ""
 	}
 	return fmt.Sprintf("; MFU %.0f %% (%s)", 100*m.Ratio, m.Method)

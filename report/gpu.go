@@ -23,12 +23,19 @@ type GPUInfo struct {
 	MeanSMActivityPct     *float64 `json:"mean_sm_activity_pct,omitempty"`
 	MeanTensorActivityPct *float64 `json:"mean_tensor_activity_pct,omitempty"`
 	MeanDRAMBWUtilPct     *float64 `json:"mean_dram_bw_util_pct,omitempty"`
-	// MeanBF16TFLOPS is the tensor cores' HMMA activity × the model's
-	// dense bf16 peak, the mean over the frames; DenseBF16TFLOPS that
-	// peak (sample.GPUPeak).
-	MeanBF16TFLOPS  *float64 `json:"mean_bf16_tflops,omitempty"`
-	DenseBF16TFLOPS *float64 `json:"dense_bf16_tflops,omitempty"`
-	PeakModel       string   `json:"peak_model,omitempty"`
+	// MeanTFLOPSLow and MeanTFLOPSHigh are the step's achieved matmul
+	// rate (sample.GPU.StepTFLOPS: the tensor cores' activity × the
+	// model's dense peak at the dtype the hook read), the means over the
+	// frames; equal where every frame's dtype was read (TFLOPSDtype), else
+	// the range from TF32's peak to bf16's. DenseTFLOPS is the peak they
+	// are set against, of DenseDtype (the last frame's).
+	MeanTFLOPSLow  *float64 `json:"mean_tflops_low,omitempty"`
+	MeanTFLOPSHigh *float64 `json:"mean_tflops_high,omitempty"`
+	TFLOPSDtype    string   `json:"tflops_dtype,omitempty"`
+	TFLOPSFrames   int      `json:"tflops_frames,omitempty"` // the frames the means are over
+	DenseTFLOPS    *float64 `json:"dense_tflops,omitempty"`
+	DenseDtype     string   `json:"dense_dtype,omitempty"`
+	PeakModel      string   `json:"peak_model,omitempty"`
 	// MeanMFUPct is the step's model FLOPs utilization (sample.MFU) over
 	// the frames that derived it on this GPU, against the dense peak of
 	// MFUDtype (the last frame's).
@@ -66,10 +73,12 @@ func (m meanAcc) mean() *float64 {
 // gpuAcc is one GPU's sums; gpmWhy and peakWhy keep the first reason
 // the GPU gave for no GPM and no dense peak (said once, not every frame).
 type gpuAcc struct {
-	info                          GPUInfo
-	util, sm, tensor, dram, tflop meanAcc
-	mfu                           meanAcc
-	gpmWhy, peakWhy               string
+	info                    GPUInfo
+	util, sm, tensor, dram  meanAcc
+	mfu                     meanAcc
+	gpmWhy, peakWhy, mfuWhy string
+	rates                   map[string]*[2]meanAcc // the rates' low and high by the dtype read ("": not read)
+	peak                    *sample.GPUPeak        // the last frame's dense peaks
 }
 
 // gpuBuilder gathers the GPUs over the frames, in the order first seen,
@@ -97,16 +106,18 @@ func (b *gpuBuilder) add(f *sample.Frame) {
 			b.byIndex[g.Index] = a
 			b.order = append(b.order, g.Index)
 		}
-		a.add(g)
+		a.add(g, f.StepSettings(g))
 		if l := f.Loader; l != nil && l.MFU != nil && l.MFU.GPUIndex == g.Index {
 			pct := 100 * l.MFU.Ratio
 			a.mfu.add(&pct)
 			a.info.MFUDtype = l.MFU.Dtype
+		} else if l != nil && l.MFUWhy != "" && a.mfuWhy == "" && (f.LoopGPU() == g || f.LoopGPU() == nil && f.JudgedGPU(i)) {
+			a.mfuWhy = l.MFUWhy
 		}
 	}
 }
 
-func (a *gpuAcc) add(g *sample.GPU) {
+func (a *gpuAcc) add(g *sample.GPU, s *sample.JobSettings) {
 	a.info.Frames++
 	if why := g.Unavailable["gpm"]; why != "" && a.gpmWhy == "" {
 		a.gpmWhy = why
@@ -120,10 +131,20 @@ func (a *gpuAcc) add(g *sample.GPU) {
 		a.tensor.add(m.TensorActivityPct)
 		a.dram.add(m.DRAMBWUtilPct)
 	}
-	if tf, ok := g.TensorTFLOPS(sample.DtypeBF16); ok {
-		a.tflop.add(&tf)
-		peak := g.Peak.DenseTFLOPS[sample.DtypeBF16]
-		a.info.DenseBF16TFLOPS, a.info.PeakModel = &peak, g.Peak.Model
+	if g.Peak != nil {
+		a.peak = g.Peak
+	}
+	if r, ok := g.StepTFLOPS(s); ok {
+		if a.rates == nil {
+			a.rates = map[string]*[2]meanAcc{}
+		}
+		acc := a.rates[r.Dtype]
+		if acc == nil {
+			acc = new([2]meanAcc)
+			a.rates[r.Dtype] = acc
+		}
+		acc[0].add(&r.Low)
+		acc[1].add(&r.High)
 	}
 	if u := g.MemUsedBytes; u != nil && (a.info.PeakMemUsed == nil || *u > *a.info.PeakMemUsed) {
 		v := *u
@@ -141,16 +162,59 @@ func (b *gpuBuilder) result() []GPUInfo {
 		a := b.byIndex[idx]
 		info := a.info
 		info.MeanUtilPct, info.MeanSMActivityPct = a.util.mean(), a.sm.mean()
-		info.MeanTensorActivityPct, info.MeanDRAMBWUtilPct, info.MeanBF16TFLOPS = a.tensor.mean(), a.dram.mean(), a.tflop.mean()
+		info.MeanTensorActivityPct, info.MeanDRAMBWUtilPct = a.tensor.mean(), a.dram.mean()
+		a.rate(&info)
 		info.MeanMFUPct, info.MFUFrames = a.mfu.mean(), a.mfu.n
 		if info.MeanSMActivityPct == nil {
 			info.NotRead = append(info.NotRead, "SM and tensor activity: "+orElse(a.gpmWhy, "no frame carried GPM"))
-		} else if info.MeanBF16TFLOPS == nil {
-			info.NotRead = append(info.NotRead, "TFLOPS: "+orElse(a.peakWhy, "no dense peak for "+orDash(info.Name)))
+		} else if info.MeanTFLOPSHigh == nil {
+			info.NotRead = append(info.NotRead, "TFLOPS: "+orElse(a.peakWhy, "the frames carry no dense peak for "+orDash(info.Name)+", nor a reason (recorded without one)"))
+		}
+		if info.MeanMFUPct == nil && a.mfuWhy != "" {
+			info.NotRead = append(info.NotRead, "MFU: "+a.mfuWhy)
 		}
 		out = append(out, info)
 	}
 	return out
+}
+
+// rate sets info's achieved rate: the mean over the frames whose dtype
+// the hook read, where it read one dtype (the frames before it read the
+// settings, the job's start, are left out as MFU's are); else the range
+// over every frame, TF32's rate to bf16's. The peak is the dtype's (the
+// range's high one's) on this GPU's model.
+func (a *gpuAcc) rate(info *GPUInfo) {
+	known := ""
+	for d := range a.rates {
+		if d != "" {
+			if known != "" {
+				known = "" // two dtypes read: no one rate
+				break
+			}
+			known = d
+		}
+	}
+	var lo, hi meanAcc
+	for d, acc := range a.rates {
+		if known == "" || d == known {
+			lo.sum, lo.n = lo.sum+acc[0].sum, lo.n+acc[0].n
+			hi.sum, hi.n = hi.sum+acc[1].sum, hi.n+acc[1].n
+		}
+	}
+	info.MeanTFLOPSLow, info.MeanTFLOPSHigh, info.TFLOPSDtype, info.TFLOPSFrames = lo.mean(), hi.mean(), known, hi.n
+	if info.MeanTFLOPSHigh == nil || a.peak == nil {
+		return
+	}
+	d := known
+	if d == "" {
+		d = sample.DtypeBF16
+		if _, ok := a.peak.DenseTFLOPS[d]; !ok {
+			d = sample.DtypeFP16
+		}
+	}
+	if p, ok := a.peak.DenseTFLOPS[d]; ok {
+		info.DenseTFLOPS, info.DenseDtype, info.PeakModel = &p, d, a.peak.Model
+	}
 }
 
 func orElse(s, alt string) string {
@@ -174,8 +238,12 @@ func optPct(v *float64, digits int) string {
 func (g *GPUInfo) Used() string {
 	parts := []string{"utilization " + optPct(g.MeanUtilPct, 0), "SMs active " + optPct(g.MeanSMActivityPct, 0),
 		"tensor cores " + optPct(g.MeanTensorActivityPct, 1), "memory bandwidth " + optPct(g.MeanDRAMBWUtilPct, 0)}
-	if g.MeanBF16TFLOPS != nil && g.DenseBF16TFLOPS != nil {
-		parts = append(parts, fmt.Sprintf("≈ %.0f TFLOPS of the %s's %.0f dense bf16", *g.MeanBF16TFLOPS, g.PeakModel, *g.DenseBF16TFLOPS))
+	if lo, hi, peak := g.MeanTFLOPSLow, g.MeanTFLOPSHigh, g.DenseTFLOPS; lo != nil && hi != nil && peak != nil {
+		if g.TFLOPSDtype != "" || *lo == *hi {
+			parts = append(parts, fmt.Sprintf("≈ %.0f TFLOPS of the %s's %.0f dense %s over the %d frames the step's dtype was read in", *hi, g.PeakModel, *peak, g.DenseDtype, g.TFLOPSFrames))
+		} else {
+			parts = append(parts, fmt.Sprintf("≈ %.0f–%.0f TFLOPS of the %s's %.0f dense %s (tf32 to %s: the step's dtype was not read)", *lo, *hi, g.PeakModel, *peak, g.DenseDtype, g.DenseDtype))
+		}
 	}
 	if g.MeanMFUPct != nil {
 		parts = append(parts, fmt.Sprintf("MFU %.0f %% over the %d frames the loop ran in (the model's FLOPs the hook counted, against the dense %s peak)", *g.MeanMFUPct, g.MFUFrames, g.MFUDtype))

@@ -630,8 +630,10 @@ type Loader struct {
 	GPUProfile *GPUProfile `json:"gpu_profile,omitempty"`
 	// MFU is the step's model FLOPs utilization, derived (AssignRoles)
 	// where the hook counted the model's FLOPs and the GPU's dense peak is
-	// known; nil otherwise.
-	MFU *MFU `json:"mfu,omitempty"`
+	// known; nil otherwise, and MFUWhy says why where the frame has a GPU
+	// (a CPU job has no MFU to miss).
+	MFU    *MFU   `json:"mfu,omitempty"`
+	MFUWhy string `json:"mfu_why,omitempty"`
 	// HookCPUSecPerSec is the CPU time the hook's own instrumentation took
 	// inside the training process per wall second over the interval (its
 	// threads' clocks: the batches' timing, the looks, the windows, the

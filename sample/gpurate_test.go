@@ -2,6 +2,7 @@ package sample
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -36,5 +37,46 @@ func TestTensorTFLOPS(t *testing.T) {
 		if ok != c.ok || math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("%s: %v %v, want %v %v", c.name, got, ok, c.want, c.ok)
 		}
+	}
+}
+
+// TestStepTFLOPSIsAtTheDtypeTheJobRuns: the achieved rate is the tensor
+// activity × the dense peak of the dtype the hook read — TF32's for a
+// job in fp32 with float32_matmul_precision "high" (a TF32 job on an H200
+// once read "at bf16 ≈ 595 TFLOPS" of 990, past TF32's own 495 peak);
+// no figure for plain fp32 (not the tensor cores); and, the dtype not
+// read, the range from TF32's rate to bf16's, never one of them guessed.
+func TestStepTFLOPSIsAtTheDtypeTheJobRuns(t *testing.T) {
+	act := 60.0
+	g := &GPU{GPM: &GPM{TensorActivityPct: &act}, Peak: &GPUPeak{Model: "H200 SXM",
+		DenseTFLOPS: map[string]float64{DtypeTF32: 494.5, DtypeBF16: 989.5, DtypeFP16: 989.5, DtypeFP32: 67}}}
+	on, off := true, false
+	cases := []struct {
+		name string
+		s    *JobSettings
+		want StepRate
+		ok   bool
+		says string
+	}{
+		{"bf16 autocast", &JobSettings{Autocast: &on, AutocastDtype: "bfloat16"}, StepRate{Dtype: "bf16", Low: 593.7, High: 593.7, Peak: 989.5, PeakDtype: "bf16"}, true, "at bf16 ≈ 594 TFLOPS of the H200 SXM's 990 dense"},
+		{"tf32 by the precision", &JobSettings{Autocast: &off, Float32MatmulPrecision: "high"}, StepRate{Dtype: "tf32", Low: 296.7, High: 296.7, Peak: 494.5, PeakDtype: "tf32"}, true, "at tf32 ≈ 297 TFLOPS of the H200 SXM's 494 dense"},
+		{"plain fp32", &JobSettings{Autocast: &off, Float32MatmulPrecision: "highest"}, StepRate{}, false, ""},
+		{"not read", nil, StepRate{Low: 296.7, High: 593.7, Peak: 989.5, PeakDtype: "bf16"}, true, "≈ 297–594 TFLOPS (tf32 to bf16: the step's dtype is not read) of the H200 SXM's 990 dense bf16"},
+	}
+	for _, c := range cases {
+		r, ok := g.StepTFLOPS(c.s)
+		if ok != c.ok || r.Dtype != c.want.Dtype || math.Abs(r.Low-c.want.Low) > 0.1 || math.Abs(r.High-c.want.High) > 0.1 || r.Peak != c.want.Peak || r.PeakDtype != c.want.PeakDtype {
+			t.Errorf("%s: %+v %v, want %+v %v", c.name, r, ok, c.want, c.ok)
+			continue
+		}
+		if ok && r.Words("H200 SXM") != c.says {
+			t.Errorf("%s: says %q, want %q", c.name, r.Words("H200 SXM"), c.says)
+		}
+	}
+	// A GPU without TF32 (V100): HMMA is fp16's, one figure, its dtype
+	// still said as not read.
+	v100 := &GPU{GPM: &GPM{TensorActivityPct: &act}, Peak: &GPUPeak{Model: "V100", DenseTFLOPS: map[string]float64{DtypeFP16: 125}}}
+	if r, ok := v100.StepTFLOPS(nil); !ok || r.Low != 75 || r.High != 75 || r.PeakDtype != "fp16" || !strings.Contains(r.Words("V100"), "≈ 75 TFLOPS of the V100's 125 dense fp16 (the step's dtype is not read)") {
+		t.Errorf("V100: %+v %v %q", r, ok, r.Words("V100"))
 	}
 }

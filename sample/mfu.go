@@ -70,9 +70,19 @@ func (s *JobSettings) ComputeDtype() string {
 	return DtypeFP32
 }
 
-// loopGPU is the GPU the loader's process runs on: the GPU that lists its
+// StepSettings is what the hook read of the job's step (Loader.Settings)
+// where g is the GPU its loop runs on (LoopGPU), else nil: another GPU's
+// work is not the loop's.
+func (f *Frame) StepSettings(g *GPU) *JobSettings {
+	if f.Loader == nil || f.Loader.Settings == nil || g == nil || f.LoopGPU() != g {
+		return nil
+	}
+	return f.Loader.Settings
+}
+
+// LoopGPU is the GPU the loader's process runs on: the GPU that lists its
 // process, else the only judged GPU; nil where neither is known.
-func (f *Frame) loopGPU() *GPU {
+func (f *Frame) LoopGPU() *GPU {
 	l := f.Loader
 	if l != nil && l.PID != nil {
 		for i := range f.GPUs {
@@ -97,32 +107,53 @@ func (f *Frame) loopGPU() *GPU {
 
 // deriveMFU sets Loader.MFU from the settings the hook read, the loader's
 // batch rate and the dense peak of the loop's GPU; it clears it where any
-// is missing.
+// is missing, and says which in Loader.MFUWhy where the frame has a GPU.
 func (f *Frame) deriveMFU() {
 	l := f.Loader
 	if l == nil {
 		return
 	}
-	l.MFU = nil
+	l.MFU, l.MFUWhy = nil, ""
+	why := f.mfu()
+	if why != "" && len(f.GPUs) > 0 {
+		l.MFUWhy = why
+	}
+}
+
+// mfu sets Loader.MFU, or says why it cannot.
+func (f *Frame) mfu() (why string) {
+	l := f.Loader
 	s := l.Settings
-	if s == nil || s.FLOPsPerStep == nil || !(*s.FLOPsPerStep > 0) || !(l.BatchesPerSec > 0) {
-		return
+	switch {
+	case s == nil:
+		return "the hook did not read the job's settings (gpuwatch run reads them)"
+	case s.FLOPsPerStep == nil || !(*s.FLOPsPerStep > 0):
+		return "the hook did not count the model's FLOPs (torch.utils.flop_counter, torch ≥ 2.1)"
+	case !(l.BatchesPerSec > 0):
+		return "no step in the interval"
 	}
 	dtype := s.ComputeDtype()
-	g := f.loopGPU()
-	if dtype == "" || g == nil || g.Peak == nil {
-		return
+	if dtype == "" {
+		return "the step's dtype is not read (autocast and the TF32 switches), or its convs and matmuls differ"
+	}
+	g := f.LoopGPU()
+	switch {
+	case g == nil:
+		return "the loop's GPU is not known (several GPUs, none listing its process)"
+	case g.Peak == nil:
+		return "no dense peak for the " + g.Name
 	}
 	peak := g.Peak.DenseTFLOPS[dtype]
 	if !(peak > 0) || math.IsInf(peak, 0) {
-		return
+		return "no dense " + dtype + " peak for the " + g.Peak.Model
 	}
 	r := *s.FLOPsPerStep * l.BatchesPerSec / (peak * 1e12)
 	if math.IsNaN(r) || math.IsInf(r, 0) || r > maxMFU {
 		// Past the peak: the FLOPs, the rate or the peak do not belong
 		// together (one process driving several GPUs, a dtype misread).
-		return
+		return fmt.Sprintf("the FLOPs counted at the loop's rate come to %.3g of the %s's dense %s peak: they do not belong together (one process driving several GPUs?)", r, g.Peak.Model, dtype)
 	}
 	l.MFU = &MFU{Ratio: r, Dtype: dtype, PeakTFLOPS: peak, GPU: g.Peak.Model, GPUIndex: g.Index,
 		Method: fmt.Sprintf("the model's %.3g FLOPs a step (the hook's count) × %.3g steps/s over the %s's dense %s peak (%.4g TFLOPS)", *s.FLOPsPerStep, l.BatchesPerSec, g.Peak.Model, dtype, peak)}
+	return ""
 }

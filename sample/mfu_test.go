@@ -47,19 +47,28 @@ func TestMFUIsDerivedFromWhatWasRead(t *testing.T) {
 	}
 	mixed := *conv
 	mixed.HasLinear = &yes
-	for name, f := range map[string]*Frame{
-		"convs in tf32, matmuls in fp32": frame(&mixed, 5, peak),
-		"past the peak":                  frame(bf16, 500, peak),
-		"no FLOPs":                       frame(&JobSettings{Autocast: &yes, AutocastDtype: "bfloat16"}, 50, peak),
-		"no rate":                        frame(bf16, 0, peak),
-		"precision unread":               frame(&JobSettings{FLOPsPerStep: &flops}, 50, peak),
-		"no peak":                        frame(bf16, 50, nil),
-		"no settings":                    frame(nil, 50, peak),
-		"two GPUs, no pid":               {GPUs: []GPU{{Index: 0, Peak: peak}, {Index: 1, Peak: peak}}, Loader: &Loader{BatchesPerSec: 50, Settings: bf16}},
+	// Each absence says why (Loader.MFUWhy), in its own words.
+	for name, c := range map[string]struct {
+		f   *Frame
+		why string
+	}{
+		"convs in tf32, matmuls in fp32": {frame(&mixed, 5, peak), "convs and matmuls differ"},
+		"past the peak":                  {frame(bf16, 500, peak), "do not belong together"},
+		"no FLOPs":                       {frame(&JobSettings{Autocast: &yes, AutocastDtype: "bfloat16"}, 50, peak), "did not count the model's FLOPs"},
+		"no rate":                        {frame(bf16, 0, peak), "no step in the interval"},
+		"precision unread":               {frame(&JobSettings{FLOPsPerStep: &flops}, 50, peak), "dtype is not read"},
+		"no peak":                        {frame(bf16, 50, nil), "no dense peak for the NVIDIA H200"},
+		"no settings":                    {frame(nil, 50, peak), "did not read the job's settings"},
+		"two GPUs, no pid":               {&Frame{GPUs: []GPU{{Index: 0, Peak: peak}, {Index: 1, Peak: peak}}, Loader: &Loader{BatchesPerSec: 50, Settings: bf16}}, "the loop's GPU is not known"},
 	} {
-		f.AssignRoles()
-		if f.Loader.MFU != nil {
-			t.Errorf("%s: MFU %+v", name, f.Loader.MFU)
+		c.f.AssignRoles()
+		if c.f.Loader.MFU != nil || !strings.Contains(c.f.Loader.MFUWhy, c.why) {
+			t.Errorf("%s: MFU %+v, why %q (want %q)", name, c.f.Loader.MFU, c.f.Loader.MFUWhy, c.why)
 		}
+	}
+	// A job with no GPU has no MFU to miss: nothing said.
+	cpu := &Frame{Loader: &Loader{BatchesPerSec: 50}}
+	if cpu.AssignRoles(); cpu.Loader.MFU != nil || cpu.Loader.MFUWhy != "" {
+		t.Errorf("a CPU job: %+v %q", cpu.Loader.MFU, cpu.Loader.MFUWhy)
 	}
 }

@@ -121,7 +121,7 @@ func (pv *view) computeLine(g *sample.GPU, w int) string {
 		if m.TensorActivityPct != nil {
 			parts = append(parts, fmt.Sprintf("tensor %.0f%%", *m.TensorActivityPct))
 		}
-		parts = append(parts, peakPart(g))
+		parts = append(parts, peakPart(g, pv.frame.StepSettings(g)))
 		if m.SMActivityPct != nil {
 			parts = append(parts, fmt.Sprintf("SM %.0f%%", *m.SMActivityPct))
 		}
@@ -129,7 +129,7 @@ func (pv *view) computeLine(g *sample.GPU, w int) string {
 			parts = append(parts, p)
 		}
 	} else {
-		parts = append(parts, peakPart(g))
+		parts = append(parts, peakPart(g, pv.frame.StepSettings(g)))
 		if why := g.Unavailable["gpm"]; why != "" {
 			parts = append(parts, why)
 		}
@@ -158,25 +158,27 @@ func byPrecision(m *sample.GPM) string {
 	return strings.Join(b, " ")
 }
 
-// peakPart is the achieved rate against the dense peak for bf16 (what
-// mixed precision runs; fp16 on a GPU without bf16), or the peak alone
-// without tensor activity, or why there is none.
-func peakPart(g *sample.GPU) string {
+// peakPart is the achieved rate against the dense peak at the dtype the
+// hook read (s; nil: not read, and the rate is tf32's to bf16's,
+// sample.GPU.StepTFLOPS), or the peak alone without tensor activity, or
+// why there is none.
+func peakPart(g *sample.GPU, s *sample.JobSettings) string {
 	if g.Peak == nil {
 		if why := g.Unavailable["peak"]; why != "" {
 			return why
 		}
-		return "no dense peak known"
+		return "no dense peak in the frame"
+	}
+	if r, ok := g.StepTFLOPS(s); ok {
+		if r.Dtype != "" || r.Low == r.High {
+			return fmt.Sprintf("%s ≈%.0f/%.0f TFLOPS dense", r.PeakDtype, r.High, r.Peak)
+		}
+		return fmt.Sprintf("≈%.0f–%.0f/%.0f TFLOPS dense (tf32–%s: dtype not read)", r.Low, r.High, r.Peak, r.PeakDtype)
 	}
 	for _, dt := range []string{sample.DtypeBF16, sample.DtypeFP16} {
-		peak, ok := g.Peak.DenseTFLOPS[dt]
-		if !ok {
-			continue
+		if peak, ok := g.Peak.DenseTFLOPS[dt]; ok {
+			return fmt.Sprintf("%s peak %.0f TFLOPS dense", dt, peak)
 		}
-		if r, ok := g.TensorTFLOPS(dt); ok {
-			return fmt.Sprintf("%s ≈%.0f/%.0f TFLOPS dense", dt, r, peak)
-		}
-		return fmt.Sprintf("%s peak %.0f TFLOPS dense", dt, peak)
 	}
 	return "no bf16/fp16 peak known"
 }
