@@ -299,7 +299,7 @@ func collectLoader(l *sample.Loader, g func(d *metricDesc, val float64, labels .
 	if l.WaitShare != nil {
 		g(dWaitShare, *l.WaitShare)
 	}
-	if !l.RatesUnknown() { // sampled, not answering, or read once: no rate, not 0
+	if !l.SamplesUnknown() { // sampled, not answering, read once, or no batch's size read: no rate, not 0
 		g(dSamples, l.SamplesPerSec)
 	}
 	if l.QueueDepth != nil {
@@ -394,7 +394,7 @@ func collectRanks(ranks []sample.Rank, straggler *int, g func(d *metricDesc, val
 		if r.StepSec != nil {
 			g(dRankStep, *r.StepSec, label...)
 		}
-		if !r.RatesPending {
+		if !r.SamplesUnknown() {
 			g(dRankSample, r.SamplesPerSec, label...)
 		}
 	}

@@ -433,3 +433,31 @@ gpuwatch_advice_predicted_wait_share_ratio 0.25
 		t.Fatalf("%d prediction series without a prediction", n)
 	}
 }
+
+// TestSamplesNotCountedAreAbsent: a loader the hook times whose batches'
+// size it could not read (a real H200 MLP's batches made on the GPU: 164
+// batches/s, no samples) exposes no samples-per-second series — it read 0
+// — and neither does a rank that counts batches only, or one that does
+// not answer; a rank that counts samples does.
+func TestSamplesNotCountedAreAbsent(t *testing.T) {
+	e := &Exporter{}
+	f := fixture.Frame()
+	f.Loader = &sample.Loader{Source: "http://127.0.0.1:6061", BatchesPerSec: 164}
+	f.Ranks = []sample.Rank{
+		{Rank: 0, URL: "http://127.0.0.1:6061", Connected: true, BatchesPerSec: 164},
+		{Rank: 1, URL: "http://127.0.0.1:6062", Connected: true, BatchesPerSec: 10, SamplesPerSec: 320},
+		{Rank: 2, URL: "http://127.0.0.1:6063"},
+	}
+	e.Set(f, diagnose.Verdict{Kind: diagnose.Healthy})
+	if n := testutil.CollectAndCount(e, "gpuwatch_loader_samples_per_second"); n != 0 {
+		t.Errorf("the loader's samples per second exposed (%d series) though none was counted", n)
+	}
+	want := `
+# HELP gpuwatch_rank_samples_per_second ` + sample.SeriesRankSamplesPerSecond.Help + `
+# TYPE gpuwatch_rank_samples_per_second gauge
+gpuwatch_rank_samples_per_second{loader="http://127.0.0.1:6062",rank="1"} 320
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuwatch_rank_samples_per_second"); err != nil {
+		t.Fatal(err)
+	}
+}

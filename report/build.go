@@ -88,7 +88,12 @@ func (b *builder) add(f *sample.Frame) {
 	b.close(f.Time.Sub(b.pendingTime()).Seconds())
 	b.pending, b.kind = f, v.Kind
 	b.frames++
-	if bv, ok := b.best[v.Kind]; !ok || v.Confidence > bv.Confidence {
+	// Each kind's verdict is its most confident, and of those the first
+	// that says the most: a streak's first frame is as confident as its
+	// last, but the causes and the model's prediction come with the
+	// frames after it (a real H200 run's report gave the first's bare
+	// advice, not its decode and augment causes and its prediction).
+	if bv, ok := b.best[v.Kind]; !ok || v.Confidence > bv.Confidence || v.Confidence == bv.Confidence && says(v) > says(bv) {
 		b.best[v.Kind] = v
 	}
 	if m := f.Mem; m != nil {
@@ -111,6 +116,16 @@ func (b *builder) add(f *sample.Frame) {
 	b.self.add(f)
 	b.hook.add(f)
 	b.gpus.add(f)
+}
+
+// says is how much a verdict tells beyond its kind: its causes, then a
+// prediction.
+func says(v diagnose.Verdict) int {
+	n := 2 * len(v.Causes)
+	if v.Predicted != nil {
+		n++
+	}
+	return n
 }
 
 func (b *builder) pendingTime() time.Time {
@@ -254,6 +269,28 @@ type rankKey struct {
 type rankAcc struct {
 	info       RankInfo
 	wait, step *bucketer
+	rate       runningMean // samples per second, over the frames that counted samples
+}
+
+// runningMean is a mean kept as it goes: huge values cannot add up to
+// +Inf.
+type runningMean struct {
+	v float64
+	n int
+}
+
+func (m *runningMean) add(x float64) {
+	m.n++
+	m.v += (x - m.v) / float64(m.n)
+}
+
+// mean is the mean, nil over nothing.
+func (m runningMean) mean() *float64 {
+	if m.n == 0 {
+		return nil
+	}
+	v := m.v
+	return &v
 }
 
 func newRankBuilder(start time.Time, dur float64, points int) *rankBuilder {
@@ -285,14 +322,16 @@ func (b *rankBuilder) add(f *sample.Frame, straggler *int) {
 		if r.StepSec != nil {
 			acc.step.add(f.Time, 1000**r.StepSec)
 		}
-		if r.WaitShare == nil || !finite(*r.WaitShare) || !finite(r.SamplesPerSec) {
+		if !r.SamplesUnknown() && finite(r.SamplesPerSec) {
+			acc.rate.add(r.SamplesPerSec)
+		}
+		if r.WaitShare == nil || !finite(*r.WaitShare) {
 			continue
 		}
 		// Running means: huge rates cannot add up to +Inf.
 		ri.Frames++
 		k := float64(ri.Frames)
 		ri.MeanWaitShare += (*r.WaitShare - ri.MeanWaitShare) / k
-		ri.MeanSamplesPerSec += (r.SamplesPerSec - ri.MeanSamplesPerSec) / k
 		if r.StepSec != nil && finite(*r.StepSec) {
 			ri.MeanStepSec += (*r.StepSec - ri.MeanStepSec) / k
 		}
@@ -314,6 +353,7 @@ func (b *rankBuilder) done() ([]RankInfo, [][]*float64, [][]*float64) {
 	var out []RankInfo
 	var wait, step [][]*float64
 	for _, a := range accs {
+		a.info.MeanSamplesPerSec = a.rate.mean()
 		out = append(out, a.info)
 		wait, step = append(wait, a.wait.values()), append(step, a.step.values())
 	}
@@ -327,7 +367,8 @@ type loaderBuilder struct {
 	bounds   []float64
 	bins     []HistBin
 	shareAvg float64
-	rateAvg  float64
+	rate     runningMean // samples per second, over the frames that counted samples
+	batches  runningMean // batches per second, over the frames that read the rates
 	stages   stageMeans
 	payload  *sample.BatchPayload
 	ceiling  ceilingRun
@@ -348,17 +389,23 @@ func (b *loaderBuilder) add(l *sample.Loader) {
 		return
 	}
 	if b.li == nil {
-		b.li = &LoaderInfo{Source: l.Source}
+		b.li = &LoaderInfo{}
 	}
+	b.li.Source = l.Source // the latest: a sampled loop's start, then the hook's
 	if len(l.Knobs) > 0 {
 		b.li.Knobs = l.Knobs
 	}
 	b.li.Batches = max(b.li.Batches, l.Batches)
-	if l.WaitShare != nil && finite(*l.WaitShare) && finite(l.SamplesPerSec) {
+	if l.WaitShare != nil && finite(*l.WaitShare) {
 		// Running means: huge rates cannot add up to +Inf.
 		b.n++
 		b.shareAvg += (*l.WaitShare - b.shareAvg) / float64(b.n)
-		b.rateAvg += (l.SamplesPerSec - b.rateAvg) / float64(b.n)
+	}
+	if !l.SamplesUnknown() && finite(l.SamplesPerSec) {
+		b.rate.add(l.SamplesPerSec)
+	}
+	if !l.RatesUnknown() && finite(l.BatchesPerSec) {
+		b.batches.add(l.BatchesPerSec)
 	}
 	for _, t := range l.Timeline {
 		j, _ := slices.BinarySearch(b.bounds, t.WaitMs)
@@ -418,7 +465,7 @@ func (b *loaderBuilder) info() *LoaderInfo {
 	if b.li == nil {
 		return nil
 	}
-	b.li.MeanWaitShare, b.li.MeanSamplesPerSec = b.shareAvg, b.rateAvg
+	b.li.MeanWaitShare, b.li.MeanSamplesPerSec, b.li.MeanBatchesPerSec = b.shareAvg, b.rate.mean(), b.batches.mean()
 	b.li.WaitHistMs = b.bins
 	b.li.Stages, b.li.Payload = b.stages.result(), b.payload
 	b.li.Ceiling, b.li.InputCost = b.ceiling.result()
@@ -543,7 +590,7 @@ func (b *seriesBuilder) add(f *sample.Frame) {
 		if l.StepMeanMs != nil {
 			b.step.add(t, *l.StepMeanMs)
 		}
-		if !l.RatesUnknown() { // sampled, not answering, or read once: no rate
+		if !l.SamplesUnknown() { // sampled, not answering, read once, or no batch's size read: no rate
 			b.rate.add(t, l.SamplesPerSec)
 		}
 	}

@@ -145,8 +145,8 @@ func htmlLoader(b *strings.Builder, l *LoaderInfo, ser Series) {
 	if l == nil {
 		return
 	}
-	fmt.Fprintf(b, `<h2>Loader: wait vs step per batch</h2><p>%s — %d batches, mean wait share %s, %.0f samples/s.</p>`,
-		esc(l.Source), l.Batches, pctStr(l.MeanWaitShare), l.MeanSamplesPerSec)
+	fmt.Fprintf(b, `<h2>Loader: wait vs step per batch</h2><p>%s — %d batches, mean wait share %s, %s.</p>`,
+		esc(l.Source), l.Batches, pctStr(l.MeanWaitShare), esc(l.rateWords()))
 	b.WriteString(lineChart("chart-train", ser.T, []line{{ser.WaitMs, "#d62f2f", "wait ms"}, {ser.StepMs, "#2e9e44", "step ms"}}, nil, 0, "ms"))
 	b.WriteString(histogram("chart-wait-hist", l.WaitHistMs))
 	htmlThroughput(b, l, ser) // ceiling.go
@@ -190,8 +190,8 @@ func htmlRanks(b *strings.Builder, s *Summary) {
 	b.WriteString(`<h2>Ranks: wait and step per rank</h2><table id="ranks"><tr><th>rank</th><th>loader</th><th>mean wait</th><th>mean step</th><th>samples/s</th><th>named the straggler</th></tr>`)
 	var waits, steps []line
 	for i, r := range s.Ranks {
-		fmt.Fprintf(b, `<tr><td class="n">%d</td><td>%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%.0f</td><td class="n">%d frames</td></tr>`,
-			r.Rank, esc(r.URL), pctStr(r.MeanWaitShare), dur(r.MeanStepSec), r.MeanSamplesPerSec, r.StragglerFrames)
+		fmt.Fprintf(b, `<tr><td class="n">%d</td><td>%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%d frames</td></tr>`,
+			r.Rank, esc(r.URL), pctStr(r.MeanWaitShare), dur(r.MeanStepSec), optRate(r.MeanSamplesPerSec), r.StragglerFrames)
 		c := rankColours[i%len(rankColours)]
 		name := fmt.Sprintf("rank %d", r.Rank)
 		if i < len(s.Series.RankWait) {

@@ -97,8 +97,8 @@ func mdLoader(b *strings.Builder, l *LoaderInfo) {
 	if l == nil {
 		return
 	}
-	fmt.Fprintf(b, "\n## Loader\n\n%s: %d batches, mean wait share %s, mean %.0f samples/s.\n",
-		md(l.Source), l.Batches, pctStr(l.MeanWaitShare), l.MeanSamplesPerSec)
+	fmt.Fprintf(b, "\n## Loader\n\n%s: %d batches, mean wait share %s, %s.\n",
+		md(l.Source), l.Batches, pctStr(l.MeanWaitShare), md(l.rateWords()))
 	if c := ceilingSentence(l); c != "" {
 		fmt.Fprintf(b, "\n%s\n", md(c)) // ceiling.go
 	}
@@ -119,7 +119,7 @@ func mdRanks(b *strings.Builder, ranks []RankInfo) {
 	}
 	b.WriteString("\n## Ranks\n\n| rank | loader | mean wait | mean step | samples/s | named the straggler |\n|---:|---|---:|---:|---:|---:|\n")
 	for _, r := range ranks {
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %.0f | %d frames |\n", r.Rank, md(r.URL), pctStr(r.MeanWaitShare), dur(r.MeanStepSec), r.MeanSamplesPerSec, r.StragglerFrames)
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %d frames |\n", r.Rank, md(r.URL), pctStr(r.MeanWaitShare), dur(r.MeanStepSec), optRate(r.MeanSamplesPerSec), r.StragglerFrames)
 	}
 }
 

@@ -131,6 +131,11 @@ func TestReportSaysHowMuchOfTheGPUTheStepUsed(t *testing.T) {
 		t.Errorf("H200 bf16 MLP's MFU: %s", g.Used())
 	}
 	t.Logf("%s", g.Used())
+	// Its batches are made on the GPU: the hook counts them, not their
+	// samples, which are absent (they read 0), not a mean of 0.
+	if l := s.Loader; l == nil || l.MeanSamplesPerSec != nil || l.MeanBatchesPerSec == nil || *l.MeanBatchesPerSec < 100 || !strings.Contains(l.rateWords(), "batches/s (samples not counted") {
+		t.Errorf("H200 bf16 MLP's loader: %+v", l)
+	}
 	var m, h bytes.Buffer
 	if err := WriteMarkdown(&m, s, ""); err != nil {
 		t.Fatal(err)

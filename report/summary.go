@@ -6,6 +6,7 @@
 package report
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
@@ -42,13 +43,13 @@ type Summary struct {
 // samples/s over the frames it answered, and how often the verdict named
 // it the straggler.
 type RankInfo struct {
-	Rank              int     `json:"rank"`
-	URL               string  `json:"url"`
-	Frames            int     `json:"frames"` // frames it answered in
-	MeanWaitShare     float64 `json:"mean_wait_share"`
-	MeanStepSec       float64 `json:"mean_step_sec"`
-	MeanSamplesPerSec float64 `json:"mean_samples_per_sec"`
-	StragglerFrames   int     `json:"straggler_frames"`
+	Rank              int      `json:"rank"`
+	URL               string   `json:"url"`
+	Frames            int      `json:"frames"` // frames it answered in
+	MeanWaitShare     float64  `json:"mean_wait_share"`
+	MeanStepSec       float64  `json:"mean_step_sec"`
+	MeanSamplesPerSec *float64 `json:"mean_samples_per_sec,omitempty"` // absent where no frame counted samples
+	StragglerFrames   int      `json:"straggler_frames"`
 }
 
 // MaxRanks bounds the ranks a report shows and charts.
@@ -115,12 +116,16 @@ type Finding struct {
 
 // LoaderInfo summarizes the loader over the run.
 type LoaderInfo struct {
-	Source            string            `json:"source"`
-	Knobs             map[string]string `json:"knobs,omitempty"`
-	Batches           uint64            `json:"batches"`
-	MeanWaitShare     float64           `json:"mean_wait_share"`
-	MeanSamplesPerSec float64           `json:"mean_samples_per_sec"`
-	WaitHistMs        []HistBin         `json:"wait_histogram_ms"`
+	Source        string            `json:"source"`
+	Knobs         map[string]string `json:"knobs,omitempty"`
+	Batches       uint64            `json:"batches"`
+	MeanWaitShare float64           `json:"mean_wait_share"`
+	// MeanSamplesPerSec is over the frames that counted samples
+	// (Loader.SamplesUnknown), absent where none did; MeanBatchesPerSec
+	// over those that read the rates.
+	MeanSamplesPerSec *float64  `json:"mean_samples_per_sec,omitempty"`
+	MeanBatchesPerSec *float64  `json:"mean_batches_per_sec,omitempty"`
+	WaitHistMs        []HistBin `json:"wait_histogram_ms"`
 	// Stages are the per-batch stage times and the workers' shares,
 	// each the mean over the frames that had it; Payload the last
 	// frame's look at the batches. Nil when the loader did not measure
@@ -175,3 +180,23 @@ const (
 	MaxPoints   = 360
 	MaxCoreRows = 32
 )
+
+// rateWords is the loader's mean rate in words: samples per second where
+// frames counted samples, else batches per second, else why neither.
+func (l *LoaderInfo) rateWords() string {
+	switch {
+	case l.MeanSamplesPerSec != nil:
+		return fmt.Sprintf("mean %.0f samples/s", *l.MeanSamplesPerSec)
+	case l.MeanBatchesPerSec != nil:
+		return fmt.Sprintf("mean %.1f batches/s (samples not counted: no batch's size was read)", *l.MeanBatchesPerSec)
+	}
+	return "its rates were not read (a sampled loop, or a loader that did not answer)"
+}
+
+// optRate is a mean rate for a table cell, "not read" where absent.
+func optRate(v *float64) string {
+	if v == nil {
+		return "not read"
+	}
+	return fmt.Sprintf("%.0f", *v)
+}

@@ -10,6 +10,21 @@ func (l *Loader) RatesUnknown() bool {
 	return l.Sampled != nil || l.Down() || l.RatesPending
 }
 
+// SamplesUnknown says the loader's samples per second is unknown, not
+// zero: its rates are (RatesUnknown), or it handed out batches whose size
+// the hook could not read (batches per second and no sample counted: a
+// batch made on the GPU, a type without a length). Its batches per
+// second stand for it then (Throughput).
+func (l *Loader) SamplesUnknown() bool {
+	return l.RatesUnknown() || l.SamplesPerSec == 0 && l.BatchesPerSec > 0
+}
+
+// SamplesUnknown says a rank's samples per second is unknown: it does not
+// answer, was read once so far, or counts batches and no samples.
+func (r *Rank) SamplesUnknown() bool {
+	return !r.Connected || r.RatesPending || r.SamplesPerSec == 0 && r.BatchesPerSec > 0
+}
+
 // Down says an attached loader does not answer.
 func (l *Loader) Down() bool { return l.Connected != nil && !*l.Connected }
 
@@ -27,8 +42,14 @@ func (l *Loader) sampledOver(from *Loader) bool {
 // 0 would read as a stopped loop.
 func (l Loader) MarshalJSON() ([]byte, error) {
 	type plain Loader
-	if !l.RatesUnknown() {
+	if !l.SamplesUnknown() {
 		return json.Marshal(plain(l))
+	}
+	if !l.RatesUnknown() { // batches counted, their samples not
+		return json.Marshal(struct {
+			plain
+			SamplesPerSec *float64 `json:"samples_per_sec"`
+		}{plain: plain(l)})
 	}
 	// The null rates have the JSON names of the embedded ones, one level
 	// up, so they take their place (encoding/json: the shallower wins).
@@ -44,8 +65,14 @@ func (l Loader) MarshalJSON() ([]byte, error) {
 // does not answer, or was read once so far.
 func (r Rank) MarshalJSON() ([]byte, error) {
 	type plain Rank
-	if r.Connected && !r.RatesPending {
+	if !r.SamplesUnknown() {
 		return json.Marshal(plain(r))
+	}
+	if r.Connected && !r.RatesPending { // batches counted, their samples not
+		return json.Marshal(struct {
+			plain
+			SamplesPerSec *float64 `json:"samples_per_sec"`
+		}{plain: plain(r)})
 	}
 	return json.Marshal(struct {
 		plain

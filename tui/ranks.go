@@ -39,8 +39,11 @@ func (pv *view) rankRows(w int) []string {
 			if r.StepSec != nil {
 				line += " step " + ms(1000**r.StepSec)
 			}
-			if !r.RatesPending {
+			switch {
+			case !r.SamplesUnknown():
 				line += fmt.Sprintf(" %.0f/s", r.SamplesPerSec)
+			case !r.RatesPending && r.BatchesPerSec > 0:
+				line += fmt.Sprintf(" %.1f batches/s", r.BatchesPerSec)
 			}
 			if r.Workers != nil {
 				line += fmt.Sprintf(" w%d", *r.Workers)
