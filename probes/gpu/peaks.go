@@ -145,6 +145,12 @@ func peakTokens(name string) []string {
 // copy), or nil and why there is none.
 func PeakFor(name string) (*sample.GPUPeak, string) {
 	toks := peakTokens(name)
+	if slices.Contains(toks, "LAPTOP") || slices.Contains(toks, "MOBILE") || slices.Contains(toks, "MAX") && slices.Contains(toks, "Q") {
+		// The same chip's name with a laptop's power limit (a 4090 Laptop
+		// GPU is an AD103 at 80–150 W): the desktop part's peak would be
+		// far above it, and its own depends on the maker's limit.
+		return nil, fmt.Sprintf("no dense peak for %q: a laptop GPU's depends on its maker's power limit", sample.Printable(name))
+	}
 	for i := range peakTable {
 		r := &peakTable[i]
 		if !hasAll(toks, r.all) || slices.ContainsFunc(r.none, func(t string) bool { return slices.Contains(toks, t) }) {

@@ -47,9 +47,17 @@ func TestPeakForDriverNames(t *testing.T) {
 		{"AMD Instinct MI250", ""},
 		{"NVIDIA H100", ""},
 		{"AMD GPU", ""},
+		// A laptop's part under the desktop's name: its peak is far lower.
+		{"NVIDIA GeForce RTX 4090 Laptop GPU", "laptop"},
+		{"NVIDIA GeForce RTX 5090 Laptop GPU", "laptop"},
+		{"NVIDIA RTX A5000 Laptop GPU", "laptop"},
+		{"NVIDIA GeForce RTX 2080 with Max-Q Design", "laptop"},
 	} {
 		p, why := PeakFor(c.name)
 		switch {
+		case c.model == "laptop" && (p != nil || !strings.Contains(why, "a laptop GPU's depends on its maker's power limit")):
+			t.Errorf("%q: %+v, why %q: want none, said to be a laptop's", c.name, p, why)
+		case c.model == "laptop":
 		case c.model == "" && (p != nil || why != `no dense peak known for GPU model "`+c.name+`"`):
 			t.Errorf("%q: %+v, why %q: want none, with the reason", c.name, p, why)
 		case c.model != "" && (p == nil || p.Model != c.model || why != ""):
