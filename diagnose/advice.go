@@ -11,7 +11,7 @@ import (
 // their prediction come first, and the catalogue's knob lines make way for
 // them; a knob already set is never advised. Each kind's own lines come
 // from its situation (Situation.Advice).
-func advise(d decision, w *window, th Thresholds, m *modelAdvice) []string {
+func advise(d decision, w *window, th Thresholds, m *modelAdvice, pay *sample.BatchPayload) []string {
 	cores := w.cores
 	keep := min(2, max(cores-1, 0)) // cores kept for the training process
 	in := adviceIn{d: d, w: w, th: th, modeled: m != nil, cores: cores, keep: keep, suggest: max(1, cores-keep)}
@@ -35,12 +35,34 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice) []string {
 		}
 	}
 	if transferBound(d.kind, w, th) {
-		a = append(a, "the copies to the GPU fill its PCIe link: pin_memory=True with .to(device, non_blocking=True), send smaller dtypes (uint8 images, not float32), or decode on the GPU (NVIDIA DALI, torchvision.io.decode_jpeg on cuda)")
+		a = append(a, transferLine(w, pay))
 	}
 	if d.variant == variantHostOnly {
 		a = append(a, "no accelerator signal: run where the GPU is, or attach to the loader (gpuwatch attach URL), to see whether the accelerator waits")
 	}
 	return a
+}
+
+// transferLine is the advice for copies that fill the PCIe link: what
+// the job does not do yet of pinned memory and non_blocking copies (the
+// hook's copy figures, or the pin_memory knob), then smaller dtypes or a
+// decode on the GPU, which help either way.
+func transferLine(w *window, pay *sample.BatchPayload) string {
+	pinned, async := w.knobs[sample.KnobPin.Flag] == "true", false
+	if pay != nil && pay.Copy != nil {
+		pinned = pinned || pay.Copy.PinnedShare >= 0.995
+		async = pay.Copy.NonBlockingShare >= 0.995
+	}
+	var do string
+	switch {
+	case !pinned && !async:
+		do = "pin_memory=True with .to(device, non_blocking=True), "
+	case !pinned:
+		do = "pin_memory=True (its copies are non_blocking already), "
+	case !async:
+		do = ".to(device, non_blocking=True) (its batches are pinned already), "
+	}
+	return "the copies to the GPU fill its PCIe link: " + do + "send smaller dtypes (uint8 images, not float32), or decode on the GPU (NVIDIA DALI, torchvision.io.decode_jpeg on cuda)"
 }
 
 // adviceIn is what a kind's advice reads: the decision and its window,

@@ -551,3 +551,62 @@ func TestGPUCausesAfterReview(t *testing.T) {
 		t.Errorf("pin_memory=True set, the bytes pageable: %+v", c)
 	}
 }
+
+// TestTransferAdviceSaysOnlyWhatTheJobLacks: the real H200 run's starved
+// frames with its PCIe link read 90 % busy (a synthetic figure: the run's
+// own was low) are told to pin and copy non_blocking only where the hook
+// saw pageable or blocking copies; a job that does both is told neither
+// (it was told "pin_memory=True with .to(device, non_blocking=True)"
+// while its copies were 100 % pinned and 100 % non_blocking).
+func TestTransferAdviceSaysOnlyWhatTheJobLacks(t *testing.T) {
+	f, err := os.Open("testdata/gpu/h200-starved-then-ceiling.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	var frames []sample.Frame
+	for sc.Scan() {
+		var fr sample.Frame
+		if err := json.Unmarshal(sc.Bytes(), &fr); err != nil {
+			t.Fatal(err)
+		}
+		if len(fr.GPUs) == 1 && fr.Loader != nil && fr.Loader.WaitShare != nil && *fr.Loader.WaitShare > 0.5 {
+			frames = append(frames, fr)
+		}
+	}
+	if len(frames) < 5 {
+		t.Fatalf("%d starved frames", len(frames))
+	}
+	frames = frames[len(frames)-5:]
+	for _, c := range []struct {
+		pinned, async float64
+		want, not     string
+	}{
+		{1, 1, "the copies to the GPU fill its PCIe link: send smaller dtypes", "pin_memory=True"},
+		{0, 1, "pin_memory=True (its copies are non_blocking already)", "non_blocking=True)"},
+		{1, 0, ".to(device, non_blocking=True) (its batches are pinned already)", "pin_memory=True"},
+		{0, 0, "pin_memory=True with .to(device, non_blocking=True)", "already"},
+	} {
+		fs := make([]sample.Frame, len(frames))
+		for i := range frames {
+			fs[i] = frames[i]
+			g := fs[i].GPUs[0]
+			linkBW := 64e9
+			g.PCIeLinkBytesPerSec, g.PCIeLink = &linkBW, "PCIe 5.0 x16"
+			link := 0.9 * linkBW
+			g.PCIeRxBytesPerSec = &link
+			fs[i].GPUs = []sample.GPU{g}
+			l := *fs[i].Loader
+			l.Knobs = map[string]string{}
+			l.Payload = &sample.BatchPayload{BytesPerBatch: 1 << 24, Copy: &sample.HostCopy{PinnedShare: c.pinned, NonBlockingShare: c.async}}
+			fs[i].Loader = &l
+		}
+		v := Classify(fs, DefaultThresholds())
+		all := strings.Join(v.Advice, "\n")
+		if !strings.Contains(all, c.want) || strings.Contains(all, c.not) {
+			t.Errorf("pinned %v, non_blocking %v: %s %q: want %q, not %q", c.pinned, c.async, v.Kind, v.Advice, c.want, c.not)
+		}
+	}
+}

@@ -126,7 +126,7 @@ func classify(frames, history []sample.Frame, th Thresholds, shown Kind, held fu
 	if d.variant == ioMmap {
 		v.Changes = append(v.Changes, mmapChanges(&w, v.Changes)...)
 	}
-	v.Advice = capModel(frames, m, advise(d, &w, th, m)) // predictions capped by the measured ceiling (ceiling.go)
+	v.Advice = capModel(frames, m, advise(d, &w, th, m, lastPayload(frames))) // predictions capped by the measured ceiling (ceiling.go)
 	v.Causes, v.Advice = withCauses(frames, &w, d, v.Advice, held)
 	v.Confidence = confidence(d, &w, th)
 	v.Severity = severity(d, &w, th)
