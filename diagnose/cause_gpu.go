@@ -93,6 +93,15 @@ func precisionWords(s *sample.JobSettings) string {
 			parts = append(parts, "float32 matmuls run in full fp32 (float32_matmul_precision "+quote(s.Float32MatmulPrecision)+", allow_tf32 off)")
 		}
 	}
+	if !*s.Autocast && s.HasConv != nil && *s.HasConv && s.CudnnAllowTF32 != nil {
+		// The convs go by cuDNN's own switch, not the matmuls' (on by
+		// default in torch).
+		if *s.CudnnAllowTF32 {
+			parts = append(parts, "its convs may use TF32 (cudnn.allow_tf32 on)")
+		} else {
+			parts = append(parts, "its convs run in full fp32 (cudnn.allow_tf32 off)")
+		}
+	}
 	return strings.Join(parts, " and ")
 }
 

@@ -117,6 +117,13 @@ func TestChannelsLastOnlyForNCHWConvsOnTheTensorCores(t *testing.T) {
 	if c.Bound != nil || c.BoundWhy == "" {
 		t.Errorf("a bound without a profile: %+v %q", c.Bound, c.BoundWhy)
 	}
+	// fp32 with cuDNN's TF32 on (torch's default): the convs are on the
+	// tensor cores by cuDNN's switch, and the evidence says so, not that
+	// everything runs in full fp32.
+	v = Classify(gpuBoundFrames(82, 12, 30, 20, 60, conv(fp32Settings(), false)), DefaultThresholds())
+	if c := causeOf(v, "channels_last"); c == nil || !strings.Contains(c.Evidence, "its convs may use TF32 (cudnn.allow_tf32 on)") {
+		t.Errorf("fp32 matmuls, TF32 convs: %s: %+v", v.Kind, v.Causes)
+	}
 	for name, st := range map[string]*sample.JobSettings{"channels_last": conv(bf16Settings(), true), "fp32": conv(fp32Settings(), false)} {
 		tensor := 12.0
 		if name == "fp32" {
