@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -118,7 +119,11 @@ func runTune(cmd *cobra.Command, opts *tuneOptions, t tune.Trials, start tune.Se
 		_, err := io.WriteString(stdout, s.String())
 		return err
 	})
-	if err != nil {
+	if errors.Is(err, tune.ErrTuneInterrupted) {
+		// Ctrl-C: the runs measured so far, printed as a finished tune's,
+		// and a clean stop (status 0), as sweep's.
+		fmt.Fprintf(opts.stderr, "gpuwatch: tune %s\n", res.Why)
+	} else if err != nil {
 		return err
 	}
 	if asJSON {

@@ -3,6 +3,7 @@ package tune
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,5 +145,50 @@ func TestARunTheRestOfTheBoxDisturbedIsNotKept(t *testing.T) {
 	// Unread on either side: nothing said.
 	if d := disturbed(TuneStep{Step: 1}, TuneStep{OthersCores: steps[1].OthersCores}); d != "" {
 		t.Fatalf("disturbed with the first unread: %q", d)
+	}
+}
+
+// cancelling is scripted whose run with num_workers at is cut short by
+// Ctrl-C: its Settle cancels the context and returns what a cut-short run
+// gives (no frames, an error).
+type cancelling struct {
+	scripted
+	at     string
+	cancel context.CancelFunc
+}
+
+func (c cancelling) Settle(ctx context.Context, s Setting, d time.Duration) (TuneStep, error) {
+	if s["num_workers"] == c.at {
+		c.cancel()
+		return TuneStep{}, errors.New("the command ran no DataLoader within 1m0s")
+	}
+	return c.scripted.Settle(ctx, s, d)
+}
+
+// TestCtrlCEndsTuneWithTheRunsMeasured: Ctrl-C during run 3 ends tune
+// with ErrTuneInterrupted and the two runs measured (the best of them
+// named); the run cut short is neither a step nor kept in the ledger,
+// and its failure (no frames) is not blamed on the command.
+func TestCtrlCEndsTuneWithTheRunsMeasured(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := cancelling{scripted: scripted{
+		measured:  map[string]float64{"1": 400, "2": 700},
+		predicted: map[string]float64{"2": 750, "4": 1100},
+		next:      map[string]string{"1": "2", "2": "4"},
+	}, at: "4", cancel: cancel}
+	path := filepath.Join(t.TempDir(), "predictions.jsonl")
+	o := TuneOptions{RunFor: time.Second, Runs: 5, Ledger: &Ledger{Path: path, Host: "box", Now: time.Now}}
+	var steps []TuneStep
+	res, err := Tune(ctx, o, c, Setting{"num_workers": "1"}, func(s TuneStep) error { steps = append(steps, s); return nil })
+	if !errors.Is(err, ErrTuneInterrupted) || len(steps) != 2 || res.Best != 2 || res.Why != "interrupted during run 3: 2 measured" || res.Type != "result" {
+		t.Fatalf("%d steps, result %+v, %v", len(steps), res, err)
+	}
+	rs, err := predlog.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Change != "num_workers 1 → 2" {
+		t.Fatalf("kept %+v, want run 2 only", rs)
 	}
 }

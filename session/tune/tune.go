@@ -14,6 +14,7 @@ package tune
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -137,10 +138,16 @@ type TuneOptions struct {
 // minGain is the least measured gain for tune to go on.
 const minGain = 1.05
 
+// ErrTuneInterrupted is returned by Tune when its context ended (Ctrl-C,
+// SIGTERM): the result of the runs measured before comes with it; the run
+// cut short is none of them, neither printed nor kept in the ledger.
+var ErrTuneInterrupted = errors.New("tune interrupted")
+
 // Tune runs the start configuration, takes the settled verdict, applies
 // its changes, and runs again, until the verdict is healthy, has no change
 // to offer, the changes cannot be set, a step gains under 5 %, or Runs
-// are spent. Each step goes to out as it ends.
+// are spent. Each step goes to out as it ends. When ctx ends first, it
+// returns the result so far with ErrTuneInterrupted.
 func Tune(ctx context.Context, o TuneOptions, t Trials, start Setting, out func(TuneStep) error) (TuneResult, error) {
 	var prevPred *diagnose.Prediction
 	var res TuneResult
@@ -148,7 +155,13 @@ func Tune(ctx context.Context, o TuneOptions, t Trials, start Setting, out func(
 	cfg := start
 	var last TuneStep
 	for step := 1; step <= o.Runs; step++ {
+		if ctx.Err() != nil {
+			return interrupted(res, best, o, step)
+		}
 		s, err := t.Settle(ctx, cfg, o.RunFor)
+		if ctx.Err() != nil { // cut short: not a measurement of cfg
+			return interrupted(res, best, o, step)
+		}
 		if err != nil {
 			return res, fmt.Errorf("run %d (%s): %w", step, t.Describe(cfg), err)
 		}
@@ -197,6 +210,14 @@ func Tune(ctx context.Context, o TuneOptions, t Trials, start Setting, out func(
 	}
 	res.Type, res.Best, res.Bias = "result", best, o.Ledger.Bias()
 	return res, nil
+}
+
+// interrupted is the result of a tune whose context ended during run
+// step (or before it began).
+func interrupted(res TuneResult, best int, o TuneOptions, step int) (TuneResult, error) {
+	res.Type, res.Best, res.Bias = "result", best, o.Ledger.Bias()
+	res.Why = fmt.Sprintf("interrupted during run %d: %d measured", step, step-1)
+	return res, ErrTuneInterrupted
 }
 
 func first(ss []string) string {
