@@ -116,6 +116,29 @@ func TestRunExitsWithTheJobsStatus(t *testing.T) {
 			}
 		})
 	}
+	// --once over a job that ends by itself before a verdict holds: the
+	// summary says how it ended (not "a longer --duration"), and a failure
+	// passes its status on (it read 4, "still starting"); a clean exit
+	// is --once's own unsettled status.
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"--once, a failure before a verdict", []string{"sh", "-c", "sleep 2; exit 5"}, 5, "the job exited with status 5 after"},
+		{"--once, a clean exit before a verdict", []string{"sh", "-c", "sleep 2"}, 4, "the job exited with status 0 after"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(bin, append([]string{"run", "--once", "--"}, c.args...)...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			if got := exitCode(err); got != c.code || !strings.Contains(stdout.String(), c.says) || strings.Contains(stdout.String(), "longer --duration") {
+				t.Fatalf("exit %d, want %d; stdout %q, want %q (stderr %q)", got, c.code, stdout.String(), c.says, stderr.String())
+			}
+		})
+	}
 	// Not Python: watched as a process tree, nothing instrumented.
 	out, err := exec.Command(bin, "run", "--json", "--", "sh", "-c", "sleep 4").Output()
 	if err != nil {

@@ -141,6 +141,8 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	switch {
 	case errors.Is(err, session.ErrJobEndedFirst) && j.ExitCode() != 0:
 		return &exitError{code: j.ExitCode(), msg: err.Error()} // the command's failure, said and passed on
+	case w.once && errors.Is(err, session.ErrJobEnded) && j.ExitCode() != 0:
+		return &exitError{code: j.ExitCode()} // it failed before a verdict held: the summary said how; its status passed on
 	case w.once && (err == nil || errors.Is(err, session.ErrBottleneck) || errors.Is(err, session.ErrUnsettled)):
 		return err // --once gates on its verdict: its own status
 	case err != nil:

@@ -56,6 +56,10 @@ var ErrBottleneck = errors.New("a bottleneck was found")
 // wraps the reason, which the summary also prints.
 var ErrUnsettled = errors.New("no verdict settled")
 
+// ErrJobEnded comes with ErrUnsettled where gpuwatch run's command ended
+// by itself before a verdict settled: run exits with its status.
+var ErrJobEnded = errors.New("the job ended first")
+
 // Settle is the --once observer, and tune's: it watches the verdicts and
 // calls stop once one has held by the settle rule (SettleFrames,
 // SettleTime). NewSettle makes one.
@@ -79,6 +83,10 @@ type Settle struct {
 	// gpuProfile: --once asked the hook for the step's GPU time by itself
 	// (the GPU the limit): nothing settles while it records.
 	gpuProfile *GPUProfileWhenBound
+	// jobEnded says how gpuwatch run's command ended, where it ended
+	// before a verdict settled ("exited with status 1"): the session
+	// ends with it, before any frame reads the job gone.
+	jobEnded string
 }
 
 // NewSettle is a Settle that calls stop once a verdict has settled, and
@@ -227,6 +235,8 @@ func (s *Settle) summary(w io.Writer, asJSON bool) error {
 		return fmt.Errorf("write output: %w", err)
 	}
 	switch {
+	case !s.settled && s.jobEnded != "":
+		return fmt.Errorf("%w (%w): %s", ErrUnsettled, ErrJobEnded, s.why())
 	case !s.settled:
 		return fmt.Errorf("%w: %s", ErrUnsettled, s.why())
 	case v.Kind.Problem():
@@ -245,6 +255,9 @@ func (s *Settle) summaryAtEnd(w io.Writer, asJSON bool) error {
 
 // why says why no verdict settled.
 func (s *Settle) why() string {
+	if s.jobEnded != "" {
+		return fmt.Sprintf("the job %s after %s: too soon for a verdict to hold", s.jobEnded, sample.Plural(s.frames, "frame"))
+	}
 	if t := s.last.Target; t != nil && t.ExitedAt != nil {
 		return fmt.Sprintf("pid %d exited at %s, after %s: too soon for a verdict to hold", t.PID, t.ExitedAt.Format("15:04:05"), sample.Plural(s.frames, "frame"))
 	}

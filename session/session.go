@@ -229,6 +229,13 @@ var ErrJobEndedFirst = errors.New("no frame came before the end")
 func finish(o Options, rec *recorder, once *Settle, dashboard bool, err error) error {
 	path, n, recErr := rec.stop()
 	if err == nil && once != nil {
+		if o.Job != nil && !once.settled {
+			select {
+			case <-o.Job.Done():
+				once.jobEnded, _ = o.Job.Exit()
+			default:
+			}
+		}
 		err = once.summary(o.Stdout, o.JSON)
 		if once.frames == 0 && o.Job != nil {
 			select {
