@@ -328,7 +328,9 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	} else if !l.RatesUnknown() { // a loader that does not answer has no rates
 		s.add(sigBatchesPerSec, l.BatchesPerSec)
 		s.add(sigSamplesPerSec, l.SamplesPerSec)
-		s.add(sigBytesPerSec, l.BytesPerSec)
+		if !l.BytesNotCounted {
+			s.add(sigBytesPerSec, l.BytesPerSec)
+		}
 	}
 	s.addIf(sigStepMs, l.StepMeanMs)
 	if v, ok := loaderCPU(f); ok {

@@ -94,7 +94,11 @@ func writeSources(b *strings.Builder, f *sample.Frame) {
 		if l.RatesPending {
 			b.WriteString(" | loader read once: rates at the next reading")
 		} else {
-			fmt.Fprintf(b, " | loader %s %s/s", l.Throughput(), sample.FormatBytes(l.BytesPerSec))
+			if l.BytesUnknown() {
+				fmt.Fprintf(b, " | loader %s", l.Throughput())
+			} else {
+				fmt.Fprintf(b, " | loader %s %s/s", l.Throughput(), sample.FormatBytes(l.BytesPerSec))
+			}
 		}
 		if l.WaitShare != nil {
 			fmt.Fprintf(b, " wait %.0f%%", 100**l.WaitShare)

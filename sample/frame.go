@@ -548,6 +548,9 @@ type Loader struct {
 	// and a rate needs two; its rates are null in JSON, as unknown ones,
 	// though the loader answers.
 	RatesPending bool `json:"rates_pending,omitempty"`
+	// BytesNotCounted: the loader does not count the bytes it reads (the
+	// Python hook): its bytes_per_sec is unknown (null), not 0.
+	BytesNotCounted bool `json:"bytes_not_counted,omitempty"`
 	// Rates over the interval.
 	BatchesPerSec float64 `json:"batches_per_sec"`
 	SamplesPerSec float64 `json:"samples_per_sec"`

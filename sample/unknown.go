@@ -19,6 +19,11 @@ func (l *Loader) SamplesUnknown() bool {
 	return l.RatesUnknown() || l.SamplesPerSec == 0 && l.BatchesPerSec > 0
 }
 
+// BytesUnknown says the loader's bytes per second is unknown, not zero:
+// its rates are (RatesUnknown), or it does not count the bytes it reads
+// (BytesNotCounted).
+func (l *Loader) BytesUnknown() bool { return l.RatesUnknown() || l.BytesNotCounted }
+
 // SamplesUnknown says a rank's samples per second is unknown: it does not
 // answer, was read once so far, or counts batches and no samples.
 func (r *Rank) SamplesUnknown() bool {
@@ -42,23 +47,23 @@ func (l *Loader) sampledOver(from *Loader) bool {
 // 0 would read as a stopped loop.
 func (l Loader) MarshalJSON() ([]byte, error) {
 	type plain Loader
-	if !l.SamplesUnknown() {
+	if !l.SamplesUnknown() && !l.BytesUnknown() {
 		return json.Marshal(plain(l))
 	}
-	if !l.RatesUnknown() { // batches counted, their samples not
-		return json.Marshal(struct {
-			plain
-			SamplesPerSec *float64 `json:"samples_per_sec"`
-		}{plain: plain(l)})
+	rate := func(v float64, unknown bool) *float64 {
+		if unknown {
+			return nil
+		}
+		return &v
 	}
-	// The null rates have the JSON names of the embedded ones, one level
-	// up, so they take their place (encoding/json: the shallower wins).
+	// The rates have the JSON names of the embedded ones, one level up,
+	// so they take their place (encoding/json: the shallower wins).
 	return json.Marshal(struct {
 		plain
 		BatchesPerSec *float64 `json:"batches_per_sec"`
 		SamplesPerSec *float64 `json:"samples_per_sec"`
 		BytesPerSec   *float64 `json:"bytes_per_sec"`
-	}{plain: plain(l)})
+	}{plain(l), rate(l.BatchesPerSec, l.RatesUnknown()), rate(l.SamplesPerSec, l.SamplesUnknown()), rate(l.BytesPerSec, l.BytesUnknown())})
 }
 
 // MarshalJSON writes Rank as its fields, with null rates while the rank

@@ -127,6 +127,9 @@ func (pv *view) loaderStats(l *sample.Loader) string {
 	if l.RatesPending {
 		return stats + " · rates at the next reading"
 	}
+	if l.BytesUnknown() {
+		return stats + " · " + l.Throughput()
+	}
 	return stats + fmt.Sprintf(" · %s %s/s", l.Throughput(), size(l.BytesPerSec))
 }
 

@@ -473,6 +473,8 @@ func (m *metricsPage) scalars() {
 	c.Batches = m.count("gpuwatch_loader_batches_total")
 	c.Samples = m.count("gpuwatch_loader_samples_total")
 	c.BytesRead = m.count("gpuwatch_loader_bytes_read_total")
+	_, counted := m.gauge("gpuwatch_loader_bytes_read_total", 0, 1<<62)
+	c.NoBytesRead = !counted
 	c.ReadSeconds = m.seconds("gpuwatch_loader_read_seconds_total")
 	c.DecodeSeconds = m.seconds("gpuwatch_loader_decode_seconds_total")
 	if v, ok := m.gauge("gpuwatch_loader_queue_depth", 0, maxQueueDepth); ok {

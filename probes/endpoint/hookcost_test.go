@@ -1,6 +1,7 @@
 package endpoint
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -84,5 +85,44 @@ func TestHookCPURateAndPerSample(t *testing.T) {
 	src.c = at(0.5, 4000) // the total went back
 	if l = collectLoader(t, p, probetest.T0.Add(4*time.Second)).Loader; l.HookCPUSecPerSec != nil {
 		t.Errorf("a rate across a restart: %v", *l.HookCPUSecPerSec)
+	}
+}
+
+// TestBytesNotCountedAreUnknown: the hook's page (a real one, captured)
+// has no gpuwatch_loader_bytes_read_total; its bytes per second is
+// unknown — null in JSON, BytesUnknown — not the 0 B/s the frame said
+// beside a job reading 125 MB/s; a loader page that counts them has a
+// rate.
+func TestBytesNotCountedAreUnknown(t *testing.T) {
+	for _, c := range []struct {
+		file    string
+		counted bool
+	}{{"hook-cost-metrics.txt", false}, {"loader-metrics.txt", true}} {
+		text, err := os.ReadFile(filepath.Join("testdata", "attach", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		counters, _, err := CountersFromMetrics(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if counters.NoBytesRead == c.counted {
+			t.Errorf("%s: NoBytesRead %v", c.file, counters.NoBytesRead)
+		}
+		src := &fakeLoader{c: counters}
+		p := NewLoader(src)
+		collectLoader(t, p, probetest.T0)
+		next := counters
+		next.Batches, next.Samples, next.BytesRead = counters.Batches+10, counters.Samples+320, counters.BytesRead+1<<20
+		src.c = next
+		l := collectLoader(t, p, probetest.T0.Add(time.Second)).Loader
+		b, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		null := strings.Contains(string(b), `"bytes_per_sec":null`)
+		if l.BytesUnknown() == c.counted || null == c.counted || c.counted && l.BytesPerSec != 1<<20 {
+			t.Errorf("%s: unknown %v, %v B/s, JSON null %v", c.file, l.BytesUnknown(), l.BytesPerSec, null)
+		}
 	}
 }

@@ -16,6 +16,9 @@ import (
 // metrics endpoint. Fields a loader does not know are nil or empty.
 type LoaderCounters struct {
 	Batches, Samples, BytesRead uint64
+	// NoBytesRead: the loader does not count the bytes it reads (no
+	// gpuwatch_loader_bytes_read_total: the Python hook).
+	NoBytesRead bool
 	// ReadSeconds and DecodeSeconds are summed over workers; nil if the
 	// loader does not report them.
 	ReadSeconds, DecodeSeconds *float64
@@ -175,7 +178,9 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	}
 	out.BatchesPerSec = float64(cur.Batches-prev.Batches) / sec
 	out.SamplesPerSec = float64(cur.Samples-prev.Samples) / sec
-	out.BytesPerSec = float64(cur.BytesRead-prev.BytesRead) / sec
+	if out.BytesNotCounted = cur.NoBytesRead; !cur.NoBytesRead {
+		out.BytesPerSec = float64(cur.BytesRead-prev.BytesRead) / sec
+	}
 	if cur.ReadSeconds != nil && prev.ReadSeconds != nil && *cur.ReadSeconds >= *prev.ReadSeconds {
 		out.ReadSecPerSec = probes.Ptr((*cur.ReadSeconds - *prev.ReadSeconds) / sec)
 	}
