@@ -176,17 +176,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 		out.RatesPending = true // no time between the readings: no rate yet
 		return nil
 	}
-	out.BatchesPerSec = float64(cur.Batches-prev.Batches) / sec
-	out.SamplesPerSec = float64(cur.Samples-prev.Samples) / sec
-	if out.BytesNotCounted = cur.NoBytesRead; !cur.NoBytesRead {
-		out.BytesPerSec = float64(cur.BytesRead-prev.BytesRead) / sec
-	}
-	if cur.ReadSeconds != nil && prev.ReadSeconds != nil && *cur.ReadSeconds >= *prev.ReadSeconds {
-		out.ReadSecPerSec = probes.Ptr((*cur.ReadSeconds - *prev.ReadSeconds) / sec)
-	}
-	if cur.DecodeSeconds != nil && prev.DecodeSeconds != nil && *cur.DecodeSeconds >= *prev.DecodeSeconds {
-		out.DecodeSecPerSec = probes.Ptr((*cur.DecodeSeconds - *prev.DecodeSeconds) / sec)
-	}
+	rates(out, &prev, &cur, sec)
 	dWait, dStep := max(0, cur.Wait.Sum-prev.Wait.Sum), max(0, cur.Step.Sum-prev.Step.Sum)
 	if n := cur.Wait.Count - prev.Wait.Count; n > 0 {
 		out.WaitMeanMs = probes.Ptr(1000 * dWait / float64(n))
@@ -204,6 +194,23 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	// The virtual accelerator: the share of wall time spent in steps.
 	f.Accel = &sample.VirtualAccel{BusyPct: min(100, 100*dStep/sec), Basis: "loader step time / wall time"}
 	return nil
+}
+
+// rates are the loader's rates over sec seconds between prev and cur:
+// batches, samples and bytes (where the loader counts them), and the
+// read and decode seconds its workers spent per second.
+func rates(out *sample.Loader, prev, cur *LoaderCounters, sec float64) {
+	out.BatchesPerSec = float64(cur.Batches-prev.Batches) / sec
+	out.SamplesPerSec = float64(cur.Samples-prev.Samples) / sec
+	if out.BytesNotCounted = cur.NoBytesRead; !cur.NoBytesRead {
+		out.BytesPerSec = float64(cur.BytesRead-prev.BytesRead) / sec
+	}
+	if cur.ReadSeconds != nil && prev.ReadSeconds != nil && *cur.ReadSeconds >= *prev.ReadSeconds {
+		out.ReadSecPerSec = probes.Ptr((*cur.ReadSeconds - *prev.ReadSeconds) / sec)
+	}
+	if cur.DecodeSeconds != nil && prev.DecodeSeconds != nil && *cur.DecodeSeconds >= *prev.DecodeSeconds {
+		out.DecodeSecPerSec = probes.Ptr((*cur.DecodeSeconds - *prev.DecodeSeconds) / sec)
+	}
 }
 
 // waitPercentiles fills p50/p95/p99 of the interval's waits: exact from
