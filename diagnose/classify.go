@@ -84,7 +84,7 @@ func classify(frames, history []sample.Frame, th Thresholds, shown Kind, held fu
 	}
 	d.evidence = append(d.evidence, ceilingEvidence(frames, &w)...) // ceiling.go
 	slices.SortStableFunc(d.evidence[min(1, len(d.evidence)):], func(a, b Evidence) int { return cmp.Compare(b.strength, a.strength) })
-	if f, ok := takenByOthers(&w, th); ok && d.kind != Healthy && d.kind != Idle {
+	if f, ok := takenByOthers(&w, th); ok && d.kind != Healthy && d.kind != Idle && d.variant != cpuTaken {
 		d.secondary = append(d.secondary, f)
 	}
 	if transferBound(d.kind, &w, th) {
@@ -237,6 +237,7 @@ var precedence = [phases][]string{
 	phaseSettled: {
 		"idle/stopped",
 		"cpu_saturated/throttled", // the loop waits for the quota, not for input (issue 56)
+		"cpu_saturated/taken",     // the loop waits for a CPU others hold, not for input
 		"gpu_underused/sm-idle",
 		"healthy/moderate",
 		"healthy/busy",

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -69,4 +70,41 @@ func TestWorkersWaitingForACPUAreNotWaitingOnStorage(t *testing.T) {
 	if pc.SamplesPerSec > pcb.SamplesPerSec+1e-9 {
 		t.Fatalf("caching predicted more with the CPU wait known (%v) than without (%v)", pc.SamplesPerSec, pcb.SamplesPerSec)
 	}
+}
+
+// TestStepsWaitingForACPUOthersHoldAreNoAccelerator replays a real run
+// (testdata/contended, gpuwatch run on the 2-core VM): a 2-worker image
+// loop with a 10 ms sleep for its step, beside a process spinning on a
+// core. Its loop waits 7 % for input, so it read healthy, "the
+// accelerator is the limit", at 14–44 % busy: its steps were its thread
+// waiting for a CPU. It is cpu_saturated, the CPU taken by the process
+// outside the job, with that advice alone.
+func TestStepsWaitingForACPUOthersHoldAreNoAccelerator(t *testing.T) {
+	lines := readRecording(t, filepath.Join("testdata", "contended", "images-beside-a-busy-process.jsonl"))
+	segs := replay(lines, DefaultThresholds())
+	if len(segs) != 1 {
+		t.Fatalf("%d segments", len(segs))
+	}
+	s := segs[0]
+	if from := s.stableFrom(CPUSaturated); from < 0 || from > 10 {
+		t.Fatalf("settles on cpu_saturated from frame %d: %v", from, kinds(s.verdicts))
+	}
+	last := s.verdicts[len(s.verdicts)-1]
+	ev, advice := strings.Join(texts(last.Evidence), "\n"), strings.Join(last.Advice, "\n")
+	for _, want := range []string{"its thread waiting for a CPU", "the loop waits for a CPU, not for input", "processes outside the job used"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("evidence %q lacks %q", ev, want)
+		}
+	}
+	if !strings.Contains(advice, "give the job its own CPUs") || strings.Contains(advice, "the accelerator is the limit") || len(last.Secondary) != 0 {
+		t.Errorf("advice %q, secondary %+v", advice, last.Secondary)
+	}
+}
+
+func kinds(vs []Verdict) []Kind {
+	out := make([]Kind, len(vs))
+	for i, v := range vs {
+		out[i] = v.Kind
+	}
+	return out
 }

@@ -25,6 +25,7 @@ func init() {
 			{name: "crowded", sees: "the training process's compute threads crowd out its workers", variant: cpuCrowded, holds: crowdedRule},
 			{name: "cores", sees: "every core is busy", holds: coresRule},
 			{name: "throttled", sees: "the job uses its whole CPU limit and is throttled, though its loop does not wait", variant: cpuThrottled, holds: throttledRule},
+			{name: "taken", sees: "the loop's steps wait for a CPU that processes outside the job hold, though its loop does not wait for input", variant: cpuTaken, holds: takenRule},
 			{name: "host-only", sees: "no accelerator signal, and every core is busy", variant: variantHostOnly, holds: coresRule},
 		},
 	})
@@ -37,6 +38,14 @@ const cpuCrowded variant = "crowded"
 // cpuThrottled: the job is held at its CPU quota: the loop does not wait
 // for input because it waits for the quota itself.
 const cpuThrottled variant = "throttled"
+
+// cpuTaken: processes outside the job hold the CPUs the loop's step needs:
+// the step (wall time) is long because its thread waits for a CPU.
+const cpuTaken variant = "taken"
+
+// takenDelayPct is the least share of wall time the loop's thread waits
+// for a CPU (its run delay, sample.VirtualAccel) that names cpuTaken.
+const takenDelayPct = 25
 
 // saturatedPractice: what practice teaches where the workers fill the
 // cores, said where no cause beneath the kind is named (Situation.Practice).
@@ -53,6 +62,8 @@ func saturatedAdvice(in adviceIn) ([]string, bool) {
 		return []string{fmt.Sprintf("leave cores for the workers: torch.set_num_threads(%d), and OPENBLAS_NUM_THREADS=%d OMP_NUM_THREADS=%d in the training process's environment (read when torch starts)", n, n, n)}, false
 	case cpuThrottled:
 		return throttledAdvice(w), false
+	case cpuTaken:
+		return []string{fmt.Sprintf("give the job its own CPUs (a cpuset, taskset -c, the pod's CPU request) or move the processes outside it (%.1f cores here): its loop's steps wait for a CPU, not for input", w.othersCores.v)}, true
 	}
 	here := fmt.Sprintf("the %d cores here", cores)
 	if w.confined() {
@@ -215,6 +226,30 @@ func throttledRule(f *facts) (decision, bool) {
 	if f.accel.ok && !f.real {
 		d.evidence = append(d.evidence, evidence("accel.busy_pct", f.accel.v, ">=", 0, "%", throttledStep(w, f.accel.v)))
 	}
+	return d, true
+}
+
+// takenRule: the loop does not wait for input, but its steps, measured
+// in wall time, are mostly its thread waiting for a CPU (≥ takenDelayPct
+// of wall time) while processes outside the job take cores
+// (takenByOthers): the accelerator it reads is no accelerator at its
+// limit. A job on a real GPU is judged by the GPU's own counters. (A
+// 2-worker image loop beside a busy process read healthy, "the
+// accelerator is the limit", at 14 % busy.)
+func takenRule(f *facts) (decision, bool) {
+	w := f.w
+	if f.real || !f.accel.ok || !w.virtualDelay.ok || w.virtualDelay.v < takenDelayPct {
+		return decision{}, false
+	}
+	others, ok := takenByOthers(w, f.th)
+	if !ok {
+		return decision{}, false
+	}
+	var d decision
+	text := fmt.Sprintf("the loop's steps take %.0f %% of wall time, %.0f %% of it its thread waiting for a CPU: the accelerator is %.0f %% busy, and the loop waits for a CPU, not for input",
+		w.virtualStep.v, w.virtualDelay.v, f.accel.v)
+	d.evidence = append(d.evidence, evidence("accel.cpu_wait_pct", w.virtualDelay.v, ">=", takenDelayPct, "%", text),
+		evidence("others.cores", w.othersCores.v, ">=", f.th.OthersCores, "cores", others.Text))
 	return d, true
 }
 
