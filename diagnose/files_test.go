@@ -75,10 +75,22 @@ func TestSmallFilesOnNetworkStorage(t *testing.T) {
 	if b.FreeGain > 1/0.011/8*1.01 {
 		t.Errorf("free gain %.2f: more than taking __getitem__ away can give", b.FreeGain)
 	}
-	if !strings.Contains(strings.Join(v.Advice, "\n"), "shard the small files") {
-		t.Errorf("advice %q", v.Advice)
+	if !strings.Contains(strings.Join(v.Advice, "\n"), "shard the small files") || !strings.Contains(c.Fix, "each a round trip on network storage") {
+		t.Errorf("advice %q, fix %q", v.Advice, c.Fix)
 	}
 	t.Logf("%s: %s", v.Kind, causeLine(*c))
+	// The same files on a local disk: the fix says what each costs there,
+	// not a network's round trip.
+	fs = looked(smallFilesLoop.frames(), 8, 16<<10, func(j int) *sample.OpenFile {
+		return &sample.OpenFile{Path: fmt.Sprintf("/data/train/%05d.bin", 40+j), Bytes: 16 << 10, FS: "ext4", Mount: "/"}
+	})
+	d = NewDiagnoser(DefaultThresholds())
+	for i := range fs {
+		v = d.Observe(&fs[i])
+	}
+	if c := causeOf(v, "small_files"); c == nil || !strings.Contains(c.Evidence, "local storage (ext4 at /)") || strings.Contains(c.Fix, "network") || !strings.Contains(c.Fix, "three system calls") {
+		t.Errorf("on ext4: %+v", c)
+	}
 }
 
 // TestNoSmallFilesCauseWithoutItsSignature: the same loop is not named
