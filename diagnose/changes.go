@@ -254,6 +254,11 @@ func noKnobHelps(p *Pipeline, limit Limit) string {
 			p.BandwidthBytesPerSec/p.BytesPerBatch, formatRate(p.BytesPerBatch))
 	case LimitStep:
 		return "the loader keeps up with the step: no loader knob raises throughput"
+	case LimitInline:
+		// Workers would not load faster: the CPUs they could have here
+		// (what the training process and the processes outside the job
+		// leave) are too few.
+		return fmt.Sprintf("no loader knob raises throughput: the loop loads each batch itself, and workers would get %.1f CPUs here (what the training process and the processes outside the job leave), too few to load faster than it does", p.CPUs)
 	case LimitLoop:
 		if p.Relative { // times in units of the step: no seconds to show
 			return fmt.Sprintf("no loader knob raises throughput: the workers keep batches ready, and the loop's own time per batch is the limit (taking each batch costs %.1f× its step: unpickling it, the pin-memory handoff, the GIL)", p.OverheadSec)
