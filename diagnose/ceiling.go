@@ -67,7 +67,7 @@ func ceilingEvidence(frames []sample.Frame, w *window) []Evidence {
 		return []Evidence{evidence("loader.ceiling.samples_per_sec", free, ">=", 0, "samples/s", text)}
 	}
 	cost := InputCost(now, free)
-	text += fmt.Sprintf(": input costs %.0f %%", 100*cost)
+	text += fmt.Sprintf(": input costs %.0f %% over the window", 100*cost)
 	if cost < 0.05 {
 		text += " (nothing left to gain in the input pipeline)"
 	}

@@ -40,7 +40,7 @@ func TestCeilingInTheVerdict(t *testing.T) {
 		}
 	}
 	// The window's rate is 58 × 8 = 464 samples/s: 1 − 464/1000 = 54 %.
-	if line != "with its input free the loop took 1,000 samples/s (step 2.1 ms; 2.9 ms while starving): input costs 54 %" {
+	if line != "with its input free the loop took 1,000 samples/s (step 2.1 ms; 2.9 ms while starving): input costs 54 % over the window" {
 		t.Fatalf("evidence %q (all %+v)", line, v.Evidence)
 	}
 	if v.Predicted == nil || v.Predicted.SamplesPerSec != 1000 {

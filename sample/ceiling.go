@@ -105,7 +105,7 @@ func (l *Loader) CeilingSummary() string {
 			s += " (step " + strconv.FormatFloat(*c.StepMs, 'g', 2, 64) + " ms; " + strconv.FormatFloat(*c.StarvingStepMs, 'g', 2, 64) + " ms starving)"
 		}
 		if cost, _, ok := l.InputCost(); ok {
-			s += ", input costs " + strconv.FormatFloat(100*cost, 'f', 0, 64) + " %"
+			s += ", input costs " + strconv.FormatFloat(100*cost, 'f', 0, 64) + " % now"
 		}
 		return s
 	case c.State == CeilingRefused:

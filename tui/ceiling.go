@@ -25,7 +25,7 @@ func bannerCeiling(l *sample.Loader) string {
 	}
 	s := "  ceiling " + sample.Thousands(free) + " samples/s"
 	if cost, _, ok := l.InputCost(); ok {
-		s += ", input costs " + sample.Thousands(100*cost) + " %"
+		s += ", input costs " + sample.Thousands(100*cost) + " % now"
 	}
 	return s
 }

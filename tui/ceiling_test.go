@@ -24,7 +24,7 @@ func TestCeilingInTheDashboard(t *testing.T) {
 	}
 	out := render(&sample.Ceiling{State: sample.CeilingDone, SamplesPerSec: f64(2960), StepMs: f64(2.1), StarvingStepMs: f64(2.9)})
 	head := strings.SplitN(out, "\n", 2)[0]
-	if !strings.Contains(head, "ceiling 2,960 samples/s, input costs 57 %") {
+	if !strings.Contains(head, "ceiling 2,960 samples/s, input costs 57 % now") {
 		t.Errorf("head %q", head)
 	}
 	if !strings.Contains(out, "ceiling 2,960 samples/s (step 2.1 ms; 2.9 ms starving), input") { // the panel wraps its lines
