@@ -3,6 +3,7 @@ package recording
 import (
 	"bufio"
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -153,23 +155,19 @@ func (r *Recording) Frame(i int) (*Recorded, error) {
 	var fl frameLine
 	err := json.Unmarshal(line, &fl)
 	var notes []string
-	for tries := 0; ; tries++ {
-		// Unmarshal fills what it can and names the first field that
-		// was not its type, which it leaves at its zero: a pointer to 0
-		// for a number past float64's range. The value is dropped from
-		// the line and the line decoded again, so the field is absent.
-		var te *json.UnmarshalTypeError
-		if !errors.As(err, &te) {
-			break
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		// Unmarshal fills what it can, leaves a field of the wrong type
+		// at its zero (a pointer to 0 for a number past float64's range)
+		// and names only the first. Every value that does not fit its
+		// field is dropped from the line, in one pass over it against
+		// the frame's types, and the line decoded again: such a field is
+		// absent, and each is named.
+		pruned, dropped := dropMistyped(line, reflect.TypeOf(fl))
+		fl = frameLine{}
+		if err = json.Unmarshal(pruned, &fl); err == nil {
+			notes = dropped
 		}
-		notes = append(notes, fmt.Sprintf("%s: a %s, not a %s: left out", strings.TrimPrefix(te.Field, "Frame."), te.Value, te.Type))
-		pruned, ok := dropMistyped(line, te)
-		if !ok || tries == maxMistyped {
-			err = fmt.Errorf("%d fields of the wrong type", tries+1)
-			break
-		}
-		line, fl = pruned, frameLine{}
-		err = json.Unmarshal(line, &fl)
 	}
 	if err != nil { // not JSON, or a wrong type that could not be dropped
 		notes = append(notes, err.Error()+": the frame is left empty")
@@ -186,92 +184,179 @@ func (r *Recording) Frame(i int) (*Recorded, error) {
 	return &Recorded{Frame: fl.Frame, Verdict: fl.Verdict}, nil
 }
 
-// maxMistyped is how many fields of the wrong type a frame may hold
-// before it is left empty: each costs a decode of the line.
-const maxMistyped = 16
-
-// dropMistyped is line without the value Unmarshal could not put in the
-// field te names (its JSON path, an embedded struct's name leading, no
-// array indexes): every value at that path, in any element of the arrays
-// on the way, that does not decode into te.Type is removed from its
-// object (an array's element becomes null: the others keep their
-// places; a map's value where the path ends at a map). ok is false where
-// nothing was found to drop.
-func dropMistyped(line []byte, te *json.UnmarshalTypeError) (pruned []byte, ok bool) {
-	if te.Type == nil || te.Field == "" {
-		return nil, false
-	}
+// dropMistyped is line without the values that do not fit their field
+// of t, the line's Go type, and a note for each ("gpus.gpm.sm_activity_pct:
+// a number 1e999, not a float64: left out", the first maxDropNotes): a
+// member of an object is removed, an element of an array becomes null (the
+// others keep their places). Numbers are checked against their field's
+// size, strings, booleans, objects and arrays against its kind; a type
+// that decodes itself (a time) is tried on its own value. Where the line
+// is no JSON it comes back as it is.
+func dropMistyped(line []byte, t reflect.Type) ([]byte, []string) {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.UseNumber() // numbers are written back as they were read
 	var root any
 	if dec.Decode(&root) != nil {
-		return nil, false
+		return line, nil
 	}
-	fits := func(v any) bool {
-		b, err := json.Marshal(v)
-		return err == nil && json.Unmarshal(b, reflect.New(te.Type).Interface()) == nil
-	}
-	var drop func(v any, path []string) bool
-	drop = func(v any, path []string) bool {
+	var notes []string
+	dropped := 0
+	var walk func(v any, t reflect.Type, path string) bool
+	walk = func(v any, t reflect.Type, path string) bool { // false: v does not fit t
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if v == nil || t.Kind() == reflect.Interface {
+			return true // null fits any field
+		}
+		if pt := reflect.PointerTo(t); pt.Implements(unmarshalerType) || pt.Implements(textUnmarshalerType) {
+			b, err := json.Marshal(v)
+			return err == nil && json.Unmarshal(b, reflect.New(t).Interface()) == nil
+		}
 		switch v := v.(type) {
-		case []any:
-			dropped := false
-			for _, e := range v {
-				dropped = drop(e, path) || dropped
-			}
-			return dropped
 		case map[string]any:
-			key, found := "", false
-			for k := range v {
-				if k == path[0] || !found && strings.EqualFold(k, path[0]) { // as Unmarshal matches keys
-					key, found = k, true
-				}
-			}
-			if !found {
-				// An embedded struct's name (Frame) is in the path, not
-				// in the JSON.
-				return len(path) > 1 && drop(v, path[1:])
-			}
-			if len(path) > 1 {
-				return drop(v[key], path[1:])
-			}
-			switch c := v[key].(type) {
-			case map[string]any:
-				if k := te.Type.Kind(); k != reflect.Struct && k != reflect.Map {
-					dropped := false // the path ends at a map: its values are te.Type
-					for mk, mv := range c {
-						if !fits(mv) {
-							delete(c, mk)
-							dropped = true
-						}
+			switch t.Kind() {
+			case reflect.Struct:
+				fields := jsonFields(t)
+				for k, c := range v {
+					ft, ok := fields[strings.ToLower(k)]
+					if ok && !walk(c, ft, join(path, k)) {
+						delete(v, k)
+						note(&notes, &dropped, join(path, k), c, ft)
 					}
-					return dropped
 				}
-			case []any:
-				if k := te.Type.Kind(); k != reflect.Slice && k != reflect.Array {
-					dropped := false // the path ends at an array: its elements are te.Type
-					for i, e := range c {
-						if e != nil && !fits(e) {
-							c[i], dropped = nil, true
-						}
+				return true
+			case reflect.Map:
+				for k, c := range v {
+					if !walk(c, t.Elem(), path) {
+						delete(v, k)
+						note(&notes, &dropped, path, c, t.Elem())
 					}
-					return dropped
 				}
+				return true
 			}
-			if fits(v[key]) {
+			return false
+		case []any:
+			if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
 				return false
 			}
-			delete(v, key)
+			for i, c := range v {
+				if !walk(c, t.Elem(), path) {
+					v[i] = nil
+					note(&notes, &dropped, path, c, t.Elem())
+				}
+			}
 			return true
+		case json.Number:
+			switch t.Kind() {
+			case reflect.Float32, reflect.Float64:
+				_, err := strconv.ParseFloat(v.String(), t.Bits())
+				return err == nil
+			case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+				_, err := strconv.ParseInt(v.String(), 10, t.Bits())
+				return err == nil
+			case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+				_, err := strconv.ParseUint(v.String(), 10, t.Bits())
+				return err == nil
+			}
+			return false
+		case string:
+			return t.Kind() == reflect.String
+		case bool:
+			return t.Kind() == reflect.Bool
 		}
 		return false
 	}
-	if !drop(root, strings.Split(te.Field, ".")) {
-		return nil, false
+	if !walk(root, t, "") {
+		return line, nil
+	}
+	if dropped > maxDropNotes {
+		notes = append(notes, fmt.Sprintf("and %d more", dropped-maxDropNotes))
 	}
 	b, err := json.Marshal(root)
-	return b, err == nil
+	if err != nil {
+		return line, nil
+	}
+	return b, notes
 }
+
+// maxDropNotes is how many dropped values a frame's note names.
+const maxDropNotes = 8
+
+var (
+	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// note names a value dropped at path, the first maxDropNotes of them.
+func note(notes *[]string, dropped *int, path string, v any, t reflect.Type) {
+	if *dropped++; *dropped > maxDropNotes {
+		return
+	}
+	what := "an object"
+	switch v := v.(type) {
+	case json.Number:
+		what = "a number " + sample.Printable(v.String()[:min(len(v.String()), 24)])
+	case string:
+		what = "a string"
+	case bool:
+		what = "a boolean"
+	case []any:
+		what = "an array"
+	}
+	*notes = append(*notes, fmt.Sprintf("%s: %s, not a %s: left out", path, what, t))
+}
+
+func join(path, k string) string {
+	if path == "" {
+		return sample.Printable(k)
+	}
+	return path + "." + sample.Printable(k)
+}
+
+// jsonFields are the fields encoding/json fills in a struct of type t,
+// by their JSON names lower-cased (it matches keys without case), an
+// embedded struct's promoted; cached per type.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := map[string]reflect.Type{}
+	// Breadth first: a shallower field wins over an embedded struct's,
+	// as encoding/json has it.
+	for level := []reflect.Type{t}; len(level) > 0; {
+		var next []reflect.Type
+		for _, t := range level {
+			for i := range t.NumField() {
+				f := t.Field(i)
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if name == "-" || !f.IsExported() && !f.Anonymous {
+					continue
+				}
+				if ft := f.Type; f.Anonymous && name == "" {
+					if ft.Kind() == reflect.Pointer {
+						ft = ft.Elem()
+					}
+					if ft.Kind() == reflect.Struct {
+						next = append(next, ft)
+						continue
+					}
+				}
+				if name == "" {
+					name = f.Name
+				}
+				if _, dup := m[strings.ToLower(name)]; !dup {
+					m[strings.ToLower(name)] = f.Type
+				}
+			}
+		}
+		level = next
+	}
+	fieldCache.Store(t, m)
+	return m
+}
+
+var fieldCache sync.Map // reflect.Type → map[string]reflect.Type
 
 // joinNotes is a frame's notes in one line, the first few.
 func joinNotes(notes []string) string {
