@@ -127,6 +127,9 @@ func (s *screen) writeRows(b *bytes.Buffer, content string) []string {
 // name in a recording's advice did) cannot retitle or redraw the
 // terminal. A row that holds nothing else is returned as it is.
 func sgrOnly(row string) string {
+	if !utf8.ValidString(row) {
+		return sgrOnlySlow(row) // a lone byte 0x80–0x9F is a C1 control to a terminal not in UTF-8
+	}
 	for i := 0; i < len(row); {
 		switch c := row[i]; {
 		case c == 0x1b:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -197,6 +198,9 @@ func TestScreenPassesOnlyStyles(t *testing.T) {
 	}
 	if !strings.Contains(got, "H200 \ufffd]0;pwn\ufffd") || !strings.Contains(got, " end") {
 		t.Errorf("the hostile row is not drawn escaped: %q", got)
+	}
+	if r := sgrOnly("a\x9b2Jb\x9d0;x"); strings.IndexByte(r, 0x9b) >= 0 || strings.IndexByte(r, 0x9d) >= 0 || !utf8.ValidString(r) {
+		t.Errorf("raw C1 bytes passed: %q", r)
 	}
 	for _, row := range []string{"plain", styled, "ünïcode ✓ 中文"} {
 		if r := sgrOnly(row); r != row {
