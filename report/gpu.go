@@ -2,6 +2,8 @@ package report
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -33,9 +35,12 @@ type GPUInfo struct {
 	MeanTFLOPSHigh *float64 `json:"mean_tflops_high,omitempty"`
 	TFLOPSDtype    string   `json:"tflops_dtype,omitempty"`
 	TFLOPSFrames   int      `json:"tflops_frames,omitempty"` // the frames the means are over
-	DenseTFLOPS    *float64 `json:"dense_tflops,omitempty"`
-	DenseDtype     string   `json:"dense_dtype,omitempty"`
-	PeakModel      string   `json:"peak_model,omitempty"`
+	// TFLOPSMixed: the hook read two dtypes over the recording (the job
+	// changed its precision): the range covers both.
+	TFLOPSMixed bool     `json:"tflops_mixed,omitempty"`
+	DenseTFLOPS *float64 `json:"dense_tflops,omitempty"`
+	DenseDtype  string   `json:"dense_dtype,omitempty"`
+	PeakModel   string   `json:"peak_model,omitempty"`
 	// MeanMFUPct is the step's model FLOPs utilization (sample.MFU) over
 	// the frames that derived it on this GPU, against the dense peak of
 	// MFUDtype (the last frame's).
@@ -77,6 +82,7 @@ type gpuAcc struct {
 	util, sm, tensor, dram  meanAcc
 	mfu                     meanAcc
 	gpmWhy, peakWhy, mfuWhy string
+	rateWhy                 string                 // why a frame with GPM and a peak gave no rate (the step in plain fp32)
 	rates                   map[string]*[2]meanAcc // the rates' low and high by the dtype read ("": not read)
 	peak                    *sample.GPUPeak        // the last frame's dense peaks
 }
@@ -111,8 +117,8 @@ func (b *gpuBuilder) add(f *sample.Frame) {
 			pct := 100 * l.MFU.Ratio
 			a.mfu.add(&pct)
 			a.info.MFUDtype = l.MFU.Dtype
-		} else if l != nil && l.MFUWhy != "" && a.mfuWhy == "" && (f.LoopGPU() == g || f.LoopGPU() == nil && f.JudgedGPU(i)) {
-			a.mfuWhy = l.MFUWhy
+		} else if l != nil && l.MFUWhy != "" && (f.LoopGPU() == g || f.LoopGPU() == nil && f.JudgedGPU(i)) {
+			a.mfuWhy = l.MFUWhy // the latest: the loop's frames come after its start's
 		}
 	}
 }
@@ -134,7 +140,11 @@ func (a *gpuAcc) add(g *sample.GPU, s *sample.JobSettings) {
 	if g.Peak != nil {
 		a.peak = g.Peak
 	}
-	if r, ok := g.StepTFLOPS(s); ok {
+	r, ok := g.StepTFLOPS(s)
+	if !ok && g.GPM != nil && g.Peak != nil && s.ComputeDtype() == sample.DtypeFP32 && a.rateWhy == "" {
+		a.rateWhy = "the step runs in plain fp32 (autocast off, TF32 off): its matmuls are not on the tensor cores"
+	}
+	if ok {
 		if a.rates == nil {
 			a.rates = map[string]*[2]meanAcc{}
 		}
@@ -168,7 +178,11 @@ func (b *gpuBuilder) result() []GPUInfo {
 		if info.MeanSMActivityPct == nil {
 			info.NotRead = append(info.NotRead, "SM and tensor activity: "+orElse(a.gpmWhy, "no frame carried GPM"))
 		} else if info.MeanTFLOPSHigh == nil {
-			info.NotRead = append(info.NotRead, "TFLOPS: "+orElse(a.peakWhy, "the frames carry no dense peak for "+orDash(info.Name)+", nor a reason (recorded without one)"))
+			why := a.peakWhy
+			if a.peak != nil {
+				why = orElse(a.rateWhy, "no frame read the tensor cores' activity")
+			}
+			info.NotRead = append(info.NotRead, "TFLOPS: "+orElse(why, "the frames carry no dense peak for "+orDash(info.Name)+", nor a reason (recorded without one)"))
 		}
 		if info.MeanMFUPct == nil && a.mfuWhy != "" {
 			info.NotRead = append(info.NotRead, "MFU: "+a.mfuWhy)
@@ -184,19 +198,21 @@ func (b *gpuBuilder) result() []GPUInfo {
 // over every frame, TF32's rate to bf16's. The peak is the dtype's (the
 // range's high one's) on this GPU's model.
 func (a *gpuAcc) rate(info *GPUInfo) {
-	known := ""
-	for d := range a.rates {
+	known, mixed := "", false
+	dtypes := slices.Sorted(maps.Keys(a.rates)) // summed in one order: the report is the same run to run
+	for _, d := range dtypes {
 		if d != "" {
 			if known != "" {
-				known = "" // two dtypes read: no one rate
+				known, mixed = "", true // two dtypes read: no one rate
 				break
 			}
 			known = d
 		}
 	}
+	info.TFLOPSMixed = mixed
 	var lo, hi meanAcc
-	for d, acc := range a.rates {
-		if known == "" || d == known {
+	for _, d := range dtypes {
+		if acc := a.rates[d]; known == "" || d == known {
 			lo.sum, lo.n = lo.sum+acc[0].sum, lo.n+acc[0].n
 			hi.sum, hi.n = hi.sum+acc[1].sum, hi.n+acc[1].n
 		}
@@ -239,9 +255,14 @@ func (g *GPUInfo) Used() string {
 	parts := []string{"utilization " + optPct(g.MeanUtilPct, 0), "SMs active " + optPct(g.MeanSMActivityPct, 0),
 		"tensor cores " + optPct(g.MeanTensorActivityPct, 1), "memory bandwidth " + optPct(g.MeanDRAMBWUtilPct, 0)}
 	if lo, hi, peak := g.MeanTFLOPSLow, g.MeanTFLOPSHigh, g.DenseTFLOPS; lo != nil && hi != nil && peak != nil {
-		if g.TFLOPSDtype != "" || *lo == *hi {
+		switch {
+		case g.TFLOPSDtype != "":
 			parts = append(parts, fmt.Sprintf("≈ %.0f TFLOPS of the %s's %.0f dense %s over the %d frames the step's dtype was read in", *hi, g.PeakModel, *peak, g.DenseDtype, g.TFLOPSFrames))
-		} else {
+		case g.TFLOPSMixed:
+			parts = append(parts, fmt.Sprintf("≈ %.0f–%.0f TFLOPS of the %s's %.0f dense %s (the step's dtype changed during the recording)", *lo, *hi, g.PeakModel, *peak, g.DenseDtype))
+		case *lo == *hi:
+			parts = append(parts, fmt.Sprintf("≈ %.0f TFLOPS of the %s's %.0f dense %s (the step's dtype was not read)", *hi, g.PeakModel, *peak, g.DenseDtype))
+		default:
 			parts = append(parts, fmt.Sprintf("≈ %.0f–%.0f TFLOPS of the %s's %.0f dense %s (tf32 to %s: the step's dtype was not read)", *lo, *hi, g.PeakModel, *peak, g.DenseDtype, g.DenseDtype))
 		}
 	}

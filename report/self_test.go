@@ -169,3 +169,54 @@ func TestReportSaysHowMuchOfTheGPUTheStepUsed(t *testing.T) {
 		t.Errorf("A100 without GPM: %s; not read %q", g.Used(), g.NotRead)
 	}
 }
+
+// TestAnFP32StepSaysWhyNoRate: the real H200 MLP's recording with the
+// settings of a plain fp32 job (autocast off, TF32 off): the report gives
+// no TFLOPS and says why — its matmuls are not on the tensor cores —
+// not that the frames carry no dense peak (they do).
+func TestAnFP32StepSaysWhyNoRate(t *testing.T) {
+	rec, err := recording.Open("../diagnose/testdata/gpu/h200-mlp-bf16.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frames []recording.Recorded
+	off := false
+	err = rec.Each(func(_ int, r *recording.Recorded) error {
+		f := *r
+		if l := f.Frame.Loader; l != nil && l.Settings != nil {
+			ll, s := *l, *l.Settings
+			s.Autocast, s.AutocastDtype, s.Float32MatmulPrecision, s.MatmulAllowTF32 = &off, "", "highest", &off
+			ll.Settings = &s
+			f.Frame.Loader = &ll
+			f.Frame.AssignRoles() // MFU derived again, against fp32's peak
+		}
+		frames = append(frames, f)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Build(recording.New(rec.Header, frames, nil), "x", diagnose.DefaultThresholds(), generated)
+	if len(s.GPUs) != 1 {
+		t.Fatalf("gpus %+v", s.GPUs)
+	}
+	g := s.GPUs[0]
+	notRead := strings.Join(g.NotRead, "; ")
+	t.Logf("%s; not read %q", g.Used(), notRead)
+	// Its start's frames (no settings read yet) give the range; none of
+	// its fp32 frames gives a rate at a dtype.
+	if g.TFLOPSDtype != "" || strings.Contains(notRead, "no dense peak") {
+		t.Fatalf("%s; not read %q", g.Used(), notRead)
+	}
+	// Without the start's frames: no rate at all, and why.
+	var fp32 []recording.Recorded
+	for _, f := range frames {
+		if f.Frame.Loader != nil && f.Frame.Loader.Settings != nil {
+			fp32 = append(fp32, f)
+		}
+	}
+	g = Build(recording.New(rec.Header, fp32, nil), "x", diagnose.DefaultThresholds(), generated).GPUs[0]
+	if notRead = strings.Join(g.NotRead, "; "); g.MeanTFLOPSHigh != nil || !strings.Contains(notRead, "TFLOPS: the step runs in plain fp32") {
+		t.Fatalf("the fp32 frames alone: %s; not read %q", g.Used(), notRead)
+	}
+}
