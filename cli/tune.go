@@ -106,6 +106,10 @@ func runTune(cmd *cobra.Command, opts *tuneOptions, t tune.Trials, start tune.Se
 	}
 	if opts.ceiling > 0 {
 		free, err := measureCeiling(cmd, opts.stderr, t, start, opts.ceiling, opts.runFor)
+		if err != nil && cmd.Context().Err() != nil {
+			fmt.Fprintln(opts.stderr, "gpuwatch: tune interrupted while it measured the ceiling: no run measured")
+			return nil // Ctrl-C: a clean stop, as during a run
+		}
 		if err != nil {
 			return err
 		}

@@ -41,6 +41,10 @@ func beforeFirstBatch(f sample.Frame) bool {
 // healthy.
 func notJudged(last sample.Frame, w *window, d decision) (Evidence, bool) {
 	if beforeFirstBatch(last) {
+		if l := last.Loader; l != nil && l.RatesPending {
+			return evidence("loader.batches", float64(l.Batches), ">=", 0, "",
+				"the hook's counters were read once: the loop's rates need a second reading, and it is judged from the frames after its start"), true
+		}
 		return evidence("loader.batches", 0, "<", 1, "",
 			"the training loop has not had its first batch yet (the process imports, or builds its dataset): its loader is judged from its first batch"), true
 	}

@@ -307,7 +307,9 @@ func TuneTable(steps []TuneStep, res TuneResult) string {
 	if res.Bias != "" {
 		fmt.Fprintf(&b, "note: %s\n", res.Bias)
 	}
-	fmt.Fprintf(&b, "best (*): %s\n", res.Command)
+	if res.Best > 0 { // none where no run was measured (Ctrl-C during the first)
+		fmt.Fprintf(&b, "best (*): %s\n", res.Command)
+	}
 	return b.String()
 }
 
