@@ -248,18 +248,7 @@ func dropMistyped(line []byte, t reflect.Type) ([]byte, []string) {
 			}
 			return true
 		case json.Number:
-			switch t.Kind() {
-			case reflect.Float32, reflect.Float64:
-				_, err := strconv.ParseFloat(v.String(), t.Bits())
-				return err == nil
-			case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-				_, err := strconv.ParseInt(v.String(), 10, t.Bits())
-				return err == nil
-			case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-				_, err := strconv.ParseUint(v.String(), 10, t.Bits())
-				return err == nil
-			}
-			return false
+			return numberFits(v, t)
 		case string:
 			return t.Kind() == reflect.String
 		case bool:
@@ -278,6 +267,23 @@ func dropMistyped(line []byte, t reflect.Type) ([]byte, []string) {
 		return line, nil
 	}
 	return b, notes
+}
+
+// numberFits says a JSON number fits a field of type t: its kind, and
+// its size (1e999 fits no float64, 300 no uint8).
+func numberFits(v json.Number, t reflect.Type) bool {
+	var err error
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64:
+		_, err = strconv.ParseFloat(v.String(), t.Bits())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		_, err = strconv.ParseInt(v.String(), 10, t.Bits())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		_, err = strconv.ParseUint(v.String(), 10, t.Bits())
+	default:
+		return false
+	}
+	return err == nil
 }
 
 // maxDropNotes is how many dropped values a frame's note names.
