@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
 )
 
 // floodLine is what the flood test reads of a JSON line.
@@ -152,8 +154,12 @@ func TestAFloodedHookIsNeverIdle(t *testing.T) {
 		if testing.Verbose() {
 			t.Logf("%v into the flood: %s (loader: %s)", l.Time.Sub(flooded).Round(100*time.Millisecond), what, l.Unavailable["loader"])
 		}
-		if !l.Time.After(flooded.Add(3 * time.Second)) {
-			continue // discovery reads the announcement within its 2 s scan
+		// Discovery reads the announcement within its 2 s scan; the
+		// loop's window then begins two frames after run's start-up grace
+		// (their intervals hold the start) and needs MinFrames of its own.
+		settle := 2*time.Second + time.Duration(2+diagnose.DefaultThresholds().MinFrames)*500*time.Millisecond
+		if !l.Time.After(flooded.Add(settle)) {
+			continue
 		}
 		if l.Loader != nil && l.Loader.Sampled != nil && l.Loader.Sampled.BeforeFirstBatch {
 			t.Errorf("frame %d (%v into the flood) said the loop has had no batch: %s", frames, l.Time.Sub(flooded).Round(time.Second), what)
