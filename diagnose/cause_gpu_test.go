@@ -172,21 +172,10 @@ func TestLaunchBoundAndMemoryBound(t *testing.T) {
 // and advises neither mixed precision nor channels_last (issue 51: it said
 // "try mixed precision" to this job).
 func TestH200ResNetInBF16IsNotToldMixedPrecision(t *testing.T) {
-	f, err := os.Open("testdata/gpu/h200-starved-then-ceiling.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	var frames []sample.Frame
 	st := bf16Settings()
 	st.HasConv, st.ConvChannelsLast = ptr(true), ptr(true)
-	for sc.Scan() {
-		var fr sample.Frame
-		if err := json.Unmarshal(sc.Bytes(), &fr); err != nil {
-			t.Fatal(err)
-		}
+	for _, fr := range h200Frames(t) {
 		if len(fr.GPUs) == 1 && fr.GPUs[0].GPM != nil && fr.GPUs[0].GPM.TensorActivityPct != nil && *fr.GPUs[0].GPM.TensorActivityPct > 10 && fr.Loader != nil {
 			fr.GPUs[0].Peak = h200Peak
 			l := *fr.Loader
@@ -566,19 +555,8 @@ func TestGPUCausesAfterReview(t *testing.T) {
 // (it was told "pin_memory=True with .to(device, non_blocking=True)"
 // while its copies were 100 % pinned and 100 % non_blocking).
 func TestTransferAdviceSaysOnlyWhatTheJobLacks(t *testing.T) {
-	f, err := os.Open("testdata/gpu/h200-starved-then-ceiling.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	var frames []sample.Frame
-	for sc.Scan() {
-		var fr sample.Frame
-		if err := json.Unmarshal(sc.Bytes(), &fr); err != nil {
-			t.Fatal(err)
-		}
+	for _, fr := range h200Frames(t) {
 		if len(fr.GPUs) == 1 && fr.Loader != nil && fr.Loader.WaitShare != nil && *fr.Loader.WaitShare > 0.5 {
 			frames = append(frames, fr)
 		}
@@ -616,4 +594,29 @@ func TestTransferAdviceSaysOnlyWhatTheJobLacks(t *testing.T) {
 			t.Errorf("pinned %v, non_blocking %v: %s %q: want %q, not %q", c.pinned, c.async, v.Kind, v.Advice, c.want, c.not)
 		}
 	}
+}
+
+// h200Frames are the frames of the real H200 run
+// (testdata/gpu/h200-starved-then-ceiling.jsonl), as recorded.
+func h200Frames(t *testing.T) []sample.Frame {
+	t.Helper()
+	f, err := os.Open("testdata/gpu/h200-starved-then-ceiling.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	var frames []sample.Frame
+	for sc.Scan() {
+		var fr sample.Frame
+		if err := json.Unmarshal(sc.Bytes(), &fr); err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, fr)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return frames
 }

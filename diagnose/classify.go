@@ -27,7 +27,7 @@ func Classify(frames []sample.Frame, th Thresholds) Verdict {
 // single_core_maxed (testdata/gpu). Past the grace a process that never
 // iterates a DataLoader is judged by its threads, still with no worker
 // count claimed.
-func beforeFirstBatch(f sample.Frame) bool {
+func beforeFirstBatch(f *sample.Frame) bool {
 	if f.Target == nil || !f.Target.Starting {
 		return false
 	}
@@ -39,7 +39,7 @@ func beforeFirstBatch(f sample.Frame) bool {
 // not had its first batch (in run's start-up grace), or a loader that does
 // not answer, whose rates are unknown, where the rest would say idle or
 // healthy.
-func notJudged(last sample.Frame, w *window, d decision) (Evidence, bool) {
+func notJudged(last *sample.Frame, w *window, d decision) (Evidence, bool) {
 	if beforeFirstBatch(last) {
 		if l := last.Loader; l != nil && l.RatesPending {
 			return evidence("loader.batches", float64(l.Batches), ">=", 0, "",
@@ -79,7 +79,7 @@ func classify(frames, history []sample.Frame, th Thresholds, shown Kind, held fu
 		return v
 	}
 	d := decide(&w, th)
-	if e, ok := notJudged(frames[len(frames)-1], &w, d); ok {
+	if e, ok := notJudged(&frames[len(frames)-1], &w, d); ok {
 		v.Kind, v.Evidence = WarmingUp, []Evidence{e}
 		return v
 	}

@@ -74,7 +74,7 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 		return out
 	}
 	switch {
-	case beforeFirstBatch(*f):
+	case beforeFirstBatch(f):
 		// The loop has not started: nothing before this frame is its
 		// loop, nor this frame, nor the next, whose interval holds the
 		// loop's start. Its window begins after them: one over the
@@ -107,7 +107,7 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 		}
 		hold, from := time.Duration(d.th.EnterHold), d.candSince
 		switch {
-		case v.Kind == WarmingUp && beforeFirstBatch(*f):
+		case v.Kind == WarmingUp && beforeFirstBatch(f):
 			// Not a problem clearing: the job restarts its loop (run's
 			// start-up grace), and what was judged before is not its
 			// loop. Shown at once, not held on stale evidence.
