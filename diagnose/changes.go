@@ -216,6 +216,10 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 		}
 		if from == 0 {
 			s = fmt.Sprintf("the training loop loads each batch itself, %.2g× the step", batch)
+			if p.Measured.WaitShare > sampledWaitMax {
+				s = fmt.Sprintf("the training loop loads each batch itself, %.2g× the step or more (the samples saw it loading all the time: a step under %.0f %% of its time, read as that)",
+					batch, 100*(1-sampledWaitMax))
+			}
 		}
 	}
 	switch limit {

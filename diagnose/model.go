@@ -249,7 +249,7 @@ func (p *Pipeline) cpuRate(cpu float64) float64 {
 // measuredRate is the batches per unit of time the window saw.
 func (p *Pipeline) measuredRate() float64 {
 	if p.Relative {
-		return 1 - p.Measured.WaitShare
+		return 1 - min(p.Measured.WaitShare, sampledWaitMax) // as sampledPipeline read it
 	}
 	if p.BatchSize > 0 {
 		return p.Measured.SamplesPerSec / p.BatchSize
@@ -500,16 +500,31 @@ func (p *Pipeline) restarts() bool {
 // share was sampled, its rates are unknown. Times are in units of its step
 // (the step is 1, a batch takes 1/(1−wait)), so the model's rates are per
 // step and its predictions are gains and wait shares.
+//
+// A loop sampled waiting all the time (a loop that loads inline with a
+// step too short for the samples to see) is read at sampledWaitMax: its
+// step is at most that share of its time, and the change the model finds
+// is the one the hook's own timings give (issue 52: an unmodified script
+// at num_workers=0 on 2 cores was told 0 → 2 by gpuwatch run and "set
+// num_workers to 1" by plain gpuwatch, which measured 0.82× of inline).
 func sampledPipeline(w *window) (*Pipeline, bool) {
-	if !w.waitShare.ok || w.waitShare.v >= 0.99 || w.workers < 0 {
+	if !w.waitShare.ok || w.workers < 0 {
 		return nil, false
 	}
-	bps := 1 - w.waitShare.v // batches per step-time
+	wait := min(w.waitShare.v, sampledWaitMax)
+	bps := 1 - wait // batches per step-time
 	p := &Pipeline{StepSec: 1, Knobs: knobsOf(w), Kind: "python", BatchSize: 1, Relative: true, CPUContention: cpuContention, IOContention: ioContention}
-	fill(p, w, bps, w.waitShare.v, 1/bps)
+	fill(p, w, bps, wait, 1/bps)
 	p.Measured = Prediction{WaitShare: w.waitShare.v, Gain: 1}
 	return p, true
 }
+
+// sampledWaitMax is the most of a sampled loop's time the model reads as
+// its wait: the frames' 50 samples a second resolve a step no shorter
+// than about this share of a window's, and the model needs a step. Read
+// as longer than it is, the step lowers the predicted gain only where the
+// step itself would be the limit (a gain of 100×, past any box's CPUs).
+const sampledWaitMax = 0.99
 
 // fillWorkers sets the per-batch times of a pipeline with n workers (fill).
 func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
