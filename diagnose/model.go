@@ -80,6 +80,13 @@ type Pipeline struct {
 	// the wait of gpuwatch's own loader on an emulated link (a sleep per
 	// read, which nothing contends for).
 	CPUContention, IOContention float64
+	// HandOverShare is what the range's low side adds to a batch's CPU
+	// when workers replace loading inline: a PyTorch worker collates each
+	// batch into shared memory and pickles it to the loop, which inline
+	// loading never pays and a loop without workers cannot show
+	// (inlineHandOver; 0 for gpuwatch's own loaders, whose workers are
+	// goroutines).
+	HandOverShare float64
 	// Measured is what the window saw.
 	Measured Prediction
 }
@@ -129,6 +136,16 @@ const (
 	ioContention  = 0.18
 )
 
+// inlineHandOver is HandOverShare for a PyTorch DataLoader: one worker's
+// CPU per batch over the loop's own loading CPU per batch at
+// num_workers=0, less one. Measured on this project's 2-core VM
+// (2026-12-02) on testdata/inline/inline.py (32 samples of a Python loop
+// each): 27.5 ms of loading CPU a batch inline, 31.3 ms in one worker
+// (its __getitem__ 29.6 ms, collate 0.7, hand-over 0.5, the queue the
+// rest): 0.14. The causes battery's inline loop (4 ms of CPU a sample)
+// was promised 260 samples/s from 0 → 2 without it and gave 234.
+const inlineHandOver = 0.14
+
 // ramCopyBytesPerSec is what one core copies from a dataset held in RAM:
 // this project's 2-core VM copied 7.4 GB/s in 128 KiB pieces taken at
 // random from 1 GiB (Go's copy; 2026-12-02). A loader reading from RAM
@@ -160,8 +177,8 @@ func (l Limit) String() string {
 // the low side of the range (contended), the high side has no contention
 // beyond what was measured; the limit returned is the high side's.
 func (p *Pipeline) Predict(k Knobs) (Prediction, Limit) {
-	low, contended := p.predict(k, p.CPUContention, p.IOContention)
-	high, limit := p.predict(k, 0, 0)
+	low, contended := p.predict(k, p.CPUContention, p.IOContention, p.HandOverShare)
+	high, limit := p.predict(k, 0, 0, 0)
 	low.HighSamplesPerSec, low.HighGain = max(high.SamplesPerSec, low.SamplesPerSec), max(high.Gain, low.Gain)
 	if low.Gain > 0 || low.SamplesPerSec > 0 {
 		low.Limit = limit.String()
@@ -184,8 +201,9 @@ func contended(sigma float64, n, n0 int) float64 {
 }
 
 // predict is Predict at contention σ for the workers' CPU and storage
-// wait.
-func (p *Pipeline) predict(k Knobs, cpuSigma, ioSigma float64) (Prediction, Limit) {
+// wait, and a hand-over share added to a batch's CPU where workers
+// replace loading inline.
+func (p *Pipeline) predict(k Knobs, cpuSigma, ioSigma, handOver float64) (Prediction, Limit) {
 	if p.BatchSize <= 0 || p.StepSec <= 0 {
 		return Prediction{}, LimitStep
 	}
@@ -197,6 +215,9 @@ func (p *Pipeline) predict(k Knobs, cpuSigma, ioSigma float64) (Prediction, Limi
 	if k.Workers > 0 {
 		io = p.CPUWaitSec + (io-p.CPUWaitSec)*contended(ioSigma, k.Workers, p.Knobs.Workers)
 		cpu *= contended(cpuSigma, k.Workers, p.Knobs.Workers)
+		if p.Knobs.Workers == 0 {
+			cpu *= 1 + handOver
+		}
 	}
 	var rate float64 // batches per second
 	limit := LimitStep
@@ -455,6 +476,9 @@ func waitPipeline(w *window) (*Pipeline, bool) {
 	if p.Kind == "" {
 		p.Kind = "python" // a loader that times only its loop: the hook's (recordings before loaders said their kind)
 	}
+	if p.Kind == "python" {
+		p.HandOverShare = inlineHandOver
+	}
 	if w.meanSamplesPerSec.v > 0 {
 		p.BatchSize = w.meanSamplesPerSec.v / bps
 	}
@@ -513,7 +537,8 @@ func sampledPipeline(w *window) (*Pipeline, bool) {
 	}
 	wait := min(w.waitShare.v, sampledWaitMax)
 	bps := 1 - wait // batches per step-time
-	p := &Pipeline{StepSec: 1, Knobs: knobsOf(w), Kind: "python", BatchSize: 1, Relative: true, CPUContention: cpuContention, IOContention: ioContention}
+	p := &Pipeline{StepSec: 1, Knobs: knobsOf(w), Kind: "python", BatchSize: 1, Relative: true, CPUContention: cpuContention, IOContention: ioContention,
+		HandOverShare: inlineHandOver}
 	fill(p, w, bps, wait, 1/bps)
 	p.Measured = Prediction{WaitShare: w.waitShare.v, Gain: 1}
 	return p, true

@@ -128,6 +128,30 @@ func TestOneInlineJobGetsOneChange(t *testing.T) {
 	if a := strings.Join(vs.Advice, "\n"); strings.Contains(a, "set num_workers to") || !strings.Contains(cs.Why, "or more") {
 		t.Errorf("sampled advice %q, why %q", a, cs.Why)
 	}
+	// Two workers, measured twice on the VM: 1,647 and 1,654 samples/s.
+	// The point, the range's low side, pays the hand-over that workers
+	// add (inlineHandOver); without it the point was 2,071 (+25 %).
+	if got, measured := vh.Predicted.SamplesPerSec, 1650.0; math.Abs(got/measured-1) > 0.15 {
+		t.Errorf("0 → 2 predicted %.0f samples/s, measured %.0f", got, measured)
+	}
 	t.Logf("hooked: %q", vh.Advice)
 	t.Logf("sampled: %q", vs.Advice)
+}
+
+// TestHandOverIsPaidOnlyWhereWorkersReplaceInlineLoading: the range's low
+// side adds HandOverShare to a batch's CPU from num_workers=0 to any
+// workers, never between worker counts (the hand-over is in what was
+// measured) and never on the high side.
+func TestHandOverIsPaidOnlyWhereWorkersReplaceInlineLoading(t *testing.T) {
+	p := &Pipeline{BatchSize: 32, StepSec: 0.001, CPUSec: 0.028, CPUs: 1.9, HandOverShare: inlineHandOver,
+		Measured: Prediction{SamplesPerSec: 32 / 0.029}}
+	lo, lim := p.Predict(Knobs{Workers: 2})
+	if lim != LimitCPU || math.Abs(lo.HighSamplesPerSec/lo.SamplesPerSec-(1+inlineHandOver)) > 1e-9 {
+		t.Errorf("0 → 2: low %.0f, high %.0f, limit %s", lo.SamplesPerSec, lo.HighSamplesPerSec, lim)
+	}
+	p.Knobs.Workers = 1
+	lo, _ = p.Predict(Knobs{Workers: 2})
+	if lo.HighSamplesPerSec/lo.SamplesPerSec > 1+cpuContention+1e-9 {
+		t.Errorf("1 → 2 paid a hand-over already measured: low %.0f, high %.0f", lo.SamplesPerSec, lo.HighSamplesPerSec)
+	}
 }
