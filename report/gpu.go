@@ -256,6 +256,9 @@ func (g *GPUInfo) Used() string {
 		"tensor cores " + optPct(g.MeanTensorActivityPct, 1), "memory bandwidth " + optPct(g.MeanDRAMBWUtilPct, 0)}
 	if lo, hi, peak := g.MeanTFLOPSLow, g.MeanTFLOPSHigh, g.DenseTFLOPS; lo != nil && hi != nil && peak != nil {
 		switch {
+		case *hi < 0.5:
+			// Not "≈ 0–0": the tensor cores idled over the frames.
+			parts = append(parts, fmt.Sprintf("under 1 TFLOPS of the %s's %.0f dense %s over the %d frames read (the tensor cores idle)", g.PeakModel, *peak, g.DenseDtype, g.TFLOPSFrames))
 		case g.TFLOPSDtype != "":
 			parts = append(parts, fmt.Sprintf("≈ %.0f TFLOPS of the %s's %.0f dense %s over the %d frames the step's dtype was read in", *hi, g.PeakModel, *peak, g.DenseDtype, g.TFLOPSFrames))
 		case g.TFLOPSMixed:
@@ -263,7 +266,7 @@ func (g *GPUInfo) Used() string {
 		case *lo == *hi:
 			parts = append(parts, fmt.Sprintf("≈ %.0f TFLOPS of the %s's %.0f dense %s (the step's dtype was not read)", *hi, g.PeakModel, *peak, g.DenseDtype))
 		default:
-			parts = append(parts, fmt.Sprintf("≈ %.0f–%.0f TFLOPS of the %s's %.0f dense %s (tf32 to %s: the step's dtype was not read)", *lo, *hi, g.PeakModel, *peak, g.DenseDtype, g.DenseDtype))
+			parts = append(parts, fmt.Sprintf("≈ %.0f–%.0f TFLOPS of the %s's %.0f dense %s over the %d frames read (tf32 to %s: the step's dtype was not read)", *lo, *hi, g.PeakModel, *peak, g.DenseDtype, g.TFLOPSFrames, g.DenseDtype))
 		}
 	}
 	if g.MeanMFUPct != nil {
