@@ -142,6 +142,16 @@ func TestARunTheRestOfTheBoxDisturbedIsNotKept(t *testing.T) {
 	if err != nil || res.Steps != 3 {
 		t.Fatalf("tune stopped after %d steps (%q): %v", res.Steps, res.Why, err)
 	}
+	// A fall disturbs a prediction the CPUs limit: the others' cores
+	// were counted out of what the workers could get.
+	cpuBound := TuneStep{Step: 1, OthersCores: ptr(0.9), Next: &diagnose.Prediction{Limit: diagnose.LimitCPU.String()}}
+	if d := disturbed(cpuBound, TuneStep{OthersCores: ptr(0.1)}); !strings.Contains(d, "the run had CPUs the prediction did not count") {
+		t.Fatalf("others 0.9 → 0.1 under a CPU-limited prediction: %q", d)
+	}
+	cpuBound.Next.Limit = diagnose.LimitWorkers.String()
+	if d := disturbed(cpuBound, TuneStep{OthersCores: ptr(0.1)}); d != "" {
+		t.Fatalf("others 0.9 → 0.1 under a prediction the workers limit: %q", d)
+	}
 	// Unread on either side: nothing said.
 	if d := disturbed(TuneStep{Step: 1}, TuneStep{OthersCores: steps[1].OthersCores}); d != "" {
 		t.Fatalf("disturbed with the first unread: %q", d)
@@ -192,3 +202,5 @@ func TestCtrlCEndsTuneWithTheRunsMeasured(t *testing.T) {
 		t.Fatalf("kept %+v, want run 2 only", rs)
 	}
 }
+
+func ptr(v float64) *float64 { return &v }

@@ -87,10 +87,15 @@ const (
 )
 
 // disturbed is why s's measurement does not test the prediction made on
-// prev's alone, "" when nothing says so. Only a rise disturbs: a fall is
-// also what a change itself does where it ends work the tree does not
-// hold (workers restarting every epoch exit between samples, and their
-// CPU is counted outside it).
+// prev's alone, "" when nothing says so. A rise disturbs. A fall disturbs
+// only a prediction limited by the CPUs: the model counted the others'
+// cores out of what the workers could get, so the run had CPUs it did
+// not count (a 2-core VM, a test suite beside the first run: 0 → 2
+// workers predicted 1,058 samples/s from "1.3 CPUs they can get", and
+// 1,562 measured once it had ended). Otherwise a fall is also what a
+// change itself does where it ends work the tree does not hold (workers
+// restarting every epoch exit between samples, and their CPU is counted
+// outside it).
 func disturbed(prev, s TuneStep) string {
 	if prev.OthersCores == nil || s.OthersCores == nil {
 		return ""
@@ -100,10 +105,20 @@ func disturbed(prev, s TuneStep) string {
 		cores = len(s.Window[n-1].CPU.Cores)
 	}
 	was, now := *prev.OthersCores, *s.OthersCores
-	if now-was < max(disturbedCores, disturbedShare*float64(cores)) {
-		return ""
+	least := max(disturbedCores, disturbedShare*float64(cores))
+	switch {
+	case now-was >= least:
+		return fmt.Sprintf("processes outside the job took %.1f cores during this run against %.1f during run %d, whose measurement predicted it: the run measured the change and that load together", now, was, prev.Step)
+	case was-now >= least && cpuLimited(prev.Next):
+		return fmt.Sprintf("processes outside the job took %.1f cores during run %d, whose measurement predicted this one within the CPUs they left, and %.1f during this run: the run had CPUs the prediction did not count", was, prev.Step, now)
 	}
-	return fmt.Sprintf("processes outside the job took %.1f cores during this run against %.1f during run %d, whose measurement predicted it: the run measured the change and that load together", now, was, prev.Step)
+	return ""
+}
+
+// cpuLimited: the prediction meets the CPUs, on its high side or its low.
+func cpuLimited(p *diagnose.Prediction) bool {
+	cpus := diagnose.LimitCPU.String()
+	return p != nil && (p.Limit == cpus || p.ContendedLimit == cpus)
 }
 
 // TuneResult is how tune ended: the best step, and the changes it could
