@@ -19,8 +19,10 @@ var update = flag.Bool("update", false, "rewrite testdata/verdicts.golden")
 // rule rewrites it with -update, and the diff shows what changed.
 func TestVerdictsOnEveryFixtureAreUnchanged(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
-	more, _ := filepath.Glob(filepath.Join("testdata", "pytorch", "*.jsonl"))
-	files = append(files, more...)
+	for _, dir := range []string{"pytorch", "inline", "contended"} {
+		more, _ := filepath.Glob(filepath.Join("testdata", dir, "*.jsonl"))
+		files = append(files, more...)
+	}
 	var b bytes.Buffer
 	for _, path := range files {
 		fmt.Fprintf(&b, "== %s\n", filepath.ToSlash(path))
