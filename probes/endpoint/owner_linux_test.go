@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -174,5 +175,55 @@ func TestAnExplicitURLToAnotherUsersPortSaysSo(t *testing.T) {
 	b.owner.procRoot = root
 	if err := b.Check(context.Background()); err == nil || rec.auth.Load() != 0 {
 		t.Errorf("the URL's credentials went to another user's listener: %v, %d", err, rec.auth.Load())
+	}
+}
+
+// TestDiscoveryLooksAtABoundedNumberOfFiles: a folder of 60,000 junk
+// files and 1,100 bad announcements of a live process still finds a loader
+// named before them, and says that not every file was looked at.
+func TestDiscoveryLooksAtABoundedNumberOfFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gpuwatch")
+	r0 := &fakeRank{rank: 0}
+	r0.serve(t, "127.0.0.1:0")
+	if _, err := Announce(dir, Announcement{PID: 1, URL: r0.url()}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60_000 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("junk%d", i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	me := os.Getpid()
+	for i := range 1100 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d-%d.json", me, i)), []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, port, _ := net.SplitHostPort(r0.addr)
+	p, _ := strconv.Atoi(port)
+	d, err := Discover(dir, fakeProcRoot(t, os.Geteuid(), map[int]uint16{1: uint16(p), me: 0}))
+	if err != nil || len(d.Found) != 1 || !d.Capped || !strings.Contains(d.Note(), "holds too many files") {
+		t.Fatalf("found %+v, capped %v: %v %s", d.Found, d.Capped, err, d.Note())
+	}
+}
+
+// BenchmarkDiscoverJunkFolder is one scan of a folder holding 50,000
+// junk files and one announcement (the scan runs every 2 s, off the tick).
+func BenchmarkDiscoverJunkFolder(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "gpuwatch")
+	if _, err := Announce(dir, Announcement{PID: 1, URL: "http://127.0.0.1:6061"}); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 50_000 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("junk%d.json", i)), nil, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	procRoot := fakeProcRoot(b, os.Geteuid(), map[int]uint16{1: 6061})
+	b.ResetTimer()
+	for range b.N {
+		if d, err := Discover(dir, procRoot); err != nil || len(d.Found) != 1 {
+			b.Fatal(d, err)
+		}
 	}
 }
