@@ -217,7 +217,7 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 		if from == 0 {
 			s = fmt.Sprintf("the training loop loads each batch itself, %.2g× the step", batch)
 			if p.Measured.WaitShare > sampledWaitMax {
-				s = fmt.Sprintf("the training loop loads each batch itself, %.2g× the step or more (the samples saw it loading all the time: a step under %.0f %% of its time, read as that)",
+				s = fmt.Sprintf("the training loop loads each batch itself, %.2g× the step or more (the samples saw it running all the time: its step's waits on the GPU under %.0f %% of its time, read as that)",
 					batch, 100*(1-sampledWaitMax))
 			}
 		}
@@ -303,7 +303,7 @@ func changeLine(cs []Change, pred, now Prediction) string {
 	if pred.Limit != "" {
 		next = "; then limited by " + pred.Limit
 		if pred.ContendedLimit != "" {
-			next += " (by " + pred.ContendedLimit + " if the added ones contend)"
+			next += " (by " + pred.ContendedLimit + " on the range's low side)"
 		}
 	}
 	if pred.SamplesPerSec == 0 && pred.Gain > 0 {

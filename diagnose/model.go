@@ -81,11 +81,11 @@ type Pipeline struct {
 	// read, which nothing contends for).
 	CPUContention, IOContention float64
 	// HandOverShare is what the range's low side adds to a batch's CPU
-	// when workers replace loading inline: a PyTorch worker collates each
-	// batch into shared memory and pickles it to the loop, which inline
-	// loading never pays and a loop without workers cannot show
-	// (inlineHandOver; 0 for gpuwatch's own loaders, whose workers are
-	// goroutines).
+	// when workers replace loading inline: what a PyTorch worker costs
+	// per batch beyond loading inline (the hand-over to the loop, the
+	// same __getitem__ slower in a worker process), which a loop without
+	// workers cannot show (inlineHandOver; 0 for gpuwatch's own loaders,
+	// whose workers are goroutines).
 	HandOverShare float64
 	// Measured is what the window saw.
 	Measured Prediction
@@ -141,8 +141,8 @@ const (
 // num_workers=0, less one. Measured on this project's 2-core VM
 // (2026-12-02) on testdata/inline/inline.py (32 samples of a Python loop
 // each): 27.5 ms of loading CPU a batch inline, 31.3 ms in one worker
-// (its __getitem__ 29.6 ms, collate 0.7, hand-over 0.5, the queue the
-// rest): 0.14. The causes battery's inline loop (4 ms of CPU a sample)
+// (its __getitem__ 29.6 ms against 27.5 inline, collate 0.7, hand-over
+// 0.5, the queue the rest): 0.14. The causes battery's inline loop (4 ms of CPU a sample)
 // was promised 260 samples/s from 0 → 2 without it and gave 234.
 const inlineHandOver = 0.14
 
@@ -525,14 +525,15 @@ func (p *Pipeline) restarts() bool {
 // (the step is 1, a batch takes 1/(1−wait)), so the model's rates are per
 // step and its predictions are gains and wait shares.
 //
-// A loop sampled waiting all the time (a loop that loads inline with a
-// step too short for the samples to see) is read at sampledWaitMax: its
-// step is at most that share of its time, and the change the model finds
-// is the one the hook's own timings give (issue 52: an unmodified script
-// at num_workers=0 on 2 cores was told 0 → 2 by gpuwatch run and "set
-// num_workers to 1" by plain gpuwatch, which measured 0.82× of inline).
+// A loop sampled waiting all the time is modelled only where it loads
+// inline beside a real GPU: its step's waits on the GPU are samples not
+// running, so all it ran was loading, and its step is under
+// sampledWaitMax of its time, read as that. The change the model finds is
+// then the hook's own (issue 52). Without a GPU signal a step on the CPU
+// runs too, and reads as loading: no model, and the advice says so. With
+// workers, a loop waiting all the time may be a stalled job: no model.
 func sampledPipeline(w *window) (*Pipeline, bool) {
-	if !w.waitShare.ok || w.workers < 0 {
+	if !w.waitShare.ok || w.workers < 0 || w.waitShare.v >= sampledWaitMax && (w.workers > 0 || !w.gpuUtil.ok) {
 		return nil, false
 	}
 	wait := min(w.waitShare.v, sampledWaitMax)

@@ -38,6 +38,10 @@ func singleCoreAdvice(in adviceIn) ([]string, bool) {
 		return []string{fmt.Sprintf("the %d workers are not the limit: the busiest thread does the training loop's per-batch work (the step, and taking each batch from the workers); more workers will not help, larger batches amortize the per-batch cost", w.workers)}, true
 	case w.workers > 0:
 		a = append(a, fmt.Sprintf("one thread is pegged although the loader has %d workers: find what serializes the work (a lock, the GIL, decoding in the training process); the CPU profile names the function", w.workers))
+	case w.workers == 0 && !in.modeled && w.sampled != nil:
+		// Sampled with no model: a step on the CPU (no GPU signal) runs
+		// as loading does, so no worker count is computed (sampledPipeline).
+		a = append(a, "loading runs on the training process's own thread (num_workers=0); sampled, a step on the CPU reads as loading, so neither the worker count nor its gain is computed: gpuwatch run -- CMD times the step and computes both")
 	case w.workers == 0 && !in.modeled: // an unknown count (-1) is no num_workers=0
 		a = append(a, fmt.Sprintf("loading runs on one thread of the training process (num_workers=0): set num_workers to %d (%d cores, keep %d for the training process)", in.suggest, in.cores, in.keep))
 	}

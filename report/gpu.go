@@ -257,8 +257,9 @@ func (g *GPUInfo) Used() string {
 	if lo, hi, peak := g.MeanTFLOPSLow, g.MeanTFLOPSHigh, g.DenseTFLOPS; lo != nil && hi != nil && peak != nil {
 		switch {
 		case *hi < 0.5:
-			// Not "≈ 0–0": the tensor cores idled over the frames.
-			parts = append(parts, fmt.Sprintf("under 1 TFLOPS of the %s's %.0f dense %s over the %d frames read (the tensor cores idle)", g.PeakModel, *peak, g.DenseDtype, g.TFLOPSFrames))
+			// Not "≈ 0–0". Those frames may not be the ones the tensor
+			// activity's mean is over (a step in plain fp32 gives none).
+			parts = append(parts, fmt.Sprintf("under 1 TFLOPS of the %s's %.0f dense %s over the %d frames a rate was read in", g.PeakModel, *peak, g.DenseDtype, g.TFLOPSFrames))
 		case g.TFLOPSDtype != "":
 			parts = append(parts, fmt.Sprintf("≈ %.0f TFLOPS of the %s's %.0f dense %s over the %d frames the step's dtype was read in", *hi, g.PeakModel, *peak, g.DenseDtype, g.TFLOPSFrames))
 		case g.TFLOPSMixed:
@@ -266,7 +267,7 @@ func (g *GPUInfo) Used() string {
 		case *lo == *hi:
 			parts = append(parts, fmt.Sprintf("≈ %.0f TFLOPS of the %s's %.0f dense %s (the step's dtype was not read)", *hi, g.PeakModel, *peak, g.DenseDtype))
 		default:
-			parts = append(parts, fmt.Sprintf("≈ %.0f–%.0f TFLOPS of the %s's %.0f dense %s over the %d frames read (tf32 to %s: the step's dtype was not read)", *lo, *hi, g.PeakModel, *peak, g.DenseDtype, g.TFLOPSFrames, g.DenseDtype))
+			parts = append(parts, fmt.Sprintf("≈ %.0f–%.0f TFLOPS of the %s's %.0f dense %s over the %d frames a rate was read in (tf32 to %s: the step's dtype was not read)", *lo, *hi, g.PeakModel, *peak, g.DenseDtype, g.TFLOPSFrames, g.DenseDtype))
 		}
 	}
 	if g.MeanMFUPct != nil {

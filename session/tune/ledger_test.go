@@ -144,13 +144,24 @@ func TestARunTheRestOfTheBoxDisturbedIsNotKept(t *testing.T) {
 	}
 	// A fall disturbs a prediction the CPUs limit: the others' cores
 	// were counted out of what the workers could get.
-	cpuBound := TuneStep{Step: 1, OthersCores: ptr(0.9), Next: &diagnose.Prediction{Limit: diagnose.LimitCPU.String()}}
-	if d := disturbed(cpuBound, TuneStep{OthersCores: ptr(0.1)}); !strings.Contains(d, "the run had CPUs the prediction did not count") {
-		t.Fatalf("others 0.9 → 0.1 under a CPU-limited prediction: %q", d)
+	// were counted out of what the workers could get, and the run beat
+	// it; a run that fell short even so keeps its error.
+	beat := TuneStep{OthersCores: ptr(0.1), Measured: diagnose.Prediction{SamplesPerSec: 1562}}
+	short := TuneStep{OthersCores: ptr(0.1), Measured: diagnose.Prediction{SamplesPerSec: 900}}
+	cpuBound := TuneStep{Step: 1, OthersCores: ptr(0.9), Next: &diagnose.Prediction{SamplesPerSec: 1058, Limit: diagnose.LimitCPU.String()}}
+	if d := disturbed(cpuBound, beat); !strings.Contains(d, "the run had CPUs the prediction did not count") {
+		t.Fatalf("others 0.9 → 0.1 under a CPU-limited prediction it beat: %q", d)
 	}
-	cpuBound.Next.Limit = diagnose.LimitWorkers.String()
-	if d := disturbed(cpuBound, TuneStep{OthersCores: ptr(0.1)}); d != "" {
-		t.Fatalf("others 0.9 → 0.1 under a prediction the workers limit: %q", d)
+	if d := disturbed(cpuBound, short); d != "" {
+		t.Fatalf("others 0.9 → 0.1 under a CPU-limited prediction it fell short of: %q", d)
+	}
+	cpuBound.Next.Limit, cpuBound.Next.ContendedLimit = diagnose.LimitStep.String(), diagnose.LimitCPU.String()
+	if d := disturbed(cpuBound, beat); d == "" {
+		t.Fatal("others 0.9 → 0.1 under a prediction the CPUs limit on its low side: not disturbed")
+	}
+	cpuBound.Next.ContendedLimit = ""
+	if d := disturbed(cpuBound, beat); d != "" {
+		t.Fatalf("others 0.9 → 0.1 under a prediction the step limits: %q", d)
 	}
 	// Unread on either side: nothing said.
 	if d := disturbed(TuneStep{Step: 1}, TuneStep{OthersCores: steps[1].OthersCores}); d != "" {

@@ -88,9 +88,10 @@ const (
 
 // disturbed is why s's measurement does not test the prediction made on
 // prev's alone, "" when nothing says so. A rise disturbs. A fall disturbs
-// only a prediction limited by the CPUs: the model counted the others'
-// cores out of what the workers could get, so the run had CPUs it did
-// not count (a 2-core VM, a test suite beside the first run: 0 → 2
+// only a prediction limited by the CPUs that the run then beat: the model
+// counted the others' cores out of what the workers could get, so the
+// run had CPUs it did not count (a run that fell short even so did not
+// need them: its error stands) (a 2-core VM, a test suite beside the first run: 0 → 2
 // workers predicted 1,058 samples/s from "1.3 CPUs they can get", and
 // 1,562 measured once it had ended). Otherwise a fall is also what a
 // change itself does where it ends work the tree does not hold (workers
@@ -109,7 +110,7 @@ func disturbed(prev, s TuneStep) string {
 	switch {
 	case now-was >= least:
 		return fmt.Sprintf("processes outside the job took %.1f cores during this run against %.1f during run %d, whose measurement predicted it: the run measured the change and that load together", now, was, prev.Step)
-	case was-now >= least && cpuLimited(prev.Next):
+	case was-now >= least && cpuLimited(prev.Next) && prev.Next.SamplesPerSec > 0 && s.Measured.SamplesPerSec > prev.Next.SamplesPerSec:
 		return fmt.Sprintf("processes outside the job took %.1f cores during run %d, whose measurement predicted this one within the CPUs they left, and %.1f during this run: the run had CPUs the prediction did not count", was, prev.Step, now)
 	}
 	return ""
