@@ -49,7 +49,16 @@ type SweepResult struct {
 	// command's status when it ended on its own.
 	Failed     string `json:"failed,omitempty"`
 	ExitStatus *int   `json:"exit_status,omitempty"`
-	embedded   bool
+	// OthersCores is the cores the processes outside the run's tree used
+	// over its last frames (diagnose.OthersCores), nil where unread (the
+	// embedded loader's sweep watches no frames). Disturbed says, where
+	// that was at least a quarter of a core (and 5 % of the box) above the
+	// quietest configuration's, by how much: the row measured its
+	// configuration and that load together. "" when it was not.
+	OthersCores *float64 `json:"others_cores,omitempty"`
+	Disturbed   string   `json:"disturbed,omitempty"`
+	cores       int      // the box's, where its frames said
+	embedded    bool
 }
 
 // ErrSweepInterrupted is returned by Sweep when its context ended (Ctrl-C,
@@ -81,6 +90,7 @@ func Sweep(ctx context.Context, t Trials, grid []Setting, progress io.Writer) ([
 		results = append(results, r)
 	}
 	bar.done()
+	markDisturbed(results)
 	markBest(results)
 	if len(results) < len(grid) {
 		return results, ErrSweepInterrupted

@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
@@ -107,4 +108,29 @@ func bestShare(rs []SweepResult) float64 {
 		}
 	}
 	return best
+}
+
+// markDisturbed says which rows the rest of the box disturbed: those
+// whose processes outside the job took at least disturbedCores (and
+// disturbedShare of the box) more than during the quietest row's run, as
+// tune says of a step (disturbed).
+func markDisturbed(rs []SweepResult) {
+	quiet := -1
+	for i, r := range rs {
+		if r.OthersCores != nil && (quiet < 0 || *r.OthersCores < *rs[quiet].OthersCores) {
+			quiet = i
+		}
+	}
+	if quiet < 0 {
+		return
+	}
+	was := *rs[quiet].OthersCores
+	for i := range rs {
+		r := &rs[i]
+		if r.OthersCores == nil || *r.OthersCores-was < max(disturbedCores, disturbedShare*float64(r.cores)) {
+			continue
+		}
+		r.Disturbed = fmt.Sprintf("processes outside the job took %.1f cores during this run against %.1f during the quietest (%s): it measured its configuration and that load together",
+			*r.OthersCores, was, KnobsLine(rs[quiet].Knobs))
+	}
 }

@@ -46,6 +46,9 @@ func PrintSweep(w io.Writer, title string, rs []SweepResult) {
 		if r.Cheapest {
 			mark += "~"
 		}
+		if r.Disturbed != "" {
+			mark += "?"
+		}
 		switch {
 		case r.Failed != "" && embedded:
 			fmt.Fprintf(tw, "!\t%s\t%s\t%s\tfailed\t\t\t\t\t\t\t\t\n", r.Knobs["workers"], r.Knobs["prefetch"], r.Knobs["persistent"])
@@ -82,6 +85,9 @@ func PrintSweep(w io.Writer, title string, rs []SweepResult) {
 	for _, r := range rs {
 		if r.Failed != "" {
 			fmt.Fprintf(w, "! failed: %s: %s\n", knobsLine(r.Knobs), sample.Printable(r.Failed))
+		}
+		if r.Disturbed != "" {
+			fmt.Fprintf(w, "? disturbed: %s: %s\n", knobsLine(r.Knobs), sample.Printable(r.Disturbed))
 		}
 	}
 	for _, r := range rs {

@@ -1,9 +1,11 @@
 package tune
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ type listTrials struct {
 	rate   map[string]float64
 	fail   map[string]error
 	cancel map[string]context.CancelFunc
+	others map[string]float64 // the cores the rest of the box took during its run (none: unread)
 }
 
 func (l listTrials) Sweep(ctx context.Context, s Setting) (SweepResult, error) {
@@ -27,7 +30,11 @@ func (l listTrials) Sweep(ctx context.Context, s Setting) (SweepResult, error) {
 	if err, ok := l.fail[w]; ok {
 		return SweepResult{}, err
 	}
-	return SweepResult{Knobs: s, SamplesPerSec: l.rate[w]}, nil
+	r := SweepResult{Knobs: s, SamplesPerSec: l.rate[w], cores: 2}
+	if c, ok := l.others[w]; ok {
+		r.OthersCores = &c
+	}
+	return r, nil
 }
 func (listTrials) Settle(context.Context, Setting, time.Duration) (TuneStep, error) {
 	return TuneStep{}, errors.New("not a tune")
@@ -59,5 +66,37 @@ func TestSweepGoesOnPastAFailureAndKeepsRowsOnInterrupt(t *testing.T) {
 	rs, err = Sweep(ctx, listTrials{rate: map[string]float64{"1": 100, "2": 150}, cancel: map[string]context.CancelFunc{"4": cancel}}, grid, io.Discard)
 	if !errors.Is(err, ErrSweepInterrupted) || len(rs) != 2 || !rs[1].Best {
 		t.Fatalf("interrupted at the third: %d rows (%+v), %v; want the first two, marked", len(rs), rs, err)
+	}
+}
+
+// TestASweepRowTheRestOfTheBoxDisturbedSaysSo: a configuration measured
+// while the processes outside the job took a quarter of a core more than
+// during the quietest one is marked, in JSON and in the table (?), with
+// by how much; a smaller rise, or a row whose figure was not read, is not.
+func TestASweepRowTheRestOfTheBoxDisturbedSaysSo(t *testing.T) {
+	grid := Grid(Setting{"num_workers": "1"}, []string{"num_workers"}, [][]string{{"1", "2", "4", "8"}})
+	lt := listTrials{rate: map[string]float64{"1": 100, "2": 180, "4": 210, "8": 200},
+		others: map[string]float64{"1": 0.1, "2": 0.3, "4": 0.9}}
+	rs, err := Sweep(context.Background(), lt, grid, io.Discard)
+	if err != nil || len(rs) != 4 {
+		t.Fatalf("%d rows, %v", len(rs), err)
+	}
+	const want = "processes outside the job took 0.9 cores during this run against 0.1 during the quietest (num_workers=1)"
+	if !strings.HasPrefix(rs[2].Disturbed, want) {
+		t.Fatalf("num_workers=4 (others 0.1 → 0.9): %q", rs[2].Disturbed)
+	}
+	for _, i := range []int{0, 1, 3} { // the quietest; a rise of 0.2; unread
+		if rs[i].Disturbed != "" {
+			t.Errorf("row %d disturbed: %q", i, rs[i].Disturbed)
+		}
+	}
+	var b bytes.Buffer
+	PrintSweep(&b, "sweep", rs)
+	if !strings.Contains(b.String(), "? disturbed: num_workers=4: "+want) || !strings.Contains(b.String(), "*~?") {
+		t.Fatalf("table:\n%s", b.String())
+	}
+	b.Reset()
+	if err := WriteSweepJSON(&b, Setting{}, rs, 0); err != nil || !strings.Contains(b.String(), `"disturbed": "`+want) {
+		t.Fatalf("JSON (%v):\n%s", err, b.String())
 	}
 }

@@ -171,6 +171,12 @@ func (c *CommandTrials) Sweep(ctx context.Context, s Setting) (SweepResult, erro
 		WallSeconds: c.RunFor.Seconds()}
 	r.Workers, r.Prefetch = workersOf(r), prefetchOf(r)
 	r.Persistent = s[sample.KnobPersistent.Name] == "true"
+	if c, ok := diagnose.OthersCores(rec.frames); ok {
+		r.OthersCores = &c
+	}
+	if n := len(rec.frames); n > 0 && rec.frames[n-1].CPU != nil {
+		r.cores = len(rec.frames[n-1].CPU.Cores)
+	}
 	return r, nil
 }
 
