@@ -270,6 +270,9 @@ func writeSweepHTML(path, title string, results []tune.SweepResult) error {
 		if r.Failed != "" {
 			verdict = "failed: " + r.Failed
 		}
+		if r.Disturbed != "" {
+			verdict += " (disturbed: " + r.Disturbed + ")"
+		}
 		rows[i] = report.SweepRow{Configuration: tune.KnobsLine(r.Knobs), Command: r.Command, SamplesPerSec: r.SamplesPerSec, WaitShare: r.WaitShare,
 			Verdict: verdict, Best: r.Best, Cheapest: r.Cheapest}
 	}
