@@ -42,7 +42,7 @@ gpuwatch demo --clean removes them.`,
 		Example: `  gpuwatch demo
   gpuwatch demo --scenario single-core --headless
   gpuwatch demo --workers 0 --decode-cost 2ms --headless --json`,
-		Args: cobra.NoArgs,
+		Args: noArgs("a scenario is --scenario NAME (gpuwatch demo --help lists them)"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.clean {
 				return removeDatasets(opts.stdout)

@@ -37,7 +37,7 @@ fleet (the straggler), then nodes and ranks with a bottleneck verdict. See
 docs/prometheus.md for the scrape config and the rules.`,
 		Example: `  gpuwatch fleet http://prometheus:9090
   gpuwatch fleet http://prometheus:9090 --job gpuwatch --once --json`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("the Prometheus server's URL", "a job is --job J"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runFleet(cmd, opts, args) },
 	}
 	cmd.Flags().StringVar(&opts.job, "job", "", "only this Prometheus job's series (its scrape job name)")

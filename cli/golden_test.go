@@ -97,11 +97,16 @@ func TestMessagesGolden(t *testing.T) {
 		{"attach"},
 		{"replay", filepath.Join(dir, "missing.jsonl")},
 		{"frobnicate"},
+		{"report", "run.jsonl", "run.md"},
+		{"report"},
+		{"record", "run.jsonl"},
+		{"demo", "starved"},
+		{"fleet", "http://admin:hunter2@prometheus:9090", "extra"},
 	} {
 		var out, errb bytes.Buffer
 		code := Run(args, &out, &errb)
 		msg := strings.ReplaceAll(errb.String(), dir, "DIR")
-		for _, bad := range []string{"strconv.", "<nil>", "invalid syntax", "dial tcp", "panic"} {
+		for _, bad := range []string{"strconv.", "<nil>", "invalid syntax", "dial tcp", "panic", "hunter2", "arg(s)"} {
 			if strings.Contains(msg, bad) {
 				t.Errorf("%q: a Go error string (%s) reached the user: %s", args, bad, msg)
 			}

@@ -36,7 +36,7 @@ to it from another gpuwatch, or scrape it. It prints a progress line every
 few seconds.`,
 		Example: `  gpuwatch loader --scenario io-bound
   gpuwatch loader --listen 127.0.0.1:0 --workers 4 --epochs 3`,
-		Args: cobra.NoArgs,
+		Args: noArgs(""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := opts.knobs.config(cmd, opts.knobs.scenario)
 			if err != nil {

@@ -18,7 +18,7 @@ func newManCmd(stdout io.Writer) *cobra.Command {
 		Use:    "man DIR",
 		Short:  "Write man pages for every command to DIR (gpuwatch.1, gpuwatch-attach.1, …)",
 		Hidden: true,
-		Args:   cobra.ExactArgs(1),
+		Args:   oneArg("the folder to write the pages in", ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
 			if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -36,7 +36,7 @@ FILE.1 (one previous part kept).`,
   # of this shell, so name the job (its cgroup) rather than a PID
   gpuwatch record --duration 10m -o run.jsonl --slurm-job "$SLURM_JOB_ID" &
   gpuwatch record -o run.jsonl --attach http://127.0.0.1:6060`,
-		Args: cobra.NoArgs,
+		Args: noArgs("the recording's file goes after -o: gpuwatch record -o FILE"),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRecord(cmd, opts) },
 	}
 	w := &opts.w

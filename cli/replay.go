@@ -27,7 +27,7 @@ func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
   gpuwatch replay run.jsonl --speed 8
   gpuwatch replay run.jsonl --headless --json > verdicts.jsonl
   gpuwatch replay /var/lib/gpuwatch/slurm/4242.jsonl --once --last 1m  # a Slurm job's last minute`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("one recording to play", ""),
 		RunE: func(cmd *cobra.Command, args []string) error { return runReplay(cmd, opts, args) },
 	}
 	cmd.Flags().BoolVar(&opts.headless, "headless", false, "print one line per frame, as fast as they are read (default when stdout is not a terminal)")

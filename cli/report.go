@@ -35,7 +35,7 @@ func newReportCmd(stdout, stderr io.Writer) *cobra.Command {
 		Example: `  gpuwatch report run.jsonl -o run.html
   gpuwatch report run.jsonl -o run.md
   gpuwatch report run.jsonl -o run.json`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("one recording to read", "the report's file goes after -o: gpuwatch report FILE -o OUT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.in = args[0]
 			if opts.out == "" {

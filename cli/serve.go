@@ -45,7 +45,7 @@ scraping every node is the way past one machine (docs/prometheus.md).`,
   gpuwatch serve --listen 0.0.0.0:9400 --discover=false  # the host only
   gpuwatch serve --listen 0.0.0.0:9400 --tls-cert tls.crt --tls-key tls.key --token-file token  # HTTPS, /metrics with the token only
   gpuwatch serve --slurm-job-dir /run/gpuwatch/jobs --slurm-frames-dir /var/lib/gpuwatch/slurm  # deploy/slurm`,
-		Args: cobra.NoArgs,
+		Args: noArgs("the address is --listen HOST:PORT"),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, opts) },
 	}
 	opts.w.register(cmd, offerPID|offerLoaders|offerRecord)

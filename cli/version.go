@@ -15,7 +15,7 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit and build (also gpuwatch --version, -V)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs(""),
 		RunE:  func(*cobra.Command, []string) error { return printVersion(stdout) },
 	}
 }
