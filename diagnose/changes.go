@@ -231,7 +231,11 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 	case LimitBandwidth:
 		s += fmt.Sprintf("; past %d workers storage (%s/s) is the limit", to, formatRate(p.BandwidthBytesPerSec))
 	case LimitStep:
-		s += fmt.Sprintf("; %d keep up with the step", to)
+		if to == 1 {
+			s += "; 1 keeps up with the step"
+		} else {
+			s += fmt.Sprintf("; %d keep up with the step", to)
+		}
 	}
 	return s
 }
