@@ -169,3 +169,25 @@ func TestAStreamedCacheIsNotMemoryPressure(t *testing.T) {
 		t.Errorf("the job's own memory filling its limit: %s %+v", v.Kind, v.Evidence)
 	}
 }
+
+// TestFaultsPerBlockAreNotRandomReads: 60 major faults/s are random reads
+// when the loader delivers 60 samples/s (one each), and read-ahead
+// serving runs when it delivers 15,000 (the causes battery's fix, 4 MiB
+// blocks in random order, read "random reads through the page cache" at
+// 55 faults/s and 15,078 samples/s).
+func TestFaultsPerBlockAreNotRandomReads(t *testing.T) {
+	for _, tc := range []struct {
+		samples float64
+		mmap    bool
+	}{{60, true}, {15000, false}} {
+		v := Classify(frames(5, func(_ int, f *sample.Frame) {
+			host(f, 30, 40, 2)
+			mapped(f, 60)
+			f.Loader.SamplesPerSec = tc.samples
+		}), DefaultThresholds())
+		led := len(v.Evidence) > 0 && v.Evidence[0].Metric == "procs.major_faults_per_sec"
+		if led != tc.mmap {
+			t.Errorf("%.0f samples/s at 60 faults/s: %s led by mmap %v, want %v (%+v)", tc.samples, v.Kind, led, tc.mmap, v.Evidence)
+		}
+	}
+}
