@@ -100,14 +100,7 @@ func cpuEvidence(w *window, th Thresholds) (cpu []Evidence, saturated bool) {
 	if w.confined() {
 		return jobCPUEvidence(w, th)
 	}
-	// Compute threads that spin (an idle BLAS pool in sched_yield) make a
-	// core read busy, but yield it to any thread with work: they are not
-	// demand. Saturation is judged without them.
-	busy, spin := w.cpuBusy.v, 0.0
-	if w.spinPct.ok && w.cores > 0 {
-		spin = w.spinPct.v / float64(w.cores)
-		busy = max(0, busy-spin)
-	}
+	busy, spin := workBusy(w)
 	bar, held := saturatedBar(w, th)
 	saturated = w.cpuBusy.ok && busy >= bar
 	if busy >= th.CPUSaturatedPct {
@@ -135,6 +128,20 @@ func cpuEvidence(w *window, th Thresholds) (cpu []Evidence, saturated bool) {
 		saturated = saturated || (w.runQueue.ok && runnable > float64(w.cores))
 	}
 	return cpu, saturated
+}
+
+// workBusy is the host's busy share that is work, and the points of it
+// the training process's spinning compute threads take: threads that spin
+// (an idle BLAS pool in sched_yield) make a core read busy, but yield it
+// to any thread with work. They are not demand, so saturation is judged
+// without them.
+func workBusy(w *window) (busy, spin float64) {
+	busy = w.cpuBusy.v
+	if w.spinPct.ok && w.cores > 0 {
+		spin = w.spinPct.v / float64(w.cores)
+		busy = max(0, busy-spin)
+	}
+	return busy, spin
 }
 
 // saturatedBar is the busy share at which the CPUs count as saturated:

@@ -57,9 +57,33 @@ func starvedRule(f *facts) (decision, bool) {
 		d.evidence = append(d.evidence, evidence("loader.workers", float64(w.workers), "<", th.WorkersPerCoreLow*float64(w.cores), "",
 			fmt.Sprintf("only %s for %d cores", sample.Plural(w.workers, "loader worker"), w.cores)))
 	}
-	if w.cpuBusy.ok {
-		d.evidence = append(d.evidence, evidence("cpu.busy_pct", w.cpuBusy.v, "<", th.CPUSaturatedPct, "%",
-			fmt.Sprintf("no host resource is saturated: CPU %.0f %% busy", w.cpuBusy.v)))
-	}
+	d.evidence = append(d.evidence, idleCPUEvidence(w, th)...)
 	return d, true
+}
+
+// idleCPUEvidence says why the CPUs do not count as saturated, in the
+// figure cpuEvidence judged: the job's use of its limit where it is
+// confined, else the host's busy share less spinning compute threads
+// (a host that reads 100 % busy is not called unsaturated without the
+// reason).
+func idleCPUEvidence(w *window, th Thresholds) []Evidence {
+	bar, _ := saturatedBar(w, th)
+	if w.confined() {
+		if !w.jobUsed.ok {
+			return nil
+		}
+		c := w.job.CPUCapacityCores
+		return []Evidence{evidence("job.cpu_used_cores", w.jobUsed.v, "<", bar/100*c, "cores",
+			fmt.Sprintf("the job's CPUs are not saturated: it may use %.2g and used %.2g", c, w.jobUsed.v))}
+	}
+	if !w.cpuBusy.ok {
+		return nil
+	}
+	busy, spin := workBusy(w)
+	text := fmt.Sprintf("no host resource is saturated: CPU %.0f %% busy", w.cpuBusy.v)
+	if w.cpuBusy.v >= bar && spin > 0 {
+		text = fmt.Sprintf("no host resource is saturated: the cores read %.0f %% busy, but %.0f points of it are compute threads spinning idle (they yield to work): %.0f %% is work",
+			w.cpuBusy.v, spin, busy)
+	}
+	return []Evidence{evidence("cpu.busy_pct", busy, "<", bar, "%", text)}
 }

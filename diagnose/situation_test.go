@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // TestEverySituationIsWhole fails on a kind someone forgot a part of: a
@@ -195,5 +197,49 @@ func TestAlertRulesCoverEveryProblem(t *testing.T) {
 		if !byName && !bySet {
 			t.Errorf("no alert fires on %s", s.ID)
 		}
+	}
+}
+
+// TestStarvedNeverCallsABusyHostUnsaturatedWithoutTheReason: gpu_starved
+// says no host resource is saturated in the figure the CPU rules judged.
+// A host that reads 100 % busy because the training process's BLAS pool
+// spins says so, with the work share; a confined job's is its use of its
+// limit, not the host's busy share (a review read "no host resource is
+// saturated: CPU 100 % busy").
+func TestStarvedNeverCallsABusyHostUnsaturatedWithoutTheReason(t *testing.T) {
+	th := DefaultThresholds()
+	spin := &window{cores: 2, cpuBusy: level{v: 100, ok: true}, spinPct: level{v: 80, ok: true}}
+	quiet := &window{cores: 2, cpuBusy: level{v: 35, ok: true}}
+	confined := &window{cores: 8, cpuBusy: level{v: 100, ok: true}, jobUsed: level{v: 1.1, ok: true},
+		job: &sample.Job{CPUCapacityCores: 2}}
+	for _, c := range []struct {
+		name string
+		w    *window
+		want string
+		v    float64
+	}{
+		{"spinning pool", spin, "the cores read 100 % busy, but 40 points of it are compute threads spinning idle (they yield to work): 60 % is work", 60},
+		{"quiet host", quiet, "no host resource is saturated: CPU 35 % busy", 35},
+		{"confined job", confined, "the job's CPUs are not saturated: it may use 2 and used 1.1", 1.1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, sat := cpuEvidence(c.w, th); sat {
+				t.Fatal("the CPU rules judge this window saturated")
+			}
+			d, ok := starvedRule(&facts{w: c.w, th: th})
+			if !ok {
+				t.Fatal("starved does not hold")
+			}
+			var got []string
+			for _, e := range d.evidence {
+				got = append(got, e.Text)
+				if strings.Contains(e.Text, c.want) && e.Value != c.v {
+					t.Errorf("%q carries %g, want %g", e.Text, e.Value, c.v)
+				}
+			}
+			if !strings.Contains(strings.Join(got, "\n"), c.want) {
+				t.Errorf("evidence %q, want %q", got, c.want)
+			}
+		})
 	}
 }
