@@ -163,13 +163,15 @@ func TestLoopStandsBackForAHook(t *testing.T) {
 // TestWakeCreditIsTheQueuedShareAfterAWait: a running sample that follows
 // a wait for a batch is credited to the wait by the share of the interval
 // the thread spent on the run queue (schedstat), and so is the next one
-// while the thread stays mostly queued; a running sample after a step, or
-// with no schedstat, is the step.
+// while the thread stays mostly queued and has run less than the budget a
+// batch's taking costs; a running sample after a step, or with no
+// schedstat, is the step.
 func TestWakeCreditIsTheQueuedShareAfterAWait(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "schedstat")
 	th := &loopThread{stat: -1, wchan: -1, sys: -1, sched: -1, buf: make([]byte, 256)}
+	execNs := 123456
 	set := func(delayNs int) {
-		if err := os.WriteFile(path, []byte(fmt.Sprintf("123456 %d 42\n", delayNs)), 0o600); err != nil {
+		if err := os.WriteFile(path, []byte(fmt.Sprintf("%d %d 42\n", execNs, delayNs)), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if th.sched < 0 {
@@ -185,14 +187,20 @@ func TestWakeCreditIsTheQueuedShareAfterAWait(t *testing.T) {
 		delayMs int
 		at      int
 		want    float64
+		ranMs   float64 // CPU run since the sample before
 	}{
-		{loopStep, 'R', 0, 0, 0},     // a step: no credit
-		{loopWait, 'S', 5, 20, 0},    // waiting for a batch: counted as a wait already
-		{loopStep, 'R', 17, 40, 0.6}, // woken: 12 ms of the 20 queued
-		{loopStep, 'R', 33, 60, 0.8}, // still mostly queued: credited again
-		{loopStep, 'R', 35, 80, 0.1}, // running now: 2 of 20 ms, credited, and the chain ends
-		{loopStep, 'R', 55, 100, 0},  // queued again, but after a step: the step's own
+		{loopStep, 'R', 0, 0, 0, 0},        // a step: no credit
+		{loopWait, 'S', 5, 20, 0, 0},       // waiting for a batch: counted as a wait already
+		{loopStep, 'R', 17, 40, 0.6, 0},    // woken: 12 ms of the 20 queued
+		{loopStep, 'R', 33, 60, 0.8, 0},    // still mostly queued: credited again
+		{loopStep, 'R', 35, 80, 0.1, 0},    // running now: 2 of 20 ms, credited, and the chain ends
+		{loopStep, 'R', 55, 100, 0, 0},     // queued again, but after a step: the step's own
+		{loopWait, 'S', 55, 120, 0, 0},     // waiting again
+		{loopStep, 'R', 73, 140, 0.9, 1},   // woken, queued, and it ran 1 ms: credited
+		{loopStep, 'R', 91, 160, 0.9, 1.5}, // 2.5 ms run since the wait: credited, and the chain ends
+		{loopStep, 'R', 109, 180, 0, 0},    // queued, but in its step now (it ran past the budget)
 	} {
+		execNs += int(s.ranMs * 1e6)
 		set(s.delayMs * 1e6)
 		if got := wakeCredit(th, s.c, s.state, ms(s.at)); math.Abs(got-s.want) > 1e-9 {
 			t.Errorf("at %d ms: credit %.3f, want %.3f", s.at, got, s.want)
