@@ -112,7 +112,7 @@ func cpuEvidence(w *window, th Thresholds) (cpu []Evidence, saturated bool) {
 			fmt.Sprintf("all %d cores are %.0f %% busy (≥ %.0f %%%s)", w.cores, w.cpuBusy.v, bar, held)))
 	case w.cpuBusy.ok && w.cpuBusy.v >= th.CPUSaturatedPct && spin > 0:
 		cpu = append(cpu, evidence("cpu.busy_pct", busy, "<", th.CPUSaturatedPct, "%",
-			fmt.Sprintf("the cores read %.0f %% busy, but %.0f points of it are compute threads spinning idle (they yield to work): %.0f %% is work", w.cpuBusy.v, spin, busy)))
+			spinningText(w.cpuBusy.v, busy)))
 	}
 	runnable := w.runQueue.v
 	if w.spinThreads.ok {
@@ -138,10 +138,17 @@ func cpuEvidence(w *window, th Thresholds) (cpu []Evidence, saturated bool) {
 func workBusy(w *window) (busy, spin float64) {
 	busy = w.cpuBusy.v
 	if w.spinPct.ok && w.cores > 0 {
-		spin = w.spinPct.v / float64(w.cores)
-		busy = max(0, busy-spin)
+		spin = min(w.spinPct.v/float64(w.cores), busy) // read apart from busy: never more than it
+		busy -= spin
 	}
 	return busy, spin
+}
+
+// spinningText says the cores read raw % busy of which work % is work,
+// the three figures rounded so that they add up.
+func spinningText(raw, work float64) string {
+	r, k := math.Round(raw), math.Round(work)
+	return fmt.Sprintf("the cores read %.0f %% busy, but %.0f points of it are compute threads spinning idle (they yield to work): %.0f %% is work", r, r-k, k)
 }
 
 // saturatedBar is the busy share at which the CPUs count as saturated:

@@ -80,10 +80,10 @@ func idleCPUEvidence(w *window, th Thresholds) []Evidence {
 		return nil
 	}
 	busy, spin := workBusy(w)
-	text := fmt.Sprintf("no host resource is saturated: CPU %.0f %% busy", w.cpuBusy.v)
 	if w.cpuBusy.v >= bar && spin > 0 {
-		text = fmt.Sprintf("no host resource is saturated: the cores read %.0f %% busy, but %.0f points of it are compute threads spinning idle (they yield to work): %.0f %% is work",
-			w.cpuBusy.v, spin, busy)
+		return []Evidence{evidence("cpu.busy_pct", busy, "<", bar, "%",
+			"no host resource is saturated: "+spinningText(w.cpuBusy.v, busy))}
 	}
-	return []Evidence{evidence("cpu.busy_pct", busy, "<", bar, "%", text)}
+	return []Evidence{evidence("cpu.busy_pct", w.cpuBusy.v, "<", bar, "%",
+		fmt.Sprintf("no host resource is saturated: CPU %.0f %% busy", w.cpuBusy.v))}
 }

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -210,17 +211,27 @@ func TestStarvedNeverCallsABusyHostUnsaturatedWithoutTheReason(t *testing.T) {
 	th := DefaultThresholds()
 	spin := &window{cores: 2, cpuBusy: level{v: 100, ok: true}, spinPct: level{v: 80, ok: true}}
 	quiet := &window{cores: 2, cpuBusy: level{v: 35, ok: true}}
+	// Spinning, but the cores read under the bar anyway: the raw figure.
+	lightSpin := &window{cores: 2, cpuBusy: level{v: 60, ok: true}, spinPct: level{v: 40, ok: true}}
+	// The spin read apart from the busy share, larger than it: all of it.
+	overSpin := &window{cores: 2, cpuBusy: level{v: 95.6, ok: true}, spinPct: level{v: 230, ok: true}}
+	// Leaving cpu_saturated: the bar is 80, and 85 % of work holds it.
+	leaving := &window{cores: 2, cpuBusy: level{v: 96.6, ok: true}, spinPct: level{v: 40, ok: true}, shown: CPUSaturated}
 	confined := &window{cores: 8, cpuBusy: level{v: 100, ok: true}, jobUsed: level{v: 1.1, ok: true},
 		job: &sample.Job{CPUCapacityCores: 2}}
 	for _, c := range []struct {
 		name string
 		w    *window
 		want string
-		v    float64
+		v    float64 // the evidence's value, under its threshold
+		bar  float64
 	}{
-		{"spinning pool", spin, "the cores read 100 % busy, but 40 points of it are compute threads spinning idle (they yield to work): 60 % is work", 60},
-		{"quiet host", quiet, "no host resource is saturated: CPU 35 % busy", 35},
-		{"confined job", confined, "the job's CPUs are not saturated: it may use 2 and used 1.1", 1.1},
+		{"spinning pool", spin, "no host resource is saturated: the cores read 100 % busy, but 40 points of it are compute threads spinning idle (they yield to work): 60 % is work", 60, 90},
+		{"quiet host", quiet, "no host resource is saturated: CPU 35 % busy", 35, 90},
+		{"spin under the bar", lightSpin, "no host resource is saturated: CPU 60 % busy", 60, 90},
+		{"spin read above busy", overSpin, "no host resource is saturated: the cores read 96 % busy, but 96 points of it are compute threads spinning idle (they yield to work): 0 % is work", 0, 90},
+		{"leaving saturation", leaving, "no host resource is saturated: the cores read 97 % busy, but 20 points of it are compute threads spinning idle (they yield to work): 77 % is work", 76.6, 80},
+		{"confined job", confined, "the job's CPUs are not saturated: it may use 2 and used 1.1", 1.1, 1.8},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, sat := cpuEvidence(c.w, th); sat {
@@ -231,14 +242,18 @@ func TestStarvedNeverCallsABusyHostUnsaturatedWithoutTheReason(t *testing.T) {
 				t.Fatal("starved does not hold")
 			}
 			var got []string
+			found := 0
 			for _, e := range d.evidence {
 				got = append(got, e.Text)
-				if strings.Contains(e.Text, c.want) && e.Value != c.v {
-					t.Errorf("%q carries %g, want %g", e.Text, e.Value, c.v)
+				if strings.Contains(e.Text, "saturated") {
+					found++
+					if e.Text != c.want || math.Abs(e.Value-c.v) > 1e-9 || e.Op != "<" || math.Abs(e.Threshold-c.bar) > 1e-9 {
+						t.Errorf("%q carries %g %s %g, want %q with %g < %g", e.Text, e.Value, e.Op, e.Threshold, c.want, c.v, c.bar)
+					}
 				}
 			}
-			if !strings.Contains(strings.Join(got, "\n"), c.want) {
-				t.Errorf("evidence %q, want %q", got, c.want)
+			if found != 1 {
+				t.Errorf("evidence %q: want one line on the CPUs, %q", got, c.want)
 			}
 		})
 	}

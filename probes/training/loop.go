@@ -475,12 +475,13 @@ func (l *Loop) run() {
 // still counting its wait (on a busy host the sampled wait read 0.08–0.15
 // below the loop's own, issue 39). Of the interval since the last sample,
 // the share the thread spent on the run queue (schedstat's run delay) is
-// that wait, for a running sample that follows a wait, and for the next
-// ones while the thread stays mostly queued and has run less than
-// wakeRunBudget since the wait: taking the batch costs the loop little
-// CPU, and a thread that has run longer is in its step, queued behind the
-// workers (crediting that too read a wait of 0.38 against the loop's own
-// 0.18 on the 2-core VM, docs/architecture.md "A job nobody instrumented").
+// that wait, for a running sample that follows a wait, and for each next
+// one while the thread was mostly queued over the interval before and had
+// run less than wakeRunBudget since the wait when it began: taking the
+// batch costs the loop little CPU, and a thread that has run longer is in
+// its step, queued behind the workers. (Crediting those too, a loop whose
+// own clock read 0.18 waiting, 2 workers filling the 2-core VM, was
+// sampled at 0.38.)
 func wakeCredit(t *loopThread, c loopClass, state byte, now time.Time) float64 {
 	b, ok := preadAll(t.sched, t.buf)
 	var delay, exec uint64

@@ -192,10 +192,10 @@ func TestWakeCreditIsTheQueuedShareAfterAWait(t *testing.T) {
 		{loopStep, 'R', 0, 0, 0, 0},        // a step: no credit
 		{loopWait, 'S', 5, 20, 0, 0},       // waiting for a batch: counted as a wait already
 		{loopStep, 'R', 17, 40, 0.6, 0},    // woken: 12 ms of the 20 queued
-		{loopStep, 'R', 33, 60, 0.8, 0},    // still mostly queued: credited again
+		{loopStep, 'R', 33, 60, 0.8, 1.5},  // still mostly queued, 1.5 ms run: credited again
 		{loopStep, 'R', 35, 80, 0.1, 0},    // running now: 2 of 20 ms, credited, and the chain ends
 		{loopStep, 'R', 55, 100, 0, 0},     // queued again, but after a step: the step's own
-		{loopWait, 'S', 55, 120, 0, 0},     // waiting again
+		{loopWait, 'S', 55, 120, 0, 0},     // waiting again: the run since starts anew
 		{loopStep, 'R', 73, 140, 0.9, 1},   // woken, queued, and it ran 1 ms: credited
 		{loopStep, 'R', 91, 160, 0.9, 1.5}, // 2.5 ms run since the wait: credited, and the chain ends
 		{loopStep, 'R', 109, 180, 0, 0},    // queued, but in its step now (it ran past the budget)
