@@ -74,12 +74,18 @@ type Pipeline struct {
 	// with room to spare.
 	CacheFits    bool
 	DatasetBytes float64
-	// CPUContention and IOContention are the σ the range's low side
-	// assumes for the workers' CPU and their storage wait (Predict):
-	// cpuContention and ioContention where contention is unknown, 0 for
-	// the wait of gpuwatch's own loader on an emulated link (a sleep per
-	// read, which nothing contends for).
+	// CPUContention is the κ the range's low side assumes for the
+	// workers' CPU (cpuContended: a batch's CPU grows with the share of
+	// the box's CPUs busy), IOContention the σ for their storage wait
+	// (contended): cpuContention and ioContention where contention is
+	// unknown, IOContention 0 for the wait of gpuwatch's own loader on an
+	// emulated link (a sleep per read, which nothing contends for).
 	CPUContention, IOContention float64
+	// BoxCPUs are the CPUs whose occupancy slows the workers' CPU work
+	// (the box's cores: a quota does not keep them from sharing caches,
+	// memory and SMT siblings with the rest), BusyCPUs how many of them
+	// the window saw busy; 0 where not read.
+	BoxCPUs, BusyCPUs float64
 	// HandOverShare is what the range's low side adds to a batch's CPU
 	// when workers replace loading inline: what a PyTorch worker costs
 	// per batch beyond loading inline (the hand-over to the loop, the
@@ -121,18 +127,28 @@ type Prediction struct {
 	ContendedLimit    string  `json:"contended_limit,omitempty"`
 }
 
-// The contention coefficients of a prediction's low side: σ of the
-// Universal Scalability Law (Gunther), X(n) ∝ n ÷ (1 + σ(n−1)), applied
-// to a worker's time per batch as workers are added beyond those
-// measured. cpuContention is fit to the issue-52 H200 box (JPEG decode
-// and torchvision transforms, 16 cores: 2 → 8, 12 and 15 workers gave σ
-// 0.026, 0.031 and 0.023); ioContention to the causes battery's sshfs
-// loop on this project's 2-core VM (2 → 8 readers of 16 KiB files 2 ms
-// away, three runs alone: 2.36×, 2.01× and 1.93×, σ 0.13, 0.19 and 0.21;
-// their mean gain, 2.10×, is σ 0.18). Where a box's own record says
-// otherwise, tune's ledger says by how much (session/predlog).
+// The contention coefficients of a prediction's low side.
+//
+// cpuContention is κ in a batch's CPU growing as 1 + κu with u the share
+// of the box's CPUs busy (cpuContended): cores that share caches, memory
+// bandwidth, SMT siblings or a host run slower the fuller the box. Fit
+// to two boxes (docs/diagnosis.md, "The range"): the issue-52 H200 box
+// (JPEG decode and torchvision transforms, 16 cores: 2 → 8, 12 and 15
+// workers read κ 0.45, 0.53 and 0.38) and this project's 2-core VM
+// (1 → 2 CPU-bound workers or processes: κ 0.35 to 0.86). The
+// Universal Scalability Law in the worker count it replaces (σ 0.03, fit
+// on the H200 box) allowed 3 % for a second worker on 2 cores, which
+// took 25–40 % more CPU a batch there.
+//
+// ioContention is σ of the Universal Scalability Law (Gunther), X(n) ∝ n
+// ÷ (1 + σ(n−1)), applied to a worker's storage wait as readers are
+// added: fit to the causes battery's sshfs loop on the 2-core VM (2 → 8
+// readers of 16 KiB files 2 ms away, three runs alone: 2.36×, 2.01× and
+// 1.93×, σ 0.13, 0.19 and 0.21; their mean gain, 2.10×, is σ 0.18).
+// Where a box's own record says otherwise, tune's ledger says by how
+// much (session/predlog).
 const (
-	cpuContention = 0.03
+	cpuContention = 0.5
 	ioContention  = 0.18
 )
 
@@ -200,10 +216,33 @@ func contended(sigma float64, n, n0 int) float64 {
 	return (1 + sigma*float64(n-1)) / (1 + sigma*float64(n0-1))
 }
 
-// predict is Predict at contention σ for the workers' CPU and storage
-// wait, and a hand-over share added to a batch's CPU where workers
-// replace loading inline.
-func (p *Pipeline) predict(k Knobs, cpuSigma, ioSigma, handOver float64) (Prediction, Limit) {
+// cpuContended is the factor by which a batch's CPU grows with n workers
+// against those measured, at contention κ: (1 + κu) ÷ (1 + κu₀), u₀ the
+// share of the box's CPUs the window saw busy and u that share with each
+// worker added busy its measured share of the time (all of it for a
+// CPU-bound one), at most the whole box; never below 1. With the box's
+// occupancy unread, the added workers fill an idle box.
+func (p *Pipeline) cpuContended(kappa float64, n int) float64 {
+	n0 := max(p.Knobs.Workers, 1) // loading inline is one busy reader
+	if n <= n0 || kappa <= 0 {
+		return 1
+	}
+	if p.BoxCPUs <= 0 {
+		return 1 + kappa
+	}
+	share := 1.0 // a worker's time on a CPU
+	if t := p.IOSec + p.CPUWaitSec + p.CPUSec; t > 0 {
+		share = p.CPUSec / t
+	}
+	u0 := min(1, p.BusyCPUs/p.BoxCPUs)
+	u := min(1, (p.BusyCPUs+float64(n-n0)*share)/p.BoxCPUs)
+	return max(1, (1+kappa*u)/(1+kappa*u0))
+}
+
+// predict is Predict at contention κ for the workers' CPU and σ for
+// their storage wait, and a hand-over share added to a batch's CPU where
+// workers replace loading inline.
+func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64) (Prediction, Limit) {
 	if p.BatchSize <= 0 || p.StepSec <= 0 {
 		return Prediction{}, LimitStep
 	}
@@ -214,7 +253,7 @@ func (p *Pipeline) predict(k Knobs, cpuSigma, ioSigma, handOver float64) (Predic
 	}
 	if k.Workers > 0 {
 		io = p.CPUWaitSec + (io-p.CPUWaitSec)*contended(ioSigma, k.Workers, p.Knobs.Workers)
-		cpu *= contended(cpuSigma, k.Workers, p.Knobs.Workers)
+		cpu *= p.cpuContended(cpuKappa, k.Workers)
 		if p.Knobs.Workers == 0 {
 			cpu *= 1 + handOver
 		}
@@ -361,6 +400,7 @@ func splitPipeline(w *window) *Pipeline {
 		p.IOSec = max(0, rd+dc-cpu)
 	}
 	p.CPUs = workerCPUs(w, p.Knobs.Workers, cpu)
+	occupancy(w, p)
 	storageLimits(w, p)
 	p.Measured = Prediction{SamplesPerSec: bps * p.BatchSize, Gain: 1}
 	if w.waitShare.ok {
@@ -687,6 +727,16 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 		p.CPUs = w.job.CPUCapacityCores - loop - spin
 	}
 	p.CPUs = max(0.5, p.CPUs)
+	occupancy(w, p)
+}
+
+// occupancy sets the box's CPUs and how many of them the window saw busy
+// (Pipeline.BoxCPUs), for the contention of workers added.
+func occupancy(w *window, p *Pipeline) {
+	p.BoxCPUs = float64(max(w.cores, 0))
+	if w.cpuBusy.ok {
+		p.BusyCPUs = min(p.BoxCPUs, w.cpuBusy.v/100*p.BoxCPUs)
+	}
 }
 
 func knobsOf(w *window) Knobs {
