@@ -112,3 +112,30 @@ func TestCPUContentionFollowsTheBoxsOccupancy(t *testing.T) {
 	}
 	t.Logf("2 cores, 1 → 2 workers: %.0f–%.0f samples/s (measured 2,173 and 2,227)", pr.SamplesPerSec, pr.HighSamplesPerSec)
 }
+
+// TestNoWorkerAdvisedWhoseContendedPromiseIsUnderTheBar: where the CPUs
+// are the limit, a change is advised only if its point (the promise, with
+// the added workers contending) clears MinPredictedGain; its high side is
+// not enough. The tune table's "CPU-bound on the job's CPUs" (2 workers
+// decoding 82 ms a batch on 2 cores 90 % busy) once measured 680
+// samples/s and was advised a third worker for 745–770.
+func TestNoWorkerAdvisedWhoseContendedPromiseIsUnderTheBar(t *testing.T) {
+	p := &Pipeline{BatchSize: 32, StepSec: 0.005, CPUSec: 0.082, IOSec: 0.0098, CPUs: 2, Knobs: Knobs{Workers: 2, Prefetch: 2},
+		BoxCPUs: 2, BusyCPUs: 1.8, CPUContention: cpuContention, IOContention: ioContention}
+	p.Measured = Prediction{SamplesPerSec: 690, WaitShare: 0.6, Gain: 1}
+	pr, limit := p.Predict(Knobs{Workers: 3, Prefetch: 2})
+	if limit != LimitCPU || pr.HighSamplesPerSec < MinPredictedGain*690 || pr.SamplesPerSec >= MinPredictedGain*690 {
+		t.Fatalf("2 → 3 workers: %.0f–%.0f samples/s (%s): the case wants a high side over the bar and a point under it", pr.SamplesPerSec, pr.HighSamplesPerSec, limit)
+	}
+	if ch, got, _ := plan(p, 2); len(ch) > 0 {
+		t.Errorf("advised %+v for %.0f–%.0f samples/s from 690: the CPUs are the limit, and the promise is under %.0f %% more", ch, got.SamplesPerSec, got.HighSamplesPerSec, 100*(MinPredictedGain-1))
+	}
+	// The same change where storage, not the CPUs, holds it: advised on
+	// its high side (contention there is unknown).
+	io := *p
+	io.CPUSec, io.IOSec, io.CPUs, io.BusyCPUs = 0.004, 0.088, 2, 0.3
+	io.Measured = Prediction{SamplesPerSec: 690, WaitShare: 0.6, Gain: 1}
+	if ch, _, _ := plan(&io, 2); len(ch) == 0 {
+		t.Error("readers waiting on storage: no change advised")
+	}
+}
