@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // TestPredictionIsARange (issue 52 item 1): a prediction is a range whose
@@ -73,7 +75,8 @@ func TestPredictionIsARange(t *testing.T) {
 // the worker-count law fit on 16 cores allowed a second CPU-bound worker
 // on the 2-core VM 3 %, where it took 15–39 % more CPU a batch, and CI's
 // tune table read −25 %). The same second worker on 16 cores barely
-// contends, and a worker mostly waiting on storage adds little.
+// contends, a worker mostly waiting on storage adds little unless the
+// data moves to RAM, and a job pinned to 2 cores of 64 contends on its 2.
 func TestCPUContentionFollowsTheBoxsOccupancy(t *testing.T) {
 	// gpuwatch's own loader, the tune table's "too few workers for the
 	// CPU work": 1 worker decoding 32 samples at 600 µs each (21.4 ms of
@@ -81,8 +84,11 @@ func TestCPUContentionFollowsTheBoxsOccupancy(t *testing.T) {
 	vm := &Pipeline{BatchSize: 32, StepSec: 0.010, CPUSec: 0.0214, CPUs: 1.85, Knobs: Knobs{Workers: 1, Prefetch: 2},
 		BoxCPUs: 2, BusyCPUs: 1.15, CPUContention: cpuContention, IOContention: ioContention}
 	vm.Measured = Prediction{SamplesPerSec: 1497, WaitShare: 0.5, Gain: 1}
-	if c := vm.cpuContended(cpuContention, 2); c < 1.15 {
-		t.Errorf("a second CPU-bound worker filling 2 cores: ×%.3f a batch's CPU, want ≥ 1.15", c)
+	factor := func(p *Pipeline, n int) float64 {
+		return p.cpuContended(cpuContention, n, p.IOSec+p.CPUWaitSec, p.CPUSec)
+	}
+	if c := factor(vm, 2); c < 1.12 {
+		t.Errorf("a second CPU-bound worker filling 2 cores: ×%.3f a batch's CPU, want ≥ 1.12", c)
 	}
 	pr, _ := vm.Predict(Knobs{Workers: 2, Prefetch: 2})
 	for _, got := range []float64{2173, 2227} { // tune on the VM, 2026-12-02
@@ -94,20 +100,40 @@ func TestCPUContentionFollowsTheBoxsOccupancy(t *testing.T) {
 
 	big := *vm
 	big.BoxCPUs, big.CPUs = 16, 14.85
-	if c := big.cpuContended(cpuContention, 2); c > 1.05 {
+	if c := factor(&big, 2); c > 1.05 {
 		t.Errorf("a second worker on 16 cores 1.15 busy: ×%.3f, want ≤ 1.05", c)
 	}
 	reader := *vm
-	reader.CPUSec, reader.IOSec = 0.001, 0.020 // on a CPU 5 % of its time
-	if c := reader.cpuContended(cpuContention, 2); c > 1.02 {
-		t.Errorf("a second worker mostly waiting on storage: ×%.3f a batch's CPU, want ≤ 1.02", c)
+	reader.CPUSec, reader.IOSec, reader.BusyCPUs = 0.010, 0.090, 0.3 // on a CPU 10 % of its time
+	if c := factor(&reader, 2); c > 1.03 {
+		t.Errorf("a second worker mostly waiting on storage: ×%.3f a batch's CPU, want ≤ 1.03", c)
+	}
+	reader.BoxCPUs, reader.CPUs = 8, 7.7
+	if c, cached := reader.cpuContended(cpuContention, 8, 0, reader.CPUSec), factor(&reader, 8); c < 1.3 || cached > 1.1 {
+		t.Errorf("1 → 8 readers on 8 cores: ×%.3f with the data in RAM (CPU-bound), ×%.3f waiting on storage: want ≥ 1.3 and ≤ 1.1", c, cached)
+	}
+	pinned := *vm
+	pinned.BoxCPUs = 0 // set by occupancy from a window below
+	w := &window{cores: 64, job: &sample.Job{AllowedCPUs: 2, CPUCapacityCores: 2}}
+	w.cpuBusy = level{v: 4, ok: true} // 2.6 of 64 cores
+	w.jobUsed = level{v: 1.15, ok: true}
+	occupancy(w, &pinned)
+	if pinned.BoxCPUs != 2 || pinned.BusyCPUs != 1.15 || factor(&pinned, 2) != factor(vm, 2) {
+		t.Errorf("a job pinned to 2 of 64 cores: box %v busy %v, ×%.3f: want its 2 cores, 1.15 busy, ×%.3f", pinned.BoxCPUs, pinned.BusyCPUs, factor(&pinned, 2), factor(vm, 2))
 	}
 	unread := *vm
 	unread.BoxCPUs, unread.BusyCPUs = 0, 0
-	if c := unread.cpuContended(cpuContention, 2); c != 1+cpuContention {
-		t.Errorf("the box's occupancy unread: ×%.3f, want the whole range, ×%.2f", c, 1+cpuContention)
+	if c := factor(&unread, 2); c < 1.1 || c > 1+cpuContention {
+		t.Errorf("the box's occupancy unread: ×%.3f, want the workers' CPUs filled from the one measured (≥ 1.1, ≤ %.2f)", c, 1+cpuContention)
 	}
-	if vm.cpuContended(cpuContention, 1) != 1 || vm.cpuContended(0, 4) != 1 {
+	for _, busy := range []float64{-1, math.NaN()} {
+		odd := *vm
+		odd.BusyCPUs = busy
+		if c := factor(&odd, 2); math.IsNaN(c) || c < 1 || c > 1+cpuContention {
+			t.Errorf("busy %v: ×%v", busy, c)
+		}
+	}
+	if factor(vm, 1) != 1 || vm.cpuContended(0, 4, 0, vm.CPUSec) != 1 {
 		t.Error("no worker added, or no contention, must cost nothing more")
 	}
 	t.Logf("2 cores, 1 → 2 workers: %.0f–%.0f samples/s (measured 2,173 and 2,227)", pr.SamplesPerSec, pr.HighSamplesPerSec)
@@ -129,6 +155,26 @@ func TestNoWorkerAdvisedWhoseContendedPromiseIsUnderTheBar(t *testing.T) {
 	}
 	if ch, got, _ := plan(p, 2); len(ch) > 0 {
 		t.Errorf("advised %+v for %.0f–%.0f samples/s from 690: the CPUs are the limit, and the promise is under %.0f %% more", ch, got.SamplesPerSec, got.HighSamplesPerSec, 100*(MinPredictedGain-1))
+	}
+	// A sampled loop (rates unknown: times in its step, gains only): the
+	// same case, the same answer.
+	rel := *p
+	rel.Relative, rel.StepSec, rel.CPUSec, rel.IOSec = true, 1, p.CPUSec/p.StepSec, p.IOSec/p.StepSec
+	rel.Measured = Prediction{WaitShare: 1 - 690.0/32*p.StepSec, Gain: 1}
+	if ch, got, _ := plan(&rel, 2); len(ch) > 0 {
+		t.Errorf("sampled: advised %+v for %.2f–%.2f×: the promise is under %.0f %% more", ch, got.Gain, got.HighGain, 100*(MinPredictedGain-1))
+	}
+	// The CPUs the limit only on the low side (the workers on the high):
+	// the added workers still contend for certain.
+	low := *p
+	low.CPUSec, low.IOSec, low.CPUs, low.BusyCPUs, low.IOContention = 0.060, 0.030, 2.02, 1.6, 0 // an emulated link
+	low.Measured = Prediction{SamplesPerSec: 32 * 29.5, WaitShare: 0.5, Gain: 1}
+	if pr, limit := low.Predict(Knobs{Workers: 3, Prefetch: 2}); limit != LimitWorkers || pr.ContendedLimit != LimitCPU.String() ||
+		pr.SamplesPerSec >= MinPredictedGain*low.Measured.SamplesPerSec || pr.HighSamplesPerSec < MinPredictedGain*low.Measured.SamplesPerSec {
+		t.Fatalf("2 → 3 workers: %+v (%s): the case wants the CPUs the low side's limit only, its high side over the bar and its point under it", pr, limit)
+	}
+	if ch, got, _ := plan(&low, 2); len(ch) > 0 {
+		t.Errorf("advised %+v for %.0f–%.0f samples/s: the CPUs are the low side's limit, and the promise is under the bar", ch, got.SamplesPerSec, got.HighSamplesPerSec)
 	}
 	// The same change where storage, not the CPUs, holds it: advised on
 	// its high side (contention there is unknown).
