@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -35,7 +36,7 @@ func TestAdviceAppliedDeliversWhatItPredicts(t *testing.T) {
 		name  string
 		knobs []string
 		fix   bool    // a knob can fix it
-		gain  float64 // the least gain the fix must bring, where not 1.5
+		gain  float64 // the least gain the fix must bring on 2 CPUs, where not 1.5
 	}{
 		{"inline loading (num_workers=0)", append(data("a", "32MiB"), "--workers", "0", "--decode-cost", "1ms", "--step-time", "5ms"), true, 0},
 		{"too few workers for read latency", append(data("a", "32MiB"), "--workers", "1", "--read-latency", "3ms", "--decode-cost", "20us", "--step-time", "20ms", "--persistent"), true, 0},
@@ -85,7 +86,10 @@ func TestAdviceAppliedDeliversWhatItPredicts(t *testing.T) {
 			errPct := rangeErrPct(second.Measured.SamplesPerSec, second.Predicted)
 			fmt.Fprintf(&table, "%s %10s %10.0f %5.2f× %+5.0f%%\n", row, predictedRange(second.Predicted), second.Measured.SamplesPerSec, gain, errPct)
 			if c.fix && first.Measured.WaitShare >= 0.5 {
-				least := cmp.Or(c.gain, 1.5)
+				least := 1.5
+				if runtime.NumCPU() <= 2 {
+					least = cmp.Or(c.gain, least)
+				}
 				if gain < least {
 					t.Errorf("gain %.2f× after %s, want ≥ %.1f×", gain, changes, least)
 				}
