@@ -241,6 +241,9 @@ func (p *Pipeline) cpuContended(kappa float64, n int, io, cpu float64) float64 {
 		box = p.CPUs + p.LoopCPUs
 		busy = float64(n0)*share + p.LoopCPUs
 	}
+	if !(box > 0) { // no CPUs known at all: from idle to full
+		return 1 + kappa
+	}
 	if !(busy > 0) { // 0, negative, NaN
 		busy = 0
 	}

@@ -126,6 +126,9 @@ func TestCPUContentionFollowsTheBoxsOccupancy(t *testing.T) {
 	if c := factor(&unread, 2); c < 1.1 || c > 1+cpuContention {
 		t.Errorf("the box's occupancy unread: ×%.3f, want the workers' CPUs filled from the one measured (≥ 1.1, ≤ %.2f)", c, 1+cpuContention)
 	}
+	if c := (&Pipeline{Knobs: Knobs{Workers: 1}}).cpuContended(cpuContention, 2, 0, 0.01); c != 1+cpuContention {
+		t.Errorf("no CPUs known at all: ×%v, want ×%.2f", c, 1+cpuContention)
+	}
 	for _, busy := range []float64{-1, math.NaN()} {
 		odd := *vm
 		odd.BusyCPUs = busy
