@@ -140,8 +140,7 @@ type Prediction struct {
 // second took 15–39 % more CPU a batch, κ 0.35 to 1.28; κ 0.5 allows
 // it 20 %, so the worst of those runs fall under the point). The
 // Universal Scalability Law in the worker count it replaces (σ 0.03, fit
-// on the H200 box) allowed 3 % for a second worker on 2 cores, which
-// took 15–39 % more CPU a batch there.
+// on the H200 box) allowed that second worker 3 %.
 //
 // ioContention is σ of the Universal Scalability Law (Gunther), X(n) ∝ n
 // ÷ (1 + σ(n−1)), applied to a worker's storage wait as readers are
