@@ -26,10 +26,17 @@ func addCeilingFlag(cmd *cobra.Command, d *time.Duration, usage string) {
 	cmd.Flags().Lookup("ceiling").NoOptDefVal = defaultCeiling.String()
 }
 
-// checkCeiling checks --ceiling when given: a replay in (0, 600s].
-func checkCeiling(cmd *cobra.Command, d time.Duration) error {
+// checkCeiling checks --ceiling when given: a replay in (0, 600s], and
+// not written "--ceiling 10s", which would run 10s as the command.
+func checkCeiling(cmd *cobra.Command, d time.Duration, args []string) error {
 	if !cmd.Flags().Changed("ceiling") {
 		return nil
+	}
+	if a, ok := bareValue(cmd, args); ok {
+		_, err := time.ParseDuration(a)
+		if _, nerr := strconv.ParseFloat(a, 64); err == nil || nerr == nil {
+			return usageErrorf(cmd, "--ceiling takes its replay after \"=\": write --ceiling=%s (alone it replays %v; %q after a space would be read as an argument, not its replay)", a, defaultCeiling, a)
+		}
 	}
 	if d <= 0 || d > endpoint.MaxCeiling {
 		return usageErrorf(cmd, "--ceiling %v: want a replay longer than 0 and at most %v (--ceiling alone: %v)", d, endpoint.MaxCeiling, defaultCeiling)

@@ -53,3 +53,36 @@ func TestWithCeilingEnv(t *testing.T) {
 		t.Fatalf("%q", env)
 	}
 }
+
+// TestBareOptionalFlagsWithASpacedValue: --ceiling and --gpu-profile take
+// their value only after "="; written with a space, the value would be
+// run as the job ("3: executable file not found" after the notice). It is
+// a usage error that says how to write it, before anything runs, on every
+// command that has the flag; a command after "--" is the user's, whatever
+// it is named.
+func TestBareOptionalFlagsWithASpacedValue(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--gpu-profile", "3", "--", "true"}, "--gpu-profile=3"},
+		{[]string{"run", "--gpu-profile", "3", "true"}, "--gpu-profile=3"},
+		{[]string{"run", "--ceiling", "10s", "--", "true"}, "--ceiling=10s"},
+		{[]string{"run", "--ceiling", "45", "true"}, "--ceiling=45"},
+		{[]string{"attach", "--gpu-profile", "7", "http://127.0.0.1:1"}, "--gpu-profile=7"},
+		{[]string{"tune", "--ceiling", "20s", "--", "true"}, "--ceiling=20s"},
+		{[]string{"sweep", "--ceiling", "20s", "--", "true"}, "--ceiling=20s"},
+	} {
+		var out, errb bytes.Buffer
+		code := Run(c.args, &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), c.want) || strings.Contains(errb.String(), "the hook records") || strings.Contains(errb.String(), "trains on") {
+			t.Errorf("%q: exit %d, stderr %q; want a usage error naming %s before any notice", c.args, code, errb.String(), c.want)
+		}
+	}
+	// After "--" the command is the user's, whatever its name.
+	var out, errb bytes.Buffer
+	log := filepath.Join(t.TempDir(), "job.log")
+	if code := Run([]string{"run", "--json", "--duration", "1s", "--job-log", log, "--ceiling", "--", "sh", "-c", "echo ran"}, &out, &errb); code != 0 {
+		t.Errorf("--ceiling -- sh: exit %d, stderr %q", code, errb.String())
+	}
+}

@@ -24,10 +24,16 @@ func addGPUProfileFlag(cmd *cobra.Command, n *int, usage string) {
 	cmd.Flags().Lookup("gpu-profile").NoOptDefVal = strconv.Itoa(defaultGPUProfileSteps)
 }
 
-// checkGPUProfile checks --gpu-profile when given: 1 to 50 steps.
-func checkGPUProfile(cmd *cobra.Command, n int) error {
+// checkGPUProfile checks --gpu-profile when given: 1 to 50 steps, and
+// not written "--gpu-profile 3", which would run 3 as the command.
+func checkGPUProfile(cmd *cobra.Command, n int, args []string) error {
 	if !cmd.Flags().Changed("gpu-profile") {
 		return nil
+	}
+	if a, ok := bareValue(cmd, args); ok {
+		if _, err := strconv.Atoi(a); err == nil {
+			return usageErrorf(cmd, "--gpu-profile takes its steps after \"=\": write --gpu-profile=%s (alone it records %d steps; %q after a space would be read as an argument, not its steps)", a, defaultGPUProfileSteps, a)
+		}
 	}
 	if n < 1 || n > sample.MaxGPUProfileSteps {
 		return usageErrorf(cmd, "--gpu-profile %d: want 1 to %d steps (--gpu-profile alone: %d)", n, sample.MaxGPUProfileSteps, defaultGPUProfileSteps)
@@ -55,4 +61,15 @@ func withGPUProfile(env []string, n int) []string {
 		out = append(out, gpuProfileEnv+"="+strconv.Itoa(n))
 	}
 	return out
+}
+
+// bareValue is the first argument where it could be a bare optional
+// flag's value written after a space: an argument before any "--". Such
+// flags (--gpu-profile, --ceiling) take their value only after "=", so
+// "--gpu-profile 3 -- python train.py" would run "3".
+func bareValue(cmd *cobra.Command, args []string) (string, bool) {
+	if len(args) == 0 || cmd.ArgsLenAtDash() == 0 {
+		return "", false
+	}
+	return args[0], true
 }

@@ -62,7 +62,7 @@ the first batch and the stall at each epoch boundary.`,
 			if err := opts.checkReport(cmd); err != nil {
 				return err
 			}
-			if err := checkCeiling(cmd, opts.ceiling); err != nil {
+			if err := checkCeiling(cmd, opts.ceiling, args); err != nil {
 				return err
 			}
 			if opts.ceiling > 0 && len(args) == 0 {

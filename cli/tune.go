@@ -44,7 +44,7 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 			if opts.interval < 100*time.Millisecond || opts.runFor < 5*opts.interval || opts.runs < 1 {
 				return usageErrorf(cmd, "want --interval ≥ 100ms, --run-for ≥ 5 intervals and --runs ≥ 1")
 			}
-			if err := checkCeiling(cmd, opts.ceiling); err != nil {
+			if err := checkCeiling(cmd, opts.ceiling, args); err != nil {
 				return err
 			}
 			if opts.ceiling > 0 && len(args) == 0 {
