@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -85,7 +86,7 @@ func catalogKnobs(w *window, suggest, cores, keep int) []string {
 	case w.workers < 0:
 		// Its count is unknown: no change from it is advised, only the
 		// bound the cores set.
-		a = append(a, fmt.Sprintf("num_workers is unknown (the loader did not say): on %d cores, up to %d workers leave %d for the training process; workers that wait on reads or the network can outnumber cores", cores, suggest, keep))
+		a = append(a, fmt.Sprintf("num_workers is unknown (the loader did not say): on %d cores, up to %s leave %d for the training process; workers that wait on reads or the network can outnumber cores", cores, sample.Plural(suggest, "worker"), keep))
 	case w.workers < suggest:
 		a = append(a, fmt.Sprintf("raise num_workers from %d to %d (%d cores, keep %d for the training process); workers that wait on reads or the network can outnumber cores", w.workers, suggest, cores, keep))
 	default:
@@ -94,13 +95,29 @@ func catalogKnobs(w *window, suggest, cores, keep int) []string {
 	if w.prefetch > 0 {
 		a = append(a, fmt.Sprintf("raise prefetch_factor from %d to %d so more batches are ready ahead of each step", w.prefetch, 2*w.prefetch))
 	}
-	if w.knobs[sample.KnobPersistent.Flag] != "true" {
-		a = append(a, "set persistent_workers=True so workers are not restarted (and the pipeline refilled) every epoch")
+	// A knob the loader did not report is said as a condition, never as
+	// a change the job may already have made; persistent workers need
+	// workers (torch refuses them at num_workers=0).
+	if w.workers != 0 || suggest > 0 {
+		a = append(a, knobLine(w, sample.KnobPersistent, "persistent_workers=True so workers are not restarted (and the pipeline refilled) every epoch"))
 	}
-	if w.gpuUtil.ok && w.knobs[sample.KnobPin.Flag] != "true" {
-		a = append(a, "set pin_memory=True so host-to-GPU copies use page-locked memory")
+	if w.gpuUtil.ok {
+		a = append(a, knobLine(w, sample.KnobPin, "pin_memory=True so host-to-GPU copies use page-locked memory"))
 	}
-	return a
+	return slices.DeleteFunc(a, func(l string) bool { return l == "" })
+}
+
+// knobLine advises setting a boolean knob: "set …" where the loader said
+// it is off, a condition where it did not say, nothing where it is on.
+func knobLine(w *window, k *sample.Knob, set string) string {
+	switch v, known := w.knobs[k.Flag]; {
+	case v == "true":
+		return ""
+	case known:
+		return "set " + set
+	default:
+		return "if " + k.Name + " is not set (the loader did not say): " + set
+	}
 }
 
 // modelAdvice is the pipeline model's answer for a window.

@@ -23,13 +23,18 @@ type gpuStep struct {
 	profile *sample.GPUProfile
 	mfu     *sample.MFU // the newest frame's loader's (derived by sample)
 	mfuWhy  string      // why it is nil, as sample said
+	// syncsCounted: the hook counted host syncs over some steps. Then
+	// host_sync names them where there are enough to matter, and no
+	// generic "sync less" is said.
+	syncsCounted bool
 }
 
 // read takes the newest frame's settings, GPU and rate.
 func (g *gpuStep) read(f *sample.Frame) {
-	g.settings, g.gpu, g.rate, g.noGPM, g.profile, g.mfu, g.mfuWhy = nil, nil, 0, "", nil, nil, ""
+	g.settings, g.gpu, g.rate, g.noGPM, g.profile, g.mfu, g.mfuWhy, g.syncsCounted = nil, nil, 0, "", nil, nil, "", false
 	if l := f.Loader; l != nil {
 		g.settings, g.rate, g.mfu, g.mfuWhy = l.Settings, l.SamplesPerSec, l.MFU, l.MFUWhy
+		g.syncsCounted = l.SyncSteps != nil && *l.SyncSteps > 0
 		if p := l.GPUProfile; p.Done() && p.Device == "cuda" {
 			g.profile = p
 		}

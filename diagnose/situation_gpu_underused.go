@@ -31,8 +31,10 @@ func init() {
 var underusedPractice = []string{
 	"give each kernel more work: a larger batch (or gradient accumulation to keep the step's size)",
 	underusedLaunch,
-	"sync with the host less: every .item(), .cpu() or print of a tensor in the loop stalls the GPU until it drains",
+	underusedSyncs,
 }
+
+const underusedSyncs = "sync with the host less: every .item(), .cpu() or print of a tensor in the loop stalls the GPU until it drains"
 
 const underusedLaunch = "launch fewer kernels: CUDA graphs or torch.compile (mode=\"reduce-overhead\") fuse them and drop the launch gaps"
 
@@ -41,6 +43,11 @@ func underusedAdvice(in adviceIn) ([]string, bool) {
 	// Never what the hook read the job already does.
 	if s := in.w.gpu.settings; s != nil && s.CUDAGraphs != nil && *s.CUDAGraphs {
 		a = slices.DeleteFunc(a, func(l string) bool { return l == underusedLaunch })
+	}
+	// Nor syncs where the hook counted them: host_sync names them, with
+	// their lines, where there are enough to matter.
+	if in.w.gpu.syncsCounted {
+		a = slices.DeleteFunc(a, func(l string) bool { return l == underusedSyncs })
 	}
 	return a, false
 }

@@ -52,14 +52,24 @@ func busyRule(f *facts) (decision, bool) {
 func healthyAdvice(in adviceIn) ([]string, bool) {
 	w, th := in.w, in.th
 	a := []string{usedLine(w)}
-	if w.gpuMemTot > 0 && w.gpuMemUsed < th.GPUMemRoomShare*w.gpuMemTot {
+	// A larger batch only where the GPU has room to fill (batch_headroom's
+	// cut-off): SMs, or its time where GPM is absent, under batchFullPct.
+	fill := w.smActivity
+	if !fill.ok {
+		fill = w.gpuUtil
+	}
+	if w.gpuMemTot > 0 && w.gpuMemUsed < th.GPUMemRoomShare*w.gpuMemTot && fill.ok && fill.v < batchFullPct {
 		a = append(a, fmt.Sprintf("a larger batch fits: %s of %s GPU memory in use", sample.FormatBytes(w.gpuMemUsed), sample.FormatBytes(w.gpuMemTot)))
 	}
 	if in.d.variant == healthyModerate && !in.modeled {
 		a = append(a, fmt.Sprintf("the loop still waits %.0f %% of the time: one or two more workers would remove it", 100*w.waitShare.v))
 	}
 	if acc, real := w.accel(); real && acc.v < th.GPULowPct {
-		a = append(a, fmt.Sprintf("the GPU is %.0f %% busy: a larger batch or fewer host syncs (.item(), .cpu()) keep it busier", acc.v))
+		do := "a larger batch or fewer host syncs (.item(), .cpu())"
+		if w.gpu.syncsCounted { // host_sync names them where they matter
+			do = "a larger batch"
+		}
+		a = append(a, fmt.Sprintf("the GPU is %.0f %% busy: %s keep it busier", acc.v, do))
 	}
 	return a, false
 }

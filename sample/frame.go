@@ -627,6 +627,10 @@ type Loader struct {
 	// the GPU inside the step, as the hook counted them (syncs.go), most
 	// calls first; nil when it counted none.
 	Syncs []HostSync `json:"syncs,omitempty" check:"max=16"`
+	// SyncSteps are the steps in which the hook counted host syncs, all
+	// its windows summed; nil where it did not count. Counted steps with
+	// no Syncs is a count of none: no advice then says "sync less".
+	SyncSteps *uint64 `json:"sync_steps,omitempty"`
 	// GPUProfile is the step's GPU time by category, when the hook was
 	// asked to record it (gpuwatch run --gpu-profile; gpuprofile.go); nil
 	// when it was not.

@@ -398,7 +398,8 @@ func CountersFromMetrics(text []byte) (LoaderCounters, map[string]string, error)
 	stagesFromPage(page, &m.c)            // the stage and payload series (stages.go): never alone a loader
 	m.c.Settings = settingsFromPage(page) // the job's settings (settings.go): never alone a loader
 	m.c.Syncs = syncsFromPage(page)       // the host syncs (syncs.go): never alone a loader
-	hookCPUFromPage(page, &m.c)           // the hook's own CPU time (hookcost.go): never alone a loader
+	m.c.SyncSteps = syncStepsFromPage(page)
+	hookCPUFromPage(page, &m.c) // the hook's own CPU time (hookcost.go): never alone a loader
 	if m.found == 0 {
 		return m.c, nil, errors.New("no gpuwatch_loader_* metrics: this is not a loader's metrics endpoint")
 	}

@@ -65,6 +65,9 @@ type LoaderCounters struct {
 	// Syncs are the host syncs inside the step, as the hook counted them
 	// (syncs.go); nil when the loader does not say.
 	Syncs []sample.HostSync
+	// SyncSteps are the steps the hook counted syncs in (syncs.go); nil
+	// when the loader does not say.
+	SyncSteps *uint64
 	// HookCPUSeconds is the hook's own CPU time in the training process,
 	// cumulative (hookcost.go); nil when the loader does not say.
 	HookCPUSeconds *float64
@@ -139,7 +142,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 		PID: cur.PID, LoopTID: cur.LoopTID, WorkerPIDs: cur.WorkerPIDs, BatchesPerEpoch: cur.BatchesPerEpoch,
 		Rank: cur.Rank, LocalRank: cur.LocalRank, WorldSize: cur.WorldSize,
 		DatasetBytes: cur.DatasetBytes, DatasetCachedBytes: cur.DatasetCachedBytes, Ceiling: cur.Ceiling,
-		Settings: cur.Settings, Syncs: cur.Syncs, GPUProfile: cur.GPUProfile,
+		Settings: cur.Settings, Syncs: cur.Syncs, SyncSteps: cur.SyncSteps, GPUProfile: cur.GPUProfile,
 	}
 	if cur.EpochStall != nil {
 		out.EpochStallMs = probes.Ptr(float64(cur.EpochStall.Microseconds()) / 1000)

@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"unicode"
 	"unicode/utf8"
@@ -66,6 +67,25 @@ func syncsFromPage(page map[string][]expo.Sample) []sample.HostSync {
 		out = out[:sample.MaxHostSyncs]
 	}
 	return out
+}
+
+// maxSyncSteps bounds the steps the hook counted syncs in: a window of 8
+// steps a minute for a century is far fewer.
+const maxSyncSteps = 1e12
+
+// syncStepsFromPage reads gpuwatch_job_host_sync_steps_total, the steps
+// in which the hook counted host syncs: a whole count within
+// maxSyncSteps, without labels; nil otherwise (a hook that does not
+// count them, or a figure that is no count).
+func syncStepsFromPage(page map[string][]expo.Sample) *uint64 {
+	for _, s := range page["gpuwatch_job_host_sync_steps_total"] {
+		if len(s.Labels) != 0 || !(s.Value >= 0 && s.Value <= maxSyncSteps) || s.Value != math.Trunc(s.Value) {
+			return nil
+		}
+		n := uint64(s.Value)
+		return &n
+	}
+	return nil
 }
 
 // printableSite says a site label is one the hook writes: non-empty

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gpuwatch/gpuwatch/internal/expo"
+	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/probes/internal/probetest"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -136,4 +137,45 @@ func FuzzSyncsFromPage(f *testing.F) {
 			t.Fatalf("a probe's syncs fail Check: %q", notes)
 		}
 	})
+}
+
+// TestSyncStepsSayACountOfNone: the steps the hook counted syncs in are
+// read as a whole count, so that counted steps with no sites read as a
+// count of none (no "sync less" advice), and the probe carries them; a
+// figure that is no count, or a labelled one, is not read.
+func TestSyncStepsSayACountOfNone(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("testdata", "attach", "hook-syncs-metrics.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := CountersFromMetrics(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SyncSteps == nil || *c.SyncSteps == 0 {
+		t.Fatalf("the hook's page: sync steps %v", c.SyncSteps)
+	}
+	for page, want := range map[string]int64{
+		"gpuwatch_job_host_sync_steps_total 16\n":               16,
+		"gpuwatch_job_host_sync_steps_total 0\n":                0,
+		"gpuwatch_loader_batches_total 1\n":                     -1,
+		"gpuwatch_job_host_sync_steps_total 2.5\n":              -1,
+		"gpuwatch_job_host_sync_steps_total -1\n":               -1,
+		"gpuwatch_job_host_sync_steps_total NaN\n":              -1,
+		"gpuwatch_job_host_sync_steps_total 1e300\n":            -1,
+		`gpuwatch_job_host_sync_steps_total{rank="1"} 8` + "\n": -1,
+	} {
+		p, err := expo.Parse([]byte(page), "gpuwatch_")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := syncStepsFromPage(p)
+		if (got == nil) != (want < 0) || got != nil && int64(*got) != want {
+			t.Errorf("%q: %v, want %d (-1: none)", page, got, want)
+		}
+	}
+	src := &fakeLoader{c: LoaderCounters{SyncSteps: probes.Ptr(uint64(24))}}
+	if l := collectLoader(t, NewLoader(src), probetest.T0).Loader; l.SyncSteps == nil || *l.SyncSteps != 24 || l.Syncs != nil {
+		t.Errorf("the probe: sync steps %v, syncs %v", l.SyncSteps, l.Syncs)
+	}
 }

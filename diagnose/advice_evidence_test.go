@@ -1,0 +1,91 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
+
+// withSyncSteps gives each frame's loader the hook's count of the steps it
+// counted host syncs in, and no sites: a count of none.
+func withSyncSteps(frames []sample.Frame, steps uint64) []sample.Frame {
+	for i := range frames {
+		l := *frames[i].Loader
+		l.SyncSteps, l.Syncs = &steps, nil
+		frames[i].Loader = &l
+	}
+	return frames
+}
+
+// TestGPUAdviceFollowsWhatWasMeasured (issue 51: advice without its
+// evidence is a defect): "a larger batch fits" is said only where the GPU
+// has room to fill (SMs under batch_headroom's 80 %), not beside SMs 91 %
+// active; "sync less" is never said where the hook counted the step's
+// host syncs and found none worth naming (host_sync names them, with
+// their lines, where there are), and is said where nothing counted them.
+func TestGPUAdviceFollowsWhatWasMeasured(t *testing.T) {
+	has := func(v Verdict, s string) bool { return strings.Contains(strings.Join(v.Advice, "\n"), s) }
+	busy := Classify(withMemory(gpuBoundFrames(91, 20, 20, 20, 60, bf16Settings()), 32, 30<<30, 141<<30), DefaultThresholds())
+	if busy.Kind != Healthy || has(busy, "larger batch") {
+		t.Errorf("SMs 91 %%, 30 of 141 GiB: %s %q", busy.Kind, busy.Advice)
+	}
+	room := Classify(withMemory(gpuBoundFrames(65, 20, 20, 20, 60, bf16Settings()), 32, 85<<30, 141<<30), DefaultThresholds())
+	if room.Kind != Healthy || !has(room, "a larger batch fits") {
+		t.Errorf("SMs 65 %%, 85 of 141 GiB: %s %q", room.Kind, room.Advice)
+	}
+
+	full := func() []sample.Frame {
+		return withMemory(gpuBoundFrames(20, 5, 10, 10, 10, bf16Settings()), 32, 120<<30, 141<<30)
+	}
+	if v := Classify(full(), DefaultThresholds()); v.Kind != GPUUnderused || !has(v, underusedSyncs) {
+		t.Errorf("syncs not counted: %s %q", v.Kind, v.Advice)
+	}
+	if v := Classify(withSyncSteps(full(), 24), DefaultThresholds()); v.Kind != GPUUnderused || has(v, "sync with the host less") || has(v, "host syncs") {
+		t.Errorf("24 steps counted, no syncs: %s %q", v.Kind, v.Advice)
+	}
+
+	low := func() []sample.Frame { return noGPM(40, 10, bf16Settings()) }
+	if v := Classify(low(), DefaultThresholds()); !has(v, "fewer host syncs") {
+		t.Errorf("a GPU 40 %% busy, syncs not counted: %s %q", v.Kind, v.Advice)
+	}
+	if v := Classify(withSyncSteps(low(), 24), DefaultThresholds()); has(v, "host syncs") {
+		t.Errorf("a GPU 40 %% busy, 24 steps counted, no syncs: %s %q", v.Kind, v.Advice)
+	}
+}
+
+// TestKnobAdviceOnlyForWhatTheLoaderSaid: the catalogue's boolean knobs
+// are advised as a change only where the loader said they are off, as a
+// condition where it did not say (the sampled view reads no knobs), never
+// where they are on; persistent workers are never advised without
+// workers (torch refuses persistent_workers at num_workers=0).
+func TestKnobAdviceOnlyForWhatTheLoaderSaid(t *testing.T) {
+	pf, pn := sample.KnobPersistent.Flag, sample.KnobPin.Flag
+	gpu := level{v: 90, ok: true}
+	for _, c := range []struct {
+		name          string
+		workers       int
+		suggest       int
+		knobs         map[string]string
+		want, notWant []string
+	}{
+		{"unknown", 2, 4, nil, []string{"if persistent_workers is not set", "if pin_memory is not set"}, []string{"\nset ", "set persistent_workers", "set pin_memory"}},
+		{"off", 2, 4, map[string]string{pf: "false", pn: "false"}, []string{"set persistent_workers=True", "set pin_memory=True"}, []string{"if persistent_workers", "if pin_memory"}},
+		{"on", 2, 4, map[string]string{pf: "true", pn: "true"}, nil, []string{"persistent_workers", "pin_memory"}},
+		{"no workers, none to add", 0, 0, map[string]string{pf: "false", pn: "true"}, nil, []string{"persistent_workers"}},
+		{"one worker to suggest", -1, 1, nil, []string{"up to 1 worker leave"}, []string{"1 workers"}},
+	} {
+		w := &window{workers: c.workers, knobs: c.knobs, gpuUtil: gpu}
+		a := "\n" + strings.Join(catalogKnobs(w, c.suggest, 2, 1), "\n")
+		for _, s := range c.want {
+			if !strings.Contains(a, s) {
+				t.Errorf("%s: %q lacks %q", c.name, a, s)
+			}
+		}
+		for _, s := range c.notWant {
+			if strings.Contains(a, s) {
+				t.Errorf("%s: %q says %q", c.name, a, s)
+			}
+		}
+	}
+}
