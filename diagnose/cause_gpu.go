@@ -27,12 +27,17 @@ type gpuStep struct {
 	// host_sync names them where there are enough to matter, and no
 	// generic "sync less" is said.
 	syncsCounted bool
+	// procSM is the loop's process's share of the GPU's time running its
+	// kernels (NVML's per-process SM utilization): where GPM is absent,
+	// what of the GPU's busy time is the job's own.
+	procSM level
 }
 
 // read takes the newest frame's settings, GPU and rate.
 func (g *gpuStep) read(f *sample.Frame) {
-	g.settings, g.gpu, g.rate, g.noGPM, g.profile, g.mfu, g.mfuWhy, g.syncsCounted = nil, nil, 0, "", nil, nil, "", false
+	g.settings, g.gpu, g.rate, g.noGPM, g.profile, g.mfu, g.mfuWhy, g.syncsCounted, g.procSM = nil, nil, 0, "", nil, nil, "", false, level{}
 	if l := f.Loader; l != nil {
+		g.procSM = processSM(f, l.PID)
 		g.settings, g.rate, g.mfu, g.mfuWhy = l.Settings, l.SamplesPerSec, l.MFU, l.MFUWhy
 		g.syncsCounted = l.SyncSteps != nil && *l.SyncSteps > 0
 		if p := l.GPUProfile; p.Done() && p.Device == "cuda" {
@@ -54,6 +59,24 @@ func (g *gpuStep) read(f *sample.Frame) {
 			g.noGPM = cmpOr(f.GPUs[i].Unavailable["gpm"], "not read")
 		}
 	}
+}
+
+// processSM is the SM utilization NVML gives the process pid on the
+// frame's GPUs (its kernels' share of each GPU's time), the largest where
+// it runs on several; not ok where no GPU lists it with one.
+func processSM(f *sample.Frame, pid *int) level {
+	var out level
+	if pid == nil {
+		return out
+	}
+	for i := range f.GPUs {
+		for _, p := range f.GPUs[i].Processes {
+			if p.PID == *pid && p.SMUtilPct != nil && (!out.ok || *p.SMUtilPct > out.v) {
+				out = level{v: *p.SMUtilPct, n: 1, ok: true}
+			}
+		}
+	}
+	return out
 }
 
 // gpuIn is a GPU-bound window's view for the GPU causes.

@@ -213,8 +213,24 @@ func TestHealthyWithoutGPMSaysWhy(t *testing.T) {
 		fs[i].GPUs[0].Unavailable = map[string]string{"gpm": "GPM not supported by this GPU (Hopper and later have it)"}
 	}
 	v := Classify(fs, DefaultThresholds())
-	if all := strings.Join(v.Advice, "\n"); v.Kind != Healthy || !strings.Contains(all, "needs GPM: GPM not supported by this GPU (Hopper and later have it)") {
+	if all := strings.Join(v.Advice, "\n"); v.Kind != Healthy || !strings.Contains(all, "needs GPM: GPM not supported by this GPU (Hopper and later have it)") || strings.Contains(all, "per process") {
 		t.Errorf("%s: %q", v.Kind, v.Advice)
+	}
+	// With NVML's per-process SM utilization for the loop's process (pid
+	// 100), the line says how much of the GPU's time is the job's own; a
+	// process that is not the loop's says nothing of it.
+	for i := range fs {
+		fs[i].GPUs[0].Processes = []sample.GPUProcess{{PID: 7, SMUtilPct: ptr(30.0)}, {PID: 100, SMUtilPct: ptr(64.0)}}
+	}
+	v = Classify(fs, DefaultThresholds())
+	if all := strings.Join(v.Advice, "\n"); !strings.Contains(all, "the job's kernels run on it 64 % of the time (NVML, per process; how much of its SMs they fill needs GPM: GPM not supported") {
+		t.Errorf("per process: %q", v.Advice)
+	}
+	for i := range fs {
+		fs[i].GPUs[0].Processes = []sample.GPUProcess{{PID: 7, SMUtilPct: ptr(30.0)}}
+	}
+	if all := strings.Join(Classify(fs, DefaultThresholds()).Advice, "\n"); strings.Contains(all, "per process") {
+		t.Errorf("another process's SMs said as the job's: %q", all)
 	}
 }
 

@@ -117,7 +117,12 @@ func usedLine(w *window) string {
 			return "the accelerator is the limit (no GPU seen: what the step runs is not read)" + profileWords(g)
 		}
 		line := "the accelerator is the limit"
-		if r := g.noGPM; r != "" {
+		switch r := g.noGPM; {
+		case g.procSM.ok && r != "":
+			line += fmt.Sprintf(": the job's kernels run on it %.0f %% of the time (NVML, per process; how much of its SMs they fill needs GPM: %s)", g.procSM.v, r)
+		case g.procSM.ok:
+			line += fmt.Sprintf(": the job's kernels run on it %.0f %% of the time (NVML, per process)", g.procSM.v)
+		case r != "":
 			line += " (how much of it the step uses needs GPM: " + r + ")"
 		}
 		if s := g.settings; s == nil || s.Autocast == nil {
