@@ -127,8 +127,12 @@ func (f *Frame) mfu() (why string) {
 	switch {
 	case s == nil:
 		return "the hook did not read the job's settings (gpuwatch run reads them)"
+	case (s.FLOPsPerStep == nil || !(*s.FLOPsPerStep > 0)) && s.Compiled != nil && *s.Compiled:
+		// The hook counts only where it read the model as not compiled
+		// (python/gpuwatch_hook/_settings.py read_forward).
+		return "the hook does not count a compiled model's FLOPs (torch.compile's graph hides the calls its counters see)"
 	case s.FLOPsPerStep == nil || !(*s.FLOPsPerStep > 0):
-		return "the hook did not count the model's FLOPs (torch.utils.flop_counter, torch ≥ 2.1)"
+		return "the hook did not count the model's FLOPs: neither torch.utils.flop_counter (torch ≥ 2.1) nor its count by the shapes of the linears, convs and matmuls (torch ≥ 1.13) gave one"
 	case !(l.BatchesPerSec > 0):
 		return "no step in the interval"
 	}

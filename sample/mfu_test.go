@@ -10,7 +10,8 @@ import (
 // peak (989.5 TFLOPS) is 20 % in bf16 autocast; the same job in fp32 is
 // set against the fp32 peak (67 TFLOPS), with TF32 against tf32's. Absent where the
 // FLOPs, the rate, the precision's settings, the GPU or its peak were not
-// read — never a guess.
+// read — never a guess; the FLOPs' absence says whether the model was
+// compiled (the hook skips the count) or no counter gave one.
 func TestMFUIsDerivedFromWhatWasRead(t *testing.T) {
 	peak := &GPUPeak{Model: "H200 SXM", DenseTFLOPS: map[string]float64{"fp32": 67, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5}}
 	yes, no := true, false
@@ -54,7 +55,9 @@ func TestMFUIsDerivedFromWhatWasRead(t *testing.T) {
 	}{
 		"convs in tf32, matmuls in fp32": {frame(&mixed, 5, peak), "convs and matmuls differ"},
 		"past the peak":                  {frame(bf16, 500, peak), "do not belong together"},
-		"no FLOPs":                       {frame(&JobSettings{Autocast: &yes, AutocastDtype: "bfloat16"}, 50, peak), "did not count the model's FLOPs"},
+		"no FLOPs":                       {frame(&JobSettings{Autocast: &yes, AutocastDtype: "bfloat16", Compiled: &no}, 50, peak), "neither torch.utils.flop_counter (torch ≥ 2.1) nor its count by the shapes"},
+		"no FLOPs, compiled not read":    {frame(&JobSettings{Autocast: &yes, AutocastDtype: "bfloat16"}, 50, peak), "did not count the model's FLOPs: neither"},
+		"no FLOPs, compiled":             {frame(&JobSettings{Autocast: &yes, AutocastDtype: "bfloat16", Compiled: &yes}, 50, peak), "does not count a compiled model's FLOPs"},
 		"no rate":                        {frame(bf16, 0, peak), "no step in the interval"},
 		"precision unread":               {frame(&JobSettings{FLOPsPerStep: &flops}, 50, peak), "dtype is not read"},
 		"no peak":                        {frame(bf16, 50, nil), "no dense peak for the NVIDIA H200"},

@@ -50,7 +50,8 @@ type JobSettings struct {
 	GPUMemFreeBytes  *uint64 `json:"gpu_mem_free_bytes,omitempty"`
 	GPUMemTotalBytes *uint64 `json:"gpu_mem_total_bytes,omitempty"`
 	// FLOPsPerStep is the model's FLOPs per step: its forward's, counted
-	// once (torch.utils.flop_counter, torch ≥ 2.1), ×3 for a training step
+	// once (torch.utils.flop_counter, torch ≥ 2.1; else by the shapes of
+	// its linears, convs, matmuls and attention, torch ≥ 1.13), ×3 for a training step
 	// (the backward is about twice the forward). Nil where not counted.
 	FLOPsPerStep *float64 `json:"flops_per_step,omitempty" check:"0,1e30"`
 	// ReadAt is when the hook last read them; nil when it did not say.

@@ -22,6 +22,7 @@ patches (CUDAGraph.replay, the forward pre-hook) are rows of _patches."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 import time
 from typing import Any, List, Optional, Tuple
@@ -236,6 +237,91 @@ def _filter_compile_warning() -> None:
     warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks", category=UserWarning)
 
 
+def flop_counter(torch: Any) -> Any:
+    """A counter of a forward's FLOPs, entered, left and asked
+    get_total_flops(): torch.utils.flop_counter.FlopCounterMode (torch ≥
+    2.1), else shape_counter. Raises where torch has neither."""
+    try:
+        fc = importlib.import_module("torch.utils.flop_counter")
+    except ImportError:
+        return shape_counter(torch)
+    return fc.FlopCounterMode(display=False)
+
+
+def shape_counter(torch: Any) -> Any:
+    """Counts a forward's FLOPs by the shapes of the calls that carry the
+    work, for a torch without flop_counter: a
+    torch.overrides.TorchFunctionMode (torch ≥ 1.13; AttributeError
+    before) that sees each torch call the forward makes, where call_flops
+    counts those it knows. A call inside a torch function written in
+    Python runs with the mode off and is not seen, so
+    F.multi_head_attention_forward is counted whole; an einsum or a
+    tensordot, whose work it cannot read, spoils the count, as does a call
+    call_flops fails on: get_total_flops() is then 0, no count rather than
+    a wrong one."""
+    F, T = torch.nn.functional, torch.Tensor
+    # The calls counted, each with the argument whose last dimension a
+    # matmul sums over (a conv: whether it is transposed).
+    kinds = {f: ("mm", 0) for f in (F.linear, torch.matmul, T.matmul, T.__matmul__, torch.mm, T.mm, torch.bmm, T.bmm)}
+    kinds.update({f: ("mm", 1) for f in (torch.addmm, T.addmm, torch.baddbmm, T.baddbmm)})
+    kinds.update({f: ("conv", False) for f in (F.conv1d, F.conv2d, F.conv3d)})
+    kinds.update({f: ("conv", True) for f in (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)})
+    kinds[F.multi_head_attention_forward] = ("attention", None)
+    if hasattr(F, "scaled_dot_product_attention"):  # torch 2.0
+        kinds[F.scaled_dot_product_attention] = ("sdpa", None)
+    for f in (torch.einsum, torch.tensordot):
+        kinds[f] = ("unread", None)
+
+    class ShapeCounter(torch.overrides.TorchFunctionMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.total = 0
+            self.spoiled = False
+
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))  # the job's call: its error is the job's
+            if not self.spoiled:
+                try:
+                    kind = kinds.get(func)
+                    if kind is not None:
+                        self.total += call_flops(kind, args, out)
+                except Exception:
+                    self.spoiled = True
+            return out
+
+        def get_total_flops(self) -> int:
+            return 0 if self.spoiled else self.total
+
+    return ShapeCounter()
+
+
+def call_flops(kind: Tuple[str, Any], args: Any, out: Any) -> int:
+    """One call's FLOPs as torch.utils.flop_counter counts them: 2 × the
+    output's elements × what each sums over. A matmul 2·M·N·K (M·N
+    outputs, K the first matrix's last dimension; a linear's bias left
+    out); a conv 2·N·C_out·prod(output spatial)·(C_in/groups)·prod(kernel),
+    the weight (C_out, C_in/groups, *kernel) giving all but N·C_out·
+    prod(output spatial), a transposed conv's over its input's elements
+    instead; nn.MultiheadAttention's (query L×N×E, key and value S×N×·) its
+    three input projections and its output's, 2·E each per row, and its
+    two L×S products, 2·N·L·S·E each; scaled_dot_product_attention's
+    (query …×L×E, key …×S×E, output …×L×Ev) its two, 2·S per element of
+    the query and of the output. Raises on what it cannot read."""
+    what, arg = kind
+    if what == "mm":
+        return 2 * out.numel() * args[arg].shape[-1]
+    if what == "conv":
+        x, w = args[0], args[1]
+        return 2 * (x if arg else out).numel() * (w.numel() // w.shape[0])
+    if what == "attention":
+        q, k, v = args[0], args[1], args[2]
+        e = q.shape[-1]
+        return 2 * e * (2 * q.numel() + k.numel() + v.numel()) + 4 * q.numel() * k.shape[0]
+    if what == "sdpa":
+        return 2 * args[1].shape[-2] * (args[0].numel() + out.numel())
+    raise ValueError("a call whose work is not read")
+
+
 class Window:
     """One step's read: open() at a batch taken, close() at the next."""
 
@@ -243,7 +329,7 @@ class Window:
         self.torch = torch
         self.s = Settings()
         self.handle: Any = None
-        self.flops: Any = None  # the FlopCounterMode while it counts
+        self.flops: Any = None  # the counter (flop_counter) while it counts
         self.flops_handle: Any = None
         self.replays = _replays
         self.cuda_index: Optional[int] = None
@@ -319,18 +405,15 @@ class Window:
             self.count_flops(module)
 
     def count_flops(self, module: Any) -> None:
-        """Counts the forward's FLOPs once per process
-        (torch.utils.flop_counter, torch ≥ 2.1): the mode is entered here
-        and left when the module's forward returns."""
+        """Counts the forward's FLOPs once per process (flop_counter): the
+        counter is entered here and left when the module's forward
+        returns."""
         global _flops_done
         if _flops_done:
             return
         _flops_done = True
         try:
-            import importlib
-
-            fc = importlib.import_module("torch.utils.flop_counter")
-            mode = fc.FlopCounterMode(display=False)
+            mode = flop_counter(self.torch)
             mode.__enter__()
         except Exception:
             return
@@ -424,7 +507,7 @@ def gauges(s: Settings) -> List[Tuple[str, str, Any]]:
         ("gpuwatch_job_gpu_mem_free_bytes", "GPU memory free on the model's GPU (torch.cuda.mem_get_info), when the settings were read.", s.mem_free),
         ("gpuwatch_job_gpu_mem_total_bytes", "GPU memory on the model's GPU (torch.cuda.mem_get_info).", s.mem_total),
         ("gpuwatch_job_gpu_max_allocated_bytes", "The most GPU memory torch's allocator has held for tensors (torch.cuda.max_memory_allocated).", s.max_allocated),
-        ("gpuwatch_job_flops_per_step", "The model's FLOPs per step: its forward's, counted once (torch.utils.flop_counter), times 3 for a training step (forward and backward).", s.flops_per_step),
+        ("gpuwatch_job_flops_per_step", "The model's FLOPs per step: its forward's, counted once (torch.utils.flop_counter, else the shapes of its linears, convs, matmuls and attentions), times 3 for a training step (forward and backward).", s.flops_per_step),
         ("gpuwatch_job_settings_read_timestamp_seconds", "When the settings were last read (Unix time).", s.read_at),
     ):
         if v is not None:

@@ -1,0 +1,229 @@
+"""The model's FLOPs per step, counted once by the hook
+(gpuwatch_hook/_settings.py count_flops): torch.utils.flop_counter where
+torch has it (≥ 2.1), else the shapes of the forward's linears, convs,
+matmuls and attentions (shape_counter, a TorchFunctionMode, torch ≥ 1.13).
+Here on Debian's torch 1.13, which has no flop_counter: each figure is the
+hand arithmetic written out in its test, ×3 for a training step (the
+backward about twice the forward), ×1 for an evaluation's.
+python3 -m unittest discover -s python/tests"""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import gpuwatch_hook as hook  # noqa: E402
+from gpuwatch_hook import _settings  # noqa: E402
+
+from test_stages import metrics  # noqa: E402  (sets the runtime folder)
+
+try:
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader
+except ImportError:
+    torch = None
+
+try:
+    import torch.utils.flop_counter  # noqa: F401
+
+    shapes_only = False  # torch ≥ 2.1 counts with flop_counter
+except ImportError:
+    shapes_only = torch is not None and hasattr(torch.overrides, "TorchFunctionMode")
+
+
+if torch is not None:
+
+    def conv_net():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 16 * 16, 10))
+
+    class Matmuls(nn.Module):
+        """A forward of torch's matmuls called directly, no Linear."""
+
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(6, 7))
+            self.w2 = nn.Parameter(torch.randn(7, 3))
+            self.b = nn.Parameter(torch.randn(3))
+
+        def forward(self, x):  # x: 4×5×6
+            h = x @ self.w  # 4×5×7
+            y = torch.matmul(h, self.w2)  # 4×5×3
+            z = torch.addmm(self.b, h.flatten(0, 1), self.w2)  # 20×3
+            g = torch.bmm(h, h.transpose(1, 2))  # 4×5×5
+            return y.sum() + z.sum() + g.sum()
+
+    class Einsum(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(6, 6)
+
+        def forward(self, x):
+            h = self.fc(x)
+            return torch.einsum("bij,bkj->bik", h, h)
+
+    class Raises(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(6, 6)
+
+        def forward(self, x):
+            self.fc(x)
+            raise KeyError("the job's own error")
+
+
+# Conv2d(3, 8, 3, padding=1) on 4×3×16×16: 2·N·C_out·H·W·C_in·k²; then
+# Linear(2048, 10) on 4×2048: 2·N·in·out.
+CONV = 2 * 4 * 8 * 16 * 16 * 3 * 9  # 442,368
+LINEAR = 2 * 4 * 2048 * 10  # 163,840
+
+
+def stack_depth():
+    """The torch function modes in force (0: none of the hook's left)."""
+    return torch._C._len_torch_function_stack()
+
+
+@unittest.skipIf(torch is None, "needs torch (CI has Debian's python3-torch)")
+class FLOPsTest(unittest.TestCase):
+    def setUp(self):
+        # A window another test left open (its Stats never closed, as
+        # test_cost's are not) would take the count at the next forward.
+        for h in list(torch.nn.modules.module._global_forward_pre_hooks.values()):
+            if isinstance(getattr(h, "__self__", None), _settings.Window):
+                h.__self__.close()
+        self.done = _settings._flops_done
+        _settings._flops_done = False  # once per process: each test counts anew
+
+    def tearDown(self):
+        _settings._flops_done = self.done
+
+    def count(self, model, x, train=True):
+        """One window around one step of model on x, as the hook opens it
+        at a batch and closes it at the next: (its reading, the output)."""
+        model.train(train)
+        w = _settings.Window.open()
+        self.assertIsNotNone(w)
+        try:
+            if train:
+                out = model(x)
+                out.sum().backward()
+            else:
+                with torch.no_grad():
+                    out = model(x)
+        finally:
+            s = w.close()
+        self.assertEqual(len(torch.nn.modules.module._global_forward_pre_hooks), 0)
+        self.assertEqual(stack_depth(), 0)
+        self.assertIsNone(w.flops)
+        for m in model.modules():
+            self.assertEqual(len(m._forward_hooks), 0, m)
+        return s, out
+
+    def test_a_conv_net_training_step_through_the_metrics_page(self):
+        """The gauge the hook serves, under watch() as a job runs it."""
+        model = conv_net()
+        loader = DataLoader([torch.randn(3, 16, 16) for _ in range(24)], batch_size=4)
+        with hook.watch(loader, port=0, quiet=True) as w:
+            for i, x in enumerate(w):
+                if i >= 3:
+                    break
+                model(x).sum().backward()
+            m = metrics(w)
+        self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * (CONV + LINEAR))  # 1,818,624
+
+    def test_an_evaluation_is_its_forward_once(self):
+        s, _ = self.count(conv_net(), torch.randn(4, 3, 16, 16), train=False)
+        self.assertIs(s.training, False)
+        self.assertEqual(s.flops_per_step, CONV + LINEAR)  # 606,208
+
+    def test_matmuls_called_directly_are_counted(self):
+        s, _ = self.count(Matmuls(), torch.randn(4, 5, 6), train=False)
+        want = (
+            2 * 4 * 5 * 7 * 6  # x @ w: M = 4·5 rows, N = 7, K = 6
+            + 2 * 4 * 5 * 3 * 7  # matmul(h, w2): M = 20, N = 3, K = 7
+            + 2 * 20 * 3 * 7  # addmm(b, h, w2): the bias left out
+            + 2 * 4 * 5 * 5 * 7  # bmm(h, hᵀ): batch 4, M = N = 5, K = 7
+        )
+        self.assertEqual(s.flops_per_step, want)  # 4,760
+
+    @unittest.skipUnless(shapes_only, "the shapes counter: torch 1.13 to 2.0")
+    def test_attention_is_counted_whole(self):
+        """nn.MultiheadAttention's calls run inside
+        F.multi_head_attention_forward, out of the mode's sight: counted
+        from its arguments' shapes."""
+        torch.manual_seed(0)
+
+        class SelfAttention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mha = nn.MultiheadAttention(8, 2, batch_first=True)
+
+            def forward(self, x):
+                return self.mha(x, x, x)[0]
+
+        s, _ = self.count(SelfAttention(), torch.randn(2, 5, 8))  # N = 2, L = S = 5, E = 8
+        forward = (
+            3 * 2 * (2 * 5) * 8 * 8  # q, k, v projections: 2·(N·L)·E·E each
+            + 2 * (2 * 2 * 5 * 5 * 8)  # q·kᵀ and attention·v: 2·N·L·S·E each
+            + 2 * (2 * 5) * 8 * 8  # the output projection
+        )
+        self.assertEqual(s.flops_per_step, 3 * forward)  # 20,160
+
+    def test_scaled_dot_product_attention_is_its_two_products(self):
+        """torch 2.0's F.scaled_dot_product_attention, one call to the mode:
+        q·kᵀ and the weights·v, 2·N·H·L·S·E and 2·N·H·L·S·Ev (the shapes
+        alone: torch 1.13 has no such call)."""
+        q, k, v = torch.empty(2, 4, 5, 8), torch.empty(2, 4, 7, 8), torch.empty(2, 4, 7, 3)
+        out = torch.empty(2, 4, 5, 3)
+        want = 2 * 2 * 4 * 5 * 7 * 8 + 2 * 2 * 4 * 5 * 7 * 3
+        self.assertEqual(_settings.call_flops(("sdpa", None), (q, k, v), out), want)  # 7,040
+
+    @unittest.skipUnless(shapes_only, "the shapes counter: torch 1.13 to 2.0")
+    def test_an_einsum_gives_no_count_rather_than_a_low_one(self):
+        s, _ = self.count(Einsum(), torch.randn(2, 3, 6))
+        self.assertIsNone(s.flops_per_step)
+        self.assertIs(s.training, True)  # the rest was read
+
+    def test_the_count_is_once_per_process_and_leaves_nothing(self):
+        """count() checks that no hook, pre-hook or mode is left after the
+        window; a second window does not count again."""
+        s, _ = self.count(conv_net(), torch.randn(4, 3, 16, 16))
+        self.assertEqual(s.flops_per_step, 3 * (CONV + LINEAR))
+        s, _ = self.count(conv_net(), torch.randn(4, 3, 16, 16))
+        self.assertIsNone(s.flops_per_step)
+        self.assertIs(s.training, True)
+
+    def test_a_forward_that_raises_leaves_nothing(self):
+        """The job's error reaches the job; the window's close removes the
+        counter its forward hook did not."""
+        model = Raises()
+        with self.assertRaises(KeyError):
+            self.count(model, torch.randn(2, 6))
+        self.assertEqual(stack_depth(), 0)
+        self.assertEqual(len(model._forward_hooks), 0)
+        self.assertEqual(len(torch.nn.modules.module._global_forward_pre_hooks), 0)
+
+    @unittest.skipUnless(shapes_only, "the shapes counter: torch 1.13 to 2.0")
+    def test_an_error_in_the_counter_never_reaches_the_forward(self):
+        x = torch.randn(4, 3, 16, 16)
+        want = conv_net().eval()(x)
+
+        def broken(*a):
+            raise RuntimeError("a counter's bug")
+
+        for name in ("call_flops", "shape_counter"):
+            _settings._flops_done = False
+            saved = getattr(_settings, name)
+            setattr(_settings, name, broken)
+            try:
+                s, out = self.count(conv_net(), x, train=False)
+            finally:
+                setattr(_settings, name, saved)
+            self.assertTrue(torch.equal(out, want), name)
+            self.assertIsNone(s.flops_per_step, name)
+            self.assertIs(s.training, False, name)
+
+
+if __name__ == "__main__":
+    unittest.main()
