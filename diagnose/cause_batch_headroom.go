@@ -16,14 +16,6 @@ func init() {
 		supersedes: "a larger batch fits"})
 }
 
-// batchRoomShare: a step using under this share of the GPU's memory has
-// room for at least twice its batch's activations. batchFullPct: SMs (or
-// utilization) at or above this leave a larger batch little to fill.
-const (
-	batchRoomShare = 0.5
-	batchFullPct   = 80
-)
-
 func batchHeadroomCause(in *causeIn) (Cause, bool) {
 	g, ok := in.gpuBound()
 	w := in.w
@@ -39,14 +31,14 @@ func batchHeadroomCause(in *causeIn) (Cause, bool) {
 	if s != nil && s.GPUMemFreeBytes != nil && s.GPUMemTotalBytes != nil && *s.GPUMemTotalBytes > 0 && *s.GPUMemFreeBytes <= *s.GPUMemTotalBytes {
 		used, total, from = float64(*s.GPUMemTotalBytes-*s.GPUMemFreeBytes), float64(*s.GPUMemTotalBytes), "torch.cuda.mem_get_info"
 	}
-	if total <= 0 || used <= 0 || !in.below("batch_headroom", used/total, batchRoomShare) {
+	if total <= 0 || used <= 0 || !in.below("batch_headroom", used/total, w.th.BatchRoomShare) {
 		return Cause{}, false
 	}
 	fill, what := w.smActivity, "its SMs are %.0f %% active (GPM)"
 	if !fill.ok {
 		fill, what = w.gpuUtil, "it runs a kernel %.0f %% of the time"
 	}
-	if !fill.ok || fill.v <= 0 || fill.v >= batchFullPct {
+	if !fill.ok || fill.v <= 0 || fill.v >= w.th.BatchFullPct {
 		return Cause{}, false
 	}
 	batch := "the batch"

@@ -17,10 +17,6 @@ func init() {
 	registerCause(causeRule{id: "copy_blocking", stages: []string{"step"}, gpu: true, find: copyBlockingCause})
 }
 
-// copyStallShare is the least share of the batch period the loop spends
-// in the copy calls that names the cause.
-const copyStallShare = 0.05
-
 func copyBlockingCause(in *causeIn) (Cause, bool) {
 	g, ok := in.gpuBound()
 	w := in.w
@@ -34,7 +30,7 @@ func copyBlockingCause(in *causeIn) (Cause, bool) {
 	}
 	period := 1 / w.batchesPerSec.v
 	host := c.HostMsPerBatch / 1000
-	if !in.atLeast("copy_blocking", host/period, copyStallShare) {
+	if !in.atLeast("copy_blocking", host/period, in.w.th.CopyStallShare) {
 		return Cause{}, false
 	}
 	var how, fix []string

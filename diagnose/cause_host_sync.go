@@ -17,18 +17,13 @@ func init() {
 	registerCause(causeRule{id: "host_sync", stages: []string{"step"}, gpu: true, find: hostSyncCause})
 }
 
-// hostSyncPerStep is the fewest syncs a step at one site that names the
-// cause: one every other step. A value logged every 10 or 100 steps is
-// the fix, not the cause.
-const hostSyncPerStep = 0.5
-
 func hostSyncCause(in *causeIn) (Cause, bool) {
 	g, ok := in.gpuBound()
 	if !ok {
 		return Cause{}, false
 	}
 	syncs := lastSyncs(in.frames)
-	if len(syncs) == 0 || !in.atLeast("host_sync", syncs[0].PerStep, hostSyncPerStep) {
+	if len(syncs) == 0 || !in.atLeast("host_sync", syncs[0].PerStep, in.w.th.HostSyncPerStep) {
 		return Cause{}, false
 	}
 	top := syncs[0]
@@ -40,7 +35,7 @@ func hostSyncCause(in *causeIn) (Cause, bool) {
 	total := top.PerStep
 	for _, s := range syncs[1:] {
 		total += s.PerStep
-		if s.PerStep >= hostSyncPerStep && len(more) < 2 {
+		if s.PerStep >= in.w.th.HostSyncPerStep && len(more) < 2 {
 			more = append(more, fmt.Sprintf("%s %s %s", s.Site, hostCallWords(s), perStepWords(s.PerStep)))
 		}
 	}

@@ -53,12 +53,12 @@ func healthyAdvice(in adviceIn) ([]string, bool) {
 	w, th := in.w, in.th
 	a := []string{usedLine(w)}
 	// A larger batch only where the GPU has room to fill (batch_headroom's
-	// cut-off): SMs, or its time where GPM is absent, under batchFullPct.
+	// cut-off): SMs, or its time where GPM is absent, under BatchFullPct.
 	fill := w.smActivity
 	if !fill.ok {
 		fill = w.gpuUtil
 	}
-	if w.gpuMemTot > 0 && w.gpuMemUsed < th.GPUMemRoomShare*w.gpuMemTot && fill.ok && fill.v < batchFullPct {
+	if w.gpuMemTot > 0 && w.gpuMemUsed < th.GPUMemRoomShare*w.gpuMemTot && fill.ok && fill.v < th.BatchFullPct {
 		a = append(a, fmt.Sprintf("a larger batch fits: %s of %s GPU memory in use", sample.FormatBytes(w.gpuMemUsed), sample.FormatBytes(w.gpuMemTot)))
 	}
 	if in.d.variant == healthyModerate && !in.modeled {

@@ -227,6 +227,21 @@ type Thresholds struct {
 	// practical peak of DRAM bandwidth is near 80 %: DCGM's guidance).
 	DRAMBusyPct        float64 `json:"dram_busy_pct"`
 	DRAMBoundTensorPct float64 `json:"dram_bound_tensor_pct"`
+	// HostSyncPerStep: the host_sync cause names a site of the job's code
+	// that syncs at least this often a step: one every other step (a
+	// value logged every 10 or 100 steps is the fix, not the cause).
+	HostSyncPerStep float64 `json:"host_sync_per_step"`
+	// CopyStallShare: the copy_blocking cause names copies that hold the
+	// loop's thread at least this share of the batch period (5 %, the
+	// share the PyTorch profiler's advice starts at for the input wait).
+	CopyStallShare float64 `json:"copy_stall_share"`
+	// BatchRoomShare and BatchFullPct: the batch_headroom cause names a
+	// step using under BatchRoomShare of the GPU's memory (room for twice
+	// its batch's activations) whose SMs (or, without GPM, its time) are
+	// under BatchFullPct busy; at or above, a larger batch has little to
+	// fill, and healthy does not say one fits either.
+	BatchRoomShare float64 `json:"batch_room_share"`
+	BatchFullPct   float64 `json:"batch_full_pct"`
 	// SmallFileBytes: the files the workers are caught reading, one per
 	// sample, are small at or below this median size.
 	SmallFileBytes float64 `json:"small_file_bytes"`
@@ -267,7 +282,8 @@ func DefaultThresholds() Thresholds {
 		SwapPagesPerSec: 100, MajorFaultsPerSec: 1000, PSIMemSomePct: 10,
 		MmapFaultsPerSec: 50, FileRefaultsPerSec: 1000,
 		CriticalWaitShare: 0.5, CriticalAccelPct: 25, CriticalSwapPagesPerSec: 1000,
-		ContendedRunDelay: 0.2, HandoverShare: 0.15, HandoverBytes: 1 << 20, Float64Share: 0.5, PaddingShare: 0.3, GetitemShare: 0.6, ProfileCauseShare: 0.15, CauseLeaveRatio: 0.75, TensorIdlePct: 5, DRAMBusyPct: 50, DRAMBoundTensorPct: 20, SmallFileBytes: 1 << 20, LoopTakeShare: 0.3, OwnWaitShare: 0.5,
+		ContendedRunDelay: 0.2, HandoverShare: 0.15, HandoverBytes: 1 << 20, Float64Share: 0.5, PaddingShare: 0.3, GetitemShare: 0.6, ProfileCauseShare: 0.15, CauseLeaveRatio: 0.75, TensorIdlePct: 5, DRAMBusyPct: 50, DRAMBoundTensorPct: 20,
+		HostSyncPerStep: 0.5, CopyStallShare: 0.05, BatchRoomShare: 0.5, BatchFullPct: 80, SmallFileBytes: 1 << 20, LoopTakeShare: 0.3, OwnWaitShare: 0.5,
 		AllReduceStepRatio: 1.3, GPULagPoints: 30, GPUMemRoomShare: 0.7,
 		EnterHold: Duration(time.Second), LeaveHold: Duration(3 * time.Second),
 	}
