@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -126,11 +127,15 @@ var (
 	dSelfTick   = desc(sample.SeriesSelfTickSeconds)
 	dHookCPU    = desc(sample.SeriesHookCPURatio)
 	dHookSample = desc(sample.SeriesHookCPUSecondsPerSample)
+	dHookBatch  = desc(sample.SeriesHookCPUSecondsPerBatch)
+	dPartCPU    = desc(sample.SeriesHookPartCPURatio)
+	dPartSample = desc(sample.SeriesHookPartCPUSecondsPerSample)
+	dPartBatch  = desc(sample.SeriesHookPartCPUSecondsPerBatch)
 )
 
 var allDescs = []*metricDesc{dVerdict, dConfidence, dChange, dPredSample, dPredHigh, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
-	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dGPUSM, dGPUOcc, dGPUTensor, dGPUTPipe, dGPUFPPipe, dGPUDRAM, dGPUPeak, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dMFU, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler, dSelfCPU, dSelfRSS, dSelfTick, dHookCPU, dHookSample}
+	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dGPUSM, dGPUOcc, dGPUTensor, dGPUTPipe, dGPUFPPipe, dGPUDRAM, dGPUPeak, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dMFU, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler, dSelfCPU, dSelfRSS, dSelfTick, dHookCPU, dHookSample, dHookBatch, dPartCPU, dPartSample, dPartBatch}
 
 // collectGPUs emits each GPU's series (g as in Collect).
 func collectGPUs(gpus []sample.GPU, g func(d *metricDesc, val float64, labels ...string)) {
@@ -309,11 +314,33 @@ func collectLoader(l *sample.Loader, g func(d *metricDesc, val float64, labels .
 		g(dWaitP95, *l.WaitP95Ms/1000)
 	}
 	collectStages(l, g)
+	collectHookCost(l, g)
+}
+
+// collectHookCost emits the hook's own cost inside the job over the
+// interval, in all and by part, as the frame has it: a share of a core,
+// seconds per sample, or per batch where the samples are not counted.
+// Gauges like the loader's rates: the hook's own page serves the
+// cumulative counters (gpuwatch_hook_part_cpu_seconds_total), and a
+// counter of the same name here would be a second, different, series.
+func collectHookCost(l *sample.Loader, g func(d *metricDesc, val float64, labels ...string)) {
+	us := func(d *metricDesc, v *float64, labels ...string) {
+		if v != nil {
+			g(d, *v/1e6, labels...)
+		}
+	}
 	if l.HookCPUSecPerSec != nil {
 		g(dHookCPU, *l.HookCPUSecPerSec)
 	}
-	if l.HookCPUPerSampleUs != nil {
-		g(dHookSample, *l.HookCPUPerSampleUs/1e6)
+	us(dHookSample, l.HookCPUPerSampleUs)
+	us(dHookBatch, l.HookCPUPerBatchUs)
+	for _, p := range l.HookCPUParts {
+		if !utf8.ValidString(p.Part) { // the probe's names are [a-z_]; the client refuses others with a panic
+			continue
+		}
+		g(dPartCPU, p.Cores, p.Part)
+		us(dPartSample, p.PerSampleUs, p.Part)
+		us(dPartBatch, p.PerBatchUs, p.Part)
 	}
 }
 

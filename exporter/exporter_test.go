@@ -362,8 +362,10 @@ gpuwatch_self_tick_seconds 0.0021
 }
 
 // TestExporterHookSeries: the hook's own cost inside the job, a share of
-// a core and seconds per sample, from the frame's loader; absent where
-// the loader does not say it.
+// a core and seconds per sample, in all and by part (label part, its
+// value escaped by the client library), from the frame's loader; per
+// batch where the samples are not counted; absent where the loader does
+// not say it.
 func TestExporterHookSeries(t *testing.T) {
 	e := &Exporter{}
 	f := fixture.Frame()
@@ -372,6 +374,10 @@ func TestExporterHookSeries(t *testing.T) {
 	}
 	rate, us := 0.003, 2.5
 	f.Loader.HookCPUSecPerSec, f.Loader.HookCPUPerSampleUs = &rate, &us
+	f.Loader.HookCPUParts = []sample.HookCPUPart{
+		{Part: "server", PerSampleUs: f64(1.5), Cores: 0.0018}, {Part: "loop", PerSampleUs: f64(1), Cores: 0.0012},
+		{Part: `lo"op\`, PerSampleUs: f64(0), Cores: 0}, {Part: "loop", PerSampleUs: f64(9), Cores: 9}, // a frame written by hand: escaped, and a repeat sent once
+	}
 	e.Set(f, diagnose.Verdict{Kind: diagnose.Healthy})
 	want := `
 # HELP gpuwatch_hook_cpu_ratio CPU time the hook's own instrumentation took inside the training process per wall second over the interval (its threads' clocks), in cores: 0.003 is 0.3 % of one.
@@ -380,13 +386,41 @@ gpuwatch_hook_cpu_ratio 0.003
 # HELP gpuwatch_hook_cpu_seconds_per_sample That CPU time per sample the loader handed out; absent without samples.
 # TYPE gpuwatch_hook_cpu_seconds_per_sample gauge
 gpuwatch_hook_cpu_seconds_per_sample 2.5e-06
+# HELP gpuwatch_hook_part_cpu_ratio ` + sample.SeriesHookPartCPURatio.Help + `
+# TYPE gpuwatch_hook_part_cpu_ratio gauge
+gpuwatch_hook_part_cpu_ratio{part="lo\"op\\"} 0
+gpuwatch_hook_part_cpu_ratio{part="loop"} 0.0012
+gpuwatch_hook_part_cpu_ratio{part="server"} 0.0018
+# HELP gpuwatch_hook_part_cpu_seconds_per_sample ` + sample.SeriesHookPartCPUSecondsPerSample.Help + `
+# TYPE gpuwatch_hook_part_cpu_seconds_per_sample gauge
+gpuwatch_hook_part_cpu_seconds_per_sample{part="lo\"op\\"} 0
+gpuwatch_hook_part_cpu_seconds_per_sample{part="loop"} 1e-06
+gpuwatch_hook_part_cpu_seconds_per_sample{part="server"} 1.5e-06
 `
-	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuwatch_hook_cpu_ratio", "gpuwatch_hook_cpu_seconds_per_sample"); err != nil {
+	hook := []string{"gpuwatch_hook_cpu_ratio", "gpuwatch_hook_cpu_seconds_per_sample", "gpuwatch_hook_cpu_seconds_per_batch",
+		"gpuwatch_hook_part_cpu_ratio", "gpuwatch_hook_part_cpu_seconds_per_sample", "gpuwatch_hook_part_cpu_seconds_per_batch"}
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), hook...); err != nil {
 		t.Fatal(err)
 	}
-	f.Loader.HookCPUSecPerSec, f.Loader.HookCPUPerSampleUs = nil, nil
+	// Samples not counted: per batch stands in, for the total and the parts.
+	f.Loader.HookCPUPerSampleUs, f.Loader.HookCPUPerBatchUs = nil, f64(80)
+	f.Loader.HookCPUParts = []sample.HookCPUPart{{Part: "server", PerBatchUs: f64(60), Cores: 0.0018}}
 	e.Set(f, diagnose.Verdict{Kind: diagnose.Healthy})
-	for _, absent := range []string{"gpuwatch_hook_cpu_ratio", "gpuwatch_hook_cpu_seconds_per_sample"} {
+	want = `
+# HELP gpuwatch_hook_cpu_seconds_per_batch ` + sample.SeriesHookCPUSecondsPerBatch.Help + `
+# TYPE gpuwatch_hook_cpu_seconds_per_batch gauge
+gpuwatch_hook_cpu_seconds_per_batch 8e-05
+# HELP gpuwatch_hook_part_cpu_seconds_per_batch ` + sample.SeriesHookPartCPUSecondsPerBatch.Help + `
+# TYPE gpuwatch_hook_part_cpu_seconds_per_batch gauge
+gpuwatch_hook_part_cpu_seconds_per_batch{part="server"} 6e-05
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuwatch_hook_cpu_seconds_per_sample", "gpuwatch_hook_cpu_seconds_per_batch",
+		"gpuwatch_hook_part_cpu_seconds_per_sample", "gpuwatch_hook_part_cpu_seconds_per_batch"); err != nil {
+		t.Fatal(err)
+	}
+	f.Loader.HookCPUSecPerSec, f.Loader.HookCPUPerSampleUs, f.Loader.HookCPUPerBatchUs, f.Loader.HookCPUParts = nil, nil, nil, nil
+	e.Set(f, diagnose.Verdict{Kind: diagnose.Healthy})
+	for _, absent := range hook {
 		if n := testutil.CollectAndCount(e, absent); n != 0 {
 			t.Errorf("%s exposed without data", absent)
 		}
@@ -461,3 +495,5 @@ gpuwatch_rank_samples_per_second{loader="http://127.0.0.1:6062",rank="1"} 320
 		t.Fatal(err)
 	}
 }
+
+func f64(v float64) *float64 { return &v }

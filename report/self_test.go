@@ -15,8 +15,9 @@ import (
 // TestReportSaysGpuwatchsOwnCost: gpuwatch's CPU over a recording is the
 // sum of its totals' steps (a total that goes back, a second run appended,
 // starts again rather than subtracting), its mean share of a core that
-// over the span of the readings, its memory the largest reading; a
-// recording without the readings has no such line.
+// over the span of the readings, its CPU a tick that over the steps
+// summed, its memory the largest reading; a recording without the
+// readings has no such line.
 func TestReportSaysGpuwatchsOwnCost(t *testing.T) {
 	rss := func(mib uint64) *uint64 { b := mib << 20; return &b }
 	// 0.004 s of CPU a second (0.4 % of a core), then a restart at 0.1 s.
@@ -29,10 +30,12 @@ func TestReportSaysGpuwatchsOwnCost(t *testing.T) {
 	}
 	s := Build(recording.New(recording.Header{Host: "h", Cores: 2}, frames, nil), "x", diagnose.DefaultThresholds(), generated)
 	got := s.Recording.Self
-	if got == nil || abs(got.CPUSec-0.016) > 1e-9 || got.SpanSec != 5 || abs(got.MeanCPUPct-0.32) > 1e-9 || got.PeakRSSBytes == nil || *got.PeakRSSBytes != 14<<20 {
+	// Four ticks summed (the restart's step is not): 4 ms of CPU a tick.
+	if got == nil || abs(got.CPUSec-0.016) > 1e-9 || got.SpanSec != 5 || abs(got.MeanCPUPct-0.32) > 1e-9 || got.PeakRSSBytes == nil || *got.PeakRSSBytes != 14<<20 ||
+		got.CPUPerTickMs == nil || abs(*got.CPUPerTickMs-4) > 1e-9 {
 		t.Fatalf("self %+v", got)
 	}
-	const line = "gpuwatch itself: 0.3 % of a core on average (16ms of CPU in 5.0s), at most 14MiB resident."
+	const line = "gpuwatch itself: 0.3 % of a core on average, 4.0ms of CPU a tick (16ms of CPU in 5.0s), at most 14MiB resident."
 	var m, h bytes.Buffer
 	if err := WriteMarkdown(&m, s, ""); err != nil {
 		t.Fatal(err)
@@ -58,30 +61,73 @@ func abs(x float64) float64 { return max(x, -x) }
 // TestReportSaysTheHooksCost: the hook's CPU over a recording is each
 // frame's rate times its time since the frame before (a gap past a minute
 // left out), its mean share of a core that over those seconds, its µs per
-// sample weighted by the samples; a recording without it has no such
-// line.
+// sample weighted by the samples; each part the same, the costliest
+// first, with its share of the hook's CPU, and the parts that cost
+// nothing named once; where the samples were not counted, µs per batch
+// weighted by the batches; a recording without it has no such line.
 func TestReportSaysTheHooksCost(t *testing.T) {
-	var frames []recording.Recorded
 	at := []time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second, 10 * time.Minute, 10*time.Minute + time.Second}
-	for i, d := range at {
-		f := sample.Frame{Time: generated.Add(d), IntervalSec: 1}
-		if i > 0 { // the first reading has no rate yet
-			rate, us := 0.003, 3.0
-			if i%2 == 0 {
-				rate, us = 0.001, 1.0
+	build := func(perBatch bool) (*Summary, []recording.Recorded) {
+		var frames []recording.Recorded
+		for i, d := range at {
+			f := sample.Frame{Time: generated.Add(d), IntervalSec: 1}
+			if i > 0 { // the first reading has no rate yet
+				rate, us := 0.003, 3.0
+				if i%2 == 0 {
+					rate, us = 0.001, 1.0
+				}
+				l := &sample.Loader{Source: "hook", SamplesPerSec: 1000, BatchesPerSec: 100, HookCPUSecPerSec: &rate, HookCPUPerSampleUs: &us}
+				// server two thirds, loop one, stages nothing; in any order.
+				parts := []sample.HookCPUPart{{Part: "loop", PerSampleUs: f64(us / 3), Cores: rate / 3}, {Part: "stages", PerSampleUs: f64(0)},
+					{Part: "server", PerSampleUs: f64(us * 2 / 3), Cores: rate * 2 / 3}}
+				if perBatch { // a batch made on the GPU: 100 a second, µs per batch 10× µs per sample above
+					l.SamplesPerSec, l.HookCPUPerSampleUs, l.HookCPUPerBatchUs = 0, nil, f64(10*us)
+					for j := range parts {
+						parts[j].PerBatchUs, parts[j].PerSampleUs = f64(10**parts[j].PerSampleUs), nil
+					}
+				}
+				l.HookCPUParts = parts
+				f.Loader = l
 			}
-			f.Loader = &sample.Loader{Source: "hook", SamplesPerSec: 1000, HookCPUSecPerSec: &rate, HookCPUPerSampleUs: &us}
+			frames = append(frames, recording.Recorded{Frame: f})
 		}
-		frames = append(frames, recording.Recorded{Frame: f})
+		return Build(recording.New(recording.Header{Host: "h", Cores: 2}, frames, nil), "x", diagnose.DefaultThresholds(), generated), frames
 	}
-	s := Build(recording.New(recording.Header{Host: "h", Cores: 2}, frames, nil), "x", diagnose.DefaultThresholds(), generated)
+	s, frames := build(false)
 	got := s.Recording.Hook
 	// Frames 1–3 (3 s: 0.003+0.001+0.003 s) and 5 (1 s: 0.003): frame 4
 	// follows a gap.
-	if got == nil || abs(got.CPUSec-0.010) > 1e-12 || got.SpanSec != 4 || abs(got.MeanCPUPct-0.25) > 1e-9 || got.PerSampleUs == nil || abs(*got.PerSampleUs-2.5) > 1e-9 {
+	if got == nil || abs(got.CPUSec-0.010) > 1e-12 || got.SpanSec != 4 || abs(got.MeanCPUPct-0.25) > 1e-9 || got.PerSampleUs == nil || abs(*got.PerSampleUs-2.5) > 1e-9 || got.PerBatchUs != nil {
 		t.Fatalf("hook %+v", got)
 	}
-	const line = "The hook inside the job: 0.2 % of a core on average, 2.5 µs per sample (10ms of CPU in 4.0s)."
+	if len(got.Parts) != 3 || got.Parts[0].Part != "server" || got.Parts[1].Part != "loop" || got.Parts[2].Part != "stages" {
+		t.Fatalf("parts %+v", got.Parts)
+	}
+	if p := got.Parts[0]; abs(p.CPUSec-0.010*2/3) > 1e-12 || abs(p.Share-2.0/3) > 1e-9 || abs(p.MeanCPUPct-0.25*2/3) > 1e-9 || p.PerSampleUs == nil || abs(*p.PerSampleUs-2.5*2/3) > 1e-9 {
+		t.Errorf("server %+v", p)
+	}
+	const line = "The hook inside the job: 0.2 % of a core on average, 2.5 µs per sample (10ms of CPU in 4.0s); " +
+		"by part: server 1.7 µs per sample (67 %, 0.17 % of a core), loop 0.8 µs per sample (33 %, 0.08 % of a core); nothing in stages."
+	checkBothReports(t, s, line)
+	// Batches without a known size: per batch stands in, said as such.
+	s, _ = build(true)
+	if got = s.Recording.Hook; got == nil || got.PerSampleUs != nil || got.PerBatchUs == nil || abs(*got.PerBatchUs-25) > 1e-9 || got.Parts[0].PerBatchUs == nil || got.Parts[0].PerSampleUs != nil {
+		t.Fatalf("per batch: hook %+v", got)
+	}
+	checkBothReports(t, s, "The hook inside the job: 0.2 % of a core on average, 25.0 µs per batch (samples not counted) (10ms of CPU in 4.0s); "+
+		"by part: server 16.7 µs per batch (67 %, 0.17 % of a core), loop 8.3 µs per batch (33 %, 0.08 % of a core); nothing in stages.")
+	for i := range frames {
+		frames[i].Frame.Loader = nil
+	}
+	if s = Build(recording.New(recording.Header{Host: "h", Cores: 2}, frames, nil), "x", diagnose.DefaultThresholds(), generated); s.Recording.Hook != nil {
+		t.Errorf("a recording without it: hook %+v", s.Recording.Hook)
+	}
+}
+
+// checkBothReports: line is in the Markdown report, and in the HTML one
+// as a paragraph.
+func checkBothReports(t *testing.T, s *Summary, line string) {
+	t.Helper()
 	var m, h bytes.Buffer
 	if err := WriteMarkdown(&m, s, ""); err != nil {
 		t.Fatal(err)
@@ -92,13 +138,9 @@ func TestReportSaysTheHooksCost(t *testing.T) {
 	if !strings.Contains(m.String(), line) || !strings.Contains(h.String(), "<p>"+line+"</p>") {
 		t.Errorf("want %q in both reports; Markdown:\n%s", line, m.String())
 	}
-	for i := range frames {
-		frames[i].Frame.Loader = nil
-	}
-	if s = Build(recording.New(recording.Header{Host: "h", Cores: 2}, frames, nil), "x", diagnose.DefaultThresholds(), generated); s.Recording.Hook != nil {
-		t.Errorf("a recording without it: hook %+v", s.Recording.Hook)
-	}
 }
+
+func f64(v float64) *float64 { return &v }
 
 // TestReportSaysHowMuchOfTheGPUTheStepUsed: the report of the real H200
 // bf16 MLP's recording (diagnose/testdata/gpu, issue 51) gives, per GPU,

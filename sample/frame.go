@@ -648,8 +648,19 @@ type Loader struct {
 	// HookCPUPerSampleUs that time per sample handed out, in µs. Nil when
 	// the loader does not say (not the hook, or a hook before it measured
 	// itself), on the first reading, and (per sample) with no samples.
+	// HookCPUPerBatchUs stands in for the figure per sample where the
+	// loader's samples are not counted (batches handed out, no sample: a
+	// batch made on the GPU, a type without a length): that time per
+	// batch, in µs; nil wherever the figure per sample is read, and
+	// without batches.
 	HookCPUSecPerSec   *float64 `json:"hook_cpu_sec_per_sec,omitempty" check:"0,1e4"`
 	HookCPUPerSampleUs *float64 `json:"hook_cpu_us_per_sample,omitempty" check:"0,1e9"`
+	HookCPUPerBatchUs  *float64 `json:"hook_cpu_us_per_batch,omitempty" check:"0,1e9"`
+	// HookCPUParts is that time by part of the hook (loop, payload,
+	// settings, syncs, stages, profiler, gpu_profile, server:
+	// python/gpuwatch_hook/_cost.py), the costliest first; nil when the
+	// loader does not split it, and on the first reading.
+	HookCPUParts []HookCPUPart `json:"hook_cpu_parts,omitempty" check:"max=16"`
 }
 
 // LoaderStages is one batch's time, stage by stage, over the interval

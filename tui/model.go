@@ -526,9 +526,10 @@ func (m *Model) history() []*sample.Frame {
 func visible(s string) int { return cells(s) }
 
 // footer is the status bar: what is happening (status, recording, replay
-// position, pause), the keys, and at the right gpuwatch's own cost. Where
-// the width is short, keys go from the end (? help lists them all), down
-// to "q quit · ? help", before the cost does.
+// position, pause), the keys, and at the right gpuwatch's own cost and
+// the hook's (footer.go). Where the width is short, keys go from the end
+// (? help lists them all), down to "q quit · ? help", then the cost's
+// details, then the cost.
 func (m *Model) footer(w int) string {
 	parts := []string{"q quit", "? help", "d details", "space pause", "tab focus", "enter zoom", "+/- " + m.interval.String()}
 	if m.opt.Replay != nil {
@@ -551,44 +552,12 @@ func (m *Model) footer(w int) string {
 	case m.sticky != "":
 		pre = m.styles.Label.Render(m.sticky) + "  " + pre
 	}
-	cost := m.selfCost()
-	keys := strings.Join(parts, " · ")
-	if cost != "" {
-		room := w - visible(pre) - len("  ") - ansi.StringWidth(cost)
-		for len(parts) > 2 && ansi.StringWidth(keys) > room {
-			parts = parts[:len(parts)-1]
-			keys = strings.Join(parts, " · ")
-		}
-		if ansi.StringWidth(keys) > room {
-			cost = ""
-		}
-	}
+	cost, keys := costAndKeys(m.costWords(), parts, w-visible(pre)-len("  "))
 	s := pre + m.styles.Dim.Render(keys)
 	if cost != "" {
 		s += strings.Repeat(" ", max(2, w-visible(s)-ansi.StringWidth(cost))) + m.styles.Dim.Render(cost)
 	}
 	return fit(s, w)
-}
-
-// selfCost is gpuwatch's own cost as the footer says it, from the newest
-// frame, the hook's inside the job first where it says it ("hook 0.3 %
-// CPU, 2.1 µs/sample · gpuwatch 0.4 % CPU · 14MiB"). A replay's frames
-// carry the recording gpuwatch's cost, not this one's: there only the
-// hook's, the recorded job's.
-func (m *Model) selfCost() string {
-	f := m.latest.Frame
-	if f == nil {
-		return ""
-	}
-	hook := f.Loader.HookCost()
-	if m.opt.Replay != nil {
-		return hook
-	}
-	self := f.Self.Summary()
-	if hook == "" || self == "" {
-		return hook + self
-	}
-	return hook + " · " + self
 }
 
 // clock is a duration as a stopwatch shows it: "00:42", "1:02:03".

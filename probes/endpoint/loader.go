@@ -70,7 +70,10 @@ type LoaderCounters struct {
 	SyncSteps *uint64
 	// HookCPUSeconds is the hook's own CPU time in the training process,
 	// cumulative (hookcost.go); nil when the loader does not say.
+	// HookCPUParts is that time by part, cumulative seconds by the part's
+	// name; nil when the loader does not split it.
 	HookCPUSeconds *float64
+	HookCPUParts   map[string]float64
 	// Kind is what speaks for the loader: "python" (the hook, gpuwatch
 	// run), "go" (a Go loader, gpuwatch loader), "embedded", or "".
 	Kind string
@@ -193,7 +196,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	}
 	out.Stages = loaderStages(prev.Stages, cur.Stages, cur.Workers)
 	out.Payload = batchPayload(prev.Payload, cur.Payload, out.BatchesPerSec)
-	hookCost(out, prev.HookCPUSeconds, cur.HookCPUSeconds, cur.Samples-prev.Samples, sec)
+	hookCost(out, &prev, &cur, sec)
 	// The virtual accelerator: the share of wall time spent in steps.
 	f.Accel = &sample.VirtualAccel{BusyPct: min(100, 100*dStep/sec), Basis: "loader step time / wall time"}
 	return nil
