@@ -112,6 +112,10 @@ func (s *JobSettings) Summary() string {
 		}
 	}
 	if s.HasConv != nil && *s.HasConv {
+		// cuDNN's own switch decides a conv's fp32 (on by torch's default).
+		if s.Autocast == nil || !*s.Autocast {
+			yes(s.CudnnAllowTF32, "fp32 convs on TF32", "fp32 convs in full fp32")
+		}
 		yes(s.ConvChannelsLast, "convs channels_last", "convs NCHW")
 	}
 	yes(s.CudnnBenchmark, "cudnn.benchmark", "")
@@ -119,6 +123,9 @@ func (s *JobSettings) Summary() string {
 	yes(s.CUDAGraphs, "CUDA graphs", "")
 	if s.BatchSize != nil {
 		parts = append(parts, fmt.Sprintf("batch %d", *s.BatchSize))
+	}
+	if f, t := s.GPUMemFreeBytes, s.GPUMemTotalBytes; f != nil && t != nil && *t > 0 && *f <= *t {
+		parts = append(parts, fmt.Sprintf("%s of %s GPU memory free", FormatBytes(float64(*f)), FormatBytes(float64(*t))))
 	}
 	if s.FLOPsPerStep != nil {
 		parts = append(parts, fmt.Sprintf("%.3g FLOPs a step", *s.FLOPsPerStep))

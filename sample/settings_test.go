@@ -43,6 +43,13 @@ func TestSettingsSummary(t *testing.T) {
 	if got, want := s.Summary(), "bf16 autocast · fp32 matmuls in full fp32 · convs NCHW · not compiled · batch 128 · 3.14e+12 FLOPs a step"; got != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
+	// In fp32 (no autocast) a conv model's convs follow cuDNN's own TF32
+	// switch, said beside the matmuls'; the GPU memory left is said too.
+	free, total := uint64(40<<30), uint64(141<<30)
+	s.Autocast, s.CudnnAllowTF32, s.GPUMemFreeBytes, s.GPUMemTotalBytes = &off, &on, &free, &total
+	if got, want := s.Summary(), "no autocast · fp32 matmuls in full fp32 · fp32 convs on TF32 · convs NCHW · not compiled · batch 128 · 40GiB of 141GiB GPU memory free · 3.14e+12 FLOPs a step"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
 	if got := (&JobSettings{}).Summary(); got != "" {
 		t.Errorf("nothing read: %q", got)
 	}
