@@ -187,6 +187,33 @@ type onceSummary struct {
 	// Unsettled says why no verdict settled ("" when one did).
 	Unsettled string           `json:"unsettled,omitempty"`
 	Verdict   diagnose.Verdict `json:"verdict"`
+	// Job is what the hook read of the job in the last frame: a gate on
+	// the GPU side reads it without the frames. Nil without the hook.
+	Job *onceJob `json:"job,omitempty"`
+}
+
+// onceJob is the last frame's reading of the job by the hook: its
+// settings (and their line, "bf16 autocast · …"), the step's MFU with its
+// method or why there is none, and the hook's own cost per sample.
+type onceJob struct {
+	Settings           *sample.JobSettings `json:"settings,omitempty"`
+	SettingsLine       string              `json:"settings_line,omitempty"`
+	MFU                *sample.MFU         `json:"mfu,omitempty"`
+	MFUWhy             string              `json:"mfu_why,omitempty"`
+	HookCPUPerSampleUs *float64            `json:"hook_cpu_us_per_sample,omitempty"`
+}
+
+// job is the last frame's onceJob; nil where the hook read nothing.
+func (s *Settle) job() *onceJob {
+	if s.last == nil || s.last.Loader == nil {
+		return nil
+	}
+	l := s.last.Loader
+	j := onceJob{Settings: l.Settings, SettingsLine: l.Settings.Summary(), MFU: l.MFU, MFUWhy: l.MFUWhy, HookCPUPerSampleUs: l.HookCPUPerSampleUs}
+	if j.Settings == nil && j.MFU == nil && j.MFUWhy == "" && j.HookCPUPerSampleUs == nil {
+		return nil
+	}
+	return &j
 }
 
 // summary prints the verdict the session ended on, and returns
@@ -204,7 +231,7 @@ func (s *Settle) summary(w io.Writer, asJSON bool) error {
 	secs := s.last.Time.Sub(s.first).Seconds()
 	var err error
 	if asJSON {
-		sum := onceSummary{Type: "summary", Time: s.last.Time, Frames: s.frames, Seconds: secs, Settled: s.settled, Verdict: v}
+		sum := onceSummary{Type: "summary", Time: s.last.Time, Frames: s.frames, Seconds: secs, Settled: s.settled, Verdict: v, Job: s.job()}
 		if !s.settled {
 			sum.Unsettled = s.why()
 		}
@@ -228,6 +255,12 @@ func (s *Settle) summary(w io.Writer, asJSON bool) error {
 		}
 		for _, m := range v.Missing {
 			fmt.Fprintf(&b, "  - not seen: %s\n", p(m))
+		}
+		if j := s.job(); j != nil && j.SettingsLine != "" {
+			fmt.Fprintf(&b, "  job: %s\n", p(j.SettingsLine))
+		}
+		if j := s.job(); j != nil && j.MFU != nil {
+			fmt.Fprintf(&b, "  MFU %.0f %% of %s's dense %s peak (%s)\n", 100*j.MFU.Ratio, p(j.MFU.GPU), j.MFU.Dtype, p(j.MFU.Method))
 		}
 		_, err = io.WriteString(w, b.String())
 	}

@@ -658,3 +658,46 @@ func TestSettleHoldsForAGPUProfileOnlySoLong(t *testing.T) {
 		t.Error("a frame without the loader held the settle")
 	}
 }
+
+// TestOnceSummarySaysWhatTheHookRead (issue 51: the settings line and MFU
+// in every output): --once's summary, JSON and text, carries the job's
+// settings as the hook last read them, their line, and the step's MFU
+// with its method; without the hook it carries none of them.
+func TestOnceSummarySaysWhatTheHookRead(t *testing.T) {
+	on, batch := true, 128
+	st := &sample.JobSettings{Autocast: &on, AutocastDtype: "bfloat16", BatchSize: &batch}
+	mfu := &sample.MFU{Ratio: 0.31, Dtype: "bf16", PeakTFLOPS: 989.5, GPU: "H200", Method: "FLOPs counted by the hook × steps/s ÷ dense peak"}
+	for _, hooked := range []bool{true, false} {
+		s := &Settle{stop: func() {}, need: 3}
+		for i := range 8 {
+			f := settleFrameAt(i)
+			f.Loader = &sample.Loader{Source: "http://127.0.0.1:6061", Kind: "python", BatchesPerSec: 3, SamplesPerSec: 384}
+			if hooked {
+				f.Loader.Settings, f.Loader.MFU, f.Loader.HookCPUPerSampleUs = st, mfu, probes.Ptr(2.5)
+			}
+			s.Frame(f, diagnose.Verdict{Kind: diagnose.Healthy})
+		}
+		var js, text bytes.Buffer
+		s.summary(&js, true)
+		s.summary(&text, false)
+		var sum onceSummary
+		if err := json.Unmarshal(js.Bytes(), &sum); err != nil {
+			t.Fatal(err)
+		}
+		if !hooked {
+			if sum.Job != nil || strings.Contains(text.String(), "job:") || strings.Contains(text.String(), "MFU") {
+				t.Errorf("no hook: %+v; %s", sum.Job, text.String())
+			}
+			continue
+		}
+		j := sum.Job
+		if j == nil || j.SettingsLine != "bf16 autocast · batch 128" || j.Settings == nil || j.MFU == nil || j.MFU.Ratio != 0.31 || j.HookCPUPerSampleUs == nil || *j.HookCPUPerSampleUs != 2.5 {
+			t.Fatalf("JSON: %s", js.String())
+		}
+		for _, want := range []string{"  job: bf16 autocast · batch 128\n", "  MFU 31 % of H200's dense bf16 peak (FLOPs counted by the hook"} {
+			if !strings.Contains(text.String(), want) {
+				t.Errorf("text lacks %q:\n%s", want, text.String())
+			}
+		}
+	}
+}
