@@ -114,7 +114,7 @@ func usedLine(w *window) string {
 	g := &w.gpu
 	if !w.smActivity.ok {
 		if _, real := w.accel(); !real {
-			return "the accelerator is the limit (no GPU seen: what the step runs is not read)" + profileWords(g)
+			return "the accelerator is the limit (no GPU seen: the step is the loop's own time, and how much of an accelerator it uses is not read)" + profileWords(g)
 		}
 		line := "the accelerator is the limit"
 		switch r := g.noGPM; {
