@@ -3,7 +3,8 @@ autocast and its dtype, the float32 matmul precision, TF32 and
 cudnn.benchmark, the conv weights' memory format, compile, the batch
 size — each read in one step's window, as torch has it there, and nothing
 installed after it. Here on Debian's CPU-only torch (autocast on the CPU
-in bfloat16); the GPU's memory and CUDA graphs are proved on a GPU.
+in bfloat16); the GPU's memory and CUDA graphs from torch.cuda's answers
+faked on the CPU (a real GPU's answers need one).
 python3 -m unittest discover -s python/tests"""
 
 import os
@@ -121,6 +122,51 @@ class SettingsTest(unittest.TestCase):
                 self.assertEqual(info["cudnn_benchmark"], "1" if on else "0")
         finally:
             torch.backends.cudnn.benchmark = before
+
+    def test_tf32_switches_for_matmuls_and_convs_each_read(self):
+        # Each of the two TF32 switches read on and off, on its own: the
+        # matmuls' (torch.backends.cuda.matmul.allow_tf32) and cuDNN's
+        # convs' (torch.backends.cudnn.allow_tf32, on by torch's default).
+        mm, cv = torch.backends.cuda.matmul, torch.backends.cudnn
+        before = (mm.allow_tf32, cv.allow_tf32)
+        try:
+            for m_on, c_on in ((True, False), (False, True), (False, False)):
+                mm.allow_tf32, cv.allow_tf32 = m_on, c_on
+                info, _ = self.run_loop()
+                self.assertEqual((info["matmul_allow_tf32"], info["cudnn_allow_tf32"]), ("1" if m_on else "0", "1" if c_on else "0"))
+        finally:
+            mm.allow_tf32, cv.allow_tf32 = before
+
+    def test_gpu_memory_and_cuda_graphs_are_read_at_the_windows_end(self):
+        # What a CUDA torch answers, on the CPU: torch.cuda's memory of
+        # the model's GPU, and CUDAGraph.replay calls counted by the patch
+        # (replays inside the window: CUDA graphs on; none: off).
+        cuda = types.SimpleNamespace(
+            is_initialized=lambda: True,
+            current_device=lambda: 0,
+            mem_get_info=lambda i: (40 << 30, 141 << 30),
+            max_memory_allocated=lambda i: 90 << 30,
+        )
+        fake = types.SimpleNamespace(cuda=cuda, backends=torch.backends, get_float32_matmul_precision=torch.get_float32_matmul_precision)
+        patched = _settings._graphs_patched
+        _settings._graphs_patched = True
+        try:
+            for replays in (3, 0):
+                w = _settings.Window(fake)
+                _settings._replays += replays
+                s = w.close()
+                self.assertEqual((s.mem_free, s.mem_total, s.max_allocated), (40 << 30, 141 << 30, 90 << 30))
+                self.assertIs(s.cuda_graphs, replays > 0)
+                labels = dict(_settings.info_labels(s))
+                self.assertEqual(labels["cuda_graphs"], "1" if replays else "0")
+                gauges = {name: v for name, _, v in _settings.gauges(s)}
+                self.assertEqual(gauges["gpuwatch_job_gpu_mem_free_bytes"], 40 << 30)
+        finally:
+            _settings._graphs_patched = patched
+        # Without CUDA initialized nothing of the GPU is said.
+        cuda.is_initialized = lambda: False
+        s = _settings.Window(fake).close()
+        self.assertEqual((s.mem_free, s.mem_total, s.cuda_graphs), (None, None, None))
 
     def test_a_module_without_parameters_called_first_is_not_the_model(self):
         jitter = Jitter()
