@@ -23,7 +23,9 @@ func withSyncSteps(frames []sample.Frame, steps uint64) []sample.Frame {
 // has room to fill (SMs under batch_headroom's 80 %), not beside SMs 91 %
 // active; "sync less" is never said where the hook counted the step's
 // host syncs and found none worth naming (host_sync names them, with
-// their lines, where there are), and is said where nothing counted them.
+// their lines, where there are), and is said where nothing counted them;
+// gpu_underused says where the step's GPU time goes where the hook
+// recorded it.
 func TestGPUAdviceFollowsWhatWasMeasured(t *testing.T) {
 	has := func(v Verdict, s string) bool { return strings.Contains(strings.Join(v.Advice, "\n"), s) }
 	busy := Classify(withMemory(gpuBoundFrames(91, 20, 20, 20, 60, bf16Settings()), 32, 30<<30, 141<<30), DefaultThresholds())
@@ -43,6 +45,13 @@ func TestGPUAdviceFollowsWhatWasMeasured(t *testing.T) {
 	}
 	if v := Classify(withSyncSteps(full(), 24), DefaultThresholds()); v.Kind != GPUUnderused || has(v, "sync with the host less") || has(v, "host syncs") {
 		t.Errorf("24 steps counted, no syncs: %s %q", v.Kind, v.Advice)
+	}
+
+	// gpu_underused says where the step's GPU time goes where the hook
+	// recorded it, as healthy does.
+	prof := withProfile(full(), "cuda", 0.07, 0.03, sample.GPUTimePart{Category: "matmul", Precision: "bf16", SecondsPerStep: 0.07})
+	if v := Classify(prof, DefaultThresholds()); v.Kind != GPUUnderused || !has(v, "GPU time per step (5 steps, profiled): matmul bf16 70 %") {
+		t.Errorf("underused, profiled: %s %q", v.Kind, v.Advice)
 	}
 
 	low := func() []sample.Frame { return noGPM(40, 10, bf16Settings()) }

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // GPUUnderused: the GPU reads busy, but its SMs mostly idle (GPM). See docs/diagnosis.md, "Verdicts".
@@ -40,6 +41,12 @@ const underusedLaunch = "launch fewer kernels: CUDA graphs or torch.compile (mod
 
 func underusedAdvice(in adviceIn) ([]string, bool) {
 	a := slices.Clone(underusedPractice)
+	// What the step's GPU time goes to, where the hook recorded it (by
+	// itself under --once when the GPU is the limit), and MFU: the
+	// evidence says the SMs, this says where the time goes.
+	if words := strings.TrimPrefix(mfuWords(&in.w.gpu)+profileWords(&in.w.gpu), "; "); words != "" {
+		a = append(a, words)
+	}
 	// Never what the hook read the job already does.
 	if s := in.w.gpu.settings; s != nil && s.CUDAGraphs != nil && *s.CUDAGraphs {
 		a = slices.DeleteFunc(a, func(l string) bool { return l == underusedLaunch })
