@@ -101,6 +101,7 @@ var (
 	dGPUFPPipe  = desc(sample.SeriesGpuFpPipeActivityRatio)
 	dGPUDRAM    = desc(sample.SeriesGpuDramBandwidthRatio)
 	dGPUPeak    = desc(sample.SeriesGpuDensePeakOpsPerSecond)
+	dGPURate    = desc(sample.SeriesGpuAchievedOpsPerSecond)
 	dAccel      = desc(sample.SeriesVirtualAcceleratorBusyRatio)
 	dWaitShare  = desc(sample.SeriesLoaderWaitRatio)
 	dSamples    = desc(sample.SeriesLoaderSamplesPerSecond)
@@ -135,11 +136,12 @@ var (
 
 var allDescs = []*metricDesc{dVerdict, dConfidence, dChange, dPredSample, dPredHigh, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
-	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dGPUSM, dGPUOcc, dGPUTensor, dGPUTPipe, dGPUFPPipe, dGPUDRAM, dGPUPeak, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dMFU, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler, dSelfCPU, dSelfRSS, dSelfTick, dHookCPU, dHookSample, dHookBatch, dPartCPU, dPartSample, dPartBatch}
+	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dGPUSM, dGPUOcc, dGPUTensor, dGPUTPipe, dGPUFPPipe, dGPUDRAM, dGPUPeak, dGPURate, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dMFU, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler, dSelfCPU, dSelfRSS, dSelfTick, dHookCPU, dHookSample, dHookBatch, dPartCPU, dPartSample, dPartBatch}
 
-// collectGPUs emits each GPU's series (g as in Collect).
-func collectGPUs(gpus []sample.GPU, g func(d *metricDesc, val float64, labels ...string)) {
-	for _, gp := range gpus {
+// collectGPUs emits each GPU of f's series (g as in Collect).
+func collectGPUs(f *sample.Frame, g func(d *metricDesc, val float64, labels ...string)) {
+	for i := range f.GPUs {
+		gp := &f.GPUs[i]
 		id := strconv.Itoa(gp.Index)
 		if gp.UtilPct != nil {
 			g(dGPUUtil, *gp.UtilPct/100, id, gp.Name)
@@ -165,8 +167,27 @@ func collectGPUs(gpus []sample.GPU, g func(d *metricDesc, val float64, labels ..
 				}
 			}
 		}
+		collectRate(gp, f.StepSettings(gp), g, id)
 	}
-	collectGPUProcesses(gpus, g)
+	collectGPUProcesses(f.GPUs, g)
+}
+
+// collectRate emits the step's achieved matmul rate on gp, as the report
+// and the dashboard derive it (sample.GPU.StepTFLOPS with the settings s
+// the hook read on the loop's GPU; nil elsewhere), in operations per
+// second: the two bounds, labelled with the dtype read, or "unread"
+// where the rate is the range from TF32's peak to bf16's.
+func collectRate(gp *sample.GPU, s *sample.JobSettings, g func(d *metricDesc, val float64, labels ...string), id string) {
+	r, ok := gp.StepTFLOPS(s)
+	if !ok {
+		return
+	}
+	dtype := r.Dtype
+	if dtype == "" {
+		dtype = "unread"
+	}
+	g(dGPURate, r.Low*1e12, id, gp.Name, dtype, "low")
+	g(dGPURate, r.High*1e12, id, gp.Name, dtype, "high")
 }
 
 // collectGPM emits a GPU's GPM readings as ratios (0–1), each only where
@@ -287,7 +308,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 	g(dFrameTime, float64(f.Time.UnixNano())/1e9)
 	collectHost(f, g)
-	collectGPUs(f.GPUs, g)
+	collectGPUs(f, g)
 	if a := f.Accel; a != nil {
 		g(dAccel, a.BusyPct/100)
 	}

@@ -1,6 +1,9 @@
 package exporter
 
 import (
+	"io"
+	"math"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -8,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/internal/expo"
 	"github.com/gpuwatch/gpuwatch/internal/fixture"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -497,3 +501,79 @@ gpuwatch_rank_samples_per_second{loader="http://127.0.0.1:6062",rank="1"} 320
 }
 
 func f64(v float64) *float64 { return &v }
+
+// TestScrapedAchievedRate: a real scrape over HTTP serves the step's
+// achieved matmul rate as the report and the dashboard derive it
+// (sample.GPU.StepTFLOPS): on the loop's GPU (it lists the loader's
+// process) at the dtype the hook read, bf16 — HMMA's 40 % of the H200's
+// 989.5 dense TFLOPS, both bounds 395.8e12 —; on another GPU, with no
+// settings of its own, the range from TF32's peak to bf16's, dtype
+// "unread" (10 % of 494.5 and of 989.5); a GPU without GPM, none. A
+// step the hook read in plain fp32 gives no rate on the loop's GPU (not
+// the tensor cores), never 0.
+func TestScrapedAchievedRate(t *testing.T) {
+	p := func(v float64) *float64 { return &v }
+	pid, on := 4242, true
+	peak := &sample.GPUPeak{Model: "H200 SXM", Source: "datasheet", DenseTFLOPS: map[string]float64{"bf16": 989.5, "fp16": 989.5, "tf32": 494.5}}
+	f := fixture.GPUFrame()
+	f.GPUs[0].Name = "NVIDIA H200"
+	f.GPUs[0].GPM = &sample.GPM{SMActivityPct: p(70), TensorActivityPct: p(42), TensorHMMAActivityPct: p(40)}
+	f.GPUs[0].Peak = peak
+	f.GPUs[0].Processes = []sample.GPUProcess{{PID: pid}}
+	f.GPUs = append(f.GPUs,
+		sample.GPU{Index: 2, Name: "NVIDIA H200", Vendor: "nvidia", GPM: &sample.GPM{TensorActivityPct: p(12), TensorHMMAActivityPct: p(10)}, Peak: peak},
+		sample.GPU{Index: 3, Name: "NVIDIA A100", Vendor: "nvidia", Peak: peak}) // no GPM
+	f.Loader = &sample.Loader{Source: "http://127.0.0.1:6061", PID: &pid, Settings: &sample.JobSettings{Autocast: &on, AutocastDtype: "bfloat16"}}
+
+	scrape := func(f *sample.Frame) map[string]float64 {
+		t.Helper()
+		addr := serveFrame(t, f, nil, byAddress)
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("scrape: %d %v", resp.StatusCode, err)
+		}
+		page, err := expo.Parse(body, sample.SeriesGpuAchievedOpsPerSecond.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, s := range page[sample.SeriesGpuAchievedOpsPerSecond.Name] {
+			gpu, _ := s.Label("gpu")
+			dtype, _ := s.Label("dtype")
+			bound, _ := s.Label("bound")
+			got[gpu+" "+dtype+" "+bound] = s.Value
+		}
+		return got
+	}
+	near := func(got, want map[string]float64) bool {
+		if len(got) != len(want) {
+			return false
+		}
+		for k, w := range want {
+			if g, ok := got[k]; !ok || math.Abs(g-w) > 1e-9*w {
+				return false
+			}
+		}
+		return true
+	}
+	want := map[string]float64{
+		"0 bf16 low": 395.8e12, "0 bf16 high": 395.8e12,
+		"2 unread low": 49.45e12, "2 unread high": 98.95e12,
+	}
+	if got := scrape(f); !near(got, want) {
+		t.Errorf("bf16 on GPU 0: got %v, want %v", got, want)
+	}
+
+	off := false
+	f.Loader.Settings = &sample.JobSettings{Autocast: &off, Float32MatmulPrecision: "highest", MatmulAllowTF32: &off}
+	delete(want, "0 bf16 low")
+	delete(want, "0 bf16 high")
+	if got := scrape(f); !near(got, want) {
+		t.Errorf("plain fp32 on GPU 0: got %v, want %v", got, want)
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/internal/fixture"
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // serveOn serves a real exporter, holding a frame of the GPU fixture, on
@@ -36,8 +37,14 @@ func byAddress(c net.Conn) string {
 // serveKeyed is serveOn with connections keyed by key (peerKey: serve's).
 func serveKeyed(tb testing.TB, l *Limits, key func(net.Conn) string) string {
 	tb.Helper()
+	return serveFrame(tb, fixture.GPUFrame(), l, key)
+}
+
+// serveFrame is serveKeyed with the exporter holding f.
+func serveFrame(tb testing.TB, f *sample.Frame, l *Limits, key func(net.Conn) string) string {
+	tb.Helper()
 	exp := &Exporter{}
-	exp.Set(fixture.GPUFrame(), diagnose.Verdict{Kind: diagnose.IOBound, Confidence: 0.8})
+	exp.Set(f, diagnose.Verdict{Kind: diagnose.IOBound, Confidence: 0.8})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(exp)
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})

@@ -25,12 +25,30 @@ type GPUInfo struct {
 	MeanSMActivityPct     *float64 `json:"mean_sm_activity_pct,omitempty"`
 	MeanTensorActivityPct *float64 `json:"mean_tensor_activity_pct,omitempty"`
 	MeanDRAMBWUtilPct     *float64 `json:"mean_dram_bw_util_pct,omitempty"`
+	// MeanSMOccupancyPct is GPM's SM occupancy: the warps resident of the
+	// maximum, a share of the SMs' capacity the kernels filled.
+	MeanSMOccupancyPct *float64 `json:"mean_sm_occupancy_pct,omitempty"`
+	// The tensor cores' activity by instruction (GPM's HMMA, IMMA and
+	// DFMA_TENSOR_UTIL): half-precision matmuls (fp16, bf16, tf32), int8
+	// ones and fp64 ones.
+	MeanTensorHMMAActivityPct *float64 `json:"mean_tensor_hmma_activity_pct,omitempty"`
+	MeanTensorIMMAActivityPct *float64 `json:"mean_tensor_imma_activity_pct,omitempty"`
+	MeanTensorDFMAActivityPct *float64 `json:"mean_tensor_dfma_activity_pct,omitempty"`
+	// The non-tensor floating-point pipes' activity (GPM's FP16_UTIL,
+	// FP32_UTIL, FP64_UTIL): a busy FP32 pipe beside idle tensor cores is
+	// a matmul left in fp32.
+	MeanFP16ActivityPct *float64 `json:"mean_fp16_activity_pct,omitempty"`
+	MeanFP32ActivityPct *float64 `json:"mean_fp32_activity_pct,omitempty"`
+	MeanFP64ActivityPct *float64 `json:"mean_fp64_activity_pct,omitempty"`
 	// MeanTFLOPSLow and MeanTFLOPSHigh are the step's achieved matmul
 	// rate (sample.GPU.StepTFLOPS: the tensor cores' activity × the
 	// model's dense peak at the dtype the hook read), the means over the
 	// frames; equal where every frame's dtype was read (TFLOPSDtype), else
 	// the range from TF32's peak to bf16's. DenseTFLOPS is the peak they
-	// are set against, of DenseDtype (the last frame's).
+	// are set against, of DenseDtype (the last frame's); PeakModel and
+	// PeakSource name the peak table's row the last frame that carried a
+	// peak matched and the datasheet its figures come from (set with or
+	// without a rate: MFU is set against the same row).
 	MeanTFLOPSLow  *float64 `json:"mean_tflops_low,omitempty"`
 	MeanTFLOPSHigh *float64 `json:"mean_tflops_high,omitempty"`
 	TFLOPSDtype    string   `json:"tflops_dtype,omitempty"`
@@ -41,6 +59,7 @@ type GPUInfo struct {
 	DenseTFLOPS *float64 `json:"dense_tflops,omitempty"`
 	DenseDtype  string   `json:"dense_dtype,omitempty"`
 	PeakModel   string   `json:"peak_model,omitempty"`
+	PeakSource  string   `json:"peak_source,omitempty"`
 	// MeanMFUPct is the step's model FLOPs utilization (sample.MFU) over
 	// the frames that derived it on this GPU, against the dense peak of
 	// MFUDtype (the last frame's).
@@ -49,9 +68,31 @@ type GPUInfo struct {
 	MFUFrames   int      `json:"mfu_frames,omitempty"`
 	PeakMemUsed *uint64  `json:"peak_mem_used_bytes,omitempty"`
 	MemTotal    *uint64  `json:"mem_total_bytes,omitempty"`
+	// Settings is what the job already does (autocast, TF32, compile,
+	// batch …), the hook's newest read on the GPU its loop ran on
+	// (sample.Frame.StepSettings), and SettingsLine it in a line
+	// (sample.JobSettings.Summary); absent on the other GPUs.
+	Settings     *sample.JobSettings `json:"settings,omitempty"`
+	SettingsLine string              `json:"settings_line,omitempty"`
+	// GPUProfile is the newest finished profile of the step's GPU time
+	// (the hook's torch.profiler window, gpuwatch run --gpu-profile) on
+	// the GPU its loop ran on; GPUProfileLine it in a line
+	// (sample.GPUProfile.Summary) and GPUProfileShares each category's
+	// share of the profiled step (sample.GPUProfile.Share: of the GPU's
+	// busy and idle time), "idle" its waits.
+	GPUProfile       *sample.GPUProfile `json:"gpu_profile,omitempty"`
+	GPUProfileLine   string             `json:"gpu_profile_line,omitempty"`
+	GPUProfileShares []GPUTimeShare     `json:"gpu_profile_shares,omitempty"`
 	// NotRead names the figures no frame read, with the reason a frame
 	// gave ("gpm: needs Hopper or later").
 	NotRead []string `json:"not_read,omitempty"`
+}
+
+// GPUTimeShare is one category of the GPU's work (sample.GPUTimeCategories,
+// or "idle") and its share of the profiled step, 0–1.
+type GPUTimeShare struct {
+	Category string  `json:"category"`
+	Share    float64 `json:"share"`
 }
 
 // meanAcc is a mean over the readings present.
@@ -80,11 +121,26 @@ func (m meanAcc) mean() *float64 {
 type gpuAcc struct {
 	info                    GPUInfo
 	util, sm, tensor, dram  meanAcc
+	occ, hmma, imma, dfma   meanAcc
+	fp16, fp32, fp64        meanAcc
+	gpmFrames               int // frames that carried GPM
 	mfu                     meanAcc
 	gpmWhy, peakWhy, mfuWhy string
 	rateWhy                 string                 // why a frame with GPM and a peak gave no rate (the step in plain fp32)
 	rates                   map[string]*[2]meanAcc // the rates' low and high by the dtype read ("": not read)
 	peak                    *sample.GPUPeak        // the last frame's dense peaks
+	step                    stepAcc                // what the hook read of the loop's step on this GPU
+}
+
+// stepAcc is what the hook read of the job's step on the GPU its loop ran
+// on: the newest settings and GPU profile, and why there were none.
+type stepAcc struct {
+	loopFrames int  // frames with a loader whose loop ran on this GPU
+	hooked     bool // a loop frame's loader was instrumented, not sampled
+	elsewhere  bool // settings read in a frame whose loop's GPU was not known
+	settings   *sample.JobSettings
+	profile    *sample.GPUProfile // the newest done one
+	lastState  *sample.GPUProfile // the newest of any state
 }
 
 // gpuBuilder gathers the GPUs over the frames, in the order first seen,
@@ -113,6 +169,7 @@ func (b *gpuBuilder) add(f *sample.Frame) {
 			b.order = append(b.order, g.Index)
 		}
 		a.add(g, f.StepSettings(g))
+		a.step.add(f, g, i)
 		if l := f.Loader; l != nil && l.MFU != nil && l.MFU.GPUIndex == g.Index {
 			pct := 100 * l.MFU.Ratio
 			a.mfu.add(&pct)
@@ -133,12 +190,21 @@ func (a *gpuAcc) add(g *sample.GPU, s *sample.JobSettings) {
 	}
 	a.util.add(g.UtilPct)
 	if m := g.GPM; m != nil {
+		a.gpmFrames++
 		a.sm.add(m.SMActivityPct)
 		a.tensor.add(m.TensorActivityPct)
 		a.dram.add(m.DRAMBWUtilPct)
+		a.occ.add(m.SMOccupancyPct)
+		a.hmma.add(m.TensorHMMAActivityPct)
+		a.imma.add(m.TensorIMMAActivityPct)
+		a.dfma.add(m.TensorDFMAActivityPct)
+		a.fp16.add(m.FP16ActivityPct)
+		a.fp32.add(m.FP32ActivityPct)
+		a.fp64.add(m.FP64ActivityPct)
 	}
 	if g.Peak != nil {
 		a.peak = g.Peak
+		a.info.PeakModel, a.info.PeakSource = g.Peak.Model, g.Peak.Source
 	}
 	r, ok := g.StepTFLOPS(s)
 	if !ok && g.GPM != nil && g.Peak != nil && s.ComputeDtype() == sample.DtypeFP32 && a.rateWhy == "" {
@@ -173,11 +239,20 @@ func (b *gpuBuilder) result() []GPUInfo {
 		info := a.info
 		info.MeanUtilPct, info.MeanSMActivityPct = a.util.mean(), a.sm.mean()
 		info.MeanTensorActivityPct, info.MeanDRAMBWUtilPct = a.tensor.mean(), a.dram.mean()
+		info.MeanSMOccupancyPct = a.occ.mean()
+		info.MeanTensorHMMAActivityPct, info.MeanTensorIMMAActivityPct, info.MeanTensorDFMAActivityPct = a.hmma.mean(), a.imma.mean(), a.dfma.mean()
+		info.MeanFP16ActivityPct, info.MeanFP32ActivityPct, info.MeanFP64ActivityPct = a.fp16.mean(), a.fp32.mean(), a.fp64.mean()
 		a.rate(&info)
 		info.MeanMFUPct, info.MFUFrames = a.mfu.mean(), a.mfu.n
-		if info.MeanSMActivityPct == nil {
+		if a.gpmFrames == 0 {
 			info.NotRead = append(info.NotRead, "SM and tensor activity: "+orElse(a.gpmWhy, "no frame carried GPM"))
-		} else if info.MeanTFLOPSHigh == nil {
+			if a.peak == nil && a.peakWhy != "" {
+				info.NotRead = append(info.NotRead, "dense peak: "+a.peakWhy)
+			}
+		} else if missing := a.gpmMissing(); len(missing) > 0 {
+			info.NotRead = append(info.NotRead, fmt.Sprintf("%s: the driver returned none in the %d frames with GPM", strings.Join(missing, ", "), a.gpmFrames))
+		}
+		if a.gpmFrames > 0 && info.MeanTFLOPSHigh == nil {
 			why := a.peakWhy
 			if a.peak != nil {
 				why = orElse(a.rateWhy, "no frame read the tensor cores' activity")
@@ -187,9 +262,105 @@ func (b *gpuBuilder) result() []GPUInfo {
 		if info.MeanMFUPct == nil && a.mfuWhy != "" {
 			info.NotRead = append(info.NotRead, "MFU: "+a.mfuWhy)
 		}
+		a.step.result(&info)
 		out = append(out, info)
 	}
 	return out
+}
+
+// gpmMissing names the GPM figures no frame with GPM gave (the driver
+// returns each metric on its own: nil, never 0, where it does not).
+func (a *gpuAcc) gpmMissing() []string {
+	var out []string
+	for _, m := range []struct {
+		name string
+		acc  meanAcc
+	}{
+		{"SM activity", a.sm}, {"SM occupancy", a.occ}, {"tensor activity", a.tensor}, {"DRAM bandwidth", a.dram},
+		{"HMMA", a.hmma}, {"IMMA", a.imma}, {"DFMA", a.dfma}, {"FP16 pipe", a.fp16}, {"FP32 pipe", a.fp32}, {"FP64 pipe", a.fp64},
+	} {
+		if m.acc.n == 0 {
+			out = append(out, m.name)
+		}
+	}
+	return out
+}
+
+// add reads what the hook read of the step in frame f where g (f.GPUs[i])
+// is the loop's GPU; where the loop's GPU is not known, a judged GPU
+// notes settings read that it cannot place.
+func (s *stepAcc) add(f *sample.Frame, g *sample.GPU, i int) {
+	l := f.Loader
+	if l == nil {
+		return
+	}
+	loop := f.LoopGPU()
+	if loop == nil {
+		if f.JudgedGPU(i) && l.Settings.Summary() != "" {
+			s.elsewhere = true
+		}
+		return
+	}
+	if loop != g {
+		return
+	}
+	s.loopFrames++
+	if l.Sampled == nil {
+		s.hooked = true
+	}
+	if st := f.StepSettings(g); st.Summary() != "" {
+		s.settings = st
+	}
+	if p := l.GPUProfile; p != nil {
+		s.lastState = p
+		if p.Done() {
+			s.profile = p
+		}
+	}
+}
+
+// notHooked is why a sampled loop's frames carry no settings or GPU
+// profile: only the hook reads them.
+const notHooked = "the loop was sampled, not instrumented (the hook reads it: gpuwatch run, or a script that imports gpuwatch_hook)"
+
+// result sets info's settings and GPU profile, or says why there are none
+// on the loop's GPU (or, where no frame placed the loop, on the judged
+// GPUs).
+func (s *stepAcc) result(info *GPUInfo) {
+	switch {
+	case s.settings != nil:
+		info.Settings, info.SettingsLine = s.settings, s.settings.Summary()
+	case s.loopFrames > 0 && !s.hooked:
+		info.NotRead = append(info.NotRead, "settings: "+notHooked)
+	case s.loopFrames > 0:
+		info.NotRead = append(info.NotRead, "settings: the loader's frames carry none (a hook that does not read them, or none read yet)")
+	case s.elsewhere:
+		info.NotRead = append(info.NotRead, "settings: read, but not on which GPU the loop runs (no GPU lists the loader's process)")
+	}
+	if p := s.profile; p != nil {
+		info.GPUProfile, info.GPUProfileLine = p, p.Summary()
+		for _, c := range append(slices.Clip(sample.GPUTimeCategories), "idle") {
+			if v, ok := p.Share(c, ""); ok {
+				info.GPUProfileShares = append(info.GPUProfileShares, GPUTimeShare{Category: c, Share: v})
+			}
+		}
+		return
+	}
+	if s.loopFrames == 0 {
+		return
+	}
+	switch p := s.lastState; {
+	case p == nil && !s.hooked:
+		info.NotRead = append(info.NotRead, "GPU profile: "+notHooked)
+	case p == nil:
+		info.NotRead = append(info.NotRead, "GPU profile: not recorded (gpuwatch run --gpu-profile, attach --gpu-profile, or POST /gpu-profile?steps=N)")
+	case p.State == sample.GPUProfileRefused:
+		info.NotRead = append(info.NotRead, "GPU profile: refused: "+orElse(sample.Printable(p.Reason), "no reason given"))
+	case p.State == sample.GPUProfileWaiting || p.State == sample.GPUProfileRecording:
+		info.NotRead = append(info.NotRead, "GPU profile: still "+p.State+" at the recording's end")
+	default:
+		info.NotRead = append(info.NotRead, "GPU profile: nothing measured")
+	}
 }
 
 // rate sets info's achieved rate: the mean over the frames whose dtype
@@ -279,6 +450,69 @@ func (g *GPUInfo) Used() string {
 	return strings.Join(parts, ", ")
 }
 
+// Pipes says in a line what GPM read of the SMs' occupancy and of each
+// pipe, the means read only: "SM occupancy 31 %; tensor cores by
+// instruction: HMMA (fp16, bf16, tf32) 45.2 %, IMMA (int8) 0.0 %; non-tensor
+// pipes: FP32 2.1 %"; "" where none was read.
+func (g *GPUInfo) Pipes() string {
+	var parts []string
+	if g.MeanSMOccupancyPct != nil {
+		parts = append(parts, "SM occupancy "+optPct(g.MeanSMOccupancyPct, 0)+" (warps resident of the maximum)")
+	}
+	if l := pipeList(pipe{"HMMA (fp16, bf16, tf32)", g.MeanTensorHMMAActivityPct}, pipe{"IMMA (int8)", g.MeanTensorIMMAActivityPct},
+		pipe{"DFMA (fp64)", g.MeanTensorDFMAActivityPct}); l != "" {
+		parts = append(parts, "tensor cores by instruction: "+l)
+	}
+	if l := pipeList(pipe{"FP16", g.MeanFP16ActivityPct}, pipe{"FP32", g.MeanFP32ActivityPct}, pipe{"FP64", g.MeanFP64ActivityPct}); l != "" {
+		parts = append(parts, "non-tensor pipes: "+l)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// pipe is one pipe's mean activity, nil where not read.
+type pipe struct {
+	name string
+	pct  *float64
+}
+
+// pipeList lists the pipes read, "HMMA 45.2 %, IMMA 0.0 %".
+func pipeList(pipes ...pipe) string {
+	var out []string
+	for _, p := range pipes {
+		if p.pct != nil {
+			out = append(out, p.name+" "+optPct(p.pct, 1))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// details are the lines under a GPU's sentence (Used): GPM's pipes, the
+// peak's source, the job's settings, its GPU profile and what was not
+// read; each only where there is something to say.
+func (g *GPUInfo) details() []string {
+	var out []string
+	if p := g.Pipes(); p != "" {
+		out = append(out, "GPM: "+p)
+	}
+	if g.PeakModel != "" {
+		out = append(out, "Dense peaks: the "+g.PeakModel+"'s, from "+orElse(g.PeakSource, "a source the frames do not name"))
+	}
+	if g.SettingsLine != "" {
+		read := "the hook's newest read"
+		if t := g.Settings.ReadAt; t != nil {
+			read += ", " + t.UTC().Format("15:04:05 UTC")
+		}
+		out = append(out, "The job's settings ("+read+"): "+g.SettingsLine)
+	}
+	if g.GPUProfileLine != "" {
+		out = append(out, g.GPUProfileLine)
+	}
+	if len(g.NotRead) > 0 {
+		out = append(out, "Not read: "+strings.Join(g.NotRead, "; "))
+	}
+	return out
+}
+
 // mdGPUs is the Markdown report's GPU section; nothing without a GPU.
 func mdGPUs(b *strings.Builder, gpus []GPUInfo) {
 	if len(gpus) == 0 {
@@ -286,11 +520,10 @@ func mdGPUs(b *strings.Builder, gpus []GPUInfo) {
 	}
 	b.WriteString("\n## GPUs\n\nMeans over the frames that read each figure (GPM: the share of cycles active).\n\n")
 	for _, g := range gpus {
-		fmt.Fprintf(b, "- GPU %d (%s), %d frames: %s.", g.Index, md(orDash(g.Name)), g.Frames, md(g.Used()))
-		if len(g.NotRead) > 0 {
-			fmt.Fprintf(b, " Not read: %s.", md(strings.Join(g.NotRead, "; ")))
+		fmt.Fprintf(b, "- GPU %d (%s), %d frames: %s.\n", g.Index, md(orDash(g.Name)), g.Frames, md(g.Used()))
+		for _, d := range g.details() {
+			fmt.Fprintf(b, "  - %s.\n", md(d))
 		}
-		b.WriteString("\n")
 	}
 }
 
@@ -302,8 +535,12 @@ func htmlGPUs(b *strings.Builder, gpus []GPUInfo) {
 	b.WriteString("<h2>GPUs</h2><p>Means over the frames that read each figure (GPM: the share of cycles active).</p><ul>")
 	for _, g := range gpus {
 		fmt.Fprintf(b, "<li>GPU %d (%s), %d frames: %s.", g.Index, esc(orDash(g.Name)), g.Frames, esc(g.Used()))
-		if len(g.NotRead) > 0 {
-			fmt.Fprintf(b, " Not read: %s.", esc(strings.Join(g.NotRead, "; ")))
+		if d := g.details(); len(d) > 0 {
+			b.WriteString("<ul>")
+			for _, line := range d {
+				fmt.Fprintf(b, "<li>%s.</li>", esc(line))
+			}
+			b.WriteString("</ul>")
 		}
 		b.WriteString("</li>")
 	}

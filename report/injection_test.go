@@ -16,7 +16,8 @@ import (
 
 // hostile is the tour recording with s in every string that comes from
 // outside: host, GPUs, command, process, thread, disk and interface names,
-// the loader's source and knobs, profile function and category names,
+// the loader's source and knobs, the GPU's peak row and source, the job's
+// settings and GPU profile, profile function and category names,
 // scenario names and event details.
 func hostile(t testing.TB, s string) *Summary {
 	t.Helper()
@@ -42,10 +43,16 @@ func hostile(t testing.TB, s string) *Summary {
 		for j := range fr.Net {
 			fr.Net[j].Name = s
 		}
-		fr.GPUs = append(fr.GPUs[:0:0], sample.GPU{Name: s, UUID: s})
+		fr.GPUs = append(fr.GPUs[:0:0], sample.GPU{Name: s, UUID: s, Peak: &sample.GPUPeak{Model: s, Source: s, DenseTFLOPS: map[string]float64{"bf16": 1}}})
 		if l := fr.Loader; l != nil {
 			l.Source = s
 			l.Knobs = map[string]string{s: s}
+			// The GPU is the loop's (the only one): its settings and
+			// profile are in the GPU section.
+			on := true
+			l.Settings = &sample.JobSettings{Autocast: &on, AutocastDtype: s}
+			l.GPUProfile = &sample.GPUProfile{State: sample.GPUProfileDone, Steps: 2, BusySecondsPerStep: f64(0.08), IdleSecondsPerStep: f64(0.02),
+				Parts: []sample.GPUTimePart{{Category: "matmul", Precision: s, SecondsPerStep: 0.08}}, Idle: []sample.GPUIdleGap{{After: s, SecondsPerStep: 0.02}}}
 		}
 		fr.Profile = &sample.Profile{Categories: []sample.ProfileCategory{{Name: s, Share: 0.5}, {Name: "reading", Share: 0.5}},
 			Top: []sample.ProfileFunc{{Name: s, File: "/x/" + s + "/" + s, Line: 7, Flat: 0.5, Cum: 0.5}}}

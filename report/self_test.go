@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -163,8 +164,18 @@ func TestReportSaysHowMuchOfTheGPUTheStepUsed(t *testing.T) {
 	if g.MeanSMActivityPct == nil || *g.MeanSMActivityPct < 30 || g.MeanTensorActivityPct == nil || *g.MeanTensorActivityPct < 20 ||
 		g.MeanTFLOPSHigh == nil || g.MeanTFLOPSLow == nil || *g.MeanTFLOPSLow != *g.MeanTFLOPSHigh || g.TFLOPSDtype != "bf16" ||
 		g.DenseTFLOPS == nil || g.DenseDtype != "bf16" || *g.DenseTFLOPS < 989 || *g.DenseTFLOPS > 990 ||
-		g.TFLOPSFrames != g.MFUFrames || *g.MeanTFLOPSHigh < 0.4**g.DenseTFLOPS || *g.MeanTFLOPSHigh > 0.7**g.DenseTFLOPS || len(g.NotRead) != 0 {
+		g.TFLOPSFrames != g.MFUFrames || *g.MeanTFLOPSHigh < 0.4**g.DenseTFLOPS || *g.MeanTFLOPSHigh > 0.7**g.DenseTFLOPS ||
+		!slices.Equal(g.NotRead, []string{"GPU profile: not recorded (gpuwatch run --gpu-profile, attach --gpu-profile, or POST /gpu-profile?steps=N)"}) {
 		t.Fatalf("H200 bf16 MLP: %s; not read %q", g.Used(), g.NotRead)
+	}
+	// Its MLP's matmuls are HMMA's (bf16): all its tensor activity, none
+	// on IMMA or DFMA; the peak's row from the H200's datasheet; the
+	// hook's newest read of the job's settings.
+	if g.MeanTensorHMMAActivityPct == nil || math.Abs(*g.MeanTensorHMMAActivityPct-*g.MeanTensorActivityPct) > 0.05 || g.MeanTensorIMMAActivityPct == nil ||
+		*g.MeanTensorIMMAActivityPct != 0 || g.MeanSMOccupancyPct == nil || g.MeanFP32ActivityPct == nil ||
+		g.PeakModel != "H200 SXM" || !strings.HasPrefix(g.PeakSource, "NVIDIA H200 Tensor Core GPU datasheet") ||
+		!strings.HasPrefix(g.SettingsLine, "bf16 autocast · fp32 matmuls in full fp32 · not compiled · batch 4096") {
+		t.Errorf("H200 bf16 MLP: %s; settings %q; peak %q from %q", g.Pipes(), g.SettingsLine, g.PeakModel, g.PeakSource)
 	}
 	// MFU from the FLOPs the hook counted, over the frames the loop ran in
 	// (55 %; GPM's estimate in the steady frames, tensor activity × peak,
