@@ -77,7 +77,8 @@ func gpuParts(f *sample.Frame, n int, util func(g int) (u, p5, p95 float64)) {
 			UtilSamples: &sample.UtilSamples{N: 6, P5: p5, P95: p95, Mean: u}, MemUsedBytes: u64(61 << 30), MemTotalBytes: u64(80 << 30),
 			PowerWatts: f64(612), PowerLimitWatts: f64(700), TempC: f64(67), PCIeRxBytesPerSec: f64(2.1e9), PCIeTxBytesPerSec: f64(3e8),
 			ClockEvents: []string{}, Processes: []sample.GPUProcess{{PID: 4100, UsedMemBytes: u64(60 << 30)}},
-			GPM:  &sample.GPM{SMActivityPct: f64(82), TensorActivityPct: f64(40), TensorHMMAActivityPct: f64(40), FP32ActivityPct: f64(6)},
+			GPM: &sample.GPM{SMActivityPct: f64(82), SMOccupancyPct: f64(45), TensorActivityPct: f64(40), DRAMBWUtilPct: f64(30),
+				TensorHMMAActivityPct: f64(40), FP32ActivityPct: f64(6)},
 			Peak: &sample.GPUPeak{Model: "H100 SXM", Source: "datasheet", DenseTFLOPS: map[string]float64{"bf16": 989.5}}})
 	}
 }
