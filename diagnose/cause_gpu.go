@@ -28,8 +28,9 @@ type gpuStep struct {
 	// generic "sync less" is said.
 	syncsCounted bool
 	// procSM is the loop's process's share of the GPU's time running its
-	// kernels (NVML's per-process SM utilization): where GPM is absent,
-	// what of the GPU's busy time is the job's own.
+	// kernels (NVML's per-process SM utilization), the window's mean: where
+	// GPM is absent, what of the GPU's busy time is the job's own. Set by
+	// the window (read), not by gpuStep.read.
 	procSM level
 }
 
@@ -37,7 +38,6 @@ type gpuStep struct {
 func (g *gpuStep) read(f *sample.Frame) {
 	g.settings, g.gpu, g.rate, g.noGPM, g.profile, g.mfu, g.mfuWhy, g.syncsCounted, g.procSM = nil, nil, 0, "", nil, nil, "", false, level{}
 	if l := f.Loader; l != nil {
-		g.procSM = processSM(f, l.PID)
 		g.settings, g.rate, g.mfu, g.mfuWhy = l.Settings, l.SamplesPerSec, l.MFU, l.MFUWhy
 		g.syncsCounted = l.SyncSteps != nil && *l.SyncSteps > 0
 		if p := l.GPUProfile; p.Done() && p.Device == "cuda" {

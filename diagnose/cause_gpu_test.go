@@ -217,13 +217,19 @@ func TestHealthyWithoutGPMSaysWhy(t *testing.T) {
 		t.Errorf("%s: %q", v.Kind, v.Advice)
 	}
 	// With NVML's per-process SM utilization for the loop's process (pid
-	// 100), the line says how much of the GPU's time is the job's own; a
-	// process that is not the loop's says nothing of it.
+	// 100), the line says how much of the GPU's time is the job's own, the
+	// window's mean (an interval NVML sampled nothing in reads 0: the
+	// newest frame's alone would say 0 %); a process that is not the
+	// loop's says nothing of it.
 	for i := range fs {
-		fs[i].GPUs[0].Processes = []sample.GPUProcess{{PID: 7, SMUtilPct: ptr(30.0)}, {PID: 100, SMUtilPct: ptr(64.0)}}
+		sm := 64.0
+		if i == len(fs)-1 {
+			sm = 0
+		}
+		fs[i].GPUs[0].Processes = []sample.GPUProcess{{PID: 7, SMUtilPct: ptr(30.0)}, {PID: 100, SMUtilPct: ptr(sm)}}
 	}
 	v = Classify(fs, DefaultThresholds())
-	if all := strings.Join(v.Advice, "\n"); !strings.Contains(all, "the job's kernels run on it 64 % of the time (NVML, per process; how much of its SMs they fill needs GPM: GPM not supported") {
+	if all := strings.Join(v.Advice, "\n"); !strings.Contains(all, "the job's kernels run on it 59 % of the time (NVML, per process; how much of its SMs they fill needs GPM: GPM not supported") {
 		t.Errorf("per process: %q", v.Advice)
 	}
 	for i := range fs {

@@ -37,6 +37,10 @@ var underusedPractice = []string{
 
 const underusedSyncs = "sync with the host less: every .item(), .cpu() or print of a tensor in the loop stalls the GPU until it drains"
 
+// uncountedSyncs is what is left to say of syncs where the hook counted
+// them and found none worth naming: the calls it does not wrap.
+const uncountedSyncs = "the hook counts .item(), .cpu(), .tolist(), print(tensor) and torch.cuda.synchronize(); a sync it does not count (.to(\"cpu\"), a boolean mask, nonzero(), an Event's synchronize) shows in gpuwatch run --gpu-profile as the GPU idle after it"
+
 const underusedLaunch = "launch fewer kernels: CUDA graphs or torch.compile (mode=\"reduce-overhead\") fuse them and drop the launch gaps"
 
 func underusedAdvice(in adviceIn) ([]string, bool) {
@@ -51,10 +55,12 @@ func underusedAdvice(in adviceIn) ([]string, bool) {
 	if s := in.w.gpu.settings; s != nil && s.CUDAGraphs != nil && *s.CUDAGraphs {
 		a = slices.DeleteFunc(a, func(l string) bool { return l == underusedLaunch })
 	}
-	// Nor syncs where the hook counted them: host_sync names them, with
-	// their lines, where there are enough to matter.
+	// Where the hook counted syncs, host_sync names those it counts, with
+	// their lines, where there are enough to matter: only the syncs it
+	// does not count are left to say.
 	if in.w.gpu.syncsCounted {
 		a = slices.DeleteFunc(a, func(l string) bool { return l == underusedSyncs })
+		a = append(a, uncountedSyncs)
 	}
 	return a, false
 }

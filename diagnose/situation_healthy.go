@@ -52,24 +52,22 @@ func busyRule(f *facts) (decision, bool) {
 func healthyAdvice(in adviceIn) ([]string, bool) {
 	w, th := in.w, in.th
 	a := []string{usedLine(w)}
-	// A larger batch only where the GPU has room to fill (batch_headroom's
-	// cut-off): SMs, or its time where GPM is absent, under BatchFullPct.
-	fill := w.smActivity
-	if !fill.ok {
-		fill = w.gpuUtil
-	}
-	if w.gpuMemTot > 0 && w.gpuMemUsed < th.GPUMemRoomShare*w.gpuMemTot && fill.ok && fill.v < th.BatchFullPct {
+	// A larger batch only where the GPU has room to fill: not beside SMs
+	// at or above BatchFullPct active (GPM; batch_headroom's cut-off).
+	// Without GPM nothing says how full the SMs are (utilization reads
+	// 100 % while one small kernel runs), and the memory's room is said.
+	if w.gpuMemTot > 0 && w.gpuMemUsed < th.GPUMemRoomShare*w.gpuMemTot && !(w.smActivity.ok && w.smActivity.v >= th.BatchFullPct) {
 		a = append(a, fmt.Sprintf("a larger batch fits: %s of %s GPU memory in use", sample.FormatBytes(w.gpuMemUsed), sample.FormatBytes(w.gpuMemTot)))
 	}
 	if in.d.variant == healthyModerate && !in.modeled {
 		a = append(a, fmt.Sprintf("the loop still waits %.0f %% of the time: one or two more workers would remove it", 100*w.waitShare.v))
 	}
 	if acc, real := w.accel(); real && acc.v < th.GPULowPct {
-		do := "a larger batch or fewer host syncs (.item(), .cpu())"
-		if w.gpu.syncsCounted { // host_sync names them where they matter
-			do = "a larger batch"
+		line := fmt.Sprintf("the GPU is %.0f %% busy: a larger batch or fewer host syncs (.item(), .cpu()) keep it busier", acc.v)
+		if w.gpu.syncsCounted { // host_sync names those it counts where they matter
+			line = fmt.Sprintf("the GPU is %.0f %% busy: a larger batch keeps it busier; %s", acc.v, uncountedSyncs)
 		}
-		a = append(a, fmt.Sprintf("the GPU is %.0f %% busy: %s keep it busier", acc.v, do))
+		a = append(a, line)
 	}
 	return a, false
 }

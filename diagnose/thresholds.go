@@ -239,7 +239,7 @@ type Thresholds struct {
 	// step using under BatchRoomShare of the GPU's memory (room for twice
 	// its batch's activations) whose SMs (or, without GPM, its time) are
 	// under BatchFullPct busy; at or above, a larger batch has little to
-	// fill, and healthy does not say one fits either.
+	// fill, and healthy does not say one fits either (beside GPM's SMs).
 	BatchRoomShare float64 `json:"batch_room_share"`
 	BatchFullPct   float64 `json:"batch_full_pct"`
 	// SmallFileBytes: the files the workers are caught reading, one per

@@ -126,6 +126,7 @@ func read(frames []sample.Frame, th Thresholds) window {
 	w := window{frames: len(frames), workers: -1, prefetch: -1, th: th}
 	s := newSignals(len(frames))
 	timed := newestLoopTimed(frames)
+	var procSM level // the loop's process's SM utilization, summed over the frames that read it
 	for i := range frames {
 		f := &frames[i]
 		s.addFrameSignals(f)
@@ -167,11 +168,19 @@ func read(frames []sample.Frame, th Thresholds) window {
 		if f.Profile != nil && len(f.Profile.Categories) > 0 {
 			w.profile = f.Profile
 		}
+		if l := f.Loader; l != nil {
+			if p := processSM(f, l.PID); p.ok {
+				procSM.v, procSM.n = procSM.v+p.v, procSM.n+1
+			}
+		}
 		if i == len(frames)-1 {
 			w.readGPUs(f)
 			w.gpu.read(f)
 			w.unavailable = f.Unavailable
 		}
+	}
+	if procSM.n > 0 { // the window's mean: one interval NVML sampled nothing in reads 0
+		w.gpu.procSM = level{v: procSM.v / float64(procSM.n), n: procSM.n, ok: true}
 	}
 	s.medians(&w)
 	w.finishMeans()
