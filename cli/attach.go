@@ -60,10 +60,10 @@ idle gaps. The profiler costs only while it records.`,
 			if err := w.validate(cmd); err != nil {
 				return err
 			}
-			if err := checkCeiling(cmd, ceiling, args); err != nil {
+			if err := checkGPUProfile(cmd, gpuProfile, args); err != nil {
 				return err
 			}
-			if err := checkGPUProfile(cmd, gpuProfile, args); err != nil {
+			if err := checkCeiling(cmd, ceiling, args); err != nil {
 				return err
 			}
 			o := w.options(stdout, stderr)

@@ -32,10 +32,15 @@ func checkCeiling(cmd *cobra.Command, d time.Duration, args []string) error {
 	if !cmd.Flags().Changed("ceiling") {
 		return nil
 	}
-	if a, ok := bareValue(cmd, args); ok {
+	if a, ok := bareValue(cmd, args); ok && d == defaultCeiling { // given bare, or =30s
+		want := a
 		_, err := time.ParseDuration(a)
-		if _, nerr := strconv.ParseFloat(a, 64); err == nil || nerr == nil {
-			return usageErrorf(cmd, "--ceiling takes its replay after \"=\": write --ceiling=%s (alone it replays %v; %q after a space would be read as an argument, not its replay)", a, defaultCeiling, a)
+		_, nerr := strconv.ParseFloat(a, 64)
+		if err != nil && nerr == nil {
+			want += "s" // a duration needs its unit
+		}
+		if err == nil || nerr == nil {
+			return usageErrorf(cmd, "--ceiling takes its replay after \"=\": write --ceiling=%s (alone it replays %v; %q after a space would be read as an argument, not its replay)", want, defaultCeiling, a)
 		}
 	}
 	if d <= 0 || d > endpoint.MaxCeiling {

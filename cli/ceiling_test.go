@@ -68,7 +68,9 @@ func TestBareOptionalFlagsWithASpacedValue(t *testing.T) {
 		{[]string{"run", "--gpu-profile", "3", "--", "true"}, "--gpu-profile=3"},
 		{[]string{"run", "--gpu-profile", "3", "true"}, "--gpu-profile=3"},
 		{[]string{"run", "--ceiling", "10s", "--", "true"}, "--ceiling=10s"},
-		{[]string{"run", "--ceiling", "45", "true"}, "--ceiling=45"},
+		{[]string{"run", "--ceiling", "45", "true"}, "--ceiling=45s"},
+		{[]string{"run", "--ceiling=20s", "--gpu-profile", "3", "--", "true"}, "--gpu-profile=3"},
+		{[]string{"run", "--ceiling", "--gpu-profile", "3", "--", "true"}, "--gpu-profile=3"},
 		{[]string{"attach", "--gpu-profile", "7", "http://127.0.0.1:1"}, "--gpu-profile=7"},
 		{[]string{"tune", "--ceiling", "20s", "--", "true"}, "--ceiling=20s"},
 		{[]string{"sweep", "--ceiling", "20s", "--", "true"}, "--ceiling=20s"},
@@ -78,6 +80,12 @@ func TestBareOptionalFlagsWithASpacedValue(t *testing.T) {
 		if code != 2 || !strings.Contains(errb.String(), c.want) || strings.Contains(errb.String(), "the hook records") || strings.Contains(errb.String(), "trains on") {
 			t.Errorf("%q: exit %d, stderr %q; want a usage error naming %s before any notice", c.args, code, errb.String(), c.want)
 		}
+	}
+	// A flag given its value with "=" is not taken for the bare one: a
+	// command named 3 after --gpu-profile=4 runs (and fails as no such
+	// command, exit 127 from the job's start).
+	if code := Run([]string{"run", "--json", "--duration", "1s", "--gpu-profile=4", "3"}, &bytes.Buffer{}, &bytes.Buffer{}); code == 2 {
+		t.Errorf("--gpu-profile=4 3: a usage error")
 	}
 	// After "--" the command is the user's, whatever its name.
 	var out, errb bytes.Buffer

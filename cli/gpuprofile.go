@@ -30,7 +30,7 @@ func checkGPUProfile(cmd *cobra.Command, n int, args []string) error {
 	if !cmd.Flags().Changed("gpu-profile") {
 		return nil
 	}
-	if a, ok := bareValue(cmd, args); ok {
+	if a, ok := bareValue(cmd, args); ok && n == defaultGPUProfileSteps { // given bare, or =5
 		if _, err := strconv.Atoi(a); err == nil {
 			return usageErrorf(cmd, "--gpu-profile takes its steps after \"=\": write --gpu-profile=%s (alone it records %d steps; %q after a space would be read as an argument, not its steps)", a, defaultGPUProfileSteps, a)
 		}
@@ -66,7 +66,9 @@ func withGPUProfile(env []string, n int) []string {
 // bareValue is the first argument where it could be a bare optional
 // flag's value written after a space: an argument before any "--". Such
 // flags (--gpu-profile, --ceiling) take their value only after "=", so
-// "--gpu-profile 3 -- python train.py" would run "3".
+// "--gpu-profile 3 -- python train.py" would run "3". Each flag's check
+// asks only where the flag holds its bare value, and run checks
+// --gpu-profile first: "--ceiling --gpu-profile 3" is --gpu-profile's.
 func bareValue(cmd *cobra.Command, args []string) (string, bool) {
 	if len(args) == 0 || cmd.ArgsLenAtDash() == 0 {
 		return "", false

@@ -54,10 +54,10 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err := w.validate(cmd); err != nil {
 				return err
 			}
-			if err := checkCeiling(cmd, opts.ceiling, args); err != nil {
+			if err := checkGPUProfile(cmd, opts.gpuProfile, args); err != nil {
 				return err
 			}
-			if err := checkGPUProfile(cmd, opts.gpuProfile, args); err != nil {
+			if err := checkCeiling(cmd, opts.ceiling, args); err != nil {
 				return err
 			}
 			return runJob(cmd, opts, args)

@@ -201,6 +201,7 @@ type onceJob struct {
 	MFU                *sample.MFU         `json:"mfu,omitempty"`
 	MFUWhy             string              `json:"mfu_why,omitempty"`
 	HookCPUPerSampleUs *float64            `json:"hook_cpu_us_per_sample,omitempty"`
+	HookCPUPerBatchUs  *float64            `json:"hook_cpu_us_per_batch,omitempty"` // where samples are not counted
 }
 
 // job is the last frame's onceJob; nil where the hook read nothing.
@@ -209,8 +210,9 @@ func (s *Settle) job() *onceJob {
 		return nil
 	}
 	l := s.last.Loader
-	j := onceJob{Settings: l.Settings, SettingsLine: l.Settings.Summary(), MFU: l.MFU, MFUWhy: l.MFUWhy, HookCPUPerSampleUs: l.HookCPUPerSampleUs}
-	if j.Settings == nil && j.MFU == nil && j.MFUWhy == "" && j.HookCPUPerSampleUs == nil {
+	j := onceJob{Settings: l.Settings, SettingsLine: l.Settings.Summary(), MFU: l.MFU, MFUWhy: l.MFUWhy,
+		HookCPUPerSampleUs: l.HookCPUPerSampleUs, HookCPUPerBatchUs: l.HookCPUPerBatchUs}
+	if j.Settings == nil && j.MFU == nil && j.MFUWhy == "" && j.HookCPUPerSampleUs == nil && j.HookCPUPerBatchUs == nil {
 		return nil
 	}
 	return &j

@@ -691,7 +691,7 @@ func TestOnceSummarySaysWhatTheHookRead(t *testing.T) {
 			continue
 		}
 		j := sum.Job
-		if j == nil || j.SettingsLine != "bf16 autocast · batch 128" || j.Settings == nil || j.MFU == nil || j.MFU.Ratio != 0.31 || j.HookCPUPerSampleUs == nil || *j.HookCPUPerSampleUs != 2.5 {
+		if j == nil || j.SettingsLine != "bf16 autocast · batch 128" || j.Settings == nil || j.MFU == nil || j.MFU.Ratio != 0.31 || j.HookCPUPerSampleUs == nil || *j.HookCPUPerSampleUs != 2.5 || j.HookCPUPerBatchUs != nil {
 			t.Fatalf("JSON: %s", js.String())
 		}
 		for _, want := range []string{"  job: bf16 autocast · batch 128\n", "  MFU 31 % of H200's dense bf16 peak (FLOPs counted by the hook"} {
