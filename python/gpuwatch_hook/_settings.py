@@ -419,12 +419,18 @@ class Window:
             return
         self.flops = mode
         try:
-            self.flops_handle = module.register_forward_hook(self.post)
+            try:
+                # torch ≥ 2.0 calls it when the forward raises too (its
+                # output None): the counter is not left on for the rest of
+                # the step. Before, the window's close() leaves it.
+                self.flops_handle = module.register_forward_hook(self.post, always_call=True)
+            except TypeError:
+                self.flops_handle = module.register_forward_hook(self.post)
         except Exception:
             self._end_flops(False)
 
     def post(self, module: Any, args: Any, out: Any) -> None:
-        self._end_flops(True)
+        self._end_flops(out is not None)  # None: the forward raised (always_call)
         return None
 
     def _end_flops(self, whole: bool) -> None:
