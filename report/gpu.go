@@ -60,6 +60,7 @@ type GPUInfo struct {
 	DenseDtype  string   `json:"dense_dtype,omitempty"`
 	PeakModel   string   `json:"peak_model,omitempty"`
 	PeakSource  string   `json:"peak_source,omitempty"`
+	hasPeak     bool     // some frame carried a peak row (its model may be empty)
 	// MeanMFUPct is the step's model FLOPs utilization (sample.MFU) over
 	// the frames that derived it on this GPU, against the dense peak of
 	// MFUDtype (the last frame's).
@@ -204,7 +205,7 @@ func (a *gpuAcc) add(g *sample.GPU, s *sample.JobSettings) {
 	}
 	if g.Peak != nil {
 		a.peak = g.Peak
-		a.info.PeakModel, a.info.PeakSource = g.Peak.Model, g.Peak.Source
+		a.info.PeakModel, a.info.PeakSource, a.info.hasPeak = g.Peak.Model, g.Peak.Source, true
 	}
 	r, ok := g.StepTFLOPS(s)
 	if !ok && g.GPM != nil && g.Peak != nil && s.ComputeDtype() == sample.DtypeFP32 && a.rateWhy == "" {
@@ -494,8 +495,8 @@ func (g *GPUInfo) details() []string {
 	if p := g.Pipes(); p != "" {
 		out = append(out, "GPM: "+p)
 	}
-	if g.PeakModel != "" {
-		out = append(out, "Dense peaks: the "+g.PeakModel+"'s, from "+orElse(g.PeakSource, "a source the frames do not name"))
+	if g.PeakModel != "" || g.hasPeak { // a row without a model's name is still said: the lines do not depend on outside text
+		out = append(out, "Dense peaks: the "+orDash(g.PeakModel)+"'s, from "+orElse(g.PeakSource, "a source the frames do not name"))
 	}
 	if g.SettingsLine != "" {
 		read := "the hook's newest read"
