@@ -52,6 +52,12 @@ func TestGPUAdviceFollowsWhatWasMeasured(t *testing.T) {
 	if v := Classify(withSyncSteps(full(), 24), DefaultThresholds()); v.Kind != GPUUnderused || has(v, underusedSyncs) || !has(v, uncountedSyncs) {
 		t.Errorf("24 steps counted, no syncs: %s %q", v.Kind, v.Advice)
 	}
+	// What it says the hook counts is every call it counts.
+	for _, c := range sample.HostSyncCalls {
+		if w := sample.HostSyncWords(c); !strings.Contains(uncountedSyncs, w) {
+			t.Errorf("%q: the calls the hook counts leave out %s", uncountedSyncs, w)
+		}
+	}
 
 	// gpu_underused says where the step's GPU time goes where the hook
 	// recorded it, as healthy does.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // GPUUnderused: the GPU reads busy, but its SMs mostly idle (GPM). See docs/diagnosis.md, "Verdicts".
@@ -38,8 +40,22 @@ var underusedPractice = []string{
 const underusedSyncs = "sync with the host less: every .item(), .cpu() or print of a tensor in the loop stalls the GPU until it drains"
 
 // uncountedSyncs is what is left to say of syncs where the hook counted
-// them and found none worth naming: the calls it does not wrap.
-const uncountedSyncs = "the hook counts .item(), .cpu(), .tolist(), print(tensor) and torch.cuda.synchronize(); a sync it does not count (.to(\"cpu\"), a boolean mask, nonzero(), an Event's synchronize) shows in gpuwatch run --gpu-profile as the GPU idle after it"
+// them and found none worth naming: the calls it does not wrap. The
+// calls it does are sample.HostSyncCalls, in the job's words.
+var uncountedSyncs = "the hook counts " + hostSyncList() + "; a sync it does not count (.to(\"cpu\"), a boolean mask, nonzero(), an Event's synchronize) shows in gpuwatch run --gpu-profile as the GPU idle after it"
+
+// hostSyncList is sample.HostSyncCalls as the job's code reads them:
+// ".item(), .cpu(), … and torch.cuda.synchronize()".
+func hostSyncList() string {
+	words := make([]string, len(sample.HostSyncCalls))
+	for i, c := range sample.HostSyncCalls {
+		words[i] = sample.HostSyncWords(c)
+	}
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}
 
 const underusedLaunch = "launch fewer kernels: CUDA graphs or torch.compile (mode=\"reduce-overhead\") fuse them and drop the launch gaps"
 

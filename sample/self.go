@@ -47,9 +47,9 @@ func (s *SelfCost) CPUSecPerTick(intervalSec float64) *float64 {
 }
 
 // Words says gpuwatch's cost as the footer does, with its CPU per tick
-// of intervalSec seconds (tick: "4.0ms/tick", where CPUSecPerTick is
+// of intervalSec seconds (tick: "(4.0ms/tick)", where CPUSecPerTick is
 // known) and in all since it started (total: "3.2s total"), and its
-// resident memory where rss is set: "gpuwatch 0.4 % CPU, 4.0ms/tick,
+// resident memory where rss is set: "gpuwatch 0.4 % CPU (4.0ms/tick),
 // 3.2s total · 14MiB". What was not read is left out; "" when nothing
 // was.
 func (s *SelfCost) Words(intervalSec float64, tick, total, rss bool) string {
@@ -58,10 +58,11 @@ func (s *SelfCost) Words(intervalSec float64, tick, total, rss bool) string {
 	}
 	var figs []string
 	if s.CPUPct != nil {
-		figs = append(figs, tenths(*s.CPUPct)+" % CPU")
-	}
-	if t := s.CPUSecPerTick(intervalSec); tick && t != nil {
-		figs = append(figs, FormatDuration(*t)+"/tick")
+		cpu := tenths(*s.CPUPct) + " % CPU"
+		if t := s.CPUSecPerTick(intervalSec); tick && t != nil {
+			cpu += " (" + FormatDuration(*t) + "/tick)" // the share's CPU, a tick's worth
+		}
+		figs = append(figs, cpu)
 	}
 	if total && s.CPUSecTotal > 0 {
 		figs = append(figs, FormatDuration(s.CPUSecTotal)+" total")

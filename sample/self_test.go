@@ -21,10 +21,10 @@ func TestSelfWordsSayTheTickAndTheTotal(t *testing.T) {
 		tick, total, rss bool
 		want             string
 	}{
-		{"all of it", s, 1, true, true, true, "gpuwatch 0.4 % CPU, 4.0ms/tick, 3.2s total · 14MiB"},
+		{"all of it", s, 1, true, true, true, "gpuwatch 0.4 % CPU (4.0ms/tick), 3.2s total · 14MiB"},
 		{"Summary's words", s, 1, false, false, true, "gpuwatch 0.4 % CPU · 14MiB"},
 		{"no interval yet: no tick", s, 0, true, true, false, "gpuwatch 0.4 % CPU, 3.2s total"},
-		{"a tick under a millisecond: µs, where the share reads 0.0", &SelfCost{CPUPct: ptr(0.035)}, 1, true, true, true, "gpuwatch 0.0 % CPU, 350µs/tick"},
+		{"a tick under a millisecond: µs, where the share reads 0.0", &SelfCost{CPUPct: ptr(0.035)}, 1, true, true, true, "gpuwatch 0.0 % CPU (350µs/tick)"},
 		{"the first frame: no share, the total", &SelfCost{CPUSecTotal: 0.05}, 1, true, true, true, "gpuwatch 50ms total"},
 		{"nothing read", &SelfCost{}, 1, true, true, true, ""},
 		{"no cost", nil, 1, true, true, true, ""},

@@ -28,7 +28,7 @@ var costSteps = []struct {
 // costWords is the footer's cost from the newest frame, the hook's
 // inside the job first, at each of costSteps, the same words once:
 // "hook 0.3 % CPU, 2.1 µs/sample (server 1.6, loop 0.3) · gpuwatch 0.4 %
-// CPU, 4.0ms/tick, 3.2s total · 14MiB". A replay's frames carry the
+// CPU (4.0ms/tick), 3.2s total · 14MiB". A replay's frames carry the
 // recording gpuwatch's cost, not this one's: there only the hook's, the
 // recorded job's. Nil where the frame says neither.
 func (m *Model) costWords() []string {

@@ -20,8 +20,8 @@ import (
 // line, always: dropped, never wrapped.
 func TestFooterShowsItsOwnCost(t *testing.T) {
 	const (
-		cost = "gpuwatch 0.4 % CPU, 4.0ms/tick, 3.2s total · 14MiB"
-		tick = "gpuwatch 0.4 % CPU, 4.0ms/tick · 14MiB"
+		cost = "gpuwatch 0.4 % CPU (4.0ms/tick), 3.2s total · 14MiB"
+		tick = "gpuwatch 0.4 % CPU (4.0ms/tick) · 14MiB"
 		few  = "gpuwatch 0.4 % CPU · 14MiB"
 	)
 	self := &sample.SelfCost{CPUPct: f64(0.4), CPUSecTotal: 3.2, RSSBytes: u64(14 << 20)}
@@ -90,14 +90,14 @@ func TestFooterShowsTheHooksCost(t *testing.T) {
 		tail string
 	}{
 		{"live: the hook's with two parts, then gpuwatch's", feed(live(), loader), 140,
-			"hook 0.3 % CPU, 2.1 µs/sample (server 1.6, loop 0.4) · gpuwatch 0.4 % CPU, 4.0ms/tick, 3.2s total · 14MiB"},
+			"hook 0.3 % CPU, 2.1 µs/sample (server 1.6, loop 0.4) · gpuwatch 0.4 % CPU (4.0ms/tick), 3.2s total · 14MiB"},
 		{"120 columns: the second part goes", feed(live(), loader), 120,
-			"hook 0.3 % CPU, 2.1 µs/sample (server 1.6) · gpuwatch 0.4 % CPU, 4.0ms/tick, 3.2s total · 14MiB"},
+			"hook 0.3 % CPU, 2.1 µs/sample (server 1.6) · gpuwatch 0.4 % CPU (4.0ms/tick), 3.2s total · 14MiB"},
 		{"80 columns: the costliest part, gpuwatch's share", feed(live(), loader), 80,
 			"hook 0.3 % CPU, 2.1 µs/sample (server 1.6) · gpuwatch 0.4 % CPU"},
 		{"70 columns: the part goes", feed(live(), loader), 70, "hook 0.3 % CPU, 2.1 µs/sample · gpuwatch 0.4 % CPU"},
 		{"samples not counted: per batch", feed(live(), perBatch), 140,
-			"hook 0.3 % CPU, 9.3 µs/batch (server 7.0, loop 2.3) · gpuwatch 0.4 % CPU, 4.0ms/tick, 3.2s total · 14MiB"},
+			"hook 0.3 % CPU, 9.3 µs/batch (server 7.0, loop 2.3) · gpuwatch 0.4 % CPU (4.0ms/tick), 3.2s total · 14MiB"},
 		{"a replay: the hook's alone", feed(replay(), loader), 140, "hook 0.3 % CPU, 2.1 µs/sample (server 1.6, loop 0.4)"},
 		{"a replay at 60: the hook's alone, with a part", feed(replay(), loader), 60, "hook 0.3 % CPU, 2.1 µs/sample (server 1.6)"},
 	} {

@@ -97,6 +97,15 @@ func TestHookCPURateAndPerSample(t *testing.T) {
 	if l = collectLoader(t, p, probetest.T0.Add(4*time.Second)).Loader; l.HookCPUSecPerSec != nil {
 		t.Errorf("a rate across a restart: %v", *l.HookCPUSecPerSec)
 	}
+	// A restart whose CPU has already passed the old total, its samples
+	// counted again from 0: no figure (the samples' difference would wrap
+	// round to 1.8e19 and read 0.0 µs a sample).
+	src.c = at(0.7, 9000)
+	collectLoader(t, p, probetest.T0.Add(5*time.Second))
+	src.c = at(0.8, 100)
+	if l = collectLoader(t, p, probetest.T0.Add(6*time.Second)).Loader; l.HookCPUSecPerSec != nil || l.HookCPUPerSampleUs != nil {
+		t.Errorf("a figure across a restart: %v, %v", l.HookCPUSecPerSec, l.HookCPUPerSampleUs)
+	}
 }
 
 // TestBytesNotCountedAreUnknown: the hook's page (a real one, captured)
