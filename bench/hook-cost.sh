@@ -87,7 +87,7 @@ alone() {
 		"${job[@]}" 2>/dev/null | field cpu samples main
 	fi
 }
-diffs=() hooks=() mains=()
+diffs=() hooks=() mains=() mainpcts=()
 for r in $(seq "$rounds"); do
 	# Headless, run passes the job's output to its stderr.
 	if [ "${TOGETHER:-0}" = 1 ]; then
@@ -114,14 +114,15 @@ for r in $(seq "$rounds"); do
 	# The training process alone (the hook runs there; the workers' share
 	# is not in it): its CPU per sample beyond the round alone's, against
 	# the hook's own count, both µs a sample.
-	main=$(awk -v pm="$pm" -v ps="$ps" -v wm="$wm" -v ws="$ws" -v wh="$wh" 'BEGIN { p = 1e6 * pm / ps; w = 1e6 * wm / ws; printf "%.4f|%.2f µs/sample alone, %.2f under run: %+.2f µs, the hook'"'"'s own count %.2f µs", w - p, p, w, w - p, 1e6 * wh / ws }')
-	mains+=("${main%%|*}")
+	main=$(awk -v pm="$pm" -v ps="$ps" -v wm="$wm" -v ws="$ws" -v wh="$wh" -v pc="$pc" 'BEGIN { p = 1e6 * pm / ps; w = 1e6 * wm / ws; printf "%.4f %.4f|%.2f µs/sample alone, %.2f under run: %+.2f µs (%+.2f %% of the job'"'"'s CPU a sample alone), the hook'"'"'s own count %.2f µs", w - p, 100 * (w - p) / (1e6 * pc / ps), p, w, w - p, 100 * (w - p) / (1e6 * pc / ps), 1e6 * wh / ws }')
+	mains+=("${main%% *}") mainpcts+=("$(echo "${main%%|*}" | cut -d' ' -f2)")
 	echo "         the training process: ${main#*|}"
 done
 stats() { printf '%s\n' "$@" | sort -g | awk '{ x[NR] = $1; s += $1 } END { m = s / NR; for (i = 1; i <= NR; i++) v += (x[i] - m) ^ 2; sd = NR > 1 ? sqrt(v / (NR - 1)) : 0; printf "mean %+.2f %%, sd %.2f, standard error %.2f, median %+.2f %% over %d rounds", m, sd, sd / sqrt(NR), x[int((NR + 1) / 2)], NR }'; }
 echo "the job's CPU per sample under run vs alone: $(stats "${diffs[@]}")"
 echo "the hook's own count, of the job's CPU under run: $(stats "${hooks[@]}")"
 echo "the training process's CPU per sample under run beyond alone, µs: $(stats "${mains[@]}" | sed 's/ %//g')"
+echo "the same, of the job's CPU a sample alone (what the hook costs where it runs, by paired accounting): $(stats "${mainpcts[@]}")"
 by_part=""
 for k in "${part_order[@]}"; do
 	by_part+=$(awk -v k="$k" -v v="${part_pct[$k]}" -v r="$rounds" 'BEGIN { printf " %s %.3f %%", k, v / r }')
