@@ -10,7 +10,8 @@ import (
 // new kind is shown only once it has been the classification for
 // EnterHold (none for a problem that each of the newest two frames shows
 // on its own; LeaveHold of frames that each show the problem clear when
-// it clears to healthy or idle), so one odd frame or flapping input never
+// it clears to healthy or idle, none where an input problem's newest two
+// frames each show it clear and the newest the loop barely waiting), so one odd frame or flapping input never
 // flips the verdict. Time comes from the
 // frames, never from a clock. Not safe for concurrent use.
 type Diagnoser struct {
@@ -55,6 +56,16 @@ func (d *Diagnoser) alone(k Kind, max int) (n int, since time.Time) {
 		n, since = n+1, d.ring[i].Time
 	}
 	return n, since
+}
+
+// fed says the newest frame has the loop's wait share measured and
+// under WaitShareModerate.
+func (d *Diagnoser) fed() bool {
+	if len(d.ring) == 0 {
+		return false
+	}
+	l := d.ring[len(d.ring)-1].Loader
+	return l != nil && l.WaitShare != nil && *l.WaitShare < d.th.WaitShareModerate
 }
 
 // Observe adds a frame and returns the verdict to show.
@@ -105,28 +116,7 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 		if !d.haveCand || d.cand != v.Kind {
 			d.cand, d.candSince, d.haveCand = v.Kind, f.Time, true
 		}
-		hold, from := time.Duration(d.th.EnterHold), d.candSince
-		switch {
-		case v.Kind == WarmingUp && beforeFirstBatch(f):
-			// Not a problem clearing: the job restarts its loop (run's
-			// start-up grace), and what was judged before is not its
-			// loop. Shown at once, not held on stale evidence.
-			hold = 0
-		case d.shown.Kind.Problem() && !v.Kind.Problem():
-			// A problem must be clear LeaveHold: counted from the first
-			// of the newest frames that each say so alone, where that
-			// is earlier than the window's median turned.
-			hold = time.Duration(d.th.LeaveHold)
-			if n, since := d.alone(v.Kind, len(d.ring)); n > 0 && since.Before(from) {
-				from = since
-			}
-		case v.Kind.Problem():
-			// The rule's own evidence, unambiguous: the window's median
-			// and each of its newest two frames alone say it.
-			if n, _ := d.alone(v.Kind, 2); n == 2 {
-				hold = 0
-			}
-		}
+		hold, from := d.hold(v.Kind, f)
 		if f.Time.Sub(from) >= hold {
 			d.shown, d.since, d.haveCand = v, d.candSince, false
 		}
@@ -134,4 +124,42 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 	out := d.shown
 	out.Since = d.since
 	return out
+}
+
+// hold is how long kind k, the classification since candSince, must last
+// before it is shown, and from when that is counted.
+func (d *Diagnoser) hold(k Kind, f *sample.Frame) (time.Duration, time.Time) {
+	hold, from := time.Duration(d.th.EnterHold), d.candSince
+	switch {
+	case k == WarmingUp && beforeFirstBatch(f):
+		// Not a problem clearing: the job restarts its loop (run's
+		// start-up grace), and what was judged before is not its
+		// loop. Shown at once, not held on stale evidence.
+		hold = 0
+	case d.shown.Kind.Problem() && !k.Problem():
+		// A problem must be clear LeaveHold: counted from the first
+		// of the newest frames that each say so alone, where that
+		// is earlier than the window's median turned.
+		hold = time.Duration(d.th.LeaveHold)
+		n, since := d.alone(k, len(d.ring))
+		if n > 0 && since.Before(from) {
+			from = since
+		}
+		// Unless the problem was the input and it is plainly gone:
+		// the newest two frames each say the new kind alone and in
+		// the newest the loop waited under WaitShareModerate, not
+		// even moderately input-bound (the one before it often holds
+		// the first batches of a restarted loader). A wait near the
+		// threshold, or one not measured, keeps the hold.
+		if situationOf(d.shown.Kind).InputBound && n >= 2 && d.fed() {
+			hold = 0
+		}
+	case k.Problem():
+		// The rule's own evidence, unambiguous: the window's median
+		// and each of its newest two frames alone say it.
+		if n, _ := d.alone(k, 2); n == 2 {
+			hold = 0
+		}
+	}
+	return hold, from
 }

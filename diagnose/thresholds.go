@@ -265,6 +265,8 @@ type Thresholds struct {
 	// frames to each, so at 1 s sampling a problem needs ~3 s of evidence
 	// to enter and ~5 s of clear data to leave, is shown within ~4 s of
 	// its onset, and one odd frame or flapping input never flips it.
+	// Where the evidence is unambiguous neither waits (Diagnoser.Observe:
+	// docs/diagnosis.md, "Thresholds").
 	EnterHold Duration `json:"enter_hold"`
 	LeaveHold Duration `json:"leave_hold"`
 }
