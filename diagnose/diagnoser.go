@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"math"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -10,9 +11,9 @@ import (
 // new kind is shown only once it has been the classification for
 // EnterHold (none for a problem that each of the newest two frames shows
 // on its own; LeaveHold of frames that each show the problem clear when
-// it clears to healthy or idle, none where an input problem's newest two
-// frames each show it clear and the newest the loop barely waiting), so one odd frame or flapping input never
-// flips the verdict. Time comes from the
+// it clears to healthy or idle, none where the wait that made an input
+// problem one is plainly gone: fed, covered, waited below), so one odd
+// frame or flapping input never flips the verdict. Time comes from the
 // frames, never from a clock. Not safe for concurrent use.
 type Diagnoser struct {
 	th        Thresholds
@@ -58,6 +59,19 @@ func (d *Diagnoser) alone(k Kind, max int) (n int, since time.Time) {
 	return n, since
 }
 
+// An input problem clears without LeaveHold where the wait that made it
+// one is plainly gone: the newest frames, two at least, each say the new
+// kind alone and cover fastClearSpan; in the newest the loop waited under
+// WaitShareModerate (fed: not even moderately input-bound; the frame
+// before it often holds a restarted loader's first batches); and before
+// them the loop waited at least WaitShareStarved in every frame of the
+// ring that measured it (waited: the problem was the wait, and steadily
+// so). A loop with fed frames among its starved ones is bursty and keeps
+// the hold, as does a problem decided on other evidence beside a loop
+// that barely waits (memory pressure, a throttled quota). One loader
+// only: with several, the rank that paces the frame may not be the one
+// that starved.
+
 // fed says the newest frame has the loop's wait share measured and
 // under WaitShareModerate.
 func (d *Diagnoser) fed() bool {
@@ -66,6 +80,38 @@ func (d *Diagnoser) fed() bool {
 	}
 	l := d.ring[len(d.ring)-1].Loader
 	return l != nil && l.WaitShare != nil && *l.WaitShare < d.th.WaitShareModerate
+}
+
+// fastClearSpan is the least time the frames that each say an input
+// problem clear must cover for it to clear without LeaveHold: two frames
+// at the default 1 s interval, eight at 250 ms (a quarter-second frame
+// often holds no batch boundary, and its wait share says little).
+const fastClearSpan = 2.0 // seconds
+
+// covered says the newest n frames' intervals add up to fastClearSpan.
+func (d *Diagnoser) covered(n int) bool {
+	sec := 0.0
+	for i := len(d.ring) - min(n, len(d.ring)); i < len(d.ring); i++ {
+		sec += d.ring[i].IntervalSec
+	}
+	return sec >= fastClearSpan*0.99 // an interval's own jitter
+}
+
+// waited says every frame of the ring but the newest n that measured the
+// loop's wait share has it at least WaitShareStarved, and one did.
+func (d *Diagnoser) waited(n int) bool {
+	seen := false
+	for i := 0; i < len(d.ring)-n; i++ {
+		l := d.ring[i].Loader
+		if l == nil || l.WaitShare == nil || math.IsNaN(*l.WaitShare) {
+			continue // a frame with no batches says nothing of the wait
+		}
+		if *l.WaitShare < d.th.WaitShareStarved {
+			return false
+		}
+		seen = true
+	}
+	return seen
 }
 
 // Observe adds a frame and returns the verdict to show.
@@ -145,14 +191,8 @@ func (d *Diagnoser) hold(k Kind, f *sample.Frame) (time.Duration, time.Time) {
 		if n > 0 && since.Before(from) {
 			from = since
 		}
-		// Unless the problem was the input and it is plainly gone:
-		// the newest two frames each say the new kind alone and in
-		// the newest the loop waited under WaitShareModerate, not
-		// even moderately input-bound (the one before it often holds
-		// the first batches of a restarted loader). A wait near the
-		// threshold, or one not measured, keeps the hold.
-		if situationOf(d.shown.Kind).InputBound && n >= 2 && d.fed() {
-			hold = 0
+		if situationOf(d.shown.Kind).InputBound && n >= 2 && len(f.Ranks) <= 1 && d.fed() && d.covered(n) && d.waited(n) {
+			hold = 0 // the wait that was the problem is plainly gone (fed, waited)
 		}
 	case k.Problem():
 		// The rule's own evidence, unambiguous: the window's median

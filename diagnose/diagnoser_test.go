@@ -144,6 +144,92 @@ func TestDiagnoserOneFedFrameDoesNotClear(t *testing.T) {
 	}
 }
 
+// At a quarter-second interval two plain frames are half a second: the
+// clearance waits for fastClearSpan of them (eight), not two.
+func TestDiagnoserFastClearCoversItsSpan(t *testing.T) {
+	fs := frames(60, func(i int, f *sample.Frame) {
+		host(f, 20, 0, 2)
+		share := 0.6
+		if i >= 30 {
+			share = 0.01
+		}
+		loader(f, share, 2, 0.5, 1)
+	})
+	for i := range fs {
+		fs[i].Time, fs[i].IntervalSec = t0.Add(time.Duration(i)*250*time.Millisecond), 0.25
+	}
+	vs := feed(NewDiagnoser(DefaultThresholds()), fs)
+	at := -1
+	for i := 30; i < len(vs); i++ {
+		if vs[i].Kind == Healthy {
+			at = i
+			break
+		}
+	}
+	if at != 37 {
+		t.Fatalf("healthy at frame %d (%s), want 37: the eighth plain quarter-second", at, vs[min(max(at, 0), len(vs)-1)].Kind)
+	}
+}
+
+// Two bad seconds and two good ones, over and over: an input problem that
+// clears on its own evidence must not flap with it (the hostile review's
+// three patterns: a prefetch queue that fills during slow steps, swap in
+// bursts beside a loop that barely waits, a quota throttled in bursts).
+// After six steady starved seconds the loader's first two plain ones read
+// as a fix, as they would after a real one: the verdict may clear once
+// and come back, and once the ring (ModelFrames) holds a fed frame among
+// the starved ones it holds. The other two were never the wait: no fast
+// clear at all.
+func TestDiagnoserFastClearDoesNotFlap(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		settle int // frames after which the verdict never changes
+		set    func(i int, f *sample.Frame)
+	}{
+		{"bursty loader", 12, func(i int, f *sample.Frame) {
+			share := 0.6
+			if i >= 6 && i%4 >= 2 {
+				share = 0.01
+			}
+			loader(f, share, 8, 0.5, 1)
+		}},
+		{"swap in bursts", 4, func(i int, f *sample.Frame) {
+			gpus(f, 1, 60, 50, 70)
+			loader(f, 0.01, 8, 0.1, 0.1)
+			if i < 6 || i%4 < 2 {
+				f.Mem.SwapInPagesPerSec = f64(5000)
+			}
+		}},
+		{"throttled in bursts", 4, func(i int, f *sample.Frame) {
+			loader(f, 0.01, 4, 0.1, 0.1)
+			thr := 0.5
+			if i >= 6 && i%4 >= 2 {
+				thr = 0
+			}
+			q, qu, p := 4.0, 400000.0, 100000.0
+			f.Job = &sample.Job{Cgroup: "/job", CPUCapacityCores: 4, CPUQuotaCores: &q, CPUQuotaUs: &qu, CPUPeriodUs: &p,
+				CPUUsedCores: f64(3.9), ThrottledPeriodsShare: f64(thr)}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := frames(40, func(i int, f *sample.Frame) {
+				host(f, 20, 0, 2)
+				tc.set(i, f)
+			})
+			vs := feed(NewDiagnoser(DefaultThresholds()), fs)
+			var flips []string
+			for i := tc.settle; i < len(vs); i++ {
+				if vs[i].Kind != vs[i-1].Kind {
+					flips = append(flips, vs[i-1].Kind.String()+" → "+vs[i].Kind.String())
+				}
+			}
+			if !vs[len(vs)-1].Kind.Problem() || len(flips) > 0 {
+				t.Fatalf("ends %s, flips after %d s: %q", vs[len(vs)-1].Kind, tc.settle, flips)
+			}
+		})
+	}
+}
+
 func TestDiagnoserWarmsUpThenShows(t *testing.T) {
 	fs := frames(3, func(_ int, f *sample.Frame) { host(f, 20, 0, 2); gpus(f, 1, 99, 95, 100) })
 	vs := feed(NewDiagnoser(DefaultThresholds()), fs)
