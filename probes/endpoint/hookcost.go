@@ -106,9 +106,6 @@ func hookCost(out *sample.Loader, prev, cur *LoaderCounters, sec float64) {
 	if !(sec > 0) {
 		return
 	}
-	if cur.Samples < prev.Samples || cur.Batches < prev.Batches {
-		return // a restarted process: its counts began again
-	}
 	samples, batches := cur.Samples-prev.Samples, cur.Batches-prev.Batches
 	if d, ok := hookDelta(prev.HookCPUSeconds, cur.HookCPUSeconds, sec); ok {
 		out.HookCPUSecPerSec = probes.Ptr(d / sec)

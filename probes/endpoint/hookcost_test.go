@@ -98,8 +98,9 @@ func TestHookCPURateAndPerSample(t *testing.T) {
 		t.Errorf("a rate across a restart: %v", *l.HookCPUSecPerSec)
 	}
 	// A restart whose CPU has already passed the old total, its samples
-	// counted again from 0: no figure (the samples' difference would wrap
-	// round to 1.8e19 and read 0.0 µs a sample).
+	// counted again from 0: no figure (the probe counts from 0 where any
+	// count went back, as Prometheus's rate() does, and the hook's CPU
+	// has no reading at 0; the samples' difference never wraps).
 	src.c = at(0.7, 9000)
 	collectLoader(t, p, probetest.T0.Add(5*time.Second))
 	src.c = at(0.8, 100)
