@@ -118,7 +118,7 @@ for r in $(seq "$rounds"); do
 	mains+=("${main%% *}") mainpcts+=("$(echo "${main%%|*}" | cut -d' ' -f2)")
 	echo "         the training process: ${main#*|}"
 done
-stats() { printf '%s\n' "$@" | sort -g | awk '{ x[NR] = $1; s += $1 } END { m = s / NR; for (i = 1; i <= NR; i++) v += (x[i] - m) ^ 2; sd = NR > 1 ? sqrt(v / (NR - 1)) : 0; printf "mean %+.2f %%, sd %.2f, standard error %.2f, median %+.2f %% over %d rounds", m, sd, sd / sqrt(NR), x[int((NR + 1) / 2)], NR }'; }
+stats() { printf '%s\n' "$@" | sort -g | awk '{ x[NR] = $1; s += $1 } END { m = s / NR; for (i = 1; i <= NR; i++) v += (x[i] - m) ^ 2; sd = NR > 1 ? sqrt(v / (NR - 1)) : 0; med = NR % 2 ? x[(NR + 1) / 2] : (x[NR / 2] + x[NR / 2 + 1]) / 2; printf "mean %+.2f %%, sd %.2f, standard error %.2f, median %+.2f %% over %d rounds", m, sd, sd / sqrt(NR), med, NR }'; }
 echo "the job's CPU per sample under run vs alone: $(stats "${diffs[@]}")"
 echo "the hook's own count, of the job's CPU under run: $(stats "${hooks[@]}")"
 echo "the training process's CPU per sample under run beyond alone, µs: $(stats "${mains[@]}" | sed 's/ %//g')"
