@@ -199,6 +199,18 @@ func stepProfiled(g gpuIn, what, category, precision string, factor float64) (*B
 	return stepBound(g, gain), why + ")", true
 }
 
+// waitsProfiled is stepProfiled on the GPU's waits of one kind: "sync"
+// (those that began in a host sync) or "host" (those that began while
+// the host was busy otherwise), said as what, where the hook split them;
+// else on all of them, said as whatAll and so.
+func waitsProfiled(g gpuIn, kind, what, whatAll string) (*Bound, string, bool) {
+	if _, split := g.profile.Share(kind, ""); split {
+		return stepProfiled(g, what, kind, "", math.Inf(1))
+	}
+	b, why, ok := stepProfiled(g, whatAll, "idle", "", math.Inf(1))
+	return b, why + " (every wait: this hook does not tell the syncs' from the host's other work)", ok
+}
+
 // profiledShare sums the shares of categories (every precision).
 func profiledShare(p *sample.GPUProfile, categories ...string) float64 {
 	sum := 0.0

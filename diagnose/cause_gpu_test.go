@@ -3,6 +3,7 @@ package diagnose
 import (
 	"bufio"
 	"encoding/json"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -494,6 +495,26 @@ func TestGPUCausesTakeTheirBoundsFromTheProfile(t *testing.T) {
 	v = Classify(withProfile(frames, "cuda", 0.07, 0.03, mm("bf16", 0.07)), DefaultThresholds())
 	if c := causeOf(v, "host_sync"); c == nil || c.Bound == nil || c.Bound.Gain < 1.42 || c.Bound.Gain > 1.43 {
 		t.Errorf("host_sync: %+v", c)
+	}
+	// A hook that splits the waits: 20 % of the GPU's step began in a sync,
+	// 10 % while the host worked. Each cause is bound by its own: host_sync
+	// 1.25×, launch_bound 1.11×. Syncs measured at 0.5 % are not named.
+	split := func(frames []sample.Frame, sync float64) []sample.Frame {
+		frames = withProfile(frames, "cuda", 0.07, 0.03, mm("bf16", 0.07))
+		frames[len(frames)-1].Loader.GPUProfile.SyncSecondsPerStep = ptr(sync)
+		return frames
+	}
+	v = Classify(split(slices.Clone(frames), 0.02), DefaultThresholds())
+	if c := causeOf(v, "host_sync"); c == nil || c.Bound == nil || math.Abs(c.Bound.Gain-1.25) > 0.005 || !strings.Contains(c.BoundWhy, "idles after the host's syncs 20 %") {
+		t.Errorf("host_sync, split: %+v", c)
+	}
+	v = Classify(split(gpuBoundFrames(20, 2, 10, 10, 98, bf16Settings()), 0.02), DefaultThresholds())
+	if c := causeOf(v, "launch_bound"); c == nil || c.Bound == nil || math.Abs(c.Bound.Gain-1/0.9) > 0.005 || !strings.Contains(c.BoundWhy, "while the host works (not in a sync) 10 %") {
+		t.Errorf("launch_bound, split: %+v", c)
+	}
+	v = Classify(split(slices.Clone(frames), 0.0005), DefaultThresholds())
+	if c := causeOf(v, "host_sync"); c != nil {
+		t.Errorf("syncs measured at 0.5 %% of the GPU's step named: %+v", c)
 	}
 	v = Classify(withProfile(gpuBoundFrames(85, 5, 70, 30, 60, bf16Settings()), "cuda", 0.1, 0, mm("bf16", 0.06),
 		sample.GPUTimePart{Category: "elementwise", SecondsPerStep: 0.03}, sample.GPUTimePart{Category: "normalization", SecondsPerStep: 0.01}), DefaultThresholds())

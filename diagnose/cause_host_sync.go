@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -25,6 +24,9 @@ func hostSyncCause(in *causeIn) (Cause, bool) {
 	syncs := lastSyncs(in.frames)
 	if len(syncs) == 0 || !in.atLeast("host_sync", syncs[0].PerStep, in.w.th.HostSyncPerStep) {
 		return Cause{}, false
+	}
+	if s, split := g.profile.Share("sync", ""); split && s < in.w.th.HostSyncIdleShare {
+		return Cause{}, false // counted, and measured costing the GPU nothing to speak of
 	}
 	top := syncs[0]
 	ev := fmt.Sprintf("%s %s syncs %s", top.Site, hostCallWords(top), perStepWords(top.PerStep))
@@ -53,8 +55,8 @@ func hostSyncCause(in *causeIn) (Cause, bool) {
 	}
 	c := Cause{Evidence: ev, Fix: fix,
 		BoundWhy: "no bound from counters: what a sync costs is the GPU's idle time after it, until the host has launched the next kernels, which needs a profile of the step (gpuwatch run --gpu-profile); the hook's count says how often the host waits, and its time in the call how long"}
-	if b, why, ok := stepProfiled(g, "the GPU idles", "idle", "", math.Inf(1)); ok {
-		c.Bound, c.BoundWhy = b, why+": at most that idle time goes, the syncs' and the launches' after them"
+	if b, why, ok := waitsProfiled(g, "sync", "the GPU idles after the host's syncs", "the GPU idles"); ok {
+		c.Bound, c.BoundWhy = b, why+": at most that idle time goes"
 	}
 	return c, true
 }

@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -39,7 +38,7 @@ func launchBoundCause(in *causeIn) (Cause, bool) {
 	if w.smActivity.v > 0 {
 		c.Bound = stepBound(g, 100/w.smActivity.v)
 	}
-	if b, why, ok := stepProfiled(g, "the GPU idles between kernels", "idle", "", math.Inf(1)); ok {
+	if b, why, ok := waitsProfiled(g, "host", "the GPU idles between kernels while the host works (not in a sync)", "the GPU idles between kernels"); ok {
 		c.Bound, c.BoundWhy = b, why+": the gaps closed"
 	}
 	return c, true
@@ -75,7 +74,7 @@ func launchBoundByUtil(in *causeIn, g gpuIn, loop level) (Cause, bool) {
 		Fix:      launchFix(g.settings),
 		Bound:    stepBound(g, 100/util.v),
 		BoundWhy: fmt.Sprintf("the launch gaps closed: a kernel running 100 %% of the time over %.0f %% (a larger batch may gain more per sample: how full each kernel keeps the SMs needs GPM)", util.v)}
-	if b, why, ok := stepProfiled(g, "the GPU idles between kernels", "idle", "", math.Inf(1)); ok {
+	if b, why, ok := waitsProfiled(g, "host", "the GPU idles between kernels while the host works (not in a sync)", "the GPU idles between kernels"); ok {
 		c.Bound, c.BoundWhy = b, why+": the gaps closed"
 	}
 	return c, true

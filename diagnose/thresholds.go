@@ -231,6 +231,12 @@ type Thresholds struct {
 	// that syncs at least this often a step: one every other step (a
 	// value logged every 10 or 100 steps is the fix, not the cause).
 	HostSyncPerStep float64 `json:"host_sync_per_step"`
+	// HostSyncIdleShare: where the hook's profile of the step split the
+	// GPU's waits by sync, host_sync is named only while the waits that
+	// began in a sync are at least this share of the GPU's step: under
+	// it the syncs were counted but measured costing nothing to speak of
+	// (the share the profile's summary starts naming a part at).
+	HostSyncIdleShare float64 `json:"host_sync_idle_share"`
 	// CopyStallShare: the copy_blocking cause names copies that hold the
 	// loop's thread at least this share of the batch period (5 %, the
 	// share the PyTorch profiler's advice starts at for the input wait).
@@ -285,7 +291,7 @@ func DefaultThresholds() Thresholds {
 		MmapFaultsPerSec: 50, FileRefaultsPerSec: 1000,
 		CriticalWaitShare: 0.5, CriticalAccelPct: 25, CriticalSwapPagesPerSec: 1000,
 		ContendedRunDelay: 0.2, HandoverShare: 0.15, HandoverBytes: 1 << 20, Float64Share: 0.5, PaddingShare: 0.3, GetitemShare: 0.6, ProfileCauseShare: 0.15, CauseLeaveRatio: 0.75, TensorIdlePct: 5, DRAMBusyPct: 50, DRAMBoundTensorPct: 20,
-		HostSyncPerStep: 0.5, CopyStallShare: 0.05, BatchRoomShare: 0.5, BatchFullPct: 80, SmallFileBytes: 1 << 20, LoopTakeShare: 0.3, OwnWaitShare: 0.5,
+		HostSyncPerStep: 0.5, HostSyncIdleShare: 0.01, CopyStallShare: 0.05, BatchRoomShare: 0.5, BatchFullPct: 80, SmallFileBytes: 1 << 20, LoopTakeShare: 0.3, OwnWaitShare: 0.5,
 		AllReduceStepRatio: 1.3, GPULagPoints: 30, GPUMemRoomShare: 0.7,
 		EnterHold: Duration(time.Second), LeaveHold: Duration(3 * time.Second),
 	}

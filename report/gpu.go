@@ -80,7 +80,8 @@ type GPUInfo struct {
 	// the GPU its loop ran on; GPUProfileLine it in a line
 	// (sample.GPUProfile.Summary) and GPUProfileShares each category's
 	// share of the profiled step (sample.GPUProfile.Share: of the GPU's
-	// busy and idle time), "idle" its waits.
+	// busy and idle time), "idle" its waits, "sync" those of them that
+	// began in a host sync (where the hook split them).
 	GPUProfile       *sample.GPUProfile `json:"gpu_profile,omitempty"`
 	GPUProfileLine   string             `json:"gpu_profile_line,omitempty"`
 	GPUProfileShares []GPUTimeShare     `json:"gpu_profile_shares,omitempty"`
@@ -90,7 +91,8 @@ type GPUInfo struct {
 }
 
 // GPUTimeShare is one category of the GPU's work (sample.GPUTimeCategories,
-// or "idle") and its share of the profiled step, 0–1.
+// or "idle", and "sync" the part of it that began in a host sync) and its
+// share of the profiled step, 0–1.
 type GPUTimeShare struct {
 	Category string  `json:"category"`
 	Share    float64 `json:"share"`
@@ -340,7 +342,7 @@ func (s *stepAcc) result(info *GPUInfo) {
 	}
 	if p := s.profile; p != nil {
 		info.GPUProfile, info.GPUProfileLine = p, p.Summary()
-		for _, c := range append(slices.Clip(sample.GPUTimeCategories), "idle") {
+		for _, c := range append(slices.Clip(sample.GPUTimeCategories), "idle", "sync") {
 			if v, ok := p.Share(c, ""); ok {
 				info.GPUProfileShares = append(info.GPUProfileShares, GPUTimeShare{Category: c, Share: v})
 			}

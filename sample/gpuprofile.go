@@ -45,6 +45,13 @@ type GPUProfile struct {
 	// only).
 	BusySecondsPerStep *float64 `json:"busy_seconds_per_step,omitempty"`
 	IdleSecondsPerStep *float64 `json:"idle_seconds_per_step,omitempty"`
+	// SyncSecondsPerStep is the part of IdleSecondsPerStep whose waits
+	// began while the host waited for the GPU in a sync (.item(), a
+	// blocking copy, torch.cuda.synchronize(): the queue drained, then
+	// nothing was launched until the host went on); the rest began while
+	// the host was busy with other work. GPU only; nil from a hook that
+	// does not split them.
+	SyncSecondsPerStep *float64 `json:"sync_seconds_per_step,omitempty"`
 	// InputSecondsPerStep is, on a CPU, the time per step the loop spent
 	// inside the DataLoader's next() (its fetch with num_workers=0, its
 	// wait otherwise): the input's, left out of Parts.
@@ -123,8 +130,10 @@ func (g *GPUProfile) whole() float64 {
 
 // Share is the category's share of the step's measured time (0–1): on a
 // GPU of its busy and idle time, on a CPU of the wall step. precision ""
-// sums every precision; category "idle" is the GPU's waits. ok is false
-// when the recording is not done or the category was not read.
+// sums every precision. The GPU's waits: category "idle" is all of them,
+// "sync" those that began in a host sync, "host" the others (the host
+// busy launching or elsewhere). ok is false when the recording is not
+// done or the category was not read.
 func (g *GPUProfile) Share(category, precision string) (float64, bool) {
 	if !g.Done() {
 		return 0, false
@@ -133,11 +142,10 @@ func (g *GPUProfile) Share(category, precision string) (float64, bool) {
 	if w <= 0 {
 		return 0, false
 	}
-	if category == "idle" {
-		if g.IdleSecondsPerStep == nil {
-			return 0, false
-		}
-		return min(1, *g.IdleSecondsPerStep/w), true
+	switch category {
+	case "idle", "sync", "host":
+		v, ok := g.waits(category)
+		return min(1, v/w), ok
 	}
 	sum, found := 0.0, false
 	for _, p := range g.Parts {
@@ -150,6 +158,23 @@ func (g *GPUProfile) Share(category, precision string) (float64, bool) {
 		return 0, false
 	}
 	return min(1, sum/w), true
+}
+
+// waits is the GPU's waits per step of one kind (Share's "idle", "sync"
+// or "host"); ok false where not read.
+func (g *GPUProfile) waits(kind string) (float64, bool) {
+	idle, sync := g.IdleSecondsPerStep, g.SyncSecondsPerStep
+	switch {
+	case idle == nil:
+		return 0, false
+	case kind == "idle":
+		return *idle, true
+	case sync == nil:
+		return 0, false
+	case kind == "sync":
+		return min(*sync, *idle), true
+	}
+	return max(0, *idle-*sync), true
 }
 
 // SpeedupBound is Amdahl's bound on the whole step's speed-up when the
@@ -217,7 +242,13 @@ func (g *GPUProfile) Summary() string {
 	}
 	if s, ok := g.Share("idle", ""); ok && s >= 0.01 {
 		idle := "idle " + pct(s)
-		if len(g.Idle) > 0 {
+		sync, split := g.Share("sync", "")
+		switch {
+		case split && len(g.Idle) > 0:
+			idle += " (" + pct(sync) + " after syncs; most after " + Printable(g.Idle[0].After) + ")"
+		case split:
+			idle += " (" + pct(sync) + " after syncs)"
+		case len(g.Idle) > 0:
 			idle += " (after " + Printable(g.Idle[0].After) + ")"
 		}
 		parts = append(parts, idle)

@@ -2,6 +2,7 @@ package sample
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -33,6 +34,8 @@ func TestGPUProfileShareIsOfTheStepTheGPUSaw(t *testing.T) {
 		{"conv", "", 0.12, true},
 		{"conv", "bf16", 0.08, true},
 		{"idle", "", 0.15, true},
+		{"sync", "", 0, false}, // a hook that does not split the waits
+		{"host", "", 0, false},
 		{"communication", "", 0, false},
 	} {
 		got, ok := g.Share(c.cat, c.prec)
@@ -51,6 +54,31 @@ func TestGPUProfileShareIsOfTheStepTheGPUSaw(t *testing.T) {
 	var none *GPUProfile
 	if _, ok := none.Share("matmul", ""); ok || none.Summary() != "" {
 		t.Error("nil has a share or a summary")
+	}
+}
+
+// The waits split: 11 ms of the 15 began in a sync, the other 4 while
+// the host was busy; a sync figure above the idle one (a hook's rounding)
+// is the idle time, never more.
+func TestGPUProfileWaitsSplitBySync(t *testing.T) {
+	g := gpuStep()
+	g.SyncSecondsPerStep = f64(0.011)
+	for cat, want := range map[string]float64{"idle": 0.15, "sync": 0.11, "host": 0.04} {
+		if got, ok := g.Share(cat, ""); !ok || math.Abs(got-want) > 1e-9 {
+			t.Errorf("Share(%s) = %g %v, want %g", cat, got, ok, want)
+		}
+	}
+	g.SyncSecondsPerStep = f64(0.0150000001)
+	if s, _ := g.Share("sync", ""); s != 0.15 {
+		t.Errorf("sync above idle: share %g, want the idle's 0.15", s)
+	}
+	if h, _ := g.Share("host", ""); h != 0 {
+		t.Errorf("sync above idle: host share %g, want 0", h)
+	}
+	g.SyncSecondsPerStep = f64(0.011)
+	want := "idle 15 % (11 % after syncs; most after aten::item train.py:87)"
+	if got := g.Summary(); !strings.Contains(got, want) {
+		t.Errorf("summary %q: want %q", got, want)
 	}
 }
 

@@ -68,6 +68,11 @@ func (m *metricsPage) gpuProfile() {
 	g.BusySecondsPerStep = f("busy_seconds_per_step", maxGPUProfileStep)
 	g.IdleSecondsPerStep = f("idle_seconds_per_step", maxGPUProfileStep)
 	g.InputSecondsPerStep = f("input_seconds_per_step", maxGPUProfileStep)
+	if g.SyncSecondsPerStep = f("sync_seconds_per_step", maxGPUProfileStep); g.SyncSecondsPerStep != nil &&
+		(g.IdleSecondsPerStep == nil || *g.SyncSecondsPerStep > *g.IdleSecondsPerStep*(1+1e-9)+1e-12) { // its sum's rounding allowed
+		m.c.Dropped = append(m.c.Dropped, "gpuwatch_job_gpu_profile_sync_seconds_per_step: more than the idle time it is part of, dropped")
+		g.SyncSecondsPerStep = nil
+	}
 	g.Parts, g.Idle = gpuTimeFromPage(m.page, &m.c.Dropped)
 	m.c.GPUProfile = g
 }

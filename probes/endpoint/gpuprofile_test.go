@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -92,6 +93,7 @@ func TestGPUProfileDropsWhatTheHookDoesNotSay(t *testing.T) {
 		`gpuwatch_job_gpu_profile_step_seconds -1`,
 		`gpuwatch_job_gpu_profile_busy_seconds_per_step 0.08`,
 		`gpuwatch_job_gpu_profile_idle_seconds_per_step 0.02`,
+		`gpuwatch_job_gpu_profile_sync_seconds_per_step 0.03`,
 		`gpuwatch_job_gpu_time_seconds_per_step{category="matmul",precision="bf16"} 0.06`,
 		`gpuwatch_job_gpu_time_seconds_per_step{category="matmul",precision="fp4"} 0.01`,
 		`gpuwatch_job_gpu_time_seconds_per_step{category="magic",precision=""} 0.01`,
@@ -104,8 +106,8 @@ func TestGPUProfileDropsWhatTheHookDoesNotSay(t *testing.T) {
 	if g == nil || g.Device != "" || g.StepSeconds != nil || len(g.Parts) != 2 || len(g.Idle) != 2 {
 		t.Fatalf("%+v", g)
 	}
-	if len(c.Dropped) != 5 {
-		t.Errorf("dropped %q", c.Dropped)
+	if len(c.Dropped) != 6 || g.SyncSecondsPerStep != nil {
+		t.Errorf("dropped %q, sync %v (more than the idle time)", c.Dropped, g.SyncSecondsPerStep)
 	}
 	if a := g.Idle[0].After; len(a) > sample.MaxGPUIdleAfter || !utf8.ValidString(a) || strings.ContainsRune(a, 0x1b) || g.Idle[1].After != "(unknown)" {
 		t.Errorf("idle %+v", g.Idle)
@@ -115,6 +117,14 @@ func TestGPUProfileDropsWhatTheHookDoesNotSay(t *testing.T) {
 	}
 	if b, ok := g.SpeedupBound("idle", "", 1e9); !ok || b < 1.24 || b > 1.26 {
 		t.Errorf("idle bound %g %v", b, ok)
+	}
+	c = page(`gpuwatch_job_gpu_profile_info{state="done",device="cuda",reason=""} 1`,
+		`gpuwatch_job_gpu_profile_busy_seconds_per_step 0.08`,
+		`gpuwatch_job_gpu_profile_idle_seconds_per_step 0.02`,
+		`gpuwatch_job_gpu_profile_sync_seconds_per_step 0.015`,
+		`gpuwatch_job_gpu_time_seconds_per_step{category="matmul",precision="bf16"} 0.08`)
+	if s, ok := c.GPUProfile.Share("sync", ""); !ok || math.Abs(s-0.15) > 1e-9 || len(c.Dropped) != 0 {
+		t.Errorf("sync share %g %v, dropped %q", s, ok, c.Dropped)
 	}
 }
 
@@ -154,7 +164,10 @@ func FuzzGPUProfileFromPage(f *testing.F) {
 				t.Fatalf("idle %+v", x)
 			}
 		}
-		for _, k := range sample.GPUTimeCategories {
+		if g.SyncSecondsPerStep != nil && (g.IdleSecondsPerStep == nil || *g.SyncSecondsPerStep > *g.IdleSecondsPerStep*(1+1e-9)+1e-12) {
+			t.Fatalf("sync %g beyond idle %v", *g.SyncSecondsPerStep, g.IdleSecondsPerStep)
+		}
+		for _, k := range append(slices.Clip(sample.GPUTimeCategories), "idle", "sync", "host") {
 			if s, ok := g.Share(k, ""); ok && !(s >= 0 && s <= 1) {
 				t.Fatalf("share %s %g", k, s)
 			}

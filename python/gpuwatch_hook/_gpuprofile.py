@@ -38,6 +38,7 @@ only."""
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import sys
@@ -66,6 +67,18 @@ MIN_GAP_US = 5.0
 #: The profiler's event around the DataLoader's next() (torch's
 #: record_function in _BaseDataLoaderIter.__next__).
 INPUT_EVENT = "enumerate(DataLoader)#"
+
+#: The host calls that wait for the GPU: a gap that begins while one runs
+#: is a sync's (the host waited for the queue to drain, then had nothing
+#: launched). CUDA's and HIP's runtime and driver calls as the profiler
+#: records them (cudaMemcpy without Async blocks), and the ops whose
+#: whole purpose is a value on the host (.item(), a tensor in an if).
+SYNC_CALLS = frozenset((
+    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D",
+    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyDtoH_v2",
+    "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipMemcpy",
+    "aten::item", "aten::_local_scalar_dense", "aten::is_nonzero",
+))
 
 WAITING, RECORDING, DONE, REFUSED = "waiting", "recording", "done", "refused"
 STATES = (WAITING, RECORDING, DONE, REFUSED)
@@ -290,6 +303,7 @@ class Summary:
         self.parts: Dict[Tuple[str, str], float] = {}  # (category, precision) -> seconds per step
         self.busy: Optional[float] = None  # seconds per step the device (or the loop's ops) worked
         self.idle: Optional[float] = None  # seconds per step the device waited (GPU only)
+        self.sync: Optional[float] = None  # of idle, the waits that began in a host sync (SYNC_CALLS)
         self.idle_sites: List[Tuple[str, float]] = []  # (after, seconds per step), most first
         self.input: Optional[float] = None  # seconds per step inside the DataLoader's next() (CPU only)
 
@@ -353,14 +367,36 @@ def _summarize_cuda(s: Summary, evs: List[Event], steps: int) -> None:
     sites: Dict[str, float] = {}
     for a, b in gaps:
         sites[_host_call_at(tops, a)] = sites.get(_host_call_at(tops, a), 0.0) + (b - a)
+    # Any thread's sync counts: the runtime's calls may carry the OS
+    # thread's id where the ops carry the profiler's own.
+    syncs = _union([(e.start, e.end) for e in host if e.name in SYNC_CALLS])
+    starts = [a for a, _ in syncs]
     s.busy = busy / 1e6 / steps
     s.idle = sum(b - a for a, b in gaps) / 1e6 / steps
+    s.sync = sum(b - a for a, b in gaps if _inside(syncs, starts, a)) / 1e6 / steps
     ranked = sorted(sites.items(), key=lambda kv: -kv[1])
     kept = ranked[: MAX_IDLE_SITES - 1] if len(ranked) > MAX_IDLE_SITES else ranked
     rest = sum(v for _, v in ranked[len(kept) :])
     s.idle_sites = [(k, v / 1e6 / steps) for k, v in kept]
     if rest > 0:
         s.idle_sites.append(("other", rest / 1e6 / steps))
+
+
+def _union(spans: List[Tuple[float, float]]) -> List[Tuple[float, float]]:
+    """The union of intervals, as disjoint ones by start."""
+    out: List[Tuple[float, float]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _inside(spans: List[Tuple[float, float]], starts: List[float], t: float) -> bool:
+    """t lies in one of the disjoint spans (starts: their starts)."""
+    i = bisect.bisect_right(starts, t) - 1
+    return i >= 0 and t <= spans[i][1]
 
 
 def _top_level(evs: List[Event]) -> List[Event]:
@@ -544,6 +580,7 @@ class GPUProfile:
                 "cost_cpu_seconds": self.cost_cpu_seconds,
                 "busy_seconds_per_step": s.busy if s else None,
                 "idle_seconds_per_step": s.idle if s else None,
+                "sync_seconds_per_step": s.sync if s else None,
                 "input_seconds_per_step": s.input if s else None,
                 "parts": sorted(s.parts.items(), key=lambda kv: (CATEGORIES.index(kv[0][0]), kv[0][1])) if s else [],
                 "idle_sites": list(s.idle_sites) if s else [],

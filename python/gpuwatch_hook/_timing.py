@@ -600,6 +600,7 @@ def render_gpu_profile(put: Any, g: Dict[str, Any]) -> None:
         ("cost_cpu_seconds", "What the recording cost in CPU: the training process's CPU time per step while recording beyond the steps before (every thread), times the steps, and the profiler's start, stop and summary."),
         ("busy_seconds_per_step", "Time per step the GPU worked (the union of its kernels, copies and sets); on a CPU, the loop thread's ops' self time."),
         ("idle_seconds_per_step", "Time per step the GPU waited, within the recording (GPU only)."),
+        ("sync_seconds_per_step", "Of the GPU's wait per step, the waits that began while the host waited for the GPU in a sync (.item(), a blocking copy, torch.cuda.synchronize()) (GPU only)."),
         ("input_seconds_per_step", "Time per step the loop spent inside the DataLoader's next(), left out of the parts (CPU only)."),
     ):
         v = g.get(key)

@@ -95,6 +95,34 @@ class NamesTest(unittest.TestCase):
         self.assertAlmostEqual(s.idle, 5e-6 + 73e-6)
         self.assertEqual(s.idle_sites[0][0], "aten::item train.py:87")
         self.assertAlmostEqual(s.parts[("matmul", "fp32")], 40e-6)
+        self.assertAlmostEqual(s.sync, 73e-6)  # the wait that began in .item(); not the first 5 µs
+
+    def test_a_sync_wait_is_told_from_a_launch_wait(self):
+        # The host launches (cudaLaunchKernel) slower than the kernels run:
+        # a gap while it works on the next launch is not a sync's. Then
+        # torch.cuda.synchronize() (a runtime call, on the OS thread's id
+        # where the ops carry the profiler's) waits for the queue to drain;
+        # the wait from the drain to the next kernel is the sync's.
+        E = _gpuprofile.Event
+        evs = [
+            E("aten::relu", 0, 30, 1, False, (), ("train.py(50): step",)),
+            E("cudaLaunchKernel", 2, 3, 4242, False),
+            E("aten::relu", 30, 10, 1, False, (), ("train.py(51): step",)),
+            E("cudaLaunchKernel", 32, 3, 4242, False),
+            E("cudaDeviceSynchronize", 40, 6, 4242, False),  # returns at 46, after the drain at 45
+            E("aten::add", 100, 30, 1, False, (), ("train.py(53): step",)),
+            E("cudaLaunchKernel", 120, 3, 4242, False),
+            E("vectorized_elementwise_kernel<relu>", 5, 10, 9, True),  # 5..15, idle 15..35 (launching)
+            E("vectorized_elementwise_kernel<relu>", 35, 10, 9, True),  # 35..45, idle 45..125 (the sync's)
+            E("vectorized_elementwise_kernel<add>", 125, 5, 9, True),  # 125..130
+        ]
+        s = _gpuprofile.summarize(evs, 1, True)
+        self.assertAlmostEqual(s.idle, 5e-6 + 20e-6 + 80e-6)
+        self.assertAlmostEqual(s.sync, 80e-6)
+        # No sync: none of the waits is one.
+        s = _gpuprofile.summarize([e for e in evs if e.name != "cudaDeviceSynchronize"], 1, True)
+        self.assertAlmostEqual(s.idle, 105e-6)
+        self.assertEqual(s.sync, 0)
 
 
 class Net(nn.Module if torch is not None else object):
