@@ -93,6 +93,12 @@ func TestClassifyHandMadeWindows(t *testing.T) {
 			f.PSI.IO.SomePct = f64(90)
 			loader(f, 0.6, 32, 20, 0)
 		}), IOBound, "nvme0n1 is 99 % busy"},
+		{"a loop stuck in next(): no batch, the wait under way says it", frames(3, func(i int, f *sample.Frame) {
+			host(f, 3, 0, 1)
+			loader(f, 1, 2, 0, 0.01)
+			f.Loader.BatchesPerSec, f.Loader.SamplesPerSec = 0, 0
+			f.Loader.WaitingMs = f64(float64(10000 + 1000*i))
+		}), GPUStarved, "it has waited 12s for the batch it asked for"},
 		{"remote store: many workers reading, disks idle", frames(3, func(_ int, f *sample.Frame) { host(f, 3, 0, 1); loader(f, 0.6, 64, 60, 0.5) }), IOBound, "reading"},
 		{"one worker waiting on latency is starved, not io", frames(3, func(_ int, f *sample.Frame) { host(f, 3, 0, 1); loader(f, 0.7, 1, 0.95, 0.01) }), GPUStarved, "waits 70 %"},
 		{"swapping", frames(3, func(_ int, f *sample.Frame) {

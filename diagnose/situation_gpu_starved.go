@@ -32,13 +32,21 @@ func starvedAdvice(in adviceIn) ([]string, bool) {
 	return catalogKnobs(in.w, in.suggest, in.cores, in.keep), false
 }
 
+// stuckWaitSec is the wait under way the evidence names: a second and
+// more is a loop stuck for a batch (a hung worker or read), not the wait
+// between two batches of an input-bound loop the share already says.
+const stuckWaitSec = 1.0
+
 // waitEvidence: is the accelerator waiting for input? Every rule reads it:
 // it picks the waiting phase.
 func waitEvidence(w *window, th Thresholds) []Evidence {
 	var wait []Evidence
 	if w.waitShare.ok && w.waitShare.v >= th.WaitShareStarved {
-		wait = append(wait, evidence("loader.wait_share", w.waitShare.v, ">=", th.WaitShareStarved, "ratio",
-			fmt.Sprintf("the training loop waits %.0f %% of its time for the next batch (≥ %.0f %%: input-bound)", 100*w.waitShare.v, 100*th.WaitShareStarved)))
+		text := fmt.Sprintf("the training loop waits %.0f %% of its time for the next batch (≥ %.0f %%: input-bound)", 100*w.waitShare.v, 100*th.WaitShareStarved)
+		if w.waiting.ok && w.waiting.v >= stuckWaitSec {
+			text += fmt.Sprintf("; it has waited %s for the batch it asked for", sample.FormatDuration(w.waiting.v))
+		}
+		wait = append(wait, evidence("loader.wait_share", w.waitShare.v, ">=", th.WaitShareStarved, "ratio", text))
 	}
 	if w.gpuP95.ok && w.gpuP95.v >= th.BurstyP95 && w.gpuP5.v < th.BurstyP5 {
 		wait = append(wait, evidence("gpu.util_p5", w.gpuP5.v, "<", th.BurstyP5, "%",

@@ -68,6 +68,7 @@ type window struct {
 	sampled                                             *sample.SampledLoop // the newest, when the wait was sampled
 	waitShare                                           level
 	queueDepth                                          level // batches ready when the loop asked
+	waiting                                             level // the newest frame's wait under way, seconds (0: not waiting)
 	batchesPerSec                                       level
 	samplesPerSec                                       level
 	stepMs                                              level // the mean step
@@ -313,6 +314,10 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	w.haveLoader = true
 	w.loaderKind = l.Kind
 	w.loaderDown = nil
+	w.waiting = level{}
+	if l.WaitingMs != nil {
+		w.waiting = level{v: *l.WaitingMs / 1000, n: 1, ok: true}
+	}
 	if l.Sampled == nil && l.Down() {
 		w.loaderDown = l
 	}

@@ -106,6 +106,7 @@ var (
 	dWaitShare  = desc(sample.SeriesLoaderWaitRatio)
 	dSamples    = desc(sample.SeriesLoaderSamplesPerSecond)
 	dQueue      = desc(sample.SeriesLoaderQueueDepth)
+	dWaiting    = desc(sample.SeriesLoaderWaitingSeconds)
 	dWaitP95    = desc(sample.SeriesLoaderWaitP95Seconds)
 	dStage      = desc(sample.SeriesLoaderStageSeconds)
 	dStageShare = desc(sample.SeriesLoaderStageWorkerRatio)
@@ -136,7 +137,7 @@ var (
 
 var allDescs = []*metricDesc{dVerdict, dConfidence, dChange, dPredSample, dPredHigh, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
-	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dGPUSM, dGPUOcc, dGPUTensor, dGPUTPipe, dGPUFPPipe, dGPUDRAM, dGPUPeak, dGPURate, dAccel, dWaitShare, dSamples, dQueue, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dMFU, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler, dSelfCPU, dSelfRSS, dSelfTick, dHookCPU, dHookSample, dHookBatch, dPartCPU, dPartSample, dPartBatch}
+	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dGPUSM, dGPUOcc, dGPUTensor, dGPUTPipe, dGPUFPPipe, dGPUDRAM, dGPUPeak, dGPURate, dAccel, dWaitShare, dSamples, dQueue, dWaiting, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dMFU, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler, dSelfCPU, dSelfRSS, dSelfTick, dHookCPU, dHookSample, dHookBatch, dPartCPU, dPartSample, dPartBatch}
 
 // collectGPUs emits each GPU of f's series (g as in Collect).
 func collectGPUs(f *sample.Frame, g func(d *metricDesc, val float64, labels ...string)) {
@@ -330,6 +331,9 @@ func collectLoader(l *sample.Loader, g func(d *metricDesc, val float64, labels .
 	}
 	if l.QueueDepth != nil {
 		g(dQueue, *l.QueueDepth)
+	}
+	if l.WaitingMs != nil {
+		g(dWaiting, *l.WaitingMs/1000)
 	}
 	if l.WaitP95Ms != nil {
 		g(dWaitP95, *l.WaitP95Ms/1000)

@@ -109,6 +109,9 @@ func writeSources(b *strings.Builder, f *sample.Frame) {
 		if l.QueueDepth != nil {
 			fmt.Fprintf(b, " queue %.0f", *l.QueueDepth)
 		}
+		if w := l.WaitingMs; w != nil && *w >= 1000 {
+			fmt.Fprintf(b, " waiting %s for a batch", sample.FormatDuration(*w/1000))
+		}
 	}
 	if m := f.Mem; m != nil {
 		fmt.Fprintf(b, " | mem %s used %s avail swap %s", sample.FormatBytes(float64(m.UsedBytes)),

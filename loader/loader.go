@@ -147,8 +147,10 @@ func (l *Loader) runEpoch(ctx context.Context, it iterator, epoch int, epochStar
 	for i := 0; ; i++ {
 		l.events.emit(Event{Name: "get-batch start", Epoch: epoch, Batch: intp(i)})
 		asked := time.Now()
+		l.stats.asking(asked)
 		r, depth, ok, err := it.next()
 		got := time.Now()
+		l.stats.asking(time.Time{})
 		if err != nil {
 			return err
 		}

@@ -298,7 +298,7 @@ func TestMetricsParseAsPrometheusText(t *testing.T) {
 		"gpuwatch_loader_wait_seconds", "gpuwatch_loader_step_seconds", "gpuwatch_loader_batches_total",
 		"gpuwatch_loader_samples_total", "gpuwatch_loader_bytes_read_total", "gpuwatch_loader_read_seconds_total",
 		"gpuwatch_loader_decode_seconds_total", "gpuwatch_loader_queue_depth", "gpuwatch_loader_workers",
-		"gpuwatch_loader_prefetch", "gpuwatch_loader_info",
+		"gpuwatch_loader_prefetch", "gpuwatch_loader_info", "gpuwatch_loader_waiting_seconds",
 	} {
 		if fams[name] == nil {
 			t.Errorf("missing %s", name)
@@ -306,6 +306,9 @@ func TestMetricsParseAsPrometheusText(t *testing.T) {
 	}
 	if got := fams["gpuwatch_loader_batches_total"].Metric[0].GetCounter().GetValue(); got != 40 {
 		t.Errorf("batches_total = %v, want 40", got)
+	}
+	if w := fams["gpuwatch_loader_waiting_seconds"]; w != nil && w.Metric[0].GetGauge().GetValue() != 0 {
+		t.Errorf("waiting %v after the run, want 0", w.Metric[0].GetGauge().GetValue())
 	}
 	h := fams["gpuwatch_loader_wait_seconds"].Metric[0].GetHistogram()
 	if h.GetSampleCount() != 40 || len(h.Bucket) != len(Buckets)+1 { // +Inf included
@@ -330,6 +333,22 @@ func TestMetricsParseAsPrometheusText(t *testing.T) {
 			t.Errorf("%s: %s, want %d", path, r.Status, want)
 		}
 		r.Body.Close()
+	}
+}
+
+// The wait under way: from the ask to the batch, 0 before and after.
+func TestSnapshotSaysTheWaitUnderWay(t *testing.T) {
+	s := newStats()
+	if w := s.Snapshot().Waiting; w != 0 {
+		t.Fatalf("not asked: waiting %v", w)
+	}
+	s.asking(time.Now().Add(-2 * time.Second))
+	if w := s.Snapshot().Waiting; w < 2*time.Second || w > time.Minute {
+		t.Errorf("asked 2 s ago: waiting %v", w)
+	}
+	s.asking(time.Time{})
+	if w := s.Snapshot().Waiting; w != 0 {
+		t.Errorf("given the batch: waiting %v", w)
 	}
 }
 

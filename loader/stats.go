@@ -67,6 +67,9 @@ type Stats struct {
 	wait, step Histogram
 	queueDepth int
 	epoch      int
+	// askedAt is when the training loop asked for the batch it waits for
+	// now; zero while it is not waiting.
+	askedAt    time.Time
 	firstBatch []time.Duration // per epoch: time from epoch start to its first batch
 	recent     []Batch         // ring
 	next       int
@@ -96,6 +99,14 @@ func (s *Stats) record(b Batch) {
 	}
 }
 
+// asking says the training loop asked for a batch at t and waits for it;
+// the zero time, that it has it.
+func (s *Stats) asking(t time.Time) {
+	s.mu.Lock()
+	s.askedAt = t
+	s.mu.Unlock()
+}
+
 func (s *Stats) startEpoch(n int) {
 	s.mu.Lock()
 	s.epoch = n
@@ -119,12 +130,23 @@ type Snapshot struct {
 	Wait, Step    Histogram
 	QueueDepth    int
 	Epoch         int
+	// Waiting is how long the training loop has waited for the batch it
+	// asked for, at the snapshot; 0 while it is not waiting.
+	Waiting time.Duration
 	// FirstBatch is, per epoch, the time from the epoch's start to its
 	// first batch: the start-up stall, and for later epochs the
 	// epoch-boundary stall.
 	FirstBatch []time.Duration
 	// Recent are the latest batches (at most 512), oldest first.
 	Recent []Batch
+}
+
+// waitingSince is the wait since t, 0 for the zero time.
+func waitingSince(t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return max(0, time.Since(t))
 }
 
 // Snapshot copies the counters.
@@ -135,6 +157,7 @@ func (s *Stats) Snapshot() Snapshot {
 		Start: s.start, Batches: s.batches, Samples: s.samples, BytesRead: s.bytesRead,
 		ReadSeconds: s.readSec, DecodeSeconds: s.decodeSec,
 		Wait: s.wait.clone(), Step: s.step.clone(), QueueDepth: s.queueDepth, Epoch: s.epoch,
+		Waiting:    waitingSince(s.askedAt),
 		FirstBatch: append([]time.Duration(nil), s.firstBatch...),
 		Recent:     make([]Batch, 0, len(s.recent)),
 	}

@@ -566,8 +566,13 @@ type Loader struct {
 	// QueueDepth is how many batches were ready when the training loop
 	// last asked for one.
 	QueueDepth *float64 `json:"queue_depth"`
-	Workers    *int     `json:"workers"`
-	Prefetch   *int     `json:"prefetch"`
+	// WaitingMs is how long the training loop had waited for the batch it
+	// asked for when the loader was read (0: it was not waiting); nil
+	// where the loader does not say. A loop that waits through a whole
+	// interval completes no batch there: this is what says it waited.
+	WaitingMs *float64 `json:"waiting_ms,omitempty"`
+	Workers   *int     `json:"workers"`
+	Prefetch  *int     `json:"prefetch"`
 	// PID is the training process's, as the loader reports it; LoopTID the
 	// thread that runs the training loop (nil when the loader does not
 	// say); WorkerPIDs its worker processes (empty when it has none or does

@@ -124,6 +124,9 @@ func (pv *view) loaderStats(l *sample.Loader) string {
 	if l.QueueDepth != nil {
 		stats += fmt.Sprintf(" · queue %.0f", *l.QueueDepth)
 	}
+	if w := l.WaitingMs; w != nil && *w >= 1000 { // a second and more: stuck, not a wait between batches
+		stats += " · " + pv.st.Bad.Render("waiting "+sample.FormatDuration(*w/1000)+" for a batch")
+	}
 	if l.RatesPending {
 		return stats + " · rates at the next reading"
 	}

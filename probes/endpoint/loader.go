@@ -29,6 +29,10 @@ type LoaderCounters struct {
 	Workers    *int
 	Prefetch   *int
 	Knobs      map[string]string
+	// Waiting is how long, in seconds, the training loop has waited for
+	// the batch it asked for at the read (0: not waiting); nil when the
+	// loader does not say.
+	Waiting *float64
 	// PID is the training process, LoopTID the thread that runs its
 	// training loop, WorkerPIDs its worker processes: nil or empty when the
 	// loader does not say.
@@ -147,6 +151,9 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 		DatasetBytes: cur.DatasetBytes, DatasetCachedBytes: cur.DatasetCachedBytes, Ceiling: cur.Ceiling,
 		Settings: cur.Settings, Syncs: cur.Syncs, SyncSteps: cur.SyncSteps, GPUProfile: cur.GPUProfile,
 	}
+	if cur.Waiting != nil {
+		out.WaitingMs = probes.Ptr(1000 * *cur.Waiting)
+	}
 	if cur.EpochStall != nil {
 		out.EpochStallMs = probes.Ptr(float64(cur.EpochStall.Microseconds()) / 1000)
 	}
@@ -183,6 +190,18 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 		return nil
 	}
 	rates(out, &prev, &cur, sec)
+	dStep := p.waitFigures(out, prev, cur, sec)
+	out.Stages = loaderStages(prev.Stages, cur.Stages, cur.Workers)
+	out.Payload = batchPayload(prev.Payload, cur.Payload, out.BatchesPerSec)
+	hookCost(out, &prev, &cur, sec)
+	// The virtual accelerator: the share of wall time spent in steps.
+	f.Accel = &sample.VirtualAccel{BusyPct: min(100, 100*dStep/sec), Basis: "loader step time / wall time"}
+	return nil
+}
+
+// waitFigures fills the interval's wait and step figures and returns its step
+// seconds.
+func (p *Loader) waitFigures(out *sample.Loader, prev, cur LoaderCounters, sec float64) (dStep float64) {
 	dWait, dStep := max(0, cur.Wait.Sum-prev.Wait.Sum), max(0, cur.Step.Sum-prev.Step.Sum)
 	if n := cur.Wait.Count - prev.Wait.Count; n > 0 {
 		out.WaitMeanMs = probes.Ptr(1000 * dWait / float64(n))
@@ -190,16 +209,17 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 			out.WaitShare = probes.Ptr(dWait / (dWait + dStep))
 		}
 		p.waitPercentiles(out, prev, cur)
+	} else if w := cur.Waiting; w != nil && *w > 0 {
+		// No wait ended in the interval, and the loop waits now: it
+		// stepped until it asked (a wait that ended would have given a
+		// batch), then waited, so the wait's part of the interval is its
+		// share. A loop stuck in next() for longer reads 1.
+		out.WaitShare = probes.Ptr(min(*w, sec) / sec)
 	}
 	if n := cur.Step.Count - prev.Step.Count; n > 0 {
 		out.StepMeanMs = probes.Ptr(1000 * dStep / float64(n))
 	}
-	out.Stages = loaderStages(prev.Stages, cur.Stages, cur.Workers)
-	out.Payload = batchPayload(prev.Payload, cur.Payload, out.BatchesPerSec)
-	hookCost(out, &prev, &cur, sec)
-	// The virtual accelerator: the share of wall time spent in steps.
-	f.Accel = &sample.VirtualAccel{BusyPct: min(100, 100*dStep/sec), Basis: "loader step time / wall time"}
-	return nil
+	return dStep
 }
 
 // rates are the loader's rates over sec seconds between prev and cur:

@@ -88,6 +88,31 @@ func TestLoaderRatesShareAndVirtualAccelerator(t *testing.T) {
 	}
 }
 
+// A loop inside next() through a whole interval completes no batch: the
+// wait under way says how much of the interval it waited (the rest it
+// stepped), stuck for longer reads 1, and a loop not waiting says
+// nothing of its share, as before.
+func TestLoaderWaitUnderWayIsTheShareOfAnIntervalWithNoBatch(t *testing.T) {
+	for _, c := range []struct {
+		waiting float64
+		want    *float64
+	}{{0.4, probes.Ptr(0.4)}, {5, probes.Ptr(1.0)}, {0, nil}} {
+		src := &fakeLoader{c: counters(10, 30*time.Millisecond, 70*time.Millisecond)}
+		p := NewLoader(src)
+		collectLoader(t, p, probetest.T0)
+		src.c.Waiting = &c.waiting
+		l := collectLoader(t, p, probetest.T0.Add(time.Second)).Loader
+		if c.want == nil {
+			if l.WaitShare != nil {
+				t.Errorf("waiting %g: share %g, want none", c.waiting, *l.WaitShare)
+			}
+			continue
+		}
+		probetest.NearPtr(t, "wait share", l.WaitShare, *c.want)
+		probetest.NearPtr(t, "waiting ms", l.WaitingMs, 1000*c.waiting)
+	}
+}
+
 func TestLoaderPercentilesFromBucketsWithoutBatchList(t *testing.T) {
 	src := &fakeLoader{c: counters(0, 0, 0)}
 	p := NewLoader(src)

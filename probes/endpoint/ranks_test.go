@@ -30,6 +30,7 @@ type fakeRank struct {
 	rank             int // -1: no rank label
 	batches          uint64
 	waitSec, stepSec float64
+	waiting          float64 // the wait under way, seconds (0: not waiting)
 	srv              *http.Server
 	ln               net.Listener
 	addr             string
@@ -53,6 +54,7 @@ func (r *fakeRank) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	hist("gpuwatch_loader_step_seconds", r.stepSec)
 	fmt.Fprintf(w, "# TYPE gpuwatch_loader_batches_total counter\ngpuwatch_loader_batches_total %d\n", r.batches)
 	fmt.Fprintf(w, "# TYPE gpuwatch_loader_workers gauge\ngpuwatch_loader_workers 2\n")
+	fmt.Fprintf(w, "# TYPE gpuwatch_loader_waiting_seconds gauge\ngpuwatch_loader_waiting_seconds %g\n", r.waiting)
 	label := ""
 	if r.rank >= 0 {
 		label = fmt.Sprintf(",rank=\"%d\",world_size=\"3\"", r.rank)
@@ -219,6 +221,51 @@ func TestRanksDisconnectRestartAndLate(t *testing.T) {
 	late.stop()
 	if _, err := collect(); err == nil {
 		t.Error("no rank answering, yet no error")
+	}
+}
+
+// TestRanksAStuckRankPaces: a rank inside next() through the whole
+// interval completes no batch, yet it waits more than any: it paces (its
+// wait share 1, from the wait under way). A rank frozen in its step (not
+// waiting) says nothing of its wait and does not.
+func TestRanksAStuckRankPaces(t *testing.T) {
+	stuck, stepping, going := &fakeRank{rank: 0}, &fakeRank{rank: 1}, &fakeRank{rank: 2}
+	now := probetest.T0
+	var attached []*Attach
+	for _, r := range []*fakeRank{going, stepping, stuck} {
+		r.serve(t, "127.0.0.1:0")
+		a, err := NewAttach(r.url())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.now = func() time.Time { return now }
+		attached = append(attached, a)
+	}
+	p := NewRanks(attached, nil, time.Second)
+	defer p.Close()
+	collect := func() *sample.Frame {
+		f := probetest.FrameAt(now)
+		if err := p.Collect(context.Background(), f); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Second)
+		return f
+	}
+	collect()
+	going.advance(40, 0.2, 0.8) // waits 20 %
+	stuck.mu.Lock()
+	stuck.waiting = 4.2 // asked 4.2 s ago, nothing since
+	stuck.mu.Unlock()
+	f := collect()
+	r := f.Ranks
+	if len(r) != 3 || !r[0].Pacing || r[0].WaitShare == nil || *r[0].WaitShare != 1 {
+		t.Fatalf("the stuck rank must pace, waiting all the interval: %+v", r)
+	}
+	if r[1].WaitShare != nil || r[1].Pacing || r[2].Pacing {
+		t.Errorf("the rank in its step says nothing of its wait, the going one does not pace: %+v", r)
+	}
+	if f.Loader == nil || f.Loader.WaitingMs == nil || *f.Loader.WaitingMs != 4200 {
+		t.Errorf("the loader shown is the stuck rank's, waiting 4.2 s: %+v", f.Loader)
 	}
 }
 

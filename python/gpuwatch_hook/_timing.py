@@ -112,6 +112,10 @@ class Stats:
         self.loop_tid: Optional[int] = None  # the OS thread that iterates: the training loop
         self.epochs = 0  # epochs started
         self.stall_sum = 0.0  # epochs after the first: start to first batch, seconds
+        # When the loop's thread asked for the batch it waits for now (its
+        # clock); None while it is not inside next(). Set and cleared by
+        # that thread alone, read by the page (one attribute: no lock).
+        self.waiting_since: Optional[float] = None
         self.stalls = 0
         self.errors = 0
         # Stage times (_stages): seconds and batches per stage.
@@ -407,6 +411,8 @@ class Stats:
             h2d = self.h2d.copy()
             settings = self.settings
             syncs = self.syncs.copy() if self.syncs.windows else None
+        since = self.waiting_since
+        waiting = max(0.0, _env.clock() - since) if since is not None else 0.0
         out: List[str] = []
         put = out.append
 
@@ -428,6 +434,7 @@ class Stats:
             one("gpuwatch_loader_samples_total", "counter", "Samples handed to the training loop.", samples)
         if depth is not None:
             one("gpuwatch_loader_queue_depth", "gauge", "Batches ready and waiting when the training loop last asked.", depth)
+        one("gpuwatch_loader_waiting_seconds", "gauge", "How long the training loop has waited for the batch it asked for, at this read; 0 while it is not waiting.", waiting)
         if workers is not None:
             one("gpuwatch_loader_workers", "gauge", "Loader workers (num_workers).", workers)
         if prefetch is not None:
@@ -746,6 +753,7 @@ class Clock:
             self.depth_ok = depth is not None
         if m is not None:
             m.pause()
+        stats.waiting_since = t0
         try:
             batch = take(it)
         except StopIteration:
@@ -768,6 +776,8 @@ class Clock:
         except BaseException:  # the loader's error (a worker's, a timeout): the step before it was one
             self._last_step(step)
             raise
+        finally:
+            stats.waiting_since = None
         t1 = _env.clock()
         if m is not None:
             m.resume()

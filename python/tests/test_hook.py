@@ -201,6 +201,37 @@ class HookTest(unittest.TestCase):
             self.assertNotIn(name, m)
         self.assertEqual(m["gpuwatch_hook_errors_total"], 0)
 
+    def test_a_wait_under_way_is_published(self):
+        # A loop stuck in next() completes no batch: only the gauge says it
+        # waits (the watcher reads its share from it, ranks a stuck rank
+        # as waiting). 7.5 s into the wait it reads 7.5; with the batch, 0.
+        entered, release = threading.Event(), threading.Event()
+        clock = self.clock
+
+        class Stuck:
+            def __iter__(self):
+                yield (T(4, 3), T(4))
+                entered.set()
+                release.wait(10)
+                yield (T(4, 3), T(4))
+
+        w = self.watch(Stuck())
+        got = []
+        t = threading.Thread(target=lambda: got.extend(b for b in w))
+        t.start()
+        try:
+            self.assertTrue(entered.wait(10))
+            self.assertEqual(self.metrics(w)["gpuwatch_loader_batches_total"], 1)
+            clock.t += 7.5
+            self.assertAlmostEqual(self.metrics(w)["gpuwatch_loader_waiting_seconds"], 7.5, places=9)
+        finally:
+            release.set()
+            t.join(10)
+        self.assertEqual(len(got), 2)
+        m = self.metrics(w)
+        self.assertEqual(m["gpuwatch_loader_waiting_seconds"], 0)
+        self.assertAlmostEqual(m["gpuwatch_loader_wait_seconds_sum"], 7.5, places=9)
+
     def test_the_loop_thread_is_the_one_that_iterates(self):
         w = self.watch(Batches(self.clock, [0.001] * 2))
         tids = []

@@ -68,12 +68,13 @@ func countersFromSnapshot(s loader.Snapshot, c loader.Config) endpoint.LoaderCou
 	rs, ds := s.ReadSeconds, s.DecodeSeconds
 	qd := float64(s.QueueDepth)
 	w, p := c.Workers, c.Prefetch
+	waiting := s.Waiting.Seconds()
 	out := endpoint.LoaderCounters{
 		Batches: s.Batches, Samples: s.Samples, BytesRead: s.BytesRead,
 		ReadSeconds: &rs, DecodeSeconds: &ds, Buckets: loader.Buckets,
 		Wait:       endpoint.Hist{Counts: s.Wait.Counts, Sum: s.Wait.Sum, Count: s.Wait.Count},
 		Step:       endpoint.Hist{Counts: s.Step.Counts, Sum: s.Step.Sum, Count: s.Step.Count},
-		QueueDepth: &qd, Workers: &w, Prefetch: &p, Knobs: c.Knobs(),
+		QueueDepth: &qd, Workers: &w, Prefetch: &p, Knobs: c.Knobs(), Waiting: &waiting,
 		Recent: make([]endpoint.LoaderBatch, len(s.Recent)),
 	}
 	for i, b := range s.Recent {
