@@ -2,8 +2,10 @@
 process, and the look at the batch itself (gpuwatch_hook/_stages.py,
 _payload.py): python3 -m unittest discover -s python/tests"""
 
+import json
 import os
 import pickle
+import subprocess
 import sys
 import tempfile
 import time
@@ -151,6 +153,63 @@ class StagesTest(unittest.TestCase):
         self.run_loader(DataLoader(list(range(4)), batch_size=2, num_workers=1))
         got = list(DataLoader(list(range(4)), batch_size=2, num_workers=1))
         self.assertTrue(all(type(b) is torch.Tensor for b in got), [type(b) for b in got])
+
+
+#: gpuwatch run's path at num_workers=0 with torch's default collate_fn,
+#: in a fresh interpreter: _auto.install() (what run's sitecustomize
+#: calls) before torch is imported, then a loader whose samples are views
+#: (nothing to fetch) of 4 MiB each, so that collating (torch.stack's
+#: copy, 32 MiB a batch) is nearly all of a batch. Prints run's stage figures, as its
+#: metrics page serves them.
+RUN_INLINE_DEFAULT_COLLATE = """
+import json, sys, urllib.request
+sys.path.insert(0, sys.argv[1])
+from gpuwatch_hook import _auto
+_auto.install()
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Views(Dataset):
+    def __init__(self): self.x = torch.ones(32, 1024, 1024)
+    def __len__(self): return 32
+    def __getitem__(self, i): return self.x[i]
+
+for _ in DataLoader(Views(), batch_size=8):
+    pass
+from gpuwatch_hook import _run
+stats, srv = _run.server()
+req = urllib.request.Request(srv.url + "/metrics", headers={"Authorization": "Bearer " + srv.token})
+out = {}
+for line in urllib.request.urlopen(req, timeout=5).read().decode().splitlines():
+    if line.startswith("gpuwatch_loader_stage_"):
+        k, v = line.rsplit(" ", 1)
+        out[k] = float(v)
+print(json.dumps(out))
+srv.close()
+"""
+
+
+@unittest.skipIf(torch is None, "needs torch (CI has Debian's python3-torch)")
+class RunInlineStagesTest(unittest.TestCase):
+    def test_run_splits_the_default_collate_from_getitem_inline(self):
+        """Under gpuwatch run, num_workers=0 and torch's own collate_fn:
+        the single-process iterator's fetcher is timed, and torch.stack's
+        time is collate, not getitem (torch 1.13's _MapDatasetFetcher
+        calls self.collate_fn, the timed one)."""
+        env = dict(os.environ)
+        env.pop("GPUWATCH_RUN_DIR", None)
+        package_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+        p = subprocess.run([sys.executable, "-c", RUN_INLINE_DEFAULT_COLLATE, package_dir], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = json.loads(p.stdout.strip().splitlines()[-1])
+        g, gn = stage(m, "getitem")
+        c, cn = stage(m, "collate")
+        self.assertEqual((gn, cn), (4, 4), m)  # every batch, inline
+        self.assertIsNone(stage(m, "handover")[1], "no hand-over without workers")
+        # 8 views against a 32 MiB stack a batch: collate is nearly all
+        # (0.5: a preempted view leaves room; counted as getitem, collate
+        # would read 0).
+        self.assertGreater(c / (g + c), 0.5, m)
 
 
 class CarriedTest(unittest.TestCase):
