@@ -220,3 +220,24 @@ func TestWorkersTopIsTheWorkersAlone(t *testing.T) {
 		t.Errorf("no worker, yet workers' top %+v", s.WorkersTop)
 	}
 }
+
+// A top function's category is the one its time was counted in: a C
+// call by its name, else by its caller's file (torch.stack under
+// default_collate is collating, not code of no category), never by the
+// file where its name decides (numpy.array in a PIL file converts).
+func TestFuncCategoryOfACCallIsWhereItsTimeWent(t *testing.T) {
+	for _, c := range []struct {
+		f    sample.ProfileFunc
+		want string
+	}{
+		{sample.ProfileFunc{Name: "torch.stack", File: "/x/torch/utils/data/_utils/collate.py", Call: true}, "collating"},
+		{sample.ProfileFunc{Name: "torch.stack", File: "/home/me/train.py", Call: true}, ""},
+		{sample.ProfileFunc{Name: "numpy.array", File: "/x/PIL/Image.py", Call: true}, "converting"},
+		{sample.ProfileFunc{Name: "torch.tensor", File: "/home/me/train.py", Call: true}, "converting"},
+		{sample.ProfileFunc{Name: "torch.utils.data._utils.collate.collate", File: "/x/torch/utils/data/_utils/collate.py"}, "collating"},
+	} {
+		if got := FuncCategory(c.f); got != c.want {
+			t.Errorf("%s at %s (call %v): %q, want %q", c.f.Name, c.f.File, c.f.Call, got, c.want)
+		}
+	}
+}

@@ -610,11 +610,16 @@ func inflate(data []byte) ([]byte, error) {
 	return raw, nil
 }
 
-// FuncCategory is a top function's category: Category's, by its name
-// alone for a C function caught running (its file is its caller's).
+// FuncCategory is a top function's category: Category's. A C function
+// caught running goes by its name (its file is its caller's), and one no
+// row names where its caller is, by the file, as the tally counts its
+// time (torch.stack in default_collate's collate.py is collating).
 func FuncCategory(f sample.ProfileFunc) string {
-	if f.Call {
-		return Category(f.Name, "")
+	if !f.Call {
+		return Category(f.Name, f.File)
+	}
+	if c := Category(f.Name, ""); c != "" {
+		return c
 	}
 	return Category(f.Name, f.File)
 }
