@@ -61,7 +61,7 @@ func (d *Diagnoser) alone(k Kind, max int) (n int, since time.Time) {
 
 // An input problem clears without LeaveHold where the wait that made it
 // one is plainly gone: the newest frames, two at least, each say the new
-// kind alone and cover fastClearSpan; in the newest the loop waited under
+// kind alone and cover FastClearSpan; in the newest the loop waited under
 // WaitShareModerate (fed: not even moderately input-bound; the frame
 // before it often holds a restarted loader's first batches); and before
 // them the loop waited at least WaitShareStarved in every frame of the
@@ -82,19 +82,18 @@ func (d *Diagnoser) fed() bool {
 	return l != nil && l.WaitShare != nil && *l.WaitShare < d.th.WaitShareModerate
 }
 
-// fastClearSpan is the least time the frames that each say an input
-// problem clear must cover for it to clear without LeaveHold: two frames
-// at the default 1 s interval, eight at 250 ms (a quarter-second frame
-// often holds no batch boundary, and its wait share says little).
-const fastClearSpan = 2.0 // seconds
-
-// covered says the newest n frames' intervals add up to fastClearSpan.
+// covered says the newest n frames' intervals add up to FastClearSpan
+// (0: never, the fast clearance off).
 func (d *Diagnoser) covered(n int) bool {
+	span := time.Duration(d.th.FastClearSpan).Seconds()
+	if span <= 0 {
+		return false
+	}
 	sec := 0.0
 	for i := len(d.ring) - min(n, len(d.ring)); i < len(d.ring); i++ {
 		sec += d.ring[i].IntervalSec
 	}
-	return sec >= fastClearSpan*0.99 // an interval's own jitter
+	return sec >= span*0.99 // an interval's own jitter
 }
 
 // waited says every frame of the ring but the newest n that measured the

@@ -145,7 +145,7 @@ func TestDiagnoserOneFedFrameDoesNotClear(t *testing.T) {
 }
 
 // At a quarter-second interval two plain frames are half a second: the
-// clearance waits for fastClearSpan of them (eight), not two.
+// clearance waits for FastClearSpan of them (eight), not two.
 func TestDiagnoserFastClearCoversItsSpan(t *testing.T) {
 	fs := frames(60, func(i int, f *sample.Frame) {
 		host(f, 20, 0, 2)
@@ -158,16 +158,27 @@ func TestDiagnoserFastClearCoversItsSpan(t *testing.T) {
 	for i := range fs {
 		fs[i].Time, fs[i].IntervalSec = t0.Add(time.Duration(i)*250*time.Millisecond), 0.25
 	}
-	vs := feed(NewDiagnoser(DefaultThresholds()), fs)
-	at := -1
-	for i := 30; i < len(vs); i++ {
-		if vs[i].Kind == Healthy {
-			at = i
-			break
+	healthyAt := func(span time.Duration) int {
+		th := DefaultThresholds()
+		th.FastClearSpan = Duration(span)
+		vs := feed(NewDiagnoser(th), fs)
+		for i := 30; i < len(vs); i++ {
+			if vs[i].Kind == Healthy {
+				return i
+			}
 		}
+		return -1
 	}
-	if at != 37 {
-		t.Fatalf("healthy at frame %d (%s), want 37: the eighth plain quarter-second", at, vs[min(max(at, 0), len(vs)-1)].Kind)
+	if at := healthyAt(2 * time.Second); at != 37 {
+		t.Fatalf("healthy at frame %d, want 37: the eighth plain quarter-second", at)
+	}
+	// fast_clear_span is the threshold: 1 s is four quarter-seconds; 0
+	// turns it off, and leave_hold (3 s) decides.
+	if at := healthyAt(time.Second); at != 33 {
+		t.Errorf("fast_clear_span 1s: healthy at frame %d, want 33", at)
+	}
+	if at := healthyAt(0); at <= 37+4 {
+		t.Errorf("fast_clear_span 0: healthy at frame %d, want after leave_hold's 3 s", at)
 	}
 }
 

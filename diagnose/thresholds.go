@@ -275,6 +275,13 @@ type Thresholds struct {
 	// docs/diagnosis.md, "Thresholds").
 	EnterHold Duration `json:"enter_hold"`
 	LeaveHold Duration `json:"leave_hold"`
+	// FastClearSpan: an input-bound problem clears without LeaveHold
+	// once the newest frames that each say the new kind alone (two at
+	// least) cover this long, with the other conditions
+	// (Diagnoser.hold): two frames at the default 1 s interval, eight at
+	// 250 ms (a quarter-second frame often holds no batch boundary, and
+	// its wait share says little). 0: never without LeaveHold.
+	FastClearSpan Duration `json:"fast_clear_span"`
 }
 
 // DefaultThresholds returns the documented defaults.
@@ -293,7 +300,7 @@ func DefaultThresholds() Thresholds {
 		ContendedRunDelay: 0.2, HandoverShare: 0.15, HandoverBytes: 1 << 20, Float64Share: 0.5, PaddingShare: 0.3, GetitemShare: 0.6, ProfileCauseShare: 0.15, CauseLeaveRatio: 0.75, TensorIdlePct: 5, DRAMBusyPct: 50, DRAMBoundTensorPct: 20,
 		HostSyncPerStep: 0.5, HostSyncIdleShare: 0.01, CopyStallShare: 0.05, BatchRoomShare: 0.5, BatchFullPct: 80, SmallFileBytes: 1 << 20, LoopTakeShare: 0.3, OwnWaitShare: 0.5,
 		AllReduceStepRatio: 1.3, GPULagPoints: 30, GPUMemRoomShare: 0.7,
-		EnterHold: Duration(time.Second), LeaveHold: Duration(3 * time.Second),
+		EnterHold: Duration(time.Second), LeaveHold: Duration(3 * time.Second), FastClearSpan: Duration(2 * time.Second),
 	}
 }
 
@@ -449,7 +456,7 @@ func (th Thresholds) Validate() error {
 		return fmt.Errorf("thresholds: need 1 ≤ min_frames ≤ window_frames")
 	case th.WaitShareModerate < 0 || th.WaitShareStarved <= th.WaitShareModerate || th.WaitShareStarved > 1:
 		return fmt.Errorf("thresholds: need 0 ≤ wait_share_moderate < wait_share_starved ≤ 1")
-	case th.EnterHold < 0 || th.LeaveHold < 0:
+	case th.EnterHold < 0 || th.LeaveHold < 0 || th.FastClearSpan < 0:
 		return fmt.Errorf("thresholds: holds must not be negative")
 	}
 	return nil
