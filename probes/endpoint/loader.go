@@ -203,18 +203,29 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 // seconds.
 func (p *Loader) waitFigures(out *sample.Loader, prev, cur LoaderCounters, sec float64) (dStep float64) {
 	dWait, dStep := max(0, cur.Wait.Sum-prev.Wait.Sum), max(0, cur.Step.Sum-prev.Step.Sum)
+	// A wait is counted whole when it ends; the wait under way at each
+	// read (Waiting, where the loader says) puts its seconds in the
+	// interval they passed in: the part before the last read was that
+	// interval's, the part since this interval's.
+	before, now := 0.0, 0.0
+	if prev.Waiting != nil {
+		before = *prev.Waiting
+	}
+	if cur.Waiting != nil {
+		now = min(*cur.Waiting, sec)
+	}
 	if n := cur.Wait.Count - prev.Wait.Count; n > 0 {
 		out.WaitMeanMs = probes.Ptr(1000 * dWait / float64(n))
-		if dWait+dStep > 0 {
-			out.WaitShare = probes.Ptr(dWait / (dWait + dStep))
+		if in := max(0, dWait-before) + now; in+dStep > 0 {
+			out.WaitShare = probes.Ptr(in / (in + dStep))
 		}
 		p.waitPercentiles(out, prev, cur)
-	} else if w := cur.Waiting; w != nil && *w > 0 {
+	} else if now > 0 {
 		// No wait ended in the interval, and the loop waits now: it
 		// stepped until it asked (a wait that ended would have given a
 		// batch), then waited, so the wait's part of the interval is its
 		// share. A loop stuck in next() for longer reads 1.
-		out.WaitShare = probes.Ptr(min(*w, sec) / sec)
+		out.WaitShare = probes.Ptr(now / sec)
 	}
 	if n := cur.Step.Count - prev.Step.Count; n > 0 {
 		out.StepMeanMs = probes.Ptr(1000 * dStep / float64(n))

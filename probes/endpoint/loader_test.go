@@ -113,6 +113,29 @@ func TestLoaderWaitUnderWayIsTheShareOfAnIntervalWithNoBatch(t *testing.T) {
 	}
 }
 
+// A wait that spans a read is counted in the intervals it passed in: 0.4 s
+// of it before the read (that interval's share), the rest, 0.5 s, after;
+// then 0.3 s of the next wait under way at the next read.
+func TestLoaderWaitSpanningAReadIsSplitAtIt(t *testing.T) {
+	src := &fakeLoader{c: counters(10, 30*time.Millisecond, 70*time.Millisecond)}
+	p := NewLoader(src)
+	collectLoader(t, p, probetest.T0)
+	waiting := 0.4
+	src.c.Waiting = &waiting
+	probetest.NearPtr(t, "interval 1 (no batch, 0.4 s waiting)", collectLoader(t, p, probetest.T0.Add(time.Second)).Loader.WaitShare, 0.4)
+	c := counters(10, 30*time.Millisecond, 70*time.Millisecond)
+	c.Batches++
+	c.Wait.Count, c.Wait.Sum = c.Wait.Count+1, c.Wait.Sum+0.9 // the wait ends, 0.9 s in all
+	c.Step.Count, c.Step.Sum = c.Step.Count+1, c.Step.Sum+0.2
+	c.Wait.Counts[3]++
+	c.Step.Counts[3]++
+	next := 0.3
+	c.Waiting = &next
+	src.c = c
+	// (0.9 − 0.4 + 0.3) ÷ (0.8 + 0.2): 0.8; counted whole it read 0.9 ÷ 1.1.
+	probetest.NearPtr(t, "interval 2", collectLoader(t, p, probetest.T0.Add(2*time.Second)).Loader.WaitShare, 0.8)
+}
+
 func TestLoaderPercentilesFromBucketsWithoutBatchList(t *testing.T) {
 	src := &fakeLoader{c: counters(0, 0, 0)}
 	p := NewLoader(src)
