@@ -16,6 +16,9 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice, pay *sample.Ba
 	cores := w.cores
 	keep := min(2, max(cores-1, 0)) // cores kept for the training process
 	in := adviceIn{d: d, w: w, th: th, modeled: m != nil, cores: cores, keep: keep, suggest: max(1, cores-keep)}
+	if line, ok := stuckLine(d, w); ok {
+		return []string{line} // no knob unsticks a hang, and the model's figures are from before it
+	}
 	var a []string
 	if m != nil && len(m.changes) > 0 {
 		a = append(a, changeLine(m.changes, m.predicted, m.pipeline.Measured))
@@ -42,6 +45,44 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice, pay *sample.Ba
 		a = append(a, "no accelerator signal: run where the GPU is, or attach to the loader (gpuwatch attach URL), to see whether the accelerator waits")
 	}
 	return a
+}
+
+// The wait under way that reads as a hang, not a slow input: at least
+// stuckHangSec, and stuckHangSteps of the loop's steps where its step is
+// known.
+const (
+	stuckHangSec   = 10.0
+	stuckHangSteps = 10.0
+)
+
+// stuckLine is the advice for a loop that has waited a hang's time for
+// one batch (an input-bound kind, the newest frame's wait under way): a
+// worker or a read that hangs, which no knob fixes.
+func stuckLine(d decision, w *window) (string, bool) {
+	if !d.kind.Problem() || !w.waiting.ok || w.waiting.v < stuckHangSec || w.stepMs.ok && w.waiting.v < stuckHangSteps*w.stepMs.v/1000 {
+		return "", false
+	}
+	where := "py-spy dump --pid PID on the training process and each worker shows where it is"
+	if len(w.workerPIDs) > 0 {
+		where = fmt.Sprintf("py-spy dump --pid PID on the training process and each worker (%s) shows where it is", pidList(w.workerPIDs, 4))
+	}
+	return fmt.Sprintf("the loop has waited %s for one batch: a worker or a read that hangs, which no knob fixes — %s; DataLoader(timeout=SECONDS) makes a hang an error instead of a stall",
+		sample.FormatDuration(w.waiting.v), where), true
+}
+
+// pidList writes at most n PIDs, "1, 2, 3 and 2 more".
+func pidList(pids []int, n int) string {
+	var s string
+	for i, p := range pids[:min(n, len(pids))] {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprint(p)
+	}
+	if len(pids) > n {
+		s += fmt.Sprintf(" and %d more", len(pids)-n)
+	}
+	return s
 }
 
 // transferLine is the advice for copies that fill the PCIe link: what

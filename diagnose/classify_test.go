@@ -356,3 +356,27 @@ func TestMemoryAdviceNamesOnlyKnobsThatHold(t *testing.T) {
 		}
 	}
 }
+
+// A loop that has waited a hang's time for one batch is told what hangs
+// and how to see where, not a knob; a wait of a few seconds keeps the
+// knobs.
+func TestAStuckLoopIsToldToLookForTheHang(t *testing.T) {
+	stuck := func(waitingSec float64) Verdict {
+		return Classify(frames(3, func(i int, f *sample.Frame) {
+			host(f, 3, 0, 1)
+			loader(f, 1, 2, 0, 0.01)
+			f.Loader.BatchesPerSec, f.Loader.SamplesPerSec = 0, 0
+			f.Loader.StepMeanMs = f64(20)
+			f.Loader.WorkerPIDs = []int{4711, 4712}
+			f.Loader.WaitingMs = f64(1000 * (waitingSec - float64(2-i)))
+		}), DefaultThresholds())
+	}
+	v := stuck(12)
+	if v.Kind != GPUStarved || len(v.Advice) != 1 || !strings.Contains(v.Advice[0], "has waited 12s for one batch") ||
+		!strings.Contains(v.Advice[0], "py-spy dump --pid PID on the training process and each worker (4711, 4712)") || !strings.Contains(v.Advice[0], "DataLoader(timeout=") {
+		t.Errorf("stuck 12 s: %s %q", v.Kind, v.Advice)
+	}
+	if v := stuck(4); len(v.Advice) == 0 || strings.Contains(strings.Join(v.Advice, "\n"), "py-spy") {
+		t.Errorf("waiting 4 s: %q, want the knobs, no hang", v.Advice)
+	}
+}

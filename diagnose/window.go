@@ -69,6 +69,7 @@ type window struct {
 	waitShare                                           level
 	queueDepth                                          level // batches ready when the loop asked
 	waiting                                             level // the newest frame's wait under way, seconds (0: not waiting)
+	workerPIDs                                          []int // the newest frame's loader's workers
 	batchesPerSec                                       level
 	samplesPerSec                                       level
 	stepMs                                              level // the mean step
@@ -318,6 +319,7 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	if l.WaitingMs != nil {
 		w.waiting = level{v: *l.WaitingMs / 1000, n: 1, ok: true}
 	}
+	w.workerPIDs = l.WorkerPIDs
 	if l.Sampled == nil && l.Down() {
 		w.loaderDown = l
 	}

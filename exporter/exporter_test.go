@@ -577,3 +577,25 @@ func TestScrapedAchievedRate(t *testing.T) {
 		t.Errorf("plain fp32 on GPU 0: got %v, want %v", got, want)
 	}
 }
+
+// The wait under way: seconds, where the loader says it; absent where not.
+func TestExporterWaitingSeries(t *testing.T) {
+	e := &Exporter{}
+	f := fixture.Frame()
+	waiting := 12500.0
+	f.Loader = &sample.Loader{Source: "http://127.0.0.1:6061", WaitingMs: &waiting}
+	e.Set(f, diagnose.Verdict{Kind: diagnose.GPUStarved})
+	want := `
+# HELP gpuwatch_loader_waiting_seconds ` + sample.SeriesLoaderWaitingSeconds.Help + `
+# TYPE gpuwatch_loader_waiting_seconds gauge
+gpuwatch_loader_waiting_seconds 12.5
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuwatch_loader_waiting_seconds"); err != nil {
+		t.Fatal(err)
+	}
+	f.Loader.WaitingMs = nil
+	e.Set(f, diagnose.Verdict{Kind: diagnose.GPUStarved})
+	if n := testutil.CollectAndCount(e, "gpuwatch_loader_waiting_seconds"); n != 0 {
+		t.Fatalf("%d waiting series where the loader does not say", n)
+	}
+}

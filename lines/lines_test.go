@@ -25,6 +25,27 @@ func TestWriteLine(t *testing.T) {
 	}
 }
 
+// A wait under way of a second and more is said; a shorter one (the wait
+// between two batches) is not.
+func TestWriteLineSaysAWaitUnderWay(t *testing.T) {
+	for _, c := range []struct {
+		ms   float64
+		want string
+	}{{12500, " waiting 12s for a batch"}, {400, ""}} {
+		f := fixture.Frame()
+		f.Loader = &sample.Loader{Source: "x", BatchesPerSec: 0, WaitShare: ptr(1.0), WaitingMs: ptr(c.ms)}
+		var b bytes.Buffer
+		if err := WriteLine(&b, f, nil, diagnose.DefaultThresholds()); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), " waiting "); got != (c.want != "") || c.want != "" && !strings.Contains(b.String(), c.want) {
+			t.Errorf("waiting %g ms: %q, want %q", c.ms, b.String(), c.want)
+		}
+	}
+}
+
+func ptr(v float64) *float64 { return &v }
+
 func TestWriteFrameJSONAlwaysHasArraysAndObject(t *testing.T) {
 	var b bytes.Buffer
 	if err := NewJSONWriter(&b).WriteFrame(&sample.Frame{Time: time.Unix(0, 0)}, nil); err != nil {

@@ -68,7 +68,7 @@ type Stats struct {
 	queueDepth int
 	epoch      int
 	// askedAt is when the training loop asked for the batch it waits for
-	// now; zero while it is not waiting.
+	// now, an epoch's later batches only; zero while it is not waiting.
 	askedAt    time.Time
 	firstBatch []time.Duration // per epoch: time from epoch start to its first batch
 	recent     []Batch         // ring

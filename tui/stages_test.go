@@ -38,3 +38,23 @@ func TestLoaderPanelShowsTheStagesAndTheBatch(t *testing.T) {
 		}
 	}
 }
+
+// A loop stuck for a batch: the loader panel says how long it has waited;
+// a wait under a second (between two batches) is not said.
+func TestLoaderPanelSaysAWaitUnderWay(t *testing.T) {
+	for _, c := range []struct {
+		ms   float64
+		want bool
+	}{{12500, true}, {300, false}} {
+		m := synthetic(4, func(i int, f *sample.Frame) {
+			hostParts(f, 4, func(c int) float64 { return 5 }, 1)
+			f.Loader = &sample.Loader{Source: "http://127.0.0.1:6061", Kind: "python", Batches: 100,
+				WaitShare: f64(1), Workers: iptr(2), WaitingMs: f64(c.ms)}
+		})
+		m.w, m.h = 160, 50
+		out := ansi.Strip(m.Render())
+		if got := strings.Contains(out, "waiting 12s for a batch"); got != c.want || strings.Contains(out, "waiting 300ms") {
+			t.Errorf("waiting %g ms: said %v, want %v\n%s", c.ms, got, c.want, out)
+		}
+	}
+}

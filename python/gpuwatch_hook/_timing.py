@@ -112,10 +112,12 @@ class Stats:
         self.loop_tid: Optional[int] = None  # the OS thread that iterates: the training loop
         self.epochs = 0  # epochs started
         self.stall_sum = 0.0  # epochs after the first: start to first batch, seconds
-        # When the loop's thread asked for the batch it waits for now (its
-        # clock); None while it is not inside next(). Set and cleared by
-        # that thread alone, read by the page (one attribute: no lock).
-        self.waiting_since: Optional[float] = None
+        # When each thread inside next() asked for the batch it waits for
+        # (its clock), by thread: an epoch's later batches only (the wait
+        # for its first is its start-up stall, said by first_batch). Each
+        # thread sets and pops its own key; the page copies the values
+        # (single dict operations: no lock).
+        self.waiting_since: Dict[int, float] = {}
         self.stalls = 0
         self.errors = 0
         # Stage times (_stages): seconds and batches per stage.
@@ -353,6 +355,11 @@ class Stats:
         with self.lock:
             self.errors += 1
 
+    def waiting(self) -> float:
+        """The longest wait under way in next() (seconds; 0: none)."""
+        since = list(self.waiting_since.values())
+        return max(0.0, _env.clock() - min(since)) if since else 0.0
+
     def set_loop_tid(self) -> None:
         tid = native_tid()
         with self.lock:
@@ -411,8 +418,7 @@ class Stats:
             h2d = self.h2d.copy()
             settings = self.settings
             syncs = self.syncs.copy() if self.syncs.windows else None
-        since = self.waiting_since
-        waiting = max(0.0, _env.clock() - since) if since is not None else 0.0
+        waiting = self.waiting()
         out: List[str] = []
         put = out.append
 
@@ -696,7 +702,7 @@ class Clock:
     its first batch. Both ways a loader is timed call its next: Timed
     (watch()) and gpuwatch run's patched __next__ (_auto) — one __next__."""
 
-    __slots__ = ("stats", "handed", "depth_ok", "depth_at", "started", "n")
+    __slots__ = ("stats", "handed", "depth_ok", "depth_at", "started", "n", "handed_one")
 
     def __init__(self, stats: Stats, started: Optional[float] = None) -> None:
         self.stats = stats
@@ -705,6 +711,7 @@ class Clock:
         self.depth_at: Optional[float] = None  # when they are read next (None: at the next batch)
         self.started = started  # the epoch's start, until its first batch
         self.n = 0  # batches since the last whose cost was measured (_cost)
+        self.handed_one = False  # this epoch has handed out a batch
 
     def next(self, it: Any, take: Any) -> Any:
         """take(it), timed (_next); one batch in _cost.LOOP_EVERY has the
@@ -753,7 +760,9 @@ class Clock:
             self.depth_ok = depth is not None
         if m is not None:
             m.pause()
-        stats.waiting_since = t0
+        tid = threading.get_ident()
+        if self.handed_one:  # not the epoch's first batch: that wait is its start-up
+            stats.waiting_since[tid] = t0
         try:
             batch = take(it)
         except StopIteration:
@@ -777,8 +786,9 @@ class Clock:
             self._last_step(step)
             raise
         finally:
-            stats.waiting_since = None
+            stats.waiting_since.pop(tid, None)
         t1 = _env.clock()
+        self.handed_one = True
         if m is not None:
             m.resume()
         try:

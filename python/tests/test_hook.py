@@ -232,6 +232,42 @@ class HookTest(unittest.TestCase):
         self.assertEqual(m["gpuwatch_loader_waiting_seconds"], 0)
         self.assertAlmostEqual(m["gpuwatch_loader_wait_seconds_sum"], 7.5, places=9)
 
+    def test_an_epochs_first_wait_and_another_threads_batch(self):
+        # The wait for an epoch's first batch is its start-up (first_batch
+        # says it): not published. A second loop on another thread that
+        # takes a batch leaves the first's wait under way as it is.
+        entered, release = threading.Event(), threading.Event()
+        clock = self.clock
+
+        class Blocks:
+            def __init__(self, at):
+                self.at = at
+
+            def __iter__(self):
+                for i in range(2):
+                    if i == self.at:
+                        entered.set()
+                        release.wait(10)
+                    yield (T(4, 3), T(4))
+
+        for at, want in ((0, 0.0), (1, 3.0)):
+            entered.clear()
+            release.clear()
+            w = self.watch(Blocks(at))
+            t = threading.Thread(target=lambda: [b for b in w])
+            t.start()
+            try:
+                self.assertTrue(entered.wait(10))
+                clock.t += 3
+                # A second loader of the same process (gpuwatch run's share
+                # one Stats), on this thread.
+                for _ in hook._timing.Timed(iter(Batches(clock, [0, 0])), w._stats):
+                    pass
+                self.assertAlmostEqual(self.metrics(w)["gpuwatch_loader_waiting_seconds"], want, places=9, msg="blocked at batch %d" % at)
+            finally:
+                release.set()
+                t.join(10)
+
     def test_the_loop_thread_is_the_one_that_iterates(self):
         w = self.watch(Batches(self.clock, [0.001] * 2))
         tids = []

@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
@@ -31,5 +32,14 @@ func TestEmbeddedLoaderStartingIsRetriedNextTick(t *testing.T) {
 	src.Set(loader.New(c, ds, nil))
 	if f := s.Tick(ctx); f.Unavailable[sample.SourceLoader] != "" || f.Loader == nil {
 		t.Fatalf("second tick: loader %+v, unavailable %v", f.Loader, f.Unavailable)
+	}
+}
+
+// The embedded loader's wait under way reaches the probe's counters.
+func TestCountersCarryTheWaitUnderWay(t *testing.T) {
+	c := loader.Default()
+	got := countersFromSnapshot(loader.Snapshot{Waiting: 3 * time.Second}, c)
+	if got.Waiting == nil || *got.Waiting != 3 {
+		t.Fatalf("waiting %v, want 3 s", got.Waiting)
 	}
 }
