@@ -922,6 +922,10 @@ type ProfileFunc struct {
 	Call bool    `json:"call,omitempty"`
 	Flat float64 `json:"flat"`
 	Cum  float64 `json:"cum"`
+	// Category is the one its flat time was counted in (one of
+	// ProfileCategories, "other" too), where all of it went to one; ""
+	// else (and in recordings from before it).
+	Category string `json:"category,omitempty"`
 }
 
 // Where is f's file and line for a view: the file's last two path

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -154,6 +155,13 @@ func TestPythonStacksInnermostDecides(t *testing.T) {
 				t.Errorf("%s: %s, want %s", stack, c.Name, want)
 			}
 		}
+		// Its innermost function, a top function, is named in the same
+		// category its time went to (none for other).
+		for _, f := range s.Top {
+			if f.Flat == 1 && FuncCategory(f) != strings.TrimPrefix(want, "other") {
+				t.Errorf("%s: top function %s in %q, its time in %s", stack, f.Name, FuncCategory(f), want)
+			}
+		}
 	}
 }
 
@@ -221,23 +229,23 @@ func TestWorkersTopIsTheWorkersAlone(t *testing.T) {
 	}
 }
 
-// A top function's category is the one its time was counted in: a C
-// call by its name, else by its caller's file (torch.stack under
-// default_collate is collating, not code of no category), never by the
-// file where its name decides (numpy.array in a PIL file converts).
-func TestFuncCategoryOfACCallIsWhereItsTimeWent(t *testing.T) {
+// A top function read from a summary that does not carry its category
+// (an older recording): by its name and file, a C call by its name alone
+// (its file is its caller's, which never decides it).
+func TestFuncCategoryWithoutTheTallysWord(t *testing.T) {
 	for _, c := range []struct {
 		f    sample.ProfileFunc
 		want string
 	}{
-		{sample.ProfileFunc{Name: "torch.stack", File: "/x/torch/utils/data/_utils/collate.py", Call: true}, "collating"},
-		{sample.ProfileFunc{Name: "torch.stack", File: "/home/me/train.py", Call: true}, ""},
-		{sample.ProfileFunc{Name: "numpy.array", File: "/x/PIL/Image.py", Call: true}, "converting"},
+		{sample.ProfileFunc{Name: "torch.stack", File: "/x/torch/utils/data/_utils/collate.py", Call: true}, ""},
+		{sample.ProfileFunc{Name: "torch.stack", File: "/x/torch/utils/data/_utils/collate.py", Call: true, Category: "collating"}, "collating"},
 		{sample.ProfileFunc{Name: "torch.tensor", File: "/home/me/train.py", Call: true}, "converting"},
 		{sample.ProfileFunc{Name: "torch.utils.data._utils.collate.collate", File: "/x/torch/utils/data/_utils/collate.py"}, "collating"},
+		{sample.ProfileFunc{Name: "torch.utils.data._utils.collate.collate", Category: "other"}, ""},
+		{sample.ProfileFunc{Name: "torch.utils.data._utils.collate.collate", Category: "\x1b[2Jbogus"}, "collating"},
 	} {
 		if got := FuncCategory(c.f); got != c.want {
-			t.Errorf("%s at %s (call %v): %q, want %q", c.f.Name, c.f.File, c.f.Call, got, c.want)
+			t.Errorf("%s at %s (call %v, category %q): %q, want %q", c.f.Name, c.f.File, c.f.Call, c.f.Category, got, c.want)
 		}
 	}
 }

@@ -250,6 +250,10 @@ type profileTally struct {
 	gcWorker []bool // the GC's background mark worker
 	flat     []int64
 	cum      []int64
+	// flatCat is the category a function's flat time went to (index into
+	// sample.ProfileCategories): flatUnset before any, flatMixed where
+	// its samples went to more than one.
+	flatCat []int8
 	// The same of the workers' samples alone (workerLabel).
 	workerFlat, workerCum []int64
 	stamp                 []int   // sample number (from 1) that last counted cum
@@ -260,6 +264,12 @@ type profileTally struct {
 	workerCats  []int64
 	workerTotal int64
 }
+
+// flatCat's marks: no flat sample yet, and samples in several categories.
+const (
+	flatUnset int8 = -2
+	flatMixed int8 = -3
+)
 
 // workerLabel marks a sample taken in a DataLoader worker: the hook merges
 // the workers' profiles into the training process's under gpuwatch run.
@@ -299,6 +309,9 @@ func (tl *profileTally) grow() {
 		tl.gcWorker = append(tl.gcWorker, strings.HasPrefix(names[i], "runtime.gcBgMarkWorker"))
 	}
 	tl.flat = append(tl.flat, make([]int64, len(names)-len(tl.flat))...)
+	for len(tl.flatCat) < len(names) {
+		tl.flatCat = append(tl.flatCat, flatUnset)
+	}
 	tl.cum = append(tl.cum, make([]int64, len(names)-len(tl.cum))...)
 	tl.workerFlat = append(tl.workerFlat, make([]int64, len(names)-len(tl.workerFlat))...)
 	tl.workerCum = append(tl.workerCum, make([]int64, len(names)-len(tl.workerCum))...)
@@ -370,6 +383,14 @@ func (tl *profileTally) add(si int, s *profile.Sample, v int64, worker bool) int
 		cat = int(c)
 	}
 	tl.cats[cat] += v
+	if first >= 0 {
+		switch fc := tl.flatCat[first]; {
+		case fc == flatUnset:
+			tl.flatCat[first] = int8(cat)
+		case fc != int8(cat):
+			tl.flatCat[first] = flatMixed
+		}
+	}
 	return cat
 }
 
@@ -409,7 +430,7 @@ func (tl *profileTally) top(flat, cum []int64, total int64, n int) []sample.Prof
 	for i, name := range tl.t.names {
 		if i < len(cum) && cum[i] > 0 {
 			fns = append(fns, sample.ProfileFunc{Name: name, File: tl.t.files[i], Line: tl.t.lines[i], Call: tl.t.called[i],
-				Flat: float64(flat[i]) / float64(total), Cum: float64(cum[i]) / float64(total)})
+				Flat: float64(flat[i]) / float64(total), Cum: float64(cum[i]) / float64(total), Category: tl.flatCategory(i)})
 		}
 	}
 	slices.SortFunc(fns, func(a, b sample.ProfileFunc) int {
@@ -610,16 +631,30 @@ func inflate(data []byte) ([]byte, error) {
 	return raw, nil
 }
 
-// FuncCategory is a top function's category: Category's. A C function
-// caught running goes by its name (its file is its caller's), and one no
-// row names where its caller is, by the file, as the tally counts its
-// time (torch.stack in default_collate's collate.py is collating).
-func FuncCategory(f sample.ProfileFunc) string {
-	if !f.Call {
-		return Category(f.Name, f.File)
+// flatCategory is the category function i's flat time went to ("other"
+// too), "" where it went to several or it has none.
+func (tl *profileTally) flatCategory(i int) string {
+	if i >= len(tl.flatCat) || tl.flatCat[i] < 0 {
+		return ""
 	}
-	if c := Category(f.Name, ""); c != "" {
-		return c
+	return sample.ProfileCategories[tl.flatCat[i]]
+}
+
+// FuncCategory is a top function's category, "" for none: the one its
+// flat time was counted in (ProfileFunc.Category: the caller's where a
+// caller's row decides, so torch.stack under default_collate is
+// collating and a C call under torchvision's to_tensor converting); for
+// a summary that does not say (an older recording, time in several
+// categories), Category's by its name and file, a C function caught
+// running by its name alone (its file is its caller's).
+func FuncCategory(f sample.ProfileFunc) string {
+	switch {
+	case f.Category == sample.CatOther:
+		return ""
+	case f.Category != "" && slices.Contains(sample.ProfileCategories, f.Category):
+		return f.Category
+	case f.Call:
+		return Category(f.Name, "")
 	}
 	return Category(f.Name, f.File)
 }
