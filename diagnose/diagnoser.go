@@ -193,9 +193,11 @@ func (d *Diagnoser) hold(k Kind, f *sample.Frame) (time.Duration, time.Time) {
 		if situationOf(d.shown.Kind).InputBound && n >= 2 && len(f.Ranks) <= 1 && d.fed() && d.covered(n) && d.waited(n) {
 			hold = 0 // the wait that was the problem is plainly gone (fed, waited)
 		}
-	case k.Problem():
+	case k.Problem() || !d.shown.Kind.Problem():
 		// The rule's own evidence, unambiguous: the window's median
-		// and each of its newest two frames alone say it.
+		// and each of its newest two frames alone say it. So too
+		// between two kinds that are no problem (idle to healthy as
+		// the loop resumes after its validation).
 		if n, _ := d.alone(k, 2); n == 2 {
 			hold = 0
 		}

@@ -309,3 +309,37 @@ func TestDiagnoserLeavesOutTheCeilingsReplay(t *testing.T) {
 		}
 	}
 }
+
+// Between two kinds that are no problem the newest two frames decide, as
+// they do for a problem. A real job (testdata/pytorch/epochs.py: 5 s of
+// validation, no next(), after each epoch) reads healthy two frames after
+// its loop resumes and idle two frames into its validation; before, four
+// and three.
+func TestDiagnoserIdleAndHealthyOnTwoFrames(t *testing.T) {
+	var fs []sample.Frame
+	for _, l := range readRecording(t, "testdata/pytorch/epochs-validation.jsonl") {
+		if l.Type == "frame" {
+			fs = append(fs, l.Frame)
+		}
+	}
+	vs := feed(NewDiagnoser(DefaultThresholds()), fs)
+	batches := func(i int) bool { return fs[i].Loader != nil && fs[i].Loader.BatchesPerSec > 0 }
+	resumes, pauses := 0, 0
+	for i := 6; i+2 < len(fs); i++ {
+		switch {
+		case batches(i) && !batches(i-1): // the loop resumes
+			resumes++
+			if vs[i+2].Kind != Healthy {
+				t.Errorf("resumed at frame %d: %s two frames on, want healthy", i, vs[i+2].Kind)
+			}
+		case !batches(i) && batches(i-1): // validation starts
+			pauses++
+			if vs[i+2].Kind != Idle {
+				t.Errorf("paused at frame %d: %s two frames on, want idle", i, vs[i+2].Kind)
+			}
+		}
+	}
+	if resumes < 2 || pauses < 2 {
+		t.Fatalf("the recording has %d resumes and %d pauses, want 2 of each", resumes, pauses)
+	}
+}
