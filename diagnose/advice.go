@@ -48,8 +48,10 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice, pay *sample.Ba
 }
 
 // The wait under way that reads as a hang, not a slow input: at least
-// stuckHangSec, and stuckHangSteps of the loop's steps where its step is
-// known.
+// stuckHangSec (the hook's HANG_SEC, loader.HangWait), and stuckHangSteps
+// times what a batch takes where that is known — the loop's step, and a
+// worker's time on a batch (its timed stages) over the workers: a
+// pipeline that is slow but moving is told its knobs.
 const (
 	stuckHangSec   = 10.0
 	stuckHangSteps = 10.0
@@ -59,14 +61,20 @@ const (
 // one batch (an input-bound kind, the newest frame's wait under way): a
 // worker or a read that hangs, which no knob fixes.
 func stuckLine(d decision, w *window) (string, bool) {
-	if !d.kind.Problem() || !w.waiting.ok || w.waiting.v < stuckHangSec || w.stepMs.ok && w.waiting.v < stuckHangSteps*w.stepMs.v/1000 {
+	if !situationOf(d.kind).InputBound || !w.waiting.ok || w.waiting.v < stuckHangSec {
+		return "", false
+	}
+	if w.stepMs.ok && w.waiting.v < stuckHangSteps*w.stepMs.v/1000 {
+		return "", false
+	}
+	if w.workerStageSec.ok && w.waiting.v < stuckHangSteps*w.workerStageSec.v/float64(max(1, w.workers)) {
 		return "", false
 	}
 	where := "py-spy dump --pid PID on the training process and each worker shows where it is"
 	if len(w.workerPIDs) > 0 {
 		where = fmt.Sprintf("py-spy dump --pid PID on the training process and each worker (%s) shows where it is", pidList(w.workerPIDs, 4))
 	}
-	return fmt.Sprintf("the loop has waited %s for one batch: a worker or a read that hangs, which no knob fixes — %s; DataLoader(timeout=SECONDS) makes a hang an error instead of a stall",
+	return fmt.Sprintf("the loop has waited %s for one batch: a worker or a read that hangs (or, at an epoch's start, workers that take that long to start: worker_init_fn, opening the dataset), which no knob fixes — %s; DataLoader(timeout=SECONDS) makes a hang an error instead of a stall",
 		sample.FormatDuration(w.waiting.v), where), true
 }
 

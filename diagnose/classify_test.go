@@ -379,4 +379,24 @@ func TestAStuckLoopIsToldToLookForTheHang(t *testing.T) {
 	if v := stuck(4); len(v.Advice) == 0 || strings.Contains(strings.Join(v.Advice, "\n"), "py-spy") {
 		t.Errorf("waiting 4 s: %q, want the knobs, no hang", v.Advice)
 	}
+	// Slow but moving: a 2 s step, or workers taking 3 s a batch each (2
+	// workers: a batch every 1.5 s), waited 12 s for: not 10 of them.
+	for name, slow := range map[string]func(f *sample.Frame){
+		"2 s steps": func(f *sample.Frame) { f.Loader.StepMeanMs = f64(2000) },
+		"3 s a worker's batch": func(f *sample.Frame) {
+			f.Loader.Stages = &sample.LoaderStages{GetitemMs: f64(2900), CollateMs: f64(100)}
+		},
+	} {
+		v := Classify(frames(3, func(i int, f *sample.Frame) {
+			host(f, 3, 0, 1)
+			loader(f, 1, 2, 0, 0.01)
+			f.Loader.BatchesPerSec, f.Loader.SamplesPerSec = 0, 0
+			f.Loader.StepMeanMs = f64(20)
+			f.Loader.WaitingMs = f64(1000 * float64(10+i))
+			slow(f)
+		}), DefaultThresholds())
+		if strings.Contains(strings.Join(v.Advice, "\n"), "py-spy") {
+			t.Errorf("%s, waited 12 s: %q, want no hang", name, v.Advice)
+		}
+	}
 }

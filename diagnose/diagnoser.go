@@ -9,8 +9,9 @@ import (
 
 // Diagnoser classifies each new frame's window and applies hysteresis: a
 // new kind is shown only once it has been the classification for
-// EnterHold (none for a problem that each of the newest two frames shows
-// on its own; LeaveHold of frames that each show the problem clear when
+// EnterHold (none for a problem, or a change between two kinds that are
+// no problem, that each of the newest frames shows on its own over
+// EnterHold, two at least; LeaveHold of frames that each show the problem clear when
 // it clears to healthy or idle, none where the wait that made an input
 // problem one is plainly gone: fed, covered, waited below), so one odd
 // frame or flapping input never flips the verdict. Time comes from the
@@ -59,6 +60,25 @@ func (d *Diagnoser) alone(k Kind, max int) (n int, since time.Time) {
 	return n, since
 }
 
+// aloneFor says the newest frames, two at least, each classify as k on
+// its own (alone) and their intervals cover sec.
+func (d *Diagnoser) aloneFor(k Kind, sec float64) bool {
+	n := 2
+	for ; n <= len(d.ring) && d.span(n) < sec*0.99; n++ { // an interval's own jitter
+	}
+	got, _ := d.alone(k, n)
+	return got == n && n <= len(d.ring)
+}
+
+// span is the newest n frames' intervals, in seconds.
+func (d *Diagnoser) span(n int) float64 {
+	sec := 0.0
+	for i := len(d.ring) - min(n, len(d.ring)); i < len(d.ring); i++ {
+		sec += d.ring[i].IntervalSec
+	}
+	return sec
+}
+
 // An input problem clears without LeaveHold where the wait that made it
 // one is plainly gone: the newest frames, two at least, each say the new
 // kind alone and cover FastClearSpan; in the newest the loop waited under
@@ -86,14 +106,7 @@ func (d *Diagnoser) fed() bool {
 // (0: never, the fast clearance off).
 func (d *Diagnoser) covered(n int) bool {
 	span := time.Duration(d.th.FastClearSpan).Seconds()
-	if span <= 0 {
-		return false
-	}
-	sec := 0.0
-	for i := len(d.ring) - min(n, len(d.ring)); i < len(d.ring); i++ {
-		sec += d.ring[i].IntervalSec
-	}
-	return sec >= span*0.99 // an interval's own jitter
+	return span > 0 && d.span(n) >= span*0.99 // an interval's own jitter
 }
 
 // waited says every frame of the ring but the newest n that measured the
@@ -195,10 +208,11 @@ func (d *Diagnoser) hold(k Kind, f *sample.Frame) (time.Duration, time.Time) {
 		}
 	case k.Problem() || !d.shown.Kind.Problem():
 		// The rule's own evidence, unambiguous: the window's median
-		// and each of its newest two frames alone say it. So too
+		// and each of its newest frames alone say it, two at least
+		// and EnterHold of them (eight at a quarter-second). So too
 		// between two kinds that are no problem (idle to healthy as
 		// the loop resumes after its validation).
-		if n, _ := d.alone(k, 2); n == 2 {
+		if d.aloneFor(k, time.Duration(d.th.EnterHold).Seconds()) {
 			hold = 0
 		}
 	}

@@ -343,3 +343,35 @@ func TestDiagnoserIdleAndHealthyOnTwoFrames(t *testing.T) {
 		t.Fatalf("the recording has %d resumes and %d pauses, want 2 of each", resumes, pauses)
 	}
 }
+
+// Without the enter hold the newest frames must still span it: at a
+// quarter-second interval a kind needs four frames alone (1 s), not two.
+func TestDiagnoserNoHoldStillSpansEnterHold(t *testing.T) {
+	at := func(interval time.Duration) int {
+		fs := frames(40, func(i int, f *sample.Frame) {
+			host(f, 20, 0, 2)
+			if i < 20 {
+				loader(f, 0.03, 2, 0.1, 0.1)
+				return
+			}
+			f.Loader = &sample.Loader{Source: "embedded", Batches: 500, Workers: iptr(2)}
+			f.Accel = &sample.VirtualAccel{BusyPct: 0, Basis: "test"}
+		})
+		for i := range fs {
+			fs[i].Time, fs[i].IntervalSec = t0.Add(time.Duration(i)*interval), interval.Seconds()
+		}
+		vs := feed(NewDiagnoser(DefaultThresholds()), fs)
+		for i := 20; i < len(vs); i++ {
+			if vs[i].Kind == Idle {
+				return i - 20
+			}
+		}
+		return -1
+	}
+	// At 1 s the third frame of it (the window's median of three turns
+	// there); at 250 ms the fourth, the four that span 1 s (two before).
+	second, quarter := at(time.Second), at(250*time.Millisecond)
+	if second != 2 || quarter != 3 {
+		t.Errorf("idle at frame %d of it at 1 s (want 2), %d at 250 ms (want 3)", second, quarter)
+	}
+}

@@ -271,8 +271,10 @@ type Thresholds struct {
 	// frames to each, so at 1 s sampling a problem needs ~3 s of evidence
 	// to enter and ~5 s of clear data to leave, is shown within ~4 s of
 	// its onset, and one odd frame or flapping input never flips it.
-	// Where the evidence is unambiguous neither waits (Diagnoser.Observe:
-	// docs/diagnosis.md, "Thresholds").
+	// Where the evidence is unambiguous neither waits (Diagnoser.hold:
+	// docs/diagnosis.md, "Thresholds"): a problem, or a change between
+	// two kinds that are no problem, that the newest frames each show
+	// alone over EnterHold (two at least) is shown at once.
 	EnterHold Duration `json:"enter_hold"`
 	LeaveHold Duration `json:"leave_hold"`
 	// FastClearSpan: an input-bound problem clears without LeaveHold

@@ -147,12 +147,10 @@ func (l *Loader) runEpoch(ctx context.Context, it iterator, epoch int, epochStar
 	for i := 0; ; i++ {
 		l.events.emit(Event{Name: "get-batch start", Epoch: epoch, Batch: intp(i)})
 		asked := time.Now()
-		if i > 0 { // the wait for an epoch's first batch is its start-up stall (firstBatchOfEpoch)
-			l.stats.asking(asked)
-		}
+		l.stats.asking(asked, i == 0)
 		r, depth, ok, err := it.next()
 		got := time.Now()
-		l.stats.asking(time.Time{})
+		l.stats.asking(time.Time{}, false)
 		if err != nil {
 			return err
 		}

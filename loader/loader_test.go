@@ -342,11 +342,20 @@ func TestSnapshotSaysTheWaitUnderWay(t *testing.T) {
 	if w := s.Snapshot().Waiting; w != 0 {
 		t.Fatalf("not asked: waiting %v", w)
 	}
-	s.asking(time.Now().Add(-2 * time.Second))
+	s.asking(time.Now().Add(-2*time.Second), false)
 	if w := s.Snapshot().Waiting; w < 2*time.Second || w > time.Minute {
 		t.Errorf("asked 2 s ago: waiting %v", w)
 	}
-	s.asking(time.Time{})
+	// An epoch's first batch: its start-up, until a hang's time.
+	s.asking(time.Now().Add(-2*time.Second), true)
+	if w := s.Snapshot().Waiting; w != 0 {
+		t.Errorf("the epoch's first batch asked 2 s ago: waiting %v, want 0", w)
+	}
+	s.asking(time.Now().Add(-HangWait-time.Second), true)
+	if w := s.Snapshot().Waiting; w < HangWait {
+		t.Errorf("the epoch's first batch asked %v ago: waiting %v", HangWait+time.Second, w)
+	}
+	s.asking(time.Time{}, false)
 	if w := s.Snapshot().Waiting; w != 0 {
 		t.Errorf("given the batch: waiting %v", w)
 	}

@@ -40,7 +40,7 @@ func WriteMetrics(w io.Writer, s Snapshot, cfg Config, pid, loopTID int) error {
 	one("gpuwatch_loader_read_seconds_total", "counter", "Time spent reading samples, summed over workers.", s.ReadSeconds)
 	one("gpuwatch_loader_decode_seconds_total", "counter", "Time spent decoding samples, summed over workers.", s.DecodeSeconds)
 	one("gpuwatch_loader_queue_depth", "gauge", "Batches ready and waiting when the training loop last asked.", float64(s.QueueDepth))
-	one("gpuwatch_loader_waiting_seconds", "gauge", "How long the training loop has waited for the batch it asked for, at this read; 0 while it is not waiting.", s.Waiting.Seconds())
+	one("gpuwatch_loader_waiting_seconds", "gauge", "How long the training loop has waited for the batch it asked for, at this read; 0 while it is not waiting, and while it waits less than 10 s for its epoch's first batch (its start-up).", s.Waiting.Seconds())
 	one("gpuwatch_loader_workers", "gauge", "Loader workers (num_workers).", float64(cfg.Workers))
 	one("gpuwatch_loader_prefetch", "gauge", "Batches prefetched per worker (prefetch_factor).", float64(cfg.Prefetch))
 	tid := ""

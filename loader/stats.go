@@ -68,8 +68,10 @@ type Stats struct {
 	queueDepth int
 	epoch      int
 	// askedAt is when the training loop asked for the batch it waits for
-	// now, an epoch's later batches only; zero while it is not waiting.
+	// now (zero while it is not waiting), askedFirst that the batch is its
+	// epoch's first.
 	askedAt    time.Time
+	askedFirst bool
 	firstBatch []time.Duration // per epoch: time from epoch start to its first batch
 	recent     []Batch         // ring
 	next       int
@@ -99,11 +101,11 @@ func (s *Stats) record(b Batch) {
 	}
 }
 
-// asking says the training loop asked for a batch at t and waits for it;
-// the zero time, that it has it.
-func (s *Stats) asking(t time.Time) {
+// asking says the training loop asked for a batch at t (its epoch's
+// first) and waits for it; the zero time, that it has it.
+func (s *Stats) asking(t time.Time, first bool) {
 	s.mu.Lock()
-	s.askedAt = t
+	s.askedAt, s.askedFirst = t, first
 	s.mu.Unlock()
 }
 
@@ -131,7 +133,8 @@ type Snapshot struct {
 	QueueDepth    int
 	Epoch         int
 	// Waiting is how long the training loop has waited for the batch it
-	// asked for, at the snapshot; 0 while it is not waiting.
+	// asked for, at the snapshot; 0 while it is not waiting, and while it
+	// waits less than HangWait for its epoch's first batch.
 	Waiting time.Duration
 	// FirstBatch is, per epoch, the time from the epoch's start to its
 	// first batch: the start-up stall, and for later epochs the
@@ -141,12 +144,23 @@ type Snapshot struct {
 	Recent []Batch
 }
 
-// waitingSince is the wait since t, 0 for the zero time.
-func waitingSince(t time.Time) time.Duration {
+// HangWait is how long a wait for an epoch's first batch lasts before
+// it counts as a wait under way (Snapshot.Waiting): until then it is the
+// epoch's start-up, which FirstBatch says once the batch comes; past it,
+// a hang (the hook's HANG_SEC; the watcher's stuckHangSec).
+const HangWait = 10 * time.Second
+
+// waitingSince is the wait since t, 0 for the zero time and for an
+// epoch's first batch (first) awaited less than HangWait.
+func waitingSince(t time.Time, first bool) time.Duration {
 	if t.IsZero() {
 		return 0
 	}
-	return max(0, time.Since(t))
+	w := max(0, time.Since(t))
+	if first && w < HangWait {
+		return 0
+	}
+	return w
 }
 
 // Snapshot copies the counters.
@@ -157,7 +171,7 @@ func (s *Stats) Snapshot() Snapshot {
 		Start: s.start, Batches: s.batches, Samples: s.samples, BytesRead: s.bytesRead,
 		ReadSeconds: s.readSec, DecodeSeconds: s.decodeSec,
 		Wait: s.wait.clone(), Step: s.step.clone(), QueueDepth: s.queueDepth, Epoch: s.epoch,
-		Waiting:    waitingSince(s.askedAt),
+		Waiting:    waitingSince(s.askedAt, s.askedFirst),
 		FirstBatch: append([]time.Duration(nil), s.firstBatch...),
 		Recent:     make([]Batch, 0, len(s.recent)),
 	}

@@ -567,8 +567,9 @@ type Loader struct {
 	// last asked for one.
 	QueueDepth *float64 `json:"queue_depth"`
 	// WaitingMs is how long the training loop had waited for the batch it
-	// asked for when the loader was read (0: it was not waiting); nil
-	// where the loader does not say. A loop that waits through a whole
+	// asked for when the loader was read (0: it was not waiting, or waits
+	// for its epoch's first batch, its start-up, less than a hang's 10 s);
+	// nil where the loader does not say. A loop that waits through a whole
 	// interval completes no batch there: this is what says it waited.
 	WaitingMs *float64 `json:"waiting_ms,omitempty"`
 	Workers   *int     `json:"workers"`
@@ -922,9 +923,9 @@ type ProfileFunc struct {
 	Call bool    `json:"call,omitempty"`
 	Flat float64 `json:"flat"`
 	Cum  float64 `json:"cum"`
-	// Category is the one its flat time was counted in (one of
-	// ProfileCategories, "other" too), where all of it went to one; ""
-	// else (and in recordings from before it).
+	// Category is the one that holds 90 % of its flat time (one of
+	// ProfileCategories, "other" too; in WorkersTop, of the workers'
+	// samples); "" where none does (and in recordings from before it).
 	Category string `json:"category,omitempty"`
 }
 

@@ -249,3 +249,36 @@ func TestFuncCategoryWithoutTheTallysWord(t *testing.T) {
 		}
 	}
 }
+
+// A top function's category is the one that holds at least 90 % of its
+// flat time (one stray sample under another caller does not unname it),
+// and the workers' top reads the workers' samples alone: torch.stack
+// under default_collate in the workers, under the job's own code in the
+// training process, is collating in the workers' top and in neither
+// category overall.
+func TestTopCategoryByDominanceAndWorkersAlone(t *testing.T) {
+	const stack = "C:torch.stack@/x/torch/utils/data/_utils/collate.py;torch.utils.data._utils.collate.collate_tensor_fn;torch.utils.data._utils.collate.collate"
+	p := synthetic(map[string]int64{stack: 19, "C:torch.stack@/x/torch/utils/data/_utils/collate.py;torch.utils.data.dataloader._MultiProcessingDataLoaderIter._try_get_data": 1})
+	s, err := summarize(p, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := s.Top[0]; f.Name != "torch.stack" || f.Category != "collating" {
+		t.Errorf("19 samples collating, 1 waiting: top %+v, want collating", f)
+	}
+	p = synthetic(map[string]int64{stack: 5, "C:torch.stack@/x/torch/utils/data/_utils/collate.py;__main__.step": 5})
+	for _, smp := range p.Sample {
+		if len(smp.Location) == 3 {
+			smp.Label = map[string][]string{workerLabel: {"4242"}}
+		}
+	}
+	if s, err = summarize(p, 8); err != nil {
+		t.Fatal(err)
+	}
+	if f := s.WorkersTop[0]; f.Name != "torch.stack" || FuncCategory(f) != "collating" {
+		t.Errorf("workers' top %+v: want collating, from the workers' samples", f)
+	}
+	if f := s.Top[0]; f.Category != "" {
+		t.Errorf("top %+v: half collating, half other: want no category", f)
+	}
+}

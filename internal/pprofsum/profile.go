@@ -250,10 +250,10 @@ type profileTally struct {
 	gcWorker []bool // the GC's background mark worker
 	flat     []int64
 	cum      []int64
-	// flatCat is the category a function's flat time went to (index into
-	// sample.ProfileCategories): flatUnset before any, flatMixed where
-	// its samples went to more than one.
-	flatCat []int8
+	// flatBy is each function's flat time by the category it went to
+	// (sample.ProfileCategories), workerFlatBy of the workers' samples
+	// alone; nil for a function with none.
+	flatBy, workerFlatBy [][]int64
 	// The same of the workers' samples alone (workerLabel).
 	workerFlat, workerCum []int64
 	stamp                 []int   // sample number (from 1) that last counted cum
@@ -265,11 +265,10 @@ type profileTally struct {
 	workerTotal int64
 }
 
-// flatCat's marks: no flat sample yet, and samples in several categories.
-const (
-	flatUnset int8 = -2
-	flatMixed int8 = -3
-)
+// flatDominance is the share of a function's flat time one category must
+// hold to be the function's (ProfileFunc.Category): a stray sample taken
+// under another caller does not unname it.
+const flatDominance = 0.9
 
 // workerLabel marks a sample taken in a DataLoader worker: the hook merges
 // the workers' profiles into the training process's under gpuwatch run.
@@ -309,9 +308,8 @@ func (tl *profileTally) grow() {
 		tl.gcWorker = append(tl.gcWorker, strings.HasPrefix(names[i], "runtime.gcBgMarkWorker"))
 	}
 	tl.flat = append(tl.flat, make([]int64, len(names)-len(tl.flat))...)
-	for len(tl.flatCat) < len(names) {
-		tl.flatCat = append(tl.flatCat, flatUnset)
-	}
+	tl.flatBy = append(tl.flatBy, make([][]int64, len(names)-len(tl.flatBy))...)
+	tl.workerFlatBy = append(tl.workerFlatBy, make([][]int64, len(names)-len(tl.workerFlatBy))...)
 	tl.cum = append(tl.cum, make([]int64, len(names)-len(tl.cum))...)
 	tl.workerFlat = append(tl.workerFlat, make([]int64, len(names)-len(tl.workerFlat))...)
 	tl.workerCum = append(tl.workerCum, make([]int64, len(names)-len(tl.workerCum))...)
@@ -384,14 +382,20 @@ func (tl *profileTally) add(si int, s *profile.Sample, v int64, worker bool) int
 	}
 	tl.cats[cat] += v
 	if first >= 0 {
-		switch fc := tl.flatCat[first]; {
-		case fc == flatUnset:
-			tl.flatCat[first] = int8(cat)
-		case fc != int8(cat):
-			tl.flatCat[first] = flatMixed
+		addBy(tl.flatBy, first, cat, v)
+		if worker {
+			addBy(tl.workerFlatBy, first, cat, v)
 		}
 	}
 	return cat
+}
+
+// addBy adds v to function fi's flat time in category cat.
+func addBy(by [][]int64, fi, cat int, v int64) {
+	if by[fi] == nil {
+		by[fi] = make([]int64, len(sample.ProfileCategories))
+	}
+	by[fi][cat] += v
 }
 
 // finish fills out's CPU seconds (from the profile's unit), category
@@ -417,20 +421,20 @@ func (tl *profileTally) finish(out *sample.Profile, unit string, top int) {
 			out.Workers = append(out.Workers, sample.ProfileCategory{Name: c, Share: float64(tl.workerCats[i]) / float64(w)})
 		}
 	}
-	out.Top = tl.top(tl.flat, tl.cum, total, top)
+	out.Top = tl.top(tl.flat, tl.cum, tl.flatBy, total, top)
 	if w := tl.workerTotal; w > 0 {
-		out.WorkersTop = tl.top(tl.workerFlat, tl.workerCum, w, top)
+		out.WorkersTop = tl.top(tl.workerFlat, tl.workerCum, tl.workerFlatBy, w, top)
 	}
 }
 
 // top is the functions with cum time, by flat then cum share of total, at
 // most n of them.
-func (tl *profileTally) top(flat, cum []int64, total int64, n int) []sample.ProfileFunc {
+func (tl *profileTally) top(flat, cum []int64, by [][]int64, total int64, n int) []sample.ProfileFunc {
 	var fns []sample.ProfileFunc
 	for i, name := range tl.t.names {
 		if i < len(cum) && cum[i] > 0 {
 			fns = append(fns, sample.ProfileFunc{Name: name, File: tl.t.files[i], Line: tl.t.lines[i], Call: tl.t.called[i],
-				Flat: float64(flat[i]) / float64(total), Cum: float64(cum[i]) / float64(total), Category: tl.flatCategory(i)})
+				Flat: float64(flat[i]) / float64(total), Cum: float64(cum[i]) / float64(total), Category: flatCategory(by, i)})
 		}
 	}
 	slices.SortFunc(fns, func(a, b sample.ProfileFunc) int {
@@ -631,13 +635,24 @@ func inflate(data []byte) ([]byte, error) {
 	return raw, nil
 }
 
-// flatCategory is the category function i's flat time went to ("other"
-// too), "" where it went to several or it has none.
-func (tl *profileTally) flatCategory(i int) string {
-	if i >= len(tl.flatCat) || tl.flatCat[i] < 0 {
+// flatCategory is the category that holds flatDominance of function i's
+// flat time in by ("other" too), "" where none does or it has none.
+func flatCategory(by [][]int64, i int) string {
+	if i >= len(by) || by[i] == nil {
 		return ""
 	}
-	return sample.ProfileCategories[tl.flatCat[i]]
+	var sum, most int64
+	at := 0
+	for c, v := range by[i] {
+		sum += v
+		if v > most {
+			most, at = v, c
+		}
+	}
+	if sum <= 0 || float64(most) < flatDominance*float64(sum) {
+		return ""
+	}
+	return sample.ProfileCategories[at]
 }
 
 // FuncCategory is a top function's category, "" for none: the one its

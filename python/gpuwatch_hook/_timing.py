@@ -31,6 +31,12 @@ DEPTH_EVERY = 0.1
 #: first, so what it shows is never behind.
 DRAIN_EVERY = 0.1
 
+#: Seconds a wait for an epoch's first batch lasts before the page says
+#: it as a wait under way (gpuwatch_loader_waiting_seconds): before, it
+#: is the epoch's start-up, which first_batch says once the batch comes;
+#: past it, a hang (the watcher's stuckHangSec, diagnose/advice.go).
+HANG_SEC = 10.0
+
 
 class Histogram:
     __slots__ = ("counts", "count", "sum")
@@ -112,12 +118,11 @@ class Stats:
         self.loop_tid: Optional[int] = None  # the OS thread that iterates: the training loop
         self.epochs = 0  # epochs started
         self.stall_sum = 0.0  # epochs after the first: start to first batch, seconds
-        # When each thread inside next() asked for the batch it waits for
-        # (its clock), by thread: an epoch's later batches only (the wait
-        # for its first is its start-up stall, said by first_batch). Each
-        # thread sets and pops its own key; the page copies the values
-        # (single dict operations: no lock).
-        self.waiting_since: Dict[int, float] = {}
+        # The waits under way inside next(), by iterator (Clock): when it
+        # asked (its clock) and whether for its epoch's first batch. Each
+        # iterator sets and pops its own key, on its thread; the page
+        # copies the values (single dict operations: no lock).
+        self.waiting_since: Dict[Any, Tuple[float, bool]] = {}
         self.stalls = 0
         self.errors = 0
         # Stage times (_stages): seconds and batches per stage.
@@ -356,9 +361,15 @@ class Stats:
             self.errors += 1
 
     def waiting(self) -> float:
-        """The longest wait under way in next() (seconds; 0: none)."""
-        since = list(self.waiting_since.values())
-        return max(0.0, _env.clock() - min(since)) if since else 0.0
+        """The longest wait under way in next() (seconds; 0: none). A wait
+        for an epoch's first batch is its start-up (first_batch says it
+        once it comes) until it lasts a hang's time, HANG_SEC: workers
+        that never start (a deadlocked worker_init_fn) would read idle."""
+        now, out = _env.clock(), 0.0
+        for t0, first in list(self.waiting_since.values()):
+            if not first or now - t0 >= HANG_SEC:
+                out = max(out, now - t0)
+        return out
 
     def set_loop_tid(self) -> None:
         tid = native_tid()
@@ -440,7 +451,7 @@ class Stats:
             one("gpuwatch_loader_samples_total", "counter", "Samples handed to the training loop.", samples)
         if depth is not None:
             one("gpuwatch_loader_queue_depth", "gauge", "Batches ready and waiting when the training loop last asked.", depth)
-        one("gpuwatch_loader_waiting_seconds", "gauge", "How long the training loop has waited for the batch it asked for, at this read; 0 while it is not waiting.", waiting)
+        one("gpuwatch_loader_waiting_seconds", "gauge", "How long the training loop has waited for the batch it asked for, at this read; 0 while it is not waiting, and while it waits less than 10 s for its epoch's first batch (its start-up).", waiting)
         if workers is not None:
             one("gpuwatch_loader_workers", "gauge", "Loader workers (num_workers).", workers)
         if prefetch is not None:
@@ -760,9 +771,7 @@ class Clock:
             self.depth_ok = depth is not None
         if m is not None:
             m.pause()
-        tid = threading.get_ident()
-        if self.handed_one:  # not the epoch's first batch: that wait is its start-up
-            stats.waiting_since[tid] = t0
+        stats.waiting_since[self] = (t0, not self.handed_one)
         try:
             batch = take(it)
         except StopIteration:
@@ -786,7 +795,7 @@ class Clock:
             self._last_step(step)
             raise
         finally:
-            stats.waiting_since.pop(tid, None)
+            stats.waiting_since.pop(self, None)
         t1 = _env.clock()
         self.handed_one = True
         if m is not None:

@@ -232,10 +232,11 @@ class HookTest(unittest.TestCase):
         self.assertEqual(m["gpuwatch_loader_waiting_seconds"], 0)
         self.assertAlmostEqual(m["gpuwatch_loader_wait_seconds_sum"], 7.5, places=9)
 
-    def test_an_epochs_first_wait_and_another_threads_batch(self):
+    def test_an_epochs_first_wait_and_another_loaders_batch(self):
         # The wait for an epoch's first batch is its start-up (first_batch
-        # says it): not published. A second loop on another thread that
-        # takes a batch leaves the first's wait under way as it is.
+        # says it): not published until it lasts a hang's time. A second
+        # loader of the process that takes a batch leaves the first's wait
+        # under way as it is.
         entered, release = threading.Event(), threading.Event()
         clock = self.clock
 
@@ -250,7 +251,10 @@ class HookTest(unittest.TestCase):
                         release.wait(10)
                     yield (T(4, 3), T(4))
 
-        for at, want in ((0, 0.0), (1, 3.0)):
+        # Blocked at the epoch's first batch for 3 s: its start-up, not
+        # said; for 12 s: a hang's time (HANG_SEC), said. At the second
+        # batch, 3 s is said.
+        for at, wait, want in ((0, 3, 0.0), (0, 12, 12.0), (1, 3, 3.0)):
             entered.clear()
             release.clear()
             w = self.watch(Blocks(at))
@@ -258,7 +262,7 @@ class HookTest(unittest.TestCase):
             t.start()
             try:
                 self.assertTrue(entered.wait(10))
-                clock.t += 3
+                clock.t += wait
                 # A second loader of the same process (gpuwatch run's share
                 # one Stats), on this thread.
                 for _ in hook._timing.Timed(iter(Batches(clock, [0, 0])), w._stats):
