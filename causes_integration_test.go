@@ -197,7 +197,8 @@ func (r *batteryRun) stageShares(t *testing.T, rec string) {
 // that outgrows the page cache): it must read io_bound, led by the
 // workers' page faults, and its fix must not. The files loop reads one
 // 16 KiB file per sample over sshfs (networkMount: a real SFTP server
-// 2 ms away) and must be named small_files on fuse.sshfs. About 5
+// 2 ms away, each file read once before the runs: warmMount) and must be
+// named small_files on fuse.sshfs. About 5
 // minutes on 2 cores.
 func TestCausesBattery(t *testing.T) {
 	py := python(t, true)
@@ -243,7 +244,9 @@ func TestCausesBattery(t *testing.T) {
 				if out, err := exec.Command(py, filepath.Join("python", "examples", "causes_battery.py"), "--loop", tc.loop, "--make-only", "--files", src).CombinedOutput(); err != nil {
 					t.Fatalf("the files: %v: %s", err, out)
 				}
-				extra = append(extra, "--files", networkMount(t, src, time.Millisecond))
+				mnt := networkMount(t, src, time.Millisecond)
+				warmMount(t, filepath.Join(mnt, "files"))
+				extra = append(extra, "--files", mnt)
 			}
 			// Each side twice, interleaved, and the faster run of each
 			// judged: other users of a shared machine only slow a run
@@ -251,9 +254,10 @@ func TestCausesBattery(t *testing.T) {
 			// pair is skipped where the first decides with room to spare
 			// (decisive): a faster unfixed run only lowers the gain and
 			// raises the free bound, a faster fixed one the reverse, and
-			// neither could move a figure that far.
+			// neither could move a figure that far. The mmap loop's pair
+			// must also read as judgeMmap wants (mmapFaults).
 			un, fx := runBattery(t, py, procs, tc.loop, false, extra...), runBattery(t, py, procs, tc.loop, true, extra...)
-			if !decisive(tc.cause, un, fx) {
+			if !decisive(tc.cause, un, fx) || tc.loop == "mmap" && len(mmapFaults(un, fx)) > 0 {
 				if u := runBattery(t, py, procs, tc.loop, false, extra...); u.own.SamplesPerSec > un.own.SamplesPerSec {
 					un = u
 				}
@@ -272,6 +276,44 @@ func TestCausesBattery(t *testing.T) {
 				judgeKnob(t, py, procs, tc.loop, un, extra...)
 			}
 		})
+	}
+}
+
+// warmMount reads every file under dir once, 16 at a time. A file's
+// first read through sshfs costs more than its later ones: on the 2-core
+// VM (2026-12-03) the loop's first run on a fresh mount read 196–202
+// samples/s with 2 workers and 276–303 with 8, and the runs after it
+// 218–232 and 680–768 as ever more of the files had been read. Measured
+// first, the unfixed run was the coldest, and the knob applied after it
+// (2 → 8 workers) read 4.0× where the same mount read 3.3× warm
+// throughout. Warmed, every run reads the dataset as a second epoch does.
+func warmMount(t *testing.T, dir string) {
+	t.Helper()
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := make(chan string)
+	errs := make(chan error, 16)
+	for range 16 {
+		go func() {
+			var first error
+			for p := range paths {
+				if _, err := os.ReadFile(p); err != nil && first == nil {
+					first = err
+				}
+			}
+			errs <- first
+		}()
+	}
+	for _, n := range names {
+		paths <- filepath.Join(dir, n.Name())
+	}
+	close(paths)
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Fatalf("warming the mount: %v", err)
+		}
 	}
 }
 
@@ -296,19 +338,33 @@ func decisive(cause string, un, fx batteryRun) bool {
 // workers' page faults; read in blocks, they do not.
 func judgeMmap(t *testing.T, un, fx batteryRun) {
 	t.Helper()
+	for _, f := range mmapFaults(un, fx) {
+		t.Error(f)
+	}
+}
+
+// mmapFaults is what judgeMmap finds wrong with a pair of runs. A pair
+// with any is not decisive: the fixed loop reads its 3 GiB in blocks from
+// the disk, and a run the disk held back reads io_bound as it should
+// (tasks stalled on I/O 37–65 % of the time, its rate 13,178–14,420
+// samples/s against 20,000 in the others: 2026-12-03); the faster of two
+// is judged, as for the rates.
+func mmapFaults(un, fx batteryRun) []string {
 	lead := func(r batteryRun) (metric, text string) {
 		if len(r.verdict.Evidence) == 0 {
 			return "", ""
 		}
 		return r.verdict.Evidence[0].Metric, r.verdict.Evidence[0].Text
 	}
+	var out []string
 	m, text := lead(un)
 	if un.verdict.Kind != "io_bound" || m != mmapMetric || !strings.Contains(text, "loader workers take") {
-		t.Errorf("random: %s led by %s (%q), want io_bound led by the workers' faults", un.verdict.Kind, m, text)
+		out = append(out, fmt.Sprintf("random: %s led by %s (%q), want io_bound led by the workers' faults", un.verdict.Kind, m, text))
 	}
 	if m, text := lead(fx); m == mmapMetric || fx.verdict.Kind == "io_bound" || fx.verdict.Kind == "memory_pressure" {
-		t.Errorf("blocks: %s led by %s (%q), want neither the mmap mechanism nor memory pressure", fx.verdict.Kind, m, text)
+		out = append(out, fmt.Sprintf("blocks: %s led by %s (%q), want neither the mmap mechanism nor memory pressure", fx.verdict.Kind, m, text))
 	}
+	return out
 }
 
 // judgeFiles: the small files are named on network storage, by their

@@ -12,8 +12,8 @@ import (
 // pages (0.35 ms once fixed), and the model's rate for the stages as
 // measured was 9 % over the measured one: a free bound from the median
 // frame, its gain over the model's rate, read 19,272 samples/s and the
-// fix's fastest frame ran 20,160 (CI failed on such a run, 17,889 against
-// 16,255). The free bound is from the loop's fastest frame, its gain over
+// fix's fastest frame ran 20,160 (another run on the dev VM read 17,889
+// against 16,255, and CI failed on the loop). The free bound is from the loop's fast frames, its gain over
 // the smaller of the two rates, and the fix stays under it.
 func TestMmapFreeBoundHoldsOverItsFix(t *testing.T) {
 	dir := filepath.Join("testdata", "battery")
