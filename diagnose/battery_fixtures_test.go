@@ -39,3 +39,40 @@ func TestMmapFreeBoundHoldsOverItsFix(t *testing.T) {
 		t.Errorf("the fix ran %.0f samples/s, over the free bound %.0f", fixed, b.FreeSamples)
 	}
 }
+
+// TestABusyBoxDoesNotFreeTheLoopsStep replays the same unfixed mmap run
+// with every CPU read busy (another job beside it): the loop then shares
+// the CPUs with its workers, and the time freed on either side counts
+// for both. Its step is a sleep: the free bound may grow by the loop
+// thread's own wait for a CPU (its run delay), not by the workers'
+// faults freed, which made it 146,062 samples/s (6.9× the 21,116 as
+// recorded; the battery read 136,406 and 146,991 on the dev VM while
+// another test loaded it, 2026-12-03). It reads 24,648 now.
+func TestABusyBoxDoesNotFreeTheLoopsStep(t *testing.T) {
+	path := filepath.Join("testdata", "battery", "mmap-unfixed.jsonl")
+	free := func(busy bool) float64 {
+		lines := readRecording(t, path)
+		for i := range lines {
+			if c := lines[i].CPU; busy && c != nil {
+				c.BusyPct = 97
+				for k := range c.Cores {
+					c.Cores[k].BusyPct = 97
+				}
+			}
+		}
+		segs := replay(lines, DefaultThresholds())
+		last := segs[len(segs)-1].verdicts[len(segs[len(segs)-1].verdicts)-1]
+		for _, c := range last.Causes {
+			if c.ID == "random_reads" && c.Bound != nil {
+				return c.Bound.FreeSamples
+			}
+		}
+		t.Fatalf("busy %v: %s, causes %+v: no random_reads bound", busy, last.Kind, last.Causes)
+		return 0
+	}
+	quiet, busy := free(false), free(true)
+	t.Logf("free bound %.0f samples/s as recorded, %.0f with every CPU busy", quiet, busy)
+	if busy > 1.5*quiet {
+		t.Errorf("a busy box raised the free bound from %.0f to %.0f samples/s: the loop's step is a sleep", quiet, busy)
+	}
+}

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"math"
 	"slices"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -24,7 +25,22 @@ type stageTimes struct {
 	cpuBound                   bool    // the workers' busy time is CPU (or a wait for one), not storage
 	cpu                        float64 // the workers' CPU per batch, with their waits for one (cpuKnown)
 	cpuKnown                   bool
+	loopCPUWait                float64 // the loop's wait for a CPU per batch (its thread's run delay), where read
+	loopCPUWaitKnown           bool
 	ok                         bool
+}
+
+// loopFreed is the most the loop's time per batch (l) can shrink by the
+// CPU others give back: its own wait for a CPU taken off (l ÷ (l − that
+// wait)); unbounded where that wait was not read. A step that sleeps or
+// waits on the accelerator is not made faster by a free CPU: the mmap
+// loop's recording with its CPUs read busy had its free bound raised 6.9×
+// by its workers' faults freed (TestABusyBoxDoesNotFreeTheLoopsStep).
+func (s *stageTimes) loopFreed(l float64) float64 {
+	if !s.loopCPUWaitKnown {
+		return math.Inf(1)
+	}
+	return l / max(l-s.loopCPUWait, 1e-9)
 }
 
 // worker is a worker's wall time per batch (getitem + collate + hand-over).
@@ -119,9 +135,15 @@ func (s *stageTimes) rateAfter(c stageCut) float64 {
 	gl := l / max(l-c.loop, 1e-9)
 	if s.contended {
 		// The workers and the loop share the CPUs: time freed on either
-		// side is CPU the other can have.
-		shared := (w + l) / max(w+l-c.worker-c.loop, 1e-9)
-		gw, gl = max(gw, shared), max(gl, shared)
+		// side is CPU the other can have. Of the workers' time only its
+		// CPU is (their CPU per batch, with their waits for one, where
+		// read): a worker's wait on storage freed gives the loop nothing.
+		wc, cut := w, c.worker
+		if s.cpuKnown && s.cpu > 0 && s.cpu < w {
+			wc, cut = s.cpu, c.worker*s.cpu/w
+		}
+		shared := (wc + l) / max(wc+l-cut-c.loop, 1e-9)
+		gw, gl = max(gw, shared), max(gl, min(shared, s.loopFreed(l)))
 	}
 	// The workers deliver at least what was measured, and with their
 	// stage times, as many batches as they can make side by side.
@@ -180,6 +202,9 @@ func readStages(frames []sample.Frame, w *window) stageTimes {
 		}
 	}
 	s.fastLoop = lowerQuartile(loops)
+	if w.runDelay.ok && s.rate > 0 {
+		s.loopCPUWait, s.loopCPUWaitKnown = w.runDelay.v/1000/s.rate, true
+	}
 	gm, cm, hm := g.median(), c.median(), h.median()
 	s.getitem, s.collate, s.handover = gm.v, cm.v, hm.v
 	s.take, s.pin, s.step = t.median().v, p.median().v, st.median().v
