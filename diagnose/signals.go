@@ -53,10 +53,11 @@ const (
 	sigSpinPct     // its compute threads that spin, % of a core
 	sigSpinThreads // how many spin
 
-	sigJobUsed     // cores the job's cgroup used
-	sigJobThrottle // share of its periods throttled
-	sigRunDelay    // ms per second the key thread waited for a CPU
-	sigOthersCores // cores used outside the watched tree
+	sigJobUsed      // cores the job's cgroup used
+	sigJobThrottle  // share of its periods throttled
+	sigRunDelay     // ms per second the key thread waited for a CPU
+	sigLoopRunDelay // the same, where the key thread is the loop's own
+	sigOthersCores  // cores used outside the watched tree
 
 	sigTreeMajFaults // the watched tree's major faults per second
 	sigTreeDiskRead  // bytes/s its faults and reads took from the disk
@@ -124,10 +125,11 @@ var medianOf = [numSignals]func(*window) *level{
 	sigSpinPct:     func(w *window) *level { return &w.spinPct },
 	sigSpinThreads: func(w *window) *level { return &w.spinThreads },
 
-	sigJobUsed:     func(w *window) *level { return &w.jobUsed },
-	sigJobThrottle: func(w *window) *level { return &w.jobThrottle },
-	sigRunDelay:    func(w *window) *level { return &w.runDelay },
-	sigOthersCores: func(w *window) *level { return &w.othersCores },
+	sigJobUsed:      func(w *window) *level { return &w.jobUsed },
+	sigJobThrottle:  func(w *window) *level { return &w.jobThrottle },
+	sigRunDelay:     func(w *window) *level { return &w.runDelay },
+	sigLoopRunDelay: func(w *window) *level { return &w.loopRunDelay },
+	sigOthersCores:  func(w *window) *level { return &w.othersCores },
 
 	sigTreeMajFaults: func(w *window) *level { return &w.paging.majFaults },
 	sigTreeDiskRead:  func(w *window) *level { return &w.paging.diskRead },

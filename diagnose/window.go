@@ -106,6 +106,7 @@ type window struct {
 	th                   Thresholds // what spinning is
 
 	runDelay      level // ms per second the job's key thread waited for a CPU
+	loopRunDelay  level // the same, where the key thread is the loop's own (the loader named it)
 	delayedThread sample.Thread
 	othersCores   level // cores used by processes outside the watched tree
 
@@ -235,17 +236,20 @@ func (w *window) addContention(f *sample.Frame, s *signals) {
 	if p == nil || p.FocusPID == 0 || len(p.Threads) == 0 {
 		return
 	}
-	t := p.Threads[0]
+	t, loop := p.Threads[0], false
 	if _, tid := loopThread(f.Loader); tid != 0 {
 		for _, th := range p.Threads {
 			if th.TID == tid {
-				t = th
+				t, loop = th, true
 			}
 		}
 	}
 	if t.RunDelayMsPerSec != nil {
 		s.add(sigRunDelay, *t.RunDelayMsPerSec)
 		w.delayedThread = t
+		if loop {
+			s.add(sigLoopRunDelay, *t.RunDelayMsPerSec)
+		}
 	}
 	if c := f.CPU; c != nil && len(c.Cores) > 0 {
 		s.add(sigOthersCores, max(0, c.BusyPct/100*float64(len(c.Cores))-treeCores(p)))
