@@ -33,10 +33,11 @@ type stageTimes struct {
 // wait)); unbounded where that wait was not read (the loop's thread not
 // found among those listed), or where it is all of l. Only the loop
 // thread's wait is read: a step whose time is other threads' CPU (the
-// compute pool, the pin-memory thread) is capped as if it were not. A step that sleeps or
-// waits on the accelerator is not made faster by a free CPU: the mmap
-// loop's recording with its CPUs read busy had its free bound raised 6.9×
-// by its workers' faults freed (TestABusyBoxDoesNotFreeTheLoopsStep).
+// compute pool, the pin-memory thread) is capped as if it were not. A
+// step that sleeps or waits on the accelerator is not made faster by a
+// free CPU: the mmap loop's recording with its CPUs read busy had its
+// free bound raised 6.4× by its workers' faults freed
+// (TestABusyBoxDoesNotFreeTheLoopsStep).
 func (s *stageTimes) loopFreed(l float64) float64 {
 	if !s.loopCPUWaitKnown {
 		return math.Inf(1)
