@@ -279,6 +279,9 @@ func TestCausesBattery(t *testing.T) {
 	}
 }
 
+// warmLimit is the most warmMount waits: about 7 s on the 2-core VM.
+const warmLimit = 2 * time.Minute
+
 // warmMount reads every file under dir once, 16 at a time. A file's
 // first read through sshfs costs more than its later ones: on the 2-core
 // VM (2026-12-03) the loop's first run on a fresh mount read 196–202
@@ -287,8 +290,9 @@ func TestCausesBattery(t *testing.T) {
 // once all had). Measured first, the unfixed run was the coldest and the
 // knob applied after it the warmer. Warmed, the small files read as a
 // second epoch finds them, in every run (the fix's shards are not
-// warmed: a few large files, read from start to end). A read that hangs
-// in the mount holds the test until go test's -timeout.
+// warmed: a few large files, read from start to end). A mount that has
+// not answered every read within warmLimit fails the test (the hung
+// reads end when the test's cleanup unmounts it).
 func warmMount(t *testing.T, dir string) {
 	t.Helper()
 	start := time.Now()
@@ -309,13 +313,22 @@ func warmMount(t *testing.T, dir string) {
 			errs <- first
 		}()
 	}
-	for _, n := range names {
-		paths <- filepath.Join(dir, n.Name())
-	}
-	close(paths)
+	go func() {
+		for _, n := range names {
+			paths <- filepath.Join(dir, n.Name())
+		}
+		close(paths)
+	}()
+	limit := time.NewTimer(warmLimit)
+	defer limit.Stop()
 	for range 16 {
-		if err := <-errs; err != nil {
-			t.Fatalf("warming the mount: %v", err)
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatalf("warming the mount: %v", err)
+			}
+		case <-limit.C:
+			t.Fatalf("warming the mount: %d files not all read after %s: the mount stopped answering", len(names), warmLimit)
 		}
 	}
 	t.Logf("the mount warmed: %d files read in %s", len(names), time.Since(start).Round(time.Millisecond))
