@@ -258,6 +258,29 @@ func TestALoaderWithBatchesInTheWindowIsNotStopped(t *testing.T) {
 	}
 }
 
+// TestALoopInALongStepIsNotIdle: a step of many seconds (a GPU script on
+// a CPU: 11–16 s a step) hands out no batch in the window, but the hook
+// says the step under way and the virtual accelerator reads it busy: the
+// loop works, it is not idle. The same frames without the step under way
+// (a loop that stopped) stay idle.
+func TestALoopInALongStepIsNotIdle(t *testing.T) {
+	for _, stepping := range []bool{true, false} {
+		v := Classify(frames(6, func(i int, f *sample.Frame) {
+			host(f, 100, 0, 2)
+			f.Loader = &sample.Loader{Source: "python", Workers: iptr(0), BatchesPerSec: 0, WaitShare: f64(0)}
+			f.Accel = &sample.VirtualAccel{BusyPct: 100, Basis: "test"}
+			if stepping {
+				f.Loader.SteppingMs = f64(float64(1000 * (i + 2)))
+			} else {
+				f.Loader.WaitShare, f.Accel.BusyPct = nil, 0
+			}
+		}), DefaultThresholds())
+		if idle := v.Kind == Idle; idle == stepping {
+			t.Errorf("stepping %v: %s, %+v", stepping, v.Kind, v.Evidence)
+		}
+	}
+}
+
 // TestALoaderThatDoesNotAnswerIsNeverIdle: while another user holds the
 // hook's connections, its loader reads as disconnected; its rates are
 // unknown, not 0, so the verdict is never idle — on a machine without a

@@ -29,10 +29,14 @@ func idleRule(f *facts) (decision, bool) {
 	// waits rather than idles.
 	loaderStopped := w.haveLoader && w.batchesPerSec.ok && w.batchesPerSec.v == 0 &&
 		!(w.meanBatchesPerSec.ok && w.meanBatchesPerSec.v > 0)
+	// A loop inside a step of many seconds hands out no batch either: with
+	// no accelerator to read, the step under way says it works. (With a
+	// real one, its idle engine decides.)
+	stepping := w.stepping.ok && w.stepping.v > 0
 	// A sampled loop whose wait could not be split says nothing of a
 	// loader at work: with the GPU idle and nothing saturated, it is idle.
 	noLoader := !w.haveLoader || (w.sampled != nil && !w.waitShare.ok)
-	if !(accel.ok && accel.v < th.IdlePct && (noLoader || loaderStopped)) && !(loaderStopped && !f.real) {
+	if !(accel.ok && accel.v < th.IdlePct && (noLoader || loaderStopped)) && !(loaderStopped && !f.real && !stepping) {
 		return decision{}, false
 	}
 	var d decision

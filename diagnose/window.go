@@ -69,6 +69,7 @@ type window struct {
 	waitShare                                           level
 	queueDepth                                          level // batches ready when the loop asked
 	waiting                                             level // the newest frame's wait under way, seconds (0: not waiting)
+	stepping                                            level // the newest frame's step under way, seconds (0: none)
 	workerPIDs                                          []int // the newest frame's loader's workers
 	batchesPerSec                                       level
 	samplesPerSec                                       level
@@ -319,9 +320,12 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	w.haveLoader = true
 	w.loaderKind = l.Kind
 	w.loaderDown = nil
-	w.waiting = level{}
+	w.waiting, w.stepping = level{}, level{}
 	if l.WaitingMs != nil {
 		w.waiting = level{v: *l.WaitingMs / 1000, n: 1, ok: true}
+	}
+	if l.SteppingMs != nil {
+		w.stepping = level{v: *l.SteppingMs / 1000, n: 1, ok: true}
 	}
 	w.workerPIDs = l.WorkerPIDs
 	if l.Sampled == nil && l.Down() {

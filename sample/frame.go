@@ -572,8 +572,13 @@ type Loader struct {
 	// nil where the loader does not say. A loop that waits through a whole
 	// interval completes no batch there: this is what says it waited.
 	WaitingMs *float64 `json:"waiting_ms,omitempty"`
-	Workers   *int     `json:"workers"`
-	Prefetch  *int     `json:"prefetch"`
+	// SteppingMs is how long the training loop's step under way had run
+	// when the loader was read (0: it was waiting, or between epochs); nil
+	// where the loader does not say. A step longer than an interval
+	// completes none there: this is what says the loop was busy stepping.
+	SteppingMs *float64 `json:"stepping_ms,omitempty"`
+	Workers    *int     `json:"workers"`
+	Prefetch   *int     `json:"prefetch"`
 	// PID is the training process's, as the loader reports it; LoopTID the
 	// thread that runs the training loop (nil when the loader does not
 	// say); WorkerPIDs its worker processes (empty when it has none or does

@@ -484,6 +484,9 @@ func (m *metricsPage) scalars() {
 	if v, ok := m.gauge("gpuwatch_loader_waiting_seconds", 0, maxLoaderSeconds); ok {
 		c.Waiting = &v
 	}
+	if v, ok := m.gauge("gpuwatch_loader_stepping_seconds", 0, maxLoaderSeconds); ok {
+		c.Stepping = &v
+	}
 	c.Workers = m.integer(sample.KnobWorkers.Series, maxWorkers)
 	c.Prefetch = m.integer(sample.KnobPrefetch.Series, maxPrefetch)
 	c.BatchesPerEpoch = m.integer("gpuwatch_loader_batches_per_epoch", math.MaxInt32) // an int on 32-bit builds too

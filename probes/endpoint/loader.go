@@ -33,6 +33,9 @@ type LoaderCounters struct {
 	// the batch it asked for at the read (0: not waiting); nil when the
 	// loader does not say.
 	Waiting *float64
+	// Stepping is how long, in seconds, the training loop's step under
+	// way had run at the read (0: none); nil when the loader does not say.
+	Stepping *float64
 	// PID is the training process, LoopTID the thread that runs its
 	// training loop, WorkerPIDs its worker processes: nil or empty when the
 	// loader does not say.
@@ -154,6 +157,9 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	if cur.Waiting != nil {
 		out.WaitingMs = probes.Ptr(1000 * *cur.Waiting)
 	}
+	if cur.Stepping != nil {
+		out.SteppingMs = probes.Ptr(1000 * *cur.Stepping)
+	}
 	if cur.EpochStall != nil {
 		out.EpochStallMs = probes.Ptr(float64(cur.EpochStall.Microseconds()) / 1000)
 	}
@@ -190,34 +196,30 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 		return nil
 	}
 	rates(out, &prev, &cur, sec)
-	dStep := p.waitFigures(out, prev, cur, sec)
+	busy := p.waitFigures(out, prev, cur, sec)
 	out.Stages = loaderStages(prev.Stages, cur.Stages, cur.Workers)
 	out.Payload = batchPayload(prev.Payload, cur.Payload, out.BatchesPerSec)
 	hookCost(out, &prev, &cur, sec)
 	// The virtual accelerator: the share of wall time spent in steps.
-	f.Accel = &sample.VirtualAccel{BusyPct: min(100, 100*dStep/sec), Basis: "loader step time / wall time"}
+	f.Accel = &sample.VirtualAccel{BusyPct: min(100, 100*busy/sec), Basis: "loader step time / wall time"}
 	return nil
 }
 
-// waitFigures fills the interval's wait and step figures and returns its step
-// seconds.
-func (p *Loader) waitFigures(out *sample.Loader, prev, cur LoaderCounters, sec float64) (dStep float64) {
+// waitFigures fills the interval's wait and step figures and returns the
+// seconds of it the loop spent stepping.
+func (p *Loader) waitFigures(out *sample.Loader, prev, cur LoaderCounters, sec float64) (stepIn float64) {
 	dWait, dStep := max(0, cur.Wait.Sum-prev.Wait.Sum), max(0, cur.Step.Sum-prev.Step.Sum)
-	// A wait is counted whole when it ends; the wait under way at each
-	// read (Waiting, where the loader says) puts its seconds in the
-	// interval they passed in: the part before the last read was that
-	// interval's, the part since this interval's.
-	before, now := 0.0, 0.0
-	if prev.Waiting != nil {
-		before = *prev.Waiting
-	}
-	if cur.Waiting != nil {
-		now = min(*cur.Waiting, sec)
-	}
+	// A wait or a step is counted whole when it ends; the one under way
+	// at each read (Waiting, Stepping, where the loader says) puts its
+	// seconds in the interval they passed in: the part before the last
+	// read was that interval's, the part since this interval's.
+	before, now := underWay(prev.Waiting, cur.Waiting, sec)
+	stepBefore, stepNow := underWay(prev.Stepping, cur.Stepping, sec)
+	stepIn = max(0, dStep-stepBefore) + stepNow
 	if n := cur.Wait.Count - prev.Wait.Count; n > 0 {
 		out.WaitMeanMs = probes.Ptr(1000 * dWait / float64(n))
-		if in := max(0, dWait-before) + now; in+dStep > 0 {
-			out.WaitShare = probes.Ptr(in / (in + dStep))
+		if in := max(0, dWait-before) + now; in+stepIn > 0 {
+			out.WaitShare = probes.Ptr(in / (in + stepIn))
 		}
 		p.waitPercentiles(out, prev, cur)
 	} else if now > 0 {
@@ -226,11 +228,28 @@ func (p *Loader) waitFigures(out *sample.Loader, prev, cur LoaderCounters, sec f
 		// batch), then waited, so the wait's part of the interval is its
 		// share. A loop stuck in next() for longer reads 1.
 		out.WaitShare = probes.Ptr(now / sec)
+	} else if stepNow >= sec {
+		// No batch came and the loop has stepped through the whole
+		// interval (a step of many seconds): it did not wait.
+		out.WaitShare = probes.Ptr(0.0)
 	}
 	if n := cur.Step.Count - prev.Step.Count; n > 0 {
 		out.StepMeanMs = probes.Ptr(1000 * dStep / float64(n))
 	}
-	return dStep
+	return stepIn
+}
+
+// underWay is a wait's or a step's seconds under way at the last read
+// and at this one, this one at most the interval's sec (0 where the
+// loader does not say).
+func underWay(prev, cur *float64, sec float64) (before, now float64) {
+	if prev != nil {
+		before = *prev
+	}
+	if cur != nil {
+		now = min(*cur, sec)
+	}
+	return before, now
 }
 
 // rates are the loader's rates over sec seconds between prev and cur:

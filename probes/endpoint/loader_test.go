@@ -136,6 +136,43 @@ func TestLoaderWaitSpanningAReadIsSplitAtIt(t *testing.T) {
 	probetest.NearPtr(t, "interval 2", collectLoader(t, p, probetest.T0.Add(2*time.Second)).Loader.WaitShare, 0.8)
 }
 
+// A step of many seconds completes no batch in the intervals it spans:
+// the step under way says the loop was busy through them (the virtual
+// accelerator 100 % busy, the loop not waiting), not idle; when it ends,
+// only its part after the last read counts in the interval it ends in.
+func TestLoaderStepUnderWayKeepsTheAcceleratorBusy(t *testing.T) {
+	src := &fakeLoader{c: counters(10, 30*time.Millisecond, 70*time.Millisecond)}
+	p := NewLoader(src)
+	collectLoader(t, p, probetest.T0)
+	for i, stepping := range []float64{1.6, 2.6} { // a step 0.6 s in at the first read: 1.6 and 2.6 s at the next two
+		src.c.Stepping = &stepping
+		f := collectLoader(t, p, probetest.T0.Add(time.Duration(i+1)*time.Second))
+		if f.Accel == nil || f.Accel.BusyPct < 99.99 {
+			t.Fatalf("interval %d, %g s into a step: virtual accel %+v, want 100 %% busy", i+1, stepping, f.Accel)
+		}
+		probetest.NearPtr(t, "wait share while stepping", f.Loader.WaitShare, 0)
+		probetest.NearPtr(t, "stepping ms", f.Loader.SteppingMs, 1000*stepping)
+	}
+	// The step ends 3.0 s in, 0.4 s past the last read; the loop waits
+	// 0.1 s and steps again, 0.5 s in at this read.
+	c := counters(10, 30*time.Millisecond, 70*time.Millisecond)
+	c.Batches++
+	c.Wait.Count, c.Wait.Sum = c.Wait.Count+1, c.Wait.Sum+0.1
+	c.Step.Count, c.Step.Sum = c.Step.Count+1, c.Step.Sum+3.0
+	c.Wait.Counts[3]++
+	c.Step.Counts[3]++
+	again := 0.5
+	c.Stepping = &again
+	src.c = c
+	f := collectLoader(t, p, probetest.T0.Add(3*time.Second))
+	// Stepping: (3.0 − 2.6) + 0.5 = 0.9 s of the interval; waiting 0.1 s.
+	if f.Accel == nil || f.Accel.BusyPct < 89.99 || f.Accel.BusyPct > 90.01 {
+		t.Fatalf("the interval the step ended in: virtual accel %+v, want 90 %% busy", f.Accel)
+	}
+	probetest.NearPtr(t, "wait share", f.Loader.WaitShare, 0.1)
+	probetest.NearPtr(t, "step mean (whole steps)", f.Loader.StepMeanMs, 3000)
+}
+
 func TestLoaderPercentilesFromBucketsWithoutBatchList(t *testing.T) {
 	src := &fakeLoader{c: counters(0, 0, 0)}
 	p := NewLoader(src)

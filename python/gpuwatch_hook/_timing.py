@@ -8,6 +8,7 @@ import bisect
 import collections
 import os
 import threading
+import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _ceiling, _cost, _env, _gpuprofile, _h2d, _payload, _settings, _stages, _syncs, _torch
@@ -123,6 +124,10 @@ class Stats:
         # iterator sets and pops its own key, on its thread; the page
         # copies the values (single dict operations: no lock).
         self.waiting_since: Dict[Any, Tuple[float, bool]] = {}
+        # Every iterator's Clock, by id, weakly: the step under way is the
+        # time since a Clock handed out its last batch (stepping()). A
+        # Clock adds itself once; its entry goes with it.
+        self.clocks: Dict[int, Any] = {}
         self.stalls = 0
         self.errors = 0
         # Stage times (_stages): seconds and batches per stage.
@@ -371,6 +376,25 @@ class Stats:
                 out = max(out, now - t0)
         return out
 
+    def stepping(self) -> float:
+        """The longest step under way (seconds since an iterator handed
+        out its last batch and before the loop asked it for the next; 0:
+        none). A step is counted whole when it ends (record); a step of
+        many seconds would leave every read between blind: this puts its
+        seconds in the reads they passed in."""
+        now, out = _env.clock(), 0.0
+        for ref in list(self.clocks.values()):
+            c = ref()
+            t = c.handed if c is not None else None
+            if t is not None:
+                out = max(out, now - t)
+        return out
+
+    def add_clock(self, c: "Clock") -> None:
+        """Keeps c, weakly, for stepping()."""
+        key = id(c)
+        self.clocks[key] = weakref.ref(c, lambda _, k=key, d=self.clocks: d.pop(k, None))
+
     def set_loop_tid(self) -> None:
         tid = native_tid()
         with self.lock:
@@ -429,7 +453,7 @@ class Stats:
             h2d = self.h2d.copy()
             settings = self.settings
             syncs = self.syncs.copy() if self.syncs.windows else None
-        waiting = self.waiting()
+        waiting, stepping = self.waiting(), self.stepping()
         out: List[str] = []
         put = out.append
 
@@ -452,6 +476,7 @@ class Stats:
         if depth is not None:
             one("gpuwatch_loader_queue_depth", "gauge", "Batches ready and waiting when the training loop last asked.", depth)
         one("gpuwatch_loader_waiting_seconds", "gauge", "How long the training loop has waited for the batch it asked for, at this read; 0 while it is not waiting, and while it waits less than 10 s for its epoch's first batch (its start-up).", waiting)
+        one("gpuwatch_loader_stepping_seconds", "gauge", "How long the training loop's step under way has run (since it was handed its last batch) at this read; 0 while it waits for a batch and between epochs.", stepping)
         if workers is not None:
             one("gpuwatch_loader_workers", "gauge", "Loader workers (num_workers).", workers)
         if prefetch is not None:
@@ -713,7 +738,7 @@ class Clock:
     its first batch. Both ways a loader is timed call its next: Timed
     (watch()) and gpuwatch run's patched __next__ (_auto) — one __next__."""
 
-    __slots__ = ("stats", "handed", "depth_ok", "depth_at", "started", "n", "handed_one")
+    __slots__ = ("stats", "handed", "depth_ok", "depth_at", "started", "n", "handed_one", "__weakref__")
 
     def __init__(self, stats: Stats, started: Optional[float] = None) -> None:
         self.stats = stats
@@ -723,6 +748,7 @@ class Clock:
         self.started = started  # the epoch's start, until its first batch
         self.n = 0  # batches since the last whose cost was measured (_cost)
         self.handed_one = False  # this epoch has handed out a batch
+        stats.add_clock(self)
 
     def next(self, it: Any, take: Any) -> Any:
         """take(it), timed (_next); one batch in _cost.LOOP_EVERY has the

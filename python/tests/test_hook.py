@@ -232,6 +232,38 @@ class HookTest(unittest.TestCase):
         self.assertEqual(m["gpuwatch_loader_waiting_seconds"], 0)
         self.assertAlmostEqual(m["gpuwatch_loader_wait_seconds_sum"], 7.5, places=9)
 
+    def test_a_step_under_way_is_published(self):
+        # A step of many seconds completes no batch in the reads between:
+        # only the gauge says the loop is stepping. 12 s into the step it
+        # reads 12; while the loop waits for the next batch, and once the
+        # epoch has ended, 0; a loop that dropped its iterator has no step.
+        clock = self.clock
+        w = self.watch(Batches(clock, [0.0] * 3))
+        it = iter(w)
+        next(it)
+        self.assertEqual(self.metrics(w)["gpuwatch_loader_stepping_seconds"], 0)
+        clock.t += 12
+        self.assertAlmostEqual(self.metrics(w)["gpuwatch_loader_stepping_seconds"], 12, places=9)
+        next(it)  # the step ends: counted whole, the gauge back to 0
+        m = self.metrics(w)
+        self.assertEqual(m["gpuwatch_loader_stepping_seconds"], 0)
+        self.assertAlmostEqual(m["gpuwatch_loader_step_seconds_sum"], 12, places=9)
+        clock.t += 2
+        self.assertAlmostEqual(self.metrics(w)["gpuwatch_loader_stepping_seconds"], 2, places=9)
+        for _ in it:
+            pass
+        clock.t += 5
+        self.assertEqual(self.metrics(w)["gpuwatch_loader_stepping_seconds"], 0, "the epoch ended")
+        it2 = iter(w)
+        next(it2)
+        clock.t += 3
+        self.assertAlmostEqual(self.metrics(w)["gpuwatch_loader_stepping_seconds"], 3, places=9)
+        del it2  # the loop broke out and let go of its iterator
+        import gc
+
+        gc.collect()
+        self.assertEqual(self.metrics(w)["gpuwatch_loader_stepping_seconds"], 0, "no iterator, no step")
+
     def test_an_epochs_first_wait_and_another_loaders_batch(self):
         # The wait for an epoch's first batch is its start-up (first_batch
         # says it): not published until it lasts a hang's time. A second
