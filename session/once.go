@@ -194,7 +194,8 @@ type onceSummary struct {
 
 // onceJob is the last frame's reading of the job by the hook: its
 // settings (and their line, "bf16 autocast · …"), the step's MFU with its
-// method or why there is none, and the hook's own cost per sample.
+// method or why there is none, the hook's own cost per sample, and its
+// recording of the GPU's time per step where it took one.
 type onceJob struct {
 	Settings           *sample.JobSettings `json:"settings,omitempty"`
 	SettingsLine       string              `json:"settings_line,omitempty"`
@@ -202,6 +203,11 @@ type onceJob struct {
 	MFUWhy             string              `json:"mfu_why,omitempty"`
 	HookCPUPerSampleUs *float64            `json:"hook_cpu_us_per_sample,omitempty"`
 	HookCPUPerBatchUs  *float64            `json:"hook_cpu_us_per_batch,omitempty"` // where samples are not counted
+	// GPUProfile is the hook's recording of the GPU's time per step
+	// (--gpu-profile, or taken by itself when the GPU is the limit), and
+	// GPUProfileLine the same in one line, as the dashboard shows it.
+	GPUProfile     *sample.GPUProfile `json:"gpu_profile,omitempty"`
+	GPUProfileLine string             `json:"gpu_profile_line,omitempty"`
 }
 
 // job is the last frame's onceJob; nil where the hook read nothing.
@@ -211,8 +217,9 @@ func (s *Settle) job() *onceJob {
 	}
 	l := s.last.Loader
 	j := onceJob{Settings: l.Settings, SettingsLine: l.Settings.Summary(), MFU: l.MFU, MFUWhy: l.MFUWhy,
-		HookCPUPerSampleUs: l.HookCPUPerSampleUs, HookCPUPerBatchUs: l.HookCPUPerBatchUs}
-	if j.Settings == nil && j.MFU == nil && j.MFUWhy == "" && j.HookCPUPerSampleUs == nil && j.HookCPUPerBatchUs == nil {
+		HookCPUPerSampleUs: l.HookCPUPerSampleUs, HookCPUPerBatchUs: l.HookCPUPerBatchUs,
+		GPUProfile: l.GPUProfile, GPUProfileLine: l.GPUProfile.Summary()}
+	if j.Settings == nil && j.MFU == nil && j.MFUWhy == "" && j.HookCPUPerSampleUs == nil && j.HookCPUPerBatchUs == nil && j.GPUProfile == nil {
 		return nil
 	}
 	return &j
@@ -263,6 +270,9 @@ func (s *Settle) summary(w io.Writer, asJSON bool) error {
 		}
 		if j := s.job(); j != nil && j.MFU != nil {
 			fmt.Fprintf(&b, "  MFU %.0f %% of %s's dense %s peak (%s)\n", 100*j.MFU.Ratio, p(j.MFU.GPU), j.MFU.Dtype, p(j.MFU.Method))
+		}
+		if j := s.job(); j != nil && j.GPUProfileLine != "" {
+			fmt.Fprintf(&b, "  %s\n", p(j.GPUProfileLine))
 		}
 		_, err = io.WriteString(w, b.String())
 	}

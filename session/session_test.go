@@ -661,19 +661,22 @@ func TestSettleHoldsForAGPUProfileOnlySoLong(t *testing.T) {
 
 // TestOnceSummarySaysWhatTheHookRead (issue 51: the settings line and MFU
 // in every output): --once's summary, JSON and text, carries the job's
-// settings as the hook last read them, their line, and the step's MFU
-// with its method; without the hook it carries none of them.
+// settings as the hook last read them, their line, the step's MFU with
+// its method, and the recording of the step's time that --gpu-profile
+// asked for; without the hook it carries none of them.
 func TestOnceSummarySaysWhatTheHookRead(t *testing.T) {
 	on, batch := true, 128
 	st := &sample.JobSettings{Autocast: &on, AutocastDtype: "bfloat16", BatchSize: &batch}
 	mfu := &sample.MFU{Ratio: 0.31, Dtype: "bf16", PeakTFLOPS: 989.5, GPU: "H200", Method: "FLOPs counted by the hook × steps/s ÷ dense peak"}
+	prof := &sample.GPUProfile{State: sample.GPUProfileDone, Device: "cpu", Steps: 5, BusySecondsPerStep: probes.Ptr(0.1), IdleSecondsPerStep: probes.Ptr(0.0),
+		Parts: []sample.GPUTimePart{{Category: "matmul", Precision: "fp32", SecondsPerStep: 0.06}, {Category: "elementwise", SecondsPerStep: 0.04}}}
 	for _, hooked := range []bool{true, false} {
 		s := &Settle{stop: func() {}, need: 3}
 		for i := range 8 {
 			f := settleFrameAt(i)
 			f.Loader = &sample.Loader{Source: "http://127.0.0.1:6061", Kind: "python", BatchesPerSec: 3, SamplesPerSec: 384}
 			if hooked {
-				f.Loader.Settings, f.Loader.MFU, f.Loader.HookCPUPerSampleUs = st, mfu, probes.Ptr(2.5)
+				f.Loader.Settings, f.Loader.MFU, f.Loader.HookCPUPerSampleUs, f.Loader.GPUProfile = st, mfu, probes.Ptr(2.5), prof
 			}
 			s.Frame(f, diagnose.Verdict{Kind: diagnose.Healthy})
 		}
@@ -685,7 +688,7 @@ func TestOnceSummarySaysWhatTheHookRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !hooked {
-			if sum.Job != nil || strings.Contains(text.String(), "job:") || strings.Contains(text.String(), "MFU") {
+			if sum.Job != nil || strings.Contains(text.String(), "job:") || strings.Contains(text.String(), "MFU") || strings.Contains(text.String(), "per step") {
 				t.Errorf("no hook: %+v; %s", sum.Job, text.String())
 			}
 			continue
@@ -694,7 +697,11 @@ func TestOnceSummarySaysWhatTheHookRead(t *testing.T) {
 		if j == nil || j.SettingsLine != "bf16 autocast · batch 128" || j.Settings == nil || j.MFU == nil || j.MFU.Ratio != 0.31 || j.HookCPUPerSampleUs == nil || *j.HookCPUPerSampleUs != 2.5 || j.HookCPUPerBatchUs != nil {
 			t.Fatalf("JSON: %s", js.String())
 		}
-		for _, want := range []string{"  job: bf16 autocast · batch 128\n", "  MFU 31 % of H200's dense bf16 peak (FLOPs counted by the hook"} {
+		const line = "CPU time per step (no GPU) (5 steps, profiled): matmul fp32 60 %, elementwise 40 %"
+		if g := j.GPUProfile; g == nil || g.State != sample.GPUProfileDone || len(g.Parts) != 2 || j.GPUProfileLine != line {
+			t.Fatalf("JSON's profile: %s", js.String())
+		}
+		for _, want := range []string{"  job: bf16 autocast · batch 128\n", "  MFU 31 % of H200's dense bf16 peak (FLOPs counted by the hook", "  " + line + "\n"} {
 			if !strings.Contains(text.String(), want) {
 				t.Errorf("text lacks %q:\n%s", want, text.String())
 			}
