@@ -366,6 +366,7 @@ type loaderBuilder struct {
 	n        int
 	bounds   []float64
 	bins     []HistBin
+	listed   int // batches in the frames' lists, binned
 	shareAvg float64
 	rate     runningMean // samples per second, over the frames that counted samples
 	batches  runningMean // batches per second, over the frames that read the rates
@@ -410,6 +411,7 @@ func (b *loaderBuilder) add(l *sample.Loader) {
 	for _, t := range l.Timeline {
 		j, _ := slices.BinarySearch(b.bounds, t.WaitMs)
 		b.bins[j].Count++
+		b.listed++
 	}
 	b.stages.add(l.Stages)
 	if l.Payload != nil {
@@ -467,6 +469,9 @@ func (b *loaderBuilder) info() *LoaderInfo {
 	}
 	b.li.MeanWaitShare, b.li.MeanSamplesPerSec, b.li.MeanBatchesPerSec = b.shareAvg, b.rate.mean(), b.batches.mean()
 	b.li.WaitHistMs = b.bins
+	if b.listed == 0 {
+		b.li.WaitHistMs, b.li.WaitHistWhy = nil, "no frame listed its batches' waits (the Python hook sends them as a histogram per interval, not batch by batch)"
+	}
 	b.li.Stages, b.li.Payload = b.stages.result(), b.payload
 	b.li.Ceiling, b.li.InputCost = b.ceiling.result()
 	return b.li

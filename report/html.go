@@ -149,6 +149,9 @@ func htmlLoader(b *strings.Builder, l *LoaderInfo, ser Series) {
 		esc(l.Source), l.Batches, pctStr(l.MeanWaitShare), esc(l.rateWords()))
 	b.WriteString(lineChart("chart-train", ser.T, []line{{ser.WaitMs, "#d62f2f", "wait ms"}, {ser.StepMs, "#2e9e44", "step ms"}}, nil, 0, "ms"))
 	b.WriteString(histogram("chart-wait-hist", l.WaitHistMs))
+	if l.WaitHistWhy != "" {
+		fmt.Fprintf(b, `<p style="color:#888">No histogram of the waits: %s.</p>`, esc(l.WaitHistWhy))
+	}
 	htmlThroughput(b, l, ser) // ceiling.go
 	htmlStages(b, l)
 	if len(l.Knobs) > 0 {

@@ -71,6 +71,14 @@ func TestReportOfARealTour(t *testing.T) {
 			t.Errorf("finding %s without evidence or advice", f.Kind)
 		}
 	}
+	// The embedded loader lists each batch's wait: they are binned.
+	n := 0
+	for _, b := range s.Loader.WaitHistMs {
+		n += b.Count
+	}
+	if n == 0 || s.Loader.WaitHistWhy != "" {
+		t.Errorf("the tour's waits: %d binned, why none %q", n, s.Loader.WaitHistWhy)
+	}
 }
 
 // TestGoldenMarkdownAndJSON compares the reports of the fixed recording

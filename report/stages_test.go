@@ -38,6 +38,11 @@ func TestReportStagesAndPayload(t *testing.T) {
 	if s.Loader.Payload == nil || s.Loader.Payload.BatchesLooked != 5 {
 		t.Fatalf("payload %+v", s.Loader.Payload)
 	}
+	// These frames list no batch (the hook's): no histogram of waits, and
+	// why, rather than 13 bars of 0.
+	if s.Loader.WaitHistMs != nil || !strings.Contains(s.Loader.WaitHistWhy, "histogram per interval") {
+		t.Errorf("wait histogram %+v, why %q", s.Loader.WaitHistMs, s.Loader.WaitHistWhy)
+	}
 	var m, h bytes.Buffer
 	if err := WriteMarkdown(&m, s, ""); err != nil {
 		t.Fatal(err)

@@ -123,9 +123,13 @@ type LoaderInfo struct {
 	// MeanSamplesPerSec is over the frames that counted samples
 	// (Loader.SamplesUnknown), absent where none did; MeanBatchesPerSec
 	// over those that read the rates.
-	MeanSamplesPerSec *float64  `json:"mean_samples_per_sec,omitempty"`
-	MeanBatchesPerSec *float64  `json:"mean_batches_per_sec,omitempty"`
-	WaitHistMs        []HistBin `json:"wait_histogram_ms"`
+	MeanSamplesPerSec *float64 `json:"mean_samples_per_sec,omitempty"`
+	MeanBatchesPerSec *float64 `json:"mean_batches_per_sec,omitempty"`
+	// WaitHistMs is the batches' waits in bins, from the frames' batch
+	// lists; absent, with WaitHistWhy saying why, where no frame had one
+	// (the hook sends its waits as a histogram per interval, not a list).
+	WaitHistMs  []HistBin `json:"wait_histogram_ms,omitempty"`
+	WaitHistWhy string    `json:"wait_histogram_why,omitempty"`
 	// Stages are the per-batch stage times and the workers' shares,
 	// each the mean over the frames that had it; Payload the last
 	// frame's look at the batches. Nil when the loader did not measure
