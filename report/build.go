@@ -402,10 +402,13 @@ func (b *loaderBuilder) add(l *sample.Loader) {
 		b.n++
 		b.shareAvg += (*l.WaitShare - b.shareAvg) / float64(b.n)
 	}
-	if !l.SamplesUnknown() && finite(l.SamplesPerSec) {
+	// While the ceiling replays kept batches the loader hands out none
+	// of its own: its 0 is the measurement's, not the job's rate.
+	replaying := l.Ceiling != nil && l.Ceiling.State == sample.CeilingReplaying
+	if !l.SamplesUnknown() && finite(l.SamplesPerSec) && !replaying {
 		b.rate.add(l.SamplesPerSec)
 	}
-	if !l.RatesUnknown() && finite(l.BatchesPerSec) {
+	if !l.RatesUnknown() && finite(l.BatchesPerSec) && !replaying {
 		b.batches.add(l.BatchesPerSec)
 	}
 	for _, t := range l.Timeline {

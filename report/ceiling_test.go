@@ -9,7 +9,7 @@ import (
 
 // TestCeilingInTheReport: the last ceiling measured, the input's cost
 // against the rate outside the measurement (the replay's frames left
-// out), the sentence, and the ceiling's line on the throughput chart; a
+// out, of the loader's mean rate too), the sentence, and the ceiling's line on the throughput chart; a
 // hook's loader never measured says so.
 func TestCeilingInTheReport(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
@@ -23,6 +23,10 @@ func TestCeilingInTheReport(t *testing.T) {
 	li := b.info()
 	if li.Ceiling == nil || li.InputCost == nil || *li.InputCost < 0.499 || *li.InputCost > 0.501 {
 		t.Fatalf("ceiling %+v cost %v", li.Ceiling, li.InputCost)
+	}
+	// The loader's mean rate leaves the replay's 0 out too: (1400+1560)/2.
+	if li.MeanSamplesPerSec == nil || *li.MeanSamplesPerSec != 1480 {
+		t.Errorf("mean samples/s %v, want 1480 (the replay's frame left out)", li.MeanSamplesPerSec)
 	}
 	want := "With its input free the loop took 2,960 samples/s (step 2.1 ms; 2.9 ms while starving): over the rest of the run, input costs 50 % of it."
 	if got := ceilingSentence(li); got != want {
