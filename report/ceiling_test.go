@@ -25,8 +25,8 @@ func TestCeilingInTheReport(t *testing.T) {
 		t.Fatalf("ceiling %+v cost %v", li.Ceiling, li.InputCost)
 	}
 	// The loader's mean rate leaves the replay's 0 out too: (1400+1560)/2.
-	if li.MeanSamplesPerSec == nil || *li.MeanSamplesPerSec != 1480 {
-		t.Errorf("mean samples/s %v, want 1480 (the replay's frame left out)", li.MeanSamplesPerSec)
+	if m := li.MeanSamplesPerSec; m == nil || *m != 1480 {
+		t.Errorf("mean samples/s %s, want 1480 (the replay's frame left out)", optRate(m))
 	}
 	want := "With its input free the loop took 2,960 samples/s (step 2.1 ms; 2.9 ms while starving): over the rest of the run, input costs 50 % of it."
 	if got := ceilingSentence(li); got != want {
