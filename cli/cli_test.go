@@ -40,6 +40,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"unknown flag is a usage error", []string{"--bogus"}, 2, "unknown flag: --bogus"},
 		{"bad duration value", []string{"--interval", "abc"}, 2, `invalid argument "abc"`},
+		{"a count that is not a number", []string{"run", "--gpu-profile=abc", "--", "true"}, 2, `invalid argument "abc" for "--gpu-profile" flag: not a whole number`},
 		{"interval too short", []string{"--interval", "1ms"}, 2, "must be between 50ms and 1h"},
 		{"negative duration", []string{"--duration", "-1s"}, 2, "must not be negative"},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -51,7 +53,7 @@ interval; with --json one JSON object per line.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &usageError{cmd: cmd.CommandPath(), err: err}
+		return &usageError{cmd: cmd.CommandPath(), err: plainFlagError(err)}
 	})
 	root.AddCommand(newVersionCmd(stdout), newRunCmd(stdout, stderr), newDemoCmd(stdout, stderr), newLoaderCmd(stdout, stderr), newSweepCmd(stdout, stderr), newTuneCmd(stdout, stderr), newAttachCmd(stdout, stderr),
 		newRecordCmd(stdout, stderr), newReplayCmd(stdout, stderr), newReportCmd(stdout, stderr), newServeCmd(stdout, stderr), newFleetCmd(stdout, stderr), newManCmd(stdout))
@@ -60,6 +62,31 @@ interval; with --json one JSON object per line.`,
 		c.SetUsageTemplate(usageTemplate)
 	}
 	return root
+}
+
+// plainFlagError says a flag's value that is not a number in words, not
+// in Go's: `invalid argument "abc" for "--gpu-profile" flag: not a whole
+// number` (pflag's message ends in `strconv.ParseInt: parsing "abc":
+// invalid syntax`). Other errors pass unchanged.
+func plainFlagError(err error) error {
+	msg := err.Error()
+	head, tail, ok := strings.Cut(msg, ": strconv.Parse")
+	if !ok {
+		return err
+	}
+	what := "not a number"
+	switch {
+	case strings.HasPrefix(tail, "Int"), strings.HasPrefix(tail, "Uint"):
+		what = "not a whole number"
+		if strings.Contains(tail, "out of range") {
+			what = "a whole number out of range"
+		}
+	case strings.HasPrefix(tail, "Bool"):
+		what = "not true or false"
+	case strings.Contains(tail, "out of range"):
+		what = "a number out of range"
+	}
+	return errors.New(head + ": " + what)
 }
 
 // wrapArgs makes argument validation failures usage errors (exit 2).
