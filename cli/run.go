@@ -141,6 +141,8 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	switch {
 	case errors.Is(err, session.ErrJobEndedFirst) && j.ExitCode() != 0:
 		return &exitError{code: j.ExitCode(), msg: err.Error()} // the command's failure, said and passed on
+	case errors.Is(err, session.ErrJobEndedFirst) && w.once:
+		return &exitError{code: ExitUnsettled, msg: err.Error()} // it succeeded too soon for a verdict: nothing settled, as a job that ends after a few frames
 	case w.once && errors.Is(err, session.ErrJobEnded) && j.ExitCode() != 0:
 		return &exitError{code: j.ExitCode()} // it failed before a verdict held: the summary said how; its status passed on
 	case w.once && (err == nil || errors.Is(err, session.ErrBottleneck) || errors.Is(err, session.ErrUnsettled)):

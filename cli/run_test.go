@@ -38,12 +38,13 @@ func TestRunCannotStartStatuses(t *testing.T) {
 
 // TestRunOnceSaysTheCommandEndedFirst: a command that ends before the
 // first frame (a script whose import fails) is named as what ended the
-// run, with how it ended, and its status is run's; not only "no frame
-// came before the end", which read as gpuwatch's own failure.
+// run, with how it ended, and its status is run's (one that succeeded:
+// 4, nothing settled); not only "no frame came before the end", which
+// read as gpuwatch's own failure.
 func TestRunOnceSaysTheCommandEndedFirst(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := Run([]string{"run", "--once", "--", "sh", "-c", "echo 'ModuleNotFoundError: numpy' >&2; exit 3"}, &out, &errb)
-	if code != 3 || !strings.Contains(errb.String(), "the command exited with status 3 before the first") || !strings.Contains(errb.String(), "its output is above") {
+	if code != 3 || !strings.Contains(errb.String(), "the command exited with status 3 before the first") || !strings.Contains(errb.String(), "its output, if any, is above") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 	// With --job-log the output is in the file, and the message says so.
@@ -53,5 +54,14 @@ func TestRunOnceSaysTheCommandEndedFirst(t *testing.T) {
 	code = Run([]string{"run", "--once", "--job-log", log, "--", "sh", "-c", "echo 'ModuleNotFoundError: numpy' >&2; exit 3"}, &out, &errb)
 	if code != 3 || !strings.Contains(errb.String(), "its output is in "+log) {
 		t.Fatalf("--job-log: exit %d, stderr %q", code, errb.String())
+	}
+	// A command that succeeds before the first frame: nothing settled
+	// (4, as one that ends after a few frames), said; not gpuwatch's own
+	// failure (1).
+	out.Reset()
+	errb.Reset()
+	code = Run([]string{"run", "--once", "--", "true"}, &out, &errb)
+	if code != ExitUnsettled || !strings.Contains(errb.String(), "the command exited with status 0 before the first") {
+		t.Fatalf("a command that succeeds at once: exit %d, stderr %q", code, errb.String())
 	}
 }

@@ -243,7 +243,7 @@ func finish(o Options, rec *recorder, once *Settle, dashboard bool, err error) e
 				// The command ended first (a missing module, a bad
 				// argument): it, not gpuwatch, is what to look at.
 				how, _ := o.Job.Exit()
-				where := "its output is above"
+				where := "its output, if any, is above"
 				if n := o.Job.LogNote(); n != "" {
 					where = "its output is in " + n // --job-log
 				}
