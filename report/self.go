@@ -100,7 +100,12 @@ type HookInfo struct {
 	PerSampleUs *float64       `json:"us_per_sample,omitempty"`
 	PerBatchUs  *float64       `json:"us_per_batch,omitempty"`
 	Parts       []HookPartInfo `json:"parts,omitempty"`
-	per         perUnit
+	// GPUProfileCPUSec is what the recording of the step's time cost
+	// (--gpu-profile) by its own count, where a frame said it: a recording
+	// that ends before the parts' first reading is in none of the
+	// intervals above, and this says it.
+	GPUProfileCPUSec *float64 `json:"gpu_profile_cpu_sec,omitempty"`
+	per              perUnit
 }
 
 // HookPartInfo is one part of the hook's cost over the recording (its
@@ -182,11 +187,29 @@ func (h *HookInfo) Line() string {
 	if len(by) > 0 {
 		out += "; by part: " + strings.Join(by, ", ")
 	}
+	if g := h.GPUProfileCPUSec; g != nil {
+		// The recording's own count stands where the part read less
+		// (it ended before the part's first reading).
+		idle = slices.DeleteFunc(idle, func(n string) bool { return n == "gpu_profile" })
+		if h.partCPU("gpu_profile") < *g {
+			out += "; the --gpu-profile recording took " + sample.FormatDuration(*g) + " of CPU by its own count, before the first reading of the parts"
+		}
+	}
 	if len(idle) > 0 {
 		slices.Sort(idle)
 		out += "; nothing in " + strings.Join(idle, ", ")
 	}
 	return out
+}
+
+// partCPU is a part's CPU seconds over the recording (0 where absent).
+func (h *HookInfo) partCPU(name string) float64 {
+	for _, p := range h.Parts {
+		if p.Part == name {
+			return p.CPUSec
+		}
+	}
+	return 0
 }
 
 // hookBuilder sums the hook's CPU over the frames: each frame's rate
@@ -206,6 +229,11 @@ func (b *hookBuilder) add(f *sample.Frame) {
 	prev := b.last
 	b.last = f.Time
 	l := f.Loader
+	if l != nil {
+		if g := l.GPUProfile; g != nil && g.State == sample.GPUProfileDone && g.CostCPUSeconds != nil && finite(*g.CostCPUSeconds) && *g.CostCPUSeconds >= 0 {
+			b.info.GPUProfileCPUSec = g.CostCPUSeconds
+		}
+	}
 	if l == nil || (l.HookCPUSecPerSec == nil && len(l.HookCPUParts) == 0) || prev.IsZero() {
 		return
 	}
