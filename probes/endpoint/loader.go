@@ -209,13 +209,21 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 // seconds of it the loop spent stepping.
 func (p *Loader) waitFigures(out *sample.Loader, prev, cur LoaderCounters, sec float64) (stepIn float64) {
 	dWait, dStep := max(0, cur.Wait.Sum-prev.Wait.Sum), max(0, cur.Step.Sum-prev.Step.Sum)
-	// A wait or a step is counted whole when it ends; the one under way
-	// at each read (Waiting, Stepping, where the loader says) puts its
-	// seconds in the interval they passed in: the part before the last
-	// read was that interval's, the part since this interval's.
+	// A wait is counted whole when it ends; the wait under way at each
+	// read (Waiting, where the loader says) puts its seconds in the
+	// interval they passed in: the part before the last read was that
+	// interval's, the part since this interval's. A step is counted whole
+	// too, and the step under way (Stepping) stands for the interval's
+	// steps only where none ended in it (a step of many seconds): the one
+	// under way at the last read may never be recorded (the loop broke
+	// out of that iterator and asked another), so it is not taken off
+	// the steps that end.
 	before, now := underWay(prev.Waiting, cur.Waiting, sec)
-	stepBefore, stepNow := underWay(prev.Stepping, cur.Stepping, sec)
-	stepIn = max(0, dStep-stepBefore) + stepNow
+	_, stepNow := underWay(prev.Stepping, cur.Stepping, sec)
+	stepIn = dStep
+	if cur.Step.Count == prev.Step.Count {
+		stepIn = stepNow
+	}
 	if n := cur.Wait.Count - prev.Wait.Count; n > 0 {
 		out.WaitMeanMs = probes.Ptr(1000 * dWait / float64(n))
 		if in := max(0, dWait-before) + now; in+stepIn > 0 {

@@ -8,7 +8,6 @@ import bisect
 import collections
 import os
 import threading
-import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _ceiling, _cost, _env, _gpuprofile, _h2d, _payload, _settings, _stages, _syncs, _torch
@@ -37,6 +36,12 @@ DRAIN_EVERY = 0.1
 #: is the epoch's start-up, which first_batch says once the batch comes;
 #: past it, a hang (the watcher's stuckHangSec, diagnose/advice.go).
 HANG_SEC = 10.0
+
+#: Seconds a step under way is believed (gpuwatch_loader_stepping_seconds)
+#: before any step as long has completed: past it, or past ten times the
+#: longest step completed if longer, the loop is taken to have stopped
+#: iterating while it keeps its iterator, and the page says no step.
+STEP_BELIEVED = 60.0
 
 
 class Histogram:
@@ -124,10 +129,12 @@ class Stats:
         # iterator sets and pops its own key, on its thread; the page
         # copies the values (single dict operations: no lock).
         self.waiting_since: Dict[Any, Tuple[float, bool]] = {}
-        # Every iterator's Clock, by id, weakly: the step under way is the
-        # time since a Clock handed out its last batch (stepping()). A
-        # Clock adds itself once; its entry goes with it.
-        self.clocks: Dict[int, Any] = {}
+        # The step under way (stepping()): when the loop was last handed a
+        # batch, by any iterator (None: it asked for the next since, or the
+        # epoch ended); and the longest step seen, which bounds how long
+        # one is believed. The loop's thread writes both.
+        self.handed_at: Optional[float] = None
+        self.longest_step = 0.0
         self.stalls = 0
         self.errors = 0
         # Stage times (_stages): seconds and batches per stage.
@@ -377,23 +384,20 @@ class Stats:
         return out
 
     def stepping(self) -> float:
-        """The longest step under way (seconds since an iterator handed
-        out its last batch and before the loop asked it for the next; 0:
-        none). A step is counted whole when it ends (record); a step of
-        many seconds would leave every read between blind: this puts its
-        seconds in the reads they passed in."""
-        now, out = _env.clock(), 0.0
-        for ref in list(self.clocks.values()):
-            c = ref()
-            t = c.handed if c is not None else None
-            if t is not None:
-                out = max(out, now - t)
-        return out
-
-    def add_clock(self, c: "Clock") -> None:
-        """Keeps c, weakly, for stepping()."""
-        key = id(c)
-        self.clocks[key] = weakref.ref(c, lambda _, k=key, d=self.clocks: d.pop(k, None))
+        """The step under way: seconds since the loop was handed its last
+        batch, by any of its iterators, while it has not asked for the
+        next (0: none, or a wait under way). A step is counted whole when
+        it ends (record); one of many seconds would leave every read
+        between blind: this puts its seconds in the reads they passed in.
+        A loop that stopped iterating but keeps its iterator (a loop that
+        broke out of an epoch, max_steps reached) would read as stepping
+        for ever: past STEP_BELIEVED seconds, or ten times the longest step
+        it completed if longer, it reads 0."""
+        t = self.handed_at
+        if t is None or self.waiting_since:
+            return 0.0
+        d = _env.clock() - t
+        return d if d <= max(STEP_BELIEVED, 10 * self.longest_step) else 0.0
 
     def set_loop_tid(self) -> None:
         tid = native_tid()
@@ -476,7 +480,7 @@ class Stats:
         if depth is not None:
             one("gpuwatch_loader_queue_depth", "gauge", "Batches ready and waiting when the training loop last asked.", depth)
         one("gpuwatch_loader_waiting_seconds", "gauge", "How long the training loop has waited for the batch it asked for, at this read; 0 while it is not waiting, and while it waits less than 10 s for its epoch's first batch (its start-up).", waiting)
-        one("gpuwatch_loader_stepping_seconds", "gauge", "How long the training loop's step under way has run (since it was handed its last batch) at this read; 0 while it waits for a batch and between epochs.", stepping)
+        one("gpuwatch_loader_stepping_seconds", "gauge", "How long the training loop's step under way has run (since it was handed its last batch) at this read; 0 while it waits for a batch, between epochs, and past 60 s (or ten times the longest step) without a batch asked for: a loop that stopped iterating.", stepping)
         if workers is not None:
             one("gpuwatch_loader_workers", "gauge", "Loader workers (num_workers).", workers)
         if prefetch is not None:
@@ -738,7 +742,7 @@ class Clock:
     its first batch. Both ways a loader is timed call its next: Timed
     (watch()) and gpuwatch run's patched __next__ (_auto) — one __next__."""
 
-    __slots__ = ("stats", "handed", "depth_ok", "depth_at", "started", "n", "handed_one", "__weakref__")
+    __slots__ = ("stats", "handed", "depth_ok", "depth_at", "started", "n", "handed_one")
 
     def __init__(self, stats: Stats, started: Optional[float] = None) -> None:
         self.stats = stats
@@ -748,7 +752,6 @@ class Clock:
         self.started = started  # the epoch's start, until its first batch
         self.n = 0  # batches since the last whose cost was measured (_cost)
         self.handed_one = False  # this epoch has handed out a batch
-        stats.add_clock(self)
 
     def next(self, it: Any, take: Any) -> Any:
         """take(it), timed (_next); one batch in _cost.LOOP_EVERY has the
@@ -772,6 +775,7 @@ class Clock:
         where given, is paused while take runs (its time is the job's)."""
         t0 = _env.clock()
         stats = self.stats
+        stats.handed_at = None  # the loop asks: no step under way
         if stats.window is not None:  # the settings' window is one step: it ends here
             try:
                 _cost.cost.timed("settings", stats.close_settings)
@@ -787,6 +791,8 @@ class Clock:
         if self.handed is not None:
             step = t0 - self.handed  # recorded with the batch (Stats.record)
             self.handed = None
+            if step > stats.longest_step:
+                stats.longest_step = step
         depth = None
         if self.depth_ok and (self.depth_at is None or t0 >= self.depth_at):
             self.depth_at = t0 + DEPTH_EVERY  # a system call or two: not every batch
@@ -838,7 +844,7 @@ class Clock:
                 _cost.cost.timed("gpu_profile", gp.saw, stats.taken, t1)
         except Exception:
             stats.error()
-        self.handed = t1
+        self.handed = stats.handed_at = t1
         return batch
 
     def _last_step(self, step: Optional[float]) -> None:

@@ -236,7 +236,7 @@ class HookTest(unittest.TestCase):
         # A step of many seconds completes no batch in the reads between:
         # only the gauge says the loop is stepping. 12 s into the step it
         # reads 12; while the loop waits for the next batch, and once the
-        # epoch has ended, 0; a loop that dropped its iterator has no step.
+        # epoch has ended, 0.
         clock = self.clock
         w = self.watch(Batches(clock, [0.0] * 3))
         it = iter(w)
@@ -254,15 +254,39 @@ class HookTest(unittest.TestCase):
             pass
         clock.t += 5
         self.assertEqual(self.metrics(w)["gpuwatch_loader_stepping_seconds"], 0, "the epoch ended")
-        it2 = iter(w)
-        next(it2)
-        clock.t += 3
-        self.assertAlmostEqual(self.metrics(w)["gpuwatch_loader_stepping_seconds"], 3, places=9)
-        del it2  # the loop broke out and let go of its iterator
-        import gc
 
-        gc.collect()
-        self.assertEqual(self.metrics(w)["gpuwatch_loader_stepping_seconds"], 0, "no iterator, no step")
+    def test_a_step_is_the_loops_not_an_abandoned_iterators(self):
+        # The loop breaks out of a validation loader after 2 batches and
+        # keeps it (persistent workers keep its iterator): once it asks
+        # the training loader for a batch, that old hand-out is no step.
+        # A step under way past STEP_BELIEVED (no step as long completed)
+        # is a loop that stopped iterating: 0; after a 100 s step, one of
+        # 300 s is still believed (ten times the longest).
+        clock = self.clock
+        stats = hook._timing.Stats()
+        val = hook._timing.Timed(iter(Batches(clock, [0.0] * 5)), stats)
+        train = hook._timing.Timed(iter(Batches(clock, [0.0] * 5)), stats)
+        next(val)
+        next(val)  # and the loop breaks out, keeping val
+        clock.t += 1
+        self.assertAlmostEqual(stats.stepping(), 1, places=9)
+        next(train)
+        clock.t += 0.5
+        self.assertAlmostEqual(stats.stepping(), 0.5, places=9, msg="the training loop's step, not val's")
+        clock.t += hook._timing.STEP_BELIEVED
+        self.assertEqual(stats.stepping(), 0, "a step past STEP_BELIEVED: the loop stopped")
+        clock.t = 0.0
+        next(train)
+        clock.t += 100
+        next(train)  # a 100 s step completed
+        clock.t += 300
+        self.assertAlmostEqual(stats.stepping(), 300, places=9)
+        clock.t += 701
+        self.assertEqual(stats.stepping(), 0)
+        for it in (train, val):  # the loops leave: what their windows installed goes
+            for _ in it:
+                pass
+        self.assertIsNone(stats.sync_window)
 
     def test_an_epochs_first_wait_and_another_loaders_batch(self):
         # The wait for an epoch's first batch is its start-up (first_batch
