@@ -219,7 +219,10 @@ func (p *Loader) waitFigures(out *sample.Loader, prev, cur LoaderCounters, sec f
 	// out of that iterator and asked another), so it is not taken off
 	// the steps that end.
 	before, now := underWay(prev.Waiting, cur.Waiting, sec)
-	_, stepNow := underWay(prev.Stepping, cur.Stepping, sec)
+	var stepNow float64
+	if cur.Stepping != nil {
+		stepNow = min(*cur.Stepping, sec)
+	}
 	stepIn = dStep
 	if cur.Step.Count == prev.Step.Count {
 		stepIn = stepNow
@@ -247,9 +250,9 @@ func (p *Loader) waitFigures(out *sample.Loader, prev, cur LoaderCounters, sec f
 	return stepIn
 }
 
-// underWay is a wait's or a step's seconds under way at the last read
-// and at this one, this one at most the interval's sec (0 where the
-// loader does not say).
+// underWay is a wait's seconds under way at the last read and at this
+// one, this one at most the interval's sec (0 where the loader does not
+// say).
 func underWay(prev, cur *float64, sec float64) (before, now float64) {
 	if prev != nil {
 		before = *prev

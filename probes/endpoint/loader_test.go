@@ -113,6 +113,18 @@ func TestLoaderWaitUnderWayIsTheShareOfAnIntervalWithNoBatch(t *testing.T) {
 	}
 }
 
+// oneMoreBatch is c with one more batch handed out: a wait of wait
+// seconds, then a step of step seconds, both counted in bucket 3 (the
+// tests read sums and counts, not the buckets).
+func oneMoreBatch(c LoaderCounters, wait, step float64) LoaderCounters {
+	c.Batches++
+	c.Wait.Count, c.Wait.Sum = c.Wait.Count+1, c.Wait.Sum+wait
+	c.Step.Count, c.Step.Sum = c.Step.Count+1, c.Step.Sum+step
+	c.Wait.Counts[3]++
+	c.Step.Counts[3]++
+	return c
+}
+
 // A wait that spans a read is counted in the intervals it passed in: 0.4 s
 // of it before the read (that interval's share), the rest, 0.5 s, after;
 // then 0.3 s of the next wait under way at the next read.
@@ -123,12 +135,7 @@ func TestLoaderWaitSpanningAReadIsSplitAtIt(t *testing.T) {
 	waiting := 0.4
 	src.c.Waiting = &waiting
 	probetest.NearPtr(t, "interval 1 (no batch, 0.4 s waiting)", collectLoader(t, p, probetest.T0.Add(time.Second)).Loader.WaitShare, 0.4)
-	c := counters(10, 30*time.Millisecond, 70*time.Millisecond)
-	c.Batches++
-	c.Wait.Count, c.Wait.Sum = c.Wait.Count+1, c.Wait.Sum+0.9 // the wait ends, 0.9 s in all
-	c.Step.Count, c.Step.Sum = c.Step.Count+1, c.Step.Sum+0.2
-	c.Wait.Counts[3]++
-	c.Step.Counts[3]++
+	c := oneMoreBatch(counters(10, 30*time.Millisecond, 70*time.Millisecond), 0.9, 0.2) // the wait ends, 0.9 s in all
 	next := 0.3
 	c.Waiting = &next
 	src.c = c
@@ -158,12 +165,7 @@ func TestLoaderStepUnderWayKeepsTheAcceleratorBusy(t *testing.T) {
 	}
 	// The step ends 3.0 s in, 0.4 s past the last read; the loop waits
 	// 0.1 s and steps again, 0.5 s in at this read.
-	c := counters(10, 30*time.Millisecond, 70*time.Millisecond)
-	c.Batches++
-	c.Wait.Count, c.Wait.Sum = c.Wait.Count+1, c.Wait.Sum+0.1
-	c.Step.Count, c.Step.Sum = c.Step.Count+1, c.Step.Sum+3.0
-	c.Wait.Counts[3]++
-	c.Step.Counts[3]++
+	c := oneMoreBatch(counters(10, 30*time.Millisecond, 70*time.Millisecond), 0.1, 3.0)
 	again := 0.5
 	c.Stepping = &again
 	src.c = c

@@ -388,7 +388,8 @@ class Stats:
         batch, by any of its iterators, while it has not asked for the
         next (0: none, or a wait under way). A step is counted whole when
         it ends (record); one of many seconds would leave every read
-        between blind: this puts its seconds in the reads they passed in.
+        between blind: the watcher takes this for the steps of a read
+        where none ended (docs/diagnosis.md).
         A loop that stopped iterating but keeps its iterator (a loop that
         broke out of an epoch, max_steps reached) would read as stepping
         for ever: past STEP_BELIEVED seconds, or ten times the longest step
