@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -125,6 +126,13 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	defer cancel()
 	stopForwarding := job.Forward(sigs, j, cancel, dashboard)
 	defer stopForwarding()
+	// --once's summary is written once the job has stopped: the job's
+	// last words on being interrupted (a KeyboardInterrupt's traceback)
+	// come first, and the verdict is the last thing on the terminal.
+	var summary bytes.Buffer
+	if w.once {
+		stdout = &summary
+	}
 	o := w.options(stdout, stderr)
 	o.PID, o.Job, o.Title = j.PID(), j, "run: "+j.Command()
 	o.Hooked = true
@@ -132,6 +140,9 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 		Within: func(pid int) bool { return training.Descends(w.procRoot, pid, j.PID()) }}
 	onOneP(func() { err = session.Run(ctx, o) })
 	j.Stop(interruptGrace)
+	if _, werr := opts.stdout.Write(summary.Bytes()); werr != nil && err == nil {
+		err = werr
+	}
 	if dashboard && jo.Log != "" {
 		fmt.Fprintf(stderr, "gpuwatch: the job's output is in %s\n", j.LogNote())
 		for _, l := range j.Tail(10) {

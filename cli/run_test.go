@@ -65,3 +65,41 @@ func TestRunOnceSaysTheCommandEndedFirst(t *testing.T) {
 		t.Fatalf("a command that succeeds at once: exit %d, stderr %q", code, errb.String())
 	}
 }
+
+// TestRunOnceSummaryComesAfterTheJobStopped: --once interrupts the job
+// when it is done watching, and the job's last words on that (a
+// KeyboardInterrupt's traceback, thirty lines of it) came after the
+// verdict and pushed it off the screen. The summary is written once the
+// job has stopped: here the job's SIGINT handler leaves a file, and the
+// summary's first write must find it.
+func TestRunOnceSummaryComesAfterTheJobStopped(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "stopped")
+	out := &firstWrite{marker: marker}
+	var errb bytes.Buffer
+	script := `trap 'touch "$0"; exit 0' INT; while :; do sleep 0.1; done`
+	code := Run([]string{"run", "--once", "--duration", "2s", "--", "sh", "-c", script, marker}, out, &errb)
+	if out.writes == 0 {
+		t.Fatalf("exit %d, no summary; stderr %q", code, errb.String())
+	}
+	if !out.afterJob {
+		t.Errorf("the summary was written before the job had stopped (exit %d): %q", code, out.buf.String())
+	}
+}
+
+// firstWrite is a writer that notes whether marker existed at its first
+// write.
+type firstWrite struct {
+	marker   string
+	writes   int
+	afterJob bool
+	buf      bytes.Buffer
+}
+
+func (w *firstWrite) Write(p []byte) (int, error) {
+	if w.writes == 0 {
+		_, err := os.Stat(w.marker)
+		w.afterJob = err == nil
+	}
+	w.writes++
+	return w.buf.Write(p)
+}
