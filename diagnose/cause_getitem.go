@@ -20,8 +20,13 @@ func getitemCause(in *causeIn) (Cause, bool) {
 	inline := s.inline || s.workers == 0
 	where, profiled, which := "a worker's", "the workers' profile finds %.0f %% of their CPU in %s", "a CPU profile of the workers says which part"
 	if inline {
-		// The loop loads: its own process's profile is the loading's.
-		where, profiled, which = "the loop's (num_workers=0)", "the training process's profile finds %.0f %% of its CPU in %s", "a CPU profile of the training process says which part"
+		// The loop loads: its own samples under the DataLoader's fetch
+		// are the loading's (InlineTop), the rest of its profile is the
+		// step's.
+		where, profiled, which = "the loop's (num_workers=0)", "the training process's profile finds %.0f %% of its loading's CPU in %s", "a CPU profile of the training process says which part"
+		if p != nil && len(p.InlineTop) == 0 {
+			profiled = "the training process's profile finds %.0f %% of its CPU in %s"
+		}
 	}
 	evidence := fmt.Sprintf("the dataset's __getitem__ takes %.0f %% of %s %s per batch (%s for %.0f samples)",
 		100*s.getitem/s.worker(), where, ms(s.worker()), ms(s.getitem), s.batch)
@@ -39,14 +44,15 @@ func getitemCause(in *causeIn) (Cause, bool) {
 // the hand-over and waiting (so, most likely, __getitem__'s: the job's own
 // line where no category names it), with where it is and its share of the
 // workers' CPU; none without the workers' profile. Loading inline
-// (num_workers=0) the training process loads, and its own profile's
-// functions (Top) are read instead.
+// (num_workers=0) the training process loads: its samples under the
+// DataLoader's fetch (InlineTop) are read instead, or its whole profile
+// (Top) where it has none of them (a profile from before InlineTop).
 func busiestInGetitem(p *sample.Profile, inline bool) (string, float64, bool) {
 	if p == nil {
 		return "", 0, false
 	}
 	if inline {
-		return busiestOf(p.Top)
+		return busiestOf(loadingTop(&sample.Profile{InlineTop: p.InlineTop, Top: p.Top}))
 	}
 	return busiestOf(p.WorkersTop)
 }

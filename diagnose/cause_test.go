@@ -332,14 +332,41 @@ func TestPracticeGoesWhereACauseIsNamed(t *testing.T) {
 // __getitem__ at 95 %: the evidence names the function, for the cause
 // and the profile line.
 func TestInlineLoadingNamesTheBusiestFunction(t *testing.T) {
+	getitem := sample.ProfileFunc{Name: "__main__.Synthetic.__getitem__", File: "train_cpu.py", Line: 69, Flat: 0.95, Cum: 0.96}
+	v, c := inlineGetitemVerdict(t, &sample.Profile{CPUSec: 5, Samples: 500,
+		Categories: []sample.ProfileCategory{{Name: sample.CatOther, Share: 0.94}, {Name: sample.CatCollating, Share: 0.01}},
+		Top: []sample.ProfileFunc{{Name: "torch.utils.data._utils.collate.default_collate", File: "/usr/lib/python3/dist-packages/torch/utils/data/_utils/collate.py", Line: 1, Flat: 0.01}, getitem}})
+	wantInlineEvidence(t, v, c, "the training process's profile finds 95 % of its CPU in ")
+	if strings.Contains(c.Fix, "workers") {
+		t.Errorf("fix %q sends the user to the workers", c.Fix)
+	}
+	// The same loop's step beside its loading: the whole profile's
+	// busiest function is the backward pass (a small MLP's verdict cited
+	// run_backward beside __getitem__ advice); the samples under the
+	// DataLoader's fetch (InlineTop) name the loading's.
+	backward := sample.ProfileFunc{Name: "Variable._execution_engine.run_backward", File: "/usr/lib/python3/dist-packages/torch/autograd/__init__.py", Line: 197, Flat: 0.4, Cum: 0.4}
+	getitem.Flat, getitem.Cum = 0.3, 0.31
+	loading := getitem
+	loading.Flat, loading.Cum = 0.6, 0.62
+	v, c = inlineGetitemVerdict(t, &sample.Profile{CPUSec: 5, Samples: 500,
+		Categories: []sample.ProfileCategory{{Name: sample.CatOther, Share: 0.94}, {Name: sample.CatCollating, Share: 0.01}},
+		Top: []sample.ProfileFunc{backward, getitem}, InlineShare: 0.5, InlineTop: []sample.ProfileFunc{loading}})
+	wantInlineEvidence(t, v, c, "the training process's profile finds 60 % of its loading's CPU in ")
+	if strings.Contains(c.Evidence, "run_backward") {
+		t.Errorf("evidence %q names the step's backward pass", c.Evidence)
+	}
+}
+
+// inlineGetitemVerdict is the verdict on a recorded num_workers=0 loop
+// with __getitem__ its stages' all and prof its CPU profile, and its
+// getitem cause.
+func inlineGetitemVerdict(t *testing.T, prof *sample.Profile) (Verdict, *Cause) {
+	t.Helper()
 	var fs []sample.Frame
 	for _, l := range readRecording(t, "testdata/pytorch/refblas-workers0.jsonl") {
 		if l.Type == "frame" && l.Loader != nil {
 			l.Frame.Loader.Stages = &sample.LoaderStages{GetitemMs: ptr(44.0), CollateMs: ptr(0.5)}
-			l.Frame.Profile = &sample.Profile{CPUSec: 5, Samples: 500,
-				Categories: []sample.ProfileCategory{{Name: sample.CatOther, Share: 0.94}, {Name: sample.CatCollating, Share: 0.01}},
-				Top: []sample.ProfileFunc{{Name: "torch.utils.data._utils.collate.default_collate", File: "/usr/lib/python3/dist-packages/torch/utils/data/_utils/collate.py", Line: 1, Flat: 0.01},
-					{Name: "__main__.Synthetic.__getitem__", File: "train_cpu.py", Line: 69, Flat: 0.95, Cum: 0.96}}}
+			l.Frame.Profile = prof
 			fs = append(fs, l.Frame)
 		}
 	}
@@ -348,12 +375,17 @@ func TestInlineLoadingNamesTheBusiestFunction(t *testing.T) {
 	if v.Kind != SingleCoreMaxed || c == nil {
 		t.Fatalf("%s, causes %v", v.Kind, causeIDs(v.Causes))
 	}
+	return v, c
+}
+
+// wantInlineEvidence: the getitem cause says the profile's figure (lead)
+// for the training script's __getitem__, and so does the verdict's
+// profile line.
+func wantInlineEvidence(t *testing.T, v Verdict, c *Cause, lead string) {
+	t.Helper()
 	place := "__main__.Synthetic.__getitem__ (train_cpu.py:69)"
-	if want := "the training process's profile finds 95 % of its CPU in " + place; !strings.Contains(c.Evidence, want) {
+	if want := lead + place; !strings.Contains(c.Evidence, want) {
 		t.Errorf("evidence %q lacks %q", c.Evidence, want)
-	}
-	if strings.Contains(c.Fix, "workers") {
-		t.Errorf("fix %q sends the user to the workers", c.Fix)
 	}
 	var ev []string
 	for _, e := range v.Evidence {

@@ -69,15 +69,26 @@ func profileCause(id, category, fix string) func(*causeIn) (Cause, bool) {
 	}
 }
 
-// topOf is the workers' busiest function of a category (the profile's,
-// in a profile from before WorkersTop), with where it is: outside text
-// (the job's own names), made printable and cut short.
-func topOf(p *sample.Profile, category string) (string, bool) {
-	top := p.WorkersTop // the workers' own: not the training loop's float(loss)
-	if len(top) == 0 {
-		top = p.Top
+// loadingTop is the busiest functions of a profile's loading: the
+// workers' (WorkersTop), else the loop's own loading inline (InlineTop,
+// num_workers=0), else the whole profile's (one from before them, or a
+// loader that is not torch's) — not the training loop's float(loss) or
+// backward beside them.
+func loadingTop(p *sample.Profile) []sample.ProfileFunc {
+	switch {
+	case len(p.WorkersTop) > 0:
+		return p.WorkersTop
+	case len(p.InlineTop) > 0:
+		return p.InlineTop
 	}
-	for _, f := range top {
+	return p.Top
+}
+
+// topOf is the loading's busiest function of a category (loadingTop),
+// with where it is: outside text (the job's own names), made printable
+// and cut short.
+func topOf(p *sample.Profile, category string) (string, bool) {
+	for _, f := range loadingTop(p) {
 		if profileCategoryOf(f) == category {
 			return placeOf(f), true
 		}

@@ -411,7 +411,7 @@ func profileEvidence(k Kind, w *window, th Thresholds, mmap bool) (Evidence, boo
 		// function names better than "elsewhere" does.
 		// (Top is by self time, the categories by every frame on the
 		// stack: the function is named, its share is not set beside.)
-		for _, f := range w.profile.Top {
+		for _, f := range loadingTop(w.profile) {
 			if c := profileCategoryOf(f); c == "" || c == sample.CatOther {
 				text = fmt.Sprintf("the loader's CPU profile: %.0f %% of its CPU is in code of no category gpuwatch knows; the busiest such function is %s", 100*best.Share, placeOf(f))
 				break

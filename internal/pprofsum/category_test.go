@@ -229,6 +229,55 @@ func TestWorkersTopIsTheWorkersAlone(t *testing.T) {
 	}
 }
 
+// TestInlineTopIsTheLoopsLoadingAlone: with num_workers=0 the training
+// process loads each batch under the DataLoader's fetch, beside its step:
+// the loading's top functions come from the samples under the fetch only,
+// as shares of their CPU, so a cause in __getitem__ names the dataset's
+// code, not the backward pass the whole profile's top puts first (a
+// small MLP's verdict cited run_backward beside __getitem__ advice).
+func TestInlineTopIsTheLoopsLoadingAlone(t *testing.T) {
+	p := synthetic(map[string]int64{
+		"DS.__getitem__;fetch.<listcomp>;_MapDatasetFetcher.fetch;DataLoader._next_data;train.loop": 3,
+		"C:torch.randn@/ds.py;DS.__getitem__;fetch.<listcomp>;_MapDatasetFetcher.fetch;DataLoader._next_data;train.loop": 1,
+		"run_backward;Tensor.backward;train.loop": 6,
+		"C:builtins.float@/w.py;W.__getitem__;_MapDatasetFetcher.fetch;worker_loop": 2,
+	})
+	for _, f := range p.Function {
+		if f.Name == "_MapDatasetFetcher.fetch" || f.Name == "fetch.<listcomp>" {
+			f.Filename = "/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch.py"
+		}
+	}
+	for _, s := range p.Sample {
+		if s.Location[0].Line[0].Function.Name == "builtins.float" {
+			s.Label = map[string][]string{workerLabel: {"4242"}} // a worker's: not the loop's loading
+		}
+	}
+	s, err := summarize(p, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Top[0].Name != "run_backward" {
+		t.Fatalf("the whole profile's top %+v: want the backward pass first", s.Top)
+	}
+	if len(s.InlineTop) == 0 || s.InlineTop[0].Name != "DS.__getitem__" || s.InlineTop[0].Flat != 0.75 || s.InlineTop[0].Cum != 1 {
+		t.Fatalf("the loop's loading top %+v: want DS.__getitem__ first, 3 of its 4 samples flat, all 4 cum", s.InlineTop)
+	}
+	for _, f := range s.InlineTop {
+		if f.Name == "run_backward" || f.Name == "builtins.float" {
+			t.Errorf("%s among the loop's loading: it is the step's or a worker's", f.Name)
+		}
+	}
+	if s.InlineShare != 4.0/12 {
+		t.Errorf("inline share %v, want 4 of 12 samples", s.InlineShare)
+	}
+	if len(s.WorkersTop) == 0 || s.WorkersTop[0].Name != "builtins.float" || s.WorkersTop[0].Flat != 1 {
+		t.Errorf("workers' top %+v: the worker's sample alone", s.WorkersTop)
+	}
+	if s, _ := summarize(synthetic(map[string]int64{"a;b": 1}), 8); s.InlineTop != nil || s.InlineShare != 0 {
+		t.Errorf("no fetch on any stack, yet inline %v %+v", s.InlineShare, s.InlineTop)
+	}
+}
+
 // A top function read from a summary that does not carry its category
 // (an older recording): by its name and file, a C call by its name alone
 // (its file is its caller's, which never decides it).

@@ -223,11 +223,17 @@ func summarize(p *profile.Profile, top int) (*sample.Profile, error) {
 			return nil, errors.New("the profile's sample values add up past 2⁶³: no CPU profile is that long")
 		}
 		tl.total += v
-		worker := len(s.Label[workerLabel]) > 0
-		c := tl.add(si, s, v, worker)
-		if worker {
-			tl.workerCats[c] += v
-			tl.workerTotal += v
+		var pt *part // the workers' samples, or the loop's loading inline
+		switch {
+		case len(s.Label[workerLabel]) > 0:
+			pt = &tl.workers
+		case tl.underFetch(s):
+			pt = &tl.inline
+		}
+		c := tl.add(si, s, v, pt)
+		if pt != nil {
+			pt.cats[c] += v
+			pt.total += v
 		}
 	}
 	if tl.total == 0 {
@@ -248,21 +254,55 @@ type profileTally struct {
 	cat      []int8 // index into sample.ProfileCategories, -1 none
 	weak     []bool // cat counts only as the innermost frame (categoryRule.weak)
 	gcWorker []bool // the GC's background mark worker
+	fetch    []bool // the DataLoader's fetch (fetchFile): loading, where it runs
+	anyFetch bool   // some function is
 	flat     []int64
 	cum      []int64
 	// flatBy is each function's flat time by the category it went to
-	// (sample.ProfileCategories), workerFlatBy of the workers' samples
-	// alone; nil for a function with none.
-	flatBy, workerFlatBy [][]int64
-	// The same of the workers' samples alone (workerLabel).
-	workerFlat, workerCum []int64
-	stamp                 []int   // sample number (from 1) that last counted cum
-	cats                  []int64 // by sample.ProfileCategories
-	total                 int64
-	// The samples labelled with a DataLoader worker's pid (workerLabel):
-	// their categories and total.
-	workerCats  []int64
-	workerTotal int64
+	// (sample.ProfileCategories); nil for a function with none.
+	flatBy [][]int64
+	stamp  []int   // sample number (from 1) that last counted cum
+	cats   []int64 // by sample.ProfileCategories
+	total  int64
+	// workers: the samples labelled with a DataLoader worker's pid
+	// (workerLabel); inline: the training process's other samples under
+	// the DataLoader's fetch (num_workers=0: the loop loads each batch
+	// itself, beside its step).
+	workers, inline part
+}
+
+// part is the same sums over a part of a profile's samples.
+type part struct {
+	flat, cum []int64
+	flatBy    [][]int64
+	cats      []int64 // by sample.ProfileCategories
+	total     int64
+}
+
+// fetchFile is where torch's DataLoader fetches a batch from the dataset
+// (_MapDatasetFetcher.fetch, _IterableDatasetFetcher.fetch): a sample
+// with it on its stack is loading, in a worker or in the loop itself.
+const fetchFile = "torch/utils/data/_utils/fetch.py"
+
+// underFetch says whether the DataLoader's fetch is on s's stack. It is
+// near the stack's root (the loop, next(), the fetch, then the dataset's
+// code): looked for from there.
+func (tl *profileTally) underFetch(s *profile.Sample) bool {
+	if !tl.anyFetch {
+		return false
+	}
+	for i := len(s.Location) - 1; i >= 0; i-- {
+		fs := tl.t.funcsOf(s.Location[i])
+		if len(tl.t.names) > len(tl.cat) {
+			tl.grow()
+		}
+		for _, fi := range fs {
+			if tl.fetch[fi] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // flatDominance is the share of a function's flat time one category must
@@ -286,8 +326,8 @@ func newProfileTally(t *funcTable) *profileTally {
 	n := len(t.names)
 	tl := &profileTally{
 		t: t, cat: make([]int8, 0, n), weak: make([]bool, 0, n), gcWorker: make([]bool, 0, n),
-		flat: make([]int64, n), cum: make([]int64, n), stamp: make([]int, n), workerFlat: make([]int64, n), workerCum: make([]int64, n),
-		cats: make([]int64, len(sample.ProfileCategories)), workerCats: make([]int64, len(sample.ProfileCategories)),
+		flat: make([]int64, n), cum: make([]int64, n), stamp: make([]int, n), cats: make([]int64, len(sample.ProfileCategories)),
+		workers: newPart(n), inline: newPart(n),
 	}
 	tl.grow()
 	return tl
@@ -306,14 +346,27 @@ func (tl *profileTally) grow() {
 		tl.cat = append(tl.cat, c)
 		tl.weak = append(tl.weak, weak)
 		tl.gcWorker = append(tl.gcWorker, strings.HasPrefix(names[i], "runtime.gcBgMarkWorker"))
+		tl.fetch = append(tl.fetch, strings.HasSuffix(tl.t.files[i], fetchFile))
+		tl.anyFetch = tl.anyFetch || tl.fetch[i]
 	}
-	tl.flat = append(tl.flat, make([]int64, len(names)-len(tl.flat))...)
-	tl.flatBy = append(tl.flatBy, make([][]int64, len(names)-len(tl.flatBy))...)
-	tl.workerFlatBy = append(tl.workerFlatBy, make([][]int64, len(names)-len(tl.workerFlatBy))...)
-	tl.cum = append(tl.cum, make([]int64, len(names)-len(tl.cum))...)
-	tl.workerFlat = append(tl.workerFlat, make([]int64, len(names)-len(tl.workerFlat))...)
-	tl.workerCum = append(tl.workerCum, make([]int64, len(names)-len(tl.workerCum))...)
-	tl.stamp = append(tl.stamp, make([]int, len(names)-len(tl.stamp))...)
+	n := len(names)
+	tl.flat = grown(tl.flat, n)
+	tl.flatBy = grown(tl.flatBy, n)
+	tl.cum = grown(tl.cum, n)
+	tl.stamp = grown(tl.stamp, n)
+	for _, pt := range []*part{&tl.workers, &tl.inline} {
+		pt.flat, pt.cum, pt.flatBy = grown(pt.flat, n), grown(pt.cum, n), grown(pt.flatBy, n)
+	}
+}
+
+// newPart is a part's sums for n functions, all 0.
+func newPart(n int) part {
+	return part{flat: make([]int64, n), cum: make([]int64, n), cats: make([]int64, len(sample.ProfileCategories))}
+}
+
+// grown is xs extended with zero values to n long.
+func grown[T any](xs []T, n int) []T {
+	return append(xs, make([]T, max(0, n-len(xs)))...)
 }
 
 // add counts sample number si's value v: flat to its innermost function,
@@ -321,7 +374,7 @@ func (tl *profileTally) grow() {
 // the innermost function that a strong rule matches, else the innermost
 // function's weak one (the GC's worker anywhere on the stack makes it gc;
 // none, other), and returns that category. The caller adds v to total.
-func (tl *profileTally) add(si int, s *profile.Sample, v int64, worker bool) int {
+func (tl *profileTally) add(si int, s *profile.Sample, v int64, pt *part) int {
 	first, c, gc := -1, int8(-1), false
 	// A C function caught running is the innermost frame; its caller, when
 	// a strong row names it, decides before it (torchvision's to_tensor is
@@ -344,8 +397,8 @@ func (tl *profileTally) add(si int, s *profile.Sample, v int64, worker bool) int
 			if stamp[fi] != si+1 { // cum: once per function per sample
 				stamp[fi] = si + 1
 				cum[fi] += v
-				if worker {
-					tl.workerCum[fi] += v
+				if pt != nil {
+					pt.cum[fi] += v
 				}
 			}
 			gc = gc || gcWorker[fi]
@@ -366,8 +419,8 @@ func (tl *profileTally) add(si int, s *profile.Sample, v int64, worker bool) int
 	}
 	if first >= 0 {
 		tl.flat[first] += v
-		if worker {
-			tl.workerFlat[first] += v
+		if pt != nil {
+			pt.flat[first] += v
 		}
 		if c < 0 && tl.weak[first] {
 			c = tl.cat[first]
@@ -383,8 +436,8 @@ func (tl *profileTally) add(si int, s *profile.Sample, v int64, worker bool) int
 	tl.cats[cat] += v
 	if first >= 0 {
 		addBy(tl.flatBy, first, cat, v)
-		if worker {
-			addBy(tl.workerFlatBy, first, cat, v)
+		if pt != nil {
+			addBy(pt.flatBy, first, cat, v)
 		}
 	}
 	return cat
@@ -415,15 +468,19 @@ func (tl *profileTally) finish(out *sample.Profile, unit string, top int) {
 	for i, c := range sample.ProfileCategories {
 		out.Categories = append(out.Categories, sample.ProfileCategory{Name: c, Share: float64(tl.cats[i]) / float64(total)})
 	}
-	if w := tl.workerTotal; w > 0 {
+	if w := tl.workers.total; w > 0 {
 		out.WorkersShare = float64(w) / float64(total)
 		for i, c := range sample.ProfileCategories {
-			out.Workers = append(out.Workers, sample.ProfileCategory{Name: c, Share: float64(tl.workerCats[i]) / float64(w)})
+			out.Workers = append(out.Workers, sample.ProfileCategory{Name: c, Share: float64(tl.workers.cats[i]) / float64(w)})
 		}
 	}
 	out.Top = tl.top(tl.flat, tl.cum, tl.flatBy, total, top)
-	if w := tl.workerTotal; w > 0 {
-		out.WorkersTop = tl.top(tl.workerFlat, tl.workerCum, tl.workerFlatBy, w, top)
+	if w := tl.workers.total; w > 0 {
+		out.WorkersTop = tl.top(tl.workers.flat, tl.workers.cum, tl.workers.flatBy, w, top)
+	}
+	if in := tl.inline.total; in > 0 {
+		out.InlineShare = float64(in) / float64(total)
+		out.InlineTop = tl.top(tl.inline.flat, tl.inline.cum, tl.inline.flatBy, in, top)
 	}
 }
 
