@@ -260,7 +260,9 @@ passed to its process group. gpuwatch's lines never mix into its output:
 
 With --duration or --once, gpuwatch stops watching when the time is up or
 the verdict has settled, and interrupts the job as Ctrl-C would (SIGINT,
-then SIGTERM after 10 s); --once then exits with its own status (0, 3, 4).
+then SIGTERM after 10 s); --once prints its summary once the job has
+stopped (after what the job said on being interrupted) and exits with its
+own status (0, 3, 4).
 A command that is not Python, or a Python job without a DataLoader, is
 watched as a process tree, and the view says nothing was instrumented.
 
