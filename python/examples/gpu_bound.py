@@ -6,6 +6,8 @@ indices so the hook has a loop to time). Its precision is the question:
     python3 gpu_bound.py --model mlp --precision bf16     # autocast bf16
     python3 gpu_bound.py --model mlp --precision tf32     # fp32 on TF32 tensor cores
     python3 gpu_bound.py --model resnet --precision bf16 --channels-last
+    python3 gpu_bound.py --model mlp --hidden 256 --batch 64 --sync-every-step  # loss.item() each step
+    python3 gpu_bound.py --model mlp --hidden 256 --batch 64 --compile          # CUDA graphs (torch 2)
 
 It writes its own samples/s (the truth gpuwatch's figures are checked
 against) to --out every few seconds. Run it under gpuwatch:
@@ -28,7 +30,11 @@ p.add_argument("--hidden", type=int, default=4096)
 p.add_argument("--layers", type=int, default=8)
 p.add_argument("--seconds", type=float, default=60)
 p.add_argument("--out", default="")
+p.add_argument("--sync-every-step", action="store_true", help="read the loss with .item() every step (a host sync)")
+p.add_argument("--compile", action="store_true", help='torch.compile(model, mode="reduce-overhead"): CUDA graphs')
 args = p.parse_args()
+if args.compile and not hasattr(torch, "compile"):
+    p.error("--compile needs torch 2 (torch.compile); this is torch " + torch.__version__)
 
 dev = "cuda" if torch.cuda.is_available() else "cpu"
 if args.precision == "tf32":
@@ -54,6 +60,8 @@ if args.channels_last:
     model = model.to(memory_format=torch.channels_last)
     x = x.to(memory_format=torch.channels_last)
 y = torch.randint(0, 10, (batch,), device=dev)
+if args.compile:
+    model = torch.compile(model, mode="reduce-overhead")
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)
 loss_fn = torch.nn.CrossEntropyLoss()
 
@@ -70,6 +78,8 @@ for i, _ in enumerate(loader):
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
+    if args.sync_every_step:
+        seen = loss.item()  # the host waits for the GPU here, every step
     done += batch
     now = time.monotonic()
     if mark is None and now - t0 >= 5:  # past the warm-up
