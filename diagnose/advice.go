@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -48,12 +49,12 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice, pay *sample.Ba
 }
 
 // The wait under way that reads as a hang, not a slow input: at least
-// stuckHangSec (the hook's HANG_SEC, loader.HangWait), and stuckHangSteps
+// stuckHangSec (sample.HangWait, the figure's one home), and stuckHangSteps
 // times what a batch takes where that is known — the loop's step, and a
 // worker's time on a batch (its timed stages) over the workers: a
 // pipeline that is slow but moving is told its knobs.
 const (
-	stuckHangSec   = 10.0
+	stuckHangSec   = float64(sample.HangWait / time.Second)
 	stuckHangSteps = 10.0
 )
 

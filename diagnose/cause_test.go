@@ -335,7 +335,7 @@ func TestInlineLoadingNamesTheBusiestFunction(t *testing.T) {
 	getitem := sample.ProfileFunc{Name: "__main__.Synthetic.__getitem__", File: "train_cpu.py", Line: 69, Flat: 0.95, Cum: 0.96}
 	v, c := inlineGetitemVerdict(t, &sample.Profile{CPUSec: 5, Samples: 500,
 		Categories: []sample.ProfileCategory{{Name: sample.CatOther, Share: 0.94}, {Name: sample.CatCollating, Share: 0.01}},
-		Top: []sample.ProfileFunc{{Name: "torch.utils.data._utils.collate.default_collate", File: "/usr/lib/python3/dist-packages/torch/utils/data/_utils/collate.py", Line: 1, Flat: 0.01}, getitem}})
+		Top:        []sample.ProfileFunc{{Name: "torch.utils.data._utils.collate.default_collate", File: "/usr/lib/python3/dist-packages/torch/utils/data/_utils/collate.py", Line: 1, Flat: 0.01}, getitem}})
 	wantInlineEvidence(t, v, c, "the training process's profile finds 95 % of its CPU in ")
 	if strings.Contains(c.Fix, "workers") {
 		t.Errorf("fix %q sends the user to the workers", c.Fix)
@@ -350,7 +350,7 @@ func TestInlineLoadingNamesTheBusiestFunction(t *testing.T) {
 	loading.Flat, loading.Cum = 0.6, 0.62
 	v, c = inlineGetitemVerdict(t, &sample.Profile{CPUSec: 5, Samples: 500,
 		Categories: []sample.ProfileCategory{{Name: sample.CatOther, Share: 0.94}, {Name: sample.CatCollating, Share: 0.01}},
-		Top: []sample.ProfileFunc{backward, getitem}, InlineShare: 0.5, InlineTop: []sample.ProfileFunc{loading}})
+		Top:        []sample.ProfileFunc{backward, getitem}, InlineShare: 0.5, InlineTop: []sample.ProfileFunc{loading}})
 	wantInlineEvidence(t, v, c, "the training process's profile finds 60 % of its loading's CPU in ")
 	if strings.Contains(c.Evidence, "run_backward") {
 		t.Errorf("evidence %q names the step's backward pass", c.Evidence)

@@ -3,6 +3,8 @@ package loader
 import (
 	"sync"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // Buckets are the histogram upper bounds, in seconds, for wait and step
@@ -147,8 +149,8 @@ type Snapshot struct {
 // HangWait is how long a wait for an epoch's first batch lasts before
 // it counts as a wait under way (Snapshot.Waiting): until then it is the
 // epoch's start-up, which FirstBatch says once the batch comes; past it,
-// a hang (the hook's HANG_SEC; the watcher's stuckHangSec).
-const HangWait = 10 * time.Second
+// a hang (sample.HangWait, the figure's one home).
+const HangWait = sample.HangWait
 
 // waitingSince is the wait since t, 0 for the zero time and for an
 // epoch's first batch (first) awaited less than HangWait.

@@ -568,7 +568,8 @@ type Loader struct {
 	QueueDepth *float64 `json:"queue_depth"`
 	// WaitingMs is how long the training loop had waited for the batch it
 	// asked for when the loader was read (0: it was not waiting, or waits
-	// for its epoch's first batch, its start-up, less than a hang's 10 s);
+	// for its epoch's first batch, its start-up, less than a hang's
+	// HangWait);
 	// nil where the loader does not say. A loop that waits through a whole
 	// interval completes no batch there: this is what says it waited.
 	WaitingMs *float64 `json:"waiting_ms,omitempty"`
@@ -1061,3 +1062,11 @@ const (
 // keys of their own.
 var Sources = []Source{SourceCPU, SourceMem, SourceDisk, SourceNet, SourcePSI, SourceProc, SourceGPU, SourceJob,
 	SourceLoader, SourceProfile, SourceLoop, SourceDiscovery, SourceRecording, SourceSampler, SourceTarget}
+
+// HangWait is the one home of a hang's time: a loader's wait for a batch
+// this long is a hang, not a slow input. The embedded loader starts
+// counting an epoch's first batch as a wait under way only past it
+// (loader.HangWait), the watcher's stuck advice needs it (diagnose), and
+// the hook's HANG_SEC (python/gpuwatch_hook/_timing.py) is the same
+// figure, which a test reads there.
+const HangWait = 10 * time.Second

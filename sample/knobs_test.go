@@ -3,6 +3,7 @@ package sample
 import (
 	"os"
 	"regexp"
+	"strconv"
 	"testing"
 )
 
@@ -68,5 +69,22 @@ func TestKnobParseSpellsOneWay(t *testing.T) {
 	}
 	if KnobWorkers.SetBy(true) != "num_workers" || KnobWorkers.SetBy(false) != "--workers" || KnobCache.SetBy(true) != "--cache" {
 		t.Fatal("SetBy")
+	}
+}
+
+// TestHangWaitIsTheHooks: the hook says a wait under way past HANG_SEC,
+// and the watcher calls a wait of HangWait a hang; the two must be the
+// same figure, or a wait the hook has not said yet would be judged.
+func TestHangWaitIsTheHooks(t *testing.T) {
+	src, err := os.ReadFile("../python/gpuwatch_hook/_timing.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^HANG_SEC = ([0-9.]+)$`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("no HANG_SEC = N line in the hook's _timing.py")
+	}
+	if sec, err := strconv.ParseFloat(string(m[1]), 64); err != nil || sec != HangWait.Seconds() {
+		t.Errorf("the hook's HANG_SEC %s, sample.HangWait %v", m[1], HangWait)
 	}
 }

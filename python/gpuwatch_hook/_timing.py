@@ -34,7 +34,8 @@ DRAIN_EVERY = 0.1
 #: Seconds a wait for an epoch's first batch lasts before the page says
 #: it as a wait under way (gpuwatch_loader_waiting_seconds): before, it
 #: is the epoch's start-up, which first_batch says once the batch comes;
-#: past it, a hang (the watcher's stuckHangSec, diagnose/advice.go).
+#: past it, a hang (Go's sample.HangWait, sample/frame.go: a test there
+#: reads this line).
 HANG_SEC = 10.0
 
 #: Seconds a step under way is believed (gpuwatch_loader_stepping_seconds)
