@@ -3,8 +3,6 @@ package loader
 import (
 	"sync"
 	"time"
-
-	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // Buckets are the histogram upper bounds, in seconds, for wait and step
@@ -149,8 +147,10 @@ type Snapshot struct {
 // HangWait is how long a wait for an epoch's first batch lasts before
 // it counts as a wait under way (Snapshot.Waiting): until then it is the
 // epoch's start-up, which FirstBatch says once the batch comes; past it,
-// a hang (sample.HangWait, the figure's one home).
-const HangWait = sample.HangWait
+// a hang. The figure's one home is sample.HangWait, which this package
+// does not import (it imports nothing of gpuwatch): session/embedded's
+// TestLoaderHangWaitIsTheWatchers holds the two equal.
+const HangWait = 10 * time.Second
 
 // waitingSince is the wait since t, 0 for the zero time and for an
 // epoch's first batch (first) awaited less than HangWait.

@@ -1064,9 +1064,9 @@ var Sources = []Source{SourceCPU, SourceMem, SourceDisk, SourceNet, SourcePSI, S
 	SourceLoader, SourceProfile, SourceLoop, SourceDiscovery, SourceRecording, SourceSampler, SourceTarget}
 
 // HangWait is the one home of a hang's time: a loader's wait for a batch
-// this long is a hang, not a slow input. The embedded loader starts
-// counting an epoch's first batch as a wait under way only past it
-// (loader.HangWait), the watcher's stuck advice needs it (diagnose), and
-// the hook's HANG_SEC (python/gpuwatch_hook/_timing.py) is the same
-// figure, which a test reads there.
+// this long is a hang, not a slow input. The watcher's stuck advice
+// needs it (diagnose); the embedded loader (loader.HangWait) and the
+// hook (HANG_SEC, python/gpuwatch_hook/_timing.py) count an epoch's
+// first batch as a wait under way only past the same figure, which their
+// tests hold equal to this one.
 const HangWait = 10 * time.Second

@@ -43,3 +43,13 @@ func TestCountersCarryTheWaitUnderWay(t *testing.T) {
 		t.Fatalf("waiting %v, want 3 s", got.Waiting)
 	}
 }
+
+// TestLoaderHangWaitIsTheWatchers: the embedded loader says an epoch's
+// first wait as a wait under way from loader.HangWait, and the watcher
+// calls a wait of sample.HangWait a hang (loader imports nothing of
+// gpuwatch, so it cannot take the figure from sample).
+func TestLoaderHangWaitIsTheWatchers(t *testing.T) {
+	if loader.HangWait != sample.HangWait {
+		t.Errorf("loader.HangWait %v, sample.HangWait %v", loader.HangWait, sample.HangWait)
+	}
+}
