@@ -32,11 +32,13 @@ line says so.
 Several URLs, or a port range (http://127.0.0.1:6061-6068: the Python
 hook serves 6061 + LOCAL_RANK), watch every rank of a distributed job:
 frames carry ranks[], the verdict names the rank that holds the others
-back (the straggler), and profiles are taken from that rank. Loaders
-announced on this machine (the hook, gpuwatch run and gpuwatch loader
-announce themselves in ` + "`$XDG_RUNTIME_DIR/gpuwatch`" + `) are attached
-to as they come up, as plain gpuwatch does; --discover=false attaches to
-the URLs given only.
+back (the straggler), and profiles are taken from that rank. The other
+ranks of a distributed job a URL names, announced on this machine (the
+hook, gpuwatch run and gpuwatch loader announce themselves in
+` + "`$XDG_RUNTIME_DIR/gpuwatch`" + `, the hook with RANK and WORLD_SIZE), are
+attached to as they come up: a loader of the same WORLD_SIZE, above 1.
+Another job's loader is not (plain gpuwatch attaches to every announced
+loader); --discover=false attaches to the URLs given only.
 
 --ceiling[=DURATION] asks each loader given (POST /ceiling, with its token)
 to measure its ceiling: its training loop trains on kept batches, replayed,

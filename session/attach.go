@@ -111,17 +111,10 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 	if to.Discover {
 		discover = func() (endpoint.Discovery, error) {
 			d, err := endpoint.Discover(dir, procRoot)
-			if to.Within == nil || err != nil {
-				return d, err
+			if err == nil {
+				d.Found = joining(d, urls, to.Within)
 			}
-			kept := d.Found[:0]
-			for _, a := range d.Found {
-				if to.Within(a.PID) {
-					kept = append(kept, a)
-				}
-			}
-			d.Found = kept
-			return d, nil
+			return d, err
 		}
 	}
 	ranks := endpoint.NewRanks(attached, discover, discoverEvery)
@@ -147,6 +140,27 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 		}
 	}
 	return a, nil
+}
+
+// joining is the loaders d found that join the watch: where the user
+// named loaders (urls), those and other ranks of their distributed job
+// (endpoint.RanksOf), and of those the ones within the job where run
+// says (within: its command's process tree).
+func joining(d endpoint.Discovery, urls []string, within func(pid int) bool) []endpoint.Announcement {
+	found := d.Found
+	if len(urls) > 0 {
+		found = endpoint.RanksOf(d, urls)
+	}
+	if within == nil {
+		return found
+	}
+	kept := found[:0]
+	for _, a := range found {
+		if within(a.PID) {
+			kept = append(kept, a)
+		}
+	}
+	return kept
 }
 
 // announcedNow is the loader at u as the first of dirs that announces it

@@ -311,6 +311,37 @@ func AnnouncedFor(d Discovery, rawURL string) (Announcement, bool) {
 	return Announcement{}, false
 }
 
+// RanksOf is the loaders d found that are the ones at urls (the user
+// named them) or other ranks of their distributed job: it and a named one
+// announce the same WORLD_SIZE, above 1. An unrelated job's loader (two
+// scripts started from one shell) was taken for rank 1 of the one named,
+// its verdict given as the named one's, with the other's profile quoted
+// in it. A new slice: d is left as it was.
+func RanksOf(d Discovery, urls []string) []Announcement {
+	var named []Announcement
+	for _, u := range urls {
+		if a, ok := AnnouncedFor(d, u); ok {
+			named = append(named, a)
+		}
+	}
+	var out []Announcement
+	for _, a := range d.Found {
+		if slices.ContainsFunc(named, func(n Announcement) bool { return sameJob(a, n) }) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// sameJob says whether a is n itself, or another rank of n's distributed
+// job (the same WORLD_SIZE, above 1, announced by both).
+func sameJob(a, n Announcement) bool {
+	if a.key == n.key {
+		return true
+	}
+	return a.WorldSize != nil && n.WorldSize != nil && *a.WorldSize > 1 && *a.WorldSize == *n.WorldSize
+}
+
 // hostPortOf is a loader key's HOST:PORT (the scheme's port when it names
 // none).
 func hostPortOf(key string) string {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -671,5 +672,59 @@ func init() {
 			return holdOwns, ""
 		}
 		return real(procRoot, pid, host, port)
+	}
+}
+
+// TestRanksOfKeepsUnrelatedJobsApart: two scripts started from one shell,
+// each with its own loader and no WORLD_SIZE, are two jobs: attaching to
+// one of them by its URL does not take the other for its rank 1. The
+// ranks of a distributed job (the same WORLD_SIZE, above 1) join the one
+// named; a one-process job with WORLD_SIZE=1 joins nothing.
+func TestRanksOfKeepsUnrelatedJobsApart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gpuwatch")
+	zero, one, two := 0, 1, 2
+	rs := make([]*fakeRank, 5)
+	for i, ann := range []Announcement{
+		{}, {}, // two unrelated scripts
+		{Rank: &zero, WorldSize: &two}, {Rank: &one, WorldSize: &two}, // one job's two ranks
+		{Rank: &zero, WorldSize: &one}, // a job of one process that set WORLD_SIZE=1
+	} {
+		rs[i] = &fakeRank{}
+		rs[i].serve(t, "127.0.0.1:0")
+		ann.PID, _ = rs[i].heldBy(t)
+		ann.URL, ann.Kind = rs[i].url(), "python"
+		if _, err := Announce(dir, ann); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := Discover(dir, "/proc")
+	if err != nil || len(d.Found) != 5 {
+		t.Fatalf("found %d: %v %s", len(d.Found), err, d.Note())
+	}
+	urlsOf := func(as []Announcement) []string {
+		var out []string
+		for _, a := range as {
+			out = append(out, a.URL)
+		}
+		slices.Sort(out)
+		return out
+	}
+	sorted := func(us ...string) []string { slices.Sort(us); return us }
+	for _, c := range []struct {
+		name  string
+		named []string
+		want  []string
+	}{
+		{"one of two unrelated scripts", []string{rs[0].url()}, []string{rs[0].url()}},
+		{"a rank of a distributed job", []string{rs[3].url()}, sorted(rs[2].url(), rs[3].url())},
+		{"WORLD_SIZE=1", []string{rs[4].url()}, []string{rs[4].url()}},
+		{"a URL nobody announced", []string{"http://127.0.0.1:1"}, nil},
+	} {
+		if got := urlsOf(RanksOf(d, c.named)); !slices.Equal(got, c.want) {
+			t.Errorf("%s: joined %v, want %v", c.name, got, c.want)
+		}
+	}
+	if len(d.Found) != 5 {
+		t.Errorf("RanksOf changed the discovery: %d found", len(d.Found))
 	}
 }
