@@ -610,7 +610,8 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 	// batch takes one W ÷ rate. When it hardly waits, they keep up
 	// with the step, and that is all that is known of them.
 	wall := float64(n) / bps
-	if wait < w.th.WaitShareModerate {
+	keepUp := wait < w.th.WaitShareModerate
+	if keepUp {
 		wall = float64(n) * p.StepSec
 	}
 	// Batches ready when the loop asked, yet its wait per batch far
@@ -632,14 +633,32 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 	// its tokens stored: stages 8 % of the period, "5.6 ms waiting on
 	// storage" read from that wait, and 2 → 4 workers promised 1.6×
 	// measured 0.87×).
-	idle := w.workerStageSec.ok && !p.Relative && w.workerStageSec.v*bps < idleWorkerShare*float64(n)
+	// Nor for workers that run (or wait to run: a thread put off a CPU
+	// in Python holds its GIL) under idleWorkerShare of the time each,
+	// however long their stages: a __getitem__ that sleeps or blocks
+	// lets go of the GIL (4 workers sleeping 16 ms a batch beside a 10 ms
+	// step, the loop waiting 9 % on the trip: read as saturated, "45 ms a
+	// batch, 41 ms waiting on storage", and 4 → 5 was promised 11 % that 5
+	// did not give).
+	idle := !p.Relative && (w.workerStageSec.ok && w.workerStageSec.v*bps < idleWorkerShare*float64(n) ||
+		w.loaderCPU.ok && runnable(w.loaderCPU.v/100, w.workersRunDelay) < idleWorkerShare*float64(n))
 	handingOver := w.queueDepth.ok && w.queueDepth.v >= 1 && w.loopTakeSec.ok && !p.Relative && !p.restarts() && !idle &&
 		w.loopTakeSec.v < w.th.OwnWaitShare*wait*period
-	if st := w.workerStageSec; st.ok && st.v > 0 && !p.Relative && !handingOver {
+	if st := w.workerStageSec; st.ok && st.v > 0 && !p.Relative {
 		// The workers timed their stages: that is a batch's wall time,
 		// and the rest of W ÷ rate they were idle, not waiting on
 		// storage (issue 39: "73 ms waiting on storage" for data in RAM).
-		wall = min(wall, st.v)
+		// Handing over, a batch also takes them the hand-over the loop
+		// waits for, untimed; where the loop hardly waits (they keep up,
+		// and W × its step was only a ceiling) that is at most the stages
+		// and the wait. Saturated workers' batch is W ÷ rate: the loop's
+		// wait overlaps their work.
+		switch {
+		case !handingOver:
+			wall = min(wall, st.v)
+		case keepUp:
+			wall = min(wall, st.v+wait*period)
+		}
 	}
 	cpu := wall // without the workers' CPU, all of it may be CPU: the cautious reading
 	if w.loaderCPU.ok {
@@ -672,6 +691,16 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 			p.OverheadSec = 0
 		}
 	}
+}
+
+// runnable is the cores' worth of time threads that used cpu cores ran
+// or waited for a CPU, at the share delay of it they waited (their run
+// delay); cpu itself where that is unread.
+func runnable(cpu float64, delay level) float64 {
+	if delay.ok && delay.v >= 0 && delay.v < 1 {
+		return cpu / (1 - delay.v)
+	}
+	return cpu
 }
 
 // fill sets a wait-based pipeline's per-batch times and CPUs, at bps
