@@ -296,3 +296,29 @@ func TestAFullDiskUnderTheDashboardsJobLog(t *testing.T) {
 	p.waitFor("EXIT=0", 20*time.Second)
 	p.waitFor("writing it failed (write "+filepath.Join(dir, "job.log")+": no space left on device)", 5*time.Second)
 }
+
+// TestSweepOnAJobShorterThanTheWarmUpSaysSo: a job that ends by itself
+// (status 0) inside --warmup was told "a longer --run-for", which cannot
+// help; the row says the command ended, when, and what can.
+func TestSweepOnAJobShorterThanTheWarmUpSaysSo(t *testing.T) {
+	py := python(t, true)
+	script := filepath.Join(t.TempDir(), "short.py")
+	if err := os.WriteFile(script, []byte(`import sys, time
+from torch.utils.data import DataLoader
+dl = DataLoader(list(range(100000)), batch_size=4, num_workers=int(sys.argv[1]))
+t = time.time()
+for x in dl:
+    time.sleep(0.01)
+    if time.time() - t > 3:
+        break
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := exec.Command(binary(t), "sweep", "--grid", "num_workers=0", "--", py, script, "{num_workers:0}").CombinedOutput()
+	if !strings.Contains(string(out), "the command exited with status 0 after") || !strings.Contains(string(out), "a shorter --warmup") {
+		t.Fatalf("want the command's own end and a shorter --warmup said:\n%s", out)
+	}
+	if strings.Contains(string(out), "a longer --run-for") {
+		t.Errorf("a longer --run-for cannot help a job that ends by itself:\n%s", out)
+	}
+}

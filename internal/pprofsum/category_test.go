@@ -237,10 +237,10 @@ func TestWorkersTopIsTheWorkersAlone(t *testing.T) {
 // small MLP's verdict cited run_backward beside __getitem__ advice).
 func TestInlineTopIsTheLoopsLoadingAlone(t *testing.T) {
 	p := synthetic(map[string]int64{
-		"DS.__getitem__;fetch.<listcomp>;_MapDatasetFetcher.fetch;DataLoader._next_data;train.loop": 3,
+		"DS.__getitem__;fetch.<listcomp>;_MapDatasetFetcher.fetch;DataLoader._next_data;train.loop":                      3,
 		"C:torch.randn@/ds.py;DS.__getitem__;fetch.<listcomp>;_MapDatasetFetcher.fetch;DataLoader._next_data;train.loop": 1,
-		"run_backward;Tensor.backward;train.loop": 6,
-		"C:builtins.float@/w.py;W.__getitem__;_MapDatasetFetcher.fetch;worker_loop": 2,
+		"run_backward;Tensor.backward;train.loop":                                                                        6,
+		"C:builtins.float@/w.py;W.__getitem__;_MapDatasetFetcher.fetch;worker_loop":                                      2,
 	})
 	for _, f := range p.Function {
 		if f.Name == "_MapDatasetFetcher.fetch" || f.Name == "fetch.<listcomp>" {

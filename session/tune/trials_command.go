@@ -165,6 +165,9 @@ func (c *CommandTrials) Sweep(ctx context.Context, s Setting) (SweepResult, erro
 	skip := int(c.Warmup / max(c.Interval, time.Millisecond))
 	m := rec.mean(len(rec.ls), skip)
 	if len(rec.ls) <= skip {
+		if rec.ended != "" { // it ended by itself: a longer --run-for cannot help
+			return SweepResult{}, fmt.Errorf("the command %s after %d frames with a loader, within the warm-up (%v): a shorter --warmup, or a job that runs longer", rec.ended, len(rec.ls), c.Warmup)
+		}
 		return SweepResult{}, fmt.Errorf("the loader ran for %d frames, no more than the warm-up (%v): a longer --run-for", len(rec.ls), c.Warmup)
 	}
 	r := SweepResult{Knobs: s, Command: c.Describe(s), SamplesPerSec: m.SamplesPerSec, WaitShare: m.WaitShare, Verdict: rec.verdict.Kind,
@@ -230,6 +233,7 @@ func (c *CommandTrials) run(ctx context.Context, s Setting, limit time.Duration,
 		if code := j.ExitCode(); code != 0 || st.Frames() == 0 {
 			return nil, nil, &TrialFailed{How: how, Exited: true, Code: code, Frames: st.Frames(), Tail: j.Tail(10), Log: j.LogNote()}
 		}
+		rec.ended = how
 	default:
 	}
 	if st.Frames() == 0 {

@@ -356,6 +356,7 @@ type tail struct {
 	ls      []sample.Loader
 	frames  []sample.Frame
 	verdict diagnose.Verdict
+	ended   string // how the command ended by itself, with status 0 ("" while it ran)
 }
 
 func (t *tail) Frame(f *sample.Frame, v diagnose.Verdict) error {
