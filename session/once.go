@@ -87,6 +87,9 @@ type Settle struct {
 	// before a verdict settled ("exited with status 1"): the session
 	// ends with it, before any frame reads the job gone.
 	jobEnded string
+	// replayed: a recording's stretch is judged (ReplayOnce), whose
+	// length is --last's, not --duration's.
+	replayed bool
 }
 
 // NewSettle is a Settle that calls stop once a verdict has settled, and
@@ -301,7 +304,11 @@ func (s *Settle) summaryAtEnd(w io.Writer, asJSON bool) error {
 // why says why no verdict settled.
 func (s *Settle) why() string {
 	if s.jobEnded != "" {
-		return fmt.Sprintf("the job %s after %s: too soon for a verdict to hold", s.jobEnded, sample.Plural(s.frames, "frame"))
+		ended := s.jobEnded // "exited with status 1", "killed by SIGINT"
+		if strings.HasPrefix(ended, "killed") {
+			ended = "was " + ended
+		}
+		return fmt.Sprintf("the job %s after %s: too soon for a verdict to hold", ended, sample.Plural(s.frames, "frame"))
 	}
 	if t := s.last.Target; t != nil && t.ExitedAt != nil {
 		return fmt.Sprintf("pid %d exited at %s, after %s: too soon for a verdict to hold", t.PID, t.ExitedAt.Format("15:04:05"), sample.Plural(s.frames, "frame"))
@@ -309,11 +316,15 @@ func (s *Settle) why() string {
 	if t := s.last.Target; t != nil && t.Starting {
 		return fmt.Sprintf("the job was still starting after %s: the hook is loaded, and gpuwatch does not read a DataLoader of it yet (a longer --duration)", sample.Plural(s.frames, "frame"))
 	}
+	longer, shorter := "a longer --duration", ", or a shorter --interval"
+	if s.replayed {
+		longer, shorter = "a longer --last", ""
+	}
 	switch {
 	case s.verdict.Kind == diagnose.WarmingUp:
-		return fmt.Sprintf("still warming up: %s came, the diagnosis needs %d (a longer --duration, or a shorter --interval)", sample.Plural(s.frames, "frame"), s.need)
+		return fmt.Sprintf("still warming up: %s came, the diagnosis needs %d (%s%s)", sample.Plural(s.frames, "frame"), s.need, longer, shorter)
 	case s.changes > 0:
 		return fmt.Sprintf("the verdict changed %s before it could hold %s", sample.Plural(s.changes, "time"), SettleRule())
 	}
-	return fmt.Sprintf("it held %s, not %s (a longer --duration)", sample.Plural(s.streak, "frame"), SettleRule())
+	return fmt.Sprintf("it held %s, not %s (%s)", sample.Plural(s.streak, "frame"), SettleRule(), longer)
 }

@@ -36,6 +36,7 @@ func ReplayOnce(ctx context.Context, rec *recording.Recording, th diagnose.Thres
 	}
 	d := diagnose.NewDiagnoser(th)
 	s := NewSettle(func() {}, th.MinFrames)
+	s.replayed = true
 	err = rec.Each(func(_ int, r *recording.Recorded) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("stopped before the recording's end (%w): no verdict", err)

@@ -198,6 +198,14 @@ func TestSettleSaysWhyNothingSettled(t *testing.T) {
 	if !strings.Contains(out.String(), `"settled":false`) || !strings.Contains(out.String(), `"unsettled":"pid 42 exited`) {
 		t.Fatalf("JSON summary %s", out.String())
 	}
+	// gpuwatch run's command ended first: how, in a sentence.
+	for ended, want := range map[string]string{"killed by SIGINT": "the job was killed by SIGINT after 1 frame", "exited with status 1": "the job exited with status 1 after 1 frame"} {
+		s = &Settle{stop: func() {}, need: 3, jobEnded: ended}
+		s.Frame(settleFrameAt(0), diagnose.Verdict{Kind: diagnose.WarmingUp})
+		if err := s.summary(&out, false); !errors.Is(err, ErrUnsettled) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", ended, err, want)
+		}
+	}
 }
 
 // TestKeptFramesKeepTheNewestHour: the e key's report has at most
