@@ -139,6 +139,10 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	o.Attach = session.AttachTo{Discover: true, Dir: dir, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0,
 		Within: func(pid int) bool { return training.Descends(w.procRoot, pid, j.PID()) }}
 	onOneP(func() { err = session.Run(ctx, o) })
+	// --duration ran out with the job still running: gpuwatch ends it,
+	// as asked, and that is a clean stop (status 0), not the job's
+	// failure (130: killed by gpuwatch's SIGINT failed CI steps).
+	stoppedAtDuration := err == nil && w.duration > 0 && !w.once && !jobDone(j)
 	j.Stop(interruptGrace)
 	if _, werr := opts.stdout.Write(summary.Bytes()); werr != nil && err == nil {
 		err = werr
@@ -163,6 +167,10 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	}
 	how, _ := j.Exit()
 	code := j.ExitCode()
+	if stoppedAtDuration {
+		fmt.Fprintf(stderr, "gpuwatch: --duration %v is up: gpuwatch stopped the job (pid %d; it %s)\n", w.duration, j.PID(), job.Ended(how))
+		return nil
+	}
 	if code != 0 && !dashboard {
 		return &exitError{code: code}
 	}
@@ -170,6 +178,16 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 		return &exitError{code: code, msg: fmt.Sprintf("the job (pid %d) %s", j.PID(), how)}
 	}
 	return nil
+}
+
+// jobDone says whether the job has ended.
+func jobDone(j *job.Job) bool {
+	select {
+	case <-j.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // jobOutput says where the job's output goes: the dashboard's log file
@@ -260,9 +278,10 @@ passed to its process group. gpuwatch's lines never mix into its output:
 
 With --duration or --once, gpuwatch stops watching when the time is up or
 the verdict has settled, and interrupts the job as Ctrl-C would (SIGINT,
-then SIGTERM after 10 s); --once prints its summary once the job has
-stopped (after what the job said on being interrupted) and exits with its
-own status (0, 3, 4).
+then SIGTERM after 10 s); --duration then exits 0 (a job that ended by
+itself before passes its status on); --once prints its summary once the
+job has stopped (after what the job said on being interrupted) and exits
+with its own status (0, 3, 4).
 A command that is not Python, or a Python job without a DataLoader, is
 watched as a process tree, and the view says nothing was instrumented.
 

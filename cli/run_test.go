@@ -103,3 +103,19 @@ func (w *firstWrite) Write(p []byte) (int, error) {
 	w.writes++
 	return w.buf.Write(p)
 }
+
+// TestRunDurationIsACleanStop: --duration ran out with the job still
+// running, and gpuwatch stopped it as asked: status 0, said, not the
+// 130 of the SIGINT gpuwatch sent (which failed CI steps). A job that
+// ends by itself within the duration still passes its status on.
+func TestRunDurationIsACleanStop(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := Run([]string{"run", "--headless", "--duration", "1s", "--", "sh", "-c", "while :; do sleep 0.1; done"}, &out, &errb)
+	if code != 0 || !strings.Contains(errb.String(), "--duration 1s is up: gpuwatch stopped the job") || !strings.Contains(errb.String(), "was killed by SIGINT") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	errb.Reset()
+	if code := Run([]string{"run", "--headless", "--duration", "10s", "--", "sh", "-c", "sleep 0.5; exit 3"}, &out, &errb); code != 3 {
+		t.Fatalf("a job that failed by itself: exit %d, stderr %q", code, errb.String())
+	}
+}

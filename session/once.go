@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session/job"
 )
 
 // onceCap is how long --once waits for the verdict to settle when no
@@ -304,11 +305,7 @@ func (s *Settle) summaryAtEnd(w io.Writer, asJSON bool) error {
 // why says why no verdict settled.
 func (s *Settle) why() string {
 	if s.jobEnded != "" {
-		ended := s.jobEnded // "exited with status 1", "killed by SIGINT"
-		if strings.HasPrefix(ended, "killed") {
-			ended = "was " + ended
-		}
-		return fmt.Sprintf("the job %s after %s: too soon for a verdict to hold", ended, sample.Plural(s.frames, "frame"))
+		return fmt.Sprintf("the job %s after %s: too soon for a verdict to hold", job.Ended(s.jobEnded), sample.Plural(s.frames, "frame"))
 	}
 	if t := s.last.Target; t != nil && t.ExitedAt != nil {
 		return fmt.Sprintf("pid %d exited at %s, after %s: too soon for a verdict to hold", t.PID, t.ExitedAt.Format("15:04:05"), sample.Plural(s.frames, "frame"))
