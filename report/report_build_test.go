@@ -147,6 +147,18 @@ func TestWriteFileIsAtomicAndKeepsExistingFiles(t *testing.T) {
 	if len(ents) != 1 {
 		t.Fatalf("left temporary files: %v", ents)
 	}
+	// A folder that is not there, or not a folder, is said by the path
+	// typed, before a report is built: not by the temporary file's name.
+	missing := filepath.Join(dir, "no-such", "r.html")
+	if err := CheckOutput(missing, false); err == nil || !strings.Contains(err.Error(), "the folder "+filepath.Dir(missing)+" does not exist") {
+		t.Errorf("a missing folder: %v", err)
+	}
+	if err := CheckOutput(filepath.Join(path, "r.html"), false); err == nil || !strings.Contains(err.Error(), "is not a folder") {
+		t.Errorf("a file for a folder: %v", err)
+	}
+	if err := WriteFile(missing, s, false); err == nil || strings.Contains(err.Error(), ".gpuwatch-report-") {
+		t.Errorf("WriteFile to a missing folder: %v", err)
+	}
 }
 
 // BenchmarkReportOneHour builds and writes the HTML report of a one-hour

@@ -158,7 +158,8 @@ const maxHookParts = 16
 
 // Line says the cost in a sentence: "The hook inside the job: 0.3 % of a
 // core on average, 2.1 µs per sample (0.9s of CPU in 5m0s); by part:
-// server 1.6 µs (74 %), loop 0.4 µs (19 %); nothing in profiler, stages".
+// server 1.6 µs (74 %), loop 0.4 µs (19 %); no CPU counted in profiler,
+// stages" (parts that took none over the recording).
 func (h *HookInfo) Line() string {
 	out := "The hook inside the job: " + strconv.FormatFloat(h.MeanCPUPct, 'f', 1, 64) + " % of a core on average"
 	switch {
@@ -197,7 +198,7 @@ func (h *HookInfo) Line() string {
 	}
 	if len(idle) > 0 {
 		slices.Sort(idle)
-		out += "; nothing in " + strings.Join(idle, ", ")
+		out += "; no CPU counted in " + strings.Join(idle, ", ")
 	}
 	return out
 }

@@ -108,7 +108,7 @@ func TestReportSaysTheHooksCost(t *testing.T) {
 		t.Errorf("server %+v", p)
 	}
 	const line = "The hook inside the job: 0.2 % of a core on average, 2.5 µs per sample (10ms of CPU in 4.0s); " +
-		"by part: server 1.7 µs per sample (67 %, 0.17 % of a core), loop 0.8 µs per sample (33 %, 0.08 % of a core); nothing in stages."
+		"by part: server 1.7 µs per sample (67 %, 0.17 % of a core), loop 0.8 µs per sample (33 %, 0.08 % of a core); no CPU counted in stages."
 	checkBothReports(t, s, line)
 	// Batches without a known size: per batch stands in, said as such.
 	s, _ = build(true)
@@ -116,10 +116,10 @@ func TestReportSaysTheHooksCost(t *testing.T) {
 		t.Fatalf("per batch: hook %+v", got)
 	}
 	checkBothReports(t, s, "The hook inside the job: 0.2 % of a core on average, 25.0 µs per batch (samples not counted) (10ms of CPU in 4.0s); "+
-		"by part: server 16.7 µs per batch (67 %, 0.17 % of a core), loop 8.3 µs per batch (33 %, 0.08 % of a core); nothing in stages.")
+		"by part: server 16.7 µs per batch (67 %, 0.17 % of a core), loop 8.3 µs per batch (33 %, 0.08 % of a core); no CPU counted in stages.")
 	// A recording of the step's time that ended before the parts' first
 	// reading: the gpu_profile part reads nothing, and the line gives the
-	// recording's own count instead of "nothing in gpu_profile".
+	// recording's own count instead of "no CPU counted in gpu_profile".
 	for i := range frames {
 		if l := frames[i].Frame.Loader; l != nil {
 			l.HookCPUParts = append(l.HookCPUParts, sample.HookCPUPart{Part: "gpu_profile", PerSampleUs: f64(0)})
@@ -132,7 +132,7 @@ func TestReportSaysTheHooksCost(t *testing.T) {
 	}
 	checkBothReports(t, s, "The hook inside the job: 0.2 % of a core on average, 2.5 µs per sample (10ms of CPU in 4.0s); "+
 		"by part: server 1.7 µs per sample (67 %, 0.17 % of a core), loop 0.8 µs per sample (33 %, 0.08 % of a core); "+
-		"the --gpu-profile recording took 370ms of CPU by its own count, before the first reading of the parts; nothing in stages.")
+		"the --gpu-profile recording took 370ms of CPU by its own count, before the first reading of the parts; no CPU counted in stages.")
 	for i := range frames {
 		frames[i].Frame.Loader = nil
 	}

@@ -1,7 +1,9 @@
 package report
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,7 +43,11 @@ func WriteFile(path string, s *Summary, force bool) error {
 	ext := strings.ToLower(filepath.Ext(path))
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".gpuwatch-report-*")
 	if err != nil {
-		return err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // its path is the temporary file's
+		}
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename this is a no-op
 	switch ext {
@@ -79,6 +85,18 @@ func CheckOutput(path string, force bool) error {
 	}
 	if !force && fileExists(path) {
 		return fmt.Errorf("%s exists (--force replaces it)", path)
+	}
+	// Checked before the report is built (a day's recording takes
+	// seconds): the temporary file's name, which CreateTemp's error
+	// gives, says nothing the user typed.
+	dir := filepath.Dir(path)
+	switch fi, err := os.Stat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: the folder %s does not exist", path, dir)
+	case err != nil:
+		return fmt.Errorf("%s: %w", path, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%s: %s is not a folder", path, dir)
 	}
 	return nil
 }
