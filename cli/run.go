@@ -153,6 +153,13 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 			fmt.Fprintf(stderr, "  │ %s\n", l)
 		}
 	}
+	return runStatus(err, j, w, stderr, dashboard, stoppedAtDuration)
+}
+
+// runStatus is run's exit status once the job has stopped: the session's
+// error (--once gates on its verdict), a clean stop where --duration ran
+// out and gpuwatch stopped the job (stopped), else the job's own status.
+func runStatus(err error, j *job.Job, w *watchFlags, stderr io.Writer, dashboard, stopped bool) error {
 	switch {
 	case errors.Is(err, session.ErrJobEndedFirst) && j.ExitCode() != 0:
 		return &exitError{code: j.ExitCode(), msg: err.Error()} // the command's failure, said and passed on
@@ -167,7 +174,7 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	}
 	how, _ := j.Exit()
 	code := j.ExitCode()
-	if stoppedAtDuration {
+	if stopped {
 		fmt.Fprintf(stderr, "gpuwatch: --duration %v is up: gpuwatch stopped the job (pid %d; it %s)\n", w.duration, j.PID(), job.Ended(how))
 		return nil
 	}

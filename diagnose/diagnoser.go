@@ -1,7 +1,9 @@
 package diagnose
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -26,6 +28,11 @@ type Diagnoser struct {
 	candSince time.Time
 	haveCand  bool
 	starting  int // frames still to leave out of the window after one before the loop's first batch (beforeFirstBatch)
+	// exited: the shown verdict is exitedVerdict's, and before it the
+	// verdict shown when the watched process exited, with its since.
+	exited      bool
+	before      Kind
+	beforeSince time.Time
 }
 
 // NewDiagnoser returns a Diagnoser with thresholds th.
@@ -142,6 +149,24 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 		out.Since = d.since
 		return out
 	}
+	if t := f.Target; t != nil && t.ExitedAt != nil {
+		// The watched process is gone: what the window holds of it is no
+		// evidence now (a verdict was entered a second after the exit,
+		// from the threads of the frames before it, and a bottleneck held
+		// four frames past it, the host idle). Idle at once, saying so;
+		// the window starts over.
+		if !d.exited {
+			d.exited, d.before, d.beforeSince, d.since = true, d.shown.Kind, d.since, *t.ExitedAt
+		}
+		d.ring, d.haveCand, d.starting = d.ring[:0], false, 0
+		d.shown = exitedVerdict(t, d.before, d.beforeSince)
+		out := d.shown
+		out.Since = d.since
+		return out
+	}
+	if d.exited { // another process is watched now (the finder's next): judged afresh
+		d.exited, d.shown = false, Verdict{Kind: WarmingUp}
+	}
 	switch {
 	case beforeFirstBatch(f):
 		// The loop has not started: nothing before this frame is its
@@ -217,4 +242,24 @@ func (d *Diagnoser) hold(k Kind, f *sample.Frame) (time.Duration, time.Time) {
 		}
 	}
 	return hold, from
+}
+
+// exitedVerdict is the verdict once the watched process t has exited:
+// idle, with when, and how where it is known, and the verdict shown
+// until then (before, since then) where there was one.
+func exitedVerdict(t *sample.Target, before Kind, since time.Time) Verdict {
+	text := fmt.Sprintf("pid %d exited at %s", t.PID, t.ExitedAt.Format("15:04:05"))
+	if how := sample.Printable(t.Exit); how != "" { // "exited with status 0", "killed by SIGINT"
+		if strings.HasPrefix(how, "killed ") {
+			how = "was " + how
+		}
+		text = fmt.Sprintf("pid %d %s at %s", t.PID, how, t.ExitedAt.Format("15:04:05"))
+	}
+	v := Verdict{Kind: Idle, Severity: Info, Confidence: 1,
+		Evidence: []Evidence{{Metric: "target.exited", Text: text + ": the watched job is gone, and nothing of it is left to judge"}}}
+	if before != WarmingUp && before != Idle {
+		v.Evidence = append(v.Evidence, Evidence{Metric: "target.verdict_before_exit",
+			Text: fmt.Sprintf("until then the verdict was %s (since %s)", situationOf(before).ID, since.Format("15:04:05"))})
+	}
+	return v
 }

@@ -1,6 +1,8 @@
 package diagnose
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -373,5 +375,47 @@ func TestDiagnoserNoHoldStillSpansEnterHold(t *testing.T) {
 	second, quarter := at(time.Second), at(250*time.Millisecond)
 	if second != 2 || quarter != 3 {
 		t.Errorf("idle at frame %d of it at 1 s (want 2), %d at 250 ms (want 3)", second, quarter)
+	}
+}
+
+// TestAnExitedJobIsIdleAtOnce: once the watched process has exited, the
+// frames before say nothing of it: a verdict was entered a second after
+// an exit from the threads of the frames before it, and a bottleneck
+// held four frames past one on an idle host. The exit's frame is idle at
+// once, says when and how, and what the verdict was until then; a
+// process watched after it is judged afresh.
+func TestAnExitedJobIsIdleAtOnce(t *testing.T) {
+	d := NewDiagnoser(DefaultThresholds())
+	var last sample.Frame
+	var v Verdict
+	for _, l := range readRecording(t, filepath.Join("testdata", "single-core.jsonl")) {
+		if l.Type == "frame" {
+			v, last = d.Observe(&l.Frame), l.Frame
+		}
+	}
+	if v.Kind != SingleCoreMaxed {
+		t.Fatalf("the fixture reads %s, want single_core_maxed", v.Kind)
+	}
+	before := v.Since
+	at := last.Time.Add(500 * time.Millisecond)
+	for i := 1; i <= 3; i++ {
+		f := last
+		f.Time = last.Time.Add(time.Duration(i) * time.Second)
+		f.Target = &sample.Target{PID: 42, ExitedAt: &at, Exit: "killed by SIGKILL"}
+		v = d.Observe(&f)
+		if v.Kind != Idle || !v.Since.Equal(at) || len(v.Evidence) != 2 {
+			t.Fatalf("frame %d after the exit: %s since %v, evidence %+v", i, v.Kind, v.Since, v.Evidence)
+		}
+		if e := v.Evidence[0].Text; !strings.Contains(e, "pid 42 was killed by SIGKILL at "+at.Format("15:04:05")) {
+			t.Errorf("evidence %q", e)
+		}
+		if e := v.Evidence[1].Text; e != "until then the verdict was single_core_maxed (since "+before.Format("15:04:05")+")" {
+			t.Errorf("evidence %q", e)
+		}
+	}
+	f := last
+	f.Time = last.Time.Add(4 * time.Second)
+	if v = d.Observe(&f); v.Kind != WarmingUp {
+		t.Errorf("a process watched after the exit: %s, want it judged afresh (warming_up)", v.Kind)
 	}
 }

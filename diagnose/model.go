@@ -610,55 +610,15 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 	// batch takes one W ÷ rate. When it hardly waits, they keep up
 	// with the step, and that is all that is known of them.
 	wall := float64(n) / bps
-	keepUp := wait < w.th.WaitShareModerate
-	if keepUp {
+	if wait < w.th.WaitShareModerate {
 		wall = float64(n) * p.StepSec
 	}
-	// Batches ready when the loop asked, yet its wait per batch far
-	// beyond its timed take (its thread's CPU unpickling the batch):
-	// the hand-over was not done. Each tensor's handle comes from the
-	// worker's resource-sharer thread, which waits for that worker's
-	// GIL while its __getitem__ runs Python — the workers' time, not
-	// the loop's own, and not in their timed stages (an unmodified
-	// script, one worker looping in Python per sample: 0.8 ms take,
-	// 8 ms wait per batch).
-	// Not for workers that restart every epoch: their wait per batch is
-	// what is left of the epochs' wait once the start-ups are taken out
-	// (waitPipeline), a small difference of two large sums whose frames
-	// cut epochs anywhere, not a wait each batch was seen to pay.
-	// Nor for workers whose timed stages fill under idleWorkerShare of the
-	// batch period: they hold their GIL too seldom to keep a hand-over
-	// waiting, and the wait beyond the take is the loop's own, its
-	// trips to the workers' resource-sharer threads (the text loop with
-	// its tokens stored: stages 8 % of the period, "5.6 ms waiting on
-	// storage" read from that wait, and 2 → 4 workers promised 1.6×
-	// measured 0.87×).
-	// Nor for workers that run (or wait to run: a thread put off a CPU
-	// in Python holds its GIL) under idleWorkerShare of the time each,
-	// however long their stages: a __getitem__ that sleeps or blocks
-	// lets go of the GIL (4 workers sleeping 16 ms a batch beside a 10 ms
-	// step, the loop waiting 9 % on the trip: read as saturated, "45 ms a
-	// batch, 41 ms waiting on storage", and 4 → 5 was promised 11 % that 5
-	// did not give).
-	idle := !p.Relative && (w.workerStageSec.ok && w.workerStageSec.v*bps < idleWorkerShare*float64(n) ||
-		w.loaderCPU.ok && runnable(w.loaderCPU.v/100, w.workersRunDelay) < idleWorkerShare*float64(n))
-	handingOver := w.queueDepth.ok && w.queueDepth.v >= 1 && w.loopTakeSec.ok && !p.Relative && !p.restarts() && !idle &&
-		w.loopTakeSec.v < w.th.OwnWaitShare*wait*period
-	if st := w.workerStageSec; st.ok && st.v > 0 && !p.Relative {
+	handingOver := handsOver(p, w, n, bps, wait, period)
+	if st := w.workerStageSec; st.ok && st.v > 0 && !p.Relative && !handingOver {
 		// The workers timed their stages: that is a batch's wall time,
 		// and the rest of W ÷ rate they were idle, not waiting on
 		// storage (issue 39: "73 ms waiting on storage" for data in RAM).
-		// Handing over, a batch also takes them the hand-over the loop
-		// waits for, untimed; where the loop hardly waits (they keep up,
-		// and W × its step was only a ceiling) that is at most the stages
-		// and the wait. Saturated workers' batch is W ÷ rate: the loop's
-		// wait overlaps their work.
-		switch {
-		case !handingOver:
-			wall = min(wall, st.v)
-		case keepUp:
-			wall = min(wall, st.v+wait*period)
-		}
+		wall = min(wall, st.v)
 	}
 	cpu := wall // without the workers' CPU, all of it may be CPU: the cautious reading
 	if w.loaderCPU.ok {
@@ -691,6 +651,38 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 			p.OverheadSec = 0
 		}
 	}
+}
+
+// handsOver says the loop's wait is the workers' hand-over, untimed:
+// batches ready when the loop asked, yet its wait per batch far beyond
+// its timed take (its thread's CPU unpickling the batch). Each tensor's
+// handle comes from the worker's resource-sharer thread, which waits for
+// that worker's GIL while its __getitem__ runs Python — the workers'
+// time, not the loop's own, and not in their timed stages (an
+// unmodified script, one worker looping in Python per sample: 0.8 ms
+// take, 8 ms wait per batch).
+//
+// Not for workers that restart every epoch: their wait per batch is what
+// is left of the epochs' wait once the start-ups are taken out
+// (waitPipeline), a small difference of two large sums whose frames cut
+// epochs anywhere, not a wait each batch was seen to pay. Nor for idle
+// workers, who hold their GIL too seldom to keep a hand-over waiting:
+// the wait beyond the take is the loop's own, its trips to the workers'
+// resource-sharer threads. Idle are workers whose timed stages fill
+// under idleWorkerShare of the batch period (the text loop with its
+// tokens stored: stages 8 % of the period, "5.6 ms waiting on storage"
+// read from that wait, and 2 → 4 workers promised 1.6× measured 0.87×),
+// and workers that run (or wait to run: a thread put off a CPU in Python
+// holds its GIL) under idleWorkerShare of the time each, however long
+// their stages: a __getitem__ that sleeps or blocks lets go of the GIL
+// (4 workers sleeping 16 ms a batch beside a 10 ms step, the loop
+// waiting 9 % on the trip: read as saturated, "45 ms a batch, 41 ms
+// waiting on storage", and 4 → 5 was promised 11 % that 5 did not give).
+func handsOver(p *Pipeline, w *window, n int, bps, wait, period float64) bool {
+	idle := !p.Relative && (w.workerStageSec.ok && w.workerStageSec.v*bps < idleWorkerShare*float64(n) ||
+		w.loaderCPU.ok && runnable(w.loaderCPU.v/100, w.workersRunDelay) < idleWorkerShare*float64(n))
+	return w.queueDepth.ok && w.queueDepth.v >= 1 && w.loopTakeSec.ok && !p.Relative && !p.restarts() && !idle &&
+		w.loopTakeSec.v < w.th.OwnWaitShare*wait*period
 }
 
 // runnable is the cores' worth of time threads that used cpu cores ran
