@@ -395,3 +395,43 @@ func wantInlineEvidence(t *testing.T, v Verdict, c *Cause, lead string) {
 		t.Errorf("evidence %q", ev)
 	}
 }
+
+// TestAProfileTheStageClocksContradictIsNotCited: a num_workers=0 loop
+// whose collate the hook timed at about 1 % of a batch, under a CPU
+// profile short of samples (the sampler beside other work lands them
+// where the loop lets go of the GIL: torch.stack) that puts 59 % of the
+// CPU in collating: the verdict does not say "59 % of its CPU is
+// collating", it cites the next category the clocks do not contradict.
+// Where the hook times collating at most of a batch, the same profile is
+// cited.
+func TestAProfileTheStageClocksContradictIsNotCited(t *testing.T) {
+	prof := &sample.Profile{CPUSec: 4.7, Samples: 216,
+		Categories: []sample.ProfileCategory{{Name: sample.CatCollating, Share: 0.59}, {Name: sample.CatOther, Share: 0.34}},
+		Top: []sample.ProfileFunc{{Name: "torch.stack", Flat: 0.59, Cum: 0.59, Category: sample.CatCollating},
+			{Name: "__main__.Slow.__getitem__", File: "slow.py", Line: 7, Flat: 0.34, Cum: 0.95}}}
+	for _, c := range []struct {
+		collate float64
+		cited   string
+	}{
+		{0.5, "34 % of its CPU is in code of no category gpuwatch knows"},
+		{30, "59 % of its CPU is collating"},
+	} {
+		var fs []sample.Frame
+		for _, l := range readRecording(t, "testdata/pytorch/refblas-workers0.jsonl") {
+			if l.Type == "frame" && l.Loader != nil {
+				l.Frame.Loader.Stages = &sample.LoaderStages{GetitemMs: ptr(44.0), CollateMs: ptr(c.collate)}
+				l.Frame.Profile = prof
+				fs = append(fs, l.Frame)
+			}
+		}
+		v := Classify(fs[len(fs)-12:], DefaultThresholds())
+		var ev []string
+		for _, e := range v.Evidence {
+			ev = append(ev, e.Text)
+		}
+		all := strings.Join(ev, "\n")
+		if !strings.Contains(all, "the loader's CPU profile: "+c.cited) {
+			t.Errorf("collate timed at %v ms of a batch: evidence %q, want %q", c.collate, ev, c.cited)
+		}
+	}
+}
