@@ -91,6 +91,8 @@ type Settle struct {
 	// replayed: a recording's stretch is judged (ReplayOnce), whose
 	// length is --last's, not --duration's.
 	replayed bool
+	// exited is the first frame that saw the watched process gone.
+	exited *sample.Frame
 }
 
 // NewSettle is a Settle that calls stop once a verdict has settled, and
@@ -122,6 +124,24 @@ func (s *Settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		s.first = f.Time
 	}
 	s.frames++
+	if t := f.Target; t != nil && t.ExitedAt != nil {
+		// The watched process is gone: the frames after say nothing of it
+		// (the diagnosis reads them idle, diagnose.Diagnoser.Observe).
+		// The verdict and its streak stay as they were at the exit — a
+		// recording that ends with the job's exit (record --exit-with-job,
+		// judged by replay --once) is judged on its job — and a live
+		// session has nothing more to wait for.
+		if s.exited == nil {
+			s.exited = f
+		}
+		if s.last == nil { // gone before any frame of it: this one says so
+			s.last, s.verdict = f, v
+		}
+		if !s.settled {
+			s.stop()
+		}
+		return nil
+	}
 	if t := f.Target; t != nil && t.Starting {
 		// The job is still starting (imports, a model, compilation): its
 		// threads are not its loop yet, and no verdict counts.
@@ -307,15 +327,16 @@ func (s *Settle) why() string {
 	if s.jobEnded != "" {
 		return fmt.Sprintf("the job %s after %s: too soon for a verdict to hold", job.Ended(s.jobEnded), sample.Plural(s.frames, "frame"))
 	}
-	if t := s.last.Target; t != nil && t.ExitedAt != nil {
+	if s.exited != nil {
+		t := s.exited.Target
 		return fmt.Sprintf("pid %d exited at %s, after %s: too soon for a verdict to hold", t.PID, t.ExitedAt.Format("15:04:05"), sample.Plural(s.frames, "frame"))
-	}
-	if t := s.last.Target; t != nil && t.Starting {
-		return fmt.Sprintf("the job was still starting after %s: the hook is loaded, and gpuwatch does not read a DataLoader of it yet (a longer --duration)", sample.Plural(s.frames, "frame"))
 	}
 	longer, shorter := "a longer --duration", ", or a shorter --interval"
 	if s.replayed {
 		longer, shorter = "a longer --last", ""
+	}
+	if t := s.last.Target; t != nil && t.Starting {
+		return fmt.Sprintf("the job was still starting after %s: the hook is loaded, and gpuwatch does not read a DataLoader of it yet (%s)", sample.Plural(s.frames, "frame"), longer)
 	}
 	switch {
 	case s.verdict.Kind == diagnose.WarmingUp:

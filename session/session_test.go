@@ -716,3 +716,45 @@ func TestOnceSummarySaysWhatTheHookRead(t *testing.T) {
 		}
 	}
 }
+
+// TestSettleStopsAtTheExitAndKeepsTheJobsVerdict: the frames after the
+// watched process exited read idle (the diagnosis has nothing of it to
+// judge) and do not count. A recording that ends with the exit (record
+// --exit-with-job, judged by replay --once) is judged on the verdict
+// that held before it — it said "idle, NOT SETTLED: too soon" after 9 s
+// of a steady single_core_maxed —, and a live --once stops at the exit
+// instead of settling the dead process as idle and passing.
+func TestSettleStopsAtTheExitAndKeepsTheJobsVerdict(t *testing.T) {
+	exitedAt := settleFrameAt(9).Time
+	exited := func(sec int) *sample.Frame {
+		f := settleFrameAt(sec)
+		f.Target = &sample.Target{PID: 42, ExitedAt: &exitedAt}
+		return f
+	}
+	s := NewSettle(func() {}, 3)
+	s.replayed = true
+	for i := range 9 {
+		s.Frame(settleFrameAt(i), diagnose.Verdict{Kind: diagnose.SingleCoreMaxed})
+	}
+	for i := 9; i < 12; i++ {
+		s.Frame(exited(i), diagnose.Verdict{Kind: diagnose.Idle})
+	}
+	var out bytes.Buffer
+	if err := s.summaryAtEnd(&out, false); !errors.Is(err, ErrBottleneck) || !strings.HasPrefix(out.String(), "single_core_maxed") {
+		t.Errorf("a recording ending with the exit: %v, %q", err, out.String())
+	}
+	// Live: not settled before the exit; the exit stops the session, and
+	// the summary says why nothing settled.
+	stopped := false
+	s = NewSettle(func() { stopped = true }, 3)
+	for i := range 3 {
+		s.Frame(settleFrameAt(i), diagnose.Verdict{Kind: diagnose.SingleCoreMaxed})
+	}
+	for i := 3; i < 12; i++ {
+		s.Frame(exited(i), diagnose.Verdict{Kind: diagnose.Idle})
+	}
+	out.Reset()
+	if err := s.summary(&out, false); !stopped || !errors.Is(err, ErrUnsettled) || !strings.Contains(err.Error(), "pid 42 exited at 12:00:09, after 12 frames: too soon") {
+		t.Errorf("live, exited before a verdict held: stopped %v, %v", stopped, err)
+	}
+}
