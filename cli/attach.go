@@ -73,6 +73,7 @@ idle gaps. The profiler costs only while it records.`,
 				session.AskGPUProfile(cmd.Context(), o.Attach.URLs, o.Attach.Dir, gpuProfile, func(s string) { fmt.Fprintln(stderr, "gpuwatch: --gpu-profile:", s) })
 			}
 			o.Attach.Ceiling = ceiling
+			o.Attach.RanksOfURLs = true // the URLs name the job: discovery adds its other ranks only
 			o.Attach.Told = func(s string) { fmt.Fprintln(stderr, "gpuwatch: --ceiling:", s) }
 			return watch(cmd, o)
 		},

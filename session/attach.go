@@ -27,6 +27,11 @@ type AttachTo struct {
 	// Within, when set, keeps only the announcements of processes it
 	// accepts (gpuwatch run: its job's tree).
 	Within func(pid int) bool
+	// RanksOfURLs: discovery keeps only the URLs' own loaders and the
+	// other ranks of their distributed job (endpoint.RanksOf): the
+	// attach command, whose URLs name the job. Plain gpuwatch's --attach
+	// adds its URLs to every loader discovered.
+	RanksOfURLs bool
 	// Every and Length are the profile cadence: a Length-long CPU profile
 	// of the pacing rank every Every (defaults: 15 s and 5 s); NoProfiles
 	// takes none (tune and sweep measure, and a profile costs the job).
@@ -112,7 +117,7 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 		discover = func() (endpoint.Discovery, error) {
 			d, err := endpoint.Discover(dir, procRoot)
 			if err == nil {
-				d.Found = joining(d, urls, to.Within)
+				d.Found = joining(d, urls, to.RanksOfURLs, to.Within)
 			}
 			return d, err
 		}
@@ -142,13 +147,13 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 	return a, nil
 }
 
-// joining is the loaders d found that join the watch: where the user
-// named loaders (urls), those and other ranks of their distributed job
-// (endpoint.RanksOf), and of those the ones within the job where run
-// says (within: its command's process tree).
-func joining(d endpoint.Discovery, urls []string, within func(pid int) bool) []endpoint.Announcement {
+// joining is the loaders d found that join the watch: where the attach
+// command named loaders (urls, ranksOf), those and other ranks of their
+// distributed job (endpoint.RanksOf), and of those the ones within the
+// job where run says (within: its command's process tree).
+func joining(d endpoint.Discovery, urls []string, ranksOf bool, within func(pid int) bool) []endpoint.Announcement {
 	found := d.Found
-	if len(urls) > 0 {
+	if ranksOf && len(urls) > 0 {
 		found = endpoint.RanksOf(d, urls)
 	}
 	if within == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/internal/testnet"
 	"github.com/gpuwatch/gpuwatch/probes"
+	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session/predlog"
 )
@@ -756,5 +757,24 @@ func TestSettleStopsAtTheExitAndKeepsTheJobsVerdict(t *testing.T) {
 	out.Reset()
 	if err := s.summary(&out, false); !stopped || !errors.Is(err, ErrUnsettled) || !strings.Contains(err.Error(), "pid 42 exited at 12:00:09, after 12 frames: too soon") {
 		t.Errorf("live, exited before a verdict held: stopped %v, %v", stopped, err)
+	}
+}
+
+// TestPlainAttachFlagKeepsEveryDiscoveredLoader: the attach command's
+// URLs name a job, and discovery adds only its other ranks; plain
+// gpuwatch's --attach URL (a remote loader, announced nowhere here) adds
+// to every loader discovered, as its help says: it dropped them all.
+func TestPlainAttachFlagKeepsEveryDiscoveredLoader(t *testing.T) {
+	two := 2
+	d := endpoint.Discovery{Found: []endpoint.Announcement{{PID: 10, URL: "http://127.0.0.1:6061"}, {PID: 11, URL: "http://127.0.0.1:6062", WorldSize: &two}}}
+	remote := []string{"http://10.1.2.3:6060"}
+	if got := joining(d, remote, false, nil); len(got) != 2 {
+		t.Errorf("plain --attach: %d of 2 discovered kept", len(got))
+	}
+	if got := joining(d, remote, true, nil); len(got) != 0 {
+		t.Errorf("attach URL: %d discovered joined a job none of them is a rank of", len(got))
+	}
+	if got := joining(d, nil, false, func(pid int) bool { return pid == 11 }); len(got) != 1 || got[0].PID != 11 {
+		t.Errorf("run's job tree: %+v", got)
 	}
 }
