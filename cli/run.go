@@ -126,11 +126,13 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	defer cancel()
 	stopForwarding := job.Forward(sigs, j, cancel, dashboard)
 	defer stopForwarding()
-	// --once's summary is written once the job has stopped: the job's
-	// last words on being interrupted (a KeyboardInterrupt's traceback)
-	// come first, and the verdict is the last thing on the terminal.
+	// --once's summary on a terminal is written once the job has
+	// stopped (at most the SIGINT's grace later): the job's last words on
+	// being interrupted (a KeyboardInterrupt's traceback) come first, and
+	// the verdict is the last thing on the screen. Elsewhere it is
+	// written as it comes.
 	var summary bytes.Buffer
-	if w.once {
+	if w.once && session.IsTerminal(stdout) {
 		stdout = &summary
 	}
 	o := w.options(stdout, stderr)
@@ -143,10 +145,11 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	// as asked, and that is a clean stop (status 0), not the job's
 	// failure (130: killed by gpuwatch's SIGINT failed CI steps).
 	stoppedAtDuration := err == nil && w.duration > 0 && !w.once && !jobDone(j)
-	j.Stop(interruptGrace)
-	if _, werr := opts.stdout.Write(summary.Bytes()); werr != nil && err == nil {
-		err = werr
-	}
+	j.StopThen(interruptGrace, func() {
+		if _, werr := opts.stdout.Write(summary.Bytes()); werr != nil && err == nil {
+			err = werr
+		}
+	})
 	if dashboard && jo.Log != "" {
 		fmt.Fprintf(stderr, "gpuwatch: the job's output is in %s\n", j.LogNote())
 		for _, l := range j.Tail(10) {

@@ -343,7 +343,20 @@ func (j *Job) Interrupt() string {
 // Stop ends a job that gpuwatch stopped watching before it ended: SIGINT
 // to its process group, as Ctrl-C would, then SIGTERM and SIGKILL, grace
 // apart; it returns once the job has exited.
-func (j *Job) Stop(grace time.Duration) {
+func (j *Job) Stop(grace time.Duration) { j.StopThen(grace, nil) }
+
+// StopThen is Stop, and calls then (where not nil) once, as soon as the
+// job has ended or the SIGINT's grace is up: run --once writes its
+// summary then, after what the job said on being interrupted, and
+// never later than the grace for a job that will not end.
+func (j *Job) StopThen(grace time.Duration, then func()) {
+	once := func() {
+		if then != nil {
+			then()
+			then = nil
+		}
+	}
+	defer once()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
 		select {
 		case <-j.Done():
@@ -356,6 +369,7 @@ func (j *Job) Stop(grace time.Duration) {
 			return
 		case <-time.After(grace):
 		}
+		once()
 	}
 	<-j.Done()
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
@@ -96,5 +97,42 @@ func TestANohupRunKeepsSIGHUPIgnored(t *testing.T) {
 	}
 	if slices.Contains(Forwarded(), os.Signal(syscall.SIGHUP)) {
 		t.Fatal("SIGHUP is forwarded although gpuwatch was started with it ignored")
+	}
+}
+
+// TestStopThenSaysNoLaterThanTheGrace: run --once writes its summary in
+// StopThen's callback; a job that ignores SIGINT must not hold it back
+// past the SIGINT's grace (a job that ignored SIGINT and SIGTERM held it
+// for ever, and killed by timeout, gpuwatch printed nothing). The job
+// still ends, by SIGTERM.
+func TestStopThenSaysNoLaterThanTheGrace(t *testing.T) {
+	ready := filepath.Join(t.TempDir(), "ready")
+	j, err := Start(Options{Argv: []string{"sh", "-c", `trap '' INT; touch "$0"; sleep 60 & wait`, ready}, Env: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) { // until its trap is set
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			j.Stop(time.Second)
+			t.Fatal("the job never set its trap")
+		}
+	}
+	calls, aliveAtCall := 0, false
+	j.StopThen(200*time.Millisecond, func() {
+		calls++
+		select {
+		case <-j.Done():
+		default:
+			aliveAtCall = true
+		}
+	})
+	if calls != 1 || !aliveAtCall {
+		t.Errorf("then called %d times, the job still running at the call: %v (want once, while it ignored SIGINT)", calls, aliveAtCall)
+	}
+	if how, _ := j.Exit(); how != "killed by SIGTERM" {
+		t.Errorf("the job %s, want killed by SIGTERM", how)
 	}
 }
