@@ -355,6 +355,19 @@ func TestInlineLoadingNamesTheBusiestFunction(t *testing.T) {
 	if strings.Contains(c.Evidence, "run_backward") {
 		t.Errorf("evidence %q names the step's backward pass", c.Evidence)
 	}
+	// Loading a small part of the CPU sampled: the line about the whole
+	// profile's share names the whole profile's busiest function, not
+	// the loading's.
+	v, _ = inlineGetitemVerdict(t, &sample.Profile{CPUSec: 5, Samples: 500,
+		Categories: []sample.ProfileCategory{{Name: sample.CatOther, Share: 0.94}, {Name: sample.CatCollating, Share: 0.01}},
+		Top:        []sample.ProfileFunc{backward, getitem}, InlineShare: 0.03, InlineTop: []sample.ProfileFunc{loading}})
+	var ev []string
+	for _, e := range v.Evidence {
+		ev = append(ev, e.Text)
+	}
+	if all := strings.Join(ev, "\n"); !strings.Contains(all, "94 % of its CPU is in code of no category gpuwatch knows; the busiest such function is Variable._execution_engine.run_backward") {
+		t.Errorf("loading 3 %% of the CPU: evidence %q", ev)
+	}
 }
 
 // inlineGetitemVerdict is the verdict on a recorded num_workers=0 loop

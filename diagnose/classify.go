@@ -415,7 +415,7 @@ func profileEvidence(k Kind, w *window, th Thresholds, mmap bool, timedCollate l
 		// function names better than "elsewhere" does.
 		// (Top is by self time, the categories by every frame on the
 		// stack: the function is named, its share is not set beside.)
-		for _, f := range loadingTop(w.profile) {
+		for _, f := range cpuTop(w.profile) {
 			if c := profileCategoryOf(f); c == "" || c == sample.CatOther {
 				text = fmt.Sprintf("the loader's CPU profile: %.0f %% of its CPU is in code of no category gpuwatch knows; the busiest such function is %s", 100*best.Share, placeOf(f))
 				break
@@ -425,16 +425,16 @@ func profileEvidence(k Kind, w *window, th Thresholds, mmap bool, timedCollate l
 	return evidence("profile."+best.Name+"_share", best.Share, ">=", 0, "ratio", text), true
 }
 
-// contradicted says the profile's share of category c is far beyond what
-// the hook's clocks time for it (timed: collating and handing over, as a
+// contradicted says the profile's collating share is far beyond what the
+// hook's clocks time for it (timed: collating and handing over, as a
 // share of a batch's loading, where timed): a sampler short of a CPU
 // lands its few samples where the loop lets go of the GIL (torch.stack
 // under default_collate), and a num_workers=0 loop whose collate the hook
 // timed at 0.2 % of a batch read "59 % of its CPU is collating" from 216
 // samples for 4.7 s of CPU.
 func contradicted(c sample.ProfileCategory, timed level) bool {
-	if !timed.ok || c.Name != sample.CatCollating && c.Name != sample.CatSerializing {
-		return false
+	if !timed.ok || c.Name != sample.CatCollating {
+		return false // serializing holds the loop's own unpickling too, which no stage times
 	}
 	return c.Share > 4*timed.v+0.2
 }

@@ -849,9 +849,10 @@ type Profile struct {
 	// workers' CPU: what a cause in __getitem__ names (omitted with
 	// Workers).
 	WorkersTop []ProfileFunc `json:"workers_top,omitempty" check:"max=64"`
-	// InlineShare is the share of the training process's CPU sampled
-	// under the DataLoader's fetch outside the workers (num_workers=0:
-	// the loop loads each batch itself), and InlineTop Top of those
+	// InlineShare is the share of the profile's CPU (the workers' too,
+	// where merged) sampled under the DataLoader's fetch in the training
+	// process (num_workers=0: the loop loads each batch itself), and
+	// InlineTop Top of those
 	// samples alone, shares of their CPU: what a cause in __getitem__
 	// names there, not the step's functions beside it. Both omitted
 	// where no such sample was taken.
