@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -178,8 +179,15 @@ func runStatus(err error, j *job.Job, w *watchFlags, stderr io.Writer, dashboard
 	how, _ := j.Exit()
 	code := j.ExitCode()
 	if stopped {
-		fmt.Fprintf(stderr, "gpuwatch: --duration %v is up: gpuwatch stopped the job (pid %d; it %s)\n", w.duration, j.PID(), job.Ended(how))
-		return nil
+		// Ended by gpuwatch's signals (128 + SIGINT, SIGTERM, SIGKILL,
+		// killed by one or exiting with its number), or cleanly: the stop
+		// asked for. Any other status is the job's failure on the way
+		// out (a checkpoint that failed to save): passed on.
+		if code == 0 || code == 128+int(syscall.SIGINT) || code == 128+int(syscall.SIGTERM) || code == 128+int(syscall.SIGKILL) {
+			fmt.Fprintf(stderr, "gpuwatch: --duration %v is up: gpuwatch stopped the job (pid %d; it %s)\n", w.duration, j.PID(), job.Ended(how))
+			return nil
+		}
+		return &exitError{code: code, msg: fmt.Sprintf("--duration %v is up: gpuwatch stopped the job (pid %d), and it %s on the way out", w.duration, j.PID(), job.Ended(how))}
 	}
 	if code != 0 && !dashboard {
 		return &exitError{code: code}
@@ -288,8 +296,9 @@ passed to its process group. gpuwatch's lines never mix into its output:
 
 With --duration or --once, gpuwatch stops watching when the time is up or
 the verdict has settled, and interrupts the job as Ctrl-C would (SIGINT,
-then SIGTERM after 10 s); --duration then exits 0 (a job that ended by
-itself before passes its status on); --once prints its summary once the
+then SIGTERM after 10 s); --duration then exits 0 where those signals
+ended it (a job that ended by itself before, or failed on its way out,
+passes its status on); --once prints its summary once the
 job has stopped (after what the job said on being interrupted) and exits
 with its own status (0, 3, 4).
 A command that is not Python, or a Python job without a DataLoader, is

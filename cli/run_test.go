@@ -132,4 +132,11 @@ func TestRunDurationIsACleanStop(t *testing.T) {
 	if code := Run([]string{"run", "--headless", "--duration", "10s", "--", "sh", "-c", "sleep 0.5; exit 3"}, &out, &errb); code != 3 {
 		t.Fatalf("a job that failed by itself: exit %d, stderr %q", code, errb.String())
 	}
+	// Stopped, it fails on its way out (a checkpoint that does not save):
+	// its status is passed on, and said.
+	errb.Reset()
+	code = Run([]string{"run", "--headless", "--duration", "1s", "--", "sh", "-c", "trap 'exit 1' INT; while :; do sleep 0.1; done"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "and it exited with status 1 on the way out") {
+		t.Fatalf("a job failing on its way out: exit %d, stderr %q", code, errb.String())
+	}
 }
