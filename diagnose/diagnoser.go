@@ -164,7 +164,7 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 		out.Since = d.since
 		return out
 	}
-	if d.exited { // another process is watched now (the finder's next): judged afresh
+	if d.exited { // frames of a process not gone (a recording joined to another, a target that came back): judged afresh
 		d.exited, d.shown = false, Verdict{Kind: WarmingUp}
 	}
 	switch {
