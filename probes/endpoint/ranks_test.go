@@ -552,7 +552,12 @@ func TestASlowRankHoldsNoOtherBack(t *testing.T) {
 		took := time.Since(start)
 		cancel()
 		now = now.Add(time.Second)
-		if took > 500*time.Millisecond {
+		// Its budget is the context's 500 ms (four fifths of it waiting
+		// on the slow rank, by design); a tick the slow rank held would
+		// last as long as it streams, for ever. A second past the budget
+		// is a loaded machine's slack (a race build beside the suite read
+		// 540 ms), not a held tick.
+		if took > 1500*time.Millisecond {
 			t.Fatalf("tick %d took %v: the slow rank held it", tick, took)
 		}
 		if err != nil || len(f.Ranks) != 3 {
