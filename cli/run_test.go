@@ -2,14 +2,10 @@ package cli
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestRunCannotStartStatuses: a command that cannot start exits as a shell,
@@ -68,54 +64,6 @@ func TestRunOnceSaysTheCommandEndedFirst(t *testing.T) {
 	if code != ExitUnsettled || !strings.Contains(errb.String(), "the command exited with status 0 before the first") {
 		t.Fatalf("a command that succeeds at once: exit %d, stderr %q", code, errb.String())
 	}
-}
-
-// TestRunOnceSummaryComesAfterTheJobStopped: --once interrupts the job
-// when it is done watching, and the job's last words on that (a
-// KeyboardInterrupt's traceback, thirty lines of it) came after the
-// verdict and pushed it off the screen. On a terminal the summary is
-// written once the job has stopped: here the job's SIGINT handler says
-// so on the same terminal, and that line must come before the summary.
-func TestRunOnceSummaryComesAfterTheJobStopped(t *testing.T) {
-	m, tty := openTestPTY(t)
-	var screen bytes.Buffer
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		_, _ = io.Copy(&screen, m) // until EIO: every end of the terminal closed
-	}()
-	script := `trap 'echo JOB-STOPPED >&2; exit 0' INT; while :; do sleep 0.1; done`
-	code := Run([]string{"run", "--once", "--duration", "2s", "--", "sh", "-c", script}, tty, tty)
-	tty.Close()
-	<-read
-	out := screen.String()
-	stopped, summary := strings.Index(out, "JOB-STOPPED"), strings.Index(out, "confident")
-	if stopped < 0 || summary < 0 || stopped > summary {
-		t.Errorf("exit %d: the job's last line at %d, the summary at %d:\n%s", code, stopped, summary, out)
-	}
-}
-
-// openTestPTY opens a pseudo-terminal pair: the master end to read, the
-// terminal end to hand gpuwatch as its stdout and stderr.
-func openTestPTY(t *testing.T) (master, tty *os.File) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
-	t.Cleanup(func() { m.Close() })
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tty, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, tty
 }
 
 // TestRunDurationIsACleanStop: --duration ran out with the job still
