@@ -184,10 +184,10 @@ func runStatus(err error, j *job.Job, w *watchFlags, stderr io.Writer, dashboard
 		// asked for. Any other status is the job's failure on the way
 		// out (a checkpoint that failed to save): passed on.
 		if code == 0 || code == 128+int(syscall.SIGINT) || code == 128+int(syscall.SIGTERM) || code == 128+int(syscall.SIGKILL) {
-			fmt.Fprintf(stderr, "gpuwatch: --duration %v is up: gpuwatch stopped the job (pid %d; it %s)\n", w.duration, j.PID(), job.Ended(how))
+			fmt.Fprintf(stderr, "gpuwatch: --duration %v is up: gpuwatch stopped the job (pid %d; it %s)\n", w.duration, j.PID(), sample.Ended(how))
 			return nil
 		}
-		return &exitError{code: code, msg: fmt.Sprintf("--duration %v is up: gpuwatch stopped the job (pid %d), and it %s on the way out", w.duration, j.PID(), job.Ended(how))}
+		return &exitError{code: code, msg: fmt.Sprintf("--duration %v is up: gpuwatch stopped the job (pid %d), and it %s on the way out", w.duration, j.PID(), sample.Ended(how))}
 	}
 	if code != 0 && !dashboard {
 		return &exitError{code: code}

@@ -52,7 +52,10 @@ func busiestInGetitem(p *sample.Profile, inline bool) (string, float64, bool) {
 		return "", 0, false
 	}
 	if inline {
-		return busiestOf(loadingTop(&sample.Profile{InlineTop: p.InlineTop, Top: p.Top}))
+		if len(p.InlineTop) > 0 { // the loop's loading, else its whole profile
+			return busiestOf(p.InlineTop)
+		}
+		return busiestOf(p.Top)
 	}
 	return busiestOf(p.WorkersTop)
 }

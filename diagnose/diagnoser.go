@@ -3,7 +3,6 @@ package diagnose
 import (
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -250,10 +249,7 @@ func (d *Diagnoser) hold(k Kind, f *sample.Frame) (time.Duration, time.Time) {
 func exitedVerdict(t *sample.Target, before Kind, since time.Time) Verdict {
 	text := fmt.Sprintf("pid %d exited at %s", t.PID, t.ExitedAt.Format("15:04:05"))
 	if how := sample.Printable(t.Exit); how != "" { // "exited with status 0", "killed by SIGINT"
-		if strings.HasPrefix(how, "killed ") {
-			how = "was " + how
-		}
-		text = fmt.Sprintf("pid %d %s at %s", t.PID, how, t.ExitedAt.Format("15:04:05"))
+		text = fmt.Sprintf("pid %d %s at %s", t.PID, sample.Ended(how), t.ExitedAt.Format("15:04:05"))
 	}
 	v := Verdict{Kind: Idle, Severity: Info, Confidence: 1,
 		Evidence: []Evidence{{Metric: "target.exited", Text: text + ": the watched job is gone, and nothing of it is left to judge"}}}

@@ -33,6 +33,16 @@ func FormatBytes(n float64) string {
 	return strconv.FormatFloat(n, 'f', prec, 64) + suffixes[i]
 }
 
+// Ended is how a process ended, in a job's Exit words ("exited with
+// status 1", "killed by SIGINT"), as a sentence's predicate: "exited with
+// status 1", "was killed by SIGINT".
+func Ended(how string) string {
+	if strings.HasPrefix(how, "killed ") {
+		return "was " + how
+	}
+	return how
+}
+
 // Printable replaces every control character in s — C0, DEL and C1, ESC
 // above all — with U+FFFD, so a process named "\x1b]0;PWN\x07" cannot
 // retitle or clear the terminal it is printed to. Every name from outside

@@ -23,3 +23,15 @@ func TestPrintableLeavesNoControlByte(t *testing.T) {
 		}
 	}
 }
+
+func TestEndedReadsAsAPredicate(t *testing.T) {
+	for how, want := range map[string]string{
+		"exited with status 1": "exited with status 1",
+		"killed by SIGINT":     "was killed by SIGINT",
+		"":                     "",
+	} {
+		if got := Ended(how); got != want {
+			t.Errorf("Ended(%q) = %q, want %q", how, got, want)
+		}
+	}
+}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/sample"
-	"github.com/gpuwatch/gpuwatch/session/job"
 )
 
 // onceCap is how long --once waits for the verdict to settle when no
@@ -91,8 +90,9 @@ type Settle struct {
 	// replayed: a recording's stretch is judged (ReplayOnce), whose
 	// length is --last's, not --duration's.
 	replayed bool
-	// exited is the first frame that saw the watched process gone.
-	exited *sample.Frame
+	// exited is the watched process as the first frame that saw it gone
+	// found it.
+	exited *sample.Target
 }
 
 // NewSettle is a Settle that calls stop once a verdict has settled, and
@@ -132,7 +132,7 @@ func (s *Settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		// judged by replay --once) is judged on its job — and a live
 		// session has nothing more to wait for.
 		if s.exited == nil {
-			s.exited = f
+			s.exited = t
 		}
 		if s.last == nil { // gone before any frame of it: this one says so
 			s.last, s.verdict = f, v
@@ -325,10 +325,10 @@ func (s *Settle) summaryAtEnd(w io.Writer, asJSON bool) error {
 // why says why no verdict settled.
 func (s *Settle) why() string {
 	if s.jobEnded != "" {
-		return fmt.Sprintf("the job %s after %s: too soon for a verdict to hold", job.Ended(s.jobEnded), sample.Plural(s.frames, "frame"))
+		return fmt.Sprintf("the job %s after %s: too soon for a verdict to hold", sample.Ended(s.jobEnded), sample.Plural(s.frames, "frame"))
 	}
 	if s.exited != nil {
-		t := s.exited.Target
+		t := s.exited
 		return fmt.Sprintf("pid %d exited at %s, after %s: too soon for a verdict to hold", t.PID, t.ExitedAt.Format("15:04:05"), sample.Plural(s.frames, "frame"))
 	}
 	longer, shorter := "a longer --duration", ", or a shorter --interval"

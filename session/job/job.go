@@ -300,15 +300,6 @@ func (j *Job) Exit() (string, time.Time) {
 	return fmt.Sprintf("exited with status %d", j.state.ExitCode()), j.ended
 }
 
-// Ended is how a job ended (Exit's words) as a sentence's predicate:
-// "exited with status 1", "was killed by SIGINT".
-func Ended(how string) string {
-	if strings.HasPrefix(how, "killed ") {
-		return "was " + how
-	}
-	return how
-}
-
 // Signal sends sig to the job's process group: every process of the job
 // that has not moved to a group of its own.
 func (j *Job) Signal(sig syscall.Signal) error {
