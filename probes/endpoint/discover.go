@@ -32,6 +32,12 @@ type Announcement struct {
 	WorldSize *int   `json:"world_size,omitempty"`
 	URL       string `json:"url"`
 	Kind      string `json:"kind,omitempty"` // "python", "embedded"
+	// Rendezvous is a distributed job's MASTER_ADDR:MASTER_PORT, as the
+	// hook read them from its launcher's environment: two jobs running at
+	// once cannot share one (their rank 0 listens there), so it tells
+	// apart two jobs of the same WORLD_SIZE (sameJob). "" where unset or
+	// not a host and a port.
+	Rendezvous string `json:"rendezvous,omitempty"`
 	// Token is what the loader wants on every request (Authorization:
 	// Bearer); "" for a loader that wants none (the embedded Go loader's
 	// debug server, hooks before issue 41). The announcement is 0600 in a
@@ -334,12 +340,32 @@ func RanksOf(d Discovery, urls []string) []Announcement {
 }
 
 // sameJob says whether a is n itself, or another rank of n's distributed
-// job (the same WORLD_SIZE, above 1, announced by both).
+// job: the same WORLD_SIZE, above 1, announced by both, and the same
+// rendezvous where both announce one (two jobs of two ranks each, started
+// side by side, differ there). A hook from before the rendezvous was
+// announced is grouped by WORLD_SIZE alone.
 func sameJob(a, n Announcement) bool {
 	if a.key == n.key {
 		return true
 	}
+	if a.Rendezvous != "" && n.Rendezvous != "" && a.Rendezvous != n.Rendezvous {
+		return false
+	}
 	return a.WorldSize != nil && n.WorldSize != nil && *a.WorldSize > 1 && *a.WorldSize == *n.WorldSize
+}
+
+// validRendezvous says whether s is HOST:PORT as a launcher sets
+// MASTER_ADDR and MASTER_PORT: a host of at most 253 characters of a
+// hostname or an IP address, and a port 1–65535.
+func validRendezvous(s string) bool {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" || len(host) > 253 {
+		return false
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return false
+	}
+	return strings.Trim(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:%") == ""
 }
 
 // hostPortOf is a loader key's HOST:PORT (the scheme's port when it names
@@ -443,6 +469,9 @@ func readAnnouncement(path string) (Announcement, error) {
 	}
 	if len(a.Kind) > 16 || strings.Trim(a.Kind, "abcdefghijklmnopqrstuvwxyz0123456789_-") != "" {
 		a.Kind = "" // a word, or nothing
+	}
+	if !validRendezvous(a.Rendezvous) {
+		a.Rendezvous = "" // not a host and a port: the ranks are grouped by WORLD_SIZE alone
 	}
 	return a, nil
 }

@@ -684,15 +684,23 @@ func init() {
 // each with its own loader and no WORLD_SIZE, are two jobs: attaching to
 // one of them by its URL does not take the other for its rank 1. The
 // ranks of a distributed job (the same WORLD_SIZE, above 1) join the one
-// named; a one-process job with WORLD_SIZE=1 joins nothing.
+// named; a one-process job with WORLD_SIZE=1 joins nothing. Two jobs of
+// two ranks each, side by side, are told apart by their rendezvous
+// (MASTER_ADDR:MASTER_PORT); a rank that announces none (a hook from
+// before it was announced) is grouped by WORLD_SIZE alone.
 func TestRanksOfKeepsUnrelatedJobsApart(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "gpuwatch")
-	zero, one, two := 0, 1, 2
-	rs := make([]*fakeRank, 5)
+	zero, one, two, three := 0, 1, 2, 3
+	rs := make([]*fakeRank, 10)
 	for i, ann := range []Announcement{
 		{}, {}, // two unrelated scripts
 		{Rank: &zero, WorldSize: &two}, {Rank: &one, WorldSize: &two}, // one job's two ranks
 		{Rank: &zero, WorldSize: &one}, // a job of one process that set WORLD_SIZE=1
+		// Two jobs of three ranks each, started side by side: 5 and 6 at
+		// one rendezvous, 7 and 8 at another; 9 announces none.
+		{Rank: &zero, WorldSize: &three, Rendezvous: "127.0.0.1:29500"}, {Rank: &one, WorldSize: &three, Rendezvous: "127.0.0.1:29500"},
+		{Rank: &zero, WorldSize: &three, Rendezvous: "127.0.0.1:29501"}, {Rank: &one, WorldSize: &three, Rendezvous: "127.0.0.1:29501"},
+		{Rank: &two, WorldSize: &three},
 	} {
 		rs[i] = &fakeRank{}
 		rs[i].serve(t, "127.0.0.1:0")
@@ -703,7 +711,7 @@ func TestRanksOfKeepsUnrelatedJobsApart(t *testing.T) {
 		}
 	}
 	d, err := Discover(dir, "/proc")
-	if err != nil || len(d.Found) != 5 {
+	if err != nil || len(d.Found) != len(rs) {
 		t.Fatalf("found %d: %v %s", len(d.Found), err, d.Note())
 	}
 	urlsOf := func(as []Announcement) []string {
@@ -723,13 +731,30 @@ func TestRanksOfKeepsUnrelatedJobsApart(t *testing.T) {
 		{"one of two unrelated scripts", []string{rs[0].url()}, []string{rs[0].url()}},
 		{"a rank of a distributed job", []string{rs[3].url()}, sorted(rs[2].url(), rs[3].url())},
 		{"WORLD_SIZE=1", []string{rs[4].url()}, []string{rs[4].url()}},
+		{"one of two jobs of the same WORLD_SIZE", []string{rs[5].url()}, sorted(rs[5].url(), rs[6].url(), rs[9].url())},
+		{"the other one", []string{rs[8].url()}, sorted(rs[7].url(), rs[8].url(), rs[9].url())},
 		{"a URL nobody announced", []string{"http://127.0.0.1:1"}, nil},
 	} {
 		if got := urlsOf(RanksOf(d, c.named)); !slices.Equal(got, c.want) {
 			t.Errorf("%s: joined %v, want %v", c.name, got, c.want)
 		}
 	}
-	if len(d.Found) != 5 {
+	if len(d.Found) != len(rs) {
 		t.Errorf("RanksOf changed the discovery: %d found", len(d.Found))
+	}
+}
+
+// TestAnnouncedRendezvousIsAHostAndAPort: what an announcement's
+// rendezvous may be; anything else is read as none (grouped by WORLD_SIZE
+// alone), not as a key two hostile files could share.
+func TestAnnouncedRendezvousIsAHostAndAPort(t *testing.T) {
+	for s, want := range map[string]bool{
+		"127.0.0.1:29500": true, "node-01.cluster:1234": true, "[fe80::1%eth0]:29500": true,
+		"": false, "127.0.0.1": false, "127.0.0.1:0": false, "127.0.0.1:70000": false, "host:port": false,
+		"a b:1": false, "\x1b]0;x\x07:1": false, strings.Repeat("a", 254) + ":1": false,
+	} {
+		if got := validRendezvous(s); got != want {
+			t.Errorf("validRendezvous(%q) = %v, want %v", s, got, want)
+		}
 	}
 }

@@ -88,6 +88,24 @@ def rank_env() -> Dict[str, int]:
     return out
 
 
+def rendezvous() -> str:
+    """MASTER_ADDR:MASTER_PORT of this process's distributed job, as its
+    launcher set them; "" where either is unset or not a host and a port.
+    Two jobs running at once cannot share one (rank 0 listens there), so
+    gpuwatch tells two jobs of the same WORLD_SIZE apart by it."""
+    host, port = os.environ.get("MASTER_ADDR", ""), os.environ.get("MASTER_PORT", "")
+    try:
+        p = int(port)
+    except ValueError:
+        return ""
+    if not 0 < p < 65536 or not 0 < len(host) <= 253 or host.strip(_HOST_CHARS):
+        return ""
+    return "[%s]:%d" % (host, p) if ":" in host else "%s:%d" % (host, p)
+
+
+_HOST_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:%"
+
+
 def compiling(torch: Any) -> bool:
     """Whether torch.compile is tracing now (torch.compiler.is_compiling;
     False where torch has none): what the hook wraps stands aside then."""

@@ -96,6 +96,9 @@ def discovery_dir() -> str:
 def _write_announcement(d: str, url: str, token: str) -> str:
     entry: Dict[str, Any] = {"pid": os.getpid(), "url": url, "kind": "python", "token": token}
     entry.update(_env.rank_env())
+    rdzv = _env.rendezvous()
+    if rdzv:
+        entry["rendezvous"] = rdzv
     path = os.path.join(d, "%d-%s.json" % (os.getpid(), url.rsplit(":", 1)[-1]))
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)

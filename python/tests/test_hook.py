@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 import unittest
+from unittest import mock
 import urllib.error
 import urllib.request
 import warnings
@@ -535,7 +536,7 @@ class HookTest(unittest.TestCase):
         import json
         import subprocess
 
-        env = dict(os.environ, RANK="3", LOCAL_RANK="1", WORLD_SIZE="8")
+        env = dict(os.environ, RANK="3", LOCAL_RANK="1", WORLD_SIZE="8", MASTER_ADDR="node-01", MASTER_PORT="29500")
         code = (
             "import sys, os, json; sys.path.insert(0, %r); import gpuwatch_hook as h; "
             "w = h.watch([1], port=0, quiet=True); d = h.discovery_dir(); "
@@ -548,10 +549,30 @@ class HookTest(unittest.TestCase):
         entry = out["entry"]
         self.assertEqual(entry["url"], out["url"])
         self.assertEqual((entry["rank"], entry["local_rank"], entry["world_size"], entry["kind"]), (3, 1, 8, "python"))
+        self.assertEqual(entry["rendezvous"], "node-01:29500")
         self.assertEqual(os.stat(out["dir"]).st_mode & 0o777, 0o700)
         self.assertIn('rank="3",local_rank="1",world_size="8"', out["metrics"])
         # Gone once the process exited.
         self.assertFalse(os.path.exists(os.path.join(out["dir"], out["file"])))
+
+    def test_rendezvous_is_a_host_and_a_port_or_nothing(self):
+        from gpuwatch_hook import _env
+
+        cases = {
+            ("10.0.0.7", "29500"): "10.0.0.7:29500",
+            ("fe80::1", "29500"): "[fe80::1]:29500",
+            ("", "29500"): "",
+            ("node", ""): "",
+            ("node", "0"): "",
+            ("node", "65536"): "",
+            ("node", "x"): "",
+            ("a b", "1"): "",
+            ("\x1b]0;x\x07", "1"): "",
+            ("a" * 254, "1"): "",
+        }
+        for (host, port), want in cases.items():
+            with mock.patch.dict(os.environ, {"MASTER_ADDR": host, "MASTER_PORT": port}):
+                self.assertEqual(_env.rendezvous(), want, (host, port))
 
     @unittest.skipUnless(hasattr(os, "fork"), "no fork here")
     def test_a_forked_worker_does_not_hold_the_port(self):
