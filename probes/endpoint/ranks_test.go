@@ -410,6 +410,7 @@ func TestExpandURLs(t *testing.T) {
 func FuzzAnnouncement(f *testing.F) {
 	f.Add([]byte(`{"pid":4242,"rank":1,"local_rank":1,"world_size":8,"url":"http://127.0.0.1:6062","kind":"python"}`))
 	f.Add([]byte(`{"pid":1,"url":"http://u:p@[::1]:1/x","kind":"\u001b[2J"}`))
+	f.Add([]byte(`{"pid":7,"world_size":2,"url":"http://127.0.0.1:6061","rendezvous":"[fe80::1%eth0]:29500"}`))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		path := filepath.Join(dir, "a.json")
@@ -433,6 +434,9 @@ func FuzzAnnouncement(f *testing.F) {
 		}
 		if strings.ContainsFunc(a.Kind, func(r rune) bool { return r < 'a' && r != '-' && r != '_' && (r < '0' || r > '9') }) {
 			t.Fatalf("kind %q", a.Kind)
+		}
+		if a.Rendezvous != "" && (len(a.Rendezvous) > 262 || sample.Printable(a.Rendezvous) != a.Rendezvous || strings.ContainsAny(a.Rendezvous, " /@")) {
+			t.Fatalf("rendezvous %q", a.Rendezvous)
 		}
 	})
 }
