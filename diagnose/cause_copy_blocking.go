@@ -59,11 +59,20 @@ func copyBlockingCause(in *causeIn) (Cause, bool) {
 	}
 	out := Cause{Evidence: ev, Fix: strings.Join(fix, ", and ") + " (the copy then overlaps the step's kernels, and the host queues the next ones)"}
 	if saved := host - gpuSide; saved > 0 && saved < period {
-		out.Bound = stepBound(g, period/(period-saved))
+		gain := period / (period - saved)
 		out.BoundWhy = fmt.Sprintf("the host's wait in the copy given back: %s a batch less the GPU's own %s for it, of a %s batch period", ms(host), ms(gpuSide), ms(period))
 		if c.DeviceMsPerBatch == nil {
 			out.BoundWhy = fmt.Sprintf("the host's wait in the copy given back: %s of a %s batch period (the copy's GPU time was not read)", ms(host), ms(period))
 		}
+		// A blocking copy waits for the kernels queued before it: much of
+		// the host's wait there is the GPU at work, which overlapping the
+		// copy does not give back. What it can give back is the time the
+		// GPU runs no kernel.
+		if busy, what, ok := gpuKernelTime(w); ok && gain > 100/busy {
+			gain = 100 / busy
+			out.BoundWhy += fmt.Sprintf("; at most the GPU's idle time, for it runs a kernel %.0f %% of the time (%s): the host's wait is mostly the GPU's own work queued before the copy", busy, what)
+		}
+		out.Bound = stepBound(g, gain)
 	} else {
 		out.BoundWhy = "no bound: the copy's time on the GPU is as long as the host's wait for it (its bytes, not the wait, are the cost: send fewer, smaller dtypes)"
 	}
@@ -72,3 +81,17 @@ func copyBlockingCause(in *causeIn) (Cause, bool) {
 
 // pct is a share as a whole percentage ("12 %").
 func pct(share float64) string { return fmt.Sprintf("%.0f %%", 100*share) }
+
+// gpuKernelTime is the share of the time the GPU runs a kernel, in
+// percent, and what read it: NVML's utilization, else GPM's SM activity
+// (a lower figure: SMs idle inside a kernel count out). false where
+// neither was read or it reads 0.
+func gpuKernelTime(w *window) (float64, string, bool) {
+	switch {
+	case w.gpuUtil.ok && w.gpuUtil.v > 0:
+		return min(w.gpuUtil.v, 100), "NVML's utilization", true
+	case w.smActivity.ok && w.smActivity.v > 0:
+		return min(w.smActivity.v, 100), "GPM's SM activity", true
+	}
+	return 0, "", false
+}

@@ -389,17 +389,36 @@ func withMemory(frames []sample.Frame, batch int, used, total uint64) []sample.F
 	return frames
 }
 
+// withUtil sets NVML's utilization of every frame's GPU.
+func withUtil(frames []sample.Frame, util float64) []sample.Frame {
+	for i := range frames {
+		g := frames[i].GPUs[0]
+		g.UtilPct = ptr(util)
+		g.UtilSamples = &sample.UtilSamples{N: 6, Min: util - 1, Mean: util, Max: util + 1, P5: util - 1, P95: util + 1}
+		frames[i].GPUs = []sample.GPU{g}
+	}
+	return frames
+}
+
 // TestCopiesThatHoldTheHost (issue 51): a GPU-bound loop at 50 batches a
 // second spending 3 ms a batch in pageable, blocking copies (the GPU's
-// own 1 ms) names copy_blocking with both fixes and the bound of the
-// host's wait given back (20 ms over 18 ms: 1.11×); pinned but blocking
-// names only non_blocking; pinned and non_blocking, or a copy of 0.5 ms
-// a batch, names nothing.
+// own 1 ms), its GPU running a kernel 85 % of the time, names
+// copy_blocking with both fixes and the bound of the host's wait given
+// back (20 ms over 18 ms: 1.11×); pinned but blocking names only
+// non_blocking; pinned and non_blocking, or a copy of 0.5 ms a batch,
+// names nothing. A GPU running a kernel 99 % of the time bounds the gain
+// at its idle time (1.01×), however long the host waits in the copy: a
+// blocking copy waits for the kernels queued before it (the bound was
+// 3.33× for a wait of 15 ms).
 func TestCopiesThatHoldTheHost(t *testing.T) {
-	v := Classify(withCopy(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), 3, ptr(1.0), 0, 0), DefaultThresholds())
+	v := Classify(withCopy(withUtil(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), 85), 3, ptr(1.0), 0, 0), DefaultThresholds())
 	c := causeOf(v, "copy_blocking")
 	if c == nil || c.Bound == nil || c.Bound.Gain < 1.11 || c.Bound.Gain > 1.12 {
 		t.Fatalf("%s: %+v", v.Kind, v.Causes)
+	}
+	v = Classify(withCopy(gpuBoundFrames(95, 30, 20, 20, 60, bf16Settings()), 15, ptr(1.0), 1, 0), DefaultThresholds())
+	if c := causeOf(v, "copy_blocking"); c == nil || c.Bound == nil || c.Bound.Gain > 100.0/99+1e-9 || !strings.Contains(c.BoundWhy, "idle time") {
+		t.Errorf("a GPU 99 %% busy: %+v", v.Causes)
 	}
 	if !strings.Contains(c.Fix, "pin_memory=True") || !strings.Contains(c.Fix, "non_blocking=True") || !strings.Contains(c.Evidence, "pageable") {
 		t.Errorf("%+v", c)

@@ -103,12 +103,16 @@ func copyCounters(page map[string][]expo.Sample, c *LoaderCounters) *CopyCounter
 	k := &CopyCounters{Batches: n}
 	k.Copies, _ = pageCount(page, "gpuwatch_loader_h2d_copies_total")
 	k.Bytes, _ = pageCount(page, "gpuwatch_loader_h2d_bytes_total")
-	k.PinnedBytes, _ = pageCount(page, "gpuwatch_loader_h2d_pinned_bytes_total")
-	k.NonBlockingBytes, _ = pageCount(page, "gpuwatch_loader_h2d_non_blocking_bytes_total")
+	// The hook writes the series together: a page without the pinned or
+	// non_blocking bytes says nothing of them (read as 0 they were "all
+	// pageable, all blocking", and both fixes advised), so it is dropped.
+	var okPin, okNB bool
+	k.PinnedBytes, okPin = pageCount(page, "gpuwatch_loader_h2d_pinned_bytes_total")
+	k.NonBlockingBytes, okNB = pageCount(page, "gpuwatch_loader_h2d_non_blocking_bytes_total")
 	k.DeviceBytes, _ = pageCount(page, "gpuwatch_loader_h2d_device_bytes_total")
 	k.HostSeconds, ok = pageSeconds(page, "gpuwatch_loader_h2d_host_seconds_total")
 	dev, okDev := pageSeconds(page, "gpuwatch_loader_h2d_device_seconds_total")
-	if !ok || !okDev || k.Copies < k.Batches || k.PinnedBytes > k.Bytes || k.NonBlockingBytes > k.Bytes || k.DeviceBytes > k.Bytes {
+	if !ok || !okDev || !okPin || !okNB || k.Copies < k.Batches || k.PinnedBytes > k.Bytes || k.NonBlockingBytes > k.Bytes || k.DeviceBytes > k.Bytes {
 		c.Dropped = append(c.Dropped, "gpuwatch_loader_h2d_bytes_total: not counts of copies with their parts, dropped")
 		return nil
 	}

@@ -207,6 +207,23 @@ gpuwatch_loader_h2d_device 0
 	if h := hostCopy(k, &later); h.BatchesCopied != 10 || h.BytesPerBatch != 1<<20 || !isAbout(&h.HostMsPerBatch, 2) || h.PinnedShare != 0 || h.DeviceMsPerBatch != nil {
 		t.Fatalf("the interval's two pageable copies: %+v", h)
 	}
+	// An absent pinned or non_blocking series is no figure, not 0 (which
+	// was "all pageable", and pin_memory advised).
+	for _, name := range []string{"gpuwatch_loader_h2d_pinned_bytes_total", "gpuwatch_loader_h2d_non_blocking_bytes_total"} {
+		var kept []string
+		for _, l := range strings.Split(string(page("8388608", "0.008")), "\n") {
+			if !strings.HasPrefix(l, name+" ") {
+				kept = append(kept, l)
+			}
+		}
+		c, _, err := CountersFromMetrics([]byte(strings.Join(kept, "\n")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Payload.Copy != nil || len(c.Dropped) != 1 || !strings.Contains(c.Dropped[0], "h2d") {
+			t.Errorf("without %s: copy %+v dropped %v", name, c.Payload.Copy, c.Dropped)
+		}
+	}
 	for _, bad := range [][2]string{{"9999999999", "0.008"}, {"0", "NaN"}, {"0", "-1"}} {
 		c, _, err := CountersFromMetrics(page(bad[0], bad[1]))
 		if err != nil {
