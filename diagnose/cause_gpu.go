@@ -101,6 +101,20 @@ func (in *causeIn) gpuBusy() (level, bool) {
 	return acc, real && acc.ok && acc.v >= in.w.th.AccelBusyPct
 }
 
+// unlessOn is a fix that turns a setting on, by what the hook read of it
+// (on): the fix where it is off; none where it is on (advising what the
+// job does is a defect); where it was not read, the fix for the case it
+// is off, saying so — a setting not read is not taken as off.
+func unlessOn(on *bool, fix, setting string) (string, bool) {
+	switch {
+	case on == nil:
+		return fix + " (unless " + setting + " already: not read; gpuwatch run reads it)", true
+	case *on:
+		return "", false
+	}
+	return fix, true
+}
+
 // precisionWords says what the settings show of the step's precision:
 // "autocast is off and float32 matmuls run in full fp32 (…)"; "" where
 // the hook read nothing.

@@ -162,6 +162,43 @@ func TestLaunchBoundAndMemoryBound(t *testing.T) {
 	if v := Classify(gpuBoundFrames(85, 5, 70, 30, 60, done), DefaultThresholds()); causeOf(v, "memory_bound") != nil {
 		t.Errorf("compiled and in bf16: %+v", v.Causes)
 	}
+	// A setting not read is not taken as off: its fix is named as the
+	// case where it is off, and says it was not read.
+	compiledOnly := bf16Settings()
+	compiledOnly.Compiled, compiledOnly.Autocast = ptr(true), nil
+	autocastOnly := bf16Settings()
+	autocastOnly.Compiled = nil
+	for name, c := range map[string]struct {
+		st        *sample.JobSettings
+		want, not []string
+	}{
+		"nothing read":              {nil, []string{"torch.compile(model) (each fused kernel reads and writes the activations once) (unless the model is compiled already: not read", "torch.autocast(\"cuda\", dtype=torch.bfloat16)) (unless autocast is on already: not read"}, nil},
+		"compiled, autocast unread": {compiledOnly, []string{"(unless autocast is on already: not read"}, []string{"torch.compile"}},
+		"in bf16, compile unread":   {autocastOnly, []string{"(unless the model is compiled already: not read"}, []string{"autocast"}},
+		"neither on":                {fp32Settings(), []string{"torch.compile(model) (each fused kernel reads and writes the activations once); and", "bf16 activations"}, []string{"not read"}},
+	} {
+		v := Classify(gpuBoundFrames(85, 5, 70, 30, 60, c.st), DefaultThresholds())
+		m := causeOf(v, "memory_bound")
+		if m == nil {
+			t.Errorf("%s: not named: %+v", name, v.Causes)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(m.Fix, w) {
+				t.Errorf("%s: the fix %q lacks %q", name, m.Fix, w)
+			}
+		}
+		for _, w := range c.not {
+			if strings.Contains(m.Fix, w) {
+				t.Errorf("%s: the fix %q says %q", name, m.Fix, w)
+			}
+		}
+	}
+	unread := bf16Settings()
+	unread.Compiled = nil
+	if f := launchFix(unread); !strings.Contains(f, "was not read") {
+		t.Errorf("launch_bound's fix, compile unread: %q", f)
+	}
 }
 
 // TestH200ResNetInBF16IsNotToldMixedPrecision replays the real H200's

@@ -47,10 +47,14 @@ func launchBoundCause(in *causeIn) (Cause, bool) {
 // launchFix is the fix, never one the job has: CUDA graphs, by
 // torch.compile's reduce-overhead mode where the model is compiled.
 func launchFix(s *sample.JobSettings) string {
-	if s != nil && s.Compiled != nil && *s.Compiled {
+	const fix = "launch fewer, larger kernels: capture the step in a CUDA graph (torch.compile(model, mode=\"reduce-overhead\")), or a larger batch per step"
+	switch {
+	case s == nil || s.Compiled == nil:
+		return fix + " (whether the model is compiled, and how, was not read; gpuwatch run reads it)"
+	case *s.Compiled:
 		return "the model is compiled: compile it with mode=\"reduce-overhead\" (CUDA graphs replay the step's launches at once), or a larger batch per step"
 	}
-	return "launch fewer, larger kernels: capture the step in a CUDA graph (torch.compile(model, mode=\"reduce-overhead\")), or a larger batch per step"
+	return fix
 }
 
 // launchBoundByUtil is the cause without GPM: the training thread near a

@@ -1,12 +1,15 @@
 package diagnose
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // memory_bound: the GPU is the limit, its DRAM bandwidth is busy and its
 // tensor cores mostly idle: the step moves activations more than it
 // computes (elementwise and normalization kernels, each a read and a write
 // of DRAM). Not named where the model is compiled and autocast is on: both
-// fixes are taken.
+// fixes are taken; a setting not read is advised as such (unlessOn).
 func init() {
 	registerCause(causeRule{id: "memory_bound", stages: []string{"step"}, gpu: true, find: memoryBoundCause})
 }
@@ -17,21 +20,21 @@ func memoryBoundCause(in *causeIn) (Cause, bool) {
 	if !ok || !w.gpu.dram.ok || !w.gpu.tensor.ok || !in.atLeast("memory_bound", w.gpu.dram.v, th.DRAMBusyPct) || w.gpu.tensor.v >= th.DRAMBoundTensorPct {
 		return Cause{}, false
 	}
-	s := g.settings
-	compiled := s != nil && s.Compiled != nil && *s.Compiled
-	autocast := s != nil && s.Autocast != nil && *s.Autocast
-	var fix string
-	switch {
-	case compiled && autocast:
-		return Cause{}, false
-	case compiled:
-		fix = "halve the bytes each kernel moves: bf16 activations (torch.autocast(\"cuda\", dtype=torch.bfloat16))"
-	default:
-		fix = "fuse the elementwise and normalization kernels: torch.compile(model) (each fused kernel reads and writes the activations once)"
-		if !autocast {
-			fix += ", and bf16 activations (torch.autocast) halve the bytes"
-		}
+	var compiled, autocast *bool // nil: not read
+	if s := g.settings; s != nil {
+		compiled, autocast = s.Compiled, s.Autocast
 	}
+	var fixes []string
+	if f, ok := unlessOn(compiled, "fuse the elementwise and normalization kernels: torch.compile(model) (each fused kernel reads and writes the activations once)", "the model is compiled"); ok {
+		fixes = append(fixes, f)
+	}
+	if f, ok := unlessOn(autocast, "halve the bytes each kernel moves: bf16 activations (torch.autocast(\"cuda\", dtype=torch.bfloat16))", "autocast is on"); ok {
+		fixes = append(fixes, f)
+	}
+	if len(fixes) == 0 { // both taken
+		return Cause{}, false
+	}
+	fix := strings.Join(fixes, "; and ")
 	c := Cause{
 		Evidence: fmt.Sprintf("the GPU's DRAM bandwidth is %.0f %% busy while its tensor cores are %.0f %% active (GPM): the step moves memory more than it computes", w.gpu.dram.v, w.gpu.tensor.v),
 		Fix:      fix,
