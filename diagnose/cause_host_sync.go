@@ -48,10 +48,13 @@ func hostSyncCause(in *causeIn) (Cause, bool) {
 		ev += fmt.Sprintf(" — %.3g host syncs a step in all (the hook's count)", total)
 	}
 	fix := "log every N steps and keep values on the GPU: accumulate on the device (running += loss.detach()) and call .item() once per log interval; print or format tensors only when logging"
-	if top.Call == "synchronize" {
+	switch top.Call {
+	case "synchronize":
 		fix = "take torch.cuda.synchronize() out of the step (keep it for timing runs); " + fix
-	} else if top.Call == "bool" {
+	case "bool":
 		fix = "branch on a tensor only every N steps (or with torch.where on the device); " + fix
+	case "grad_scaler":
+		fix = gradScalerFix(g.settings)
 	}
 	c := Cause{Evidence: ev, Fix: fix,
 		BoundWhy: "no bound from counters: what a sync costs is the GPU's idle time after it, until the host has launched the next kernels, which needs a profile of the step (gpuwatch run --gpu-profile); the hook's count says how often the host waits, and its time in the call how long"}
@@ -93,4 +96,15 @@ func perStepWords(n float64) string {
 		return fmt.Sprintf("once every %.3g steps", 1/n)
 	}
 	return "in no step"
+}
+
+// gradScalerFix is host_sync's fix where the top sync is torch's
+// GradScaler's own (its check of the gradients for inf/NaN in step()),
+// which the job cannot move to a log interval: bf16 needs no loss scaling.
+func gradScalerFix(s *sample.JobSettings) string {
+	const drop = "bf16 needs no loss scaling: drop the GradScaler (scaler.scale, scaler.step, scaler.update), and its sync every step goes with it"
+	if s != nil && s.Autocast != nil && *s.Autocast && s.AutocastDtype == "bfloat16" {
+		return "autocast is in bfloat16 already: " + drop
+	}
+	return "the GradScaler's check is the price of fp16's loss scaling: autocast to bfloat16 instead where the GPU has it (Ampere and later), and " + drop
 }

@@ -71,3 +71,33 @@ func TestHostSyncNamesTheLine(t *testing.T) {
 }
 
 func classifiedFrames(c loopCase) []sample.Frame { return c.frames() }
+
+// TestTheGradScalersSyncIsNotToldToMoveToALogInterval: GradScaler's own
+// check of the gradients (an .item() inside scaler.step(), named
+// grad_scaler by the hook) is not advised "call .item() once per log
+// interval", which the job cannot do: a job in bf16 is told it needs no
+// GradScaler; one in fp16 (or whose precision was not read) that bf16
+// needs none.
+func TestTheGradScalersSyncIsNotToldToMoveToALogInterval(t *testing.T) {
+	sync := sample.HostSync{Site: "train.py:101", Call: "grad_scaler", PerStep: 1}
+	fp16 := bf16Settings()
+	fp16.AutocastDtype = "float16"
+	for name, c := range map[string]struct {
+		st   *sample.JobSettings
+		want string
+	}{
+		"bf16":     {bf16Settings(), "autocast is in bfloat16 already: bf16 needs no loss scaling: drop the GradScaler"},
+		"fp16":     {fp16, "autocast to bfloat16 instead where the GPU has it"},
+		"not read": {nil, "autocast to bfloat16 instead where the GPU has it"},
+	} {
+		v := Classify(withSyncs(gpuBoundFrames(90, 30, 20, 20, 60, c.st), sync), DefaultThresholds())
+		h := causeOf(v, "host_sync")
+		if h == nil {
+			t.Errorf("%s: not named: %+v", name, v.Causes)
+			continue
+		}
+		if !strings.Contains(h.Fix, c.want) || strings.Contains(h.Fix, "once per log interval") || !strings.Contains(h.Evidence, "train.py:101 scaler.step() (torch's GradScaler") {
+			t.Errorf("%s: %+v", name, h)
+		}
+	}
+}

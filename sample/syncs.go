@@ -26,8 +26,9 @@ const (
 
 // HostSyncCalls are the calls the hook counts, as it names them: the
 // tensor's methods (repr: print(t), str(t); format: f"{t}"; bool: an
-// `if t:`) and torch.cuda.synchronize.
-var HostSyncCalls = []string{"item", "cpu", "tolist", "numpy", "repr", "format", "float", "int", "bool", "synchronize"}
+// `if t:`), torch.cuda.synchronize, and grad_scaler: torch's GradScaler
+// reading whether the gradients overflowed (an .item() inside its step()).
+var HostSyncCalls = []string{"item", "cpu", "tolist", "numpy", "repr", "format", "float", "int", "bool", "synchronize", "grad_scaler"}
 
 // HostSyncWords is how a call reads in the job's code: "loss.item()" for
 // item reads ".item()"; "print(tensor)" for repr.
@@ -41,6 +42,8 @@ func HostSyncWords(call string) string {
 		return call + "(tensor)"
 	case "synchronize":
 		return "torch.cuda.synchronize()"
+	case "grad_scaler":
+		return "scaler.step() (torch's GradScaler reads whether the gradients overflowed)"
 	}
 	return "." + call + "()"
 }

@@ -102,7 +102,7 @@ _RULES = (
     ("copy", re.compile(r"^memcpy|^memset|aten::(copy_|_to_copy|to|clone|contiguous|fill_|zero_|_copy_from|_copy_from_and_resize|index_copy_?)$|copy_kernel|CatArrayBatchedCopy", re.I)),
     ("normalization", re.compile(r"norm(?!al)|bn_fw|bn_bw|welford", re.I)),
     ("conv", re.compile(r"conv|cudnn|implicit_?gemm|wgrad|dgrad|fprop|winograd", re.I)),
-    ("matmul", re.compile(r"gemm|gemv|matmul|cublas|cutlass|^aten::(mm|addmm|bmm|baddbmm|addbmm|addmv|mv|dot|vdot|linear|_scaled_mm|_int_mm|einsum|mkldnn_linear|_addmm_activation)$|xmma|sm\d+_xmma|flash|attention", re.I)),
+    ("matmul", re.compile(r"gemm|gemv|matmul|cublas|cutlass|nvjet|^aten::(mm|addmm|bmm|baddbmm|addbmm|addmv|mv|dot|vdot|linear|_scaled_mm|_int_mm|einsum|mkldnn_linear|_addmm_activation)$|xmma|sm\d+_xmma|flash|attention", re.I)),
     ("reduction", re.compile(r"reduce|^aten::(sum|mean|prod|amax|amin|max|min|argmax|argmin|var|std|var_mean|std_mean|cumsum|cumprod|logsumexp|all|any|_softmax|softmax|_log_softmax|log_softmax|_softmax_backward_data|_log_softmax_backward_data|nll_loss\w*|cross_entropy_loss)$|softmax", re.I)),
     ("elementwise", re.compile(r"elementwise|vectorized|unrolled|foreach|fused_adam|fused_sgd|^aten::(add|add_|sub|sub_|mul|mul_|div|div_|relu|relu_|gelu|silu|sigmoid|tanh|clamp\w*|threshold\w*|exp|log|sqrt|rsqrt|pow|neg|abs|where|dropout|native_dropout\w*|addcmul_?|addcdiv_?|lerp_?|maximum|minimum|gelu_backward|silu_backward|sigmoid_backward|tanh_backward|masked_fill_?|bernoulli_?|sgn|sign|reciprocal)$", re.I)),
 )
@@ -143,8 +143,19 @@ def category(name: str) -> str:
     return "other"
 
 
+# cuBLAS's Hopper GEMMs (nvjet_tst_128x256_…, nvjet_sm90_hss_320x128):
+# the letters after the prefix name the types, inputs first — h fp16,
+# b bf16, t tf32 — and the other letters are left unsaid ("": the
+# profile's matmul time is then of no precision it knows).
+_NVJET = re.compile(r"nvjet_(?:sm\d+_)?([a-z])[a-z]{2}_", re.I)
+_NVJET_INPUT = {"h": "fp16", "b": "bf16", "t": "tf32"}
+
+
 def kernel_precision(name: str) -> str:
     """A CUDA kernel's precision from its name, "" where it does not say."""
+    m = _NVJET.search(name)
+    if m:
+        return _NVJET_INPUT.get(m.group(1).lower(), "")
     for p, rx in _KERNEL_PRECISION:
         if rx.search(name):
             return p

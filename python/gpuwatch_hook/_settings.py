@@ -10,7 +10,12 @@ the first batch): when the loop takes a batch (_timing.Stats.record) a
 global module forward pre-hook is registered; inside the first forward of
 a module that holds parameters (the model: an augmentation or a loss
 without parameters is passed over) it reads autocast as torch has it
-there, walks that module's submodules once and removes itself. The next
+there, walks that module's submodules once and removes itself — or, where
+autocast reads off there, stays for the step's next modules with
+parameters, inside the model's forward, where a forward decorated with
+torch.autocast (or a `with` inside it) has it on. A reading of an
+evaluation's step is followed by another at the next batch (EVAL_REREADS
+at most), so a validation before training does not stand for it. The next
 batch taken closes the window (reads the GPU memory and whether a CUDA
 graph replayed in between). Between windows nothing is installed: a
 training step costs the hook nothing for this.
@@ -32,13 +37,28 @@ from . import _env
 #: Seconds between two windows: a setting changed while the job runs is
 #: seen within this.
 READ_EVERY = 60.0
+
+#: Readings of an evaluation's step (no grad, or the model in eval mode)
+#: followed by another at the next batch instead of after READ_EVERY:
+#: enough for a sanity check's or a validation's batches before training,
+#: few enough that an evaluation-only job pays them once.
+EVAL_REREADS = 32
 #: The most submodules walked (a bound on one read's cost).
 MAX_MODULES = 200_000
 
 _replays = 0  # CUDAGraph.replay calls since the patch
 _graphs_patched = False
 _graphs_tried = False
-_flops_done = False  # the FLOPs are counted once per process
+# The FLOPs are counted once per process: False (not yet), EVAL (on an
+# evaluation's forward, 1×: the first training forward counts again, 3×),
+# True (on a training forward).
+_flops_done: Any = False
+EVAL = "eval"
+
+#: Modules a window looks at after the model's first, for autocast entered
+#: inside its forward (a decorated forward, a `with` in it): the step's
+#: first RECHECKS modules with parameters at most.
+RECHECKS = 4096
 _warn_filtered = False
 
 
@@ -334,6 +354,8 @@ class Window:
         self.replays = _replays
         self.cuda_index: Optional[int] = None
         self.closed = False
+        self.rechecks = 0
+        self.model_handle: Any = None  # removes the pre-hook when the model's forward returns
 
     @staticmethod
     def open() -> Optional["Window"]:
@@ -360,7 +382,12 @@ class Window:
 
     def pre(self, module: Any, args: Any) -> None:
         """The global forward pre-hook: at the first module with
-        parameters, reads and removes itself."""
+        parameters, reads the forward, and removes itself — unless it read
+        autocast off: then it stays for the step's next modules with
+        parameters (RECHECKS at most), which run inside the model's
+        forward, and reads autocast on where one of them runs under it (a
+        forward decorated with torch.autocast, or a `with` inside it: the
+        model's own pre-hook runs before either is entered)."""
         torch = self.torch
         if self.closed or _env.compiling(torch):
             return None
@@ -369,15 +396,58 @@ class Window:
                 return None  # an augmentation, a loss: not the model
         except Exception:
             return None
-        self._remove()
+        if self.s.forward:
+            self.recheck_autocast()
+            return None
         try:
             self.read_forward(module, args)
         except Exception:
             pass
+        if not (self.s.autocast is False and self.s.autocast_device) or not self.watch_forward(module):
+            self._remove()
         return None
+
+    def watch_forward(self, module: Any) -> bool:
+        """Removes the pre-hook once the model's forward returns (or
+        raises, where torch calls the hook then too): the rechecks are
+        the forward's submodules alone. False where it cannot be hooked."""
+        def done(*_: Any) -> None:
+            self._remove_all()
+            return None
+
+        try:
+            try:
+                self.model_handle = module.register_forward_hook(done, always_call=True)
+            except TypeError:  # torch < 2.0: not called when the forward raises (close() removes it)
+                self.model_handle = module.register_forward_hook(done)
+        except Exception:
+            return False
+        return True
+
+    def recheck_autocast(self) -> None:
+        """A module with parameters after the model's first, in the same
+        step: autocast on here is the step's (read_forward read it off)."""
+        self.rechecks += 1
+        if self.rechecks > RECHECKS:
+            self._remove_all()
+            return
+        now = Settings()
+        try:
+            read_autocast(self.torch, self.s.autocast_device, now)
+        except Exception:
+            return
+        if now.autocast:
+            self.s.autocast, self.s.autocast_dtype = True, now.autocast_dtype
+            self._remove_all()
 
     def _remove(self) -> None:
         h, self.handle = self.handle, None
+        if h is not None:
+            h.remove()
+
+    def _remove_all(self) -> None:
+        self._remove()
+        h, self.model_handle = self.model_handle, None
         if h is not None:
             h.remove()
 
@@ -407,11 +477,13 @@ class Window:
     def count_flops(self, module: Any) -> None:
         """Counts the forward's FLOPs once per process (flop_counter): the
         counter is entered here and left when the module's forward
-        returns."""
+        returns. A count on an evaluation's forward (a sanity check or a
+        validation before training) is counted again at the first
+        training forward: a training step is 3× its forward."""
         global _flops_done
-        if _flops_done:
+        if _flops_done is True or (_flops_done == EVAL and not self.s.training):
             return
-        _flops_done = True
+        _flops_done = True if self.s.training else EVAL
         try:
             mode = flop_counter(self.torch)
             mode.__enter__()
@@ -456,7 +528,7 @@ class Window:
         self.closed = True
         s, torch = self.s, self.torch
         try:
-            self._remove()
+            self._remove_all()
             self._end_flops(False)  # a forward that raised: no count
         except Exception:
             pass

@@ -67,7 +67,12 @@ METHODS = (
     ("__bool__", "bool"),
 )
 #: Every call name the page may say (the Go side takes only these).
-CALLS = tuple(c for _, c in METHODS) + ("synchronize",)
+CALLS = tuple(c for _, c in METHODS) + ("synchronize", "grad_scaler")
+
+#: A sync made by torch's GradScaler (its check of the gradients for
+#: inf/NaN in step(), an .item() every step) is named grad_scaler at the
+#: job's scaler.step() line: the job cannot move it to a log interval.
+_GRAD_SCALER = os.sep + "grad_scaler.py"
 
 _window: Optional["Window"] = None  # the open window; the wrappers count only while it is
 _tls = threading.local()  # .busy: inside a counted call on this thread
@@ -222,6 +227,11 @@ class Window:
         s = site_of(frame)
         if s is None:
             return
+        try:
+            if frame.f_code.co_filename.endswith(_GRAD_SCALER) and _not_the_jobs(frame.f_code):
+                call = "grad_scaler"
+        except AttributeError:
+            pass
         k = (s[0], s[1], call)
         with self.lock:
             c = self.sites.get(k)

@@ -161,6 +161,7 @@ class Stats:
         self.settings: Optional[_settings.Settings] = None
         self.window: Optional[_settings.Window] = None
         self._settings_at: Optional[float] = None
+        self.eval_rereads = 0  # readings of an evaluation's step followed at the next batch
         # Host syncs inside the step (_syncs): every window's counts, the
         # window open now (the loop's thread opens and closes it), and when
         # the next opens (None: at batch _syncs.FIRST_AT).
@@ -300,6 +301,13 @@ class Stats:
         with self.lock:
             s.merge_forward(self.settings)
             self.settings = s
+        if s.training is False and self.eval_rereads < _settings.EVAL_REREADS:
+            # An evaluation's forward (a sanity check, a validation before
+            # training): the next batch reads again, until a training step
+            # is read (its FLOPs are 3× the evaluation's) or EVAL_REREADS
+            # have read evaluations.
+            self.eval_rereads += 1
+            self._settings_at = None
 
     def record_look(self, lk: Optional[_payload.Look]) -> None:
         """Adds a look at a batch (None: it held no tensor, and counts)."""

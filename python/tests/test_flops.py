@@ -132,6 +132,27 @@ class FLOPsTest(unittest.TestCase):
             m = metrics(w)
         self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * (CONV + LINEAR))  # 1,818,624
 
+    def test_a_validation_before_training_does_not_stand_for_the_step(self):
+        """A sanity check or validation first (Lightning's default): the
+        first reading is an evaluation's forward, 1×; the training steps
+        after it are read at the next batch and counted 3×."""
+        model = conv_net()
+        loader = DataLoader([torch.randn(3, 16, 16) for _ in range(24)], batch_size=4)
+        with hook.watch(loader, port=0, quiet=True) as w:
+            for i, x in enumerate(w):
+                if i >= 5:
+                    break
+                if i < 2:
+                    model.eval()
+                    with torch.no_grad():
+                        model(x)
+                    model.train()
+                    continue
+                model(x).sum().backward()
+            m = metrics(w)
+        self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * (CONV + LINEAR))
+        self.assertIn('training="1"', [k for k in m if k.startswith("gpuwatch_job_setting_info{")][0])
+
     def test_an_evaluation_is_its_forward_once(self):
         s, _ = self.count(conv_net(), torch.randn(4, 3, 16, 16), train=False)
         self.assertIs(s.training, False)
@@ -193,6 +214,8 @@ class FLOPsTest(unittest.TestCase):
         s, _ = self.count(conv_net(), torch.randn(4, 3, 16, 16))
         self.assertIsNone(s.flops_per_step)
         self.assertIs(s.training, True)
+        s, _ = self.count(conv_net(), torch.randn(4, 3, 16, 16), train=False)
+        self.assertIsNone(s.flops_per_step)  # nor an evaluation after a training step
 
     def test_a_forward_that_raises_leaves_nothing(self):
         """The job's error reaches the job; the window's close removes the

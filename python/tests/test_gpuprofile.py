@@ -37,6 +37,12 @@ class NamesTest(unittest.TestCase):
             ("ampere_sgemm_128x64_tn", "matmul", "fp32"),
             ("cutlass_80_tensorop_s1688gemm_128x128_16x4_tn_align4", "matmul", "tf32"),
             ("volta_h884gemm_64x64_ldg8_nn", "matmul", "fp16"),
+            # cuBLAS's Hopper GEMMs: the inputs' type first.
+            ("nvjet_tst_128x256_64x4_2x1_v_bz_coopB_TNT", "matmul", "tf32"),
+            ("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTT", "matmul", "fp16"),
+            ("nvjet_sm90_hss_320x128", "matmul", "fp16"),
+            ("nvjet_bsb_128x128_64x4_1x2_h_bz_NNT", "matmul", "bf16"),
+            ("nvjet_qqq_64x64_v", "matmul", ""),
             ("sm80_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw", "conv", "tf32"),
             ("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1>", "normalization", ""),
             ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", "elementwise", ""),

@@ -100,6 +100,32 @@ class SettingsTest(unittest.TestCase):
         info, _ = self.run_loop(step=step)
         self.assertEqual((info["autocast"], info["autocast_dtype"], info["autocast_device"]), ("1", "bfloat16", "cpu"))
 
+    def test_autocast_entered_inside_the_forward_is_read(self):
+        # PyTorch's AMP docs decorate forward for DataParallel: the model's
+        # own pre-hook runs before autocast is entered.
+        class Decorated(Net):
+            @torch.autocast("cpu", dtype=torch.bfloat16)
+            def forward(self, x):
+                return super().forward(x)
+
+        class WithInside(Net):
+            def forward(self, x):
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    return super().forward(x)
+
+        for cls in (Decorated, WithInside):
+            dtypes = []
+
+            def step(model, x):
+                out = model(x)
+                dtypes.append(out.dtype)
+                out.float().sum().backward()
+
+            info, _ = self.run_loop(model=cls(), step=step)
+            self.assertEqual(set(dtypes), {torch.bfloat16}, cls.__name__)
+            self.assertEqual((info["autocast"], info["autocast_dtype"], info["autocast_device"]), ("1", "bfloat16", "cpu"), cls.__name__)
+            self.assertEqual(len(torch.nn.modules.module._global_forward_pre_hooks), 0, cls.__name__)
+
     def test_channels_last_convs(self):
         info, _ = self.run_loop(channels_last=True)
         self.assertEqual(info["conv_memory_format"], "channels_last")
@@ -253,8 +279,10 @@ class SettingsTest(unittest.TestCase):
         finally:
             _settings.Window.pre, _settings.Window.open = orig_pre, orig_open
         self.assertEqual(len(opened), 1)
-        self.assertEqual(calls, ["Net"])  # the model's forward, once; never its submodules
-        self.assertEqual(hooks_in_steps, [0] * 6)  # removed inside the first forward
+        # The model's forward, once, and (autocast read off there) its
+        # submodules in that forward alone: autocast may be entered inside.
+        self.assertEqual(calls, ["Net", "Conv2d", "Linear"])
+        self.assertEqual(hooks_in_steps, [0] * 6)  # removed when the first forward returned
         self.assertEqual(len(torch.nn.modules.module._global_forward_pre_hooks), 0)
 
     def test_labels_are_only_what_was_read(self):

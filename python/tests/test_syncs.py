@@ -147,6 +147,26 @@ class SyncsTest(unittest.TestCase):
         for marker, call in (("# SITE-CPU", "cpu"), ("# SITE-FLOAT", "float"), ("# SITE-BOOL", "bool"), ("# SITE-SYNC", "synchronize")):
             self.assertEqual(got.get((site(line_of(marker)), call)), 1, (marker, got))
 
+    def test_the_grad_scalers_own_check_is_named_as_such(self):
+        """GradScaler.step() reads whether the gradients overflowed (an
+        .item() inside torch): named grad_scaler at the job's line, which
+        cannot move it to a log interval. Its check is called as step()
+        calls it (no CUDA here: the scaler itself would disable)."""
+        scaler = torch.cuda.amp.GradScaler(enabled=False)
+        check = getattr(scaler, "_maybe_opt_step", None)
+        if check is None:
+            self.skipTest("this torch's GradScaler has no _maybe_opt_step")
+        opt_ = []
+
+        def step(model, x, i):
+            if not opt_:
+                opt_.append(torch.optim.SGD(model.parameters(), lr=0.0))
+            model(x).sum().backward()
+            check(opt_[0], {"found_inf_per_device": {"cpu": torch.zeros(1)}})  # SITE-SCALER
+
+        got = syncs(self.run_loop(step))
+        self.assertEqual(got, {(site(line_of("# SITE-SCALER")), "grad_scaler"): 1})
+
     def test_on_the_cpu_nothing_syncs_and_nothing_counts(self):
         def step(model, x, i):
             model(x).sum().item()
