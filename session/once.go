@@ -93,6 +93,10 @@ type Settle struct {
 	// exited is the watched process as the first frame that saw it gone
 	// found it.
 	exited *sample.Target
+	// loader is the newest frame's loader that had one: the job's reading
+	// (settings, MFU, a GPU profile asked for) stays when the frames after
+	// the job ended have none.
+	loader *sample.Loader
 }
 
 // NewSettle is a Settle that calls stop once a verdict has settled, and
@@ -124,6 +128,9 @@ func (s *Settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		s.first = f.Time
 	}
 	s.frames++
+	if f.Loader != nil {
+		s.loader = f.Loader
+	}
 	if t := f.Target; t != nil && t.ExitedAt != nil {
 		// The watched process is gone: the frames after say nothing of it
 		// (the diagnosis reads them idle, diagnose.Diagnoser.Observe).
@@ -234,12 +241,14 @@ type onceJob struct {
 	GPUProfileLine string             `json:"gpu_profile_line,omitempty"`
 }
 
-// job is the last frame's onceJob; nil where the hook read nothing.
+// job is the newest reading of the job the frames carried (its loader's:
+// the frames after the job ended carry none); nil where the hook read
+// nothing.
 func (s *Settle) job() *onceJob {
-	if s.last == nil || s.last.Loader == nil {
+	l := s.loader
+	if l == nil {
 		return nil
 	}
-	l := s.last.Loader
 	j := onceJob{Settings: l.Settings, SettingsLine: l.Settings.Summary(), MFU: l.MFU, MFUWhy: l.MFUWhy,
 		HookCPUPerSampleUs: l.HookCPUPerSampleUs, HookCPUPerBatchUs: l.HookCPUPerBatchUs,
 		GPUProfile: l.GPUProfile, GPUProfileLine: l.GPUProfile.Summary()}

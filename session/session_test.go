@@ -744,6 +744,23 @@ func TestSettleStopsAtTheExitAndKeepsTheJobsVerdict(t *testing.T) {
 	if err := s.summaryAtEnd(&out, false); !errors.Is(err, ErrBottleneck) || !strings.HasPrefix(out.String(), "single_core_maxed") {
 		t.Errorf("a recording ending with the exit: %v, %q", err, out.String())
 	}
+	// The job's reading (its settings, a GPU profile asked for) came with
+	// the frames before the exit: the summary keeps it — the frames after
+	// have no loader, and it was dropped.
+	s = NewSettle(func() {}, 3)
+	for i := range 3 {
+		f := settleFrameAt(i)
+		f.Loader = &sample.Loader{Source: "http://127.0.0.1:6061", Kind: "python", BatchesPerSec: 3, SamplesPerSec: 384,
+			Settings: &sample.JobSettings{Autocast: probes.Ptr(true), AutocastDtype: "bfloat16"}}
+		s.Frame(f, diagnose.Verdict{Kind: diagnose.SingleCoreMaxed})
+	}
+	s.Frame(exited(3), diagnose.Verdict{Kind: diagnose.Idle})
+	out.Reset()
+	_ = s.summary(&out, true)
+	var sum onceSummary
+	if err := json.Unmarshal(out.Bytes(), &sum); err != nil || sum.Job == nil || sum.Job.Settings == nil || sum.Job.SettingsLine == "" {
+		t.Errorf("the job's reading before its exit is lost: %v %s", err, out.String())
+	}
 	// Live: not settled before the exit; the exit stops the session, and
 	// the summary says why nothing settled.
 	stopped := false
