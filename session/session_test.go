@@ -745,8 +745,8 @@ func TestSettleStopsAtTheExitAndKeepsTheJobsVerdict(t *testing.T) {
 		t.Errorf("a recording ending with the exit: %v, %q", err, out.String())
 	}
 	// The job's reading (its settings, a GPU profile asked for) came with
-	// the frames before the exit: the summary keeps it — the frames after
-	// have no loader, and it was dropped.
+	// the frames before it ended: the summary keeps it — the frame after
+	// (its loader gone with it) has none, and it was dropped.
 	s = NewSettle(func() {}, 3)
 	for i := range 3 {
 		f := settleFrameAt(i)
@@ -754,7 +754,7 @@ func TestSettleStopsAtTheExitAndKeepsTheJobsVerdict(t *testing.T) {
 			Settings: &sample.JobSettings{Autocast: probes.Ptr(true), AutocastDtype: "bfloat16"}}
 		s.Frame(f, diagnose.Verdict{Kind: diagnose.SingleCoreMaxed})
 	}
-	s.Frame(exited(3), diagnose.Verdict{Kind: diagnose.Idle})
+	s.Frame(settleFrameAt(3), diagnose.Verdict{Kind: diagnose.SingleCoreMaxed})
 	out.Reset()
 	_ = s.summary(&out, true)
 	var sum onceSummary
