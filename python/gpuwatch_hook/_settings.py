@@ -7,18 +7,21 @@ step (docs/prometheus.md, "The job's settings").
 
 Read in one step's window, once every READ_EVERY seconds (the first at
 the first batch): when the loop takes a batch (_timing.Stats.record) a
-global module forward pre-hook is registered; inside the first forward of
-a module that holds parameters (the model: an augmentation or a loss
-without parameters is passed over) it reads autocast as torch has it
-there, walks that module's submodules once and removes itself — or, where
-autocast reads off there, stays for the step's next modules with
-parameters, inside the model's forward, where a forward decorated with
-torch.autocast (or a `with` inside it) has it on. A reading of an
-evaluation's step is followed by another at the next batch (EVAL_REREADS
-at most), so a validation before training does not stand for it. The next
-batch taken closes the window (reads the GPU memory and whether a CUDA
-graph replayed in between). Between windows nothing is installed: a
-training step costs the hook nothing for this.
+global module forward pre-hook is registered, and sees that step's
+forwards of modules that hold parameters (an augmentation or a loss
+without parameters is passed over). The reading is the first top-level
+one's — autocast as torch has it there, that module's submodules walked
+once — replaced by the first training forward's where the first was an
+evaluation (a frozen encoder under no_grad is not the model trained);
+inside it, autocast read off is looked for again at its submodules (a
+forward decorated with torch.autocast, or a `with` inside it). Every
+top-level forward's FLOPs are counted and summed (Window). A reading of
+an evaluation's step alone is followed by another at the next batch
+(EVAL_REREADS at most), so a validation before training does not stand
+for it. The next batch taken closes the window (removes the hook, reads
+the GPU memory and whether a CUDA graph replayed in between). Between
+windows nothing is installed: a training step costs the hook nothing for
+this.
 
 A setting the hook could not read is None and left off the page, never
 a made-up value. Inside torch.compile's tracing the hook does nothing
@@ -55,9 +58,9 @@ _graphs_tried = False
 _flops_done: Any = False
 EVAL = "eval"
 
-#: Modules a window looks at after the model's first, for autocast entered
-#: inside its forward (a decorated forward, a `with` in it): the step's
-#: first RECHECKS modules with parameters at most.
+#: Module calls (of modules with parameters) a window looks at: the step's
+#: first RECHECKS at most, then its pre-hook goes (a forward under way is
+#: still ended and counted by its own forward hook).
 RECHECKS = 4096
 _warn_filtered = False
 
@@ -343,19 +346,37 @@ def call_flops(kind: Tuple[str, Any], args: Any, out: Any) -> int:
 
 
 class Window:
-    """One step's read: open() at a batch taken, close() at the next."""
+    """One step's read: open() at a batch taken, close() at the next.
+
+    Every forward of a module with parameters that no other such forward
+    is under (a top-level forward: the model, a frozen encoder or teacher
+    run before it, each micro-batch's forward) is seen. The reading is the
+    first of them, replaced by the first training forward (grad enabled,
+    the module in training mode, a parameter that requires grad) where
+    the first was not one: a frozen encoder run under no_grad is not the
+    model trained. Each top-level forward's FLOPs are counted (3× a
+    training one's, 1× an evaluation's) and summed: the step's. Inside
+    the reading's forward, autocast read off there is looked for again at
+    its submodules (a forward decorated with torch.autocast, or a `with`
+    in it). RECHECKS module calls at most; then the hook goes."""
 
     def __init__(self, torch: Any) -> None:
         self.torch = torch
         self.s = Settings()
         self.handle: Any = None
-        self.flops: Any = None  # the counter (flop_counter) while it counts
-        self.flops_handle: Any = None
         self.replays = _replays
         self.cuda_index: Optional[int] = None
         self.closed = False
-        self.rechecks = 0
-        self.model_handle: Any = None  # removes the pre-hook when the model's forward returns
+        self.calls = 0  # module calls with parameters seen (RECHECKS)
+        self.model: Any = None  # the module the reading is of
+        self.active: Any = None  # the top-level forward under way
+        self.active_training = False
+        self.active_handle: Any = None  # its forward hook, which ends it
+        self.flops: Any = None  # the counter (flop_counter) of the forward under way
+        self.flops_sum = 0.0  # the FLOPs of the window's forwards, each its multiple
+        self.flops_counted = ""  # "", EVAL or "train": what the window counted
+        self.flops_failed = False  # a forward that could not be counted: no sum
+        self.uncompiled: dict = {}  # id(module) -> whether it may be counted (not compiled)
 
     @staticmethod
     def open() -> Optional["Window"]:
@@ -375,19 +396,15 @@ class Window:
 
     def install(self) -> bool:
         """Registers the window's global forward pre-hook
-        (torch.nn.modules.module.register_module_forward_pre_hook); pre, or
-        close, removes it."""
+        (torch.nn.modules.module.register_module_forward_pre_hook); close,
+        or RECHECKS calls, removes it."""
         self.handle = self.torch.nn.modules.module.register_module_forward_pre_hook(self.pre)
         return True
 
     def pre(self, module: Any, args: Any) -> None:
-        """The global forward pre-hook: at the first module with
-        parameters, reads the forward, and removes itself — unless it read
-        autocast off: then it stays for the step's next modules with
-        parameters (RECHECKS at most), which run inside the model's
-        forward, and reads autocast on where one of them runs under it (a
-        forward decorated with torch.autocast, or a `with` inside it: the
-        model's own pre-hook runs before either is entered)."""
+        """The global forward pre-hook: a top-level forward of a module
+        with parameters begins (read, counted), or a submodule of one runs
+        (autocast looked for again)."""
         torch = self.torch
         if self.closed or _env.compiling(torch):
             return None
@@ -396,41 +413,108 @@ class Window:
                 return None  # an augmentation, a loss: not the model
         except Exception:
             return None
-        if self.s.forward:
-            self.recheck_autocast()
+        self.calls += 1
+        if self.calls > RECHECKS:
+            self._remove()
+            return None
+        if self.active is not None:
+            if self.active is self.model and self.s.autocast is False and self.s.autocast_device:
+                self.recheck_autocast()
             return None
         try:
-            self.read_forward(module, args)
+            self.begin(module, args)
         except Exception:
             pass
-        if not (self.s.autocast is False and self.s.autocast_device) or not self.watch_forward(module):
-            self._remove()
         return None
 
-    def watch_forward(self, module: Any) -> bool:
-        """Removes the pre-hook once the model's forward returns (or
-        raises, where torch calls the hook then too): the rechecks are
-        the forward's submodules alone. False where it cannot be hooked."""
-        def done(*_: Any) -> None:
-            self._remove_all()
-            return None
+    def begin(self, module: Any, args: Any) -> None:
+        """A top-level forward: the reading where it is the first, or the
+        first training one after an evaluation's; its FLOPs counted; a
+        forward hook ends it."""
+        torch = self.torch
+        training = bool(torch.is_grad_enabled() and getattr(module, "training", False) and _requires_grad(module))
+        if self.s.forward is None or (training and not self.s.training):
+            self.s = Settings()
+            self.model = module
+            self.read_forward(module, args)
+            self.s.training = training
+        if not self.hook_end(module):
+            return
+        self.active, self.active_training = module, training
+        if _flops_done is True or (_flops_done == EVAL and not training) or self.flops_failed:
+            return
+        if not self.may_count(module):
+            return
+        try:
+            mode = flop_counter(torch)
+            mode.__enter__()
+        except Exception:
+            self.flops_failed = True
+            return
+        self.flops = mode
 
+    def hook_end(self, module: Any) -> bool:
+        """A forward hook on the top-level module, which ends its forward
+        (torch ≥ 2.0 calls it when the forward raises too; before, the
+        window's close() ends it). False where it cannot be hooked."""
         try:
             try:
-                self.model_handle = module.register_forward_hook(done, always_call=True)
-            except TypeError:  # torch < 2.0: not called when the forward raises (close() removes it)
-                self.model_handle = module.register_forward_hook(done)
+                self.active_handle = module.register_forward_hook(self.end, always_call=True)
+            except TypeError:
+                self.active_handle = module.register_forward_hook(self.end)
         except Exception:
             return False
         return True
 
-    def recheck_autocast(self) -> None:
-        """A module with parameters after the model's first, in the same
-        step: autocast on here is the step's (read_forward read it off)."""
-        self.rechecks += 1
-        if self.rechecks > RECHECKS:
-            self._remove_all()
+    def end(self, module: Any, args: Any, out: Any) -> None:
+        self._end_forward(out is not None)  # None: the forward raised (always_call)
+        return None
+
+    def _end_forward(self, whole: bool) -> None:
+        h, self.active_handle = self.active_handle, None
+        if h is not None:
+            h.remove()
+        training, self.active = self.active_training, None
+        mode, self.flops = self.flops, None
+        if mode is None:
             return
+        try:
+            mode.__exit__(None, None, None)
+            n = float(mode.get_total_flops())
+        except Exception:
+            self.flops_failed = True
+            return
+        if not whole or not n > 0:
+            self.flops_failed = True  # a forward not counted: the sum would be short
+            return
+        # A training step is its forward and a backward about twice the
+        # forward's (the usual 6N-per-token rule is this 3×).
+        self.flops_sum += n * (3 if training else 1)
+        if training:
+            self.flops_counted = "train"
+        elif not self.flops_counted:
+            self.flops_counted = EVAL
+
+    def may_count(self, module: Any) -> bool:
+        """Whether a module's forward may be counted: none of its modules
+        is torch.compile'd (the counter would trace into the compiled
+        code). The reading's model is read already; another is walked
+        once per window."""
+        key = id(module)
+        ok = self.uncompiled.get(key)
+        if ok is None:
+            if module is self.model:
+                ok = self.s.compiled is False
+            else:
+                probe = Settings()
+                read_modules(self.torch, module, probe)
+                ok = probe.compiled is False
+            self.uncompiled[key] = ok
+        return ok
+
+    def recheck_autocast(self) -> None:
+        """A submodule inside the reading's forward: autocast on here is
+        the step's (read_forward read it off at the model's own call)."""
         now = Settings()
         try:
             read_autocast(self.torch, self.s.autocast_device, now)
@@ -438,28 +522,20 @@ class Window:
             return
         if now.autocast:
             self.s.autocast, self.s.autocast_dtype = True, now.autocast_dtype
-            self._remove_all()
 
     def _remove(self) -> None:
         h, self.handle = self.handle, None
         if h is not None:
             h.remove()
 
-    def _remove_all(self) -> None:
-        self._remove()
-        h, self.model_handle = self.model_handle, None
-        if h is not None:
-            h.remove()
-
     def read_forward(self, module: Any, args: Any) -> None:
         torch, s = self.torch, self.s
         s.forward = True
-        s.training = bool(torch.is_grad_enabled() and getattr(module, "training", False))
         t = first_tensor(args, torch)
         device = None
         if t is not None:
             if t.dim() > 0:
-                s.batch_size = int(t.shape[0])
+                s.batch_size = int(t.shape[0])  # the loader's batch, where the hook knows it, replaces it (_timing)
             device = t.device
         if device is None or device.type not in ("cuda", "cpu"):
             p = next(module.parameters(), None)
@@ -471,67 +547,24 @@ class Window:
             read_autocast(torch, dtype, s)
         read_flags(torch, s)
         read_modules(torch, module, s)
-        if s.compiled is False:
-            self.count_flops(module)
-
-    def count_flops(self, module: Any) -> None:
-        """Counts the forward's FLOPs once per process (flop_counter): the
-        counter is entered here and left when the module's forward
-        returns. A count on an evaluation's forward (a sanity check or a
-        validation before training) is counted again at the first
-        training forward: a training step is 3× its forward."""
-        global _flops_done
-        if _flops_done is True or (_flops_done == EVAL and not self.s.training):
-            return
-        _flops_done = True if self.s.training else EVAL
-        try:
-            mode = flop_counter(self.torch)
-            mode.__enter__()
-        except Exception:
-            return
-        self.flops = mode
-        try:
-            try:
-                # torch ≥ 2.0 calls it when the forward raises too (its
-                # output None): the counter is not left on for the rest of
-                # the step. Before, the window's close() leaves it.
-                self.flops_handle = module.register_forward_hook(self.post, always_call=True)
-            except TypeError:
-                self.flops_handle = module.register_forward_hook(self.post)
-        except Exception:
-            self._end_flops(False)
-
-    def post(self, module: Any, args: Any, out: Any) -> None:
-        self._end_flops(out is not None)  # None: the forward raised (always_call)
-        return None
-
-    def _end_flops(self, whole: bool) -> None:
-        mode, self.flops = self.flops, None
-        h, self.flops_handle = self.flops_handle, None
-        if h is not None:
-            h.remove()
-        if mode is None:
-            return
-        try:
-            mode.__exit__(None, None, None)
-            n = float(mode.get_total_flops())
-        except Exception:
-            return
-        if whole and n > 0:
-            # A training step is its forward and a backward about twice
-            # the forward's (the usual 6N-per-token rule is this 3×).
-            self.s.flops_per_step = n * (3 if self.s.training else 1)
 
     def close(self) -> Settings:
-        """Ends the window: removes what is left, reads the GPU memory and
-        the replays. Never raises."""
+        """Ends the window: removes what is left, sums the FLOPs, reads the
+        GPU memory and the replays. Never raises."""
+        global _flops_done
         self.closed = True
         s, torch = self.s, self.torch
         try:
-            self._remove_all()
-            self._end_flops(False)  # a forward that raised: no count
+            self._remove()
+            if self.active is not None:
+                self._end_forward(False)  # a forward that raised (torch < 2.0): no count
         except Exception:
             pass
+        if self.flops_counted and not self.flops_failed and self.flops_sum > 0:
+            s.flops_per_step = self.flops_sum
+            _flops_done = True if self.flops_counted == "train" else EVAL
+        elif self.flops_failed and _flops_done is False:
+            _flops_done = True  # a counter that fails fails again: not tried at every window
         if s.forward is None:
             read_flags(torch, s)
         try:
@@ -546,6 +579,17 @@ class Window:
             pass
         s.read_at = time.time()
         return s
+
+
+def _requires_grad(module: Any) -> bool:
+    """Whether a parameter of module requires grad (a frozen encoder's
+    do not): the first few looked at."""
+    for i, p in enumerate(module.parameters()):
+        if getattr(p, "requires_grad", False):
+            return True
+        if i >= 64:
+            return False
+    return False
 
 
 def info_labels(s: Settings) -> List[Tuple[str, str]]:
@@ -580,12 +624,12 @@ def gauges(s: Settings) -> List[Tuple[str, str, Any]]:
     """The gauges of a reading, those read: (name, help, value)."""
     out: List[Tuple[str, str, Any]] = []
     for name, help_, v in (
-        ("gpuwatch_job_batch_size", "The first dimension of the first tensor the model's forward got (the batch, per rank).", s.batch_size),
+        ("gpuwatch_job_batch_size", "The samples in the batch the step took from the loader (per rank); where the hook does not count them, the first dimension of the first tensor the model's forward got.", s.batch_size),
         ("gpuwatch_job_modules", "Modules in the model (itself and every submodule).", s.modules),
         ("gpuwatch_job_gpu_mem_free_bytes", "GPU memory free on the model's GPU (torch.cuda.mem_get_info), when the settings were read.", s.mem_free),
         ("gpuwatch_job_gpu_mem_total_bytes", "GPU memory on the model's GPU (torch.cuda.mem_get_info).", s.mem_total),
         ("gpuwatch_job_gpu_max_allocated_bytes", "The most GPU memory torch's allocator has held for tensors (torch.cuda.max_memory_allocated).", s.max_allocated),
-        ("gpuwatch_job_flops_per_step", "The model's FLOPs per step: its forward's, counted once (torch.utils.flop_counter, else the shapes of its linears, convs, matmuls and attentions), times 3 for a training step (forward and backward).", s.flops_per_step),
+        ("gpuwatch_job_flops_per_step", "The step's FLOPs: each top-level forward of a module with parameters in one step, counted once per process (torch.utils.flop_counter, else the shapes of its linears, convs, matmuls and attentions), times 3 for a training forward (forward and backward), summed.", s.flops_per_step),
         ("gpuwatch_job_settings_read_timestamp_seconds", "When the settings were last read (Unix time).", s.read_at),
     ):
         if v is not None:

@@ -162,6 +162,7 @@ class Stats:
         self.window: Optional[_settings.Window] = None
         self._settings_at: Optional[float] = None
         self.eval_rereads = 0  # readings of an evaluation's step followed at the next batch
+        self.last_n: Optional[int] = None  # the samples of the batch taken last (None: not known)
         # Host syncs inside the step (_syncs): every window's counts, the
         # window open now (the loop's thread opens and closes it), and when
         # the next opens (None: at batch _syncs.FIRST_AT).
@@ -183,6 +184,7 @@ class Stats:
             n = None
         self.pending.append((wait, n, depth, step))
         self.taken += 1
+        self.last_n = n
         if now is None:
             now = _env.clock()
         if self._drain_at is None or now >= self._drain_at:
@@ -298,6 +300,11 @@ class Stats:
         if w is None:
             return
         s = w.close()
+        if s.forward and self.last_n:
+            # The loader's batch, the one the step took: a forward's first
+            # dimension is a micro-batch's, or a sequence-first model's
+            # length.
+            s.batch_size = self.last_n
         with self.lock:
             s.merge_forward(self.settings)
             self.settings = s

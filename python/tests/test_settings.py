@@ -57,12 +57,12 @@ if torch is not None:
 
 @unittest.skipIf(torch is None, "needs torch (CI has Debian's python3-torch)")
 class SettingsTest(unittest.TestCase):
-    def run_loop(self, model=None, step=None, batches=6, channels_last=False):
+    def run_loop(self, model=None, step=None, batches=6, channels_last=False, data=None, batch_size=4):
         model = model or Net()
         if channels_last:
             model = model.to(memory_format=torch.channels_last)
-        data = [torch.randn(3, 8, 8) for _ in range(24)]
-        loader = DataLoader(data, batch_size=4)
+        data = data if data is not None else [torch.randn(3, 8, 8) for _ in range(24)]
+        loader = DataLoader(data, batch_size=batch_size)
         with hook.watch(loader, port=0, quiet=True) as w:
             for i, x in enumerate(w):
                 if i >= batches:
@@ -125,6 +125,56 @@ class SettingsTest(unittest.TestCase):
             self.assertEqual(set(dtypes), {torch.bfloat16}, cls.__name__)
             self.assertEqual((info["autocast"], info["autocast_dtype"], info["autocast_device"]), ("1", "bfloat16", "cpu"), cls.__name__)
             self.assertEqual(len(torch.nn.modules.module._global_forward_pre_hooks), 0, cls.__name__)
+
+    def test_a_frozen_encoder_first_is_not_the_model_trained(self):
+        """Distillation, a diffusion model's VAE, a BYOL teacher: a frozen
+        module runs first under no_grad; the reading is the trained
+        model's (in bf16 autocast here), and the step's FLOPs are the
+        encoder's forward (1×) and the model's training step (3×)."""
+        torch.manual_seed(0)
+        encoder = nn.Linear(32, 32).eval()
+        for p in encoder.parameters():
+            p.requires_grad_(False)
+        model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
+
+        def step(_, x):
+            with torch.no_grad():
+                feats = encoder(x)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                out = model(feats)
+            out.float().sum().backward()
+
+        saved = _settings._flops_done
+        _settings._flops_done = False
+        try:
+            info, m = self.run_loop(model=model, step=step, data=[torch.randn(32) for _ in range(24)])
+        finally:
+            _settings._flops_done = saved
+        self.assertEqual((info["autocast"], info["autocast_dtype"], info["training"]), ("1", "bfloat16", "1"))
+        self.assertEqual(m["gpuwatch_job_modules"], 4)  # the Sequential and its three, not the encoder
+        n = 4  # the batch
+        encoder_fwd = 2 * n * 32 * 32
+        model_fwd = 2 * n * (32 * 64 + 64 * 10)
+        self.assertEqual(m["gpuwatch_job_flops_per_step"], encoder_fwd + 3 * model_fwd)
+
+    def test_micro_batches_are_the_step_and_the_loaders_batch(self):
+        """A batch split into micro-batches, a forward and backward each,
+        one optimizer step: the step's FLOPs are every micro-batch's, and
+        the batch is the loader's (8), not a chunk's (2)."""
+        model = nn.Linear(16, 4)
+
+        def step(_, x):
+            for chunk in x.chunk(4):
+                model(chunk).sum().backward()
+
+        saved = _settings._flops_done
+        _settings._flops_done = False
+        try:
+            info, m = self.run_loop(model=model, step=step, data=[torch.randn(16) for _ in range(48)], batch_size=8)
+        finally:
+            _settings._flops_done = saved
+        self.assertEqual(m["gpuwatch_job_batch_size"], 8)
+        self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * 2 * 8 * 16 * 4)
 
     def test_channels_last_convs(self):
         info, _ = self.run_loop(channels_last=True)
@@ -249,10 +299,11 @@ class SettingsTest(unittest.TestCase):
         self.assertEqual(info["compiled"], "1")
 
     def test_the_read_costs_nothing_per_sample_after_its_window(self):
-        """One window at the first batch: the pre-hook runs once, at the
-        model's first forward, and removes itself; later steps run with no
-        global hook of the hook's, and no second window opens within
-        READ_EVERY."""
+        """One window at the first batch: the pre-hook sees that step's
+        forwards (the model's and, autocast read off there, its
+        submodules') and is gone when the next batch closes the window;
+        later steps run with no global hook of the hook's, and no second
+        window opens within READ_EVERY."""
         calls = []
         orig_pre, orig_open = _settings.Window.pre, _settings.Window.open
 
@@ -282,7 +333,7 @@ class SettingsTest(unittest.TestCase):
         # The model's forward, once, and (autocast read off there) its
         # submodules in that forward alone: autocast may be entered inside.
         self.assertEqual(calls, ["Net", "Conv2d", "Linear"])
-        self.assertEqual(hooks_in_steps, [0] * 6)  # removed when the first forward returned
+        self.assertEqual(hooks_in_steps, [1, 0, 0, 0, 0, 0])  # the window's step alone
         self.assertEqual(len(torch.nn.modules.module._global_forward_pre_hooks), 0)
 
     def test_labels_are_only_what_was_read(self):
