@@ -168,5 +168,5 @@ func mfuWords(g *gpuStep) string {
 		}
 		return ""
 	}
-	return fmt.Sprintf("; MFU %.0f %% (%s)", 100*m.Ratio, m.Method)
+	return fmt.Sprintf("; MFU %s %% (%s)", sample.PercentWords(m.Ratio), m.Method)
 }

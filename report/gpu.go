@@ -445,7 +445,7 @@ func (g *GPUInfo) Used() string {
 		}
 	}
 	if g.MeanMFUPct != nil {
-		parts = append(parts, fmt.Sprintf("MFU %.0f %% over the %d frames the loop ran in (the model's FLOPs the hook counted, against the dense %s peak)", *g.MeanMFUPct, g.MFUFrames, g.MFUDtype))
+		parts = append(parts, fmt.Sprintf("MFU %s %% over the %d frames the loop ran in (the model's FLOPs the hook counted, against the dense %s peak)", sample.PercentWords(*g.MeanMFUPct/100), g.MFUFrames, g.MFUDtype))
 	}
 	if g.PeakMemUsed != nil && g.MemTotal != nil {
 		parts = append(parts, fmt.Sprintf("memory at most %s of %s", sample.FormatBytes(float64(*g.PeakMemUsed)), sample.FormatBytes(float64(*g.MemTotal))))

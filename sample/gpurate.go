@@ -47,8 +47,8 @@ func (g *GPU) TensorTFLOPS(dtype string) (tflops float64, ok bool) {
 // StepRate is a GPU-bound step's achieved matmul rate (TensorTFLOPS) at
 // the dtype it runs its matmuls in.
 type StepRate struct {
-	// Dtype is the dtype the hook read (JobSettings.ComputeDtype: autocast's
-	// bf16 or fp16, tf32 by the float32 precision); "" where it was not
+	// Dtype is the dtype the hook read (JobSettings.TensorDtype: autocast's
+	// bf16 or fp16, tf32 by the TF32 switches); "" where it was not
 	// read: HMMA's activity is then TF32's or bf16's and fp16's, and the
 	// rate is the range Low (at TF32's peak) to High (at bf16's, fp16's on
 	// a GPU without bf16).
@@ -82,7 +82,7 @@ func (g *GPU) StepTFLOPS(s *JobSettings) (r StepRate, ok bool) {
 	if g.GPM == nil || g.Peak == nil {
 		return StepRate{}, false
 	}
-	switch d := s.ComputeDtype(); d {
+	switch d := s.TensorDtype(); d {
 	case DtypeTF32, DtypeBF16, DtypeFP16:
 		tf, ok := g.TensorTFLOPS(d)
 		if !ok {

@@ -61,6 +61,12 @@ func TestStepTFLOPSIsAtTheDtypeTheJobRuns(t *testing.T) {
 		{"bf16 autocast", &JobSettings{Autocast: &on, AutocastDtype: "bfloat16"}, StepRate{Dtype: "bf16", Low: 593.7, High: 593.7, Peak: 989.5, PeakDtype: "bf16"}, true, "at bf16 ≈ 594 TFLOPS of the H200 SXM's 990 dense"},
 		{"tf32 by the precision", &JobSettings{Autocast: &off, Float32MatmulPrecision: "high"}, StepRate{Dtype: "tf32", Low: 296.7, High: 296.7, Peak: 494.5, PeakDtype: "tf32"}, true, "at tf32 ≈ 297 TFLOPS of the H200 SXM's 494 dense"},
 		{"plain fp32", &JobSettings{Autocast: &off, Float32MatmulPrecision: "highest"}, StepRate{}, false, ""},
+		// PyTorch's defaults on a conv net: the matmuls in full fp32 (off
+		// the tensor cores), the convs on TF32 (cudnn.allow_tf32): the
+		// tensor pipes' activity is TF32's. It read "the step's dtype is
+		// not read" beside a settings line that said all of it.
+		{"convs on tf32, matmuls in fp32", &JobSettings{Autocast: &off, Float32MatmulPrecision: "highest", MatmulAllowTF32: &off, HasConv: &on, HasLinear: &on, CudnnAllowTF32: &on},
+			StepRate{Dtype: "tf32", Low: 296.7, High: 296.7, Peak: 494.5, PeakDtype: "tf32"}, true, "at tf32 ≈ 297 TFLOPS of the H200 SXM's 494 dense"},
 		{"not read", nil, StepRate{Low: 296.7, High: 593.7, Peak: 989.5, PeakDtype: "bf16"}, true, "≈ 297–594 TFLOPS (tf32 to bf16: the step's dtype is not read) of the H200 SXM's 990 dense bf16"},
 	}
 	for _, c := range cases {

@@ -1,8 +1,10 @@
 package sample
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // MFU is the model FLOPs utilization of the loader's training step: the
@@ -68,6 +70,74 @@ func (s *JobSettings) ComputeDtype() string {
 		return DtypeTF32
 	}
 	return DtypeFP32
+}
+
+// PercentWords is a share as a percentage with the digits it needs to be
+// told from 0: "31", "0.4", "0.004" — a measured 2e-6 read "MFU 0 %",
+// which is what a figure not read must never look like.
+func PercentWords(ratio float64) string {
+	p := 100 * ratio
+	switch {
+	case p >= 9.95 || p == 0:
+		return fmt.Sprintf("%.0f", p)
+	case p >= 0.995:
+		return fmt.Sprintf("%.1f", p)
+	}
+	return strconv.FormatFloat(p, 'g', 1, 64)
+}
+
+// mixedPrecisionWords says why a step read in full has no one dtype: its
+// convs and matmuls run at different precisions by their own switches
+// ("its convs take TF32 (cudnn.allow_tf32 on) and its matmuls run in full
+// fp32: no one dense peak"); "" where that is not why.
+func (s *JobSettings) mixedPrecisionWords() string {
+	if s == nil || s.Autocast == nil || *s.Autocast || s.HasConv == nil || !*s.HasConv || s.HasLinear == nil || !*s.HasLinear || s.CudnnAllowTF32 == nil {
+		return ""
+	}
+	tf, known := s.TF32()
+	if !known || tf == *s.CudnnAllowTF32 {
+		return ""
+	}
+	words := map[bool]string{true: "take TF32", false: "run in full fp32"}
+	return fmt.Sprintf("its convs %s (cudnn.allow_tf32 %s) and its matmuls %s (float32 matmul precision %s): no one dense peak to set the step against",
+		words[*s.CudnnAllowTF32], onOff(*s.CudnnAllowTF32), words[tf], cmp.Or(s.Float32MatmulPrecision, "not read"))
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// TensorDtype is the dtype the step's tensor-core work runs in, as the
+// hook read it: autocast's bf16 or fp16; with autocast off, tf32 where
+// its matmuls or (a model with convs) its convs may take TF32 — the other
+// part runs in full fp32, off the tensor cores, so the tensor pipes'
+// activity is TF32's —, fp32 where neither may; "" where not read.
+func (s *JobSettings) TensorDtype() string {
+	if s == nil || s.Autocast == nil {
+		return ""
+	}
+	if *s.Autocast {
+		return s.ComputeDtype()
+	}
+	tf, known := s.TF32()
+	conv, convKnown := false, true // no convs read: none (as ComputeDtype has it)
+	if s.HasConv != nil && *s.HasConv {
+		if s.CudnnAllowTF32 == nil {
+			convKnown = false
+		} else {
+			conv = *s.CudnnAllowTF32
+		}
+	}
+	switch {
+	case tf && known || conv:
+		return DtypeTF32
+	case known && convKnown:
+		return DtypeFP32
+	}
+	return ""
 }
 
 // StepSettings is what the hook read of the job's step (Loader.Settings)
@@ -138,7 +208,10 @@ func (f *Frame) mfu() (why string) {
 	}
 	dtype := s.ComputeDtype()
 	if dtype == "" {
-		return "the step's dtype is not read (autocast and the TF32 switches), or its convs and matmuls differ"
+		if why := s.mixedPrecisionWords(); why != "" {
+			return why
+		}
+		return "the step's dtype is not read (autocast and the TF32 switches)"
 	}
 	g := f.LoopGPU()
 	switch {

@@ -53,7 +53,7 @@ func TestMFUIsDerivedFromWhatWasRead(t *testing.T) {
 		f   *Frame
 		why string
 	}{
-		"convs in tf32, matmuls in fp32": {frame(&mixed, 5, peak), "convs and matmuls differ"},
+		"convs in tf32, matmuls in fp32": {frame(&mixed, 5, peak), "its convs take TF32 (cudnn.allow_tf32 on) and its matmuls run in full fp32"},
 		"past the peak":                  {frame(bf16, 500, peak), "do not belong together"},
 		"no FLOPs":                       {frame(&JobSettings{Autocast: &yes, AutocastDtype: "bfloat16", Compiled: &no}, 50, peak), "neither torch.utils.flop_counter (torch ≥ 2.1) nor its count by the shapes"},
 		"no FLOPs, compiled not read":    {frame(&JobSettings{Autocast: &yes, AutocastDtype: "bfloat16"}, 50, peak), "did not count the model's FLOPs: neither"},
@@ -73,5 +73,15 @@ func TestMFUIsDerivedFromWhatWasRead(t *testing.T) {
 	cpu := &Frame{Loader: &Loader{BatchesPerSec: 50}}
 	if cpu.AssignRoles(); cpu.Loader.MFU != nil || cpu.Loader.MFUWhy != "" {
 		t.Errorf("a CPU job: %+v %q", cpu.Loader.MFU, cpu.Loader.MFUWhy)
+	}
+}
+
+// TestPercentWordsIsNeverAMeasured0: a figure measured small reads with
+// the digits that tell it from 0 (a 2e-6 MFU read "0 %").
+func TestPercentWordsIsNeverAMeasured0(t *testing.T) {
+	for ratio, want := range map[float64]string{0.31: "31", 0.0996: "10", 0.042: "4.2", 0.004: "0.4", 2e-6: "0.0002", 0: "0", 1: "100"} {
+		if got := PercentWords(ratio); got != want {
+			t.Errorf("PercentWords(%g) = %q, want %q", ratio, got, want)
+		}
 	}
 }

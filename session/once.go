@@ -302,7 +302,7 @@ func (s *Settle) summary(w io.Writer, asJSON bool) error {
 			fmt.Fprintf(&b, "  job: %s\n", p(j.SettingsLine))
 		}
 		if j := s.job(); j != nil && j.MFU != nil {
-			fmt.Fprintf(&b, "  MFU %.0f %% of %s's dense %s peak (%s)\n", 100*j.MFU.Ratio, p(j.MFU.GPU), j.MFU.Dtype, p(j.MFU.Method))
+			fmt.Fprintf(&b, "  MFU %s %% of %s's dense %s peak (%s)\n", sample.PercentWords(j.MFU.Ratio), p(j.MFU.GPU), j.MFU.Dtype, p(j.MFU.Method))
 		}
 		if j := s.job(); j != nil && j.GPUProfileLine != "" {
 			fmt.Fprintf(&b, "  %s\n", p(j.GPUProfileLine))

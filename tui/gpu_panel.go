@@ -163,9 +163,9 @@ func (pv *view) computeFigures(g *sample.GPU) []figure {
 	var figs []figure
 	if l := pv.frame.Loader; l != nil && l.MFU != nil && l.MFU.GPUIndex == g.Index {
 		// sample.MFU's method, briefly: the zoom gives it whole.
-		r, dt := 100*l.MFU.Ratio, l.MFU.Dtype
-		figs = append(figs, fig(fmt.Sprintf("MFU %.0f%% at %s (FLOPs counted by the hook × steps/s ÷ peak)", r, dt),
-			fmt.Sprintf("MFU %.0f%% %s (hook's FLOPs × steps/s ÷ peak)", r, dt), fmt.Sprintf("MFU %.0f%% (%s)", r, dt)))
+		r, dt := sample.PercentWords(l.MFU.Ratio), l.MFU.Dtype
+		figs = append(figs, fig(fmt.Sprintf("MFU %s%% at %s (FLOPs counted by the hook × steps/s ÷ peak)", r, dt),
+			fmt.Sprintf("MFU %s%% %s (hook's FLOPs × steps/s ÷ peak)", r, dt), fmt.Sprintf("MFU %s%% (%s)", r, dt)))
 	}
 	rate, more := ratePart(g, pv.frame.StepSettings(g))
 	figs = append(figs, rate, more)
