@@ -17,6 +17,11 @@ type GPUInfo struct {
 	Index  int    `json:"index"`
 	Name   string `json:"name"`
 	Frames int    `json:"frames"` // frames that carried the GPU
+	// CeilingFrames are those of them in which the loader replayed kept
+	// batches to measure its ceiling (gpuwatch run --ceiling): the input
+	// free, the GPU busier than the job keeps it. They are left out of the
+	// means and MFU below, and said.
+	CeilingFrames int `json:"ceiling_frames,omitempty"`
 	// MeanUtilPct is NVML's utilization: the share of time any kernel
 	// ran, 100 % for one kernel on one SM.
 	MeanUtilPct *float64 `json:"mean_util_pct,omitempty"`
@@ -171,8 +176,13 @@ func (b *gpuBuilder) add(f *sample.Frame) {
 			b.byIndex[g.Index] = a
 			b.order = append(b.order, g.Index)
 		}
-		a.add(g, f.StepSettings(g))
 		a.step.add(f, g, i)
+		if c := f.Loader.CeilingOf(); c != nil && c.State == sample.CeilingReplaying {
+			a.info.Frames++
+			a.info.CeilingFrames++
+			continue
+		}
+		a.add(g, f.StepSettings(g))
 		if l := f.Loader; l != nil && l.MFU != nil && l.MFU.GPUIndex == g.Index {
 			pct := 100 * l.MFU.Ratio
 			a.mfu.add(&pct)
@@ -210,7 +220,7 @@ func (a *gpuAcc) add(g *sample.GPU, s *sample.JobSettings) {
 		a.info.PeakModel, a.info.PeakSource, a.info.hasPeak = g.Peak.Model, g.Peak.Source, true
 	}
 	r, ok := g.StepTFLOPS(s)
-	if !ok && g.GPM != nil && g.Peak != nil && s.ComputeDtype() == sample.DtypeFP32 && a.rateWhy == "" {
+	if !ok && g.GPM != nil && g.Peak != nil && s.TensorDtype() == sample.DtypeFP32 && a.rateWhy == "" {
 		a.rateWhy = "the step runs in plain fp32 (autocast off, TF32 off): its matmuls are not on the tensor cores"
 	}
 	if ok {
@@ -449,6 +459,9 @@ func (g *GPUInfo) Used() string {
 	}
 	if g.PeakMemUsed != nil && g.MemTotal != nil {
 		parts = append(parts, fmt.Sprintf("memory at most %s of %s", sample.FormatBytes(float64(*g.PeakMemUsed)), sample.FormatBytes(float64(*g.MemTotal))))
+	}
+	if g.CeilingFrames > 0 {
+		parts = append(parts, fmt.Sprintf("the %d frames of the ceiling's replay (the input free: gpuwatch run --ceiling) left out of these", g.CeilingFrames))
 	}
 	return strings.Join(parts, ", ")
 }

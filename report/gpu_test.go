@@ -1,8 +1,12 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -174,5 +178,44 @@ func TestASampledLoopSaysWhyNoSettings(t *testing.T) {
 	g = Build(recording.New(recording.Header{Host: "h"}, frames, nil), "x", diagnose.DefaultThresholds(), generated).GPUs[0]
 	if notRead = strings.Join(g.NotRead, "; "); g.GPUProfile != nil || !strings.Contains(notRead, "GPU profile: refused: torch.profiler is in use") {
 		t.Errorf("refused: %q", g.NotRead)
+	}
+}
+
+// TestTheCeilingsReplayIsNotTheGPUsUse: the real H200 run
+// (diagnose/testdata/gpu/h200-starved-then-ceiling.jsonl: an input-starved
+// job, then gpuwatch run --ceiling replaying kept batches, the input
+// free) is reported at what the job used, its GPU 9–10 % busy, not at a
+// mean with the replay's 97 % in it (25 %, which read as 2.7× busier); the
+// replay's frames are counted and said.
+func TestTheCeilingsReplayIsNotTheGPUsUse(t *testing.T) {
+	f, err := os.Open("../diagnose/testdata/gpu/h200-starved-then-ceiling.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	var frames []recording.Recorded
+	replaying := 0
+	for sc.Scan() {
+		var fr sample.Frame
+		if err := json.Unmarshal(sc.Bytes(), &fr); err != nil {
+			t.Fatal(err)
+		}
+		if c := fr.Loader.CeilingOf(); c != nil && c.State == sample.CeilingReplaying {
+			replaying++
+		}
+		frames = append(frames, recording.Recorded{Frame: fr})
+	}
+	if replaying == 0 {
+		t.Fatal("the fixture has no replay")
+	}
+	s := Build(recording.New(recording.Header{Host: "h", Cores: 16}, frames, nil), "x", diagnose.DefaultThresholds(), generated)
+	g := s.GPUs[0]
+	if g.CeilingFrames != replaying || g.MeanUtilPct == nil || *g.MeanUtilPct > 12 || g.MeanSMActivityPct == nil || *g.MeanSMActivityPct > 12 {
+		t.Fatalf("ceiling frames %d (want %d), utilization %v, SMs %v", g.CeilingFrames, replaying, g.MeanUtilPct, g.MeanSMActivityPct)
+	}
+	if !strings.Contains(g.Used(), fmt.Sprintf("the %d frames of the ceiling's replay", replaying)) {
+		t.Errorf("not said: %s", g.Used())
 	}
 }
