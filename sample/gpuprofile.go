@@ -253,6 +253,9 @@ func (g *GPUProfile) Summary() string {
 		}
 		parts = append(parts, idle)
 	}
+	if rest, ok := g.outsideOps(); ok && rest >= 0.01 {
+		parts = append(parts, "outside torch's ops "+pct(rest)+" (Python, I/O, sleeps: no op to break down)")
+	}
 	out := fmt.Sprintf("%s (%d steps, profiled): %s", what, g.Steps, strings.Join(parts, ", "))
 	if g.InputSecondsPerStep != nil && g.StepSeconds != nil && *g.StepSeconds > 0 && *g.InputSecondsPerStep/(*g.StepSeconds) >= 0.01 {
 		out += "; the DataLoader's next() " + pct(min(1, *g.InputSecondsPerStep/(*g.StepSeconds))) + " (the input's, not counted)"
@@ -261,6 +264,21 @@ func (g *GPUProfile) Summary() string {
 		out += "; recording cost " + c
 	}
 	return out
+}
+
+// outsideOps is, on a CPU, the share of the wall step in no torch op of
+// the loop's thread (nor in the DataLoader's next()): its Python, its
+// I/O, its sleeps, which the profile's ops do not break down. false on a
+// GPU (its idle time says it) or where not read.
+func (g *GPUProfile) outsideOps() (float64, bool) {
+	if g.Device != "cpu" || g.BusySecondsPerStep == nil || g.StepSeconds == nil || !(*g.StepSeconds > 0) {
+		return 0, false
+	}
+	in := 0.0
+	if g.InputSecondsPerStep != nil {
+		in = *g.InputSecondsPerStep
+	}
+	return min(1, max(0, (*g.StepSeconds-*g.BusySecondsPerStep-in) / *g.StepSeconds)), true
 }
 
 // CostWords is what the recording cost in a few words, "125 ms (310 ms

@@ -93,6 +93,10 @@ func TestGPUProfileSummary(t *testing.T) {
 			"CPU time per step (no GPU) (3 steps, profiled): conv fp32 40 %"},
 		{"cpu-cost", &GPUProfile{State: GPUProfileDone, Device: "cpu", Steps: 3, StepSeconds: f64(0.01), CostSeconds: f64(0.125), CostCPUSeconds: f64(0.31), Parts: []GPUTimePart{{"conv", "fp32", 0.004}}},
 			"CPU time per step (no GPU) (3 steps, profiled): conv fp32 40 %; recording cost 125ms (310ms of CPU)"},
+		// A step of a millisecond of ops and a second's sleep: no op
+		// reached 1 %, and the line was empty.
+		{"cpu, the step outside its ops", &GPUProfile{State: GPUProfileDone, Device: "cpu", Steps: 5, StepSeconds: f64(1.0036), BusySecondsPerStep: f64(0.001), Parts: []GPUTimePart{{"matmul", "fp32", 0.0006}, {"elementwise", "", 0.0004}}},
+			"CPU time per step (no GPU) (5 steps, profiled): outside torch's ops 100 % (Python, I/O, sleeps: no op to break down)"},
 		{"refused", &GPUProfile{State: GPUProfileRefused, Reason: "RuntimeError: \x1b[2Jno"}, "GPU time per step: not recorded: RuntimeError: \ufffd[2Jno"},
 		{"recording", &GPUProfile{State: GPUProfileRecording, Device: "cuda", Steps: 5}, "GPU time per step: recording (5 steps)"},
 	} {
