@@ -195,6 +195,8 @@ func (f *Frame) mfu() (why string) {
 	l := f.Loader
 	s := l.Settings
 	switch {
+	case s == nil && l.Sampled == nil:
+		return "the loader's frames carry no settings (a hook that does not read them, or none read yet)"
 	case s == nil:
 		return "the hook did not read the job's settings (gpuwatch run reads them)"
 	case (s.FLOPsPerStep == nil || !(*s.FLOPsPerStep > 0)) && s.Compiled != nil && *s.Compiled:

@@ -61,7 +61,8 @@ func TestMFUIsDerivedFromWhatWasRead(t *testing.T) {
 		"no rate":                        {frame(bf16, 0, peak), "no step in the interval"},
 		"precision unread":               {frame(&JobSettings{FLOPsPerStep: &flops}, 50, peak), "dtype is not read"},
 		"no peak":                        {frame(bf16, 50, nil), "no dense peak for the NVIDIA H200"},
-		"no settings":                    {frame(nil, 50, peak), "did not read the job's settings"},
+		"no settings":                    {frame(nil, 50, peak), "the loader's frames carry no settings"},
+		"sampled":                        {sampled(frame(nil, 50, peak)), "did not read the job's settings"},
 		"two GPUs, no pid":               {&Frame{GPUs: []GPU{{Index: 0, Peak: peak}, {Index: 1, Peak: peak}}, Loader: &Loader{BatchesPerSec: 50, Settings: bf16}}, "the loop's GPU is not known"},
 	} {
 		c.f.AssignRoles()
@@ -78,6 +79,13 @@ func TestMFUIsDerivedFromWhatWasRead(t *testing.T) {
 
 // TestPercentWordsIsNeverAMeasured0: a figure measured small reads with
 // the digits that tell it from 0 (a 2e-6 MFU read "0 %").
+// sampled is f with its loop sampled, not instrumented: no hook read its
+// settings.
+func sampled(f *Frame) *Frame {
+	f.Loader.Sampled = &SampledLoop{}
+	return f
+}
+
 func TestPercentWordsIsNeverAMeasured0(t *testing.T) {
 	for ratio, want := range map[float64]string{0.31: "31", 0.0996: "10", 0.042: "4.2", 0.004: "0.4", 2e-6: "0.0002", 0: "0", 1: "100"} {
 		if got := PercentWords(ratio); got != want {
