@@ -101,6 +101,9 @@ _RULES = (
     ("communication", re.compile(r"nccl|gloo|c10d::|record_param_comms|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|^aten::(send|recv)$", re.I)),
     ("copy", re.compile(r"^memcpy|^memset|aten::(copy_|_to_copy|to|clone|contiguous|fill_|zero_|_copy_from|_copy_from_and_resize|index_copy_?)$|copy_kernel|CatArrayBatchedCopy", re.I)),
     ("normalization", re.compile(r"norm(?!al)|bn_fw|bn_bw|welford", re.I)),
+    # Pooling is a windowed reduction (cuDNN's pooling kernels before the
+    # conv rule takes them for its "cudnn").
+    ("reduction", re.compile(r"pool", re.I)),
     ("conv", re.compile(r"conv|cudnn|implicit_?gemm|wgrad|dgrad|fprop|winograd", re.I)),
     ("matmul", re.compile(r"gemm|gemv|matmul|cublas|cutlass|nvjet|^aten::(mm|addmm|bmm|baddbmm|addbmm|addmv|mv|dot|vdot|linear|_scaled_mm|_int_mm|einsum|mkldnn_linear|_addmm_activation)$|xmma|sm\d+_xmma|flash|attention", re.I)),
     ("reduction", re.compile(r"reduce|^aten::(sum|mean|prod|amax|amin|max|min|argmax|argmin|var|std|var_mean|std_mean|cumsum|cumprod|logsumexp|all|any|_softmax|softmax|_log_softmax|log_softmax|_softmax_backward_data|_log_softmax_backward_data|nll_loss\w*|cross_entropy_loss)$|softmax", re.I)),

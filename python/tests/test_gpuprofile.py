@@ -50,6 +50,8 @@ class NamesTest(unittest.TestCase):
             ("Memcpy HtoD (Pageable -> Device)", "copy", ""),
             ("Memset (Device)", "copy", ""),
             ("void at::native::reduce_kernel<512, 1>", "reduction", ""),
+            ("cudnn::pooling_fw_4d_kernel<float, float, cudnn::maxpooling_func<float>>", "reduction", ""),
+            ("void at::native::max_pool_forward_nchw<float, float>", "reduction", ""),
             ("some_kernel_nobody_knows", "other", ""),
         ):
             self.assertEqual(_gpuprofile.category(name), cat, name)
@@ -67,6 +69,9 @@ class NamesTest(unittest.TestCase):
             ("aten::threshold_backward", "elementwise"),
             ("aten::copy_", "copy"),
             ("aten::_log_softmax", "reduction"),
+            ("aten::max_pool2d_with_indices", "reduction"),
+            ("aten::max_pool2d_with_indices_backward", "reduction"),
+            ("aten::adaptive_avg_pool2d", "reduction"),
             ("aten::broadcast_tensors", "other"),
             ("aten::empty", "other"),
             ("ConvolutionBackward0", "other"),
