@@ -219,3 +219,13 @@ func TestTheCeilingsReplayIsNotTheGPUsUse(t *testing.T) {
 		t.Errorf("not said: %s", g.Used())
 	}
 }
+
+// TestAnAxisTopIsNeverARounded0: a chart whose line peaks under 1 (PSI at
+// 0.4 %) is topped by its figure, not by "0".
+func TestAnAxisTopIsNeverARounded0(t *testing.T) {
+	for v, want := range map[float64]string{0.4: "0.4", 0.042: "0.042", 5: "5", 12.6: "13", 100: "100", 2500: "2.5k"} {
+		if got := axis(v); got != want {
+			t.Errorf("axis(%g) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -86,6 +86,8 @@ func axis(v float64) string {
 		return fmt.Sprintf("%.1fM", v/1e6)
 	case v >= 1e3:
 		return fmt.Sprintf("%.1fk", v/1e3)
+	case v > 0 && v < 10:
+		return fmt.Sprintf("%.2g", v) // a line peaking at 0.4 topped an axis that read "0"
 	}
 	return fmt.Sprintf("%.0f", v)
 }
