@@ -104,9 +104,12 @@ func (in *causeIn) gpuBusy() (level, bool) {
 // unlessOn is a fix that turns a setting on, by what the hook read of it
 // (on): the fix where it is off; none where it is on (advising what the
 // job does is a defect); where it was not read, the fix for the case it
-// is off, saying so — a setting not read is not taken as off.
-func unlessOn(on *bool, fix, setting string) (string, bool) {
+// is off, saying so — a setting not read is not taken as off —, and
+// whether a hook read the job's other settings (hooked) or none did.
+func unlessOn(on *bool, fix, setting string, hooked bool) (string, bool) {
 	switch {
+	case on == nil && hooked:
+		return fix + " (unless " + setting + " already: the hook did not read it)", true
 	case on == nil:
 		return fix + " (unless " + setting + " already: not read; gpuwatch run reads it)", true
 	case *on:

@@ -173,8 +173,8 @@ func TestLaunchBoundAndMemoryBound(t *testing.T) {
 		want, not []string
 	}{
 		"nothing read":              {nil, []string{"torch.compile(model) (each fused kernel reads and writes the activations once) (unless the model is compiled already: not read", "torch.autocast(\"cuda\", dtype=torch.bfloat16)) (unless autocast is on already: not read"}, nil},
-		"compiled, autocast unread": {compiledOnly, []string{"(unless autocast is on already: not read"}, []string{"torch.compile"}},
-		"in bf16, compile unread":   {autocastOnly, []string{"(unless the model is compiled already: not read"}, []string{"autocast"}},
+		"compiled, autocast unread": {compiledOnly, []string{"(unless autocast is on already: the hook did not read it)"}, []string{"torch.compile", "gpuwatch run reads it"}},
+		"in bf16, compile unread":   {autocastOnly, []string{"(unless the model is compiled already: the hook did not read it)"}, []string{"autocast"}},
 		"neither on":                {fp32Settings(), []string{"torch.compile(model) (each fused kernel reads and writes the activations once); and", "bf16 activations"}, []string{"not read"}},
 	} {
 		v := Classify(gpuBoundFrames(85, 5, 70, 30, 60, c.st), DefaultThresholds())
@@ -196,7 +196,7 @@ func TestLaunchBoundAndMemoryBound(t *testing.T) {
 	}
 	unread := bf16Settings()
 	unread.Compiled = nil
-	if f := launchFix(unread); !strings.Contains(f, "was not read") {
+	if f := launchFix(unread); !strings.Contains(f, "the hook did not read") || strings.Contains(f, "gpuwatch run reads it") {
 		t.Errorf("launch_bound's fix, compile unread: %q", f)
 	}
 }

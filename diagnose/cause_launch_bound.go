@@ -49,8 +49,10 @@ func launchBoundCause(in *causeIn) (Cause, bool) {
 func launchFix(s *sample.JobSettings) string {
 	const fix = "launch fewer, larger kernels: capture the step in a CUDA graph (torch.compile(model, mode=\"reduce-overhead\")), or a larger batch per step"
 	switch {
-	case s == nil || s.Compiled == nil:
+	case s == nil:
 		return fix + " (whether the model is compiled, and how, was not read; gpuwatch run reads it)"
+	case s.Compiled == nil:
+		return fix + " (whether the model is compiled, and how, the hook did not read)"
 	case *s.Compiled:
 		return "the model is compiled: compile it with mode=\"reduce-overhead\" (CUDA graphs replay the step's launches at once), or a larger batch per step"
 	}

@@ -21,14 +21,15 @@ func memoryBoundCause(in *causeIn) (Cause, bool) {
 		return Cause{}, false
 	}
 	var compiled, autocast *bool // nil: not read
+	hooked := g.settings != nil
 	if s := g.settings; s != nil {
 		compiled, autocast = s.Compiled, s.Autocast
 	}
 	var fixes []string
-	if f, ok := unlessOn(compiled, "fuse the elementwise and normalization kernels: torch.compile(model) (each fused kernel reads and writes the activations once)", "the model is compiled"); ok {
+	if f, ok := unlessOn(compiled, "fuse the elementwise and normalization kernels: torch.compile(model) (each fused kernel reads and writes the activations once)", "the model is compiled", hooked); ok {
 		fixes = append(fixes, f)
 	}
-	if f, ok := unlessOn(autocast, "halve the bytes each kernel moves: bf16 activations (torch.autocast(\"cuda\", dtype=torch.bfloat16))", "autocast is on"); ok {
+	if f, ok := unlessOn(autocast, "halve the bytes each kernel moves: bf16 activations (torch.autocast(\"cuda\", dtype=torch.bfloat16))", "autocast is on", hooked); ok {
 		fixes = append(fixes, f)
 	}
 	if len(fixes) == 0 { // both taken

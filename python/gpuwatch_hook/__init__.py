@@ -127,9 +127,11 @@ class Watched:
 
     def close(self) -> None:
         """Stops serving (when no other watch shares the server); a syncs'
-        window still open ends (_syncs)."""
+        or settings' window still open ends (a loop that left with a break
+        in it takes no next batch)."""
         try:
             self._stats.end_syncs()
+            self._stats.close_settings()
         except Exception:
             pass
         srv, self._server = self._server, None
@@ -171,6 +173,7 @@ class WatchedIterator(_timing.Timed):
     def close(self) -> None:
         try:
             self._clock.stats.end_syncs()
+            self._clock.stats.close_settings()
         except Exception:
             pass
         srv, self._server = self._server, None

@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 import time
+import weakref
 from typing import Any, List, Optional, Tuple
 
 from . import _env
@@ -62,6 +64,10 @@ EVAL = "eval"
 #: first RECHECKS at most, then its pre-hook goes (a forward under way is
 #: still ended and counted by its own forward hook).
 RECHECKS = 4096
+
+#: A window's hook removes itself at the first module call past this many
+#: seconds: a loop that left in the window's step takes no next batch.
+MAX_SECONDS = 30.0
 _warn_filtered = False
 
 
@@ -367,15 +373,20 @@ class Window:
         self.replays = _replays
         self.cuda_index: Optional[int] = None
         self.closed = False
+        self.tid = threading.get_ident()  # the loop's thread: forwards elsewhere are not the step's
+        self.opened = time.monotonic()
         self.calls = 0  # module calls with parameters seen (RECHECKS)
-        self.model: Any = None  # the module the reading is of
+        self.model: Any = None  # a weak reference to the module the reading is of
+        self.nested: set = set()  # id()s of modules seen inside a top-level forward
         self.active: Any = None  # the top-level forward under way
         self.active_training = False
         self.active_handle: Any = None  # its forward hook, which ends it
+        self.reentered = 0  # its own forwards under way inside it (a recursive model)
+        self.in_backward = False  # a backward of a counted forward runs (checkpoints recompute there)
         self.flops: Any = None  # the counter (flop_counter) of the forward under way
         self.flops_sum = 0.0  # the FLOPs of the window's forwards, each its multiple
         self.flops_counted = ""  # "", EVAL or "train": what the window counted
-        self.flops_failed = False  # a forward that could not be counted: no sum
+        self.flops_failed = False  # a forward not counted whole: no sum this window
         self.uncompiled: dict = {}  # id(module) -> whether it may be counted (not compiled)
 
     @staticmethod
@@ -406,7 +417,7 @@ class Window:
         with parameters begins (read, counted), or a submodule of one runs
         (autocast looked for again)."""
         torch = self.torch
-        if self.closed or _env.compiling(torch):
+        if self.closed or threading.get_ident() != self.tid or _env.compiling(torch):
             return None
         try:
             if next(module.parameters(), None) is None:
@@ -414,18 +425,31 @@ class Window:
         except Exception:
             return None
         self.calls += 1
-        if self.calls > RECHECKS:
+        if self.calls > RECHECKS or time.monotonic() - self.opened > MAX_SECONDS:
+            # A loop that left in the window's step (a break) takes no next
+            # batch to close it: the hook goes by itself.
             self._remove()
             return None
         if self.active is not None:
-            if self.active is self.model and self.s.autocast is False and self.s.autocast_device:
+            if module is self.active:
+                self.reentered += 1  # a recursive forward: its own forward hook ends it
+            elif len(self.nested) < RECHECKS:
+                self.nested.add(id(module))
+            if self.active is self._model() and self.s.autocast is False and self.s.autocast_device:
                 self.recheck_autocast()
+            return None
+        if self.in_backward or id(module) in self.nested:
+            # A part of a model already seen, run again on its own: an
+            # activation checkpoint recomputing its forward in the backward.
             return None
         try:
             self.begin(module, args)
         except Exception:
             pass
         return None
+
+    def _model(self) -> Any:
+        return self.model() if self.model is not None else None
 
     def begin(self, module: Any, args: Any) -> None:
         """A top-level forward: the reading where it is the first, or the
@@ -435,13 +459,16 @@ class Window:
         training = bool(torch.is_grad_enabled() and getattr(module, "training", False) and _requires_grad(module))
         if self.s.forward is None or (training and not self.s.training):
             self.s = Settings()
-            self.model = module
+            try:
+                self.model = weakref.ref(module)
+            except TypeError:
+                self.model = None
             self.read_forward(module, args)
             self.s.training = training
         if not self.hook_end(module):
             return
         self.active, self.active_training = module, training
-        if _flops_done is True or (_flops_done == EVAL and not training) or self.flops_failed:
+        if _flops_done is True or self.flops_failed:
             return
         if not self.may_count(module):
             return
@@ -449,6 +476,7 @@ class Window:
             mode = flop_counter(torch)
             mode.__enter__()
         except Exception:
+            _counter_broke()
             self.flops_failed = True
             return
         self.flops = mode
@@ -467,14 +495,46 @@ class Window:
         return True
 
     def end(self, module: Any, args: Any, out: Any) -> None:
+        if threading.get_ident() != self.tid or module is not self.active:
+            return None  # the module called on another thread: not the forward under way
+        if self.reentered:
+            self.reentered -= 1  # a recursive call of it ended, not the forward
+            return None
         self._end_forward(out is not None)  # None: the forward raised (always_call)
+        if out is not None and self.active_training:
+            self.watch_backward(out)
         return None
+
+    def watch_backward(self, out: Any) -> None:
+        """Marks the backward of a training forward's output while it runs
+        (a gradient hook on the output, and the engine's callback at the
+        backward's end): a forward begun meanwhile is an activation
+        checkpoint's recompute, not another forward of the step."""
+        t = first_tensor((out,), self.torch)
+        if t is None or not getattr(t, "requires_grad", False):
+            return
+
+        def began(_: Any) -> None:
+            self.in_backward = True
+            try:
+                self.torch.autograd.Variable._execution_engine.queue_callback(ended)
+            except Exception:
+                pass
+            return None
+
+        def ended() -> None:
+            self.in_backward = False
+
+        try:
+            t.register_hook(began)
+        except Exception:
+            pass
 
     def _end_forward(self, whole: bool) -> None:
         h, self.active_handle = self.active_handle, None
         if h is not None:
             h.remove()
-        training, self.active = self.active_training, None
+        training, self.active, self.reentered = self.active_training, None, 0
         mode, self.flops = self.flops, None
         if mode is None:
             return
@@ -482,11 +542,14 @@ class Window:
             mode.__exit__(None, None, None)
             n = float(mode.get_total_flops())
         except Exception:
+            _counter_broke()
             self.flops_failed = True
             return
-        if not whole or not n > 0:
-            self.flops_failed = True  # a forward not counted: the sum would be short
+        if not whole:
+            self.flops_failed = True  # a forward that raised: the sum would be short
             return
+        if not n > 0:
+            return  # a module of no counted op (a loss with a parameter, an embedding lookup)
         # A training step is its forward and a backward about twice the
         # forward's (the usual 6N-per-token rule is this 3×).
         self.flops_sum += n * (3 if training else 1)
@@ -503,7 +566,7 @@ class Window:
         key = id(module)
         ok = self.uncompiled.get(key)
         if ok is None:
-            if module is self.model:
+            if module is self._model():
                 ok = self.s.compiled is False
             else:
                 probe = Settings()
@@ -562,9 +625,8 @@ class Window:
             pass
         if self.flops_counted and not self.flops_failed and self.flops_sum > 0:
             s.flops_per_step = self.flops_sum
-            _flops_done = True if self.flops_counted == "train" else EVAL
-        elif self.flops_failed and _flops_done is False:
-            _flops_done = True  # a counter that fails fails again: not tried at every window
+            if _flops_done is not True:
+                _flops_done = True if self.flops_counted == "train" else EVAL
         if s.forward is None:
             read_flags(torch, s)
         try:
@@ -583,13 +645,15 @@ class Window:
 
 def _requires_grad(module: Any) -> bool:
     """Whether a parameter of module requires grad (a frozen encoder's
-    do not): the first few looked at."""
-    for i, p in enumerate(module.parameters()):
-        if getattr(p, "requires_grad", False):
-            return True
-        if i >= 64:
-            return False
-    return False
+    do not; a frozen backbone's trained head does)."""
+    return any(getattr(p, "requires_grad", False) for p in module.parameters())
+
+
+def _counter_broke() -> None:
+    """The FLOP counter itself raised: it would again, so the process
+    counts no more (each window would pay for it)."""
+    global _flops_done
+    _flops_done = True
 
 
 def info_labels(s: Settings) -> List[Tuple[str, str]]:

@@ -69,10 +69,26 @@ METHODS = (
 #: Every call name the page may say (the Go side takes only these).
 CALLS = tuple(c for _, c in METHODS) + ("synchronize", "grad_scaler")
 
-#: A sync made by torch's GradScaler (its check of the gradients for
-#: inf/NaN in step(), an .item() every step) is named grad_scaler at the
-#: job's scaler.step() line: the job cannot move it to a log interval.
-_GRAD_SCALER = os.sep + "grad_scaler.py"
+#: A sync made by torch's GradScaler in step() (its check of the
+#: gradients for inf/NaN, an .item() every step, in _maybe_opt_step: the
+#: plain and the sharded scaler) is named grad_scaler at the job's
+#: scaler.step() line: the job cannot move it to a log interval. Its other
+#: syncs (get_scale(), which the job calls) are the job's own.
+_GRAD_SCALER = "grad_scaler.py"
+_GRAD_SCALER_CHECK = "_maybe_opt_step"
+
+
+def _in_scaler_check(frame: Any) -> bool:
+    """Whether frame is GradScaler's step() check (or a generator
+    expression inside it), in torch's own grad_scaler module."""
+    for _ in range(2):
+        if frame is None:
+            return False
+        code = frame.f_code
+        if code.co_filename.endswith(_GRAD_SCALER) and code.co_name == _GRAD_SCALER_CHECK:
+            return _not_the_jobs(code)
+        frame = frame.f_back
+    return False
 
 _window: Optional["Window"] = None  # the open window; the wrappers count only while it is
 _tls = threading.local()  # .busy: inside a counted call on this thread
@@ -228,7 +244,7 @@ class Window:
         if s is None:
             return
         try:
-            if frame.f_code.co_filename.endswith(_GRAD_SCALER) and _not_the_jobs(frame.f_code):
+            if _in_scaler_check(frame):
                 call = "grad_scaler"
         except AttributeError:
             pass

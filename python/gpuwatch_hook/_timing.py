@@ -308,11 +308,12 @@ class Stats:
         with self.lock:
             s.merge_forward(self.settings)
             self.settings = s
-        if s.training is False and self.eval_rereads < _settings.EVAL_REREADS:
+        if (s.training is False or w.flops_failed) and self.eval_rereads < _settings.EVAL_REREADS:
             # An evaluation's forward (a sanity check, a validation before
-            # training): the next batch reads again, until a training step
-            # is read (its FLOPs are 3× the evaluation's) or EVAL_REREADS
-            # have read evaluations.
+            # training), or a forward that raised (a batch skipped on an
+            # OOM): the next batch reads again, until a training step is
+            # read whole (its FLOPs are 3× the evaluation's) or
+            # EVAL_REREADS have read again.
             self.eval_rereads += 1
             self._settings_at = None
 

@@ -153,6 +153,127 @@ class FLOPsTest(unittest.TestCase):
         self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * (CONV + LINEAR))
         self.assertIn('training="1"', [k for k in m if k.startswith("gpuwatch_job_setting_info{")][0])
 
+    def run_steps(self, step, data, batch_size, batches=6):
+        """step(x) over a watched loader's first batches: its metrics page."""
+        loader = DataLoader(data, batch_size=batch_size)
+        with hook.watch(loader, port=0, quiet=True) as w:
+            for i, x in enumerate(w):
+                if i >= batches:
+                    break
+                step(x)
+            m = metrics(w)
+        return m
+
+    def test_a_checkpoints_recompute_in_the_backward_is_not_another_forward(self):
+        """torch.utils.checkpoint runs a block's forward again in the
+        backward: that is not a forward of the step to count 3× more."""
+        from torch.utils.checkpoint import checkpoint
+
+        class M(nn.Module):
+            def __init__(s):
+                super().__init__()
+                s.c, s.a, s.b = nn.Linear(16, 16), nn.Linear(16, 16), nn.Linear(16, 4)
+
+            def forward(s, x):
+                return s.b(checkpoint(s.a, s.c(x)))
+
+        model = M()
+        m = self.run_steps(lambda x: model(x).sum().backward(), [torch.randn(16) for _ in range(48)], 8)
+        self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * (2 * 2 * 8 * 16 * 16 + 2 * 8 * 16 * 4))
+
+    def test_a_teacher_after_a_validation_is_counted(self):
+        """A validation batch first, then a frozen teacher under no_grad
+        before the student's training step: the step is the teacher's
+        forward and the student's 3×."""
+        teacher = nn.Linear(32, 32).eval()
+        for p in teacher.parameters():
+            p.requires_grad_(False)
+        student = nn.Linear(32, 10)
+        n = [0]
+
+        def step(x):
+            n[0] += 1
+            if n[0] == 1:
+                student.eval()
+                with torch.no_grad():
+                    student(teacher(x))
+                student.train()
+                return
+            with torch.no_grad():
+                f = teacher(x)
+            student(f).sum().backward()
+
+        m = self.run_steps(step, [torch.randn(32) for _ in range(48)], 4)
+        self.assertEqual(m["gpuwatch_job_flops_per_step"], 2 * 4 * 32 * 32 + 3 * 2 * 4 * 32 * 10)
+
+    def test_modules_of_no_counted_op_leave_the_count_whole(self):
+        """A loss with a parameter (multi-task weighting), an embedding
+        looked up first: modules with parameters whose forward has no
+        counted op add nothing and stop nothing."""
+
+        class Weighted(nn.Module):
+            def __init__(s):
+                super().__init__()
+                s.log_var = nn.Parameter(torch.zeros(2))
+
+            def forward(s, a, b):
+                return torch.exp(-s.log_var[0]) * a + s.log_var[0] + torch.exp(-s.log_var[1]) * b + s.log_var[1]
+
+        model, crit = nn.Linear(16, 4), Weighted()
+
+        def step(x):
+            out = model(x)
+            crit(out.pow(2).mean(), out.abs().mean()).backward()
+
+        m = self.run_steps(step, [torch.randn(16) for _ in range(48)], 8)
+        self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * 2 * 8 * 16 * 4)
+        _settings._flops_done = False
+        emb, mlp = nn.Embedding(100, 16), nn.Linear(16, 4)
+
+        def step2(x):
+            with torch.no_grad():
+                e = emb(x)
+            mlp(e).sum().backward()
+
+        m = self.run_steps(step2, [torch.tensor(i % 100) for i in range(48)], 8)
+        self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * 2 * 8 * 16 * 4)
+
+    def test_a_forward_that_raised_is_read_again(self):
+        """A first step whose forward raised and was caught (a batch
+        skipped on an OOM): counted again at the next batch."""
+        model = nn.Linear(16, 4)
+        n = [0]
+
+        def step(x):
+            n[0] += 1
+            if n[0] == 1:
+                try:
+                    model(torch.randn(8, 5))  # a shape error, as an OOM would raise
+                except RuntimeError:
+                    return
+            model(x).sum().backward()
+
+        m = self.run_steps(step, [torch.randn(16) for _ in range(48)], 8)
+        self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * 2 * 8 * 16 * 4)
+        for mod in model.modules():
+            self.assertEqual(len(mod._forward_hooks), 0)
+
+    def test_a_recursive_model_is_one_forward(self):
+        class Tree(nn.Module):
+            def __init__(s):
+                super().__init__()
+                s.f = nn.Linear(16, 16)
+
+            def forward(s, x, depth=2):
+                x = s.f(x)
+                if depth:
+                    x = s(x, depth - 1)
+                return s.f(x)
+
+        model = Tree()
+        m = self.run_steps(lambda x: model(x).sum().backward(), [torch.randn(16) for _ in range(48)], 8)
+        self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * 6 * 2 * 8 * 16 * 16)
+
     def test_an_evaluation_is_its_forward_once(self):
         s, _ = self.count(conv_net(), torch.randn(4, 3, 16, 16), train=False)
         self.assertIs(s.training, False)

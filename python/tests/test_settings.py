@@ -176,6 +176,71 @@ class SettingsTest(unittest.TestCase):
         self.assertEqual(m["gpuwatch_job_batch_size"], 8)
         self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * 2 * 8 * 16 * 4)
 
+    def test_a_trained_head_on_a_frozen_backbone_is_training(self):
+        """A linear probe: 40 frozen layers, then the trained head (its
+        parameters past the first 64 looked at before) — a training
+        step, not an evaluation."""
+        backbone = nn.Sequential(*[nn.Linear(16, 16) for _ in range(40)])
+        for p in backbone.parameters():
+            p.requires_grad_(False)
+        model = nn.Sequential(backbone, nn.Linear(16, 4))
+        info, _ = self.run_loop(model=model, step=lambda m, x: m(x).sum().backward(), data=[torch.randn(16) for _ in range(48)], batch_size=8)
+        self.assertEqual(info["training"], "1")
+
+    def test_a_break_in_the_windows_step_leaves_nothing(self):
+        """A loop that leaves in the window's step (a smoke test, a batch
+        size finder) takes no next batch: leaving watch closes the window,
+        and the model is not held."""
+        import gc
+        import weakref
+
+        model = nn.Linear(16, 4)
+        loader = DataLoader([torch.randn(16) for _ in range(48)], batch_size=8)
+        with hook.watch(loader, port=0, quiet=True) as w:
+            for x in w:
+                model(x).sum().backward()
+                break
+        self.assertEqual(len(torch.nn.modules.module._global_forward_pre_hooks), 0)
+        self.assertEqual(len(model._forward_hooks), 0)
+        ref = weakref.ref(model)
+        del model, w, loader
+        gc.collect()
+        self.assertIsNone(ref())
+
+    def test_a_forward_on_another_thread_is_not_the_steps(self):
+        """An EMA or evaluation thread's forward while the window is open
+        is not read, counted or left under the counter."""
+        import threading
+
+        side = nn.Linear(16, 16)
+        started, release = threading.Event(), threading.Event()
+
+        class Slow(nn.Module):
+            def __init__(s):
+                super().__init__()
+                s.f = side
+
+            def forward(s, x):
+                started.set()
+                release.wait(10)
+                return s.f(x)
+
+        slow = Slow()
+        out = []
+        t = threading.Thread(target=lambda: out.append(slow(torch.randn(2, 16))))
+
+        def step(model, x):
+            if not t.is_alive() and not out:
+                t.start()
+                started.wait(10)
+            model(x).sum().backward()
+
+        info, m = self.run_loop(model=nn.Linear(16, 4), step=step, data=[torch.randn(16) for _ in range(48)], batch_size=8)
+        release.set()
+        t.join(10)
+        self.assertEqual(m["gpuwatch_job_modules"], 1)  # the loop's Linear, not the thread's
+        self.assertEqual(len(slow._forward_hooks), 0)
+
     def test_channels_last_convs(self):
         info, _ = self.run_loop(channels_last=True)
         self.assertEqual(info["conv_memory_format"], "channels_last")

@@ -167,6 +167,20 @@ class SyncsTest(unittest.TestCase):
         got = syncs(self.run_loop(step))
         self.assertEqual(got, {(site(line_of("# SITE-SCALER")), "grad_scaler"): 1})
 
+    def test_the_jobs_own_get_scale_is_its_own_item(self):
+        """scaler.get_scale() (a sync torch documents) called by the job to
+        log the scale is the job's .item(), which a log interval moves:
+        only the check inside step() is GradScaler's own."""
+        scaler = torch.cuda.amp.GradScaler(enabled=False)
+        scaler._enabled, scaler._scale = True, torch.tensor(65536.0)
+
+        def step(model, x, i):
+            model(x).sum().backward()
+            scaler.get_scale()  # SITE-GETSCALE
+
+        got = syncs(self.run_loop(step))
+        self.assertEqual(got, {(site(line_of("# SITE-GETSCALE")), "item"): 1})
+
     def test_on_the_cpu_nothing_syncs_and_nothing_counts(self):
         def step(model, x, i):
             model(x).sum().item()
