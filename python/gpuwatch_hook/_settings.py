@@ -377,8 +377,8 @@ class Window:
         self.opened = time.monotonic()
         self.calls = 0  # module calls with parameters seen (RECHECKS)
         self.model: Any = None  # a weak reference to the module the reading is of
-        self.nested: set = set()  # id()s of modules seen inside a top-level forward
-        self.active: Any = None  # the top-level forward under way
+        self.active: Any = None  # a weak reference to the module whose top-level forward is under way
+        self.grad_hooks: List[Any] = []  # the handles of watch_backward's hooks, removed at close
         self.active_training = False
         self.active_handle: Any = None  # its forward hook, which ends it
         self.reentered = 0  # its own forwards under way inside it (a recursive model)
@@ -427,20 +427,27 @@ class Window:
         self.calls += 1
         if self.calls > RECHECKS or time.monotonic() - self.opened > MAX_SECONDS:
             # A loop that left in the window's step (a break) takes no next
-            # batch to close it: the hook goes by itself.
+            # batch to close it: the hook goes by itself. A forward still
+            # under way then raised without its forward hook called (torch
+            # without always_call): not counted.
             self._remove()
+            if self.active is not None:
+                self._end_forward(False)
             return None
-        if self.active is not None:
-            if module is self.active:
+        active = self._active()
+        if active is not None and (module is not active or _in_call(module)):
+            if module is active:
                 self.reentered += 1  # a recursive forward: its own forward hook ends it
-            elif len(self.nested) < RECHECKS:
-                self.nested.add(id(module))
-            if self.active is self._model() and self.s.autocast is False and self.s.autocast_device:
+            elif active is self._model() and self.s.autocast is False and self.s.autocast_device:
                 self.recheck_autocast()
             return None
-        if self.in_backward or id(module) in self.nested:
-            # A part of a model already seen, run again on its own: an
-            # activation checkpoint recomputing its forward in the backward.
+        if self.active is not None:
+            # Its module gone, or called again from outside its own call:
+            # the forward ended raising (torch without always_call).
+            self._end_forward(False)
+        if self.in_backward:
+            # An activation checkpoint recomputing a block's forward in the
+            # backward: not another forward of the step.
             return None
         try:
             self.begin(module, args)
@@ -450,6 +457,9 @@ class Window:
 
     def _model(self) -> Any:
         return self.model() if self.model is not None else None
+
+    def _active(self) -> Any:
+        return self.active() if self.active is not None else None
 
     def begin(self, module: Any, args: Any) -> None:
         """A top-level forward: the reading where it is the first, or the
@@ -467,7 +477,13 @@ class Window:
             self.s.training = training
         if not self.hook_end(module):
             return
-        self.active, self.active_training = module, training
+        try:
+            self.active = weakref.ref(module)
+        except TypeError:
+            self.active_handle.remove()
+            self.active_handle = None
+            return
+        self.active_training = training
         if _flops_done is True or self.flops_failed:
             return
         if not self.may_count(module):
@@ -483,8 +499,11 @@ class Window:
 
     def hook_end(self, module: Any) -> bool:
         """A forward hook on the top-level module, which ends its forward
-        (torch ≥ 2.0 calls it when the forward raises too; before, the
-        window's close() ends it). False where it cannot be hooked."""
+        (where register_forward_hook takes always_call, torch calls it when
+        the forward raises too; elsewhere a forward that raised is ended,
+        uncounted, at the next module call that finds its module gone, when
+        the hook leaves, or at the window's close()). False where it cannot
+        be hooked."""
         try:
             try:
                 self.active_handle = module.register_forward_hook(self.end, always_call=True)
@@ -495,13 +514,17 @@ class Window:
         return True
 
     def end(self, module: Any, args: Any, out: Any) -> None:
-        if threading.get_ident() != self.tid or module is not self.active:
+        if threading.get_ident() != self.tid or module is not self._active():
             return None  # the module called on another thread: not the forward under way
         if self.reentered:
             self.reentered -= 1  # a recursive call of it ended, not the forward
             return None
-        self._end_forward(out is not None)  # None: the forward raised (always_call)
-        if out is not None and self.active_training:
+        # With always_call torch calls it from its except block when the
+        # forward raised (out None); a forward may return None as well.
+        raised = out is None and sys.exc_info()[0] is not None
+        training = self.active_training
+        self._end_forward(not raised)
+        if not raised and training:
             self.watch_backward(out)
         return None
 
@@ -511,8 +534,8 @@ class Window:
         backward's end): a forward begun meanwhile is an activation
         checkpoint's recompute, not another forward of the step."""
         t = first_tensor((out,), self.torch)
-        if t is None or not getattr(t, "requires_grad", False):
-            return
+        if t is None or not getattr(t, "requires_grad", False) or getattr(t, "grad_fn", None) is None:
+            return  # a leaf (a parameter returned as it is) keeps its hooks: none added
 
         def began(_: Any) -> None:
             self.in_backward = True
@@ -526,7 +549,7 @@ class Window:
             self.in_backward = False
 
         try:
-            t.register_hook(began)
+            self.grad_hooks.append(t.register_hook(began))
         except Exception:
             pass
 
@@ -620,7 +643,10 @@ class Window:
         try:
             self._remove()
             if self.active is not None:
-                self._end_forward(False)  # a forward that raised (torch < 2.0): no count
+                self._end_forward(False)  # a forward that raised (torch without always_call): no count
+            for h in self.grad_hooks:
+                h.remove()
+            self.grad_hooks = []
         except Exception:
             pass
         if self.flops_counted and not self.flops_failed and self.flops_sum > 0:
@@ -641,6 +667,31 @@ class Window:
             pass
         s.read_at = time.time()
         return s
+
+
+def _in_call(module: Any) -> bool:
+    """Whether a call of module is under way below the one whose pre-hook
+    runs now (a recursive forward), by the frames of torch's Module call:
+    the caller's caller of the pre-hook is this call's own."""
+    try:
+        code = _CALL_IMPL[0]
+        if code is None:
+            import torch
+
+            code = _CALL_IMPL[0] = torch.nn.Module._call_impl.__code__
+        f = sys._getframe(3)
+    except Exception:
+        return True  # not known: taken as the recursion it mostly is
+    for _ in range(512):
+        if f is None:
+            return False
+        if f.f_code is code and f.f_locals.get("self") is module:
+            return True
+        f = f.f_back
+    return True
+
+
+_CALL_IMPL: List[Any] = [None]
 
 
 def _requires_grad(module: Any) -> bool:

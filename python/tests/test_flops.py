@@ -79,6 +79,15 @@ CONV = 2 * 4 * 8 * 16 * 16 * 3 * 9  # 442,368
 LINEAR = 2 * 4 * 2048 * 10  # 163,840
 
 
+def always_call_taken():
+    """Whether this torch's register_forward_hook takes always_call."""
+    try:
+        torch.nn.Linear(1, 1).register_forward_hook(lambda *a: None, always_call=True).remove()
+        return True
+    except TypeError:
+        return False
+
+
 def stack_depth():
     """The torch function modes in force (0: none of the hook's left)."""
     return torch._C._len_torch_function_stack()
@@ -257,6 +266,92 @@ class FLOPsTest(unittest.TestCase):
         self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * 2 * 8 * 16 * 4)
         for mod in model.modules():
             self.assertEqual(len(mod._forward_hooks), 0)
+
+    def test_a_forward_returning_none_is_not_one_that_raised(self):
+        """A statistics or memory-bank module (a parameter, no output):
+        its None is a whole forward; the count stands and the window is
+        not opened again at every batch."""
+
+        class Bank(nn.Module):
+            def __init__(s):
+                super().__init__()
+                s.scale = nn.Parameter(torch.ones(1))
+                s.register_buffer("mean", torch.zeros(4))
+
+            def forward(s, z):
+                s.mean.mul_(0.9).add_(0.1 * z.detach().mean(0))
+
+        model, bank = nn.Linear(16, 4), Bank()
+        opened = []
+        orig = _settings.Window.open
+        _settings.Window.open = staticmethod(lambda: opened.append(1) or orig())
+        try:
+
+            def step(x):
+                z = model(x)
+                bank(z)
+                z.sum().backward()
+
+            m = self.run_steps(step, [torch.randn(16) for _ in range(48)], 8)
+        finally:
+            _settings.Window.open = orig
+        self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * 2 * 8 * 16 * 4)
+        self.assertEqual(len(opened), 1)
+
+    def test_a_parameter_returned_as_it_is_gets_no_hook(self):
+        """A module returning its parameter (learned queries): the window
+        adds no gradient hook to it, and leaves no window alive."""
+        import gc
+        import weakref
+
+        class Queries(nn.Module):
+            def __init__(s):
+                super().__init__()
+                s.q = nn.Parameter(torch.randn(8, 16))
+
+            def forward(s):
+                return s.q
+
+        q, head = Queries(), nn.Linear(16, 4)
+        wins = []
+        for _ in range(5):
+            w = _settings.Window.open()
+            wins.append(weakref.ref(w))
+            head(q()).sum().backward()
+            w.close()
+            del w
+        gc.collect()
+        self.assertFalse(q.q._backward_hooks)
+        self.assertEqual(sum(r() is not None for r in wins), 0)
+
+    def test_a_forward_that_raised_unhooked_is_not_counted_later(self):
+        """Where torch calls no forward hook on a raise (no always_call):
+        the next call of the same model, from outside its own call, ends
+        the forward that raised, uncounted — it read the count of all it
+        ran meanwhile (a validation), 262,000× high."""
+        model = nn.Linear(16, 4)
+        n, depth = [0], []
+
+        def step(x):
+            n[0] += 1
+            if n[0] == 1:
+                try:
+                    model(torch.randn(8, 5))
+                except RuntimeError:
+                    pass
+                with torch.no_grad():
+                    for _ in range(50):
+                        model(torch.randn(512, 16))
+                depth.append(stack_depth())  # the counter left at the next call, not at the next batch
+                return
+            model(x).sum().backward()
+
+        m = self.run_steps(step, [torch.randn(16) for _ in range(48)], 8)
+        self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * 2 * 8 * 16 * 4)
+        self.assertEqual(stack_depth(), 0)
+        if always_call_taken():
+            return  # torch calls the forward hook on a raise: nothing left to end
+        self.assertEqual(depth, [0])
 
     def test_a_recursive_model_is_one_forward(self):
         class Tree(nn.Module):
