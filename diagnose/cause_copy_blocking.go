@@ -68,9 +68,13 @@ func copyBlockingCause(in *causeIn) (Cause, bool) {
 		// the host's wait there is the GPU at work, which overlapping the
 		// copy does not give back. What it can give back is the time the
 		// GPU runs no kernel.
-		if busy, what, ok := gpuKernelTime(w); ok && gain > 100/busy {
-			gain = 100 / busy
-			out.BoundWhy += fmt.Sprintf("; at most the GPU's idle time, for it runs a kernel %.0f %% of the time (%s): the host's wait is mostly the GPU's own work queued before the copy", busy, what)
+		if busy, real := w.accel(); real && busy.ok && busy.v > 0 && gain > 100/min(busy.v, 100) {
+			gain = 100 / min(busy.v, 100)
+			what := "NVML's utilization"
+			if !w.gpuUtil.ok {
+				what = "GPM's SM activity"
+			}
+			out.BoundWhy += fmt.Sprintf("; at most the GPU's idle time, for it runs a kernel %.0f %% of the time (%s): the host's wait is mostly the GPU's own work queued before the copy", busy.v, what)
 		}
 		out.Bound = stepBound(g, gain)
 	} else {
@@ -81,17 +85,3 @@ func copyBlockingCause(in *causeIn) (Cause, bool) {
 
 // pct is a share as a whole percentage ("12 %").
 func pct(share float64) string { return fmt.Sprintf("%.0f %%", 100*share) }
-
-// gpuKernelTime is the share of the time the GPU runs a kernel, in
-// percent, and what read it: NVML's utilization, else GPM's SM activity
-// (a lower figure: SMs idle inside a kernel count out). false where
-// neither was read or it reads 0.
-func gpuKernelTime(w *window) (float64, string, bool) {
-	switch {
-	case w.gpuUtil.ok && w.gpuUtil.v > 0:
-		return min(w.gpuUtil.v, 100), "NVML's utilization", true
-	case w.smActivity.ok && w.smActivity.v > 0:
-		return min(w.smActivity.v, 100), "GPM's SM activity", true
-	}
-	return 0, "", false
-}

@@ -132,13 +132,7 @@ class FLOPsTest(unittest.TestCase):
     def test_a_conv_net_training_step_through_the_metrics_page(self):
         """The gauge the hook serves, under watch() as a job runs it."""
         model = conv_net()
-        loader = DataLoader([torch.randn(3, 16, 16) for _ in range(24)], batch_size=4)
-        with hook.watch(loader, port=0, quiet=True) as w:
-            for i, x in enumerate(w):
-                if i >= 3:
-                    break
-                model(x).sum().backward()
-            m = metrics(w)
+        m = self.run_steps(lambda x: model(x).sum().backward(), [torch.randn(3, 16, 16) for _ in range(24)], 4, batches=3)
         self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * (CONV + LINEAR))  # 1,818,624
 
     def test_a_validation_before_training_does_not_stand_for_the_step(self):
@@ -146,19 +140,19 @@ class FLOPsTest(unittest.TestCase):
         first reading is an evaluation's forward, 1×; the training steps
         after it are read at the next batch and counted 3×."""
         model = conv_net()
-        loader = DataLoader([torch.randn(3, 16, 16) for _ in range(24)], batch_size=4)
-        with hook.watch(loader, port=0, quiet=True) as w:
-            for i, x in enumerate(w):
-                if i >= 5:
-                    break
-                if i < 2:
-                    model.eval()
-                    with torch.no_grad():
-                        model(x)
-                    model.train()
-                    continue
-                model(x).sum().backward()
-            m = metrics(w)
+        n = [0]
+
+        def step(x):
+            n[0] += 1
+            if n[0] <= 2:
+                model.eval()
+                with torch.no_grad():
+                    model(x)
+                model.train()
+                return
+            model(x).sum().backward()
+
+        m = self.run_steps(step, [torch.randn(3, 16, 16) for _ in range(24)], 4, batches=5)
         self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * (CONV + LINEAR))
         self.assertIn('training="1"', [k for k in m if k.startswith("gpuwatch_job_setting_info{")][0])
 
