@@ -753,8 +753,16 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 		// what they used is what they can get. CI's tune battery, 3
 		// CPU-bound workers on 2 cores 86 % busy, waiting a third of
 		// the time they wanted a CPU: a fourth was promised 1.17× from
-		// "1.9 CPUs they can get", 1.6 used and the idle rest.
-		p.CPUs = min(p.CPUs, workers)
+		// "1.9 CPUs they can get", 1.6 used and the idle rest. Not for
+		// readers, workers that wait on storage three quarters of a batch
+		// or more: their queueing is for the few moments they want a
+		// CPU, and says nothing of the cores' idle (readers of small
+		// files over sshfs, 4 % of a core each and queued a third of
+		// those moments, were held to the half CPU of the floor beside
+		// 1.5 idle cores).
+		if p.IOSec < 3*(p.CPUSec+p.CPUWaitSec) {
+			p.CPUs = min(p.CPUs, workers)
+		}
 	}
 	if w.confined() {
 		p.CPUs = w.job.CPUCapacityCores - loop - spin

@@ -108,3 +108,41 @@ func kinds(vs []Verdict) []Kind {
 	}
 	return out
 }
+
+// TestReadersQueuedForACPUKeepTheIdleCores: workers that mostly wait on
+// storage (5 % of a core each) and were queued a third of the few
+// moments they wanted a CPU can still have the cores that read idle
+// beside them: the model's CPUs are not held to what they used (the
+// causes battery's sshfs readers were held to the half CPU of the
+// floor beside 1.5 idle cores). Workers that mostly want a CPU are held
+// to what they used (TestWorkersWaitingForACPUAreNotWaitingOnStorage's
+// frames).
+func TestReadersQueuedForACPUKeepTheIdleCores(t *testing.T) {
+	share := 1.0 / 3
+	frames := hookFrames(&share)
+	for i := range frames {
+		f := &frames[i]
+		f.CPU.BusyPct = 20
+		f.Procs.List = []sample.Proc{{PID: 100, CPUPct: 40}, {PID: 200, PPID: 100, CPUPct: 5}, {PID: 300, PPID: 100, CPUPct: 5}}
+	}
+	p, ok := Model(frames)
+	if !ok {
+		t.Fatal("no model from the frames")
+	}
+	if p.IOSec <= p.CPUSec+p.CPUWaitSec {
+		t.Fatalf("not readers: io %v cpu %v wait for a CPU %v", p.IOSec, p.CPUSec, p.CPUWaitSec)
+	}
+	// 4 cores, 0.8 of them busy, 0.4 the loop's, 0.1 the workers':
+	// 3.6 − the loop's share of its step.
+	if p.CPUs < 3 {
+		t.Fatalf("the readers' CPUs: %v, want the idle cores (above 3 of 4)", p.CPUs)
+	}
+	cpuBound := hookFrames(&share)
+	q, ok := Model(cpuBound)
+	if !ok {
+		t.Fatal("no model from the CPU-bound frames")
+	}
+	if q.CPUs > 1+1e-9 {
+		t.Fatalf("CPU-bound workers queued for a CPU: CPUs %v, want what they used (1)", q.CPUs)
+	}
+}
