@@ -148,11 +148,11 @@ type Prediction struct {
 // readers of 16 KiB files 2 ms away, three runs alone: 2.36×, 2.01× and
 // 1.93×, σ 0.13, 0.19 and 0.21; their mean gain, 2.10×, is σ 0.18).
 // Those runs' mounts warmed as they ran. Held apart, the same mount read
-// 3.00×, 2.99× and 3.21× warm (2026-12-03/04, every file read once
-// first: σ 0.06, 0.06, 0.04) and 1.5× cold (a first run on a fresh
-// mount, 2026-12-03: σ 0.39): σ 0.18 is the one that misses both by
-// the same factor, about 1.4× (the warm mount's point 28 % under it, the
-// cold one's 45 % over). Where a box's own record says otherwise,
+// 2.99× to 3.87× warm (six runs, 2026-12-03/04, every file read once
+// first: σ 0.01 to 0.06) and 1.5× cold (a first run on a fresh mount,
+// 2026-12-03: σ 0.39): σ 0.18 misses both by about the same factor,
+// 1.4–1.5× (the warm mount's point 28–35 % under what it gave, the cold
+// one's 45 % over). Where a box's own record says otherwise,
 // tune's ledger says by how much (session/predlog).
 const (
 	cpuContention = 0.5
