@@ -150,9 +150,8 @@ type Prediction struct {
 // Those runs' mounts warmed as they ran. Held apart, the same mount read
 // 2.99× to 3.87× warm (six runs, 2026-12-03/04, every file read once
 // first: σ 0.01 to 0.06) and 1.5× cold (a first run on a fresh mount,
-// 2026-12-03: σ 0.39): σ 0.18 misses both by about the same factor,
-// 1.4–1.5× (the warm mount's point 28–35 % under what it gave, the cold
-// one's 45 % over). Where a box's own record says otherwise,
+// 2026-12-03: σ 0.39). σ 0.18 lies between: the warm mount's point
+// 27–49 % under what it gave, the cold one's 45 % over. Where a box's own record says otherwise,
 // tune's ledger says by how much (session/predlog).
 const (
 	cpuContention = 0.5
