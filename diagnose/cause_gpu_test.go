@@ -1,15 +1,13 @@
 package diagnose
 
 import (
-	"bufio"
-	"encoding/json"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/fixture"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -213,7 +211,7 @@ func TestH200ResNetInBF16IsNotToldMixedPrecision(t *testing.T) {
 	var frames []sample.Frame
 	st := bf16Settings()
 	st.HasConv, st.ConvChannelsLast = ptr(true), ptr(true)
-	for _, fr := range h200Frames(t) {
+	for _, fr := range fixture.H200CeilingFrames(t) {
 		if len(fr.GPUs) == 1 && fr.GPUs[0].GPM != nil && fr.GPUs[0].GPM.TensorActivityPct != nil && *fr.GPUs[0].GPM.TensorActivityPct > 10 && fr.Loader != nil {
 			fr.GPUs[0].Peak = h200Peak
 			l := *fr.Loader
@@ -655,7 +653,7 @@ func TestGPUCausesAfterReview(t *testing.T) {
 // while its copies were 100 % pinned and 100 % non_blocking).
 func TestTransferAdviceSaysOnlyWhatTheJobLacks(t *testing.T) {
 	var frames []sample.Frame
-	for _, fr := range h200Frames(t) {
+	for _, fr := range fixture.H200CeilingFrames(t) {
 		if len(fr.GPUs) == 1 && fr.Loader != nil && fr.Loader.WaitShare != nil && *fr.Loader.WaitShare > 0.5 {
 			frames = append(frames, fr)
 		}
@@ -693,29 +691,4 @@ func TestTransferAdviceSaysOnlyWhatTheJobLacks(t *testing.T) {
 			t.Errorf("pinned %v, non_blocking %v: %s %q: want %q, not %q", c.pinned, c.async, v.Kind, v.Advice, c.want, c.not)
 		}
 	}
-}
-
-// h200Frames are the frames of the real H200 run
-// (testdata/gpu/h200-starved-then-ceiling.jsonl), as recorded.
-func h200Frames(t *testing.T) []sample.Frame {
-	t.Helper()
-	f, err := os.Open("testdata/gpu/h200-starved-then-ceiling.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	var frames []sample.Frame
-	for sc.Scan() {
-		var fr sample.Frame
-		if err := json.Unmarshal(sc.Bytes(), &fr); err != nil {
-			t.Fatal(err)
-		}
-		frames = append(frames, fr)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return frames
 }

@@ -1,18 +1,16 @@
 package report
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/internal/fixture"
 	"github.com/gpuwatch/gpuwatch/recording"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -188,20 +186,9 @@ func TestASampledLoopSaysWhyNoSettings(t *testing.T) {
 // mean with the replay's 97 % in it (25 %, which read as 2.7× busier); the
 // replay's frames are counted and said.
 func TestTheCeilingsReplayIsNotTheGPUsUse(t *testing.T) {
-	f, err := os.Open("../diagnose/testdata/gpu/h200-starved-then-ceiling.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	var frames []recording.Recorded
 	replaying := 0
-	for sc.Scan() {
-		var fr sample.Frame
-		if err := json.Unmarshal(sc.Bytes(), &fr); err != nil {
-			t.Fatal(err)
-		}
+	for _, fr := range fixture.H200CeilingFrames(t) {
 		if c := fr.Loader.CeilingOf(); c != nil && c.State == sample.CeilingReplaying {
 			replaying++
 		}
