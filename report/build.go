@@ -531,6 +531,7 @@ type seriesBuilder struct {
 	gpu, p5, p95, virt, cpu, rd, wr, busy, pc, pi, pm *bucketer
 	wait, step, rate                                  *bucketer
 	cores                                             []*bucketer
+	replay                                            []bool // points with a frame of the ceiling's replay
 }
 
 func newSeriesBuilder(start time.Time, dur float64, n, cores int) *seriesBuilder {
@@ -592,6 +593,12 @@ func (b *seriesBuilder) add(f *sample.Frame) {
 		}
 	}
 	if l := f.Loader; l != nil {
+		if c := l.CeilingOf(); c != nil && c.State == sample.CeilingReplaying {
+			if b.replay == nil {
+				b.replay = make([]bool, b.gpu.n)
+			}
+			b.replay[b.gpu.index(t)] = true
+		}
 		if l.WaitMeanMs != nil {
 			b.wait.add(t, *l.WaitMeanMs)
 		}
@@ -624,5 +631,6 @@ func (b *seriesBuilder) done() Series {
 	for _, cb := range b.cores {
 		s.Cores = append(s.Cores, cb.values())
 	}
+	s.CeilingReplay = b.replay
 	return s
 }

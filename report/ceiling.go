@@ -95,5 +95,5 @@ func htmlThroughput(b *strings.Builder, l *LoaderInfo, ser Series) {
 	if s := ceilingSentence(l); s != "" {
 		fmt.Fprintf(b, "<p>%s</p>", esc(s))
 	}
-	b.WriteString(lineChart("chart-throughput", ser.T, lines, nil, 0, "samples/s"))
+	b.WriteString(markedChart("chart-throughput", ser.T, lines, nil, yAxis{0, "samples/s"}, ser.CeilingReplay))
 }

@@ -205,6 +205,43 @@ func TestTheCeilingsReplayIsNotTheGPUsUse(t *testing.T) {
 	if !strings.Contains(g.Used(), fmt.Sprintf("the %d frames of the ceiling's replay", replaying)) {
 		t.Errorf("not said: %s", g.Used())
 	}
+	// The charts shade the replay's points: as many as hold its frames,
+	// one run of them (the replay is one stretch of the recording).
+	marked := 0
+	for _, on := range s.Series.CeilingReplay {
+		if on {
+			marked++
+		}
+	}
+	if marked == 0 || marked > replaying {
+		t.Fatalf("%d points marked as the replay, of its %d frames", marked, replaying)
+	}
+	var html bytes.Buffer
+	if err := WriteHTML(&html, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, chart := range []string{"chart-accel", "chart-train", "chart-throughput"} {
+		svg := html.String()[strings.Index(html.String(), `<svg id="`+chart+`"`):]
+		svg = svg[:strings.Index(svg, "</div>")]
+		if n := strings.Count(svg, `class="replay"`); n != 1 || !strings.Contains(svg, replayName) {
+			t.Errorf("%s: %d shaded runs, legend %v", chart, n, strings.Contains(svg, replayName))
+		}
+	}
+	// A report without a replay shades nothing.
+	var plain []recording.Recorded
+	for _, fr := range fixture.H200CeilingFrames(t) {
+		if c := fr.Loader.CeilingOf(); c == nil || c.State != sample.CeilingReplaying {
+			plain = append(plain, recording.Recorded{Frame: fr})
+		}
+	}
+	p := Build(recording.New(recording.Header{Host: "h", Cores: 16}, plain, nil), "x", diagnose.DefaultThresholds(), generated)
+	html.Reset()
+	if err := WriteHTML(&html, p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Series.CeilingReplay != nil || strings.Contains(html.String(), `class="replay"`) {
+		t.Errorf("a report without the replay marks %v", p.Series.CeilingReplay)
+	}
 }
 
 // TestAnAxisTopIsNeverARounded0: a chart whose line peaks under 1 (PSI at

@@ -129,7 +129,7 @@ func htmlMachineCharts(b *strings.Builder, ser Series) {
 		accelTitle = "GPU utilization, mean over GPUs, with the p5–p95 band of each second"
 	}
 	b.WriteString("<h2>" + accelTitle + "</h2>")
-	b.WriteString(lineChart("chart-accel", ser.T, []line{{ser.Accel, "#2e9e44", "busy %"}}, &band{ser.AccelP5, ser.AccelP95}, 100, "%"))
+	b.WriteString(markedChart("chart-accel", ser.T, []line{{ser.Accel, "#2e9e44", "busy %"}}, &band{ser.AccelP5, ser.AccelP95}, yAxis{100, "%"}, ser.CeilingReplay))
 	b.WriteString(`<h2>CPU per core over time</h2>`)
 	b.WriteString(heatmap("chart-cores", ser))
 	b.WriteString(`<h2>Disks</h2>`)
@@ -147,7 +147,7 @@ func htmlLoader(b *strings.Builder, l *LoaderInfo, ser Series) {
 	}
 	fmt.Fprintf(b, `<h2>Loader: wait vs step per batch</h2><p>%s — %d batches, mean wait share %s, %s.</p>`,
 		esc(l.Source), l.Batches, pctStr(l.MeanWaitShare), esc(l.rateWords()))
-	b.WriteString(lineChart("chart-train", ser.T, []line{{ser.WaitMs, "#d62f2f", "wait ms"}, {ser.StepMs, "#2e9e44", "step ms"}}, nil, 0, "ms"))
+	b.WriteString(markedChart("chart-train", ser.T, []line{{ser.WaitMs, "#d62f2f", "wait ms"}, {ser.StepMs, "#2e9e44", "step ms"}}, nil, yAxis{0, "ms"}, ser.CeilingReplay))
 	b.WriteString(histogram("chart-wait-hist", l.WaitHistMs))
 	if l.WaitHistWhy != "" {
 		fmt.Fprintf(b, `<p style="color:#888">No histogram of the waits: %s.</p>`, esc(l.WaitHistWhy))

@@ -174,6 +174,10 @@ type Series struct {
 	StepMs    []*float64   `json:"loader_step_ms"`
 	// SamplesPerSec is the loader's rate (instrumented loaders only).
 	SamplesPerSec []*float64 `json:"loader_samples_per_sec,omitempty"`
+	// CeilingReplay marks the points that hold a frame of the ceiling's
+	// replay (gpuwatch run --ceiling: kept batches replayed, the GPU's
+	// and the loader's figures not the job's own); absent where none do.
+	CeilingReplay []bool `json:"ceiling_replay,omitempty"`
 	// RankWait and RankStepMs are per rank (Summary.Ranks' order) × points.
 	RankWait   [][]*float64 `json:"rank_wait_pct,omitempty"`
 	RankStepMs [][]*float64 `json:"rank_step_ms,omitempty"`

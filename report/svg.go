@@ -18,6 +18,24 @@ type band struct{ lo, hi []*float64 }
 
 // lineChart draws lines over time; maxY 0 scales to the data.
 func lineChart(id string, t []float64, lines []line, bd *band, maxY float64, unit string) string {
+	return markedChart(id, t, lines, bd, yAxis{maxY, unit}, nil)
+}
+
+// yAxis is a chart's top (0: scaled to the data) and unit.
+type yAxis struct {
+	max  float64
+	unit string
+}
+
+// replayName is the legend of the ceiling's replay, shaded on the charts
+// it would be misread on.
+const replayName = "the ceiling's replay: kept batches, not the job's own input"
+
+// markedChart is lineChart with the points where replay is true shaded:
+// the ceiling's replay (gpuwatch run --ceiling), whose GPU and loader
+// figures are not the job's own.
+func markedChart(id string, t []float64, lines []line, bd *band, ax yAxis, replay []bool) string {
+	maxY, unit := ax.max, ax.unit
 	if maxY == 0 {
 		for _, l := range lines {
 			for _, v := range l.v {
@@ -40,6 +58,7 @@ func lineChart(id string, t []float64, lines []line, bd *band, maxY float64, uni
 	fmt.Fprintf(&b, `<svg id="%s" viewBox="0 0 %.0f %.0f" role="img">`, id, chartW, chartH)
 	fmt.Fprintf(&b, `<text x="4" y="14" font-size="11">%s %s</text><text x="4" y="%.0f" font-size="11">0</text>`, axis(maxY), unit, chartH-padB)
 	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" font-size="11" text-anchor="end">%s</text>`, chartW-8, chartH-6, dur(tMax))
+	marked := shadeRuns(&b, t, replay, x)
 	if bd != nil {
 		var pts []string
 		for i := range t {
@@ -74,8 +93,35 @@ func lineChart(id string, t []float64, lines []line, bd *band, maxY float64, uni
 	if bd != nil && hasData(bd.lo) {
 		b.WriteString(`<span style="color:#2e9e44">▒ p5–p95</span>`)
 	}
+	if marked {
+		b.WriteString(`<span style="color:#888">▒ ` + replayName + `</span>`)
+	}
 	b.WriteString("</div>")
 	return b.String()
+}
+
+// shadeRuns draws a grey rectangle over each run of points where on is
+// true, from half a point before the run to half a point after it; it
+// says whether it drew any.
+func shadeRuns(b *strings.Builder, t []float64, on []bool, x func(float64) float64) bool {
+	half := 0.5
+	if len(t) > 0 {
+		half = t[0] // the points are the middles of equal buckets
+	}
+	drew := false
+	for i := 0; i < len(t) && i < len(on); i++ {
+		if !on[i] {
+			continue
+		}
+		j := i
+		for j+1 < len(t) && j+1 < len(on) && on[j+1] {
+			j++
+		}
+		x0, x1 := x(t[i]-half), x(t[j]+half)
+		fmt.Fprintf(b, `<rect class="replay" x="%.1f" y="8" width="%.1f" height="%.0f" fill="#888" fill-opacity="0.15"/>`, x0, x1-x0, chartH-padB-8)
+		drew, i = true, j
+	}
+	return drew
 }
 
 func axis(v float64) string {
