@@ -449,10 +449,39 @@ class Window:
             # An activation checkpoint recomputing a block's forward in the
             # backward: not another forward of the step.
             return None
+        checkpointed = self.under_checkpoint()
+        if checkpointed == "backward":
+            return None  # a reentrant checkpoint of the whole model, recomputing: the same
         try:
-            self.begin(module, args)
+            self.begin(module, args, checkpointed == "forward")
         except Exception:
             pass
+        return None
+
+    def under_checkpoint(self) -> Optional[str]:
+        """Where a top-level forward runs inside a reentrant activation
+        checkpoint of its own (torch.utils.checkpoint called on the whole
+        model from the loop): "forward" in its first pass, which runs
+        under no_grad and is the step's training forward; "backward" in
+        its recompute, which is not another forward (and whose output,
+        made under no_grad, had no gradient hook to say so). None
+        elsewhere. Looks 32 frames up, once per top-level forward of the
+        window."""
+        fwd, bwd = _checkpoint_codes()
+        if fwd is None:
+            return None
+        try:
+            f: Any = sys._getframe(2)
+        except ValueError:
+            return None
+        for _ in range(32):
+            if f is None:
+                break
+            if f.f_code is bwd:
+                return "backward"
+            if f.f_code is fwd:
+                return "forward"
+            f = f.f_back
         return None
 
     def _model(self) -> Any:
@@ -461,12 +490,14 @@ class Window:
     def _active(self) -> Any:
         return self.active() if self.active is not None else None
 
-    def begin(self, module: Any, args: Any) -> None:
+    def begin(self, module: Any, args: Any, checkpointed: bool = False) -> None:
         """A top-level forward: the reading where it is the first, or the
         first training one after an evaluation's; its FLOPs counted; a
-        forward hook ends it."""
+        forward hook ends it. checkpointed: it is a reentrant activation
+        checkpoint's first pass, under no_grad, and trains all the same."""
         torch = self.torch
-        training = bool(torch.is_grad_enabled() and getattr(module, "training", False) and _requires_grad(module))
+        grad = checkpointed or torch.is_grad_enabled()
+        training = bool(grad and getattr(module, "training", False) and _requires_grad(module))
         if self.s.forward is None or (training and not self.s.training):
             self.s = Settings()
             try:
@@ -692,6 +723,17 @@ def _in_call(module: Any) -> bool:
 
 
 _CALL_IMPL: List[Any] = [None]
+
+
+def _checkpoint_codes() -> Tuple[Any, Any]:
+    """The code of a reentrant activation checkpoint's forward and
+    backward (torch.utils.checkpoint.CheckpointFunction); None, None where
+    the job has not imported it (nothing imported here)."""
+    try:
+        f = sys.modules["torch.utils.checkpoint"].CheckpointFunction
+        return f.forward.__code__, f.backward.__code__
+    except Exception:
+        return None, None
 
 
 def _requires_grad(module: Any) -> bool:

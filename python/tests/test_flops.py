@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import gpuwatch_hook as hook  # noqa: E402
 from gpuwatch_hook import _settings  # noqa: E402
 
+from test_settings import setting_info  # noqa: E402
 from test_stages import metrics  # noqa: E402  (sets the runtime folder)
 
 try:
@@ -183,6 +184,52 @@ class FLOPsTest(unittest.TestCase):
         model = M()
         m = self.run_steps(lambda x: model(x).sum().backward(), [torch.randn(16) for _ in range(48)], 8)
         self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * (2 * 2 * 8 * 16 * 16 + 2 * 8 * 16 * 4))
+
+    def test_a_whole_model_checkpointed_from_the_loop_is_one_training_forward(self):
+        """torch.utils.checkpoint called on the whole model from the loop
+        (reentrant): its first pass runs under no_grad and is the step's
+        training forward, its recompute in the backward is not another
+        (counted 1× then 3×, 4× the forward, before). Without reentrance
+        the same count."""
+        import warnings
+
+        from torch.utils.checkpoint import checkpoint
+
+        want = 3 * (2 * 8 * 16 * 16 + 2 * 8 * 16 * 4)
+        for reentrant in (True, False):
+            with self.subTest(reentrant=reentrant):
+                _settings._flops_done = False  # once per process: each counts anew
+                torch.manual_seed(0)
+                model = nn.Sequential(nn.Linear(16, 16), nn.Linear(16, 4))
+
+                def step(x):
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")  # torch ≥ 2.4 asks use_reentrant to be said
+                        checkpoint(model, x.requires_grad_(), use_reentrant=reentrant).sum().backward()
+
+                m = self.run_steps(step, [torch.randn(16) for _ in range(48)], 8)
+                self.assertEqual(m["gpuwatch_job_flops_per_step"], want)
+                self.assertEqual(setting_info(m)["training"], "1")
+
+    def test_checkpoint_sequential_from_the_loop_is_one_training_forward(self):
+        """checkpoint_sequential over a Sequential from the loop: each
+        checkpointed segment's modules run under no_grad as the step's
+        training forward (counted 1× each before, 0.59× the step in all),
+        their recompute is not counted, the last segment runs as it is."""
+        import warnings
+
+        from torch.utils.checkpoint import checkpoint_sequential
+
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(16, 16), nn.Linear(16, 16), nn.Linear(16, 16), nn.Linear(16, 4))
+
+        def step(x):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                checkpoint_sequential(model, 2, x.requires_grad_()).sum().backward()
+
+        m = self.run_steps(step, [torch.randn(16) for _ in range(48)], 8)
+        self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * (3 * 2 * 8 * 16 * 16 + 2 * 8 * 16 * 4))
 
     def test_a_teacher_after_a_validation_is_counted(self):
         """A validation batch first, then a frozen teacher under no_grad
