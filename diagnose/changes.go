@@ -132,7 +132,11 @@ type candidate struct {
 func candidates(p *Pipeline, cores int) []candidate {
 	cur := p.Knobs
 	var cands []candidate
-	for _, w := range workerCounts(cur.Workers, cores) {
+	counts := workerCounts(cur.Workers, cores)
+	if p.WorkersCPUMissed {
+		counts = []int{cur.Workers} // their CPU unread: no count is advised until they persist
+	}
+	for _, w := range counts {
 		for _, pers := range bools(cur.Persistent, cur.knownPersistent && w > 0) {
 			for _, cache := range bools(cur.Cache, cur.knownPC && p.CacheFits) {
 				k := cur
@@ -254,6 +258,9 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 
 // noKnobHelps says why no change is advised, with the limiting number.
 func noKnobHelps(p *Pipeline, limit Limit) string {
+	if p.WorkersCPUMissed && limit == LimitWorkers {
+		return "no worker count is weighed: the workers restart every epoch and live too short for their CPU to be read, so a batch's time cannot be split into CPU and waiting; with persistent_workers=True their CPU is read, and the count weighed"
+	}
 	switch limit {
 	case LimitCPU:
 		s := fmt.Sprintf("more workers cannot help: the %.1f CPUs the workers have are the limit (%s of CPU per batch, at most %.0f batches/s)",

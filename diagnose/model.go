@@ -94,6 +94,11 @@ type Pipeline struct {
 	// workers cannot show (inlineHandOver; 0 for gpuwatch's own loaders,
 	// whose workers are goroutines).
 	HandOverShare float64
+	// WorkersCPUMissed: the workers restart every epoch and live too
+	// short for /proc to read their CPU whole, so their time per batch
+	// is not split into CPU and waiting, and no worker count is advised
+	// (persistent workers first: then their CPU is read).
+	WorkersCPUMissed bool
 	// Measured is what the window saw.
 	Measured Prediction
 }
@@ -548,6 +553,7 @@ func waitPipeline(w *window) (*Pipeline, bool) {
 		}
 	}
 	fill(p, w, bps, wait, 1/bps)
+	p.WorkersCPUMissed = w.workersCPUMissed
 	saturatedDisk(w, p, bps)
 	p.Measured = Prediction{SamplesPerSec: w.meanBatchesPerSec.v * p.BatchSize, WaitShare: wait, Gain: 1}
 	return p, true

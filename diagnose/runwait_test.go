@@ -146,3 +146,42 @@ func TestReadersQueuedForACPUKeepTheIdleCores(t *testing.T) {
 		t.Fatalf("CPU-bound workers queued for a CPU: CPUs %v, want what they used (1)", q.CPUs)
 	}
 }
+
+// TestWorkersRestartedEveryShortEpochGetNoCount: workers that restart
+// every epoch, epochs of half a second, live too short for /proc to read
+// their CPU (1 % each, read): their time is not taken for a wait on
+// storage to add workers against (2 → 4 workers decoding JPEGs in RAM
+// on 2 busy cores were promised 1,175 samples/s and gave 448; here
+// 2 → 16 for "185ms waiting on storage, 1.9ms of CPU"). No num_workers
+// change is advised, and the advice says why. With epochs of 100 s the
+// same figures are read whole, and the counts are weighed.
+func TestWorkersRestartedEveryShortEpochGetNoCount(t *testing.T) {
+	frames := func(batches int) []sample.Frame {
+		fs := hookFrames(nil)
+		for i := range fs {
+			l, stall, step := fs[i].Loader, 20.0, 5.0
+			l.BatchesPerEpoch, l.EpochStallMs, l.StepMeanMs = &batches, &stall, &step
+			l.Knobs = map[string]string{sample.KnobPersistent.Flag: "false"}
+			fs[i].CPU.BusyPct = 90
+			fs[i].Procs.List = []sample.Proc{{PID: 100, CPUPct: 40}, {PID: 200, PPID: 100, CPUPct: 1}, {PID: 300, PPID: 100, CPUPct: 1}}
+		}
+		return fs
+	}
+	short, ok := Model(frames(3))
+	if !ok || !short.WorkersCPUMissed {
+		t.Fatalf("epochs of 3 batches at 10 a second: the workers' CPU not marked missed (%v)", ok)
+	}
+	v := Classify(frames(3), DefaultThresholds())
+	for _, c := range v.Changes {
+		if c.Knob == "num_workers" {
+			t.Errorf("a worker count advised on CPU /proc missed: %+v (advice %q)", v.Changes, v.Advice)
+		}
+	}
+	if len(v.Changes) > 0 || !strings.Contains(strings.Join(v.Advice, "\n"), "no worker count is weighed: the workers restart every epoch") {
+		t.Errorf("changes %+v, advice %q: want none, and why no count is weighed", v.Changes, v.Advice)
+	}
+	long, ok := Model(frames(1000))
+	if !ok || long.WorkersCPUMissed {
+		t.Fatalf("epochs of 100 s: the workers' CPU marked missed (%v)", ok)
+	}
+}

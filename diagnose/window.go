@@ -3,6 +3,7 @@ package diagnose
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -75,6 +76,7 @@ type window struct {
 	samplesPerSec                                       level
 	stepMs                                              level // the mean step
 	loaderCPU                                           level // the loader's CPU, % of a core: its workers, else its process
+	workersCPUMissed                                    bool  // its workers live too short for /proc to read their CPU whole (markShortLivedWorkers)
 	workersRunDelay                                     level // the workers' run delay ÷ (CPU + run delay), 0–1 (schedstat)
 	workerStageSec                                      level // a worker's wall time per batch from its timed stages, seconds
 	loopTakeSec                                         level // the loop thread's CPU time taking each batch (the take stage), seconds
@@ -188,7 +190,40 @@ func read(frames []sample.Frame, th Thresholds) window {
 	}
 	s.medians(&w)
 	w.finishMeans()
+	w.markShortLivedWorkers(frames)
 	return w
+}
+
+// shortLivedFrames: workers that live fewer frames than this (restarted
+// every epoch, epochs this short) have too much of their CPU missed by
+// /proc to count workers on.
+const shortLivedFrames = 10
+
+// markShortLivedWorkers: a loader whose workers restart every epoch,
+// epochs shorter than shortLivedFrames frames, has its workers' CPU
+// marked as missed (workersCPUMissed). /proc gives a process's CPU
+// between two readings, so a worker seen once, or that exited between
+// two, has its CPU missed: a worker living half a second reads next to
+// nothing, and its time per batch read as a wait on storage ("42ms
+// waiting on storage, 0s of CPU" for JPEGs decoded in RAM: 2 → 4 workers
+// on 2 busy cores were promised 1,175 samples/s, and gave 448).
+func (w *window) markShortLivedWorkers(frames []sample.Frame) {
+	if !w.loaderCPU.ok || w.workers <= 0 || w.batchesPerEpoch <= 0 || w.epochStallMs <= 0 || !w.meanBatchesPerSec.ok || w.meanBatchesPerSec.v <= 0 || len(frames) == 0 {
+		return
+	}
+	if persistent, err := strconv.ParseBool(w.knobs[sample.KnobPersistent.Flag]); err != nil || persistent {
+		return
+	}
+	var sec float64
+	for i := range frames {
+		sec += max(frames[i].IntervalSec, 0)
+	}
+	interval := sec / float64(len(frames))
+	if !(interval > 0) {
+		interval = 1
+	}
+	epoch := float64(w.batchesPerEpoch)/w.meanBatchesPerSec.v + w.epochStallMs/1000
+	w.workersCPUMissed = epoch < shortLivedFrames*interval
 }
 
 // newestLoopTimed says the window's newest loader reading is timed by
