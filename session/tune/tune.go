@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -54,13 +55,16 @@ type TuneStep struct {
 	Command   string               `json:"command"`
 	Predicted *diagnose.Prediction `json:"predicted,omitempty"` // nil for the first
 	Measured  diagnose.Prediction  `json:"measured"`
-	Verdict   diagnose.Kind        `json:"verdict"`
-	Evidence  string               `json:"evidence,omitempty"`
-	Changes   []diagnose.Change    `json:"changes,omitempty"`
-	Advice    []string             `json:"advice,omitempty"`
-	Next      *diagnose.Prediction `json:"next,omitempty"` // the model's prediction for the changes
-	Settled   bool                 `json:"settled"`
-	Seconds   float64              `json:"seconds"`
+	// ErrorPct is the measured rate against the prediction's point, in %
+	// (−10: 10 % below it); nil without a prediction in samples/s.
+	ErrorPct *float64             `json:"error_pct,omitempty"`
+	Verdict  diagnose.Kind        `json:"verdict"`
+	Evidence string               `json:"evidence,omitempty"`
+	Changes  []diagnose.Change    `json:"changes,omitempty"`
+	Advice   []string             `json:"advice,omitempty"`
+	Next     *diagnose.Prediction `json:"next,omitempty"` // the model's prediction for the changes
+	Settled  bool                 `json:"settled"`
+	Seconds  float64              `json:"seconds"`
 	// CeilingShare is the measured rate's share of the ceiling measured
 	// once for the command (--ceiling); nil without one.
 	CeilingShare *float64 `json:"ceiling_share,omitempty"`
@@ -182,6 +186,7 @@ func Tune(ctx context.Context, o TuneOptions, t Trials, start Setting, out func(
 			return res, fmt.Errorf("run %d (%s): %w", step, t.Describe(cfg), err)
 		}
 		s.Type, s.Step, s.Predicted, s.Knobs, s.Command = "step", step, prevPred, cfg, t.Describe(cfg)
+		s.ErrorPct = errorPct(prevPred, s.Measured)
 		s.CeilingShare = ceilingShare(s.Measured.SamplesPerSec, o.Ceiling) // ceiling.go
 		if step > 1 {
 			s.Disturbed = disturbed(last, s)
@@ -256,9 +261,12 @@ func (s TuneStep) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run %d: %s\n", s.Step, s.Command)
 	if s.Predicted != nil {
-		fmt.Fprintf(&b, "  predicted %s, wait %.0f %%; measured %s, wait %.0f %% (%+.0f %%)\n",
-			rateOrGain(*s.Predicted), 100*s.Predicted.WaitShare, rateOrGain(s.Measured), 100*s.Measured.WaitShare,
-			100*(s.Measured.SamplesPerSec/s.Predicted.SamplesPerSec-1))
+		fmt.Fprintf(&b, "  predicted %s, wait %.0f %%; measured %s, wait %.0f %%",
+			rangeOrGain(*s.Predicted), 100*s.Predicted.WaitShare, rateOrGain(s.Measured), 100*s.Measured.WaitShare)
+		if s.ErrorPct != nil {
+			fmt.Fprintf(&b, " (%+.0f %% of the point)", *s.ErrorPct)
+		}
+		b.WriteString("\n")
 	} else {
 		fmt.Fprintf(&b, "  measured %s, wait %.0f %%\n", rateOrGain(s.Measured), 100*s.Measured.WaitShare)
 	}
@@ -276,9 +284,31 @@ func (s TuneStep) String() string {
 		fmt.Fprintf(&b, "  change %s %s → %s (%s=%s): %s\n", c.Knob, c.From, c.To, c.Flag, c.To, sample.Printable(c.Why))
 	}
 	if s.Next != nil {
-		fmt.Fprintf(&b, "  the model predicts %s, wait %.0f %%\n", rateOrGain(*s.Next), 100*s.Next.WaitShare)
+		fmt.Fprintf(&b, "  the model predicts %s, wait %.0f %%\n", rangeOrGain(*s.Next), 100*s.Next.WaitShare)
 	}
 	return b.String()
+}
+
+// errorPct is measured against p's point, in % to a tenth; nil where
+// either has no rate.
+func errorPct(p *diagnose.Prediction, measured diagnose.Prediction) *float64 {
+	if p == nil || !(p.SamplesPerSec > 0) || !(measured.SamplesPerSec > 0) {
+		return nil
+	}
+	e := math.Round(1000*(measured.SamplesPerSec/p.SamplesPerSec-1)) / 10 // to a tenth of a percent
+	return &e
+}
+
+// rangeOrGain is a prediction as its range, "1219–1509 samples/s", where
+// its high side is above its point; else as rateOrGain.
+func rangeOrGain(p diagnose.Prediction) string {
+	if p.SamplesPerSec > 0 && p.HighSamplesPerSec >= p.SamplesPerSec+0.5 {
+		return fmt.Sprintf("%.0f–%.0f samples/s", p.SamplesPerSec, p.HighSamplesPerSec)
+	}
+	if p.SamplesPerSec == 0 && p.Gain > 0 && p.HighGain >= p.Gain+0.05 {
+		return fmt.Sprintf("%.1f–%.1f× the first run", p.Gain, p.HighGain)
+	}
+	return rateOrGain(p)
 }
 
 func rateOrGain(p diagnose.Prediction) string {
