@@ -185,3 +185,34 @@ func TestWorkersRestartedEveryShortEpochGetNoCount(t *testing.T) {
 		t.Fatalf("epochs of 100 s: the workers' CPU marked missed (%v)", ok)
 	}
 }
+
+// TestSampledWorkersThatComeAndGoGetNoCount: an uninstrumented loop whose
+// two workers the sampler found gone between epochs (WorkersRestart)
+// waits 60 % on them, their CPU read as 2 % each: no worker count is
+// weighed on that, and the advice says why (a job with 2 such workers was
+// advised 2 → 4 and gave 0.77×). The same frames with the workers always
+// there are weighed.
+func TestSampledWorkersThatComeAndGoGetNoCount(t *testing.T) {
+	window := func(restart bool) []sample.Frame {
+		return frames(12, func(_ int, f *sample.Frame) {
+			host(f, 20, 0, 1)
+			f.Procs = &sample.Procs{FocusPID: 100, List: []sample.Proc{{PID: 100, Name: "python", CPUPct: 30}, {PID: 200, PPID: 100, CPUPct: 2}, {PID: 300, PPID: 100, CPUPct: 2}},
+				Threads: []sample.Thread{{TID: 100, PID: 100, Name: "python", CPUPct: 30}}}
+			f.Loader = &sample.Loader{Source: "sampled: pid 100's main thread", PID: iptr(100), LoopTID: iptr(100), Workers: iptr(2), WorkerPIDs: []int{200, 300},
+				WaitShare: f64(0.6), Sampled: &sample.SampledLoop{Samples: 50, Hz: 50, Read: "state, wchan, syscall", WorkersRestart: restart}}
+		})
+	}
+	weighed := Classify(window(false), DefaultThresholds())
+	if len(weighed.Changes) == 0 || weighed.Changes[0].Knob != "num_workers" {
+		t.Fatalf("workers always there: changes %+v, advice %q; want a worker count weighed", weighed.Changes, weighed.Advice)
+	}
+	v := Classify(window(true), DefaultThresholds())
+	for _, c := range v.Changes {
+		if c.Knob == "num_workers" {
+			t.Errorf("a worker count advised for workers that come and go: %+v", v.Changes)
+		}
+	}
+	if !strings.Contains(strings.Join(v.Advice, "\n"), "no worker count is weighed: the workers restart every epoch") {
+		t.Errorf("advice %q: want why no count is weighed", v.Advice)
+	}
+}

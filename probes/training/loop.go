@@ -165,6 +165,9 @@ type Loop struct {
 	sysDenied bool
 	wchanNone bool
 	gpu       bool          // the process maps CUDA: a running inline loop may be syncing with the GPU
+	restarted int           // no worker now, but this many seen of the same process within restartMemory: workers restarting
+	restarts  bool          // its workers were found gone within restartMemory (seenWorkers.restarting)
+	seen      seenWorkers   // the last scan that found the target's workers (the sampling goroutine's own)
 	g         *bg.Group     // the sampling goroutine; nil before Start
 	stopped   atomic.Bool   // read each sample: cheaper than a select at 50–100 Hz
 	wake      chan struct{} // closed at the end: an idle wait ends at once
@@ -213,17 +216,51 @@ func (l *Loop) Target() (TrainingProcess, bool) {
 	return *l.target, true
 }
 
+// restartMemory is how long a process's workers, once seen, stand for
+// its worker count while none is seen: a DataLoader without persistent
+// workers ends them at each epoch's end and starts new ones, so a look
+// between two epochs finds none (a job with 2 such workers read "only 0
+// loader workers", and was advised num_workers 0 → 2).
+const restartMemory = 30 * time.Second
+
+// seenWorkers is the last look that found a process's workers, and the
+// last that found them gone.
+type seenWorkers struct {
+	pid, n   int
+	at, gone time.Time
+}
+
+// restarting is how many workers t had at the last look that found some,
+// where it finds none now and that look was within restartMemory (0
+// otherwise), and whether its workers were found gone within
+// restartMemory, now or before: they restart. A look that finds workers
+// is remembered.
+func (s *seenWorkers) restarting(t *TrainingProcess, now time.Time) (int, bool) {
+	if s.pid != t.PID {
+		*s = seenWorkers{pid: t.PID}
+	}
+	if len(t.Workers) > 0 {
+		s.n, s.at = len(t.Workers), now
+		return 0, !s.gone.IsZero() && now.Sub(s.gone) < restartMemory
+	}
+	if s.n > 0 && now.Sub(s.at) < restartMemory {
+		s.gone = now
+		return s.n, true
+	}
+	return 0, false
+}
+
 // Collect implements Probe: the samples since the last Collect become the
 // frame's loader.
 func (l *Loop) Collect(_ context.Context, f *sample.Frame) error {
 	l.mu.Lock()
-	t, counts, woke, pin, denied, noWchan, gpu := l.target, l.counts, l.woke, l.pinThread, l.sysDenied, l.wchanNone, l.gpu
+	t, counts, woke, pin, denied, noWchan, gpu, restarted, restarts := l.target, l.counts, l.woke, l.pinThread, l.sysDenied, l.wchanNone, l.gpu, l.restarted, l.restarts
 	l.counts, l.woke = [numLoopClasses]int{}, 0
 	l.mu.Unlock()
 	if t == nil {
 		return nil
 	}
-	workers := len(t.Workers)
+	workers := max(len(t.Workers), restarted)
 	ld := &sample.Loader{
 		Source: fmt.Sprintf("sampled: pid %d's main thread", t.PID), Workers: &workers, WorkerPIDs: t.Workers,
 		PID: probes.Ptr(t.PID), LoopTID: probes.Ptr(t.PID),
@@ -244,6 +281,10 @@ func (l *Loop) Collect(_ context.Context, f *sample.Frame) error {
 	}
 	if workers > 0 && pin {
 		sl.Read += "; a pin-memory thread fetches for the loop"
+	}
+	if restarts {
+		sl.WorkersRestart = true
+		sl.Read += fmt.Sprintf("; its %d workers come and go (persistent_workers=False): a look within %s found none", workers, restartMemory)
 	}
 	inlineGPU := workers == 0 && gpu
 	if inlineGPU {
@@ -429,11 +470,13 @@ func (l *Loop) run() {
 				th = l.open(t.PID)
 				l.mu.Unlock()
 			}
+			restarted, restarts := 0, false
 			if t != nil {
-				workers, pin = len(t.Workers), l.pinMemoryThread(t.PID)
+				restarted, restarts = l.seen.restarting(t, now)
+				workers, pin = max(len(t.Workers), restarted), l.pinMemoryThread(t.PID)
 			}
 			l.mu.Lock()
-			l.target, l.pinThread = t, pin
+			l.target, l.pinThread, l.restarted, l.restarts = t, pin, restarted, restarts
 			l.mu.Unlock()
 		}
 		if th != nil {

@@ -245,3 +245,61 @@ func TestAnAnnouncedProcessIsARunningLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkersThatRestartKeepTheirCount: a DataLoader without persistent
+// workers has none between two epochs. A look that finds none within
+// restartMemory of one that found two stands for two, and says they come
+// and go; so does a later look that finds them again; a new process, or
+// a look past the memory, starts over.
+func TestWorkersThatRestartKeepTheirCount(t *testing.T) {
+	var s seenWorkers
+	t0 := time.Unix(1000, 0)
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	job := func(pid int, workers ...int) *TrainingProcess { return &TrainingProcess{PID: pid, Workers: workers} }
+	for i, c := range []struct {
+		p        *TrainingProcess
+		sec      int
+		n        int
+		restarts bool
+	}{
+		{job(1), 0, 0, false},                                  // none yet: num_workers=0, or before the first epoch
+		{job(1, 11, 12), 1, 0, false},                          // two: read as they are
+		{job(1), 2, 2, true},                                   // gone between epochs: still two
+		{job(1, 13, 14), 3, 0, true},                           // back: read as they are, and they restart
+		{job(1), 3 + int(restartMemory/time.Second), 0, false}, // none for longer than the memory
+		{job(2), 40, 0, false},                                 // another process: nothing carried over
+	} {
+		n, restarts := s.restarting(c.p, at(c.sec))
+		if n != c.n || restarts != c.restarts {
+			t.Errorf("look %d: %d workers remembered, restarting %v; want %d, %v", i, n, restarts, c.n, c.restarts)
+		}
+	}
+}
+
+// TestLoopSaysItsWorkersComeAndGo: the sampler's frame for a process
+// whose two workers are gone at a look keeps the count, and says so.
+func TestLoopSaysItsWorkersComeAndGo(t *testing.T) {
+	scans := make(chan int, 64)
+	n := 0
+	l := NewLoop(LoopOptions{Scan: time.Millisecond, Covered: func(int) bool { return false }, Find: func(int) []TrainingProcess {
+		n++
+		select {
+		case scans <- n:
+		default:
+		}
+		if n == 1 {
+			return []TrainingProcess{{PID: os.Getpid(), Python: true, Workers: []int{11, 12}}}
+		}
+		return []TrainingProcess{{PID: os.Getpid(), Python: true}}
+	}})
+	l.Start(context.Background())
+	defer l.Close()
+	for <-scans < 3 { // the second scan, which found none, has finished
+	}
+	var f sample.Frame
+	_ = l.Collect(context.Background(), &f)
+	if f.Loader == nil || f.Loader.Workers == nil || *f.Loader.Workers != 2 || !f.Loader.Sampled.WorkersRestart || f.Loader.Sampled.Inline ||
+		!strings.Contains(f.Loader.Sampled.Read, "come and go") {
+		t.Fatalf("loader %+v, sampled %+v", f.Loader, f.Loader.Sampled)
+	}
+}
