@@ -221,6 +221,11 @@ type onceSummary struct {
 	// Job is what the hook read of the job in the last frame: a gate on
 	// the GPU side reads it without the frames. Nil without the hook.
 	Job *onceJob `json:"job,omitempty"`
+	// Self is what gpuwatch itself cost, as its last frame read it: its
+	// CPU seconds since it started and its resident memory (the frames'
+	// self, docs/json.md). Nil where the frames carry none (a replay of a
+	// recording from before they did).
+	Self *sample.SelfCost `json:"self,omitempty"`
 }
 
 // onceJob is the last frame's reading of the job by the hook: its
@@ -273,7 +278,7 @@ func (s *Settle) summary(w io.Writer, asJSON bool) error {
 	secs := s.last.Time.Sub(s.first).Seconds()
 	var err error
 	if asJSON {
-		sum := onceSummary{Type: "summary", Time: s.last.Time, Frames: s.frames, Seconds: secs, Settled: s.settled, Verdict: v, Job: s.job()}
+		sum := onceSummary{Type: "summary", Time: s.last.Time, Frames: s.frames, Seconds: secs, Settled: s.settled, Verdict: v, Job: s.job(), Self: s.last.Self}
 		if !s.settled {
 			sum.Unsettled = s.why()
 		}

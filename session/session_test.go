@@ -672,7 +672,8 @@ func TestSettleHoldsForAGPUProfileOnlySoLong(t *testing.T) {
 // in every output): --once's summary, JSON and text, carries the job's
 // settings as the hook last read them, their line, the step's MFU with
 // its method, and the recording of the step's time that --gpu-profile
-// asked for; without the hook it carries none of them.
+// asked for; without the hook it carries none of them. Hook or not, the
+// JSON carries gpuwatch's own cost as the last frame read it (issue 52).
 func TestOnceSummarySaysWhatTheHookRead(t *testing.T) {
 	on, batch := true, 128
 	st := &sample.JobSettings{Autocast: &on, AutocastDtype: "bfloat16", BatchSize: &batch}
@@ -687,6 +688,7 @@ func TestOnceSummarySaysWhatTheHookRead(t *testing.T) {
 			if hooked {
 				f.Loader.Settings, f.Loader.MFU, f.Loader.HookCPUPerSampleUs, f.Loader.GPUProfile = st, mfu, probes.Ptr(2.5), prof
 			}
+			f.Self = &sample.SelfCost{CPUSecTotal: float64(i), RSSBytes: probes.Ptr(uint64(25 << 20))}
 			s.Frame(f, diagnose.Verdict{Kind: diagnose.Healthy})
 		}
 		var js, text bytes.Buffer
@@ -695,6 +697,10 @@ func TestOnceSummarySaysWhatTheHookRead(t *testing.T) {
 		var sum onceSummary
 		if err := json.Unmarshal(js.Bytes(), &sum); err != nil {
 			t.Fatal(err)
+		}
+		// gpuwatch's own cost, hook or not: the last frame's.
+		if sum.Self == nil || sum.Self.CPUSecTotal != 7 || sum.Self.RSSBytes == nil || *sum.Self.RSSBytes != 25<<20 {
+			t.Errorf("self: %s", js.String())
 		}
 		if !hooked {
 			if sum.Job != nil || strings.Contains(text.String(), "job:") || strings.Contains(text.String(), "MFU") || strings.Contains(text.String(), "per step") {
