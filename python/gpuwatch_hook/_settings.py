@@ -465,8 +465,10 @@ class Window:
         under no_grad and is the step's training forward; "backward" in
         its recompute, which is not another forward (and whose output,
         made under no_grad, had no gradient hook to say so). None
-        elsewhere. Looks 32 frames up, once per top-level forward of the
-        window."""
+        elsewhere. A backward anywhere on the stack wins: the recompute
+        of a checkpoint nested in another runs the inner one's forward
+        too. Walks the whole stack (STACK_WALK frames at most), once per
+        top-level forward of the window."""
         fwd, bwd = _checkpoint_codes()
         if fwd is None:
             return None
@@ -474,15 +476,16 @@ class Window:
             f: Any = sys._getframe(2)
         except ValueError:
             return None
-        for _ in range(32):
+        found = None
+        for _ in range(STACK_WALK):
             if f is None:
                 break
             if f.f_code is bwd:
                 return "backward"
             if f.f_code is fwd:
-                return "forward"
+                found = "forward"
             f = f.f_back
-        return None
+        return found
 
     def _model(self) -> Any:
         return self.model() if self.model is not None else None
@@ -723,6 +726,11 @@ def _in_call(module: Any) -> bool:
 
 
 _CALL_IMPL: List[Any] = [None]
+
+
+#: The most frames under_checkpoint looks at: a module call is 3 frames
+#: (torch 1.13: 2), so a model 300 modules deep under a checkpoint.
+STACK_WALK = 1024
 
 
 def _checkpoint_codes() -> Tuple[Any, Any]:

@@ -211,6 +211,45 @@ class FLOPsTest(unittest.TestCase):
                 self.assertEqual(m["gpuwatch_job_flops_per_step"], want)
                 self.assertEqual(setting_info(m)["training"], "1")
 
+    def test_a_checkpoint_nested_or_deep_under_the_loops_is_not_counted_again(self):
+        """The loop checkpoints the model, which checkpoints a block of its
+        own (as Hugging Face's gradient checkpointing does): the outer
+        recompute runs the inner checkpoint's forward, and is still the
+        recompute (9× a Linear counted, 6× right, before). A model 20
+        Sequentials deep under the checkpoint: its recompute too (counted
+        again past 32 frames, before)."""
+        import warnings
+
+        from torch.utils.checkpoint import checkpoint
+
+        lin = 2 * 8 * 16 * 16
+
+        class Inner(nn.Module):
+            def __init__(s):
+                super().__init__()
+                s.a, s.b = nn.Linear(16, 16), nn.Linear(16, 16)
+
+            def forward(s, x):
+                return s.b(checkpoint(s.a, x, use_reentrant=True))
+
+        def deep(n):
+            m = nn.Linear(16, 16)
+            for _ in range(n):
+                m = nn.Sequential(m)
+            return m
+
+        for name, model, want in (("nested", Inner(), 3 * 2 * lin), ("deep", deep(20), 3 * lin)):
+            with self.subTest(name):
+                _settings._flops_done = False
+
+                def step(x, model=model):
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        checkpoint(model, x.requires_grad_(), use_reentrant=True).sum().backward()
+
+                m = self.run_steps(step, [torch.randn(16) for _ in range(48)], 8)
+                self.assertEqual(m["gpuwatch_job_flops_per_step"], want)
+
     def test_checkpoint_sequential_from_the_loop_is_one_training_forward(self):
         """checkpoint_sequential over a Sequential from the loop: each
         checkpointed segment's modules run under no_grad as the step's
