@@ -258,7 +258,7 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 
 // noKnobHelps says why no change is advised, with the limiting number.
 func noKnobHelps(p *Pipeline, limit Limit) string {
-	if p.WorkersCPUMissed && limit == LimitWorkers {
+	if p.WorkersCPUMissed && (limit == LimitWorkers || limit == LimitCPU) {
 		return "no worker count is weighed: the workers restart every epoch and live too short for their CPU to be read, so a batch's time cannot be split into CPU and waiting; with persistent_workers=True their CPU is read, and the count weighed"
 	}
 	switch limit {

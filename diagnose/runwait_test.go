@@ -216,3 +216,18 @@ func TestSampledWorkersThatComeAndGoGetNoCount(t *testing.T) {
 		t.Errorf("advice %q: want why no count is weighed", v.Advice)
 	}
 }
+
+// TestBetweenEpochsTheProcessIsNotItsWorkers: a sampled frame between two
+// epochs of workers that restart has their count and no PIDs; the
+// process's own CPU is not read as theirs (it was: 97 %).
+func TestBetweenEpochsTheProcessIsNotItsWorkers(t *testing.T) {
+	f := sample.Frame{Procs: &sample.Procs{FocusPID: 100, List: []sample.Proc{{PID: 100, CPUPct: 97}}},
+		Loader: &sample.Loader{PID: iptr(100), Workers: iptr(2), Sampled: &sample.SampledLoop{WorkersRestart: true}}}
+	if v, ok := loaderCPU(&f); ok {
+		t.Fatalf("the workers' CPU read as %v %% between epochs", v)
+	}
+	f.Loader.Sampled.WorkersRestart = false // the embedded loader's goroutines: its process's CPU is theirs
+	if v, ok := loaderCPU(&f); !ok || v != 97 {
+		t.Fatalf("a loader without worker processes: %v, %v", v, ok)
+	}
+}

@@ -316,6 +316,9 @@ func loaderCPU(f *sample.Frame) (float64, bool) {
 	if l == nil || p == nil || len(p.List) == 0 {
 		return 0, false
 	}
+	if l.Sampled != nil && l.Sampled.WorkersRestart && len(l.WorkerPIDs) == 0 {
+		return 0, false // between two epochs: no worker to read, and the process's CPU is not theirs
+	}
 	sum, found := 0.0, false
 	for _, pr := range p.List {
 		switch {

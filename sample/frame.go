@@ -778,10 +778,11 @@ type SampledLoop struct {
 	// reports it from its DataLoader's first batch on; none has come, so
 	// its loop has not started (no wait share, no worker count).
 	BeforeFirstBatch bool `json:"before_first_batch,omitempty"`
-	// WorkersRestart: the process had workers at an earlier look (within
-	// 30 s) and none now: its DataLoader ends them at each epoch's end
-	// (persistent_workers=False); the loader's worker count is that
-	// earlier look's, and their CPU is not read whole.
+	// WorkersRestart: a generation of the process's workers was seen to
+	// end within 10 s of its start, in the last 30 s: its DataLoader ends
+	// them at each epoch's end (persistent_workers=False). Where a look
+	// finds none, the loader's worker count is the last generation's; their
+	// CPU is not read whole.
 	WorkersRestart bool `json:"workers_restart,omitempty"`
 	// Read says what each sample reads ("state, wchan, syscall"); Missing
 	// what it could not read or tell, and how to see more.

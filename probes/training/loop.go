@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -166,8 +167,8 @@ type Loop struct {
 	wchanNone bool
 	gpu       bool          // the process maps CUDA: a running inline loop may be syncing with the GPU
 	restarted int           // no worker now, but this many seen of the same process within restartMemory: workers restarting
-	restarts  bool          // its workers were found gone within restartMemory (seenWorkers.restarting)
-	seen      seenWorkers   // the last scan that found the target's workers (the sampling goroutine's own)
+	restarts  bool          // its workers restart (workerLives.restarting)
+	lives     workerLives   // the processes' workers as the looks saw them (the sampling goroutine's own)
 	g         *bg.Group     // the sampling goroutine; nil before Start
 	stopped   atomic.Bool   // read each sample: cheaper than a select at 50–100 Hz
 	wake      chan struct{} // closed at the end: an idle wait ends at once
@@ -187,7 +188,7 @@ func NewLoop(opt LoopOptions) *Loop {
 	if opt.Root == nil {
 		opt.Root = func() int { return 0 }
 	}
-	l := &Loop{opt: opt, finder: NewTrainingFinder(opt.Proc, opt.Table), wake: make(chan struct{})}
+	l := &Loop{opt: opt, finder: NewTrainingFinder(opt.Proc, opt.Table), wake: make(chan struct{}), lives: workerLives{}}
 	if l.opt.Find == nil {
 		l.opt.Find = l.finder.Find
 	}
@@ -216,38 +217,85 @@ func (l *Loop) Target() (TrainingProcess, bool) {
 	return *l.target, true
 }
 
-// restartMemory is how long a process's workers, once seen, stand for
+// restartMemory is how long a process's workers that restart stand for
 // its worker count while none is seen: a DataLoader without persistent
 // workers ends them at each epoch's end and starts new ones, so a look
 // between two epochs finds none (a job with 2 such workers read "only 0
-// loader workers", and was advised num_workers 0 → 2).
-const restartMemory = 30 * time.Second
+// loader workers", and was advised num_workers 0 → 2). shortLife is the
+// longest a generation of workers lives for them to count as restarting
+// (the hook's rule is epochs under 10 frames: diagnose's
+// markShortLivedWorkers): a validation DataLoader's workers, gone when
+// a num_workers=0 training loop resumes, live longer.
+const (
+	restartMemory = 30 * time.Second
+	shortLife     = 10 * time.Second
+)
 
-// seenWorkers is the last look that found a process's workers, and the
-// last that found them gone.
-type seenWorkers struct {
-	pid, n   int
-	at, gone time.Time
+// workerLife is what the looks have seen of one process's workers.
+type workerLife struct {
+	pids     []int     // the generation at the last look that found some; nil once a look found none
+	count    int       // how many the last generation seen was
+	at, born time.Time // that look, and the first look that found that generation
+	bornSeen bool      // a look before born found none, or others: its life is measured (the first generation's is not)
+	ended    time.Time // the last time a short-lived generation was seen ended (zero: never)
 }
 
-// restarting is how many workers t had at the last look that found some,
-// where it finds none now and that look was within restartMemory (0
-// otherwise), and whether its workers were found gone within
-// restartMemory, now or before: they restart. A look that finds workers
-// is remembered.
-func (s *seenWorkers) restarting(t *TrainingProcess, now time.Time) (int, bool) {
-	if s.pid != t.PID {
-		*s = seenWorkers{pid: t.PID}
+// workerLives are the processes' workers as the looks have seen them, by
+// PID (the target may move between ranks and back), pruned of those not
+// seen for restartMemory. The sampling goroutine's own.
+type workerLives map[int]*workerLife
+
+// restarting is how many workers t stands for where a look finds none
+// (0 where it finds some, or where its workers are not known to
+// restart), and whether they restart: a generation of its workers was
+// seen to end (a look found none, or a look found only new PIDs) after
+// living under shortLife, within restartMemory.
+func (ls workerLives) restarting(t *TrainingProcess, now time.Time) (int, bool) {
+	for pid, l := range ls {
+		if now.Sub(l.at) >= restartMemory && pid != t.PID {
+			delete(ls, pid)
+		}
 	}
-	if len(t.Workers) > 0 {
-		s.n, s.at = len(t.Workers), now
-		return 0, !s.gone.IsZero() && now.Sub(s.gone) < restartMemory
+	l := ls[t.PID]
+	if l == nil {
+		if len(t.Workers) == 0 {
+			return 0, false
+		}
+		l = &workerLife{pids: slices.Clone(t.Workers), count: len(t.Workers), at: now, born: now}
+		ls[t.PID] = l
+		return 0, false
 	}
-	if s.n > 0 && now.Sub(s.at) < restartMemory {
-		s.gone = now
-		return s.n, true
+	recent := func() bool { return !l.ended.IsZero() && now.Sub(l.ended) < restartMemory }
+	if len(t.Workers) == 0 {
+		if len(l.pids) > 0 { // the generation seen last has ended
+			if l.bornSeen && now.Sub(l.born) < shortLife { // dead by now: it lived less than that
+				l.ended = now
+			}
+			l.pids = nil
+		}
+		if recent() && now.Sub(l.at) < restartMemory {
+			return l.count, true
+		}
+		return 0, false
 	}
-	return 0, false
+	if len(l.pids) == 0 || disjoint(l.pids, t.Workers) { // a new generation
+		if len(l.pids) > 0 && l.bornSeen && now.Sub(l.born) < shortLife {
+			l.ended = now
+		}
+		l.born, l.bornSeen = now, true
+	}
+	l.pids, l.count, l.at = slices.Clone(t.Workers), len(t.Workers), now
+	return 0, recent()
+}
+
+// disjoint says a and b share no PID.
+func disjoint(a, b []int) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
 }
 
 // Collect implements Probe: the samples since the last Collect become the
@@ -282,10 +330,6 @@ func (l *Loop) Collect(_ context.Context, f *sample.Frame) error {
 	if workers > 0 && pin {
 		sl.Read += "; a pin-memory thread fetches for the loop"
 	}
-	if restarts {
-		sl.WorkersRestart = true
-		sl.Read += fmt.Sprintf("; its %d workers come and go (persistent_workers=False): a look within %s found none", workers, restartMemory)
-	}
 	inlineGPU := workers == 0 && gpu
 	if inlineGPU {
 		missing = append(missing, "loading inline on a GPU process: a running loop may be waiting on the GPU, so its wait is not split")
@@ -299,6 +343,10 @@ func (l *Loop) Collect(_ context.Context, f *sample.Frame) error {
 		sl.Missing = "its DataLoader has had no batch yet: gpuwatch run's hook times the loop from its first batch (a loop without a DataLoader is not timed)"
 		f.Loader = ld
 		return nil
+	}
+	if restarts {
+		sl.WorkersRestart = true
+		sl.Read += fmt.Sprintf("; its %d workers come and go (persistent_workers=False): a generation of them lived under %s, within the last %s", workers, shortLife, restartMemory)
 	}
 	missing = append(missing, "exact waits, batch rates and knobs: gpuwatch run -- CMD, or the hook (import gpuwatch_hook)")
 	sl.Missing = strings.Join(missing, "; ")
@@ -472,7 +520,7 @@ func (l *Loop) run() {
 			}
 			restarted, restarts := 0, false
 			if t != nil {
-				restarted, restarts = l.seen.restarting(t, now)
+				restarted, restarts = l.lives.restarting(t, now)
 				workers, pin = max(len(t.Workers), restarted), l.pinMemoryThread(t.PID)
 			}
 			l.mu.Lock()

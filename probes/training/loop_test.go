@@ -247,12 +247,17 @@ func TestAnAnnouncedProcessIsARunningLoop(t *testing.T) {
 }
 
 // TestWorkersThatRestartKeepTheirCount: a DataLoader without persistent
-// workers has none between two epochs. A look that finds none within
-// restartMemory of one that found two stands for two, and says they come
-// and go; so does a later look that finds them again; a new process, or
-// a look past the memory, starts over.
+// workers has none between two epochs. Once a generation of a process's
+// workers whose start was seen ends within shortLife (a look finds none,
+// or finds only new PIDs), a look that finds none stands for their count,
+// and the looks say they restart, for restartMemory. The first
+// generation's life is not measured (its start was not seen); a
+// validation loader's workers that lived longer than shortLife before a
+// num_workers=0 loop resumed are not taken for restarting; the memory is
+// by process, and survives a look at another (the target moving between
+// ranks).
 func TestWorkersThatRestartKeepTheirCount(t *testing.T) {
-	var s seenWorkers
+	ls := workerLives{}
 	t0 := time.Unix(1000, 0)
 	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
 	job := func(pid int, workers ...int) *TrainingProcess { return &TrainingProcess{PID: pid, Workers: workers} }
@@ -262,39 +267,47 @@ func TestWorkersThatRestartKeepTheirCount(t *testing.T) {
 		n        int
 		restarts bool
 	}{
-		{job(1), 0, 0, false},                                  // none yet: num_workers=0, or before the first epoch
-		{job(1, 11, 12), 1, 0, false},                          // two: read as they are
-		{job(1), 2, 2, true},                                   // gone between epochs: still two
-		{job(1, 13, 14), 3, 0, true},                           // back: read as they are, and they restart
-		{job(1), 3 + int(restartMemory/time.Second), 0, false}, // none for longer than the memory
-		{job(2), 40, 0, false},                                 // another process: nothing carried over
+		{job(1), 0, 0, false},          // none yet: num_workers=0, or before the first epoch
+		{job(1, 11, 12), 1, 0, false},  // the first generation: its start unseen
+		{job(1), 2, 0, false},          // it ended: its life unmeasured, nothing known yet
+		{job(1, 13, 14), 3, 0, false},  // a second, its start seen
+		{job(1, 15, 16), 4, 0, true},   // replaced by a third 1 s on: they restart
+		{job(2, 21), 5, 0, false},      // another rank looked at
+		{job(1), 6, 2, true},           // back, between epochs: still two
+		{job(1), 36, 0, false},         // none for longer than the memory
+		{job(3, 31, 32), 40, 0, false}, // a validation loader's workers, first seen
+		{job(3), 41, 0, false},         // gone: their start was not seen
+		{job(3, 33, 34), 42, 0, false}, // validation again
+		{job(3), 60, 0, false},         // gone after 18 s: not a short life
 	} {
-		n, restarts := s.restarting(c.p, at(c.sec))
+		n, restarts := ls.restarting(c.p, at(c.sec))
 		if n != c.n || restarts != c.restarts {
 			t.Errorf("look %d: %d workers remembered, restarting %v; want %d, %v", i, n, restarts, c.n, c.restarts)
 		}
 	}
+	if _, kept := ls[2]; kept {
+		t.Error("a process not looked at for the memory's length is still kept")
+	}
 }
 
 // TestLoopSaysItsWorkersComeAndGo: the sampler's frame for a process
-// whose two workers are gone at a look keeps the count, and says so.
+// whose workers restart keeps their count at a look that finds none, and
+// says they come and go.
 func TestLoopSaysItsWorkersComeAndGo(t *testing.T) {
 	scans := make(chan int, 64)
 	n := 0
+	looks := [][]int{{11, 12}, nil, {13, 14}, nil}
 	l := NewLoop(LoopOptions{Scan: time.Millisecond, Covered: func(int) bool { return false }, Find: func(int) []TrainingProcess {
 		n++
 		select {
 		case scans <- n:
 		default:
 		}
-		if n == 1 {
-			return []TrainingProcess{{PID: os.Getpid(), Python: true, Workers: []int{11, 12}}}
-		}
-		return []TrainingProcess{{PID: os.Getpid(), Python: true}}
+		return []TrainingProcess{{PID: os.Getpid(), Python: true, Workers: looks[min(n, len(looks))-1]}}
 	}})
 	l.Start(context.Background())
 	defer l.Close()
-	for <-scans < 3 { // the second scan, which found none, has finished
+	for <-scans < len(looks)+1 { // the last look, which found none, has finished
 	}
 	var f sample.Frame
 	_ = l.Collect(context.Background(), &f)
