@@ -603,7 +603,7 @@ func sampledPipeline(w *window) (*Pipeline, bool) {
 	p := &Pipeline{StepSec: 1, Knobs: knobsOf(w), Kind: "python", BatchSize: 1, Relative: true, CPUContention: cpuContention, IOContention: ioContention,
 		HandOverShare: inlineHandOver}
 	fill(p, w, bps, wait, 1/bps)
-	p.WorkersCPUMissed = w.workersRestart // workers coming and going: their CPU is not read whole
+	p.WorkersCPUMissed = w.workersCPUMissed // workers coming and going: their CPU is not read whole
 	p.Measured = Prediction{WaitShare: w.waitShare.v, Gain: 1}
 	return p, true
 }

@@ -76,8 +76,7 @@ type window struct {
 	samplesPerSec                                       level
 	stepMs                                              level // the mean step
 	loaderCPU                                           level // the loader's CPU, % of a core: its workers, else its process
-	workersCPUMissed                                    bool  // its workers live too short for /proc to read their CPU whole (markShortLivedWorkers)
-	workersRestart                                      bool  // a sampled loop's workers came and went within the window (SampledLoop.WorkersRestart)
+	workersCPUMissed                                    bool  // its workers live too short for /proc to read their CPU whole (markShortLivedWorkers; a sampled loop's SampledLoop.WorkersRestart)
 	workersRunDelay                                     level // the workers' run delay ÷ (CPU + run delay), 0–1 (schedstat)
 	workerStageSec                                      level // a worker's wall time per batch from its timed stages, seconds
 	loopTakeSec                                         level // the loop thread's CPU time taking each batch (the take stage), seconds
@@ -224,7 +223,7 @@ func (w *window) markShortLivedWorkers(frames []sample.Frame) {
 		interval = 1
 	}
 	epoch := float64(w.batchesPerEpoch)/w.meanBatchesPerSec.v + w.epochStallMs/1000
-	w.workersCPUMissed = epoch < shortLivedFrames*interval
+	w.workersCPUMissed = w.workersCPUMissed || epoch < shortLivedFrames*interval
 }
 
 // newestLoopTimed says the window's newest loader reading is timed by
@@ -388,7 +387,7 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 		// Nobody instrumented the loop: its wait share was sampled, its
 		// rates are unknown (not zero).
 		w.sampled = l.Sampled
-		w.workersRestart = w.workersRestart || l.Sampled.WorkersRestart
+		w.workersCPUMissed = w.workersCPUMissed || l.Sampled.WorkersRestart
 	} else if !l.RatesUnknown() { // a loader that does not answer has no rates
 		s.add(sigBatchesPerSec, l.BatchesPerSec)
 		s.add(sigSamplesPerSec, l.SamplesPerSec)

@@ -166,7 +166,7 @@ type Loop struct {
 	sysDenied bool
 	wchanNone bool
 	gpu       bool          // the process maps CUDA: a running inline loop may be syncing with the GPU
-	restarted int           // no worker now, but this many seen of the same process within restartMemory: workers restarting
+	restarted int           // no worker now, but this many in the last generation of workers known to restart (workerLives.restarting)
 	restarts  bool          // its workers restart (workerLives.restarting)
 	lives     workerLives   // the processes' workers as the looks saw them (the sampling goroutine's own)
 	g         *bg.Group     // the sampling goroutine; nil before Start
