@@ -220,6 +220,26 @@ func (d *Dataset) LoadIntoMemory() error {
 	return nil
 }
 
+// Warm reads every shard once through the page cache (Config.Warm), so
+// the reads that follow are copies from memory while memory lasts.
+func (d *Dataset) Warm() error {
+	buf := make([]byte, 1<<20)
+	for _, p := range d.shards {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		for err == nil {
+			_, err = f.Read(buf)
+		}
+		f.Close()
+		if err != io.EOF {
+			return fmt.Errorf("warm %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
 // Map maps every shard (once; later calls do nothing). Reads with
 // --read mmap copy out of the mappings, and Resident counts their cached
 // pages.

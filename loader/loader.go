@@ -89,6 +89,11 @@ func (l *Loader) Run(ctx context.Context) error {
 		stop := l.trimLoop(cfg.PageCache)
 		defer stop()
 	}
+	if cfg.Warm && !cfg.Cache && !cfg.DirectIO && cfg.PageCache == 0 {
+		if err := l.ds.Warm(); err != nil {
+			return err
+		}
+	}
 	if cfg.Cache && l.ds.mem == nil {
 		if err := l.ds.LoadIntoMemory(); err != nil {
 			return err

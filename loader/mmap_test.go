@@ -161,3 +161,32 @@ func BenchmarkResident(b *testing.B) {
 		}
 	}
 }
+
+// TestWarmRunStartsWithTheDatasetCached drops the dataset's pages and runs
+// the loader with and without Config.Warm: warmed, the first batch finds
+// the dataset in the page cache; not, it finds it cold.
+func TestWarmRunStartsWithTheDatasetCached(t *testing.T) {
+	for _, warm := range []bool{false, true} {
+		c, ds := small(t)
+		c.Read, c.Warm = Mmap, warm
+		if err := ds.Map(); err != nil {
+			t.Fatal(err)
+		}
+		if err := ds.DropPages(); err != nil {
+			t.Fatal(err)
+		}
+		l := New(c, ds, nil)
+		var cached int64 = -1
+		var first sync.Once
+		l.fetchHook = func(_, _ int) {
+			first.Do(func() { cached, _ = l.PageCache() })
+		}
+		if err := l.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ds.Close()
+		if warm && cached < c.DatasetSize*9/10 || !warm && (cached < 0 || cached > c.DatasetSize/4) {
+			t.Errorf("warm=%v: %d of %d bytes cached at the first batch", warm, cached, c.DatasetSize)
+		}
+	}
+}
