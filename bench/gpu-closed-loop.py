@@ -97,18 +97,18 @@ def alone(py: str, flags: list, seconds: float, smoke: list) -> float | None:
         os.unlink(out)
 
 
-def verdict(gw: str, py: str, flags: list, smoke: list) -> dict:
+def verdict(gw: str, py: str, flags: list, smoke: list, limit: float) -> dict:
     """`gpuwatch run --once --json` on the job: its summary object, or
     {"error": why}. gpuwatch runs in a process group of its own, which
     a timeout kills whole: the job must not go on holding the GPU."""
     p = subprocess.Popen([gw, "run", "--once", "--json", "--", py, JOB, *flags, *smoke, "--seconds", "600"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        out, err = p.communicate(timeout=300)
+        out, err = p.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate()
-        return {"error": "gpuwatch run --once took over 300 s"}
+        return {"error": "gpuwatch run --once took over %g s" % limit}
     for line in reversed(out.splitlines()):
         try:
             d = json.loads(line)
@@ -123,10 +123,11 @@ def run_case(name: str, a, smoke: list) -> dict:
     flags, forbidden = CASES[name]
     res = {"case": name, "flags": flags, "fixes": [], "repeated": []}
     res["alone"] = alone(a.python, flags, a.seconds, smoke)
-    s = verdict(a.gpuwatch, a.python, flags, smoke)
+    s = verdict(a.gpuwatch, a.python, flags, smoke, a.once_timeout)
     if "error" in s:
         res["error"] = s["error"]
         return res
+    res["summary"] = s  # the whole --once --json summary, for reading later
     v = s.get("verdict", {})
     res["kind"], res["settled"] = v.get("kind"), s.get("settled")
     res["job"] = (s.get("job") or {}).get("settings_line")
@@ -160,7 +161,8 @@ def main() -> int:
     p.add_argument("--python", default=os.environ.get("PYTHON", sys.executable))
     p.add_argument("--seconds", type=float, default=20, help="each run alone (its first 5 s are warm-up)")
     p.add_argument("--smoke", action="store_true", help="small models, for a CPU: checks the plumbing")
-    p.add_argument("--out", default="", help="write the results as JSON here too")
+    p.add_argument("--out", default="", help="write the results as JSON here too (after each case)")
+    p.add_argument("--once-timeout", type=float, default=300, help="seconds one `run --once` may take")
     a = p.parse_args()
     bad = [c for c in a.cases if c not in CASES]
     if bad:
@@ -173,6 +175,9 @@ def main() -> int:
         print("== %s: %s" % (name, " ".join(CASES[name][0])), flush=True)
         r = run_case(name, a, smoke)
         results.append(r)
+        if a.out:  # after each case: a run stopped at its time limit keeps what it did
+            with open(a.out, "w") as f:
+                json.dump(results, f, indent=1)
         if "error" in r:
             print("  NO VERDICT: %s" % r["error"], flush=True)
             ok = False
@@ -192,9 +197,6 @@ def main() -> int:
             print("  REPEATED ADVICE (%s already on): %s" % (rep["said"], rep["line"]))
             ok = False
         print("  advice: %s" % (" | ".join(r["advice"]) or "none"), flush=True)
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump(results, f, indent=1)
     return 0 if ok else 1
 
 
