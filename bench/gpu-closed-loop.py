@@ -69,6 +69,11 @@ def apply_fix(flags: list, cause: str) -> list | None:
         if "--sync-every-step" not in out:
             return None
         out.remove("--sync-every-step")
+    elif cause == "batch_headroom":  # 8× the batch (the cause's bound caps by memory)
+        if "--batch" not in out:
+            return None
+        i = out.index("--batch")
+        out[i + 1] = str(8 * int(out[i + 1]))
     elif cause == "launch_bound":  # CUDA graphs by torch.compile
         if "--compile" in out:
             return None
@@ -97,11 +102,12 @@ def alone(py: str, flags: list, seconds: float, smoke: list) -> float | None:
         os.unlink(out)
 
 
-def verdict(gw: str, py: str, flags: list, smoke: list, limit: float) -> dict:
+def verdict(gw: str, py: str, flags: list, smoke: list, limit: float, record: str = "") -> dict:
     """`gpuwatch run --once --json` on the job: its summary object, or
     {"error": why}. gpuwatch runs in a process group of its own, which
     a timeout kills whole: the job must not go on holding the GPU."""
-    p = subprocess.Popen([gw, "run", "--once", "--json", "--", py, JOB, *flags, *smoke, "--seconds", "600"],
+    rec = ["--record", record] if record else []
+    p = subprocess.Popen([gw, "run", "--once", "--json", *rec, "--", py, JOB, *flags, *smoke, "--seconds", "600"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = p.communicate(timeout=limit)
@@ -123,7 +129,8 @@ def run_case(name: str, a, smoke: list) -> dict:
     flags, forbidden = CASES[name]
     res = {"case": name, "flags": flags, "fixes": [], "repeated": []}
     res["alone"] = alone(a.python, flags, a.seconds, smoke)
-    s = verdict(a.gpuwatch, a.python, flags, smoke, a.once_timeout)
+    record = os.path.join(a.record_dir, name + ".jsonl") if a.record_dir else ""
+    s = verdict(a.gpuwatch, a.python, flags, smoke, a.once_timeout, record)
     if "error" in s:
         res["error"] = s["error"]
         return res
@@ -163,6 +170,7 @@ def main() -> int:
     p.add_argument("--smoke", action="store_true", help="small models, for a CPU: checks the plumbing")
     p.add_argument("--out", default="", help="write the results as JSON here too (after each case)")
     p.add_argument("--once-timeout", type=float, default=300, help="seconds one `run --once` may take")
+    p.add_argument("--record-dir", default="", help="record each case's `run --once` to DIR/CASE.jsonl (gpuwatch replay reads it)")
     a = p.parse_args()
     bad = [c for c in a.cases if c not in CASES]
     if bad:
@@ -170,6 +178,8 @@ def main() -> int:
     if a.seconds < 8:
         p.error("--seconds must be at least 8 (the job measures from 5 s in)")
     smoke = ["--hidden", "128", "--batch", "32", "--layers", "2"] if a.smoke else []
+    if a.record_dir:
+        os.makedirs(a.record_dir, exist_ok=True)
     results, ok = [], True
     for name in a.cases or list(CASES):
         print("== %s: %s" % (name, " ".join(CASES[name][0])), flush=True)

@@ -35,11 +35,16 @@ func channelsLastCause(in *causeIn) (Cause, bool) {
 		Fix:      "model = model.to(memory_format=torch.channels_last), and each batch x.to(device, memory_format=torch.channels_last)",
 		BoundWhy: "no bound from counters: a conv's share of the step's GPU time needs a profile of the step (gpuwatch run --gpu-profile; practice: 22–30 % faster for ResNet-50 on V100 and A100)"}
 	if p := g.profile; p != nil {
-		// The fix speeds the convs and drops the transposes around them
-		// (elementwise kernels): at most both go.
-		if s := profiledShare(p, "conv", "elementwise"); s > 0 && s < 1 {
+		// The fix changes the layout of every activation, so every kernel
+		// that reads one by its layout may run faster: the convs, the
+		// transposes around them (elementwise), batch norm and pooling
+		// (a reduction). At most all of it goes. Convs and elementwise
+		// alone were no bound: a ResNet-50 in bf16 on an H200 spent 56 %
+		// of its GPU time in NCHW batch norm, and channels_last gained
+		// 1.86× against the 1.45× they allowed.
+		if s := profiledShare(p, "conv", "elementwise", "normalization", "reduction"); s > 0 && s < 1 {
 			c.Bound = stepBound(g, 1/(1-s))
-			c.BoundWhy = fmt.Sprintf("convs and elementwise kernels (the transposes among them) are %.0f %% of the GPU's time a step (its profile over %d steps): at most that time goes", 100*s, p.Steps)
+			c.BoundWhy = fmt.Sprintf("convs, normalization, pooling and elementwise kernels (the transposes among them), whose speed depends on the layout, are %.0f %% of the GPU's time a step (its profile over %d steps): at most that time goes", 100*s, p.Steps)
 		}
 	}
 	return c, true

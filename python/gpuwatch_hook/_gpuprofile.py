@@ -165,6 +165,20 @@ def kernel_precision(name: str) -> str:
     return ""
 
 
+def launched_precision(kernel: "Event", op: "Optional[Event]") -> str:
+    """A matmul or conv kernel's precision: its launching op's inputs where
+    they are of a reduced precision (bf16, fp16, fp8, int8: the kernel
+    runs on them), else its name (fp32 inputs run in fp32 or TF32, which
+    only the kernel says). A name alone misleads: a bf16 MLP under
+    autocast on an H200 ran cuBLAS's nvjet_tst_… kernels, read as tf32,
+    at 599 TFLOPS, above TF32's dense peak."""
+    by_name = kernel_precision(kernel.name)
+    by_op = dtype_precision(op.dtypes) if op is not None else ""
+    if by_op in ("bf16", "fp16", "fp8", "int8"):
+        return by_op
+    return by_name
+
+
 def dtype_precision(dtypes: Any) -> str:
     """An op's precision from its inputs' dtypes: the first tensor's, ""
     where none is known."""
@@ -213,12 +227,15 @@ def _is_device(e: Any) -> bool:
 class Event:
     """What the summary needs of one profiler event."""
 
-    __slots__ = ("name", "start", "end", "thread", "device", "dtypes", "stack")
+    __slots__ = ("name", "start", "end", "thread", "device", "dtypes", "stack", "corr")
 
-    def __init__(self, name: str, start: float, dur: float, thread: int, device: bool, dtypes: Any = (), stack: Any = ()) -> None:
+    def __init__(self, name: str, start: float, dur: float, thread: int, device: bool, dtypes: Any = (), stack: Any = (), corr: int = 0) -> None:
         self.name, self.start, self.end = name, start, start + max(dur, 0.0)
         self.thread, self.device = thread, device
         self.dtypes, self.stack = dtypes, stack
+        # An op's correlation id; a kernel's is its launching op's (0:
+        # not linked).
+        self.corr = corr
 
 
 def events_of(prof: Any) -> List[Event]:
@@ -241,7 +258,11 @@ def events_of(prof: Any) -> List[Event]:
             stack = e.stack() if not dev else ()
         except Exception:
             stack = ()
-        out.append(Event(name, _us(e, "start"), _us(e, "duration"), e.start_thread_id(), dev, dtypes, stack))
+        try:
+            corr = int(e.linked_correlation_id() if dev else e.correlation_id())
+        except Exception:
+            corr = 0
+        out.append(Event(name, _us(e, "start"), _us(e, "duration"), e.start_thread_id(), dev, dtypes, stack, corr))
     return out
 
 
@@ -351,9 +372,10 @@ def summarize(evs: List[Event], steps: int, cuda: bool) -> Summary:
 def _summarize_cuda(s: Summary, evs: List[Event], steps: int) -> None:
     s.device = "cuda"
     dev = sorted((e for e in evs if e.device), key=lambda e: e.start)
+    ops = {e.corr: e for e in evs if not e.device and e.corr > 0}
     for e in dev:
         cat = category(e.name)
-        prec = kernel_precision(e.name) if cat in ("matmul", "conv") else ""
+        prec = launched_precision(e, ops.get(e.corr)) if cat in ("matmul", "conv") else ""
         k = (cat, prec)
         s.parts[k] = s.parts.get(k, 0.0) + (e.end - e.start) / 1e6 / steps
     # The union of the device's intervals, and the gaps between them within

@@ -108,6 +108,26 @@ class NamesTest(unittest.TestCase):
         self.assertAlmostEqual(s.parts[("matmul", "fp32")], 40e-6)
         self.assertAlmostEqual(s.sync, 73e-6)  # the wait that began in .item(); not the first 5 µs
 
+    def test_a_kernels_precision_is_its_launching_ops_inputs_where_reduced(self):
+        # On an H200 a bf16 MLP under autocast ran nvjet_tst_… GEMMs, which
+        # the name alone reads as tf32: the launching op's bf16 inputs
+        # say bf16. With fp32 inputs the kernel's name decides (TF32 or
+        # fp32); with no op linked, the name.
+        E = _gpuprofile.Event
+        tst = "nvjet_tst_128x256_64x4_2x1_v_bz_coopB_TNT"
+        evs = [
+            E("aten::addmm", 0, 10, 1, False, ("c10::BFloat16", "c10::BFloat16", "c10::BFloat16"), (), 7),
+            E("aten::addmm", 20, 10, 1, False, ("float", "float", "float"), (), 8),
+            E(tst, 5, 10, 9, True, corr=7),
+            E(tst, 25, 10, 9, True, corr=8),
+            E(tst, 40, 10, 9, True),  # not linked
+            E("ampere_sgemm_128x64_tn", 55, 10, 9, True, corr=8),
+        ]
+        s = _gpuprofile.summarize(evs, 1, True)
+        self.assertAlmostEqual(s.parts[("matmul", "bf16")], 10e-6)
+        self.assertAlmostEqual(s.parts[("matmul", "tf32")], 20e-6)
+        self.assertAlmostEqual(s.parts[("matmul", "fp32")], 10e-6)
+
     def test_a_sync_wait_is_told_from_a_launch_wait(self):
         # The host launches (cudaLaunchKernel) slower than the kernels run:
         # a gap while it works on the next launch is not a sync's. Then
