@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -15,6 +16,11 @@ type roles struct {
 	loopPct     level // the training loop's thread
 	loopHottest level // 1 in frames where the loop's thread was the busiest thread, else 0
 	computePct  level // the training process's other threads together
+	// autogradPct is, of them, autograd's device threads (pt_autograd_N):
+	// on a GPU, loss.backward() hands the backward's launches to such a
+	// thread while the loop's thread waits for it, so the two take turns
+	// on the host's one path that launches the step (launch_bound).
+	autogradPct level
 	workersPct  level // the worker processes together; only with worker PIDs
 	loopName    string
 	loopTID     int
@@ -28,6 +34,7 @@ type roleReading struct {
 	loop                    sample.Thread
 	loopHottest             bool
 	computePct, workersPct  float64
+	autogradPct             float64
 	haveCompute, haveWorker bool
 	compute                 sample.Thread
 	haveTop                 bool
@@ -54,9 +61,11 @@ func readRoles(f *sample.Frame) (r roleReading, ok bool) {
 	}
 	r.loopHottest = i == 0
 	for _, t := range p.Threads {
-		if t.PID == pid && t.TID != tid {
+		if t.PID == pid && t.TID != tid && !r.haveTop {
 			r.compute, r.haveTop = t, true // busiest first: the first one
-			break
+		}
+		if t.PID == pid && t.TID != tid && strings.HasPrefix(t.Name, "pt_autograd_") {
+			r.autogradPct += t.CPUPct // a thread not listed is not among the busy ones
 		}
 	}
 	// The training process's CPU less its loop thread is its other threads.

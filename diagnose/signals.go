@@ -49,6 +49,7 @@ const (
 	sigLoopPct     // the training loop's thread, % of a core
 	sigLoopHottest // 1 where the loop's thread was the busiest thread
 	sigComputePct  // the training process's other threads
+	sigAutogradPct // of them, autograd's device threads (pt_autograd_N)
 	sigWorkersPct  // its worker processes
 	sigSpinPct     // its compute threads that spin, % of a core
 	sigSpinThreads // how many spin
@@ -121,6 +122,7 @@ var medianOf = [numSignals]func(*window) *level{
 	sigLoopPct:     func(w *window) *level { return &w.roles.loopPct },
 	sigLoopHottest: func(w *window) *level { return &w.roles.loopHottest },
 	sigComputePct:  func(w *window) *level { return &w.roles.computePct },
+	sigAutogradPct: func(w *window) *level { return &w.roles.autogradPct },
 	sigWorkersPct:  func(w *window) *level { return &w.roles.workersPct },
 	sigSpinPct:     func(w *window) *level { return &w.spinPct },
 	sigSpinThreads: func(w *window) *level { return &w.spinThreads },

@@ -480,6 +480,7 @@ func (r *roles) add(f *sample.Frame, s *signals) {
 	if rr.haveCompute {
 		s.add(sigComputePct, rr.computePct)
 	}
+	s.add(sigAutogradPct, rr.autogradPct)
 	if rr.haveWorker {
 		s.add(sigWorkersPct, rr.workersPct)
 	}
