@@ -66,12 +66,27 @@ func TestGPUAdviceFollowsWhatWasMeasured(t *testing.T) {
 		t.Errorf("underused, profiled: %s %q", v.Kind, v.Advice)
 	}
 
+	// A GPU running a kernel 40 % of the time while the input keeps up is
+	// underused, not healthy; without a loader's wait share nothing says
+	// the input keeps up, and healthy's line says the same of syncs.
 	low := func() []sample.Frame { return noGPM(40, 10, bf16Settings()) }
-	if v := Classify(low(), DefaultThresholds()); !has(v, "fewer host syncs") {
+	if v := Classify(low(), DefaultThresholds()); v.Kind != GPUUnderused || !has(v, underusedSyncs) {
 		t.Errorf("a GPU 40 %% busy, syncs not counted: %s %q", v.Kind, v.Advice)
 	}
-	if v := Classify(withSyncSteps(low(), 24), DefaultThresholds()); has(v, "fewer host syncs") || !has(v, "a sync it does not count (.to(\"cpu\")") {
+	if v := Classify(withSyncSteps(low(), 24), DefaultThresholds()); v.Kind != GPUUnderused || has(v, underusedSyncs) || !has(v, "a sync it does not count (.to(\"cpu\")") {
 		t.Errorf("a GPU 40 %% busy, 24 steps counted, no syncs: %s %q", v.Kind, v.Advice)
+	}
+	noWait := func() []sample.Frame {
+		frames := low()
+		for i := range frames {
+			l := *frames[i].Loader
+			l.WaitShare = nil
+			frames[i].Loader = &l
+		}
+		return frames
+	}
+	if v := Classify(noWait(), DefaultThresholds()); v.Kind != Healthy || !has(v, "fewer host syncs") {
+		t.Errorf("a GPU 40 %% busy, no wait share: %s %q", v.Kind, v.Advice)
 	}
 }
 

@@ -736,3 +736,26 @@ func TestLaunchBoundCountsAutogradsThread(t *testing.T) {
 		t.Errorf("the loop thread at 58 %% alone: %+v", c)
 	}
 }
+
+// TestAGPUIdleMostOfTheStepIsUnderusedNotHealthy: on an H200 a small MLP
+// ran a kernel 12 % of the time, its SMs 1 % active, its loop waiting 2 %
+// for input, and read "healthy: the accelerator is the busy part". It is
+// gpu_underused (host-idle), saying so; SMs 40 % active at the same
+// utilization are not "mostly idle", and stay healthy.
+func TestAGPUIdleMostOfTheStepIsUnderusedNotHealthy(t *testing.T) {
+	at := func(util, sm float64) []sample.Frame {
+		frames := gpuBoundFrames(sm, 0, 1, 1, 60, fp32Settings())
+		for i := range frames {
+			frames[i].GPUs[0].UtilPct = ptr(util)
+			frames[i].GPUs[0].UtilSamples = &sample.UtilSamples{N: 6, Min: util - 1, Mean: util, Max: util + 1, P5: util - 1, P95: util + 1}
+		}
+		return frames
+	}
+	v := Classify(at(12, 1), DefaultThresholds())
+	if v.Kind != GPUUnderused || len(v.Evidence) == 0 || !strings.Contains(v.Evidence[0].Text, "runs a kernel 12 % of the time, its SMs 1 % active (GPM) while the loop waits 1 %") {
+		t.Errorf("util 12 %%, SMs 1 %%: %s %+v", v.Kind, v.Evidence)
+	}
+	if v := Classify(at(45, 40), DefaultThresholds()); v.Kind != Healthy {
+		t.Errorf("util 45 %%, SMs 40 %%: %s %+v", v.Kind, v.Evidence)
+	}
+}

@@ -243,6 +243,7 @@ var precedence = [phases][]string{
 		"cpu_saturated/throttled", // the loop waits for the quota, not for input (issue 56)
 		"cpu_saturated/taken",     // the loop waits for a CPU others hold, not for input
 		"gpu_underused/sm-idle",
+		"gpu_underused/host-idle",
 		"healthy/moderate",
 		"healthy/busy",
 		"healthy/plain",
