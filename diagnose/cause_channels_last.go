@@ -42,7 +42,10 @@ func channelsLastCause(in *causeIn) (Cause, bool) {
 		// alone were no bound: a ResNet-50 in bf16 on an H200 spent 56 %
 		// of its GPU time in NCHW batch norm, and channels_last gained
 		// 1.86× against the 1.45× they allowed.
-		if s := profiledShare(p, "conv", "elementwise", "normalization", "reduction"); s > 0 && s < 1 {
+		switch s := profiledShare(p, "conv", "elementwise", "normalization", "reduction"); {
+		case s >= 0.995:
+			c.BoundWhy = fmt.Sprintf("none from the step's profile (over %d steps): convs, normalization, pooling and elementwise kernels, whose speed depends on the layout, are all of the GPU's time a step, and nothing measured says how much faster each runs in NHWC", p.Steps)
+		case s > 0:
 			c.Bound = stepBound(g, 1/(1-s))
 			c.BoundWhy = fmt.Sprintf("convs, normalization, pooling and elementwise kernels (the transposes among them), whose speed depends on the layout, are %.0f %% of the GPU's time a step (its profile over %d steps): at most that time goes", 100*s, p.Steps)
 		}

@@ -588,6 +588,13 @@ func TestGPUCausesTakeTheirBoundsFromTheProfile(t *testing.T) {
 	if c := causeOf(v, "channels_last"); c == nil || c.Bound == nil || c.Bound.Gain < 1.86 || !strings.Contains(c.BoundWhy, "normalization, pooling") {
 		t.Errorf("channels_last: %+v", c)
 	}
+	// Every kernel of the step depends on the layout: the profile gives no
+	// bound, and says so (not "needs a profile": one was recorded).
+	v = Classify(withProfile(gpuBoundFrames(82, 7, 30, 20, 60, st), "cuda", 0.05, 0,
+		sample.GPUTimePart{Category: "normalization", SecondsPerStep: 0.03}, sample.GPUTimePart{Category: "conv", Precision: "bf16", SecondsPerStep: 0.02}), DefaultThresholds())
+	if c := causeOf(v, "channels_last"); c == nil || c.Bound != nil || !strings.Contains(c.BoundWhy, "none from the step's profile") {
+		t.Errorf("channels_last, all layout-bound: %+v", c)
+	}
 }
 
 // TestGPUCausesAfterReview (a hostile review of issue 51's causes): a

@@ -50,13 +50,15 @@ func launchBoundCause(in *causeIn) (Cause, bool) {
 // thread launches the backward's kernels). On an H200 a small fp32 MLP,
 // 411 steps a second with its SMs 1 % active, was not named launch-bound
 // by the loop's thread alone; practice reads such jobs as "python 62 %,
-// pt_autograd_0 34 %".
+// pt_autograd_0 34 %". torch 2.11 names the thread so; torch 1.13 leaves
+// it the process's name, and there only the loop's thread counts.
 func hostPath(w *window) level {
 	loop, ag := w.roles.loopPct, w.roles.autogradPct
 	if !loop.ok || !ag.ok {
 		return loop
 	}
-	return level{v: loop.v + ag.v, n: loop.n, ok: true}
+	// They take turns: a sum over a core is the two medians' noise.
+	return level{v: min(100, loop.v+ag.v), n: loop.n, ok: true}
 }
 
 // hostPathWords says hostPath: "the training thread runs 93 % of a

@@ -90,7 +90,7 @@ func (l *Loader) Run(ctx context.Context) error {
 		defer stop()
 	}
 	if cfg.Warm && !cfg.Cache && !cfg.DirectIO && cfg.PageCache == 0 {
-		if err := l.ds.Warm(); err != nil {
+		if err := l.ds.Warm(ctx); err != nil {
 			return err
 		}
 	}

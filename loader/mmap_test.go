@@ -175,6 +175,12 @@ func TestWarmRunStartsWithTheDatasetCached(t *testing.T) {
 		if err := ds.DropPages(); err != nil {
 			t.Fatal(err)
 		}
+		if n, _ := ds.Resident(); n > c.DatasetSize/4 {
+			t.Skipf("this filesystem keeps dropped pages (%d of %d bytes cached: tmpfs?)", n, c.DatasetSize)
+		}
+		if err := ds.DropPages(); err != nil { // and forgets the count just taken
+			t.Fatal(err)
+		}
 		l := New(c, ds, nil)
 		var cached int64 = -1
 		var first sync.Once

@@ -120,10 +120,10 @@ func TestGPUProfileLeavesTheRecordingsIdleOut(t *testing.T) {
 		BusySecondsPerStep: f64(0.0279), IdleSecondsPerStep: f64(0.0221), SyncSecondsPerStep: f64(0.0000014),
 		Parts: []GPUTimePart{{"normalization", "", 0.0125}, {"conv", "bf16", 0.005}},
 	}
-	if s, ok := resnet.Share("idle", ""); !ok || s != 0 {
+	if s, ok := resnet.Share("idle", ""); !ok || s > 0.001 { // the sync's 1.4 µs stay
 		t.Errorf("idle share %g %v: the recording's 22 ms are not the job's", s, ok)
 	}
-	if s, _ := resnet.Share("normalization", ""); math.Abs(s-0.0125/0.0279) > 1e-9 {
+	if s, _ := resnet.Share("normalization", ""); math.Abs(s-0.0125/0.0279) > 1e-4 {
 		t.Errorf("normalization share %g, want of the 27.9 ms of kernels", s)
 	}
 	if sum := resnet.Summary(); !strings.Contains(sum, "left out: the GPU's 22ms more idle a step while recording") || strings.Contains(sum, "idle 0") {
@@ -138,6 +138,22 @@ func TestGPUProfileLeavesTheRecordingsIdleOut(t *testing.T) {
 	for cat, want := range map[string]float64{"idle": 0.00144 / 0.00212, "sync": 0.00031 / 0.00212, "host": 0.00113 / 0.00212} {
 		if got, ok := mlp.Share(cat, ""); !ok || math.Abs(got-want) > 1e-9 {
 			t.Errorf("Share(%s) = %g %v, want %g", cat, got, ok, want)
+		}
+	}
+	// A sync's wait stays as recorded: 20 ms of kernels and a .item() a
+	// step whose drain idles the GPU 0.8 ms, 0.1 ms more idle beside it.
+	// Steps before of 19.8 ms (shorter than the kernels: their noise) or
+	// 20.3 ms leave the host's 0.1 ms out, none of the sync's.
+	for _, before := range []float64{0.0198, 0.0203} {
+		g := &GPUProfile{
+			State: GPUProfileDone, Device: "cuda", Steps: 5,
+			StepSeconds: f64(0.0209), BeforeStepSeconds: f64(before),
+			BusySecondsPerStep: f64(0.020), IdleSecondsPerStep: f64(0.0009), SyncSecondsPerStep: f64(0.0008),
+			Parts: []GPUTimePart{{"matmul", "bf16", 0.020}},
+		}
+		whole := 0.0208
+		if got, ok := g.Share("sync", ""); !ok || math.Abs(got-0.0008/whole) > 1e-9 {
+			t.Errorf("before %gs: sync share %g %v, want %g", before, got, ok, 0.0008/whole)
 		}
 	}
 	mlp.BeforeStepSeconds = nil

@@ -165,6 +165,14 @@ def kernel_precision(name: str) -> str:
     return ""
 
 
+def recording_options(cuda: bool) -> Dict[str, bool]:
+    """torch.profiler.profile's options beside the activities. Shapes are
+    recorded on a GPU too: only with them does the profiler keep an op's
+    input dtypes, which give a kernel its precision (launched_precision).
+    Stacks only on a GPU: they name the host call an idle gap follows."""
+    return {"record_shapes": True, "with_stack": cuda}
+
+
 def launched_precision(kernel: "Event", op: "Optional[Event]") -> str:
     """A matmul or conv kernel's precision: its launching op's inputs where
     they are of a reduced precision (bf16, fp16, fp8, int8: the kernel
@@ -372,7 +380,9 @@ def summarize(evs: List[Event], steps: int, cuda: bool) -> Summary:
 def _summarize_cuda(s: Summary, evs: List[Event], steps: int) -> None:
     s.device = "cuda"
     dev = sorted((e for e in evs if e.device), key=lambda e: e.start)
-    ops = {e.corr: e for e in evs if not e.device and e.corr > 0}
+    # The ops by correlation id: only aten ops with dtypes, not the
+    # runtime's calls (cudaLaunchKernel), whose ids are CUPTI's own.
+    ops = {e.corr: e for e in evs if not e.device and e.corr > 0 and e.dtypes and e.name.startswith("aten::")}
     for e in dev:
         cat = category(e.name)
         prec = launched_precision(e, ops.get(e.corr)) if cat in ("matmul", "conv") else ""
@@ -547,7 +557,7 @@ class GPUProfile:
             cuda = False
         if cuda:
             acts.append(ProfilerActivity.CUDA)
-        prof = profile(activities=acts, record_shapes=not cuda, with_stack=cuda)
+        prof = profile(activities=acts, **recording_options(cuda))
         prof.start()
         with self.lock:
             self._prof, self._cuda = prof, cuda

@@ -128,6 +128,21 @@ class NamesTest(unittest.TestCase):
         self.assertAlmostEqual(s.parts[("matmul", "tf32")], 20e-6)
         self.assertAlmostEqual(s.parts[("matmul", "fp32")], 10e-6)
 
+    @unittest.skipIf(torch is None, "needs torch")
+    def test_the_options_a_gpu_is_recorded_with_keep_the_ops_dtypes(self):
+        # launched_precision reads the launching op's dtypes, which the
+        # profiler keeps only with record_shapes: recorded with the
+        # options a GPU is recorded with, a bf16 matmul's op has them.
+        from torch.profiler import ProfilerActivity, profile
+
+        a = torch.randn(64, 64).to(torch.bfloat16)
+        with profile(activities=[ProfilerActivity.CPU], **_gpuprofile.recording_options(True)) as p:
+            torch.mm(a, a)
+        mm = [e for e in _gpuprofile.events_of(p) if e.name == "aten::mm"]
+        self.assertTrue(mm, "no aten::mm recorded")
+        self.assertEqual(_gpuprofile.dtype_precision(mm[0].dtypes), "bf16")
+        self.assertGreater(mm[0].corr, 0)
+
     def test_a_sync_wait_is_told_from_a_launch_wait(self):
         # The host launches (cudaLaunchKernel) slower than the kernels run:
         # a gap while it works on the next launch is not a sync's. Then
