@@ -172,8 +172,8 @@ func peakRatio(g *sample.GPU, dtype string) (float64, string, bool) {
 		return 0, "", false
 	}
 	hi, lo := g.Peak.DenseTFLOPS[dtype], g.Peak.DenseTFLOPS[sample.DtypeFP32]
-	if !(hi > 0) || !(lo > 0) {
-		return 0, "", false
+	if !(hi > 0) || !(lo > 0) || math.IsInf(hi/lo, 0) || !(hi/lo > 1) {
+		return 0, "", false // a recording's peaks may be anything
 	}
 	return hi / lo, fmt.Sprintf("the %s's dense %s peak (%.0f TFLOPS) over its fp32 one (%.0f TFLOPS)", g.Peak.Model, dtype, hi, lo), true
 }

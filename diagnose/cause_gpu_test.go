@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -533,7 +534,7 @@ func TestGPUCausesTakeTheirBoundsFromTheProfile(t *testing.T) {
 	// The elementwise 39 % run at most twice as fast on bf16's half the
 	// bytes: 1 / (0.61/14.8 + 0.39/2) = 4.2×.
 	if c == nil || c.Bound == nil || c.Bound.Gain < 4.2 || c.Bound.Gain > 4.25 || !strings.Contains(c.BoundWhy, "fp32 matmuls and convs are 61 %") ||
-		!strings.Contains(c.BoundWhy, "elementwise kernels (39 %) twice as fast") || !strings.Contains(c.BoundWhy, "at most 4.2× faster") {
+		!strings.Contains(c.BoundWhy, "elementwise and normalization kernels (39 %) twice as fast") || !strings.Contains(c.BoundWhy, "at most 4.2× faster") {
 		t.Fatalf("tensor_idle: %+v", c)
 	}
 	if all := strings.Join(v.Advice, "\n"); !strings.Contains(all, "GPU time per step (5 steps, profiled): matmul fp32 61 %") {
@@ -765,7 +766,52 @@ func TestAGPUIdleMostOfTheStepIsUnderusedNotHealthy(t *testing.T) {
 	if v.Kind != GPUUnderused || len(v.Evidence) == 0 || !strings.Contains(v.Evidence[0].Text, "runs a kernel 12 % of the time, its SMs 1 % active (GPM) while the loop waits 1 %") {
 		t.Errorf("util 12 %%, SMs 1 %%: %s %+v", v.Kind, v.Evidence)
 	}
+	if v.Severity != Warning {
+		t.Errorf("host-idle is %s: never critical (an eval or a checkpoint is no emergency)", v.Severity)
+	}
 	if v := Classify(at(45, 40), DefaultThresholds()); v.Kind != Healthy {
 		t.Errorf("util 45 %%, SMs 40 %%: %s %+v", v.Kind, v.Evidence)
+	}
+	// Shown, it holds at 55 % busy (under 62.5 %); not shown, 55 % is
+	// healthy: a job near 50 % does not flip.
+	th := DefaultThresholds()
+	if v := classify(at(55, 1), at(55, 1), th, GPUUnderused, nil); v.Kind != GPUUnderused {
+		t.Errorf("shown, 55 %% busy: %s", v.Kind)
+	}
+	if v := classify(at(55, 1), at(55, 1), th, Healthy, nil); v.Kind != Healthy {
+		t.Errorf("not shown, 55 %% busy: %s", v.Kind)
+	}
+	if v := classify(at(65, 1), at(65, 1), th, GPUUnderused, nil); v.Kind == GPUUnderused {
+		t.Errorf("shown, 65 %% busy: still %s", v.Kind)
+	}
+	// One GPU of eight busy (the job's GPUs not told: all judged, their
+	// mean 12 %): not idle.
+	node := at(99, 95)
+	for i := range node {
+		for j := 1; j < 8; j++ {
+			node[i].GPUs = append(node[i].GPUs, sample.GPU{Index: j, Name: "NVIDIA H200", Vendor: "nvidia", UtilPct: ptr(0.0), Peak: h200Peak,
+				GPM: &sample.GPM{SMActivityPct: ptr(0.0), TensorActivityPct: ptr(0.0)}})
+		}
+	}
+	if v := Classify(node, th); v.Kind == GPUUnderused {
+		t.Errorf("one busy GPU of eight: %s %+v", v.Kind, v.Evidence)
+	}
+}
+
+// TestHostilePeaksBoundNothing: a recording's peak table is outside text;
+// an fp32 peak of 5e-324 made tensor_idle's bound +Inf, which no JSON
+// encoder writes. Such peaks give no ratio, no bound, and the verdict
+// still encodes.
+func TestHostilePeaksBoundNothing(t *testing.T) {
+	frames := gpuBoundFrames(95, 0.5, 20, 80, 60, fp32Settings())
+	for i := range frames {
+		frames[i].GPUs[0].Peak = &sample.GPUPeak{Model: "H200 SXM", DenseTFLOPS: map[string]float64{"fp32": 5e-324, "bf16": 989.5}}
+	}
+	v := Classify(frames, DefaultThresholds())
+	if c := causeOf(v, "tensor_idle"); c == nil || c.Bound != nil {
+		t.Errorf("tensor_idle: %+v", c)
+	}
+	if _, err := json.Marshal(v); err != nil {
+		t.Errorf("the verdict does not encode: %v", err)
 	}
 }

@@ -113,18 +113,21 @@ func tensorIdleBound(g gpuIn) (*Bound, string) {
 		if s <= 0 {
 			return nil, fmt.Sprintf("no bound: the step's profile (%d steps) found no fp32 matmul or conv time for the fix to speed up", p.Steps)
 		}
-		// Autocast also runs the elementwise ops between them on half the
-		// bytes: at most twice as fast (an fp32 MLP on an H200 gained
-		// 10.32× in bf16, above the 10.07× its matmuls alone allowed).
+		// Autocast also runs the elementwise ops between them, and batch
+		// norm (not on its fp32 list), on half the bytes: at most twice as
+		// fast (an fp32 MLP on an H200 gained 10.32× in bf16, above the
+		// 10.07× its matmuls alone allowed). Layer norm stays fp32; the
+		// profile does not tell the two norms apart, so both count.
 		ew := 0.0
 		if dt == sample.DtypeBF16 || dt == sample.DtypeFP16 {
-			ew, _ = p.Share("elementwise", "")
-			ew = min(ew, 1-s)
+			e, _ := p.Share("elementwise", "")
+			n, _ := p.Share("normalization", "")
+			ew = min(e+n, 1-s)
 		}
 		gain := 1 / ((1 - s - ew) + s/r + ew/2)
 		also := ""
 		if ew >= 0.005 {
-			also = fmt.Sprintf(", and its elementwise kernels (%.0f %%) twice as fast on half the bytes", 100*ew)
+			also = fmt.Sprintf(", and its elementwise and normalization kernels (%.0f %%) twice as fast on half the bytes", 100*ew)
 		}
 		return stepBound(g, gain), fmt.Sprintf("fp32 matmuls and convs are %.0f %% of the GPU's time a step (its profile over %d steps): at %s's rate%s the step runs at most %.2g× faster (%s)", 100*s, p.Steps, dt, also, gain, why)
 	}

@@ -373,6 +373,9 @@ func severity(d decision, w *window, th Thresholds) Severity {
 	if !d.kind.Problem() {
 		return Info
 	}
+	if d.kind == GPUUnderused && d.variant == underusedHostIdle {
+		return Warning
+	}
 	accel, _ := w.accel()
 	if (w.waitShare.ok && w.waitShare.v >= th.CriticalWaitShare) || (accel.ok && accel.v < th.CriticalAccelPct) ||
 		d.kind == MemoryPressure && w.swapPages.v >= th.CriticalSwapPagesPerSec {

@@ -10,6 +10,7 @@ type signal int
 
 const (
 	sigGPUUtil        signal = iota // the mean utilization over the judged GPUs
+	sigGPUUtilMax                   // the busiest judged GPU's utilization
 	sigGPUP5                        // their mean p5 within the interval
 	sigGPUP95                       // their mean p95
 	sigSMActivity                   // GPM SM activity (MIG)
@@ -83,6 +84,7 @@ func (s *signals) addIf(k signal, v *float64) {
 // medianOf is where each signal's median goes.
 var medianOf = [numSignals]func(*window) *level{
 	sigGPUUtil:        func(w *window) *level { return &w.gpuUtil },
+	sigGPUUtilMax:     func(w *window) *level { return &w.gpuUtilMax },
 	sigGPUP5:          func(w *window) *level { return &w.gpuP5 },
 	sigGPUP95:         func(w *window) *level { return &w.gpuP95 },
 	sigSMActivity:     func(w *window) *level { return &w.smActivity },
@@ -158,6 +160,9 @@ func (s *signals) medians(w *window) {
 
 // addFrameSignals adds the signals a frame states directly.
 func (s *signals) addFrameSignals(f *sample.Frame) {
+	if u, ok := f.GPUUtilMax(); ok {
+		s.add(sigGPUUtilMax, u)
+	}
 	if u, ok := f.GPUUtil(); ok {
 		s.add(sigGPUUtil, u)
 	}

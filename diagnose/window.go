@@ -43,6 +43,7 @@ type window struct {
 	shown  Kind // the kind the Diagnoser shows now (classify)
 
 	gpuUtil, gpuP5, gpuP95 level // mean over the GPUs of each frame
+	gpuUtilMax             level // the busiest judged GPU's, median
 	gpus, gpusLost         int
 	smActivity             level   // GPM SM activity of the judged GPUs, median
 	gpu                    gpuStep // what the GPU-bound causes read (cause_gpu.go)

@@ -34,6 +34,19 @@ func (f *Frame) GPUUtil() (pct float64, ok bool) {
 	return sum / float64(n), true
 }
 
+// GPUUtilMax is the busiest judged GPU's utilization; ok is false when
+// no judged GPU reports one. Beside GPUUtil's mean it tells one busy GPU
+// among idle ones (a node whose job's GPUs were not told) from all of
+// them idle.
+func (f *Frame) GPUUtilMax() (pct float64, ok bool) {
+	for i := range f.GPUs {
+		if g := &f.GPUs[i]; f.JudgedGPU(i) && g.UtilPct != nil && (!ok || *g.UtilPct > pct) {
+			pct, ok = *g.UtilPct, true
+		}
+	}
+	return pct, ok
+}
+
 // PCIeRxShare is the largest share of its PCIe link's bandwidth that a
 // judged GPU received (host-to-device) in the interval, and that GPU's
 // index and link; ok is false when no GPU reports both.

@@ -132,8 +132,10 @@ func (g *GPUProfile) whole() float64 {
 // Share is the category's share of the step's measured time (0–1): on a
 // GPU of its busy and idle time, on a CPU of the wall step. precision ""
 // sums every precision. The GPU's waits: category "idle" is all of them,
-// "sync" those that began in a host sync, "host" the others (the host
-// busy launching or elsewhere). ok is false when the recording is not
+// "host" those that began while the host was busy launching or elsewhere,
+// each without the recording's own (waits); "sync" those that began in a
+// host sync, as recorded, over the step with them so (syncBoundShare:
+// host_sync's bound). ok is false when the recording is not
 // done or the category was not read.
 func (g *GPUProfile) Share(category, precision string) (float64, bool) {
 	if !g.Done() {
@@ -144,7 +146,9 @@ func (g *GPUProfile) Share(category, precision string) (float64, bool) {
 		return 0, false
 	}
 	switch category {
-	case "idle", "sync", "host":
+	case "sync":
+		return g.syncBoundShare(w)
+	case "idle", "host":
 		v, ok := g.waits(category)
 		return min(1, v/w), ok
 	}
@@ -191,10 +195,11 @@ func (g *GPUProfile) recordingIdle() float64 {
 }
 
 // waits is the GPU's waits per step of one kind (Share's "idle", "sync"
-// or "host"), the recording's own left out (recordingIdle) of the host's:
-// the recording slows the host's work between launches, not the GPU's
-// drain in a sync, so a sync's wait stays as recorded (a bound from it
-// stays a bound). ok false where not read.
+// or "host") as the job has them without the recording: what the
+// recording added (recordingIdle) comes out of the host's waits first —
+// it slows the host's work between launches — and what is left of it out
+// of the syncs' (the gap after a sync lasts until the slowed host
+// launches again). ok false where not read.
 func (g *GPUProfile) waits(kind string) (float64, bool) {
 	if g.IdleSecondsPerStep == nil {
 		return 0, false
@@ -207,8 +212,9 @@ func (g *GPUProfile) waits(kind string) (float64, bool) {
 	default:
 		return 0, false // a hook that does not split the waits
 	}
-	sync := min(*g.SyncSecondsPerStep, recorded)
-	host := max(0, recorded-sync-extra)
+	sync, host := g.recordedWaits()
+	host, extra = max(0, host-extra), max(0, extra-host)
+	sync = max(0, sync-extra)
 	switch kind {
 	case "idle":
 		return sync + host, true
@@ -216,6 +222,29 @@ func (g *GPUProfile) waits(kind string) (float64, bool) {
 		return sync, true
 	}
 	return host, true
+}
+
+// recordedWaits splits the idle recorded into the syncs' and the host's.
+func (g *GPUProfile) recordedWaits() (sync, host float64) {
+	recorded := *g.IdleSecondsPerStep
+	sync = min(*g.SyncSecondsPerStep, recorded)
+	return sync, recorded - sync
+}
+
+// syncBoundShare is the syncs' share for host_sync's bound: their waits as
+// recorded, the recording's slowdown in them included, over the step with
+// them so — larger than the job's own, never smaller, so a bound from it
+// stays a bound.
+func (g *GPUProfile) syncBoundShare(whole float64) (float64, bool) {
+	eff, ok := g.waits("sync")
+	if !ok {
+		return 0, false
+	}
+	rec, _ := g.recordedWaits()
+	if w := whole - eff + rec; w > 0 {
+		return min(1, rec/w), true
+	}
+	return 0, false
 }
 
 // SpeedupBound is Amdahl's bound on the whole step's speed-up when the
@@ -283,7 +312,8 @@ func (g *GPUProfile) Summary() string {
 	}
 	if s, ok := g.Share("idle", ""); ok && s >= 0.01 {
 		idle := "idle " + pct(s)
-		sync, split := g.Share("sync", "")
+		sync, split := g.waits("sync")
+		sync /= g.whole()
 		switch {
 		case split && len(g.Idle) > 0:
 			idle += " (" + pct(sync) + " after syncs; most after " + Printable(g.Idle[0].After) + ")"

@@ -156,6 +156,17 @@ func TestGPUProfileLeavesTheRecordingsIdleOut(t *testing.T) {
 			t.Errorf("before %gs: sync share %g %v, want %g", before, got, ok, 0.0008/whole)
 		}
 	}
+	// The recording's idle after a sync is left out of the step too: the
+	// ResNet's 22.1 ms recorded after syncs leave normalization the same
+	// share of the step as after host work, while host_sync's own share
+	// keeps them as recorded.
+	resnet.SyncSecondsPerStep = resnet.IdleSecondsPerStep
+	if s, _ := resnet.Share("normalization", ""); math.Abs(s-0.0125/0.0279) > 1e-4 {
+		t.Errorf("normalization share %g with the idle after syncs", s)
+	}
+	if s, _ := resnet.Share("sync", ""); math.Abs(s-0.0221/0.05) > 1e-3 {
+		t.Errorf("host_sync's share %g, want the syncs' 22.1 ms as recorded", s)
+	}
 	mlp.BeforeStepSeconds = nil
 	if got, _ := mlp.Share("idle", ""); math.Abs(got-0.00438/0.00506) > 1e-9 {
 		t.Errorf("without the steps before: idle share %g", got)
