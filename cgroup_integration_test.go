@@ -4,8 +4,10 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -26,7 +28,14 @@ func v1Cgroup(t *testing.T, name string, set map[string]map[string]string) (proc
 	t.Helper()
 	for ctl, files := range set {
 		dir := filepath.Join("/sys/fs/cgroup", ctl, name)
-		if err := os.Mkdir(dir, 0o755); err != nil {
+		err := os.Mkdir(dir, 0o755)
+		if errors.Is(err, fs.ErrExist) && os.Remove(dir) == nil {
+			// Left by a run killed before its cleanup, with no task
+			// left in it (a cgroup with tasks cannot be removed): made
+			// anew, so no setting of that run's stays.
+			err = os.Mkdir(dir, 0o755)
+		}
+		if err != nil {
 			if os.Getenv("GPUWATCH_REQUIRE_CGROUPS") != "" {
 				t.Fatalf("cgroup v1 %s: %v", ctl, err)
 			}
