@@ -59,7 +59,7 @@ interval; with --json one JSON object per line.`,
 		newRecordCmd(stdout, stderr), newReplayCmd(stdout, stderr), newReportCmd(stdout, stderr), newServeCmd(stdout, stderr), newFleetCmd(stdout, stderr), newManCmd(stdout))
 	wrapArgs(root)
 	for _, c := range append(root.Commands(), root) {
-		c.SetUsageTemplate(usageTemplate)
+		c.SetUsageFunc(usage)
 	}
 	return root
 }

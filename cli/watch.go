@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -335,32 +336,53 @@ func (f secondsFlag) Set(v string) error {
 
 func (f secondsFlag) Type() string { return "seconds" }
 
-// usageTemplate is cobra's, with the watch flags under their own heading
-// after the command's own.
-const usageTemplate = `Usage:{{if .Runnable}}
-  {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
-  {{.CommandPath}} [command]{{end}}{{if gt (len .Aliases) 0}}
+// usage is cobra's usage text, with the watch flags under their own
+// heading after the command's own. It is Go, not a text/template as
+// cobra's SetUsageTemplate takes: a template reaches reflect's
+// MethodByName, and the linker then keeps every exported method of every
+// type in the binary, 3.8 MB of it (docs/architecture.md, "What gpuwatch
+// costs").
+func usage(c *cobra.Command) error {
+	var b strings.Builder
+	b.WriteString("Usage:")
+	if c.Runnable() {
+		b.WriteString("\n  " + c.UseLine())
+	}
+	if c.HasAvailableSubCommands() {
+		b.WriteString("\n  " + c.CommandPath() + " [command]")
+	}
+	if len(c.Aliases) > 0 {
+		b.WriteString("\n\nAliases:\n  " + c.NameAndAliases())
+	}
+	if c.HasExample() {
+		b.WriteString("\n\nExamples:\n" + c.Example)
+	}
+	if c.HasAvailableSubCommands() {
+		b.WriteString("\n\nAvailable Commands:")
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() || sub.Name() == "help" {
+				fmt.Fprintf(&b, "\n  %-*s %s", sub.NamePadding(), sub.Name(), sub.Short)
+			}
+		}
+	}
+	if own := flagGroup(c, false); own != "" {
+		b.WriteString("\n\nFlags:\n" + trimRight(own))
+	}
+	if watch := flagGroup(c, true); watch != "" {
+		b.WriteString("\n\nWatch flags (the same in every command that watches):\n" + trimRight(watch))
+	}
+	if c.HasAvailableInheritedFlags() {
+		b.WriteString("\n\nGlobal Flags:\n" + trimRight(c.InheritedFlags().FlagUsages()))
+	}
+	if c.HasAvailableSubCommands() {
+		b.WriteString("\n\nUse \"" + c.CommandPath() + " [command] --help\" for more information about a command.")
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(c.OutOrStderr(), b.String())
+	return err
+}
 
-Aliases:
-  {{.NameAndAliases}}{{end}}{{if .HasExample}}
-
-Examples:
-{{.Example}}{{end}}{{if .HasAvailableSubCommands}}
-
-Available Commands:{{range .Commands}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
-  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{if ownFlags .}}
-
-Flags:
-{{ownFlags . | trimTrailingWhitespaces}}{{end}}{{if watchFlags .}}
-
-Watch flags (the same in every command that watches):
-{{watchFlags . | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableInheritedFlags}}
-
-Global Flags:
-{{.InheritedFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableSubCommands}}
-
-Use "{{.CommandPath}} [command] --help" for more information about a command.{{end}}
-`
+func trimRight(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) }
 
 // flagGroup is the usage of cmd's local flags in (watch) or out of the
 // watch group.
@@ -373,9 +395,4 @@ func flagGroup(cmd *cobra.Command, watch bool) string {
 		}
 	})
 	return fs.FlagUsages()
-}
-
-func init() {
-	cobra.AddTemplateFunc("ownFlags", func(c *cobra.Command) string { return flagGroup(c, false) })
-	cobra.AddTemplateFunc("watchFlags", func(c *cobra.Command) string { return flagGroup(c, true) })
 }

@@ -3,7 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"html/template"
+	"html"
 	"os"
 	"path/filepath"
 
@@ -22,11 +22,11 @@ type SweepRow struct {
 	Best, Cheapest bool
 }
 
-var sweepPage = template.Must(template.New("sweep").Funcs(template.FuncMap{
-	"pct": func(f float64) string { return fmt.Sprintf("%.0f %%", 100*f) },
-	"num": func(f float64) string { return fmt.Sprintf("%.0f", f) },
-	"inc": func(i int) int { return i + 1 },
-}).Parse(`<!doctype html>
+// sweepHead is the page up to its figure. The page is written with
+// fmt and html.EscapeString rather than html/template, whose text/template
+// reaches reflect's MethodByName and makes the linker keep every exported
+// method in the binary (docs/architecture.md, "What gpuwatch costs").
+const sweepHead = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>gpuwatch sweep</title>
 <style>
@@ -37,51 +37,48 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}code{font-size:90%;word-
 svg text{font:12px system-ui,sans-serif}
 </style></head><body>
 <h1>gpuwatch sweep</h1>
-<p>{{.Title}}</p>
-<figure>
-<svg viewBox="0 0 640 {{.Height}}" width="100%" role="img" aria-label="samples per second by configuration">
-{{range .Bars}}<rect class="bar{{if .Best}} best{{end}}{{if .Cheapest}} cheap{{end}}" x="40" y="{{.Y}}" width="{{.W}}" height="18"><title>{{.Label}}: {{num .Rate}} samples/s</title></rect>
-<text x="36" y="{{.TextY}}" text-anchor="end">{{.N}}</text><text x="{{.EndX}}" y="{{.TextY}}">{{num .Rate}}{{if .Best}} ★ best{{end}}{{if .Cheapest}} ~ cheapest{{end}}</text>
-{{end}}</svg>
-<figcaption>samples/s per configuration, numbered as in the table: ★ the most, ~ the fewest workers within 95 % of it</figcaption>
-</figure>
-<table><thead><tr><th>#</th><th>samples/s</th><th>wait</th><th>verdict</th><th>configuration</th></tr></thead><tbody>
-{{range $i, $r := .Rows}}<tr{{if $r.Best}} class="best"{{end}}><td>{{inc $i}}</td><td class="n">{{num $r.SamplesPerSec}}</td><td class="n">{{pct $r.WaitShare}}</td><td>{{$r.Verdict}}</td><td><code title="{{$r.Command}}">{{$r.Configuration}}</code></td></tr>
-{{end}}</tbody></table>
-</body></html>
-`))
+`
 
 // WriteSweepHTML writes a sweep's page — a bar chart of samples/s per
 // configuration and the table — to a new file at path (it refuses an
 // existing one). Every string is escaped for HTML and made printable.
 func WriteSweepHTML(path, title string, rows []SweepRow) error {
-	type bar struct {
-		N                 int
-		Y, W, TextY, EndX float64
-		Rate              float64
-		Label             string
-		Best, Cheapest    bool
-	}
 	top := 0.0
 	for _, r := range rows {
 		top = max(top, r.SamplesPerSec)
 	}
-	bars := make([]bar, len(rows))
+	esc := func(s string) string { return html.EscapeString(sample.Printable(s)) }
+	var b bytes.Buffer
+	b.WriteString(sweepHead)
+	fmt.Fprintf(&b, "<p>%s</p>\n<figure>\n<svg viewBox=\"0 0 640 %d\" width=\"100%%\" role=\"img\" aria-label=\"samples per second by configuration\">\n", esc(title), 20+26*len(rows))
 	for i, r := range rows {
 		w := 0.0
 		if top > 0 {
 			w = 380 * r.SamplesPerSec / top
 		}
 		y := 10 + 26*float64(i)
-		bars[i] = bar{N: i + 1, Y: y, W: w, TextY: y + 14, EndX: 46 + w, Rate: r.SamplesPerSec, Label: sample.Printable(r.Configuration), Best: r.Best, Cheapest: r.Cheapest}
-		rows[i].Configuration = sample.Printable(r.Configuration)
-		rows[i].Command = sample.Printable(r.Command)
-		rows[i].Verdict = sample.Printable(r.Verdict)
+		class, mark := "bar", ""
+		if r.Best {
+			class, mark = class+" best", " ★ best"
+		}
+		if r.Cheapest {
+			class, mark = class+" cheap", mark+" ~ cheapest"
+		}
+		rate := fmt.Sprintf("%.0f", r.SamplesPerSec)
+		fmt.Fprintf(&b, "<rect class=\"%s\" x=\"40\" y=\"%g\" width=\"%g\" height=\"18\"><title>%s: %s samples/s</title></rect>\n", class, y, w, esc(r.Configuration), rate)
+		fmt.Fprintf(&b, "<text x=\"36\" y=\"%g\" text-anchor=\"end\">%d</text><text x=\"%g\" y=\"%g\">%s%s</text>\n", y+14, i+1, 46+w, y+14, rate, mark)
 	}
-	var b bytes.Buffer
-	if err := sweepPage.Execute(&b, map[string]any{"Title": sample.Printable(title), "Rows": rows, "Bars": bars, "Height": 20 + 26*len(rows)}); err != nil {
-		return err
+	b.WriteString("</svg>\n<figcaption>samples/s per configuration, numbered as in the table: ★ the most, ~ the fewest workers within 95 % of it</figcaption>\n</figure>\n")
+	b.WriteString("<table><thead><tr><th>#</th><th>samples/s</th><th>wait</th><th>verdict</th><th>configuration</th></tr></thead><tbody>\n")
+	for i, r := range rows {
+		class := ""
+		if r.Best {
+			class = ` class="best"`
+		}
+		fmt.Fprintf(&b, "<tr%s><td>%d</td><td class=\"n\">%.0f</td><td class=\"n\">%.0f %%</td><td>%s</td><td><code title=\"%s\">%s</code></td></tr>\n",
+			class, i+1, r.SamplesPerSec, 100*r.WaitShare, esc(r.Verdict), esc(r.Command), esc(r.Configuration))
 	}
+	b.WriteString("</tbody></table>\n</body></html>\n")
 	f, err := os.OpenFile(filepath.Clean(path), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		return err
