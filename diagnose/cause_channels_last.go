@@ -12,7 +12,7 @@ func init() {
 }
 
 func channelsLastCause(in *causeIn) (Cause, bool) {
-	g, ok := in.gpuBound()
+	g, ok := in.kernelBound()
 	if !ok {
 		return Cause{}, false
 	}

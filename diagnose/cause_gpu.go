@@ -94,6 +94,19 @@ func (in *causeIn) gpuBound() (gpuIn, bool) {
 	return &in.w.gpu, true
 }
 
+// kernelBound returns gpuBound's view for the causes whose fix makes the
+// GPU's kernels faster (tensor_idle, channels_last, memory_bound); false
+// also where the verdict is that the host side leaves the GPU idle
+// (gpu_underused/host-idle): with the GPU running a kernel 12 % of the
+// time, no kernel fix gains more than 1/(1 − 0.12) = 1.14×, and naming one
+// would drop the situation's own advice (the host's side) for it.
+func (in *causeIn) kernelBound() (gpuIn, bool) {
+	if in.d.kind == GPUUnderused && in.d.variant == underusedHostIdle {
+		return nil, false
+	}
+	return in.gpuBound()
+}
+
 // gpuBusy says the GPU runs a kernel at least AccelBusyPct of the time
 // (utilization, else GPM's SM activity on MIG): it is the busy part.
 func (in *causeIn) gpuBusy() (level, bool) {
@@ -172,17 +185,24 @@ func peakRatio(g *sample.GPU, dtype string) (float64, string, bool) {
 		return 0, "", false
 	}
 	hi, lo := g.Peak.DenseTFLOPS[dtype], g.Peak.DenseTFLOPS[sample.DtypeFP32]
-	if !(hi > 0) || !(lo > 0) || math.IsInf(hi/lo, 0) || !(hi/lo > 1) {
+	if !(hi > 0) || !(lo > 0) || !(hi/lo > 1) || !(hi/lo <= maxPeakRatio) {
 		return 0, "", false // a recording's peaks may be anything
 	}
 	return hi / lo, fmt.Sprintf("the %s's dense %s peak (%.0f TFLOPS) over its fp32 one (%.0f TFLOPS)", g.Peak.Model, dtype, hi, lo), true
 }
 
+// maxPeakRatio is the most a dtype's dense peak may be over fp32's for
+// peakRatio to take it: twice the table's largest (A100's int8, 32×).
+// A recording's peaks are not checked against the table, and a ratio of
+// 1e307 made a bound, and the rate after it, +Inf (a verdict JSON cannot
+// encode).
+const maxPeakRatio = 64
+
 // stepBound is a GPU cause's bound: the step at most gain× faster, the
-// rate after it where the loader's is known.
+// rate after it where the loader's is known and the product is finite.
 func stepBound(g gpuIn, gain float64) *Bound {
 	b := &Bound{K: gain, Gain: gain, FreeGain: gain}
-	if g.rate > 0 {
+	if r := g.rate * gain; g.rate > 0 && !math.IsInf(r, 0) && !math.IsNaN(r) {
 		b.SamplesPerSec, b.FreeSamples = g.rate*gain, g.rate*gain
 	}
 	return b
@@ -198,7 +218,7 @@ func stepProfiled(g gpuIn, what, category, precision string, factor float64) (*B
 	if p == nil {
 		return nil, "", false
 	}
-	s, ok := p.Share(category, precision)
+	s, ok := p.BoundShare(category, precision)
 	if !ok || s <= 0 {
 		return nil, "", false
 	}

@@ -25,7 +25,7 @@ func hostSyncCause(in *causeIn) (Cause, bool) {
 	if len(syncs) == 0 || !in.atLeast("host_sync", syncs[0].PerStep, in.w.th.HostSyncPerStep) {
 		return Cause{}, false
 	}
-	if s, split := g.profile.Share("sync", ""); split && s < in.w.th.HostSyncIdleShare {
+	if s, split := g.profile.BoundShare("sync", ""); split && s < in.w.th.HostSyncIdleShare {
 		return Cause{}, false // counted, and measured costing the GPU nothing to speak of
 	}
 	top := syncs[0]

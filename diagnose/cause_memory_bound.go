@@ -15,7 +15,7 @@ func init() {
 }
 
 func memoryBoundCause(in *causeIn) (Cause, bool) {
-	g, ok := in.gpuBound()
+	g, ok := in.kernelBound()
 	w, th := in.w, in.w.th
 	if !ok || !w.gpu.dram.ok || !w.gpu.tensor.ok || !in.atLeast("memory_bound", w.gpu.dram.v, th.DRAMBusyPct) || w.gpu.tensor.v >= th.DRAMBoundTensorPct {
 		return Cause{}, false

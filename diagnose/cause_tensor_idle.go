@@ -17,7 +17,7 @@ func init() {
 }
 
 func tensorIdleCause(in *causeIn) (Cause, bool) {
-	g, ok := in.gpuBound()
+	g, ok := in.kernelBound()
 	w, th := in.w, in.w.th
 	if !ok {
 		return Cause{}, false

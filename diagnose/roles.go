@@ -16,10 +16,11 @@ type roles struct {
 	loopPct     level // the training loop's thread
 	loopHottest level // 1 in frames where the loop's thread was the busiest thread, else 0
 	computePct  level // the training process's other threads together
-	// autogradPct is, of them, autograd's device threads (pt_autograd_N):
-	// on a GPU, loss.backward() hands the backward's launches to such a
-	// thread while the loop's thread waits for it, so the two take turns
-	// on the host's one path that launches the step (launch_bound).
+	// autogradPct is, of them, the busiest of autograd's device threads
+	// (pt_autograd_N, one per GPU): on a GPU, loss.backward() hands the
+	// backward's launches to such a thread while the loop's thread waits
+	// for it, so the two take turns on the host's one path that launches
+	// the step (launch_bound).
 	autogradPct level
 	workersPct  level // the worker processes together; only with worker PIDs
 	loopName    string
@@ -65,7 +66,11 @@ func readRoles(f *sample.Frame) (r roleReading, ok bool) {
 			r.compute, r.haveTop = t, true // busiest first: the first one
 		}
 		if t.PID == pid && t.TID != tid && strings.HasPrefix(t.Name, "pt_autograd_") {
-			r.autogradPct += t.CPUPct // a thread not listed is not among the busy ones
+			// One device thread per GPU: several (DataParallel, one
+			// process driving many GPUs) run side by side, not in turn
+			// with each other, so the busiest is the one on the path. A
+			// thread not listed is not among the busy ones.
+			r.autogradPct = max(r.autogradPct, t.CPUPct)
 		}
 	}
 	// The training process's CPU less its loop thread is its other threads.

@@ -112,7 +112,8 @@ const underusedHostIdle variant = "host-idle"
 // busy part (on an H200 a small MLP at 411 steps/s ran a kernel 12 % of
 // the time, its SMs 1 % active, and read "healthy"). Shown, it holds while
 // the GPU idles CauseLeaveRatio of the share it entered at (busy under
-// 62.5 %), so a job near 50 % does not flip between the two.
+// 62.5 %) and its SMs idle that share of theirs (active under 47.5 %),
+// so a job near either limit does not flip between the two.
 func underusedIdleRule(f *facts) (decision, bool) {
 	w, th, accel := f.w, f.th, f.accel
 	if !f.real || !w.gpuUtil.ok || !accel.ok || !w.waitShare.ok || w.waitShare.v >= th.WaitShareModerate {
@@ -131,13 +132,21 @@ func underusedIdleRule(f *facts) (decision, bool) {
 	}
 	sm := ""
 	if w.smActivity.ok {
-		if w.smActivity.v >= th.SMActivityLowPct {
+		smLimit := th.SMActivityLowPct
+		if w.shown == GPUUnderused { // held as the utilization is
+			smLimit = 100 - th.CauseLeaveRatio*(100-th.SMActivityLowPct)
+		}
+		if w.smActivity.v >= smLimit {
 			return decision{}, false
 		}
 		sm = fmt.Sprintf(", its SMs %.0f %% active (GPM)", w.smActivity.v)
 	}
+	who := "the GPU"
+	if busiest > accel.v {
+		who = "the busiest GPU"
+	}
 	return decision{evidence: []Evidence{
-		evidence("accel.busy_pct", accel.v, "<", limit, "%",
-			fmt.Sprintf("the GPU runs a kernel %.0f %% of the time%s while the loop waits %.0f %% of its time for input: the step's own host side (launches, syncs, Python between kernels) leaves it idle", accel.v, sm, 100*w.waitShare.v)),
+		evidence("accel.busy_pct", busiest, "<", limit, "%",
+			fmt.Sprintf("%s runs a kernel %.0f %% of the time%s while the loop waits %.0f %% of its time for input: the step's own host side (launches, syncs, Python between kernels) leaves it idle", who, busiest, sm, 100*w.waitShare.v)),
 	}}, true
 }

@@ -132,11 +132,11 @@ func (g *GPUProfile) whole() float64 {
 // Share is the category's share of the step's measured time (0–1): on a
 // GPU of its busy and idle time, on a CPU of the wall step. precision ""
 // sums every precision. The GPU's waits: category "idle" is all of them,
-// "host" those that began while the host was busy launching or elsewhere,
-// each without the recording's own (waits); "sync" those that began in a
-// host sync, as recorded, over the step with them so (syncBoundShare:
-// host_sync's bound). ok is false when the recording is not
-// done or the category was not read.
+// "sync" those that began in a host sync, "host" those that began while
+// the host was busy launching or elsewhere, each without the recording's
+// own (waits): "sync" and "host" add up to "idle". A bound takes
+// BoundShare. ok is false when the recording is not done or the category
+// was not read.
 func (g *GPUProfile) Share(category, precision string) (float64, bool) {
 	if !g.Done() {
 		return 0, false
@@ -146,9 +146,7 @@ func (g *GPUProfile) Share(category, precision string) (float64, bool) {
 		return 0, false
 	}
 	switch category {
-	case "sync":
-		return g.syncBoundShare(w)
-	case "idle", "host":
+	case "idle", "host", "sync":
 		v, ok := g.waits(category)
 		return min(1, v/w), ok
 	}
@@ -247,12 +245,47 @@ func (g *GPUProfile) syncBoundShare(whole float64) (float64, bool) {
 	return 0, false
 }
 
+// BoundShare is Share for a bound on what removing the category gains: the
+// most of the step it may be. For the GPU's waits after syncs
+// (syncBoundShare) and while the host works (hostBoundShare), where the
+// recording's own idle fell is not measured: Share's split is the one
+// that takes it from the host's waits first, the smallest host share the
+// figures allow, which would bound a fix of the host's side too low.
+func (g *GPUProfile) BoundShare(category, precision string) (float64, bool) {
+	if !g.Done() {
+		return 0, false
+	}
+	w := g.whole()
+	if w <= 0 {
+		return 0, false
+	}
+	switch category {
+	case "sync":
+		return g.syncBoundShare(w)
+	case "host":
+		return g.hostBoundShare(w)
+	}
+	return g.Share(category, precision)
+}
+
+// hostBoundShare is the host's waits' share for launch_bound's bound: the
+// recorded host waits, at most the job's whole idle (without the
+// recording's own), over the job's step.
+func (g *GPUProfile) hostBoundShare(whole float64) (float64, bool) {
+	idle, ok := g.waits("idle")
+	if !ok || g.SyncSecondsPerStep == nil {
+		return 0, false
+	}
+	_, rec := g.recordedWaits()
+	return min(1, min(rec, idle)/whole), true
+}
+
 // SpeedupBound is Amdahl's bound on the whole step's speed-up when the
 // category's work (in precision; "" every precision) runs factor times
 // faster: 1 / ((1 − s) + s / factor), s its Share. ok is false where
 // Share is, or factor is not above 1.
 func (g *GPUProfile) SpeedupBound(category, precision string, factor float64) (float64, bool) {
-	s, ok := g.Share(category, precision)
+	s, ok := g.BoundShare(category, precision)
 	if !ok || !(factor > 1) {
 		return 0, false
 	}
@@ -289,6 +322,9 @@ func (g *GPUProfile) Summary() string {
 	if !g.Done() {
 		return what + ": nothing recorded"
 	}
+	if !(g.whole() > 0) {
+		return fmt.Sprintf("%s (%d steps, profiled): no time measured", what, g.Steps)
+	}
 	type item struct {
 		name  string
 		share float64
@@ -312,8 +348,7 @@ func (g *GPUProfile) Summary() string {
 	}
 	if s, ok := g.Share("idle", ""); ok && s >= 0.01 {
 		idle := "idle " + pct(s)
-		sync, split := g.waits("sync")
-		sync /= g.whole()
+		sync, split := g.Share("sync", "")
 		switch {
 		case split && len(g.Idle) > 0:
 			idle += " (" + pct(sync) + " after syncs; most after " + Printable(g.Idle[0].After) + ")"
@@ -324,8 +359,7 @@ func (g *GPUProfile) Summary() string {
 		}
 		parts = append(parts, idle)
 	}
-	if idle, ok := g.idle(); ok && *g.IdleSecondsPerStep-idle >= 0.01*g.whole() {
-		extra := *g.IdleSecondsPerStep - idle
+	if extra := g.recordingIdle(); extra > 0 && g.BeforeStepSeconds != nil && extra >= 0.01*g.whole() {
 		parts = append(parts, "left out: the GPU's "+FormatDuration(extra)+" more idle a step while recording (the recording's own: the steps before it took "+FormatDuration(*g.BeforeStepSeconds)+")")
 	}
 	if rest, ok := g.outsideOps(); ok && rest >= 0.01 {

@@ -152,7 +152,7 @@ func TestGPUProfileLeavesTheRecordingsIdleOut(t *testing.T) {
 			Parts: []GPUTimePart{{"matmul", "bf16", 0.020}},
 		}
 		whole := 0.0208
-		if got, ok := g.Share("sync", ""); !ok || math.Abs(got-0.0008/whole) > 1e-9 {
+		if got, ok := g.BoundShare("sync", ""); !ok || math.Abs(got-0.0008/whole) > 1e-9 {
 			t.Errorf("before %gs: sync share %g %v, want %g", before, got, ok, 0.0008/whole)
 		}
 	}
@@ -164,7 +164,7 @@ func TestGPUProfileLeavesTheRecordingsIdleOut(t *testing.T) {
 	if s, _ := resnet.Share("normalization", ""); math.Abs(s-0.0125/0.0279) > 1e-4 {
 		t.Errorf("normalization share %g with the idle after syncs", s)
 	}
-	if s, _ := resnet.Share("sync", ""); math.Abs(s-0.0221/0.05) > 1e-3 {
+	if s, _ := resnet.BoundShare("sync", ""); math.Abs(s-0.0221/0.05) > 1e-3 {
 		t.Errorf("host_sync's share %g, want the syncs' 22.1 ms as recorded", s)
 	}
 	mlp.BeforeStepSeconds = nil
