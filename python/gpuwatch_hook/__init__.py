@@ -132,6 +132,7 @@ class Watched:
         try:
             self._stats.end_syncs()
             self._stats.close_settings()
+            self._stats.end_gpu_profile()
         except Exception:
             pass
         srv, self._server = self._server, None
@@ -174,6 +175,7 @@ class WatchedIterator(_timing.Timed):
         try:
             self._clock.stats.end_syncs()
             self._clock.stats.close_settings()
+            self._clock.stats.end_gpu_profile()
         except Exception:
             pass
         srv, self._server = self._server, None

@@ -67,6 +67,8 @@ MIN_GAP_US = 5.0
 #: The profiler's event around the DataLoader's next() (torch's
 #: record_function in _BaseDataLoaderIter.__next__).
 INPUT_EVENT = "enumerate(DataLoader)#"
+#: c10::RecordScope::USER_SCOPE (record_function), KinetoEvent.scope().
+USER_SCOPE = 7
 
 #: The host calls that wait for the GPU: a gap that begins while one runs
 #: is a sync's (the host waited for the queue to drain, then had nothing
@@ -253,11 +255,29 @@ def events_of(prof: Any) -> List[Event]:
     if res is None:
         raise RuntimeError("this torch's profiler gives no Kineto results")
     out = []
-    for e in res.events():
+    raw = list(res.events())
+    user_scopes = set()  # torch < 2.5: the names of the host's record_function scopes
+    for e in raw:
+        try:
+            if not _is_device(e) and e.scope() == USER_SCOPE:
+                user_scopes.add(e.name())
+        except Exception:
+            pass
+    for e in raw:
         name = e.name()
         if not name or name.startswith("[memory]") or name.startswith("ProfilerStep"):
             continue
         dev = _is_device(e)
+        if dev:
+            # A gpu_user_annotation (a record_function projected onto the
+            # GPU's timeline: DDP's forward, torch.optim's step) is no
+            # kernel: torch >= 2.5 says so; before, its name is a host's.
+            try:
+                ua = bool(e.is_user_annotation())
+            except Exception:
+                ua = name in user_scopes
+            if ua:
+                continue
         try:
             dtypes = e.dtypes() if not dev else ()
         except Exception:
@@ -305,6 +325,9 @@ def _loop_thread(evs: List[Event]) -> Optional[int]:
     for e in evs:
         if not e.device:
             by.setdefault(e.thread, []).append(e)
+    takers = {t: sum(1 for e in tevs if e.name.startswith(INPUT_EVENT)) for t, tevs in by.items()}
+    if takers and max(takers.values()) > 0:
+        return max(takers, key=lambda t: takers[t])
     best, most = None, -1.0
     for t, tevs in by.items():
         total = sum(e.end - e.start for e in _top_level(tevs))
@@ -382,7 +405,7 @@ def _summarize_cuda(s: Summary, evs: List[Event], steps: int) -> None:
     dev = sorted((e for e in evs if e.device), key=lambda e: e.start)
     # The ops by correlation id: only aten ops with dtypes, not the
     # runtime's calls (cudaLaunchKernel), whose ids are CUPTI's own.
-    ops = {e.corr: e for e in evs if not e.device and e.corr > 0 and e.dtypes and e.name.startswith("aten::")}
+    ops = {e.corr: e for e in evs if not e.device and e.corr > 0 and e.dtypes}
     for e in dev:
         cat = category(e.name)
         prec = launched_precision(e, ops.get(e.corr)) if cat in ("matmul", "conv") else ""
@@ -410,9 +433,11 @@ def _summarize_cuda(s: Summary, evs: List[Event], steps: int) -> None:
         gaps.append((prev, hi))
     loop = _loop_thread(evs)
     tops = _top_level([e for e in host if e.thread == loop])
+    top_starts = [e.start for e in tops]
     sites: Dict[str, float] = {}
     for a, b in gaps:
-        sites[_host_call_at(tops, a)] = sites.get(_host_call_at(tops, a), 0.0) + (b - a)
+        k = _host_call_at(tops, a, top_starts)
+        sites[k] = sites.get(k, 0.0) + (b - a)
     # Any thread's sync counts: the runtime's calls may carry the OS
     # thread's id where the ops carry the profiler's own.
     syncs = _union([(e.start, e.end) for e in host if e.name in SYNC_CALLS])
@@ -456,15 +481,14 @@ def _top_level(evs: List[Event]) -> List[Event]:
     return out
 
 
-def _host_call_at(tops: List[Event], t: float) -> str:
+def _host_call_at(tops: List[Event], t: float, starts: Optional[List[float]] = None) -> str:
     """The host call that ran when a gap began at t: the top-level op
     running then, else the last one that had ended; with the job's
     file:line where the profiler's stack gives it."""
-    best = None
-    for e in tops:
-        if e.start > t:
-            break
-        best = e
+    if starts is None:
+        starts = [e.start for e in tops]
+    i = bisect.bisect_right(starts, t) - 1
+    best = tops[i] if i >= 0 else None
     if best is None:
         return "(start)"
     site = job_site(best.stack)

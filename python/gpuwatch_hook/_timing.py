@@ -293,6 +293,13 @@ class Stats:
             with self.lock:
                 self.syncs.add(w)
 
+    def end_gpu_profile(self) -> None:
+        """Ends a GPU recording under way with the steps it has (the loop
+        left with a break in it: no next batch will end it)."""
+        gp = self.gpu_profile
+        if gp is not None and gp.state == _gpuprofile.RECORDING:
+            _cost.cost.timed("gpu_profile", gp.epoch_ended, _env.clock())
+
     def close_settings(self) -> None:
         """Closes the settings' window, if one is open, and keeps its
         reading (_settings). Called on the loop's thread."""
