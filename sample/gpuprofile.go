@@ -252,20 +252,16 @@ func (g *GPUProfile) syncBoundShare(whole float64) (float64, bool) {
 // that takes it from the host's waits first, the smallest host share the
 // figures allow, which would bound a fix of the host's side too low.
 func (g *GPUProfile) BoundShare(category, precision string) (float64, bool) {
-	if !g.Done() {
+	if category != "sync" && category != "host" {
+		return g.Share(category, precision)
+	}
+	if !g.Done() || !(g.whole() > 0) {
 		return 0, false
 	}
-	w := g.whole()
-	if w <= 0 {
-		return 0, false
+	if category == "sync" {
+		return g.syncBoundShare(g.whole())
 	}
-	switch category {
-	case "sync":
-		return g.syncBoundShare(w)
-	case "host":
-		return g.hostBoundShare(w)
-	}
-	return g.Share(category, precision)
+	return g.hostBoundShare(g.whole())
 }
 
 // hostBoundShare is the host's waits' share for launch_bound's bound: the

@@ -15,8 +15,14 @@ goes through its states on the loop's own thread, inside next():
   by category (CATEGORIES) and, for matmul and conv, precision
   (PRECISIONS; "" where the events do not say: never guessed), and let go.
   On a GPU: the device's busy time (the union of its kernels, copies and
-  sets) and its idle gaps, each put on the host call that ran when the gap
-  began (op, and the job's file:line from the profiler's stack); on a CPU
+  sets; not a GPU user annotation, a record_function drawn on the GPU's
+  timeline over its kernels: DDP's forward, an optimizer's step) and its
+  idle gaps, each put on the host call that ran when the gap began on the
+  loop's thread (the one that takes the DataLoader's batches, not
+  autograd's; op, and the job's file:line from the profiler's stack),
+  found by bisection: a launch-bound step has a gap after nearly every
+  kernel; a matmul's or conv's precision is its launching op's inputs'
+  where reduced (any op with dtypes, aten's or a custom one's); on a CPU
   (device "cpu"): the self time of the loop thread's ops, less those
   inside the DataLoader's next() (the input's: said apart);
 * refused: it could not be done (no torch.profiler, a failure inside
