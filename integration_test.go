@@ -507,19 +507,38 @@ func lines(t *testing.T, r io.Reader) <-chan attachLine {
 func await(t *testing.T, ch <-chan attachLine, what string, limit time.Duration, ok func(attachLine) bool) attachLine {
 	t.Helper()
 	deadline := time.After(limit)
+	var seen []string // the last frames, said on a failure
 	for {
 		select {
 		case l, open := <-ch:
 			if !open {
-				t.Fatalf("attach ended before %s", what)
+				t.Fatalf("attach ended before %s; the last frames:\n%s", what, strings.Join(seen, "\n"))
 			}
-			if l.Type == "frame" && ok(l) {
+			if l.Type != "frame" {
+				continue
+			}
+			if ok(l) {
 				return l
 			}
+			seen = append(seen, describeAttachLine(l))
+			if len(seen) > 5 {
+				seen = seen[1:]
+			}
 		case <-deadline:
-			t.Fatalf("no frame with %s within %v", what, limit)
+			t.Fatalf("no frame with %s within %v; the last frames:\n%s", what, limit, strings.Join(seen, "\n"))
 		}
 	}
+}
+
+// describeAttachLine says what await's conditions read of a frame.
+func describeAttachLine(l attachLine) string {
+	b, _ := json.Marshal(struct {
+		Loader, Profile, Verdict any
+	}{l.Loader, l.Profile, l.Verdict})
+	if len(b) > 1500 {
+		b = b[:1500]
+	}
+	return string(b)
 }
 
 // TestAttachToARealLoader runs `gpuwatch loader --scenario io-bound` as its
