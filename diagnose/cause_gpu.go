@@ -218,10 +218,16 @@ func stepProfiled(g gpuIn, what, category, precision string, factor float64) (*B
 	if p == nil {
 		return nil, "", false
 	}
-	s, ok := p.BoundShare(category, precision)
-	if !ok || s <= 0 {
+	// The share measured is said; the bound takes the most the share may
+	// be (BoundShare: where the recording's own idle fell is not
+	// measured). A share measured as none (under half a percent: "0 %")
+	// bounds nothing.
+	measured, ok := p.Share(category, precision)
+	if !ok || !(measured >= 0.005) {
 		return nil, "", false
 	}
+	s, _ := p.BoundShare(category, precision)
+	s = max(s, measured)
 	gain := 1 / (1 - s)
 	if !math.IsInf(factor, 1) {
 		gain, _ = p.SpeedupBound(category, precision, factor)
@@ -229,7 +235,10 @@ func stepProfiled(g gpuIn, what, category, precision string, factor float64) (*B
 	if !(gain > 1) || math.IsInf(gain, 1) {
 		return nil, "", false
 	}
-	why := fmt.Sprintf("%s %.0f %% of the GPU's time a step (its profile over %d steps", what, 100*s, p.Steps)
+	why := fmt.Sprintf("%s %.0f %% of the GPU's time a step (its profile over %d steps", what, 100*measured, p.Steps)
+	if math.Round(100*s) > math.Round(100*measured) {
+		why += fmt.Sprintf("; at most %.0f %% as recorded, for where the recording's own idle fell is not measured", 100*s)
+	}
 	if c := p.CostWords(); c != "" {
 		why += ", which cost the job " + c
 	}

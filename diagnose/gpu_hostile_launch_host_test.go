@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -34,5 +35,18 @@ func TestLaunchBoundNotBelowTheHostWaitsTheProfileAllows(t *testing.T) {
 	}
 	if c.Bound.Gain < 2-1e-9 {
 		t.Errorf("launch_bound's bound %.2f× < 2× (the host's 10 ms of the job's 20 ms step closed): %s", c.Bound.Gain, c.BoundWhy)
+	}
+	// It says the share measured, 2 of 20 ms, and the most it may be.
+	if !strings.Contains(c.BoundWhy, "not in a sync) 10 % of the GPU's time") || !strings.Contains(c.BoundWhy, "at most 50 % as recorded") {
+		t.Errorf("bound_why %q: want the 10 %% measured and the 50 %% it may be", c.BoundWhy)
+	}
+
+	// Where the shares shown put all of the job's idle after syncs (8 →
+	// 10 ms of syncs recorded), the host's waits measure none: launch_bound
+	// takes no bound from them, and host_sync's is not claimed twice.
+	l.GPUProfile.SyncSecondsPerStep = ptr(0.010)
+	v = Classify(frames, DefaultThresholds())
+	if c := causeOf(v, "launch_bound"); c != nil && strings.Contains(c.BoundWhy, "while the host works (not in a sync)") {
+		t.Errorf("launch_bound bounded by host waits measured as none: %s", c.BoundWhy)
 	}
 }

@@ -409,8 +409,9 @@ def summarize(evs: List[Event], steps: int, cuda: bool) -> Summary:
 def _summarize_cuda(s: Summary, evs: List[Event], steps: int) -> None:
     s.device = "cuda"
     dev = sorted((e for e in evs if e.device), key=lambda e: e.start)
-    # The ops by correlation id: only aten ops with dtypes, not the
-    # runtime's calls (cudaLaunchKernel), whose ids are CUPTI's own.
+    # The ops by correlation id: any op with dtypes (aten's or a custom
+    # one's); the runtime's calls (cudaLaunchKernel), whose ids are
+    # CUPTI's own, carry none.
     ops = {e.corr: e for e in evs if not e.device and e.corr > 0 and e.dtypes}
     for e in dev:
         cat = category(e.name)
