@@ -73,6 +73,11 @@ MIN_GAP_US = 5.0
 #: The profiler's event around the DataLoader's next() (torch's
 #: record_function in _BaseDataLoaderIter.__next__).
 INPUT_EVENT = "enumerate(DataLoader)#"
+#: The hook's own mark on the loop's thread, once a step while it records
+#: (a record_function entered and left in saw()): the thread that takes
+#: the batches whatever the iterable (a generator, DALI, a DataLoader
+#: read by a prefetch thread). Left out of every sum.
+MARK = "gpuwatch#step"
 #: c10::RecordScope::USER_SCOPE (record_function), KinetoEvent.scope().
 USER_SCOPE = 7
 
@@ -325,15 +330,19 @@ def self_times(evs: List[Event]) -> List[Tuple[Event, float]]:
 
 
 def _loop_thread(evs: List[Event]) -> Optional[int]:
-    """The thread whose top-level events span the most: the loop's (the
-    profiler's thread ids are its own, not the OS's)."""
+    """The loop's thread (the profiler's thread ids are its own, not the
+    OS's): the one with the hook's marks (MARK), else the one that called
+    the DataLoader's next() most, else the one whose top-level events span
+    the most (on a GPU that may be autograd's, whose backward spans about
+    twice the forward)."""
     by: Dict[int, List[Event]] = {}
     for e in evs:
         if not e.device:
             by.setdefault(e.thread, []).append(e)
-    takers = {t: sum(1 for e in tevs if e.name.startswith(INPUT_EVENT)) for t, tevs in by.items()}
-    if takers and max(takers.values()) > 0:
-        return max(takers, key=lambda t: takers[t])
+    for prefix in (MARK, INPUT_EVENT):
+        takers = {t: sum(1 for e in tevs if e.name.startswith(prefix)) for t, tevs in by.items()}
+        if takers and max(takers.values()) > 0:
+            return max(takers, key=lambda t: takers[t])
     best, most = None, -1.0
     for t, tevs in by.items():
         total = sum(e.end - e.start for e in _top_level(tevs))
@@ -384,10 +393,11 @@ def summarize(evs: List[Event], steps: int, cuda: bool) -> Summary:
     """Sums a recording's events into seconds per step (Summary)."""
     s = Summary()
     steps = max(steps, 1)
-    if cuda and any(e.device for e in evs):
-        _summarize_cuda(s, evs, steps)
-        return s
     loop = _loop_thread(evs)
+    evs = [e for e in evs if e.name != MARK]
+    if cuda and any(e.device for e in evs):
+        _summarize_cuda(s, evs, steps, loop)
+        return s
     # The loop's time inside the DataLoader's next() (its fetch, with
     # num_workers=0; its wait otherwise) is the input's, not the step's
     # work: it and the ops inside it are left out, and said apart.
@@ -406,7 +416,7 @@ def summarize(evs: List[Event], steps: int, cuda: bool) -> Summary:
     return s
 
 
-def _summarize_cuda(s: Summary, evs: List[Event], steps: int) -> None:
+def _summarize_cuda(s: Summary, evs: List[Event], steps: int, loop: Optional[int]) -> None:
     s.device = "cuda"
     dev = sorted((e for e in evs if e.device), key=lambda e: e.start)
     # The ops by correlation id: any op with dtypes (aten's or a custom
@@ -438,7 +448,6 @@ def _summarize_cuda(s: Summary, evs: List[Event], steps: int) -> None:
         prev = max(prev, b)
     if hi - prev >= MIN_GAP_US:
         gaps.append((prev, hi))
-    loop = _loop_thread(evs)
     tops = _top_level([e for e in host if e.thread == loop])
     top_starts = [e.start for e in tops]
     sites: Dict[str, float] = {}
@@ -546,6 +555,7 @@ class GPUProfile:
                 if len(self._seen) > BEFORE and batches >= self.warm_at:
                     self._start(now)
             elif self.state == RECORDING:
+                self._mark_step()
                 self._n += 1
                 if self._n >= self.steps:
                     self._stop(now)
@@ -597,6 +607,16 @@ class GPUProfile:
         self._overhead += _perf() - t
         self._own_ns += _cost.now() - own
         self._t0 = _env.clock()  # after the start: the steps recorded begin here
+        self._mark_step()
+
+    def _mark_step(self) -> None:
+        """The hook's mark (MARK) on this thread, the loop's, in the
+        recording: a record_function entered and left, a few µs once a
+        step while it records. Where torch has none, nothing."""
+        rf = getattr(getattr(getattr(sys.modules.get("torch"), "autograd", None), "profiler", None), "record_function", None)
+        if rf is not None:
+            with rf(MARK):
+                pass
 
     def _stop(self, now: float) -> None:
         end = _env.clock()

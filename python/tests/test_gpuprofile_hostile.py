@@ -207,6 +207,91 @@ class LoopThreadTest(unittest.TestCase):
         self.assertEqual(s.idle_sites[0][0], "aten::relu train.py:50")  # got "(start)"
 
 
+class MarkedLoopThreadTest(unittest.TestCase):
+    """The loop's thread by the hook's own mark (a record_function once a
+    step while it records), whatever the iterable: a generator has no
+    enumerate(DataLoader)# event, and a DataLoader read by a prefetch
+    thread has them on that thread."""
+
+    def events(self, *extra):
+        return [
+            E(_gpuprofile.MARK, 1, 0.5, 1, False),
+            E("aten::relu", 10, 20, 1, False, ("float",), ("train.py(50): step",)),
+            E("Optimizer.step#SGD.step", 90, 5, 1, False),
+            E("autograd::engine::evaluate_function: AddmmBackward0", 31, 58, 2, False),
+            E("aten::mm", 32, 50, 2, False, ("float", "float")),
+            E("vectorized_elementwise_kernel<relu>", 2, 10, 9, True),  # idle 12..40
+            E("ampere_sgemm_128x64_tn", 40, 55, 9, True),
+        ] + list(extra)
+
+    def test_a_generator(self):
+        s = _gpuprofile.summarize(self.events(), 1, True)
+        self.assertEqual(s.idle_sites[0][0], "aten::relu train.py:50")
+
+    def test_a_dataloader_read_by_a_prefetch_thread(self):
+        pulls = [E("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t, 3, 3, False) for t in (0, 20, 40, 60)]
+        s = _gpuprofile.summarize(self.events(*pulls), 1, True)
+        self.assertEqual(s.idle_sites[0][0], "aten::relu train.py:50")
+        self.assertNotIn(("other", ""), s.parts)  # the mark is no work
+
+
+@unittest.skipIf(torch is None, "needs torch")
+class MarkedRecordingTest(unittest.TestCase):
+    def test_the_mark_is_recorded_and_left_out_of_the_parts(self):
+        # A real recording on the CPU: a thread pulls batches from a
+        # DataLoader into a queue, and the loop, on the main thread, takes
+        # them from a generator and runs the model. The hook's mark is in
+        # the recording once at its start and once a step, and the step's
+        # parts are the model's (its matmul).
+        # (torch 1.13 records the main thread only: there the prefetch
+        # thread is not seen at all; MarkedLoopThreadTest has both.)
+        import queue
+        import threading
+
+        ds = TensorDataset(torch.randn(256, 64), torch.randint(0, 4, (256,)))
+        q = queue.Queue(4)
+
+        def pull():
+            for b in DataLoader(ds, batch_size=8):
+                q.put(b)
+            q.put(None)
+
+        def batches():
+            while True:
+                b = q.get()
+                if b is None:
+                    return
+                yield b
+
+        threading.Thread(target=pull, daemon=True).start()
+        net = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 4))
+        w = hook.watch(batches(), port=0, quiet=True)
+        stats = w._clock.stats  # a generator's watch: a WatchedIterator
+        marks = []
+        summarize = _gpuprofile.summarize
+
+        def spy(evs, steps, cuda):
+            marks.append(sum(1 for e in evs if e.name == _gpuprofile.MARK))
+            return summarize(evs, steps, cuda)
+
+        _gpuprofile.summarize = spy
+        try:
+            ok, _ = stats.ask_gpu_profile(3)
+            self.assertTrue(ok)
+            for n, (x, y) in enumerate(w, 1):
+                nn.functional.cross_entropy(net(x), y).backward()
+                if n >= 12:
+                    break
+            g = stats.gpu_profile
+            state, summary = g.state, g.summary
+        finally:
+            _gpuprofile.summarize = summarize
+            w.close()
+        self.assertEqual(state, _gpuprofile.DONE)
+        self.assertEqual(marks, [1 + 3])
+        self.assertIn(("matmul", "fp32"), summary.parts, summary.parts)
+
+
 class CustomOpTest(unittest.TestCase):
     def test_a_custom_ops_reduced_inputs_give_its_kernel_precision(self):
         # The op map keeps only "aten::" ops, to leave out the runtime's
