@@ -18,8 +18,8 @@ goes through its states on the loop's own thread, inside next():
   sets; not a GPU user annotation, a record_function drawn on the GPU's
   timeline over its kernels: DDP's forward, an optimizer's step) and its
   idle gaps, each put on the host call that ran when the gap began on the
-  loop's thread (the one that takes the DataLoader's batches, not
-  autograd's; op, and the job's file:line from the profiler's stack),
+  loop's thread (the one with the hook's own mark, MARK, not autograd's;
+  op, and the job's file:line from the profiler's stack),
   found by bisection: a launch-bound step has a gap after nearly every
   kernel; a matmul's or conv's precision is its launching op's inputs'
   where reduced (any op with dtypes, aten's or a custom one's); on a CPU
