@@ -419,8 +419,12 @@ def main():
     # __del__), where Python prints and drops it, and the workers, which
     # got the signal too, are gone before the batch in transit is taken: a
     # FileNotFoundError from its resource sharer, not the interrupt. So the
-    # signal is remembered, and what breaks after it is the interrupt.
-    interrupted = []
+    # signal is remembered, and what breaks after it is the interrupt. It
+    # may also land where Python drops it and nothing breaks (logging's
+    # at-fork _releaseLock as the next epoch's workers fork: CI's padding
+    # loop then ran on and was killed before it wrote its figures), so the
+    # loop stops at its next batch once it is remembered.
+    interrupted = INTERRUPTED
 
     def on_interrupt(signum, frame):
         interrupted.append(signum)
@@ -436,6 +440,10 @@ def main():
             raise
     report(args, acc)
 
+
+#: The signals gpuwatch run --once interrupted the job with (main's
+#: handler appends; measure stops at its next batch once one is here).
+INTERRUPTED = []
 
 #: Samples taken so far, warm-up included: bench/hook_cost_job.py reads it
 #: while the loop runs, from `start` on (measure sets that global when the
@@ -462,6 +470,8 @@ def measure(args, loader, step_cost, end, began, acc):
             time.sleep(step_cost(b))
             done = time.perf_counter()
             if time.monotonic() - began < args.warmup:
+                if INTERRUPTED:
+                    return
                 continue
             if acc["t0"] is None:
                 acc["t0"] = t
@@ -471,7 +481,7 @@ def measure(args, loader, step_cost, end, began, acc):
             acc["samples"] += n
             acc["batches"] += 1
             acc["t1"] = done
-            if time.monotonic() > end:
+            if time.monotonic() > end or INTERRUPTED:
                 return
 
 
