@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -212,13 +213,24 @@ func bools(cur, canChange bool) []bool {
 }
 
 func workersWhy(p *Pipeline, from, to int, limit Limit) string {
-	batch := p.IOSec + p.CPUSec + p.CPUWaitSec
+	batch := p.IOSec + p.CPUSec + p.CPUWaitSec + p.HandOverSec
 	d := sample.FormatDuration
 	s := fmt.Sprintf("a batch takes a worker %s (%s waiting on storage, %s of CPU) and the step %s",
 		d(batch), d(p.IOSec), d(p.CPUSec), d(p.StepSec))
 	if p.CPUWaitSec > 0 {
 		s = fmt.Sprintf("a batch takes a worker %s (%s of CPU, %s waiting for a CPU, %s waiting on storage or the network) and the step %s",
 			d(batch), d(p.CPUSec), d(p.CPUWaitSec), d(p.IOSec), d(p.StepSec))
+	}
+	if p.HandOverSec > 0 {
+		parts := []string{d(p.CPUSec) + " of CPU"}
+		if p.CPUWaitSec > 0 {
+			parts = append(parts, d(p.CPUWaitSec)+" waiting for a CPU")
+		}
+		parts = append(parts, d(p.HandOverSec)+" handing it over")
+		if p.IOSec > 0 {
+			parts = append(parts, d(p.IOSec)+" waiting on storage or the network")
+		}
+		s = fmt.Sprintf("a batch takes a worker %s (%s) and the step %s", d(batch), strings.Join(parts, ", "), d(p.StepSec))
 	}
 	if from == 0 {
 		s = fmt.Sprintf("the training loop loads each batch itself (%s) between steps of %s", d(batch), d(p.StepSec))

@@ -70,6 +70,11 @@ type Pipeline struct {
 	// doing: batches were ready when it asked (taking them — unpickling,
 	// the pin-memory handoff — is the wait). No loader knob removes it.
 	OverheadSec float64
+	// HandOverSec is a worker's time per batch handing it over to the
+	// loop, read from the loop's wait with a batch ready beyond its timed
+	// take (handsOver): in a worker's wall time per batch, neither
+	// storage nor CPU.
+	HandOverSec float64
 	// CacheFits: the dataset (DatasetBytes, 0 when unknown) fits in RAM
 	// with room to spare.
 	CacheFits    bool
@@ -267,7 +272,8 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64) (Predic
 	if p.BatchSize <= 0 || p.StepSec <= 0 {
 		return Prediction{}, LimitStep
 	}
-	io, cpu := p.IOSec+p.CPUWaitSec, p.CPUSec // a worker's wall time per batch: io + cpu
+	hand := p.HandOverSec                     // neither storage nor CPU: no contention, no cache moves it
+	io, cpu := p.IOSec+p.CPUWaitSec, p.CPUSec // a worker's wall time per batch: io + cpu + hand
 	if k.Cache && !p.Knobs.Cache {
 		io = p.CPUWaitSec // read from RAM: no storage wait (the wait for a CPU stays)
 		cpu = max(0, cpu-p.ReadCPUSec) + p.BytesPerBatch/ramCopyBytesPerSec
@@ -288,7 +294,7 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64) (Predic
 		if p.OverheadSec > 0 {
 			limit = LimitLoop
 		}
-		if c := float64(k.Workers) / (io + cpu); io+cpu > 0 && c < rate {
+		if c := float64(k.Workers) / (io + cpu + hand); io+cpu+hand > 0 && c < rate {
 			rate, limit = c, LimitWorkers
 		}
 		if c := p.cpuRate(cpu); cpu > 0 && c < rate {
@@ -642,6 +648,12 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 		p.CPUWaitSec = min(p.IOSec, cpu*r.v/(1-r.v))
 		p.IOSec -= p.CPUWaitSec
 	}
+	if handingOver {
+		// Of the wall beyond CPU and the wait for one, the loop's wait
+		// past its take was the hand-over: storage only past that.
+		p.HandOverSec = min(p.IOSec, max(0, wait*period-w.loopTakeSec.v))
+		p.IOSec -= p.HandOverSec
+	}
 	busy := w.cpuBusy.v - w.spinPct.v/float64(max(w.cores, 1))
 	full := p.Knobs.Prefetch > 0 && w.queueDepth.v >= float64(n*p.Knobs.Prefetch)
 	// Workers whose timed stages fill the batch period are busy: the
@@ -689,10 +701,24 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 // (4 workers sleeping 16 ms a batch beside a 10 ms step, the loop
 // waiting 9 % on the trip: read as saturated, "45 ms a batch, 41 ms
 // waiting on storage", and 4 → 5 was promised 11 % that 5 did not give).
+//
+// Nor where each worker's batch is done before the loop comes back to it:
+// a worker is handed its next index as the loop takes its batch, and is
+// asked again n takes later, after n of the loop's own times per batch
+// (its step and its take); a worker whose timed stages fill less than
+// that is idle when asked, its GIL free, and the wait is the loop's own
+// (issue 52: an unmodified script, one worker looping in Python for
+// 3.4 ms a batch beside a 4.4 ms step, the loop waiting 0.5 ms a batch
+// with one ready: 1 → 2 workers promised 1.16× and gave 1.01×, the same
+// wait at 1, 2 and 3 workers). The hand-over this function reads is the
+// one whose worker is still computing when asked (4.8 ms a batch beside
+// a 0.9 ms step, and an 8 ms wait).
 func handsOver(p *Pipeline, w *window, n int, bps, wait, period float64) bool {
 	idle := !p.Relative && (w.workerStageSec.ok && w.workerStageSec.v*bps < idleWorkerShare*float64(n) ||
 		w.loaderCPU.ok && runnable(w.loaderCPU.v/100, w.workersRunDelay) < idleWorkerShare*float64(n))
-	return w.queueDepth.ok && w.queueDepth.v >= 1 && w.loopTakeSec.ok && !p.Relative && !p.restarts() && !idle &&
+	doneWhenAsked := w.workerStageSec.ok && w.stepMs.ok && w.loopTakeSec.ok &&
+		w.workerStageSec.v <= float64(n)*(w.stepMs.v/1000+w.loopTakeSec.v)
+	return w.queueDepth.ok && w.queueDepth.v >= 1 && w.loopTakeSec.ok && !p.Relative && !p.restarts() && !idle && !doneWhenAsked &&
 		w.loopTakeSec.v < w.th.OwnWaitShare*wait*period
 }
 
