@@ -203,7 +203,7 @@ const maxPeakRatio = 64
 func stepBound(g gpuIn, gain float64) *Bound {
 	b := &Bound{K: gain, Gain: gain, FreeGain: gain}
 	if r := g.rate * gain; g.rate > 0 && !math.IsInf(r, 0) && !math.IsNaN(r) {
-		b.SamplesPerSec, b.FreeSamples = g.rate*gain, g.rate*gain
+		b.SamplesPerSec, b.FreeSamples = r, r
 	}
 	return b
 }
@@ -236,11 +236,11 @@ func stepProfiled(g gpuIn, what, category, precision string, factor float64) (*B
 		return nil, "", false
 	}
 	why := fmt.Sprintf("%s %.0f %% of the GPU's time a step (its profile over %d steps", what, 100*measured, p.Steps)
-	if math.Round(100*s) > math.Round(100*measured) {
-		why += fmt.Sprintf("; at most %.0f %% as recorded, for where the recording's own idle fell is not measured", 100*s)
-	}
 	if c := p.CostWords(); c != "" {
 		why += ", which cost the job " + c
+	}
+	if math.Round(100*s) > math.Round(100*measured) {
+		why += fmt.Sprintf("; at most %.0f %% as recorded, for where the recording's own idle fell is not measured", 100*s)
 	}
 	return stepBound(g, gain), why + ")", true
 }

@@ -754,39 +754,31 @@ func TestLaunchBoundCountsAutogradsThread(t *testing.T) {
 // gpu_underused (host-idle), saying so; SMs 40 % active at the same
 // utilization are not "mostly idle", and stay healthy.
 func TestAGPUIdleMostOfTheStepIsUnderusedNotHealthy(t *testing.T) {
-	at := func(util, sm float64) []sample.Frame {
-		frames := gpuBoundFrames(sm, 0, 1, 1, 60, fp32Settings())
-		for i := range frames {
-			frames[i].GPUs[0].UtilPct = ptr(util)
-			frames[i].GPUs[0].UtilSamples = &sample.UtilSamples{N: 6, Min: util - 1, Mean: util, Max: util + 1, P5: util - 1, P95: util + 1}
-		}
-		return frames
-	}
-	v := Classify(at(12, 1), DefaultThresholds())
+	v := Classify(busyAt(12, 1), DefaultThresholds())
 	if v.Kind != GPUUnderused || len(v.Evidence) == 0 || !strings.Contains(v.Evidence[0].Text, "runs a kernel 12 % of the time, its SMs 1 % active (GPM) while the loop waits 1 %") {
 		t.Errorf("util 12 %%, SMs 1 %%: %s %+v", v.Kind, v.Evidence)
 	}
 	if v.Severity != Warning {
 		t.Errorf("host-idle is %s: never critical (an eval or a checkpoint is no emergency)", v.Severity)
 	}
-	if v := Classify(at(45, 40), DefaultThresholds()); v.Kind != Healthy {
+	if v := Classify(busyAt(45, 40), DefaultThresholds()); v.Kind != Healthy {
 		t.Errorf("util 45 %%, SMs 40 %%: %s %+v", v.Kind, v.Evidence)
 	}
 	// Shown, it holds at 55 % busy (under 62.5 %); not shown, 55 % is
 	// healthy: a job near 50 % does not flip.
 	th := DefaultThresholds()
-	if v := classify(at(55, 1), at(55, 1), th, GPUUnderused, nil); v.Kind != GPUUnderused {
+	if v := classify(busyAt(55, 1), busyAt(55, 1), th, GPUUnderused, nil); v.Kind != GPUUnderused {
 		t.Errorf("shown, 55 %% busy: %s", v.Kind)
 	}
-	if v := classify(at(55, 1), at(55, 1), th, Healthy, nil); v.Kind != Healthy {
+	if v := classify(busyAt(55, 1), busyAt(55, 1), th, Healthy, nil); v.Kind != Healthy {
 		t.Errorf("not shown, 55 %% busy: %s", v.Kind)
 	}
-	if v := classify(at(65, 1), at(65, 1), th, GPUUnderused, nil); v.Kind == GPUUnderused {
+	if v := classify(busyAt(65, 1), busyAt(65, 1), th, GPUUnderused, nil); v.Kind == GPUUnderused {
 		t.Errorf("shown, 65 %% busy: still %s", v.Kind)
 	}
 	// One GPU of eight busy (the job's GPUs not told: all judged, their
 	// mean 12 %): not idle.
-	node := at(99, 95)
+	node := busyAt(99, 95)
 	for i := range node {
 		for j := 1; j < 8; j++ {
 			node[i].GPUs = append(node[i].GPUs, sample.GPU{Index: j, Name: "NVIDIA H200", Vendor: "nvidia", UtilPct: ptr(0.0), Peak: h200Peak,
@@ -814,4 +806,15 @@ func TestHostilePeaksBoundNothing(t *testing.T) {
 	if _, err := json.Marshal(v); err != nil {
 		t.Errorf("the verdict does not encode: %v", err)
 	}
+}
+
+// busyAt is a GPU-bound job's frames with the GPU's utilization at util
+// and GPM's SM activity at sm (percent).
+func busyAt(util, sm float64) []sample.Frame {
+	frames := gpuBoundFrames(sm, 0, 1, 1, 60, fp32Settings())
+	for i := range frames {
+		frames[i].GPUs[0].UtilPct = ptr(util)
+		frames[i].GPUs[0].UtilSamples = &sample.UtilSamples{N: 6, Min: util - 1, Mean: util, Max: util + 1, P5: util - 1, P95: util + 1}
+	}
+	return frames
 }
