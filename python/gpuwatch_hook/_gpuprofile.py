@@ -178,12 +178,22 @@ def kernel_precision(name: str) -> str:
     return ""
 
 
-def recording_options(cuda: bool) -> Dict[str, bool]:
+def recording_options(cuda: bool, torch_version: str = "") -> Dict[str, bool]:
     """torch.profiler.profile's options beside the activities. Shapes are
     recorded on a GPU too: only with them does the profiler keep an op's
     input dtypes, which give a kernel its precision (launched_precision).
-    Stacks only on a GPU: they name the host call an idle gap follows."""
-    return {"record_shapes": True, "with_stack": cuda}
+    Not on torch 2.0: there the profiler asks a tensor of symbolic sizes
+    (torch.compile with dynamic shapes) for its sizes, which raises inside
+    the job's own op (pytorch#104320, fixed in 2.1); a kernel's precision
+    then comes from its name only. Stacks only on a GPU: they name the
+    host call an idle gap follows."""
+    return {"record_shapes": not _is_torch_2_0(torch_version), "with_stack": cuda}
+
+
+def _is_torch_2_0(version: str) -> bool:
+    """version (torch.__version__: "2.0.1+cu118") is a 2.0 release."""
+    parts = str(version).split("+")[0].split(".")
+    return len(parts) >= 2 and parts[0] == "2" and parts[1] == "0"
 
 
 def launched_precision(kernel: "Event", op: "Optional[Event]") -> str:
@@ -598,7 +608,7 @@ class GPUProfile:
             cuda = False
         if cuda:
             acts.append(ProfilerActivity.CUDA)
-        prof = profile(activities=acts, **recording_options(cuda))
+        prof = profile(activities=acts, **recording_options(cuda, str(getattr(torch, "__version__", ""))))
         prof.start()
         with self.lock:
             self._prof, self._cuda = prof, cuda
