@@ -521,6 +521,63 @@ def _host_call_at(tops: List[Event], t: float, starts: Optional[List[float]] = N
     return printable(best.name + (" " + site if site else ""))
 
 
+# Where torch starts a profiler (torch.autograd.profiler.profile's
+# _prepare_trace and _start_trace, emit_nvtx, the legacy profiler): the
+# functions they look up at each call, by module and name.
+_PROFILER_STARTS = (
+    ("torch.autograd.profiler", "_prepare_profiler"),
+    ("torch.autograd.profiler", "_enable_profiler"),
+    ("torch.autograd", "_prepare_profiler"),
+    ("torch.autograd", "_enable_profiler"),
+    ("torch.autograd", "_enable_profiler_legacy"),
+    ("torch.autograd.profiler_legacy", "_enable_profiler_legacy"),
+)
+
+
+def _profiler_on(torch: Any) -> bool:
+    """A torch.profiler is recording on this thread (the job's)."""
+    try:
+        return bool(torch.autograd._profiler_enabled())
+    except Exception:
+        return False
+
+
+def _give_way_to_the_job(torch: Any, give_way: Any) -> "List[Tuple[Any, str, Any, Any]]":
+    """While gpuwatch records, each of torch's profiler starts first calls
+    give_way (which ends the recording), then torch's own: a profiler the
+    job starts meanwhile would otherwise raise "Profiler is already
+    enabled on this thread" in the job. Returns what _restore puts back;
+    installed only for the few steps recorded."""
+    patched = []
+    for mod_name, name in _PROFILER_STARTS:
+        mod = sys.modules.get(mod_name)
+        orig = getattr(mod, name, None)
+        if mod is None or not callable(orig):
+            continue
+
+        def wrapper(*a: Any, __orig: Any = orig, **k: Any) -> Any:
+            give_way()
+            return __orig(*a, **k)
+
+        try:
+            setattr(mod, name, wrapper)
+        except Exception:
+            continue
+        patched.append((mod, name, orig, wrapper))
+    return patched
+
+
+def _restore(patched: "List[Tuple[Any, str, Any, Any]]") -> None:
+    """Puts torch's profiler starts back, where nothing else replaced
+    them since."""
+    for mod, name, orig, wrapper in patched:
+        try:
+            if getattr(mod, name, None) is wrapper:
+                setattr(mod, name, orig)
+        except Exception:
+            pass
+
+
 class GPUProfile:
     """One recording. The loop's thread drives it through saw() (each
     batch taken) and epoch_ended(); the server's threads read figures()
@@ -540,6 +597,7 @@ class GPUProfile:
         self._own_ns = 0  # the loop thread's CPU ns in the start, stop and summary
         self._other0 = 0  # the hook's stack-profile CPU ns (part profiler) at the start
         self._prof: Any = None
+        self._patched: List[Tuple[Any, str, Any, Any]] = []  # _give_way_to_the_job's, while it records
         self._cuda = False
         self._t0 = 0.0  # the first recorded step's start (a batch taken)
         self._n = 0  # steps recorded
@@ -608,8 +666,11 @@ class GPUProfile:
             cuda = False
         if cuda:
             acts.append(ProfilerActivity.CUDA)
+        if _profiler_on(torch):
+            return self._refuse("the job's own torch.profiler is recording (torch allows one at a time)")
         prof = profile(activities=acts, **recording_options(cuda, str(getattr(torch, "__version__", ""))))
         prof.start()
+        self._patched = _give_way_to_the_job(torch, self._give_way)
         with self.lock:
             self._prof, self._cuda = prof, cuda
             self.device = "cuda" if cuda else "cpu"
@@ -628,10 +689,21 @@ class GPUProfile:
             with rf(MARK):
                 pass
 
+    def _give_way(self) -> None:
+        """The job starts a torch.profiler of its own while this one
+        records: torch allows one at a time, and would raise in the job's
+        call. This recording ends first, summing nothing."""
+        if self.state == RECORDING:
+            self._refuse("the job started its own torch.profiler while gpuwatch recorded: gpuwatch's recording gave way")
+
     def _stop(self, now: float) -> None:
         end = _env.clock()
         t, own = _perf(), _cost.now()
+        _restore(self._patched)
+        self._patched = []
         prof, self._prof = self._prof, None
+        if prof is None:  # it gave way to the job's own profiler meanwhile
+            return
         try:
             prof.stop()
             evs = events_of(prof)
@@ -663,6 +735,8 @@ class GPUProfile:
             self.state = DONE
 
     def _refuse(self, why: str) -> None:
+        _restore(self._patched)
+        self._patched = []
         prof, self._prof = self._prof, None
         if prof is not None:
             try:

@@ -1,7 +1,7 @@
 """_gpuprofile against what a real job's profile holds (a hostile
 review's findings, each a test): GPU user annotations, a launch-bound
 step's many gaps, a loop that leaves with a break while it records,
-autograd's own thread, custom ops."""
+the job's own torch.profiler, autograd's own thread, custom ops."""
 
 import os
 import sys
@@ -184,6 +184,64 @@ class LeftWithABreakTest(unittest.TestCase):
                 p.stop()
         self.assertFalse(on, "torch.profiler still on after close()")
         self.assertNotEqual(state, _gpuprofile.RECORDING)
+
+
+@unittest.skipIf(torch is None, "needs torch")
+class TheJobsOwnProfilerTest(unittest.TestCase):
+    """torch allows one profiler at a time: a second start raises
+    "Profiler is already enabled on this thread" in the caller."""
+
+    def loop(self, step):
+        ds = TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
+        w = hook.watch(DataLoader(ds, batch_size=4), port=0, quiet=True)
+        net = nn.Linear(8, 1)
+        try:
+            w._stats.ask_gpu_profile(5)
+            for n, (x, y) in enumerate(w, 1):
+                nn.functional.mse_loss(net(x), y).backward()
+                step(n)
+        finally:
+            w.close()
+        return w._stats.gpu_profile
+
+    def test_the_jobs_profiler_started_while_gpuwatch_records_runs(self):
+        # A job that profiles a step of its own (torch.profiler.profile as
+        # a context manager) inside gpuwatch's window got a RuntimeError
+        # from torch: its training died of gpuwatch's recording.
+        seen = []
+
+        def step(n):
+            if n == _gpuprofile.BEFORE + 3:  # inside the window
+                with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
+                    torch.mm(torch.randn(4, 4), torch.randn(4, 4))
+                seen.append(len(p.events()))
+
+        gp = self.loop(step)
+        self.assertTrue(seen and seen[0] > 0, "the job's profile recorded nothing")
+        self.assertEqual(gp.state, _gpuprofile.REFUSED)
+        self.assertIn("gave way", gp.reason)
+        self.assertFalse(torch.autograd._profiler_enabled())
+        for mod_name, name in _gpuprofile._PROFILER_STARTS:
+            mod = sys.modules.get(mod_name)
+            f = getattr(mod, name, None)
+            if f is not None:
+                self.assertNotEqual(getattr(f, "__name__", ""), "wrapper", "%s.%s left patched" % (mod_name, name))
+
+    def test_gpuwatch_does_not_start_while_the_jobs_profiler_records(self):
+        p = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+        p.start()
+        try:
+            gp = self.loop(lambda n: None)
+        finally:
+            p.stop()  # the job's own stops as it began: no RuntimeError
+        self.assertEqual(gp.state, _gpuprofile.REFUSED)
+        self.assertIn("own torch.profiler is recording", gp.reason)
+        self.assertGreater(len(p.events()), 0)
+
+    def test_a_recording_left_alone_still_sums_and_puts_torch_back(self):
+        gp = self.loop(lambda n: None)
+        self.assertEqual(gp.state, _gpuprofile.DONE, gp.reason)
+        self.assertIs(torch.autograd.profiler._enable_profiler, torch.autograd._enable_profiler)
 
 
 class LoopThreadTest(unittest.TestCase):
