@@ -1,3 +1,5 @@
+//go:build manpages
+
 package cli
 
 import (
@@ -10,6 +12,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 )
+
+// The man command is built only with -tags manpages
+// (scripts/release-assets.sh): cobra's doc package brings blackfriday,
+// yaml and text/template, whose code and start-up allocations every
+// gpuwatch process would carry for a command only a release runs
+// (docs/architecture.md, "The dashboard's memory").
+func init() { taggedCmds = append(taggedCmds, newManCmd) }
 
 // newManCmd writes the man pages, one per command, generated from the
 // command tree (the release archives and packages ship them).

@@ -1,3 +1,5 @@
+//go:build manpages
+
 package cli
 
 import (

@@ -12,6 +12,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// taggedCmds are the commands built only with a build tag (man:
+// -tags manpages).
+var taggedCmds []func(stdout io.Writer) *cobra.Command
+
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	var w watchFlags
 	var showVersion bool
@@ -56,7 +60,10 @@ interval; with --json one JSON object per line.`,
 		return &usageError{cmd: cmd.CommandPath(), err: plainFlagError(err)}
 	})
 	root.AddCommand(newVersionCmd(stdout), newRunCmd(stdout, stderr), newDemoCmd(stdout, stderr), newLoaderCmd(stdout, stderr), newSweepCmd(stdout, stderr), newTuneCmd(stdout, stderr), newAttachCmd(stdout, stderr),
-		newRecordCmd(stdout, stderr), newReplayCmd(stdout, stderr), newReportCmd(stdout, stderr), newServeCmd(stdout, stderr), newFleetCmd(stdout, stderr), newManCmd(stdout))
+		newRecordCmd(stdout, stderr), newReplayCmd(stdout, stderr), newReportCmd(stdout, stderr), newServeCmd(stdout, stderr), newFleetCmd(stdout, stderr))
+	for _, c := range taggedCmds {
+		root.AddCommand(c(stdout))
+	}
 	wrapArgs(root)
 	for _, c := range append(root.Commands(), root) {
 		c.SetUsageFunc(usage)

@@ -11,5 +11,6 @@ CGO_ENABLED=0 go build -o "$bin" .
 "$bin" completion bash >completions/gpuwatch.bash
 "$bin" completion zsh >completions/_gpuwatch
 "$bin" completion fish >completions/gpuwatch.fish
-"$bin" man manpages >/dev/null
+CGO_ENABLED=0 go build -tags manpages -o "$bin-man" . # the man command is built only with this tag (cli/man.go)
+"$bin-man" man manpages >/dev/null
 gzip -9n manpages/*.1
