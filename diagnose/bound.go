@@ -25,6 +25,7 @@ type stageTimes struct {
 	cpuKnown                   bool
 	loopCPUWait                float64 // the loop's wait for a CPU per batch (its own thread's run delay), where read
 	loopCPUWaitKnown           bool
+	ownWait                    bool // the loop's wait is its own, batches ready (the model's OverheadSec): its whole period is the loop's
 	ok                         bool
 }
 
@@ -61,9 +62,13 @@ func (s *stageTimes) workersBusy() bool {
 // loop is the training loop's own time per batch: its step and taking
 // each batch (the pin-memory thread counted with it: an upper bound on
 // what removing it gains). It is never less than what the measured rate
-// and wait leave the loop.
+// and wait leave the loop, and where the wait is its own (batches ready
+// when it asked: the model's OverheadSec), the whole batch period is.
 func (s *stageTimes) loop() float64 {
 	own := (1 - s.wait) / s.rate
+	if s.ownWait {
+		own = 1 / s.rate
+	}
 	return max(own, s.step+s.take+s.pin)
 }
 

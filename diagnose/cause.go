@@ -146,6 +146,9 @@ func causesOf(frames []sample.Frame, w *window, d decision, held func(string) bo
 	}
 	s := readStages(frames, w)
 	s.th = w.th
+	if p, ok := pipeline(w); ok && p.OverheadSec > 0 {
+		s.ownWait = true // the loop's wait is its own: no stage of the workers' holds it back
+	}
 	in := &causeIn{frames: frames, w: w, d: d, s: &s, pay: lastPayload(frames), held: held,
 		waits: w.meanWaitShare.ok && w.meanWaitShare.v >= w.th.WaitShareModerate && (s.workersBusy() || s.cpuBound && (d.kind == CPUSaturated || workersFillCPUs(w)))}
 	found := map[string]Cause{}

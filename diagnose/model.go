@@ -659,7 +659,7 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 	// Workers whose timed stages fill the batch period are busy: the
 	// loop waits on them, whatever the queue said (issue 39: "205 ms
 	// taking each batch" while the loop waited on busy workers).
-	busyWorkers := w.workerStageSec.ok && !p.Relative && w.workerStageSec.v*bps >= busyWorkerShare*float64(n)
+	busyWorkers := w.workerStageSec.ok && !p.Relative && w.workerStageSec.v*bps >= busyWorkerShare*float64(n) && !doneWhenAsked(w, n)
 	if w.queueDepth.ok && !busyWorkers && !handingOver && (full || w.queueDepth.v >= 1 && (!w.cpuBusy.ok || busy < w.th.CPUSaturatedPct)) {
 		// Batches were ready when the loop asked: the workers keep up,
 		// and the wait is the loop taking each batch. (With every core
@@ -702,24 +702,31 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 // waiting 9 % on the trip: read as saturated, "45 ms a batch, 41 ms
 // waiting on storage", and 4 → 5 was promised 11 % that 5 did not give).
 //
-// Nor where each worker's batch is done before the loop comes back to it:
-// a worker is handed its next index as the loop takes its batch, and is
-// asked again n takes later, after n of the loop's own times per batch
-// (its step and its take); a worker whose timed stages fill less than
-// that is idle when asked, its GIL free, and the wait is the loop's own
-// (issue 52: an unmodified script, one worker looping in Python for
-// 3.4 ms a batch beside a 4.4 ms step, the loop waiting 0.5 ms a batch
-// with one ready: 1 → 2 workers promised 1.16× and gave 1.01×, the same
-// wait at 1, 2 and 3 workers). The hand-over this function reads is the
-// one whose worker is still computing when asked (4.8 ms a batch beside
-// a 0.9 ms step, and an 8 ms wait).
+// Nor where each worker's batch is done before the loop comes back to it
+// (doneWhenAsked): its GIL is free, and the wait is the loop's own. The
+// hand-over this function reads is the one whose worker is still
+// computing when asked (4.8 ms a batch beside a 0.9 ms step, and an 8 ms
+// wait).
 func handsOver(p *Pipeline, w *window, n int, bps, wait, period float64) bool {
 	idle := !p.Relative && (w.workerStageSec.ok && w.workerStageSec.v*bps < idleWorkerShare*float64(n) ||
 		w.loaderCPU.ok && runnable(w.loaderCPU.v/100, w.workersRunDelay) < idleWorkerShare*float64(n))
-	doneWhenAsked := w.workerStageSec.ok && w.stepMs.ok && w.loopTakeSec.ok &&
-		w.workerStageSec.v <= float64(n)*(w.stepMs.v/1000+w.loopTakeSec.v)
-	return w.queueDepth.ok && w.queueDepth.v >= 1 && w.loopTakeSec.ok && !p.Relative && !p.restarts() && !idle && !doneWhenAsked &&
+	return w.queueDepth.ok && w.queueDepth.v >= 1 && w.loopTakeSec.ok && !p.Relative && !p.restarts() && !idle && !doneWhenAsked(w, n) &&
 		w.loopTakeSec.v < w.th.OwnWaitShare*wait*period
+}
+
+// doneWhenAsked says each of n workers has its next batch made before the
+// loop comes back to it: a worker is handed its next index just after the
+// loop takes its batch, and is asked again after n of the loop's steps and
+// the n − 1 takes between them; a worker whose timed stages take no longer
+// than that is idle when asked, however much of the batch period they
+// fill. Its batch is ready and its GIL free: the loop's wait is its own,
+// not a wait on the workers (issue 52: an unmodified script, one worker
+// looping in Python for 3.4 ms a batch beside a 4.4 ms step, the loop
+// waiting 0.5 ms a batch with one ready: 1 → 2 workers promised 1.16× and
+// gave 1.01×, the same wait at 1, 2 and 3 workers).
+func doneWhenAsked(w *window, n int) bool {
+	return w.workerStageSec.ok && w.stepMs.ok && w.loopTakeSec.ok && n > 0 &&
+		w.workerStageSec.v <= float64(n)*w.stepMs.v/1000+float64(n-1)*w.loopTakeSec.v
 }
 
 // runnable is the cores' worth of time threads that used cpu cores ran
