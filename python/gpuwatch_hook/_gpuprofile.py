@@ -182,18 +182,24 @@ def recording_options(cuda: bool, torch_version: str = "") -> Dict[str, bool]:
     """torch.profiler.profile's options beside the activities. Shapes are
     recorded on a GPU too: only with them does the profiler keep an op's
     input dtypes, which give a kernel its precision (launched_precision).
-    Not on torch 2.0: there the profiler asks a tensor of symbolic sizes
-    (torch.compile with dynamic shapes) for its sizes, which raises inside
-    the job's own op (pytorch#104320, fixed in 2.1); a kernel's precision
-    then comes from its name only. Stacks only on a GPU: they name the
+    Not on torch 2.0 (nor a 2.1 pre-release, which may predate the fix):
+    there the profiler asks a tensor of symbolic sizes (torch.compile with
+    dynamic shapes) for its sizes, which raises inside the job's own op
+    (pytorch#104320, fixed in 2.1); a kernel's precision then comes from
+    its name only. Stacks only on a GPU: they name the
     host call an idle gap follows."""
     return {"record_shapes": not _is_torch_2_0(torch_version), "with_stack": cuda}
 
 
 def _is_torch_2_0(version: str) -> bool:
-    """version (torch.__version__: "2.0.1+cu118") is a 2.0 release."""
+    """version (torch.__version__: "2.0.1+cu118") is a 2.0 release, or a
+    2.1 pre-release ("2.1.0a0+4136153", "2.1.0.dev20230620")."""
     parts = str(version).split("+")[0].split(".")
-    return len(parts) >= 2 and parts[0] == "2" and parts[1] == "0"
+    if len(parts) < 2 or parts[0] != "2":
+        return False
+    if parts[1] == "0":
+        return True
+    return parts[1] == "1" and ("a" in ".".join(parts[2:]) or "dev" in ".".join(parts[2:]))
 
 
 def launched_precision(kernel: "Event", op: "Optional[Event]") -> str:
@@ -598,6 +604,7 @@ class GPUProfile:
         self._other0 = 0  # the hook's stack-profile CPU ns (part profiler) at the start
         self._prof: Any = None
         self._patched: List[Tuple[Any, str, Any, Any]] = []  # _give_way_to_the_job's, while it records
+        self._thread = 0  # the thread it records on (the loop's)
         self._cuda = False
         self._t0 = 0.0  # the first recorded step's start (a batch taken)
         self._n = 0  # steps recorded
@@ -670,6 +677,7 @@ class GPUProfile:
             return self._refuse("the job's own torch.profiler is recording (torch allows one at a time)")
         prof = profile(activities=acts, **recording_options(cuda, str(getattr(torch, "__version__", ""))))
         prof.start()
+        self._thread = threading.get_ident()
         self._patched = _give_way_to_the_job(torch, self._give_way)
         with self.lock:
             self._prof, self._cuda = prof, cuda
@@ -690,10 +698,13 @@ class GPUProfile:
                 pass
 
     def _give_way(self) -> None:
-        """The job starts a torch.profiler of its own while this one
-        records: torch allows one at a time, and would raise in the job's
-        call. This recording ends first, summing nothing."""
-        if self.state == RECORDING:
+        """The job starts a torch.profiler of its own on the thread this one
+        records on: torch allows one a thread, and would raise in the job's
+        call. This recording ends first, summing nothing. A profiler the
+        job starts on another thread is no conflict, and this one could not
+        be stopped from there (torch's stop is the starting thread's): it
+        records on."""
+        if self.state == RECORDING and threading.get_ident() == self._thread:
             self._refuse("the job started its own torch.profiler while gpuwatch recorded: gpuwatch's recording gave way")
 
     def _stop(self, now: float) -> None:

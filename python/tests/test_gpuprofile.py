@@ -147,7 +147,8 @@ class NamesTest(unittest.TestCase):
         # torch 2.0's profiler raises inside the job's op on a tensor of
         # symbolic sizes (torch.compile, dynamic shapes) when it records
         # shapes (pytorch#104320, fixed in 2.1): not there, elsewhere yes.
-        for v, want in [("2.0.1+cu118", False), ("2.0.0", False), ("2.1.0", True), ("1.13.1", True), ("2.11.0+cu128", True), ("", True), ("junk", True)]:
+        for v, want in [("2.0.1+cu118", False), ("2.0.0", False), ("2.1.0a0+4136153", False), ("2.1.0.dev20230620+cu118", False),
+                        ("2.1.0", True), ("2.1.2+cu121", True), ("1.13.1", True), ("2.11.0+cu128", True), ("", True), ("junk", True)]:
             self.assertEqual(_gpuprofile.recording_options(True, v)["record_shapes"], want, v)
 
     def test_a_sync_wait_is_told_from_a_launch_wait(self):

@@ -227,6 +227,31 @@ class TheJobsOwnProfilerTest(unittest.TestCase):
             if f is not None:
                 self.assertNotEqual(getattr(f, "__name__", ""), "wrapper", "%s.%s left patched" % (mod_name, name))
 
+    def test_the_jobs_profiler_on_another_thread_leaves_gpuwatchs_alone(self):
+        # torch's profilers are per thread: one the job starts on another
+        # thread is no conflict, and gpuwatch's could not be stopped from
+        # there (torch's stop raised, was swallowed, and gpuwatch's
+        # recording ran on for good, 279 MiB more over 300k ops).
+        import threading
+
+        seen = []
+
+        def other():
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
+                torch.mm(torch.randn(4, 4), torch.randn(4, 4))
+            seen.append(len(p.events()))
+
+        def step(n):
+            if n == _gpuprofile.BEFORE + 3:
+                t = threading.Thread(target=other)
+                t.start()
+                t.join()
+
+        gp = self.loop(step)
+        self.assertTrue(seen and seen[0] > 0, "the job's profile recorded nothing")
+        self.assertEqual(gp.state, _gpuprofile.DONE, gp.reason)
+        self.assertFalse(torch.autograd._profiler_enabled(), "gpuwatch's recording left on")
+
     def test_gpuwatch_does_not_start_while_the_jobs_profiler_records(self):
         p = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
         p.start()
