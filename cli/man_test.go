@@ -49,15 +49,3 @@ func TestManPagesFromTheCommandTree(t *testing.T) {
 		t.Fatal("the hidden man command has a page of its own")
 	}
 }
-
-func TestCompletionScripts(t *testing.T) {
-	for shell, want := range map[string]string{"bash": "__start_gpuwatch", "zsh": "#compdef gpuwatch", "fish": "complete -c gpuwatch"} {
-		var out, errb bytes.Buffer
-		if code := Run([]string{"completion", shell}, &out, &errb); code != 0 {
-			t.Fatalf("%s: exit %d: %s", shell, code, errb.String())
-		}
-		if !strings.Contains(out.String(), want) {
-			t.Fatalf("%s completion lacks %q", shell, want)
-		}
-	}
-}
