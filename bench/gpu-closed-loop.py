@@ -44,6 +44,9 @@ CASES = {
     "resnet-bf16-nchw": (["--model", "resnet", "--precision", "bf16"], ["tensor_idle"]),
     "mlp-sync": (["--model", "mlp", "--hidden", "1024", "--batch", "256", "--sync-every-step"], []),
     "mlp-small": (["--model", "mlp", "--hidden", "256", "--batch", "64"], []),
+    # A job that profiles one step in 7 itself: gpuwatch's own recording
+    # (asked by --once) must give way, never raise in the job.
+    "mlp-own-profiler": (["--model", "mlp", "--hidden", "1024", "--batch", "256", "--own-profiler-every", "7"], []),
 }
 
 # The generic line the issue saw recited to a job already in bf16.

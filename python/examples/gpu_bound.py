@@ -8,6 +8,7 @@ indices so the hook has a loop to time). Its precision is the question:
     python3 gpu_bound.py --model resnet --precision bf16 --channels-last
     python3 gpu_bound.py --model mlp --hidden 256 --batch 64 --sync-every-step  # loss.item() each step
     python3 gpu_bound.py --model mlp --hidden 256 --batch 64 --compile          # CUDA graphs (torch 2)
+    python3 gpu_bound.py --model mlp --own-profiler-every 7                     # profiles itself
 
 It writes its own samples/s (the truth gpuwatch's figures are checked
 against) to --out every few seconds. Run it under gpuwatch:
@@ -32,6 +33,8 @@ p.add_argument("--seconds", type=float, default=60)
 p.add_argument("--out", default="")
 p.add_argument("--sync-every-step", action="store_true", help="read the loss with .item() every step (a host sync)")
 p.add_argument("--compile", action="store_true", help='torch.compile(model, mode="reduce-overhead"): CUDA graphs')
+p.add_argument("--own-profiler-every", type=int, default=0, metavar="N",
+               help="profile one step of every N with torch.profiler, as a job that profiles itself does (gpuwatch's own recording gives way)")
 args = p.parse_args()
 if args.compile and not hasattr(torch, "compile"):
     p.error("--compile needs torch 2 (torch.compile); this is torch " + torch.__version__)
@@ -73,11 +76,18 @@ loader = DataLoader(range(1 << 30), batch_size=None, num_workers=0)
 t0 = time.monotonic()
 last, done, mark, n_mark = t0, 0, None, 0
 for i, _ in enumerate(loader):
+    own = None
+    if args.own_profiler_every and i % args.own_profiler_every == 0:
+        acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if dev == "cuda" else [])
+        own = torch.profiler.profile(activities=acts)
+        own.start()  # raises if another profiler records on this thread
     with torch.autocast(dev, dtype=torch.bfloat16, enabled=args.precision == "bf16"):
         loss = loss_fn(model(x), y)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
+    if own is not None:
+        own.stop()
     if args.sync_every_step:
         seen = loss.item()  # the host waits for the GPU here, every step
     done += batch
