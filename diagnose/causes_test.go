@@ -219,10 +219,7 @@ func TestLoopTakeOnlyWhereTheLoopIsTheLimit(t *testing.T) {
 func TestBusyWorkersAreNotTheLoopsOwnTime(t *testing.T) {
 	c := loopCase{workers: 1, batchesPerSec: 57.8, wait: 0.88, batch: 64, getitem: 14.7, collate: 0.8, handover: 0.4, take: 0.5, step: 2.3,
 		cores: 2, cpuBusy: 70, workersCPU: 95, loopCPU: 20, queue: ptr(1.0)}
-	p, ok := Model(c.frames())
-	if !ok {
-		t.Fatal("no model")
-	}
+	p := mustModel(t, c.frames())
 	if p.OverheadSec > 0 {
 		t.Fatalf("the wait on a busy worker called the loop's own: %v s per batch", p.OverheadSec)
 	}
@@ -295,10 +292,7 @@ func TestGetitemWaitingOnStorageIsNoCause(t *testing.T) {
 func TestIdleWorkersLeaveTheWaitToTheLoop(t *testing.T) {
 	c := loopCase{workers: 2, batchesPerSec: 275, wait: 0.36, batch: 32, getitem: 0.03, collate: 0.48, handover: 0.24, take: 0.62, step: 2.3,
 		cores: 2, cpuBusy: 40, workersCPU: 21, loopCPU: 30, runDelay: ptr(0.15), queue: ptr(1.0)}
-	p, ok := Model(c.frames())
-	if !ok {
-		t.Fatal("no model")
-	}
+	p := mustModel(t, c.frames())
 	if p.OverheadSec <= 0 || p.IOSec > 0 {
 		t.Errorf("the loop's own %v s per batch, %v s waiting on storage: want the wait the loop's own", p.OverheadSec, p.IOSec)
 	}
@@ -318,10 +312,7 @@ func TestIdleWorkersLeaveTheWaitToTheLoop(t *testing.T) {
 func TestAHandOverStillInTheWorkerIsNotTheLoopsOwnTime(t *testing.T) {
 	c := loopCase{workers: 1, batchesPerSec: 108, wait: 0.9, batch: 32, getitem: 3.4, collate: 1.0, handover: 0.4, take: 0.8, step: 0.9,
 		cores: 2, cpuBusy: 60, workersCPU: 55, loopCPU: 40, queue: ptr(1.0)}
-	p, ok := Model(c.frames())
-	if !ok {
-		t.Fatal("no model")
-	}
+	p := mustModel(t, c.frames())
 	if p.OverheadSec > 0 {
 		t.Fatalf("the hand-over still in the worker called the loop's own: %v s per batch", p.OverheadSec)
 	}
@@ -358,10 +349,7 @@ func TestAHandOverStillInTheWorkerIsNotTheLoopsOwnTime(t *testing.T) {
 func TestAWorkerDoneBeforeTheLoopReturnsHandsOverNothing(t *testing.T) {
 	c := loopCase{workers: 1, batchesPerSec: 204.9, wait: 0.107, batch: 32, getitem: 3.12, collate: 0.106, handover: 0.187, take: 0.232, step: 4.35,
 		cores: 2, cpuBusy: 46, workersCPU: 75, loopCPU: 13, runDelay: ptr(0.011), queue: ptr(1.0)}
-	p, ok := Model(c.frames())
-	if !ok {
-		t.Fatal("no model")
-	}
+	p := mustModel(t, c.frames())
 	if p.OverheadSec <= 0 || p.IOSec > 0 || p.HandOverSec > 0 {
 		t.Errorf("the loop's own %v s, %v s waiting on storage, %v s handing over: want the wait the loop's own", p.OverheadSec, p.IOSec, p.HandOverSec)
 	}
@@ -386,10 +374,7 @@ func TestAWorkerDoneWhenAskedIsNotBusy(t *testing.T) {
 		frames[i].Loader.LoopTID = &tid
 		frames[i].Procs.Threads = []sample.Thread{{TID: 100, PID: 100, Name: "python3", CPUPct: 13, RunDelayMsPerSec: ptr(11.0)}}
 	}
-	p, ok := Model(frames)
-	if !ok {
-		t.Fatal("no model")
-	}
+	p := mustModel(t, frames)
 	if got, _ := p.Predict(p.Knobs); p.OverheadSec <= 0 || got.Gain < 0.9 || got.Gain > 1.1 {
 		t.Errorf("the loop's own %v s a batch; the configuration measured predicted at %.2f× the rate seen", p.OverheadSec, got.Gain)
 	}
@@ -732,4 +717,14 @@ func TestWorkersThatKeepUpAreNotPromisedMore(t *testing.T) {
 			t.Errorf("%s: a storage wait nothing timed: %s", v.Kind, ch.Why)
 		}
 	}
+}
+
+// mustModel is the pipeline model of frames; the test fails without one.
+func mustModel(t *testing.T, frames []sample.Frame) *Pipeline {
+	t.Helper()
+	p, ok := Model(frames)
+	if !ok {
+		t.Fatal("no model")
+	}
+	return p
 }

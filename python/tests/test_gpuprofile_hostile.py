@@ -156,6 +156,24 @@ class LargeProfileTest(unittest.TestCase):
         self.assertLess(walks[0], 20, "the top-level ops walked %d times for 2,000 gaps" % walks[0])
 
 
+def watched_loop(step):
+    """A watched DataLoader's loop, a GPU profile of 5 steps asked for:
+    step(n) runs after each batch's backward, and the loop leaves with a
+    break where it returns True. The watcher, closed."""
+    ds = TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
+    w = hook.watch(DataLoader(ds, batch_size=4), port=0, quiet=True)
+    net = nn.Linear(8, 1)
+    try:
+        w._stats.ask_gpu_profile(5)
+        for n, (x, y) in enumerate(w, 1):
+            nn.functional.mse_loss(net(x), y).backward()
+            if step(n):
+                break
+    finally:
+        w.close()
+    return w
+
+
 @unittest.skipIf(torch is None, "needs torch")
 class LeftWithABreakTest(unittest.TestCase):
     def test_close_ends_a_recording_the_loop_left_with_a_break(self):
@@ -164,17 +182,7 @@ class LeftWithABreakTest(unittest.TestCase):
         # recording under way is left on: torch.profiler keeps recording
         # (shapes, stacks, every kernel) through whatever the job does
         # next, until the process ends, and nothing is ever published.
-        ds = TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
-        w = hook.watch(DataLoader(ds, batch_size=4), port=0, quiet=True)
-        net = nn.Linear(8, 1)
-        try:
-            w._stats.ask_gpu_profile(5)
-            for n, (x, y) in enumerate(w, 1):
-                nn.functional.mse_loss(net(x), y).backward()
-                if n == _gpuprofile.BEFORE + 3:  # inside the window: 2 of 5 steps recorded
-                    break
-        finally:
-            w.close()
+        w = watched_loop(lambda n: n == _gpuprofile.BEFORE + 3)  # left inside the window: 2 of 5 steps recorded
         try:
             on = torch.autograd._profiler_enabled()
             state = w._stats.gpu_profile.state
@@ -188,21 +196,11 @@ class LeftWithABreakTest(unittest.TestCase):
 
 @unittest.skipIf(torch is None, "needs torch")
 class TheJobsOwnProfilerTest(unittest.TestCase):
-    """torch allows one profiler at a time: a second start raises
+    """torch allows one profiler a thread: a second start raises
     "Profiler is already enabled on this thread" in the caller."""
 
     def loop(self, step):
-        ds = TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
-        w = hook.watch(DataLoader(ds, batch_size=4), port=0, quiet=True)
-        net = nn.Linear(8, 1)
-        try:
-            w._stats.ask_gpu_profile(5)
-            for n, (x, y) in enumerate(w, 1):
-                nn.functional.mse_loss(net(x), y).backward()
-                step(n)
-        finally:
-            w.close()
-        return w._stats.gpu_profile
+        return watched_loop(step)._stats.gpu_profile
 
     def test_the_jobs_profiler_started_while_gpuwatch_records_runs(self):
         # A job that profiles a step of its own (torch.profiler.profile as
