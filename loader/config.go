@@ -236,6 +236,7 @@ func Scenario(name string, memAvail int64) (Config, error) {
 		// 2 ms on 2 cores, every 250 µs on 16). On a 2-core virtio VM,
 		// 16 KiB reads left the disk 70-80 % busy (Go's hand-off of
 		// blocking syscalls was the limit); 128 KiB reads keep it ~98 %.
+		// Each worker has a P of its own while it reads (Run: O_DIRECT).
 		c.Workers, c.Prefetch, c.Persistent = min(8*cpus, 64), 1, true
 		c.SampleSize, c.BatchSize, c.Access, c.DirectIO = 128<<10, 64, Random, true
 		c.DecodeCost, c.Jitter = 0, 0
