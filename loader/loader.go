@@ -72,6 +72,23 @@ type result struct {
 	err          error
 }
 
+// ownPs gives an O_DIRECT loader a P for each worker and one for the
+// loop, as PyTorch's worker processes each have their own interpreter,
+// and returns what puts the count back: an O_DIRECT read is a system call
+// too short for the runtime to hand its P on, so 16 workers reading kept
+// both Ps of a 2-core box, and the loop's 2 ms step took 4-5 ms to be run
+// again (a disk that served 1.3-1.9 GiB/s, 2026-12-05: the io-bound
+// preset waited 6-10 % and read as healthy). The cores stay the kernel's
+// to share.
+func (l *Loader) ownPs() (restore func()) {
+	n := l.cfg.Workers + 1
+	if !l.cfg.DirectIO || n <= runtime.GOMAXPROCS(0) {
+		return func() {}
+	}
+	old := runtime.GOMAXPROCS(n)
+	return func() { runtime.GOMAXPROCS(old) }
+}
+
 // Run is the training loop: epochs of taking batches and stepping on them,
 // until cfg.Epochs are done or ctx ends (then it returns ctx's error).
 func (l *Loader) Run(ctx context.Context) error {
@@ -102,16 +119,7 @@ func (l *Loader) Run(ctx context.Context) error {
 		l.thr.wait(int(min(l.ds.Size, math.MaxInt32)))
 	}
 	l.events.emit(Event{Name: "setup end", Duration: seconds(time.Since(setup))})
-	if n := cfg.Workers + 1; cfg.DirectIO && n > runtime.GOMAXPROCS(0) {
-		// A P for each worker and one for the loop, as PyTorch's worker
-		// processes each have their own interpreter: an O_DIRECT read is
-		// a system call too short for the runtime to hand its P on, so
-		// 16 workers reading kept both Ps of a 2-core box, and the loop's
-		// 2 ms step took 4-5 ms to be run again (a disk that served
-		// 1.3-1.9 GiB/s, 2026-12-05: the io-bound preset waited 6-10 %
-		// and read as healthy). The cores stay the kernel's to share.
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
-	}
+	defer l.ownPs()()
 	// The training loop runs on one OS thread, as a Python training loop
 	// does: with num_workers=0 it loads every batch itself there — the
 	// pegged core users see —, and with workers its thread's run delay
