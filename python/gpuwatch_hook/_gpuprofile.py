@@ -78,6 +78,10 @@ INPUT_EVENT = "enumerate(DataLoader)#"
 #: the batches whatever the iterable (a generator, DALI, a DataLoader
 #: read by a prefetch thread). Left out of every sum.
 MARK = "gpuwatch#step"
+
+# The longest a profiler start of the job's on another thread waits for
+# the loop's next batch, where gpuwatch's recording ends first (seconds).
+GIVE_WAY_WAIT = 1.0
 #: c10::RecordScope::USER_SCOPE (record_function), KinetoEvent.scope().
 USER_SCOPE = 7
 
@@ -541,11 +545,16 @@ _PROFILER_STARTS = (
 
 
 def _profiler_on(torch: Any) -> bool:
-    """A torch.profiler is recording on this thread (the job's)."""
+    """A torch.profiler of the job's is recording: on this thread (torch's
+    per-thread state), or on any (torch.autograd.profiler's process-wide
+    flag, where torch has one: 2.x). Kineto, which collects the trace, is
+    one a process: a second start cancels the trace already running."""
     try:
-        return bool(torch.autograd._profiler_enabled())
+        if torch.autograd._profiler_enabled():
+            return True
     except Exception:
-        return False
+        pass
+    return getattr(getattr(getattr(torch, "autograd", None), "profiler", None), "_is_profiler_enabled", False) is True
 
 
 def _give_way_to_the_job(torch: Any, give_way: Any) -> "List[Tuple[Any, str, Any, Any]]":
@@ -562,7 +571,10 @@ def _give_way_to_the_job(torch: Any, give_way: Any) -> "List[Tuple[Any, str, Any
             continue
 
         def wrapper(*a: Any, __orig: Any = orig, **k: Any) -> Any:
-            give_way()
+            try:
+                give_way()
+            except Exception:  # never into the job's profiler start
+                pass
             return __orig(*a, **k)
 
         try:
@@ -605,6 +617,8 @@ class GPUProfile:
         self._prof: Any = None
         self._patched: List[Tuple[Any, str, Any, Any]] = []  # _give_way_to_the_job's, while it records
         self._thread = 0  # the thread it records on (the loop's)
+        self._asked_away = ""  # why another thread's profiler start asked this one to end (at the loop's next batch)
+        self._ended = threading.Event()  # set once it no longer records (done or refused)
         self._cuda = False
         self._t0 = 0.0  # the first recorded step's start (a batch taken)
         self._n = 0  # steps recorded
@@ -629,6 +643,8 @@ class GPUProfile:
                 del self._seen_cpu[: -(BEFORE + 1)]
                 if len(self._seen) > BEFORE and batches >= self.warm_at:
                     self._start(now)
+            elif self.state == RECORDING and self._asked_away:
+                self._refuse(self._asked_away)
             elif self.state == RECORDING:
                 self._mark_step()
                 self._n += 1
@@ -644,7 +660,9 @@ class GPUProfile:
         step recorded: counted, the time and CPU per step are not a step
         too high. Never raises."""
         try:
-            if self.state == RECORDING:
+            if self.state == RECORDING and self._asked_away:
+                self._refuse(self._asked_away)
+            elif self.state == RECORDING:
                 self._n += 1
                 self._stop(now)
         except Exception as e:
@@ -698,14 +716,24 @@ class GPUProfile:
                 pass
 
     def _give_way(self) -> None:
-        """The job starts a torch.profiler of its own on the thread this one
-        records on: torch allows one a thread, and would raise in the job's
-        call. This recording ends first, summing nothing. A profiler the
-        job starts on another thread is no conflict, and this one could not
-        be stopped from there (torch's stop is the starting thread's): it
-        records on."""
-        if self.state == RECORDING and threading.get_ident() == self._thread:
+        """The job starts a torch.profiler of its own while this one
+        records. On the thread this one records on, torch would raise in
+        the job's call (one a thread): this recording ends first, summing
+        nothing. On another thread, Kineto (one trace a process) would
+        cancel this trace, and this one's later stop would end the job's:
+        this one can only be stopped from its own thread, so the job's
+        start waits for the loop's next batch, where it ends, at most
+        GIVE_WAY_WAIT (a loop stuck meanwhile, joining that very thread,
+        is not waited for: the recording ends at its next batch all the
+        same, and says so)."""
+        if self.state != RECORDING:
+            return
+        if threading.get_ident() == self._thread:
             self._refuse("the job started its own torch.profiler while gpuwatch recorded: gpuwatch's recording gave way")
+            return
+        self._asked_away = "the job started a torch.profiler on another thread while gpuwatch recorded: gpuwatch's recording gave way (one trace a process)"
+        if not self._ended.wait(GIVE_WAY_WAIT):
+            self._asked_away += "; its start waited %g s for the loop's next batch, then went first" % GIVE_WAY_WAIT
 
     def _stop(self, now: float) -> None:
         end = _env.clock()
@@ -744,6 +772,7 @@ class GPUProfile:
             self.cost_seconds = extra + self._overhead
             self.cost_cpu_seconds = cpu_ns / 1e9
             self.state = DONE
+        self._ended.set()
 
     def _refuse(self, why: str) -> None:
         _restore(self._patched)
@@ -756,6 +785,7 @@ class GPUProfile:
                 pass
         with self.lock:
             self.state, self.reason = REFUSED, printable(why)
+        self._ended.set()
 
     def figures(self) -> dict:
         """What the metrics page shows: the state, and what was measured."""

@@ -162,6 +162,7 @@ def watched_loop(step):
     break where it returns True. The watcher, closed."""
     ds = TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
     w = hook.watch(DataLoader(ds, batch_size=4), port=0, quiet=True)
+    watched_loop.current = w  # for a step's other threads
     net = nn.Linear(8, 1)
     try:
         w._stats.ask_gpu_profile(5)
@@ -225,30 +226,71 @@ class TheJobsOwnProfilerTest(unittest.TestCase):
             if f is not None:
                 self.assertNotEqual(getattr(f, "__name__", ""), "wrapper", "%s.%s left patched" % (mod_name, name))
 
-    def test_the_jobs_profiler_on_another_thread_leaves_gpuwatchs_alone(self):
-        # torch's profilers are per thread: one the job starts on another
-        # thread is no conflict, and gpuwatch's could not be stopped from
-        # there (torch's stop raised, was swallowed, and gpuwatch's
-        # recording ran on for good, 279 MiB more over 300k ops).
+    def other_thread(self, start_at, join_at):
+        """A loop whose step start_at starts a thread that profiles a step
+        of its own, joined at step join_at: what that thread saw of
+        gpuwatch's recording once its profiler had started, how many
+        events its profile holds, and gpuwatch's recording."""
         import threading
 
         seen = []
 
         def other():
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
+                seen.append(watched_loop.current._stats.gpu_profile.state)
                 torch.mm(torch.randn(4, 4), torch.randn(4, 4))
             seen.append(len(p.events()))
 
+        t = threading.Thread(target=other)
+
         def step(n):
-            if n == _gpuprofile.BEFORE + 3:
-                t = threading.Thread(target=other)
+            if n == start_at:
                 t.start()
+            if n == join_at:
                 t.join()
 
         gp = self.loop(step)
-        self.assertTrue(seen and seen[0] > 0, "the job's profile recorded nothing")
-        self.assertEqual(gp.state, _gpuprofile.DONE, gp.reason)
+        self.assertEqual(len(seen), 2, "the job's thread did not finish")
+        self.assertGreater(seen[1], 0, "the job's profile recorded nothing")
+        self.assertEqual(gp.state, _gpuprofile.REFUSED)
+        self.assertIn("on another thread", gp.reason)
         self.assertFalse(torch.autograd._profiler_enabled(), "gpuwatch's recording left on")
+        return seen[0], gp
+
+    def test_the_jobs_profiler_on_another_thread_starts_after_gpuwatchs_ended(self):
+        # Kineto keeps one trace a process: a start on another thread
+        # cancelled gpuwatch's trace, and gpuwatch's stop then ended the
+        # job's (on a GPU: their kernels gone). gpuwatch's recording can
+        # only be stopped on its own thread: the job's start waits for the
+        # loop's next batch, where it ends.
+        state, gp = self.other_thread(_gpuprofile.BEFORE + 3, _gpuprofile.BEFORE + 5)
+        self.assertEqual(state, _gpuprofile.REFUSED, "the job's profiler ran beside gpuwatch's")
+        self.assertNotIn("waited", gp.reason)
+
+    def test_a_loop_joining_the_profiling_thread_is_not_frozen(self):
+        # The loop waits on that very thread: no next batch comes, so the
+        # job's start waits GIVE_WAY_WAIT and goes first.
+        state, gp = self.other_thread(_gpuprofile.BEFORE + 3, _gpuprofile.BEFORE + 3)
+        self.assertEqual(state, _gpuprofile.RECORDING)
+        self.assertIn("then went first", gp.reason)
+
+    def test_gpuwatch_does_not_start_while_a_profiler_records_on_any_thread(self):
+        # torch 2.x sets torch.autograd.profiler._is_profiler_enabled while
+        # any thread's profiler records (Debian's 1.13 has no such flag:
+        # set here as 2.x sets it).
+        prof = torch.autograd.profiler
+        had = hasattr(prof, "_is_profiler_enabled")
+        old = getattr(prof, "_is_profiler_enabled", None)
+        prof._is_profiler_enabled = True
+        try:
+            gp = self.loop(lambda n: None)
+        finally:
+            if had:
+                prof._is_profiler_enabled = old
+            else:
+                del prof._is_profiler_enabled
+        self.assertEqual(gp.state, _gpuprofile.REFUSED)
+        self.assertIn("own torch.profiler is recording", gp.reason)
 
     def test_gpuwatch_does_not_start_while_the_jobs_profiler_records(self):
         p = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
