@@ -51,12 +51,13 @@ func (s *stageTimes) worker() float64 { return s.getitem + s.collate + s.handove
 
 // workersBusy says the workers' timed stages fill the batch period
 // (busyWorkerShare of n workers ÷ the rate): they are the limit. Loading
-// inline, the loop's own wait is the loading.
+// inline, the loop's own wait is the loading. A wait that is the loop's
+// own (ownWait: each worker done when asked) is no worker's.
 func (s *stageTimes) workersBusy() bool {
 	if s.inline || s.workers == 0 {
 		return true
 	}
-	return s.worker()*s.rate >= busyWorkerShare*float64(s.workers)
+	return !s.ownWait && s.worker()*s.rate >= busyWorkerShare*float64(s.workers)
 }
 
 // loop is the training loop's own time per batch: its step and taking

@@ -386,6 +386,9 @@ func TestAWorkerDoneWhenAskedIsNotBusy(t *testing.T) {
 		if b := cs.Bound; b != nil && b.Gain >= MinPredictedGain {
 			t.Errorf("%s promises %.2f× while the loop's own time is the limit", cs.ID, b.Gain)
 		}
+		if cs.ID == "getitem" || cs.ID == "handover" {
+			t.Errorf("the workers' %s is named (%s) while they are done when asked", cs.ID, cs.Evidence)
+		}
 	}
 	// On a box with cores to spare (the loop shares none with the
 	// worker), a faster __getitem__ gives the loop nothing either: its
@@ -394,6 +397,9 @@ func TestAWorkerDoneWhenAskedIsNotBusy(t *testing.T) {
 	for _, cs := range Classify(c.frames(), DefaultThresholds()).Causes {
 		if b := cs.Bound; b != nil && (b.Gain >= MinPredictedGain || b.FreeGain >= MinPredictedGain) {
 			t.Errorf("8 cores: %s promises %.2f×, %.2f× if it cost nothing, while the loop's own time is the limit", cs.ID, b.Gain, b.FreeGain)
+		}
+		if cs.ID == "getitem" || cs.ID == "handover" {
+			t.Errorf("8 cores: the workers' %s is named (%s) while they are done when asked", cs.ID, cs.Evidence)
 		}
 	}
 }
