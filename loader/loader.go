@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -79,14 +80,36 @@ type result struct {
 // both Ps of a 2-core box, and the loop's 2 ms step took 4-5 ms to be run
 // again (a disk that served 1.3-1.9 GiB/s, 2026-12-05: the io-bound
 // preset waited 6-10 % and read as healthy). The cores stay the kernel's
-// to share.
+// to share. Loaders overlap (tune's trials, the demo's switches): the
+// count before the first is put back when the last ends. A GOMAXPROCS the
+// user set stands.
 func (l *Loader) ownPs() (restore func()) {
-	n := l.cfg.Workers + 1
-	if !l.cfg.DirectIO || n <= runtime.GOMAXPROCS(0) {
+	if !l.cfg.DirectIO || os.Getenv("GOMAXPROCS") != "" {
 		return func() {}
 	}
-	old := runtime.GOMAXPROCS(n)
-	return func() { runtime.GOMAXPROCS(old) }
+	directPs.Lock()
+	defer directPs.Unlock()
+	if directPs.running == 0 {
+		directPs.before = runtime.GOMAXPROCS(0)
+	}
+	directPs.running++
+	if n := l.cfg.Workers + 1; n > runtime.GOMAXPROCS(0) {
+		runtime.GOMAXPROCS(n)
+	}
+	return func() {
+		directPs.Lock()
+		defer directPs.Unlock()
+		if directPs.running--; directPs.running == 0 {
+			runtime.GOMAXPROCS(directPs.before)
+		}
+	}
+}
+
+// directPs is what the O_DIRECT loaders running hold of GOMAXPROCS: how
+// many run, and the count before the first.
+var directPs struct {
+	sync.Mutex
+	running, before int
 }
 
 // Run is the training loop: epochs of taking batches and stepping on them,

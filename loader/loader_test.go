@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -454,4 +455,33 @@ func TestProfileLengthIsBounded(t *testing.T) {
 			t.Errorf("%s: %s, want %d", path, resp.Status, want)
 		}
 	}
+}
+
+// Two O_DIRECT loaders overlapping (tune's trials, the demo's switches):
+// the first to end keeps the Ps the other runs on, and the last puts the
+// count from before back; a GOMAXPROCS the user set stands.
+func TestOverlappingDirectLoadersKeepTheirPs(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(before) })
+	a := &Loader{cfg: Config{DirectIO: true, Workers: before + 3}}
+	b := &Loader{cfg: Config{DirectIO: true, Workers: before + 1}}
+	endA := a.ownPs()
+	endB := b.ownPs()
+	if got := runtime.GOMAXPROCS(0); got != before+4 {
+		t.Fatalf("two loaders running: GOMAXPROCS %d, want %d", got, before+4)
+	}
+	endA()
+	if got := runtime.GOMAXPROCS(0); got < before+2 {
+		t.Errorf("the first loader ended: GOMAXPROCS %d, below the %d workers + 1 still reading", got, before+1)
+	}
+	endB()
+	if got := runtime.GOMAXPROCS(0); got != before {
+		t.Errorf("both ended: GOMAXPROCS %d, want %d as before", got, before)
+	}
+	t.Setenv("GOMAXPROCS", strconv.Itoa(before))
+	end := a.ownPs()
+	if got := runtime.GOMAXPROCS(0); got != before {
+		t.Errorf("GOMAXPROCS=%d set by the user: the loader made it %d", before, got)
+	}
+	end()
 }

@@ -133,8 +133,11 @@ func (e *EmbeddedTrials) Settle(ctx context.Context, s Setting, limit time.Durat
 	src := &embedded.Source{}
 	l := loader.New(cfg, e.Dataset, e.Events)
 	src.Set(l)
-	runErr := make(chan error, 1)
-	go func() { runErr <- l.Run(runCtx) }()
+	runErr, ran := make(chan error, 1), make(chan struct{})
+	go func() { runErr <- l.Run(runCtx); close(ran) }()
+	// Every return waits for the loader to end: the next trial's loader
+	// never overlaps this one's.
+	defer func() { stopRun(); <-ran }()
 	// Set-up (loading a cached dataset, once) is not the pipeline's
 	// steady state: the measurement starts at the first batch.
 	if err := firstBatch(runCtx, l, runErr); err != nil {
