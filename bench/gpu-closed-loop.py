@@ -49,6 +49,11 @@ CASES = {
     "mlp-own-profiler": (["--model", "mlp", "--hidden", "1024", "--batch", "256", "--own-profiler-every", "7"], []),
 }
 
+# `gpuwatch run --once`'s own statuses: a verdict (healthy, a bottleneck)
+# or none settled. Any other is the job's failure passed on (one that died
+# of gpuwatch's profiler, say), or gpuwatch's.
+ONCE_STATUSES = (0, 3, 4)
+
 # The generic line the issue saw recited to a job already in bf16.
 GENERIC = "try mixed precision"
 
@@ -118,6 +123,8 @@ def verdict(gw: str, py: str, flags: list, smoke: list, limit: float, record: st
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate()
         return {"error": "gpuwatch run --once took over %g s" % limit}
+    if p.returncode not in ONCE_STATUSES:  # the job failed (its status passed on), or gpuwatch did
+        return {"error": "gpuwatch run --once exited %d: %s" % (p.returncode, err.strip()[-400:])}
     for line in reversed(out.splitlines()):
         try:
             d = json.loads(line)
