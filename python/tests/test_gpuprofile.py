@@ -5,20 +5,19 @@ self time by category. python3 -m unittest discover -s python/tests"""
 
 import os
 import sys
-import tempfile
 import time
 import unittest
 import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import rundir  # noqa: E402  (python/tests: one runtime folder, removed at exit)
 import gpuwatch_hook as hook  # noqa: E402
 from gpuwatch_hook import _cost, _gpuprofile  # noqa: E402
 
 from test_stages import metrics  # noqa: E402  (sets the runtime folder)
 
-if "gpuwatch-hook-test-" not in os.environ.get("XDG_RUNTIME_DIR", ""):
-    os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="gpuwatch-hook-test-")
+rundir.runtime_dir()
 
 try:
     import torch

@@ -5,17 +5,16 @@ the job's own torch.profiler, autograd's own thread, custom ops."""
 
 import os
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import rundir  # noqa: E402  (python/tests: one runtime folder, removed at exit)
 import gpuwatch_hook as hook  # noqa: E402
 from gpuwatch_hook import _gpuprofile  # noqa: E402
 
 from test_stages import metrics  # noqa: E402,F401  (sets the runtime folder)
 
-if "gpuwatch-hook-test-" not in os.environ.get("XDG_RUNTIME_DIR", ""):
-    os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="gpuwatch-hook-test-")
+rundir.runtime_dir()
 
 try:
     import torch

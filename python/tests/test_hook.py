@@ -14,14 +14,13 @@ import urllib.request
 import warnings
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import rundir  # noqa: E402  (python/tests: one runtime folder, removed at exit)
 import gpuwatch_hook as hook  # noqa: E402
 
 # The tests' servers announce themselves in a folder of their own, not in
 # the user's runtime folder where a gpuwatch may be looking.
-import tempfile  # noqa: E402
 
-_runtime = tempfile.mkdtemp(prefix="gpuwatch-hook-test-")
-os.environ["XDG_RUNTIME_DIR"] = _runtime
+_runtime = rundir.runtime_dir()
 
 try:
     import torch

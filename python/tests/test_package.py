@@ -22,11 +22,11 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.join(HERE, "..")
 sys.path.insert(0, PYTHON_DIR)
+import rundir  # noqa: E402  (python/tests: one runtime folder, removed at exit)
 import gpuwatch_hook as hook  # noqa: E402
 from gpuwatch_hook import _patches, _server, _torch  # noqa: E402
 
-_runtime = tempfile.mkdtemp(prefix="gpuwatch-hook-test-")
-os.environ["XDG_RUNTIME_DIR"] = _runtime
+_runtime = rundir.runtime_dir()
 
 try:
     import torch

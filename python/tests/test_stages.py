@@ -7,18 +7,17 @@ import os
 import pickle
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 import urllib.request
 from multiprocessing.reduction import ForkingPickler
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import rundir  # noqa: E402  (python/tests: one runtime folder, removed at exit)
 import gpuwatch_hook as hook  # noqa: E402
 from gpuwatch_hook import _payload, _stages  # noqa: E402
 
-if "gpuwatch-hook-test-" not in os.environ.get("XDG_RUNTIME_DIR", ""):  # the other test modules' folder, or one of ours
-    os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="gpuwatch-hook-test-")
+rundir.runtime_dir()
 
 try:
     import torch
