@@ -41,6 +41,17 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the built binary's folder (the binary, the tests'
+// runtime and state folders) once every test has run: each run left
+// 24 MB in the temporary folder.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // binary builds gpuwatch once per test run.
 func binary(t testing.TB) string {
 	t.Helper()
