@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -87,6 +88,7 @@ func runServe(cmd *cobra.Command, opts *serveOptions) error {
 		return err
 	}
 	defer stop()
+	defer smallHeap()()
 	o := w.options(io.Discard, stderr)
 	o.Node, o.Observers = true, []session.Observer{exp}
 	if framesDir != "" {
@@ -99,6 +101,23 @@ func runServe(cmd *cobra.Command, opts *serveOptions) error {
 		o.Observers = append(o.Observers, sf)
 	}
 	return watch(cmd, o)
+}
+
+// serveGCPercent is serve's GOGC. serve is a daemon left on every node
+// whose live heap after a collection is under 1 MB; at the runtime's
+// default (100) the collector's goal is its 4 MB floor, and the arena
+// keeps what the cycles free up to about that goal resident. At 50 the
+// floor is 2 MB (docs/architecture.md, "serve's heap").
+const serveGCPercent = 50
+
+// smallHeap sets the collector to serveGCPercent unless the user set
+// GOGC, and returns what puts the setting before it back.
+func smallHeap() (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	old := debug.SetGCPercent(serveGCPercent)
+	return func() { debug.SetGCPercent(old) }
 }
 
 // serveMetrics serves exp at /metrics (and a line naming it at /, open

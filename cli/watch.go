@@ -234,8 +234,6 @@ func onOneP(f func()) {
 // workers are forks with the training process's command line, so
 // `pgrep -f train.py` prints several), whose tree's root is watched. An
 // empty value says so, rather than what Go's number parser thinks.
-// pidFlag is --pid: one PID, or several (1,2, repeated, or pgrep's
-// lines), of which the root of their tree is watched.
 type pidFlag struct {
 	pid   *int
 	given *[]int // every PID given, in order
