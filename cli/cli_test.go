@@ -57,6 +57,8 @@ func TestExitCodes(t *testing.T) {
 		{"an empty --pid", []string{"--pid", ""}, 2, "empty: give a process ID"},
 		{"a --pid that is not a number", []string{"--pid", "abc"}, 2, `"abc" is not a process ID`},
 		{"--exit-with-job without --pid", []string{"--exit-with-job", "--once"}, 2, "--exit-with-job needs --pid"},
+		{"a loader URL without its scheme keeps its password out", []string{"attach", "user:s3cret@127.0.0.1:1"}, 2, `"REDACTED@127.0.0.1:1" is not a loader URL`},
+		{"a loader URL with one slash keeps its password out", []string{"--attach", "http:/user:s3cret@127.0.0.1:1", "--once"}, 2, `"REDACTED@127.0.0.1:1" is not a loader URL`},
 		{"--version", []string{"--version"}, 0, ""},
 		{"-V", []string{"-V"}, 0, ""},
 		{"version", []string{"version"}, 0, ""},
@@ -74,6 +76,9 @@ func TestExitCodes(t *testing.T) {
 			}
 			if tc.code == 2 && !strings.Contains(errb.String(), "--help' for usage") {
 				t.Fatalf("usage error without the usage hint: %q", errb.String())
+			}
+			if strings.Contains(errb.String(), "s3cret") {
+				t.Fatalf("the password is printed: %q", errb.String())
 			}
 			if tc.code != 0 && strings.Count(errb.String(), "\n") > 2 {
 				t.Fatalf("error is not short: %q", errb.String())

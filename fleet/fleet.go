@@ -85,7 +85,7 @@ const (
 func NewClient(raw, job string, th diagnose.Thresholds) (*Client, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("%q: want the Prometheus server's base URL, http://HOST:9090", sample.Printable(sample.RedactURL(raw)))
+		return nil, fmt.Errorf("%q: want the Prometheus server's base URL, http://HOST:9090", sample.Printable(sample.RedactBadURL(raw)))
 	}
 	if strings.ContainsAny(job, "\"\\\n") {
 		return nil, fmt.Errorf("--job %q: a job name without quotes or backslashes", sample.Printable(job))

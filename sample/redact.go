@@ -39,6 +39,17 @@ func RedactURL(s string) string {
 	}
 }
 
+// RedactBadURL returns s, given as one URL but refused as one, for the
+// message that refuses it: everything up to its last "@" is dropped.
+// RedactURL finds credentials only after a "://", and a URL mistyped
+// ("user:secret@host:1", "http:/u:p@h", "//u:p@h") has none.
+func RedactBadURL(s string) string {
+	if at := strings.LastIndexByte(s, '@'); at >= 0 {
+		return "REDACTED@" + s[at+1:]
+	}
+	return s
+}
+
 // RedactArgs redacts every argument of a command line with RedactURL
 // (a "--attach=http://u:p@h" flag included).
 func RedactArgs(args []string) []string {

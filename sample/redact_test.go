@@ -32,6 +32,22 @@ func TestRedactURL(t *testing.T) {
 	}
 }
 
+// TestRedactBadURL: a URL refused for its form keeps none of what may be
+// credentials, with or without a "://".
+func TestRedactBadURL(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"user:secret@127.0.0.1:1", "REDACTED@127.0.0.1:1"},
+		{"http:/user:secret@h:1", "REDACTED@h:1"},
+		{"//user:secret@h", "REDACTED@h"},
+		{"ftp://u:p@ss@h", "REDACTED@h"},
+		{"127.0.0.1:6061", "127.0.0.1:6061"},
+	} {
+		if got := RedactBadURL(c.in); got != c.want {
+			t.Errorf("RedactBadURL(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
 // FuzzRedactURL: whatever the password, no byte run of it (4 bytes or
 // more, and not also in the rest of the text) survives redaction.
 func FuzzRedactURL(f *testing.F) {

@@ -67,7 +67,7 @@ var ErrDisconnected = errors.New("disconnected")
 func NewAttach(raw string) (*Attach, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("%q is not a loader URL: %w", sample.RedactURL(raw), ErrBadURL)
+		return nil, fmt.Errorf("%q is not a loader URL: %w", sample.RedactBadURL(raw), ErrBadURL)
 	}
 	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/metrics"), "/")
 	u.RawQuery, u.Fragment = "", ""
