@@ -6,14 +6,23 @@ until a profile is asked for."""
 from __future__ import annotations
 
 import sys
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from . import _workerprof
 from ._sampler import Sampler
 
+#: The switch interval while a fine-switched profile runs (CPython's
+#: default is 5 ms).
+FINE_SWITCH_SEC = 0.0002
+
 
 def take_profile(
-    seconds: float, hz: int = 100, exclude: Iterable[Optional[int]] = (), fine_switch: bool = False, workers: bool = False
+    seconds: float,
+    hz: int = 100,
+    exclude: Iterable[Optional[int]] = (),
+    fine_switch: bool = False,
+    workers: bool = False,
+    inline: Optional[Callable[[], bool]] = None,
 ) -> bytes:
     """Samples the stacks of this process's Python threads at hz for
     seconds and returns a gzipped pprof profile of their CPU time. With
@@ -43,8 +52,12 @@ def take_profile(
     go. With fine_switch the switch interval is 0.2 ms while it profiles
     (put back after), which shows CPU-bound Python where it runs but makes
     the whole process switch threads 25 times as often: it is opt-in
-    (GPUWATCH_HOOK_FINE_SWITCH=1, or ?fine_switch=1 on the request), because
-    it costs the training loop (python/README.md gives the measurement).
+    (GPUWATCH_HOOK_FINE_SWITCH=1 in the job's environment, never from a
+    request), because it costs the training loop (python/README.md gives
+    the measurement). A loop that loads inline (num_workers=0: inline()
+    says so, asked each tick) has it without asking: the profile is for
+    its loading, which it would otherwise charge to the torch calls
+    beside it.
     Ticks are spaced at random around 1/hz, so no rhythm of the program
     locks onto them.
 
@@ -52,13 +65,18 @@ def take_profile(
     each thread 1/hz of wall time, and the profile's comment says so."""
     s = Sampler(hz, exclude)
     req = _workerprof.request(seconds) if workers else None
-    if not fine_switch:
-        s.run(seconds)
-        return s.profile(_workerprof.collect(req))
     switch = sys.getswitchinterval()
-    sys.setswitchinterval(min(switch, 0.0002))
+    fine = False
+
+    def before_tick() -> None:  # inline is asked each tick: a loop may start loading inline mid-profile
+        nonlocal fine
+        if not fine and (fine_switch or (inline is not None and inline())):
+            sys.setswitchinterval(min(switch, FINE_SWITCH_SEC))
+            fine = True
+
     try:
-        s.run(seconds)
+        s.run(seconds, before_tick)
     finally:
-        sys.setswitchinterval(switch)
+        if fine:
+            sys.setswitchinterval(switch)
     return s.profile(_workerprof.collect(req))

@@ -10,7 +10,7 @@ import random
 import sys
 import threading
 import time
-from typing import Iterable
+from typing import Callable, Iterable, Optional
 
 from . import _callee
 from ._pprof import encode_profile
@@ -67,11 +67,13 @@ class Sampler:
             v[0] += 1
             v[1] += used
 
-    def run(self, seconds: float) -> None:
+    def run(self, seconds: float, before_tick: Optional[Callable[[], None]] = None) -> None:
         start = time.monotonic()
         end = start + seconds
         tick = start
         while True:
+            if before_tick is not None:
+                before_tick()
             self.tick()
             tick += self.interval * (0.5 + self.rng.random())
             now = time.monotonic()

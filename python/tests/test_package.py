@@ -117,7 +117,7 @@ class PackageTest(unittest.TestCase):
         seen = []
         orig = prof.take_profile
 
-        def spy(seconds, exclude=(), fine_switch=False, workers=False):
+        def spy(seconds, exclude=(), fine_switch=False, workers=False, inline=None):
             seen.append(fine_switch)
             return orig(0.05, exclude=exclude)
 
@@ -134,6 +134,42 @@ class PackageTest(unittest.TestCase):
         finally:
             _server._profiler.take_profile = orig
         self.assertEqual(seen, [False, True])
+
+    def test_a_loop_loading_inline_is_profiled_fine_switched(self):
+        # A hostile user's review: loading inline, the sampler charged 92 %
+        # of a hashing __getitem__ to the torch call beside it. Once the
+        # loop loads inline (asked each tick: it may start mid-profile),
+        # the interpreter switches every FINE_SWITCH_SEC until the profile
+        # ends, then as before; a loop with workers keeps the default.
+        import gpuwatch_hook._profiler as prof
+        before = sys.getswitchinterval()
+        b, f = round(before, 6), round(prof.FINE_SWITCH_SEC, 6)
+        for workers, want in ((0, {b, f}), (2, {b})):
+            state = {"workers": None, "asked": 0}
+
+            def inline():
+                state["asked"] += 1
+                r = state["workers"] == 0
+                state["workers"] = workers  # the epoch starts after the first tick
+                return r
+
+            seen, done = set(), threading.Event()
+
+            def watch():  # what the switch interval is while the profile runs
+                while not done.is_set():
+                    seen.add(round(sys.getswitchinterval(), 6))  # the interpreter keeps it in µs
+                    time.sleep(0.002)
+
+            t = threading.Thread(target=watch)
+            t.start()
+            try:
+                prof.take_profile(0.2, inline=inline)
+            finally:
+                done.set()
+                t.join()
+            self.assertGreaterEqual(state["asked"], 2)
+            self.assertEqual(seen, want, "num_workers=%d" % workers)
+            self.assertEqual(sys.getswitchinterval(), before)
 
     @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"), "needs root and setpriv: another user's connections")
     def test_another_user_cannot_take_the_slots(self):
