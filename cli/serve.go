@@ -83,6 +83,7 @@ func runServe(cmd *cobra.Command, opts *serveOptions) error {
 	if err := opts.auth.Check(); err != nil {
 		return usageErrorf(cmd, "%v", err)
 	}
+	opts.auth.Warn = func(s string) { fmt.Fprintln(stderr, "gpuwatch: "+s) }
 	stop, err := serveMetrics(opts, exp)
 	if err != nil {
 		return err

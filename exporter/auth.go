@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // Auth is what serve asks of a scrape (issue 54, item 3), as
@@ -22,6 +24,12 @@ import (
 // TOKEN). The zero Auth asks nothing: plain HTTP, no token.
 type Auth struct {
 	CertFile, KeyFile, TokenFile string
+	// Warn, where set, is told one line when the token stops working (its
+	// file changed and no longer reads: why) and one when it works again;
+	// they are for serve's stderr. Nil: nothing is told.
+	Warn func(string)
+
+	now func() time.Time // the reloader's clock; nil: time.Now (tests step it)
 }
 
 // Check says what is wrong with a's files: a certificate without its key
@@ -74,18 +82,27 @@ func (a Auth) TLSConfig() (*tls.Config, error) {
 // a.TokenFile's token (401 otherwise, with a WWW-Authenticate header and
 // nothing of h); other paths (/, for probes) are h's as before. Without
 // a token file it is h. The token is compared in constant time, and read
-// again once its file changes (the last good one kept while it does not
-// read).
+// again once its file changes; while it does not read, every guarded
+// request is answered 401 (a.Warn is told when that starts and ends).
 func (a Auth) Guard(h http.Handler, paths ...string) (http.Handler, error) {
 	if a.TokenFile == "" {
 		return h, nil
 	}
-	r := &reloader[[32]byte]{paths: []string{a.TokenFile}, failClosed: true, load: func() ([32]byte, error) {
+	r := &reloader[[32]byte]{paths: []string{a.TokenFile}, failClosed: true, now: a.now, load: func() ([32]byte, error) {
 		tok, err := readToken(a.TokenFile)
 		return sha256.Sum256(tok), err
 	}}
 	if _, err := r.get(); err != nil {
 		return nil, fmt.Errorf("--token-file %s: %w", a.TokenFile, err)
+	}
+	if a.Warn != nil { // set after the first load: serve's start is no news
+		r.told = func(err error) {
+			if err != nil {
+				a.Warn(sample.Printable(fmt.Sprintf("--token-file %s: %v: /metrics answers 401 to every request until it reads again", a.TokenFile, err)))
+				return
+			}
+			a.Warn(sample.Printable(fmt.Sprintf("--token-file %s reads again: /metrics answers its token", a.TokenFile)))
+		}
 	}
 	guarded := map[string]bool{}
 	for _, p := range paths {
@@ -170,16 +187,25 @@ func privateMode(st os.FileInfo) error {
 }
 
 // reloader holds what load makes of paths, made again when any of them
-// changes (its size, modification time, inode or device: a Kubernetes
-// Secret's files are links swapped to new ones), at most once a second.
-// A load that fails keeps the last good value (a certificate renewed
-// mid-write), unless failClosed: then nothing is served until a load
-// succeeds (a token revoked by removing, emptying or opening its file
-// must stop working at once).
+// changes, at most once a second. A change is any field of the files'
+// stat that differs: device and inode (a Kubernetes Secret's files are
+// links swapped to new ones), size and modification time (a rewrite),
+// mode, owner, group and change time (a chmod, chown or chgrp, which
+// leave the others as they were: a token file opened to others must be
+// seen). A load that fails keeps the last good value (a certificate
+// renewed mid-write), unless failClosed: then nothing is served until a
+// load succeeds (a token revoked by removing, emptying or opening its
+// file must stop working at once), and the files are looked at on every
+// get until then.
 type reloader[T any] struct {
 	paths      []string
 	load       func() (T, error)
 	failClosed bool
+	now        func() time.Time // nil: time.Now
+	// told, where set, is called (under the lock) when a failClosed
+	// reloader stops serving, with the load's error, and with nil when it
+	// serves again.
+	told func(err error)
 
 	mu      sync.Mutex
 	val     T
@@ -192,12 +218,42 @@ func (r *reloader[T]) get() (T, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
+	if r.now != nil {
+		now = r.now()
+	}
 	if r.ok && now.Sub(r.checked) < time.Second {
 		return r.val, nil
 	}
 	r.checked = now
+	stamp := statStamp(r.paths)
+	if r.ok && stamp == r.stamp {
+		return r.val, nil
+	}
+	v, err := r.load()
+	if err != nil {
+		if r.ok && !r.failClosed {
+			return r.val, nil
+		}
+		if r.ok && r.told != nil {
+			r.told(err)
+		}
+		var zero T
+		r.val, r.ok, r.stamp = zero, false, ""
+		return v, err
+	}
+	if !r.ok && r.told != nil {
+		r.told(nil)
+	}
+	r.val, r.ok, r.stamp = v, true, stamp
+	return v, nil
+}
+
+// statStamp is what reloader compares of paths: each one's device,
+// inode, mode, owner, group, size, modification and change time, "?"
+// for one that does not stat.
+func statStamp(paths []string) string {
 	stamp := ""
-	for _, p := range r.paths {
+	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
 			stamp += "?;"
@@ -207,20 +263,8 @@ func (r *reloader[T]) get() (T, error) {
 		if s == nil {
 			s = &syscall.Stat_t{}
 		}
-		stamp += fmt.Sprintf("%d:%d:%d:%d;", s.Dev, s.Ino, st.Size(), st.ModTime().UnixNano())
+		stamp += fmt.Sprintf("%d:%d:%o:%d:%d:%d:%d:%d;", s.Dev, s.Ino, st.Mode(), s.Uid, s.Gid,
+			st.Size(), st.ModTime().UnixNano(), changeTime(s))
 	}
-	if r.ok && stamp == r.stamp {
-		return r.val, nil
-	}
-	v, err := r.load()
-	if err != nil {
-		if r.ok && !r.failClosed {
-			return r.val, nil
-		}
-		var zero T
-		r.val, r.ok, r.stamp = zero, false, ""
-		return v, err
-	}
-	r.val, r.ok, r.stamp = v, true, stamp
-	return v, nil
+	return stamp
 }

@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -330,5 +332,126 @@ func TestAnEmptiedOrOpenedTokenStopsWorking(t *testing.T) {
 		until(revoke.name, 401)
 		writeFile(t, tok, []byte("s3cret-token\n"), 0o600)
 		until(revoke.name+", then written back", 200)
+	}
+}
+
+// stepClock is a reloader's clock that moves only when the test steps it,
+// so that "the next check" is a step, not a sleep.
+type stepClock struct{ ns atomic.Int64 }
+
+func newStepClock() *stepClock {
+	c := &stepClock{}
+	c.ns.Store(time.Now().UnixNano())
+	return c
+}
+
+func (c *stepClock) now() time.Time { return time.Unix(0, c.ns.Load()) }
+
+// next moves the clock past the reloader's second: its next get looks at
+// the files again.
+func (c *stepClock) next() { c.ns.Add(int64(time.Second)) }
+
+// sameButMode fails the test unless path's inode, size and modification
+// time are before's: what the reloader looked at before it saw the mode.
+func sameButMode(t *testing.T, path string, before os.FileInfo) {
+	t.Helper()
+	after, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
+		t.Fatalf("the change moved more than the mode (inode, size or mtime): the test proves nothing")
+	}
+}
+
+// TestAChmodStopsTheTokenAtTheNextCheck: `chmod 644` on the token file —
+// same inode, size and modification time — stops the token at the next
+// check (a 401, and one line told), not only once the file is touched;
+// `chmod 600` makes it work again (one more line). It was served for as
+// long as the modification time stayed.
+func TestAChmodStopsTheTokenAtTheNextCheck(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "token")
+	writeFile(t, tok, []byte("s3cret-token\n"), 0o600)
+	clock := newStepClock()
+	var mu sync.Mutex
+	var told []string
+	warn := func(s string) { mu.Lock(); told = append(told, s); mu.Unlock() }
+	base := "http://" + serveAuth(t, Auth{TokenFile: tok, Warn: warn, now: clock.now})
+	client := &http.Client{Timeout: 10 * time.Second}
+	want := func(what string, code, lines int) {
+		t.Helper()
+		got, _, err := get(t, client, base+"/metrics", "Bearer s3cret-token")
+		if err != nil || got != code {
+			t.Fatalf("%s: %d %v, want %d", what, got, err, code)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(told) != lines {
+			t.Fatalf("%s: told %q, want %d lines", what, told, lines)
+		}
+	}
+	want("the token", 200, 0)
+	before, err := os.Stat(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(tok, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sameButMode(t, tok, before)
+	clock.next()
+	want("chmod 644, the next check", 401, 1)
+	want("chmod 644, again", 401, 1)
+	if !strings.Contains(told[0], "readable by others (mode 0644)") || !strings.Contains(told[0], tok) {
+		t.Errorf("told %q, want the file and why", told[0])
+	}
+	if err := os.Chmod(tok, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want("chmod 600", 200, 2)
+	if !strings.Contains(told[1], "reads again") {
+		t.Errorf("told %q, want that it reads again", told[1])
+	}
+}
+
+// TestEveryInodeChangeIsSeen: a chmod, chgrp or chown — which leave the
+// inode, size and modification time as they were — makes the reloader
+// load again at its next check. chgrp and chown need root.
+func TestEveryInodeChangeIsSeen(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		change   func(path string) error
+		needRoot bool
+	}{
+		{"chmod", func(p string) error { return os.Chmod(p, 0o640) }, false},
+		{"chgrp", func(p string) error { return os.Chown(p, -1, 65534) }, true},
+		{"chown", func(p string) error { return os.Chown(p, 65534, -1) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.needRoot && os.Geteuid() != 0 {
+				t.Skip("needs root")
+			}
+			path := filepath.Join(t.TempDir(), "file")
+			writeFile(t, path, []byte("x"), 0o600)
+			clock := newStepClock()
+			loads := 0
+			r := &reloader[int]{paths: []string{path}, now: clock.now, load: func() (int, error) { loads++; return loads, nil }}
+			if _, err := r.get(); err != nil {
+				t.Fatal(err)
+			}
+			before, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.change(path); err != nil {
+				t.Fatal(err)
+			}
+			sameButMode(t, path, before)
+			clock.next()
+			if v, _ := r.get(); v != 2 {
+				t.Fatalf("after %s the next check loaded %d times, want 2", tc.name, loads)
+			}
+		})
 	}
 }

@@ -272,6 +272,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	// the whole scrape (HTTP 500), and a node's monitoring with it.
 	seen := map[string]bool{}
 	emit := func(d *prometheus.Desc, kind prometheus.ValueType, val float64, labels ...string) {
+		labels = printableLabels(labels) // before the key: two names may clean to one
 		key := d.String() + "\xff" + strings.Join(labels, "\xff")
 		if seen[key] {
 			return

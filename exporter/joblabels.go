@@ -8,6 +8,36 @@ import (
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
+// labelValue is a label value as exposed. Every value from outside — a
+// disk's, an interface's, a GPU's, a process's or a job's name — passes
+// through it: the variable ones in Collect's emit (printableLabels), the
+// job's constant ones in jobLabels. Control characters (C0, DEL, C1) and
+// bytes that are not UTF-8 become U+FFFD (sample.Printable), so that a
+// disk named "e\x1b[31mred" (a crafted /proc/diskstats) puts no escape
+// sequence on the terminal of whoever reads /metrics, and every label is
+// printable as docs/prometheus.md says.
+func labelValue(s string) string { return sample.Printable(s) }
+
+// printableLabels is labels with each value through labelValue: labels
+// itself where none changes, else a copy (the caller's slice is left as
+// it was).
+func printableLabels(labels []string) []string {
+	var out []string
+	for i, l := range labels {
+		p := labelValue(l)
+		if p != l && out == nil {
+			out = slices.Clone(labels)
+		}
+		if out != nil {
+			out[i] = p
+		}
+	}
+	if out == nil {
+		return labels
+	}
+	return out
+}
+
 // labelPair is one job label and its value.
 type labelPair struct{ name, value string }
 
@@ -25,7 +55,7 @@ func jobLabels(id sample.JobIdentity, job *SlurmJob) []labelPair {
 	var out []labelPair
 	add := func(name, value string) {
 		if value != "" {
-			out = append(out, labelPair{name, value})
+			out = append(out, labelPair{name, labelValue(value)})
 		}
 	}
 	add("slurm_job", id.SlurmJob)

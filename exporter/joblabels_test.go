@@ -1,16 +1,21 @@
 package exporter
 
 import (
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/internal/fixture"
@@ -229,6 +234,59 @@ func TestSlurmMappingIsBounded(t *testing.T) {
 		a, b := j.List[i-1].ID, j.List[i].ID
 		if len(a) > len(b) || len(a) == len(b) && a >= b {
 			t.Errorf("not sorted: %s before %s", a, b)
+		}
+	}
+}
+
+// TestEveryLabelIsPrintable: names from outside with control characters
+// and bytes that are not UTF-8 — a disk "e\x1b[31mred" from a crafted
+// /proc/diskstats, a pod with DEL and a C1 CSI, a disk that is not UTF-8,
+// two disks that differ only in a control character — come out with
+// U+FFFD in their place: the exposition has no control byte inside a
+// label (nor anywhere but the newlines between lines), is UTF-8, and
+// parses with expfmt. Before, the ESC went out raw, and a name not UTF-8
+// failed the scrape.
+func TestEveryLabelIsPrintable(t *testing.T) {
+	f := fixture.Frame()
+	f.Disks = []sample.Disk{{Name: "e\x1b[31mred", BusyPct: 50}, {Name: "bad\xff\x9bname"},
+		{Name: "a\x01"}, {Name: "a\x02"}}
+	f.Job = &sample.Job{Identity: &sample.JobIdentity{Pod: "p\x7fo\u009bd", Namespace: "ns\x1b]0;x\x07", PodUID: "u\x00id"}}
+	e := &Exporter{}
+	e.Set(f, diagnose.Verdict{Kind: diagnose.IOBound, Confidence: 0.8})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(e)
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 200 {
+		t.Fatalf("scrape: %d %s", rec.Code, rec.Body)
+	}
+	text := rec.Body.String()
+	for i, line := range strings.Split(text, "\n") {
+		for _, b := range []byte(line) {
+			if b < 0x20 || b == 0x7f {
+				t.Fatalf("line %d has byte %#02x: %q", i+1, b, line)
+			}
+		}
+		if !utf8.ValidString(line) || strings.ContainsFunc(line, func(r rune) bool { return r >= 0x80 && r < 0xa0 }) {
+			t.Fatalf("line %d is not UTF-8 or has a C1 control: %q", i+1, line)
+		}
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("expfmt: %v", err)
+	}
+	disks := map[string]bool{}
+	for _, m := range mfs["gpuwatch_disk_busy_ratio"].GetMetric() {
+		l := labelsOf(m)
+		disks[l["device"]] = true
+		if l["pod"] != "p\uFFFDo\uFFFDd" || l["namespace"] != "ns\uFFFD]0;x\uFFFD" || l["pod_uid"] != "u\uFFFDid" {
+			t.Errorf("job labels %q", l)
+		}
+	}
+	for _, want := range []string{"e\uFFFD[31mred", "bad\uFFFD\uFFFDname", "a\uFFFD"} {
+		if !disks[want] {
+			t.Errorf("no disk %q in %v", want, disks)
 		}
 	}
 }
