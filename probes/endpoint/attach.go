@@ -522,7 +522,7 @@ func (m *metricsPage) histograms() {
 	}
 	if okS {
 		m.found++
-		m.c.Step = sh
+		m.c.Step, m.c.StepSeen = sh, true
 		if !okW {
 			m.c.Buckets = sb
 		}

@@ -95,7 +95,7 @@ func countersViaExpfmt(text []byte) (LoaderCounters, map[string]string, error) {
 	}
 	if okS {
 		found++
-		c.Step = sh
+		c.Step, c.StepSeen = sh, true
 		if !okW {
 			c.Buckets = sb
 		}

@@ -22,9 +22,13 @@ type LoaderCounters struct {
 	// ReadSeconds and DecodeSeconds are summed over workers; nil if the
 	// loader does not report them.
 	ReadSeconds, DecodeSeconds *float64
-	// Wait and Step are cumulative histograms over Buckets (seconds).
+	// Wait and Step are cumulative histograms over Buckets (seconds);
+	// StepSeen says the loader publishes the step's
+	// (gpuwatch_loader_step_seconds): without it, or Stepping, no step
+	// time is known, and Step's zeros are not a loop that never steps.
 	Buckets    []float64
 	Wait, Step Hist
+	StepSeen   bool
 	QueueDepth *float64
 	Workers    *int
 	Prefetch   *int
@@ -200,7 +204,17 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	out.Stages = loaderStages(prev.Stages, cur.Stages, cur.Workers)
 	out.Payload = batchPayload(prev.Payload, cur.Payload, out.BatchesPerSec)
 	hookCost(out, &prev, &cur, sec)
-	// The virtual accelerator: the share of wall time spent in steps.
+	// The virtual accelerator: the share of wall time spent in steps,
+	// where the loader times its steps at all (one that counts only its
+	// batches would read 0 % busy, never measured: a healthy verdict on
+	// nothing).
+	if !cur.StepSeen && cur.Stepping == nil {
+		if f.Unavailable == nil {
+			f.Unavailable = map[sample.Source]string{}
+		}
+		f.Unavailable["loader.step_seconds"] = "the loader publishes no step time (gpuwatch_loader_step_seconds): the accelerator's busy share is unknown"
+		return nil
+	}
 	f.Accel = &sample.VirtualAccel{BusyPct: min(100, 100*busy/sec), Basis: "loader step time / wall time"}
 	return nil
 }

@@ -3,6 +3,7 @@ package endpoint
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ var buckets = []float64{0.001, 0.01, 0.1, 1}
 // counters after n batches of wait w and step s each.
 func counters(n int, w, s time.Duration) LoaderCounters {
 	c := LoaderCounters{Batches: uint64(n), Samples: uint64(32 * n), BytesRead: uint64(n) << 20, Buckets: buckets,
-		Wait: Hist{Counts: make([]uint64, len(buckets))}, Step: Hist{Counts: make([]uint64, len(buckets))}}
+		Wait: Hist{Counts: make([]uint64, len(buckets))}, Step: Hist{Counts: make([]uint64, len(buckets))}, StepSeen: true}
 	rs, ds := float64(n)*0.01, float64(n)*0.04
 	c.ReadSeconds, c.DecodeSeconds = &rs, &ds
 	for i := 1; i <= n; i++ {
@@ -86,6 +87,29 @@ func TestLoaderRatesShareAndVirtualAccelerator(t *testing.T) {
 	if f.Accel == nil || f.Accel.BusyPct < 69.99 || f.Accel.BusyPct > 70.01 {
 		t.Fatalf("virtual accel = %+v", f.Accel)
 	}
+}
+
+// TestNoStepTimeNoVirtualAccelerator: a loader that counts its batches
+// but publishes no step time (a hostile user's review: it read "0 %
+// busy", then healthy) has no virtual accelerator, and says why.
+func TestNoStepTimeNoVirtualAccelerator(t *testing.T) {
+	bare := func(n int) LoaderCounters {
+		c := counters(n, 30*time.Millisecond, 70*time.Millisecond)
+		c.Step, c.StepSeen = Hist{}, false
+		return c
+	}
+	src := &fakeLoader{c: bare(10)}
+	p := NewLoader(src)
+	collectLoader(t, p, probetest.T0)
+	src.c = bare(20)
+	f := collectLoader(t, p, probetest.T0.Add(time.Second))
+	if f.Accel != nil {
+		t.Fatalf("virtual accel = %+v from a loader that times no step", f.Accel)
+	}
+	if why := f.Unavailable["loader.step_seconds"]; !strings.Contains(why, "no step time") {
+		t.Fatalf("unavailable = %v: want the step time named as unread", f.Unavailable)
+	}
+	probetest.Near(t, "batches/s", f.Loader.BatchesPerSec, 10)
 }
 
 // A loop inside next() through a whole interval completes no batch: the
