@@ -72,8 +72,8 @@ func countersFromSnapshot(s loader.Snapshot, c loader.Config) endpoint.LoaderCou
 	out := endpoint.LoaderCounters{
 		Batches: s.Batches, Samples: s.Samples, BytesRead: s.BytesRead,
 		ReadSeconds: &rs, DecodeSeconds: &ds, Buckets: loader.Buckets,
-		Wait:       endpoint.Hist{Counts: s.Wait.Counts, Sum: s.Wait.Sum, Count: s.Wait.Count},
-		Step:       endpoint.Hist{Counts: s.Step.Counts, Sum: s.Step.Sum, Count: s.Step.Count}, StepSeen: true,
+		Wait: endpoint.Hist{Counts: s.Wait.Counts, Sum: s.Wait.Sum, Count: s.Wait.Count},
+		Step: endpoint.Hist{Counts: s.Step.Counts, Sum: s.Step.Sum, Count: s.Step.Count}, StepSeen: true,
 		QueueDepth: &qd, Workers: &w, Prefetch: &p, Knobs: c.Knobs(), Waiting: &waiting,
 		Recent: make([]endpoint.LoaderBatch, len(s.Recent)),
 	}

@@ -31,10 +31,14 @@ type SweepResult struct {
 	// best.
 	CeilingShare *float64 `json:"ceiling_share,omitempty"`
 	WallSeconds  float64  `json:"wall_seconds"`
+	// The loader's knobs: the grid's, else what the loader said it runs
+	// with (the hook reads the DataLoader's); absent where neither says
+	// (a sweep of a command's num_workers alone left prefetch at 0 and
+	// persistent false beside a script's prefetch_factor=4).
+	Workers    *int  `json:"workers,omitempty"`
+	Prefetch   *int  `json:"prefetch,omitempty"`
+	Persistent *bool `json:"persistent,omitempty"`
 	// The embedded loader's own figures.
-	Workers      int     `json:"workers"`
-	Prefetch     int     `json:"prefetch"`
-	Persistent   bool    `json:"persistent"`
 	Batches      uint64  `json:"batches,omitempty"`
 	MBPerSec     float64 `json:"mb_per_sec,omitempty"`
 	WaitMeanMs   float64 `json:"wait_mean_ms,omitempty"`

@@ -43,22 +43,31 @@ func markBest(rs []SweepResult) {
 	rs[cheap].Cheapest = true
 }
 
-func workersOf(r SweepResult) int {
-	for _, k := range []string{sample.KnobWorkers.Name, sample.KnobWorkers.Flag} {
-		if v, err := strconv.Atoi(r.Knobs[k]); err == nil {
-			return v
-		}
+// workersOf and prefetchOf are a row's knob for the cheapest's order:
+// the grid's, else the loader's, else 0 (unknown in every row alike).
+func workersOf(r SweepResult) int { return knobOf(r, sample.KnobWorkers, r.Workers) }
+
+func prefetchOf(r SweepResult) int { return knobOf(r, sample.KnobPrefetch, r.Prefetch) }
+
+func knobOf(r SweepResult, k *sample.Knob, read *int) int {
+	if v, ok := gridInt(r.Knobs, k); ok {
+		return v
 	}
-	return r.Workers
+	if read != nil {
+		return *read
+	}
+	return 0
 }
 
-func prefetchOf(r SweepResult) int {
-	for _, k := range []string{sample.KnobPrefetch.Name, sample.KnobPrefetch.Flag} {
-		if v, err := strconv.Atoi(r.Knobs[k]); err == nil {
-			return v
+// gridInt is k's whole number in the grid's setting s, by its DataLoader
+// keyword or its flag.
+func gridInt(s Setting, k *sample.Knob) (int, bool) {
+	for _, name := range []string{k.Name, k.Flag} {
+		if v, err := strconv.Atoi(s[name]); err == nil {
+			return v, true
 		}
 	}
-	return r.Prefetch
+	return 0, false
 }
 
 // MarkCeiling sets each measured configuration's share of the loop's

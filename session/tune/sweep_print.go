@@ -69,7 +69,7 @@ func PrintSweep(w io.Writer, title string, rs []SweepResult) {
 			stall = sample.FormatDuration(r.EpochStallMs / 1000)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%v\t%.0f\t%.1f\t%s\t%s\t%s\t%.0f%%\t%s\t%s\t\n",
-			mark, r.Workers, r.Prefetch, r.Persistent, r.SamplesPerSec, r.MBPerSec,
+			mark, deref(r.Workers), deref(r.Prefetch), deref(r.Persistent), r.SamplesPerSec, r.MBPerSec,
 			sample.FormatDuration(r.WaitMeanMs/1000), sample.FormatDuration(r.WaitP50Ms/1000), sample.FormatDuration(r.WaitP99Ms/1000),
 			r.AccelBusyPct, sample.FormatDuration(r.FirstBatchMs/1000), stall)
 	}
@@ -95,4 +95,14 @@ func PrintSweep(w io.Writer, title string, rs []SweepResult) {
 			fmt.Fprintf(w, "cheapest within 95 %%: %s\n", r.Command)
 		}
 	}
+}
+
+// deref is *p, or T's zero for nil (the embedded loader's rows set every
+// knob).
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

@@ -172,8 +172,7 @@ func (c *CommandTrials) Sweep(ctx context.Context, s Setting) (SweepResult, erro
 	}
 	r := SweepResult{Knobs: s, Command: c.Describe(s), SamplesPerSec: m.SamplesPerSec, WaitShare: m.WaitShare, Verdict: rec.verdict.Kind,
 		WallSeconds: c.RunFor.Seconds()}
-	r.Workers, r.Prefetch = workersOf(r), prefetchOf(r)
-	r.Persistent = s[sample.KnobPersistent.Name] == "true"
+	r.Workers, r.Prefetch, r.Persistent = knobsRun(s, rec.frames)
 	if c, ok := diagnose.OthersCores(rec.frames); ok {
 		r.OthersCores = &c
 	}
@@ -295,4 +294,38 @@ func shellQuote(argv []string) string {
 		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return sample.Printable(strings.Join(out, " "))
+}
+
+// knobsRun is what a command's run ran with: each knob the grid's, else
+// what the loader said in the run's last frame that says (the hook reads
+// the DataLoader's), else nil.
+func knobsRun(s Setting, frames []sample.Frame) (workers, prefetch *int, persistent *bool) {
+	if v, ok := gridInt(s, sample.KnobWorkers); ok {
+		workers = &v
+	}
+	if v, ok := gridInt(s, sample.KnobPrefetch); ok {
+		prefetch = &v
+	}
+	for _, name := range []string{sample.KnobPersistent.Name, sample.KnobPersistent.Flag} {
+		if v, err := strconv.ParseBool(s[name]); err == nil {
+			persistent = &v
+			break
+		}
+	}
+	for i := len(frames) - 1; i >= 0 && (workers == nil || prefetch == nil || persistent == nil); i-- {
+		l := frames[i].Loader
+		if l == nil {
+			continue
+		}
+		if workers == nil && l.Workers != nil {
+			workers = probes.Ptr(*l.Workers)
+		}
+		if prefetch == nil && l.Prefetch != nil {
+			prefetch = probes.Ptr(*l.Prefetch)
+		}
+		if v, err := strconv.ParseBool(l.Knobs[sample.KnobPersistent.Flag]); persistent == nil && err == nil {
+			persistent = &v
+		}
+	}
+	return workers, prefetch, persistent
 }

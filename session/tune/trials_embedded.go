@@ -220,7 +220,7 @@ func summarize(c loader.Config, l *loader.Loader, wall time.Duration) SweepResul
 	s := l.Snapshot()
 	sec := wall.Seconds()
 	r := SweepResult{
-		Workers: c.Workers, Prefetch: c.Prefetch, Persistent: c.Persistent, Batches: s.Batches,
+		Workers: &c.Workers, Prefetch: &c.Prefetch, Persistent: &c.Persistent, Batches: s.Batches,
 		SamplesPerSec: float64(s.Samples) / sec, MBPerSec: float64(s.BytesRead) / sec / 1e6,
 		AccelBusyPct: 100 * s.Step.Sum / sec, WorkerStarts: l.WorkerStarts(), WallSeconds: sec, embedded: true,
 	}
