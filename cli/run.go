@@ -193,7 +193,7 @@ func runStatus(err error, j *job.Job, w *watchFlags, stderr io.Writer, dashboard
 		return &exitError{code: code}
 	}
 	if code != 0 {
-		return &exitError{code: code, msg: fmt.Sprintf("the job (pid %d) %s", j.PID(), how)}
+		return &exitError{code: code, msg: fmt.Sprintf("the job (pid %d) %s", j.PID(), sample.Ended(how))}
 	}
 	return nil
 }

@@ -252,12 +252,12 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 	}
 	switch limit {
 	case LimitCPU:
-		s += fmt.Sprintf("; past %d workers the %.1f CPUs they can get are the limit", to, p.CPUs)
+		s += fmt.Sprintf("; past %s the %.1f CPUs they can get are the limit", sample.Plural(to, "worker"), p.CPUs)
 		if p.SpinCPUs >= 0.1 {
 			s += fmt.Sprintf(" (a spinning compute pool keeps %.1f)", p.SpinCPUs)
 		}
 	case LimitBandwidth:
-		s += fmt.Sprintf("; past %d workers storage (%s/s) is the limit", to, formatRate(p.BandwidthBytesPerSec))
+		s += fmt.Sprintf("; past %s storage (%s/s) is the limit", sample.Plural(to, "worker"), formatRate(p.BandwidthBytesPerSec))
 	case LimitStep:
 		if to == 1 {
 			s += "; 1 keeps up with the step"
