@@ -23,7 +23,8 @@ type target struct {
 	o      Options
 	set    *probeSet
 	gone   *time.Time // when --pid's process was first seen gone
-	cmd    string     // --pid's command line, read once
+	cmd    string     // cmdPID's command line, read once
+	cmdPID int
 	hookAt time.Time  // when the run folder was last read
 	hook   []int      // processes that loaded the hook (gpuwatch run)
 	serves []int      // of those, the ones whose hook serves (announced in the run folder)
@@ -63,6 +64,13 @@ func (t *target) Collect(_ context.Context, f *sample.Frame) error {
 			t.gone = &now
 		}
 		out.ExitedAt = t.gone
+	case t.set.attached.PacingPID() != 0:
+		// The loader attached (or the pacing rank of those found) says
+		// which process it is: that one, not the busiest torch process
+		// the loop's finder picks among the others (a hostile user's
+		// review: attached to one loader, it named another user's job).
+		pid := t.set.attached.PacingPID()
+		out = &sample.Target{PID: pid, Command: t.command(pid), Why: "the attached loader's process"}
 	case t.set.loop != nil:
 		if tp, ok := t.set.loop.Target(); ok {
 			out = &sample.Target{PID: tp.PID, Command: tp.Command, Why: tp.Why}
@@ -152,10 +160,10 @@ func (t *target) loader(out *sample.Target, now time.Time) string {
 // command reads a process's command line once: printable, at most 120
 // bytes.
 func (t *target) command(pid int) string {
-	if t.cmd != "" {
+	if t.cmd != "" && t.cmdPID == pid {
 		return t.cmd
 	}
-	b, err := os.ReadFile(filepath.Join(t.o.Roots.Proc, strconv.Itoa(pid), "cmdline"))
+	b, err := os.ReadFile(filepath.Join(cmp.Or(t.o.Roots.Proc, "/proc"), strconv.Itoa(pid), "cmdline"))
 	if err != nil || len(b) == 0 {
 		return ""
 	}
@@ -164,7 +172,7 @@ func (t *target) command(pid int) string {
 	if len(s) > 120 {
 		s = s[:117] + "…"
 	}
-	t.cmd = s
+	t.cmd, t.cmdPID = s, pid
 	return s
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session/job"
 )
@@ -52,5 +53,21 @@ func TestTargetStartsUntilTheHookIsRead(t *testing.T) {
 	}
 	if starting(startGrace + time.Second) {
 		t.Error("still starting past the grace")
+	}
+}
+
+// TestTheAttachedLoadersProcessIsTheTarget (a hostile user's review):
+// attached to one loader, the target was the busiest torch process the
+// loop's finder picked among the others, another user's job. The
+// loader's own process is watched, and the reason says so.
+func TestTheAttachedLoadersProcessIsTheTarget(t *testing.T) {
+	att := &Attached{Ranks: endpoint.NewRanks(nil, nil, 0), procRoot: "/proc", first: os.Getpid()}
+	tg := newTarget(Options{}, &probeSet{attached: att})
+	f := &sample.Frame{Time: time.Now()}
+	if err := tg.Collect(context.Background(), f); err != nil || f.Target == nil {
+		t.Fatalf("no target: %v", err)
+	}
+	if f.Target.PID != os.Getpid() || f.Target.Why != "the attached loader's process" || f.Target.Command == "" {
+		t.Fatalf("target = %+v: want pid %d, the attached loader's process, with its command line", f.Target, os.Getpid())
 	}
 }
