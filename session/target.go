@@ -25,11 +25,11 @@ type target struct {
 	gone   *time.Time // when --pid's process was first seen gone
 	cmd    string     // cmdPID's command line, read once
 	cmdPID int
-	hookAt time.Time  // when the run folder was last read
-	hook   []int      // processes that loaded the hook (gpuwatch run)
-	serves []int      // of those, the ones whose hook serves (announced in the run folder)
-	logs   string     // the hook's own warnings (gpuwatch run), newest
-	first  time.Time  // the first frame's time
+	hookAt time.Time // when the run folder was last read
+	hook   []int     // processes that loaded the hook (gpuwatch run)
+	serves []int     // of those, the ones whose hook serves (announced in the run folder)
+	logs   string    // the hook's own warnings (gpuwatch run), newest
+	first  time.Time // the first frame's time
 }
 
 // startGrace is how long a job that loaded the hook may start before its
