@@ -79,14 +79,14 @@ func (k *knobFlags) register(cmd *cobra.Command, sweep bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&k.scenario, "scenario", "", "preset: "+strings.Join(loader.Scenarios, ", ")+" (flags given override it)")
 	if !sweep {
-		fl.IntVar(&k.cfg.Workers, sample.KnobWorkers.Flag, d.Workers, sample.KnobWorkers.Name+": loader workers; 0 loads inline in the training loop on one thread")
+		fl.IntVar(&k.cfg.Workers, sample.KnobWorkers.Flag, d.Workers, sample.KnobWorkers.Name+fmt.Sprintf(": loader workers; 0 loads inline in the training loop on one thread; at most %d", loader.MaxWorkers))
 		fl.IntVar(&k.cfg.Prefetch, sample.KnobPrefetch.Flag, d.Prefetch, sample.KnobPrefetch.Name+": batches in flight per worker")
 		fl.BoolVar(&k.cfg.Persistent, sample.KnobPersistent.Flag, d.Persistent, sample.KnobPersistent.Name+": keep workers across epochs")
 	}
 	fl.IntVar(&k.cfg.BatchSize, "batch-size", d.BatchSize, "samples per batch")
 	fl.BoolVar(&k.cfg.Pin, sample.KnobPin.Flag, d.Pin, sample.KnobPin.Name+": copy each batch into a reused buffer on its own goroutine")
 	fl.Var(sizeFlag{&k.cfg.SampleSize}, "sample-size", "bytes per sample (units: 4KiB, 1MB)")
-	fl.DurationVar(&k.cfg.DecodeCost, "decode-cost", d.DecodeCost, "CPU work per sample (hashing the bytes read; real work, not sleep)")
+	fl.DurationVar(&k.cfg.DecodeCost, "decode-cost", d.DecodeCost, fmt.Sprintf("CPU work per sample (hashing the bytes read; real work, not sleep; at most %gs)", loader.MaxDecodeCost.Seconds()))
 	fl.Float64Var(&k.cfg.Jitter, "jitter", d.Jitter, "sigma of a lognormal per-sample variation of the decode cost")
 	fl.DurationVar(&k.cfg.StepTime, "step-time", d.StepTime, "the simulated accelerator step (a sleep)")
 	fl.StringVar(&k.access, sample.KnobAccess.Flag, string(d.Access), "read order: seq, random, or subseq (random start, contiguous run)")
@@ -101,7 +101,7 @@ func (k *knobFlags) register(cmd *cobra.Command, sweep bool) {
 	fl.IntVar(&k.cfg.Epochs, "epochs", d.Epochs, "stop after N epochs (0: run until stopped)")
 	fl.IntVar(&k.cfg.Batches, "batches", d.Batches, "batches per epoch (0: the whole dataset)")
 	fl.Int64Var(&k.cfg.Seed, "seed", d.Seed, "seed for sample order and jitter")
-	fl.DurationVar(&k.cfg.WorkerStart, "worker-start", d.WorkerStart, "CPU work each worker does when it starts (re-paid every epoch unless --persistent)")
+	fl.DurationVar(&k.cfg.WorkerStart, "worker-start", d.WorkerStart, fmt.Sprintf("CPU work each worker does when it starts (re-paid every epoch unless --persistent; at most %gs)", loader.MaxWorkerStart.Seconds()))
 	fl.StringVar(&k.events, "events", "", "write loader events (run/epoch/get-batch/training start and end) as JSON lines to this file")
 }
 

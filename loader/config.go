@@ -86,6 +86,24 @@ type Config struct {
 	ScenarioName string        // the preset this came from, "" for custom
 }
 
+// The bounds Validate puts on what each unit of work costs. Past them a
+// configuration cannot show anything: 100,000 workers each burning 100 ms
+// of start-up are 80 minutes of a 2-core box before one batch, and a 30 s decode
+// per sample makes one batch of 32 a quarter of an hour of one core.
+const (
+	// MaxWorkers is the most workers a configuration may have: the
+	// bound the loader protocol puts on gpuwatch_loader_workers (a
+	// watcher drops a larger gauge), far past any machine's cores.
+	MaxWorkers = 4096
+	// MaxDecodeCost is the most CPU work per sample: 10 s, 5,000 times
+	// the single-core preset's, and still over cpu-bound's on a machine
+	// of 5,000 cores (1.875 ms a core).
+	MaxDecodeCost = 10 * time.Second
+	// MaxWorkerStart is the most start-up work per worker: a minute,
+	// past the slowest imports and dataset set-up a real worker does.
+	MaxWorkerStart = time.Minute
+)
+
 // Default is the configuration used for knobs that are not given.
 func Default() Config {
 	return Config{
@@ -119,6 +137,8 @@ func (c Config) Validate(prefetchSet bool) error {
 	switch {
 	case c.Workers < 0:
 		return errors.New("--workers must be 0 or more")
+	case c.Workers > MaxWorkers:
+		return fmt.Errorf("--workers %d: at most %d", c.Workers, MaxWorkers)
 	case c.Workers == 0 && prefetchSet && c.Prefetch != 0:
 		// PyTorch: "prefetch_factor option could only be specified in
 		// multiprocessing. let num_workers > 0 to enable multiprocessing".
@@ -135,6 +155,10 @@ func (c Config) Validate(prefetchSet bool) error {
 		return fmt.Errorf("--dataset-size %s holds no sample of %s", FormatSize(c.DatasetSize), FormatSize(c.SampleSize))
 	case c.DecodeCost < 0 || c.StepTime < 0 || c.ReadLatency < 0 || c.WorkerStart < 0:
 		return errors.New("durations must not be negative")
+	case c.DecodeCost > MaxDecodeCost:
+		return fmt.Errorf("--decode-cost %v: at most %v of CPU work per sample", c.DecodeCost, MaxDecodeCost)
+	case c.WorkerStart > MaxWorkerStart:
+		return fmt.Errorf("--worker-start %v: at most %v of CPU work per worker", c.WorkerStart, MaxWorkerStart)
 	case c.Jitter < 0 || c.Jitter > 3:
 		return errors.New("--jitter must be between 0 and 3")
 	case c.ReadBandwidth < 0:
@@ -266,6 +290,9 @@ func Scenario(name string, memAvail int64) (Config, error) {
 	default:
 		return Config{}, fmt.Errorf("unknown scenario %q (have: %s)", name, strings.Join(Scenarios, ", "))
 	}
+	// Presets that scale with cores stay within Validate's bounds on any
+	// machine.
+	c.Workers, c.DecodeCost = min(c.Workers, MaxWorkers), min(c.DecodeCost, MaxDecodeCost)
 	// Keep the dataset well inside free memory where it could be cached,
 	// so the page cache stays what the scenario wants it to be.
 	if memAvail > 0 && c.DatasetSize > memAvail/4 {

@@ -383,15 +383,19 @@ type throttle struct {
 	next      time.Time
 }
 
-func (t *throttle) wait(n int) {
+// wait holds a read of n bytes for the link's latency and its share of
+// the bandwidth, or until done is closed (a nil done never is): a slow
+// link (--read-bandwidth 1B/s, --read-latency 1h) must not outlive its
+// loader. ok is false when done cut the wait short.
+func (t *throttle) wait(done <-chan struct{}, n int) (ok bool) {
 	if t == nil {
-		return
+		return true
 	}
-	if t.latency > 0 {
-		time.Sleep(t.latency)
+	if t.latency > 0 && !sleep(done, t.latency) {
+		return false
 	}
 	if t.bandwidth <= 0 {
-		return
+		return true
 	}
 	t.mu.Lock()
 	now := time.Now()
@@ -402,8 +406,26 @@ func (t *throttle) wait(n int) {
 	t.next = start.Add(time.Duration(float64(n) / t.bandwidth * float64(time.Second)))
 	until := t.next
 	t.mu.Unlock()
-	time.Sleep(time.Until(until))
+	return sleep(done, time.Until(until))
 }
+
+// sleep waits d, or until done is closed; ok is false when done ended it.
+func sleep(done <-chan struct{}, d time.Duration) (ok bool) {
+	if d <= 0 {
+		return true
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-done:
+		return false
+	}
+}
+
+// errStopped is a read that the loader's end cut short.
+var errStopped = errors.New("loader stopped")
 
 // reader reads samples for one worker: its own file handles and an aligned
 // bounce buffer for O_DIRECT.
@@ -414,6 +436,7 @@ type reader struct {
 	files  []*os.File
 	bounce []byte
 	thr    *throttle
+	done   <-chan struct{} // closed when the loader stops: ends a throttled wait; nil: never
 }
 
 // newMappedReader reads through the dataset's mappings (Map first).
@@ -462,7 +485,9 @@ func (r *reader) readAt(dst []byte, off int64) error {
 		copy(dst, r.d.mem[off:]) // in RAM: no link, no latency
 		return nil
 	}
-	r.thr.wait(len(dst))
+	if !r.thr.wait(r.done, len(dst)) {
+		return errStopped
+	}
 	if r.mapped {
 		return r.copyMapped(dst, off)
 	}

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -139,7 +140,9 @@ func (l *Loader) Run(ctx context.Context) error {
 			return err
 		}
 		// The one read of the whole dataset crosses the emulated link too.
-		l.thr.wait(int(min(l.ds.Size, math.MaxInt32)))
+		if !l.thr.wait(ctx.Done(), int(min(l.ds.Size, math.MaxInt32))) {
+			return ctx.Err()
+		}
 	}
 	l.events.emit(Event{Name: "setup end", Duration: seconds(time.Since(setup))})
 	defer l.ownPs()()
@@ -167,7 +170,7 @@ func (l *Loader) Run(ctx context.Context) error {
 		batches := l.plan(epoch)
 		var it iterator
 		if cfg.Workers == 0 {
-			it = l.newInline(epoch, batches)
+			it = l.newInline(ctx, epoch, batches)
 		} else {
 			p := persistent
 			if p == nil {
@@ -311,18 +314,23 @@ func (l *Loader) trimLoop(limit int64) (stop func()) {
 }
 
 // newReader is a worker's reader: through the mappings with --read mmap,
-// else its own file handles.
-func (l *Loader) newReader() *reader {
+// else its own file handles. Its throttled waits end with ctx.
+func (l *Loader) newReader(ctx context.Context) *reader {
+	var rd *reader
 	if l.cfg.Read == Mmap && l.ds.maps != nil {
-		return l.ds.newMappedReader(l.thr)
+		rd = l.ds.newMappedReader(l.thr)
+	} else {
+		rd, _ = l.ds.newReader(l.cfg.DirectIO, l.thr)
 	}
-	rd, _ := l.ds.newReader(l.cfg.DirectIO, l.thr)
+	rd.done = ctx.Done()
 	return rd
 }
 
 // fetch loads one batch into buf: a pread per sample, then the decode
-// work. It runs on a worker, or on the training loop with workers=0.
-func (l *Loader) fetch(rd *reader, rng *rand.Rand, samples []int, worker, index int) result {
+// work. It runs on a worker, or on the training loop with workers=0. When
+// ctx ends it stops within a few ms, mid-read or mid-decode, with ctx's
+// error.
+func (l *Loader) fetch(ctx context.Context, rd *reader, rng *rand.Rand, samples []int, worker, index int) result {
 	start := time.Now()
 	if l.fetchHook != nil {
 		l.fetchHook(worker, index)
@@ -336,10 +344,18 @@ func (l *Loader) fetch(rd *reader, rng *rand.Rand, samples []int, worker, index 
 		t0 := time.Now()
 		if err := rd.readAt(dst, int64(idx)*l.cfg.SampleSize); err != nil {
 			r.err = fmt.Errorf("read sample %d: %w", idx, err)
+			if errors.Is(err, errStopped) {
+				r.err = ctx.Err()
+			}
 			return r
 		}
 		t1 := time.Now()
-		crc ^= decode(dst, l.cfg.DecodeCost, jitterMul(rng, l.cfg.Jitter))
+		c, ok := decode(ctx.Done(), worker >= 0, dst, l.cfg.DecodeCost, jitterMul(rng, l.cfg.Jitter))
+		if !ok {
+			r.err = ctx.Err()
+			return r
+		}
+		crc ^= c
 		r.read += t1.Sub(t0)
 		r.decode += time.Since(t1)
 		r.bytes += int64(s)
@@ -361,6 +377,7 @@ type iterator interface {
 // inline is workers=0: the training loop reads and decodes each batch.
 type inline struct {
 	l       *Loader
+	ctx     context.Context
 	epoch   int
 	batches [][]int
 	i       int
@@ -368,9 +385,9 @@ type inline struct {
 	rng     *rand.Rand
 }
 
-func (l *Loader) newInline(epoch int, batches [][]int) *inline {
-	rd := l.newReader()
-	return &inline{l: l, epoch: epoch, batches: batches, rd: rd,
+func (l *Loader) newInline(ctx context.Context, epoch int, batches [][]int) *inline {
+	rd := l.newReader(ctx)
+	return &inline{l: l, ctx: ctx, epoch: epoch, batches: batches, rd: rd,
 		rng: rand.New(rand.NewPCG(uint64(l.cfg.Seed), uint64(1000+epoch)))}
 }
 
@@ -378,7 +395,7 @@ func (it *inline) next() (result, int, bool, error) {
 	if it.i >= len(it.batches) {
 		return result{}, 0, false, nil
 	}
-	r := it.l.fetch(it.rd, it.rng, it.batches[it.i], -1, it.i)
+	r := it.l.fetch(it.ctx, it.rd, it.rng, it.batches[it.i], -1, it.i)
 	r.epoch = it.epoch
 	it.i++
 	return r, 0, true, r.err
@@ -411,7 +428,11 @@ func (l *Loader) startPool(parent context.Context) *pool {
 	p := &pool{l: l, queues: make([]chan task, w), cancel: cancel}
 	raw := make(chan result, depth)
 	for i := range p.queues {
-		p.queues[i] = make(chan task, depth)
+		// At most prefetch × workers batches are outstanding, dealt
+		// round-robin: each worker's queue holds at most prefetch of
+		// them, and put never blocks. A queue of prefetch × workers
+		// each was 1.3 GB of channels for 4,096 workers.
+		p.queues[i] = make(chan task, l.cfg.Prefetch)
 		p.wg.Add(1)
 		go p.worker(ctx, i, raw)
 	}
@@ -436,8 +457,12 @@ func (p *pool) worker(ctx context.Context, id int, out chan<- result) {
 	defer p.wg.Done()
 	l := p.l
 	l.workerStarts.Add(1)
-	burn(l.cfg.WorkerStart) // a worker process's start-up: imports, dataset __init__
-	rd := l.newReader()
+	// A worker process's start-up: imports, dataset __init__. A pool
+	// stopped meanwhile (q, -d, the end of an epoch) ends it.
+	if !burn(ctx.Done(), l.cfg.WorkerStart) {
+		return
+	}
+	rd := l.newReader(ctx)
 	defer rd.close()
 	rng := rand.New(rand.NewPCG(uint64(l.cfg.Seed), uint64(1_000_000+id)))
 	for {
@@ -448,7 +473,7 @@ func (p *pool) worker(ctx context.Context, id int, out chan<- result) {
 			if !ok {
 				return
 			}
-			r := l.fetch(rd, rng, t.samples, id, t.index)
+			r := l.fetch(ctx, rd, rng, t.samples, id, t.index)
 			r.epoch = t.epoch
 			select {
 			case out <- r:

@@ -35,7 +35,7 @@ func TestWorkersZeroLoadsOnOneLockedThread(t *testing.T) {
 				case <-stop:
 					return
 				default:
-					burn(20 * time.Microsecond)
+					burn(nil, 20*time.Microsecond)
 					_ = unix.Nanosleep(&ts, nil) // blocks the M, not just the goroutine
 				}
 			}

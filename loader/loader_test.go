@@ -193,6 +193,9 @@ func TestValidateRefusesWhatPyTorchRefuses(t *testing.T) {
 		{"dataset smaller than a sample", func(c *Config) { c.DatasetSize = 10 }, false, "holds no sample"},
 		{"unknown access", func(c *Config) { c.Access = "zigzag" }, false, "--access"},
 		{"cache and direct io", func(c *Config) { c.Cache, c.DirectIO = true, true }, false, "contradict"},
+		{"more workers than a watcher accepts", func(c *Config) { c.Workers = MaxWorkers + 1 }, false, "--workers 4097: at most 4096"},
+		{"a decode that only hangs", func(c *Config) { c.DecodeCost = 30 * time.Second }, false, "--decode-cost 30s: at most 10s"},
+		{"a start-up that only hangs", func(c *Config) { c.WorkerStart = time.Hour }, false, "--worker-start 1h0m0s: at most 1m0s"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -206,6 +209,11 @@ func TestValidateRefusesWhatPyTorchRefuses(t *testing.T) {
 	}
 	if err := Default().Validate(true); err != nil {
 		t.Fatalf("defaults refused: %v", err)
+	}
+	c := Default()
+	c.Workers, c.DecodeCost, c.WorkerStart = MaxWorkers, MaxDecodeCost, MaxWorkerStart
+	if err := c.Validate(true); err != nil {
+		t.Fatalf("the bounds themselves refused: %v", err)
 	}
 }
 
@@ -412,6 +420,71 @@ func TestRunStopsOnCancel(t *testing.T) {
 	}
 }
 
+// TestRunStopsMidBurn: a loader stopped while it burns or waits on its
+// emulated link returns within a bound, however long that work would
+// take: a --decode-cost 30s or 100,000 workers' start-up kept the demo's
+// q, Ctrl-C and SIGTERM waiting for minutes.
+func TestRunStopsMidBurn(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Config)
+		// busy says the loader is in the middle of the long work.
+		busy func(l *Loader, fetching <-chan struct{}) bool
+	}{
+		{"worker start-up", func(c *Config) { c.Workers, c.WorkerStart = 4, MaxWorkerStart },
+			func(l *Loader, _ <-chan struct{}) bool { return l.WorkerStarts() == 4 }},
+		{"a worker's decode", func(c *Config) { c.Workers, c.DecodeCost = 2, MaxDecodeCost }, fetched},
+		{"the loop's inline decode", func(c *Config) { c.Workers, c.Prefetch, c.DecodeCost = 0, 0, MaxDecodeCost }, fetched},
+		{"a read's latency", func(c *Config) { c.Workers, c.ReadLatency = 1, time.Hour }, fetched},
+		{"a read's share of the bandwidth", func(c *Config) { c.Workers, c.ReadBandwidth = 1, 1 }, fetched},
+		{"the cache's one read over the link", func(c *Config) { c.Cache, c.ReadBandwidth = true, 1 },
+			func(*Loader, <-chan struct{}) bool { return true }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ds := small(t)
+			c.Epochs = 0
+			tc.edit(&c)
+			if err := c.Validate(false); err != nil {
+				t.Fatal(err)
+			}
+			l := New(c, ds, nil)
+			fetching := make(chan struct{}, 1)
+			l.fetchHook = func(int, int) {
+				select {
+				case fetching <- struct{}{}:
+				default:
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- l.Run(ctx) }()
+			for !tc.busy(l, fetching) {
+				runtime.Gosched()
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if err != context.Canceled {
+					t.Fatalf("Run = %v, want context.Canceled", err)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatal("Run still running 2 s after its context was cancelled")
+			}
+		})
+	}
+}
+
+// fetched says a batch's fetch has begun (its read and decode follow).
+func fetched(_ *Loader, fetching <-chan struct{}) bool {
+	select {
+	case <-fetching:
+		return true
+	default:
+		return false
+	}
+}
+
 // TestDecodeRateRecoversFromASlowStart: a hash rate measured while the
 // machine was busy (here: set 100× too low) is raised by the first decodes
 // that run faster, so a 2 ms decode is not cut to a fraction for the run.
@@ -421,7 +494,7 @@ func TestDecodeRateRecoversFromASlowStart(t *testing.T) {
 	defer rateBits.Store(math.Float64bits(real))
 	data := make([]byte, 64<<10)
 	for range 3 {
-		decode(data, 2*time.Millisecond, 1)
+		decode(nil, false, data, 2*time.Millisecond, 1)
 	}
 	if got := hashRate(); got < real/4 {
 		t.Fatalf("rate %.3g bytes/ns after three decodes, calibrated %.3g: not recovered", got, real)
