@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -45,6 +47,17 @@ gpuwatch demo --clean removes them.`,
 		Args: noArgs("a scenario is --scenario NAME (gpuwatch demo --help lists them)"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.clean {
+				// Alone: with --dataset DIR it removed the cache's datasets,
+				// not DIR, and dropped --scenario, -d and the rest unsaid.
+				var other []string
+				cmd.Flags().Visit(func(f *pflag.Flag) {
+					if f.Name != "clean" {
+						other = append(other, "--"+f.Name)
+					}
+				})
+				if len(other) > 0 {
+					return usageErrorf(cmd, "--clean removes the demo's own datasets (~/.cache/gpuwatch/dataset-*) and takes no other flag (%s); a --dataset folder of yours is yours to remove", strings.Join(other, ", "))
+				}
 				return removeDatasets(opts.stdout)
 			}
 			if err := opts.watch.validate(cmd); err != nil {

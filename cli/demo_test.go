@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,5 +42,33 @@ func TestDemoRefusesLoadsThatOnlyHang(t *testing.T) {
 func TestMaxWorkersIsTheKnobsBound(t *testing.T) {
 	if loader.MaxWorkers != sample.KnobWorkers.Max {
 		t.Fatalf("loader.MaxWorkers = %d, sample.KnobWorkers.Max = %d: one bound", loader.MaxWorkers, sample.KnobWorkers.Max)
+	}
+}
+
+// TestDemoCleanTakesNoOtherFlag (a hostile user's review): --clean with
+// --dataset DIR removed the cache's datasets, not DIR, and dropped the
+// other flags unsaid. It is refused, and the cache is left as it was.
+func TestDemoCleanTakesNoOtherFlag(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	kept := filepath.Join(cache, "gpuwatch", "dataset-64MiB")
+	shard := filepath.Join(kept, "shard-00000.bin")
+	if err := os.MkdirAll(kept, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(shard, make([]byte, 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := Run([]string{"demo", "--clean", "--dataset", t.TempDir()}, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "takes no other flag (--dataset)") {
+		t.Fatalf("exit %d, stderr %q: want a usage error naming --dataset", code, errb.String())
+	}
+	if _, err := os.Stat(shard); err != nil {
+		t.Fatalf("the cache's dataset is gone: %v", err)
+	}
+	out.Reset()
+	if code := Run([]string{"demo", "--clean"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "removed "+kept) {
+		t.Fatalf("--clean alone: exit %d, stdout %q", code, out.String())
 	}
 }
