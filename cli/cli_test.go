@@ -59,6 +59,7 @@ func TestExitCodes(t *testing.T) {
 		{"--exit-with-job without --pid", []string{"--exit-with-job", "--once"}, 2, "--exit-with-job needs --pid"},
 		{"a loader URL without its scheme keeps its password out", []string{"attach", "user:s3cret@127.0.0.1:1"}, 2, `"REDACTED@127.0.0.1:1" is not a loader URL`},
 		{"a loader URL with one slash keeps its password out", []string{"--attach", "http:/user:s3cret@127.0.0.1:1", "--once"}, 2, `"REDACTED@127.0.0.1:1" is not a loader URL`},
+		{"a recording cap of a few frames", []string{"record", "-o", "x.jsonl", "--record-max-size", "10KiB"}, 2, "--record-max-size 10KiB: at least 1.0MiB"},
 		{"--version", []string{"--version"}, 0, ""},
 		{"-V", []string{"-V"}, 0, ""},
 		{"version", []string{"version"}, 0, ""},

@@ -132,6 +132,10 @@ func (w *watchFlags) register(cmd *cobra.Command, o offer) {
 }
 
 // validate checks flag values that pflag's types do not.
+// minRecordMaxSize is the smallest --record-max-size: a minute of frames
+// at 1 s is 1–2 MB.
+const minRecordMaxSize = 1 << 20
+
 func (w *watchFlags) validate(cmd *cobra.Command) error {
 	if w.json {
 		w.headless = true
@@ -141,6 +145,11 @@ func (w *watchFlags) validate(cmd *cobra.Command) error {
 		return usageErrorf(cmd, "--interval %v: must be between 50ms and 1h", w.interval)
 	case w.duration < 0:
 		return usageErrorf(cmd, "--duration %v: must not be negative", w.duration)
+	case w.recordMaxSize != 0 && w.recordMaxSize < minRecordMaxSize:
+		// One part before the current one is kept: a cap of a few frames
+		// keeps a few seconds, rotating every frame or two.
+		return usageErrorf(cmd, "--record-max-size %s: at least %s (one part before the current one is kept), or 0 for no cap",
+			sample.FormatBytes(float64(w.recordMaxSize)), sample.FormatBytes(minRecordMaxSize))
 	case w.profileEvery != 0 && (w.profileLength < time.Second || w.profileEvery <= w.profileLength):
 		return usageErrorf(cmd, "want --profile-seconds ≥ 1s and --profile-every longer than it (have %v and %v)", w.profileLength, w.profileEvery)
 	}

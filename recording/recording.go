@@ -175,8 +175,15 @@ func (r *Recorder) flush() error {
 		return err
 	}
 	if r.Notify != nil {
-		r.Notify(fmt.Sprintf("recording reached %d MiB: the previous part is %s.1, part %d goes on in %s",
-			r.maxBytes>>20, r.path, r.header.Part, r.path))
+		// One part is kept before the current one: say which is gone
+		// (it said "reached 0 MiB" under 1 MiB, and kept quiet about the
+		// parts the rotation replaced).
+		gone := ""
+		if r.header.Part > 2 {
+			gone = fmt.Sprintf(", replacing part %d", r.header.Part-2)
+		}
+		r.Notify(fmt.Sprintf("recording reached %s: part %d is now %s.1%s; part %d goes on in %s",
+			sample.FormatBytes(float64(r.maxBytes)), r.header.Part-1, r.path, gone, r.header.Part, r.path))
 	}
 	return nil
 }

@@ -97,8 +97,16 @@ func TestRecordingRotatesAtItsCap(t *testing.T) {
 		}
 	}
 	r.Close()
-	if len(told) == 0 {
-		t.Fatal("no rotation message")
+	if len(told) < 2 {
+		t.Fatalf("rotation messages %q: want several", told)
+	}
+	// Each says the cap as it is (not "0 MiB") and, from the second on,
+	// which part the rotation replaced.
+	if want := "recording reached 8.0KiB: part 1 is now " + path + ".1; part 2 goes on"; !strings.HasPrefix(told[0], want) {
+		t.Errorf("first rotation: %q, want %q…", told[0], want)
+	}
+	if want := "part 2 is now " + path + ".1, replacing part 1; part 3 goes on"; !strings.Contains(told[1], want) {
+		t.Errorf("second rotation: %q, want it to say %q", told[1], want)
 	}
 	for _, p := range []string{path, path + ".1"} {
 		st, err := os.Stat(p)
