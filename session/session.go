@@ -210,12 +210,18 @@ func Run(ctx context.Context, o Options) error {
 			rec.onFail = rec.notify
 		}
 		obs := []Observer{rec}
+		var lines *headless
 		if once != nil {
 			obs = append(obs, once)
 		} else {
-			obs = append(obs, newHeadless(o.Stdout, o.JSON, o.Thresholds))
+			lines = newHeadless(o.Stdout, o.JSON, o.Thresholds)
+			obs = append(obs, lines)
 		}
 		err = w.Loop(ctx, notes, append(obs, o.Observers...)...)
+		if err == nil && lines != nil && lines.frames == 0 && o.Record == "" && o.Job == nil {
+			// -d under the first frame printed nothing and exited 0.
+			err = fmt.Errorf("no frame came before the end (the first comes after --interval %v): nothing written", o.Interval)
+		}
 	}
 	return finish(o, rec, once, dashboard, err)
 }
@@ -327,9 +333,10 @@ func observe(diag *diagnose.Diagnoser, bias string, notes <-chan sample.Note, ob
 
 // headless writes a line (or a JSON line) per frame and per note.
 type headless struct {
-	w  io.Writer
-	jw *lines.JSONWriter
-	th diagnose.Thresholds // what the line marks hot or high
+	w      io.Writer
+	jw     *lines.JSONWriter
+	th     diagnose.Thresholds // what the line marks hot or high
+	frames int
 }
 
 func newHeadless(w io.Writer, asJSON bool, th diagnose.Thresholds) *headless {
@@ -341,6 +348,7 @@ func newHeadless(w io.Writer, asJSON bool, th diagnose.Thresholds) *headless {
 }
 
 func (h *headless) Frame(f *sample.Frame, v diagnose.Verdict) error {
+	h.frames++
 	var err error
 	if h.jw != nil {
 		err = h.jw.WriteFrame(f, &v)
