@@ -149,7 +149,11 @@ func catalogKnobs(w *window, suggest, cores, keep int) []string {
 	// a change the job may already have made; persistent workers need
 	// workers (torch refuses them at num_workers=0).
 	if w.workers != 0 || suggest > 0 {
-		a = append(a, knobLine(w, sample.KnobPersistent, "persistent_workers=True so workers are not restarted (and the pipeline refilled) every epoch"))
+		if w.newLoaderEveryEpoch {
+			a = append(a, "build the DataLoader once, before the epoch loop, with persistent_workers=True: the script builds a new one every epoch, whose workers start anew whatever persistent_workers says")
+		} else {
+			a = append(a, knobLine(w, sample.KnobPersistent, "persistent_workers=True so workers are not restarted (and the pipeline refilled) every epoch"))
+		}
 	}
 	if w.gpuUtil.ok {
 		a = append(a, knobLine(w, sample.KnobPin, "pin_memory=True so host-to-GPU copies use page-locked memory"))

@@ -20,6 +20,10 @@ type Change struct {
 	From string `json:"from"`
 	To   string `json:"to"`
 	Why  string `json:"why"`
+	// With is what the change needs beside the knob, said on the advice
+	// line after it ("" for none): persistent_workers on a script that
+	// builds a new DataLoader every epoch needs it built once.
+	With string `json:"with,omitempty"`
 }
 
 // workerCounts are the worker counts the model tries: every count up to 64,
@@ -182,8 +186,15 @@ func changesTo(p *Pipeline, c candidate) []Change {
 		}
 	}
 	if c.k.Persistent != cur.Persistent && c.k.Workers > 0 && cur.Workers > 0 {
-		out = append(out, Change{Knob: sample.KnobPersistent.Name, Flag: p.flag(sample.KnobPersistent), From: "false", To: "true",
-			Why: fmt.Sprintf("workers restart every epoch: %s before each epoch's first batch", sample.FormatDuration(p.EpochStallSec))})
+		c := Change{Knob: sample.KnobPersistent.Name, Flag: p.flag(sample.KnobPersistent), From: "false", To: "true",
+			Why: fmt.Sprintf("workers restart every epoch: %s before each epoch's first batch", sample.FormatDuration(p.EpochStallSec))}
+		if p.NewLoaderEveryEpoch {
+			// persistent_workers on a DataLoader made anew each epoch
+			// keeps nothing: its workers are that DataLoader's.
+			c.Why += "; the script builds a new DataLoader every epoch, on which persistent_workers keeps nothing"
+			c.With = "the DataLoader built once, before the epoch loop"
+		}
+		out = append(out, c)
 	}
 	if c.k.Cache != cur.Cache {
 		why := "the dataset fits in RAM: read it once, and storage is out of the way"
@@ -333,6 +344,9 @@ func changeLine(cs []Change, pred, now Prediction) string {
 			s += ", "
 		}
 		s += c.Knob + " " + c.From + " → " + c.To
+		if c.With != "" {
+			s += " (with " + c.With + ")"
+		}
 	}
 	next := ""
 	if pred.Limit != "" {

@@ -41,6 +41,10 @@ type Pipeline struct {
 	// restarting when not persistent); BatchesPerEpoch the epoch's length.
 	EpochStallSec   float64
 	BatchesPerEpoch float64
+	// NewLoaderEveryEpoch: the script builds a new DataLoader every
+	// epoch, so persistent workers need it built once (persistent_workers
+	// keeps workers across one DataLoader's epochs only).
+	NewLoaderEveryEpoch bool
 	// The configuration measured.
 	Knobs Knobs
 	// Kind is the loader's ("python", "go", "embedded"): it names the
@@ -401,7 +405,7 @@ func pipeline(w *window) (*Pipeline, bool) {
 func splitPipeline(w *window) *Pipeline {
 	bps := w.batchesPerSec.v
 	p := &Pipeline{StepSec: w.stepMs.v / 1000, BatchesPerEpoch: float64(w.batchesPerEpoch), EpochStallSec: w.epochStallMs / 1000, Kind: w.loaderKind,
-		CPUContention: cpuContention, IOContention: ioContention}
+		NewLoaderEveryEpoch: w.newLoaderEveryEpoch, CPUContention: cpuContention, IOContention: ioContention}
 	if d, err := time.ParseDuration(w.knobs["read_latency"]); err == nil && d > 0 {
 		p.IOContention = 0 // an emulated link: its wait is a sleep per read
 	}
@@ -539,7 +543,7 @@ func waitPipeline(w *window) (*Pipeline, bool) {
 	}
 	bps, wait := w.meanBatchesPerSec.v, w.meanWaitShare.v
 	p := &Pipeline{StepSec: w.stepMs.v / 1000, BatchesPerEpoch: float64(w.batchesPerEpoch), EpochStallSec: w.epochStallMs / 1000,
-		Knobs: knobsOf(w), Kind: w.loaderKind, BatchSize: 1, CPUContention: cpuContention, IOContention: ioContention}
+		NewLoaderEveryEpoch: w.newLoaderEveryEpoch, Knobs: knobsOf(w), Kind: w.loaderKind, BatchSize: 1, CPUContention: cpuContention, IOContention: ioContention}
 	if p.Kind == "" {
 		p.Kind = "python" // a loader that times only its loop: the hook's (recordings before loaders said their kind)
 	}

@@ -83,6 +83,7 @@ type window struct {
 	loopTakeSec                                         level // the loop thread's CPU time taking each batch (the take stage), seconds
 	knobs                                               map[string]string
 	epochStallMs                                        float64
+	newLoaderEveryEpoch                                 bool // every epoch iterated a new DataLoader (Loader.NewLoaderEveryEpoch)
 	batchesPerEpoch                                     int
 	readSec, decodeSec                                  level // per wall second, summed over workers
 	bytesPerSec                                         level
@@ -412,6 +413,9 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	}
 	if l.EpochStallMs != nil {
 		w.epochStallMs = *l.EpochStallMs
+	}
+	if l.NewLoaderEveryEpoch != nil {
+		w.newLoaderEveryEpoch = *l.NewLoaderEveryEpoch
 	}
 	if l.BatchesPerEpoch != nil {
 		w.batchesPerEpoch = *l.BatchesPerEpoch

@@ -590,8 +590,13 @@ type Loader struct {
 	// length. Nil when the loader does not say (attached loaders).
 	EpochStallMs    *float64 `json:"epoch_stall_ms,omitempty"`
 	BatchesPerEpoch *int     `json:"batches_per_epoch,omitempty"`
-	PID             *int     `json:"pid,omitempty"`
-	LoopTID         *int     `json:"loop_tid,omitempty"`
+	// NewLoaderEveryEpoch: every epoch so far (two or more) iterated a
+	// new DataLoader, so its workers start every epoch whatever
+	// persistent_workers says (it keeps them across one DataLoader's
+	// epochs). Nil when the loader does not say.
+	NewLoaderEveryEpoch *bool `json:"new_loader_every_epoch,omitempty"`
+	PID                 *int  `json:"pid,omitempty"`
+	LoopTID             *int  `json:"loop_tid,omitempty"`
 	// Rank, LocalRank and WorldSize as the hook reports them (RANK,
 	// LOCAL_RANK, WORLD_SIZE of its process); nil when it does not.
 	Rank       *int  `json:"rank,omitempty"`

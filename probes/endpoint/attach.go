@@ -502,6 +502,15 @@ func (m *metricsPage) scalars() {
 			c.Knobs[k.Flag] = strconv.FormatBool(v >= 0.5)
 		}
 	}
+	// Whether every epoch iterated a new DataLoader (the hook counts the
+	// epochs that were their DataLoader's first): persistent_workers keeps
+	// workers across one DataLoader's epochs only.
+	if epochs, ok := m.gauge("gpuwatch_loader_epochs_total", 0, 1<<40); ok && epochs >= 2 {
+		if fresh, ok := m.gauge("gpuwatch_loader_new_loader_epochs_total", 0, epochs); ok {
+			every := fresh == epochs
+			c.NewLoaderEveryEpoch = &every
+		}
+	}
 	// The time to each epoch's first batch, epochs after the first.
 	if stalls, ok := m.gauge("gpuwatch_loader_epoch_stalls_total", 0, 1<<40); ok && stalls > 0 {
 		if sum := m.seconds("gpuwatch_loader_epoch_stall_seconds_total"); sum != nil {

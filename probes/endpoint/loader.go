@@ -52,6 +52,10 @@ type LoaderCounters struct {
 	// the first; BatchesPerEpoch the epoch's length. Nil when unknown.
 	EpochStall      *time.Duration
 	BatchesPerEpoch *int
+	// NewLoaderEveryEpoch: every epoch (two or more) iterated a DataLoader
+	// never iterated before, so its workers start every epoch whatever
+	// persistent_workers says; nil when the loader does not say.
+	NewLoaderEveryEpoch *bool
 	// DatasetBytes and DatasetCachedBytes: the dataset's size and how
 	// much of it is in the page cache, where the loader can tell cheaply
 	// (the embedded one, from mincore on its own mappings).
@@ -167,6 +171,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	if cur.EpochStall != nil {
 		out.EpochStallMs = probes.Ptr(float64(cur.EpochStall.Microseconds()) / 1000)
 	}
+	out.NewLoaderEveryEpoch = cur.NewLoaderEveryEpoch
 	if _, attached := p.src.(*Attach); attached {
 		out.Connected = probes.Ptr(true)
 	}

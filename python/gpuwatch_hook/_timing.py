@@ -8,6 +8,7 @@ import bisect
 import collections
 import os
 import threading
+import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _ceiling, _cost, _env, _gpuprofile, _h2d, _payload, _settings, _stages, _syncs, _torch
@@ -124,6 +125,13 @@ class Stats:
         self.worker_pids: Tuple[int, ...] = ()
         self.loop_tid: Optional[int] = None  # the OS thread that iterates: the training loop
         self.epochs = 0  # epochs started
+        # Epochs that were the first iteration over their DataLoader: a
+        # script that builds a new one every epoch starts new workers
+        # every epoch whatever persistent_workers says (it keeps workers
+        # across one DataLoader's epochs only). None once a loader could
+        # not be told apart (one that is not weakly referenced).
+        self.new_loader_epochs: Optional[int] = 0
+        self._iterated: "weakref.WeakSet[Any]" = weakref.WeakSet()
         self.stall_sum = 0.0  # epochs after the first: start to first batch, seconds
         # The waits under way inside next(), by iterator (Clock): when it
         # asked (its clock) and whether for its epoch's first batch. Each
@@ -434,12 +442,21 @@ class Stats:
         holds the workers)."""
         k = _torch.knobs(loader, it)
         tid = native_tid()
+        try:
+            new = loader not in self._iterated
+            self._iterated.add(loader)
+        except TypeError:  # not weakly referenced, or not hashable: not told
+            new = None
         with self.lock:
             self.workers, self.prefetch = k.workers, k.prefetch
             self.persistent, self.pin_memory = k.persistent, k.pin_memory
             self.batches_per_epoch, self.worker_pids = k.batches_per_epoch, k.worker_pids
             self.loop_tid = tid
             self.epochs += 1
+            if new is None or self.new_loader_epochs is None:
+                self.new_loader_epochs = None
+            elif new:
+                self.new_loader_epochs += 1
         self._look_at = None  # each epoch's first batch is looked at
         if k.workers:  # its workers' batches carry their stage times here (_stages)
             attach(it, "_gpuwatch_stats", self)
@@ -473,6 +490,7 @@ class Stats:
             depth, workers, prefetch, pids = self._queue_depth, self.workers, self.prefetch, self.worker_pids
             persistent, pin, per_epoch = self.persistent, self.pin_memory, self.batches_per_epoch
             epochs, stall_sum, stalls = self.epochs, self.stall_sum, self.stalls
+            new_loader_epochs = self.new_loader_epochs
             tid, errors = self.loop_tid, self.errors
             stages = [(k, self.stage_sum[k], self.stage_n[k]) for k in _stages.STAGES if self.stage_n[k]]
             looked = (self.looked, self.look_bytes, self.look_f64, self.look_pinned, self.token_slots, self.padding_slots)
@@ -518,6 +536,13 @@ class Stats:
             one("gpuwatch_loader_batches_per_epoch", "gauge", "Batches in an epoch (len of the DataLoader).", per_epoch)
         if epochs:
             one("gpuwatch_loader_epochs_total", "counter", "Epochs started (iterations over the DataLoader).", epochs)
+            if new_loader_epochs is not None:
+                one(
+                    "gpuwatch_loader_new_loader_epochs_total",
+                    "counter",
+                    "Epochs that were the first iteration over their DataLoader (a new DataLoader each epoch starts new workers each epoch, persistent_workers or not).",
+                    new_loader_epochs,
+                )
             one(
                 "gpuwatch_loader_epoch_stall_seconds_total",
                 "counter",

@@ -558,6 +558,7 @@ class RunInstrumentationTest(unittest.TestCase):
                 self.assertEqual(m["gpuwatch_loader_samples_total"], 128)
                 self.assertEqual(m["gpuwatch_loader_workers"], workers)
                 self.assertEqual(m["gpuwatch_loader_epochs_total"], 2)
+                self.assertEqual(m["gpuwatch_loader_new_loader_epochs_total"], 1)  # one DataLoader, iterated twice
                 self.assertEqual(m["gpuwatch_loader_epoch_stalls_total"], 1)
                 self.assertEqual(m["gpuwatch_loader_batches_per_epoch"], 8)
                 self.assertEqual(m["gpuwatch_loader_persistent_workers"], 1 if workers else 0)

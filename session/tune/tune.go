@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -211,6 +212,12 @@ func Tune(ctx context.Context, o TuneOptions, t Trials, start Setting, out func(
 			res.Why = "the verdict is healthy, with no change to offer"
 		case len(s.Changes) == 0:
 			res.Why = "the model has no change to offer: " + first(s.Advice)
+		case slices.ContainsFunc(s.Changes, func(c diagnose.Change) bool { return c.With != "" }):
+			// A knob alone would not make the change (persistent_workers
+			// on a new DataLoader every epoch): measuring it would
+			// measure something else.
+			i := slices.IndexFunc(s.Changes, func(c diagnose.Change) bool { return c.With != "" })
+			res.Why = fmt.Sprintf("the next change, %s → %s, needs %s: a change to the script's code, which tune does not make", s.Changes[i].Knob, s.Changes[i].To, s.Changes[i].With)
 		}
 		if res.Why != "" {
 			break
