@@ -60,7 +60,7 @@ func TestExitCodes(t *testing.T) {
 		{"a loader URL without its scheme keeps its password out", []string{"attach", "user:s3cret@127.0.0.1:1"}, 2, `"REDACTED@127.0.0.1:1" is not a loader URL`},
 		{"a loader URL with one slash keeps its password out", []string{"--attach", "http:/user:s3cret@127.0.0.1:1", "--once"}, 2, `"REDACTED@127.0.0.1:1" is not a loader URL`},
 		{"a recording cap of a few frames", []string{"record", "-o", "x.jsonl", "--record-max-size", "10KiB"}, 2, "--record-max-size 10KiB: at least 1.0MiB"},
-		{"a duration that ends before the first frame", []string{"--headless", "--duration", "300ms"}, 1, "no frame came before the end (the first comes after --interval 1s)"},
+		{"a duration that ends before the first frame", []string{"--headless", "--duration", "300ms"}, 0, "no frame came before --duration 300ms ended (the first comes after --interval 1s)"},
 		{"--version", []string{"--version"}, 0, ""},
 		{"-V", []string{"-V"}, 0, ""},
 		{"version", []string{"version"}, 0, ""},

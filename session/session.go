@@ -174,6 +174,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.Once && limit == 0 {
 		limit = onceCap
 	}
+	stopped := ctx // Ctrl-C, SIGTERM, q: ended before the duration
 	if limit > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, limit)
@@ -218,9 +219,10 @@ func Run(ctx context.Context, o Options) error {
 			obs = append(obs, lines)
 		}
 		err = w.Loop(ctx, notes, append(obs, o.Observers...)...)
-		if err == nil && lines != nil && lines.frames == 0 && o.Record == "" && o.Job == nil {
-			// -d under the first frame printed nothing and exited 0.
-			err = fmt.Errorf("no frame came before the end (the first comes after --interval %v): nothing written", o.Interval)
+		if err == nil && lines != nil && lines.frames == 0 && o.Record == "" && o.Job == nil && !o.Node && stopped.Err() == nil {
+			// -d under the first frame printed nothing at all. A clean
+			// stop still (exit 0): the duration ended it, as asked.
+			fmt.Fprintf(o.Stderr, "gpuwatch: no frame came before --duration %v ended (the first comes after --interval %v): nothing written\n", o.Duration, o.Interval)
 		}
 	}
 	return finish(o, rec, once, dashboard, err)
