@@ -51,7 +51,7 @@ gpuwatch demo --clean removes them.`,
 				// not DIR, and dropped --scenario, -d and the rest unsaid.
 				var other []string
 				cmd.Flags().Visit(func(f *pflag.Flag) {
-					if f.Name != "clean" {
+					if f.Name != "clean" && cmd.InheritedFlags().Lookup(f.Name) == nil { // the root's hidden --memprofile and such stand
 						other = append(other, "--"+f.Name)
 					}
 				})

@@ -22,7 +22,7 @@ func TestDemoRefusesLoadsThatOnlyHang(t *testing.T) {
 	}{
 		{"workers past the watchers' bound", []string{"--workers", "100000"}, "--workers 100000: at most 4096"},
 		{"a decode cost of minutes per batch", []string{"--decode-cost", "30s"}, "--decode-cost 30s: at most 10s"},
-		{"a start-up of an hour per worker", []string{"--worker-start", "1h"}, "--worker-start 1h0m0s: at most 1m0s"},
+		{"a start-up of an hour per worker", []string{"--worker-start", "1h"}, "--worker-start 1h0m0s: at most 60s"},
 		{"a preset pushed past a bound", []string{"--scenario", "healthy", "--workers", "5000"}, "--workers 5000: at most 4096"},
 	}
 	for _, tc := range tests {

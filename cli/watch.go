@@ -131,11 +131,11 @@ func (w *watchFlags) register(cmd *cobra.Command, o offer) {
 	cmd.Flags().AddFlagSet(fl)
 }
 
-// validate checks flag values that pflag's types do not.
 // minRecordMaxSize is the smallest --record-max-size: a minute of frames
 // at 1 s is 1–2 MB.
 const minRecordMaxSize = 1 << 20
 
+// validate checks flag values that pflag's types do not.
 func (w *watchFlags) validate(cmd *cobra.Command) error {
 	if w.json {
 		w.headless = true

@@ -202,7 +202,7 @@ type reloader[T any] struct {
 	load       func() (T, error)
 	failClosed bool
 	now        func() time.Time // nil: time.Now
-	// told, where set, is called (under the lock) when a failClosed
+	// told, where set, is called (after the lock) when a failClosed
 	// reloader stops serving, with the load's error, and with nil when it
 	// serves again.
 	told func(err error)
@@ -215,6 +215,16 @@ type reloader[T any] struct {
 }
 
 func (r *reloader[T]) get() (T, error) {
+	v, tell, err := r.getLocked()
+	if tell != nil {
+		tell() // outside the lock: a stderr that blocks holds up no scrape
+	}
+	return v, err
+}
+
+// getLocked is get under the lock; tell, where not nil, says a change of
+// state to r.told.
+func (r *reloader[T]) getLocked() (_ T, tell func(), _ error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
@@ -222,30 +232,30 @@ func (r *reloader[T]) get() (T, error) {
 		now = r.now()
 	}
 	if r.ok && now.Sub(r.checked) < time.Second {
-		return r.val, nil
+		return r.val, nil, nil
 	}
 	r.checked = now
 	stamp := statStamp(r.paths)
 	if r.ok && stamp == r.stamp {
-		return r.val, nil
+		return r.val, nil, nil
 	}
 	v, err := r.load()
 	if err != nil {
 		if r.ok && !r.failClosed {
-			return r.val, nil
+			return r.val, nil, nil
 		}
-		if r.ok && r.told != nil {
-			r.told(err)
+		if told := r.told; r.ok && told != nil {
+			tell = func() { told(err) }
 		}
 		var zero T
 		r.val, r.ok, r.stamp = zero, false, ""
-		return v, err
+		return v, tell, err
 	}
-	if !r.ok && r.told != nil {
-		r.told(nil)
+	if told := r.told; !r.ok && told != nil {
+		tell = func() { told(nil) }
 	}
 	r.val, r.ok, r.stamp = v, true, stamp
-	return v, nil
+	return v, tell, nil
 }
 
 // statStamp is what reloader compares of paths: each one's device,

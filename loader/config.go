@@ -156,9 +156,9 @@ func (c Config) Validate(prefetchSet bool) error {
 	case c.DecodeCost < 0 || c.StepTime < 0 || c.ReadLatency < 0 || c.WorkerStart < 0:
 		return errors.New("durations must not be negative")
 	case c.DecodeCost > MaxDecodeCost:
-		return fmt.Errorf("--decode-cost %v: at most %v of CPU work per sample", c.DecodeCost, MaxDecodeCost)
+		return fmt.Errorf("--decode-cost %v: at most %gs of CPU work per sample", c.DecodeCost, MaxDecodeCost.Seconds())
 	case c.WorkerStart > MaxWorkerStart:
-		return fmt.Errorf("--worker-start %v: at most %v of CPU work per worker", c.WorkerStart, MaxWorkerStart)
+		return fmt.Errorf("--worker-start %v: at most %gs of CPU work per worker", c.WorkerStart, MaxWorkerStart.Seconds())
 	case c.Jitter < 0 || c.Jitter > 3:
 		return errors.New("--jitter must be between 0 and 3")
 	case c.ReadBandwidth < 0:
