@@ -126,7 +126,7 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 	a := &Attached{Ranks: ranks, Profiler: endpoint.NewProfilerOf(ranks.Pacing, to.Every, to.Length), procRoot: procRoot}
 	a.Profiler.FirstAfter(ranks.Started)
 	for _, at := range attached {
-		if pid := at.PID(); pid > 0 && host.ProcessExists(procRoot, pid) {
+		if pid := at.LocalPID(); pid > 0 && host.ProcessExists(procRoot, pid) {
 			a.first = pid
 			break
 		}

@@ -133,6 +133,18 @@ func (a *Attach) PID() int {
 	return a.pid
 }
 
+// LocalPID is PID where the loader's connection is to this machine and
+// the pid was not found false (checkPID), else 0: a remote loader's pid
+// names no process here, whatever process here has that number.
+func (a *Attach) LocalPID() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.peer.IsValid() || a.pidCheck.bad {
+		return 0
+	}
+	return a.pid
+}
+
 // NoMetrics says the endpoint serves profiles but no loader metrics.
 func (a *Attach) NoMetrics() bool {
 	a.mu.Lock()

@@ -3,6 +3,8 @@ package endpoint
 import (
 	"context"
 	"errors"
+	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -300,5 +302,28 @@ func TestANewDataLoaderEveryEpochIsRead(t *testing.T) {
 		if (got.NewLoaderEveryEpoch == nil) != (c.want == nil) || got.NewLoaderEveryEpoch != nil && *got.NewLoaderEveryEpoch != *c.want {
 			t.Errorf("epochs %s, new %s: %v, want %v", c.epochs, c.fresh, got.NewLoaderEveryEpoch, c.want)
 		}
+	}
+}
+
+// TestARemoteLoadersPIDNamesNoProcessHere (a review): the pid a loader
+// reports names a process here only where its connection is to this
+// machine and the pid holds its port; attached to a remote loader, the
+// local process that happens to have that number is not its.
+func TestARemoteLoadersPIDNamesNoProcessHere(t *testing.T) {
+	a, err := NewAttach("http://node7:6060")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.pid = os.Getpid()
+	if got := a.LocalPID(); got != 0 {
+		t.Errorf("a remote loader: LocalPID %d, want 0", got)
+	}
+	a.peer = netip.MustParseAddrPort("127.0.0.1:6060")
+	if got := a.LocalPID(); got != os.Getpid() {
+		t.Errorf("a local loader: LocalPID %d, want %d", got, os.Getpid())
+	}
+	a.pidCheck.bad = true
+	if got := a.LocalPID(); got != 0 {
+		t.Errorf("a local loader whose pid does not hold its port: LocalPID %d, want 0", got)
 	}
 }

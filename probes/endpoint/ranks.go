@@ -213,11 +213,11 @@ func (r *Ranks) Focus(url string) {
 	r.focus = url
 }
 
-// PacingPID is the pacing rank's process, 0 when unknown: the process
-// view's focus.
+// PacingPID is the pacing rank's process on this machine, 0 when unknown
+// or remote (Attach.LocalPID): the process view's focus.
 func (r *Ranks) PacingPID() int {
 	if a := r.Pacing(); a != nil {
-		return a.PID()
+		return a.LocalPID()
 	}
 	return 0
 }
