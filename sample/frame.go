@@ -590,10 +590,11 @@ type Loader struct {
 	// length. Nil when the loader does not say (attached loaders).
 	EpochStallMs    *float64 `json:"epoch_stall_ms,omitempty"`
 	BatchesPerEpoch *int     `json:"batches_per_epoch,omitempty"`
-	// NewLoaderEveryEpoch: every epoch so far (two or more) iterated a
-	// new DataLoader, so its workers start every epoch whatever
-	// persistent_workers says (it keeps them across one DataLoader's
-	// epochs). Nil when the loader does not say.
+	// NewLoaderEveryEpoch: every epoch after the first (three or more)
+	// iterated a DataLoader built anew, the last epoch's gone, so its
+	// workers start every epoch whatever persistent_workers says (it keeps
+	// them across one DataLoader's epochs). Nil when the loader does not
+	// say.
 	NewLoaderEveryEpoch *bool `json:"new_loader_every_epoch,omitempty"`
 	PID                 *int  `json:"pid,omitempty"`
 	LoopTID             *int  `json:"loop_tid,omitempty"`

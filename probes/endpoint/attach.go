@@ -514,12 +514,13 @@ func (m *metricsPage) scalars() {
 			c.Knobs[k.Flag] = strconv.FormatBool(v >= 0.5)
 		}
 	}
-	// Whether every epoch iterated a new DataLoader (the hook counts the
-	// epochs that were their DataLoader's first): persistent_workers keeps
+	// Whether the script builds a new DataLoader every epoch (the hook
+	// counts the epochs over one built anew, the last epoch's gone: every
+	// epoch after the first, three or more): persistent_workers keeps
 	// workers across one DataLoader's epochs only.
-	if epochs, ok := m.gauge("gpuwatch_loader_epochs_total", 0, 1<<40); ok && epochs >= 2 {
-		if fresh, ok := m.gauge("gpuwatch_loader_new_loader_epochs_total", 0, epochs); ok {
-			every := fresh == epochs
+	if epochs, ok := m.gauge("gpuwatch_loader_epochs_total", 0, 1<<40); ok && epochs >= 3 {
+		if rebuilt, ok := m.gauge("gpuwatch_loader_rebuilt_epochs_total", 0, epochs-1); ok {
+			every := rebuilt == epochs-1
 			c.NewLoaderEveryEpoch = &every
 		}
 	}

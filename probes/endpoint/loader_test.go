@@ -277,30 +277,31 @@ func TestBucketQuantile(t *testing.T) {
 	}
 }
 
-// TestANewDataLoaderEveryEpochIsRead: the hook's count of epochs that
-// were their DataLoader's first says whether every epoch built a new one
-// (then persistent_workers alone keeps nothing); one epoch says nothing,
-// and a count past the epochs is dropped.
+// TestANewDataLoaderEveryEpochIsRead: the hook's count of epochs over a
+// DataLoader built anew says whether every epoch after the first was (then
+// persistent_workers alone keeps nothing); under three epochs it says
+// nothing, and a count past the epochs is dropped.
 func TestANewDataLoaderEveryEpochIsRead(t *testing.T) {
-	page := func(epochs, fresh string) []byte {
-		return []byte("gpuwatch_loader_batches_total 10\ngpuwatch_loader_epochs_total " + epochs + "\ngpuwatch_loader_new_loader_epochs_total " + fresh + "\n")
+	page := func(epochs, rebuilt string) []byte {
+		return []byte("gpuwatch_loader_batches_total 10\ngpuwatch_loader_epochs_total " + epochs + "\ngpuwatch_loader_rebuilt_epochs_total " + rebuilt + "\n")
 	}
 	for _, c := range []struct {
-		epochs, fresh string
-		want          *bool
+		epochs, rebuilt string
+		want            *bool
 	}{
-		{"3", "3", probes.Ptr(true)},
-		{"3", "1", probes.Ptr(false)},
-		{"1", "1", nil},  // one epoch: nothing to tell yet
+		{"3", "2", probes.Ptr(true)},
+		{"4", "2", probes.Ptr(false)}, // a fresh eval loader beside the training one
+		{"3", "0", probes.Ptr(false)},
+		{"2", "1", nil},  // train and val, or two rebuilt: not told apart yet
 		{"3", "9", nil},  // more than the epochs: not believed
 		{"3", "-1", nil}, // negative: not believed
 	} {
-		got, _, err := CountersFromMetrics(page(c.epochs, c.fresh))
+		got, _, err := CountersFromMetrics(page(c.epochs, c.rebuilt))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if (got.NewLoaderEveryEpoch == nil) != (c.want == nil) || got.NewLoaderEveryEpoch != nil && *got.NewLoaderEveryEpoch != *c.want {
-			t.Errorf("epochs %s, new %s: %v, want %v", c.epochs, c.fresh, got.NewLoaderEveryEpoch, c.want)
+			t.Errorf("epochs %s, rebuilt %s: %v, want %v", c.epochs, c.rebuilt, got.NewLoaderEveryEpoch, c.want)
 		}
 	}
 }

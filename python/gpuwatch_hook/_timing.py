@@ -125,13 +125,17 @@ class Stats:
         self.worker_pids: Tuple[int, ...] = ()
         self.loop_tid: Optional[int] = None  # the OS thread that iterates: the training loop
         self.epochs = 0  # epochs started
-        # Epochs that were the first iteration over their DataLoader: a
+        # Epochs over a DataLoader built anew, the last epoch's gone: a
         # script that builds a new one every epoch starts new workers
         # every epoch whatever persistent_workers says (it keeps workers
-        # across one DataLoader's epochs only). None once a loader could
-        # not be told apart (one that is not weakly referenced).
-        self.new_loader_epochs: Optional[int] = 0
+        # across one DataLoader's epochs only). A train and a val loader
+        # kept, or an eval loader made for each evaluation while the
+        # training loader lives, are not counted: the last epoch's loader
+        # is still there, or the new one was iterated before. None once a
+        # loader could not be told apart (not weakly referenced).
+        self.rebuilt_epochs: Optional[int] = 0
         self._iterated: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self._last: Optional["weakref.ref[Any]"] = None  # the last epoch's DataLoader
         self.stall_sum = 0.0  # epochs after the first: start to first batch, seconds
         # The waits under way inside next(), by iterator (Clock): when it
         # asked (its clock) and whether for its epoch's first batch. Each
@@ -442,21 +446,22 @@ class Stats:
         holds the workers)."""
         k = _torch.knobs(loader, it)
         tid = native_tid()
-        try:
-            new = loader not in self._iterated
+        try:  # on the loop's thread only, as _iterated and _last are
+            rebuilt = loader not in self._iterated and self._last is not None and self._last() is None
             self._iterated.add(loader)
+            self._last = weakref.ref(loader)
         except TypeError:  # not weakly referenced, or not hashable: not told
-            new = None
+            rebuilt = None
         with self.lock:
             self.workers, self.prefetch = k.workers, k.prefetch
             self.persistent, self.pin_memory = k.persistent, k.pin_memory
             self.batches_per_epoch, self.worker_pids = k.batches_per_epoch, k.worker_pids
             self.loop_tid = tid
             self.epochs += 1
-            if new is None or self.new_loader_epochs is None:
-                self.new_loader_epochs = None
-            elif new:
-                self.new_loader_epochs += 1
+            if rebuilt is None or self.rebuilt_epochs is None:
+                self.rebuilt_epochs = None
+            elif rebuilt:
+                self.rebuilt_epochs += 1
         self._look_at = None  # each epoch's first batch is looked at
         if k.workers:  # its workers' batches carry their stage times here (_stages)
             attach(it, "_gpuwatch_stats", self)
@@ -490,7 +495,7 @@ class Stats:
             depth, workers, prefetch, pids = self._queue_depth, self.workers, self.prefetch, self.worker_pids
             persistent, pin, per_epoch = self.persistent, self.pin_memory, self.batches_per_epoch
             epochs, stall_sum, stalls = self.epochs, self.stall_sum, self.stalls
-            new_loader_epochs = self.new_loader_epochs
+            rebuilt_epochs = self.rebuilt_epochs
             tid, errors = self.loop_tid, self.errors
             stages = [(k, self.stage_sum[k], self.stage_n[k]) for k in _stages.STAGES if self.stage_n[k]]
             looked = (self.looked, self.look_bytes, self.look_f64, self.look_pinned, self.token_slots, self.padding_slots)
@@ -536,12 +541,12 @@ class Stats:
             one("gpuwatch_loader_batches_per_epoch", "gauge", "Batches in an epoch (len of the DataLoader).", per_epoch)
         if epochs:
             one("gpuwatch_loader_epochs_total", "counter", "Epochs started (iterations over the DataLoader).", epochs)
-            if new_loader_epochs is not None:
+            if rebuilt_epochs is not None:
                 one(
-                    "gpuwatch_loader_new_loader_epochs_total",
+                    "gpuwatch_loader_rebuilt_epochs_total",
                     "counter",
-                    "Epochs that were the first iteration over their DataLoader (a new DataLoader each epoch starts new workers each epoch, persistent_workers or not).",
-                    new_loader_epochs,
+                    "Epochs over a DataLoader built anew while the last epoch's was gone (a new DataLoader each epoch starts new workers each epoch, persistent_workers or not).",
+                    rebuilt_epochs,
                 )
             one(
                 "gpuwatch_loader_epoch_stall_seconds_total",

@@ -137,39 +137,50 @@ class PackageTest(unittest.TestCase):
 
     def test_a_loop_loading_inline_is_profiled_fine_switched(self):
         # A hostile user's review: loading inline, the sampler charged 92 %
-        # of a hashing __getitem__ to the torch call beside it. Once the
-        # loop loads inline (asked each tick: it may start mid-profile),
-        # the interpreter switches every FINE_SWITCH_SEC until the profile
-        # ends, then as before; a loop with workers keeps the default.
+        # of a hashing __getitem__ to the torch call beside it. While the
+        # loop loads inline (asked each tick: it may start or stop
+        # mid-profile), the interpreter switches every FINE_SWITCH_SEC, and
+        # as before otherwise and after; a loop with workers keeps the
+        # default throughout.
         import gpuwatch_hook._profiler as prof
         before = sys.getswitchinterval()
         b, f = round(before, 6), round(prof.FINE_SWITCH_SEC, 6)
-        for workers, want in ((0, {b, f}), (2, {b})):
-            state = {"workers": None, "asked": 0}
 
-            def inline():
-                state["asked"] += 1
-                r = state["workers"] == 0
-                state["workers"] = workers  # the epoch starts after the first tick
-                return r
-
-            seen, done = set(), threading.Event()
+        def profile(inline, seconds=0.2):
+            seen, done = [], threading.Event()
 
             def watch():  # what the switch interval is while the profile runs
                 while not done.is_set():
-                    seen.add(round(sys.getswitchinterval(), 6))  # the interpreter keeps it in µs
+                    seen.append(round(sys.getswitchinterval(), 6))  # the interpreter keeps it in µs
                     time.sleep(0.002)
 
             t = threading.Thread(target=watch)
             t.start()
             try:
-                prof.take_profile(0.2, inline=inline)
+                prof.take_profile(seconds, inline=inline)
             finally:
                 done.set()
                 t.join()
-            self.assertGreaterEqual(state["asked"], 2)
-            self.assertEqual(seen, want, "num_workers=%d" % workers)
             self.assertEqual(sys.getswitchinterval(), before)
+            return seen
+
+        def ticks(answers):  # inline() answers per tick, the last one from then on
+            n = [0]
+
+            def inline():
+                n[0] += 1
+                return answers[min(n[0], len(answers)) - 1]
+            return inline
+
+        self.assertEqual(set(profile(ticks([False, True]))), {b, f}, "num_workers=0 from the second tick")
+        self.assertEqual(set(profile(ticks([False]))), {b}, "num_workers=2")
+        # Inline for the first ticks (a val loader), then workers again.
+        seen = profile(ticks([True] * 3 + [False]), seconds=0.3)
+        self.assertIn(f, seen)
+        last_fine = len(seen) - 1 - seen[::-1].index(f)
+        # Back to the default for the profile's last ~260 ms (about 100
+        # looks at 2 ms), not only after it ends (one look at most).
+        self.assertGreaterEqual(len(seen) - 1 - last_fine, 10, "the fine switch outlived the inline loading")
 
     @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"), "needs root and setpriv: another user's connections")
     def test_another_user_cannot_take_the_slots(self):
@@ -558,7 +569,7 @@ class RunInstrumentationTest(unittest.TestCase):
                 self.assertEqual(m["gpuwatch_loader_samples_total"], 128)
                 self.assertEqual(m["gpuwatch_loader_workers"], workers)
                 self.assertEqual(m["gpuwatch_loader_epochs_total"], 2)
-                self.assertEqual(m["gpuwatch_loader_new_loader_epochs_total"], 1)  # one DataLoader, iterated twice
+                self.assertEqual(m["gpuwatch_loader_rebuilt_epochs_total"], 0)  # one DataLoader, iterated twice
                 self.assertEqual(m["gpuwatch_loader_epoch_stalls_total"], 1)
                 self.assertEqual(m["gpuwatch_loader_batches_per_epoch"], 8)
                 self.assertEqual(m["gpuwatch_loader_persistent_workers"], 1 if workers else 0)
