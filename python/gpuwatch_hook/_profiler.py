@@ -68,11 +68,14 @@ def take_profile(
     switch = sys.getswitchinterval()
     fine = False
 
-    def before_tick() -> None:  # inline is asked each tick: a loop may start loading inline mid-profile
+    def before_tick() -> None:  # inline is asked each tick: a loop may start or stop loading inline mid-profile
         nonlocal fine
-        if not fine and (fine_switch or (inline is not None and inline())):
+        want = fine_switch or (inline is not None and inline())
+        if want and not fine:
             sys.setswitchinterval(min(switch, FINE_SWITCH_SEC))
-            fine = True
+        elif fine and not want:  # a val loader inline, training with workers again
+            sys.setswitchinterval(switch)
+        fine = want
 
     try:
         s.run(seconds, before_tick)
