@@ -50,7 +50,7 @@ func runReplay(cmd *cobra.Command, opts *replayOptions, args []string) error {
 	if last > 0 && !once {
 		return usageErrorf(cmd, "--last needs --once: it names the stretch --once judges")
 	}
-	if speed < session.MinSpeed || speed > session.MaxSpeed {
+	if !(speed >= session.MinSpeed && speed <= session.MaxSpeed) { // NaN is neither
 		return usageErrorf(cmd, "--speed %v: want %v to %v", speed, session.MinSpeed, session.MaxSpeed)
 	}
 	rec, err := openRecording(args[0], stderr)
