@@ -19,3 +19,38 @@ func TestCompletionScripts(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionOfAnUnsupportedShell: a shell with no script is a usage
+// error naming those that have one (cobra's own command printed its help
+// and exited 0), and so is an argument after the shell; no shell at all
+// is the help.
+func TestCompletionOfAnUnsupportedShell(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"tcsh has no script", []string{"completion", "tcsh"}, 2, `unsupported shell "tcsh": want one of bash, fish, powershell, zsh`},
+		{"an argument after the shell", []string{"completion", "bash", "extra"}, 2, `unknown command "extra"`},
+		{"no shell is the help", []string{"completion"}, 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Run(tc.args, &out, &errb)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d (stderr %q)", code, tc.code, errb.String())
+			}
+			if !strings.Contains(errb.String(), tc.stderr) {
+				t.Fatalf("stderr %q, want it to say %q", errb.String(), tc.stderr)
+			}
+			if tc.code == 2 && (out.Len() != 0 || !strings.Contains(errb.String(), "--help' for usage")) {
+				t.Fatalf("a usage error with stdout %q, stderr %q", out.String(), errb.String())
+			}
+			if tc.code == 0 && !strings.Contains(out.String(), "gpuwatch completion [command]") {
+				t.Fatalf("no help: %q", out.String())
+			}
+		})
+	}
+}

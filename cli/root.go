@@ -64,6 +64,7 @@ interval; with --json one JSON object per line.`,
 	for _, c := range taggedCmds {
 		root.AddCommand(c(stdout))
 	}
+	shellCompletions(root)
 	wrapArgs(root)
 	for _, c := range append(root.Commands(), root) {
 		c.SetUsageFunc(usage)
@@ -96,19 +97,21 @@ func plainFlagError(err error) error {
 	return errors.New(head + ": " + what)
 }
 
-// wrapArgs makes argument validation failures usage errors (exit 2).
+// wrapArgs makes argument validation failures usage errors (exit 2), in
+// cmd and every command below it (completion's shells).
 func wrapArgs(cmd *cobra.Command) {
-	for _, c := range append(cmd.Commands(), cmd) {
-		if c.Args == nil {
-			continue
+	for _, c := range cmd.Commands() {
+		wrapArgs(c)
+	}
+	if cmd.Args == nil {
+		return
+	}
+	check := cmd.Args
+	cmd.Args = func(cc *cobra.Command, args []string) error {
+		if err := check(cc, args); err != nil {
+			return &usageError{cmd: cc.CommandPath(), err: err}
 		}
-		check := c.Args
-		c.Args = func(cc *cobra.Command, args []string) error {
-			if err := check(cc, args); err != nil {
-				return &usageError{cmd: cc.CommandPath(), err: err}
-			}
-			return nil
-		}
+		return nil
 	}
 }
 
