@@ -84,14 +84,14 @@ func runServe(cmd *cobra.Command, opts *serveOptions) error {
 		return usageErrorf(cmd, "%v", err)
 	}
 	opts.auth.Warn = func(s string) { fmt.Fprintln(stderr, "gpuwatch: "+s) }
-	stop, err := serveMetrics(opts, exp)
+	stop, serving, err := serveMetrics(opts, exp)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	defer smallHeap()()
 	o := w.options(io.Discard, stderr)
-	o.Node, o.Observers = true, []session.Observer{exp}
+	o.Node, o.Observers, o.Started = true, []session.Observer{exp}, serving
 	if framesDir != "" {
 		if err := privateFolder(framesDir); err != nil {
 			return fmt.Errorf("--slurm-frames-dir %s: %w", framesDir, err)
@@ -124,8 +124,10 @@ func smallHeap() (restore func()) {
 // serveMetrics serves exp at /metrics (and a line naming it at /, open
 // for probes) on opts.listen, with serve's connection limits and, where
 // opts.auth asks, TLS and the token; stop closes the server and waits for
-// it.
-func serveMetrics(opts *serveOptions, exp *exporter.Exporter) (stop func(), err error) {
+// it. serving says where it serves, once the session has started: a
+// session that fails to start (a loader --attach names that does not
+// answer) says nothing of serving.
+func serveMetrics(opts *serveOptions, exp *exporter.Exporter) (stop, serving func(), err error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(exp)
 	mux := http.NewServeMux()
@@ -135,15 +137,15 @@ func serveMetrics(opts *serveOptions, exp *exporter.Exporter) (stop func(), err 
 	})
 	h, err := opts.auth.Guard(mux, "/metrics")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tlsConf, err := opts.auth.TLSConfig()
 	if err != nil {
-		return nil, fmt.Errorf("--tls-cert %s: %w", opts.auth.CertFile, err)
+		return nil, nil, fmt.Errorf("--tls-cert %s: %w", opts.auth.CertFile, err)
 	}
 	ln, err := net.Listen("tcp", opts.listen)
 	if err != nil {
-		return nil, fmt.Errorf("--listen %s: %w", opts.listen, err)
+		return nil, nil, fmt.Errorf("--listen %s: %w", opts.listen, err)
 	}
 	lim := exporter.DefaultLimits()
 	lim.MaxConns, lim.PerHost = opts.maxConns, max(1, opts.maxConns/4)
@@ -158,18 +160,20 @@ func serveMetrics(opts *serveOptions, exp *exporter.Exporter) (stop func(), err 
 		}
 		_ = srv.Serve(exporter.LimitListener(ln, lim))
 	}()
-	if !loader.IsLoopback(opts.listen) {
-		fmt.Fprintf(opts.stderr, "gpuwatch: warning: serving metrics on %s, reachable from other machines\n", ln.Addr())
-		if opts.auth.TokenFile == "" {
-			fmt.Fprintln(opts.stderr, "gpuwatch: warning: anyone who reaches it reads every job's labels and GPU memory: --token-file, or a firewall (docs/security.md)")
+	serving = func() {
+		if !loader.IsLoopback(opts.listen) {
+			fmt.Fprintf(opts.stderr, "gpuwatch: warning: serving metrics on %s, reachable from other machines\n", ln.Addr())
+			if opts.auth.TokenFile == "" {
+				fmt.Fprintln(opts.stderr, "gpuwatch: warning: anyone who reaches it reads every job's labels and GPU memory: --token-file, or a firewall (docs/security.md)")
+			}
 		}
+		scheme := "http"
+		if tlsConf != nil {
+			scheme = "https"
+		}
+		fmt.Fprintf(opts.stdout, "gpuwatch exporter on %s://%s/metrics\n", scheme, ln.Addr())
 	}
-	scheme := "http"
-	if tlsConf != nil {
-		scheme = "https"
-	}
-	fmt.Fprintf(opts.stdout, "gpuwatch exporter on %s://%s/metrics\n", scheme, ln.Addr())
-	return func() { srv.Close(); <-served }, nil
+	return func() { srv.Close(); <-served }, serving, nil
 }
 
 // privateFolder says why dir may not hold the frames root's epilog

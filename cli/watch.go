@@ -163,6 +163,9 @@ func (w *watchFlags) validate(cmd *cobra.Command) error {
 			return usageErrorf(cmd, "--gpus: %v", err)
 		}
 	}
+	if _, err := endpoint.ExpandURLs(w.attach); err != nil {
+		return usageErrorf(cmd, "%v", err) // before serve listens, record opens its file
+	}
 	if w.exitWithJob && w.pid == 0 {
 		return usageErrorf(cmd, "--exit-with-job needs --pid: the job whose end ends the session")
 	}

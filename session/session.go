@@ -104,7 +104,11 @@ type Output struct {
 	// Observers are told every frame with its verdict and every note,
 	// after the recorder and the output, as they are: the exporter, serve's
 	// kept Slurm frames. An error from one stops the session.
-	Observers      []Observer
+	Observers []Observer
+	// Started, if set, is called once the session's sources are set up
+	// (a loader named answered), before the first frame: serve says where
+	// it serves then, and nothing when the session fails to start.
+	Started        func()
 	Stdout, Stderr io.Writer
 }
 
@@ -169,6 +173,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer w.Close()
+	if o.Started != nil {
+		o.Started()
+	}
 	w.bias = predlog.Line() // once: tune's record on this machine
 	limit := o.Duration
 	if o.Once && limit == 0 {
