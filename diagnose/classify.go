@@ -36,9 +36,10 @@ func beforeFirstBatch(f *sample.Frame) bool {
 }
 
 // notJudged says why a window that would be judged is not: the loop has
-// not had its first batch (in run's start-up grace), or a loader that does
+// not had its first batch (in run's start-up grace), a loader that does
 // not answer, whose rates are unknown, where the rest would say idle or
-// healthy.
+// healthy, or a loader whose batches flow with no wait, step or GPU read,
+// where the rest would say idle.
 func notJudged(last *sample.Frame, w *window, d decision) (Evidence, bool) {
 	if beforeFirstBatch(last) {
 		if l := last.Loader; l != nil && l.RatesPending {
@@ -57,6 +58,15 @@ func notJudged(last *sample.Frame, w *window, d decision) (Evidence, bool) {
 			text += " since " + l.DisconnectedSince.Format("15:04:05")
 		}
 		return evidence("loader.connected", 0, "<", 1, "", text+": its rates are unknown, so idle or busy cannot be told"), true
+	}
+	if l := last.Loader; d.kind == Idle && d.variant == variantHostOnly && l != nil && w.sampled == nil && w.batchesPerSec.ok && w.batchesPerSec.v > 0 {
+		// Batches flow from a loader that times neither its waits nor
+		// its steps, with no GPU read: nothing is idle, and nothing says
+		// whether the loop waits (a hostile user's review: "idle" while
+		// batches flowed).
+		return evidence("loader.batches_per_sec", w.batchesPerSec.v, ">", 0, "/s", fmt.Sprintf(
+			"the loader at %s hands out %.3g batches/s but times neither its waits nor its steps (gpuwatch_loader_wait_seconds, gpuwatch_loader_step_seconds), and no GPU is read: whether the loop waits for input cannot be told",
+			l.Source, w.batchesPerSec.v)), true
 	}
 	return Evidence{}, false
 }

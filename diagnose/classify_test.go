@@ -308,6 +308,26 @@ func TestALoaderThatDoesNotAnswerIsNeverIdle(t *testing.T) {
 	}
 }
 
+// TestBatchesWithNoTimingAreNotIdle: a loader that counts its batches
+// but times neither its waits nor its steps, on a host with no GPU, is
+// not idle while its batches flow (a hostile user's review), and says why
+// nothing is judged; the same loader with no batch stays idle.
+func TestBatchesWithNoTimingAreNotIdle(t *testing.T) {
+	for _, perSec := range []float64{40, 0} {
+		v := Classify(frames(6, func(i int, f *sample.Frame) {
+			host(f, 12, 0, 2)
+			f.Loader = &sample.Loader{Source: "http://127.0.0.1:41000", Kind: "go", Batches: uint64(40 * i), BatchesPerSec: perSec}
+		}), DefaultThresholds())
+		flowing := perSec > 0
+		if idle := v.Kind == Idle; idle == flowing {
+			t.Errorf("%g batches/s: %s, %+v", perSec, v.Kind, v.Evidence)
+		}
+		if flowing && (len(v.Evidence) != 1 || !strings.Contains(v.Evidence[0].Text, "times neither its waits nor its steps")) {
+			t.Errorf("%g batches/s: evidence %+v, want the timing named as missing", perSec, v.Evidence)
+		}
+	}
+}
+
 // TestSaturatedCoresLeaveLowerThanTheyEnter: cores at 95 % with a waiting
 // loop are cpu_saturated; at 85 % the verdict stays (it leaves under
 // cpu_saturated_leave_pct, 80); at 75 % it goes to gpu_starved. A fresh

@@ -248,7 +248,15 @@ func (p *Loader) waitFigures(out *sample.Loader, prev, cur LoaderCounters, sec f
 	}
 	if n := cur.Wait.Count - prev.Wait.Count; n > 0 {
 		out.WaitMeanMs = probes.Ptr(1000 * dWait / float64(n))
-		if in := max(0, dWait-before) + now; in+stepIn > 0 {
+		in := max(0, dWait-before) + now
+		switch {
+		case !cur.StepSeen && cur.Stepping == nil:
+			// No step time: the loop's waits over the wall time are its
+			// share (a loop is in a wait or in a step), not the waits
+			// over themselves, which read 100 % (a hostile user's
+			// review: a loader timing only its waits read starved).
+			out.WaitShare = probes.Ptr(min(1, in/sec))
+		case in+stepIn > 0:
 			out.WaitShare = probes.Ptr(in / (in + stepIn))
 		}
 		p.waitPercentiles(out, prev, cur)

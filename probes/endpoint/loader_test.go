@@ -112,6 +112,12 @@ func TestNoStepTimeNoVirtualAccelerator(t *testing.T) {
 		t.Fatalf("unavailable = %v: want the step time named as unread", f.Unavailable)
 	}
 	probetest.Near(t, "batches/s", f.Loader.BatchesPerSec, 10)
+	// Its waits still say how much of the wall time the loop waited: 10
+	// waits of 30 ms in 1 s, 30 % (not the waits over themselves, 100 %).
+	if f.Loader.WaitShare == nil {
+		t.Fatal("no wait share from a loader that times its waits")
+	}
+	probetest.Near(t, "wait share", *f.Loader.WaitShare, 0.3)
 }
 
 // A loop inside next() through a whole interval completes no batch: the
