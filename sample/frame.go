@@ -870,6 +870,14 @@ type Profile struct {
 	// where no such sample was taken.
 	InlineShare float64       `json:"inline_share,omitempty"`
 	InlineTop   []ProfileFunc `json:"inline_top,omitempty" check:"max=64"`
+	// Dataset is the kind of dataset the loading sampled fetched from,
+	// DatasetMap or DatasetIterable, by torch's fetcher on its stacks
+	// (_MapDatasetFetcher, _IterableDatasetFetcher): of the workers'
+	// samples where there are any, else of the loop's loading inline,
+	// the kind most of them fetched from. "" where no stack names a
+	// fetcher's class (no loading sampled; Python before 3.11, whose
+	// frames have no qualified name; a recording from before it).
+	Dataset string `json:"dataset,omitempty"`
 	// Source is the URL the profile came from (several ranks: the
 	// pacing rank's).
 	Source string `json:"source,omitempty"`
@@ -877,6 +885,15 @@ type Profile struct {
 	// then the previous good one (or empty).
 	Error string `json:"error,omitempty"`
 }
+
+// The kinds of dataset a profile's loading fetched from (Profile.Dataset):
+// a map-style dataset makes each sample in __getitem__; an IterableDataset
+// has none, its per-sample work runs in the __iter__ (or __next__) of the
+// iterator it returns.
+const (
+	DatasetMap      = "map"
+	DatasetIterable = "iterable"
+)
 
 // The profile categories, defined here once: internal/pprofsum's rows
 // sort a profile's functions into them, diagnose's profile causes read
@@ -1000,10 +1017,15 @@ func (f *Frame) Merge(from *Frame) {
 	if from.GPUs != nil {
 		f.GPUs, f.JobGPUs = from.GPUs, from.JobGPUs
 	}
-	if from.Loader != nil && !f.Loader.sampledOver(from.Loader) {
-		f.Loader = from.Loader
-	}
-	if from.Accel != nil {
+	// The virtual accelerator is its loader's step timing: it goes where
+	// its loader goes. A sampled loop's stayed beside an attached loader
+	// that times no step (a review: another process's loop read "94 %
+	// busy" for the loader attached).
+	if from.Loader != nil {
+		if !f.Loader.sampledOver(from.Loader) {
+			f.Loader, f.Accel = from.Loader, from.Accel
+		}
+	} else if from.Accel != nil {
 		f.Accel = from.Accel
 	}
 	if from.Profile != nil {

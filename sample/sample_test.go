@@ -106,6 +106,30 @@ func TestMergeKeepsPartsTheSourceLacks(t *testing.T) {
 	}
 }
 
+// TestMergeTheAcceleratorGoesWithItsLoader: a sampled loop's virtual
+// accelerator does not stay beside an attached loader that times no step
+// (the Sampler merges the loop's probe before the loaders'), and it stays
+// where the sampled loop keeps the frame from a loader that does not
+// answer.
+func TestMergeTheAcceleratorGoesWithItsLoader(t *testing.T) {
+	sampled := func() *Frame {
+		return &Frame{Loader: &Loader{Source: "sampled: pid 7's main thread", Sampled: &SampledLoop{}}, Accel: &VirtualAccel{BusyPct: 94}}
+	}
+	attached := &Frame{Loader: &Loader{Source: "http://127.0.0.1:41000", BatchesPerSec: 40}}
+	into := *sampled()
+	into.Merge(attached)
+	if into.Loader.Source != attached.Loader.Source || into.Accel != nil {
+		t.Errorf("loader %q, accel %+v: want the attached loader and no accelerator", into.Loader.Source, into.Accel)
+	}
+	no := false
+	down := &Frame{Loader: &Loader{Source: "http://127.0.0.1:41000", Connected: &no}}
+	into = *sampled()
+	into.Merge(down)
+	if into.Loader.Sampled == nil || into.Accel == nil || into.Accel.BusyPct != 94 {
+		t.Errorf("loader %q, accel %+v: want the sampled loop's, beside a loader that does not answer", into.Loader.Source, into.Accel)
+	}
+}
+
 func TestThroughputSaysBatchesWhenSamplesAreUnknown(t *testing.T) {
 	for _, tc := range []struct {
 		l    Loader
