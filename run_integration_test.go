@@ -150,7 +150,7 @@ func TestRunExitsWithTheJobsStatus(t *testing.T) {
 		if l.Type == "frame" && l.Target != nil && l.Target.Why == "gpuwatch run" && strings.Contains(l.Target.Loader, "nothing instrumented") {
 			target = true
 		}
-		exited = exited || l.Type == "event" && l.Name == "exited" && strings.Contains(l.Detail, "exited with status 0")
+		exited = exited || l.Type == "event" && l.Name == "exited" && strings.Contains(l.Detail, "with status 0")
 	}
 	if !target || !exited {
 		t.Fatalf("want frames saying nothing was instrumented, and the job's exit as an event: %s", out)

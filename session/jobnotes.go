@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/gpuwatch/gpuwatch/internal/bg"
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -34,6 +35,9 @@ func JobNotes(ctx context.Context, j *job.Job, in <-chan sample.Note, end bool, 
 			case <-done:
 				done = nil
 				how, at := j.Exit()
+				// The event's name says "exited" where it is shown beside
+				// the detail: "exited pid 7 (python train.py) with status 1".
+				how = strings.TrimPrefix(how, "exited ")
 				n = sample.Event{Time: at, Name: "exited", Detail: fmt.Sprintf("pid %d (%s) %s", j.PID(), j.Command(), how)}
 			}
 			select {
