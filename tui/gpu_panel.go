@@ -42,9 +42,49 @@ func (gpuPanel) want(pv *view, w int) (int, int) {
 	case len(f.GPUs) > 0:
 		return 2, 1 + len(f.GPUs) + more
 	case f.Accel != nil:
-		return 2, 3
+		// The line saying the loop's wait was not read is drawn only
+		// where the panel has room to spare (zoomed).
+		n := 2 + len(pv.noGPULines(w))
+		return n, n
 	}
-	return 2, 3
+	// The reason is what the user acts on (a driver missing): its lines
+	// are the least, the hint below them the most.
+	n := 1 + len(pv.noGPULines(w))
+	return n, n + 1
+}
+
+// maxReasonLines bounds the lines the reason why no GPU is read wraps to:
+// at a width or a reason where it takes more, the last line is cut.
+const maxReasonLines = 4
+
+// noGPULines say why no GPU is read, wrapped to w: after the virtual
+// accelerator's basis where a loader is watched, else after "no GPU:".
+// The reason is a probe's ("nvidia: libnvidia-ml.so.1 not found (no NVIDIA
+// driver on this machine); amd: …"), longer than a panel at 80 or 120
+// columns: cut at the panel's edge, it lost what to do about it.
+func (pv *view) noGPULines(w int) []string {
+	f := pv.frame
+	reason := sample.Printable(f.Unavailable[sample.SourceGPU])
+	if reason == "" {
+		reason = "none found"
+	}
+	text := "no GPU: " + reason
+	if a := f.Accel; a != nil {
+		text = "  = " + a.Describe() + "; not a GPU. No GPU: " + reason
+	}
+	lines := wrap(text, w, "    ")
+	if len(lines) > maxReasonLines {
+		lines = lines[:maxReasonLines]
+		lines[maxReasonLines-1] = fit(lines[maxReasonLines-1]+" …", w)
+	}
+	for i, l := range lines {
+		if rest, ok := strings.CutPrefix(l, "no GPU: "); ok && f.Accel == nil {
+			lines[i] = pv.st.Warn.Render("no GPU: ") + rest
+		} else {
+			lines[i] = pv.st.Dim.Render(l)
+		}
+	}
+	return lines
 }
 
 func (gpuPanel) draw(pv *view, w, h int) []string {
@@ -61,18 +101,13 @@ func (gpuPanel) draw(pv *view, w, h int) []string {
 			}
 			head := fmt.Sprintf("virtual accelerator %s %s ", pv.bar(a.BusyPct, 10), pct(a.BusyPct))
 			lines = append(lines, head+pv.spark(vals, nil, w-visible(head)-1))
-			basis := "  = " + a.Describe() + "; not a GPU. No GPU: " + f.Unavailable[sample.SourceGPU]
+			lines = append(lines, pv.noGPULines(w)...)
 			if a.LoopRunDelayPct == nil {
-				basis += ". The loop thread's wait for a CPU was not read"
+				lines = append(lines, pv.st.Dim.Render("    the loop thread's wait for a CPU was not read"))
 			}
-			lines = append(lines, pv.st.Dim.Render(basis))
 			return block(lines, w, h)
 		}
-		reason := f.Unavailable[sample.SourceGPU]
-		if reason == "" {
-			reason = "none found"
-		}
-		lines = append(lines, pv.st.Warn.Render("no GPU: ")+reason)
+		lines = append(lines, pv.noGPULines(w)...)
 		lines = append(lines, pv.st.Dim.Render("no loader watched either: `gpuwatch demo`, or attach to a loader, to see the accelerator from its step time"))
 		return block(lines, w, h)
 	}

@@ -207,3 +207,75 @@ func TestGPUZoomNamesThePeaksSource(t *testing.T) {
 		}
 	}
 }
+
+// TestTheNoGPUReasonIsReadable: with no GPU read, the GPU panel says why
+// whole at 80 and 120 columns (and at the least size the dashboard
+// draws), wrapped: it was cut at the panel's edge ("not found (no NVIDIA
+// dri…"), with or without a loader's virtual accelerator above it. The
+// reason is the one the probes give on a machine without NVIDIA's driver.
+func TestTheNoGPUReasonIsReadable(t *testing.T) {
+	const reason = "nvidia: libnvidia-ml.so.1 not found (no NVIDIA driver on this machine); amd: no /sys/class/drm"
+	noGPU := func(accel bool) *Model {
+		return synthetic(10, func(i int, f *sample.Frame) {
+			hostParts(f, 8, func(c int) float64 { return float64(10 + c) }, 1)
+			f.Unavailable[sample.SourceGPU] = reason
+			if accel {
+				yes := true
+				f.Loader = &sample.Loader{Source: "http://127.0.0.1:6060", Connected: &yes, Batches: 900, BatchesPerSec: 170, SamplesPerSec: 10880,
+					WaitShare: f64(0.58), StepMeanMs: f64(2.4)}
+				f.Accel = &sample.VirtualAccel{BusyPct: 42, Basis: "loader step time / wall time"}
+			}
+		})
+	}
+	for _, accel := range []bool{false, true} {
+		m := noGPU(accel)
+		for _, size := range [][2]int{{80, 24}, {120, 40}, {minWidth, minHeight}} {
+			m.w, m.h = size[0], size[1]
+			rows := strings.Split(ansi.Strip(m.Render()), "\n")
+			cw := size[0] // the GPU panel's column: the first
+			if cols := len(columns(size[0])); cols > 1 {
+				cw = (size[0] - (cols - 1)) / cols
+			}
+			var panel []string
+			in := false
+			for _, row := range rows {
+				seg := strings.TrimSpace(string([]rune(row)[:cw]))
+				switch {
+				case strings.HasPrefix(seg, "─ GPU "):
+					in = true
+				case in && strings.HasPrefix(seg, "─ "):
+					in = false
+				case in:
+					panel = append(panel, seg)
+				}
+			}
+			text := strings.Join(strings.Fields(strings.Join(panel, " ")), " ")
+			if !strings.Contains(text, reason) {
+				t.Errorf("accel %v, %dx%d: the GPU panel does not say %q whole:\n%s", accel, size[0], size[1], reason, strings.Join(panel, "\n"))
+			}
+		}
+	}
+}
+
+// TestTheNoGPUReasonDegradesWhenNarrow: in a panel too narrow for the
+// reason in a few lines, its lines are bounded and the last says it was
+// cut; every line is the panel's width.
+func TestTheNoGPUReasonDegradesWhenNarrow(t *testing.T) {
+	f := &sample.Frame{Unavailable: map[sample.Source]string{sample.SourceGPU: strings.Repeat("a long reason ", 20)}}
+	pv := &view{frame: f, st: &Styles{}}
+	for _, w := range []int{1, 10, 30} {
+		least, most := gpuPanel{}.want(pv, w)
+		if least != 1+maxReasonLines || most != least+1 {
+			t.Errorf("width %d: wants %d to %d lines", w, least, most)
+		}
+		lines := gpuPanel{}.draw(pv, w, most-1)
+		for _, l := range lines {
+			if cells(l) != w {
+				t.Errorf("width %d: a line %d cells wide: %q", w, cells(l), l)
+			}
+		}
+		if last := lines[maxReasonLines-1]; w > 1 && !strings.Contains(last, "…") {
+			t.Errorf("width %d: the last line of the reason does not say it was cut: %q", w, last)
+		}
+	}
+}

@@ -663,11 +663,17 @@ func (m *Model) detailLines(w int) []string {
 }
 
 // wrap breaks s into lines of w cells at spaces (ANSI-aware), indenting
-// continuation lines.
+// continuation lines: they are broken at w less the indent, so that the
+// indent does not push their ends past w (where fit cut them).
 func wrap(s string, w int, indent string) []string {
-	lines := strings.Split(ansi.Wrap(s, w, " "), "\n")
-	for i := 1; i < len(lines); i++ {
-		lines[i] = fit(indent+strings.TrimLeft(lines[i], " "), w)
+	first, rest, more := strings.Cut(ansi.Wrap(s, w, " "), "\n")
+	lines := []string{first}
+	if !more {
+		return lines
+	}
+	rest = strings.ReplaceAll(rest, "\n", " ") // the breaks Wrap made, each for a space
+	for _, l := range strings.Split(ansi.Wrap(rest, max(1, w-cells(indent)), " "), "\n") {
+		lines = append(lines, fit(indent+strings.TrimLeft(l, " "), w))
 	}
 	return lines
 }
