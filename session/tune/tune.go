@@ -203,6 +203,7 @@ func Tune(ctx context.Context, o TuneOptions, t Trials, start Setting, out func(
 			best, bestRate, res.Command, res.Knobs = step, rate, s.Command, cfg
 		}
 		res.Steps, res.Advice = step, s.Advice
+		with := slices.IndexFunc(s.Changes, func(c diagnose.Change) bool { return c.With != "" }) // a change that needs the script's code changed too
 		switch {
 		case s.CeilingShare != nil && *s.CeilingShare >= CeilingEnough:
 			res.Why = ceilingWhy(*s.CeilingShare, o.Ceiling)
@@ -212,12 +213,12 @@ func Tune(ctx context.Context, o TuneOptions, t Trials, start Setting, out func(
 			res.Why = "the verdict is healthy, with no change to offer"
 		case len(s.Changes) == 0:
 			res.Why = "the model has no change to offer: " + first(s.Advice)
-		case slices.ContainsFunc(s.Changes, func(c diagnose.Change) bool { return c.With != "" }):
+		case with >= 0:
 			// A knob alone would not make the change (persistent_workers
 			// on a new DataLoader every epoch): measuring it would
 			// measure something else.
-			i := slices.IndexFunc(s.Changes, func(c diagnose.Change) bool { return c.With != "" })
-			res.Why = fmt.Sprintf("the next change, %s → %s, needs %s: a change to the script's code, which tune does not make", s.Changes[i].Knob, s.Changes[i].To, s.Changes[i].With)
+			c := s.Changes[with]
+			res.Why = fmt.Sprintf("the next change, %s → %s, needs %s: a change to the script's code, which tune does not make", c.Knob, c.To, c.With)
 		}
 		if res.Why != "" {
 			break
