@@ -10,7 +10,6 @@
 package job
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -386,48 +385,34 @@ func (j *Job) Tail(n int) []string {
 	return j.log.tail.last(n)
 }
 
-// lineTail keeps the last max lines written to it.
+// lineTail keeps the last max lines written to it, as a terminal shows
+// them (lineSplitter).
 type lineTail struct {
-	mu      sync.Mutex
-	max     int
-	lines   []string
-	partial []byte
+	mu    sync.Mutex
+	max   int
+	lines []string
+	split lineSplitter
 }
 
 func (t *lineTail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			if len(t.partial) < 4096 {
-				t.partial = append(t.partial, p[:min(len(p), 4096-len(t.partial))]...)
-			}
-			break
-		}
-		line := append(t.partial, p[:i]...)
-		t.partial = t.partial[:0]
-		p = p[i+1:]
-		// A progress bar rewrites its line with \r: keep what shows last.
-		if k := bytes.LastIndexByte(bytes.TrimRight(line, "\r"), '\r'); k >= 0 {
-			line = line[k+1:]
-		}
+	t.split.write(p, func(line []byte, _ bool) {
 		if len(t.lines) == t.max {
 			copy(t.lines, t.lines[1:])
 			t.lines = t.lines[:t.max-1]
 		}
-		t.lines = append(t.lines, sample.Printable(string(bytes.TrimRight(line, "\r"))))
-	}
-	return n, nil
+		t.lines = append(t.lines, sample.Printable(string(line)))
+	})
+	return len(p), nil
 }
 
 func (t *lineTail) last(n int) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := append([]string(nil), t.lines[max(0, len(t.lines)-n):]...)
-	if len(t.partial) > 0 && len(out) < n+1 {
-		out = append(out, sample.Printable(string(t.partial)))
+	if partial := t.split.line; len(partial) > 0 && len(out) < n+1 {
+		out = append(out, sample.Printable(string(partial)))
 		if len(out) > n {
 			out = out[1:]
 		}

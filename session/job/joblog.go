@@ -1,6 +1,7 @@
 package job
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"sync"
@@ -28,6 +29,60 @@ type jobLog struct {
 	tail         *lineTail
 	// failed, when set, hears the first failure, once (Options.LogFailed).
 	failed func(error)
+	// split cuts the output into the lines the file holds; out is the
+	// bytes of one Write's whole lines.
+	split lineSplitter
+	out   []byte
+}
+
+// maxLine is the longest line kept whole: past it a line is passed on in
+// parts of this length (the log file writes them one after the other, the
+// tail shows each as a line), so that output with no line end is never
+// held in memory, nor the tail's lines long.
+const maxLine = 4 << 10
+
+// lineSplitter cuts what a job writes into lines as a terminal shows
+// them. A line ends at \n, and a \r before the \n is dropped: the
+// pseudo-terminal writes every line end as \r\n (ONLCR), and the log kept
+// them. A bare \r (a progress bar drawing its line again) starts the line
+// afresh: only its last segment is kept, "100%" of "10%\r50%\r100%\n".
+type lineSplitter struct {
+	line []byte // the line so far, since its last bare \r
+	cr   bool   // the last byte was a \r: a bare one unless \n follows
+}
+
+// write takes p, calling done with each line it ends (end true) and
+// with each maxLine of a longer one (end false).
+func (s *lineSplitter) write(p []byte, done func(line []byte, end bool)) {
+	for len(p) > 0 {
+		if s.cr && p[0] != '\n' && p[0] != '\r' {
+			s.line = s.line[:0]
+		}
+		s.cr = false
+		i := bytes.IndexAny(p, "\r\n")
+		if i < 0 {
+			i = len(p)
+		}
+		for b := p[:i]; len(b) > 0; {
+			n := min(len(b), maxLine-len(s.line))
+			s.line = append(s.line, b[:n]...)
+			b = b[n:]
+			if len(s.line) == maxLine {
+				done(s.line, false)
+				s.line = s.line[:0]
+			}
+		}
+		if i == len(p) {
+			return
+		}
+		if p[i] == '\n' {
+			done(s.line, true)
+			s.line = s.line[:0]
+		} else {
+			s.cr = true
+		}
+		p = p[i+1:]
+	}
 }
 
 // openJobLog creates the log (a new file, 0600) capped at max bytes a part.
@@ -48,13 +103,30 @@ func (l *jobLog) Write(p []byte) (int, error) {
 	if l.f == nil || l.err != nil {
 		return len(p), nil
 	}
-	if l.max > 0 && l.written+int64(len(p)) > l.max && l.written > 0 {
+	l.out = l.out[:0]
+	l.split.write(p, func(line []byte, end bool) {
+		l.out = append(l.out, line...)
+		if end {
+			l.out = append(l.out, '\n')
+		}
+	})
+	l.writeFile(l.out)
+	return len(p), nil
+}
+
+// writeFile writes b to the file, rotating it first where b would take it
+// past its cap. Under l.mu.
+func (l *jobLog) writeFile(b []byte) {
+	if len(b) == 0 || l.f == nil || l.err != nil {
+		return
+	}
+	if l.max > 0 && l.written+int64(len(b)) > l.max && l.written > 0 {
 		l.rotate()
 		if l.err != nil {
-			return len(p), nil
+			return
 		}
 	}
-	n, err := l.f.Write(p)
+	n, err := l.f.Write(b)
 	l.written += int64(n)
 	if err != nil {
 		l.err = err
@@ -62,7 +134,6 @@ func (l *jobLog) Write(p []byte) (int, error) {
 			go l.failed(err) // not under l.mu, and never holding up the drain
 		}
 	}
-	return len(p), nil
 }
 
 // rotate moves the full part to path.1 and starts a new one.
@@ -81,10 +152,12 @@ func (l *jobLog) rotate() {
 	l.f, l.written, l.rotated = f, 0, true
 }
 
-// Close closes the file.
+// Close writes the last line, if it has no line end, and closes the file.
 func (l *jobLog) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.writeFile(l.split.line)
+	l.split.line = l.split.line[:0]
 	if l.f != nil {
 		l.f.Close()
 		l.f = nil

@@ -29,3 +29,63 @@ func TestTrialLogsRotate(t *testing.T) {
 		t.Fatalf("note %q, tail %q", l.Note(), l.tail.last(1))
 	}
 }
+
+// TestTheJobLogHoldsLinesAsTheTerminalShowsThem: the job's terminal ends
+// each line with \r\n (ONLCR), which the log file and the dashboard's
+// lines kept; a progress bar's \r redraws are kept as their last
+// segment, in the file, the tail and the line not yet ended.
+func TestTheJobLogHoldsLinesAsTheTerminalShowsThem(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "job.log")
+	j, err := Start(Options{Argv: []string{"sh", "-c", `echo first line; printf '10%%\r50%%\r100%%\n'; printf 'crlf\r\n'; printf 'working 1\rworking 2'`},
+		Env: os.Environ(), Log: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-j.Done()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "first line\n100%\ncrlf\nworking 2"; string(b) != want {
+		t.Errorf("the log holds %q, want %q", b, want)
+	}
+	if got, want := strings.Join(j.Tail(4), "|"), "first line|100%|crlf|working 2"; got != want {
+		t.Errorf("the tail is %q, want %q", got, want)
+	}
+}
+
+// TestLineSplitter: lines as a terminal shows them, whatever the writes'
+// bounds: a \r\n split over two writes, a bare \r, a run of \r, a line
+// longer than maxLine passed on in parts.
+func TestLineSplitter(t *testing.T) {
+	long := strings.Repeat("x", maxLine+10)
+	for _, c := range []struct {
+		name   string
+		writes []string
+		want   string // each line, "|" after an ended one, "+" after a part
+	}{
+		{"crlf", []string{"a\r\nb\r\n"}, "a|b|"},
+		{"crlf over two writes", []string{"a\r", "\nb\n"}, "a|b|"},
+		{"a progress bar", []string{"10%\r50%", "\r100%\n"}, "100%|"},
+		{"a bare cr at a write's end", []string{"10%\r", "50%\n"}, "50%|"},
+		{"cr cr lf", []string{"a\r\r\n"}, "a|"},
+		{"an empty line", []string{"\r\n\n"}, "||"},
+		{"a long line", []string{long + "\n"}, long[:maxLine] + "+" + "xxxxxxxxxx|"},
+	} {
+		var s lineSplitter
+		var got strings.Builder
+		for _, w := range c.writes {
+			s.write([]byte(w), func(line []byte, end bool) {
+				got.Write(line)
+				if end {
+					got.WriteString("|")
+				} else {
+					got.WriteString("+")
+				}
+			})
+		}
+		if got.String() != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got.String(), c.want)
+		}
+	}
+}
