@@ -53,11 +53,7 @@ func notJudged(last *sample.Frame, w *window, d decision) (Evidence, bool) {
 		// An endpoint that does not answer is not a stopped loop: say
 		// nothing rather than idle (another user may be holding the
 		// hook's connections while the loop runs at full speed).
-		text := "the loader at " + l.Source + " does not answer"
-		if l.DisconnectedSince != nil {
-			text += " since " + l.DisconnectedSince.Format("15:04:05")
-		}
-		return evidence("loader.connected", 0, "<", 1, "", text+": its rates are unknown, so idle or busy cannot be told"), true
+		return evidence("loader.connected", 0, "<", 1, "", notAnswering(l)+": its rates are unknown, so idle or busy cannot be told"), true
 	}
 	if l := last.Loader; d.kind == Idle && d.variant == variantHostOnly && l != nil && w.sampled == nil && w.batchesPerSec.ok && w.batchesPerSec.v > 0 {
 		// Batches flow from a loader that times neither its waits nor
@@ -69,6 +65,15 @@ func notJudged(last *sample.Frame, w *window, d decision) (Evidence, bool) {
 			l.Source, w.batchesPerSec.v)), true
 	}
 	return Evidence{}, false
+}
+
+// notAnswering says which loader does not answer, and since when.
+func notAnswering(l *sample.Loader) string {
+	text := "the loader at " + l.Source + " does not answer"
+	if l.DisconnectedSince != nil {
+		text += " since " + l.DisconnectedSince.Format("15:04:05")
+	}
+	return text
 }
 
 // classify is Classify with a longer history for the pipeline model: a
@@ -120,6 +125,12 @@ func classify(frames, history []sample.Frame, th Thresholds, shown Kind, held fu
 		// Several ranks: first, which one holds the job back.
 		d.evidence = append([]Evidence{e}, d.evidence...)
 		v.Straggler = straggler
+	}
+	if l := w.loaderDown; l != nil {
+		// A verdict still held by the frames before the loader went
+		// quiet: its figures are from then, and it says so first (they
+		// read as now for the window's length).
+		d.evidence = append([]Evidence{evidence("loader.connected", 0, "<", 1, "", notAnswering(l)+": the figures below are from before")}, d.evidence...)
 	}
 	v.Kind, v.Evidence, v.Secondary = d.kind, d.evidence, d.secondary
 	var m *modelAdvice

@@ -328,6 +328,48 @@ func TestBatchesWithNoTimingAreNotIdle(t *testing.T) {
 	}
 }
 
+// TestAVerdictHeldAfterTheLoaderWentQuietSaysSo: a starved verdict held
+// by the window's older frames once its loader stops answering (a hostile
+// user's review: "waits 80 %" for three more frames, as if now) says
+// first that the loader does not answer and its figures are from before;
+// then the verdict is not judged.
+func TestAVerdictHeldAfterTheLoaderWentQuietSaysSo(t *testing.T) {
+	d := NewDiagnoser(DefaultThresholds())
+	no := false
+	since := t0.Add(12 * time.Second)
+	var held, unjudged int
+	for i, f := range frames(20, func(i int, f *sample.Frame) {
+		host(f, 30, 0, 2)
+		gpus(f, 1, 20, 10, 30)
+		if i < 12 {
+			loader(f, 0.8, 4, 0.1, 0.1)
+			f.Loader.Source = "http://127.0.0.1:41000"
+		} else {
+			f.Loader = &sample.Loader{Source: "http://127.0.0.1:41000", Kind: "python", Connected: &no, DisconnectedSince: &since}
+		}
+	}) {
+		v := d.Observe(&f)
+		switch {
+		case i < 12:
+			if v.Kind != WarmingUp && (len(v.Evidence) == 0 || v.Evidence[0].Metric == "loader.connected") {
+				t.Fatalf("frame %d, loader answering: %s %+v", i, v.Kind, v.Evidence)
+			}
+		case v.Kind == GPUStarved:
+			held++
+			if len(v.Evidence) == 0 || !strings.Contains(v.Evidence[0].Text, "does not answer since 09:00:12: the figures below are from before") {
+				t.Errorf("frame %d: starved, held from before the loader went quiet, with evidence %+v", i, v.Evidence)
+			}
+		case v.Kind == WarmingUp:
+			unjudged++
+		default:
+			t.Errorf("frame %d: %s after the loader went quiet", i, v.Kind)
+		}
+	}
+	if held == 0 || unjudged == 0 {
+		t.Errorf("%d frames held starved, %d not judged: want both", held, unjudged)
+	}
+}
+
 // TestSaturatedCoresLeaveLowerThanTheyEnter: cores at 95 % with a waiting
 // loop are cpu_saturated; at 85 % the verdict stays (it leaves under
 // cpu_saturated_leave_pct, 80); at 75 % it goes to gpu_starved. A fresh
