@@ -28,16 +28,55 @@ func getitemCause(in *causeIn) (Cause, bool) {
 			profiled = "the training process's profile finds %.0f %% of its CPU in %s"
 		}
 	}
-	evidence := fmt.Sprintf("the dataset's __getitem__ takes %.0f %% of %s %s per batch (%s for %.0f samples)",
-		100*s.getitem/s.worker(), where, ms(s.worker()), ms(s.getitem), s.batch)
+	st := sampleStageOf(in)
+	evidence := fmt.Sprintf("%s takes %.0f %% of %s %s per batch (%s for %.0f samples)",
+		st.the(), 100*s.getitem/s.worker(), where, ms(s.worker()), ms(s.getitem), s.batch)
 	if f, share, ok := busiestInGetitem(p, inline); ok {
 		evidence += fmt.Sprintf("; "+profiled, 100*share, f)
 		which = "the profile's busiest function is the place to start"
 	}
+	fix := "do less per sample in __getitem__: keep the data as tensors and slice them (no Python loop or torch.tensor per sample), or preprocess once and cache; "
+	if st.iterable {
+		fix = "do less per sample in the dataset's __iter__: keep the data as tensors and yield slices of them (no Python loop or torch.tensor per sample), or preprocess once and cache; "
+	}
 	return Cause{
 		Evidence: evidence,
-		Fix:      "do less per sample in __getitem__: keep the data as tensors and slice them (no Python loop or torch.tensor per sample), or preprocess once and cache; " + which,
+		Fix:      fix + which,
 		Bound:    s.bound(stageCut{worker: s.getitem}, 2)}, true
+}
+
+// sampleStage is the dataset's stage that makes each sample (the hook's
+// "getitem" stage), as the job's dataset has it: a map-style dataset's
+// __getitem__, or, for an IterableDataset, which has no __getitem__, the
+// next items of the iterator its __iter__ returns (a generator's body, or
+// that iterator's __next__). The hook times both alike (the fetch less the
+// collate); the kind is read from the profile's stacks, which hold torch's
+// fetcher (sample.Profile.Dataset). Unknown (no profile, Python before
+// 3.11), it is __getitem__, the usual kind.
+type sampleStage struct{ iterable bool }
+
+// sampleStageOf is the window's sampleStage, from its newest profile.
+func sampleStageOf(in *causeIn) sampleStage {
+	p := in.w.profile
+	return sampleStage{iterable: p != nil && p.Dataset == sample.DatasetIterable}
+}
+
+// the names the stage as a sentence's subject: "the dataset's
+// __getitem__", "iterating the dataset (its __iter__)".
+func (st sampleStage) the() string {
+	if st.iterable {
+		return "iterating the dataset (its __iter__)"
+	}
+	return "the dataset's __getitem__"
+}
+
+// short is the() where the dataset was named before: "__getitem__",
+// "iterating the dataset".
+func (st sampleStage) short() string {
+	if st.iterable {
+		return "iterating the dataset"
+	}
+	return "__getitem__"
 }
 
 // busiestInGetitem is the workers' busiest function outside collating,

@@ -14,7 +14,7 @@ func randomReadsCause(in *causeIn) (Cause, bool) {
 		return Cause{}, false
 	}
 	return Cause{
-		Evidence: fmt.Sprintf("__getitem__ takes %s of a worker's %s per batch, faulting a mapped file's pages in at random", ms(s.getitem), ms(s.worker())),
+		Evidence: fmt.Sprintf("%s takes %s of a worker's %s per batch, faulting a mapped file's pages in at random", sampleStageOf(in).short(), ms(s.getitem), ms(s.worker())),
 		Fix:      "read contiguous runs: sort or chunk the indices so each read covers neighbouring samples (a sampler over blocks), or read the file sequentially",
 		Bound:    s.bound(stageCut{worker: s.getitem}, 4)}, true
 }

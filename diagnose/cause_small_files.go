@@ -49,8 +49,8 @@ func smallFilesCause(in *causeIn) (Cause, bool) {
 		each = "three system calls and a small read each"
 	}
 	return Cause{
-		Evidence: fmt.Sprintf("__getitem__ takes %s of %s %s per batch, %s of it off the CPU, reading small files: %d of %d looks found a file opened since the look before, %s (%s), on %s",
-			ms(s.getitem), who, ms(s.worker()), ms(wait), fr.opened, fr.looks, size, sample.Printable(fr.newest.Path), fr.storage()),
+		Evidence: fmt.Sprintf("%s takes %s of %s %s per batch, %s of it off the CPU, reading small files: %d of %d looks found a file opened since the look before, %s (%s), on %s",
+			sampleStageOf(in).short(), ms(s.getitem), who, ms(s.worker()), ms(wait), fr.opened, fr.looks, size, sample.Printable(fr.newest.Path), fr.storage()),
 		Fix: "shard the small files into large ones (tar shards of ~100 MB as WebDataset reads them, or one array file per few thousand samples) and read each shard from start to end: one open and large sequential reads instead of an open, a read and a close per sample, " + each,
 		// At k, the fix takes the reads' wait out of __getitem__, its CPU
 		// (the decode, the conversion) staying; free, __getitem__ costs

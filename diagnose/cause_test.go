@@ -448,3 +448,86 @@ func TestAProfileTheStageClocksContradictIsNotCited(t *testing.T) {
 		}
 	}
 }
+
+// TestAnIterableDatasetsStageIsItsIter: an IterableDataset has no
+// __getitem__; its per-sample work runs in the __iter__ (or __next__) of
+// the iterator it returns, which the hook times as the same stage. Every
+// cause that names the dataset's stage names it as the job's dataset has
+// it, read from the profile's fetcher (sample.Profile.Dataset): a
+// CPU-heavy IterableDataset under gpuwatch run read "the dataset's
+// __getitem__ takes 96 % of a worker's 18ms per batch … do less per
+// sample in __getitem__". A map-style dataset's stage, and one whose kind
+// no profile told, stay __getitem__.
+func TestAnIterableDatasetsStageIsItsIter(t *testing.T) {
+	withDataset := func(fs []sample.Frame, kind string) []sample.Frame {
+		out := slices.Clone(fs)
+		for i := range out {
+			p := &sample.Profile{CPUSec: 3, Categories: []sample.ProfileCategory{{Name: sample.CatOther, Share: 1}}}
+			if out[i].Profile != nil {
+				c := *out[i].Profile
+				p = &c
+			}
+			p.Dataset = kind
+			out[i].Profile = p
+		}
+		return out
+	}
+	profiledLoop := func(shares map[string]float64) []sample.Frame {
+		c := getitemLoop
+		c.profile = workersProfile(shares)
+		return c.frames()
+	}
+	var mmap []sample.Frame // as causeCases' random_reads
+	for _, l := range readRecording(t, "testdata/mmap-random.jsonl") {
+		if l.Type == "frame" && l.Loader != nil {
+			mmap = append(mmap, l.Frame)
+		}
+	}
+	mmap = mmap[len(mmap)-20:]
+	for i := range mmap {
+		l := *mmap[i].Loader
+		l.Stages = &sample.LoaderStages{GetitemMs: ptr(180.0), CollateMs: ptr(4.0), HandoverMs: ptr(1.0), TakeMs: ptr(1.0)}
+		mmap[i].Loader = &l
+	}
+	small := looked(smallFilesLoop.frames(), 8, 16<<10, func(j int) *sample.OpenFile {
+		return &sample.OpenFile{Path: fmt.Sprintf("/mnt/data/train/%05d.bin", 40+j), Bytes: 16 << 10, FS: "fuse.sshfs", Mount: "/mnt/data", Network: true}
+	})
+	for _, c := range []struct {
+		id      string
+		frames  []sample.Frame
+		observe bool // through a Diagnoser, as causeCases' small_files
+	}{
+		{"getitem", getitemLoop.frames(), false},
+		{"convert", profiledLoop(map[string]float64{"converting": 0.6}), false},
+		{"tokenize", profiledLoop(map[string]float64{"tokenizing": 0.7}), false},
+		{"random_reads", mmap, false},
+		{"small_files", small, true},
+	} {
+		for _, kind := range []string{"", sample.DatasetMap, sample.DatasetIterable} {
+			fs := withDataset(c.frames, kind)
+			var v Verdict
+			if c.observe {
+				d := NewDiagnoser(DefaultThresholds())
+				for i := range fs {
+					v = d.Observe(&fs[i])
+				}
+			} else {
+				v = Classify(fs, DefaultThresholds())
+			}
+			x := causeOf(v, c.id)
+			if x == nil {
+				t.Errorf("%s, dataset %q: not named (%s %v)", c.id, kind, v.Kind, causeIDs(v.Causes))
+				continue
+			}
+			text := x.Evidence + ": " + x.Fix
+			iter := strings.Contains(text, "__iter__") || strings.Contains(text, "iterating the dataset")
+			if kind == sample.DatasetIterable {
+				if strings.Contains(text, "__getitem__") || !iter {
+					t.Errorf("%s of an IterableDataset: %q, want its __iter__ named and no __getitem__", c.id, text)
+				}
+			} else if !strings.Contains(text, "__getitem__") || iter {
+				t.Errorf("%s, dataset %q: %q, want __getitem__", c.id, kind, text)
+			}
+		}
+	}
+}

@@ -9,10 +9,16 @@ import (
 )
 
 // registerProfileCause registers a cause read from the workers' profile:
-// its category (one of sample.ProfileCategories), its fix, its rule
+// its category (one of sample.ProfileCategories), its fix (for the
+// dataset's stage that makes each sample: sampleStage), its rule
 // profileCause's.
-func registerProfileCause(id, category, fix string) {
+func registerProfileCause(id, category string, fix func(sampleStage) string) {
 	registerCause(causeRule{id: id, stages: []string{"getitem"}, category: category, find: profileCause(id, category, fix)})
+}
+
+// anyStage is a fix that names no stage of the dataset's.
+func anyStage(fix string) func(sampleStage) string {
+	return func(sampleStage) string { return fix }
 }
 
 // profileCause is the rule of a cause read from the workers' own CPU
@@ -26,7 +32,7 @@ func registerProfileCause(id, category, fix string) {
 // workers (the hook merges their profiles); without them there is no such
 // cause. Each happens inside __getitem__, so the stage it cuts is its
 // time, at most its share of a worker's time per batch.
-func profileCause(id, category, fix string) func(*causeIn) (Cause, bool) {
+func profileCause(id, category string, fix func(sampleStage) string) func(*causeIn) (Cause, bool) {
 	return func(in *causeIn) (Cause, bool) {
 		s, p := in.s, in.w.profile
 		if !s.ok || !in.waits || !s.cpuBound || p == nil || len(p.Workers) == 0 || s.getitem <= 0 {
@@ -65,7 +71,7 @@ func profileCause(id, category, fix string) func(*causeIn) (Cause, bool) {
 		if f, ok := topOf(p, category); ok {
 			evidence += ", most in " + f
 		}
-		return Cause{Evidence: evidence, Fix: fix, Bound: s.boundFree(stageCut{worker: cut}, 2, free)}, true
+		return Cause{Evidence: evidence, Fix: fix(sampleStageOf(in)), Bound: s.boundFree(stageCut{worker: cut}, 2, free)}, true
 	}
 }
 

@@ -331,3 +331,75 @@ func TestTopCategoryByDominanceAndWorkersAlone(t *testing.T) {
 		t.Errorf("top %+v: half collating, half other: want no category", f)
 	}
 }
+
+// TestDatasetKindFromTheFetcher: which kind of dataset the loading
+// fetched from, by torch's fetcher on the stacks. Real hook profiles
+// (testdata/hook-iterable-workers.pb.gz: an IterableDataset whose
+// generator computes each sample, 2 workers, merged by the hook under
+// torch 1.13 and Python 3.11; hook-zlib-workers.pb.gz: a map-style
+// dataset decompressing each sample in __getitem__, 2 workers;
+// hook-torchvision-jpeg.pb.gz: ImageFolder at num_workers=0) and the
+// embedded Go loader's (no fetcher: unknown). An IterableDataset has no
+// __getitem__: the causes name its stage from this.
+func TestDatasetKindFromTheFetcher(t *testing.T) {
+	for _, c := range []struct{ file, want string }{
+		{"hook-iterable-workers.pb.gz", sample.DatasetIterable},
+		{"hook-zlib-workers.pb.gz", sample.DatasetMap},
+		{"hook-torchvision-jpeg.pb.gz", sample.DatasetMap},
+		{"loader-io-bound.pb.gz", ""},
+	} {
+		data, err := os.ReadFile(filepath.Join("testdata", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := SummarizeProfile(data, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Dataset != c.want {
+			t.Errorf("%s: dataset %q, want %q", c.file, s.Dataset, c.want)
+		}
+	}
+	const fetch = "/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch.py"
+	kinds := func(stacks map[string]int64, workers ...string) *sample.Profile {
+		t.Helper()
+		p := synthetic(stacks)
+		for _, f := range p.Function {
+			if strings.Contains(f.Name, "Fetcher.") || strings.HasSuffix(f.Name, "fetch.fetch") {
+				f.Filename = fetch
+			}
+		}
+		for _, s := range p.Sample {
+			if slices.Contains(workers, s.Location[len(s.Location)-1].Line[0].Function.Name) {
+				s.Label = map[string][]string{workerLabel: {"4242"}}
+			}
+		}
+		s, err := summarize(p, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// The workers iterate a stream while the loop evaluates a map-style
+	// set inline: the workers' loading is the one the causes read first.
+	s := kinds(map[string]int64{
+		"Stream.__iter__;torch.utils.data._utils.fetch._IterableDatasetFetcher.fetch;worker_loop":                                                                      3,
+		"Val.__getitem__;torch.utils.data._utils.fetch._MapDatasetFetcher.fetch.<locals>.<listcomp>;torch.utils.data._utils.fetch._MapDatasetFetcher.fetch;train.loop": 5,
+	}, "worker_loop")
+	if s.Dataset != sample.DatasetIterable {
+		t.Errorf("an IterableDataset in the workers beside a map-style one inline: %q", s.Dataset)
+	}
+	s = kinds(map[string]int64{
+		"Val.__getitem__;torch.utils.data._utils.fetch._MapDatasetFetcher.fetch.<locals>.<listcomp>;torch.utils.data._utils.fetch._MapDatasetFetcher.fetch;train.loop": 5,
+		"run_backward;train.loop": 9,
+	})
+	if s.Dataset != sample.DatasetMap {
+		t.Errorf("a map-style dataset loaded inline: %q", s.Dataset)
+	}
+	// Before 3.11 a frame has no qualified name: both fetchers are
+	// "fetch", and the kind is not guessed.
+	s = kinds(map[string]int64{"Stream.__iter__;torch.utils.data._utils.fetch.fetch;worker_loop": 3}, "worker_loop")
+	if s.Dataset != "" || s.WorkersShare != 1 {
+		t.Errorf("a fetcher without its class: dataset %q (workers %v), want none", s.Dataset, s.WorkersShare)
+	}
+}

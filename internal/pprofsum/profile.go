@@ -256,8 +256,11 @@ type profileTally struct {
 	gcWorker []bool // the GC's background mark worker
 	fetch    []bool // the DataLoader's fetch (fetchFile): loading, where it runs
 	anyFetch bool   // some function is
-	flat     []int64
-	cum      []int64
+	// fetcher is the dataset kind a function of the fetch names by its
+	// class (fetcherKind): fetchMap, fetchIterable, or 0.
+	fetcher []int8
+	flat    []int64
+	cum     []int64
 	// flatBy is each function's flat time by the category it went to
 	// (sample.ProfileCategories); nil for a function with none.
 	flatBy [][]int64
@@ -277,6 +280,44 @@ type part struct {
 	flatBy    [][]int64
 	cats      []int64 // by sample.ProfileCategories
 	total     int64
+	// byKind is the samples under each kind of dataset's fetcher, by
+	// fetchMap and fetchIterable (0: none named).
+	byKind [3]int64
+}
+
+// The kinds of dataset torch's fetcher on a stack names by its class.
+const (
+	fetchMap      = 1 // _MapDatasetFetcher: the dataset's __getitem__
+	fetchIterable = 2 // _IterableDatasetFetcher: the next items of the iterator the dataset's __iter__ returned
+)
+
+// fetcherKind is the kind of dataset a function of the DataLoader's fetch
+// names by its class (Python 3.11+ frames carry it: the hook names them
+// "torch.utils.data._utils.fetch._IterableDatasetFetcher.fetch", and the
+// comprehension inside "…_MapDatasetFetcher.fetch.<locals>.<listcomp>");
+// 0 for any other function, and for a fetch named without its class.
+func fetcherKind(name, file string) int8 {
+	switch {
+	case !strings.HasSuffix(file, fetchFile):
+		return 0
+	case strings.Contains(name, "._IterableDatasetFetcher."):
+		return fetchIterable
+	case strings.Contains(name, "._MapDatasetFetcher."):
+		return fetchMap
+	}
+	return 0
+}
+
+// dataset is the kind of dataset most of a part's samples under a named
+// fetcher fetched from (sample.Profile.Dataset); "" where none named one.
+func (pt *part) dataset() string {
+	switch m, it := pt.byKind[fetchMap], pt.byKind[fetchIterable]; {
+	case it > m:
+		return sample.DatasetIterable
+	case m > 0:
+		return sample.DatasetMap
+	}
+	return ""
 }
 
 // fetchFile is where torch's DataLoader fetches a batch from the dataset
@@ -325,7 +366,7 @@ var (
 func newProfileTally(t *funcTable) *profileTally {
 	n := len(t.names)
 	tl := &profileTally{
-		t: t, cat: make([]int8, 0, n), weak: make([]bool, 0, n), gcWorker: make([]bool, 0, n),
+		t: t, cat: make([]int8, 0, n), weak: make([]bool, 0, n), gcWorker: make([]bool, 0, n), fetcher: make([]int8, 0, n),
 		flat: make([]int64, n), cum: make([]int64, n), stamp: make([]int, n), cats: make([]int64, len(sample.ProfileCategories)),
 		workers: newPart(n), inline: newPart(n),
 	}
@@ -347,6 +388,7 @@ func (tl *profileTally) grow() {
 		tl.weak = append(tl.weak, weak)
 		tl.gcWorker = append(tl.gcWorker, strings.HasPrefix(names[i], "runtime.gcBgMarkWorker"))
 		tl.fetch = append(tl.fetch, strings.HasSuffix(tl.t.files[i], fetchFile))
+		tl.fetcher = append(tl.fetcher, fetcherKind(names[i], tl.t.files[i]))
 		tl.anyFetch = tl.anyFetch || tl.fetch[i]
 	}
 	n := len(names)
@@ -381,6 +423,7 @@ func (tl *profileTally) add(si int, s *profile.Sample, v int64, pt *part) int {
 	// converting, whatever C it calls), and only under code no row names
 	// (the job's own __getitem__) does the C function's name decide.
 	pending, deferred := int8(-1), false
+	kind := int8(0) // the dataset's kind, by the innermost fetcher named
 	for _, loc := range s.Location {
 		fs := tl.t.funcsOf(loc)
 		if len(tl.t.names) > len(tl.cat) {
@@ -388,6 +431,9 @@ func (tl *profileTally) add(si int, s *profile.Sample, v int64, pt *part) int {
 		}
 		cat, weak, gcWorker, cum, stamp, called := tl.cat, tl.weak, tl.gcWorker, tl.cum, tl.stamp, tl.t.called
 		for _, fi := range fs {
+			if kind == 0 {
+				kind = tl.fetcher[fi]
+			}
 			if first < 0 {
 				first = fi
 				if called[fi] {
@@ -416,6 +462,9 @@ func (tl *profileTally) add(si int, s *profile.Sample, v int64, pt *part) int {
 	}
 	if deferred && c < 0 { // a C call with no caller
 		c = pending
+	}
+	if pt != nil {
+		pt.byKind[kind] += v
 	}
 	if first >= 0 {
 		tl.flat[first] += v
@@ -481,6 +530,12 @@ func (tl *profileTally) finish(out *sample.Profile, unit string, top int) {
 	if in := tl.inline.total; in > 0 {
 		out.InlineShare = float64(in) / float64(total)
 		out.InlineTop = tl.top(tl.inline.flat, tl.inline.cum, tl.inline.flatBy, in, top)
+	}
+	// The dataset the loading fetched from: the workers' where a fetcher
+	// of theirs is named (the loading the causes read first, as
+	// loadingTop), else the loop's own.
+	if out.Dataset = tl.workers.dataset(); out.Dataset == "" {
+		out.Dataset = tl.inline.dataset()
 	}
 }
 
