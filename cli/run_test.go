@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -86,5 +87,34 @@ func TestRunDurationIsACleanStop(t *testing.T) {
 	code = Run([]string{"run", "--headless", "--duration", "1s", "--", "sh", "-c", "trap 'exit 1' INT; while :; do sleep 0.1; done"}, &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "and it exited with status 1 on the way out") {
 		t.Fatalf("a job failing on its way out: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestRunOnceLeadsWithNoDataLoader: a PyTorch script that iterates no
+// DataLoader, under run --once, ends with nothing settled; the reason
+// first is that no DataLoader had a batch (the hook times the loop from
+// one), not "too soon for a verdict", which read as if a longer run would
+// have given one. Needs python3 with torch.
+func TestRunOnceLeadsWithNoDataLoader(t *testing.T) {
+	python := ""
+	for _, p := range []string{"python3", "/usr/bin/python3"} {
+		if exec.Command(p, "-c", "import torch").Run() == nil {
+			python = p
+			break
+		}
+	}
+	if python == "" {
+		t.Skip("no python3 with torch")
+	}
+	script := filepath.Join(t.TempDir(), "no_loader.py")
+	src := "import time, torch\nx = torch.randn(64, 64)\nend = time.time() + 2\nwhile time.time() < end:\n    x = torch.tanh(x @ x)\n"
+	if err := os.WriteFile(script, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := Run([]string{"run", "--once", "--interval", "200ms", "--", python, script}, &out, &errb)
+	first, _, _ := strings.Cut(out.String(), "\n")
+	if code != ExitUnsettled || !strings.Contains(first, "NOT SETTLED: no DataLoader batch was read before the job exited with status 0") || strings.Contains(first, "too soon") {
+		t.Fatalf("exit %d, summary %q, stderr %q", code, out.String(), errb.String())
 	}
 }

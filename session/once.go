@@ -338,6 +338,12 @@ func (s *Settle) summaryAtEnd(w io.Writer, asJSON bool) error {
 
 // why says why no verdict settled.
 func (s *Settle) why() string {
+	if t := s.last.Target; s.jobEnded != "" && t != nil && t.Starting {
+		// Not too soon: a script that iterates no DataLoader gives no
+		// verdict in its start-up grace, however long it runs.
+		return fmt.Sprintf("no DataLoader batch was read before the job %s, after %s: gpuwatch run's hook times the loop from a DataLoader's first batch (a loop without a DataLoader is not timed)",
+			sample.Ended(s.jobEnded), sample.Plural(s.frames, "frame"))
+	}
 	if s.jobEnded != "" {
 		return fmt.Sprintf("the job %s after %s: too soon for a verdict to hold", sample.Ended(s.jobEnded), sample.Plural(s.frames, "frame"))
 	}

@@ -209,6 +209,25 @@ func TestSettleSaysWhyNothingSettled(t *testing.T) {
 	}
 }
 
+// TestSettleSaysNoDataLoaderFirst: gpuwatch run's job, hooked, ended in
+// its start-up with no DataLoader batch read (a PyTorch script without a
+// DataLoader): the reason said first is that, not "too soon for a verdict
+// to hold", which no longer run would have changed.
+func TestSettleSaysNoDataLoaderFirst(t *testing.T) {
+	s := &Settle{stop: func() {}, need: 3, jobEnded: "exited with status 0"}
+	for i := range 12 {
+		f := settleFrameAt(i)
+		f.Target = &sample.Target{PID: 42, Starting: true}
+		s.Frame(f, diagnose.Verdict{Kind: diagnose.WarmingUp})
+	}
+	var out bytes.Buffer
+	err := s.summary(&out, false)
+	want := "NOT SETTLED: no DataLoader batch was read before the job exited with status 0, after 12 frames: gpuwatch run's hook times the loop from a DataLoader's first batch"
+	if !errors.Is(err, ErrUnsettled) || !strings.Contains(out.String(), want) || strings.Contains(out.String(), "too soon") {
+		t.Fatalf("%v: %q, want %q", err, out.String(), want)
+	}
+}
+
 // TestKeptFramesKeepTheNewestHour: the e key's report has at most
 // keepFrames frames, the newest, in order, and the scenario notes.
 func TestKeptFramesKeepTheNewestHour(t *testing.T) {
