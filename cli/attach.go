@@ -58,14 +58,17 @@ idle gaps. The profiler costs only while it records.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			w.attach = append(args, w.attach...)
-			if err := w.validate(cmd); err != nil {
-				return err
-			}
+			// A bare --gpu-profile or --ceiling before a number makes the
+			// number a URL: say how to write the flag, not that the URL is
+			// not a loader's (validate checks the URLs).
 			if err := checkGPUProfile(cmd, gpuProfile, args); err != nil {
 				return err
 			}
 			if err := checkCeiling(cmd, ceiling, args); err != nil {
+				return err
+			}
+			w.attach = append(args, w.attach...)
+			if err := w.validate(cmd); err != nil {
 				return err
 			}
 			o := w.options(stdout, stderr)
