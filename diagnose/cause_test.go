@@ -114,14 +114,15 @@ func TestACauseEntersAndLeavesWithHysteresis(t *testing.T) {
 // causeCases name, for each registered cause, a window that shows it and
 // the causes the verdict on it names: every cause needs one.
 var causeCases = map[string]func(t *testing.T) []Cause{
-	"float64":  classified(float64Loop),
-	"handover": classified(handoverLoop),
-	"padding":  classified(paddingLoop),
-	"getitem":  classified(getitemLoop),
-	"decode":   profiled(map[string]float64{"decoding": 0.55}),
-	"augment":  profiled(map[string]float64{"augmenting": 0.4}),
-	"convert":  profiled(map[string]float64{"converting": 0.6}),
-	"tokenize": profiled(map[string]float64{"tokenizing": 0.7}),
+	"float64":    classified(float64Loop),
+	"handover":   classified(handoverLoop),
+	"padding":    classified(paddingLoop),
+	"getitem":    classified(getitemLoop),
+	"decode":     profiled(map[string]float64{"decoding": 0.55}),
+	"decompress": profiled(map[string]float64{"decompressing": 0.5}),
+	"augment":    profiled(map[string]float64{"augmenting": 0.4}),
+	"convert":    profiled(map[string]float64{"converting": 0.6}),
+	"tokenize":   profiled(map[string]float64{"tokenizing": 0.7}),
 	"loop_take": func(*testing.T) []Cause {
 		c := getitemLoop // 4 fast workers, and a loop that unpickles 30 ms of its 40
 		c.workers, c.getitem, c.take, c.step, c.wait, c.batchesPerSec = 4, 10, 30, 10, 0.3, 17.5

@@ -466,6 +466,61 @@ func TestWorkersProfileNamesDecodeAndAugment(t *testing.T) {
 	}
 }
 
+// TestDecompressingIsItsOwnCause: zlib, gzip, bz2, lzma, zstd and lz4
+// in the workers' profile are decompressing, named as such with a fix for
+// it (decompress once, or a faster codec), never decode's reduced-size
+// image decode or decode on the GPU; a map-style dataset of zlib records
+// under gpuwatch run read "76 % of the workers' CPU is decoding (images,
+// audio, video, compressed or parsed data) …, most in zlib.decompress: a
+// reduced-size decode: PIL's Image.draft …, NVIDIA DALI". Beside JPEG
+// decoding each is named, with its own share, fix and bound.
+func TestDecompressingIsItsOwnCause(t *testing.T) {
+	byID := func(v Verdict) map[string]*Cause {
+		m := map[string]*Cause{}
+		for i := range v.Causes {
+			m[v.Causes[i].ID] = &v.Causes[i]
+		}
+		return m
+	}
+	c := getitemLoop
+	c.profile = workersProfile(map[string]float64{"decompressing": 0.74, "collating": 0.08, "serializing": 0.05, "waiting": 0.12},
+		sample.ProfileFunc{Name: "zlib.decompress", File: "/home/u/records.py", Line: 15, Call: true, Flat: 0.74, Cum: 0.74, Category: "decompressing"})
+	v := Classify(c.frames(), DefaultThresholds())
+	got := byID(v)
+	dz := got["decompress"]
+	if dz == nil || got["decode"] != nil || got["getitem"] != nil {
+		t.Fatalf("causes %v: want decompress, in the place of getitem, and no decode", causeIDs(v.Causes))
+	}
+	if !strings.Contains(dz.Evidence, "74 % of the workers' CPU is decompressing (zlib") || !strings.Contains(dz.Evidence, "most in zlib.decompress (u/records.py:15)") {
+		t.Errorf("evidence %q", dz.Evidence)
+	}
+	for _, image := range []string{"draft", "GPU", "DALI", "JPEG", "Pillow"} {
+		if strings.Contains(dz.Fix, image) {
+			t.Errorf("decompress's fix advises an image decode's (%s): %q", image, dz.Fix)
+		}
+	}
+	if !strings.Contains(dz.Fix, "uncompressed") || !strings.Contains(dz.Fix, "LZ4") {
+		t.Errorf("fix %q: want the data stored uncompressed, or a faster codec", dz.Fix)
+	}
+	if b := dz.Bound; b == nil || b.K != 2 || b.Gain <= 1 || b.FreeGain < b.Gain {
+		t.Errorf("bound %+v", dz.Bound)
+	}
+	for _, a := range v.Advice {
+		if strings.Contains(a, "decompress") && strings.Contains(a, "draft") {
+			t.Errorf("an advice line gives decompression an image decode's fix: %q", a)
+		}
+	}
+
+	c.profile = workersProfile(map[string]float64{"decoding": 0.4, "decompressing": 0.3, "collating": 0.1})
+	got = byID(Classify(c.frames(), DefaultThresholds()))
+	if got["decode"] == nil || got["decompress"] == nil || got["getitem"] != nil {
+		t.Fatalf("JPEG decoding 40 %% beside zlib 30 %%: causes %v, want decode and decompress", got)
+	}
+	if !strings.Contains(got["decode"].Fix, "draft") || strings.Contains(got["decompress"].Fix, "draft") || got["decode"].Bound.FreeGain <= got["decompress"].Bound.FreeGain {
+		t.Errorf("decode %+v\ndecompress %+v", *got["decode"], *got["decompress"])
+	}
+}
+
 // TestProfileEvidenceNamesTheLargestCategory: a kind's expected category
 // under the threshold (decoding at 7 % on a CPU-saturated loop that
 // collates) is no evidence; the largest category is named instead.

@@ -900,24 +900,29 @@ const (
 // them (causeRule.category), reports and views name them with
 // ProfileCategoryWords.
 const (
-	CatReading     = "reading"
-	CatDecoding    = "decoding"
-	CatAugmenting  = "augmenting"
-	CatTokenizing  = "tokenizing"
-	CatConverting  = "converting"
-	CatCollating   = "collating"
-	CatSerializing = "serializing"
-	CatWaiting     = "waiting"
-	CatInterpreter = "interpreter"
-	CatGC          = "gc"
-	CatOther       = "other"
+	CatReading  = "reading"
+	CatDecoding = "decoding"
+	// CatDecompressing is zlib, gzip, bz2, lzma, zstd and lz4 (Go's
+	// compress/): not decoding, whose fixes (a reduced-size image decode,
+	// a decode on the GPU) do nothing for it.
+	CatDecompressing = "decompressing"
+	CatAugmenting    = "augmenting"
+	CatTokenizing    = "tokenizing"
+	CatConverting    = "converting"
+	CatCollating     = "collating"
+	CatSerializing   = "serializing"
+	CatWaiting       = "waiting"
+	CatInterpreter   = "interpreter"
+	CatGC            = "gc"
+	CatOther         = "other"
 )
 
 // profileCategoryTable is the categories of a profile summary in display
 // order, each with what it is, for people.
 var profileCategoryTable = []struct{ name, words string }{
 	{CatReading, "reading (files, network)"},
-	{CatDecoding, "decoding (images, audio, video, compressed or parsed data)"},
+	{CatDecoding, "decoding (images, audio, video, parsed data)"},
+	{CatDecompressing, "decompressing (zlib, gzip, bz2, lzma, zstd, lz4)"},
 	{CatAugmenting, "augmenting and transforming samples (transforms, array math)"},
 	{CatTokenizing, "tokenizing text"},
 	{CatConverting, "converting samples to tensors and arrays (Python loops building lists included)"},

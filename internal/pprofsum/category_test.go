@@ -72,6 +72,18 @@ func TestCategoryOfPythonAndGoFunctions(t *testing.T) {
 		{"fsspec.spec.AbstractBufferedFile.read", "", "reading"},
 		{"syscall.pread", "", "reading"},
 		{"github.com/gpuwatch/gpuwatch/loader.decode", "", "decoding"},
+		// Decompressors are decompressing, not decoding: a reduced-size
+		// image decode or a decode on the GPU does nothing for them.
+		{"zlib.decompress", "/home/me/train.py", "decompressing"}, // a C call
+		{"gzip._GzipReader.read", "/usr/lib/python3.11/gzip.py", "decompressing"},
+		{"_compression.DecompressReader.readinto", "/usr/lib/python3.11/_compression.py", "decompressing"},
+		{"bz2.BZ2File.read", "", "decompressing"},
+		{"lzma.decompress", "", "decompressing"},
+		{"zstandard.ZstdDecompressor.decompress", "", "decompressing"},
+		{"lz4.frame.decompress", "", "decompressing"},
+		{"compress/flate.(*decompressor).huffmanBlock", "", "decompressing"},
+		{"json.decoder.JSONDecoder.raw_decode", "", "decoding"},
+		{"pyarrow.parquet.core.ParquetFile.read", "", "decoding"},
 		{"runtime.gcBgMarkWorker", "", "gc"},
 		{"runtime.chanrecv", "", "waiting"},
 		{"runtime.morestack", "", "interpreter"},
@@ -401,5 +413,33 @@ func TestDatasetKindFromTheFetcher(t *testing.T) {
 	s = kinds(map[string]int64{"Stream.__iter__;torch.utils.data._utils.fetch.fetch;worker_loop": 3}, "worker_loop")
 	if s.Dataset != "" || s.WorkersShare != 1 {
 		t.Errorf("a fetcher without its class: dataset %q (workers %v), want none", s.Dataset, s.WorkersShare)
+	}
+}
+
+// TestDecompressingIsNotDecoding: a real hook profile of a map-style
+// dataset that zlib-decompresses each record in __getitem__, 2 workers
+// (testdata/hook-zlib-workers.pb.gz; zlib.decompress a C call the hook
+// caught running, Python 3.11). The workers' CPU is decompressing, not
+// decoding: its workers read 74 % decoding, and under gpuwatch run the
+// decode cause advised PIL's Image.draft and a decode on the GPU for
+// zlib.
+func TestDecompressingIsNotDecoding(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "hook-zlib-workers.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := SummarizeProfile(data, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	share := map[string]float64{}
+	for _, c := range s.Workers {
+		share[c.Name] = c.Share
+	}
+	if share[sample.CatDecompressing] < 0.4 || share[sample.CatDecoding] > 0.05 {
+		t.Errorf("the workers' CPU: decompressing %.1f %%, decoding %.1f %%; want zlib's time decompressing", 100*share[sample.CatDecompressing], 100*share[sample.CatDecoding])
+	}
+	if len(s.WorkersTop) == 0 || s.WorkersTop[0].Name != "zlib.decompress" || !s.WorkersTop[0].Call || FuncCategory(s.WorkersTop[0]) != sample.CatDecompressing {
+		t.Errorf("the workers' top %+v: want zlib.decompress first, decompressing", s.WorkersTop)
 	}
 }

@@ -123,16 +123,23 @@ var categoryRules = []categoryRule{
 		"=numpy.asarray", "=numpy.asanyarray", "=numpy.ascontiguousarray", "=numpy.frombuffer", "=numpy.fromiter",
 		"*.astype", "*.tolist", "=builtins.float",
 	}},
+	// Decompressors (Python's modules and C calls the hook caught running,
+	// Go's compress/): their own category, not decoding's, whose fixes
+	// (a reduced-size image decode, a decode on the GPU) do nothing for a
+	// zlib stream. Before decoding: a parser reading a compressed stream
+	// (gzip under json.load) is decompressing where the decompressor runs.
+	{category: sample.CatDecompressing, match: []string{
+		"compress/", "zlib.", "gzip.", "bz2.", "_bz2.", "lzma.", "_lzma.", "_compression.", "zstandard.", "zstd", "lz4",
+	}},
 	{category: sample.CatDecoding, match: []string{
-		"hash/", "compress/", "image/", "encoding/", "crypto/", "github.com/gpuwatch/gpuwatch/loader.decode",
-		// Python: image, audio and video decoders, decompressors, parsers.
+		"hash/", "image/", "encoding/", "crypto/", "github.com/gpuwatch/gpuwatch/loader.decode",
+		// Python: image, audio and video decoders, parsers.
 		"*ImagePlugin.", "PIL.ImageFile.", "/PIL/ImageFile.py", "PIL.Image.open", "PIL.Image._open_core",
 		"PIL.Image.Image.load", "PIL.Image.Image.convert", "PIL.Image.Image.draft", "PIL.Image._decompression_bomb_check",
 		"cv2.", "torchvision.io.", "/torchvision/io/", "torchvision.datasets.folder.pil_loader",
 		"torchvision.datasets.folder.accimage_loader", "imageio.", "imageio_ffmpeg.", "soundfile.", "av.", "decord.",
 		"torchaudio.load", "torchaudio._backend.", "torchaudio.backend.", "torchaudio.io.", "librosa.core.audio.",
-		"simplejpeg.", "turbojpeg.", "zlib.", "gzip.", "bz2.", "lzma.", "zstandard.", "zstd", "lz4", "json.",
-		"orjson.", "msgpack.", "pyarrow.",
+		"simplejpeg.", "turbojpeg.", "json.", "orjson.", "msgpack.", "pyarrow.",
 	}},
 	{category: sample.CatAugmenting, match: []string{
 		// Python: transforms and augmentations, and array math.
