@@ -106,8 +106,9 @@ type Output struct {
 	// kept Slurm frames. An error from one stops the session.
 	Observers []Observer
 	// Started, if set, is called once the session's sources are set up
-	// (a loader named answered), before the first frame: serve says where
-	// it serves then, and nothing when the session fails to start.
+	// (NewWatch: a loader named answered), before the first frame: serve
+	// says where it serves then, and nothing when the session fails to
+	// start.
 	Started        func()
 	Stdout, Stderr io.Writer
 }
@@ -173,9 +174,6 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer w.Close()
-	if o.Started != nil {
-		o.Started()
-	}
 	w.bias = predlog.Line() // once: tune's record on this machine
 	limit := o.Duration
 	if o.Once && limit == 0 {

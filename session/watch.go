@@ -21,11 +21,15 @@ type Watch struct {
 }
 
 // NewWatch builds o's probes and starts sampling them every o.Interval;
-// nothing reaches an observer before Loop.
+// nothing reaches an observer before Loop. It calls o.Started once they
+// are built.
 func NewWatch(ctx context.Context, o Options) (*Watch, error) {
 	set, err := newProbeSet(ctx, o)
 	if err != nil {
 		return nil, err
+	}
+	if o.Started != nil {
+		o.Started()
 	}
 	return &Watch{set: set, sampler: probes.NewSampler(set.probes, probes.SamplerOptions{Interval: o.Interval}), th: o.Thresholds}, nil
 }
