@@ -83,11 +83,11 @@ var causeExclusions = []struct {
 		"float32 at the source halves the same bytes the hand-over's fix cuts: one fix at a time"},
 	{[]string{"float64", "handover"}, []string{"convert"},
 		"the conversion is the ToTensor that makes the large batches: the payload's fix is the one to make"},
-	{[]string{"random_reads"}, []string{"small_files", "decode", "augment", "convert", "tokenize", "getitem"},
+	{[]string{"random_reads"}, []string{"small_files", "decode", "decompress", "augment", "convert", "tokenize", "getitem"},
 		"__getitem__ faults a mapped file's pages in: its time is the storage's"},
-	{[]string{"small_files"}, []string{"decode", "augment", "convert", "tokenize", "getitem"},
+	{[]string{"small_files"}, []string{"decode", "decompress", "augment", "convert", "tokenize", "getitem"},
 		"__getitem__'s time is off the CPU, reading small files"},
-	{[]string{"decode", "augment", "convert", "tokenize"}, []string{"getitem"},
+	{[]string{"decode", "decompress", "augment", "convert", "tokenize"}, []string{"getitem"},
 		"the workers' profile says which part of __getitem__: its causes take the place of the whole's"},
 }
 
