@@ -23,6 +23,9 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice, pay *sample.Ba
 	var a []string
 	if m != nil && len(m.changes) > 0 {
 		a = append(a, changeLine(m.changes, m.predicted, m.pipeline.Measured))
+		if line, ok := iterableWorkersLine(m.changes, w); ok {
+			a = append(a, line)
+		}
 	} else if m != nil && d.kind.Problem() {
 		a = append(a, noKnobHelps(m.pipeline, m.limit))
 	}
@@ -180,4 +183,21 @@ type modelAdvice struct {
 	changes   []Change
 	predicted Prediction
 	limit     Limit
+}
+
+// iterableWorkersLine is the caution for workers added to a loop that
+// loads inline from an IterableDataset (its kind read from the profile):
+// each worker runs the dataset's __iter__ whole, so the rate the change
+// promises counts every sample once per worker unless the dataset splits
+// its data by worker (a review: "num_workers 0 → 2" was advised bare).
+func iterableWorkersLine(cs []Change, w *window) (string, bool) {
+	if w.profile == nil || w.profile.Dataset != sample.DatasetIterable {
+		return "", false
+	}
+	for _, c := range cs {
+		if c.Knob == sample.KnobWorkers.Name && c.From == "0" {
+			return "an IterableDataset runs its __iter__ in every worker: it yields each sample once only where it splits its data by worker (torch.utils.data.get_worker_info() in __iter__); else each worker yields every sample", true
+		}
+	}
+	return "", false
 }

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -191,5 +192,35 @@ func TestHandOverIsPaidOnlyWhereWorkersReplaceInlineLoading(t *testing.T) {
 	lo, _ = p.Predict(Knobs{Workers: 2})
 	if lo.HighSamplesPerSec/lo.SamplesPerSec > 1+cpuContention+1e-9 {
 		t.Errorf("1 → 2 paid a hand-over already measured: low %.0f, high %.0f", lo.SamplesPerSec, lo.HighSamplesPerSec)
+	}
+}
+
+// TestWorkersAddedToAnIterableDatasetSayWhatTheyNeed: the same inline job
+// told 0 → 2, where its profile read an IterableDataset, is told that each
+// worker runs its __iter__ whole and how it yields each sample once; a
+// map-style dataset, or one whose kind no profile read, is not.
+func TestWorkersAddedToAnIterableDatasetSayWhatTheyNeed(t *testing.T) {
+	var hooked []sample.Frame
+	for _, l := range readRecording(t, filepath.Join("testdata", "inline", "hooked.jsonl")) {
+		hooked = append(hooked, l.Frame)
+	}
+	for _, dataset := range []string{sample.DatasetIterable, sample.DatasetMap, ""} {
+		fs := slices.Clone(hooked[len(hooked)-10:])
+		for i := range fs {
+			p := sample.Profile{}
+			if fs[i].Profile != nil {
+				p = *fs[i].Profile
+			}
+			p.Dataset = dataset
+			fs[i].Profile = &p
+		}
+		v := Classify(fs, DefaultThresholds())
+		if len(v.Changes) == 0 || v.Changes[0].From != "0" {
+			t.Fatalf("%q: changes %+v", dataset, v.Changes)
+		}
+		said := strings.Contains(strings.Join(v.Advice, "\n"), "get_worker_info()")
+		if said != (dataset == sample.DatasetIterable) {
+			t.Errorf("dataset %q: the sharding said %v: %q", dataset, said, v.Advice)
+		}
 	}
 }
