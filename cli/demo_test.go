@@ -24,6 +24,7 @@ func TestDemoRefusesLoadsThatOnlyHang(t *testing.T) {
 		{"a decode cost of minutes per batch", []string{"--decode-cost", "30s"}, "--decode-cost 30s: at most 10s"},
 		{"a start-up of an hour per worker", []string{"--worker-start", "1h"}, "--worker-start 1h0m0s: at most 60s"},
 		{"a preset pushed past a bound", []string{"--scenario", "healthy", "--workers", "5000"}, "--workers 5000: at most 4096"},
+		{"a jitter that is not a number", []string{"--jitter", "NaN"}, "--jitter must be between 0 and 3"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -159,7 +159,7 @@ func (c Config) Validate(prefetchSet bool) error {
 		return fmt.Errorf("--decode-cost %v: at most %gs of CPU work per sample", c.DecodeCost, MaxDecodeCost.Seconds())
 	case c.WorkerStart > MaxWorkerStart:
 		return fmt.Errorf("--worker-start %v: at most %gs of CPU work per worker", c.WorkerStart, MaxWorkerStart.Seconds())
-	case c.Jitter < 0 || c.Jitter > 3:
+	case !(c.Jitter >= 0 && c.Jitter <= 3): // NaN compares false both ways
 		return errors.New("--jitter must be between 0 and 3")
 	case c.ReadBandwidth < 0:
 		return errors.New("--read-bandwidth must not be negative")

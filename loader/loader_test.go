@@ -196,6 +196,7 @@ func TestValidateRefusesWhatPyTorchRefuses(t *testing.T) {
 		{"more workers than a watcher accepts", func(c *Config) { c.Workers = MaxWorkers + 1 }, false, "--workers 4097: at most 4096"},
 		{"a decode that only hangs", func(c *Config) { c.DecodeCost = 30 * time.Second }, false, "--decode-cost 30s: at most 10s"},
 		{"a start-up that only hangs", func(c *Config) { c.WorkerStart = time.Hour }, false, "--worker-start 1h0m0s: at most 60s"},
+		{"a jitter that is not a number", func(c *Config) { c.Jitter = math.NaN() }, false, "--jitter must be between 0 and 3"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -60,13 +60,24 @@ type Attach struct {
 // ErrBadURL marks a URL that is not a loader's base URL.
 var ErrBadURL = errors.New("want http://HOST:PORT (the base; /metrics and /debug/pprof/ are found under it)")
 
+// portInRange says a URL's port is absent (the scheme's) or one a TCP
+// listener can have: url.Parse takes any digits ("99999"), and such a URL
+// failed only when dialled.
+func portInRange(port string) bool {
+	if port == "" {
+		return true
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535
+}
+
 // ErrDisconnected marks a loader that answered before and does not now.
 var ErrDisconnected = errors.New("disconnected")
 
 // NewAttach checks the URL's form: http or https, a host, no query.
 func NewAttach(raw string) (*Attach, error) {
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || !portInRange(u.Port()) {
 		return nil, fmt.Errorf("%q is not a loader URL: %w", sample.RedactBadURL(raw), ErrBadURL)
 	}
 	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/metrics"), "/")

@@ -234,6 +234,16 @@ func TestAttachNeverShowsCredentialsNorFollowsRedirectsAway(t *testing.T) {
 	if _, err := NewAttach("ftp://bob:pw@example.com"); err == nil || strings.Contains(err.Error(), "pw") {
 		t.Fatalf("bad scheme: %v", err)
 	}
+	// A port no listener can have is the URL's form, refused before any
+	// dial (it failed at the dial, "invalid port", exit 1).
+	for _, u := range []string{"http://127.0.0.1:99999", "http://127.0.0.1:0", "http://[::1]:65536"} {
+		if _, err := NewAttach(u); !errors.Is(err, ErrBadURL) {
+			t.Errorf("%s: %v, want ErrBadURL", u, err)
+		}
+	}
+	if _, err := NewAttach("http://127.0.0.1:65535"); err != nil {
+		t.Errorf("port 65535: %v", err)
+	}
 }
 
 func TestAttachDisconnectBackoffAndReconnect(t *testing.T) {
