@@ -101,6 +101,37 @@ func TestTensorCoresIdleOnlyWhereTheJobIsInFP32(t *testing.T) {
 	}
 }
 
+// TestTensorCoresIdleForMatmulsNoLinearHolds: a GPT-2 layer whose
+// matmuls are torch.addmm (HF's Conv1D: no nn.Linear, no conv among its
+// modules) had tensor_idle suppressed as "no matmul or conv" although the
+// hook counted its matmul FLOPs (a review); with GPM and without it, the
+// FLOPs say the tensor cores have work. Modules and a FLOP count of none
+// still name nothing.
+func TestTensorCoresIdleForMatmulsNoLinearHolds(t *testing.T) {
+	conv1d := func(flops float64) *sample.JobSettings {
+		s := fp32Settings()
+		s.HasLinear, s.FLOPsPerStep = ptr(false), ptr(flops)
+		return s
+	}
+	for _, gpm := range []bool{true, false} {
+		frames := func(st *sample.JobSettings) []sample.Frame {
+			fs := gpuBoundFrames(95, 0.5, 20, 80, 60, st)
+			if !gpm {
+				for i := range fs {
+					fs[i].GPUs[0].GPM = nil
+				}
+			}
+			return fs
+		}
+		if c := causeOf(Classify(frames(conv1d(5.2e7)), DefaultThresholds()), "tensor_idle"); c == nil {
+			t.Errorf("gpm %v: matmul FLOPs counted, no nn.Linear: tensor_idle not named", gpm)
+		}
+		if c := causeOf(Classify(frames(conv1d(0)), DefaultThresholds()), "tensor_idle"); c != nil {
+			t.Errorf("gpm %v: no linear, no conv, no FLOPs: tensor_idle named: %+v", gpm, c)
+		}
+	}
+}
+
 // TestChannelsLastOnlyForNCHWConvsOnTheTensorCores: convs in NCHW under
 // bf16 autocast name channels_last; in channels_last, or in fp32 (the
 // tensor cores idle: tensor_idle's fix first), not.

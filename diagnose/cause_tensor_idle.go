@@ -35,7 +35,7 @@ func tensorIdleCause(in *causeIn) (Cause, bool) {
 		if tf, known := s.TF32(); known && tf {
 			return Cause{}, false
 		}
-		if s.HasLinear != nil && s.HasConv != nil && !*s.HasLinear && !*s.HasConv {
+		if has, known := s.Matmuls(); known && !has {
 			return Cause{}, false // no matmul or conv for the tensor cores to take
 		}
 	}
@@ -57,7 +57,7 @@ func tensorIdleCause(in *causeIn) (Cause, bool) {
 func tensorIdleFromSettings(in *causeIn, g gpuIn) (Cause, bool) {
 	busy, ok := in.gpuBusy()
 	s := g.settings
-	if !ok || s == nil || s.Autocast == nil || *s.Autocast || s.HasLinear == nil || s.HasConv == nil || !*s.HasLinear && !*s.HasConv {
+	if has, _ := s.Matmuls(); !ok || !has || s.Autocast == nil || *s.Autocast {
 		return Cause{}, false
 	}
 	if tf, known := s.TF32(); !known || tf {
@@ -66,7 +66,7 @@ func tensorIdleFromSettings(in *causeIn, g gpuIn) (Cause, bool) {
 	// A conv model's convs take TF32 by cudnn's own switch (on by
 	// default): they are on the tensor cores already, whatever the
 	// matmuls do; named only where that switch was read off too.
-	if *s.HasConv && (s.CudnnAllowTF32 == nil || *s.CudnnAllowTF32) {
+	if s.HasConv != nil && *s.HasConv && (s.CudnnAllowTF32 == nil || *s.CudnnAllowTF32) {
 		return Cause{}, false
 	}
 	c := Cause{Evidence: fmt.Sprintf("the GPU runs a kernel %.0f %% of the time and %s: the tensor cores take no fp32 matmul (tensor activity not read: GPM %s)", busy.v, precisionWords(s), g.noGPM),

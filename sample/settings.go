@@ -58,6 +58,21 @@ type JobSettings struct {
 	ReadAt *time.Time `json:"read_at,omitempty"`
 }
 
+// Matmuls says whether the model has work for the tensor cores: a linear
+// or a conv among its modules, or FLOPs counted (torch's counter and the
+// hook's shapes count matmuls, convs and attention only: a GPT-2 Conv1D's
+// addmm is no nn.Linear). known is false unless either says so, or the
+// modules were read and the FLOPs counted, both with none.
+func (s *JobSettings) Matmuls() (has bool, known bool) {
+	if s == nil {
+		return false, false
+	}
+	if s.HasLinear != nil && *s.HasLinear || s.HasConv != nil && *s.HasConv || s.FLOPsPerStep != nil && *s.FLOPsPerStep > 0 {
+		return true, true
+	}
+	return false, s.HasLinear != nil && s.HasConv != nil && s.FLOPsPerStep != nil
+}
+
 // TF32 says whether float32 matmuls may run on TF32 tensor cores: the
 // float32 matmul precision "high" or "medium", or matmul allow_tf32 on.
 // known is false when neither was read.

@@ -190,6 +190,8 @@ def read_modules(torch: Any, module: Any, s: Settings) -> None:
     nn = torch.nn
     convs = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
     conv2d = (nn.Conv2d, nn.ConvTranspose2d)
+    conv_names = {c.__name__ for c in convs}
+    script = getattr(getattr(torch, "jit", None), "ScriptModule", ())
     ev = sys.modules.get("torch._dynamo.eval_frame")
     optimized = getattr(ev, "OptimizedModule", None)
     n = 0
@@ -203,8 +205,13 @@ def read_modules(torch: Any, module: Any, s: Settings) -> None:
             compiled = True
         elif getattr(m, "_compiled_call_impl", None) is not None:
             compiled = True
-        if isinstance(m, nn.Linear):
+        # A TorchScript module (torch.jit.trace or script) is none of
+        # nn's classes: its original_name is the class it was made from.
+        scripted = getattr(m, "original_name", None) if isinstance(m, script) else None
+        if isinstance(m, nn.Linear) or scripted == "Linear":
             has_linear = True
+        elif scripted in conv_names:
+            has_conv = True
         elif isinstance(m, convs):
             has_conv = True
             w = getattr(m, "weight", None)

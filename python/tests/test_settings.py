@@ -91,6 +91,17 @@ class SettingsTest(unittest.TestCase):
         self.assertNotIn("gpuwatch_job_gpu_mem_free_bytes", m)  # no CUDA: absent
         self.assertAlmostEqual(m["gpuwatch_job_settings_read_timestamp_seconds"], time.time(), delta=60)
 
+    def test_a_torchscript_models_layers_are_read(self):
+        # torch.jit.trace and script make modules of none of nn's classes
+        # (a review: a traced MLP read has_linear 0, so tensor_idle was
+        # never named for it): their original_name says what they were.
+        traced = torch.jit.trace(nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 10)), torch.randn(4, 3, 8, 8))
+        info, _ = self.run_loop(model=traced)
+        self.assertEqual((info["has_conv"], info["has_linear"]), ("0", "1"))
+        scripted = torch.jit.script(Net())
+        info, _ = self.run_loop(model=scripted)
+        self.assertEqual((info["has_conv"], info["has_linear"]), ("1", "1"))
+
     def test_autocast_bf16_is_read_inside_the_forward(self):
         def step(model, x):
             with torch.autocast("cpu", dtype=torch.bfloat16):
