@@ -443,3 +443,49 @@ func TestDecompressingIsNotDecoding(t *testing.T) {
 		t.Errorf("the workers' top %+v: want zlib.decompress first, decompressing", s.WorkersTop)
 	}
 }
+
+// TestTheStepIsNoAugmentation: in a hooked training process's profile
+// (the DataLoader's fetch on some stacks), its model's torch.nn.functional
+// calls outside the fetch are the step, not augmenting (a review: a
+// CNN's max_pool2d, batch_norm and relu read "augmenting 42 %"); the same
+// calls under the fetch, or in a worker, stay augmenting, and a profile
+// that shows no fetch keeps its rows as they are.
+func TestTheStepIsNoAugmentation(t *testing.T) {
+	stacks := map[string]int64{
+		"torch.nn.functional.max_pool2d;Module._call_impl;Net.forward;train.loop":                  4,
+		"torch.nn.functional.relu;Aug.__call__;DS.__getitem__;_MapDatasetFetcher.fetch;train.loop": 2,
+		"torch.nn.functional.relu;Aug.__call__;W.__getitem__;_MapDatasetFetcher.fetch;worker_loop": 3,
+		"run_backward;Tensor.backward;train.loop":                                                  1,
+	}
+	p := synthetic(stacks)
+	for _, f := range p.Function {
+		if f.Name == "_MapDatasetFetcher.fetch" {
+			f.Filename = "/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch.py"
+		}
+	}
+	for _, s := range p.Sample {
+		if s.Location[len(s.Location)-1].Line[0].Function.Name == "worker_loop" {
+			s.Label = map[string][]string{workerLabel: {"4242"}}
+		}
+	}
+	s, err := summarize(p, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	share := func(cats []sample.ProfileCategory, name string) float64 {
+		for _, c := range cats {
+			if c.Name == name {
+				return c.Share
+			}
+		}
+		return 0
+	}
+	near(t, "augmenting, the loop's loading and the worker's", share(s.Categories, sample.CatAugmenting), 5.0/10)
+	near(t, "other, the step", share(s.Categories, sample.CatOther), 5.0/10)
+	// No fetch anywhere: nothing says where loading is, and the rows decide.
+	s, err = summarize(synthetic(map[string]int64{"torch.nn.functional.relu;Net.forward;train.loop": 1}), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "augmenting with no fetch seen", share(s.Categories, sample.CatAugmenting), 1)
+}

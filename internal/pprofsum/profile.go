@@ -365,8 +365,9 @@ const workerLabel = "worker_pid"
 // The categories every summary has, as indexes into
 // sample.ProfileCategories.
 var (
-	gcCategory    = slices.Index(sample.ProfileCategories, sample.CatGC)
-	otherCategory = slices.Index(sample.ProfileCategories, sample.CatOther)
+	gcCategory         = slices.Index(sample.ProfileCategories, sample.CatGC)
+	otherCategory      = slices.Index(sample.ProfileCategories, sample.CatOther)
+	augmentingCategory = slices.Index(sample.ProfileCategories, sample.CatAugmenting)
 )
 
 // newProfileTally classifies t's functions once and starts every sum at 0.
@@ -488,6 +489,13 @@ func (tl *profileTally) add(si int, s *profile.Sample, v int64, pt *part) int {
 		cat = gcCategory
 	case c >= 0:
 		cat = int(c)
+	}
+	if cat == augmentingCategory && pt == nil && tl.anyFetch {
+		// The training process outside the DataLoader's fetch, in a
+		// profile that shows where loading is: the step. Its model's
+		// torch.nn.functional and numpy are no augmentation (a review: a
+		// CNN's max_pool2d, batch_norm and relu read "augmenting 42 %").
+		cat = otherCategory
 	}
 	tl.cats[cat] += v
 	if first >= 0 {
