@@ -370,6 +370,25 @@ func TestAVerdictHeldAfterTheLoaderWentQuietSaysSo(t *testing.T) {
 	}
 }
 
+// TestSaturatedCoresWithNoLoaderAreNotToldOfPreprocessing: every core
+// busy with no accelerator signal and no data loader (a model's step on
+// the CPU, no DataLoader: a review) is cpu_saturated without the input
+// pipeline's advice; with a loader handing out batches it keeps it.
+func TestSaturatedCoresWithNoLoaderAreNotToldOfPreprocessing(t *testing.T) {
+	for _, withLoader := range []bool{false, true} {
+		v := Classify(frames(6, func(i int, f *sample.Frame) {
+			host(f, 99, 0, 6)
+			if withLoader {
+				f.Loader = &sample.Loader{Source: "http://127.0.0.1:41000", Kind: "go", Batches: uint64(40 * i), BatchesPerSec: 40}
+			}
+		}), DefaultThresholds())
+		all := strings.Join(v.Advice, "\n")
+		if v.Kind != CPUSaturated || strings.Contains(all, "preprocessing") == !withLoader || strings.Contains(all, "no data loader hands out batches") == withLoader {
+			t.Errorf("loader %v: %s %q", withLoader, v.Kind, v.Advice)
+		}
+	}
+}
+
 // TestSaturatedCoresLeaveLowerThanTheyEnter: cores at 95 % with a waiting
 // loop are cpu_saturated; at 85 % the verdict stays (it leaves under
 // cpu_saturated_leave_pct, 80); at 75 % it goes to gpu_starved. A fresh

@@ -69,6 +69,13 @@ func saturatedAdvice(in adviceIn) ([]string, bool) {
 	if w.confined() {
 		here = fmt.Sprintf("the %.2g CPUs the job has", w.job.CPUCapacityCores)
 	}
+	if in.d.variant == variantHostOnly && (!w.haveLoader || w.sampled != nil && w.sampled.BeforeFirstBatch) {
+		// No data loader seen, nor a batch from one (a loop with no
+		// DataLoader under gpuwatch run): nothing says the CPU is
+		// preprocessing (a review: a model's own step on the CPU was told
+		// to cache its preprocessing and move augmentations to the GPU).
+		return []string{fmt.Sprintf("%s are busy, and no data loader hands out batches: the busiest processes and threads are what uses them; where a DataLoader feeds the job, gpuwatch run -- CMD times it", here)}, false
+	}
 	a := []string{
 		fmt.Sprintf("preprocessing needs more than %s: do it once and cache the result (on disk, or in RAM as ready tensors)", here),
 	}
