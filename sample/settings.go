@@ -19,6 +19,10 @@ type JobSettings struct {
 	// "float16", or "" (off, not read, or another dtype).
 	Autocast      *bool  `json:"autocast,omitempty"`
 	AutocastDtype string `json:"autocast_dtype,omitempty"`
+	// Device is the device type the forward's input was on ("cuda",
+	// "cpu", "xpu", "mps"), "" when not read. On the CPU there is no TF32
+	// and no cuDNN: their switches say nothing of the job.
+	Device string `json:"device,omitempty"`
 	// Float32MatmulPrecision is torch.get_float32_matmul_precision():
 	// "highest", "high", "medium", or "" when not read.
 	Float32MatmulPrecision string `json:"float32_matmul_precision,omitempty"`
@@ -119,7 +123,11 @@ func (s *JobSettings) Summary() string {
 			parts = append(parts, "no autocast")
 		}
 	}
-	if on, known := s.TF32(); known {
+	cpu := s.Device == "cpu"
+	if cpu {
+		parts = append([]string{"on the CPU"}, parts...)
+	}
+	if on, known := s.TF32(); known && !cpu {
 		if on {
 			parts = append(parts, "fp32 matmuls on TF32")
 		} else {
@@ -128,12 +136,14 @@ func (s *JobSettings) Summary() string {
 	}
 	if s.HasConv != nil && *s.HasConv {
 		// cuDNN's own switch decides a conv's fp32 (on by torch's default).
-		if s.Autocast == nil || !*s.Autocast {
+		if (s.Autocast == nil || !*s.Autocast) && !cpu {
 			yes(s.CudnnAllowTF32, "fp32 convs on TF32", "fp32 convs in full fp32")
 		}
 		yes(s.ConvChannelsLast, "convs channels_last", "convs NCHW")
 	}
-	yes(s.CudnnBenchmark, "cudnn.benchmark", "")
+	if !cpu {
+		yes(s.CudnnBenchmark, "cudnn.benchmark", "")
+	}
 	yes(s.Compiled, "compiled", "not compiled")
 	yes(s.CUDAGraphs, "CUDA graphs", "")
 	if s.BatchSize != nil {

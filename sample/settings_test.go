@@ -50,6 +50,13 @@ func TestSettingsSummary(t *testing.T) {
 	if got, want := s.Summary(), "no autocast · fp32 matmuls in full fp32 · fp32 convs on TF32 · convs NCHW · not compiled · batch 128 · 40GiB of 141GiB GPU memory free · 3.14e+12 FLOPs a step"; got != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
+	// On the CPU there is no TF32 and no cuDNN: their switches are left
+	// out, not said as if they applied (a review: "fp32 matmuls on TF32"
+	// for a CPU job).
+	s.Device, s.Float32MatmulPrecision, s.CudnnBenchmark, s.GPUMemFreeBytes, s.GPUMemTotalBytes = "cpu", "high", &on, nil, nil
+	if got, want := s.Summary(), "on the CPU · no autocast · convs NCHW · not compiled · batch 128 · 3.14e+12 FLOPs a step"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
 	if got := (&JobSettings{}).Summary(); got != "" {
 		t.Errorf("nothing read: %q", got)
 	}

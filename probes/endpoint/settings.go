@@ -44,6 +44,10 @@ func settingsFromPage(page map[string][]expo.Sample) *sample.JobSettings {
 				s.AutocastDtype = v
 			}
 		}
+		switch v, _ := l.Label("autocast_device"); v {
+		case "cuda", "cpu", "xpu", "mps", "hpu":
+			s.Device = v
+		}
 		switch v, _ := l.Label("float32_matmul_precision"); v {
 		case "highest", "high", "medium":
 			s.Float32MatmulPrecision = v

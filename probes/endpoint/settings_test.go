@@ -66,6 +66,10 @@ func TestSettingsLabels(t *testing.T) {
 			func(s *sample.JobSettings) bool {
 				return *s.Autocast && s.AutocastDtype == "float16" && s.CUDAGraphs != nil && *s.CUDAGraphs
 			}},
+		{"the forward's device, from the values the hook writes", `gpuwatch_job_setting_info{autocast="0",autocast_device="cpu"} 1` + "\n",
+			func(s *sample.JobSettings) bool { return s.Device == "cpu" }},
+		{"a device the hook does not write is none", `gpuwatch_job_setting_info{autocast_device="cuda:0 or anything"} 1` + "\n",
+			func(s *sample.JobSettings) bool { return s.Device == "" }},
 		{"mixed conv formats are not channels_last", `gpuwatch_job_setting_info{conv_memory_format="mixed"} 1` + "\n",
 			func(s *sample.JobSettings) bool { return s.ConvChannelsLast != nil && !*s.ConvChannelsLast }},
 		{"GPU memory", "gpuwatch_job_gpu_mem_free_bytes 1e9\ngpuwatch_job_gpu_mem_total_bytes 8e10\ngpuwatch_job_flops_per_step 3.2e12\n",
