@@ -45,7 +45,11 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice, pay *sample.Ba
 	if transferBound(d.kind, w, th) {
 		a = append(a, transferLine(w, pay))
 	}
-	if d.variant == variantHostOnly {
+	switch {
+	case d.variant != variantHostOnly:
+	case w.sampled != nil && w.sampled.BeforeFirstBatch: // gpuwatch run's job: the hook is in it already
+		a = append(a, "no accelerator signal: run where the GPU is to see whether the accelerator waits")
+	default:
 		a = append(a, "no accelerator signal: run where the GPU is, or attach to the loader (gpuwatch attach URL), to see whether the accelerator waits")
 	}
 	return a

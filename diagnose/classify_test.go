@@ -387,6 +387,16 @@ func TestSaturatedCoresWithNoLoaderAreNotToldOfPreprocessing(t *testing.T) {
 			t.Errorf("loader %v: %s %q", withLoader, v.Kind, v.Advice)
 		}
 	}
+	// Under gpuwatch run, before any DataLoader batch: the job iterated
+	// none, and gpuwatch run is not advised to a job under it.
+	v := Classify(frames(6, func(i int, f *sample.Frame) {
+		host(f, 99, 0, 6)
+		f.Loader = &sample.Loader{Source: "sampled: pid 7's main thread", Sampled: &sample.SampledLoop{BeforeFirstBatch: true}}
+	}), DefaultThresholds())
+	if all := strings.Join(v.Advice, "\n"); v.Kind != CPUSaturated || strings.Contains(all, "preprocessing") || strings.Contains(all, "gpuwatch run") || strings.Contains(all, "gpuwatch attach") ||
+		!strings.Contains(all, "the job has iterated no DataLoader") {
+		t.Errorf("no DataLoader under run: %s %q", v.Kind, v.Advice)
+	}
 }
 
 // TestSaturatedCoresLeaveLowerThanTheyEnter: cores at 95 % with a waiting

@@ -74,6 +74,9 @@ func saturatedAdvice(in adviceIn) ([]string, bool) {
 		// DataLoader under gpuwatch run): nothing says the CPU is
 		// preprocessing (a review: a model's own step on the CPU was told
 		// to cache its preprocessing and move augmentations to the GPU).
+		if w.haveLoader { // gpuwatch run's job, before any DataLoader batch: the hook would time one
+			return []string{fmt.Sprintf("%s are busy, and the job has iterated no DataLoader: the busiest processes and threads are what uses them", here)}, false
+		}
 		return []string{fmt.Sprintf("%s are busy, and no data loader hands out batches: the busiest processes and threads are what uses them; where a DataLoader feeds the job, gpuwatch run -- CMD times it", here)}, false
 	}
 	a := []string{
