@@ -84,6 +84,25 @@ type GPUIdleGap struct {
 	SecondsPerStep float64 `json:"seconds_per_step"`
 }
 
+// what names what the recording measures: the GPU's time, the CPU's
+// (Device "cpu"), or the step's before the hook said which (a recording
+// refused before it began: "GPU time" on a CPU job was wrong).
+func (g *GPUProfile) what() string {
+	switch g.Device {
+	case "cpu":
+		return "CPU time per step (no GPU)"
+	case "":
+		return "time per step (--gpu-profile)"
+	}
+	return "GPU time per step"
+}
+
+// Unfinished is the line for a recording the job's end cut short in state
+// (waiting or recording): nothing of it was measured.
+func (g *GPUProfile) Unfinished(state string) string {
+	return fmt.Sprintf("%s: not recorded: the job ended while %s (%d steps asked)", g.what(), state, g.Steps)
+}
+
 // The recording's states, as the hook names them.
 const (
 	GPUProfileWaiting   = "waiting"
@@ -305,10 +324,7 @@ func (g *GPUProfile) Summary() string {
 	if g == nil {
 		return ""
 	}
-	what := "GPU time per step"
-	if g.Device == "cpu" {
-		what = "CPU time per step (no GPU)"
-	}
+	what := g.what()
 	switch g.State {
 	case GPUProfileWaiting, GPUProfileRecording:
 		return fmt.Sprintf("%s: %s (%d steps)", what, g.State, g.Steps)

@@ -97,12 +97,20 @@ func TestGPUProfileSummary(t *testing.T) {
 		// reached 1 %, and the line was empty.
 		{"cpu, the step outside its ops", &GPUProfile{State: GPUProfileDone, Device: "cpu", Steps: 5, StepSeconds: f64(1.0036), BusySecondsPerStep: f64(0.001), Parts: []GPUTimePart{{"matmul", "fp32", 0.0006}, {"elementwise", "", 0.0004}}},
 			"CPU time per step (no GPU) (5 steps, profiled): outside torch's ops 100 % (Python, I/O, sleeps: no op to break down)"},
-		{"refused", &GPUProfile{State: GPUProfileRefused, Reason: "RuntimeError: \x1b[2Jno"}, "GPU time per step: not recorded: RuntimeError: \ufffd[2Jno"},
+		// Refused before the hook said the device: neither GPU nor CPU
+		// (a review: "GPU time per step" on a CPU job).
+		{"refused", &GPUProfile{State: GPUProfileRefused, Reason: "RuntimeError: \x1b[2Jno"}, "time per step (--gpu-profile): not recorded: RuntimeError: \ufffd[2Jno"},
+		{"refused on a GPU", &GPUProfile{State: GPUProfileRefused, Device: "cuda", Reason: "busy"}, "GPU time per step: not recorded: busy"},
 		{"recording", &GPUProfile{State: GPUProfileRecording, Device: "cuda", Steps: 5}, "GPU time per step: recording (5 steps)"},
 	} {
 		if got := c.g.Summary(); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
+	}
+	// A job that ended mid-recording: nothing of it measured.
+	g := &GPUProfile{State: GPUProfileRecording, Device: "cpu", Steps: 5}
+	if got, want := g.Unfinished(g.State), "CPU time per step (no GPU): not recorded: the job ended while recording (5 steps asked)"; got != want {
+		t.Errorf("unfinished:\n got %q\nwant %q", got, want)
 	}
 }
 

@@ -257,6 +257,11 @@ func (s *Settle) job() *onceJob {
 	j := onceJob{Settings: l.Settings, SettingsLine: l.Settings.Summary(), MFU: l.MFU, MFUWhy: l.MFUWhy,
 		HookCPUPerSampleUs: l.HookCPUPerSampleUs, HookCPUPerBatchUs: l.HookCPUPerBatchUs,
 		GPUProfile: l.GPUProfile, GPUProfileLine: l.GPUProfile.Summary()}
+	if g := l.GPUProfile; g != nil && s.exited != nil && (g.State == sample.GPUProfileWaiting || g.State == sample.GPUProfileRecording) {
+		// The job ended with the recording unfinished: its last word,
+		// "recording", is no longer so (a review).
+		j.GPUProfileLine = g.Unfinished(g.State)
+	}
 	if j.Settings == nil && j.MFU == nil && j.MFUWhy == "" && j.HookCPUPerSampleUs == nil && j.HookCPUPerBatchUs == nil && j.GPUProfile == nil {
 		return nil
 	}

@@ -228,6 +228,28 @@ func TestSettleSaysNoDataLoaderFirst(t *testing.T) {
 	}
 }
 
+// TestSettleSaysARecordingTheJobCutShort: the job ended while the hook
+// recorded its steps (--gpu-profile): the summary's line says the
+// recording was not made, not "recording" (a review).
+func TestSettleSaysARecordingTheJobCutShort(t *testing.T) {
+	s := &Settle{stop: func() {}, need: 3, jobEnded: "exited with status 0"}
+	exited := settleFrameAt(0).Time.Add(9 * time.Second)
+	for i := range 10 {
+		f := settleFrameAt(i)
+		f.Target = &sample.Target{PID: 42}
+		if i < 9 {
+			f.Loader = &sample.Loader{GPUProfile: &sample.GPUProfile{State: sample.GPUProfileRecording, Device: "cpu", Steps: 5}}
+		} else {
+			f.Target.ExitedAt = &exited
+		}
+		s.Frame(f, diagnose.Verdict{Kind: diagnose.Healthy})
+	}
+	j := s.job()
+	if j == nil || j.GPUProfileLine != "CPU time per step (no GPU): not recorded: the job ended while recording (5 steps asked)" {
+		t.Fatalf("job %+v", j)
+	}
+}
+
 // TestKeptFramesKeepTheNewestHour: the e key's report has at most
 // keepFrames frames, the newest, in order, and the scenario notes.
 func TestKeptFramesKeepTheNewestHour(t *testing.T) {
