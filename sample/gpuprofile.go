@@ -17,7 +17,8 @@ import (
 // never a guess.
 type GPUProfile struct {
 	// State is the recording's: "waiting", "recording", "done" or
-	// "refused" (Reason says why: printable, at most 200 bytes).
+	// "refused" (Reason says why: printable, at most 200 bytes; with
+	// "done", why it has fewer steps than were asked, if it has).
 	State  string `json:"state"`
 	Reason string `json:"reason,omitempty"`
 	// Device is what was profiled: "cuda" (kernels on the GPU), "cpu"
@@ -383,6 +384,9 @@ func (g *GPUProfile) Summary() string {
 	}
 	if c := g.CostWords(); c != "" {
 		out += "; recording cost " + c
+	}
+	if g.Reason != "" { // fewer steps than asked, and why
+		out += "; " + Printable(g.Reason)
 	}
 	return out
 }

@@ -100,6 +100,8 @@ func TestGPUProfileSummary(t *testing.T) {
 		// Refused before the hook said the device: neither GPU nor CPU
 		// (a review: "GPU time per step" on a CPU job).
 		{"refused", &GPUProfile{State: GPUProfileRefused, Reason: "RuntimeError: \x1b[2Jno"}, "time per step (--gpu-profile): not recorded: RuntimeError: \ufffd[2Jno"},
+		{"fewer steps than asked", &GPUProfile{State: GPUProfileDone, Device: "cpu", Steps: 3, StepSeconds: f64(0.01), Reason: "the epoch ended after 3 of the 5 steps asked", Parts: []GPUTimePart{{"conv", "fp32", 0.004}}},
+			"CPU time per step (no GPU) (3 steps, profiled): conv fp32 40 %; the epoch ended after 3 of the 5 steps asked"},
 		{"refused on a GPU", &GPUProfile{State: GPUProfileRefused, Device: "cuda", Reason: "busy"}, "GPU time per step: not recorded: busy"},
 		{"recording", &GPUProfile{State: GPUProfileRecording, Device: "cuda", Steps: 5}, "GPU time per step: recording (5 steps)"},
 	} {

@@ -664,7 +664,8 @@ class GPUProfile:
                 self._refuse(self._asked_away)
             elif self.state == RECORDING:
                 self._n += 1
-                self._stop(now)
+                short = "the epoch ended after %d of the %d steps asked" % (self._n, self.steps) if self._n < self.steps else ""
+                self._stop(now, short)
         except Exception as e:
             self._refuse("%s: %s" % (type(e).__name__, e))
 
@@ -735,7 +736,9 @@ class GPUProfile:
         if not self._ended.wait(GIVE_WAY_WAIT):
             self._asked_away += "; its start waited %g s for the loop's next batch, then went first" % GIVE_WAY_WAIT
 
-    def _stop(self, now: float) -> None:
+    def _stop(self, now: float, short: str = "") -> None:
+        """Ends the recording with its steps; short says why it has fewer
+        than were asked (the figures' reason, with the state done)."""
         end = _env.clock()
         t, own = _perf(), _cost.now()
         _restore(self._patched)
@@ -769,6 +772,7 @@ class GPUProfile:
             self.device = s.device
             self.step_seconds = wall
             self.steps = self._n
+            self.reason = short
             self.cost_seconds = extra + self._overhead
             self.cost_cpu_seconds = cpu_ns / 1e9
             self.state = DONE

@@ -294,6 +294,8 @@ class RecordingTest(unittest.TestCase):
         # Started at the batch after BEFORE, each later batch a step, and
         # the step on the last batch before the epoch ended: one more.
         self.assertEqual(g["steps"], 6 - _gpuprofile.BEFORE)
+        # Fewer than asked, and why (a review: "3 steps, profiled" for 5).
+        self.assertEqual(g["reason"], "the epoch ended after %d of the 20 steps asked" % (6 - _gpuprofile.BEFORE))
 
     def test_a_failure_is_refused_and_the_loop_goes_on(self):
         w = hook.watch(self.loader(), port=0, quiet=True)
