@@ -177,7 +177,8 @@ func (f *Frame) LoopGPU() *GPU {
 
 // deriveMFU sets Loader.MFU from the settings the hook read, the loader's
 // batch rate and the dense peak of the loop's GPU; it clears it where any
-// is missing, and says which in Loader.MFUWhy where the frame has a GPU.
+// is missing, and says which in Loader.MFUWhy where the frame has a GPU,
+// or has none while the FLOPs were counted.
 func (f *Frame) deriveMFU() {
 	l := f.Loader
 	if l == nil {
@@ -185,8 +186,14 @@ func (f *Frame) deriveMFU() {
 	}
 	l.MFU, l.MFUWhy = nil, ""
 	why := f.mfu()
-	if why != "" && len(f.GPUs) > 0 {
+	switch {
+	case why == "":
+	case len(f.GPUs) > 0:
 		l.MFUWhy = why
+	case l.Settings != nil && l.Settings.FLOPsPerStep != nil && *l.Settings.FLOPsPerStep > 0:
+		// FLOPs counted, and no GPU to hold them against: said, not
+		// silent (a review), and no peak made up for a CPU.
+		l.MFUWhy = "no GPU seen: MFU holds the FLOPs against a GPU's dense peak, and a CPU has none in gpuwatch's table"
 	}
 }
 

@@ -70,10 +70,16 @@ func TestMFUIsDerivedFromWhatWasRead(t *testing.T) {
 			t.Errorf("%s: MFU %+v, why %q (want %q)", name, c.f.Loader.MFU, c.f.Loader.MFUWhy, c.why)
 		}
 	}
-	// A job with no GPU has no MFU to miss: nothing said.
+	// A job with no GPU has no MFU to miss: nothing said, unless the hook
+	// counted its FLOPs, which then say why they have no MFU (a review:
+	// silent), never a peak made up for a CPU.
 	cpu := &Frame{Loader: &Loader{BatchesPerSec: 50}}
 	if cpu.AssignRoles(); cpu.Loader.MFU != nil || cpu.Loader.MFUWhy != "" {
 		t.Errorf("a CPU job: %+v %q", cpu.Loader.MFU, cpu.Loader.MFUWhy)
+	}
+	counted := &Frame{Loader: &Loader{BatchesPerSec: 50, Settings: &JobSettings{Device: "cpu", Autocast: &no, FLOPsPerStep: &flops}}}
+	if counted.AssignRoles(); counted.Loader.MFU != nil || !strings.Contains(counted.Loader.MFUWhy, "no GPU seen") {
+		t.Errorf("a CPU job, its FLOPs counted: %+v %q", counted.Loader.MFU, counted.Loader.MFUWhy)
 	}
 }
 

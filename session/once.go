@@ -313,6 +313,8 @@ func (s *Settle) summary(w io.Writer, asJSON bool) error {
 		}
 		if j := s.job(); j != nil && j.MFU != nil {
 			fmt.Fprintf(&b, "  MFU %s %% of %s's dense %s peak (%s)\n", sample.PercentWords(j.MFU.Ratio), p(j.MFU.GPU), j.MFU.Dtype, p(j.MFU.Method))
+		} else if j != nil && j.MFUWhy != "" {
+			fmt.Fprintf(&b, "  no MFU: %s\n", p(j.MFUWhy))
 		}
 		if j := s.job(); j != nil && j.GPUProfileLine != "" {
 			fmt.Fprintf(&b, "  %s\n", p(j.GPUProfileLine))
