@@ -65,8 +65,10 @@ type JobSettings struct {
 // Matmuls says whether the model has work for the tensor cores: a linear
 // or a conv among its modules, or FLOPs counted (torch's counter and the
 // hook's shapes count matmuls, convs and attention only: a GPT-2 Conv1D's
-// addmm is no nn.Linear). known is false unless either says so, or the
-// modules were read and the FLOPs counted, both with none.
+// addmm is no nn.Linear). known is false where the modules were not
+// read. A count of none is never published (the hook says FLOPs only
+// where it counted some): modules with no linear and no conv, and no
+// FLOPs, are a model with none.
 func (s *JobSettings) Matmuls() (has bool, known bool) {
 	if s == nil {
 		return false, false
@@ -74,7 +76,7 @@ func (s *JobSettings) Matmuls() (has bool, known bool) {
 	if s.HasLinear != nil && *s.HasLinear || s.HasConv != nil && *s.HasConv || s.FLOPsPerStep != nil && *s.FLOPsPerStep > 0 {
 		return true, true
 	}
-	return false, s.HasLinear != nil && s.HasConv != nil && s.FLOPsPerStep != nil
+	return false, s.HasLinear != nil && s.HasConv != nil
 }
 
 // TF32 says whether float32 matmuls may run on TF32 tensor cores: the

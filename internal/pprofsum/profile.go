@@ -327,6 +327,26 @@ func (pt *part) dataset() string {
 	return ""
 }
 
+// sampleCategory is a sample's category (an index into
+// sample.ProfileCategories) from its stack's row c (-1 none), whether the
+// GC's worker ran it, and the part it is in (nil: the training process
+// outside the DataLoader's fetch).
+func (tl *profileTally) sampleCategory(c int8, gc bool, pt *part) int {
+	switch {
+	case gc:
+		return gcCategory
+	case c < 0:
+		return otherCategory
+	case int(c) == augmentingCategory && pt == nil && tl.anyFetch:
+		// The training process outside the DataLoader's fetch, in a
+		// profile that shows where loading is: the step. Its model's
+		// torch.nn.functional and numpy are no augmentation (a review: a
+		// CNN's max_pool2d, batch_norm and relu read "augmenting 42 %").
+		return otherCategory
+	}
+	return int(c)
+}
+
 // fetchFile is where torch's DataLoader fetches a batch from the dataset
 // (_MapDatasetFetcher.fetch, _IterableDatasetFetcher.fetch): a sample
 // with it on its stack is loading, in a worker or in the loop itself.
@@ -483,20 +503,7 @@ func (tl *profileTally) add(si int, s *profile.Sample, v int64, pt *part) int {
 			c = tl.cat[first]
 		}
 	}
-	cat := otherCategory
-	switch {
-	case gc:
-		cat = gcCategory
-	case c >= 0:
-		cat = int(c)
-	}
-	if cat == augmentingCategory && pt == nil && tl.anyFetch {
-		// The training process outside the DataLoader's fetch, in a
-		// profile that shows where loading is: the step. Its model's
-		// torch.nn.functional and numpy are no augmentation (a review: a
-		// CNN's max_pool2d, batch_norm and relu read "augmenting 42 %").
-		cat = otherCategory
-	}
+	cat := tl.sampleCategory(c, gc, pt)
 	tl.cats[cat] += v
 	if first >= 0 {
 		addBy(tl.flatBy, first, cat, v)
