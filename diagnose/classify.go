@@ -61,7 +61,7 @@ func notJudged(last *sample.Frame, w *window, d decision) (Evidence, bool) {
 		// whether the loop waits (a hostile user's review: "idle" while
 		// batches flowed).
 		return evidence("loader.batches_per_sec", w.batchesPerSec.v, ">", 0, "/s", fmt.Sprintf(
-			"the loader at %s hands out %.3g batches/s but times neither its waits nor its steps (gpuwatch_loader_wait_seconds, gpuwatch_loader_step_seconds), and no GPU is read: whether the loop waits for input cannot be told",
+			"the loader at %s hands out %.3g batches/s but no wait or step of its loop was timed in the window (gpuwatch_loader_wait_seconds, gpuwatch_loader_step_seconds), and no GPU is read: whether the loop waits for input cannot be told",
 			l.Source, w.batchesPerSec.v)), true
 	}
 	return Evidence{}, false
@@ -128,9 +128,15 @@ func classify(frames, history []sample.Frame, th Thresholds, shown Kind, held fu
 	}
 	if l := w.loaderDown; l != nil {
 		// A verdict still held by the frames before the loader went
-		// quiet: its figures are from then, and it says so first (they
-		// read as now for the window's length).
-		d.evidence = append([]Evidence{evidence("loader.connected", 0, "<", 1, "", notAnswering(l)+": the figures below are from before")}, d.evidence...)
+		// quiet: its figures are from then (they read as now for the
+		// window's length). Its first line says so before its figure —
+		// the one-line views show that line alone — and its confidence
+		// is halved below.
+		if len(d.evidence) > 0 {
+			d.evidence[0].Text = notAnswering(l) + "; before: " + d.evidence[0].Text
+		} else {
+			d.evidence = []Evidence{evidence("loader.connected", 0, "<", 1, "", notAnswering(l))}
+		}
 	}
 	v.Kind, v.Evidence, v.Secondary = d.kind, d.evidence, d.secondary
 	var m *modelAdvice
@@ -154,6 +160,9 @@ func classify(frames, history []sample.Frame, th Thresholds, shown Kind, held fu
 	v.Advice = capModel(frames, m, advise(d, &w, th, m, lastPayload(frames))) // predictions capped by the measured ceiling (ceiling.go)
 	v.Causes, v.Advice = withCauses(frames, &w, d, v.Advice, held)
 	v.Confidence = confidence(d, &w, th)
+	if w.loaderDown != nil {
+		v.Confidence /= 2 // its figures are from before the loader went quiet
+	}
 	v.Severity = severity(d, &w, th)
 	return v
 }

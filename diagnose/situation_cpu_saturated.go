@@ -77,7 +77,7 @@ func saturatedAdvice(in adviceIn) ([]string, bool) {
 		if w.haveLoader { // gpuwatch run's job, before any DataLoader batch: the hook would time one
 			return []string{fmt.Sprintf("%s are busy, and the job has iterated no DataLoader: the busiest processes and threads are what uses them", here)}, false
 		}
-		return []string{fmt.Sprintf("%s are busy, and no data loader hands out batches: the busiest processes and threads are what uses them; where a DataLoader feeds the job, gpuwatch run -- CMD times it", here)}, false
+		return []string{fmt.Sprintf("%s are busy, and no data loader is seen handing out batches: the busiest processes and threads are what uses them; where a DataLoader feeds the job, gpuwatch run -- CMD times it", here)}, false
 	}
 	a := []string{
 		fmt.Sprintf("preprocessing needs more than %s: do it once and cache the result (on disk, or in RAM as ready tensors)", here),

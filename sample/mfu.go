@@ -193,7 +193,11 @@ func (f *Frame) deriveMFU() {
 	case l.Settings != nil && l.Settings.FLOPsPerStep != nil && *l.Settings.FLOPsPerStep > 0:
 		// FLOPs counted, and no GPU to hold them against: said, not
 		// silent (a review), and no peak made up for a CPU.
-		l.MFUWhy = "no GPU seen: MFU holds the FLOPs against a GPU's dense peak, and a CPU has none in gpuwatch's table"
+		if l.Settings.Device == "cpu" {
+			l.MFUWhy = "the model runs on the CPU: MFU holds the FLOPs against a GPU's dense peak, and a CPU has none in gpuwatch's table"
+		} else {
+			l.MFUWhy = "no GPU is read here (the GPU panel says why): MFU holds the FLOPs against its dense peak"
+		}
 	}
 }
 

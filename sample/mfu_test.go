@@ -78,8 +78,14 @@ func TestMFUIsDerivedFromWhatWasRead(t *testing.T) {
 		t.Errorf("a CPU job: %+v %q", cpu.Loader.MFU, cpu.Loader.MFUWhy)
 	}
 	counted := &Frame{Loader: &Loader{BatchesPerSec: 50, Settings: &JobSettings{Device: "cpu", Autocast: &no, FLOPsPerStep: &flops}}}
-	if counted.AssignRoles(); counted.Loader.MFU != nil || !strings.Contains(counted.Loader.MFUWhy, "no GPU seen") {
+	if counted.AssignRoles(); counted.Loader.MFU != nil || !strings.Contains(counted.Loader.MFUWhy, "runs on the CPU") {
 		t.Errorf("a CPU job, its FLOPs counted: %+v %q", counted.Loader.MFU, counted.Loader.MFUWhy)
+	}
+	// Its device not the CPU (a GPU box whose NVML did not load): the GPU
+	// is not read, which is not "a CPU job".
+	counted.Loader.Settings.Device = "cuda"
+	if counted.AssignRoles(); counted.Loader.MFU != nil || !strings.Contains(counted.Loader.MFUWhy, "no GPU is read here") {
+		t.Errorf("a GPU job, no GPU read: %+v %q", counted.Loader.MFU, counted.Loader.MFUWhy)
 	}
 }
 
