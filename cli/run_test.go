@@ -114,7 +114,7 @@ func TestRunOnceLeadsWithNoDataLoader(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := Run([]string{"run", "--once", "--interval", "200ms", "--", python, script}, &out, &errb)
 	first, _, _ := strings.Cut(out.String(), "\n")
-	if code != ExitUnsettled || !strings.Contains(first, "NOT SETTLED: no DataLoader batch was read before the job exited with status 0") || strings.Contains(first, "too soon") {
+	if code != ExitUnsettled || !strings.Contains(first, "NOT SETTLED: gpuwatch read no DataLoader batch before the job exited with status 0") || strings.Contains(first, "too soon") {
 		t.Fatalf("exit %d, summary %q, stderr %q", code, out.String(), errb.String())
 	}
 }

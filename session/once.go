@@ -347,8 +347,10 @@ func (s *Settle) summaryAtEnd(w io.Writer, asJSON bool) error {
 func (s *Settle) why() string {
 	if t := s.last.Target; s.jobEnded != "" && t != nil && t.Starting {
 		// Not too soon: a script that iterates no DataLoader gives no
-		// verdict in its start-up grace, however long it runs.
-		return fmt.Sprintf("no DataLoader batch was read before the job %s, after %s: gpuwatch run's hook times the loop from a DataLoader's first batch (a loop without a DataLoader is not timed)",
+		// verdict in its start-up grace, however long it runs. Nor is it
+		// sure the script had none: one that ended within a discovery
+		// pass of its first batch was not read either (a review).
+		return fmt.Sprintf("gpuwatch read no DataLoader batch before the job %s, after %s: it iterated none, or ended before its hook was read (gpuwatch run's hook times the loop from a DataLoader's first batch; a loop without a DataLoader is not timed)",
 			sample.Ended(s.jobEnded), sample.Plural(s.frames, "frame"))
 	}
 	if s.jobEnded != "" {

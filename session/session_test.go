@@ -222,7 +222,7 @@ func TestSettleSaysNoDataLoaderFirst(t *testing.T) {
 	}
 	var out bytes.Buffer
 	err := s.summary(&out, false)
-	want := "NOT SETTLED: no DataLoader batch was read before the job exited with status 0, after 12 frames: gpuwatch run's hook times the loop from a DataLoader's first batch"
+	want := "NOT SETTLED: gpuwatch read no DataLoader batch before the job exited with status 0, after 12 frames: it iterated none, or ended before its hook was read (gpuwatch run's hook times the loop from a DataLoader's first batch"
 	if !errors.Is(err, ErrUnsettled) || !strings.Contains(out.String(), want) || strings.Contains(out.String(), "too soon") {
 		t.Fatalf("%v: %q, want %q", err, out.String(), want)
 	}
