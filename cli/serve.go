@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -151,16 +152,25 @@ func serveMetrics(opts *serveOptions, exp *exporter.Exporter) (stop, serving fun
 	lim.MaxConns, lim.PerHost = opts.maxConns, max(1, opts.maxConns/4)
 	srv := exporter.NewServer(h, lim)
 	srv.TLSConfig = tlsConf
+	// The port is taken now (a port in use fails at once), and served
+	// from the session's start: a serve whose --attach loaders never
+	// answer serves nothing and says nothing of serving, and one that
+	// serves says so as it begins (a review: the port answered, with no
+	// warning, while the loaders were awaited).
 	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		if tlsConf != nil {
-			_ = srv.ServeTLS(exporter.LimitListener(ln, lim), "", "")
+	var started atomic.Bool
+	serving = func() {
+		if started.Swap(true) {
 			return
 		}
-		_ = srv.Serve(exporter.LimitListener(ln, lim))
-	}()
-	serving = func() {
+		go func() {
+			defer close(served)
+			if tlsConf != nil {
+				_ = srv.ServeTLS(exporter.LimitListener(ln, lim), "", "")
+				return
+			}
+			_ = srv.Serve(exporter.LimitListener(ln, lim))
+		}()
 		if !loader.IsLoopback(opts.listen) {
 			fmt.Fprintf(opts.stderr, "gpuwatch: warning: serving metrics on %s, reachable from other machines\n", ln.Addr())
 			if opts.auth.TokenFile == "" {
@@ -173,7 +183,15 @@ func serveMetrics(opts *serveOptions, exp *exporter.Exporter) (stop, serving fun
 		}
 		fmt.Fprintf(opts.stdout, "gpuwatch exporter on %s://%s/metrics\n", scheme, ln.Addr())
 	}
-	return func() { srv.Close(); <-served }, serving, nil
+	stop = func() {
+		if !started.Load() {
+			ln.Close() // never served
+			return
+		}
+		srv.Close()
+		<-served
+	}
+	return stop, serving, nil
 }
 
 // privateFolder says why dir may not hold the frames root's epilog

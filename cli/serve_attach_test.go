@@ -2,9 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gpuwatch/gpuwatch/exporter"
 	"github.com/gpuwatch/gpuwatch/internal/testnet"
 )
 
@@ -35,4 +39,54 @@ func TestServeSaysNothingOfServingWhenItWillNot(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestServeAnswersFromTheSessionsStart: serve takes its port at once (a
+// port in use fails before any loader is awaited) but answers nothing
+// until the session has started — a review: the port answered, with no
+// warning of its exposure, while --attach's loaders were awaited — and
+// a serve that never starts gives the port back.
+func TestServeAnswersFromTheSessionsStart(t *testing.T) {
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := free.Addr().String()
+	free.Close()
+	var out, errb bytes.Buffer
+	opts := &serveOptions{listen: addr, maxConns: 8, stdout: &out, stderr: &errb}
+	stop, serving, err := serveMetrics(opts, &exporter.Exporter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 300 * time.Millisecond}
+	if resp, err := client.Get("http://" + addr + "/"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("answered %s before the session started", resp.Status)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("said %q before the session started", out.String())
+	}
+	serving()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatalf("after the start: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(out.String(), "gpuwatch exporter on http://"+addr) {
+		t.Fatalf("after the start: %s, said %q", resp.Status, out.String())
+	}
+	stop()
+
+	// Never started: the port is free again once it stops.
+	stop, _, err = serveMetrics(&serveOptions{listen: addr, maxConns: 8, stdout: &out, stderr: &errb}, &exporter.Exporter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	again, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the port is still held: %v", err)
+	}
+	again.Close()
 }
