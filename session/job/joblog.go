@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -47,15 +48,23 @@ const maxLine = 4 << 10
 // them. A bare \r (a progress bar drawing its line again) starts the line
 // afresh: only its last segment is kept, "100%" of "10%\r50%\r100%\n".
 type lineSplitter struct {
-	line []byte // the line so far, since its last bare \r
-	cr   bool   // the last byte was a \r: a bare one unless \n follows
+	line   []byte // the line so far, since its last bare \r
+	cr     bool   // the last byte was a \r: a bare one unless \n follows
+	passed bool   // a part of the line so far was passed on (end false)
 }
 
 // write takes p, calling done with each line it ends (end true) and
-// with each maxLine of a longer one (end false).
+// with each maxLine of a longer one (end false), cut where a character
+// begins. A bare \r after a part was passed on ends that line where it
+// is: the part cannot be taken back, and the redrawn segment is a line
+// of its own, not joined to it.
 func (s *lineSplitter) write(p []byte, done func(line []byte, end bool)) {
 	for len(p) > 0 {
 		if s.cr && p[0] != '\n' && p[0] != '\r' {
+			if s.passed {
+				done(nil, true)
+				s.passed = false
+			}
 			s.line = s.line[:0]
 		}
 		s.cr = false
@@ -68,8 +77,10 @@ func (s *lineSplitter) write(p []byte, done func(line []byte, end bool)) {
 			s.line = append(s.line, b[:n]...)
 			b = b[n:]
 			if len(s.line) == maxLine {
-				done(s.line, false)
-				s.line = s.line[:0]
+				cut := runeCut(s.line)
+				done(s.line[:cut], false)
+				s.passed = true
+				s.line = s.line[:copy(s.line, s.line[cut:])]
 			}
 		}
 		if i == len(p) {
@@ -77,12 +88,27 @@ func (s *lineSplitter) write(p []byte, done func(line []byte, end bool)) {
 		}
 		if p[i] == '\n' {
 			done(s.line, true)
-			s.line = s.line[:0]
+			s.line, s.passed = s.line[:0], false
 		} else {
 			s.cr = true
 		}
 		p = p[i+1:]
 	}
+}
+
+// runeCut is where b may be cut without splitting a UTF-8 character
+// at its end: len(b), or the start of an incomplete last one (bytes
+// that are not UTF-8 are cut where they are).
+func runeCut(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) && i > 0 {
+				return i
+			}
+			break
+		}
+	}
+	return len(b)
 }
 
 // openJobLog creates the log (a new file, 0600) capped at max bytes a part.

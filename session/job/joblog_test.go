@@ -71,6 +71,13 @@ func TestLineSplitter(t *testing.T) {
 		{"cr cr lf", []string{"a\r\r\n"}, "a|"},
 		{"an empty line", []string{"\r\n\n"}, "||"},
 		{"a long line", []string{long + "\n"}, long[:maxLine] + "+" + "xxxxxxxxxx|"},
+		// A redraw after a part was passed on: the part's line ends there,
+		// the redrawn segment is its own line (a review: "A"*5000+"\rB\n"
+		// wrote 4096 A's and B joined).
+		{"a redraw after a part", []string{long + "\rB\n"}, long[:maxLine] + "+|B|"},
+		// A cut never splits a character: "é" (2 bytes) across the 4 KiB
+		// mark goes whole to the next part.
+		{"a character across the cut", []string{strings.Repeat("x", maxLine-1) + "é\n"}, strings.Repeat("x", maxLine-1) + "+é|"},
 	} {
 		var s lineSplitter
 		var got strings.Builder
