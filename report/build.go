@@ -113,6 +113,7 @@ func (b *builder) add(f *sample.Frame) {
 	b.series.add(f)
 	b.ranks.add(f, v.Straggler)
 	b.loader.add(f.Loader)
+	b.loader.addStep(f)
 	b.self.add(f)
 	b.hook.add(f)
 	b.gpus.add(f)
@@ -422,6 +423,23 @@ func (b *loaderBuilder) add(l *sample.Loader) {
 	}
 	b.ceiling.add(l) // ceiling.go
 	b.li.Hook = b.li.Hook || l.Kind == "python"
+}
+
+// addStep keeps, for a frame with no GPU, the hook's settings line and
+// its CPU step profile's line, the newest read (a review: a CPU run's
+// report had neither, though --once showed both; a GPU's are in its own
+// section).
+func (b *loaderBuilder) addStep(f *sample.Frame) {
+	l := f.Loader
+	if l == nil || len(f.GPUs) > 0 || b.li == nil {
+		return
+	}
+	if line := l.Settings.Summary(); line != "" {
+		b.li.SettingsLine = line
+	}
+	if p := l.GPUProfile; p.Done() {
+		b.li.StepProfileLine = p.Summary()
+	}
 }
 
 // stageMeans averages each stage figure over the frames that have it.

@@ -161,6 +161,12 @@ func htmlLoader(b *strings.Builder, l *LoaderInfo, ser Series) {
 		}
 		b.WriteString("</table>")
 	}
+	if l.SettingsLine != "" {
+		fmt.Fprintf(b, "<p>The job: %s.</p>", esc(l.SettingsLine))
+	}
+	if l.StepProfileLine != "" {
+		fmt.Fprintf(b, "<p>%s.</p>", esc(l.StepProfileLine))
+	}
 }
 
 // htmlProfile is the loader's CPU profile: category shares and the top

@@ -109,6 +109,12 @@ func mdLoader(b *strings.Builder, l *LoaderInfo) {
 			fmt.Fprintf(b, "| %s | %s |\n", md(k), md(l.Knobs[k]))
 		}
 	}
+	if l.SettingsLine != "" {
+		fmt.Fprintf(b, "\nThe job: %s.\n", md(l.SettingsLine))
+	}
+	if l.StepProfileLine != "" {
+		fmt.Fprintf(b, "\n%s.\n", md(l.StepProfileLine))
+	}
 }
 
 // mdRanks is the Markdown report's per-rank table; nothing for a job of

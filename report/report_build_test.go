@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/recording"
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 var generated = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -197,3 +198,40 @@ func BenchmarkReportOneHour(b *testing.B) {
 	}
 	b.ReportMetric(float64(size)/(1<<20), "MiB-html")
 }
+
+// TestACPURunsReportHasItsSettingsAndStepProfile: a job on no GPU whose
+// hook read its settings and recorded its CPU step profile (run
+// --gpu-profile) has both in its report, as --once shows them (a review:
+// the report had neither); the tour, whose loader read none, has none.
+func TestACPURunsReportHasItsSettingsAndStepProfile(t *testing.T) {
+	held, frames := heldTour(t)
+	on, batch := true, 64
+	for i := range frames {
+		if l := frames[i].Frame.Loader; l != nil && len(frames[i].Frame.GPUs) == 0 {
+			l.Settings = &sample.JobSettings{Device: "cpu", Autocast: &on, AutocastDtype: "bfloat16", BatchSize: &batch}
+			l.GPUProfile = &sample.GPUProfile{State: sample.GPUProfileDone, Device: "cpu", Steps: 5, StepSeconds: probesPtr(0.01),
+				Parts: []sample.GPUTimePart{{Category: "matmul", Precision: "bf16", SecondsPerStep: 0.006}}}
+		}
+	}
+	s := Build(recording.New(held.Header, frames, held.Scenarios), "cpu.jsonl", diagnose.DefaultThresholds(), generated)
+	if s.Loader == nil || s.Loader.SettingsLine != "on the CPU · bf16 autocast · batch 64" || !strings.Contains(s.Loader.StepProfileLine, "CPU time per step (no GPU) (5 steps, profiled): matmul bf16 60 %") {
+		t.Fatalf("loader %+v", s.Loader)
+	}
+	var md, html bytes.Buffer
+	if err := WriteMarkdown(&md, s, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&html, s); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"markdown": md.String(), "html": html.String()} {
+		if !strings.Contains(out, "The job: on the CPU · bf16 autocast · batch 64.") || !strings.Contains(out, "matmul bf16 60 %") {
+			t.Errorf("%s lacks the settings or the step profile", name)
+		}
+	}
+	if tour := Build(tourRecording(t), "tour.jsonl", diagnose.DefaultThresholds(), generated); tour.Loader.SettingsLine != "" || tour.Loader.StepProfileLine != "" {
+		t.Errorf("the tour: %q %q", tour.Loader.SettingsLine, tour.Loader.StepProfileLine)
+	}
+}
+
+func probesPtr(v float64) *float64 { return &v }

@@ -144,6 +144,13 @@ type LoaderInfo struct {
 	// Hook is set when the Python hook spoke for the loader: it can
 	// measure the ceiling, so a report without one says so.
 	Hook bool `json:"hook,omitempty"`
+	// SettingsLine and StepProfileLine are, for a job on no GPU, the
+	// hook's reading of its settings and its CPU step profile
+	// (--gpu-profile) as the newest frames had them (sample.JobSettings
+	// and sample.GPUProfile's lines); with a GPU they are the loop's
+	// GPU's (gpus[].settings, gpus[].gpu_profile). Absent where not read.
+	SettingsLine    string `json:"settings_line,omitempty"`
+	StepProfileLine string `json:"step_profile_line,omitempty"`
 }
 
 // HistBin is one bar of a histogram: values up to UpperMs.
