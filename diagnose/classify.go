@@ -76,6 +76,23 @@ func notAnswering(l *sample.Loader) string {
 	return text
 }
 
+// heldFromBefore marks a verdict the window's frames from before its
+// loader went quiet still hold: their figures are from then (they read
+// as now for the window's length). Its first line says so before its
+// figure — the one-line views show that line alone — and its confidence
+// is halved (confidence).
+func heldFromBefore(d *decision, w *window) {
+	l := w.loaderDown
+	if l == nil {
+		return
+	}
+	if len(d.evidence) > 0 {
+		d.evidence[0].Text = notAnswering(l) + "; before: " + d.evidence[0].Text
+	} else {
+		d.evidence = []Evidence{evidence("loader.connected", 0, "<", 1, "", notAnswering(l))}
+	}
+}
+
 // classify is Classify with a longer history for the pipeline model: a
 // loader that times only its loop (the hook) is modelled from its means
 // over history, which a loader whose epochs are shorter than the window
@@ -126,18 +143,7 @@ func classify(frames, history []sample.Frame, th Thresholds, shown Kind, held fu
 		d.evidence = append([]Evidence{e}, d.evidence...)
 		v.Straggler = straggler
 	}
-	if l := w.loaderDown; l != nil {
-		// A verdict still held by the frames before the loader went
-		// quiet: its figures are from then (they read as now for the
-		// window's length). Its first line says so before its figure —
-		// the one-line views show that line alone — and its confidence
-		// is halved below.
-		if len(d.evidence) > 0 {
-			d.evidence[0].Text = notAnswering(l) + "; before: " + d.evidence[0].Text
-		} else {
-			d.evidence = []Evidence{evidence("loader.connected", 0, "<", 1, "", notAnswering(l))}
-		}
-	}
+	heldFromBefore(&d, &w)
 	v.Kind, v.Evidence, v.Secondary = d.kind, d.evidence, d.secondary
 	var m *modelAdvice
 	if d.kind.Problem() || d.kind == Healthy {
@@ -160,9 +166,6 @@ func classify(frames, history []sample.Frame, th Thresholds, shown Kind, held fu
 	v.Advice = capModel(frames, m, advise(d, &w, th, m, lastPayload(frames))) // predictions capped by the measured ceiling (ceiling.go)
 	v.Causes, v.Advice = withCauses(frames, &w, d, v.Advice, held)
 	v.Confidence = confidence(d, &w, th)
-	if w.loaderDown != nil {
-		v.Confidence /= 2 // its figures are from before the loader went quiet
-	}
 	v.Severity = severity(d, &w, th)
 	return v
 }
@@ -396,6 +399,9 @@ func confidence(d decision, w *window, th Thresholds) float64 {
 		c *= 0.7 // no loader and a GPU not clearly busy: input waits are unseen
 	}
 	c *= min(1, float64(w.frames)/float64(max(th.WindowFrames, 1)))
+	if w.loaderDown != nil {
+		c /= 2 // its figures are from before the loader went quiet (heldFromBefore)
+	}
 	return min(0.95, max(0.05, c))
 }
 
