@@ -425,14 +425,16 @@ func (b *loaderBuilder) add(l *sample.Loader) {
 	b.li.Hook = b.li.Hook || l.Kind == "python"
 }
 
-// addStep keeps, for a frame with no GPU, the hook's settings line and
+// addStep keeps, for a frame whose loop runs on no GPU gpuwatch places
+// (none, the model on the CPU, several with none listing the loop), the
+// hook's settings line and
 // its CPU step profile's line, the newest read (a review: a CPU run's
 // report had neither, though --once showed both; a GPU's are in its own
 // section).
 func (b *loaderBuilder) addStep(f *sample.Frame) {
 	l := f.Loader
-	if l == nil || len(f.GPUs) > 0 || b.li == nil {
-		return
+	if l == nil || f.LoopGPU() != nil || b.li == nil {
+		return // a GPU's are in its section
 	}
 	if line := l.Settings.Summary(); line != "" {
 		b.li.SettingsLine = line

@@ -144,7 +144,8 @@ type LoaderInfo struct {
 	// Hook is set when the Python hook spoke for the loader: it can
 	// measure the ceiling, so a report without one says so.
 	Hook bool `json:"hook,omitempty"`
-	// SettingsLine and StepProfileLine are, for a job on no GPU, the
+	// SettingsLine and StepProfileLine are, for a job on no GPU (none
+	// seen, its model on the CPU, or its GPU not placed), the
 	// hook's reading of its settings and its CPU step profile
 	// (--gpu-profile) as the newest frames had them (sample.JobSettings
 	// and sample.GPUProfile's lines); with a GPU they are the loop's

@@ -151,7 +151,9 @@ func (f *Frame) StepSettings(g *GPU) *JobSettings {
 }
 
 // LoopGPU is the GPU the loader's process runs on: the GPU that lists its
-// process, else the only judged GPU; nil where neither is known.
+// process, else the only judged GPU — not where the hook read its model
+// on the CPU (a CPU job beside an idle GPU is not that GPU's); nil where
+// neither is known.
 func (f *Frame) LoopGPU() *GPU {
 	l := f.Loader
 	if l != nil && l.PID != nil {
@@ -162,6 +164,9 @@ func (f *Frame) LoopGPU() *GPU {
 				}
 			}
 		}
+	}
+	if l != nil && l.Settings != nil && l.Settings.Device == "cpu" {
+		return nil
 	}
 	var g *GPU
 	for i := range f.GPUs {
@@ -188,18 +193,19 @@ func (f *Frame) deriveMFU() {
 	why := f.mfu()
 	switch {
 	case why == "":
-	case len(f.GPUs) > 0:
+	case len(f.GPUs) > 0 || why == onTheCPU:
 		l.MFUWhy = why
 	case l.Settings != nil && l.Settings.FLOPsPerStep != nil && *l.Settings.FLOPsPerStep > 0:
 		// FLOPs counted, and no GPU to hold them against: said, not
-		// silent (a review), and no peak made up for a CPU.
-		if l.Settings.Device == "cpu" {
-			l.MFUWhy = "the model runs on the CPU: MFU holds the FLOPs against a GPU's dense peak, and a CPU has none in gpuwatch's table"
-		} else {
-			l.MFUWhy = "no GPU is read here (the GPU panel says why): MFU holds the FLOPs against its dense peak"
-		}
+		// silent (a review).
+		l.MFUWhy = "no GPU is read here: MFU holds the FLOPs against its dense peak"
 	}
 }
+
+// onTheCPU is why a job whose model runs on the CPU has no MFU, on a
+// machine with a GPU too (a review: a CPU job beside an idle H200 read an
+// MFU against the H200's peak): no peak is made up for a CPU.
+const onTheCPU = "the model runs on the CPU: MFU holds the FLOPs against a GPU's dense peak, and a CPU has none in gpuwatch's table"
 
 // mfu sets Loader.MFU, or says why it cannot.
 func (f *Frame) mfu() (why string) {
@@ -210,6 +216,11 @@ func (f *Frame) mfu() (why string) {
 		return "the loader's frames carry no settings (a hook that does not read them, or none read yet)"
 	case s == nil:
 		return "the hook did not read the job's settings (gpuwatch run reads them)"
+	case s.Device == "cpu":
+		if s.FLOPsPerStep == nil || !(*s.FLOPsPerStep > 0) {
+			return "" // nothing counted, nothing to say of a CPU job
+		}
+		return onTheCPU
 	case (s.FLOPsPerStep == nil || !(*s.FLOPsPerStep > 0)) && s.Compiled != nil && *s.Compiled:
 		// The hook counts only where it read the model as not compiled
 		// (python/gpuwatch_hook/_settings.py read_forward).

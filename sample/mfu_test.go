@@ -81,6 +81,14 @@ func TestMFUIsDerivedFromWhatWasRead(t *testing.T) {
 	if counted.AssignRoles(); counted.Loader.MFU != nil || !strings.Contains(counted.Loader.MFUWhy, "runs on the CPU") {
 		t.Errorf("a CPU job, its FLOPs counted: %+v %q", counted.Loader.MFU, counted.Loader.MFUWhy)
 	}
+	// The model on the CPU beside a GPU that lists none of its
+	// processes: that GPU is not its, and no MFU is held against its
+	// peak (a review: 0.12 % of the H200's fp32 peak for a CPU job).
+	beside := frame(&JobSettings{Device: "cpu", Autocast: &no, Float32MatmulPrecision: "highest", MatmulAllowTF32: &no, FLOPsPerStep: &flops}, 20, peak)
+	beside.GPUs[0].Processes = nil
+	if beside.AssignRoles(); beside.Loader.MFU != nil || !strings.Contains(beside.Loader.MFUWhy, "runs on the CPU") || beside.LoopGPU() != nil {
+		t.Errorf("a CPU job beside a GPU: %+v %q, loop GPU %v", beside.Loader.MFU, beside.Loader.MFUWhy, beside.LoopGPU())
+	}
 	// Its device not the CPU (a GPU box whose NVML did not load): the GPU
 	// is not read, which is not "a CPU job".
 	counted.Loader.Settings.Device = "cuda"

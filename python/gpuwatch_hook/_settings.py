@@ -664,9 +664,14 @@ class Window:
             if t.dim() > 0:
                 s.batch_size = int(t.shape[0])  # the loader's batch, where the hook knows it, replaces it (_timing)
             device = t.device
-        if device is None or device.type not in ("cuda", "cpu"):
-            p = next(module.parameters(), None)
-            device = getattr(p, "device", device)
+        # The model's device decides where it has one on CUDA: a CUDA
+        # model is called with CPU batches by nn.DataParallel, DDP and
+        # Accelerate's hooks, which move them (a review: such a job read
+        # "on the CPU").
+        p = next(module.parameters(), None)
+        pdev = getattr(p, "device", None)
+        if getattr(pdev, "type", None) == "cuda" or device is None or device.type not in ("cuda", "cpu"):
+            device = pdev if pdev is not None else device
         dtype = getattr(device, "type", None)
         if dtype == "cuda":
             self.cuda_index = device.index

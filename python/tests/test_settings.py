@@ -102,6 +102,23 @@ class SettingsTest(unittest.TestCase):
         info, _ = self.run_loop(model=scripted)
         self.assertEqual((info["has_conv"], info["has_linear"]), ("1", "1"))
 
+    def test_a_cuda_model_fed_cpu_batches_is_a_cuda_job(self):
+        # nn.DataParallel, DDP and Accelerate's hooks call a CUDA model with
+        # CPU batches, which they move: the model's device decides (a
+        # review: such a job read autocast_device cpu, "on the CPU"). Its
+        # parameters' device is faked here (no CUDA on this machine).
+        class OnCuda(nn.Linear):
+            def parameters(self, recurse=True):
+                yield types.SimpleNamespace(device=types.SimpleNamespace(type="cuda", index=0))
+
+        w = _settings.Window(torch)
+        w.read_forward(OnCuda(4, 2), (torch.randn(3, 4),))
+        self.assertEqual(w.s.autocast_device, "cuda")
+        self.assertEqual(w.cuda_index, 0)
+        plain = _settings.Window(torch)
+        plain.read_forward(nn.Linear(4, 2), (torch.randn(3, 4),))
+        self.assertEqual(plain.s.autocast_device, "cpu")
+
     def test_autocast_bf16_is_read_inside_the_forward(self):
         def step(model, x):
             with torch.autocast("cpu", dtype=torch.bfloat16):

@@ -388,16 +388,25 @@ func (j *Job) Tail(n int) []string {
 // lineTail keeps the last max lines written to it, as a terminal shows
 // them (lineSplitter).
 type lineTail struct {
-	mu    sync.Mutex
-	max   int
-	lines []string
-	split lineSplitter
+	mu        sync.Mutex
+	max       int
+	lines     []string
+	split     lineSplitter
+	afterPart bool // the last line kept was a part of a longer one
 }
 
 func (t *lineTail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.split.write(p, func(line []byte, _ bool) {
+	t.split.write(p, func(line []byte, end bool) {
+		// A part is a line of its own here; the end of its line with
+		// nothing after the part adds none (it read an empty line after
+		// a 4 KiB part, a review).
+		skip := end && len(line) == 0 && t.afterPart
+		t.afterPart = !end
+		if skip {
+			return
+		}
 		if len(t.lines) == t.max {
 			copy(t.lines, t.lines[1:])
 			t.lines = t.lines[:t.max-1]

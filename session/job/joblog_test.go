@@ -3,6 +3,7 @@ package job
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -57,6 +58,27 @@ func TestTheJobLogHoldsLinesAsTheTerminalShowsThem(t *testing.T) {
 // TestLineSplitter: lines as a terminal shows them, whatever the writes'
 // bounds: a \r\n split over two writes, a bare \r, a run of \r, a line
 // longer than maxLine passed on in parts.
+// TestTheTailHasNoEmptyLineAfterAPart: the dashboard's tail shows a
+// 4 KiB part as a line of its own, and the end of its line with nothing
+// after it adds no empty line (a review: "A"*5000+"\rB\n" read A×4096,
+// "", "B"; a line of exactly 4 KiB read an empty line after it).
+func TestTheTailHasNoEmptyLineAfterAPart(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{strings.Repeat("A", 5000) + "\rB\n", []string{strings.Repeat("A", maxLine), "B"}},
+		{strings.Repeat("A", maxLine) + "\nnext\n", []string{strings.Repeat("A", maxLine), "next"}},
+		{"a\n\nb\n", []string{"a", "", "b"}}, // an empty line of the job's own stays
+	} {
+		tail := &lineTail{max: 10}
+		tail.Write([]byte(c.in))
+		if got := tail.last(10); !slices.Equal(got, c.want) {
+			t.Errorf("%.20q…: %d lines %q, want %d", c.in, len(got), got, len(c.want))
+		}
+	}
+}
+
 func TestLineSplitter(t *testing.T) {
 	long := strings.Repeat("x", maxLine+10)
 	for _, c := range []struct {
