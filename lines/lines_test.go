@@ -131,3 +131,35 @@ func TestWriteFrameCarriesTheVerdict(t *testing.T) {
 		t.Fatalf("verdict = %+v", line.Verdict)
 	}
 }
+
+// Headless, a GPU-bound job reads how much of the GPU it uses (GPM's SM
+// and tensor activity, the step's MFU on the GPU the loop runs on) and
+// what the job already does, as --once and the dashboard say it (issue
+// 51); the MFU is not written beside another GPU.
+func TestWriteLineSaysHowMuchOfTheGPUAndTheJobsSettings(t *testing.T) {
+	f := fixture.GPUFrame()
+	f.GPUs[0].GPM = &sample.GPM{SMActivityPct: ptr(82), TensorActivityPct: ptr(12)}
+	on, off := true, false
+	f.Loader = &sample.Loader{Source: "hook", BatchesPerSec: 10,
+		Settings:   &sample.JobSettings{Autocast: &on, AutocastDtype: "bfloat16", CudnnBenchmark: &off},
+		MFU:        &sample.MFU{Ratio: 0.31, Dtype: "bf16", GPU: "H200", GPUIndex: 0},
+		GPUProfile: &sample.GPUProfile{State: sample.GPUProfileWaiting, Steps: 5}}
+	var b bytes.Buffer
+	if err := WriteLine(&b, f, nil, diagnose.DefaultThresholds()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{" | gpu0 util 50% sm 82% tensor 12% mfu 31% bf16 p5-p95 0-100 ",
+		" | job: " + f.Loader.Settings.Summary() + " | " + f.Loader.GPUProfile.Summary() + " | mem "} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("line %q lacks %q", b.String(), want)
+		}
+	}
+	f.Loader.MFU.GPUIndex = 1
+	b.Reset()
+	if err := WriteLine(&b, f, nil, diagnose.DefaultThresholds()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "mfu") {
+		t.Errorf("an MFU on gpu1 written beside gpu0: %q", b.String())
+	}
+}

@@ -71,8 +71,12 @@ func writeVerdictAndCPU(b *strings.Builder, f *sample.Frame, v *diagnose.Verdict
 }
 
 func writeSources(b *strings.Builder, f *sample.Frame) {
+	var mfu *sample.MFU
+	if l := f.Loader; l != nil {
+		mfu = l.MFU
+	}
 	for _, g := range f.GPUs {
-		writeGPU(b, &g)
+		writeGPU(b, &g, mfu)
 	}
 	if a := f.Accel; a != nil {
 		fmt.Fprintf(b, " | accel(virtual) %.0f%%", a.BusyPct)
@@ -113,6 +117,7 @@ func writeSources(b *strings.Builder, f *sample.Frame) {
 			fmt.Fprintf(b, " waiting %s for a batch", sample.FormatDuration(*w/1000))
 		}
 	}
+	writeJobSettings(b, f.Loader)
 	if m := f.Mem; m != nil {
 		fmt.Fprintf(b, " | mem %s used %s avail swap %s", sample.FormatBytes(float64(m.UsedBytes)),
 			sample.FormatBytes(float64(m.AvailableBytes)), sample.FormatBytes(float64(m.SwapUsedBytes)))
@@ -191,8 +196,27 @@ func writeProcsAndMore(b *strings.Builder, f *sample.Frame, th diagnose.Threshol
 	}
 }
 
-// writeGPU writes " | gpu0 util 50% p5-p95 0-100 mem 12/40GiB 250W 61C".
-func writeGPU(b *strings.Builder, g *sample.GPU) {
+// writeJobSettings writes what the hook read of the job, as --once and
+// the dashboard show it: " | job: bf16 autocast · … | GPU time per step
+// (5 steps, profiled): matmul bf16 61 %, …" (issue 51: a GPU-bound job
+// headless, on ssh or in a CI log, reads what it already does).
+func writeJobSettings(b *strings.Builder, l *sample.Loader) {
+	if l == nil {
+		return
+	}
+	if s := l.Settings.Summary(); s != "" {
+		b.WriteString(" | job: " + s)
+	}
+	if p := l.GPUProfile.Summary(); p != "" {
+		b.WriteString(" | " + p)
+	}
+}
+
+// writeGPU writes " | gpu0 util 100% sm 82% tensor 12% dram 40% mfu 31%
+// bf16 p5-p95 0-100 mem 12/40GiB 250W 61C": utilization says a kernel
+// ran, GPM's SM and tensor activity how much of the GPU it used, and the
+// step's MFU (sample.MFU) where the loop runs on this GPU.
+func writeGPU(b *strings.Builder, g *sample.GPU, mfu *sample.MFU) {
 	fmt.Fprintf(b, " | gpu%d", g.Index)
 	if g.Lost {
 		b.WriteString(" LOST")
@@ -200,6 +224,19 @@ func writeGPU(b *strings.Builder, g *sample.GPU) {
 	}
 	if g.UtilPct != nil {
 		fmt.Fprintf(b, " util %.0f%%", *g.UtilPct)
+	}
+	if m := g.GPM; m != nil {
+		for _, r := range []struct {
+			name string
+			v    *float64
+		}{{"sm", m.SMActivityPct}, {"tensor", m.TensorActivityPct}, {"dram", m.DRAMBWUtilPct}} {
+			if r.v != nil {
+				fmt.Fprintf(b, " %s %.0f%%", r.name, *r.v)
+			}
+		}
+	}
+	if mfu != nil && mfu.GPUIndex == g.Index {
+		fmt.Fprintf(b, " mfu %s%% %s", sample.PercentWords(mfu.Ratio), mfu.Dtype)
 	}
 	if s := g.UtilSamples; s != nil {
 		fmt.Fprintf(b, " p5-p95 %.0f-%.0f", s.P5, s.P95)
