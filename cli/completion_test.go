@@ -54,3 +54,29 @@ func TestCompletionOfAnUnsupportedShell(t *testing.T) {
 		})
 	}
 }
+
+// TestHelpOfAnUnknownTopic: `gpuwatch help` of no command is a usage
+// error (cobra's own printed the root's help and exited 0), a command's
+// help is its help, and the shells complete help's topics.
+func TestHelpOfAnUnknownTopic(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string // in stdout (code 0) or stderr
+	}{
+		{[]string{"help", "tcsh"}, 2, `no command "tcsh"`},
+		{[]string{"help", "run"}, 0, "gpuwatch run [flags] -- CMD"},
+		{[]string{"help"}, 0, "Available Commands:"},
+		{[]string{"__complete", "help", "ru"}, 0, "run\t"},
+	} {
+		var out, errb bytes.Buffer
+		code := Run(tc.args, &out, &errb)
+		got := out.String()
+		if tc.code != 0 {
+			got = errb.String()
+		}
+		if code != tc.code || !strings.Contains(got, tc.out) {
+			t.Errorf("%q: exit %d, want %d; stdout %q stderr %q, want %q", tc.args, code, tc.code, out.String(), errb.String(), tc.out)
+		}
+	}
+}

@@ -64,12 +64,44 @@ interval; with --json one JSON object per line.`,
 	for _, c := range taggedCmds {
 		root.AddCommand(c(stdout))
 	}
+	root.SetHelpCommand(helpCmd())
 	shellCompletions(root)
 	wrapArgs(root)
 	for _, c := range append(root.Commands(), root) {
 		c.SetUsageFunc(usage)
 	}
 	return root
+}
+
+// helpCmd is `gpuwatch help [command]`: a command's help, or a usage
+// error (exit 2) for a topic that is no command — cobra's own printed the
+// root's help and exited 0 for `gpuwatch help tcsh`.
+func helpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				return usageErrorf(c, "no command %q: gpuwatch --help lists them", strings.Join(args, " "))
+			}
+			cmd.InitDefaultHelpFlag()
+			return cmd.Help()
+		},
+		ValidArgsFunction: func(c *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, _, err := c.Root().Find(args)
+			if err != nil || cmd == nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []cobra.Completion
+			for _, sub := range cmd.Commands() {
+				if (sub.IsAvailableCommand() || sub == c) && strings.HasPrefix(sub.Name(), prefix) {
+					names = append(names, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+	}
 }
 
 // plainFlagError says a flag's value that is not a number in words, not
