@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -240,4 +241,42 @@ func grepLines(text, prefix string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestAPIDLeavesOtherProcessesLoadersOut: with --pid, a loader another
+// process announced is another job's and is not read (a hostile user's
+// review: a real `gpuwatch loader`, keeping up, read a starved --pid job
+// healthy); without --pid the same loader is found, so the folder is
+// read.
+func TestAPIDLeavesOtherProcessesLoadersOut(t *testing.T) {
+	_, url, _ := startLoader(t, "--scenario", "healthy")
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	read := func(args ...string) (frames, seen int) {
+		_, ch := startJSON(t, append([]string{"--headless", "--json", "--duration", "6s"}, args...)...)
+		for l := range ch {
+			if l.Type != "frame" {
+				continue
+			}
+			frames++
+			for _, r := range l.Ranks {
+				if r.URL == url {
+					seen++
+				}
+			}
+			if l.Loader != nil && len(l.Ranks) == 0 && l.Loader.Connected != nil && *l.Loader.Connected {
+				seen++
+			}
+		}
+		return frames, seen
+	}
+	if frames, seen := read(); frames < 3 || seen == 0 {
+		t.Fatalf("without --pid the announced loader was read in %d of %d frames: the test reads no discovery", seen, frames)
+	}
+	if frames, seen := read("--pid", strconv.Itoa(other.Process.Pid)); frames < 3 || seen > 0 {
+		t.Fatalf("--pid %d (sleep): the loader of another process was read in %d of %d frames", other.Process.Pid, seen, frames)
+	}
 }

@@ -196,6 +196,13 @@ func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
 		Sources: session.Sources{Loop: true,
 			Attach: session.AttachTo{URLs: w.attach, Discover: w.discover, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0}},
 	}
+	if root, proc := w.pid, w.procRoot; root != 0 {
+		// --pid names the job: the loaders announced by other processes
+		// are other jobs' (a hostile user's review: another process's
+		// loader, keeping up, read a starved --pid job healthy). A URL
+		// given with --attach is still attached.
+		o.Attach.Within = func(pid int) bool { return training.Descends(proc, pid, root) }
+	}
 	if w.gpus != "" {
 		o.GPUs, _ = gpu.ParseGPUList(w.gpus)
 	}
