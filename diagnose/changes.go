@@ -188,6 +188,9 @@ func changesTo(p *Pipeline, c candidate) []Change {
 	if c.k.Persistent != cur.Persistent && c.k.Workers > 0 && cur.Workers > 0 {
 		c := Change{Knob: sample.KnobPersistent.Name, Flag: p.flag(sample.KnobPersistent), From: "false", To: "true",
 			Why: fmt.Sprintf("workers restart every epoch: %s before each epoch's first batch", sample.FormatDuration(p.EpochStallSec))}
+		if cur.persistentInVain {
+			c.From = "true" // as the script sets it: the change is the DataLoader's place
+		}
 		if p.NewLoaderEveryEpoch {
 			// persistent_workers on a DataLoader made anew each epoch
 			// keeps nothing: its workers are that DataLoader's.
@@ -282,7 +285,16 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 // noKnobHelps says why no change is advised, with the limiting number.
 func noKnobHelps(p *Pipeline, limit Limit) string {
 	if p.WorkersCPUMissed && (limit == LimitWorkers || limit == LimitCPU) {
-		return "no worker count is weighed: the workers restart every epoch and live too short for their CPU to be read, so a batch's time cannot be split into CPU and waiting; with persistent_workers=True their CPU is read, and the count weighed"
+		fix := "with persistent_workers=True their CPU is read, and the count weighed"
+		switch {
+		case p.NewLoaderEveryEpoch:
+			fix = "with the DataLoader built once, before the epoch loop (the script builds a new one every epoch, whose workers start anew whatever persistent_workers says), their CPU is read, and the count weighed"
+		case !p.Knobs.knownPersistent:
+			// A sampled loop: whether the knob or the script's loop
+			// restarts them is not known.
+			fix = "workers that live across epochs (persistent_workers=True, on a DataLoader built once, before the epoch loop) have their CPU read, and the count weighed"
+		}
+		return "no worker count is weighed: the workers restart every epoch and live too short for their CPU to be read, so a batch's time cannot be split into CPU and waiting; " + fix
 	}
 	switch limit {
 	case LimitCPU:
@@ -343,9 +355,14 @@ func changeLine(cs []Change, pred, now Prediction) string {
 		if i > 0 {
 			s += ", "
 		}
-		s += c.Knob + " " + c.From + " → " + c.To
-		if c.With != "" {
-			s += " (with " + c.With + ")"
+		switch {
+		case c.From == c.To && c.With != "":
+			// The knob is set already; what changes is the code around it.
+			s += c.With + ", keeping " + c.Knob + " " + c.To
+		case c.With != "":
+			s += c.Knob + " " + c.From + " → " + c.To + " (with " + c.With + ")"
+		default:
+			s += c.Knob + " " + c.From + " → " + c.To
 		}
 	}
 	next := ""

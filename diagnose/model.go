@@ -117,6 +117,10 @@ type Knobs struct {
 	Workers, Prefetch        int
 	Persistent, Pin, Cache   bool
 	knownPersistent, knownPC bool // persistent, pin and cache are known
+	// persistentInVain: the script sets persistent_workers=True on a
+	// DataLoader it builds anew every epoch, whose workers start anew
+	// whatever it says: Persistent is false, as the workers behave.
+	persistentInVain bool
 }
 
 // Prediction is a pipeline's throughput and the share of the training
@@ -542,6 +546,7 @@ func waitPipeline(w *window) (*Pipeline, bool) {
 		return nil, false
 	}
 	bps, wait := w.meanBatchesPerSec.v, w.meanWaitShare.v
+	measuredWait := wait // the steady wait below takes the restarts out; "now" is what was seen
 	p := &Pipeline{StepSec: w.stepMs.v / 1000, BatchesPerEpoch: float64(w.batchesPerEpoch), EpochStallSec: w.epochStallMs / 1000,
 		NewLoaderEveryEpoch: w.newLoaderEveryEpoch, Knobs: knobsOf(w), Kind: w.loaderKind, BatchSize: 1, CPUContention: cpuContention, IOContention: ioContention}
 	if p.Kind == "" {
@@ -565,7 +570,7 @@ func waitPipeline(w *window) (*Pipeline, bool) {
 	fill(p, w, bps, wait, 1/bps)
 	p.WorkersCPUMissed = w.workersCPUMissed
 	saturatedDisk(w, p, bps)
-	p.Measured = Prediction{SamplesPerSec: w.meanBatchesPerSec.v * p.BatchSize, WaitShare: wait, Gain: 1}
+	p.Measured = Prediction{SamplesPerSec: w.meanBatchesPerSec.v * p.BatchSize, WaitShare: measuredWait, Gain: 1}
 	return p, true
 }
 
@@ -842,6 +847,12 @@ func knobsOf(w *window) Knobs {
 	k := Knobs{Workers: max(w.workers, 0), Prefetch: max(w.prefetch, 0)}
 	if v, err := strconv.ParseBool(w.knobs[sample.KnobPersistent.Flag]); err == nil {
 		k.Persistent, k.knownPersistent = v, true
+	}
+	if k.Persistent && w.newLoaderEveryEpoch {
+		// Each epoch's DataLoader has its own workers: they restart every
+		// epoch (a hostile user's review: the restarts' wait was read as
+		// the loop's own, "no loader knob raises throughput").
+		k.Persistent, k.persistentInVain = false, true
 	}
 	pin, err1 := strconv.ParseBool(w.knobs[sample.KnobPin.Flag])
 	cache, err2 := strconv.ParseBool(w.knobs[sample.KnobCache.Flag])

@@ -31,3 +31,39 @@ func TestANewDataLoaderEveryEpochIsToldToBuildItOnce(t *testing.T) {
 		t.Errorf("persistent_workers=True on a new DataLoader every epoch: %q", a)
 	}
 }
+
+// TestPersistentWorkersOnANewDataLoaderEveryEpochKeepNothing (a hostile
+// user's review): a script that sets persistent_workers=True on a
+// DataLoader it builds every epoch, its workers taking 0.4 s to start,
+// was told "the loader keeps up with the step: no loader knob raises
+// throughput" while its loop waited 83 %, then "move augmentations to the
+// GPU". Its workers restart as if the knob were off: the change is the
+// DataLoader built once, keeping the knob, and cpu_saturated says the
+// start-up's share instead of preprocessing's catalogue.
+func TestPersistentWorkersOnANewDataLoaderEveryEpochKeepNothing(t *testing.T) {
+	w := &window{workers: 2, batchesPerEpoch: 4, epochStallMs: 428, newLoaderEveryEpoch: true,
+		knobs: map[string]string{sample.KnobPersistent.Flag: "true"}, meanBatchesPerSec: level{v: 7.5, n: 1, ok: true}}
+	k := knobsOf(w)
+	if k.Persistent || !k.knownPersistent {
+		t.Fatalf("knobs %+v: want the workers read as restarting (persistent false, known)", k)
+	}
+	p := &Pipeline{EpochStallSec: 0.428, BatchesPerEpoch: 4, NewLoaderEveryEpoch: true, Knobs: k}
+	if !p.restarts() {
+		t.Fatal("the pipeline does not restart every epoch")
+	}
+	line := changeLine(changesTo(p, candidate{k: Knobs{Workers: 2, Persistent: true}}), Prediction{SamplesPerSec: 770}, Prediction{SamplesPerSec: 121})
+	if !strings.HasPrefix(line, "the DataLoader built once, before the epoch loop, keeping persistent_workers true: ") {
+		t.Errorf("the change: %q", line)
+	}
+	if r := w.restartShare(); r < 0.8 || r > 0.81 {
+		t.Errorf("restart share %.3f, want 0.428 s of a 4/7.5 s epoch", r)
+	}
+	a, _ := saturatedAdvice(adviceIn{w: w, cores: 2})
+	if len(a) != 1 || !strings.HasPrefix(a[0], "the workers start anew every epoch: 428ms before each epoch's first batch, 80 % of the loop's time") {
+		t.Errorf("cpu_saturated's advice: %q", a)
+	}
+	w.newLoaderEveryEpoch = false // the knob on, one DataLoader: the workers persist
+	if k := knobsOf(w); !k.Persistent || w.restartShare() != 0 {
+		t.Errorf("persistent workers on one DataLoader: knobs %+v, restart share %g", k, w.restartShare())
+	}
+}

@@ -43,6 +43,11 @@ const cpuThrottled variant = "throttled"
 // the step (wall time) is long because its thread waits for a CPU.
 const cpuTaken variant = "taken"
 
+// restartsDominate is the share of the time the workers' start-up every
+// epoch takes (window.restartShare) past which cpu_saturated says it
+// instead of the preprocessing catalogue.
+const restartsDominate = 0.5
+
 // takenDelayPct is the least share of wall time the loop's thread waits
 // for a CPU (its run delay, sample.VirtualAccel) that names cpuTaken.
 const takenDelayPct = 25
@@ -78,6 +83,15 @@ func saturatedAdvice(in adviceIn) ([]string, bool) {
 			return []string{fmt.Sprintf("%s are busy, and the job has iterated no DataLoader: the busiest processes and threads are what uses them", here)}, false
 		}
 		return []string{fmt.Sprintf("%s are busy, and no data loader is seen handing out batches: the busiest processes and threads are what uses them; where a DataLoader feeds the job, gpuwatch run -- CMD times it", here)}, false
+	}
+	if r := w.restartShare(); r >= restartsDominate {
+		// The workers' start-up is most of the time: the model's change
+		// (persistent workers, the DataLoader built once) says what to do,
+		// and preprocessing's catalogue is a guess beside it (a hostile
+		// user's review: "move augmentations to the GPU" for a
+		// worker_init_fn that took 0.4 s every epoch).
+		return []string{fmt.Sprintf("the workers start anew every epoch: %s before each epoch's first batch, %.0f %% of the loop's time; more cores or cached preprocessing shorten only the rest",
+			sample.FormatDuration(w.epochStallMs/1000), 100*r)}, false
 	}
 	a := []string{
 		fmt.Sprintf("preprocessing needs more than %s: do it once and cache the result (on disk, or in RAM as ready tensors)", here),

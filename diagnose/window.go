@@ -213,7 +213,7 @@ func (w *window) markShortLivedWorkers(frames []sample.Frame) {
 	if !w.loaderCPU.ok || w.workers <= 0 || w.batchesPerEpoch <= 0 || w.epochStallMs <= 0 || !w.meanBatchesPerSec.ok || w.meanBatchesPerSec.v <= 0 || len(frames) == 0 {
 		return
 	}
-	if persistent, err := strconv.ParseBool(w.knobs[sample.KnobPersistent.Flag]); err != nil || persistent {
+	if persistent, err := strconv.ParseBool(w.knobs[sample.KnobPersistent.Flag]); err != nil || persistent && !w.newLoaderEveryEpoch {
 		return
 	}
 	var sec float64
@@ -226,6 +226,22 @@ func (w *window) markShortLivedWorkers(frames []sample.Frame) {
 	}
 	epoch := float64(w.batchesPerEpoch)/w.meanBatchesPerSec.v + w.epochStallMs/1000
 	w.workersCPUMissed = w.workersCPUMissed || epoch < shortLivedFrames*interval
+}
+
+// restartShare is the share of an epoch's wall time that its workers'
+// start-up takes (the stall before its first batch), where they start
+// anew every epoch: persistent_workers off or not said, or on a
+// DataLoader the script builds anew each epoch; 0 where they persist or
+// nothing was measured.
+func (w *window) restartShare() float64 {
+	if w.workers <= 0 || w.batchesPerEpoch <= 0 || w.epochStallMs <= 0 || !w.meanBatchesPerSec.ok || w.meanBatchesPerSec.v <= 0 {
+		return 0
+	}
+	if persistent, err := strconv.ParseBool(w.knobs[sample.KnobPersistent.Flag]); err == nil && persistent && !w.newLoaderEveryEpoch {
+		return 0
+	}
+	epoch := float64(w.batchesPerEpoch) / w.meanBatchesPerSec.v // the mean rate pays each epoch's start-up
+	return min(1, w.epochStallMs/1000/epoch)
 }
 
 // newestLoopTimed says the window's newest loader reading is timed by
