@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -193,13 +194,16 @@ type modelAdvice struct {
 // loads inline from an IterableDataset (its kind read from the profile):
 // each worker runs the dataset's __iter__ whole, so the rate the change
 // promises counts every sample once per worker unless the dataset splits
-// its data by worker (a review: "num_workers 0 → 2" was advised bare).
+// its data by worker (a review: "num_workers 0 → 2" was advised bare;
+// the next, 1 → 2 was: a second worker yields every sample again too).
 func iterableWorkersLine(cs []Change, w *window) (string, bool) {
 	if w.profile == nil || w.profile.Dataset != sample.DatasetIterable {
 		return "", false
 	}
 	for _, c := range cs {
-		if c.Knob == sample.KnobWorkers.Name && c.From == "0" {
+		from, err1 := strconv.Atoi(c.From)
+		to, err2 := strconv.Atoi(c.To)
+		if c.Knob == sample.KnobWorkers.Name && err1 == nil && err2 == nil && to > from && to >= 2 {
 			return "an IterableDataset runs its __iter__ in every worker: it yields each sample once only where it splits its data by worker (torch.utils.data.get_worker_info() in __iter__); else each worker yields every sample", true
 		}
 	}

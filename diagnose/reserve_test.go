@@ -224,3 +224,20 @@ func TestWorkersAddedToAnIterableDatasetSayWhatTheyNeed(t *testing.T) {
 		}
 	}
 }
+
+// TestIterableDatasetCautionForEveryWorkerAdded (a hostile user's
+// review): 1 → 2 workers on an IterableDataset that does not split its
+// data by worker doubles every sample as 0 → 2 does, and was advised
+// bare; one worker from none duplicates nothing.
+func TestIterableDatasetCautionForEveryWorkerAdded(t *testing.T) {
+	w := &window{profile: &sample.Profile{Dataset: sample.DatasetIterable}}
+	for _, c := range []struct {
+		from, to string
+		want     bool
+	}{{"0", "2", true}, {"1", "2", true}, {"2", "6", true}, {"0", "1", false}, {"unknown", "4", false}} {
+		_, said := iterableWorkersLine([]Change{{Knob: sample.KnobWorkers.Name, From: c.from, To: c.to}}, w)
+		if said != c.want {
+			t.Errorf("num_workers %s → %s: the caution said %v, want %v", c.from, c.to, said, c.want)
+		}
+	}
+}
