@@ -862,6 +862,10 @@ class Clock:
         try:
             batch = take(it)
         except StopIteration:
+            # The loop's wait ended with the epoch: what the hook does now
+            # (the drain, a GPU recording's stop and summary) is its own
+            # work, never read as the loop waiting for its input.
+            stats.waiting_since.pop(self, None)
             self._last_step(step)
             try:  # the epoch's end: its last batches' figures (the inline stages: only this thread takes them) drained now
                 _cost.cost.timed("loop", stats._loop_drain)
