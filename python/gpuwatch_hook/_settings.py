@@ -48,6 +48,10 @@ READ_EVERY = 60.0
 #: enough for a sanity check's or a validation's batches before training,
 #: few enough that an evaluation-only job pays them once.
 EVAL_REREADS = 32
+#: torch's RNN kernels (torch.lstm is torch._VF.lstm, which nn.LSTM calls):
+#: shape_counter sees each as one call, its matmuls inside.
+RNN_CALLS = ("lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell")
+
 #: The most submodules walked (a bound on one read's cost).
 MAX_MODULES = 200_000
 
@@ -292,9 +296,10 @@ def shape_counter(torch: Any) -> Any:
     counts those it knows. A call inside a torch function written in
     Python runs with the mode off and is not seen, so
     F.multi_head_attention_forward is counted whole; an einsum or a
-    tensordot, whose work it cannot read, spoils the count, as does a call
-    call_flops fails on: get_total_flops() is then 0, no count rather than
-    a wrong one."""
+    tensordot, whose work it cannot read, spoils the count, as do an RNN's
+    kernels (nn.LSTM's torch.lstm, an LSTMCell's torch.lstm_cell: a
+    step's matmuls inside one call) and a call call_flops fails on:
+    get_total_flops() is then 0, no count rather than a wrong one."""
     F, T = torch.nn.functional, torch.Tensor
     # The calls counted, each with the argument whose last dimension a
     # matmul sums over (a conv: whether it is transposed).
@@ -307,6 +312,10 @@ def shape_counter(torch: Any) -> Any:
         kinds[F.scaled_dot_product_attention] = ("sdpa", None)
     for f in (torch.einsum, torch.tensordot):
         kinds[f] = ("unread", None)
+    for name in RNN_CALLS:
+        f = getattr(torch, name, None)
+        if f is not None:
+            kinds[f] = ("unread", None)
 
     class ShapeCounter(torch.overrides.TorchFunctionMode):
         def __init__(self) -> None:
@@ -443,6 +452,7 @@ class Window:
             return None
         active = self._active()
         if active is not None and (module is not active or _in_call(module)):
+            self.void_unread(module)
             if module is active:
                 self.reentered += 1  # a recursive forward: its own forward hook ends it
             elif active is self._model() and self.s.autocast is False and self.s.autocast_device:
@@ -537,6 +547,21 @@ class Window:
             self.flops_failed = True
             return
         self.flops = mode
+        self.void_unread(module)
+
+    def void_unread(self, module: Any) -> None:
+        """A module whose work neither counter reads runs in a counted
+        forward: the window's count is void, no count rather than a wrong
+        one. nn.RNN, LSTM and GRU (torch.nn.RNNBase) run as one kernel
+        (cuDNN's _cudnn_rnn, oneDNN's mkldnn_rnn_layer), which
+        FlopCounterMode has no formula for, and shape_counter sees one
+        call: an LSTM model counted its linear head alone (4.92e+05 FLOPs a
+        step against 3.78e+09)."""
+        if self.flops is None or self.flops_failed:
+            return
+        rnn = getattr(getattr(self.torch, "nn", None), "RNNBase", None)
+        if rnn is not None and isinstance(module, rnn):
+            self.flops_failed = True
 
     def hook_end(self, module: Any) -> bool:
         """A forward hook on the top-level module, which ends its forward

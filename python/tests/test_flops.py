@@ -64,6 +64,18 @@ if torch is not None:
             h = self.fc(x)
             return torch.einsum("bij,bkj->bik", h, h)
 
+    class Recurrent(nn.Module):
+        """An RNN and a linear head: lstm.py's model, small."""
+
+        def __init__(self, rnn):
+            super().__init__()
+            self.rnn = rnn(6, 8, batch_first=True)
+            self.head = nn.Linear(8, 3)
+
+        def forward(self, x):
+            o, _ = self.rnn(x)
+            return self.head(o[:, -1])
+
     class Raises(nn.Module):
         def __init__(self):
             super().__init__()
@@ -501,6 +513,33 @@ class FLOPsTest(unittest.TestCase):
         s, _ = self.count(Einsum(), torch.randn(2, 3, 6))
         self.assertIsNone(s.flops_per_step)
         self.assertIs(s.training, True)  # the rest was read
+
+    def test_an_rnn_gives_no_count_rather_than_its_head_alone(self):
+        """A review: an LSTM model read "4.92e+05 FLOPs a step", its head's,
+        against 3.78e+09: neither counter reads an RNN's kernels. Whichever
+        counter this torch has, no count; the rest is read, and a model
+        without one is counted as before."""
+        for rnn in (nn.LSTM, nn.GRU, nn.RNN):
+            _settings._flops_done = False
+            s, _ = self.count(Recurrent(rnn), torch.randn(2, 5, 6))
+            self.assertIsNone(s.flops_per_step, rnn)
+            self.assertIs(s.training, True)
+        _settings._flops_done = False
+        s, _ = self.count(nn.LSTM(6, 8), torch.randn(5, 2, 6), train=False)  # the RNN itself the model
+        self.assertIsNone(s.flops_per_step)
+        _settings._flops_done = False
+        s, _ = self.count(conv_net(), torch.randn(4, 3, 16, 16))
+        self.assertEqual(s.flops_per_step, 3 * (CONV + LINEAR))
+
+    def test_the_shapes_counter_is_spoiled_by_an_rnns_kernels(self):
+        """torch.lstm (nn.LSTM's _VF.lstm) and an LSTMCell's lstm_cell are
+        one call each to the mode, their matmuls inside: no count."""
+        for model, x in ((nn.LSTM(6, 8), torch.randn(5, 2, 6)), (nn.LSTMCell(6, 8), torch.randn(2, 6)), (nn.GRU(6, 8), torch.randn(5, 2, 6))):
+            mode = _settings.shape_counter(torch)
+            with mode:
+                model(x)
+                torch.mm(torch.randn(2, 3), torch.randn(3, 4))
+            self.assertEqual(mode.get_total_flops(), 0, model)
 
     def test_the_count_is_once_per_process_and_leaves_nothing(self):
         """count() checks that no hook, pre-hook or mode is left after the
