@@ -129,7 +129,14 @@ func (s *JobSettings) Summary() string {
 	if cpu {
 		parts = append([]string{"on the CPU"}, parts...)
 	}
-	if on, known := s.TF32(); known && !cpu {
+	// The precision switches are the process's: with no model's forward
+	// seen they apply to nothing read (a review: a job with no model read
+	// "fp32 matmuls in full fp32").
+	forward := s.Device != "" || s.Autocast != nil || s.HasLinear != nil || s.HasConv != nil
+	if _, known := s.TF32(); !forward && (known || s.CudnnBenchmark != nil) {
+		parts = append(parts, "no model's forward seen")
+	}
+	if on, known := s.TF32(); known && !cpu && forward {
 		if on {
 			parts = append(parts, "fp32 matmuls on TF32")
 		} else {
@@ -143,7 +150,7 @@ func (s *JobSettings) Summary() string {
 		}
 		yes(s.ConvChannelsLast, "convs channels_last", "convs NCHW")
 	}
-	if !cpu {
+	if !cpu && forward {
 		yes(s.CudnnBenchmark, "cudnn.benchmark", "")
 	}
 	yes(s.Compiled, "compiled", "not compiled")

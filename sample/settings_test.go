@@ -57,6 +57,13 @@ func TestSettingsSummary(t *testing.T) {
 	if got, want := s.Summary(), "on the CPU · no autocast · convs NCHW · not compiled · batch 128 · 3.14e+12 FLOPs a step"; got != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
+	// With no model's forward seen, the process's precision switches apply
+	// to nothing read (a review: a job with no model read "fp32 matmuls
+	// in full fp32").
+	noModel := &JobSettings{Float32MatmulPrecision: "highest", MatmulAllowTF32: &off, CudnnAllowTF32: &on, CudnnBenchmark: &off}
+	if got, want := noModel.Summary(), "no model's forward seen"; got != want {
+		t.Errorf("no forward: got %q, want %q", got, want)
+	}
 	if got := (&JobSettings{}).Summary(); got != "" {
 		t.Errorf("nothing read: %q", got)
 	}
