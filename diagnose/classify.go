@@ -275,6 +275,7 @@ var precedence = [phases][]string{
 		"idle/stopped",
 		"cpu_saturated/throttled", // the loop waits for the quota, not for input (issue 56)
 		"cpu_saturated/taken",     // the loop waits for a CPU others hold, not for input
+		"cpu_saturated/own",       // the loop waits for a CPU its own job's processes hold
 		"gpu_underused/sm-idle",
 		"gpu_underused/host-idle",
 		"healthy/moderate",

@@ -231,3 +231,36 @@ func TestBetweenEpochsTheProcessIsNotItsWorkers(t *testing.T) {
 		t.Fatalf("a loader without worker processes: %v, %v", v, ok)
 	}
 }
+
+// TestALoopCrowdedByItsOwnWorkersIsCPUSaturated (a hostile user's
+// review): two augmenting workers and their loop on 2 cores, nothing else
+// running, read healthy ("the accelerator is 25 % busy … the accelerator
+// is the limit") while the loop thread waited 67 % of its step for a CPU.
+// With every core busy and no process outside the job holding them, the
+// rule cpu_saturated/own holds; where others hold them, taken's does and
+// own's does not; with the cores not all busy, neither.
+func TestALoopCrowdedByItsOwnWorkersIsCPUSaturated(t *testing.T) {
+	th := DefaultThresholds()
+	w := &window{th: th, virtualDelay: level{v: 67, n: 1, ok: true}, virtualStep: level{v: 93, n: 1, ok: true},
+		runDelay: level{v: 620, n: 1, ok: true}, othersCores: level{v: 0.05, n: 1, ok: true}}
+	f := &facts{w: w, th: th, accel: level{v: 25, n: 1, ok: true}, cpuSat: true,
+		cpu: []Evidence{{Metric: "cpu.busy_pct", Text: "all 2 cores are 100 % busy (≥ 90 %)"}}}
+	d, ok := ownRule(f)
+	if !ok || len(d.evidence) < 2 || !strings.Contains(d.evidence[0].Text, "waiting for a CPU that the job's own processes hold") {
+		t.Fatalf("own: %v %+v", ok, d.evidence)
+	}
+	if _, ok := takenRule(f); ok {
+		t.Error("taken holds with no process outside the job")
+	}
+	w.othersCores = level{v: 0.9, n: 1, ok: true}
+	if _, ok := ownRule(f); ok {
+		t.Error("own holds where processes outside the job hold 0.9 cores (taken's case)")
+	}
+	if _, ok := takenRule(f); !ok {
+		t.Error("taken does not hold beside 0.9 cores of others")
+	}
+	w.othersCores, f.cpuSat = level{v: 0.05, n: 1, ok: true}, false
+	if _, ok := ownRule(f); ok {
+		t.Error("own holds with the cores not all busy")
+	}
+}

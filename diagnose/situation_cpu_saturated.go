@@ -26,6 +26,7 @@ func init() {
 			{name: "cores", sees: "every core is busy", holds: coresRule},
 			{name: "throttled", sees: "the job uses its whole CPU limit and is throttled, though its loop does not wait", variant: cpuThrottled, holds: throttledRule},
 			{name: "taken", sees: "the loop's steps wait for a CPU that processes outside the job hold, though its loop does not wait for input", variant: cpuTaken, holds: takenRule},
+			{name: "own", sees: "every core is busy with the job's own work and the loop's steps wait for a CPU, though its loop does not wait for input", holds: ownRule},
 			{name: "host-only", sees: "no accelerator signal, and every core is busy", variant: variantHostOnly, holds: coresRule},
 		},
 	})
@@ -288,6 +289,31 @@ func takenRule(f *facts) (decision, bool) {
 		w.virtualStep.v, w.virtualDelay.v, f.accel.v)
 	d.evidence = append(d.evidence, evidence("accel.cpu_wait_pct", w.virtualDelay.v, ">=", takenDelayPct, "%", text),
 		evidence("others.cores", w.othersCores.v, ">=", f.th.OthersCores, "cores", others.Text))
+	return d, true
+}
+
+// ownRule: the loop's thread waits for a CPU a quarter of its wall time
+// or more while every core is busy and no process outside the job holds
+// them (takenRule's case): its own workers and threads do. Its step then
+// reads long, as if the accelerator were busy, and its loop barely waits
+// for input; the CPUs are the limit (a hostile user's review: two
+// augmenting workers and the loop on 2 cores read healthy, "the
+// accelerator is 25 % busy … the accelerator is the limit").
+func ownRule(f *facts) (decision, bool) {
+	w := f.w
+	if f.real || !f.cpuSat || !f.accel.ok || !w.virtualDelay.ok || w.virtualDelay.v < takenDelayPct {
+		return decision{}, false
+	}
+	if _, taken := takenByOthers(w, f.th); taken {
+		return decision{}, false
+	}
+	text := fmt.Sprintf("the loop's steps take %.0f %% of wall time, %.0f %% of it its thread waiting for a CPU that the job's own processes hold: the accelerator is %.0f %% busy, and the loop waits for a CPU, not for input",
+		w.virtualStep.v, w.virtualDelay.v, f.accel.v)
+	if users, ok := cpuUsers(w); ok {
+		text += " (" + users + ")"
+	}
+	d := join(f.cpu)
+	d.evidence = append([]Evidence{evidence("accel.cpu_wait_pct", w.virtualDelay.v, ">=", takenDelayPct, "%", text)}, d.evidence...)
 	return d, true
 }
 
