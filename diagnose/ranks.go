@@ -20,9 +20,16 @@ type rankMean struct {
 	nWait, nStep int
 }
 
+// ownJob says whether a loader is a job of its own, no rank of a
+// distributed job: it reports a world of one (the Ranks probe says so of a
+// discovered loader without a WORLD_SIZE above 1). Nil is a URL given
+// with no rank reported: the user named it one job's rank.
+func ownJob(r sample.Rank) bool { return r.WorldSize != nil && *r.WorldSize <= 1 }
+
 // rankMeans averages each rank's wait share and step over the frames,
-// in rank order; ranks with no wait reading are left out. Two loaders
-// that say the same rank are two means.
+// in rank order; ranks with no wait reading, and loaders that are jobs of
+// their own (ownJob), are left out. Two loaders that say the same rank are
+// two means.
 func rankMeans(frames []sample.Frame) []rankMean {
 	type key struct {
 		rank int
@@ -31,7 +38,7 @@ func rankMeans(frames []sample.Frame) []rankMean {
 	byRank := map[key]*rankMean{}
 	for i := range frames {
 		for _, r := range frames[i].Ranks {
-			if !r.Connected || r.WaitShare == nil {
+			if !r.Connected || r.WaitShare == nil || ownJob(r) {
 				continue
 			}
 			k := key{r.Rank, r.URL}
@@ -64,7 +71,8 @@ func rankMeans(frames []sample.Frame) []rankMean {
 // ambiguousRanks is the evidence that loaders of the newest frame say the
 // same rank (two jobs on one node, a restarted rank, a launcher that sets
 // RANK wrong): their numbers cannot tell them apart, so no rank is named
-// the straggler. False when every rank number is one loader's.
+// the straggler. False when every rank number is one loader's. Jobs of
+// their own (ownJob) each say rank 0 and are not ambiguous.
 func ambiguousRanks(frames []sample.Frame) (Evidence, bool) {
 	if len(frames) == 0 {
 		return Evidence{}, false
@@ -72,7 +80,7 @@ func ambiguousRanks(frames []sample.Frame) (Evidence, bool) {
 	byRank := map[int][]sample.Rank{}
 	var dup []int
 	for _, r := range frames[len(frames)-1].Ranks {
-		if !r.Connected {
+		if !r.Connected || ownJob(r) {
 			continue
 		}
 		if byRank[r.Rank] = append(byRank[r.Rank], r); len(byRank[r.Rank]) == 2 {
@@ -104,7 +112,13 @@ func ambiguousRanks(frames []sample.Frame) (Evidence, bool) {
 // others wait for it in the all-reduce, their steps longer by that wait —
 // or, when every rank waits for input alike, that. It is false with fewer
 // than two ranks reporting, or when no rank waits past WaitShareStarved.
+// Where the newest frame's loader is a job of its own beside other
+// loaders, it is that they are separate jobs (separateJobs), never a
+// straggler.
 func rankEvidence(frames []sample.Frame, th Thresholds) (Evidence, *int, bool) {
+	if e, ok := separateJobs(frames); ok {
+		return e, nil, true
+	}
 	ranks := rankMeans(frames)
 	if len(ranks) < 2 {
 		return Evidence{}, nil, false
@@ -157,6 +171,65 @@ func rankEvidence(frames []sample.Frame, th Thresholds) (Evidence, *int, bool) {
 	}
 	rank := st.rank
 	return evidence("ranks.straggler_wait_share", st.wait, ">=", th.WaitShareStarved, "ratio", text), &rank, true
+}
+
+// separateJobs is the evidence that the loaders of the newest frame are
+// not one job's ranks: the one the frame reads (Pacing, the one that
+// waits most for input) is a job of its own (ownJob) and others answer
+// beside it. Each is named by its process, not a rank number; no loader
+// holds another back, for no all-reduce ties them. False with fewer than
+// two loaders answering, or when the frame's loader is a distributed
+// job's rank.
+func separateJobs(frames []sample.Frame) (Evidence, bool) {
+	if len(frames) == 0 {
+		return Evidence{}, false
+	}
+	var pace *sample.Rank
+	var others []string
+	n := 0
+	for _, r := range frames[len(frames)-1].Ranks {
+		if !r.Connected {
+			continue
+		}
+		n++
+		if r.Pacing && pace == nil {
+			pace = &r
+			continue
+		}
+		if len(others) < 3 {
+			others = append(others, loaderWait(r))
+		}
+	}
+	if pace == nil || !ownJob(*pace) || n < 2 {
+		return Evidence{}, false
+	}
+	list := strings.Join(others, ", ")
+	if n-1 > len(others) {
+		list += fmt.Sprintf(" and %d more", n-1-len(others))
+	}
+	text := fmt.Sprintf("%d loaders here are separate jobs, not ranks of one (no torch.distributed WORLD_SIZE above 1 ties them; no all-reduce waits between them): this verdict reads %s, the one that waits most for input; beside it %s",
+		n, loaderWait(*pace), list)
+	return evidence("ranks.separate_jobs", float64(n), ">=", 2, "loaders", text), true
+}
+
+// loaderWait names a loader by its process (its URL where the PID is
+// unknown), and the rank of its job where it is one, with its wait share.
+func loaderWait(r sample.Rank) string {
+	w := "pid " + strconv.Itoa(r.PID)
+	if r.PID <= 0 {
+		w = sample.Printable(r.URL)
+	}
+	if !ownJob(r) {
+		w += fmt.Sprintf(" (rank %d", r.Rank)
+		if r.WorldSize != nil {
+			w += fmt.Sprintf(" of %d", *r.WorldSize)
+		}
+		w += ")"
+	}
+	if r.WaitShare != nil {
+		w += fmt.Sprintf(" waiting %.0f %%", 100**r.WaitShare)
+	}
+	return w
 }
 
 // Straggler is which of several ranks' wait shares holds the others

@@ -235,3 +235,51 @@ func TestStragglerRule(t *testing.T) {
 		}
 	}
 }
+
+// TestSeparateJobsNameNoStraggler: two loaders on one box, neither of a
+// distributed job (each a world of one, as the Ranks probe reports a
+// discovered loader without WORLD_SIZE) — one waits 98 % for input, the
+// other's steps are 6.6× longer. They are two jobs: no straggler, no
+// all-reduce, no "ranks ambiguous", no "rank N"; the first evidence says
+// they are separate and whose loader the verdict reads, by its pid. The
+// same numbers from two ranks of one job of two still name rank 1.
+func TestSeparateJobsNameNoStraggler(t *testing.T) {
+	th := DefaultThresholds()
+	frames := func(world int) []sample.Frame {
+		fs := rankFrames(10, []float64{0.01, 0.98}, []float64{0.132, 0.020}, 0)
+		for i := range fs {
+			for j := range fs[i].Ranks {
+				r := &fs[i].Ranks[j]
+				r.WorldSize, r.Pacing = ptr(world), j == 1
+				if world == 1 {
+					r.Rank = 0
+				}
+			}
+		}
+		return fs
+	}
+	v := Classify(frames(1), th)
+	if v.Straggler != nil || len(v.Evidence) == 0 {
+		t.Fatalf("separate jobs: straggler %v, evidence %+v", v.Straggler, v.Evidence)
+	}
+	want := "2 loaders here are separate jobs, not ranks of one (no torch.distributed WORLD_SIZE above 1 ties them; no all-reduce waits between them): this verdict reads pid 101 waiting 98 %, the one that waits most for input; beside it pid 100 waiting 1 %"
+	if got := v.Evidence[0].Text; got != want {
+		t.Errorf("first evidence\n got %q\nwant %q", got, want)
+	}
+	for _, e := range v.Evidence[1:] {
+		if strings.Contains(e.Text, "all-reduce") || strings.Contains(e.Text, "rank 0") || strings.Contains(e.Text, "rank 1") || strings.Contains(e.Text, "ambiguous") {
+			t.Errorf("evidence between separate jobs: %q", e.Text)
+		}
+	}
+	if _, ok := ambiguousRanks(frames(1)); ok {
+		t.Error("two jobs of their own, each rank 0 of 1, read as ambiguous ranks")
+	}
+	if got := rankMeans(frames(1)); len(got) != 0 {
+		t.Errorf("jobs of their own averaged as ranks: %+v", got)
+	}
+
+	v = Classify(frames(2), th)
+	if v.Straggler == nil || *v.Straggler != 1 || !strings.Contains(v.Evidence[0].Text, "rank 0 waits in the all-reduce: its steps are 6.6× rank 1's") {
+		t.Errorf("one job of two ranks: straggler %v, first evidence %+v", v.Straggler, v.Evidence)
+	}
+}

@@ -56,8 +56,11 @@ func ExpandURLs(raw []string) ([]string, error) {
 	return out, nil
 }
 
-// Ranks is the probe for the loaders of a distributed job: one per rank,
-// each its own Attach and Loader. Every rank is read in a slot of its
+// Ranks is the probe for the loaders of a distributed job, or of the
+// jobs discovery finds on the machine: one entry per loader, each its own
+// Attach and Loader. A loader is a rank of a distributed job only when it
+// says so (rankOf): a discovered loader whose metrics and announcement
+// give no WORLD_SIZE above 1 is a job of its own (rank 0 of 1). Every rank is read in a slot of its
 // own, with its own deadline (the Attach's timeout): a tick starts each
 // rank's read that is not still running, waits for them within the tick's
 // budget, and takes each rank's latest completed reading. A rank whose
@@ -90,8 +93,9 @@ type rankTarget struct {
 	a     *Attach
 	l     *Loader
 	key   string        // the loader's URL as one loader has it (loaderKey)
-	order int           // position among the targets, the rank when unreported
-	ann   *Announcement // from discovery; nil for a URL given
+	order int           // a URL given: its position among them, its rank when unreported
+	given bool          // a URL the user gave (its ann may come later)
+	ann   *Announcement // from discovery; nil for a URL given until announced
 	// The rank as last reported, kept while the loader does not answer.
 	rank, localRank, worldSize *int
 
@@ -126,7 +130,7 @@ func NewRanks(attached []*Attach, discover func() (Discovery, error), every time
 }
 
 func (r *Ranks) add(a *Attach, ann *Announcement) {
-	t := &rankTarget{a: a, l: NewLoader(a), order: len(r.targets), ann: ann, key: loaderKey(a.Source())}
+	t := &rankTarget{a: a, l: NewLoader(a), order: len(r.targets), given: ann == nil, ann: ann, key: loaderKey(a.Source())}
 	if ann != nil {
 		t.key = ann.key
 	}
@@ -286,9 +290,9 @@ func (r *Ranks) applyScan(d Discovery) {
 			r.add(a, &d.Found[i])
 		}
 	}
-	for i, t := range r.targets {
-		t.order = i
-	}
+	// No renumbering: a given URL's position is its rank for as long as it
+	// is watched (a loader dropped before it must not move it: one URL
+	// read as two ranks across frames).
 }
 
 // Collect implements Probe.
@@ -299,7 +303,7 @@ func (r *Ranks) Collect(ctx context.Context, f *sample.Frame) error {
 		r.scanned = nil
 	}
 	targets := append([]*rankTarget(nil), r.targets...)
-	note := r.note
+	note, last := r.note, r.pacing
 	r.mu.Unlock()
 	if note != "" {
 		if f.Unavailable == nil {
@@ -332,7 +336,7 @@ func (r *Ranks) Collect(ctx context.Context, f *sample.Frame) error {
 		return res.err
 	}
 	ranks := make([]sample.Rank, len(targets))
-	pace, firstErr := -1, error(nil)
+	firstErr := error(nil)
 	for i, t := range targets {
 		var l *sample.Loader
 		if res := results[i]; res != nil {
@@ -343,13 +347,8 @@ func (r *Ranks) Collect(ctx context.Context, f *sample.Frame) error {
 		}
 		ranks[i] = rankOf(t, l)
 		ranks[i].SlowSince = slow[i]
-		if w := ranks[i].WaitShare; ranks[i].Connected && w != nil && (pace < 0 || ranks[pace].WaitShare == nil || *w > *ranks[pace].WaitShare) {
-			pace = i
-		}
-		if pace < 0 && ranks[i].Connected {
-			pace = i
-		}
 	}
+	pace := paceOf(ranks, targets, last)
 	if pace < 0 {
 		// None answers: the loader panel and JSON still say which loader
 		// went away and since when (the pacing one's, else the first's).
@@ -370,6 +369,35 @@ func (r *Ranks) Collect(ctx context.Context, f *sample.Frame) error {
 		}
 	}
 	return nil
+}
+
+// samePace is how much more another loader must wait for input than a
+// job of its own that paced the last frame to take the frame from it.
+const samePace = 0.1
+
+// paceOf is the rank whose reading the frame shows: the one that waits
+// most for input, else the first that answers; -1 when none answers. A
+// job of its own (rank 0 of 1) that paced the last frame (last) keeps
+// the frame while it answers and no loader waits samePace more: two
+// unrelated jobs that both wait (two scripts on two shared cores) took
+// the frame in turns, and the verdict's window mixed their two loops.
+func paceOf(ranks []sample.Rank, targets []*rankTarget, last *Attach) int {
+	pace := -1
+	for i, r := range ranks {
+		if w := r.WaitShare; r.Connected && (pace < 0 || w != nil && (ranks[pace].WaitShare == nil || *w > *ranks[pace].WaitShare)) {
+			pace = i
+		}
+	}
+	for i, t := range targets {
+		r := ranks[i]
+		if t.a != last || pace < 0 || i == pace || !r.Connected || r.WorldSize == nil || *r.WorldSize > 1 {
+			continue
+		}
+		if r.WaitShare != nil && ranks[pace].WaitShare != nil && *ranks[pace].WaitShare-*r.WaitShare < samePace {
+			return i
+		}
+	}
+	return pace
 }
 
 // lastWord is the loader to show when no rank answers: the pacing rank's
@@ -469,7 +497,13 @@ func (r *Ranks) setPacing(a *Attach) {
 	r.mu.Unlock()
 }
 
-// rankOf summarizes one rank's reading.
+// rankOf summarizes one rank's reading. Its rank is the one its metrics
+// or announcement report; a URL given that reports none is its position
+// among those given (the user named them as one job's ranks). A
+// discovered loader with no WORLD_SIZE above 1 is not a rank of anyone's
+// distributed job, whatever its neighbours: it is rank 0 of a world of 1,
+// a job of its own, the same in every frame (diagnose names no straggler
+// between such loaders).
 func rankOf(t *rankTarget, l *sample.Loader) sample.Rank {
 	out := sample.Rank{Rank: t.order, URL: t.a.Source(), PID: t.a.PID()}
 	if ann := t.ann; ann != nil {
@@ -486,6 +520,9 @@ func rankOf(t *rankTarget, l *sample.Loader) sample.Rank {
 	}
 	if t.rank != nil {
 		out.Rank, out.LocalRank, out.WorldSize = *t.rank, t.localRank, t.worldSize
+	}
+	if !t.given && (out.WorldSize == nil || *out.WorldSize <= 1) {
+		out.Rank, out.LocalRank, out.WorldSize = 0, nil, probes.Ptr(1)
 	}
 	if l == nil {
 		return out

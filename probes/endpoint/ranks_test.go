@@ -762,3 +762,99 @@ func TestAnnouncedRendezvousIsAHostAndAPort(t *testing.T) {
 		}
 	}
 }
+
+// TestDiscoveredLoadersWithoutAWorldAreJobsOfTheirOwn: two loaders
+// announced without RANK or WORLD_SIZE (two unrelated scripts) are each
+// rank 0 of a world of 1 — not ranks 0 and 1 of one job by their order —
+// in every frame, and one keeps that when the other goes; a loader whose
+// metrics say rank 1 of 3 is that rank beside them.
+func TestDiscoveredLoadersWithoutAWorldAreJobsOfTheirOwn(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gpuwatch")
+	a, b, c := &fakeRank{rank: -1}, &fakeRank{rank: -1}, &fakeRank{rank: 1}
+	for _, r := range []*fakeRank{a, b, c} {
+		r.serve(t, "127.0.0.1:0")
+	}
+	removeA, err := Announce(dir, Announcement{PID: os.Getpid(), URL: a.url(), Kind: "python"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewRanks(nil, func() (Discovery, error) { return Discover(dir, "/proc") }, 5*time.Millisecond)
+	p.Start(context.Background())
+	defer p.Close()
+	now := probetest.T0
+	collect := func() *sample.Frame {
+		f := probetest.FrameAt(now)
+		_ = p.Collect(context.Background(), f)
+		now = now.Add(time.Second)
+		a.advance(10, 0.98, 0.02)
+		b.advance(2, 0.01, 0.99)
+		c.advance(5, 0.1, 0.9)
+		return f
+	}
+	collectUntil(t, collect, func(f *sample.Frame) bool { return len(f.Ranks) == 1 })
+	pidB, unholdB := b.heldBy(t)
+	removeB, err := Announce(dir, Announcement{PID: pidB, URL: b.url(), Kind: "python"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidC, _ := c.heldBy(t)
+	if _, err := Announce(dir, Announcement{PID: pidC, URL: c.url(), Kind: "python"}); err != nil {
+		t.Fatal(err)
+	}
+	collectUntil(t, collect, func(f *sample.Frame) bool { return len(f.Ranks) == 3 })
+	own := func(f *sample.Frame, url string) {
+		t.Helper()
+		for _, r := range f.Ranks {
+			if r.URL == url && (r.Rank != 0 || r.WorldSize == nil || *r.WorldSize != 1 || r.LocalRank != nil) {
+				t.Fatalf("%s is no rank of a job, yet reads %+v", url, r)
+			}
+		}
+	}
+	for range 3 {
+		f := collect()
+		own(f, a.url())
+		own(f, b.url())
+		for _, r := range f.Ranks {
+			if r.URL == c.url() && (r.Rank != 1 || r.WorldSize == nil || *r.WorldSize != 3) {
+				t.Fatalf("the loader that says rank 1 of 3 reads %+v", r)
+			}
+		}
+	}
+	// The first one goes: the others keep what they were.
+	removeA()
+	a.stop()
+	f := collectUntil(t, collect, func(f *sample.Frame) bool { return len(f.Ranks) == 2 })
+	own(f, b.url())
+	removeB()
+	unholdB()
+	b.stop()
+}
+
+// TestAJobOfItsOwnKeepsTheFrame: of two unrelated jobs that both wait
+// for input, the one whose reading the last frame showed keeps it until
+// the other waits samePace more (they took it in turns, frame by frame);
+// ranks of one job are paced by the one that waits most, as before.
+func TestAJobOfItsOwnKeepsTheFrame(t *testing.T) {
+	a0, _ := NewAttach("http://127.0.0.1:1")
+	a1, _ := NewAttach("http://127.0.0.1:2")
+	targets := []*rankTarget{{a: a0}, {a: a1}}
+	ranks := func(world int, w0, w1 float64) []sample.Rank {
+		return []sample.Rank{{Connected: true, WorldSize: &world, WaitShare: &w0}, {Rank: 1, Connected: true, WorldSize: &world, WaitShare: &w1}}
+	}
+	for _, c := range []struct {
+		world  int
+		w0, w1 float64
+		last   *Attach
+		want   int
+	}{
+		{1, 0.97, 0.99, a0, 0}, // the last frame's job keeps it
+		{1, 0.97, 0.99, a1, 1},
+		{1, 0.97, 0.99, nil, 1}, // the first frame: the one that waits most
+		{1, 0.50, 0.99, a0, 1},  // the other waits far more: it takes the frame
+		{2, 0.97, 0.99, a0, 1},  // ranks of one job: the most waiting paces
+	} {
+		if got := paceOf(ranks(c.world, c.w0, c.w1), targets, c.last); got != c.want {
+			t.Errorf("world %d waits %v/%v: pace %d, want %d", c.world, c.w0, c.w1, got, c.want)
+		}
+	}
+}
