@@ -11,16 +11,26 @@ by that finder when torch.utils.data.dataloader is imported, never before.
 It runs the sitecustomize it shadows (the system's or the user's) and then
 leaves that module in sys.modules under its own name, so that
 `import sitecustomize; sitecustomize.X` reaches the user's names as it does
-without gpuwatch (item 15)."""
+without gpuwatch (item 15).
+
+Every Python the job starts reads it, the hook's or not: a child of
+Python 2 printed "'import sitecustomize' failed" under gpuwatch only. So
+the file is of a grammar Python 2.7 and 3.4 parse (no annotations, no
+f-strings: test_package checks it), and on an interpreter older than the
+hook's (MIN_PYTHON, pyproject.toml's requires-python) it only runs the
+sitecustomize it shadows: no marker (the hook is not loaded there), no
+finder."""
 
 import os
 import sys
 
 #: The module whose import brings the hook in.
 _TARGET = "torch.utils.data.dataloader"
+#: The oldest Python the hook runs on (pyproject.toml's requires-python).
+MIN_PYTHON = (3, 9)
 
 
-class _DataLoaderFinder:
+class _DataLoaderFinder(object):
     """Finds nothing itself. When torch's DataLoader module is first looked
     for, it takes itself off sys.meta_path, imports the hook, and hands the
     search to the hook's own finder (gpuwatch_hook._auto), which patches
@@ -45,7 +55,7 @@ class _DataLoaderFinder:
         return None
 
 
-def _mark() -> None:
+def _mark():
     """Tells gpuwatch run that this process loaded the hook (a process
     started with python -I or -S does not)."""
     run = os.environ.get("GPUWATCH_RUN_DIR", "")
@@ -59,16 +69,19 @@ def _mark() -> None:
 def _chain():
     """Runs the sitecustomize this one shadows; returns its module, or None
     when there is none."""
-    import importlib.machinery  # importlib and its frozen bootstrap: cheap
-
-    try:  # what importlib.util.module_from_spec is, without contextlib and collections
-        from importlib._bootstrap import module_from_spec
-    except ImportError:
-        from importlib.util import module_from_spec
-
     here = os.path.dirname(os.path.abspath(__file__))
     path = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
-    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
+    try:
+        import importlib.machinery  # importlib and its frozen bootstrap: cheap
+
+        find_spec = importlib.machinery.PathFinder.find_spec
+        try:  # what importlib.util.module_from_spec is, without contextlib and collections
+            from importlib._bootstrap import module_from_spec
+        except ImportError:
+            from importlib.util import module_from_spec
+    except (ImportError, AttributeError):  # Python 2, 3.4
+        return _chain_imp(path)
+    spec = find_spec("sitecustomize", path)
     if spec is None or spec.loader is None:
         return None
     module = module_from_spec(spec)
@@ -76,13 +89,37 @@ def _chain():
     return module
 
 
+def _chain_imp(path):
+    """_chain where importlib has no specs (Python 2, 3.4): imp's search.
+    A source file runs in a module of its own (imp.load_module would run
+    it in this one's, which sys.modules holds under the same name)."""
+    import imp
+
+    try:
+        f, pathname, desc = imp.find_module("sitecustomize", path)
+    except ImportError:
+        return None
+    try:
+        if desc[2] != imp.PY_SOURCE:
+            return imp.load_module("sitecustomize", f, pathname, desc)
+        module = imp.new_module("sitecustomize")
+        module.__file__ = pathname
+        code = compile(f.read(), pathname, "exec")
+        exec(code, module.__dict__)
+        return module
+    finally:
+        if f is not None:
+            f.close()
+
+
 _user = None
 try:
     _user = _chain()
 finally:
-    _mark()
-    if _TARGET not in sys.modules and not any(type(f).__name__ == "_DataLoaderFinder" for f in sys.meta_path):
-        sys.meta_path.insert(0, _DataLoaderFinder())
+    if tuple(sys.version_info[:2]) >= MIN_PYTHON:
+        _mark()
+        if _TARGET not in sys.modules and not any(type(f).__name__ == "_DataLoaderFinder" for f in sys.meta_path):
+            sys.meta_path.insert(0, _DataLoaderFinder())
     if _user is not None:
         # The import of this module returns what sys.modules holds when it
         # ends (importlib's _load_unlocked): the user's module.

@@ -4,6 +4,7 @@ gpuwatch run's sitecustomize times an unmodified script's DataLoaders.
 
     python3 -m unittest discover -s python/tests"""
 
+import ast
 import base64
 import json
 import os
@@ -631,6 +632,86 @@ class RunInstrumentationTest(unittest.TestCase):
             env=self.env, capture_output=True, text=True, check=True)
         self.assertEqual(out.stdout.split(), ["yes", "False", "True"])
         self.assertEqual(out.stderr, "")
+
+
+def older_pythons():
+    """The interpreters here older than the hook's oldest (pyenv's, and a
+    python2 on PATH): every Python a job starts reads run's sitecustomize."""
+    found = []
+    root = os.path.expanduser("~/.pyenv/versions")
+    for v in sorted(os.listdir(root)) if os.path.isdir(root) else ():
+        exe = os.path.join(root, v, "bin", "python")
+        parts = v.split(".")
+        if os.access(exe, os.X_OK) and parts[0].isdigit() and parts[1:2] and parts[1].isdigit() and (int(parts[0]), int(parts[1])) < (3, 9):
+            found.append(exe)
+    py2 = shutil.which("python2")
+    if py2 and subprocess.run([py2, "-c", "pass"], capture_output=True).returncode == 0:
+        found.append(py2)
+    return found
+
+
+class OlderPythonTest(unittest.TestCase):
+    """A Python the hook does not run on (2.7, 3.8) started under gpuwatch
+    run: a review saw "'import sitecustomize' failed; use -v for
+    traceback" from a Python 2 child. It runs the sitecustomize run's
+    shadows, and nothing of the hook's."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="gpuwatch-run-test-")
+        self.src = os.path.join(PYTHON_DIR, "run", "sitecustomize.py")
+        shutil.copy(self.src, self.dir)
+        self.user = tempfile.mkdtemp(prefix="gpuwatch-user-site-")
+        with open(os.path.join(self.user, "sitecustomize.py"), "w") as f:
+            f.write("import os\nos.environ['CHAINED'] = 'yes'\nUSER_NAME = 42\n")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(self.user, ignore_errors=True)
+
+    def test_its_oldest_is_the_packages(self):
+        with open(os.path.join(PYTHON_DIR, "pyproject.toml")) as f:
+            want = [line for line in f if line.startswith("requires-python")]
+        ns = {}
+        with open(self.src) as f:
+            tree = ast.parse(f.read())
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "MIN_PYTHON":
+                ns["min"] = ast.literal_eval(node.value)
+        self.assertEqual(want, ['requires-python = ">=%d.%d"\n' % ns["min"]])
+
+    def test_the_file_is_of_python_2s_grammar(self):
+        """Checked with the Python 3 here: none of what Python 2.7 does
+        not parse (annotations, f-strings, keyword-only arguments, async,
+        nonlocal, yield from); a python2, where there is one, compiles it
+        too (test_a_child_of_an_older_python_prints_nothing)."""
+        with open(self.src) as f:
+            tree = ast.parse(f.read())
+        bad = []
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.JoinedStr, ast.AsyncFunctionDef, ast.Nonlocal, ast.YieldFrom, ast.AnnAssign)):
+                bad.append(type(node).__name__)
+            if isinstance(node, ast.FunctionDef):
+                a = node.args
+                if node.returns is not None or a.kwonlyargs or getattr(a, "posonlyargs", []) or any(x.annotation is not None for x in a.args):
+                    bad.append(node.name)
+        self.assertEqual(bad, [])
+
+    def test_a_child_of_an_older_python_prints_nothing(self):
+        pythons = older_pythons()
+        if not pythons:
+            self.skipTest("no Python older than 3.9 here (the grammar test stands)")
+        env = dict(os.environ, PYTHONPATH=self.dir + os.pathsep + self.user, GPUWATCH_RUN_DIR=self.dir)
+        code = "import os, sys, sitecustomize as s; print('%s %s %s' % (os.environ.get('CHAINED'), s.USER_NAME, [type(f).__name__ for f in sys.meta_path if 'DataLoader' in type(f).__name__]))"
+        for exe in pythons:
+            out = subprocess.run([exe, "-c", code], env=env, capture_output=True, text=True)
+            self.assertEqual((out.returncode, out.stderr), (0, ""), exe)
+            self.assertEqual(out.stdout.split(), ["yes", "42", "[]"], exe)  # the user's names; no finder
+            self.assertEqual(sorted(n for n in os.listdir(self.dir) if n.startswith("py-")), [], "no hook loaded, no marker: " + exe)
+        # Without a sitecustomize to run, nothing either.
+        env["PYTHONPATH"] = self.dir
+        for exe in pythons:
+            out = subprocess.run([exe, "-c", "print(1)"], env=env, capture_output=True, text=True)
+            self.assertEqual((out.returncode, out.stdout, out.stderr), (0, "1\n", ""), exe)
 
 
 if __name__ == "__main__":
