@@ -120,7 +120,7 @@ func classify(frames, history []sample.Frame, th Thresholds, shown Kind, held fu
 	}
 	d.evidence = append(d.evidence, ceilingEvidence(frames, &w)...) // ceiling.go
 	slices.SortStableFunc(d.evidence[min(1, len(d.evidence)):], func(a, b Evidence) int { return cmp.Compare(b.strength, a.strength) })
-	if f, ok := takenByOthers(&w, th); ok && d.kind != Healthy && d.kind != Idle && d.variant != cpuTaken {
+	if f, ok := takenByOthers(&w, th); ok && d.kind != Healthy && d.kind != Idle && d.variant != cpuTaken && d.variant != cpuOthers {
 		d.secondary = append(d.secondary, f)
 	}
 	if transferBound(d.kind, &w, th) {
@@ -259,6 +259,7 @@ var precedence = [phases][]string{
 		"cpu_saturated/crowded",
 		"single_core_maxed/loop-hot",
 		"io_bound/mmap",
+		"cpu_saturated/others",
 		"cpu_saturated/cores",
 		"io_bound/disk",
 		"single_core_maxed/thread",

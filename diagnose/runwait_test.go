@@ -264,3 +264,31 @@ func TestALoopCrowdedByItsOwnWorkersIsCPUSaturated(t *testing.T) {
 		t.Error("own holds with the cores not all busy")
 	}
 }
+
+// TestCoresHeldByOthersAreNotThePreprocessings (a hostile user's review):
+// beside two `yes`, a loader whose workers sleep on reads, its job using 5
+// % of a core, was told "preprocessing needs more than the 2 cores here:
+// do it once and cache". With processes outside the job holding at least
+// half of the busy cores, cpu_saturated/others holds and says so; with the
+// job itself filling them, it does not (the cores rule's case).
+func TestCoresHeldByOthersAreNotThePreprocessings(t *testing.T) {
+	th := DefaultThresholds()
+	w := &window{th: th, cores: 2, cpuBusy: level{v: 100, n: 1, ok: true}, othersCores: level{v: 1.95, n: 1, ok: true}}
+	f := &facts{w: w, th: th, cpuSat: true, cpu: []Evidence{{Metric: "cpu.busy_pct"}}, wait: []Evidence{{Metric: "loader.wait_share"}}}
+	d, ok := othersRule(f)
+	if !ok || d.evidence[0].Metric != "others.cores" || d.evidence[0].Text != "processes outside the job use 1.9 of the 2.0 busy cores" {
+		t.Fatalf("others: %v %+v", ok, d.evidence)
+	}
+	a, last := saturatedAdvice(adviceIn{w: w, cores: 2, d: decision{kind: CPUSaturated, variant: cpuOthers}})
+	if !last || len(a) != 1 || !strings.HasPrefix(a[0], "give the job its own CPUs") {
+		t.Errorf("advice %q (last %v)", a, last)
+	}
+	w.othersCores = level{v: 0.6, n: 1, ok: true} // the job's own work fills most of the cores
+	if _, ok := othersRule(f); ok {
+		t.Error("others holds where the job uses 1.4 of the 2 busy cores")
+	}
+	w.othersCores, f.wait = level{v: 1.95, n: 1, ok: true}, nil
+	if _, ok := othersRule(f); ok {
+		t.Error("others holds with the loop not waiting for input (taken's case)")
+	}
+}

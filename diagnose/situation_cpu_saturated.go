@@ -23,6 +23,7 @@ func init() {
 		Scenarios:  []string{"cpu-bound"},
 		rules: []rule{
 			{name: "crowded", sees: "the training process's compute threads crowd out its workers", variant: cpuCrowded, holds: crowdedRule},
+			{name: "others", sees: "every core is busy, at least half of them with processes outside the job, and the loop waits for input", variant: cpuOthers, holds: othersRule},
 			{name: "cores", sees: "every core is busy", holds: coresRule},
 			{name: "throttled", sees: "the job uses its whole CPU limit and is throttled, though its loop does not wait", variant: cpuThrottled, holds: throttledRule},
 			{name: "taken", sees: "the loop's steps wait for a CPU that processes outside the job hold, though its loop does not wait for input", variant: cpuTaken, holds: takenRule},
@@ -43,6 +44,11 @@ const cpuThrottled variant = "throttled"
 // cpuTaken: processes outside the job hold the CPUs the loop's step needs:
 // the step (wall time) is long because its thread waits for a CPU.
 const cpuTaken variant = "taken"
+
+// cpuOthers: the loop waits for input while processes outside the job
+// hold most of the busy cores; its workers' preprocessing is not what
+// fills them.
+const cpuOthers variant = "others"
 
 // restartsDominate is the share of the time the workers' start-up every
 // epoch takes (window.restartShare) past which cpu_saturated says it
@@ -70,6 +76,8 @@ func saturatedAdvice(in adviceIn) ([]string, bool) {
 		return throttledAdvice(w), false
 	case cpuTaken:
 		return []string{fmt.Sprintf("give the job its own CPUs (a cpuset, taskset -c, the pod's CPU request) or move the processes outside it (%.1f cores here): its loop's steps wait for a CPU, not for input", w.othersCores.v)}, true
+	case cpuOthers:
+		return []string{fmt.Sprintf("give the job its own CPUs (a cpuset, taskset -c, the pod's CPU request) or move the processes outside it (%.1f cores here): the cores its workers would use are theirs", w.othersCores.v)}, true
 	}
 	here := fmt.Sprintf("the %d cores here", cores)
 	if w.confined() {
@@ -112,6 +120,26 @@ func crowdedRule(f *facts) (decision, bool) {
 		return decision{}, false
 	}
 	return join(e, f.cpu, f.wait), true
+}
+
+// othersRule: the CPUs are saturated and the loop waits for input, and
+// processes outside the job hold at least half of the busy cores (a
+// hostile user's review: beside two `yes`, a job whose own processes used
+// 5 % of a core was told "preprocessing needs more than the 2 cores here:
+// do it once and cache"). A job confined to its own CPUs is judged by
+// them (cpuEvidence), not here.
+func othersRule(f *facts) (decision, bool) {
+	w := f.w
+	if !f.cpuSat || len(f.wait) == 0 || w.confined() || !w.othersCores.ok || w.othersCores.v < f.th.OthersCores || !w.cpuBusy.ok || w.cores <= 0 {
+		return decision{}, false
+	}
+	busy := w.cpuBusy.v / 100 * float64(w.cores)
+	if w.othersCores.v < 0.5*busy {
+		return decision{}, false
+	}
+	e := evidence("others.cores", w.othersCores.v, ">=", 0.5*busy, "cores",
+		fmt.Sprintf("processes outside the job use %.1f of the %.1f busy cores", w.othersCores.v, busy))
+	return join([]Evidence{e}, f.cpu, f.wait), true
 }
 
 // coresRule: the CPUs are saturated, the host's or the job's.
