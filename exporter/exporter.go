@@ -66,6 +66,16 @@ func desc(s sample.Series) *metricDesc {
 	return &metricDesc{name: s.Name, help: s.Help, labels: s.Labels, kind: kind, d: prometheus.NewDesc(s.Name, s.Help, s.Labels, nil)}
 }
 
+// rankDesc is a per-rank series' description with a world_size label
+// besides rank and loader: "1" for a loader that is a job of its own (no
+// rank of a distributed job, whatever its rank label says), its job's
+// WORLD_SIZE for a rank, empty where unknown. gpuwatch fleet compares
+// only ranks of one distributed job by it.
+func rankDesc(s sample.Series) *metricDesc {
+	s.Labels = append(slices.Clip(s.Labels), "world_size")
+	return desc(s)
+}
+
 var (
 	dVerdict    = desc(sample.SeriesVerdict)
 	dConfidence = desc(sample.SeriesVerdictConfidenceRatio)
@@ -119,11 +129,11 @@ var (
 	dCeiling    = desc(sample.SeriesLoaderCeilingSamplesPerSecond)
 	dInputCost  = desc(sample.SeriesLoaderInputCostRatio)
 	dMFU        = desc(sample.SeriesLoaderMFURatio)
-	dRankUp     = desc(sample.SeriesRankUp)
-	dRankWait   = desc(sample.SeriesRankWaitRatio)
-	dRankStep   = desc(sample.SeriesRankStepSeconds)
-	dRankSample = desc(sample.SeriesRankSamplesPerSecond)
-	dStraggler  = desc(sample.SeriesRankStraggler)
+	dRankUp     = rankDesc(sample.SeriesRankUp)
+	dRankWait   = rankDesc(sample.SeriesRankWaitRatio)
+	dRankStep   = rankDesc(sample.SeriesRankStepSeconds)
+	dRankSample = rankDesc(sample.SeriesRankSamplesPerSecond)
+	dStraggler  = rankDesc(sample.SeriesRankStraggler)
 	dSelfCPU    = desc(sample.SeriesSelfCPUSecondsTotal)
 	dSelfRSS    = desc(sample.SeriesSelfResidentBytes)
 	dSelfTick   = desc(sample.SeriesSelfTickSeconds)
@@ -424,16 +434,21 @@ func collectHost(f *sample.Frame, g func(d *metricDesc, val float64, labels ...s
 }
 
 // collectRanks emits each rank's series (bounded: sample.MaxRanks),
-// labelled with the rank and its loader's URL: two loaders that say the
+// labelled with the rank, its loader's URL and its world size (a job of
+// its own, world size 1, is never the straggler): two loaders that say the
 // same rank (two jobs on one node, a restarted rank) are two series.
 func collectRanks(ranks []sample.Rank, straggler *int, g func(d *metricDesc, val float64, labels ...string)) {
 	for _, r := range ranks {
-		label := []string{strconv.Itoa(r.Rank), r.URL}
+		world := ""
+		if r.WorldSize != nil {
+			world = strconv.Itoa(*r.WorldSize)
+		}
+		label := []string{strconv.Itoa(r.Rank), r.URL, world}
 		up, strag := 0.0, 0.0
 		if r.Connected {
 			up = 1
 		}
-		if straggler != nil && *straggler == r.Rank {
+		if own := r.WorldSize != nil && *r.WorldSize <= 1; straggler != nil && *straggler == r.Rank && !own {
 			strag = 1
 		}
 		g(dRankUp, up, label...)

@@ -74,22 +74,22 @@ func TestExporterPerRankSeries(t *testing.T) {
 	want := `
 # HELP gpuwatch_rank_straggler 1 for the rank the verdict names as holding the job back, 0 for the others.
 # TYPE gpuwatch_rank_straggler gauge
-gpuwatch_rank_straggler{loader="http://127.0.0.1:6061",rank="0"} 0
-gpuwatch_rank_straggler{loader="http://127.0.0.1:6062",rank="1"} 1
-gpuwatch_rank_straggler{loader="http://127.0.0.1:6063",rank="2"} 0
+gpuwatch_rank_straggler{loader="http://127.0.0.1:6061",rank="0",world_size=""} 0
+gpuwatch_rank_straggler{loader="http://127.0.0.1:6062",rank="1",world_size=""} 1
+gpuwatch_rank_straggler{loader="http://127.0.0.1:6063",rank="2",world_size=""} 0
 # HELP gpuwatch_rank_up 1 while the rank's loader answers, 0 while it does not (several ranks attached).
 # TYPE gpuwatch_rank_up gauge
-gpuwatch_rank_up{loader="http://127.0.0.1:6061",rank="0"} 1
-gpuwatch_rank_up{loader="http://127.0.0.1:6062",rank="1"} 1
-gpuwatch_rank_up{loader="http://127.0.0.1:6063",rank="2"} 0
+gpuwatch_rank_up{loader="http://127.0.0.1:6061",rank="0",world_size=""} 1
+gpuwatch_rank_up{loader="http://127.0.0.1:6062",rank="1",world_size=""} 1
+gpuwatch_rank_up{loader="http://127.0.0.1:6063",rank="2",world_size=""} 0
 # HELP gpuwatch_rank_wait_ratio Share of the rank's training-loop time waiting for its next batch, 0–1.
 # TYPE gpuwatch_rank_wait_ratio gauge
-gpuwatch_rank_wait_ratio{loader="http://127.0.0.1:6061",rank="0"} 0.01
-gpuwatch_rank_wait_ratio{loader="http://127.0.0.1:6062",rank="1"} 0.55
+gpuwatch_rank_wait_ratio{loader="http://127.0.0.1:6061",rank="0",world_size=""} 0.01
+gpuwatch_rank_wait_ratio{loader="http://127.0.0.1:6062",rank="1",world_size=""} 0.55
 # HELP gpuwatch_rank_step_seconds The rank's mean step (in a synchronous job it includes waiting for the other ranks in the all-reduce).
 # TYPE gpuwatch_rank_step_seconds gauge
-gpuwatch_rank_step_seconds{loader="http://127.0.0.1:6061",rank="0"} 0.044
-gpuwatch_rank_step_seconds{loader="http://127.0.0.1:6062",rank="1"} 0.02
+gpuwatch_rank_step_seconds{loader="http://127.0.0.1:6061",rank="0",world_size=""} 0.044
+gpuwatch_rank_step_seconds{loader="http://127.0.0.1:6062",rank="1",world_size=""} 0.02
 `
 	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuwatch_rank_straggler", "gpuwatch_rank_up", "gpuwatch_rank_wait_ratio", "gpuwatch_rank_step_seconds"); err != nil {
 		t.Fatal(err)
@@ -118,8 +118,8 @@ func TestTwoLoadersSayingOneRankAreTwoSeries(t *testing.T) {
 	want := `
 # HELP gpuwatch_rank_wait_ratio Share of the rank's training-loop time waiting for its next batch, 0–1.
 # TYPE gpuwatch_rank_wait_ratio gauge
-gpuwatch_rank_wait_ratio{loader="http://127.0.0.1:6061",rank="0"} 0.1
-gpuwatch_rank_wait_ratio{loader="http://127.0.0.1:6062",rank="0"} 0.6
+gpuwatch_rank_wait_ratio{loader="http://127.0.0.1:6061",rank="0",world_size=""} 0.1
+gpuwatch_rank_wait_ratio{loader="http://127.0.0.1:6062",rank="0",world_size=""} 0.6
 `
 	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuwatch_rank_wait_ratio"); err != nil {
 		t.Fatal(err)
@@ -493,7 +493,7 @@ func TestSamplesNotCountedAreAbsent(t *testing.T) {
 	want := `
 # HELP gpuwatch_rank_samples_per_second ` + sample.SeriesRankSamplesPerSecond.Help + `
 # TYPE gpuwatch_rank_samples_per_second gauge
-gpuwatch_rank_samples_per_second{loader="http://127.0.0.1:6062",rank="1"} 320
+gpuwatch_rank_samples_per_second{loader="http://127.0.0.1:6062",rank="1",world_size=""} 320
 `
 	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuwatch_rank_samples_per_second"); err != nil {
 		t.Fatal(err)

@@ -36,6 +36,11 @@ type Row struct {
 	// loaders that say one rank are two rows, Ambiguous both.
 	Loader    string `json:"loader,omitempty"`
 	Ambiguous bool   `json:"ambiguous,omitempty"`
+	// WorldSize is the rank's job's WORLD_SIZE as gpuwatch serve labels
+	// it (world_size): "1" for a loader that is a job of its own, no rank
+	// of a distributed job; "" where the exporter does not say (older
+	// versions, a URL given without one).
+	WorldSize string `json:"world_size,omitempty"`
 	Up        *bool  `json:"up,omitempty"`
 	// WaitShare is the rank's (or, on a node row, the loader's) share of
 	// time waiting for input; StepSec the rank's mean step.
@@ -220,6 +225,7 @@ func element(dec *json.Decoder) (series, bool, error) {
 			Kind     string `json:"kind"`
 			Rank     string `json:"rank"`
 			Loader   string `json:"loader"`
+			World    string `json:"world_size"`
 		} `json:"metric"`
 		Value []json.RawMessage `json:"value"`
 	}
@@ -232,7 +238,7 @@ func element(dec *json.Decoder) (series, bool, error) {
 	}
 	m := e.Metric
 	labels := map[string]string{}
-	for k, v := range map[string]string{"job": m.Job, "instance": m.Instance, "kind": m.Kind, "rank": m.Rank, "loader": m.Loader} {
+	for k, v := range map[string]string{"job": m.Job, "instance": m.Instance, "kind": m.Kind, "rank": m.Rank, "loader": m.Loader, "world_size": m.World} {
 		if v != "" {
 			labels[k] = sample.Printable(cut(v))
 		}
@@ -461,7 +467,7 @@ func (c *Client) rankRows(ctx context.Context, s *snapshot, nodes map[string]*Ro
 				if len(rows) >= maxSeries {
 					return
 				}
-				r = &Row{Instance: l["instance"], Job: l["job"], Rank: &rank, Loader: l["loader"]}
+				r = &Row{Instance: l["instance"], Job: l["job"], Rank: &rank, Loader: l["loader"], WorldSize: l["world_size"]}
 				if n := nodes[key(l)]; n != nil {
 					r.Kind, r.Confidence = n.Kind, n.Confidence
 				}
@@ -476,10 +482,12 @@ func (c *Client) rankRows(ctx context.Context, s *snapshot, nodes map[string]*Ro
 	out := make([]Row, 0, len(rows))
 	said := map[string]int{}
 	for _, r := range rows {
-		said[r.Job+"\x00"+r.Instance+"\x00"+strconv.Itoa(*r.Rank)]++
+		if !ownJob(*r) { // jobs of their own each say rank 0 of 1
+			said[r.Job+"\x00"+r.Instance+"\x00"+strconv.Itoa(*r.Rank)]++
+		}
 	}
 	for _, r := range rows {
-		r.Ambiguous = said[r.Job+"\x00"+r.Instance+"\x00"+strconv.Itoa(*r.Rank)] > 1
+		r.Ambiguous = !ownJob(*r) && said[r.Job+"\x00"+r.Instance+"\x00"+strconv.Itoa(*r.Rank)] > 1
 		out = append(out, *r)
 	}
 	return out, nil
@@ -487,18 +495,36 @@ func (c *Client) rankRows(ctx context.Context, s *snapshot, nodes map[string]*Ro
 
 // markFleetStraggler marks the rank that holds the fleet back by the
 // verdict's own rule (Thresholds.Straggler): the one that waits most, past
-// the starved wait share, while some rank waits less.
+// the starved wait share, while some rank waits less. Only ranks of one
+// distributed job are compared, one job (Prometheus job label and world
+// size) at a time: a loader of world size 1 is a job of its own, and no
+// all-reduce ties it to anyone (two unrelated scripts were marked the
+// fleet's straggler and its victim).
 func markFleetStraggler(rows []Row, th diagnose.Thresholds) {
-	var idx []int
-	var waits []float64
+	idx, waits := map[string][]int{}, map[string][]float64{}
+	var jobs []string
 	for i, r := range rows {
-		if r.Rank != nil && r.WaitShare != nil {
-			idx, waits = append(idx, i), append(waits, *r.WaitShare)
+		if r.Rank == nil || r.WaitShare == nil || ownJob(r) {
+			continue
+		}
+		k := r.Job + "\x00" + r.WorldSize
+		if idx[k] == nil {
+			jobs = append(jobs, k)
+		}
+		idx[k], waits[k] = append(idx[k], i), append(waits[k], *r.WaitShare)
+	}
+	for _, k := range jobs {
+		if i, ok := th.Straggler(waits[k]); ok {
+			rows[idx[k][i]].FleetStraggler = true
 		}
 	}
-	if i, ok := th.Straggler(waits); ok {
-		rows[idx[i]].FleetStraggler = true
-	}
+}
+
+// ownJob says whether a rank row is a loader of world size 1: a job of
+// its own, not a rank of a distributed job.
+func ownJob(r Row) bool {
+	n, err := strconv.Atoi(r.WorldSize)
+	return err == nil && n <= 1
 }
 
 // problem says whether a verdict kind (as a label) names a bottleneck.
@@ -548,7 +574,11 @@ func (r Row) Line() string {
 	if r.Job != "" {
 		who = r.Job + "/" + who
 	}
-	if r.Rank != nil {
+	switch {
+	case r.Rank != nil && ownJob(r):
+		// A job of its own: its loader names it, not "rank 0".
+		who += " " + r.Loader
+	case r.Rank != nil:
 		who += fmt.Sprintf(" rank %d", *r.Rank)
 		if r.Ambiguous {
 			who += " (" + r.Loader + ", ambiguous)"

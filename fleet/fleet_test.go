@@ -237,3 +237,32 @@ func TestErrorsNameNoSecretAndNoEscape(t *testing.T) {
 		t.Errorf("refused: %v", err)
 	}
 }
+
+// TestFleetStragglerOnlyAmongRanksOfOneJob (a review: two unrelated
+// scripts, each rank 0 of 1, were the fleet's straggler and its victim):
+// loaders of world size 1 are compared with no one and not ambiguous,
+// and are named by their loader; two ranks of one job of two still name
+// the one that waits most.
+func TestFleetStragglerOnlyAmongRanksOfOneJob(t *testing.T) {
+	th := diagnose.DefaultThresholds()
+	rows := func(world string, r1 int) []Row {
+		zero, one := 0, r1
+		w0, w1 := 0.98, 0.01
+		return []Row{
+			{Instance: "a", Rank: &zero, Loader: "http://127.0.0.1:6061", WaitShare: &w0, WorldSize: world},
+			{Instance: "a", Rank: &one, Loader: "http://127.0.0.1:6062", WaitShare: &w1, WorldSize: world},
+		}
+	}
+	own := rows("1", 0)
+	markFleetStraggler(own, th)
+	for _, r := range own {
+		if r.FleetStraggler || strings.Contains(r.Line(), "rank 0") || !strings.Contains(r.Line(), r.Loader) {
+			t.Errorf("job of its own: %+v, line %q", r, r.Line())
+		}
+	}
+	ranks := rows("2", 1)
+	markFleetStraggler(ranks, th)
+	if !ranks[0].FleetStraggler || ranks[1].FleetStraggler || !strings.Contains(ranks[0].Line(), "rank 0") {
+		t.Errorf("two ranks of one job: %+v", ranks)
+	}
+}

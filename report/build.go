@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
@@ -311,7 +313,12 @@ func (b *rankBuilder) add(f *sample.Frame, straggler *int) {
 			b.byRank[key] = acc
 		}
 		ri := &acc.info
-		if straggler != nil && *straggler == r.Rank {
+		// Who it is, as the newest frame that knows says: a PID or a
+		// command may come after the first frame.
+		if ri.PID, ri.WorldSize = cmp.Or(r.PID, ri.PID), cmp.Or(r.WorldSize, ri.WorldSize); ri.Name == "" || ownJob(r) && !strings.Contains(ri.Name, "(") {
+			ri.Name = loaderName(f, r)
+		}
+		if straggler != nil && *straggler == r.Rank && !ownJob(r) {
 			ri.StragglerFrames++
 		}
 		if !r.Connected {
@@ -652,5 +659,52 @@ func (b *seriesBuilder) done() Series {
 		s.Cores = append(s.Cores, cb.values())
 	}
 	s.CeilingReplay = b.replay
+	return s
+}
+
+// ownJob says whether a loader is a job of its own (it reports a world of
+// one), no rank of a distributed job: diagnose's rule.
+func ownJob(r sample.Rank) bool { return r.WorldSize != nil && *r.WorldSize <= 1 }
+
+// loaderName is how the report names a loader: "rank N" for a rank of a
+// distributed job; for a job of its own, its process and command ("pid
+// 5816 (python3 slowin.py)": the target's command line where it is that
+// process, else the process's name from the frame's list), its URL
+// where the PID is unknown. Printable and bounded.
+func loaderName(f *sample.Frame, r sample.Rank) string {
+	if !ownJob(r) {
+		return fmt.Sprintf("rank %d", r.Rank)
+	}
+	if r.PID <= 0 {
+		return clip(sample.Printable(r.URL), 80)
+	}
+	name := "pid " + strconv.Itoa(r.PID)
+	if c := commandOf(f, r.PID); c != "" {
+		name += " (" + clip(sample.Printable(c), 60) + ")"
+	}
+	return name
+}
+
+// commandOf is process pid's command as frame f has it: the target's
+// command line, else its name in the process list; "" where neither.
+func commandOf(f *sample.Frame, pid int) string {
+	if t := f.Target; t != nil && t.PID == pid && t.Command != "" {
+		return t.Command
+	}
+	if f.Procs != nil {
+		for _, p := range f.Procs.List {
+			if p.PID == pid {
+				return p.Name
+			}
+		}
+	}
+	return ""
+}
+
+// clip bounds s to n runes, an ellipsis ending what was cut.
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
 	return s
 }

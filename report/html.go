@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -191,26 +192,45 @@ func htmlProfile(b *strings.Builder, p *sample.Profile) {
 var rankColours = []string{"#2f7fd6", "#d62f2f", "#2e9e44", "#e67e00", "#9b4dca", "#17a2b8", "#8c564b", "#e377c2"}
 
 // htmlRanks is the per-rank section: a table and the wait and step charts,
-// one line per rank.
+// one line per rank; loaders of separate jobs (world size 1) are named
+// by their process (ranksTitle).
 func htmlRanks(b *strings.Builder, s *Summary) {
 	if len(s.Ranks) == 0 {
 		return
 	}
-	b.WriteString(`<h2>Ranks: wait and step per rank</h2><table id="ranks"><tr><th>rank</th><th>loader</th><th>mean wait</th><th>mean step</th><th>samples/s</th><th>named the straggler</th></tr>`)
+	title, own := ranksTitle(s.Ranks)
+	if !own {
+		b.WriteString(`<h2>Ranks: wait and step per rank</h2><table id="ranks"><tr><th>rank</th>`)
+	} else {
+		fmt.Fprintf(b, `<h2>%s: wait and step per loader</h2><table id="ranks"><tr><th>job</th>`, esc(title))
+	}
+	b.WriteString(`<th>loader</th><th>mean wait</th><th>mean step</th><th>samples/s</th><th>named the straggler</th></tr>`)
 	var waits, steps []line
 	for i, r := range s.Ranks {
-		fmt.Fprintf(b, `<tr><td class="n">%d</td><td>%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%d frames</td></tr>`,
-			r.Rank, esc(r.URL), pctStr(r.MeanWaitShare), dur(r.MeanStepSec), optRate(r.MeanSamplesPerSec), r.StragglerFrames)
+		who := strconv.Itoa(r.Rank)
+		if own {
+			who = esc(rankName(r))
+		}
+		fmt.Fprintf(b, `<tr><td class="n">%s</td><td>%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%d frames</td></tr>`,
+			who, esc(r.URL), pctStr(r.MeanWaitShare), dur(r.MeanStepSec), optRate(r.MeanSamplesPerSec), r.StragglerFrames)
 		c := rankColours[i%len(rankColours)]
-		name := fmt.Sprintf("rank %d", r.Rank)
+		name := esc(rankName(r)) // lineChart writes names as they are
 		if i < len(s.Series.RankWait) {
 			waits = append(waits, line{s.Series.RankWait[i], c, name})
 			steps = append(steps, line{s.Series.RankStepMs[i], c, name})
 		}
 	}
-	b.WriteString("</table><p>Wait for the next batch, % of each rank's time:</p>")
+	if own {
+		b.WriteString("</table><p>Wait for the next batch, % of each loader's time:</p>")
+	} else {
+		b.WriteString("</table><p>Wait for the next batch, % of each rank's time:</p>")
+	}
 	b.WriteString(lineChart("chart-rank-wait", s.Series.T, waits, nil, 100, "%"))
-	b.WriteString("<p>Mean step, ms (in a synchronous job it includes the all-reduce, where fast ranks wait for the slow one):</p>")
+	if own {
+		b.WriteString("<p>Mean step, ms (separate jobs wait for no all-reduce between them):</p>")
+	} else {
+		b.WriteString("<p>Mean step, ms (in a synchronous job it includes the all-reduce, where fast ranks wait for the slow one):</p>")
+	}
 	b.WriteString(lineChart("chart-rank-step", s.Series.T, steps, nil, 0, "ms"))
 }
 

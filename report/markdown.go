@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -118,15 +119,53 @@ func mdLoader(b *strings.Builder, l *LoaderInfo) {
 }
 
 // mdRanks is the Markdown report's per-rank table; nothing for a job of
-// one rank.
+// one rank. Loaders of separate jobs (world size 1, found side by side)
+// are named by their process, not as ranks (ranksTitle).
 func mdRanks(b *strings.Builder, ranks []RankInfo) {
 	if len(ranks) == 0 {
 		return
 	}
-	b.WriteString("\n## Ranks\n\n| rank | loader | mean wait | mean step | samples/s | named the straggler |\n|---:|---|---:|---:|---:|---:|\n")
-	for _, r := range ranks {
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %d frames |\n", r.Rank, md(r.URL), pctStr(r.MeanWaitShare), dur(r.MeanStepSec), optRate(r.MeanSamplesPerSec), r.StragglerFrames)
+	title, own := ranksTitle(ranks)
+	if !own {
+		b.WriteString("\n## Ranks\n\n| rank | loader | mean wait | mean step | samples/s | named the straggler |\n|---:|---|---:|---:|---:|---:|\n")
+	} else {
+		fmt.Fprintf(b, "\n## %s\n\n| job | loader | mean wait | mean step | samples/s | named the straggler |\n|---|---|---:|---:|---:|---:|\n", title)
 	}
+	for _, r := range ranks {
+		who := strconv.Itoa(r.Rank)
+		if own {
+			who = md(rankName(r))
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %d frames |\n", who, md(r.URL), pctStr(r.MeanWaitShare), dur(r.MeanStepSec), optRate(r.MeanSamplesPerSec), r.StragglerFrames)
+	}
+}
+
+// rankName is a row's name: Name, else "rank N" (a summary written
+// before names were).
+func rankName(r RankInfo) string {
+	if r.Name != "" {
+		return r.Name
+	}
+	return fmt.Sprintf("rank %d", r.Rank)
+}
+
+// ranksTitle is the heading of the per-rank section, and whether any
+// row is a job of its own (world size 1): then they are loaders, of
+// separate jobs where none is a rank, not one job's ranks.
+func ranksTitle(ranks []RankInfo) (string, bool) {
+	own := 0
+	for _, r := range ranks {
+		if r.WorldSize != nil && *r.WorldSize <= 1 {
+			own++
+		}
+	}
+	switch {
+	case own == 0:
+		return "Ranks", false
+	case own == len(ranks):
+		return fmt.Sprintf("Loaders: %d separate jobs, not ranks of one", own), true
+	}
+	return fmt.Sprintf("Ranks and loaders: %d ranks, %d separate jobs", len(ranks)-own, own), true
 }
 
 // mdProfile is the Markdown report's loader CPU profile: category shares

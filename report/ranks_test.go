@@ -61,3 +61,54 @@ func TestReportRanks(t *testing.T) {
 
 func ptrF(v float64) *float64 { return &v }
 func ptrI(v int) *int         { return &v }
+
+// TestReportNamesJobsOfTheirOwnByProcess (a review: two unrelated scripts
+// were "rank 0" twice in the report): two discovered loaders of world
+// size 1 are named by pid and command in the Markdown, HTML and JSON
+// rows, under a heading that says they are separate jobs, and neither is
+// counted the straggler when the verdict names rank 0 of another job.
+func TestReportNamesJobsOfTheirOwnByProcess(t *testing.T) {
+	var frames []recording.Recorded
+	one := 1
+	for i := range 20 {
+		w0, w1, s0, s1 := 0.98, 0.01, 0.020, 0.132
+		f := sample.Frame{Time: generated.Add(time.Duration(i) * time.Second), IntervalSec: 1,
+			CPU: &sample.CPU{BusyPct: 50, Cores: []sample.Core{{BusyPct: 50}, {ID: 1, BusyPct: 50}}},
+			Ranks: []sample.Rank{
+				{Rank: 0, WorldSize: &one, PID: 5816, URL: "http://127.0.0.1:6061", Connected: true, WaitShare: &w0, StepSec: &s0, SamplesPerSec: 700, Pacing: true},
+				{Rank: 0, WorldSize: &one, PID: 5817, URL: "http://127.0.0.1:6062", Connected: true, WaitShare: &w1, StepSec: &s1, SamplesPerSec: 70},
+			},
+			Target: &sample.Target{PID: 5816, Command: "python3 slowin.py <x-cmd>"},
+			Procs:  &sample.Procs{List: []sample.Proc{{PID: 5817, Name: "python3"}}},
+			Loader: &sample.Loader{Source: "http://127.0.0.1:6061", WaitShare: &w0, StepMeanMs: ptrF(20), Workers: ptrI(0), BatchesPerSec: 24}}
+		frames = append(frames, recording.Recorded{Frame: f})
+	}
+	s := Build(recording.New(recording.Header{Host: "h", Cores: 2}, frames, nil), "x", diagnose.DefaultThresholds(), generated)
+	if len(s.Ranks) != 2 || s.Ranks[0].Name != "pid 5816 (python3 slowin.py <x-cmd>)" || s.Ranks[1].Name != "pid 5817 (python3)" ||
+		s.Ranks[0].StragglerFrames+s.Ranks[1].StragglerFrames != 0 {
+		t.Fatalf("ranks %+v", s.Ranks)
+	}
+	var h, m bytes.Buffer
+	if err := WriteHTML(&h, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(&m, s, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Loaders: 2 separate jobs, not ranks of one", "pid 5816 (python3 slowin.py &lt;x-cmd&gt;)", "━ pid 5817 (python3)"} {
+		if !strings.Contains(h.String(), want) {
+			t.Errorf("HTML report lacks %q", want)
+		}
+	}
+	if strings.Contains(h.String(), "<x-cmd>") || strings.Contains(h.String(), "rank 0") {
+		t.Error("HTML: a command unescaped, or a job of its own called rank 0")
+	}
+	for _, want := range []string{"## Loaders: 2 separate jobs, not ranks of one", "| pid 5817 (python3) | http://127.0.0.1:6062 | 1 % |"} {
+		if !strings.Contains(m.String(), want) {
+			t.Errorf("Markdown report lacks %q:\n%s", want, m.String())
+		}
+	}
+	if strings.Contains(m.String(), "## Ranks") {
+		t.Error("Markdown: separate jobs under a Ranks heading")
+	}
+}

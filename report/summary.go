@@ -30,8 +30,10 @@ type Summary struct {
 	// frame where it was surest.
 	Findings []Finding   `json:"findings"`
 	Loader   *LoaderInfo `json:"loader,omitempty"`
-	// Ranks are a distributed job's ranks over the recording, in rank
-	// order (at most MaxRanks); absent with one loader.
+	// Ranks are a distributed job's ranks over the recording, or the
+	// loaders of separate jobs discovery found side by side (world size
+	// 1, RankInfo.Name their process), in rank order (at most MaxRanks);
+	// absent with one loader.
 	Ranks   []RankInfo      `json:"ranks,omitempty"`
 	Profile *sample.Profile `json:"profile,omitempty"`
 	// GPUs are the GPUs the frames carried (gpu.go); absent without one.
@@ -41,10 +43,18 @@ type Summary struct {
 
 // RankInfo is one rank over the recording: its mean wait share, step and
 // samples/s over the frames it answered, and how often the verdict named
-// it the straggler.
+// it the straggler. A loader of world size 1 (a job of its own, which
+// discovery found beside others) is no rank of anyone's job: Name says
+// which process it is, never "rank 0".
 type RankInfo struct {
-	Rank              int      `json:"rank"`
-	URL               string   `json:"url"`
+	Rank      int    `json:"rank"`
+	URL       string `json:"url"`
+	PID       int    `json:"pid,omitempty"`
+	WorldSize *int   `json:"world_size,omitempty"`
+	// Name is how the report names it: "rank 1" for a rank of a
+	// distributed job, "pid 5816 (python3 slowin.py)" for a job of its
+	// own (its URL where the PID is unknown); printable, bounded.
+	Name              string   `json:"name"`
 	Frames            int      `json:"frames"` // frames it answered in
 	MeanWaitShare     float64  `json:"mean_wait_share"`
 	MeanStepSec       float64  `json:"mean_step_sec"`

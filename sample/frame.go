@@ -84,8 +84,12 @@ type Target struct {
 
 // Rank is one rank's loader over the interval, as its hook reports it.
 type Rank struct {
-	// Rank is the hook's RANK (or LOCAL_RANK); without one, the position of
-	// its URL among those given. LocalRank and WorldSize when reported.
+	// Rank is the hook's RANK (or LOCAL_RANK) where it reports a
+	// WorldSize above 1; a URL given that reports none, its position
+	// among those given. A discovered loader without a WORLD_SIZE above 1
+	// is a job of its own: rank 0 of 1 (WorldSize 1), no rank of another
+	// loader's job (views name it by its process, not "rank 0").
+	// LocalRank and WorldSize when reported.
 	Rank      int  `json:"rank"`
 	LocalRank *int `json:"local_rank,omitempty"`
 	WorldSize *int `json:"world_size,omitempty"`

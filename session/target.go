@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 	"github.com/gpuwatch/gpuwatch/probes/host"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session/job"
@@ -30,6 +31,8 @@ type target struct {
 	serves []int     // of those, the ones whose hook serves (announced in the run folder)
 	logs   string    // the hook's own warnings (gpuwatch run), newest
 	first  time.Time // the first frame's time
+	jobsAt time.Time // when the announcements were last read (ownJobs)
+	own    int       // of the loaders that answer, the jobs of their own
 }
 
 // startGrace is how long a job that loaded the hook may start before its
@@ -103,7 +106,7 @@ func (t *target) loader(out *sample.Target, now time.Time) string {
 				what = "the hook (gpuwatch run)"
 			}
 			if n > 1 {
-				return fmt.Sprintf("%s: %d ranks", what, n)
+				return loadersLine(what, n, t.ownJobs(now))
 			}
 			return what
 		}
@@ -155,6 +158,64 @@ func (t *target) loader(out *sample.Target, now time.Time) string {
 		return s + "; " + why
 	}
 	return why
+}
+
+// loadersLine says what n loaders that answer are: one job's ranks, or
+// separate jobs (own of them a job of its own: a discovered loader with
+// no torch.distributed WORLD_SIZE above 1, diagnose's "separate jobs").
+func loadersLine(what string, n, own int) string {
+	own = min(own, n)
+	switch {
+	case own == 0:
+		return fmt.Sprintf("%s: %d ranks", what, n)
+	case own == n:
+		return fmt.Sprintf("%s: %d loaders (separate jobs, not ranks of one)", what, n)
+	}
+	return fmt.Sprintf("%s: %d loaders (%d ranks of a distributed job, %d of separate jobs)", what, n, n-own, own)
+}
+
+// ownJobs is how many of the loaders that answer now are jobs of their
+// own, as the ranks probe has them (endpoint.rankOf): announced without a
+// WORLD_SIZE above 1, and no URL the user gave (those the user named one
+// job's ranks). The announcements are read every 2 s, only while several
+// loaders answer; 0 without discovery.
+func (t *target) ownJobs(now time.Time) int {
+	if now.Sub(t.jobsAt) < 2*time.Second {
+		return t.own
+	}
+	t.jobsAt, t.own = now, 0
+	if !t.o.Attach.Discover {
+		return 0
+	}
+	d, err := endpoint.Discover(cmp.Or(t.o.Attach.Dir, endpoint.DiscoveryDir()), t.o.Roots.Proc)
+	if err != nil {
+		return 0
+	}
+	given, err := endpoint.ExpandURLs(t.o.Attach.URLs)
+	if err != nil {
+		given = t.o.Attach.URLs
+	}
+	t.own = ownJobsIn(d, given, t.set.attached.Ranks.Covers)
+	return t.own
+}
+
+// ownJobsIn counts the announcements of d that are jobs of their own and
+// answer (covers: a loader watched now reports the PID), those of the
+// URLs given left out.
+func ownJobsIn(d endpoint.Discovery, given []string, covers func(pid int) bool) int {
+	named := map[int]bool{}
+	for _, u := range given {
+		if a, ok := endpoint.AnnouncedFor(d, u); ok {
+			named[a.PID] = true
+		}
+	}
+	n := 0
+	for _, a := range d.Found {
+		if !named[a.PID] && (a.WorldSize == nil || *a.WorldSize <= 1) && covers(a.PID) {
+			n++
+		}
+	}
+	return n
 }
 
 // command reads a process's command line once: printable, at most 120

@@ -71,3 +71,35 @@ func TestTheAttachedLoadersProcessIsTheTarget(t *testing.T) {
 		t.Fatalf("target = %+v: want pid %d, the attached loader's process, with its command line", f.Target, os.Getpid())
 	}
 }
+
+// TestTargetLoaderLineSaysSeparateJobs (a review: two unrelated scripts
+// read "the hook or a loader's own server: 2 ranks"): two discovered
+// loaders that announce no WORLD_SIZE above 1 are two loaders of separate
+// jobs; two ranks of one job of two are ranks, as before; a URL the user
+// gave is a rank by the user's word, and a loader that does not answer
+// is not counted.
+func TestTargetLoaderLineSaysSeparateJobs(t *testing.T) {
+	two := 2
+	answer := func(pid int) bool { return pid != 9 }
+	own := endpoint.Discovery{Found: []endpoint.Announcement{{PID: 5816, URL: "http://127.0.0.1:6061"}, {PID: 5817, URL: "http://127.0.0.1:6062"}, {PID: 9, URL: "http://127.0.0.1:6063"}}}
+	if n := ownJobsIn(own, nil, answer); n != 2 {
+		t.Fatalf("two jobs of their own that answer: %d", n)
+	}
+	ranks := endpoint.Discovery{Found: []endpoint.Announcement{{PID: 5816, WorldSize: &two}, {PID: 5817, WorldSize: &two}}}
+	if n := ownJobsIn(ranks, nil, answer); n != 0 {
+		t.Fatalf("two ranks of one job counted as jobs of their own: %d", n)
+	}
+	what := "the hook or a loader's own server"
+	for _, c := range []struct {
+		n, own int
+		want   string
+	}{
+		{2, 2, what + ": 2 loaders (separate jobs, not ranks of one)"},
+		{2, 0, what + ": 2 ranks"},
+		{3, 1, what + ": 3 loaders (2 ranks of a distributed job, 1 of separate jobs)"},
+	} {
+		if got := loadersLine(what, c.n, c.own); got != c.want {
+			t.Errorf("%d loaders, %d own: %q, want %q", c.n, c.own, got, c.want)
+		}
+	}
+}
