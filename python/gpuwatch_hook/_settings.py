@@ -63,6 +63,10 @@ _graphs_tried = False
 # True (on a training forward).
 _flops_done: Any = False
 EVAL = "eval"
+#: Why the process's count is void ("": it is not): FROZEN, a training
+#: forward with a frozen weight that FlopCounterMode cannot count (Window.void_frozen).
+_flops_void = ""
+FROZEN = "a training forward with frozen weights, whose backward FlopCounterMode's forward count ×3 overstates"
 
 #: Module calls (of modules with parameters) a window looks at: the step's
 #: first RECHECKS at most, then its pre-hook goes (a forward under way is
@@ -96,7 +100,9 @@ class Settings:
         if self.forward is None or (not self.training and old.training):
             for k in FORWARD:
                 setattr(self, k, getattr(old, k))
-        if self.flops_per_step is None:
+        if self.flops_per_step is None and not _flops_void:
+            # (A count void since, of a partly frozen model's training
+            # forward: an evaluation's count read before is not the step's.)
             self.flops_per_step = old.flops_per_step
 
 
@@ -277,18 +283,20 @@ def _filter_compile_warning() -> None:
     warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks", category=UserWarning)
 
 
-def flop_counter(torch: Any) -> Any:
+def flop_counter(torch: Any, training: bool = False, checkpointed: bool = False) -> Any:
     """A counter of a forward's FLOPs, entered, left and asked
     get_total_flops(): torch.utils.flop_counter.FlopCounterMode (torch ≥
-    2.1), else shape_counter. Raises where torch has neither."""
+    2.1), the forward's FLOPs, which the Window multiplies (3× a training
+    forward's); else shape_counter, whose count is the step's already
+    (its attribute multiplied). Raises where torch has neither."""
     try:
         fc = importlib.import_module("torch.utils.flop_counter")
     except ImportError:
-        return shape_counter(torch)
+        return shape_counter(torch, training, checkpointed)
     return fc.FlopCounterMode(display=False)
 
 
-def shape_counter(torch: Any) -> Any:
+def shape_counter(torch: Any, training: bool = False, checkpointed: bool = False) -> Any:
     """Counts a forward's FLOPs by the shapes of the calls that carry the
     work, for a torch without flop_counter: a
     torch.overrides.TorchFunctionMode (torch ≥ 1.13; AttributeError
@@ -299,11 +307,19 @@ def shape_counter(torch: Any) -> Any:
     tensordot, whose work it cannot read, spoils the count, as do an RNN's
     kernels (nn.LSTM's torch.lstm, an LSTMCell's torch.lstm_cell: a
     step's matmuls inside one call) and a call call_flops fails on:
-    get_total_flops() is then 0, no count rather than a wrong one."""
+    get_total_flops() is then 0, no count rather than a wrong one.
+
+    training: a training forward's (Window.begin), whose calls are each
+    counted with their backward (grad_flops: 3× a trained layer's, 2×
+    a frozen one's that a gradient goes back through, 1× one's that none
+    does), so the count is the step's (multiplied: the Window does not
+    multiply it again); else each call 1×. checkpointed: the forward is a
+    reentrant checkpoint's first pass, under no_grad (grad_flops)."""
     F, T = torch.nn.functional, torch.Tensor
     # The calls counted, each with the argument whose last dimension a
     # matmul sums over (a conv: whether it is transposed).
-    kinds = {f: ("mm", 0) for f in (F.linear, torch.matmul, T.matmul, T.__matmul__, torch.mm, T.mm, torch.bmm, T.bmm)}
+    kinds = {f: ("mm", 0) for f in (torch.matmul, T.matmul, T.__matmul__, torch.mm, T.mm, torch.bmm, T.bmm)}
+    kinds[F.linear] = ("linear", 0)
     kinds.update({f: ("mm", 1) for f in (torch.addmm, T.addmm, torch.baddbmm, T.baddbmm)})
     kinds.update({f: ("conv", False) for f in (F.conv1d, F.conv2d, F.conv3d)})
     kinds.update({f: ("conv", True) for f in (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)})
@@ -318,10 +334,13 @@ def shape_counter(torch: Any) -> Any:
             kinds[f] = ("unread", None)
 
     class ShapeCounter(torch.overrides.TorchFunctionMode):
+        multiplied = True
+
         def __init__(self) -> None:
             super().__init__()
             self.total = 0
             self.spoiled = False
+            self.trained = False  # a call of a trained weight came (grad_flops)
 
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             out = func(*args, **(kwargs or {}))  # the job's call: its error is the job's
@@ -329,7 +348,10 @@ def shape_counter(torch: Any) -> Any:
                 try:
                     kind = kinds.get(func)
                     if kind is not None:
-                        self.total += call_flops(kind, args, out)
+                        if training:
+                            self.total += grad_flops(self, torch, kind, args, kwargs, out, checkpointed)
+                        else:
+                            self.total += call_flops(kind, args, out)
                 except Exception:
                     self.spoiled = True
             return out
@@ -338,6 +360,85 @@ def shape_counter(torch: Any) -> Any:
             return 0 if self.spoiled else self.total
 
     return ShapeCounter()
+
+
+def grad_flops(counter: Any, torch: Any, kind: Tuple[str, Any], args: Any, kwargs: Any, out: Any, checkpointed: bool) -> int:
+    """One call's FLOPs in a training forward, its backward's with them:
+    a matmul or conv y = f(x, W) costs its forward F, F more for x's
+    gradient where x needs one and F more for W's where W needs one. A
+    call of a trained weight (F.linear's or a conv's weight, an
+    nn.Parameter multiplied, an attention's projections) is counted 3×,
+    its input's gradient with it even where autograd skips it (a trained
+    model's first layer, a trained head on a frozen backbone): the 3× of
+    the 6N rule and of FlopCounterMode's count, so the two counters agree
+    on a trained model. A call of frozen weights is 1× plus 1 for each
+    operand that needs a gradient (a frozen layer after a trained one,
+    2×; a frozen backbone before it, 1×); two activations multiplied
+    (attention's products), 1 plus 1 for each that needs one.
+
+    With grad off in a training forward (a reentrant checkpoint's first
+    pass: the window's checkpointed, or a checkpoint nested in the model,
+    CheckpointFunction.forward on the stack), the activations need no
+    gradient yet the block's backward will: a trained weight's call is
+    3×, a frozen one's 2× where its input needs a gradient or a trained
+    call came before it in the forward, else 1×. Grad off elsewhere (a
+    torch.no_grad block in the forward): 1×, no backward."""
+    what = kind[0]
+    if what == "sdpa":
+        q, k, v = args[0], args[1], args[2]
+        s = 2 * k.shape[-2]
+        if torch.is_grad_enabled():
+            qk = _needs(q) + _needs(k)
+            return s * q.numel() * (1 + qk) + s * out.numel() * (1 + min(qk, 1) + _needs(v))
+        return call_flops(kind, args, out) * _no_grad_multiple(counter, (q, k, v), (), checkpointed)
+    if what == "attention":
+        ops = tuple(a for a in args[:3])
+        weights = tuple(a for a in tuple(args[3:]) + tuple((kwargs or {}).values()) if isinstance(a, torch.nn.Parameter) and a.dim() >= 2)
+    elif what in ("conv", "linear"):
+        ops, weights = (args[0], args[1]), (args[1],)
+    elif what == "mm":
+        ops = (args[0], args[1]) if kind[1] == 0 else (args[1], args[2])
+        weights = tuple(a for a in ops if isinstance(a, torch.nn.Parameter))
+    else:
+        raise ValueError("a call whose work is not read")
+    n = call_flops(kind, args, out)
+    if not torch.is_grad_enabled():
+        return n * _no_grad_multiple(counter, ops, weights, checkpointed)
+    if any(_needs(w) for w in weights):
+        counter.trained = True
+        return 3 * n
+    # An attention's frozen projections: 2× where its input needs a gradient.
+    return n * (1 + min(1 if what == "attention" else 2, sum(_needs(t) for t in ops)))
+
+
+def _needs(t: Any) -> int:
+    return 1 if getattr(t, "requires_grad", False) else 0
+
+
+def _no_grad_multiple(counter: Any, ops: Any, weights: Any, checkpointed: bool) -> int:
+    """grad_flops' multiple of a call with grad off in a training forward."""
+    if not (checkpointed or _under_checkpoint_forward()):
+        return 1
+    if any(_needs(w) for w in weights):
+        counter.trained = True
+        return 3
+    return 2 if counter.trained or any(_needs(t) for t in ops) else 1
+
+
+def _under_checkpoint_forward() -> bool:
+    """Whether a reentrant checkpoint's forward (CheckpointFunction.forward)
+    is on the stack (STACK_WALK frames at most)."""
+    fwd, _ = _checkpoint_codes()
+    if fwd is None:
+        return False
+    f: Any = sys._getframe(1)
+    for _ in range(STACK_WALK):
+        if f is None:
+            return False
+        if f.f_code is fwd:
+            return True
+        f = f.f_back
+    return False
 
 
 def call_flops(kind: Tuple[str, Any], args: Any, out: Any) -> int:
@@ -353,7 +454,7 @@ def call_flops(kind: Tuple[str, Any], args: Any, out: Any) -> int:
     (query …×L×E, key …×S×E, output …×L×Ev) its two, 2·S per element of
     the query and of the output. Raises on what it cannot read."""
     what, arg = kind
-    if what == "mm":
+    if what in ("mm", "linear"):
         return 2 * out.numel() * args[arg].shape[-1]
     if what == "conv":
         x, w = args[0], args[1]
@@ -376,8 +477,12 @@ class Window:
     first of them, replaced by the first training forward (grad enabled,
     the module in training mode, a parameter that requires grad) where
     the first was not one: a frozen encoder run under no_grad is not the
-    model trained. Each top-level forward's FLOPs are counted (3× a
-    training one's, 1× an evaluation's) and summed: the step's. Inside
+    model trained. Each top-level forward's FLOPs are counted with its
+    backward (a training one's: shape_counter each call's, 3× a trained
+    layer's, 2× a frozen one's that a gradient goes back through, 1× one's
+    that none does; FlopCounterMode the forward ×3, and no count where a
+    weight is frozen, void_frozen), 1× an evaluation's, and summed: the
+    step's. Inside
     the reading's forward, autocast read off there is looked for again at
     its submodules (a forward decorated with torch.autocast, or a `with`
     in it). RECHECKS module calls at most; then the hook goes."""
@@ -540,7 +645,10 @@ class Window:
         if not self.may_count(module):
             return
         try:
-            mode = flop_counter(torch)
+            mode = flop_counter(torch, training, checkpointed)
+            if training and not getattr(mode, "multiplied", False) and _frozen_weight(torch, module):
+                self.void_frozen()
+                return
             mode.__enter__()
         except Exception:
             _counter_broke()
@@ -548,6 +656,28 @@ class Window:
             return
         self.flops = mode
         self.void_unread(module)
+
+    def void_frozen(self) -> None:
+        """A training forward of a module with a frozen weight and a
+        counter that counts the forward alone (FlopCounterMode, whose count
+        the Window multiplies): no count, rather than a wrong one. Its
+        backward is not 3× its forward: a frozen layer's weight takes no
+        gradient, a frozen backbone before a trained head not even its
+        input's (a linear probe read 3.27e+08 FLOPs a step against
+        1.20e+08). FlopCounterMode counts at the dispatcher, below
+        autograd, and says nothing of which op's operands need a gradient;
+        a dispatch mode of the hook's own reading requires_grad there would
+        rest on what torch keeps of autograd's state on the tensors it is
+        handed, and on which op carries a weight once decomposed (F.linear
+        as t() and addmm), neither an interface torch keeps from 2.1 on,
+        and none of it testable here (torch 1.13). So the
+        process counts no more (FROZEN says why, in flops_failed and
+        _flops_void), and an evaluation's count read before is not kept
+        for the training steps (merge_forward)."""
+        global _flops_done, _flops_void
+        self.flops_failed = FROZEN
+        _flops_void = FROZEN
+        _flops_done = True
 
     def void_unread(self, module: Any) -> None:
         """A module whose work neither counter reads runs in a counted
@@ -640,8 +770,9 @@ class Window:
         if not n > 0:
             return  # a module of no counted op (a loss with a parameter, an embedding lookup)
         # A training step is its forward and a backward about twice the
-        # forward's (the usual 6N-per-token rule is this 3×).
-        self.flops_sum += n * (3 if training else 1)
+        # forward's (the usual 6N-per-token rule is this 3×); shape_counter
+        # counted each call with its own backward (grad_flops).
+        self.flops_sum += n * (3 if training and not getattr(mode, "multiplied", False) else 1)
         if training:
             self.flops_counted = "train"
         elif not self.flops_counted:
@@ -787,6 +918,24 @@ def _requires_grad(module: Any) -> bool:
     return any(getattr(p, "requires_grad", False) for p in module.parameters())
 
 
+def _frozen_weight(torch: Any, module: Any) -> bool:
+    """Whether a weight of module is frozen (requires_grad off): a
+    parameter of two dimensions or more (a linear's, a conv's, an
+    attention's projections), an embedding's table left out (a lookup,
+    not a matmul: a frozen one changes no matmul's backward).
+    MAX_MODULES walked at most."""
+    skip = tuple(c for c in (getattr(torch.nn, "Embedding", None), getattr(torch.nn, "EmbeddingBag", None)) if c is not None)
+    for i, m in enumerate(module.modules()):
+        if i >= MAX_MODULES:
+            break
+        if skip and isinstance(m, skip):
+            continue
+        for p in m.parameters(recurse=False):
+            if not getattr(p, "requires_grad", True) and p.dim() >= 2:
+                return True
+    return False
+
+
 def _counter_broke() -> None:
     """The FLOP counter itself raised: it would again, so the process
     counts no more (each window would pay for it)."""
@@ -831,7 +980,7 @@ def gauges(s: Settings) -> List[Tuple[str, str, Any]]:
         ("gpuwatch_job_gpu_mem_free_bytes", "GPU memory free on the model's GPU (torch.cuda.mem_get_info), when the settings were read.", s.mem_free),
         ("gpuwatch_job_gpu_mem_total_bytes", "GPU memory on the model's GPU (torch.cuda.mem_get_info).", s.mem_total),
         ("gpuwatch_job_gpu_max_allocated_bytes", "The most GPU memory torch's allocator has held for tensors (torch.cuda.max_memory_allocated).", s.max_allocated),
-        ("gpuwatch_job_flops_per_step", "The step's FLOPs: each top-level forward of a module with parameters in one step, counted once per process (torch.utils.flop_counter, else the shapes of its linears, convs, matmuls and attentions), times 3 for a training forward (forward and backward), summed.", s.flops_per_step),
+        ("gpuwatch_job_flops_per_step", "The step's FLOPs: each top-level forward of a module with parameters in one step, counted once per process (torch.utils.flop_counter, else the shapes of its linears, convs, matmuls and attentions), with its backward for a training forward (a trained layer 3×, a frozen one a gradient goes through 2×; torch.utils.flop_counter: the forward 3×, and no count for a model with a frozen weight), summed.", s.flops_per_step),
         ("gpuwatch_job_settings_read_timestamp_seconds", "When the settings were last read (Unix time).", s.read_at),
     ):
         if v is not None:

@@ -114,11 +114,12 @@ class FLOPsTest(unittest.TestCase):
         for h in list(torch.nn.modules.module._global_forward_pre_hooks.values()):
             if isinstance(getattr(h, "__self__", None), _settings.Window):
                 h.__self__.close()
-        self.done = _settings._flops_done
+        self.done, self.void = _settings._flops_done, _settings._flops_void
         _settings._flops_done = False  # once per process: each test counts anew
+        _settings._flops_void = ""
 
     def tearDown(self):
-        _settings._flops_done = self.done
+        _settings._flops_done, _settings._flops_void = self.done, self.void
 
     def count(self, model, x, train=True):
         """One window around one step of model on x, as the hook opens it
@@ -460,6 +461,154 @@ class FLOPsTest(unittest.TestCase):
         model = Tree()
         m = self.run_steps(lambda x: model(x).sum().backward(), [torch.randn(16) for _ in range(48)], 8)
         self.assertEqual(m["gpuwatch_job_flops_per_step"], 3 * 6 * 2 * 8 * 16 * 16)
+
+    @staticmethod
+    def frozen(*modules):
+        for m in modules:
+            for p in m.parameters():
+                p.requires_grad_(False)
+
+    @unittest.skipUnless(shapes_only, "the shapes counter: torch 1.13 to 2.0")
+    def test_a_frozen_backbone_before_a_trained_head(self):
+        """A review: a linear probe (a frozen conv backbone, a trained
+        linear head) read 3× its whole forward, 2.7× the truth. The
+        backbone's convs take no gradient, of their weight or their input:
+        1×; the head's weight takes one: 3× (its input's gradient counted
+        too, by the convention a trained layer keeps, the first of a
+        trained model's as well). A frozen block under torch.no_grad in
+        the forward of a trained model: 1× too."""
+        model = conv_net()
+        self.frozen(model[0])
+        s, _ = self.count(model, torch.randn(4, 3, 16, 16))
+        self.assertIs(s.training, True)
+        # 442,368 + 3 · 163,840 = 933,888 (3 · (CONV + LINEAR) = 1,818,624 before)
+        self.assertEqual(s.flops_per_step, CONV + 3 * LINEAR)
+
+        class NoGradBackbone(nn.Module):
+            def __init__(s):
+                super().__init__()
+                s.net = conv_net()
+
+            def forward(s, x):
+                with torch.no_grad():
+                    h = s.net[2](s.net[1](s.net[0](x)))
+                return s.net[3](h)
+
+        _settings._flops_done = False
+        s, _ = self.count(NoGradBackbone(), torch.randn(4, 3, 16, 16))
+        self.assertEqual(s.flops_per_step, CONV + 3 * LINEAR)  # the conv trainable, but under no_grad
+
+    @unittest.skipUnless(shapes_only, "the shapes counter: torch 1.13 to 2.0")
+    def test_frozen_layers_after_trained_ones(self):
+        """A trained backbone and a frozen head: the head's backward is its
+        input's gradient alone, 2×; the conv 3×. Biases trained alone
+        (BitFit): the first linear's backward computes nothing of its
+        weight nor of its input (the batch), 1×; the second's, its input's
+        (the first's output, which needs one for the bias), 2×."""
+        model = conv_net()
+        self.frozen(model[3])
+        s, _ = self.count(model, torch.randn(4, 3, 16, 16))
+        # 3 · 442,368 + 2 · 163,840 = 1,654,784 (1,818,624 before)
+        self.assertEqual(s.flops_per_step, 3 * CONV + 2 * LINEAR)
+
+        _settings._flops_done = False
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(16, 16), nn.Linear(16, 4))
+        for m in model:
+            m.weight.requires_grad_(False)
+        s, _ = self.count(model, torch.randn(8, 16))
+        # 2·8·16·16 + 2 · 2·8·16·4 = 4,096 + 2,048 = 6,144 (9,216 before)
+        self.assertEqual(s.flops_per_step, 2 * 8 * 16 * 16 + 2 * (2 * 8 * 16 * 4))
+
+    @unittest.skipUnless(shapes_only, "the shapes counter: torch 1.13 to 2.0")
+    def test_a_partly_frozen_model_checkpointed_from_the_loop(self):
+        """A reentrant checkpoint's first pass runs under no_grad, where no
+        activation needs a gradient: a trained layer 3×, a frozen one after
+        it 2× (its gradient goes back through it in the recompute's
+        backward); a frozen first layer whose input, the checkpoint's,
+        needs a gradient, 2× too."""
+        import warnings
+
+        from torch.utils.checkpoint import checkpoint
+
+        lin1, lin2 = 2 * 8 * 16 * 16, 2 * 8 * 16 * 4  # 4,096, 1,024
+        for frozen, want in ((1, 3 * lin1 + 2 * lin2), (0, 2 * lin1 + 3 * lin2)):  # 14,336; 11,264 (15,360 before)
+            with self.subTest(frozen=frozen):
+                _settings._flops_done = False
+                torch.manual_seed(0)
+                model = nn.Sequential(nn.Linear(16, 16), nn.Linear(16, 4))
+                self.frozen(model[frozen])
+
+                def step(x, model=model):
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        checkpoint(model, x.requires_grad_(), use_reentrant=True).sum().backward()
+
+                m = self.run_steps(step, [torch.randn(16) for _ in range(48)], 8)
+                self.assertEqual(m["gpuwatch_job_flops_per_step"], want)
+
+    def test_flop_counter_mode_gives_no_count_for_a_partly_frozen_model(self):
+        """torch ≥ 2.1's FlopCounterMode counts the forward, ×3 by the
+        window for a training one: a model with a frozen weight and a
+        trained one is not counted at all (its backward is not 2× its
+        forward), and an evaluation's count read before it is not kept for
+        the training steps. A stand-in for the mode: 1,000 FLOPs a
+        forward. A trained model 3×, an evaluation 1×, a frozen embedding
+        alone (a lookup) no matter: as before."""
+
+        class Mode:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return None
+
+            def get_total_flops(self):
+                return 1000
+
+        saved = _settings.flop_counter
+        _settings.flop_counter = lambda *a, **k: Mode()
+        try:
+            model = conv_net()
+            self.frozen(model[0])
+            w = _settings.Window.open()
+            model(torch.randn(4, 3, 16, 16)).sum().backward()
+            s = w.close()
+            self.assertIsNone(s.flops_per_step)  # 3,000 before
+            self.assertEqual(w.flops_failed, _settings.FROZEN)
+            self.assertIs(s.training, True)
+            s, _ = self.count(model, torch.randn(4, 3, 16, 16))
+            self.assertIsNone(s.flops_per_step)  # the process counts no more
+
+            for train, want in ((True, 3000), (False, 1000)):
+                _settings._flops_done, _settings._flops_void = False, ""
+                s, _ = self.count(conv_net(), torch.randn(4, 3, 16, 16), train=train)
+                self.assertEqual(s.flops_per_step, want)
+            _settings._flops_done = False
+            emb, lin = nn.Embedding(10, 16), nn.Linear(16, 4)
+            self.frozen(emb)
+            s, _ = self.count(nn.Sequential(emb, lin), torch.arange(8))
+            self.assertEqual(s.flops_per_step, 3000)
+
+            _settings._flops_done = False
+            model = nn.Sequential(nn.Linear(16, 16), nn.Linear(16, 4))
+            self.frozen(model[0])
+            n = [0]
+
+            def step(x):
+                n[0] += 1
+                if n[0] == 1:
+                    model.eval()
+                    with torch.no_grad():
+                        model(x)
+                    model.train()
+                    return
+                model(x).sum().backward()
+
+            m = self.run_steps(step, [torch.randn(16) for _ in range(48)], 8)
+            self.assertNotIn("gpuwatch_job_flops_per_step", m)  # the validation's 1,000 before the void
+        finally:
+            _settings.flop_counter = saved
 
     def test_an_evaluation_is_its_forward_once(self):
         s, _ = self.count(conv_net(), torch.randn(4, 3, 16, 16), train=False)
