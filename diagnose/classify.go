@@ -381,7 +381,7 @@ func (f *facts) accelName() string {
 // its key thread waits for a CPU (run-queue delay) while processes outside
 // the watched tree use cores. The fix is placement, not the job.
 func takenByOthers(w *window, th Thresholds) (Finding, bool) {
-	if !w.runDelay.ok || w.runDelay.v < th.RunDelayMsPerSec || !w.othersCores.ok || w.othersCores.v < th.OthersCores {
+	if !w.runDelay.ok || w.runDelay.v < th.RunDelayMsPerSec || !w.othersCores.ok || w.othersCores.v < th.OthersCores || w.treeCPUMissed() {
 		return Finding{}, false
 	}
 	t := w.delayedThread

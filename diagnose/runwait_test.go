@@ -287,8 +287,39 @@ func TestCoresHeldByOthersAreNotThePreprocessings(t *testing.T) {
 	if _, ok := othersRule(f); ok {
 		t.Error("others holds where the job uses 1.4 of the 2 busy cores")
 	}
-	w.othersCores, f.wait = level{v: 1.95, n: 1, ok: true}, nil
+	// The job's own CPU not all read: workers that live too short for
+	// /proc (a review: a DataLoader built every epoch read as "processes
+	// outside the job use 1.9 of the 1.9 busy cores"), or more workers
+	// than the tree lists.
+	w.othersCores, w.workersCPUMissed = level{v: 1.95, n: 1, ok: true}, true
+	if _, ok := othersRule(f); ok {
+		t.Error("others holds with the workers' CPU missed")
+	}
+	w.workersCPUMissed, w.treeShort = false, true
+	if _, ok := othersRule(f); ok {
+		t.Error("others holds with workers the tree does not list")
+	}
+	w.treeShort, f.wait = false, nil
 	if _, ok := othersRule(f); ok {
 		t.Error("others holds with the loop not waiting for input (taken's case)")
+	}
+}
+
+// TestOwnCoresFilledByComputeThreadsAreTheirs (a review): an MLP trained
+// on the CPU at torch.set_num_threads(8) beside 2 workers on 2 cores, its
+// compute threads using 1 core and its workers 0.07, was told to cache
+// its preprocessing: where the compute threads use more than the workers
+// the advice is to leave the workers cores; where the workers use more,
+// preprocessing's.
+func TestOwnCoresFilledByComputeThreadsAreTheirs(t *testing.T) {
+	w := &window{workers: 2, cores: 2}
+	w.roles.computePct, w.roles.workersPct = level{v: 100, n: 1, ok: true}, level{v: 7, n: 1, ok: true}
+	in := adviceIn{w: w, cores: 2, d: decision{kind: CPUSaturated, variant: cpuOwn}}
+	if a, _ := saturatedAdvice(in); len(a) != 1 || !strings.HasPrefix(a[0], "leave cores for the workers: torch.set_num_threads(") {
+		t.Errorf("compute threads fill the cores: %q", a)
+	}
+	w.roles.computePct, w.roles.workersPct = level{v: 10, n: 1, ok: true}, level{v: 150, n: 1, ok: true}
+	if a, _ := saturatedAdvice(in); len(a) == 0 || !strings.HasPrefix(a[0], "preprocessing needs more than") {
+		t.Errorf("workers fill the cores: %q", a)
 	}
 }

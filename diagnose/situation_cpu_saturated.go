@@ -27,7 +27,7 @@ func init() {
 			{name: "cores", sees: "every core is busy", holds: coresRule},
 			{name: "throttled", sees: "the job uses its whole CPU limit and is throttled, though its loop does not wait", variant: cpuThrottled, holds: throttledRule},
 			{name: "taken", sees: "the loop's steps wait for a CPU that processes outside the job hold, though its loop does not wait for input", variant: cpuTaken, holds: takenRule},
-			{name: "own", sees: "every core is busy with the job's own work and the loop's steps wait for a CPU, though its loop does not wait for input", holds: ownRule},
+			{name: "own", sees: "every core is busy with the job's own work and the loop's steps wait for a CPU, though its loop does not wait for input", variant: cpuOwn, holds: ownRule},
 			{name: "host-only", sees: "no accelerator signal, and every core is busy", variant: variantHostOnly, holds: coresRule},
 		},
 	})
@@ -44,6 +44,11 @@ const cpuThrottled variant = "throttled"
 // cpuTaken: processes outside the job hold the CPUs the loop's step needs:
 // the step (wall time) is long because its thread waits for a CPU.
 const cpuTaken variant = "taken"
+
+// cpuOwn: the loop's thread waits for a CPU its own job's processes
+// hold; where the training process's compute threads use more than the
+// workers, the advice is theirs (cpuCrowded's), else preprocessing's.
+const cpuOwn variant = "own"
 
 // cpuOthers: the loop waits for input while processes outside the job
 // hold most of the busy cores; its workers' preprocessing is not what
@@ -68,10 +73,16 @@ var saturatedPractice = []string{
 
 func saturatedAdvice(in adviceIn) ([]string, bool) {
 	w, cores := in.w, in.cores
-	switch in.d.variant {
-	case cpuCrowded:
+	r := &w.roles
+	switch {
+	case in.d.variant == cpuCrowded, in.d.variant == cpuOwn && r.computePct.ok && (!r.workersPct.ok || r.computePct.v >= r.workersPct.v):
+		// (own: the compute threads, not the workers, fill the cores — a
+		// review: an MLP at torch.set_num_threads(8) on 2 cores was told to
+		// cache its preprocessing.)
 		n := max(1, cores-max(w.workers, 0))
 		return []string{fmt.Sprintf("leave cores for the workers: torch.set_num_threads(%d), and OPENBLAS_NUM_THREADS=%d OMP_NUM_THREADS=%d in the training process's environment (read when torch starts)", n, n, n)}, false
+	}
+	switch in.d.variant {
 	case cpuThrottled:
 		return throttledAdvice(w), false
 	case cpuTaken:
@@ -130,7 +141,7 @@ func crowdedRule(f *facts) (decision, bool) {
 // them (cpuEvidence), not here.
 func othersRule(f *facts) (decision, bool) {
 	w := f.w
-	if !f.cpuSat || len(f.wait) == 0 || w.confined() || !w.othersCores.ok || w.othersCores.v < f.th.OthersCores || !w.cpuBusy.ok || w.cores <= 0 {
+	if !f.cpuSat || len(f.wait) == 0 || w.confined() || !w.othersCores.ok || w.othersCores.v < f.th.OthersCores || !w.cpuBusy.ok || w.cores <= 0 || w.treeCPUMissed() {
 		return decision{}, false
 	}
 	busy := w.cpuBusy.v / 100 * float64(w.cores)

@@ -114,6 +114,7 @@ type window struct {
 	loopRunDelay  level // the same, where the key thread is the loop's own (the loader named it)
 	delayedThread sample.Thread
 	othersCores   level // cores used by processes outside the watched tree
+	treeShort     bool  // a frame's loader had more workers than its tree listed processes
 
 	job                  *sample.Job // the newest reading of the job's cgroup
 	jobUsed, jobThrottle level       // cores used; share of periods throttled
@@ -228,6 +229,17 @@ func (w *window) markShortLivedWorkers(frames []sample.Frame) {
 	w.workersCPUMissed = w.workersCPUMissed || epoch < shortLivedFrames*interval
 }
 
+// treeCPUMissed says the watched tree's CPU, read from its processes,
+// may miss its own work, so that what the host's busy cores hold beyond
+// it (othersCores) is not others': workers that live too short for their
+// CPU to be read (markShortLivedWorkers; a review read "processes outside
+// the job use 1.9 of the 1.9 busy cores" of the job's own 1.68, its
+// DataLoader built every epoch), or a loader with more workers than the
+// tree lists.
+func (w *window) treeCPUMissed() bool {
+	return w.workersCPUMissed || w.treeShort
+}
+
 // restartShare is the share of an epoch's wall time that its workers'
 // start-up takes (the stall before its first batch), where they start
 // anew every epoch: persistent_workers off or not said, or on a
@@ -307,6 +319,9 @@ func (w *window) addContention(f *sample.Frame, s *signals) {
 	}
 	if c := f.CPU; c != nil && len(c.Cores) > 0 {
 		s.add(sigOthersCores, max(0, c.BusyPct/100*float64(len(c.Cores))-treeCores(p)))
+	}
+	if l := f.Loader; l != nil && l.Workers != nil && len(p.List) < *l.Workers+1 {
+		w.treeShort = true // the loader's workers are not all in the tree: its CPU is not all read
 	}
 }
 
