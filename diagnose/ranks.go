@@ -186,12 +186,13 @@ func separateJobs(frames []sample.Frame) (Evidence, bool) {
 	}
 	var pace *sample.Rank
 	var others []string
-	n := 0
+	n, ranked := 0, false
 	for _, r := range frames[len(frames)-1].Ranks {
 		if !r.Connected {
 			continue
 		}
 		n++
+		ranked = ranked || !ownJob(r)
 		if r.Pacing && pace == nil {
 			pace = &r
 			continue
@@ -209,6 +210,12 @@ func separateJobs(frames []sample.Frame) (Evidence, bool) {
 	}
 	text := fmt.Sprintf("%d loaders here are separate jobs, not ranks of one (no torch.distributed WORLD_SIZE above 1 ties them; no all-reduce waits between them): this verdict reads %s, the one that waits most for input; beside it %s",
 		n, loaderWait(*pace), list)
+	if ranked {
+		// Beside a distributed job's ranks, which are one job (a review:
+		// "3 loaders here are separate jobs" of a 2-rank job and a script).
+		text = fmt.Sprintf("this verdict reads %s, a job of its own, the one that waits most for input (no torch.distributed WORLD_SIZE above 1 ties it to the others; no all-reduce waits between them); beside it %s",
+			loaderWait(*pace), list)
+	}
 	return evidence("ranks.separate_jobs", float64(n), ">=", 2, "loaders", text), true
 }
 

@@ -283,3 +283,21 @@ func TestSeparateJobsNameNoStraggler(t *testing.T) {
 		t.Errorf("one job of two ranks: straggler %v, first evidence %+v", v.Straggler, v.Evidence)
 	}
 }
+
+// TestAJobOfItsOwnBesideADistributedJob (a review): a 2-rank job and one
+// unrelated script, the script waiting most, read "3 loaders here are
+// separate jobs": the ranks are one job, and the evidence says the loader
+// it reads is a job of its own beside them.
+func TestAJobOfItsOwnBesideADistributedJob(t *testing.T) {
+	two, one := 2, 1
+	f := sample.Frame{Ranks: []sample.Rank{
+		{URL: "a", PID: 100, Rank: 0, WorldSize: &two, Connected: true},
+		{URL: "b", PID: 101, Rank: 1, WorldSize: &two, Connected: true},
+		{URL: "c", PID: 200, Rank: 0, WorldSize: &one, Connected: true, Pacing: true},
+	}}
+	e, ok := separateJobs([]sample.Frame{f})
+	if !ok || strings.Contains(e.Text, "3 loaders here are separate jobs") || !strings.HasPrefix(e.Text, "this verdict reads pid 200, a job of its own") ||
+		!strings.Contains(e.Text, "pid 100 (rank 0 of 2), pid 101 (rank 1 of 2)") {
+		t.Errorf("%v %q", ok, e.Text)
+	}
+}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import time
 import warnings
 from typing import Any, Callable, Dict, Optional
@@ -76,7 +77,11 @@ def check_private(d: str) -> None:
 
 def rank_env() -> Dict[str, int]:
     """RANK, LOCAL_RANK and WORLD_SIZE of this process (torch.distributed's
-    launchers set them), those that are small non-negative numbers."""
+    launchers set them), those that are small non-negative numbers; where
+    the process's default group is initialized, its rank and world size
+    instead (a job started by torch.multiprocessing.spawn calls
+    init_process_group(rank=…, world_size=…) and sets neither: a review's
+    two-rank DDP job read as two separate jobs)."""
     out = {}
     for env, name in (("RANK", "rank"), ("LOCAL_RANK", "local_rank"), ("WORLD_SIZE", "world_size")):
         try:
@@ -85,7 +90,24 @@ def rank_env() -> Dict[str, int]:
             continue
         if 0 <= v < 1 << 20:
             out[name] = v
+    out.update(_process_group())
     return out
+
+
+def _process_group() -> Dict[str, int]:
+    """The default process group's rank and world size where the job
+    initialized one ({} otherwise): torch.distributed is only looked at
+    where the job imported it, never imported here."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is None or not dist.is_available() or not dist.is_initialized():
+            return {}
+        rank, world = int(dist.get_rank()), int(dist.get_world_size())
+    except Exception:
+        return {}
+    if 0 <= rank < world < 1 << 20:
+        return {"rank": rank, "world_size": world}
+    return {}
 
 
 def rendezvous() -> str:

@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -553,6 +554,41 @@ class HookTest(unittest.TestCase):
         self.assertIn('rank="3",local_rank="1",world_size="8"', out["metrics"])
         # Gone once the process exited.
         self.assertFalse(os.path.exists(os.path.join(out["dir"], out["file"])))
+
+    def test_rank_of_a_process_group_started_without_the_environment(self):
+        """A DDP job started by torch.multiprocessing.spawn, each process
+        calling init_process_group(rank=r, world_size=2) with no RANK or
+        WORLD_SIZE set (a review: read as two separate jobs), publishes
+        each process's rank and the world size; before the group is up,
+        and in a process without one, nothing."""
+        import json
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        code = (
+            "import sys, os, json; sys.path.insert(0, %r)\n"
+            "import torch.distributed as dist, torch.multiprocessing as mp\n"
+            "from gpuwatch_hook import _env\n"
+            "def work(r, q):\n"
+            "    before = _env.rank_env()\n"
+            "    dist.init_process_group('gloo', init_method='tcp://127.0.0.1:%d', rank=r, world_size=2)\n"
+            "    q.put((r, before, _env.rank_env()))\n"
+            "    dist.barrier(); dist.destroy_process_group()\n"
+            "if __name__ == '__main__':\n"
+            "    ctx = mp.get_context('spawn'); q = ctx.SimpleQueue()\n"
+            "    mp.spawn(work, args=(q,), nprocs=2)\n"
+            "    print(json.dumps(sorted([q.get(), q.get()])))\n"
+        ) % (os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."), port)
+        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
+        with tempfile.TemporaryDirectory() as d:
+            script = os.path.join(d, "ddp.py")  # spawn's children import their function from a file
+            with open(script, "w") as f:
+                f.write(code)
+            out = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        got = json.loads(out.stdout)
+        self.assertEqual(got, [[0, {}, {"rank": 0, "world_size": 2}], [1, {}, {"rank": 1, "world_size": 2}]])
 
     def test_rendezvous_is_a_host_and_a_port_or_nothing(self):
         from gpuwatch_hook import _env
