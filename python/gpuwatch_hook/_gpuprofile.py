@@ -92,9 +92,13 @@ MARK = "gpuwatch#step"
 #: The recording's bounds: at a step's end past either, it stops with the
 #: steps it has. Its wall time (5 steps of 1 s fit) ...
 MAX_RECORD_SECONDS = 5.0
-#: ... and what the process grew since its start (the profiler's ops,
-#: a few KiB each: about 100 000 of them).
-MAX_RECORD_BYTES = 384 << 20
+#: ... and what the process grew since its start. The stop, not the
+#: recording, is where the cost is: on torch 1.13 a recording that grew
+#: the job 155 MB (840 000 ops, ~190 bytes each) took 3.8 s and 886 MB to
+#: stop, 11 s to read its events and 4 s to sum them (a review). 32 MiB
+#: (~175 000 ops: five steps of 20 000 CPU ops and kernels, a large
+#: model's) bounds all of that to a few seconds.
+MAX_RECORD_BYTES = 32 << 20
 
 # The longest a profiler start of the job's on another thread waits for
 # the loop's next batch, where gpuwatch's recording ends first (seconds).
