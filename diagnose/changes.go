@@ -343,6 +343,22 @@ func formatRate(b float64) string {
 	return fmt.Sprintf("%.0f B", b)
 }
 
+// Words is the change as every view says it: "num_workers 2 → 8",
+// "persistent_workers false → true (with the DataLoader built once,
+// before the epoch loop)", or, where the knob is set already and what
+// changes is the code around it, "the DataLoader built once, before the
+// epoch loop, keeping persistent_workers true" (a review: the dashboard
+// said "persistent_workers true → true").
+func (c Change) Words() string {
+	switch {
+	case c.From == c.To && c.With != "":
+		return c.With + ", keeping " + c.Knob + " " + c.To
+	case c.With != "":
+		return c.Knob + " " + c.From + " → " + c.To + " (with " + c.With + ")"
+	}
+	return c.Knob + " " + c.From + " → " + c.To
+}
+
 // changeLine is the advice line for a set of changes, with the
 // prediction's range (its low side first, the point) and the limit it
 // meets next: "num_workers 1 → 4: ≈ 1219–1509 samples/s (now 464), wait
@@ -355,15 +371,7 @@ func changeLine(cs []Change, pred, now Prediction) string {
 		if i > 0 {
 			s += ", "
 		}
-		switch {
-		case c.From == c.To && c.With != "":
-			// The knob is set already; what changes is the code around it.
-			s += c.With + ", keeping " + c.Knob + " " + c.To
-		case c.With != "":
-			s += c.Knob + " " + c.From + " → " + c.To + " (with " + c.With + ")"
-		default:
-			s += c.Knob + " " + c.From + " → " + c.To
-		}
+		s += c.Words()
 	}
 	next := ""
 	if pred.Limit != "" {

@@ -67,3 +67,21 @@ func TestPersistentWorkersOnANewDataLoaderEveryEpochKeepNothing(t *testing.T) {
 		t.Errorf("persistent workers on one DataLoader: knobs %+v, restart share %g", k, w.restartShare())
 	}
 }
+
+// TestChangeWords: every view says a change as the advice line does; a
+// knob already set whose change is the code around it is never "true →
+// true" (a review: the dashboard said so).
+func TestChangeWords(t *testing.T) {
+	for _, c := range []struct {
+		c    Change
+		want string
+	}{
+		{Change{Knob: "num_workers", From: "2", To: "8"}, "num_workers 2 → 8"},
+		{Change{Knob: "persistent_workers", From: "false", To: "true", With: "the DataLoader built once, before the epoch loop"}, "persistent_workers false → true (with the DataLoader built once, before the epoch loop)"},
+		{Change{Knob: "persistent_workers", From: "true", To: "true", With: "the DataLoader built once, before the epoch loop"}, "the DataLoader built once, before the epoch loop, keeping persistent_workers true"},
+	} {
+		if got := c.c.Words(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.c, got, c.want)
+		}
+	}
+}

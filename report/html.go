@@ -108,7 +108,7 @@ func htmlFinding(b *strings.Builder, f Finding) {
 	if len(f.Changes) > 0 {
 		b.WriteString("<table><tr><th>knob</th><th>flag</th><th>from</th><th>to</th><th>why</th></tr>")
 		for _, c := range f.Changes {
-			fmt.Fprintf(b, "<tr><td>%s</td><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td></tr>", esc(c.Knob), esc(c.Flag), esc(c.From), esc(c.To), esc(c.Why))
+			fmt.Fprintf(b, "<tr><td>%s</td><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td></tr>", esc(c.Knob), esc(c.Flag), esc(c.From), esc(changeTo(c)), esc(c.Why))
 		}
 		b.WriteString("</table>")
 	}
@@ -247,4 +247,15 @@ func htmlStages(b *strings.Builder, l *LoaderInfo) {
 	if p := l.Payload; p != nil {
 		fmt.Fprintf(b, "<p>%s</p>", esc(payloadText(p)))
 	}
+}
+
+// changeTo is a change's target as the reports' tables give it, with the
+// code change it needs where it needs one ("true (with the DataLoader
+// built once, before the epoch loop)"): a knob already set that keeps
+// nothing read "true → true" there (a review).
+func changeTo(c diagnose.Change) string {
+	if c.With == "" {
+		return c.To
+	}
+	return c.To + " (with " + c.With + ")"
 }

@@ -78,7 +78,7 @@ func mdFinding(b *strings.Builder, f Finding) {
 	if len(f.Changes) > 0 {
 		b.WriteString("\n| knob | flag | from | to | why |\n|---|---|---|---|---|\n")
 		for _, c := range f.Changes {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", md(c.Knob), md(c.Flag), md(c.From), md(c.To), md(c.Why))
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", md(c.Knob), md(c.Flag), md(c.From), md(changeTo(c)), md(c.Why))
 		}
 	}
 	if len(f.Advice) > 0 {

@@ -648,7 +648,11 @@ func (m *Model) detailLines(w int) []string {
 	}
 	out = append(out, "", m.styles.Label.Render("What to change"))
 	for _, c := range v.Changes {
-		out = append(out, wrap(sample.Printable(fmt.Sprintf("  • %s %s → %s (%s=%s): %s", c.Knob, c.From, c.To, c.Flag, c.To, c.Why)), w, "    ")...)
+		set := ""
+		if c.From != c.To && c.Flag != "" {
+			set = fmt.Sprintf(" (%s=%s)", c.Flag, c.To)
+		}
+		out = append(out, wrap(sample.Printable(fmt.Sprintf("  • %s%s: %s", c.Words(), set, c.Why)), w, "    ")...)
 	}
 	for _, a := range v.Advice {
 		out = append(out, wrap("  → "+sample.Printable(a), w, "    ")...)
