@@ -66,16 +66,6 @@ func desc(s sample.Series) *metricDesc {
 	return &metricDesc{name: s.Name, help: s.Help, labels: s.Labels, kind: kind, d: prometheus.NewDesc(s.Name, s.Help, s.Labels, nil)}
 }
 
-// rankDesc is a per-rank series' description with a world_size label
-// besides rank and loader: "1" for a loader that is a job of its own (no
-// rank of a distributed job, whatever its rank label says), its job's
-// WORLD_SIZE for a rank, empty where unknown. gpuwatch fleet compares
-// only ranks of one distributed job by it.
-func rankDesc(s sample.Series) *metricDesc {
-	s.Labels = append(slices.Clip(s.Labels), "world_size")
-	return desc(s)
-}
-
 var (
 	dVerdict    = desc(sample.SeriesVerdict)
 	dConfidence = desc(sample.SeriesVerdictConfidenceRatio)
@@ -129,11 +119,11 @@ var (
 	dCeiling    = desc(sample.SeriesLoaderCeilingSamplesPerSecond)
 	dInputCost  = desc(sample.SeriesLoaderInputCostRatio)
 	dMFU        = desc(sample.SeriesLoaderMFURatio)
-	dRankUp     = rankDesc(sample.SeriesRankUp)
-	dRankWait   = rankDesc(sample.SeriesRankWaitRatio)
-	dRankStep   = rankDesc(sample.SeriesRankStepSeconds)
-	dRankSample = rankDesc(sample.SeriesRankSamplesPerSecond)
-	dStraggler  = rankDesc(sample.SeriesRankStraggler)
+	dRankUp     = desc(sample.SeriesRankUp)
+	dRankWait   = desc(sample.SeriesRankWaitRatio)
+	dRankStep   = desc(sample.SeriesRankStepSeconds)
+	dRankSample = desc(sample.SeriesRankSamplesPerSecond)
+	dStraggler  = desc(sample.SeriesRankStraggler)
 	dSelfCPU    = desc(sample.SeriesSelfCPUSecondsTotal)
 	dSelfRSS    = desc(sample.SeriesSelfResidentBytes)
 	dSelfTick   = desc(sample.SeriesSelfTickSeconds)
