@@ -320,9 +320,26 @@ func (w *window) addContention(f *sample.Frame, s *signals) {
 	if c := f.CPU; c != nil && len(c.Cores) > 0 {
 		s.add(sigOthersCores, max(0, c.BusyPct/100*float64(len(c.Cores))-treeCores(p)))
 	}
-	if l := f.Loader; l != nil && l.Workers != nil && len(p.List) < *l.Workers+1 {
-		w.treeShort = true // the loader's workers are not all in the tree: its CPU is not all read
+	if l := f.Loader; l != nil && len(l.WorkerPIDs) > 0 && !listsAll(p.List, l.WorkerPIDs) {
+		// The loader's worker processes are not all in the tree: its CPU is
+		// not all read. (The embedded loader's workers are goroutines of
+		// its own process and name no PIDs.)
+		w.treeShort = true
 	}
+}
+
+// listsAll says every PID of pids is in list.
+func listsAll(list []sample.Proc, pids []int) bool {
+	in := make(map[int]bool, len(list))
+	for _, pr := range list {
+		in[pr.PID] = true
+	}
+	for _, pid := range pids {
+		if !in[pid] {
+			return false
+		}
+	}
+	return true
 }
 
 // treeCores is the cores the watched tree's processes used.

@@ -147,6 +147,9 @@ func machines(t testing.TB) map[string]*Model {
 				WaitShare: f64(0.62), WaitMeanMs: f64(48), WaitP50Ms: f64(40), WaitP95Ms: f64(120), WaitP99Ms: f64(180), StepMeanMs: f64(30),
 				QueueDepth: f64(0), Workers: iptr(240), Prefetch: iptr(2), ReadSecPerSec: f64(3), DecodeSecPerSec: f64(230),
 				Timeline: []sample.BatchTiming{{WaitMs: 48, StepMs: 30}, {WaitMs: 52, StepMs: 30}, {WaitMs: 44, StepMs: 31}}}
+			// The embedded loader's 240 workers are goroutines of the
+			// watched process: its CPU is theirs (not processes outside it).
+			f.Procs.List[0].CPUPct = 23500
 		}),
 	}
 }

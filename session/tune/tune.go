@@ -218,7 +218,7 @@ func Tune(ctx context.Context, o TuneOptions, t Trials, start Setting, out func(
 			// on a new DataLoader every epoch): measuring it would
 			// measure something else.
 			c := s.Changes[with]
-			res.Why = fmt.Sprintf("the next change, %s → %s, needs %s: a change to the script's code, which tune does not make", c.Knob, c.To, c.With)
+			res.Why = fmt.Sprintf("the next change, %s, is a change to the script's code, which tune does not make", c.Words())
 		}
 		if res.Why != "" {
 			break
