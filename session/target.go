@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gpuwatch/gpuwatch/probes/endpoint"
 	"github.com/gpuwatch/gpuwatch/probes/host"
 	"github.com/gpuwatch/gpuwatch/sample"
 	"github.com/gpuwatch/gpuwatch/session/job"
@@ -31,8 +30,6 @@ type target struct {
 	serves []int     // of those, the ones whose hook serves (announced in the run folder)
 	logs   string    // the hook's own warnings (gpuwatch run), newest
 	first  time.Time // the first frame's time
-	jobsAt time.Time // when the announcements were last read (ownJobs)
-	own    int       // of the loaders that answer, the jobs of their own
 }
 
 // startGrace is how long a job that loaded the hook may start before its
@@ -82,7 +79,7 @@ func (t *target) Collect(_ context.Context, f *sample.Frame) error {
 	if out == nil {
 		return nil
 	}
-	out.Loader = t.loader(out, f.Time)
+	out.Loader = t.loader(out, f)
 	if t.first.IsZero() {
 		t.first = f.Time
 	}
@@ -98,7 +95,8 @@ func (t *target) Collect(_ context.Context, f *sample.Frame) error {
 }
 
 // loader says how the job's loader is seen.
-func (t *target) loader(out *sample.Target, now time.Time) string {
+func (t *target) loader(out *sample.Target, f *sample.Frame) string {
+	now := f.Time
 	if a := t.set.attached; a != nil {
 		if n := a.Ranks.Connected(); n > 0 {
 			what := "the hook or a loader's own server"
@@ -106,7 +104,7 @@ func (t *target) loader(out *sample.Target, now time.Time) string {
 				what = "the hook (gpuwatch run)"
 			}
 			if n > 1 {
-				return loadersLine(what, n, t.ownJobs(now))
+				return loadersLine(what, n, ownJobsIn(f.Ranks))
 			}
 			return what
 		}
@@ -174,44 +172,18 @@ func loadersLine(what string, n, own int) string {
 	return fmt.Sprintf("%s: %d loaders (%d ranks of a distributed job, %d of separate jobs)", what, n, n-own, own)
 }
 
-// ownJobs is how many of the loaders that answer now are jobs of their
-// own, as the ranks probe has them (endpoint.rankOf): announced without a
-// WORLD_SIZE above 1, and no URL the user gave (those the user named one
-// job's ranks). The announcements are read every 2 s, only while several
-// loaders answer; 0 without discovery.
-func (t *target) ownJobs(now time.Time) int {
-	if now.Sub(t.jobsAt) < 2*time.Second {
-		return t.own
-	}
-	t.jobsAt, t.own = now, 0
-	if !t.o.Attach.Discover {
-		return 0
-	}
-	d, err := endpoint.Discover(cmp.Or(t.o.Attach.Dir, endpoint.DiscoveryDir()), t.o.Roots.Proc)
-	if err != nil {
-		return 0
-	}
-	given, err := endpoint.ExpandURLs(t.o.Attach.URLs)
-	if err != nil {
-		given = t.o.Attach.URLs
-	}
-	t.own = ownJobsIn(d, given, t.set.attached.Ranks.Covers)
-	return t.own
-}
-
-// ownJobsIn counts the announcements of d that are jobs of their own and
-// answer (covers: a loader watched now reports the PID), those of the
-// URLs given left out.
-func ownJobsIn(d endpoint.Discovery, given []string, covers func(pid int) bool) int {
-	named := map[int]bool{}
-	for _, u := range given {
-		if a, ok := endpoint.AnnouncedFor(d, u); ok {
-			named[a.PID] = true
-		}
-	}
+// ownJobsIn counts the loaders of ranks that answer and are jobs of their
+// own, as the ranks probe has them (endpoint.rankOf) and diagnose reads
+// them: a world size of 1 read (a discovered loader with no
+// torch.distributed WORLD_SIZE above 1, from its metrics or its
+// announcement); a URL the user gave, whose world was not read, is not
+// one. From the frame's own ranks, not the announcements (a review: a
+// spawned DDP job announced before its process group was up, and its two
+// ranks of world 2 read "2 loaders (separate jobs, not ranks of one)").
+func ownJobsIn(ranks []sample.Rank) int {
 	n := 0
-	for _, a := range d.Found {
-		if !named[a.PID] && (a.WorldSize == nil || *a.WorldSize <= 1) && covers(a.PID) {
+	for _, r := range ranks {
+		if r.Connected && r.WorldSize != nil && *r.WorldSize <= 1 {
 			n++
 		}
 	}

@@ -79,15 +79,14 @@ func TestTheAttachedLoadersProcessIsTheTarget(t *testing.T) {
 // gave is a rank by the user's word, and a loader that does not answer
 // is not counted.
 func TestTargetLoaderLineSaysSeparateJobs(t *testing.T) {
-	two := 2
-	answer := func(pid int) bool { return pid != 9 }
-	own := endpoint.Discovery{Found: []endpoint.Announcement{{PID: 5816, URL: "http://127.0.0.1:6061"}, {PID: 5817, URL: "http://127.0.0.1:6062"}, {PID: 9, URL: "http://127.0.0.1:6063"}}}
-	if n := ownJobsIn(own, nil, answer); n != 2 {
+	one, two := 1, 2
+	own := []sample.Rank{{PID: 5816, WorldSize: &one, Connected: true}, {PID: 5817, WorldSize: &one, Connected: true}, {PID: 9, WorldSize: &one}}
+	if n := ownJobsIn(own); n != 2 {
 		t.Fatalf("two jobs of their own that answer: %d", n)
 	}
-	ranks := endpoint.Discovery{Found: []endpoint.Announcement{{PID: 5816, WorldSize: &two}, {PID: 5817, WorldSize: &two}}}
-	if n := ownJobsIn(ranks, nil, answer); n != 0 {
-		t.Fatalf("two ranks of one job counted as jobs of their own: %d", n)
+	ranks := []sample.Rank{{PID: 5816, WorldSize: &two, Connected: true}, {PID: 5817, Rank: 1, WorldSize: &two, Connected: true}, {URL: "given", Connected: true}}
+	if n := ownJobsIn(ranks); n != 0 {
+		t.Fatalf("two ranks of one job, and a URL given whose world was not read, counted as jobs of their own: %d", n)
 	}
 	what := "the hook or a loader's own server"
 	for _, c := range []struct {
