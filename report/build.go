@@ -262,8 +262,10 @@ type rankBuilder struct {
 	byRank map[rankKey]*rankAcc
 }
 
-// rankKey tells ranks apart: two loaders that report the same rank (two
-// jobs on a node, a restarted rank) are two rows.
+// rankKey tells loaders apart: by URL, so that two loaders that report
+// the same rank (two jobs on a node) are two rows and one loader whose
+// rank changes (its process group up after its first batches) is one;
+// by rank where a reading has no URL.
 type rankKey struct {
 	rank int
 	url  string
@@ -302,7 +304,10 @@ func newRankBuilder(start time.Time, dur float64, points int) *rankBuilder {
 
 func (b *rankBuilder) add(f *sample.Frame, straggler *int) {
 	for _, r := range f.Ranks {
-		key := rankKey{r.Rank, r.URL}
+		key := rankKey{url: r.URL} // a loader is one row, whatever rank it says over time
+		if r.URL == "" {
+			key.rank = r.Rank
+		}
 		acc := b.byRank[key]
 		if acc == nil {
 			if len(b.byRank) == MaxRanks {
@@ -315,8 +320,13 @@ func (b *rankBuilder) add(f *sample.Frame, straggler *int) {
 		ri := &acc.info
 		// Who it is, as the newest frame that knows says: a PID or a
 		// command may come after the first frame.
-		if ri.PID, ri.WorldSize = cmp.Or(r.PID, ri.PID), cmp.Or(r.WorldSize, ri.WorldSize); ri.Name == "" || ownJob(r) && !strings.Contains(ri.Name, "(") {
-			ri.Name = loaderName(f, r)
+		// Its rank and name as the newest frame has them (a review: a
+		// spawned DDP job, a job of its own until its process group was
+		// up, read as both "a separate job" and "rank 1"); a command once
+		// read is kept where a later frame lacks it.
+		ri.Rank, ri.PID, ri.WorldSize = r.Rank, cmp.Or(r.PID, ri.PID), cmp.Or(r.WorldSize, ri.WorldSize)
+		if name := loaderName(f, r); ri.Name == "" || !ownJob(r) || strings.Contains(name, "(") || !strings.Contains(ri.Name, "(") {
+			ri.Name = name
 		}
 		if straggler != nil && *straggler == r.Rank && !ownJob(r) {
 			ri.StragglerFrames++

@@ -112,3 +112,37 @@ func TestReportNamesJobsOfTheirOwnByProcess(t *testing.T) {
 		t.Error("Markdown: separate jobs under a Ranks heading")
 	}
 }
+
+// TestALoaderWhoseRankComesLaterIsOneRow (a review): a spawned DDP job's
+// loaders read as jobs of their own (world size 1) until its process
+// group was up, then as ranks 0 and 1 of 2; the report had three rows,
+// one process both "a separate job" and "rank 1". Each loader is one
+// row, with the rank and name its newest frame gives.
+func TestALoaderWhoseRankComesLaterIsOneRow(t *testing.T) {
+	var frames []recording.Recorded
+	one, two := 1, 2
+	for i := range 20 {
+		w, s := 0.5, 0.02
+		world, rank1 := &one, 0
+		if i >= 5 {
+			world, rank1 = &two, 1
+		}
+		f := sample.Frame{Time: generated.Add(time.Duration(i) * time.Second), IntervalSec: 1,
+			Ranks: []sample.Rank{
+				{Rank: 0, WorldSize: world, PID: 9311, URL: "http://127.0.0.1:6061", Connected: true, WaitShare: &w, StepSec: &s, SamplesPerSec: 100},
+				{Rank: rank1, WorldSize: world, PID: 9312, URL: "http://127.0.0.1:6062", Connected: true, WaitShare: &w, StepSec: &s, SamplesPerSec: 100},
+			}}
+		frames = append(frames, recording.Recorded{Frame: f})
+	}
+	s := Build(recording.New(recording.Header{Host: "h", Cores: 2}, frames, nil), "x", diagnose.DefaultThresholds(), generated)
+	if len(s.Ranks) != 2 || s.Ranks[0].Name != "rank 0" || s.Ranks[1].Name != "rank 1" || s.Ranks[1].Rank != 1 {
+		t.Fatalf("rows %+v", s.Ranks)
+	}
+	var m bytes.Buffer
+	if err := WriteMarkdown(&m, s, ""); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(m.String(), "separate jobs") {
+		t.Errorf("one job of two ranks said as separate jobs:\n%s", m.String())
+	}
+}
