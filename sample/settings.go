@@ -58,6 +58,9 @@ type JobSettings struct {
 	// its linears, convs, matmuls and attention, torch ≥ 1.13), ×3 for a training step
 	// (the backward is about twice the forward). Nil where not counted.
 	FLOPsPerStep *float64 `json:"flops_per_step,omitempty" check:"0,1e30"`
+	// FLOPsVoid is why the hook gave no count where it chose not to (""
+	// otherwise): FLOPsVoidFrozen, FLOPsVoidRNN.
+	FLOPsVoid string `json:"flops_void,omitempty"`
 	// ReadAt is when the hook last read them; nil when it did not say.
 	ReadAt *time.Time `json:"read_at,omitempty"`
 }
@@ -172,3 +175,14 @@ func (s *JobSettings) Summary() string {
 	}
 	return strings.Join(out, " · ")
 }
+
+// The reasons the hook gives for no FLOPs count (JobSettings.FLOPsVoid).
+const (
+	// FLOPsVoidFrozen: a training forward with frozen weights, under
+	// torch.utils.flop_counter (torch ≥ 2.1), which counts below autograd
+	// and cannot tell which backward runs.
+	FLOPsVoidFrozen = "frozen"
+	// FLOPsVoidRNN: an RNN, LSTM or GRU module, whose fused kernels
+	// neither counter reads.
+	FLOPsVoidRNN = "rnn"
+)

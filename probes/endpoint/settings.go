@@ -65,6 +65,10 @@ func settingsFromPage(page map[string][]expo.Sample) *sample.JobSettings {
 		s.HasLinear = flag("has_linear")
 		s.Compiled = flag("compiled")
 		s.CUDAGraphs = flag("cuda_graphs")
+		switch v, _ := l.Label("flops_void"); v {
+		case sample.FLOPsVoidFrozen, sample.FLOPsVoidRNN:
+			s.FLOPsVoid = v
+		}
 	}
 	gauge := func(name string, hi float64) (float64, bool) {
 		ss := page[name]

@@ -67,6 +67,10 @@ EVAL = "eval"
 #: forward with a frozen weight that FlopCounterMode cannot count (Window.void_frozen).
 _flops_void = ""
 FROZEN = "a training forward with frozen weights, whose backward FlopCounterMode's forward count ×3 overstates"
+#: The codes of a void count as the hook publishes them (info_labels'
+#: flops_void; sample.JobSettings.FLOPsVoid says them in words): a partly
+#: frozen model under FlopCounterMode, an RNN module neither counter reads.
+VOID_CODES = {FROZEN: "frozen", "rnn": "rnn"}
 
 #: Module calls (of modules with parameters) a window looks at: the step's
 #: first RECHECKS at most, then its pre-hook goes (a forward under way is
@@ -85,7 +89,7 @@ class Settings:
     __slots__ = (
         "autocast", "autocast_dtype", "autocast_device", "matmul_precision", "matmul_tf32", "cudnn_tf32",
         "cudnn_benchmark", "forward", "training", "conv_format", "has_conv", "has_linear", "modules", "compiled",
-        "cuda_graphs", "batch_size", "mem_free", "mem_total", "max_allocated", "flops_per_step", "read_at",
+        "cuda_graphs", "batch_size", "mem_free", "mem_total", "max_allocated", "flops_per_step", "flops_void", "read_at",
     )
 
     def __init__(self) -> None:
@@ -104,6 +108,8 @@ class Settings:
             # (A count void since, of a partly frozen model's training
             # forward: an evaluation's count read before is not the step's.)
             self.flops_per_step = old.flops_per_step
+        if self.flops_void is None and self.flops_per_step is None:
+            self.flops_void = old.flops_void
 
 
 #: The readings made inside the model's forward.
@@ -691,7 +697,7 @@ class Window:
             return
         rnn = getattr(getattr(self.torch, "nn", None), "RNNBase", None)
         if rnn is not None and isinstance(module, rnn):
-            self.flops_failed = True
+            self.flops_failed = "rnn"
 
     def hook_end(self, module: Any) -> bool:
         """A forward hook on the top-level module, which ends its forward
@@ -851,6 +857,10 @@ class Window:
             self.grad_hooks = []
         except Exception:
             pass
+        if self.flops_failed in VOID_CODES:
+            s.flops_void = VOID_CODES[self.flops_failed]  # why there is no count, said (a review)
+        elif _flops_void in VOID_CODES:
+            s.flops_void = VOID_CODES[_flops_void]  # the process counts no more, and says why
         if self.flops_counted and not self.flops_failed and self.flops_sum > 0:
             s.flops_per_step = self.flops_sum
             if _flops_done is not True:
@@ -968,6 +978,8 @@ def info_labels(s: Settings) -> List[Tuple[str, str]]:
     flag("compiled", s.compiled)
     flag("cuda_graphs", s.cuda_graphs)
     flag("training", s.training)
+    if s.flops_void:
+        out.append(("flops_void", s.flops_void))
     return out
 
 

@@ -577,8 +577,12 @@ class FLOPsTest(unittest.TestCase):
             self.assertIsNone(s.flops_per_step)  # 3,000 before
             self.assertEqual(w.flops_failed, _settings.FROZEN)
             self.assertIs(s.training, True)
+            # Why, said to gpuwatch (a review: it read "neither counter gave one").
+            self.assertEqual(s.flops_void, "frozen")
+            self.assertIn(("flops_void", "frozen"), _settings.info_labels(s))
             s, _ = self.count(model, torch.randn(4, 3, 16, 16))
             self.assertIsNone(s.flops_per_step)  # the process counts no more
+            self.assertEqual(s.flops_void, "frozen")
 
             for train, want in ((True, 3000), (False, 1000)):
                 _settings._flops_done, _settings._flops_void = False, ""
@@ -673,6 +677,7 @@ class FLOPsTest(unittest.TestCase):
             s, _ = self.count(Recurrent(rnn), torch.randn(2, 5, 6))
             self.assertIsNone(s.flops_per_step, rnn)
             self.assertIs(s.training, True)
+            self.assertEqual(s.flops_void, "rnn")  # why, said
         _settings._flops_done = False
         s, _ = self.count(nn.LSTM(6, 8), torch.randn(5, 2, 6), train=False)  # the RNN itself the model
         self.assertIsNone(s.flops_per_step)
