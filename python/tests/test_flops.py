@@ -521,6 +521,29 @@ class FLOPsTest(unittest.TestCase):
         self.assertEqual(s.flops_per_step, 2 * 8 * 16 * 16 + 2 * (2 * 8 * 16 * 4))
 
     @unittest.skipUnless(shapes_only, "the shapes counter: torch 1.13 to 2.0")
+    def test_a_frozen_attention_after_a_trained_layer(self):
+        """A review: a frozen nn.MultiheadAttention after a trained linear
+        counted 2× whole; its products multiply two activations that both
+        need a gradient, 3×. L=8, N=2, E=16: the linear 2·16·16·16 = 8,192,
+        3×; the projections 2·16·(2·256 + 256 + 256) = 32,768, 2×; the
+        products 2·2·8·8·16 = 4,096 each, 3×."""
+
+        class PT(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inp, self.att = nn.Linear(16, 16), nn.MultiheadAttention(16, 2)
+
+            def forward(self, x):
+                h = self.inp(x)
+                return self.att(h, h, h, need_weights=False)[0]
+
+        torch.manual_seed(0)
+        model = PT()
+        self.frozen(model.att)
+        s, _ = self.count(model, torch.randn(8, 2, 16))
+        self.assertEqual(s.flops_per_step, 3 * 8192 + 2 * 32768 + 3 * 2 * 4096)  # 114,688 (106,496 before)
+
+    @unittest.skipUnless(shapes_only, "the shapes counter: torch 1.13 to 2.0")
     def test_a_partly_frozen_model_checkpointed_from_the_loop(self):
         """A reentrant checkpoint's first pass runs under no_grad, where no
         activation needs a gradient: a trained layer 3×, a frozen one after
