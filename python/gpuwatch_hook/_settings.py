@@ -66,6 +66,11 @@ EVAL = "eval"
 #: Why the process's count is void ("": it is not): FROZEN, a training
 #: forward with a frozen weight that FlopCounterMode cannot count (Window.void_frozen).
 _flops_void = ""
+#: The trainable parameters' elements of the module counted (or voided)
+#: last; None where nothing was. A count is of the weights that train
+#: then: where that changes (gradual unfreezing), the next training
+#: forward is counted again.
+_flops_trainable: Optional[int] = None
 FROZEN = "a training forward with frozen weights, whose backward FlopCounterMode's forward count ×3 overstates"
 #: The codes of a void count as the hook publishes them (info_labels'
 #: flops_void; sample.JobSettings.FLOPsVoid says them in words): a partly
@@ -661,6 +666,8 @@ class Window:
             self.active_handle = None
             return
         self.active_training = training
+        if _flops_done is True and training and _flops_trainable is not None and _trainable(module) != _flops_trainable:
+            _recount()  # its weights that train changed since (a review: unfreezing a layer kept the count of 7,168, not 15,360)
         if _flops_done is True or self.flops_failed:
             return
         if not self.may_count(module):
@@ -695,10 +702,12 @@ class Window:
         process counts no more (FROZEN says why, in flops_failed and
         _flops_void), and an evaluation's count read before is not kept
         for the training steps (merge_forward)."""
-        global _flops_done, _flops_void
+        global _flops_done, _flops_void, _flops_trainable
         self.flops_failed = FROZEN
         _flops_void = FROZEN
         _flops_done = True
+        model = self._active()
+        _flops_trainable = _trainable(model) if model is not None else None
 
     def void_unread(self, module: Any) -> None:
         """A module whose work neither counter reads runs in a counted
@@ -860,7 +869,7 @@ class Window:
     def close(self) -> Settings:
         """Ends the window: removes what is left, sums the FLOPs, reads the
         GPU memory and the replays. Never raises."""
-        global _flops_done
+        global _flops_done, _flops_trainable
         self.closed = True
         s, torch = self.s, self.torch
         try:
@@ -880,6 +889,9 @@ class Window:
             s.flops_per_step = self.flops_sum
             if _flops_done is not True:
                 _flops_done = True if self.flops_counted == "train" else EVAL
+                model = self._model()
+                if _flops_done is True and model is not None:
+                    _flops_trainable = _trainable(model)
         if s.forward is None:
             read_flags(torch, s)
         try:
@@ -959,6 +971,22 @@ def _frozen_weight(torch: Any, module: Any) -> bool:
             if not getattr(p, "requires_grad", True) and p.dim() >= 2:
                 return True
     return False
+
+
+def _trainable(module: Any) -> int:
+    """The elements of module's parameters that require grad (-1 where
+    they cannot be read)."""
+    try:
+        return sum(p.numel() for p in module.parameters() if p.requires_grad)
+    except Exception:
+        return -1
+
+
+def _recount() -> None:
+    """The next training forward is counted again (its trained weights
+    changed), its void too."""
+    global _flops_done, _flops_void, _flops_trainable
+    _flops_done, _flops_void, _flops_trainable = False, "", None
 
 
 def _counter_broke() -> None:

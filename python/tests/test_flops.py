@@ -114,12 +114,12 @@ class FLOPsTest(unittest.TestCase):
         for h in list(torch.nn.modules.module._global_forward_pre_hooks.values()):
             if isinstance(getattr(h, "__self__", None), _settings.Window):
                 h.__self__.close()
-        self.done, self.void = _settings._flops_done, _settings._flops_void
+        self.done, self.void, self.trainable = _settings._flops_done, _settings._flops_void, _settings._flops_trainable
         _settings._flops_done = False  # once per process: each test counts anew
-        _settings._flops_void = ""
+        _settings._flops_void, _settings._flops_trainable = "", None
 
     def tearDown(self):
-        _settings._flops_done, _settings._flops_void = self.done, self.void
+        _settings._flops_done, _settings._flops_void, _settings._flops_trainable = self.done, self.void, self.trainable
 
     def count(self, model, x, train=True):
         """One window around one step of model on x, as the hook opens it
@@ -519,6 +519,25 @@ class FLOPsTest(unittest.TestCase):
         s, _ = self.count(model, torch.randn(8, 16))
         # 2·8·16·16 + 2 · 2·8·16·4 = 4,096 + 2,048 = 6,144 (9,216 before)
         self.assertEqual(s.flops_per_step, 2 * 8 * 16 * 16 + 2 * (2 * 8 * 16 * 4))
+
+    @unittest.skipUnless(shapes_only, "the shapes counter: torch 1.13 to 2.0")
+    def test_a_count_follows_the_weights_that_train(self):
+        """A review: gradual unfreezing kept the count of the frozen model
+        (7,168 FLOPs a step, against 15,360 once its first layer trained),
+        counted once per process. Where the weights that train change, the
+        next training step is counted again; where they do not, not."""
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4))
+        self.frozen(model[0])
+        x = torch.randn(8, 16)
+        s, _ = self.count(model, x)
+        self.assertEqual(s.flops_per_step, 2 * 8 * 16 * 16 + 3 * (2 * 8 * 16 * 4))  # 7,168
+        s, _ = self.count(model, x)
+        self.assertIsNone(s.flops_per_step)  # counted once: this window counts nothing
+        for p in model[0].parameters():
+            p.requires_grad_(True)
+        s, _ = self.count(model, x)
+        self.assertEqual(s.flops_per_step, 3 * (2 * 8 * 16 * 16 + 2 * 8 * 16 * 4))  # 15,360
 
     @unittest.skipUnless(shapes_only, "the shapes counter: torch 1.13 to 2.0")
     def test_a_frozen_attention_after_a_trained_layer(self):
