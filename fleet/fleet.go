@@ -514,10 +514,31 @@ func markFleetStraggler(rows []Row, th diagnose.Thresholds) {
 		idx[k], waits[k] = append(idx[k], i), append(waits[k], *r.WaitShare)
 	}
 	for _, k := range jobs {
+		if !oneJob(rows, idx[k]) {
+			continue
+		}
 		if i, ok := th.Straggler(waits[k]); ok {
 			rows[idx[k][i]].FleetStraggler = true
 		}
 	}
+}
+
+// oneJob says whether rows at idx, one Prometheus job and world size, can
+// be one distributed job's ranks: no rank twice, and no more ranks than
+// the world (a review: two unrelated 2-rank jobs on two nodes, both of
+// world 2 under one scrape job, named one node's rank 0 the fleet's
+// straggler). Rows that cannot are not compared.
+func oneJob(rows []Row, idx []int) bool {
+	seen := map[int]bool{}
+	for _, i := range idx {
+		r := *rows[i].Rank
+		if seen[r] {
+			return false
+		}
+		seen[r] = true
+	}
+	n, err := strconv.Atoi(rows[idx[0]].WorldSize)
+	return err != nil || len(idx) <= n
 }
 
 // ownJob says whether a rank row is a loader of world size 1: a job of

@@ -266,3 +266,34 @@ func TestFleetStragglerOnlyAmongRanksOfOneJob(t *testing.T) {
 		t.Errorf("two ranks of one job: %+v", ranks)
 	}
 }
+
+// TestTwoJobsOfOneWorldSizeAreNotCompared (a review): two unrelated
+// 2-rank jobs on two nodes, under one Prometheus job and both of world
+// size 2, named node A's rank 0 the fleet's straggler. Ranks that cannot
+// be one job's (a rank twice, more ranks than the world) are not
+// compared; one job's ranks across two nodes still are.
+func TestTwoJobsOfOneWorldSizeAreNotCompared(t *testing.T) {
+	th := diagnose.DefaultThresholds()
+	r0, r1, r2, r3 := 0, 1, 2, 3
+	w := []float64{0.90, 0.88, 0.01, 0.02}
+	rows := []Row{
+		{Job: "gpuwatch", Instance: "nodeA:9400", Rank: &r0, Loader: "http://127.0.0.1:6061", WaitShare: &w[0], WorldSize: "2"},
+		{Job: "gpuwatch", Instance: "nodeA:9400", Rank: &r1, Loader: "http://127.0.0.1:6062", WaitShare: &w[1], WorldSize: "2"},
+		{Job: "gpuwatch", Instance: "nodeB:9400", Rank: &r0, Loader: "http://127.0.0.1:6061", WaitShare: &w[2], WorldSize: "2"},
+		{Job: "gpuwatch", Instance: "nodeB:9400", Rank: &r1, Loader: "http://127.0.0.1:6062", WaitShare: &w[3], WorldSize: "2"},
+	}
+	markFleetStraggler(rows, th)
+	for _, r := range rows {
+		if r.FleetStraggler {
+			t.Errorf("two jobs compared: %s is the straggler", r.Line())
+		}
+	}
+	rows[2].Rank, rows[3].Rank = &r2, &r3
+	for i := range rows {
+		rows[i].WorldSize = "4"
+	}
+	markFleetStraggler(rows, th)
+	if !slices.ContainsFunc(rows, func(r Row) bool { return r.FleetStraggler }) {
+		t.Error("one 4-rank job across two nodes: no straggler among ranks waiting 90, 88, 1 and 2 %")
+	}
+}
