@@ -27,48 +27,7 @@ func settingsFromPage(page map[string][]expo.Sample) *sample.JobSettings {
 	found := false
 	if ss := page["gpuwatch_job_setting_info"]; len(ss) > 0 {
 		found = true
-		l := ss[0]
-		flag := func(name string) *bool {
-			switch v, _ := l.Label(name); v {
-			case "1":
-				return probes.Ptr(true)
-			case "0":
-				return probes.Ptr(false)
-			}
-			return nil
-		}
-		s.Autocast = flag("autocast")
-		if s.Autocast != nil && *s.Autocast {
-			switch v, _ := l.Label("autocast_dtype"); v {
-			case "bfloat16", "float16":
-				s.AutocastDtype = v
-			}
-		}
-		switch v, _ := l.Label("autocast_device"); v {
-		case "cuda", "cpu", "xpu", "mps", "hpu":
-			s.Device = v
-		}
-		switch v, _ := l.Label("float32_matmul_precision"); v {
-		case "highest", "high", "medium":
-			s.Float32MatmulPrecision = v
-		}
-		s.MatmulAllowTF32 = flag("matmul_allow_tf32")
-		s.CudnnAllowTF32 = flag("cudnn_allow_tf32")
-		s.CudnnBenchmark = flag("cudnn_benchmark")
-		switch v, _ := l.Label("conv_memory_format"); v {
-		case "channels_last":
-			s.ConvChannelsLast = probes.Ptr(true)
-		case "contiguous", "mixed": // some convs NCHW: not channels_last
-			s.ConvChannelsLast = probes.Ptr(false)
-		}
-		s.HasConv = flag("has_conv")
-		s.HasLinear = flag("has_linear")
-		s.Compiled = flag("compiled")
-		s.CUDAGraphs = flag("cuda_graphs")
-		switch v, _ := l.Label("flops_void"); v {
-		case sample.FLOPsVoidFrozen, sample.FLOPsVoidRNN:
-			s.FLOPsVoid = v
-		}
+		infoSettings(s, ss[0])
 	}
 	gauge := func(name string, hi float64) (float64, bool) {
 		ss := page[name]
@@ -104,4 +63,50 @@ func settingsFromPage(page map[string][]expo.Sample) *sample.JobSettings {
 		return nil
 	}
 	return s
+}
+
+// infoSettings reads gpuwatch_job_setting_info's labels into s: only the
+// values the hook writes, anything else nil or "".
+func infoSettings(s *sample.JobSettings, l expo.Sample) {
+	flag := func(name string) *bool {
+		switch v, _ := l.Label(name); v {
+		case "1":
+			return probes.Ptr(true)
+		case "0":
+			return probes.Ptr(false)
+		}
+		return nil
+	}
+	s.Autocast = flag("autocast")
+	if s.Autocast != nil && *s.Autocast {
+		switch v, _ := l.Label("autocast_dtype"); v {
+		case "bfloat16", "float16":
+			s.AutocastDtype = v
+		}
+	}
+	switch v, _ := l.Label("autocast_device"); v {
+	case "cuda", "cpu", "xpu", "mps", "hpu":
+		s.Device = v
+	}
+	switch v, _ := l.Label("float32_matmul_precision"); v {
+	case "highest", "high", "medium":
+		s.Float32MatmulPrecision = v
+	}
+	s.MatmulAllowTF32 = flag("matmul_allow_tf32")
+	s.CudnnAllowTF32 = flag("cudnn_allow_tf32")
+	s.CudnnBenchmark = flag("cudnn_benchmark")
+	switch v, _ := l.Label("conv_memory_format"); v {
+	case "channels_last":
+		s.ConvChannelsLast = probes.Ptr(true)
+	case "contiguous", "mixed": // some convs NCHW: not channels_last
+		s.ConvChannelsLast = probes.Ptr(false)
+	}
+	s.HasConv = flag("has_conv")
+	s.HasLinear = flag("has_linear")
+	s.Compiled = flag("compiled")
+	s.CUDAGraphs = flag("cuda_graphs")
+	switch v, _ := l.Label("flops_void"); v {
+	case sample.FLOPsVoidFrozen, sample.FLOPsVoidRNN:
+		s.FLOPsVoid = v
+	}
 }
