@@ -431,10 +431,15 @@ def _frozen_attention(args: Any, n: int) -> int:
     after a trained layer counted its products 2×, 106,496 FLOPs against
     114,688 by hand)."""
     q, k, v = args[0], args[1], args[2]
-    proj = 2 * q.shape[-1] * (2 * q.numel() + k.numel() + v.numel())
+    e2 = 2 * q.shape[-1]
+    proj = e2 * (2 * q.numel() + k.numel() + v.numel())
     each = (n - proj) // 2  # Q·Kᵀ and the weights · V, 2·N·L·S·E each
     qk = _needs(q) + _needs(k)
-    return proj * (1 + min(1, qk + _needs(v))) + each * (1 + qk) + each * (1 + min(1, qk) + _needs(v))
+    # Each projection on its own input (cross-attention's frozen memory
+    # takes no gradient through its key and value projections), the output
+    # projection where any input needs one.
+    projected = e2 * (q.numel() * (1 + _needs(q)) + k.numel() * (1 + _needs(k)) + v.numel() * (1 + _needs(v)) + q.numel() * (1 + min(1, qk + _needs(v))))
+    return projected + each * (1 + qk) + each * (1 + min(1, qk) + _needs(v))
 
 
 def _needs(t: Any) -> int:
@@ -666,7 +671,7 @@ class Window:
             self.active_handle = None
             return
         self.active_training = training
-        if _flops_done is True and training and _flops_trainable is not None and _trainable(module) != _flops_trainable:
+        if _flops_done is True and training and _flops_trainable is not None and module is self._model() and _trainable(module) != _flops_trainable:
             _recount()  # its weights that train changed since (a review: unfreezing a layer kept the count of 7,168, not 15,360)
         if _flops_done is True or self.flops_failed:
             return
