@@ -223,7 +223,7 @@ func TestServeWithTwoLoadersSayingRankZero(t *testing.T) {
 		}
 	}
 	for _, u := range urls {
-		if !strings.Contains(page, `gpuwatch_rank_wait_ratio{loader="`+u+`",rank="0"}`) {
+		if !strings.Contains(page, `gpuwatch_rank_wait_ratio{loader="`+u+`",rank="0",world_size="2"}`) {
 			t.Fatalf("no rank 0 series for %s:\n%s", u, grepLines(page, "gpuwatch_rank_"))
 		}
 	}
