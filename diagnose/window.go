@@ -114,7 +114,7 @@ type window struct {
 	loopRunDelay  level // the same, where the key thread is the loop's own (the loader named it)
 	delayedThread sample.Thread
 	othersCores   level // cores used by processes outside the watched tree
-	treeShort     bool  // a frame's loader had more workers than its tree listed processes
+	treeShort     bool  // a frame's loader named worker PIDs its tree did not list
 
 	job                  *sample.Job // the newest reading of the job's cgroup
 	jobUsed, jobThrottle level       // cores used; share of periods throttled
