@@ -51,8 +51,16 @@ func batchHeadroomCause(in *causeIn) (Cause, bool) {
 			batch, sample.FormatBytes(used), sample.FormatBytes(total), from, fill.v),
 		Fix: fmt.Sprintf("a larger batch per step: up to about %.0f× fits in memory (scale the learning rate with it, or keep the optimizer's batch by gradient accumulation)", room),
 	}
-	gain := min(100/fill.v, room) // no more than the batch memory allows
+	// The per-sample gain is no more than the batch memory allows (a
+	// step on a larger batch is never faster than on this one), nor than
+	// the busiest pipe or MFU allows (batchCeiling).
+	gain := room
+	c.BoundWhy = fmt.Sprintf("per sample: no more than the %.1f× batch memory allows (the model's weights and optimizer state do not grow with it)", room)
+	if k, why, ok := batchCeiling(g); ok && k < gain {
+		gain, c.BoundWhy = k, "per sample: "+why+fmt.Sprintf(" (and the batch memory allows %.1f×)", room)
+	} else if !ok {
+		c.BoundWhy += "; SM activity does not bound a larger batch (it also fills each SM), and no pipe's activity or MFU was read"
+	}
 	c.Bound = stepBound(g, gain)
-	c.BoundWhy = fmt.Sprintf("per sample, if the GPU were filled: 100 %% over %.0f %%, and no more than the %.1f× batch memory allows (the model's weights and optimizer state do not grow with it)", fill.v, room)
 	return c, true
 }

@@ -267,3 +267,25 @@ func profiledShare(p *sample.GPUProfile, categories ...string) float64 {
 	}
 	return min(1, sum)
 }
+
+// batchCeiling is the most a larger batch can gain per sample, where a
+// figure bounds it: the step's work per sample stays, so no pipe runs it
+// faster than every cycle (the busiest of the tensor and FP32 pipes, GPM)
+// and no model's FLOPs run past the dense peak (1 ÷ MFU). SM activity
+// bounds no batch: it counts an SM with one warp resident as active, and
+// a larger batch also puts more warps on each (DCGM: SM activity is
+// "necessary but not sufficient"). false where neither was read.
+func batchCeiling(g gpuIn) (float64, string, bool) {
+	gain, why := math.Inf(1), ""
+	pipe, name := g.tensor, "tensor cores"
+	if g.fp32.ok && (!pipe.ok || g.fp32.v > pipe.v) {
+		pipe, name = g.fp32, "FP32 pipes"
+	}
+	if pipe.ok && pipe.v > 0 {
+		gain, why = 100/pipe.v, fmt.Sprintf("its busiest pipe, the %s, active %.0f %% of cycles (GPM), at most every cycle", name, pipe.v)
+	}
+	if m := g.mfu; m != nil && m.Ratio > 0 && 1/m.Ratio < gain {
+		gain, why = 1/m.Ratio, fmt.Sprintf("MFU %.0f %% at most 100 %% of the dense %s peak", 100*m.Ratio, m.Dtype)
+	}
+	return gain, why, !math.IsInf(gain, 0)
+}

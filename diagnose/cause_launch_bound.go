@@ -34,14 +34,31 @@ func launchBoundCause(in *causeIn) (Cause, bool) {
 	c := Cause{
 		Evidence: fmt.Sprintf("%s while the GPU's SMs are %.0f %% active (GPM): the host launches kernels too short to fill the GPU", hostPathWords(w, loop), w.smActivity.v),
 		Fix:      launchFix(s),
-		BoundWhy: fmt.Sprintf("if the SMs were active every cycle: 100 %% over %.0f %%", w.smActivity.v)}
+		BoundWhy: fmt.Sprintf("a CUDA graph, if the SMs were active every cycle: 100 %% over %.0f %%", w.smActivity.v)}
 	if w.smActivity.v > 0 {
 		c.Bound = stepBound(g, 100/w.smActivity.v)
 	}
 	if b, why, ok := waitsProfiled(g, "host", "the GPU idles between kernels while the host works (not in a sync)", "the GPU idles between kernels"); ok {
-		c.Bound, c.BoundWhy = b, why+": the gaps closed"
+		c.Bound, c.BoundWhy = b, "a CUDA graph, "+why+": the gaps closed"
 	}
+	withBatch(g, &c)
 	return c, true
+}
+
+// withBatch widens a launch_bound cause's bound, a CUDA graph's, to what
+// its other fix, a larger batch, may gain (batchCeiling): the bound holds
+// for whichever the user applies. Where nothing bounds the batch, the
+// bound is the graph's alone and says so.
+func withBatch(g gpuIn, c *Cause) {
+	k, why, ok := batchCeiling(g)
+	if !ok {
+		c.BoundWhy += " (a larger batch may gain more per sample: no pipe's activity or MFU bounds it)"
+		return
+	}
+	c.BoundWhy += "; a larger batch, per sample: " + why
+	if c.Bound == nil || k > c.Bound.K {
+		c.Bound = stepBound(g, k)
+	}
 }
 
 // hostPath is the CPU of the host's one path that launches the step, % of
@@ -107,9 +124,10 @@ func launchBoundByUtil(in *causeIn, g gpuIn, loop level) (Cause, bool) {
 		Evidence: fmt.Sprintf("%s while the GPU runs a kernel %.0f %% of the time and the loop does not wait for input: the host launches kernels as fast as it can (SM activity not read: GPM %s)", hostPathWords(w, loop), util.v, g.noGPM),
 		Fix:      launchFix(g.settings),
 		Bound:    stepBound(g, 100/util.v),
-		BoundWhy: fmt.Sprintf("the launch gaps closed: a kernel running 100 %% of the time over %.0f %% (a larger batch may gain more per sample: how full each kernel keeps the SMs needs GPM)", util.v)}
+		BoundWhy: fmt.Sprintf("a CUDA graph, the launch gaps closed: a kernel running 100 %% of the time over %.0f %%", util.v)}
 	if b, why, ok := waitsProfiled(g, "host", "the GPU idles between kernels while the host works (not in a sync)", "the GPU idles between kernels"); ok {
-		c.Bound, c.BoundWhy = b, why+": the gaps closed"
+		c.Bound, c.BoundWhy = b, "a CUDA graph, "+why+": the gaps closed"
 	}
+	withBatch(g, &c)
 	return c, true
 }

@@ -468,6 +468,10 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 			if head.Type != "header" {
 				return nil, fmt.Errorf("%w: no header line", ErrNotRecording)
 			}
+			// Thresholds a recording's gpuwatch did not have yet are the
+			// defaults, not 0: decoded onto them.
+			th := diagnose.DefaultThresholds()
+			rec.Header.Thresholds = &th
 			if err := json.Unmarshal(trimmed, &rec.Header); err != nil || rec.Header.Format != RecordingFormat {
 				return nil, fmt.Errorf("%w: format %q", ErrNotRecording, sample.Printable(rec.Header.Format))
 			}

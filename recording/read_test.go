@@ -288,3 +288,31 @@ func FuzzRecordingFrames(f *testing.F) {
 		}
 	})
 }
+
+// TestThresholdsARecordingLacksAreTheDefaults: a recording from a
+// gpuwatch before batch_full_pct (the H200 MLP fixture's header has
+// none) read it as 0, and replay lost the batch_headroom cause; one with
+// no thresholds at all reads the defaults whole.
+func TestThresholdsARecordingLacksAreTheDefaults(t *testing.T) {
+	def := diagnose.DefaultThresholds()
+	frame := `{"type":"frame","time":"2026-11-21T09:00:00Z","unavailable":{}}` + "\n"
+	older := `{"type":"header","format":"gpuwatch-recording","version":1,"thresholds":{"disk_busy_pct":70}}` + "\n"
+	rec, err := read([]byte(older + frame))
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := rec.Header.Thresholds
+	if th == nil || th.DiskBusyPct != 70 || th.BatchFullPct != def.BatchFullPct || th.HostSyncPerStep != def.HostSyncPerStep || th.FastClearSpan != def.FastClearSpan {
+		t.Fatalf("thresholds read %+v", th)
+	}
+	if err := th.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	rec, err = read([]byte(head + frame))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th := rec.Header.Thresholds; th == nil || *th != def {
+		t.Fatalf("a header with no thresholds read %+v", th)
+	}
+}

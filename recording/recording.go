@@ -37,9 +37,10 @@ type Header struct {
 	GpuwatchVersion string    `json:"gpuwatch_version"`
 	Command         []string  `json:"command"`
 	IntervalSec     float64   `json:"interval_sec"`
-	// Thresholds are the ones the session diagnosed with (nil in
-	// recordings made before they were stored): replay and report use
-	// them, so a report agrees with what was shown live.
+	// Thresholds are the ones the session diagnosed with: replay and
+	// report use them, so a report agrees with what was shown live. Read
+	// onto the defaults: those a recording's gpuwatch did not have yet
+	// (or a recording with none) read as the defaults, not 0.
 	Thresholds *diagnose.Thresholds `json:"thresholds,omitempty"`
 	// Job is who the watched job is, when the first frame knew (frames
 	// carry its limits and use).
