@@ -23,7 +23,8 @@ func channelsLastCause(in *causeIn) (Cause, bool) {
 	// On the tensor cores: GPM says so where it was read; else the
 	// settings (autocast on, or cuDNN's own TF32 switch for convs, not
 	// the matmuls').
-	tensor := s.Autocast != nil && *s.Autocast || s.CudnnAllowTF32 != nil && *s.CudnnAllowTF32
+	convTF32, _ := s.ConvTF32()
+	tensor := s.Autocast != nil && *s.Autocast || convTF32
 	if t := in.w.gpu.tensor; t.ok {
 		tensor = t.v >= in.w.th.TensorIdlePct
 	}

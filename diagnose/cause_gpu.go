@@ -144,6 +144,10 @@ func precisionWords(s *sample.JobSettings) string {
 	} else {
 		parts = append(parts, "autocast is off")
 	}
+	if s.NoTF32() {
+		// Whatever the switches say: the GPU has none.
+		return strings.Join(append(parts, "float32 matmuls and convs run in full fp32 (this GPU has no TF32, whatever torch's switches say)"), " and ")
+	}
 	if tf, known := s.TF32(); known {
 		if tf {
 			parts = append(parts, "float32 matmuls may use TF32 (float32_matmul_precision "+quote(s.Float32MatmulPrecision)+")")

@@ -877,3 +877,53 @@ func busyAt(util, sm float64) []sample.Frame {
 	}
 	return frames
 }
+
+// TestAGPUWithoutTF32RunsFP32InFull (a review, 2026-12-06): on a V100 a
+// conv model with autocast off and cuDNN's TF32 switch on (torch's
+// default) read "fp32 convs on TF32", was told channels_last "on the
+// tensor cores", and not tensor_idle; a T4 had no peak row at all. The
+// switches change nothing there: the convs and matmuls run in full fp32,
+// tensor_idle is named with fp16 autocast (no bf16 either), the settings
+// line says so, and MFU is against the fp32 peak.
+func TestAGPUWithoutTF32RunsFP32InFull(t *testing.T) {
+	for _, peak := range []*sample.GPUPeak{
+		{Model: "V100 SXM2", DenseTFLOPS: map[string]float64{"fp64": 7.8, "fp32": 15.7, "fp16": 125}, NoTF32: true},
+		{Model: "T4", DenseTFLOPS: map[string]float64{"fp32": 8.1, "fp16": 65, "int8": 130}, NoTF32: true},
+	} {
+		st := fp32Settings()
+		st.Float32MatmulPrecision, st.MatmulAllowTF32 = "high", ptr(true) // asked for, and not there
+		st.HasConv, st.ConvChannelsLast, st.FLOPsPerStep = ptr(true), ptr(false), ptr(1e9)
+		frames := gpuBoundFrames(0, 0, 0, 0, 60, st)
+		for i := range frames {
+			frames[i].GPUs[0].GPM, frames[i].GPUs[0].Name, frames[i].GPUs[0].Peak = nil, "Tesla "+peak.Model, peak
+			frames[i].GPUs[0].Unavailable = map[string]string{"gpm": "not supported (before Hopper)"}
+			frames[i].AssignRoles()
+		}
+		v := Classify(frames, DefaultThresholds())
+		c := causeOf(v, "tensor_idle")
+		if c == nil || !strings.Contains(c.Fix, "dtype=torch.float16) with a torch.amp.GradScaler") || !strings.Contains(c.Evidence, "this GPU has no TF32") || c.Bound == nil {
+			t.Errorf("%s: tensor_idle %+v (causes %+v)", peak.Model, c, v.Causes)
+		}
+		if c := causeOf(v, "channels_last"); c != nil {
+			t.Errorf("%s: channels_last named for convs on the CUDA cores: %+v", peak.Model, c)
+		}
+		l := frames[len(frames)-1].Loader
+		if sum := l.Settings.Summary(); !strings.Contains(sum, "fp32 matmuls in full fp32") || !strings.Contains(sum, "fp32 convs in full fp32") || !strings.Contains(sum, "no TF32 on this GPU") {
+			t.Errorf("%s: settings line %q", peak.Model, sum)
+		}
+		if l.MFU == nil || l.MFU.Dtype != sample.DtypeFP32 {
+			t.Errorf("%s: MFU %+v (%s)", peak.Model, l.MFU, l.MFUWhy)
+		}
+	}
+	// The same job on an H200 takes TF32: no tensor_idle from settings.
+	st := fp32Settings()
+	st.Float32MatmulPrecision, st.MatmulAllowTF32, st.HasConv = "high", ptr(true), ptr(true)
+	frames := gpuBoundFrames(0, 0, 0, 0, 60, st)
+	for i := range frames {
+		frames[i].GPUs[0].GPM = nil
+		frames[i].AssignRoles()
+	}
+	if s := frames[0].Loader.Settings.Summary(); strings.Contains(s, "no TF32") || !strings.Contains(s, "fp32 convs on TF32") {
+		t.Errorf("H200: %q", s)
+	}
+}

@@ -66,7 +66,7 @@ func tensorIdleFromSettings(in *causeIn, g gpuIn) (Cause, bool) {
 	// A conv model's convs take TF32 by cudnn's own switch (on by
 	// default): they are on the tensor cores already, whatever the
 	// matmuls do; named only where that switch was read off too.
-	if s.HasConv != nil && *s.HasConv && (s.CudnnAllowTF32 == nil || *s.CudnnAllowTF32) {
+	if on, known := s.ConvTF32(); s.HasConv != nil && *s.HasConv && (!known || on) {
 		return Cause{}, false
 	}
 	c := Cause{Evidence: fmt.Sprintf("the GPU runs a kernel %.0f %% of the time and %s: the tensor cores take no fp32 matmul (tensor activity not read: GPM %s)", busy.v, precisionWords(s), g.noGPM),

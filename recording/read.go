@@ -468,17 +468,9 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 			if head.Type != "header" {
 				return nil, fmt.Errorf("%w: no header line", ErrNotRecording)
 			}
-			// Thresholds a recording's gpuwatch did not have yet are the
-			// defaults, not 0: decoded onto them.
-			th := diagnose.DefaultThresholds()
-			rec.Header.Thresholds = &th
-			if err := json.Unmarshal(trimmed, &rec.Header); err != nil || rec.Header.Format != RecordingFormat {
-				return nil, fmt.Errorf("%w: format %q", ErrNotRecording, sample.Printable(rec.Header.Format))
+			if err := rec.Header.read(trimmed); err != nil {
+				return nil, err
 			}
-			if rec.Header.Version > RecordingVersion {
-				return nil, fmt.Errorf("recording format version %d is newer than this gpuwatch reads (%d): update gpuwatch", rec.Header.Version, RecordingVersion)
-			}
-			rec.Header.bound()
 			continue
 		}
 		rec.add(head.Type, head.Time, trimmed, span{start, n}, lineNo)
@@ -591,6 +583,22 @@ func cut(s string) string {
 		return s
 	}
 	return s[:maxText] + "…"
+}
+
+// read decodes a header line and checks its format and version.
+// Thresholds a recording's gpuwatch did not have yet are the defaults,
+// not 0: decoded onto them.
+func (h *Header) read(line []byte) error {
+	th := diagnose.DefaultThresholds()
+	h.Thresholds = &th
+	if err := json.Unmarshal(line, h); err != nil || h.Format != RecordingFormat {
+		return fmt.Errorf("%w: format %q", ErrNotRecording, sample.Printable(h.Format))
+	}
+	if h.Version > RecordingVersion {
+		return fmt.Errorf("recording format version %d is newer than this gpuwatch reads (%d): update gpuwatch", h.Version, RecordingVersion)
+	}
+	h.bound()
+	return nil
 }
 
 // bound cuts the header's lists and strings, which reports show.

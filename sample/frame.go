@@ -488,6 +488,10 @@ type GPUPeak struct {
 	// boost clock; a dtype the model lacks or the datasheet does not give
 	// is absent.
 	DenseTFLOPS map[string]float64 `json:"dense_tflops"`
+	// NoTF32: the model has no TF32 (Volta, Turing, CDNA 2): torch's
+	// TF32 switches change nothing, its fp32 matmuls and convs run in
+	// full fp32.
+	NoTF32 bool `json:"no_tf32,omitempty"`
 }
 
 // MIGDevice is one MIG instance of a partitioned GPU: its profile (from

@@ -57,10 +57,10 @@ func (s *JobSettings) ComputeDtype() string {
 	if s.HasConv != nil && *s.HasConv {
 		// The convs take TF32 by cudnn's own switch: a model of convs and
 		// matmuls whose switches differ has no one dtype to set it against.
-		if s.CudnnAllowTF32 == nil {
+		conv, known := s.ConvTF32()
+		if !known {
 			return ""
 		}
-		conv := *s.CudnnAllowTF32
 		if s.HasLinear != nil && *s.HasLinear && conv != tf {
 			return ""
 		}
@@ -91,16 +91,17 @@ func PercentWords(ratio float64) string {
 // ("its convs take TF32 (cudnn.allow_tf32 on) and its matmuls run in full
 // fp32: no one dense peak"); "" where that is not why.
 func (s *JobSettings) mixedPrecisionWords() string {
-	if s == nil || s.Autocast == nil || *s.Autocast || s.HasConv == nil || !*s.HasConv || s.HasLinear == nil || !*s.HasLinear || s.CudnnAllowTF32 == nil {
+	if s == nil || s.Autocast == nil || *s.Autocast || s.HasConv == nil || !*s.HasConv || s.HasLinear == nil || !*s.HasLinear {
 		return ""
 	}
+	conv, convKnown := s.ConvTF32()
 	tf, known := s.TF32()
-	if !known || tf == *s.CudnnAllowTF32 {
+	if !known || !convKnown || tf == conv {
 		return ""
 	}
 	words := map[bool]string{true: "take TF32", false: "run in full fp32"}
 	return fmt.Sprintf("its convs %s (cudnn.allow_tf32 %s) and its matmuls %s (float32 matmul precision %s): no one dense peak to set the step against",
-		words[*s.CudnnAllowTF32], onOff(*s.CudnnAllowTF32), words[tf], cmp.Or(s.Float32MatmulPrecision, "not read"))
+		words[conv], onOff(conv), words[tf], cmp.Or(s.Float32MatmulPrecision, "not read"))
 }
 
 func onOff(b bool) string {
@@ -125,11 +126,7 @@ func (s *JobSettings) TensorDtype() string {
 	tf, known := s.TF32()
 	conv, convKnown := false, true // no convs read: none (as ComputeDtype has it)
 	if s.HasConv != nil && *s.HasConv {
-		if s.CudnnAllowTF32 == nil {
-			convKnown = false
-		} else {
-			conv = *s.CudnnAllowTF32
-		}
+		conv, convKnown = s.ConvTF32()
 	}
 	switch {
 	case tf && known || conv:

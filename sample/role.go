@@ -73,6 +73,7 @@ func RoleOf(t Thread, l *Loader) Role {
 func (f *Frame) AssignRoles() {
 	f.ownDerived()
 	f.copyLink()
+	f.markTF32()
 	f.deriveMFU()
 	defer f.accelLessRunDelay()
 	if f.Procs == nil {

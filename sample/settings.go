@@ -63,6 +63,9 @@ type JobSettings struct {
 	FLOPsVoid string `json:"flops_void,omitempty"`
 	// ReadAt is when the hook last read them; nil when it did not say.
 	ReadAt *time.Time `json:"read_at,omitempty"`
+	// noTF32: the loop's GPU has none (its peak row, GPUPeak.NoTF32), so
+	// the TF32 switches change nothing; set by AssignRoles (markTF32).
+	noTF32 bool
 }
 
 // Matmuls says whether the model has work for the tensor cores: a linear
@@ -83,11 +86,15 @@ func (s *JobSettings) Matmuls() (has bool, known bool) {
 }
 
 // TF32 says whether float32 matmuls may run on TF32 tensor cores: the
-// float32 matmul precision "high" or "medium", or matmul allow_tf32 on.
-// known is false when neither was read.
+// float32 matmul precision "high" or "medium", or matmul allow_tf32 on;
+// never on a GPU that has no TF32 (a V100, a T4). known is false when
+// neither was read.
 func (s *JobSettings) TF32() (on bool, known bool) {
 	if s == nil {
 		return false, false
+	}
+	if s.noTF32 {
+		return false, true
 	}
 	switch s.Float32MatmulPrecision {
 	case "high", "medium":
@@ -100,6 +107,35 @@ func (s *JobSettings) TF32() (on bool, known bool) {
 		return false, true
 	}
 	return false, false
+}
+
+// ConvTF32 says whether cuDNN's fp32 convs may run on TF32 (its own
+// switch, cudnn.allow_tf32, on by torch's default); never on a GPU that
+// has no TF32. known is false where the switch was not read.
+func (s *JobSettings) ConvTF32() (on bool, known bool) {
+	switch {
+	case s == nil:
+		return false, false
+	case s.noTF32:
+		return false, true
+	case s.CudnnAllowTF32 == nil:
+		return false, false
+	}
+	return *s.CudnnAllowTF32, true
+}
+
+// NoTF32 says the loop's GPU has no TF32: the switches change nothing.
+func (s *JobSettings) NoTF32() bool { return s != nil && s.noTF32 }
+
+// markTF32 notes on the loader's settings whether the loop's GPU has
+// TF32 (its peak row): a V100's "fp32 convs on TF32" (cuDNN's switch on
+// by default) ran them on the CUDA cores, and hid tensor_idle.
+func (f *Frame) markTF32() {
+	if f.Loader == nil || f.Loader.Settings == nil {
+		return
+	}
+	g := f.LoopGPU()
+	f.Loader.Settings.noTF32 = g != nil && g.Peak != nil && g.Peak.NoTF32
 }
 
 // Summary is the settings as one line, in the job's terms ("bf16
@@ -148,10 +184,13 @@ func (s *JobSettings) Summary() string {
 	}
 	if s.HasConv != nil && *s.HasConv {
 		// cuDNN's own switch decides a conv's fp32 (on by torch's default).
-		if (s.Autocast == nil || !*s.Autocast) && !cpu {
-			yes(s.CudnnAllowTF32, "fp32 convs on TF32", "fp32 convs in full fp32")
+		if on, known := s.ConvTF32(); known && (s.Autocast == nil || !*s.Autocast) && !cpu {
+			yes(&on, "fp32 convs on TF32", "fp32 convs in full fp32")
 		}
 		yes(s.ConvChannelsLast, "convs channels_last", "convs NCHW")
+	}
+	if s.noTF32 && !cpu && forward && (s.Autocast == nil || !*s.Autocast) {
+		parts = append(parts, "no TF32 on this GPU")
 	}
 	if !cpu && forward {
 		yes(s.CudnnBenchmark, "cudnn.benchmark", "")

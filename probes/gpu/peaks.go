@@ -22,6 +22,9 @@ type peakRow struct {
 	// figure here is half of it. A dtype the datasheet does not give is
 	// absent: no figure is guessed.
 	dense map[string]float64
+	// noTF32: the model has no TF32 (before Ampere; CDNA 2), whatever
+	// the job's switches say.
+	noTF32 bool
 }
 
 // Datasheet titles, the source of each row's figures.
@@ -34,6 +37,7 @@ const (
 	srcL4     = "NVIDIA L4 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/l4), sparse figures halved"
 	srcA10    = "NVIDIA A10 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/products/a10-gpu), dense figures"
 	srcV100   = "NVIDIA Tesla V100 GPU Accelerator datasheet (nvidia.com/en-us/data-center/v100): tensor = mixed-precision fp16"
+	srcT4     = "NVIDIA T4 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/tesla-t4): tensor = mixed-precision fp16"
 	srcAda    = "NVIDIA Ada GPU Architecture whitepaper, GeForce RTX 4090 table: tensor figures with FP32 accumulate (what training uses; GeForce runs FP16 accumulate at 2x)"
 	srcRTX50  = "NVIDIA GeForce RTX 5090 specifications (nvidia.com/en-us/geforce/graphics-cards/50-series/rtx-5090): shader TFLOPS; tensor figures not given dense"
 	srcMI300X = "AMD Instinct MI300X Accelerator data sheet (amd.com/en/products/accelerators/instinct/mi300/mi300x), dense figures; fp32 is vector"
@@ -98,14 +102,20 @@ var peakTable = []peakRow{
 	}},
 	// V100 (Volta has no sparsity, no BF16, no TF32): SXM2 FP64 7.8, FP32
 	// 15.7, tensor 125; PCIe 7, 14, 112; V100S PCIe 8.2, 16.4, 130.
-	{model: "V100S PCIe", all: []string{"V100S"}, source: srcV100, dense: map[string]float64{
+	{model: "V100S PCIe", all: []string{"V100S"}, source: srcV100, noTF32: true, dense: map[string]float64{
 		sample.DtypeFP64: 8.2, sample.DtypeFP32: 16.4, sample.DtypeFP16: 130,
 	}},
-	{model: "V100 SXM2", all: []string{"V100", "SXM2"}, source: srcV100, dense: map[string]float64{
+	{model: "V100 SXM2", all: []string{"V100", "SXM2"}, source: srcV100, noTF32: true, dense: map[string]float64{
 		sample.DtypeFP64: 7.8, sample.DtypeFP32: 15.7, sample.DtypeFP16: 125,
 	}},
-	{model: "V100 PCIe", all: []string{"V100", "PCIE"}, source: srcV100, dense: map[string]float64{
+	{model: "V100 PCIe", all: []string{"V100", "PCIE"}, source: srcV100, noTF32: true, dense: map[string]float64{
 		sample.DtypeFP64: 7, sample.DtypeFP32: 14, sample.DtypeFP16: 112,
+	}},
+	// T4 (Turing: no BF16, no TF32; the cloud's common inference and
+	// notebook GPU, "Tesla T4"): FP32 8.1, mixed-precision FP16 65, INT8
+	// 130 (dense: Turing has no sparsity).
+	{model: "T4", all: []string{"T4"}, source: srcT4, noTF32: true, dense: map[string]float64{
+		sample.DtypeFP32: 8.1, sample.DtypeFP16: 65, sample.DtypeINT8: 130,
 	}},
 	// RTX 4090: FP32 82.6, TF32 82.6, BF16 and FP16 165.2 (FP32
 	// accumulate), INT8 660.6 (dense). The "D" variant has fewer SMs.
@@ -123,13 +133,13 @@ var peakTable = []peakRow{
 	}},
 	// MI250X: FP64 vector 47.9, matrix 95.7; FP32 vector 47.9; BF16, FP16
 	// and INT8 383 (CDNA 2 has no TF32, no FP8, no sparsity).
-	{model: "MI250X", all: []string{"MI250X"}, source: srcMI250X, dense: map[string]float64{
+	{model: "MI250X", all: []string{"MI250X"}, source: srcMI250X, noTF32: true, dense: map[string]float64{
 		sample.DtypeFP64: 47.9, sample.DtypeFP64Tensor: 95.7, sample.DtypeFP32: 47.9,
 		sample.DtypeBF16: 383, sample.DtypeFP16: 383, sample.DtypeINT8: 383,
 	}},
 	// MI210: FP64 vector 22.6, matrix 45.3; FP32 vector 22.6; BF16, FP16
 	// and INT8 181.
-	{model: "MI210", all: []string{"MI210"}, source: srcMI210, dense: map[string]float64{
+	{model: "MI210", all: []string{"MI210"}, source: srcMI210, noTF32: true, dense: map[string]float64{
 		sample.DtypeFP64: 22.6, sample.DtypeFP64Tensor: 45.3, sample.DtypeFP32: 22.6,
 		sample.DtypeBF16: 181, sample.DtypeFP16: 181, sample.DtypeINT8: 181,
 	}},
@@ -156,7 +166,7 @@ func PeakFor(name string) (*sample.GPUPeak, string) {
 		if !hasAll(toks, r.all) || slices.ContainsFunc(r.none, func(t string) bool { return slices.Contains(toks, t) }) {
 			continue
 		}
-		return &sample.GPUPeak{Model: r.model, Source: r.source, DenseTFLOPS: maps.Clone(r.dense)}, ""
+		return &sample.GPUPeak{Model: r.model, Source: r.source, DenseTFLOPS: maps.Clone(r.dense), NoTF32: r.noTF32}, ""
 	}
 	return nil, fmt.Sprintf("no dense peak known for GPU model %q", sample.Printable(name))
 }

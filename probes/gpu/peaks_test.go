@@ -40,6 +40,7 @@ func TestPeakForDriverNames(t *testing.T) {
 		{"AMD Instinct MI300X", "MI300X"},
 		{"AMD Instinct MI250X", "MI250X"},
 		{"AMD Instinct MI210", "MI210"},
+		{"Tesla T4", "T4"},
 		// Not known: a neighbour's figures would be wrong.
 		{"NVIDIA L40", ""},
 		{"NVIDIA A10G", ""},
@@ -62,6 +63,23 @@ func TestPeakForDriverNames(t *testing.T) {
 			t.Errorf("%q: %+v, why %q: want none, with the reason", c.name, p, why)
 		case c.model != "" && (p == nil || p.Model != c.model || why != ""):
 			t.Errorf("%q: %+v (%s): want %s", c.name, p, why, c.model)
+		}
+	}
+}
+
+// TestTF32IsOnlyWhereTheModelHasIt: a row says the model has no TF32
+// exactly where its figures have none and the chip lacks it (Volta,
+// Turing, CDNA 2); the RTX 5090 has TF32 though its row gives no
+// tensor figure, and says no such thing.
+func TestTF32IsOnlyWhereTheModelHasIt(t *testing.T) {
+	none := []string{"V100S PCIe", "V100 SXM2", "V100 PCIe", "T4", "MI250X", "MI210"}
+	for _, r := range peakTable {
+		p, _ := PeakFor(strings.Join(r.all, " "))
+		if p == nil {
+			continue
+		}
+		if want := slices.Contains(none, r.model); p.NoTF32 != want || want && p.DenseTFLOPS[sample.DtypeTF32] > 0 {
+			t.Errorf("%s: no_tf32 %v, tf32 %v", r.model, p.NoTF32, p.DenseTFLOPS[sample.DtypeTF32])
 		}
 	}
 }
