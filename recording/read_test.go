@@ -316,3 +316,30 @@ func TestThresholdsARecordingLacksAreTheDefaults(t *testing.T) {
 		t.Fatalf("a header with no thresholds read %+v", th)
 	}
 }
+
+// TestAPeakOutOfRangeIsDropped: a recording's dense peak of 1e308 made
+// every view print 300 digits, and the JSON report fail on +Inf (a
+// review): a peak outside 0–1e6 TFLOPS is dropped and named, the rest of
+// the row kept.
+func TestAPeakOutOfRangeIsDropped(t *testing.T) {
+	frame := `{"type":"frame","time":"2026-11-21T09:00:00Z","gpus":[{"index":0,"name":"NVIDIA H200","vendor":"nvidia",` +
+		`"peak":{"model":"H200 SXM","source":"s","dense_tflops":{"bf16":1e308,"fp32":-5,"fp16":989.5}}}],"unavailable":{}}` + "\n"
+	rec, err := read([]byte(head + frame))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rec.Frame(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Frame.GPUs[0].Peak
+	if p == nil || len(p.DenseTFLOPS) != 1 || p.DenseTFLOPS["fp16"] != 989.5 {
+		t.Fatalf("peak %+v", p)
+	}
+	note := r.Frame.Unavailable[sample.SourceRecording]
+	for _, want := range []string{"gpus[0].peak.dense_tflops.bf16 1e+308: outside 0–1000000, dropped", "dense_tflops.fp32 -5: outside"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note %q lacks %q", note, want)
+		}
+	}
+}

@@ -487,7 +487,7 @@ type GPUPeak struct {
 	// 2×) peak by dtype (Dtypes' keys), in TFLOPS (TOPS for int8), at the
 	// boost clock; a dtype the model lacks or the datasheet does not give
 	// is absent.
-	DenseTFLOPS map[string]float64 `json:"dense_tflops"`
+	DenseTFLOPS map[string]float64 `json:"dense_tflops" check:"0,1e6"`
 	// NoTF32: the model has no TF32 (Volta, Turing, CDNA 2): torch's
 	// TF32 switches change nothing, its fp32 matmuls and convs run in
 	// full fp32.
