@@ -146,3 +146,31 @@ func TestALoaderWhoseRankComesLaterIsOneRow(t *testing.T) {
 		t.Errorf("one job of two ranks said as separate jobs:\n%s", m.String())
 	}
 }
+
+// TestARanksRateLeavesTheCeilingsReplayOut: while the ceiling replays
+// kept batches the loader hands out none of its own; the loader section
+// leaves those frames' 0 samples/s out, and so does the rank's row (a
+// review: 361 against 481 samples/s for the one rank).
+func TestARanksRateLeavesTheCeilingsReplayOut(t *testing.T) {
+	var frames []recording.Recorded
+	for i := range 20 {
+		w, step, rate := 0.85, 0.031, 480.0
+		l := &sample.Loader{Source: "http://127.0.0.1:6061", WaitShare: &w, StepMeanMs: ptrF(31), Workers: ptrI(2), BatchesPerSec: 15, SamplesPerSec: rate}
+		if i >= 15 {
+			rate = 0
+			l.SamplesPerSec, l.BatchesPerSec = 0, 0
+			l.Ceiling = &sample.Ceiling{State: sample.CeilingReplaying}
+		}
+		f := sample.Frame{Time: generated.Add(time.Duration(i) * time.Second), IntervalSec: 1,
+			Ranks:  []sample.Rank{{Rank: 0, URL: "http://127.0.0.1:6061", Connected: true, WaitShare: &w, StepSec: &step, SamplesPerSec: rate}},
+			Loader: l}
+		frames = append(frames, recording.Recorded{Frame: f})
+	}
+	s := Build(recording.New(recording.Header{Host: "h", Cores: 2}, frames, nil), "x", diagnose.DefaultThresholds(), generated)
+	if len(s.Ranks) != 1 || s.Ranks[0].MeanSamplesPerSec == nil || *s.Ranks[0].MeanSamplesPerSec != 480 {
+		t.Fatalf("ranks %+v", s.Ranks)
+	}
+	if s.Loader == nil || s.Loader.MeanSamplesPerSec == nil || *s.Loader.MeanSamplesPerSec != 480 {
+		t.Fatalf("loader %+v", s.Loader)
+	}
+}
