@@ -362,12 +362,18 @@ func (s *Settle) why() string {
 	}
 	longer, shorter := "a longer --duration", ", or a shorter --interval"
 	if s.replayed {
-		longer, shorter = "a longer --last", ""
+		longer, shorter = "a longer recording, or a longer --last where one was given", ""
 	}
 	if t := s.last.Target; t != nil && t.Starting {
 		return fmt.Sprintf("the job was still starting after %s: the hook is loaded, and gpuwatch does not read a DataLoader of it yet (%s)", sample.Plural(s.frames, "frame"), longer)
 	}
 	switch {
+	case s.verdict.Kind == diagnose.WarmingUp && s.frames >= s.need && len(s.verdict.Evidence) > 0:
+		// Frames enough: what the window still lacks is the verdict's to
+		// say (a review: "11 frames came, the diagnosis needs 3").
+		return fmt.Sprintf("still warming up after %s: %s (%s)", sample.Plural(s.frames, "frame"), s.verdict.Evidence[0].Text, longer)
+	case s.verdict.Kind == diagnose.WarmingUp && s.frames >= s.need:
+		return fmt.Sprintf("still warming up after %s: the frames did not read what a verdict needs (%s)", sample.Plural(s.frames, "frame"), longer)
 	case s.verdict.Kind == diagnose.WarmingUp:
 		return fmt.Sprintf("still warming up: %s came, the diagnosis needs %d (%s%s)", sample.Plural(s.frames, "frame"), s.need, longer, shorter)
 	case s.changes > 0:
