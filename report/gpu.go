@@ -263,7 +263,9 @@ func (b *gpuBuilder) result() []GPUInfo {
 				info.NotRead = append(info.NotRead, "dense peak: "+a.peakWhy)
 			}
 		} else if missing := a.gpmMissing(); len(missing) > 0 {
-			info.NotRead = append(info.NotRead, fmt.Sprintf("%s: the driver returned none in the %d frames with GPM", strings.Join(missing, ", "), a.gpmFrames))
+			// Which: a driver that returns none, or a recording from a
+			// gpuwatch that did not read them yet — the frames cannot tell.
+			info.NotRead = append(info.NotRead, fmt.Sprintf("%s: none in the %d frames with GPM (the driver returned none, or the recording's gpuwatch did not read them)", strings.Join(missing, ", "), a.gpmFrames))
 		}
 		if a.gpmFrames > 0 && info.MeanTFLOPSHigh == nil {
 			why := a.peakWhy

@@ -25,7 +25,7 @@ func htmlRecording(b *strings.Builder, r RecordingInfo) {
 	}
 	fmt.Fprintf(b, "<p>%s on <b>%s</b> (%d cores, %s, %s RAM) — %s, %d frames, gpuwatch %s.<br><code>%s</code></p>",
 		r.Start.UTC().Format("2006-01-02 15:04:05 UTC"), esc(orDash(r.Host)), r.Cores, gpus, sample.FormatBytes(float64(r.MemTotalBytes)),
-		dur(r.DurationSec), r.Frames, esc(r.GpuwatchVersion), esc(strings.Join(r.Command, " ")))
+		dur(r.DurationSec), r.Frames, esc(versionWords(r.GpuwatchVersion)), esc(strings.Join(r.Command, " ")))
 	if r.Job != "" {
 		fmt.Fprintf(b, "<p>Job: %s.</p>", esc(r.Job))
 	}

@@ -47,7 +47,7 @@ func mdRecording(b *strings.Builder, r RecordingInfo) {
 	} else {
 		b.WriteString(", no GPU")
 	}
-	fmt.Fprintf(b, "), %s, %d frames, gpuwatch %s.\n\n", dur(r.DurationSec), r.Frames, md(r.GpuwatchVersion))
+	fmt.Fprintf(b, "), %s, %d frames, gpuwatch %s.\n\n", dur(r.DurationSec), r.Frames, md(versionWords(r.GpuwatchVersion)))
 	if r.Job != "" {
 		fmt.Fprintf(b, "Job: %s.\n\n", md(r.Job))
 	}

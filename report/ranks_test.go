@@ -174,3 +174,22 @@ func TestARanksRateLeavesTheCeilingsReplayOut(t *testing.T) {
 		t.Fatalf("loader %+v", s.Loader)
 	}
 }
+
+// TestAReportWithoutAVersionSaysSo: a header with no gpuwatch version read
+// "gpuwatch ." in both reports.
+func TestAReportWithoutAVersionSaysSo(t *testing.T) {
+	frames := []recording.Recorded{{Frame: sample.Frame{Time: generated, IntervalSec: 1}}}
+	s := Build(recording.New(recording.Header{Host: "h"}, frames, nil), "x", diagnose.DefaultThresholds(), generated)
+	var h, m bytes.Buffer
+	if err := WriteHTML(&h, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(&m, s, ""); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"HTML": h.String(), "Markdown": m.String()} {
+		if !strings.Contains(out, "gpuwatch (version not recorded).") || strings.Contains(out, "gpuwatch .") {
+			t.Errorf("%s report does not say the version was not recorded", name)
+		}
+	}
+}

@@ -173,3 +173,12 @@ func payloadText(p *sample.BatchPayload) string {
 	}
 	return t
 }
+
+// versionWords is the recording's gpuwatch version as the reports say it
+// after "gpuwatch": a header without one read "gpuwatch ." (a review).
+func versionWords(v string) string {
+	if v == "" {
+		return "(version not recorded)"
+	}
+	return v
+}
