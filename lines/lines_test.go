@@ -163,3 +163,29 @@ func TestWriteLineSaysHowMuchOfTheGPUAndTheJobsSettings(t *testing.T) {
 		t.Errorf("an MFU on gpu1 written beside gpu0: %q", b.String())
 	}
 }
+
+// TestWriteLineSaysTheCeiling: while the ceiling replays kept batches the
+// line read "loader 0 samples/s" and never named the ceiling (a review);
+// it says the replay, and once measured, the ceiling beside the rates.
+func TestWriteLineSaysTheCeiling(t *testing.T) {
+	f := fixture.Frame()
+	secs, ceil, step, starving := 10.0, 4077.0, 31.0, 71.0
+	f.Loader = &sample.Loader{Source: "http://127.0.0.1:6061", Kind: "python",
+		Ceiling: &sample.Ceiling{State: sample.CeilingReplaying, Seconds: &secs}}
+	var b bytes.Buffer
+	if err := WriteLine(&b, f, nil, diagnose.DefaultThresholds()); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.String(); !strings.Contains(s, "| loader ceiling: replaying kept batches for 10 s") || strings.Contains(s, "samples/s") {
+		t.Errorf("replaying: %q", s)
+	}
+	f.Loader.Ceiling = &sample.Ceiling{State: sample.CeilingDone, SamplesPerSec: &ceil, StepMs: &step, StarvingStepMs: &starving}
+	f.Loader.SamplesPerSec, f.Loader.BatchesPerSec = 384, 3
+	b.Reset()
+	if err := WriteLine(&b, f, nil, diagnose.DefaultThresholds()); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.String(); !strings.Contains(s, "| loader 384 samples/s") || !strings.Contains(s, "| ceiling 4,077 samples/s (step 31 ms; 71 ms starving)") {
+		t.Errorf("measured: %q", s)
+	}
+}

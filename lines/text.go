@@ -81,42 +81,7 @@ func writeSources(b *strings.Builder, f *sample.Frame) {
 	if a := f.Accel; a != nil {
 		fmt.Fprintf(b, " | accel(virtual) %.0f%%", a.BusyPct)
 	}
-	if l := f.Loader; l != nil && l.Connected != nil && !*l.Connected {
-		b.WriteString(" | loader disconnected")
-		if l.DisconnectedSince != nil {
-			fmt.Fprintf(b, " since %s", l.DisconnectedSince.Format("15:04:05"))
-		}
-	} else if l != nil && l.Sampled != nil {
-		b.WriteString(" | loop sampled")
-		if l.WaitShare != nil {
-			fmt.Fprintf(b, " wait %.0f%%", 100**l.WaitShare)
-		}
-		if l.Workers != nil {
-			fmt.Fprintf(b, " workers %d", *l.Workers)
-		}
-	} else if l != nil {
-		if l.RatesPending {
-			b.WriteString(" | loader read once: rates at the next reading")
-		} else {
-			if l.BytesUnknown() {
-				fmt.Fprintf(b, " | loader %s", l.Throughput())
-			} else {
-				fmt.Fprintf(b, " | loader %s %s/s", l.Throughput(), sample.FormatBytes(l.BytesPerSec))
-			}
-		}
-		if l.WaitShare != nil {
-			fmt.Fprintf(b, " wait %.0f%%", 100**l.WaitShare)
-		}
-		if l.WaitP95Ms != nil {
-			fmt.Fprintf(b, " p95 %.1fms", *l.WaitP95Ms)
-		}
-		if l.QueueDepth != nil {
-			fmt.Fprintf(b, " queue %.0f", *l.QueueDepth)
-		}
-		if w := l.WaitingMs; w != nil && *w >= 1000 {
-			fmt.Fprintf(b, " waiting %s for a batch", sample.FormatDuration(*w/1000))
-		}
-	}
+	writeLoader(b, f.Loader)
 	writeJobSettings(b, f.Loader)
 	if m := f.Mem; m != nil {
 		fmt.Fprintf(b, " | mem %s used %s avail swap %s", sample.FormatBytes(float64(m.UsedBytes)),
@@ -144,6 +109,53 @@ func writeSources(b *strings.Builder, f *sample.Frame) {
 			if v, ok := r.p.Some(); ok {
 				fmt.Fprintf(b, " %s %.1f", r.name, v)
 			}
+		}
+	}
+}
+
+// writeLoader writes the loader's part: disconnected, sampled, replaying
+// the ceiling's kept batches, or its rates and waits.
+func writeLoader(b *strings.Builder, l *sample.Loader) {
+	if l != nil && l.Connected != nil && !*l.Connected {
+		b.WriteString(" | loader disconnected")
+		if l.DisconnectedSince != nil {
+			fmt.Fprintf(b, " since %s", l.DisconnectedSince.Format("15:04:05"))
+		}
+	} else if l != nil && l.Sampled != nil {
+		b.WriteString(" | loop sampled")
+		if l.WaitShare != nil {
+			fmt.Fprintf(b, " wait %.0f%%", 100**l.WaitShare)
+		}
+		if l.Workers != nil {
+			fmt.Fprintf(b, " workers %d", *l.Workers)
+		}
+	} else if l != nil && l.Ceiling != nil && l.Ceiling.State == sample.CeilingReplaying {
+		// Its 0 samples/s is the measurement's, not the job's (a review).
+		b.WriteString(" | loader " + l.CeilingSummary())
+	} else if l != nil {
+		if l.RatesPending {
+			b.WriteString(" | loader read once: rates at the next reading")
+		} else {
+			if l.BytesUnknown() {
+				fmt.Fprintf(b, " | loader %s", l.Throughput())
+			} else {
+				fmt.Fprintf(b, " | loader %s %s/s", l.Throughput(), sample.FormatBytes(l.BytesPerSec))
+			}
+		}
+		if l.WaitShare != nil {
+			fmt.Fprintf(b, " wait %.0f%%", 100**l.WaitShare)
+		}
+		if l.WaitP95Ms != nil {
+			fmt.Fprintf(b, " p95 %.1fms", *l.WaitP95Ms)
+		}
+		if l.QueueDepth != nil {
+			fmt.Fprintf(b, " queue %.0f", *l.QueueDepth)
+		}
+		if w := l.WaitingMs; w != nil && *w >= 1000 {
+			fmt.Fprintf(b, " waiting %s for a batch", sample.FormatDuration(*w/1000))
+		}
+		if c := l.CeilingSummary(); c != "" {
+			b.WriteString(" | " + c)
 		}
 	}
 }

@@ -108,37 +108,7 @@ func (c *checker) walk(v reflect.Value, path, tag string) {
 			c.walk(v.Index(i), path+"["+strconv.Itoa(i)+"]", "")
 		}
 	case reflect.Map:
-		if v.Len() > checkMaxMap {
-			c.note(path, "has %d entries: cut to %d", v.Len(), checkMaxMap)
-			n := 0
-			for _, k := range v.MapKeys() {
-				if n++; n > checkMaxMap {
-					v.SetMapIndex(k, reflect.Value{})
-				}
-			}
-		}
-		iter := v.MapRange()
-		var out []reflect.Value // numbers outside the range, dropped after the walk
-		for iter.Next() {
-			switch s := iter.Value(); s.Kind() {
-			case reflect.String:
-				if len(s.String()) > checkMaxString {
-					v.SetMapIndex(iter.Key(), reflect.ValueOf(cutString(s.String())))
-				}
-			case reflect.Float64:
-				// A recording's peak of 1e308 overflowed the report's
-				// means to +Inf (a review): each value is held to the
-				// map's range, and dropped out of it.
-				lo, hi := checkRange(path, tag, reflect.Float64)
-				if x := s.Float(); !(x >= lo && x <= hi) { // NaN too
-					c.note(path+"."+iter.Key().String(), "%s: outside %s–%s, dropped", strconv.FormatFloat(x, 'g', 6, 64), checkNum(lo), checkNum(hi))
-					out = append(out, iter.Key())
-				}
-			}
-		}
-		for _, k := range out {
-			v.SetMapIndex(k, reflect.Value{})
-		}
+		c.walkMap(v, path, tag)
 	case reflect.String:
 		if len(v.String()) > checkMaxString {
 			c.note(path, "is %d bytes long: cut to %d", len(v.String()), checkMaxString)
@@ -146,6 +116,42 @@ func (c *checker) walk(v reflect.Value, path, tag string) {
 		}
 	case reflect.Float64, reflect.Int, reflect.Int64:
 		c.number(v, path, tag, false)
+	}
+}
+
+// walkMap cuts a map to checkMaxMap entries and its strings to
+// checkMaxString bytes, and drops each number outside its range.
+func (c *checker) walkMap(v reflect.Value, path, tag string) {
+	if v.Len() > checkMaxMap {
+		c.note(path, "has %d entries: cut to %d", v.Len(), checkMaxMap)
+		n := 0
+		for _, k := range v.MapKeys() {
+			if n++; n > checkMaxMap {
+				v.SetMapIndex(k, reflect.Value{})
+			}
+		}
+	}
+	iter := v.MapRange()
+	var out []reflect.Value // numbers outside the range, dropped after the walk
+	for iter.Next() {
+		switch s := iter.Value(); s.Kind() {
+		case reflect.String:
+			if len(s.String()) > checkMaxString {
+				v.SetMapIndex(iter.Key(), reflect.ValueOf(cutString(s.String())))
+			}
+		case reflect.Float64:
+			// A recording's peak of 1e308 overflowed the report's
+			// means to +Inf (a review): each value is held to the
+			// map's range, and dropped out of it.
+			lo, hi := checkRange(path, tag, reflect.Float64)
+			if x := s.Float(); !(x >= lo && x <= hi) { // NaN too
+				c.note(path+"."+iter.Key().String(), "%s: outside %s–%s, dropped", strconv.FormatFloat(x, 'g', 6, 64), checkNum(lo), checkNum(hi))
+				out = append(out, iter.Key())
+			}
+		}
+	}
+	for _, k := range out {
+		v.SetMapIndex(k, reflect.Value{})
 	}
 }
 
