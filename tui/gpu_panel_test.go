@@ -279,3 +279,23 @@ func TestTheNoGPUReasonDegradesWhenNarrow(t *testing.T) {
 		}
 	}
 }
+
+// TestMeanBatchRowSaysWhyNoBatch: the train row read "no batch yet" after
+// 110 batches while the ceiling replayed kept batches (a review): it says
+// the replay, a quiet interval, or no batch yet, each where it is so.
+func TestMeanBatchRowSaysWhyNoBatch(t *testing.T) {
+	th := diagnose.DefaultThresholds()
+	for _, c := range []struct {
+		l    *sample.Loader
+		want string
+	}{
+		{&sample.Loader{Batches: 110, Ceiling: &sample.Ceiling{State: sample.CeilingReplaying}}, "the ceiling replays kept batches"},
+		{&sample.Loader{Batches: 110}, "no batch in this interval"},
+		{&sample.Loader{}, "no batch yet"},
+	} {
+		pv := &view{frame: &sample.Frame{Loader: c.l}, st: &Styles{}, th: &th}
+		if got := pv.meanBatchRow(60); !strings.Contains(got, c.want) {
+			t.Errorf("%+v: %q, want %q", c.l, got, c.want)
+		}
+	}
+}

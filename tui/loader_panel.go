@@ -180,6 +180,13 @@ func (pv *view) trainRow(w int) string {
 func (pv *view) meanBatchRow(w int) string {
 	l := pv.frame.Loader
 	if l == nil || l.WaitMeanMs == nil || l.StepMeanMs == nil || *l.WaitMeanMs+*l.StepMeanMs <= 0 {
+		switch {
+		case l != nil && l.Ceiling != nil && l.Ceiling.State == sample.CeilingReplaying:
+			return pv.st.Dim.Render("the ceiling replays kept batches")
+		case l != nil && l.Batches > 0:
+			// "no batch yet" after 110 batches (a review).
+			return pv.st.Dim.Render("no batch in this interval")
+		}
 		return pv.st.Dim.Render("no batch yet")
 	}
 	label := "mean batch "
