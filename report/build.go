@@ -63,6 +63,7 @@ type builder struct {
 	s       *Summary
 	d       *diagnose.Diagnoser
 	best    map[diagnose.Kind]diagnose.Verdict
+	bestAt  map[diagnose.Kind]time.Time // the frame each best verdict was read on
 	seconds map[diagnose.Kind]float64
 	// pending is the latest frame's time and verdict: a frame stands for
 	// the time until the next one, known when the next one comes.
@@ -81,7 +82,7 @@ type builder struct {
 }
 
 func newBuilder(s *Summary, th diagnose.Thresholds, start time.Time, dur float64, points, cores int) *builder {
-	return &builder{s: s, d: diagnose.NewDiagnoser(th), best: map[diagnose.Kind]diagnose.Verdict{}, seconds: map[diagnose.Kind]float64{},
+	return &builder{s: s, d: diagnose.NewDiagnoser(th), best: map[diagnose.Kind]diagnose.Verdict{}, bestAt: map[diagnose.Kind]time.Time{}, seconds: map[diagnose.Kind]float64{},
 		series: newSeriesBuilder(start, dur, points, cores), ranks: newRankBuilder(start, dur, points), loader: newLoaderBuilder()}
 }
 
@@ -96,7 +97,7 @@ func (b *builder) add(f *sample.Frame) {
 	// frames after it (a real H200 run's report gave the first's bare
 	// advice, not its decode and augment causes and its prediction).
 	if bv, ok := b.best[v.Kind]; !ok || v.Confidence > bv.Confidence || v.Confidence == bv.Confidence && says(v) > says(bv) {
-		b.best[v.Kind] = v
+		b.best[v.Kind], b.bestAt[v.Kind] = v, f.Time
 	}
 	if m := f.Mem; m != nil {
 		b.s.Recording.MemTotalBytes = m.TotalBytes
@@ -203,7 +204,9 @@ func (b *builder) finish() {
 		if k.UnmarshalText([]byte(vt.Kind)) != nil || k == diagnose.WarmingUp {
 			continue
 		}
-		s.Findings = append(s.Findings, finding(k, b.best[k]))
+		fd := finding(k, b.best[k])
+		fd.At = b.bestAt[k]
+		s.Findings = append(s.Findings, fd)
 	}
 	s.Loader = b.loader.info()
 	s.Series = b.series.done()

@@ -93,7 +93,7 @@ code{font-size:.9em}@media print{body{max-width:none}h2{break-after:avoid}svg{br
 // htmlFinding is one finding in HTML, in its kind's colour: its heading,
 // evidence, what else was seen, the computed changes and the advice.
 func htmlFinding(b *strings.Builder, f Finding) {
-	fmt.Fprintf(b, `<h3 style="color:%s">%s — %s</h3><p>%s, confidence %.0f %%.</p><ul>`, kindColour(f.Kind), f.Kind, esc(f.Title), f.Severity, 100*f.Confidence)
+	fmt.Fprintf(b, `<h3 style="color:%s">%s — %s</h3><p>%s, confidence %.0f %%; %s.</p><ul>`, kindColour(f.Kind), f.Kind, esc(f.Title), f.Severity, 100*f.Confidence, esc(f.readAt()))
 	for _, e := range f.Evidence {
 		fmt.Fprintf(b, "<li>%s</li>", esc(e))
 	}

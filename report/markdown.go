@@ -65,7 +65,7 @@ func mdRecording(b *strings.Builder, r RecordingInfo) {
 // mdFinding is one finding in Markdown: its heading, evidence, what else
 // was seen, the computed changes, the advice and what was not seen.
 func mdFinding(b *strings.Builder, f Finding) {
-	fmt.Fprintf(b, "\n### %s — %s\n\n%s, confidence %.0f %%.\n\n", f.Kind, f.Title, f.Severity, 100*f.Confidence)
+	fmt.Fprintf(b, "\n### %s — %s\n\n%s, confidence %.0f %%; %s.\n\n", f.Kind, f.Title, f.Severity, 100*f.Confidence, f.readAt())
 	for _, e := range f.Evidence {
 		fmt.Fprintf(b, "- %s\n", md(e))
 	}

@@ -113,7 +113,10 @@ type Finding struct {
 	Title      string   `json:"title"`
 	Severity   string   `json:"severity"`
 	Confidence float64  `json:"confidence"`
-	Evidence   []string `json:"evidence"`
+	// At is the frame the finding was read on: its kind's most confident
+	// (the figures in its evidence are that frame's, not the run's last).
+	At       time.Time `json:"at"`
+	Evidence []string  `json:"evidence"`
 	// Secondary are the verdict's secondary findings, "kind: text".
 	Secondary []string `json:"secondary,omitempty"`
 	// Changes and Predicted are the pipeline model's advice (see

@@ -182,3 +182,11 @@ func versionWords(v string) string {
 	}
 	return v
 }
+
+// readAt says which frame a finding's figures are from.
+func (f Finding) readAt() string {
+	if f.At.IsZero() {
+		return "its frame's time not known"
+	}
+	return "read at " + f.At.UTC().Format("15:04:05") + " UTC, its most confident frame"
+}
