@@ -109,10 +109,10 @@ type Segment struct {
 
 // Finding is a verdict's evidence and advice.
 type Finding struct {
-	Kind       string   `json:"kind"`
-	Title      string   `json:"title"`
-	Severity   string   `json:"severity"`
-	Confidence float64  `json:"confidence"`
+	Kind       string  `json:"kind"`
+	Title      string  `json:"title"`
+	Severity   string  `json:"severity"`
+	Confidence float64 `json:"confidence"`
 	// At is the frame the finding was read on: its kind's most confident
 	// (the figures in its evidence are that frame's, not the run's last).
 	At       time.Time `json:"at"`
