@@ -927,3 +927,19 @@ func TestAGPUWithoutTF32RunsFP32InFull(t *testing.T) {
 		t.Errorf("H200: %q", s)
 	}
 }
+
+// TestAnMFUAboveTheTensorCoresIsQuestioned: MFU 56 % beside tensor cores
+// 5 % active was said side by side (a review); at 60 % active it stands.
+func TestAnMFUAboveTheTensorCoresIsQuestioned(t *testing.T) {
+	for _, c := range []struct {
+		tensor float64
+		odd    bool
+	}{{5, true}, {60, false}} {
+		frames := gpuBoundFrames(90, c.tensor, 20, 20, 60, bf16Settings())
+		frames[len(frames)-1].Loader.MFU = &sample.MFU{Ratio: 0.56, Dtype: "bf16", PeakTFLOPS: 989.5, GPU: "H200 SXM", Method: "m"}
+		all := strings.Join(Classify(frames, DefaultThresholds()).Advice, "\n")
+		if !strings.Contains(all, "MFU 56 % (m)") || strings.Contains(all, "above what the tensor cores ran") != c.odd {
+			t.Errorf("tensor %.0f %%: %q", c.tensor, all)
+		}
+	}
+}

@@ -168,5 +168,24 @@ func mfuWords(g *gpuStep) string {
 		}
 		return ""
 	}
-	return fmt.Sprintf("; MFU %s %% (%s)", sample.PercentWords(m.Ratio), m.Method)
+	return fmt.Sprintf("; MFU %s %% (%s)", sample.PercentWords(m.Ratio), m.Method) + mfuAboveTensor(g)
+}
+
+// mfuAboveTensor questions an MFU the tensor cores could not have run:
+// the model's FLOPs at a tensor dtype run on the tensor pipes, whose
+// achieved rate is at most their activity × the same peak, so MFU above
+// the tensor activity (by a quarter and 2 points, for the two figures'
+// noise) says the FLOP count, the dtype read or the GPU's peak is off (a
+// review: MFU 56 % beside tensor cores 5 % active, said side by side).
+func mfuAboveTensor(g *gpuStep) string {
+	m, t := g.mfu, g.tensor
+	switch m.Dtype {
+	case sample.DtypeBF16, sample.DtypeFP16, sample.DtypeTF32:
+	default:
+		return "" // fp32 runs on the FP32 pipes, not the tensor cores
+	}
+	if !t.ok || 100*m.Ratio <= 1.25*t.v+2 {
+		return ""
+	}
+	return fmt.Sprintf(", above what the tensor cores ran (active %.0f %% of cycles, GPM): the FLOPs counted, the %s read or the peak does not hold", t.v, m.Dtype)
 }
