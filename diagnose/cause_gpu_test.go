@@ -915,10 +915,23 @@ func TestAGPUWithoutTF32RunsFP32InFull(t *testing.T) {
 			t.Errorf("%s: MFU %+v (%s)", peak.Model, l.MFU, l.MFUWhy)
 		}
 	}
-	// The same job on an H200 takes TF32: no tensor_idle from settings.
+	// A GPU the table does not know (a Quadro RTX 6000, Turing): the
+	// hook's reading of its compute capability says it.
 	st := fp32Settings()
-	st.Float32MatmulPrecision, st.MatmulAllowTF32, st.HasConv = "high", ptr(true), ptr(true)
+	st.Float32MatmulPrecision, st.MatmulAllowTF32, st.HasConv, st.DeviceTF32 = "high", ptr(true), ptr(true), ptr(false)
 	frames := gpuBoundFrames(0, 0, 0, 0, 60, st)
+	for i := range frames {
+		frames[i].GPUs[0].GPM, frames[i].GPUs[0].Name, frames[i].GPUs[0].Peak = nil, "Quadro RTX 6000", nil
+		frames[i].AssignRoles()
+	}
+	v := Classify(frames, DefaultThresholds())
+	if c := causeOf(v, "tensor_idle"); c == nil || !strings.Contains(c.Fix, "dtype=torch.float16") || !strings.Contains(frames[0].Loader.Settings.Summary(), "no TF32 on this GPU") {
+		t.Errorf("Quadro RTX 6000: tensor_idle %+v, settings %q", c, frames[0].Loader.Settings.Summary())
+	}
+	// The same job on an H200 takes TF32: no tensor_idle from settings.
+	st = fp32Settings()
+	st.Float32MatmulPrecision, st.MatmulAllowTF32, st.HasConv = "high", ptr(true), ptr(true)
+	frames = gpuBoundFrames(0, 0, 0, 0, 60, st)
 	for i := range frames {
 		frames[i].GPUs[0].GPM = nil
 		frames[i].AssignRoles()

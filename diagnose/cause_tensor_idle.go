@@ -45,7 +45,7 @@ func tensorIdleCause(in *causeIn) (Cause, bool) {
 	}
 	ev += "; " + precisionWords(g.settings)
 	c := Cause{Evidence: ev,
-		Fix: tensorIdleFixFor(g.gpu)}
+		Fix: tensorIdleFixFor(g)}
 	c.Bound, c.BoundWhy = tensorIdleBound(g)
 	return c, true
 }
@@ -70,7 +70,7 @@ func tensorIdleFromSettings(in *causeIn, g gpuIn) (Cause, bool) {
 		return Cause{}, false
 	}
 	c := Cause{Evidence: fmt.Sprintf("the GPU runs a kernel %.0f %% of the time and %s: the tensor cores take no fp32 matmul (tensor activity not read: GPM %s)", busy.v, precisionWords(s), g.noGPM),
-		Fix: tensorIdleFixFor(g.gpu)}
+		Fix: tensorIdleFixFor(g)}
 	c.Bound, c.BoundWhy = tensorIdleBound(g)
 	return c, true
 }
@@ -78,19 +78,27 @@ func tensorIdleFromSettings(in *causeIn, g gpuIn) (Cause, bool) {
 const tensorIdleFix = "run the forward and the loss under torch.autocast(\"cuda\", dtype=torch.bfloat16) (the optimizer step stays fp32), or keep fp32 and let matmuls use TF32: torch.set_float32_matmul_precision(\"high\")"
 
 // tensorIdleFixFor is the fix the GPU can take: before Ampere (a peak
-// table without bf16, V100, T4) neither bf16 nor TF32 exists, and fp16
-// autocast with a gradient scaler is the way onto the tensor cores.
-func tensorIdleFixFor(g *sample.GPU) string {
+// table without bf16, V100, T4; or the hook read its compute capability
+// under 8.0) neither bf16 nor TF32 exists, and fp16 autocast with a
+// gradient scaler is the way onto the tensor cores.
+func tensorIdleFixFor(g gpuIn) string {
 	if tensorDtype(g) == sample.DtypeFP16 {
 		return "run the forward and the loss under torch.autocast(\"cuda\", dtype=torch.float16) with a torch.amp.GradScaler (this GPU has no bf16 or TF32; the optimizer step stays fp32)"
 	}
 	return tensorIdleFix
 }
 
-// tensorDtype is the dtype a fix moves the matmuls to on g: bf16, or
-// fp16 where g's peak table has no bf16 (before Ampere).
-func tensorDtype(g *sample.GPU) string {
-	if g != nil && g.Peak != nil && g.Peak.DenseTFLOPS[sample.DtypeBF16] <= 0 && g.Peak.DenseTFLOPS[sample.DtypeFP16] > 0 {
+// tensorDtype is the dtype a fix moves the matmuls to on the step's GPU:
+// bf16, or fp16 before Ampere (the hook read its compute capability under
+// 8.0, or its peak table has no bf16).
+func tensorDtype(g gpuIn) string {
+	if s := g.settings; s != nil && s.DeviceTF32 != nil {
+		if *s.DeviceTF32 {
+			return sample.DtypeBF16
+		}
+		return sample.DtypeFP16
+	}
+	if p := g.gpu; p != nil && p.Peak != nil && p.Peak.DenseTFLOPS[sample.DtypeBF16] <= 0 && p.Peak.DenseTFLOPS[sample.DtypeFP16] > 0 {
 		return sample.DtypeFP16
 	}
 	return sample.DtypeBF16
@@ -101,7 +109,7 @@ func tensorDtype(g *sample.GPU) string {
 // the dense peaks; without it, the ratio itself (as if every op of the
 // step were a matmul).
 func tensorIdleBound(g gpuIn) (*Bound, string) {
-	dt := tensorDtype(g.gpu)
+	dt := tensorDtype(g)
 	r, why, ok := peakRatio(g.gpu, dt)
 	if !ok {
 		return nil, "no bound: no dense " + dt + " and fp32 peaks are known for this GPU"

@@ -63,8 +63,14 @@ type JobSettings struct {
 	FLOPsVoid string `json:"flops_void,omitempty"`
 	// ReadAt is when the hook last read them; nil when it did not say.
 	ReadAt *time.Time `json:"read_at,omitempty"`
-	// noTF32: the loop's GPU has none (its peak row, GPUPeak.NoTF32), so
-	// the TF32 switches change nothing; set by AssignRoles (markTF32).
+	// DeviceTF32 is whether the model's GPU has TF32 and bf16 tensor
+	// cores (compute capability ≥ 8.0, torch.cuda.get_device_capability);
+	// nil where not read (no CUDA, ROCm). Where it is nil the GPU's peak
+	// row says (GPUPeak.NoTF32).
+	DeviceTF32 *bool `json:"device_tf32,omitempty"`
+	// noTF32: the loop's GPU has none (DeviceTF32 false, else its peak
+	// row, GPUPeak.NoTF32), so the TF32 switches change nothing; set by
+	// AssignRoles (markTF32).
 	noTF32 bool
 }
 
@@ -134,8 +140,13 @@ func (f *Frame) markTF32() {
 	if f.Loader == nil || f.Loader.Settings == nil {
 		return
 	}
+	s := f.Loader.Settings
+	if s.DeviceTF32 != nil {
+		s.noTF32 = !*s.DeviceTF32
+		return
+	}
 	g := f.LoopGPU()
-	f.Loader.Settings.noTF32 = g != nil && g.Peak != nil && g.Peak.NoTF32
+	s.noTF32 = g != nil && g.Peak != nil && g.Peak.NoTF32
 }
 
 // Summary is the settings as one line, in the job's terms ("bf16

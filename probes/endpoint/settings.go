@@ -105,6 +105,7 @@ func infoSettings(s *sample.JobSettings, l expo.Sample) {
 	s.HasLinear = flag("has_linear")
 	s.Compiled = flag("compiled")
 	s.CUDAGraphs = flag("cuda_graphs")
+	s.DeviceTF32 = flag("device_tf32")
 	switch v, _ := l.Label("flops_void"); v {
 	case sample.FLOPsVoidFrozen, sample.FLOPsVoidRNN:
 		s.FLOPsVoid = v

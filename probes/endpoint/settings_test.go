@@ -66,6 +66,8 @@ func TestSettingsLabels(t *testing.T) {
 			func(s *sample.JobSettings) bool {
 				return *s.Autocast && s.AutocastDtype == "float16" && s.CUDAGraphs != nil && *s.CUDAGraphs
 			}},
+		{"a device without TF32, by its compute capability", `gpuwatch_job_setting_info{device_tf32="0"} 1` + "\n",
+			func(s *sample.JobSettings) bool { return s.DeviceTF32 != nil && !*s.DeviceTF32 }},
 		{"the forward's device, from the values the hook writes", `gpuwatch_job_setting_info{autocast="0",autocast_device="cpu"} 1` + "\n",
 			func(s *sample.JobSettings) bool { return s.Device == "cpu" }},
 		{"why no FLOPs were counted, from the codes the hook writes", `gpuwatch_job_setting_info{flops_void="frozen"} 1` + "\n",

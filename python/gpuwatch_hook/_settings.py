@@ -95,6 +95,7 @@ class Settings:
         "autocast", "autocast_dtype", "autocast_device", "matmul_precision", "matmul_tf32", "cudnn_tf32",
         "cudnn_benchmark", "forward", "training", "conv_format", "has_conv", "has_linear", "modules", "compiled",
         "cuda_graphs", "batch_size", "mem_free", "mem_total", "max_allocated", "flops_per_step", "flops_void", "read_at",
+        "device_tf32",
     )
 
     def __init__(self) -> None:
@@ -905,12 +906,27 @@ class Window:
                 free, total = torch.cuda.mem_get_info(i)
                 s.mem_free, s.mem_total = int(free), int(total)
                 s.max_allocated = int(torch.cuda.max_memory_allocated(i))
+                s.device_tf32 = device_tf32(torch, i)
                 if _graphs_patched:
                     s.cuda_graphs = _replays > self.replays
         except Exception:
             pass
         s.read_at = time.time()
         return s
+
+
+def device_tf32(torch: Any, i: int) -> Optional[bool]:
+    """Whether CUDA device i has TF32 and bf16 tensor cores (compute
+    capability 8.0, Ampere, and later): before it (a V100, a T4, an RTX
+    2080) torch's TF32 switches change nothing and bf16 has no tensor
+    cores. None on ROCm, whose capability numbers are not NVIDIA's."""
+    if getattr(getattr(torch, "version", None), "hip", None):
+        return None
+    try:
+        major = torch.cuda.get_device_capability(i)[0]
+    except Exception:
+        return None
+    return major >= 8 if isinstance(major, int) else None
 
 
 def _in_call(module: Any) -> bool:
@@ -1026,6 +1042,7 @@ def info_labels(s: Settings) -> List[Tuple[str, str]]:
     flag("compiled", s.compiled)
     flag("cuda_graphs", s.cuda_graphs)
     flag("training", s.training)
+    flag("device_tf32", s.device_tf32)
     if s.flops_void:
         out.append(("flops_void", s.flops_void))
     return out

@@ -315,6 +315,7 @@ class SettingsTest(unittest.TestCase):
             current_device=lambda: 0,
             mem_get_info=lambda i: (40 << 30, 141 << 30),
             max_memory_allocated=lambda i: 90 << 30,
+            get_device_capability=lambda i: (9, 0),
         )
         fake = types.SimpleNamespace(cuda=cuda, backends=torch.backends, get_float32_matmul_precision=torch.get_float32_matmul_precision)
         patched = _settings._graphs_patched
@@ -328,6 +329,7 @@ class SettingsTest(unittest.TestCase):
                 self.assertIs(s.cuda_graphs, replays > 0)
                 labels = dict(_settings.info_labels(s))
                 self.assertEqual(labels["cuda_graphs"], "1" if replays else "0")
+                self.assertEqual(labels["device_tf32"], "1")  # sm_90
                 gauges = {name: v for name, _, v in _settings.gauges(s)}
                 self.assertEqual(gauges["gpuwatch_job_gpu_mem_free_bytes"], 40 << 30)
         finally:
@@ -336,6 +338,23 @@ class SettingsTest(unittest.TestCase):
         cuda.is_initialized = lambda: False
         s = _settings.Window(fake).close()
         self.assertEqual((s.mem_free, s.mem_total, s.cuda_graphs), (None, None, None))
+
+    def test_the_devices_tf32_is_read_from_its_compute_capability(self):
+        # A V100 (7.0) or a T4 (7.5) has no TF32 and no bf16 tensor cores,
+        # an A100 (8.0) and an H200 (9.0) have both; ROCm's capability
+        # numbers are not NVIDIA's, and a capability that cannot be read
+        # is not a guess.
+        def fake(cap, hip=None):
+            def get(i):
+                if isinstance(cap, Exception):
+                    raise cap
+                return cap
+            return types.SimpleNamespace(cuda=types.SimpleNamespace(get_device_capability=get), version=types.SimpleNamespace(hip=hip))
+        for cap, want in (((7, 0), False), ((7, 5), False), ((8, 0), True), ((9, 0), True)):
+            self.assertIs(_settings.device_tf32(fake(cap), 0), want, cap)
+        self.assertIsNone(_settings.device_tf32(fake((9, 4), hip="6.2"), 0))
+        self.assertIsNone(_settings.device_tf32(fake(RuntimeError("no device")), 0))
+        self.assertIsNone(_settings.device_tf32(fake(("9", "0")), 0))
 
     def test_a_module_without_parameters_called_first_is_not_the_model(self):
         jitter = Jitter()
