@@ -461,17 +461,17 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 		}
 		if !header {
 			header = true
-			if head.Type == "frame" {
-				// --json's lines: frames, and no header to check them by.
-				return nil, fmt.Errorf("%w: no header line; these look like --json's frame lines: a recording is what --record FILE, gpuwatch record -o FILE or the r key writes", ErrNotRecording)
-			}
-			if head.Type != "header" {
+			switch head.Type {
+			case "frame":
+				rec.headerless() // --json's lines: this one is a frame
+			case "header":
+				if err := rec.Header.read(trimmed); err != nil {
+					return nil, err
+				}
+				continue
+			default:
 				return nil, fmt.Errorf("%w: no header line", ErrNotRecording)
 			}
-			if err := rec.Header.read(trimmed); err != nil {
-				return nil, err
-			}
-			continue
 		}
 		rec.add(head.Type, head.Time, trimmed, span{start, n}, lineNo)
 		if err != nil {
@@ -583,6 +583,16 @@ func cut(s string) string {
 		return s
 	}
 	return s[:maxText] + "…"
+}
+
+// headerless reads --json's lines (gpuwatch --headless --json >
+// run.jsonl, the root help's example) as a recording: the same frame
+// lines, with no header, so judged with the default thresholds and no
+// host or command (a review: replay and report refused them).
+func (r *Recording) headerless() {
+	th := diagnose.DefaultThresholds()
+	r.Header = Header{Type: "header", Format: RecordingFormat, Version: RecordingVersion, Thresholds: &th}
+	r.warn("no header line: read as --json's frame lines, judged with the default thresholds (a recording, --record FILE or gpuwatch record -o FILE, also keeps the host, the command and the thresholds used)")
 }
 
 // read decodes a header line and checks its format and version.

@@ -145,7 +145,6 @@ func TestRecordingReadsUpToTheLastGoodLine(t *testing.T) {
 
 func TestRecordingRefusesOtherFormatsAndNewerVersions(t *testing.T) {
 	for name, text := range map[string]string{
-		"frames without header": `{"type":"frame","time":"2026-11-21T09:00:00Z"}` + "\n",
 		"other json":            `{"hello":"world"}` + "\n",
 		"csv":                   "time,cpu\n1,2\n",
 		"other format":          `{"type":"header","format":"something-else","version":1}` + "\n",
@@ -154,11 +153,15 @@ func TestRecordingRefusesOtherFormatsAndNewerVersions(t *testing.T) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
-	// --json's output read as a recording: the way to make one is said.
-	if _, err := read([]byte(`{"type":"frame","time":"2026-11-21T09:00:00Z"}` + "\n")); err == nil || !strings.Contains(err.Error(), "--record FILE") {
-		t.Errorf("frame lines: %v", err)
+	// --json's output (the root help's example) read as a recording: its
+	// frames, judged with the default thresholds, and a warning that says
+	// what a recording also keeps.
+	rec, err := read([]byte(`{"type":"frame","time":"2026-11-21T09:00:00Z"}` + "\n" + `{"type":"frame","time":"2026-11-21T09:00:01Z"}` + "\n"))
+	if err != nil || rec.Len() != 2 || rec.Header.Thresholds == nil || *rec.Header.Thresholds != diagnose.DefaultThresholds() ||
+		len(rec.Warnings) != 1 || !strings.Contains(rec.Warnings[0], "read as --json's frame lines") || !strings.Contains(rec.Warnings[0], "--record FILE") {
+		t.Errorf("frame lines: %v, %+v", err, rec)
 	}
-	_, err := read([]byte(`{"type":"header","format":"gpuwatch-recording","version":7}` + "\n"))
+	_, err = read([]byte(`{"type":"header","format":"gpuwatch-recording","version":7}` + "\n"))
 	if err == nil || !strings.Contains(err.Error(), "version 7 is newer") {
 		t.Fatalf("newer version: %v", err)
 	}
