@@ -145,9 +145,9 @@ func TestRecordingReadsUpToTheLastGoodLine(t *testing.T) {
 
 func TestRecordingRefusesOtherFormatsAndNewerVersions(t *testing.T) {
 	for name, text := range map[string]string{
-		"other json":            `{"hello":"world"}` + "\n",
-		"csv":                   "time,cpu\n1,2\n",
-		"other format":          `{"type":"header","format":"something-else","version":1}` + "\n",
+		"other json":   `{"hello":"world"}` + "\n",
+		"csv":          "time,cpu\n1,2\n",
+		"other format": `{"type":"header","format":"something-else","version":1}` + "\n",
 	} {
 		if _, err := read([]byte(text)); !errors.Is(err, ErrNotRecording) {
 			t.Errorf("%s: err = %v", name, err)
