@@ -104,13 +104,18 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 			return pr.SamplesPerSec
 		}
 	}
-	now, _ := p.Predict(cur)
+	now, nowLimit := p.Predict(cur)
 	if pick < 0 || cands[pick].cost == 0 || worth(cands[pick].pred) < MinPredictedGain*max(rate(p.Measured), rate(now)) {
-		// What holds the best configuration back is what no knob moves.
+		// What holds the best configuration back is what no knob moves;
+		// loading inline, not worth it, does not say why the workers'
+		// configuration is held back: the configuration as it is does.
 		limit := LimitStep
 		for _, c := range cands {
 			if rate(c.pred) >= best {
 				limit = c.limit
+				if c.k.Workers == 0 && cur.Workers > 0 {
+					limit = nowLimit
+				}
 			}
 		}
 		return nil, Prediction{}, limit
@@ -138,6 +143,15 @@ func candidates(p *Pipeline, cores int) []candidate {
 	cur := p.Knobs
 	var cands []candidate
 	counts := workerCounts(cur.Workers, cores)
+	if cur.Workers > 0 && !p.Relative && p.OverheadSec > 0 {
+		// Loading inline again, where taking each batch from a worker
+		// costs the loop: a batch of tokens or rows that takes the loop
+		// longer to unpickle than to make (a review: 2 workers gave 21k
+		// samples/s, none 38–40k, and tune said no knob helps). The
+		// model's inline rate is the step plus a worker's whole time per
+		// batch, which an inline loop does not beat by much.
+		counts = append([]int{0}, counts...)
+	}
 	if p.WorkersCPUMissed {
 		counts = []int{cur.Workers} // their CPU unread: no count is advised until they persist
 	}
@@ -248,6 +262,10 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 	}
 	if from == 0 {
 		s = fmt.Sprintf("the training loop loads each batch itself (%s) between steps of %s", d(batch), d(p.StepSec))
+	}
+	if to == 0 && from > 0 {
+		return fmt.Sprintf("taking each batch from a worker costs the loop %s (unpickling it, the pin-memory handoff, the GIL), more than making it: a worker's whole time per batch is %s, which the loop spends instead",
+			d(p.OverheadSec), d(p.IOSec+p.CPUSec+p.CPUWaitSec))
 	}
 	if p.Relative {
 		// Times are in units of the step (the loop's rates are unknown).

@@ -217,8 +217,8 @@ func (l Limit) String() string {
 // the low side of the range (contended), the high side has no contention
 // beyond what was measured; the limit returned is the high side's.
 func (p *Pipeline) Predict(k Knobs) (Prediction, Limit) {
-	low, contended := p.predict(k, p.CPUContention, p.IOContention, p.HandOverShare)
-	high, limit := p.predict(k, 0, 0, 0)
+	low, contended := p.predict(k, p.CPUContention, p.IOContention, p.HandOverShare, true)
+	high, limit := p.predict(k, 0, 0, 0, false)
 	low.HighSamplesPerSec, low.HighGain = max(high.SamplesPerSec, low.SamplesPerSec), max(high.Gain, low.Gain)
 	if low.Gain > 0 || low.SamplesPerSec > 0 {
 		low.Limit = limit.String()
@@ -275,13 +275,20 @@ func (p *Pipeline) cpuContended(kappa float64, n int, io, cpu float64) float64 {
 
 // predict is Predict at contention κ for the workers' CPU and σ for
 // their storage wait, and a hand-over share added to a batch's CPU where
-// workers replace loading inline.
-func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64) (Prediction, Limit) {
+// workers replace loading inline; low is the range's low side.
+func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low bool) (Prediction, Limit) {
 	if p.BatchSize <= 0 || p.StepSec <= 0 {
 		return Prediction{}, LimitStep
 	}
 	hand := p.HandOverSec                     // neither storage nor CPU: no contention, no cache moves it
 	io, cpu := p.IOSec+p.CPUWaitSec, p.CPUSec // a worker's wall time per batch: io + cpu + hand
+	if k.Workers == 0 && p.Knobs.Workers > 0 && !low {
+		// Loading inline again: one thread, which waits for no CPU the
+		// workers took, and does not pickle what it makes (a worker's CPU
+		// per batch is 1 + HandOverShare of the same work inline). The
+		// low side keeps the workers' own figures.
+		io, cpu = p.IOSec, p.CPUSec/(1+p.HandOverShare)
+	}
 	if k.Cache && !p.Knobs.Cache {
 		io = p.CPUWaitSec // read from RAM: no storage wait (the wait for a CPU stays)
 		cpu = max(0, cpu-p.ReadCPUSec) + p.BytesPerBatch/ramCopyBytesPerSec

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -186,5 +187,33 @@ func TestNoWorkerAdvisedWhoseContendedPromiseIsUnderTheBar(t *testing.T) {
 	io.Measured = Prediction{SamplesPerSec: 690, WaitShare: 0.6, Gain: 1}
 	if ch, _, _ := plan(&io, 2); len(ch) == 0 {
 		t.Error("readers waiting on storage: no change advised")
+	}
+}
+
+// TestInlineAgainWhereTakingABatchCostsMoreThanMakingIt (a review): an
+// IterableDataset of short token rows at 2 workers, its loop 888 µs
+// taking each batch against a worker's 763 µs making one (a step of 481
+// µs), gave 21,774 samples/s, and 38–40k with none; tune said no knob
+// helps. num_workers 2 → 0 is advised, its high side without the
+// workers' waits for a CPU and their pickling; where taking a batch is
+// cheap it is not.
+func TestInlineAgainWhereTakingABatchCostsMoreThanMakingIt(t *testing.T) {
+	p := &Pipeline{BatchSize: 32, StepSec: 0.000481, CPUSec: 0.000600, CPUWaitSec: 0.000163, OverheadSec: 0.000888, CPUs: 1, LoopCPUs: 1,
+		Knobs: Knobs{Workers: 2, Prefetch: 2}, Kind: "python", HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention}
+	p.Measured = Prediction{SamplesPerSec: 21774, WaitShare: 0.65, Gain: 1}
+	ch, got, limit := plan(p, 2)
+	if len(ch) != 1 || ch[0].From != "2" || ch[0].To != "0" || limit != LimitInline || !strings.Contains(ch[0].Why, "taking each batch from a worker costs the loop 888µs") {
+		t.Fatalf("advised %+v (%s)", ch, limit)
+	}
+	// High side: 32 / (481 µs + 600 µs ÷ 1.14) = 31,768 samples/s; the
+	// point keeps the workers' own figures: 32 / (481 + 763 µs) = 25,723.
+	if math.Abs(got.HighSamplesPerSec-31768) > 10 || math.Abs(got.SamplesPerSec-25723) > 10 {
+		t.Errorf("2 → 0: %.0f–%.0f samples/s", got.SamplesPerSec, got.HighSamplesPerSec)
+	}
+	cheap := *p
+	cheap.OverheadSec = 0.00005
+	cheap.Measured = Prediction{SamplesPerSec: 32 / (0.000481 + 0.00005), WaitShare: 0.09, Gain: 1}
+	if ch, _, _ := plan(&cheap, 2); slices.ContainsFunc(ch, func(c Change) bool { return c.To == "0" }) {
+		t.Errorf("taking a batch costs 50µs: advised %+v", ch)
 	}
 }
