@@ -103,6 +103,12 @@ type Pipeline struct {
 	// workers cannot show (inlineHandOver; 0 for gpuwatch's own loaders,
 	// whose workers are goroutines).
 	HandOverShare float64
+	// StepOnCPU: the hook read the model's forward on the CPU, so the
+	// step is CPU work that workers added contend with, as theirs does
+	// (the range's low side slows it by the same factor; a review: a
+	// CPU job's 0 → 1 worker was promised its high side, 16–18 % over
+	// what it gave, its step 28 ms alone and 30–32 ms beside a worker).
+	StepOnCPU bool
 	// WorkersCPUMissed: the workers restart every epoch and live too
 	// short for /proc to read their CPU whole, so their time per batch
 	// is not split into CPU and waiting, and no worker count is advised
@@ -249,7 +255,13 @@ func contended(sigma float64, n, n0 int) float64 {
 // box's occupancy unread, the box is the workers' CPUs and only the
 // measured workers and the loop were busy on it.
 func (p *Pipeline) cpuContended(kappa float64, n int, io, cpu float64) float64 {
-	n0 := max(p.Knobs.Workers, 1) // loading inline is one busy reader
+	return p.contendedFrom(kappa, n, max(p.Knobs.Workers, 1), io, cpu) // loading inline is one busy reader
+}
+
+// contendedFrom is cpuContended from n0 busy workers: the step's CPU
+// (StepOnCPU) counts from the workers measured, none inline, for the
+// loop's thread stays busy with its step beside each worker added.
+func (p *Pipeline) contendedFrom(kappa float64, n, n0 int, io, cpu float64) float64 {
 	if n <= n0 || kappa <= 0 {
 		return 1
 	}
@@ -293,8 +305,12 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low boo
 		io = p.CPUWaitSec // read from RAM: no storage wait (the wait for a CPU stays)
 		cpu = max(0, cpu-p.ReadCPUSec) + p.BytesPerBatch/ramCopyBytesPerSec
 	}
+	step := p.StepSec
 	if k.Workers > 0 {
 		io = p.CPUWaitSec + (io-p.CPUWaitSec)*contended(ioSigma, k.Workers, p.Knobs.Workers)
+		if p.StepOnCPU {
+			step *= p.contendedFrom(cpuKappa, k.Workers, p.Knobs.Workers, io, cpu) // the step's CPU work on the same box
+		}
 		cpu *= p.cpuContended(cpuKappa, k.Workers, io, cpu)
 		if p.Knobs.Workers == 0 {
 			cpu *= 1 + handOver
@@ -303,9 +319,9 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low boo
 	var rate float64 // batches per second
 	limit := LimitStep
 	if k.Workers == 0 {
-		rate, limit = 1/(p.StepSec+io+cpu), LimitInline
+		rate, limit = 1/(step+io+cpu), LimitInline
 	} else {
-		rate = 1 / (p.StepSec + p.OverheadSec)
+		rate = 1 / (step + p.OverheadSec)
 		if p.OverheadSec > 0 {
 			limit = LimitLoop
 		}
@@ -323,7 +339,7 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low boo
 			rate = p.BatchesPerEpoch / (p.BatchesPerEpoch/rate + p.EpochStallSec)
 		}
 	}
-	wait := max(0, 1-rate*p.StepSec)
+	wait := max(0, 1-rate*step)
 	out := Prediction{SamplesPerSec: rate * p.BatchSize, WaitShare: wait}
 	if p.Relative {
 		out.SamplesPerSec = 0
@@ -397,6 +413,15 @@ func OthersCores(frames []sample.Frame) (float64, bool) {
 // hook or gpuwatch run: waitPipeline), and a loop nobody instrumented
 // (relative figures: sampledPipeline).
 func pipeline(w *window) (*Pipeline, bool) {
+	p, ok := pipelineOf(w)
+	if ok {
+		p.StepOnCPU = w.gpu.settings != nil && w.gpu.settings.Device == "cpu"
+	}
+	return p, ok
+}
+
+// pipelineOf is pipeline by its source.
+func pipelineOf(w *window) (*Pipeline, bool) {
 	switch {
 	case w.sampled != nil:
 		return sampledPipeline(w)

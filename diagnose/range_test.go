@@ -217,3 +217,24 @@ func TestInlineAgainWhereTakingABatchCostsMoreThanMakingIt(t *testing.T) {
 		t.Errorf("taking a batch costs 50µs: advised %+v", ch)
 	}
 }
+
+// TestACPUStepContendsWithTheWorkersAdded (a review): a CPU-only job
+// (the hook read its forward on the CPU) loading inline, 0 → 1 worker on
+// 2 cores, was promised its step-bound high side as the point: 1,244,
+// 1,386 and 1,149 samples/s against 1,043, 1,133 and 954 measured
+// (−16 to −18 %), its step 28 ms alone and 30–32 ms beside the worker.
+// The low side slows the step by the factor the workers' CPU takes.
+func TestACPUStepContendsWithTheWorkersAdded(t *testing.T) {
+	p := &Pipeline{BatchSize: 32, StepSec: 0.023, CPUSec: 0.012, CPUs: 1, LoopCPUs: 1, BoxCPUs: 2, BusyCPUs: 1,
+		Knobs: Knobs{Workers: 0}, Kind: "python", HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention, StepOnCPU: true}
+	p.Measured = Prediction{SamplesPerSec: 32 / 0.035, WaitShare: 0.34, Gain: 1}
+	pr, limit := p.Predict(Knobs{Workers: 1, Prefetch: 2})
+	// u₀ = 1/2, u = 2/2: (1 + 0.5) ÷ (1 + 0.25) = 1.2 on the step.
+	if limit != LimitStep || math.Abs(pr.HighSamplesPerSec-32/0.023) > 1 || math.Abs(pr.SamplesPerSec-32/(0.023*1.2)) > 1 {
+		t.Errorf("0 → 1: %.0f–%.0f samples/s (%s)", pr.SamplesPerSec, pr.HighSamplesPerSec, limit)
+	}
+	p.StepOnCPU = false // a GPU's step: the workers do not slow it
+	if pr, _ := p.Predict(Knobs{Workers: 1, Prefetch: 2}); pr.SamplesPerSec != pr.HighSamplesPerSec {
+		t.Errorf("GPU step: %.0f–%.0f samples/s", pr.SamplesPerSec, pr.HighSamplesPerSec)
+	}
+}
