@@ -53,12 +53,18 @@ func getitemCause(in *causeIn) (Cause, bool) {
 // collate); the kind is read from the profile's stacks, which hold torch's
 // fetcher (sample.Profile.Dataset). Unknown (no profile, Python before
 // 3.11), it is __getitem__, the usual kind.
-type sampleStage struct{ iterable bool }
+type sampleStage struct {
+	iterable bool
+	// cpuJob: the hook read the model's forward on the CPU: no fix moves
+	// work to a GPU (a review: a CPU job was told to augment on the GPU).
+	cpuJob bool
+}
 
 // sampleStageOf is the window's sampleStage, from its newest profile.
 func sampleStageOf(in *causeIn) sampleStage {
 	p := in.w.profile
-	return sampleStage{iterable: p != nil && p.Dataset == sample.DatasetIterable}
+	s := in.w.gpu.settings
+	return sampleStage{iterable: p != nil && p.Dataset == sample.DatasetIterable, cpuJob: s != nil && s.Device == "cpu"}
 }
 
 // the names the stage as a sentence's subject: "the dataset's

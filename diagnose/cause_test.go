@@ -532,3 +532,17 @@ func TestAnIterableDatasetsStageIsItsIter(t *testing.T) {
 		}
 	}
 }
+
+// TestACPUJobIsToldNoGPUFix (a review): a CPU-only job, which its own
+// settings line called "on the CPU", was told to augment and decode on
+// the GPU. The fixes go by where the hook read the forward.
+func TestACPUJobIsToldNoGPUFix(t *testing.T) {
+	for _, cpu := range []bool{true, false} {
+		s := sampleStage{cpuJob: cpu}
+		for name, fix := range map[string]string{"augment": augmentFix(s), "decode": decodeFix(s)} {
+			if onGPU := strings.Contains(fix, "GPU") || strings.Contains(fix, "cuda"); onGPU == cpu {
+				t.Errorf("%s, a job on the CPU %v: %q", name, cpu, fix)
+			}
+		}
+	}
+}
