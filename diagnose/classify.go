@@ -433,13 +433,14 @@ func profileEvidence(k Kind, w *window, th Thresholds, mmap bool, timedCollate l
 	// largest (a kind's stage at 7 % is no evidence for it) that the
 	// hook's own clocks do not contradict.
 	want := situationOf(k).Stage
+	cats, who, top := profileOfTheLoading(w)
 	best := sample.ProfileCategory{Name: sample.CatOther}
-	for _, c := range w.profile.Categories {
+	for _, c := range cats {
 		if c.Share > best.Share && !contradicted(c, timedCollate) {
 			best = c
 		}
 	}
-	for _, c := range w.profile.Categories {
+	for _, c := range cats {
 		if c.Name == want && c.Share >= th.ProfileCategoryShare && !contradicted(c, timedCollate) {
 			best = c
 		}
@@ -451,20 +452,37 @@ func profileEvidence(k Kind, w *window, th Thresholds, mmap bool, timedCollate l
 	if mmap && best.Name == sample.CatReading {
 		words = "reading: copying out of the mapped dataset, its page faults included"
 	}
-	text := fmt.Sprintf("the loader's CPU profile: %.0f %% of its CPU is %s", 100*best.Share, words)
+	text := fmt.Sprintf("%s: %.0f %% of its CPU is %s", who, 100*best.Share, words)
 	if best.Name == sample.CatOther {
 		// No category names it: the job's own code, which its busiest
 		// function names better than "elsewhere" does.
 		// (Top is by self time, the categories by every frame on the
 		// stack: the function is named, its share is not set beside.)
-		for _, f := range cpuTop(w.profile) {
+		for _, f := range top {
 			if c := profileCategoryOf(f); c == "" || c == sample.CatOther {
-				text = fmt.Sprintf("the loader's CPU profile: %.0f %% of its CPU is in code of no category gpuwatch knows; the busiest such function is %s", 100*best.Share, placeOf(f))
+				text = fmt.Sprintf("%s: %.0f %% of its CPU is in code of no category gpuwatch knows; the busiest such function is %s", who, 100*best.Share, placeOf(f))
 				break
 			}
 		}
 	}
 	return evidence("profile."+best.Name+"_share", best.Share, ">=", 0, "ratio", text), true
+}
+
+// profileOfTheLoading is the profile's categories, their owner and their
+// busiest functions as the profile's evidence says them: the workers'
+// own where the hook merged their profiles (a review: "the loader's CPU
+// profile: 80 % … run_backward" beside 2 workers, which run no backward:
+// the training process's profile); a hooked loop's is the training
+// process's, named so; any other loader's is the loader's.
+func profileOfTheLoading(w *window) ([]sample.ProfileCategory, string, []sample.ProfileFunc) {
+	p := w.profile
+	switch {
+	case len(p.Workers) > 0:
+		return p.Workers, "the workers' CPU profile", loadingTop(p)
+	case w.loaderKind == "python":
+		return p.Categories, "the training process's CPU profile", cpuTop(p)
+	}
+	return p.Categories, "the loader's CPU profile", cpuTop(p)
 }
 
 // contradicted says the profile's collating share is far beyond what the
