@@ -333,6 +333,12 @@ func noKnobHelps(p *Pipeline, limit Limit) string {
 		return fmt.Sprintf("more workers cannot help: storage gives %s/s, %.0f batches/s of %s", formatRate(p.BandwidthBytesPerSec),
 			p.BandwidthBytesPerSec/p.BytesPerBatch, formatRate(p.BytesPerBatch))
 	case LimitStep:
+		if w := p.Measured.WaitShare; w >= DefaultThresholds().WaitShareModerate {
+			// The model has the workers keeping up, the loop waits all
+			// the same: said, not "the loader keeps up" beside "the
+			// loop waits 29 %" (a review).
+			return fmt.Sprintf("no loader knob the model knows raises throughput: by the workers' measured time per batch they keep up with the step, which does not account for the loop's %.0f %% wait (what the workers' clocks and CPU do not show: their start-up, a stall inside the step)", 100*w)
+		}
 		return "the loader keeps up with the step: no loader knob raises throughput"
 	case LimitInline:
 		// Workers would not load faster: the CPUs they could have here
