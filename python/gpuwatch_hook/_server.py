@@ -693,7 +693,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.server.deadline(self, seconds + REQUEST_SECONDS)
         try:
             exclude = (threading.get_ident(), self.server.thread_ident)
-            data = _cost.cost.timed(
+            data = _cost.cost.timed_live(
                 "profiler", lambda: _profiler.take_profile(
                     seconds, exclude=exclude, fine_switch=fine, workers=True, inline=lambda: stats.workers == 0
                 )

@@ -47,6 +47,34 @@ class CostTest(unittest.TestCase):
             c.timed("syncs", lambda: 1 / 0)
         self.assertEqual(c.inner(), c.ns["payload"] + c.ns["syncs"])
 
+    def test_a_long_part_is_read_as_it_runs(self):
+        # A profile's seconds of CPU were added when it ended: five times
+        # the hook's cost in one frame, none in the frames before. Read by
+        # its thread's clock as it runs, the part grows while it runs and
+        # ends at what timed() would have added.
+        import threading
+
+        c = _cost.cost
+        started, go_on = threading.Event(), threading.Event()
+
+        def profile():
+            burn(0.05)
+            started.set()
+            go_on.wait(10)
+            burn(0.05)
+
+        t = threading.Thread(target=c.timed_live, args=("profiler", profile))
+        t.start()
+        self.assertTrue(started.wait(10))
+        during = c.seconds()["profiler"]
+        go_on.set()
+        t.join(10)
+        after = c.seconds()["profiler"]
+        self.assertGreaterEqual(during, 0.04)  # the first half, before it ended
+        self.assertGreaterEqual(after, during + 0.04)
+        self.assertEqual(c.live, {})
+        self.assertAlmostEqual(after, c.ns["profiler"] / 1e9)
+
     def test_a_measured_batch_leaves_out_the_fetch_and_the_parts(self):
         c = _cost.cost
         m = _cost.Measure()
