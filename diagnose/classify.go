@@ -372,7 +372,9 @@ func (f *facts) accelName() string {
 		basis = "loader step time / wall time"
 	}
 	if w.virtualStep.ok && w.virtualDelay.ok && w.virtualDelay.v >= loopDelayShownPct {
-		basis += fmt.Sprintf(": the step's %.0f %% less the %.0f %% its thread waited for a CPU", w.virtualStep.v, w.virtualDelay.v)
+		// Three medians, not one difference: 93 less 24 beside "63 %
+		// busy" read as wrong arithmetic (a review).
+		basis += fmt.Sprintf(": the step's %.0f %% less the %.0f %% its thread waited for a CPU, each the window's median, as is the busy share", w.virtualStep.v, w.virtualDelay.v)
 	}
 	return "the accelerator (virtual: " + basis + ")"
 }
