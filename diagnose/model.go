@@ -415,9 +415,21 @@ func OthersCores(frames []sample.Frame) (float64, bool) {
 func pipeline(w *window) (*Pipeline, bool) {
 	p, ok := pipelineOf(w)
 	if ok {
-		p.StepOnCPU = w.gpu.settings != nil && w.gpu.settings.Device == "cpu"
+		p.StepOnCPU = stepOnCPU(w)
 	}
 	return p, ok
+}
+
+// stepOnCPU says the loop's step is CPU work: the hook read its forward
+// on the CPU, or, for a loop sampled with no hook, no accelerator was
+// read at all — so that the sampled view and the hooked one give a CPU
+// job the same range (issue 52, item 2).
+func stepOnCPU(w *window) bool {
+	if s := w.gpu.settings; s != nil && s.Device != "" {
+		return s.Device == "cpu"
+	}
+	acc, _ := w.accel()
+	return w.sampled != nil && !acc.ok
 }
 
 // pipelineOf is pipeline by its source.

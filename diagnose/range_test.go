@@ -238,3 +238,26 @@ func TestACPUStepContendsWithTheWorkersAdded(t *testing.T) {
 		t.Errorf("GPU step: %.0f–%.0f samples/s", pr.SamplesPerSec, pr.HighSamplesPerSec)
 	}
 }
+
+// TestTheStepIsOnTheCPUWhereNothingElseRunsIt: the hook's reading of the
+// forward's device decides; a sampled loop with no accelerator read is
+// a CPU job too, as the hooked view of the same job says; a sampled loop
+// beside a GPU, or gpuwatch's own loader's virtual step, is not.
+func TestTheStepIsOnTheCPUWhereNothingElseRunsIt(t *testing.T) {
+	util := level{v: 90, n: 3, ok: true}
+	for _, c := range []struct {
+		name string
+		w    window
+		want bool
+	}{
+		{"hooked, on the CPU", window{gpu: gpuStep{settings: &sample.JobSettings{Device: "cpu"}}}, true},
+		{"hooked, on cuda", window{gpu: gpuStep{settings: &sample.JobSettings{Device: "cuda"}}}, false},
+		{"sampled, no accelerator", window{sampled: &sample.SampledLoop{}}, true},
+		{"sampled, a GPU read", window{sampled: &sample.SampledLoop{}, gpuUtil: util}, false},
+		{"the embedded loader's virtual step", window{virtualBusy: util}, false},
+	} {
+		if got := stepOnCPU(&c.w); got != c.want {
+			t.Errorf("%s: %v", c.name, got)
+		}
+	}
+}
