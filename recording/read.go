@@ -462,8 +462,8 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 		if !header {
 			header = true
 			switch head.Type {
-			case "frame":
-				rec.headerless() // --json's lines: this one is a frame
+			case "frame", "scenario", "event":
+				rec.headerless() // --json's lines (the demo's first is a scenario): this one is read as what it is
 			case "header":
 				if err := rec.Header.read(trimmed); err != nil {
 					return nil, err

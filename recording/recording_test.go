@@ -161,6 +161,11 @@ func TestRecordingRefusesOtherFormatsAndNewerVersions(t *testing.T) {
 		len(rec.Warnings) != 1 || !strings.Contains(rec.Warnings[0], "read as --json's frame lines") || !strings.Contains(rec.Warnings[0], "--record FILE") {
 		t.Errorf("frame lines: %v, %+v", err, rec)
 	}
+	// The demo's --json starts with its scenario: read as a note.
+	rec, err = read([]byte(`{"type":"scenario","time":"2026-11-21T09:00:00Z","name":"healthy"}` + "\n" + `{"type":"frame","time":"2026-11-21T09:00:01Z"}` + "\n"))
+	if err != nil || rec.Len() != 1 || len(rec.Scenarios) != 1 || rec.Scenarios[0].Name != "healthy" {
+		t.Errorf("the demo's lines: %v, %+v", err, rec)
+	}
 	_, err = read([]byte(`{"type":"header","format":"gpuwatch-recording","version":7}` + "\n"))
 	if err == nil || !strings.Contains(err.Error(), "version 7 is newer") {
 		t.Fatalf("newer version: %v", err)

@@ -88,9 +88,9 @@ func (f *Frame) AssignRoles() {
 }
 
 // ownDerived gives f copies of its own of what AssignRoles writes into
-// (the loader, its payload's copy figures, the virtual accelerator): a
-// loader's reading may be handed to several frames while a slow read is
-// under way (probes/endpoint), and each frame's derived figures are its
+// (the loader, its payload's copy figures, its settings, the virtual
+// accelerator): a loader's reading may be handed to several frames while
+// a slow read is under way (probes/endpoint), and each frame's derived figures are its
 // own, written once from the reading as it came, never over the ones an
 // earlier frame — held by the dashboard, the diagnoser or the e key's
 // hour, read on other goroutines — shows.
@@ -104,6 +104,13 @@ func (f *Frame) ownDerived() {
 				pc.Copy = &cc
 			}
 			own.Payload = &pc
+		}
+		if s := own.Settings; s != nil {
+			// markTF32 writes the frame's own reading: frames of one
+			// slow endpoint read share the loader's (a review: a later
+			// frame on another GPU flipped an earlier one's, a race).
+			sc := *s
+			own.Settings = &sc
 		}
 		f.Loader = &own
 	}

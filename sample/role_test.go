@@ -105,3 +105,25 @@ func TestTheVirtualAcceleratorLeavesOutTheLoopsWaitForACPU(t *testing.T) {
 		t.Errorf("unread delay: busy %v, delay %v, %q", f.Accel.BusyPct, f.Accel.LoopRunDelayPct, f.Accel.Describe())
 	}
 }
+
+// TestFramesSharingALoaderReadTF32Apart (a review): two frames handed the
+// same loader reading while a slow read was under way — the first on a
+// V100, the second with no GPU read yet — shared its settings, and the
+// second's AssignRoles turned the first's convs back to TF32 (a race
+// with the dashboard reading the first). Each frame reads its own.
+func TestFramesSharingALoaderReadTF32Apart(t *testing.T) {
+	on, pid := true, 7
+	l := &Loader{PID: &pid, Settings: &JobSettings{Device: "cuda", Autocast: new(bool), CudnnAllowTF32: &on, HasConv: &on}}
+	v100 := GPU{Index: 0, Name: "Tesla V100-SXM2-16GB", Peak: &GPUPeak{Model: "V100 SXM2", DenseTFLOPS: map[string]float64{DtypeFP32: 15.7, DtypeFP16: 125}, NoTF32: true},
+		Processes: []GPUProcess{{PID: pid}}}
+	f1 := &Frame{Loader: l, GPUs: []GPU{v100}}
+	f2 := &Frame{Loader: l}
+	f1.AssignRoles()
+	f2.AssignRoles()
+	if tf, known := f1.Loader.Settings.ConvTF32(); !known || tf {
+		t.Errorf("the V100's frame reads its convs on TF32 (%v, %v) after another frame's roles", tf, known)
+	}
+	if tf, _ := f2.Loader.Settings.ConvTF32(); !tf {
+		t.Error("the frame with no GPU read lost cuDNN's switch")
+	}
+}
