@@ -68,6 +68,7 @@ class Cost:
         # Long parts under way (a profile's seconds): part and start by the
         # TID of the thread running them, read by its clock as they run.
         self.live: Dict[int, List[Any]] = {}
+        self._shown: Dict[str, float] = {}  # the seconds last returned: never less after
 
     def add(self, part: str, ns: int) -> None:
         if ns <= 0:
@@ -108,10 +109,10 @@ class Cost:
             tls = self._tls
             tls.inner = getattr(tls, "inner", 0) + d
 
-    def _read_live(self) -> Dict[str, int]:
-        """The ns the long parts under way have run so far, by part."""
-        with self.lock:
-            live = list(self.live.items())
+    @staticmethod
+    def _read_live(live: List[Any]) -> Dict[str, int]:
+        """The ns the long parts under way (live's snapshot) have run so
+        far, by part."""
         out: Dict[str, int] = {}
         for tid, (part, t0) in live:
             try:
@@ -153,10 +154,19 @@ class Cost:
         if _now is None:
             return None
         self._read_threads()
-        live = self._read_live()
+        # The parts and the long parts under way in one snapshot: a part
+        # that ends after it is in neither's sum twice (a review: read
+        # across two locks, a profile ending between them counted twice,
+        # and the next reading, a counter, went down).
         with self.lock:
-            out = {k: (v + live.get(k, 0)) / 1e9 for k, v in self.ns.items()}
-            out["server"] += sum(self.thread_ns.values()) / 1e9
+            ns, live = dict(self.ns), list(self.live.items())
+            threads = sum(self.thread_ns.values())
+        running = self._read_live(live)
+        out = {k: (v + running.get(k, 0)) / 1e9 for k, v in ns.items()}
+        out["server"] += threads / 1e9
+        with self.lock:
+            for k, v in out.items():  # a counter: never below what it said
+                out[k] = self._shown[k] = max(v, self._shown.get(k, 0.0))
         return out
 
 

@@ -75,6 +75,45 @@ class CostTest(unittest.TestCase):
         self.assertEqual(c.live, {})
         self.assertAlmostEqual(after, c.ns["profiler"] / 1e9)
 
+    def test_a_long_part_ending_during_a_reading_is_not_counted_twice(self):
+        # A profile that ended while a reading read its thread's clock was
+        # in the parts and in the reading: 0.4 s, then 0.2 s — a counter
+        # going down (a review). The reading is one snapshot, and never
+        # below what was said before.
+        import threading
+
+        c = _cost.cost
+        started, go_on, ended = threading.Event(), threading.Event(), threading.Event()
+
+        def profile():
+            burn(0.05)
+            started.set()
+            go_on.wait(10)
+
+        def request():
+            c.timed_live("profiler", profile)
+            ended.set()
+            time.sleep(0.2)  # the request thread goes on, sending the profile
+
+        t = threading.Thread(target=request)
+        t.start()
+        self.assertTrue(started.wait(10))
+        read_live = c._read_live
+
+        def racing(live):
+            out = read_live(live)
+            go_on.set()  # the profile ends between the snapshot and the sum
+            ended.wait(10)
+            return out
+
+        c._read_live = racing
+        first = c.seconds()["profiler"]
+        c._read_live = read_live
+        second = c.seconds()["profiler"]
+        t.join(10)
+        self.assertLess(first, 0.08)  # once, not twice
+        self.assertGreaterEqual(second, first)
+
     def test_a_measured_batch_leaves_out_the_fetch_and_the_parts(self):
         c = _cost.cost
         m = _cost.Measure()
