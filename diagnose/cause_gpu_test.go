@@ -956,3 +956,15 @@ func TestAnMFUAboveTheTensorCoresIsQuestioned(t *testing.T) {
 		}
 	}
 }
+
+// TestTheBatchBoundTakesEveryPipe (a review): an FP64 step, its FP64
+// pipes 90 % active and FP32 10 %, read a 10× bound for a larger batch;
+// every pipe GPM reads bounds it: 1.11×.
+func TestTheBatchBoundTakesEveryPipe(t *testing.T) {
+	frames := withMemory(gpuBoundFrames(50, 0, 20, 10, 60, fp32Settings()), 32, 10<<30, 141<<30)
+	frames[len(frames)-1].GPUs[0].GPM.FP64ActivityPct = ptr(90.0)
+	c := causeOf(Classify(frames, DefaultThresholds()), "batch_headroom")
+	if c == nil || c.Bound == nil || math.Abs(c.Bound.Gain-100.0/90) > 0.001 || !strings.Contains(c.BoundWhy, "the FP64 pipes, active 90 %") {
+		t.Errorf("%+v", c)
+	}
+}
