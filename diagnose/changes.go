@@ -49,6 +49,12 @@ func workerCounts(cur, cores int) []int {
 	return out
 }
 
+// inlineTakeUnknownSec: an inline batch made in less than this is told
+// that the loop's cost of taking it from a worker, unmeasured inline, may
+// exceed making it: 888 µs to 1 ms a batch of 32 token rows on this
+// project's 2-core VM (2026-12-06), made in 470 µs inline.
+const inlineTakeUnknownSec = 0.002
+
 // MinPredictedGain is the least predicted gain worth a change: 10 %, twice
 // the model's aim for its median error.
 const MinPredictedGain = 1.10
@@ -262,6 +268,12 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 	}
 	if from == 0 {
 		s = fmt.Sprintf("the training loop loads each batch itself (%s) between steps of %s", d(batch), d(p.StepSec))
+		if p.Kind == "python" && batch < inlineTakeUnknownSec {
+			// What taking each batch from a worker will cost the loop
+			// is not measured inline (a review: 0 → 1 promised 66k
+			// samples/s where 2 workers gave 21.7k and none 38k).
+			s += "; what taking each batch from a worker costs the loop (unpickling it, the GIL) is not measured inline, and for a batch made this fast it can cost more than making it"
+		}
 	}
 	if to == 0 && from > 0 {
 		return fmt.Sprintf("taking each batch from a worker costs the loop %s (unpickling it, the pin-memory handoff, the GIL), more than making it: a worker's whole time per batch is %s, which the loop spends instead",

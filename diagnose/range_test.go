@@ -198,7 +198,9 @@ func TestNoWorkerAdvisedWhoseContendedPromiseIsUnderTheBar(t *testing.T) {
 // workers' waits for a CPU and their pickling; where taking a batch is
 // cheap it is not.
 func TestInlineAgainWhereTakingABatchCostsMoreThanMakingIt(t *testing.T) {
-	p := &Pipeline{BatchSize: 32, StepSec: 0.000481, CPUSec: 0.000600, CPUWaitSec: 0.000163, OverheadSec: 0.000888, CPUs: 1, LoopCPUs: 1,
+	// (fillWorkers reads no wait for a CPU where it reads the loop's own
+	// wait: CPUWaitSec is 0 beside OverheadSec.)
+	p := &Pipeline{BatchSize: 32, StepSec: 0.000481, CPUSec: 0.000600, OverheadSec: 0.000888, CPUs: 1, LoopCPUs: 1,
 		Knobs: Knobs{Workers: 2, Prefetch: 2}, Kind: "python", HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention}
 	p.Measured = Prediction{SamplesPerSec: 21774, WaitShare: 0.65, Gain: 1}
 	ch, got, limit := plan(p, 2)
@@ -206,9 +208,17 @@ func TestInlineAgainWhereTakingABatchCostsMoreThanMakingIt(t *testing.T) {
 		t.Fatalf("advised %+v (%s)", ch, limit)
 	}
 	// High side: 32 / (481 µs + 600 µs ÷ 1.14) = 31,768 samples/s; the
-	// point keeps the workers' own figures: 32 / (481 + 763 µs) = 25,723.
-	if math.Abs(got.HighSamplesPerSec-31768) > 10 || math.Abs(got.SamplesPerSec-25723) > 10 {
+	// point keeps the workers' own figures: 32 / (481 + 600 µs) = 29,602.
+	if math.Abs(got.HighSamplesPerSec-31768) > 10 || math.Abs(got.SamplesPerSec-29602) > 10 {
 		t.Errorf("2 → 0: %.0f–%.0f samples/s", got.SamplesPerSec, got.HighSamplesPerSec)
+	}
+	// Back at 0 workers the model cannot see that cost: a change to
+	// workers says so where a batch is made this fast.
+	inline := &Pipeline{BatchSize: 32, StepSec: 0.000263, CPUSec: 0.000470, CPUs: 1, LoopCPUs: 1, Knobs: Knobs{Workers: 0}, Kind: "python",
+		HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention}
+	inline.Measured = Prediction{SamplesPerSec: 32 / 0.000733, WaitShare: 0.64, Gain: 1}
+	if ch, _, _ := plan(inline, 2); len(ch) == 0 || !strings.Contains(ch[0].Why, "is not measured inline") {
+		t.Errorf("0 → workers: %+v", ch)
 	}
 	cheap := *p
 	cheap.OverheadSec = 0.00005
