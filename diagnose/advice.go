@@ -28,7 +28,7 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice, pay *sample.Ba
 			a = append(a, line)
 		}
 	} else if m != nil && d.kind.Problem() {
-		a = append(a, noKnobHelps(m.pipeline, m.limit))
+		a = append(a, noKnobHelps(m.pipeline, m.limit, th))
 	}
 	if d.kind == CPUSaturated && w.confined() {
 		a = append(a, fmt.Sprintf("the job's allocation is the limit: it may use %.2g CPU — ask for more CPUs (Slurm --cpus-per-task, the pod's CPU limit), and keep num_workers within it", w.job.CPUCapacityCores))

@@ -313,7 +313,7 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 }
 
 // noKnobHelps says why no change is advised, with the limiting number.
-func noKnobHelps(p *Pipeline, limit Limit) string {
+func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 	if p.WorkersCPUMissed && (limit == LimitWorkers || limit == LimitCPU) {
 		fix := "with persistent_workers=True their CPU is read, and the count weighed"
 		switch {
@@ -345,7 +345,7 @@ func noKnobHelps(p *Pipeline, limit Limit) string {
 		return fmt.Sprintf("more workers cannot help: storage gives %s/s, %.0f batches/s of %s", formatRate(p.BandwidthBytesPerSec),
 			p.BandwidthBytesPerSec/p.BytesPerBatch, formatRate(p.BytesPerBatch))
 	case LimitStep:
-		if w := p.Measured.WaitShare; w >= DefaultThresholds().WaitShareModerate {
+		if w := p.Measured.WaitShare; w >= th.WaitShareModerate {
 			// The model has the workers keeping up, the loop waits all
 			// the same: said, not "the loader keeps up" beside "the
 			// loop waits 29 %" (a review).
