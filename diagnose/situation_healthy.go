@@ -178,14 +178,11 @@ func mfuWords(g *gpuStep) string {
 // noise) says the FLOP count, the dtype read or the GPU's peak is off (a
 // review: MFU 56 % beside tensor cores 5 % active, said side by side).
 func mfuAboveTensor(g *gpuStep) string {
-	m, t := g.mfu, g.tensor
-	switch m.Dtype {
-	case sample.DtypeBF16, sample.DtypeFP16, sample.DtypeTF32:
-	default:
-		return "" // fp32 runs on the FP32 pipes, not the tensor cores
-	}
-	if !t.ok || 100*m.Ratio <= 1.25*t.v+2 {
+	if !g.tensor.ok {
 		return ""
 	}
-	return fmt.Sprintf(", above what the tensor cores ran (active %.0f %% of cycles, GPM): the FLOPs counted, the %s read or the peak does not hold", t.v, m.Dtype)
+	if s := g.mfu.AboveTensor(g.tensor.v); s != "" {
+		return ", " + s
+	}
+	return ""
 }

@@ -458,6 +458,12 @@ func (g *GPUInfo) Used() string {
 	}
 	if g.MeanMFUPct != nil {
 		parts = append(parts, fmt.Sprintf("MFU %s %% over the %d frames the loop ran in (the model's FLOPs the hook counted, against the dense %s peak)", sample.PercentWords(*g.MeanMFUPct/100), g.MFUFrames, g.MFUDtype))
+		if g.MeanTensorActivityPct != nil {
+			m := sample.MFU{Ratio: *g.MeanMFUPct / 100, Dtype: g.MFUDtype}
+			if odd := m.AboveTensor(*g.MeanTensorActivityPct); odd != "" {
+				parts[len(parts)-1] += ", " + odd
+			}
+		}
 	}
 	if g.PeakMemUsed != nil && g.MemTotal != nil {
 		parts = append(parts, fmt.Sprintf("memory at most %s of %s", sample.FormatBytes(float64(*g.PeakMemUsed)), sample.FormatBytes(float64(*g.MemTotal))))

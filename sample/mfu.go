@@ -259,3 +259,25 @@ func (f *Frame) mfu() (why string) {
 		Method: fmt.Sprintf("the model's %.3g FLOPs a step (the hook's count) × %.3g steps/s over the %s's dense %s peak (%.4g TFLOPS)", *s.FLOPsPerStep, l.BatchesPerSec, g.Peak.Model, dtype, peak)}
 	return ""
 }
+
+// AboveTensor questions an MFU the tensor cores could not have run, as
+// every view says it: the model's FLOPs at a tensor dtype run on the
+// tensor pipes, whose achieved rate is at most their activity (tensorPct,
+// GPM) × the same peak, so an MFU above that activity by a quarter and 2
+// points (the two figures' noise) says the FLOP count, the dtype read or
+// the peak is off (a review: MFU 56 % beside tensor cores 5 % active,
+// said side by side). "" where it holds, or the dtype is fp32.
+func (m *MFU) AboveTensor(tensorPct float64) string {
+	if m == nil {
+		return ""
+	}
+	switch m.Dtype {
+	case DtypeBF16, DtypeFP16, DtypeTF32:
+	default:
+		return "" // fp32 runs on the FP32 pipes, not the tensor cores
+	}
+	if !(tensorPct >= 0) || 100*m.Ratio <= 1.25*tensorPct+2 {
+		return ""
+	}
+	return fmt.Sprintf("above what the tensor cores ran (active %.0f %% of cycles, GPM): the FLOPs counted, the %s read or the peak does not hold", tensorPct, m.Dtype)
+}

@@ -115,3 +115,24 @@ func TestPercentWordsIsNeverAMeasured0(t *testing.T) {
 		}
 	}
 }
+
+// TestAnMFUAboveTheTensorCoresIsQuestioned: the tensor pipes run a
+// tensor dtype's FLOPs at most at their activity × the peak, so MFU 56 %
+// beside tensor cores 5 % active is questioned, 56 % beside 60 % is not,
+// and fp32 (the FP32 pipes) never is.
+func TestAnMFUAboveTheTensorCoresIsQuestioned(t *testing.T) {
+	for _, c := range []struct {
+		dtype  string
+		tensor float64
+		odd    bool
+	}{{DtypeBF16, 5, true}, {DtypeBF16, 60, false}, {DtypeTF32, 40, true}, {DtypeFP32, 0, false}} {
+		m := &MFU{Ratio: 0.56, Dtype: c.dtype}
+		if got := m.AboveTensor(c.tensor); (got != "") != c.odd {
+			t.Errorf("%s, tensor %.0f %%: %q", c.dtype, c.tensor, got)
+		}
+	}
+	var none *MFU
+	if none.AboveTensor(1) != "" {
+		t.Error("no MFU questioned")
+	}
+}

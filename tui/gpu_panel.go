@@ -199,8 +199,13 @@ func (pv *view) computeFigures(g *sample.GPU) []figure {
 	if l := pv.frame.Loader; l != nil && l.MFU != nil && l.MFU.GPUIndex == g.Index {
 		// sample.MFU's method, briefly: the zoom gives it whole.
 		r, dt := sample.PercentWords(l.MFU.Ratio), l.MFU.Dtype
-		figs = append(figs, fig(fmt.Sprintf("MFU %s%% at %s (FLOPs counted by the hook × steps/s ÷ peak)", r, dt),
-			fmt.Sprintf("MFU %s%% %s (hook's FLOPs × steps/s ÷ peak)", r, dt), fmt.Sprintf("MFU %s%% (%s)", r, dt)))
+		odd, short := "", ""
+		if m := g.GPM; m != nil && m.TensorActivityPct != nil && l.MFU.AboveTensor(*m.TensorActivityPct) != "" {
+			// Above what the tensor cores ran: the verdict says why.
+			odd, short = ", above the tensor cores' activity", "?"
+		}
+		figs = append(figs, fig(fmt.Sprintf("MFU %s%% at %s%s (FLOPs counted by the hook × steps/s ÷ peak)", r, dt, odd),
+			fmt.Sprintf("MFU %s%% %s%s (hook's FLOPs × steps/s ÷ peak)", r, dt, odd), fmt.Sprintf("MFU %s%%%s (%s)", r, short, dt)))
 	}
 	rate, more := ratePart(g, pv.frame.StepSettings(g))
 	figs = append(figs, rate, more)

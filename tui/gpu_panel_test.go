@@ -50,6 +50,12 @@ func TestGPUComputeLine(t *testing.T) {
 	if lines := (gpuPanel{}).draw(pv, 200, 2); len(lines) != 2 || !strings.HasPrefix(strings.TrimSpace(lines[1]), "GPU 0: MFU 42% at bf16 (FLOPs counted by the hook × steps/s ÷ peak)") {
 		t.Errorf("MFU: %q", lines)
 	}
+	// An MFU above what the tensor cores ran is questioned beside it.
+	g.GPM = &sample.GPM{TensorActivityPct: p(5)}
+	pv = &view{frame: &sample.Frame{GPUs: []sample.GPU{g}, Loader: &sample.Loader{MFU: &sample.MFU{Ratio: 0.42, Dtype: "bf16", GPU: "A100"}}}, st: &Styles{}, th: &th}
+	if lines := (gpuPanel{}).draw(pv, 200, 2); len(lines) != 2 || !strings.Contains(lines[1], "MFU 42% at bf16, above the tensor cores' activity") {
+		t.Errorf("MFU above tensor: %q", lines)
+	}
 	// Nothing to say: the panel keeps its one line per GPU.
 	pv = &view{frame: &sample.Frame{GPUs: []sample.GPU{{Name: "x", UtilPct: p(5)}}}, st: &Styles{}, th: &th}
 	if _, most := (gpuPanel{}).want(pv, 80); most != 2 {
