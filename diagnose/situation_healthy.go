@@ -171,12 +171,8 @@ func mfuWords(g *gpuStep) string {
 	return fmt.Sprintf("; MFU %s %% (%s)", sample.PercentWords(m.Ratio), m.Method) + mfuAboveTensor(g)
 }
 
-// mfuAboveTensor questions an MFU the tensor cores could not have run:
-// the model's FLOPs at a tensor dtype run on the tensor pipes, whose
-// achieved rate is at most their activity × the same peak, so MFU above
-// the tensor activity (by a quarter and 2 points, for the two figures'
-// noise) says the FLOP count, the dtype read or the GPU's peak is off (a
-// review: MFU 56 % beside tensor cores 5 % active, said side by side).
+// mfuAboveTensor is sample.MFU.AboveTensor against the window's median
+// tensor activity, as the healthy line says it.
 func mfuAboveTensor(g *gpuStep) string {
 	if !g.tensor.ok {
 		return ""

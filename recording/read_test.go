@@ -343,3 +343,22 @@ func TestAPeakOutOfRangeIsDropped(t *testing.T) {
 		}
 	}
 }
+
+// TestAPeaksKeyIsBoundedInItsNote: a dtype key of 1 MiB with a value out
+// of range is named in the frame's note cut short, not whole.
+func TestAPeaksKeyIsBoundedInItsNote(t *testing.T) {
+	key := strings.Repeat("k", 1<<20)
+	frame := `{"type":"frame","time":"2026-11-21T09:00:00Z","gpus":[{"index":0,"name":"x","vendor":"nvidia",` +
+		`"peak":{"model":"m","source":"s","dense_tflops":{"` + key + `":-1}}}],"unavailable":{}}` + "\n"
+	rec, err := read([]byte(head + frame))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rec.Frame(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if note := r.Frame.Unavailable[sample.SourceRecording]; len(note) > 64<<10 || !strings.Contains(note, "kkk…") || len(r.Frame.GPUs[0].Peak.DenseTFLOPS) != 0 {
+		t.Errorf("note of %d bytes", len(note))
+	}
+}

@@ -145,7 +145,11 @@ func (c *checker) walkMap(v reflect.Value, path, tag string) {
 			// map's range, and dropped out of it.
 			lo, hi := checkRange(path, tag, reflect.Float64)
 			if x := s.Float(); !(x >= lo && x <= hi) { // NaN too
-				c.note(path+"."+iter.Key().String(), "%s: outside %s–%s, dropped", strconv.FormatFloat(x, 'g', 6, 64), checkNum(lo), checkNum(hi))
+				key := iter.Key().String() // the recording's: bounded in the note
+				if len(key) > checkMaxString {
+					key = cutString(key)
+				}
+				c.note(path+"."+key, "%s: outside %s–%s, dropped", strconv.FormatFloat(x, 'g', 6, 64), checkNum(lo), checkNum(hi))
 				out = append(out, iter.Key())
 			}
 		}
