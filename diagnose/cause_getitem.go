@@ -55,16 +55,17 @@ func getitemCause(in *causeIn) (Cause, bool) {
 // 3.11), it is __getitem__, the usual kind.
 type sampleStage struct {
 	iterable bool
-	// cpuJob: the hook read the model's forward on the CPU: no fix moves
-	// work to a GPU (a review: a CPU job was told to augment on the GPU).
+	// cpuJob: the step is on the CPU (stepOnCPU: the hook read the
+	// model's forward there, or a sampled loop has no accelerator beside
+	// it): no fix moves work to a GPU (a review: a CPU job was told to
+	// augment on the GPU).
 	cpuJob bool
 }
 
 // sampleStageOf is the window's sampleStage, from its newest profile.
 func sampleStageOf(in *causeIn) sampleStage {
 	p := in.w.profile
-	s := in.w.gpu.settings
-	return sampleStage{iterable: p != nil && p.Dataset == sample.DatasetIterable, cpuJob: s != nil && s.Device == "cpu"}
+	return sampleStage{iterable: p != nil && p.Dataset == sample.DatasetIterable, cpuJob: stepOnCPU(in.w)}
 }
 
 // the names the stage as a sentence's subject: "the dataset's

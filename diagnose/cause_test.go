@@ -546,3 +546,28 @@ func TestACPUJobIsToldNoGPUFix(t *testing.T) {
 		}
 	}
 }
+
+// TestASampledCPUJobIsToldNoGPUFix: the fixes read where the step runs
+// as the model does (stepOnCPU), so a loop sampled with no accelerator
+// beside it (no hook to read the forward's device) is not told to decode
+// on the GPU either, and one beside a GPU still is.
+func TestASampledCPUJobIsToldNoGPUFix(t *testing.T) {
+	util := level{v: 90, n: 3, ok: true}
+	for _, c := range []struct {
+		name string
+		w    window
+		cpu  bool
+	}{
+		{"sampled, no accelerator", window{sampled: &sample.SampledLoop{}}, true},
+		{"sampled, a GPU read", window{sampled: &sample.SampledLoop{}, gpuUtil: util}, false},
+		{"hooked, on the CPU", window{gpu: gpuStep{settings: &sample.JobSettings{Device: "cpu"}}}, true},
+	} {
+		st := sampleStageOf(&causeIn{w: &c.w})
+		if st.cpuJob != c.cpu {
+			t.Errorf("%s: cpuJob %v", c.name, st.cpuJob)
+		}
+		if onGPU := strings.Contains(decodeFix(st), "GPU"); onGPU == c.cpu {
+			t.Errorf("%s: %q", c.name, decodeFix(st))
+		}
+	}
+}
