@@ -7,6 +7,7 @@
 package diagnose
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -133,4 +134,18 @@ type Verdict struct {
 	// Missing says which signals were absent, so a view can say what the
 	// verdict could not see ("no GPU: libnvidia-ml.so.1 not found").
 	Missing []string `json:"missing,omitempty"`
+}
+
+// MarshalJSON writes evidence[] and advice[] as arrays always, empty
+// where there are none (a warming-up verdict's): docs/json.md calls them
+// arrays, and a consumer iterates over them.
+func (v Verdict) MarshalJSON() ([]byte, error) {
+	type plain Verdict // its fields without this method
+	if v.Evidence == nil {
+		v.Evidence = []Evidence{}
+	}
+	if v.Advice == nil {
+		v.Advice = []string{}
+	}
+	return json.Marshal(plain(v))
 }

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -256,5 +257,24 @@ func TestStarvedNeverCallsABusyHostUnsaturatedWithoutTheReason(t *testing.T) {
 				t.Errorf("evidence %q: want one line on the CPUs, %q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestAVerdictsListsAreArraysInJSON (a review): a warming-up verdict's
+// evidence and advice were null in every JSON frame, where docs/json.md
+// calls them arrays; a consumer iterating over them got null.
+func TestAVerdictsListsAreArraysInJSON(t *testing.T) {
+	b, err := json.Marshal(Verdict{Kind: WarmingUp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"evidence":[]`, `"advice":[]`, `"kind":"warming_up"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s: want %s", b, want)
+		}
+	}
+	var back Verdict
+	if err := json.Unmarshal(b, &back); err != nil || back.Kind != WarmingUp {
+		t.Errorf("read back: %+v, %v", back, err)
 	}
 }
