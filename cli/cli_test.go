@@ -389,7 +389,8 @@ func TestOnceVerdicts(t *testing.T) {
 }
 
 // TestRecordRefusesWhatItWouldLoseOrCouldNotWrite: record checks --report's path before recording (it has
-// no --force), refuses a FILE.1 that rotation would replace, and says so
+// no --force), refuses a FILE.1 that rotation would replace (as does
+// every --record FILE, a wrong value: status 2 from each), and says so
 // when no frame came (no file is written) instead of "recorded 0 frames".
 func TestRecordRefusesWhatItWouldLoseOrCouldNotWrite(t *testing.T) {
 	dir := t.TempDir()
@@ -411,7 +412,9 @@ func TestRecordRefusesWhatItWouldLoseOrCouldNotWrite(t *testing.T) {
 			"--report " + taken + " exists: write the report to a new file"},
 		{"--report has no format", []string{"record", "-o", filepath.Join(dir, "b.jsonl"), "--report", filepath.Join(dir, "r.txt"), "--duration", "30s"}, 2,
 			"the format comes from the extension"},
-		{"rotation would replace FILE.1", []string{"record", "-o", rotated, "--duration", "30s"}, 1, rotated + ".1 exists; record to a new file"},
+		{"rotation would replace FILE.1", []string{"record", "-o", rotated, "--duration", "30s"}, 2, rotated + ".1 exists: record to a new file"},
+		{"--record names an existing file", []string{"--record", taken, "--headless", "--duration", "30s"}, 2, "--record " + taken + ": " + taken + " exists: record to a new file"},
+		{"demo --record would replace FILE.1", []string{"demo", "--record", rotated, "--headless", "--duration", "30s"}, 2, rotated + ".1 exists: record to a new file"},
 		{"no frame before the end", []string{"record", "-o", filepath.Join(dir, "c.jsonl"), "--duration", "200ms"}, 1, "no frame came before the end"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -55,8 +55,10 @@ func runRecord(cmd *cobra.Command, opts *recordOptions) error {
 	if out == "" {
 		return usageErrorf(cmd, "-o FILE is required")
 	}
-	if _, err := os.Stat(out); err == nil {
-		return usageErrorf(cmd, "-o %s exists: record to a new file", out)
+	for _, p := range []string{out, out + ".1"} { // FILE.1: the part rotation would replace
+		if _, err := os.Stat(p); err == nil {
+			return usageErrorf(cmd, "-o %s: %s exists: record to a new file", out, p)
+		}
 	}
 	if reportOut != "" {
 		// Checked now, not after the recording: record has no --force.
