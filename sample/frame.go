@@ -126,7 +126,8 @@ type Rank struct {
 // job is watched (no --pid, --cgroup or attached loader). A limit that is
 // not set is nil.
 type Job struct {
-	// Cgroup is the job's cgroup path (for v1, the cpu controller's);
+	// Cgroup is the job's cgroup path (for v1, that of the controllers
+	// that confine it: cpu, cpuset, memory, each named where they differ);
 	// CgroupVersion 1 or 2; Source how it was found ("pid 4100",
 	// "--cgroup", "slurm job 42").
 	Cgroup        string `json:"cgroup"`
@@ -149,7 +150,10 @@ type Job struct {
 	// Over the last interval: the job's CPU use in cores, the share of
 	// enforcement periods in which it was throttled (0–1), and the time
 	// it was held back, seconds per second. Nil on the first reading.
-	CPUUsedCores          *float64 `json:"cpu_used_cores,omitempty"`
+	CPUUsedCores *float64 `json:"cpu_used_cores,omitempty"`
+	// CPUUsedWhy says why CPUUsedCores is not read where the cgroup has
+	// no count of the job's own (cgroup v1 with the job in cpuacct's root).
+	CPUUsedWhy            string   `json:"cpu_used_why,omitempty"`
 	ThrottledPeriodsShare *float64 `json:"throttled_periods_share,omitempty"`
 	ThrottledSecPerSec    *float64 `json:"throttled_sec_per_sec,omitempty"`
 	// Memory, bytes: the hard limit (memory.max / limit_in_bytes), the

@@ -163,6 +163,8 @@ type Cgroup struct {
 type cgroupCounters struct {
 	usageSec, throttledSec float64
 	periods, throttled     uint64
+	// usageWhy says why usageSec is not the job's CPU (then unread).
+	usageWhy string
 }
 
 // NewCgroup returns the cgroup probe for the job opt names.
@@ -200,7 +202,7 @@ func (p *Cgroup) Collect(_ context.Context, f *sample.Frame) error {
 		j.CgroupVersion, j.Cgroup = 2, v2
 		cur, err = p.readV2(j, filepath.Join(p.roots.Sys, "fs/cgroup", v2))
 	} else {
-		j.CgroupVersion, j.Cgroup = 1, paths["cpu"]
+		j.CgroupVersion, j.Cgroup = 1, v1Name(paths)
 		cur, err = p.readV1(j, paths)
 	}
 	if err != nil {
@@ -210,8 +212,10 @@ func (p *Cgroup) Collect(_ context.Context, f *sample.Frame) error {
 	if p.havePrev {
 		if sec := f.Time.Sub(p.prevTime).Seconds(); sec > 0 && cur.usageSec >= p.prev.usageSec && cur.periods >= p.prev.periods &&
 			cur.throttled >= p.prev.throttled && cur.throttledSec >= p.prev.throttledSec {
-			used := (cur.usageSec - p.prev.usageSec) / sec
-			j.CPUUsedCores = &used
+			if cur.usageWhy == "" {
+				used := (cur.usageSec - p.prev.usageSec) / sec
+				j.CPUUsedCores = &used
+			}
 			ts := (cur.throttledSec - p.prev.throttledSec) / sec
 			j.ThrottledSecPerSec = &ts
 			if dp := cur.periods - p.prev.periods; dp > 0 {
@@ -220,10 +224,38 @@ func (p *Cgroup) Collect(_ context.Context, f *sample.Frame) error {
 			}
 		}
 	}
+	j.CPUUsedWhy = cur.usageWhy
 	p.prev, p.prevTime, p.havePrev = cur, f.Time, true
 	j.Identity = p.identityOf(j.Cgroup, paths)
 	f.Job = j
 	return nil
+}
+
+// v1Name names a v1 job's cgroup by the controllers that confine it:
+// the path of cpu, cpuset and memory that is not the root, or each
+// controller's where they differ ("cpuset:/a memory:/b"); "/" where all
+// are the root. A job a scheduler confines in its cpuset or memory alone
+// (Slurm's task/cgroup) was named by its cpu controller's path, "/".
+func v1Name(paths cgroupPaths) string {
+	var parts []string
+	first := ""
+	for _, ctl := range []string{"cpu", "cpuset", "memory"} {
+		if c, ok := paths[ctl]; ok && c != "/" && c != "" {
+			if first == "" {
+				first = c
+			}
+			parts = append(parts, ctl+":"+c)
+		}
+	}
+	for _, part := range parts {
+		if !strings.HasSuffix(part, ":"+first) {
+			return strings.Join(parts, " ")
+		}
+	}
+	if first == "" {
+		return "/"
+	}
+	return first
 }
 
 // isRootCgroup says whether a process's cgroups are the root in every
@@ -421,7 +453,12 @@ func (p *Cgroup) readV1(j *sample.Job, paths cgroupPaths) (cgroupCounters, error
 		cores, qf, pf := float64(q)/float64(per), float64(q), float64(per)
 		j.CPUQuotaCores, j.CPUQuotaUs, j.CPUPeriodUs = &cores, &qf, &pf
 	}
-	if u, ok := parseInt(read("cpuacct", "cpuacct.usage")); ok {
+	if acct, confined := paths["cpuacct"], v1Name(paths); acct == "/" && confined != "/" {
+		// cpuacct mounted on its own with the job in its root: its usage
+		// is the whole machine's (it read "used 1.4" beside a quota of
+		// 0.5), not the job's.
+		c.usageWhy = "the job is in cpuacct's root cgroup (cgroup v1, cpuacct apart from the controllers that confine it: " + confined + "), which counts the whole machine's CPU"
+	} else if u, ok := parseInt(read("cpuacct", "cpuacct.usage")); ok {
 		found = true
 		c.usageSec = float64(u) / 1e9
 	}

@@ -232,3 +232,60 @@ func TestARootCgroupIsNoJob(t *testing.T) {
 		})
 	}
 }
+
+// TestCgroupV1CpuacctApartCountsNoJob (a review): with cpuacct mounted on
+// its own and the job confined in its cpuset and memory only (as Slurm's
+// task/cgroup leaves it), cpuacct's root counts the whole machine: the job
+// "used 2 of 1 CPU (cpuset 0)" and was named "/" by its cpu controller.
+// Its CPU use is now unread, and said why; it is named by what confines it.
+func TestCgroupV1CpuacctApartCountsNoJob(t *testing.T) {
+	dir := t.TempDir()
+	write := func(snap, path, body string) {
+		p := filepath.Join(dir, snap, path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, snap := range []string{"t0", "t1"} {
+		write(snap, "proc/4300/cgroup", "4:memory:/hAm\n3:cpuset:/hAs\n2:cpuacct:/\n1:cpu:/\n")
+		write(snap, "sys/fs/cgroup/cpuacct/cpuacct.usage", []string{"1000000000", "3000000000"}[i])
+		write(snap, "sys/fs/cgroup/cpuset/hAs/cpuset.cpus", "0\n")
+		write(snap, "sys/fs/cgroup/memory/hAm/memory.limit_in_bytes", "314572800\n")
+		write(snap, "sys/fs/cgroup/memory/hAm/memory.usage_in_bytes", "104857600\n")
+	}
+	s := probetest.NewSnapshots(t, dir)
+	p := NewCgroup(s.Roots(), JobOptions{PID: 4300})
+	s.MustCollect(p, "t0")
+	j := s.MustCollect(p, "t1").Job
+	if j == nil {
+		t.Fatal("no job")
+	}
+	if j.Cgroup != "cpuset:/hAs memory:/hAm" {
+		t.Errorf("named %q: want the controllers that confine it", j.Cgroup)
+	}
+	if j.CPUUsedCores != nil || !strings.Contains(j.CPUUsedWhy, "cpuacct's root") {
+		t.Errorf("used %v (%q): want unread, and why", j.CPUUsedCores, j.CPUUsedWhy)
+	}
+	if line := j.Summary(); strings.Contains(line, "2 of") || !strings.Contains(line, "cpuset:/hAs") {
+		t.Errorf("line %q", line)
+	}
+}
+
+func TestV1NameIsWhatConfines(t *testing.T) {
+	for _, c := range []struct {
+		paths cgroupPaths
+		want  string
+	}{
+		{cgroupPaths{"cpu": "/slurm/job_1", "cpuacct": "/slurm/job_1", "memory": "/slurm/job_1", "cpuset": "/slurm/job_1"}, "/slurm/job_1"},
+		{cgroupPaths{"cpu": "/", "cpuset": "/", "memory": "/"}, "/"},
+		{cgroupPaths{"cpu": "/", "memory": "/m"}, "/m"},
+		{cgroupPaths{"cpu": "/q", "memory": "/m"}, "cpu:/q memory:/m"},
+	} {
+		if got := v1Name(c.paths); got != c.want {
+			t.Errorf("%v: %q, want %q", c.paths, got, c.want)
+		}
+	}
+}
