@@ -135,7 +135,8 @@ type Job struct {
 	Source        string `json:"source"`
 	// Self: no job was named and gpuwatch runs confined itself (a
 	// container's or a step's limits), so the job is its own cgroup: the
-	// limits judged are the ones everything it can see runs under.
+	// limits judged are the ones what runs beside it runs under (a job
+	// it finds outside its cgroups is judged by its own: docs/diagnosis.md).
 	Self bool `json:"self,omitempty"`
 	// CPU: the quota in cores (cpu.max / cfs_quota_us ÷ period) with its
 	// two numbers in µs, the cpuset, the CPUs the job may run on (cpuset ∩

@@ -83,7 +83,9 @@ func newProbeSet(ctx context.Context, o Options) (*probeSet, error) {
 		if !o.Node {
 			own = job.OwnCgroup(o.Roots, os.Getpid())
 		}
-		if own != nil {
+		if own != nil && focus != nil {
+			ps = append(ps, own.Following(focus)) // its limits, or the found job's where that lies outside them
+		} else if own != nil {
 			ps = append(ps, own)
 		} else if focus != nil {
 			// Loaders or a training process may be found later: the job is

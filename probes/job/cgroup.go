@@ -152,6 +152,10 @@ type Cgroup struct {
 	affinity  func(pid int) (int, error) // CPUs the process may run on; nil: not known
 	hostCores int
 	self      bool // the job is gpuwatch's own cgroup (OwnCgroup)
+	// selfPID is gpuwatch's own process (OwnCgroup): the job while the
+	// process followed (PIDOf) shares its cgroups, not where that process
+	// lies outside them (a confined gpuwatch found another user's job).
+	selfPID int
 	// Where gpuwatch's cgroup namespace root lies in the tree at
 	// --sys-root (resolveNS), found once; ownCgroup is its own view of
 	// that root ("" : /sys/fs/cgroup).
@@ -181,7 +185,7 @@ func (p *Cgroup) Lane() string { return "procfs" }
 // Collect implements Probe.
 func (p *Cgroup) Collect(_ context.Context, f *sample.Frame) error {
 	if p.opt.PIDOf != nil {
-		if pid := p.opt.PIDOf(); pid != 0 && pid != p.opt.PID {
+		if pid := p.followed(); pid != 0 && pid != p.opt.PID {
 			p.opt.PID, p.havePrev = pid, false // another process: rates start over
 		}
 		if p.opt.PID == 0 && p.opt.Cgroup == "" {
@@ -192,11 +196,15 @@ func (p *Cgroup) Collect(_ context.Context, f *sample.Frame) error {
 	if err != nil {
 		return err
 	}
+	self := p.self && p.opt.PID == p.selfPID
+	if p.self && !self {
+		source = "pid " + strconv.Itoa(p.opt.PID)
+	}
 	if p.opt.Cgroup == "" && isRootCgroup(paths) {
 		// The whole machine is no job: its limits are the host's.
 		return probes.Unavailable("no job cgroup (root): the process runs in the root cgroup, so the machine's limits apply")
 	}
-	j := &sample.Job{Source: source, Self: p.self}
+	j := &sample.Job{Source: source, Self: self}
 	var cur cgroupCounters
 	if v2, ok := paths[""]; ok && p.isV2(v2) && paths["cpu"] == "" && paths["memory"] == "" {
 		j.CgroupVersion, j.Cgroup = 2, v2
@@ -290,8 +298,37 @@ func OwnCgroup(r probes.Roots, pid int) *Cgroup {
 	if j.CPUQuotaCores == nil && j.MemLimitBytes == nil && j.MemHighBytes == nil && (err != nil || cpus == 0 || cpus >= p.hostCores) {
 		return nil
 	}
-	p.self = true
+	p.self, p.selfPID = true, pid
 	return p
+}
+
+// Following sets the process the job follows when it is found (the
+// pacing rank's, the training process the loop samples), for the probe
+// of gpuwatch's own cgroup (OwnCgroup): that process's cgroup is the job
+// where it lies outside gpuwatch's, whose limits do not bind it.
+func (p *Cgroup) Following(focus func() int) *Cgroup {
+	p.opt.PIDOf = focus
+	return p
+}
+
+// followed is the process PIDOf names, or, for the probe of gpuwatch's
+// own cgroup, gpuwatch itself while that process shares its cgroups
+// (or none is found).
+func (p *Cgroup) followed() int {
+	pid := p.opt.PIDOf()
+	if p.selfPID == 0 {
+		return pid
+	}
+	if pid == 0 || pid == p.selfPID {
+		return p.selfPID
+	}
+	mine, err1 := p.r.Read(filepath.Join(p.roots.Proc, strconv.Itoa(p.selfPID), "cgroup"))
+	mine = bytes.Clone(mine)
+	theirs, err2 := p.r.Read(filepath.Join(p.roots.Proc, strconv.Itoa(pid), "cgroup"))
+	if err1 != nil || err2 != nil || bytes.Equal(mine, theirs) {
+		return p.selfPID
+	}
+	return pid
 }
 
 // paths finds the job's cgroups: the named one in every controller, or
@@ -487,7 +524,7 @@ func (p *Cgroup) readV1(j *sample.Job, paths cgroupPaths) (cgroupCounters, error
 		j.MemEvents = &sample.MemEvents{Max: uint64(max(fail, 0)), OOMKill: oom["oom_kill"]}
 	}
 	if !found {
-		return c, probes.Unavailable("no cgroup controllers for the job (%s)", paths["cpu"])
+		return c, probes.Unavailable("no cgroup controllers for the job (%s)", v1Name(paths))
 	}
 	return c, nil
 }

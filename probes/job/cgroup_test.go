@@ -289,3 +289,53 @@ func TestV1NameIsWhatConfines(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnCgroupIsNotAnotherJobs (a review): gpuwatch run confined in a
+// quota found another user's unconfined training process and judged it
+// by gpuwatch's own limits ("used 2 of 0.5 CPU (quota)"). The process
+// followed is the job where it lies outside gpuwatch's cgroups; one that
+// shares them keeps gpuwatch's own, which bind it too.
+func TestOwnCgroupIsNotAnotherJobs(t *testing.T) {
+	dir := t.TempDir()
+	write := func(path, body string) {
+		p := filepath.Join(dir, "t0", path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("proc/stat", "cpu  1 0 1 1 0 0 0 0 0 0\ncpu0 1 0 1 1 0 0 0 0 0 0\ncpu1 1 0 1 1 0 0 0 0 0 0\n")
+	write("proc/100/cgroup", "4:memory:/\n2:cpu,cpuacct:/quota\n")
+	write("proc/300/cgroup", "4:memory:/\n2:cpu,cpuacct:/quota\n")
+	write("proc/200/cgroup", "4:memory:/other\n2:cpu,cpuacct:/\n")
+	write("sys/fs/cgroup/cpu,cpuacct/quota/cpu.cfs_quota_us", "50000\n")
+	write("sys/fs/cgroup/cpu,cpuacct/quota/cpu.cfs_period_us", "100000\n")
+	write("sys/fs/cgroup/cpu,cpuacct/quota/cpuacct.usage", "1000\n")
+	write("sys/fs/cgroup/memory/other/memory.usage_in_bytes", "1048576\n")
+	write("sys/fs/cgroup/memory/other/memory.limit_in_bytes", "1073741824\n")
+	s := probetest.NewSnapshots(t, dir)
+	own := OwnCgroup(s.Roots(), 100)
+	if own == nil {
+		t.Fatal("gpuwatch under a quota: its own cgroup confines it")
+	}
+	focus := 0
+	own.Following(func() int { return focus })
+	for _, c := range []struct {
+		focus  int
+		self   bool
+		source string
+		cgroup string
+	}{
+		{0, true, "gpuwatch's own cgroup", "/quota"},
+		{200, false, "pid 200", "/other"},
+		{300, true, "gpuwatch's own cgroup", "/quota"},
+	} {
+		focus = c.focus
+		j := s.MustCollect(own, "t0").Job
+		if j == nil || j.Self != c.self || j.Source != c.source || j.Cgroup != c.cgroup {
+			t.Errorf("following %d: %+v, want self %v, %q, %q", c.focus, j, c.self, c.source, c.cgroup)
+		}
+	}
+}
