@@ -862,9 +862,17 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 		}
 	}
 	if w.confined() {
-		p.CPUs = w.job.CPUCapacityCores - loop - spin
+		c := w.job.CPUCapacityCores
+		// The allocation is a hard ceiling: the workers get what it
+		// leaves the loop's thread, never the floor a box gives (a job
+		// at a 0.5-CPU quota, its loop using 0.12, was given the whole
+		// half CPU and told 2 → 3 workers for 1.2×; the third gave 2 %).
+		// A quarter of it at least, where the loop's measured use would
+		// leave less.
+		p.CPUs = max(c/4, c-loop-spin)
+	} else {
+		p.CPUs = max(0.5, p.CPUs)
 	}
-	p.CPUs = max(0.5, p.CPUs)
 	occupancy(w, p)
 }
 
