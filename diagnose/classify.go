@@ -381,9 +381,13 @@ func (f *facts) accelName() string {
 
 // takenByOthers is the finding that other processes take the job's CPUs:
 // its key thread waits for a CPU (run-queue delay) while processes outside
-// the watched tree use cores. The fix is placement, not the job.
+// the watched tree use cores. The fix is placement, not the job. Not for a
+// job throttled at its quota: its threads wait for the quota, which a
+// cpuset would not give back (a review: "give the job its own CPUs" beside
+// a job throttled in 100 % of periods on a host 54 % busy).
 func takenByOthers(w *window, th Thresholds) (Finding, bool) {
-	if !w.runDelay.ok || w.runDelay.v < th.RunDelayMsPerSec || !w.othersCores.ok || w.othersCores.v < th.OthersCores || w.treeCPUMissed() {
+	if !w.runDelay.ok || w.runDelay.v < th.RunDelayMsPerSec || !w.othersCores.ok || w.othersCores.v < th.OthersCores || w.treeCPUMissed() ||
+		w.jobThrottle.ok && w.jobThrottle.v >= th.ThrottledShare {
 		return Finding{}, false
 	}
 	t := w.delayedThread

@@ -239,6 +239,9 @@ func jobCPUEvidence(w *window, th Thresholds) (cpu []Evidence, saturated bool) {
 	if w.jobUsed.ok && w.jobUsed.v >= bar/100*capacity {
 		saturated = true
 		text := fmt.Sprintf("the job may use %.2g CPU (%s) and used %.2g", capacity, limit, w.jobUsed.v)
+		if w.jobUsedByTree {
+			text += " (its processes' CPU: its cgroup keeps no count of its own)"
+		}
 		if w.jobThrottle.ok && w.jobThrottle.v > 0 {
 			text += fmt.Sprintf("; throttled %.0f %% of periods", 100*w.jobThrottle.v)
 		}

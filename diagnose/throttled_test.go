@@ -85,3 +85,40 @@ func TestAThrottledStepIsNotABusyAccelerator(t *testing.T) {
 		t.Fatalf("%s: %q", v.Kind, all)
 	}
 }
+
+// TestAQuotaWithNoCountOfItsOwnIsJudgedByItsProcesses (a review): where
+// the cgroup keeps no count of the job's CPU (v1, cpuacct apart, the job
+// in its root: the probe leaves the use unread and says why), the job's
+// processes' CPU is its use, so a job at its quota still reads limited
+// by it, and the evidence says where the figure came from.
+func TestAQuotaWithNoCountOfItsOwnIsJudgedByItsProcesses(t *testing.T) {
+	frames := quotaFrames(true, nil)
+	for i := range frames {
+		frames[i].Job.CPUUsedCores, frames[i].Job.CPUUsedWhy = nil, "the job is in cpuacct's root cgroup"
+	}
+	v := Classify(frames, DefaultThresholds())
+	all := strings.Join(texts(v.Evidence), "\n")
+	if v.Kind != CPUSaturated || !strings.Contains(all, "the job may use 0.5 CPU (quota 50 ms per 100 ms) and used 0.51 (its processes' CPU: its cgroup keeps no count of its own)") {
+		t.Fatalf("%s: %q", v.Kind, all)
+	}
+}
+
+// TestAThrottledJobsWaitIsNotBlamedOnOthers (a review): a job throttled
+// at its quota, its loop's thread waiting 490 ms a second for a CPU
+// beside 0.6 cores of other processes, was told "CPU taken by others …
+// give the job its own CPUs": the wait was the quota's.
+func TestAThrottledJobsWaitIsNotBlamedOnOthers(t *testing.T) {
+	for _, throttled := range []bool{true, false} {
+		frames := quotaFrames(throttled, nil)
+		for i := range frames {
+			f := &frames[i]
+			f.CPU.BusyPct = 56 // 1.12 cores: 0.6 beyond the job's
+			f.Procs.Threads[0].RunDelayMsPerSec = ptr(490.0)
+			f.AssignRoles()
+		}
+		w := read(frames, DefaultThresholds())
+		if _, ok := takenByOthers(&w, DefaultThresholds()); ok == throttled {
+			t.Errorf("throttled %v: CPU taken by others said %v", throttled, ok)
+		}
+	}
+}

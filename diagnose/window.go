@@ -118,6 +118,7 @@ type window struct {
 
 	job                  *sample.Job // the newest reading of the job's cgroup
 	jobUsed, jobThrottle level       // cores used; share of periods throttled
+	jobUsedByTree        bool        // jobUsed is the watched tree's CPU: the cgroup counts none of its own
 	jobMaxEvents         uint64      // memory.events max (v1: failcnt) over the window
 	jobOOMKills          uint64      // oom_kill over the window
 	jobSwapGrowth        float64     // bytes of swap the job gained over the window
@@ -156,7 +157,7 @@ func read(frames []sample.Frame, th Thresholds) window {
 		w.roles.add(f, s)
 		w.paging.add(f, s)
 		w.files.add(f)
-		w.addJob(f.Job, s)
+		w.addJob(f.Job, f.Procs, s)
 		w.addContention(f, s)
 		if sh, g, link, ok := f.PCIeRxShare(); ok {
 			s.add(sigPCIeRx, sh)
@@ -272,11 +273,19 @@ func newestLoopTimed(frames []sample.Frame) bool {
 
 // addJob adds a frame's job reading; events and swap are counted from the
 // window's first reading to its last.
-func (w *window) addJob(j *sample.Job, s *signals) {
+func (w *window) addJob(j *sample.Job, p *sample.Procs, s *signals) {
 	if j == nil {
 		return
 	}
 	s.addIf(sigJobUsed, j.CPUUsedCores)
+	if j.CPUUsedCores == nil && j.CPUUsedWhy != "" && p != nil && p.FocusPID != 0 && len(p.List) > 0 {
+		// The cgroup keeps no count of the job's own CPU (cgroup v1, the
+		// job in the root of a cpuacct mounted apart): its processes'
+		// CPU is its use, so a job throttled at its quota is still judged
+		// on it (and never by the whole machine's count).
+		s.add(sigJobUsed, treeCores(p))
+		w.jobUsedByTree = true
+	}
 	s.addIf(sigJobThrottle, j.ThrottledPeriodsShare)
 	if first := w.job; first != nil && first.Cgroup == j.Cgroup {
 		if a, b := first.MemEvents, j.MemEvents; a != nil && b != nil {
