@@ -301,8 +301,10 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		g(dChange, 1, c.Knob, c.From, c.To)
 	}
 	if p := v.Predicted; p != nil {
-		g(dPredSample, p.SamplesPerSec)
-		g(dPredHigh, p.HighSamplesPerSec)
+		if p.SamplesPerSec > 0 { // a relative prediction (a sampled loop) has a gain, no rate: absent, never 0
+			g(dPredSample, p.SamplesPerSec)
+			g(dPredHigh, max(p.HighSamplesPerSec, p.SamplesPerSec))
+		}
 		g(dPredWait, p.WaitShare)
 	}
 	if !v.Since.IsZero() {

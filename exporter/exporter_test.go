@@ -443,7 +443,8 @@ func TestCountersEndInTotal(t *testing.T) {
 
 // TestExporterPredictionRange (issue 52 item 1): the advice's prediction
 // is served as its range, the point (the low side) and the high side, with
-// the low side's wait; none without a prediction.
+// the low side's wait; a relative one's wait alone; none without a
+// prediction.
 func TestExporterPredictionRange(t *testing.T) {
 	e := &Exporter{}
 	f := fixture.Frame()
@@ -464,6 +465,17 @@ gpuwatch_advice_predicted_wait_share_ratio 0.25
 	names := []string{"gpuwatch_advice_predicted_samples_per_second", "gpuwatch_advice_predicted_high_samples_per_second", "gpuwatch_advice_predicted_wait_share_ratio"}
 	if err := testutil.CollectAndCompare(e, strings.NewReader(want), names...); err != nil {
 		t.Fatal(err)
+	}
+	// A relative prediction (a sampled loop: a gain, no rate) served
+	// "predicted 0 samples/s" (a review): its rates are absent, its wait
+	// is served.
+	v.Predicted = &diagnose.Prediction{WaitShare: 0.3, Gain: 1.19, HighGain: 1.4}
+	e.Set(f, v)
+	if n := testutil.CollectAndCount(e, names[:2]...); n != 0 {
+		t.Fatalf("%d rate series for a prediction with no rate", n)
+	}
+	if n := testutil.CollectAndCount(e, names[2]); n != 1 {
+		t.Fatalf("%d wait series for a relative prediction", n)
 	}
 	v.Predicted = nil
 	e.Set(f, v)
