@@ -92,7 +92,7 @@ func saturatedAdvice(in adviceIn) ([]string, bool) {
 	}
 	here := fmt.Sprintf("the %d cores here", cores)
 	if w.confined() {
-		here = fmt.Sprintf("the %.2g CPUs the job has", w.job.CPUCapacityCores)
+		here = "the " + cpuCount(w.job.CPUCapacityCores) + " the job has"
 	}
 	if in.d.variant == variantHostOnly && (!w.haveLoader || w.sampled != nil && w.sampled.BeforeFirstBatch) {
 		// No data loader seen, nor a batch from one (a loop with no
@@ -415,4 +415,13 @@ func periodMs(j *sample.Job) float64 {
 		return *j.CPUPeriodUs / 1000
 	}
 	return 100
+}
+
+// cpuCount is a count of CPUs in words: "0.5 CPUs", "1 CPU", "2 CPUs".
+func cpuCount(v float64) string {
+	n := fmt.Sprintf("%.2g", v)
+	if n == "1" {
+		return n + " CPU"
+	}
+	return n + " CPUs"
 }
