@@ -13,6 +13,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/loader"
 	"github.com/gpuwatch/gpuwatch/probes"
 	"github.com/gpuwatch/gpuwatch/session/embedded"
+	"github.com/gpuwatch/gpuwatch/session/predlog"
 	"github.com/gpuwatch/gpuwatch/session/tune"
 )
 
@@ -100,7 +101,11 @@ func runTune(cmd *cobra.Command, opts *tuneOptions, t tune.Trials, start tune.Se
 	asJSON, stdout := opts.asJSON, opts.stdout
 	enc := json.NewEncoder(stdout)
 	var steps []tune.TuneStep
-	o := tune.TuneOptions{RunFor: opts.runFor, Runs: opts.runs, Ledger: tune.NewLedger(opts.stderr)}
+	loader := predlog.LoaderJob
+	if _, own := t.(*tune.EmbeddedTrials); own {
+		loader = predlog.LoaderEmbedded
+	}
+	o := tune.TuneOptions{RunFor: opts.runFor, Runs: opts.runs, Ledger: tune.NewLedger(opts.stderr, loader)}
 	if b := o.Ledger.Bias(); b != "" && !asJSON { // JSON: the result's "bias"
 		fmt.Fprintf(stdout, "note: %s\n", b)
 	}

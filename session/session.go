@@ -174,7 +174,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer w.Close()
-	w.bias = predlog.Line() // once: tune's record on this machine
+	w.bias = biasLines{job: predlog.Line(predlog.LoaderJob), embedded: predlog.Line(predlog.LoaderEmbedded)} // once: tune's record on this machine
 	limit := o.Duration
 	if o.Once && limit == 0 {
 		limit = onceCap
@@ -290,7 +290,7 @@ func finish(o Options, rec *recorder, once *Settle, dashboard bool, err error) e
 // Run goroutine: on every return it cancels it and waits for it, so the
 // caller may Close the sampler at once (docs/architecture.md,
 // "Goroutines").
-func loop(ctx context.Context, sampler *probes.Sampler, diag *diagnose.Diagnoser, bias string, notes <-chan sample.Note, obs []Observer) error {
+func loop(ctx context.Context, sampler *probes.Sampler, diag *diagnose.Diagnoser, bias biasLines, notes <-chan sample.Note, obs []Observer) error {
 	frames := make(chan *sample.Frame, 1)
 	errc := make(chan error, 1)
 	ctx, cancel := context.WithCancel(ctx)
@@ -303,10 +303,24 @@ func loop(ctx context.Context, sampler *probes.Sampler, diag *diagnose.Diagnoser
 	return err
 }
 
+// biasLines are tune's record on this machine in words, one for the
+// steps over gpuwatch's own loader and one for those over users' jobs
+// (predlog.Line); "" where there is nothing to say.
+type biasLines struct{ job, embedded string }
+
+// of is the line for frame f's loader: gpuwatch's own (demo, loader)
+// or a job's.
+func (b biasLines) of(f *sample.Frame) string {
+	if l := f.Loader; l != nil && (l.Kind == "embedded" || l.Kind == "go") {
+		return b.embedded
+	}
+	return b.job
+}
+
 // observe hands frames and notes to the observers until the sampler's Run
 // returns (its error arrives on errc) or an observer fails; running says
 // whether Run was still running then.
-func observe(diag *diagnose.Diagnoser, bias string, notes <-chan sample.Note, obs []Observer, frames <-chan *sample.Frame, errc <-chan error) (running bool, err error) {
+func observe(diag *diagnose.Diagnoser, bias biasLines, notes <-chan sample.Note, obs []Observer, frames <-chan *sample.Frame, errc <-chan error) (running bool, err error) {
 	for {
 		select {
 		case n, ok := <-notes:
@@ -321,8 +335,8 @@ func observe(diag *diagnose.Diagnoser, bias string, notes <-chan sample.Note, ob
 			}
 		case f := <-frames:
 			v := diag.Observe(f)
-			if bias != "" && v.Predicted != nil {
-				v.Advice = append(slices.Clip(v.Advice), bias) // the diagnoser's slice is its own
+			if b := bias.of(f); b != "" && v.Predicted != nil {
+				v.Advice = append(slices.Clip(v.Advice), b) // the diagnoser's slice is its own
 			}
 			for _, o := range obs {
 				if err := o.Frame(f, v); err != nil {

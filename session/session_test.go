@@ -71,7 +71,7 @@ func TestLoopGivesEveryObserverEveryFrameAndNote(t *testing.T) {
 	notes := make(chan sample.Note, 1)
 	notes <- sample.Scenario{Name: "starved"}
 	close(notes)
-	if err := loop(ctx, sampler, diagnose.NewDiagnoser(diagnose.DefaultThresholds()), "", notes, []Observer{first, second}); err != nil {
+	if err := loop(ctx, sampler, diagnose.NewDiagnoser(diagnose.DefaultThresholds()), biasLines{}, notes, []Observer{first, second}); err != nil {
 		t.Fatal(err)
 	}
 	first.mu.Lock()
@@ -99,7 +99,7 @@ func (failing) Note(sample.Note) error                      { return nil }
 func TestLoopStopsOnAnObserversError(t *testing.T) {
 	sampler := probes.NewSampler([]probes.Probe{busyCPU{3}}, probes.SamplerOptions{Interval: 50 * time.Millisecond})
 	defer sampler.Close()
-	err := loop(context.Background(), sampler, diagnose.NewDiagnoser(diagnose.DefaultThresholds()), "", nil, []Observer{failing{}})
+	err := loop(context.Background(), sampler, diagnose.NewDiagnoser(diagnose.DefaultThresholds()), biasLines{}, nil, []Observer{failing{}})
 	if err == nil || err.Error() != "disk full" {
 		t.Fatalf("err %v", err)
 	}
@@ -124,7 +124,7 @@ func (p *stamping) Collect(_ context.Context, f *sample.Frame) error {
 func TestLoopWaitsForTheSamplerOnAnObserversError(t *testing.T) {
 	p := &stamping{}
 	sampler := probes.NewSampler([]probes.Probe{p}, probes.SamplerOptions{Interval: time.Millisecond, Timeout: time.Second})
-	err := loop(context.Background(), sampler, diagnose.NewDiagnoser(diagnose.DefaultThresholds()), "", nil, []Observer{failing{}})
+	err := loop(context.Background(), sampler, diagnose.NewDiagnoser(diagnose.DefaultThresholds()), biasLines{}, nil, []Observer{failing{}})
 	if err == nil || err.Error() != "disk full" {
 		t.Fatalf("err %v", err)
 	}
@@ -608,7 +608,7 @@ func TestVerdictSaysHowPredictionsRanHere(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range tt.predicted {
-				if err := predlog.Append(path, predlog.Record{Time: time.Now(), Host: host, Change: "num_workers 1 → 4", Predicted: p, Measured: 1000, High: p, Model: predlog.ModelRange}); err != nil {
+				if err := predlog.Append(path, predlog.Record{Time: time.Now(), Host: host, Change: "num_workers 1 → 4", Predicted: p, Measured: 1000, High: p, Model: predlog.ModelRange, Loader: predlog.LoaderJob}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -621,7 +621,7 @@ func TestVerdictSaysHowPredictionsRanHere(t *testing.T) {
 				errc <- context.Canceled
 			}()
 			last := &lastVerdict{}
-			if _, err := observe(diagnose.NewDiagnoser(diagnose.DefaultThresholds()), predlog.Line(), nil, []Observer{last}, frames, errc); err != nil {
+			if _, err := observe(diagnose.NewDiagnoser(diagnose.DefaultThresholds()), biasLines{job: predlog.Line(predlog.LoaderJob), embedded: predlog.Line(predlog.LoaderEmbedded)}, nil, []Observer{last}, frames, errc); err != nil {
 				t.Fatal(err)
 			}
 			if tt.frame(0).Loader != nil && last.v.Predicted == nil {
@@ -840,5 +840,19 @@ func TestPlainAttachFlagKeepsEveryDiscoveredLoader(t *testing.T) {
 	}
 	if got := joining(d, nil, false, func(pid int) bool { return pid == 11 }); len(got) != 1 || got[0].PID != 11 {
 		t.Errorf("run's job tree: %+v", got)
+	}
+}
+
+// TestTheBiasSaidIsTheLoadersOwn: a job's verdict is told how tune's
+// steps over jobs ran, the demo's how those over gpuwatch's own loader did.
+func TestTheBiasSaidIsTheLoadersOwn(t *testing.T) {
+	b := biasLines{job: "jobs'", embedded: "own"}
+	for kind, want := range map[string]string{"python": "jobs'", "": "jobs'", "embedded": "own", "go": "own"} {
+		if got := b.of(&sample.Frame{Loader: &sample.Loader{Kind: kind}}); got != want {
+			t.Errorf("loader %q: %q, want %q", kind, got, want)
+		}
+	}
+	if got := b.of(&sample.Frame{}); got != "jobs'" {
+		t.Errorf("no loader (a sampled job): %q", got)
 	}
 }

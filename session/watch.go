@@ -17,7 +17,7 @@ type Watch struct {
 	set     *probeSet
 	sampler *probes.Sampler
 	th      diagnose.Thresholds
-	bias    string // an advice line for a verdict that predicts (loop); Run sets it
+	bias    biasLines // an advice line for a verdict that predicts (loop); Run sets it
 }
 
 // NewWatch builds o's probes and starts sampling them every o.Interval;

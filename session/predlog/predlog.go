@@ -61,7 +61,18 @@ type Record struct {
 	// high side) is not counted.
 	High  float64 `json:"high,omitempty"`
 	Model int     `json:"model,omitempty"`
+	// Loader is whose pipeline was tuned, LoaderEmbedded or LoaderJob:
+	// the bias is said to each from its own steps only (a review: a
+	// user's job was told how tune's steps over gpuwatch's own loader had
+	// run). A record without it is counted for neither.
+	Loader string `json:"loader,omitempty"`
 }
+
+// The pipelines a record's prediction was for.
+const (
+	LoaderEmbedded = "embedded" // gpuwatch's own loader (tune without a command)
+	LoaderJob      = "job"      // the user's command, or a job watched
+)
 
 // ModelRange marks a record whose Predicted is the low side of a
 // predicted range (docs/diagnosis.md, "The range").
@@ -240,10 +251,10 @@ type Bias struct {
 // BiasOn is host's bias over rs (oldest first), over the records whose
 // point is the range's low side; false with fewer than 3 such records of
 // host's.
-func BiasOn(rs []Record, host string) (Bias, bool) {
+func BiasOn(rs []Record, host, loader string) (Bias, bool) {
 	var ratios []float64
 	for i := len(rs) - 1; i >= 0 && len(ratios) < biasSteps; i-- {
-		if r := rs[i]; r.Host == host && r.valid() && r.ranged() {
+		if r := rs[i]; r.Host == host && r.Loader == loader && r.valid() && r.ranged() {
 			ratios = append(ratios, r.Predicted/r.Measured)
 		}
 	}
@@ -276,7 +287,7 @@ func (b Bias) String() string {
 // Line is the bias on this machine in words, from the user's file: ""
 // when there is nothing to say (no file, fewer than 3 steps, under 10 %)
 // or the file cannot be read.
-func Line() string {
+func Line(loader string) string {
 	path, err := Path()
 	if err != nil {
 		return ""
@@ -289,7 +300,7 @@ func Line() string {
 	if err != nil {
 		return ""
 	}
-	b, ok := BiasOn(rs, host)
+	b, ok := BiasOn(rs, host, loader)
 	if !ok {
 		return ""
 	}

@@ -15,17 +15,21 @@ import (
 // (predlog's file): each step that had a prediction is appended, and the
 // bias they show is said at the start and in the result.
 type Ledger struct {
-	Path string    // the file; "" keeps nothing
-	Host string    // this machine's name, the records' key
-	Warn io.Writer // told once when the file cannot be written
-	Now  func() time.Time
-	said bool
+	Path string // the file; "" keeps nothing
+	Host string // this machine's name, the records' key
+	// Loader is whose pipeline tune tunes (predlog.LoaderEmbedded,
+	// LoaderJob): the records' other key.
+	Loader string
+	Warn   io.Writer // told once when the file cannot be written
+	Now    func() time.Time
+	said   bool
 }
 
-// NewLedger is the ledger in the user's file (predlog.Path); a failure
-// to keep a step is said once on warn.
-func NewLedger(warn io.Writer) *Ledger {
-	l := &Ledger{Warn: warn, Now: time.Now}
+// NewLedger is the ledger in the user's file (predlog.Path) for the
+// steps over loader's pipeline; a failure to keep a step is said once on
+// warn.
+func NewLedger(warn io.Writer, loader string) *Ledger {
+	l := &Ledger{Warn: warn, Now: time.Now, Loader: loader}
 	path, err := predlog.Path()
 	if err != nil {
 		l.warn(err)
@@ -49,7 +53,7 @@ func (l *Ledger) Keep(prev, s TuneStep) {
 	}
 	r := predlog.Record{Time: l.Now().UTC(), Host: l.Host, Change: changesLine(prev.Changes),
 		Predicted: s.Predicted.SamplesPerSec, Measured: s.Measured.SamplesPerSec,
-		High: max(s.Predicted.HighSamplesPerSec, s.Predicted.SamplesPerSec), Model: predlog.ModelRange}
+		High: max(s.Predicted.HighSamplesPerSec, s.Predicted.SamplesPerSec), Model: predlog.ModelRange, Loader: l.Loader}
 	if err := predlog.Append(l.Path, r); err != nil {
 		l.warn(err)
 	}
@@ -72,7 +76,7 @@ func (l *Ledger) Bias() string {
 	if err != nil {
 		return ""
 	}
-	b, ok := predlog.BiasOn(rs, l.Host)
+	b, ok := predlog.BiasOn(rs, l.Host, l.Loader)
 	if !ok {
 		return ""
 	}
