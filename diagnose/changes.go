@@ -324,7 +324,7 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 			// restarts them is not known.
 			fix = "workers that live across epochs (persistent_workers=True, on a DataLoader built once, before the epoch loop) have their CPU read, and the count weighed"
 		}
-		return "no worker count is weighed: the workers restart every epoch and live too short for their CPU to be read, so a batch's time cannot be split into CPU and waiting; " + fix
+		return fmt.Sprintf("no worker count is weighed: the workers restart every epoch, and an epoch under %d frames is too short for /proc to read their CPU whole (it counts a process's CPU between two readings), so a batch's time cannot be split into CPU and waiting; ", shortLivedFrames) + fix
 	}
 	switch limit {
 	case LimitCPU:
