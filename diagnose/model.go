@@ -392,8 +392,15 @@ func Model(frames []sample.Frame) (*Pipeline, bool) {
 // job's own I/O), less the tree's; false where no frame had both. tune
 // compares it between a prediction's run and the run that tests it
 // (session/tune: a step measured while the rest of the box took more is
-// not the change's alone).
+// not the change's alone). False too where the tree's own CPU is not all
+// read (treeCPUMissed: workers restarted every epoch that live too short
+// for /proc, or workers the tree does not list): what the busy cores hold
+// beyond it is then the job's as much as others' (a sweep on an idle box
+// marked its 2-worker run disturbed, "outside the job took 1.5 cores").
 func OthersCores(frames []sample.Frame) (float64, bool) {
+	if w := read(frames, DefaultThresholds()); w.treeCPUMissed() {
+		return 0, false
+	}
 	var l levels
 	for i := range frames {
 		f := &frames[i]

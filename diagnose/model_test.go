@@ -29,6 +29,16 @@ func TestOthersCoresLeavesOutInterruptsAndTheTree(t *testing.T) {
 	if _, ok := OthersCores([]sample.Frame{{CPU: frames[0].CPU}, {Procs: frames[0].Procs}}); ok {
 		t.Fatal("read from frames without both a CPU and a tree")
 	}
+	// A loader with workers the tree does not list (restarted, gone
+	// between readings): its CPU is not all read, nor is what is left
+	// others' (a sweep on an idle box read 1.5 cores of "others").
+	short := []sample.Frame{frame(60, 0, 20), frame(60, 0, 20), frame(60, 0, 20)}
+	for i := range short {
+		short[i].Loader = &sample.Loader{WorkerPIDs: []int{7, 8}}
+	}
+	if c, ok := OthersCores(short); ok {
+		t.Fatalf("others %.2f cores read beside workers the tree misses", c)
+	}
 }
 
 // TestCachingReplacesTheReadsCPUWithACopy: held in RAM, a batch no longer

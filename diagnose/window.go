@@ -308,7 +308,16 @@ func (w *window) addJob(j *sample.Job, p *sample.Procs, s *signals) {
 // CPU that processes outside the watched tree used.
 func (w *window) addContention(f *sample.Frame, s *signals) {
 	p := f.Procs
-	if p == nil || p.FocusPID == 0 || len(p.Threads) == 0 {
+	if p == nil || p.FocusPID == 0 {
+		return
+	}
+	if l := f.Loader; l != nil && len(l.WorkerPIDs) > 0 && !listsAll(p.List, l.WorkerPIDs) {
+		// The loader's worker processes are not all in the tree: its CPU is
+		// not all read. (The embedded loader's workers are goroutines of
+		// its own process and name no PIDs.)
+		w.treeShort = true
+	}
+	if len(p.Threads) == 0 {
 		return
 	}
 	t, loop := p.Threads[0], false
@@ -328,12 +337,6 @@ func (w *window) addContention(f *sample.Frame, s *signals) {
 	}
 	if c := f.CPU; c != nil && len(c.Cores) > 0 {
 		s.add(sigOthersCores, max(0, c.BusyPct/100*float64(len(c.Cores))-treeCores(p)))
-	}
-	if l := f.Loader; l != nil && len(l.WorkerPIDs) > 0 && !listsAll(p.List, l.WorkerPIDs) {
-		// The loader's worker processes are not all in the tree: its CPU is
-		// not all read. (The embedded loader's workers are goroutines of
-		// its own process and name no PIDs.)
-		w.treeShort = true
 	}
 }
 
