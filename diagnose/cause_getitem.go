@@ -108,14 +108,23 @@ func busiestInGetitem(p *sample.Profile, inline bool) (string, float64, bool) {
 
 // busiestOf is a profile's busiest function that does loading's own work
 // (not collating, the hand-over, waiting, the interpreter or the
-// collector), with where it is and its flat share.
+// collector), with where it is and its flat share; none under
+// minBusiestShare, which points nowhere (a review: "0 % of their CPU in
+// __main__.<module> … the place to start", beside a profile all waiting).
 func busiestOf(top []sample.ProfileFunc) (string, float64, bool) {
 	for _, f := range top {
 		switch profileCategoryOf(f) {
 		case sample.CatCollating, sample.CatSerializing, sample.CatWaiting, sample.CatInterpreter, sample.CatGC:
 			continue
 		}
+		if !(f.Flat >= minBusiestShare) {
+			continue
+		}
 		return placeOf(f), f.Flat, true
 	}
 	return "", 0, false
 }
+
+// minBusiestShare is the least flat share of a profile's CPU a function
+// needs to be named the place to start.
+const minBusiestShare = 0.05

@@ -571,3 +571,15 @@ func TestASampledCPUJobIsToldNoGPUFix(t *testing.T) {
 		}
 	}
 }
+
+// TestABusiestFunctionUnder5PercentIsNoPlaceToStart (a review): spawn
+// workers' profile, all waiting, named "0 % of their CPU in
+// __main__.<module> … the place to start".
+func TestABusiestFunctionUnder5PercentIsNoPlaceToStart(t *testing.T) {
+	if f, share, ok := busiestOf([]sample.ProfileFunc{{Name: "__main__.<module>", Flat: 0}}); ok {
+		t.Errorf("named %s at %.0f %%", f, 100*share)
+	}
+	if _, share, ok := busiestOf([]sample.ProfileFunc{{Name: "__main__.<module>", Flat: 0.01}, {Name: "ds.__getitem__", Flat: 0.3}}); !ok || share != 0.3 {
+		t.Errorf("a busy function beside one at 1 %%: %v %v", share, ok)
+	}
+}
