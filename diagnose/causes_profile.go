@@ -29,17 +29,28 @@ func anyStage(fix string) func(sampleStage) string {
 // share, fix and bound, and ranked (causesOf), not one winner picked near
 // a threshold (issue 58: decode 27 %, augment 19 %, convert 18 % flipped
 // the images loop's cause from run to run). Only gpuwatch run profiles the
-// workers (the hook merges their profiles); without them there is no such
+// workers (the hook merges their profiles); with num_workers=0 the loop's
+// own loading is read from the training process's profile (its samples
+// under the DataLoader's fetch, Profile.Inline: a review found JPEG
+// decoding 55 % of it never named); without either there is no such
 // cause. Each happens inside __getitem__, so the stage it cuts is its
-// time, at most its share of a worker's time per batch.
+// time, at most its share of a worker's (or the loop's loading) time per
+// batch.
 func profileCause(id, category string, fix func(sampleStage) string) func(*causeIn) (Cause, bool) {
 	return func(in *causeIn) (Cause, bool) {
 		s, p := in.s, in.w.profile
-		if !s.ok || !in.waits || !s.cpuBound || p == nil || len(p.Workers) == 0 || s.getitem <= 0 {
+		if !s.ok || !in.waits || !s.cpuBound || p == nil || s.getitem <= 0 {
+			return Cause{}, false
+		}
+		cats, whose, of := p.Workers, "the workers' CPU", "their profile"
+		if len(cats) == 0 && s.inline {
+			cats, whose, of = p.Inline, "the loop's loading CPU", "the training process's profile, num_workers=0"
+		}
+		if len(cats) == 0 {
 			return Cause{}, false
 		}
 		shares := map[string]float64{}
-		for _, c := range p.Workers {
+		for _, c := range cats {
 			shares[c.Name] = c.Share
 		}
 		share := shares[category]
@@ -66,8 +77,12 @@ func profileCause(id, category string, fix func(sampleStage) string) func(*cause
 			// arrays, default_collate made tensors of one by one.
 			cut, free = s.getitem, stageCut{worker: s.getitem + s.collate}
 		}
-		evidence := fmt.Sprintf("%.0f %% of the workers' CPU is %s (their profile): about %s of a worker's %s per batch",
-			100*share, sample.ProfileCategoryWords[category], ms(part), ms(s.worker()))
+		per := "a worker's"
+		if s.inline {
+			per = "the loop's"
+		}
+		evidence := fmt.Sprintf("%.0f %% of %s is %s (%s): about %s of %s %s per batch",
+			100*share, whose, sample.ProfileCategoryWords[category], of, ms(part), per, ms(s.worker()))
 		if f, ok := topOf(p, category); ok {
 			evidence += ", most in " + f
 		}

@@ -25,6 +25,7 @@ type loopCase struct {
 	queue               *float64 // batches ready when the loop asked
 	payload             *sample.BatchPayload
 	profile             *sample.Profile // the newest CPU profile, workers' included
+	inline              bool            // num_workers=0: the stages are the loop's own loading
 }
 
 func (c loopCase) frames() []sample.Frame {
@@ -33,7 +34,7 @@ func (c loopCase) frames() []sample.Frame {
 	for i := range 12 {
 		n, pid, prefetch := c.workers, 100, 2
 		wait, step := c.wait, c.step
-		st := &sample.LoaderStages{GetitemMs: &c.getitem, CollateMs: &c.collate, HandoverMs: &c.handover, TakeMs: &c.take, PinMs: &c.pin, StepMs: &step}
+		st := &sample.LoaderStages{GetitemMs: &c.getitem, CollateMs: &c.collate, HandoverMs: &c.handover, TakeMs: &c.take, PinMs: &c.pin, StepMs: &step, Inline: c.inline}
 		cores := make([]sample.Core, c.cores)
 		for j := range cores {
 			cores[j] = sample.Core{ID: j, BusyPct: c.cpuBusy}
@@ -463,6 +464,50 @@ func TestWorkersProfileNamesDecodeAndAugment(t *testing.T) {
 	c.profile.Categories = []sample.ProfileCategory{{Name: "decoding", Share: 0.9}}
 	if got := ids(Classify(c.frames(), DefaultThresholds())); got["decode"] != nil {
 		t.Errorf("a profile without the workers named decode: %v", got)
+	}
+}
+
+// TestInlineLoadingNamesDecodeAndAugment (a review): with num_workers=0
+// the training process's profile of its own loading said "decoding 55 %
+// augmenting 19 %", and the cause named was the generic __getitem__ one
+// ("no Python loop or torch.tensor per sample") beside PIL's decode. The
+// loop's loading is read by category as the workers' is.
+func TestInlineLoadingNamesDecodeAndAugment(t *testing.T) {
+	c := loopCase{workers: 0, inline: true, batchesPerSec: 5, wait: 0.8, batch: 32, getitem: 150, collate: 5, step: 40,
+		cores: 2, cpuBusy: 55, loopCPU: 98}
+	p := &sample.Profile{CPUSec: 3, InlineShare: 0.8,
+		InlineTop: []sample.ProfileFunc{{Name: "PIL.ImageFile.ImageFile.load", File: "/usr/lib/python3/dist-packages/PIL/ImageFile.py", Line: 155, Flat: 0.37, Cum: 0.55}}}
+	rest := 1.0
+	for _, cat := range sample.ProfileCategories {
+		share := map[string]float64{"decoding": 0.55, "augmenting": 0.25}[cat]
+		p.Inline = append(p.Inline, sample.ProfileCategory{Name: cat, Share: share})
+		rest -= share
+	}
+	p.Inline[len(p.Inline)-1].Share += rest
+	p.Categories = p.Inline // the whole profile's: its step beside the loading, here none
+	c.profile = p
+	var dec, aug *Cause
+	v := Classify(c.frames(), DefaultThresholds())
+	for i := range v.Causes {
+		switch v.Causes[i].ID {
+		case "decode":
+			dec = &v.Causes[i]
+		case "augment":
+			aug = &v.Causes[i]
+		}
+	}
+	if dec == nil || aug == nil {
+		t.Fatalf("%s, causes %+v: want decode and augment", v.Kind, v.Causes)
+	}
+	if !strings.Contains(dec.Evidence, "55 % of the loop's loading CPU is decoding") || !strings.Contains(dec.Evidence, "(the training process's profile, num_workers=0): about 82ms of the loop's 155ms per batch") ||
+		!strings.Contains(dec.Evidence, "PIL/ImageFile.py:155") {
+		t.Errorf("decode: %s", dec.Evidence)
+	}
+	c.profile.Inline = nil // a profile from before the loop's own categories
+	for _, cs := range Classify(c.frames(), DefaultThresholds()).Causes {
+		if cs.ID == "decode" || cs.ID == "augment" {
+			t.Errorf("named %s with no categories of the loop's loading: %s", cs.ID, cs.Evidence)
+		}
 	}
 }
 

@@ -883,6 +883,10 @@ type Profile struct {
 	// where no such sample was taken.
 	InlineShare float64       `json:"inline_share,omitempty"`
 	InlineTop   []ProfileFunc `json:"inline_top,omitempty" check:"max=64"`
+	// Inline is the categories of those samples alone, shares of their
+	// CPU, as Workers is of the workers' (omitted with InlineTop): what
+	// the profile causes read with num_workers=0.
+	Inline []ProfileCategory `json:"inline,omitempty" check:"max=16"`
 	// Dataset is the kind of dataset the loading sampled fetched from,
 	// DatasetMap or DatasetIterable, by torch's fetcher on its stacks
 	// (_MapDatasetFetcher, _IterableDatasetFetcher): of the workers'

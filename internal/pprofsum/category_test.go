@@ -1,6 +1,7 @@
 package pprofsum
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -284,6 +285,19 @@ func TestInlineTopIsTheLoopsLoadingAlone(t *testing.T) {
 	}
 	if len(s.WorkersTop) == 0 || s.WorkersTop[0].Name != "builtins.float" || s.WorkersTop[0].Flat != 1 {
 		t.Errorf("workers' top %+v: the worker's sample alone", s.WorkersTop)
+	}
+	// Its categories, as shares of the loop's loading alone (the profile
+	// causes read them with num_workers=0): all the categories, summing
+	// to the whole of it.
+	sum := 0.0
+	for _, c := range s.Inline {
+		sum += c.Share
+	}
+	if len(s.Inline) != len(sample.ProfileCategories) || math.Abs(sum-1) > 1e-9 {
+		t.Errorf("the loop's loading by category %+v (sum %v)", s.Inline, sum)
+	}
+	if s, _ := summarize(synthetic(map[string]int64{"a;b": 1}), 8); s.Inline != nil {
+		t.Errorf("no fetch on any stack, yet inline categories %+v", s.Inline)
 	}
 	if s, _ := summarize(synthetic(map[string]int64{"a;b": 1}), 8); s.InlineTop != nil || s.InlineShare != 0 {
 		t.Errorf("no fetch on any stack, yet inline %v %+v", s.InlineShare, s.InlineTop)

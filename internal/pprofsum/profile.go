@@ -552,6 +552,9 @@ func (tl *profileTally) finish(out *sample.Profile, unit string, top int) {
 	if in := tl.inline.total; in > 0 {
 		out.InlineShare = float64(in) / float64(total)
 		out.InlineTop = tl.top(tl.inline.flat, tl.inline.cum, tl.inline.flatBy, in, top)
+		for i, c := range sample.ProfileCategories {
+			out.Inline = append(out.Inline, sample.ProfileCategory{Name: c, Share: float64(tl.inline.cats[i]) / float64(in)})
+		}
 	}
 	// The dataset the loading fetched from: the workers' where a fetcher
 	// of theirs is named (the loading the causes read first, as
