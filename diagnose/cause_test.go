@@ -559,7 +559,8 @@ func TestASampledCPUJobIsToldNoGPUFix(t *testing.T) {
 		cpu  bool
 	}{
 		{"sampled, no accelerator", window{sampled: &sample.SampledLoop{}}, true},
-		{"sampled, a GPU read", window{sampled: &sample.SampledLoop{}, gpuUtil: util}, false},
+		{"sampled, its virtual accelerator alone (as the probe gives it)", window{sampled: &sample.SampledLoop{}, virtualBusy: util}, true},
+		{"sampled, a GPU read", window{sampled: &sample.SampledLoop{}, gpuUtil: util, virtualBusy: util}, false},
 		{"hooked, on the CPU", window{gpu: gpuStep{settings: &sample.JobSettings{Device: "cpu"}}}, true},
 	} {
 		st := sampleStageOf(&causeIn{w: &c.w})

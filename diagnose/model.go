@@ -435,8 +435,8 @@ func stepOnCPU(w *window) bool {
 	if s := w.gpu.settings; s != nil && s.Device != "" {
 		return s.Device == "cpu"
 	}
-	acc, _ := w.accel()
-	return w.sampled != nil && !acc.ok
+	_, real := w.accel() // a sampled loop always has its virtual accelerator: a GPU is what counts
+	return w.sampled != nil && !real
 }
 
 // pipelineOf is pipeline by its source.

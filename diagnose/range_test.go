@@ -263,6 +263,7 @@ func TestTheStepIsOnTheCPUWhereNothingElseRunsIt(t *testing.T) {
 		{"hooked, on the CPU", window{gpu: gpuStep{settings: &sample.JobSettings{Device: "cpu"}}}, true},
 		{"hooked, on cuda", window{gpu: gpuStep{settings: &sample.JobSettings{Device: "cuda"}}}, false},
 		{"sampled, no accelerator", window{sampled: &sample.SampledLoop{}}, true},
+		{"sampled, its virtual accelerator alone", window{sampled: &sample.SampledLoop{}, virtualBusy: util}, true},
 		{"sampled, a GPU read", window{sampled: &sample.SampledLoop{}, gpuUtil: util}, false},
 		{"the embedded loader's virtual step", window{virtualBusy: util}, false},
 	} {

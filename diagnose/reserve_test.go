@@ -112,6 +112,7 @@ func TestSampledAndHookedViewsGiveOneChange(t *testing.T) {
 // (the same frames with a starved GPU's utilization) the samples that
 // run are the loading, and the sampled view gives the hook's change.
 func TestOneInlineJobGetsOneChange(t *testing.T) {
+	read2 := func(fs []sample.Frame) window { return read(fs, DefaultThresholds()) }
 	read := func(name string) []sample.Frame {
 		var fs []sample.Frame
 		for _, l := range readRecording(t, filepath.Join("testdata", "inline", name)) {
@@ -135,6 +136,12 @@ func TestOneInlineJobGetsOneChange(t *testing.T) {
 		t.Errorf("0 → 2 predicted %.0f samples/s, measured %.0f", got, measured)
 	}
 
+	// The recording's sampled loop carries its virtual accelerator and no
+	// GPU: a CPU job's step (a review: stepOnCPU read the virtual
+	// accelerator as one, and the fixes spoke of decoding on the GPU).
+	if w := read2(sampledCPU[len(sampledCPU)-10:]); !stepOnCPU(&w) {
+		t.Error("the sampled CPU job's step is not read as on the CPU")
+	}
 	vs := Classify(sampledCPU[len(sampledCPU)-10:], DefaultThresholds())
 	if a := strings.Join(vs.Advice, "\n"); vs.Kind != SingleCoreMaxed || len(vs.Changes) != 0 || strings.Contains(a, "set num_workers to") ||
 		!strings.Contains(a, "a step on the CPU reads as loading") || !strings.Contains(a, "gpuwatch run") {
