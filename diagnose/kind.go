@@ -7,6 +7,7 @@
 package diagnose
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -147,5 +148,11 @@ func (v Verdict) MarshalJSON() ([]byte, error) {
 	if v.Advice == nil {
 		v.Advice = []string{}
 	}
-	return json.Marshal(plain(v))
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // as the writers' own encoders: "<" stays "<"
+	if err := enc.Encode(plain(v)); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -268,6 +268,18 @@ func TestAVerdictsListsAreArraysInJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Written as the writers write the rest (their encoders do not
+	// escape HTML): "<" stays "<" (a review: every verdict line read
+	// "op":"\u003c").
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(Verdict{Kind: CPUSaturated, Evidence: []Evidence{{Metric: "a", Op: "<", Text: "x < y & z"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if s := buf.String(); !strings.Contains(s, `"op":"<"`) || !strings.Contains(s, `"x < y & z"`) || strings.HasSuffix(s, "\n\n") {
+		t.Errorf("%s: escaped, or a newline inside", s)
+	}
 	for _, want := range []string{`"evidence":[]`, `"advice":[]`, `"kind":"warming_up"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("%s: want %s", b, want)
