@@ -554,12 +554,22 @@ func workerCPUs(w *window, workers int, cpu float64) float64 {
 	if w.cpuBusy.ok {
 		others = max(0, w.cpuBusy.v/100*float64(w.cores)-cpu*bps-loop)
 	}
-	cpus := float64(w.cores) - loop - others
-	if w.confined() {
-		// The job's cgroup is the limit: other processes are outside it.
-		cpus = w.job.CPUCapacityCores - loop
+	return floorCPUs(w, float64(w.cores)-loop-others, loop)
+}
+
+// floorCPUs is the workers' CPUs where the box would give them cpus: at
+// least half a CPU; for a job confined to fewer CPUs than the box has,
+// what its allocation leaves the loop's thread (loop, and the spinning
+// pool's share where it was read), a quarter of it at least — never the
+// box's floor, which a 0.5-CPU quota does not have (a job at that quota,
+// its loop using 0.12, was given 0.5 and told 2 → 3 workers for 1.2×;
+// the third gave 2 %).
+func floorCPUs(w *window, cpus, loop float64) float64 {
+	if !w.confined() {
+		return max(0.5, cpus)
 	}
-	return max(0.5, cpus)
+	c := w.job.CPUCapacityCores
+	return max(c/4, c-loop)
 }
 
 // storageLimits sets what storage allows p: the bandwidth (the knob's,
@@ -868,18 +878,7 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 			p.CPUs = min(p.CPUs, workers)
 		}
 	}
-	if w.confined() {
-		c := w.job.CPUCapacityCores
-		// The allocation is a hard ceiling: the workers get what it
-		// leaves the loop's thread, never the floor a box gives (a job
-		// at a 0.5-CPU quota, its loop using 0.12, was given the whole
-		// half CPU and told 2 → 3 workers for 1.2×; the third gave 2 %).
-		// A quarter of it at least, where the loop's measured use would
-		// leave less.
-		p.CPUs = max(c/4, c-loop-spin)
-	} else {
-		p.CPUs = max(0.5, p.CPUs)
-	}
+	p.CPUs = floorCPUs(w, p.CPUs, loop+spin)
 	occupancy(w, p)
 }
 
