@@ -142,16 +142,18 @@ type Cgroup struct {
 	opt   JobOptions
 	r     probes.FileReader
 	// Counters at the previous reading, for rates.
-	prev      cgroupCounters
-	prevTime  time.Time
-	havePrev  bool
-	identity  *sample.JobIdentity
-	identPID  int
-	identDone bool
-	v2        map[string]bool            // isV2's answer per path: a cgroup's version does not change
-	affinity  func(pid int) (int, error) // CPUs the process may run on; nil: not known
-	hostCores int
-	self      bool // the job is gpuwatch's own cgroup (OwnCgroup)
+	prev     cgroupCounters
+	prevTime time.Time
+	havePrev bool
+	// prevCgroup is the job's cgroup at the previous reading.
+	prevCgroup string
+	identity   *sample.JobIdentity
+	identPID   int
+	identDone  bool
+	v2         map[string]bool            // isV2's answer per path: a cgroup's version does not change
+	affinity   func(pid int) (int, error) // CPUs the process may run on; nil: not known
+	hostCores  int
+	self       bool // the job is gpuwatch's own cgroup (OwnCgroup)
 	// selfPID is gpuwatch's own process (OwnCgroup): the job while the
 	// process followed (PIDOf) shares its cgroups, not where that process
 	// lies outside them (a confined gpuwatch found another user's job).
@@ -217,6 +219,12 @@ func (p *Cgroup) Collect(_ context.Context, f *sample.Frame) error {
 		return err
 	}
 	p.capacity(j)
+	if p.havePrev && (j.Cgroup != p.prevCgroup || cur.usageWhy != p.prev.usageWhy) {
+		// Another cgroup, or its count now the job's or no longer (a task
+		// moved from cpuacct's root into its own): the counters are not
+		// one series, and a difference would be tens of cores.
+		p.havePrev = false
+	}
 	if p.havePrev {
 		if sec := f.Time.Sub(p.prevTime).Seconds(); sec > 0 && cur.usageSec >= p.prev.usageSec && cur.periods >= p.prev.periods &&
 			cur.throttled >= p.prev.throttled && cur.throttledSec >= p.prev.throttledSec {
@@ -233,7 +241,7 @@ func (p *Cgroup) Collect(_ context.Context, f *sample.Frame) error {
 		}
 	}
 	j.CPUUsedWhy = cur.usageWhy
-	p.prev, p.prevTime, p.havePrev = cur, f.Time, true
+	p.prev, p.prevTime, p.havePrev, p.prevCgroup = cur, f.Time, true, j.Cgroup
 	j.Identity = p.identityOf(j.Cgroup, paths)
 	f.Job = j
 	return nil
@@ -270,7 +278,7 @@ func v1Name(paths cgroupPaths) string {
 // controller it names (v2's unified path, v1's cpu and memory).
 func isRootCgroup(paths cgroupPaths) bool {
 	named := 0
-	for _, ctl := range []string{"", "cpu", "memory"} {
+	for _, ctl := range []string{"", "cpu", "cpuset", "memory"} {
 		if c, ok := paths[ctl]; ok {
 			if c != "/" {
 				return false
@@ -322,13 +330,45 @@ func (p *Cgroup) followed() int {
 	if pid == 0 || pid == p.selfPID {
 		return p.selfPID
 	}
-	mine, err1 := p.r.Read(filepath.Join(p.roots.Proc, strconv.Itoa(p.selfPID), "cgroup"))
-	mine = bytes.Clone(mine)
-	theirs, err2 := p.r.Read(filepath.Join(p.roots.Proc, strconv.Itoa(pid), "cgroup"))
-	if err1 != nil || err2 != nil || bytes.Equal(mine, theirs) {
+	mine, err1 := p.procCgroup(p.selfPID)
+	theirs, err2 := p.procCgroup(pid)
+	if err1 != nil || err2 != nil || within(theirs, mine) {
 		return p.selfPID
 	}
 	return pid
+}
+
+// procCgroup is process pid's cgroup paths.
+func (p *Cgroup) procCgroup(pid int) (cgroupPaths, error) {
+	b, err := p.r.Read(filepath.Join(p.roots.Proc, strconv.Itoa(pid), "cgroup"))
+	if err != nil {
+		return nil, err
+	}
+	return parseProcCgroup(b)
+}
+
+// within says a process with cgroups theirs runs under the limits of the
+// cgroups outer: in each controller that confines (v2's unified path;
+// v1's cpu, cpuacct, cpuset, memory) its path is outer's or below it.
+// Other lines (name=systemd, a hybrid's unified line) say nothing of it.
+func within(theirs, outer cgroupPaths) bool {
+	ctls := []string{"cpu", "cpuacct", "cpuset", "memory"}
+	if _, v1 := outer["cpu"]; !v1 {
+		if _, v1 = outer["memory"]; !v1 {
+			ctls = []string{""} // v2 alone: its unified path
+		}
+	}
+	for _, ctl := range ctls {
+		o, ok := outer[ctl]
+		if !ok {
+			continue
+		}
+		t := theirs[ctl]
+		if t != o && !strings.HasPrefix(t, strings.TrimSuffix(o, "/")+"/") {
+			return false
+		}
+	}
+	return true
 }
 
 // paths finds the job's cgroups: the named one in every controller, or
@@ -504,6 +544,9 @@ func (p *Cgroup) readV1(j *sample.Job, paths cgroupPaths) (cgroupCounters, error
 		cs = read("cpuset", "cpuset.cpus")
 	}
 	j.CPUSet = string(bytes.TrimSpace(cs))
+	if j.CPUSet != "" && paths["cpuset"] != "/" {
+		found = true // a job its cpuset alone confines
+	}
 	if lim := limitBytes(read("memory", "memory.limit_in_bytes")); lim != nil {
 		found = true
 		j.MemLimitBytes = lim

@@ -339,3 +339,55 @@ func TestOwnCgroupIsNotAnotherJobs(t *testing.T) {
 		}
 	}
 }
+
+// TestWithinIsTheConfiningControllers (a review): a process shares
+// gpuwatch's limits where each confining controller's path is gpuwatch's
+// or below it; name=systemd and a hybrid's unified line say nothing.
+func TestWithinIsTheConfiningControllers(t *testing.T) {
+	mine := cgroupPaths{"cpu": "/quota", "cpuacct": "/quota", "memory": "/", "name=systemd": "/a", "": "/user.slice/session-1.scope"}
+	for _, c := range []struct {
+		theirs cgroupPaths
+		want   bool
+	}{
+		{cgroupPaths{"cpu": "/quota", "cpuacct": "/quota", "memory": "/", "name=systemd": "/b", "": "/user.slice/session-2.scope"}, true},
+		{cgroupPaths{"cpu": "/quota/step_0", "cpuacct": "/quota/step_0", "memory": "/job"}, true},
+		{cgroupPaths{"cpu": "/quota2", "cpuacct": "/quota2", "memory": "/"}, false},
+		{cgroupPaths{"cpu": "/", "cpuacct": "/", "memory": "/"}, false},
+	} {
+		if got := within(c.theirs, mine); got != c.want {
+			t.Errorf("%v within %v: %v", c.theirs, mine, got)
+		}
+	}
+	v2 := cgroupPaths{"": "/kubepods/pod1/ctr"}
+	if !within(cgroupPaths{"": "/kubepods/pod1/ctr/sub"}, v2) || within(cgroupPaths{"": "/kubepods/pod2/ctr"}, v2) {
+		t.Error("v2: a child is within, another pod is not")
+	}
+}
+
+// TestRatesStartOverInANewCgroup (a review): a task moved from cpuacct's
+// root into its own cgroup had its whole counter read as one interval's
+// use ("used 50 cores" on one CPU).
+func TestRatesStartOverInANewCgroup(t *testing.T) {
+	dir := t.TempDir()
+	write := func(snap, path, body string) {
+		p := filepath.Join(dir, snap, path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("t0", "proc/4400/cgroup", "3:cpuset:/job\n2:cpu,cpuacct:/\n")
+	write("t0", "sys/fs/cgroup/cpuset/job/cpuset.cpus", "0\n")
+	write("t0", "sys/fs/cgroup/cpu,cpuacct/cpuacct.usage", "900000000000\n")
+	write("t1", "proc/4400/cgroup", "3:cpuset:/job\n2:cpu,cpuacct:/job\n")
+	write("t1", "sys/fs/cgroup/cpuset/job/cpuset.cpus", "0\n")
+	write("t1", "sys/fs/cgroup/cpu,cpuacct/job/cpuacct.usage", "50000000000\n")
+	s := probetest.NewSnapshots(t, dir)
+	p := NewCgroup(s.Roots(), JobOptions{PID: 4400})
+	s.MustCollect(p, "t0")
+	if j := s.MustCollect(p, "t1").Job; j == nil || j.CPUUsedCores != nil {
+		t.Fatalf("job %+v: want no use read across the move", j)
+	}
+}
