@@ -122,3 +122,17 @@ func TestAThrottledJobsWaitIsNotBlamedOnOthers(t *testing.T) {
 		}
 	}
 }
+
+// TestTheTreeStandsInOnlyWhereItHoldsTheJob (a review): where the tree
+// misses the job's own workers (a loader whose worker PIDs it does not
+// list), its CPU is no stand-in for the job's use: unread, not low.
+func TestTheTreeStandsInOnlyWhereItHoldsTheJob(t *testing.T) {
+	frames := quotaFrames(true, nil)
+	for i := range frames {
+		frames[i].Job.CPUUsedCores, frames[i].Job.CPUUsedWhy = nil, "the job is in cpuacct's root cgroup"
+		frames[i].Loader.WorkerPIDs = []int{401, 402}
+	}
+	if w := read(frames, DefaultThresholds()); w.jobUsed.ok || w.usedBy() != "" {
+		t.Errorf("used %.2f (%v) from a tree that misses the workers", w.jobUsed.v, w.jobUsed.ok)
+	}
+}

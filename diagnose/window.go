@@ -195,7 +195,21 @@ func read(frames []sample.Frame, th Thresholds) window {
 	s.medians(&w)
 	w.finishMeans()
 	w.markShortLivedWorkers(frames)
+	if w.jobUsedByTree && w.treeCPUMissed() {
+		// The tree's CPU stood in for the cgroup's count, and it misses
+		// the job's own workers: unread, not a use too low to saturate.
+		w.jobUsed, w.jobUsedByTree = level{}, false
+	}
 	return w
+}
+
+// usedBy says where the job's CPU use came from, where not its cgroup's
+// own count (jobUsedByTree); "" where it was.
+func (w *window) usedBy() string {
+	if w.jobUsedByTree {
+		return " (its processes' CPU: its cgroup keeps no count of its own)"
+	}
+	return ""
 }
 
 // shortLivedFrames: workers that live fewer frames than this (restarted
