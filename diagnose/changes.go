@@ -324,7 +324,7 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 			// restarts them is not known.
 			fix = "workers that live across epochs (persistent_workers=True, on a DataLoader built once, before the epoch loop) have their CPU read, and the count weighed"
 		}
-		return fmt.Sprintf("no worker count is weighed: the workers restart every epoch, and an epoch under %d frames is too short for /proc to read their CPU whole (it counts a process's CPU between two readings), so a batch's time cannot be split into CPU and waiting; ", shortLivedFrames) + fix
+		return fmt.Sprintf("no worker count is weighed: the workers restart every epoch and live too short for /proc to read their CPU whole (it counts a process's CPU between two of gpuwatch's readings: an epoch under %d readings, or workers that lived under 10 s), so a batch's time cannot be split into CPU and waiting; ", shortLivedFrames) + fix
 	}
 	switch limit {
 	case LimitCPU:
