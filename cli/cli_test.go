@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/session/predlog"
+	"github.com/gpuwatch/gpuwatch/session/tune"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -562,5 +564,17 @@ func TestAWatchingSessionRunsOnOneP(t *testing.T) {
 	onOneP(func() { in = runtime.GOMAXPROCS(0) })
 	if in != 3 {
 		t.Fatalf("the user's GOMAXPROCS=3 became %d", in)
+	}
+}
+
+// TestTuneKeysItsRecordByPipeline: tune's record of its steps says whose
+// pipeline it tuned, so each bias is said from its own (a review: a
+// job was told how tune's steps over gpuwatch's own loader had run).
+func TestTuneKeysItsRecordByPipeline(t *testing.T) {
+	if got := ledgerKey(&tune.EmbeddedTrials{}); got != predlog.LoaderEmbedded {
+		t.Errorf("the embedded loader's trials: %q", got)
+	}
+	if got := ledgerKey(&tune.CommandTrials{}); got != predlog.LoaderJob {
+		t.Errorf("a command's trials: %q", got)
 	}
 }

@@ -95,17 +95,22 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 	return cmd
 }
 
+// ledgerKey is whose pipeline trials tune, as tune's record keys it:
+// gpuwatch's own loader, or the user's command.
+func ledgerKey(t tune.Trials) string {
+	if _, own := t.(*tune.EmbeddedTrials); own {
+		return predlog.LoaderEmbedded
+	}
+	return predlog.LoaderJob
+}
+
 // runTune runs tune over trials from start and prints each run as it ends,
 // then the table (or JSON lines: each run, then the result).
 func runTune(cmd *cobra.Command, opts *tuneOptions, t tune.Trials, start tune.Setting) error {
 	asJSON, stdout := opts.asJSON, opts.stdout
 	enc := json.NewEncoder(stdout)
 	var steps []tune.TuneStep
-	loader := predlog.LoaderJob
-	if _, own := t.(*tune.EmbeddedTrials); own {
-		loader = predlog.LoaderEmbedded
-	}
-	o := tune.TuneOptions{RunFor: opts.runFor, Runs: opts.runs, Ledger: tune.NewLedger(opts.stderr, loader)}
+	o := tune.TuneOptions{RunFor: opts.runFor, Runs: opts.runs, Ledger: tune.NewLedger(opts.stderr, ledgerKey(t))}
 	if b := o.Ledger.Bias(); b != "" && !asJSON { // JSON: the result's "bias"
 		fmt.Fprintf(stdout, "note: %s\n", b)
 	}

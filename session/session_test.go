@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -594,11 +595,18 @@ func TestVerdictSaysHowPredictionsRanHere(t *testing.T) {
 		predicted []float64 // samples/s, each against 1000 measured
 		frame     func(sec int) *sample.Frame
 		want      string // the last advice line has it; "" none has "predictions on this box"
+		loader    string // whose pipeline the records were of: "" a job's
 	}{
-		{"high predictions are said", []float64{1250, 1300, 1200}, starvedFrame, said},
-		{"accurate ones are not", []float64{1050, 980, 1020}, starvedFrame, ""},
-		{"two are too few", []float64{1250, 1300}, starvedFrame, ""},
-		{"a verdict without a prediction says nothing", []float64{1250, 1300, 1200}, settleFrameAt, ""},
+		{"high predictions are said", []float64{1250, 1300, 1200}, starvedFrame, said, ""},
+		{"accurate ones are not", []float64{1050, 980, 1020}, starvedFrame, "", ""},
+		{"two are too few", []float64{1250, 1300}, starvedFrame, "", ""},
+		{"a verdict without a prediction says nothing", []float64{1250, 1300, 1200}, settleFrameAt, "", ""},
+		{"a job is not told how gpuwatch's own loader's ran", []float64{1250, 1300, 1200}, starvedFrame, "", predlog.LoaderEmbedded},
+		{"gpuwatch's own loader is told how its own ran", []float64{1250, 1300, 1200}, func(sec int) *sample.Frame {
+			f := starvedFrame(sec)
+			f.Loader.Kind = "embedded"
+			return f
+		}, said, predlog.LoaderEmbedded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -608,7 +616,7 @@ func TestVerdictSaysHowPredictionsRanHere(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range tt.predicted {
-				if err := predlog.Append(path, predlog.Record{Time: time.Now(), Host: host, Change: "num_workers 1 → 4", Predicted: p, Measured: 1000, High: p, Model: predlog.ModelRange, Loader: predlog.LoaderJob}); err != nil {
+				if err := predlog.Append(path, predlog.Record{Time: time.Now(), Host: host, Change: "num_workers 1 → 4", Predicted: p, Measured: 1000, High: p, Model: predlog.ModelRange, Loader: cmp.Or(tt.loader, predlog.LoaderJob)}); err != nil {
 					t.Fatal(err)
 				}
 			}

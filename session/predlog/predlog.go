@@ -248,10 +248,13 @@ type Bias struct {
 	Steps int // the records it is the median of
 }
 
-// BiasOn is host's bias over rs (oldest first), over the records whose
-// point is the range's low side; false with fewer than 3 such records of
-// host's.
+// BiasOn is host's bias for loader's pipeline over rs (oldest first),
+// over the records whose point is the range's low side; false with fewer
+// than 3 such records of host's and loader's, and for no loader.
 func BiasOn(rs []Record, host, loader string) (Bias, bool) {
+	if loader == "" {
+		return Bias{}, false // records without a key count for no pipeline
+	}
 	var ratios []float64
 	for i := len(rs) - 1; i >= 0 && len(ratios) < biasSteps; i-- {
 		if r := rs[i]; r.Host == host && r.Loader == loader && r.valid() && r.ranged() {

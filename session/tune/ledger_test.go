@@ -57,7 +57,7 @@ func TestTuneKeepsItsPredictionErrors(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "gpuwatch", "predictions.jsonl")
 	var warn bytes.Buffer
-	l := &Ledger{Path: path, Host: "box", Warn: &warn, Now: time.Now}
+	l := &Ledger{Path: path, Host: "box", Loader: predlog.LoaderJob, Warn: &warn, Now: time.Now}
 	o := TuneOptions{RunFor: time.Second, Runs: 4, Ledger: l}
 	var steps []TuneStep
 	res, err := Tune(context.Background(), o, sc, Setting{"num_workers": "1"}, func(s TuneStep) error { steps = append(steps, s); return nil })
@@ -83,7 +83,7 @@ func TestTuneKeepsItsPredictionErrors(t *testing.T) {
 	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l = &Ledger{Path: filepath.Join(blocked, "gpuwatch", "predictions.jsonl"), Host: "box", Warn: &warn, Now: time.Now}
+	l = &Ledger{Path: filepath.Join(blocked, "gpuwatch", "predictions.jsonl"), Host: "box", Loader: predlog.LoaderJob, Warn: &warn, Now: time.Now}
 	o.Ledger = l
 	res, err = Tune(context.Background(), o, sc, Setting{"num_workers": "1"}, func(TuneStep) error { return nil })
 	if err != nil || res.Steps != 4 {
@@ -106,7 +106,7 @@ func TestARunTheRestOfTheBoxDisturbedIsNotKept(t *testing.T) {
 		others:    map[string]float64{"1": 0.1, "2": 0.5, "4": 0.2, "8": 0.4},
 	}
 	path := filepath.Join(t.TempDir(), "predictions.jsonl")
-	o := TuneOptions{RunFor: time.Second, Runs: 4, Ledger: &Ledger{Path: path, Host: "box", Now: time.Now}}
+	o := TuneOptions{RunFor: time.Second, Runs: 4, Ledger: &Ledger{Path: path, Host: "box", Loader: predlog.LoaderJob, Now: time.Now}}
 	var steps []TuneStep
 	if _, err := Tune(context.Background(), o, sc, Setting{"num_workers": "1"}, func(s TuneStep) error { steps = append(steps, s); return nil }); err != nil {
 		t.Fatal(err)
@@ -199,7 +199,7 @@ func TestCtrlCEndsTuneWithTheRunsMeasured(t *testing.T) {
 		next:      map[string]string{"1": "2", "2": "4"},
 	}, at: "4", cancel: cancel}
 	path := filepath.Join(t.TempDir(), "predictions.jsonl")
-	o := TuneOptions{RunFor: time.Second, Runs: 5, Ledger: &Ledger{Path: path, Host: "box", Now: time.Now}}
+	o := TuneOptions{RunFor: time.Second, Runs: 5, Ledger: &Ledger{Path: path, Host: "box", Loader: predlog.LoaderJob, Now: time.Now}}
 	var steps []TuneStep
 	res, err := Tune(ctx, o, c, Setting{"num_workers": "1"}, func(s TuneStep) error { steps = append(steps, s); return nil })
 	if !errors.Is(err, ErrTuneInterrupted) || len(steps) != 2 || res.Best != 2 || res.Why != "interrupted during run 3: 2 measured" || res.Type != "result" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/sample"
+	"github.com/gpuwatch/gpuwatch/session/predlog"
 )
 
 // frames records the kinds of the frames it is told.
@@ -55,7 +56,7 @@ func TestEachStepSaysItsRangeAndItsError(t *testing.T) {
 		next:      map[string]string{"1": "2"},
 	}
 	var steps []TuneStep
-	o := TuneOptions{RunFor: time.Second, Runs: 2, Ledger: &Ledger{Path: filepath.Join(t.TempDir(), "p.jsonl"), Host: "box", Now: time.Now}}
+	o := TuneOptions{RunFor: time.Second, Runs: 2, Ledger: &Ledger{Path: filepath.Join(t.TempDir(), "p.jsonl"), Host: "box", Loader: predlog.LoaderJob, Now: time.Now}}
 	ranged := rangedTrials{sc, 1200}
 	if _, err := Tune(context.Background(), o, ranged, Setting{"num_workers": "1"}, func(s TuneStep) error { steps = append(steps, s); return nil }); err != nil {
 		t.Fatal(err)
