@@ -31,7 +31,7 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice, pay *sample.Ba
 		a = append(a, noKnobHelps(m.pipeline, m.limit, th))
 	}
 	if d.kind == CPUSaturated && w.confined() {
-		a = append(a, fmt.Sprintf("the job's allocation is the limit: it may use %.2g CPU — ask for more CPUs (Slurm --cpus-per-task, the pod's CPU limit), and keep num_workers within it", w.job.CPUCapacityCores))
+		a = append(a, fmt.Sprintf("the job's allocation is the limit: it may use %s CPU — ask for more CPUs (Slurm --cpus-per-task, the pod's CPU limit), and keep num_workers within it", sample.FormatCPUs(w.job.CPUCapacityCores)))
 	}
 	if d.kind == MemoryPressure && w.job != nil && w.job.MemLimitBytes != nil {
 		a = append(a, fmt.Sprintf("the job's memory limit is %s: ask for more (Slurm --mem, the pod's memory limit), or hold less per worker", sample.FormatBytes(float64(*w.job.MemLimitBytes))))

@@ -238,7 +238,7 @@ func jobCPUEvidence(w *window, th Thresholds) (cpu []Evidence, saturated bool) {
 	bar, _ := saturatedBar(w, th)
 	if w.jobUsed.ok && w.jobUsed.v >= bar/100*capacity {
 		saturated = true
-		text := fmt.Sprintf("the job may use %.2g CPU (%s) and used %.2g%s", capacity, limit, w.jobUsed.v, w.usedBy())
+		text := fmt.Sprintf("the job may use %s CPU (%s) and used %s%s", sample.FormatCPUs(capacity), limit, sample.FormatCPUs(w.jobUsed.v), w.usedBy())
 		if w.jobThrottle.ok && w.jobThrottle.v > 0 {
 			text += fmt.Sprintf("; throttled %.0f %% of periods", 100*w.jobThrottle.v)
 		}
@@ -375,7 +375,7 @@ func cpuUsers(w *window) (string, bool) {
 	if !r.loopPct.ok {
 		return "", false
 	}
-	s := fmt.Sprintf("of its %.2g CPU%s, the training loop's thread used %.2g", w.jobUsed.v, w.usedBy(), r.loopPct.v/100)
+	s := fmt.Sprintf("of its %s CPU%s, the training loop's thread used %.2g", sample.FormatCPUs(w.jobUsed.v), w.usedBy(), r.loopPct.v/100)
 	if r.workersPct.ok {
 		s += fmt.Sprintf(", its workers %.2g", r.workersPct.v/100)
 	}
@@ -392,10 +392,10 @@ func throttledAdvice(w *window) []string {
 	a := []string{}
 	if t := j.ThrottledSecPerSec; t != nil && *t > 0 {
 		want := w.jobUsed.v + *t
-		a = append(a, fmt.Sprintf("raise the job's CPU limit: it used %.2g of its %.2g CPU%s and its tasks sat throttled %.2g s a second, about %.2g CPUs of demand (a quota of %.0f ms per %.0f ms period, or --cpus=%.2g)",
-			w.jobUsed.v, j.CPUCapacityCores, w.usedBy(), *t, want, math.Ceil(want*periodMs(j)), periodMs(j), math.Ceil(want*10)/10))
+		a = append(a, fmt.Sprintf("raise the job's CPU limit: it used %s of its %s CPU%s and its tasks sat throttled %.2g s a second, about %.2g CPUs of demand (a quota of %.0f ms per %.0f ms period, or --cpus=%.2g)",
+			sample.FormatCPUs(w.jobUsed.v), sample.FormatCPUs(j.CPUCapacityCores), w.usedBy(), *t, want, math.Ceil(want*periodMs(j)), periodMs(j), math.Ceil(want*10)/10))
 	} else {
-		a = append(a, fmt.Sprintf("raise the job's CPU limit: it used %.2g of its %.2g CPU%s and was throttled in %.0f %% of periods", w.jobUsed.v, j.CPUCapacityCores, w.usedBy(), 100*w.jobThrottle.v))
+		a = append(a, fmt.Sprintf("raise the job's CPU limit: it used %s of its %s CPU%s and was throttled in %.0f %% of periods", sample.FormatCPUs(w.jobUsed.v), sample.FormatCPUs(j.CPUCapacityCores), w.usedBy(), 100*w.jobThrottle.v))
 	}
 	r := &w.roles
 	if w.workers > 0 && r.workersPct.ok && r.workersPct.v > 0 {
@@ -414,9 +414,10 @@ func periodMs(j *sample.Job) float64 {
 	return 100
 }
 
-// cpuCount is a count of CPUs in words: "0.5 CPUs", "1 CPU", "2 CPUs".
+// cpuCount is a count of CPUs in words: "0.5 CPUs", "1 CPU", "2 CPUs",
+// "128 CPUs".
 func cpuCount(v float64) string {
-	n := fmt.Sprintf("%.2g", v)
+	n := sample.FormatCPUs(v)
 	if n == "1" {
 		return n + " CPU"
 	}

@@ -82,7 +82,7 @@ func idleCPUEvidence(w *window, th Thresholds) []Evidence {
 		}
 		c := w.job.CPUCapacityCores
 		return []Evidence{evidence("job.cpu_used_cores", w.jobUsed.v, "<", bar/100*c, "cores",
-			fmt.Sprintf("the job's CPUs are not saturated: it may use %.2g and used %.2g%s", c, w.jobUsed.v, w.usedBy()))}
+			fmt.Sprintf("the job's CPUs are not saturated: it may use %s and used %s%s", sample.FormatCPUs(c), sample.FormatCPUs(w.jobUsed.v), w.usedBy()))}
 	}
 	if !w.cpuBusy.ok {
 		return nil

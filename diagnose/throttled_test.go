@@ -136,3 +136,11 @@ func TestTheTreeStandsInOnlyWhereItHoldsTheJob(t *testing.T) {
 		t.Errorf("used %.2f (%v) from a tree that misses the workers", w.jobUsed.v, w.jobUsed.ok)
 	}
 }
+
+func TestCPUCountInWords(t *testing.T) {
+	for v, want := range map[float64]string{0.5: "0.5 CPUs", 1: "1 CPU", 2: "2 CPUs", 128: "128 CPUs", 1.0 / 3: "0.33 CPUs"} {
+		if got := cpuCount(v); got != want {
+			t.Errorf("%v: %q, want %q", v, got, want)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package sample
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -176,9 +178,9 @@ func (j *Job) Summary() string {
 		cg = "gpuwatch's own " + cg + " (it runs confined: these limits are the job's)"
 	}
 	parts = append(parts, cg)
-	cpu := fmt.Sprintf("may use %.2g CPU", j.CPUCapacityCores)
+	cpu := fmt.Sprintf("may use %s CPU", FormatCPUs(j.CPUCapacityCores))
 	if j.CPUUsedCores != nil {
-		cpu = fmt.Sprintf("%.2g of %.2g CPU", *j.CPUUsedCores, j.CPUCapacityCores)
+		cpu = fmt.Sprintf("%s of %s CPU", FormatCPUs(*j.CPUUsedCores), FormatCPUs(j.CPUCapacityCores))
 	}
 	if j.CPUQuotaCores != nil && *j.CPUQuotaCores <= j.CPUCapacityCores {
 		cpu += " (quota)"
@@ -193,4 +195,10 @@ func (j *Job) Summary() string {
 		parts = append(parts, fmt.Sprintf("memory %s of %s", FormatBytes(float64(*j.MemUsedBytes)), FormatBytes(float64(*j.MemLimitBytes))))
 	}
 	return Printable(strings.Join(parts, " · "))
+}
+
+// FormatCPUs is a count of CPUs or cores, to a hundredth: "0.51", "2",
+// "128" (where %.2g wrote "1.3e+02").
+func FormatCPUs(v float64) string {
+	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
 }
