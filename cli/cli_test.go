@@ -400,6 +400,10 @@ func TestRecordRefusesWhatItWouldLoseOrCouldNotWrite(t *testing.T) {
 	if err := os.WriteFile(taken, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	dangling := filepath.Join(dir, "link.jsonl")
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), dangling); err != nil {
+		t.Fatal(err)
+	}
 	rotated := filepath.Join(dir, "old.jsonl")
 	if err := os.WriteFile(rotated+".1", []byte("a previous part"), 0o600); err != nil {
 		t.Fatal(err)
@@ -414,10 +418,12 @@ func TestRecordRefusesWhatItWouldLoseOrCouldNotWrite(t *testing.T) {
 			"--report " + taken + " exists: write the report to a new file"},
 		{"--report has no format", []string{"record", "-o", filepath.Join(dir, "b.jsonl"), "--report", filepath.Join(dir, "r.txt"), "--duration", "30s"}, 2,
 			"the format comes from the extension"},
-		{"rotation would replace FILE.1", []string{"record", "-o", rotated, "--duration", "30s"}, 2, rotated + ".1 exists: record to a new file"},
-		{"--record names an existing file", []string{"--record", taken, "--headless", "--duration", "30s"}, 2, "--record " + taken + ": " + taken + " exists: record to a new file"},
-		{"demo --record would replace FILE.1", []string{"demo", "--record", rotated, "--headless", "--duration", "30s"}, 2, rotated + ".1 exists: record to a new file"},
+		{"rotation would replace FILE.1", []string{"record", "-o", rotated, "--duration", "30s"}, 2, rotated + ".1 exists (the part rotation would replace): record to a new file"},
+		{"--record names an existing file", []string{"--record", taken, "--headless", "--duration", "30s"}, 2, "--record " + taken + " exists: record to a new file"},
+		{"demo --record would replace FILE.1", []string{"demo", "--record", rotated, "--headless", "--duration", "30s"}, 2, rotated + ".1 exists (the part rotation would replace)"},
 		{"no frame before the end", []string{"record", "-o", filepath.Join(dir, "c.jsonl"), "--duration", "200ms"}, 1, "no frame came before the end"},
+		{"FILE.1 with no rotation is no loss", []string{"record", "-o", rotated, "--record-max-size", "0", "--duration", "200ms"}, 1, "no frame came before the end"},
+		{"a dangling link is a file in the way", []string{"record", "-o", dangling, "--duration", "30s"}, 2, dangling + " exists: record to a new file"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errb bytes.Buffer

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"os"
 
@@ -48,6 +49,25 @@ FILE.1 (one previous part kept).`,
 	return cmd
 }
 
+// recordTaken says why a recording to path would lose or refuse a file:
+// path exists (a dangling link too: the recorder opens it O_EXCL), or, with
+// rotation on (maxSize > 0), the FILE.1 it would replace does.
+func recordTaken(path string, maxSize int64) error {
+	ps := []string{path}
+	if maxSize > 0 {
+		ps = append(ps, path+".1")
+	}
+	for _, p := range ps {
+		if _, err := os.Lstat(p); err == nil {
+			if p == path {
+				return fmt.Errorf("%s exists: record to a new file", path)
+			}
+			return fmt.Errorf("%s: %s exists (the part rotation would replace): record to a new file", path, p)
+		}
+	}
+	return nil
+}
+
 // runRecord checks record's files, records the session, and writes the
 // report when asked.
 func runRecord(cmd *cobra.Command, opts *recordOptions) error {
@@ -55,10 +75,8 @@ func runRecord(cmd *cobra.Command, opts *recordOptions) error {
 	if out == "" {
 		return usageErrorf(cmd, "-o FILE is required")
 	}
-	for _, p := range []string{out, out + ".1"} { // FILE.1: the part rotation would replace
-		if _, err := os.Stat(p); err == nil {
-			return usageErrorf(cmd, "-o %s: %s exists: record to a new file", out, p)
-		}
+	if err := recordTaken(out, opts.w.recordMaxSize); err != nil {
+		return usageErrorf(cmd, "-o %v", err)
 	}
 	if reportOut != "" {
 		// Checked now, not after the recording: record has no --force.

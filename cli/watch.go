@@ -166,12 +166,10 @@ func (w *watchFlags) validate(cmd *cobra.Command) error {
 	if _, err := endpoint.ExpandURLs(w.attach); err != nil {
 		return usageErrorf(cmd, "%v", err) // before serve listens, record opens its file
 	}
-	for _, p := range []string{w.record, w.record + ".1"} {
+	if err := recordTaken(w.record, w.recordMaxSize); w.record != "" && err != nil {
 		// As record's -o: a file in the way is a wrong value (status 2),
-		// said before anything starts; session.Run checks again at open.
-		if _, err := os.Stat(p); w.record != "" && err == nil {
-			return usageErrorf(cmd, "--record %s: %s exists: record to a new file", w.record, p)
-		}
+		// said before anything starts; the recorder opens it O_EXCL.
+		return usageErrorf(cmd, "--record %v", err)
 	}
 	if w.exitWithJob && w.pid == 0 {
 		return usageErrorf(cmd, "--exit-with-job needs --pid: the job whose end ends the session")

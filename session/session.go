@@ -150,6 +150,22 @@ type Observer interface {
 	Note(n sample.Note) error
 }
 
+// recordTaken says why o's recording would lose or refuse a file: its
+// path exists (a dangling link too: the recorder opens it O_EXCL), or,
+// with rotation on, the FILE.1 it would replace.
+func recordTaken(o Options) error {
+	ps := []string{o.Record}
+	if o.RecordMaxSize > 0 {
+		ps = append(ps, o.Record+".1")
+	}
+	for _, p := range ps {
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("recording to %s: %s exists; record to a new file", o.Record, p)
+		}
+	}
+	return nil
+}
+
 // Run samples until ctx ends or o.Duration passes, in the dashboard when
 // stdout is a terminal and o.Headless is not set, else as lines. A clean
 // stop (Ctrl-C, SIGTERM, the duration) returns nil.
@@ -160,10 +176,8 @@ func Run(ctx context.Context, o Options) error {
 	dashboard := !o.Headless && !o.JSON && !o.Once && IsTerminal(o.Stdout)
 	rec := newRecorder(o)
 	if o.Record != "" {
-		for _, p := range []string{o.Record, o.Record + ".1"} {
-			if _, err := os.Stat(p); err == nil {
-				return fmt.Errorf("recording to %s: %s exists; record to a new file", o.Record, p)
-			}
+		if err := recordTaken(o); err != nil {
+			return err
 		}
 		rec.start(o.Record)
 	}
