@@ -834,3 +834,35 @@ func mustModel(t *testing.T, frames []sample.Frame) *Pipeline {
 	}
 	return p
 }
+
+// TestAnotherProcesssIOIsNotTheJobs (a review): a job whose processes
+// read next to nothing from storage was told io_bound, "vda is 91 % busy",
+// while another user's job kept the disk busy. The job's reads decide;
+// the busy disk is said beside. Reading from it, the job is io_bound.
+func TestAnotherProcesssIOIsNotTheJobs(t *testing.T) {
+	frames := func(treeReads float64) []sample.Frame {
+		fs := getitemLoop.frames()
+		zero, psi := 0.0, 40.0
+		for i := range fs {
+			f := &fs[i]
+			f.Disks = []sample.Disk{{Name: "vda", BusyPct: 91, ReadBytesPerSec: 80e6}}
+			f.PSI = &sample.PSI{IO: &sample.Pressure{SomePct: &psi}}
+			for j := range f.Procs.List {
+				r := treeReads
+				f.Procs.List[j].DiskReadBytesPerSec, f.Procs.List[j].ReadBytesPerSec, f.Procs.List[j].MajorFaultsPerSec = &r, &r, &zero
+			}
+		}
+		return fs
+	}
+	v := Classify(frames(0), DefaultThresholds())
+	said := false
+	for _, s := range v.Secondary {
+		said = said || s.Kind == IOBound && strings.Contains(s.Text, "not with the job's reads") && strings.Contains(s.Text, "vda is 91 % busy")
+	}
+	if v.Kind == IOBound || !said {
+		t.Errorf("a job reading nothing: %s, secondary %+v", v.Kind, v.Secondary)
+	}
+	if v := Classify(frames(40e6), DefaultThresholds()); v.Kind != IOBound {
+		t.Errorf("a job reading 40 MB/s from a busy disk: %s %q", v.Kind, texts(v.Evidence))
+	}
+}

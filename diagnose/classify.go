@@ -201,7 +201,12 @@ type facts struct {
 	th Thresholds
 
 	mem, wait, cpu, io, single, reads []Evidence
-	streaming                         bool // the memory stall is the job's cgroup reclaiming its cache (memoryEvidence)
+	// othersIO is storage's busy evidence where the watched tree read next
+	// to nothing (paging.readsNothing): another process's I/O, not the
+	// job's wait (a review: io_bound on a job that read 7 MiB in all,
+	// while another user's job kept the disk 91 % busy). Said beside.
+	othersIO  []Evidence
+	streaming bool // the memory stall is the job's cgroup reclaiming its cache (memoryEvidence)
 
 	accel      level // the accelerator's busy %: a real GPU, else the virtual one
 	real       bool  // accel is a real GPU
@@ -216,6 +221,9 @@ func gather(w *window, th Thresholds) *facts {
 	f.wait = waitEvidence(w, th)
 	f.cpu, f.cpuSat = cpuEvidence(w, th)
 	f.io = ioEvidence(w, th)
+	if len(f.io) > 0 && w.paging.readsNothing(th) {
+		f.othersIO, f.io = f.io, nil
+	}
 	f.single = singleThreadEvidence(w, th, f.cpuSat)
 	f.reads = readEvidence(w, th)
 	f.fewWorkers = w.workers >= 0 && w.cores > 0 && float64(w.workers) < th.WorkersPerCoreLow*float64(w.cores)
@@ -308,6 +316,16 @@ func (f *facts) phaseBeside() phase {
 // (precedence), else the first settled one.
 func decide(w *window, th Thresholds) decision {
 	f := gather(w, th)
+	d := decideBy(f)
+	if len(f.othersIO) > 0 {
+		d.secondary = append(d.secondary, Finding{Kind: IOBound, Text: fmt.Sprintf("storage is busy, but not with the job's reads (its processes read under %s/s from storage): %s — another process's I/O",
+			fmtBytes(quietReadBytes), f.othersIO[0].Text)})
+	}
+	return d
+}
+
+// decideBy is decide over the window's facts.
+func decideBy(f *facts) decision {
 	p := f.phase()
 	if d, ok := table.first(p, f); ok || p == phaseSettled {
 		return d
