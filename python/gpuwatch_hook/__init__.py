@@ -112,9 +112,12 @@ class Watched:
         started = _env.clock()
         it = iter(self.loader)
         try:
-            self._stats.epoch(self.loader, it)
+            timed = self._stats.epoch(self.loader, it)
         except Exception:
             self._stats.error()
+            timed = True
+        if not timed:  # another of the process's loaders is its training one (Stats.timed_loader)
+            return it
         return _timing.Timed(it, self._stats, started)
 
     def __len__(self) -> int:

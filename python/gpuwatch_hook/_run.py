@@ -94,11 +94,13 @@ def patch_iter(module: Any) -> bool:
             _env.warn_once("DataLoaders are not timed: %s" % e)
             return it
         try:
-            stats.epoch(self, it)
+            timed = stats.epoch(self, it)
         except Exception as e:
             stats.error()
             _env.warn_once("a DataLoader's knobs are not read: %s" % e)
-        _timing.attach(it, "_gpuwatch", _timing.Clock(stats, started))
+            timed = True
+        if timed:  # the training loader: a validation loader beside it is not timed (Stats.timed_loader)
+            _timing.attach(it, "_gpuwatch", _timing.Clock(stats, started))
         return it
 
     loader_cls.__iter__ = __iter__

@@ -48,16 +48,17 @@ class RebuiltEpochsTest(unittest.TestCase):
 
     def test_a_fresh_eval_loader_beside_the_training_one_is_not_every_epoch(self):
         # The Trainer pattern: one training loader, a new eval loader for
-        # each evaluation. The first eval is not a rebuild (the training
-        # loader lives); the later ones are: rebuilt stays under epochs − 1.
+        # each evaluation. The eval loaders are not the one timed
+        # (timed_loader): no epoch of theirs, no rebuild.
         st, train = _timing.Stats(), loader()
         st.epoch(train, iter(train))
         for _ in range(3):
             ev = loader(4)
-            st.epoch(ev, iter(ev))
+            self.assertFalse(st.epoch(ev, iter(ev)))
             del ev
-        self.assertEqual(self.counted(st)[0], 2)
-        self.assertEqual(st.epochs, 4)
+        self.assertEqual(self.counted(st)[0], 0)
+        self.assertEqual(st.epochs, 1)
+
 
     def test_a_loader_that_cannot_be_told_apart_says_nothing(self):
         class Slotted:  # no __weakref__: a WeakSet cannot hold it
@@ -74,6 +75,49 @@ class RebuiltEpochsTest(unittest.TestCase):
             s = Slotted()
             st.epoch(s, iter(s))
         self.assertEqual(self.counted(st), (None, []))
+
+
+@unittest.skipIf(DataLoader is None, "needs torch")
+class TimedLoaderTest(unittest.TestCase):
+    """A job of a training and a validation loader: the training one is
+    timed, its knobs read; the validation one's batches, waits and
+    knobs are not the training loop's (a review: summed, they read
+    25 % more samples/s than the job's, and the knobs flipped between
+    the two every second)."""
+
+    def test_the_validation_loader_is_not_timed(self):
+        st = _timing.Stats()
+        train = DataLoader(list(range(64)), batch_size=4, num_workers=0)
+        val = DataLoader(list(range(8)), batch_size=8, num_workers=0)
+        for dl, want in ((train, True), (val, False), (train, True), (val, False)):
+            self.assertEqual(st.epoch(dl, iter(dl)), want)
+        self.assertEqual((st.batches_per_epoch, st.epochs), (16, 2))
+
+    def test_a_sanity_check_first_gives_way_to_the_training_loader(self):
+        st = _timing.Stats()
+        train, val = DataLoader(list(range(64)), batch_size=4), DataLoader(list(range(8)), batch_size=8)
+        self.assertTrue(st.epoch(val, iter(val)))  # Lightning's sanity check: val first
+        self.assertTrue(st.epoch(train, iter(train)))
+        self.assertFalse(st.epoch(val, iter(val)))
+        self.assertEqual(st.batches_per_epoch, 16)
+
+    def test_an_iterable_stream_is_the_training_loader(self):
+        class Stream(torch.utils.data.IterableDataset):
+            def __iter__(self):
+                return iter(range(32))
+
+        st = _timing.Stats()
+        train, val = DataLoader(Stream(), batch_size=4), DataLoader(list(range(800)), batch_size=4)
+        self.assertTrue(st.epoch(train, iter(train)))
+        self.assertFalse(st.epoch(val, iter(val)))
+
+    def test_loaders_of_one_length_take_turns(self):
+        # Equals cannot be told apart: the newest is timed, as a loader
+        # built anew each epoch must be.
+        st = _timing.Stats()
+        a, b = loader(), loader()
+        self.assertTrue(st.epoch(a, iter(a)))
+        self.assertTrue(st.epoch(b, iter(b)))
 
 
 if __name__ == "__main__":
