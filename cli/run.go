@@ -38,7 +38,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	w := &opts.w
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS…]",
-		Short: "Run a training command with every PyTorch DataLoader timed (no code change), and watch it",
+		Short: "Run a training command with its training DataLoader timed (no code change), and watch it",
 		Long:  runLong,
 		Example: `  gpuwatch run -- python train.py --epochs 3
   gpuwatch run --headless -- torchrun --nproc-per-node 8 train.py
