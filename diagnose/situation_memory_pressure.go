@@ -61,7 +61,7 @@ func memoryEvidence(w *window, th Thresholds) (mem []Evidence, streaming bool) {
 		if full >= th.JobMemFullShare && !cache && (w.jobMaxEvents > 0 || w.jobOOMKills > 0 || w.jobSwapGrowth > 0) {
 			text := fmt.Sprintf("the job's memory cgroup holds %s of its %s limit (%.0f %%)", fmtBytes(float64(*j.MemUsedBytes)), fmtBytes(float64(*j.MemLimitBytes)), 100*full)
 			if w.jobMaxEvents > 0 {
-				text += fmt.Sprintf("; at the limit %d times", w.jobMaxEvents)
+				text += fmt.Sprintf("; %d charges met the limit over the window (memory.events max; v1: memory.failcnt, each page charge that had to reclaim first)", w.jobMaxEvents)
 			}
 			if w.jobOOMKills > 0 {
 				text += fmt.Sprintf("; %d OOM kill(s)", w.jobOOMKills)
