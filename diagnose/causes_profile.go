@@ -42,9 +42,9 @@ func profileCause(id, category string, fix func(sampleStage) string) func(*cause
 		if !s.ok || !in.waits || !s.cpuBound || p == nil || s.getitem <= 0 {
 			return Cause{}, false
 		}
-		cats, whose, of := p.Workers, "the workers' CPU", "their profile"
+		cats, whose, of, per := p.Workers, "the workers' CPU", "their profile", "a worker's"
 		if len(cats) == 0 && s.inline {
-			cats, whose, of = p.Inline, "the loop's loading CPU", "the training process's profile, num_workers=0"
+			cats, whose, of, per = p.Inline, "the loop's loading CPU", "the training process's profile, num_workers=0", "the loop's"
 		}
 		if len(cats) == 0 {
 			return Cause{}, false
@@ -76,10 +76,6 @@ func profileCause(id, category string, fix func(sampleStage) string) func(*cause
 			// collate's conversions too: samples that were lists or
 			// arrays, default_collate made tensors of one by one.
 			cut, free = s.getitem, stageCut{worker: s.getitem + s.collate}
-		}
-		per := "a worker's"
-		if s.inline {
-			per = "the loop's"
 		}
 		evidence := fmt.Sprintf("%.0f %% of %s is %s (%s): about %s of %s %s per batch",
 			100*share, whose, sample.ProfileCategoryWords[category], of, ms(part), per, ms(s.worker()))

@@ -865,4 +865,22 @@ func TestAnotherProcesssIOIsNotTheJobs(t *testing.T) {
 	if v := Classify(frames(40e6), DefaultThresholds()); v.Kind != IOBound {
 		t.Errorf("a job reading 40 MB/s from a busy disk: %s %q", v.Kind, texts(v.Evidence))
 	}
+	// What was not read is not "nothing" (a review): /proc/PID/io unread
+	// (another user's process), or a tree that misses the job's workers.
+	unread := frames(0)
+	for i := range unread {
+		for j := range unread[i].Procs.List {
+			unread[i].Procs.List[j].DiskReadBytesPerSec, unread[i].Procs.List[j].ReadBytesPerSec = nil, nil
+		}
+	}
+	if v := Classify(unread, DefaultThresholds()); v.Kind != IOBound {
+		t.Errorf("the tree's reads unread: %s, secondary %+v", v.Kind, v.Secondary)
+	}
+	short := frames(0)
+	for i := range short {
+		short[i].Loader.WorkerPIDs = []int{90001, 90002}
+	}
+	if v := Classify(short, DefaultThresholds()); v.Kind != IOBound {
+		t.Errorf("a tree that misses the workers: %s, secondary %+v", v.Kind, v.Secondary)
+	}
 }

@@ -221,7 +221,7 @@ func gather(w *window, th Thresholds) *facts {
 	f.wait = waitEvidence(w, th)
 	f.cpu, f.cpuSat = cpuEvidence(w, th)
 	f.io = ioEvidence(w, th)
-	if len(f.io) > 0 && w.paging.readsNothing(th) {
+	if len(f.io) > 0 && w.paging.readsNothing(th) && !w.treeCPUMissed() { // a tree that misses the job's workers misses their reads too
 		f.othersIO, f.io = f.io, nil
 	}
 	f.single = singleThreadEvidence(w, th, f.cpuSat)

@@ -38,7 +38,7 @@ func (pg *paging) add(f *sample.Frame, s *signals) {
 		return
 	}
 	var maj, disk, calls, workerMaj float64
-	haveMaj, workers := false, 0
+	haveMaj, haveDisk, haveCalls, workers := false, false, false, 0
 	for _, pr := range p.List {
 		if pr.MajorFaultsPerSec != nil {
 			maj += *pr.MajorFaultsPerSec
@@ -49,10 +49,10 @@ func (pg *paging) add(f *sample.Frame, s *signals) {
 			}
 		}
 		if pr.DiskReadBytesPerSec != nil {
-			disk += *pr.DiskReadBytesPerSec
+			disk, haveDisk = disk+*pr.DiskReadBytesPerSec, true
 		}
 		if pr.ReadBytesPerSec != nil {
-			calls += *pr.ReadBytesPerSec
+			calls, haveCalls = calls+*pr.ReadBytesPerSec, true
 		}
 		if pr.MappedFileBytes > pg.mappedBytes || (pr.MappedFileBytes > 0 && pg.mappedFile == "") {
 			pg.mappedBytes, pg.mappedFile = pr.MappedFileBytes, pr.MappedFile
@@ -62,8 +62,12 @@ func (pg *paging) add(f *sample.Frame, s *signals) {
 		return
 	}
 	s.add(sigTreeMajFaults, maj)
-	s.add(sigTreeDiskRead, disk)
-	s.add(sigTreeReadCalls, calls)
+	if haveDisk { // /proc/PID/io unread (another user's process, no task I/O accounting): unknown, not 0
+		s.add(sigTreeDiskRead, disk)
+	}
+	if haveCalls {
+		s.add(sigTreeReadCalls, calls)
+	}
 	pg.by = "the training process takes"
 	if workers > 0 && workerMaj >= maj/2 {
 		pg.by = fmt.Sprintf("its %d loader workers take", workers)
