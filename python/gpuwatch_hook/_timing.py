@@ -139,6 +139,7 @@ class Stats:
         # The DataLoader timed (timed_loader): the training one, of the
         # most batches an epoch; its length (None: none, an iterable's).
         self._main: Optional["weakref.ref[Any]"] = None
+        self._main_it: Optional["weakref.ref[Any]"] = None  # its epoch's iterator: a loader made in the for statement is gone while it runs
         self._main_len: Optional[int] = None
         self.stall_sum = 0.0  # epochs after the first: start to first batch, seconds
         # The waits under way inside next(), by iterator (Clock): when it
@@ -445,7 +446,7 @@ class Stats:
         with self.lock:
             self.loop_tid = tid
 
-    def timed_loader(self, loader: Any, n: Optional[int]) -> bool:
+    def timed_loader(self, loader: Any, n: Optional[int], it: Any = None) -> bool:
         """Says whether loader, of n batches an epoch (None: no length),
         is the one timed: the job's training loader, the one of the most
         batches an epoch (an IterableDataset's, of no length, counts as
@@ -455,12 +456,23 @@ class Stats:
         training loop's (a review: a train and a val loader's batches were
         summed, the knobs flipped between them every second, and the
         val loader's start-up read as the training loader's, promising
-        +29 % from persistent_workers where it gave 3 %). One that cannot be
-        weakly referenced is timed, as before."""
+        +29 % from persistent_workers where it gave 3 %). The loader timed
+        stays so while it or its epoch's iterator lives (`for b in
+        DataLoader(...)` drops the loader at once). One that cannot be
+        weakly referenced is timed, as before. Not told apart: a
+        validation loader of no length beside a sized training one (it
+        counts as the most), nor two of no length (the newest)."""
         try:
             main = self._main() if self._main is not None else None
-            if main is None or main is loader or n is None or (self._main_len is not None and n >= self._main_len):
+            live = main is not None or (self._main_it is not None and self._main_it() is not None)
+            if not live or main is loader or n is None or (self._main_len is not None and n >= self._main_len):
                 self._main, self._main_len = weakref.ref(loader), n
+                self._main_it = None
+                if it is not None:
+                    try:
+                        self._main_it = weakref.ref(it)
+                    except TypeError:
+                        pass
                 return True
             return False
         except TypeError:
@@ -471,7 +483,14 @@ class Stats:
         holds the workers), where it is the loader timed (timed_loader),
         and says whether it is."""
         k = _torch.knobs(loader, it)
-        if not self.timed_loader(loader, k.batches_per_epoch):
+        if not self.timed_loader(loader, k.batches_per_epoch, it):
+            # Not timed now, though it may have been (persistent workers
+            # hand back one iterator every epoch): what was attached goes.
+            for name in ("_gpuwatch", "_gpuwatch_stats"):
+                try:
+                    vars(it).pop(name, None)
+                except TypeError:
+                    pass
             return False
         tid = native_tid()
         try:  # on the loop's thread only, as _iterated and _last are

@@ -111,6 +111,39 @@ class TimedLoaderTest(unittest.TestCase):
         self.assertTrue(st.epoch(train, iter(train)))
         self.assertFalse(st.epoch(val, iter(val)))
 
+    def test_a_loader_no_longer_timed_keeps_nothing_on_its_iterator(self):
+        # Persistent workers hand back one iterator every epoch: what was
+        # attached while the loader was timed goes when it is not.
+        st = _timing.Stats()
+        val, train = DataLoader(list(range(8)), batch_size=8), DataLoader(list(range(64)), batch_size=4)
+        it = iter(val)
+        self.assertTrue(st.epoch(val, it))
+        _timing.attach(it, "_gpuwatch", object())
+        _timing.attach(it, "_gpuwatch_stats", st)
+        self.assertTrue(st.epoch(train, iter(train)))
+        self.assertFalse(st.epoch(val, it))
+        self.assertNotIn("_gpuwatch", vars(it))
+        self.assertNotIn("_gpuwatch_stats", vars(it))
+
+    def test_a_training_loader_made_in_the_for_statement_stays_timed(self):
+        # `for b in DataLoader(...)`: the loader is gone at once, its
+        # iterator runs the epoch; a validation loader asked mid-epoch is
+        # not timed.
+        import gc
+
+        st = _timing.Stats()
+        train = DataLoader(list(range(64)), batch_size=4)
+        it = iter(train)
+        self.assertTrue(st.epoch(train, it))
+        del train
+        gc.collect()
+        val = DataLoader(list(range(8)), batch_size=8)
+        self.assertFalse(st.epoch(val, iter(val)))
+        del it
+        gc.collect()
+        nxt = DataLoader(list(range(64)), batch_size=4)  # the next epoch's
+        self.assertTrue(st.epoch(nxt, iter(nxt)))
+
     def test_loaders_of_one_length_take_turns(self):
         # Equals cannot be told apart: the newest is timed, as a loader
         # built anew each epoch must be.
