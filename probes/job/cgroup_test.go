@@ -156,16 +156,7 @@ func BenchmarkCgroupTick(b *testing.B) {
 // marked as gpuwatch's own.
 func TestOwnCgroupOnlyWhenConfined(t *testing.T) {
 	root := t.TempDir()
-	write := func(rel, s string) {
-		t.Helper()
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(rel, s string) { writeFile(t, filepath.Join(root, rel), s) }
 	write("proc/77/cgroup", "0::/ctr\n")
 	write("proc/stat", "cpu  1 2 3 4\ncpu0 1 2 3 4\ncpu1 1 2 3 4\n")
 	cg := "sys/fs/cgroup/ctr/"
@@ -240,15 +231,7 @@ func TestARootCgroupIsNoJob(t *testing.T) {
 // Its CPU use is now unread, and said why; it is named by what confines it.
 func TestCgroupV1CpuacctApartCountsNoJob(t *testing.T) {
 	dir := t.TempDir()
-	write := func(snap, path, body string) {
-		p := filepath.Join(dir, snap, path)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(snap, path, body string) { writeFile(t, filepath.Join(dir, snap, path), body) }
 	for i, snap := range []string{"t0", "t1"} {
 		write(snap, "proc/4300/cgroup", "4:memory:/hAm\n3:cpuset:/hAs\n2:cpuacct:/\n1:cpu:/\n")
 		write(snap, "sys/fs/cgroup/cpuacct/cpuacct.usage", []string{"1000000000", "3000000000"}[i])
@@ -297,15 +280,7 @@ func TestV1NameIsWhatConfines(t *testing.T) {
 // shares them keeps gpuwatch's own, which bind it too.
 func TestOwnCgroupIsNotAnotherJobs(t *testing.T) {
 	dir := t.TempDir()
-	write := func(path, body string) {
-		p := filepath.Join(dir, "t0", path)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(path, body string) { writeFile(t, filepath.Join(dir, "t0", path), body) }
 	write("proc/stat", "cpu  1 0 1 1 0 0 0 0 0 0\ncpu0 1 0 1 1 0 0 0 0 0 0\ncpu1 1 0 1 1 0 0 0 0 0 0\n")
 	write("proc/100/cgroup", "4:memory:/\n2:cpu,cpuacct:/quota\n")
 	write("proc/300/cgroup", "4:memory:/\n2:cpu,cpuacct:/quota\n")
@@ -369,15 +344,7 @@ func TestWithinIsTheConfiningControllers(t *testing.T) {
 // use ("used 50 cores" on one CPU).
 func TestRatesStartOverInANewCgroup(t *testing.T) {
 	dir := t.TempDir()
-	write := func(snap, path, body string) {
-		p := filepath.Join(dir, snap, path)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(snap, path, body string) { writeFile(t, filepath.Join(dir, snap, path), body) }
 	write("t0", "proc/4400/cgroup", "3:cpuset:/job\n2:cpu,cpuacct:/\n")
 	write("t0", "sys/fs/cgroup/cpuset/job/cpuset.cpus", "0\n")
 	write("t0", "sys/fs/cgroup/cpu,cpuacct/cpuacct.usage", "900000000000\n")
@@ -389,5 +356,16 @@ func TestRatesStartOverInANewCgroup(t *testing.T) {
 	s.MustCollect(p, "t0")
 	if j := s.MustCollect(p, "t1").Job; j == nil || j.CPUUsedCores != nil {
 		t.Fatalf("job %+v: want no use read across the move", j)
+	}
+}
+
+// writeFile writes body at p, making its folders.
+func writeFile(t *testing.T, p, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
