@@ -196,7 +196,11 @@ func TestReportSaysHowMuchOfTheGPUTheStepUsed(t *testing.T) {
 	// MFU from the FLOPs the hook counted, over the frames the loop ran in
 	// (55 %; GPM's estimate in the steady frames, tensor activity × peak,
 	// read 60 %: diagnose's TestH200BF16MLPRecorded).
-	if g.MeanMFUPct == nil || g.MFUDtype != "bf16" || *g.MeanMFUPct < 40 || *g.MeanMFUPct > 70 || g.MFUFrames == 0 || !strings.Contains(g.Used(), "MFU") {
+	// It is held against the tensor activity of the same frames, not the
+	// mean over all 22 with the start-up's (a review: "above what the
+	// tensor cores ran (active 32 %)").
+	if g.MeanMFUPct == nil || g.MFUDtype != "bf16" || *g.MeanMFUPct < 40 || *g.MeanMFUPct > 70 || g.MFUFrames == 0 || !strings.Contains(g.Used(), "MFU") ||
+		strings.Contains(g.Used(), "does not hold") {
 		t.Errorf("H200 bf16 MLP's MFU: %s", g.Used())
 	}
 	t.Logf("%s", g.Used())
