@@ -4,6 +4,7 @@ package exporter
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,6 +71,8 @@ var (
 	dVerdict    = desc(sample.SeriesVerdict)
 	dConfidence = desc(sample.SeriesVerdictConfidenceRatio)
 	dChange     = desc(sample.SeriesAdviceChange)
+	dCause      = desc(sample.SeriesCause)
+	dCauseBound = desc(sample.SeriesCauseBoundRatio)
 	dPredSample = desc(sample.SeriesAdvicePredictedSamplesPerSecond)
 	dPredWait   = desc(sample.SeriesAdvicePredictedWaitShareRatio)
 	dPredHigh   = desc(sample.SeriesAdvicePredictedHighSamplesPerSecond)
@@ -135,7 +138,7 @@ var (
 	dPartBatch  = desc(sample.SeriesHookPartCPUSecondsPerBatch)
 )
 
-var allDescs = []*metricDesc{dVerdict, dConfidence, dChange, dPredSample, dPredHigh, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
+var allDescs = []*metricDesc{dVerdict, dConfidence, dChange, dCause, dCauseBound, dPredSample, dPredHigh, dPredWait, dSince, dFrameTime, dCPUBusy, dCPUIowait, dCoreBusy, dRunQueue,
 	dMemAvail, dMemUsed, dSwapIn, dSwapOut, dDiskRead, dDiskWrite, dDiskBusy, dPressure, dGPUUtil, dGPUP5, dGPUP95,
 	dGPUMem, dGPUPower, dGPUTemp, dGPUProcMem, dGPUSM, dGPUOcc, dGPUTensor, dGPUTPipe, dGPUFPPipe, dGPUDRAM, dGPUPeak, dGPURate, dAccel, dWaitShare, dSamples, dQueue, dWaiting, dWaitP95, dStage, dStageShare, dBatchBytes, dFloat64, dPadding, dCopyHost, dCopyRate, dRunDelay, dCeiling, dInputCost, dMFU, dRankUp, dRankWait, dRankStep, dRankSample, dStraggler, dSelfCPU, dSelfRSS, dSelfTick, dHookCPU, dHookSample, dHookBatch, dPartCPU, dPartSample, dPartBatch}
 
@@ -299,6 +302,12 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	g(dConfidence, v.Confidence)
 	for _, c := range v.Changes {
 		g(dChange, 1, c.Knob, c.From, c.To)
+	}
+	for _, c := range v.Causes {
+		g(dCause, 1, c.ID)
+		if b := c.Bound; b != nil && b.FreeGain > 0 && !math.IsInf(b.FreeGain, 0) {
+			g(dCauseBound, b.FreeGain, c.ID)
+		}
 	}
 	if p := v.Predicted; p != nil {
 		if p.SamplesPerSec > 0 { // a relative prediction (a sampled loop) has a gain, no rate: absent, never 0

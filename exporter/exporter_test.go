@@ -611,3 +611,35 @@ gpuwatch_loader_waiting_seconds 12.5
 		t.Fatalf("%d waiting series where the loader does not say", n)
 	}
 }
+
+// TestExporterCauseSeries (issue 51: the causes in the exporter, a
+// review found none): each cause the verdict names is a series, the
+// GPU's and the input pipeline's, with its bound where it has one and
+// none where it has none.
+func TestExporterCauseSeries(t *testing.T) {
+	e := &Exporter{}
+	v := diagnose.Verdict{Kind: diagnose.Healthy, Causes: []diagnose.Cause{
+		{ID: "tensor_idle", Bound: &diagnose.Bound{K: 14.8, Gain: 14.8, FreeGain: 14.8}},
+		{ID: "host_sync", BoundWhy: "no bound from counters"},
+		{ID: "decode", Bound: &diagnose.Bound{K: 2, Gain: 1.6, FreeGain: 2.4}},
+	}}
+	e.Set(fixture.Frame(), v)
+	want := `
+# HELP gpuwatch_cause ` + sample.SeriesCause.Help + `
+# TYPE gpuwatch_cause gauge
+gpuwatch_cause{cause="decode"} 1
+gpuwatch_cause{cause="host_sync"} 1
+gpuwatch_cause{cause="tensor_idle"} 1
+# HELP gpuwatch_cause_bound_ratio ` + sample.SeriesCauseBoundRatio.Help + `
+# TYPE gpuwatch_cause_bound_ratio gauge
+gpuwatch_cause_bound_ratio{cause="decode"} 2.4
+gpuwatch_cause_bound_ratio{cause="tensor_idle"} 14.8
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuwatch_cause", "gpuwatch_cause_bound_ratio"); err != nil {
+		t.Fatal(err)
+	}
+	e.Set(fixture.Frame(), diagnose.Verdict{Kind: diagnose.Healthy})
+	if n := testutil.CollectAndCount(e, "gpuwatch_cause", "gpuwatch_cause_bound_ratio"); n != 0 {
+		t.Fatalf("%d cause series where none is named", n)
+	}
+}
