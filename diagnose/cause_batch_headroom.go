@@ -22,15 +22,7 @@ func batchHeadroomCause(in *causeIn) (Cause, bool) {
 	if !ok {
 		return Cause{}, false
 	}
-	var used, total float64
-	from := "NVML"
-	if gp := g.gpu; gp != nil && gp.MemUsedBytes != nil && gp.MemTotalBytes != nil {
-		used, total = float64(*gp.MemUsedBytes), float64(*gp.MemTotalBytes) // the judged GPU's own, never the box's sum
-	}
-	s := g.settings
-	if s != nil && s.GPUMemFreeBytes != nil && s.GPUMemTotalBytes != nil && *s.GPUMemTotalBytes > 0 && *s.GPUMemFreeBytes <= *s.GPUMemTotalBytes {
-		used, total, from = float64(*s.GPUMemTotalBytes-*s.GPUMemFreeBytes), float64(*s.GPUMemTotalBytes), "torch.cuda.mem_get_info"
-	}
+	used, total, from := gpuMemory(g)
 	if total <= 0 || used <= 0 || !in.below("batch_headroom", used/total, w.th.BatchRoomShare) {
 		return Cause{}, false
 	}
@@ -41,26 +33,47 @@ func batchHeadroomCause(in *causeIn) (Cause, bool) {
 	if !fill.ok || fill.v <= 0 || fill.v >= w.th.BatchFullPct {
 		return Cause{}, false
 	}
+	s := g.settings
 	batch := "the batch"
 	if s != nil && s.BatchSize != nil && *s.BatchSize > 0 {
 		batch = fmt.Sprintf("the batch of %d", *s.BatchSize)
 	}
+	// The memory's room is total ÷ used at least: the weights and the
+	// optimizer's state, part of what is used, do not grow with the batch
+	// (60 GiB used of 141, 59 of them weights and state, leave room for
+	// 80 times the batch, not 2.35). So it bounds no gain: a review
+	// found a 2.35× bound a larger batch could beat.
 	room := total / used
 	c := Cause{
 		Evidence: fmt.Sprintf("%s uses %s of the GPU's %s (%s) while "+what+": each kernel has room for more of the batch",
 			batch, sample.FormatBytes(used), sample.FormatBytes(total), from, fill.v),
-		Fix: fmt.Sprintf("a larger batch per step: up to about %.0f× fits in memory (scale the learning rate with it, or keep the optimizer's batch by gradient accumulation)", room),
+		Fix: fmt.Sprintf("a larger batch per step: at least about %.0f× fits in memory, more where the weights and optimizer state hold much of it (scale the learning rate with it, or keep the optimizer's batch by gradient accumulation)", room),
 	}
-	// The per-sample gain is no more than the batch memory allows (a
-	// step on a larger batch is never faster than on this one), nor than
-	// the busiest pipe or MFU allows (batchCeiling).
-	gain := room
-	c.BoundWhy = fmt.Sprintf("per sample: no more than the %.1f× batch memory allows (the model's weights and optimizer state do not grow with it)", room)
-	if k, why, ok := batchCeiling(g); ok && k < gain {
-		gain, c.BoundWhy = k, "per sample: "+why+fmt.Sprintf(" (and the batch memory allows %.1f×)", room)
-	} else if !ok {
-		c.BoundWhy += "; SM activity does not bound a larger batch (it also fills each SM), and no pipe's activity or MFU was read"
+	noRoom := fmt.Sprintf("the memory's room (at least %.1f×) bounds nothing: the weights and optimizer state do not grow with the batch", room)
+	if k, why, ok := batchCeiling(g); ok {
+		c.Bound, c.BoundWhy = stepBound(g, k), "per sample: "+why+"; "+noRoom
+	} else {
+		c.BoundWhy = "none: SM activity does not bound a larger batch (it also fills each SM), no pipe's activity or MFU was read, and " + noRoom
 	}
-	c.Bound = stepBound(g, gain)
 	return c, true
+}
+
+// memFullShare is the share of the GPU's memory in use past which no
+// larger batch is advised (launch_bound's second fix): 90 %, the room an
+// allocator's fragmentation and a step's peak leave little of.
+const memFullShare = 0.9
+
+// gpuMemory is the GPU's memory as the step has it: torch.cuda.mem_get_info
+// where the hook read it, else NVML's figure for the judged GPU (its own,
+// never the box's sum); total 0 where neither was read.
+func gpuMemory(g gpuIn) (used, total float64, from string) {
+	from = "NVML"
+	if gp := g.gpu; gp != nil && gp.MemUsedBytes != nil && gp.MemTotalBytes != nil {
+		used, total = float64(*gp.MemUsedBytes), float64(*gp.MemTotalBytes)
+	}
+	s := g.settings
+	if s != nil && s.GPUMemFreeBytes != nil && s.GPUMemTotalBytes != nil && *s.GPUMemTotalBytes > 0 && *s.GPUMemFreeBytes <= *s.GPUMemTotalBytes {
+		used, total, from = float64(*s.GPUMemTotalBytes-*s.GPUMemFreeBytes), float64(*s.GPUMemTotalBytes), "torch.cuda.mem_get_info"
+	}
+	return used, total, from
 }

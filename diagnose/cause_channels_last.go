@@ -20,13 +20,17 @@ func channelsLastCause(in *causeIn) (Cause, bool) {
 	if s == nil || s.HasConv == nil || !*s.HasConv || s.ConvChannelsLast == nil || *s.ConvChannelsLast {
 		return Cause{}, false
 	}
-	// On the tensor cores: GPM says so where it was read; else the
-	// settings (autocast on, or cuDNN's own TF32 switch for convs, not
-	// the matmuls').
-	convTF32, _ := s.ConvTF32()
-	tensor := s.Autocast != nil && *s.Autocast || convTF32
+	// On the tensor cores: autocast on says so; else GPM's tensor
+	// activity where it was read, and cuDNN's own TF32 switch for convs
+	// (not the matmuls') where it was not — the switch only lets cuDNN
+	// pick a TF32 kernel. Low activity does not gainsay autocast: a bf16
+	// step whose time goes to NCHW batch norm reads its tensor cores idle
+	// (a review: 4 % beside autocast on, and nothing named).
+	tensor := s.Autocast != nil && *s.Autocast
 	if t := in.w.gpu.tensor; t.ok {
-		tensor = t.v >= in.w.th.TensorIdlePct
+		tensor = tensor || t.v >= in.w.th.TensorIdlePct
+	} else if convTF32, _ := s.ConvTF32(); convTF32 {
+		tensor = true
 	}
 	if !tensor {
 		return Cause{}, false // fp32 on the CUDA cores: tensor_idle's fix comes first

@@ -13,6 +13,7 @@ import (
 // the job already does) and the judged GPU's dense peaks.
 type gpuStep struct {
 	tensor, dram, fp32 level
+	hmma               level               // HMMA's tensor activity (tf32, bf16, fp16), where GPM splits it
 	settings           *sample.JobSettings // nil: the hook did not read them
 	gpu                *sample.GPU         // the first judged GPU with GPM, else the first judged one (its dense peak needs no GPM)
 	rate               float64             // samples per second, 0 when unknown
@@ -44,6 +45,13 @@ func (g *gpuStep) read(f *sample.Frame) {
 			g.profile = p
 		}
 	}
+	if lg := f.LoopGPU(); lg != nil && !lg.Lost { // the loop's own GPU, as the GPM signals (addFrameSignals)
+		g.gpu = lg
+		if lg.GPM == nil {
+			g.noGPM = cmpOr(lg.Unavailable["gpm"], "not read")
+		}
+		return
+	}
 	for i := range f.GPUs {
 		if !f.JudgedGPU(i) {
 			continue
@@ -59,6 +67,24 @@ func (g *gpuStep) read(f *sample.Frame) {
 			g.noGPM = cmpOr(f.GPUs[i].Unavailable["gpm"], "not read")
 		}
 	}
+}
+
+// stepRate is the step's achieved matmul rate (sample.GPU.StepTFLOPS)
+// from the window's medians of tensor activity, the figures the verdict
+// says beside it, on the judged GPU's dense peak; not ok where GPM or
+// the peak is missing (a review: "tensor cores 12 %" beside a rate from
+// the newest frame's 90 %).
+func (g *gpuStep) stepRate() (sample.StepRate, bool) {
+	if g.gpu == nil || g.gpu.GPM == nil || !g.tensor.ok {
+		return sample.StepRate{}, false
+	}
+	gp, m := *g.gpu, *g.gpu.GPM
+	m.TensorActivityPct, m.TensorHMMAActivityPct = &g.tensor.v, nil
+	if g.hmma.ok {
+		m.TensorHMMAActivityPct = &g.hmma.v
+	}
+	gp.GPM = &m
+	return gp.StepTFLOPS(g.settings)
 }
 
 // processSM is the SM utilization NVML gives the process pid on the

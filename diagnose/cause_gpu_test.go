@@ -241,7 +241,7 @@ func TestLaunchBoundAndMemoryBound(t *testing.T) {
 	}
 	unread := bf16Settings()
 	unread.Compiled = nil
-	if f := launchFix(unread); !strings.Contains(f, "the hook did not read") || strings.Contains(f, "gpuwatch run reads it") {
+	if f := launchFix(unread, ""); !strings.Contains(f, "the hook did not read") || strings.Contains(f, "gpuwatch run reads it") {
 		t.Errorf("launch_bound's fix, compile unread: %q", f)
 	}
 }
@@ -530,8 +530,8 @@ func TestCopiesThatHoldTheHost(t *testing.T) {
 func TestABatchFarBelowWhatMemoryAllows(t *testing.T) {
 	v := Classify(withMemory(gpuBoundFrames(50, 20, 20, 20, 60, bf16Settings()), 32, 10<<30, 141<<30), DefaultThresholds())
 	c := causeOf(v, "batch_headroom")
-	if c == nil || c.Bound == nil || c.Bound.Gain != 5 || !strings.Contains(c.Evidence, "the batch of 32 uses 10GiB") || !strings.Contains(c.Fix, "about 14×") ||
-		!strings.Contains(c.BoundWhy, "the tensor cores, active 20 % of cycles (GPM), at most every cycle (and the batch memory allows 14.1×)") {
+	if c == nil || c.Bound == nil || c.Bound.Gain != 5 || !strings.Contains(c.Evidence, "the batch of 32 uses 10GiB") || !strings.Contains(c.Fix, "at least about 14×") ||
+		!strings.Contains(c.BoundWhy, "the tensor cores, active 20 % of cycles (GPM), at most every cycle; the memory's room (at least 14.1×) bounds nothing") {
 		t.Fatalf("%s: %+v", v.Kind, v.Causes)
 	}
 	frames := withMemory(gpuBoundFrames(50, 20, 20, 20, 60, bf16Settings()), 32, 10<<30, 141<<30)
@@ -966,5 +966,109 @@ func TestTheBatchBoundTakesEveryPipe(t *testing.T) {
 	c := causeOf(Classify(frames, DefaultThresholds()), "batch_headroom")
 	if c == nil || c.Bound == nil || math.Abs(c.Bound.Gain-100.0/90) > 0.001 || !strings.Contains(c.BoundWhy, "the FP64 pipes, active 90 %") {
 		t.Errorf("%+v", c)
+	}
+}
+
+// TestGPUCausesAfterTheSecondReview: what a review of the GPU-bound step
+// found (2026-12-06), each case as it read then.
+func TestGPUCausesAfterTheSecondReview(t *testing.T) {
+	th := DefaultThresholds()
+	// A bf16 conv model in NCHW whose tensor cores read 4 % (its time in
+	// NCHW batch norm): autocast on puts its convs on them; it read
+	// healthy with no cause.
+	st := bf16Settings()
+	st.HasConv, st.ConvChannelsLast = ptr(true), ptr(false)
+	if v := Classify(gpuBoundFrames(82, 4, 40, 10, 60, st), th); causeOf(v, "channels_last") == nil {
+		t.Errorf("NCHW in bf16, tensor cores 4 %%: %s %v", v.Kind, causeIDs(v.Causes))
+	}
+	// The rate beside the tensor activity is the same window's: 12 % of
+	// the H200's 989.5 bf16, not the newest frame's 90 %.
+	frames := gpuBoundFrames(85, 12, 20, 10, 60, bf16Settings())
+	frames[len(frames)-1].GPUs[0].GPM.TensorActivityPct = ptr(90.0)
+	if all := strings.Join(Classify(frames, th).Advice, "\n"); !strings.Contains(all, "its tensor cores 12.0 %") || !strings.Contains(all, "at bf16 ≈ 119 TFLOPS") {
+		t.Errorf("the rate is not the tensor activity's: %q", all)
+	}
+	// The loop on GPU 0, an A100 without GPM; GPU 1 an idle H200 with GPM
+	// the job's GPUs not told: the H200's counters are not the step's.
+	frames = gpuBoundFrames(95, 0.5, 20, 80, 60, fp32Settings())
+	for i := range frames {
+		h := frames[i].GPUs[0]
+		a := h
+		a.Name, a.GPM = "NVIDIA A100-SXM4-80GB", nil
+		a.Peak = &sample.GPUPeak{Model: "A100 SXM", DenseTFLOPS: map[string]float64{"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312}}
+		a.Unavailable = map[string]string{"gpm": "not supported on this GPU"}
+		a.Processes = []sample.GPUProcess{{PID: 100}}
+		h.Index = 1
+		frames[i].GPUs = []sample.GPU{a, h}
+	}
+	v := Classify(frames, th)
+	if c := causeOf(v, "tensor_idle"); c != nil && strings.Contains(c.Evidence, "(GPM)") || c != nil && c.Bound != nil && c.Bound.Gain > 16.1 {
+		t.Errorf("the A100's step judged by the H200's GPM: %+v", c)
+	}
+	if all := strings.Join(v.Advice, "\n"); strings.Contains(all, "(GPM)") || !strings.Contains(all, "not supported on this GPU") {
+		t.Errorf("the A100's step said with the H200's counters: %q", all)
+	}
+	// The job's GPU 0 has 130 of 141 GiB in use, GPU 1 (not the job's)
+	// 1 GiB: no "a larger batch fits" from the box's sum.
+	frames = gpuBoundFrames(60, 30, 20, 10, 60, bf16Settings())
+	for i := range frames {
+		g0 := frames[i].GPUs[0]
+		g0.MemUsedBytes, g0.MemTotalBytes, g0.Job = ptr(uint64(130<<30)), ptr(uint64(141<<30)), true
+		g1 := g0
+		g1.Index, g1.Job, g1.MemUsedBytes, g1.GPM = 1, false, ptr(uint64(1<<30)), nil
+		frames[i].GPUs, frames[i].JobGPUs = []sample.GPU{g0, g1}, "0"
+	}
+	if all := strings.Join(Classify(frames, th).Advice, "\n"); strings.Contains(all, "a larger batch fits") {
+		t.Errorf("the box's memory summed: %q", all)
+	}
+	// 60 of 141 GiB in use: the room is at least 2.35×, and no bound (the
+	// weights and optimizer state may hold nearly all of it).
+	v = Classify(withMemory(gpuBoundFrames(50, 40, 20, 20, 60, bf16Settings()), 8, 60<<30, 141<<30), th)
+	if c := causeOf(v, "batch_headroom"); c == nil || !strings.Contains(c.Fix, "at least about 2×") || c.Bound == nil || c.Bound.Gain != 2.5 ||
+		!strings.Contains(c.BoundWhy, "the memory's room (at least 2.4×) bounds nothing") {
+		t.Errorf("batch_headroom at 60 of 141 GiB: %+v", c)
+	}
+	frames = withMemory(gpuBoundFrames(50, 40, 20, 20, 60, bf16Settings()), 8, 10<<30, 141<<30)
+	for i := range frames {
+		frames[i].GPUs[0].GPM.TensorActivityPct, frames[i].GPUs[0].GPM.FP32ActivityPct = nil, nil
+	}
+	if c := causeOf(Classify(frames, th), "batch_headroom"); c == nil || c.Bound != nil || !strings.HasPrefix(c.BoundWhy, "none: ") {
+		t.Errorf("batch_headroom with no pipe read: %+v", c)
+	}
+	// Memory-bound in TF32 with autocast advised: the fusion frees the
+	// elementwise 30 %, bf16 runs the TF32 matmuls' 60 % at most 2× as
+	// fast: 1 / (0.1 + 0.3) = 2.5×, not the fusion's 1.43× alone.
+	st = fp32Settings()
+	st.Float32MatmulPrecision = "high"
+	v = Classify(withProfile(gpuBoundFrames(95, 10, 70, 20, 60, st), "cuda", 0.1, 0,
+		sample.GPUTimePart{Category: "matmul", Precision: "tf32", SecondsPerStep: 0.06},
+		sample.GPUTimePart{Category: "elementwise", SecondsPerStep: 0.03},
+		sample.GPUTimePart{Category: "other", SecondsPerStep: 0.01}), th)
+	if c := causeOf(v, "memory_bound"); c == nil || c.Bound == nil || math.Abs(c.Bound.Gain-2.5) > 0.01 || !strings.Contains(c.BoundWhy, "its tf32 matmuls and convs (60 %) at most 2× faster in bf16") {
+		t.Errorf("memory_bound in TF32, autocast advised: %+v", c)
+	}
+	// Launch-bound with 138 of 141 GiB in use: no larger batch.
+	v = Classify(withMemory(gpuBoundFrames(20, 2, 10, 10, 95, bf16Settings()), 512, 138<<30, 141<<30), th)
+	if c := causeOf(v, "launch_bound"); c == nil || strings.Contains(c.Fix, "or a larger batch") || !strings.Contains(c.Fix, "a larger batch would not fit: 138GiB of 141GiB in use") ||
+		c.Bound == nil || c.Bound.Gain != 5 || !strings.Contains(c.BoundWhy, "a larger batch is not advised") {
+		t.Errorf("launch_bound, memory full: %+v", c)
+	}
+}
+
+// TestAnUnknownModelSaysWhyItHasNoRate (a review): a GPU the peak table
+// does not know gives no achieved rate, and the verdict says why, whether
+// or not the hook counted FLOPs — once.
+func TestAnUnknownModelSaysWhyItHasNoRate(t *testing.T) {
+	const why = `no dense peak known for GPU model "NVIDIA H800"`
+	for _, st := range []*sample.JobSettings{bf16Settings(), nil} {
+		frames := gpuBoundFrames(85, 30, 20, 10, 60, st)
+		for i := range frames {
+			g := &frames[i].GPUs[0]
+			g.Name, g.Peak, g.Unavailable = "NVIDIA H800", nil, map[string]string{"peak": why}
+		}
+		all := strings.Join(Classify(frames, DefaultThresholds()).Advice, "\n")
+		if strings.Count(all, why) != 1 || strings.Contains(all, "TFLOPS") {
+			t.Errorf("settings %v: %q", st != nil, all)
+		}
 	}
 }

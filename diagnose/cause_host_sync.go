@@ -54,7 +54,7 @@ func hostSyncCause(in *causeIn) (Cause, bool) {
 	case "bool":
 		fix = "branch on a tensor only every N steps (or with torch.where on the device); " + fix
 	case "grad_scaler":
-		fix = gradScalerFix(g.settings)
+		fix = gradScalerFix(g.settings, g.gpu)
 	}
 	c := Cause{Evidence: ev, Fix: fix,
 		BoundWhy: "no bound from counters: what a sync costs is the GPU's idle time after it, until the host has launched the next kernels, which needs a profile of the step (gpuwatch run --gpu-profile); the hook's count says how often the host waits, and its time in the call how long"}
@@ -100,11 +100,19 @@ func perStepWords(n float64) string {
 
 // gradScalerFix is host_sync's fix where the top sync is torch's
 // GradScaler's own (its check of the gradients for inf/NaN in step()),
-// which the job cannot move to a log interval: bf16 needs no loss scaling.
-func gradScalerFix(s *sample.JobSettings) string {
+// which the job cannot move to a log interval: bf16 needs no loss
+// scaling, and a fused optimizer takes the check on the GPU (torch's
+// GradScaler.step hands it to an optimizer whose
+// _step_supports_amp_scaling is set: Adam's with fused=True), the one fix
+// on a GPU without bf16 (a review: a V100 was told to autocast to bf16).
+func gradScalerFix(s *sample.JobSettings, gpu *sample.GPU) string {
 	const drop = "bf16 needs no loss scaling: drop the GradScaler (scaler.scale, scaler.step, scaler.update), and its sync every step goes with it"
+	const fused = "a fused optimizer takes the GradScaler's inf/NaN check on the GPU, with no sync: torch.optim.Adam(params, fused=True) (AdamW too from torch 2.0)"
 	if s != nil && s.Autocast != nil && *s.Autocast && s.AutocastDtype == "bfloat16" {
 		return "autocast is in bfloat16 already: " + drop
 	}
-	return "the GradScaler's check is the price of fp16's loss scaling: autocast to bfloat16 instead where the GPU has it (Ampere and later), and " + drop
+	if gpu != nil && gpu.Peak != nil && !(gpu.Peak.DenseTFLOPS[sample.DtypeBF16] > 0) {
+		return "the GradScaler's check is the price of fp16's loss scaling, and the " + gpu.Peak.Model + " has no bf16: " + fused
+	}
+	return "the GradScaler's check is the price of fp16's loss scaling: autocast to bfloat16 instead where the GPU has it (Ampere and later), and " + drop + "; or keep fp16 with " + fused
 }

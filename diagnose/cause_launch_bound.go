@@ -33,7 +33,7 @@ func launchBoundCause(in *causeIn) (Cause, bool) {
 	}
 	c := Cause{
 		Evidence: fmt.Sprintf("%s while the GPU's SMs are %.0f %% active (GPM): the host launches kernels too short to fill the GPU", hostPathWords(w, loop), w.smActivity.v),
-		Fix:      launchFix(s),
+		Fix:      launchFix(s, memFull(g)),
 		BoundWhy: fmt.Sprintf("a CUDA graph, if the SMs were active every cycle: 100 %% over %.0f %%", w.smActivity.v)}
 	if w.smActivity.v > 0 {
 		c.Bound = stepBound(g, 100/w.smActivity.v)
@@ -50,6 +50,10 @@ func launchBoundCause(in *causeIn) (Cause, bool) {
 // for whichever the user applies. Where nothing bounds the batch, the
 // bound is the graph's alone and says so.
 func withBatch(g gpuIn, c *Cause) {
+	if full := memFull(g); full != "" {
+		c.BoundWhy += " (a larger batch is not advised: " + full + ")"
+		return
+	}
 	k, why, ok := batchCeiling(g)
 	if !ok {
 		c.BoundWhy += " (a larger batch may gain more per sample: no pipe's activity or MFU bounds it)"
@@ -90,18 +94,34 @@ func hostPathWords(w *window, path level) string {
 }
 
 // launchFix is the fix, never one the job has: CUDA graphs, by
-// torch.compile's reduce-overhead mode where the model is compiled.
-func launchFix(s *sample.JobSettings) string {
-	const fix = "launch fewer, larger kernels: capture the step in a CUDA graph (torch.compile(model, mode=\"reduce-overhead\")), or a larger batch per step"
+// torch.compile's reduce-overhead mode where the model is compiled; and a
+// larger batch, unless the GPU's memory is full (full says how full).
+func launchFix(s *sample.JobSettings, full string) string {
+	batch := ", or a larger batch per step"
+	if full != "" {
+		batch = " (a larger batch would not fit: " + full + ")"
+	}
+	const graph = "launch fewer, larger kernels: capture the step in a CUDA graph (torch.compile(model, mode=\"reduce-overhead\"))"
 	switch {
 	case s == nil:
-		return fix + " (whether the model is compiled, and how, was not read; gpuwatch run reads it)"
+		return graph + batch + " (whether the model is compiled, and how, was not read; gpuwatch run reads it)"
 	case s.Compiled == nil:
-		return fix + " (whether the model is compiled, and how, the hook did not read)"
+		return graph + batch + " (whether the model is compiled, and how, the hook did not read)"
 	case *s.Compiled:
-		return "the model is compiled: compile it with mode=\"reduce-overhead\" (CUDA graphs replay the step's launches at once), or a larger batch per step"
+		return "the model is compiled: compile it with mode=\"reduce-overhead\" (CUDA graphs replay the step's launches at once)" + batch
 	}
-	return fix
+	return graph + batch
+}
+
+// memFull says how full the GPU's memory is where it is at least
+// memFullShare in use ("138GiB of 141GiB in use, torch.cuda.mem_get_info");
+// "" where it has room or was not read.
+func memFull(g gpuIn) string {
+	used, total, from := gpuMemory(g)
+	if total <= 0 || used < memFullShare*total {
+		return ""
+	}
+	return fmt.Sprintf("%s of %s in use, %s", sample.FormatBytes(used), sample.FormatBytes(total), from)
 }
 
 // launchBoundByUtil is the cause without GPM: the training thread near a
@@ -122,7 +142,7 @@ func launchBoundByUtil(in *causeIn, g gpuIn, loop level) (Cause, bool) {
 	}
 	c := Cause{
 		Evidence: fmt.Sprintf("%s while the GPU runs a kernel %.0f %% of the time and the loop does not wait for input: the host launches kernels as fast as it can (SM activity not read: GPM %s)", hostPathWords(w, loop), util.v, g.noGPM),
-		Fix:      launchFix(g.settings),
+		Fix:      launchFix(g.settings, memFull(g)),
 		Bound:    stepBound(g, 100/util.v),
 		BoundWhy: fmt.Sprintf("a CUDA graph, the launch gaps closed: a kernel running 100 %% of the time over %.0f %%", util.v)}
 	if b, why, ok := waitsProfiled(g, "host", "the GPU idles between kernels while the host works (not in a sync)", "the GPU idles between kernels"); ok {

@@ -3,6 +3,8 @@ package diagnose
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // memory_bound: the GPU is the limit, its DRAM bandwidth is busy and its
@@ -35,16 +37,66 @@ func memoryBoundCause(in *causeIn) (Cause, bool) {
 	if len(fixes) == 0 { // both taken
 		return Cause{}, false
 	}
+	bf16 := autocast == nil || !*autocast // its fix advised
 	fix := strings.Join(fixes, "; and ")
 	c := Cause{
 		Evidence: fmt.Sprintf("the GPU's DRAM bandwidth is %.0f %% busy while its tensor cores are %.0f %% active (GPM): the step moves memory more than it computes", w.gpu.dram.v, w.gpu.tensor.v),
 		Fix:      fix,
 		BoundWhy: "no bound from counters: the bytes a fusion saves need a profile of the step (gpuwatch run --gpu-profile)"}
 	if p := g.profile; p != nil {
-		if s := profiledShare(p, "elementwise", "normalization", "reduction"); s > 0 && s < 1 {
-			c.Bound = stepBound(g, 1/(1-s))
-			c.BoundWhy = fmt.Sprintf("elementwise, normalization and reduction kernels are %.0f %% of the GPU's time a step (its profile over %d steps): fused into what they feed, at most that time goes", 100*s, p.Steps)
-		}
+		c.Bound, c.BoundWhy = memoryBoundBound(g, p, bf16)
 	}
 	return c, true
+}
+
+// memoryBoundBound is Amdahl's over the kernels the fixes speed up: the
+// elementwise, normalization and reduction kernels fused into what they
+// feed (at most their time goes), and, where bf16 autocast is advised,
+// the fp32 and TF32 matmuls and convs at bf16's dense peak (a review: the
+// fusion's share alone, 1.43×, was no bound for a step whose TF32
+// matmuls were 60 % of its time and autocast was advised too).
+func memoryBoundBound(g gpuIn, p *sample.GPUProfile, bf16 bool) (*Bound, string) {
+	s := profiledShare(p, "elementwise", "normalization", "reduction")
+	why := fmt.Sprintf("elementwise, normalization and reduction kernels are %.0f %% of the GPU's time a step (its profile over %d steps): fused into what they feed, at most that time goes", 100*s, p.Steps)
+	rest := 1 - s
+	if bf16 {
+		for _, dt := range []string{sample.DtypeFP32, sample.DtypeTF32} {
+			m := matmulShare(p, dt)
+			if m <= 0 {
+				continue
+			}
+			r, ok := bf16Over(g.gpu, dt)
+			if !ok {
+				return nil, fmt.Sprintf("no bound: %s matmuls and convs are %.0f %% of the GPU's time a step, and no dense bf16 and %s peaks are known for this GPU to say how much faster bf16 runs them", dt, 100*m, dt)
+			}
+			m = min(m, rest)
+			rest -= m - m/r
+			why += fmt.Sprintf("; its %s matmuls and convs (%.0f %%) at most %.2g× faster in bf16 (the dense peaks)", dt, 100*m, r)
+		}
+	}
+	if s <= 0 && rest >= 1 || rest <= 0 {
+		return nil, "no bound from the step's profile: it shows none of the kernels the fixes speed up, or only them"
+	}
+	gain := 1 / rest
+	return stepBound(g, gain), why + fmt.Sprintf(": the step at most %.2g× faster", gain)
+}
+
+// matmulShare is the share of the GPU's time a step in matmuls and convs
+// of precision dt.
+func matmulShare(p *sample.GPUProfile, dt string) float64 {
+	mm, _ := p.Share("matmul", dt)
+	cv, _ := p.Share("conv", dt)
+	return min(1, mm+cv)
+}
+
+// bf16Over is the GPU's dense bf16 peak over its dense dt one.
+func bf16Over(g *sample.GPU, dt string) (float64, bool) {
+	if g == nil || g.Peak == nil {
+		return 0, false
+	}
+	hi, lo := g.Peak.DenseTFLOPS[sample.DtypeBF16], g.Peak.DenseTFLOPS[dt]
+	if !(hi > 0) || !(lo > 0) || !(hi/lo >= 1) || !(hi/lo <= maxPeakRatio) {
+		return 0, false
+	}
+	return hi / lo, true
 }

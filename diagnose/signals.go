@@ -15,6 +15,7 @@ const (
 	sigGPUP95                       // their mean p95
 	sigSMActivity                   // GPM SM activity (MIG)
 	sigTensorActivity               // GPM tensor activity, any precision
+	sigTensorHMMA                   // GPM tensor activity of HMMA (tf32, bf16, fp16)
 	sigDRAMBW                       // GPM DRAM bandwidth, % of the peak
 	sigFP32Activity                 // GPM FP32 pipe activity
 	sigPCIeRx                       // the busiest judged GPU's PCIe RX share of its link
@@ -89,6 +90,7 @@ var medianOf = [numSignals]func(*window) *level{
 	sigGPUP95:         func(w *window) *level { return &w.gpuP95 },
 	sigSMActivity:     func(w *window) *level { return &w.smActivity },
 	sigTensorActivity: func(w *window) *level { return &w.gpu.tensor },
+	sigTensorHMMA:     func(w *window) *level { return &w.gpu.hmma },
 	sigDRAMBW:         func(w *window) *level { return &w.gpu.dram },
 	sigFP32Activity:   func(w *window) *level { return &w.gpu.fp32 },
 	sigPCIeRx:         func(w *window) *level { return &w.pcieRx },
@@ -166,11 +168,25 @@ func (s *signals) addFrameSignals(f *sample.Frame) {
 	if u, ok := f.GPUUtil(); ok {
 		s.add(sigGPUUtil, u)
 	}
-	if a, ok := f.GPUSMActivity(); ok {
+	// GPM's signals are the loop's own GPU's where the frame places the
+	// loop on one (sample.Frame.LoopGPU): on a box of mixed GPUs whose
+	// job's GPUs were not told, another GPU's activity is not the step's
+	// (a review: an A100 step without GPM was judged by an idle H200's
+	// counters). Else their mean over the judged GPUs.
+	loop := f.LoopGPU()
+	if loop != nil {
+		if loop.GPM != nil {
+			s.addIf(sigSMActivity, loop.GPM.SMActivityPct)
+		}
+	} else if a, ok := f.GPUSMActivity(); ok {
 		s.add(sigSMActivity, a)
 	}
 	for _, g := range gpmSignals {
-		if v, ok := f.GPUGPM(g.pick); ok {
+		if loop != nil {
+			if loop.GPM != nil {
+				s.addIf(g.sig, g.pick(loop.GPM))
+			}
+		} else if v, ok := f.GPUGPM(g.pick); ok {
 			s.add(g.sig, v)
 		}
 	}
@@ -219,6 +235,7 @@ var gpmSignals = [...]struct {
 	pick func(*sample.GPM) *float64
 }{
 	{sigTensorActivity, func(m *sample.GPM) *float64 { return m.TensorActivityPct }},
+	{sigTensorHMMA, func(m *sample.GPM) *float64 { return m.TensorHMMAActivityPct }},
 	{sigDRAMBW, func(m *sample.GPM) *float64 { return m.DRAMBWUtilPct }},
 	{sigFP32Activity, func(m *sample.GPM) *float64 { return m.FP32ActivityPct }},
 }

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -138,8 +139,14 @@ func usedLine(w *window) string {
 	// Tensor cores all but idle: a TFLOPS figure would be ≈ 0 of a peak
 	// the step does not aim at (tensor_idle says why, and its bound).
 	if g.gpu != nil && g.gpu.Peak != nil && (!g.tensor.ok || g.tensor.v >= w.th.TensorIdlePct) {
-		if r, ok := g.gpu.StepTFLOPS(g.settings); ok {
+		if r, ok := g.stepRate(); ok {
 			line += "; " + r.Words(g.gpu.Peak.Model) + " (activity × peak)"
+		}
+	} else if g.gpu != nil && g.gpu.Peak == nil && g.mfu == nil {
+		// Said once: MFU's reason names the peak where the FLOPs were
+		// counted (a review: an unknown model said nothing of it).
+		if why := g.gpu.Unavailable["peak"]; why != "" && !strings.Contains(g.mfuWhy, "peak") {
+			line += "; no achieved rate: " + why
 		}
 	}
 	return line + mfuWords(g) + profileWords(g)

@@ -576,7 +576,7 @@ func b2f(b bool) float64 {
 // readGPUs takes the GPU count and memory from the window's last frame.
 func (w *window) readGPUs(f *sample.Frame) {
 	live := 0
-	for _, g := range f.GPUs {
+	for i, g := range f.GPUs {
 		if g.Lost {
 			continue
 		}
@@ -584,7 +584,10 @@ func (w *window) readGPUs(f *sample.Frame) {
 		if r := g.Unavailable["util_pct"]; r != "" && g.UtilPct == nil {
 			w.noUtilWhy = r
 		}
-		if g.MemUsedBytes != nil && g.MemTotalBytes != nil {
+		// The memory of the GPUs judged (the job's where told), not the
+		// box's: a review read "131GiB of 282GiB in use" for a job whose
+		// one GPU had 130 of 141 GiB in use.
+		if f.JudgedGPU(i) && g.MemUsedBytes != nil && g.MemTotalBytes != nil {
 			w.gpuMemUsed += float64(*g.MemUsedBytes)
 			w.gpuMemTot += float64(*g.MemTotalBytes)
 		}
