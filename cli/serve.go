@@ -93,6 +93,13 @@ func runServe(cmd *cobra.Command, opts *serveOptions) error {
 	defer smallHeap()()
 	o := w.options(io.Discard, stderr)
 	o.Node, o.Observers, o.Started = true, []session.Observer{exp}, serving
+	// A node's service names the ports its jobs will take: none answering
+	// now is a node between jobs, served all the same (host metrics, the
+	// ranks down).
+	o.Attach.Later = true
+	if o.Attach.Told == nil {
+		o.Attach.Told = func(s string) { fmt.Fprintln(stderr, "gpuwatch: "+sample.Printable(s)) }
+	}
 	if framesDir != "" {
 		if err := privateFolder(framesDir); err != nil {
 			return fmt.Errorf("--slurm-frames-dir %s: %w", framesDir, err)

@@ -42,6 +42,12 @@ type AttachTo struct {
 	// Told hears each loader's answer, or why it could not.
 	Ceiling time.Duration
 	Told    func(string)
+	// Later: the loaders named may all come up later (serve, the node's
+	// service, whose ARGS name the ports its jobs will take): none
+	// answering at the start is said to Told and watched for, not an
+	// error (a review: the unit the README advises exited between jobs
+	// and restarted every 5 s, serving no host metrics).
+	Later bool
 }
 
 // Profile cadence defaults: a 5 s profile of the pacing rank every 15 s.
@@ -79,8 +85,8 @@ func (a *Attached) PacingPID() int {
 }
 
 // Attach connects to the loaders to names: one URL must answer now; of
-// several, one must (the others may come up later); discovery alone
-// waits for loaders to appear. Nothing named is (nil, nil). A URL that is
+// several, one must (the others may come up later), unless to.Later;
+// discovery alone waits for loaders to appear. Nothing named is (nil, nil). A URL that is
 // not a loader's wraps endpoint.ErrBadURL.
 func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error) {
 	if len(to.URLs) == 0 && !to.Discover {
@@ -108,8 +114,10 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 			attached[i].Announced(ann)
 		}
 	}
-	if err := checkAny(ctx, attached); err != nil {
+	if err := checkAny(ctx, attached); err != nil && !to.Later {
 		return nil, err
+	} else if err != nil && to.Told != nil {
+		to.Told(err.Error() + "; watching for them (they may start later)")
 	}
 	askCeiling(ctx, attached, to) // attachceiling.go
 	var discover func() (endpoint.Discovery, error)
