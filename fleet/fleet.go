@@ -98,7 +98,20 @@ func NewClient(raw, job string, th diagnose.Thresholds) (*Client, error) {
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawQuery, u.Fragment = "", ""
 	return &Client{base: u, shown: sample.Printable(sample.RedactURL(u.String())), job: job, th: th,
-		client: &http.Client{Timeout: queryWithin}}, nil
+		client: &http.Client{Timeout: queryWithin, CheckRedirect: sameHost}}, nil
+}
+
+// sameHost follows a redirect only to the server's own host (a reverse
+// proxy's trailing slash): a review's server sent fleet to the cloud's
+// metadata address with a 302.
+func sameHost(req *http.Request, via []*http.Request) error {
+	if len(via) >= 5 {
+		return errors.New("stopped after 5 redirects")
+	}
+	if req.URL.Host != via[0].URL.Host {
+		return fmt.Errorf("a redirect to another host (%s): not followed", sample.Printable(req.URL.Host))
+	}
+	return nil
 }
 
 // Source is the server's URL as shown: no credentials, printable.

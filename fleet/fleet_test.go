@@ -297,3 +297,38 @@ func TestTwoJobsOfOneWorldSizeAreNotCompared(t *testing.T) {
 		t.Error("one 4-rank job across two nodes: no straggler among ranks waiting 90, 88, 1 and 2 %")
 	}
 }
+
+// TestRedirectsStayOnTheServersHost (a review): a server that sends fleet
+// elsewhere with a 302 (the cloud's metadata address) is not followed
+// there; one that redirects on its own host is.
+func TestRedirectsStayOnTheServersHost(t *testing.T) {
+	reached := make(chan struct{}, 16)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached <- struct{}{}
+		w.Write([]byte(nodeA))
+	}))
+	t.Cleanup(other.Close)
+	far := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) // another host name
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/here/"):
+			w.Write([]byte(nodeA))
+		case strings.HasPrefix(r.URL.Path, "/away/"):
+			http.Redirect(w, r, far+r.URL.Path, http.StatusFound)
+		default:
+			http.Redirect(w, r, "/here"+r.URL.Path+"?"+r.URL.RawQuery, http.StatusFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL, "", diagnose.DefaultThresholds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Snapshot(t.Context()); err != nil {
+		t.Fatalf("a redirect on the server's own host: %v", err)
+	}
+	c, _ = NewClient(srv.URL+"/away", "", diagnose.DefaultThresholds())
+	if _, err := c.Snapshot(t.Context()); err == nil || len(reached) > 0 {
+		t.Fatalf("followed to another host: %v (%d requests reached it)", err, len(reached))
+	}
+}

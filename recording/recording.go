@@ -108,7 +108,9 @@ func (c countingWriter) Write(p []byte) (int, error) {
 }
 
 func (r *Recorder) open(flags int) error {
-	f, err := os.OpenFile(r.path, flags|syscall.O_NOFOLLOW, 0o644) // never through a link planted where the file (or its rotation) goes
+	// 0600: a recording holds the hook's CPU profiles (function names,
+	// script paths), which the hook serves only with its token.
+	f, err := os.OpenFile(r.path, flags|syscall.O_NOFOLLOW, 0o600) // never through a link planted where the file (or its rotation) goes
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("%s exists: record to a new file", r.path)

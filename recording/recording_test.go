@@ -228,3 +228,21 @@ func TestRotationNeverWritesThroughALink(t *testing.T) {
 		t.Fatalf("the link's target was written: %q", b)
 	}
 }
+
+// TestRecordingsAreTheUsersOwn (a review): a recording holds the hook's
+// CPU profiles, which the hook serves only with its token: it is 0600,
+// its rotation too, whatever the umask.
+func TestRecordingsAreTheUsersOwn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	r := recordSome(t, path, 4096, 40)
+	r.Close()
+	for _, p := range []string{path, path + ".1"} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: %v", p, st.Mode())
+		}
+	}
+}
