@@ -411,7 +411,7 @@ func (t *lineTail) Write(p []byte) (int, error) {
 			copy(t.lines, t.lines[1:])
 			t.lines = t.lines[:t.max-1]
 		}
-		t.lines = append(t.lines, sample.Printable(string(line)))
+		t.lines = append(t.lines, plainLine(line))
 	})
 	return len(p), nil
 }
@@ -421,10 +421,52 @@ func (t *lineTail) last(n int) []string {
 	defer t.mu.Unlock()
 	out := append([]string(nil), t.lines[max(0, len(t.lines)-n):]...)
 	if partial := t.split.line; len(partial) > 0 && len(out) < n+1 {
-		out = append(out, sample.Printable(string(partial)))
+		out = append(out, plainLine(partial))
 		if len(out) > n {
 			out = out[1:]
 		}
 	}
 	return out
+}
+
+// plainLine is a line of the job's output as the dashboard shows it: its
+// terminal escape sequences (colours, cursor moves, window titles) taken
+// out, tabs expanded to 8 columns, and whatever control is left made
+// printable (sample.Printable). A review: a coloured log line read
+// "�[31mRED line�[0m and tab�here".
+func plainLine(b []byte) string {
+	var out []byte
+	col := 0
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c == 0x1b && i+1 < len(b) && b[i+1] == '[': // CSI: parameters, then a final byte 0x40–0x7e
+			i += 2
+			for i < len(b) && (b[i] < 0x40 || b[i] > 0x7e) {
+				i++
+			}
+		case c == 0x1b && i+1 < len(b) && b[i+1] == ']': // OSC: to BEL or ESC \
+			i += 2
+			for i < len(b) && b[i] != 0x07 && !(b[i] == 0x1b && i+1 < len(b) && b[i+1] == '\\') {
+				i++
+			}
+			if i < len(b) && b[i] == 0x1b {
+				i++
+			}
+		case c == 0x1b && i+1 < len(b): // a two-byte escape (ESC 7, ESC =, …)
+			i++
+		case c == '\t':
+			n := 8 - col%8
+			for range n {
+				out = append(out, ' ')
+			}
+			col += n
+		default:
+			out = append(out, c)
+			if c < 0x80 || c >= 0xc0 { // a byte that starts a character
+				col++
+			}
+		}
+	}
+	return sample.Printable(string(out))
 }
