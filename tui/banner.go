@@ -35,8 +35,11 @@ func (m *Model) bannerHead(w int) string {
 	words := "  " + st.Render(v.Kind.Title())
 	title := m.bannerTitle()
 	scen := m.bannerScenario()
-	if scen != "" && m.opt.Title == DemoTour {
-		title = "" // the scenario says more than "tour of every scenario"
+	if scen != "" && (m.opt.Title == DemoTour || strings.HasPrefix(m.opt.Title, "demo: ")) {
+		// The scenario says more than "tour of every scenario", and the
+		// same as "demo: starved" (a review: "· demo: starved · demo:
+		// starved" at 250 columns).
+		title = ""
 	}
 	conf := m.styles.Dim.Render(fmt.Sprintf("  %.0f%%", 100*v.Confidence))
 	ceil := bannerCeiling(m.shown.Frame.Loader)

@@ -2,6 +2,8 @@ package tui
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -86,22 +88,36 @@ func (loaderPanel) lines(pv *view, w int) []string {
 		}
 		lines = append(lines, wrap(line, w, "  ")...)
 	}
-	if len(l.Knobs) > 0 {
-		k := l.Knobs
+	if k := l.Knobs; k["workers"] != "" { // the embedded loader's knobs, every one
 		read := ""
 		if r := k["read"]; r != "" && r != "pread" {
 			read = " read " + r
 		}
 		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable(fmt.Sprintf("workers %s prefetch %s batch %s × %s persistent %s pin %s access %s%s decode %s step %s",
 			k["workers"], k["prefetch"], k["batch_size"], k["sample_size"], k["persistent"], k["pin"], k["access"], read, k["decode_cost"], k["step_time"]))), w, "  ")...)
-	} else if l.Workers != nil {
-		knobs := fmt.Sprintf("workers %d", *l.Workers)
-		if l.Prefetch != nil {
-			knobs += fmt.Sprintf(" prefetch %d", *l.Prefetch)
-		}
-		lines = append(lines, pv.st.Dim.Render(knobs))
+	} else if knobs := knobsRead(l); knobs != "" {
+		lines = append(lines, wrap(pv.st.Dim.Render(sample.Printable(knobs)), w, "  ")...)
 	}
 	return lines
+}
+
+// knobsRead is what a loader other than the embedded one says of its
+// knobs, only what it says: "workers 2 prefetch 2 persistent false pin
+// false" (a review: the hook's loader read "workers  prefetch  batch  ×
+// persistent false pin false", the embedded loader's names with no
+// values).
+func knobsRead(l *sample.Loader) string {
+	var parts []string
+	if l.Workers != nil {
+		parts = append(parts, fmt.Sprintf("workers %d", *l.Workers))
+	}
+	if l.Prefetch != nil {
+		parts = append(parts, fmt.Sprintf("prefetch %d", *l.Prefetch))
+	}
+	for _, k := range slices.Sorted(maps.Keys(l.Knobs)) {
+		parts = append(parts, k+" "+l.Knobs[k])
+	}
+	return strings.Join(parts, " ")
 }
 
 // loaderStats is a loader's interval in a line: wait share (red when

@@ -131,6 +131,10 @@ func (profilePanel) draw(pv *view, w, h int) []string {
 		switch l := pv.frame.Loader; {
 		case pv.replay:
 			msg = "this recording holds no CPU profile here"
+		case l != nil && l.Sampled != nil:
+			// A loop read from /proc serves no profile (a review: it waited
+			// for one 34 frames and more).
+			msg = "no CPU profile: the loop is sampled from /proc, and nothing serves one (gpuwatch run -- python train.py profiles it and its workers)"
 		case l != nil && l.Source != "embedded":
 			msg = "taking the first CPU profile of the loader…"
 		}

@@ -26,6 +26,9 @@ type trend struct {
 	// unit formats a value for the caption; nil: the values are percent
 	// (0–100) and drawn as such. Otherwise the chart's top is the peak.
 	unit func(float64) string
+	// stale: the newest frame lacks the figure (its probe failed); the
+	// caption says so rather than give the last value as now.
+	stale bool
 }
 
 // Trend charts take at least minTrendRows (a caption and two rows of
@@ -56,6 +59,9 @@ func (pv *view) drawTrend(t trend, w, h int) []string {
 			}
 		}
 		vals, top, now, peak = scaled, "peak", t.unit(latest), ", peak "+t.unit(max)
+	}
+	if t.stale {
+		now = "not read (last " + now + ")"
 	}
 	lines := []string{pv.st.Dim.Render(fmt.Sprintf("%s: now %s%s · the last %s", t.name, now, peak, frames(shown)))}
 	rows := h - 1
@@ -115,52 +121,57 @@ func frames(n int) string {
 	return fmt.Sprintf("%d frames", n)
 }
 
-// series reads one figure of every history frame that has it.
-func series(hist []*sample.Frame, of func(*sample.Frame) (float64, bool)) ([]float64, bool) {
-	var vals []float64
+// series reads one figure of every history frame that has it; stale says
+// the newest frame lacks it (its probe failed), so the last value is not
+// "now".
+func series(hist []*sample.Frame, of func(*sample.Frame) (float64, bool)) (vals []float64, stale, ok bool) {
 	for _, f := range hist {
 		if v, ok := of(f); ok {
 			vals = append(vals, v)
 		}
 	}
-	return vals, len(vals) > 0
+	if n := len(hist); n > 0 && len(vals) > 0 {
+		_, has := of(hist[n-1])
+		stale = !has
+	}
+	return vals, stale, len(vals) > 0
 }
 
 func (gpuPanel) trend(pv *view) (trend, bool) {
-	if vals, ok := series(pv.hist, (*sample.Frame).GPUUtil); ok {
-		return trend{name: "GPU util (judged GPUs)", vals: vals}, true
+	if vals, stale, ok := series(pv.hist, (*sample.Frame).GPUUtil); ok {
+		return trend{name: "GPU util (judged GPUs)", vals: vals, stale: stale}, true
 	}
-	vals, ok := series(pv.hist, func(f *sample.Frame) (float64, bool) {
+	vals, stale, ok := series(pv.hist, func(f *sample.Frame) (float64, bool) {
 		if f.Accel == nil {
 			return 0, false
 		}
 		return f.Accel.BusyPct, true
 	})
-	return trend{name: "accelerator busy", vals: vals}, ok
+	return trend{name: "accelerator busy", vals: vals, stale: stale}, ok
 }
 
 func (cpuPanel) trend(pv *view) (trend, bool) {
-	vals, ok := series(pv.hist, func(f *sample.Frame) (float64, bool) {
+	vals, stale, ok := series(pv.hist, func(f *sample.Frame) (float64, bool) {
 		if f.CPU == nil {
 			return 0, false
 		}
 		return f.CPU.BusyPct, true
 	})
-	return trend{name: "CPU busy", vals: vals}, ok
+	return trend{name: "CPU busy", vals: vals, stale: stale}, ok
 }
 
 func (loaderPanel) trend(pv *view) (trend, bool) {
-	vals, ok := series(pv.hist, func(f *sample.Frame) (float64, bool) {
+	vals, stale, ok := series(pv.hist, func(f *sample.Frame) (float64, bool) {
 		if f.Loader == nil || f.Loader.WaitShare == nil {
 			return 0, false
 		}
 		return *f.Loader.WaitShare * 100, true
 	})
-	return trend{name: "loop waiting", vals: vals}, ok
+	return trend{name: "loop waiting", vals: vals, stale: stale}, ok
 }
 
 func (procPanel) trend(pv *view) (trend, bool) {
-	vals, ok := series(pv.hist, func(f *sample.Frame) (float64, bool) {
+	vals, stale, ok := series(pv.hist, func(f *sample.Frame) (float64, bool) {
 		p := f.Procs
 		if p == nil || p.FocusPID == 0 {
 			return 0, false
@@ -171,29 +182,29 @@ func (procPanel) trend(pv *view) (trend, bool) {
 		}
 		return sum, true
 	})
-	return trend{name: "watched CPU", vals: vals, unit: func(v float64) string { return fmt.Sprintf("%.0f%%", v) }}, ok
+	return trend{name: "watched CPU", vals: vals, stale: stale, unit: func(v float64) string { return fmt.Sprintf("%.0f%%", v) }}, ok
 }
 
 func (memPanel) trend(pv *view) (trend, bool) {
-	vals, ok := series(pv.hist, func(f *sample.Frame) (float64, bool) {
+	vals, stale, ok := series(pv.hist, func(f *sample.Frame) (float64, bool) {
 		if f.Mem == nil || f.Mem.TotalBytes == 0 {
 			return 0, false
 		}
 		return float64(f.Mem.UsedBytes) / float64(f.Mem.TotalBytes) * 100, true
 	})
-	return trend{name: "memory used", vals: vals}, ok
+	return trend{name: "memory used", vals: vals, stale: stale}, ok
 }
 
 func (diskPanel) trend(pv *view) (trend, bool) {
-	vals, ok := series(pv.hist, func(f *sample.Frame) (float64, bool) {
+	vals, stale, ok := series(pv.hist, func(f *sample.Frame) (float64, bool) {
 		d, ok := f.BusiestDisk()
 		return d.BusyPct, ok
 	})
-	return trend{name: "busiest disk", vals: vals}, ok
+	return trend{name: "busiest disk", vals: vals, stale: stale}, ok
 }
 
 func (netPanel) trend(pv *view) (trend, bool) {
-	vals, ok := series(pv.hist, func(f *sample.Frame) (float64, bool) {
+	vals, stale, ok := series(pv.hist, func(f *sample.Frame) (float64, bool) {
 		if len(f.Net) == 0 {
 			return 0, false
 		}
@@ -203,5 +214,5 @@ func (netPanel) trend(pv *view) (trend, bool) {
 		}
 		return sum, true
 	})
-	return trend{name: "network in+out", vals: vals, unit: func(v float64) string { return size(v) + "/s" }}, ok
+	return trend{name: "network in+out", vals: vals, stale: stale, unit: func(v float64) string { return size(v) + "/s" }}, ok
 }

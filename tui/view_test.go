@@ -472,3 +472,36 @@ func firstDiff(a, b string) string {
 	}
 	return a[max(0, i-40):min(len(a), i+80)]
 }
+
+// TestAfterTheDashboardsReview: what a user's review of the dashboard
+// found (2026-12-06), each as it read then.
+func TestAfterTheDashboardsReview(t *testing.T) {
+	// "demo: starved" said twice at 250 columns.
+	m := machines(t)["single-core-2core"]
+	m.opt.Title = "demo: starved"
+	m.shown.Scenario = &Scenario{Name: "starved"}
+	m.w, m.h = 250, 70
+	if head := strings.Split(ansi.Strip(m.Render()), "\n")[0]; strings.Count(head, "demo: starved") != 1 {
+		t.Errorf("the demo's scenario: %q", head)
+	}
+	// The hook's loader: its own knobs, not the embedded loader's names
+	// with no values.
+	two := 2
+	l := &sample.Loader{Source: "http://127.0.0.1:6061", Kind: "python", Workers: &two, Knobs: map[string]string{"persistent": "false", "pin": "true"}}
+	if got := knobsRead(l); got != "workers 2 persistent false pin true" {
+		t.Errorf("the hook's knobs: %q", got)
+	}
+	// A loop sampled from /proc waits for no profile.
+	pv := &view{frame: &sample.Frame{Loader: &sample.Loader{Source: "pid 100", Sampled: &sample.SampledLoop{}}}, st: &Styles{}}
+	if out := strings.Join(profilePanel{}.draw(pv, 200, 2), "\n"); strings.Contains(out, "taking the first CPU profile") || !strings.Contains(out, "sampled from /proc") {
+		t.Errorf("a sampled loop's profile panel: %q", out)
+	}
+	// A probe that failed in the newest frame: its trend says so, not the
+	// last value as now.
+	busy := func(v float64) *sample.Frame { return &sample.Frame{CPU: &sample.CPU{BusyPct: v}} }
+	pv = &view{hist: []*sample.Frame{busy(40), busy(100), {}}, st: &Styles{}}
+	tr, ok := cpuPanel{}.trend(pv)
+	if out := strings.Join(pv.drawTrend(tr, 60, 4), "\n"); !ok || !strings.Contains(out, "CPU busy: now not read (last 100%)") {
+		t.Errorf("a failed probe's trend: %q", out)
+	}
+}
