@@ -151,7 +151,7 @@ func serveMetrics(opts *serveOptions, exp *exporter.Exporter) (stop, serving fun
 	if err != nil {
 		return nil, nil, fmt.Errorf("--tls-cert %s: %w", opts.auth.CertFile, err)
 	}
-	ln, err := net.Listen("tcp", opts.listen)
+	ln, err := net.Listen(listenNetwork(opts.listen), opts.listen)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--listen %s: %w", opts.listen, err)
 	}
@@ -182,6 +182,8 @@ func serveMetrics(opts *serveOptions, exp *exporter.Exporter) (stop, serving fun
 			fmt.Fprintf(opts.stderr, "gpuwatch: warning: serving metrics on %s, reachable from other machines\n", ln.Addr())
 			if opts.auth.TokenFile == "" {
 				fmt.Fprintln(opts.stderr, "gpuwatch: warning: anyone who reaches it reads every job's labels and GPU memory: --token-file, or a firewall (docs/security.md)")
+			} else if tlsConf == nil {
+				fmt.Fprintln(opts.stderr, "gpuwatch: warning: --token-file without --tls-cert: the token crosses the network in clear text, for anyone on the path to read and reuse (docs/security.md)")
 			}
 		}
 		scheme := "http"
@@ -221,4 +223,22 @@ func privateFolder(dir string) error {
 		return fmt.Errorf("owned by uid %d, not by the user serve runs as (uid %d)", sys.Uid, os.Geteuid())
 	}
 	return nil
+}
+
+// listenNetwork is the network --listen's address names: an IPv4
+// address (0.0.0.0 among them) listens on IPv4 alone, an IPv6 one on
+// IPv6; a host name, or none (":9400"), on both. A review: 0.0.0.0
+// listened on [::] too, open over IPv6 where only IPv4 was firewalled.
+func listenNetwork(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "tcp"
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		if ip.To4() != nil {
+			return "tcp4"
+		}
+		return "tcp6"
+	}
+	return "tcp"
 }
