@@ -66,12 +66,28 @@ func (a Auth) TLSConfig() (*tls.Config, error) {
 	if a.CertFile == "" {
 		return nil, nil
 	}
-	r := &reloader[*tls.Certificate]{paths: []string{a.CertFile, a.KeyFile}, load: func() (*tls.Certificate, error) {
+	r := &reloader[*tls.Certificate]{paths: []string{a.CertFile, a.KeyFile}, now: a.now, load: func() (*tls.Certificate, error) {
+		// The key's mode each time, not only at the start (a review: a key
+		// made readable by others was reloaded in silence).
+		if st, err := os.Stat(a.KeyFile); err == nil {
+			if err := privateMode(st); err != nil {
+				return nil, fmt.Errorf("--tls-key %s: %w", a.KeyFile, err)
+			}
+		}
 		c, err := tls.LoadX509KeyPair(a.CertFile, a.KeyFile)
 		return &c, err
 	}}
 	if _, err := r.get(); err != nil {
 		return nil, err
+	}
+	if a.Warn != nil { // after the first load, as Guard's: a failed renewal is said, not found when the certificate expires
+		r.told = func(err error) {
+			if err != nil {
+				a.Warn(sample.Printable(fmt.Sprintf("--tls-cert %s --tls-key %s: %v: the pair loaded before is kept", a.CertFile, a.KeyFile, err)))
+				return
+			}
+			a.Warn(sample.Printable(fmt.Sprintf("--tls-cert %s --tls-key %s read again", a.CertFile, a.KeyFile)))
+		}
 	}
 	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 		return r.get()
@@ -203,13 +219,14 @@ type reloader[T any] struct {
 	failClosed bool
 	now        func() time.Time // nil: time.Now
 	// told, where set, is called (after the lock) when a failClosed
-	// reloader stops serving, with the load's error, and with nil when it
-	// serves again.
+	// reloader stops serving, or another starts keeping its last value,
+	// with the load's error, and with nil when it loads again.
 	told func(err error)
 
 	mu      sync.Mutex
 	val     T
 	ok      bool
+	keeping bool // not failClosed: the last load failed, its last value is served
 	stamp   string
 	checked time.Time
 }
@@ -242,7 +259,11 @@ func (r *reloader[T]) getLocked() (_ T, tell func(), _ error) {
 	v, err := r.load()
 	if err != nil {
 		if r.ok && !r.failClosed {
-			return r.val, nil, nil
+			if told := r.told; told != nil && !r.keeping {
+				tell = func() { told(err) }
+			}
+			r.keeping = true
+			return r.val, tell, nil
 		}
 		if told := r.told; r.ok && told != nil {
 			tell = func() { told(err) }
@@ -251,10 +272,10 @@ func (r *reloader[T]) getLocked() (_ T, tell func(), _ error) {
 		r.val, r.ok, r.stamp = zero, false, ""
 		return v, tell, err
 	}
-	if told := r.told; !r.ok && told != nil {
+	if told := r.told; (!r.ok || r.keeping) && told != nil {
 		tell = func() { told(nil) }
 	}
-	r.val, r.ok, r.stamp = v, true, stamp
+	r.val, r.ok, r.stamp, r.keeping = v, true, stamp, false
 	return v, tell, nil
 }
 

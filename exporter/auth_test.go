@@ -455,3 +455,52 @@ func TestEveryInodeChangeIsSeen(t *testing.T) {
 		})
 	}
 }
+
+// TestATLSKeyOpenedToOthersIsSaid (a review): the key's mode was checked
+// at the start only, and a pair that failed to load again was kept in
+// silence. The pair loaded before is still served, and serve says why
+// once, and again when the files load.
+func TestATLSKeyOpenedToOthersIsSaid(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, cert := selfSigned(t, dir, "one")
+	clock := newStepClock()
+	var mu sync.Mutex
+	var told []string
+	warn := func(s string) { mu.Lock(); told = append(told, s); mu.Unlock() }
+	addr := serveAuth(t, Auth{CertFile: certFile, KeyFile: keyFile, Warn: warn, now: clock.now})
+	want := func(what string, lines int) {
+		t.Helper()
+		if code, _, err := get(t, trusting(cert), "https://"+addr+"/metrics", ""); err != nil || code != 200 {
+			t.Fatalf("%s: %d %v", what, code, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(told) != lines {
+			t.Fatalf("%s: told %q, want %d lines", what, told, lines)
+		}
+	}
+	want("the pair", 0)
+	before, err := os.Stat(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(keyFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sameButMode(t, keyFile, before)
+	clock.next()
+	want("chmod 644: the pair before kept", 1)
+	clock.next()
+	want("chmod 644, again", 1)
+	if !strings.Contains(told[0], "readable by others (mode 0644)") || !strings.Contains(told[0], "the pair loaded before is kept") {
+		t.Errorf("told %q", told[0])
+	}
+	if err := os.Chmod(keyFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clock.next()
+	want("chmod 600", 2)
+	if !strings.Contains(told[1], "read again") {
+		t.Errorf("told %q", told[1])
+	}
+}
