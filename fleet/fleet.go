@@ -418,6 +418,20 @@ func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
+	// The nodes whose exporter served gpuwatch within the hour and does
+	// not answer now (up 0): a row each, first (a review: a dead node
+	// was no row at all, its verdict gone stale).
+	down := c.selector("up", "") + " == 0 and on (job, instance) max_over_time(" + c.selector(sample.SeriesFrameTimestampSeconds.Name, "") + "[1h])"
+	ans, err := c.query(ctx, down)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	for _, e := range ans.series { // the query's answer is 0s: anything else is no answer to it
+		if e.value == 0 && nodes[key(e.labels)] == nil {
+			up := false
+			nodes[key(e.labels)] = &Row{Instance: e.labels["instance"], Job: e.labels["job"], Kind: KindDown, Up: &up}
+		}
+	}
 	for _, f := range []struct {
 		series sample.Series
 		query  string
@@ -562,7 +576,14 @@ func ownJob(r Row) bool {
 }
 
 // problem says whether a verdict kind (as a label) names a bottleneck.
+// KindDown is the row of a node whose exporter served gpuwatch within
+// the hour and does not answer Prometheus now (up 0).
+const KindDown = "exporter_down"
+
 func problem(kind string) bool {
+	if kind == KindDown {
+		return true
+	}
 	var k diagnose.Kind
 	return k.UnmarshalText([]byte(kind)) == nil && k.Problem()
 }

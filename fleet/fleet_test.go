@@ -332,3 +332,32 @@ func TestRedirectsStayOnTheServersHost(t *testing.T) {
 		t.Fatalf("followed to another host: %v (%d requests reached it)", err, len(reached))
 	}
 }
+
+// TestADeadExporterIsARow (a review): a node whose exporter no longer
+// answers (up 0), having served gpuwatch within the hour, is a row of
+// its own, first: its verdict's series had gone stale and it was no row.
+func TestADeadExporterIsARow(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query().Get("query")
+		switch {
+		case strings.HasPrefix(q, "up{} == 0 and on (job, instance) max_over_time(gpuwatch_frame_timestamp_seconds{}[1h])"):
+			w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"instance":"b","job":"gpuwatch"},"value":[1,"0"]}]}}`))
+		case strings.HasPrefix(q, "gpuwatch_verdict{"):
+			w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"instance":"a","job":"gpuwatch","kind":"healthy"},"value":[1,"1"]}]}}`))
+		default:
+			w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[]}}`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL, "", diagnose.DefaultThresholds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := c.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Rows) != 2 || snap.Rows[0].Instance != "b" || snap.Rows[0].Kind != KindDown || snap.Rows[0].Up == nil || *snap.Rows[0].Up || snap.Rows[1].Kind != "healthy" {
+		t.Fatalf("rows %+v", snap.Rows)
+	}
+}

@@ -106,7 +106,7 @@ func (m *Fleet) Render() string {
 		for _, r := range rows {
 			line := fit(sample.Printable(r.Line()), w)
 			switch {
-			case r.FleetStraggler || r.Straggler:
+			case r.FleetStraggler || r.Straggler || r.Kind == fleet.KindDown:
 				line = m.st.Bad.Render(line)
 			case r.Kind == "healthy" || r.Kind == "idle":
 				line = m.st.Good.Render(line)
