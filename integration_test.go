@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -806,6 +807,33 @@ func TestReportRendersInChromium(t *testing.T) {
 	}
 	if st, err := os.Stat(png); err != nil || st.Size() < 20<<10 {
 		t.Fatalf("screenshot %v, %v", st, err)
+	}
+	// On a phone (a 500 px window, headless chromium's least): the page
+	// is no wider than the window. A review: a recording with ranks and a
+	// cgroup path read 754–778 px; testdata/wide.jsonl is its first frames.
+	wide := filepath.Join(dir, "wide.html")
+	if out, err := exec.Command(binary(t), "report", filepath.Join("recording", "testdata", "wide.jsonl"), "-o", wide).CombinedOutput(); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	page, err := os.ReadFile(wide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	measured := filepath.Join(dir, "wide-measured.html")
+	page = bytes.Replace(page, []byte("</body>"), []byte(`<script>document.body.setAttribute("data-sw", document.documentElement.scrollWidth)</script></body>`), 1)
+	if err := os.WriteFile(measured, page, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dom, err = exec.Command(browser, append(args, "--window-size=500,2000", "--dump-dom", "file://"+measured)...).Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	m := regexp.MustCompile(`data-sw="(\d+)"`).FindSubmatch(dom)
+	if m == nil {
+		t.Fatalf("no width measured in the DOM")
+	}
+	if w, _ := strconv.Atoi(string(m[1])); w > 500 {
+		t.Errorf("the report is %d px wide in a 500 px window", w)
 	}
 }
 

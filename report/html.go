@@ -63,8 +63,10 @@ func WriteHTML(w io.Writer, s *Summary) error {
 	var b strings.Builder
 	b.WriteString(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">`)
 	fmt.Fprintf(&b, "<title>gpuwatch report: %s</title>", esc(orDash(s.Dominant)))
-	b.WriteString(`<style>body{font:15px/1.45 system-ui,sans-serif;max-width:980px;margin:auto;padding:12px;color:#222}
-h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}table{border-collapse:collapse;margin:.5em 0}
+	// On a phone a wide table scrolls inside itself and a long path
+	// breaks, rather than widening the page (a review: 754 px at 500).
+	b.WriteString(`<style>body{font:15px/1.45 system-ui,sans-serif;max-width:980px;margin:auto;padding:12px;color:#222;overflow-wrap:anywhere}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}table{border-collapse:collapse;margin:.5em 0;display:block;overflow-x:auto;max-width:100%}
 td,th{padding:2px 10px;border-bottom:1px solid #eee;text-align:left}td.n{text-align:right}.k{font-weight:600}
 svg{width:100%;height:auto;background:#fafafa;border:1px solid #eee}.legend span{margin-right:14px}
 code{font-size:.9em}@media print{body{max-width:none}h2{break-after:avoid}svg{break-inside:avoid}}</style></head><body>`)
