@@ -8,13 +8,15 @@ import (
 )
 
 // CPUSaturated: every core busy, the accelerator waiting. See docs/diagnosis.md, "Verdicts".
+// Its title said "by preprocessing" beside "processes outside the job
+// use 2.0 of the 2.0 busy cores" (a review): the evidence says whose.
 const CPUSaturated Kind = 4
 
 func init() {
 	register(Situation{
 		Kind:       CPUSaturated,
 		ID:         "cpu_saturated",
-		Title:      "All cores saturated by preprocessing",
+		Title:      "All cores saturated", // whose work fills them, the evidence says: not always preprocessing
 		Tone:       ToneBad,
 		InputBound: true,
 		Stage:      "decoding",
