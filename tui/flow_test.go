@@ -162,6 +162,20 @@ func TestFlowPauseFreezesTheView(t *testing.T) {
 	f.quit()
 }
 
+// TestFlowAPausedReplaySeeks (a review): the player stops on a pause, and
+// a seek while paused sends the frame sought: the view shows it (it kept
+// the frame before while the position moved).
+func TestFlowAPausedReplaySeeks(t *testing.T) {
+	f := flow(t, Options{Replay: &Replay{Pause: func(bool) {}, Seek: func(time.Duration) {}, Speed: func(x float64) float64 { return x }}})
+	f.frame(20, diagnose.IOBound, "alpha evidence")
+	f.press("space")
+	f.until("paused", func(s snapshot) bool { return s.paused })
+	f.tm.Send(tea.KeyPressMsg{Code: tea.KeyLeft})
+	f.frame(10, diagnose.CPUSaturated, "bravo evidence") // the frame the seek found
+	f.sees("bravo evidence")
+	f.quit()
+}
+
 func TestFlowResizeTinyAndBack(t *testing.T) {
 	f := flow(t, Options{})
 	f.frame(0, diagnose.IOBound, "nvme0n1 is 99 % busy")
@@ -409,4 +423,26 @@ func TestFlowProcessFilterAndOrderKeys(t *testing.T) {
 	f.press("esc")
 	f.until("the filter cleared", func(s snapshot) bool { return !strings.Contains(s.screen, "filter") })
 	f.quit()
+}
+
+// TestPauseFreezesTheTrainRow (a review): the loader panel's batches kept
+// coming in while the rest of the view was paused.
+func TestPauseFreezesTheTrainRow(t *testing.T) {
+	m := New(Options{})
+	feed := func(i int) Feed {
+		u := frameOf(i, diagnose.Healthy, "x")
+		u.Frame.Loader = &sample.Loader{Source: "embedded", Timeline: []sample.BatchTiming{{WaitMs: float64(i), StepMs: 10}}}
+		return u
+	}
+	m.Observe(feed(0))
+	m.togglePause()
+	m.Observe(feed(1))
+	m.Observe(feed(2))
+	if got := m.view(pLoader).batches; len(got) != 1 || got[0].WaitMs != 0 {
+		t.Fatalf("paused, the train row drew %+v", got)
+	}
+	m.togglePause()
+	if got := m.view(pLoader).batches; len(got) != 3 {
+		t.Fatalf("after the pause, %d batches", len(got))
+	}
 }

@@ -54,7 +54,7 @@ type view struct {
 
 // view is panel id's narrow view of the model.
 func (m *Model) view(id panelID) *view {
-	return &view{frame: m.shown.Frame, hist: m.hframes, batches: m.batches, st: &m.styles, scroll: m.scroll[id],
+	return &view{frame: m.shown.Frame, hist: m.hframes, batches: m.shownBatches(), st: &m.styles, scroll: m.scroll[id],
 		straggler: m.shown.Verdict.Straggler, zoomed: m.zoom && m.focus == id, sortBySM: m.sortBySM, kind: m.shown.Verdict.Kind.String(),
 		replay: m.opt.Replay != nil, th: &m.opt.Thresholds, procs: m.procs, filtering: m.filtering}
 }

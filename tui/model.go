@@ -9,6 +9,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -140,6 +141,7 @@ type Model struct {
 	shown    Feed
 	frozen   []*sample.Frame // history as it was when paused
 	batches  []sample.BatchTiming
+	frozenBt []sample.BatchTiming // the batches as they were when paused
 	paused   bool
 	help     bool
 	details  bool
@@ -224,7 +226,10 @@ func (m *Model) Observe(u Feed) {
 		m.setStatus(u.Note, u.Frame.Time)
 	}
 	m.latest = u
-	if !m.paused {
+	// A replay's pause stops its player: what comes while paused is a
+	// seek's frame, to be shown (a review: a paused seek moved the
+	// position and left the view on the frame before).
+	if !m.paused || m.opt.Replay != nil {
 		m.shown = u
 	}
 }
@@ -385,9 +390,19 @@ func (m *Model) togglePause() {
 	m.paused = !m.paused
 	if m.paused {
 		m.frozen = m.hist.Last(nil, m.hist.Len())
+		m.frozenBt = slices.Clone(m.batches) // the loader's train row stays too (a review: it kept moving)
 	} else {
-		m.frozen, m.shown = nil, m.latest
+		m.frozen, m.frozenBt, m.shown = nil, nil, m.latest
 	}
+}
+
+// shownBatches are the batches the loader panel draws: frozen while a
+// live view is paused.
+func (m *Model) shownBatches() []sample.BatchTiming {
+	if m.paused && m.opt.Replay == nil {
+		return m.frozenBt
+	}
+	return m.batches
 }
 
 // changeInterval halves (faster) or doubles the sampling interval within
@@ -516,7 +531,7 @@ func (m *Model) render() string {
 // history returns the frames the panels draw: frozen while paused. It
 // reuses one slice, so a render allocates nothing for it.
 func (m *Model) history() []*sample.Frame {
-	if m.paused {
+	if m.paused && m.opt.Replay == nil { // a replay's player stops instead
 		return m.frozen
 	}
 	return m.hist.Last(m.hframes[:0], m.hist.Len())
