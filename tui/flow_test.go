@@ -2,6 +2,7 @@ package tui
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -444,5 +445,54 @@ func TestPauseFreezesTheTrainRow(t *testing.T) {
 	m.togglePause()
 	if got := m.view(pLoader).batches; len(got) != 3 {
 		t.Fatalf("after the pause, %d batches", len(got))
+	}
+}
+
+// TestOverlaysScrollOnAShortTerminal (a review): at 60×16, the smallest
+// size drawn, the help stopped before its last keys and the details
+// before their advice, with no way to reach them.
+func TestOverlaysScrollOnAShortTerminal(t *testing.T) {
+	m := New(Options{})
+	u := frameOf(0, diagnose.CPUSaturated, "all 2 cores are 99 % busy")
+	for i := range 14 {
+		u.Verdict.Evidence = append(u.Verdict.Evidence, diagnose.Evidence{Text: fmt.Sprintf("evidence %d", i)})
+	}
+	u.Verdict.Advice = []string{"the advice at the end"}
+	m.Observe(u)
+	m.w, m.h = 60, 16
+	press := func(s string) {
+		code := []rune(s)[0]
+		switch s {
+		case "down":
+			code = tea.KeyDown
+		case "pgdown":
+			code = tea.KeyPgDown
+		}
+		msg := tea.KeyPressMsg{Code: code}
+		if len(s) == 1 {
+			msg.Text = s
+		}
+		m.Update(msg)
+	}
+	for _, c := range []struct{ open, want string }{{"?", "quit"}, {"d", "the advice at the end"}} {
+		press(c.open)
+		screen := ansi.Strip(m.Render())
+		all := strings.Join(map[string][]string{"?": m.helpLines(), "d": m.detailLines(60)}[c.open], "\n")
+		if strings.Count(all, "\n") < 16 {
+			t.Fatalf("%s: %d lines, not longer than the screen", c.open, strings.Count(all, "\n")+1)
+		}
+		if !strings.Contains(screen, "↑/↓ pgup/pgdn scroll") {
+			t.Errorf("%s: no way to scroll said:\n%s", c.open, screen)
+		}
+		for range 10 {
+			press("pgdown")
+		}
+		last := ansi.Strip(m.Render())
+		lines := strings.Split(all, "\n")
+		if end := []rune(strings.TrimSpace(ansi.Strip(lines[len(lines)-1]))); !strings.Contains(last, string(end[:min(len(end), 25)])) {
+			t.Errorf("%s: scrolled to the end, the last line %q not shown:\n%s", c.open, end, last)
+		}
+		press("q") // closes nothing: q quits; esc closes
+		m.Update(tea.KeyPressMsg{Code: tea.KeyEscape})
 	}
 }

@@ -145,10 +145,12 @@ type Model struct {
 	paused   bool
 	help     bool
 	details  bool
-	focus    panelID
-	zoom     bool
-	sortBySM bool
-	procs    procView // the process panel's order, filter and tree
+	// overlayAt is the first line the open overlay shows (help, details).
+	overlayAt int
+	focus     panelID
+	zoom      bool
+	sortBySM  bool
+	procs     procView // the process panel's order, filter and tree
 	// filtering says the keys type the process filter (after /).
 	filtering bool
 	scroll    [numPanels]int
@@ -290,7 +292,53 @@ func (u Feed) frameTime() time.Time {
 	return u.Frame.Time
 }
 
-func (m *Model) scrollBy(n int) { m.scroll[m.focus] = max(0, m.scroll[m.focus]+n) }
+func (m *Model) scrollBy(n int) {
+	if m.help || m.details {
+		m.overlayAt = max(0, m.overlayAt+n) // overlay() keeps it within the lines
+		return
+	}
+	m.scroll[m.focus] = max(0, m.scroll[m.focus]+n)
+}
+
+// overlayKey scrolls the open overlay (help or details) and reports
+// whether it took the key: on a short terminal they are longer than the
+// screen (a review: at 60×16 the details' advice and half the help were
+// cut off, with no way to reach them).
+func (m *Model) overlayKey(msg tea.KeyPressMsg) bool {
+	if !m.help && !m.details {
+		return false
+	}
+	switch msg.String() {
+	case "up", "k":
+		m.scrollBy(-1)
+	case "down", "j":
+		m.scrollBy(1)
+	case "pgup":
+		m.scrollBy(-max(1, m.h-2))
+	case "pgdown", "space":
+		m.scrollBy(max(1, m.h-2))
+	case "home", "g":
+		m.overlayAt = 0
+	default:
+		return false
+	}
+	return true
+}
+
+// overlay draws an overlay's lines into w×h from m.overlayAt, with a last
+// line that says how to reach the rest where they do not fit.
+func (m *Model) overlay(lines []string, w, h int) string {
+	if len(lines) <= h {
+		m.overlayAt = 0
+		return strings.Join(block(lines, w, h), "\n")
+	}
+	rows := h - 1
+	m.overlayAt = min(m.overlayAt, len(lines)-rows)
+	shown := append([]string(nil), lines[m.overlayAt:m.overlayAt+rows]...)
+	more := fmt.Sprintf("lines %d–%d of %d · ↑/↓ pgup/pgdn scroll · esc closes", m.overlayAt+1, m.overlayAt+rows, len(lines))
+	shown = append(shown, m.styles.Dim.Render(more))
+	return strings.Join(block(shown, w, h), "\n")
+}
 
 // key handles a key press; overlays take esc and their own key first.
 func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
@@ -299,7 +347,7 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		m.filterKey(msg)
 		return nil
 	}
-	if m.replayKey(msg) {
+	if m.replayKey(msg) || m.overlayKey(msg) {
 		return nil
 	}
 	switch {
@@ -307,10 +355,10 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return m.quit()
 	case key.Matches(msg, k.Help):
 		m.help = !m.help
-		m.details = false
+		m.details, m.overlayAt = false, 0
 	case key.Matches(msg, k.Details):
 		m.details = !m.details
-		m.help = false
+		m.help, m.overlayAt = false, 0
 	case key.Matches(msg, k.Back):
 		m.back()
 	case key.Matches(msg, k.Pause):
@@ -507,10 +555,10 @@ func (m *Model) render() string {
 		return strings.Join(block([]string{msg, "resize the window, or run gpuwatch --headless"}, w, min(h, 2)), "\n")
 	}
 	if m.help {
-		return strings.Join(block(m.helpLines(), w, h), "\n")
+		return m.overlay(m.helpLines(), w, h)
 	}
 	if m.details {
-		return strings.Join(block(m.detailLines(w), w, h), "\n")
+		return m.overlay(m.detailLines(w), w, h)
 	}
 	if m.shown.Frame == nil {
 		return strings.Join(block([]string{"gpuwatch: waiting for the first frame…"}, w, h), "\n")
