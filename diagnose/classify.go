@@ -49,6 +49,12 @@ func notJudged(last *sample.Frame, w *window, d decision) (Evidence, bool) {
 		return evidence("loader.batches", 0, "<", 1, "",
 			"the training loop has not had its first batch yet (the process imports, or builds its dataset): its loader is judged from its first batch"), true
 	}
+	if l := last.Loader; d.kind == Idle && l != nil && l.Source == "embedded" && l.Batches == 0 {
+		// The embedded loader, started anew (the demo's next scenario),
+		// reads its first batch: not idle (a review: "nothing is
+		// running" a second before io-bound's first 1,851 samples/s).
+		return evidence("loader.batches", 0, "<", 1, "", "the embedded loader has started and not handed out its first batch yet"), true
+	}
 	if l := w.loaderDown; l != nil && (d.kind == Idle || d.kind == Healthy) {
 		// An endpoint that does not answer is not a stopped loop: say
 		// nothing rather than idle (another user may be holding the

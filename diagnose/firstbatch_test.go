@@ -57,3 +57,24 @@ func TestBeforeTheFirstBatchNoWorkerCountIsClaimed(t *testing.T) {
 		t.Fatalf("after the first batch: %s %q, want a verdict on the loop with its 2 workers", v.Kind, claims(v))
 	}
 }
+
+// TestTheEmbeddedLoaderStartingIsNotIdle (a review): the demo's next
+// scenario starts its loader anew, and before its first batch the
+// verdict read "Idle: nothing is running". It waits for that batch; an
+// embedded loader that has handed out batches and stopped is idle.
+func TestTheEmbeddedLoaderStartingIsNotIdle(t *testing.T) {
+	starting := frames(10, func(_ int, f *sample.Frame) {
+		host(f, 2, 0, 1)
+		f.Loader = &sample.Loader{Source: "embedded", Kind: "embedded"}
+		f.Accel = &sample.VirtualAccel{BusyPct: 0}
+	})
+	if v := Classify(starting, DefaultThresholds()); v.Kind != WarmingUp || !strings.Contains(claims(v), "not handed out its first batch") {
+		t.Fatalf("starting: %s %q", v.Kind, claims(v))
+	}
+	for i := range starting {
+		starting[i].Loader.Batches = 500
+	}
+	if v := Classify(starting, DefaultThresholds()); v.Kind != Idle {
+		t.Fatalf("stopped after 500 batches: %s %q", v.Kind, claims(v))
+	}
+}
