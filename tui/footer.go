@@ -40,7 +40,13 @@ func (m *Model) costWords() []string {
 	for _, st := range costSteps {
 		words := f.Loader.HookCostTop(st.parts)
 		if m.opt.Replay == nil {
-			if self := f.Self.Words(f.IntervalSec, st.tick, st.total, st.rss); self != "" && words != "" {
+			self := f.Self.Words(f.IntervalSec, st.tick, st.total, st.rss)
+			if l := f.Loader; l != nil && l.Source == "embedded" {
+				// The demo's loader runs in gpuwatch's process: its cost is
+				// in the figure (a review read it as gpuwatch's own).
+				self = strings.Replace(self, "gpuwatch ", "gpuwatch with its loader ", 1)
+			}
+			if self != "" && words != "" {
 				words += " · " + self
 			} else {
 				words += self
