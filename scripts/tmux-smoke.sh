@@ -5,6 +5,10 @@
 # terminal usable (echo and canonical mode back on).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A UTF-8 locale: the panels' box glyphs are checked below (in a locale
+# that is not UTF-8 the dashboard draws ASCII, as under TERM=dumb).
+export LANG=C.UTF-8
+unset LC_ALL LC_CTYPE
 command -v tmux >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; }
 bin=$(mktemp -d)/gpuwatch
 go build -o "$bin" .

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	tea "charm.land/bubbletea/v2"
@@ -229,9 +231,26 @@ func RunProgram(ctx context.Context, m tea.Model, out io.Writer, noColor bool, w
 	return err
 }
 
-// PlainTerminal says whether the terminal draws only ASCII (TERM=dumb):
-// the dashboard then draws no box or block glyphs.
-func PlainTerminal() bool { return os.Getenv("TERM") == "dumb" }
+// PlainTerminal says whether the terminal draws only ASCII: TERM=dumb, or
+// a locale whose character set is not UTF-8 (LC_ALL, else LC_CTYPE,
+// else LANG, as C's setlocale reads them: "C" or "POSIX", and a named
+// locale without UTF-8, as htop and less take them). The dashboard then
+// draws no box or block glyphs. A review: LANG=C drew them all.
+func PlainTerminal() bool {
+	return os.Getenv("TERM") == "dumb" || !utf8Locale(os.Getenv)
+}
+
+// utf8Locale says whether the locale the environment names has UTF-8 as
+// its character set; none set reads as UTF-8 (Go's strings are, and
+// most terminals are).
+func utf8Locale(getenv func(string) string) bool {
+	loc := cmp.Or(getenv("LC_ALL"), getenv("LC_CTYPE"), getenv("LANG"))
+	if loc == "" {
+		return true
+	}
+	l := strings.ToLower(loc)
+	return strings.Contains(l, "utf-8") || strings.Contains(l, "utf8")
+}
 
 // openLog points the log package at a file under the user's cache folder,
 // so nothing but the view reaches the terminal. It returns nil (logs

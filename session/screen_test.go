@@ -218,3 +218,26 @@ func BenchmarkSgrOnlyStyledRow(b *testing.B) {
 		}
 	}
 }
+
+// TestALocaleWithoutUTF8DrawsASCII (a review): LANG=C drew the panels'
+// box glyphs, which such a terminal shows as garbage. The locale is read
+// as C's setlocale reads it: LC_ALL, else LC_CTYPE, else LANG.
+func TestALocaleWithoutUTF8DrawsASCII(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		utf8 bool
+	}{
+		{map[string]string{}, true},
+		{map[string]string{"LANG": "C.UTF-8"}, true},
+		{map[string]string{"LANG": "en_US.utf8"}, true},
+		{map[string]string{"LANG": "C"}, false},
+		{map[string]string{"LANG": "POSIX"}, false},
+		{map[string]string{"LANG": "en_US.UTF-8", "LC_ALL": "C"}, false},
+		{map[string]string{"LANG": "C", "LC_CTYPE": "de_DE.UTF-8"}, true},
+		{map[string]string{"LANG": "en_US.ISO-8859-1"}, false},
+	} {
+		if got := utf8Locale(func(k string) string { return c.env[k] }); got != c.utf8 {
+			t.Errorf("%v: UTF-8 %v, want %v", c.env, got, c.utf8)
+		}
+	}
+}
