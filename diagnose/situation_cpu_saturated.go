@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -118,7 +119,15 @@ func saturatedAdvice(in adviceIn) ([]string, bool) {
 	a := []string{
 		fmt.Sprintf("preprocessing needs more than %s: do it once and cache the result (on disk, or in RAM as ready tensors)", here),
 	}
-	a = append(a, saturatedPractice...)
+	for _, p := range saturatedPractice {
+		// No GPU read, or the hook read the model on the CPU: nothing to
+		// move the augmentations to (a review: a job on a box without a
+		// GPU was told to).
+		if strings.Contains(p, "to the GPU") && noGPUStep(w) {
+			continue
+		}
+		a = append(a, p)
+	}
 	if w.workers > cores && cores > 0 {
 		a = append(a, fmt.Sprintf("%d workers on %d cores already oversubscribe the CPU: more workers will not help", w.workers, cores))
 	}
@@ -424,4 +433,15 @@ func cpuCount(v float64) string {
 		return n + " CPU"
 	}
 	return n + " CPUs"
+}
+
+// noGPUStep says the job has no GPU step: the hook read the model's
+// forward on the CPU, or no GPU is read and the loop is a real one (the
+// embedded loader's virtual accelerator stands for a GPU: the demo's).
+func noGPUStep(w *window) bool {
+	if s := w.gpu.settings; s != nil && s.Device == "cpu" {
+		return true
+	}
+	_, real := w.accel()
+	return !real && w.loaderKind != "embedded"
 }

@@ -290,3 +290,25 @@ func TestAVerdictsListsAreArraysInJSON(t *testing.T) {
 		t.Errorf("read back: %+v, %v", back, err)
 	}
 }
+
+// TestNoAugmentationsToAGPUThatIsNot (a review): a job on a box without
+// a GPU was told "move augmentations to the GPU". The embedded loader's
+// virtual accelerator stands for one (the demo's); a real loop with no
+// GPU read, or one the hook read on the CPU, has none.
+func TestNoAugmentationsToAGPUThatIsNot(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		w     window
+		noGPU bool
+	}{
+		{"the demo's loader", window{loaderKind: "embedded", virtualBusy: level{v: 50, ok: true}}, false},
+		{"a sampled loop, no GPU", window{loaderKind: "", virtualBusy: level{v: 50, ok: true}}, true},
+		{"the hook, no GPU", window{loaderKind: "python", virtualBusy: level{v: 50, ok: true}}, true},
+		{"a GPU", window{loaderKind: "python", gpuUtil: level{v: 50, ok: true}}, false},
+		{"a GPU, the model on the CPU", window{loaderKind: "python", gpuUtil: level{v: 50, ok: true}, gpu: gpuStep{settings: &sample.JobSettings{Device: "cpu"}}}, true},
+	} {
+		if got := noGPUStep(&c.w); got != c.noGPU {
+			t.Errorf("%s: no GPU step %v, want %v", c.name, got, c.noGPU)
+		}
+	}
+}

@@ -433,6 +433,9 @@ func (w *window) finishMeans() {
 func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	w.haveLoader = true
 	w.loaderKind = l.Kind
+	if l.Kind == "" && l.Source == "embedded" { // recorded before loaders said their kind
+		w.loaderKind = "embedded"
+	}
 	w.loaderDown = nil
 	w.waiting, w.stepping = level{}, level{}
 	if l.WaitingMs != nil {
