@@ -226,19 +226,17 @@ func privateFolder(dir string) error {
 }
 
 // listenNetwork is the network --listen's address names: an IPv4
-// address (0.0.0.0 among them) listens on IPv4 alone, an IPv6 one on
-// IPv6; a host name, or none (":9400"), on both. A review: 0.0.0.0
-// listened on [::] too, open over IPv6 where only IPv4 was firewalled.
+// address (0.0.0.0 among them) listens on IPv4 alone; anything else as
+// the kernel binds it ("[::]", a host name, or none, ":9400": both
+// families). A review: 0.0.0.0 listened on [::] too, open over IPv6
+// where only IPv4 was firewalled.
 func listenNetwork(addr string) string {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "tcp"
 	}
-	if ip := net.ParseIP(host); ip != nil {
-		if ip.To4() != nil {
-			return "tcp4"
-		}
-		return "tcp6"
+	if ip := net.ParseIP(host); ip != nil && ip.To4() != nil {
+		return "tcp4"
 	}
 	return "tcp"
 }

@@ -105,7 +105,7 @@ func TestServeWaitsForLoadersThatDoNotAnswerYet(t *testing.T) {
 // TestListenNetworkIsTheAddresssFamily (a review): --listen 0.0.0.0:PORT
 // listened on IPv6 as well.
 func TestListenNetworkIsTheAddresssFamily(t *testing.T) {
-	for addr, want := range map[string]string{"0.0.0.0:9400": "tcp4", "127.0.0.1:9400": "tcp4", "[::]:9400": "tcp6", "[::1]:9400": "tcp6",
+	for addr, want := range map[string]string{"0.0.0.0:9400": "tcp4", "127.0.0.1:9400": "tcp4", "[::]:9400": "tcp", "[::1]:9400": "tcp",
 		":9400": "tcp", "localhost:9400": "tcp", "node1:9400": "tcp"} {
 		if got := listenNetwork(addr); got != want {
 			t.Errorf("%s: %s, want %s", addr, got, want)

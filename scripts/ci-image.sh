@@ -216,7 +216,7 @@ step "podman run $image serve, as the chart runs it: /metrics on a loopback port
 # The chart's container: read-only root, every capability dropped, no
 # privilege escalation, uid 65534 (the image's USER).
 pm 60 run "${run_flags[@]}" --detach --name "$name" --read-only --cap-drop=all --security-opt=no-new-privileges \
-	--publish 127.0.0.1::9400 "$image" serve --listen=0.0.0.0:9400 >/dev/null || fail "podman run serve failed"
+	--publish 127.0.0.1::9400 "$image" serve --listen=:9400 >/dev/null || fail "podman run serve failed"
 addr=$(pm 30 port "$name" 9400/tcp | head -1)
 [[ $addr == 127.0.0.1:* ]] || fail "podman port: '$addr'"
 t0=$SECONDS body=""

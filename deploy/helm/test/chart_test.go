@@ -176,7 +176,7 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 		t.Fatalf("%d containers", len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	if !slices.Contains(c.Args, "serve") || !slices.Contains(c.Args, "--sys-root=/host/sys") || !slices.Contains(c.Args, "--listen=0.0.0.0:9400") {
+	if !slices.Contains(c.Args, "serve") || !slices.Contains(c.Args, "--sys-root=/host/sys") || !slices.Contains(c.Args, "--listen=:9400") {
 		t.Errorf("args %q", c.Args)
 	}
 	if len(c.VolumeMounts) < 1 || c.VolumeMounts[0].MountPath != "/host/sys" || !c.VolumeMounts[0].ReadOnly {
