@@ -1047,6 +1047,18 @@ func TestGPUCausesAfterTheSecondReview(t *testing.T) {
 	if c := causeOf(v, "memory_bound"); c == nil || c.Bound == nil || math.Abs(c.Bound.Gain-2.5) > 0.01 || !strings.Contains(c.BoundWhy, "its tf32 matmuls and convs (60 %) at most 2× faster in bf16") {
 		t.Errorf("memory_bound in TF32, autocast advised: %+v", c)
 	}
+	// Compiled already, bf16 alone advised: the elementwise 30 % at most
+	// twice as fast, the TF32 matmuls' 60 % at most 2×: 1 / (0.1 + 0.15
+	// + 0.3) = 1.82×, and no fusion said.
+	st = fp32Settings()
+	st.Float32MatmulPrecision, st.Compiled = "high", ptr(true)
+	v = Classify(withProfile(gpuBoundFrames(95, 10, 70, 20, 60, st), "cuda", 0.1, 0,
+		sample.GPUTimePart{Category: "matmul", Precision: "tf32", SecondsPerStep: 0.06},
+		sample.GPUTimePart{Category: "elementwise", SecondsPerStep: 0.03},
+		sample.GPUTimePart{Category: "other", SecondsPerStep: 0.01}), th)
+	if c := causeOf(v, "memory_bound"); c == nil || c.Bound == nil || math.Abs(c.Bound.Gain-1/0.55) > 0.01 || strings.Contains(c.BoundWhy, "fused") {
+		t.Errorf("memory_bound, compiled, bf16 advised: %+v", c)
+	}
 	// Launch-bound with 138 of 141 GiB in use: no larger batch.
 	v = Classify(withMemory(gpuBoundFrames(20, 2, 10, 10, 95, bf16Settings()), 512, 138<<30, 141<<30), th)
 	if c := causeOf(v, "launch_bound"); c == nil || strings.Contains(c.Fix, "or a larger batch") || !strings.Contains(c.Fix, "a larger batch would not fit: 138GiB of 141GiB in use") ||

@@ -37,28 +37,34 @@ func memoryBoundCause(in *causeIn) (Cause, bool) {
 	if len(fixes) == 0 { // both taken
 		return Cause{}, false
 	}
-	bf16 := autocast == nil || !*autocast // its fix advised
+	fuse, bf16 := compiled == nil || !*compiled, autocast == nil || !*autocast // their fixes advised
 	fix := strings.Join(fixes, "; and ")
 	c := Cause{
 		Evidence: fmt.Sprintf("the GPU's DRAM bandwidth is %.0f %% busy while its tensor cores are %.0f %% active (GPM): the step moves memory more than it computes", w.gpu.dram.v, w.gpu.tensor.v),
 		Fix:      fix,
 		BoundWhy: "no bound from counters: the bytes a fusion saves need a profile of the step (gpuwatch run --gpu-profile)"}
 	if p := g.profile; p != nil {
-		c.Bound, c.BoundWhy = memoryBoundBound(g, p, bf16)
+		c.Bound, c.BoundWhy = memoryBoundBound(g, p, fuse, bf16)
 	}
 	return c, true
 }
 
-// memoryBoundBound is Amdahl's over the kernels the fixes speed up: the
-// elementwise, normalization and reduction kernels fused into what they
-// feed (at most their time goes), and, where bf16 autocast is advised,
-// the fp32 and TF32 matmuls and convs at bf16's dense peak (a review: the
-// fusion's share alone, 1.43×, was no bound for a step whose TF32
-// matmuls were 60 % of its time and autocast was advised too).
-func memoryBoundBound(g gpuIn, p *sample.GPUProfile, bf16 bool) (*Bound, string) {
+// memoryBoundBound is Amdahl's over the kernels the fixes advised speed
+// up: the elementwise, normalization and reduction kernels fused into
+// what they feed where compiling is advised (at most their time goes),
+// else at most twice as fast on bf16's half the bytes; and, where bf16
+// autocast is advised, the fp32 and TF32 matmuls and convs at bf16's
+// dense peak (a review: the fusion's share alone, 1.43×, was no bound for
+// a step whose TF32 matmuls were 60 % of its time and autocast was
+// advised too; the next, that a compiled model's bound still fused).
+func memoryBoundBound(g gpuIn, p *sample.GPUProfile, fuse, bf16 bool) (*Bound, string) {
 	s := profiledShare(p, "elementwise", "normalization", "reduction")
 	why := fmt.Sprintf("elementwise, normalization and reduction kernels are %.0f %% of the GPU's time a step (its profile over %d steps): fused into what they feed, at most that time goes", 100*s, p.Steps)
 	rest := 1 - s
+	if !fuse { // compiled already: bf16 alone halves their bytes
+		why = fmt.Sprintf("elementwise, normalization and reduction kernels are %.0f %% of the GPU's time a step (its profile over %d steps): in bf16 at most twice as fast (half the bytes)", 100*s, p.Steps)
+		rest = 1 - s/2
+	}
 	if bf16 {
 		for _, dt := range []string{sample.DtypeFP32, sample.DtypeTF32} {
 			m := matmulShare(p, dt)

@@ -453,8 +453,22 @@ func plainLine(b []byte) string {
 			if i < len(b) && b[i] == 0x1b {
 				i++
 			}
+		case c == 0x1b && i+1 < len(b) && strings.IndexByte("PX^_", b[i+1]) >= 0: // DCS, SOS, PM, APC: to ESC \\
+			i += 2
+			for i < len(b) && !(b[i] == 0x1b && i+1 < len(b) && b[i+1] == '\\') {
+				i++
+			}
+			if i < len(b) {
+				i++
+			}
+		case c == 0x1b && i+2 < len(b) && strings.IndexByte("()*+#%", b[i+1]) >= 0: // a character set's three bytes (ESC ( B: tput sgr0)
+			i += 2
 		case c == 0x1b && i+1 < len(b): // a two-byte escape (ESC 7, ESC =, …)
 			i++
+		case c == '\r': // a progress bar redrawn in place: what follows the last \r shows (a CR ending the line, as CRLF's, changes nothing)
+			if i+1 < len(b) {
+				out, col = out[:0], 0
+			}
 		case c == '\t':
 			n := 8 - col%8
 			for range n {

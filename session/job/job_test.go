@@ -13,6 +13,10 @@ func TestTheTailIsPlainText(t *testing.T) {
 		"a\x1b7b\x08c":                             "ab\uFFFDc",
 		"épée\tx":                                  "épée    x",
 		"cut at the end \x1b[3":                    "cut at the end ",
+		"\x1b(Bhello\x1b[m":                        "hello",
+		"\x1bP1$r\x1b\\y":                          "y",
+		"\r 10%|##|\r 20%|###|":                    " 20%|###|",
+		"a CRLF line\r":                            "a CRLF line",
 	} {
 		if got := plainLine([]byte(in)); got != want {
 			t.Errorf("%q: %q, want %q", in, got, want)
