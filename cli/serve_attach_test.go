@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,18 @@ func TestListenNetworkIsTheAddresssFamily(t *testing.T) {
 		if got := listenNetwork(addr); got != want {
 			t.Errorf("%s: %s, want %s", addr, got, want)
 		}
+	}
+}
+
+// TestServeRefusesAURLThatAnswersAndIsNoLoader (a review): serve waits
+// for loaders that do not answer yet, but one that answers and is no
+// loader (a port mistyped onto another server) is an error, as before.
+func TestServeRefusesAURLThatAnswersAndIsNoLoader(t *testing.T) {
+	other := httptest.NewServer(http.NotFoundHandler())
+	defer other.Close()
+	var out, errb bytes.Buffer
+	code := Run([]string{"serve", "--listen", "127.0.0.1:0", "--discover=false", "--duration", "2s", "--attach", other.URL}, &out, &errb)
+	if code != ExitFailure || !strings.Contains(errb.String(), "cannot attach to "+other.URL) || strings.Contains(errb.String(), "watching for them") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
 }

@@ -114,7 +114,7 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 			attached[i].Announced(ann)
 		}
 	}
-	if err := checkAny(ctx, attached); err != nil && !to.Later {
+	if err, unanswered := checkAny(ctx, attached); err != nil && !(to.Later && unanswered) {
 		return nil, err
 	} else if err != nil && to.Told != nil {
 		to.Told(err.Error() + "; watching for them (they may start later)")
@@ -194,9 +194,14 @@ func announcedNow(dirs []string, procRoot, u string) (endpoint.Announcement, boo
 // error; with several, only all failing is (the others may start later).
 // Discovery does not soften it: a URL the user typed that does not answer
 // is a mistake to say now, not a rank that may come up.
-func checkAny(ctx context.Context, attached []*endpoint.Attach) error {
+//
+// unanswered says every failure was no answer at all (nothing listens
+// there, or nothing answered in time): a loader that has not started.
+// One that answered but is no loader (a typo's port on node_exporter)
+// is a mistake even to serve, which watches for loaders to come up.
+func checkAny(ctx context.Context, attached []*endpoint.Attach) (err error, unanswered bool) {
 	if len(attached) == 0 {
-		return nil
+		return nil, false
 	}
 	errs := make([]error, len(attached))
 	var wg sync.WaitGroup
@@ -208,14 +213,20 @@ func checkAny(ctx context.Context, attached []*endpoint.Attach) error {
 		}()
 	}
 	wg.Wait()
+	unanswered = true
+	for _, err := range errs {
+		if err != nil && !endpoint.NoAnswer(err) {
+			unanswered = false
+		}
+	}
 	if len(attached) == 1 {
-		return errs[0]
+		return errs[0], unanswered && errs[0] != nil
 	}
 	const shown = 3 // a line, not a page: 256 loaders fail alike
 	msgs := make([]string, 0, shown)
 	for _, err := range errs {
 		if err == nil {
-			return nil
+			return nil, false
 		}
 		if len(msgs) < shown {
 			msgs = append(msgs, err.Error())
@@ -225,5 +236,5 @@ func checkAny(ctx context.Context, attached []*endpoint.Attach) error {
 	if len(errs) > shown {
 		more = fmt.Sprintf("; and %d more", len(errs)-shown)
 	}
-	return fmt.Errorf("none of the %d loaders answers: %s%s", len(attached), strings.Join(msgs, "; "), more)
+	return fmt.Errorf("none of the %d loaders answers: %s%s", len(attached), strings.Join(msgs, "; "), more), unanswered
 }

@@ -315,7 +315,7 @@ func (m *Model) overlayKey(msg tea.KeyPressMsg) bool {
 		m.scrollBy(1)
 	case "pgup":
 		m.scrollBy(-max(1, m.h-2))
-	case "pgdown", "space":
+	case "pgdown":
 		m.scrollBy(max(1, m.h-2))
 	case "home", "g":
 		m.overlayAt = 0

@@ -18,6 +18,17 @@ import (
 	"time"
 )
 
+// ErrNoAnswer is what Explain's error is (errors.Is) where nothing
+// answered: the connection refused, or no answer in time. Anything else
+// was an answer, if a wrong one.
+var ErrNoAnswer = errors.New("no answer")
+
+// noAnswer is an explained error that is ErrNoAnswer.
+type noAnswer struct{ msg string }
+
+func (e noAnswer) Error() string        { return e.msg }
+func (e noAnswer) Is(target error) bool { return target == ErrNoAnswer }
+
 // Explain turns a transport error into words. timeout is the request's
 // deadline, named when it passed; what names the server for the
 // connection-refused hint ("the loader", "Prometheus").
@@ -34,13 +45,13 @@ func Explain(err error, timeout time.Duration, what string) error {
 	case errors.As(err, &dnsErr):
 		return fmt.Errorf("no such host %q", dnsErr.Name)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, http.ErrHandlerTimeout) || isTimeout(err):
-		return fmt.Errorf("no answer within %v", timeout)
+		return noAnswer{fmt.Sprintf("no answer within %v", timeout)}
 	case errors.As(err, &certErr):
 		return fmt.Errorf("TLS: %v", certErr.Err)
 	case errors.As(err, &recErr) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		return errors.New("TLS handshake failed: the server does not speak TLS (try http://)")
 	case errors.As(err, &opErr) && strings.Contains(opErr.Err.Error(), "refused"):
-		return fmt.Errorf("connection refused (is %s running and listening there?)", what)
+		return noAnswer{fmt.Sprintf("connection refused (is %s running and listening there?)", what)}
 	case errors.As(err, &opErr) && strings.Contains(opErr.Err.Error(), "reset"):
 		return fmt.Errorf("the connection was reset (%s closed it)", what)
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):

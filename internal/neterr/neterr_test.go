@@ -2,6 +2,7 @@ package neterr
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -32,9 +33,15 @@ func TestExplainSaysWhatHappenedWithoutTheURL(t *testing.T) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
 		_, err := http.DefaultClient.Do(req)
 		cancel()
-		got := Explain(err, 200*time.Millisecond, "the loader").Error()
+		e := Explain(err, 200*time.Millisecond, "the loader")
+		got := e.Error()
 		if got != c.want || strings.Contains(got, "s3cret") {
 			t.Errorf("%s: %q, want %q", c.url, got, c.want)
+		}
+		// Refused and unanswered are no answer (serve waits for such a
+		// loader); a server that hung up answered, wrongly.
+		if none := !strings.Contains(c.want, "closed the connection"); errors.Is(e, ErrNoAnswer) != none {
+			t.Errorf("%s: no answer %v, want %v", c.url, errors.Is(e, ErrNoAnswer), none)
 		}
 	}
 }

@@ -271,6 +271,11 @@ func (a *Attach) Check(ctx context.Context) error {
 	return fmt.Errorf("cannot attach to %s: %w", a.shown, err)
 }
 
+// NoAnswer says err (Check's) is no answer at all: nothing listens at the
+// loader's address, or nothing answered in time. A loader not started
+// yet fails so; one that answered wrongly does not.
+func NoAnswer(err error) bool { return errors.Is(err, neterr.ErrNoAnswer) }
+
 type httpStatusError struct {
 	path   string
 	code   int
