@@ -148,18 +148,35 @@ func (f *Frame) StepSettings(g *GPU) *JobSettings {
 }
 
 // LoopGPU is the GPU the loader's process runs on: the GPU that lists its
-// process, else the only judged GPU — not where the hook read its model
-// on the CPU (a CPU job beside an idle GPU is not that GPU's); nil where
+// process (where several do — a stray CUDA context on GPU 0 beside the
+// rank's own —, the one where it holds the most memory; a lost GPU is
+// none), else the only judged GPU — not where the hook read its model on
+// the CPU (a CPU job beside an idle GPU is not that GPU's); nil where
 // neither is known.
 func (f *Frame) LoopGPU() *GPU {
 	l := f.Loader
 	if l != nil && l.PID != nil {
+		var best *GPU
+		var most uint64
 		for i := range f.GPUs {
+			if f.GPUs[i].Lost {
+				continue
+			}
 			for _, p := range f.GPUs[i].Processes {
-				if p.PID == *l.PID {
-					return &f.GPUs[i]
+				if p.PID != *l.PID {
+					continue
+				}
+				mem := uint64(0)
+				if p.UsedMemBytes != nil {
+					mem = *p.UsedMemBytes
+				}
+				if best == nil || mem > most {
+					best, most = &f.GPUs[i], mem
 				}
 			}
+		}
+		if best != nil {
+			return best
 		}
 	}
 	if l != nil && l.Settings != nil && l.Settings.Device == "cpu" {

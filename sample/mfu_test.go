@@ -136,3 +136,22 @@ func TestAnMFUAboveTheTensorCoresIsQuestioned(t *testing.T) {
 		t.Error("no MFU questioned")
 	}
 }
+
+// TestTheLoopsGPUIsWhereItHoldsMost (a review): a rank with a stray CUDA
+// context on GPU 0 beside its own GPU 1 was judged by GPU 0; a lost GPU
+// is no loop's.
+func TestTheLoopsGPUIsWhereItHoldsMost(t *testing.T) {
+	pid := 100
+	mem := func(v uint64) *uint64 { return &v }
+	f := Frame{Loader: &Loader{PID: &pid}, GPUs: []GPU{
+		{Index: 0, Processes: []GPUProcess{{PID: 100, UsedMemBytes: mem(500 << 20)}}},
+		{Index: 1, Processes: []GPUProcess{{PID: 100, UsedMemBytes: mem(60 << 30)}}},
+	}}
+	if g := f.LoopGPU(); g == nil || g.Index != 1 {
+		t.Fatalf("loop GPU %+v, want 1", g)
+	}
+	f.GPUs[1].Lost = true
+	if g := f.LoopGPU(); g == nil || g.Index != 0 {
+		t.Fatalf("GPU 1 lost: loop GPU %+v, want 0", g)
+	}
+}
