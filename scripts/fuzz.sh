@@ -34,6 +34,7 @@ targets=(
 	probes/endpoint:FuzzParseListeners:25000
 	probes/endpoint:FuzzPIDHolds:8000
 	session/predlog:FuzzParse:150000
+	session/job:FuzzPlainLine:100000
 	internal/pprofsum:FuzzSummarizeProfile:12000
 	internal/expo:FuzzParse:150000
 	fleet:FuzzDecodeAnswer:70000

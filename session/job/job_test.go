@@ -1,6 +1,9 @@
 package job
 
-import "testing"
+import (
+	"testing"
+	"unicode/utf8"
+)
 
 // TestTheTailIsPlainText (a review): the dashboard's job band showed a
 // coloured log line as "�[31mRED line�[0m and tab�here": escape sequences
@@ -22,4 +25,27 @@ func TestTheTailIsPlainText(t *testing.T) {
 			t.Errorf("%q: %q, want %q", in, got, want)
 		}
 	}
+}
+
+// FuzzPlainLine: whatever the job writes, the line the dashboard shows
+// is valid UTF-8 with no control character left (no escape reaches the
+// terminal), and no longer than eight cells for each byte in.
+func FuzzPlainLine(f *testing.F) {
+	for _, s := range []string{"\x1b[31mred\x1b[0m", "\x1b]0;t\x07x", "\x1bP1$r\x1b\\y", "\x1b(B", "a\tb\r c", "\x1b", "\x1b[", "\xff\xfe", "é\t"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out := plainLine(b)
+		if !utf8.ValidString(out) {
+			t.Fatalf("%q: not UTF-8: %q", b, out)
+		}
+		for _, r := range out {
+			if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+				t.Fatalf("%q: control %U left in %q", b, r, out)
+			}
+		}
+		if len(out) > 8*len(b)+8 {
+			t.Fatalf("%q: %d bytes out", b, len(out))
+		}
+	})
 }
