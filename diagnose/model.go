@@ -339,15 +339,7 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low boo
 			rate = p.BatchesPerEpoch / (p.BatchesPerEpoch/rate + p.EpochStallSec)
 		}
 	}
-	// The loop's period is its wait, its step and, with workers, its own
-	// time per batch beside the step (taking each batch): a review read
-	// "≈ 317 samples/s (now 171), wait 78 % → 83 %", the wait from the
-	// step alone.
-	busy := step
-	if k.Workers > 0 {
-		busy += p.OverheadSec
-	}
-	wait := max(0, 1-rate*busy)
+	wait := max(0, 1-rate*step)
 	out := Prediction{SamplesPerSec: rate * p.BatchSize, WaitShare: wait}
 	if p.Relative {
 		out.SamplesPerSec = 0

@@ -86,16 +86,3 @@ func TestReadCPUIsWhatTheDecodeLeaves(t *testing.T) {
 		t.Fatalf("bytes unknown: %.4f", got)
 	}
 }
-
-// TestThePredictedWaitCountsTheLoopsOwnTime (a review: "≈ 317 samples/s
-// (now 171), wait 78 % → 83 %"): the loop's period is its wait, its step
-// and its own time per batch beside the step; at the loop's own limit it
-// waits for nothing.
-func TestThePredictedWaitCountsTheLoopsOwnTime(t *testing.T) {
-	p := &Pipeline{BatchSize: 32, StepSec: 0.010, OverheadSec: 0.005, CPUSec: 0.05, CPUs: 8, Knobs: Knobs{Workers: 2, Prefetch: 2},
-		Measured: Prediction{SamplesPerSec: 32 * 30, WaitShare: 0.55}}
-	pr, limit := p.Predict(Knobs{Workers: 8, Prefetch: 2})
-	if limit != LimitLoop || pr.WaitShare > 0.01 {
-		t.Fatalf("at the loop's own limit: %+v, %s", pr, limit)
-	}
-}
