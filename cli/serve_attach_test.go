@@ -94,12 +94,15 @@ func TestServeAnswersFromTheSessionsStart(t *testing.T) {
 // serve exited 1 there (its unit restarting every 5 s, no host metrics
 // served); it serves, says the loaders do not answer yet, and watches.
 func TestServeWaitsForLoadersThatDoNotAnswerYet(t *testing.T) {
-	refused := "http://" + testnet.RefusedAddr(t)
-	var out, errb bytes.Buffer
-	code := Run([]string{"serve", "--listen", "127.0.0.1:0", "--discover=false", "--duration", "2s", "--attach", refused}, &out, &errb)
-	if code != 0 || !strings.Contains(errb.String(), "cannot attach to "+refused) || !strings.Contains(errb.String(), "watching for them") ||
-		!strings.Contains(out.String(), "gpuwatch exporter on http://127.0.0.1:") {
-		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	// Nothing listening; and (a second review) a name that resolves only
+	// once its pod starts.
+	for _, url := range []string{"http://" + testnet.RefusedAddr(t), "http://loader-0.train.invalid:8000"} {
+		var out, errb bytes.Buffer
+		code := Run([]string{"serve", "--listen", "127.0.0.1:0", "--discover=false", "--duration", "2s", "--attach", url}, &out, &errb)
+		if code != 0 || !strings.Contains(errb.String(), "cannot attach to "+url) || !strings.Contains(errb.String(), "watching for them") ||
+			!strings.Contains(out.String(), "gpuwatch exporter on http://127.0.0.1:") {
+			t.Fatalf("%s: exit %d, stdout %q, stderr %q", url, code, out.String(), errb.String())
+		}
 	}
 }
 

@@ -436,11 +436,12 @@ func cpuCount(v float64) string {
 }
 
 // noGPUStep says the job has no GPU step: the hook read the model's
-// forward on the CPU, or no GPU is read and the loop is a real one (the
-// embedded loader's virtual accelerator stands for a GPU: the demo's).
+// forward on the CPU (another device it read is one, NVML or not: mps,
+// xpu), or, where it read none, no GPU is read and the loop is a real one
+// (the embedded loader's virtual accelerator stands for a GPU: the demo's).
 func noGPUStep(w *window) bool {
-	if s := w.gpu.settings; s != nil && s.Device == "cpu" {
-		return true
+	if s := w.gpu.settings; s != nil && s.Device != "" { // the hook read where the model runs: cuda, mps, xpu or cpu
+		return s.Device == "cpu"
 	}
 	_, real := w.accel()
 	return !real && w.loaderKind != "embedded"

@@ -306,6 +306,7 @@ func TestNoAugmentationsToAGPUThatIsNot(t *testing.T) {
 		{"the hook, no GPU", window{loaderKind: "python", virtualBusy: level{v: 50, ok: true}}, true},
 		{"a GPU", window{loaderKind: "python", gpuUtil: level{v: 50, ok: true}}, false},
 		{"a GPU, the model on the CPU", window{loaderKind: "python", gpuUtil: level{v: 50, ok: true}, gpu: gpuStep{settings: &sample.JobSettings{Device: "cpu"}}}, true},
+		{"mps, no NVML", window{loaderKind: "python", virtualBusy: level{v: 50, ok: true}, gpu: gpuStep{settings: &sample.JobSettings{Device: "mps"}}}, false},
 	} {
 		if got := noGPUStep(&c.w); got != c.noGPU {
 			t.Errorf("%s: no GPU step %v, want %v", c.name, got, c.noGPU)

@@ -158,12 +158,14 @@ func (f *Frame) LoopGPU() *GPU {
 	if l != nil && l.PID != nil {
 		var best *GPU
 		var most uint64
+		onLost := false
 		for i := range f.GPUs {
-			if f.GPUs[i].Lost {
-				continue
-			}
 			for _, p := range f.GPUs[i].Processes {
 				if p.PID != *l.PID {
+					continue
+				}
+				if f.GPUs[i].Lost {
+					onLost = true
 					continue
 				}
 				mem := uint64(0)
@@ -175,8 +177,8 @@ func (f *Frame) LoopGPU() *GPU {
 				}
 			}
 		}
-		if best != nil {
-			return best
+		if best != nil || onLost {
+			return best // on a lost GPU alone: none, not another's
 		}
 	}
 	if l != nil && l.Settings != nil && l.Settings.Device == "cpu" {

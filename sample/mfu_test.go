@@ -154,4 +154,10 @@ func TestTheLoopsGPUIsWhereItHoldsMost(t *testing.T) {
 	if g := f.LoopGPU(); g == nil || g.Index != 0 {
 		t.Fatalf("GPU 1 lost: loop GPU %+v, want 0", g)
 	}
+	// Listed on a lost GPU alone: none, not the only other judged GPU,
+	// another job's.
+	f.GPUs = []GPU{{Index: 0, Processes: []GPUProcess{{PID: 555}}}, {Index: 1, Lost: true, Processes: []GPUProcess{{PID: 100}}}}
+	if g := f.LoopGPU(); g != nil {
+		t.Fatalf("the loop's GPU lost: loop GPU %+v, want none", g)
+	}
 }

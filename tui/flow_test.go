@@ -490,7 +490,13 @@ func TestOverlaysScrollOnAShortTerminal(t *testing.T) {
 		last := ansi.Strip(m.Render())
 		lines := strings.Split(all, "\n")
 		if end := []rune(strings.TrimSpace(ansi.Strip(lines[len(lines)-1]))); !strings.Contains(last, string(end[:min(len(end), 25)])) {
-			t.Errorf("%s: scrolled to the end, the last line %q not shown:\n%s", c.open, end, last)
+			t.Errorf("%s: scrolled to the end, the last line %q not shown:\n%s", c.open, string(end), last)
+		}
+		if strings.Contains(ansi.Strip(all), c.want) && !strings.Contains(screen+last, c.want) && !strings.Contains(ansi.Strip(m.Render()), c.want) {
+			t.Errorf("%s: %q is in the overlay but not reached", c.open, c.want)
+		}
+		if !strings.Contains(ansi.Strip(all), c.want) {
+			t.Errorf("%s: the overlay lacks %q", c.open, c.want)
 		}
 		press("q") // closes nothing: q quits; esc closes
 		m.Update(tea.KeyPressMsg{Code: tea.KeyEscape})

@@ -44,7 +44,7 @@ func (m *Model) costWords() []string {
 			if l := f.Loader; l != nil && l.Source == "embedded" {
 				// The demo's loader runs in gpuwatch's process: its cost is
 				// in the figure (a review read it as gpuwatch's own).
-				self = strings.Replace(self, "gpuwatch ", "gpuwatch with its loader ", 1)
+				self = strings.Replace(self, "gpuwatch ", "gpuwatch+loader ", 1)
 			}
 			if self != "" && words != "" {
 				words += " · " + self

@@ -116,7 +116,8 @@ type Options struct {
 	// interrupted the job, and the view stays until it ends).
 	Quit func() (quit bool, status string)
 	// Plain draws with ASCII only, no box drawing or block glyphs: for
-	// TERM=dumb (colour is the program's, see session.RunProgram).
+	// TERM=dumb or a locale that is not UTF-8: session.PlainTerminal
+	// (colour is the program's, see session.RunProgram).
 	Plain bool
 }
 
@@ -681,7 +682,7 @@ func (m *Model) helpLines() []string {
 		}
 	}
 	out = append(out, "", "The mouse wheel scrolls the focused panel.",
-		"Colours follow the terminal (16, 256, true colour); NO_COLOR or --no-color turns them off, TERM=dumb draws in ASCII.")
+		"Colours follow the terminal (16, 256, true colour); NO_COLOR or --no-color turns them off; TERM=dumb, or a locale that is not UTF-8, draws in ASCII.")
 	return out
 }
 

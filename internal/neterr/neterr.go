@@ -19,8 +19,10 @@ import (
 )
 
 // ErrNoAnswer is what Explain's error is (errors.Is) where nothing
-// answered: the connection refused, or no answer in time. Anything else
-// was an answer, if a wrong one.
+// answered: a name that does not resolve, the connection refused, reset
+// or closed before an answer, or no answer in time. Anything else (a TLS
+// failure, an HTTP status, a page that is not the protocol's) was an
+// answer, if a wrong one.
 var ErrNoAnswer = errors.New("no answer")
 
 // noAnswer is an explained error that is ErrNoAnswer.
@@ -43,7 +45,9 @@ func Explain(err error, timeout time.Duration, what string) error {
 	var recErr tls.RecordHeaderError
 	switch {
 	case errors.As(err, &dnsErr):
-		return fmt.Errorf("no such host %q", dnsErr.Name)
+		// A name not resolving yet is a loader not started yet (a pod's
+		// or a compose service's name comes with it).
+		return noAnswer{fmt.Sprintf("no such host %q", dnsErr.Name)}
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, http.ErrHandlerTimeout) || isTimeout(err):
 		return noAnswer{fmt.Sprintf("no answer within %v", timeout)}
 	case errors.As(err, &certErr):
@@ -53,9 +57,11 @@ func Explain(err error, timeout time.Duration, what string) error {
 	case errors.As(err, &opErr) && strings.Contains(opErr.Err.Error(), "refused"):
 		return noAnswer{fmt.Sprintf("connection refused (is %s running and listening there?)", what)}
 	case errors.As(err, &opErr) && strings.Contains(opErr.Err.Error(), "reset"):
-		return fmt.Errorf("the connection was reset (%s closed it)", what)
+		// A server that hangs up unanswered: the hook's, every slot of
+		// its server taken, does so.
+		return noAnswer{fmt.Sprintf("the connection was reset (%s closed it)", what)}
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-		return fmt.Errorf("%s closed the connection before answering in full", what)
+		return noAnswer{fmt.Sprintf("%s closed the connection before answering in full", what)}
 	}
 	return err
 }

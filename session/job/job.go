@@ -465,7 +465,7 @@ func plainLine(b []byte) string {
 			i += 2
 		case c == 0x1b && i+1 < len(b): // a two-byte escape (ESC 7, ESC =, …)
 			i++
-		case c == '\r': // a progress bar redrawn in place: what follows the last \r shows (a CR ending the line, as CRLF's, changes nothing)
+		case c == '\r': // a redraw in place (lineSplitter keeps a line's last one already; this is for any other caller): what follows the last \r shows, and a CR ending the line changes nothing
 			if i+1 < len(b) {
 				out, col = out[:0], 0
 			}
