@@ -45,11 +45,18 @@ func singleCoreAdvice(in adviceIn) ([]string, bool) {
 	case w.workers == 0 && !in.modeled: // an unknown count (-1) is no num_workers=0
 		a = append(a, fmt.Sprintf("loading runs on one thread of the training process (num_workers=0): set num_workers to %d (%d cores, keep %d for the training process)", in.suggest, in.cores, in.keep))
 	}
+	if w.paging.readsNothing(in.th) {
+		// Both lines are about reading files: a job that reads next to
+		// nothing from storage (its samples made or held in memory) has
+		// no file per sample to batch, nor columns to leave unread.
+		return a, false
+	}
 	return append(a, singleCorePractice...), false
 }
 
 // singleCorePractice: what practice teaches where one thread loads, said
-// where no cause beneath the kind is named (Situation.Practice).
+// where no cause beneath the kind is named (Situation.Practice): both
+// about reading files, so not where the job reads nothing.
 var singleCorePractice = []string{"batch the preprocessing: read one file per batch, not one per sample", "read only the columns (fields) the model uses"}
 
 // noWorkersRule: the loop's own thread is pegged loading every batch,
