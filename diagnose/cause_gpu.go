@@ -15,7 +15,7 @@ type gpuStep struct {
 	tensor, dram, fp32 level
 	hmma               level               // HMMA's tensor activity (tf32, bf16, fp16), where GPM splits it
 	settings           *sample.JobSettings // nil: the hook did not read them
-	gpu                *sample.GPU         // the first judged GPU with GPM, else the first judged one (its dense peak needs no GPM)
+	gpu                *sample.GPU         // the loop's own GPU (Frame.LoopGPU) where the frame places it, else the first judged GPU with GPM, else the first judged one (its dense peak needs no GPM)
 	rate               float64             // samples per second, 0 when unknown
 	noGPM              string              // why a judged GPU has no GPM, as its probe said
 	// profile is the hook's recording of the step's GPU time (run

@@ -114,7 +114,7 @@ func Attach(ctx context.Context, procRoot string, to AttachTo) (*Attached, error
 			attached[i].Announced(ann)
 		}
 	}
-	if err, unanswered := checkAny(ctx, attached); err != nil && !(to.Later && unanswered) {
+	if unanswered, err := checkAny(ctx, attached); err != nil && !(to.Later && unanswered) {
 		return nil, err
 	} else if err != nil && to.Told != nil {
 		to.Told(err.Error() + "; watching for them (they may start later)")
@@ -199,9 +199,9 @@ func announcedNow(dirs []string, procRoot, u string) (endpoint.Announcement, boo
 // there, or nothing answered in time): a loader that has not started.
 // One that answered but is no loader (a typo's port on node_exporter)
 // is a mistake even to serve, which watches for loaders to come up.
-func checkAny(ctx context.Context, attached []*endpoint.Attach) (err error, unanswered bool) {
+func checkAny(ctx context.Context, attached []*endpoint.Attach) (unanswered bool, err error) {
 	if len(attached) == 0 {
-		return nil, false
+		return false, nil
 	}
 	errs := make([]error, len(attached))
 	var wg sync.WaitGroup
@@ -220,13 +220,13 @@ func checkAny(ctx context.Context, attached []*endpoint.Attach) (err error, unan
 		}
 	}
 	if len(attached) == 1 {
-		return errs[0], unanswered && errs[0] != nil
+		return unanswered && errs[0] != nil, errs[0]
 	}
 	const shown = 3 // a line, not a page: 256 loaders fail alike
 	msgs := make([]string, 0, shown)
 	for _, err := range errs {
 		if err == nil {
-			return nil, false
+			return false, nil
 		}
 		if len(msgs) < shown {
 			msgs = append(msgs, err.Error())
@@ -236,5 +236,5 @@ func checkAny(ctx context.Context, attached []*endpoint.Attach) (err error, unan
 	if len(errs) > shown {
 		more = fmt.Sprintf("; and %d more", len(errs)-shown)
 	}
-	return fmt.Errorf("none of the %d loaders answers: %s%s", len(attached), strings.Join(msgs, "; "), more), unanswered
+	return unanswered, fmt.Errorf("none of the %d loaders answers: %s%s", len(attached), strings.Join(msgs, "; "), more)
 }
