@@ -339,6 +339,14 @@ func (j *Job) Stop(grace time.Duration) { j.StopThen(grace, nil) }
 // job has ended or the SIGINT's grace is up: run --once writes its
 // summary then, after what the job said on being interrupted, and
 // never later than the grace for a job that will not end.
+//
+// A job gpuwatch stops is its whole process group, not only the command
+// it started: a shell that starts ranks with & (their SIGINT ignored, as
+// a non-interactive shell starts them) ends on the SIGINT and leaves
+// them running, holding their GPUs (a hostile user's review). Where the
+// command ends first, the signals go on to what is left of its group,
+// SIGTERM and SIGKILL grace apart. A job that ended before it was
+// stopped is left as it is: what it left running, it meant to.
 func (j *Job) StopThen(grace time.Duration, then func()) {
 	once := func() {
 		if then != nil {
@@ -347,22 +355,68 @@ func (j *Job) StopThen(grace time.Duration, then func()) {
 		}
 	}
 	defer once()
+	if jobEnded(j) {
+		return
+	}
+	pgid := j.PID()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
-		select {
-		case <-j.Done():
+		if jobEnded(j) && !groupLeft(pgid) {
 			return
-		default:
 		}
-		_ = j.Signal(sig)
-		select {
-		case <-j.Done():
+		_ = syscall.Kill(-pgid, sig)
+		if j.waitGroup(pgid, grace) {
 			return
-		case <-time.After(grace):
 		}
 		once()
 	}
 	<-j.Done()
 }
+
+// jobEnded says the command gpuwatch started has exited.
+func jobEnded(j *Job) bool {
+	select {
+	case <-j.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// groupLeft says a process is left in the process group pgid that
+// gpuwatch may signal (one that is another user's now, EPERM, it cannot
+// end, so it is not waited for). The group's number is not reused while
+// any process is in it, so this asks only of the job's own.
+func groupLeft(pgid int) bool {
+	return syscall.Kill(-pgid, 0) == nil
+}
+
+// waitGroup waits up to grace for the job to end with nothing left in its
+// process group; it says whether that happened. Once the command has
+// ended, what is left of its group is looked at every groupPoll: no
+// event says when processes that are not gpuwatch's children end.
+func (j *Job) waitGroup(pgid int, grace time.Duration) bool {
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-j.Done():
+	case <-timer.C:
+		return false
+	}
+	tick := time.NewTicker(groupPoll)
+	defer tick.Stop()
+	for groupLeft(pgid) {
+		select {
+		case <-tick.C:
+		case <-timer.C:
+			return false
+		}
+	}
+	return true
+}
+
+// groupPoll is how often StopThen looks for what is left of a stopped
+// job's process group once its command has ended.
+const groupPoll = 20 * time.Millisecond
 
 // LogPath is where the job's output goes ("" when it keeps gpuwatch's
 // stdout and stderr).

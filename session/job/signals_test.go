@@ -7,6 +7,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -135,4 +137,51 @@ func TestStopThenSaysNoLaterThanTheGrace(t *testing.T) {
 	if how, _ := j.Exit(); how != "killed by SIGTERM" {
 		t.Errorf("the job %s, want killed by SIGTERM", how)
 	}
+}
+
+// TestStopEndsWhatTheShellLeft: a shell that starts ranks with & (a
+// non-interactive shell starts them with SIGINT ignored) ends on the
+// SIGINT; the ranks it started are stopped too, by SIGTERM to what is
+// left of the job's process group (they used to run on after gpuwatch
+// run --once had exited, holding their GPUs).
+func TestStopEndsWhatTheShellLeft(t *testing.T) {
+	pids := filepath.Join(t.TempDir(), "pids")
+	j, err := Start(Options{Argv: []string{"sh", "-c", `sleep 60 & a=$!; sleep 60 & echo "$a $!" > "$0.tmp"; mv "$0.tmp" "$0"; wait`, pids}, Env: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ranks []int
+	for deadline := time.Now().Add(10 * time.Second); len(ranks) == 0; time.Sleep(10 * time.Millisecond) { // until the shell has started both
+		if b, err := os.ReadFile(pids); err == nil {
+			for _, f := range strings.Fields(string(b)) {
+				pid, _ := strconv.Atoi(f)
+				ranks = append(ranks, pid)
+			}
+		}
+		if time.Now().After(deadline) {
+			j.Stop(time.Second)
+			t.Fatal("the shell never started its ranks")
+		}
+	}
+	j.StopThen(200*time.Millisecond, nil)
+	if how, _ := j.Exit(); how != "killed by SIGINT" {
+		t.Errorf("the shell %s, want killed by SIGINT (the ranks are what ignores it)", how)
+	}
+	for _, pid := range ranks {
+		if alive(pid) {
+			t.Errorf("rank %d still runs after the job was stopped", pid)
+		}
+	}
+}
+
+// alive says pid runs: it is in /proc and not a zombie (an orphan waits
+// there for init to reap it).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
 }
