@@ -198,7 +198,11 @@ func (w *watchFlags) options(stdout, stderr io.Writer) session.Options {
 			Cgroup: w.cgroup, ExitWithJob: w.exitWithJob},
 		Output:    session.Output{Once: w.once, Headless: w.headless, JSON: w.json, NoColor: w.noColor, Stdout: stdout, Stderr: stderr},
 		Recording: session.Recording{Record: w.record, RecordMaxSize: w.recordMaxSize, Version: version},
-		Sources: session.Sources{Loop: true,
+		// --discover=false watches the host only: no loader found by
+		// itself, nor a process that maps torch taken for the job (a
+		// newcomer's review: it sampled one and exited 3 on its verdict);
+		// a job named with --pid or --cgroup is still the job.
+		Sources: session.Sources{Loop: w.discover || w.pid != 0 || w.cgroup != "" || w.slurmJob != "",
 			Attach: session.AttachTo{URLs: w.attach, Discover: w.discover, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0}},
 	}
 	if root, proc := w.pid, w.procRoot; root != 0 {
