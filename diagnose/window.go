@@ -175,8 +175,8 @@ func read(frames []sample.Frame, th Thresholds) window {
 		if m := f.Mem; m != nil {
 			w.memAvail = float64(m.AvailableBytes)
 		}
-		if f.Profile != nil && len(f.Profile.Categories) > 0 {
-			w.profile = f.Profile
+		if p := f.PacingProfile(); p != nil && len(p.Categories) > 0 {
+			w.profile = p
 		}
 		if l := f.Loader; l != nil {
 			if p := processSM(f, l.PID); p.ok {

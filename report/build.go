@@ -105,8 +105,8 @@ func (b *builder) add(f *sample.Frame) {
 	if f.Job != nil {
 		b.s.Recording.Job = f.Job.Summary()
 	}
-	if f.Profile != nil && len(f.Profile.Categories) > 0 {
-		b.s.Profile = knownCategories(f.Profile)
+	if p := f.PacingProfile(); p != nil && len(p.Categories) > 0 {
+		b.s.Profile = knownCategories(p)
 	}
 	if note := f.Unavailable[sample.SourceRecording]; note != "" {
 		if b.checked++; b.firstBad == "" {

@@ -852,6 +852,44 @@ func (a *VirtualAccel) Describe() string {
 	return fmt.Sprintf("%s, %.0f %% less %.0f %% the loop thread waited for a CPU", basis, *a.StepPct, *a.LoopRunDelayPct)
 }
 
+// PacingProfile is the frame's CPU profile where it describes the loader
+// the frame judges: with several ranks, a profile of the pacing rank, or
+// of a rank that waits for input within profileSameWait of it (ranks
+// alike, which of them paces changes from frame to frame, and either's
+// profile tells of both); nil for another rank's. A hostile user's
+// review: the first profile, taken before the ranks' waits said which
+// paced, was rank 0's while a straggler rank 1 paced, and rank 1, with
+// no workers, was told of "pickling batches through the workers' queues".
+func (f *Frame) PacingProfile() *Profile {
+	p := f.Profile
+	if p == nil || len(f.Ranks) < 2 || p.Source == "" {
+		return p
+	}
+	var pacing, profiled *Rank
+	for i := range f.Ranks {
+		r := &f.Ranks[i]
+		if r.Pacing {
+			pacing = r
+		}
+		if r.URL == p.Source {
+			profiled = r
+		}
+	}
+	switch {
+	case pacing == nil || profiled == pacing:
+		return p // no rank answers (the frame shows the last word), or the pacing rank's own
+	case profiled == nil || !profiled.Connected || pacing.WaitShare == nil || profiled.WaitShare == nil:
+		return nil
+	case *pacing.WaitShare-*profiled.WaitShare < profileSameWait:
+		return p
+	}
+	return nil
+}
+
+// profileSameWait is how much less than the pacing rank another rank may
+// wait for input for its profile to stand for the pacing one's.
+const profileSameWait = 0.1
+
 // Profile summarizes a CPU profile of the loader's process: where its CPU
 // time goes, by category and by function. Shares are 0–1 of the profile's
 // total CPU time.

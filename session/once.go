@@ -167,7 +167,7 @@ func (s *Settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		s.streak, s.since = 1, f.Time
 	}
 	s.verdict, s.last = v, f
-	s.profiled = s.profiled || f.Profile != nil
+	s.profiled = s.profiled || f.PacingProfile() != nil // another rank's says nothing of the verdict's
 	// A profile expected and not yet come: wait for it, at most
 	// ProfileWait past the settle rule.
 	awaitingProfile := s.profiles && !s.profiled && f.Time.Sub(s.since) < SettleTime+ProfileWait

@@ -198,15 +198,34 @@ func (r *Ranks) Started() bool {
 	}
 	r.mu.Lock()
 	targets := append([]*rankTarget(nil), r.targets...)
+	decided := r.pacing != nil || r.focus != ""
 	r.mu.Unlock()
+	if len(targets) > 1 && (!decided || !allRead(targets)) {
+		// Several ranks: which paces is known once each has been read
+		// (Pacing takes the first rank before that; a hostile user's
+		// review: rank 0 was profiled while a straggler rank 1 paced,
+		// and --once ended on that profile), and the pacing one has said
+		// how long its loop waits (below).
+		return false
+	}
 	for _, t := range targets {
 		if t.a != a {
 			continue
 		}
 		res, _ := t.latest()
-		return res != nil && res.f.Loader != nil && res.f.Loader.Batches > 0
+		return res != nil && res.f.Loader != nil && res.f.Loader.Batches > 0 && (len(targets) == 1 || res.f.Loader.WaitShare != nil)
 	}
 	return false
+}
+
+// allRead says every rank has been read at least once.
+func allRead(targets []*rankTarget) bool {
+	for _, t := range targets {
+		if res, _ := t.latest(); res == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Focus makes the rank at url the one profiled (the dashboard's enter on

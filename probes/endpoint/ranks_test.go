@@ -858,3 +858,42 @@ func TestAJobOfItsOwnKeepsTheFrame(t *testing.T) {
 		}
 	}
 }
+
+// TestTheFirstProfileWaitsForThePacingRank: of two ranks, the profiler's
+// first turn (Started) comes once their waits say which paces, and it is
+// the straggler's: rank 0, read first and first with batches, used to be
+// profiled while rank 1 paced, and --once ended on that profile (a
+// hostile user's review).
+func TestTheFirstProfileWaitsForThePacingRank(t *testing.T) {
+	quick, straggler := &fakeRank{rank: 0}, &fakeRank{rank: 1}
+	now := probetest.T0
+	var attached []*Attach
+	for _, r := range []*fakeRank{quick, straggler} {
+		r.serve(t, "127.0.0.1:0")
+		a, err := NewAttach(r.url())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.now = func() time.Time { return now }
+		attached = append(attached, a)
+	}
+	p := NewRanks(attached, nil, time.Second)
+	defer p.Close()
+	collect := func() {
+		if err := p.Collect(context.Background(), probetest.FrameAt(now)); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Second)
+	}
+	for i := range 3 {
+		quick.advance(20, 0.05, 0.95)     // waits 5 %: the rest is its all-reduce, waiting for rank 1
+		straggler.advance(20, 0.85, 0.15) // loads every batch itself
+		if p.Started() && p.Pacing() != attached[1] {
+			t.Fatalf("reading %d: the first profile would be taken of %s, not the straggler's %s", i, p.Pacing().Source(), attached[1].Source())
+		}
+		collect()
+	}
+	if !p.Started() || p.Pacing() != attached[1] {
+		t.Fatalf("after 3 readings: started %v, pacing %v: want the straggler's turn", p.Started(), p.Pacing())
+	}
+}
