@@ -27,21 +27,32 @@ type rankMean struct {
 func ownJob(r sample.Rank) bool { return r.WorldSize != nil && *r.WorldSize <= 1 }
 
 // rankMeans averages each rank's wait share and step over the frames,
-// in rank order; ranks with no wait reading, and loaders that are jobs of
-// their own (ownJob), are left out. Two loaders that say the same rank are
-// two means.
+// in rank order; ranks with no wait reading, loaders that are jobs of
+// their own (ownJob), and loaders the newest frame does not see connected
+// (gone since: a hostile user's review read "ranks 0, 0 and 1 wait in the
+// all-reduce" from a job that had ended beside the one running) are left
+// out. Two loaders that say the same rank are two means.
 func rankMeans(frames []sample.Frame) []rankMean {
 	type key struct {
 		rank int
 		url  string
 	}
+	if len(frames) == 0 {
+		return nil
+	}
+	now := map[key]bool{}
+	for _, r := range frames[len(frames)-1].Ranks {
+		if r.Connected {
+			now[key{r.Rank, r.URL}] = true
+		}
+	}
 	byRank := map[key]*rankMean{}
 	for i := range frames {
 		for _, r := range frames[i].Ranks {
-			if !r.Connected || r.WaitShare == nil || ownJob(r) {
+			k := key{r.Rank, r.URL}
+			if !r.Connected || r.WaitShare == nil || ownJob(r) || !now[k] {
 				continue
 			}
-			k := key{r.Rank, r.URL}
 			m := byRank[k]
 			if m == nil {
 				m = &rankMean{rank: r.Rank, url: r.URL}

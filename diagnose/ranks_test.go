@@ -301,3 +301,18 @@ func TestAJobOfItsOwnBesideADistributedJob(t *testing.T) {
 		t.Errorf("%v %q", ok, e.Text)
 	}
 }
+
+// TestARankGoneIsNoLongerCounted: a rank the newest frame sees
+// disconnected (its job ended) is not among the ranks the evidence names,
+// though the window's older frames had it (a hostile user's review:
+// "ranks 0, 0 and 1 wait in the all-reduce" beside a job that had ended).
+func TestARankGoneIsNoLongerCounted(t *testing.T) {
+	frames := rankFrames(10, []float64{0.01, 0.55, 0.02}, []float64{0.044, 0.020, 0.044}, 0)
+	last := &frames[len(frames)-1]
+	last.Ranks[2].Connected, last.Ranks[2].WaitShare = false, nil
+	v := Classify(frames, DefaultThresholds())
+	want := "rank 1 waits 55 % of its time for its next batch (num_workers=0), on GPU 1; rank 0 waits in the all-reduce: its steps are 2.2× rank 1's"
+	if len(v.Evidence) == 0 || v.Evidence[0].Text != want {
+		t.Fatalf("first evidence %+v, want %q", v.Evidence, want)
+	}
+}
