@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -314,5 +315,29 @@ func TestARankGoneIsNoLongerCounted(t *testing.T) {
 	want := "rank 1 waits 55 % of its time for its next batch (num_workers=0), on GPU 1; rank 0 waits in the all-reduce: its steps are 2.2× rank 1's"
 	if len(v.Evidence) == 0 || v.Evidence[0].Text != want {
 		t.Fatalf("first evidence %+v, want %q", v.Evidence, want)
+	}
+}
+
+// TestOneRankWatchedAloneSaysSo: a healthy rank of a job of two, watched
+// alone (gpuwatch run on each rank), says that a slower rank elsewhere
+// would read as its busy step; with both ranks seen it does not.
+func TestOneRankWatchedAloneSaysSo(t *testing.T) {
+	const want = "gpuwatch sees 1 of this job's 2 ranks"
+	for _, c := range []struct {
+		waits []float64
+		said  bool
+	}{{[]float64{0.01}, true}, {[]float64{0.01, 0.02}, false}} {
+		frames := rankFrames(10, c.waits, []float64{0.02, 0.02}[:len(c.waits)], 2)
+		for i := range frames {
+			frames[i].Loader.WorldSize = ptr(2)
+			for r := range frames[i].Ranks {
+				frames[i].Ranks[r].WorldSize = ptr(2)
+			}
+		}
+		v := Classify(frames, DefaultThresholds())
+		said := slices.ContainsFunc(v.Advice, func(a string) bool { return strings.HasPrefix(a, want) })
+		if v.Kind != Healthy || said != c.said {
+			t.Errorf("%d ranks seen: %s, said %q: %v, want %v: %q", len(c.waits), v.Kind, want, said, c.said, v.Advice)
+		}
 	}
 }

@@ -70,6 +70,14 @@ func healthyAdvice(in adviceIn) ([]string, bool) {
 		}
 		a = append(a, line)
 	}
+	if w.worldSize > 1 && w.ranksSeen < w.worldSize {
+		// One rank watched alone (gpuwatch run on each rank, as srun
+		// starts them): its step holds its wait for the others in the
+		// all-reduce, so a straggler elsewhere reads as this rank's busy
+		// step (a hostile user's review: rank 0 healthy, exit 0, while
+		// rank 1 loaded every batch itself and paced the job).
+		a = append(a, fmt.Sprintf("gpuwatch sees %d of this job's %d ranks: a busy step here includes the wait for the others in the all-reduce, so a slower rank elsewhere paces the job unseen; watch every rank at once (gpuwatch run on the launcher, gpuwatch attach on their ports, or serve on each node and fleet)", w.ranksSeen, w.worldSize))
+	}
 	return a, false
 }
 

@@ -125,8 +125,12 @@ type window struct {
 
 	focusPID, treeProcs int
 	unavailable         map[sample.Source]string
-	profile             *sample.Profile // the newest profile summary, if attached
-	files               fileReads       // the data files the loading was caught reading (files.go)
+	// ranksSeen of worldSize: the newest frame's loader is a rank of a job
+	// of worldSize ranks (its WORLD_SIZE) and gpuwatch sees ranksSeen of
+	// them connected; 0, 0 where it says no world above one.
+	ranksSeen, worldSize int
+	profile              *sample.Profile // the newest profile summary, if attached
+	files                fileReads       // the data files the loading was caught reading (files.go)
 }
 
 // read computes the window's signals (signals.go names them) and keeps
@@ -187,6 +191,7 @@ func read(frames []sample.Frame, th Thresholds) window {
 			w.readGPUs(f)
 			w.gpu.read(f)
 			w.unavailable = f.Unavailable
+			w.ranksSeen, w.worldSize = worldSeen(f)
 		}
 	}
 	if procSM.n > 0 { // the window's mean: one interval NVML sampled nothing in reads 0
@@ -666,4 +671,21 @@ func loaderStarting(l *sample.Loader, sec float64) bool {
 	// delta over about the frame's interval).
 	inFrame := l.BatchesPerSec * sec
 	return math.Abs(float64(l.Batches)-inFrame) <= max(1, 0.05*inFrame)
+}
+
+// worldSeen is how many ranks of the newest loader's job the frame sees
+// connected, and the job's world size (its WORLD_SIZE); 0, 0 where the
+// loader says no world above one.
+func worldSeen(f *sample.Frame) (seen, world int) {
+	l := f.Loader
+	if l == nil || l.WorldSize == nil || *l.WorldSize <= 1 {
+		return 0, 0
+	}
+	world = *l.WorldSize
+	for _, r := range f.Ranks {
+		if r.Connected && r.WorldSize != nil && *r.WorldSize == world {
+			seen++
+		}
+	}
+	return max(seen, 1), world // the loader shown is one of them
 }
