@@ -296,11 +296,13 @@ passed to its process group. gpuwatch's lines never mix into its output:
 
 With --duration or --once, gpuwatch stops watching when the time is up or
 the verdict has settled, and interrupts the job as Ctrl-C would (SIGINT,
-then SIGTERM after 10 s); --duration then exits 0 where those signals
-ended it (a job that ended by itself before, or failed on its way out,
-passes its status on); --once prints its summary once the
-job has stopped (after what the job said on being interrupted) and exits
-with its own status (0, 3, 4).
+then SIGTERM and SIGKILL 10 s apart, to its whole process group: what a
+launcher started is stopped with it); --duration then exits 0 where those
+signals ended it (a job that ended by itself before, or failed on its way
+out, passes its status on); --once prints its summary once the job has
+stopped (after what the job said on being interrupted) and exits with its
+own status (0, 3, 4), or, where the job failed before a verdict settled,
+with the job's.
 A command that is not Python, or a Python job without a DataLoader, is
 watched as a process tree, and the view says nothing was instrumented.
 
