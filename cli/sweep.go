@@ -194,7 +194,7 @@ func runEmbeddedSweep(cmd *cobra.Command, o *sweepOptions) error {
 		Roots: probes.Roots{Proc: "/proc", Sys: "/sys"}, Th: diagnose.DefaultThresholds()}
 	ws, ps = tune.Dedupe(ws), tune.Dedupe(ps)
 	if n := embeddedGridSize(ws, ps, pers); n > o.maxRuns {
-		return usageErrorf(cmd, "the grid has %d configurations, more than --max-runs %d: give fewer values, or raise --max-runs", n, o.maxRuns)
+		return tooManyRuns(cmd, n, o.maxRuns, o.runFor)
 	}
 	g := tune.SweepGrid(ws, ps, pers)
 	for _, s := range g {
@@ -308,7 +308,7 @@ func commandGrid(cmd *cobra.Command, t *tune.CommandTrials, start tune.Setting, 
 		lengths[i] = len(values[i])
 	}
 	if n := tune.GridSize(lengths); n > maxRuns {
-		return nil, usageErrorf(cmd, "the grid has %d configurations, more than --max-runs %d: give fewer values, or raise --max-runs", n, maxRuns)
+		return nil, tooManyRuns(cmd, n, maxRuns, t.RunFor)
 	}
 	return tune.Grid(start, knobs, values), nil
 }
@@ -357,4 +357,11 @@ func checkKnob(t *tune.CommandTrials, knob, v string) (string, error) {
 		return "", err
 	}
 	return s[knob], nil
+}
+
+// tooManyRuns refuses a grid of n configurations above --max-runs, with
+// the wall time it would have taken at runFor each.
+func tooManyRuns(cmd *cobra.Command, n, maxRuns int, runFor time.Duration) error {
+	return usageErrorf(cmd, "the grid has %d configurations, more than --max-runs %d (at --run-for %v each, about %v, plus each start and stop): give fewer values, or raise --max-runs",
+		n, maxRuns, runFor, time.Duration(n)*runFor)
 }

@@ -19,8 +19,8 @@ func TestSweepGridIsCountedBeforeItIsBuilt(t *testing.T) {
 	cmdline := []string{"--", "sh", "-c", "echo {num_workers:1} {prefetch_factor:2}"}
 	var out, errb bytes.Buffer
 	code := Run(append([]string{"sweep", "--grid", "num_workers=1,1,01", "--grid", "num_workers=2", "--max-runs", "1"}, cmdline...), &out, &errb)
-	if code != ExitUsage || !strings.Contains(errb.String(), "the grid has 2 configurations, more than --max-runs 1") {
-		t.Fatalf("exit %d, stderr %q: want the merged list 1, 2 counted as 2 configurations", code, errb.String())
+	if code != ExitUsage || !strings.Contains(errb.String(), "the grid has 2 configurations, more than --max-runs 1 (at --run-for 20s each, about 40s, plus each start and stop)") {
+		t.Fatalf("exit %d, stderr %q: want the merged list 1, 2 counted as 2 configurations, and the wall time they would take", code, errb.String())
 	}
 	var nw, pf []string
 	for i := range 4096 {
