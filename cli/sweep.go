@@ -194,7 +194,7 @@ func runEmbeddedSweep(cmd *cobra.Command, o *sweepOptions) error {
 		Roots: probes.Roots{Proc: "/proc", Sys: "/sys"}, Th: diagnose.DefaultThresholds()}
 	ws, ps = tune.Dedupe(ws), tune.Dedupe(ps)
 	if n := embeddedGridSize(ws, ps, pers); n > o.maxRuns {
-		return tooManyRuns(cmd, n, o.maxRuns, o.runFor)
+		return tooManyRuns(cmd, n, o.maxRuns, 0) // each runs its epochs, for no time known before
 	}
 	g := tune.SweepGrid(ws, ps, pers)
 	for _, s := range g {
@@ -360,8 +360,12 @@ func checkKnob(t *tune.CommandTrials, knob, v string) (string, error) {
 }
 
 // tooManyRuns refuses a grid of n configurations above --max-runs, with
-// the wall time it would have taken at runFor each.
+// the wall time it would have taken at runFor each (a command's; 0 for
+// the embedded loader's runs, whose length is their epochs').
 func tooManyRuns(cmd *cobra.Command, n, maxRuns int, runFor time.Duration) error {
+	if runFor <= 0 {
+		return usageErrorf(cmd, "the grid has %d configurations, more than --max-runs %d: give fewer values, or raise --max-runs", n, maxRuns)
+	}
 	return usageErrorf(cmd, "the grid has %d configurations, more than --max-runs %d (at --run-for %v each, about %v, plus each start and stop): give fewer values, or raise --max-runs",
 		n, maxRuns, runFor, time.Duration(n)*runFor)
 }
