@@ -196,8 +196,12 @@ type modelAdvice struct {
 // promises counts every sample once per worker unless the dataset splits
 // its data by worker (a review: "num_workers 0 → 2" was advised bare;
 // the next, 1 → 2 was: a second worker yields every sample again too).
+//
+// Not where the hook read the dataset's code asking get_worker_info (in
+// its __iter__, or the DataLoader's worker_init_fn): it splits already,
+// and the caution would repeat what the job does.
 func iterableWorkersLine(cs []Change, w *window) (string, bool) {
-	if w.profile == nil || w.profile.Dataset != sample.DatasetIterable {
+	if w.profile == nil || w.profile.Dataset != sample.DatasetIterable || w.splitsByWorker {
 		return "", false
 	}
 	for _, c := range cs {

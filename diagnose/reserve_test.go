@@ -248,3 +248,34 @@ func TestIterableDatasetCautionForEveryWorkerAdded(t *testing.T) {
 		}
 	}
 }
+
+// TestAnIterableDatasetThatSplitsIsNotCautioned: where the hook read the
+// dataset's code asking get_worker_info, the caution would repeat what
+// the job does: it is not said; where it read none, it is.
+func TestAnIterableDatasetThatSplitsIsNotCautioned(t *testing.T) {
+	var hooked []sample.Frame
+	for _, l := range readRecording(t, filepath.Join("testdata", "inline", "hooked.jsonl")) {
+		hooked = append(hooked, l.Frame)
+	}
+	for _, splits := range []bool{true, false} {
+		fs := slices.Clone(hooked[len(hooked)-10:])
+		for i := range fs {
+			p := sample.Profile{}
+			if fs[i].Profile != nil {
+				p = *fs[i].Profile
+			}
+			p.Dataset = sample.DatasetIterable
+			fs[i].Profile = &p
+			l := *fs[i].Loader
+			l.IterableSplitsByWorker = &splits
+			fs[i].Loader = &l
+		}
+		v := Classify(fs, DefaultThresholds())
+		if len(v.Changes) == 0 || v.Changes[0].From != "0" {
+			t.Fatalf("splits %v: changes %+v", splits, v.Changes)
+		}
+		if said := strings.Contains(strings.Join(v.Advice, "\n"), "get_worker_info()"); said == splits {
+			t.Errorf("a dataset that splits by worker (%v): the caution said %v: %q", splits, said, v.Advice)
+		}
+	}
+}

@@ -84,6 +84,7 @@ type window struct {
 	knobs                                               map[string]string
 	epochStallMs                                        float64
 	newLoaderEveryEpoch                                 bool // every epoch iterated a new DataLoader (Loader.NewLoaderEveryEpoch)
+	splitsByWorker                                      bool // its IterableDataset asks get_worker_info (Loader.IterableSplitsByWorker)
 	batchesPerEpoch                                     int
 	readSec, decodeSec                                  level // per wall second, summed over workers
 	bytesPerSec                                         level
@@ -498,6 +499,9 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	}
 	if l.NewLoaderEveryEpoch != nil {
 		w.newLoaderEveryEpoch = *l.NewLoaderEveryEpoch
+	}
+	if l.IterableSplitsByWorker != nil {
+		w.splitsByWorker = *l.IterableSplitsByWorker
 	}
 	if l.BatchesPerEpoch != nil {
 		w.batchesPerEpoch = *l.BatchesPerEpoch

@@ -609,8 +609,13 @@ type Loader struct {
 	// them across one DataLoader's epochs). Nil when the loader does not
 	// say.
 	NewLoaderEveryEpoch *bool `json:"new_loader_every_epoch,omitempty"`
-	PID                 *int  `json:"pid,omitempty"`
-	LoopTID             *int  `json:"loop_tid,omitempty"`
+	// IterableSplitsByWorker: the DataLoader's IterableDataset names
+	// get_worker_info in its __iter__ (or the DataLoader's worker_init_fn
+	// does), so it can split its data by worker; false where neither
+	// does; nil for a map-style dataset, or a loader that does not say.
+	IterableSplitsByWorker *bool `json:"iterable_splits_by_worker,omitempty"`
+	PID                    *int  `json:"pid,omitempty"`
+	LoopTID                *int  `json:"loop_tid,omitempty"`
 	// Rank, LocalRank and WorldSize as the hook reports them (RANK,
 	// LOCAL_RANK, WORLD_SIZE of its process); nil when it does not.
 	Rank       *int  `json:"rank,omitempty"`

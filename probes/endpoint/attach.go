@@ -540,6 +540,12 @@ func (m *metricsPage) scalars() {
 			c.NewLoaderEveryEpoch = &every
 		}
 	}
+	// Whether an IterableDataset splits its data by worker, as its code
+	// says (the hook reads its __iter__ and the worker_init_fn).
+	if v, ok := m.gauge("gpuwatch_loader_iterable_splits_by_worker", 0, 1); ok {
+		splits := v >= 0.5
+		c.IterableSplitsByWorker = &splits
+	}
 	// The time to each epoch's first batch, epochs after the first.
 	if stalls, ok := m.gauge("gpuwatch_loader_epoch_stalls_total", 0, 1<<40); ok && stalls > 0 {
 		if sum := m.seconds("gpuwatch_loader_epoch_stall_seconds_total"); sum != nil {

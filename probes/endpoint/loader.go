@@ -56,6 +56,10 @@ type LoaderCounters struct {
 	// never iterated before, so its workers start every epoch whatever
 	// persistent_workers says; nil when the loader does not say.
 	NewLoaderEveryEpoch *bool
+	// IterableSplitsByWorker: the DataLoader's IterableDataset asks
+	// get_worker_info in its __iter__ (or its worker_init_fn does); nil
+	// for a map-style dataset, or when the loader does not say.
+	IterableSplitsByWorker *bool
 	// DatasetBytes and DatasetCachedBytes: the dataset's size and how
 	// much of it is in the page cache, where the loader can tell cheaply
 	// (the embedded one, from mincore on its own mappings).
@@ -172,6 +176,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 		out.EpochStallMs = probes.Ptr(float64(cur.EpochStall.Microseconds()) / 1000)
 	}
 	out.NewLoaderEveryEpoch = cur.NewLoaderEveryEpoch
+	out.IterableSplitsByWorker = cur.IterableSplitsByWorker
 	if _, attached := p.src.(*Attach); attached {
 		out.Connected = probes.Ptr(true)
 	}

@@ -312,6 +312,29 @@ func TestANewDataLoaderEveryEpochIsRead(t *testing.T) {
 	}
 }
 
+// TestAnIterableDatasetsSplitIsRead: the hook's word on whether its
+// IterableDataset splits by worker is read as said; a value outside 0–1
+// is not believed, and a page without it says nothing.
+func TestAnIterableDatasetsSplitIsRead(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want *bool
+	}{
+		{"gpuwatch_loader_iterable_splits_by_worker 1\n", probes.Ptr(true)},
+		{"gpuwatch_loader_iterable_splits_by_worker 0\n", probes.Ptr(false)},
+		{"gpuwatch_loader_iterable_splits_by_worker 7\n", nil},
+		{"", nil},
+	} {
+		got, _, err := CountersFromMetrics([]byte("gpuwatch_loader_batches_total 10\n" + c.line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got.IterableSplitsByWorker == nil) != (c.want == nil) || got.IterableSplitsByWorker != nil && *got.IterableSplitsByWorker != *c.want {
+			t.Errorf("%q: %v, want %v", c.line, got.IterableSplitsByWorker, c.want)
+		}
+	}
+}
+
 // TestARemoteLoadersPIDNamesNoProcessHere (a review): the pid a loader
 // reports names a process here only where its connection is to this
 // machine and the pid holds its port; attached to a remote loader, the

@@ -120,6 +120,7 @@ class Stats:
         self.workers: Optional[int] = None
         self.prefetch: Optional[int] = None
         self.persistent: Optional[bool] = None
+        self.splits_by_worker: Optional[bool] = None
         self.pin_memory: Optional[bool] = None
         self.batches_per_epoch: Optional[int] = None
         self.worker_pids: Tuple[int, ...] = ()
@@ -502,6 +503,7 @@ class Stats:
         with self.lock:
             self.workers, self.prefetch = k.workers, k.prefetch
             self.persistent, self.pin_memory = k.persistent, k.pin_memory
+            self.splits_by_worker = k.splits_by_worker
             self.batches_per_epoch, self.worker_pids = k.batches_per_epoch, k.worker_pids
             self.loop_tid = tid
             self.epochs += 1
@@ -542,6 +544,7 @@ class Stats:
             batches, samples, sized = self._batches, self._samples, self._sized
             depth, workers, prefetch, pids = self._queue_depth, self.workers, self.prefetch, self.worker_pids
             persistent, pin, per_epoch = self.persistent, self.pin_memory, self.batches_per_epoch
+            splits = self.splits_by_worker
             epochs, stall_sum, stalls = self.epochs, self.stall_sum, self.stalls
             rebuilt_epochs = self.rebuilt_epochs
             tid, errors = self.loop_tid, self.errors
@@ -585,6 +588,13 @@ class Stats:
             one("gpuwatch_loader_persistent_workers", "gauge", "1 when the workers are kept across epochs (persistent_workers).", int(persistent))
         if pin is not None:
             one("gpuwatch_loader_pin_memory", "gauge", "1 when batches are copied into page-locked memory (pin_memory).", int(pin))
+        if splits is not None:
+            one(
+                "gpuwatch_loader_iterable_splits_by_worker",
+                "gauge",
+                "For an IterableDataset: 1 when its __iter__ (or the DataLoader's worker_init_fn) asks get_worker_info, so it can split its data by worker; 0 when neither does (each worker may yield every sample).",
+                int(splits),
+            )
         if per_epoch is not None:
             one("gpuwatch_loader_batches_per_epoch", "gauge", "Batches in an epoch (len of the DataLoader).", per_epoch)
         if epochs:

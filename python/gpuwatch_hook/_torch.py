@@ -46,6 +46,10 @@ class Knobs(NamedTuple):
     pin_memory: Optional[bool]
     batches_per_epoch: Optional[int]
     worker_pids: Tuple[int, ...]
+    #: For an IterableDataset: whether it splits its data by worker, as its
+    #: code says (splits_by_worker); None for a map-style dataset, a
+    #: DataPipe, or anything else.
+    splits_by_worker: Optional[bool] = None
 
 
 def _int(v: Any) -> Optional[int]:
@@ -73,7 +77,42 @@ def knobs(loader: Any, it: Any) -> Knobs:
         except Exception:  # an IterableDataset without __len__
             per_epoch = None
         per_epoch = per_epoch if isinstance(per_epoch, int) and per_epoch >= 0 else None
-    return Knobs(workers, prefetch, persistent, pin, per_epoch, worker_pids(it))
+    return Knobs(workers, prefetch, persistent, pin, per_epoch, worker_pids(it), splits_by_worker(loader))
+
+
+def splits_by_worker(loader: Any) -> Optional[bool]:
+    """Whether a DataLoader's IterableDataset splits its data by worker:
+    its class's __iter__, or the loader's worker_init_fn, asks
+    torch.utils.data.get_worker_info (in its own code or in a function or
+    generator defined inside it). Each worker runs __iter__ whole, so a
+    dataset that does not split yields every sample once per worker. True
+    where the code names get_worker_info (it may still split wrongly: the
+    name is what is read, not what is done), False where neither does (it
+    may split in a helper they call: then the advice's caution stands
+    where it need not), None for a map-style dataset or a DataPipe (the
+    DataLoader shards those with their sharding_filter), or when torch's
+    data module is not loaded."""
+    data = sys.modules.get("torch.utils.data")
+    iterable = getattr(data, "IterableDataset", None)
+    ds = getattr(loader, "dataset", None)
+    if not isinstance(iterable, type) or not isinstance(ds, iterable):
+        return None
+    pipe = getattr(data, "IterDataPipe", None)
+    if isinstance(pipe, type) and isinstance(ds, pipe):
+        return None
+    for fn in (getattr(type(ds), "__iter__", None), getattr(loader, "worker_init_fn", None)):
+        code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+        if code is not None and _names_worker_info(code, 3):
+            return True
+    return False
+
+
+def _names_worker_info(code: Any, depth: int) -> bool:
+    """Whether code, or code defined in it (depth levels down), names
+    get_worker_info (a call of it imported, or torch.utils.data's)."""
+    if "get_worker_info" in getattr(code, "co_names", ()):
+        return True
+    return depth > 0 and any(_names_worker_info(c, depth - 1) for c in getattr(code, "co_consts", ()) if hasattr(c, "co_names"))
 
 
 def worker_pids(it: Any) -> Tuple[int, ...]:

@@ -155,3 +155,63 @@ class TimedLoaderTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+if DataLoader is not None:
+    from torch.utils.data import IterableDataset, get_worker_info
+
+    class Split(IterableDataset):
+        """Splits its range by worker, as torch's documentation shows."""
+
+        def __iter__(self):
+            info = get_worker_info()
+            n = 1 if info is None else info.num_workers
+            k = 0 if info is None else info.id
+            return iter(range(k, 8, n))
+
+    class Whole(IterableDataset):
+        """Yields everything in every worker."""
+
+        def __iter__(self):
+            yield from range(8)
+
+    class SplitInside(IterableDataset):
+        """Asks torch.utils.data.get_worker_info in a generator it defines."""
+
+        def __iter__(self):
+            def gen():
+                info = torch.utils.data.get_worker_info()
+                yield from range(0 if info is None else info.id, 8, 1 if info is None else info.num_workers)
+
+            return gen()
+
+
+@unittest.skipIf(DataLoader is None, "needs torch")
+class SplitsByWorkerTest(unittest.TestCase):
+    """Whether an IterableDataset splits its data by worker, read from its
+    code, so that gpuwatch does not caution a dataset that already does
+    (diagnose's iterableWorkersLine)."""
+
+    def said(self, dl):
+        st = _timing.Stats()
+        st.epoch(dl, iter(dl))
+        return [l for l in st.render().decode().splitlines() if l.startswith("gpuwatch_loader_iterable_splits_by_worker ")]
+
+    def test_each_kind(self):
+        self.assertEqual(self.said(DataLoader(Split(), batch_size=4)), ["gpuwatch_loader_iterable_splits_by_worker 1"])
+        self.assertEqual(self.said(DataLoader(SplitInside(), batch_size=4)), ["gpuwatch_loader_iterable_splits_by_worker 1"])
+        self.assertEqual(self.said(DataLoader(Whole(), batch_size=4)), ["gpuwatch_loader_iterable_splits_by_worker 0"])
+        self.assertEqual(self.said(loader()), [], "a map-style dataset says nothing")
+
+    def test_a_worker_init_fn_that_splits(self):
+        def init(_):
+            get_worker_info().dataset.start = 1
+
+        self.assertEqual(self.said(DataLoader(Whole(), batch_size=4, num_workers=0, worker_init_fn=init)), ["gpuwatch_loader_iterable_splits_by_worker 1"])
+
+    def test_the_splitting_dataset_really_splits(self):
+        # The two kinds as two workers run them: what the gauge tells apart.
+        got = sorted(int(x) for b in DataLoader(Split(), batch_size=2, num_workers=2) for x in b)
+        self.assertEqual(got, list(range(8)))
+        got = sorted(int(x) for b in DataLoader(Whole(), batch_size=2, num_workers=2) for x in b)
+        self.assertEqual(got, sorted(list(range(8)) * 2))
