@@ -10,6 +10,7 @@
 package job
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -301,11 +303,13 @@ func (j *Job) Exit() (string, time.Time) {
 
 // Signal sends sig to the job's process group: every process of the job
 // that has not moved to a group of its own.
+//
+// Once the command has ended, what it left in its group (ranks a shell
+// started with SIGINT ignored) is still signalled: the dashboard's q
+// reaches them after the shell is gone.
 func (j *Job) Signal(sig syscall.Signal) error {
-	select {
-	case <-j.done:
+	if jobEnded(j) && !groupLeft(j.PID()) {
 		return nil
-	default:
 	}
 	return syscall.Kill(-j.PID(), sig)
 }
@@ -355,7 +359,10 @@ func (j *Job) StopThen(grace time.Duration, then func()) {
 		}
 	}
 	defer once()
-	if jobEnded(j) {
+	j.mu.Lock()
+	interrupted := j.sent > 0
+	j.mu.Unlock()
+	if jobEnded(j) && !interrupted {
 		return
 	}
 	pgid := j.PID()
@@ -382,12 +389,65 @@ func jobEnded(j *Job) bool {
 	}
 }
 
-// groupLeft says a process is left in the process group pgid that
-// gpuwatch may signal (one that is another user's now, EPERM, it cannot
-// end, so it is not waited for). The group's number is not reused while
-// any process is in it, so this asks only of the job's own.
+// groupLeft says a process that still runs is left in the process group
+// pgid, one gpuwatch may signal (one that is another user's now, EPERM,
+// it cannot end, so it is not waited for). A zombie is not one: it has
+// ended, and waits for its parent (init, late; or gpuwatch itself as a
+// container's PID 1, which never reaps what it did not start) — kill
+// succeeds on it, so /proc says which are left. The group's number is not
+// reused while any process is in it, so this asks only of the job's own.
 func groupLeft(pgid int) bool {
-	return syscall.Kill(-pgid, 0) == nil
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	return liveInGroup("/proc", pgid)
+}
+
+// liveInGroup says a process in /proc (procRoot) is in process group
+// pgid and not a zombie; true where /proc cannot be read (kill's word
+// stands).
+func liveInGroup(procRoot string, pgid int) bool {
+	d, err := os.Open(procRoot)
+	if err != nil {
+		return true
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return true
+	}
+	buf := make([]byte, 512)
+	for _, name := range names {
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		f, err := os.Open(procRoot + "/" + name + "/stat")
+		if err != nil {
+			continue // gone since the listing
+		}
+		n, _ := f.Read(buf)
+		f.Close()
+		state, pgrp, ok := statStateGroup(buf[:n])
+		if ok && pgrp == pgid && state != 'Z' && state != 'X' {
+			return true
+		}
+	}
+	return false
+}
+
+// statStateGroup reads a /proc/PID/stat line's state and process group
+// (its third and fifth fields, after the command in parentheses).
+func statStateGroup(b []byte) (state byte, pgrp int, ok bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 3 || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	pgrp, err := strconv.Atoi(f[2])
+	return f[0][0], pgrp, err == nil
 }
 
 // waitGroup waits up to grace for the job to end with nothing left in its

@@ -185,3 +185,70 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
 }
+
+// TestQuitAfterQEndsWhatTheShellLeft: the dashboard's q sends SIGINT,
+// the shell ends on it and the ranks it started (SIGINT ignored) run on;
+// the stop that follows (run's, as the dashboard quits) is a stop
+// gpuwatch began, not a job that ended by itself: it ends them too.
+func TestQuitAfterQEndsWhatTheShellLeft(t *testing.T) {
+	pids := filepath.Join(t.TempDir(), "pids")
+	j, err := Start(Options{Argv: []string{"sh", "-c", `sleep 60 & echo "$!" > "$0.tmp"; mv "$0.tmp" "$0"; wait`, pids}, Env: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rank := 0
+	for deadline := time.Now().Add(10 * time.Second); rank == 0; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(pids); err == nil {
+			rank, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if time.Now().After(deadline) {
+			j.Stop(time.Second)
+			t.Fatal("the shell never started its rank")
+		}
+	}
+	j.Interrupt() // q: SIGINT to the group
+	<-j.Done()
+	if !alive(rank) {
+		t.Fatal("the rank ended on SIGINT: it should ignore it, as a shell's & starts it")
+	}
+	j.StopThen(200*time.Millisecond, nil)
+	if alive(rank) {
+		t.Errorf("rank %d still runs after the dashboard quit", rank)
+	}
+}
+
+// TestAZombieIsNotLeftInTheGroup: a process of the group that has ended
+// and waits for its parent to reap it is not one left to stop.
+func TestAZombieIsNotLeftInTheGroup(t *testing.T) {
+	for _, c := range []struct {
+		stat  string
+		state byte
+		pgrp  int
+	}{
+		{"42 (sleep) S 1 4242 4242 0 -1", 'S', 4242},
+		{"43 (a) b) c) Z 1 77 77 0", 'Z', 77}, // a name with parentheses
+	} {
+		st, pg, ok := statStateGroup([]byte(c.stat))
+		if !ok || st != c.state || pg != c.pgrp {
+			t.Errorf("%q: %c %d %v, want %c %d", c.stat, st, pg, ok, c.state, c.pgrp)
+		}
+	}
+	if _, _, ok := statStateGroup([]byte("garbage")); ok {
+		t.Error("a line with no command read")
+	}
+	proc := t.TempDir()
+	for pid, stat := range map[string]string{"10": "10 (x) Z 1 500 500 0", "11": "11 (y) S 1 600 600 0"} {
+		if err := os.MkdirAll(filepath.Join(proc, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(proc, pid, "stat"), []byte(stat), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if liveInGroup(proc, 500) {
+		t.Error("group 500 holds only a zombie: nothing is left in it")
+	}
+	if !liveInGroup(proc, 600) {
+		t.Error("group 600's sleeping process is left")
+	}
+}
