@@ -105,6 +105,7 @@ type rankTarget struct {
 	started time.Time     // when the read running began
 	done    chan struct{} // closed when the read running ends
 	last    *reading      // the latest completed read; nil before the first
+	reads   int           // reads completed
 }
 
 // reading is one completed read of a rank.
@@ -213,9 +214,31 @@ func (r *Ranks) Started() bool {
 			continue
 		}
 		res, _ := t.latest()
-		return res != nil && res.f.Loader != nil && res.f.Loader.Batches > 0 && (len(targets) == 1 || res.f.Loader.WaitShare != nil)
+		if res == nil || res.f.Loader == nil || res.f.Loader.Batches == 0 || len(targets) > 1 && res.f.Loader.WaitShare == nil {
+			return false
+		}
+		if w := res.f.Loader.WorldSize; w != nil && *w > len(targets) && t.readCount() < worldWaitReads {
+			// A rank of a job of more ranks than found yet: discovery
+			// finds each at its first batch, a scan apart, and the one
+			// found first is no more the pacing one than the others (a
+			// review). Not for ever: a node of a job of many sees only
+			// its own ranks.
+			return false
+		}
+		return true
 	}
 	return false
+}
+
+// worldWaitReads is how many reads of the loader to profile first the
+// profiler's first turn waits for the ranks of its job not found yet.
+const worldWaitReads = 5
+
+// readCount is how many reads of the rank have completed.
+func (t *rankTarget) readCount() int {
+	t.slot.Lock()
+	defer t.slot.Unlock()
+	return t.reads
 }
 
 // allRead says every rank has been read at least once.
@@ -488,6 +511,7 @@ func (t *rankTarget) start(g *bg.Group, now time.Time) chan struct{} {
 		res.err = t.l.Collect(ctx, &res.f)
 		t.slot.Lock()
 		t.reading, t.last = false, res
+		t.reads++
 		t.slot.Unlock()
 		close(done)
 	})

@@ -885,7 +885,7 @@ func TestTheFirstProfileWaitsForThePacingRank(t *testing.T) {
 		}
 		now = now.Add(time.Second)
 	}
-	for i := range 3 {
+	for i := range worldWaitReads + 1 { // their world is 3: the third rank is waited for this long
 		quick.advance(20, 0.05, 0.95)     // waits 5 %: the rest is its all-reduce, waiting for rank 1
 		straggler.advance(20, 0.85, 0.15) // loads every batch itself
 		if p.Started() && p.Pacing() != attached[1] {
@@ -894,6 +894,33 @@ func TestTheFirstProfileWaitsForThePacingRank(t *testing.T) {
 		collect()
 	}
 	if !p.Started() || p.Pacing() != attached[1] {
-		t.Fatalf("after 3 readings: started %v, pacing %v: want the straggler's turn", p.Started(), p.Pacing())
+		t.Fatalf("after %d readings: started %v, pacing %s: want the straggler's turn", worldWaitReads+1, p.Started(), p.Pacing().Source())
+	}
+}
+
+// TestOneRankOfSeveralWaitsForTheOthers: the first rank discovery finds
+// of a job of three is not profiled at its first batch (the others come a
+// scan later, and one of them may pace); after worldWaitReads reads it
+// is (a node of a job of many sees only its own ranks).
+func TestOneRankOfSeveralWaitsForTheOthers(t *testing.T) {
+	r := &fakeRank{rank: 0} // its world is 3 (fakeRank's label)
+	r.serve(t, "127.0.0.1:0")
+	a, err := NewAttach(r.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := probetest.T0
+	a.now = func() time.Time { return now }
+	p := NewRanks([]*Attach{a}, nil, time.Second)
+	defer p.Close()
+	for i := 1; i <= worldWaitReads; i++ {
+		r.advance(20, 0.5, 0.5)
+		if err := p.Collect(context.Background(), probetest.FrameAt(now)); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Second)
+		if started, want := p.Started(), i >= worldWaitReads; started != want {
+			t.Fatalf("after %d reads: started %v, want %v", i, started, want)
+		}
 	}
 }
