@@ -28,22 +28,23 @@ func ownJob(r sample.Rank) bool { return r.WorldSize != nil && *r.WorldSize <= 1
 
 // rankMeans averages each rank's wait share and step over the frames,
 // in rank order; ranks with no wait reading, loaders that are jobs of
-// their own (ownJob), and loaders the newest frame does not see connected
-// (gone since: a hostile user's review read "ranks 0, 0 and 1 wait in the
-// all-reduce" from a job that had ended beside the one running) are left
-// out. Two loaders that say the same rank are two means.
+// their own (ownJob), and loaders none of the newest goneFrames frames
+// sees connected (gone since: a hostile user's review read "ranks 0, 0
+// and 1 wait in the all-reduce" from a job that had ended beside the one
+// running; one read missed, a straggler too busy to answer in time, is
+// not gone) are left out. Two loaders that say the same rank are two
+// means.
 func rankMeans(frames []sample.Frame) []rankMean {
 	type key struct {
 		rank int
 		url  string
 	}
-	if len(frames) == 0 {
-		return nil
-	}
 	now := map[key]bool{}
-	for _, r := range frames[len(frames)-1].Ranks {
-		if r.Connected {
-			now[key{r.Rank, r.URL}] = true
+	for i := max(0, len(frames)-goneFrames); i < len(frames); i++ {
+		for _, r := range frames[i].Ranks {
+			if r.Connected {
+				now[key{r.Rank, r.URL}] = true
+			}
 		}
 	}
 	byRank := map[key]*rankMean{}
@@ -78,6 +79,10 @@ func rankMeans(frames []sample.Frame) []rankMean {
 	slices.SortFunc(out, func(a, b rankMean) int { return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.url, b.url)) })
 	return out
 }
+
+// goneFrames is how many frames in a row a loader is not seen connected
+// before the ranks' evidence leaves it out (rankMeans).
+const goneFrames = 3
 
 // ambiguousRanks is the evidence that loaders of the newest frame say the
 // same rank (two jobs on one node, a restarted rank, a launcher that sets
