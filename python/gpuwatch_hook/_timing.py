@@ -592,7 +592,7 @@ class Stats:
             one(
                 "gpuwatch_loader_iterable_splits_by_worker",
                 "gauge",
-                "For an IterableDataset: 1 when its __iter__ (or the DataLoader's worker_init_fn) asks get_worker_info, so it can split its data by worker; 0 when neither does (each worker may yield every sample).",
+                "For an IterableDataset: 1 when its __iter__ (or the DataLoader's worker_init_fn) names get_worker_info and num_workers, so it can split its data by worker; 0 when neither does (each worker may yield every sample).",
                 int(splits),
             )
         if per_epoch is not None:

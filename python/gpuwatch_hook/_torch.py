@@ -82,16 +82,19 @@ def knobs(loader: Any, it: Any) -> Knobs:
 
 def splits_by_worker(loader: Any) -> Optional[bool]:
     """Whether a DataLoader's IterableDataset splits its data by worker:
-    its class's __iter__, or the loader's worker_init_fn, asks
-    torch.utils.data.get_worker_info (in its own code or in a function or
-    generator defined inside it). Each worker runs __iter__ whole, so a
-    dataset that does not split yields every sample once per worker. True
-    where the code names get_worker_info (it may still split wrongly: the
-    name is what is read, not what is done), False where neither does (it
-    may split in a helper they call: then the advice's caution stands
-    where it need not), None for a map-style dataset or a DataPipe (the
-    DataLoader shards those with their sharding_filter), or when torch's
-    data module is not loaded."""
+    its class's __iter__, or the loader's worker_init_fn (a function, a
+    functools.partial of one, or an object's __call__), asks
+    torch.utils.data.get_worker_info and reads the workers' count
+    (num_workers), in its own code or in a function or generator defined
+    inside it. Each worker runs __iter__ whole, so a dataset that does not
+    split yields every sample once per worker; one that reads only a
+    worker's seed from get_worker_info (to shuffle or seed) does not split
+    (a review: it was taken for one that did). True where one place names
+    both, False where neither does (a split in a helper they call is not
+    seen: the advice's caution then stands where it need not), None for a
+    map-style dataset or a DataPipe (the DataLoader shards those with
+    their sharding_filter), or when torch's data module is not loaded.
+    The names are what is read, not what the code does with them."""
     data = sys.modules.get("torch.utils.data")
     iterable = getattr(data, "IterableDataset", None)
     ds = getattr(loader, "dataset", None)
@@ -101,18 +104,40 @@ def splits_by_worker(loader: Any) -> Optional[bool]:
     if isinstance(pipe, type) and isinstance(ds, pipe):
         return None
     for fn in (getattr(type(ds), "__iter__", None), getattr(loader, "worker_init_fn", None)):
-        code = getattr(getattr(fn, "__func__", fn), "__code__", None)
-        if code is not None and _names_worker_info(code, 3):
+        names: set = set()
+        _code_names(_code_of(fn), 3, names)
+        if "get_worker_info" in names and "num_workers" in names:
             return True
     return False
 
 
-def _names_worker_info(code: Any, depth: int) -> bool:
-    """Whether code, or code defined in it (depth levels down), names
-    get_worker_info (a call of it imported, or torch.utils.data's)."""
-    if "get_worker_info" in getattr(code, "co_names", ()):
-        return True
-    return depth > 0 and any(_names_worker_info(c, depth - 1) for c in getattr(code, "co_consts", ()) if hasattr(c, "co_names"))
+def _code_of(fn: Any) -> Any:
+    """The code object a callable runs: a function's, a bound method's, a
+    functools.partial's function's, or an object's __call__'s; None."""
+    for _ in range(4):
+        if fn is None:
+            return None
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            return code
+        inner = getattr(fn, "__func__", None) or getattr(fn, "func", None)  # a bound method, a partial
+        if inner is None and not isinstance(fn, type):
+            call = getattr(type(fn), "__call__", None)
+            inner = call if getattr(call, "__code__", None) is not None else None
+        fn = inner
+    return None
+
+
+def _code_names(code: Any, depth: int, out: set) -> None:
+    """The names code reads (co_names), and those of code defined in it,
+    depth levels down, added to out."""
+    if code is None:
+        return
+    out.update(getattr(code, "co_names", ()))
+    if depth > 0:
+        for c in getattr(code, "co_consts", ()):
+            if hasattr(c, "co_names"):
+                _code_names(c, depth - 1, out)
 
 
 def worker_pids(it: Any) -> Tuple[int, ...]:

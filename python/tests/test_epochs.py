@@ -3,6 +3,7 @@
 DataLoader's epochs only, so advice must know which the script does:
 python3 -m unittest discover -s python/tests"""
 
+import functools
 import os
 import sys
 import unittest
@@ -153,9 +154,6 @@ class TimedLoaderTest(unittest.TestCase):
         self.assertTrue(st.epoch(b, iter(b)))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 if DataLoader is not None:
     from torch.utils.data import IterableDataset, get_worker_info
@@ -174,6 +172,14 @@ if DataLoader is not None:
 
         def __iter__(self):
             yield from range(8)
+
+    class Shuffled(IterableDataset):
+        """Reads only its worker's seed, to shuffle: every worker yields all."""
+
+        def __iter__(self):
+            info = get_worker_info()
+            g = torch.Generator().manual_seed(0 if info is None else info.seed % 2**32)
+            return iter(torch.randperm(8, generator=g).tolist())
 
     class SplitInside(IterableDataset):
         """Asks torch.utils.data.get_worker_info in a generator it defines."""
@@ -204,10 +210,28 @@ class SplitsByWorkerTest(unittest.TestCase):
         self.assertEqual(self.said(loader()), [], "a map-style dataset says nothing")
 
     def test_a_worker_init_fn_that_splits(self):
-        def init(_):
-            get_worker_info().dataset.start = 1
+        def init(_, total=8):
+            info = get_worker_info()
+            per = total // info.num_workers
+            info.dataset.start = info.id * per
 
-        self.assertEqual(self.said(DataLoader(Whole(), batch_size=4, num_workers=0, worker_init_fn=init)), ["gpuwatch_loader_iterable_splits_by_worker 1"])
+        class Init:
+            def __call__(self, _):
+                init(_)
+                info = get_worker_info()
+                info.dataset.step = info.num_workers
+
+        for fn in (init, functools.partial(init, total=8), Init()):
+            self.assertEqual(self.said(DataLoader(Whole(), batch_size=4, num_workers=0, worker_init_fn=fn)), ["gpuwatch_loader_iterable_splits_by_worker 1"], fn)
+
+    def test_a_seed_alone_is_no_split(self):
+        # get_worker_info for the worker's seed only: each worker still
+        # yields every sample (a review: this was read as a split).
+        def seed(_):
+            torch.manual_seed(get_worker_info().seed % 2**32)
+
+        self.assertEqual(self.said(DataLoader(Shuffled(), batch_size=4)), ["gpuwatch_loader_iterable_splits_by_worker 0"])
+        self.assertEqual(self.said(DataLoader(Whole(), batch_size=4, num_workers=0, worker_init_fn=seed)), ["gpuwatch_loader_iterable_splits_by_worker 0"])
 
     def test_the_splitting_dataset_really_splits(self):
         # The two kinds as two workers run them: what the gauge tells apart.
@@ -215,3 +239,6 @@ class SplitsByWorkerTest(unittest.TestCase):
         self.assertEqual(got, list(range(8)))
         got = sorted(int(x) for b in DataLoader(Whole(), batch_size=2, num_workers=2) for x in b)
         self.assertEqual(got, sorted(list(range(8)) * 2))
+
+if __name__ == "__main__":
+    unittest.main()
