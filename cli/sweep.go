@@ -366,6 +366,10 @@ func tooManyRuns(cmd *cobra.Command, n, maxRuns int, runFor time.Duration) error
 	if runFor <= 0 {
 		return usageErrorf(cmd, "the grid has %d configurations, more than --max-runs %d: give fewer values, or raise --max-runs", n, maxRuns)
 	}
-	return usageErrorf(cmd, "the grid has %d configurations, more than --max-runs %d (at --run-for %v each, about %v, plus each start and stop): give fewer values, or raise --max-runs",
-		n, maxRuns, runFor, time.Duration(n)*runFor)
+	total := fmt.Sprintf("about %v", time.Duration(n)*runFor)
+	if hours := float64(n) * runFor.Hours(); hours > 24*365 { // past a year (and past what a Duration holds): in years
+		total = fmt.Sprintf("about %.0f years", hours/(24*365.25))
+	}
+	return usageErrorf(cmd, "the grid has %d configurations, more than --max-runs %d (at --run-for %v each, %s, plus each start and stop): give fewer values, or raise --max-runs",
+		n, maxRuns, runFor, total)
 }

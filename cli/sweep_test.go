@@ -34,7 +34,7 @@ func TestSweepGridIsCountedBeforeItIsBuilt(t *testing.T) {
 	errb.Reset()
 	code = Run(append([]string{"sweep", "--grid", big, "--grid", "prefetch_factor=" + strings.Join(pf, ",")}, cmdline...), &out, &errb)
 	runtime.ReadMemStats(&after)
-	if code != ExitUsage || !strings.Contains(errb.String(), "the grid has 16777216 configurations, more than --max-runs 256") {
+	if code != ExitUsage || !strings.Contains(errb.String(), "the grid has 16777216 configurations, more than --max-runs 256 (at --run-for 20s each, about 11 years,") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
