@@ -76,7 +76,7 @@ func healthyAdvice(in adviceIn) ([]string, bool) {
 		// all-reduce, so a straggler elsewhere reads as this rank's busy
 		// step (a hostile user's review: rank 0 healthy, exit 0, while
 		// rank 1 loaded every batch itself and paced the job).
-		a = append(a, fmt.Sprintf("gpuwatch sees %d of this job's %d ranks: a busy step here includes the wait for the others in the all-reduce, so a slower rank elsewhere paces the job unseen; watch every rank at once (gpuwatch run on the launcher, gpuwatch attach on their ports, or serve on each node and fleet)", w.ranksSeen, w.worldSize))
+		a = append(a, fmt.Sprintf("gpuwatch sees %d of this job's %d ranks: a busy step here includes the wait for the others in the all-reduce, so a slower rank elsewhere paces the job unseen; watch every rank at once (on one node, gpuwatch run on the launcher or gpuwatch attach on their ports; across nodes, serve on each and fleet)", w.ranksSeen, w.worldSize))
 	}
 	return a, false
 }
