@@ -993,6 +993,55 @@ class ProfileTest(unittest.TestCase):
         self.assertEqual(results["second"][0], 409)
 
 
+def python_then_randn(stop):
+    """0.5 ms of Python, then torch.randn(64): 2 µs in C, with the GIL let go."""
+    while not stop.is_set():
+        s = 0
+        for j in range(10000):
+            s += j
+        torch.randn(64)
+
+
+def python_then_mm(stop, a=[]):
+    """0.1 ms of Python, then a matmul of about a millisecond in C."""
+    if not a:
+        a.append(torch.randn(384, 384))
+    while not stop.is_set():
+        s = 0
+        for j in range(2000):
+            s += j
+        torch.mm(a[0], a[0])
+
+
+@unittest.skipIf(torch is None, "needs torch")
+@unittest.skipUnless(sys.platform.startswith("linux"), "per-thread CPU clocks and states by TID are Linux's")
+class CCallProfileTest(unittest.TestCase):
+    """The GIL reaches the sampler where a thread lets go of it, as torch's
+    functions do on every call: a short call is where the thread is seen,
+    not where its time goes (_sampler.past_call)."""
+
+    def shares(self, worker):
+        p = profile_while(2.0, worker=worker)
+        by_leaf = {}
+        for stack, values, labels in p.samples:
+            if labels["thread"] == "worker":
+                by_leaf[stack[0]] = by_leaf.get(stack[0], 0) + values[1]
+        total = sum(by_leaf.values())
+        self.assertGreater(total, 0)
+        return {k: v / total for k, v in by_leaf.items()}
+
+    def test_a_short_call_is_charged_to_the_python_around_it(self):
+        # randn is under 1 % of the loop's time; charged where the thread
+        # was seen, it took 93-100 % of the profile.
+        shares = self.shares(python_then_randn)
+        self.assertLess(shares.get("torch.randn", 0), 0.3, shares)
+
+    def test_a_long_call_keeps_its_time(self):
+        # The matmul is most of the loop's time, and stays so.
+        shares = self.shares(python_then_mm)
+        self.assertGreater(shares.get("torch.mm", 0), 0.5, shares)
+
+
 class EncoderTest(unittest.TestCase):
     def test_varints(self):
         for v, want in [(0, b"\x00"), (1, b"\x01"), (300, b"\xac\x02"), (-1, b"\xff" * 9 + b"\x01")]:
