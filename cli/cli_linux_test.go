@@ -1,13 +1,9 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -98,69 +94,4 @@ func openTestPTY(t *testing.T) (master, tty *os.File) {
 		t.Fatal(err)
 	}
 	return m, tty
-}
-
-// TestDiscoverFalseTakesNoProcessForTheJob: --discover=false watches the
-// host only: a busy process that maps torch is not taken for the job and
-// sampled (a newcomer's review: it was, and --once exited 3 on its
-// verdict); at the defaults the same process is.
-func TestDiscoverFalseTakesNoProcessForTheJob(t *testing.T) {
-	lib := filepath.Join(t.TempDir(), "libtorch_cpu.so")
-	if err := os.WriteFile(lib, make([]byte, 4096), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	child := exec.Command(os.Args[0], "-test.run=^TestMapTorchAndSpin$")
-	child.Env = append(os.Environ(), "GPUWATCH_TEST_MAPS_TORCH="+lib)
-	stdout, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || strings.TrimSpace(line) != "mapped" { // it maps the file and spins
-		t.Fatalf("the child: %q %v", line, err)
-	}
-	// Taken: this child, or another process that maps torch (a PyTorch
-	// test beside this one); with --discover=false, none.
-	taken := ": it maps libtorch"
-	for _, c := range []struct {
-		args  []string
-		taken bool
-	}{
-		{[]string{"--duration", "4s"}, true}, // first: by its end the child is one the finder takes (it has run a while)
-		{[]string{"--duration", "2s", "--discover=false"}, false},
-	} {
-		var out, errb bytes.Buffer
-		args := append([]string{"--headless", "--interval", "200ms"}, c.args...)
-		if code := Run(args, &out, &errb); code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
-		}
-		if got := strings.Contains(out.String(), taken); got != c.taken {
-			t.Errorf("%v: %q said: %v, want %v:\n%s", args, taken, got, c.taken, out.String())
-		}
-	}
-}
-
-// TestMapTorchAndSpin is TestDiscoverFalseTakesNoProcessForTheJob's
-// child: it maps the file named (a stand-in for libtorch), says so, and
-// keeps a core busy until killed.
-func TestMapTorchAndSpin(t *testing.T) {
-	lib := os.Getenv("GPUWATCH_TEST_MAPS_TORCH")
-	if lib == "" {
-		t.Skip("the child of TestDiscoverFalseTakesNoProcessForTheJob")
-	}
-	f, err := os.Open(lib)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := unix.Mmap(int(f.Fd()), 0, 4096, unix.PROT_READ, unix.MAP_PRIVATE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println("mapped")
-	for n := 0; ; n++ {
-		n += int(m[n%len(m)])
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -582,5 +583,31 @@ func TestTuneKeysItsRecordByPipeline(t *testing.T) {
 	}
 	if got := ledgerKey(&tune.CommandTrials{}); got != predlog.LoaderJob {
 		t.Errorf("a command's trials: %q", got)
+	}
+}
+
+// TestDiscoverFalseWatchesTheHostOnly: --discover=false samples no
+// process as the job's loop (a newcomer's review: it took a busy process
+// that maps torch, and --once exited 3 on its verdict); a job named with
+// --pid, --cgroup or --slurm-job is still sampled, and so is the default.
+// (Shown end to end by a spinning process mapping a file named like
+// libtorch, that test was taken out: every other test on the box that
+// watches the busiest such process took it for its job.)
+func TestDiscoverFalseWatchesTheHostOnly(t *testing.T) {
+	for _, c := range []struct {
+		flags string
+		w     watchFlags
+		loop  bool
+	}{
+		{"--discover=false", watchFlags{discover: false}, false},
+		{"the default", watchFlags{discover: true}, true},
+		{"--discover=false --pid 42", watchFlags{discover: false, pid: 42}, true},
+		{"--discover=false --cgroup", watchFlags{discover: false, cgroup: "/sys/fs/cgroup/job"}, true},
+		{"--discover=false --slurm-job 7", watchFlags{discover: false, slurmJob: "7"}, true},
+	} {
+		o := c.w.options(io.Discard, io.Discard)
+		if o.Sources.Loop != c.loop {
+			t.Errorf("%s: the loop sampled %v, want %v", c.flags, o.Sources.Loop, c.loop)
+		}
 	}
 }
