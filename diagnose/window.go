@@ -491,6 +491,23 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 			s.add(sigLoopTakeSec, *st.TakeMs/1000)
 		}
 	}
+	w.addDataLoader(l)
+	s.addIf(sigWaitShare, l.WaitShare)
+	s.addIf(sigQueueDepth, l.QueueDepth)
+	s.addIf(sigReadSecPerSec, l.ReadSecPerSec)
+	s.addIf(sigDecodeSecPerSec, l.DecodeSecPerSec)
+	if l.Workers != nil {
+		w.workers = *l.Workers
+	}
+	if l.Prefetch != nil {
+		w.prefetch = *l.Prefetch
+	}
+}
+
+// addDataLoader keeps the latest of what the loader says of its
+// DataLoader: its knobs, its epochs, and whether its IterableDataset
+// splits by worker.
+func (w *window) addDataLoader(l *sample.Loader) {
 	if l.Knobs != nil {
 		w.knobs = l.Knobs
 	}
@@ -505,16 +522,6 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	}
 	if l.BatchesPerEpoch != nil {
 		w.batchesPerEpoch = *l.BatchesPerEpoch
-	}
-	s.addIf(sigWaitShare, l.WaitShare)
-	s.addIf(sigQueueDepth, l.QueueDepth)
-	s.addIf(sigReadSecPerSec, l.ReadSecPerSec)
-	s.addIf(sigDecodeSecPerSec, l.DecodeSecPerSec)
-	if l.Workers != nil {
-		w.workers = *l.Workers
-	}
-	if l.Prefetch != nil {
-		w.prefetch = *l.Prefetch
 	}
 }
 
