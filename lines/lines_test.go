@@ -189,3 +189,32 @@ func TestWriteLineSaysTheCeiling(t *testing.T) {
 		t.Errorf("measured: %q", s)
 	}
 }
+
+// TestWriteLineNamesTheProfilesRank: with several ranks the line says
+// whose CPU profile it shows, which may not be the rank the verdict
+// judges (a review: rank 0's profile beside a verdict on rank 1).
+func TestWriteLineNamesTheProfilesRank(t *testing.T) {
+	f := fixture.GPUFrame()
+	two := 2
+	f.Profile = &sample.Profile{Source: "http://127.0.0.1:6061",
+		Categories: []sample.ProfileCategory{{Name: "decoding", Share: 0.6}}}
+	f.Ranks = []sample.Rank{
+		{Rank: 0, URL: "http://127.0.0.1:6061", WorldSize: &two, Connected: true},
+		{Rank: 1, URL: "http://127.0.0.1:6062", WorldSize: &two, Connected: true, Pacing: true},
+	}
+	var b bytes.Buffer
+	if err := WriteLine(&b, f, nil, diagnose.DefaultThresholds()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), " | profile of rank 0 decoding 60%") {
+		t.Errorf("line %q does not name rank 0's profile", b.String())
+	}
+	f.Ranks = f.Ranks[:1]
+	b.Reset()
+	if err := WriteLine(&b, f, nil, diagnose.DefaultThresholds()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), " | profile decoding 60%") {
+		t.Errorf("one loader's line %q names a rank", b.String())
+	}
+}

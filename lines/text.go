@@ -190,6 +190,13 @@ func writeProcsAndMore(b *strings.Builder, f *sample.Frame, th diagnose.Threshol
 	}
 	if p := f.Profile; p != nil && len(p.Categories) > 0 {
 		b.WriteString(" | profile")
+		switch r := f.ProfiledRank(); { // several loaders: whose it is
+		case r == nil:
+		case r.WorldSize != nil && *r.WorldSize <= 1 && r.PID > 0: // a job of its own
+			fmt.Fprintf(b, " of pid %d", r.PID)
+		case r.WorldSize == nil || *r.WorldSize > 1:
+			fmt.Fprintf(b, " of rank %d", r.Rank)
+		}
 		for _, c := range p.Categories {
 			if th.Listed(c.Share) {
 				fmt.Fprintf(b, " %s %.0f%%", c.Name, 100*c.Share)

@@ -857,6 +857,23 @@ func (a *VirtualAccel) Describe() string {
 	return fmt.Sprintf("%s, %.0f %% less %.0f %% the loop thread waited for a CPU", basis, *a.StepPct, *a.LoopRunDelayPct)
 }
 
+// ProfiledRank is the rank whose process the frame's CPU profile was
+// taken of, where the frame holds several ranks and the profile names
+// its source; nil otherwise. Views name it beside the profile, which may
+// be another rank's than the one the verdict judges (PacingProfile).
+func (f *Frame) ProfiledRank() *Rank {
+	p := f.Profile
+	if p == nil || len(f.Ranks) < 2 || p.Source == "" {
+		return nil
+	}
+	for i := range f.Ranks {
+		if f.Ranks[i].URL == p.Source {
+			return &f.Ranks[i]
+		}
+	}
+	return nil
+}
+
 // PacingProfile is the frame's CPU profile where it describes the loader
 // the frame judges: with several ranks, a profile of the pacing rank, or
 // of a rank that waits for input within profileSameWait of it (ranks

@@ -37,3 +37,27 @@ func TestPacingProfileIsOfTheVerdictsRank(t *testing.T) {
 		t.Error("a frame with no profile has one")
 	}
 }
+
+// TestProfiledRankNamesWhoseProfileItIs: with several ranks the views
+// name the rank a profile was taken of (a review: the headless line
+// showed rank 0's profile beside a verdict on rank 1 and said nothing).
+func TestProfiledRankNamesWhoseProfileItIs(t *testing.T) {
+	f := &Frame{
+		Profile: &Profile{Source: "http://127.0.0.1:6061"},
+		Ranks: []Rank{
+			{Rank: 0, URL: "http://127.0.0.1:6061", Connected: true},
+			{Rank: 1, URL: "http://127.0.0.1:6062", Connected: true, Pacing: true},
+		},
+	}
+	if r := f.ProfiledRank(); r == nil || r.Rank != 0 {
+		t.Errorf("profiled rank %+v, want rank 0", r)
+	}
+	f.Profile.Source = "http://127.0.0.1:6063"
+	if r := f.ProfiledRank(); r != nil {
+		t.Errorf("a source no rank has read as rank %d", r.Rank)
+	}
+	one := &Frame{Profile: &Profile{Source: "http://127.0.0.1:6061"}, Ranks: f.Ranks[:1]}
+	if r := one.ProfiledRank(); r != nil {
+		t.Errorf("one loader's profile named rank %d", r.Rank)
+	}
+}

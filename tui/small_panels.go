@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -146,7 +147,11 @@ func (profilePanel) draw(pv *view, w, h int) []string {
 		if p.Samples > 0 {
 			line += " (" + sample.Plural(int(min(p.Samples, math.MaxInt32)), "sample") + ")"
 		}
-		line += ", taken " + p.TakenAt.Format("15:04:05") + ":"
+		line += ", taken " + p.TakenAt.Format("15:04:05")
+		if r := pv.frame.ProfiledRank(); r != nil { // several ranks: whose it is
+			line += " of " + strings.TrimSpace(pv.rankLabel(*r))
+		}
+		line += ":"
 		// Eleven categories: the ones that round to 0 % are left out.
 		for _, c := range p.Categories {
 			if pct := fmt.Sprintf("%.0f%%", 100*c.Share); pct != "0%" {

@@ -359,6 +359,25 @@ func TestProfileSharesFollowTheirSampleCount(t *testing.T) {
 	}
 }
 
+// TestTheProfilePanelNamesItsRank: with several ranks the panel says
+// whose profile it shows; with one loader it names none.
+func TestTheProfilePanelNamesItsRank(t *testing.T) {
+	two := 2
+	p := &sample.Profile{Source: "http://127.0.0.1:6062", CPUSec: 1, DurationSec: 5, Samples: 100,
+		Categories: []sample.ProfileCategory{{Name: "decoding", Share: 1}}}
+	f := &sample.Frame{Profile: p, Ranks: []sample.Rank{
+		{Rank: 0, URL: "http://127.0.0.1:6061", WorldSize: &two, Pacing: true},
+		{Rank: 1, URL: "http://127.0.0.1:6062", WorldSize: &two}}}
+	pv := &view{frame: f, st: &Styles{}}
+	if out := strings.Join(profilePanel{}.draw(pv, 120, 4), "\n"); !strings.Contains(out, " of rank 1:") {
+		t.Errorf("the panel does not name rank 1:\n%s", out)
+	}
+	f.Ranks = f.Ranks[:1]
+	if out := strings.Join(profilePanel{}.draw(pv, 120, 4), "\n"); strings.Contains(out, " of ") {
+		t.Errorf("one loader's panel names a rank:\n%s", out)
+	}
+}
+
 // TestTheDemoNamesItsScenarioAtEveryWidth: the header names the scenario
 // running and the seconds left in it, from 80 to 250 columns, in place of
 // the tour's title.

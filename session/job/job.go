@@ -475,8 +475,9 @@ func (j *Job) waitGroup(pgid int, grace time.Duration) bool {
 }
 
 // groupPoll is how often StopThen looks for what is left of a stopped
-// job's process group once its command has ended.
-const groupPoll = 20 * time.Millisecond
+// job's process group once its command has ended: each look scans all
+// of /proc, so a few a grace, not one every few milliseconds.
+const groupPoll = 50 * time.Millisecond
 
 // LogPath is where the job's output goes ("" when it keeps gpuwatch's
 // stdout and stderr).
