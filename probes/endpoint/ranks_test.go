@@ -225,33 +225,49 @@ func TestRanksDisconnectRestartAndLate(t *testing.T) {
 	}
 }
 
+// fakeJob is fake ranks served on loopback, attached to with a clock the
+// test moves, and watched as one job: collect reads a frame at the
+// clock's time and moves it a second on.
+type fakeJob struct {
+	t        *testing.T
+	now      time.Time
+	attached []*Attach
+	p        *Ranks
+}
+
+func watchFakeRanks(t *testing.T, ranks ...*fakeRank) *fakeJob {
+	j := &fakeJob{t: t, now: probetest.T0}
+	for _, r := range ranks {
+		r.serve(t, "127.0.0.1:0")
+		a, err := NewAttach(r.url())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.now = func() time.Time { return j.now }
+		j.attached = append(j.attached, a)
+	}
+	j.p = NewRanks(j.attached, nil, time.Second)
+	t.Cleanup(func() { _ = j.p.Close() })
+	return j
+}
+
+func (j *fakeJob) collect() *sample.Frame {
+	f := probetest.FrameAt(j.now)
+	if err := j.p.Collect(context.Background(), f); err != nil {
+		j.t.Fatal(err)
+	}
+	j.now = j.now.Add(time.Second)
+	return f
+}
+
 // TestRanksAStuckRankPaces: a rank inside next() through the whole
 // interval completes no batch, yet it waits more than any: it paces (its
 // wait share 1, from the wait under way). A rank frozen in its step (not
 // waiting) says nothing of its wait and does not.
 func TestRanksAStuckRankPaces(t *testing.T) {
 	stuck, stepping, going := &fakeRank{rank: 0}, &fakeRank{rank: 1}, &fakeRank{rank: 2}
-	now := probetest.T0
-	var attached []*Attach
-	for _, r := range []*fakeRank{going, stepping, stuck} {
-		r.serve(t, "127.0.0.1:0")
-		a, err := NewAttach(r.url())
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.now = func() time.Time { return now }
-		attached = append(attached, a)
-	}
-	p := NewRanks(attached, nil, time.Second)
-	defer p.Close()
-	collect := func() *sample.Frame {
-		f := probetest.FrameAt(now)
-		if err := p.Collect(context.Background(), f); err != nil {
-			t.Fatal(err)
-		}
-		now = now.Add(time.Second)
-		return f
-	}
+	j := watchFakeRanks(t, going, stepping, stuck)
+	collect := j.collect
 	collect()
 	going.advance(40, 0.2, 0.8) // waits 20 %
 	stuck.mu.Lock()
@@ -866,25 +882,8 @@ func TestAJobOfItsOwnKeepsTheFrame(t *testing.T) {
 // hostile user's review).
 func TestTheFirstProfileWaitsForThePacingRank(t *testing.T) {
 	quick, straggler := &fakeRank{rank: 0}, &fakeRank{rank: 1}
-	now := probetest.T0
-	var attached []*Attach
-	for _, r := range []*fakeRank{quick, straggler} {
-		r.serve(t, "127.0.0.1:0")
-		a, err := NewAttach(r.url())
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.now = func() time.Time { return now }
-		attached = append(attached, a)
-	}
-	p := NewRanks(attached, nil, time.Second)
-	defer p.Close()
-	collect := func() {
-		if err := p.Collect(context.Background(), probetest.FrameAt(now)); err != nil {
-			t.Fatal(err)
-		}
-		now = now.Add(time.Second)
-	}
+	j := watchFakeRanks(t, quick, straggler)
+	p, attached, collect := j.p, j.attached, j.collect
 	for i := range worldWaitReads + 1 { // their world is 3: the third rank is waited for this long
 		quick.advance(20, 0.05, 0.95)     // waits 5 %: the rest is its all-reduce, waiting for rank 1
 		straggler.advance(20, 0.85, 0.15) // loads every batch itself
