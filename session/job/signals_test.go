@@ -150,19 +150,7 @@ func TestStopEndsWhatTheShellLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ranks []int
-	for deadline := time.Now().Add(10 * time.Second); len(ranks) == 0; time.Sleep(10 * time.Millisecond) { // until the shell has started both
-		if b, err := os.ReadFile(pids); err == nil {
-			for _, f := range strings.Fields(string(b)) {
-				pid, _ := strconv.Atoi(f)
-				ranks = append(ranks, pid)
-			}
-		}
-		if time.Now().After(deadline) {
-			j.Stop(time.Second)
-			t.Fatal("the shell never started its ranks")
-		}
-	}
+	ranks := startedRanks(t, j, pids)
 	j.StopThen(200*time.Millisecond, nil)
 	if how, _ := j.Exit(); how != "killed by SIGINT" {
 		t.Errorf("the shell %s, want killed by SIGINT (the ranks are what ignores it)", how)
@@ -170,6 +158,30 @@ func TestStopEndsWhatTheShellLeft(t *testing.T) {
 	for _, pid := range ranks {
 		if alive(pid) {
 			t.Errorf("rank %d still runs after the job was stopped", pid)
+		}
+	}
+}
+
+// startedRanks waits for the PIDs job j's shell writes to the file at
+// path (renamed into place once written whole) and returns them; the
+// test fails, the job stopped, if none come within 10 s.
+func startedRanks(t *testing.T, j *Job, path string) []int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil {
+			var pids []int
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+					pids = append(pids, pid)
+				}
+			}
+			if len(pids) > 0 {
+				return pids
+			}
+		}
+		if time.Now().After(deadline) {
+			j.Stop(time.Second)
+			t.Fatal("the shell never started its ranks")
 		}
 	}
 }
@@ -196,16 +208,7 @@ func TestQuitAfterQEndsWhatTheShellLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rank := 0
-	for deadline := time.Now().Add(10 * time.Second); rank == 0; time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(pids); err == nil {
-			rank, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		}
-		if time.Now().After(deadline) {
-			j.Stop(time.Second)
-			t.Fatal("the shell never started its rank")
-		}
-	}
+	rank := startedRanks(t, j, pids)[0]
 	j.Interrupt() // q: SIGINT to the group
 	<-j.Done()
 	if !alive(rank) {
