@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
 )
 
 // batteryRun is one run of a loop of python/examples/causes_battery.py
@@ -416,8 +418,11 @@ func judgeKnob(t *testing.T, py string, procs []string, loop string, un batteryR
 		}
 		gain := best / un.own.SamplesPerSec
 		p := un.verdict.Predicted
-		t.Logf("num_workers %s → %s, promised %.2f× (%.0f–%.0f samples/s, then limited by %s): %.0f samples/s, %.2f×; the point %+.0f %% of it",
-			c.From, c.To, p.Gain, p.Samples, p.High, p.Limit, best, gain, 100*(p.Samples/best-1))
+		// The measured rate against the range, as tune's tables give it
+		// (rangeErrPct: 0 inside it), beside the point against the rate.
+		t.Logf("num_workers %s → %s, promised %.2f× (%.0f–%.0f samples/s, then limited by %s): %.0f samples/s, %.2f×; the point %+.0f %% of it; measured against the range %+.0f %%",
+			c.From, c.To, p.Gain, p.Samples, p.High, p.Limit, best, gain, 100*(p.Samples/best-1),
+			rangeErrPct(best, &diagnose.Prediction{SamplesPerSec: p.Samples, HighSamplesPerSec: p.High}))
 		if gain < 1.05 {
 			t.Errorf("num_workers %s → %s was promised %.2f× and gains %.2f×", c.From, c.To, un.verdict.Predicted.Gain, gain)
 		}
