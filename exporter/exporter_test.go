@@ -231,9 +231,15 @@ gpuwatch_loader_input_cost_ratio 0.5
 		t.Fatal(err)
 	}
 	f.Loader.Ceiling.State = sample.CeilingReplaying
+	f.Loader.SamplesPerSec = 0 // the loop takes no batch of its own while it replays
 	e.Set(f, diagnose.Verdict{Kind: diagnose.GPUStarved})
 	if n := testutil.CollectAndCount(e, names...); n != 0 {
 		t.Fatalf("%d ceiling series while it is being measured", n)
+	}
+	// Nor a samples/s: the job's rate is not read while the replay runs,
+	// and a 0 would fire every alert on a stopped loop (a user's review).
+	if n := testutil.CollectAndCount(e, "gpuwatch_loader_samples_per_second"); n != 0 {
+		t.Fatalf("%d samples/s series while the ceiling replays", n)
 	}
 }
 

@@ -433,12 +433,11 @@ func (b *loaderBuilder) add(l *sample.Loader) {
 		b.shareAvg += (*l.WaitShare - b.shareAvg) / float64(b.n)
 	}
 	// While the ceiling replays kept batches the loader hands out none
-	// of its own: its 0 is the measurement's, not the job's rate.
-	replaying := l.Ceiling != nil && l.Ceiling.State == sample.CeilingReplaying
-	if !l.SamplesUnknown() && finite(l.SamplesPerSec) && !replaying {
+	// of its own: its rates are unknown then (sample.Loader.Replaying).
+	if !l.SamplesUnknown() && finite(l.SamplesPerSec) {
 		b.rate.add(l.SamplesPerSec)
 	}
-	if !l.RatesUnknown() && finite(l.BatchesPerSec) && !replaying {
+	if !l.RatesUnknown() && finite(l.BatchesPerSec) {
 		b.batches.add(l.BatchesPerSec)
 	}
 	for _, t := range l.Timeline {

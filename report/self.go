@@ -105,7 +105,10 @@ type HookInfo struct {
 	// that ends before the parts' first reading is in none of the
 	// intervals above, and this says it.
 	GPUProfileCPUSec *float64 `json:"gpu_profile_cpu_sec,omitempty"`
-	per              perUnit
+	// ReplaySec is the time the ceiling's measurement replayed kept
+	// batches, left out of the figures above.
+	ReplaySec float64 `json:"replay_sec,omitempty"`
+	per       perUnit
 }
 
 // HookPartInfo is one part of the hook's cost over the recording (its
@@ -200,6 +203,9 @@ func (h *HookInfo) Line() string {
 		slices.Sort(idle)
 		out += "; no CPU counted in " + strings.Join(idle, ", ")
 	}
+	if h.ReplaySec > 0 {
+		out += "; the ceiling's replay (" + dur(h.ReplaySec) + ") left out: its batches are not the job's"
+	}
 	return out
 }
 
@@ -243,6 +249,14 @@ func (b *hookBuilder) add(f *sample.Frame) {
 		return
 	}
 	sec := dt.Seconds()
+	if l.Replaying() {
+		// The ceiling's replay: the loop trains on kept batches and hands
+		// out none of the job's, so its CPU has no sample to be per; left
+		// out of the shares as of the µs per sample (a user's review: loop
+		// 9.3 µs a sample at 46 % beside profiler 16.1 µs at 44 %).
+		b.info.ReplaySec += sec
+		return
+	}
 	if l.HookCPUSecPerSec != nil {
 		b.info.CPUSec += *l.HookCPUSecPerSec * sec
 		b.info.SpanSec += sec

@@ -5,9 +5,19 @@ import "encoding/json"
 // RatesUnknown says the loader's rates (batches, samples, bytes per
 // second) are unknown, not zero: it is attached and does not answer
 // (Down), nobody instrumented it and its loop was sampled (issue 41, item
-// 3), or its counters were read once so far (RatesPending).
+// 3), its counters were read once so far (RatesPending), or the ceiling
+// replays kept batches (Replaying).
 func (l *Loader) RatesUnknown() bool {
-	return l.Sampled != nil || l.Down() || l.RatesPending
+	return l.Sampled != nil || l.Down() || l.RatesPending || l.Replaying()
+}
+
+// Replaying says the ceiling's measurement replays kept batches: the loop
+// trains on them and takes none from its loader, whose counters stand
+// still — the job's rate is not 0, it is not read for those seconds (a
+// user's review: the exporter read 0 samples/s through every replay
+// while the loop ran 17,000 a second).
+func (l *Loader) Replaying() bool {
+	return l.Ceiling != nil && l.Ceiling.State == CeilingReplaying
 }
 
 // SamplesUnknown says the loader's samples per second is unknown, not
@@ -25,9 +35,18 @@ func (l *Loader) SamplesUnknown() bool {
 func (l *Loader) BytesUnknown() bool { return l.RatesUnknown() || l.BytesNotCounted }
 
 // SamplesUnknown says a rank's samples per second is unknown: it does not
-// answer, was read once so far, or counts batches and no samples.
+// answer, was read once so far, its ceiling replays kept batches, or it
+// counts batches and no samples.
 func (r *Rank) SamplesUnknown() bool {
-	return !r.Connected || r.RatesPending || r.SamplesPerSec == 0 && r.BatchesPerSec > 0
+	return r.ratesUnknown() || r.SamplesPerSec == 0 && r.BatchesPerSec > 0
+}
+
+// ratesUnknown says a rank's batches and samples per second are both
+// unknown: it does not answer, was read once so far, or replays kept
+// batches (its Loader is read live only, and recordings keep no Loader:
+// their readers look at the frame's loader for the replay).
+func (r *Rank) ratesUnknown() bool {
+	return !r.Connected || r.RatesPending || r.Loader != nil && r.Loader.Replaying()
 }
 
 // Down says an attached loader does not answer.
@@ -66,14 +85,14 @@ func (l Loader) MarshalJSON() ([]byte, error) {
 	}{plain(l), rate(l.BatchesPerSec, l.RatesUnknown()), rate(l.SamplesPerSec, l.SamplesUnknown()), rate(l.BytesPerSec, l.BytesUnknown())})
 }
 
-// MarshalJSON writes Rank as its fields, with null rates while the rank
-// does not answer, or was read once so far.
+// MarshalJSON writes Rank as its fields, with null rates while they are
+// unknown (ratesUnknown), and null samples where only batches are counted.
 func (r Rank) MarshalJSON() ([]byte, error) {
 	type plain Rank
 	if !r.SamplesUnknown() {
 		return json.Marshal(plain(r))
 	}
-	if r.Connected && !r.RatesPending { // batches counted, their samples not
+	if !r.ratesUnknown() { // batches counted, their samples not
 		return json.Marshal(struct {
 			plain
 			SamplesPerSec *float64 `json:"samples_per_sec"`
