@@ -26,7 +26,7 @@ func channelsLastCause(in *causeIn) (Cause, bool) {
 	// pick a TF32 kernel. Low activity does not gainsay autocast: a bf16
 	// step whose time goes to NCHW batch norm reads its tensor cores idle
 	// (a review: 4 % beside autocast on, and nothing named).
-	tensor := s.Autocast != nil && *s.Autocast
+	tensor := s.Half() // autocast on, or the weights cast to bf16 or fp16
 	if t := in.w.gpu.tensor; t.ok {
 		tensor = tensor || t.v >= in.w.th.TensorIdlePct
 	} else if convTF32, _ := s.ConvTF32(); convTF32 {

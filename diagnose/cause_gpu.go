@@ -170,6 +170,11 @@ func precisionWords(s *sample.JobSettings) string {
 	} else {
 		parts = append(parts, "autocast is off")
 	}
+	if d := s.CastDtype(); d != "" {
+		// Cast with .half() or .to(torch.bfloat16): no float32 matmul to
+		// take TF32 or not.
+		return strings.Join(append(parts, "the model's weights are in "+d+" (its matmuls and convs run in it)"), " and ")
+	}
 	if s.NoTF32() {
 		// Whatever the switches say: the GPU has none.
 		return strings.Join(append(parts, "float32 matmuls and convs run in full fp32 (this GPU has no TF32, whatever torch's switches say)"), " and ")

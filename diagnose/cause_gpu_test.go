@@ -101,6 +101,48 @@ func TestTensorCoresIdleOnlyWhereTheJobIsInFP32(t *testing.T) {
 	}
 }
 
+// TestAModelCastToBF16IsNotToldToAutocast: a model cast with
+// .to(torch.bfloat16) or .half() runs its matmuls in 16 bits with
+// autocast off (a review: such a model read "fp32 matmuls in full fp32"
+// and was told to autocast to bf16, bound 14.8×). With GPM's idle tensor
+// cores and without GPM, tensor_idle is not named, no advice says
+// autocast, the settings line says the weights' dtype, and the step's
+// dtype for its rate and MFU is the weights'.
+func TestAModelCastToBF16IsNotToldToAutocast(t *testing.T) {
+	for _, dtype := range []string{"bfloat16", "float16"} {
+		cast := fp32Settings()
+		cast.WeightsDtype = dtype
+		for _, gpm := range []bool{true, false} {
+			frames := gpuBoundFrames(95, 0.5, 20, 80, 60, cast)
+			if !gpm {
+				for i := range frames {
+					frames[i].GPUs[0].GPM = nil
+				}
+			}
+			v := Classify(frames, DefaultThresholds())
+			if c := causeOf(v, "tensor_idle"); c != nil {
+				t.Errorf("%s, GPM %v: tensor_idle named: %+v", dtype, gpm, c)
+			}
+			if all := strings.Join(v.Advice, "\n"); strings.Contains(all, "torch.autocast") || strings.Contains(all, "set_float32_matmul_precision") || strings.Contains(all, "mixed precision") {
+				t.Errorf("%s, GPM %v: advice the job already follows: %q", dtype, gpm, v.Advice)
+			}
+		}
+		short := map[string]string{"bfloat16": "bf16", "float16": "fp16"}[dtype]
+		if got := cast.Summary(); !strings.Contains(got, "weights in "+short) || strings.Contains(got, "fp32 matmuls") {
+			t.Errorf("%s: settings line %q", dtype, got)
+		}
+		if got := cast.ComputeDtype(); got != short {
+			t.Errorf("%s: compute dtype %q", dtype, got)
+		}
+	}
+	// Weights in fp32 read so, autocast off: tensor_idle as before.
+	plain := fp32Settings()
+	plain.WeightsDtype = "float32"
+	if v := Classify(gpuBoundFrames(95, 0.5, 20, 80, 60, plain), DefaultThresholds()); causeOf(v, "tensor_idle") == nil {
+		t.Errorf("fp32 weights: no tensor_idle: %+v", v.Causes)
+	}
+}
+
 // TestTensorCoresIdleForMatmulsNoLinearHolds: a GPT-2 layer whose
 // matmuls are torch.addmm (HF's Conv1D: no nn.Linear, no conv among its
 // modules) had tensor_idle suppressed as "no matmul or conv" although the

@@ -111,6 +111,9 @@ func gradScalerFix(s *sample.JobSettings, gpu *sample.GPU) string {
 	if s != nil && s.Autocast != nil && *s.Autocast && s.AutocastDtype == "bfloat16" {
 		return "autocast is in bfloat16 already: " + drop
 	}
+	if s.CastDtype() == "bfloat16" {
+		return "the model's weights are in bfloat16 already: " + drop
+	}
 	if gpu != nil && gpu.Peak != nil && !(gpu.Peak.DenseTFLOPS[sample.DtypeBF16] > 0) {
 		return "the GradScaler's check is the price of fp16's loss scaling, and the " + gpu.Peak.Model + " has no bf16: " + fused
 	}

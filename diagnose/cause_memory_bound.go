@@ -31,6 +31,10 @@ func memoryBoundCause(in *causeIn) (Cause, bool) {
 	if f, ok := unlessOn(compiled, "fuse the elementwise and normalization kernels: torch.compile(model) (each fused kernel reads and writes the activations once)", "the model is compiled", hooked); ok {
 		fixes = append(fixes, f)
 	}
+	if g.settings.CastDtype() != "" { // the weights cast to 16 bits: so are the activations
+		on := true
+		autocast = &on
+	}
 	if f, ok := unlessOn(autocast, "halve the bytes each kernel moves: bf16 activations (torch.autocast(\"cuda\", dtype=torch.bfloat16))", "autocast is on", hooked); ok {
 		fixes = append(fixes, f)
 	}

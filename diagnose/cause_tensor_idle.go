@@ -8,8 +8,8 @@ import (
 
 // tensor_idle: the GPU is the limit and its SMs are busy, but its tensor
 // cores idle: the step's matmuls and convs run in fp32 on the CUDA cores.
-// Never named where the hook read autocast or TF32 on: that advice is
-// already taken. Without GPM (before Hopper, or GPM not read) it is named
+// Never named where the hook read autocast or TF32 on, or the model's
+// weights cast to bf16 or fp16: that advice is already taken. Without GPM (before Hopper, or GPM not read) it is named
 // from the settings alone: the GPU busy, and the hook read autocast off,
 // TF32 off and a Linear or conv in the model.
 func init() {
@@ -29,7 +29,7 @@ func tensorIdleCause(in *causeIn) (Cause, bool) {
 		return Cause{}, false
 	}
 	if s := g.settings; s != nil {
-		if s.Autocast != nil && *s.Autocast {
+		if s.Half() { // autocast on, or the weights cast to bf16 or fp16
 			return Cause{}, false
 		}
 		if tf, known := s.TF32(); known && tf {
@@ -57,7 +57,7 @@ func tensorIdleCause(in *causeIn) (Cause, bool) {
 func tensorIdleFromSettings(in *causeIn, g gpuIn) (Cause, bool) {
 	busy, ok := in.gpuBusy()
 	s := g.settings
-	if has, _ := s.Matmuls(); !ok || !has || s.Autocast == nil || *s.Autocast {
+	if has, _ := s.Matmuls(); !ok || !has || s.Autocast == nil || s.Half() {
 		return Cause{}, false
 	}
 	if tf, known := s.TF32(); !known || tf {

@@ -34,10 +34,15 @@ const maxMFU = 1.05
 
 // ComputeDtype is the dtype a step's matmuls and convs run in, as the
 // hook read its settings: the autocast dtype (bf16, fp16) where autocast
-// is on, tf32 where float32 matmuls (and, in a model with convs, cuDNN's
-// convs) may use TF32, else fp32; "" where what decides it was not read,
-// or where a model's convs and matmuls run in different ones.
+// is on, the weights' where the model was cast to bf16 or fp16 (with
+// autocast off), tf32 where float32 matmuls (and, in a model with convs,
+// cuDNN's convs) may use TF32, else fp32; "" where what decides it was
+// not read, where a model's convs and matmuls run in different ones, or
+// where its weights are fp64 or of several dtypes (autocast off).
 func (s *JobSettings) ComputeDtype() string {
+	if d := s.castDtype(); d != "" {
+		return d
+	}
 	if s == nil || s.Autocast == nil {
 		return ""
 	}
@@ -49,6 +54,9 @@ func (s *JobSettings) ComputeDtype() string {
 			return DtypeFP16
 		}
 		return ""
+	}
+	if s.WeightsDtype == "float64" || s.WeightsDtype == "mixed" {
+		return "" // no float32 matmul to take TF32, or no one dtype
 	}
 	tf, known := s.TF32()
 	if !known {
@@ -72,6 +80,17 @@ func (s *JobSettings) ComputeDtype() string {
 	return DtypeFP32
 }
 
+// castDtype is CastDtype as a peak table's dtype (bf16, fp16).
+func (s *JobSettings) castDtype() string {
+	switch s.CastDtype() {
+	case "bfloat16":
+		return DtypeBF16
+	case "float16":
+		return DtypeFP16
+	}
+	return ""
+}
+
 // PercentWords is a share as a percentage with the digits it needs to be
 // told from 0: "31", "0.4", "0.004" — a measured 2e-6 read "MFU 0 %",
 // which is what a figure not read must never look like.
@@ -91,7 +110,7 @@ func PercentWords(ratio float64) string {
 // ("its convs take TF32 (cudnn.allow_tf32 on) and its matmuls run in full
 // fp32: no one dense peak"); "" where that is not why.
 func (s *JobSettings) mixedPrecisionWords() string {
-	if s == nil || s.Autocast == nil || *s.Autocast || s.HasConv == nil || !*s.HasConv || s.HasLinear == nil || !*s.HasLinear {
+	if s == nil || s.Autocast == nil || s.Half() || s.HasConv == nil || !*s.HasConv || s.HasLinear == nil || !*s.HasLinear {
 		return ""
 	}
 	conv, convKnown := s.ConvTF32()
@@ -112,11 +131,15 @@ func onOff(b bool) string {
 }
 
 // TensorDtype is the dtype the step's tensor-core work runs in, as the
-// hook read it: autocast's bf16 or fp16; with autocast off, tf32 where
+// hook read it: autocast's bf16 or fp16, or the weights' where the model
+// was cast to one of them; with autocast off, tf32 where
 // its matmuls or (a model with convs) its convs may take TF32 — the other
 // part runs in full fp32, off the tensor cores, so the tensor pipes'
 // activity is TF32's —, fp32 where neither may; "" where not read.
 func (s *JobSettings) TensorDtype() string {
+	if d := s.castDtype(); d != "" {
+		return d
+	}
 	if s == nil || s.Autocast == nil {
 		return ""
 	}

@@ -40,6 +40,12 @@ type JobSettings struct {
 	// 3-D, transposed too) and linear layers.
 	HasConv   *bool `json:"has_conv,omitempty"`
 	HasLinear *bool `json:"has_linear,omitempty"`
+	// WeightsDtype is the dtype of at least 90 % of the linears' and
+	// convs' weight elements: "float32", "bfloat16", "float16",
+	// "float64", or "mixed" where none holds that much; "" where not read.
+	// A model cast with .half() or .to(torch.bfloat16) runs its matmuls in
+	// that dtype with autocast off (CastDtype).
+	WeightsDtype string `json:"weights_dtype,omitempty"`
 	// Compiled is whether the model or one of its modules is
 	// torch.compile'd (an OptimizedModule, or module.compile()).
 	Compiled *bool `json:"compiled,omitempty"`
@@ -153,6 +159,29 @@ func (f *Frame) markTF32() {
 // autocast · fp32 matmuls in full fp32 · convs channels_last · not
 // compiled · batch 128"); what was not read is left out; "" for nothing
 // read.
+// CastDtype is the 16-bit dtype ("bfloat16", "float16") the model's
+// weights were cast to where autocast is not on: its matmuls and convs
+// run in it, on the tensor cores, as under autocast; "" otherwise (a
+// review: a model cast with .to(torch.bfloat16) was read as fp32 and told
+// to autocast to bf16).
+func (s *JobSettings) CastDtype() string {
+	if s == nil || s.Autocast != nil && *s.Autocast {
+		return ""
+	}
+	switch s.WeightsDtype {
+	case "bfloat16", "float16":
+		return s.WeightsDtype
+	}
+	return ""
+}
+
+// Half says the step's matmuls and convs run in 16 bits, by autocast or
+// by weights cast to bf16 or fp16 (CastDtype): advice to autocast is
+// advice it already follows.
+func (s *JobSettings) Half() bool {
+	return s != nil && (s.Autocast != nil && *s.Autocast || s.CastDtype() != "")
+}
+
 func (s *JobSettings) Summary() string {
 	if s == nil {
 		return ""
@@ -167,13 +196,19 @@ func (s *JobSettings) Summary() string {
 			}
 		}
 	}
+	short := strings.NewReplacer("bfloat16", "bf16", "float16", "fp16").Replace
 	if s.Autocast != nil {
 		if *s.Autocast {
-			d := strings.NewReplacer("bfloat16", "bf16", "float16", "fp16").Replace(s.AutocastDtype)
-			parts = append(parts, strings.TrimSpace(d+" autocast"))
+			parts = append(parts, strings.TrimSpace(short(s.AutocastDtype)+" autocast"))
 		} else {
 			parts = append(parts, "no autocast")
 		}
+	}
+	switch d := s.WeightsDtype; {
+	case s.CastDtype() != "":
+		parts = append(parts, "weights in "+short(d))
+	case d == "float64" || d == "mixed":
+		parts = append(parts, "weights in "+d)
 	}
 	cpu := s.Device == "cpu"
 	if cpu {
@@ -186,7 +221,7 @@ func (s *JobSettings) Summary() string {
 	if _, known := s.TF32(); !forward && (known || s.CudnnBenchmark != nil) {
 		parts = append(parts, "no model's forward seen")
 	}
-	if on, known := s.TF32(); known && !cpu && forward {
+	if on, known := s.TF32(); known && !cpu && forward && s.CastDtype() == "" {
 		if on {
 			parts = append(parts, "fp32 matmuls on TF32")
 		} else {
@@ -195,12 +230,12 @@ func (s *JobSettings) Summary() string {
 	}
 	if s.HasConv != nil && *s.HasConv {
 		// cuDNN's own switch decides a conv's fp32 (on by torch's default).
-		if on, known := s.ConvTF32(); known && (s.Autocast == nil || !*s.Autocast) && !cpu {
+		if on, known := s.ConvTF32(); known && !s.Half() && !cpu {
 			yes(&on, "fp32 convs on TF32", "fp32 convs in full fp32")
 		}
 		yes(s.ConvChannelsLast, "convs channels_last", "convs NCHW")
 	}
-	if s.noTF32 && !cpu && forward && (s.Autocast == nil || !*s.Autocast) {
+	if s.noTF32 && !cpu && forward && !s.Half() {
 		parts = append(parts, "no TF32 on this GPU")
 	}
 	if !cpu && forward {

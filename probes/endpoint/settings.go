@@ -103,6 +103,10 @@ func infoSettings(s *sample.JobSettings, l expo.Sample) {
 	}
 	s.HasConv = flag("has_conv")
 	s.HasLinear = flag("has_linear")
+	switch v, _ := l.Label("weights_dtype"); v {
+	case "float32", "bfloat16", "float16", "float64", "mixed":
+		s.WeightsDtype = v
+	}
 	s.Compiled = flag("compiled")
 	s.CUDAGraphs = flag("cuda_graphs")
 	s.DeviceTF32 = flag("device_tf32")

@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 import weakref
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _env
 
@@ -95,7 +95,7 @@ class Settings:
         "autocast", "autocast_dtype", "autocast_device", "matmul_precision", "matmul_tf32", "cudnn_tf32",
         "cudnn_benchmark", "forward", "training", "conv_format", "has_conv", "has_linear", "modules", "compiled",
         "cuda_graphs", "batch_size", "mem_free", "mem_total", "max_allocated", "flops_per_step", "flops_void", "read_at",
-        "device_tf32",
+        "device_tf32", "weights_dtype",
     )
 
     def __init__(self) -> None:
@@ -119,7 +119,7 @@ class Settings:
 
 
 #: The readings made inside the model's forward.
-FORWARD = ("autocast", "autocast_dtype", "autocast_device", "forward", "training", "conv_format", "has_conv", "has_linear", "modules", "compiled", "batch_size")
+FORWARD = ("autocast", "autocast_dtype", "autocast_device", "forward", "training", "conv_format", "has_conv", "has_linear", "modules", "compiled", "batch_size", "weights_dtype")
 
 
 def _torch() -> Any:
@@ -207,8 +207,8 @@ def read_autocast(torch: Any, device: str, s: Settings) -> None:
 
 def read_modules(torch: Any, module: Any, s: Settings) -> None:
     """The module's submodules: how many, whether convs and linears are
-    among them, the 2-D convs' weight memory format, whether any is
-    torch.compile'd."""
+    among them, the 2-D convs' weight memory format, the dtype of most of
+    their weights, whether any is torch.compile'd."""
     nn = torch.nn
     convs = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
     conv2d = (nn.Conv2d, nn.ConvTranspose2d)
@@ -219,6 +219,7 @@ def read_modules(torch: Any, module: Any, s: Settings) -> None:
     n = 0
     has_conv = has_linear = compiled = False
     last = first = 0  # 2-D conv weights only one format can say: channels_last, contiguous
+    elements: Dict[str, int] = {}  # the linears' and convs' weights by dtype
     for m in module.modules():
         n += 1
         if n > MAX_MODULES:
@@ -232,10 +233,13 @@ def read_modules(torch: Any, module: Any, s: Settings) -> None:
         scripted = getattr(m, "original_name", None) if isinstance(m, script) else None
         if isinstance(m, nn.Linear) or scripted == "Linear":
             has_linear = True
+            _count_weight(torch, m, elements)
         elif scripted in conv_names:
             has_conv = True
+            _count_weight(torch, m, elements)
         elif isinstance(m, convs):
             has_conv = True
+            _count_weight(torch, m, elements)
             w = getattr(m, "weight", None)
             if isinstance(m, conv2d) and isinstance(w, torch.Tensor) and w.dim() == 4:
                 cl = w.is_contiguous(memory_format=torch.channels_last)
@@ -247,6 +251,35 @@ def read_modules(torch: Any, module: Any, s: Settings) -> None:
     s.modules, s.has_conv, s.has_linear, s.compiled = n, has_conv, has_linear, compiled
     if last or first:
         s.conv_format = "channels_last" if not first else "contiguous" if not last else "mixed"
+    s.weights_dtype = weights_dtype(elements)
+
+
+#: The weight dtypes a reading names; another (an int8 quantized weight)
+#: makes the model's weights "mixed" where it holds a tenth of them.
+_WEIGHT_DTYPES = ("float32", "bfloat16", "float16", "float64")
+
+
+def _count_weight(torch: Any, m: Any, elements: Dict[str, int]) -> None:
+    """Adds a linear's or conv's weight elements to its dtype's count."""
+    w = getattr(m, "weight", None)
+    if isinstance(w, torch.Tensor):
+        name = str(w.dtype).replace("torch.", "")
+        elements[name] = elements.get(name, 0) + w.numel()
+
+
+def weights_dtype(elements: Dict[str, int]) -> Optional[str]:
+    """The dtype of at least 90 % of the linears' and convs' weight
+    elements ("float32", "bfloat16", "float16", "float64"), "mixed" where
+    none holds that much, None where no weight was seen. A model cast with
+    .half() or .to(torch.bfloat16) runs its matmuls in that dtype with
+    autocast off (a review: such a model was told to autocast to bf16)."""
+    total = sum(elements.values())
+    if total <= 0:
+        return None
+    name, most = max(elements.items(), key=lambda kv: kv[1])
+    if most >= 0.9 * total and name in _WEIGHT_DTYPES:
+        return name
+    return "mixed"
 
 
 def _patch_graphs(torch: Any) -> None:
@@ -1037,6 +1070,8 @@ def info_labels(s: Settings) -> List[Tuple[str, str]]:
     flag("cudnn_benchmark", s.cudnn_benchmark)
     if s.conv_format:
         out.append(("conv_memory_format", s.conv_format))
+    if s.weights_dtype:
+        out.append(("weights_dtype", s.weights_dtype))
     flag("has_conv", s.has_conv)
     flag("has_linear", s.has_linear)
     flag("compiled", s.compiled)

@@ -269,6 +269,22 @@ class SettingsTest(unittest.TestCase):
         self.assertEqual(m["gpuwatch_job_modules"], 1)  # the loop's Linear, not the thread's
         self.assertEqual(len(slow._forward_hooks), 0)
 
+    def test_a_model_cast_to_bf16_says_its_weights_dtype(self):
+        # A model cast with .to(torch.bfloat16) or .half() runs its matmuls
+        # in that dtype with autocast off (a review: such a model was read
+        # fp32 and told to autocast to bf16).
+        info, _ = self.run_loop()
+        self.assertEqual(info["weights_dtype"], "float32")
+        cast = Net().to(torch.bfloat16)
+        data = [torch.randn(3, 8, 8, dtype=torch.bfloat16) for _ in range(24)]
+        info, _ = self.run_loop(model=cast, data=data)
+        self.assertEqual((info["weights_dtype"], info["autocast"]), ("bfloat16", "0"))
+        # A tenth of the weights in another dtype: mixed, no one dtype.
+        self.assertEqual(_settings.weights_dtype({"bfloat16": 85, "float32": 15}), "mixed")
+        self.assertEqual(_settings.weights_dtype({"float16": 95, "float32": 5}), "float16")
+        self.assertEqual(_settings.weights_dtype({"qint8": 100}), "mixed")
+        self.assertIsNone(_settings.weights_dtype({}))
+
     def test_channels_last_convs(self):
         info, _ = self.run_loop(channels_last=True)
         self.assertEqual(info["conv_memory_format"], "channels_last")
