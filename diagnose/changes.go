@@ -328,8 +328,11 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 	}
 	switch limit {
 	case LimitCPU:
+		// The rate the model holds them to (cpuRate: the loop's own CPU a
+		// batch reserved beside theirs), not CPUs ÷ CPU a batch, which
+		// read 103 batches/s beside a gain that put the job at 109.5.
 		s := fmt.Sprintf("more workers cannot help: the %.1f CPUs the workers have are the limit (%s of CPU per batch, at most %.0f batches/s)",
-			p.CPUs, sample.FormatDuration(p.CPUSec), p.CPUs/p.CPUSec)
+			p.CPUs, sample.FormatDuration(p.CPUSec), p.cpuRate(p.CPUSec))
 		if p.Relative {
 			s = fmt.Sprintf("more workers cannot help: the %.1f CPUs the workers have are the limit", p.CPUs)
 		}

@@ -39,3 +39,38 @@ func TestAQuotaCapsTheSplitPipelinesWorkersToo(t *testing.T) {
 		t.Errorf("workers' CPUs %.3f at a 0.5 quota, its loop using 0.12: want what the quota leaves", p.CPUs)
 	}
 }
+
+// TestTheWorkersHaveWhatTheyWereSeenToUse (a user's review): one worker
+// process using 0.67 of a core while another job kept the box busy was
+// held to "the 0.5 CPUs the workers have … at most 19 batches/s" beside
+// 23.9 measured. The workers' CPUs are never fewer than they used, and
+// the rate the CPUs allow is never below the measured one.
+func TestTheWorkersHaveWhatTheyWereSeenToUse(t *testing.T) {
+	for _, unread := range []bool{false, true} {
+		workersSeenToUse(t, unread)
+	}
+}
+
+func workersSeenToUse(t *testing.T, unread bool) {
+	frames := quotaFrames(false, nil)
+	for i := range frames {
+		f := &frames[i]
+		f.Job = nil
+		f.CPU.BusyPct, f.CPU.Cores[0].BusyPct, f.CPU.Cores[1].BusyPct = 98, 98, 98 // another job takes the rest
+		hookLoop(f, 23.9, 0.5, 20, 1, 67, map[string]string{"persistent": "true", "pin": "false"})
+		if unread {
+			f.Procs.List = f.Procs.List[:1] // the worker's CPU not read: its wall time a batch stands for it
+		}
+	}
+	w := read(frames, DefaultThresholds())
+	p, ok := pipeline(&w)
+	if !ok {
+		t.Fatal("no pipeline")
+	}
+	if used := p.CPUSec * 23.9; p.CPUs < used-1e-9 {
+		t.Errorf("CPU unread %v: workers' CPUs %.3f, they used %.3f", unread, p.CPUs, used)
+	}
+	if r := p.cpuRate(p.CPUSec); r < 23.9-1e-6 {
+		t.Errorf("CPU unread %v: the CPUs allow %.1f batches/s: 23.9 were measured", unread, r)
+	}
+}
