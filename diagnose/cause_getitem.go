@@ -117,7 +117,7 @@ func busiestOf(top []sample.ProfileFunc) (string, float64, bool) {
 		case sample.CatCollating, sample.CatSerializing, sample.CatWaiting, sample.CatInterpreter, sample.CatGC:
 			continue
 		}
-		if !(f.Flat >= minBusiestShare) {
+		if !(f.Flat >= minBusiestShare) || gpuwatchOwn(f) {
 			continue
 		}
 		return placeOf(f), f.Flat, true

@@ -341,6 +341,14 @@ func TestInlineLoadingNamesTheBusiestFunction(t *testing.T) {
 	if strings.Contains(c.Fix, "workers") {
 		t.Errorf("fix %q sends the user to the workers", c.Fix)
 	}
+	// gpuwatch's own hook (a C call it makes, placed at its line) is
+	// never the job's busiest function (a user's review: "the busiest such
+	// function is time.perf_counter (gpuwatch_hook/_stages.py:215)").
+	own := sample.ProfileFunc{Name: "time.perf_counter", Call: true, File: "/usr/lib/python3/dist-packages/gpuwatch_hook/_stages.py", Line: 215, Flat: 0.97, Cum: 0.97}
+	v, c = inlineGetitemVerdict(t, &sample.Profile{CPUSec: 5, Samples: 500,
+		Categories: []sample.ProfileCategory{{Name: sample.CatOther, Share: 0.94}, {Name: sample.CatCollating, Share: 0.01}},
+		Top:        []sample.ProfileFunc{own, getitem}})
+	wantInlineEvidence(t, v, c, "the training process's profile finds 95 % of its CPU in ")
 	// The same loop's step beside its loading: the whole profile's
 	// busiest function is the backward pass (a small MLP's verdict cited
 	// run_backward beside __getitem__ advice); the samples under the

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/gpuwatch/gpuwatch/internal/pprofsum"
@@ -126,6 +127,14 @@ func topOf(p *sample.Profile, category string) (string, bool) {
 
 // profileCategoryOf is a profile function's category (pprofsum's table).
 func profileCategoryOf(f sample.ProfileFunc) string { return pprofsum.FuncCategory(f) }
+
+// gpuwatchOwn says f is gpuwatch's hook's own code, or a call it makes
+// (a C call caught running is placed at its caller's line): never the
+// job's busiest function to optimise (a user's review: "the busiest such
+// function is time.perf_counter (gpuwatch_hook/_stages.py:215)").
+func gpuwatchOwn(f sample.ProfileFunc) bool {
+	return strings.HasPrefix(f.File, "gpuwatch_hook/") || strings.Contains(f.File, "/gpuwatch_hook/")
+}
 
 // placeOf is a function with where it is: outside text (the job's own
 // names), made printable and cut short.

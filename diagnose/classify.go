@@ -489,7 +489,7 @@ func profileEvidence(k Kind, w *window, th Thresholds, mmap bool, timedCollate l
 		// (Top is by self time, the categories by every frame on the
 		// stack: the function is named, its share is not set beside.)
 		for _, f := range top {
-			if c := profileCategoryOf(f); c == "" || c == sample.CatOther {
+			if c := profileCategoryOf(f); (c == "" || c == sample.CatOther) && !gpuwatchOwn(f) {
 				text = fmt.Sprintf("%s: %.0f %% of its CPU is in code of no category gpuwatch knows; the busiest such function is %s", who, 100*best.Share, placeOf(f))
 				break
 			}
