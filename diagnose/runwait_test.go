@@ -323,3 +323,41 @@ func TestOwnCoresFilledByComputeThreadsAreTheirs(t *testing.T) {
 		t.Errorf("workers fill the cores: %q", a)
 	}
 }
+
+// TestSaturatedAdviceSaysOnlyWhatWasRead (a user's review, three
+// defects): a TensorDataset in RAM, its worker's stages taking
+// microseconds a batch beside another job that took the box, was told to
+// cache its preprocessing and fit its scalers on a sample; workers forked
+// anew every second, their CPU unread, were said to "get 0.0" and the
+// training process told to cap threads it had capped; an idle pool thread
+// at 0 % was cited as the crowding.
+func TestSaturatedAdviceSaysOnlyWhatWasRead(t *testing.T) {
+	th := DefaultThresholds()
+	w := &window{th: th, workers: 1, cores: 2, workerStageSec: level{v: 0.0002, n: 1, ok: true}, batchesPerSec: level{v: 60, n: 1, ok: true}}
+	w.roles.computePct, w.roles.workersPct = level{v: 10, n: 1, ok: true}, level{v: 150, n: 1, ok: true}
+	a, _ := saturatedAdvice(adviceIn{w: w, cores: 2, d: decision{kind: CPUSaturated, variant: cpuOwn}})
+	if all := strings.Join(a, "\n"); strings.Contains(all, "cache") || strings.Contains(all, "scalers") || !strings.Contains(all, "not preprocessing") {
+		t.Errorf("loading in microseconds: %q", a)
+	}
+	w.workerStageSec = level{v: 0.03, n: 1, ok: true} // 1.8 cores of stages: preprocessing it is
+	if a, _ := saturatedAdvice(adviceIn{w: w, cores: 2, d: decision{kind: CPUSaturated, variant: cpuOwn}}); len(a) == 0 || !strings.HasPrefix(a[0], "preprocessing needs more than") {
+		t.Errorf("workers' stages fill the cores: %q", a)
+	}
+
+	c := &window{th: th, workers: 1, cores: 2}
+	c.roles.loopPct, c.roles.computePct, c.roles.workersPct = level{v: 70, n: 1, ok: true}, level{v: 80, n: 1, ok: true}, level{v: 0, n: 1, ok: true}
+	c.roles.haveCompute, c.roles.compute = true, sample.Thread{TID: 7, Name: "python3", CPUPct: 0}
+	es, ok := crowdedOut(c, th)
+	if !ok {
+		t.Fatal("not crowded out")
+	}
+	for _, e := range es {
+		if e.Metric == "procs.threads.cpu_pct" {
+			t.Errorf("an idle pool thread cited: %q", e.Text)
+		}
+	}
+	c.workersCPUMissed = true
+	if es, ok := crowdedOut(c, th); ok {
+		t.Errorf("workers' CPU unread, yet crowded out: %q", texts(es))
+	}
+}

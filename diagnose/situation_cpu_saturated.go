@@ -63,6 +63,10 @@ const cpuOthers variant = "others"
 // instead of the preprocessing catalogue.
 const restartsDominate = 0.5
 
+// lightLoading is the share of the cores the workers' timed stages fill
+// under which cpu_saturated does not say preprocessing fills them.
+const lightLoading = 0.1
+
 // takenDelayPct is the least share of wall time the loop's thread waits
 // for a CPU (its run delay, sample.VirtualAccel) that names cpuTaken.
 const takenDelayPct = 25
@@ -115,6 +119,15 @@ func saturatedAdvice(in adviceIn) ([]string, bool) {
 		// worker_init_fn that took 0.4 s every epoch).
 		return []string{fmt.Sprintf("the workers start anew every epoch: %s before each epoch's first batch, %.0f %% of the loop's time; more cores or cached preprocessing shorten only the rest",
 			sample.FormatDuration(w.epochStallMs/1000), 100*r)}, false
+	}
+	if st := w.workerStageSec; st.ok && w.batchesPerSec.ok && w.workers > 0 && st.v*w.batchesPerSec.v < lightLoading*float64(cores) {
+		// The workers' timed stages fill a sliver of the cores: what
+		// fills them is not preprocessing (a user's review: a job whose
+		// samples were ready tensors in RAM, each batch made in
+		// microseconds, was told to cache its preprocessing and fit its
+		// scalers on a sample, beside another job that took the box).
+		return []string{fmt.Sprintf("%s are busy, but the workers' loading takes %s a batch (%.2f of a core): not preprocessing; the busiest processes and threads are what uses them",
+			here, sample.FormatDuration(st.v), st.v*w.batchesPerSec.v)}, false
 	}
 	a := []string{
 		fmt.Sprintf("preprocessing needs more than %s: do it once and cache the result (on disk, or in RAM as ready tensors)", here),
@@ -273,7 +286,10 @@ func jobCPUEvidence(w *window, th Thresholds) (cpu []Evidence, saturated bool) {
 // those threads. The fix is fewer compute threads, not more cores.
 func crowdedOut(w *window, th Thresholds) ([]Evidence, bool) {
 	r := &w.roles
-	if w.workers <= 0 || w.cores == 0 || !r.computePct.ok || !r.workersPct.ok || !r.loopPct.ok {
+	if w.workers <= 0 || w.cores == 0 || !r.computePct.ok || !r.workersPct.ok || !r.loopPct.ok || w.workersCPUMissed {
+		// (Workers that live too short for /proc to read their CPU read
+		// next to 0: a user's review was told "the 1 worker gets 0.0",
+		// each worker forked anew every second.)
 		return nil, false
 	}
 	process := r.loopPct.v + r.computePct.v
@@ -282,9 +298,9 @@ func crowdedOut(w *window, th Thresholds) ([]Evidence, bool) {
 		return nil, false
 	}
 	es := []Evidence{evidence("procs.training_process_cpu_pct", process, ">=", limit, "%",
-		fmt.Sprintf("compute threads of the training process use %.1f of %d cores (the loop's thread %.1f, its other threads %.1f); the %d workers get %.1f",
-			process/100, w.cores, r.loopPct.v/100, r.computePct.v/100, w.workers, r.workersPct.v/100))}
-	if r.haveCompute {
+		fmt.Sprintf("compute threads of the training process use %.1f of %d cores (the loop's thread %.1f, its other threads %.1f); the %s get %.1f",
+			process/100, w.cores, r.loopPct.v/100, r.computePct.v/100, sample.Plural(w.workers, "worker"), r.workersPct.v/100))}
+	if r.haveCompute && r.compute.CPUPct >= th.BusyThreadPct { // an idle pool thread says nothing of the crowding
 		es = append(es, evidence("procs.threads.cpu_pct", r.compute.CPUPct, ">=", th.BusyThreadPct, "%", r.describeCompute(th)))
 	}
 	return es, true
@@ -411,7 +427,7 @@ func throttledAdvice(w *window) []string {
 	r := &w.roles
 	if w.workers > 0 && r.workersPct.ok && r.workersPct.v > 0 {
 		per := r.workersPct.v / 100 / float64(w.workers)
-		a = append(a, fmt.Sprintf("or ask less of it: the %d workers used %.2g CPU (%.2g each); decoding or augmenting less per sample, or caching its result, leaves the quota to the loop", w.workers, r.workersPct.v/100, per))
+		a = append(a, fmt.Sprintf("or ask less of it: the %s used %.2g CPU (%.2g each); decoding or augmenting less per sample, or caching its result, leaves the quota to the loop", sample.Plural(w.workers, "worker"), r.workersPct.v/100, per))
 	}
 	return a
 }

@@ -1,6 +1,11 @@
 package diagnose
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/gpuwatch/gpuwatch/sample"
+)
 
 // SingleCoreMaxed: one thread pegged while the rest idle, the accelerator waiting. See docs/diagnosis.md, "Verdicts".
 const SingleCoreMaxed Kind = 3
@@ -35,9 +40,9 @@ func singleCoreAdvice(in adviceIn) ([]string, bool) {
 	var a []string
 	switch {
 	case in.d.variant == singleLoopHot:
-		return []string{fmt.Sprintf("the %d workers are not the limit: the busiest thread does the training loop's per-batch work (the step, and taking each batch from the workers); more workers will not help, larger batches amortize the per-batch cost", w.workers)}, true
+		return []string{fmt.Sprintf("the %s %s not the limit: the busiest thread does the training loop's per-batch work (the step, and taking each batch from the workers); more workers will not help, larger batches amortize the per-batch cost", sample.Plural(w.workers, "worker"), map[bool]string{true: "is", false: "are"}[w.workers == 1])}, true
 	case w.workers > 0:
-		a = append(a, fmt.Sprintf("one thread is pegged although the loader has %d workers: find what serializes the work (a lock, the GIL, decoding in the training process); the CPU profile names the function", w.workers))
+		a = append(a, fmt.Sprintf("one thread is pegged although the loader has %s: find what serializes the work (a lock, the GIL, decoding in the training process); the CPU profile names the function", sample.Plural(w.workers, "worker")))
 	case w.workers == 0 && !in.modeled && w.sampled != nil:
 		// Sampled with no model: a step on the CPU (no GPU signal) runs
 		// as loading does, so no worker count is computed (sampledPipeline).
@@ -138,8 +143,8 @@ func loopBound(f *facts) (decision, bool) {
 			name, r.loopTID, r.loopPct.v)
 	}
 	if idleWorkers {
-		text = fmt.Sprintf("thread %s (tid %d), the training loop, runs at %.0f %% of a core while its %d workers use %.1f cores together: the loop's own per-batch work is the limit",
-			name, r.loopTID, r.loopPct.v, w.workers, r.workersPct.v/100)
+		text = fmt.Sprintf("thread %s (tid %d), the training loop, runs at %.0f %% of a core while its %s %.1f cores together: the loop's own per-batch work is the limit",
+			name, r.loopTID, r.loopPct.v, map[bool]string{true: "1 worker uses", false: strconv.Itoa(w.workers) + " workers use"}[w.workers == 1], r.workersPct.v/100)
 	}
 	d.evidence = append(d.evidence, evidence("loader.loop_thread_cpu_pct", r.loopPct.v, ">=", th.LoopThreadPct, "%", text))
 	d.evidence = append(d.evidence, f.wait...)

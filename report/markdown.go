@@ -162,10 +162,12 @@ func ranksTitle(ranks []RankInfo) (string, bool) {
 	switch {
 	case own == 0:
 		return "Ranks", false
+	case own == 1 && len(ranks) == 1:
+		return "Loaders: one job of its own, no ranks", true
 	case own == len(ranks):
 		return fmt.Sprintf("Loaders: %d separate jobs, not ranks of one", own), true
 	}
-	return fmt.Sprintf("Ranks and loaders: %d ranks, %d separate jobs", len(ranks)-own, own), true
+	return fmt.Sprintf("Ranks and loaders: %s, %s", sample.Plural(len(ranks)-own, "rank"), sample.Plural(own, "separate job")), true
 }
 
 // mdProfile is the Markdown report's loader CPU profile: category shares

@@ -193,3 +193,22 @@ func TestAReportWithoutAVersionSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// TestRanksTitleCountsInWords: one job of its own is not "1 separate
+// jobs" (a user's review), and mixed counts read in the singular where
+// one.
+func TestRanksTitleCountsInWords(t *testing.T) {
+	one, two := 1, 2
+	for _, c := range []struct {
+		ranks []RankInfo
+		want  string
+	}{
+		{[]RankInfo{{WorldSize: &one}}, "Loaders: one job of its own, no ranks"},
+		{[]RankInfo{{WorldSize: &one}, {WorldSize: &one}}, "Loaders: 2 separate jobs, not ranks of one"},
+		{[]RankInfo{{WorldSize: &two}, {WorldSize: &two}, {WorldSize: &one}}, "Ranks and loaders: 2 ranks, 1 separate job"},
+	} {
+		if got, _ := ranksTitle(c.ranks); got != c.want {
+			t.Errorf("%d ranks: %q, want %q", len(c.ranks), got, c.want)
+		}
+	}
+}
