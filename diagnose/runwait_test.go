@@ -360,4 +360,7 @@ func TestSaturatedAdviceSaysOnlyWhatWasRead(t *testing.T) {
 	if es, ok := crowdedOut(c, th); ok {
 		t.Errorf("workers' CPU unread, yet crowded out: %q", texts(es))
 	}
+	if a, _ := saturatedAdvice(adviceIn{w: c, cores: 2, d: decision{kind: CPUSaturated, variant: cpuOwn}}); strings.Contains(strings.Join(a, "\n"), "set_num_threads") {
+		t.Errorf("workers' CPU unread, yet told to cap the compute threads: %q", a)
+	}
 }

@@ -82,7 +82,7 @@ func saturatedAdvice(in adviceIn) ([]string, bool) {
 	w, cores := in.w, in.cores
 	r := &w.roles
 	switch {
-	case in.d.variant == cpuCrowded, in.d.variant == cpuOwn && r.computePct.ok && (!r.workersPct.ok || r.computePct.v >= r.workersPct.v):
+	case in.d.variant == cpuCrowded, in.d.variant == cpuOwn && r.computePct.ok && !w.workersCPUMissed && (!r.workersPct.ok || r.computePct.v >= r.workersPct.v):
 		// (own: the compute threads, not the workers, fill the cores — a
 		// review: an MLP at torch.set_num_threads(8) on 2 cores was told to
 		// cache its preprocessing.)
