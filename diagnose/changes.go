@@ -352,6 +352,9 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 			// The model has the workers keeping up, the loop waits all
 			// the same: said, not "the loader keeps up" beside "the
 			// loop waits 29 %" (a review).
+			if p.Knobs.Workers == 0 { // loading inline: no workers to keep up (a user's review)
+				return fmt.Sprintf("no loader knob the model knows raises throughput: by its measured loading per batch the loop keeps up with the step, which does not account for its %.0f %% wait (a stall inside the step, or loading the model does not time)", 100*w)
+			}
 			return fmt.Sprintf("no loader knob the model knows raises throughput: by the workers' measured time per batch they keep up with the step, which does not account for the loop's %.0f %% wait (what the workers' clocks and CPU do not show: their start-up, a stall inside the step)", 100*w)
 		}
 		return "the loader keeps up with the step: no loader knob raises throughput"

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -84,5 +85,20 @@ func TestReadCPUIsWhatTheDecodeLeaves(t *testing.T) {
 	}
 	if got := readCPU(w, 0.011, 0.010, 100, 0, false); got != 0 {
 		t.Fatalf("bytes unknown: %.4f", got)
+	}
+}
+
+// TestNoKnobHelpsSpeaksOfWorkersOnlyWhereThereAreSome: a loop loading
+// inline whose model keeps up with the step is not told about "the
+// workers' measured time per batch" (a user's review: num_workers=0).
+func TestNoKnobHelpsSpeaksOfWorkersOnlyWhereThereAreSome(t *testing.T) {
+	th := DefaultThresholds()
+	p := &Pipeline{Measured: Prediction{WaitShare: 0.08}}
+	if s := noKnobHelps(p, LimitStep, th); strings.Contains(s, "workers") || !strings.Contains(s, "8 % wait") {
+		t.Errorf("inline: %q", s)
+	}
+	p.Knobs.Workers = 2
+	if s := noKnobHelps(p, LimitStep, th); !strings.Contains(s, "the workers' measured time per batch") {
+		t.Errorf("2 workers: %q", s)
 	}
 }

@@ -379,5 +379,7 @@ func (s *Settle) why() string {
 	case s.changes > 0:
 		return fmt.Sprintf("the verdict changed %s before it could hold %s", sample.Plural(s.changes, "time"), SettleRule())
 	}
-	return fmt.Sprintf("it held %s, not %s (%s)", sample.Plural(s.streak, "frame"), SettleRule(), longer)
+	// The time held to the hundredth: 4.96 s is short of 5 s, and "5 s"
+	// beside the rule read as held (a user's review).
+	return fmt.Sprintf("it held %s over %.2f s, not %s (%s)", sample.Plural(s.streak, "frame"), s.last.Time.Sub(s.since).Seconds(), SettleRule(), longer)
 }

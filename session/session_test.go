@@ -189,6 +189,18 @@ func TestSettleSaysWhyNothingSettled(t *testing.T) {
 	if !errors.Is(err, ErrUnsettled) || !strings.Contains(err.Error(), "the verdict changed 3 times") {
 		t.Fatalf("changing verdicts: %v", err)
 	}
+	// A verdict held for its frames and a moment short of its time says
+	// the time it held to the hundredth (a user's review: "it held 6
+	// frames, not 5 frames and 5 s … after 6 frames, 5 s").
+	s = &Settle{stop: func() {}, need: 3}
+	for i := range SettleFrames + 1 {
+		f := settleFrameAt(0)
+		f.Time = f.Time.Add(time.Duration(i) * (SettleTime - 40*time.Millisecond) / time.Duration(SettleFrames))
+		s.Frame(f, diagnose.Verdict{Kind: diagnose.Healthy})
+	}
+	if err := s.summary(&out, false); !errors.Is(err, ErrUnsettled) || !strings.Contains(err.Error(), fmt.Sprintf("frames over %.2f s, not", (SettleTime-40*time.Millisecond).Seconds())) {
+		t.Fatalf("held a moment short: %v", err)
+	}
 	s = &Settle{stop: func() {}, need: 3}
 	f := settleFrameAt(0)
 	at := f.Time
