@@ -94,3 +94,23 @@ func TestBareOptionalFlagsWithASpacedValue(t *testing.T) {
 		t.Errorf("--ceiling -- sh: exit %d, stderr %q", code, errb.String())
 	}
 }
+
+// TestTuneNamesTheFlagOutOfRange: each of tune's limits is said by its
+// own flag and value, exit 2 (a user's review: --runs 0, --run-for 0s,
+// --run-for -5s and --interval 0 all read one message naming none).
+func TestTuneNamesTheFlagOutOfRange(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tune", "--runs", "0"}, "--runs 0: want at least 1"},
+		{[]string{"tune", "--run-for", "0s"}, "--run-for 0s: want at least 5 intervals"},
+		{[]string{"tune", "--run-for", "-5s"}, "--run-for -5s: want at least 5 intervals"},
+		{[]string{"tune", "--interval", "0"}, "--interval 0s: want at least 100ms"},
+	} {
+		var out, errb bytes.Buffer
+		if code := Run(c.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want %q", c.args, code, errb.String(), c.want)
+		}
+	}
+}

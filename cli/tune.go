@@ -42,8 +42,15 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
   gpuwatch tune --scenario starved
   gpuwatch tune --workers 0 --decode-cost 2ms --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if opts.interval < 100*time.Millisecond || opts.runFor < 5*opts.interval || opts.runs < 1 {
-				return usageErrorf(cmd, "want --interval ≥ 100ms, --run-for ≥ 5 intervals and --runs ≥ 1")
+			// Each limit named by its own flag and value (a user's review:
+			// one message for four flags, none of them named).
+			switch {
+			case opts.interval < 100*time.Millisecond:
+				return usageErrorf(cmd, "--interval %s: want at least 100ms", opts.interval)
+			case opts.runFor < 5*opts.interval:
+				return usageErrorf(cmd, "--run-for %s: want at least 5 intervals (5 × --interval %s = %s)", opts.runFor, opts.interval, 5*opts.interval)
+			case opts.runs < 1:
+				return usageErrorf(cmd, "--runs %d: want at least 1", opts.runs)
 			}
 			if err := checkCeiling(cmd, opts.ceiling, args); err != nil {
 				return err
