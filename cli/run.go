@@ -118,6 +118,14 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	// watching until the job ends (the root's context would stop at once).
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, job.Forwarded()...)
+	// A reader that goes away (gpuwatch run --headless … | head -2) makes
+	// a write fail with EPIPE instead of killing gpuwatch by SIGPIPE before
+	// it stops the job: its workers ran on, orphaned (a user's review).
+	// The session ends on the failed write, the job's group is stopped,
+	// and gpuwatch exits as a pipe's writer does (pipeClosed).
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
 	j, err := job.Start(jo)
 	if err != nil {
 		signal.Stop(sigs)
@@ -160,11 +168,18 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	return runStatus(err, j, w, stderr, dashboard, stoppedAtDuration)
 }
 
+// pipeClosed is run's status where its output's reader went away: a
+// shell's for a process SIGPIPE ended (128 + 13), said once the job is
+// stopped.
+const pipeClosed = 141
+
 // runStatus is run's exit status once the job has stopped: the session's
 // error (--once gates on its verdict), a clean stop where --duration ran
 // out and gpuwatch stopped the job (stopped), else the job's own status.
 func runStatus(err error, j *job.Job, w *watchFlags, stderr io.Writer, dashboard, stopped bool) error {
 	switch {
+	case errors.Is(err, syscall.EPIPE):
+		return &exitError{code: pipeClosed} // the reader went away: the job is stopped, nothing to say to anyone
 	case errors.Is(err, session.ErrJobEndedFirst) && j.ExitCode() != 0:
 		return &exitError{code: j.ExitCode(), msg: err.Error()} // the command's failure, said and passed on
 	case errors.Is(err, session.ErrJobEndedFirst) && w.once:

@@ -118,3 +118,46 @@ func TestRunOnceLeadsWithNoDataLoader(t *testing.T) {
 		t.Fatalf("exit %d, summary %q, stderr %q", code, out.String(), errb.String())
 	}
 }
+
+// TestRunStopsTheJobWhenItsReaderGoesAway: gpuwatch run --headless …
+// | head -2 — the reader gone, a write fails (EPIPE); the session ends,
+// the job's whole group is stopped (a rank its shell started with &,
+// SIGINT ignored, included) and run exits 141, a pipe writer's status.
+// Before, gpuwatch died of SIGPIPE and the job's DataLoader workers ran
+// on, orphaned (a user's review).
+func TestRunStopsTheJobWhenItsReaderGoesAway(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // the reader went away
+	defer w.Close()
+	pids := filepath.Join(t.TempDir(), "pids")
+	var errb bytes.Buffer
+	// The reader goes away once the shell has started its rank: lines
+	// before that are read (a loaded box may take its time to start sh).
+	out := writerFunc(func(b []byte) (int, error) {
+		if _, err := os.Stat(pids); err != nil {
+			return len(b), nil
+		}
+		return w.Write(b)
+	})
+	code := Run([]string{"run", "--headless", "--interval", "200ms", "--duration", "60s", "--", "sh", "-c", `sleep 60 & echo "$!" > "$0.tmp"; mv "$0.tmp" "$0"; wait`, pids}, out, &errb)
+	if code != pipeClosed {
+		t.Fatalf("exit %d, stderr %q; want %d", code, errb.String(), pipeClosed)
+	}
+	b, err := os.ReadFile(pids)
+	if err != nil {
+		t.Fatalf("the shell wrote no rank: %v", err)
+	}
+	pid := strings.TrimSpace(string(b))
+	if st, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
+		if s := string(st); !strings.Contains(s[strings.LastIndexByte(s, ')'):], ") Z") {
+			t.Errorf("rank %s still runs after the reader went away: %s", pid, s)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
