@@ -96,3 +96,13 @@ func TestSweepMarksTheCheapestWithinTheCeiling(t *testing.T) {
 		t.Errorf("the table does not say none reached the ceiling:\n%s", b.String())
 	}
 }
+
+// TestTuneTableNamesAConfigurationItCouldNotSet: a command with no
+// placeholder has its knobs as it sets them; the table says so rather
+// than leave the column blank (a user's review).
+func TestTuneTableNamesAConfigurationItCouldNotSet(t *testing.T) {
+	steps := []TuneStep{{Step: 1, Verdict: diagnose.GPUStarved}}
+	if table := TuneTable(steps, TuneResult{Best: 1, Steps: 1}); !strings.Contains(table, "gpu_starved        as the command sets them") {
+		t.Fatalf("%s", table)
+	}
+}

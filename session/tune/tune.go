@@ -344,7 +344,11 @@ func TuneTable(steps []TuneStep, res TuneResult) string {
 		if s.CeilingShare != nil {
 			share = fmt.Sprintf(" (%.0f %% of the ceiling)", 100**s.CeilingShare)
 		}
-		fmt.Fprintf(&b, "%s%-3d %10.0f %10s %4.0f%%  %-18s %s%s\n", mark, s.Step, s.Measured.SamplesPerSec, pred, 100*s.Measured.WaitShare, s.Verdict, knobsLine(s.Knobs), share)
+		conf := knobsLine(s.Knobs)
+		if conf == "" { // no placeholder in the command: its knobs are its own (a user's review: a blank column)
+			conf = "as the command sets them"
+		}
+		fmt.Fprintf(&b, "%s%-3d %10.0f %10s %4.0f%%  %-18s %s%s\n", mark, s.Step, s.Measured.SamplesPerSec, pred, 100*s.Measured.WaitShare, s.Verdict, conf, share)
 	}
 	fmt.Fprintf(&b, "stopped: %s\n", sample.Printable(res.Why))
 	if len(res.Unset) > 0 {
