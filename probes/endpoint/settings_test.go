@@ -77,7 +77,9 @@ func TestSettingsLabels(t *testing.T) {
 		{"a device the hook does not write is none", `gpuwatch_job_setting_info{autocast_device="cuda:0 or anything"} 1` + "\n",
 			func(s *sample.JobSettings) bool { return s.Device == "" }},
 		{"the weights' dtype, from the values the hook writes", `gpuwatch_job_setting_info{autocast="0",weights_dtype="bfloat16"} 1` + "\n",
-			func(s *sample.JobSettings) bool { return s.WeightsDtype == "bfloat16" && s.CastDtype() == "bfloat16" && s.Half() }},
+			func(s *sample.JobSettings) bool {
+				return s.WeightsDtype == "bfloat16" && s.CastDtype() == "bfloat16" && s.Half()
+			}},
 		{"a weights' dtype the hook does not write is none", `gpuwatch_job_setting_info{weights_dtype="int8"} 1` + "\n",
 			func(s *sample.JobSettings) bool { return s.WeightsDtype == "" }},
 		{"mixed conv formats are not channels_last", `gpuwatch_job_setting_info{conv_memory_format="mixed"} 1` + "\n",
