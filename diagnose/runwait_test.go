@@ -364,3 +364,24 @@ func TestSaturatedAdviceSaysOnlyWhatWasRead(t *testing.T) {
 		t.Errorf("workers' CPU unread, yet told to cap the compute threads: %q", a)
 	}
 }
+
+// TestCappedThreadsAreNotToldToCap: the training process's compute
+// threads fill the cores, but torch's intra-op pool is at one thread
+// already (torch.set_num_threads(1), as the hook read it): the advice
+// says so and caps BLAS's and OpenMP's own, not torch's again (a user's
+// review).
+func TestCappedThreadsAreNotToldToCap(t *testing.T) {
+	w := &window{workers: 1, cores: 2}
+	w.roles.computePct, w.roles.workersPct = level{v: 100, n: 1, ok: true}, level{v: 7, n: 1, ok: true}
+	one := 1
+	w.gpu.settings = &sample.JobSettings{IntraOpThreads: &one}
+	a, _ := saturatedAdvice(adviceIn{w: w, cores: 2, d: decision{kind: CPUSaturated, variant: cpuOwn}})
+	if all := strings.Join(a, "\n"); strings.Contains(all, "torch.set_num_threads(") || !strings.Contains(all, "has 1 thread already") || !strings.Contains(all, "OPENBLAS_NUM_THREADS=1") {
+		t.Errorf("pool at 1 thread: %q", a)
+	}
+	four := 4
+	w.gpu.settings.IntraOpThreads = &four
+	if a, _ := saturatedAdvice(adviceIn{w: w, cores: 2, d: decision{kind: CPUSaturated, variant: cpuOwn}}); !strings.Contains(strings.Join(a, "\n"), "torch.set_num_threads(1)") {
+		t.Errorf("pool at 4 threads: %q", a)
+	}
+}

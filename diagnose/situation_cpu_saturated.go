@@ -87,6 +87,13 @@ func saturatedAdvice(in adviceIn) ([]string, bool) {
 		// review: an MLP at torch.set_num_threads(8) on 2 cores was told to
 		// cache its preprocessing.)
 		n := max(1, cores-max(w.workers, 0))
+		if s := w.gpu.settings; s != nil && s.IntraOpThreads != nil && *s.IntraOpThreads <= n {
+			// torch's pool is capped already (a user's review: a script
+			// that called torch.set_num_threads(1) was told to): the busy
+			// threads are another pool's, or not a pool.
+			return []string{fmt.Sprintf("leave cores for the workers: torch's intra-op pool has %s already (torch.get_num_threads()), so the busy threads are another's: OPENBLAS_NUM_THREADS=%d OMP_NUM_THREADS=%d MKL_NUM_THREADS=%d in the training process's environment (read when it starts) cap BLAS's and OpenMP's own; the process list names the threads",
+				sample.Plural(*s.IntraOpThreads, "thread"), n, n, n)}, false
+		}
 		return []string{fmt.Sprintf("leave cores for the workers: torch.set_num_threads(%d), and OPENBLAS_NUM_THREADS=%d OMP_NUM_THREADS=%d in the training process's environment (read when torch starts)", n, n, n)}, false
 	}
 	switch in.d.variant {

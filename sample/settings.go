@@ -46,6 +46,9 @@ type JobSettings struct {
 	// A model cast with .half() or .to(torch.bfloat16) runs its matmuls in
 	// that dtype with autocast off (CastDtype).
 	WeightsDtype string `json:"weights_dtype,omitempty"`
+	// IntraOpThreads is torch's intra-op pool in the training process
+	// (torch.get_num_threads()).
+	IntraOpThreads *int `json:"intra_op_threads,omitempty"`
 	// Compiled is whether the model or one of its modules is
 	// torch.compile'd (an OptimizedModule, or module.compile()).
 	Compiled *bool `json:"compiled,omitempty"`

@@ -15,6 +15,9 @@ const (
 	maxBatchSize    = 1 << 31
 	maxGPUMemBytes  = 1 << 50 // a PiB: no one GPU's memory is near it
 	maxFLOPsPerStep = 1e30
+	// maxIntraOpThreads: torch's pool is at most a thread a CPU, and no
+	// box has a million.
+	maxIntraOpThreads = 1 << 20
 )
 
 // settingsFromPage reads the hook's job settings: the labels of
@@ -39,6 +42,9 @@ func settingsFromPage(page map[string][]expo.Sample) *sample.JobSettings {
 	}
 	if v, ok := gauge("gpuwatch_job_batch_size", maxBatchSize); ok {
 		s.BatchSize = probes.Ptr(int(v))
+	}
+	if v, ok := gauge("gpuwatch_job_intra_op_threads", maxIntraOpThreads); ok && v >= 1 {
+		s.IntraOpThreads = probes.Ptr(int(v))
 	}
 	if v, ok := gauge("gpuwatch_job_gpu_mem_free_bytes", maxGPUMemBytes); ok {
 		s.GPUMemFreeBytes = probes.Ptr(uint64(v))

@@ -88,6 +88,10 @@ func TestSettingsLabels(t *testing.T) {
 			func(s *sample.JobSettings) bool {
 				return *s.GPUMemFreeBytes == 1e9 && *s.GPUMemTotalBytes == 8e10 && *s.FLOPsPerStep == 3.2e12
 			}},
+		{"torch's intra-op threads", "gpuwatch_job_intra_op_threads 8\n",
+			func(s *sample.JobSettings) bool { return s.IntraOpThreads != nil && *s.IntraOpThreads == 8 }},
+		{"no intra-op threads is no reading", "gpuwatch_job_intra_op_threads 0\ngpuwatch_job_batch_size 4\n",
+			func(s *sample.JobSettings) bool { return s.IntraOpThreads == nil }},
 		{"more free than total is no reading", "gpuwatch_job_gpu_mem_free_bytes 9e10\ngpuwatch_job_gpu_mem_total_bytes 8e10\n",
 			func(s *sample.JobSettings) bool { return s.GPUMemFreeBytes == nil && s.GPUMemTotalBytes == nil }},
 		{"out-of-range gauges are dropped", "gpuwatch_job_batch_size -4\ngpuwatch_job_flops_per_step NaN\ngpuwatch_job_gpu_mem_free_bytes +Inf\ngpuwatch_job_settings_read_timestamp_seconds 12\n",

@@ -95,7 +95,7 @@ class Settings:
         "autocast", "autocast_dtype", "autocast_device", "matmul_precision", "matmul_tf32", "cudnn_tf32",
         "cudnn_benchmark", "forward", "training", "conv_format", "has_conv", "has_linear", "modules", "compiled",
         "cuda_graphs", "batch_size", "mem_free", "mem_total", "max_allocated", "flops_per_step", "flops_void", "read_at",
-        "device_tf32", "weights_dtype",
+        "device_tf32", "weights_dtype", "intra_op_threads",
     )
 
     def __init__(self) -> None:
@@ -174,6 +174,14 @@ def read_flags(torch: Any, s: Settings) -> None:
     try:
         v = cudnn.benchmark
         s.cudnn_benchmark = v if isinstance(v, bool) else None
+    except Exception:
+        pass
+    try:
+        # torch's intra-op pool (torch.set_num_threads): advice to cap it
+        # checks it first (a review: a script that called
+        # torch.set_num_threads(1) was told to).
+        n = torch.get_num_threads()
+        s.intra_op_threads = n if isinstance(n, int) and n > 0 else None
     except Exception:
         pass
 
@@ -1089,6 +1097,7 @@ def gauges(s: Settings) -> List[Tuple[str, str, Any]]:
     for name, help_, v in (
         ("gpuwatch_job_batch_size", "The samples in the batch the step took from the loader (per rank); where the hook does not count them, the first dimension of the first tensor the model's forward got.", s.batch_size),
         ("gpuwatch_job_modules", "Modules in the model (itself and every submodule).", s.modules),
+        ("gpuwatch_job_intra_op_threads", "Threads of torch's intra-op pool in the training process (torch.get_num_threads()).", s.intra_op_threads),
         ("gpuwatch_job_gpu_mem_free_bytes", "GPU memory free on the model's GPU (torch.cuda.mem_get_info), when the settings were read.", s.mem_free),
         ("gpuwatch_job_gpu_mem_total_bytes", "GPU memory on the model's GPU (torch.cuda.mem_get_info).", s.mem_total),
         ("gpuwatch_job_gpu_max_allocated_bytes", "The most GPU memory torch's allocator has held for tensors (torch.cuda.max_memory_allocated).", s.max_allocated),

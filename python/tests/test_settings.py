@@ -88,6 +88,7 @@ class SettingsTest(unittest.TestCase):
         self.assertNotIn("cuda_graphs", info)  # no CUDA here: not known, not 0
         self.assertEqual(m["gpuwatch_job_batch_size"], 4)
         self.assertEqual(m["gpuwatch_job_modules"], 3)
+        self.assertEqual(m["gpuwatch_job_intra_op_threads"], torch.get_num_threads())
         self.assertNotIn("gpuwatch_job_gpu_mem_free_bytes", m)  # no CUDA: absent
         self.assertAlmostEqual(m["gpuwatch_job_settings_read_timestamp_seconds"], time.time(), delta=60)
 
