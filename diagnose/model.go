@@ -70,6 +70,10 @@ type Pipeline struct {
 	// CUDA's and the pin-memory thread's work grows with the rate; 0 for
 	// a virtual accelerator.
 	KeepCPUs float64
+	// UsedCPUs is what the worker processes were seen to use (their CPU
+	// from /proc): the CPUs they demonstrably have, whatever the box's
+	// occupancy or KeepCPUs say (0 where not read).
+	UsedCPUs float64
 	// OverheadSec is the loop's wait per batch that is not the workers'
 	// doing: batches were ready when it asked (taking them — unpickling,
 	// the pin-memory handoff — is the wait). No loader knob removes it.
@@ -359,7 +363,7 @@ func (p *Pipeline) cpuRate(cpu float64) float64 {
 	all := p.CPUs + p.LoopCPUs // the CPUs the workers and the loop share
 	rate := all / (cpu + p.LoopCPUSec)
 	if p.KeepCPUs > 0 {
-		rate = min(rate, max(0.5, all-p.KeepCPUs)/cpu)
+		rate = min(rate, max(0.5, all-p.KeepCPUs, p.UsedCPUs)/cpu)
 	}
 	return rate
 }
@@ -556,8 +560,8 @@ func workerCPUs(w *window, workers int, cpu float64) float64 {
 	}
 	// Never fewer than worker processes were seen to use (fill says why).
 	used := 0.0
-	if workers > 0 && len(w.workerPIDs) > 0 {
-		used = cpu * bps
+	if workers > 0 && len(w.workerPIDs) > 0 && w.loaderCPU.ok {
+		used = min(cpu*bps, float64(w.cores))
 	}
 	return max(used, floorCPUs(w, float64(w.cores)-loop-others, loop))
 }
@@ -919,12 +923,14 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 	// user's review: "the 0.5 CPUs the workers have are the limit, at
 	// most 19 batches/s" beside 23.9 measured, its one worker using 0.67
 	// of a core while another job took the rest).
-	// Their CPU a batch at the measured rate is that (where /proc did not
-	// read it, their wall time a batch, the cautious reading: the case
-	// reviewed). Worker processes only: an in-process loader's CPU is its
-	// whole process's, the loop's thread with it.
-	if len(w.workerPIDs) > 0 && !p.Relative {
-		p.CPUs = max(p.CPUs, p.CPUSec*bps)
+	// Their CPU a batch at the measured rate is that. Read from /proc
+	// only (unread, CPUSec is their wall time, the cautious reading, and
+	// n workers waiting on storage would read as n CPUs on any box), and
+	// for worker processes only: an in-process loader's CPU is its whole
+	// process's, the loop's thread with it.
+	if len(w.workerPIDs) > 0 && !p.Relative && w.loaderCPU.ok {
+		p.UsedCPUs = min(p.CPUSec*bps, float64(w.cores))
+		p.CPUs = max(p.CPUs, p.UsedCPUs)
 	}
 	occupancy(w, p)
 }

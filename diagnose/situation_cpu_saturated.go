@@ -432,7 +432,7 @@ func throttledAdvice(w *window) []string {
 		a = append(a, fmt.Sprintf("raise the job's CPU limit: it used %s of its %s CPU%s and was throttled in %.0f %% of periods", sample.FormatCPUs(w.jobUsed.v), sample.FormatCPUs(j.CPUCapacityCores), w.usedBy(), 100*w.jobThrottle.v))
 	}
 	r := &w.roles
-	if w.workers > 0 && r.workersPct.ok && r.workersPct.v > 0 {
+	if w.workers > 0 && r.workersPct.ok && r.workersPct.v > 0 && !w.workersCPUMissed {
 		per := r.workersPct.v / 100 / float64(w.workers)
 		a = append(a, fmt.Sprintf("or ask less of it: the %s used %.2g CPU (%.2g each); decoding or augmenting less per sample, or caching its result, leaves the quota to the loop", sample.Plural(w.workers, "worker"), r.workersPct.v/100, per))
 	}

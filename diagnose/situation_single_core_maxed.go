@@ -124,7 +124,7 @@ func loopBound(f *facts) (decision, bool) {
 	if w.workers < 0 || !r.loopHottest.ok || r.loopHottest.v < 0.5 || r.loopPct.v < th.LoopThreadPct {
 		return decision{}, false
 	}
-	idleWorkers := w.workers > 0 && r.workersPct.ok && r.workersPct.v < th.BusyThreadPct*float64(w.workers)
+	idleWorkers := w.workers > 0 && r.workersPct.ok && !w.workersCPUMissed && r.workersPct.v < th.BusyThreadPct*float64(w.workers) // unread is not idle
 	if w.workers > 0 && !idleWorkers {
 		return decision{}, false
 	}
