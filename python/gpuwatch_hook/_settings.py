@@ -119,7 +119,8 @@ class Settings:
 
 
 #: The readings made inside the model's forward.
-FORWARD = ("autocast", "autocast_dtype", "autocast_device", "forward", "training", "conv_format", "has_conv", "has_linear", "modules", "compiled", "batch_size", "weights_dtype")
+FORWARD = ("autocast", "autocast_dtype", "autocast_device", "forward", "training", "conv_format", "has_conv", "has_linear", "modules", "compiled", "batch_size", "weights_dtype",
+           "intra_op_threads")
 
 
 def _torch() -> Any:
@@ -176,10 +177,15 @@ def read_flags(torch: Any, s: Settings) -> None:
         s.cudnn_benchmark = v if isinstance(v, bool) else None
     except Exception:
         pass
+
+
+def read_threads(torch: Any, s: Settings) -> None:
+    """torch's intra-op pool (torch.set_num_threads), read on the
+    forward's thread: with OpenMP the count is the calling thread's, and
+    the hook's own threads read the default (a review). Advice to cap the
+    pool checks it first (a user's review: a script that called
+    torch.set_num_threads(1) was told to)."""
     try:
-        # torch's intra-op pool (torch.set_num_threads): advice to cap it
-        # checks it first (a review: a script that called
-        # torch.set_num_threads(1) was told to).
         n = torch.get_num_threads()
         s.intra_op_threads = n if isinstance(n, int) and n > 0 else None
     except Exception:
@@ -912,6 +918,7 @@ class Window:
             read_autocast(torch, dtype, s)
         read_flags(torch, s)
         read_modules(torch, module, s)
+        read_threads(torch, s)
 
     def close(self) -> Settings:
         """Ends the window: removes what is left, sums the FLOPs, reads the

@@ -89,6 +89,16 @@ class SettingsTest(unittest.TestCase):
         self.assertEqual(m["gpuwatch_job_batch_size"], 4)
         self.assertEqual(m["gpuwatch_job_modules"], 3)
         self.assertEqual(m["gpuwatch_job_intra_op_threads"], torch.get_num_threads())
+
+    def test_intra_op_threads_are_the_forwards(self):
+        # Read on the forward's thread: the script's set_num_threads.
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            _, m = self.run_loop()
+        finally:
+            torch.set_num_threads(before)
+        self.assertEqual(m["gpuwatch_job_intra_op_threads"], 1)
         self.assertNotIn("gpuwatch_job_gpu_mem_free_bytes", m)  # no CUDA: absent
         self.assertAlmostEqual(m["gpuwatch_job_settings_read_timestamp_seconds"], time.time(), delta=60)
 
