@@ -2,11 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestRunCannotStartStatuses: a command that cannot start exits as a shell,
@@ -120,44 +123,57 @@ func TestRunOnceLeadsWithNoDataLoader(t *testing.T) {
 }
 
 // TestRunStopsTheJobWhenItsReaderGoesAway: gpuwatch run --headless …
-// | head -2 — the reader gone, a write fails (EPIPE); the session ends,
-// the job's whole group is stopped (a rank its shell started with &,
-// SIGINT ignored, included) and run exits 141, a pipe writer's status.
-// Before, gpuwatch died of SIGPIPE and the job's DataLoader workers ran
-// on, orphaned (a user's review).
+// | head -2 — the reader gone, a write to stdout raises SIGPIPE; run
+// catches it, the failed write ends the session, the job's whole group is
+// stopped (a rank its shell started with &, SIGINT ignored, included) and
+// run exits 141, a pipe writer's status, by itself — not killed by the
+// signal. Before, gpuwatch died of SIGPIPE and the job's DataLoader
+// workers ran on, orphaned (a user's review). Go raises SIGPIPE only for
+// writes to fds 1 and 2, so run runs in a child of this test with its
+// stdout on the pipe.
 func TestRunStopsTheJobWhenItsReaderGoesAway(t *testing.T) {
+	if pids := os.Getenv("GPUWATCH_TEST_PIPE_CHILD"); pids != "" {
+		os.Exit(Run([]string{"run", "--headless", "--interval", "200ms", "--duration", "60s", "--", "sh", "-c", `sleep 60 & echo "$!" > "$0.tmp"; mv "$0.tmp" "$0"; wait`, pids}, os.Stdout, os.Stderr))
+	}
+	pids := filepath.Join(t.TempDir(), "pids")
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Close() // the reader went away
-	defer w.Close()
-	pids := filepath.Join(t.TempDir(), "pids")
 	var errb bytes.Buffer
-	// The reader goes away once the shell has started its rank: lines
-	// before that are read (a loaded box may take its time to start sh).
-	out := writerFunc(func(b []byte) (int, error) {
-		if _, err := os.Stat(pids); err != nil {
-			return len(b), nil
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRunStopsTheJobWhenItsReaderGoesAway$")
+	cmd.Env = append(os.Environ(), "GPUWATCH_TEST_PIPE_CHILD="+pids)
+	cmd.Stdout, cmd.Stderr = w, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	// The reader goes away once the shell has started its rank (a loaded
+	// box may take its time to start sh): lines before that are read.
+	go func() { _, _ = io.Copy(io.Discard, r) }()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(pids); err == nil {
+			break
 		}
-		return w.Write(b)
-	})
-	code := Run([]string{"run", "--headless", "--interval", "200ms", "--duration", "60s", "--", "sh", "-c", `sleep 60 & echo "$!" > "$0.tmp"; mv "$0.tmp" "$0"; wait`, pids}, out, &errb)
-	if code != pipeClosed {
-		t.Fatalf("exit %d, stderr %q; want %d", code, errb.String(), pipeClosed)
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the shell never started its rank; stderr %q", errb.String())
+		}
+	}
+	r.Close()
+	err = cmd.Wait()
+	st, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if st.Signaled() || cmd.ProcessState.ExitCode() != pipeClosed {
+		t.Fatalf("run: %v (signaled %v, %v), stderr %q; want exit %d by itself", err, st.Signaled(), st.Signal(), errb.String(), pipeClosed)
 	}
 	b, err := os.ReadFile(pids)
 	if err != nil {
-		t.Fatalf("the shell wrote no rank: %v", err)
+		t.Fatal(err)
 	}
 	pid := strings.TrimSpace(string(b))
-	if st, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
-		if s := string(st); !strings.Contains(s[strings.LastIndexByte(s, ')'):], ") Z") {
+	if stat, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
+		if s := string(stat); !strings.HasPrefix(s[strings.LastIndexByte(s, ')'):], ") Z") {
 			t.Errorf("rank %s still runs after the reader went away: %s", pid, s)
 		}
 	}
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
