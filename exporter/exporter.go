@@ -335,7 +335,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 // collectLoader emits the loader's series, and the hook's own cost inside
 // the job, what was read of them (g as in Collect).
 func collectLoader(l *sample.Loader, g func(d *metricDesc, val float64, labels ...string)) {
-	if l.WaitShare != nil {
+	if l.WaitShare != nil && !l.Replaying() { // the replay's wait is the measurement's: an alert on the wait would clear at every ceiling (a review)
 		g(dWaitShare, *l.WaitShare)
 	}
 	if !l.SamplesUnknown() { // sampled, not answering, read once, or no batch's size read: no rate, not 0
@@ -454,7 +454,7 @@ func collectRanks(ranks []sample.Rank, straggler *int, g func(d *metricDesc, val
 		}
 		g(dRankUp, up, label...)
 		g(dStraggler, strag, label...)
-		if !r.Connected {
+		if !r.Connected || r.Loader != nil && r.Loader.Replaying() { // a replay's figures are the measurement's
 			continue
 		}
 		if r.WaitShare != nil {

@@ -238,8 +238,12 @@ gpuwatch_loader_input_cost_ratio 0.5
 	}
 	// Nor a samples/s: the job's rate is not read while the replay runs,
 	// and a 0 would fire every alert on a stopped loop (a user's review).
-	if n := testutil.CollectAndCount(e, "gpuwatch_loader_samples_per_second"); n != 0 {
-		t.Fatalf("%d samples/s series while the ceiling replays", n)
+	f.Loader.WaitShare = new(float64) // the replay's own: the loop hardly waits on kept batches
+	e.Set(f, diagnose.Verdict{Kind: diagnose.GPUStarved})
+	for _, name := range []string{"gpuwatch_loader_samples_per_second", "gpuwatch_loader_wait_ratio"} {
+		if n := testutil.CollectAndCount(e, name); n != 0 {
+			t.Fatalf("%d %s series while the ceiling replays", n, name)
+		}
 	}
 }
 

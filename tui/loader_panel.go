@@ -146,6 +146,9 @@ func (pv *view) loaderStats(l *sample.Loader) string {
 	if l.RatesPending {
 		return stats + " · rates at the next reading"
 	}
+	if l.Replaying() { // its rates are the measurement's, not the job's: unknown, not 0 (a review)
+		return stats + " · the ceiling replays kept batches"
+	}
 	if l.BytesUnknown() {
 		return stats + " · " + l.Throughput()
 	}

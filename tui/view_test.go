@@ -524,3 +524,15 @@ func TestAfterTheDashboardsReview(t *testing.T) {
 		t.Errorf("a failed probe's trend: %q", out)
 	}
 }
+
+// TestTheLoaderLineSaysTheReplayNotZero: while the ceiling replays kept
+// batches the loader's rates are the measurement's, unknown, and the
+// stats say the replay, not "0 samples/s" (a review).
+func TestTheLoaderLineSaysTheReplayNotZero(t *testing.T) {
+	yes := true
+	l := &sample.Loader{Source: "http://127.0.0.1:6061", Connected: &yes, Ceiling: &sample.Ceiling{State: sample.CeilingReplaying}}
+	pv := &view{frame: &sample.Frame{Loader: l}, st: &Styles{}}
+	if s := pv.loaderStats(l); strings.Contains(s, "samples/s") || !strings.Contains(s, "the ceiling replays kept batches") {
+		t.Errorf("replaying: %q", s)
+	}
+}
