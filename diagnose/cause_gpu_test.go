@@ -135,6 +135,17 @@ func TestAModelCastToBF16IsNotToldToAutocast(t *testing.T) {
 			t.Errorf("%s: compute dtype %q", dtype, got)
 		}
 	}
+	// Weights in fp64: autocast does not cast them; the fix says the
+	// model goes to float32 first, and no bound (the table's ratios are
+	// over fp32) (a review).
+	fp64 := fp32Settings()
+	fp64.WeightsDtype = "float64"
+	if c := causeOf(Classify(gpuBoundFrames(95, 0.5, 20, 80, 60, fp64), DefaultThresholds()), "tensor_idle"); c == nil || !strings.HasPrefix(c.Fix, "the model's weights are float64") || c.Bound != nil {
+		t.Errorf("fp64 weights: %+v", c)
+	}
+	if got := fp64.Summary(); !strings.Contains(got, "weights in float64") || strings.Contains(got, "fp32 matmuls") || fp64.TensorDtype() != "" {
+		t.Errorf("fp64 weights: settings line %q, tensor dtype %q", got, fp64.TensorDtype())
+	}
 	// Weights in fp32 read so, autocast off: tensor_idle as before.
 	plain := fp32Settings()
 	plain.WeightsDtype = "float32"

@@ -47,7 +47,20 @@ func tensorIdleCause(in *causeIn) (Cause, bool) {
 	c := Cause{Evidence: ev,
 		Fix: tensorIdleFixFor(g)}
 	c.Bound, c.BoundWhy = tensorIdleBound(g)
-	return c, true
+	return fp64Weights(c, g), true
+}
+
+// fp64Weights is a tensor_idle cause for a model whose weights are
+// float64: autocast casts float32 only, so the model goes to float32
+// first; and no bound, for the table's ratios are over fp32, not fp64 (a
+// move from fp64 may beat them). Unchanged for other weights.
+func fp64Weights(c Cause, g gpuIn) Cause {
+	if s := g.settings; s == nil || s.WeightsDtype != "float64" {
+		return c
+	}
+	c.Fix = "the model's weights are float64, which no tensor core takes and autocast does not cast: model.float() (and float32 batches) first, then " + c.Fix
+	c.Bound, c.BoundWhy = nil, "no bound: the step runs fp64, and the dense peaks' ratios are over fp32"
+	return c
 }
 
 // tensorIdleFromSettings names the cause without GPM's tensor activity:
@@ -72,7 +85,7 @@ func tensorIdleFromSettings(in *causeIn, g gpuIn) (Cause, bool) {
 	c := Cause{Evidence: fmt.Sprintf("the GPU runs a kernel %.0f %% of the time and %s: the tensor cores take no fp32 matmul (tensor activity not read: GPM %s)", busy.v, precisionWords(s), g.noGPM),
 		Fix: tensorIdleFixFor(g)}
 	c.Bound, c.BoundWhy = tensorIdleBound(g)
-	return c, true
+	return fp64Weights(c, g), true
 }
 
 const tensorIdleFix = "run the forward and the loss under torch.autocast(\"cuda\", dtype=torch.bfloat16) (the optimizer step stays fp32), or keep fp32 and let matmuls use TF32: torch.set_float32_matmul_precision(\"high\")"

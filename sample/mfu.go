@@ -146,6 +146,9 @@ func (s *JobSettings) TensorDtype() string {
 	if *s.Autocast {
 		return s.ComputeDtype()
 	}
+	if s.WeightsDtype == "float64" || s.WeightsDtype == "mixed" {
+		return "" // fp64 takes no tensor core; mixed weights have no one dtype
+	}
 	tf, known := s.TF32()
 	conv, convKnown := false, true // no convs read: none (as ComputeDtype has it)
 	if s.HasConv != nil && *s.HasConv {

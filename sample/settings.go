@@ -224,7 +224,7 @@ func (s *JobSettings) Summary() string {
 	if _, known := s.TF32(); !forward && (known || s.CudnnBenchmark != nil) {
 		parts = append(parts, "no model's forward seen")
 	}
-	if on, known := s.TF32(); known && !cpu && forward && s.CastDtype() == "" {
+	if on, known := s.TF32(); known && !cpu && forward && s.CastDtype() == "" && s.WeightsDtype != "float64" {
 		if on {
 			parts = append(parts, "fp32 matmuls on TF32")
 		} else {
