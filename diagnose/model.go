@@ -919,20 +919,24 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 		}
 	}
 	p.CPUs = floorCPUs(w, p.CPUs, loop+spin)
-	// Never fewer than the workers were seen to use: they had those (a
-	// user's review: "the 0.5 CPUs the workers have are the limit, at
-	// most 19 batches/s" beside 23.9 measured, its one worker using 0.67
-	// of a core while another job took the rest).
-	// Their CPU a batch at the measured rate is that. Read from /proc
-	// only (unread, CPUSec is their wall time, the cautious reading, and
-	// n workers waiting on storage would read as n CPUs on any box), and
-	// for worker processes only: an in-process loader's CPU is its whole
-	// process's, the loop's thread with it.
+	usedFloor(p, w, bps)
+	occupancy(w, p)
+}
+
+// usedFloor keeps the workers' CPUs at no fewer than they were seen to
+// use: they had those (a user's review: "the 0.5 CPUs the workers have
+// are the limit, at most 19 batches/s" beside 23.9 measured, its one
+// worker using 0.67 of a core while another job took the rest). Their
+// CPU a batch at the measured rate is that. Read from /proc only
+// (unread, CPUSec is their wall time, the cautious reading, and n workers
+// waiting on storage would read as n CPUs on any box), at most the box's
+// cores, and for worker processes only: an in-process loader's CPU is its
+// whole process's, the loop's thread with it.
+func usedFloor(p *Pipeline, w *window, bps float64) {
 	if len(w.workerPIDs) > 0 && !p.Relative && w.loaderCPU.ok {
 		p.UsedCPUs = min(p.CPUSec*bps, float64(w.cores))
 		p.CPUs = max(p.CPUs, p.UsedCPUs)
 	}
-	occupancy(w, p)
 }
 
 // occupancy sets the box's CPUs and how many of them the window saw busy
