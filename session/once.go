@@ -80,6 +80,10 @@ type Settle struct {
 	// for the first profile — settled all the same if the session ends.
 	profiles, profiled, heldUnprofiled bool
 	replaying                          bool // the last frame was the ceiling's replay
+	// measuringWhat is what held the settle at the last frame (the
+	// ceiling measured, the step's GPU time recorded), "" where nothing
+	// did: a session that ends then says it, not the settle rule.
+	measuringWhat string
 	// gpuProfile: --once asked the hook for the step's GPU time by itself
 	// (the GPU the limit): nothing settles while it records.
 	gpuProfile *GPUProfileWhenBound
@@ -171,6 +175,20 @@ func (s *Settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	// A profile expected and not yet come: wait for it, at most
 	// ProfileWait past the settle rule.
 	awaitingProfile := s.profiles && !s.profiled && f.Time.Sub(s.since) < SettleTime+ProfileWait
+	measuring := s.measuringAt(f)
+	held := s.holds() && !measuring
+	s.heldUnprofiled = held && awaitingProfile
+	if held && !awaitingProfile && !s.settled {
+		s.settled = true
+		s.stop()
+	}
+	return nil
+}
+
+// measuringAt says a measurement holds the settle at frame f — the
+// ceiling's, or a recording of the step's GPU time — and notes which
+// (measuringWhat) and whether f is the ceiling's replay.
+func (s *Settle) measuringAt(f *sample.Frame) bool {
 	// While the hook measures the ceiling (run --ceiling) nothing settles:
 	// the summary waits for its figure, or for why it was refused.
 	// Nor does the frame in which the replay ended: the diagnosis leaves
@@ -187,14 +205,16 @@ func (s *Settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 	// armed by run --gpu-profile — holds the settle, at most
 	// GPUProfileWait past the rule.
 	gpuPending := s.gpuProfile != nil && s.gpuProfile.Pending(f) || GPUProfileUnderWay(f)
-	measuring = measuring || gpuPending && f.Time.Sub(s.since) < SettleTime+GPUProfileWait
-	held := s.holds() && !measuring
-	s.heldUnprofiled = held && awaitingProfile
-	if held && !awaitingProfile && !s.settled {
-		s.settled = true
-		s.stop()
+	gpuHolds := gpuPending && f.Time.Sub(s.since) < SettleTime+GPUProfileWait
+	switch {
+	case measuring:
+		s.measuringWhat = "the ceiling was still being measured (run --ceiling)"
+	case gpuHolds:
+		s.measuringWhat = "the step's GPU time was still being recorded (--gpu-profile)"
+	default:
+		s.measuringWhat = ""
 	}
-	return nil
+	return measuring || gpuHolds
 }
 
 // holds is the settle rule, the one place it is applied (a live session's
@@ -378,6 +398,10 @@ func (s *Settle) why() string {
 		return fmt.Sprintf("still warming up: %s came, the diagnosis needs %d (%s%s)", sample.Plural(s.frames, "frame"), s.need, longer, shorter)
 	case s.changes > 0:
 		return fmt.Sprintf("the verdict changed %s before it could hold %s", sample.Plural(s.changes, "time"), SettleRule())
+	case s.holds() && s.measuringWhat != "":
+		// It held by the rule: what it waited for said (a review: "it
+		// held 20 frames over 19.00 s, not 5 frames and 5 s").
+		return fmt.Sprintf("the verdict held %s, but %s when the session ended (%s)", sample.Plural(s.streak, "frame"), s.measuringWhat, longer)
 	}
 	// The time held to the hundredth: 4.96 s is short of 5 s, and "5 s"
 	// beside the rule read as held (a user's review).

@@ -201,6 +201,17 @@ func TestSettleSaysWhyNothingSettled(t *testing.T) {
 	if err := s.summary(&out, false); !errors.Is(err, ErrUnsettled) || !strings.Contains(err.Error(), fmt.Sprintf("frames over %.2f s, not", (SettleTime-40*time.Millisecond).Seconds())) {
 		t.Fatalf("held a moment short: %v", err)
 	}
+	// Held by the rule while the ceiling replays: the summary says what
+	// it waited for, not the rule it met (a review).
+	s = &Settle{stop: func() {}, need: 3}
+	for i := range 20 {
+		f := settleFrameAt(i)
+		f.Loader = &sample.Loader{Ceiling: &sample.Ceiling{State: sample.CeilingReplaying}}
+		s.Frame(f, diagnose.Verdict{Kind: diagnose.Healthy})
+	}
+	if err := s.summary(&out, false); !errors.Is(err, ErrUnsettled) || !strings.Contains(err.Error(), "the verdict held 20 frames, but the ceiling was still being measured") {
+		t.Fatalf("held while measuring: %v", err)
+	}
 	s = &Settle{stop: func() {}, need: 3}
 	f := settleFrameAt(0)
 	at := f.Time
