@@ -349,6 +349,9 @@ func TestInlineLoadingNamesTheBusiestFunction(t *testing.T) {
 		Categories: []sample.ProfileCategory{{Name: sample.CatOther, Share: 0.94}, {Name: sample.CatCollating, Share: 0.01}},
 		Top:        []sample.ProfileFunc{own, getitem}})
 	wantInlineEvidence(t, v, c, "the training process's profile finds 95 % of its CPU in ")
+	if all := strings.Join(texts(v.Evidence), "\n"); !strings.Contains(all, "; gpuwatch's own hook takes 97 % of it (its cost, not the job's code)") {
+		t.Errorf("the hook's own share not said: %q", all)
+	}
 	// The same loop's step beside its loading: the whole profile's
 	// busiest function is the backward pass (a small MLP's verdict cited
 	// run_backward beside __getitem__ advice); the samples under the

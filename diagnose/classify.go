@@ -488,11 +488,19 @@ func profileEvidence(k Kind, w *window, th Thresholds, mmap bool, timedCollate l
 		// function names better than "elsewhere" does.
 		// (Top is by self time, the categories by every frame on the
 		// stack: the function is named, its share is not set beside.)
+		own := 0.0
 		for _, f := range top {
-			if c := profileCategoryOf(f); (c == "" || c == sample.CatOther) && !gpuwatchOwn(f) {
+			if gpuwatchOwn(f) {
+				own += f.Flat // gpuwatch's cost, said as such below, not the job's code to optimise
+				continue
+			}
+			if c := profileCategoryOf(f); c == "" || c == sample.CatOther {
 				text = fmt.Sprintf("%s: %.0f %% of its CPU is in code of no category gpuwatch knows; the busiest such function is %s", who, 100*best.Share, placeOf(f))
 				break
 			}
+		}
+		if own >= minBusiestShare {
+			text += fmt.Sprintf("; gpuwatch's own hook takes %.0f %% of it (its cost, not the job's code)", 100*own)
 		}
 	}
 	return evidence("profile."+best.Name+"_share", best.Share, ">=", 0, "ratio", text), true
