@@ -664,8 +664,18 @@ func unexplainedWait(p *Pipeline, waitSec float64) float64 {
 	if n <= 0 || p.Relative || !(p.StepSec > 0) || batch > n*p.StepSec {
 		return 0
 	}
-	refill := p.EpochStallSec * (n - 1) / p.BatchesPerEpoch
-	return max(0, waitSec-refill)
+	return max(0, waitSec-p.refillSec())
+}
+
+// refillSec is the most of the loop's wait per batch that workers
+// restarting every epoch owe to their restarts past the first batch: the
+// other workers' start-ups, at most one stall each an epoch (started one
+// after another), spread over the epoch's batches.
+func (p *Pipeline) refillSec() float64 {
+	if p.BatchesPerEpoch <= 0 || p.Knobs.Workers < 1 {
+		return 0
+	}
+	return p.EpochStallSec * float64(p.Knobs.Workers-1) / p.BatchesPerEpoch
 }
 
 // saturatedDisk: where the workers wait on storage and the disk they
@@ -780,8 +790,7 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 			// user's review: one worker, 28 ms a restart and 64 batches an
 			// epoch, was promised 1.9× from persistent_workers, its 30 %
 			// wait gone; it kept the wait and gained 1.0–1.3×).
-			refill := p.EpochStallSec * float64(n-1) / p.BatchesPerEpoch
-			p.OverheadSec = max(0, p.OverheadSec-refill)
+			p.OverheadSec = max(0, p.OverheadSec-p.refillSec())
 		}
 	}
 }
