@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuwatch/gpuwatch/diagnose"
 	"github.com/gpuwatch/gpuwatch/sample"
 )
 
@@ -74,4 +77,57 @@ func bareValue(cmd *cobra.Command, args []string) (string, bool) {
 		return "", false
 	}
 	return args[0], true
+}
+
+// gpuProfileSeen watches run's frames for the recording --gpu-profile
+// asked of the hook: a job that ends before it (a short script, a loop
+// of fewer than ten batches) had it unrecorded with nothing said (a
+// review). Observers are told on the session's loop; run reads after the
+// session returned.
+type gpuProfileSeen struct {
+	mu      sync.Mutex
+	state   string // the newest state a frame carried; "" none
+	batches uint64 // the most batches a loader with the recording had taken
+}
+
+func (g *gpuProfileSeen) Frame(f *sample.Frame, _ diagnose.Verdict) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	see := func(l *sample.Loader) {
+		if l == nil || l.GPUProfile == nil {
+			return
+		}
+		if g.state != sample.GPUProfileDone && g.state != sample.GPUProfileRefused {
+			g.state = l.GPUProfile.State // a rank done is the recording done
+		}
+		g.batches = max(g.batches, l.Batches)
+	}
+	see(f.Loader)
+	for i := range f.Ranks {
+		see(f.Ranks[i].Loader)
+	}
+	return nil
+}
+
+func (g *gpuProfileSeen) Note(sample.Note) error { return nil }
+
+// unrecorded is run's last word on a recording asked for that no frame
+// saw done or refused ("" where one did: the view said what came of it);
+// onceSaid: --once's summary said already that it was cut short.
+func (g *gpuProfileSeen) unrecorded(ran time.Duration, onceSaid bool) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch g.state {
+	case sample.GPUProfileDone, sample.GPUProfileRefused:
+		return ""
+	case sample.GPUProfileWaiting, sample.GPUProfileRecording:
+		if onceSaid {
+			return ""
+		}
+		if g.state == sample.GPUProfileWaiting {
+			return fmt.Sprintf("gpuwatch: --gpu-profile: not recorded: the job ended while the hook waited for the loop's 10th batch, where the recording starts (its figures last read at %d)\n", g.batches)
+		}
+		return "gpuwatch: --gpu-profile: not recorded: the job ended while the hook recorded, before its last step\n"
+	}
+	return fmt.Sprintf("gpuwatch: --gpu-profile: not recorded: the job ended %.1f s after it started, before gpuwatch read the hook's figures (the recording starts at the loop's 10th batch)\n", ran.Seconds())
 }

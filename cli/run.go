@@ -126,6 +126,7 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
+	started := time.Now()
 	j, err := job.Start(jo)
 	if err != nil {
 		signal.Stop(sigs)
@@ -147,6 +148,10 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	o := w.options(stdout, stderr)
 	o.PID, o.Job, o.Title = j.PID(), j, "run: "+j.Command()
 	o.Hooked = true
+	var profiled gpuProfileSeen
+	if opts.gpuProfile > 0 {
+		o.Observers = append(o.Observers, &profiled)
+	}
 	o.Attach = session.AttachTo{Discover: true, Dir: dir, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0,
 		Within: func(pid int) bool { return training.Descends(w.procRoot, pid, j.PID()) }}
 	onOneP(func() { err = session.Run(ctx, o) })
@@ -154,11 +159,16 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	// as asked, and that is a clean stop (status 0), not the job's
 	// failure (130: killed by gpuwatch's SIGINT failed CI steps).
 	stoppedAtDuration := err == nil && w.duration > 0 && !w.once && !jobDone(j)
+	endedItself := jobDone(j)
 	j.StopThen(interruptGrace, func() {
 		if _, werr := opts.stdout.Write(summary.Bytes()); werr != nil && err == nil {
 			err = werr
 		}
 	})
+	if opts.gpuProfile > 0 && endedItself && !errors.Is(err, syscall.EPIPE) {
+		_, at := j.Exit()
+		fmt.Fprint(stderr, profiled.unrecorded(at.Sub(started), w.once))
+	}
 	if dashboard && jo.Log != "" {
 		fmt.Fprintf(stderr, "gpuwatch: the job's output is in %s\n", j.LogNote())
 		for _, l := range j.Tail(10) {

@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/diagnose"
+	"github.com/gpuwatch/gpuwatch/sample"
 )
 
 // TestRunCannotStartStatuses: a command that cannot start exits as a shell,
@@ -174,6 +177,45 @@ func TestRunStopsTheJobWhenItsReaderGoesAway(t *testing.T) {
 	if stat, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
 		if s := string(stat); !strings.HasPrefix(s[strings.LastIndexByte(s, ')'):], ") Z") {
 			t.Errorf("rank %s still runs after the reader went away: %s", pid, s)
+		}
+	}
+}
+
+// TestRunSaysAGPUProfileNotRecorded: a job that ends before the recording
+// --gpu-profile asked for (a short script) is told so at the end, with
+// what gpuwatch last read of it; one that gpuwatch stops (--duration) or
+// whose recording finished is not.
+func TestRunSaysAGPUProfileNotRecorded(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := Run([]string{"run", "--headless", "--gpu-profile", "--", "sh", "-c", "sleep 1.5"}, &out, &errb)
+	if want := "gpuwatch: --gpu-profile: not recorded: the job ended "; code != 0 || !strings.Contains(errb.String(), want) || !strings.Contains(errb.String(), "before gpuwatch read the hook's figures") {
+		t.Fatalf("exit %d, stderr %q, want %q", code, errb.String(), want)
+	}
+	errb.Reset()
+	if Run([]string{"run", "--headless", "--gpu-profile", "--duration", "1s", "--", "sh", "-c", "while :; do sleep 0.1; done"}, &out, &errb); strings.Contains(errb.String(), "not recorded") {
+		t.Fatalf("a job gpuwatch stopped: %q", errb.String())
+	}
+	frame := func(state string, batches uint64) *sample.Frame {
+		return &sample.Frame{Ranks: []sample.Rank{{Loader: &sample.Loader{Batches: batches, GPUProfile: &sample.GPUProfile{State: state, Steps: 5}}}}}
+	}
+	for _, c := range []struct {
+		states []string
+		once   bool
+		want   string
+	}{
+		{[]string{sample.GPUProfileWaiting}, false, "the job ended while the hook waited for the loop's 10th batch, where the recording starts (its figures last read at 7)"},
+		{[]string{sample.GPUProfileWaiting}, true, ""}, // --once's summary said it
+		{[]string{sample.GPUProfileWaiting, sample.GPUProfileRecording}, false, "the job ended while the hook recorded, before its last step"},
+		{[]string{sample.GPUProfileRecording, sample.GPUProfileDone, sample.GPUProfileWaiting}, false, ""}, // a rank done is the recording done
+		{[]string{sample.GPUProfileRefused}, false, ""},
+	} {
+		var g gpuProfileSeen
+		for i, s := range c.states {
+			g.Frame(frame(s, uint64(7+i*10)), diagnose.Verdict{})
+		}
+		got := g.unrecorded(time.Second, c.once)
+		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("%v (once %v): %q, want %q", c.states, c.once, got, c.want)
 		}
 	}
 }

@@ -132,8 +132,10 @@ func (s *Settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		s.first = f.Time
 	}
 	s.frames++
-	if f.Loader != nil {
-		s.loader = f.Loader
+	if l := f.Loader; l != nil && (l.Settings != nil || l.GPUProfile != nil || s.loader == nil || s.loader.Settings == nil && s.loader.GPUProfile == nil) {
+		// A rank gone (the job's end) is a loader of no reading: the one
+		// before it stays the job's (a recording cut short had no line).
+		s.loader = l
 	}
 	if t := f.Target; t != nil && t.ExitedAt != nil {
 		// The watched process is gone: the frames after say nothing of it
@@ -277,7 +279,7 @@ func (s *Settle) job() *onceJob {
 	j := onceJob{Settings: l.Settings, SettingsLine: l.Settings.Summary(), MFU: l.MFU, MFUWhy: l.MFUWhy,
 		HookCPUPerSampleUs: l.HookCPUPerSampleUs, HookCPUPerBatchUs: l.HookCPUPerBatchUs,
 		GPUProfile: l.GPUProfile, GPUProfileLine: l.GPUProfile.Summary()}
-	if g := l.GPUProfile; g != nil && s.exited != nil && (g.State == sample.GPUProfileWaiting || g.State == sample.GPUProfileRecording) {
+	if g := l.GPUProfile; g != nil && (s.exited != nil || s.jobEnded != "") && (g.State == sample.GPUProfileWaiting || g.State == sample.GPUProfileRecording) {
 		// The job ended with the recording unfinished: its last word,
 		// "recording", is no longer so (a review).
 		j.GPUProfileLine = g.Unfinished(g.State)

@@ -272,6 +272,22 @@ func TestSettleSaysARecordingTheJobCutShort(t *testing.T) {
 	if j == nil || j.GPUProfileLine != "CPU time per step (no GPU): not recorded: the job ended while recording (5 steps asked)" {
 		t.Fatalf("job %+v", j)
 	}
+	// Under run the job's end comes as its exit (no frame of the target
+	// gone), and the rank, gone, leaves a loader of no reading in the
+	// last frame: the reading before it is the job's.
+	s = &Settle{stop: func() {}, need: 3}
+	for i := range 4 {
+		f := settleFrameAt(i)
+		f.Loader = &sample.Loader{Batches: 6, GPUProfile: &sample.GPUProfile{State: sample.GPUProfileWaiting, Device: "cpu", Steps: 5}}
+		if i == 3 {
+			f.Loader = &sample.Loader{}
+		}
+		s.Frame(f, diagnose.Verdict{Kind: diagnose.WarmingUp})
+	}
+	s.jobEnded = "exited with status 0"
+	if j := s.job(); j == nil || j.GPUProfileLine != "CPU time per step (no GPU): not recorded: the job ended while waiting (5 steps asked)" {
+		t.Fatalf("under run: job %+v", j)
+	}
 }
 
 // TestKeptFramesKeepTheNewestHour: the e key's report has at most
