@@ -273,4 +273,7 @@ const (
 	// FLOPsVoidRNN: an RNN, LSTM or GRU module, whose fused kernels
 	// neither counter reads.
 	FLOPsVoidRNN = "rnn"
+	// FLOPsVoidEinsum: an einsum of three or more operands, which the
+	// count by shapes (torch < 2.1) does not read.
+	FLOPsVoidEinsum = "einsum"
 )

@@ -117,7 +117,7 @@ func infoSettings(s *sample.JobSettings, l expo.Sample) {
 	s.CUDAGraphs = flag("cuda_graphs")
 	s.DeviceTF32 = flag("device_tf32")
 	switch v, _ := l.Label("flops_void"); v {
-	case sample.FLOPsVoidFrozen, sample.FLOPsVoidRNN:
+	case sample.FLOPsVoidFrozen, sample.FLOPsVoidRNN, sample.FLOPsVoidEinsum:
 		s.FLOPsVoid = v
 	}
 }

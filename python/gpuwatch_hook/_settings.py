@@ -75,7 +75,7 @@ FROZEN = "a training forward with frozen weights, whose backward FlopCounterMode
 #: The codes of a void count as the hook publishes them (info_labels'
 #: flops_void; sample.JobSettings.FLOPsVoid says them in words): a partly
 #: frozen model under FlopCounterMode, an RNN module neither counter reads.
-VOID_CODES = {FROZEN: "frozen", "rnn": "rnn"}
+VOID_CODES = {FROZEN: "frozen", "rnn": "rnn", "einsum": "einsum"}
 
 #: Module calls (of modules with parameters) a window looks at: the step's
 #: first RECHECKS at most, then its pre-hook goes (a forward under way is
@@ -362,11 +362,14 @@ def shape_counter(torch: Any, training: bool = False, checkpointed: bool = False
     before) that sees each torch call the forward makes, where call_flops
     counts those it knows. A call inside a torch function written in
     Python runs with the mode off and is not seen, so
-    F.multi_head_attention_forward is counted whole; an einsum or a
-    tensordot, whose work it cannot read, spoils the count, as do an RNN's
-    kernels (nn.LSTM's torch.lstm, an LSTMCell's torch.lstm_cell: a
-    step's matmuls inside one call) and a call call_flops fails on:
-    get_total_flops() is then 0, no count rather than a wrong one.
+    F.multi_head_attention_forward is counted whole; an einsum of two
+    operands and a tensordot by their shapes (einsum_flops). An einsum of
+    three or more, whose order of contraction it does not follow, spoils
+    the count, as do an RNN's kernels (nn.LSTM's torch.lstm, an LSTMCell's
+    torch.lstm_cell: a step's matmuls inside one call) and a call
+    call_flops fails on: get_total_flops() is then 0, no count rather than
+    a wrong one, and void names why ("einsum", "rnn"; "" a call it failed
+    on).
 
     training: a training forward's (Window.begin), whose calls are each
     counted with their backward (grad_flops: 3× a trained layer's, 2×
@@ -385,12 +388,12 @@ def shape_counter(torch: Any, training: bool = False, checkpointed: bool = False
     kinds[F.multi_head_attention_forward] = ("attention", None)
     if hasattr(F, "scaled_dot_product_attention"):  # torch 2.0
         kinds[F.scaled_dot_product_attention] = ("sdpa", None)
-    for f in (torch.einsum, torch.tensordot):
-        kinds[f] = ("unread", None)
+    kinds[torch.einsum] = ("einsum", None)
+    kinds[torch.tensordot] = ("tensordot", None)
     for name in RNN_CALLS:
         f = getattr(torch, name, None)
         if f is not None:
-            kinds[f] = ("unread", None)
+            kinds[f] = ("unread", "rnn")
 
     class ShapeCounter(torch.overrides.TorchFunctionMode):
         multiplied = True
@@ -399,6 +402,7 @@ def shape_counter(torch: Any, training: bool = False, checkpointed: bool = False
             super().__init__()
             self.total = 0
             self.spoiled = False
+            self.void = ""  # why spoiled, where it knows: "einsum", "rnn"
             self.trained = False  # a call of a trained weight came (grad_flops)
 
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -410,7 +414,9 @@ def shape_counter(torch: Any, training: bool = False, checkpointed: bool = False
                         if training:
                             self.total += grad_flops(self, torch, kind, args, kwargs, out, checkpointed)
                         else:
-                            self.total += call_flops(kind, args, out)
+                            self.total += call_flops(kind, args, out, kwargs)
+                except Unread as e:
+                    self.spoiled, self.void = True, e.void
                 except Exception:
                     self.spoiled = True
             return out
@@ -455,12 +461,15 @@ def grad_flops(counter: Any, torch: Any, kind: Tuple[str, Any], args: Any, kwarg
         weights = tuple(a for a in tuple(args[3:]) + tuple((kwargs or {}).values()) if isinstance(a, torch.nn.Parameter) and a.dim() >= 2)
     elif what in ("conv", "linear"):
         ops, weights = (args[0], args[1]), (args[1],)
-    elif what == "mm":
-        ops = (args[0], args[1]) if kind[1] == 0 else (args[1], args[2])
+    elif what in ("mm", "einsum", "tensordot"):
+        if what == "einsum":
+            ops = einsum_operands(args)[1]
+        else:
+            ops = (args[0], args[1]) if kind[1] == 0 or what == "tensordot" else (args[1], args[2])
         weights = tuple(a for a in ops if isinstance(a, torch.nn.Parameter))
     else:
-        raise ValueError("a call whose work is not read")
-    n = call_flops(kind, args, out)
+        raise Unread(kind[1] or "")
+    n = call_flops(kind, args, out, kwargs)
     if not torch.is_grad_enabled():
         return n * _no_grad_multiple(counter, ops, weights, checkpointed)
     if any(_needs(w) for w in weights):
@@ -520,7 +529,7 @@ def _under_checkpoint_forward() -> bool:
     return False
 
 
-def call_flops(kind: Tuple[str, Any], args: Any, out: Any) -> int:
+def call_flops(kind: Tuple[str, Any], args: Any, out: Any, kwargs: Any = None) -> int:
     """One call's FLOPs as torch.utils.flop_counter counts them: 2 × the
     output's elements × what each sums over. A matmul 2·M·N·K (M·N
     outputs, K the first matrix's last dimension; a linear's bias left
@@ -544,7 +553,111 @@ def call_flops(kind: Tuple[str, Any], args: Any, out: Any) -> int:
         return 2 * e * (2 * q.numel() + k.numel() + v.numel()) + 4 * q.numel() * k.shape[0]
     if what == "sdpa":
         return 2 * args[1].shape[-2] * (args[0].numel() + out.numel())
-    raise ValueError("a call whose work is not read")
+    if what == "einsum":
+        return einsum_flops(*einsum_operands(args))
+    if what == "tensordot":
+        return tensordot_flops(args, kwargs or {})
+    raise Unread(arg or "")
+
+
+class Unread(Exception):
+    """A call whose work the shapes counter does not read; void is the
+    reason the hook gives (VOID_CODES: "einsum", "rnn")."""
+
+    def __init__(self, void: str) -> None:
+        super().__init__("a call whose work is not read")
+        self.void = void
+
+
+def einsum_operands(args: Any) -> Tuple[str, Tuple[Any, ...]]:
+    """torch.einsum's equation and operands: einsum(eq, a, b) or
+    einsum(eq, [a, b]). The sublist form (a, [0, 1], b, [1, 2]) is not
+    read (Unread)."""
+    if not args or not isinstance(args[0], str):
+        raise Unread("einsum")
+    ops = tuple(args[1]) if len(args) == 2 and isinstance(args[1], (list, tuple)) else tuple(args[1:])
+    return args[0], ops
+
+
+def einsum_flops(equation: str, ops: Tuple[Any, ...]) -> int:
+    """An einsum's FLOPs as torch.utils.flop_counter counts them (torch ≥
+    2.1 runs a two-operand einsum as a bmm below it): each subscript
+    only one operand has and the output has not is summed first (not
+    counted); then, where a subscript is in both operands and not the
+    output, a bmm of 2 × the product of the sizes of every subscript left
+    (the output's and those both have): "bhqd,bhkd->bhqk" 2·b·h·q·k·d;
+    where none is, an elementwise product, which neither counts (0). One
+    operand (a sum, a trace) is 0. Three or more, contracted pairwise in
+    an order it does not follow, raise Unread("einsum"). An ellipsis is
+    its operands' broadcast dimensions, one subscript each."""
+    if len(ops) == 1:
+        return 0
+    if len(ops) != 2:
+        raise Unread("einsum")
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    subs = lhs.split(",")
+    if len(subs) != 2:
+        raise ValueError("an equation of another count of operands")
+    sizes: Dict[str, int] = {}
+    letters = []
+    for sub, op in zip(subs, ops):
+        have = _subscripts(sub, tuple(op.shape))
+        for c, n in have:
+            sizes[c] = max(sizes.get(c, 1), n)  # broadcast
+        letters.append(set(c for c, _ in have))
+    a, b = letters
+    if arrow:
+        out = set(c for c in rhs.replace("...", "") if c.isalpha())
+        if "..." in rhs:
+            out |= set(c for c in a | b if c.startswith("."))
+    else:  # implicit: the subscripts that appear once, and the ellipsis
+        counts: Dict[str, int] = {}
+        for c in lhs.replace("...", ""):
+            counts[c] = counts.get(c, 0) + 1
+        out = set(c for c, n in counts.items() if n == 1 and c.isalpha()) | set(c for c in a | b if c.startswith("."))
+    if not (a & b) - out:
+        return 0  # an elementwise product: torch's mul, uncounted
+    n = 2
+    for c in out | (a & b):
+        n *= sizes[c]
+    return n
+
+
+def _subscripts(sub: str, shape: Tuple[int, ...]) -> List[Tuple[str, int]]:
+    """One operand's subscripts with their sizes; an ellipsis' dimensions
+    named ".0" (its last), ".1", …, right-aligned as they broadcast."""
+    names: List[str] = list(sub)
+    if "..." in sub:
+        head, _, tail = sub.partition("...")
+        dots = len(shape) - len(head) - len(tail)
+        if dots < 0:
+            raise ValueError("an equation that does not fit its operands")
+        names = list(head) + ["." + str(dots - 1 - i) for i in range(dots)] + list(tail)
+    if len(names) != len(shape):
+        raise ValueError("an equation that does not fit its operands")
+    return list(zip(names, shape))
+
+
+def tensordot_flops(args: Any, kwargs: Dict[str, Any]) -> int:
+    """torch.tensordot(a, b, dims) as the one mm it runs: 2 × a's elements
+    × b's over the dimensions summed (dims an int: a's last dims; a pair of
+    lists: a's dimensions named)."""
+    a, b = args[0], args[1]
+    dims = args[2] if len(args) > 2 else kwargs.get("dims", 2)
+    shape = tuple(a.shape)
+    if isinstance(dims, int):
+        summed = shape[len(shape) - dims:] if dims > 0 else ()
+    elif isinstance(dims, (list, tuple)) and len(dims) == 2 and all(isinstance(d, int) for d in dims[0]):
+        summed = tuple(shape[d] for d in dims[0])
+    else:
+        raise Unread("")
+    k = 1
+    for d in summed:
+        k *= d
+    if k == 0:
+        return 0
+    return 2 * a.numel() * (b.numel() // k)
 
 
 class Window:
@@ -846,6 +959,11 @@ class Window:
         except Exception:
             _counter_broke()
             self.flops_failed = True
+            return
+        if getattr(mode, "spoiled", False):
+            # A call the shapes counter does not read: no count, and why
+            # where it knows (an einsum of three operands had no reason).
+            self.flops_failed = mode.void if mode.void in VOID_CODES else True
             return
         if not whole:
             self.flops_failed = True  # a forward that raised: the sum would be short

@@ -64,6 +64,18 @@ if torch is not None:
             h = self.fc(x)
             return torch.einsum("bij,bkj->bik", h, h)
 
+    class Einsum3(nn.Module):
+        """An einsum of three operands: contracted pairwise in an order
+        the shapes counter does not follow."""
+
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(6, 6)
+
+        def forward(self, x):
+            h = self.fc(x)
+            return torch.einsum("bij,bkj,bkl->bil", h, h, h)
+
     class Recurrent(nn.Module):
         """An RNN and a linear head: lstm.py's model, small."""
 
@@ -751,10 +763,54 @@ class FLOPsTest(unittest.TestCase):
         self.assertEqual(_settings.call_flops(("sdpa", None), (q, k, v), out), want)  # 7,040
 
     @unittest.skipUnless(shapes_only, "the shapes counter: torch 1.13 to 2.0")
-    def test_an_einsum_gives_no_count_rather_than_a_low_one(self):
+    def test_an_einsum_of_two_is_counted_and_of_three_says_why_not(self):
+        """A review: a model with an einsum had no count and no reason
+        (the count of its other calls had been void in silence). Two
+        operands are counted as FlopCounterMode counts the bmm torch ≥ 2.1
+        runs them as: the linear 3× (2·6·6 a row, 6 rows), the einsum's
+        2·b·i·k·j = 216 3× (both operands need a gradient). Three: no count,
+        and flops_void says einsum."""
         s, _ = self.count(Einsum(), torch.randn(2, 3, 6))
+        self.assertEqual(s.flops_per_step, 3 * 2 * 6 * 6 * 6 + 3 * 216)
+        self.assertIsNone(s.flops_void)
+        _settings._flops_done = False
+        s, _ = self.count(Einsum3(), torch.randn(2, 3, 6))
         self.assertIsNone(s.flops_per_step)
         self.assertIs(s.training, True)  # the rest was read
+        self.assertEqual(s.flops_void, "einsum")
+
+    @unittest.skipUnless(shapes_only, "the shapes counter: torch 1.13 to 2.0")
+    def test_einsum_and_tensordot_by_their_shapes(self):
+        """Each against the product by hand: a bmm 2·(every subscript kept
+        or contracted); a subscript only one operand has and the output
+        has not is summed first, uncounted; no contracted subscript is an
+        elementwise product (torch's mul: 0); the list and sublist forms,
+        an ellipsis, the implicit output; tensordot's three dims forms."""
+        a, b = torch.randn(2, 3, 5, 6), torch.randn(2, 3, 7, 6)
+        cases = [
+            (lambda: torch.einsum("bhqd,bhkd->bhqk", a, b), 2 * 2 * 3 * 5 * 7 * 6),
+            (lambda: torch.einsum("bhqd,bhkd->bhqk", [a, b]), 2 * 2 * 3 * 5 * 7 * 6),
+            (lambda: torch.einsum("...qd,...kd->...qk", a, b), 2 * 2 * 3 * 5 * 7 * 6),
+            (lambda: torch.einsum("...qd,...kd", a, b), 2 * 2 * 3 * 5 * 7 * 6),
+            (lambda: torch.einsum("...qd,kd->...qk", a, torch.randn(7, 6)), 2 * 2 * 3 * 5 * 7 * 6),
+            (lambda: torch.einsum("ij,jk", torch.randn(3, 4), torch.randn(4, 5)), 2 * 3 * 4 * 5),
+            (lambda: torch.einsum("ij,jk->i", torch.randn(3, 4), torch.randn(4, 5)), 2 * 3 * 4),
+            (lambda: torch.einsum(torch.randn(3, 4), [0, 1], torch.randn(4, 5), [1, 2]), 2 * 3 * 4 * 5),
+            (lambda: torch.einsum("i,j->ij", torch.randn(3), torch.randn(4)), 0),
+            (lambda: torch.einsum("ii->i", torch.randn(3, 3)), 0),
+            (lambda: torch.tensordot(torch.randn(3, 4, 5), torch.randn(4, 5, 6)), 2 * 3 * 4 * 5 * 6),
+            (lambda: torch.tensordot(torch.randn(3, 4, 5), torch.randn(5, 6), dims=1), 2 * 3 * 4 * 5 * 6),
+            (lambda: torch.tensordot(torch.randn(3, 4, 5), torch.randn(4, 3, 6), dims=([0, 1], [1, 0])), 2 * 3 * 4 * 5 * 6),
+        ]
+        for i, (call, want) in enumerate(cases):
+            mode = _settings.shape_counter(torch)
+            with mode:
+                call()
+            self.assertEqual((mode.get_total_flops(), mode.spoiled), (want, False), i)
+        mode = _settings.shape_counter(torch)
+        with mode:
+            torch.einsum("ij,jk,kl->il", torch.randn(3, 4), torch.randn(4, 5), torch.randn(5, 2))
+        self.assertEqual((mode.get_total_flops(), mode.void), (0, "einsum"))
 
     def test_an_rnn_gives_no_count_rather_than_its_head_alone(self):
         """A review: an LSTM model read "4.92e+05 FLOPs a step", its head's,
