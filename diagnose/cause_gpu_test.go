@@ -146,6 +146,11 @@ func TestAModelCastToBF16IsNotToldToAutocast(t *testing.T) {
 	if got := fp64.Summary(); !strings.Contains(got, "weights in float64") || strings.Contains(got, "fp32 matmuls") || fp64.TensorDtype() != "" {
 		t.Errorf("fp64 weights: settings line %q, tensor dtype %q", got, fp64.TensorDtype())
 	}
+	mixed := fp32Settings()
+	mixed.WeightsDtype = "mixed"
+	if got := mixed.Summary(); !strings.Contains(got, "weights in mixed dtypes") || mixed.TensorDtype() != "" {
+		t.Errorf("mixed weights: settings line %q, tensor dtype %q", got, mixed.TensorDtype())
+	}
 	// Weights in fp32 read so, autocast off: tensor_idle as before.
 	plain := fp32Settings()
 	plain.WeightsDtype = "float32"

@@ -210,8 +210,10 @@ func (s *JobSettings) Summary() string {
 	switch d := s.WeightsDtype; {
 	case s.CastDtype() != "":
 		parts = append(parts, "weights in "+short(d))
-	case d == "float64" || d == "mixed":
+	case d == "float64":
 		parts = append(parts, "weights in "+d)
+	case d == "mixed":
+		parts = append(parts, "weights in mixed dtypes") // no dtype holds 90 % of them
 	}
 	cpu := s.Device == "cpu"
 	if cpu {
