@@ -105,12 +105,7 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 		return err
 	}
 	jo := job.Options{Argv: argv, Env: withGPUProfile(withCeiling(jobEnv(os.Environ(), dir), opts.ceiling), opts.gpuProfile), RunDir: dir}
-	if opts.ceiling > 0 {
-		fmt.Fprint(stderr, ceilingNotice(opts.ceiling))
-	}
-	if opts.gpuProfile > 0 {
-		fmt.Fprint(stderr, gpuProfileNotice(opts.gpuProfile))
-	}
+	tellMeasurements(stderr, opts)
 	if err := jobOutput(cmd, opts, &jo, dashboard); err != nil {
 		return err
 	}
@@ -148,9 +143,9 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	o := w.options(stdout, stderr)
 	o.PID, o.Job, o.Title = j.PID(), j, "run: "+j.Command()
 	o.Hooked = true
-	var profiled gpuProfileSeen
+	profiled := &gpuProfileSeen{}
 	if opts.gpuProfile > 0 {
-		o.Observers = append(o.Observers, &profiled)
+		o.Observers = append(o.Observers, profiled)
 	}
 	o.Attach = session.AttachTo{Discover: true, Dir: dir, Every: w.profileEvery, Length: w.profileLength, NoProfiles: w.profileEvery == 0,
 		Within: func(pid int) bool { return training.Descends(w.procRoot, pid, j.PID()) }}
@@ -170,12 +165,29 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 		fmt.Fprint(stderr, profiled.unrecorded(at.Sub(started), w.once))
 	}
 	if dashboard && jo.Log != "" {
-		fmt.Fprintf(stderr, "gpuwatch: the job's output is in %s\n", j.LogNote())
-		for _, l := range j.Tail(10) {
-			fmt.Fprintf(stderr, "  │ %s\n", l)
-		}
+		tellJobLog(stderr, j)
 	}
 	return runStatus(err, j, w, stderr, dashboard, stoppedAtDuration)
+}
+
+// tellMeasurements says what run measures in the job that costs while
+// it runs (--ceiling, --gpu-profile), before it starts.
+func tellMeasurements(stderr io.Writer, opts *runOptions) {
+	if opts.ceiling > 0 {
+		fmt.Fprint(stderr, ceilingNotice(opts.ceiling))
+	}
+	if opts.gpuProfile > 0 {
+		fmt.Fprint(stderr, gpuProfileNotice(opts.gpuProfile))
+	}
+}
+
+// tellJobLog says where the job's output went while the dashboard drew,
+// and its last lines.
+func tellJobLog(stderr io.Writer, j *job.Job) {
+	fmt.Fprintf(stderr, "gpuwatch: the job's output is in %s\n", j.LogNote())
+	for _, l := range j.Tail(10) {
+		fmt.Fprintf(stderr, "  │ %s\n", l)
+	}
 }
 
 // pipeClosed is run's status where its output's reader went away: a
