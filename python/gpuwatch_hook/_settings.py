@@ -466,7 +466,7 @@ def grad_flops(counter: Any, torch: Any, kind: Tuple[str, Any], args: Any, kwarg
             ops = einsum_operands(args)[1]
         else:
             ops = (args[0], args[1]) if kind[1] == 0 or what == "tensordot" else (args[1], args[2])
-        weights = tuple(a for a in ops if isinstance(a, torch.nn.Parameter))
+        weights = tuple(a for a in ops if _weight(torch, a))
     else:
         raise Unread(kind[1] or "")
     n = call_flops(kind, args, out, kwargs)
@@ -497,6 +497,14 @@ def _frozen_attention(args: Any, n: int) -> int:
     # projection where any input needs one.
     projected = e2 * (q.numel() * (1 + _needs(q)) + k.numel() * (1 + _needs(k)) + v.numel() * (1 + _needs(v)) + q.numel() * (1 + min(1, qk + _needs(v))))
     return projected + each * (1 + qk) + each * (1 + min(1, qk) + _needs(v))
+
+
+def _weight(torch: Any, t: Any) -> bool:
+    """A weight multiplied: an nn.Parameter, or a view of one (x @
+    self.w.T: the transpose is no Parameter, and a trained layer written
+    by hand counted 2×, its input needing no gradient; a review)."""
+    P = torch.nn.Parameter
+    return isinstance(t, P) or isinstance(getattr(t, "_base", None), P)
 
 
 def _needs(t: Any) -> int:
