@@ -125,7 +125,7 @@ func (g *gpuProfileSeen) unrecorded(ran time.Duration, onceSaid bool) string {
 			return ""
 		}
 		if g.state == sample.GPUProfileWaiting {
-			return fmt.Sprintf("gpuwatch: --gpu-profile: not recorded: the job ended while the hook waited for the loop's 10th batch, where the recording starts (its figures last read at %d)\n", g.batches)
+			return fmt.Sprintf("gpuwatch: --gpu-profile: not recorded: the job ended before the recording started, at the loop's 10th batch (its figures last read at batch %d)\n", g.batches)
 		}
 		return "gpuwatch: --gpu-profile: not recorded: the job ended while the hook recorded, before its last step\n"
 	}

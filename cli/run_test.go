@@ -203,7 +203,7 @@ func TestRunSaysAGPUProfileNotRecorded(t *testing.T) {
 		once   bool
 		want   string
 	}{
-		{[]string{sample.GPUProfileWaiting}, false, "the job ended while the hook waited for the loop's 10th batch, where the recording starts (its figures last read at 7)"},
+		{[]string{sample.GPUProfileWaiting}, false, "the job ended before the recording started, at the loop's 10th batch (its figures last read at batch 7)"},
 		{[]string{sample.GPUProfileWaiting}, true, ""}, // --once's summary said it
 		{[]string{sample.GPUProfileWaiting, sample.GPUProfileRecording}, false, "the job ended while the hook recorded, before its last step"},
 		{[]string{sample.GPUProfileRecording, sample.GPUProfileDone, sample.GPUProfileWaiting}, false, ""}, // a rank done is the recording done

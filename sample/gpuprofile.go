@@ -101,7 +101,10 @@ func (g *GPUProfile) what() string {
 // Unfinished is the line for a recording the job's end cut short in state
 // (waiting or recording): nothing of it was measured.
 func (g *GPUProfile) Unfinished(state string) string {
-	return fmt.Sprintf("%s: not recorded: the job ended while %s (%d steps asked)", g.what(), state, g.Steps)
+	if state == GPUProfileWaiting {
+		return fmt.Sprintf("%s: not recorded: the job ended before the recording started (under gpuwatch run, at the loop's 10th batch; %s asked)", g.what(), Plural(g.Steps, "step"))
+	}
+	return fmt.Sprintf("%s: not recorded: the job ended while %s (%s asked)", g.what(), state, Plural(g.Steps, "step"))
 }
 
 // The recording's states, as the hook names them.

@@ -254,9 +254,7 @@ func (s *JobSettings) Summary() string {
 	if f, t := s.GPUMemFreeBytes, s.GPUMemTotalBytes; f != nil && t != nil && *t > 0 && *f <= *t {
 		parts = append(parts, fmt.Sprintf("%s of %s GPU memory free", FormatBytes(float64(*f)), FormatBytes(float64(*t))))
 	}
-	if s.FLOPsPerStep != nil {
-		parts = append(parts, fmt.Sprintf("%.3g FLOPs a step", *s.FLOPsPerStep))
-	}
+	parts = append(parts, s.flopsWords())
 	out := parts[:0]
 	for _, p := range parts {
 		if p != "" {
@@ -264,6 +262,27 @@ func (s *JobSettings) Summary() string {
 		}
 	}
 	return strings.Join(out, " · ")
+}
+
+// flopsWords is the settings line's FLOPs: the count, or why there is
+// none where the hook said, on a CPU job too, where no MFU line says it
+// (a review: an LSTMCell's job said nothing); "" neither.
+func (s *JobSettings) flopsWords() string {
+	switch {
+	case s.FLOPsPerStep != nil:
+		return fmt.Sprintf("%.3g FLOPs a step", *s.FLOPsPerStep)
+	case s.FLOPsVoid != "":
+		return "FLOPs not counted (" + flopsVoidWords[s.FLOPsVoid] + ")"
+	}
+	return ""
+}
+
+// flopsVoidWords are the reasons for no FLOPs count in a few words, for
+// the settings line (MFUWhy says them whole).
+var flopsVoidWords = map[string]string{
+	FLOPsVoidFrozen: "frozen weights under torch.utils.flop_counter",
+	FLOPsVoidRNN:    "an RNN's fused kernels",
+	FLOPsVoidEinsum: "an einsum of three or more operands",
 }
 
 // The reasons the hook gives for no FLOPs count (JobSettings.FLOPsVoid).

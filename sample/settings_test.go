@@ -1,6 +1,9 @@
 package sample
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestTF32(t *testing.T) {
 	yes, no := true, false
@@ -56,6 +59,14 @@ func TestSettingsSummary(t *testing.T) {
 	s.Device, s.Float32MatmulPrecision, s.CudnnBenchmark, s.GPUMemFreeBytes, s.GPUMemTotalBytes = "cpu", "high", &on, nil, nil
 	if got, want := s.Summary(), "on the CPU · no autocast · convs NCHW · not compiled · batch 128 · 3.14e+12 FLOPs a step"; got != want {
 		t.Errorf("got %q\nwant %q", got, want)
+	}
+	// No count: why, in the line, where no MFU line says it (a CPU job).
+	for void, words := range map[string]string{FLOPsVoidRNN: "an RNN's fused kernels", FLOPsVoidEinsum: "an einsum of three or more operands", FLOPsVoidFrozen: "frozen weights"} {
+		v := *s
+		v.FLOPsPerStep, v.FLOPsVoid = nil, void
+		if got := v.Summary(); !strings.Contains(got, "· batch 128 · FLOPs not counted ("+words) {
+			t.Errorf("%s: %q", void, got)
+		}
 	}
 	// With no model's forward seen, the process's precision switches apply
 	// to nothing read (a review: a job with no model read "fp32 matmuls

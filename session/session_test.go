@@ -285,7 +285,7 @@ func TestSettleSaysARecordingTheJobCutShort(t *testing.T) {
 		s.Frame(f, diagnose.Verdict{Kind: diagnose.WarmingUp})
 	}
 	s.jobEnded = "exited with status 0"
-	if j := s.job(); j == nil || j.GPUProfileLine != "CPU time per step (no GPU): not recorded: the job ended while waiting (5 steps asked)" {
+	if j := s.job(); j == nil || j.GPUProfileLine != "CPU time per step (no GPU): not recorded: the job ended before the recording started (under gpuwatch run, at the loop's 10th batch; 5 steps asked)" {
 		t.Fatalf("under run: job %+v", j)
 	}
 }
