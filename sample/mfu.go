@@ -271,6 +271,8 @@ func (f *Frame) mfu() (why string) {
 		return "the hook gives no FLOPs count for a training step with frozen weights under torch.utils.flop_counter (torch ≥ 2.1): it counts below autograd, and a frozen layer's backward is not twice its forward"
 	case (s.FLOPsPerStep == nil || !(*s.FLOPsPerStep > 0)) && s.FLOPsVoid == FLOPsVoidRNN:
 		return "the hook gives no FLOPs count for a model with an RNN, LSTM or GRU: their fused kernels are not read by either counter, and a count of the rest would be short"
+	case s.FLOPsShapesVary:
+		return "the batches' shapes vary (sequences padded per batch, images of several sizes): the hook counted one step's FLOPs, not every step's, and a rate from it would say nothing of the others"
 	case (s.FLOPsPerStep == nil || !(*s.FLOPsPerStep > 0)) && s.FLOPsVoid == FLOPsVoidEinsum:
 		return "the hook gives no FLOPs count for a model with an einsum of three or more operands: its count by shapes (torch < 2.1; torch.utils.flop_counter from 2.1) reads two, and a count of the rest would be short"
 	case s.FLOPsPerStep == nil || !(*s.FLOPsPerStep > 0):

@@ -61,6 +61,7 @@ func TestMFUIsDerivedFromWhatWasRead(t *testing.T) {
 		"no FLOPs, frozen weights":       {frame(&JobSettings{Autocast: &yes, AutocastDtype: "bfloat16", Compiled: &no, FLOPsVoid: FLOPsVoidFrozen}, 50, peak), "no FLOPs count for a training step with frozen weights"},
 		"no FLOPs, an RNN":               {frame(&JobSettings{Autocast: &yes, AutocastDtype: "bfloat16", Compiled: &no, FLOPsVoid: FLOPsVoidRNN}, 50, peak), "no FLOPs count for a model with an RNN, LSTM or GRU"},
 		"no FLOPs, an einsum of three":   {frame(&JobSettings{Autocast: &yes, AutocastDtype: "bfloat16", Compiled: &no, FLOPsVoid: FLOPsVoidEinsum}, 50, peak), "no FLOPs count for a model with an einsum of three or more operands"},
+		"shapes vary":                    {frame(&JobSettings{Autocast: &yes, AutocastDtype: "bfloat16", Compiled: &no, FLOPsPerStep: &flops, FLOPsShapesVary: true}, 50, peak), "the batches' shapes vary"},
 		"no rate":                        {frame(bf16, 0, peak), "no step in the interval"},
 		"precision unread":               {frame(&JobSettings{FLOPsPerStep: &flops}, 50, peak), "dtype is not read"},
 		"no peak":                        {frame(bf16, 50, nil), "no dense peak for the NVIDIA H200"},

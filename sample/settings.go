@@ -70,6 +70,11 @@ type JobSettings struct {
 	// FLOPsVoid is why the hook gave no count where it chose not to (""
 	// otherwise): FLOPsVoidFrozen, FLOPsVoidRNN.
 	FLOPsVoid string `json:"flops_void,omitempty"`
+	// FLOPsShapesVary: the batches the hook looked at have differed in
+	// shape past their first dimension since FLOPsPerStep was counted on
+	// one step's (sequences padded per batch, images of several sizes):
+	// the count is not every step's, and no MFU is derived from it.
+	FLOPsShapesVary bool `json:"flops_shapes_vary,omitempty"`
 	// ReadAt is when the hook last read them; nil when it did not say.
 	ReadAt *time.Time `json:"read_at,omitempty"`
 	// DeviceTF32 is whether the model's GPU has TF32 and bf16 tensor
@@ -269,6 +274,8 @@ func (s *JobSettings) Summary() string {
 // (a review: an LSTMCell's job said nothing); "" neither.
 func (s *JobSettings) flopsWords() string {
 	switch {
+	case s.FLOPsPerStep != nil && s.FLOPsShapesVary:
+		return fmt.Sprintf("%.3g FLOPs on one step's batch (the batches' shapes vary)", *s.FLOPsPerStep)
 	case s.FLOPsPerStep != nil:
 		return fmt.Sprintf("%.3g FLOPs a step", *s.FLOPsPerStep)
 	case s.FLOPsVoid != "":

@@ -60,6 +60,11 @@ func TestSettingsSummary(t *testing.T) {
 	if got, want := s.Summary(), "on the CPU · no autocast · convs NCHW · not compiled · batch 128 · 3.14e+12 FLOPs a step"; got != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
+	vary := *s
+	vary.FLOPsShapesVary = true
+	if got := vary.Summary(); !strings.HasSuffix(got, "· 3.14e+12 FLOPs on one step's batch (the batches' shapes vary)") {
+		t.Errorf("shapes vary: %q", got)
+	}
 	// No count: why, in the line, where no MFU line says it (a CPU job).
 	for void, words := range map[string]string{FLOPsVoidRNN: "an RNN's fused kernels", FLOPsVoidEinsum: "an einsum of three or more operands", FLOPsVoidFrozen: "frozen weights"} {
 		v := *s

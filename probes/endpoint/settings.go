@@ -116,6 +116,9 @@ func infoSettings(s *sample.JobSettings, l expo.Sample) {
 	s.Compiled = flag("compiled")
 	s.CUDAGraphs = flag("cuda_graphs")
 	s.DeviceTF32 = flag("device_tf32")
+	if v, _ := l.Label("flops_shapes"); v == "vary" {
+		s.FLOPsShapesVary = true
+	}
 	switch v, _ := l.Label("flops_void"); v {
 	case sample.FLOPsVoidFrozen, sample.FLOPsVoidRNN, sample.FLOPsVoidEinsum:
 		s.FLOPsVoid = v

@@ -72,6 +72,8 @@ func TestSettingsLabels(t *testing.T) {
 			func(s *sample.JobSettings) bool { return s.Device == "cpu" }},
 		{"why no FLOPs were counted, from the codes the hook writes", `gpuwatch_job_setting_info{flops_void="frozen"} 1` + "\n",
 			func(s *sample.JobSettings) bool { return s.FLOPsVoid == sample.FLOPsVoidFrozen }},
+		{"the batches' shapes vary from the count's", `gpuwatch_job_setting_info{flops_shapes="vary"} 1` + "\n",
+			func(s *sample.JobSettings) bool { return s.FLOPsShapesVary }},
 		{"an einsum of three, from the code the hook writes", `gpuwatch_job_setting_info{flops_void="einsum"} 1` + "\n",
 			func(s *sample.JobSettings) bool { return s.FLOPsVoid == sample.FLOPsVoidEinsum }},
 		{"a void code the hook does not write is none", `gpuwatch_job_setting_info{flops_void="` + long + `"} 1` + "\n",

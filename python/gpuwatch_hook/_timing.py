@@ -170,6 +170,13 @@ class Stats:
         self.look_bytes = self.look_f64 = self.look_pinned = 0
         self.token_slots = self.padding_slots = 0
         self.last_look: Optional[_payload.Look] = None
+        # The first look's tensors' shapes past their first dimension, and
+        # whether a later look's differed (sequences padded per batch,
+        # images of several sizes): the FLOPs, counted on one step, are
+        # then not every step's (a review: a bucketed transformer read its
+        # shortest batch's, 10× below the epoch's mean).
+        self.first_shapes: Optional[Tuple[Tuple[str, Tuple[int, ...]], ...]] = None
+        self.shapes_vary = False
         self._look_at: Optional[float] = None  # when the next look is due; None: at the next batch
         # The copies to the GPU of the batches looked at (_h2d).
         self.h2d = _h2d.Figures()
@@ -354,6 +361,11 @@ class Stats:
             self.token_slots += lk.token_slots
             self.padding_slots += lk.padding_slots
             self.last_look = lk
+            shapes = tuple((t.path, tuple(t.shape[1:])) for t in lk.tensors)
+            if self.first_shapes is None:
+                self.first_shapes = shapes
+            elif shapes != self.first_shapes:
+                self.shapes_vary = True
 
     def h2d_copy(self, n: int, pinned: bool, non_blocking: bool, host: float, device: Optional[int], first_of_batch: bool) -> None:
         """Adds a copy to the GPU of a looked-at batch's tensor (_h2d)."""
@@ -554,7 +566,7 @@ class Stats:
             ceiling = self.ceiling
             gpu_profile = self.gpu_profile
             h2d = self.h2d.copy()
-            settings = self.settings
+            settings, shapes_vary = self.settings, self.shapes_vary
             syncs = self.syncs.copy() if self.syncs.windows else None
         waiting, stepping = self.waiting(), self.stepping()
         out: List[str] = []
@@ -626,7 +638,7 @@ class Stats:
         if gpu_profile is not None:
             render_gpu_profile(put, gpu_profile.figures())
         if settings is not None:
-            render_settings(put, settings)
+            render_settings(put, settings, shapes_vary)
         if syncs is not None:
             render_syncs(put, syncs)
         render_cost(put, _cost.cost.seconds())
@@ -691,10 +703,14 @@ def render_h2d(put: Any, h: "_h2d.Figures") -> None:
         put("gpuwatch_loader_h2d_device %d\n" % h.device)
 
 
-def render_settings(put: Any, s: "_settings.Settings") -> None:
+def render_settings(put: Any, s: "_settings.Settings", shapes_vary: bool = False) -> None:
     """The job's settings (docs/prometheus.md, "The job's settings"): one
-    info series whose labels are the settings read, and gauges."""
+    info series whose labels are the settings read, and gauges;
+    flops_shapes="vary" where a FLOPs count was made and the batches looked
+    at have differed in shape since (Stats.shapes_vary)."""
     labels = _settings.info_labels(s)
+    if shapes_vary and s.flops_per_step is not None:
+        labels.append(("flops_shapes", "vary"))
     if labels:
         put("# HELP gpuwatch_job_setting_info What the job already does, read in one step's window (absent labels: not read).\n")
         put("# TYPE gpuwatch_job_setting_info gauge\n")

@@ -9,11 +9,12 @@ python3 -m unittest discover -s python/tests"""
 
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import gpuwatch_hook as hook  # noqa: E402
-from gpuwatch_hook import _settings  # noqa: E402
+from gpuwatch_hook import _payload, _settings  # noqa: E402
 
 from test_settings import setting_info  # noqa: E402
 from test_stages import metrics  # noqa: E402  (sets the runtime folder)
@@ -206,6 +207,27 @@ class FLOPsTest(unittest.TestCase):
                 step(x)
             m = metrics(w)
         return m
+
+    def test_batches_of_varying_shapes_say_the_count_is_one_steps(self):
+        """A review: a transformer fed batches padded per batch (T from 8
+        to 128) read its first batch's FLOPs as every step's, and an MFU
+        from it 10× low. Where the batches looked at differ past their
+        first dimension the setting says so; batches of one shape do not
+        (a short last batch neither)."""
+        model = nn.Linear(16, 4)
+        step = lambda x: model(x).sum().backward()  # noqa: E731
+        m = self.run_steps(step, [torch.randn(16) for _ in range(44)], 8)
+        self.assertIn("gpuwatch_job_flops_per_step", m)
+        self.assertNotIn("flops_shapes", setting_info(m))
+        _settings._flops_done = False
+        varying = [torch.randn(8, 16)] * 3 + [torch.randn(8, 3, 16)] * 2 + [torch.randn(8, 5, 16)]
+        with hook.watch(DataLoader(varying, batch_size=None), port=0, quiet=True) as w:
+            for x in w:
+                step(x)
+                time.sleep(_payload.LOOK_EVERY)  # each batch looked at
+            m = metrics(w)
+        self.assertIn("gpuwatch_job_flops_per_step", m)
+        self.assertEqual(setting_info(m).get("flops_shapes"), "vary")
 
     def test_a_checkpoints_recompute_in_the_backward_is_not_another_forward(self):
         """torch.utils.checkpoint runs a block's forward again in the
