@@ -52,3 +52,43 @@ func TestCPUTakenByOthersIsAFindingOfItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// TestAStepOffTheCPUIsNotTheAccelerator: with no GPU seen, a loop that
+// steps 99 % of the time while its process uses 0.02 of a core (a step
+// that sleeps 49 of its 51 ms) is not told "the accelerator is the
+// limit" (a review): the step waits on something else. A step that
+// uses its core, or whose thread waits for one on a crowded box, is not
+// said to.
+func TestAStepOffTheCPUIsNotTheAccelerator(t *testing.T) {
+	frames := func(loopCPU, delay float64) []sample.Frame {
+		var out []sample.Frame
+		t0 := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+		for i := range 12 {
+			pid, tid, workers, share, step := 100, 100, 0, 0.01, 51.0
+			f := sample.Frame{Time: t0.Add(time.Duration(i) * time.Second),
+				CPU:    &sample.CPU{BusyPct: 2, Cores: []sample.Core{{ID: 0, BusyPct: 2}, {ID: 1, BusyPct: 2}}},
+				Loader: &sample.Loader{PID: &pid, LoopTID: &tid, Workers: &workers, WaitShare: &share, StepMeanMs: &step, BatchesPerSec: 19.4, SamplesPerSec: 155},
+				Procs: &sample.Procs{FocusPID: 100, List: []sample.Proc{{PID: 100, CPUPct: loopCPU}},
+					Threads: []sample.Thread{{TID: 100, PID: 100, Name: "python3", CPUPct: loopCPU, RunDelayMsPerSec: &delay}}},
+			}
+			out = append(out, f)
+		}
+		return out
+	}
+	const off = "the step is the limit, and it runs mostly off the CPU (no GPU seen): the training process's threads used 0.02 of a core while its loop stepped 99 % of the time"
+	for _, c := range []struct {
+		name           string
+		loopCPU, delay float64
+		want           bool
+	}{
+		{"a step that sleeps", 2, 0, true},
+		{"a step on its core", 95, 0, false},
+		{"a step waiting for a CPU", 2, 600, false},
+	} {
+		v := Classify(frames(c.loopCPU, c.delay), DefaultThresholds())
+		all := strings.Join(v.Advice, "\n")
+		if got := strings.Contains(all, off); v.Kind != Healthy || got != c.want || c.want && strings.Contains(all, "the accelerator is the limit") {
+			t.Errorf("%s: %s, advice %q", c.name, v.Kind, v.Advice)
+		}
+	}
+}

@@ -121,6 +121,9 @@ func usedLine(w *window) string {
 	g := &w.gpu
 	if !w.smActivity.ok {
 		if _, real := w.accel(); !real {
+			if off, ok := offCPUStep(w); ok {
+				return off + profileWords(g)
+			}
 			return "the accelerator is the limit (no GPU seen: the step is the loop's own time, and how much of an accelerator it uses is not read)" + profileWords(g)
 		}
 		line := "the accelerator is the limit"
@@ -196,4 +199,38 @@ func mfuAboveTensor(g *gpuStep) string {
 		return ", " + s
 	}
 	return ""
+}
+
+// offCPUShare: with no GPU seen, a step whose training process's threads
+// use under this share of a core while the loop steps runs mostly off the
+// CPU.
+const offCPUShare = 0.25
+
+// offCPUStep says, with no GPU seen, that the step which is the limit ran
+// on no CPU either: the loop's thread and the training process's other
+// threads together used under offCPUShare of a core over the share of the
+// time the loop stepped (its thread's wait for a CPU counted as use).
+// "The accelerator is the limit" was said of a step that slept 49 of its
+// 51 ms (a review): the step waits on something else — a sleep, I/O, a
+// lock, a remote call.
+func offCPUStep(w *window) (string, bool) {
+	r := w.roles
+	if !r.loopPct.ok || !w.waitShare.ok {
+		return "", false
+	}
+	used := r.loopPct.v / 100
+	if r.computePct.ok {
+		used += r.computePct.v / 100
+	}
+	on := used
+	if w.loopRunDelay.ok {
+		// Time the loop's thread waited for a CPU is not time off it: a
+		// box others crowd.
+		on += w.loopRunDelay.v / 1000
+	}
+	stepping := 1 - w.waitShare.v
+	if stepping <= 0 || on >= offCPUShare*stepping {
+		return "", false
+	}
+	return fmt.Sprintf("the step is the limit, and it runs mostly off the CPU (no GPU seen): the training process's threads used %.2f of a core while its loop stepped %.0f %% of the time, so the step waits on something else (a sleep, I/O, a lock, a remote call); no loader knob helps", used, 100*stepping), true
 }
