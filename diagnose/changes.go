@@ -277,7 +277,7 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 	}
 	if to == 0 && from > 0 {
 		return fmt.Sprintf("taking each batch from a worker costs the loop %s (unpickling it, the pin-memory handoff, the GIL), more than making it: a worker's whole time per batch is %s, which the loop spends instead",
-			d(p.OverheadSec), d(p.IOSec+p.CPUSec+p.CPUWaitSec))
+			d(p.OverheadSec), d(max(p.IOSec+p.CPUSec+p.CPUWaitSec, p.MakeSec)))
 	}
 	if p.Relative {
 		// Times are in units of the step (the loop's rates are unknown).

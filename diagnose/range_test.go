@@ -272,3 +272,29 @@ func TestTheStepIsOnTheCPUWhereNothingElseRunsIt(t *testing.T) {
 		}
 	}
 }
+
+// TestInlineAgainWaitsTheTimedBatch (a review): 11 workers that keep up
+// (batches ready when asked), the loop 4.4 ms taking each against a 3.8 ms
+// step, each batch 2.5 ms of a worker's CPU in 69 ms of timed stages (a
+// sleep per item): tune advised 11 → 0 for 2,612 samples/s and got 224.
+// Inline, the loop waits the timed batch's sleeps too: no 0 is advised,
+// and the model's rate for it is the step plus the 69 ms.
+func TestInlineAgainWaitsTheTimedBatch(t *testing.T) {
+	w := &window{th: DefaultThresholds(), workers: 11, cores: 2,
+		workerStageSec: level{v: 0.069, ok: true}, loaderCPU: level{v: 100 * 0.0025 * 52, ok: true},
+		queueDepth: level{v: 22, ok: true}}
+	p := &Pipeline{BatchSize: 16, StepSec: 0.0038, CPUs: 1.4, LoopCPUs: 1, Knobs: Knobs{Workers: 11, Prefetch: 2, Persistent: true},
+		Kind: "python", HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention}
+	fillWorkers(p, w, 11, 52, 0.45, 1/52.0)
+	if p.MakeSec != 0.069 || p.OverheadSec <= 0 || p.IOSec != 0 {
+		t.Fatalf("workers that keep up: make %v, overhead %v, io %v", p.MakeSec, p.OverheadSec, p.IOSec)
+	}
+	p.Measured = Prediction{SamplesPerSec: 16 * 52, WaitShare: 0.45, Gain: 1}
+	inline, _ := p.Predict(Knobs{Workers: 0})
+	if want := 16 / (0.0038 + 0.069); math.Abs(inline.HighSamplesPerSec-want) > 1 {
+		t.Errorf("inline: %.0f–%.0f samples/s, want at most %.0f", inline.SamplesPerSec, inline.HighSamplesPerSec, want)
+	}
+	if ch, _, _ := plan(p, 2); slices.ContainsFunc(ch, func(c Change) bool { return c.To == "0" }) {
+		t.Errorf("advised %+v", ch)
+	}
+}
