@@ -574,7 +574,7 @@ func TestProfileEvidenceNamesTheLargestCategory(t *testing.T) {
 	c.profile = workersProfile(map[string]float64{"decoding": 0.07, "collating": 0.6, "augmenting": 0.2})
 	v := Classify(c.frames(), DefaultThresholds())
 	all := strings.Join(texts(v.Evidence), " | ")
-	if !strings.Contains(all, "60 % of its CPU is collating") || strings.Contains(all, "7 % of its CPU is decoding") {
+	if !strings.Contains(all, "60 % of their CPU is collating") || strings.Contains(all, "7 % of their CPU is decoding") {
 		t.Errorf("%s: %q", v.Kind, all)
 	}
 }

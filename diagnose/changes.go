@@ -331,10 +331,14 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 		// The rate the model holds them to (cpuRate: the loop's own CPU a
 		// batch reserved beside theirs), not CPUs ÷ CPU a batch, which
 		// read 103 batches/s beside a gain that put the job at 109.5.
-		s := fmt.Sprintf("more workers cannot help: the %.1f CPUs the workers have are the limit (%s of CPU per batch, at most %.0f batches/s)",
-			p.CPUs, sample.FormatDuration(p.CPUSec), p.cpuRate(p.CPUSec))
+		have := "the workers have"
+		if p.Knobs.Workers == 0 {
+			have = "workers would have here" // none yet (a user's review: "the 0.8 CPUs the workers have" of a loop loading inline)
+		}
+		s := fmt.Sprintf("more workers cannot help: the %.1f CPUs %s are the limit (%s of CPU per batch, at most %.0f batches/s)",
+			p.CPUs, have, sample.FormatDuration(p.CPUSec), p.cpuRate(p.CPUSec))
 		if p.Relative {
-			s = fmt.Sprintf("more workers cannot help: the %.1f CPUs the workers have are the limit", p.CPUs)
+			s = fmt.Sprintf("more workers cannot help: the %.1f CPUs %s are the limit", p.CPUs, have)
 		}
 		if p.SpinCPUs >= 0.1 {
 			s += fmt.Sprintf("; the training process's compute pool spins idle beside them and keeps %.1f CPUs from them (OpenBLAS): OPENBLAS_NUM_THREADS=1 (or OMP_NUM_THREADS=1) in its environment gives that back", p.SpinCPUs)

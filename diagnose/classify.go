@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gpuwatch/gpuwatch/sample"
 )
@@ -482,7 +483,11 @@ func profileEvidence(k Kind, w *window, th Thresholds, mmap bool, timedCollate l
 	if mmap && best.Name == sample.CatReading {
 		words = "reading: copying out of the mapped dataset, its page faults included"
 	}
-	text := fmt.Sprintf("%s: %.0f %% of its CPU is %s", who, 100*best.Share, words)
+	their := "its"
+	if strings.HasPrefix(who, "the workers'") {
+		their = "their" // the workers' CPU (a user's review)
+	}
+	text := fmt.Sprintf("%s: %.0f %% of %s CPU is %s", who, 100*best.Share, their, words)
 	if best.Name == sample.CatOther {
 		// No category names it: the job's own code, which its busiest
 		// function names better than "elsewhere" does.

@@ -358,7 +358,7 @@ func takenRule(f *facts) (decision, bool) {
 		return decision{}, false
 	}
 	var d decision
-	text := fmt.Sprintf("the loop's steps take %.0f %% of wall time, %.0f %% of it its thread waiting for a CPU: the accelerator is %.0f %% busy, and the loop waits for a CPU, not for input",
+	text := fmt.Sprintf("the loop's steps take %.0f %% of wall time, %.0f %% of it its thread waiting for a CPU: the virtual accelerator (no GPU seen: the loop's step time) is %.0f %% busy, and the loop waits for a CPU, not for input",
 		w.virtualStep.v, w.virtualDelay.v, f.accel.v)
 	d.evidence = append(d.evidence, evidence("accel.cpu_wait_pct", w.virtualDelay.v, ">=", takenDelayPct, "%", text),
 		evidence("others.cores", w.othersCores.v, ">=", f.th.OthersCores, "cores", others.Text))
@@ -380,7 +380,7 @@ func ownRule(f *facts) (decision, bool) {
 	if _, taken := takenByOthers(w, f.th); taken {
 		return decision{}, false
 	}
-	text := fmt.Sprintf("the loop's steps take %.0f %% of wall time, %.0f %% of it its thread waiting for a CPU that the job's own processes hold: the accelerator is %.0f %% busy, and the loop waits for a CPU, not for input",
+	text := fmt.Sprintf("the loop's steps take %.0f %% of wall time, %.0f %% of it its thread waiting for a CPU that the job's own processes hold: the virtual accelerator (no GPU seen: the loop's step time) is %.0f %% busy, and the loop waits for a CPU, not for input",
 		w.virtualStep.v, w.virtualDelay.v, f.accel.v)
 	if users, ok := cpuUsers(w); ok {
 		text += " (" + users + ")"
@@ -396,10 +396,10 @@ func ownRule(f *facts) (decision, bool) {
 // thread's run delay was read (sample.VirtualAccel).
 func throttledStep(w *window, busy float64) string {
 	if w.virtualStep.ok && w.virtualDelay.ok {
-		return fmt.Sprintf("the loop's steps take %.0f %% of wall time, %.0f %% of it its thread waiting for a CPU (throttled): the accelerator is %.0f %% busy, and the loop waits for the quota, not for input",
+		return fmt.Sprintf("the loop's steps take %.0f %% of wall time, %.0f %% of it its thread waiting for a CPU (throttled): the virtual accelerator (no GPU seen: the loop's step time) is %.0f %% busy, and the loop waits for the quota, not for input",
 			w.virtualStep.v, w.virtualDelay.v, busy)
 	}
-	return fmt.Sprintf("the step reads the accelerator %.0f %% busy, but the step is wall time, and it counts the time the job sat throttled (the loop thread's wait for a CPU was not read): the loop waits for the quota, not for input", busy)
+	return fmt.Sprintf("the step reads the virtual accelerator (no GPU seen: the loop's step time) %.0f %% busy, but the step is wall time, and it counts the time the job sat throttled (the loop thread's wait for a CPU was not read): the loop waits for the quota, not for input", busy)
 }
 
 // cpuUsers says which of the job's threads use its CPU: the loop's

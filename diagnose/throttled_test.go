@@ -81,7 +81,7 @@ func TestAThrottledStepIsNotABusyAccelerator(t *testing.T) {
 	}
 	v := Classify(withDelay(quotaFrames(true, nil)), DefaultThresholds())
 	all := strings.Join(texts(v.Evidence), "\n")
-	if v.Kind != CPUSaturated || !strings.Contains(all, "the loop's steps take 100 % of wall time, 60 % of it its thread waiting for a CPU (throttled): the accelerator is 40 % busy") {
+	if v.Kind != CPUSaturated || !strings.Contains(all, "the loop's steps take 100 % of wall time, 60 % of it its thread waiting for a CPU (throttled): the virtual accelerator (no GPU seen: the loop's step time) is 40 % busy") {
 		t.Fatalf("%s: %q", v.Kind, all)
 	}
 }
