@@ -60,12 +60,20 @@ type sampleStage struct {
 	// it): no fix moves work to a GPU (a review: a CPU job was told to
 	// augment on the GPU).
 	cpuJob bool
+	// augmentTop is the busiest function of the loading's augmenting
+	// category (topOf), "" where none is named: array math (numpy's FFT)
+	// is not images, and its fix is not torchvision's (a user's review).
+	augmentTop string
 }
 
 // sampleStageOf is the window's sampleStage, from its newest profile.
 func sampleStageOf(in *causeIn) sampleStage {
 	p := in.w.profile
-	return sampleStage{iterable: p != nil && p.Dataset == sample.DatasetIterable, cpuJob: stepOnCPU(in.w)}
+	st := sampleStage{iterable: p != nil && p.Dataset == sample.DatasetIterable, cpuJob: stepOnCPU(in.w)}
+	if p != nil {
+		st.augmentTop, _ = topOf(p, sample.CatAugmenting)
+	}
+	return st
 }
 
 // the names the stage as a sentence's subject: "the dataset's

@@ -558,6 +558,25 @@ func TestACPUJobIsToldNoGPUFix(t *testing.T) {
 	}
 }
 
+// TestArrayMathIsNotToldOfImages (a user's review): numpy's FFT per
+// sample, the workers' augmenting category (array math), was told of
+// "random transforms on uint8 images" and torchvision. An image library's
+// function keeps the image fix; array math gets the math's, on a CPU job
+// and a GPU one.
+func TestArrayMathIsNotToldOfImages(t *testing.T) {
+	for _, cpu := range []bool{true, false} {
+		fft := augmentFix(sampleStage{cpuJob: cpu, augmentTop: "numpy.fft._pocketfft._raw_fft (numpy/fft/_pocketfft.py:70)"})
+		if strings.Contains(fft, "image") || strings.Contains(fft, "torchvision") || !strings.Contains(fft, "per-sample array math (numpy.fft._pocketfft._raw_fft") {
+			t.Errorf("numpy, CPU job %v: %q", cpu, fft)
+		}
+		for _, top := range []string{"torchvision.transforms.functional.resize (torchvision/transforms/functional.py:40)", "PIL.Image.Image.resize (PIL/Image.py:2100)", "", "albumentations.augmentations.geometric.functional.rotate (x.py:1)"} {
+			if got := augmentFix(sampleStage{cpuJob: cpu, augmentTop: top}); !strings.Contains(got, "torchvision.transforms.v2") {
+				t.Errorf("%q, CPU job %v: %q", top, cpu, got)
+			}
+		}
+	}
+}
+
 // TestASampledCPUJobIsToldNoGPUFix: the fixes read where the step runs
 // as the model does (stepOnCPU), so a loop sampled with no accelerator
 // beside it (no hook to read the forward's device) is not told to decode
