@@ -86,19 +86,28 @@ func bareValue(cmd *cobra.Command, args []string) (string, bool) {
 // session returned.
 type gpuProfileSeen struct {
 	mu      sync.Mutex
-	state   string // the newest state a frame carried; "" none
+	loader  bool   // a frame carried a loader's figures
+	state   string // the furthest state a frame carried (profileStage); "" none
 	batches uint64 // the most batches a loader with the recording had taken
 }
+
+// profileStage orders the recording's states: a rank recording or done
+// is further than one still waiting, whichever a frame lists last.
+var profileStage = map[string]int{sample.GPUProfileWaiting: 1, sample.GPUProfileRecording: 2, sample.GPUProfileDone: 3, sample.GPUProfileRefused: 3}
 
 func (g *gpuProfileSeen) Frame(f *sample.Frame, _ diagnose.Verdict) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	see := func(l *sample.Loader) {
-		if l == nil || l.GPUProfile == nil {
+		if l == nil {
 			return
 		}
-		if g.state != sample.GPUProfileDone && g.state != sample.GPUProfileRefused {
-			g.state = l.GPUProfile.State // a rank done is the recording done
+		g.loader = true
+		if l.GPUProfile == nil {
+			return
+		}
+		if st := l.GPUProfile.State; profileStage[st] > profileStage[g.state] {
+			g.state = st
 		}
 		g.batches = max(g.batches, l.Batches)
 	}
@@ -129,5 +138,8 @@ func (g *gpuProfileSeen) unrecorded(ran time.Duration, onceSaid bool) string {
 		}
 		return "gpuwatch: --gpu-profile: not recorded: the job ended while the hook recorded, before its last step\n"
 	}
-	return fmt.Sprintf("gpuwatch: --gpu-profile: not recorded: the job ended %.1f s after it started, before gpuwatch read the hook's figures (the recording starts at the loop's 10th batch)\n", ran.Seconds())
+	if g.loader {
+		return "gpuwatch: --gpu-profile: not recorded: the hook's figures never carried the recording (it records in the process that iterates a DataLoader, from the loop's 10th batch)\n"
+	}
+	return fmt.Sprintf("gpuwatch: --gpu-profile: not recorded: gpuwatch read no loader's figures in the %.1f s the job ran (the hook records in a Python process that iterates a DataLoader, from the loop's 10th batch)\n", ran.Seconds())
 }

@@ -188,7 +188,7 @@ func TestRunStopsTheJobWhenItsReaderGoesAway(t *testing.T) {
 func TestRunSaysAGPUProfileNotRecorded(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := Run([]string{"run", "--headless", "--gpu-profile", "--", "sh", "-c", "sleep 1.5"}, &out, &errb)
-	if want := "gpuwatch: --gpu-profile: not recorded: the job ended "; code != 0 || !strings.Contains(errb.String(), want) || !strings.Contains(errb.String(), "before gpuwatch read the hook's figures") {
+	if want := "gpuwatch: --gpu-profile: not recorded: gpuwatch read no loader's figures in the "; code != 0 || !strings.Contains(errb.String(), want) || !strings.Contains(errb.String(), "iterates a DataLoader") {
 		t.Fatalf("exit %d, stderr %q, want %q", code, errb.String(), want)
 	}
 	errb.Reset()
@@ -206,7 +206,8 @@ func TestRunSaysAGPUProfileNotRecorded(t *testing.T) {
 		{[]string{sample.GPUProfileWaiting}, false, "the job ended before the recording started, at the loop's 10th batch (its figures last read at batch 7)"},
 		{[]string{sample.GPUProfileWaiting}, true, ""}, // --once's summary said it
 		{[]string{sample.GPUProfileWaiting, sample.GPUProfileRecording}, false, "the job ended while the hook recorded, before its last step"},
-		{[]string{sample.GPUProfileRecording, sample.GPUProfileDone, sample.GPUProfileWaiting}, false, ""}, // a rank done is the recording done
+		{[]string{sample.GPUProfileRecording, sample.GPUProfileDone, sample.GPUProfileWaiting}, false, ""},               // a rank done is the recording done
+		{[]string{sample.GPUProfileRecording, sample.GPUProfileWaiting}, false, "the job ended while the hook recorded"}, // the rank furthest on
 		{[]string{sample.GPUProfileRefused}, false, ""},
 	} {
 		var g gpuProfileSeen
@@ -217,5 +218,11 @@ func TestRunSaysAGPUProfileNotRecorded(t *testing.T) {
 		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
 			t.Errorf("%v (once %v): %q, want %q", c.states, c.once, got, c.want)
 		}
+	}
+	// A loader read whose figures never carried the recording.
+	var g gpuProfileSeen
+	g.Frame(&sample.Frame{Loader: &sample.Loader{Batches: 40}}, diagnose.Verdict{})
+	if got := g.unrecorded(time.Second, false); !strings.Contains(got, "the hook's figures never carried the recording") {
+		t.Errorf("a loader without it: %q", got)
 	}
 }

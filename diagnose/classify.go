@@ -500,7 +500,7 @@ func profileEvidence(k Kind, w *window, th Thresholds, mmap bool, timedCollate l
 				continue
 			}
 			if c := profileCategoryOf(f); c == "" || c == sample.CatOther {
-				text = fmt.Sprintf("%s: %.0f %% of its CPU is in code of no category gpuwatch knows; the busiest such function is %s", who, 100*best.Share, placeOf(f))
+				text = fmt.Sprintf("%s: %.0f %% of %s CPU is in code of no category gpuwatch knows; the busiest such function is %s", who, 100*best.Share, their, placeOf(f))
 				break
 			}
 		}

@@ -60,7 +60,7 @@ func TestCPUTakenByOthersIsAFindingOfItsOwn(t *testing.T) {
 // uses its core, or whose thread waits for one on a crowded box, is not
 // said to.
 func TestAStepOffTheCPUIsNotTheAccelerator(t *testing.T) {
-	frames := func(loopCPU, delay float64) []sample.Frame {
+	frames := func(loopCPU, delay float64, device string) []sample.Frame {
 		var out []sample.Frame
 		t0 := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
 		for i := range 12 {
@@ -71,6 +71,9 @@ func TestAStepOffTheCPUIsNotTheAccelerator(t *testing.T) {
 				Procs: &sample.Procs{FocusPID: 100, List: []sample.Proc{{PID: 100, CPUPct: loopCPU}},
 					Threads: []sample.Thread{{TID: 100, PID: 100, Name: "python3", CPUPct: loopCPU, RunDelayMsPerSec: &delay}}},
 			}
+			if device != "" {
+				f.Loader.Settings = &sample.JobSettings{Device: device}
+			}
 			out = append(out, f)
 		}
 		return out
@@ -79,13 +82,17 @@ func TestAStepOffTheCPUIsNotTheAccelerator(t *testing.T) {
 	for _, c := range []struct {
 		name           string
 		loopCPU, delay float64
+		device         string
 		want           bool
 	}{
-		{"a step that sleeps", 2, 0, true},
-		{"a step on its core", 95, 0, false},
-		{"a step waiting for a CPU", 2, 600, false},
+		{"a step that sleeps", 2, 0, "", true},
+		{"a step that sleeps, the hook read it on the CPU", 2, 0, "cpu", true},
+		{"a step on its core", 95, 0, "", false},
+		{"a step waiting for a CPU", 2, 600, "", false},
+		{"a step on a device gpuwatch cannot read", 2, 0, "cuda", false},
+		{"a step on an XPU", 2, 0, "xpu", false},
 	} {
-		v := Classify(frames(c.loopCPU, c.delay), DefaultThresholds())
+		v := Classify(frames(c.loopCPU, c.delay, c.device), DefaultThresholds())
 		all := strings.Join(v.Advice, "\n")
 		if got := strings.Contains(all, off); v.Kind != Healthy || got != c.want || c.want && strings.Contains(all, "the accelerator is the limit") {
 			t.Errorf("%s: %s, advice %q", c.name, v.Kind, v.Advice)

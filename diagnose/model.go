@@ -313,7 +313,7 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low boo
 		io, cpu = p.IOSec, p.CPUSec/(1+p.HandOverShare)
 	}
 	if k.Workers == 0 && p.Knobs.Workers > 0 {
-		io = max(io, p.MakeSec-cpu) // the timed batch's wait beyond its CPU, inline too
+		io = max(io, p.MakeSec-p.CPUSec) // the timed batch's wait beyond a worker's CPU, inline too
 	}
 	if k.Cache && !p.Knobs.Cache {
 		io = p.CPUWaitSec // read from RAM: no storage wait (the wait for a CPU stays)
@@ -760,14 +760,19 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 		// storage (issue 39: "73 ms waiting on storage" for data in RAM).
 		wall = min(wall, st.v)
 	}
-	if st := w.workerStageSec; st.ok && st.v > 0 && !p.Relative {
-		p.MakeSec = st.v
-	}
 	cpu := wall // without the workers' CPU, all of it may be CPU: the cautious reading
 	if w.loaderCPU.ok {
 		cpu = min(wall, w.loaderCPU.v/100/bps)
 	}
 	p.CPUSec, p.IOSec = cpu, wall-cpu
+	if st := w.workerStageSec; st.ok && st.v > 0 && !p.Relative {
+		p.MakeSec = st.v
+		if r := w.workersRunDelay; r.ok && w.loaderCPU.ok && r.v < 1 {
+			// Their wait for a CPU is the workers' crowding, which a loop
+			// loading inline does not pay (a review).
+			p.MakeSec = max(cpu, st.v-cpu*r.v/(1-r.v))
+		}
+	}
 	if r := w.workersRunDelay; r.ok && w.loaderCPU.ok && r.v < 1 {
 		// Of the wall time beyond CPU, the workers' run delay was a
 		// wait for a CPU, not for storage: R = delay ÷ (CPU + delay).

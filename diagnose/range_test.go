@@ -297,4 +297,14 @@ func TestInlineAgainWaitsTheTimedBatch(t *testing.T) {
 	if ch, _, _ := plan(p, 2); slices.ContainsFunc(ch, func(c Change) bool { return c.To == "0" }) {
 		t.Errorf("advised %+v", ch)
 	}
+	// Of the timed batch, the workers' wait for a CPU (their run delay,
+	// 5/6 of their time here: 11 workers on 2 cores) is theirs, not the
+	// inline loop's: 10 ms of CPU in 60 ms timed is 10 ms inline (a
+	// review).
+	w.workerStageSec, w.loaderCPU, w.workersRunDelay = level{v: 0.060, ok: true}, level{v: 100 * 0.010 * 52, ok: true}, level{v: 5.0 / 6, ok: true}
+	q := &Pipeline{BatchSize: 16, StepSec: 0.0038, CPUs: 1.4, LoopCPUs: 1, Knobs: p.Knobs, Kind: "python", HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention}
+	fillWorkers(q, w, 11, 52, 0.45, 1/52.0)
+	if math.Abs(q.MakeSec-0.010) > 1e-9 {
+		t.Errorf("crowded workers: make %v, want 10ms", q.MakeSec)
+	}
 }

@@ -215,13 +215,13 @@ const offCPUShare = 0.25
 // lock, a remote call.
 func offCPUStep(w *window) (string, bool) {
 	r := w.roles
-	if !r.loopPct.ok || !w.waitShare.ok {
-		return "", false
+	if !r.loopPct.ok || !r.computePct.ok || !w.waitShare.ok {
+		return "", false // the process's other threads unread: its CPU is not known
 	}
-	used := r.loopPct.v / 100
-	if r.computePct.ok {
-		used += r.computePct.v / 100
+	if s := w.gpu.settings; s != nil && s.Device != "" && s.Device != "cpu" {
+		return "", false // a device gpuwatch cannot read (no NVML, ROCm, XPU): the step may wait on it
 	}
+	used := r.loopPct.v/100 + r.computePct.v/100
 	on := used
 	if w.loopRunDelay.ok {
 		// Time the loop's thread waited for a CPU is not time off it: a

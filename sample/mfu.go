@@ -274,7 +274,7 @@ func (f *Frame) mfu() (why string) {
 	case s.FLOPsShapesVary:
 		return "the batches' shapes vary (sequences padded per batch, images of several sizes): the hook counted one step's FLOPs, not every step's, and a rate from it would say nothing of the others"
 	case (s.FLOPsPerStep == nil || !(*s.FLOPsPerStep > 0)) && s.FLOPsVoid == FLOPsVoidEinsum:
-		return "the hook gives no FLOPs count for a model with an einsum of three or more operands: its count by shapes (torch < 2.1; torch.utils.flop_counter from 2.1) reads two, and a count of the rest would be short"
+		return "the hook gives no FLOPs count for a model with an einsum of three or more operands: the count by shapes, which torch < 2.1 has in place of torch.utils.flop_counter, reads two, and a count of the rest would be short"
 	case s.FLOPsPerStep == nil || !(*s.FLOPsPerStep > 0):
 		return "the hook did not count the model's FLOPs: neither torch.utils.flop_counter (torch ≥ 2.1) nor its count by the shapes of the linears, convs and matmuls (torch ≥ 1.13) gave one"
 	case !(l.BatchesPerSec > 0):

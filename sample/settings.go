@@ -70,10 +70,11 @@ type JobSettings struct {
 	// FLOPsVoid is why the hook gave no count where it chose not to (""
 	// otherwise): FLOPsVoidFrozen, FLOPsVoidRNN.
 	FLOPsVoid string `json:"flops_void,omitempty"`
-	// FLOPsShapesVary: the batches the hook looked at have differed in
-	// shape past their first dimension since FLOPsPerStep was counted on
-	// one step's (sequences padded per batch, images of several sizes):
-	// the count is not every step's, and no MFU is derived from it.
+	// FLOPsShapesVary: the batches the hook looked at differ in their
+	// elements per sample (sequences padded per batch, images of several
+	// sizes; python/gpuwatch_hook/_timing.py Stats.shapes_vary), and
+	// FLOPsPerStep was counted on one step's: the count is not every
+	// step's, and no MFU is derived from it.
 	FLOPsShapesVary bool `json:"flops_shapes_vary,omitempty"`
 	// ReadAt is when the hook last read them; nil when it did not say.
 	ReadAt *time.Time `json:"read_at,omitempty"`

@@ -597,7 +597,8 @@ def einsum_flops(equation: str, ops: Tuple[Any, ...]) -> int:
     where none is, an elementwise product, which neither counts (0). One
     operand (a sum, a trace) is 0. Three or more, contracted pairwise in
     an order it does not follow, raise Unread("einsum"). An ellipsis is
-    its operands' broadcast dimensions, one subscript each."""
+    its operands' broadcast dimensions, one subscript each; a dimension
+    of size 1 is as if that operand had not the subscript (broadcast)."""
     if len(ops) == 1:
         return 0
     if len(ops) != 2:
@@ -613,7 +614,9 @@ def einsum_flops(equation: str, ops: Tuple[Any, ...]) -> int:
         have = _subscripts(sub, tuple(op.shape))
         for c, n in have:
             sizes[c] = max(sizes.get(c, 1), n)  # broadcast
-        letters.append(set(c for c, _ in have))
+        # A dimension of size 1 broadcasts: torch sums it out of, or
+        # repeats it over, the other operand, not a bmm dimension of this.
+        letters.append(set(c for c, n in have if n != 1))
     a, b = letters
     if arrow:
         out = set(c for c in rhs.replace("...", "") if c.isalpha())
@@ -659,7 +662,7 @@ def tensordot_flops(args: Any, kwargs: Dict[str, Any]) -> int:
     elif isinstance(dims, (list, tuple)) and len(dims) == 2 and all(isinstance(d, int) for d in dims[0]):
         summed = tuple(shape[d] for d in dims[0])
     else:
-        raise Unread("")
+        raise Unread("tensordot")
     k = 1
     for d in summed:
         k *= d

@@ -67,6 +67,14 @@ class Histogram:
         return c
 
 
+#: A look's elements per sample off the first look's by over this share
+#: is a batch of another shape; VARY_LOOKS such looks, and VARY_SHARE of
+#: the looks, make the shapes vary (Stats.shapes_vary).
+SHAPE_TOLERANCE = 0.05
+VARY_LOOKS = 3
+VARY_SHARE = 0.25
+
+
 def batch_len(batch: Any, depth: int = 0) -> Optional[int]:
     """The number of samples in a batch as a DataLoader collates it — a
     tensor or array's first dimension, or that of the first element of a
@@ -170,12 +178,18 @@ class Stats:
         self.look_bytes = self.look_f64 = self.look_pinned = 0
         self.token_slots = self.padding_slots = 0
         self.last_look: Optional[_payload.Look] = None
-        # The first look's tensors' shapes past their first dimension, and
-        # whether a later look's differed (sequences padded per batch,
-        # images of several sizes): the FLOPs, counted on one step, are
-        # then not every step's (a review: a bucketed transformer read its
-        # shortest batch's, 10× below the epoch's mean).
-        self.first_shapes: Optional[Tuple[Tuple[str, Tuple[int, ...]], ...]] = None
+        # The batches' elements per sample (all their tensors' elements ÷
+        # the batch's samples) at the first look, the looks that read one,
+        # and those off it by over SHAPE_TOLERANCE: sequences padded per
+        # batch, images of several sizes. The FLOPs, counted on one step,
+        # are then not every step's (a review: a bucketed transformer read
+        # its shortest batch's, 10× below the epoch's mean). A short last
+        # batch keeps its elements per sample; a look now and then off
+        # the first (a layout whose first dimension is not the samples')
+        # does not make the shapes vary: VARY_LOOKS and VARY_SHARE of them.
+        self.first_per_sample: Optional[float] = None
+        self.looks_sized = 0
+        self.looks_off = 0
         self.shapes_vary = False
         self._look_at: Optional[float] = None  # when the next look is due; None: at the next batch
         # The copies to the GPU of the batches looked at (_h2d).
@@ -281,7 +295,7 @@ class Stats:
     def look_at(self, batch: Any) -> None:
         """A look inside the batch (_payload), and its copies watched."""
         found: List[Tuple[str, Any]] = []
-        self.record_look(_payload.look(batch, found))
+        self.record_look(_payload.look(batch, found), batch_len(batch))
         _h2d.watch([x for _, x in found], self)
 
     def next_settings(self) -> None:
@@ -349,8 +363,9 @@ class Stats:
             self.eval_rereads += 1
             self._settings_at = None
 
-    def record_look(self, lk: Optional[_payload.Look]) -> None:
-        """Adds a look at a batch (None: it held no tensor, and counts)."""
+    def record_look(self, lk: Optional[_payload.Look], samples: Optional[int] = None) -> None:
+        """Adds a look at a batch (None: it held no tensor, and counts) of
+        samples samples (batch_len; None unknown)."""
         with self.lock:
             self.looked += 1
             if lk is None:
@@ -361,11 +376,26 @@ class Stats:
             self.token_slots += lk.token_slots
             self.padding_slots += lk.padding_slots
             self.last_look = lk
-            shapes = tuple((t.path, tuple(t.shape[1:])) for t in lk.tensors)
-            if self.first_shapes is None:
-                self.first_shapes = shapes
-            elif shapes != self.first_shapes:
-                self.shapes_vary = True
+            if samples:
+                self._see_shapes(lk, samples)
+
+    def _see_shapes(self, lk: _payload.Look, samples: int) -> None:
+        """record_look's reading of the batch's shape (shapes_vary), under
+        the lock."""
+        per = 0.0
+        for t in lk.tensors:
+            n = 1
+            for d in t.shape:
+                n *= d
+            per += n
+        per /= samples
+        if self.first_per_sample is None:
+            self.first_per_sample, self.looks_sized = per, 1
+            return
+        self.looks_sized += 1
+        if abs(per - self.first_per_sample) > SHAPE_TOLERANCE * self.first_per_sample:
+            self.looks_off += 1
+        self.shapes_vary = self.looks_off >= VARY_LOOKS and self.looks_off >= VARY_SHARE * self.looks_sized
 
     def h2d_copy(self, n: int, pinned: bool, non_blocking: bool, host: float, device: Optional[int], first_of_batch: bool) -> None:
         """Adds a copy to the GPU of a looked-at batch's tensor (_h2d)."""

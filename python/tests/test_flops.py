@@ -219,15 +219,19 @@ class FLOPsTest(unittest.TestCase):
         m = self.run_steps(step, [torch.randn(16) for _ in range(44)], 8)
         self.assertIn("gpuwatch_job_flops_per_step", m)
         self.assertNotIn("flops_shapes", setting_info(m))
-        _settings._flops_done = False
-        varying = [torch.randn(8, 16)] * 3 + [torch.randn(8, 3, 16)] * 2 + [torch.randn(8, 5, 16)]
-        with hook.watch(DataLoader(varying, batch_size=None), port=0, quiet=True) as w:
-            for x in w:
-                step(x)
-                time.sleep(_payload.LOOK_EVERY)  # each batch looked at
-            m = metrics(w)
-        self.assertIn("gpuwatch_job_flops_per_step", m)
-        self.assertEqual(setting_info(m).get("flops_shapes"), "vary")
+        for batches, vary in (
+            ([torch.randn(8, 16)] * 3 + [torch.randn(8, 3, 16)] * 2 + [torch.randn(8, 5, 16)], True),
+            ([torch.randn(8, 16)] * 5 + [torch.randn(3, 16)], False),  # a short last batch, looked at
+            ([torch.randn(8, 16)] * 5 + [torch.randn(8, 3, 16)], False),  # one look off the rest
+        ):
+            _settings._flops_done = False
+            with hook.watch(DataLoader(batches, batch_size=None), port=0, quiet=True) as w:
+                for x in w:
+                    step(x)
+                    time.sleep(_payload.LOOK_EVERY)  # each batch looked at
+                m = metrics(w)
+            self.assertIn("gpuwatch_job_flops_per_step", m)
+            self.assertEqual(setting_info(m).get("flops_shapes"), "vary" if vary else None, batches[-1].shape)
 
     def test_a_checkpoints_recompute_in_the_backward_is_not_another_forward(self):
         """torch.utils.checkpoint runs a block's forward again in the
@@ -840,6 +844,8 @@ class FLOPsTest(unittest.TestCase):
             (lambda: torch.einsum("ij,jk->i", torch.randn(3, 4), torch.randn(4, 5)), 2 * 3 * 4),
             (lambda: torch.einsum(torch.randn(3, 4), [0, 1], torch.randn(4, 5), [1, 2]), 2 * 3 * 4 * 5),
             (lambda: torch.einsum("i,j->ij", torch.randn(3), torch.randn(4)), 0),
+            (lambda: torch.einsum("ij,jk->ik", torch.randn(3, 1), torch.randn(4, 5)), 0),  # j broadcast: a sum, then a mul
+            (lambda: torch.einsum("...ij,...jk->ik", torch.randn(1, 3, 4), torch.randn(7, 4, 5)), 2 * 3 * 4 * 5),  # the batch summed out of one first
             (lambda: torch.einsum("ii->i", torch.randn(3, 3)), 0),
             (lambda: torch.tensordot(torch.randn(3, 4, 5), torch.randn(4, 5, 6)), 2 * 3 * 4 * 5 * 6),
             (lambda: torch.tensordot(torch.randn(3, 4, 5), torch.randn(5, 6), dims=1), 2 * 3 * 4 * 5 * 6),
