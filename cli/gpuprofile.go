@@ -99,15 +99,16 @@ func (g *gpuProfileSeen) Frame(f *sample.Frame, _ diagnose.Verdict) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	see := func(l *sample.Loader) {
-		if l == nil {
-			return
+		if l == nil || l.Kind != "python" {
+			return // gpuwatch's own loader, a sampled loop: no hook to record
 		}
 		g.loader = true
 		if l.GPUProfile == nil {
 			return
 		}
-		if st := l.GPUProfile.State; profileStage[st] > profileStage[g.state] {
-			g.state = st
+		st := l.GPUProfile.State
+		if profileStage[st] > profileStage[g.state] || g.state == "" {
+			g.state = st // a state of a newer hook's, unranked, is still one carried
 		}
 		g.batches = max(g.batches, l.Batches)
 	}
@@ -138,8 +139,11 @@ func (g *gpuProfileSeen) unrecorded(ran time.Duration, onceSaid bool) string {
 		}
 		return "gpuwatch: --gpu-profile: not recorded: the job ended while the hook recorded, before its last step\n"
 	}
+	if g.state != "" {
+		return fmt.Sprintf("gpuwatch: --gpu-profile: not recorded: the job ended with the recording %q\n", g.state)
+	}
 	if g.loader {
-		return "gpuwatch: --gpu-profile: not recorded: the hook's figures never carried the recording (it records in the process that iterates a DataLoader, from the loop's 10th batch)\n"
+		return "gpuwatch: --gpu-profile: not recorded: the hook's figures never carried the recording (the request did not reach it: an environment that drops GPUWATCH_GPU_PROFILE, or a hook older than the flag)\n"
 	}
 	return fmt.Sprintf("gpuwatch: --gpu-profile: not recorded: gpuwatch read no loader's figures in the %.1f s the job ran (the hook records in a Python process that iterates a DataLoader, from the loop's 10th batch)\n", ran.Seconds())
 }

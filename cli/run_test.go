@@ -196,7 +196,7 @@ func TestRunSaysAGPUProfileNotRecorded(t *testing.T) {
 		t.Fatalf("a job gpuwatch stopped: %q", errb.String())
 	}
 	frame := func(state string, batches uint64) *sample.Frame {
-		return &sample.Frame{Ranks: []sample.Rank{{Loader: &sample.Loader{Batches: batches, GPUProfile: &sample.GPUProfile{State: state, Steps: 5}}}}}
+		return &sample.Frame{Ranks: []sample.Rank{{Loader: &sample.Loader{Kind: "python", Batches: batches, GPUProfile: &sample.GPUProfile{State: state, Steps: 5}}}}}
 	}
 	for _, c := range []struct {
 		states []string
@@ -221,8 +221,20 @@ func TestRunSaysAGPUProfileNotRecorded(t *testing.T) {
 	}
 	// A loader read whose figures never carried the recording.
 	var g gpuProfileSeen
-	g.Frame(&sample.Frame{Loader: &sample.Loader{Batches: 40}}, diagnose.Verdict{})
+	g.Frame(&sample.Frame{Loader: &sample.Loader{Kind: "python", Batches: 40}}, diagnose.Verdict{})
 	if got := g.unrecorded(time.Second, false); !strings.Contains(got, "the hook's figures never carried the recording") {
 		t.Errorf("a loader without it: %q", got)
+	}
+	// gpuwatch's own loader has no hook: as if none was read.
+	var own gpuProfileSeen
+	own.Frame(&sample.Frame{Loader: &sample.Loader{Kind: "embedded", Batches: 40}}, diagnose.Verdict{})
+	if got := own.unrecorded(time.Second, false); !strings.Contains(got, "gpuwatch read no loader's figures") {
+		t.Errorf("the embedded loader: %q", got)
+	}
+	// A state a newer hook names is still one carried.
+	var newer gpuProfileSeen
+	newer.Frame(frame("paused", 12), diagnose.Verdict{})
+	if got := newer.unrecorded(time.Second, false); !strings.Contains(got, `with the recording "paused"`) {
+		t.Errorf("an unknown state: %q", got)
 	}
 }

@@ -85,10 +85,10 @@ func TestAStepOffTheCPUIsNotTheAccelerator(t *testing.T) {
 		device         string
 		want           bool
 	}{
-		{"a step that sleeps", 2, 0, "", true},
 		{"a step that sleeps, the hook read it on the CPU", 2, 0, "cpu", true},
-		{"a step on its core", 95, 0, "", false},
-		{"a step waiting for a CPU", 2, 600, "", false},
+		{"a step that sleeps, its device not read", 2, 0, "", false},
+		{"a step on its core", 95, 0, "cpu", false},
+		{"a step waiting for a CPU", 2, 600, "cpu", false},
 		{"a step on a device gpuwatch cannot read", 2, 0, "cuda", false},
 		{"a step on an XPU", 2, 0, "xpu", false},
 	} {

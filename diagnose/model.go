@@ -765,7 +765,8 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 		cpu = min(wall, w.loaderCPU.v/100/bps)
 	}
 	p.CPUSec, p.IOSec = cpu, wall-cpu
-	if st := w.workerStageSec; st.ok && st.v > 0 && !p.Relative {
+	if st := w.workerMakeSec; st.ok && st.v > 0 && !p.Relative {
+		// Making the batch, not handing it over (no pickling inline).
 		p.MakeSec = st.v
 		if r := w.workersRunDelay; r.ok && w.loaderCPU.ok && r.v < 1 {
 			// Their wait for a CPU is the workers' crowding, which a loop

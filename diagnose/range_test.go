@@ -281,7 +281,7 @@ func TestTheStepIsOnTheCPUWhereNothingElseRunsIt(t *testing.T) {
 // and the model's rate for it is the step plus the 69 ms.
 func TestInlineAgainWaitsTheTimedBatch(t *testing.T) {
 	w := &window{th: DefaultThresholds(), workers: 11, cores: 2,
-		workerStageSec: level{v: 0.069, ok: true}, loaderCPU: level{v: 100 * 0.0025 * 52, ok: true},
+		workerStageSec: level{v: 0.069, ok: true}, workerMakeSec: level{v: 0.069, ok: true}, loaderCPU: level{v: 100 * 0.0025 * 52, ok: true},
 		queueDepth: level{v: 22, ok: true}}
 	p := &Pipeline{BatchSize: 16, StepSec: 0.0038, CPUs: 1.4, LoopCPUs: 1, Knobs: Knobs{Workers: 11, Prefetch: 2, Persistent: true},
 		Kind: "python", HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention}
@@ -301,7 +301,7 @@ func TestInlineAgainWaitsTheTimedBatch(t *testing.T) {
 	// 5/6 of their time here: 11 workers on 2 cores) is theirs, not the
 	// inline loop's: 10 ms of CPU in 60 ms timed is 10 ms inline (a
 	// review).
-	w.workerStageSec, w.loaderCPU, w.workersRunDelay = level{v: 0.060, ok: true}, level{v: 100 * 0.010 * 52, ok: true}, level{v: 5.0 / 6, ok: true}
+	w.workerStageSec, w.workerMakeSec, w.loaderCPU, w.workersRunDelay = level{v: 0.060, ok: true}, level{v: 0.060, ok: true}, level{v: 100 * 0.010 * 52, ok: true}, level{v: 5.0 / 6, ok: true}
 	q := &Pipeline{BatchSize: 16, StepSec: 0.0038, CPUs: 1.4, LoopCPUs: 1, Knobs: p.Knobs, Kind: "python", HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention}
 	fillWorkers(q, w, 11, 52, 0.45, 1/52.0)
 	if math.Abs(q.MakeSec-0.010) > 1e-9 {

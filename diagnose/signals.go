@@ -34,6 +34,7 @@ const (
 	sigQueueDepth      // batches ready when the loop asked
 	sigWorkersRunDelay // the workers' share of their CPU-wanting time waiting for one
 	sigWorkerStageSec  // a worker's wall time per batch, from its timed stages (getitem + collate + hand-over)
+	sigWorkerMakeSec   // of it, making the batch (getitem + collate): what loading inline spends
 	sigLoopTakeSec     // the loop thread's CPU time taking a batch from a worker (the take stage)
 
 	sigCPUBusy
@@ -109,6 +110,7 @@ var medianOf = [numSignals]func(*window) *level{
 	sigQueueDepth:      func(w *window) *level { return &w.queueDepth },
 	sigWorkersRunDelay: func(w *window) *level { return &w.workersRunDelay },
 	sigWorkerStageSec:  func(w *window) *level { return &w.workerStageSec },
+	sigWorkerMakeSec:   func(w *window) *level { return &w.workerMakeSec },
 	sigLoopTakeSec:     func(w *window) *level { return &w.loopTakeSec },
 
 	sigCPUBusy:       func(w *window) *level { return &w.cpuBusy },

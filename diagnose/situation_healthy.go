@@ -218,8 +218,11 @@ func offCPUStep(w *window) (string, bool) {
 	if !r.loopPct.ok || !r.computePct.ok || !w.waitShare.ok {
 		return "", false // the process's other threads unread: its CPU is not known
 	}
-	if s := w.gpu.settings; s != nil && s.Device != "" && s.Device != "cpu" {
-		return "", false // a device gpuwatch cannot read (no NVML, ROCm, XPU): the step may wait on it
+	if s := w.gpu.settings; s == nil || s.Device != "cpu" {
+		// Only where the hook read the forward on the CPU: elsewhere the
+		// step may wait on a device gpuwatch cannot read (no NVML, ROCm,
+		// XPU), or on one not read yet.
+		return "", false
 	}
 	used := r.loopPct.v/100 + r.computePct.v/100
 	on := used

@@ -80,6 +80,7 @@ type window struct {
 	workersCPUMissed                                    bool  // its workers live too short for /proc to read their CPU whole (markShortLivedWorkers; a sampled loop's SampledLoop.WorkersRestart)
 	workersRunDelay                                     level // the workers' run delay ÷ (CPU + run delay), 0–1 (schedstat)
 	workerStageSec                                      level // a worker's wall time per batch from its timed stages, seconds
+	workerMakeSec                                       level // of it, getitem + collate: making the batch, no hand-over
 	loopTakeSec                                         level // the loop thread's CPU time taking each batch (the take stage), seconds
 	knobs                                               map[string]string
 	epochStallMs                                        float64
@@ -487,6 +488,7 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	s.addIf(sigWorkersRunDelay, l.WorkersRunDelayShare)
 	if st := l.Stages; st != nil && !st.Inline && st.GetitemMs != nil {
 		s.add(sigWorkerStageSec, (*st.GetitemMs+deref(st.CollateMs)+deref(st.HandoverMs))/1000)
+		s.add(sigWorkerMakeSec, (*st.GetitemMs+deref(st.CollateMs))/1000)
 		if st.TakeMs != nil {
 			s.add(sigLoopTakeSec, *st.TakeMs/1000)
 		}

@@ -295,7 +295,11 @@ class Stats:
     def look_at(self, batch: Any) -> None:
         """A look inside the batch (_payload), and its copies watched."""
         found: List[Tuple[str, Any]] = []
-        self.record_look(_payload.look(batch, found), batch_len(batch))
+        try:
+            n = batch_len(batch)
+        except Exception:  # a batch's own shape property that raises: never into the loop
+            n = None
+        self.record_look(_payload.look(batch, found), n)
         _h2d.watch([x for _, x in found], self)
 
     def next_settings(self) -> None:
@@ -376,8 +380,9 @@ class Stats:
             self.token_slots += lk.token_slots
             self.padding_slots += lk.padding_slots
             self.last_look = lk
-            if samples:
-                self._see_shapes(lk, samples)
+            # Samples unknown (a batch led by a list of strings): the
+            # batch's elements, whose short last batch VARY_LOOKS absorbs.
+            self._see_shapes(lk, samples or 1)
 
     def _see_shapes(self, lk: _payload.Look, samples: int) -> None:
         """record_look's reading of the batch's shape (shapes_vary), under
@@ -389,13 +394,17 @@ class Stats:
                 n *= d
             per += n
         per /= samples
+        if per <= 0:
+            return
         if self.first_per_sample is None:
             self.first_per_sample, self.looks_sized = per, 1
             return
         self.looks_sized += 1
         if abs(per - self.first_per_sample) > SHAPE_TOLERANCE * self.first_per_sample:
             self.looks_off += 1
-        self.shapes_vary = self.looks_off >= VARY_LOOKS and self.looks_off >= VARY_SHARE * self.looks_sized
+        # Once met, kept: the count's batch is not every step's, whatever
+        # later epochs do.
+        self.shapes_vary = self.shapes_vary or self.looks_off >= VARY_LOOKS and self.looks_off >= VARY_SHARE * self.looks_sized
 
     def h2d_copy(self, n: int, pinned: bool, non_blocking: bool, host: float, device: Optional[int], first_of_batch: bool) -> None:
         """Adds a copy to the GPU of a looked-at batch's tensor (_h2d)."""
