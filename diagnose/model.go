@@ -22,8 +22,9 @@ type Pipeline struct {
 	// where it is known: it is neither, and holding the data in RAM does
 	// not remove it.
 	IOSec, CPUSec, CPUWaitSec float64
-	// MakeSec is a batch's wall time in a worker as its timed stages read
-	// it (0: untimed), kept where IOSec is not (workers that keep up,
+	// MakeSec is a batch's making in a worker, getitem and collate, less
+	// the workers' wait for a CPU (0: untimed; no hand-over), kept where
+	// IOSec is not (workers that keep up,
 	// their wait not the loop's): the loop loading inline would spend it
 	// all, the sleeps and remote waits among it (a review: 11 → 0 workers
 	// was promised 2,612 samples/s from 2.5 ms of CPU a batch, and gave

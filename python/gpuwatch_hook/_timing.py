@@ -75,22 +75,27 @@ VARY_LOOKS = 3
 VARY_SHARE = 0.25
 
 
-def batch_len(batch: Any, depth: int = 0) -> Optional[int]:
+def batch_len(batch: Any, loader_batch: Optional[int] = None, depth: int = 0) -> Optional[int]:
     """The number of samples in a batch as a DataLoader collates it — a
     tensor or array's first dimension, or that of the first element of a
-    tuple, list or dict — or None when it cannot tell."""
+    tuple, list or dict — or None when it cannot tell. Where the loader's
+    batch_size is known (loader_batch) and is the second dimension, not
+    the first, the batch is time-major (a collate by pad_sequence, whose
+    default is batch_first=False: sequence length × batch): the second."""
     shape = getattr(batch, "shape", None)
     if shape is not None:
         try:
+            if len(shape) > 1 and loader_batch and int(shape[0]) != loader_batch and int(shape[1]) == loader_batch:
+                return loader_batch
             return int(shape[0]) if len(shape) > 0 else None
         except (TypeError, ValueError, IndexError):
             return None
     if depth >= 4:
         return None
     if isinstance(batch, (tuple, list)) and batch:
-        return batch_len(batch[0], depth + 1)
+        return batch_len(batch[0], loader_batch, depth + 1)
     if isinstance(batch, dict) and batch:
-        return batch_len(next(iter(batch.values())), depth + 1)
+        return batch_len(next(iter(batch.values())), loader_batch, depth + 1)
     return None
 
 
@@ -130,6 +135,7 @@ class Stats:
         self.persistent: Optional[bool] = None
         self.splits_by_worker: Optional[bool] = None
         self.pin_memory: Optional[bool] = None
+        self.loader_batch: Optional[int] = None  # the loader's batch_size (None: not a DataLoader's, or batches by a batch_sampler)
         self.batches_per_epoch: Optional[int] = None
         self.worker_pids: Tuple[int, ...] = ()
         self.loop_tid: Optional[int] = None  # the OS thread that iterates: the training loop
@@ -218,7 +224,7 @@ class Stats:
         _env.clock (read here when not given). Called on the loop's
         thread."""
         try:
-            n = batch_len(batch)
+            n = batch_len(batch, self.loader_batch)
         except Exception:  # a batch type with odd attributes: size unknown
             n = None
         self.pending.append((wait, n, depth, step))
@@ -296,7 +302,7 @@ class Stats:
         """A look inside the batch (_payload), and its copies watched."""
         found: List[Tuple[str, Any]] = []
         try:
-            n = batch_len(batch)
+            n = batch_len(batch, self.loader_batch)
         except Exception:  # a batch's own shape property that raises: never into the loop
             n = None
         self.record_look(_payload.look(batch, found), n)
@@ -554,7 +560,7 @@ class Stats:
         with self.lock:
             self.workers, self.prefetch = k.workers, k.prefetch
             self.persistent, self.pin_memory = k.persistent, k.pin_memory
-            self.splits_by_worker = k.splits_by_worker
+            self.splits_by_worker, self.loader_batch = k.splits_by_worker, k.batch_size
             self.batches_per_epoch, self.worker_pids = k.batches_per_epoch, k.worker_pids
             self.loop_tid = tid
             self.epochs += 1
@@ -1010,7 +1016,7 @@ class Clock:
                 stats.record_stall(t1 - self.started)
                 self.started = None
             if ceiling is not None and ceiling.state in (_ceiling.WARMING, _ceiling.KEEPING):
-                ceiling.saw(batch, batch_len(batch), step, t1)
+                ceiling.saw(batch, batch_len(batch, stats.loader_batch), step, t1)
             gp = stats.gpu_profile
             if gp is not None and gp.busy():  # its own thread's CPU is the hook's (and not the loop part's)
                 _cost.cost.timed("gpu_profile", gp.saw, stats.taken, t1)

@@ -50,6 +50,9 @@ class Knobs(NamedTuple):
     #: code says (splits_by_worker); None for a map-style dataset, a
     #: DataPipe, or anything else.
     splits_by_worker: Optional[bool] = None
+    #: The DataLoader's batch_size: None without auto-batching or with a
+    #: batch_sampler of its own.
+    batch_size: Optional[int] = None
 
 
 def _int(v: Any) -> Optional[int]:
@@ -77,7 +80,9 @@ def knobs(loader: Any, it: Any) -> Knobs:
         except Exception:  # an IterableDataset without __len__
             per_epoch = None
         per_epoch = per_epoch if isinstance(per_epoch, int) and per_epoch >= 0 else None
-    return Knobs(workers, prefetch, persistent, pin, per_epoch, worker_pids(it), splits_by_worker(loader))
+    batch = _int(getattr(loader, "batch_size", None)) if workers is not None else None
+    batch = batch if batch is not None and batch > 0 else None
+    return Knobs(workers, prefetch, persistent, pin, per_epoch, worker_pids(it), splits_by_worker(loader), batch)
 
 
 def splits_by_worker(loader: Any) -> Optional[bool]:

@@ -239,6 +239,28 @@ class FLOPsTest(unittest.TestCase):
             self.assertIn("gpuwatch_job_flops_per_step", m)
             self.assertEqual(setting_info(m).get("flops_shapes"), "vary" if vary else None, repr(batches[-1])[:80])
 
+    def test_time_major_batches_count_their_samples_and_vary(self):
+        """A collate by pad_sequence (batch_first=False by default) gives
+        sequence length × batch: read by its first dimension, the samples
+        were the lengths and the shapes never varied (elements per
+        "sample" the batch's width). Where the loader's batch_size is the
+        second dimension, that is the batch."""
+        from torch.nn.utils.rnn import pad_sequence
+
+        emb = nn.Embedding(50, 16)
+        lin = nn.Linear(16, 4)
+        seqs = [torch.randint(0, 50, (n,)) for n in range(3, 51)]  # batches 10, 18, …, 50 long
+        _settings._flops_done = False
+        with hook.watch(DataLoader(seqs, batch_size=8, collate_fn=pad_sequence), port=0, quiet=True) as w:
+            for x in w:
+                self.assertEqual(x.shape[1], 8)  # time-major
+                lin(emb(x)).sum().backward()
+                time.sleep(_payload.LOOK_EVERY)  # each batch looked at
+            m = metrics(w)
+        self.assertEqual(m["gpuwatch_loader_samples_total"], len(seqs))
+        self.assertEqual(setting_info(m).get("flops_shapes"), "vary")
+        self.assertEqual(m.get("gpuwatch_job_batch_size"), 8)
+
     def test_a_checkpoints_recompute_in_the_backward_is_not_another_forward(self):
         """torch.utils.checkpoint runs a block's forward again in the
         backward: that is not a forward of the step to count 3× more."""

@@ -479,6 +479,12 @@ class HookTest(unittest.TestCase):
         ]
         for batch, want in cases:
             self.assertEqual(hook._timing.batch_len(batch), want, batch)
+        # Time-major (a pad_sequence collate): the loader's batch_size is
+        # the second dimension.
+        self.assertEqual(hook._timing.batch_len(T(30, 8, 16), 8), 8)
+        self.assertEqual(hook._timing.batch_len((T(30, 8), T(8)), 8), 8)
+        self.assertEqual(hook._timing.batch_len(T(5, 16), 8), 5)  # a short last batch
+        self.assertEqual(hook._timing.batch_len(T(8, 8), 8), 8)
 
     def test_binds_loopback_by_default(self):
         w = self.watch([1, 2])
