@@ -248,6 +248,9 @@ func recordingInfo(rec *recording.Recording, file string) RecordingInfo {
 	h := rec.Header
 	ri := RecordingInfo{File: file, Host: h.Host, Cores: h.Cores, GPUs: h.GPUs, GpuwatchVersion: h.GpuwatchVersion,
 		Command: sample.RedactArgs(h.Command), Frames: rec.Len(), Events: rec.Events, Warnings: slices.Clone(rec.Warnings)}
+	if ri.Cores <= 0 || len(ri.GPUs) == 0 {
+		ri.Cores, ri.GPUs = hostFromFrames(rec, ri.Cores, ri.GPUs)
+	}
 	if ri.GPUs == nil {
 		ri.GPUs = []string{}
 	}
@@ -255,6 +258,27 @@ func recordingInfo(rec *recording.Recording, file string) RecordingInfo {
 		ri.Scenarios = append(ri.Scenarios, sc.Name)
 	}
 	return ri
+}
+
+// hostFromFrames fills the cores and GPUs a recording's header lacks (a
+// --json capture has none: a review read "0 cores, no GPU" of an H200
+// box) from its first frames that carry them; unread stays 0 and nil.
+func hostFromFrames(rec *recording.Recording, cores int, gpus []string) (int, []string) {
+	for i := 0; i < min(rec.Len(), 16) && (cores <= 0 || len(gpus) == 0); i++ {
+		r, err := rec.Frame(i)
+		if err != nil {
+			continue
+		}
+		if c := r.Frame.CPU; cores <= 0 && c != nil && len(c.Cores) > 0 {
+			cores = len(c.Cores)
+		}
+		if len(gpus) == 0 {
+			for _, g := range r.Frame.GPUs {
+				gpus = append(gpus, sample.Printable(g.Name))
+			}
+		}
+	}
+	return cores, gpus
 }
 
 // rankBuilder sums each rank's readings (the first MaxRanks ranks seen).
@@ -343,7 +367,10 @@ func (b *rankBuilder) add(f *sample.Frame, straggler *int) {
 		if straggler != nil && *straggler == r.Rank && !ownJob(r) {
 			ri.StragglerFrames++
 		}
-		if !r.Connected {
+		if !r.Connected || replayingRank(f, r) {
+			// The replay's frames are the ceiling's measurement, not the
+			// job's wait or rate (a review: its first frame's 0.5 % wait
+			// read the mean 85 % for 88 %, and its chart dipped to 0).
 			continue
 		}
 		if r.WaitShare != nil {
@@ -352,7 +379,7 @@ func (b *rankBuilder) add(f *sample.Frame, straggler *int) {
 		if r.StepSec != nil {
 			acc.step.add(f.Time, 1000**r.StepSec)
 		}
-		if !r.SamplesUnknown() && finite(r.SamplesPerSec) && !replayingRank(f, r) {
+		if !r.SamplesUnknown() && finite(r.SamplesPerSec) {
 			acc.rate.add(r.SamplesPerSec)
 		}
 		if r.WaitShare == nil || !finite(*r.WaitShare) {
@@ -427,7 +454,7 @@ func (b *loaderBuilder) add(l *sample.Loader) {
 		b.li.Knobs = l.Knobs
 	}
 	b.li.Batches = max(b.li.Batches, l.Batches)
-	if l.WaitShare != nil && finite(*l.WaitShare) {
+	if l.WaitShare != nil && finite(*l.WaitShare) && !l.Replaying() {
 		// Running means: huge rates cannot add up to +Inf.
 		b.n++
 		b.shareAvg += (*l.WaitShare - b.shareAvg) / float64(b.n)

@@ -253,3 +253,42 @@ func TestAnAxisTopIsNeverARounded0(t *testing.T) {
 		}
 	}
 }
+
+// TestAJSONCaptureReportsTheBoxItRanOn: a --json capture has no header,
+// and its report said "0 cores, no GPU" of the real H200 box (a review);
+// the frames carry both. The replay's frames are not the job's wait: the
+// mean left them out of its rate, and not of its wait (85 % for 88 %).
+func TestAJSONCaptureReportsTheBoxItRanOn(t *testing.T) {
+	var frames []recording.Recorded
+	var sum float64
+	var n int
+	for _, fr := range fixture.H200CeilingFrames(t) {
+		frames = append(frames, recording.Recorded{Frame: fr})
+		if l := fr.Loader; l != nil && l.WaitShare != nil && !l.Replaying() {
+			sum, n = sum+*l.WaitShare, n+1
+		}
+	}
+	s := Build(recording.New(recording.Header{}, frames, nil), "x", diagnose.DefaultThresholds(), generated)
+	if r := s.Recording; r.Cores != 16 || !slices.Equal(r.GPUs, []string{"NVIDIA H200"}) {
+		t.Errorf("cores %d, GPUs %q", r.Cores, r.GPUs)
+	}
+	if want := sum / float64(n); math.Abs(s.Loader.MeanWaitShare-want) > 1e-9 || len(s.Ranks) != 1 || math.Abs(s.Ranks[0].MeanWaitShare-want) > 1e-9 {
+		t.Errorf("mean wait %v, ranks %+v; want %v", s.Loader.MeanWaitShare, s.Ranks, want)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, s, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "(16 cores, 1 GPU: NVIDIA H200)") {
+		t.Errorf("the box: %s", md.String()[:200])
+	}
+	// Frames without CPU or GPU readings: unread, not 0.
+	bare := Build(recording.New(recording.Header{}, []recording.Recorded{{Frame: sample.Frame{Time: frames[0].Frame.Time}}}, nil), "x", diagnose.DefaultThresholds(), generated)
+	md.Reset()
+	if err := WriteMarkdown(&md, bare, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "(cores not recorded, no GPU)") {
+		t.Errorf("no cores read: %s", md.String()[:200])
+	}
+}

@@ -19,12 +19,8 @@ func esc(s string) string { return html.EscapeString(sample.Printable(s)) }
 // htmlRecording is the report's paragraph on the recording: where, when,
 // what it ran, the job, and the reader's warnings.
 func htmlRecording(b *strings.Builder, r RecordingInfo) {
-	gpus := "no GPU"
-	if len(r.GPUs) > 0 {
-		gpus = fmt.Sprintf("%d GPU: %s", len(r.GPUs), esc(strings.Join(r.GPUs, ", ")))
-	}
-	fmt.Fprintf(b, "<p>%s on <b>%s</b> (%d cores, %s, %s RAM) — %s, %d frames, gpuwatch %s.<br><code>%s</code></p>",
-		r.Start.UTC().Format("2006-01-02 15:04:05 UTC"), esc(orDash(r.Host)), r.Cores, gpus, sample.FormatBytes(float64(r.MemTotalBytes)),
+	fmt.Fprintf(b, "<p>%s on <b>%s</b> (%s, %s, %s) — %s, %d frames, gpuwatch %s.<br><code>%s</code></p>",
+		r.Start.UTC().Format("2006-01-02 15:04:05 UTC"), esc(orDash(r.Host)), coresWords(r.Cores), esc(gpusWords(r.GPUs)), ramWords(r.MemTotalBytes),
 		dur(r.DurationSec), r.Frames, esc(versionWords(r.GpuwatchVersion)), esc(strings.Join(r.Command, " ")))
 	if r.Job != "" {
 		fmt.Fprintf(b, "<p>Job: %s.</p>", esc(r.Job))

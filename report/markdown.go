@@ -41,13 +41,8 @@ func WriteMarkdown(w io.Writer, s *Summary, htmlName string) error {
 // mdRecording is the Markdown report's paragraphs on the recording: where,
 // when, on what, the job, and the reader's warnings.
 func mdRecording(b *strings.Builder, r RecordingInfo) {
-	fmt.Fprintf(b, "%s on **%s** (%d cores", r.Start.UTC().Format("2006-01-02 15:04:05 UTC"), md(orDash(r.Host)), r.Cores)
-	if len(r.GPUs) > 0 {
-		fmt.Fprintf(b, ", %d GPU: %s", len(r.GPUs), md(strings.Join(r.GPUs, ", ")))
-	} else {
-		b.WriteString(", no GPU")
-	}
-	fmt.Fprintf(b, "), %s, %d frames, gpuwatch %s.\n\n", dur(r.DurationSec), r.Frames, md(versionWords(r.GpuwatchVersion)))
+	fmt.Fprintf(b, "%s on **%s** (%s, %s), %s, %d frames, gpuwatch %s.\n\n", r.Start.UTC().Format("2006-01-02 15:04:05 UTC"), md(orDash(r.Host)),
+		coresWords(r.Cores), md(gpusWords(r.GPUs)), dur(r.DurationSec), r.Frames, md(versionWords(r.GpuwatchVersion)))
 	if r.Job != "" {
 		fmt.Fprintf(b, "Job: %s.\n\n", md(r.Job))
 	}

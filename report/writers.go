@@ -24,6 +24,32 @@ func orDash(s string) string {
 	return s
 }
 
+// coresWords is the recording's core count, or that none was recorded
+// (never "0 cores").
+func coresWords(n int) string {
+	if n <= 0 {
+		return "cores not recorded"
+	}
+	return fmt.Sprintf("%d cores", n)
+}
+
+// gpusWords is the recording's GPUs ("no GPU": none in its header or its
+// frames), unescaped.
+func gpusWords(gpus []string) string {
+	if len(gpus) == 0 {
+		return "no GPU"
+	}
+	return fmt.Sprintf("%d GPU: %s", len(gpus), strings.Join(gpus, ", "))
+}
+
+// ramWords is the box's memory, or that none was read.
+func ramWords(b uint64) string {
+	if b == 0 {
+		return "RAM not recorded"
+	}
+	return sample.FormatBytes(float64(b)) + " RAM"
+}
+
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
