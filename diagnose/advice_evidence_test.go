@@ -85,8 +85,11 @@ func TestGPUAdviceFollowsWhatWasMeasured(t *testing.T) {
 		}
 		return frames
 	}
-	if v := Classify(noWait(), DefaultThresholds()); v.Kind != Healthy || !has(v, "fewer host syncs") {
-		t.Errorf("a GPU 40 %% busy, no wait share: %s %q", v.Kind, v.Advice)
+	// Nor is it healthy (a review: "healthy: the GPU is 0 % busy" where
+	// the wait share was not said): underused, saying the wait is unread.
+	if v := Classify(noWait(), DefaultThresholds()); v.Kind != GPUUnderused || v.Severity != Warning || !has(v, underusedSyncs) || has(v, underusedTimeTheWait) ||
+		!strings.Contains(v.Evidence[0].Text, "whether the training loop waits for input is not read (its loader does not say)") {
+		t.Errorf("a GPU 40 %% busy, no wait share: %s %s %+v %q", v.Kind, v.Severity, v.Evidence, v.Advice)
 	}
 }
 
@@ -122,6 +125,47 @@ func TestKnobAdviceOnlyForWhatTheLoaderSaid(t *testing.T) {
 			if strings.Contains(a, s) {
 				t.Errorf("%s: %q says %q", c.name, a, s)
 			}
+		}
+	}
+}
+
+// TestAGPUIdleWithTheWaitUnreadIsNotHealthy: a GPU running a kernel 30 %
+// of the time where no loader says the loop's wait is underused, not
+// healthy (a review read "healthy" of an H200 0–30 % busy), and says how
+// to read the wait; a frame without utilization on a GPU that is not
+// partitioned is not called MIG.
+func TestAGPUIdleWithTheWaitUnreadIsNotHealthy(t *testing.T) {
+	has := func(v Verdict, s string) bool { return strings.Contains(strings.Join(v.Advice, "\n"), s) }
+	v := Classify(frames(10, func(i int, f *sample.Frame) {
+		host(f, 20, 0, 1)
+		gpus(f, 1, 30, 20, 40)
+	}), DefaultThresholds())
+	if v.Kind != GPUUnderused || v.Severity != Warning || !has(v, underusedTimeTheWait) || len(v.Evidence) == 0 ||
+		!strings.Contains(v.Evidence[0].Text, "the GPU runs a kernel 30 % of the time, and whether the training loop waits for input is not read (no loader seen)") {
+		t.Errorf("no loader, GPU 30 %%: %s %s %+v %q", v.Kind, v.Severity, v.Evidence, v.Advice)
+	}
+	// Busy, it is the limit: healthy as before.
+	if v := Classify(frames(10, func(i int, f *sample.Frame) { host(f, 20, 0, 1); gpus(f, 1, 97, 95, 99) }), DefaultThresholds()); v.Kind != Healthy {
+		t.Errorf("no loader, GPU 97 %%: %s", v.Kind)
+	}
+	for _, mig := range []bool{false, true} {
+		fs := frames(10, func(i int, f *sample.Frame) {
+			host(f, 20, 0, 1)
+			gpus(f, 1, 0, 0, 0)
+			g := &f.GPUs[0]
+			g.UtilPct, g.UtilSamples = nil, nil
+			g.GPM = &sample.GPM{SMActivityPct: f64(97)}
+			if mig {
+				g.Unavailable = map[string]string{"util_pct": "not available on MIG: NVML reports no utilization"}
+			}
+		})
+		v := Classify(fs, DefaultThresholds())
+		want := "the GPU (SM activity, GPM: its utilization not read) is 97 % busy"
+		if mig {
+			want = "the GPU's MIG instances (SM activity, GPM) is 97 % busy"
+		}
+		if len(v.Evidence) == 0 || !strings.Contains(v.Evidence[0].Text, want) {
+			t.Errorf("MIG %v: %s %+v", mig, v.Kind, v.Evidence)
 		}
 	}
 }

@@ -56,7 +56,7 @@ func notJudged(last *sample.Frame, w *window, d decision) (Evidence, bool) {
 		// running" a second before io-bound's first 1,851 samples/s).
 		return evidence("loader.batches", 0, "<", 1, "", "the embedded loader has started and not handed out its first batch yet"), true
 	}
-	if l := w.loaderDown; l != nil && (d.kind == Idle || d.kind == Healthy) {
+	if l := w.loaderDown; l != nil && (d.kind == Idle || d.kind == Healthy || d.variant == underusedWaitUnread) {
 		// An endpoint that does not answer is not a stopped loop: say
 		// nothing rather than idle (another user may be holding the
 		// hook's connections while the loop runs at full speed).
@@ -294,6 +294,7 @@ var precedence = [phases][]string{
 		"cpu_saturated/own",       // the loop waits for a CPU its own job's processes hold
 		"gpu_underused/sm-idle",
 		"gpu_underused/host-idle",
+		"gpu_underused/wait-unread",
 		"healthy/moderate",
 		"healthy/busy",
 		"healthy/plain",
@@ -386,7 +387,12 @@ const loopDelayShownPct = 5
 // accelName is the accelerator in words, for evidence about how busy it is.
 func (f *facts) accelName() string {
 	if f.real && !f.w.gpuUtil.ok {
-		return "the GPU's MIG instances (SM activity, GPM)"
+		if strings.Contains(f.w.noUtilWhy, "MIG") {
+			return "the GPU's MIG instances (SM activity, GPM)"
+		}
+		// A frame with no utilization on a GPU not partitioned (a review:
+		// "MIG instances" of an H200 with none).
+		return "the GPU (SM activity, GPM: its utilization not read)"
 	}
 	if f.real {
 		return "the GPU"
@@ -442,7 +448,7 @@ func severity(d decision, w *window, th Thresholds) Severity {
 	if !d.kind.Problem() {
 		return Info
 	}
-	if d.kind == GPUUnderused && d.variant == underusedHostIdle {
+	if d.kind == GPUUnderused && (d.variant == underusedHostIdle || d.variant == underusedWaitUnread) {
 		return Warning
 	}
 	accel, _ := w.accel()

@@ -17,7 +17,7 @@ func init() {
 	register(Situation{
 		Kind:        GPUUnderused,
 		ID:          "gpu_underused",
-		Title:       "GPU underused: the input keeps up, its SMs mostly idle",
+		Title:       "GPU underused: its SMs mostly idle",
 		Tone:        ToneWarn,
 		Advice:      underusedAdvice,
 		Practice:    underusedPractice,
@@ -25,6 +25,7 @@ func init() {
 		rules: []rule{
 			{name: "sm-idle", sees: "the GPU reads busy, but GPM says its SMs mostly idle", holds: underusedRule},
 			{name: "host-idle", sees: "the loop does not wait for input, yet the GPU runs a kernel under half the time", variant: underusedHostIdle, holds: underusedIdleRule},
+			{name: "wait-unread", sees: "the GPU runs a kernel under half the time, and the loop's wait for input is not read", variant: underusedWaitUnread, holds: underusedUnreadRule},
 		},
 	})
 }
@@ -60,10 +61,17 @@ func hostSyncList() string {
 	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
+const underusedTimeTheWait = "time the loop's wait for input: under gpuwatch run -- python train.py the hook reads it, and says whether the input or the step leaves the GPU idle"
+
 const underusedLaunch = "launch fewer kernels: CUDA graphs or torch.compile (mode=\"reduce-overhead\") fuse them and drop the launch gaps"
 
 func underusedAdvice(in adviceIn) ([]string, bool) {
 	a := slices.Clone(underusedPractice)
+	if w := in.w; in.d.variant == underusedWaitUnread && (!w.haveLoader || w.sampled != nil) {
+		// Which of the input and the step idles the GPU is not read: the
+		// hook times the wait.
+		a = append([]string{underusedTimeTheWait}, a...)
+	}
 	// What the step's GPU time goes to, where the hook recorded it (by
 	// itself under --once when the GPU is the limit), and MFU: the
 	// evidence says the SMs, this says where the time goes.
@@ -115,38 +123,87 @@ const underusedHostIdle variant = "host-idle"
 // 62.5 %) and its SMs idle that share of theirs (active under 47.5 %),
 // so a job near either limit does not flip between the two.
 func underusedIdleRule(f *facts) (decision, bool) {
-	w, th, accel := f.w, f.th, f.accel
-	if !f.real || !w.gpuUtil.ok || !accel.ok || !w.waitShare.ok || w.waitShare.v >= th.WaitShareModerate {
+	w, th := f.w, f.th
+	if !w.waitShare.ok || w.waitShare.v >= th.WaitShareModerate {
 		return decision{}, false
 	}
-	limit := th.GPULowPct
+	who, busiest, limit, sm, ok := idleGPU(f)
+	if !ok {
+		return decision{}, false
+	}
+	return decision{evidence: []Evidence{
+		evidence("accel.busy_pct", busiest, "<", limit, "%",
+			fmt.Sprintf("%s runs a kernel %.0f %% of the time%s while the loop waits %.0f %% of its time for input: the step's own host side (launches, syncs, Python between kernels) leaves it idle", who, busiest, sm, 100*w.waitShare.v)),
+	}}, true
+}
+
+// underusedWaitUnread is the variant of a GPU that runs a kernel under
+// half the time where the loop's wait for input is not read: a loader
+// that does not say it, a sampled loop whose wait could not be split, or
+// no loader seen. Not healthy, which a review read of an H200 0 % busy
+// ("healthy: the GPU is 0 % busy"); not starved either: which of the
+// input and the step leaves it idle is not known. A warning, as
+// host-idle.
+const underusedWaitUnread variant = "wait-unread"
+
+// underusedUnreadRule: the GPU idles as underusedIdleRule reads it, and
+// the loop's wait for input is not read.
+func underusedUnreadRule(f *facts) (decision, bool) {
+	w := f.w
+	if w.waitShare.ok {
+		return decision{}, false
+	}
+	who, busiest, limit, sm, ok := idleGPU(f)
+	if !ok {
+		return decision{}, false
+	}
+	why := "no loader seen"
+	switch {
+	case w.sampled != nil:
+		why = "the sampled loop's wait could not be told from its step"
+	case w.haveLoader:
+		why = "its loader does not say"
+	}
+	return decision{evidence: []Evidence{
+		evidence("accel.busy_pct", busiest, "<", limit, "%",
+			fmt.Sprintf("%s runs a kernel %.0f %% of the time%s, and whether the training loop waits for input is not read (%s): the input or the step's own host side leaves it idle", who, busiest, sm, why)),
+	}}, true
+}
+
+// idleGPU reads the judged GPUs as idle for gpu_underused: the busiest
+// runs a kernel under GPULowPct of the time and, where GPM reads, its SMs
+// are under SMActivityLowPct active; once shown, under CauseLeaveRatio of
+// the idle shares it entered at. who is the GPU in words, limit the
+// utilization's, sm GPM's words (empty without GPM).
+func idleGPU(f *facts) (who string, busiest, limit float64, sm string, ok bool) {
+	w, th, accel := f.w, f.th, f.accel
+	if !f.real || !w.gpuUtil.ok || !accel.ok {
+		return "", 0, 0, "", false
+	}
+	limit = th.GPULowPct
 	if w.shown == GPUUnderused {
 		limit = 100 - th.CauseLeaveRatio*(100-th.GPULowPct)
 	}
-	busiest := accel.v
+	busiest = accel.v
 	if w.gpuUtilMax.ok {
 		busiest = max(busiest, w.gpuUtilMax.v)
 	}
 	if busiest >= limit {
-		return decision{}, false
+		return "", 0, 0, "", false
 	}
-	sm := ""
 	if w.smActivity.ok {
 		smLimit := th.SMActivityLowPct
 		if w.shown == GPUUnderused { // held as the utilization is
 			smLimit = 100 - th.CauseLeaveRatio*(100-th.SMActivityLowPct)
 		}
 		if w.smActivity.v >= smLimit {
-			return decision{}, false
+			return "", 0, 0, "", false
 		}
 		sm = fmt.Sprintf(", its SMs %.0f %% active (GPM)", w.smActivity.v)
 	}
-	who := "the GPU"
+	who = "the GPU"
 	if busiest > accel.v {
 		who = "the busiest GPU"
 	}
-	return decision{evidence: []Evidence{
-		evidence("accel.busy_pct", busiest, "<", limit, "%",
-			fmt.Sprintf("%s runs a kernel %.0f %% of the time%s while the loop waits %.0f %% of its time for input: the step's own host side (launches, syncs, Python between kernels) leaves it idle", who, busiest, sm, 100*w.waitShare.v)),
-	}}, true
+	return who, busiest, limit, sm, true
 }
