@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -417,7 +418,10 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 		var long bool
 		var n int
 		var err error
-		line, n, long, err = readLine(br, line[:0], MaxLineBytes)
+		// Before the header a line past the limit ends the reading: no
+		// need to read the rest of it (a 8 GiB file of one line took 42 s
+		// to be refused).
+		line, n, long, err = readLine(br, line[:0], MaxLineBytes, header)
 		start := off
 		off += int64(n)
 		if long {
@@ -452,7 +456,7 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 		// and "time".
 		if jerr := json.Unmarshal(trimmed, &head); jerr != nil {
 			if !header {
-				return nil, fmt.Errorf("%w: the first line is not JSON", ErrNotRecording)
+				return nil, fmt.Errorf("%w: the first line is not JSON%s", ErrNotRecording, notJSONHint(trimmed))
 			}
 			if rec.badLine(lineNo, complete, err == nil, &corrupt) {
 				continue
@@ -634,10 +638,27 @@ func (h *Header) bound() {
 	}
 }
 
+// headlessLine is the start of a --headless text line: "10:05:18 [".
+var headlessLine = regexp.MustCompile(`^[0-9]{2}:[0-9]{2}:[0-9]{2} \[`)
+
+// notJSONHint says what a first line that is not JSON looks like, where
+// it is a file users make by mistake: a gzip'd recording, --headless's
+// text lines.
+func notJSONHint(line []byte) string {
+	switch {
+	case bytes.HasPrefix(line, []byte{0x1f, 0x8b}):
+		return " (it is gzip-compressed: gunzip it first)"
+	case headlessLine.Match(line):
+		return " (these are --headless text lines, which keep no frames: record with --json, --record FILE or gpuwatch record -o FILE)"
+	}
+	return ""
+}
+
 // readLine appends one line (with its '\n', if any) of at most limit
 // bytes to buf, and says how many bytes it took from br. A longer line is
-// read through to its end without keeping it, and long is true.
-func readLine(br *bufio.Reader, buf []byte, limit int) (line []byte, n int, long bool, err error) {
+// read through to its end without keeping it (drain), or left where the
+// limit was passed, and long is true.
+func readLine(br *bufio.Reader, buf []byte, limit int, drain bool) (line []byte, n int, long bool, err error) {
 	line = buf
 	for {
 		chunk, err := br.ReadSlice('\n')
@@ -648,6 +669,9 @@ func readLine(br *bufio.Reader, buf []byte, limit int) (line []byte, n int, long
 			} else {
 				line = append(line, chunk...)
 			}
+		}
+		if long && !drain {
+			return line, n, long, err
 		}
 		if err != bufio.ErrBufferFull {
 			return line, n, long, err

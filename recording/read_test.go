@@ -2,7 +2,9 @@ package recording
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -360,5 +362,55 @@ func TestAPeaksKeyIsBoundedInItsNote(t *testing.T) {
 	}
 	if note := r.Frame.Unavailable[sample.SourceRecording]; len(note) > 64<<10 || !strings.Contains(note, "kkk…") || len(r.Frame.GPUs[0].Peak.DenseTFLOPS) != 0 {
 		t.Errorf("note of %d bytes", len(note))
+	}
+}
+
+// endlessLine is a file of size bytes of one line with no newline, that
+// counts what was read of it.
+type endlessLine struct{ read int64 }
+
+func (e *endlessLine) ReadAt(p []byte, off int64) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	e.read += int64(len(p))
+	return len(p), nil
+}
+
+// TestAFirstLineTooLongIsRefusedWithoutReadingTheRest: a file whose first
+// line passes MaxLineBytes is no recording, said after reading the
+// limit, not the whole file (a review: 42 s to refuse an 8 GiB file).
+func TestAFirstLineTooLongIsRefusedWithoutReadingTheRest(t *testing.T) {
+	src := &endlessLine{}
+	_, err := Read(src, 64<<30)
+	if !errors.Is(err, ErrNotRecording) || !strings.Contains(err.Error(), "the first line is longer than") {
+		t.Fatalf("err %v", err)
+	}
+	if src.read > 2*MaxLineBytes {
+		t.Errorf("read %d bytes to refuse it, the limit is %d", src.read, MaxLineBytes)
+	}
+}
+
+// TestWhatIsNotARecordingSaysWhatItIs: a gzip'd recording and the
+// --headless text lines are the files users hand replay by mistake;
+// "the first line is not JSON" told them nothing (a review).
+func TestWhatIsNotARecordingSaysWhatItIs(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"type":"header","format":"gpuwatch-recording"}` + "\n"))
+	zw.Close()
+	headless := []byte("10:05:18 [warming_up 0% since 10:05:18] | cpu 14% max cpu15 99% 2/16≥90% iow 0% load 2.28 run 4 |\n")
+	for name, c := range map[string]struct {
+		data []byte
+		want string
+	}{
+		"gzip":     {gz.Bytes(), "gzip-compressed: gunzip it first"},
+		"headless": {headless, "these are --headless text lines"},
+		"other":    {[]byte("hello\n"), "the first line is not JSON"},
+	} {
+		_, err := Read(bytes.NewReader(c.data), int64(len(c.data)))
+		if !errors.Is(err, ErrNotRecording) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
 	}
 }
