@@ -164,7 +164,7 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 		return out
 	}
 	if d.exited { // frames of a process not gone (a recording joined to another, a target that came back): judged afresh
-		d.exited, d.shown = false, Verdict{Kind: WarmingUp}
+		d.exited, d.shown, d.since = false, Verdict{Kind: WarmingUp}, time.Time{}
 	}
 	switch {
 	case beforeFirstBatch(f):
@@ -186,6 +186,11 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 	}
 	v := classify(d.ring[max(0, len(d.ring)-d.th.WindowFrames):], d.ring, d.th, d.shown.Kind, d.held)
 	switch {
+	case d.shown.Kind == WarmingUp && v.Kind == WarmingUp && !d.since.IsZero():
+		// Still warming up: since its start, not the window's first
+		// frame, which moves each frame before the loop's first batch
+		// (a review: "since 10:03:11", "since 10:03:12", …).
+		d.shown = v
 	case d.shown.Kind == WarmingUp:
 		// The first real verdict needs no hold: the window is full.
 		d.shown, d.since, d.haveCand = v, f.Time, false

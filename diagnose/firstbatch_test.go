@@ -78,3 +78,19 @@ func TestTheEmbeddedLoaderStartingIsNotIdle(t *testing.T) {
 		t.Fatalf("stopped after 500 batches: %s %q", v.Kind, claims(v))
 	}
 }
+
+// TestWarmingUpIsSinceItsStart: before the loop's first batch the window
+// starts over each frame, and warming_up's since moved with it ("since
+// 10:03:11", "since 10:03:12", … of one verdict; a review): it is since
+// the warm-up began.
+func TestWarmingUpIsSinceItsStart(t *testing.T) {
+	d := NewDiagnoser(DefaultThresholds())
+	for i, f := range frames(8, func(i int, f *sample.Frame) {
+		host(f, 10, 0, 1)
+		f.Target = &sample.Target{PID: 100, Why: "gpuwatch run", Starting: true}
+	}) {
+		if v := d.Observe(&f); v.Kind != WarmingUp || !v.Since.Equal(t0) {
+			t.Fatalf("frame %d: %s since %s, want warming_up since %s", i, v.Kind, v.Since.Format("15:04:05"), t0.Format("15:04:05"))
+		}
+	}
+}
