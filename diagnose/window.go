@@ -477,7 +477,7 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	} else if !l.RatesUnknown() { // a loader that does not answer has no rates
 		s.add(sigBatchesPerSec, l.BatchesPerSec)
 		s.add(sigSamplesPerSec, l.SamplesPerSec)
-		if !l.BytesNotCounted {
+		if !l.BytesUnknown() {
 			s.add(sigBytesPerSec, l.BytesPerSec)
 		}
 	}

@@ -31,8 +31,12 @@ func (l *Loader) SamplesUnknown() bool {
 
 // BytesUnknown says the loader's bytes per second is unknown, not zero:
 // its rates are (RatesUnknown), or it does not count the bytes it reads
-// (BytesNotCounted).
-func (l *Loader) BytesUnknown() bool { return l.RatesUnknown() || l.BytesNotCounted }
+// (BytesNotCounted; the Python hook never does, and a recording made
+// before the flag has its 0: a review read "0B/s" of an H200 job's
+// 294 MiB/s of batches).
+func (l *Loader) BytesUnknown() bool {
+	return l.RatesUnknown() || l.BytesNotCounted || l.Kind == "python" && l.BytesPerSec == 0
+}
 
 // SamplesUnknown says a rank's samples per second is unknown: it does not
 // answer, was read once so far, its ceiling replays kept batches, or it

@@ -28,6 +28,10 @@ func TestUnknownRatesAreNull(t *testing.T) {
 			[]string{`"batches_per_sec":0`, `"samples_per_sec":0`, `"bytes_per_sec":0`}},
 		{"ceiling replaying", Loader{Source: "http://x", Connected: &yes, Ceiling: &Ceiling{State: CeilingReplaying}},
 			[]string{`"batches_per_sec":null`, `"samples_per_sec":null`, `"bytes_per_sec":null`, `"state":"replaying"`}},
+		// The Python hook counts no bytes: a recording from before
+		// bytes_not_counted holds its 0 (a review read "0B/s").
+		{"the hook, before the flag", Loader{Source: "http://x", Kind: "python", Connected: &yes, BatchesPerSec: 4, SamplesPerSec: 512},
+			[]string{`"batches_per_sec":4`, `"bytes_per_sec":null`}},
 		{"rank replaying", Rank{URL: "http://x", Connected: true, Loader: &Loader{Ceiling: &Ceiling{State: CeilingReplaying}}},
 			[]string{`"batches_per_sec":null`, `"samples_per_sec":null`}},
 		{"rank down", Rank{URL: "http://x", Connected: false}, []string{`"batches_per_sec":null`, `"connected":false`}},
