@@ -214,19 +214,31 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	out.Stages = loaderStages(prev.Stages, cur.Stages, cur.Workers)
 	out.Payload = batchPayload(prev.Payload, cur.Payload, out.BatchesPerSec)
 	hookCost(out, &prev, &cur, sec)
+	virtualAccel(f, out, &cur, busy, sec)
+	return nil
+}
+
+// virtualAccel sets the frame's virtual accelerator from the loader's
+// steps: busy seconds of steps in sec.
+func virtualAccel(f *sample.Frame, out *sample.Loader, cur *LoaderCounters, busy, sec float64) {
 	// The virtual accelerator: the share of wall time spent in steps,
 	// where the loader times its steps at all (one that counts only its
 	// batches would read 0 % busy, never measured: a healthy verdict on
 	// nothing).
-	if !cur.StepSeen && cur.Stepping == nil {
+	if !cur.StepSeen && cur.Stepping == nil || out.Replaying() {
 		if f.Unavailable == nil {
 			f.Unavailable = map[sample.Source]string{}
 		}
 		f.Unavailable["loader.step_seconds"] = "the loader publishes no step time (gpuwatch_loader_step_seconds): the accelerator's busy share is unknown"
-		return nil
+		if out.Replaying() {
+			// The loop steps on the kept batches, which the hook does not
+			// time as the loader's: 0 % busy was a figure of nothing (a
+			// review of the H200 recording).
+			f.Unavailable["loader.step_seconds"] = "the ceiling replays kept batches: the loop's steps on them are the ceiling's measurement, not the loader's, and the accelerator's busy share is unknown"
+		}
+		return
 	}
 	f.Accel = &sample.VirtualAccel{BusyPct: min(100, 100*busy/sec), Basis: "loader step time / wall time"}
-	return nil
 }
 
 // waitFigures fills the interval's wait and step figures and returns the

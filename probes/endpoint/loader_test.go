@@ -89,6 +89,14 @@ func TestLoaderRatesShareAndVirtualAccelerator(t *testing.T) {
 	if f.Accel == nil || f.Accel.BusyPct < 69.99 || f.Accel.BusyPct > 70.01 {
 		t.Fatalf("virtual accel = %+v", f.Accel)
 	}
+	// While the ceiling replays kept batches the loader's steps stop: its
+	// busy share is unknown, not 0 % (a review of the H200 recording).
+	src.c = counters(20, 30*time.Millisecond, 70*time.Millisecond)
+	src.c.Ceiling = &sample.Ceiling{State: sample.CeilingReplaying}
+	f = collectLoader(t, p, probetest.T0.Add(2*time.Second))
+	if f.Accel != nil || !strings.Contains(f.Unavailable["loader.step_seconds"], "the ceiling replays kept batches") {
+		t.Fatalf("replaying: virtual accel %+v, %q", f.Accel, f.Unavailable["loader.step_seconds"])
+	}
 }
 
 // TestNoStepTimeNoVirtualAccelerator: a loader that counts its batches
