@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/sample"
@@ -132,6 +133,20 @@ func (d *Diagnoser) waited(n int) bool {
 	return seen
 }
 
+// heldOverReplay is the verdict shown, held while the ceiling replays
+// kept batches, and said as held, as a loader that went quiet is
+// (heldFromBefore): "waits 94 %" in the present beside a GPU 100 % busy
+// on the replay read as a contradiction (a review).
+func (d *Diagnoser) heldOverReplay() Verdict {
+	out := d.shown
+	out.Since = d.since
+	if len(out.Evidence) > 0 && out.Kind != WarmingUp {
+		out.Evidence = slices.Clone(out.Evidence)
+		out.Evidence[0].Text = "held while the ceiling replays kept batches; before: " + out.Evidence[0].Text
+	}
+	return out
+}
+
 // Observe adds a frame and returns the verdict to show.
 func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 	replaying := false
@@ -144,9 +159,7 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 		// frame is left out of the window, and so is the first one after
 		// (its interval holds the replay's end); the verdict shown stays.
 		d.replayed = replaying
-		out := d.shown
-		out.Since = d.since
-		return out
+		return d.heldOverReplay()
 	}
 	if t := f.Target; t != nil && t.ExitedAt != nil {
 		// The watched process is gone: what the window holds of it is no

@@ -304,6 +304,13 @@ func TestDiagnoserLeavesOutTheCeilingsReplay(t *testing.T) {
 		if vs[i].Kind != GPUStarved || !vs[i].Since.Equal(vs[19].Since) {
 			t.Fatalf("frame %d (replaying %v): %s since %v, want gpu_starved since %v", i, i < 35, vs[i].Kind, vs[i].Since, vs[19].Since)
 		}
+		// Held, it says so: its figures are from before the replay.
+		if held := strings.HasPrefix(vs[i].Evidence[0].Text, "held while the ceiling replays kept batches; before: the training loop waits"); held != (i <= 35) {
+			t.Errorf("frame %d: %q", i, vs[i].Evidence[0].Text)
+		}
+	}
+	if strings.HasPrefix(vs[19].Evidence[0].Text, "held") {
+		t.Errorf("the verdict shown was changed: %q", vs[19].Evidence[0].Text)
 	}
 	for _, f := range d.ring {
 		if f.Loader.CeilingOf() != nil {
