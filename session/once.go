@@ -367,6 +367,17 @@ func (s *Settle) summaryAtEnd(w io.Writer, asJSON bool) error {
 
 // why says why no verdict settled.
 func (s *Settle) why() string {
+	if t := s.last.Target; s.jobEnded != "" && t != nil && t.Starting && s.loader != nil && s.loader.Batches > 0 {
+		// The hook was read, its batches counted, and the job ended
+		// before its rates were: not "read no DataLoader batch" (a
+		// review: a job that ended at its 60th batch, 2 s in).
+		batches := fmt.Sprintf("%d batches", s.loader.Batches)
+		if s.loader.Batches == 1 {
+			batches = "1 batch"
+		}
+		return fmt.Sprintf("the job %s after %s, %s read from its loader: too soon for a verdict to hold (the loop's rates need a second reading of the hook, and a verdict a window of frames)",
+			sample.Ended(s.jobEnded), sample.Plural(s.frames, "frame"), batches)
+	}
 	if t := s.last.Target; s.jobEnded != "" && t != nil && t.Starting {
 		// Not too soon: a script that iterates no DataLoader gives no
 		// verdict in its start-up grace, however long it runs. Nor is it

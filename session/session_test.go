@@ -250,6 +250,23 @@ func TestSettleSaysNoDataLoaderFirst(t *testing.T) {
 	if !errors.Is(err, ErrUnsettled) || !strings.Contains(out.String(), want) || strings.Contains(out.String(), "too soon") {
 		t.Fatalf("%v: %q, want %q", err, out.String(), want)
 	}
+	// Its hook read once, 60 batches counted, before the job ended: not
+	// "read no DataLoader batch" (a review).
+	s = &Settle{stop: func() {}, need: 3, jobEnded: "exited with status 1"}
+	for i := range 3 {
+		f := settleFrameAt(i)
+		f.Target = &sample.Target{PID: 42, Starting: true}
+		if i == 2 {
+			f.Loader = &sample.Loader{Source: "http://127.0.0.1:1", Kind: "python", Batches: 60, RatesPending: true}
+		}
+		s.Frame(f, diagnose.Verdict{Kind: diagnose.WarmingUp})
+	}
+	out.Reset()
+	err = s.summary(&out, false)
+	want = "NOT SETTLED: the job exited with status 1 after 3 frames, 60 batches read from its loader: too soon for a verdict to hold"
+	if !errors.Is(err, ErrUnsettled) || !strings.Contains(out.String(), want) {
+		t.Fatalf("%v: %q, want %q", err, out.String(), want)
+	}
 }
 
 // TestSettleSaysARecordingTheJobCutShort: the job ended while the hook
