@@ -201,7 +201,12 @@ const pipeClosed = 141
 func runStatus(err error, j *job.Job, w *watchFlags, stderr io.Writer, dashboard, stopped bool) error {
 	switch {
 	case errors.Is(err, syscall.EPIPE):
-		return &exitError{code: pipeClosed} // the reader went away: the job is stopped, nothing to say to anyone
+		// The reader went away (gpuwatch run … | head): the job is
+		// stopped, and its KeyboardInterrupt needs a word on stderr,
+		// which may still be read (a review: the job's traceback alone).
+		how, _ := j.Exit()
+		fmt.Fprintf(stderr, "gpuwatch: its output was closed (the pipe's reader went away): gpuwatch stopped the job (pid %d; it %s)\n", j.PID(), sample.Ended(how))
+		return &exitError{code: pipeClosed}
 	case errors.Is(err, session.ErrJobEndedFirst) && j.ExitCode() != 0:
 		return &exitError{code: j.ExitCode(), msg: err.Error()} // the command's failure, said and passed on
 	case errors.Is(err, session.ErrJobEndedFirst) && w.once:

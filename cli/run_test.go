@@ -169,6 +169,11 @@ func TestRunStopsTheJobWhenItsReaderGoesAway(t *testing.T) {
 	if st.Signaled() || cmd.ProcessState.ExitCode() != pipeClosed {
 		t.Fatalf("run: %v (signaled %v, %v), stderr %q; want exit %d by itself", err, st.Signaled(), st.Signal(), errb.String(), pipeClosed)
 	}
+	// The job's own words on its stop (a KeyboardInterrupt) are not
+	// left alone on stderr.
+	if !strings.Contains(errb.String(), "gpuwatch: its output was closed (the pipe's reader went away): gpuwatch stopped the job (pid ") {
+		t.Errorf("stderr %q", errb.String())
+	}
 	b, err := os.ReadFile(pids)
 	if err != nil {
 		t.Fatal(err)
