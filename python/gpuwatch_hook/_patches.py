@@ -67,6 +67,8 @@ PATCHES: Tuple[Patch, ...] = (
           "python/run/sitecustomize.py's finder: imports the hook when torch.utils.data.dataloader is first looked for, and takes itself off"),
     Patch("sys.meta_path: the hook's finder", "sys", "meta_path", _run.install_finder, _run.remove_finder, (START,), (),
           "runs the RUN patches right after torch.utils.data.dataloader has run, and takes itself off"),
+    Patch("sys.excepthook: run's", "sys", "excepthook", _run.install_excepthook, None, (START,), (),
+          "an uncaught exception's traceback is printed without the hook's pass-through frames (the run folder they name is gone when it ends)"),
     Patch("os.register_at_fork: run's", "os", "register_at_fork", _run.install_fork_handler, None, (START,), (),
           "a forked worker forgets run's stats and server"),
     Patch("DataLoader.__iter__", "torch.utils.data.dataloader.DataLoader", "__iter__", _run.patch_iter, None, (RUN,), TORCH_READ,

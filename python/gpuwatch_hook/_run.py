@@ -148,6 +148,60 @@ def install_fork_handler(_: Any = None) -> bool:
     return True
 
 
+#: The hook's own folder: its frames in a traceback are its wrappers'.
+HOOK_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _ours(tb: Any) -> bool:
+    return tb.tb_frame.f_code.co_filename.startswith(HOOK_DIR)
+
+
+def strip_hook_frames(exc: Optional[BaseException], depth: int = 0) -> None:
+    """Takes the hook's pass-through frames (the wrapped __next__ between
+    the loop and torch) out of exc's traceback, and its causes' and
+    contexts': they pointed the user at a run folder removed when the run
+    ended (a review). An exception raised in the hook itself keeps them
+    all: that is the hook's fault, to be read whole."""
+    if exc is None or depth > 8:
+        return
+    tb = exc.__traceback__
+    kept = []
+    last = None
+    while tb is not None:
+        last = tb
+        if not _ours(tb):
+            kept.append(tb)
+        tb = tb.tb_next
+    if last is not None and not _ours(last) and len(kept) > 0:
+        for a, b in zip(kept, kept[1:]):
+            a.tb_next = b
+        kept[-1].tb_next = None
+        exc.__traceback__ = kept[0]
+    strip_hook_frames(exc.__cause__, depth + 1)
+    strip_hook_frames(exc.__context__, depth + 1)
+
+
+def install_excepthook(_: Any = None) -> bool:
+    """An uncaught exception's traceback is printed without the hook's
+    frames (strip_hook_frames), then by the hook that was there."""
+    before = sys.excepthook
+    if getattr(before, "_gpuwatch", False):
+        return True
+
+    def excepthook(tp: Any, value: Any, tb: Any) -> None:
+        try:
+            strip_hook_frames(value)
+            if value is not None:
+                tb = value.__traceback__
+        except Exception:  # never in the way of the job's own error
+            pass
+        before(tp, value, tb)
+
+    excepthook._gpuwatch = True  # type: ignore[attr-defined]
+    sys.excepthook = excepthook
+    return True
+
+
 class Finder(importlib.abc.MetaPathFinder):
     """Finds nothing itself: for TARGET it asks the finders after it, and
     wraps the module's execution so that then(module) follows it (the

@@ -601,6 +601,35 @@ class RunInstrumentationTest(unittest.TestCase):
             self.assertEqual(p.returncode, 0, err)
             self.assertEqual(err, "", "the hook wrote into the job's stderr")
 
+    def test_a_jobs_traceback_has_no_frames_of_the_hook(self):
+        """A review: a job that failed in its DataLoader printed the hook's
+        wrappers among its frames, in a run folder removed when the run
+        ended. Its traceback is the job's, the line that raised and the
+        loop's included; a worker's (torch's "Original Traceback", a text
+        made in the worker) is left as torch made it."""
+        script = (
+            "import torch\n"
+            "from torch.utils.data import DataLoader, Dataset\n"
+            "class D(Dataset):\n"
+            "    def __len__(self): return 64\n"
+            "    def __getitem__(self, i):\n"
+            "        if i == 20: raise ValueError('bad sample %d' % i)\n"
+            "        return torch.zeros(4)\n"
+            "import sys\n"
+            "for x in DataLoader(D(), batch_size=4, num_workers=int(sys.argv[1])):\n"
+            "    pass\n"
+        )
+        for workers in (0, 2):
+            p = subprocess.run([sys.executable, "-c", script, str(workers)], env=self.env, capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            main = p.stderr.split("Original Traceback")[0]
+            self.assertIn("ValueError", main)
+            self.assertIn('File "<string>", line 9, in <module>', main)  # the loop
+            self.assertNotIn("gpuwatch_hook", main, "the hook's frames in the job's traceback")
+            if workers == 0:
+                self.assertIn('File "<string>", line 6, in __getitem__', p.stderr)
+                self.assertIn("ValueError: bad sample 20", p.stderr)
+
     def test_the_users_sitecustomize_keeps_its_name(self):
         # Issue 41 item 15: under run, `import sitecustomize` is the user's
         # module, with the user's names, as it is without gpuwatch.
