@@ -297,6 +297,9 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 	switch limit {
 	case LimitCPU:
 		s += fmt.Sprintf("; past %s the %.1f CPUs they can get are the limit", sample.Plural(to, "worker"), p.CPUs)
+		if p.LocalRanks > 1 {
+			s += fmt.Sprintf(" (a rank's: each of the node's %d ranks adds as many)", p.LocalRanks)
+		}
 		if p.SpinCPUs >= 0.1 {
 			s += fmt.Sprintf(" (a spinning compute pool keeps %.1f)", p.SpinCPUs)
 		}
@@ -310,6 +313,15 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 		}
 	}
 	return s
+}
+
+// leftWords says what the workers' CPUs are: what is left beside the
+// training process, or a rank's share where the node runs several.
+func (p *Pipeline) leftWords() string {
+	if p.LocalRanks > 1 {
+		return fmt.Sprintf("one rank's share of what the node's %d ranks' training processes, a core each, and the processes outside the job leave: a change to the script adds its workers on every rank", p.LocalRanks)
+	}
+	return "what the training process and the processes outside the job leave"
 }
 
 // noKnobHelps says why no change is advised, with the limiting number.
@@ -337,6 +349,9 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 		}
 		s := fmt.Sprintf("more workers cannot help: the %.1f CPUs %s are the limit (%s of CPU per batch, at most %.0f batches/s)",
 			p.CPUs, have, sample.FormatDuration(p.CPUSec), p.cpuRate(p.CPUSec))
+		if p.LocalRanks > 1 {
+			s += "; " + p.leftWords()
+		}
 		if p.Relative {
 			s = fmt.Sprintf("more workers cannot help: the %.1f CPUs %s are the limit", p.CPUs, have)
 		}
@@ -366,7 +381,7 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 		// Workers would not load faster: the CPUs they could have here
 		// (what the training process and the processes outside the job
 		// leave) are too few.
-		return fmt.Sprintf("no loader knob raises throughput: the loop loads each batch itself, and workers would get %.1f CPUs here (what the training process and the processes outside the job leave), too few to load faster than it does", p.CPUs)
+		return fmt.Sprintf("no loader knob raises throughput: the loop loads each batch itself, and workers would get %.1f CPUs here (%s), too few to load faster than it does", p.CPUs, p.leftWords())
 	case LimitLoop:
 		if p.Relative { // times in units of the step: no seconds to show
 			return fmt.Sprintf("no loader knob raises throughput: the workers keep batches ready, and the loop's own time per batch is the limit (taking each batch costs %.1f× its step: unpickling it, the pin-memory handoff, the GIL)", p.OverheadSec)

@@ -78,6 +78,11 @@ type Pipeline struct {
 	// CUDA's and the pin-memory thread's work grows with the rate; 0 for
 	// a virtual accelerator.
 	KeepCPUs float64
+	// LocalRanks is the job's ranks on this node that a change to the
+	// script changes alike (each adds the workers advised), where more
+	// than one: CPUs is one rank's share, and KeepCPUs one core a rank,
+	// a virtual accelerator's too. 0 for one.
+	LocalRanks int
 	// UsedCPUs is what the worker processes were seen to use (their CPU
 	// from /proc): the CPUs they demonstrably have, whatever the box's
 	// occupancy or KeepCPUs say (0 where not read).
@@ -374,7 +379,11 @@ func (p *Pipeline) cpuRate(cpu float64) float64 {
 	all := p.CPUs + p.LoopCPUs // the CPUs the workers and the loop share
 	rate := all / (cpu + p.LoopCPUSec)
 	if p.KeepCPUs > 0 {
-		rate = min(rate, max(0.5, all-p.KeepCPUs, p.UsedCPUs)/cpu)
+		floor := 0.5
+		if p.LocalRanks > 1 {
+			floor = 0 // a rank's share of the cores, its training process's core kept, may leave none
+		}
+		rate = min(rate, max(floor, all-p.KeepCPUs, p.UsedCPUs)/cpu)
 	}
 	return rate
 }
@@ -574,7 +583,7 @@ func workerCPUs(w *window, workers int, cpu float64) float64 {
 	if workers > 0 && len(w.workerPIDs) > 0 && w.loaderCPU.ok {
 		used = min(cpu*bps, float64(w.cores))
 	}
-	return max(used, floorCPUs(w, float64(w.cores)-loop-others, loop))
+	return max(used, floorCPUs(w, float64(w.cores)-loop-others, loop, 1))
 }
 
 // floorCPUs is the workers' CPUs where the box would give them cpus: at
@@ -584,11 +593,11 @@ func workerCPUs(w *window, workers int, cpu float64) float64 {
 // box's floor, which a 0.5-CPU quota does not have (a job at that quota,
 // its loop using 0.12, was given 0.5 and told 2 → 3 workers for 1.2×;
 // the third gave 2 %).
-func floorCPUs(w *window, cpus, loop float64) float64 {
+func floorCPUs(w *window, cpus, loop, ranks float64) float64 {
 	if !w.confined() {
-		return max(0.5, cpus)
+		return max(0.5/ranks, cpus)
 	}
-	c := w.job.CPUCapacityCores
+	c := w.job.CPUCapacityCores / ranks
 	return max(c/4, c-loop)
 }
 
@@ -903,17 +912,6 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 		p.CPUSec, p.IOSec = cpu, load-cpu
 		loop = max(0, loop-cpu*bps) // the loop's own thread, less its loading
 	}
-	// The workers' CPUs: the job's, less the loop's thread, less what the
-	// spinning pool keeps, less what other processes (and the training
-	// process's working compute threads) take.
-	workers := 0.0
-	if w.loaderCPU.ok && p.Knobs.Workers > 0 {
-		workers = w.loaderCPU.v / 100
-	}
-	others := 0.0
-	if w.cpuBusy.ok {
-		others = max(0, w.cpuBusy.v/100*float64(w.cores)-workers-loopAll-w.spinPct.v/100)
-	}
 	p.SpinCPUs = spin
 	p.LoopCPUs = loop
 	if bps > 0 {
@@ -922,13 +920,45 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 	if w.gpuUtil.ok && w.cores > 2 {
 		p.KeepCPUs = 1
 	}
-	p.CPUs = float64(w.cores) - loop - others - spin
+	n := workersCPUs(p, w, loop, loopAll, spin)
+	p.CPUs = floorCPUs(w, p.CPUs, loop+spin, n)
+	usedFloor(p, w, bps)
+	occupancy(w, p)
+}
+
+// workersCPUs sets the workers' CPUs (fill): the job's, less the loop's
+// thread (loop, its loading out; loopAll, all of it), less what the
+// spinning pool keeps (spin), less what other processes (and the
+// training process's working compute threads) take; a rank's share where
+// the node runs several, whose count it returns (1 for one).
+func workersCPUs(p *Pipeline, w *window, loop, loopAll, spin float64) float64 {
+	workers := 0.0
+	if w.loaderCPU.ok && p.Knobs.Workers > 0 {
+		workers = w.loaderCPU.v / 100
+	}
+	others := 0.0
+	if w.cpuBusy.ok {
+		others = max(0, w.cpuBusy.v/100*float64(w.cores)-workers-loopAll-w.spinPct.v/100)
+	}
+	// A change to the script is every local rank's: each adds the same
+	// workers, so the cores outside the job are shared by the ranks, each
+	// keeping a core for its training process (in lockstep, one rank's
+	// loop that waits for a CPU holds every rank back). A review: 2 ranks
+	// on 2 cores were promised 1.3× from a worker each, and ran 0.68×.
+	n := float64(w.localRanks)
+	if n > 1 {
+		others = max(0, others-(n-1)*(loopAll+workers))
+		p.LocalRanks, p.KeepCPUs = w.localRanks, 1
+	} else {
+		n = 1
+	}
+	p.CPUs = (float64(w.cores)-others)/n - loop - spin
 	if w.cpuBusy.ok && w.cpuBusy.v >= w.th.CPUSaturatedPct {
 		// Every core busy: the few percent left idle are the scheduler's
 		// slack, not CPUs more workers could have (3 CPU-bound workers
 		// on 2 cores 93 % busy were promised 1.16× from a fourth, from
 		// "1.9 CPUs they can get": what they used and the 7 % idle).
-		p.CPUs = min(p.CPUs, float64(w.cores)*w.cpuBusy.v/100-loop-others-spin)
+		p.CPUs = min(p.CPUs, (float64(w.cores)*w.cpuBusy.v/100-others)/n-loop-spin)
 	}
 	if r := w.workersRunDelay; r.ok && r.v >= w.th.ContendedRunDelay && workers > 0 {
 		// Workers that queue for a CPU while a core reads idle cannot
@@ -947,9 +977,7 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 			p.CPUs = min(p.CPUs, workers)
 		}
 	}
-	p.CPUs = floorCPUs(w, p.CPUs, loop+spin)
-	usedFloor(p, w, bps)
-	occupancy(w, p)
+	return n
 }
 
 // usedFloor keeps the workers' CPUs at no fewer than they were seen to

@@ -2,6 +2,8 @@ package diagnose
 
 import (
 	"math"
+	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,8 +133,11 @@ type window struct {
 	// of worldSize ranks (its WORLD_SIZE) and gpuwatch sees ranksSeen of
 	// them connected; 0, 0 where it says no world above one.
 	ranksSeen, worldSize int
-	profile              *sample.Profile // the newest profile summary, if attached
-	files                fileReads       // the data files the loading was caught reading (files.go)
+	// localRanks: of ranksSeen, those served on this node (a loopback
+	// URL), at least 1: a change to the script is each one's.
+	localRanks int
+	profile    *sample.Profile // the newest profile summary, if attached
+	files      fileReads       // the data files the loading was caught reading (files.go)
 }
 
 // read computes the window's signals (signals.go names them) and keeps
@@ -194,6 +199,7 @@ func read(frames []sample.Frame, th Thresholds) window {
 			w.gpu.read(f)
 			w.unavailable = f.Unavailable
 			w.ranksSeen, w.worldSize = worldSeen(f)
+			w.localRanks = localRanks(f, w.worldSize)
 		}
 	}
 	if procSM.n > 0 { // the window's mean: one interval NVML sampled nothing in reads 0
@@ -689,6 +695,34 @@ func loaderStarting(l *sample.Loader, sec float64) bool {
 // worldSeen is how many ranks of the newest loader's job the frame sees
 // connected, and the job's world size (its WORLD_SIZE); 0, 0 where the
 // loader says no world above one.
+// localRanks is how many of the job's ranks (world, as worldSeen) the
+// frame has connected on this node, served on a loopback address (the
+// hook's default; one attached by another host's address is not), at
+// least 1.
+func localRanks(f *sample.Frame, world int) int {
+	n := 0
+	for _, r := range f.Ranks {
+		if r.Connected && world > 1 && r.WorldSize != nil && *r.WorldSize == world && loopbackURL(r.URL) {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+// loopbackURL says u's host is this machine's loopback.
+func loopbackURL(u string) bool {
+	p, err := url.Parse(u)
+	if err != nil {
+		return false
+	}
+	h := p.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(h)
+	return err == nil && a.IsLoopback()
+}
+
 func worldSeen(f *sample.Frame) (seen, world int) {
 	l := f.Loader
 	if l == nil || l.WorldSize == nil || *l.WorldSize <= 1 {
