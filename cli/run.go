@@ -167,7 +167,23 @@ func runJob(cmd *cobra.Command, opts *runOptions, argv []string) error {
 	if dashboard && jo.Log != "" {
 		tellJobLog(stderr, j)
 	}
+	if errors.Is(err, syscall.EPIPE) {
+		tellPipeClosed(stderr, j, endedItself)
+	}
 	return runStatus(err, j, w, stderr, dashboard, stoppedAtDuration)
+}
+
+// tellPipeClosed says that run's output's reader went away (gpuwatch run
+// … | head) and what became of the job: stopped by gpuwatch, or ended by
+// itself before. The job's KeyboardInterrupt alone on stderr said
+// nothing of why (a review).
+func tellPipeClosed(stderr io.Writer, j *job.Job, endedItself bool) {
+	how, _ := j.Exit()
+	if endedItself {
+		fmt.Fprintf(stderr, "gpuwatch: its output was closed (the pipe's reader went away); the job had ended (pid %d; it %s)\n", j.PID(), sample.Ended(how))
+		return
+	}
+	fmt.Fprintf(stderr, "gpuwatch: its output was closed (the pipe's reader went away): gpuwatch stopped the job (pid %d; it %s)\n", j.PID(), sample.Ended(how))
 }
 
 // tellMeasurements says what run measures in the job that costs while
@@ -201,12 +217,7 @@ const pipeClosed = 141
 func runStatus(err error, j *job.Job, w *watchFlags, stderr io.Writer, dashboard, stopped bool) error {
 	switch {
 	case errors.Is(err, syscall.EPIPE):
-		// The reader went away (gpuwatch run … | head): the job is
-		// stopped, and its KeyboardInterrupt needs a word on stderr,
-		// which may still be read (a review: the job's traceback alone).
-		how, _ := j.Exit()
-		fmt.Fprintf(stderr, "gpuwatch: its output was closed (the pipe's reader went away): gpuwatch stopped the job (pid %d; it %s)\n", j.PID(), sample.Ended(how))
-		return &exitError{code: pipeClosed}
+		return &exitError{code: pipeClosed} // the reader went away: the job is stopped, and said so (tellPipeClosed)
 	case errors.Is(err, session.ErrJobEndedFirst) && j.ExitCode() != 0:
 		return &exitError{code: j.ExitCode(), msg: err.Error()} // the command's failure, said and passed on
 	case errors.Is(err, session.ErrJobEndedFirst) && w.once:

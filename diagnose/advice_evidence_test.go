@@ -144,6 +144,25 @@ func TestAGPUIdleWithTheWaitUnreadIsNotHealthy(t *testing.T) {
 		!strings.Contains(v.Evidence[0].Text, "the GPU runs a kernel 30 % of the time, and whether the training loop waits for input is not read (no loader seen)") {
 		t.Errorf("no loader, GPU 30 %%: %s %s %+v %q", v.Kind, v.Severity, v.Evidence, v.Advice)
 	}
+	// A loader that hands out no batch says why: not unread.
+	if v := Classify(frames(10, func(i int, f *sample.Frame) {
+		host(f, 20, 0, 1)
+		gpus(f, 1, 30, 20, 40)
+		f.Loader = &sample.Loader{Source: "http://127.0.0.1:1", Kind: "python"}
+	}), DefaultThresholds()); v.Kind == GPUUnderused {
+		t.Errorf("a loader handing out nothing: %s %+v", v.Kind, v.Evidence)
+	}
+	// A sampled loop under gpuwatch run iterates no DataLoader the hook
+	// times: it is not told to run under gpuwatch run.
+	v = Classify(frames(10, func(i int, f *sample.Frame) {
+		host(f, 20, 0, 1)
+		gpus(f, 1, 30, 20, 40)
+		f.Target = &sample.Target{PID: 100, Why: "gpuwatch run"}
+		f.Loader = &sample.Loader{Source: "sampled", Sampled: &sample.SampledLoop{Samples: 40}}
+	}), DefaultThresholds())
+	if v.Kind != GPUUnderused || has(v, underusedTimeTheWait) || len(v.Evidence) == 0 || !strings.Contains(v.Evidence[0].Text, "the loop iterates no DataLoader gpuwatch run's hook times") {
+		t.Errorf("sampled under run: %s %+v %q", v.Kind, v.Evidence, v.Advice)
+	}
 	// Busy, it is the limit: healthy as before.
 	if v := Classify(frames(10, func(i int, f *sample.Frame) { host(f, 20, 0, 1); gpus(f, 1, 97, 95, 99) }), DefaultThresholds()); v.Kind != Healthy {
 		t.Errorf("no loader, GPU 97 %%: %s", v.Kind)

@@ -296,7 +296,7 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 	}
 	switch limit {
 	case LimitCPU:
-		s += fmt.Sprintf("; past %s the %.1f CPUs they can get are the limit", sample.Plural(to, "worker"), p.CPUs)
+		s += fmt.Sprintf("; past %s the %.1f CPUs they can get are the limit", sample.Plural(to, "worker"), p.workersGet())
 		if p.LocalRanks > 1 {
 			s += fmt.Sprintf(" (a rank's: each of the node's %d ranks adds as many)", p.LocalRanks)
 		}
@@ -313,6 +313,17 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 		}
 	}
 	return s
+}
+
+// workersGet is the CPUs the advice says the workers get: CPUs, or what
+// is left of a rank's share beside the core its training process keeps
+// (keptCPUs: "0.5 CPUs … a core each" on 2 cores read as a contradiction;
+// a review).
+func (p *Pipeline) workersGet() float64 {
+	if p.LocalRanks > 1 {
+		return min(p.CPUs, p.keptCPUs())
+	}
+	return p.CPUs
 }
 
 // leftWords says what the workers' CPUs are: what is left beside the
@@ -348,7 +359,7 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 			have = "workers would have here" // none yet (a user's review: "the 0.8 CPUs the workers have" of a loop loading inline)
 		}
 		s := fmt.Sprintf("more workers cannot help: the %.1f CPUs %s are the limit (%s of CPU per batch, at most %.0f batches/s)",
-			p.CPUs, have, sample.FormatDuration(p.CPUSec), p.cpuRate(p.CPUSec))
+			p.workersGet(), have, sample.FormatDuration(p.CPUSec), p.cpuRate(p.CPUSec))
 		if p.LocalRanks > 1 {
 			s += "; " + p.leftWords()
 		}
@@ -381,7 +392,7 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 		// Workers would not load faster: the CPUs they could have here
 		// (what the training process and the processes outside the job
 		// leave) are too few.
-		return fmt.Sprintf("no loader knob raises throughput: the loop loads each batch itself, and workers would get %.1f CPUs here (%s), too few to load faster than it does", p.CPUs, p.leftWords())
+		return fmt.Sprintf("no loader knob raises throughput: the loop loads each batch itself, and workers would get %.1f CPUs here (%s), too few to load faster than it does", p.workersGet(), p.leftWords())
 	case LimitLoop:
 		if p.Relative { // times in units of the step: no seconds to show
 			return fmt.Sprintf("no loader knob raises throughput: the workers keep batches ready, and the loop's own time per batch is the limit (taking each batch costs %.1f× its step: unpickling it, the pin-memory handoff, the GIL)", p.OverheadSec)

@@ -298,7 +298,8 @@ func (p *Pipeline) contendedFrom(kappa float64, n, n0 int, io, cpu float64) floa
 		busy = 0
 	}
 	u0 := min(1, busy/box)
-	u := min(1, (busy+float64(n-n0)*share)/box)
+	ranks := float64(max(p.LocalRanks, 1)) // every local rank adds its workers
+	u := min(1, (busy+ranks*float64(n-n0)*share)/box)
 	return max(1, (1+kappa*u)/(1+kappa*u0))
 }
 
@@ -379,13 +380,16 @@ func (p *Pipeline) cpuRate(cpu float64) float64 {
 	all := p.CPUs + p.LoopCPUs // the CPUs the workers and the loop share
 	rate := all / (cpu + p.LoopCPUSec)
 	if p.KeepCPUs > 0 {
-		floor := 0.5
-		if p.LocalRanks > 1 {
-			floor = 0 // a rank's share of the cores, its training process's core kept, may leave none
-		}
-		rate = min(rate, max(floor, all-p.KeepCPUs, p.UsedCPUs)/cpu)
+		rate = min(rate, p.keptCPUs()/cpu)
 	}
 	return rate
+}
+
+// keptCPUs is what the workers get beside the KeepCPUs the training
+// process keeps: at least half a CPU (a rank's share of it where the node
+// runs several ranks: floorCPUs') or what they were seen to use.
+func (p *Pipeline) keptCPUs() float64 {
+	return max(0.5/float64(max(p.LocalRanks, 1)), p.CPUs+p.LoopCPUs-p.KeepCPUs, p.UsedCPUs)
 }
 
 // measuredRate is the batches per unit of time the window saw.

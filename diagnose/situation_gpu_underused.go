@@ -67,7 +67,7 @@ const underusedLaunch = "launch fewer kernels: CUDA graphs or torch.compile (mod
 
 func underusedAdvice(in adviceIn) ([]string, bool) {
 	a := slices.Clone(underusedPractice)
-	if w := in.w; in.d.variant == underusedWaitUnread && (!w.haveLoader || w.sampled != nil) {
+	if w := in.w; in.d.variant == underusedWaitUnread && (!w.haveLoader || w.sampled != nil) && !w.underRun {
 		// Which of the input and the step idles the GPU is not read: the
 		// hook times the wait.
 		a = append([]string{underusedTimeTheWait}, a...)
@@ -150,7 +150,9 @@ const underusedWaitUnread variant = "wait-unread"
 // the loop's wait for input is not read.
 func underusedUnreadRule(f *facts) (decision, bool) {
 	w := f.w
-	if w.waitShare.ok {
+	if w.waitShare.ok || w.haveLoader && w.sampled == nil && w.batchesPerSec.ok && w.batchesPerSec.v == 0 {
+		// A loader that hands out no batch (between epochs, evaluating,
+		// checkpointing) says why its wait is not read: not this.
 		return decision{}, false
 	}
 	who, busiest, limit, sm, ok := idleGPU(f)
@@ -159,6 +161,8 @@ func underusedUnreadRule(f *facts) (decision, bool) {
 	}
 	why := "no loader seen"
 	switch {
+	case w.sampled != nil && w.underRun:
+		why = "the loop iterates no DataLoader gpuwatch run's hook times, and its sampled wait could not be told from its step"
 	case w.sampled != nil:
 		why = "the sampled loop's wait could not be told from its step"
 	case w.haveLoader:

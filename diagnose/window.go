@@ -60,6 +60,9 @@ type window struct {
 	accelBasis             string // how the virtual accelerator is measured
 
 	haveLoader bool
+	// underRun: the newest frame's job is gpuwatch run's command, whose
+	// hook times a DataLoader's loop (a loop it samples iterates none).
+	underRun bool
 	// loaderDown is the newest frame's loader when it is attached and
 	// does not answer (nil otherwise): its rates are unknown, and the
 	// window cannot say the job is idle (issue 41, item 3).
@@ -200,6 +203,7 @@ func read(frames []sample.Frame, th Thresholds) window {
 			w.unavailable = f.Unavailable
 			w.ranksSeen, w.worldSize = worldSeen(f)
 			w.localRanks = localRanks(f, w.worldSize)
+			w.underRun = f.Target != nil && f.Target.Why == "gpuwatch run"
 		}
 	}
 	if procSM.n > 0 { // the window's mean: one interval NVML sampled nothing in reads 0
@@ -643,7 +647,7 @@ func (w *window) missing() []string {
 			out = append(out, "gpu: "+r)
 		} else if w.gpusLost > 0 {
 			out = append(out, "gpu: lost")
-		} else if w.noUtilWhy != "" && w.smActivity.ok {
+		} else if strings.Contains(w.noUtilWhy, "MIG") && w.smActivity.ok {
 			out = append(out, "gpu: utilization not available on MIG; the instances' SM activity (GPM) stands in")
 		} else if w.noUtilWhy != "" {
 			out = append(out, "gpu: utilization "+w.noUtilWhy)
@@ -692,13 +696,10 @@ func loaderStarting(l *sample.Loader, sec float64) bool {
 	return math.Abs(float64(l.Batches)-inFrame) <= max(1, 0.05*inFrame)
 }
 
-// worldSeen is how many ranks of the newest loader's job the frame sees
-// connected, and the job's world size (its WORLD_SIZE); 0, 0 where the
-// loader says no world above one.
 // localRanks is how many of the job's ranks (world, as worldSeen) the
 // frame has connected on this node, served on a loopback address (the
 // hook's default; one attached by another host's address is not), at
-// least 1.
+// least 1 and at most world.
 func localRanks(f *sample.Frame, world int) int {
 	n := 0
 	for _, r := range f.Ranks {
@@ -706,7 +707,7 @@ func localRanks(f *sample.Frame, world int) int {
 			n++
 		}
 	}
-	return max(n, 1)
+	return max(min(n, world), 1)
 }
 
 // loopbackURL says u's host is this machine's loopback.
@@ -723,6 +724,9 @@ func loopbackURL(u string) bool {
 	return err == nil && a.IsLoopback()
 }
 
+// worldSeen is how many ranks of the newest loader's job the frame sees
+// connected, and the job's world size (its WORLD_SIZE); 0, 0 where the
+// loader says no world above one.
 func worldSeen(f *sample.Frame) (seen, world int) {
 	l := f.Loader
 	if l == nil || l.WorldSize == nil || *l.WorldSize <= 1 {

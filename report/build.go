@@ -302,6 +302,7 @@ type rankAcc struct {
 	info       RankInfo
 	wait, step *bucketer
 	rate       runningMean // samples per second, over the frames that counted samples
+	replayed   bool        // its last frame was the ceiling's replay
 }
 
 // runningMean is a mean kept as it goes: huge values cannot add up to
@@ -367,10 +368,14 @@ func (b *rankBuilder) add(f *sample.Frame, straggler *int) {
 		if straggler != nil && *straggler == r.Rank && !ownJob(r) {
 			ri.StragglerFrames++
 		}
-		if !r.Connected || replayingRank(f, r) {
+		after := acc.replayed
+		acc.replayed = replayingRank(f, r)
+		if !r.Connected || acc.replayed || after {
 			// The replay's frames are the ceiling's measurement, not the
 			// job's wait or rate (a review: its first frame's 0.5 % wait
-			// read the mean 85 % for 88 %, and its chart dipped to 0).
+			// read the mean 85 % for 88 %, and its chart dipped to 0),
+			// nor the frame after, whose interval holds its end (the
+			// Diagnoser's window leaves both out).
 			continue
 		}
 		if r.WaitShare != nil {
@@ -430,6 +435,7 @@ type loaderBuilder struct {
 	stages   stageMeans
 	payload  *sample.BatchPayload
 	ceiling  ceilingRun
+	replayed bool // the last frame was the ceiling's replay
 }
 
 func newLoaderBuilder() *loaderBuilder {
@@ -454,7 +460,9 @@ func (b *loaderBuilder) add(l *sample.Loader) {
 		b.li.Knobs = l.Knobs
 	}
 	b.li.Batches = max(b.li.Batches, l.Batches)
-	if l.WaitShare != nil && finite(*l.WaitShare) && !l.Replaying() {
+	after := b.replayed
+	b.replayed = l.Replaying()
+	if l.WaitShare != nil && finite(*l.WaitShare) && !b.replayed && !after { // the replay and the frame its end is in (rankBuilder.add)
 		// Running means: huge rates cannot add up to +Inf.
 		b.n++
 		b.shareAvg += (*l.WaitShare - b.shareAvg) / float64(b.n)

@@ -101,6 +101,8 @@ type Settle struct {
 	// (settings, MFU, a GPU profile asked for) stays when the frames after
 	// the job ended have none.
 	loader *sample.Loader
+	// batches is the most batches a frame's loader had handed out.
+	batches uint64
 }
 
 // NewSettle is a Settle that calls stop once a verdict has settled, and
@@ -136,6 +138,9 @@ func (s *Settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		// A rank gone (the job's end) is a loader of no reading: the one
 		// before it stays the job's (a recording cut short had no line).
 		s.loader = l
+	}
+	if l := f.Loader; l != nil {
+		s.batches = max(s.batches, l.Batches)
 	}
 	if t := f.Target; t != nil && t.ExitedAt != nil {
 		// The watched process is gone: the frames after say nothing of it
@@ -367,12 +372,12 @@ func (s *Settle) summaryAtEnd(w io.Writer, asJSON bool) error {
 
 // why says why no verdict settled.
 func (s *Settle) why() string {
-	if t := s.last.Target; s.jobEnded != "" && t != nil && t.Starting && s.loader != nil && s.loader.Batches > 0 {
+	if t := s.last.Target; s.jobEnded != "" && t != nil && t.Starting && s.batches > 0 && s.verdict.Kind == diagnose.WarmingUp {
 		// The hook was read, its batches counted, and the job ended
-		// before its rates were: not "read no DataLoader batch" (a
+		// before a verdict was judged: not "read no DataLoader batch" (a
 		// review: a job that ended at its 60th batch, 2 s in).
-		batches := fmt.Sprintf("%d batches", s.loader.Batches)
-		if s.loader.Batches == 1 {
+		batches := fmt.Sprintf("%d batches", s.batches)
+		if s.batches == 1 {
 			batches = "1 batch"
 		}
 		return fmt.Sprintf("the job %s after %s, %s read from its loader: too soon for a verdict to hold (the loop's rates need a second reading of the hook, and a verdict a window of frames)",

@@ -190,8 +190,10 @@ def install_excepthook(_: Any = None) -> bool:
 
     def excepthook(tp: Any, value: Any, tb: Any) -> None:
         try:
-            strip_hook_frames(value)
-            if value is not None:
+            # Only the exception's own traceback, as Python hands it over:
+            # one given apart (or none) is printed as given.
+            if value is not None and tb is not None and tb is value.__traceback__:
+                strip_hook_frames(value)
                 tb = value.__traceback__
         except Exception:  # never in the way of the job's own error
             pass

@@ -1118,3 +1118,29 @@ class TorchTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ExceptHookTest(unittest.TestCase):
+    """run's sys.excepthook (_run.install_excepthook) strips the hook's
+    frames from the exception's own traceback only: a traceback handed
+    over apart, or none, is printed as given (a review)."""
+
+    def test_a_traceback_given_apart_is_passed_as_given(self):
+        from gpuwatch_hook import _run
+        seen = []
+        before = sys.excepthook
+        sys.excepthook = lambda tp, v, tb: seen.append(tb)
+        try:
+            _run.install_excepthook()
+            try:
+                raise ValueError("x")
+            except ValueError as e:
+                err = e
+            sys.excepthook(ValueError, err, None)
+            sys.excepthook(ValueError, ValueError("y"), err.__traceback__)
+            sys.excepthook(ValueError, err, err.__traceback__)
+        finally:
+            sys.excepthook = before
+        self.assertIsNone(seen[0])
+        self.assertIs(seen[1], err.__traceback__)
+        self.assertIs(seen[2], err.__traceback__)  # no frame of the hook's to take out
