@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/probes"
@@ -177,6 +180,11 @@ func (a *Attach) prove(conn net.Conn) error {
 	if o.pid > 0 {
 		if err := proveListener(o.procRoot, o.pid, o.uid, peer.Addr(), peer.Port()); err != nil {
 			a.setNote(err.Error())
+			if _, serr := os.Stat(filepath.Join(o.procRoot, strconv.Itoa(o.pid))); errors.Is(serr, fs.ErrNotExist) {
+				// Gone: the job ended, no impostor (a review read a
+				// spoofing alarm on a job stopped by Ctrl-C).
+				return fmt.Errorf("not connecting to %s: the announced loader's process (pid %d) has exited", a.shown, o.pid)
+			}
 			return fmt.Errorf("not connecting to %s: the announced loader (pid %d) is not the one listening: %w", a.shown, o.pid, err)
 		}
 		a.setNote("")

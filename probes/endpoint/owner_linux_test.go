@@ -134,8 +134,15 @@ func TestAStaleAnnouncementIsNeverConnectedTo(t *testing.T) {
 	}
 	ann.uid, ann.procRoot = os.Geteuid(), "/proc"
 	a.Announced(ann)
-	if err := a.Check(context.Background()); err == nil {
-		t.Error("attached to a listener the announced process does not hold")
+	if err := a.Check(context.Background()); err == nil || !strings.Contains(err.Error(), "is not the one listening") {
+		t.Errorf("attached to a listener the announced process does not hold: %v", err)
+	}
+	// The announced process gone (the job ended): said as such, not as
+	// another process's listener (a review read a spoofing alarm).
+	cmd.Process.Kill()
+	cmd.Wait()
+	if err := a.Check(context.Background()); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the announced loader's process (pid %d) has exited", ann.PID)) {
+		t.Errorf("the announced process gone: %v", err)
 	}
 	if n := rec.requests.Load(); n != 0 {
 		t.Errorf("%d requests reached the listener (%d with the token)", n, rec.auth.Load())
