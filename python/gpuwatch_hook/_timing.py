@@ -75,28 +75,38 @@ VARY_LOOKS = 3
 VARY_SHARE = 0.25
 
 
-def batch_len(batch: Any, loader_batch: Optional[int] = None, depth: int = 0) -> Optional[int]:
-    """The number of samples in a batch as a DataLoader collates it — a
-    tensor or array's first dimension, or that of the first element of a
-    tuple, list or dict — or None when it cannot tell. Where the loader's
-    batch_size is known (loader_batch) and is the second dimension, not
-    the first, the batch is time-major (a collate by pad_sequence, whose
-    default is batch_first=False: sequence length × batch): the second."""
+def lead_shape(batch: Any, depth: int = 0) -> Optional[Tuple[int, ...]]:
+    """The shape of a batch's lead tensor or array as a DataLoader collates
+    it — the batch itself, or the first element of a tuple, list or dict —
+    or None when it has none."""
     shape = getattr(batch, "shape", None)
     if shape is not None:
         try:
-            if len(shape) > 1 and loader_batch and int(shape[0]) != loader_batch and int(shape[1]) == loader_batch:
-                return loader_batch
-            return int(shape[0]) if len(shape) > 0 else None
+            return tuple(int(d) for d in shape[:2])
         except (TypeError, ValueError, IndexError):
             return None
     if depth >= 4:
         return None
     if isinstance(batch, (tuple, list)) and batch:
-        return batch_len(batch[0], loader_batch, depth + 1)
+        return lead_shape(batch[0], depth + 1)
     if isinstance(batch, dict) and batch:
-        return batch_len(next(iter(batch.values())), loader_batch, depth + 1)
+        return lead_shape(next(iter(batch.values())), depth + 1)
     return None
+
+
+def batch_len(batch: Any, loader_batch: Optional[int] = None) -> Optional[int]:
+    """The number of samples in a batch as a DataLoader collates it — its
+    lead tensor's first dimension (lead_shape) — or None when it cannot
+    tell. Where the loader's batch_size is known (loader_batch) and is the
+    second dimension, not the first, the batch is time-major (a collate by
+    pad_sequence, whose default is batch_first=False: sequence length ×
+    batch): the second. Stats.samples_of keeps the layout it reads."""
+    shape = lead_shape(batch)
+    if not shape:
+        return None
+    if len(shape) > 1 and loader_batch and shape[0] != loader_batch and shape[1] == loader_batch:
+        return loader_batch
+    return shape[0]
 
 
 def native_tid() -> Optional[int]:
@@ -208,6 +218,9 @@ class Stats:
         self._settings_at: Optional[float] = None
         self.eval_rereads = 0  # readings of an evaluation's step followed at the next batch
         self.last_n: Optional[int] = None  # the samples of the batch taken last (None: not known)
+        # The loader's batch layout (samples_of): 0 batch-major, 1 time-major,
+        # None not read yet.
+        self._layout: Optional[int] = None
         # Host syncs inside the step (_syncs): every window's counts, the
         # window open now (the loop's thread opens and closes it), and when
         # the next opens (None: at batch _syncs.FIRST_AT).
@@ -224,7 +237,7 @@ class Stats:
         _env.clock (read here when not given). Called on the loop's
         thread."""
         try:
-            n = batch_len(batch, self.loader_batch)
+            n = self.samples_of(batch)
         except Exception:  # a batch type with odd attributes: size unknown
             n = None
         self.pending.append((wait, n, depth, step))
@@ -298,14 +311,34 @@ class Stats:
     sized = property(lambda self: self._drained("_sized"))
     queue_depth = property(lambda self: self._drained("_queue_depth"))
 
+    def samples_of(self, batch: Any) -> Optional[int]:
+        """The samples in a batch: its lead tensor's batch dimension, the
+        first unless the loader's batches read time-major (sequence ×
+        batch: pad_sequence's default) by its batch_size, the one of the
+        two dimensions that is it. The layout is read once and kept, so
+        that a short last batch counts its own samples (counted by its
+        length, a time-major job of short epochs read twice its
+        samples/s; a review). Without a batch_size (a batch_sampler's
+        batches) the first: a dimension that stays while the other varies
+        is a time-major batch's, or the features of rows in batches of any
+        size."""
+        shape = lead_shape(batch)
+        if not shape:
+            return None
+        if len(shape) < 2:
+            return shape[0]
+        b = self.loader_batch
+        if self._layout is None and b:
+            if shape[0] == b != shape[1]:
+                self._layout = 0
+            elif shape[1] == b != shape[0]:
+                self._layout = 1
+        return shape[self._layout or 0]
+
     def look_at(self, batch: Any) -> None:
         """A look inside the batch (_payload), and its copies watched."""
         found: List[Tuple[str, Any]] = []
-        try:
-            n = batch_len(batch, self.loader_batch)
-        except Exception:  # a batch's own shape property that raises: never into the loop
-            n = None
-        self.record_look(_payload.look(batch, found), n)
+        self.record_look(_payload.look(batch, found, self._layout == 1), self.last_n)  # record() counted it
         _h2d.watch([x for _, x in found], self)
 
     def next_settings(self) -> None:
@@ -560,6 +593,8 @@ class Stats:
         with self.lock:
             self.workers, self.prefetch = k.workers, k.prefetch
             self.persistent, self.pin_memory = k.persistent, k.pin_memory
+            if k.batch_size != self.loader_batch:  # another loader's batches: their layout read anew
+                self._layout = None
             self.splits_by_worker, self.loader_batch = k.splits_by_worker, k.batch_size
             self.batches_per_epoch, self.worker_pids = k.batches_per_epoch, k.worker_pids
             self.loop_tid = tid
@@ -1016,7 +1051,7 @@ class Clock:
                 stats.record_stall(t1 - self.started)
                 self.started = None
             if ceiling is not None and ceiling.state in (_ceiling.WARMING, _ceiling.KEEPING):
-                ceiling.saw(batch, batch_len(batch, stats.loader_batch), step, t1)
+                ceiling.saw(batch, stats.last_n, step, t1)
             gp = stats.gpu_profile
             if gp is not None and gp.busy():  # its own thread's CPU is the hook's (and not the loop part's)
                 _cost.cost.timed("gpu_profile", gp.saw, stats.taken, t1)

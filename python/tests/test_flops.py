@@ -249,16 +249,26 @@ class FLOPsTest(unittest.TestCase):
 
         emb = nn.Embedding(50, 16)
         lin = nn.Linear(16, 4)
-        seqs = [torch.randint(0, 50, (n,)) for n in range(3, 51)]  # batches 10, 18, …, 50 long
+        seqs = [torch.randint(1, 50, (n,)) for n in range(3, 53)]  # batches 10, 18, …, 50 long, and a last of 2 samples
         _settings._flops_done = False
         with hook.watch(DataLoader(seqs, batch_size=8, collate_fn=pad_sequence), port=0, quiet=True) as w:
             for x in w:
-                self.assertEqual(x.shape[1], 8)  # time-major
+                self.assertIn(x.shape[1], (8, 2))  # time-major
                 lin(emb(x)).sum().backward()
                 time.sleep(_payload.LOOK_EVERY)  # each batch looked at
             m = metrics(w)
         self.assertEqual(m["gpuwatch_loader_samples_total"], len(seqs))
         self.assertEqual(setting_info(m).get("flops_shapes"), "vary")
+        # Its padding, read along each sample's sequence (the rows of a
+        # time-major batch are time steps): every batch looked at, but
+        # the last, whose one padded slot is an end mark to the hook.
+        slots = pad = 0
+        for i in range(0, len(seqs), 8):
+            lens = [len(q) for q in seqs[i:i + 8]]
+            slots += max(lens) * len(lens)
+            if max(lens) - min(lens) >= 2:
+                pad += sum(max(lens) - n for n in lens)
+        self.assertEqual((m["gpuwatch_loader_batch_token_slots_total"], m["gpuwatch_loader_batch_padding_slots_total"]), (slots, pad))
         self.assertEqual(m.get("gpuwatch_job_batch_size"), 8)
 
     def test_a_checkpoints_recompute_in_the_backward_is_not_another_forward(self):
