@@ -149,7 +149,7 @@ func TestAGPUIdleWithTheWaitUnreadIsNotHealthy(t *testing.T) {
 		host(f, 20, 0, 1)
 		gpus(f, 1, 30, 20, 40)
 		f.Loader = &sample.Loader{Source: "http://127.0.0.1:1", Kind: "python"}
-	}), DefaultThresholds()); v.Kind == GPUUnderused {
+	}), DefaultThresholds()); v.Kind != GPUUnderused || len(v.Evidence) == 0 || !strings.Contains(v.Evidence[0].Text, "while the loader hands out no batch") {
 		t.Errorf("a loader handing out nothing: %s %+v", v.Kind, v.Evidence)
 	}
 	// A sampled loop under gpuwatch run iterates no DataLoader the hook

@@ -320,7 +320,7 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 // (keptCPUs: "0.5 CPUs … a core each" on 2 cores read as a contradiction;
 // a review).
 func (p *Pipeline) workersGet() float64 {
-	if p.LocalRanks > 1 {
+	if p.KeepCPUs > 0 {
 		return min(p.CPUs, p.keptCPUs())
 	}
 	return p.CPUs

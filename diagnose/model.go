@@ -287,9 +287,11 @@ func (p *Pipeline) contendedFrom(kappa float64, n, n0 int, io, cpu float64) floa
 		share = cpu / t
 	}
 	box, busy := p.BoxCPUs, p.BusyCPUs
+	ranks := float64(max(p.LocalRanks, 1)) // every local rank adds its workers to the box's CPUs
 	if !(box > 0) {
-		box = p.CPUs + p.LoopCPUs
+		box = p.CPUs + p.LoopCPUs // one rank's share already
 		busy = float64(n0)*share + p.LoopCPUs
+		ranks = 1
 	}
 	if !(box > 0) { // no CPUs known at all: from idle to full
 		return 1 + kappa
@@ -298,7 +300,6 @@ func (p *Pipeline) contendedFrom(kappa float64, n, n0 int, io, cpu float64) floa
 		busy = 0
 	}
 	u0 := min(1, busy/box)
-	ranks := float64(max(p.LocalRanks, 1)) // every local rank adds its workers
 	u := min(1, (busy+ranks*float64(n-n0)*share)/box)
 	return max(1, (1+kappa*u)/(1+kappa*u0))
 }

@@ -150,14 +150,20 @@ const underusedWaitUnread variant = "wait-unread"
 // the loop's wait for input is not read.
 func underusedUnreadRule(f *facts) (decision, bool) {
 	w := f.w
-	if w.waitShare.ok || w.haveLoader && w.sampled == nil && w.batchesPerSec.ok && w.batchesPerSec.v == 0 {
-		// A loader that hands out no batch (between epochs, evaluating,
-		// checkpointing) says why its wait is not read: not this.
+	if w.waitShare.ok {
 		return decision{}, false
 	}
 	who, busiest, limit, sm, ok := idleGPU(f)
 	if !ok {
 		return decision{}, false
+	}
+	if w.haveLoader && w.sampled == nil && w.batchesPerSec.ok && w.batchesPerSec.v == 0 {
+		// The loader handed out no batch: the GPU's work is outside the
+		// loop's batches (an evaluation, a checkpoint) or stalled.
+		return decision{evidence: []Evidence{
+			evidence("accel.busy_pct", busiest, "<", limit, "%",
+				fmt.Sprintf("%s runs a kernel %.0f %% of the time%s while the loader hands out no batch: its work is outside the loop's batches (an evaluation, a checkpoint) or the loop is stalled", who, busiest, sm)),
+		}}, true
 	}
 	why := "no loader seen"
 	switch {

@@ -450,6 +450,7 @@ func newLoaderBuilder() *loaderBuilder {
 
 func (b *loaderBuilder) add(l *sample.Loader) {
 	if l == nil {
+		b.replayed = false
 		return
 	}
 	if b.li == nil {

@@ -383,7 +383,7 @@ func (s *Settle) why() string {
 		return fmt.Sprintf("the job %s after %s, %s read from its loader: too soon for a verdict to hold (the loop's rates need a second reading of the hook, and a verdict a window of frames)",
 			sample.Ended(s.jobEnded), sample.Plural(s.frames, "frame"), batches)
 	}
-	if t := s.last.Target; s.jobEnded != "" && t != nil && t.Starting {
+	if t := s.last.Target; s.jobEnded != "" && t != nil && t.Starting && s.batches == 0 {
 		// Not too soon: a script that iterates no DataLoader gives no
 		// verdict in its start-up grace, however long it runs. Nor is it
 		// sure the script had none: one that ended within a discovery

@@ -183,7 +183,7 @@ func (a *Attach) prove(conn net.Conn) error {
 			if _, serr := os.Stat(filepath.Join(o.procRoot, strconv.Itoa(o.pid))); errors.Is(serr, fs.ErrNotExist) {
 				// Gone: the job ended, no impostor (a review read a
 				// spoofing alarm on a job stopped by Ctrl-C).
-				return fmt.Errorf("not connecting to %s: the announced loader's process (pid %d) has exited", a.shown, o.pid)
+				return fmt.Errorf("not connecting to %s: the announced loader's process (pid %d) has exited, and another process listens on its port", a.shown, o.pid)
 			}
 			return fmt.Errorf("not connecting to %s: the announced loader (pid %d) is not the one listening: %w", a.shown, o.pid, err)
 		}

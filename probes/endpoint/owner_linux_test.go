@@ -141,7 +141,7 @@ func TestAStaleAnnouncementIsNeverConnectedTo(t *testing.T) {
 	// another process's listener (a review read a spoofing alarm).
 	cmd.Process.Kill()
 	cmd.Wait()
-	if err := a.Check(context.Background()); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the announced loader's process (pid %d) has exited", ann.PID)) {
+	if err := a.Check(context.Background()); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the announced loader's process (pid %d) has exited, and another process listens on its port", ann.PID)) {
 		t.Errorf("the announced process gone: %v", err)
 	}
 	if n := rec.requests.Load(); n != 0 {

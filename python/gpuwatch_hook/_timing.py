@@ -219,8 +219,12 @@ class Stats:
         self.eval_rereads = 0  # readings of an evaluation's step followed at the next batch
         self.last_n: Optional[int] = None  # the samples of the batch taken last (None: not known)
         # The loader's batch layout (samples_of): 0 batch-major, 1 time-major,
-        # None not read yet.
+        # None not read yet; the last batch's vote; the batches taken when
+        # the epoch began; the loader it is of.
         self._layout: Optional[int] = None
+        self._vote: Optional[int] = None
+        self._epoch_taken = 0
+        self._layout_of: Any = None
         # Host syncs inside the step (_syncs): every window's counts, the
         # window open now (the loop's thread opens and closes it), and when
         # the next opens (None: at batch _syncs.FIRST_AT).
@@ -329,10 +333,16 @@ class Stats:
             return shape[0]
         b = self.loader_batch
         if self._layout is None and b:
-            if shape[0] == b != shape[1]:
-                self._layout = 0
-            elif shape[1] == b != shape[0]:
-                self._layout = 1
+            vote = 0 if shape[0] == b != shape[1] else 1 if shape[1] == b != shape[0] else None
+            # Not from an epoch's last batch, which may be short (a
+            # batch-major (10, 64) of sequences 64 long read time-major);
+            # where the epoch's length is unknown, two batches in a row
+            # agreeing.
+            per, i = self.batches_per_epoch, self.taken - self._epoch_taken
+            last = per is not None and i >= per - 1
+            if vote is not None and not last and (per is not None or vote == self._vote):
+                self._layout = vote
+            self._vote = vote
         return shape[self._layout or 0]
 
     def look_at(self, batch: Any) -> None:
@@ -593,8 +603,6 @@ class Stats:
         with self.lock:
             self.workers, self.prefetch = k.workers, k.prefetch
             self.persistent, self.pin_memory = k.persistent, k.pin_memory
-            if k.batch_size != self.loader_batch:  # another loader's batches: their layout read anew
-                self._layout = None
             self.splits_by_worker, self.loader_batch = k.splits_by_worker, k.batch_size
             self.batches_per_epoch, self.worker_pids = k.batches_per_epoch, k.worker_pids
             self.loop_tid = tid
@@ -604,6 +612,14 @@ class Stats:
             elif rebuilt:
                 self.rebuilt_epochs += 1
         self._look_at = None  # each epoch's first batch is looked at
+        self._epoch_taken = self.taken
+        try:
+            same = self._layout_of is not None and self._layout_of() is loader
+            self._layout_of = weakref.ref(loader)
+        except TypeError:  # not weakly referenced: read anew each epoch
+            same, self._layout_of = False, None
+        if not same:  # another loader's batches: their layout read anew
+            self._layout, self._vote = None, None
         if k.workers:  # its workers' batches carry their stage times here (_stages)
             attach(it, "_gpuwatch_stats", self)
         return True

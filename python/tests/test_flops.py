@@ -271,6 +271,19 @@ class FLOPsTest(unittest.TestCase):
         self.assertEqual((m["gpuwatch_loader_batch_token_slots_total"], m["gpuwatch_loader_batch_padding_slots_total"]), (slots, pad))
         self.assertEqual(m.get("gpuwatch_job_batch_size"), 8)
 
+    def test_a_batch_as_long_as_its_sequences_keeps_its_layout(self):
+        """A batch-major loader whose sequences are batch_size long: its
+        full batches (8, 8) say nothing of the layout, and its short last
+        batch (3, 8) is not read as time-major (a review: once read so,
+        every epoch's last batch counted 8)."""
+        seqs = [torch.randint(1, 50, (8,)) for _ in range(19)]
+        with hook.watch(DataLoader(seqs, batch_size=8), port=0, quiet=True) as w:
+            for _ in range(2):
+                for x in w:
+                    pass
+            m = metrics(w)
+        self.assertEqual(m["gpuwatch_loader_samples_total"], 38)
+
     def test_a_checkpoints_recompute_in_the_backward_is_not_another_forward(self):
         """torch.utils.checkpoint runs a block's forward again in the
         backward: that is not a forward of the step to count 3× more."""
