@@ -94,21 +94,6 @@ def lead_shape(batch: Any, depth: int = 0) -> Optional[Tuple[int, ...]]:
     return None
 
 
-def batch_len(batch: Any, loader_batch: Optional[int] = None) -> Optional[int]:
-    """The number of samples in a batch as a DataLoader collates it — its
-    lead tensor's first dimension (lead_shape) — or None when it cannot
-    tell. Where the loader's batch_size is known (loader_batch) and is the
-    second dimension, not the first, the batch is time-major (a collate by
-    pad_sequence, whose default is batch_first=False: sequence length ×
-    batch): the second. Stats.samples_of keeps the layout it reads."""
-    shape = lead_shape(batch)
-    if not shape:
-        return None
-    if len(shape) > 1 and loader_batch and shape[0] != loader_batch and shape[1] == loader_batch:
-        return loader_batch
-    return shape[0]
-
-
 def native_tid() -> Optional[int]:
     """The calling thread's OS thread ID (as /proc/PID/task lists it), or
     None where Python cannot tell."""
@@ -418,7 +403,7 @@ class Stats:
 
     def record_look(self, lk: Optional[_payload.Look], samples: Optional[int] = None) -> None:
         """Adds a look at a batch (None: it held no tensor, and counts) of
-        samples samples (batch_len; None unknown)."""
+        samples samples (samples_of; None unknown)."""
         with self.lock:
             self.looked += 1
             if lk is None:

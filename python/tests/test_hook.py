@@ -478,13 +478,29 @@ class HookTest(unittest.TestCase):
             ([], None),
         ]
         for batch, want in cases:
-            self.assertEqual(hook._timing.batch_len(batch), want, batch)
+            self.assertEqual(hook._timing.Stats().samples_of(batch), want, batch)
+
+        def loader(batch_size, per_epoch=None):
+            st = hook._timing.Stats()
+            st.loader_batch, st.batches_per_epoch = batch_size, per_epoch
+            return st
+
         # Time-major (a pad_sequence collate): the loader's batch_size is
-        # the second dimension.
-        self.assertEqual(hook._timing.batch_len(T(30, 8, 16), 8), 8)
-        self.assertEqual(hook._timing.batch_len((T(30, 8), T(8)), 8), 8)
-        self.assertEqual(hook._timing.batch_len(T(5, 16), 8), 5)  # a short last batch
-        self.assertEqual(hook._timing.batch_len(T(8, 8), 8), 8)
+        # the second dimension; the layout kept, a short last batch counts
+        # its own samples.
+        st = loader(8, per_epoch=10)
+        self.assertEqual(st.samples_of(T(30, 8, 16)), 8)
+        self.assertEqual(st.samples_of((T(30, 8), T(8))), 8)
+        self.assertEqual(st.samples_of(T(30, 5)), 5)  # a short last batch
+        # Batch-major, sequences as long as the batch: the first.
+        self.assertEqual(loader(8, per_epoch=10).samples_of(T(8, 8)), 8)
+        st = loader(8, per_epoch=10)
+        self.assertEqual([st.samples_of(T(8, 30)), st.samples_of(T(5, 30))], [8, 5])
+        # The epoch's length unknown, the layout is read once two batches agree.
+        st = loader(8)
+        self.assertEqual(st.samples_of(T(30, 8)), 30)
+        self.assertEqual(st.samples_of(T(20, 8)), 8)
+        self.assertEqual(st.samples_of(T(20, 5)), 5)
 
     def test_binds_loopback_by_default(self):
         w = self.watch([1, 2])
