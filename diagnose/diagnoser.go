@@ -22,7 +22,7 @@ type Diagnoser struct {
 	th        Thresholds
 	ring      []sample.Frame
 	shown     Verdict
-	replayed  bool // the last frame was the ceiling's replay
+	replay    sample.ReplaySkip // the replay's frames and the one after held over
 	since     time.Time
 	cand      Kind
 	candSince time.Time
@@ -149,16 +149,11 @@ func (d *Diagnoser) heldOverReplay() Verdict {
 
 // Observe adds a frame and returns the verdict to show.
 func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
-	replaying := false
-	if c := f.Loader.CeilingOf(); c != nil && c.State == sample.CeilingReplaying {
-		replaying = true
-	}
-	if replaying || d.replayed {
+	if d.replay.Skip(f.Loader.Replaying()) {
 		// The loop trains on replayed batches (the ceiling's measurement):
 		// its input's figures say nothing of the job for those seconds. The
 		// frame is left out of the window, and so is the first one after
 		// (its interval holds the replay's end); the verdict shown stays.
-		d.replayed = replaying
 		return d.heldOverReplay()
 	}
 	if t := f.Target; t != nil && t.ExitedAt != nil {

@@ -301,8 +301,8 @@ type rankKey struct {
 type rankAcc struct {
 	info       RankInfo
 	wait, step *bucketer
-	rate       runningMean // samples per second, over the frames that counted samples
-	replayed   bool        // its last frame was the ceiling's replay
+	rate       runningMean       // samples per second, over the frames that counted samples
+	replay     sample.ReplaySkip // the replay's frames and the one after left out
 }
 
 // runningMean is a mean kept as it goes: huge values cannot add up to
@@ -331,8 +331,7 @@ func (m runningMean) mean() *float64 {
 // section leaves it (a review: the ranks table read 361 samples/s, the
 // loader section 481, for the one rank).
 func replayingRank(f *sample.Frame, r sample.Rank) bool {
-	l := f.Loader
-	return l != nil && l.Ceiling != nil && l.Ceiling.State == sample.CeilingReplaying && (len(f.Ranks) == 1 || r.URL == l.Source)
+	return f.Loader.Replaying() && (len(f.Ranks) == 1 || r.URL == f.Loader.Source)
 }
 
 func newRankBuilder(start time.Time, dur float64, points int) *rankBuilder {
@@ -368,9 +367,7 @@ func (b *rankBuilder) add(f *sample.Frame, straggler *int) {
 		if straggler != nil && *straggler == r.Rank && !ownJob(r) {
 			ri.StragglerFrames++
 		}
-		after := acc.replayed
-		acc.replayed = replayingRank(f, r)
-		if !r.Connected || acc.replayed || after {
+		if skip := acc.replay.Skip(replayingRank(f, r)); !r.Connected || skip {
 			// The replay's frames are the ceiling's measurement, not the
 			// job's wait or rate (a review: its first frame's 0.5 % wait
 			// read the mean 85 % for 88 %, and its chart dipped to 0),
@@ -435,7 +432,7 @@ type loaderBuilder struct {
 	stages   stageMeans
 	payload  *sample.BatchPayload
 	ceiling  ceilingRun
-	replayed bool // the last frame was the ceiling's replay
+	replay   sample.ReplaySkip // the replay's frames and the one after left out of the mean wait
 }
 
 func newLoaderBuilder() *loaderBuilder {
@@ -450,7 +447,7 @@ func newLoaderBuilder() *loaderBuilder {
 
 func (b *loaderBuilder) add(l *sample.Loader) {
 	if l == nil {
-		b.replayed = false
+		b.replay = sample.ReplaySkip{}
 		return
 	}
 	if b.li == nil {
@@ -461,9 +458,7 @@ func (b *loaderBuilder) add(l *sample.Loader) {
 		b.li.Knobs = l.Knobs
 	}
 	b.li.Batches = max(b.li.Batches, l.Batches)
-	after := b.replayed
-	b.replayed = l.Replaying()
-	if l.WaitShare != nil && finite(*l.WaitShare) && !b.replayed && !after { // the replay and the frame its end is in (rankBuilder.add)
+	if skip := b.replay.Skip(l.Replaying()); l.WaitShare != nil && finite(*l.WaitShare) && !skip {
 		// Running means: huge rates cannot add up to +Inf.
 		b.n++
 		b.shareAvg += (*l.WaitShare - b.shareAvg) / float64(b.n)

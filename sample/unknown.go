@@ -17,7 +17,20 @@ func (l *Loader) RatesUnknown() bool {
 // user's review: the exporter read 0 samples/s through every replay
 // while the loop ran 17,000 a second).
 func (l *Loader) Replaying() bool {
-	return l.Ceiling != nil && l.Ceiling.State == CeilingReplaying
+	return l != nil && l.Ceiling != nil && l.Ceiling.State == CeilingReplaying
+}
+
+// ReplaySkip leaves out of a series read frame by frame (a window's
+// means, a report's) the frames the ceiling replays in, which are its
+// measurement's and not the job's, and the first frame after, whose
+// interval holds the replay's end. The zero value is ready.
+type ReplaySkip struct{ last bool }
+
+// Skip says whether to leave out the next frame, which replays or not.
+func (s *ReplaySkip) Skip(replaying bool) bool {
+	after := s.last
+	s.last = replaying
+	return replaying || after
 }
 
 // SamplesUnknown says the loader's samples per second is unknown, not
