@@ -176,6 +176,7 @@ func TestAGPUIdleWithTheWaitUnreadIsNotHealthy(t *testing.T) {
 			g.GPM = &sample.GPM{SMActivityPct: f64(97)}
 			if mig {
 				g.Unavailable = map[string]string{"util_pct": "not available on MIG: NVML reports no utilization"}
+				g.MIG = []sample.MIGDevice{{UUID: "MIG-a"}}
 			}
 		})
 		v := Classify(fs, DefaultThresholds())

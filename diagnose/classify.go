@@ -387,7 +387,7 @@ const loopDelayShownPct = 5
 // accelName is the accelerator in words, for evidence about how busy it is.
 func (f *facts) accelName() string {
 	if f.real && !f.w.gpuUtil.ok {
-		if strings.Contains(f.w.noUtilWhy, "MIG") {
+		if f.w.mig {
 			return "the GPU's MIG instances (SM activity, GPM)"
 		}
 		// A frame with no utilization on a GPU not partitioned (a review:

@@ -52,7 +52,8 @@ type window struct {
 	pcieRx                 level   // the busiest judged GPU's PCIe RX share of its link, median
 	pcieGPU                int
 	pcieLink               string
-	noUtilWhy              string // a live GPU's reason for no utilization (MIG)
+	noUtilWhy              string // a live GPU's reason for no utilization
+	mig                    bool   // a live GPU is partitioned (MIG devices listed)
 	gpuMemUsed, gpuMemTot  float64
 	virtualBusy            level
 	virtualStep            level  // its step share, the loop thread's run delay not taken off
@@ -615,6 +616,7 @@ func (w *window) readGPUs(f *sample.Frame) {
 		if r := g.Unavailable["util_pct"]; r != "" && g.UtilPct == nil {
 			w.noUtilWhy = r
 		}
+		w.mig = w.mig || len(g.MIG) > 0
 		// The memory of the GPUs judged (the job's where told), not the
 		// box's: a review read "131GiB of 282GiB in use" for a job whose
 		// one GPU had 130 of 141 GiB in use.
@@ -647,7 +649,7 @@ func (w *window) missing() []string {
 			out = append(out, "gpu: "+r)
 		} else if w.gpusLost > 0 {
 			out = append(out, "gpu: lost")
-		} else if strings.Contains(w.noUtilWhy, "MIG") && w.smActivity.ok {
+		} else if w.mig && w.smActivity.ok {
 			out = append(out, "gpu: utilization not available on MIG; the instances' SM activity (GPM) stands in")
 		} else if w.noUtilWhy != "" {
 			out = append(out, "gpu: utilization "+w.noUtilWhy)
