@@ -381,3 +381,53 @@ func TestAChangeIsEveryLocalRanks(t *testing.T) {
 		t.Errorf("the ranks elsewhere: %s, changes %+v, advice %q", v.Kind, v.Changes, v.Advice)
 	}
 }
+
+// TestARankWatchedAloneCountsItsLaunchersLocalRanks: the same two-rank
+// job watched through one rank only (gpuwatch run on one rank's command,
+// one srun task) sees no other rank; its launcher's LOCAL_WORLD_SIZE
+// (the hook's local_world_size) says two share the node, and the advice
+// is the two ranks'. Without it, or from a loader on another host, the
+// one-rank job's.
+func TestARankWatchedAloneCountsItsLaunchersLocalRanks(t *testing.T) {
+	var fs []sample.Frame
+	for _, l := range readRecording(t, "testdata/pytorch/ddp2-2cores.jsonl") {
+		if l.Type == "frame" && l.Loader != nil {
+			fs = append(fs, l.Frame)
+		}
+	}
+	fs = fs[len(fs)-12:]
+	alone := func(local *int, host string) []sample.Frame {
+		out := make([]sample.Frame, len(fs))
+		for i, f := range fs {
+			l := *f.Loader
+			l.Source = strings.Replace(l.Source, "127.0.0.1", host, 1)
+			l.LocalWorldSize = local
+			f.Loader = &l
+			f.Ranks = nil
+			for _, r := range fs[i].Ranks {
+				if r.URL == fs[i].Loader.Source {
+					r.URL = l.Source
+					f.Ranks = append(f.Ranks, r)
+				}
+			}
+			if len(f.Ranks) != 1 {
+				t.Fatalf("frame %d: the loader's rank not found once among %+v", i, fs[i].Ranks)
+			}
+			out[i] = f
+		}
+		return out
+	}
+	two := ptr(2)
+	if v := Classify(alone(two, "127.0.0.1"), DefaultThresholds()); len(v.Changes) != 0 || !strings.Contains(strings.Join(v.Advice, "\n"), "the node's 2 ranks'") {
+		t.Errorf("one rank of two on this node: %s, changes %+v, advice %q", v.Kind, v.Changes, v.Advice)
+	}
+	for _, c := range []struct {
+		name  string
+		local *int
+		host  string
+	}{{"no local world size", nil, "127.0.0.1"}, {"another host's loader", two, "10.0.0.7"}} {
+		if v := Classify(alone(c.local, c.host), DefaultThresholds()); len(v.Changes) == 0 || v.Changes[0].Knob != "num_workers" || v.Changes[0].To != "1" {
+			t.Errorf("%s: %s, changes %+v, advice %q", c.name, v.Kind, v.Changes, v.Advice)
+		}
+	}
+}

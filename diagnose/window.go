@@ -709,6 +709,13 @@ func localRanks(f *sample.Frame, world int) int {
 			n++
 		}
 	}
+	// A rank watched alone (gpuwatch run on one rank's command, one
+	// srun task) sees no other; its launcher says how many share its
+	// node. Only of a loader on this machine: another node's count says
+	// nothing of these cores.
+	if l := f.Loader; l != nil && l.LocalWorldSize != nil && world > 1 && loopbackURL(l.Source) {
+		n = max(n, *l.LocalWorldSize)
+	}
 	return max(min(n, world), 1)
 }
 

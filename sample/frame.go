@@ -618,10 +618,14 @@ type Loader struct {
 	LoopTID                *int  `json:"loop_tid,omitempty"`
 	// Rank, LocalRank and WorldSize as the hook reports them (RANK,
 	// LOCAL_RANK, WORLD_SIZE of its process); nil when it does not.
-	Rank       *int  `json:"rank,omitempty"`
-	LocalRank  *int  `json:"local_rank,omitempty"`
-	WorldSize  *int  `json:"world_size,omitempty"`
-	WorkerPIDs []int `json:"worker_pids,omitempty" check:"max=1024"`
+	// LocalWorldSize is the job's ranks on the loader's node as its
+	// launcher says (LOCAL_WORLD_SIZE, or Slurm's tasks on the node), at
+	// most WorldSize.
+	Rank           *int  `json:"rank,omitempty"`
+	LocalRank      *int  `json:"local_rank,omitempty"`
+	WorldSize      *int  `json:"world_size,omitempty"`
+	LocalWorldSize *int  `json:"local_world_size,omitempty"`
+	WorkerPIDs     []int `json:"worker_pids,omitempty" check:"max=1024"`
 	// ReadSecPerSec and DecodeSecPerSec are seconds spent reading and
 	// decoding per wall second, summed over workers (2 = two workers busy
 	// all the time).

@@ -590,12 +590,22 @@ func (m *metricsPage) info() map[string]string {
 	case "python", "go":
 		c.Kind = info["kind"]
 	}
+	infoIDs(c, info)
+	return info
+}
+
+// infoIDs reads the loader's process, loop thread and place in its job
+// from gpuwatch_loader_info's labels: a world size of 0 is none, and
+// local_world_size is kept only from 1 to the world size.
+func infoIDs(c *LoaderCounters, info map[string]string) {
 	c.PID, c.LoopTID = positiveID(info["pid"]), positiveID(info["tid"])
 	c.Rank, c.LocalRank, c.WorldSize = rankID(info["rank"]), rankID(info["local_rank"]), rankID(info["world_size"])
 	if c.WorldSize != nil && *c.WorldSize == 0 {
 		c.WorldSize = nil
 	}
-	return info
+	if n := rankID(info["local_world_size"]); n != nil && *n > 0 && c.WorldSize != nil && *n <= *c.WorldSize {
+		c.LocalWorldSize = n
+	}
 }
 
 // workerPIDs reads the workers' PIDs, at most maxWorkerPIDs: a hostile

@@ -78,6 +78,22 @@ gpuwatch_loader_worker_info{worker="3",pid="99999999999"} 1
 	if err != nil || c.PID != nil || c.LoopTID != nil {
 		t.Fatalf("bad IDs gave pid %v tid %v (%v)", c.PID, c.LoopTID, err)
 	}
+	// The ranks on the loader's node: from 1 to its world size, else none.
+	for labels, want := range map[string]int{
+		`rank="1",world_size="8",local_world_size="4"`:  4,
+		`rank="1",world_size="8",local_world_size="9"`:  0,
+		`rank="1",world_size="8",local_world_size="0"`:  0,
+		`rank="1",local_world_size="4"`:                 0,
+		`rank="1",world_size="8",local_world_size="-1"`: 0,
+	} {
+		c, _, err := CountersFromMetrics([]byte("gpuwatch_loader_batches_total 1\ngpuwatch_loader_info{" + labels + "} 1\n"))
+		if got := 0; err != nil || c.LocalWorldSize != nil && *c.LocalWorldSize != want || c.LocalWorldSize == nil && want != 0 {
+			if c.LocalWorldSize != nil {
+				got = *c.LocalWorldSize
+			}
+			t.Errorf("%s: local world size %d, want %d (%v)", labels, got, want, err)
+		}
+	}
 	var many strings.Builder
 	many.WriteString("gpuwatch_loader_batches_total 1\n")
 	for i := range 5000 {

@@ -106,11 +106,7 @@ func countersViaExpfmt(text []byte) (LoaderCounters, map[string]string, error) {
 		for _, l := range f.Metric[0].Label {
 			info[l.GetName()] = l.GetValue()
 		}
-		c.PID, c.LoopTID = positiveID(info["pid"]), positiveID(info["tid"])
-		c.Rank, c.LocalRank, c.WorldSize = rankID(info["rank"]), rankID(info["local_rank"]), rankID(info["world_size"])
-		if c.WorldSize != nil && *c.WorldSize == 0 {
-			c.WorldSize = nil
-		}
+		infoIDs(&c, info)
 	}
 	if f := fams["gpuwatch_loader_worker_info"]; f != nil {
 		for _, m := range f.Metric {
@@ -161,7 +157,7 @@ func expositionPages(t testing.TB) map[string]string {
 			"gpuwatch_loader_wait_seconds_bucket{le=\"0.001\"} 3\ngpuwatch_loader_wait_seconds_bucket{le=\"0.01\"} 7\ngpuwatch_loader_wait_seconds_bucket{le=\"+Inf\"} 9\n" +
 			"gpuwatch_loader_wait_seconds_sum 0.5\ngpuwatch_loader_wait_seconds_count 9\n" +
 			"# TYPE gpuwatch_loader_batches_total counter\ngpuwatch_loader_batches_total 9\n" +
-			"# TYPE gpuwatch_loader_info gauge\ngpuwatch_loader_info{pid=\"4242\",kind=\"python\",tid=\"4243\",rank=\"3\",local_rank=\"1\",world_size=\"8\"} 1\n" +
+			"# TYPE gpuwatch_loader_info gauge\ngpuwatch_loader_info{pid=\"4242\",kind=\"python\",tid=\"4243\",rank=\"3\",local_rank=\"1\",world_size=\"8\",local_world_size=\"4\"} 1\n" +
 			"# TYPE gpuwatch_loader_worker_info gauge\ngpuwatch_loader_worker_info{worker=\"0\",pid=\"5000\"} 1\ngpuwatch_loader_worker_info{worker=\"1\",pid=\"5001\"} 1\n",
 		"escapes, spacing, timestamps": "gpuwatch_loader_batches_total 12 1700000000000\ngpuwatch_loader_info{kind=\"a\\\"b\\\\c\\nd\" , pid=\"7\",} 1\n\n  gpuwatch_loader_queue_depth\t2.5\n",
 		"special values":               "gpuwatch_loader_batches_total NaN\ngpuwatch_loader_samples_total +Inf\ngpuwatch_loader_queue_depth -Inf\ngpuwatch_loader_workers 1e1\n",
@@ -271,9 +267,9 @@ func deref(c LoaderCounters) string {
 		}
 		return "nil"
 	}
-	return fmt.Sprintf("%d %d %d r%s d%s q%s w%s p%s pid%s tid%s rank%s %s %s wait%+v step%+v b%v workers%v",
+	return fmt.Sprintf("%d %d %d r%s d%s q%s w%s p%s pid%s tid%s rank%s %s %s %s wait%+v step%+v b%v workers%v",
 		c.Batches, c.Samples, c.BytesRead, p(c.ReadSeconds), p(c.DecodeSeconds), p(c.QueueDepth), p(c.Workers), p(c.Prefetch),
-		p(c.PID), p(c.LoopTID), p(c.Rank), p(c.LocalRank), p(c.WorldSize), c.Wait, c.Step, c.Buckets, c.WorkerPIDs)
+		p(c.PID), p(c.LoopTID), p(c.Rank), p(c.LocalRank), p(c.WorldSize), p(c.LocalWorldSize), c.Wait, c.Step, c.Buckets, c.WorkerPIDs)
 }
 
 // FuzzExpositionAgainstExpfmt: on any page in the format's classic syntax

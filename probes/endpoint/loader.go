@@ -46,8 +46,9 @@ type LoaderCounters struct {
 	PID, LoopTID *int
 	WorkerPIDs   []int
 	// Rank, LocalRank and WorldSize of a distributed job's rank, when the
-	// loader says (the hook's RANK, LOCAL_RANK, WORLD_SIZE).
-	Rank, LocalRank, WorldSize *int
+	// loader says (the hook's RANK, LOCAL_RANK, WORLD_SIZE), and the job's
+	// ranks on its node (LocalWorldSize, at most WorldSize).
+	Rank, LocalRank, WorldSize, LocalWorldSize *int
 	// EpochStall is the mean time to an epoch's first batch, epochs after
 	// the first; BatchesPerEpoch the epoch's length. Nil when unknown.
 	EpochStall      *time.Duration
@@ -162,7 +163,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 		Source: p.src.Source(), Batches: cur.Batches, QueueDepth: cur.QueueDepth,
 		Workers: cur.Workers, Prefetch: cur.Prefetch, Knobs: cur.Knobs,
 		PID: cur.PID, LoopTID: cur.LoopTID, WorkerPIDs: cur.WorkerPIDs, BatchesPerEpoch: cur.BatchesPerEpoch,
-		Rank: cur.Rank, LocalRank: cur.LocalRank, WorldSize: cur.WorldSize,
+		Rank: cur.Rank, LocalRank: cur.LocalRank, WorldSize: cur.WorldSize, LocalWorldSize: cur.LocalWorldSize,
 		DatasetBytes: cur.DatasetBytes, DatasetCachedBytes: cur.DatasetCachedBytes, Ceiling: cur.Ceiling,
 		Settings: cur.Settings, Syncs: cur.Syncs, SyncSteps: cur.SyncSteps, GPUProfile: cur.GPUProfile,
 	}

@@ -11,7 +11,7 @@ import stat
 import sys
 import time
 import warnings
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Mapping, Optional
 
 #: The clock for wait and step (_timing, _auto, watch()); tests replace it.
 clock = time.perf_counter
@@ -81,7 +81,11 @@ def rank_env() -> Dict[str, int]:
     the process's default group is initialized, its rank and world size
     instead (a job started by torch.multiprocessing.spawn calls
     init_process_group(rank=…, world_size=…) and sets neither: a review's
-    two-rank DDP job read as two separate jobs)."""
+    two-rank DDP job read as two separate jobs). local_world_size is the
+    job's ranks on this node (local_world), at most its world size: a
+    change to the script adds its workers on each of them, and gpuwatch
+    watching one rank alone does not see the others as the job's
+    (docs/diagnosis.md, "A change is every local rank's")."""
     out = {}
     for env, name in (("RANK", "rank"), ("LOCAL_RANK", "local_rank"), ("WORLD_SIZE", "world_size")):
         try:
@@ -91,7 +95,44 @@ def rank_env() -> Dict[str, int]:
         if 0 <= v < 1 << 20:
             out[name] = v
     out.update(_process_group())
+    local = local_world(os.environ)
+    if local is not None and local <= out.get("world_size", 0):
+        out["local_world_size"] = local
     return out
+
+
+def local_world(env: Mapping[str, str]) -> Optional[int]:
+    """The ranks of this process's job on its node: torchrun's
+    LOCAL_WORLD_SIZE, or where Slurm started the ranks (srun, one task a
+    rank) the step's tasks on this node, SLURM_STEP_TASKS_PER_NODE
+    ("4(x2),3": 4 on each of the first two nodes, 3 on the third) at
+    SLURM_NODEID. None where neither says, or says it badly."""
+    try:
+        v = int(env.get("LOCAL_WORLD_SIZE", ""))
+        return v if 0 < v < 1 << 20 else None
+    except ValueError:
+        pass
+    spec, left = env.get("SLURM_STEP_TASKS_PER_NODE", ""), _small(env.get("SLURM_NODEID", ""))
+    if not spec or len(spec) > 4096 or left is None:
+        return None
+    for part in spec.split(","):
+        tasks, paren, times = part.partition("(x")
+        n = _small(times[:-1]) if paren and times.endswith(")") else 1 if not paren else None
+        t = _small(tasks)
+        if t is None or n is None:
+            return None
+        if left < n:
+            return t or None
+        left -= n
+    return None
+
+
+def _small(s: str) -> Optional[int]:
+    """s as a number below 2^20 written in ASCII digits, or None ("²" is a
+    digit to str.isdigit, not to int)."""
+    if not s or len(s) > 7 or not s.isascii() or not s.isdigit():
+        return None
+    return int(s)
 
 
 def _process_group() -> Dict[str, int]:

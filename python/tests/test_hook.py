@@ -558,7 +558,7 @@ class HookTest(unittest.TestCase):
         import json
         import subprocess
 
-        env = dict(os.environ, RANK="3", LOCAL_RANK="1", WORLD_SIZE="8", MASTER_ADDR="node-01", MASTER_PORT="29500")
+        env = dict(os.environ, RANK="3", LOCAL_RANK="1", WORLD_SIZE="8", LOCAL_WORLD_SIZE="4", MASTER_ADDR="node-01", MASTER_PORT="29500")
         code = (
             "import sys, os, json; sys.path.insert(0, %r); import gpuwatch_hook as h; "
             "w = h.watch([1], port=0, quiet=True); d = h.discovery_dir(); "
@@ -570,10 +570,10 @@ class HookTest(unittest.TestCase):
         out = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, check=True, text=True).stdout)
         entry = out["entry"]
         self.assertEqual(entry["url"], out["url"])
-        self.assertEqual((entry["rank"], entry["local_rank"], entry["world_size"], entry["kind"]), (3, 1, 8, "python"))
+        self.assertEqual((entry["rank"], entry["local_rank"], entry["world_size"], entry["local_world_size"], entry["kind"]), (3, 1, 8, 4, "python"))
         self.assertEqual(entry["rendezvous"], "node-01:29500")
         self.assertEqual(os.stat(out["dir"]).st_mode & 0o777, 0o700)
-        self.assertIn('rank="3",local_rank="1",world_size="8"', out["metrics"])
+        self.assertIn('rank="3",local_rank="1",world_size="8",local_world_size="4"', out["metrics"])
         # Gone once the process exited.
         self.assertFalse(os.path.exists(os.path.join(out["dir"], out["file"])))
 
@@ -603,7 +603,7 @@ class HookTest(unittest.TestCase):
             "    mp.spawn(work, args=(q,), nprocs=2)\n"
             "    print(json.dumps(sorted([q.get(), q.get()])))\n"
         ) % (os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."), port)
-        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
+        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE") and not k.startswith("SLURM_")}
         with tempfile.TemporaryDirectory() as d:
             script = os.path.join(d, "ddp.py")  # spawn's children import their function from a file
             with open(script, "w") as f:
@@ -612,6 +612,43 @@ class HookTest(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         got = json.loads(out.stdout)
         self.assertEqual(got, [[0, {}, {"rank": 0, "world_size": 2}], [1, {}, {"rank": 1, "world_size": 2}]])
+
+    def test_local_world_is_the_launchers_ranks_on_this_node(self):
+        """torchrun's LOCAL_WORLD_SIZE, else Slurm's step's tasks on this
+        node (SLURM_STEP_TASKS_PER_NODE at SLURM_NODEID); anything else
+        none, and never above the world size."""
+        from gpuwatch_hook import _env
+
+        slurm = lambda spec, node: {"SLURM_STEP_TASKS_PER_NODE": spec, "SLURM_NODEID": node}
+        cases = [
+            ({"LOCAL_WORLD_SIZE": "8"}, 8),
+            (dict(slurm("2", "0"), LOCAL_WORLD_SIZE="4"), 4),  # torchrun inside one srun task
+            (slurm("4(x2),3", "0"), 4),
+            (slurm("4(x2),3", "1"), 4),
+            (slurm("4(x2),3", "2"), 3),
+            (slurm("4(x2),3", "3"), None),  # no such node
+            ({"LOCAL_WORLD_SIZE": "0"}, None),
+            ({"LOCAL_WORLD_SIZE": "x"}, None),
+            (slurm("4(x\u00b2)", "0"), None),  # a digit to isdigit, not to int
+            (slurm("\u0664", "0"), None),
+            (slurm("(x3)", "0"), None),
+            (slurm("4(x2", "0"), None),
+            (slurm("4", "-1"), None),
+            (slurm("4," * 5000, "0"), None),
+            ({}, None),
+        ]
+        for env, want in cases:
+            self.assertEqual(_env.local_world(env), want, env)
+        keep = {k: os.environ.pop(k) for k in list(os.environ) if k in ("RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE") or k.startswith("SLURM_")}
+        try:
+            os.environ.update(RANK="1", WORLD_SIZE="2", LOCAL_WORLD_SIZE="4")
+            self.assertNotIn("local_world_size", _env.rank_env())  # more than the world
+            os.environ["LOCAL_WORLD_SIZE"] = "2"
+            self.assertEqual(_env.rank_env()["local_world_size"], 2)
+        finally:
+            for k in ("RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"):
+                os.environ.pop(k, None)
+            os.environ.update(keep)
 
     def test_rendezvous_is_a_host_and_a_port_or_nothing(self):
         from gpuwatch_hook import _env
