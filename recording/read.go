@@ -58,7 +58,10 @@ type Recording struct {
 	framesCut bool
 	// notesCut: MaxNotes were kept and more were left out.
 	notesCut bool
-	last     time.Time // the latest frame's
+	// last and lastLine are the latest frame's time and line; before is
+	// the time of the frame indexed before it.
+	last, before time.Time
+	lastLine     int
 }
 
 // span is a frame line's place in the file.
@@ -524,17 +527,26 @@ func (r *Recording) sayCorrupt(first []int) {
 
 // add takes one line that is not the header. A frame must be in time
 // order, at a time a clock can give (1970 to 9000): replay seeks by time,
-// and a report's spans are differences of times.
+// and a report's spans are differences of times. Not bounded by the
+// reader's clock: a recording of a box whose clock runs ahead is read.
 func (r *Recording) add(kind string, t time.Time, line []byte, at span, lineNo int) {
 	switch kind {
 	case "frame":
 		switch {
 		case t.Year() < 1970 || t.Year() > 9000:
 			r.warn("line %d: a frame at %s: no clock gives that time: left out", lineNo, t.Format(time.RFC3339))
+		case t.Before(r.last) && len(r.index) >= 2 && !t.Before(r.before):
+			// The frame above is the odd one, after this one and the frames
+			// that go on from the one before it: it goes, not every frame
+			// after it (a review: one frame dated a year ahead left out the
+			// rest of a recording).
+			r.warn("line %d: a frame at %s, after the frames below it: left out", r.lastLine, r.last.Format(time.RFC3339))
+			r.index[len(r.index)-1] = at
+			r.last, r.lastLine = t, lineNo
 		case t.Before(r.last):
 			r.warn("line %d: a frame at %s, before the one above it: left out", lineNo, t.Format(time.RFC3339))
 		case len(r.index) < MaxFrames:
-			r.last = t
+			r.before, r.last, r.lastLine = r.last, t, lineNo
 			r.index = append(r.index, at)
 		case !r.framesCut:
 			r.framesCut = true

@@ -414,3 +414,43 @@ func TestWhatIsNotARecordingSaysWhatItIs(t *testing.T) {
 		}
 	}
 }
+
+// TestAFrameOutOfTimeLeavesOutItselfOnly: one frame dated months ahead
+// of its neighbours (a clock stepped and back), or decades, is left out,
+// not every frame after it (it was); a frame dated before the one above
+// it is left out alone, as before; a year no clock gives, too.
+func TestAFrameOutOfTimeLeavesOutItselfOnly(t *testing.T) {
+	base := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	at := func(i int) time.Time { return base.Add(time.Duration(i) * time.Second) }
+	times := []time.Time{at(0), at(1), at(2), base.AddDate(0, 5, 0), at(3), at(4),
+		base.AddDate(60, 0, 0), at(5), at(1), at(6), time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), at(7)}
+	var b strings.Builder
+	b.WriteString(head)
+	for _, tm := range times {
+		fmt.Fprintf(&b, `{"type":"frame","time":%q,"unavailable":{}}`+"\n", tm.Format(time.RFC3339Nano))
+	}
+	rec, err := read([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Time
+	for i := range rec.Len() {
+		r, err := rec.Frame(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r.Frame.Time)
+	}
+	if want := []time.Time{at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("frames read %v\nwant %v", got, want)
+	}
+	warned := strings.Join(rec.Warnings, "\n")
+	for _, want := range []string{"line 5: a frame at 2026-08-01T09:00:00Z, after the frames below it: left out",
+		"line 8: a frame at 2086-03-01T09:00:00Z, after the frames below it: left out",
+		"line 12: a frame at 9999-01-01T00:00:00Z: no clock gives that time: left out",
+		"line 10: a frame at 2026-03-01T09:00:01Z, before the one above it: left out"} {
+		if !strings.Contains(warned, want) {
+			t.Errorf("warnings %q lack %q", warned, want)
+		}
+	}
+}
