@@ -163,6 +163,19 @@ func TestAGPUIdleWithTheWaitUnreadIsNotHealthy(t *testing.T) {
 	if v.Kind != GPUUnderused || has(v, underusedTimeTheWait) || len(v.Evidence) == 0 || !strings.Contains(v.Evidence[0].Text, "the loop iterates no DataLoader gpuwatch run's hook times") {
 		t.Errorf("sampled under run: %s %+v %q", v.Kind, v.Evidence, v.Advice)
 	}
+	// Under gpuwatch run, a command in which no process loaded the hook
+	// (not Python, python -I): its wait is not read, and running it so
+	// again would not read it.
+	v = Classify(frames(10, func(i int, f *sample.Frame) {
+		host(f, 20, 0, 1)
+		gpus(f, 1, 30, 20, 40)
+		f.Target = &sample.Target{PID: 100, Why: "gpuwatch run", NoHook: true}
+		f.Loader = &sample.Loader{Source: "sampled", Sampled: &sample.SampledLoop{Samples: 40}}
+	}), DefaultThresholds())
+	if v.Kind != GPUUnderused || has(v, underusedTimeTheWait) || !has(v, underusedHookOut) || len(v.Evidence) == 0 ||
+		!strings.Contains(v.Evidence[0].Text, "(no process of gpuwatch run's command loaded its hook)") {
+		t.Errorf("run without the hook: %s %+v %q", v.Kind, v.Evidence, v.Advice)
+	}
 	// Busy, it is the limit: healthy as before.
 	if v := Classify(frames(10, func(i int, f *sample.Frame) { host(f, 20, 0, 1); gpus(f, 1, 97, 95, 99) }), DefaultThresholds()); v.Kind != Healthy {
 		t.Errorf("no loader, GPU 97 %%: %s", v.Kind)

@@ -63,6 +63,10 @@ func hostSyncList() string {
 
 const underusedTimeTheWait = "time the loop's wait for input: under gpuwatch run -- python train.py the hook reads it, and says whether the input or the step leaves the GPU idle"
 
+// underusedHookOut is underusedTimeTheWait for a command gpuwatch run
+// started in which no process loaded the hook.
+const underusedHookOut = "time the loop's wait for input: no process of the command loaded gpuwatch run's hook (a program that is not Python, or python -I or -S keep it out); run the training script itself, gpuwatch run -- python train.py"
+
 const underusedLaunch = "launch fewer kernels: CUDA graphs or torch.compile (mode=\"reduce-overhead\") fuse them and drop the launch gaps"
 
 func underusedAdvice(in adviceIn) ([]string, bool) {
@@ -70,7 +74,11 @@ func underusedAdvice(in adviceIn) ([]string, bool) {
 	if w := in.w; in.d.variant == underusedWaitUnread && (!w.haveLoader || w.sampled != nil) && !w.underRun {
 		// Which of the input and the step idles the GPU is not read: the
 		// hook times the wait.
-		a = append([]string{underusedTimeTheWait}, a...)
+		how := underusedTimeTheWait
+		if w.runNoHook {
+			how = underusedHookOut
+		}
+		a = append([]string{how}, a...)
 	}
 	// What the step's GPU time goes to, where the hook recorded it (by
 	// itself under --once when the GPU is the limit), and MFU: the
@@ -167,6 +175,8 @@ func underusedUnreadRule(f *facts) (decision, bool) {
 	}
 	why := "no loader seen"
 	switch {
+	case w.runNoHook:
+		why = "no process of gpuwatch run's command loaded its hook"
 	case w.sampled != nil && w.underRun:
 		why = "the loop iterates no DataLoader gpuwatch run's hook times, and its sampled wait could not be told from its step"
 	case w.sampled != nil:

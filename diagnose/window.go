@@ -64,6 +64,9 @@ type window struct {
 	// underRun: the newest frame's job is gpuwatch run's command, whose
 	// hook times a DataLoader's loop (a loop it samples iterates none).
 	underRun bool
+	// runNoHook: gpuwatch run's command, in which no process loaded the
+	// hook (Target.NoHook).
+	runNoHook bool
 	// loaderDown is the newest frame's loader when it is attached and
 	// does not answer (nil otherwise): its rates are unknown, and the
 	// window cannot say the job is idle (issue 41, item 3).
@@ -204,7 +207,8 @@ func read(frames []sample.Frame, th Thresholds) window {
 			w.unavailable = f.Unavailable
 			w.ranksSeen, w.worldSize = worldSeen(f)
 			w.localRanks = localRanks(f, w.worldSize)
-			w.underRun = f.Target != nil && f.Target.Why == "gpuwatch run"
+			w.underRun = f.Target != nil && f.Target.Why == "gpuwatch run" && !f.Target.NoHook
+			w.runNoHook = f.Target != nil && f.Target.Why == "gpuwatch run" && f.Target.NoHook
 		}
 	}
 	if procSM.n > 0 { // the window's mean: one interval NVML sampled nothing in reads 0

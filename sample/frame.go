@@ -80,6 +80,10 @@ type Target struct {
 	// nothing until it is continued, so an idle verdict is not its
 	// loader's. Only for a command gpuwatch run started.
 	Stopped bool `json:"stopped,omitempty"`
+	// NoHook says no process of a command gpuwatch run started has loaded
+	// the hook (a program that is not Python, python -I or -S): its wait
+	// cannot be timed by running it so. Only for gpuwatch run's command.
+	NoHook bool `json:"no_hook,omitempty"`
 }
 
 // Rank is one rank's loader over the interval, as its hook reports it.

@@ -88,8 +88,9 @@ func (t *target) Collect(_ context.Context, f *sample.Frame) error {
 	// (a discovery pass every 2 s, more under load) the frames have no
 	// loader, and a --once judged them by threads alone (CI: a padding loop
 	// settled on single_core_maxed, "no accelerator signal").
-	out.Starting = t.o.Job != nil && out.ExitedAt == nil && len(t.hook) > 0 && f.Time.Sub(t.first) < startGrace &&
-		(t.set.attached == nil || t.set.attached.Ranks.Connected() == 0)
+	read := t.set.attached != nil && t.set.attached.Ranks.Connected() > 0
+	out.Starting = t.o.Job != nil && out.ExitedAt == nil && len(t.hook) > 0 && f.Time.Sub(t.first) < startGrace && !read
+	out.NoHook = t.o.Job != nil && out.ExitedAt == nil && len(t.hook) == 0 && len(t.serves) == 0 && !read
 	f.Target = out
 	return nil
 }

@@ -28,15 +28,16 @@ func TestTargetStartsUntilTheHookIsRead(t *testing.T) {
 	t.Cleanup(func() { j.Stop(time.Second) })
 	tg := newTarget(Options{Target: Target{Job: j}}, &probeSet{})
 	at := time.Now()
-	starting := func(after time.Duration) bool {
+	collect := func(after time.Duration) *sample.Target {
 		f := &sample.Frame{Time: at.Add(after)}
 		if err := tg.Collect(context.Background(), f); err != nil || f.Target == nil {
 			t.Fatalf("no target: %v", err)
 		}
-		return f.Target.Starting
+		return f.Target
 	}
-	if starting(0) {
-		t.Error("starting before the hook was loaded: a program that is not Python would never be judged")
+	starting := func(after time.Duration) bool { return collect(after).Starting }
+	if tgt := collect(0); tgt.Starting || !tgt.NoHook {
+		t.Errorf("before the hook was loaded: starting %v (a program that is not Python would never be judged), no hook %v", tgt.Starting, tgt.NoHook)
 	}
 	mark := func(name string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("{}"), 0o600); err != nil {
@@ -44,8 +45,8 @@ func TestTargetStartsUntilTheHookIsRead(t *testing.T) {
 		}
 	}
 	mark(fmt.Sprintf("py-%d", j.PID()))
-	if !starting(time.Second) {
-		t.Error("the hook is loaded and no DataLoader iterates: not starting")
+	if tgt := collect(time.Second); !tgt.Starting || tgt.NoHook {
+		t.Errorf("the hook is loaded and no DataLoader iterates: starting %v, no hook %v", tgt.Starting, tgt.NoHook)
 	}
 	mark(fmt.Sprintf("%d-0.json", j.PID())) // the hook serves
 	if !starting(2 * time.Second) {
