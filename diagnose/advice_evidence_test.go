@@ -180,21 +180,33 @@ func TestAGPUIdleWithTheWaitUnreadIsNotHealthy(t *testing.T) {
 	if v := Classify(frames(10, func(i int, f *sample.Frame) { host(f, 20, 0, 1); gpus(f, 1, 97, 95, 99) }), DefaultThresholds()); v.Kind != Healthy {
 		t.Errorf("no loader, GPU 97 %%: %s", v.Kind)
 	}
-	for _, mig := range []bool{false, true} {
+	// Not partitioned, partitioned, and another user's MIG GPU beside the
+	// job's H200 (a review: the job's read as MIG instances).
+	for _, mig := range []string{"none", "the job's", "another's"} {
 		fs := frames(10, func(i int, f *sample.Frame) {
 			host(f, 20, 0, 1)
-			gpus(f, 1, 0, 0, 0)
-			g := &f.GPUs[0]
+			n := 1
+			if mig == "another's" {
+				n = 2
+			}
+			gpus(f, n, 0, 0, 0)
+			g := &f.GPUs[n-1]
 			g.UtilPct, g.UtilSamples = nil, nil
 			g.GPM = &sample.GPM{SMActivityPct: f64(97)}
-			if mig {
-				g.Unavailable = map[string]string{"util_pct": "not available on MIG: NVML reports no utilization"}
-				g.MIG = []sample.MIGDevice{{UUID: "MIG-a"}}
+			m := &f.GPUs[0]
+			if mig != "none" {
+				m.UtilPct, m.UtilSamples = nil, nil
+				m.Unavailable = map[string]string{"util_pct": "not available on MIG: NVML reports no utilization"}
+				m.MIG = []sample.MIGDevice{{UUID: "MIG-a"}}
+			}
+			if mig == "another's" {
+				f.JobGPUs, g.Job = "the job's process", true
+				m.GPM = nil
 			}
 		})
 		v := Classify(fs, DefaultThresholds())
 		want := "the GPU (SM activity, GPM: its utilization not read) is 97 % busy"
-		if mig {
+		if mig == "the job's" {
 			want = "the GPU's MIG instances (SM activity, GPM) is 97 % busy"
 		}
 		if len(v.Evidence) == 0 || !strings.Contains(v.Evidence[0].Text, want) {

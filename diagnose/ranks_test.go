@@ -384,7 +384,7 @@ func TestAChangeIsEveryLocalRanks(t *testing.T) {
 
 // TestARankWatchedAloneCountsItsLaunchersLocalRanks: the same two-rank
 // job watched through one rank only (gpuwatch run on one rank's command,
-// one srun task) sees no other rank; its launcher's LOCAL_WORLD_SIZE
+// torchrun's ranks) sees no other rank; its launcher's LOCAL_WORLD_SIZE
 // (the hook's local_world_size) says two share the node, and the advice
 // is the two ranks'. Without it, or from a loader on another host, the
 // one-rank job's.

@@ -617,14 +617,19 @@ func (w *window) readGPUs(f *sample.Frame) {
 			continue
 		}
 		live++
+		// Of the GPUs judged only: another user's MIG GPU beside the
+		// job's H200 made the job's read as MIG instances (a review).
+		if !f.JudgedGPU(i) {
+			continue
+		}
 		if r := g.Unavailable["util_pct"]; r != "" && g.UtilPct == nil {
 			w.noUtilWhy = r
 		}
-		w.mig = w.mig || len(g.MIG) > 0
+		w.mig = w.mig || g.MIG != nil
 		// The memory of the GPUs judged (the job's where told), not the
 		// box's: a review read "131GiB of 282GiB in use" for a job whose
 		// one GPU had 130 of 141 GiB in use.
-		if f.JudgedGPU(i) && g.MemUsedBytes != nil && g.MemTotalBytes != nil {
+		if g.MemUsedBytes != nil && g.MemTotalBytes != nil {
 			w.gpuMemUsed += float64(*g.MemUsedBytes)
 			w.gpuMemTot += float64(*g.MemTotalBytes)
 		}
@@ -713,10 +718,9 @@ func localRanks(f *sample.Frame, world int) int {
 			n++
 		}
 	}
-	// A rank watched alone (gpuwatch run on one rank's command, one
-	// srun task) sees no other; its launcher says how many share its
-	// node. Only of a loader on this machine: another node's count says
-	// nothing of these cores.
+	// A rank watched alone (gpuwatch run on one rank's command) sees no
+	// other; torchrun says how many share its node. Only of a loader on
+	// this machine: another node's count says nothing of these cores.
 	if l := f.Loader; l != nil && l.LocalWorldSize != nil && world > 1 && loopbackURL(l.Source) {
 		n = max(n, *l.LocalWorldSize)
 	}

@@ -623,8 +623,7 @@ type Loader struct {
 	// Rank, LocalRank and WorldSize as the hook reports them (RANK,
 	// LOCAL_RANK, WORLD_SIZE of its process); nil when it does not.
 	// LocalWorldSize is the job's ranks on the loader's node as its
-	// launcher says (LOCAL_WORLD_SIZE, or Slurm's tasks on the node), at
-	// most WorldSize.
+	// launcher says (torchrun's LOCAL_WORLD_SIZE), at most WorldSize.
 	Rank           *int  `json:"rank,omitempty"`
 	LocalRank      *int  `json:"local_rank,omitempty"`
 	WorldSize      *int  `json:"world_size,omitempty"`

@@ -79,7 +79,7 @@ type Settle struct {
 	// heldUnprofiled: the last frame held by the settle rule, waiting only
 	// for the first profile — settled all the same if the session ends.
 	profiles, profiled, heldUnprofiled bool
-	replaying                          bool // the last frame was the ceiling's replay
+	replay                             sample.ReplaySkip // the replay's frames and the one after hold the settle
 	// measuringWhat is what held the settle at the last frame (the
 	// ceiling measured, the step's GPU time recorded), "" where nothing
 	// did: a session that ends then says it, not the settle rule.
@@ -201,13 +201,11 @@ func (s *Settle) measuringAt(f *sample.Frame) bool {
 	// Nor does the frame in which the replay ended: the diagnosis leaves
 	// it out (diagnose.Diagnoser.Observe), so its verdict is the one held
 	// from before the replay, without the ceiling.
-	measuring, replaying := false, false
+	measuring := false
 	if c := f.Loader.CeilingOf(); c != nil {
 		measuring = c.State != sample.CeilingDone && c.State != sample.CeilingRefused
-		replaying = c.State == sample.CeilingReplaying
 	}
-	measuring = measuring || s.replaying
-	s.replaying = replaying
+	measuring = s.replay.Skip(f.Loader.Replaying()) || measuring
 	// A recording of the step's GPU time under way — asked by --once, or
 	// armed by run --gpu-profile — holds the settle, at most
 	// GPUProfileWait past the rule.

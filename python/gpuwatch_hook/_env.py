@@ -102,29 +102,14 @@ def rank_env() -> Dict[str, int]:
 
 
 def local_world(env: Mapping[str, str]) -> Optional[int]:
-    """The ranks of this process's job on its node: torchrun's
-    LOCAL_WORLD_SIZE, or where Slurm started the ranks (srun, one task a
-    rank) the step's tasks on this node, SLURM_STEP_TASKS_PER_NODE
-    ("4(x2),3": 4 on each of the first two nodes, 3 on the third) at
-    SLURM_NODEID. None where neither says, or says it badly."""
-    try:
-        v = int(env.get("LOCAL_WORLD_SIZE", ""))
-        return v if 0 < v < 1 << 20 else None
-    except ValueError:
-        pass
-    spec, left = env.get("SLURM_STEP_TASKS_PER_NODE", ""), _small(env.get("SLURM_NODEID", ""))
-    if not spec or len(spec) > 4096 or left is None:
-        return None
-    for part in spec.split(","):
-        tasks, paren, times = part.partition("(x")
-        n = _small(times[:-1]) if paren and times.endswith(")") else 1 if not paren else None
-        t = _small(tasks)
-        if t is None or n is None:
-            return None
-        if left < n:
-            return t or None
-        left -= n
-    return None
+    """The ranks of this process's job on its node, as torchrun (and the
+    launchers built on it) says: LOCAL_WORLD_SIZE; None where it is unset
+    or not a number from 1. Its ranks are children of one agent and share
+    its CPUs. Slurm's tasks on the node (SLURM_STEP_TASKS_PER_NODE) are
+    not read: srun may bind each task to CPUs of its own, and whether it
+    did is not the hook's to tell (a review: a bound task's own 8 CPUs
+    split by 4)."""
+    return _small(env.get("LOCAL_WORLD_SIZE", "")) or None
 
 
 def _small(s: str) -> Optional[int]:

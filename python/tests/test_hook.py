@@ -614,27 +614,23 @@ class HookTest(unittest.TestCase):
         self.assertEqual(got, [[0, {}, {"rank": 0, "world_size": 2}], [1, {}, {"rank": 1, "world_size": 2}]])
 
     def test_local_world_is_the_launchers_ranks_on_this_node(self):
-        """torchrun's LOCAL_WORLD_SIZE, else Slurm's step's tasks on this
-        node (SLURM_STEP_TASKS_PER_NODE at SLURM_NODEID); anything else
-        none, and never above the world size."""
+        """torchrun's LOCAL_WORLD_SIZE, written as a number from 1 in ASCII
+        digits; anything else none, Slurm's tasks on the node too, and
+        never above the world size."""
         from gpuwatch_hook import _env
 
-        slurm = lambda spec, node: {"SLURM_STEP_TASKS_PER_NODE": spec, "SLURM_NODEID": node}
         cases = [
             ({"LOCAL_WORLD_SIZE": "8"}, 8),
-            (dict(slurm("2", "0"), LOCAL_WORLD_SIZE="4"), 4),  # torchrun inside one srun task
-            (slurm("4(x2),3", "0"), 4),
-            (slurm("4(x2),3", "1"), 4),
-            (slurm("4(x2),3", "2"), 3),
-            (slurm("4(x2),3", "3"), None),  # no such node
+            ({"LOCAL_WORLD_SIZE": "4", "SLURM_STEP_TASKS_PER_NODE": "2", "SLURM_NODEID": "0"}, 4),
+            ({"SLURM_STEP_TASKS_PER_NODE": "4(x2)", "SLURM_NODEID": "0"}, None),  # srun may bind each task to its own CPUs
             ({"LOCAL_WORLD_SIZE": "0"}, None),
+            ({"LOCAL_WORLD_SIZE": "-1"}, None),
+            ({"LOCAL_WORLD_SIZE": " 4 "}, None),
+            ({"LOCAL_WORLD_SIZE": "4_0"}, None),
+            ({"LOCAL_WORLD_SIZE": "\u0664"}, None),  # a digit to isdigit, not ASCII
+            ({"LOCAL_WORLD_SIZE": "\u00b2"}, None),  # a digit to isdigit, not to int
+            ({"LOCAL_WORLD_SIZE": "9" * 5000}, None),
             ({"LOCAL_WORLD_SIZE": "x"}, None),
-            (slurm("4(x\u00b2)", "0"), None),  # a digit to isdigit, not to int
-            (slurm("\u0664", "0"), None),
-            (slurm("(x3)", "0"), None),
-            (slurm("4(x2", "0"), None),
-            (slurm("4", "-1"), None),
-            (slurm("4," * 5000, "0"), None),
             ({}, None),
         ]
         for env, want in cases:
