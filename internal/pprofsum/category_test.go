@@ -155,6 +155,14 @@ func TestPythonStacksInnermostDecides(t *testing.T) {
 		"__main__.f;__main__.W.__getitem__.<locals>.<listcomp>;__main__.W.__getitem__":                                            "other",
 		"__main__.W.__getitem__.<locals>.<genexpr>;__main__.W.__getitem__":                                                        "other",
 		"torchvision.transforms.transforms.Compose.__call__.<locals>.<listcomp>;" + tf:                                            "augmenting",
+		// numpy's .npy load: its header parsed by Python's tokenize module,
+		// the array read by fromfile (a review: "tokenizing text" and
+		// "augmenting"); Python's tokenize under nothing a row names is
+		// the interpreter's, and a text tokenizer's as before.
+		"C:_compile(PseudoToken).match@/usr/lib/python3.11/tokenize.py;tokenize._tokenize;tokenize.generate_tokens;numpy.lib.format._filter_header;numpy.lib.format._read_array_header;numpy.lib.format.read_array;numpy.lib.npyio.load;__main__.DS.__getitem__": "reading",
+		"C:numpy.fromfile@/usr/lib/python3/dist-packages/numpy/lib/format.py;numpy.lib.format.read_array;numpy.lib.npyio.load;__main__.DS.__getitem__":                                                                                                           "reading",
+		"tokenize._tokenize;tokenize.generate_tokens;__main__.f":                         "interpreter",
+		"tokenizers.Tokenizer.encode_batch;mydata.Text.tokenize;__main__.DS.__getitem__": "tokenizing",
 		// A worker's resource sharer accepting a connection for a shared
 		// tensor's descriptor: the hand-over, not a read.
 		"C:self._accept@/usr/lib/python3.11/socket.py;socket.socket.accept;multiprocessing.connection.SocketListener.accept;multiprocessing.connection.Listener.accept;multiprocessing.resource_sharer._ResourceSharer._serve;threading.Thread.run": "serializing",

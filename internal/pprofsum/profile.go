@@ -87,6 +87,11 @@ var categoryRules = []categoryRule{
 		"http.client.", "urllib.", "urllib3.", "requests.", "fsspec.", "s3fs.", "gcsfs.", "adlfs.", "boto3.",
 		"botocore.", "s3transfer.", "aiohttp.", "h5py.", "lmdb.", "tarfile.", "zipfile.", "mmap.", "shutil.copyfileobj",
 		"pathlib.Path.read_bytes", "pathlib.Path.read_text", "*ImageFile.load_read", "PIL.ImageFile._safe_read",
+		// numpy's .npy files: np.load, its header's parse (Python's
+		// tokenize module, below) and the array's read (a user's review:
+		// "tokenizing text ... a Rust-backed tokenizer" of np.load).
+		"numpy.lib.format.", "numpy.lib._format_impl.", "numpy.lib.npyio.load", "numpy.lib._npyio_impl.load",
+		"numpy.load", "=numpy.fromfile", "=numpy.load",
 	}},
 	{category: sample.CatSerializing, match: []string{
 		// Python: pickling batches through the workers' queues, and
@@ -96,6 +101,10 @@ var categoryRules = []categoryRule{
 		"torch.storage._share", "torch.storage.TypedStorage._share", "torch.storage.UntypedStorage._share",
 		"torch._utils._rebuild",
 	}},
+	// Python's own tokenize module reads Python source (inspect,
+	// linecache, numpy's .npy header): no text a job trains on. Weak, so
+	// its caller decides.
+	{category: sample.CatInterpreter, weak: true, match: []string{"tokenize."}},
 	{category: sample.CatTokenizing, match: []string{"*tokeniz", "*Tokeniz", "sentencepiece.", "tiktoken."}},
 	{category: sample.CatCollating, match: []string{
 		"torch.utils.data._utils.collate.", "/torch/utils/data/_utils/collate.py",
