@@ -84,6 +84,10 @@ type Target struct {
 	// the hook (a program that is not Python, python -I or -S): its wait
 	// cannot be timed by running it so. Only for gpuwatch run's command.
 	NoHook bool `json:"no_hook,omitempty"`
+	// HookServes says the hook of a command gpuwatch run started serves:
+	// a DataLoader of the job has iterated (the hook serves from its first
+	// epoch), whether or not gpuwatch reads it yet.
+	HookServes bool `json:"hook_serves,omitempty"`
 }
 
 // Rank is one rank's loader over the interval, as its hook reports it.

@@ -381,6 +381,13 @@ func (s *Settle) why() string {
 		return fmt.Sprintf("the job %s after %s, %s read from its loader: too soon for a verdict to hold (the loop's rates need a second reading of the hook, and a verdict a window of frames)",
 			sample.Ended(s.jobEnded), sample.Plural(s.frames, "frame"), batches)
 	}
+	if t := s.last.Target; s.jobEnded != "" && t != nil && t.Starting && s.batches == 0 && t.HookServes {
+		// Its hook served, so a DataLoader iterated: the job ended before
+		// discovery read it (a user's review: a job whose worker raised
+		// at its 486th batch, 2 s in, read "it iterated none").
+		return fmt.Sprintf("the job %s after %s: its DataLoader iterated (its hook served), and the job ended before gpuwatch read it (discovery looks every 2 s): too soon for a verdict to hold",
+			sample.Ended(s.jobEnded), sample.Plural(s.frames, "frame"))
+	}
 	if t := s.last.Target; s.jobEnded != "" && t != nil && t.Starting && s.batches == 0 {
 		// Not too soon: a script that iterates no DataLoader gives no
 		// verdict in its start-up grace, however long it runs. Nor is it

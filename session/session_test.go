@@ -250,6 +250,20 @@ func TestSettleSaysNoDataLoaderFirst(t *testing.T) {
 	if !errors.Is(err, ErrUnsettled) || !strings.Contains(out.String(), want) || strings.Contains(out.String(), "too soon") {
 		t.Fatalf("%v: %q, want %q", err, out.String(), want)
 	}
+	// Its hook served (a DataLoader iterated) and was never read: not
+	// "it iterated none" (a user's review).
+	s = &Settle{stop: func() {}, need: 3, jobEnded: "exited with status 1"}
+	for i := range 3 {
+		f := settleFrameAt(i)
+		f.Target = &sample.Target{PID: 42, Starting: true, HookServes: i == 2}
+		s.Frame(f, diagnose.Verdict{Kind: diagnose.WarmingUp})
+	}
+	out.Reset()
+	err = s.summary(&out, false)
+	want = "NOT SETTLED: the job exited with status 1 after 3 frames: its DataLoader iterated (its hook served), and the job ended before gpuwatch read it"
+	if !errors.Is(err, ErrUnsettled) || !strings.Contains(out.String(), want) || strings.Contains(out.String(), "iterated none") {
+		t.Fatalf("served, not read: %v: %q, want %q", err, out.String(), want)
+	}
 	// Its hook read once, 60 batches counted, before the job ended: not
 	// "read no DataLoader batch" (a review).
 	s = &Settle{stop: func() {}, need: 3, jobEnded: "exited with status 1"}

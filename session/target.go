@@ -91,6 +91,7 @@ func (t *target) Collect(_ context.Context, f *sample.Frame) error {
 	read := t.set.attached != nil && t.set.attached.Ranks.Connected() > 0
 	out.Starting = t.o.Job != nil && out.ExitedAt == nil && len(t.hook) > 0 && f.Time.Sub(t.first) < startGrace && !read
 	out.NoHook = t.o.Job != nil && out.ExitedAt == nil && len(t.hook) == 0 && len(t.serves) == 0 && !read
+	out.HookServes = t.o.Job != nil && (len(t.serves) > 0 || read)
 	f.Target = out
 	return nil
 }

@@ -49,8 +49,8 @@ func TestTargetStartsUntilTheHookIsRead(t *testing.T) {
 		t.Errorf("the hook is loaded and no DataLoader iterates: starting %v, no hook %v", tgt.Starting, tgt.NoHook)
 	}
 	mark(fmt.Sprintf("%d-0.json", j.PID())) // the hook serves
-	if !starting(2 * time.Second) {
-		t.Error("the hook serves and gpuwatch does not read it yet: not starting")
+	if tgt := collect(2 * time.Second); !tgt.Starting || !tgt.HookServes {
+		t.Errorf("the hook serves and gpuwatch does not read it yet: starting %v, serves %v", tgt.Starting, tgt.HookServes)
 	}
 	if starting(startGrace + time.Second) {
 		t.Error("still starting past the grace")
