@@ -22,6 +22,9 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice, pay *sample.Ba
 		return []string{line} // no knob unsticks a hang, and the model's figures are from before it
 	}
 	var a []string
+	if w.iterableRepeats {
+		a = append(a, repeatsLine(w))
+	}
 	if m != nil && len(m.changes) > 0 {
 		a = append(a, changeLine(m.changes, m.predicted, m.pipeline.Measured))
 		if line, ok := iterableWorkersLine(m.changes, w); ok {
@@ -190,6 +193,20 @@ type modelAdvice struct {
 	limit     Limit
 }
 
+// repeatsLine says the loader's workers yield the same samples, as their
+// first batches measured it (sample.Loader.IterableRepeats): whatever the
+// bottleneck, each sample is trained on once per worker, and the rates
+// count every repeat (a user's review: an IterableDataset at
+// num_workers=2 that did not split its range trained on each sample twice
+// an epoch, and gpuwatch said nothing).
+func repeatsLine(w *window) string {
+	times := "once per worker"
+	if w.workers >= 2 {
+		times = fmt.Sprintf("%d times", w.workers)
+	}
+	return fmt.Sprintf("the DataLoader's workers yield the same samples: two workers' first batches were the same bytes, and the first worker's next was not — the IterableDataset does not split its data by worker, so an epoch trains on each sample %s and the samples/s counts every repeat; split it in __iter__ by torch.utils.data.get_worker_info() (each worker its share: range(info.id, n, info.num_workers))", times)
+}
+
 // iterableWorkersLine is the caution for workers added to a loop that
 // loads inline from an IterableDataset (its kind read from the profile):
 // each worker runs the dataset's __iter__ whole, so the rate the change
@@ -201,8 +218,8 @@ type modelAdvice struct {
 // its __iter__, or the DataLoader's worker_init_fn): it splits already,
 // and the caution would repeat what the job does.
 func iterableWorkersLine(cs []Change, w *window) (string, bool) {
-	if w.profile == nil || w.profile.Dataset != sample.DatasetIterable || w.splitsByWorker {
-		return "", false
+	if w.profile == nil || w.profile.Dataset != sample.DatasetIterable || w.splitsByWorker || w.iterableApart || w.iterableRepeats {
+		return "", false // repeatsLine says it, measured
 	}
 	for _, c := range cs {
 		from, err1 := strconv.Atoi(c.From)

@@ -214,3 +214,23 @@ func TestAGPUIdleWithTheWaitUnreadIsNotHealthy(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkersThatRepeatEachOtherAreSaid: an IterableDataset's workers
+// measured yielding the same samples (the hook's iterable_repeats) are
+// said first, whatever the verdict, with how often each sample repeats;
+// measured apart, nothing is said, not even the caution for more workers.
+func TestWorkersThatRepeatEachOtherAreSaid(t *testing.T) {
+	for _, repeats := range []bool{true, false} {
+		v := Classify(frames(10, func(i int, f *sample.Frame) {
+			host(f, 20, 0, 1)
+			gpus(f, 1, 97, 95, 99)
+			f.Loader = &sample.Loader{Source: "http://127.0.0.1:1", Kind: "python", Workers: ptr(2), BatchesPerSec: 100, SamplesPerSec: 3200,
+				Batches: uint64(100 * (i + 1)), WaitShare: f64(0.01), IterableRepeats: &repeats}
+		}), DefaultThresholds())
+		said := strings.Join(v.Advice, "\n")
+		if has := strings.Contains(said, "the DataLoader's workers yield the same samples"); has != repeats ||
+			repeats && (!strings.HasPrefix(said, "the DataLoader's workers") || !strings.Contains(said, "each sample 2 times")) {
+			t.Errorf("repeats %v: %s, advice %q", repeats, v.Kind, v.Advice)
+		}
+	}
+}

@@ -95,6 +95,8 @@ type window struct {
 	epochStallMs                                        float64
 	newLoaderEveryEpoch                                 bool // every epoch iterated a new DataLoader (Loader.NewLoaderEveryEpoch)
 	splitsByWorker                                      bool // its IterableDataset asks get_worker_info (Loader.IterableSplitsByWorker)
+	iterableRepeats                                     bool // its IterableDataset's workers yield the same samples, measured (Loader.IterableRepeats)
+	iterableApart                                       bool // they yield different ones, measured
 	batchesPerEpoch                                     int
 	readSec, decodeSec                                  level // per wall second, summed over workers
 	bytesPerSec                                         level
@@ -536,6 +538,9 @@ func (w *window) addDataLoader(l *sample.Loader) {
 	}
 	if l.IterableSplitsByWorker != nil {
 		w.splitsByWorker = *l.IterableSplitsByWorker
+	}
+	if l.IterableRepeats != nil {
+		w.iterableRepeats, w.iterableApart = *l.IterableRepeats, !*l.IterableRepeats
 	}
 	if l.BatchesPerEpoch != nil {
 		w.batchesPerEpoch = *l.BatchesPerEpoch

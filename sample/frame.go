@@ -622,8 +622,13 @@ type Loader struct {
 	// does), so it can split its data by worker; false where neither
 	// does; nil for a map-style dataset, or a loader that does not say.
 	IterableSplitsByWorker *bool `json:"iterable_splits_by_worker,omitempty"`
-	PID                    *int  `json:"pid,omitempty"`
-	LoopTID                *int  `json:"loop_tid,omitempty"`
+	// IterableRepeats: an IterableDataset's workers yield the same
+	// samples, measured on their first batches (two workers' first the
+	// same bytes, the first worker's next not); false where they
+	// differed; nil where not measured.
+	IterableRepeats *bool `json:"iterable_repeats,omitempty"`
+	PID             *int  `json:"pid,omitempty"`
+	LoopTID         *int  `json:"loop_tid,omitempty"`
 	// Rank, LocalRank and WorldSize as the hook reports them (RANK,
 	// LOCAL_RANK, WORLD_SIZE of its process); nil when it does not.
 	// LocalWorldSize is the job's ranks on the loader's node as its

@@ -546,6 +546,12 @@ func (m *metricsPage) scalars() {
 		splits := v >= 0.5
 		c.IterableSplitsByWorker = &splits
 	}
+	// Whether its workers yield the same samples, as their first batches
+	// measured it.
+	if v, ok := m.gauge("gpuwatch_loader_iterable_repeats", 0, 1); ok {
+		repeats := v >= 0.5
+		c.IterableRepeats = &repeats
+	}
 	// The time to each epoch's first batch, epochs after the first.
 	if stalls, ok := m.gauge("gpuwatch_loader_epoch_stalls_total", 0, 1<<40); ok && stalls > 0 {
 		if sum := m.seconds("gpuwatch_loader_epoch_stall_seconds_total"); sum != nil {

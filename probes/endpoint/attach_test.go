@@ -78,6 +78,21 @@ gpuwatch_loader_worker_info{worker="3",pid="99999999999"} 1
 	if err != nil || c.PID != nil || c.LoopTID != nil {
 		t.Fatalf("bad IDs gave pid %v tid %v (%v)", c.PID, c.LoopTID, err)
 	}
+	// Whether an IterableDataset's workers repeat each other, as measured;
+	// absent, not told.
+	for page, want := range map[string]string{
+		"gpuwatch_loader_iterable_repeats 1\n": "true", "gpuwatch_loader_iterable_repeats 0\n": "false",
+		"gpuwatch_loader_iterable_repeats 7\n": "nil", "": "nil",
+	} {
+		c, _, err := CountersFromMetrics([]byte("gpuwatch_loader_batches_total 1\n" + page))
+		got := "nil"
+		if c.IterableRepeats != nil {
+			got = fmt.Sprint(*c.IterableRepeats)
+		}
+		if err != nil || got != want {
+			t.Errorf("%q: repeats %s, want %s (%v)", page, got, want, err)
+		}
+	}
 	// The ranks on the loader's node: from 1 to its world size, else none.
 	for labels, want := range map[string]int{
 		`rank="1",world_size="8",local_world_size="4"`:  4,

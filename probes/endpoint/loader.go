@@ -61,6 +61,10 @@ type LoaderCounters struct {
 	// get_worker_info in its __iter__ (or its worker_init_fn does); nil
 	// for a map-style dataset, or when the loader does not say.
 	IterableSplitsByWorker *bool
+	// IterableRepeats: two workers' first batches of an IterableDataset
+	// were the same bytes and the first's next was not (they yield the
+	// same samples); false where they differed; nil when not measured.
+	IterableRepeats *bool
 	// DatasetBytes and DatasetCachedBytes: the dataset's size and how
 	// much of it is in the page cache, where the loader can tell cheaply
 	// (the embedded one, from mincore on its own mappings).
@@ -177,7 +181,7 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 		out.EpochStallMs = probes.Ptr(float64(cur.EpochStall.Microseconds()) / 1000)
 	}
 	out.NewLoaderEveryEpoch = cur.NewLoaderEveryEpoch
-	out.IterableSplitsByWorker = cur.IterableSplitsByWorker
+	out.IterableSplitsByWorker, out.IterableRepeats = cur.IterableSplitsByWorker, cur.IterableRepeats
 	if _, attached := p.src.(*Attach); attached {
 		out.Connected = probes.Ptr(true)
 	}

@@ -11,7 +11,7 @@ import threading
 import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _ceiling, _cost, _env, _gpuprofile, _h2d, _payload, _settings, _stages, _syncs, _torch
+from . import _ceiling, _cost, _env, _gpuprofile, _h2d, _payload, _repeats, _settings, _stages, _syncs, _torch
 
 #: Histogram bounds in seconds: the embedded loader's (loader/stats.go).
 BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -129,6 +129,11 @@ class Stats:
         self.prefetch: Optional[int] = None
         self.persistent: Optional[bool] = None
         self.splits_by_worker: Optional[bool] = None
+        # Whether an IterableDataset's workers yield the same data, as
+        # their first batches measured it (_repeats; None: not told), and
+        # the watch of an epoch's first batches (the loop's thread's).
+        self.repeats: Optional[bool] = None
+        self._repeat_watch: Optional[_repeats.Watch] = None
         self.pin_memory: Optional[bool] = None
         self.loader_batch: Optional[int] = None  # the loader's batch_size (None: not a DataLoader's, or batches by a batch_sampler)
         self.batches_per_epoch: Optional[int] = None
@@ -229,6 +234,8 @@ class Stats:
             n = self.samples_of(batch)
         except Exception:  # a batch type with odd attributes: size unknown
             n = None
+        if self._repeat_watch is not None and not self._repeat_watch.done:
+            _cost.cost.timed("payload", self.watch_repeats, batch)
         self.pending.append((wait, n, depth, step))
         self.taken += 1
         self.last_n = n
@@ -244,6 +251,17 @@ class Stats:
             self._settings_at = now + _settings.READ_EVERY
             _cost.cost.timed("settings", self.next_settings)
         self.count_syncs(now)
+
+    def watch_repeats(self, batch: Any) -> None:
+        """Adds an epoch's batch to the watch of its workers' repeats
+        (_repeats), while it watches. Called on the loop's thread."""
+        rw = self._repeat_watch
+        if rw is None or rw.done:
+            return
+        rw.add(batch)
+        if rw.done:
+            with self.lock:
+                self.repeats = rw.result
 
     def _loop_drain(self) -> None:
         """The loop's thread's drain, every DRAIN_EVERY: the batches
@@ -598,6 +616,14 @@ class Stats:
                 self.rebuilt_epochs += 1
         self._look_at = None  # each epoch's first batch is looked at
         self._epoch_taken = self.taken
+        rw = self._repeat_watch
+        if rw is None and k.splits_by_worker is not None and (k.workers or 0) >= 2:
+            # An IterableDataset's workers: its first epoch's first batches
+            # say whether they repeat each other's data. Once.
+            self._repeat_watch = _repeats.Watch(k.workers)
+        elif rw is not None:
+            rw.done = True  # an epoch too short to tell: not judged
+
         try:
             same = self._layout_of is not None and self._layout_of() is loader
             self._layout_of = weakref.ref(loader)
@@ -637,7 +663,7 @@ class Stats:
             batches, samples, sized = self._batches, self._samples, self._sized
             depth, workers, prefetch, pids = self._queue_depth, self.workers, self.prefetch, self.worker_pids
             persistent, pin, per_epoch = self.persistent, self.pin_memory, self.batches_per_epoch
-            splits = self.splits_by_worker
+            splits, repeats = self.splits_by_worker, self.repeats
             epochs, stall_sum, stalls = self.epochs, self.stall_sum, self.stalls
             rebuilt_epochs = self.rebuilt_epochs
             tid, errors = self.loop_tid, self.errors
@@ -687,6 +713,13 @@ class Stats:
                 "gauge",
                 "For an IterableDataset: 1 when its __iter__ (or the DataLoader's worker_init_fn) names get_worker_info and num_workers, so it can split its data by worker; 0 when neither does (each worker may yield every sample).",
                 int(splits),
+            )
+        if repeats is not None:
+            one(
+                "gpuwatch_loader_iterable_repeats",
+                "gauge",
+                "For an IterableDataset's workers: 1 when the first batches of two workers were the same bytes and the first worker's next batch was not (each worker yields the same samples: its data is not split by worker); 0 when they differed. Absent until measured, and where it cannot tell.",
+                int(repeats),
             )
         if per_epoch is not None:
             one("gpuwatch_loader_batches_per_epoch", "gauge", "Batches in an epoch (len of the DataLoader).", per_epoch)

@@ -242,3 +242,49 @@ class SplitsByWorkerTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+if DataLoader is not None:
+
+    class Constant(IterableDataset):
+        """The same sample over and over: its batches tell nothing."""
+
+        def __iter__(self):
+            return iter([7] * 8)
+
+
+@unittest.skipIf(DataLoader is None, "needs torch")
+class RepeatsTest(unittest.TestCase):
+    """Whether an IterableDataset's workers yield the same data, measured
+    on the batches the loop takes (_repeats): two workers' first batches
+    the same bytes and the first worker's next not (a user's review: an
+    unsplit dataset at num_workers=2 trained on every sample twice, and
+    gpuwatch said nothing)."""
+
+    def measured(self, ds, workers=2):
+        st = _timing.Stats()
+        dl = DataLoader(ds, batch_size=4, num_workers=workers)
+        it = iter(dl)
+        st.epoch(dl, it)
+        for b in it:
+            st.watch_repeats(b)  # as record() does, without its windows (which patch torch)
+        return [l for l in st.render().decode().splitlines() if l.startswith("gpuwatch_loader_iterable_repeats ")]
+
+    def test_each_kind(self):
+        self.assertEqual(self.measured(Whole()), ["gpuwatch_loader_iterable_repeats 1"])
+        self.assertEqual(self.measured(Split()), ["gpuwatch_loader_iterable_repeats 0"])
+        self.assertEqual(self.measured(Constant()), [], "all batches alike: not judged")
+        self.assertEqual(self.measured(Whole(), workers=0), [], "no workers: nothing to repeat")
+        self.assertEqual(self.measured(list(range(8))), [], "a map-style dataset: its sampler splits it")
+
+    def test_digests(self):
+        from gpuwatch_hook import _repeats
+
+        x = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+        self.assertEqual(_repeats.digest((x, torch.zeros(4))), _repeats.digest({"x": x.clone()}))
+        self.assertNotEqual(_repeats.digest(x), _repeats.digest(x.reshape(6, 4)))  # the shape counts
+        self.assertEqual(_repeats.digest(x.t()), _repeats.digest(x.t().contiguous()))  # strided: its values
+        self.assertIsNotNone(_repeats.digest(x.to(torch.bfloat16)))
+        self.assertEqual(_repeats.digest(x.numpy()), _repeats.digest(x))
+        for none in ("text", [], None, [[1, 2]], torch.zeros(4, dtype=torch.complex64).numpy().astype(object)):
+            self.assertIsNone(_repeats.digest(none), none)

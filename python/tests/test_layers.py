@@ -24,7 +24,7 @@ LAYERS = (
     # Leaves: what is read from torch, the profile's encoding, the C
     # function a frame calls, the look at a batch, the copies to the GPU,
     # what the job already does, the host syncs inside its step.
-    ("_torch", "_pprof", "_callee", "_payload", "_h2d", "_settings", "_syncs"),
+    ("_torch", "_pprof", "_callee", "_payload", "_repeats", "_h2d", "_settings", "_syncs"),
     # The stack sampler.
     ("_sampler",),
     # The workers' profiles; the ceiling; the GPU's time per step.
