@@ -18,8 +18,10 @@ forward decorated with torch.autocast, or a `with` inside it). Every
 top-level forward's FLOPs are counted and summed (Window). A reading of
 an evaluation's step alone is followed by another at the next batch
 (EVAL_REREADS at most), so a validation before training does not stand
-for it. The next batch taken closes the window (removes the hook, reads
-the GPU memory and whether a CUDA graph replayed in between). Between
+for it. The loop's next ask for a batch after a module with parameters
+ran closes the window (removes the hook, reads the GPU memory and whether
+a CUDA graph replayed in between): a loop that prefetches a batch ahead
+asks once before it trains (Window.stepped). Between
 windows nothing is installed: a training step costs the hook nothing for
 this.
 
@@ -700,6 +702,7 @@ class Window:
         self.tid = threading.get_ident()  # the loop's thread: forwards elsewhere are not the step's
         self.opened = time.monotonic()
         self.calls = 0  # module calls with parameters seen (RECHECKS)
+        self.asks = 0  # the loop's asks for a batch since it opened (ask)
         self.model: Any = None  # a weak reference to the module the reading is of
         self.active: Any = None  # a weak reference to the module whose top-level forward is under way
         self.grad_hooks: List[Any] = []  # the handles of watch_backward's hooks, removed at close
@@ -728,6 +731,18 @@ class Window:
         except Exception:
             return None
         return w if _env.attempt("forward pre-hook", w.install) else None
+
+    def ask(self) -> bool:
+        """The loop asks for a batch: whether the window's step ends here.
+        It does where a module with parameters was called in it, at the
+        second ask, or past MAX_SECONDS. A loop that asks for the next
+        batch before it trains on the one it has (a prefetching generator
+        around the DataLoader: `nxt = next(it)`, then `yield cur`) asks
+        once with nothing run: the window stays open to that forward (a
+        user's review: such a loop read "no model's forward seen", every
+        window closed empty). The epoch's end closes it whatever."""
+        self.asks += 1
+        return self.calls > 0 or self.asks > 1 or time.monotonic() - self.opened > MAX_SECONDS
 
     def install(self) -> bool:
         """Registers the window's global forward pre-hook

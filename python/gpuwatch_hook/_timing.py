@@ -1019,7 +1019,7 @@ class Clock:
         t0 = _env.clock()
         stats = self.stats
         stats.handed_at = None  # the loop asks: no step under way
-        if stats.window is not None:  # the settings' window is one step: it ends here
+        if stats.window is not None and stats.window.ask():  # the settings' window is one step: it ends here
             try:
                 _cost.cost.timed("settings", stats.close_settings)
             except Exception:
@@ -1069,9 +1069,11 @@ class Clock:
                     stats.end_syncs()
                 except Exception:
                     stats.error()
+            self._close_window()
             raise
         except BaseException:  # the loader's error (a worker's, a timeout): the step before it was one
             self._last_step(step)
+            self._close_window()
             raise
         finally:
             stats.waiting_since.pop(self, None)
@@ -1093,6 +1095,17 @@ class Clock:
             stats.error()
         self.handed = stats.handed_at = t1
         return batch
+
+    def _close_window(self) -> None:
+        """Closes the settings' window where the loop's next() gave no
+        batch (the epoch's end, the loader's error): one kept open over an
+        ask (_settings.Window.ask) is not left installed."""
+        stats = self.stats
+        if stats.window is not None:
+            try:
+                _cost.cost.timed("settings", stats.close_settings)
+            except Exception:
+                stats.error()
 
     def _last_step(self, step: Optional[float]) -> None:
         """Records the step before a next() that gave no batch (the

@@ -236,6 +236,7 @@ class CostTest(unittest.TestCase):
         _stages.inline.add(0.004, 0.001)
         b.render()
         a.record(0.001, object(), None, None, 0.0)  # the loop's first batch drains
+        a.close_settings()  # the window its batch opened: no next() here closes it
         self.assertEqual((a.stage_n["getitem"], b.stage_n["getitem"]), (1, 0))
         self.assertAlmostEqual(a.stage_sum["getitem"], 0.004)
 

@@ -408,6 +408,31 @@ class SettingsTest(unittest.TestCase):
         self.assertIn("float32_matmul_precision", info)
         self.assertNotIn("gpuwatch_job_batch_size", m)
 
+    def test_a_loop_that_prefetches_a_batch_ahead_is_read(self):
+        """A generator around the DataLoader that asks for the next batch
+        before it yields the one it has (a user's review: "no model's
+        forward seen", each window closed by that ask with nothing run):
+        the window stays open over one empty ask, to the forward."""
+        model = Net()
+        loader = DataLoader([torch.randn(3, 8, 8) for _ in range(24)], batch_size=4)
+
+        def ahead(it):
+            it = iter(it)
+            nxt = next(it, None)
+            while nxt is not None:
+                cur, nxt = nxt, next(it, None)
+                yield cur
+
+        with hook.watch(loader, port=0, quiet=True) as w:
+            for x in ahead(w):
+                model(x).sum().backward()
+            m = metrics(w)
+        info = setting_info(m)
+        self.assertIsNotNone(info, m)
+        self.assertEqual((info.get("has_conv"), info.get("training")), ("1", "1"), info)
+        self.assertEqual(m["gpuwatch_job_batch_size"], 4)
+        self.assertEqual(len(torch.nn.modules.module._global_forward_pre_hooks), 0)
+
     def test_a_compiled_module_is_seen(self):
         """torch.compile's OptimizedModule (torch ≥ 2.0) and module.compile()'s
         _compiled_call_impl (≥ 2.2), as this torch would show them."""
