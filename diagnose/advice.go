@@ -204,7 +204,11 @@ func repeatsLine(w *window) string {
 	if w.workers >= 2 {
 		times = fmt.Sprintf("%d times", w.workers)
 	}
-	return fmt.Sprintf("the DataLoader's workers yield the same samples: two workers' first batches were the same bytes, and the first worker's next was not — the IterableDataset does not split its data by worker, so an epoch trains on each sample %s and the samples/s counts every repeat; split it in __iter__ by torch.utils.data.get_worker_info() (each worker its share: range(info.id, n, info.num_workers))", times)
+	split := "the IterableDataset does not split its data by worker"
+	if w.splitsByWorker {
+		split = "its IterableDataset names get_worker_info, yet its split gives each worker the same data"
+	}
+	return fmt.Sprintf("the DataLoader's workers yield the same samples: two workers' first two batches were the same bytes, and the first worker's second was not its first — %s, so an epoch trains on each sample %s and the samples/s counts every repeat; split it in __iter__ by torch.utils.data.get_worker_info() (each worker its share: range(info.id, n, info.num_workers))", split, times)
 }
 
 // iterableWorkersLine is the caution for workers added to a loop that

@@ -361,13 +361,7 @@ func TestOneRankWatchedAloneSaysSo(t *testing.T) {
 // (another host's address) are not this node's, and the advice is the
 // one-rank job's.
 func TestAChangeIsEveryLocalRanks(t *testing.T) {
-	var fs []sample.Frame
-	for _, l := range readRecording(t, "testdata/pytorch/ddp2-2cores.jsonl") {
-		if l.Type == "frame" && l.Loader != nil {
-			fs = append(fs, l.Frame)
-		}
-	}
-	fs = fs[len(fs)-12:]
+	fs := ddp2Frames(t)
 	v := Classify(fs, DefaultThresholds())
 	if v.Kind != SingleCoreMaxed || len(v.Changes) != 0 || !strings.Contains(strings.Join(v.Advice, "\n"), "one rank's share of what the node's 2 ranks' training processes, a core each,") {
 		t.Errorf("two local ranks: %s, changes %+v, advice %q", v.Kind, v.Changes, v.Advice)
@@ -389,13 +383,7 @@ func TestAChangeIsEveryLocalRanks(t *testing.T) {
 // is the two ranks'. Without it, or from a loader on another host, the
 // one-rank job's.
 func TestARankWatchedAloneCountsItsLaunchersLocalRanks(t *testing.T) {
-	var fs []sample.Frame
-	for _, l := range readRecording(t, "testdata/pytorch/ddp2-2cores.jsonl") {
-		if l.Type == "frame" && l.Loader != nil {
-			fs = append(fs, l.Frame)
-		}
-	}
-	fs = fs[len(fs)-12:]
+	fs := ddp2Frames(t)
 	alone := func(local *int, host string) []sample.Frame {
 		out := make([]sample.Frame, len(fs))
 		for i, f := range fs {
@@ -430,4 +418,16 @@ func TestARankWatchedAloneCountsItsLaunchersLocalRanks(t *testing.T) {
 			t.Errorf("%s: %s, changes %+v, advice %q", c.name, v.Kind, v.Changes, v.Advice)
 		}
 	}
+}
+
+// ddp2Frames are the last 12 frames with a loader of the two-rank gloo
+// job on 2 cores (testdata/pytorch/ddp2.py, num_workers=0).
+func ddp2Frames(t *testing.T) []sample.Frame {
+	var fs []sample.Frame
+	for _, l := range readRecording(t, "testdata/pytorch/ddp2-2cores.jsonl") {
+		if l.Type == "frame" && l.Loader != nil {
+			fs = append(fs, l.Frame)
+		}
+	}
+	return fs[len(fs)-12:]
 }

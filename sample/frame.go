@@ -84,9 +84,10 @@ type Target struct {
 	// the hook (a program that is not Python, python -I or -S): its wait
 	// cannot be timed by running it so. Only for gpuwatch run's command.
 	NoHook bool `json:"no_hook,omitempty"`
-	// HookServes says the hook of a command gpuwatch run started serves:
+	// HookServes says a hook of a command gpuwatch run started has served:
 	// a DataLoader of the job has iterated (the hook serves from its first
-	// epoch), whether or not gpuwatch reads it yet.
+	// epoch), whether or not gpuwatch read it; it stays once seen (the
+	// hook's announcement goes at its exit, before its process).
 	HookServes bool `json:"hook_serves,omitempty"`
 }
 
@@ -623,9 +624,9 @@ type Loader struct {
 	// does; nil for a map-style dataset, or a loader that does not say.
 	IterableSplitsByWorker *bool `json:"iterable_splits_by_worker,omitempty"`
 	// IterableRepeats: an IterableDataset's workers yield the same
-	// samples, measured on their first batches (two workers' first the
-	// same bytes, the first worker's next not); false where they
-	// differed; nil where not measured.
+	// samples, measured on their first batches (two workers' first two
+	// the same bytes, the first worker's second not its first); false
+	// where they differed; nil where not measured.
 	IterableRepeats *bool `json:"iterable_repeats,omitempty"`
 	PID             *int  `json:"pid,omitempty"`
 	LoopTID         *int  `json:"loop_tid,omitempty"`

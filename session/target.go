@@ -28,6 +28,7 @@ type target struct {
 	hookAt time.Time // when the run folder was last read
 	hook   []int     // processes that loaded the hook (gpuwatch run)
 	serves []int     // of those, the ones whose hook serves (announced in the run folder)
+	served bool      // a hook of the job has served (its announcement goes at its exit, before the process)
 	logs   string    // the hook's own warnings (gpuwatch run), newest
 	first  time.Time // the first frame's time
 }
@@ -91,7 +92,8 @@ func (t *target) Collect(_ context.Context, f *sample.Frame) error {
 	read := t.set.attached != nil && t.set.attached.Ranks.Connected() > 0
 	out.Starting = t.o.Job != nil && out.ExitedAt == nil && len(t.hook) > 0 && f.Time.Sub(t.first) < startGrace && !read
 	out.NoHook = t.o.Job != nil && out.ExitedAt == nil && len(t.hook) == 0 && len(t.serves) == 0 && !read
-	out.HookServes = t.o.Job != nil && (len(t.serves) > 0 || read)
+	t.served = t.served || read
+	out.HookServes = t.o.Job != nil && t.served
 	f.Target = out
 	return nil
 }
@@ -137,6 +139,7 @@ func (t *target) loader(out *sample.Target, f *sample.Frame) string {
 	if now.Sub(t.hookAt) >= 2*time.Second || len(t.serves) == 0 {
 		t.hookAt = now
 		t.hook, t.serves, t.logs = t.o.Job.HookState()
+		t.served = t.served || len(t.serves) > 0
 	}
 	var why string
 	switch {

@@ -52,6 +52,14 @@ func TestTargetStartsUntilTheHookIsRead(t *testing.T) {
 	if tgt := collect(2 * time.Second); !tgt.Starting || !tgt.HookServes {
 		t.Errorf("the hook serves and gpuwatch does not read it yet: starting %v, serves %v", tgt.Starting, tgt.HookServes)
 	}
+	// The hook's announcement goes at its exit, before its process: it
+	// served all the same.
+	if err := os.Remove(filepath.Join(dir, fmt.Sprintf("%d-0.json", j.PID()))); err != nil {
+		t.Fatal(err)
+	}
+	if tgt := collect(3 * time.Second); !tgt.HookServes {
+		t.Error("its announcement gone, the hook no longer read as having served")
+	}
 	if starting(startGrace + time.Second) {
 		t.Error("still starting past the grace")
 	}

@@ -61,9 +61,10 @@ type LoaderCounters struct {
 	// get_worker_info in its __iter__ (or its worker_init_fn does); nil
 	// for a map-style dataset, or when the loader does not say.
 	IterableSplitsByWorker *bool
-	// IterableRepeats: two workers' first batches of an IterableDataset
-	// were the same bytes and the first's next was not (they yield the
-	// same samples); false where they differed; nil when not measured.
+	// IterableRepeats: two workers' first two batches of an
+	// IterableDataset were the same bytes and the first's second was not
+	// its first (they yield the same samples); false where they differed;
+	// nil when not measured.
 	IterableRepeats *bool
 	// DatasetBytes and DatasetCachedBytes: the dataset's size and how
 	// much of it is in the page cache, where the loader can tell cheaply

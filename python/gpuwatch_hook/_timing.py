@@ -75,23 +75,16 @@ VARY_LOOKS = 3
 VARY_SHARE = 0.25
 
 
-def lead_shape(batch: Any, depth: int = 0) -> Optional[Tuple[int, ...]]:
-    """The shape of a batch's lead tensor or array as a DataLoader collates
-    it — the batch itself, or the first element of a tuple, list or dict —
-    or None when it has none."""
-    shape = getattr(batch, "shape", None)
-    if shape is not None:
-        try:
-            return tuple(int(d) for d in shape[:2])
-        except (TypeError, ValueError, IndexError):
-            return None
-    if depth >= 4:
+def lead_shape(batch: Any) -> Optional[Tuple[int, ...]]:
+    """The first two dimensions of a batch's lead tensor or array
+    (_repeats.lead), or None when it has none."""
+    x = _repeats.lead(batch)
+    if x is None:
         return None
-    if isinstance(batch, (tuple, list)) and batch:
-        return lead_shape(batch[0], depth + 1)
-    if isinstance(batch, dict) and batch:
-        return lead_shape(next(iter(batch.values())), depth + 1)
-    return None
+    try:
+        return tuple(int(d) for d in x.shape[:2])
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 def native_tid() -> Optional[int]:
@@ -718,7 +711,7 @@ class Stats:
             one(
                 "gpuwatch_loader_iterable_repeats",
                 "gauge",
-                "For an IterableDataset's workers: 1 when the first batches of two workers were the same bytes and the first worker's next batch was not (each worker yields the same samples: its data is not split by worker); 0 when they differed. Absent until measured, and where it cannot tell.",
+                "For an IterableDataset's workers: 1 when the first two batches of two workers were the same bytes and the first worker's second batch was not its first (each worker yields the same samples: its data is not split by worker); 0 when they differed. Absent until measured, and where it cannot tell.",
                 int(repeats),
             )
         if per_epoch is not None:

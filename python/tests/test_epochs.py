@@ -246,6 +246,15 @@ if __name__ == "__main__":
 
 if DataLoader is not None:
 
+    class FadeIn(IterableDataset):
+        """Split by worker; each worker's stream starts with the same
+        blank frames."""
+
+        def __iter__(self):
+            info = get_worker_info()
+            k = 0 if info is None else info.id
+            return iter([0] * 4 + [100 * (k + 1) + i for i in range(4)])
+
     class Constant(IterableDataset):
         """The same sample over and over: its batches tell nothing."""
 
@@ -257,7 +266,7 @@ if DataLoader is not None:
 class RepeatsTest(unittest.TestCase):
     """Whether an IterableDataset's workers yield the same data, measured
     on the batches the loop takes (_repeats): two workers' first batches
-    the same bytes and the first worker's next not (a user's review: an
+    the same bytes, their second too, and the first worker's second not its first (a user's review: an
     unsplit dataset at num_workers=2 trained on every sample twice, and
     gpuwatch said nothing)."""
 
@@ -272,6 +281,9 @@ class RepeatsTest(unittest.TestCase):
 
     def test_each_kind(self):
         self.assertEqual(self.measured(Whole()), ["gpuwatch_loader_iterable_repeats 1"])
+        # Split, yet the workers' first batches alike (videos that fade in
+        # from black, a review): their second batches differ.
+        self.assertEqual(self.measured(FadeIn()), ["gpuwatch_loader_iterable_repeats 0"])
         self.assertEqual(self.measured(Split()), ["gpuwatch_loader_iterable_repeats 0"])
         self.assertEqual(self.measured(Constant()), [], "all batches alike: not judged")
         self.assertEqual(self.measured(Whole(), workers=0), [], "no workers: nothing to repeat")
@@ -281,7 +293,15 @@ class RepeatsTest(unittest.TestCase):
         from gpuwatch_hook import _repeats
 
         x = torch.arange(24, dtype=torch.float32).reshape(4, 6)
-        self.assertEqual(_repeats.digest((x, torch.zeros(4))), _repeats.digest({"x": x.clone()}))
+        self.assertEqual(_repeats.digest((x, torch.zeros(4))), _repeats.digest({"x": x.clone(), "y": torch.zeros(4)}))
+        self.assertNotEqual(_repeats.digest((x, torch.zeros(4))), _repeats.digest((x, torch.ones(4))))  # every tensor counts
+
+        class AttrDict(dict):
+            __getattr__ = dict.__getitem__  # a dotted batch: its missing attributes raise KeyError
+
+        self.assertEqual(_repeats.digest(AttrDict(x=x)), _repeats.digest({"x": x}))
+        big = torch.arange(4096 * 512, dtype=torch.float32).reshape(4096, 512)
+        self.assertEqual(_repeats.digest(big.t()), _repeats.digest(big.t().contiguous()))  # rows sliced first, then copied
         self.assertNotEqual(_repeats.digest(x), _repeats.digest(x.reshape(6, 4)))  # the shape counts
         self.assertEqual(_repeats.digest(x.t()), _repeats.digest(x.t().contiguous()))  # strided: its values
         self.assertIsNotNone(_repeats.digest(x.to(torch.bfloat16)))
