@@ -85,7 +85,7 @@ def rank_env() -> Dict[str, int]:
     job's ranks on this node (local_world), at most its world size: a
     change to the script adds its workers on each of them, and gpuwatch
     watching one rank alone does not see the others as the job's
-    (docs/diagnosis.md, "A change is every local rank's")."""
+    (docs/diagnosis.md, "Knobs on a node that runs several ranks")."""
     out = {}
     for env, name in (("RANK", "rank"), ("LOCAL_RANK", "local_rank"), ("WORLD_SIZE", "world_size")):
         try:

@@ -21,7 +21,7 @@ an evaluation's step alone is followed by another at the next batch
 for it. The loop's next ask for a batch after a module with parameters
 ran closes the window (removes the hook, reads the GPU memory and whether
 a CUDA graph replayed in between): a loop that prefetches a batch ahead
-asks once before it trains (Window.stepped). Between
+asks once before it trains (Window.ask). Between
 windows nothing is installed: a training step costs the hook nothing for
 this.
 

@@ -616,7 +616,6 @@ class Stats:
             self._repeat_watch = _repeats.Watch(k.workers)
         elif rw is not None:
             rw.done = True  # an epoch too short to tell: not judged
-
         try:
             same = self._layout_of is not None and self._layout_of() is loader
             self._layout_of = weakref.ref(loader)
