@@ -124,6 +124,19 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 				}
 			}
 		}
+		if limit == LimitInline && p.Knobs.Workers == 0 && p.TakeTensors > 0 {
+			// Loading inline beats any worker count: where the best of
+			// those is held by the loop's take of each batch, that is why.
+			var w *candidate
+			for i, c := range cands {
+				if c.k.Workers > 0 && (w == nil || rate(c.pred) > rate(w.pred)) {
+					w = &cands[i]
+				}
+			}
+			if w != nil && w.limit == LimitLoop {
+				limit = LimitLoop
+			}
+		}
 		return nil, Prediction{}, limit
 	}
 	c := cands[pick]
@@ -159,7 +172,14 @@ func candidates(p *Pipeline, cores int) []candidate {
 		counts = append([]int{0}, counts...)
 	}
 	if p.WorkersCPUMissed {
-		counts = []int{cur.Workers} // their CPU unread: no count is advised until they persist
+		// Their CPU unread: no count is advised until they persist. But
+		// loading inline, where taking each batch from them costs the loop
+		// (counted above): a worker's time per batch unsplit is its wall
+		// time, more than the loop would spend making it, so its
+		// prediction is short, not long (a review: 2 workers restarting
+		// every epoch gave 29k samples/s, none 158k, and the advice said no
+		// knob helps).
+		counts = slices.DeleteFunc(counts, func(w int) bool { return w != 0 && w != cur.Workers })
 	}
 	for _, w := range counts {
 		for _, pers := range bools(cur.Persistent, cur.knownPersistent && w > 0) {
@@ -268,7 +288,10 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 	}
 	if from == 0 {
 		s = fmt.Sprintf("the training loop loads each batch itself (%s) between steps of %s", d(batch), d(p.StepSec))
-		if p.Kind == "python" && batch < inlineTakeUnknownSec {
+		if p.Kind == "python" && p.TakeTensors > 0 {
+			s += fmt.Sprintf("; taking each batch from a worker will cost the loop about %s–%s (%s, priced: not measured inline)",
+				d(float64(p.TakeTensors)*takeTensorCPUSec), d(float64(p.TakeTensors)*takeTensorSec), sample.Plural(p.TakeTensors, "tensor"))
+		} else if p.Kind == "python" && batch < inlineTakeUnknownSec {
 			// What taking each batch from a worker will cost the loop
 			// is not measured inline (a review: 0 → 1 promised 66k
 			// samples/s where 2 workers gave 21.7k and none 38k).
@@ -394,6 +417,11 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 		// leave) are too few.
 		return fmt.Sprintf("no loader knob raises throughput: the loop loads each batch itself, and workers would get %.1f CPUs here (%s), too few to load faster than it does", p.workersGet(), p.leftWords())
 	case LimitLoop:
+		if p.Knobs.Workers == 0 {
+			return fmt.Sprintf("no loader knob raises throughput: the loop loads each batch itself in %s, and with workers it would spend longer taking each from a worker: about %s–%s for the %s a batch holds (unpickling each and fetching its shared memory from the worker, %s–%s a tensor on the machines measured; docs/diagnosis.md)",
+				sample.FormatDuration(p.IOSec+p.CPUSec), sample.FormatDuration(float64(p.TakeTensors)*takeTensorCPUSec), sample.FormatDuration(float64(p.TakeTensors)*takeTensorSec), sample.Plural(p.TakeTensors, "tensor"),
+				sample.FormatDuration(takeTensorCPUSec), sample.FormatDuration(takeTensorSec))
+		}
 		if p.Relative { // times in units of the step: no seconds to show
 			return fmt.Sprintf("no loader knob raises throughput: the workers keep batches ready, and the loop's own time per batch is the limit (taking each batch costs %.1f× its step: unpickling it, the pin-memory handoff, the GIL)", p.OverheadSec)
 		}

@@ -91,6 +91,11 @@ type Pipeline struct {
 	// doing: batches were ready when it asked (taking them — unpickling,
 	// the pin-memory handoff — is the wait). No loader knob removes it.
 	OverheadSec float64
+	// TakeTensors is the tensors a batch holds, from the hook's last look
+	// at one (0 where none was looked at). Loading inline, no batch is
+	// taken from a worker; what taking each will cost the loop once
+	// there are workers is priced from it (takeTensorSec).
+	TakeTensors int
 	// HandOverSec is a worker's time per batch handing it over to the
 	// loop, read from the loop's wait with a batch ready beyond its timed
 	// take (handsOver): in a worker's wall time per batch, neither
@@ -208,6 +213,25 @@ const (
 // 0.5, the queue the rest): 0.14. The causes battery's inline loop (4 ms of CPU a sample)
 // was promised 260 samples/s from 0 → 2 without it and gave 234.
 const inlineHandOver = 0.14
+
+// takeTensorSec and takeTensorCPUSec price the loop's take of a batch
+// from a PyTorch worker where none was measured (loading inline), per
+// tensor of the batch: torch shares each tensor's storage by a file
+// descriptor that the loop fetches from the worker's resource-sharer
+// thread and maps. Measured on this project's 2-core VM (2026-12-07,
+// torch 1.13, one worker making batches of 1, 2, 4 and 8 small tensors,
+// bench-free: 652, 876, 1,805 and 3,449 µs a batch at the loop, of which
+// 325, 411, 851 and 1,658 µs its CPU): about 430 µs of the loop's time a
+// tensor, 200 µs of it CPU. The issue-52 H200 box's take stage read 0.71–
+// 0.84 ms of CPU for a batch of two tensors (355–420 µs each), so the
+// VM's CPU is the least seen. The range's low side pays the time, its
+// high side the CPU (a review: a batch of two tensors made in 83 µs inline
+// was promised 222–265k samples/s from 0 → 1 worker, 1.5–1.8× the
+// 144k measured; one worker gave 30.5k).
+const (
+	takeTensorSec    = 430e-6
+	takeTensorCPUSec = 200e-6
+)
 
 // ramCopyBytesPerSec is what one core copies from a dataset held in RAM:
 // this project's 2-core VM copied 7.4 GB/s in 128 KiB pieces taken at
@@ -343,8 +367,16 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low boo
 	if k.Workers == 0 {
 		rate, limit = 1/(step+io+cpu), LimitInline
 	} else {
-		rate = 1 / (step + p.OverheadSec)
-		if p.OverheadSec > 0 {
+		overhead := p.OverheadSec
+		if p.Knobs.Workers == 0 && p.Kind == "python" {
+			per := takeTensorCPUSec
+			if low {
+				per = takeTensorSec
+			}
+			overhead = max(overhead, float64(p.TakeTensors)*per)
+		}
+		rate = 1 / (step + overhead)
+		if overhead > 0 {
 			limit = LimitLoop
 		}
 		if c := float64(k.Workers) / (io + cpu + hand); io+cpu+hand > 0 && c < rate {
@@ -667,6 +699,7 @@ func waitPipeline(w *window) (*Pipeline, bool) {
 		p.OverheadSec = max(p.OverheadSec, unexplainedWait(p, wait/bps))
 	}
 	p.WorkersCPUMissed = w.workersCPUMissed
+	p.TakeTensors = w.batchTensors
 	saturatedDisk(w, p, bps)
 	p.Measured = Prediction{SamplesPerSec: w.meanBatchesPerSec.v * p.BatchSize, WaitShare: measuredWait, Gain: 1}
 	return p, true

@@ -91,6 +91,7 @@ type window struct {
 	workerStageSec                                      level // a worker's wall time per batch from its timed stages, seconds
 	workerMakeSec                                       level // of it, getitem + collate: making the batch, no hand-over
 	loopTakeSec                                         level // the loop thread's CPU time taking each batch (the take stage), seconds
+	batchTensors                                        int   // the tensors of the newest batch the hook looked at (at most sample's 16 shown); 0 unknown
 	knobs                                               map[string]string
 	epochStallMs                                        float64
 	newLoaderEveryEpoch                                 bool // every epoch iterated a new DataLoader (Loader.NewLoaderEveryEpoch)
@@ -469,6 +470,9 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 		w.stepping = level{v: *l.SteppingMs / 1000, n: 1, ok: true}
 	}
 	w.workerPIDs = l.WorkerPIDs
+	if l.Payload != nil && len(l.Payload.Tensors) > 0 {
+		w.batchTensors = len(l.Payload.Tensors)
+	}
 	if l.Sampled == nil && l.Down() {
 		w.loaderDown = l
 	}
