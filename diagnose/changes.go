@@ -124,7 +124,7 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 				}
 			}
 		}
-		if limit == LimitInline && p.Knobs.Workers == 0 && p.TakeTensors > 0 {
+		if limit == LimitInline && p.inlineTakeSec(false) > 0 {
 			// Loading inline beats any worker count: where the best of
 			// those is held by the loop's take of each batch, that is why.
 			var w *candidate
@@ -252,6 +252,19 @@ func changesTo(p *Pipeline, c candidate) []Change {
 	return out
 }
 
+// takeWords says what inlineTakeSec prices: "about 860µs–1.6ms for the 2
+// tensors a batch holds (unpickling each …: 430µs–800µs a tensor on the
+// machines measured, docs/diagnosis.md)".
+func (p *Pipeline) takeWords() string {
+	d := sample.FormatDuration
+	n := sample.Plural(p.TakeTensors, "tensor")
+	if p.TakeTensorsCut {
+		n = fmt.Sprintf("%d or more tensors", p.TakeTensors)
+	}
+	return fmt.Sprintf("about %s–%s for the %s a batch holds (unpickling each and fetching its shared memory from the worker: %s–%s a tensor on the machines measured, docs/diagnosis.md)",
+		d(p.inlineTakeSec(false)), d(p.inlineTakeSec(true)), n, d(takeTensorFastSec), d(takeTensorSec))
+}
+
 // flag is how a knob is set on this pipeline's loader: a PyTorch
 // DataLoader's keyword (num_workers), or the flag of gpuwatch's own loader
 // (--workers).
@@ -289,8 +302,7 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 	if from == 0 {
 		s = fmt.Sprintf("the training loop loads each batch itself (%s) between steps of %s", d(batch), d(p.StepSec))
 		if p.Kind == "python" && p.TakeTensors > 0 {
-			s += fmt.Sprintf("; taking each batch from a worker will cost the loop about %s–%s (%s, priced: not measured inline)",
-				d(float64(p.TakeTensors)*takeTensorCPUSec), d(float64(p.TakeTensors)*takeTensorSec), sample.Plural(p.TakeTensors, "tensor"))
+			s += "; taking each batch from a worker will cost the loop " + p.takeWords() + " (priced: not measured inline)"
 		} else if p.Kind == "python" && batch < inlineTakeUnknownSec {
 			// What taking each batch from a worker will cost the loop
 			// is not measured inline (a review: 0 → 1 promised 66k
@@ -418,9 +430,11 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 		return fmt.Sprintf("no loader knob raises throughput: the loop loads each batch itself, and workers would get %.1f CPUs here (%s), too few to load faster than it does", p.workersGet(), p.leftWords())
 	case LimitLoop:
 		if p.Knobs.Workers == 0 {
-			return fmt.Sprintf("no loader knob raises throughput: the loop loads each batch itself in %s, and with workers it would spend longer taking each from a worker: about %s–%s for the %s a batch holds (unpickling each and fetching its shared memory from the worker, %s–%s a tensor on the machines measured; docs/diagnosis.md)",
-				sample.FormatDuration(p.IOSec+p.CPUSec), sample.FormatDuration(float64(p.TakeTensors)*takeTensorCPUSec), sample.FormatDuration(float64(p.TakeTensors)*takeTensorSec), sample.Plural(p.TakeTensors, "tensor"),
-				sample.FormatDuration(takeTensorCPUSec), sample.FormatDuration(takeTensorSec))
+			// Workers would trade the loading for the take, and the step
+			// stays: either the take costs more than the loading, or what
+			// it saves is under MinPredictedGain of the loop's time.
+			return fmt.Sprintf("no loader knob raises throughput: the loop loads each batch itself in %s beside a step of %s, and with workers it would take each from a worker instead: %s",
+				sample.FormatDuration(p.IOSec+p.CPUSec), sample.FormatDuration(p.StepSec), p.takeWords())
 		}
 		if p.Relative { // times in units of the step: no seconds to show
 			return fmt.Sprintf("no loader knob raises throughput: the workers keep batches ready, and the loop's own time per batch is the limit (taking each batch costs %.1f× its step: unpickling it, the pin-memory handoff, the GIL)", p.OverheadSec)

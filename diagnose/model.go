@@ -91,11 +91,14 @@ type Pipeline struct {
 	// doing: batches were ready when it asked (taking them — unpickling,
 	// the pin-memory handoff — is the wait). No loader knob removes it.
 	OverheadSec float64
-	// TakeTensors is the tensors a batch holds, from the hook's last look
-	// at one (0 where none was looked at). Loading inline, no batch is
-	// taken from a worker; what taking each will cost the loop once
-	// there are workers is priced from it (takeTensorSec).
-	TakeTensors int
+	// TakeTensors is the torch tensors a batch holds, from the hook's
+	// last look at one (0 where none was looked at); TakeTensorsCut: the
+	// look listed as many as a frame keeps, so the batch may hold more.
+	// Loading inline, no batch is taken from a worker; what taking each
+	// will cost the loop once there are workers is priced from them
+	// (inlineTakeSec).
+	TakeTensors    int
+	TakeTensorsCut bool
 	// HandOverSec is a worker's time per batch handing it over to the
 	// loop, read from the loop's wait with a batch ready beyond its timed
 	// take (handsOver): in a worker's wall time per batch, neither
@@ -214,24 +217,46 @@ const (
 // was promised 260 samples/s from 0 → 2 without it and gave 234.
 const inlineHandOver = 0.14
 
-// takeTensorSec and takeTensorCPUSec price the loop's take of a batch
+// takeTensorSec and takeTensorFastSec price the loop's take of a batch
 // from a PyTorch worker where none was measured (loading inline), per
-// tensor of the batch: torch shares each tensor's storage by a file
+// torch tensor of the batch (numpy arrays are pickled by value, about 18
+// µs each, and not counted): torch shares each tensor's storage by a file
 // descriptor that the loop fetches from the worker's resource-sharer
 // thread and maps. Measured on this project's 2-core VM (2026-12-07,
-// torch 1.13, one worker making batches of 1, 2, 4 and 8 small tensors,
-// bench-free: 652, 876, 1,805 and 3,449 µs a batch at the loop, of which
-// 325, 411, 851 and 1,658 µs its CPU): about 430 µs of the loop's time a
-// tensor, 200 µs of it CPU. The issue-52 H200 box's take stage read 0.71–
-// 0.84 ms of CPU for a batch of two tensors (355–420 µs each), so the
-// VM's CPU is the least seen. The range's low side pays the time, its
-// high side the CPU (a review: a batch of two tensors made in 83 µs inline
-// was promised 222–265k samples/s from 0 → 1 worker, 1.5–1.8× the
-// 144k measured; one worker gave 30.5k).
+// torch 1.13): one worker making batches of 1, 2, 4 and 8 small tensors
+// cost the loop 652, 876, 1,805 and 3,449 µs a batch (325, 411, 851 and
+// 1,658 µs of it CPU), about 430 µs a tensor, the least seen; tiny.py's
+// two tensors 414–465 µs each; a worker whose collate runs Python for 300
+// µs a batch holds its GIL while the loop waits on its resource-sharer
+// thread, 600–800 µs a tensor (a review). The issue-52 H200 box's take
+// stage read 355–420 µs of CPU a tensor. The range's low side pays the
+// most seen, its high side the least; with pin_memory=True the
+// pin-memory thread takes the batch beside the loop (only its GIL is in
+// the loop's way), and the high side pays none. A batch of two tensors
+// made in 83 µs inline had been promised 222–265k samples/s from 0 → 1
+// worker against 144k measured; one worker gave 30.5k.
 const (
-	takeTensorSec    = 430e-6
-	takeTensorCPUSec = 200e-6
+	takeTensorSec     = 800e-6
+	takeTensorFastSec = 430e-6
 )
+
+// inlineTakeSec is what taking each batch from a worker would cost the
+// loop of a PyTorch loader that loads inline: its batch's tensors at
+// takeTensorSec (the range's low side) or takeTensorFastSec; 0 where no
+// batch was looked at, for other loaders, and on the high side with
+// pin_memory=True.
+func (p *Pipeline) inlineTakeSec(low bool) float64 {
+	if p.Kind != "python" || p.Knobs.Workers > 0 {
+		return 0
+	}
+	if low {
+		return float64(p.TakeTensors) * takeTensorSec
+	}
+	if p.Knobs.Pin {
+		return 0
+	}
+	return float64(p.TakeTensors) * takeTensorFastSec
+}
 
 // ramCopyBytesPerSec is what one core copies from a dataset held in RAM:
 // this project's 2-core VM copied 7.4 GB/s in 128 KiB pieces taken at
@@ -367,14 +392,7 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low boo
 	if k.Workers == 0 {
 		rate, limit = 1/(step+io+cpu), LimitInline
 	} else {
-		overhead := p.OverheadSec
-		if p.Knobs.Workers == 0 && p.Kind == "python" {
-			per := takeTensorCPUSec
-			if low {
-				per = takeTensorSec
-			}
-			overhead = max(overhead, float64(p.TakeTensors)*per)
-		}
+		overhead := max(p.OverheadSec, p.inlineTakeSec(low))
 		rate = 1 / (step + overhead)
 		if overhead > 0 {
 			limit = LimitLoop
@@ -699,7 +717,7 @@ func waitPipeline(w *window) (*Pipeline, bool) {
 		p.OverheadSec = max(p.OverheadSec, unexplainedWait(p, wait/bps))
 	}
 	p.WorkersCPUMissed = w.workersCPUMissed
-	p.TakeTensors = w.batchTensors
+	p.TakeTensors, p.TakeTensorsCut = w.batchTensors, w.batchTensorsCut
 	saturatedDisk(w, p, bps)
 	p.Measured = Prediction{SamplesPerSec: w.meanBatchesPerSec.v * p.BatchSize, WaitShare: measuredWait, Gain: 1}
 	return p, true

@@ -168,8 +168,8 @@ func tinyBatches(t *testing.T, name string) []sample.Frame {
 // took 30.5k, with two 33.6k (the same VM, alone, 15 s each, 2026-12-07):
 // taking each batch of two tensors from a worker costs the loop more than
 // making it. gpuwatch promised 0 → 1 222–265k. No worker count is advised
-// now, the advice says why, and the model's point for one worker is the
-// measured rate within 15 %.
+// now, the advice says why, and the model's range for one worker holds
+// the rate measured.
 func TestATinyBatchLoadedInlineIsNotPromisedWorkers(t *testing.T) {
 	fs := tinyBatches(t, "tiny-batches-inline.jsonl")
 	v := Classify(fs, DefaultThresholds())
@@ -182,8 +182,8 @@ func TestATinyBatchLoadedInlineIsNotPromisedWorkers(t *testing.T) {
 	}
 	k := p.Knobs
 	k.Workers, k.Prefetch = 1, 2
-	if pr, _ := p.Predict(k); pr.SamplesPerSec < 30530/1.15 || pr.SamplesPerSec > 30530*1.15 {
-		t.Errorf("0 → 1 predicted %.0f samples/s; one worker gave 30530", pr.SamplesPerSec)
+	if pr, _ := p.Predict(k); pr.SamplesPerSec > 30530 || pr.HighSamplesPerSec < 30530 {
+		t.Errorf("0 → 1 predicted %.0f–%.0f samples/s; one worker gave 30530", pr.SamplesPerSec, pr.HighSamplesPerSec)
 	}
 }
 
@@ -199,5 +199,58 @@ func TestTinyBatchesFromWorkersThatRestartAreAdvisedInline(t *testing.T) {
 	}
 	if p := v.Predicted; p.Gain < MinPredictedGain || p.HighSamplesPerSec > 158442 {
 		t.Errorf("2 → 0 promised %.2f×, up to %.0f samples/s: want a gain, at most the 158k inline gave", p.Gain, p.HighSamplesPerSec)
+	}
+}
+
+// TestTheTakePricedFromABatchsTensors: loading inline, what taking each
+// batch from a worker would cost the loop is priced per torch tensor of
+// the batch (a review, on the 2-core VM with torch: one tensor made in 0.3
+// ms by a Python collate, a 0.1 ms step: 77k samples/s inline, 35k at one
+// worker, 45k at two; workers had been advised on a take of 200 µs a
+// tensor). numpy arrays, pickled by value, are not priced; a look that
+// lists as many tensors as a frame keeps says the batch may hold more; with
+// pin_memory the range's high side has the pin-memory thread take it;
+// where the step, not the take, holds workers back, the take is not named.
+func TestTheTakePricedFromABatchsTensors(t *testing.T) {
+	inline := func(tensors int, makeSec, stepSec float64) *Pipeline {
+		rate := 1 / (makeSec + stepSec)
+		return &Pipeline{BatchSize: 32, StepSec: stepSec, CPUSec: makeSec, CPUs: 1, LoopCPUs: 1, Kind: "python", TakeTensors: tensors,
+			HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention,
+			Knobs:    Knobs{knownPersistent: true, knownPC: true},
+			Measured: Prediction{SamplesPerSec: rate * 32, WaitShare: makeSec * rate, Gain: 1}}
+	}
+	p := inline(1, 0.0003, 0.0001)
+	if cs, pred, _ := plan(p, 2); len(cs) != 0 {
+		t.Errorf("one tensor made in 0.3 ms: advised %+v for %.0f–%.0f samples/s; one worker gave 35k against 77k inline", cs, pred.SamplesPerSec, pred.HighSamplesPerSec)
+	}
+	k := p.Knobs
+	k.Workers, k.Prefetch = 1, 2
+	if pr, _ := p.Predict(k); pr.HighSamplesPerSec > 77279 {
+		t.Errorf("0 → 1 of one tensor made in 0.3 ms: up to %.0f samples/s, over the 77k inline", pr.HighSamplesPerSec)
+	}
+
+	unpinned, _ := p.Predict(k)
+	p.Knobs.Pin = true
+	if pr, _ := p.Predict(k); pr.HighSamplesPerSec <= unpinned.HighSamplesPerSec || pr.SamplesPerSec != unpinned.SamplesPerSec {
+		t.Errorf("with pin_memory the high side keeps the take off the loop: %.0f–%.0f samples/s, unpinned %.0f–%.0f", pr.SamplesPerSec, pr.HighSamplesPerSec, unpinned.SamplesPerSec, unpinned.HighSamplesPerSec)
+	}
+
+	step := inline(2, 0.0012, 0.005) // the step holds workers back: the take (860 µs on the high side) saves 340 µs of 6.2 ms
+	if cs, _, limit := plan(step, 2); len(cs) != 0 || !strings.Contains(noKnobHelps(step, limit, DefaultThresholds()), "beside a step of 5.0ms") {
+		t.Errorf("a 5 ms step beside a 1.2 ms make of 2 tensors: %+v, %q: want no change, the step named", cs, noKnobHelps(step, limit, DefaultThresholds()))
+	}
+
+	cut := inline(sample.MaxPayloadTensors, 0.0001, 0.0001)
+	cut.TakeTensorsCut = true
+	if _, _, limit := plan(cut, 2); limit != LimitLoop || !strings.Contains(noKnobHelps(cut, limit, DefaultThresholds()), "16 or more tensors") {
+		t.Errorf("a look cut at %d tensors: limit %s, %q", sample.MaxPayloadTensors, limit, noKnobHelps(cut, limit, DefaultThresholds()))
+	}
+
+	var w window
+	yes, no := true, false
+	w.addLoader(&sample.Frame{IntervalSec: 1}, &sample.Loader{Payload: &sample.BatchPayload{BytesPerBatch: 1, Tensors: []sample.PayloadTensor{
+		{Path: "[0]", Pinned: &no}, {Path: "[1]", Pinned: &yes}, {Path: "[2]"}, {Path: "[3]"}}}}, &signals{})
+	if w.batchTensors != 2 || w.batchTensorsCut {
+		t.Errorf("two torch tensors and two numpy arrays: %d tensors priced (cut %v), want 2", w.batchTensors, w.batchTensorsCut)
 	}
 }

@@ -91,7 +91,8 @@ type window struct {
 	workerStageSec                                      level // a worker's wall time per batch from its timed stages, seconds
 	workerMakeSec                                       level // of it, getitem + collate: making the batch, no hand-over
 	loopTakeSec                                         level // the loop thread's CPU time taking each batch (the take stage), seconds
-	batchTensors                                        int   // the tensors of the newest batch the hook looked at (at most sample's 16 shown); 0 unknown
+	batchTensors                                        int   // the torch tensors of the newest batch the hook looked at; 0 unknown
+	batchTensorsCut                                     bool  // that look listed sample.MaxPayloadTensors: the batch may hold more
 	knobs                                               map[string]string
 	epochStallMs                                        float64
 	newLoaderEveryEpoch                                 bool // every epoch iterated a new DataLoader (Loader.NewLoaderEveryEpoch)
@@ -471,7 +472,12 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 	}
 	w.workerPIDs = l.WorkerPIDs
 	if l.Payload != nil && len(l.Payload.Tensors) > 0 {
-		w.batchTensors = len(l.Payload.Tensors)
+		w.batchTensors, w.batchTensorsCut = 0, len(l.Payload.Tensors) >= sample.MaxPayloadTensors
+		for _, t := range l.Payload.Tensors {
+			if t.Pinned != nil { // a torch tensor (a numpy array has none): shared by a file descriptor
+				w.batchTensors++
+			}
+		}
 	}
 	if l.Sampled == nil && l.Down() {
 		w.loaderDown = l

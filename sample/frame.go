@@ -762,7 +762,7 @@ type BatchPayload struct {
 	// padding (an attention mask's zeros, or the pad value that ends the
 	// rows); nil when the batches hold no token tensor.
 	PaddingShare *float64        `json:"padding_share,omitempty"`
-	Tensors      []PayloadTensor `json:"tensors,omitempty" check:"max=16"`
+	Tensors      []PayloadTensor `json:"tensors,omitempty" check:"max=16"` // at most MaxPayloadTensors
 	// Copy is the loop's copy of those batches to the GPU; nil when none
 	// was seen (no GPU, or the batches stay on the CPU).
 	Copy *HostCopy `json:"copy,omitempty"`
@@ -794,6 +794,10 @@ type HostCopy struct {
 	LinkBytesPerSec *float64 `json:"link_bytes_per_sec,omitempty"`
 	LinkShare       *float64 `json:"link_share,omitempty" check:"0,10"`
 }
+
+// MaxPayloadTensors is the most tensors a payload lists (the hook's
+// MAX_SHOWN, the check tag of BatchPayload.Tensors).
+const MaxPayloadTensors = 16
 
 // PayloadTensor is one tensor or array of the last batch looked at: its
 // path in the batch ("[0]", "['input_ids']"), dtype ("float32"), shape,
