@@ -62,7 +62,33 @@ type Recording struct {
 	// the time of the frame indexed before it.
 	last, before time.Time
 	lastLine     int
+	// behind is a frame dated before the one above it, held until the
+	// next says whether it is odd (left out) or the first after the
+	// clock went back (clockBack). shift is what the clock's steps back
+	// add to the times read from here on, and steps from which frame
+	// each total holds.
+	behind *heldFrame
+	shift  time.Duration
+	steps  []clockStep
 }
+
+// heldFrame is a frame line not yet indexed: its time, place and number.
+type heldFrame struct {
+	t      time.Time
+	at     span
+	lineNo int
+}
+
+// clockStep: from frame index from on, the times read are shift later
+// than the file says.
+type clockStep struct {
+	from  int
+	shift time.Duration
+}
+
+// maxClockSteps bounds the clock's steps back a recording is read
+// across; past them a frame dated back is left out, as an odd one.
+const maxClockSteps = 64
 
 // span is a frame line's place in the file.
 type span struct {
@@ -177,6 +203,7 @@ func (r *Recording) Frame(i int) (*Recorded, error) {
 		notes = append(notes, err.Error()+": the frame is left empty")
 		fl.Frame = sample.Frame{Time: fl.Frame.Time}
 	}
+	fl.Frame.Time = fl.Frame.Time.Add(r.shiftAt(i))
 	notes = append(fl.Frame.Check(), notes...)
 	fl.Frame.AssignRoles() // roles are derived, never taken from the file
 	if len(notes) > 0 {
@@ -416,7 +443,7 @@ func Read(src io.ReaderAt, size int64) (*Recording, error) {
 	var off int64
 	header := false   // the first line that is not blank must be the header
 	var corrupt []int // the first few corrupt lines' numbers
-	defer func() { rec.sayCorrupt(corrupt) }()
+	defer func() { rec.endFrames(); rec.sayCorrupt(corrupt) }()
 	for lineNo := 1; ; lineNo++ {
 		var long bool
 		var n int
@@ -525,6 +552,18 @@ func (r *Recording) sayCorrupt(first []int) {
 	r.warn("%s skipped, not JSON (line %s%s); every other line was read", sample.Plural(r.CorruptLines, "corrupt line"), strings.Join(nums, ", "), more)
 }
 
+// shiftAt is what the clock's steps back add to frame i's time.
+func (r *Recording) shiftAt(i int) time.Duration {
+	var d time.Duration
+	for _, st := range r.steps {
+		if st.from > i {
+			break
+		}
+		d = st.shift
+	}
+	return d
+}
+
 // add takes one line that is not the header. A frame must be in time
 // order, at a time a clock can give (1970 to 9000): replay seeks by time,
 // and a report's spans are differences of times. Not bounded by the
@@ -532,31 +571,17 @@ func (r *Recording) sayCorrupt(first []int) {
 func (r *Recording) add(kind string, t time.Time, line []byte, at span, lineNo int) {
 	switch kind {
 	case "frame":
-		switch {
-		case t.Year() < 1970 || t.Year() > 9000:
-			r.warn("line %d: a frame at %s: no clock gives that time: left out", lineNo, t.Format(time.RFC3339))
-		case t.Before(r.last) && len(r.index) >= 2 && !t.Before(r.before):
-			// The frame above is the odd one, after this one and the frames
-			// that go on from the one before it: it goes, not every frame
-			// after it (a review: one frame dated a year ahead left out the
-			// rest of a recording).
-			r.warn("line %d: a frame at %s, after the frames below it: left out", r.lastLine, r.last.Format(time.RFC3339))
-			r.index[len(r.index)-1] = at
-			r.last, r.lastLine = t, lineNo
-		case t.Before(r.last):
-			r.warn("line %d: a frame at %s, before the one above it: left out", lineNo, t.Format(time.RFC3339))
-		case len(r.index) < MaxFrames:
-			r.before, r.last, r.lastLine = r.last, t, lineNo
-			r.index = append(r.index, at)
-		case !r.framesCut:
-			r.framesCut = true
-			r.warn("line %d: more than %d frames: the rest are left out", lineNo, MaxFrames)
-		}
+		r.addFrame(t.Add(r.shift), at, lineNo)
 	case "scenario":
 		var s sample.Scenario
 		if err := json.Unmarshal(line, &s); err != nil {
 			r.warn("line %d: %v: left out", lineNo, err)
 		} else if r.note(len(r.Scenarios), lineNo) {
+			s.Time = s.Time.Add(r.shift)
+			if s.Until != nil {
+				u := s.Until.Add(r.shift)
+				s.Until = &u
+			}
 			s.Name = cut(s.Name)
 			if len(s.Knobs) > maxKnobs {
 				s.Knobs = nil
@@ -568,6 +593,7 @@ func (r *Recording) add(kind string, t time.Time, line []byte, at span, lineNo i
 		if err := json.Unmarshal(line, &e); err != nil {
 			r.warn("line %d: %v: left out", lineNo, err)
 		} else if r.note(len(r.Events), lineNo) {
+			e.Time = e.Time.Add(r.shift)
 			e.Name, e.Detail = cut(e.Name), cut(e.Detail)
 			r.Events = append(r.Events, e)
 		}
@@ -575,6 +601,80 @@ func (r *Recording) add(kind string, t time.Time, line []byte, at span, lineNo i
 		// A later part's header inside one file, the verdict changes
 		// (replay and report recompute verdicts), and lines of types a
 		// newer gpuwatch adds are skipped.
+	}
+}
+
+// addFrame indexes a frame line at time t (the clock's steps back so far
+// added). A frame must be in time order, at a time a clock can give (1970
+// to 9000): replay seeks by time, and a report's spans are differences of
+// times. Not bounded by the reader's clock: a recording of a box whose
+// clock runs ahead is read. Out of order, one frame is left out: one dated
+// ahead of the frames on either side, or one dated back whose next frame
+// does not go on from it. Two frames that go on from a time before the
+// frame above are the clock gone back (an NTP step, a VM restored): they
+// and the frames after are read on from the frame above, the step taken
+// out, and said once (a review: a clock stepped back an hour left out
+// every frame after it).
+func (r *Recording) addFrame(t time.Time, at span, lineNo int) {
+	if t.Year() < 1970 || t.Year() > 9000 {
+		r.warn("line %d: a frame at %s: no clock gives that time: left out", lineNo, t.Format(time.RFC3339))
+		return
+	}
+	if b := r.behind; b != nil {
+		r.behind = nil
+		if !t.Before(b.t) && t.Before(r.last) && len(r.steps) < maxClockSteps {
+			r.clockBack(b, t, at, lineNo)
+			return
+		}
+		r.warn("line %d: a frame at %s, before the one above it: left out", b.lineNo, b.t.Add(-r.shift).Format(time.RFC3339))
+	}
+	switch {
+	case t.Before(r.last) && len(r.index) >= 2 && !t.Before(r.before):
+		// The frame above is the odd one, after this one and the frames
+		// that go on from the one before it: it goes, not every frame
+		// after it (a review: one frame dated a year ahead left out the
+		// rest of a recording).
+		r.warn("line %d: a frame at %s, after the frames below it: left out", r.lastLine, r.last.Format(time.RFC3339))
+		r.index[len(r.index)-1] = at
+		r.last, r.lastLine = t, lineNo
+	case t.Before(r.last):
+		r.behind = &heldFrame{t, at, lineNo} // odd, or the clock gone back: the next frame says
+	case len(r.index) < MaxFrames:
+		r.before, r.last, r.lastLine = r.last, t, lineNo
+		r.index = append(r.index, at)
+	case !r.framesCut:
+		r.framesCut = true
+		r.warn("line %d: more than %d frames: the rest are left out", lineNo, MaxFrames)
+	}
+}
+
+// clockBack reads on across the clock's step back that frame b and the
+// next (at t, no earlier) show: both, and every time read after, are
+// shifted to go on from the frame above by the interval between the last
+// two frames (the header's where unknown).
+func (r *Recording) clockBack(b *heldFrame, t time.Time, at span, lineNo int) {
+	gap := r.last.Sub(r.before)
+	if len(r.index) < 2 || gap <= 0 || gap > time.Minute {
+		gap = time.Duration(r.Header.IntervalSec * float64(time.Second))
+		if gap <= 0 || gap > time.Minute {
+			gap = time.Second
+		}
+	}
+	d := r.last.Add(gap).Sub(b.t)
+	r.warn("line %d: the clock went back %s (a frame at %s after one at %s): it and the frames after it are read on from there, each %s later than it says",
+		b.lineNo, r.last.Sub(b.t).Round(time.Millisecond), b.t.Add(-r.shift).Format(time.RFC3339), r.last.Add(-r.shift).Format(time.RFC3339), (r.shift + d).Round(time.Millisecond))
+	r.shift += d
+	r.steps = append(r.steps, clockStep{from: len(r.index), shift: r.shift})
+	r.addFrame(b.t.Add(d), b.at, b.lineNo)
+	r.addFrame(t.Add(d), at, lineNo)
+}
+
+// endFrames says the frame held dated back, where the recording ended
+// before its next: left out.
+func (r *Recording) endFrames() {
+	if b := r.behind; b != nil {
+		r.behind = nil
+		r.warn("line %d: a frame at %s, before the one above it: left out", b.lineNo, b.t.Add(-r.shift).Format(time.RFC3339))
 	}
 }
 

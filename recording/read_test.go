@@ -454,3 +454,58 @@ func TestAFrameOutOfTimeLeavesOutItselfOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestTheClockGoneBackIsReadAcross: the box's clock stepped back an hour
+// in the middle of a recording (an NTP step, a VM restored): every frame
+// after the step was left out, one warning each. The frames after it are
+// read on from the frame above, in order, one interval later, with the
+// events among them; one warning says the step. A last frame dated back,
+// with none after it, is still left out alone.
+func TestTheClockGoneBackIsReadAcross(t *testing.T) {
+	base := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	at := func(i int) time.Time { return base.Add(time.Duration(i) * time.Second) }
+	back := func(i int) time.Time { return at(i).Add(-time.Hour) }
+	var b strings.Builder
+	b.WriteString(head)
+	frame := func(tm time.Time) {
+		fmt.Fprintf(&b, `{"type":"frame","time":%q,"unavailable":{}}`+"\n", tm.Format(time.RFC3339Nano))
+	}
+	for i := range 4 {
+		frame(at(i))
+	}
+	for i := 4; i < 8; i++ {
+		frame(back(i))
+		if i == 5 {
+			fmt.Fprintf(&b, `{"type":"event","time":%q,"name":"knob","detail":"num_workers=2"}`+"\n", back(5).Add(500*time.Millisecond).Format(time.RFC3339Nano))
+		}
+	}
+	frame(back(1)) // dated back again, and the last: left out
+	rec, err := read([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Time
+	for i := range rec.Len() {
+		r, err := rec.Frame(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r.Frame.Time)
+	}
+	if want := []time.Time{at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("frames read %v\nwant %v", got, want)
+	}
+	if len(rec.Events) != 1 || !rec.Events[0].Time.Equal(at(5).Add(500*time.Millisecond)) {
+		t.Errorf("events %+v: want the one at %s", rec.Events, at(5).Add(500*time.Millisecond))
+	}
+	warned := strings.Join(rec.Warnings, "\n")
+	for _, want := range []string{"line 6: the clock went back 59m59s (a frame at 2026-03-01T08:00:04Z after one at 2026-03-01T09:00:03Z): it and the frames after it are read on from there, each 1h0m0s later than it says",
+		"line 11: a frame at 2026-03-01T08:00:01Z, before the one above it: left out"} {
+		if !strings.Contains(warned, want) {
+			t.Errorf("warnings %q lack %q", warned, want)
+		}
+	}
+	if len(rec.Warnings) != 2 {
+		t.Errorf("%d warnings, want 2: %q", len(rec.Warnings), rec.Warnings)
+	}
+}
