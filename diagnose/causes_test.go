@@ -289,7 +289,10 @@ func TestGetitemWaitingOnStorageIsNoCause(t *testing.T) {
 // seldom to keep a hand-over waiting: the wait is the loop's own (its
 // trips to the workers' resource sharers), not "5.6 ms waiting on
 // storage", and no more workers are promised (2 → 4 was promised 1.6×
-// and measured 0.87×).
+// and measured 0.87×). Loading inline is: a batch made in 0.51 ms against
+// the loop's 1.3 ms taking it. The same loop by hand (2026-12-07, 12 s
+// each, alone): 4,807 and 4,842 samples/s at 2 workers, 5,815 and 5,982
+// inline, 1.22×.
 func TestIdleWorkersLeaveTheWaitToTheLoop(t *testing.T) {
 	c := loopCase{workers: 2, batchesPerSec: 275, wait: 0.36, batch: 32, getitem: 0.03, collate: 0.48, handover: 0.24, take: 0.62, step: 2.3,
 		cores: 2, cpuBusy: 40, workersCPU: 21, loopCPU: 30, runDelay: ptr(0.15), queue: ptr(1.0)}
@@ -298,8 +301,8 @@ func TestIdleWorkersLeaveTheWaitToTheLoop(t *testing.T) {
 		t.Errorf("the loop's own %v s per batch, %v s waiting on storage: want the wait the loop's own", p.OverheadSec, p.IOSec)
 	}
 	v := Classify(c.frames(), DefaultThresholds())
-	if pr := v.Predicted; pr != nil && pr.Gain >= 1.2 {
-		t.Errorf("promised %.2f× from %+v", pr.Gain, v.Changes)
+	if len(v.Changes) != 1 || v.Changes[0].To != "0" || v.Predicted == nil || v.Predicted.Gain < MinPredictedGain || v.Predicted.Gain > 1.22*1.15 {
+		t.Errorf("changes %+v, predicted %+v: want num_workers 2 → 0, within 15 %% of the 1.22× it gave", v.Changes, v.Predicted)
 	}
 }
 

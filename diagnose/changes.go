@@ -252,17 +252,17 @@ func changesTo(p *Pipeline, c candidate) []Change {
 	return out
 }
 
-// takeWords says what inlineTakeSec prices: "about 860µs–1.6ms for the 2
-// tensors a batch holds (unpickling each …: 430µs–800µs a tensor on the
-// machines measured, docs/diagnosis.md)".
+// takeWords says what inlineTakeSec prices: "about 1.0ms–1.9ms for the 2
+// tensors a batch holds (unpickling each …: 430µs–800µs a tensor and
+// 140µs–260µs a batch on the machines measured, docs/diagnosis.md)".
 func (p *Pipeline) takeWords() string {
 	d := sample.FormatDuration
 	n := sample.Plural(p.TakeTensors, "tensor")
 	if p.TakeTensorsCut {
 		n = fmt.Sprintf("%d or more tensors", p.TakeTensors)
 	}
-	return fmt.Sprintf("about %s–%s for the %s a batch holds (unpickling each and fetching its shared memory from the worker: %s–%s a tensor on the machines measured, docs/diagnosis.md)",
-		d(p.inlineTakeSec(false)), d(p.inlineTakeSec(true)), n, d(takeTensorFastSec), d(takeTensorSec))
+	return fmt.Sprintf("about %s–%s for the %s a batch holds (unpickling each and fetching its shared memory from the worker: %s–%s a tensor and %s–%s a batch on the machines measured, docs/diagnosis.md)",
+		d(p.inlineTakeSec(false)), d(p.inlineTakeSec(true)), n, d(takeTensorFastSec), d(takeTensorSec), d(takeBatchFastSec), d(takeBatchSec))
 }
 
 // flag is how a knob is set on this pipeline's loader: a PyTorch
@@ -301,7 +301,7 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 	}
 	if from == 0 {
 		s = fmt.Sprintf("the training loop loads each batch itself (%s) between steps of %s", d(batch), d(p.StepSec))
-		if p.Kind == "python" && p.TakeTensors > 0 {
+		if p.Kind == "python" && p.TakeLooked {
 			s += "; taking each batch from a worker will cost the loop " + p.takeWords() + " (priced: not measured inline)"
 		} else if p.Kind == "python" && batch < inlineTakeUnknownSec {
 			// What taking each batch from a worker will cost the loop

@@ -99,6 +99,7 @@ type Pipeline struct {
 	// (inlineTakeSec).
 	TakeTensors    int
 	TakeTensorsCut bool
+	TakeLooked     bool // a batch was looked at
 	// HandOverSec is a worker's time per batch handing it over to the
 	// loop, read from the loop's wait with a batch ready beyond its timed
 	// take (handsOver): in a worker's wall time per batch, neither
@@ -225,37 +226,48 @@ const inlineHandOver = 0.14
 // thread and maps. Measured on this project's 2-core VM (2026-12-07,
 // torch 1.13): one worker making batches of 1, 2, 4 and 8 small tensors
 // cost the loop 652, 876, 1,805 and 3,449 µs a batch (325, 411, 851 and
-// 1,658 µs of it CPU), about 430 µs a tensor, the least seen; tiny.py's
-// two tensors 414–465 µs each; a worker whose collate runs Python for 300
-// µs a batch holds its GIL while the loop waits on its resource-sharer
-// thread, 600–800 µs a tensor (a review). The issue-52 H200 box's take
-// stage read 355–420 µs of CPU a tensor. The range's low side pays the
-// most seen, its high side the least; with pin_memory=True the
+// 1,658 µs of it CPU): 410 µs a tensor beside 158 µs a batch (a linear
+// fit); tiny.py's batch of two tensors 828–930 µs; a worker whose collate
+// runs Python for 300 µs a batch holds its GIL while the loop waits on its
+// resource-sharer thread, 600–800 µs a tensor (a review). The issue-52
+// H200 box's take stage read 355–420 µs of CPU a tensor. The range's low
+// side pays the most seen, 800 µs; its high side the least, 340 µs
+// (tiny.py's 828 µs for two, less the trip below); with pin_memory=True the
 // pin-memory thread takes the batch beside the loop (only its GIL is in
 // the loop's way), and the high side pays none. A batch of two tensors
 // made in 83 µs inline had been promised 222–265k samples/s from 0 → 1
 // worker against 144k measured; one worker gave 30.5k.
+//
+// Each batch also costs the loop a trip to the worker's queue whatever it
+// holds: takeBatchSec and takeBatchFastSec, the most and least seen — the
+// fit above's intercept (158 µs a batch, 75 µs of it CPU), a review's
+// eight numpy arrays a batch (142 µs a batch), and a loop of numpy arrays
+// 16 samples a batch whose take stage read 176–259 µs (2026-12-07; one
+// worker had been promised 43–46k samples/s from 31k inline, and gave
+// 27.9k).
 const (
 	takeTensorSec     = 800e-6
-	takeTensorFastSec = 430e-6
+	takeTensorFastSec = 340e-6
+	takeBatchSec      = 260e-6
+	takeBatchFastSec  = 140e-6
 )
 
 // inlineTakeSec is what taking each batch from a worker would cost the
 // loop of a PyTorch loader that loads inline: its batch's tensors at
-// takeTensorSec (the range's low side) or takeTensorFastSec; 0 where no
-// batch was looked at, for other loaders, and on the high side with
-// pin_memory=True.
+// takeTensorSec (the range's low side) or takeTensorFastSec, and the trip
+// takeBatchSec or takeBatchFastSec; 0 where no batch was looked at, for
+// other loaders, and on the high side with pin_memory=True.
 func (p *Pipeline) inlineTakeSec(low bool) float64 {
-	if p.Kind != "python" || p.Knobs.Workers > 0 {
+	if p.Kind != "python" || p.Knobs.Workers > 0 || !p.TakeLooked {
 		return 0
 	}
 	if low {
-		return float64(p.TakeTensors) * takeTensorSec
+		return takeBatchSec + float64(p.TakeTensors)*takeTensorSec
 	}
 	if p.Knobs.Pin {
 		return 0
 	}
-	return float64(p.TakeTensors) * takeTensorFastSec
+	return takeBatchFastSec + float64(p.TakeTensors)*takeTensorFastSec
 }
 
 // ramCopyBytesPerSec is what one core copies from a dataset held in RAM:
@@ -353,6 +365,29 @@ func (p *Pipeline) contendedFrom(kappa float64, n, n0 int, io, cpu float64) floa
 	return max(1, (1+kappa*u)/(1+kappa*u0))
 }
 
+// stepRelief is the factor by which a step on the CPU, measured beside the
+// workers, is slower than it runs with none (loading inline): the share
+// of the box's CPUs busy falls by what the workers kept busy, their time
+// on a CPU (cpu of io + cpu per batch), and the step's CPU work runs at
+// (1 + κu₀) ÷ (1 + κu) of its speed, κ the range's own; the range's high
+// side counts it, as its low side counts the contention of workers added.
+// 1 where the box's occupancy is unread (the tiny batches' step ran 254 µs
+// beside 2 workers and 118 µs inline).
+func (p *Pipeline) stepRelief(io, cpu float64) float64 {
+	box, busy := p.BoxCPUs, p.BusyCPUs
+	if !(box > 0) || !(busy > 0) {
+		return 1
+	}
+	share := 1.0
+	if t := io + cpu; t > 0 {
+		share = cpu / t
+	}
+	n0 := float64(max(p.LocalRanks, 1) * p.Knobs.Workers)
+	u0 := min(1, busy/box)
+	u := max(0, min(1, (busy-n0*share)/box))
+	return max(1, (1+p.CPUContention*u0)/(1+p.CPUContention*u))
+}
+
 // predict is Predict at contention κ for the workers' CPU and σ for
 // their storage wait, and a hand-over share added to a batch's CPU where
 // workers replace loading inline; low is the range's low side.
@@ -369,14 +404,28 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low boo
 		// low side keeps the workers' own figures.
 		io, cpu = p.IOSec, p.CPUSec/(1+p.HandOverShare)
 	}
-	if k.Workers == 0 && p.Knobs.Workers > 0 {
-		io = max(io, p.MakeSec-p.CPUSec) // the timed batch's wait beyond a worker's CPU, inline too
+	if k.Workers == 0 && p.Knobs.Workers > 0 && p.MakeSec > 0 {
+		// Loading inline again, where the workers timed their stages: what
+		// a worker spends making a batch (getitem + collate, its wall
+		// time: its reads and waits are in it), with none of the
+		// hand-over, which a worker's CPU counts (a batch of two tensors:
+		// 320 µs of a worker's CPU a batch, 196 µs of it making it; inline
+		// it took 83). The high side takes the same share off its CPU as
+		// above.
+		cpu = min(p.CPUSec, p.MakeSec)
+		io = p.MakeSec - cpu
+		if !low {
+			cpu /= 1 + p.HandOverShare
+		}
 	}
 	if k.Cache && !p.Knobs.Cache {
 		io = p.CPUWaitSec // read from RAM: no storage wait (the wait for a CPU stays)
 		cpu = max(0, cpu-p.ReadCPUSec) + p.BytesPerBatch/ramCopyBytesPerSec
 	}
 	step := p.StepSec
+	if k.Workers == 0 && p.Knobs.Workers > 0 && p.StepOnCPU && !low {
+		step /= p.stepRelief(io, cpu) // the workers' CPU work gone from beside the step
+	}
 	if k.Workers > 0 {
 		io = p.CPUWaitSec + (io-p.CPUWaitSec)*contended(ioSigma, k.Workers, p.Knobs.Workers)
 		if p.StepOnCPU {
@@ -717,7 +766,7 @@ func waitPipeline(w *window) (*Pipeline, bool) {
 		p.OverheadSec = max(p.OverheadSec, unexplainedWait(p, wait/bps))
 	}
 	p.WorkersCPUMissed = w.workersCPUMissed
-	p.TakeTensors, p.TakeTensorsCut = w.batchTensors, w.batchTensorsCut
+	p.TakeTensors, p.TakeTensorsCut, p.TakeLooked = w.batchTensors, w.batchTensorsCut, w.batchLooked
 	saturatedDisk(w, p, bps)
 	p.Measured = Prediction{SamplesPerSec: w.meanBatchesPerSec.v * p.BatchSize, WaitShare: measuredWait, Gain: 1}
 	return p, true
@@ -836,8 +885,13 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 		p.MakeSec = st.v
 		if r := w.workersRunDelay; r.ok && w.loaderCPU.ok && r.v < 1 {
 			// Their wait for a CPU is the workers' crowding, which a loop
-			// loading inline does not pay (a review).
-			p.MakeSec = max(cpu, st.v-cpu*r.v/(1-r.v))
+			// loading inline does not pay (a review). At least the CPU
+			// of making it: the workers' CPU less the hand-over's.
+			hand := 0.0
+			if w.workerStageSec.ok {
+				hand = max(0, w.workerStageSec.v-st.v)
+			}
+			p.MakeSec = max(min(st.v, cpu-hand), st.v-cpu*r.v/(1-r.v))
 		}
 	}
 	if r := w.workersRunDelay; r.ok && w.loaderCPU.ok && r.v < 1 {

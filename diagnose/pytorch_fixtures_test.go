@@ -214,7 +214,7 @@ func TestTinyBatchesFromWorkersThatRestartAreAdvisedInline(t *testing.T) {
 func TestTheTakePricedFromABatchsTensors(t *testing.T) {
 	inline := func(tensors int, makeSec, stepSec float64) *Pipeline {
 		rate := 1 / (makeSec + stepSec)
-		return &Pipeline{BatchSize: 32, StepSec: stepSec, CPUSec: makeSec, CPUs: 1, LoopCPUs: 1, Kind: "python", TakeTensors: tensors,
+		return &Pipeline{BatchSize: 32, StepSec: stepSec, CPUSec: makeSec, CPUs: 1, LoopCPUs: 1, Kind: "python", TakeTensors: tensors, TakeLooked: true,
 			HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention,
 			Knobs:    Knobs{knownPersistent: true, knownPC: true},
 			Measured: Prediction{SamplesPerSec: rate * 32, WaitShare: makeSec * rate, Gain: 1}}
@@ -248,9 +248,9 @@ func TestTheTakePricedFromABatchsTensors(t *testing.T) {
 
 	var w window
 	yes, no := true, false
-	w.addLoader(&sample.Frame{IntervalSec: 1}, &sample.Loader{Payload: &sample.BatchPayload{BytesPerBatch: 1, Tensors: []sample.PayloadTensor{
+	w.addLoader(&sample.Frame{IntervalSec: 1}, &sample.Loader{Payload: &sample.BatchPayload{BatchesLooked: 3, BytesPerBatch: 1, Tensors: []sample.PayloadTensor{
 		{Path: "[0]", Pinned: &no}, {Path: "[1]", Pinned: &yes}, {Path: "[2]"}, {Path: "[3]"}}}}, &signals{})
-	if w.batchTensors != 2 || w.batchTensorsCut {
+	if w.batchTensors != 2 || w.batchTensorsCut || !w.batchLooked {
 		t.Errorf("two torch tensors and two numpy arrays: %d tensors priced (cut %v), want 2", w.batchTensors, w.batchTensorsCut)
 	}
 }

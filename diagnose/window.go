@@ -93,6 +93,7 @@ type window struct {
 	loopTakeSec                                         level // the loop thread's CPU time taking each batch (the take stage), seconds
 	batchTensors                                        int   // the torch tensors of the newest batch the hook looked at; 0 unknown
 	batchTensorsCut                                     bool  // that look listed sample.MaxPayloadTensors: the batch may hold more
+	batchLooked                                         bool  // the hook looked at a batch
 	knobs                                               map[string]string
 	epochStallMs                                        float64
 	newLoaderEveryEpoch                                 bool // every epoch iterated a new DataLoader (Loader.NewLoaderEveryEpoch)
@@ -471,7 +472,8 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 		w.stepping = level{v: *l.SteppingMs / 1000, n: 1, ok: true}
 	}
 	w.workerPIDs = l.WorkerPIDs
-	if l.Payload != nil && len(l.Payload.Tensors) > 0 {
+	if l.Payload != nil && l.Payload.BatchesLooked > 0 {
+		w.batchLooked = true
 		w.batchTensors, w.batchTensorsCut = 0, len(l.Payload.Tensors) >= sample.MaxPayloadTensors
 		for _, t := range l.Payload.Tensors {
 			if t.Pinned != nil { // a torch tensor (a numpy array has none): shared by a file descriptor
