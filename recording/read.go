@@ -72,11 +72,14 @@ type Recording struct {
 	steps  []clockStep
 }
 
-// heldFrame is a frame line not yet indexed: its time, place and number.
+// heldFrame is a frame line not yet indexed: its time, place and number,
+// and how many events and scenarios were read before it (those read after
+// it take the clock's step back with it).
 type heldFrame struct {
-	t      time.Time
-	at     span
-	lineNo int
+	t                 time.Time
+	at                span
+	lineNo            int
+	events, scenarios int
 }
 
 // clockStep: from frame index from on, the times read are shift later
@@ -87,8 +90,12 @@ type clockStep struct {
 }
 
 // maxClockSteps bounds the clock's steps back a recording is read
-// across; past them a frame dated back is left out, as an odd one.
-const maxClockSteps = 64
+// across, and maxClockStep each: past them a frame dated back is left
+// out, as an odd one (the shift stays within what a Duration holds).
+const (
+	maxClockSteps = 64
+	maxClockStep  = 366 * 24 * time.Hour
+)
 
 // span is a frame line's place in the file.
 type span struct {
@@ -617,28 +624,29 @@ func (r *Recording) add(kind string, t time.Time, line []byte, at span, lineNo i
 // every frame after it).
 func (r *Recording) addFrame(t time.Time, at span, lineNo int) {
 	if t.Year() < 1970 || t.Year() > 9000 {
-		r.warn("line %d: a frame at %s: no clock gives that time: left out", lineNo, t.Format(time.RFC3339))
+		r.warn("line %d: a frame at %s: no clock gives that time: left out", lineNo, t.Add(-r.shift).Format(time.RFC3339))
 		return
 	}
+	aheadAbove := len(r.index) >= 2 && !t.Before(r.before) // the frame above is odd, if this one is before it
 	if b := r.behind; b != nil {
 		r.behind = nil
-		if !t.Before(b.t) && t.Before(r.last) && len(r.steps) < maxClockSteps {
+		if !t.Before(b.t) && t.Before(r.last) && !aheadAbove && r.last.Sub(b.t) <= maxClockStep && len(r.steps) < maxClockSteps && !r.framesCut {
 			r.clockBack(b, t, at, lineNo)
 			return
 		}
 		r.warn("line %d: a frame at %s, before the one above it: left out", b.lineNo, b.t.Add(-r.shift).Format(time.RFC3339))
 	}
 	switch {
-	case t.Before(r.last) && len(r.index) >= 2 && !t.Before(r.before):
+	case t.Before(r.last) && aheadAbove:
 		// The frame above is the odd one, after this one and the frames
 		// that go on from the one before it: it goes, not every frame
 		// after it (a review: one frame dated a year ahead left out the
 		// rest of a recording).
-		r.warn("line %d: a frame at %s, after the frames below it: left out", r.lastLine, r.last.Format(time.RFC3339))
+		r.warn("line %d: a frame at %s, after the frames below it: left out", r.lastLine, r.last.Add(-r.shift).Format(time.RFC3339))
 		r.index[len(r.index)-1] = at
 		r.last, r.lastLine = t, lineNo
 	case t.Before(r.last):
-		r.behind = &heldFrame{t, at, lineNo} // odd, or the clock gone back: the next frame says
+		r.behind = &heldFrame{t, at, lineNo, len(r.Events), len(r.Scenarios)} // odd, or the clock gone back: the next frame says
 	case len(r.index) < MaxFrames:
 		r.before, r.last, r.lastLine = r.last, t, lineNo
 		r.index = append(r.index, at)
@@ -665,6 +673,17 @@ func (r *Recording) clockBack(b *heldFrame, t time.Time, at span, lineNo int) {
 		b.lineNo, r.last.Sub(b.t).Round(time.Millisecond), b.t.Add(-r.shift).Format(time.RFC3339), r.last.Add(-r.shift).Format(time.RFC3339), (r.shift + d).Round(time.Millisecond))
 	r.shift += d
 	r.steps = append(r.steps, clockStep{from: len(r.index), shift: r.shift})
+	for i := b.events; i < len(r.Events); i++ { // read between the two frames: after the step
+		r.Events[i].Time = r.Events[i].Time.Add(d)
+	}
+	for i := b.scenarios; i < len(r.Scenarios); i++ {
+		sc := &r.Scenarios[i]
+		sc.Time = sc.Time.Add(d)
+		if sc.Until != nil {
+			u := sc.Until.Add(d)
+			sc.Until = &u
+		}
+	}
 	r.addFrame(b.t.Add(d), b.at, b.lineNo)
 	r.addFrame(t.Add(d), at, lineNo)
 }

@@ -475,6 +475,9 @@ func TestTheClockGoneBackIsReadAcross(t *testing.T) {
 	}
 	for i := 4; i < 8; i++ {
 		frame(back(i))
+		if i == 4 { // between the frame dated back and the one that says the clock went back
+			fmt.Fprintf(&b, `{"type":"scenario","time":%q,"name":"io-bound","knobs":{}}`+"\n", back(4).Add(200*time.Millisecond).Format(time.RFC3339Nano))
+		}
 		if i == 5 {
 			fmt.Fprintf(&b, `{"type":"event","time":%q,"name":"knob","detail":"num_workers=2"}`+"\n", back(5).Add(500*time.Millisecond).Format(time.RFC3339Nano))
 		}
@@ -498,14 +501,43 @@ func TestTheClockGoneBackIsReadAcross(t *testing.T) {
 	if len(rec.Events) != 1 || !rec.Events[0].Time.Equal(at(5).Add(500*time.Millisecond)) {
 		t.Errorf("events %+v: want the one at %s", rec.Events, at(5).Add(500*time.Millisecond))
 	}
+	if len(rec.Scenarios) != 1 || !rec.Scenarios[0].Time.Equal(at(4).Add(200*time.Millisecond)) {
+		t.Errorf("scenarios %+v: want the one at %s", rec.Scenarios, at(4).Add(200*time.Millisecond))
+	}
 	warned := strings.Join(rec.Warnings, "\n")
 	for _, want := range []string{"line 6: the clock went back 59m59s (a frame at 2026-03-01T08:00:04Z after one at 2026-03-01T09:00:03Z): it and the frames after it are read on from there, each 1h0m0s later than it says",
-		"line 11: a frame at 2026-03-01T08:00:01Z, before the one above it: left out"} {
+		"line 12: a frame at 2026-03-01T08:00:01Z, before the one above it: left out"} {
 		if !strings.Contains(warned, want) {
 			t.Errorf("warnings %q lack %q", warned, want)
 		}
 	}
 	if len(rec.Warnings) != 2 {
 		t.Errorf("%d warnings, want 2: %q", len(rec.Warnings), rec.Warnings)
+	}
+
+	// Not a step: a frame dated a year ahead, one dated back between its
+	// neighbours, then one going on from the frames before the year-ahead
+	// one: the year-ahead frame is the odd one (a review); and frames a
+	// century back are no clock step (the shift stays within a Duration).
+	b.Reset()
+	b.WriteString(head)
+	for _, tm := range []time.Time{at(0), at(1), at(2), at(0).AddDate(1, 0, 0), at(2).Add(-500 * time.Millisecond), at(4),
+		at(4).AddDate(-100, 0, 0), at(5).AddDate(-100, 0, 0), at(6)} {
+		frame(tm)
+	}
+	rec, err = read([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = got[:0]
+	for i := range rec.Len() {
+		r, err := rec.Frame(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r.Frame.Time)
+	}
+	if want := []time.Time{at(0), at(1), at(2), at(4), at(6)}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("frames read %v\nwant %v (warnings %q)", got, want, rec.Warnings)
 	}
 }
