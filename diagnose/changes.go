@@ -257,7 +257,11 @@ func changesTo(p *Pipeline, c candidate) []Change {
 // 140µs–260µs a batch on the machines measured, docs/diagnosis.md)".
 func (p *Pipeline) takeWords() string {
 	d := sample.FormatDuration
-	n := sample.Plural(p.TakeTensors, "tensor")
+	if p.TakeTensors == 0 && !p.TakeTensorsCut {
+		return fmt.Sprintf("about %s–%s a batch (its trip from the worker's queue, unpickled: %s–%s on the machines measured, docs/diagnosis.md)",
+			d(p.inlineTakeSec(false)), d(p.inlineTakeSec(true)), d(takeBatchFastSec), d(takeBatchSec))
+	}
+	n := sample.Plural(p.TakeTensors, "torch tensor")
 	if p.TakeTensorsCut {
 		n = fmt.Sprintf("%d or more tensors", p.TakeTensors)
 	}
@@ -311,8 +315,12 @@ func workersWhy(p *Pipeline, from, to int, limit Limit) string {
 		}
 	}
 	if to == 0 && from > 0 {
+		if p.MakeSec > 0 {
+			return fmt.Sprintf("taking each batch from a worker costs the loop %s (unpickling it, the pin-memory handoff, the GIL), more than making it: a worker makes one in %s (its getitem and collate), which the loop spends instead",
+				d(p.OverheadSec), d(p.MakeSec))
+		}
 		return fmt.Sprintf("taking each batch from a worker costs the loop %s (unpickling it, the pin-memory handoff, the GIL), more than making it: a worker's whole time per batch is %s, which the loop spends instead",
-			d(p.OverheadSec), d(max(p.IOSec+p.CPUSec+p.CPUWaitSec, p.MakeSec)))
+			d(p.OverheadSec), d(p.IOSec+p.CPUSec+p.CPUWaitSec))
 	}
 	if p.Relative {
 		// Times are in units of the step (the loop's rates are unknown).

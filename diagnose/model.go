@@ -397,26 +397,22 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low boo
 	}
 	hand := p.HandOverSec                     // neither storage nor CPU: no contention, no cache moves it
 	io, cpu := p.IOSec+p.CPUWaitSec, p.CPUSec // a worker's wall time per batch: io + cpu + hand
-	if k.Workers == 0 && p.Knobs.Workers > 0 && !low {
-		// Loading inline again: one thread, which waits for no CPU the
-		// workers took, and does not pickle what it makes (a worker's CPU
-		// per batch is 1 + HandOverShare of the same work inline). The
-		// low side keeps the workers' own figures.
-		io, cpu = p.IOSec, p.CPUSec/(1+p.HandOverShare)
-	}
-	if k.Workers == 0 && p.Knobs.Workers > 0 && p.MakeSec > 0 {
+	switch {
+	case k.Workers == 0 && p.Knobs.Workers > 0 && p.MakeSec > 0:
 		// Loading inline again, where the workers timed their stages: what
 		// a worker spends making a batch (getitem + collate, its wall
-		// time: its reads and waits are in it), with none of the
-		// hand-over, which a worker's CPU counts (a batch of two tensors:
-		// 320 µs of a worker's CPU a batch, 196 µs of it making it; inline
-		// it took 83). The high side takes the same share off its CPU as
-		// above.
+		// time: its reads and waits are in it, its wait for a CPU not:
+		// fillWorkers), with none of the hand-over, which a worker's CPU
+		// counts (a batch of two tensors: 320 µs of a worker's CPU a
+		// batch, 196 µs of it making it; inline it took 83).
 		cpu = min(p.CPUSec, p.MakeSec)
 		io = p.MakeSec - cpu
-		if !low {
-			cpu /= 1 + p.HandOverShare
-		}
+	case k.Workers == 0 && p.Knobs.Workers > 0 && !low:
+		// Loading inline again, untimed: one thread, which waits for no
+		// CPU the workers took, and does not pickle what it makes (a
+		// worker's CPU per batch is 1 + HandOverShare of the same work
+		// inline). The low side keeps the workers' own figures.
+		io, cpu = p.IOSec, p.CPUSec/(1+p.HandOverShare)
 	}
 	if k.Cache && !p.Knobs.Cache {
 		io = p.CPUWaitSec // read from RAM: no storage wait (the wait for a CPU stays)
@@ -883,15 +879,17 @@ func fillWorkers(p *Pipeline, w *window, n int, bps, wait, period float64) {
 	if st := w.workerMakeSec; st.ok && st.v > 0 && !p.Relative {
 		// Making the batch, not handing it over (no pickling inline).
 		p.MakeSec = st.v
-		if r := w.workersRunDelay; r.ok && w.loaderCPU.ok && r.v < 1 {
+		hand := 0.0
+		if w.workerStageSec.ok {
+			hand = max(0, w.workerStageSec.v-st.v)
+		}
+		if r := w.workersRunDelay; r.ok && w.loaderCPU.ok && r.v < 1 && cpu > hand {
 			// Their wait for a CPU is the workers' crowding, which a loop
-			// loading inline does not pay (a review). At least the CPU
-			// of making it: the workers' CPU less the hand-over's.
-			hand := 0.0
-			if w.workerStageSec.ok {
-				hand = max(0, w.workerStageSec.v-st.v)
-			}
-			p.MakeSec = max(min(st.v, cpu-hand), st.v-cpu*r.v/(1-r.v))
+			// loading inline does not pay (a review): the making's share
+			// of it, the workers' CPU less the hand-over's, which is also
+			// the least the making takes; never more than its wall time.
+			mk := cpu - hand
+			p.MakeSec = min(st.v, max(mk, st.v-mk*r.v/(1-r.v)))
 		}
 	}
 	if r := w.workersRunDelay; r.ok && w.loaderCPU.ok && r.v < 1 {

@@ -173,7 +173,7 @@ func tinyBatches(t *testing.T, name string) []sample.Frame {
 func TestATinyBatchLoadedInlineIsNotPromisedWorkers(t *testing.T) {
 	fs := tinyBatches(t, "tiny-batches-inline.jsonl")
 	v := Classify(fs, DefaultThresholds())
-	if len(v.Changes) != 0 || !strings.Contains(strings.Join(v.Advice, "\n"), "for the 2 tensors a batch holds") {
+	if len(v.Changes) != 0 || !strings.Contains(strings.Join(v.Advice, "\n"), "for the 2 torch tensors a batch holds") {
 		t.Errorf("%s: changes %+v, advice %q: want no change, and the take of 2 tensors said", v.Kind, v.Changes, v.Advice)
 	}
 	p, ok := Model(fs)
