@@ -210,7 +210,7 @@ func (r *Recording) Frame(i int) (*Recorded, error) {
 		notes = append(notes, err.Error()+": the frame is left empty")
 		fl.Frame = sample.Frame{Time: fl.Frame.Time}
 	}
-	fl.Frame.Time = fl.Frame.Time.Add(r.shiftAt(i))
+	fl.Frame.ShiftTimes(r.shiftAt(i))
 	notes = append(fl.Frame.Check(), notes...)
 	fl.Frame.AssignRoles() // roles are derived, never taken from the file
 	if len(notes) > 0 {

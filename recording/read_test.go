@@ -474,6 +474,10 @@ func TestTheClockGoneBackIsReadAcross(t *testing.T) {
 		frame(at(i))
 	}
 	for i := 4; i < 8; i++ {
+		if i == 6 { // a job that ended, with its end's time
+			fmt.Fprintf(&b, `{"type":"frame","time":%q,"unavailable":{},"target":{"pid":7,"exited_at":%q}}`+"\n", back(i).Format(time.RFC3339Nano), back(i).Add(-300*time.Millisecond).Format(time.RFC3339Nano))
+			continue
+		}
 		frame(back(i))
 		if i == 4 { // between the frame dated back and the one that says the clock went back
 			fmt.Fprintf(&b, `{"type":"scenario","time":%q,"name":"io-bound","knobs":{}}`+"\n", back(4).Add(200*time.Millisecond).Format(time.RFC3339Nano))
@@ -500,6 +504,9 @@ func TestTheClockGoneBackIsReadAcross(t *testing.T) {
 	}
 	if len(rec.Events) != 1 || !rec.Events[0].Time.Equal(at(5).Add(500*time.Millisecond)) {
 		t.Errorf("events %+v: want the one at %s", rec.Events, at(5).Add(500*time.Millisecond))
+	}
+	if r, err := rec.Frame(6); err != nil || r.Frame.Target == nil || r.Frame.Target.ExitedAt == nil || !r.Frame.Target.ExitedAt.Equal(at(6).Add(-300*time.Millisecond)) {
+		t.Errorf("the job's end after the step: %+v, %v: want it at %s", r.Frame.Target, err, at(6).Add(-300*time.Millisecond))
 	}
 	if len(rec.Scenarios) != 1 || !rec.Scenarios[0].Time.Equal(at(4).Add(200*time.Millisecond)) {
 		t.Errorf("scenarios %+v: want the one at %s", rec.Scenarios, at(4).Add(200*time.Millisecond))

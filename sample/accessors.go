@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // These accessors are the one place where a frame's figures are reduced to
@@ -201,4 +202,36 @@ func (j *Job) Summary() string {
 // "128" (where %.2g wrote "1.3e+02").
 func FormatCPUs(v float64) string {
 	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
+}
+
+// ShiftTimes adds d to every time the frame holds: its own, its target's
+// exit, its ranks' and loader's disconnections, a slow rank's read, its
+// settings' reading and its profile's: a recording read across its
+// clock's step back (recording.Read) moves them all alike.
+func (f *Frame) ShiftTimes(d time.Duration) {
+	if d == 0 {
+		return
+	}
+	shift := func(t *time.Time) {
+		if t != nil && !t.IsZero() {
+			*t = t.Add(d)
+		}
+	}
+	shift(&f.Time)
+	if f.Target != nil {
+		shift(f.Target.ExitedAt)
+	}
+	for i := range f.Ranks {
+		shift(f.Ranks[i].DisconnectedSince)
+		shift(f.Ranks[i].SlowSince)
+	}
+	if l := f.Loader; l != nil {
+		shift(l.DisconnectedSince)
+		if l.Settings != nil {
+			shift(l.Settings.ReadAt)
+		}
+	}
+	if f.Profile != nil {
+		shift(&f.Profile.TakenAt)
+	}
 }
