@@ -367,24 +367,31 @@ func (p *Pipeline) contendedFrom(kappa float64, n, n0 int, io, cpu float64) floa
 
 // stepRelief is the factor by which a step on the CPU, measured beside the
 // workers, is slower than it runs with none (loading inline): the share
-// of the box's CPUs busy falls by what the workers kept busy, their time
-// on a CPU (cpu of io + cpu per batch), and the step's CPU work runs at
+// of the box's CPUs busy falls by what the workers kept busy (the CPUs
+// they were seen to use, else their time on a CPU a batch, all of it
+// where their CPU was missed), and the step's CPU work runs at
 // (1 + κu₀) ÷ (1 + κu) of its speed, κ the range's own; the range's high
 // side counts it, as its low side counts the contention of workers added.
 // 1 where the box's occupancy is unread (the tiny batches' step ran 254 µs
 // beside 2 workers and 118 µs inline).
-func (p *Pipeline) stepRelief(io, cpu float64) float64 {
+func (p *Pipeline) stepRelief() float64 {
 	box, busy := p.BoxCPUs, p.BusyCPUs
 	if !(box > 0) || !(busy > 0) {
 		return 1
 	}
-	share := 1.0
-	if t := io + cpu; t > 0 {
-		share = cpu / t
+	workers := p.UsedCPUs // what they were seen to use (part of it where their CPU was missed)
+	if !(workers > 0) || p.WorkersCPUMissed {
+		// Unread: each busy its share of its time per batch on a CPU, or
+		// all of it where their CPU was missed (the high side's reading).
+		share := 1.0
+		if t := p.IOSec + p.CPUWaitSec + p.CPUSec; t > 0 && !p.WorkersCPUMissed {
+			share = p.CPUSec / t
+		}
+		workers = float64(p.Knobs.Workers) * share
 	}
-	n0 := float64(max(p.LocalRanks, 1) * p.Knobs.Workers)
+	workers *= float64(max(p.LocalRanks, 1))
 	u0 := min(1, busy/box)
-	u := max(0, min(1, (busy-n0*share)/box))
+	u := max(0, min(1, (busy-workers)/box))
 	return max(1, (1+p.CPUContention*u0)/(1+p.CPUContention*u))
 }
 
@@ -420,7 +427,7 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low boo
 	}
 	step := p.StepSec
 	if k.Workers == 0 && p.Knobs.Workers > 0 && p.StepOnCPU && !low {
-		step /= p.stepRelief(io, cpu) // the workers' CPU work gone from beside the step
+		step /= p.stepRelief() // the workers' CPU work gone from beside the step
 	}
 	if k.Workers > 0 {
 		io = p.CPUWaitSec + (io-p.CPUWaitSec)*contended(ioSigma, k.Workers, p.Knobs.Workers)
