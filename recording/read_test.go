@@ -433,14 +433,7 @@ func TestAFrameOutOfTimeLeavesOutItselfOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []time.Time
-	for i := range rec.Len() {
-		r, err := rec.Frame(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, r.Frame.Time)
-	}
+	got := frameTimes(t, rec)
 	if want := []time.Time{at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("frames read %v\nwant %v", got, want)
 	}
@@ -453,6 +446,20 @@ func TestAFrameOutOfTimeLeavesOutItselfOnly(t *testing.T) {
 			t.Errorf("warnings %q lack %q", warned, want)
 		}
 	}
+}
+
+// frameTimes are the times of rec's frames, as Frame reads them.
+func frameTimes(t *testing.T, rec *Recording) []time.Time {
+	t.Helper()
+	var got []time.Time
+	for i := range rec.Len() {
+		r, err := rec.Frame(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r.Frame.Time)
+	}
+	return got
 }
 
 // TestTheClockGoneBackIsReadAcross: the box's clock stepped back an hour
@@ -491,14 +498,7 @@ func TestTheClockGoneBackIsReadAcross(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []time.Time
-	for i := range rec.Len() {
-		r, err := rec.Frame(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, r.Frame.Time)
-	}
+	got := frameTimes(t, rec)
 	if want := []time.Time{at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("frames read %v\nwant %v", got, want)
 	}
@@ -536,14 +536,7 @@ func TestTheClockGoneBackIsReadAcross(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = got[:0]
-	for i := range rec.Len() {
-		r, err := rec.Frame(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, r.Frame.Time)
-	}
+	got = frameTimes(t, rec)
 	if want := []time.Time{at(0), at(1), at(2), at(4), at(6)}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("frames read %v\nwant %v (warnings %q)", got, want, rec.Warnings)
 	}
