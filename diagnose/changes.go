@@ -252,8 +252,8 @@ func changesTo(p *Pipeline, c candidate) []Change {
 	return out
 }
 
-// takeWords says what inlineTakeSec prices: "about 1.0ms–1.9ms for the 2
-// tensors a batch holds (unpickling each …: 430µs–800µs a tensor and
+// takeWords says what inlineTakeSec prices: "about 820µs–1.9ms for the 2
+// torch tensors a batch holds (unpickling each …: 340µs–800µs a tensor and
 // 140µs–260µs a batch on the machines measured, docs/diagnosis.md)".
 func (p *Pipeline) takeWords() string {
 	d := sample.FormatDuration

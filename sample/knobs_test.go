@@ -2,6 +2,7 @@ package sample
 
 import (
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
 	"testing"
@@ -86,5 +87,24 @@ func TestHangWaitIsTheHooks(t *testing.T) {
 	}
 	if sec, err := strconv.ParseFloat(string(m[1]), 64); err != nil || sec != HangWait.Seconds() {
 		t.Errorf("the hook's HANG_SEC %s, sample.HangWait %v", m[1], HangWait)
+	}
+}
+
+// TestPayloadTensorsAreTheHooks: the model reads a payload listing
+// MaxPayloadTensors tensors as cut (the batch may hold more); the hook
+// lists at most MAX_SHOWN and the frame's check keeps at most its tag's
+// max: the three must be the same figure.
+func TestPayloadTensorsAreTheHooks(t *testing.T) {
+	src, err := os.ReadFile("../python/gpuwatch_hook/_payload.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^MAX_SHOWN = ([0-9]+)$`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("no MAX_SHOWN = N line in the hook's _payload.py")
+	}
+	f, _ := reflect.TypeOf(BatchPayload{}).FieldByName("Tensors")
+	if string(m[1]) != strconv.Itoa(MaxPayloadTensors) || f.Tag.Get("check") != "max="+strconv.Itoa(MaxPayloadTensors) {
+		t.Errorf("the hook's MAX_SHOWN %s, the check tag %q, sample.MaxPayloadTensors %d", m[1], f.Tag.Get("check"), MaxPayloadTensors)
 	}
 }
