@@ -609,7 +609,9 @@ type Loader struct {
 	// EpochStallMs is the mean time from an epoch's start to its first
 	// batch, epochs after the first (workers restarting when they are not
 	// persistent, the pipeline refilling); BatchesPerEpoch the epoch's
-	// length. Nil when the loader does not say (attached loaders).
+	// length (a DataLoader with no len(), an IterableDataset's: the batches
+	// of its last epoch that ran to its end). Nil when the loader does not
+	// say (attached loaders).
 	EpochStallMs    *float64 `json:"epoch_stall_ms,omitempty"`
 	BatchesPerEpoch *int     `json:"batches_per_epoch,omitempty"`
 	// NewLoaderEveryEpoch: every epoch after the first (three or more)

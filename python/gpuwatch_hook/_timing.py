@@ -130,6 +130,10 @@ class Stats:
         self.pin_memory: Optional[bool] = None
         self.loader_batch: Optional[int] = None  # the loader's batch_size (None: not a DataLoader's, or batches by a batch_sampler)
         self.batches_per_epoch: Optional[int] = None
+        # The batches of the last epoch that ran to its end (StopIteration),
+        # for a DataLoader with no len() (an IterableDataset): its epoch's
+        # length as seen, where len() says none.
+        self._ran_out: Optional[int] = None
         self.worker_pids: Tuple[int, ...] = ()
         self.loop_tid: Optional[int] = None  # the OS thread that iterates: the training loop
         self.epochs = 0  # epochs started
@@ -601,6 +605,8 @@ class Stats:
             self.persistent, self.pin_memory = k.persistent, k.pin_memory
             self.splits_by_worker, self.loader_batch = k.splits_by_worker, k.batch_size
             self.batches_per_epoch, self.worker_pids = k.batches_per_epoch, k.worker_pids
+            if k.batches_per_epoch is None:  # no len(): the last epoch run to its end says it
+                self.batches_per_epoch = self._ran_out
             self.loop_tid = tid
             self.epochs += 1
             if rebuilt is None or self.rebuilt_epochs is None:
@@ -714,7 +720,7 @@ class Stats:
                 int(repeats),
             )
         if per_epoch is not None:
-            one("gpuwatch_loader_batches_per_epoch", "gauge", "Batches in an epoch (len of the DataLoader).", per_epoch)
+            one("gpuwatch_loader_batches_per_epoch", "gauge", "Batches in an epoch: len of the DataLoader, or where it has none (an IterableDataset) the batches of the last epoch that ran to its end.", per_epoch)
         if epochs:
             one("gpuwatch_loader_epochs_total", "counter", "Epochs started (iterations over the DataLoader).", epochs)
             if rebuilt_epochs is not None:
@@ -1046,6 +1052,7 @@ class Clock:
             # (the drain, a GPU recording's stop and summary) is its own
             # work, never read as the loop waiting for its input.
             stats.waiting_since.pop(self, None)
+            stats._ran_out = stats.taken - stats._epoch_taken  # the loop's thread alone sets both
             self._last_step(step)
             try:  # the epoch's end: its last batches' figures (the inline stages: only this thread takes them) drained now
                 _cost.cost.timed("loop", stats._loop_drain)

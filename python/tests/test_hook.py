@@ -1155,6 +1155,29 @@ class TorchTest(unittest.TestCase):
         self.assertNotIn("gpuwatch_loader_queue_depth", m)
         self.assertEqual(m["gpuwatch_loader_batches_total"], 4)
 
+    def test_an_iterable_datasets_epoch_is_as_long_as_the_last_run_to_its_end(self):
+        # No len(): its epoch's length is what the last epoch that ran to
+        # its end held (gpuwatch reads workers restarting every short
+        # epoch from it). A loop that leaves early says nothing.
+        class Stream(torch.utils.data.IterableDataset):
+            def __iter__(self):
+                return iter(torch.arange(30, dtype=torch.float32))
+
+        w = hook.watch(DataLoader(Stream(), batch_size=4), port=0, quiet=True)
+        self.assertNotIn("gpuwatch_loader_batches_per_epoch", self.metrics(w))
+        for _ in w:
+            pass
+        for i, _ in enumerate(w):
+            if i == 2:
+                m = self.metrics(w)
+        self.assertEqual(m["gpuwatch_loader_batches_per_epoch"], 8)  # 7 of 4, one of 2
+        for i, _ in enumerate(w):
+            if i == 1:
+                break  # left early: not an epoch's length
+        for _ in w:
+            pass
+        self.assertEqual(self.metrics(w)["gpuwatch_loader_batches_per_epoch"], 8)
+
     def test_wrapping_starts_no_workers(self):
         dl = DataLoader(self.dataset(), batch_size=4, num_workers=2, persistent_workers=True)
         hook.watch(dl, port=0, quiet=True)
