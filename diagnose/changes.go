@@ -124,12 +124,6 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 				}
 			}
 		}
-		if pick >= 0 && cands[pick].pred.ContendedLimit == LimitShared.String() && rate(cands[pick].pred) >= MinPredictedGain*max(rate(p.Measured), rate(now)) {
-			// Worth it on the high side, not at the point, which has the
-			// step's compute pool sharing the cores with the workers:
-			// that is why.
-			return nil, Prediction{}, LimitShared
-		}
 		if limit == LimitInline && p.inlineTakeSec(false) > 0 {
 			// Loading inline beats any worker count: where the best of
 			// those is held by the loop's take of each batch, that is why.
@@ -442,8 +436,6 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 		// (what the training process and the processes outside the job
 		// leave) are too few.
 		return fmt.Sprintf("no loader knob raises throughput: the loop loads each batch itself, and workers would get %.1f CPUs here (%s), too few to load faster than it does", p.workersGet(), p.leftWords())
-	case LimitShared:
-		return p.sharedWords()
 	case LimitLoop:
 		if p.Knobs.Workers == 0 {
 			// Workers would trade the loading for the take, and the step
@@ -459,26 +451,6 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 			sample.FormatDuration(p.StepSec), sample.FormatDuration(p.OverheadSec))
 	}
 	return fmt.Sprintf("no loader knob the model knows raises throughput (limited by %s)", limit)
-}
-
-// sharedWords says why no worker count is advised where the step's
-// compute pool would share the cores with them (LimitShared): the best
-// count's point, which the planner weighed.
-func (p *Pipeline) sharedWords() string {
-	best, bestK := Prediction{}, Knobs{}
-	for w := p.Knobs.Workers + 1; w <= p.Knobs.Workers+int(max(1, p.BoxCPUs)); w++ {
-		k := p.Knobs
-		k.Workers = w
-		if k.Prefetch == 0 {
-			k.Prefetch = sample.PrefetchWithWorkers
-		}
-		if pr, _ := p.Predict(k); pr.SamplesPerSec > best.SamplesPerSec {
-			best, bestK = pr, k
-		}
-	}
-	return fmt.Sprintf("no loader knob raises throughput: the step runs on the CPU with a compute pool of %s beside the loop's (OpenBLAS's or OpenMP's, spinning between calls), and %s would share the %.0f cores with it; each of its parallel calls waits for its slowest thread, so the step (%s now) would take about %s, at most %.0f samples/s with %d (now %.0f). Capping the pool (OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 in its environment) keeps the step on the loop's thread, slower alone, and lets workers be weighed beside it",
-		sample.Plural(int(math.Round(p.PoolThreads)), "thread"), sample.Plural(bestK.Workers, "worker"), p.BoxCPUs, sample.FormatDuration(p.StepSec),
-		sample.FormatDuration(p.StepSec*p.poolShared(bestK.Workers, p.IOSec+p.CPUWaitSec, p.CPUSec)), best.SamplesPerSec, bestK.Workers, p.Measured.SamplesPerSec)
 }
 
 func formatRate(b float64) string {

@@ -66,11 +66,6 @@ type Pipeline struct {
 	// SpinCPUs is what the training process's spinning compute threads
 	// (an idle OpenBLAS pool) keep from the workers, in CPUs.
 	SpinCPUs float64
-	// PoolThreads is how many of the training process's compute threads
-	// beside the loop's own spin between calls (an OpenBLAS or OpenMP
-	// pool): a step on the CPU runs its parallel calls on them
-	// (poolShared).
-	PoolThreads float64
 	// LoopCPUSec is the training loop's own thread's CPU per batch, as
 	// measured (LoopCPUs of a core at the measured rate; CPUs counts that
 	// much out). At a higher rate the loop needs more of it: Predict
@@ -292,12 +287,10 @@ const (
 	LimitCPU                    // the CPUs the workers can use
 	LimitBandwidth              // the storage link or disk
 	LimitLoop                   // the loop's own time per batch: its step, and taking each batch
-	LimitShared                 // the loop's time per batch, its step's compute pool sharing the cores with the workers (poolShared)
 )
 
 func (l Limit) String() string {
-	return [...]string{"the step", "loading inline", "the workers", "the CPUs", "storage bandwidth", "the loop's own time per batch",
-		"the step's compute pool sharing the cores with the workers"}[l]
+	return [...]string{"the step", "loading inline", "the workers", "the CPUs", "storage bandwidth", "the loop's own time per batch"}[l]
 }
 
 // Predict is the model: throughput is the smallest of the step rate,
@@ -402,36 +395,6 @@ func (p *Pipeline) stepRelief() float64 {
 	return max(1, (1+p.CPUContention*u0)/(1+p.CPUContention*u))
 }
 
-// poolShared is the factor by which a step on the CPU whose calls run on
-// a compute pool (PoolThreads beside the loop's thread) slows when n
-// workers leave its threads fewer cores than they are, against the
-// workers measured: each parallel call waits for its slowest thread, and
-// that thread shares a core with a worker. The cores are shared alike by
-// every thread that wants one (the step's, and each worker its share of
-// a batch's time on a CPU): the step runs at the box's cores over those
-// threads, where they are more. The range's low side takes it, beside
-// cpuContended's κ (the larger). Measured on this project's 2-core VM
-// (2026-12-07, testdata/pytorch/pool-step.py: an MLP step of 1.45 ms
-// beside one OpenBLAS pool thread, loading inline): beside 2 workers the
-// step took 3.35 ms (2.3×; this gives 2×), and the loop went from 53k
-// samples/s inline to 37–43k; it had been promised 58–64k from 0 → 2.
-// A step on one thread (no pool) is left to κ: the review's 28 ms step
-// beside one worker took 30–32 ms, where sharing would say 1.5×.
-func (p *Pipeline) poolShared(n int, io, cpu float64) float64 {
-	if !(p.PoolThreads > 0) || !(p.BoxCPUs > 0) || n <= p.Knobs.Workers {
-		return 1
-	}
-	share := 1.0 // a worker's time on a CPU
-	if t := io + cpu; t > 0 {
-		share = cpu / t
-	}
-	ranks := float64(max(p.LocalRanks, 1))
-	threads := func(workers int) float64 {
-		return max(1, ranks*(1+p.PoolThreads+float64(workers)*share)/p.BoxCPUs)
-	}
-	return threads(n) / threads(p.Knobs.Workers)
-}
-
 // predict is Predict at contention κ for the workers' CPU and σ for
 // their storage wait, and a hand-over share added to a batch's CPU where
 // workers replace loading inline; low is the range's low side.
@@ -466,14 +429,10 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low boo
 	if k.Workers == 0 && p.Knobs.Workers > 0 && p.StepOnCPU && !low {
 		step /= p.stepRelief() // the workers' CPU work gone from beside the step
 	}
-	shared := 1.0 // the loop's thread and the step's pool sharing cores with workers added (the low side)
 	if k.Workers > 0 {
 		io = p.CPUWaitSec + (io-p.CPUWaitSec)*contended(ioSigma, k.Workers, p.Knobs.Workers)
 		if p.StepOnCPU {
-			if low {
-				shared = p.poolShared(k.Workers, io, cpu)
-			}
-			step *= max(shared, p.contendedFrom(cpuKappa, k.Workers, p.Knobs.Workers, io, cpu)) // the step's CPU work on the same box
+			step *= p.contendedFrom(cpuKappa, k.Workers, p.Knobs.Workers, io, cpu) // the step's CPU work on the same box
 		}
 		cpu *= p.cpuContended(cpuKappa, k.Workers, io, cpu)
 		if p.Knobs.Workers == 0 {
@@ -485,9 +444,12 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low boo
 	if k.Workers == 0 {
 		rate, limit = 1/(step+io+cpu), LimitInline
 	} else {
-		overhead := max(p.OverheadSec, p.inlineTakeSec(low)) * shared // the loop's thread takes each batch
-		rate, limit = 1/(step+overhead), loopLimit(shared, overhead)
-		if c := float64(k.Workers) / (io + cpu*shared + hand); io+cpu+hand > 0 && c < rate { // each worker shares a core too
+		overhead := max(p.OverheadSec, p.inlineTakeSec(low))
+		rate = 1 / (step + overhead)
+		if overhead > 0 {
+			limit = LimitLoop
+		}
+		if c := float64(k.Workers) / (io + cpu + hand); io+cpu+hand > 0 && c < rate {
 			rate, limit = c, LimitWorkers
 		}
 		if c := p.cpuRate(cpu); cpu > 0 && c < rate {
@@ -510,19 +472,6 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low boo
 		out.Gain = rate / m
 	}
 	return out, limit
-}
-
-// loopLimit is what holds the loop's own time per batch: its step, the
-// take of each batch beside it (overhead), or the cores the step's pool
-// shares with the workers (shared above 1).
-func loopLimit(shared, overhead float64) Limit {
-	switch {
-	case shared > 1:
-		return LimitShared
-	case overhead > 0:
-		return LimitLoop
-	}
-	return LimitStep
 }
 
 // cpuRate is the batches per unit of time the CPUs allow, at cpu seconds
@@ -1079,9 +1028,6 @@ func fill(p *Pipeline, w *window, bps, wait, period float64) {
 		loop = max(0, loop-cpu*bps) // the loop's own thread, less its loading
 	}
 	p.SpinCPUs = spin
-	if w.spinThreads.ok && w.spinThreads.v > 0 {
-		p.PoolThreads = w.spinThreads.v
-	}
 	p.LoopCPUs = loop
 	if bps > 0 {
 		p.LoopCPUSec = loop / bps

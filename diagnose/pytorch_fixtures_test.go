@@ -1,7 +1,6 @@
 package diagnose
 
 import (
-	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -253,65 +252,5 @@ func TestTheTakePricedFromABatchsTensors(t *testing.T) {
 		{Path: "[0]", Pinned: &no}, {Path: "[1]", Pinned: &yes}, {Path: "[2]"}, {Path: "[3]"}}}}, &signals{})
 	if w.batchTensors != 2 || w.batchTensorsCut || !w.batchLooked {
 		t.Errorf("two torch tensors and two numpy arrays: %d tensors priced (cut %v), want 2", w.batchTensors, w.batchTensorsCut)
-	}
-}
-
-// TestAStepOnAComputePoolIsNotPromisedWorkersThatShareItsCores replays
-// `gpuwatch run --once` on testdata/pytorch/pool-step.py loading inline
-// (2026-12-07, the 2-core VM): an MLP step of 1.45 ms on the CPU, its
-// matmuls on OpenBLAS's pool (one thread beside the loop's, spinning
-// between calls), 4.1 ms of parsing a batch. It was told "num_workers 0 →
-// 2: ≈ 71–80k samples/s (now 52k)"; by hand, alone, 15 s each: inline
-// 53–54k (61k another day), 2 workers 37k (42.7k that day, 1 worker 47.5k):
-// beside the workers its step took 3.35 ms. With OPENBLAS_NUM_THREADS=1:
-// 48k inline, 51k at 2 workers. No worker count is advised now; the advice
-// says why and what to set first, and the point of the range for each
-// count holds no gain.
-func TestAStepOnAComputePoolIsNotPromisedWorkersThatShareItsCores(t *testing.T) {
-	fs := tinyBatches(t, "pool-step-inline.jsonl")
-	v := Classify(fs, DefaultThresholds())
-	advice := strings.Join(v.Advice, "\n")
-	if len(v.Changes) != 0 || !strings.Contains(advice, "compute pool of 1 thread") || !strings.Contains(advice, "OPENBLAS_NUM_THREADS=1") {
-		t.Errorf("%s: changes %+v, advice %q: want no change, the pool named and capped first", v.Kind, v.Changes, v.Advice)
-	}
-	p, ok := Model(fs)
-	if !ok || p.PoolThreads != 1 || !p.StepOnCPU {
-		t.Fatalf("model %+v: want the step on the CPU beside a pool of one thread", p)
-	}
-	for _, w := range []int{1, 2, 3} {
-		k := p.Knobs
-		k.Workers, k.Prefetch = w, 2
-		if pr, _ := p.Predict(k); pr.Gain >= 1 {
-			t.Errorf("0 → %d: the point %.0f samples/s (%.2f×): by hand 1 and 2 workers lost 22–30 %%", w, pr.SamplesPerSec, pr.Gain)
-		}
-	}
-}
-
-// TestPoolSharedIsTheCoresOverTheThreadsThatWantThem: the step's pool
-// and the loop's thread share the box's cores with each worker's time on
-// a CPU, against the workers measured; no pool, no change, no box read,
-// or no workers added: 1.
-func TestPoolSharedIsTheCoresOverTheThreadsThatWantThem(t *testing.T) {
-	p := &Pipeline{PoolThreads: 1, BoxCPUs: 2}
-	for _, c := range []struct {
-		p       Pipeline
-		n       int
-		io, cpu float64
-		want    float64
-		name    string
-	}{
-		{*p, 2, 0, 1, 2, "2 busy workers beside 2 step threads on 2 cores"},
-		{*p, 1, 0, 1, 1.5, "1 busy worker"},
-		{*p, 2, 0.9, 0.1, 1.1, "2 readers, a tenth of their time on a CPU"},
-		{Pipeline{PoolThreads: 1, BoxCPUs: 8}, 4, 0, 1, 1, "room for all"},
-		{Pipeline{PoolThreads: 1, BoxCPUs: 2, Knobs: Knobs{Workers: 2}}, 4, 0, 1, 6.0 / 4, "from 2 measured"},
-		{Pipeline{PoolThreads: 1, BoxCPUs: 2, LocalRanks: 2}, 1, 0, 1, 1.5, "two ranks, each adds its worker: 6 threads on 2 cores against 4"},
-		{Pipeline{BoxCPUs: 2}, 2, 0, 1, 1, "no pool"},
-		{Pipeline{PoolThreads: 1}, 2, 0, 1, 1, "box unread"},
-		{*p, 0, 0, 1, 1, "no workers"},
-	} {
-		if got := c.p.poolShared(c.n, c.io, c.cpu); math.Abs(got-c.want) > 1e-9 {
-			t.Errorf("%s: %.3f, want %.3f", c.name, got, c.want)
-		}
 	}
 }
