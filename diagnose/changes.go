@@ -394,25 +394,7 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 	}
 	switch limit {
 	case LimitCPU:
-		// The rate the model holds them to (cpuRate: the loop's own CPU a
-		// batch reserved beside theirs), not CPUs ÷ CPU a batch, which
-		// read 103 batches/s beside a gain that put the job at 109.5.
-		have := "the workers have"
-		if p.Knobs.Workers == 0 {
-			have = "workers would have here" // none yet (a user's review: "the 0.8 CPUs the workers have" of a loop loading inline)
-		}
-		s := fmt.Sprintf("more workers cannot help: the %.1f CPUs %s are the limit (%s of CPU per batch, at most %.0f batches/s)",
-			p.workersGet(), have, sample.FormatDuration(p.CPUSec), p.cpuRate(p.CPUSec))
-		if p.LocalRanks > 1 {
-			s += "; " + p.leftWords()
-		}
-		if p.Relative {
-			s = fmt.Sprintf("more workers cannot help: the %.1f CPUs %s are the limit", p.CPUs, have)
-		}
-		if p.SpinCPUs >= 0.1 {
-			s += fmt.Sprintf("; the training process's compute pool spins idle beside them and keeps %.1f CPUs from them (OpenBLAS): OPENBLAS_NUM_THREADS=1 (or OMP_NUM_THREADS=1) in its environment gives that back", p.SpinCPUs)
-		}
-		return s
+		return p.cpuLimitWords()
 	case LimitBandwidth:
 		if p.ColdReadBytesPerSec > p.BandwidthBytesPerSec {
 			return fmt.Sprintf("more workers cannot help: the disk reads %s/s and the samples get %s/s of it, %.0f batches/s of %s", formatRate(p.ColdReadBytesPerSec),
@@ -451,6 +433,61 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 			sample.FormatDuration(p.StepSec), sample.FormatDuration(p.OverheadSec))
 	}
 	return fmt.Sprintf("no loader knob the model knows raises throughput (limited by %s)", limit)
+}
+
+// cpuLimitWords says why no worker count is advised where the workers'
+// CPUs are the limit: at the rate cpuRate holds them to (the loop's own
+// CPU a batch reserved beside theirs), not CPUs ÷ CPU a batch, which read
+// 103 batches/s beside a gain that put the job at 109.5. Where that rate,
+// the range's high side, is a gain worth a change, the point is what
+// held the change back (plan weighs a CPU-bound change by it), and both
+// are said: "cannot help" beside "at most 147 batches/s" read as a
+// contradiction at 118 now (a review).
+func (p *Pipeline) cpuLimitWords() string {
+	have := "the workers have"
+	if p.Knobs.Workers == 0 {
+		have = "workers would have here" // none yet (a user's review: "the 0.8 CPUs the workers have" of a loop loading inline)
+	}
+	if p.Relative {
+		return fmt.Sprintf("more workers cannot help: the %.1f CPUs %s are the limit", p.CPUs, have) + p.spinWords()
+	}
+	high := p.cpuRate(p.CPUSec)
+	s := fmt.Sprintf("more workers cannot help: the %.1f CPUs %s are the limit (%s of CPU per batch, at most %.0f batches/s)",
+		p.workersGet(), have, sample.FormatDuration(p.CPUSec), high)
+	// What plan weighed a change against: the measured rate, or the
+	// model's for the configuration as it is, where that is more.
+	cur, _ := p.Predict(p.Knobs)
+	now := max(p.measuredRate(), max(cur.SamplesPerSec, cur.HighSamplesPerSec)/p.BatchSize)
+	if point, ok := p.bestWorkersPoint(); ok && p.BatchSize > 0 && now > 0 && high >= MinPredictedGain*now {
+		s = fmt.Sprintf("more workers cannot help enough: the %.1f CPUs %s are the limit (%s of CPU per batch): at most %.0f batches/s with no contention beyond what was measured (%.2f× the %.0f now), and about %.0f (%.2f×) once the workers added contend for the cores they fill; a change must promise %.0f %%",
+			p.workersGet(), have, sample.FormatDuration(p.CPUSec), high, high/now, now, point, point/now, 100*(MinPredictedGain-1))
+	}
+	if p.LocalRanks > 1 {
+		s += "; " + p.leftWords()
+	}
+	return s + p.spinWords()
+}
+
+// bestWorkersPoint is the best rate, in batches per second, at the point
+// (the range's low side) of the worker counts plan weighs, other than the
+// one measured.
+func (p *Pipeline) bestWorkersPoint() (float64, bool) {
+	best, ok := 0.0, false
+	for _, c := range candidates(p, max(1, int(p.BoxCPUs))) {
+		if c.k.Workers != p.Knobs.Workers && c.k.Workers > 0 && c.pred.SamplesPerSec/p.BatchSize > best {
+			best, ok = c.pred.SamplesPerSec/p.BatchSize, true
+		}
+	}
+	return best, ok
+}
+
+// spinWords says what a spinning compute pool keeps from the workers,
+// and how to give it back; "" where it keeps under a tenth of a CPU.
+func (p *Pipeline) spinWords() string {
+	if p.SpinCPUs < 0.1 {
+		return ""
+	}
+	return fmt.Sprintf("; the training process's compute pool spins idle beside them and keeps %.1f CPUs from them (OpenBLAS): OPENBLAS_NUM_THREADS=1 (or OMP_NUM_THREADS=1) in its environment gives that back", p.SpinCPUs)
 }
 
 func formatRate(b float64) string {

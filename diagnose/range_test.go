@@ -308,3 +308,32 @@ func TestInlineAgainWaitsTheTimedBatch(t *testing.T) {
 		t.Errorf("crowded workers: make %v, want 10ms", q.MakeSec)
 	}
 }
+
+// TestTheCPULimitSaysWhyItsHighSideIsNotAdvised (a review): a loop
+// loading inline beside a spinning pool, whose workers' CPUs hold any
+// count to 148 batches/s on the range's high side (1.20× the 123 now)
+// and about 131 at its point (1.06×), is advised nothing: plan weighs a
+// CPU-bound change by its point. The advice said "more workers cannot
+// help … at most 148 batches/s", which read as a contradiction; it says
+// both sides and the bar. Where the high side is no gain either, the
+// short form stays.
+func TestTheCPULimitSaysWhyItsHighSideIsNotAdvised(t *testing.T) {
+	p := &Pipeline{BatchSize: 255, StepSec: 0.0003, CPUSec: 0.0078, CPUs: 1.15, LoopCPUs: 0.05, LoopCPUSec: 0.0003, SpinCPUs: 0.5,
+		BoxCPUs: 2, BusyCPUs: 2, Kind: "python", HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention,
+		StepOnCPU: true, TakeLooked: true, TakeTensors: 2}
+	p.Measured = Prediction{SamplesPerSec: 255 / 0.0081, WaitShare: 0.96, Gain: 1}
+	ch, _, limit := plan(p, 2)
+	if len(ch) != 0 || limit != LimitCPU {
+		t.Fatalf("changes %+v (%s): want none, held by the CPUs", ch, limit)
+	}
+	s := noKnobHelps(p, limit, DefaultThresholds())
+	for _, want := range []string{"cannot help enough", "at most 148 batches/s with no contention", "1.20× the 123 now", "about 131 (1.06×)", "must promise 10 %", "OPENBLAS_NUM_THREADS=1"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("%q: want it to say %q", s, want)
+		}
+	}
+	p.CPUs = 1.0 // 130 batches/s at most: no gain on either side
+	if s := noKnobHelps(p, LimitCPU, DefaultThresholds()); !strings.Contains(s, "cannot help: the 1.0 CPUs workers would have here are the limit (7.8ms of CPU per batch, at most 130 batches/s)") {
+		t.Errorf("%q: want the short form", s)
+	}
+}
