@@ -130,10 +130,17 @@ class Stats:
         self.pin_memory: Optional[bool] = None
         self.loader_batch: Optional[int] = None  # the loader's batch_size (None: not a DataLoader's, or batches by a batch_sampler)
         self.batches_per_epoch: Optional[int] = None
-        # The batches of the last epoch that ran to its end (StopIteration),
-        # for a DataLoader with no len() (an IterableDataset): its epoch's
-        # length as seen, where len() says none.
-        self._ran_out: Optional[int] = None
+        # By dataset, the batches of its last epoch that ran to its end
+        # (StopIteration), for a DataLoader with no len() (an
+        # IterableDataset): its epoch's length as seen, where len() says
+        # none. By dataset, not by loader: a script that builds its
+        # DataLoader anew every epoch keeps the dataset, and a validation
+        # loader beside it has its own.
+        self._ran_out: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
+        # The iterator whose epoch's length is such a count: another's batch
+        # (a loop resumed after a validation loader's epoch inside its own)
+        # leaves the length unknown, not the other's.
+        self._seen_it: Optional["weakref.ref[Any]"] = None
         self.worker_pids: Tuple[int, ...] = ()
         self.loop_tid: Optional[int] = None  # the OS thread that iterates: the training loop
         self.epochs = 0  # epochs started
@@ -579,6 +586,29 @@ class Stats:
         except TypeError:
             return True
 
+    def ran_out(self, dataset: Any, batches: int) -> None:
+        """An epoch over dataset ran to its end after batches batches
+        (none: nothing said)."""
+        if dataset is not None and batches > 0:
+            try:
+                self._ran_out[dataset] = batches
+            except TypeError:  # not weakly referenced: not told
+                pass
+
+    def left_for_another(self) -> None:
+        """A batch of another iterator than the one whose epoch's length
+        was counted: that length is not its own."""
+        with self.lock:
+            self.batches_per_epoch, self._seen_it = None, None
+
+    def ran_out_of(self, dataset: Any) -> Optional[int]:
+        """The batches of dataset's last epoch that ran to its end; None
+        where none did, or it cannot be told."""
+        try:
+            return self._ran_out.get(dataset) if dataset is not None else None
+        except TypeError:
+            return None
+
     def epoch(self, loader: Any, it: Any) -> bool:
         """Reads a DataLoader's knobs when an epoch starts (its iterator
         holds the workers), where it is the loader timed (timed_loader),
@@ -605,8 +635,14 @@ class Stats:
             self.persistent, self.pin_memory = k.persistent, k.pin_memory
             self.splits_by_worker, self.loader_batch = k.splits_by_worker, k.batch_size
             self.batches_per_epoch, self.worker_pids = k.batches_per_epoch, k.worker_pids
-            if k.batches_per_epoch is None:  # no len(): the last epoch run to its end says it
-                self.batches_per_epoch = self._ran_out
+            self._seen_it = None
+            if k.batches_per_epoch is None:  # no len(): its dataset's last epoch run to its end says it
+                self.batches_per_epoch = self.ran_out_of(getattr(loader, "dataset", None))
+                if self.batches_per_epoch is not None:
+                    try:
+                        self._seen_it = weakref.ref(it)
+                    except TypeError:
+                        self.batches_per_epoch = None
             self.loop_tid = tid
             self.epochs += 1
             if rebuilt is None or self.rebuilt_epochs is None:
@@ -983,7 +1019,7 @@ class Clock:
     its first batch. Both ways a loader is timed call its next: Timed
     (watch()) and gpuwatch run's patched __next__ (_auto) — one __next__."""
 
-    __slots__ = ("stats", "handed", "depth_ok", "depth_at", "started", "n", "handed_one")
+    __slots__ = ("stats", "handed", "depth_ok", "depth_at", "started", "n", "handed_one", "taken")
 
     def __init__(self, stats: Stats, started: Optional[float] = None) -> None:
         self.stats = stats
@@ -993,6 +1029,7 @@ class Clock:
         self.started = started  # the epoch's start, until its first batch
         self.n = 0  # batches since the last whose cost was measured (_cost)
         self.handed_one = False  # this epoch has handed out a batch
+        self.taken = 0  # batches this epoch handed out
 
     def next(self, it: Any, take: Any) -> Any:
         """take(it), timed (_next); one batch in _cost.LOOP_EVERY has the
@@ -1052,7 +1089,7 @@ class Clock:
             # (the drain, a GPU recording's stop and summary) is its own
             # work, never read as the loop waiting for its input.
             stats.waiting_since.pop(self, None)
-            stats._ran_out = stats.taken - stats._epoch_taken  # the loop's thread alone sets both
+            stats.ran_out(getattr(it, "_dataset", None), self.taken)  # a DataLoader's iterator holds its dataset
             self._last_step(step)
             try:  # the epoch's end: its last batches' figures (the inline stages: only this thread takes them) drained now
                 _cost.cost.timed("loop", stats._loop_drain)
@@ -1078,6 +1115,10 @@ class Clock:
             stats.waiting_since.pop(self, None)
         t1 = _env.clock()
         self.handed_one = True
+        self.taken += 1
+        seen = stats._seen_it
+        if seen is not None and seen() is not it:
+            stats.left_for_another()
         if m is not None:
             m.resume()
         try:

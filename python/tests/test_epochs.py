@@ -79,6 +79,62 @@ class RebuiltEpochsTest(unittest.TestCase):
 
 
 @unittest.skipIf(DataLoader is None, "needs torch")
+class IterableEpochLengthTest(unittest.TestCase):
+    """A DataLoader with no len() (an IterableDataset): its epoch's length
+    is what its dataset's last epoch run to its end held, each dataset its
+    own (a review: a validation loader's 5 batches were reported for the
+    training loader's 1,000, and gpuwatch read its workers as restarting
+    every few batches)."""
+
+    def stream(self, n):
+        class Stream(torch.utils.data.IterableDataset):
+            def __iter__(self):
+                return iter(torch.arange(n, dtype=torch.float32))
+
+        return Stream()
+
+    def epoch(self, st, dl, inside=None):
+        """One epoch of dl, timed as gpuwatch run times it; inside: another
+        loader's whole epoch run after its second batch (validation
+        inside an epoch). The length reported at its last batch."""
+        it = iter(dl)
+        timed = _timing.Timed(it, st) if st.epoch(dl, it) else it
+        for i, _ in enumerate(timed):
+            if inside is not None and i == 1:
+                self.epoch(st, inside)
+            at_last = st.batches_per_epoch
+        return at_last
+
+    def test_a_training_and_a_validation_stream_each_have_their_own(self):
+        st, train, val = _timing.Stats(), DataLoader(self.stream(40), batch_size=4), DataLoader(self.stream(8), batch_size=4)
+        got = [(self.epoch(st, train), self.epoch(st, val)) for _ in range(3)]
+        self.assertEqual(got, [(None, None), (10, 2), (10, 2)])
+
+    def test_a_loader_built_anew_each_epoch_keeps_its_datasets(self):
+        st, data = _timing.Stats(), self.stream(40)
+        got = [self.epoch(st, DataLoader(data, batch_size=4)) for _ in range(3)]
+        self.assertEqual(got, [None, 10, 10])
+
+    def test_the_loop_resumed_after_validation_inside_its_epoch_is_unknown(self):
+        st, train, val = _timing.Stats(), DataLoader(self.stream(40), batch_size=4), DataLoader(self.stream(8), batch_size=4)
+        self.epoch(st, train)
+        self.epoch(st, val)
+        # Its own epoch starts at 10; the validation's inside says 2 while
+        # it runs; the training loop's next batch is not the validation's.
+        self.assertIsNone(self.epoch(st, train, inside=val))
+        self.assertEqual(st.ran_out_of(train.dataset), 10)
+
+    def test_an_epoch_left_early_says_nothing(self):
+        st, train = _timing.Stats(), DataLoader(self.stream(40), batch_size=4)
+        it = iter(train)
+        st.epoch(train, it)
+        for i, _ in enumerate(_timing.Timed(it, st)):
+            if i == 3:
+                break
+        self.assertIsNone(st.ran_out_of(train.dataset))
+
+
+@unittest.skipIf(DataLoader is None, "needs torch")
 class TimedLoaderTest(unittest.TestCase):
     """A job of a training and a validation loader: the training one is
     timed, its knobs read; the validation one's batches, waits and
