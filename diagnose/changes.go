@@ -101,46 +101,67 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 	// whose CPUs they fill contend for certain, and the point is the
 	// promise (2 CPU-bound workers on 2 cores: a third was advised for
 	// 745–770 samples/s from 680, a 10 % gain only without contention).
-	worth := rate
-	if pick >= 0 && (cands[pick].limit == LimitCPU || cands[pick].pred.ContendedLimit == LimitCPU.String()) {
-		worth = func(pr Prediction) float64 {
-			if p.Relative {
-				return pr.Gain
-			}
-			return pr.SamplesPerSec
+	point := func(pr Prediction) float64 {
+		if p.Relative {
+			return pr.Gain
 		}
+		return pr.SamplesPerSec
+	}
+	worth := func(c candidate) float64 {
+		if c.limit == LimitCPU || c.pred.ContendedLimit == LimitCPU.String() {
+			return point(c.pred)
+		}
+		return rate(c.pred)
 	}
 	now, nowLimit := p.Predict(cur)
-	if pick < 0 || cands[pick].cost == 0 || worth(cands[pick].pred) < MinPredictedGain*max(rate(p.Measured), rate(now)) {
-		// What holds the best configuration back is what no knob moves;
-		// loading inline, not worth it, does not say why the workers'
-		// configuration is held back: the configuration as it is does.
-		limit := LimitStep
-		for _, c := range cands {
-			if rate(c.pred) >= best {
-				limit = c.limit
-				if c.k.Workers == 0 && cur.Workers > 0 {
-					limit = nowLimit
-				}
+	bar := MinPredictedGain * max(rate(p.Measured), rate(now))
+	if pick >= 0 && cands[pick].cost > 0 && worth(cands[pick]) < bar {
+		// Held back by its point, the best change may not be the only
+		// one: a smaller one the CPUs do not hold may be worth it on its
+		// own terms (a review: 1 worker 1.29× at its point, where 2 were
+		// weighed by theirs, 1.08×, and nothing was advised).
+		for i, c := range cands {
+			if c.cost > 0 && worth(c) >= bar && worth(c) > worth(cands[pick]) {
+				pick = i
 			}
 		}
-		if limit == LimitInline && p.inlineTakeSec(false) > 0 {
-			// Loading inline beats any worker count: where the best of
-			// those is held by the loop's take of each batch, that is why.
-			var w *candidate
-			for i, c := range cands {
-				if c.k.Workers > 0 && (w == nil || rate(c.pred) > rate(w.pred)) {
-					w = &cands[i]
-				}
-			}
-			if w != nil && w.limit == LimitLoop {
-				limit = LimitLoop
-			}
-		}
-		return nil, Prediction{}, limit
+	}
+	if pick < 0 || cands[pick].cost == 0 || worth(cands[pick]) < bar {
+		return nil, Prediction{}, heldBy(p, cands, rate, best, nowLimit)
 	}
 	c := cands[pick]
 	return changesTo(p, c), c.pred, c.limit
+}
+
+// heldBy is what holds the best configuration back where no change is
+// advised (plan): what no knob moves. Loading inline, not worth it, does
+// not say why the workers' configuration is held back: the configuration
+// as it is does (nowLimit).
+func heldBy(p *Pipeline, cands []candidate, rate func(Prediction) float64, best float64, nowLimit Limit) Limit {
+	cur := p.Knobs
+	limit := LimitStep
+	for _, c := range cands {
+		if rate(c.pred) >= best {
+			limit = c.limit
+			if c.k.Workers == 0 && cur.Workers > 0 {
+				limit = nowLimit
+			}
+		}
+	}
+	if limit == LimitInline && p.inlineTakeSec(false) > 0 {
+		// Loading inline beats any worker count: where the best of
+		// those is held by the loop's take of each batch, that is why.
+		var w *candidate
+		for i, c := range cands {
+			if c.k.Workers > 0 && (w == nil || rate(c.pred) > rate(w.pred)) {
+				w = &cands[i]
+			}
+		}
+		if w != nil && w.limit == LimitLoop {
+			limit = LimitLoop
+		}
+	}
+	return limit
 }
 
 // candidate is one configuration plan weighs: the knobs, what the model
@@ -452,15 +473,15 @@ func (p *Pipeline) cpuLimitWords() string {
 		return fmt.Sprintf("more workers cannot help: the %.1f CPUs %s are the limit", p.CPUs, have) + p.spinWords()
 	}
 	high := p.cpuRate(p.CPUSec)
-	s := fmt.Sprintf("more workers cannot help: the %.1f CPUs %s are the limit (%s of CPU per batch, at most %.0f batches/s)",
-		p.workersGet(), have, sample.FormatDuration(p.CPUSec), high)
+	s := fmt.Sprintf("more workers cannot help: the %.1f CPUs %s are the limit (%s of CPU per batch, at most %s batches/s)",
+		p.workersGet(), have, sample.FormatDuration(p.CPUSec), perSec(high))
 	// What plan weighed a change against: the measured rate, or the
 	// model's for the configuration as it is, where that is more.
 	cur, _ := p.Predict(p.Knobs)
 	now := max(p.measuredRate(), max(cur.SamplesPerSec, cur.HighSamplesPerSec)/p.BatchSize)
 	if point, ok := p.bestWorkersPoint(); ok && p.BatchSize > 0 && now > 0 && high >= MinPredictedGain*now {
-		s = fmt.Sprintf("more workers cannot help enough: the %.1f CPUs %s are the limit (%s of CPU per batch): at most %.0f batches/s with no contention beyond what was measured (%.2f× the %.0f now), and about %.0f (%.2f×) once the workers added contend for the cores they fill; a change must promise %.0f %%",
-			p.workersGet(), have, sample.FormatDuration(p.CPUSec), high, high/now, now, point, point/now, 100*(MinPredictedGain-1))
+		s = fmt.Sprintf("more workers cannot help enough: the %.1f CPUs %s are the limit (%s of CPU per batch): at most %s batches/s with no contention beyond what was measured (%.2f× the %s now), and about %s (%.2f×) once the workers added contend for the cores they fill; a change must promise %.0f %%",
+			p.workersGet(), have, sample.FormatDuration(p.CPUSec), perSec(high), high/now, perSec(now), perSec(point), point/now, 100*(MinPredictedGain-1))
 	}
 	if p.LocalRanks > 1 {
 		s += "; " + p.leftWords()
@@ -479,6 +500,18 @@ func (p *Pipeline) bestWorkersPoint() (float64, bool) {
 		}
 	}
 	return best, ok
+}
+
+// perSec is a rate in words: whole above 10, a tenth above 1, two
+// significant figures under (a video loop's 0.4 batches/s read "0").
+func perSec(v float64) string {
+	switch {
+	case v >= 10:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2g", v)
 }
 
 // spinWords says what a spinning compute pool keeps from the workers,

@@ -337,3 +337,36 @@ func TestTheCPULimitSaysWhyItsHighSideIsNotAdvised(t *testing.T) {
 		t.Errorf("%q: want the short form", s)
 	}
 }
+
+// TestAChangeTheCPUsDoNotHoldIsWeighedOnItsOwnTerms (a review): the best
+// configuration, 2 workers, is held by the CPUs and weighed by its point,
+// 58 batches/s against 54 now; 1 worker, held by the workers, gives 70–79
+// and was never weighed: nothing was advised, and the CPU limit's words
+// named a gain of 1.29× beside "cannot help". The planner falls back to
+// the change that is worth it on its own terms.
+func TestAChangeTheCPUsDoNotHoldIsWeighedOnItsOwnTerms(t *testing.T) {
+	p := &Pipeline{BatchSize: 255, StepSec: 0.0077, CPUSec: 0.0126, CPUs: 1.11, LoopCPUs: 0.05, LoopCPUSec: 0.0003, SpinCPUs: 0.5,
+		BoxCPUs: 1, BusyCPUs: 0.2, Kind: "python", HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention,
+		StepOnCPU: true, TakeLooked: true, TakeTensors: 2}
+	p.Measured = Prediction{SamplesPerSec: 255 * 54, WaitShare: 0.5, Gain: 1}
+	ch, pr, limit := plan(p, 1)
+	if len(ch) != 1 || ch[0].To != "1" || limit != LimitWorkers || pr.Gain < MinPredictedGain {
+		t.Fatalf("changes %+v, %+v (%s): want num_workers 0 → 1, held by the workers, a gain at its point", ch, pr, limit)
+	}
+}
+
+// TestASlowLoopsCPULimitIsNotSaidAsZero: a loop of 0.4 batches/s (video,
+// volumes) read "at most 0 batches/s … the 0 now".
+func TestASlowLoopsCPULimitIsNotSaidAsZero(t *testing.T) {
+	p := &Pipeline{BatchSize: 8, StepSec: 0.05, CPUSec: 2.5, CPUs: 1.0, BoxCPUs: 2, BusyCPUs: 2, Kind: "python", CPUContention: cpuContention}
+	p.Measured = Prediction{SamplesPerSec: 8 * 0.38, WaitShare: 0.98, Gain: 1}
+	s := p.cpuLimitWords()
+	if strings.Contains(s, " 0 batches/s") || !strings.Contains(s, "at most 0.4 batches/s") {
+		t.Errorf("%q: want the rate in tenths", s)
+	}
+	for v, want := range map[float64]string{148.4: "148", 3.26: "3.3", 0.384: "0.38", 0.0012: "0.0012"} {
+		if got := perSec(v); got != want {
+			t.Errorf("perSec(%g) = %q, want %q", v, got, want)
+		}
+	}
+}
