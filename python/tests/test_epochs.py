@@ -86,6 +86,22 @@ class IterableEpochLengthTest(unittest.TestCase):
     training loader's 1,000, and gpuwatch read its workers as restarting
     every few batches)."""
 
+    def setUp(self):
+        self.stats = []
+
+    def tearDown(self):
+        # A loop that leaves an epoch early, or a Stats dropped mid-epoch,
+        # leaves its sync window open (_syncs): closed here, as a watched
+        # loader's exit closes it.
+        for st in self.stats:
+            if st.sync_window is not None:
+                st.end_syncs()
+
+    def new_stats(self):
+        st = _timing.Stats()
+        self.stats.append(st)
+        return st
+
     def stream(self, n):
         class Stream(torch.utils.data.IterableDataset):
             def __iter__(self):
@@ -106,17 +122,17 @@ class IterableEpochLengthTest(unittest.TestCase):
         return at_last
 
     def test_a_training_and_a_validation_stream_each_have_their_own(self):
-        st, train, val = _timing.Stats(), DataLoader(self.stream(40), batch_size=4), DataLoader(self.stream(8), batch_size=4)
+        st, train, val = self.new_stats(), DataLoader(self.stream(40), batch_size=4), DataLoader(self.stream(8), batch_size=4)
         got = [(self.epoch(st, train), self.epoch(st, val)) for _ in range(3)]
         self.assertEqual(got, [(None, None), (10, 2), (10, 2)])
 
     def test_a_loader_built_anew_each_epoch_keeps_its_datasets(self):
-        st, data = _timing.Stats(), self.stream(40)
+        st, data = self.new_stats(), self.stream(40)
         got = [self.epoch(st, DataLoader(data, batch_size=4)) for _ in range(3)]
         self.assertEqual(got, [None, 10, 10])
 
     def test_the_loop_resumed_after_validation_inside_its_epoch_is_unknown(self):
-        st, train, val = _timing.Stats(), DataLoader(self.stream(40), batch_size=4), DataLoader(self.stream(8), batch_size=4)
+        st, train, val = self.new_stats(), DataLoader(self.stream(40), batch_size=4), DataLoader(self.stream(8), batch_size=4)
         self.epoch(st, train)
         self.epoch(st, val)
         # Its own epoch starts at 10; the validation's inside says 2 while
@@ -125,7 +141,7 @@ class IterableEpochLengthTest(unittest.TestCase):
         self.assertEqual(st.ran_out_of(train.dataset), 10)
 
     def test_an_epoch_left_early_says_nothing(self):
-        st, train = _timing.Stats(), DataLoader(self.stream(40), batch_size=4)
+        st, train = self.new_stats(), DataLoader(self.stream(40), batch_size=4)
         it = iter(train)
         st.epoch(train, it)
         for i, _ in enumerate(_timing.Timed(it, st)):
