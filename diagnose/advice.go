@@ -31,7 +31,7 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice, pay *sample.Ba
 			a = append(a, line)
 		}
 	} else if m != nil && d.kind.Problem() {
-		a = append(a, noKnobHelps(m.pipeline, m.limit, th))
+		a = append(a, noKnobHelps(m.pipeline, m.planned, th))
 	}
 	if d.kind == CPUSaturated && w.confined() {
 		a = append(a, fmt.Sprintf("the job's allocation is the limit: it may use %s CPU — ask for more CPUs (Slurm --cpus-per-task, the pod's CPU limit), and keep num_workers within it", sample.FormatCPUs(w.job.CPUCapacityCores)))
@@ -187,10 +187,8 @@ func knobLine(w *window, k *sample.Knob, set string) string {
 
 // modelAdvice is the pipeline model's answer for a window.
 type modelAdvice struct {
-	pipeline  *Pipeline
-	changes   []Change
-	predicted Prediction
-	limit     Limit
+	pipeline *Pipeline
+	planned
 }
 
 // repeatsLine says the loader's workers yield the same samples, as their

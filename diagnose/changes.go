@@ -64,13 +64,27 @@ const MinPredictedGain = 1.10
 // trade (and within the model's own error).
 const GoodEnough = 0.95
 
+// planned is plan's answer: the change advised, if any, the prediction
+// for applying it and what limits it, and what the change was weighed
+// against, for the words that say why none was advised (cpuLimitWords).
+type planned struct {
+	changes   []Change
+	predicted Prediction
+	limit     Limit
+	// now is the rate a change had to beat by MinPredictedGain, and point
+	// the best point (the range's low side) of the worker counts weighed
+	// other than the one measured, both in batches/s; 0 where unknown (a
+	// sampled loop's rates, no other count).
+	now, point float64
+}
+
 // plan searches the knobs the model can change (workers, persistence,
 // caching) for the configuration with the best predicted throughput, and
 // returns the smallest change that reaches GoodEnough of it, the
 // prediction for applying it, and what limits it. No change is returned
 // when none predicts MinPredictedGain over both what was measured and what
 // the model gives the configuration as it is.
-func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
+func plan(p *Pipeline, cores int) planned {
 	cur := p.Knobs
 	cands := candidates(p, cores)
 	// The throughput a prediction gives: samples/s, or for a sampled loop
@@ -127,10 +141,19 @@ func plan(p *Pipeline, cores int) ([]Change, Prediction, Limit) {
 		}
 	}
 	if pick < 0 || cands[pick].cost == 0 || worth(cands[pick]) < bar {
-		return nil, Prediction{}, heldBy(p, cands, rate, best, nowLimit)
+		pl := planned{limit: heldBy(p, cands, rate, best, nowLimit)}
+		if !p.Relative && p.BatchSize > 0 {
+			pl.now = max(rate(p.Measured), rate(now)) / p.BatchSize
+			for _, c := range cands {
+				if c.k.Workers != cur.Workers && c.k.Workers > 0 {
+					pl.point = max(pl.point, point(c.pred)/p.BatchSize)
+				}
+			}
+		}
+		return pl
 	}
 	c := cands[pick]
-	return changesTo(p, c), c.pred, c.limit
+	return planned{changes: changesTo(p, c), predicted: c.pred, limit: c.limit}
 }
 
 // heldBy is what holds the best configuration back where no change is
@@ -400,7 +423,8 @@ func (p *Pipeline) leftWords() string {
 }
 
 // noKnobHelps says why no change is advised, with the limiting number.
-func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
+func noKnobHelps(p *Pipeline, pl planned, th Thresholds) string {
+	limit := pl.limit
 	if p.WorkersCPUMissed && (limit == LimitWorkers || limit == LimitCPU) {
 		fix := "with persistent_workers=True their CPU is read, and the count weighed"
 		switch {
@@ -415,7 +439,7 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 	}
 	switch limit {
 	case LimitCPU:
-		return p.cpuLimitWords()
+		return p.cpuLimitWords(pl)
 	case LimitBandwidth:
 		if p.ColdReadBytesPerSec > p.BandwidthBytesPerSec {
 			return fmt.Sprintf("more workers cannot help: the disk reads %s/s and the samples get %s/s of it, %.0f batches/s of %s", formatRate(p.ColdReadBytesPerSec),
@@ -461,10 +485,11 @@ func noKnobHelps(p *Pipeline, limit Limit, th Thresholds) string {
 // CPU a batch reserved beside theirs), not CPUs ÷ CPU a batch, which read
 // 103 batches/s beside a gain that put the job at 109.5. Where that rate,
 // the range's high side, is a gain worth a change, the point is what
-// held the change back (plan weighs a CPU-bound change by it), and both
+// held the change back (plan weighs a CPU-bound change by it, and hands
+// over the best point and the rate it weighed against: pl), and both
 // are said: "cannot help" beside "at most 147 batches/s" read as a
 // contradiction at 118 now (a review).
-func (p *Pipeline) cpuLimitWords() string {
+func (p *Pipeline) cpuLimitWords(pl planned) string {
 	have := "the workers have"
 	if p.Knobs.Workers == 0 {
 		have = "workers would have here" // none yet (a user's review: "the 0.8 CPUs the workers have" of a loop loading inline)
@@ -475,31 +500,14 @@ func (p *Pipeline) cpuLimitWords() string {
 	high := p.cpuRate(p.CPUSec)
 	s := fmt.Sprintf("more workers cannot help: the %.1f CPUs %s are the limit (%s of CPU per batch, at most %s batches/s)",
 		p.workersGet(), have, sample.FormatDuration(p.CPUSec), perSec(high))
-	// What plan weighed a change against: the measured rate, or the
-	// model's for the configuration as it is, where that is more.
-	cur, _ := p.Predict(p.Knobs)
-	now := max(p.measuredRate(), max(cur.SamplesPerSec, cur.HighSamplesPerSec)/p.BatchSize)
-	if point, ok := p.bestWorkersPoint(); ok && p.BatchSize > 0 && now > 0 && high >= MinPredictedGain*now {
+	if now := pl.now; pl.point > 0 && now > 0 && high >= MinPredictedGain*now {
 		s = fmt.Sprintf("more workers cannot help enough: the %.1f CPUs %s are the limit (%s of CPU per batch): at most %s batches/s with no contention beyond what was measured (%.2f× the %s now), and about %s (%.2f×) once the workers added contend for the cores they fill; a change must promise %.0f %%",
-			p.workersGet(), have, sample.FormatDuration(p.CPUSec), perSec(high), high/now, perSec(now), perSec(point), point/now, 100*(MinPredictedGain-1))
+			p.workersGet(), have, sample.FormatDuration(p.CPUSec), perSec(high), high/now, perSec(now), perSec(pl.point), pl.point/now, 100*(MinPredictedGain-1))
 	}
 	if p.LocalRanks > 1 {
 		s += "; " + p.leftWords()
 	}
 	return s + p.spinWords()
-}
-
-// bestWorkersPoint is the best rate, in batches per second, at the point
-// (the range's low side) of the worker counts plan weighs, other than the
-// one measured.
-func (p *Pipeline) bestWorkersPoint() (float64, bool) {
-	best, ok := 0.0, false
-	for _, c := range candidates(p, max(1, int(p.BoxCPUs))) {
-		if c.k.Workers != p.Knobs.Workers && c.k.Workers > 0 && c.pred.SamplesPerSec/p.BatchSize > best {
-			best, ok = c.pred.SamplesPerSec/p.BatchSize, true
-		}
-	}
-	return best, ok
 }
 
 // perSec is a rate in words: whole above 10, a tenth above 1, two

@@ -94,11 +94,11 @@ func TestReadCPUIsWhatTheDecodeLeaves(t *testing.T) {
 func TestNoKnobHelpsSpeaksOfWorkersOnlyWhereThereAreSome(t *testing.T) {
 	th := DefaultThresholds()
 	p := &Pipeline{Measured: Prediction{WaitShare: 0.08}}
-	if s := noKnobHelps(p, LimitStep, th); strings.Contains(s, "workers") || !strings.Contains(s, "8 % wait") {
+	if s := noKnobHelps(p, planned{limit: LimitStep}, th); strings.Contains(s, "workers") || !strings.Contains(s, "8 % wait") {
 		t.Errorf("inline: %q", s)
 	}
 	p.Knobs.Workers = 2
-	if s := noKnobHelps(p, LimitStep, th); !strings.Contains(s, "the workers' measured time per batch") {
+	if s := noKnobHelps(p, planned{limit: LimitStep}, th); !strings.Contains(s, "the workers' measured time per batch") {
 		t.Errorf("2 workers: %q", s)
 	}
 }

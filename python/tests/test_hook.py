@@ -1163,20 +1163,22 @@ class TorchTest(unittest.TestCase):
             def __iter__(self):
                 return iter(torch.arange(30, dtype=torch.float32))
 
-        w = hook.watch(DataLoader(Stream(), batch_size=4), port=0, quiet=True)
-        self.assertNotIn("gpuwatch_loader_batches_per_epoch", self.metrics(w))
-        for _ in w:
-            pass
-        for i, _ in enumerate(w):
-            if i == 2:
-                m = self.metrics(w)
-        self.assertEqual(m["gpuwatch_loader_batches_per_epoch"], 8)  # 7 of 4, one of 2
-        for i, _ in enumerate(w):
-            if i == 1:
-                break  # left early: not an epoch's length
-        for _ in w:
-            pass
-        self.assertEqual(self.metrics(w)["gpuwatch_loader_batches_per_epoch"], 8)
+        # Closed at the end: the epoch left early opened a syncs window
+        # that only close() (or a next batch) ends.
+        with hook.watch(DataLoader(Stream(), batch_size=4), port=0, quiet=True) as w:
+            self.assertNotIn("gpuwatch_loader_batches_per_epoch", self.metrics(w))
+            for _ in w:
+                pass
+            for i, _ in enumerate(w):
+                if i == 2:
+                    m = self.metrics(w)
+            self.assertEqual(m["gpuwatch_loader_batches_per_epoch"], 8)  # 7 of 4, one of 2
+            for i, _ in enumerate(w):
+                if i == 1:
+                    break  # left early: not an epoch's length
+            for _ in w:
+                pass
+            self.assertEqual(self.metrics(w)["gpuwatch_loader_batches_per_epoch"], 8)
 
     def test_wrapping_starts_no_workers(self):
         dl = DataLoader(self.dataset(), batch_size=4, num_workers=2, persistent_workers=True)
