@@ -68,7 +68,13 @@ const memFullShare = 0.9
 // never the box's sum); total 0 where neither was read.
 func gpuMemory(g gpuIn) (used, total float64, from string) {
 	from = "NVML"
-	if gp := g.gpu; gp != nil && gp.MemUsedBytes != nil && gp.MemTotalBytes != nil {
+	if mi := g.mig; mi != nil {
+		// On MIG the instance's memory is the job's: the GPU's is every
+		// instance's (a review: "3.2GiB of 140GiB" of a 1g.18gb slice).
+		if mi.MemUsedBytes != nil && mi.MemTotalBytes != nil {
+			used, total, from = float64(*mi.MemUsedBytes), float64(*mi.MemTotalBytes), "NVML, its MIG instance"
+		}
+	} else if gp := g.gpu; gp != nil && gp.MemUsedBytes != nil && gp.MemTotalBytes != nil {
 		used, total = float64(*gp.MemUsedBytes), float64(*gp.MemTotalBytes)
 	}
 	s := g.settings

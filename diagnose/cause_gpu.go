@@ -16,8 +16,12 @@ type gpuStep struct {
 	hmma               level               // HMMA's tensor activity (tf32, bf16, fp16), where GPM splits it
 	settings           *sample.JobSettings // nil: the hook did not read them
 	gpu                *sample.GPU         // the loop's own GPU (Frame.LoopGPU) where the frame places it, else the first judged GPU with GPM, else the first judged one (its dense peak needs no GPM)
-	rate               float64             // samples per second, 0 when unknown
-	noGPM              string              // why a judged GPU has no GPM, as its probe said
+	// mig is the MIG instance the loop's process runs in (Frame.LoopMIG):
+	// its GPM and memory are the step's, and the GPU's dense peak is not
+	// (the instance's share of it is not read); nil off MIG.
+	mig   *sample.MIGDevice
+	rate  float64 // samples per second, 0 when unknown
+	noGPM string  // why a judged GPU has no GPM, as its probe said
 	// profile is the hook's recording of the step's GPU time (run
 	// --gpu-profile, attach --gpu-profile), done and on a GPU; nil else.
 	// A cause's bound then comes from it, by Amdahl's law.
@@ -37,7 +41,7 @@ type gpuStep struct {
 
 // read takes the newest frame's settings, GPU and rate.
 func (g *gpuStep) read(f *sample.Frame) {
-	g.settings, g.gpu, g.rate, g.noGPM, g.profile, g.mfu, g.mfuWhy, g.syncsCounted, g.procSM = nil, nil, 0, "", nil, nil, "", false, level{}
+	g.settings, g.gpu, g.mig, g.rate, g.noGPM, g.profile, g.mfu, g.mfuWhy, g.syncsCounted, g.procSM = nil, nil, nil, 0, "", nil, nil, "", false, level{}
 	if l := f.Loader; l != nil {
 		g.settings, g.rate, g.mfu, g.mfuWhy = l.Settings, l.SamplesPerSec, l.MFU, l.MFUWhy
 		g.syncsCounted = l.SyncSteps != nil && *l.SyncSteps > 0
@@ -45,10 +49,13 @@ func (g *gpuStep) read(f *sample.Frame) {
 			g.profile = p
 		}
 	}
-	if lg := f.LoopGPU(); lg != nil && !lg.Lost { // the loop's own GPU, as the GPM signals (addFrameSignals)
-		g.gpu = lg
-		if lg.GPM == nil {
+	if lg, mig := f.LoopPlace(); lg != nil && !lg.Lost { // the loop's own GPU, as the GPM signals (addFrameSignals)
+		g.gpu, g.mig = lg, mig
+		if g.gpm() == nil {
 			g.noGPM = cmpOr(lg.Unavailable["gpm"], "not read")
+			if mig != nil {
+				g.noGPM = "not read for the loop's MIG instance (" + mig.Profile + ")"
+			}
 		}
 		return
 	}
@@ -69,13 +76,26 @@ func (g *gpuStep) read(f *sample.Frame) {
 	}
 }
 
+// gpm is the GPM of what the step runs on: its MIG instance's, else its
+// GPU's; nil where not read.
+func (g *gpuStep) gpm() *sample.GPM {
+	if g.mig != nil {
+		return g.mig.GPM
+	}
+	if g.gpu != nil {
+		return g.gpu.GPM
+	}
+	return nil
+}
+
 // stepRate is the step's achieved matmul rate (sample.GPU.StepTFLOPS)
 // from the window's medians of tensor activity, the figures the verdict
 // says beside it, on the judged GPU's dense peak; not ok where GPM or
-// the peak is missing (a review: "tensor cores 12 %" beside a rate from
-// the newest frame's 90 %).
+// the peak is missing, or the step runs on a MIG instance, whose share
+// of the GPU's peak is not read (a review: "tensor cores 12 %" beside a
+// rate from the newest frame's 90 %).
 func (g *gpuStep) stepRate() (sample.StepRate, bool) {
-	if g.gpu == nil || g.gpu.GPM == nil || !g.tensor.ok {
+	if g.gpu == nil || g.gpu.GPM == nil || !g.tensor.ok || g.mig != nil {
 		return sample.StepRate{}, false
 	}
 	gp, m := *g.gpu, *g.gpu.GPM
@@ -320,11 +340,11 @@ func batchCeiling(g gpuIn) (float64, string, bool) {
 	// The pipes the window keeps no median of, from the newest frame's
 	// GPM: an FP64 or FP16 step is bound by those (a review: FP64 90 %
 	// read a 10× bound from the FP32 pipes at 10 %).
-	if gp := g.gpu; gp != nil && gp.GPM != nil {
+	if m := g.gpm(); m != nil {
 		for _, p := range []struct {
 			v    *float64
 			name string
-		}{{gp.GPM.FP64ActivityPct, "FP64 pipes"}, {gp.GPM.FP16ActivityPct, "FP16 pipes"}, {gp.GPM.TensorDFMAActivityPct, "FP64 tensor cores"}} {
+		}{{m.FP64ActivityPct, "FP64 pipes"}, {m.FP16ActivityPct, "FP16 pipes"}, {m.TensorDFMAActivityPct, "FP64 tensor cores"}} {
 			if p.v != nil && *p.v > 0 && *p.v <= 100 && (!pipe.ok || *p.v > pipe.v) {
 				pipe, name = level{v: *p.v, n: 1, ok: true}, p.name
 			}

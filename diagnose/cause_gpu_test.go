@@ -1142,3 +1142,60 @@ func TestAnUnknownModelSaysWhyItHasNoRate(t *testing.T) {
 		}
 	}
 }
+
+// onMIG moves every frame's GPU 0 into MIG mode with the loop's process
+// in a 1g.18gb instance that reads the GPM and memory given, beside
+// another user's idle 3g instance: the GPU reads no utilization, its own
+// GPM only the instances' mean SM activity, and its memory is every
+// instance's.
+func onMIG(frames []sample.Frame, sm, tensor float64, used, total uint64) []sample.Frame {
+	for i := range frames {
+		g := &frames[i].GPUs[0]
+		gi := 7
+		g.UtilPct, g.UtilSamples, g.Unavailable = nil, nil, map[string]string{"util_pct": "not available on MIG"}
+		g.GPM = &sample.GPM{SMActivityPct: ptr((sm + 2) / 2)}
+		g.MemUsedBytes, g.MemTotalBytes = ptr(uint64(used+1<<30)), ptr(uint64(140<<30))
+		g.Processes = []sample.GPUProcess{}
+		g.MIG = []sample.MIGDevice{
+			{UUID: "MIG-b", Profile: "1g.18gb", GPUInstanceID: &gi, MemUsedBytes: ptr(used), MemTotalBytes: ptr(total),
+				Processes: []sample.GPUProcess{{PID: 100}},
+				GPM:       &sample.GPM{SMActivityPct: ptr(sm), TensorActivityPct: ptr(tensor), DRAMBWUtilPct: ptr(20.0), FP32ActivityPct: ptr(1.0)}},
+			{UUID: "MIG-a", Profile: "3g.71gb", Processes: []sample.GPUProcess{{PID: 777}}, GPM: &sample.GPM{SMActivityPct: ptr(2.0)}},
+		}
+	}
+	return frames
+}
+
+// TestAStepOnAMIGInstanceIsReadByItsInstance (a review): a step in a
+// 1g.18gb slice of an H200 was judged by the GPU's figures: the mean SM
+// activity of every instance (another user's idle one included), no
+// tensor activity, "3.2GiB of 140GiB" for the slice's memory, and an MFU
+// over the whole GPU's peak. It is judged by its instance's GPM and
+// memory, and says the instance's share of the peak is not read.
+func TestAStepOnAMIGInstanceIsReadByItsInstance(t *testing.T) {
+	st := bf16Settings()
+	st.BatchSize = ptr(32)
+	v := Classify(onMIG(gpuBoundFrames(50, 20, 20, 1, 40, st), 50, 20, 3<<30, 18<<30), DefaultThresholds())
+	if !slices.ContainsFunc(v.Evidence, func(e Evidence) bool {
+		return strings.Contains(e.Text, "the loop's MIG instance (1g.18gb; SM activity, GPM) is 50 % busy")
+	}) {
+		t.Errorf("evidence %+v: want the loop's instance's SM activity", v.Evidence)
+	}
+	c := causeOf(v, "batch_headroom")
+	if c == nil || !strings.Contains(c.Evidence, "uses 3.0GiB of the GPU's 18GiB (NVML, its MIG instance)") || !strings.Contains(c.BoundWhy, "tensor cores, active 20 %") {
+		t.Errorf("batch_headroom %+v: want the instance's memory and tensor activity", c)
+	}
+	for _, a := range v.Advice {
+		if strings.Contains(a, "140GiB") || strings.Contains(a, "TFLOPS") {
+			t.Errorf("advice %q: the GPU's memory or a rate from its peak", a)
+		}
+	}
+	// GPU-bound, its tensor cores busy: healthy says the instance's
+	// activity and why no achieved rate is given.
+	v = Classify(onMIG(gpuBoundFrames(90, 60, 20, 1, 40, bf16Settings()), 90, 60, 14<<30, 18<<30), DefaultThresholds())
+	if v.Kind != Healthy || !slices.ContainsFunc(v.Advice, func(a string) bool {
+		return strings.Contains(a, "its SMs are active 90 % of cycles, its tensor cores 60.0 % (GPM); no achieved rate: the step runs on a MIG instance (1g.18gb)")
+	}) {
+		t.Errorf("%s: %q: want the instance's activity and no rate", v.Kind, v.Advice)
+	}
+}

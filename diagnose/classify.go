@@ -386,6 +386,9 @@ const loopDelayShownPct = 5
 // accelName is the accelerator in words, for evidence about how busy it is.
 func (f *facts) accelName() string {
 	if f.real && !f.w.gpuUtil.ok {
+		if mi := f.w.gpu.mig; mi != nil && f.w.mig {
+			return "the loop's MIG instance (" + mi.Profile + "; SM activity, GPM)"
+		}
 		if f.w.mig {
 			return "the GPU's MIG instances (SM activity, GPM)"
 		}

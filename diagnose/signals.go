@@ -175,18 +175,26 @@ func (s *signals) addFrameSignals(f *sample.Frame) {
 	// job's GPUs were not told, another GPU's activity is not the step's
 	// (a review: an A100 step without GPM was judged by an idle H200's
 	// counters). Else their mean over the judged GPUs.
-	loop := f.LoopGPU()
+	// On MIG, the instance's that lists the loop's process: the GPU's
+	// own is the mean of every instance's SM activity, other users'
+	// included (a review).
+	loop, mig := f.LoopPlace()
+	var gpm *sample.GPM
 	if loop != nil {
-		if loop.GPM != nil {
-			s.addIf(sigSMActivity, loop.GPM.SMActivityPct)
+		gpm = loop.GPM
+		if mig != nil {
+			gpm = mig.GPM
+		}
+		if gpm != nil {
+			s.addIf(sigSMActivity, gpm.SMActivityPct)
 		}
 	} else if a, ok := f.GPUSMActivity(); ok {
 		s.add(sigSMActivity, a)
 	}
 	for _, g := range gpmSignals {
 		if loop != nil {
-			if loop.GPM != nil {
-				s.addIf(g.sig, g.pick(loop.GPM))
+			if gpm != nil {
+				s.addIf(g.sig, g.pick(gpm))
 			}
 		} else if v, ok := f.GPUGPM(g.pick); ok {
 			s.add(g.sig, v)

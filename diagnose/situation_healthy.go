@@ -149,7 +149,13 @@ func usedLine(w *window) string {
 	line += " (GPM)"
 	// Tensor cores all but idle: a TFLOPS figure would be ≈ 0 of a peak
 	// the step does not aim at (tensor_idle says why, and its bound).
-	if g.gpu != nil && g.gpu.Peak != nil && (!g.tensor.ok || g.tensor.v >= w.th.TensorIdlePct) {
+	if g.mig != nil {
+		// Said once: MFU's reason names the instance where the FLOPs
+		// were counted.
+		if !strings.Contains(g.mfuWhy, "MIG") {
+			line += "; no achieved rate: the step runs on a MIG instance (" + g.mig.Profile + "), and its share of the GPU's dense peak is not read"
+		}
+	} else if g.gpu != nil && g.gpu.Peak != nil && (!g.tensor.ok || g.tensor.v >= w.th.TensorIdlePct) {
 		if r, ok := g.stepRate(); ok {
 			line += "; " + r.Words(g.gpu.Peak.Model) + " (activity × peak)"
 		}

@@ -675,6 +675,8 @@ func (w *window) missing() []string {
 			out = append(out, "gpu: "+r)
 		} else if w.gpusLost > 0 {
 			out = append(out, "gpu: lost")
+		} else if w.mig && w.smActivity.ok && w.gpu.mig != nil {
+			out = append(out, "gpu: utilization not available on MIG; the loop's instance's SM activity (GPM) stands in")
 		} else if w.mig && w.smActivity.ok {
 			out = append(out, "gpu: utilization not available on MIG; the instances' SM activity (GPM) stands in")
 		} else if w.noUtilWhy != "" {

@@ -180,46 +180,73 @@ func (f *Frame) StepSettings(g *GPU) *JobSettings {
 // the CPU (a CPU job beside an idle GPU is not that GPU's); nil where
 // neither is known.
 func (f *Frame) LoopGPU() *GPU {
+	g, _ := f.LoopPlace()
+	return g
+}
+
+// LoopMIG is the MIG instance the loader's process runs in, where its
+// GPU is partitioned and an instance lists the process: on MIG a
+// process is listed by its instance, not by the GPU, and what the
+// instance reads (its GPM, its memory) is the step's, not the GPU's
+// (docs/diagnosis.md, "MIG"). nil else.
+func (f *Frame) LoopMIG() *MIGDevice {
+	_, m := f.LoopPlace()
+	return m
+}
+
+// LoopPlace is LoopGPU with the MIG instance, where the process is
+// listed by one.
+func (f *Frame) LoopPlace() (*GPU, *MIGDevice) {
 	l := f.Loader
 	if l != nil && l.PID != nil {
 		var best *GPU
+		var in *MIGDevice
 		var most uint64
 		onLost := false
+		see := func(g *GPU, m *MIGDevice, p *GPUProcess) {
+			if p.PID != *l.PID {
+				return
+			}
+			if g.Lost {
+				onLost = true
+				return
+			}
+			mem := uint64(0)
+			if p.UsedMemBytes != nil {
+				mem = *p.UsedMemBytes
+			}
+			if best == nil || mem > most {
+				best, in, most = g, m, mem
+			}
+		}
 		for i := range f.GPUs {
-			for _, p := range f.GPUs[i].Processes {
-				if p.PID != *l.PID {
-					continue
-				}
-				if f.GPUs[i].Lost {
-					onLost = true
-					continue
-				}
-				mem := uint64(0)
-				if p.UsedMemBytes != nil {
-					mem = *p.UsedMemBytes
-				}
-				if best == nil || mem > most {
-					best, most = &f.GPUs[i], mem
+			g := &f.GPUs[i]
+			for j := range g.Processes {
+				see(g, nil, &g.Processes[j])
+			}
+			for k := range g.MIG {
+				for j := range g.MIG[k].Processes {
+					see(g, &g.MIG[k], &g.MIG[k].Processes[j])
 				}
 			}
 		}
 		if best != nil || onLost {
-			return best // on a lost GPU alone: none, not another's
+			return best, in // on a lost GPU alone: none, not another's
 		}
 	}
 	if l != nil && l.Settings != nil && l.Settings.Device == "cpu" {
-		return nil
+		return nil, nil
 	}
 	var g *GPU
 	for i := range f.GPUs {
 		if f.JudgedGPU(i) {
 			if g != nil {
-				return nil
+				return nil, nil
 			}
 			g = &f.GPUs[i]
 		}
 	}
-	return g
+	return g, nil
 }
 
 // deriveMFU sets Loader.MFU from the settings the hook read, the loader's
@@ -287,10 +314,16 @@ func (f *Frame) mfu() (why string) {
 		}
 		return "the step's dtype is not read (autocast and the TF32 switches)"
 	}
-	g := f.LoopGPU()
+	g, mig := f.LoopPlace()
 	switch {
 	case g == nil:
 		return "the loop's GPU is not known (several GPUs, none listing its process)"
+	case mig != nil:
+		// Its peak is the instance's share of the GPU's, by SMs, which
+		// NVML gives per instance but not for the whole GPU under MIG.
+		return fmt.Sprintf("the loop runs on a MIG instance (%s) of the %s: the dense peak is the whole GPU's, and the instance's share of it is not read", mig.Profile, g.Name)
+	case len(g.MIG) > 0:
+		return fmt.Sprintf("the %s is partitioned (MIG), and no instance lists the loop's process: the dense peak is the whole GPU's, and the loop's share of it is not read", g.Name)
 	case g.Peak == nil:
 		return "no dense peak for the " + g.Name
 	}

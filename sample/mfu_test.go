@@ -163,3 +163,39 @@ func TestTheLoopsGPUIsWhereItHoldsMost(t *testing.T) {
 		t.Fatalf("the loop's GPU lost: loop GPU %+v, want none", g)
 	}
 }
+
+// TestTheLoopsMIGInstanceIsItsPlace (a review): on a partitioned GPU the
+// loop's process is listed by its MIG instance, not by the GPU. The
+// instance is found, on a box whose other GPU is judged too, and no MFU
+// is derived from the whole GPU's dense peak: a 1g slice has a seventh of
+// its SMs, and MFU read 56 % of the H200 beside a slice of it.
+func TestTheLoopsMIGInstanceIsItsPlace(t *testing.T) {
+	pid, yes, flops := 100, true, 3.3e12
+	peak := &GPUPeak{Model: "H200 SXM", DenseTFLOPS: map[string]float64{"bf16": 989.5}}
+	f := Frame{
+		Loader: &Loader{PID: &pid, BatchesPerSec: 168, Settings: &JobSettings{Autocast: &yes, AutocastDtype: "bfloat16", FLOPsPerStep: &flops}},
+		GPUs: []GPU{
+			{Index: 0, Name: "NVIDIA H200", Peak: peak, Processes: []GPUProcess{{PID: 555}}},
+			{Index: 1, Name: "NVIDIA H200", Peak: peak, Processes: []GPUProcess{}, MIG: []MIGDevice{
+				{UUID: "MIG-a", Profile: "3g.71gb", Processes: []GPUProcess{{PID: 777}}},
+				{UUID: "MIG-b", Profile: "1g.18gb", Processes: []GPUProcess{{PID: 100}}},
+			}},
+		}}
+	g, mig := f.LoopPlace()
+	if g == nil || g.Index != 1 || mig == nil || mig.UUID != "MIG-b" || f.LoopGPU() != g || f.LoopMIG() != mig {
+		t.Fatalf("place %+v %+v: want GPU 1's instance MIG-b", g, mig)
+	}
+	f.AssignRoles()
+	if f.Loader.MFU != nil || !strings.Contains(f.Loader.MFUWhy, "a MIG instance (1g.18gb) of the NVIDIA H200: the dense peak is the whole GPU's") {
+		t.Errorf("MFU %+v, why %q: want none, the instance named", f.Loader.MFU, f.Loader.MFUWhy)
+	}
+	// Partitioned, the loop's process listed by no instance (only GPU 1
+	// judged): its share of the GPU is unknown too.
+	f.GPUs = f.GPUs[1:]
+	f.GPUs[0].MIG[1].Processes = nil
+	f.Loader.MFU, f.Loader.MFUWhy = nil, ""
+	f.AssignRoles()
+	if f.LoopMIG() != nil || f.Loader.MFU != nil || !strings.Contains(f.Loader.MFUWhy, "partitioned (MIG), and no instance lists the loop's process") {
+		t.Errorf("no instance lists it: MFU %+v, why %q", f.Loader.MFU, f.Loader.MFUWhy)
+	}
+}
