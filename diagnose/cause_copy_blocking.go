@@ -76,6 +76,12 @@ func copyBlockingCause(in *causeIn) (Cause, bool) {
 			}
 			out.BoundWhy += fmt.Sprintf("; at most the GPU's idle time, for it runs a kernel %.0f %% of the time (%s): the host's wait is mostly the GPU's own work queued before the copy", busy.v, what)
 		}
+		if gain < 1/(1-in.w.th.CopyStallShare) {
+			// Capped under what the copies' share of the period names
+			// the cause at: the fix gives back nothing worth a change (a
+			// review: "at most 1.00×" beside a GPU 100 % busy).
+			return Cause{}, false
+		}
 		out.Bound = stepBound(g, gain)
 	} else {
 		out.BoundWhy = "no bound: the copy's time on the GPU is as long as the host's wait for it (its bytes, not the wait, are the cost: send fewer, smaller dtypes)"

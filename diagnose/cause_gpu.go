@@ -76,6 +76,15 @@ func (g *gpuStep) read(f *sample.Frame) {
 	}
 }
 
+// noGPMWords is why GPM was not read, said after "not read: ": the
+// probe's reasons name GPM already ("GPM not supported by this GPU").
+func (g *gpuStep) noGPMWords() string {
+	if strings.HasPrefix(g.noGPM, "GPM") {
+		return g.noGPM
+	}
+	return "GPM " + g.noGPM
+}
+
 // gpm is the GPM of what the step runs on: its MIG instance's, else its
 // GPU's; nil where not read.
 func (g *gpuStep) gpm() *sample.GPM {
@@ -243,7 +252,7 @@ func peakRatio(g *sample.GPU, dtype string) (float64, string, bool) {
 	if !(hi > 0) || !(lo > 0) || !(hi/lo > 1) || !(hi/lo <= maxPeakRatio) {
 		return 0, "", false // a recording's peaks may be anything
 	}
-	return hi / lo, fmt.Sprintf("the %s's dense %s peak (%.0f TFLOPS) over its fp32 one (%.0f TFLOPS)", g.Peak.Model, dtype, hi, lo), true
+	return hi / lo, fmt.Sprintf("the %s's dense %s peak (%.4g TFLOPS) over its fp32 one (%.4g TFLOPS)", g.Peak.Model, dtype, hi, lo), true
 }
 
 // maxPeakRatio is the most a dtype's dense peak may be over fp32's for
@@ -353,7 +362,10 @@ func batchCeiling(g gpuIn) (float64, string, bool) {
 	if pipe.ok && pipe.v > 0 {
 		gain, why = 100/pipe.v, fmt.Sprintf("its busiest pipe, the %s, active %.0f %% of cycles (GPM), at most every cycle", name, pipe.v)
 	}
-	if m := g.mfu; m != nil && m.Ratio > 0 && 1/m.Ratio < gain {
+	// Not an MFU the tensor cores could not have run (AboveTensor): a
+	// bound on a figure the verdict calls off is none (a review: "at most
+	// 1.78×" from MFU 56 % beside tensor cores 10 % active).
+	if m := g.mfu; m != nil && m.Ratio > 0 && 1/m.Ratio < gain && (!g.tensor.ok || m.AboveTensor(g.tensor.v) == "") {
 		gain, why = 1/m.Ratio, fmt.Sprintf("MFU %.0f %% at most 100 %% of the dense %s peak", 100*m.Ratio, m.Dtype)
 	}
 	return gain, why, !math.IsInf(gain, 0)

@@ -34,15 +34,32 @@ func launchBoundCause(in *causeIn) (Cause, bool) {
 	c := Cause{
 		Evidence: fmt.Sprintf("%s while the GPU's SMs are %.0f %% active (GPM): the host launches kernels too short to fill the GPU", hostPathWords(w, loop), w.smActivity.v),
 		Fix:      launchFix(s, memFull(g)),
-		BoundWhy: fmt.Sprintf("a CUDA graph, if the SMs were active every cycle: 100 %% over %.0f %%", w.smActivity.v)}
-	if w.smActivity.v > 0 {
+		BoundWhy: fmt.Sprintf("a CUDA graph, if the SMs were active every cycle: 100 %% over %s %%", pctFigure(w.smActivity.v))}
+	if w.smActivity.v >= minBoundingPct {
 		c.Bound = stepBound(g, 100/w.smActivity.v)
+	} else {
+		// A ratio over (nearly) nothing bounds nothing: said, and no
+		// bound is given, not the batch's alone (a review: "at most
+		// 1.78×" beside "100 % over 0 %").
+		c.BoundWhy = fmt.Sprintf("none: a CUDA graph's gain is not bounded where the SMs are active under %.1f %% of cycles (GPM)", minBoundingPct)
 	}
 	if b, why, ok := waitsProfiled(g, "host", "the GPU idles between kernels while the host works (not in a sync)", "the GPU idles between kernels"); ok {
 		c.Bound, c.BoundWhy = b, "a CUDA graph, "+why+": the gaps closed"
 	}
 	withBatch(g, &c)
 	return c, true
+}
+
+// minBoundingPct is the least SM activity a bound is taken over: under
+// it, 100 ÷ activity bounds nothing a reader can use.
+const minBoundingPct = 0.5
+
+// pctFigure is a percentage as the bounds say it: a tenth under 10.
+func pctFigure(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
 }
 
 // withBatch widens a launch_bound cause's bound, a CUDA graph's, to what
@@ -60,7 +77,7 @@ func withBatch(g gpuIn, c *Cause) {
 		return
 	}
 	c.BoundWhy += "; a larger batch, per sample: " + why
-	if c.Bound == nil || k > c.Bound.K {
+	if c.Bound != nil && k > c.Bound.K { // nil: the graph's gain is unbounded, and so is the cause's
 		c.Bound = stepBound(g, k)
 	}
 }
@@ -108,7 +125,10 @@ func launchFix(s *sample.JobSettings, full string) string {
 	case s.Compiled == nil:
 		return graph + batch + " (whether the model is compiled, and how, the hook did not read)"
 	case *s.Compiled:
-		return "the model is compiled: compile it with mode=\"reduce-overhead\" (CUDA graphs replay the step's launches at once)" + batch
+		// The mode it was compiled with is not read: one already in
+		// reduce-overhead whose graphs torch skipped (dynamic shapes, a
+		// CPU tensor in the step) must not be told to do what it does.
+		return "the model is compiled, and no CUDA graph replays its step: with mode=\"reduce-overhead\", if it is not compiled so already (the mode is not read), CUDA graphs replay the step's launches at once; where it is, torch skipped the graphs (TORCH_LOGS=cudagraphs says why: dynamic shapes, a CPU tensor in the step)" + batch
 	}
 	return graph + batch
 }
@@ -141,7 +161,7 @@ func launchBoundByUtil(in *causeIn, g gpuIn, loop level) (Cause, bool) {
 		return Cause{}, false
 	}
 	c := Cause{
-		Evidence: fmt.Sprintf("%s while the GPU runs a kernel %.0f %% of the time and the loop does not wait for input: the host launches kernels as fast as it can (SM activity not read: GPM %s)", hostPathWords(w, loop), util.v, g.noGPM),
+		Evidence: fmt.Sprintf("%s while the GPU runs a kernel %.0f %% of the time and the loop does not wait for input: the host launches kernels as fast as it can (SM activity not read: %s)", hostPathWords(w, loop), util.v, g.noGPMWords()),
 		Fix:      launchFix(g.settings, memFull(g)),
 		Bound:    stepBound(g, 100/util.v),
 		BoundWhy: fmt.Sprintf("a CUDA graph, the launch gaps closed: a kernel running 100 %% of the time over %.0f %%", util.v)}

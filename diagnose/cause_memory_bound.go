@@ -81,14 +81,14 @@ func memoryBoundBound(g gpuIn, p *sample.GPUProfile, fuse, bf16 bool) (*Bound, s
 			}
 			m = min(m, rest)
 			rest -= m - m/r
-			why += fmt.Sprintf("; its %s matmuls and convs (%.0f %%) at most %.2g× faster in bf16 (the dense peaks)", dt, 100*m, r)
+			why += fmt.Sprintf("; its %s matmuls and convs (%.0f %%) at most %.2f× faster in bf16 (the dense peaks)", dt, 100*m, r)
 		}
 	}
 	if s <= 0 && rest >= 1 || rest <= 0 {
 		return nil, "no bound from the step's profile: it shows none of the kernels the fixes speed up, or only them"
 	}
 	gain := 1 / rest
-	return stepBound(g, gain), why + fmt.Sprintf(": the step at most %.2g× faster", gain)
+	return stepBound(g, gain), why + fmt.Sprintf(": the step at most %.2f× faster", gain)
 }
 
 // matmulShare is the share of the GPU's time a step in matmuls and convs

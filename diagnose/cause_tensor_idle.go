@@ -82,7 +82,7 @@ func tensorIdleFromSettings(in *causeIn, g gpuIn) (Cause, bool) {
 	if on, known := s.ConvTF32(); s.HasConv != nil && *s.HasConv && (!known || on) {
 		return Cause{}, false
 	}
-	c := Cause{Evidence: fmt.Sprintf("the GPU runs a kernel %.0f %% of the time and %s: the tensor cores take no fp32 matmul (tensor activity not read: GPM %s)", busy.v, precisionWords(s), g.noGPM),
+	c := Cause{Evidence: fmt.Sprintf("the GPU runs a kernel %.0f %% of the time and %s: the tensor cores take no fp32 matmul (tensor activity not read: %s)", busy.v, precisionWords(s), g.noGPMWords()),
 		Fix: tensorIdleFixFor(g)}
 	c.Bound, c.BoundWhy = tensorIdleBound(g)
 	return fp64Weights(c, g), true
@@ -150,7 +150,7 @@ func tensorIdleBound(g gpuIn) (*Bound, string) {
 		if ew >= 0.005 {
 			also = fmt.Sprintf(", and its elementwise and normalization kernels (%.0f %%) twice as fast on half the bytes", 100*ew)
 		}
-		return stepBound(g, gain), fmt.Sprintf("fp32 matmuls and convs are %.0f %% of the GPU's time a step (its profile over %d steps): at %s's rate%s the step runs at most %.2g× faster (%s)", 100*s, p.Steps, dt, also, gain, why)
+		return stepBound(g, gain), fmt.Sprintf("fp32 matmuls and convs are %.0f %% of the GPU's time a step (its profile over %d steps): at %s's rate%s, the step runs at most %.2f× faster (%s)", 100*s, p.Steps, dt, also, gain, why)
 	}
 	return stepBound(g, r), "if every op of the step were a matmul: " + why
 }

@@ -161,7 +161,7 @@ var causeCases = map[string]func(t *testing.T) []Cause{
 		return Classify(withSyncs(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), sample.HostSync{Site: "train.py:87", Call: "item", PerStep: 1}), DefaultThresholds()).Causes
 	},
 	"copy_blocking": func(*testing.T) []Cause {
-		return Classify(withCopy(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), 3.0, ptr(1.0), 0, 0), DefaultThresholds()).Causes
+		return Classify(withCopy(withUtil(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), 85), 3.0, ptr(1.0), 0, 0), DefaultThresholds()).Causes
 	},
 	"batch_headroom": func(*testing.T) []Cause {
 		return Classify(withMemory(gpuBoundFrames(50, 20, 20, 20, 60, bf16Settings()), 32, 10<<30, 141<<30), DefaultThresholds()).Causes
