@@ -887,3 +887,33 @@ func TestAnotherProcesssIOIsNotTheJobs(t *testing.T) {
 		t.Errorf("a tree that misses the workers: %s, secondary %+v", v.Kind, v.Secondary)
 	}
 }
+
+// TestWorkersWaitingElsewhereAreNotSaidToOversubscribe (a user's review):
+// 8 workers whose __getitem__ sleeps 30 ms a batch, on 2 cores kept busy
+// by the training process and other users, were told "8 workers on 2
+// cores already oversubscribe the CPU: more workers will not help"; 16
+// gave 1.63×. Each wanted a CPU a tenth of its time: it says so. Workers
+// that want a CPU most of their time (running, or waiting for one) are
+// told as before.
+func TestWorkersWaitingElsewhereAreNotSaidToOversubscribe(t *testing.T) {
+	frames := func(workerPct, runDelay float64) []sample.Frame {
+		c := loopCase{workers: 8, batchesPerSec: 230, wait: 0.55, batch: 128, getitem: 30.5, collate: 0.2, handover: 0.2, take: 0.1, step: 2,
+			cores: 2, cpuBusy: 95, workersCPU: workerPct, loopCPU: 127, runDelay: ptr(runDelay)}
+		fs := c.frames()
+		for i := range fs {
+			tid := 100
+			fs[i].Loader.LoopTID = &tid
+			fs[i].Procs.Threads = []sample.Thread{{PID: 100, TID: 100, Name: "python3", CPUPct: 60}, {PID: 100, TID: 101, Name: "python3", CPUPct: 60}}
+		}
+		return fs
+	}
+	v := Classify(frames(10, 0.1), DefaultThresholds())
+	all := strings.Join(v.Advice, "\n")
+	if v.Kind != CPUSaturated || strings.Contains(all, "oversubscribe") || !strings.Contains(all, "8 workers on 2 cores, but each wants a CPU only 11 % of its time") {
+		t.Errorf("%s: %q: want the workers' want of a CPU, not 'oversubscribe'", v.Kind, v.Advice)
+	}
+	v = Classify(frames(24, 0.6), DefaultThresholds()) // each wants a CPU 60 % of its time
+	if all := strings.Join(v.Advice, "\n"); !strings.Contains(all, "8 workers on 2 cores already oversubscribe the CPU: more workers will not help") {
+		t.Errorf("%s: %q: want 'oversubscribe'", v.Kind, v.Advice)
+	}
+}
