@@ -148,20 +148,30 @@ func saturatedAdvice(in adviceIn) ([]string, bool) {
 		}
 		a = append(a, p)
 	}
-	if w.workers > cores && cores > 0 {
-		if want, ok := workersWantCPU(w); ok && want < workersMostlyElsewhere {
-			// Workers that want a CPU a fraction of their time wait on
-			// something else (a sleep, storage, the network): "more will
-			// not help" is not theirs to say (a user's review: 8 workers
-			// sleeping 30 ms a batch on 2 busy cores were told so; 16
-			// gave 1.63×, taking CPU from the processes beside them).
-			// What more workers would get is the model's to say.
-			a = append(a, fmt.Sprintf("%d workers on %d cores, but each wants a CPU only %.0f %% of its time (its CPU and its wait for one, /proc and schedstat): most of their time they wait on something else (a sleep, storage, the network, a lock), not on the cores", w.workers, cores, 100*want))
-		} else {
-			a = append(a, fmt.Sprintf("%d workers on %d cores already oversubscribe the CPU: more workers will not help", w.workers, cores))
-		}
+	if line, ok := oversubscribedLine(w, cores); ok {
+		a = append(a, line)
 	}
 	return a, false
+}
+
+// oversubscribedLine says more workers than cores oversubscribe the CPU
+// where each wants a CPU most of its time; where they mostly wait on
+// something else, it says that instead. false where the workers are no
+// more than the cores.
+func oversubscribedLine(w *window, cores int) (string, bool) {
+	if w.workers <= cores || cores <= 0 {
+		return "", false
+	}
+	if want, ok := workersWantCPU(w); ok && want < workersMostlyElsewhere {
+		// Workers that want a CPU a fraction of their time wait on
+		// something else (a sleep, storage, the network): "more will
+		// not help" is not theirs to say (a user's review: 8 workers
+		// sleeping 30 ms a batch on 2 busy cores were told so; 16
+		// gave 1.63×, taking CPU from the processes beside them).
+		// What more workers would get is the model's to say.
+		return fmt.Sprintf("%d workers on %d cores, but each wants a CPU only %.0f %% of its time (its CPU and its wait for one, /proc and schedstat): most of their time they wait on something else (a sleep, storage, the network, a lock), not on the cores", w.workers, cores, 100*want), true
+	}
+	return fmt.Sprintf("%d workers on %d cores already oversubscribe the CPU: more workers will not help", w.workers, cores), true
 }
 
 // workersMostlyElsewhere is the share of its time a worker wants a CPU
