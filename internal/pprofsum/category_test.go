@@ -161,6 +161,7 @@ func TestPythonStacksInnermostDecides(t *testing.T) {
 		// the interpreter's, and a text tokenizer's as before.
 		"C:_compile(PseudoToken).match@/usr/lib/python3.11/tokenize.py;tokenize._tokenize;tokenize.generate_tokens;numpy.lib.format._filter_header;numpy.lib.format._read_array_header;numpy.lib.format.read_array;numpy.lib.npyio.load;__main__.DS.__getitem__": "reading",
 		"C:numpy.fromfile@/usr/lib/python3/dist-packages/numpy/lib/format.py;numpy.lib.format.read_array;numpy.lib.npyio.load;__main__.DS.__getitem__":                                                                                                           "reading",
+		"ast.parse;ast.literal_eval;numpy.lib.utils.safe_eval;numpy.lib.format._read_array_header;numpy.lib.format.read_array_header_1_0;numpy.lib.format.open_memmap;numpy.lib.npyio.load;__main__.DS.__getitem__":                                              "reading", // np.load(mmap_mode="r") on numpy 1.24
 		"tokenize._tokenize;tokenize.generate_tokens;__main__.f":                         "interpreter",
 		"tokenizers.Tokenizer.encode_batch;mydata.Text.tokenize;__main__.DS.__getitem__": "tokenizing",
 		// A worker's resource sharer accepting a connection for a shared

@@ -88,10 +88,12 @@ var categoryRules = []categoryRule{
 		"botocore.", "s3transfer.", "aiohttp.", "h5py.", "lmdb.", "tarfile.", "zipfile.", "mmap.", "shutil.copyfileobj",
 		"pathlib.Path.read_bytes", "pathlib.Path.read_text", "*ImageFile.load_read", "PIL.ImageFile._safe_read",
 		// numpy's .npy files: np.load, its header's parse (Python's
-		// tokenize module, below) and the array's read (a user's review:
-		// "tokenizing text ... a Rust-backed tokenizer" of np.load).
+		// tokenize module, below; numpy's safe_eval, ast.literal_eval,
+		// under np.load(mmap_mode="r")) and the array's read (a user's
+		// review: "tokenizing text ... a Rust-backed tokenizer" of
+		// np.load; another: "per-sample array math" of its ast.parse).
 		"numpy.lib.format.", "numpy.lib._format_impl.", "numpy.lib.npyio.load", "numpy.lib._npyio_impl.load",
-		"numpy.load", "=numpy.fromfile", "=numpy.load",
+		"numpy.load", "=numpy.fromfile", "=numpy.load", "numpy.lib.utils.safe_eval", "numpy.lib._utils_impl.safe_eval",
 	}},
 	{category: sample.CatSerializing, match: []string{
 		// Python: pickling batches through the workers' queues, and
