@@ -162,8 +162,14 @@ func TestPythonStacksInnermostDecides(t *testing.T) {
 		"C:_compile(PseudoToken).match@/usr/lib/python3.11/tokenize.py;tokenize._tokenize;tokenize.generate_tokens;numpy.lib.format._filter_header;numpy.lib.format._read_array_header;numpy.lib.format.read_array;numpy.lib.npyio.load;__main__.DS.__getitem__": "reading",
 		"C:numpy.fromfile@/usr/lib/python3/dist-packages/numpy/lib/format.py;numpy.lib.format.read_array;numpy.lib.npyio.load;__main__.DS.__getitem__":                                                                                                           "reading",
 		"ast.parse;ast.literal_eval;numpy.lib.utils.safe_eval;numpy.lib.format._read_array_header;numpy.lib.format.read_array_header_1_0;numpy.lib.format.open_memmap;numpy.lib.npyio.load;__main__.DS.__getitem__":                                              "reading", // np.load(mmap_mode="r") on numpy 1.24
-		"tokenize._tokenize;tokenize.generate_tokens;__main__.f":                         "interpreter",
-		"tokenizers.Tokenizer.encode_batch;mydata.Text.tokenize;__main__.DS.__getitem__": "tokenizing",
+		"tokenize._tokenize;tokenize.generate_tokens;__main__.f": "interpreter",
+		// A job's own collate_fn, under the hook's timing of it: collating
+		// where nothing closer to the leaf is named; a tensor made there
+		// is converting, as anywhere.
+		"torch.nn.utils.rnn.pad_sequence;__main__.collate;gpuwatch_hook._stages.wrap_fetcher.<locals>.timed_collate;torch.utils.data._utils.fetch._MapDatasetFetcher.fetch;gpuwatch_hook._stages.wrap_fetcher.<locals>.timed_fetch": "collating",
+		"__main__.collate;gpuwatch_hook._stages.timed_collate;torch.utils.data._utils.fetch._MapDatasetFetcher.fetch":                                                                                                               "collating",
+		"C:torch.tensor@/x/train.py;__main__.collate;gpuwatch_hook._stages.wrap_fetcher.<locals>.timed_collate":                                                                                                                     "converting",
+		"tokenizers.Tokenizer.encode_batch;mydata.Text.tokenize;__main__.DS.__getitem__":                                                                                                                                            "tokenizing",
 		// A worker's resource sharer accepting a connection for a shared
 		// tensor's descriptor: the hand-over, not a read.
 		"C:self._accept@/usr/lib/python3.11/socket.py;socket.socket.accept;multiprocessing.connection.SocketListener.accept;multiprocessing.connection.Listener.accept;multiprocessing.resource_sharer._ResourceSharer._serve;threading.Thread.run": "serializing",
