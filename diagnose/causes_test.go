@@ -917,3 +917,15 @@ func TestWorkersWaitingElsewhereAreNotSaidToOversubscribe(t *testing.T) {
 		t.Errorf("%s: %q: want 'oversubscribe'", v.Kind, v.Advice)
 	}
 }
+
+// TestNoWorkersIsNotSaidAsOnly0 (a user's review): a starved loop
+// loading inline read "only 0 loader workers for 2 cores".
+func TestNoWorkersIsNotSaidAsOnly0(t *testing.T) {
+	c := loopCase{workers: 0, inline: true, batchesPerSec: 30, wait: 0.95, batch: 128, getitem: 31, collate: 0.2, step: 1.5,
+		cores: 2, cpuBusy: 50, loopCPU: 60}
+	v := Classify(c.frames(), DefaultThresholds())
+	all := strings.Join(texts(v.Evidence), "\n")
+	if v.Kind != GPUStarved || strings.Contains(all, "only 0") || !strings.Contains(all, "no loader workers (num_workers=0: the training loop loads each batch itself) on 2 cores") {
+		t.Errorf("%s: %q", v.Kind, all)
+	}
+}

@@ -62,8 +62,11 @@ func starvedRule(f *facts) (decision, bool) {
 	w, th := f.w, f.th
 	d := join(f.wait)
 	if f.fewWorkers {
-		d.evidence = append(d.evidence, evidence("loader.workers", float64(w.workers), "<", th.WorkersPerCoreLow*float64(w.cores), "",
-			fmt.Sprintf("only %s for %d cores", sample.Plural(w.workers, "loader worker"), w.cores)))
+		text := fmt.Sprintf("only %s for %d cores", sample.Plural(w.workers, "loader worker"), w.cores)
+		if w.workers == 0 {
+			text = fmt.Sprintf("no loader workers (num_workers=0: the training loop loads each batch itself) on %d cores", w.cores) // not "only 0 loader workers" (a user's review)
+		}
+		d.evidence = append(d.evidence, evidence("loader.workers", float64(w.workers), "<", th.WorkersPerCoreLow*float64(w.cores), "", text))
 	}
 	d.evidence = append(d.evidence, idleCPUEvidence(w, th)...)
 	return d, true
