@@ -377,7 +377,7 @@ func TestInlineLoadingNamesTheBusiestFunction(t *testing.T) {
 	for _, e := range v.Evidence {
 		ev = append(ev, e.Text)
 	}
-	if all := strings.Join(ev, "\n"); !strings.Contains(all, "94 % of its CPU is in code of no category gpuwatch knows; the busiest such function is Variable._execution_engine.run_backward") {
+	if all := strings.Join(ev, "\n"); !strings.Contains(all, "94 % of its CPU is in code no loading category names (the model's step, the job's own code); the busiest such function is Variable._execution_engine.run_backward") {
 		t.Errorf("loading 3 %% of the CPU: evidence %q", ev)
 	}
 }
@@ -416,7 +416,7 @@ func wantInlineEvidence(t *testing.T, v Verdict, c *Cause, lead string) {
 	for _, e := range v.Evidence {
 		ev = append(ev, e.Text)
 	}
-	if all := strings.Join(ev, "\n"); !strings.Contains(all, "94 % of its CPU is in code of no category gpuwatch knows; the busiest such function is "+place) {
+	if all := strings.Join(ev, "\n"); !strings.Contains(all, "94 % of its CPU is in code no loading category names (the model's step, the job's own code); the busiest such function is "+place) {
 		t.Errorf("evidence %q", ev)
 	}
 }
@@ -438,7 +438,7 @@ func TestAProfileTheStageClocksContradictIsNotCited(t *testing.T) {
 		collate float64
 		cited   string
 	}{
-		{0.5, "34 % of its CPU is in code of no category gpuwatch knows"},
+		{0.5, "34 % of its CPU is in code no loading category names"},
 		{30, "59 % of its CPU is collating"},
 	} {
 		var fs []sample.Frame

@@ -508,7 +508,14 @@ func profileEvidence(k Kind, w *window, th Thresholds, mmap bool, timedCollate l
 				continue
 			}
 			if c := profileCategoryOf(f); c == "" || c == sample.CatOther {
-				text = fmt.Sprintf("%s: %.0f %% of %s CPU is in code of no category gpuwatch knows; the busiest such function is %s", who, 100*best.Share, their, placeOf(f))
+				what := "code of no category gpuwatch knows"
+				if their == "its" {
+					// The training process: its step is here too (a
+					// user's review: Linear.forward and run_backward
+					// read as code gpuwatch does not know).
+					what = "code no loading category names (the model's step, the job's own code)"
+				}
+				text = fmt.Sprintf("%s: %.0f %% of %s CPU is in %s; the busiest such function is %s", who, 100*best.Share, their, what, placeOf(f))
 				break
 			}
 		}
