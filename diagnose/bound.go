@@ -230,6 +230,18 @@ func cpuBound(w *window, s *stageTimes) bool {
 	busy := s.worker() * s.rate
 	if s.inline || s.workers == 0 {
 		busy = s.wait
+		if l := w.roles.loopPct; l.ok {
+			// Loading inline runs on the loop's thread: the process's
+			// other threads (a compute pool spinning, the step's own)
+			// are not its CPU (a user's review: a __getitem__ sleeping
+			// 30 ms a batch, its process at 1.2 cores of a spinning
+			// pool, was told to slice tensors it sliced already).
+			on := l.v / 100
+			if d := w.loopRunDelay; d.ok {
+				on += d.v / 1000
+			}
+			cpu = min(cpu, on)
+		}
 	}
 	if cpu >= cpuBoundShare*busy {
 		return true

@@ -929,3 +929,29 @@ func TestNoWorkersIsNotSaidAsOnly0(t *testing.T) {
 		t.Errorf("%s: %q", v.Kind, all)
 	}
 }
+
+// TestInlineLoadingThatWaitsIsNotCPUBound (a user's review): loading
+// inline, a __getitem__ that sleeps 30 ms a batch (a remote store's round
+// trip) beside a process at 1.2 cores (a compute pool spinning) was told
+// "do less per sample in __getitem__: keep the data as tensors and slice
+// them", which it did: the process's CPU was read as the loading's. The
+// loading runs on the loop's thread, whose CPU says it waits.
+func TestInlineLoadingThatWaitsIsNotCPUBound(t *testing.T) {
+	frames := func(loopThread float64) []sample.Frame {
+		c := loopCase{workers: 0, inline: true, batchesPerSec: 30, wait: 0.95, batch: 128, getitem: 31, collate: 0.2, step: 1.5,
+			cores: 2, cpuBusy: 70, loopCPU: 120}
+		fs := c.frames()
+		for i := range fs {
+			tid := 100
+			fs[i].Loader.LoopTID = &tid
+			fs[i].Procs.Threads = []sample.Thread{{PID: 100, TID: 100, Name: "python3", CPUPct: loopThread}, {PID: 100, TID: 101, Name: "python3", CPUPct: 120 - loopThread}}
+		}
+		return fs
+	}
+	if v := Classify(frames(12), DefaultThresholds()); causeOf(v, "getitem") != nil {
+		t.Errorf("the loop's thread at 12 %%: getitem named: %+v", causeOf(v, "getitem"))
+	}
+	if v := Classify(frames(95), DefaultThresholds()); causeOf(v, "getitem") == nil {
+		t.Errorf("the loop's thread at 95 %%: %s, no getitem cause: %+v", v.Kind, v.Causes)
+	}
+}
