@@ -313,6 +313,32 @@ func (p *Pipeline) Predict(k Knobs) (Prediction, Limit) {
 	return low, limit
 }
 
+// epochStall is the time to an epoch's first batch that workers which do
+// not persist pay every epoch: as measured where workers restart now;
+// where none does (loading inline, whose first batch's wait is the loop
+// making it, or workers that persist), at least the first batch, made by
+// one worker while the loop waits (perBatch, a worker's time for one),
+// and on the low side a worker's start before it (workerStartSec). A
+// user's review: num_workers 0 → 1 on an epoch of 13 batches was
+// promised 643–754 samples/s from 542 and gave 561; each epoch waited
+// 63 ms for its restarted worker's first batch, 21 ms inline.
+func (p *Pipeline) epochStall(perBatch float64, low bool) float64 {
+	if p.Knobs.Workers > 0 && !p.Knobs.Persistent {
+		return p.EpochStallSec
+	}
+	if low {
+		return perBatch + workerStartSec
+	}
+	return perBatch
+}
+
+// workerStartSec is a DataLoader worker's start before it makes its first
+// batch: the fork of the training process and torch's set-up in the
+// child. On the 2-core VM (torch 1.13, an ImageFolder of 400 JPEGs,
+// 2026-12-07) an epoch's first batch came 63 ms after the epoch began,
+// 18 ms of it the batch: 45 ms.
+const workerStartSec = 0.045
+
 // contended is the factor by which a time per batch grows with n workers
 // against the n0 measured, at contention σ: (1 + σ(n−1)) ÷ (1 + σ(n0−1)),
 // never below 1 (fewer workers are not assumed faster than measured).
@@ -458,9 +484,9 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low boo
 		if c := p.BandwidthBytesPerSec / p.BytesPerBatch; p.BandwidthBytesPerSec > 0 && p.BytesPerBatch > 0 && !k.Cache && c < rate {
 			rate, limit = c, LimitBandwidth
 		}
-		if !k.Persistent && p.BatchesPerEpoch > 0 && p.EpochStallSec > 0 {
+		if stall := p.epochStall(io+cpu+hand, low); !k.Persistent && p.BatchesPerEpoch > 0 && stall > 0 {
 			// Each epoch pays its start-up again: N batches take N/rate + stall.
-			rate = p.BatchesPerEpoch / (p.BatchesPerEpoch/rate + p.EpochStallSec)
+			rate = p.BatchesPerEpoch / (p.BatchesPerEpoch/rate + stall)
 		}
 	}
 	wait := max(0, 1-rate*step)
