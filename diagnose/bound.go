@@ -230,17 +230,15 @@ func cpuBound(w *window, s *stageTimes) bool {
 	busy := s.worker() * s.rate
 	if s.inline || s.workers == 0 {
 		busy = s.wait
-		if l := w.roles.loopPct; l.ok {
-			// Loading inline runs on the loop's thread: the process's
-			// other threads (a compute pool spinning, the step's own)
-			// are not its CPU (a user's review: a __getitem__ sleeping
-			// 30 ms a batch, its process at 1.2 cores of a spinning
-			// pool, was told to slice tensors it sliced already).
-			on := l.v / 100
-			if d := w.loopRunDelay; d.ok {
-				on += d.v / 1000
-			}
-			cpu = min(cpu, on)
+		if sp := w.spinPct; sp.ok {
+			// Loading inline, the process's CPU is the loading's, less
+			// its compute pool spinning idle: no work of anyone's (a
+			// user's review: a __getitem__ sleeping 30 ms a batch, its
+			// process at 1.2 cores of a spinning pool, was told to slice
+			// tensors it sliced already). Not capped at the loop
+			// thread's: a decode or transform on native threads (cv2,
+			// intra-op) is the loading's too (a second review).
+			cpu = max(0, cpu-sp.v/100)
 		}
 	}
 	if cpu >= cpuBoundShare*busy {

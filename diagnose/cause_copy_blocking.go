@@ -69,18 +69,19 @@ func copyBlockingCause(in *causeIn) (Cause, bool) {
 		// copy does not give back. What it can give back is the time the
 		// GPU runs no kernel.
 		if busy, real := w.accel(); real && busy.ok && busy.v > 0 && gain > 100/min(busy.v, 100) {
+			// The GPU's idle time is what the fix can give back: under
+			// what the copies' share of the period names the cause at,
+			// the cause is not named (a review: "at most 1.00×" beside a
+			// GPU 100 % busy), with the same hysteresis as that share.
+			if !in.atLeast("copy_blocking", 1-min(busy.v, 100)/100, in.w.th.CopyStallShare) {
+				return Cause{}, false
+			}
 			gain = 100 / min(busy.v, 100)
 			what := "NVML's utilization"
 			if !w.gpuUtil.ok {
 				what = "GPM's SM activity"
 			}
 			out.BoundWhy += fmt.Sprintf("; at most the GPU's idle time, for it runs a kernel %.0f %% of the time (%s): the host's wait is mostly the GPU's own work queued before the copy", busy.v, what)
-		}
-		if gain < 1/(1-in.w.th.CopyStallShare) {
-			// Capped under what the copies' share of the period names
-			// the cause at: the fix gives back nothing worth a change (a
-			// review: "at most 1.00×" beside a GPU 100 % busy).
-			return Cause{}, false
 		}
 		out.Bound = stepBound(g, gain)
 	} else {

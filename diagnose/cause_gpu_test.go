@@ -1241,3 +1241,17 @@ func TestALaunchBoundWithIdleSMsIsUnbounded(t *testing.T) {
 		t.Errorf("SMs 4 %% active: %+v", c)
 	}
 }
+
+// TestCopyBlockingIsMonotonic (a review): a host wait of 3 ms a batch in
+// a 20 ms period, the GPU 85 % busy, was named with "no bound" where the
+// copy's GPU time was 3 ms, not named at 2.5 ms and named at 1.11× at
+// 1 ms. What the fix gives back shrinks with the copy's GPU time; the
+// cause is dropped only where the GPU's idle time leaves nothing to give.
+func TestCopyBlockingIsMonotonic(t *testing.T) {
+	for _, dev := range []float64{1, 2.5, 3} {
+		v := Classify(withCopy(withUtil(gpuBoundFrames(90, 30, 20, 20, 60, bf16Settings()), 85), 3, ptr(dev), 0, 0), DefaultThresholds())
+		if causeOf(v, "copy_blocking") == nil {
+			t.Errorf("the copy's GPU time %.1f ms: not named: %+v", dev, v.Causes)
+		}
+	}
+}

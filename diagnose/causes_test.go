@@ -896,8 +896,12 @@ func TestAnotherProcesssIOIsNotTheJobs(t *testing.T) {
 // that want a CPU most of their time (running, or waiting for one) are
 // told as before.
 func TestWorkersWaitingElsewhereAreNotSaidToOversubscribe(t *testing.T) {
-	frames := func(workerPct, runDelay float64) []sample.Frame {
-		c := loopCase{workers: 8, batchesPerSec: 230, wait: 0.55, batch: 128, getitem: 30.5, collate: 0.2, handover: 0.2, take: 0.1, step: 2,
+	frames := func(workerPct, runDelay float64, workers ...int) []sample.Frame {
+		n := 8
+		if len(workers) > 0 {
+			n = workers[0]
+		}
+		c := loopCase{workers: n, batchesPerSec: 230, wait: 0.55, batch: 128, getitem: 30.5, collate: 0.2, handover: 0.2, take: 0.1, step: 2,
 			cores: 2, cpuBusy: 95, workersCPU: workerPct, loopCPU: 127, runDelay: ptr(runDelay)}
 		fs := c.frames()
 		for i := range fs {
@@ -916,6 +920,12 @@ func TestWorkersWaitingElsewhereAreNotSaidToOversubscribe(t *testing.T) {
 	if all := strings.Join(v.Advice, "\n"); !strings.Contains(all, "8 workers on 2 cores already oversubscribe the CPU: more workers will not help") {
 		t.Errorf("%s: %q: want 'oversubscribe'", v.Kind, v.Advice)
 	}
+	// Each wants a CPU 20 % of its time, but 16 of them want 3.2 CPUs of
+	// 2, half their time queued for one (a review).
+	v = Classify(frames(10, 0.5, 16), DefaultThresholds())
+	if all := strings.Join(v.Advice, "\n"); !strings.Contains(all, "16 workers on 2 cores already oversubscribe the CPU") {
+		t.Errorf("16 workers wanting 3.2 CPUs: %s: %q: want 'oversubscribe'", v.Kind, v.Advice)
+	}
 }
 
 // TestNoWorkersIsNotSaidAsOnly0 (a user's review): a starved loop
@@ -932,26 +942,28 @@ func TestNoWorkersIsNotSaidAsOnly0(t *testing.T) {
 
 // TestInlineLoadingThatWaitsIsNotCPUBound (a user's review): loading
 // inline, a __getitem__ that sleeps 30 ms a batch (a remote store's round
-// trip) beside a process at 1.2 cores (a compute pool spinning) was told
-// "do less per sample in __getitem__: keep the data as tensors and slice
-// them", which it did: the process's CPU was read as the loading's. The
-// loading runs on the loop's thread, whose CPU says it waits.
+// trip) beside a process at 1.2 cores, most of it a compute pool spinning
+// idle (system time), was told "do less per sample in __getitem__: keep
+// the data as tensors and slice them", which it did: the pool's spin was
+// read as the loading's CPU. The same CPU on threads that work (a decode
+// on native threads beside a loop thread at 12 %) is the loading's (a
+// second review).
 func TestInlineLoadingThatWaitsIsNotCPUBound(t *testing.T) {
-	frames := func(loopThread float64) []sample.Frame {
+	frames := func(sysPct float64) []sample.Frame {
 		c := loopCase{workers: 0, inline: true, batchesPerSec: 30, wait: 0.95, batch: 128, getitem: 31, collate: 0.2, step: 1.5,
 			cores: 2, cpuBusy: 70, loopCPU: 120}
 		fs := c.frames()
 		for i := range fs {
 			tid := 100
 			fs[i].Loader.LoopTID = &tid
-			fs[i].Procs.Threads = []sample.Thread{{PID: 100, TID: 100, Name: "python3", CPUPct: loopThread}, {PID: 100, TID: 101, Name: "python3", CPUPct: 120 - loopThread}}
+			fs[i].Procs.Threads = []sample.Thread{{PID: 100, TID: 100, Name: "python3", CPUPct: 12}, {PID: 100, TID: 101, Name: "python3", CPUPct: 108, SystemPct: sysPct}}
 		}
 		return fs
 	}
-	if v := Classify(frames(12), DefaultThresholds()); causeOf(v, "getitem") != nil {
-		t.Errorf("the loop's thread at 12 %%: getitem named: %+v", causeOf(v, "getitem"))
+	if v := Classify(frames(100), DefaultThresholds()); causeOf(v, "getitem") != nil {
+		t.Errorf("a pool spinning at 108 %%: getitem named: %+v", causeOf(v, "getitem"))
 	}
-	if v := Classify(frames(95), DefaultThresholds()); causeOf(v, "getitem") == nil {
-		t.Errorf("the loop's thread at 95 %%: %s, no getitem cause: %+v", v.Kind, v.Causes)
+	if v := Classify(frames(5), DefaultThresholds()); causeOf(v, "getitem") == nil {
+		t.Errorf("native threads working at 108 %%: %s, no getitem cause: %+v", v.Kind, v.Causes)
 	}
 }

@@ -397,3 +397,34 @@ func TestWorkersAddedPayTheirStartEveryEpoch(t *testing.T) {
 		t.Errorf("restarting %.0f, persistent %.0f samples/s: want about %.0f restarting", restart.SamplesPerSec, kept.SamplesPerSec, want)
 	}
 }
+
+// TestPersistentWorkersAddedAreSaid (a review): loading inline with
+// epochs of 5 batches, plan weighed persistent workers, whose start is
+// paid once, as the best, and said only "num_workers 0 → 1": the
+// persistence it counted on was never advised. It is said, and where the
+// script builds its DataLoader every epoch, with the DataLoader built
+// once.
+func TestPersistentWorkersAddedAreSaid(t *testing.T) {
+	p := &Pipeline{BatchSize: 32, StepSec: 0.040, CPUSec: 0.018, CPUs: 1, BoxCPUs: 2, BusyCPUs: 1.2, Kind: "python",
+		BatchesPerEpoch: 5, EpochStallSec: 0.021, HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention,
+		Knobs: Knobs{Workers: 0, knownPersistent: true}}
+	p.Measured = Prediction{SamplesPerSec: 32 / 0.058, WaitShare: 0.31, Gain: 1}
+	pl := plan(p, 2)
+	var words []string
+	for _, c := range pl.changes {
+		words = append(words, c.Words())
+	}
+	all := strings.Join(words, "; ")
+	if !strings.Contains(all, "num_workers 0 → 1") || !strings.Contains(all, "persistent_workers false → true") {
+		t.Fatalf("changes %q: want workers added and made persistent", all)
+	}
+	p.NewLoaderEveryEpoch = true
+	pl = plan(p, 2)
+	words = words[:0]
+	for _, c := range pl.changes {
+		words = append(words, c.Words())
+	}
+	if all := strings.Join(words, "; "); !strings.Contains(all, "persistent_workers false → true (with the DataLoader built once, before the epoch loop)") {
+		t.Errorf("a DataLoader built every epoch: changes %q", all)
+	}
+}

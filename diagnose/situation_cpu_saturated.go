@@ -162,7 +162,10 @@ func oversubscribedLine(w *window, cores int) (string, bool) {
 	if w.workers <= cores || cores <= 0 {
 		return "", false
 	}
-	if want, ok := workersWantCPU(w); ok && want < workersMostlyElsewhere {
+	// Each wanting a CPU under half its time, and all of them together
+	// fewer than the cores (a review: 16 workers at 20 % each want 3.2
+	// CPUs of 2, half their time queued for one).
+	if want, ok := workersWantCPU(w); ok && want < workersMostlyElsewhere && want*float64(w.workers) < float64(cores) {
 		// Workers that want a CPU a fraction of their time wait on
 		// something else (a sleep, storage, the network): "more will
 		// not help" is not theirs to say (a user's review: 8 workers

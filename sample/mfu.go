@@ -215,8 +215,14 @@ func (f *Frame) LoopPlace() (*GPU, *MIGDevice) {
 			if p.UsedMemBytes != nil {
 				mem = *p.UsedMemBytes
 			}
-			if best == nil || mem > most {
+			switch {
+			case best == nil || mem > most:
 				best, in, most = g, m, mem
+			case g == best && m != nil && in == nil:
+				// NVML lists an instance's processes on the whole GPU too
+				// (aggregated, to a privileged caller): the instance that
+				// lists it is where it runs (a review).
+				in = m
 			}
 		}
 		for i := range f.GPUs {

@@ -185,6 +185,13 @@ func TestTheLoopsMIGInstanceIsItsPlace(t *testing.T) {
 	if g == nil || g.Index != 1 || mig == nil || mig.UUID != "MIG-b" || f.LoopGPU() != g || f.LoopMIG() != mig {
 		t.Fatalf("place %+v %+v: want GPU 1's instance MIG-b", g, mig)
 	}
+	// NVML lists every instance's processes on the whole GPU too, to a
+	// privileged caller (a review): the instance is still its place.
+	f.GPUs[1].Processes = []GPUProcess{{PID: 777}, {PID: 100}}
+	if g, mig := f.LoopPlace(); g == nil || g.Index != 1 || mig == nil || mig.UUID != "MIG-b" {
+		t.Fatalf("listed by the GPU and its instance: place %+v %+v, want GPU 1's instance MIG-b", g, mig)
+	}
+	f.GPUs[1].Processes = []GPUProcess{}
 	f.AssignRoles()
 	if f.Loader.MFU != nil || !strings.Contains(f.Loader.MFUWhy, "a MIG instance (1g.18gb) of the NVIDIA H200: the dense peak is the whole GPU's") {
 		t.Errorf("MFU %+v, why %q: want none, the instance named", f.Loader.MFU, f.Loader.MFUWhy)
