@@ -240,6 +240,14 @@ func cpuBound(w *window, s *stageTimes) bool {
 			// intra-op) is the loading's too (a second review).
 			cpu = max(0, cpu-sp.v/100)
 		}
+		if d := w.loopRunDelay; d.ok {
+			// Loading inline, the loop's own waits for a CPU are read
+			// (schedstat): its time off a CPU is such a wait only as far
+			// as they say, however full the box (a user's review: a
+			// __getitem__ sleeping beside another job's 1.1 cores was
+			// read as waiting for a CPU).
+			return cpu+d.v/1000 >= cpuBoundShare*busy
+		}
 	}
 	if cpu >= cpuBoundShare*busy {
 		return true

@@ -966,4 +966,25 @@ func TestInlineLoadingThatWaitsIsNotCPUBound(t *testing.T) {
 	if v := Classify(frames(5), DefaultThresholds()); causeOf(v, "getitem") == nil {
 		t.Errorf("native threads working at 108 %%: %s, no getitem cause: %+v", v.Kind, v.Causes)
 	}
+	// The box full (another job's processes: 8 runnable tasks, PSI cpu
+	// 80 %), the loop's own waits for a CPU read at 30 ms a second: its
+	// time off a CPU is not such a wait.
+	fs := frames(100)
+	for i := range fs {
+		for j := range fs[i].CPU.Cores {
+			fs[i].CPU.Cores[j].BusyPct = 100
+		}
+		fs[i].CPU.BusyPct, fs[i].CPU.ProcsRunning = 100, 8
+		fs[i].PSI = &sample.PSI{CPU: &sample.Pressure{SomeAvg10: 80, SomePct: ptr(80.0)}}
+		fs[i].Procs.Threads[0].RunDelayMsPerSec = ptr(30.0)
+	}
+	if v := Classify(fs, DefaultThresholds()); causeOf(v, "getitem") != nil {
+		t.Errorf("the box full, the loop's run delay 3 %%: %s, getitem named: %+v", v.Kind, causeOf(v, "getitem"))
+	}
+	for i := range fs {
+		fs[i].Procs.Threads[0].RunDelayMsPerSec = ptr(700.0)
+	}
+	if v := Classify(fs, DefaultThresholds()); causeOf(v, "getitem") == nil {
+		t.Errorf("the box full, the loop's run delay 70 %%: %s, no getitem cause: %+v", v.Kind, v.Causes)
+	}
 }
