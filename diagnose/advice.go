@@ -30,6 +30,9 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice, pay *sample.Ba
 		if line, ok := iterableWorkersLine(m.changes, w); ok {
 			a = append(a, line)
 		}
+		if m.toRead {
+			a = append(a, noKnobHelps(m.pipeline, planned{limit: LimitWorkers}, th)) // why: no count weighed until their CPU is read
+		}
 	} else if m != nil && d.kind.Problem() {
 		a = append(a, noKnobHelps(m.pipeline, m.planned, th))
 	}

@@ -76,6 +76,32 @@ type planned struct {
 	// other than the one measured, both in batches/s; 0 where unknown (a
 	// sampled loop's rates, no other count).
 	now, point float64
+	// toRead: the change is persistent workers, made so that their CPU
+	// is read and a count weighed (persistToRead), not for its gain.
+	toRead bool
+}
+
+// persistToRead is the configuration as it is with its workers made
+// persistent, where they restart every epoch too soon for their CPU to be
+// read (WorkersCPUMissed): no worker count is weighed until it is, and
+// persistence is what reads it (and saves each epoch's start-up, which
+// its prediction counts). Advised for that, whatever it gains, so that
+// tune measures it (a user's review: tune at PyTorch's default
+// persistent_workers=False stopped after one run with "no worker count is
+// weighed", where 2 workers gave 1.4–1.7×). Not where the script builds
+// its DataLoader every epoch (persistence keeps nothing there), nor where
+// the knob is unknown.
+func persistToRead(p *Pipeline, cands []candidate) (candidate, bool) {
+	cur := p.Knobs
+	if !p.WorkersCPUMissed || cur.Workers == 0 || cur.Persistent || !cur.knownPersistent || p.NewLoaderEveryEpoch || p.Relative {
+		return candidate{}, false
+	}
+	for _, c := range cands {
+		if c.k.Workers == cur.Workers && c.k.Persistent && c.k.Cache == cur.Cache {
+			return c, true
+		}
+	}
+	return candidate{}, false
 }
 
 // plan searches the knobs the model can change (workers, persistence,
@@ -141,6 +167,9 @@ func plan(p *Pipeline, cores int) planned {
 		}
 	}
 	if pick < 0 || cands[pick].cost == 0 || worth(cands[pick]) < bar {
+		if c, ok := persistToRead(p, cands); ok {
+			return planned{changes: changesTo(p, c), predicted: c.pred, limit: c.limit, toRead: true}
+		}
 		pl := planned{limit: heldBy(p, cands, rate, best, nowLimit)}
 		if !p.Relative && p.BatchSize > 0 {
 			pl.now = max(rate(p.Measured), rate(now)) / p.BatchSize
