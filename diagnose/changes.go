@@ -109,8 +109,12 @@ func persistToRead(p *Pipeline, cands []candidate) (candidate, bool) {
 // returns the smallest change that reaches GoodEnough of it, the
 // prediction for applying it, and what limits it. No change is returned
 // when none predicts MinPredictedGain over both what was measured and what
-// the model gives the configuration as it is.
-func plan(p *Pipeline, cores int) planned {
+// the model gives the configuration as it is. problem: the verdict names
+// a problem; persistence advised only to read the workers' CPU
+// (persistToRead) is not advised to a job judged healthy, whose input is
+// not its limit (a review: a healthy job was told to make its workers
+// persistent, for no gain).
+func plan(p *Pipeline, cores int, problem bool) planned {
 	cur := p.Knobs
 	cands := candidates(p, cores)
 	// The throughput a prediction gives: samples/s, or for a sampled loop
@@ -167,7 +171,7 @@ func plan(p *Pipeline, cores int) planned {
 		}
 	}
 	if pick < 0 || cands[pick].cost == 0 || worth(cands[pick]) < bar {
-		if c, ok := persistToRead(p, cands); ok {
+		if c, ok := persistToRead(p, cands); ok && problem {
 			return planned{changes: changesTo(p, c), predicted: c.pred, limit: c.limit, toRead: true}
 		}
 		pl := planned{limit: heldBy(p, cands, rate, best, nowLimit)}

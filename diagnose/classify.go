@@ -160,7 +160,7 @@ func classify(frames, history []sample.Frame, th Thresholds, shown Kind, held fu
 			mw = &long
 		}
 		if p, ok := pipeline(mw); ok {
-			m = &modelAdvice{pipeline: p, planned: plan(p, w.cores)}
+			m = &modelAdvice{pipeline: p, planned: plan(p, w.cores, d.kind.Problem())}
 			if len(m.changes) > 0 {
 				v.Changes, v.Predicted = m.changes, &m.predicted
 			}

@@ -220,7 +220,7 @@ func TestTheTakePricedFromABatchsTensors(t *testing.T) {
 			Measured: Prediction{SamplesPerSec: rate * 32, WaitShare: makeSec * rate, Gain: 1}}
 	}
 	p := inline(1, 0.0003, 0.0001)
-	if cs, pred, _ := split(plan(p, 2)); len(cs) != 0 {
+	if cs, pred, _ := split(plan(p, 2, true)); len(cs) != 0 {
 		t.Errorf("one tensor made in 0.3 ms: advised %+v for %.0f–%.0f samples/s; one worker gave 35k against 77k inline", cs, pred.SamplesPerSec, pred.HighSamplesPerSec)
 	}
 	k := p.Knobs
@@ -236,13 +236,13 @@ func TestTheTakePricedFromABatchsTensors(t *testing.T) {
 	}
 
 	step := inline(2, 0.0012, 0.005) // the step holds workers back: the take (860 µs on the high side) saves 340 µs of 6.2 ms
-	if cs, _, limit := split(plan(step, 2)); len(cs) != 0 || !strings.Contains(noKnobHelps(step, planned{limit: limit}, DefaultThresholds()), "beside a step of 5.0ms") {
+	if cs, _, limit := split(plan(step, 2, true)); len(cs) != 0 || !strings.Contains(noKnobHelps(step, planned{limit: limit}, DefaultThresholds()), "beside a step of 5.0ms") {
 		t.Errorf("a 5 ms step beside a 1.2 ms make of 2 tensors: %+v, %q: want no change, the step named", cs, noKnobHelps(step, planned{limit: limit}, DefaultThresholds()))
 	}
 
 	cut := inline(sample.MaxPayloadTensors, 0.0001, 0.0001)
 	cut.TakeTensorsCut = true
-	if _, _, limit := split(plan(cut, 2)); limit != LimitLoop || !strings.Contains(noKnobHelps(cut, planned{limit: limit}, DefaultThresholds()), "16 or more tensors") {
+	if _, _, limit := split(plan(cut, 2, true)); limit != LimitLoop || !strings.Contains(noKnobHelps(cut, planned{limit: limit}, DefaultThresholds()), "16 or more tensors") {
 		t.Errorf("a look cut at %d tensors: limit %s, %q", sample.MaxPayloadTensors, limit, noKnobHelps(cut, planned{limit: limit}, DefaultThresholds()))
 	}
 

@@ -157,7 +157,7 @@ func TestNoWorkerAdvisedWhoseContendedPromiseIsUnderTheBar(t *testing.T) {
 	if limit != LimitCPU || pr.HighSamplesPerSec < MinPredictedGain*690 || pr.SamplesPerSec >= MinPredictedGain*690 {
 		t.Fatalf("2 → 3 workers: %.0f–%.0f samples/s (%s): the case wants a high side over the bar and a point under it", pr.SamplesPerSec, pr.HighSamplesPerSec, limit)
 	}
-	if ch, got, _ := split(plan(p, 2)); len(ch) > 0 {
+	if ch, got, _ := split(plan(p, 2, true)); len(ch) > 0 {
 		t.Errorf("advised %+v for %.0f–%.0f samples/s from 690: the CPUs are the limit, and the promise is under %.0f %% more", ch, got.SamplesPerSec, got.HighSamplesPerSec, 100*(MinPredictedGain-1))
 	}
 	// A sampled loop (rates unknown: times in its step, gains only): the
@@ -165,7 +165,7 @@ func TestNoWorkerAdvisedWhoseContendedPromiseIsUnderTheBar(t *testing.T) {
 	rel := *p
 	rel.Relative, rel.StepSec, rel.CPUSec, rel.IOSec = true, 1, p.CPUSec/p.StepSec, p.IOSec/p.StepSec
 	rel.Measured = Prediction{WaitShare: 1 - 690.0/32*p.StepSec, Gain: 1}
-	if ch, got, _ := split(plan(&rel, 2)); len(ch) > 0 {
+	if ch, got, _ := split(plan(&rel, 2, true)); len(ch) > 0 {
 		t.Errorf("sampled: advised %+v for %.2f–%.2f×: the promise is under %.0f %% more", ch, got.Gain, got.HighGain, 100*(MinPredictedGain-1))
 	}
 	// The CPUs the limit only on the low side (the workers on the high):
@@ -177,7 +177,7 @@ func TestNoWorkerAdvisedWhoseContendedPromiseIsUnderTheBar(t *testing.T) {
 		pr.SamplesPerSec >= MinPredictedGain*low.Measured.SamplesPerSec || pr.HighSamplesPerSec < MinPredictedGain*low.Measured.SamplesPerSec {
 		t.Fatalf("2 → 3 workers: %+v (%s): the case wants the CPUs the low side's limit only, its high side over the bar and its point under it", pr, limit)
 	}
-	if ch, got, _ := split(plan(&low, 2)); len(ch) > 0 {
+	if ch, got, _ := split(plan(&low, 2, true)); len(ch) > 0 {
 		t.Errorf("advised %+v for %.0f–%.0f samples/s: the CPUs are the low side's limit, and the promise is under the bar", ch, got.SamplesPerSec, got.HighSamplesPerSec)
 	}
 	// The same change where storage, not the CPUs, holds it: advised on
@@ -185,7 +185,7 @@ func TestNoWorkerAdvisedWhoseContendedPromiseIsUnderTheBar(t *testing.T) {
 	io := *p
 	io.CPUSec, io.IOSec, io.CPUs, io.BusyCPUs = 0.004, 0.088, 2, 0.3
 	io.Measured = Prediction{SamplesPerSec: 690, WaitShare: 0.6, Gain: 1}
-	if ch, _, _ := split(plan(&io, 2)); len(ch) == 0 {
+	if ch, _, _ := split(plan(&io, 2, true)); len(ch) == 0 {
 		t.Error("readers waiting on storage: no change advised")
 	}
 }
@@ -203,7 +203,7 @@ func TestInlineAgainWhereTakingABatchCostsMoreThanMakingIt(t *testing.T) {
 	p := &Pipeline{BatchSize: 32, StepSec: 0.000481, CPUSec: 0.000600, OverheadSec: 0.000888, CPUs: 1, LoopCPUs: 1,
 		Knobs: Knobs{Workers: 2, Prefetch: 2}, Kind: "python", HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention}
 	p.Measured = Prediction{SamplesPerSec: 21774, WaitShare: 0.65, Gain: 1}
-	ch, got, limit := split(plan(p, 2))
+	ch, got, limit := split(plan(p, 2, true))
 	if len(ch) != 1 || ch[0].From != "2" || ch[0].To != "0" || limit != LimitInline || !strings.Contains(ch[0].Why, "taking each batch from a worker costs the loop 888µs") {
 		t.Fatalf("advised %+v (%s)", ch, limit)
 	}
@@ -217,13 +217,13 @@ func TestInlineAgainWhereTakingABatchCostsMoreThanMakingIt(t *testing.T) {
 	inline := &Pipeline{BatchSize: 32, StepSec: 0.000263, CPUSec: 0.000470, CPUs: 1, LoopCPUs: 1, Knobs: Knobs{Workers: 0}, Kind: "python",
 		HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention}
 	inline.Measured = Prediction{SamplesPerSec: 32 / 0.000733, WaitShare: 0.64, Gain: 1}
-	if ch, _, _ := split(plan(inline, 2)); len(ch) == 0 || !strings.Contains(ch[0].Why, "is not measured inline") {
+	if ch, _, _ := split(plan(inline, 2, true)); len(ch) == 0 || !strings.Contains(ch[0].Why, "is not measured inline") {
 		t.Errorf("0 → workers: %+v", ch)
 	}
 	cheap := *p
 	cheap.OverheadSec = 0.00005
 	cheap.Measured = Prediction{SamplesPerSec: 32 / (0.000481 + 0.00005), WaitShare: 0.09, Gain: 1}
-	if ch, _, _ := split(plan(&cheap, 2)); slices.ContainsFunc(ch, func(c Change) bool { return c.To == "0" }) {
+	if ch, _, _ := split(plan(&cheap, 2, true)); slices.ContainsFunc(ch, func(c Change) bool { return c.To == "0" }) {
 		t.Errorf("taking a batch costs 50µs: advised %+v", ch)
 	}
 }
@@ -294,7 +294,7 @@ func TestInlineAgainWaitsTheTimedBatch(t *testing.T) {
 	if want := 16 / (0.0038 + 0.069); math.Abs(inline.HighSamplesPerSec-want) > 1 {
 		t.Errorf("inline: %.0f–%.0f samples/s, want at most %.0f", inline.SamplesPerSec, inline.HighSamplesPerSec, want)
 	}
-	if ch, _, _ := split(plan(p, 2)); slices.ContainsFunc(ch, func(c Change) bool { return c.To == "0" }) {
+	if ch, _, _ := split(plan(p, 2, true)); slices.ContainsFunc(ch, func(c Change) bool { return c.To == "0" }) {
 		t.Errorf("advised %+v", ch)
 	}
 	// Of the timed batch, the workers' wait for a CPU (their run delay,
@@ -327,7 +327,7 @@ func TestTheCPULimitSaysWhyItsHighSideIsNotAdvised(t *testing.T) {
 		BoxCPUs: 2, BusyCPUs: 2, Kind: "python", HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention,
 		StepOnCPU: true, TakeLooked: true, TakeTensors: 2}
 	p.Measured = Prediction{SamplesPerSec: 255 / 0.0081, WaitShare: 0.96, Gain: 1}
-	pl := plan(p, 2)
+	pl := plan(p, 2, true)
 	if len(pl.changes) != 0 || pl.limit != LimitCPU {
 		t.Fatalf("changes %+v (%s): want none, held by the CPUs", pl.changes, pl.limit)
 	}
@@ -354,7 +354,7 @@ func TestAChangeTheCPUsDoNotHoldIsWeighedOnItsOwnTerms(t *testing.T) {
 		BoxCPUs: 1, BusyCPUs: 0.2, Kind: "python", HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention,
 		StepOnCPU: true, TakeLooked: true, TakeTensors: 2}
 	p.Measured = Prediction{SamplesPerSec: 255 * 54, WaitShare: 0.5, Gain: 1}
-	ch, pr, limit := split(plan(p, 1))
+	ch, pr, limit := split(plan(p, 1, true))
 	if len(ch) != 1 || ch[0].To != "1" || limit != LimitWorkers || pr.Gain < MinPredictedGain {
 		t.Fatalf("changes %+v, %+v (%s): want num_workers 0 → 1, held by the workers, a gain at its point", ch, pr, limit)
 	}
@@ -365,7 +365,7 @@ func TestAChangeTheCPUsDoNotHoldIsWeighedOnItsOwnTerms(t *testing.T) {
 func TestASlowLoopsCPULimitIsNotSaidAsZero(t *testing.T) {
 	p := &Pipeline{BatchSize: 8, StepSec: 0.05, CPUSec: 2.5, CPUs: 1.0, BoxCPUs: 2, BusyCPUs: 2, Kind: "python", CPUContention: cpuContention}
 	p.Measured = Prediction{SamplesPerSec: 8 * 0.38, WaitShare: 0.98, Gain: 1}
-	s := p.cpuLimitWords(plan(p, 2))
+	s := p.cpuLimitWords(plan(p, 2, true))
 	if strings.Contains(s, " 0 batches/s") || !strings.Contains(s, "at most 0.4 batches/s") {
 		t.Errorf("%q: want the rate in tenths", s)
 	}
@@ -409,7 +409,7 @@ func TestPersistentWorkersAddedAreSaid(t *testing.T) {
 		BatchesPerEpoch: 5, EpochStallSec: 0.021, HandOverShare: inlineHandOver, CPUContention: cpuContention, IOContention: ioContention,
 		Knobs: Knobs{Workers: 0, knownPersistent: true}}
 	p.Measured = Prediction{SamplesPerSec: 32 / 0.058, WaitShare: 0.31, Gain: 1}
-	pl := plan(p, 2)
+	pl := plan(p, 2, true)
 	var words []string
 	for _, c := range pl.changes {
 		words = append(words, c.Words())
@@ -419,7 +419,7 @@ func TestPersistentWorkersAddedAreSaid(t *testing.T) {
 		t.Fatalf("changes %q: want workers added and made persistent", all)
 	}
 	p.NewLoaderEveryEpoch = true
-	pl = plan(p, 2)
+	pl = plan(p, 2, true)
 	words = words[:0]
 	for _, c := range pl.changes {
 		words = append(words, c.Words())

@@ -156,7 +156,8 @@ func TestReadersQueuedForACPUKeepTheIdleCores(t *testing.T) {
 // change is advised, and the advice says why. With epochs of 100 s the
 // same figures are read whole, and the counts are weighed. Made
 // persistent, their CPU is read: that change is advised (tune measures
-// it), and the loop faster waits no more than it was measured to.
+// it), and the loop faster waits no more than it was measured to; not to
+// a job judged healthy.
 func TestWorkersRestartedEveryShortEpochGetNoCount(t *testing.T) {
 	frames := func(batches int) []sample.Frame {
 		fs := hookFrames(nil)
@@ -186,6 +187,17 @@ func TestWorkersRestartedEveryShortEpochGetNoCount(t *testing.T) {
 	}
 	if a := v.Advice[0]; !strings.Contains(a, "persistent_workers false → true") || !strings.Contains(a, "wait 60 % → ") || strings.Contains(a, "→ 9") {
 		t.Errorf("advice %q: want the change with a wait no higher than the 60 %% measured", a)
+	}
+	// Judged healthy (the step the limit, the loop waiting 2 %), the job
+	// is not told to make its workers persistent for what that reads: its
+	// input is not its limit (a review).
+	healthy := frames(3)
+	for i := range healthy {
+		wait, step := 0.02, 98.0
+		healthy[i].Loader.WaitShare, healthy[i].Loader.StepMeanMs = &wait, &step
+	}
+	if v := Classify(healthy, DefaultThresholds()); v.Kind != Healthy || len(v.Changes) > 0 {
+		t.Errorf("a healthy job with short epochs: %s, changes %+v (advice %q): want healthy, and no change", v.Kind, v.Changes, v.Advice)
 	}
 	long, ok := Model(frames(1000))
 	if !ok || long.WorkersCPUMissed {
