@@ -236,11 +236,14 @@ func sampledLines(pv *view, l *sample.Loader, sl *sample.SampledLoop, w int) []s
 	if l.WaitShare != nil {
 		wait = fmt.Sprintf("waits %.0f %% for its batches", 100**l.WaitShare)
 	}
-	workers := "?"
+	workers := "workers not read"
 	if l.Workers != nil {
-		workers = fmt.Sprint(*l.Workers)
+		workers = fmt.Sprintf("%d workers", *l.Workers)
+		if *l.Workers == 1 {
+			workers = "1 worker"
+		}
 	}
-	head := fmt.Sprintf("%s %s · %s workers · sampled at %.0f Hz (%d samples)", pv.bar(100*deref(l.WaitShare), 10), wait, workers, sl.Hz, sl.Samples)
+	head := fmt.Sprintf("%s %s · %s · sampled at %.0f Hz (%d samples)", pv.bar(100*deref(l.WaitShare), 10), wait, workers, sl.Hz, sl.Samples)
 	lines := wrap(head, w, "  ")
 	src := fmt.Sprintf("%s: %s", sample.Printable(l.Source), sample.Printable(sl.Command))
 	if sl.Why != "" {

@@ -525,6 +525,22 @@ func TestAfterTheDashboardsReview(t *testing.T) {
 	}
 }
 
+// TestASampledLoopsWorkersInWords: "1 workers" read in a sampled loop's
+// panel (a user's review), and an unread count was "? workers".
+func TestASampledLoopsWorkersInWords(t *testing.T) {
+	one := 1
+	pv := &view{st: &Styles{}}
+	for _, tc := range []struct {
+		workers *int
+		want    string
+	}{{&one, "· 1 worker ·"}, {nil, "· workers not read ·"}} {
+		l := &sample.Loader{Source: "pid 100", Workers: tc.workers, Sampled: &sample.SampledLoop{Hz: 100}}
+		if out := strings.Join(sampledLines(pv, l, l.Sampled, 200), "\n"); !strings.Contains(out, tc.want) {
+			t.Errorf("want %q in %q", tc.want, out)
+		}
+	}
+}
+
 // TestTheLoaderLineSaysTheReplayNotZero: while the ceiling replays kept
 // batches the loader's rates are the measurement's, unknown, and the
 // stats say the replay, not "0 samples/s" (a review).
