@@ -324,7 +324,9 @@ func embeddedGridSize(ws, ps []int, pers []bool) int {
 }
 
 // parseGrid reads --grid KNOB=V1,V2 into knobs and their values; every
-// knob must have a placeholder in the command.
+// knob must be one gpuwatch sets (a misspelt one read "no placeholder",
+// as if the command were wrong: a user's review) and have a placeholder
+// in the command.
 func parseGrid(grid []string, start tune.Setting) ([]string, [][]string, error) {
 	var knobs []string
 	var values [][]string
@@ -332,6 +334,9 @@ func parseGrid(grid []string, start tune.Setting) ([]string, [][]string, error) 
 		k, vs, ok := strings.Cut(g, "=")
 		if !ok || vs == "" {
 			return nil, nil, fmt.Errorf("--grid %q: want KNOB=V1,V2", g)
+		}
+		if !slices.Contains(sample.PyTorchKnobs(), k) {
+			return nil, nil, fmt.Errorf("--grid %s: not a knob gpuwatch sets (%s)", sample.Printable(k), strings.Join(sample.PyTorchKnobs(), ", "))
 		}
 		if _, ok := start[k]; !ok {
 			return nil, nil, fmt.Errorf("--grid %s: the command has no placeholder {%s:…}", k, k)

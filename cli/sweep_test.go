@@ -22,6 +22,13 @@ func TestSweepGridIsCountedBeforeItIsBuilt(t *testing.T) {
 	if code != ExitUsage || !strings.Contains(errb.String(), "the grid has 2 configurations, more than --max-runs 1 (at --run-for 20s each, about 40s, plus each start and stop)") {
 		t.Fatalf("exit %d, stderr %q: want the merged list 1, 2 counted as 2 configurations, and the wall time they would take", code, errb.String())
 	}
+	// A misspelt knob is named as one, not as a placeholder missing.
+	out.Reset()
+	errb.Reset()
+	code = Run(append([]string{"sweep", "--grid", "num_worker=1,2"}, cmdline...), &out, &errb)
+	if code != ExitUsage || !strings.Contains(errb.String(), "--grid num_worker: not a knob gpuwatch sets (num_workers, ") {
+		t.Fatalf("exit %d, stderr %q: want num_worker named as no knob", code, errb.String())
+	}
 	var nw, pf []string
 	for i := range 4096 {
 		nw, pf = append(nw, strconv.Itoa(i)), append(pf, "0"+strconv.Itoa(i+1)) // 01 is 1
