@@ -85,3 +85,13 @@ func trialLogDir(cmd *cobra.Command) (string, error) {
 
 // progressTo is where run-by-run progress goes: stderr.
 func progressTo(stderr io.Writer) io.Writer { return stderr }
+
+// noCommandAfterDash refuses a "--" with nothing after it: tune and sweep
+// without a command measure the embedded loader, and "tune --" ran it as
+// if the user's command had been left out on purpose (a user's review).
+func noCommandAfterDash(cmd *cobra.Command, args []string) error {
+	if cmd.ArgsLenAtDash() >= 0 && len(args) == 0 {
+		return usageErrorf(cmd, "-- with no command after it: give the command to measure (%s -- python train.py …), or leave out -- for the embedded loader", cmd.CommandPath())
+	}
+	return nil
+}

@@ -65,6 +65,9 @@ the first batch and the stall at each epoch boundary.`,
 			if err := checkCeiling(cmd, opts.ceiling, args); err != nil {
 				return err
 			}
+			if err := noCommandAfterDash(cmd, args); err != nil {
+				return err
+			}
 			if opts.ceiling > 0 && len(args) == 0 {
 				return usageErrorf(cmd, "--ceiling measures your command's loop (the hook's): give the command after --")
 			}

@@ -80,3 +80,14 @@ func TestSweepFailedConfigurationsAreRows(t *testing.T) {
 		t.Fatalf("--out: %v %s", err, b)
 	}
 }
+
+// TestADashWithNoCommandIsRefused: "tune --" and "sweep --" ran the
+// embedded loader, as if no command had been meant (a user's review).
+func TestADashWithNoCommandIsRefused(t *testing.T) {
+	for _, sub := range []string{"tune", "sweep"} {
+		var out, errb bytes.Buffer
+		if code := Run([]string{sub, "--"}, &out, &errb); code != ExitUsage || !strings.Contains(errb.String(), "-- with no command after it") {
+			t.Errorf("%s --: exit %d, stderr %q: want a usage error naming the missing command", sub, code, errb.String())
+		}
+	}
+}

@@ -52,6 +52,9 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 			case opts.runs < 1:
 				return usageErrorf(cmd, "--runs %d: want at least 1", opts.runs)
 			}
+			if err := noCommandAfterDash(cmd, args); err != nil {
+				return err
+			}
 			if err := checkCeiling(cmd, opts.ceiling, args); err != nil {
 				return err
 			}
