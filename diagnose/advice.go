@@ -34,7 +34,8 @@ func advise(d decision, w *window, th Thresholds, m *modelAdvice, pay *sample.Ba
 			a = append(a, noKnobHelps(m.pipeline, planned{limit: LimitWorkers}, th)) // why: no count weighed until their CPU is read
 		}
 	} else if m != nil && d.kind.Problem() {
-		a = append(a, noKnobHelps(m.pipeline, m.planned, th))
+		m.noChange = noKnobHelps(m.pipeline, m.planned, th)
+		a = append(a, m.noChange)
 	}
 	if d.kind == CPUSaturated && w.confined() {
 		a = append(a, fmt.Sprintf("the job's allocation is the limit: it may use %s CPU — ask for more CPUs (Slurm --cpus-per-task, the pod's CPU limit), and keep num_workers within it", sample.FormatCPUs(w.job.CPUCapacityCores)))
@@ -192,6 +193,7 @@ func knobLine(w *window, k *sample.Knob, set string) string {
 type modelAdvice struct {
 	pipeline *Pipeline
 	planned
+	noChange string // advise's line for why no change is advised (Verdict.NoChange)
 }
 
 // repeatsLine says the loader's workers yield the same samples, as their

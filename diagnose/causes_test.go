@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,6 +164,10 @@ func TestNoKnobGainWhereWorkersWaitForACPU(t *testing.T) {
 		v := Classify(c.frames(), DefaultThresholds())
 		if v.Predicted != nil && v.Predicted.Gain >= 1.2 {
 			t.Errorf("%s: %v predicted %.2f× (%q)", name, v.Changes, v.Predicted.Gain, v.Advice)
+		}
+		// Why no change: the model's line, named apart for tune's stop.
+		if len(v.Changes) == 0 && (!strings.HasPrefix(v.NoChange, "more workers cannot help") || !slices.Contains(v.Advice, v.NoChange)) {
+			t.Errorf("%s: no change, and NoChange %q (advice %q): want the model's line of the advice", name, v.NoChange, v.Advice)
 		}
 		for _, a := range v.Advice {
 			if strings.Contains(a, "waiting on storage") {

@@ -171,6 +171,9 @@ func classify(frames, history []sample.Frame, th Thresholds, shown Kind, held fu
 	}
 	v.Advice = capModel(frames, m, advise(d, &w, th, m, lastPayload(frames))) // predictions capped by the measured ceiling (ceiling.go)
 	v.Causes, v.Advice = withCauses(frames, &w, d, v.Advice, held)
+	if m != nil && m.noChange != "" && slices.Contains(v.Advice, m.noChange) {
+		v.NoChange = m.noChange
+	}
 	v.Confidence = confidence(d, &w, th)
 	v.Severity = severity(d, &w, th)
 	return v

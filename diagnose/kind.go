@@ -117,6 +117,12 @@ type Verdict struct {
 	// or no loader to model.
 	Changes   []Change    `json:"changes,omitempty"`
 	Predicted *Prediction `json:"predicted,omitempty"`
+	// NoChange is why the model advises no change, where it weighed the
+	// knobs of a problem and advised none: its line of Advice ("more
+	// workers cannot help: the 1.9 CPUs the workers have are the limit
+	// …"), which tune names when it stops (it named the first line of
+	// the advice, a cause's). Empty otherwise.
+	NoChange string `json:"no_change,omitempty"`
 	// Secondary are further findings beside the kind: another resource
 	// that is also busy, with one line of evidence each ("the other core
 	// is busy with thread X of the training process").

@@ -23,6 +23,28 @@ func (s *rebuiltTrials) Settle(context.Context, Setting, time.Duration) (TuneSte
 		Changes: []diagnose.Change{{Knob: "persistent_workers", Flag: "persistent_workers", From: cmp.Or(s.from, "false"), To: "true", With: "the DataLoader built once, before the epoch loop"}}}, nil
 }
 
+// noChangeTrials is a CPU-bound loop: its verdict names a cause first,
+// and the model's line why no change is advised after it.
+type noChangeTrials struct{ stepTrials }
+
+func (s *noChangeTrials) Settle(context.Context, Setting, time.Duration) (TuneStep, error) {
+	s.runs++
+	why := "more workers cannot help: the 1.9 CPUs the workers have are the limit (54ms of CPU per batch, at most 35 batches/s)"
+	return TuneStep{Measured: diagnose.Prediction{SamplesPerSec: 384, WaitShare: 0.71}, Verdict: diagnose.CPUSaturated, Settled: true,
+		Advice: []string{"the dataset's __getitem__ takes 99 % of a worker's 54ms per batch", why}, NoChange: why}, nil
+}
+
+// TestTuneStopsWithTheModelsReason (a review): tune stopped with "the
+// model has no change to offer: " and the advice's first line, a cause's,
+// not why no knob helps.
+func TestTuneStopsWithTheModelsReason(t *testing.T) {
+	tr := &noChangeTrials{}
+	res, err := Tune(context.Background(), TuneOptions{RunFor: time.Second, Runs: 4}, tr, Setting{"num_workers": "2"}, func(TuneStep) error { return nil })
+	if err != nil || tr.runs != 1 || res.Why != "the model has no change to offer: more workers cannot help: the 1.9 CPUs the workers have are the limit (54ms of CPU per batch, at most 35 batches/s)" {
+		t.Fatalf("%v, %d runs, why %q", err, tr.runs, res.Why)
+	}
+}
+
 // TestTuneDoesNotMeasureAChangeItCannotMake (a hostile user's review):
 // persistent_workers on a new DataLoader every epoch keeps nothing, and
 // tune measured the flag alone against a promise made for the loader

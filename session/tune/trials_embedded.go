@@ -171,7 +171,7 @@ func settledStep(st *session.Settle, rec *tail) (TuneStep, error) {
 		return TuneStep{}, errors.New("no frame came")
 	}
 	v := st.Verdict()
-	s := TuneStep{Verdict: v.Kind, Changes: v.Changes, Advice: v.Advice, Next: v.Predicted, Settled: st.Settled(),
+	s := TuneStep{Verdict: v.Kind, Changes: v.Changes, Advice: v.Advice, NoChange: v.NoChange, Next: v.Predicted, Settled: st.Settled(),
 		Seconds: st.Seconds(), Measured: rec.mean(session.SettleFrames, 0), Window: rec.frames[max(0, len(rec.frames)-3):]}
 	if len(v.Evidence) > 0 {
 		s.Evidence = v.Evidence[0].Text

@@ -13,6 +13,7 @@
 package tune
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,11 +59,14 @@ type TuneStep struct {
 	Measured  diagnose.Prediction  `json:"measured"`
 	// ErrorPct is the measured rate against the prediction's point, in %
 	// (−10: 10 % below it); nil without a prediction in samples/s.
-	ErrorPct *float64             `json:"error_pct,omitempty"`
-	Verdict  diagnose.Kind        `json:"verdict"`
-	Evidence string               `json:"evidence,omitempty"`
-	Changes  []diagnose.Change    `json:"changes,omitempty"`
-	Advice   []string             `json:"advice,omitempty"`
+	ErrorPct *float64          `json:"error_pct,omitempty"`
+	Verdict  diagnose.Kind     `json:"verdict"`
+	Evidence string            `json:"evidence,omitempty"`
+	Changes  []diagnose.Change `json:"changes,omitempty"`
+	Advice   []string          `json:"advice,omitempty"`
+	// NoChange is the verdict's why no change is advised (the model's
+	// line), where it has one: the reason tune gives when it stops there.
+	NoChange string               `json:"no_change,omitempty"`
 	Next     *diagnose.Prediction `json:"next,omitempty"` // the model's prediction for the changes
 	Settled  bool                 `json:"settled"`
 	Seconds  float64              `json:"seconds"`
@@ -212,7 +216,7 @@ func Tune(ctx context.Context, o TuneOptions, t Trials, start Setting, out func(
 		case len(s.Changes) == 0 && s.Verdict == diagnose.Healthy:
 			res.Why = "the verdict is healthy, with no change to offer"
 		case len(s.Changes) == 0:
-			res.Why = "the model has no change to offer: " + first(s.Advice)
+			res.Why = "the model has no change to offer: " + cmp.Or(s.NoChange, first(s.Advice))
 		case with >= 0:
 			// A knob alone would not make the change (persistent_workers
 			// on a new DataLoader every epoch): measuring it would
