@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -90,7 +91,7 @@ func progressTo(stderr io.Writer) io.Writer { return stderr }
 // without a command measure the embedded loader, and "tune --" ran it as
 // if the user's command had been left out on purpose (a user's review).
 func noCommandAfterDash(cmd *cobra.Command, args []string) error {
-	if cmd.ArgsLenAtDash() >= 0 && len(args) == 0 {
+	if cmd.ArgsLenAtDash() >= 0 && (len(args) == 0 || strings.TrimSpace(args[0]) == "") { // "tune -- ''" too
 		return usageErrorf(cmd, "-- with no command after it: give the command to measure (%s -- python train.py …), or leave out -- for the embedded loader", cmd.CommandPath())
 	}
 	return nil

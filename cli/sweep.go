@@ -326,6 +326,20 @@ func embeddedGridSize(ws, ps []int, pers []bool) int {
 	return zero + tune.GridSize([]int{len(ws) - zero, len(ps), len(pers)})
 }
 
+// unknownGridKnob is --grid's message for a knob that is no DataLoader
+// keyword: the embedded loader's flag for one (workers) names the keyword,
+// a knob only the embedded loader has (cache) says so.
+func unknownGridKnob(k string) error {
+	knobs := strings.Join(sample.PyTorchKnobs(), ", ")
+	switch kn := sample.KnobNamed(k); {
+	case kn != nil && kn.PyTorch:
+		return fmt.Errorf("--grid %s: a command's knobs are the DataLoader's keywords: %s (--%s is the embedded loader's flag)", k, kn.Name, kn.Flag)
+	case kn != nil:
+		return fmt.Errorf("--grid %s: only the embedded loader has it (its --%s); a command's knobs: %s", k, kn.Flag, knobs)
+	}
+	return fmt.Errorf("--grid %s: not a knob gpuwatch sets (%s)", sample.Printable(k), knobs)
+}
+
 // parseGrid reads --grid KNOB=V1,V2 into knobs and their values; every
 // knob must be one gpuwatch sets (a misspelt one read "no placeholder",
 // as if the command were wrong: a user's review) and have a placeholder
@@ -339,7 +353,7 @@ func parseGrid(grid []string, start tune.Setting) ([]string, [][]string, error) 
 			return nil, nil, fmt.Errorf("--grid %q: want KNOB=V1,V2", g)
 		}
 		if !slices.Contains(sample.PyTorchKnobs(), k) {
-			return nil, nil, fmt.Errorf("--grid %s: not a knob gpuwatch sets (%s)", sample.Printable(k), strings.Join(sample.PyTorchKnobs(), ", "))
+			return nil, nil, unknownGridKnob(k)
 		}
 		if _, ok := start[k]; !ok {
 			return nil, nil, fmt.Errorf("--grid %s: the command has no placeholder {%s:…}", k, k)

@@ -29,6 +29,15 @@ func TestSweepGridIsCountedBeforeItIsBuilt(t *testing.T) {
 	if code != ExitUsage || !strings.Contains(errb.String(), "--grid num_worker: not a knob gpuwatch sets (num_workers, ") {
 		t.Fatalf("exit %d, stderr %q: want num_worker named as no knob", code, errb.String())
 	}
+	for knob, want := range map[string]string{
+		"workers": "--grid workers: a command's knobs are the DataLoader's keywords: num_workers (--workers is the embedded loader's flag)",
+		"cache":   "--grid cache: only the embedded loader has it (its --cache)",
+	} {
+		errb.Reset()
+		if code = Run(append([]string{"sweep", "--grid", knob + "=1,2"}, cmdline...), &out, &errb); code != ExitUsage || !strings.Contains(errb.String(), want) {
+			t.Errorf("--grid %s: exit %d, stderr %q: want %q", knob, code, errb.String(), want)
+		}
+	}
 	var nw, pf []string
 	for i := range 4096 {
 		nw, pf = append(nw, strconv.Itoa(i)), append(pf, "0"+strconv.Itoa(i+1)) // 01 is 1
@@ -86,8 +95,11 @@ func TestSweepFailedConfigurationsAreRows(t *testing.T) {
 func TestADashWithNoCommandIsRefused(t *testing.T) {
 	for _, sub := range []string{"tune", "sweep"} {
 		var out, errb bytes.Buffer
-		if code := Run([]string{sub, "--"}, &out, &errb); code != ExitUsage || !strings.Contains(errb.String(), "-- with no command after it") {
-			t.Errorf("%s --: exit %d, stderr %q: want a usage error naming the missing command", sub, code, errb.String())
+		for _, argv := range [][]string{{sub, "--"}, {sub, "--", " "}} {
+			errb.Reset()
+			if code := Run(argv, &out, &errb); code != ExitUsage || !strings.Contains(errb.String(), "-- with no command after it") {
+				t.Errorf("%q: exit %d, stderr %q: want a usage error naming the missing command", argv, code, errb.String())
+			}
 		}
 	}
 }

@@ -171,7 +171,7 @@ func classify(frames, history []sample.Frame, th Thresholds, shown Kind, held fu
 	}
 	v.Advice = capModel(frames, m, advise(d, &w, th, m, lastPayload(frames))) // predictions capped by the measured ceiling (ceiling.go)
 	v.Causes, v.Advice = withCauses(frames, &w, d, v.Advice, held)
-	if m != nil && m.noChange != "" && slices.Contains(v.Advice, m.noChange) {
+	if m != nil && m.noChange != "" && len(v.Changes) == 0 && slices.Contains(v.Advice, m.noChange) { // a mapped dataset's changes come from beside the model (mmapChanges)
 		v.NoChange = m.noChange
 	}
 	v.Confidence = confidence(d, &w, th)

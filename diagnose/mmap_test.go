@@ -25,6 +25,22 @@ func mapped(f *sample.Frame, faults float64) {
 	f.Disks[0].BusyPct = 97
 }
 
+// TestMappedChangesAreNoNoChange (a review): a mapped dataset read at
+// random gets the sampler and the cache as changes (mmapChanges, beside
+// the model), and then no_change, which says no change is advised, is
+// not set, though the model's line stays in the advice.
+func TestMappedChangesAreNoNoChange(t *testing.T) {
+	v := Classify(frames(5, func(_ int, f *sample.Frame) {
+		host(f, 30, 40, 2)
+		mapped(f, 4800)
+		f.Loader.Knobs = map[string]string{"workers": "2", "prefetch": "2", "access": "random", "cache": "false", "persistent": "false"}
+		f.Loader.StepMeanMs = f64(5)
+	}), DefaultThresholds())
+	if len(v.Changes) == 0 || v.NoChange != "" {
+		t.Errorf("%s: changes %+v, no_change %q: want changes and no no_change", v.Kind, v.Changes, v.NoChange)
+	}
+}
+
 func TestMmapMechanism(t *testing.T) {
 	th := DefaultThresholds()
 	v := Classify(frames(5, func(_ int, f *sample.Frame) {
