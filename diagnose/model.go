@@ -49,6 +49,14 @@ type Pipeline struct {
 	// restarting when not persistent); BatchesPerEpoch the epoch's length.
 	EpochStallSec   float64
 	BatchesPerEpoch float64
+	// BetweenEpochsSec is the loop's time between epochs (from an epoch's
+	// end to the next one's start: validation, checkpoints), which every
+	// epoch pays whatever the knobs: the steady rate has it taken out and
+	// every prediction adds it back (a review: 3 s epochs, each followed
+	// by 5 s of validation, were promised 1.8× from persistent workers
+	// whose restart took 1.5 s an epoch, ≈ 1.2× at most). 0 where none
+	// was seen, or where it could not be taken out of the window's rate.
+	BetweenEpochsSec float64
 	// NewLoaderEveryEpoch: the script builds a new DataLoader every
 	// epoch, so persistent workers need it built once (persistent_workers
 	// keeps workers across one DataLoader's epochs only).
@@ -503,6 +511,11 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low boo
 		}
 	}
 	wait := p.waitAt(rate, step)
+	if gap := p.BetweenEpochsSec; gap > 0 && p.BatchesPerEpoch > 0 {
+		// Every epoch pays the loop's time between epochs. The wait is a
+		// share of the loop's waits and steps, which the gap is not.
+		rate = p.BatchesPerEpoch / (p.BatchesPerEpoch/rate + gap)
+	}
 	out := Prediction{SamplesPerSec: rate * p.BatchSize, WaitShare: wait}
 	if p.Relative {
 		out.SamplesPerSec = 0
@@ -794,9 +807,23 @@ func waitPipeline(w *window) (*Pipeline, bool) {
 	if w.meanSamplesPerSec.v > 0 {
 		p.BatchSize = w.meanSamplesPerSec.v / bps
 	}
+	gap := w.epochGapMs / 1000
+	if s := w.betweenEpochsShare; s > 0 {
+		// The window's rate counts the loop's time between epochs, where
+		// it takes no batch (its wait share is of its waits and steps
+		// alone): inside its epochs it ran faster.
+		if s >= maxBetweenEpochsShare || gap <= 0 || p.BatchesPerEpoch <= 0 {
+			// Mostly between epochs, or between them before any gap
+			// ended: an epoch's cycle, and what a change gains on it, is
+			// not known yet.
+			return nil, false
+		}
+		bps /= 1 - s
+	}
+	inEpochs := bps // the rate inside epochs, their start-ups included
 	if p.restarts() {
-		// The measured rate and wait pay each epoch's start-up: between
-		// start-ups the loop runs at the steady rate, and waits the rest.
+		// The rate inside epochs pays each epoch's start-up: past it the
+		// loop runs at the steady rate, and waits the rest.
 		epoch := p.BatchesPerEpoch / bps
 		if t := epoch - p.EpochStallSec; t > 0 {
 			bps = p.BatchesPerEpoch / t
@@ -811,8 +838,19 @@ func waitPipeline(w *window) (*Pipeline, bool) {
 	p.TakeTensors, p.TakeTensorsCut, p.TakeLooked = w.batchTensors, w.batchTensorsCut, w.batchLooked
 	saturatedDisk(w, p, bps)
 	p.Measured = Prediction{SamplesPerSec: w.meanBatchesPerSec.v * p.BatchSize, WaitShare: measuredWait, Gain: 1}
+	if gap > 0 && p.BatchesPerEpoch > 0 {
+		// "Now" is an epoch's cycle, its gap included, whatever share of
+		// one the window held (a window inside an epoch read its rate as
+		// the job's).
+		p.BetweenEpochsSec = gap
+		p.Measured.SamplesPerSec = p.BatchesPerEpoch / (p.BatchesPerEpoch/inEpochs + gap) * p.BatchSize
+	}
 	return p, true
 }
+
+// maxBetweenEpochsShare is the share of a window between epochs past
+// which its batches are too few to read the loop's rate inside them.
+const maxBetweenEpochsShare = 0.9
 
 // unexplainedWait is the loop's steady wait per batch (waitSec, the
 // epochs' start-ups taken out) that workers restarting every epoch leave

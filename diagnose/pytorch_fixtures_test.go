@@ -254,3 +254,37 @@ func TestTheTakePricedFromABatchsTensors(t *testing.T) {
 		t.Errorf("two torch tensors and two numpy arrays: %d tensors priced (cut %v), want 2", w.batchTensors, w.batchTensorsCut)
 	}
 }
+
+// TestTheTimeBetweenEpochsIsInEveryPrediction replays `gpuwatch run
+// --json` on epochs.py: two workers that are not persistent, restarting
+// in 1.5 s, 100 batches an epoch at a 30 ms step (3 s), then 5 s of
+// validation with no next(). An epoch's cycle is about 9.6 s, 8.1 s with
+// persistent workers (timed alone over 4 epochs: 40.3 s and 35.5 s):
+// 1.19× at most. Before the hook timed the loop between epochs, the
+// validation read as the loop's steady rate lost to the restarts, and
+// persistent_workers was promised 1.8×.
+func TestTheTimeBetweenEpochsIsInEveryPrediction(t *testing.T) {
+	var fs []sample.Frame
+	for _, l := range readRecording(t, filepath.Join("testdata", "pytorch", "epochs-between.jsonl")) {
+		if l.Type == "frame" {
+			fs = append(fs, l.Frame)
+		}
+	}
+	promised := 0
+	for i, v := range feed(NewDiagnoser(DefaultThresholds()), fs) {
+		if len(v.Changes) == 0 || v.Predicted == nil {
+			continue
+		}
+		if v.Changes[0].Knob != "persistent_workers" {
+			t.Errorf("frame %d: changes %+v: want persistent_workers", i, v.Changes)
+			continue
+		}
+		promised++
+		if g, h := v.Predicted.Gain, v.Predicted.HighGain; g < 1.05 || h > 1.3 {
+			t.Errorf("frame %d: persistent_workers promised %.2f–%.2f×: want 1.05–1.3× (the cycle's 9.6 s less its 1.5 s restart: 1.19×)", i, g, h)
+		}
+	}
+	if promised < 5 {
+		t.Fatalf("%d verdicts advised persistent_workers with a prediction: want 5 or more", promised)
+	}
+}

@@ -96,14 +96,18 @@ type window struct {
 	batchLooked                                         bool  // the hook looked at a batch
 	knobs                                               map[string]string
 	epochStallMs                                        float64
-	newLoaderEveryEpoch                                 bool // every epoch iterated a new DataLoader (Loader.NewLoaderEveryEpoch)
-	splitsByWorker                                      bool // its IterableDataset asks get_worker_info (Loader.IterableSplitsByWorker)
-	iterableRepeats                                     bool // its IterableDataset's workers yield the same samples, measured (Loader.IterableRepeats)
-	iterableApart                                       bool // they yield different ones, measured
-	batchesPerEpoch                                     int
-	readSec, decodeSec                                  level // per wall second, summed over workers
-	bytesPerSec                                         level
-	workers, prefetch                                   int // -1 unknown
+	epochGapMs                                          float64 // the loop's mean time between epochs (Loader.EpochGapMs), 0 unknown
+	// betweenEpochsShare is the share of the window's time (its means')
+	// the loop spent between epochs (Loader.BetweenEpochsSec), 0–1.
+	betweenEpochsShare  float64
+	newLoaderEveryEpoch bool // every epoch iterated a new DataLoader (Loader.NewLoaderEveryEpoch)
+	splitsByWorker      bool // its IterableDataset asks get_worker_info (Loader.IterableSplitsByWorker)
+	iterableRepeats     bool // its IterableDataset's workers yield the same samples, measured (Loader.IterableRepeats)
+	iterableApart       bool // they yield different ones, measured
+	batchesPerEpoch     int
+	readSec, decodeSec  level // per wall second, summed over workers
+	bytesPerSec         level
+	workers, prefetch   int // -1 unknown
 
 	cpuBusy, hottestCore, hottestThread level
 	runQueue, iowait                    level
@@ -441,7 +445,7 @@ func loaderCPU(f *sample.Frame) (float64, bool) {
 
 // loaderSums add up a loader's frames: seconds, batches, samples, and
 // wait shares weighted by their batches.
-type loaderSums struct{ sec, batches, samples, wait, waitBatches float64 }
+type loaderSums struct{ sec, batches, samples, wait, waitBatches, between float64 }
 
 // finish sets the window's means from the sums.
 func (w *window) finishMeans() {
@@ -451,6 +455,7 @@ func (w *window) finishMeans() {
 	}
 	w.meanBatchesPerSec = level{v: m.batches / m.sec, n: 1, ok: true}
 	w.meanSamplesPerSec = level{v: m.samples / m.sec, n: 1, ok: true}
+	w.betweenEpochsShare = m.between / m.sec
 	if m.waitBatches > 0 {
 		w.meanWaitShare = level{v: m.wait / m.waitBatches, n: 1, ok: true}
 	}
@@ -493,6 +498,9 @@ func (w *window) addLoader(f *sample.Frame, l *sample.Loader, s *signals) {
 		m.sec += sec
 		m.batches += l.BatchesPerSec * sec
 		m.samples += l.SamplesPerSec * sec
+		if l.BetweenEpochsSec != nil {
+			m.between += min(sec, max(0, *l.BetweenEpochsSec))
+		}
 		if l.WaitShare != nil {
 			m.wait += *l.WaitShare * l.BatchesPerSec * sec
 			m.waitBatches += l.BatchesPerSec * sec
@@ -544,6 +552,9 @@ func (w *window) addDataLoader(l *sample.Loader) {
 	}
 	if l.EpochStallMs != nil {
 		w.epochStallMs = *l.EpochStallMs
+	}
+	if l.EpochGapMs != nil {
+		w.epochGapMs = *l.EpochGapMs
 	}
 	if l.NewLoaderEveryEpoch != nil {
 		w.newLoaderEveryEpoch = *l.NewLoaderEveryEpoch

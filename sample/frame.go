@@ -614,6 +614,14 @@ type Loader struct {
 	// say (attached loaders).
 	EpochStallMs    *float64 `json:"epoch_stall_ms,omitempty"`
 	BatchesPerEpoch *int     `json:"batches_per_epoch,omitempty"`
+	// EpochGapMs is the loop's mean time from an epoch's end
+	// (StopIteration) to the next epoch's start (validation, checkpoints:
+	// no loader knob moves it, and every epoch pays it); nil where no epoch
+	// that ran to its end was followed by another, or the loader does not
+	// say. BetweenEpochsSec is the seconds of the interval the loop spent
+	// between epochs (nil where the loader does not say).
+	EpochGapMs       *float64 `json:"epoch_gap_ms,omitempty"`
+	BetweenEpochsSec *float64 `json:"between_epochs_sec,omitempty"`
 	// NewLoaderEveryEpoch: every epoch after the first (three or more)
 	// iterated a DataLoader built anew, the last epoch's gone, so its
 	// workers start every epoch whatever persistent_workers says (it keeps

@@ -559,6 +559,17 @@ func (m *metricsPage) scalars() {
 			c.EpochStall = &d
 		}
 	}
+	// The loop's time between epochs, from each epoch's end to the next
+	// one's start: its mean, and the clock of it (the sum and the gap
+	// under way).
+	sum := m.seconds("gpuwatch_loader_between_epochs_seconds_total")
+	if gaps, ok := m.gauge("gpuwatch_loader_epoch_gaps_total", 0, 1<<40); ok && gaps > 0 && sum != nil {
+		d := time.Duration(*sum / gaps * float64(time.Second))
+		c.EpochGap = &d
+	}
+	if now := m.seconds("gpuwatch_loader_between_epochs_seconds"); sum != nil && now != nil {
+		c.BetweenEpochs = probes.Ptr(*sum + *now)
+	}
 }
 
 // histograms reads the wait and step histograms; the wait's buckets are

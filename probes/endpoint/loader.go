@@ -53,6 +53,13 @@ type LoaderCounters struct {
 	// the first; BatchesPerEpoch the epoch's length. Nil when unknown.
 	EpochStall      *time.Duration
 	BatchesPerEpoch *int
+	// EpochGap is the mean time from an epoch's end to the next epoch's
+	// start (validation, checkpoints); nil when none was seen.
+	// BetweenEpochs is the loop's seconds between epochs so far, the gap
+	// under way included: a clock that runs while the loop is between
+	// epochs (nil when the loader does not say).
+	EpochGap      *time.Duration
+	BetweenEpochs *float64
 	// NewLoaderEveryEpoch: every epoch (two or more) iterated a DataLoader
 	// never iterated before, so its workers start every epoch whatever
 	// persistent_workers says; nil when the loader does not say.
@@ -181,6 +188,9 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	if cur.EpochStall != nil {
 		out.EpochStallMs = probes.Ptr(float64(cur.EpochStall.Microseconds()) / 1000)
 	}
+	if cur.EpochGap != nil {
+		out.EpochGapMs = probes.Ptr(float64(cur.EpochGap.Microseconds()) / 1000)
+	}
 	out.NewLoaderEveryEpoch = cur.NewLoaderEveryEpoch
 	out.IterableSplitsByWorker, out.IterableRepeats = cur.IterableSplitsByWorker, cur.IterableRepeats
 	if _, attached := p.src.(*Attach); attached {
@@ -218,6 +228,14 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	rates(out, &prev, &cur, sec)
 	busy := p.waitFigures(out, prev, cur, sec)
 	out.Stages = loaderStages(prev.Stages, cur.Stages, cur.Workers)
+	if prev.BetweenEpochs != nil && cur.BetweenEpochs != nil {
+		// A clock that ran backwards is a restarted loader: since then.
+		d := *cur.BetweenEpochs - *prev.BetweenEpochs
+		if d < 0 {
+			d = *cur.BetweenEpochs
+		}
+		out.BetweenEpochsSec = probes.Ptr(min(sec, d))
+	}
 	out.Payload = batchPayload(prev.Payload, cur.Payload, out.BatchesPerSec)
 	hookCost(out, &prev, &cur, sec)
 	virtualAccel(f, out, &cur, busy, sec)

@@ -3,6 +3,7 @@ package endpoint
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"strings"
@@ -364,4 +365,50 @@ func TestARemoteLoadersPIDNamesNoProcessHere(t *testing.T) {
 	if got := a.LocalPID(); got != 0 {
 		t.Errorf("a local loader whose pid does not hold its port: LocalPID %d, want 0", got)
 	}
+}
+
+// TestTheLoopsTimeBetweenEpochsIsRead: the hook's sum of the gaps between
+// epochs and the gap under way make a clock whose increase is the
+// interval's time between epochs, whether the gap ended in it or goes on;
+// the sum over the gaps counted is their mean.
+func TestTheLoopsTimeBetweenEpochsIsRead(t *testing.T) {
+	page := func(sum, gaps, now float64) LoaderCounters {
+		c, _, err := CountersFromMetrics([]byte(fmt.Sprintf("gpuwatch_loader_batches_total 10\ngpuwatch_loader_epochs_total 3\n"+
+			"gpuwatch_loader_between_epochs_seconds_total %g\ngpuwatch_loader_epoch_gaps_total %g\ngpuwatch_loader_between_epochs_seconds %g\n", sum, gaps, now)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	at := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	src := &fakeLoader{c: page(5, 1, 0.25)}
+	p := NewLoader(src)
+	collectLoader(t, p, at)
+	for i, c := range []struct {
+		sum, gaps, now float64
+		want, gapMs    float64 // gapMs 0: none counted
+	}{
+		{5, 1, 0.75, 0.5, 5000}, // the gap under way goes on through the interval
+		{6.5, 2, 0, 0.75, 3250}, // it ended 0.75 s into the next interval: 1.5 s in all
+		{6.5, 2, 0, 0, 3250},    // inside an epoch
+		{6.5, 2, 3, 1, 3250},    // 3 s under way since the last read: at most the interval's 1 s
+		{0, 0, 0.5, 0.5, 0},     // the loader restarted: its clock since then, and no gap counted
+	} {
+		src.c = page(c.sum, c.gaps, c.now)
+		l := collectLoader(t, p, at.Add(time.Duration(i+1)*time.Second)).Loader
+		if l.BetweenEpochsSec == nil || *l.BetweenEpochsSec != c.want {
+			t.Errorf("%d: between epochs %v s, want %g", i, fmtPtr(l.BetweenEpochsSec), c.want)
+		}
+		if got := l.EpochGapMs; c.gapMs == 0 && got != nil || c.gapMs > 0 && (got == nil || *got != c.gapMs) {
+			t.Errorf("%d: mean gap %v ms, want %g", i, fmtPtr(got), c.gapMs)
+		}
+	}
+}
+
+// fmtPtr is a figure or "absent".
+func fmtPtr(v *float64) string {
+	if v == nil {
+		return "absent"
+	}
+	return fmt.Sprint(*v)
 }

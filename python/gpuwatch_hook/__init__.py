@@ -112,7 +112,7 @@ class Watched:
         started = _env.clock()
         it = iter(self.loader)
         try:
-            timed = self._stats.epoch(self.loader, it)
+            timed = self._stats.epoch(self.loader, it, started)
         except Exception:
             self._stats.error()
             timed = True

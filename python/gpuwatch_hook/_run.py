@@ -94,7 +94,7 @@ def patch_iter(module: Any) -> bool:
             _env.warn_once("DataLoaders are not timed: %s" % e)
             return it
         try:
-            timed = stats.epoch(self, it)
+            timed = stats.epoch(self, it, started)
         except Exception as e:
             stats.error()
             _env.warn_once("a DataLoader's knobs are not read: %s" % e)

@@ -161,6 +161,15 @@ class Stats:
         self._main_it: Optional["weakref.ref[Any]"] = None  # its epoch's iterator: a loader made in the for statement is gone while it runs
         self._main_len: Optional[int] = None
         self.stall_sum = 0.0  # epochs after the first: start to first batch, seconds
+        # The loop's time between the timed loader's epochs: from an
+        # epoch's end (its StopIteration) to the next epoch's iter() —
+        # validation, a checkpoint, whatever the script does there. No
+        # loader knob moves it, and each epoch pays it (docs/diagnosis.md,
+        # "Between epochs"). _ended_at: the last epoch's end, until the
+        # next starts (None: none ended, or the loop broke out of it). The
+        # loop's thread writes it; the sums are under the lock.
+        self.gap_sum, self.gaps = 0.0, 0
+        self._ended_at: Optional[float] = None
         # The waits under way inside next(), by iterator (Clock): when it
         # asked (its clock) and whether for its epoch's first batch. Each
         # iterator sets and pops its own key, on its thread; the page
@@ -508,6 +517,16 @@ class Stats:
         self.stage_sum["step"] += step
         self.stage_n["step"] += 1
 
+    def epoch_ended(self, at: float) -> None:
+        """The timed loader's epoch ran to its end (StopIteration) at at."""
+        self._ended_at = at
+
+    def between(self) -> float:
+        """Seconds the loop has been between epochs at this read (the last
+        epoch ran to its end, the next has not started); 0: inside one."""
+        t = self._ended_at
+        return max(0.0, _env.clock() - t) if t is not None else 0.0
+
     def record_stall(self, seconds: float) -> None:
         """An epoch's time from its start (iter()) to its first batch."""
         with self.lock:
@@ -609,10 +628,10 @@ class Stats:
         except TypeError:
             return None
 
-    def epoch(self, loader: Any, it: Any) -> bool:
+    def epoch(self, loader: Any, it: Any, started: Optional[float] = None) -> bool:
         """Reads a DataLoader's knobs when an epoch starts (its iterator
-        holds the workers), where it is the loader timed (timed_loader),
-        and says whether it is."""
+        holds the workers; started: the clock before iter()), where it is
+        the loader timed (timed_loader), and says whether it is."""
         k = _torch.knobs(loader, it)
         if not self.timed_loader(loader, k.batches_per_epoch, it):
             # Not timed now, though it may have been (persistent workers
@@ -645,6 +664,10 @@ class Stats:
                         self.batches_per_epoch = None
             self.loop_tid = tid
             self.epochs += 1
+            ended, self._ended_at = self._ended_at, None
+            if ended is not None and started is not None and started >= ended:
+                self.gap_sum += started - ended
+                self.gaps += 1
             if rebuilt is None or self.rebuilt_epochs is None:
                 self.rebuilt_epochs = None
             elif rebuilt:
@@ -699,6 +722,10 @@ class Stats:
             persistent, pin, per_epoch = self.persistent, self.pin_memory, self.batches_per_epoch
             splits, repeats = self.splits_by_worker, self.repeats
             epochs, stall_sum, stalls = self.epochs, self.stall_sum, self.stalls
+            # The gap under way with the sum: the two add up to a clock
+            # that only runs forward (epoch() moves one into the other
+            # under the lock).
+            gap_sum, gaps, between = self.gap_sum, self.gaps, self.between()
             rebuilt_epochs = self.rebuilt_epochs
             tid, errors = self.loop_tid, self.errors
             stages = [(k, self.stage_sum[k], self.stage_n[k]) for k in _stages.STAGES if self.stage_n[k]]
@@ -773,6 +800,19 @@ class Stats:
                 stall_sum,
             )
             one("gpuwatch_loader_epoch_stalls_total", "counter", "Epochs after the first whose first batch came.", stalls)
+            one(
+                "gpuwatch_loader_between_epochs_seconds_total",
+                "counter",
+                "The training loop's time between the DataLoader's epochs (from an epoch's end to the next epoch's start: validation, checkpoints), summed.",
+                gap_sum,
+            )
+            one(
+                "gpuwatch_loader_between_epochs_seconds",
+                "gauge",
+                "How long the training loop has been between epochs at this read (the last epoch ran to its end, the next has not started); 0 inside one.",
+                between,
+            )
+            one("gpuwatch_loader_epoch_gaps_total", "counter", "Times between epochs summed in gpuwatch_loader_between_epochs_seconds_total: epochs that ran to their end and were followed by another.", gaps)
         if pids:
             put("# HELP gpuwatch_loader_worker_info The loader's worker processes.\n")
             put("# TYPE gpuwatch_loader_worker_info gauge\n")
@@ -1089,6 +1129,7 @@ class Clock:
             # (the drain, a GPU recording's stop and summary) is its own
             # work, never read as the loop waiting for its input.
             stats.waiting_since.pop(self, None)
+            stats.epoch_ended(_env.clock())
             stats.ran_out(getattr(it, "_dataset", None), self.taken)  # a DataLoader's iterator holds its dataset
             self._last_step(step)
             try:  # the epoch's end: its last batches' figures (the inline stages: only this thread takes them) drained now

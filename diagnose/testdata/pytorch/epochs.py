@@ -1,8 +1,9 @@
-# args: num_workers, worker_init sleep (s, every epoch's worker start), validation seconds, epochs, batches/epoch
+# args: num_workers, worker_init sleep (s, every epoch's worker start), validation seconds, epochs, batches/epoch[, first access sleep[, persistent_workers]]
 import sys, time, torch
 from torch.utils.data import Dataset, DataLoader
 NW, INIT, VAL, EP, NB = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 FIRST = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
+PERSIST = len(sys.argv) > 7 and sys.argv[7].lower() in ("1", "true")
 class DS(Dataset):
     def __len__(self): return NB * 16
     def __getitem__(self, i):
@@ -13,7 +14,7 @@ class DS(Dataset):
 def init(_): time.sleep(INIT)
 model = torch.nn.Linear(64, 10)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
-kw = dict(worker_init_fn=init) if NW else {}
+kw = dict(worker_init_fn=init, persistent_workers=PERSIST) if NW else {}
 dl = DataLoader(DS(), batch_size=16, num_workers=NW, **kw)
 for ep in range(EP):
     for x, y in dl:
