@@ -19,10 +19,13 @@ import (
 // frame or flapping input never flips the verdict. Time comes from the
 // frames, never from a clock. Not safe for concurrent use.
 type Diagnoser struct {
-	th        Thresholds
-	ring      []sample.Frame
-	shown     Verdict
-	replay    sample.ReplaySkip // the replay's frames and the one after held over
+	th     Thresholds
+	ring   []sample.Frame
+	shown  Verdict
+	replay sample.ReplaySkip // the replay's frames and the one after held over
+	// gap is the seconds of the frames held over so far while the loop
+	// is between epochs.
+	gap       float64
 	since     time.Time
 	cand      Kind
 	candSince time.Time
@@ -147,6 +150,26 @@ func (d *Diagnoser) heldOverReplay() Verdict {
 	return out
 }
 
+// heldBetweenEpochs is the verdict shown, held over frame f, which the
+// loop spent mostly between epochs (validation on another loader, a
+// checkpoint), and said as held: no batch is asked, and its input's
+// figures say nothing of the job for those seconds — it read idle, and a
+// user's `run --once` settled on that. f is left out of the window. A
+// frame that holds less of the gap is kept: the loop's time between
+// epochs is taken out of its rate (waitPipeline), and the wait for
+// restarted workers after it is the job's.
+func (d *Diagnoser) heldBetweenEpochs(f *sample.Frame) Verdict {
+	d.gap += *f.Loader.BetweenEpochsSec
+	out := d.shown
+	out.Since = d.since
+	if len(out.Evidence) > 0 && out.Kind != WarmingUp {
+		out.Evidence = slices.Clone(out.Evidence)
+		out.Evidence[0].Text = fmt.Sprintf("held while the loop is between epochs (%s so far: validation, a checkpoint); before: %s",
+			sample.FormatDuration(d.gap), out.Evidence[0].Text)
+	}
+	return out
+}
+
 // Observe adds a frame and returns the verdict to show.
 func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 	if d.replay.Skip(f.Loader.Replaying()) {
@@ -171,6 +194,10 @@ func (d *Diagnoser) Observe(f *sample.Frame) Verdict {
 		out.Since = d.since
 		return out
 	}
+	if f.BetweenEpochs() {
+		return d.heldBetweenEpochs(f)
+	}
+	d.gap = 0
 	if d.exited { // frames of a process not gone (a recording joined to another, a target that came back): judged afresh
 		d.exited, d.shown, d.since = false, Verdict{Kind: WarmingUp}, time.Time{}
 	}

@@ -288,3 +288,41 @@ func TestTheTimeBetweenEpochsIsInEveryPrediction(t *testing.T) {
 		t.Fatalf("%d verdicts advised persistent_workers with a prediction: want 5 or more", promised)
 	}
 }
+
+// TestTheLoopBetweenEpochsHoldsTheVerdict: frames the loop spent between
+// epochs (epochs.py's 5 s of validation) are not judged: the verdict shown
+// before stays, said as held with the gap's length so far, where it read
+// idle; the frames after are judged again.
+func TestTheLoopBetweenEpochsHoldsTheVerdict(t *testing.T) {
+	var fs []sample.Frame
+	for _, l := range readRecording(t, filepath.Join("testdata", "pytorch", "epochs-between.jsonl")) {
+		if l.Type == "frame" {
+			fs = append(fs, l.Frame)
+		}
+	}
+	vs := feed(NewDiagnoser(DefaultThresholds()), fs)
+	held, judged := 0, 0
+	for i, v := range vs {
+		if v.Kind == Idle {
+			t.Errorf("frame %d: idle", i)
+		}
+		if i == 0 || vs[i-1].Kind == WarmingUp {
+			continue
+		}
+		saysHeld := len(v.Evidence) > 0 && strings.HasPrefix(v.Evidence[0].Text, "held while the loop is between epochs (")
+		if fs[i].BetweenEpochs() {
+			held++
+			if v.Kind != vs[i-1].Kind || !saysHeld {
+				t.Errorf("frame %d, between epochs: %s %q, want %s held", i, v.Kind, texts(v.Evidence), vs[i-1].Kind)
+			}
+			continue
+		}
+		judged++
+		if saysHeld {
+			t.Errorf("frame %d, inside an epoch: %q", i, v.Evidence[0].Text)
+		}
+	}
+	if held < 10 || judged < 10 {
+		t.Fatalf("%d frames held, %d judged: want 10 of each", held, judged)
+	}
+}

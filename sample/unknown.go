@@ -20,6 +20,21 @@ func (l *Loader) Replaying() bool {
 	return l != nil && l.Ceiling != nil && l.Ceiling.State == CeilingReplaying
 }
 
+// BetweenEpochs says the loop spent most of the frame's interval between
+// its loader's epochs — validation, a checkpoint — where it asks for no
+// batch: a pause of the script's, not of its input.
+func (f *Frame) BetweenEpochs() bool {
+	l := f.Loader
+	if l == nil || l.BetweenEpochsSec == nil {
+		return false
+	}
+	sec := f.IntervalSec
+	if !(sec > 0) {
+		sec = 1
+	}
+	return *l.BetweenEpochsSec > sec/2
+}
+
 // ReplaySkip leaves out of a series read frame by frame (a window's
 // means, a report's) the frames the ceiling replays in, which are its
 // measurement's and not the job's, and the first frame after, whose

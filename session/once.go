@@ -166,6 +166,14 @@ func (s *Settle) Frame(f *sample.Frame, v diagnose.Verdict) error {
 		s.streak, s.verdict, s.last = 0, v, f
 		return nil
 	}
+	if f.BetweenEpochs() {
+		// The loop is between epochs (validation, a checkpoint): the
+		// diagnosis holds its verdict over the frame without judging it,
+		// so it neither counts toward the verdict's holding nor breaks it
+		// (a user's `run --once` settled on idle during a validation).
+		s.last = f
+		return nil
+	}
 	same := v.Kind != diagnose.WarmingUp && v.Kind == s.verdict.Kind
 	if same && s.streak > 0 {
 		s.streak++
@@ -419,6 +427,9 @@ func (s *Settle) why() string {
 		return fmt.Sprintf("still warming up after %s: the frames did not read what a verdict needs (%s)", sample.Plural(s.frames, "frame"), longer)
 	case s.verdict.Kind == diagnose.WarmingUp:
 		return fmt.Sprintf("still warming up: %s came, the diagnosis needs %d (%s%s)", sample.Plural(s.frames, "frame"), s.need, longer, shorter)
+	case s.last.BetweenEpochs():
+		return fmt.Sprintf("the loop was between epochs when the session ended (validation, a checkpoint, or its last epoch done), where nothing is judged; the verdict held %s of its epochs, not %s (%s)",
+			sample.Plural(s.streak, "frame"), SettleRule(), longer)
 	case s.changes > 0:
 		return fmt.Sprintf("the verdict changed %s before it could hold %s", sample.Plural(s.changes, "time"), SettleRule())
 	case s.holds() && s.measuringWhat != "":

@@ -934,3 +934,39 @@ func TestTheBiasSaidIsTheLoadersOwn(t *testing.T) {
 		t.Errorf("no loader (a sampled job): %q", got)
 	}
 }
+
+// TestSettleLeavesTheLoopsTimeBetweenEpochsOut: frames the loop spent
+// between epochs (validation: the diagnosis holds its verdict over them,
+// or it read idle) neither count toward a verdict's holding nor break it;
+// a session that ends inside the gap says so. A user's `run --once`
+// settled on idle during a validation.
+func TestSettleLeavesTheLoopsTimeBetweenEpochsOut(t *testing.T) {
+	between := func(sec int) *sample.Frame {
+		f := settleFrameAt(sec)
+		f.IntervalSec, f.Loader = 1, &sample.Loader{BetweenEpochsSec: probes.Ptr(0.9)}
+		return f
+	}
+	stopped := 0
+	s := &Settle{stop: func() { stopped++ }, need: 3}
+	for i := range 3 {
+		s.Frame(settleFrameAt(i), diagnose.Verdict{Kind: diagnose.Healthy})
+	}
+	for i := 3; i < 13; i++ { // ten seconds of validation, read idle
+		s.Frame(between(i), diagnose.Verdict{Kind: diagnose.Idle})
+	}
+	if stopped != 0 || s.verdict.Kind != diagnose.Healthy {
+		t.Fatalf("settled (%d) on %s over the gap", stopped, s.verdict.Kind)
+	}
+	var out bytes.Buffer
+	if err := s.summary(&out, false); !errors.Is(err, ErrUnsettled) || !strings.Contains(err.Error(), "the loop was between epochs when the session ended") {
+		t.Fatalf("ended inside the gap: %v", err)
+	}
+	s.Frame(settleFrameAt(13), diagnose.Verdict{Kind: diagnose.Healthy})
+	if stopped != 0 {
+		t.Fatal("settled on 4 judged frames")
+	}
+	s.Frame(settleFrameAt(14), diagnose.Verdict{Kind: diagnose.Healthy})
+	if stopped != 1 || s.verdict.Kind != diagnose.Healthy {
+		t.Fatalf("5 judged frames around a gap: stopped %d, %s", stopped, s.verdict.Kind)
+	}
+}
