@@ -553,24 +553,33 @@ func (m *metricsPage) scalars() {
 		c.IterableRepeats = &repeats
 	}
 	// The time to each epoch's first batch, epochs after the first.
-	if stalls, ok := m.gauge("gpuwatch_loader_epoch_stalls_total", 0, 1<<40); ok && stalls > 0 {
-		if sum := m.seconds("gpuwatch_loader_epoch_stall_seconds_total"); sum != nil {
-			d := time.Duration(*sum / stalls * float64(time.Second))
-			c.EpochStall = &d
-		}
-	}
+	c.EpochStall = m.meanOf("gpuwatch_loader_epoch_stall_seconds_total", "gpuwatch_loader_epoch_stalls_total")
 	// The loop's time between epochs, from each epoch's end to the next
 	// one's start: its mean, and the clock of it (the sum and the gap
 	// under way).
+	c.EpochGap = m.meanOf("gpuwatch_loader_between_epochs_seconds_total", "gpuwatch_loader_epoch_gaps_total")
 	sum := m.seconds("gpuwatch_loader_between_epochs_seconds_total")
-	if gaps, ok := m.gauge("gpuwatch_loader_epoch_gaps_total", 0, 1<<40); ok && gaps > 0 && sum != nil {
-		d := time.Duration(*sum / gaps * float64(time.Second))
-		c.EpochGap = &d
-	}
 	if now := m.seconds("gpuwatch_loader_between_epochs_seconds"); sum != nil && now != nil {
 		c.BetweenEpochs = probes.Ptr(*sum + *now)
 	}
 }
+
+// meanOf is the mean of the seconds summed in sum over the count in n,
+// nil where either is absent, the count is not a whole number of at
+// least one, or the mean is past maxMeanSeconds (a hostile page's 2^40 s
+// over one, or 10 s over 1e-300, overflowed a Duration into -2562047h).
+func (m *metricsPage) meanOf(sum, n string) *time.Duration {
+	s := m.seconds(sum)
+	count, ok := m.gauge(n, 1, 1<<40)
+	if s == nil || !ok || count != math.Trunc(count) || *s/count > maxMeanSeconds {
+		return nil
+	}
+	d := time.Duration(*s / count * float64(time.Second))
+	return &d
+}
+
+// maxMeanSeconds bounds a mean time per epoch read from a page: 100 days.
+const maxMeanSeconds = 100 * 86400
 
 // histograms reads the wait and step histograms; the wait's buckets are
 // the loader's, else the step's.

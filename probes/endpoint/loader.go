@@ -229,12 +229,10 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	busy := p.waitFigures(out, prev, cur, sec)
 	out.Stages = loaderStages(prev.Stages, cur.Stages, cur.Workers)
 	if prev.BetweenEpochs != nil && cur.BetweenEpochs != nil {
-		// A clock that ran backwards is a restarted loader: since then.
-		d := *cur.BetweenEpochs - *prev.BetweenEpochs
-		if d < 0 {
-			d = *cur.BetweenEpochs
-		}
-		out.BetweenEpochsSec = probes.Ptr(min(sec, d))
+		// A restarted loader reset prev above. The clock may step back
+		// by the epoch's iter() (the gap under way ran to the read; the
+		// gap summed ends where iter() began): none this interval.
+		out.BetweenEpochsSec = probes.Ptr(min(sec, max(0, *cur.BetweenEpochs-*prev.BetweenEpochs)))
 	}
 	out.Payload = batchPayload(prev.Payload, cur.Payload, out.BatchesPerSec)
 	hookCost(out, &prev, &cur, sec)

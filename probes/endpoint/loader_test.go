@@ -392,7 +392,7 @@ func TestTheLoopsTimeBetweenEpochsIsRead(t *testing.T) {
 		{6.5, 2, 0, 0.75, 3250}, // it ended 0.75 s into the next interval: 1.5 s in all
 		{6.5, 2, 0, 0, 3250},    // inside an epoch
 		{6.5, 2, 3, 1, 3250},    // 3 s under way since the last read: at most the interval's 1 s
-		{0, 0, 0.5, 0.5, 0},     // the loader restarted: its clock since then, and no gap counted
+		{6.5, 2, 0, 0, 3250},    // the last read was inside the next epoch's iter(): the clock steps back, none
 	} {
 		src.c = page(c.sum, c.gaps, c.now)
 		l := collectLoader(t, p, at.Add(time.Duration(i+1)*time.Second)).Loader
@@ -401,6 +401,13 @@ func TestTheLoopsTimeBetweenEpochsIsRead(t *testing.T) {
 		}
 		if got := l.EpochGapMs; c.gapMs == 0 && got != nil || c.gapMs > 0 && (got == nil || *got != c.gapMs) {
 			t.Errorf("%d: mean gap %v ms, want %g", i, fmtPtr(got), c.gapMs)
+		}
+	}
+	// A hostile page's mean is no Duration overflowed, nor a count of a
+	// fraction of a gap.
+	for _, c := range [][2]float64{{1 << 40, 1}, {10, 1e-300}, {10, 1.5}, {10, 0}} {
+		if got := page(c[0], c[1], 0).EpochGap; got != nil {
+			t.Errorf("%g s over %g gaps: mean %v, want none", c[0], c[1], *got)
 		}
 	}
 }

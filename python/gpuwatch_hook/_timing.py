@@ -168,8 +168,11 @@ class Stats:
         # "Between epochs"). _ended_at: the last epoch's end, until the
         # next starts (None: none ended, or the loop broke out of it). The
         # loop's thread writes it; the sums are under the lock.
+        # _ended_len: the batches an epoch of the loader that ended, whose
+        # next epoch alone ends the gap.
         self.gap_sum, self.gaps = 0.0, 0
         self._ended_at: Optional[float] = None
+        self._ended_len: Optional[int] = None
         # The waits under way inside next(), by iterator (Clock): when it
         # asked (its clock) and whether for its epoch's first batch. Each
         # iterator sets and pops its own key, on its thread; the page
@@ -519,7 +522,7 @@ class Stats:
 
     def epoch_ended(self, at: float) -> None:
         """The timed loader's epoch ran to its end (StopIteration) at at."""
-        self._ended_at = at
+        self._ended_at, self._ended_len = at, self.batches_per_epoch
 
     def between(self) -> float:
         """Seconds the loop has been between epochs at this read (the last
@@ -665,7 +668,11 @@ class Stats:
             self.loop_tid = tid
             self.epochs += 1
             ended, self._ended_at = self._ended_at, None
-            if ended is not None and started is not None and started >= ended:
+            # Another loader's epoch taken for the training one's (the
+            # training loader built anew each epoch is gone while its
+            # validation loader runs): no gap of the job's is measured.
+            same = self.batches_per_epoch == self._ended_len
+            if ended is not None and started is not None and started >= ended and same:
                 self.gap_sum += started - ended
                 self.gaps += 1
             if rebuilt is None or self.rebuilt_epochs is None:

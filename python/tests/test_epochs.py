@@ -208,6 +208,17 @@ class BetweenEpochsTest(unittest.TestCase):
             self.epoch(st, train)
         self.assertEqual(self.page(st), (0.0, 2))
 
+    def test_a_loader_built_anew_each_epoch_measures_no_gap(self):
+        # Its training loader gone while the validation loader runs, the
+        # validation loader is the one timed: the gaps between the two
+        # are no time between the job's epochs, and none is counted.
+        st, val = _timing.Stats(), loader(8)
+        for _ in range(3):
+            self.epoch(st, loader(16))
+            self.epoch(st, val)
+            self.now += 2.5
+        self.assertEqual(self.page(st), (0.0, 0))
+
     def test_an_epoch_left_early_is_no_gap(self):
         # max_steps reached inside the epoch: no end was seen, so the time
         # to the next epoch is not known to be outside one.
