@@ -49,14 +49,14 @@ type Pipeline struct {
 	// restarting when not persistent); BatchesPerEpoch the epoch's length.
 	EpochStallSec   float64
 	BatchesPerEpoch float64
-	// BetweenEpochsSec is the loop's time between epochs (from an epoch's
+	// EpochGapSec is the loop's time between epochs (from an epoch's
 	// end to the next one's start: validation, checkpoints), which every
 	// epoch pays whatever the knobs: the steady rate has it taken out and
 	// every prediction adds it back (a review: 3 s epochs, each followed
 	// by 5 s of validation, were promised 1.8× from persistent workers
 	// whose restart took 1.5 s an epoch, ≈ 1.2× at most). 0 where none
 	// was seen, or where it could not be taken out of the window's rate.
-	BetweenEpochsSec float64
+	EpochGapSec float64
 	// NewLoaderEveryEpoch: the script builds a new DataLoader every
 	// epoch, so persistent workers need it built once (persistent_workers
 	// keeps workers across one DataLoader's epochs only).
@@ -511,7 +511,7 @@ func (p *Pipeline) predict(k Knobs, cpuKappa, ioSigma, handOver float64, low boo
 		}
 	}
 	wait := p.waitAt(rate, step)
-	if gap := p.BetweenEpochsSec; gap > 0 && p.BatchesPerEpoch > 0 {
+	if gap := p.EpochGapSec; gap > 0 && p.BatchesPerEpoch > 0 {
 		// Every epoch pays the loop's time between epochs. The wait is a
 		// share of the loop's waits and steps, which the gap is not.
 		rate = p.BatchesPerEpoch / (p.BatchesPerEpoch/rate + gap)
@@ -842,7 +842,7 @@ func waitPipeline(w *window) (*Pipeline, bool) {
 		// "Now" is an epoch's cycle, its gap included, whatever share of
 		// one the window held (a window inside an epoch read its rate as
 		// the job's).
-		p.BetweenEpochsSec = gap
+		p.EpochGapSec = gap
 		p.Measured.SamplesPerSec = p.BatchesPerEpoch / (p.BatchesPerEpoch/inEpochs + gap) * p.BatchSize
 	}
 	return p, true

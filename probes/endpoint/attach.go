@@ -570,8 +570,8 @@ func (m *metricsPage) scalars() {
 // over one, or 10 s over 1e-300, overflowed a Duration into -2562047h).
 func (m *metricsPage) meanOf(sum, n string) *time.Duration {
 	s := m.seconds(sum)
-	count, ok := m.gauge(n, 1, 1<<40)
-	if s == nil || !ok || count != math.Trunc(count) || *s/count > maxMeanSeconds {
+	count, ok := m.gauge(n, 0, 1<<40) // 0: none yet, no reason to drop the page's figure
+	if s == nil || !ok || count < 1 || count != math.Trunc(count) || *s/count > maxMeanSeconds {
 		return nil
 	}
 	d := time.Duration(*s / count * float64(time.Second))

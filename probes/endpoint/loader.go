@@ -229,9 +229,10 @@ func (p *Loader) Collect(ctx context.Context, f *sample.Frame) error {
 	busy := p.waitFigures(out, prev, cur, sec)
 	out.Stages = loaderStages(prev.Stages, cur.Stages, cur.Workers)
 	if prev.BetweenEpochs != nil && cur.BetweenEpochs != nil {
-		// A restarted loader reset prev above. The clock may step back
-		// by the epoch's iter() (the gap under way ran to the read; the
-		// gap summed ends where iter() began): none this interval.
+		// A restarted loader reset prev above. A clock that steps back
+		// otherwise (a hook that read the gap under way on into the next
+		// epoch's iter(), where the gap summed ends; a hostile page)
+		// counts none this interval.
 		out.BetweenEpochsSec = probes.Ptr(min(sec, max(0, *cur.BetweenEpochs-*prev.BetweenEpochs)))
 	}
 	out.Payload = batchPayload(prev.Payload, cur.Payload, out.BatchesPerSec)

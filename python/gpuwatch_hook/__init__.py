@@ -110,6 +110,7 @@ class Watched:
             return iter(self.loader)
         _patch_stages(self.loader)  # before iter(): the workers it starts are timed
         started = _env.clock()
+        self._stats.iter_starting(started)
         it = iter(self.loader)
         try:
             timed = self._stats.epoch(self.loader, it, started)

@@ -85,6 +85,9 @@ def patch_iter(module: Any) -> bool:
     @functools.wraps(orig_iter)
     def __iter__(self: Any) -> Any:
         started = _env.clock()
+        st = _state  # this process's, once started: its gap's clock stops while iter() runs (Stats.iter_starting)
+        if st is not None:
+            st[0].iter_starting(started)
         it = orig_iter(self)
         if _torch.in_worker():
             return it

@@ -173,6 +173,12 @@ class Stats:
         self.gap_sum, self.gaps = 0.0, 0
         self._ended_at: Optional[float] = None
         self._ended_len: Optional[int] = None
+        # _iter_at: a DataLoader's iter() under way since (None: none).
+        # The gap summed ends where the next epoch's iter() began, so the
+        # gap read under way stops there too: the clock they make never
+        # steps back, and the workers' start-up inside iter() is the
+        # epoch's stall (first_batch), not time between epochs.
+        self._iter_at: Optional[float] = None
         # The waits under way inside next(), by iterator (Clock): when it
         # asked (its clock) and whether for its epoch's first batch. Each
         # iterator sets and pops its own key, on its thread; the page
@@ -524,11 +530,21 @@ class Stats:
         """The timed loader's epoch ran to its end (StopIteration) at at."""
         self._ended_at, self._ended_len = at, self.batches_per_epoch
 
+    def iter_starting(self, at: float) -> None:
+        """A DataLoader's iter() begins at at (the loop's thread): until
+        epoch() says whose, the gap under way reads as ended there."""
+        self._iter_at = at
+
     def between(self) -> float:
         """Seconds the loop has been between epochs at this read (the last
         epoch ran to its end, the next has not started); 0: inside one."""
         t = self._ended_at
-        return max(0.0, _env.clock() - t) if t is not None else 0.0
+        if t is None:
+            return 0.0
+        end, i = _env.clock(), self._iter_at
+        if i is not None and i >= t:
+            end = min(end, i)
+        return max(0.0, end - t)
 
     def record_stall(self, seconds: float) -> None:
         """An epoch's time from its start (iter()) to its first batch."""
@@ -637,6 +653,7 @@ class Stats:
         the loader timed (timed_loader), and says whether it is."""
         k = _torch.knobs(loader, it)
         if not self.timed_loader(loader, k.batches_per_epoch, it):
+            self._iter_at = None  # not the timed loader's epoch: the gap runs on
             # Not timed now, though it may have been (persistent workers
             # hand back one iterator every epoch): what was attached goes.
             for name in ("_gpuwatch", "_gpuwatch_stats"):
@@ -667,7 +684,7 @@ class Stats:
                         self.batches_per_epoch = None
             self.loop_tid = tid
             self.epochs += 1
-            ended, self._ended_at = self._ended_at, None
+            ended, self._ended_at, self._iter_at = self._ended_at, None, None
             # Another loader's epoch taken for the training one's (the
             # training loader built anew each epoch is gone while its
             # validation loader runs): no gap of the job's is measured.

@@ -202,6 +202,34 @@ class BetweenEpochsTest(unittest.TestCase):
         self.assertAlmostEqual(s, 3 * 2.52, places=6)
         self.assertEqual((n, self.under_way), (3, 0.0))
 
+    def test_the_clock_stops_at_the_next_epochs_iter(self):
+        # A read inside the next epoch's iter() (its workers starting)
+        # sees the gap end where iter() began, as the sum will: the clock
+        # of the two never steps back, and the start-up is the epoch's
+        # stall. Another loader's iter() inside the gap stops nothing.
+        st, train, val = _timing.Stats(), loader(16), loader(8)
+        self.epoch(st, train)
+        self.now += 1.0
+        st.iter_starting(self.now)  # the validation loader's
+        self.now += 0.5
+        self.assertEqual(self.page(st), (0.0, 0.0))
+        self.assertAlmostEqual(self.under_way, 1.0)
+        it = iter(val)
+        self.assertFalse(st.epoch(val, it, self.now - 0.5))
+        self.page(st)
+        self.assertAlmostEqual(self.under_way, 1.5)  # runs on
+        self.now += 1.0
+        started = self.now
+        st.iter_starting(started)  # the training loader's, its workers starting for 3 s
+        self.now += 3.0
+        self.page(st)
+        self.assertAlmostEqual(self.under_way, 2.5)
+        it = iter(train)
+        self.assertTrue(st.epoch(train, it, started))
+        s, n = self.page(st)
+        self.assertAlmostEqual(s, 2.5)
+        self.assertEqual((n, self.under_way), (1, 0.0))
+
     def test_epochs_back_to_back_have_none(self):
         st, train = _timing.Stats(), loader(16)
         for _ in range(3):
